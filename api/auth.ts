@@ -1,0 +1,49 @@
+import type { Request } from 'express';
+import type { ApiKeyService, Principal, Scope } from '../engine/auth.js';
+import { errors } from '../engine/errors.js';
+import type { UserDoc, UserService } from '../engine/users.js';
+
+/** Header through which a master key acts for one of its partner's users. */
+export const USER_HEADER = 'x-partner-user-id';
+
+/**
+ * Authenticates the request's `Authorization: Bearer <API_KEY>` (spec part 5).
+ * @throws {ApiError} 401 when missing, malformed, unknown, expired or revoked.
+ */
+export async function authenticate(req: Request, keys: ApiKeyService): Promise<Principal> {
+  const header = req.headers.authorization;
+  if (!header) throw errors.unauthorized('missing Authorization: Bearer <API_KEY> header');
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m) throw errors.unauthorized('Authorization header must be Bearer <API_KEY>');
+  return keys.authenticate(m[1]!);
+}
+
+/** @throws {ApiError} 403 when `principal` lacks `scope`. */
+export function requireScope(principal: Principal, scope: Scope): void {
+  if (!principal.scopes.includes(scope)) throw errors.forbidden(`this endpoint needs the ${scope} scope`);
+}
+
+/**
+ * The user a request acts for: a per-user key's bound user, or for a master key the user named
+ * by `X-Partner-User-Id`.
+ * @param required - true for user-bound endpoints.
+ * @throws {ApiError} 400 when a master key omits the header on a user-bound endpoint; 404 for a
+ *   user not of this partner; 403 when a per-user key names another user in the header.
+ */
+export async function resolveUser(req: Request, principal: Principal, users: UserService, required: boolean): Promise<UserDoc | null> {
+  const named = req.headers[USER_HEADER];
+  const partnerUserId = Array.isArray(named) ? named[0] : named;
+  if (principal.kind === 'user') {
+    const user = principal.userId ? await users.byId(principal.userId) : null;
+    if (!user) throw errors.unauthorized('the user this API key is bound to no longer exists');
+    if (partnerUserId !== undefined && partnerUserId !== user.partnerUserId) {
+      throw errors.forbidden('this API key is bound to another user; omit X-Partner-User-Id or name the bound user');
+    }
+    return user;
+  }
+  if (partnerUserId === undefined || partnerUserId === '') {
+    if (required) throw errors.badRequest('a master key must name the user with the X-Partner-User-Id header on this endpoint');
+    return null;
+  }
+  return users.byPartnerUserId(principal.partnerId, partnerUserId);
+}

@@ -1,0 +1,48 @@
+import type { Request } from 'express';
+import type { Principal, Scope } from '../engine/auth.js';
+import type { Services } from '../engine/service.js';
+import type { UserDoc } from '../engine/users.js';
+
+/** What a handler gets: the authenticated principal, the user it acts for, and the services. */
+export interface HandlerContext {
+  req: Request;
+  services: Services;
+  principal: Principal | null;
+  /** Present on user-bound routes (always), and on optional-user routes when named. */
+  user: UserDoc | null;
+}
+
+/** A handler's answer; the framework writes it as JSON. */
+export interface HandlerResult {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export type Handler = (ctx: HandlerContext) => Promise<HandlerResult>;
+
+/**
+ * One row of the route table. The table drives mounting, authentication, scopes, the 501s of
+ * unbuilt endpoints, the OpenAPI document and the generated auth-matrix tests.
+ */
+export interface RouteSpec {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** Express path, e.g. `/v2/trade/orders/:order_id`. */
+  path: string;
+  /** Required scope; null = public (no token). */
+  scope: Scope | null;
+  /** `required`: acts for one user (per-user key, or master key + X-Partner-User-Id). */
+  user: 'required' | 'optional' | 'none';
+  /** Only partner-level (master) keys may call it. */
+  masterOnly?: boolean;
+  tag: string;
+  summary: string;
+  /** Request body schema (POST/PATCH). */
+  body?: object;
+  /** Success status → response schema. */
+  responses?: Record<number, object>;
+  /** Absent: the endpoint is in the spec but not built yet, and answers 501. */
+  handler?: Handler;
+  /** Also mounted under /v1/trade (spec part 9: reads, cancels, user provisioning). */
+  v1?: boolean;
+}

@@ -1,0 +1,38 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { ApiError, errors } from '../engine/errors.js';
+
+/** Unknown route: 404 in the envelope. */
+export const notFoundHandler: RequestHandler = (req) => {
+  throw errors.notFound(`no route ${req.method} ${req.path}`);
+};
+
+/** Maps body-parser's failures to the statuses of spec part 7 / issue 4. */
+function fromBodyParser(err: { type?: string; status?: number; message?: string }): ApiError | null {
+  switch (err.type) {
+    case 'entity.parse.failed':
+      return new ApiError(400, 'invalid_request', 'malformed JSON body');
+    case 'entity.too.large':
+      return new ApiError(413, 'payload_too_large', 'request body is larger than the limit');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new ApiError(415, 'unsupported_media_type', err.message ?? 'unsupported body encoding');
+    case 'request.aborted':
+      return new ApiError(400, 'invalid_request', 'request aborted');
+    default:
+      return null;
+  }
+}
+
+/**
+ * The one error middleware: every thrown or rejected error ends here and is written as the spec's
+ * envelope `{error, message?}`. Client-caused errors keep their status; anything else is a 500
+ * whose detail goes to the log, never to the client.
+ */
+export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+  const known = err instanceof ApiError ? err : fromBodyParser(err ?? {});
+  const apiErr = known ?? new ApiError(500, 'internal_error', 'the server failed to handle this request; retry with exponential backoff');
+  if (!known) req.log?.error({ err }, 'unhandled error');
+  if (res.headersSent) return;
+  for (const [k, v] of Object.entries(apiErr.headers)) res.setHeader(k, v);
+  res.status(apiErr.status).json(apiErr.toBody());
+};

@@ -1,0 +1,43 @@
+import { USER_KEY_SCOPES, type Scope } from '../../engine/auth.js';
+import { errors } from '../../engine/errors.js';
+import { userView } from '../../engine/users.js';
+import type { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from '../../schemas/users.js';
+import type { Handler } from '../context.js';
+
+/** POST /v2/trade/users (spec 2.7, 4.3): 201 on creation, 200 with `created: false` after. */
+export const provisionUser: Handler = async ({ req, services, principal }) => {
+  const body = req.body as UserCreateRequest;
+  const { user, created } = await services.users.provision(principal!.partnerId, body.partner_user_id, body.email ?? null);
+  const out: UserResponse = { ...userView(user), created };
+  return { status: created ? 201 : 200, body: out };
+};
+
+/** POST /v2/trade/users/{partner_user_id}/api-keys: mints a per-user key (token shown once). */
+export const mintUserKey: Handler = async ({ req, services, principal }) => {
+  const body = req.body as ApiKeyCreateRequest;
+  const user = await services.users.byPartnerUserId(principal!.partnerId, String(req.params.partner_user_id));
+  const scopes = body.scopes as Scope[];
+  const beyond = scopes.filter((s) => !USER_KEY_SCOPES.includes(s) || !principal!.scopes.includes(s));
+  if (beyond.length) throw errors.forbidden(`cannot grant ${beyond.join(', ')} with this key`);
+  const { doc, token } = await services.keys.mintUserKey(principal!.partnerId, user._id, scopes, body.expires_at ?? null);
+  const out: ApiKeyCreated = { key_id: doc._id, api_key: token, scopes: doc.scopes, expires_at: doc.expiresAtMs, partner_user_id: user.partnerUserId };
+  return { status: 201, body: out };
+};
+
+/** DELETE /v2/trade/api-keys/{key_id}: revokes a key of the caller's partner at once. */
+export const revokeKey: Handler = async ({ req, services, principal }) => {
+  const doc = await services.keys.revoke(principal!.partnerId, String(req.params.key_id));
+  const out: ApiKeyRevoked = { key_id: doc._id, revoked: true, revoked_at: doc.revokedAtMs! };
+  return { status: 200, body: out };
+};
+
+/** GET /v2/trade/account (spec 4.6): `api_key.scopes`, the partner, the key and the bound user. */
+export const account: Handler = async ({ services: _s, principal, user }) => {
+  const p = principal!;
+  const out: AccountResponse = {
+    partner_id: p.partnerId,
+    api_key: { key_id: p.keyId, kind: p.kind, scopes: p.scopes, created_at: p.createdAtMs, expires_at: p.expiresAtMs },
+    user: user ? userView(user) : null,
+  };
+  return { status: 200, body: out };
+};

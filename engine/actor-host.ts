@@ -1,0 +1,295 @@
+import { EventEmitter } from 'node:events';
+import { initialTransition, transition, type AnyEventObject, type AnyStateMachine, type SnapshotFrom, type InputFrom } from 'xstate';
+import type { Clock } from './clock.js';
+import { RevisionConflictError } from './errors.js';
+import type { Logger } from './logger.js';
+import type { ActorRecord, ActorRepository } from './store/actors.js';
+import type { TimerData } from './scheduler/timers.js';
+
+/**
+ * What the engine knows about one kind of actor: its machine (with side effects already supplied
+ * through `.provide()`), how a snapshot maps to the REST `status`, and the version of the
+ * definition (stored with every snapshot).
+ */
+export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachine> {
+  machineId: string;
+  /** Bump when a change makes old snapshots mean something else. */
+  version: number;
+  /** Older versions whose snapshots still restore unchanged (default: none). */
+  restorableVersions?: number[];
+  kind: string;
+  logic: TLogic;
+  /** REST status of a snapshot (spec part 3): derived from the state, never stored separately. */
+  statusOf(snapshot: SnapshotFrom<TLogic>): string;
+}
+
+/** Durable timers the host arms from the deadlines in actor context. */
+export interface TimerPort {
+  schedule(actorId: string, timerName: string, atMs: number): Promise<void>;
+  cancel(actorId: string, timerName: string): Promise<void>;
+  cancelAll(actorId: string): Promise<void>;
+}
+
+/** One persisted state change, emitted as `changed` after the write succeeded. */
+export interface ActorChange {
+  record: ActorRecord;
+  /** Status before this change; null on creation. */
+  previousStatus: string | null;
+  /** The event that caused it; null on creation. */
+  event: AnyEventObject | null;
+  /** Events the machine emitted with `emit()` during this step. */
+  emitted: AnyEventObject[];
+}
+
+/** The `timer.fired` event every machine with deadlines handles. */
+export interface TimerFiredEvent {
+  type: 'timer.fired';
+  name: string;
+  /** Epoch ms the timer was armed for; compare with `context.deadlines[name]`. */
+  atMs: number;
+}
+
+interface Live {
+  def: ActorDefinition;
+  record: ActorRecord;
+  snapshot: ReturnType<AnyStateMachine['resolveState']>;
+}
+
+/** Context convention: `deadlines` maps timer name → epoch ms. */
+function deadlinesOf(snapshot: { context?: unknown }): Record<string, number> {
+  const d = (snapshot.context as { deadlines?: Record<string, number> } | undefined)?.deadlines;
+  return d && typeof d === 'object' ? d : {};
+}
+
+/**
+ * Hosts every actor (issue 2, deliverable 6). Each event goes through one queue per actor; the
+ * pure `transition()` computes the next snapshot, which is written with a revision check before
+ * anything else happens: only then are the machine's actions executed (they are the side
+ * effects), timers re-armed from `context.deadlines`, and `changed` emitted for push. The promise
+ * returned by {@link send} resolves after the write, so an HTTP response never outruns storage.
+ */
+export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
+  private readonly defs = new Map<string, ActorDefinition>();
+  private readonly live = new Map<string, Live>();
+  private readonly queues = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly repo: ActorRepository,
+    private readonly timers: TimerPort,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {
+    super();
+  }
+
+  /** Registers a kind of actor. Must happen before {@link restoreAll}. */
+  register<T extends AnyStateMachine>(def: ActorDefinition<T>): void {
+    this.defs.set(def.machineId, def as unknown as ActorDefinition);
+  }
+
+  /**
+   * Creates and persists a new actor, then runs its initial actions.
+   * @throws {DuplicateKeyError} when `id` exists already.
+   */
+  create<T extends AnyStateMachine>(
+    machineId: string,
+    args: { id: string; input: InputFrom<T>; partnerId: string; ownerUserId: string | null },
+  ): Promise<ActorRecord> {
+    return this.enqueue(args.id, async () => {
+      const def = this.definition(machineId);
+      const [snapshot, actions] = initialTransition(def.logic, args.input);
+      const now = this.clock.now();
+      const record = await this.repo.insert({
+        _id: args.id,
+        machineId,
+        machineVersion: def.version,
+        snapshot: JSON.stringify(def.logic.getPersistedSnapshot(snapshot)),
+        kind: def.kind,
+        status: def.statusOf(snapshot),
+        final: snapshot.status !== 'active',
+        partnerId: args.partnerId,
+        ownerUserId: args.ownerUserId,
+        createdAtMs: now,
+        updatedAtMs: now,
+      });
+      const live: Live = { def, record, snapshot };
+      if (!record.final) this.live.set(record._id, live);
+      await this.afterWrite(live, {}, actions, null, null);
+      return record;
+    });
+  }
+
+  /**
+   * Sends `event` to actor `id` through its queue.
+   * @returns the persisted record after the event (unchanged revision when the event did nothing).
+   * @throws {Error} `unknown actor` when no such actor exists; quarantined actors refuse events.
+   */
+  send(id: string, event: AnyEventObject): Promise<ActorRecord> {
+    return this.enqueue(id, () => this.step(id, event));
+  }
+
+  /** Resolves once every event queued so far for `id` has been handled. */
+  async settle(id: string): Promise<void> {
+    // Actions may queue further events while we wait: loop until the queue is quiet.
+    for (let q = this.queues.get(id); q; ) {
+      await q.catch(() => undefined);
+      const next = this.queues.get(id);
+      if (next === q) break;
+      q = next;
+    }
+  }
+
+  /** Current snapshot of a live (non-final) actor, or null. */
+  snapshotOf(id: string): Live['snapshot'] | null {
+    return this.live.get(id)?.snapshot ?? null;
+  }
+
+  /** Number of actors held in memory. */
+  get liveCount(): number {
+    return this.live.size;
+  }
+
+  /**
+   * Delivers a due timer. Ignored unless the actor is live and still has that deadline at that
+   * time, so duplicate and stale firings are harmless; the machine guards the same way.
+   */
+  async deliverTimer(t: TimerData): Promise<void> {
+    const live = this.live.get(t.actorId);
+    if (!live || deadlinesOf(live.snapshot)[t.timerName] !== t.atMs) return;
+    const event: TimerFiredEvent = { type: 'timer.fired', name: t.timerName, atMs: t.atMs };
+    await this.send(t.actorId, event);
+  }
+
+  /**
+   * Restores every non-final, non-quarantined actor from the store and re-arms its timers.
+   * Entry actions are not re-run. A snapshot that no longer restores is quarantined and logged.
+   */
+  async restoreAll(): Promise<{ restored: number; quarantined: number }> {
+    let restored = 0;
+    let quarantined = 0;
+    for (const record of await this.repo.findRestorable()) {
+      const live = await this.load(record);
+      if (!live) {
+        quarantined++;
+        continue;
+      }
+      for (const [name, atMs] of Object.entries(deadlinesOf(live.snapshot))) await this.timers.schedule(record._id, name, atMs);
+      restored++;
+    }
+    return { restored, quarantined };
+  }
+
+  private definition(machineId: string): ActorDefinition {
+    const def = this.defs.get(machineId);
+    if (!def) throw new Error(`no actor definition registered for machine ${machineId}`);
+    return def;
+  }
+
+  private enqueue<R>(id: string, work: () => Promise<R>): Promise<R> {
+    const prev = this.queues.get(id) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(work);
+    const tail = next.catch(() => undefined);
+    this.queues.set(id, tail);
+    void tail.then(() => {
+      if (this.queues.get(id) === tail) this.queues.delete(id);
+    });
+    return next;
+  }
+
+  /** Rebuilds a live actor from its record, or quarantines it. */
+  private async load(record: ActorRecord): Promise<Live | null> {
+    const def = this.defs.get(record.machineId);
+    let reason: string | null = null;
+    let snapshot: Live['snapshot'] | null = null;
+    if (!def) reason = `no machine registered for ${record.machineId}`;
+    else if (record.machineVersion !== def.version && !(def.restorableVersions ?? []).includes(record.machineVersion)) {
+      reason = `snapshot of ${record.machineId} v${record.machineVersion} does not restore on v${def.version}`;
+    } else {
+      try {
+        snapshot = def.logic.resolveState(JSON.parse(record.snapshot));
+      } catch (err) {
+        reason = `snapshot does not restore: ${(err as Error).message}`;
+      }
+    }
+    if (reason || !def || !snapshot) {
+      this.log.error({ actorId: record._id, machineId: record.machineId, reason }, 'actor quarantined');
+      await this.repo.quarantine(record._id, reason ?? 'unknown', this.clock.now());
+      return null;
+    }
+    const live: Live = { def, record, snapshot };
+    if (!record.final) this.live.set(record._id, live);
+    return live;
+  }
+
+  private async step(id: string, event: AnyEventObject): Promise<ActorRecord> {
+    for (let attempt = 0; ; attempt++) {
+      let live = this.live.get(id);
+      if (!live) {
+        const record = await this.repo.get(id);
+        if (!record) throw new Error(`unknown actor ${id}`);
+        if (record.final || record.quarantine) return record;
+        const loaded = await this.load(record);
+        if (!loaded) return (await this.repo.get(id))!;
+        live = loaded;
+      }
+      const [next, actions] = transition(live.def.logic, live.snapshot, event);
+      if (next === live.snapshot || (next.value === live.snapshot.value && next.context === live.snapshot.context && actions.length === 0)) {
+        return live.record; // nothing happened: nothing to persist
+      }
+      const prevDeadlines = deadlinesOf(live.snapshot);
+      const previousStatus = live.record.status;
+      try {
+        const record = await this.repo.update(live.record, {
+          snapshot: JSON.stringify(live.def.logic.getPersistedSnapshot(next)),
+          status: live.def.statusOf(next),
+          final: next.status !== 'active',
+          updatedAtMs: this.clock.now(),
+          machineVersion: live.def.version,
+        });
+        const updated: Live = { def: live.def, record, snapshot: next };
+        if (record.final) this.live.delete(id);
+        else this.live.set(id, updated);
+        await this.afterWrite(updated, prevDeadlines, actions, previousStatus, event);
+        return record;
+      } catch (err) {
+        if (err instanceof RevisionConflictError && attempt < 3) {
+          this.log.warn({ actorId: id }, 'revision conflict, reloading actor');
+          this.live.delete(id);
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  private async afterWrite(
+    live: Live,
+    prevDeadlines: Record<string, number>,
+    actions: Array<{ type: string; params?: unknown; info?: unknown; exec?: ((info: never, params: never) => void) | undefined }>,
+    previousStatus: string | null,
+    event: AnyEventObject | null,
+  ): Promise<void> {
+    const id = live.record._id;
+    // Timers follow the deadlines in context.
+    const nextDeadlines = live.record.final ? {} : deadlinesOf(live.snapshot);
+    for (const [name, atMs] of Object.entries(nextDeadlines)) {
+      if (prevDeadlines[name] !== atMs) await this.timers.schedule(id, name, atMs);
+    }
+    for (const name of Object.keys(prevDeadlines)) {
+      if (!(name in nextDeadlines)) await this.timers.cancel(id, name);
+    }
+    const emitted: AnyEventObject[] = [];
+    for (const action of actions) {
+      if (action.type === 'xstate.emit') {
+        emitted.push((action.params as { event: AnyEventObject }).event);
+        continue;
+      }
+      try {
+        action.exec?.(action.info as never, action.params as never);
+      } catch (err) {
+        this.log.error({ err, actorId: id, action: action.type }, 'actor action failed');
+      }
+    }
+    this.emit('changed', { record: live.record, previousStatus, event, emitted });
+  }
+}

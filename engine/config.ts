@@ -1,0 +1,131 @@
+/**
+ * Service configuration: one declaration of every setting (environment variable, type, default,
+ * description), validated once at start-up. The README's configuration table is generated from
+ * {@link SETTINGS} (see `test/engine/config.test.ts`, which keeps the two in step).
+ */
+
+/** Kinds of value a setting may hold. */
+type SettingType = 'port' | 'string' | 'path' | 'url' | 'level' | 'int' | 'onoff' | 'decimal';
+
+/** Declaration of one setting. */
+export interface SettingSpec {
+  /** Environment variable name. */
+  env: string;
+  type: SettingType;
+  /** Default as it would be written in the environment; `undefined` means "unset". */
+  default?: string;
+  /** One-line meaning, shown in the README table. */
+  description: string;
+  /** Inclusive bounds for `int`. */
+  min?: number;
+  max?: number;
+  /** Never echo the value (in errors or logs). */
+  secret?: boolean;
+}
+
+/** Every setting the service reads. Add a row here and to the README table together. */
+export const SETTINGS = [
+  { env: 'PORT', type: 'port', default: '8080', description: 'TCP port the HTTP server listens on (0 = any free port).' },
+  { env: 'HOST', type: 'string', default: '127.0.0.1', description: 'Interface the HTTP server binds to.' },
+  { env: 'DATA_DIR', type: 'path', default: './var', description: 'Folder of the embedded store (used when MONGODB_URI is unset) and of the first-start master key file.' },
+  { env: 'MONGODB_URI', type: 'url', description: 'MongoDB connection string; when set the service stores everything in MongoDB instead of the embedded store.', secret: true },
+  { env: 'MONGODB_DB', type: 'string', default: 'partner_trading', description: 'Database name used on MongoDB when the URI names none.' },
+  { env: 'MASTER_API_KEY', type: 'string', description: 'Master API key of PARTNER_ID with every scope. Unset: one is generated on first start, printed once and kept hashed.', secret: true },
+  { env: 'PARTNER_ID', type: 'string', default: 'demo', description: 'Partner that the master key belongs to.' },
+  { env: 'LOG_LEVEL', type: 'level', default: 'info', description: 'pino log level: fatal, error, warn, info, debug, trace or silent.' },
+  { env: 'SCHEDULER_POLL_MS', type: 'int', default: '1000', min: 50, max: 60000, description: 'How often the scheduler scans for due timers (ms); timers due sooner are also woken by its notification channel.' },
+  { env: 'SHUTDOWN_GRACE_MS', type: 'int', default: '10000', min: 0, max: 600000, description: 'How long a graceful shutdown (SIGTERM/SIGINT) waits for in-flight work before exiting (ms).' },
+  { env: 'BODY_LIMIT_BYTES', type: 'int', default: '65536', min: 1024, max: 10485760, description: 'Largest accepted JSON request body; larger bodies answer 413.' },
+] as const satisfies readonly SettingSpec[];
+
+type SettingName = (typeof SETTINGS)[number]['env'];
+
+/** Parsed, validated configuration. Units are in the names (`…Ms`, `…Bytes`). */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  mongodbUri: string | undefined;
+  mongodbDb: string;
+  masterApiKey: string | undefined;
+  partnerId: string;
+  logLevel: string;
+  schedulerPollMs: number;
+  shutdownGraceMs: number;
+  bodyLimitBytes: number;
+}
+
+/** A configuration value that does not validate; its message names the variable. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function parseValue(spec: SettingSpec, raw: string): string | number {
+  const shown = spec.secret ? '(hidden)' : JSON.stringify(raw);
+  const fail = (rule: string): never => {
+    throw new ConfigError(`${spec.env} ${rule}; got ${shown}`);
+  };
+  switch (spec.type) {
+    case 'port': {
+      if (!/^\d+$/.test(raw) || Number(raw) > 65535) fail('must be an integer port 0-65535');
+      return Number(raw);
+    }
+    case 'int': {
+      if (!/^-?\d+$/.test(raw)) fail('must be an integer');
+      const n = Number(raw);
+      if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
+        fail(`must be between ${spec.min} and ${spec.max}`);
+      }
+      return n;
+    }
+    case 'level':
+      if (!LEVELS.includes(raw)) fail(`must be one of ${LEVELS.join(', ')}`);
+      return raw;
+    case 'url':
+      if (!/^mongodb(\+srv)?:\/\/\S+$/.test(raw)) fail('must be a mongodb:// or mongodb+srv:// URI');
+      return raw;
+    case 'onoff':
+      if (raw !== 'on' && raw !== 'off') fail('must be on or off');
+      return raw;
+    case 'decimal':
+      if (!/^\d+(\.\d+)?$/.test(raw)) fail('must be a non-negative decimal number');
+      return raw;
+    case 'path':
+    case 'string':
+      if (raw.trim() === '') fail('must not be empty');
+      return raw;
+  }
+}
+
+/**
+ * Reads and validates every setting of {@link SETTINGS} from `env`.
+ * @param env - environment (defaults to `process.env`); empty strings count as unset.
+ * @returns the parsed configuration.
+ * @throws {ConfigError} naming the first variable whose value does not validate.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const values = {} as Record<SettingName, string | number | undefined>;
+  for (const spec of SETTINGS as readonly SettingSpec[]) {
+    const raw = env[spec.env];
+    const given = raw === undefined || raw === '' ? spec.default : raw;
+    values[spec.env as SettingName] = given === undefined ? undefined : parseValue(spec, given);
+  }
+  return {
+    port: values.PORT as number,
+    host: values.HOST as string,
+    dataDir: values.DATA_DIR as string,
+    mongodbUri: values.MONGODB_URI as string | undefined,
+    mongodbDb: values.MONGODB_DB as string,
+    masterApiKey: values.MASTER_API_KEY as string | undefined,
+    partnerId: values.PARTNER_ID as string,
+    logLevel: values.LOG_LEVEL as string,
+    schedulerPollMs: values.SCHEDULER_POLL_MS as number,
+    shutdownGraceMs: values.SHUTDOWN_GRACE_MS as number,
+    bodyLimitBytes: values.BODY_LIMIT_BYTES as number,
+  };
+}

@@ -1,0 +1,26 @@
+import { pino, type Logger } from 'pino';
+
+/**
+ * Creates the service logger (pino, JSON lines on stdout). Authorization headers, API keys and
+ * private keys are redacted wherever they might appear.
+ * @param level - pino level name (`LOG_LEVEL`).
+ */
+export function createLogger(level: string): Logger {
+  return pino({
+    level,
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'headers.authorization',
+        'api_key',
+        '*.api_key',
+        'privateKey',
+        '*.privateKey',
+      ],
+      censor: '[redacted]',
+    },
+  });
+}
+
+export type { Logger };

@@ -1,0 +1,249 @@
+import { randomUUID } from 'node:crypto';
+import {
+  computeJobState,
+  InMemoryNotificationChannel,
+  toJobId,
+  type AgendaBackend,
+  type JobId,
+  type JobParameters,
+  type JobRepository,
+  type JobRepositoryOptions,
+  type JobsOverview,
+  type JobsQueryOptions,
+  type JobsResult,
+  type NotificationChannel,
+  type RemoveJobsOptions,
+} from 'agenda';
+import type { Collection, Filter, Store } from '../store/port.js';
+
+/** A job as stored: dates kept as Date, `_id` a string. */
+type StoredJob = Omit<JobParameters, '_id'> & { _id: string };
+
+const SORT = { nextRunAt: 1, priority: -1 } as const;
+
+function toParams(doc: StoredJob): JobParameters {
+  const out: Record<string, unknown> = { ...doc, _id: toJobId(doc._id) };
+  for (const [k, v] of Object.entries(out)) if (v === null && k !== 'nextRunAt') delete out[k];
+  return out as unknown as JobParameters;
+}
+
+function flattenData(data: unknown, prefix = 'data'): Filter {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return { [prefix]: data };
+  const out: Filter = {};
+  for (const [k, v] of Object.entries(data as Record<string, unknown>)) {
+    const key = `${prefix}.${k}`;
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date)) Object.assign(out, flattenData(v, key));
+    else out[key] = v;
+  }
+  return out;
+}
+
+function selectorOf(options: RemoveJobsOptions): Filter | null {
+  const q: Filter = {};
+  if (options.id) q._id = String(options.id);
+  else if (options.ids?.length) q._id = { $in: options.ids.map(String) };
+  if (options.name) q.name = options.name;
+  else if (options.names?.length) q.name = { $in: options.names };
+  else if (options.notNames?.length) q.name = { $nin: options.notNames };
+  if (options.data !== undefined) Object.assign(q, flattenData(options.data));
+  return Object.keys(q).length ? q : null;
+}
+
+/**
+ * Agenda JobRepository over the store port, for the embedded store (issue 2, deliverable 5).
+ * Jobs live in the `agendaJobs` collection, so they survive a restart like everything else.
+ * Locking follows the MongoDB backend's semantics: a job is taken by a conditional update on
+ * (`_id`, `lockedAt`), which the embedded store applies atomically within the process.
+ */
+export class EmbeddedJobRepository implements JobRepository {
+  private jobs!: Collection<StoredJob>;
+
+  constructor(private readonly store: Store) {}
+
+  async connect(): Promise<void> {
+    this.jobs = await this.store.collection<StoredJob>('agendaJobs', [{ fields: ['name', 'nextRunAt'] }, { fields: ['data.actorId'] }]);
+  }
+
+  async queryJobs(options: JobsQueryOptions = {}): Promise<JobsResult> {
+    const q: Filter = {};
+    if (options.name) q.name = options.name;
+    else if (options.names?.length) q.name = { $in: options.names };
+    if (options.id) q._id = options.id;
+    else if (options.ids?.length) q._id = { $in: options.ids };
+    if (options.data !== undefined) Object.assign(q, flattenData(options.data));
+    if (options.includeDisabled === false) q.disabled = { $ne: true };
+    const now = new Date();
+    let all = (await this.jobs.find(q, { sort: SORT })).map((d) => {
+      const p = toParams(d);
+      return { ...p, _id: p._id!, state: computeJobState(p, now) };
+    });
+    if (options.search) all = all.filter((j) => j.name.toLowerCase().includes(options.search!.toLowerCase()));
+    if (options.state) all = all.filter((j) => (options.state === 'paused' ? j.disabled === true : j.state === options.state));
+    const skip = options.skip ?? 0;
+    const page = options.limit ? all.slice(skip, skip + options.limit) : all.slice(skip);
+    return { jobs: page, total: all.length };
+  }
+
+  async getJobsOverview(): Promise<JobsOverview[]> {
+    const { jobs } = await this.queryJobs();
+    const byName = new Map<string, JobsOverview>();
+    for (const j of jobs) {
+      const o = byName.get(j.name) ?? { name: j.name, total: 0, running: 0, scheduled: 0, queued: 0, completed: 0, failed: 0, repeating: 0, paused: 0 };
+      o.total++;
+      o[j.state]++;
+      if (j.disabled) o.paused++;
+      byName.set(j.name, o);
+    }
+    return [...byName.values()];
+  }
+
+  async getDistinctJobNames(): Promise<string[]> {
+    return [...new Set((await this.jobs.find({})).map((j) => j.name))];
+  }
+
+  async getJobById(id: string): Promise<JobParameters | null> {
+    const doc = await this.jobs.findOne({ _id: id });
+    return doc ? toParams(doc) : null;
+  }
+
+  getQueueSize(): Promise<number> {
+    return this.jobs.count({ nextRunAt: { $lt: new Date() } });
+  }
+
+  async removeJobs(options: RemoveJobsOptions): Promise<number> {
+    const q = selectorOf(options);
+    return q ? this.jobs.deleteMany(q) : 0;
+  }
+
+  private async setMany(options: RemoveJobsOptions, set: Record<string, unknown>): Promise<number> {
+    const q = selectorOf(options);
+    if (!q) return 0;
+    const targets = await this.jobs.find(q);
+    for (const t of targets) await this.jobs.updateOne({ _id: t._id }, set);
+    return targets.length;
+  }
+
+  disableJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.setMany(options, { disabled: true });
+  }
+
+  enableJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.setMany(options, { disabled: false });
+  }
+
+  purgeAllJobs(): Promise<number> {
+    return this.jobs.deleteMany({});
+  }
+
+  async saveJob<DATA = unknown>(job: JobParameters<DATA>, options?: JobRepositoryOptions): Promise<JobParameters<DATA>> {
+    const { _id, unique, uniqueOpts, ...props } = job;
+    const fields: Record<string, unknown> = {
+      ...props,
+      lockedAt: props.lockedAt ?? null,
+      lastModifiedBy: options?.lastModifiedBy ?? null,
+      disabled: props.disabled ?? null,
+    };
+    if (_id) {
+      await this.jobs.updateOne({ _id: String(_id), name: props.name }, fields);
+      const saved = await this.jobs.findOne({ _id: String(_id) });
+      return (saved ? toParams(saved) : job) as JobParameters<DATA>;
+    }
+    let selector: Filter | null = null;
+    if (props.type === 'single') selector = { name: props.name, type: 'single' };
+    else if (unique) selector = { ...unique, name: props.name };
+    if (selector) {
+      const existing = await this.jobs.findOne(selector);
+      if (existing) {
+        if (uniqueOpts?.insertOnly) return toParams(existing) as JobParameters<DATA>;
+        await this.jobs.updateOne({ _id: existing._id }, fields);
+        return toParams((await this.jobs.findOne({ _id: existing._id }))!) as JobParameters<DATA>;
+      }
+    }
+    const doc = { _id: randomUUID(), ...fields } as unknown as StoredJob;
+    await this.jobs.insertOne(doc);
+    return toParams(doc) as JobParameters<DATA>;
+  }
+
+  async saveJobState(job: JobParameters, options?: JobRepositoryOptions): Promise<void> {
+    const matched = await this.jobs.updateOne(
+      { _id: String(job._id), name: job.name },
+      {
+        lockedAt: job.lockedAt ?? null,
+        nextRunAt: job.nextRunAt ?? null,
+        lastRunAt: job.lastRunAt ?? null,
+        progress: job.progress ?? null,
+        failReason: job.failReason ?? null,
+        failCount: job.failCount ?? null,
+        failedAt: job.failedAt ?? null,
+        lastFinishedAt: job.lastFinishedAt ?? null,
+        lastModifiedBy: options?.lastModifiedBy ?? null,
+      },
+    );
+    if (matched !== 1) throw new Error(`job ${job._id} (name: ${job.name}) cannot be updated in the database, maybe it does not exist anymore?`);
+  }
+
+  async lockJob(job: JobParameters, options?: JobRepositoryOptions): Promise<JobParameters | undefined> {
+    if (!job._id) return undefined;
+    const matched = await this.jobs.updateOne(
+      { _id: String(job._id), name: job.name, lockedAt: null, nextRunAt: job.nextRunAt, disabled: { $ne: true } },
+      { lockedAt: new Date(), lastModifiedBy: options?.lastModifiedBy ?? null },
+    );
+    if (!matched) return undefined;
+    const doc = await this.jobs.findOne({ _id: String(job._id) });
+    return doc ? toParams(doc) : undefined;
+  }
+
+  async unlockJob(job: JobParameters): Promise<void> {
+    if (job._id) await this.jobs.updateOne({ _id: String(job._id), nextRunAt: { $ne: null } }, { lockedAt: null });
+  }
+
+  async unlockJobs(jobIds: (JobId | string)[]): Promise<void> {
+    for (const id of jobIds) await this.jobs.updateOne({ _id: String(id) }, { lockedAt: null });
+  }
+
+  async getNextJobToRun(
+    jobName: string,
+    nextScanAt: Date,
+    lockDeadline: Date,
+    now: Date | undefined,
+    options?: JobRepositoryOptions,
+  ): Promise<JobParameters | undefined> {
+    const where: Filter = {
+      name: jobName,
+      disabled: { $ne: true },
+      $or: [{ lockedAt: null, nextRunAt: { $lte: nextScanAt } }, { lockedAt: { $lte: lockDeadline } }],
+    };
+    // A conditional update can lose to a concurrent locker; try the next candidate then.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const [candidate] = await this.jobs.find(where, { sort: SORT, limit: 1 });
+      if (!candidate) return undefined;
+      const matched = await this.jobs.updateOne(
+        { ...where, _id: candidate._id },
+        { lockedAt: now ?? new Date(), lastModifiedBy: options?.lastModifiedBy ?? null },
+      );
+      if (matched) return toParams((await this.jobs.findOne({ _id: candidate._id }))!);
+    }
+    return undefined;
+  }
+}
+
+/**
+ * Agenda backend over the embedded store, with an in-process notification channel so that a job
+ * saved as due now is picked up at once rather than at the next poll.
+ */
+export class EmbeddedAgendaBackend implements AgendaBackend {
+  readonly name = 'embedded';
+  readonly repository: EmbeddedJobRepository;
+  readonly notificationChannel: NotificationChannel = new InMemoryNotificationChannel();
+  readonly ownsConnection = false;
+
+  constructor(store: Store) {
+    this.repository = new EmbeddedJobRepository(store);
+  }
+
+  async connect(): Promise<void> {
+    await this.repository.connect();
+  }
+
+  async disconnect(): Promise<void> {}
+}

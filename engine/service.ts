@@ -1,0 +1,87 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Server } from 'node:http';
+import { ActorHost } from './actor-host.js';
+import { ApiKeyService } from './auth.js';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import { ActorRepository } from './store/actors.js';
+import { openStore } from './store/index.js';
+import type { Store } from './store/port.js';
+import { TimerService } from './scheduler/timers.js';
+import { UserService } from './users.js';
+
+/** Everything a request handler may use. Built once per process by {@link startServices}. */
+export interface Services {
+  config: Config;
+  log: Logger;
+  clock: Clock;
+  store: Store;
+  actors: ActorRepository;
+  host: ActorHost;
+  timers: TimerService;
+  keys: ApiKeyService;
+  users: UserService;
+  /** Epoch ms the services started. */
+  startedAtMs: number;
+  /** Stops timers and closes the store (after the HTTP server stopped). */
+  stop(): Promise<void>;
+}
+
+/** Options for tests: an in-memory store, a controlled clock. */
+export interface StartOptions {
+  store?: Store;
+  clock?: Clock;
+}
+
+/**
+ * Opens the store, restores every live actor, re-arms timers, makes sure the partner has a master
+ * key, and starts the scheduler.
+ * @returns the services and, when a master key was generated on this start, its token (to print once).
+ */
+export async function startServices(config: Config, log: Logger, options: StartOptions = {}): Promise<{ services: Services; generatedMasterKey: string | null }> {
+  const clock = options.clock ?? systemClock;
+  const store = options.store ?? (await openStore(config, log));
+  const actors = await ActorRepository.open(store);
+  const keys = await ApiKeyService.open(store, clock);
+  const users = await UserService.open(store, clock);
+  const hostRef: { current?: ActorHost } = {};
+  const timers = new TimerService(store, (t) => hostRef.current!.deliverTimer(t), log, config.schedulerPollMs);
+  const host = new ActorHost(actors, timers, clock, log);
+  hostRef.current = host;
+  const generatedMasterKey = await keys.ensureMasterKey(config.partnerId, config.masterApiKey);
+  const { restored, quarantined } = await host.restoreAll();
+  log.info({ restored, quarantined }, 'actors restored');
+  await timers.start();
+  const services: Services = {
+    config, log, clock, store, actors, host, timers, keys, users,
+    startedAtMs: clock.now(),
+    async stop() {
+      await timers.drain(config.shutdownGraceMs);
+      await store.close();
+    },
+  };
+  return { services, generatedMasterKey };
+}
+
+/**
+ * Hands a freshly generated master key to the operator: printed once on stdout and written to
+ * `<DATA_DIR>/master-api-key` (mode 0600) so the README's curl examples can read it. The store
+ * keeps only its hash; delete the file once the key is copied somewhere safe.
+ */
+export async function announceMasterKey(config: Config, token: string): Promise<string> {
+  const file = path.resolve(config.dataDir, 'master-api-key');
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  await fs.writeFile(file, `${token}\n`, { mode: 0o600 });
+  process.stdout.write(`\nMASTER_API_KEY for partner '${config.partnerId}' (shown once, also written to ${file}):\n${token}\n\n`);
+  return file;
+}
+
+/** Closes the HTTP server: stops accepting and ends idle keep-alive connections. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}

@@ -1,0 +1,95 @@
+import { RevisionConflictError } from '../errors.js';
+import type { Collection, Filter, Store } from './port.js';
+
+/**
+ * One persisted actor (order, strategy, combo quote, copytrade subscription): the latest snapshot
+ * and what the reads need without restoring it. Spec part 3 lifecycles live in the snapshot.
+ */
+export interface ActorRecord {
+  /** Actor id (order id, record id, …). */
+  _id: string;
+  /** Machine id, e.g. `order`. */
+  machineId: string;
+  /** Version of the machine definition that wrote `snapshot`. */
+  machineVersion: number;
+  /** XState persisted snapshot, as a JSON string (keeps `.`/`$` in state data away from the store). */
+  snapshot: string;
+  /** Increases by one per write; a write must name the revision it read. */
+  revision: number;
+  /** Kind of resource: `order`, `strategy`, `combo`, `copytrade`, … */
+  kind: string;
+  /** REST status derived from the machine state. */
+  status: string;
+  /** True once the machine reached a final state; final actors are not restored at start-up. */
+  final: boolean;
+  partnerId: string;
+  /** Owning provisioned user (`platform_user_id`), or null for partner-level actors. */
+  ownerUserId: string | null;
+  /** Epoch ms. */
+  createdAtMs: number;
+  /** Epoch ms. */
+  updatedAtMs: number;
+  /** Set when the snapshot no longer restores: the actor is kept but not run. */
+  quarantine: { reason: string; atMs: number } | null;
+}
+
+/** Revisioned actor-snapshot repository over the store port (optimistic concurrency). */
+export class ActorRepository {
+  private constructor(private readonly c: Collection<ActorRecord>) {}
+
+  static async open(store: Store): Promise<ActorRepository> {
+    const c = await store.collection<ActorRecord>('actors', [
+      { fields: ['final', 'quarantine'] },
+      { fields: ['ownerUserId', 'kind', 'createdAtMs'] },
+      { fields: ['partnerId', 'kind'] },
+    ]);
+    return new ActorRepository(c);
+  }
+
+  /** Inserts a new actor at revision 1. @throws {DuplicateKeyError} when the id exists. */
+  async insert(record: Omit<ActorRecord, 'revision' | 'quarantine'>): Promise<ActorRecord> {
+    const full: ActorRecord = { ...record, revision: 1, quarantine: null };
+    await this.c.insertOne(full);
+    return full;
+  }
+
+  /**
+   * Writes a new snapshot if the stored revision is still `expectedRevision`.
+   * @returns the record at `expectedRevision + 1`.
+   * @throws {RevisionConflictError} when another writer got there first.
+   */
+  async update(
+    current: ActorRecord,
+    patch: Pick<ActorRecord, 'snapshot' | 'status' | 'final' | 'updatedAtMs'> & Partial<Pick<ActorRecord, 'machineVersion'>>,
+  ): Promise<ActorRecord> {
+    const next: ActorRecord = { ...current, ...patch, revision: current.revision + 1 };
+    const matched = await this.c.updateOne(
+      { _id: current._id, revision: current.revision },
+      { ...patch, revision: next.revision },
+    );
+    if (matched === 0) throw new RevisionConflictError(current._id, current.revision);
+    return next;
+  }
+
+  /** Marks an actor whose snapshot cannot be restored; it stays stored for inspection. */
+  async quarantine(id: string, reason: string, atMs: number): Promise<void> {
+    await this.c.updateOne({ _id: id }, { quarantine: { reason, atMs } });
+  }
+
+  get(id: string): Promise<ActorRecord | null> {
+    return this.c.findOne({ _id: id });
+  }
+
+  /** Every actor to bring back at start-up: not final, not quarantined. */
+  findRestorable(): Promise<ActorRecord[]> {
+    return this.c.find({ final: false, quarantine: null }, { sort: { createdAtMs: 1 } });
+  }
+
+  find(filter: Filter, options: { skip?: number; limit?: number } = {}): Promise<ActorRecord[]> {
+    return this.c.find(filter, { sort: { createdAtMs: -1, _id: -1 }, ...options });
+  }
+
+  count(filter: Filter): Promise<number> {
+    return this.c.count(filter);
+  }
+}

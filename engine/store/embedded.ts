@@ -1,0 +1,153 @@
+import path from 'node:path';
+import fs from 'node:fs/promises';
+import NedbModule from '@seald-io/nedb';
+import { cjsDefault } from '../interop.js';
+import { DuplicateKeyError } from '../errors.js';
+import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
+
+/** The NeDB datastore class. */
+const Datastore = cjsDefault(NedbModule);
+type Datastore<T> = InstanceType<typeof Datastore> & { __doc?: T };
+
+const COMPACT_EVERY_MS = 10 * 60_000;
+
+function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { errorType?: string }).errorType === 'uniqueViolated';
+}
+
+function equalityFields(filter: Filter): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(filter)) {
+    if (k.startsWith('$')) continue;
+    if (v !== null && typeof v === 'object' && !(v instanceof Date) && Object.keys(v).some((x) => x.startsWith('$'))) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+class EmbeddedCollection<T extends Doc> implements Collection<T> {
+  constructor(readonly ds: Datastore<T>) {}
+
+  async insertOne(doc: T): Promise<void> {
+    try {
+      await this.ds.insertAsync(doc);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new DuplicateKeyError((err as Error).message);
+      throw err;
+    }
+  }
+
+  async findOne(filter: Filter): Promise<T | null> {
+    return (await this.ds.findOneAsync(filter)) as T | null;
+  }
+
+  async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    let cursor = this.ds.findAsync(filter);
+    if (options.sort) cursor = cursor.sort(options.sort);
+    if (options.skip) cursor = cursor.skip(options.skip);
+    if (options.limit) cursor = cursor.limit(options.limit);
+    return (await cursor) as T[];
+  }
+
+  async count(filter: Filter): Promise<number> {
+    return await this.ds.countAsync(filter);
+  }
+
+  async updateOne(filter: Filter, set: Record<string, unknown>, options: { upsert?: boolean } = {}): Promise<number> {
+    try {
+      const res = await this.ds.updateAsync(filter, { $set: set }, { multi: false, upsert: false });
+      if (res.numAffected > 0 || !options.upsert) return res.numAffected;
+      await this.ds.insertAsync(expandDotted({ ...equalityFields(filter), ...set }) as T);
+      return 0;
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new DuplicateKeyError((err as Error).message);
+      throw err;
+    }
+  }
+
+  async replaceOne(doc: T): Promise<void> {
+    try {
+      await this.ds.updateAsync({ _id: doc._id }, doc, { upsert: true });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new DuplicateKeyError((err as Error).message);
+      throw err;
+    }
+  }
+
+  async deleteMany(filter: Filter): Promise<number> {
+    return await this.ds.removeAsync(filter, { multi: true });
+  }
+}
+
+/** Turns `{'a.b': 1}` into `{a: {b: 1}}` for inserts (queries accept dotted paths natively). */
+function expandDotted(obj: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    const parts = k.split('.');
+    let node = out;
+    for (const p of parts.slice(0, -1)) node = (node[p] ??= {}) as Record<string, unknown>;
+    node[parts[parts.length - 1]!] = v;
+  }
+  return out;
+}
+
+/**
+ * Embedded Mongo-style store on @seald-io/nedb: one append-only file per collection under `dir`,
+ * or purely in memory when `dir` is null (tests). Writes are appended before their promise
+ * resolves, so an acknowledged write survives `kill -9`. Files are compacted periodically and on
+ * close. TTL indexes are honoured on read and swept by compaction.
+ */
+export class EmbeddedStore implements Store {
+  readonly adapter = 'embedded' as const;
+  private readonly collections = new Map<string, Promise<EmbeddedCollection<Doc>>>();
+
+  private constructor(private readonly dir: string | null) {}
+
+  get location(): string {
+    return this.dir ?? '(memory)';
+  }
+
+  /** Opens the store in `dir` (created when missing), or in memory when `dir` is null. */
+  static async open(dir: string | null): Promise<EmbeddedStore> {
+    if (dir) await fs.mkdir(dir, { recursive: true });
+    return new EmbeddedStore(dir);
+  }
+
+  collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Promise<Collection<T>> {
+    let pending = this.collections.get(name);
+    if (!pending) {
+      pending = (async () => {
+        const ds = new Datastore<Doc>(
+          this.dir ? { filename: path.join(this.dir, `${name}.db`), autoload: false } : { inMemoryOnly: true },
+        );
+        await ds.loadDatabaseAsync();
+        if (this.dir) ds.setAutocompactionInterval(COMPACT_EVERY_MS);
+        return new EmbeddedCollection<Doc>(ds);
+      })();
+      this.collections.set(name, pending);
+    }
+    return pending.then(async (c) => {
+      for (const ix of indexes) {
+        await c.ds.ensureIndexAsync({
+          fieldName: ix.fields.length === 1 ? ix.fields[0]! : ix.fields,
+          unique: ix.unique ?? false,
+          ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
+        });
+      }
+      return c as unknown as Collection<T>;
+    });
+  }
+
+  async ping(): Promise<boolean> {
+    return true;
+  }
+
+  async close(): Promise<void> {
+    for (const pending of this.collections.values()) {
+      const c = await pending;
+      c.ds.stopAutocompaction();
+      if (this.dir) await c.ds.compactDatafileAsync();
+    }
+    this.collections.clear();
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Storage port (issue 2). Two adapters implement it: MongoDB (engine/store/mongo.ts, production)
+ * and an embedded Mongo-style store on @seald-io/nedb (engine/store/embedded.ts, default). Both
+ * speak the same small subset of the MongoDB query language, so code above the port never knows
+ * which one it runs on. The contract suite `test/engine/store/contract.test.ts` runs against each.
+ */
+
+/** A stored document: every collection keys documents by a string `_id`. */
+export interface Doc {
+  _id: string;
+}
+
+/**
+ * Query filter: MongoDB syntax restricted to what both adapters evaluate identically — field
+ * equality (dotted paths allowed) and the operators `$in`, `$nin`, `$ne`, `$lt`, `$lte`, `$gt`,
+ * `$gte`, `$exists`, plus top-level `$or`.
+ */
+export type Filter = Record<string, unknown>;
+
+/** Sort specification: field → 1 (ascending) or -1 (descending). */
+export type Sort = Record<string, 1 | -1>;
+
+/** Options of {@link Collection.find}. */
+export interface FindOptions {
+  sort?: Sort;
+  skip?: number;
+  limit?: number;
+}
+
+/** An index to create at start-up. */
+export interface IndexSpec {
+  /** Field names; several make a compound index. */
+  fields: string[];
+  unique?: boolean;
+  /** TTL index: documents expire this many seconds after the (Date-valued) field. */
+  expireAfterSeconds?: number;
+}
+
+/** A collection of documents of type `T`. */
+export interface Collection<T extends Doc> {
+  /** @throws {DuplicateKeyError} when `_id` or a unique index is taken. */
+  insertOne(doc: T): Promise<void>;
+  findOne(filter: Filter): Promise<T | null>;
+  find(filter: Filter, options?: FindOptions): Promise<T[]>;
+  count(filter: Filter): Promise<number>;
+  /**
+   * Sets fields on the first document matching `filter` (`$set` semantics; dotted paths allowed).
+   * With `upsert`, inserts `{...equality fields of filter, ...set}` when nothing matches.
+   * @returns how many documents matched (0 or 1).
+   * @throws {DuplicateKeyError} when the change breaks a unique index.
+   */
+  updateOne(filter: Filter, set: Record<string, unknown>, options?: { upsert?: boolean }): Promise<number>;
+  /** Replaces the document whose `_id` matches, inserting it when absent. */
+  replaceOne(doc: T): Promise<void>;
+  /** @returns how many documents were removed. */
+  deleteMany(filter: Filter): Promise<number>;
+}
+
+/** The store: named collections over one database. */
+export interface Store {
+  /** `mongodb` or `embedded`. */
+  readonly adapter: 'mongodb' | 'embedded';
+  /** Human-readable location (database name or folder), never credentials. */
+  readonly location: string;
+  collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Promise<Collection<T>>;
+  /** Cheap liveness check for /healthz. */
+  ping(): Promise<boolean>;
+  /** Flushes pending writes and releases the database. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import { AbiCoder, getCreate2Address, keccak256, Wallet } from 'ethers';
+import type { Clock } from './clock.js';
+import { DuplicateKeyError, errors } from './errors.js';
+import type { Collection, Store } from './store/port.js';
+
+/** Polymarket's Gnosis Safe proxy factory on Polygon and its proxy init-code hash. */
+const SAFE_FACTORY = '0xaacFeEa03eb1561C4e67d661e40682Bd20E3541b';
+const SAFE_INIT_CODE_HASH = '0x2bce2127ff07fb632d16c8347c4ebf501f4841168bed00d9e6ef715ddb6fcecf';
+
+/** A provisioned user (spec 2.7). */
+export interface UserDoc {
+  /** `platform_user_id`, a UUID. */
+  _id: string;
+  partnerId: string;
+  partnerUserId: string;
+  email: string | null;
+  /** Checksummed address of the embedded wallet's freshly generated key. */
+  eoaAddress: string;
+  /** Checksummed counterfactual Safe address derived from the EOA (CREATE2). */
+  safeAddress: string;
+  createdAtMs: number;
+}
+
+/** The spec 2.7 response body of a user. */
+export interface UserView {
+  platform_user_id: string;
+  partner_user_id: string;
+  email: string | null;
+  eoa_address: string;
+  safe_address: string;
+  created_at: number;
+}
+
+/**
+ * Deterministic smart-contract wallet address of an EOA: the CREATE2 address the Safe proxy
+ * factory deploys to for salt keccak256(abi.encode(owner)).
+ * @param eoa - owner address (any case).
+ * @returns the EIP-55 checksummed Safe address.
+ */
+export function safeAddressOf(eoa: string): string {
+  const salt = keccak256(AbiCoder.defaultAbiCoder().encode(['address'], [eoa]));
+  return getCreate2Address(SAFE_FACTORY, salt, SAFE_INIT_CODE_HASH);
+}
+
+export function userView(u: UserDoc): UserView {
+  return {
+    platform_user_id: u._id,
+    partner_user_id: u.partnerUserId,
+    email: u.email,
+    eoa_address: u.eoaAddress,
+    safe_address: u.safeAddress,
+    created_at: u.createdAtMs,
+  };
+}
+
+/** Listener told about each newly provisioned user (the venue funds its wallet). */
+export type UserCreatedListener = (user: UserDoc) => Promise<void>;
+
+/**
+ * Partner-scoped user provisioning (spec 2.7, 4.3). The embedded wallet's private key is
+ * generated, used once to derive the address, and not kept: this service signs nothing on the
+ * user's behalf (the simulated venue needs no signatures; a production signer belongs in a KMS).
+ */
+export class UserService {
+  private readonly listeners: UserCreatedListener[] = [];
+
+  private constructor(
+    private readonly users: Collection<UserDoc>,
+    private readonly clock: Clock,
+  ) {}
+
+  static async open(store: Store, clock: Clock): Promise<UserService> {
+    const users = await store.collection<UserDoc>('users', [{ fields: ['partnerId', 'partnerUserId'], unique: true }]);
+    return new UserService(users, clock);
+  }
+
+  onCreated(listener: UserCreatedListener): void {
+    this.listeners.push(listener);
+  }
+
+  /**
+   * Provisions `partnerUserId` for `partnerId`, idempotently.
+   * @returns the user and whether this call created it.
+   */
+  async provision(partnerId: string, partnerUserId: string, email: string | null): Promise<{ user: UserDoc; created: boolean }> {
+    const existing = await this.users.findOne({ partnerId, partnerUserId });
+    if (existing) return { user: existing, created: false };
+    const wallet = Wallet.createRandom();
+    const user: UserDoc = {
+      _id: randomUUID(),
+      partnerId,
+      partnerUserId,
+      email,
+      eoaAddress: wallet.address,
+      safeAddress: safeAddressOf(wallet.address),
+      createdAtMs: this.clock.now(),
+    };
+    try {
+      await this.users.insertOne(user);
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) {
+        const winner = await this.users.findOne({ partnerId, partnerUserId });
+        if (winner) return { user: winner, created: false };
+      }
+      throw err;
+    }
+    for (const l of this.listeners) await l(user);
+    return { user, created: true };
+  }
+
+  /**
+   * The user `partnerUserId` of `partnerId`.
+   * @throws {ApiError} 404 when the partner has no such user.
+   */
+  async byPartnerUserId(partnerId: string, partnerUserId: string): Promise<UserDoc> {
+    const u = await this.users.findOne({ partnerId, partnerUserId });
+    if (!u) throw errors.notFound(`no user ${partnerUserId} for this partner`);
+    return u;
+  }
+
+  byId(id: string): Promise<UserDoc | null> {
+    return this.users.findOne({ _id: id });
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * Shared JSON Schemas (draft 2020-12). Every request and response body is declared in schemas/;
+ * AJV validates requests against them, `FromSchema` derives the TypeScript types, and the served
+ * OpenAPI document embeds them.
+ */
+import type { FromSchema } from 'json-schema-to-ts';
+
+/** Spec part 7: every non-2xx body. */
+export const ErrorEnvelope = {
+  $id: 'ErrorEnvelope',
+  type: 'object',
+  additionalProperties: false,
+  required: ['error'],
+  properties: {
+    error: { type: 'string', description: 'Stable error string; branch on the status first, then on this.' },
+    message: { type: 'string', description: 'Human-readable detail.' },
+  },
+} as const;
+export type ErrorEnvelope = FromSchema<typeof ErrorEnvelope>;
+
+/** Epoch milliseconds (every timestamp of this API that is a number). */
+export const EpochMs = { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' } as const;
+
+/** GET /healthz response. */
+export const Health = {
+  $id: 'Health',
+  type: 'object',
+  additionalProperties: false,
+  required: ['status', 'store', 'scheduler', 'uptime_ms'],
+  properties: {
+    status: { enum: ['ok', 'degraded'] },
+    store: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['adapter', 'ok'],
+      properties: { adapter: { enum: ['mongodb', 'embedded'] }, ok: { type: 'boolean' } },
+    },
+    scheduler: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['running'],
+      properties: { running: { type: 'boolean' } },
+    },
+    uptime_ms: { type: 'integer', minimum: 0 },
+  },
+} as const;
+export type Health = FromSchema<typeof Health>;

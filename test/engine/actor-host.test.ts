@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import { assign, emit, setup } from 'xstate';
+import { ActorHost, type ActorChange, type TimerPort } from '../../engine/actor-host.js';
+import { ManualClock } from '../../engine/clock.js';
+import { createLogger } from '../../engine/logger.js';
+import { ActorRepository } from '../../engine/store/actors.js';
+import { EmbeddedStore } from '../../engine/store/embedded.js';
+
+/** A small machine with a deadline, an action and an emitted event: enough to exercise the host. */
+function makeMachine(effects: string[]) {
+  return setup({
+    types: {
+      context: {} as { n: number; deadlines: Record<string, number> },
+      input: {} as { n: number; expiresAtMs: number },
+      events: {} as { type: 'bump' } | { type: 'finish' } | { type: 'timer.fired'; name: string; atMs: number },
+    },
+    actions: {
+      record: (_, p: { what: string }) => void effects.push(p.what),
+    },
+    guards: {
+      isCurrentExpiry: ({ context, event }) => event.type === 'timer.fired' && context.deadlines[event.name] === event.atMs,
+    },
+  }).createMachine({
+    id: 'test',
+    context: ({ input }) => ({ n: input.n, deadlines: { expiry: input.expiresAtMs } }),
+    initial: 'open',
+    entry: [{ type: 'record', params: { what: 'entered' } }],
+    states: {
+      open: {
+        on: {
+          bump: { actions: [assign({ n: ({ context }) => context.n + 1 }), { type: 'record', params: ({ context }) => ({ what: `bump ${context.n}` }) }, emit({ type: 'bumped' })] },
+          finish: { target: 'done', actions: assign({ deadlines: {} }) },
+          'timer.fired': { guard: 'isCurrentExpiry', target: 'expired', actions: assign({ deadlines: {} }) },
+        },
+      },
+      expired: { type: 'final' },
+      done: { type: 'final' },
+    },
+  });
+}
+
+class FakeTimers implements TimerPort {
+  armed = new Map<string, number>();
+  async schedule(actorId: string, name: string, atMs: number) {
+    this.armed.set(`${actorId}/${name}`, atMs);
+  }
+  async cancel(actorId: string, name: string) {
+    this.armed.delete(`${actorId}/${name}`);
+  }
+  async cancelAll(actorId: string) {
+    for (const k of [...this.armed.keys()]) if (k.startsWith(`${actorId}/`)) this.armed.delete(k);
+  }
+}
+
+async function setupHost(store?: EmbeddedStore, version = 1) {
+  store ??= await EmbeddedStore.open(null);
+  const repo = await ActorRepository.open(store);
+  const timers = new FakeTimers();
+  const clock = new ManualClock(1_000_000);
+  const effects: string[] = [];
+  const host = new ActorHost(repo, timers, clock, createLogger('silent'));
+  host.register({
+    machineId: 'test', version, kind: 'order', logic: makeMachine(effects),
+    statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
+  });
+  const changes: ActorChange[] = [];
+  host.on('changed', (c) => changes.push(c));
+  return { store, repo, timers, clock, effects, host, changes };
+}
+
+describe('ActorHost', () => {
+  it('creates, persists, then runs actions, arms deadlines and emits a change', async () => {
+    const { host, repo, timers, effects, changes } = await setupHost();
+    const rec = await host.create('test', { id: 'a1', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    expect(rec).toMatchObject({ revision: 1, status: 'LIVE', final: false, kind: 'order' });
+    expect(effects).toEqual(['entered']);
+    expect(timers.armed.get('a1/expiry')).toBe(2_000_000);
+    expect(changes[0]).toMatchObject({ previousStatus: null, event: null });
+    expect((await repo.get('a1'))?.revision).toBe(1);
+  });
+
+  it('persists every transition with the next revision before resolving', async () => {
+    const { host, repo, effects, changes } = await setupHost();
+    await host.create('test', { id: 'a2', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    host.on('changed', async (c) => {
+      // by the time a change is announced, it is in the store
+      expect((await repo.get(c.record._id))?.revision).toBeGreaterThanOrEqual(c.record.revision);
+    });
+    const r = await host.send('a2', { type: 'bump' });
+    expect(r.revision).toBe(2);
+    expect(JSON.parse((await repo.get('a2'))!.snapshot).context.n).toBe(2);
+    expect(effects).toContain('bump 2');
+    expect(changes.at(-1)?.emitted).toEqual([{ type: 'bumped' }]);
+  });
+
+  it('serialises concurrent events per actor', async () => {
+    const { host, repo } = await setupHost();
+    await host.create('test', { id: 'a3', input: { n: 0, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    await Promise.all(Array.from({ length: 25 }, () => host.send('a3', { type: 'bump' })));
+    const rec = await repo.get('a3');
+    expect(rec?.revision).toBe(26);
+    expect(JSON.parse(rec!.snapshot).context.n).toBe(25);
+  });
+
+  it('ignores stale and duplicate timers, honours the current one, and disarms on final', async () => {
+    const { host, repo, timers } = await setupHost();
+    await host.create('test', { id: 'a4', input: { n: 0, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    await host.deliverTimer({ actorId: 'a4', timerName: 'expiry', atMs: 1_999_999 });
+    expect((await repo.get('a4'))?.status).toBe('LIVE');
+    await host.deliverTimer({ actorId: 'a4', timerName: 'expiry', atMs: 2_000_000 });
+    expect(await repo.get('a4')).toMatchObject({ status: 'EXPIRED', final: true });
+    expect(timers.armed.has('a4/expiry')).toBe(false);
+    await host.deliverTimer({ actorId: 'a4', timerName: 'expiry', atMs: 2_000_000 });
+    expect((await repo.get('a4'))?.revision).toBe(2);
+  });
+
+  it('an event that changes nothing writes nothing', async () => {
+    const { host, repo } = await setupHost();
+    await host.create('test', { id: 'a5', input: { n: 0, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    await host.send('a5', { type: 'timer.fired', name: 'expiry', atMs: 5 });
+    expect((await repo.get('a5'))?.revision).toBe(1);
+  });
+
+  it('restores live actors in a new host without re-running entry actions, and re-arms timers', async () => {
+    const first = await setupHost();
+    await first.host.create('test', { id: 'a6', input: { n: 3, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    await first.host.create('test', { id: 'a7', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    await first.host.send('a7', { type: 'finish' });
+
+    const second = await setupHost(first.store);
+    expect(await second.host.restoreAll()).toEqual({ restored: 1, quarantined: 0 });
+    expect(second.effects).toEqual([]);
+    expect(second.timers.armed.get('a6/expiry')).toBe(3_000_000);
+    const r = await second.host.send('a6', { type: 'bump' });
+    expect(JSON.parse(r.snapshot).context.n).toBe(4);
+    expect(r.revision).toBe(2);
+  });
+
+  it('quarantines a snapshot that no longer restores, and keeps it', async () => {
+    const first = await setupHost();
+    await first.host.create('test', { id: 'a8', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    await first.host.create('test', { id: 'a9', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    const a9 = (await first.repo.get('a9'))!;
+    await first.repo.update(a9, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }), status: 'LIVE', final: false, updatedAtMs: 1 });
+
+    const second = await setupHost(first.store, 2); // a new machine version that does not restore v1
+    expect(await second.host.restoreAll()).toEqual({ restored: 0, quarantined: 2 });
+    expect((await second.repo.get('a8'))?.quarantine?.reason).toMatch(/v1 does not restore on v2/);
+
+    const third = await setupHost(await EmbeddedStore.open(null));
+    await third.host.create('test', { id: 'b1', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    const b1 = (await third.repo.get('b1'))!;
+    await third.repo.update(b1, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }), status: 'LIVE', final: false, updatedAtMs: 1 });
+    const fourth = await setupHost(third.store);
+    expect(await fourth.host.restoreAll()).toEqual({ restored: 0, quarantined: 1 });
+    expect((await fourth.repo.get('b1'))?.quarantine?.reason).toMatch(/does not exist/);
+  });
+});

@@ -1,0 +1,34 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, SETTINGS } from '../../engine/config.js';
+
+describe('configuration', () => {
+  it('has the documented defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      port: 8080, host: '127.0.0.1', dataDir: './var', mongodbUri: undefined, masterApiKey: undefined, partnerId: 'demo', logLevel: 'info',
+    });
+  });
+
+  it.each([
+    ['PORT', 'eighty', /PORT must be an integer port/],
+    ['PORT', '70000', /PORT must be an integer port/],
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL must be one of/],
+    ['MONGODB_URI', 'http://x', /MONGODB_URI must be a mongodb:\/\/.*got \(hidden\)/],
+    ['SCHEDULER_POLL_MS', '5', /SCHEDULER_POLL_MS must be between 50 and 60000/],
+  ])('rejects %s=%s with a message naming it', (name, value, pattern) => {
+    expect(() => loadConfig({ [name]: value })).toThrowError(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrowError(pattern);
+  });
+
+  it('a bad value stops the process with one line naming the variable', () => {
+    const r = spawnSync(process.execPath, ['dist/api/main.js'], { env: { ...process.env, PORT: 'nope' }, encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim().split('\n')).toEqual(['configuration error: PORT must be an integer port 0-65535; got "nope"']);
+  });
+
+  it('every setting is in the README configuration table', () => {
+    const readme = fs.readFileSync('README.md', 'utf8');
+    for (const s of SETTINGS) expect(readme, s.env).toMatch(new RegExp(`\\| \`${s.env}\` \\|`));
+  });
+});

@@ -1,0 +1,103 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../engine/logger.js';
+import { EmbeddedJobRepository } from '../../../engine/scheduler/embedded-backend.js';
+import { TimerService, TIMER_JOB, type TimerData } from '../../../engine/scheduler/timers.js';
+import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import type { Store } from '../../../engine/store/port.js';
+
+const log = createLogger('silent');
+
+function waitFor(pred: () => boolean, timeoutMs = 5000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const start = Date.now();
+    const tick = () => {
+      if (pred()) return resolve();
+      if (Date.now() - start > timeoutMs) return reject(new Error('condition not met in time'));
+      setTimeout(tick, 10);
+    };
+    tick();
+  });
+}
+
+describe('TimerService on the embedded store', () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0)) await c();
+  });
+
+  async function start(store: Store, pollMs = 200) {
+    const fired: TimerData[] = [];
+    const timers = new TimerService(store, async (t) => void fired.push(t), log, pollMs);
+    await timers.start();
+    cleanups.push(() => timers.drain(1000));
+    return { timers, fired };
+  }
+
+  it('delivers a due-now timer through the notification channel, not the next poll', async () => {
+    const store = await EmbeddedStore.open(null);
+    // A one-minute poll: only the notification channel can deliver within the wait below.
+    const { timers, fired } = await start(store, 60_000);
+    await timers.schedule('a1', 'expiry', Date.now());
+    await waitFor(() => fired.length === 1, 3000);
+    expect(fired[0]).toMatchObject({ actorId: 'a1', timerName: 'expiry' });
+  });
+
+  it('fires a future timer once, at or after its time', async () => {
+    const store = await EmbeddedStore.open(null);
+    const { timers, fired } = await start(store);
+    const at = Date.now() + 300;
+    await timers.schedule('a2', 'slice', at);
+    await waitFor(() => fired.length === 1);
+    expect(Date.now()).toBeGreaterThanOrEqual(at);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(fired).toHaveLength(1);
+  });
+
+  it('moves a timer when scheduled again and forgets it when cancelled', async () => {
+    const store = await EmbeddedStore.open(null);
+    const { timers, fired } = await start(store);
+    await timers.schedule('a3', 'x', Date.now() + 60_000);
+    await timers.schedule('a3', 'x', Date.now() + 100);
+    await timers.schedule('a3', 'y', Date.now() + 150);
+    await timers.cancel('a3', 'y');
+    await waitFor(() => fired.length >= 1);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(fired.map((f) => f.timerName)).toEqual(['x']);
+    const repo = new EmbeddedJobRepository(store);
+    await repo.connect();
+    expect((await repo.queryJobs({ name: TIMER_JOB })).total).toBe(0);
+  });
+
+  it('keeps timers across a restart of the process (disk store)', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-timers-'));
+    cleanups.push(() => fs.rm(dir, { recursive: true, force: true }));
+    const store1 = await EmbeddedStore.open(dir);
+    const t1 = new TimerService(store1, async () => {}, log, 60_000);
+    await t1.schedule('a4', 'expiry', Date.now() + 200);
+    await store1.close();
+
+    const store2 = await EmbeddedStore.open(dir);
+    const { fired } = await start(store2);
+    await waitFor(() => fired.length === 1);
+    expect(fired[0]).toMatchObject({ actorId: 'a4', timerName: 'expiry' });
+  });
+
+  it('repository: a job is locked by one taker only', async () => {
+    const store = await EmbeddedStore.open(null);
+    const repo = new EmbeddedJobRepository(store);
+    await repo.connect();
+    const job = await repo.saveJob({ name: 'j', priority: 0, nextRunAt: new Date(Date.now() - 1), type: 'normal', data: { actorId: 'z' } }, undefined);
+    const now = new Date();
+    const takers = await Promise.all(
+      [1, 2, 3].map(() => repo.getNextJobToRun('j', new Date(now.getTime() + 1000), new Date(now.getTime() - 600_000), now, undefined)),
+    );
+    expect(takers.filter(Boolean)).toHaveLength(1);
+    expect(await repo.lockJob(job, undefined)).toBeUndefined();
+    await repo.unlockJob(job);
+    expect(await repo.lockJob(job, undefined)).toBeDefined();
+    expect(await repo.removeJobs({ data: { actorId: 'z' } })).toBe(1);
+  });
+});

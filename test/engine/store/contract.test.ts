@@ -1,0 +1,123 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { DuplicateKeyError, RevisionConflictError } from '../../../engine/errors.js';
+import { ActorRepository } from '../../../engine/store/actors.js';
+import type { Store } from '../../../engine/store/port.js';
+import { adapters } from './adapters.js';
+
+interface Item {
+  _id: string;
+  owner: string;
+  n: number;
+  tag?: string | null;
+  nested?: { k: string };
+  expiresAt?: Date;
+}
+
+for (const adapter of adapters()) {
+  if (adapter.skip) {
+    console.warn(`[store contract] skipping ${adapter.name}: ${adapter.skip}`);
+    describe.skip(`store contract: ${adapter.name} (${adapter.skip})`, () => {
+      it('skipped', () => {});
+    });
+    continue;
+  }
+
+  describe(`store contract: ${adapter.name}`, () => {
+    let store: Store;
+    afterAll(async () => {
+      await store?.close();
+      await adapter.cleanup();
+    });
+
+    it('opens and answers ping', async () => {
+      store = await adapter.open();
+      expect(await store.ping()).toBe(true);
+      expect(store.adapter).toMatch(/^(mongodb|embedded)$/);
+    });
+
+    it('inserts, finds with filters, sorts, skips and limits', async () => {
+      const c = await store.collection<Item>('items', [{ fields: ['owner', 'n'] }]);
+      for (let i = 0; i < 10; i++) await c.insertOne({ _id: `i${i}`, owner: i % 2 ? 'odd' : 'even', n: i, tag: null, nested: { k: `k${i}` } });
+      expect(await c.count({ owner: 'odd' })).toBe(5);
+      expect((await c.find({ owner: 'even' }, { sort: { n: -1 }, skip: 1, limit: 2 })).map((d) => d.n)).toEqual([6, 4]);
+      expect((await c.find({ n: { $gte: 3, $lt: 6 } }, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['i3', 'i4', 'i5']);
+      expect((await c.find({ _id: { $in: ['i1', 'i9', 'zz'] } }, { sort: { n: 1 } })).map((d) => d.n)).toEqual([1, 9]);
+      expect(await c.count({ n: { $nin: [0, 1] }, owner: { $ne: 'odd' } })).toBe(4);
+      expect(await c.count({ $or: [{ n: 0 }, { 'nested.k': 'k7' }] })).toBe(2);
+      expect(await c.count({ tag: null })).toBe(10);
+      expect(await c.findOne({ 'nested.k': 'k3' })).toMatchObject({ _id: 'i3', n: 3 });
+      expect(await c.findOne({ _id: 'missing' })).toBeNull();
+    });
+
+    it('rejects a duplicate _id and a unique-index violation with DuplicateKeyError', async () => {
+      const c = await store.collection<Item>('uniq', [{ fields: ['owner', 'n'], unique: true }]);
+      await c.insertOne({ _id: 'a', owner: 'x', n: 1 });
+      await expect(c.insertOne({ _id: 'a', owner: 'y', n: 2 })).rejects.toBeInstanceOf(DuplicateKeyError);
+      await expect(c.insertOne({ _id: 'b', owner: 'x', n: 1 })).rejects.toBeInstanceOf(DuplicateKeyError);
+      await c.insertOne({ _id: 'c', owner: 'x', n: 2 });
+      await expect(c.updateOne({ _id: 'c' }, { n: 1 })).rejects.toBeInstanceOf(DuplicateKeyError);
+    });
+
+    it('updates conditionally, upserts, replaces and deletes', async () => {
+      const c = await store.collection<Item>('upd');
+      await c.insertOne({ _id: 'u', owner: 'o', n: 1 });
+      expect(await c.updateOne({ _id: 'u', n: 2 }, { n: 3 })).toBe(0);
+      expect(await c.updateOne({ _id: 'u', n: 1 }, { n: 2, 'nested.k': 'v' })).toBe(1);
+      expect(await c.findOne({ _id: 'u' })).toMatchObject({ n: 2, nested: { k: 'v' } });
+      expect(await c.updateOne({ _id: 'new', owner: 'p' }, { n: 9 }, { upsert: true })).toBe(0);
+      expect(await c.findOne({ _id: 'new' })).toMatchObject({ owner: 'p', n: 9 });
+      await c.replaceOne({ _id: 'u', owner: 'q', n: 7 });
+      expect(await c.findOne({ _id: 'u' })).toEqual({ _id: 'u', owner: 'q', n: 7 });
+      expect(await c.deleteMany({ owner: { $in: ['p', 'q'] } })).toBe(2);
+      expect(await c.count({})).toBe(0);
+    });
+
+    it('stores Dates as Dates and accepts a TTL index', async () => {
+      const c = await store.collection<Item>('ttl', [{ fields: ['expiresAt'], expireAfterSeconds: 0 }]);
+      const later = new Date(Date.now() + 3_600_000);
+      await c.insertOne({ _id: 't', owner: 'o', n: 0, expiresAt: later });
+      const got = await c.findOne({ _id: 't' });
+      expect(got?.expiresAt).toBeInstanceOf(Date);
+      expect(got?.expiresAt?.getTime()).toBe(later.getTime());
+      expect(await c.count({ expiresAt: { $gt: new Date() } })).toBe(1);
+    });
+
+    it('actor repository: revisions guard writes (optimistic concurrency)', async () => {
+      const repo = await ActorRepository.open(store);
+      const rec = await repo.insert({
+        _id: 'act-1', machineId: 'm', machineVersion: 1, snapshot: '{"value":"a"}', kind: 'order', status: 'LIVE',
+        final: false, partnerId: 'p', ownerUserId: 'u', createdAtMs: 1, updatedAtMs: 1,
+      });
+      expect(rec.revision).toBe(1);
+      const r2 = await repo.update(rec, { snapshot: '{"value":"b"}', status: 'FILLED', final: true, updatedAtMs: 2 });
+      expect(r2.revision).toBe(2);
+      await expect(repo.update(rec, { snapshot: '{}', status: 'X', final: false, updatedAtMs: 3 })).rejects.toBeInstanceOf(RevisionConflictError);
+      expect(await repo.get('act-1')).toMatchObject({ revision: 2, status: 'FILLED', final: true, snapshot: '{"value":"b"}' });
+      await expect(repo.insert({ ...rec })).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect((await repo.findRestorable()).map((r) => r._id)).not.toContain('act-1');
+    });
+
+    it('actor repository: quarantined actors are kept but not restorable', async () => {
+      const repo = await ActorRepository.open(store);
+      await repo.insert({
+        _id: 'act-q', machineId: 'm', machineVersion: 1, snapshot: '{}', kind: 'order', status: 'LIVE',
+        final: false, partnerId: 'p', ownerUserId: null, createdAtMs: 5, updatedAtMs: 5,
+      });
+      expect((await repo.findRestorable()).map((r) => r._id)).toContain('act-q');
+      await repo.quarantine('act-q', 'broken', 6);
+      expect((await repo.findRestorable()).map((r) => r._id)).not.toContain('act-q');
+      expect((await repo.get('act-q'))?.quarantine).toEqual({ reason: 'broken', atMs: 6 });
+    });
+
+    it.runIf(adapter.durable)('keeps everything across a close and re-open', async () => {
+      await store.close();
+      store = await adapter.open();
+      const c = await store.collection<Item>('items');
+      expect(await c.count({})).toBe(10);
+      const repo = await ActorRepository.open(store);
+      expect(await repo.get('act-1')).toMatchObject({ revision: 2 });
+      const uniq = await store.collection<Item>('uniq', [{ fields: ['owner', 'n'], unique: true }]);
+      await expect(uniq.insertOne({ _id: 'z', owner: 'x', n: 1 })).rejects.toBeInstanceOf(DuplicateKeyError);
+    });
+  });
+}

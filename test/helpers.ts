@@ -1,0 +1,67 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createApp } from '../api/app.js';
+import { ManualClock, systemClock, type Clock } from '../engine/clock.js';
+import { loadConfig, type Config } from '../engine/config.js';
+import { createLogger } from '../engine/logger.js';
+import { closeServer, startServices, type Services } from '../engine/service.js';
+import { EmbeddedStore } from '../engine/store/embedded.js';
+import type { Store } from '../engine/store/port.js';
+
+export const MASTER_KEY = 'pts_test_master_key_0123456789abcdef';
+
+/** A running in-process service on port 0 with an in-memory embedded store. */
+export interface TestService {
+  baseUrl: string;
+  services: Services;
+  server: Server;
+  clock: Clock;
+  /** fetch against the service with the master key (unless `token` is given; null = no token). */
+  call(method: string, path: string, opts?: { body?: unknown; token?: string | null; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({ PORT: '0', LOG_LEVEL: 'silent', MASTER_API_KEY: MASTER_KEY, SCHEDULER_POLL_MS: '200', ...overrides });
+}
+
+export async function startTestService(opts: { clock?: Clock | ManualClock; store?: Store; env?: Record<string, string> } = {}): Promise<TestService> {
+  const config = testConfig(opts.env);
+  const clock = opts.clock ?? systemClock;
+  const store = opts.store ?? (await EmbeddedStore.open(null));
+  const { services } = await startServices(config, createLogger('silent'), { store, clock });
+  const app = createApp(services);
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    baseUrl,
+    services,
+    server,
+    clock,
+    async call(method, path, o = {}) {
+      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      const token = o.token === undefined ? MASTER_KEY : o.token;
+      if (token !== null) headers.authorization = `Bearer ${token}`;
+      let body: string | undefined;
+      if (o.body !== undefined) {
+        headers['content-type'] ??= 'application/json';
+        body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+      }
+      const res = await fetch(baseUrl + path, { method, headers, body });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        /* not JSON: keep text */
+      }
+      return { status: res.status, body: parsed, headers: res.headers };
+    },
+    async close() {
+      await closeServer(server);
+      await services.stop();
+    },
+  };
+}
