@@ -17,7 +17,7 @@ describe('restarts keep everything (child process on the embedded disk store)', 
     expect(first.output()).toMatch(/MASTER_API_KEY for partner 'demo' \(shown once/);
     const key = (await fs.readFile(path.join(dir, 'master-api-key'), 'utf8')).trim();
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const created = await (await fetch(`${first.baseUrl}/v2/trade/users`, { method: 'POST', headers, body: JSON.stringify({ partner_user_id: 'u1' }) })).json();
+    const created = (await (await fetch(`${first.baseUrl}/v2/trade/users`, { method: 'POST', headers, body: JSON.stringify({ partner_user_id: 'u1' }) })).json()) as Record<string, unknown>;
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
 
@@ -26,7 +26,7 @@ describe('restarts keep everything (child process on the embedded disk store)', 
     const r2 = await fetch(`${second.baseUrl}/v2/trade/users`, { method: 'POST', headers, body: JSON.stringify({ partner_user_id: 'u1' }) });
     expect(r2.status).toBe(200);
     expect(await r2.json()).toEqual({ ...created, created: false });
-    const made = await (await fetch(`${second.baseUrl}/v2/trade/users`, { method: 'POST', headers, body: JSON.stringify({ partner_user_id: 'u2' }) })).json();
+    const made = (await (await fetch(`${second.baseUrl}/v2/trade/users`, { method: 'POST', headers, body: JSON.stringify({ partner_user_id: 'u2' }) })).json()) as Record<string, unknown>;
     second.child.kill('SIGKILL');
     await second.exited;
 
