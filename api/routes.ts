@@ -3,6 +3,10 @@ import { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, Use
 import type { RouteSpec } from './context.js';
 import { health } from './handlers/health.js';
 import { account, mintUserKey, provisionUser, revokeKey } from './handlers/users.js';
+import { cancelOrder, openOrders, placeOrder } from './handlers/orders.js';
+import { balances, book, markets, positions } from './handlers/market.js';
+import { OpenOrdersPage, OrderRequest, OrderResponse, OrderView } from '../schemas/orders.js';
+import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from '../schemas/market.js';
 
 export { ErrorEnvelope };
 
@@ -23,16 +27,16 @@ export const ROUTES: RouteSpec[] = [
   { method: 'get', path: `${V2}/account`, scope: 'trade.read', user: 'optional', tag: 'trade.read', summary: 'The calling key, its partner and bound user', responses: { 200: AccountResponse }, handler: account, v1: true },
 
   // Orders and reads (spec 4.1, 4.6)
-  { method: 'post', path: `${V2}/order`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Place an order or start a managed strategy' },
-  { method: 'get', path: `${V2}/orders/open`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Open orders', v1: true },
-  { method: 'delete', path: `${V2}/orders/:order_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel one order', v1: true },
+  { method: 'post', path: `${V2}/order`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Place an order or start a managed strategy', body: OrderRequest, responses: { 200: OrderResponse }, handler: placeOrder },
+  { method: 'get', path: `${V2}/orders/open`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Open orders', responses: { 200: OpenOrdersPage }, handler: openOrders, v1: true },
+  { method: 'delete', path: `${V2}/orders/:order_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel one order', responses: { 200: OrderView }, handler: cancelOrder, v1: true },
   { method: 'post', path: `${V2}/orders/cancel`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel a batch of orders', v1: true },
   { method: 'delete', path: `${V2}/orders`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel all open orders', v1: true },
   { method: 'get', path: `${V2}/strategies`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Managed strategies', v1: true },
   { method: 'delete', path: `${V2}/strategies/:record_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel an untriggered strategy', v1: true },
-  { method: 'get', path: `${V2}/balances`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'pUSD balance and reservations', v1: true },
+  { method: 'get', path: `${V2}/balances`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'pUSD balance and reservations', responses: { 200: BalancesResponse }, handler: balances, v1: true },
   { method: 'get', path: `${V2}/balances/withdrawable`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Withdrawable ERC20 balances', v1: true },
-  { method: 'get', path: `${V2}/positions`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Share positions', v1: true },
+  { method: 'get', path: `${V2}/positions`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Share positions', responses: { 200: PositionsPage }, handler: positions, v1: true },
   { method: 'get', path: `${V2}/activity`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Account activity', v1: true },
   { method: 'post', path: `${V2}/positions/redeem`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Redeem a resolved position' },
   { method: 'post', path: `${V2}/positions/split`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Split pUSD into outcome tokens' },
@@ -49,8 +53,8 @@ export const ROUTES: RouteSpec[] = [
   { method: 'post', path: `${V2}/copytrade`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Subscribe to a leader' },
 
   // Market data the spec lacks (issue 3)
-  { method: 'get', path: `${V2}/markets`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Markets of the venue' },
-  { method: 'get', path: `${V2}/book`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Order book of one outcome token' },
+  { method: 'get', path: `${V2}/markets`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Markets of the venue', responses: { 200: MarketsPage }, handler: markets },
+  { method: 'get', path: `${V2}/book`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Order book of one outcome token', responses: { 200: BookResponse }, handler: book },
 
   // Public-data reads (spec 4.6)
   { method: 'get', path: `${V2}/leaderboard`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Leaderboard' },

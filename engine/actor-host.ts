@@ -21,6 +21,8 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
   logic: TLogic;
   /** REST status of a snapshot (spec part 3): derived from the state, never stored separately. */
   statusOf(snapshot: SnapshotFrom<TLogic>): string;
+  /** REST read model of a snapshot (defaults to `{}`); stored with the record. */
+  viewOf?(snapshot: SnapshotFrom<TLogic>, meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number }): Record<string, unknown>;
 }
 
 /** Durable timers the host arms from the deadlines in actor context. */
@@ -99,13 +101,15 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
       const def = this.definition(machineId);
       const [snapshot, actions] = initialTransition(def.logic, args.input);
       const now = this.clock.now();
+      const status = def.statusOf(snapshot);
       const record = await this.repo.insert({
         _id: args.id,
         machineId,
         machineVersion: def.version,
         snapshot: JSON.stringify(def.logic.getPersistedSnapshot(snapshot)),
         kind: def.kind,
-        status: def.statusOf(snapshot),
+        status,
+        view: def.viewOf?.(snapshot, { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 }) ?? {},
         final: snapshot.status !== 'active',
         partnerId: args.partnerId,
         ownerUserId: args.ownerUserId,
@@ -239,11 +243,15 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
       const prevDeadlines = deadlinesOf(live.snapshot);
       const previousStatus = live.record.status;
       try {
+        const status = live.def.statusOf(next);
+        const updatedAtMs = this.clock.now();
+        const meta = { id, status, createdAtMs: live.record.createdAtMs, updatedAtMs, revision: live.record.revision + 1 };
         const record = await this.repo.update(live.record, {
           snapshot: JSON.stringify(live.def.logic.getPersistedSnapshot(next)),
-          status: live.def.statusOf(next),
+          status,
+          view: live.def.viewOf?.(next, meta) ?? {},
           final: next.status !== 'active',
-          updatedAtMs: this.clock.now(),
+          updatedAtMs,
           machineVersion: live.def.version,
         });
         const updated: Live = { def: live.def, record, snapshot: next };

@@ -35,6 +35,11 @@ export const SETTINGS = [
   { env: 'LOG_LEVEL', type: 'level', default: 'info', description: 'pino log level: fatal, error, warn, info, debug, trace or silent.' },
   { env: 'SCHEDULER_POLL_MS', type: 'int', default: '1000', min: 50, max: 60000, description: 'How often the scheduler scans for due timers (ms); timers due sooner are also woken by its notification channel.' },
   { env: 'SHUTDOWN_GRACE_MS', type: 'int', default: '10000', min: 0, max: 600000, description: 'How long a graceful shutdown (SIGTERM/SIGINT) waits for in-flight work before exiting (ms).' },
+  { env: 'SIM_REPLAY', type: 'onoff', default: 'on', description: 'on: the MSTR token follows its recorded price path; off: every book stays static (deterministic tests).' },
+  { env: 'SIM_REPLAY_SPEED', type: 'int', default: '600', min: 1, max: 1000000, description: 'Replay time compression: recorded seconds per real second (600 = one 10-minute point per second).' },
+  { env: 'SIM_INITIAL_PUSD', type: 'decimal', default: '10000', description: 'pUSD every provisioned user starts with on the simulated venue (dollars).' },
+  { env: 'SIM_MAKER_LEVELS', type: 'int', default: '5', min: 1, max: 50, description: 'Price levels the simulated market maker quotes on each side of every book.' },
+  { env: 'SIM_MAKER_REFILL_MS', type: 'int', default: '5000', min: 0, max: 3600000, description: 'Delay before the market maker refills a book after its quotes were taken (ms).' },
   { env: 'BODY_LIMIT_BYTES', type: 'int', default: '65536', min: 1024, max: 10485760, description: 'Largest accepted JSON request body; larger bodies answer 413.' },
 ] as const satisfies readonly SettingSpec[];
 
@@ -53,6 +58,11 @@ export interface Config {
   schedulerPollMs: number;
   shutdownGraceMs: number;
   bodyLimitBytes: number;
+  simReplay: boolean;
+  simReplaySpeed: number;
+  simInitialPusd: string;
+  simMakerLevels: number;
+  simMakerRefillMs: number;
 }
 
 /** A configuration value that does not validate; its message names the variable. */
@@ -127,5 +137,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     schedulerPollMs: values.SCHEDULER_POLL_MS as number,
     shutdownGraceMs: values.SHUTDOWN_GRACE_MS as number,
     bodyLimitBytes: values.BODY_LIMIT_BYTES as number,
+    simReplay: values.SIM_REPLAY === 'on',
+    simReplaySpeed: values.SIM_REPLAY_SPEED as number,
+    simInitialPusd: values.SIM_INITIAL_PUSD as string,
+    simMakerLevels: values.SIM_MAKER_LEVELS as number,
+    simMakerRefillMs: values.SIM_MAKER_REFILL_MS as number,
   };
 }

@@ -11,6 +11,9 @@ import { openStore } from './store/index.js';
 import type { Store } from './store/port.js';
 import { TimerService } from './scheduler/timers.js';
 import { UserService } from './users.js';
+import { OrderService } from './orders.js';
+import { loadCatalogue, type Catalogue } from './venue/markets.js';
+import { SimVenue } from './venue/sim-venue.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -23,6 +26,9 @@ export interface Services {
   timers: TimerService;
   keys: ApiKeyService;
   users: UserService;
+  catalogue: Catalogue;
+  venue: SimVenue;
+  orders: OrderService;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Stops timers and closes the store (after the HTTP server stopped). */
@@ -33,6 +39,8 @@ export interface Services {
 export interface StartOptions {
   store?: Store;
   clock?: Clock;
+  /** Markets to trade (default: the project's data files); loading once per test file saves time. */
+  catalogue?: Catalogue;
 }
 
 /**
@@ -51,14 +59,23 @@ export async function startServices(config: Config, log: Logger, options: StartO
   const host = new ActorHost(actors, timers, clock, log);
   hostRef.current = host;
   const generatedMasterKey = await keys.ensureMasterKey(config.partnerId, config.masterApiKey);
+  const catalogue = options.catalogue ?? loadCatalogue();
+  const venue = await SimVenue.open({
+    catalogue, store, clock, log,
+    initialPusd: config.simInitialPusd, makerLevels: config.simMakerLevels, refillMs: config.simMakerRefillMs,
+    replay: config.simReplay, replaySpeed: config.simReplaySpeed,
+  });
+  const orders = new OrderService(host, actors, venue, clock, log);
   const { restored, quarantined } = await host.restoreAll();
-  log.info({ restored, quarantined }, 'actors restored');
+  const reconciled = await orders.reconcile();
+  log.info({ restored, quarantined, reconciled }, 'actors restored and reconciled with the venue');
   await timers.start();
   const services: Services = {
-    config, log, clock, store, actors, host, timers, keys, users,
+    config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders,
     startedAtMs: clock.now(),
     async stop() {
       await timers.drain(config.shutdownGraceMs);
+      await venue.close();
       await store.close();
     },
   };

@@ -22,7 +22,7 @@ export interface TestService {
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  return loadConfig({ PORT: '0', LOG_LEVEL: 'silent', MASTER_API_KEY: MASTER_KEY, SCHEDULER_POLL_MS: '200', ...overrides });
+  return loadConfig({ PORT: '0', LOG_LEVEL: 'silent', MASTER_API_KEY: MASTER_KEY, SCHEDULER_POLL_MS: '200', SIM_REPLAY: 'off', ...overrides });
 }
 
 export async function startTestService(opts: { clock?: Clock | ManualClock; store?: Store; env?: Record<string, string> } = {}): Promise<TestService> {

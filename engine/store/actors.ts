@@ -20,6 +20,8 @@ export interface ActorRecord {
   kind: string;
   /** REST status derived from the machine state. */
   status: string;
+  /** REST read model of the actor (what GET endpoints and pushes return), derived from the snapshot. */
+  view: Record<string, unknown>;
   /** True once the machine reached a final state; final actors are not restored at start-up. */
   final: boolean;
   partnerId: string;
@@ -60,7 +62,7 @@ export class ActorRepository {
    */
   async update(
     current: ActorRecord,
-    patch: Pick<ActorRecord, 'snapshot' | 'status' | 'final' | 'updatedAtMs'> & Partial<Pick<ActorRecord, 'machineVersion'>>,
+    patch: Pick<ActorRecord, 'snapshot' | 'status' | 'view' | 'final' | 'updatedAtMs'> & Partial<Pick<ActorRecord, 'machineVersion'>>,
   ): Promise<ActorRecord> {
     const next: ActorRecord = { ...current, ...patch, revision: current.revision + 1 };
     const matched = await this.c.updateOne(

@@ -141,7 +141,7 @@ describe('ActorHost', () => {
     await first.host.create('test', { id: 'a8', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
     await first.host.create('test', { id: 'a9', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
     const a9 = (await first.repo.get('a9'))!;
-    await first.repo.update(a9, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }), status: 'LIVE', final: false, updatedAtMs: 1 });
+    await first.repo.update(a9, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }), status: 'LIVE', view: {}, final: false, updatedAtMs: 1 });
 
     const second = await setupHost(first.store, 2); // a new machine version that does not restore v1
     expect(await second.host.restoreAll()).toEqual({ restored: 0, quarantined: 2 });
@@ -150,7 +150,7 @@ describe('ActorHost', () => {
     const third = await setupHost(await EmbeddedStore.open(null));
     await third.host.create('test', { id: 'b1', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
     const b1 = (await third.repo.get('b1'))!;
-    await third.repo.update(b1, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }), status: 'LIVE', final: false, updatedAtMs: 1 });
+    await third.repo.update(b1, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }), status: 'LIVE', view: {}, final: false, updatedAtMs: 1 });
     const fourth = await setupHost(third.store);
     expect(await fourth.host.restoreAll()).toEqual({ restored: 0, quarantined: 1 });
     expect((await fourth.repo.get('b1'))?.quarantine?.reason).toMatch(/does not exist/);

@@ -85,13 +85,13 @@ for (const adapter of adapters()) {
     it('actor repository: revisions guard writes (optimistic concurrency)', async () => {
       const repo = await ActorRepository.open(store);
       const rec = await repo.insert({
-        _id: 'act-1', machineId: 'm', machineVersion: 1, snapshot: '{"value":"a"}', kind: 'order', status: 'LIVE',
+        _id: 'act-1', machineId: 'm', machineVersion: 1, snapshot: '{"value":"a"}', kind: 'order', status: 'LIVE', view: {},
         final: false, partnerId: 'p', ownerUserId: 'u', createdAtMs: 1, updatedAtMs: 1,
       });
       expect(rec.revision).toBe(1);
-      const r2 = await repo.update(rec, { snapshot: '{"value":"b"}', status: 'FILLED', final: true, updatedAtMs: 2 });
+      const r2 = await repo.update(rec, { snapshot: '{"value":"b"}', status: 'FILLED', view: {}, final: true, updatedAtMs: 2 });
       expect(r2.revision).toBe(2);
-      await expect(repo.update(rec, { snapshot: '{}', status: 'X', final: false, updatedAtMs: 3 })).rejects.toBeInstanceOf(RevisionConflictError);
+      await expect(repo.update(rec, { snapshot: '{}', status: 'X', view: {}, final: false, updatedAtMs: 3 })).rejects.toBeInstanceOf(RevisionConflictError);
       expect(await repo.get('act-1')).toMatchObject({ revision: 2, status: 'FILLED', final: true, snapshot: '{"value":"b"}' });
       await expect(repo.insert({ ...rec })).rejects.toBeInstanceOf(DuplicateKeyError);
       expect((await repo.findRestorable()).map((r) => r._id)).not.toContain('act-1');
@@ -100,7 +100,7 @@ for (const adapter of adapters()) {
     it('actor repository: quarantined actors are kept but not restorable', async () => {
       const repo = await ActorRepository.open(store);
       await repo.insert({
-        _id: 'act-q', machineId: 'm', machineVersion: 1, snapshot: '{}', kind: 'order', status: 'LIVE',
+        _id: 'act-q', machineId: 'm', machineVersion: 1, snapshot: '{}', kind: 'order', status: 'LIVE', view: {},
         final: false, partnerId: 'p', ownerUserId: null, createdAtMs: 5, updatedAtMs: 5,
       });
       expect((await repo.findRestorable()).map((r) => r._id)).toContain('act-q');

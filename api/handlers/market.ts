@@ -1,0 +1,61 @@
+import { dec, str } from '../../engine/decimal.js';
+import { errors } from '../../engine/errors.js';
+import type { Handler } from '../context.js';
+import { page, pageQuery, requiredQuery } from '../paging.js';
+
+/** GET /v2/trade/markets: the venue's markets in catalogue order (offset/limit, limit ≤ 500). */
+export const markets: Handler = async ({ req, services }) => {
+  const p = pageQuery(req, 500);
+  const all = services.catalogue.markets;
+  const items = all.slice(p.offset, p.offset + p.limit).map((m) => ({
+    condition_id: m.conditionId,
+    question: m.question,
+    slug: m.slug,
+    tokens: m.tokens.map((t) => ({ token_id: t.tokenId, outcome: t.outcome })),
+    tick_size: str(m.tickSize),
+    min_size: str(m.minSize),
+    end_date: m.endDateIso,
+  }));
+  return { status: 200, body: page('markets', items, all.length, p) };
+};
+
+/** GET /v2/trade/book?token_id=&depth=: levels best first (depth ≤ 100, default 20). */
+export const book: Handler = async ({ req, services }) => {
+  const tokenId = requiredQuery(req, 'token_id', /^\d{1,100}$/);
+  const depthRaw = req.query.depth;
+  let depth = 20;
+  if (depthRaw !== undefined) {
+    if (typeof depthRaw !== 'string' || !/^\d{1,3}$/.test(depthRaw) || Number(depthRaw) < 1 || Number(depthRaw) > 100) throw errors.badRequest('depth must be an integer from 1 to 100');
+    depth = Number(depthRaw);
+  }
+  const view = services.venue.book(tokenId, depth);
+  if (!view) throw errors.notFound(`no outcome token ${tokenId}`);
+  return { status: 200, body: { token_id: view.tokenId, tick_size: view.tickSize, min_size: view.minSize, bids: view.bids, asks: view.asks } };
+};
+
+/** GET /v2/trade/balances: pUSD balance, reserved by open buys, available. */
+export const balances: Handler = async ({ services, user }) => {
+  const w = services.venue.wallet(user!._id);
+  return { status: 200, body: { currency: 'pUSD', ...w.pusd } };
+};
+
+/** GET /v2/trade/positions: share positions with market details (offset/limit, limit ≤ 500). */
+export const positions: Handler = async ({ req, services, user }) => {
+  const p = pageQuery(req, 500);
+  const all = services.venue.wallet(user!._id).positions;
+  const items = all.slice(p.offset, p.offset + p.limit).map((pos) => {
+    const info = services.venue.token(pos.tokenId);
+    return {
+      token_id: pos.tokenId,
+      condition_id: info?.conditionId ?? '',
+      outcome: info?.outcome ?? '',
+      question: info?.question ?? '',
+      size: pos.size,
+      reserved: pos.reserved,
+      available: pos.available,
+      avg_price: str(dec(pos.costUsd).div(pos.size).toDecimalPlaces(6)),
+      cost_usd: pos.costUsd,
+    };
+  });
+  return { status: 200, body: page('positions', items, all.length, p) };
+};

@@ -1,0 +1,28 @@
+import { OPEN_STATUSES } from '../../machines/order.js';
+import { errors } from '../../engine/errors.js';
+import type { OrderRequest } from '../../schemas/orders.js';
+import type { Handler } from '../context.js';
+import { page, pageQuery } from '../paging.js';
+
+/** POST /v2/trade/order (spec 4.1): LIMIT and MARKET trade on the venue; other types are not built yet (501). */
+export const placeOrder: Handler = async ({ req, services, user }) => {
+  const body = req.body as OrderRequest;
+  if (body.type !== 'LIMIT' && body.type !== 'MARKET') throw errors.notImplemented(`${body.type} orders`);
+  const input = services.orders.check(user!._id, body);
+  const rec = await services.orders.place(user!.partnerId, input);
+  return { status: 200, body: rec.view };
+};
+
+/** GET /v2/trade/orders/open (spec 4.6): the user's working orders, newest first, offset/limit. */
+export const openOrders: Handler = async ({ req, services, user }) => {
+  const p = pageQuery(req, 500);
+  const filter = { ownerUserId: user!._id, kind: 'order', status: { $in: OPEN_STATUSES } };
+  const [recs, total] = await Promise.all([services.actors.find(filter, { skip: p.offset, limit: p.limit }), services.actors.count(filter)]);
+  return { status: 200, body: page('orders', recs.map((r) => r.view), total, p) };
+};
+
+/** DELETE /v2/trade/orders/{order_id}: cancels one order; 404 when not the user's, 409 when done. */
+export const cancelOrder: Handler = async ({ req, services, user }) => {
+  const rec = await services.orders.cancel(user!._id, String(req.params.order_id));
+  return { status: 200, body: rec.view };
+};

@@ -1,0 +1,42 @@
+import type { Request } from 'express';
+import { errors } from '../engine/errors.js';
+
+/** An offset/limit page request (spec 2.9, 4.7). */
+export interface PageRequest {
+  limit: number;
+  offset: number;
+}
+
+function intParam(req: Request, name: string): number | undefined {
+  const raw = req.query[name];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw)) throw errors.badRequest(`${name} must be a non-negative integer`);
+  return Number(raw);
+}
+
+/**
+ * Reads `limit` and `offset` from the query.
+ * @param max - the endpoint's maximum `limit` (spec part 8); above it → 400.
+ * @param defaultLimit - used when `limit` is absent.
+ * @throws {ApiError} 400 for a malformed value, `limit` 0 or above `max`.
+ */
+export function pageQuery(req: Request, max: number, defaultLimit = Math.min(100, max)): PageRequest {
+  const limit = intParam(req, 'limit') ?? defaultLimit;
+  const offset = intParam(req, 'offset') ?? 0;
+  if (limit < 1) throw errors.badRequest('limit must be at least 1');
+  if (limit > max) throw errors.badRequest(`limit must be at most ${max} on this endpoint; received ${limit}`);
+  return { limit, offset };
+}
+
+/** The offset/limit envelope: the list under `key` plus `total`, `limit`, `offset`, `has_more`. */
+export function page<T>(key: string, items: T[], total: number, p: PageRequest): Record<string, unknown> {
+  return { [key]: items, total, limit: p.limit, offset: p.offset, has_more: p.offset + items.length < total };
+}
+
+/** A required, non-empty single query string parameter. @throws {ApiError} 400 when missing. */
+export function requiredQuery(req: Request, name: string, pattern = /^[\w.:-]{1,200}$/): string {
+  const v = req.query[name];
+  if (typeof v !== 'string' || v === '') throw errors.badRequest(`query parameter ${name} is required`);
+  if (!pattern.test(v)) throw errors.badRequest(`query parameter ${name} is malformed`);
+  return v;
+}

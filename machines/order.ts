@@ -1,0 +1,217 @@
+/**
+ * CLOB order lifecycle (issue 3; spec 2.2, 2.3, part 3): LIMIT (GTC, GTD, IOC, FOK) and MARKET.
+ *
+ * Pure: no I/O. The engine supplies the three side effects through `.provide()`:
+ * `submitToVenue`, `cancelAtVenue`, `expireAtVenue`. Venue reports arrive as past-tense events
+ * (`venue.accepted`, `venue.filled`, …); user commands as `order.cancel`; the GTD deadline lives in
+ * `context.deadlines.expiry` and comes back as `timer.fired`.
+ *
+ * | state            | REST status        | final |
+ * |------------------|--------------------|-------|
+ * | submitted        | `SUBMITTED`        | no    |
+ * | live             | `LIVE`             | no    |
+ * | partially_filled | `PARTIALLY_FILLED` | no    |
+ * | canceling        | `PENDING_CANCEL`   | no    |
+ * | filled           | `FILLED`           | yes   |
+ * | canceled         | `CANCELED`         | yes   |
+ * | expired          | `EXPIRED`          | yes   |
+ * | rejected         | `REJECTED`         | yes   |
+ */
+import { and, assign, setup } from 'xstate';
+import { Dec } from '../engine/decimal.js';
+import type { Side, TimeInForce, VenueOrder } from '../engine/venue/port.js';
+
+/** Input of a new order actor; every quantity a decimal string. */
+export interface OrderInput {
+  orderId: string;
+  userId: string;
+  tokenId: string;
+  side: Side;
+  type: 'LIMIT' | 'MARKET';
+  /** Decimal probability; null for MARKET. */
+  price: string | null;
+  /** Shares; null for a MARKET buy. */
+  size: string | null;
+  /** Dollars; MARKET buy only. */
+  quoteAmount: string | null;
+  timeInForce: TimeInForce;
+  /** GTD expiry, epoch ms. */
+  expiresAtMs: number | null;
+  clientOrderId: string | null;
+  metadata: string | null;
+  /** Epoch ms. */
+  createdAtMs: number;
+  /** Set on orders a stop strategy or bracket places (open orders show them). */
+  isStopLoss?: boolean;
+  isTakeProfit?: boolean;
+}
+
+export interface OrderContext extends Required<OrderInput> {
+  /** Shares filled so far. */
+  filledSize: string;
+  /** Dollars traded so far (Σ price × size). */
+  matchedAmount: string;
+  /** Trade ids applied: a duplicate report is ignored. */
+  tradeIds: string[];
+  /** Last reason given by the venue (cancel, reject). */
+  reason: string | null;
+  /** Error string of a rejection (`INSUFFICIENT_BALANCE`, `order crosses book`, …). */
+  error: string | null;
+  /** A cancel asked for before the venue acknowledged the order. */
+  cancelRequested: boolean;
+  /** Timer name → epoch ms (see engine/actor-host.ts). */
+  deadlines: { expiry?: number };
+}
+
+export type OrderEvent =
+  | { type: 'venue.accepted'; resting: boolean }
+  | { type: 'venue.filled'; tradeId: string; price: string; size: string; liquidity: 'maker' | 'taker'; completes: boolean }
+  | { type: 'venue.canceled'; reason: string }
+  | { type: 'venue.expired' }
+  | { type: 'venue.rejected'; error: string; reason: string }
+  | { type: 'venue.unknown' }
+  | { type: 'order.cancel' }
+  | { type: 'timer.fired'; name: string; atMs: number };
+
+/** Machine definition version, stored with every snapshot. */
+export const ORDER_MACHINE_VERSION = 1;
+
+/** The venue command of an order. */
+export function venueOrderOf(c: OrderContext): VenueOrder {
+  return {
+    orderId: c.orderId, userId: c.userId, tokenId: c.tokenId, side: c.side, kind: c.type === 'MARKET' ? 'market' : 'limit',
+    price: c.price, size: c.size, quoteAmount: c.quoteAmount, timeInForce: c.type === 'MARKET' ? 'IOC' : c.timeInForce, postOnly: false,
+  };
+}
+
+type FillEvent = Extract<OrderEvent, { type: 'venue.filled' }>;
+
+export const orderMachine = setup({
+  types: {
+    context: {} as OrderContext,
+    input: {} as OrderInput,
+    events: {} as OrderEvent,
+  },
+  actions: {
+    /** Side effect: send the order to the venue (idempotent by order id). */
+    submitToVenue: (_, _params: { order: VenueOrder }) => {},
+    /** Side effect: ask the venue to cancel the resting order. */
+    cancelAtVenue: (_, _params: { orderId: string }) => {},
+    /** Side effect: ask the venue to expire the resting GTD order. */
+    expireAtVenue: (_, _params: { orderId: string }) => {},
+    recordFill: assign(({ context, event }) => {
+      const e = event as FillEvent;
+      return {
+        filledSize: new Dec(context.filledSize).plus(e.size).toFixed(),
+        matchedAmount: new Dec(context.matchedAmount).plus(new Dec(e.price).times(e.size)).toFixed(),
+        tradeIds: [...context.tradeIds, e.tradeId],
+      };
+    }),
+    recordReason: assign({ reason: ({ event }) => ('reason' in event ? event.reason : null) }),
+    recordRejection: assign(({ event }) => (event.type === 'venue.rejected' ? { error: event.error, reason: event.reason } : {})),
+    clearDeadlines: assign({ deadlines: () => ({}) }),
+    markCancelRequested: assign({ cancelRequested: true }),
+  },
+  guards: {
+    isNewFill: ({ context, event }) => event.type === 'venue.filled' && !context.tradeIds.includes(event.tradeId),
+    completesOrder: ({ context, event }) => {
+      if (event.type !== 'venue.filled') return false;
+      if (event.completes) return true;
+      return context.size !== null && new Dec(context.filledSize).plus(event.size).gte(context.size);
+    },
+    isCurrentExpiry: ({ context, event }) => event.type === 'timer.fired' && event.name === 'expiry' && context.deadlines.expiry === event.atMs,
+    cancelWasRequested: ({ context }) => context.cancelRequested,
+  },
+}).createMachine({
+  id: 'order',
+  context: ({ input }) => ({
+    isStopLoss: false,
+    isTakeProfit: false,
+    ...input,
+    filledSize: '0',
+    matchedAmount: '0',
+    tradeIds: [],
+    reason: null,
+    error: null,
+    cancelRequested: false,
+    deadlines: input.expiresAtMs !== null ? { expiry: input.expiresAtMs } : {},
+  }),
+  initial: 'submitted',
+  states: {
+    submitted: {
+      entry: { type: 'submitToVenue', params: ({ context }) => ({ order: venueOrderOf(context) }) },
+      on: {
+        'venue.accepted': [
+          { guard: 'cancelWasRequested', target: 'canceling', description: 'acknowledged after the user asked to cancel: cancel now' },
+          { target: 'live', description: 'the venue acknowledged the order' },
+        ],
+        'venue.filled': [
+          { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'filled in full on arrival' },
+          { guard: 'isNewFill', target: 'partially_filled', actions: 'recordFill', description: 'partly filled on arrival' },
+        ],
+        'venue.rejected': { target: 'rejected', actions: ['recordRejection', 'clearDeadlines'], description: 'the venue refused the order' },
+        'venue.canceled': { target: 'canceled', actions: ['recordReason', 'clearDeadlines'], description: 'FOK/IOC/market with nothing to fill' },
+        'venue.unknown': { target: 'submitted', reenter: true, description: 'reconciliation: the venue never saw it, submit again' },
+        'order.cancel': { actions: 'markCancelRequested', description: 'cancel once the venue acknowledges' },
+      },
+    },
+    live: {
+      on: {
+        'venue.filled': [
+          { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'filled in full' },
+          { guard: 'isNewFill', target: 'partially_filled', actions: 'recordFill', description: 'partial fill' },
+        ],
+        'venue.canceled': { target: 'canceled', actions: ['recordReason', 'clearDeadlines'], description: 'canceled by the venue (IOC remainder, self-trade prevention)' },
+        'venue.expired': { target: 'expired', actions: 'clearDeadlines', description: 'GTD expiry took effect' },
+        'order.cancel': { target: 'canceling', description: 'user asks to cancel' },
+        'timer.fired': { guard: 'isCurrentExpiry', actions: ['clearDeadlines', { type: 'expireAtVenue', params: ({ context }) => ({ orderId: context.orderId }) }], description: 'GTD expiration reached' },
+      },
+    },
+    partially_filled: {
+      on: {
+        'venue.filled': [
+          { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'last fill' },
+          { guard: 'isNewFill', actions: 'recordFill', description: 'another partial fill' },
+        ],
+        'venue.canceled': { target: 'canceled', actions: ['recordReason', 'clearDeadlines'], description: 'remainder canceled by the venue' },
+        'venue.expired': { target: 'expired', actions: 'clearDeadlines', description: 'GTD expiry took effect on the remainder' },
+        'order.cancel': { target: 'canceling', description: 'user asks to cancel the remainder' },
+        'timer.fired': { guard: 'isCurrentExpiry', actions: ['clearDeadlines', { type: 'expireAtVenue', params: ({ context }) => ({ orderId: context.orderId }) }], description: 'GTD expiration reached' },
+      },
+    },
+    canceling: {
+      entry: { type: 'cancelAtVenue', params: ({ context }) => ({ orderId: context.orderId }) },
+      on: {
+        'venue.filled': [
+          { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'filled before the cancel arrived' },
+          { guard: 'isNewFill', actions: 'recordFill', description: 'partial fill racing the cancel' },
+        ],
+        'venue.canceled': { target: 'canceled', actions: ['recordReason', 'clearDeadlines'], description: 'cancel confirmed' },
+        'venue.expired': { target: 'expired', actions: 'clearDeadlines', description: 'expired before the cancel arrived' },
+      },
+    },
+    filled: { type: 'final' },
+    canceled: { type: 'final' },
+    expired: { type: 'final' },
+    rejected: { type: 'final' },
+  },
+});
+
+/** REST status of each state (spec 2.3: "allowed values of status for CLOB orders"). */
+export const ORDER_STATUS = {
+  submitted: 'SUBMITTED',
+  live: 'LIVE',
+  partially_filled: 'PARTIALLY_FILLED',
+  canceling: 'PENDING_CANCEL',
+  filled: 'FILLED',
+  canceled: 'CANCELED',
+  expired: 'EXPIRED',
+  rejected: 'REJECTED',
+} as const satisfies Record<string, string>;
+
+export type OrderState = keyof typeof ORDER_STATUS;
+export type OrderStatus = (typeof ORDER_STATUS)[OrderState];
+
+/** Statuses of orders still working at the venue (GET orders/open). */
+export const OPEN_STATUSES: OrderStatus[] = ['SUBMITTED', 'LIVE', 'PARTIALLY_FILLED', 'PENDING_CANCEL'];
+

@@ -1,0 +1,122 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import { EpochMs } from './common.js';
+
+const DecimalString = { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 32 } as const;
+const Bracket = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['price'],
+  properties: { price: DecimalString, size: DecimalString },
+} as const;
+
+/** Order types of spec 2.2. */
+export const ORDER_TYPES = ['LIMIT', 'MARKET', 'PEGGED', 'TWAP', 'ICEBERG', 'TAKE_PROFIT', 'STOP_LOSS', 'TRAILING_STOP', 'TRAILING_BUY'] as const;
+
+/**
+ * POST /v2/trade/order body (spec 2.2, 2.2.1). Structure and units here; the per-type rules of
+ * 2.2.2 that depend on the market (tick, minimum size, balances) are checked by the order service.
+ */
+export const OrderRequest = {
+  $id: 'OrderRequest',
+  type: 'object',
+  additionalProperties: false,
+  required: ['symbol', 'side', 'type'],
+  properties: {
+    venue: { enum: ['polymarket'], description: 'Venue; `polymarket` (the simulated Polymarket CLOB) is the default and only venue.' },
+    symbol: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[0-9]+$', description: 'Venue-native outcome token id.' },
+    side: { enum: ['buy', 'sell'] },
+    type: { enum: ORDER_TYPES },
+    price: { ...DecimalString, description: 'Decimal probability 0.001–0.999, on the market tick.' },
+    size: { ...DecimalString, description: 'Shares (at most 2 decimals).' },
+    quote_amount: { ...DecimalString, description: 'US dollars.' },
+    time_in_force: { enum: ['GTC', 'IOC', 'FOK'], description: 'LIMIT only; GTC by default (GTD when `expiration` is set).' },
+    expiration: { ...EpochMs, description: 'GTD expiry, Unix epoch milliseconds; incompatible with time_in_force.' },
+    condition_id: { type: 'string', maxLength: 100 },
+    outcome: { enum: ['yes', 'no'] },
+    offset_ticks: { type: 'integer', minimum: 0, maximum: 1000 },
+    budget_usdc: DecimalString,
+    price_floor: { type: 'number', minimum: 0.001, maximum: 0.999 },
+    price_ceiling: { type: 'number', minimum: 0.001, maximum: 0.999 },
+    execution: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        duration_sec: { type: 'number', exclusiveMinimum: 0 },
+        clip_size: DecimalString,
+        interval_sec: { type: 'integer', minimum: 10 },
+        randomize_pct: { type: 'number', minimum: 0, maximum: 50 },
+        passive: { type: 'boolean' },
+        price_tolerance_pct: { type: 'number', minimum: 0, maximum: 100 },
+        trailing_offset_pct: { type: 'number', minimum: 0, maximum: 100 },
+        trailing_offset: DecimalString,
+        high_water_mark: DecimalString,
+        low_water_mark: DecimalString,
+        price_ceiling: DecimalString,
+      },
+    },
+    take_profit: Bracket,
+    stop_loss: Bracket,
+    client_order_id: { type: 'string', maxLength: 128 },
+    metadata: { type: 'string', maxLength: 1024 },
+  },
+} as const;
+export type OrderRequest = FromSchema<typeof OrderRequest>;
+
+const Nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] }) as const;
+const OrderStatus = { enum: ['SUBMITTED', 'LIVE', 'PARTIALLY_FILLED', 'PENDING_CANCEL', 'FILLED', 'CANCELED', 'EXPIRED', 'REJECTED'] } as const;
+
+/** An order as the API returns it: spec 2.3 fields plus what an open-orders row needs. */
+const orderProperties = {
+  type: { type: 'string' },
+  order_id: { type: ['string', 'null'] },
+  record_id: { type: ['string', 'null'] },
+  status: { type: 'string', description: 'CLOB orders: SUBMITTED, LIVE, PARTIALLY_FILLED, PENDING_CANCEL, FILLED, CANCELED, EXPIRED, REJECTED (one per order-machine state).' },
+  side: { enum: ['buy', 'sell'] },
+  symbol: { type: 'string' },
+  price: { type: ['string', 'null'], description: 'Limit price (decimal probability); null for MARKET.' },
+  size: { type: ['string', 'null'], description: 'Shares ordered; null for a MARKET buy (sized in dollars).' },
+  quote_amount: { type: ['string', 'null'], description: 'Dollars of a MARKET buy.' },
+  filled_size: { type: ['string', 'null'], description: 'Shares filled.' },
+  remaining_size: { type: ['string', 'null'], description: 'Shares still working at the venue ("0" once the order is done; null for a working MARKET buy).' },
+  matched_amount: { type: ['string', 'null'], description: 'Dollars traded (Σ price × size).' },
+  avg_price: { type: ['string', 'null'], description: 'Average fill price, null before the first fill.' },
+  builder_code_used: { type: ['string', 'null'] },
+  time_in_force: { enum: ['GTC', 'GTD', 'IOC', 'FOK'] },
+  expiration: Nullable(EpochMs),
+  client_order_id: { type: ['string', 'null'] },
+  metadata: { type: ['string', 'null'] },
+  is_stop_loss: { type: 'boolean' },
+  is_take_profit: { type: 'boolean' },
+  created_at: EpochMs,
+  updated_at: EpochMs,
+  revision: { type: 'integer', minimum: 1, description: 'Increases by one per change of this order.' },
+  message: { type: 'string' },
+  warnings: { type: 'array', items: { type: 'string' } },
+} as const;
+
+export const OrderView = {
+  $id: 'OrderView',
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'order_id', 'record_id', 'status', 'side', 'price', 'size', 'filled_size', 'remaining_size', 'matched_amount', 'builder_code_used', 'created_at'],
+  properties: { ...orderProperties, status: OrderStatus },
+} as const;
+export type OrderView = FromSchema<typeof OrderView>;
+
+/** POST /v2/trade/order 200 response (spec 2.3). */
+export const OrderResponse = { ...OrderView, $id: 'OrderResponse', properties: { ...orderProperties } } as const;
+
+/** GET /v2/trade/orders/open response. */
+export const OpenOrdersPage = {
+  $id: 'OpenOrdersPage',
+  type: 'object',
+  additionalProperties: false,
+  required: ['orders', 'total', 'limit', 'offset', 'has_more'],
+  properties: {
+    orders: { type: 'array', items: OrderView },
+    total: { type: 'integer', minimum: 0 },
+    limit: { type: 'integer', minimum: 1 },
+    offset: { type: 'integer', minimum: 0 },
+    has_more: { type: 'boolean' },
+  },
+} as const;
