@@ -2,21 +2,23 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import addFormatsModule from 'ajv-formats';
 import { errors } from '../engine/errors.js';
 import { cjsDefault } from '../engine/interop.js';
+import { namedSchemas } from '../schemas/index.js';
 
 const addFormats = cjsDefault(addFormatsModule);
 
 /** The one AJV instance (draft 2020-12, strict, all errors). Schemas compile once and are cached. */
 export const ajv = new Ajv2020({ strict: true, allErrors: true, allowUnionTypes: true });
 addFormats(ajv);
-ajv.addKeyword({ keyword: 'x-scope' });
+for (const schema of Object.values(namedSchemas)) ajv.addSchema(schema);
 
 const compiled = new WeakMap<object, ValidateFunction>();
 
-/** Validator for `schema`, compiled on first use. */
+/** Validator for `schema` (a named schema by its `$id`), compiled on first use. */
 export function validatorFor(schema: object): ValidateFunction {
   let v = compiled.get(schema);
   if (!v) {
-    v = ajv.compile(schema);
+    const id = (schema as { $id?: string }).$id;
+    v = (id && ajv.getSchema(id)) || ajv.compile(schema);
     compiled.set(schema, v);
   }
   return v;

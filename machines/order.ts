@@ -116,8 +116,8 @@ export const orderMachine = setup({
     isNewFill: ({ context, event }) => event.type === 'venue.filled' && !context.tradeIds.includes(event.tradeId),
     completesOrder: ({ context, event }) => {
       if (event.type !== 'venue.filled') return false;
-      if (event.completes) return true;
-      return context.size !== null && new Dec(context.filledSize).plus(event.size).gte(context.size);
+      // Sized orders count their shares; a dollar-sized MARKET buy relies on the venue's flag.
+      return context.size !== null ? new Dec(context.filledSize).plus(event.size).gte(context.size) : event.completes;
     },
     isCurrentExpiry: ({ context, event }) => event.type === 'timer.fired' && event.name === 'expiry' && context.deadlines.expiry === event.atMs,
     cancelWasRequested: ({ context }) => context.cancelRequested,

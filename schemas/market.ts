@@ -1,4 +1,3 @@
-import { EpochMs } from './common.js';
 
 const Dec = { type: 'string', pattern: '^-?[0-9]+(\\.[0-9]+)?$' } as const;
 const Page = { total: { type: 'integer', minimum: 0 }, limit: { type: 'integer', minimum: 1 }, offset: { type: 'integer', minimum: 0 }, has_more: { type: 'boolean' } } as const;

@@ -113,7 +113,7 @@ export const OpenOrdersPage = {
   additionalProperties: false,
   required: ['orders', 'total', 'limit', 'offset', 'has_more'],
   properties: {
-    orders: { type: 'array', items: OrderView },
+    orders: { type: 'array', items: { $ref: 'OrderView' } },
     total: { type: 'integer', minimum: 0 },
     limit: { type: 'integer', minimum: 1 },
     offset: { type: 'integer', minimum: 0 },

@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validatorFor } from '../../api/validation.js';
+import { ErrorEnvelope } from '../../schemas/common.js';
+import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from '../../schemas/market.js';
+import { OpenOrdersPage, OrderResponse, OrderView } from '../../schemas/orders.js';
+import { startTestService, type TestService } from '../helpers.js';
+
+function expectSchema(schema: object, body: unknown): void {
+  const v = validatorFor(schema);
+  expect(v(body), JSON.stringify(v.errors)).toBe(true);
+}
+function expectError(res: { status: number; body: any }, status: number, error: string | RegExp, message?: RegExp): void {
+  expect(res.status, JSON.stringify(res.body)).toBe(status);
+  expectSchema(ErrorEnvelope, res.body);
+  if (typeof error === 'string') expect(res.body.error).toBe(error);
+  else expect(res.body.error).toMatch(error);
+  if (message) expect(res.body.message).toMatch(message);
+}
+
+describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
+  let svc: TestService;
+  let token: string; // a token of a 0.01-tick market
+  let fineToken: string; // a 0.001-tick market
+  const as = (user: string) => ({ 'x-partner-user-id': user });
+  const post = (user: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(user) });
+
+  beforeAll(async () => {
+    svc = await startTestService();
+    for (const u of ['alice', 'bob']) await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+    const m = await svc.call('GET', '/v2/trade/markets?limit=500');
+    expect(m.status).toBe(200);
+    expectSchema(MarketsPage, m.body);
+    expect(m.body.total).toBe(1001);
+    token = m.body.markets.find((x: any) => x.tick_size === '0.01').tokens[0].token_id;
+    fineToken = m.body.markets.find((x: any) => x.tick_size === '0.001').tokens[0].token_id;
+  });
+  afterAll(() => svc.close());
+
+  const book = async (t = token) => (await svc.call('GET', `/v2/trade/book?token_id=${t}`)).body;
+
+  it('serves markets and books of real markets; paging and limits are checked', async () => {
+    const b = await svc.call('GET', `/v2/trade/book?token_id=${token}&depth=3`);
+    expect(b.status).toBe(200);
+    expectSchema(BookResponse, b.body);
+    expect(b.body.bids).toHaveLength(3);
+    expect(Number(b.body.bids[0].price)).toBeLessThan(Number(b.body.asks[0].price));
+    expectError(await svc.call('GET', '/v2/trade/markets?limit=501'), 400, 'invalid_request', /at most 500/);
+    expectError(await svc.call('GET', '/v2/trade/book'), 400, 'invalid_request', /token_id is required/);
+    expectError(await svc.call('GET', '/v2/trade/book?token_id=42'), 404, 'not_found');
+    const p2 = await svc.call('GET', '/v2/trade/markets?limit=2&offset=1000');
+    expect(p2.body).toMatchObject({ total: 1001, limit: 2, offset: 1000, has_more: false });
+    expect(p2.body.markets[0].question).toMatch(/MicroStrategy/);
+  });
+
+  it('a LIMIT buy that crosses the ask fills at the book\'s prices; balances and positions change by exactly the fill', async () => {
+    const before = await book();
+    const ask0 = before.asks[0];
+    const bal0 = await svc.call('GET', '/v2/trade/balances', { headers: as('alice') });
+    expectSchema(BalancesResponse, bal0.body);
+    expect(bal0.body).toEqual({ currency: 'pUSD', balance: '10000', reserved: '0', available: '10000' });
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10' });
+    expect(res.status).toBe(200);
+    expectSchema(OrderResponse, res.body);
+    expect(res.body).toMatchObject({ type: 'LIMIT', status: 'FILLED', record_id: null, side: 'buy', price: '0.99', size: '10', filled_size: '10', remaining_size: '0', avg_price: ask0.price, builder_code_used: null });
+    const cost = (Number(ask0.price) * 10).toFixed(2);
+    expect(Number(res.body.matched_amount).toFixed(2)).toBe(cost);
+    const bal = await svc.call('GET', '/v2/trade/balances', { headers: as('alice') });
+    expect(Number(bal.body.balance).toFixed(2)).toBe((10000 - Number(cost)).toFixed(2));
+    const pos = await svc.call('GET', '/v2/trade/positions', { headers: as('alice') });
+    expectSchema(PositionsPage, pos.body);
+    expect(pos.body.positions).toEqual([expect.objectContaining({ token_id: token, size: '10', avg_price: ask0.price })]);
+    expect((await book()).asks[0].size).toBe(String(Number(ask0.size) - 10));
+  });
+
+  it('a GTC bid below the touch rests, shows in open orders, and cancels; 404 for another user, 409 when done', async () => {
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '20', client_order_id: 'c-1' });
+    expect(res.body).toMatchObject({ status: 'LIVE', filled_size: '0', remaining_size: '20', time_in_force: 'GTC', client_order_id: 'c-1' });
+    const open = await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') });
+    expectSchema(OpenOrdersPage, open.body);
+    expect(open.body.orders).toEqual([expect.objectContaining({ order_id: res.body.order_id, is_stop_loss: false, is_take_profit: false })]);
+    expect((await svc.call('GET', '/v2/trade/balances', { headers: as('alice') })).body.reserved).toBe('0.2');
+    expectError(await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('bob') }), 404, 'not_found');
+    const del = await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') });
+    expect(del.status).toBe(200);
+    expectSchema(OrderView, del.body);
+    expect(del.body.status).toBe('CANCELED');
+    expect((await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.total).toBe(0);
+    expect((await svc.call('GET', '/v2/trade/balances', { headers: as('alice') })).body.reserved).toBe('0');
+    expectError(await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') }), 409, 'conflict', /already CANCELED/);
+    expectError(await svc.call('DELETE', '/v2/trade/orders/ord_nope', { headers: as('alice') }), 404, 'not_found');
+  });
+
+  it('IOC reports the actual filled_size; FOK fills all or nothing', async () => {
+    const b = await book(fineToken);
+    const ask = b.asks[0];
+    const ioc = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: ask.price, size: String(Number(ask.size) + 7), time_in_force: 'IOC' });
+    expect(ioc.body).toMatchObject({ status: 'CANCELED', filled_size: ask.size, remaining_size: '0', time_in_force: 'IOC' });
+    const b2 = await book(fineToken);
+    const fokTooBig = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: b2.asks[0].price, size: String(Number(b2.asks[0].size) + 1), time_in_force: 'FOK' });
+    expect(fokTooBig.body).toMatchObject({ status: 'CANCELED', filled_size: '0' });
+    const fok = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: b2.asks[0].price, size: b2.asks[0].size, time_in_force: 'FOK' });
+    expect(fok.body).toMatchObject({ status: 'FILLED', filled_size: b2.asks[0].size });
+  });
+
+  it('MARKET buy of $5 fills; MARKET sell by size', async () => {
+    const buy = await post('bob', { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' });
+    expect(buy.body).toMatchObject({ type: 'MARKET', status: 'FILLED', price: null, size: null, quote_amount: '5', time_in_force: 'IOC' });
+    expect(Number(buy.body.matched_amount)).toBeLessThanOrEqual(5);
+    expect(Number(buy.body.matched_amount)).toBeGreaterThan(4.9);
+    const sell = await post('bob', { symbol: token, side: 'sell', type: 'MARKET', size: '10' });
+    expect(sell.body).toMatchObject({ status: 'FILLED', filled_size: '10' });
+  });
+
+  it('a GTD order expires at its time through the scheduler', async () => {
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5', expiration: Date.now() + 400 });
+    expect(res.body).toMatchObject({ status: 'LIVE', time_in_force: 'GTD' });
+    for (let i = 0; i < 100; i++) {
+      const rec = await svc.services.actors.get(res.body.order_id);
+      if (rec?.status === 'EXPIRED') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect((await svc.services.actors.get(res.body.order_id))?.status).toBe('EXPIRED');
+    expect((await svc.call('GET', '/v2/trade/balances', { headers: as('alice') })).body.reserved).toBe('0');
+  });
+
+  it.each([
+    [{ price: '72' }, 400, 'price must be a decimal probability 0.001–0.999; received 72 — did you mean 0.72?'],
+    [{ price: '0.0005' }, 400, 'invalid_request', /0\.001–0\.999/],
+    [{ price: '0.505' }, 400, 'invalid_request', /not on this market's tick size 0\.01/],
+    [{ size: '4' }, 400, 'invalid_request', /minimum of 5 shares/],
+    [{ size: '5.555' }, 400, 'invalid_request', /at most 2 decimals/],
+    [{ time_in_force: 'GTC', expiration: Date.now() + 60_000 }, 400, 'invalid_request', /cannot be combined with expiration/],
+    [{ expiration: 1767225600 }, 400, 'invalid_request', /did you mean 1767225600000/],
+    [{ surprise: 1 }, 400, 'invalid_request', /unknown property 'surprise'/],
+    [{ execution: { clip_size: '5' } }, 400, 'invalid_request', /execution is not used by LIMIT/],
+    [{ take_profit: { price: '0.9', extra: 1 } }, 400, 'invalid_request', /take_profit: unknown property 'extra'/],
+    [{ price: undefined }, 400, 'invalid_request', /price is required/],
+    [{ size: '2000000' }, 422, 'INSUFFICIENT_BALANCE', /needs \$20000 pUSD/],
+    [{ side: 'sell', size: '1000' }, 422, /^Not enough shares to place this sell — holding 10/],
+  ])('LIMIT %j → %i %s', async (patch, status, error, message?) => {
+    const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10', ...patch } as Record<string, unknown>;
+    for (const k of Object.keys(body)) if (body[k] === undefined) delete body[k];
+    const openBefore = (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.total;
+    expectError(await post('alice', body), status as number, error as string, message as RegExp | undefined);
+    expect((await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.total).toBe(openBefore);
+  });
+
+  it.each([
+    [{ side: 'buy', quote_amount: '0.5' }, /at least \$1/],
+    [{ side: 'buy' }, /quote_amount \(dollars\) is required/],
+    [{ side: 'buy', quote_amount: '5', price: '0.5' }, /price is not used by MARKET/],
+    [{ side: 'sell' }, /size \(shares\) is required/],
+    [{ side: 'buy', quote_amount: '5', time_in_force: 'IOC' }, /always behave as IOC/],
+  ])('MARKET %j → 400', async (patch, message) => {
+    expectError(await post('bob', { symbol: token, type: 'MARKET', ...patch }), 400, 'invalid_request', message);
+  });
+
+  it('managed types answer 501 until their issue lands; unknown symbols 400', async () => {
+    expectError(await post('bob', { symbol: token, side: 'buy', type: 'TWAP', size: '10', execution: { interval_sec: 10, duration_sec: 30 } }), 501, 'not_implemented');
+    expectError(await post('bob', { symbol: '999', side: 'buy', type: 'LIMIT', price: '0.5', size: '10' }), 400, 'invalid_request', /not an outcome token/);
+  });
+});
