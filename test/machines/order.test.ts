@@ -126,10 +126,10 @@ describe('order machine (model-based)', () => {
   it('a cancel before the venue acknowledges is carried out on acknowledgement', () => {
     const log: string[] = [];
     const m = recording(log);
-    let [s, a] = initialTransition(m, input);
-    [s, a] = transition(m, s, { type: 'order.cancel' });
-    expect(s.value).toBe('submitted');
-    [s, a] = transition(m, roundTrip(m, s), EVENTS[0]!);
+    const [s0] = initialTransition(m, input);
+    const [s1] = transition(m, s0, { type: 'order.cancel' });
+    expect(s1.value).toBe('submitted');
+    const [s, a] = transition(m, roundTrip(m, s1), EVENTS[0]!);
     runActions(a);
     expect(s.value).toBe('canceling');
     expect(log).toContain('cancel');
