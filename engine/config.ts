@@ -27,7 +27,7 @@ export interface SettingSpec {
 export const SETTINGS = [
   { env: 'PORT', type: 'port', default: '8080', description: 'TCP port the HTTP server listens on (0 = any free port).' },
   { env: 'HOST', type: 'string', default: '127.0.0.1', description: 'Interface the HTTP server binds to.' },
-  { env: 'DATA_DIR', type: 'path', default: './var', description: 'Folder of the embedded store (used when MONGODB_URI is unset) and of the first-start master key file.' },
+  { env: 'DATA_DIR', type: 'path', default: './var', description: 'Folder of the embedded store (used when MONGODB_URI is unset) and of the first-start master key file; `:memory:` keeps the store in memory (benchmarks, demos).' },
   { env: 'MONGODB_URI', type: 'url', description: 'MongoDB connection string; when set the service stores everything in MongoDB instead of the embedded store.', secret: true },
   { env: 'MONGODB_DB', type: 'string', default: 'partner_trading', description: 'Database name used on MongoDB when the URI names none.' },
   { env: 'MASTER_API_KEY', type: 'string', description: 'Master API key of PARTNER_ID with every scope. Unset: one is generated on first start, printed once and kept hashed.', secret: true },

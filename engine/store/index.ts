@@ -17,6 +17,10 @@ export async function openStore(config: Config, log: Logger): Promise<Store> {
     log.info({ store: 'mongodb' }, `store: ${store.location}`);
     return store;
   }
+  if (config.dataDir === ':memory:') {
+    log.info({ store: 'embedded' }, 'store: embedded, in memory only (DATA_DIR=:memory:): nothing survives a restart');
+    return EmbeddedStore.open(null);
+  }
   const dir = path.resolve(config.dataDir);
   const store = await EmbeddedStore.open(dir);
   log.info({ store: 'embedded', dir }, `store: embedded (no MONGODB_URI set), files in ${dir}`);

@@ -1,0 +1,97 @@
+/**
+ * `npm run bench:orders` (issue 3): drives POST /v2/trade/order with LIMIT orders (auth,
+ * validation, actor, matching, persistence) over loopback with autocannon, and in the same run a
+ * bare Express JSON echo; prints both throughputs, p50/p99 latency and the ratio, once with the
+ * embedded store in memory and once on disk. Targets at 50 connections: ratio ≥ 0.5 in memory,
+ * ≥ 0.2 on disk, p99 < 50 ms. Each order is persisted before its response (by construction: the
+ * actor host writes before it resolves).
+ *
+ * Server and echo run as child processes so that the load generator does not share their core.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { freePort, spawnService } from '../test/process.js';
+
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const USERS = 50;
+const KEY = 'pts_bench_master_key_0123456789abcdef';
+
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+async function run(opts: autocannon.Options): Promise<Result> {
+  const r = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...opts });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+}
+
+async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const src = `import express from 'express'; const app = express(); app.use(express.json()); app.post('/echo', (req, res) => res.json(req.body)); app.listen(${port}, '127.0.0.1', () => console.log('up'));`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', src], { stdio: ['ignore', 'pipe', 'inherit'], cwd: process.cwd() });
+  await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  return { url: `http://127.0.0.1:${port}/echo`, child };
+}
+
+async function benchService(label: string, dataDir: string, echoRps: Result): Promise<void> {
+  const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn' }, 30_000);
+  const H = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
+  for (let u = 0; u < USERS; u++) {
+    await fetch(`${svc.baseUrl}/v2/trade/users`, { method: 'POST', headers: H, body: JSON.stringify({ partner_user_id: `bench${u}` }) });
+  }
+  const markets = (await (await fetch(`${svc.baseUrl}/v2/trade/markets?limit=100`, { headers: H })).json()) as { markets: { tokens: { token_id: string }[]; tick_size: string }[] };
+  const tokens = markets.markets.filter((m) => m.tick_size === '0.01').map((m) => m.tokens[0]!.token_id);
+  let i = 0;
+  const result = await run({
+    url: `${svc.baseUrl}/v2/trade/order`,
+    method: 'POST',
+    headers: H,
+    requests: [
+      {
+        setupRequest: (req) => {
+          i++;
+          // Resting bids well below the touch, every 5th order crossing the ask: matching + rests.
+          const crossing = i % 5 === 0;
+          const body = { symbol: tokens[i % tokens.length], side: 'buy', type: 'LIMIT', price: crossing ? '0.99' : `0.0${1 + (i % 5)}`, size: '5', ...(crossing ? { time_in_force: 'IOC' } : {}) };
+          return { ...req, headers: { ...H, 'x-partner-user-id': `bench${i % USERS}` }, body: JSON.stringify(body) };
+        },
+      },
+    ],
+  });
+  svc.child.kill('SIGTERM');
+  await svc.exited;
+  const ratio = result.rps / echoRps.rps;
+  console.log(
+    `${label.padEnd(22)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${String(result.p50).padStart(3)} ms  p99 ${String(result.p99).padStart(3)} ms  ` +
+      `ratio ${ratio.toFixed(2)}  errors ${result.errors} non-2xx ${result.non2xx}`,
+  );
+}
+
+async function main(): Promise<void> {
+  console.log(`bench:orders — ${CONNECTIONS} connections, ${DURATION_S} s per run, node ${process.version}, ${os.cpus().length} cores`);
+  const echo = await startEcho();
+  const echoResult = await run({ url: echo.url, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }) });
+  echo.child.kill();
+  console.log(`${'express JSON echo'.padEnd(22)} ${echoResult.rps.toFixed(0).padStart(7)} req/s  p50 ${String(echoResult.p50).padStart(3)} ms  p99 ${String(echoResult.p99).padStart(3)} ms`);
+  await benchService('orders, store in memory', ':memory:', echoResult);
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-'));
+  try {
+    await benchService('orders, store on disk', dir, echoResult);
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+  console.log('targets: ratio ≥ 0.5 in memory, ≥ 0.2 on disk, p99 < 50 ms');
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
