@@ -237,8 +237,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         live = loaded;
       }
       const [next, actions] = transition(live.def.logic, live.snapshot, event);
-      if (next === live.snapshot || (next.value === live.snapshot.value && next.context === live.snapshot.context && actions.length === 0)) {
-        return live.record; // nothing happened: nothing to persist
+      // Nothing happened: nothing to persist. (A re-entry can return the same snapshot object
+      // *with* entry actions to run, so the actions decide, not object identity.)
+      if (actions.length === 0 && (next === live.snapshot || (next.value === live.snapshot.value && next.context === live.snapshot.context))) {
+        return live.record;
       }
       const prevDeadlines = deadlinesOf(live.snapshot);
       const previousStatus = live.record.status;

@@ -18,6 +18,14 @@ export const ErrorEnvelope = {
 } as const;
 export type ErrorEnvelope = FromSchema<typeof ErrorEnvelope>;
 
+/** Fields of every offset/limit page envelope (spec 2.9): the list goes under a resource key beside them. */
+export const PageFields = {
+  total: { type: 'integer', minimum: 0 },
+  limit: { type: 'integer', minimum: 1 },
+  offset: { type: 'integer', minimum: 0 },
+  has_more: { type: 'boolean' },
+} as const;
+
 /** Epoch milliseconds (every timestamp of this API that is a number). */
 export const EpochMs = { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' } as const;
 

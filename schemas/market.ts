@@ -1,6 +1,6 @@
+import { PageFields as Page } from './common.js';
 
 const Dec = { type: 'string', pattern: '^-?[0-9]+(\\.[0-9]+)?$' } as const;
-const Page = { total: { type: 'integer', minimum: 0 }, limit: { type: 'integer', minimum: 1 }, offset: { type: 'integer', minimum: 0 }, has_more: { type: 'boolean' } } as const;
 
 /** GET /v2/trade/book response: levels best first, decimal strings. */
 export const BookResponse = {

@@ -1,5 +1,5 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { EpochMs } from './common.js';
+import { EpochMs, PageFields } from './common.js';
 
 const DecimalString = { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 32 } as const;
 const Bracket = {
@@ -114,9 +114,6 @@ export const OpenOrdersPage = {
   required: ['orders', 'total', 'limit', 'offset', 'has_more'],
   properties: {
     orders: { type: 'array', items: { $ref: 'OrderView' } },
-    total: { type: 'integer', minimum: 0 },
-    limit: { type: 'integer', minimum: 1 },
-    offset: { type: 'integer', minimum: 0 },
-    has_more: { type: 'boolean' },
+    ...PageFields,
   },
 } as const;

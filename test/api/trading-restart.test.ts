@@ -47,6 +47,7 @@ describe('kill -9 in the middle of trading, then restart (child process, embedde
     const balances = (await call(again.baseUrl, 'GET', '/v2/trade/balances')).body;
     const positions = (await call(again.baseUrl, 'GET', '/v2/trade/positions')).body.positions;
     const open = (await call(again.baseUrl, 'GET', '/v2/trade/orders/open')).body;
+    expect(open.orders.filter((o: any) => !resting.includes(o.order_id)), 'orders open that should not be').toEqual([]);
     expect(open.orders.map((o: any) => o.order_id).sort()).toEqual([...resting].sort());
     expect(balances.reserved).toBe('0.27');
     for (const t of tokens) {

@@ -12,7 +12,7 @@ function makeMachine(effects: string[]) {
     types: {
       context: {} as { n: number; deadlines: Record<string, number> },
       input: {} as { n: number; expiresAtMs: number },
-      events: {} as { type: 'bump' } | { type: 'finish' } | { type: 'timer.fired'; name: string; atMs: number },
+      events: {} as { type: 'bump' } | { type: 'finish' } | { type: 'again' } | { type: 'timer.fired'; name: string; atMs: number },
     },
     actions: {
       record: (_, p: { what: string }) => void effects.push(p.what),
@@ -27,9 +27,11 @@ function makeMachine(effects: string[]) {
     entry: [{ type: 'record', params: { what: 'entered' } }],
     states: {
       open: {
+        entry: [{ type: 'record', params: { what: 'open entered' } }],
         on: {
           bump: { actions: [assign({ n: ({ context }) => context.n + 1 }), { type: 'record', params: ({ context }) => ({ what: `bump ${context.n}` }) }, emit({ type: 'bumped' })] },
           finish: { target: 'done', actions: assign({ deadlines: {} }) },
+          again: { target: 'open', reenter: true },
           'timer.fired': { guard: 'isCurrentExpiry', target: 'expired', actions: assign({ deadlines: {} }) },
         },
       },
@@ -73,7 +75,7 @@ describe('ActorHost', () => {
     const { host, repo, timers, effects, changes } = await setupHost();
     const rec = await host.create('test', { id: 'a1', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
     expect(rec).toMatchObject({ revision: 1, status: 'LIVE', final: false, kind: 'order' });
-    expect(effects).toEqual(['entered']);
+    expect(effects).toEqual(['entered', 'open entered']);
     expect(timers.armed.get('a1/expiry')).toBe(2_000_000);
     expect(changes[0]).toMatchObject({ previousStatus: null, event: null });
     expect((await repo.get('a1'))?.revision).toBe(1);
@@ -112,6 +114,14 @@ describe('ActorHost', () => {
     expect(timers.armed.has('a4/expiry')).toBe(false);
     await host.deliverTimer({ actorId: 'a4', timerName: 'expiry', atMs: 2_000_000 });
     expect((await repo.get('a4'))?.revision).toBe(2);
+  });
+
+  it('a re-entry that returns the same snapshot still runs its entry actions', async () => {
+    const { host, effects } = await setupHost();
+    await host.create('test', { id: 'r1', input: { n: 0, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    effects.length = 0;
+    await host.send('r1', { type: 'again' });
+    expect(effects).toEqual(['open entered']);
   });
 
   it('an event that changes nothing writes nothing', async () => {
