@@ -42,7 +42,9 @@ async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
 }
 
 async function benchService(label: string, dataDir: string, echoRps: Result): Promise<void> {
-  const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn' }, 30_000);
+  // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service (open it in Chrome DevTools).
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn' }, 30_000, prof);
   const H = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
   for (let u = 0; u < USERS; u++) {
     await fetch(`${svc.baseUrl}/v2/trade/users`, { method: 'POST', headers: H, body: JSON.stringify({ partner_user_id: `bench${u}` }) });
@@ -82,6 +84,7 @@ async function main(): Promise<void> {
   echo.child.kill();
   console.log(`${'express JSON echo'.padEnd(22)} ${echoResult.rps.toFixed(0).padStart(7)} req/s  p50 ${String(echoResult.p50).padStart(3)} ms  p99 ${String(echoResult.p99).padStart(3)} ms`);
   await benchService('orders, store in memory', ':memory:', echoResult);
+  if (process.env.BENCH_ONLY === 'memory') return;
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-'));
   try {
     await benchService('orders, store on disk', dir, echoResult);

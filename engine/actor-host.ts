@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { initialTransition, transition, type AnyEventObject, type AnyStateMachine, type SnapshotFrom, type InputFrom } from 'xstate';
+import { createActor, type ActorScope, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine, type SnapshotFrom, type InputFrom } from 'xstate';
 import type { Clock } from './clock.js';
 import { RevisionConflictError } from './errors.js';
 import type { Logger } from './logger.js';
@@ -37,8 +37,8 @@ export interface ActorChange {
   record: ActorRecord;
   /** Status before this change; null on creation. */
   previousStatus: string | null;
-  /** The event that caused it; null on creation. */
-  event: AnyEventObject | null;
+  /** The events this write covers, in order (several when a batch was coalesced); empty on creation. */
+  events: AnyEventObject[];
   /** Events the machine emitted with `emit()` during this step. */
   emitted: AnyEventObject[];
 }
@@ -49,6 +49,51 @@ export interface TimerFiredEvent {
   name: string;
   /** Epoch ms the timer was armed for; compare with `context.deadlines[name]`. */
   atMs: number;
+}
+
+type ExecutableAction = { type: string; params?: unknown; info?: unknown; exec?: ((info: never, params: never) => void) | undefined };
+
+interface Pending {
+  event: AnyEventObject;
+  resolve(record: ActorRecord): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * XState's pure `transition()` / `initialTransition()` with one inert actor scope per machine,
+ * built once: xstate builds (and eagerly initialises) a throwaway actor on every call, which costs
+ * more than the transition itself. Same semantics: actions are collected, never executed.
+ */
+class PureStepper {
+  private readonly scope: ActorScope<AnyMachineSnapshot, AnyEventObject>;
+  private sink: ExecutableAction[] = [];
+
+  constructor(private readonly logic: AnyStateMachine) {
+    const self = createActor(logic);
+    this.scope = {
+      self,
+      id: '',
+      sessionId: '',
+      system: self.system,
+      defer: () => {},
+      logger: () => {},
+      stopChild: () => {},
+      emit: () => {},
+      actionExecutor: (a: unknown) => void this.sink.push(a as ExecutableAction),
+    } as unknown as ActorScope<AnyMachineSnapshot, AnyEventObject>;
+  }
+
+  initial(input: unknown): [AnyMachineSnapshot, ExecutableAction[]] {
+    const actions: ExecutableAction[] = (this.sink = []);
+    const snapshot = this.logic.getInitialSnapshot(this.scope as never, input as never) as AnyMachineSnapshot;
+    return [snapshot, actions];
+  }
+
+  transition(snapshot: AnyMachineSnapshot, event: AnyEventObject): [AnyMachineSnapshot, ExecutableAction[]] {
+    const actions: ExecutableAction[] = (this.sink = []);
+    const next = this.logic.transition(snapshot as never, event, this.scope as never) as AnyMachineSnapshot;
+    return [next, actions];
+  }
 }
 
 interface Live {
@@ -74,6 +119,9 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
   private readonly defs = new Map<string, ActorDefinition>();
   private readonly live = new Map<string, Live>();
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Events waiting for the next batch of each actor. */
+  private readonly mailboxes = new Map<string, Pending[]>();
+  private readonly steppers = new Map<ActorDefinition, PureStepper>();
 
   constructor(
     private readonly repo: ActorRepository,
@@ -99,7 +147,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
   ): Promise<ActorRecord> {
     return this.enqueue(args.id, async () => {
       const def = this.definition(machineId);
-      const [snapshot, actions] = initialTransition(def.logic, args.input);
+      const [snapshot, actions] = this.stepperOf(def).initial(args.input);
       const now = this.clock.now();
       const status = def.statusOf(snapshot);
       const record = await this.repo.insert({
@@ -118,7 +166,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
       });
       const live: Live = { def, record, snapshot };
       if (!record.final) this.live.set(record._id, live);
-      await this.afterWrite(live, {}, actions, null, null);
+      await this.afterWrite(live, {}, actions, null, []);
       return record;
     });
   }
@@ -129,7 +177,14 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
    * @throws {Error} `unknown actor` when no such actor exists; quarantined actors refuse events.
    */
   send(id: string, event: AnyEventObject): Promise<ActorRecord> {
-    return this.enqueue(id, () => this.step(id, event));
+    return new Promise<ActorRecord>((resolve, reject) => {
+      let box = this.mailboxes.get(id);
+      if (!box) {
+        this.mailboxes.set(id, (box = []));
+        void this.enqueue(id, () => this.drain(id));
+      }
+      box.push({ event, resolve, reject });
+    });
   }
 
   /** Resolves once every event queued so far for `id` has been handled. */
@@ -225,7 +280,25 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
     return live;
   }
 
-  private async step(id: string, event: AnyEventObject): Promise<ActorRecord> {
+  /**
+   * Handles every event waiting in the mailbox of `id` as one batch: each goes through the pure
+   * transition in arrival order, the last snapshot is written once (group commit), then the
+   * actions of all of them run in order. Several venue reports caused by one command (accepted,
+   * filled, …) thus cost one write. Each sender gets the record as persisted after its batch.
+   */
+  private async drain(id: string): Promise<void> {
+    const batch = this.mailboxes.get(id) ?? [];
+    this.mailboxes.delete(id);
+    if (batch.length === 0) return;
+    try {
+      const record = await this.step(id, batch);
+      for (const p of batch) p.resolve(record);
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+    }
+  }
+
+  private async step(id: string, batch: Pending[]): Promise<ActorRecord> {
     for (let attempt = 0; ; attempt++) {
       let live = this.live.get(id);
       if (!live) {
@@ -236,12 +309,21 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         if (!loaded) return (await this.repo.get(id))!;
         live = loaded;
       }
-      const [next, actions] = transition(live.def.logic, live.snapshot, event);
-      // Nothing happened: nothing to persist. (A re-entry can return the same snapshot object
-      // *with* entry actions to run, so the actions decide, not object identity.)
-      if (actions.length === 0 && (next === live.snapshot || (next.value === live.snapshot.value && next.context === live.snapshot.context))) {
-        return live.record;
+      const stepper = this.stepperOf(live.def);
+      let next = live.snapshot;
+      const actions: ExecutableAction[] = [];
+      const events: AnyEventObject[] = [];
+      for (const p of batch) {
+        if (next.status !== 'active') break; // reached a final state earlier in this batch
+        const [after, acts] = stepper.transition(next, p.event);
+        // Nothing happened: nothing to persist. (A re-entry can return the same snapshot object
+        // *with* entry actions to run, so the actions decide, not object identity.)
+        if (acts.length === 0 && (after === next || (after.value === next.value && after.context === next.context))) continue;
+        next = after;
+        actions.push(...acts);
+        events.push(p.event);
       }
+      if (events.length === 0) return live.record;
       const prevDeadlines = deadlinesOf(live.snapshot);
       const previousStatus = live.record.status;
       try {
@@ -259,7 +341,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         const updated: Live = { def: live.def, record, snapshot: next };
         if (record.final) this.live.delete(id);
         else this.live.set(id, updated);
-        await this.afterWrite(updated, prevDeadlines, actions, previousStatus, event);
+        await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events);
         return record;
       } catch (err) {
         if (err instanceof RevisionConflictError && attempt < 3) {
@@ -272,12 +354,19 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
     }
   }
 
+  /** The pure stepper of a definition, built once. */
+  private stepperOf(def: ActorDefinition): PureStepper {
+    let s = this.steppers.get(def);
+    if (!s) this.steppers.set(def, (s = new PureStepper(def.logic)));
+    return s;
+  }
+
   private async afterWrite(
     live: Live,
     prevDeadlines: Record<string, number>,
-    actions: Array<{ type: string; params?: unknown; info?: unknown; exec?: ((info: never, params: never) => void) | undefined }>,
+    actions: ExecutableAction[],
     previousStatus: string | null,
-    event: AnyEventObject | null,
+    events: AnyEventObject[],
   ): Promise<void> {
     const id = live.record._id;
     // Timers follow the deadlines in context.
@@ -300,6 +389,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         this.log.error({ err, actorId: id, action: action.type }, 'actor action failed');
       }
     }
-    this.emit('changed', { record: live.record, previousStatus, event, emitted });
+    this.emit('changed', { record: live.record, previousStatus, events, emitted });
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AbiCoder, getCreate2Address, keccak256, Wallet } from 'ethers';
+import { AbiCoder, computeAddress, getCreate2Address, hexlify, keccak256, randomBytes } from 'ethers';
 import type { Clock } from './clock.js';
 import { DuplicateKeyError, errors } from './errors.js';
 import type { Collection, Store } from './store/port.js';
@@ -54,6 +54,8 @@ export function userView(u: UserDoc): UserView {
   };
 }
 
+const USER_CACHE_SIZE = 20_000;
+
 /** Listener told about each newly provisioned user (the venue funds its wallet). */
 export type UserCreatedListener = (user: UserDoc) => Promise<void>;
 
@@ -64,6 +66,7 @@ export type UserCreatedListener = (user: UserDoc) => Promise<void>;
  */
 export class UserService {
   private readonly listeners: UserCreatedListener[] = [];
+  private readonly cache = new Map<string, UserDoc>();
 
   private constructor(
     private readonly users: Collection<UserDoc>,
@@ -86,14 +89,15 @@ export class UserService {
   async provision(partnerId: string, partnerUserId: string, email: string | null): Promise<{ user: UserDoc; created: boolean }> {
     const existing = await this.users.findOne({ partnerId, partnerUserId });
     if (existing) return { user: existing, created: false };
-    const wallet = Wallet.createRandom();
+    // A fresh secp256k1 key (no mnemonic: HD derivation costs ~15 ms and the key is not kept).
+    const eoaAddress = computeAddress(hexlify(randomBytes(32)));
     const user: UserDoc = {
       _id: randomUUID(),
       partnerId,
       partnerUserId,
       email,
-      eoaAddress: wallet.address,
-      safeAddress: safeAddressOf(wallet.address),
+      eoaAddress,
+      safeAddress: safeAddressOf(eoaAddress),
       createdAtMs: this.clock.now(),
     };
     try {
@@ -114,12 +118,26 @@ export class UserService {
    * @throws {ApiError} 404 when the partner has no such user.
    */
   async byPartnerUserId(partnerId: string, partnerUserId: string): Promise<UserDoc> {
+    const cached = this.cache.get(`${partnerId}\u0000${partnerUserId}`);
+    if (cached) return cached;
     const u = await this.users.findOne({ partnerId, partnerUserId });
     if (!u) throw errors.notFound(`no user ${partnerUserId} for this partner`);
+    this.remember(u);
     return u;
   }
 
-  byId(id: string): Promise<UserDoc | null> {
-    return this.users.findOne({ _id: id });
+  async byId(id: string): Promise<UserDoc | null> {
+    const cached = this.cache.get(id);
+    if (cached) return cached;
+    const u = await this.users.findOne({ _id: id });
+    if (u) this.remember(u);
+    return u;
+  }
+
+  /** Users never change once provisioned: a bounded cache spares the store a read per request. */
+  private remember(u: UserDoc): void {
+    if (this.cache.size >= USER_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(u._id, u);
+    this.cache.set(`${u.partnerId}\u0000${u.partnerUserId}`, u);
   }
 }

@@ -23,9 +23,9 @@ export interface ServiceProcess {
 }
 
 /** Starts `npm start`'s entry point with `env` and waits until /healthz answers 200. */
-export async function spawnService(env: Record<string, string>, timeoutMs = 15_000): Promise<ServiceProcess> {
+export async function spawnService(env: Record<string, string>, timeoutMs = 15_000, nodeArgs: string[] = []): Promise<ServiceProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['dist/api/main.js'], {
+  const child = spawn(process.execPath, [...nodeArgs, 'dist/api/main.js'], {
     env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -41,9 +41,11 @@ export class ActorRepository {
 
   static async open(store: Store): Promise<ActorRepository> {
     const c = await store.collection<ActorRecord>('actors', [
-      { fields: ['final', 'quarantine'] },
-      { fields: ['ownerUserId', 'kind', 'createdAtMs'] },
-      { fields: ['partnerId', 'kind'] },
+      { fields: ['final', 'quarantine'], adapters: ['mongodb'] },
+      { fields: ['ownerUserId', 'kind', 'createdAtMs'], adapters: ['mongodb'] },
+      { fields: ['partnerId', 'kind'], adapters: ['mongodb'] },
+      // embedded: one selective index serves the per-user reads; start-up scans once
+      { fields: ['ownerUserId'], adapters: ['embedded'] },
     ]);
     return new ActorRepository(c);
   }

@@ -128,6 +128,7 @@ export class EmbeddedStore implements Store {
     }
     return pending.then(async (c) => {
       for (const ix of indexes) {
+        if (ix.adapters && !ix.adapters.includes('embedded')) continue;
         await c.ds.ensureIndexAsync({
           fieldName: ix.fields.length === 1 ? ix.fields[0]! : ix.fields,
           unique: ix.unique ?? false,

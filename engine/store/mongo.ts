@@ -91,6 +91,7 @@ export class MongoStore implements Store {
   async collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Promise<Collection<T>> {
     const c = this.db.collection<Doc>(name);
     for (const ix of indexes) {
+      if (ix.adapters && !ix.adapters.includes('mongodb')) continue;
       await c.createIndex(Object.fromEntries(ix.fields.map((f) => [f, 1])), {
         unique: ix.unique ?? false,
         ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),

@@ -34,6 +34,12 @@ export interface IndexSpec {
   unique?: boolean;
   /** TTL index: documents expire this many seconds after the (Date-valued) field. */
   expireAfterSeconds?: number;
+  /**
+   * Adapters that build this index (default: all). The embedded store keeps equal keys of an
+   * index in one array, so a low-cardinality index makes every update O(documents) there while a
+   * scan costs the same; such indexes are MongoDB-only, with a selective embedded-only one instead.
+   */
+  adapters?: Array<'mongodb' | 'embedded'>;
 }
 
 /** A collection of documents of type `T`. */

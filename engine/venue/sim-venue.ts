@@ -80,19 +80,31 @@ interface OrderRow {
   updatedAtMs: number;
   seq: number;
 }
+/** What a journal entry or checkpoint holds. */
+interface StateRows {
+  wallets: WalletRow[];
+  orders: OrderRow[];
+}
+/**
+ * One journal entry. The rows travel as one JSON string: the store then copies and checks a
+ * string instead of walking every nested row (documents written before this carried the rows
+ * as fields, which {@link rowsOf} still reads).
+ */
 interface JournalDoc {
   _id: string;
   seq: number;
   atMs: number;
-  wallets: WalletRow[];
-  orders: OrderRow[];
+  rows?: string;
+  wallets?: WalletRow[];
+  orders?: OrderRow[];
 }
-interface CheckpointDoc {
+interface CheckpointDoc extends Omit<JournalDoc, '_id' | 'atMs'> {
   _id: 'checkpoint';
-  seq: number;
   orderSeq: number;
-  wallets: WalletRow[];
-  orders: OrderRow[];
+}
+
+function rowsOf(doc: { rows?: string; wallets?: WalletRow[]; orders?: OrderRow[] }): StateRows {
+  return doc.rows !== undefined ? (JSON.parse(doc.rows) as StateRows) : { wallets: doc.wallets ?? [], orders: doc.orders ?? [] };
 }
 
 /** What one venue operation touched. */
@@ -303,8 +315,10 @@ export class SimVenue implements VenuePort {
         _id: pad(tx.seq),
         seq: tx.seq,
         atMs: tx.atMs,
-        wallets: [...tx.users].map((u) => this.walletRow(u)),
-        orders: [...tx.orders].map((id) => this.orderRow(this.orders.get(id)!)),
+        rows: JSON.stringify({
+          wallets: [...tx.users].map((u) => this.walletRow(u)),
+          orders: [...tx.orders].map((id) => this.orderRow(this.orders.get(id)!)),
+        } satisfies StateRows),
       };
       durable = this.journalTail = this.journalTail.then(() => this.journal.insertOne(doc));
       if (++this.sinceCheckpoint >= (this.o.checkpointEvery ?? 5000)) {
@@ -630,15 +644,17 @@ export class SimVenue implements VenuePort {
   private async recover(): Promise<void> {
     const cp = await this.state.findOne({ _id: 'checkpoint' });
     if (cp) {
-      cp.wallets.forEach((w) => this.loadWallet(w));
-      cp.orders.forEach((o) => this.loadOrder(o));
+      const rows = rowsOf(cp);
+      rows.wallets.forEach((w) => this.loadWallet(w));
+      rows.orders.forEach((o) => this.loadOrder(o));
       this.seq = cp.seq;
       this.orderSeq = Math.max(this.orderSeq, cp.orderSeq);
     }
     const entries = await this.journal.find({ seq: { $gt: this.seq } }, { sort: { seq: 1 } });
     for (const j of entries) {
-      j.wallets.forEach((w) => this.loadWallet(w));
-      j.orders.forEach((o) => this.loadOrder(o));
+      const rows = rowsOf(j);
+      rows.wallets.forEach((w) => this.loadWallet(w));
+      rows.orders.forEach((o) => this.loadOrder(o));
       this.seq = j.seq;
     }
     const resting = [...this.orders.values()].filter((e) => e.status === 'open' && e.remaining && (e.order.timeInForce === 'GTC' || e.order.timeInForce === 'GTD'));
@@ -658,8 +674,10 @@ export class SimVenue implements VenuePort {
     const seq = this.seq;
     await this.state.replaceOne({
       _id: 'checkpoint', seq, orderSeq: this.orderSeq,
-      wallets: [...this.wallets.keys()].filter((u) => u !== MAKER_ID).map((u) => this.walletRow(u)),
-      orders: [...this.orders.values()].map((e) => this.orderRow(e)),
+      rows: JSON.stringify({
+        wallets: [...this.wallets.keys()].filter((u) => u !== MAKER_ID).map((u) => this.walletRow(u)),
+        orders: [...this.orders.values()].map((e) => this.orderRow(e)),
+      } satisfies StateRows),
     });
     await this.journal.deleteMany({ seq: { $lte: seq } });
   }

@@ -77,7 +77,7 @@ describe('ActorHost', () => {
     expect(rec).toMatchObject({ revision: 1, status: 'LIVE', final: false, kind: 'order' });
     expect(effects).toEqual(['entered', 'open entered']);
     expect(timers.armed.get('a1/expiry')).toBe(2_000_000);
-    expect(changes[0]).toMatchObject({ previousStatus: null, event: null });
+    expect(changes[0]).toMatchObject({ previousStatus: null, events: [] });
     expect((await repo.get('a1'))?.revision).toBe(1);
   });
 
@@ -95,13 +95,25 @@ describe('ActorHost', () => {
     expect(changes.at(-1)?.emitted).toEqual([{ type: 'bumped' }]);
   });
 
-  it('serialises concurrent events per actor', async () => {
-    const { host, repo } = await setupHost();
+  it('serialises concurrent events per actor and group-commits what arrives together', async () => {
+    const { host, repo, effects, changes } = await setupHost();
     await host.create('test', { id: 'a3', input: { n: 0, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
-    await Promise.all(Array.from({ length: 25 }, () => host.send('a3', { type: 'bump' })));
+    const results = await Promise.all(Array.from({ length: 25 }, () => host.send('a3', { type: 'bump' })));
     const rec = await repo.get('a3');
-    expect(rec?.revision).toBe(26);
     expect(JSON.parse(rec!.snapshot).context.n).toBe(25);
+    // 25 events sent in one turn: one write covers them all, and every sender sees it
+    expect(rec?.revision).toBe(2);
+    expect(results.every((r) => r.revision === 2)).toBe(true);
+    expect(changes.at(-1)?.events).toHaveLength(25);
+    // actions of every event still ran, in order
+    expect(effects.filter((e) => e.startsWith('bump '))).toEqual(Array.from({ length: 25 }, (_, i) => `bump ${i + 1}`));
+    // events arriving while a write is in flight form the next batch
+    const first = host.send('a3', { type: 'bump' });
+    await Promise.resolve();
+    await new Promise((r) => setImmediate(r));
+    const second = host.send('a3', { type: 'bump' });
+    expect((await first).revision).toBeLessThan((await second).revision);
+    expect(JSON.parse((await repo.get('a3'))!.snapshot).context.n).toBe(27);
   });
 
   it('ignores stale and duplicate timers, honours the current one, and disarms on final', async () => {
