@@ -203,6 +203,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
     return this.live.get(id)?.snapshot ?? null;
   }
 
+  /** Last persisted record of a live (non-final) actor, or null (then read the repository). */
+  recordOf(id: string): ActorRecord | null {
+    return this.live.get(id)?.record ?? null;
+  }
+
   /** Number of actors held in memory. */
   get liveCount(): number {
     return this.live.size;

@@ -238,7 +238,7 @@ export class OrderService {
   async place(partnerId: string, input: OrderInput, extra: Partial<OrderInput> = {}): Promise<ActorRecord> {
     await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input: { ...input, ...extra }, partnerId, ownerUserId: input.userId });
     await this.settle(input.orderId);
-    const rec = (await this.actors.get(input.orderId))!;
+    const rec = this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
     if (rec.status === 'REJECTED') {
       const c = JSON.parse(rec.snapshot).context as OrderContext;
       const text = c.error === 'INSUFFICIENT_SHARES' ? (c.reason ?? 'Not enough shares to place this sell') : (c.error ?? 'rejected');
@@ -257,7 +257,7 @@ export class OrderService {
     if (rec.final) throw new ApiError(409, 'conflict', `order ${orderId} is already ${rec.status}`);
     await this.host.send(orderId, { type: 'order.cancel' });
     await this.settle(orderId);
-    return (await this.actors.get(orderId))!;
+    return this.host.recordOf(orderId) ?? (await this.actors.get(orderId))!;
   }
 
   /**

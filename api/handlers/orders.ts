@@ -16,9 +16,8 @@ export const placeOrder: Handler = async ({ req, services, user }) => {
 /** GET /v2/trade/orders/open (spec 4.6): the user's working orders, newest first, offset/limit. */
 export const openOrders: Handler = async ({ req, services, user }) => {
   const p = pageQuery(req, 500);
-  const filter = { ownerUserId: user!._id, kind: 'order', status: { $in: OPEN_STATUSES } };
-  const [recs, total] = await Promise.all([services.actors.find(filter, { skip: p.offset, limit: p.limit }), services.actors.count(filter)]);
-  return { status: 200, body: page('orders', recs.map((r) => r.view), total, p) };
+  const { records, total } = await services.actors.findOwned(user!._id, { kind: 'order', status: { $in: OPEN_STATUSES } }, { skip: p.offset, limit: p.limit });
+  return { status: 200, body: page('orders', records.map((r) => r.view), total, p) };
 };
 
 /** DELETE /v2/trade/orders/{order_id}: cancels one order; 404 when not the user's, 409 when done. */

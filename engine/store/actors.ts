@@ -27,6 +27,11 @@ export interface ActorRecord {
   partnerId: string;
   /** Owning provisioned user (`platform_user_id`), or null for partner-level actors. */
   ownerUserId: string | null;
+  /**
+   * `<ownerUserId>|<createdAtMs, 15 digits>|<_id>` for owned actors (absent otherwise): one unique,
+   * creation-ordered key per actor, so a user's actors are an index range on either adapter.
+   */
+  ownerKey?: string;
   /** Epoch ms. */
   createdAtMs: number;
   /** Epoch ms. */
@@ -35,24 +40,32 @@ export interface ActorRecord {
   quarantine: { reason: string; atMs: number } | null;
 }
 
+function ownerKeyOf(ownerUserId: string, createdAtMs: number, id: string): string {
+  return `${ownerUserId}|${String(createdAtMs).padStart(15, '0')}|${id}`;
+}
+
 /** Revisioned actor-snapshot repository over the store port (optimistic concurrency). */
 export class ActorRepository {
   private constructor(private readonly c: Collection<ActorRecord>) {}
 
   static async open(store: Store): Promise<ActorRepository> {
     const c = await store.collection<ActorRecord>('actors', [
+      // low-cardinality: MongoDB only (see IndexSpec.adapters); the embedded store scans at start-up
       { fields: ['final', 'quarantine'], adapters: ['mongodb'] },
-      { fields: ['ownerUserId', 'kind', 'createdAtMs'], adapters: ['mongodb'] },
       { fields: ['partnerId', 'kind'], adapters: ['mongodb'] },
-      // embedded: one selective index serves the per-user reads; start-up scans once
-      { fields: ['ownerUserId'], adapters: ['embedded'] },
+      { fields: ['ownerKey'], unique: true, sparse: true },
     ]);
+    // Records written before ownerKey existed get theirs now.
+    for (const r of await c.find({ ownerUserId: { $ne: null }, ownerKey: { $exists: false } })) {
+      await c.updateOne({ _id: r._id }, { ownerKey: ownerKeyOf(r.ownerUserId!, r.createdAtMs, r._id) });
+    }
     return new ActorRepository(c);
   }
 
   /** Inserts a new actor at revision 1. @throws {DuplicateKeyError} when the id exists. */
   async insert(record: Omit<ActorRecord, 'revision' | 'quarantine'>): Promise<ActorRecord> {
     const full: ActorRecord = { ...record, revision: 1, quarantine: null };
+    if (record.ownerUserId !== null) full.ownerKey = ownerKeyOf(record.ownerUserId, record.createdAtMs, record._id);
     await this.c.insertOne(full);
     return full;
   }
@@ -95,5 +108,15 @@ export class ActorRepository {
 
   count(filter: Filter): Promise<number> {
     return this.c.count(filter);
+  }
+
+  /**
+   * Actors of one user matching `filter`, newest first (an index range on `ownerKey`).
+   * @returns the page and the total count matching.
+   */
+  async findOwned(ownerUserId: string, filter: Filter, options: { skip?: number; limit?: number } = {}): Promise<{ records: ActorRecord[]; total: number }> {
+    const q = { ...filter, ownerKey: { $gt: `${ownerUserId}|`, $lt: `${ownerUserId}|\uffff` } };
+    const [records, total] = await Promise.all([this.c.find(q, { sort: { ownerKey: -1 }, ...options }), this.c.count(q)]);
+    return { records, total };
   }
 }

@@ -132,6 +132,7 @@ export class EmbeddedStore implements Store {
         await c.ds.ensureIndexAsync({
           fieldName: ix.fields.length === 1 ? ix.fields[0]! : ix.fields,
           unique: ix.unique ?? false,
+          ...(ix.sparse ? { sparse: true } : {}),
           ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
         });
       }

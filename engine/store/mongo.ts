@@ -94,6 +94,7 @@ export class MongoStore implements Store {
       if (ix.adapters && !ix.adapters.includes('mongodb')) continue;
       await c.createIndex(Object.fromEntries(ix.fields.map((f) => [f, 1])), {
         unique: ix.unique ?? false,
+        ...(ix.sparse ? { sparse: true } : {}),
         ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
       });
     }

@@ -32,6 +32,8 @@ export interface IndexSpec {
   /** Field names; several make a compound index. */
   fields: string[];
   unique?: boolean;
+  /** Documents without the field are left out of the index. */
+  sparse?: boolean;
   /** TTL index: documents expire this many seconds after the (Date-valued) field. */
   expireAfterSeconds?: number;
   /**

@@ -172,7 +172,7 @@ export class SimVenue implements VenuePort {
   /** Opens the venue: rebuilds user state from the store, seeds the maker, starts the replay. */
   static async open(o: SimVenueOptions): Promise<SimVenue> {
     const v = new SimVenue(o);
-    v.journal = await o.store.collection<JournalDoc>('venueJournal', [{ fields: ['seq'], unique: true }]);
+    v.journal = await o.store.collection<JournalDoc>('venueJournal', [{ fields: ['seq'], unique: true, adapters: ['mongodb'] }]);
     v.state = await o.store.collection<CheckpointDoc>('venueState');
     for (const t of o.catalogue.tokens.values()) {
       v.books.set(t.tokenId, new OrderBook(t.tokenId));

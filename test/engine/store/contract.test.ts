@@ -97,6 +97,33 @@ for (const adapter of adapters()) {
       expect((await repo.findRestorable()).map((r) => r._id)).not.toContain('act-1');
     });
 
+    it('sparse unique indexes leave documents without the field out; string ranges sort', async () => {
+      const c = await store.collection<Item>('sparse', [{ fields: ['tag'], unique: true, sparse: true }]);
+      for (let i = 0; i < 5; i++) await c.insertOne({ _id: `s${i}`, owner: 'o', n: i });
+      await c.insertOne({ _id: 'sa', owner: 'o', n: 10, tag: 'u1|002' });
+      await c.insertOne({ _id: 'sb', owner: 'o', n: 11, tag: 'u1|010' });
+      await c.insertOne({ _id: 'sc', owner: 'o', n: 12, tag: 'u2|001' });
+      await expect(c.insertOne({ _id: 'sd', owner: 'o', n: 13, tag: 'u1|002' })).rejects.toBeInstanceOf(DuplicateKeyError);
+      const range = { tag: { $gt: 'u1|', $lt: 'u1|\uffff' } };
+      expect((await c.find(range, { sort: { tag: -1 } })).map((d) => d._id)).toEqual(['sb', 'sa']);
+      expect(await c.count(range)).toBe(2);
+    });
+
+    it("actor repository: a user's actors are an index range, newest first", async () => {
+      const repo = await ActorRepository.open(store);
+      const base = { machineId: 'm', machineVersion: 1, snapshot: '{}', view: {}, final: false, partnerId: 'p', updatedAtMs: 1 };
+      await repo.insert({ ...base, _id: 'own-1', kind: 'order', status: 'LIVE', ownerUserId: 'uA', createdAtMs: 10 });
+      await repo.insert({ ...base, _id: 'own-2', kind: 'order', status: 'FILLED', ownerUserId: 'uA', createdAtMs: 20 });
+      await repo.insert({ ...base, _id: 'own-3', kind: 'strategy', status: 'ACTIVE', ownerUserId: 'uA', createdAtMs: 30 });
+      await repo.insert({ ...base, _id: 'own-4', kind: 'order', status: 'LIVE', ownerUserId: 'uAB', createdAtMs: 40 });
+      const all = await repo.findOwned('uA', {});
+      expect(all).toMatchObject({ total: 3 });
+      expect(all.records.map((r) => r._id)).toEqual(['own-3', 'own-2', 'own-1']);
+      const orders = await repo.findOwned('uA', { kind: 'order', status: { $in: ['LIVE'] } }, { skip: 0, limit: 10 });
+      expect(orders.records.map((r) => r._id)).toEqual(['own-1']);
+      expect((await repo.findOwned('uA', { kind: 'order' }, { skip: 1, limit: 1 })).records.map((r) => r._id)).toEqual(['own-1']);
+    });
+
     it('actor repository: quarantined actors are kept but not restorable', async () => {
       const repo = await ActorRepository.open(store);
       await repo.insert({
