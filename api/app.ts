@@ -1,10 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import { pinoHttp } from 'pino-http';
 import { ApiError, errors } from '../engine/errors.js';
 import type { Services } from '../engine/service.js';
 import { authenticate, requireScope, resolveUser } from './auth.js';
-import type { RouteSpec } from './context.js';
+import type { HandlerResult, RouteSpec } from './context.js';
+import { IdempotencyService } from '../engine/idempotency.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { ROUTES } from './routes.js';
 import { validate } from './validation.js';
@@ -20,19 +22,67 @@ const requireJson: RequestHandler = (req, _res, next) => {
   next();
 };
 
+function send(res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}): void {
+  for (const [k, v] of Object.entries({ ...result.headers, ...extraHeaders })) res.setHeader(k, v);
+  if (result.body === undefined) res.status(result.status).end();
+  else res.status(result.status).json(result.body);
+}
+
+/**
+ * Mounts one route. Every request goes the same way, so each endpoint (built or not, present or
+ * future) gets the same contract: authenticate (401) → scope (403) → acting user (400/404) →
+ * `Idempotency-Key` on POST/PATCH/DELETE (400) → body schema (400) → 501 when not built →
+ * idempotent execution (replay, 409, 422) → handler.
+ */
 function mount(app: Express, route: RouteSpec, path: string, services: Services): void {
+  const mutating = route.method !== 'get';
   const run = async (req: Request, res: Response) => {
     const principal = route.scope ? await authenticate(req, services.keys) : null;
     if (principal && route.scope) requireScope(principal, route.scope);
     if (principal && route.masterOnly && principal.kind !== 'master') throw errors.forbidden('this endpoint needs a partner master key');
     const user = principal && route.user !== 'none' ? await resolveUser(req, principal, services.users, route.user === 'required') : null;
-    if (!route.handler) throw errors.notImplemented(`${route.method.toUpperCase()} ${route.path}`);
+    const idempotencyKey = mutating ? IdempotencyService.keyOf(req.headers['idempotency-key']) : null;
     if (route.body) req.body = validate(route.body, req.body ?? {});
-    const result = await route.handler({ req, services, principal, user });
-    for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v);
-    res.status(result.status).json(result.body);
+    if (!route.handler) throw errors.notImplemented(`${route.method.toUpperCase()} ${route.path}`);
+    const ctx = { req, services, principal, user };
+    if (!idempotencyKey || !principal) return send(res, await route.handler(ctx));
+    const claim = await services.idempotency.begin(principal.keyId, idempotencyKey, { method: req.method, path: req.path, userId: user?._id ?? null, body: req.body ?? {} });
+    if (claim.kind === 'replay') return send(res, claim.response, { 'Idempotent-Replayed': 'true' });
+    let result: HandlerResult;
+    try {
+      result = await route.handler(ctx);
+    } catch (err) {
+      // Only successes are kept (spec 5.6): a refused request changed nothing, so its retry runs.
+      await claim.abandon().catch((e: unknown) => services.log.error({ err: e }, 'idempotency release failed'));
+      throw err;
+    }
+    await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {} });
+    send(res, result);
   };
   app[route.method](path, run);
+}
+
+/**
+ * Per-API-key rate limit (spec part 8; RATE_LIMIT_PER_MIN): requests are counted per bearer
+ * token (its hash) or, without one, per client address; over the limit → 429 in the envelope with
+ * `Retry-After` (seconds) and the IETF `RateLimit` / `RateLimit-Policy` headers. Counters live
+ * in this process (see README for several processes).
+ */
+function rateLimiter(perMinute: number): RequestHandler {
+  return rateLimit({
+    windowMs: 60_000,
+    limit: perMinute,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    skip: (req) => req.path === '/healthz',
+    keyGenerator: (req) => {
+      const m = /^Bearer\s+(\S+)/i.exec(req.headers.authorization ?? '');
+      return m ? `key:${createHash('sha256').update(m[1]!).digest('base64url')}` : `ip:${ipKeyGenerator(req.ip ?? '')}`;
+    },
+    handler: (_req, _res, next, options) => {
+      next(new ApiError(429, 'rate_limited', `more than ${options.limit} requests per minute for this API key; wait for Retry-After seconds, add jitter, do not retry in a tight loop`));
+    },
+  });
 }
 
 /**
@@ -61,6 +111,7 @@ export function createApp(services: Services): Express {
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     }),
   );
+  if (services.config.rateLimitPerMin > 0) app.use(rateLimiter(services.config.rateLimitPerMin));
   app.use(requireJson);
   app.use(express.json({ limit: services.config.bodyLimitBytes, strict: true, type: ['application/json', 'application/*+json'] }));
   for (const route of ROUTES) {

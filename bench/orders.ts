@@ -9,6 +9,7 @@
  * Server and echo run as child processes so that the load generator does not share their core.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -44,10 +45,10 @@ async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
 async function benchService(label: string, dataDir: string, echoRps: Result): Promise<void> {
   // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service (open it in Chrome DevTools).
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn' }, 30_000, prof);
+  const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0' }, 30_000, prof);
   const H = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
   for (let u = 0; u < USERS; u++) {
-    await fetch(`${svc.baseUrl}/v2/trade/users`, { method: 'POST', headers: H, body: JSON.stringify({ partner_user_id: `bench${u}` }) });
+    await fetch(`${svc.baseUrl}/v2/trade/users`, { method: 'POST', headers: { ...H, 'idempotency-key': randomUUID() }, body: JSON.stringify({ partner_user_id: `bench${u}` }) });
   }
   const markets = (await (await fetch(`${svc.baseUrl}/v2/trade/markets?limit=100`, { headers: H })).json()) as { markets: { tokens: { token_id: string }[]; tick_size: string }[] };
   const tokens = markets.markets.filter((m) => m.tick_size === '0.01').map((m) => m.tokens[0]!.token_id);
@@ -63,7 +64,7 @@ async function benchService(label: string, dataDir: string, echoRps: Result): Pr
           // Resting bids well below the touch, every 5th order crossing the ask: matching + rests.
           const crossing = i % 5 === 0;
           const body = { symbol: tokens[i % tokens.length], side: 'buy', type: 'LIMIT', price: crossing ? '0.99' : `0.0${1 + (i % 5)}`, size: '5', ...(crossing ? { time_in_force: 'IOC' } : {}) };
-          return { ...req, headers: { ...H, 'x-partner-user-id': `bench${i % USERS}` }, body: JSON.stringify(body) };
+          return { ...req, headers: { ...H, 'x-partner-user-id': `bench${i % USERS}`, 'idempotency-key': randomUUID() }, body: JSON.stringify(body) };
         },
       },
     ],

@@ -40,6 +40,7 @@ export const SETTINGS = [
   { env: 'SIM_INITIAL_PUSD', type: 'decimal', default: '10000', description: 'pUSD every provisioned user starts with on the simulated venue (dollars).' },
   { env: 'SIM_MAKER_LEVELS', type: 'int', default: '5', min: 1, max: 50, description: 'Price levels the simulated market maker quotes on each side of every book.' },
   { env: 'SIM_MAKER_REFILL_MS', type: 'int', default: '5000', min: 0, max: 3600000, description: 'Delay before the market maker refills a book after its quotes were taken (ms).' },
+  { env: 'RATE_LIMIT_PER_MIN', type: 'int', default: '600', min: 0, max: 10000000, description: 'Requests per minute per API key (per client address for public routes); beyond it 429 with Retry-After. 0 turns rate limiting off (benchmarks).' },
   { env: 'BODY_LIMIT_BYTES', type: 'int', default: '65536', min: 1024, max: 10485760, description: 'Largest accepted JSON request body; larger bodies answer 413.' },
 ] as const satisfies readonly SettingSpec[];
 
@@ -58,6 +59,7 @@ export interface Config {
   schedulerPollMs: number;
   shutdownGraceMs: number;
   bodyLimitBytes: number;
+  rateLimitPerMin: number;
   simReplay: boolean;
   simReplaySpeed: number;
   simInitialPusd: string;
@@ -137,6 +139,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     schedulerPollMs: values.SCHEDULER_POLL_MS as number,
     shutdownGraceMs: values.SHUTDOWN_GRACE_MS as number,
     bodyLimitBytes: values.BODY_LIMIT_BYTES as number,
+    rateLimitPerMin: values.RATE_LIMIT_PER_MIN as number,
     simReplay: values.SIM_REPLAY === 'on',
     simReplaySpeed: values.SIM_REPLAY_SPEED as number,
     simInitialPusd: values.SIM_INITIAL_PUSD as string,

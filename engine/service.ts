@@ -11,6 +11,7 @@ import { openStore } from './store/index.js';
 import type { Store } from './store/port.js';
 import { TimerService } from './scheduler/timers.js';
 import { UserService } from './users.js';
+import { IdempotencyService } from './idempotency.js';
 import { OrderService } from './orders.js';
 import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
@@ -29,6 +30,7 @@ export interface Services {
   catalogue: Catalogue;
   venue: SimVenue;
   orders: OrderService;
+  idempotency: IdempotencyService;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Stops timers and closes the store (after the HTTP server stopped). */
@@ -54,6 +56,7 @@ export async function startServices(config: Config, log: Logger, options: StartO
   const actors = await ActorRepository.open(store);
   const keys = await ApiKeyService.open(store, clock);
   const users = await UserService.open(store, clock);
+  const idempotency = await IdempotencyService.open(store, clock, log);
   const hostRef: { current?: ActorHost } = {};
   const timers = new TimerService(store, (t) => hostRef.current!.deliverTimer(t), log, config.schedulerPollMs);
   const host = new ActorHost(actors, timers, clock, log);
@@ -71,9 +74,10 @@ export async function startServices(config: Config, log: Logger, options: StartO
   log.info({ restored, quarantined, reconciled }, 'actors restored and reconciled with the venue');
   await timers.start();
   const services: Services = {
-    config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders,
+    config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders, idempotency,
     startedAtMs: clock.now(),
     async stop() {
+      idempotency.close();
       await timers.drain(config.shutdownGraceMs);
       await venue.close();
       await store.close();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createApp } from '../api/app.js';
@@ -16,13 +17,17 @@ export interface TestService {
   services: Services;
   server: Server;
   clock: Clock;
-  /** fetch against the service with the master key (unless `token` is given; null = no token). */
-  call(method: string, path: string, opts?: { body?: unknown; token?: string | null; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  /**
+   * fetch against the service with the master key (unless `token` is given; null = no token).
+   * POST, PATCH and DELETE get a fresh `Idempotency-Key` unless `idempotencyKey` names one
+   * (null = send none).
+   */
+  call(method: string, path: string, opts?: { body?: unknown; token?: string | null; headers?: Record<string, string>; idempotencyKey?: string | null }): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  return loadConfig({ PORT: '0', LOG_LEVEL: 'silent', MASTER_API_KEY: MASTER_KEY, SCHEDULER_POLL_MS: '200', SIM_REPLAY: 'off', ...overrides });
+  return loadConfig({ PORT: '0', LOG_LEVEL: 'silent', MASTER_API_KEY: MASTER_KEY, SCHEDULER_POLL_MS: '200', SIM_REPLAY: 'off', RATE_LIMIT_PER_MIN: '0', ...overrides });
 }
 
 export async function startTestService(opts: { clock?: Clock | ManualClock; store?: Store; env?: Record<string, string> } = {}): Promise<TestService> {
@@ -44,6 +49,7 @@ export async function startTestService(opts: { clock?: Clock | ManualClock; stor
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       const token = o.token === undefined ? MASTER_KEY : o.token;
       if (token !== null) headers.authorization = `Bearer ${token}`;
+      if (method !== 'GET' && o.idempotencyKey !== null) headers['idempotency-key'] ??= o.idempotencyKey ?? randomUUID();
       let body: string | undefined;
       if (o.body !== undefined) {
         headers['content-type'] ??= 'application/json';

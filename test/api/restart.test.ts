@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,21 +18,21 @@ describe('restarts keep everything (child process on the embedded disk store)', 
     expect(first.output()).toMatch(/MASTER_API_KEY for partner 'demo' \(shown once/);
     const key = (await fs.readFile(path.join(dir, 'master-api-key'), 'utf8')).trim();
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const created = (await (await fetch(`${first.baseUrl}/v2/trade/users`, { method: 'POST', headers, body: JSON.stringify({ partner_user_id: 'u1' }) })).json()) as Record<string, unknown>;
+    const created = (await (await fetch(`${first.baseUrl}/v2/trade/users`, { method: 'POST', headers: { ...headers, 'idempotency-key': randomUUID() }, body: JSON.stringify({ partner_user_id: 'u1' }) })).json()) as Record<string, unknown>;
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
 
     const second = await spawnService(env);
     expect(second.output()).not.toMatch(/MASTER_API_KEY/);
-    const r2 = await fetch(`${second.baseUrl}/v2/trade/users`, { method: 'POST', headers, body: JSON.stringify({ partner_user_id: 'u1' }) });
+    const r2 = await fetch(`${second.baseUrl}/v2/trade/users`, { method: 'POST', headers: { ...headers, 'idempotency-key': randomUUID() }, body: JSON.stringify({ partner_user_id: 'u1' }) });
     expect(r2.status).toBe(200);
     expect(await r2.json()).toEqual({ ...created, created: false });
-    const made = (await (await fetch(`${second.baseUrl}/v2/trade/users`, { method: 'POST', headers, body: JSON.stringify({ partner_user_id: 'u2' }) })).json()) as Record<string, unknown>;
+    const made = (await (await fetch(`${second.baseUrl}/v2/trade/users`, { method: 'POST', headers: { ...headers, 'idempotency-key': randomUUID() }, body: JSON.stringify({ partner_user_id: 'u2' }) })).json()) as Record<string, unknown>;
     second.child.kill('SIGKILL');
     await second.exited;
 
     const third = await spawnService(env);
-    const r3 = await fetch(`${third.baseUrl}/v2/trade/users`, { method: 'POST', headers, body: JSON.stringify({ partner_user_id: 'u2' }) });
+    const r3 = await fetch(`${third.baseUrl}/v2/trade/users`, { method: 'POST', headers: { ...headers, 'idempotency-key': randomUUID() }, body: JSON.stringify({ partner_user_id: 'u2' }) });
     expect(r3.status).toBe(200);
     expect(await r3.json()).toEqual({ ...made, created: false });
     third.child.kill('SIGTERM');

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,7 +20,7 @@ describe('kill -9 in the middle of trading, then restart (child process, embedde
     const call = async (base: string, method: string, p: string, body?: unknown) => {
       const r = await fetch(base + p, {
         method,
-        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-partner-user-id': 'trader' },
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-partner-user-id': 'trader', ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       return { status: r.status, body: (await r.json()) as any };

@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import type { Clock } from './clock.js';
+import { ApiError, DuplicateKeyError, errors } from './errors.js';
+import type { Logger } from './logger.js';
+import type { Collection, Store } from './store/port.js';
+
+/** How long a completed request's response is kept for replay (spec 5.6; issue 4: 24 h). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
+/**
+ * How long a claim of a running request holds. A claim older than this belongs to a process that
+ * died mid-request: the next retry takes it over instead of answering 409 for a day.
+ */
+export const IDEMPOTENCY_LEASE_MS = 60_000;
+const SWEEP_EVERY_MS = 10 * 60_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** One `Idempotency-Key` as stored: the claim, then the response to replay. */
+interface IdempotencyDoc {
+  /** SHA-256 of API key id + `Idempotency-Key`: keys are scoped to the API token. */
+  _id: string;
+  keyId: string;
+  /** SHA-256 of method, path, acting user and canonical body: "the same request". */
+  fingerprint: string;
+  state: 'running' | 'done';
+  /** Epoch ms until which a `running` claim holds. */
+  leaseUntilMs: number;
+  status: number | null;
+  /** Response body as JSON text. */
+  body: string | null;
+  headers: Record<string, string> | null;
+  createdAtMs: number;
+  /** Epoch ms after which the record is gone (sweep on the embedded store). */
+  expiresAtMs: number;
+  /** The same instant as a Date, for MongoDB's TTL index. */
+  expiresAt: Date;
+}
+
+/** A stored response to send again. */
+export interface ReplayedResponse {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/** What {@link IdempotencyService.begin} decided. */
+export type IdempotencyClaim = { kind: 'replay'; response: ReplayedResponse } | { kind: 'execute'; complete(res: ReplayedResponse): Promise<void>; abandon(): Promise<void> };
+
+/** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same body. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/**
+ * `Idempotency-Key` handling of spec 5.6 for every POST, PATCH and DELETE (issue 4):
+ * - the header is required and must be a UUID (400 otherwise);
+ * - keys are scoped to the API key that sent them;
+ * - the first request claims the key and runs; its response (2xx or 4xx) is stored for 24 h;
+ * - a retry of the same request gets the stored status and body with `Idempotent-Replayed: true`
+ *   and runs nothing;
+ * - the same key on a different request (method, path, acting user or body) answers 422;
+ * - a duplicate arriving while the first still runs answers 409 with `Retry-After: 1` (it does
+ *   not wait: the client's retry then gets the replay);
+ * - a 5xx is not stored: the claim is released so that a retry runs again.
+ * Records live in the store (they survive a restart): a TTL index expires them on MongoDB, a
+ * periodic sweep on the embedded store; reads ignore expired records either way.
+ */
+export class IdempotencyService {
+  private sweeper: NodeJS.Timeout | null = null;
+
+  private constructor(
+    private readonly docs: Collection<IdempotencyDoc>,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  static async open(store: Store, clock: Clock, log: Logger): Promise<IdempotencyService> {
+    const docs = await store.collection<IdempotencyDoc>('idempotencyKeys', [
+      { fields: ['expiresAt'], expireAfterSeconds: 0, adapters: ['mongodb'] },
+      { fields: ['expiresAtMs'], adapters: ['embedded'] },
+    ]);
+    const svc = new IdempotencyService(docs, clock, log);
+    if (store.adapter === 'embedded') {
+      await svc.sweep();
+      svc.sweeper = setInterval(() => void svc.sweep().catch((err) => log.error({ err }, 'idempotency sweep failed')), SWEEP_EVERY_MS);
+      svc.sweeper.unref();
+    }
+    return svc;
+  }
+
+  /**
+   * Reads and checks the `Idempotency-Key` header.
+   * @returns the key.
+   * @throws {ApiError} 400 when missing or not a UUID.
+   */
+  static keyOf(header: string | string[] | undefined): string {
+    const key = Array.isArray(header) ? header[0] : header;
+    if (key === undefined || key === '') {
+      throw errors.badRequest('the Idempotency-Key header is required on every POST, PATCH and DELETE: send a fresh UUID v4 per operation, the same one when retrying');
+    }
+    if (!UUID.test(key)) throw errors.badRequest(`Idempotency-Key must be a UUID (for example ${'3f0c9a4e-8b1d-4c52-9e7a-2d6f1b0a9c31'}); received ${JSON.stringify(key.slice(0, 80))}`);
+    return key.toLowerCase();
+  }
+
+  /**
+   * Claims `key` for a request, or finds its stored response.
+   * @param keyId - id of the API key that sent the request (the scope of idempotency keys).
+   * @param request - what makes two requests "the same": method, path, acting user, parsed body.
+   * @throws {ApiError} 409 while the first request with this key still runs; 422 when the key was
+   *   used for a different request.
+   */
+  async begin(keyId: string, key: string, request: { method: string; path: string; userId: string | null; body: unknown }): Promise<IdempotencyClaim> {
+    const _id = sha256(`${keyId}\u0000${key}`);
+    const fingerprint = sha256(`${request.method.toUpperCase()} ${request.path}\u0000${request.userId ?? ''}\u0000${canonicalJson(request.body)}`);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const now = this.clock.now();
+      const doc: IdempotencyDoc = {
+        _id, keyId, fingerprint, state: 'running', leaseUntilMs: now + IDEMPOTENCY_LEASE_MS, status: null, body: null, headers: null,
+        createdAtMs: now, expiresAtMs: now + IDEMPOTENCY_TTL_MS, expiresAt: new Date(now + IDEMPOTENCY_TTL_MS),
+      };
+      try {
+        await this.docs.insertOne(doc);
+        return this.claim(doc);
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }
+      const existing = await this.docs.findOne({ _id });
+      if (!existing) continue; // expired and swept between the two calls: claim again
+      const stale = existing.expiresAtMs <= now || (existing.state === 'running' && existing.leaseUntilMs <= now);
+      if (stale) {
+        // Take over an expired record or an abandoned claim, unless another retry got there first.
+        const { _id: _same, ...fields } = doc;
+        const taken = await this.docs.updateOne({ _id, state: existing.state, leaseUntilMs: existing.leaseUntilMs, expiresAtMs: existing.expiresAtMs }, fields);
+        if (taken === 1) return this.claim(doc);
+        continue;
+      }
+      if (existing.fingerprint !== fingerprint) {
+        throw new ApiError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used for a different request (method, path, user or body); send a fresh UUID for a new operation');
+      }
+      if (existing.state === 'running') {
+        throw new ApiError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly to receive its response', { 'Retry-After': '1' });
+      }
+      return { kind: 'replay', response: { status: existing.status!, body: existing.body === null ? undefined : JSON.parse(existing.body), headers: existing.headers ?? {} } };
+    }
+    throw new ApiError(409, 'idempotency_key_in_use', 'this Idempotency-Key is contended; retry shortly', { 'Retry-After': '1' });
+  }
+
+  private claim(doc: IdempotencyDoc): IdempotencyClaim {
+    return {
+      kind: 'execute',
+      complete: async (res) => {
+        await this.docs.updateOne(
+          { _id: doc._id, leaseUntilMs: doc.leaseUntilMs },
+          { state: 'done', status: res.status, body: res.body === undefined ? null : JSON.stringify(res.body), headers: res.headers },
+        );
+      },
+      abandon: async () => {
+        await this.docs.deleteMany({ _id: doc._id, state: 'running', leaseUntilMs: doc.leaseUntilMs });
+      },
+    };
+  }
+
+  /** Deletes expired records (the embedded store's stand-in for a TTL index). @returns how many. */
+  async sweep(): Promise<number> {
+    const n = await this.docs.deleteMany({ expiresAtMs: { $lte: this.clock.now() } });
+    if (n) this.log.debug({ removed: n }, 'idempotency records expired');
+    return n;
+  }
+
+  /** Stops the sweep timer. */
+  close(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
+  }
+}

@@ -1,0 +1,176 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../engine/clock.js';
+import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS, IdempotencyService, canonicalJson } from '../../engine/idempotency.js';
+import { createLogger } from '../../engine/logger.js';
+import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { startTestService, type TestService } from '../helpers.js';
+
+describe('Idempotency-Key (spec 5.6) over REST', () => {
+  let svc: TestService;
+  let token: string;
+  const as = { 'x-partner-user-id': 'idem' };
+  const order = (price = '0.05') => ({ symbol: token, side: 'buy', type: 'LIMIT', price, size: '5' });
+  const openCount = async () => (await svc.call('GET', '/v2/trade/orders/open?limit=500', { headers: as })).body.total as number;
+
+  beforeAll(async () => {
+    svc = await startTestService();
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'idem' } });
+    const m = await svc.call('GET', '/v2/trade/markets?limit=50');
+    token = m.body.markets.find((x: any) => x.tick_size === '0.01').tokens[0].token_id;
+  });
+  afterAll(() => svc.close());
+
+  it('is required on POST, PATCH and DELETE: missing or not a UUID → 400, nothing done', async () => {
+    const before = await openCount();
+    const missing = await svc.call('POST', '/v2/trade/order', { body: order(), headers: as, idempotencyKey: null });
+    expect(missing).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/Idempotency-Key header is required/) } });
+    const bad = await svc.call('POST', '/v2/trade/order', { body: order(), headers: as, idempotencyKey: 'retry-1' });
+    expect(bad).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/Idempotency-Key must be a UUID/) } });
+    const del = await svc.call('DELETE', '/v2/trade/orders/ord_x', { headers: as, idempotencyKey: null });
+    expect(del.status).toBe(400);
+    const users = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'nokey' }, idempotencyKey: null });
+    expect(users.status).toBe(400);
+    expect(await openCount()).toBe(before);
+    // GET needs none
+    expect((await svc.call('GET', '/v2/trade/balances', { headers: as })).status).toBe(200);
+  });
+
+  it('a retry of a completed request replays status and body with Idempotent-Replayed: true and does nothing again', async () => {
+    const key = randomUUID();
+    const before = await openCount();
+    const first = await svc.call('POST', '/v2/trade/order', { body: order(), headers: as, idempotencyKey: key });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    // same body, keys in another order: the same request
+    const body = order();
+    const reordered = Object.fromEntries(Object.entries(body).reverse());
+    const retry = await svc.call('POST', '/v2/trade/order', { body: reordered, headers: as, idempotencyKey: key });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.body).toEqual(first.body);
+    expect(await openCount()).toBe(before + 1);
+    // the same holds for DELETE and for user provisioning (201 replayed as 201)
+    const delKey = randomUUID();
+    const c1 = await svc.call('DELETE', `/v2/trade/orders/${first.body.order_id}`, { headers: as, idempotencyKey: delKey });
+    const c2 = await svc.call('DELETE', `/v2/trade/orders/${first.body.order_id}`, { headers: as, idempotencyKey: delKey });
+    expect(c1).toMatchObject({ status: 200, body: { status: 'CANCELED' } });
+    expect(c2).toMatchObject({ status: 200, body: c1.body });
+    expect(c2.headers.get('idempotent-replayed')).toBe('true');
+    const uKey = randomUUID();
+    const u1 = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'idem-new' }, idempotencyKey: uKey });
+    const u2 = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'idem-new' }, idempotencyKey: uKey });
+    expect(u1.status).toBe(201);
+    expect(u2).toMatchObject({ status: 201, body: u1.body });
+  });
+
+  it('the same key with a different request answers 422 and does nothing', async () => {
+    const key = randomUUID();
+    const before = await openCount();
+    expect((await svc.call('POST', '/v2/trade/order', { body: order('0.04'), headers: as, idempotencyKey: key })).status).toBe(200);
+    const other = await svc.call('POST', '/v2/trade/order', { body: order('0.03'), headers: as, idempotencyKey: key });
+    expect(other).toMatchObject({ status: 422, body: { error: 'idempotency_key_reused' } });
+    // another path with the same key is a different request too
+    const elsewhere = await svc.call('DELETE', '/v2/trade/orders/ord_nope', { headers: as, idempotencyKey: key });
+    expect(elsewhere).toMatchObject({ status: 422, body: { error: 'idempotency_key_reused' } });
+    expect(await openCount()).toBe(before + 1);
+  });
+
+  it('keys are scoped to the API token: another key may reuse the value', async () => {
+    const minted = await svc.call('POST', '/v2/trade/users/idem/api-keys', { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } });
+    expect(minted.status).toBe(201);
+    const key = randomUUID();
+    const a = await svc.call('POST', '/v2/trade/order', { body: order('0.02'), headers: as, idempotencyKey: key });
+    const b = await svc.call('POST', '/v2/trade/order', { body: order('0.02'), token: minted.body.api_key, idempotencyKey: key });
+    expect(a.status).toBe(200);
+    expect(b.status).toBe(200);
+    expect(b.headers.get('idempotent-replayed')).toBeNull();
+    expect(b.body.order_id).not.toBe(a.body.order_id);
+  });
+
+  it('a refused request is not kept: its retry runs (4xx changes nothing)', async () => {
+    const key = randomUUID();
+    const bad = await svc.call('POST', '/v2/trade/order', { body: { ...order(), price: '72' }, headers: as, idempotencyKey: key });
+    expect(bad.status).toBe(400);
+    const fixed = await svc.call('POST', '/v2/trade/order', { body: order('0.01'), headers: as, idempotencyKey: key });
+    expect(fixed.status).toBe(200);
+  });
+
+  it('50 concurrent requests with one key create exactly one order; the rest replay or answer 409', async () => {
+    const key = randomUUID();
+    const before = await openCount();
+    const all = await Promise.all(Array.from({ length: 50 }, () => svc.call('POST', '/v2/trade/order', { body: order('0.03'), headers: as, idempotencyKey: key })));
+    const statuses = all.map((r) => r.status);
+    expect(statuses.every((s) => s === 200 || s === 409)).toBe(true);
+    const ids = new Set(all.filter((r) => r.status === 200).map((r) => r.body.order_id));
+    expect(ids.size).toBe(1);
+    for (const r of all.filter((x) => x.status === 409)) {
+      expect(r.body.error).toBe('idempotency_key_in_use');
+      expect(r.headers.get('retry-after')).toBe('1');
+    }
+    expect(await openCount()).toBe(before + 1);
+    // after the first finished, a retry replays
+    const later = await svc.call('POST', '/v2/trade/order', { body: order('0.03'), headers: as, idempotencyKey: key });
+    expect(later.headers.get('idempotent-replayed')).toBe('true');
+    expect(later.body.order_id).toBe([...ids][0]);
+  });
+});
+
+describe('IdempotencyService', () => {
+  it('keeps records across a restart, expires them after 24 h (sweep), and takes over abandoned claims', async () => {
+    const clock = new ManualClock(1_700_000_000_000);
+    const store = await EmbeddedStore.open(null);
+    const log = createLogger('silent');
+    const svc = await IdempotencyService.open(store, clock, log);
+    const req = { method: 'POST', path: '/v2/trade/order', userId: 'u', body: { a: 1 } };
+    const key = randomUUID();
+    const claim = await svc.begin('key_1', key, req);
+    expect(claim.kind).toBe('execute');
+    if (claim.kind === 'execute') await claim.complete({ status: 200, body: { ok: true }, headers: {} });
+    svc.close();
+    // "restart": a new service over the same store replays
+    const again = await IdempotencyService.open(store, clock, log);
+    expect(await again.begin('key_1', key, req)).toEqual({ kind: 'replay', response: { status: 200, body: { ok: true }, headers: {} } });
+    // 24 h later the record is gone: the key is fresh again
+    clock.advance(IDEMPOTENCY_TTL_MS + 1);
+    expect(await again.sweep()).toBe(1);
+    expect((await again.begin('key_1', key, req)).kind).toBe('execute');
+    // a claim whose process died (lease over) is taken over by the next retry
+    const k2 = randomUUID();
+    expect((await again.begin('key_1', k2, req)).kind).toBe('execute');
+    await expect(again.begin('key_1', k2, req)).rejects.toMatchObject({ status: 409 });
+    clock.advance(IDEMPOTENCY_LEASE_MS + 1);
+    expect((await again.begin('key_1', k2, req)).kind).toBe('execute');
+    again.close();
+    await store.close();
+  });
+
+  it('canonical JSON ignores key order but not values', () => {
+    expect(canonicalJson({ b: 1, a: [1, { d: 2, c: 3 }] })).toBe(canonicalJson({ a: [1, { c: 3, d: 2 }], b: 1 }));
+    expect(canonicalJson({ a: '1' })).not.toBe(canonicalJson({ a: 1 }));
+  });
+});
+
+describe('rate limit (spec part 8)', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService({ env: { RATE_LIMIT_PER_MIN: '5' } });
+  });
+  afterAll(() => svc.close());
+
+  it('counts per API key; over the limit → 429 in the envelope with Retry-After and RateLimit headers', async () => {
+    for (let i = 0; i < 5; i++) {
+      const r = await svc.call('GET', '/v2/trade/account');
+      expect(r.status).toBe(200);
+      expect(r.headers.get('ratelimit-policy')).toMatch(/q=5; w=60/);
+    }
+    const over = await svc.call('GET', '/v2/trade/account');
+    expect(over).toMatchObject({ status: 429, body: { error: 'rate_limited', message: expect.stringMatching(/5 requests per minute/) } });
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(over.headers.get('ratelimit')).toMatch(/r=0/);
+    // another key has its own budget; /healthz is never limited
+    const other = await svc.call('GET', '/v2/trade/account', { token: 'pts_someone_else_0123456789' });
+    expect(other.status).toBe(401);
+    expect((await svc.call('GET', '/healthz', { token: null })).status).toBe(200);
+  });
+});
