@@ -9,7 +9,7 @@ import type { HandlerResult, RouteSpec } from './context.js';
 import { IdempotencyService } from '../engine/idempotency.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { ROUTES } from './routes.js';
-import { validate } from './validation.js';
+import { validate, validateParams } from './validation.js';
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
 
@@ -42,6 +42,8 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services)
     if (principal && route.masterOnly && principal.kind !== 'master') throw errors.forbidden('this endpoint needs a partner master key');
     const user = principal && route.user !== 'none' ? await resolveUser(req, principal, services.users, route.user === 'required') : null;
     const idempotencyKey = mutating ? IdempotencyService.keyOf(req.headers['idempotency-key']) : null;
+    if (route.params) validateParams({ properties: route.params }, req.params, 'path parameter');
+    if (route.query) Object.defineProperty(req, 'query', { value: validateParams(route.query, req.query as Record<string, unknown>, 'query parameter'), writable: true });
     if (route.body) req.body = validate(route.body, req.body ?? {});
     if (!route.handler) throw errors.notImplemented(`${route.method.toUpperCase()} ${route.path}`);
     const ctx = { req, services, principal, user };

@@ -39,6 +39,24 @@ export interface RouteSpec {
   summary: string;
   /** Request body schema (POST/PATCH). */
   body?: object;
+  /**
+   * Query parameters as JSON Schema properties (validated with type coercion before the
+   * handler, and before the 501 of an unbuilt endpoint; unknown parameters are ignored).
+   */
+  query?: {
+    properties: Record<string, object>;
+    required?: string[];
+    /** The envelope's `error` when that parameter is invalid (a spec string, e.g. `invalid window`). */
+    errorStrings?: Record<string, string>;
+  };
+  /** Path parameters as JSON Schemas (default: a non-empty string). */
+  params?: Record<string, object>;
+  /** Client-error statuses this endpoint answers besides the common ones (400, 401, 403, 429). */
+  errors?: number[];
+  /** A valid request body (the OpenAPI example; tests send it to reach the handler or the 501). */
+  example?: Record<string, unknown>;
+  /** Longer description for the OpenAPI document. */
+  description?: string;
   /** Success status → response schema. */
   responses?: Record<number, object>;
   /** Absent: the endpoint is in the spec but not built yet, and answers 501. */

@@ -8,8 +8,9 @@ export interface PageRequest {
 }
 
 function intParam(req: Request, name: string): number | undefined {
-  const raw = req.query[name];
+  const raw = req.query[name] as unknown;
   if (raw === undefined) return undefined;
+  if (typeof raw === 'number' && Number.isInteger(raw) && raw >= 0) return raw; // coerced by the route's query schema
   if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw)) throw errors.badRequest(`${name} must be a non-negative integer`);
   return Number(raw);
 }
@@ -31,12 +32,4 @@ export function pageQuery(req: Request, max: number, defaultLimit = Math.min(100
 /** The offset/limit envelope: the list under `key` plus `total`, `limit`, `offset`, `has_more`. */
 export function page<T>(key: string, items: T[], total: number, p: PageRequest): Record<string, unknown> {
   return { [key]: items, total, limit: p.limit, offset: p.offset, has_more: p.offset + items.length < total };
-}
-
-/** A required, non-empty single query string parameter. @throws {ApiError} 400 when missing. */
-export function requiredQuery(req: Request, name: string, pattern = /^[\w.:-]{1,200}$/): string {
-  const v = req.query[name];
-  if (typeof v !== 'string' || v === '') throw errors.badRequest(`query parameter ${name} is required`);
-  if (!pattern.test(v)) throw errors.badRequest(`query parameter ${name} is malformed`);
-  return v;
 }

@@ -1,66 +1,106 @@
 import { ErrorEnvelope, Health } from '../schemas/common.js';
+import { ComboAcceptRequest, ComboAcceptResponse, ComboPositionsPage, ComboQuoteRequest, ComboQuoteResponse, ComboRedeemRequest, ComboRedeemResponse } from '../schemas/combos.js';
+import { CopytradeRequest, CopytradeResponse } from '../schemas/copytrade.js';
+import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from '../schemas/market.js';
+import { OpenOrdersPage, OrderRequest, OrderResponse, OrderView } from '../schemas/orders.js';
+import { STRATEGY_STATUSES, STRATEGY_TYPES, StrategiesPage, StrategyRecord } from '../schemas/strategies.js';
 import { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from '../schemas/users.js';
+import {
+  ActivityPage, BatchCancelRequest, BatchCancelResponse, RedeemRequest, SplitMergeRequest, StatementsPage, TradesPage, WithdrawableBalances, WithdrawRequest,
+} from '../schemas/wallet.js';
 import type { RouteSpec } from './context.js';
 import { health } from './handlers/health.js';
+import { openapiDocument } from './handlers/openapi.js';
 import { account, mintUserKey, provisionUser, revokeKey } from './handlers/users.js';
 import { cancelOrder, openOrders, placeOrder } from './handlers/orders.js';
 import { balances, book, markets, positions } from './handlers/market.js';
-import { OpenOrdersPage, OrderRequest, OrderResponse, OrderView } from '../schemas/orders.js';
-import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from '../schemas/market.js';
 
 export { ErrorEnvelope };
 
 const V2 = '/v2/trade';
 
+/** `limit` (1…max) and `offset` query parameters of an offset/limit list (spec 4.7, part 8). */
+function paged(max: number, extra: Record<string, object> = {}): NonNullable<RouteSpec['query']> {
+  return {
+    properties: {
+      limit: { type: 'integer', minimum: 1, maximum: max, description: `Page size, 1 to ${max} (default ${Math.min(100, max)}); above ${max} → 400.` },
+      offset: { type: 'integer', minimum: 0, maximum: 1_000_000_000, description: 'Items to skip (default 0).' },
+      ...extra,
+    },
+  };
+}
+const ADDRESS_PATH = { address: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$', description: 'Trader wallet address.' } };
+const COMPOUND_CURSOR = {
+  cursor_ts: { type: 'integer', minimum: 0, description: 'Exclusive upper bound on block_timestamp, from next_cursor; send with next_cursor_log_idx.' },
+  next_cursor_log_idx: { type: 'integer', minimum: 0, description: 'Tie-breaker; send with cursor_ts.' },
+};
+
 /**
  * Every endpoint of the v2 spec (part 4) plus the documented extras. Rows without a handler are
- * in the spec but not built yet: after authentication and the scope check they answer 501 with
- * the error envelope, never a fake success.
+ * in the spec but not built yet: after authentication, scope, idempotency-key and input checks
+ * they answer 501 with the error envelope, never a fake success. The table drives mounting, the
+ * OpenAPI document (api/handlers/openapi.ts) and the generated auth-matrix tests.
  */
 export const ROUTES: RouteSpec[] = [
   { method: 'get', path: '/healthz', scope: null, user: 'none', tag: 'trade.health', summary: 'Liveness probe (public)', responses: { 200: Health }, handler: health },
+  { method: 'get', path: `${V2}/openapi.json`, scope: null, user: 'none', tag: 'trade.health', summary: 'This OpenAPI 3.1 document (public)', responses: { 200: { type: 'object', description: 'OpenAPI 3.1.0 document.' } }, handler: openapiDocument, v1: true },
 
   // Users and keys (spec 4.3, part 5)
-  { method: 'post', path: `${V2}/users`, scope: 'trade.users', user: 'none', masterOnly: true, tag: 'trade.users', summary: 'Provision a partner user', body: UserCreateRequest, responses: { 200: UserResponse, 201: UserResponse }, handler: provisionUser, v1: true },
-  { method: 'post', path: `${V2}/users/:partner_user_id/api-keys`, scope: 'trade.users', user: 'none', masterOnly: true, tag: 'trade.users', summary: 'Mint a per-user API key (token shown once)', body: ApiKeyCreateRequest, responses: { 201: ApiKeyCreated }, handler: mintUserKey },
-  { method: 'delete', path: `${V2}/api-keys/:key_id`, scope: 'trade.users', user: 'none', masterOnly: true, tag: 'trade.users', summary: 'Revoke an API key', responses: { 200: ApiKeyRevoked }, handler: revokeKey },
-  { method: 'get', path: `${V2}/account`, scope: 'trade.read', user: 'optional', tag: 'trade.read', summary: 'The calling key, its partner and bound user', responses: { 200: AccountResponse }, handler: account, v1: true },
+  { method: 'post', path: `${V2}/users`, scope: 'trade.users', user: 'none', masterOnly: true, tag: 'trade.users', summary: 'Provision a partner user (idempotent on partner_user_id: 201, then 200)', body: UserCreateRequest, example: { partner_user_id: 'alice', email: 'alice@example.com' }, responses: { 200: UserResponse, 201: UserResponse }, handler: provisionUser, v1: true },
+  { method: 'post', path: `${V2}/users/:partner_user_id/api-keys`, scope: 'trade.users', user: 'none', masterOnly: true, tag: 'trade.users', summary: 'Mint a per-user API key (token shown once)', body: ApiKeyCreateRequest, example: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] }, responses: { 201: ApiKeyCreated }, errors: [404], handler: mintUserKey },
+  { method: 'delete', path: `${V2}/api-keys/:key_id`, scope: 'trade.users', user: 'none', masterOnly: true, tag: 'trade.users', summary: 'Revoke an API key', responses: { 200: ApiKeyRevoked }, errors: [404, 409], handler: revokeKey },
+  { method: 'get', path: `${V2}/account`, scope: 'trade.read', user: 'optional', tag: 'trade.read', summary: 'The calling key, its partner and bound user', responses: { 200: AccountResponse }, errors: [404], handler: account, v1: true },
 
   // Orders and reads (spec 4.1, 4.6)
-  { method: 'post', path: `${V2}/order`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Place an order or start a managed strategy', body: OrderRequest, responses: { 200: OrderResponse }, handler: placeOrder },
-  { method: 'get', path: `${V2}/orders/open`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Open orders', responses: { 200: OpenOrdersPage }, handler: openOrders, v1: true },
-  { method: 'delete', path: `${V2}/orders/:order_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel one order', responses: { 200: OrderView }, handler: cancelOrder, v1: true },
-  { method: 'post', path: `${V2}/orders/cancel`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel a batch of orders', v1: true },
-  { method: 'delete', path: `${V2}/orders`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel all open orders', v1: true },
-  { method: 'get', path: `${V2}/strategies`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Managed strategies', v1: true },
-  { method: 'delete', path: `${V2}/strategies/:record_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel an untriggered strategy', v1: true },
-  { method: 'get', path: `${V2}/balances`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'pUSD balance and reservations', responses: { 200: BalancesResponse }, handler: balances, v1: true },
-  { method: 'get', path: `${V2}/balances/withdrawable`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Withdrawable ERC20 balances', v1: true },
-  { method: 'get', path: `${V2}/positions`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Share positions', responses: { 200: PositionsPage }, handler: positions, v1: true },
-  { method: 'get', path: `${V2}/activity`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Account activity', v1: true },
-  { method: 'post', path: `${V2}/positions/redeem`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Redeem a resolved position' },
-  { method: 'post', path: `${V2}/positions/split`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Split pUSD into outcome tokens' },
-  { method: 'post', path: `${V2}/positions/merge`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Merge outcome tokens into pUSD' },
-  { method: 'post', path: `${V2}/withdraw`, scope: 'trade.withdraw', user: 'required', tag: 'trade.withdraw', summary: 'Withdraw to an external address' },
+  {
+    method: 'post', path: `${V2}/order`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Place an order or start a managed strategy',
+    description: 'Body: spec 2.2 with the per-type rules of 2.2.2. 400: price out of range (the cents message), missing field, tick, minimum size. 422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `order crosses book` (ICEBERG).',
+    body: OrderRequest, example: { symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992', side: 'buy', type: 'LIMIT', price: '0.52', size: '10', time_in_force: 'GTC' }, responses: { 200: OrderResponse }, errors: [404, 422], handler: placeOrder,
+  },
+  { method: 'get', path: `${V2}/orders/open`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Open orders (working CLOB orders, newest first)', query: paged(500), responses: { 200: OpenOrdersPage }, errors: [404], handler: openOrders, v1: true },
+  { method: 'delete', path: `${V2}/orders/:order_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel one order', responses: { 200: OrderView }, errors: [404, 409], handler: cancelOrder, v1: true },
+  { method: 'post', path: `${V2}/orders/cancel`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel a batch of orders', body: BatchCancelRequest, example: { order_ids: ['ord_5f1c2d9e-0b7a-4c1e-9d3f-2a6b8c4e1f00'] }, responses: { 200: BatchCancelResponse }, errors: [404], v1: true },
+  { method: 'delete', path: `${V2}/orders`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel all open orders', responses: { 200: BatchCancelResponse }, errors: [404], v1: true },
+  {
+    method: 'get', path: `${V2}/strategies`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Managed strategies (newest first)',
+    query: paged(500, { status: { enum: STRATEGY_STATUSES }, type: { enum: STRATEGY_TYPES } }), responses: { 200: StrategiesPage }, errors: [404], v1: true,
+  },
+  { method: 'delete', path: `${V2}/strategies/:record_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel an untriggered strategy (409 once executing: cancel its order instead)', responses: { 200: StrategyRecord }, errors: [404, 409], v1: true },
+  { method: 'get', path: `${V2}/balances`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'pUSD balance and reservations', responses: { 200: BalancesResponse }, errors: [404], handler: balances, v1: true },
+  { method: 'get', path: `${V2}/balances/withdrawable`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Withdrawable ERC20 balances', responses: { 200: WithdrawableBalances }, errors: [404], v1: true },
+  { method: 'get', path: `${V2}/positions`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Share positions', query: paged(500), responses: { 200: PositionsPage }, errors: [404], handler: positions, v1: true },
+  {
+    method: 'get', path: `${V2}/activity`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Account activity (opaque cursor)',
+    query: { properties: { limit: { type: 'integer', minimum: 1, maximum: 200, description: 'Page size, 1 to 200.' }, cursor: { type: 'string', maxLength: 512, description: 'next_cursor of the previous page; opaque.' } } },
+    responses: { 200: ActivityPage }, errors: [404], v1: true,
+  },
+  { method: 'post', path: `${V2}/positions/redeem`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Redeem a resolved position', body: RedeemRequest, example: { condition_id: `0x${'ab'.repeat(32)}` }, errors: [404, 422] },
+  { method: 'post', path: `${V2}/positions/split`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Split pUSD into outcome tokens', body: SplitMergeRequest, example: { condition_id: `0x${'ab'.repeat(32)}`, amount: '10' }, errors: [404, 422] },
+  { method: 'post', path: `${V2}/positions/merge`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Merge outcome tokens into pUSD', body: SplitMergeRequest, example: { condition_id: `0x${'ab'.repeat(32)}`, amount: '10' }, errors: [404, 422] },
+  { method: 'post', path: `${V2}/withdraw`, scope: 'trade.withdraw', user: 'required', tag: 'trade.withdraw', summary: 'Withdraw to an external address', body: WithdrawRequest, example: { to_address: '0x00000000000000000000000000000000000000aa', amount: '25.5' }, errors: [404, 422] },
 
   // Combos (spec 4.2)
-  { method: 'post', path: `${V2}/combo/quote`, scope: 'trade.combos', user: 'required', tag: 'trade.combos', summary: 'Request a combo quote' },
-  { method: 'post', path: `${V2}/combo/accept`, scope: 'trade.combos', user: 'required', tag: 'trade.combos', summary: 'Accept a combo quote' },
-  { method: 'post', path: `${V2}/combo/redeem`, scope: 'trade.combos', user: 'required', tag: 'trade.combos', summary: 'Redeem a winning combo' },
-  { method: 'get', path: `${V2}/combo/positions`, scope: 'trade.combos', user: 'required', tag: 'trade.combos', summary: 'Combo positions' },
+  { method: 'post', path: `${V2}/combo/quote`, scope: 'trade.combos', user: 'required', tag: 'trade.combos', summary: 'Request a combo quote (valid about 8.5 s)', description: '422 `INSUFFICIENT_BALANCE` (message: dollars needed, largest affordable notional) or `NO_LIQUIDITY`.', body: ComboQuoteRequest, example: { leg_position_ids: ['pos_1', 'pos_2'], notional_usd: 10, side: 'BUY' }, responses: { 200: ComboQuoteResponse }, errors: [404, 422] },
+  { method: 'post', path: `${V2}/combo/accept`, scope: 'trade.combos', user: 'required', tag: 'trade.combos', summary: 'Accept a combo quote', description: '410 `QUOTE_EXPIRED` after expires_at: re-quote.', body: ComboAcceptRequest, example: { combo_order_id: 'combo_1', quote_id: 'quote_1' }, responses: { 200: ComboAcceptResponse }, errors: [404, 410, 422] },
+  { method: 'post', path: `${V2}/combo/redeem`, scope: 'trade.combos', user: 'required', tag: 'trade.combos', summary: 'Redeem a winning combo', body: ComboRedeemRequest, example: { combo_order_id: 'combo_1' }, responses: { 200: ComboRedeemResponse }, errors: [404, 409, 422] },
+  { method: 'get', path: `${V2}/combo/positions`, scope: 'trade.combos', user: 'required', tag: 'trade.combos', summary: 'Combo positions', query: paged(500, { status: { enum: ['OPEN', 'PARTIAL', 'RESOLVED_WIN', 'RESOLVED_LOSS'] } }), responses: { 200: ComboPositionsPage }, errors: [404] },
 
   // Copytrade (spec 4.4)
-  { method: 'post', path: `${V2}/copytrade`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Subscribe to a leader' },
+  { method: 'post', path: `${V2}/copytrade`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Subscribe to a leader (409 when one is active)', body: CopytradeRequest, example: { leader_address: '0x00000000000000000000000000000000000000bb', buy_size_mode: 'PCT_OF_LEADER_TRADE', buy_size_value: 10 }, responses: { 201: CopytradeResponse }, errors: [404, 409] },
 
   // Market data the spec lacks (issue 3)
-  { method: 'get', path: `${V2}/markets`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Markets of the venue', responses: { 200: MarketsPage }, handler: markets },
-  { method: 'get', path: `${V2}/book`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Order book of one outcome token', responses: { 200: BookResponse }, handler: book },
+  { method: 'get', path: `${V2}/markets`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Markets of the venue', query: paged(500), responses: { 200: MarketsPage }, handler: markets },
+  {
+    method: 'get', path: `${V2}/book`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Order book of one outcome token',
+    query: { properties: { token_id: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Outcome token id.' }, depth: { type: 'integer', minimum: 1, maximum: 100, description: 'Levels per side (default 20).' } }, required: ['token_id'] },
+    responses: { 200: BookResponse }, errors: [404], handler: book,
+  },
 
   // Public-data reads (spec 4.6)
-  { method: 'get', path: `${V2}/leaderboard`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Leaderboard' },
-  { method: 'get', path: `${V2}/traders/:address/positions`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'A trader\'s positions' },
-  { method: 'get', path: `${V2}/traders/:address/trades`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'A trader\'s trades' },
-  { method: 'get', path: `${V2}/trades`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Trades' },
-  { method: 'get', path: `${V2}/traders/:address/statements`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'A trader\'s statements' },
-  { method: 'get', path: `${V2}/traders/:address/statements/r1`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'A trader\'s R1 statement rows' },
+  { method: 'get', path: `${V2}/leaderboard`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Leaderboard', query: { ...paged(500, { window: { enum: ['1d', '7d', '30d', 'all'], description: 'Ranking window; another value → 400 `invalid window`.' } }), errorStrings: { window: 'invalid window' } } },
+  { method: 'get', path: `${V2}/traders/:address/positions`, params: ADDRESS_PATH, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'A trader\'s positions', query: paged(1000) },
+  { method: 'get', path: `${V2}/traders/:address/trades`, params: ADDRESS_PATH, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'A trader\'s trades', query: { properties: { limit: { type: 'integer', minimum: 1, maximum: 500 }, ...COMPOUND_CURSOR } }, responses: { 200: TradesPage } },
+  { method: 'get', path: `${V2}/trades`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Trades', query: { properties: { limit: { type: 'integer', minimum: 1, maximum: 500 }, ...COMPOUND_CURSOR } }, responses: { 200: TradesPage } },
+  { method: 'get', path: `${V2}/traders/:address/statements`, params: ADDRESS_PATH, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'A trader\'s statements', query: paged(500), responses: { 200: StatementsPage }, errors: [503] },
+  { method: 'get', path: `${V2}/traders/:address/statements/r1`, params: ADDRESS_PATH, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'A trader\'s R1 statement rows', query: paged(5000, { r1_limit: { type: 'integer', minimum: 1, maximum: 5000 }, r1_offset: { type: 'integer', minimum: 0 } }), responses: { 200: StatementsPage }, errors: [503] },
 ];

@@ -1,17 +1,26 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { errors } from '../engine/errors.js';
+import { ApiError, errors } from '../engine/errors.js';
 import { cjsDefault } from '../engine/interop.js';
 import { namedSchemas } from '../schemas/index.js';
 
 const addFormats = cjsDefault(addFormatsModule);
 
 /** The one AJV instance (draft 2020-12, strict, all errors). Schemas compile once and are cached. */
-export const ajv = new Ajv2020({ strict: true, allErrors: true, allowUnionTypes: true });
+export const ajv = new Ajv2020({
+  strict: true,
+  // The per-type rules (`if`/`then`) name fields declared at the top level, not inside `then`.
+  strictRequired: false,
+  allErrors: true,
+  allowUnionTypes: true,
+});
 addFormats(ajv);
 for (const schema of Object.values(namedSchemas)) ajv.addSchema(schema);
 
+
 const compiled = new WeakMap<object, ValidateFunction>();
+// Compile every named schema now: a schema error fails start-up, never a request.
+for (const schema of Object.values(namedSchemas)) validatorFor(schema);
 
 /** Validator for `schema` (a named schema by its `$id`), compiled on first use. */
 export function validatorFor(schema: object): ValidateFunction {
@@ -24,19 +33,67 @@ export function validatorFor(schema: object): ValidateFunction {
   return v;
 }
 
+/** The rule an error came from, when it sits under a described `allOf` branch (the per-type rules). */
+function ruleOf(root: object, schemaPath: string): string | null {
+  const m = /^#\/allOf\/(\d+)\/then/.exec(schemaPath);
+  if (!m) return null;
+  const branch = (root as { allOf?: Array<{ description?: string }> }).allOf?.[Number(m[1])];
+  return branch?.description ?? null;
+}
+
+function fieldOf(instancePath: string): string {
+  return instancePath ? instancePath.slice(1).replace(/\//g, '.') : 'body';
+}
+
 /** One error as a sentence that names the field and the rule. */
-export function describeError(e: ErrorObject): string {
-  const where = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : 'body';
+export function describeError(e: ErrorObject, root: object = {}): string {
+  const where = fieldOf(e.instancePath);
+  const rule = ruleOf(root, e.schemaPath);
+  const forRule = rule ? ` for ${rule}` : '';
   switch (e.keyword) {
     case 'additionalProperties':
       return `${where === 'body' ? '' : `${where}: `}unknown property '${(e.params as { additionalProperty: string }).additionalProperty}'`;
     case 'required':
-      return `${where === 'body' ? '' : `${where}.`}${(e.params as { missingProperty: string }).missingProperty} is required`;
+      return `${where === 'body' ? '' : `${where}.`}${(e.params as { missingProperty: string }).missingProperty} is required${forRule}`;
     case 'enum':
-      return `${where} must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((x) => JSON.stringify(x)).join(', ')}`;
+      return `${where} must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((x) => JSON.stringify(x)).join(', ')}${forRule}`;
+    case 'maximum':
+      return `${where} must be at most ${(e.params as { limit: number }).limit}${forRule}`;
+    case 'minimum':
+      return `${where} must be at least ${(e.params as { limit: number }).limit}${forRule}`;
+    case 'const':
+      return `${where} must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}${forRule}`;
     default:
-      return `${where} ${e.message ?? 'is invalid'}`;
+      return `${where} ${e.message ?? 'is invalid'}${forRule}`;
   }
+}
+
+/**
+ * AJV's errors as sentences: `if` wrappers are dropped, and the alternatives of an `anyOf` of
+ * `required`s become one "a or b is required" sentence.
+ */
+export function describeErrors(errs: ErrorObject[], root: object): string[] {
+  const out: string[] = [];
+  const grouped = new Set<ErrorObject>();
+  for (const e of errs) {
+    if (e.keyword !== 'anyOf') continue;
+    const inner = errs.filter((x) => x !== e && x.schemaPath.startsWith(`${e.schemaPath}/`));
+    if (inner.length && inner.every((x) => x.keyword === 'required')) {
+      const names = inner.map((x) => {
+        const base = fieldOf(x.instancePath);
+        return `${base === 'body' ? '' : `${base}.`}${(x.params as { missingProperty: string }).missingProperty}`;
+      });
+      const rule = ruleOf(root, e.schemaPath);
+      out.push(`${[...new Set(names)].join(' or ')} is required${rule ? ` for ${rule}` : ''}`);
+      inner.forEach((x) => grouped.add(x));
+      grouped.add(e);
+    }
+  }
+  for (const e of errs) {
+    if (grouped.has(e) || e.keyword === 'if') continue;
+    out.push(describeError(e, root));
+  }
+  return [...new Set(out)];
 }
 
 /**
@@ -46,10 +103,37 @@ export function describeError(e: ErrorObject): string {
  */
 export function validate<T>(schema: object, value: unknown): T {
   const v = validatorFor(schema);
-  if (!v(value)) {
-    const seen = new Set<string>();
-    const msgs = (v.errors ?? []).map(describeError).filter((m) => !seen.has(m) && seen.add(m));
-    throw errors.badRequest(msgs.join('; '));
-  }
+  if (!v(value)) throw errors.badRequest(describeErrors(v.errors ?? [], schema).join('; '));
   return value as T;
+}
+
+/** Query and path parameters: strings coerced to the declared types (`limit=5` → 5). */
+const paramAjv = new Ajv2020({ strict: true, allErrors: true, coerceTypes: true, allowUnionTypes: true });
+addFormats(paramAjv);
+const paramValidators = new WeakMap<object, ValidateFunction>();
+
+/**
+ * Validates request parameters (`where` = `query parameter` or `path parameter`) against a route's
+ * declared properties; unknown query parameters are ignored.
+ * @returns the coerced values.
+ * @throws {ApiError} 400 naming the parameter and the rule; its `error` is `errorStrings[param]`
+ *   when the route names one (for example `invalid window`), else `invalid_request`.
+ */
+export function validateParams(
+  spec: { properties: Record<string, object>; required?: string[]; errorStrings?: Record<string, string> },
+  values: Record<string, unknown>,
+  where: string,
+): Record<string, unknown> {
+  let v = paramValidators.get(spec);
+  if (!v) {
+    v = paramAjv.compile({ type: 'object', properties: spec.properties, required: spec.required ?? [], additionalProperties: true });
+    paramValidators.set(spec, v);
+  }
+  const copy = { ...values };
+  if (v(copy)) return copy;
+  const errs = v.errors ?? [];
+  const msgs = describeErrors(errs, {}).map((m) => `${where} ${m}`);
+  const param = errs.map((e) => (e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty : e.instancePath.slice(1).split('/')[0]!)).find((p) => spec.errorStrings?.[p]);
+  const error = param ? spec.errorStrings![param]! : 'invalid_request';
+  throw new ApiError(400, error, msgs.join('; '));
 }

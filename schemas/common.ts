@@ -53,3 +53,21 @@ export const Health = {
   },
 } as const;
 export type Health = FromSchema<typeof Health>;
+
+/** Dollar or share amount as a decimal string (never a JS number on the wire). */
+export const DecimalString = { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 32 } as const;
+
+/** An EVM address (any case on input; responses are EIP-55 checksummed). */
+export const Address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' } as const;
+
+/** Offset/limit page envelope with `items` under `key` (spec 2.9). */
+export function offsetPage<K extends string, I extends object>(id: string, key: K, items: I, description: string) {
+  return {
+    $id: id,
+    description,
+    type: 'object',
+    additionalProperties: false,
+    required: [key, 'total', 'limit', 'offset', 'has_more'],
+    properties: { [key]: { type: 'array', items }, ...PageFields } as { [P in K]: { type: 'array'; items: I } } & typeof PageFields,
+  } as const;
+}

@@ -16,8 +16,7 @@ export const ORDER_TYPES = ['LIMIT', 'MARKET', 'PEGGED', 'TWAP', 'ICEBERG', 'TAK
  * POST /v2/trade/order body (spec 2.2, 2.2.1). Structure and units here; the per-type rules of
  * 2.2.2 that depend on the market (tick, minimum size, balances) are checked by the order service.
  */
-export const OrderRequest = {
-  $id: 'OrderRequest',
+const OrderRequestBase = {
   type: 'object',
   additionalProperties: false,
   required: ['symbol', 'side', 'type'],
@@ -60,7 +59,50 @@ export const OrderRequest = {
     metadata: { type: 'string', maxLength: 1024 },
   },
 } as const;
-export type OrderRequest = FromSchema<typeof OrderRequest>;
+
+const THEN = (description: string, then: object) => ({ description, then });
+/** `if type is T` (optionally `and side is S`). */
+const isType = (types: readonly string[], side?: 'buy' | 'sell') => ({
+  required: side ? ['type', 'side'] : ['type'],
+  properties: { type: { enum: types }, ...(side ? { side: { const: side } } : {}) },
+});
+const OFFSET = { type: 'object', anyOf: [{ required: ['trailing_offset_pct'] }, { required: ['trailing_offset'] }] } as const;
+
+/**
+ * Per-type rules of spec 2.2.2 as data: `if` the type (and side) match, `then` these fields are
+ * required. Each rule's `description` completes the error message ("price is required for LIMIT
+ * orders"). Rules that need the market or the wallet (tick, minimum size, balances, crossing) are
+ * checked by the engine.
+ */
+export const ORDER_TYPE_RULES = [
+  { if: isType(['LIMIT']), ...THEN('LIMIT orders', { required: ['price', 'size'] }) },
+  { if: isType(['MARKET'], 'buy'), ...THEN('a MARKET buy (dollars)', { required: ['quote_amount'] }) },
+  { if: isType(['MARKET'], 'sell'), ...THEN('a MARKET sell (shares)', { required: ['size'] }) },
+  { if: isType(['PEGGED']), ...THEN('PEGGED orders (budget_usdc, or quote_amount as its alias)', { anyOf: [{ required: ['budget_usdc'] }, { required: ['quote_amount'] }] }) },
+  { if: isType(['ICEBERG']), ...THEN('ICEBERG orders', { required: ['price', 'size', 'execution'], properties: { execution: { type: 'object', required: ['clip_size'] } } }) },
+  { if: isType(['TWAP']), ...THEN('TWAP orders', { required: ['execution'], properties: { execution: { type: 'object', required: ['interval_sec', 'duration_sec'] } }, anyOf: [{ required: ['size'] }, { required: ['quote_amount'] }] }) },
+  {
+    if: isType(['TRAILING_STOP']),
+    ...THEN('TRAILING_STOP orders (size, execution.trailing_offset_pct or execution.trailing_offset, and execution.high_water_mark or price)', {
+      required: ['size', 'execution'],
+      properties: { execution: OFFSET },
+      anyOf: [{ required: ['price'] }, { required: ['execution'], properties: { execution: { type: 'object', required: ['high_water_mark'] } } }],
+    }),
+  },
+  { if: isType(['TRAILING_BUY']), ...THEN('TRAILING_BUY orders (quote_amount, and execution.trailing_offset_pct or execution.trailing_offset)', { required: ['quote_amount', 'execution'], properties: { execution: OFFSET } }) },
+  { if: isType(['TAKE_PROFIT', 'STOP_LOSS']), ...THEN('TAKE_PROFIT and STOP_LOSS orders (sell-side, price and size)', { required: ['price', 'size'], properties: { side: { const: 'sell' } } }) },
+  {
+    if: { anyOf: [{ required: ['take_profit'] }, { required: ['stop_loss'] }] },
+    ...THEN('brackets (take_profit / stop_loss attach to buy LIMIT or MARKET entries only)', { required: ['type', 'side'], properties: { type: { enum: ['LIMIT', 'MARKET'] }, side: { const: 'buy' } } }),
+  },
+] as const;
+
+/**
+ * POST /v2/trade/order body (spec 2.2, 2.2.1, 2.2.2): structure, units and the per-type rules;
+ * what depends on the market or the wallet is checked by the engine.
+ */
+export const OrderRequest = { $id: 'OrderRequest', ...OrderRequestBase, allOf: ORDER_TYPE_RULES } as const;
+export type OrderRequest = FromSchema<typeof OrderRequestBase>;
 
 const Nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] }) as const;
 const OrderStatus = { enum: ['SUBMITTED', 'LIVE', 'PARTIALLY_FILLED', 'PENDING_CANCEL', 'FILLED', 'CANCELED', 'EXPIRED', 'REJECTED'] } as const;
@@ -91,7 +133,26 @@ const orderProperties = {
   updated_at: EpochMs,
   revision: { type: 'integer', minimum: 1, description: 'Increases by one per change of this order.' },
   message: { type: 'string' },
-  warnings: { type: 'array', items: { type: 'string' } },
+  warnings: { type: 'array', items: { type: 'string' }, description: 'Notes the partner must read (ignored fields, failed brackets); a 200 may carry them.' },
+  brackets: {
+    type: 'object',
+    additionalProperties: false,
+    description: 'Bracket legs of a buy entry (spec 2.3): placed after the entry fills, best-effort.',
+    properties: { take_profit: { $ref: 'BracketResult' }, stop_loss: { $ref: 'BracketResult' } },
+  },
+} as const;
+
+/** One bracket leg in an order response (spec 2.3): a failed bracket sets `error`. */
+export const BracketResult = {
+  $id: 'BracketResult',
+  type: 'object',
+  additionalProperties: true,
+  properties: {
+    order_id: { type: ['string', 'null'] },
+    id: { type: ['string', 'null'] },
+    status: { type: ['string', 'null'] },
+    error: { type: ['string', 'null'] },
+  },
 } as const;
 
 export const OrderView = {

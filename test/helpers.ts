@@ -8,6 +8,9 @@ import { createLogger } from '../engine/logger.js';
 import { closeServer, startServices, type Services } from '../engine/service.js';
 import { EmbeddedStore } from '../engine/store/embedded.js';
 import type { Store } from '../engine/store/port.js';
+import { ROUTES } from '../api/routes.js';
+import { validatorFor } from '../api/validation.js';
+import { ErrorEnvelope } from '../schemas/common.js';
 
 export const MASTER_KEY = 'pts_test_master_key_0123456789abcdef';
 
@@ -63,6 +66,7 @@ export async function startTestService(opts: { clock?: Clock | ManualClock; stor
       } catch {
         /* not JSON: keep text */
       }
+      checkResponse(method, path, res.status, parsed);
       return { status: res.status, body: parsed, headers: res.headers };
     },
     async close() {
@@ -70,4 +74,30 @@ export async function startTestService(opts: { clock?: Clock | ManualClock; stor
       await services.stop();
     },
   };
+}
+
+const routeMatchers = ROUTES.flatMap((r) => {
+  const toRe = (p: string) => new RegExp(`^${p.replace(/:\w+/g, '[^/]+')}$`);
+  return [{ route: r, re: toRe(r.path) }, ...(r.v1 ? [{ route: r, re: toRe(r.path.replace(/^\/v2\//, '/v1/')) }] : [])].map((x) => ({ ...x, method: r.method.toUpperCase() }));
+});
+
+/**
+ * Every API test checks each response against the route table (issue 4): a 2xx body must match
+ * the schema declared for that status, every other status must be the error envelope. Throws
+ * with AJV's report when it does not.
+ */
+export function checkResponse(method: string, url: string, status: number, body: unknown): void {
+  const path = url.split('?')[0]!;
+  const m = routeMatchers.find((x) => x.method === method.toUpperCase() && x.re.test(path));
+  if (status >= 300) {
+    const v = validatorFor(ErrorEnvelope);
+    if (!v(body)) throw new Error(`${method} ${url} → ${status}: body is not the error envelope: ${JSON.stringify(body)} ${JSON.stringify(v.errors)}`);
+    return;
+  }
+  if (!m) throw new Error(`${method} ${url} → ${status} matches no route of the route table`);
+  const schema = m.route.responses?.[status];
+  if (!schema) throw new Error(`${method} ${url} → ${status}: the route table declares no ${status} response`);
+  const v = validatorFor(schema);
+  if (!v(body)) throw new Error(`${method} ${url} → ${status}: body does not match its schema: ${JSON.stringify(v.errors)}`);
+  if (body !== null && typeof body === 'object' && 'error' in body) throw new Error(`${method} ${url} → ${status}: a successful body carries \`error\``);
 }

@@ -1,7 +1,7 @@
 import { dec, str } from '../../engine/decimal.js';
 import { errors } from '../../engine/errors.js';
 import type { Handler } from '../context.js';
-import { page, pageQuery, requiredQuery } from '../paging.js';
+import { page, pageQuery } from '../paging.js';
 
 /** GET /v2/trade/markets: the venue's markets in catalogue order (offset/limit, limit ≤ 500). */
 export const markets: Handler = async ({ req, services }) => {
@@ -21,13 +21,9 @@ export const markets: Handler = async ({ req, services }) => {
 
 /** GET /v2/trade/book?token_id=&depth=: levels best first (depth ≤ 100, default 20). */
 export const book: Handler = async ({ req, services }) => {
-  const tokenId = requiredQuery(req, 'token_id', /^\d{1,100}$/);
-  const depthRaw = req.query.depth;
-  let depth = 20;
-  if (depthRaw !== undefined) {
-    if (typeof depthRaw !== 'string' || !/^\d{1,3}$/.test(depthRaw) || Number(depthRaw) < 1 || Number(depthRaw) > 100) throw errors.badRequest('depth must be an integer from 1 to 100');
-    depth = Number(depthRaw);
-  }
+  // token_id and depth were checked against the route's query schema
+  const tokenId = String(req.query.token_id);
+  const depth = req.query.depth === undefined ? 20 : Number(req.query.depth);
   const view = services.venue.book(tokenId, depth);
   if (!view) throw errors.notFound(`no outcome token ${tokenId}`);
   return { status: 200, body: { token_id: view.tokenId, tick_size: view.tickSize, min_size: view.minSize, bids: view.bids, asks: view.asks } };

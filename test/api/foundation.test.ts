@@ -143,7 +143,7 @@ describe('API foundation', () => {
     );
 
     it.each(ROUTES.filter((r) => !r.handler).map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))('%s is not built yet: 501 in the envelope', async (_n, route) => {
-      const res = await svc.call(route.method.toUpperCase(), concrete(route.path), { headers: { 'x-partner-user-id': 'matrix' }, body: route.method === 'get' || route.method === 'delete' ? undefined : {} });
+      const res = await svc.call(route.method.toUpperCase(), concrete(route.path), { headers: { 'x-partner-user-id': 'matrix' }, body: route.method === 'get' || route.method === 'delete' ? undefined : (route.example ?? {}) });
       expectError(res, 501, 'not_implemented');
     });
   });

@@ -147,9 +147,9 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
 
   it.each([
     [{ side: 'buy', quote_amount: '0.5' }, /at least \$1/],
-    [{ side: 'buy' }, /quote_amount \(dollars\) is required/],
+    [{ side: 'buy' }, /^quote_amount is required for a MARKET buy \(dollars\)$/],
     [{ side: 'buy', quote_amount: '5', price: '0.5' }, /price is not used by MARKET/],
-    [{ side: 'sell' }, /size \(shares\) is required/],
+    [{ side: 'sell' }, /^size is required for a MARKET sell \(shares\)$/],
     [{ side: 'buy', quote_amount: '5', time_in_force: 'IOC' }, /always behave as IOC/],
   ])('MARKET %j → 400', async (patch, message) => {
     expectError(await post('bob', { symbol: token, type: 'MARKET', ...patch }), 400, 'invalid_request', message);

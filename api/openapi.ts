@@ -1,0 +1,187 @@
+import { SCOPES } from '../engine/auth.js';
+import { namedSchemas } from '../schemas/index.js';
+import type { RouteSpec } from './context.js';
+import { ROUTES } from './routes.js';
+
+/** Meaning of each error status (spec part 7), for the shared error responses. */
+const ERROR_STATUSES: Record<number, string> = {
+  400: 'Invalid request: a malformed or missing field, header or parameter; price out of range (the cents message of spec 2.1); `limit` above the endpoint maximum; a missing or non-UUID `Idempotency-Key`. `error` is `invalid_request` unless the spec names a string (`invalid window`).',
+  401: 'Unauthorized: missing, malformed, unknown, expired or revoked API key.',
+  403: 'Forbidden: the key lacks the endpoint\'s scope, or a per-user key names another user.',
+  404: 'Not found: no such route, resource, or user (`X-Partner-User-Id`); also a resource of another user.',
+  409: 'Conflict: the resource is in a state that forbids this (already final; an active copytrade for that leader; a strategy already executing); or `idempotency_key_in_use` while the first request with that key still runs (with `Retry-After`).',
+  410: 'Gone: `QUOTE_EXPIRED` (combo accept after `expires_at`): re-quote.',
+  413: 'Request body larger than BODY_LIMIT_BYTES.',
+  415: 'Request body is not application/json.',
+  422: 'Business rule: `INSUFFICIENT_BALANCE`, `NO_LIQUIDITY`, `order crosses book`, `Not enough shares to place this sell — holding <X>`, or `idempotency_key_reused` (the key was used for a different request).',
+  429: 'Rate limit exceeded (RATE_LIMIT_PER_MIN per API key): wait at least `Retry-After` seconds, with jitter.',
+  500: 'Server fault: retry with exponential backoff.',
+  501: 'Part of the v2 specification, not available on this service yet.',
+  503: 'Data not ready: poll later.',
+};
+
+const TAGS: Record<string, string> = {
+  'trade.health': 'Public: liveness and this document.',
+  'trade.users': 'Partner-level (master key): provision users, mint and revoke per-user keys.',
+  'trade.read': 'Reads: account, balances, positions, open orders, activity, strategies, market data.',
+  'trade.execute': 'Place orders and strategies; redeem, split, merge; copytrade.',
+  'trade.cancel': 'Cancel orders and untriggered strategies.',
+  'trade.withdraw': 'Withdraw to an external address (granted explicitly).',
+  'trade.combos': 'Combo (parlay) quotes, accepts, redeems and positions.',
+};
+
+const DESCRIPTION = `Partner trading API for prediction-market outcome tokens (spec v2.0).
+
+Conventions:
+- Prices are decimal probabilities 0.001–0.999 (never cents); sizes are shares; \`quote_amount\` and \`budget_usdc\` are US dollars. Quantities travel as decimal strings.
+- Timestamps (\`created_at\`, \`updated_at\`, \`expiration\`, \`expires_at\` of keys) are Unix epoch milliseconds; combo \`expires_at\` is ISO 8601.
+- Every non-2xx body is \`{error, message?}\`: branch on the status, then on \`error\`. Successful bodies never carry \`error\` and may carry \`warnings\`.
+- Every POST, PATCH and DELETE needs an \`Idempotency-Key\` (a UUID v4 per operation, the same when retrying). Keys are scoped to the API key; a retry of a completed request returns the original status and body with \`Idempotent-Replayed: true\`; the same key on a different request answers 422 \`idempotency_key_reused\`; a duplicate while the first still runs answers 409 \`idempotency_key_in_use\`. Successful responses are kept 24 hours; refused requests are not kept.
+- Master keys act for a user with the \`X-Partner-User-Id\` header; per-user keys act for their bound user.
+- Rate limit: RATE_LIMIT_PER_MIN requests per minute per API key (default 600); 429 with \`Retry-After\` and the IETF \`RateLimit\` / \`RateLimit-Policy\` headers.
+- Endpoints of the specification that this service does not provide yet answer 501 after authentication and input checks.
+- \`/v1/trade/*\` mounts reads, cancels and user provisioning with the same behaviour.`;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+/** Schema → component: drops `$id`, turns `$ref: 'Name'` into a component reference. */
+function toComponent(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(toComponent);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (k === '$id') continue;
+    out[k] = k === '$ref' && typeof v === 'string' && !v.startsWith('#') ? `#/components/schemas/${v}` : toComponent(v);
+  }
+  return out;
+}
+
+const nameOf = new Map<object, string>(Object.entries(namedSchemas).map(([name, schema]) => [schema as object, name]));
+
+/** A route's schema: a reference when it is a named schema, inline otherwise. */
+function schemaRef(schema: object): unknown {
+  const name = nameOf.get(schema);
+  return name ? ref(name) : toComponent(schema);
+}
+
+function operationId(method: string, path: string): string {
+  const words = path.split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1));
+  return method + words.join('');
+}
+
+function operation(route: RouteSpec, path: string, v1: boolean): Record<string, unknown> {
+  const mutating = route.method !== 'get';
+  const parameters: Record<string, unknown>[] = [];
+  for (const m of path.matchAll(/:(\w+)/g)) {
+    parameters.push({ name: m[1], in: 'path', required: true, schema: toComponent(route.params?.[m[1]!] ?? { type: 'string', minLength: 1 }) });
+  }
+  for (const [name, schema] of Object.entries(route.query?.properties ?? {})) {
+    const { description, ...rest } = schema as { description?: string };
+    parameters.push({ name, in: 'query', required: route.query?.required?.includes(name) ?? false, schema: toComponent(rest), ...(description ? { description } : {}) });
+  }
+  if (mutating) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
+  if (route.user !== 'none') parameters.push({ $ref: '#/components/parameters/PartnerUserId' });
+
+  const responses: Record<string, unknown> = {};
+  const successes = Object.entries(route.responses ?? {});
+  if (successes.length === 0) successes.push(['200', { type: 'object', description: 'Shape not fixed yet.' }]);
+  for (const [status, schema] of successes) {
+    responses[status] = {
+      description: route.handler ? 'Success.' : 'Success (once built).',
+      ...(mutating ? { headers: { 'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' } } } : {}),
+      content: { 'application/json': { schema: schemaRef(schema) } },
+    };
+  }
+  const errorStatuses = new Set<number>([400, 500, ...(route.errors ?? [])]);
+  if (route.scope) [401, 403].forEach((s) => errorStatuses.add(s));
+  if (route.path !== '/healthz') errorStatuses.add(429);
+  if (route.body) [413, 415].forEach((s) => errorStatuses.add(s));
+  if (route.user === 'required' || route.user === 'optional') errorStatuses.add(404);
+  if (mutating) [409, 422].forEach((s) => errorStatuses.add(s));
+  if (!route.handler) errorStatuses.add(501);
+  for (const s of [...errorStatuses].sort()) responses[String(s)] = { $ref: `#/components/responses/E${s}` };
+
+  const scopeNote = route.scope ? `Scope: \`${route.scope}\`${route.masterOnly ? ' (master key only)' : ''}.` : 'Public: no authentication.';
+  const built = route.handler ? '' : ' Not built yet: answers 501 after the checks.';
+  const v1Note = v1 ? ` Version 1 mount of \`${route.path}\`: same behaviour.` : '';
+  return {
+    operationId: operationId(route.method, path) + (v1 ? 'V1' : ''),
+    summary: route.summary,
+    description: `${scopeNote}${built}${v1Note}${route.description ? `\n\n${route.description}` : ''}`,
+    tags: [route.tag],
+    security: route.scope ? [{ bearerAuth: [route.scope] }] : [],
+    parameters,
+    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaRef(route.body), ...(route.example ? { example: route.example } : {}) } } } } : {}),
+    responses,
+  };
+}
+
+/**
+ * Builds the OpenAPI 3.1 document from the route table and the named JSON Schemas (issue 4,
+ * deliverable 6): every path and parameter, the scope of each operation as its security
+ * requirement, every success and error status, and the schemas as components.
+ * @returns the document, served at GET /v2/trade/openapi.json.
+ */
+export function buildOpenApi(): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of ROUTES) {
+    const mounts: Array<[string, boolean]> = [[route.path, false]];
+    if (route.v1) mounts.push([route.path.replace(/^\/v2\//, '/v1/'), true]);
+    for (const [p, v1] of mounts) {
+      const oaPath = p.replace(/:(\w+)/g, '{$1}');
+      (paths[oaPath] ??= {})[route.method] = operation(route, p, v1);
+    }
+  }
+  const errorResponses = Object.fromEntries(
+    Object.entries(ERROR_STATUSES).map(([status, description]) => [
+      `E${status}`,
+      {
+        description,
+        ...(status === '429' || status === '409'
+          ? { headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } } } }
+          : {}),
+        content: { 'application/json': { schema: ref('ErrorEnvelope') } },
+      },
+    ]),
+  );
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Partner Trading Service',
+      version: '2.0.0',
+      summary: 'REST API for trading prediction-market outcome tokens on a central limit order book.',
+      description: DESCRIPTION,
+      license: { name: 'Proprietary', url: 'https://example.invalid/license' },
+      contact: { name: 'Partner Trading Service maintainers' },
+    },
+    servers: [{ url: 'http://127.0.0.1:8080', description: 'Local `npm start` with the default configuration' }],
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
+    paths,
+    components: {
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description: `API key as \`Authorization: Bearer <API_KEY>\`. Scopes (additive; listed per operation): ${SCOPES.join(', ')}.`,
+        },
+      },
+      parameters: {
+        IdempotencyKey: {
+          name: 'Idempotency-Key', in: 'header', required: true,
+          description: 'A fresh UUID v4 per operation; the same one when retrying (spec 5.6).',
+          schema: { type: 'string', format: 'uuid' },
+        },
+        PartnerUserId: {
+          name: 'X-Partner-User-Id', in: 'header', required: false,
+          description: 'With a master key: the partner_user_id this request acts for (required on user-bound endpoints). Per-user keys may omit it.',
+          schema: { type: 'string', minLength: 1, maxLength: 128 },
+        },
+      },
+      headers: {
+        IdempotentReplayed: { description: '`true` when this response is the stored response of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+      },
+      responses: errorResponses,
+      schemas: Object.fromEntries(Object.entries(namedSchemas).map(([name, schema]) => [name, toComponent(schema)])),
+    },
+  };
+}
