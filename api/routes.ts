@@ -12,7 +12,7 @@ import type { RouteSpec } from './context.js';
 import { health } from './handlers/health.js';
 import { openapiDocument } from './handlers/openapi.js';
 import { account, mintUserKey, provisionUser, revokeKey } from './handlers/users.js';
-import { cancelOrder, openOrders, placeOrder } from './handlers/orders.js';
+import { activity, cancelOrder, openOrders, placeOrder } from './handlers/orders.js';
 import { balances, book, markets, positions } from './handlers/market.js';
 
 export { ErrorEnvelope };
@@ -72,7 +72,7 @@ export const ROUTES: RouteSpec[] = [
   {
     method: 'get', path: `${V2}/activity`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Account activity (opaque cursor)',
     query: { properties: { limit: { type: 'integer', minimum: 1, maximum: 200, description: 'Page size, 1 to 200.' }, cursor: { type: 'string', maxLength: 512, description: 'next_cursor of the previous page; opaque.' } } },
-    responses: { 200: ActivityPage }, errors: [404], v1: true,
+    responses: { 200: ActivityPage }, errors: [404], handler: activity, v1: true,
   },
   { method: 'post', path: `${V2}/positions/redeem`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Redeem a resolved position', body: RedeemRequest, example: { condition_id: `0x${'ab'.repeat(32)}` }, errors: [404, 422] },
   { method: 'post', path: `${V2}/positions/split`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Split pUSD into outcome tokens', body: SplitMergeRequest, example: { condition_id: `0x${'ab'.repeat(32)}`, amount: '10' }, errors: [404, 422] },

@@ -12,6 +12,7 @@ import type { Store } from './store/port.js';
 import { TimerService } from './scheduler/timers.js';
 import { UserService } from './users.js';
 import { IdempotencyService } from './idempotency.js';
+import { CursorCodec } from './cursor.js';
 import { OrderService } from './orders.js';
 import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
@@ -31,6 +32,7 @@ export interface Services {
   venue: SimVenue;
   orders: OrderService;
   idempotency: IdempotencyService;
+  cursors: CursorCodec;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Stops timers and closes the store (after the HTTP server stopped). */
@@ -57,6 +59,7 @@ export async function startServices(config: Config, log: Logger, options: StartO
   const keys = await ApiKeyService.open(store, clock);
   const users = await UserService.open(store, clock);
   const idempotency = await IdempotencyService.open(store, clock, log);
+  const cursors = await CursorCodec.open(store);
   const hostRef: { current?: ActorHost } = {};
   const timers = new TimerService(store, (t) => hostRef.current!.deliverTimer(t), log, config.schedulerPollMs);
   const host = new ActorHost(actors, timers, clock, log);
@@ -74,7 +77,7 @@ export async function startServices(config: Config, log: Logger, options: StartO
   log.info({ restored, quarantined, reconciled }, 'actors restored and reconciled with the venue');
   await timers.start();
   const services: Services = {
-    config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders, idempotency,
+    config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders, idempotency, cursors,
     startedAtMs: clock.now(),
     async stop() {
       idempotency.close();

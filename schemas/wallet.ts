@@ -85,12 +85,12 @@ export const BatchCancelResponse = {
   },
 } as const;
 
-/** One activity item (ours: a change of one of the user's orders or strategies). */
+/** One activity item (ours: one of the user's orders or strategies, newest first, with its latest state). */
 export const ActivityItem = {
   $id: 'ActivityItem',
   type: 'object',
   additionalProperties: false,
-  required: ['kind', 'id', 'type', 'status', 'side', 'symbol', 'at'],
+  required: ['kind', 'id', 'type', 'status', 'side', 'symbol', 'created_at', 'updated_at'],
   properties: {
     kind: { enum: ['order', 'strategy'] },
     id: { type: 'string', description: 'order_id or record_id.' },
@@ -101,7 +101,8 @@ export const ActivityItem = {
     price: { type: ['string', 'null'] },
     size: { type: ['string', 'null'] },
     filled_size: { type: ['string', 'null'] },
-    at: { type: 'integer', minimum: 0, description: 'Last change, Unix epoch milliseconds.' },
+    created_at: { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' },
+    updated_at: { type: 'integer', minimum: 0, description: 'Last change, Unix epoch milliseconds.' },
   },
 } as const;
 

@@ -25,3 +25,28 @@ export const cancelOrder: Handler = async ({ req, services, user }) => {
   const rec = await services.orders.cancel(user!._id, String(req.params.order_id));
   return { status: 200, body: rec.view };
 };
+
+/**
+ * GET /v2/trade/activity (spec 4.6, 4.7): the user's orders and strategies, newest first, with an
+ * opaque cursor (keyset paging: stable while new activity arrives).
+ */
+export const activity: Handler = async ({ req, services, user }) => {
+  const limit = req.query.limit === undefined ? 50 : Number(req.query.limit);
+  const before = typeof req.query.cursor === 'string' ? services.cursors.open<{ k: string }>(req.query.cursor).k : undefined;
+  const { records } = await services.actors.findOwned(user!._id, { kind: { $in: ['order', 'strategy'] } }, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
+  const items = records.slice(0, limit);
+  const more = records.length > limit;
+  return {
+    status: 200,
+    body: {
+      activity: items.map((r) => {
+        const v = r.view as Record<string, unknown>;
+        return {
+          kind: r.kind, id: r._id, type: v.type, status: r.status, side: v.side, symbol: v.symbol,
+          price: v.price ?? null, size: v.size ?? null, filled_size: v.filled_size ?? null, created_at: r.createdAtMs, updated_at: r.updatedAtMs,
+        };
+      }),
+      next_cursor: more ? services.cursors.seal({ k: items.at(-1)!.ownerKey }) : null,
+    },
+  };
+};

@@ -111,12 +111,15 @@ export class ActorRepository {
   }
 
   /**
-   * Actors of one user matching `filter`, newest first (an index range on `ownerKey`).
+   * Actors of one user matching `filter`, newest first (an index range on `ownerKey`); `before`
+   * continues after the record whose `ownerKey` it is (keyset paging).
    * @returns the page and the total count matching.
    */
-  async findOwned(ownerUserId: string, filter: Filter, options: { skip?: number; limit?: number } = {}): Promise<{ records: ActorRecord[]; total: number }> {
-    const q = { ...filter, ownerKey: { $gt: `${ownerUserId}|`, $lt: `${ownerUserId}|\uffff` } };
-    const [records, total] = await Promise.all([this.c.find(q, { sort: { ownerKey: -1 }, ...options }), this.c.count(q)]);
+  async findOwned(ownerUserId: string, filter: Filter, options: { skip?: number; limit?: number; before?: string } = {}): Promise<{ records: ActorRecord[]; total: number }> {
+    const upper = `${ownerUserId}|\uffff`;
+    const { before, ...paging } = options;
+    const q = { ...filter, ownerKey: { $gt: `${ownerUserId}|`, $lt: before !== undefined && before < upper ? before : upper } };
+    const [records, total] = await Promise.all([this.c.find(q, { sort: { ownerKey: -1 }, ...paging }), this.c.count(q)]);
     return { records, total };
   }
 }
