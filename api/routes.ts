@@ -12,7 +12,7 @@ import type { RouteSpec } from './context.js';
 import { health } from './handlers/health.js';
 import { openapiDocument } from './handlers/openapi.js';
 import { account, mintUserKey, provisionUser, revokeKey } from './handlers/users.js';
-import { activity, cancelOrder, openOrders, placeOrder } from './handlers/orders.js';
+import { activity, cancelOrder, cancelStrategy, listStrategies, openOrders, placeOrder } from './handlers/orders.js';
 import { balances, book, markets, positions } from './handlers/market.js';
 
 export { ErrorEnvelope };
@@ -63,9 +63,9 @@ export const ROUTES: RouteSpec[] = [
   { method: 'delete', path: `${V2}/orders`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel all open orders', responses: { 200: BatchCancelResponse }, errors: [404], v1: true },
   {
     method: 'get', path: `${V2}/strategies`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Managed strategies (newest first)',
-    query: paged(500, { status: { enum: STRATEGY_STATUSES }, type: { enum: STRATEGY_TYPES } }), responses: { 200: StrategiesPage }, errors: [404], v1: true,
+    query: paged(500, { status: { enum: STRATEGY_STATUSES }, type: { enum: STRATEGY_TYPES } }), responses: { 200: StrategiesPage }, errors: [404], handler: listStrategies, v1: true,
   },
-  { method: 'delete', path: `${V2}/strategies/:record_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel an untriggered strategy (409 once executing: cancel its order instead)', responses: { 200: StrategyRecord }, errors: [404, 409], v1: true },
+  { method: 'delete', path: `${V2}/strategies/:record_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel an untriggered strategy (409 once executing: cancel its order instead)', responses: { 200: StrategyRecord }, errors: [404, 409], handler: cancelStrategy, v1: true },
   { method: 'get', path: `${V2}/balances`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'pUSD balance and reservations', responses: { 200: BalancesResponse }, errors: [404], handler: balances, v1: true },
   { method: 'get', path: `${V2}/balances/withdrawable`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Withdrawable ERC20 balances', responses: { 200: WithdrawableBalances }, errors: [404], v1: true },
   { method: 'get', path: `${V2}/positions`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Share positions', query: paged(500), responses: { 200: PositionsPage }, errors: [404], handler: positions, v1: true },

@@ -5,7 +5,7 @@ import type { OrderRequest } from '../schemas/orders.js';
 import type { ActorHost } from './actor-host.js';
 import type { Clock } from './clock.js';
 import { dec, Dec, SIZE_DP, str } from './decimal.js';
-import { ApiError, errors } from './errors.js';
+import { ApiError, DuplicateKeyError, errors } from './errors.js';
 import type { Logger } from './logger.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
 import type { SimVenue } from './venue/sim-venue.js';
@@ -37,9 +37,9 @@ export function orderView(s: OrderSnapshot, meta: { id: string; status: string; 
   const filled = dec(c.filledSize);
   const remaining = c.size === null ? (final ? '0' : null) : final ? '0' : str(dec(c.size).minus(filled));
   const view: Record<string, unknown> = {
-    type: c.type,
+    type: c.isTakeProfit ? 'TAKE_PROFIT' : c.type,
     order_id: meta.id,
-    record_id: null,
+    record_id: c.parentId ?? null,
     status: meta.status,
     side: c.side,
     symbol: c.tokenId,
@@ -245,6 +245,28 @@ export class OrderService {
       throw new ApiError(422, text, c.reason ?? undefined);
     }
     return rec;
+  }
+
+  /**
+   * Places an order a strategy decided on (already sized and priced), with a deterministic id.
+   * Placing the same id twice is harmless: the second call finds the first.
+   * @returns the order's record after the venue answered.
+   */
+  async placeChild(partnerId: string, input: OrderInput): Promise<ActorRecord> {
+    try {
+      await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+    }
+    await this.settle(input.orderId);
+    return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
+  }
+
+  /** Cancels order `orderId` for a strategy; nothing happens when it is already done. */
+  async cancelChild(orderId: string): Promise<void> {
+    const rec = this.host.recordOf(orderId) ?? (await this.actors.get(orderId));
+    if (!rec || rec.final) return;
+    await this.host.send(orderId, { type: 'order.cancel' });
   }
 
   /**

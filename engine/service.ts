@@ -14,6 +14,7 @@ import { UserService } from './users.js';
 import { IdempotencyService } from './idempotency.js';
 import { CursorCodec } from './cursor.js';
 import { OrderService } from './orders.js';
+import { StrategyService } from './strategies.js';
 import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
 
@@ -31,6 +32,7 @@ export interface Services {
   catalogue: Catalogue;
   venue: SimVenue;
   orders: OrderService;
+  strategies: StrategyService;
   idempotency: IdempotencyService;
   cursors: CursorCodec;
   /** Epoch ms the services started. */
@@ -72,15 +74,18 @@ export async function startServices(config: Config, log: Logger, options: StartO
     replay: config.simReplay, replaySpeed: config.simReplaySpeed,
   });
   const orders = new OrderService(host, actors, venue, clock, log);
+  const strategies = new StrategyService(host, actors, orders, venue, clock, log);
   const { restored, quarantined } = await host.restoreAll();
   const reconciled = await orders.reconcile();
-  log.info({ restored, quarantined, reconciled }, 'actors restored and reconciled with the venue');
+  const strategiesReconciled = await strategies.reconcile();
+  log.info({ restored, quarantined, reconciled, strategies: strategiesReconciled }, 'actors restored and reconciled with the venue');
   await timers.start();
   const services: Services = {
-    config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders, idempotency, cursors,
+    config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders, strategies, idempotency, cursors,
     startedAtMs: clock.now(),
     async stop() {
       idempotency.close();
+      await strategies.idle();
       await timers.drain(config.shutdownGraceMs);
       await venue.close();
       await store.close();

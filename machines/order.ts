@@ -44,6 +44,10 @@ export interface OrderInput {
   /** Set on orders a stop strategy or bracket places (open orders show them). */
   isStopLoss?: boolean;
   isTakeProfit?: boolean;
+  /** Strategy (`record_id`) that placed this order, or null (its changes are reported to it). */
+  parentId?: string | null;
+  /** Refuse rather than take liquidity (`order crosses book`): ICEBERG clips, pegged and passive slices. */
+  postOnly?: boolean;
 }
 
 export interface OrderContext extends Required<OrderInput> {
@@ -80,7 +84,7 @@ export const ORDER_MACHINE_VERSION = 1;
 export function venueOrderOf(c: OrderContext): VenueOrder {
   return {
     orderId: c.orderId, userId: c.userId, tokenId: c.tokenId, side: c.side, kind: c.type === 'MARKET' ? 'market' : 'limit',
-    price: c.price, size: c.size, quoteAmount: c.quoteAmount, timeInForce: c.type === 'MARKET' ? 'IOC' : c.timeInForce, postOnly: false,
+    price: c.price, size: c.size, quoteAmount: c.quoteAmount, timeInForce: c.type === 'MARKET' ? 'IOC' : c.timeInForce, postOnly: c.postOnly ?? false,
   };
 }
 
@@ -127,6 +131,8 @@ export const orderMachine = setup({
   context: ({ input }) => ({
     isStopLoss: false,
     isTakeProfit: false,
+    parentId: null,
+    postOnly: false,
     ...input,
     filledSize: '0',
     matchedAmount: '0',

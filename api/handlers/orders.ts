@@ -1,5 +1,5 @@
 import { OPEN_STATUSES } from '../../machines/order.js';
-import { errors } from '../../engine/errors.js';
+import { strategyResponse } from '../../engine/strategies.js';
 import type { OrderRequest } from '../../schemas/orders.js';
 import type { Handler } from '../context.js';
 import { page, pageQuery } from '../paging.js';
@@ -7,9 +7,35 @@ import { page, pageQuery } from '../paging.js';
 /** POST /v2/trade/order (spec 4.1): LIMIT and MARKET trade on the venue; other types are not built yet (501). */
 export const placeOrder: Handler = async ({ req, services, user }) => {
   const body = req.body as OrderRequest;
-  if (body.type !== 'LIMIT' && body.type !== 'MARKET') throw errors.notImplemented(`${body.type} orders`);
-  const input = services.orders.check(user!._id, body);
-  const rec = await services.orders.place(user!.partnerId, input);
+  if (body.type === 'LIMIT' || body.type === 'MARKET') {
+    const input = services.orders.check(user!._id, body);
+    const rec = await services.orders.place(user!.partnerId, input);
+    return { status: 200, body: rec.view };
+  }
+  if (body.type === 'TAKE_PROFIT') {
+    // spec part 3: a real CLOB sell placed at once, on open orders with is_take_profit: true
+    const input = services.orders.check(user!._id, { ...body, type: 'LIMIT' });
+    const rec = await services.orders.place(user!.partnerId, input, { isTakeProfit: true });
+    return { status: 200, body: rec.view };
+  }
+  const input = services.strategies.check(user!._id, body);
+  const rec = await services.strategies.start(user!.partnerId, input);
+  return { status: 200, body: strategyResponse(rec) };
+};
+
+/** GET /v2/trade/strategies: the user's managed strategies, newest first; filter by status and type. */
+export const listStrategies: Handler = async ({ req, services, user }) => {
+  const p = pageQuery(req, 500);
+  const filter: Record<string, unknown> = { kind: 'strategy' };
+  if (req.query.status !== undefined) filter.status = String(req.query.status);
+  if (req.query.type !== undefined) filter['view.type'] = String(req.query.type);
+  const { records, total } = await services.actors.findOwned(user!._id, filter, { skip: p.offset, limit: p.limit });
+  return { status: 200, body: page('strategies', records.map((r) => r.view), total, p) };
+};
+
+/** DELETE /v2/trade/strategies/{record_id}: cancels while untriggered; 409 once a stop executes. */
+export const cancelStrategy: Handler = async ({ req, services, user }) => {
+  const rec = await services.strategies.cancel(user!._id, String(req.params.record_id));
   return { status: 200, body: rec.view };
 };
 

@@ -1,0 +1,484 @@
+import { randomUUID } from 'node:crypto';
+import type { AnyStateMachine, SnapshotFrom } from 'xstate';
+import { icebergMachine, ICEBERG_STATUS, clipWouldCross } from '../machines/iceberg.js';
+import type { OrderInput } from '../machines/order.js';
+import { peggedMachine, PEGGED_STATUS, pegPrice } from '../machines/pegged.js';
+import { stopLossMachine, STOP_LOSS_STATUS } from '../machines/stop-loss.js';
+import { STRATEGY_MACHINE_VERSION, floorShares, type ChildOrder, type StrategyContext, type StrategyInput, type StrategyType, type Touch } from '../machines/strategy-kit.js';
+import { trailingBuyLevel, trailingBuyMachine, TRAILING_BUY_STATUS } from '../machines/trailing-buy.js';
+import { trailingStopLevel, trailingStopMachine, TRAILING_STOP_STATUS } from '../machines/trailing-stop.js';
+import { twapMachine, twapSliceCount, TWAP_STATUS } from '../machines/twap.js';
+import type { OrderRequest } from '../schemas/orders.js';
+import type { ActorChange, ActorHost } from './actor-host.js';
+import type { Clock } from './clock.js';
+import { dec, Dec, SIZE_DP, str } from './decimal.js';
+import { ApiError, errors } from './errors.js';
+import type { Logger } from './logger.js';
+import { centsMessage, type OrderService } from './orders.js';
+import type { ActorRecord, ActorRepository } from './store/actors.js';
+import { TriggerIndex } from './triggers.js';
+import type { SimVenue } from './venue/sim-venue.js';
+
+const PRICE_MIN = dec('0.001');
+const PRICE_MAX = dec('0.999');
+const MIN_NOTIONAL_USD = dec(1);
+
+/** Machine id, machine and status table of each strategy type. */
+const DEFINITIONS: Record<StrategyType, { machineId: string; logic: AnyStateMachine; status: Record<string, string> }> = {
+  STOP_LOSS: { machineId: 'strategy.stop_loss', logic: stopLossMachine, status: STOP_LOSS_STATUS },
+  TRAILING_STOP: { machineId: 'strategy.trailing_stop', logic: trailingStopMachine, status: TRAILING_STOP_STATUS },
+  TRAILING_BUY: { machineId: 'strategy.trailing_buy', logic: trailingBuyMachine, status: TRAILING_BUY_STATUS },
+  TWAP: { machineId: 'strategy.twap', logic: twapMachine, status: TWAP_STATUS },
+  ICEBERG: { machineId: 'strategy.iceberg', logic: icebergMachine, status: ICEBERG_STATUS },
+  PEGGED: { machineId: 'strategy.pegged', logic: peggedMachine, status: PEGGED_STATUS },
+};
+const STOP_TYPES: StrategyType[] = ['STOP_LOSS', 'TRAILING_STOP', 'TRAILING_BUY'];
+
+type Snapshot = SnapshotFrom<AnyStateMachine>;
+
+/** The spec-string error of part 7, as both `error` and `message`. */
+function specError(status: number, text: string, message?: string): ApiError {
+  return new ApiError(status, text, message ?? text);
+}
+
+/**
+ * The strategy record of spec 2.4 (see schemas/strategies.ts), derived from a snapshot.
+ */
+export function strategyView(s: Snapshot, meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number }): Record<string, unknown> {
+  const c = s.context as StrategyContext;
+  const filled = dec(c.filledSize);
+  const executed = filled.gt(0);
+  return {
+    record_id: meta.id,
+    type: c.type,
+    status: meta.status,
+    side: c.side,
+    symbol: c.tokenId,
+    price: c.price,
+    size: c.size,
+    quote_amount: c.quoteAmount,
+    filled_size: executed ? str(filled) : null,
+    executed_price: executed ? str(dec(c.matchedAmount).div(filled).toDecimalPlaces(6)) : null,
+    matched_amount: c.matchedAmount,
+    execution: c.execution,
+    high_water_mark: c.highWaterMark ?? null,
+    low_water_mark: c.lowWaterMark ?? null,
+    trigger_price: c.triggerPrice,
+    slices_done: c.type === 'TWAP' || c.type === 'ICEBERG' ? c.slicesDone : null,
+    slices_total: c.type === 'TWAP' ? (c.slicesTotal ?? null) : null,
+    next_slice_at: c.deadlines.slice ?? null,
+    order_ids: c.children.map((x) => x.orderId).concat(c.working && !c.children.some((x) => x.orderId === c.working) ? [c.working] : []),
+    client_order_id: c.clientOrderId,
+    metadata: c.metadata,
+    message: c.endReason ?? c.message ?? undefined,
+    warnings: c.warnings,
+    created_at: meta.createdAtMs,
+    updated_at: meta.updatedAtMs,
+    revision: meta.revision,
+  };
+}
+
+/** POST /v2/trade/order response of a strategy (spec 2.3): `record_id`, PENDING/ACTIVE, `message`. */
+export function strategyResponse(rec: ActorRecord): Record<string, unknown> {
+  const v = rec.view as Record<string, unknown>;
+  const filled = (v.filled_size as string | null) ?? '0';
+  const size = v.size as string | null;
+  return {
+    type: v.type, order_id: null, record_id: rec._id, status: rec.status, side: v.side, symbol: v.symbol,
+    price: v.price, size, quote_amount: v.quote_amount, filled_size: filled,
+    remaining_size: size === null ? null : str(Dec.max(0, dec(size).minus(filled))),
+    matched_amount: v.matched_amount, builder_code_used: null, client_order_id: v.client_order_id, metadata: v.metadata,
+    created_at: rec.createdAtMs, updated_at: rec.updatedAtMs, revision: rec.revision,
+    ...(v.message ? { message: v.message } : {}),
+    ...((v.warnings as string[]).length ? { warnings: v.warnings } : {}),
+  };
+}
+
+/**
+ * Managed strategies (issue 5; spec 2.2.1, 2.2.2, 2.4, part 3): checks a request against the
+ * per-type rules, the market and the wallet; hosts one actor per strategy; carries their
+ * commands (child orders) to the order service and the child orders' changes back; keeps the
+ * price-trigger index in step with each strategy's `context.watch` and feeds it the venue's book
+ * updates; reconciles every strategy with its orders at start-up before it acts again.
+ */
+export class StrategyService {
+  readonly triggers = new TriggerIndex();
+  /** Last watch registered per strategy (JSON), to notice a change. */
+  private readonly lastWatch = new Map<string, string>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly host: ActorHost,
+    private readonly actors: ActorRepository,
+    private readonly orders: OrderService,
+    private readonly venue: SimVenue,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {
+    for (const [, def] of Object.entries(DEFINITIONS)) {
+      host.register({
+        machineId: def.machineId,
+        version: STRATEGY_MACHINE_VERSION,
+        kind: 'strategy',
+        logic: def.logic.provide({
+          actions: {
+            placeOrder: ({ context }: { context: StrategyContext }, { order }: { order: ChildOrder }) => this.track(this.placeChild(context, order)),
+            cancelOrder: (_: unknown, { orderId }: { orderId: string }) => this.track(this.orders.cancelChild(orderId)),
+          },
+        } as never),
+        statusOf: (s) => def.status[String(s.value)] ?? 'ACTIVE',
+        viewOf: strategyView,
+      });
+    }
+    host.on('changed', (c) => this.onChanged(c));
+    venue.onBook((tokenId) => this.onBook(tokenId));
+  }
+
+  private track(p: Promise<unknown>): void {
+    const done = p.catch((err) => this.log.error({ err }, 'strategy command failed')).finally(() => this.inFlight.delete(done));
+    this.inFlight.add(done);
+  }
+
+  /** Resolves when strategy `id` and everything it started have settled (for responses and tests). */
+  async settle(id: string): Promise<void> {
+    for (let i = 0; i < 50; i++) {
+      await this.host.settle(id);
+      if (this.inFlight.size === 0) {
+        await new Promise((r) => setImmediate(r));
+        if (this.inFlight.size === 0) {
+          await this.host.settle(id);
+          return;
+        }
+      }
+      await Promise.all([...this.inFlight]);
+    }
+  }
+
+  /** Waits for every command in flight (tests). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size) await Promise.all([...this.inFlight]);
+  }
+
+  // ── child orders ────────────────────────────────────────────────────────────────────────────
+
+  private touchOf(tokenId: string): Touch {
+    const t = this.venue.touch(tokenId);
+    return { bid: t.bid ? str(t.bid) : null, ask: t.ask ? str(t.ask) : null };
+  }
+
+  /** Prices a child order (a passive slice rests one tick inside the touch, capped by its limit, never crossing). */
+  private priceOf(c: StrategyContext, order: ChildOrder): Dec {
+    if (order.pricing.kind === 'limit') return dec(order.pricing.price);
+    const limit = dec(order.pricing.limit);
+    const tick = dec(c.tickSize);
+    const t = this.venue.touch(c.tokenId);
+    if (order.side === 'buy') {
+      let p = t.bid ? t.bid.plus(tick) : t.ask ? t.ask.minus(tick) : limit;
+      if (t.ask && p.gte(t.ask)) p = t.bid ?? t.ask.minus(tick);
+      return Dec.min(p, limit);
+    }
+    let p = t.ask ? t.ask.minus(tick) : t.bid ? t.bid.plus(tick) : limit;
+    if (t.bid && p.lte(t.bid)) p = t.ask ?? t.bid.plus(tick);
+    return Dec.max(p, limit);
+  }
+
+  private async placeChild(c: StrategyContext, order: ChildOrder): Promise<void> {
+    const rec = await this.actors.get(c.recordId);
+    const partnerId = rec?.partnerId ?? 'unknown';
+    const input: OrderInput = {
+      orderId: order.orderId, userId: c.userId, tokenId: c.tokenId, side: order.side, type: 'LIMIT',
+      price: str(this.priceOf(c, order)), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
+      clientOrderId: null, metadata: null, createdAtMs: this.clock.now(), isStopLoss: order.isStopLoss, isTakeProfit: false,
+      parentId: c.recordId, postOnly: order.postOnly,
+    };
+    const placed = await this.orders.placeChild(partnerId, input);
+    // The order's changes reach the strategy through onChanged; a duplicate (restart) is resent here.
+    this.forwardOrder(placed);
+  }
+
+  /** Tells a strategy about its child order's latest state. */
+  private forwardOrder(rec: ActorRecord): void {
+    const v = rec.view as Record<string, unknown>;
+    const parent = v.record_id as string | null;
+    if (!parent) return;
+    if (rec.status === 'REJECTED') {
+      this.track(this.host.send(parent, { type: 'order.refused', orderId: rec._id, error: String(v.message ?? 'rejected').startsWith('post-only') ? 'order crosses book' : 'rejected', reason: String(v.message ?? '') }));
+      return;
+    }
+    this.track(this.host.send(parent, {
+      type: 'order.updated', orderId: rec._id, status: rec.status, filledSize: String(v.filled_size ?? '0'), matchedAmount: String(v.matched_amount ?? '0'), final: rec.final,
+    }));
+  }
+
+  private onChanged(c: ActorChange): void {
+    if (c.record.kind === 'order') {
+      if ((c.record.view as { record_id?: string | null }).record_id) this.forwardOrder(c.record);
+      return;
+    }
+    if (c.record.kind === 'strategy') this.syncWatch(c.record);
+  }
+
+  // ── price triggers ──────────────────────────────────────────────────────────────────────────
+
+  /** Registers the strategy's current watch; a changed watch is checked against the touch at once. */
+  private syncWatch(rec: ActorRecord): void {
+    const snap = this.host.snapshotOf(rec._id);
+    const c = snap?.context as StrategyContext | undefined;
+    if (rec.final || !c) {
+      this.triggers.remove(rec._id);
+      this.lastWatch.delete(rec._id);
+      return;
+    }
+    const key = JSON.stringify(c.watch ?? {});
+    const changed = this.lastWatch.get(rec._id) !== key;
+    this.lastWatch.set(rec._id, key);
+    this.triggers.set(rec._id, c.tokenId, c.watch);
+    if (changed && Object.keys(c.watch ?? {}).length) this.deliver(c.tokenId, this.touchOf(c.tokenId), [rec._id], true);
+  }
+
+  private onBook(tokenId: string): void {
+    const touch = this.touchOf(tokenId);
+    this.deliver(tokenId, touch, this.triggers.fire(tokenId, touch), false);
+  }
+
+  /** Sends `book.touch` to strategies; each one's watch is registered again after it handled it. */
+  private deliver(tokenId: string, touch: Touch, ids: string[], onlyIfHolds: boolean): void {
+    for (const id of ids) {
+      if (onlyIfHolds) {
+        // a fresh or changed watch: only strategies whose condition already holds get the touch
+        const fired = this.triggers.fireOne(id, tokenId, touch);
+        if (!fired) continue;
+      }
+      this.track(
+        this.host.send(id, { type: 'book.touch', bid: touch.bid, ask: touch.ask }).then((rec) => {
+          this.syncWatch(rec);
+        }),
+      );
+    }
+  }
+
+  // ── requests ────────────────────────────────────────────────────────────────────────────────
+
+  private checkPrice(field: string, raw: string, tick: Dec): Dec {
+    const p = dec(raw);
+    if (p.gt(1)) throw specError(400, centsMessage(raw));
+    if (p.lt(PRICE_MIN) || p.gt(PRICE_MAX)) throw errors.badRequest(`${field} must be a decimal probability 0.001–0.999; received ${raw}`);
+    if (!p.mod(tick).isZero()) throw errors.badRequest(`${field} ${raw} is not on this market's tick size ${str(tick)}`);
+    return p;
+  }
+
+  private checkShares(field: string, raw: string): Dec {
+    const s = dec(raw);
+    if (s.lte(0)) throw errors.badRequest(`${field} must be greater than 0`);
+    if (s.decimalPlaces() > SIZE_DP) throw errors.badRequest(`${field} has at most ${SIZE_DP} decimals`);
+    return s;
+  }
+
+  private needShares(userId: string, tokenId: string, size: Dec): void {
+    const avail = this.venue.available(userId, tokenId);
+    if (avail.shares.lt(size)) {
+      const reserved = avail.reservedShares.gt(0) ? `, of which ${str(avail.reservedShares)} reserved by open sells` : '';
+      throw specError(422, `Not enough shares to place this sell — holding ${str(avail.held)}${reserved}`);
+    }
+  }
+
+  private needDollars(userId: string, tokenId: string, usd: Dec): void {
+    const avail = this.venue.available(userId, tokenId);
+    if (avail.usd.lt(usd)) throw new ApiError(422, 'INSUFFICIENT_BALANCE', `this strategy needs $${str(usd)} pUSD; available $${str(avail.usd)}`);
+  }
+
+  /**
+   * Checks a managed-strategy request (spec 2.2, 2.2.1, 2.2.2) against the market and the wallet.
+   * @returns the actor input.
+   * @throws {ApiError} 400 (rules, units, tick), 422 (`INSUFFICIENT_BALANCE`, `Not enough shares …`,
+   *   `order crosses book`, `NO_LIQUIDITY`, a stop that would trigger at once).
+   */
+  check(userId: string, body: OrderRequest): StrategyInput {
+    const type = body.type as StrategyType;
+    const info = this.venue.token(body.symbol);
+    if (!info) throw errors.badRequest(`symbol ${body.symbol} is not an outcome token of this venue (see GET /v2/trade/markets)`);
+    const tick = info.tickSize;
+    const ex = (body.execution ?? {}) as Record<string, unknown>;
+    const forbid = (fields: string[], why: string) => {
+      for (const f of fields) if ((body as Record<string, unknown>)[f] !== undefined) throw errors.badRequest(`${f} ${why}`);
+    };
+    forbid(['time_in_force', 'expiration'], `is not used by ${type} strategies`);
+    if (type !== 'PEGGED') forbid(['condition_id', 'outcome', 'offset_ticks', 'budget_usdc', 'price_floor', 'price_ceiling'], `is only used by PEGGED orders`);
+    const touchNow = this.touchOf(body.symbol);
+    const warnings: string[] = [];
+    const base: StrategyInput = {
+      recordId: `stg_${randomUUID()}`, userId, type, side: body.side, tokenId: body.symbol, tickSize: str(tick), minSize: str(info.minSize),
+      price: null, size: null, quoteAmount: null, execution: ex, warnings, message: null,
+      clientOrderId: body.client_order_id ?? null, metadata: body.metadata ?? null, createdAtMs: this.clock.now(), touch: touchNow,
+    };
+    const offsets = () => {
+      const pct = ex.trailing_offset_pct as number | undefined;
+      const abs = ex.trailing_offset as string | undefined;
+      if (pct !== undefined && abs !== undefined) throw errors.badRequest('send execution.trailing_offset_pct or execution.trailing_offset, not both');
+      if (pct !== undefined && (pct <= 0 || pct >= 100)) throw errors.badRequest('execution.trailing_offset_pct must be between 0 and 100 (exclusive)');
+      if (abs !== undefined && (dec(abs).lte(0) || dec(abs).gte(1))) throw errors.badRequest('execution.trailing_offset must be a decimal probability between 0 and 1 (exclusive)');
+      return { offsetPct: pct !== undefined ? new Dec(String(pct)).toFixed() : null, offsetAbs: abs ?? null };
+    };
+    switch (type) {
+      case 'STOP_LOSS': {
+        const price = this.checkPrice('price', body.price!, tick);
+        const size = this.checkShares('size', body.size!);
+        this.needShares(userId, body.symbol, size);
+        if (touchNow.bid !== null && dec(touchNow.bid).lte(price)) {
+          throw new ApiError(422, 'invalid_request', `STOP_LOSS price ${str(price)} is at or above the best bid ${touchNow.bid}: it would trigger at once; sell with LIMIT or MARKET instead`);
+        }
+        return { ...base, price: str(price), size: str(size), message: `STOP_LOSS armed: sells ${str(size)} shares when the best bid reaches ${str(price)}` };
+      }
+      case 'TRAILING_STOP': {
+        if (body.side !== 'sell') throw errors.badRequest('TRAILING_STOP is a sell: side must be "sell"');
+        const size = this.checkShares('size', body.size!);
+        this.needShares(userId, body.symbol, size);
+        const ref = (ex.high_water_mark as string | undefined) ?? body.price!;
+        const mark = this.checkPrice(ex.high_water_mark !== undefined ? 'execution.high_water_mark' : 'price', ref, dec('0.000001'));
+        const o = offsets();
+        const level = trailingStopLevel(o, str(mark));
+        if (touchNow.bid !== null && dec(touchNow.bid).lte(level)) {
+          throw new ApiError(422, 'invalid_request', `TRAILING_STOP would trigger at once: the best bid ${touchNow.bid} is at or below the armed level ${level} (mark ${str(mark)})`);
+        }
+        return { ...base, size: str(size), highWaterMark: str(mark), ...o, message: `TRAILING_STOP armed at ${level} (high-water mark ${str(mark)}); follows the bid up` };
+      }
+      case 'TRAILING_BUY': {
+        if (body.side !== 'buy') throw errors.badRequest('TRAILING_BUY is a buy: side must be "buy"');
+        forbid(['size', 'price'], 'is not used by TRAILING_BUY (it is sized by quote_amount; the ceiling is execution.price_ceiling)');
+        const quote = dec(body.quote_amount!);
+        if (quote.lt(MIN_NOTIONAL_USD)) throw errors.badRequest(`quote_amount must be at least $1; received ${body.quote_amount}`);
+        this.needDollars(userId, body.symbol, quote);
+        const o = offsets();
+        const seeded = ex.low_water_mark === undefined;
+        if (seeded && touchNow.ask === null) throw specError(422, 'NO_LIQUIDITY', 'no ask to seed the low-water mark from; send execution.low_water_mark');
+        const mark = seeded ? dec(touchNow.ask!) : this.checkPrice('execution.low_water_mark', ex.low_water_mark as string, dec('0.000001'));
+        const entry = trailingBuyLevel(o, str(mark));
+        const ceiling = ex.price_ceiling !== undefined ? this.checkPrice('execution.price_ceiling', ex.price_ceiling as string, dec('0.000001')) : null;
+        if (ceiling && ceiling.lt(entry)) {
+          throw errors.badRequest(`execution.price_ceiling ${str(ceiling)} is below the entry ${entry} that the offset implies from the low-water mark ${str(mark)}: it could never fire`);
+        }
+        return {
+          ...base, quoteAmount: str(quote), lowWaterMark: str(mark), priceCeiling: ceiling ? str(ceiling) : null, ...o,
+          message: `TRAILING_BUY armed: buys $${str(quote)} when the ask bounces to ${entry} (low-water mark ${str(mark)}${seeded ? ', seeded from the ask' : ''})${ceiling ? `, never above ${str(ceiling)}` : ''}`,
+        };
+      }
+      case 'TWAP': {
+        const interval = ex.interval_sec as number;
+        const duration = ex.duration_sec as number;
+        if (duration < interval) throw errors.badRequest(`execution.duration_sec (${duration}) must be at least execution.interval_sec (${interval})`);
+        if (body.size !== undefined && body.quote_amount !== undefined) throw errors.badRequest('send size (shares) or quote_amount (dollars) for a TWAP, not both');
+        for (const f of ['clip_size', 'randomize_pct']) if (ex[f] !== undefined) warnings.push(`execution.${f} is ignored for TWAP orders`);
+        let derived = false;
+        let price: Dec;
+        if (body.price !== undefined) price = this.checkPrice('price', body.price, tick);
+        else {
+          const touch = body.side === 'buy' ? touchNow.ask : touchNow.bid;
+          if (touch === null) throw specError(422, 'NO_LIQUIDITY', `no ${body.side === 'buy' ? 'ask' : 'bid'} to derive the TWAP limit from; send price`);
+          price = dec(touch);
+          derived = true;
+        }
+        const size = body.size !== undefined ? this.checkShares('size', body.size) : floorShares(dec(body.quote_amount!).div(price));
+        if (size.lte(0)) throw errors.badRequest(`quote_amount ${body.quote_amount} buys less than 0.01 shares at ${str(price)}`);
+        if (body.side === 'buy') this.needDollars(userId, body.symbol, price.times(size));
+        else this.needShares(userId, body.symbol, size);
+        const n = twapSliceCount(duration * 1000, interval * 1000);
+        return {
+          ...base, price: str(price), size: str(size), quoteAmount: body.quote_amount ?? null,
+          intervalMs: interval * 1000, durationMs: duration * 1000, slicesTotal: n, passive: ex.passive === true,
+          message: `TWAP: ${str(size)} shares in ${n} slices every ${interval} s, limit ${str(price)}${derived ? ` (derived from the live touch: best ${body.side === 'buy' ? 'ask' : 'bid'})` : ''}`,
+        };
+      }
+      case 'ICEBERG': {
+        const price = this.checkPrice('price', body.price!, tick);
+        const size = this.checkShares('size', body.size!);
+        const clip = this.checkShares('execution.clip_size', ex.clip_size as string);
+        if (!clip.lt(size)) throw errors.badRequest(`execution.clip_size ${str(clip)} must be less than size ${str(size)}`);
+        if (clip.times(price).lt(MIN_NOTIONAL_USD)) throw errors.badRequest(`each ICEBERG slice must be worth at least $1: clip_size × price = $${str(clip.times(price))}`);
+        if (clip.lt(info.minSize)) throw errors.badRequest(`execution.clip_size ${str(clip)} is below this market's minimum of ${str(info.minSize)} shares for resting orders`);
+        if (clipWouldCross({ side: body.side, price: str(price) }, touchNow)) throw specError(422, 'order crosses book', `ICEBERG slices are post-only: price ${str(price)} would take liquidity (touch ${touchNow.bid ?? '-'} / ${touchNow.ask ?? '-'})`);
+        if (body.side === 'buy') this.needDollars(userId, body.symbol, price.times(size));
+        else this.needShares(userId, body.symbol, size);
+        const tol = ex.price_tolerance_pct as number | undefined;
+        return {
+          ...base, price: str(price), size: str(size), clipSize: str(clip), tolerancePct: tol !== undefined ? new Dec(String(tol)).toFixed() : null,
+          message: `ICEBERG: ${str(size)} shares at ${str(price)}, ${str(clip)} shown at a time`,
+        };
+      }
+      case 'PEGGED': {
+        if (body.side !== 'buy') throw errors.badRequest('PEGGED is a buy with a dollar budget: side must be "buy"');
+        forbid(['size', 'price', 'execution'], 'is not used by PEGGED orders');
+        if (body.budget_usdc !== undefined && body.quote_amount !== undefined && !dec(body.budget_usdc).eq(body.quote_amount)) {
+          throw errors.badRequest('budget_usdc and quote_amount (its alias) disagree: send one');
+        }
+        const budget = dec(body.budget_usdc ?? body.quote_amount!);
+        if (budget.lte(0)) throw errors.badRequest('budget_usdc must be greater than 0');
+        if (body.condition_id !== undefined && body.condition_id !== info.conditionId) throw errors.badRequest(`condition_id ${body.condition_id} is not the market of symbol ${body.symbol}`);
+        if (body.outcome !== undefined && body.outcome !== info.outcome.toLowerCase()) throw errors.badRequest(`outcome ${body.outcome} does not match symbol ${body.symbol} (${info.outcome.toLowerCase()})`);
+        const floor = body.price_floor !== undefined ? dec(String(body.price_floor)) : null;
+        const ceiling = body.price_ceiling !== undefined ? dec(String(body.price_ceiling)) : null;
+        if (floor && ceiling && floor.gt(ceiling)) throw errors.badRequest(`price_floor ${str(floor)} is above price_ceiling ${str(ceiling)}`);
+        this.needDollars(userId, body.symbol, budget);
+        const input: StrategyInput = {
+          ...base, quoteAmount: str(budget), offsetTicks: body.offset_ticks ?? 0, priceFloor: floor ? str(floor) : null, priceCeiling: ceiling ? str(ceiling) : null,
+        };
+        const peg = pegPrice(input, touchNow);
+        return { ...input, message: `PEGGED: $${str(budget)} budget, resting at ${peg ?? '(waiting for a price within floor/ceiling)'}${input.offsetTicks ? ` (${input.offsetTicks} ticks of 0.001 from the touch)` : ' (at the touch)'}` };
+      }
+    }
+  }
+
+  /**
+   * Starts a checked strategy and waits until its first actions settled (a TWAP's first slice,
+   * an iceberg's first clip, …).
+   * @returns the strategy record.
+   */
+  async start(partnerId: string, input: StrategyInput): Promise<ActorRecord> {
+    const def = DEFINITIONS[input.type];
+    await this.host.create(def.machineId, { id: input.recordId, input, partnerId, ownerUserId: input.userId });
+    await this.settle(input.recordId);
+    return this.host.recordOf(input.recordId) ?? (await this.actors.get(input.recordId))!;
+  }
+
+  /**
+   * DELETE /v2/trade/strategies/{record_id}.
+   * @throws {ApiError} 404 for a strategy not of this user; 409 when it already ended, or when a
+   *   stop has triggered (its order must be canceled with DELETE order).
+   */
+  async cancel(userId: string, recordId: string): Promise<ActorRecord> {
+    const rec = this.host.recordOf(recordId) ?? (await this.actors.get(recordId));
+    if (!rec || rec.kind !== 'strategy' || rec.ownerUserId !== userId) throw errors.notFound(`no strategy ${recordId}`);
+    if (rec.final) throw errors.conflict(`strategy ${recordId} is already ${rec.status}`);
+    const type = (rec.view as { type: StrategyType }).type;
+    if (STOP_TYPES.includes(type) && rec.status === 'TRIGGERED') {
+      const orderIds = (rec.view as { order_ids: string[] }).order_ids;
+      throw errors.conflict(`strategy ${recordId} has triggered and is executing: cancel its order with DELETE /v2/trade/orders/${orderIds.at(-1) ?? '{order_id}'}`);
+    }
+    await this.host.send(recordId, { type: 'strategy.cancel' });
+    await this.settle(recordId);
+    return this.host.recordOf(recordId) ?? (await this.actors.get(recordId))!;
+  }
+
+  /**
+   * Start-up reconciliation, after orders were reconciled with the venue: every live strategy
+   * learns the latest state of its working order, re-places an order the process died before
+   * placing (same deterministic id), registers its watch, and sees the current touch.
+   */
+  async reconcile(): Promise<number> {
+    const live = await this.actors.find({ kind: 'strategy', final: false, quarantine: null });
+    for (const rec of live) {
+      const c = this.host.snapshotOf(rec._id)?.context as StrategyContext | undefined;
+      if (!c) continue;
+      if (c.working) {
+        const child = this.host.recordOf(c.working) ?? (await this.actors.get(c.working));
+        if (child) this.forwardOrder(child);
+        else if (c.placing?.orderId === c.working) this.track(this.placeChild(c, c.placing));
+      }
+      await this.settle(rec._id);
+      const now = this.host.recordOf(rec._id);
+      if (now) this.syncWatch(now);
+    }
+    for (const tokenId of this.triggers.watchedTokens()) this.deliver(tokenId, this.touchOf(tokenId), this.triggers.fire(tokenId, this.touchOf(tokenId), true), false);
+    await this.idle();
+    return live.length;
+  }
+}

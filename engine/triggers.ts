@@ -1,0 +1,194 @@
+import type { Touch, Watch } from '../machines/strategy-kit.js';
+import { Dec } from './decimal.js';
+
+/** A price as integer micro-units (exact for prices with at most 6 decimals; never a float). */
+function micro(price: string, round: 'floor' | 'ceil' | 'exact'): number {
+  const x = new Dec(price).times(1_000_000);
+  return (round === 'ceil' ? x.ceil() : round === 'floor' ? x.floor() : x.round()).toNumber();
+}
+
+interface Entry {
+  level: number;
+  id: string;
+}
+
+/**
+ * Entries kept sorted so that the ones a touch fires are always at the end of the array: a book
+ * update looks at the last entry (O(1) when nothing fires) and pops what fires (O(1) each).
+ * `fires(level, price)` must hold for a suffix of the array.
+ */
+class Ladder {
+  readonly entries: Entry[] = [];
+  /** `ascending`: fire suffix holds the highest levels. */
+  constructor(private readonly ascending: boolean) {}
+
+  private before(a: number, b: number): boolean {
+    return this.ascending ? a < b : a > b;
+  }
+
+  insert(e: Entry): void {
+    let lo = 0;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.before(this.entries[mid]!.level, e.level) || this.entries[mid]!.level === e.level) lo = mid + 1;
+      else hi = mid;
+    }
+    this.entries.splice(lo, 0, e);
+  }
+
+  remove(e: Entry): void {
+    // binary search to the first entry of that level, then scan the (few) equal levels
+    let lo = 0;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.before(this.entries[mid]!.level, e.level)) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < this.entries.length && this.entries[i]!.level === e.level; i++) {
+      if (this.entries[i]!.id === e.id) {
+        this.entries.splice(i, 1);
+        return;
+      }
+    }
+  }
+
+  /** Pops every entry at the end for which `fires(level)` holds. */
+  popWhile(fires: (level: number) => boolean, out: Set<string>): void {
+    for (let last = this.entries.at(-1); last && fires(last.level); last = this.entries.at(-1)) {
+      this.entries.pop();
+      out.add(last.id);
+    }
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
+}
+
+/** The watches of one token. */
+class TokenWatches {
+  /** fire when bid ≤ level: ascending, the highest levels fire first. */
+  readonly bidAtOrBelow = new Ladder(true);
+  /** fire when bid > mark: descending, the lowest marks at the end. */
+  readonly bidAbove = new Ladder(false);
+  /** fire when ask < mark: ascending, the highest marks at the end. */
+  readonly askBelow = new Ladder(true);
+  /** fire when ask ≥ level: descending, the lowest levels at the end. */
+  readonly askAtOrAbove = new Ladder(false);
+  readonly any = new Set<string>();
+  last: Touch = { bid: null, ask: null };
+
+  get size(): number {
+    return this.bidAtOrBelow.size + this.bidAbove.size + this.askBelow.size + this.askAtOrAbove.size + this.any.size;
+  }
+}
+
+interface Registration {
+  tokenId: string;
+  entries: Array<[keyof Omit<TokenWatches, 'any' | 'last' | 'size'>, Entry]>;
+  any: boolean;
+}
+
+/**
+ * Price-trigger index of the strategy engine (issue 5, deliverable 4): per token, the armed
+ * conditions (`context.watch` of each strategy) sorted by price, so that a book update costs time
+ * in proportion to the strategies it actually fires, not to all that are armed. A strategy that
+ * fires is removed from the index; the engine registers its new watch after the strategy has
+ * handled the touch.
+ */
+export class TriggerIndex {
+  private readonly tokens = new Map<string, TokenWatches>();
+  private readonly byId = new Map<string, Registration>();
+
+  /** Number of strategies registered. */
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** Replaces the watch of strategy `id` on `tokenId` (an empty watch unregisters it). */
+  set(id: string, tokenId: string, watch: Watch | undefined): void {
+    this.remove(id);
+    if (!watch) return;
+    const entries: Registration['entries'] = [];
+    if (watch.bidAtOrBelow !== undefined) entries.push(['bidAtOrBelow', { level: micro(watch.bidAtOrBelow, 'floor'), id }]);
+    if (watch.bidAbove !== undefined) entries.push(['bidAbove', { level: micro(watch.bidAbove, 'floor'), id }]);
+    if (watch.askBelow !== undefined) entries.push(['askBelow', { level: micro(watch.askBelow, 'ceil'), id }]);
+    if (watch.askAtOrAbove !== undefined) entries.push(['askAtOrAbove', { level: micro(watch.askAtOrAbove, 'ceil'), id }]);
+    if (!entries.length && !watch.any) return;
+    let t = this.tokens.get(tokenId);
+    if (!t) this.tokens.set(tokenId, (t = new TokenWatches()));
+    for (const [ladder, e] of entries) t[ladder].insert(e);
+    if (watch.any) t.any.add(id);
+    this.byId.set(id, { tokenId, entries, any: watch.any === true });
+  }
+
+  /** Unregisters strategy `id`. */
+  remove(id: string): void {
+    const reg = this.byId.get(id);
+    if (!reg) return;
+    this.byId.delete(id);
+    const t = this.tokens.get(reg.tokenId);
+    if (!t) return;
+    for (const [ladder, e] of reg.entries) t[ladder].remove(e);
+    if (reg.any) t.any.delete(id);
+  }
+
+  /**
+   * Whether strategy `id`'s price conditions already hold at `touch` (used when a watch is new or
+   * changed); if so it is unregistered, like {@link fire} does. `any` watches do not count here.
+   */
+  fireOne(id: string, tokenId: string, touch: Touch): boolean {
+    const reg = this.byId.get(id);
+    if (!reg || reg.tokenId !== tokenId) return false;
+    const bid = touch.bid !== null ? micro(touch.bid, 'exact') : null;
+    const ask = touch.ask !== null ? micro(touch.ask, 'exact') : null;
+    const holds = reg.entries.some(([ladder, e]) => {
+      switch (ladder) {
+        case 'bidAtOrBelow':
+          return bid !== null && bid <= e.level;
+        case 'bidAbove':
+          return bid !== null && bid > e.level;
+        case 'askBelow':
+          return ask !== null && ask < e.level;
+        case 'askAtOrAbove':
+          return ask !== null && ask >= e.level;
+      }
+      return false;
+    });
+    if (holds) this.remove(id);
+    return holds;
+  }
+
+  /** Tokens with at least one watch. */
+  watchedTokens(): string[] {
+    return [...this.tokens].filter(([, t]) => t.size > 0).map(([id]) => id);
+  }
+
+  /**
+   * A new touch of `tokenId`: pops (unregisters) and returns the strategies whose condition holds.
+   * When neither side of the touch moved since the last call, nothing fires (O(1)).
+   * @param force - evaluate even if the touch did not change (start-up, re-registration).
+   */
+  fire(tokenId: string, touch: Touch, force = false): string[] {
+    const t = this.tokens.get(tokenId);
+    if (!t) return [];
+    if (!force && t.last.bid === touch.bid && t.last.ask === touch.ask) return [];
+    t.last = touch;
+    const out = new Set<string>();
+    if (touch.bid !== null) {
+      const bid = micro(touch.bid, 'exact');
+      t.bidAtOrBelow.popWhile((level) => bid <= level, out);
+      t.bidAbove.popWhile((mark) => bid > mark, out);
+    }
+    if (touch.ask !== null) {
+      const ask = micro(touch.ask, 'exact');
+      t.askBelow.popWhile((mark) => ask < mark, out);
+      t.askAtOrAbove.popWhile((level) => ask >= level, out);
+    }
+    for (const id of t.any) out.add(id);
+    for (const id of out) this.remove(id);
+    return [...out];
+  }
+}

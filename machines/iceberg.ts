@@ -1,0 +1,135 @@
+/**
+ * ICEBERG (spec 2.2.2, part 3): works `size` shares at `price` showing one clip of
+ * `execution.clip_size` at a time. Each clip is a live, post-only GTC LIMIT order (on open
+ * orders); when it fills, the next clip goes out; the record carries the parent totals. A clip
+ * that would cross the book is not placed: the iceberg waits (PENDING) until the book no longer
+ * crosses its price. With `price_tolerance_pct`, when the far touch (the ask for a buy, the bid
+ * for a sell) drifts from `price` by more than that percent, the working clip is canceled and the
+ * iceberg ends CANCELED (drift auto-cancel).
+ *
+ * | state     | REST status | final |
+ * |-----------|-------------|-------|
+ * | placing   | ACTIVE      | no    | (transient)
+ * | working   | ACTIVE      | no    |
+ * | waiting   | PENDING     | no    |
+ * | canceling | ACTIVE      | no    |
+ * | completed | COMPLETED   | yes   |
+ * | canceled  | CANCELED    | yes   |
+ * | failed    | FAILED      | yes   |
+ */
+import { assign, setup } from 'xstate';
+import { Dec } from '../engine/decimal.js';
+import {
+  applyChildUpdate, baseContext, d, isWorkingChildDone, nextChildId, refusalPatch, remainingShares,
+  type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type Touch,
+} from './strategy-kit.js';
+
+/** A post-only clip at `price` would take liquidity at this touch. */
+export function clipWouldCross(c: Pick<StrategyContext, 'side' | 'price'>, t: Touch): boolean {
+  return c.side === 'buy' ? t.ask !== null && d(t.ask).lte(c.price!) : t.bid !== null && d(t.bid).gte(c.price!);
+}
+
+/**
+ * The market ran away from the iceberg's price by more than the tolerance: the far touch (the ask
+ * for a buy, the bid for a sell: where the other side trades) is off `price` by more than
+ * `price_tolerance_pct` percent of it.
+ */
+export function drifted(c: Pick<StrategyContext, 'side' | 'price' | 'tolerancePct'>, t: Touch): boolean {
+  if (c.tolerancePct == null) return false;
+  const ref = c.side === 'buy' ? t.ask : t.bid;
+  if (ref === null) return false;
+  return d(ref).minus(c.price!).abs().div(c.price!).times(100).gt(c.tolerancePct);
+}
+
+export const icebergMachine = setup({
+  types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
+  actions: {
+    /** Side effect: place a child CLOB order. */
+    placeOrder: (_, _params: { order: ChildOrder }) => {},
+    /** Side effect: cancel a child CLOB order. */
+    cancelOrder: (_, _params: { orderId: string }) => {},
+    recordChild: assign(({ context, event }) => (event.type === 'order.updated' ? applyChildUpdate(context, event) : {})),
+    recordTouch: assign(({ event }) => (event.type === 'book.touch' ? { lastTouch: { bid: event.bid, ask: event.ask } } : {})),
+    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
+    endWithRefusal: assign(({ event }) => refusalPatch(event)),
+    clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    planClip: assign(({ context }) => {
+      const placing: ChildOrder = {
+        orderId: nextChildId(context), side: context.side, pricing: { kind: 'limit', price: context.price! },
+        size: Dec.min(d(context.clipSize!), remainingShares(context)).toFixed(), timeInForce: 'GTC', postOnly: true, isStopLoss: false,
+      };
+      return { seq: context.seq + 1, working: placing.orderId, slicesDone: context.slicesDone + 1, workingPrice: context.price, pendingSize: placing.size, watch: { any: true }, placing };
+    }),
+    waitForBook: assign({ working: null, watch: { any: true } }),
+  },
+  guards: {
+    workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    clipFilled: ({ context, event }) => isWorkingChildDone(context, event) && event.type === 'order.updated' && event.status === 'FILLED',
+    nothingLeft: ({ context }) => remainingShares(context).lte(0),
+    wouldCross: ({ context }) => clipWouldCross(context, context.lastTouch),
+    touchDrifted: ({ context, event }) => event.type === 'book.touch' && drifted(context, { bid: event.bid, ask: event.ask }),
+    touchUncrossed: ({ context, event }) => event.type === 'book.touch' && !clipWouldCross(context, { bid: event.bid, ask: event.ask }),
+  },
+}).createMachine({
+  id: 'iceberg',
+  context: ({ input }) => baseContext(input),
+  initial: 'placing',
+  states: {
+    placing: {
+      always: [
+        { guard: 'nothingLeft', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'all shares traded' } }], description: 'the last clip filled the order' },
+        { guard: 'wouldCross', target: 'waiting', actions: 'waitForBook', description: 'post-only: the clip would cross, wait for the book' },
+        {
+          target: 'working',
+          actions: [
+            'planClip',
+            { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+          ],
+          description: 'show the next clip',
+        },
+      ],
+    },
+    working: {
+      on: {
+        'order.updated': [
+          { guard: 'clipFilled', target: 'placing', actions: 'recordChild', description: 'the clip filled: show the next' },
+          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the working clip was canceled outside the strategy' } }], description: 'the clip ended without filling (DELETE order)' },
+          { actions: 'recordChild', description: 'partial fill of the clip' },
+        ],
+        'order.refused': { target: 'waiting', actions: 'waitForBook', description: 'the clip would have crossed: wait for the book' },
+        'book.touch': [
+          { guard: 'touchDrifted', target: 'canceling', actions: ['recordTouch', { type: 'endWith', params: { reason: 'price drifted beyond price_tolerance_pct: auto-canceled' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'drift beyond tolerance' },
+          { actions: 'recordTouch', description: 'the touch moved within tolerance' },
+        ],
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'DELETE strategy' },
+      },
+    },
+    waiting: {
+      on: {
+        'book.touch': [
+          { guard: 'touchDrifted', target: 'canceled', actions: ['recordTouch', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'price drifted beyond price_tolerance_pct: auto-canceled' } }], description: 'drift beyond tolerance' },
+          { guard: 'touchUncrossed', target: 'placing', actions: 'recordTouch', description: 'the book no longer crosses the price' },
+          { actions: 'recordTouch', description: 'still crossing' },
+        ],
+        'order.updated': { actions: 'recordChild', description: 'a late report' },
+        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
+      },
+    },
+    canceling: {
+      on: {
+        'order.updated': [
+          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the clip is off the book' },
+          { actions: 'recordChild', description: 'fill racing the cancel' },
+        ],
+        'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
+      },
+    },
+    completed: { type: 'final' },
+    canceled: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+export const ICEBERG_STATUS = {
+  placing: 'ACTIVE', working: 'ACTIVE', waiting: 'PENDING', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED',
+} as const;

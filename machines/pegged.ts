@@ -1,0 +1,152 @@
+/**
+ * PEGGED (spec 2.2.2): spends `budget_usdc` dollars buying at the touch. The peg price is the
+ * best bid (or one tick under the ask when there is no bid) minus `offset_ticks` × 0.001
+ * (spec 2.1: one tick = 0.001), rounded down to the market tick, kept within `price_floor` /
+ * `price_ceiling` and always below the ask (never crossing). One post-only GTC buy rests there
+ * for ⌊budget left / price⌋ shares; when the touch moves so that the peg price changes, the order
+ * is canceled and re-placed at the new price. It ends COMPLETED when the budget left cannot buy
+ * the market's minimum size.
+ *
+ * | state     | REST status | final |
+ * |-----------|-------------|-------|
+ * | pegging   | ACTIVE      | no    | (transient)
+ * | working   | ACTIVE      | no    |
+ * | repegging | ACTIVE      | no    |
+ * | waiting   | PENDING     | no    |
+ * | canceling | ACTIVE      | no    |
+ * | completed | COMPLETED   | yes   |
+ * | canceled  | CANCELED    | yes   |
+ * | failed    | FAILED      | yes   |
+ */
+import { assign, setup } from 'xstate';
+import { Dec } from '../engine/decimal.js';
+import {
+  applyChildUpdate, baseContext, d, floorShares, floorTick, isWorkingChildDone, nextChildId, refusalPatch,
+  type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type Touch,
+} from './strategy-kit.js';
+
+/** One tick of `offset_ticks` (spec 2.1). */
+const SPEC_TICK = '0.001';
+
+/** The peg price at this touch, or null when no price fits (empty book, ceiling/floor out of reach). */
+export function pegPrice(c: Pick<StrategyContext, 'tickSize' | 'offsetTicks' | 'priceFloor' | 'priceCeiling'>, t: Touch): string | null {
+  const tick = d(c.tickSize);
+  let base: Dec | null = t.bid !== null ? d(t.bid) : t.ask !== null ? d(t.ask).minus(tick) : null;
+  if (base === null) return null;
+  base = floorTick(base.minus(new Dec(SPEC_TICK).times(c.offsetTicks ?? 0)), c.tickSize);
+  if (c.priceCeiling != null && base.gt(c.priceCeiling)) base = floorTick(d(c.priceCeiling), c.tickSize);
+  if (t.ask !== null && base.gte(t.ask)) base = d(t.ask).minus(tick);
+  if (c.priceFloor != null && base.lt(c.priceFloor)) return null;
+  if (base.lt(tick) || base.gt(new Dec(1).minus(tick))) return null;
+  return base.toFixed();
+}
+
+/** Shares the budget left buys at `price`. */
+function affordable(c: StrategyContext, price: string): Dec {
+  return floorShares(Dec.max(0, d(c.quoteAmount!).minus(c.matchedAmount)).div(price));
+}
+
+export const peggedMachine = setup({
+  types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
+  actions: {
+    /** Side effect: place a child CLOB order. */
+    placeOrder: (_, _params: { order: ChildOrder }) => {},
+    /** Side effect: cancel a child CLOB order. */
+    cancelOrder: (_, _params: { orderId: string }) => {},
+    recordChild: assign(({ context, event }) => (event.type === 'order.updated' ? applyChildUpdate(context, event) : {})),
+    recordTouch: assign(({ event }) => (event.type === 'book.touch' ? { lastTouch: { bid: event.bid, ask: event.ask } } : {})),
+    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
+    endWithRefusal: assign(({ event }) => refusalPatch(event)),
+    clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    planPeg: assign(({ context }) => {
+      const price = pegPrice(context, context.lastTouch)!;
+      const placing: ChildOrder = {
+        orderId: nextChildId(context), side: 'buy', pricing: { kind: 'limit', price }, size: affordable(context, price).toFixed(), timeInForce: 'GTC', postOnly: true, isStopLoss: false,
+      };
+      return { seq: context.seq + 1, working: placing.orderId, workingPrice: price, pendingSize: placing.size, watch: { any: true }, placing };
+    }),
+    waitForBook: assign({ working: null, workingPrice: null, watch: { any: true } }),
+  },
+  guards: {
+    workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    childFilled: ({ context, event }) => isWorkingChildDone(context, event) && event.type === 'order.updated' && event.status === 'FILLED',
+    noPegPrice: ({ context }) => pegPrice(context, context.lastTouch) === null,
+    budgetSpent: ({ context }) => {
+      const price = pegPrice(context, context.lastTouch);
+      return price !== null && affordable(context, price).lt(context.minSize);
+    },
+    pegMoved: ({ context, event }) => {
+      if (event.type !== 'book.touch') return false;
+      const price = pegPrice(context, { bid: event.bid, ask: event.ask });
+      return price !== context.workingPrice;
+    },
+  },
+}).createMachine({
+  id: 'pegged',
+  context: ({ input }) => baseContext(input),
+  initial: 'pegging',
+  states: {
+    pegging: {
+      always: [
+        { guard: 'noPegPrice', target: 'waiting', actions: 'waitForBook', description: 'no price within the floor/ceiling: wait for the book' },
+        { guard: 'budgetSpent', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'budget spent (what is left cannot buy the minimum size)' } }], description: 'budget spent' },
+        {
+          target: 'working',
+          actions: [
+            'planPeg',
+            { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+          ],
+          description: 'rest at the peg price',
+        },
+      ],
+    },
+    working: {
+      on: {
+        'book.touch': [
+          { guard: 'pegMoved', target: 'repegging', actions: ['recordTouch', { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'the touch moved the peg price: cancel and re-place' },
+          { actions: 'recordTouch', description: 'peg price unchanged' },
+        ],
+        'order.updated': [
+          { guard: 'childFilled', target: 'pegging', actions: 'recordChild', description: 'filled: place the next tranche or finish' },
+          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the pegged order was canceled outside the strategy' } }], description: 'the order ended without filling (DELETE order)' },
+          { actions: 'recordChild', description: 'partial fill' },
+        ],
+        'order.refused': { target: 'waiting', actions: 'waitForBook', description: 'refused (the touch moved under it): wait for the next touch' },
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'DELETE strategy' },
+      },
+    },
+    repegging: {
+      on: {
+        'order.updated': [
+          { guard: 'workingChildDone', target: 'pegging', actions: 'recordChild', description: 'the old order is off the book: re-peg' },
+          { actions: 'recordChild', description: 'fill racing the cancel' },
+        ],
+        'book.touch': { actions: 'recordTouch', description: 'the touch moved again' },
+        'strategy.cancel': { target: 'canceling', actions: { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, description: 'DELETE strategy while re-pegging' },
+      },
+    },
+    waiting: {
+      on: {
+        'book.touch': { target: 'pegging', actions: 'recordTouch', description: 'the book changed: try again' },
+        'order.updated': { actions: 'recordChild', description: 'a late report' },
+        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
+      },
+    },
+    canceling: {
+      on: {
+        'order.updated': [
+          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the order is off the book' },
+          { actions: 'recordChild', description: 'fill racing the cancel' },
+        ],
+        'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
+      },
+    },
+    completed: { type: 'final' },
+    canceled: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+export const PEGGED_STATUS = {
+  pegging: 'ACTIVE', working: 'ACTIVE', repegging: 'ACTIVE', waiting: 'PENDING', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED',
+} as const;

@@ -1,0 +1,70 @@
+/**
+ * STOP_LOSS (spec 2.2.2, part 3): a standalone sell armed at `price`. When the best bid falls to
+ * the armed level it triggers into a real CLOB order: a GTC LIMIT sell of `size` at the bid then
+ * (it takes the bid and rests whatever is left there), shown on open orders with
+ * `is_stop_loss: true`. The record keeps `price` = the armed level; `executed_price` and
+ * `filled_size` come from that order.
+ *
+ * | state     | REST status | final | how it gets there                                  |
+ * |-----------|-------------|-------|----------------------------------------------------|
+ * | armed     | ACTIVE      | no    | accepted; waits for bid ≤ price                    |
+ * | triggered | TRIGGERED   | no    | bid reached the level: the sell order works        |
+ * | done      | COMPLETED   | yes   | the sell order is done (filled, or ended by the user)|
+ * | canceled  | CANCELED    | yes   | DELETE strategy while armed                         |
+ * | failed    | FAILED      | yes   | the venue refused the sell                          |
+ */
+import { assign, setup } from 'xstate';
+import { baseContext, d, applyChildUpdate, isWorkingChildDone, refusalPatch, nextChildId, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
+
+export const stopLossMachine = setup({
+  types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
+  actions: {
+    /** Side effect: place a child CLOB order. */
+    placeOrder: (_, _params: { order: ChildOrder }) => {},
+    /** Side effect: cancel a child CLOB order. */
+    cancelOrder: (_, _params: { orderId: string }) => {},
+    recordChild: assign(({ context, event }) => (event.type === 'order.updated' ? applyChildUpdate(context, event) : {})),
+    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
+    endWithRefusal: assign(({ event }) => refusalPatch(event)),
+    clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    fire: assign(({ context, event }) => {
+      const touch = event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : context.lastTouch;
+      const placing: ChildOrder = {
+        orderId: nextChildId(context), side: 'sell', pricing: { kind: 'limit', price: touch.bid! },
+        size: context.size!, timeInForce: 'GTC', postOnly: false, isStopLoss: true,
+      };
+      return { seq: context.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing };
+    }),
+  },
+  guards: {
+    workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    bidReachedStop: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && d(event.bid).lte(context.price!),
+  },
+}).createMachine({
+  id: 'stop_loss',
+  context: ({ input }) => ({ ...baseContext(input), triggerPrice: input.price, watch: { bidAtOrBelow: input.price! } }),
+  initial: 'armed',
+  states: {
+    armed: {
+      on: {
+        'book.touch': { guard: 'bidReachedStop', target: 'triggered', actions: 'fire', description: 'best bid at or below the armed level' },
+        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled before it triggered' } }], description: 'DELETE strategy while untriggered' },
+      },
+    },
+    triggered: {
+      entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+      on: {
+        'order.updated': [
+          { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: 'the stop-loss sell order is done' } }], description: 'the sell order finished' },
+          { actions: 'recordChild', description: 'fill or status change of the sell order' },
+        ],
+        'order.refused': { target: 'failed', actions: 'endWithRefusal', description: 'the venue refused the sell' },
+      },
+    },
+    done: { type: 'final' },
+    canceled: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+export const STOP_LOSS_STATUS = { armed: 'ACTIVE', triggered: 'TRIGGERED', done: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED' } as const;

@@ -1,0 +1,222 @@
+/**
+ * What every managed-strategy machine shares (issue 5; spec 2.2.1, 2.2.2, 2.4, part 3): the
+ * context shape, the events, the named side effects the engine provides, and the pure helpers
+ * (decimal arithmetic, child-order bookkeeping). Each strategy type has its own machine file
+ * (stop-loss, trailing-stop, trailing-buy, twap, iceberg, pegged); all are pure.
+ *
+ * Conventions the engine relies on (like `deadlines`, they are data in context):
+ * - `context.deadlines[name]` = epoch ms → a durable timer delivering `timer.fired`;
+ * - `context.watch` = the price conditions under which the machine wants a `book.touch` event
+ *   (the engine keeps them in an index keyed by token and price);
+ * - child orders get deterministic ids `ord_<recordId>_<seq>`, with `seq` persisted before the
+ *   order is placed, so a restart never places one twice and never loses one.
+ */
+import { Dec } from '../engine/decimal.js';
+
+/** Best bid and ask of the strategy's token, decimal probabilities (null: that side is empty). */
+export interface Touch {
+  bid: string | null;
+  ask: string | null;
+}
+
+/**
+ * Price conditions a strategy waits for; the engine sends `book.touch` when one holds:
+ * `bidAtOrBelow` (stops), `bidAbove` (a trailing stop's high-water mark), `askBelow` (a trailing
+ * buy's low-water mark), `askAtOrAbove` (its entry), `any` (every touch change: iceberg drift,
+ * pegging).
+ */
+export interface Watch {
+  bidAtOrBelow?: string;
+  bidAbove?: string;
+  askBelow?: string;
+  askAtOrAbove?: string;
+  any?: boolean;
+}
+
+/** How a child order is priced: at a fixed limit, or one tick inside the touch capped by the limit (TWAP `passive`). */
+export type ChildPricing = { kind: 'limit'; price: string } | { kind: 'passive'; limit: string };
+
+/** A child CLOB order a strategy asks the engine to place (a real LIMIT order on the venue). */
+export interface ChildOrder {
+  orderId: string;
+  side: 'buy' | 'sell';
+  pricing: ChildPricing;
+  /** Shares. */
+  size: string;
+  timeInForce: 'GTC' | 'IOC';
+  /** Refuse (rather than take liquidity) when the price would cross the book. */
+  postOnly: boolean;
+  isStopLoss: boolean;
+}
+
+/** What the strategy knows of one of its child orders. */
+export interface ChildState {
+  orderId: string;
+  status: string;
+  /** Shares. */
+  filledSize: string;
+  /** Dollars. */
+  matchedAmount: string;
+  final: boolean;
+}
+
+export type StrategyType = 'STOP_LOSS' | 'TRAILING_STOP' | 'TRAILING_BUY' | 'TWAP' | 'ICEBERG' | 'PEGGED';
+
+/** Input of a strategy actor, built by the engine from a checked request. Quantities are decimal strings. */
+export interface StrategyInput {
+  recordId: string;
+  userId: string;
+  type: StrategyType;
+  side: 'buy' | 'sell';
+  tokenId: string;
+  /** The market's tick and resting minimum (shares). */
+  tickSize: string;
+  minSize: string;
+  /** Armed level (STOP_LOSS), limit (TWAP, ICEBERG), ceiling (TRAILING_BUY); decimal probability. */
+  price: string | null;
+  /** Shares to trade; null when sized in dollars (TRAILING_BUY, PEGGED). */
+  size: string | null;
+  /** Dollars (TRAILING_BUY, PEGGED budget, TWAP by notional). */
+  quoteAmount: string | null;
+  /** The request's `execution` object, echoed on the record. */
+  execution: Record<string, unknown>;
+  warnings: string[];
+  message: string | null;
+  clientOrderId: string | null;
+  metadata: string | null;
+  /** Epoch ms. */
+  createdAtMs: number;
+  /** Touch when the strategy was accepted. */
+  touch: Touch;
+  /** Trailing: offset as a percent of the water mark, or absolute (decimal probability). */
+  offsetPct?: string | null;
+  offsetAbs?: string | null;
+  /** TRAILING_STOP high-water mark / TRAILING_BUY low-water mark (seeded by the engine). */
+  highWaterMark?: string | null;
+  lowWaterMark?: string | null;
+  /** TWAP. */
+  intervalMs?: number;
+  durationMs?: number;
+  slicesTotal?: number;
+  passive?: boolean;
+  /** ICEBERG. */
+  clipSize?: string | null;
+  tolerancePct?: string | null;
+  /** PEGGED. */
+  offsetTicks?: number;
+  priceFloor?: string | null;
+  priceCeiling?: string | null;
+}
+
+export interface StrategyContext extends StrategyInput {
+  /** Shares filled over every child order. */
+  filledSize: string;
+  /** Dollars traded over every child order. */
+  matchedAmount: string;
+  children: ChildState[];
+  /** The child order working now, if any. */
+  working: string | null;
+  /** Number of child orders issued (the next id is `ord_<recordId>_<seq + 1>`). */
+  seq: number;
+  /** Slices placed (TWAP) / clips placed (ICEBERG). */
+  slicesDone: number;
+  /** Latest touch seen. */
+  lastTouch: Touch;
+  /** Current trigger level of a trailing order (decimal probability). */
+  triggerPrice: string | null;
+  watch: Watch;
+  deadlines: Record<string, number>;
+  /** Why the strategy ended (message on the record). */
+  endReason: string | null;
+  /** Price of the working child (PEGGED, ICEBERG), to notice when it must move. */
+  workingPrice: string | null;
+  /** Size of the child order being placed (shares). */
+  pendingSize: string | null;
+  /** The child order being placed: kept so that start-up reconciliation can place it again if the process died first. */
+  placing: ChildOrder | null;
+}
+
+export type StrategyEvent =
+  | { type: 'book.touch'; bid: string | null; ask: string | null }
+  | { type: 'order.updated'; orderId: string; status: string; filledSize: string; matchedAmount: string; final: boolean }
+  | { type: 'order.refused'; orderId: string; error: string; reason: string }
+  | { type: 'timer.fired'; name: string; atMs: number }
+  | { type: 'strategy.cancel' };
+
+/** Machine definition version of every strategy machine, stored with each snapshot. */
+export const STRATEGY_MACHINE_VERSION = 1;
+
+export const ZERO = '0';
+export const d = (x: string) => new Dec(x);
+/** Shares are traded in hundredths: round down. */
+export const floorShares = (x: Dec) => x.toDecimalPlaces(2, Dec.ROUND_DOWN);
+/** Price rounded down / up to the tick. */
+export const floorTick = (x: Dec, tick: string) => x.div(tick).floor().times(tick);
+export const ceilTick = (x: Dec, tick: string) => x.div(tick).ceil().times(tick);
+
+/** The context every strategy starts from. */
+export function baseContext(input: StrategyInput): StrategyContext {
+  return {
+    ...input,
+    filledSize: ZERO,
+    matchedAmount: ZERO,
+    children: [],
+    working: null,
+    seq: 0,
+    slicesDone: 0,
+    lastTouch: input.touch,
+    triggerPrice: null,
+    watch: {},
+    deadlines: {},
+    endReason: null,
+    workingPrice: null,
+    pendingSize: null,
+    placing: null,
+  };
+}
+
+/** Id of the next child order. */
+export function nextChildId(c: StrategyContext): string {
+  return `ord_${c.recordId}_${c.seq + 1}`;
+}
+
+/** Shares still to trade (size-based strategies). */
+export function remainingShares(c: StrategyContext): Dec {
+  return c.size === null ? new Dec(0) : Dec.max(0, d(c.size).minus(c.filledSize));
+}
+
+/** Applies a child-order update: replaces that child's state and recomputes the totals. */
+export function applyChildUpdate(c: StrategyContext, e: Extract<StrategyEvent, { type: 'order.updated' }>): Partial<StrategyContext> {
+  const state: ChildState = { orderId: e.orderId, status: e.status, filledSize: e.filledSize, matchedAmount: e.matchedAmount, final: e.final };
+  const children = c.children.some((x) => x.orderId === e.orderId) ? c.children.map((x) => (x.orderId === e.orderId ? state : x)) : [...c.children, state];
+  let filled = new Dec(0);
+  let matched = new Dec(0);
+  for (const x of children) {
+    filled = filled.plus(x.filledSize);
+    matched = matched.plus(x.matchedAmount);
+  }
+  return {
+    children,
+    filledSize: filled.toFixed(),
+    matchedAmount: matched.toFixed(),
+    working: e.final && c.working === e.orderId ? null : c.working,
+  };
+}
+
+/** Patch of `order.refused`: the strategy ends with the venue's reason. */
+export function refusalPatch(e: StrategyEvent): Partial<StrategyContext> {
+  return e.type === 'order.refused' ? { endReason: `order refused: ${e.error}${e.reason ? ` — ${e.reason}` : ''}`, working: null } : {};
+}
+
+/** The update is about the working child and it is done. */
+export function isWorkingChildDone(c: StrategyContext, e: StrategyEvent): boolean {
+  return e.type === 'order.updated' && e.final && e.orderId === c.working;
+}
+
+/** A current (not stale, not duplicate) firing of timer `name`. */
+export function isCurrentTimer(c: StrategyContext, e: StrategyEvent, name: string): boolean {
+  return e.type === 'timer.fired' && e.name === name && c.deadlines[name] === e.atMs;
+}
+
+/** REST statuses of strategy records (spec 2.4; see schemas/strategies.ts). */
+export type StrategyStatus = 'PENDING' | 'ACTIVE' | 'TRIGGERED' | 'COMPLETED' | 'CANCELED' | 'FAILED';

@@ -1,0 +1,95 @@
+/**
+ * TRAILING_BUY (spec 2.2.2, part 3): spends `quote_amount` dollars when the best ask bounces up
+ * by the offset from its low-water mark. The mark starts at `execution.low_water_mark` (or the
+ * ask when the order was accepted) and follows the ask down; the entry level is
+ * `mark × (1 + pct/100)` or `mark + offset`. `price_ceiling` is a veto: an ask above it never
+ * fires (at any price) and the order stays armed for a cheaper ask. On entry: a GTC LIMIT buy at
+ * the ask of ⌊quote_amount / ask⌋ shares (hundredths). The record's `price` is the ceiling.
+ *
+ * | state     | REST status | final |
+ * |-----------|-------------|-------|
+ * | armed     | ACTIVE      | no    |
+ * | triggered | TRIGGERED   | no    |
+ * | done      | COMPLETED   | yes   |
+ * | canceled  | CANCELED    | yes   |
+ * | failed    | FAILED      | yes   |
+ */
+import { assign, setup } from 'xstate';
+import { Dec } from '../engine/decimal.js';
+import { baseContext, d, floorShares, applyChildUpdate, isWorkingChildDone, refusalPatch, nextChildId, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
+
+/** Entry level of a trailing buy for a low-water mark. */
+export function trailingBuyLevel(c: Pick<StrategyContext, 'offsetPct' | 'offsetAbs'>, mark: string): string {
+  const m = d(mark);
+  return (c.offsetPct != null ? m.times(new Dec(100).plus(c.offsetPct)).div(100) : m.plus(c.offsetAbs!)).toFixed();
+}
+
+/** Ask at or above the entry level and not above the ceiling. */
+function entryAllowed(c: StrategyContext, ask: string): boolean {
+  return d(ask).gte(c.triggerPrice!) && (c.priceCeiling == null || d(ask).lte(c.priceCeiling));
+}
+
+export const trailingBuyMachine = setup({
+  types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
+  actions: {
+    /** Side effect: place a child CLOB order. */
+    placeOrder: (_, _params: { order: ChildOrder }) => {},
+    /** Side effect: cancel a child CLOB order. */
+    cancelOrder: (_, _params: { orderId: string }) => {},
+    recordChild: assign(({ context, event }) => (event.type === 'order.updated' ? applyChildUpdate(context, event) : {})),
+    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
+    endWithRefusal: assign(({ event }) => refusalPatch(event)),
+    clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    lowerMark: assign(({ context, event }) => {
+      if (event.type !== 'book.touch' || event.ask === null) return {};
+      const triggerPrice = trailingBuyLevel(context, event.ask);
+      return { lowWaterMark: event.ask, triggerPrice, lastTouch: { bid: event.bid, ask: event.ask }, watch: { askBelow: event.ask, askAtOrAbove: triggerPrice } };
+    }),
+    fire: assign(({ context, event }) => {
+      const touch = event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : context.lastTouch;
+      const placing: ChildOrder = {
+        orderId: nextChildId(context), side: 'buy', pricing: { kind: 'limit', price: touch.ask! },
+        size: floorShares(d(context.quoteAmount!).div(touch.ask!)).toFixed(), timeInForce: 'GTC', postOnly: false, isStopLoss: false,
+      };
+      return { seq: context.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing };
+    }),
+  },
+  guards: {
+    workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    askBouncedWithinCeiling: ({ context, event }) => event.type === 'book.touch' && event.ask !== null && entryAllowed(context, event.ask),
+    askBelowMark: ({ context, event }) => event.type === 'book.touch' && event.ask !== null && d(event.ask).lt(context.lowWaterMark!),
+  },
+}).createMachine({
+  id: 'trailing_buy',
+  context: ({ input }) => {
+    const triggerPrice = trailingBuyLevel(input, input.lowWaterMark!);
+    return { ...baseContext(input), price: input.priceCeiling ?? null, triggerPrice, watch: { askBelow: input.lowWaterMark!, askAtOrAbove: triggerPrice } };
+  },
+  initial: 'armed',
+  states: {
+    armed: {
+      on: {
+        'book.touch': [
+          { guard: 'askBouncedWithinCeiling', target: 'triggered', actions: 'fire', description: 'the ask bounced up by the offset and is within the ceiling' },
+          { guard: 'askBelowMark', actions: 'lowerMark', description: 'a new low: the mark and the entry level follow the ask down' },
+        ],
+        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled before it triggered' } }], description: 'DELETE strategy while untriggered' },
+      },
+    },
+    triggered: {
+      entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+      on: {
+        'order.updated': [
+          { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: 'the entry order is done' } }], description: 'the buy order finished' },
+          { actions: 'recordChild', description: 'fill or status change of the buy order' },
+        ],
+        'order.refused': { target: 'failed', actions: 'endWithRefusal', description: 'the venue refused the buy' },
+      },
+    },
+    done: { type: 'final' },
+    canceled: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+export const TRAILING_BUY_STATUS = { armed: 'ACTIVE', triggered: 'TRIGGERED', done: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED' } as const;

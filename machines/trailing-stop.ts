@@ -1,0 +1,92 @@
+/**
+ * TRAILING_STOP (spec 2.2.2): sells `size` when the best bid falls back by the offset from its
+ * high-water mark. The mark starts at `execution.high_water_mark` (or `price`) and follows the
+ * bid up; the trigger is `mark × (1 − pct/100)` or `mark − offset`. On trigger: a GTC LIMIT sell
+ * at the bid, `is_stop_loss: true` (as STOP_LOSS). The record's `price` is the armed level.
+ *
+ * Example: mark 0.60, 10 % → armed at 0.54; the bid rises to 0.70 → mark 0.70, armed at 0.63;
+ * the bid falls to 0.63 → fires.
+ *
+ * | state     | REST status | final |
+ * |-----------|-------------|-------|
+ * | armed     | ACTIVE      | no    |
+ * | triggered | TRIGGERED   | no    |
+ * | done      | COMPLETED   | yes   |
+ * | canceled  | CANCELED    | yes   |
+ * | failed    | FAILED      | yes   |
+ */
+import { assign, setup } from 'xstate';
+import { Dec } from '../engine/decimal.js';
+import { baseContext, d, applyChildUpdate, isWorkingChildDone, refusalPatch, nextChildId, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
+
+/** Trigger level of a trailing stop for a high-water mark. */
+export function trailingStopLevel(c: Pick<StrategyContext, 'offsetPct' | 'offsetAbs'>, mark: string): string {
+  const m = d(mark);
+  const level = c.offsetPct != null ? m.times(new Dec(100).minus(c.offsetPct)).div(100) : m.minus(c.offsetAbs!);
+  return Dec.max(0, level).toFixed();
+}
+
+export const trailingStopMachine = setup({
+  types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
+  actions: {
+    /** Side effect: place a child CLOB order. */
+    placeOrder: (_, _params: { order: ChildOrder }) => {},
+    /** Side effect: cancel a child CLOB order. */
+    cancelOrder: (_, _params: { orderId: string }) => {},
+    recordChild: assign(({ context, event }) => (event.type === 'order.updated' ? applyChildUpdate(context, event) : {})),
+    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
+    endWithRefusal: assign(({ event }) => refusalPatch(event)),
+    clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    raiseMark: assign(({ context, event }) => {
+      if (event.type !== 'book.touch' || event.bid === null) return {};
+      const triggerPrice = trailingStopLevel(context, event.bid);
+      return { highWaterMark: event.bid, triggerPrice, price: triggerPrice, lastTouch: { bid: event.bid, ask: event.ask }, watch: { bidAtOrBelow: triggerPrice, bidAbove: event.bid } };
+    }),
+    fire: assign(({ context, event }) => {
+      const touch = event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : context.lastTouch;
+      const placing: ChildOrder = {
+        orderId: nextChildId(context), side: 'sell', pricing: { kind: 'limit', price: touch.bid! },
+        size: context.size!, timeInForce: 'GTC', postOnly: false, isStopLoss: true,
+      };
+      return { seq: context.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing };
+    }),
+  },
+  guards: {
+    workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    bidFellToTrigger: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && d(event.bid).lte(context.triggerPrice!),
+    bidAboveMark: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && d(event.bid).gt(context.highWaterMark!),
+  },
+}).createMachine({
+  id: 'trailing_stop',
+  context: ({ input }) => {
+    const triggerPrice = trailingStopLevel(input, input.highWaterMark!);
+    return { ...baseContext(input), price: triggerPrice, triggerPrice, watch: { bidAtOrBelow: triggerPrice, bidAbove: input.highWaterMark! } };
+  },
+  initial: 'armed',
+  states: {
+    armed: {
+      on: {
+        'book.touch': [
+          { guard: 'bidFellToTrigger', target: 'triggered', actions: 'fire', description: 'the bid fell back by the offset from the mark' },
+          { guard: 'bidAboveMark', actions: 'raiseMark', description: 'a new high: the mark and the armed level follow the bid up' },
+        ],
+        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled before it triggered' } }], description: 'DELETE strategy while untriggered' },
+      },
+    },
+    triggered: {
+      entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+      on: {
+        'order.updated': [
+          { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: 'the trailing-stop sell order is done' } }], description: 'the sell order finished' },
+          { actions: 'recordChild', description: 'fill or status change of the sell order' },
+        ],
+        'order.refused': { target: 'failed', actions: 'endWithRefusal', description: 'the venue refused the sell' },
+      },
+    },
+    done: { type: 'final' },
+    canceled: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+export const TRAILING_STOP_STATUS = { armed: 'ACTIVE', triggered: 'TRIGGERED', done: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED' } as const;

@@ -1,0 +1,175 @@
+/**
+ * TWAP (spec 2.2.2): trades `size` shares (or `quote_amount` dollars at the limit) in equal
+ * slices over `duration_sec`, one every `interval_sec`: n = ⌊duration / interval⌋ slices (at least
+ * one), slice i at start + i × interval. Each slice's size is recomputed from what remains:
+ * ⌊remaining / slices left⌋ (hundredths), the last takes the rest. `passive: false`: each slice is
+ * an IOC LIMIT at the limit price — it takes the touch and never pays past the limit; what it does
+ * not fill rolls into the next slices. `passive: true`: each slice rests one tick inside the touch
+ * (capped by the limit, never crossing) until the next slice time, when it is canceled and its
+ * unfilled part rolls on; a passive slice below the market's minimum size is merged into the next
+ * one, and a last remainder below the minimum is left unfilled (see `message`). At
+ * start + duration the TWAP ends.
+ *
+ * | state     | REST status | final | meaning                                     |
+ * |-----------|-------------|-------|---------------------------------------------|
+ * | slicing   | ACTIVE      | no    | (transient) decides the next slice           |
+ * | working   | ACTIVE      | no    | a slice order works                          |
+ * | waiting   | ACTIVE      | no    | between slices                               |
+ * | rolling   | ACTIVE      | no    | slice time: the previous slice is being canceled |
+ * | finishing | ACTIVE      | no    | end time: the last slice is being canceled   |
+ * | canceling | ACTIVE      | no    | DELETE strategy: the working slice is being canceled |
+ * | completed | COMPLETED   | yes   | all traded, or the duration is over          |
+ * | canceled  | CANCELED    | yes   | DELETE strategy                              |
+ * | failed    | FAILED      | yes   | the venue refused a slice                    |
+ */
+import { assign, setup } from 'xstate';
+import { Dec } from '../engine/decimal.js';
+import {
+  applyChildUpdate, baseContext, floorShares, isCurrentTimer, isWorkingChildDone, nextChildId, refusalPatch, remainingShares,
+  type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput,
+} from './strategy-kit.js';
+
+/** Number of slices of a TWAP (README: ⌊duration / interval⌋, at least one). */
+export function twapSliceCount(durationMs: number, intervalMs: number): number {
+  return Math.max(1, Math.floor(durationMs / intervalMs));
+}
+
+/** Size of the next slice (shares): the remainder spread over the slices left. */
+export function nextSliceSize(c: StrategyContext): Dec {
+  const left = c.slicesTotal! - c.slicesDone;
+  const remaining = remainingShares(c);
+  return left <= 1 ? remaining : floorShares(remaining.div(left));
+}
+
+const isLast = (c: StrategyContext) => c.slicesDone + 1 >= c.slicesTotal!;
+const tooSmall = (c: StrategyContext) => {
+  const s = nextSliceSize(c);
+  return s.lte(0) || (c.passive === true && s.lt(c.minSize));
+};
+
+export const twapMachine = setup({
+  types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
+  actions: {
+    /** Side effect: place a child CLOB order. */
+    placeOrder: (_, _params: { order: ChildOrder }) => {},
+    /** Side effect: cancel a child CLOB order. */
+    cancelOrder: (_, _params: { orderId: string }) => {},
+    recordChild: assign(({ context, event }) => (event.type === 'order.updated' ? applyChildUpdate(context, event) : {})),
+    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
+    endWithRefusal: assign(({ event }) => refusalPatch(event)),
+    clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    /** Counts the slice, names its order, and arms the next slice time. */
+    planSlice: assign(({ context }) => {
+      const done = context.slicesDone + 1;
+      const deadlines: Record<string, number> = { end: context.deadlines.end! };
+      if (done < context.slicesTotal!) deadlines.slice = context.createdAtMs + done * context.intervalMs!;
+      const placing: ChildOrder = {
+        orderId: nextChildId(context), side: context.side, size: nextSliceSize(context).toFixed(),
+        pricing: context.passive ? { kind: 'passive', limit: context.price! } : { kind: 'limit', price: context.price! },
+        timeInForce: context.passive ? 'GTC' : 'IOC', postOnly: context.passive === true, isStopLoss: false,
+      };
+      return { seq: context.seq + 1, working: placing.orderId, slicesDone: done, deadlines, pendingSize: placing.size, placing };
+    }),
+    /** A passive slice below the minimum: merged into the next one. */
+    skipSlice: assign(({ context }) => {
+      const done = context.slicesDone + 1;
+      const deadlines: Record<string, number> = { end: context.deadlines.end! };
+      if (done < context.slicesTotal!) deadlines.slice = context.createdAtMs + done * context.intervalMs!;
+      return { slicesDone: done, deadlines };
+    }),
+  },
+  guards: {
+    workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    nothingLeft: ({ context }) => remainingShares(context).lte(0),
+    allSlicesPlaced: ({ context }) => context.slicesDone >= context.slicesTotal!,
+    lastSliceTooSmall: ({ context }) => tooSmall(context) && isLast(context),
+    sliceTooSmall: ({ context }) => tooSmall(context),
+    workingDoneAndNothingLeft: ({ context, event }) =>
+      isWorkingChildDone(context, event) && event.type === 'order.updated' && remainingShares({ ...context, ...applyChildUpdate(context, event) }).lte(0),
+    sliceTime: ({ context, event }) => isCurrentTimer(context, event, 'slice'),
+    endTime: ({ context, event }) => isCurrentTimer(context, event, 'end'),
+    hasWorkingChild: ({ context }) => context.working !== null,
+  },
+}).createMachine({
+  id: 'twap',
+  context: ({ input }) => ({ ...baseContext(input), deadlines: { end: input.createdAtMs + input.durationMs! } }),
+  initial: 'slicing',
+  states: {
+    slicing: {
+      always: [
+        { guard: 'nothingLeft', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'all shares traded' } }], description: 'everything is filled' },
+        { guard: 'allSlicesPlaced', target: 'waiting', description: 'every slice went out: wait for the end time' },
+        { guard: 'lastSliceTooSmall', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the last remainder is below the market minimum size for a resting slice: left unfilled' } }], description: 'a passive last slice below the minimum is not placed' },
+        { guard: 'sliceTooSmall', target: 'waiting', actions: 'skipSlice', description: 'a passive slice below the minimum merges into the next' },
+        {
+          target: 'working',
+          actions: [
+            'planSlice',
+            { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+          ],
+          description: 'place the next slice',
+        },
+      ],
+    },
+    working: {
+      on: {
+        'order.updated': [
+          { guard: 'workingDoneAndNothingLeft', target: 'completed', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'all shares traded' } }], description: 'the slice filled the rest' },
+          { guard: 'workingChildDone', target: 'waiting', actions: 'recordChild', description: 'the slice is done; wait for the next slice time' },
+          { actions: 'recordChild', description: 'fill of the working slice' },
+        ],
+        'order.refused': { target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused a slice' },
+        'timer.fired': [
+          { guard: 'endTime', target: 'finishing', actions: { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }, description: 'duration over: cancel the working slice' },
+          { guard: 'sliceTime', target: 'rolling', actions: { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }, description: 'next slice time: cancel the resting slice, its remainder rolls on' },
+        ],
+        'strategy.cancel': { target: 'canceling', actions: { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }, description: 'DELETE strategy: cancel the working slice' },
+      },
+    },
+    waiting: {
+      on: {
+        'order.updated': { actions: 'recordChild', description: 'a late report of a finished slice' },
+        'timer.fired': [
+          { guard: 'endTime', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'duration over' } }], description: 'duration over' },
+          { guard: 'sliceTime', target: 'slicing', description: 'next slice time' },
+        ],
+        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy between slices' },
+      },
+    },
+    rolling: {
+      on: {
+        'order.updated': [
+          { guard: 'workingChildDone', target: 'slicing', actions: 'recordChild', description: 'the previous slice is off the book: place the next' },
+          { actions: 'recordChild', description: 'fill racing the cancel' },
+        ],
+        'timer.fired': { guard: 'endTime', target: 'finishing', description: 'duration over while rolling' },
+        'strategy.cancel': { target: 'canceling', description: 'DELETE strategy while the slice is being canceled' },
+      },
+    },
+    finishing: {
+      on: {
+        'order.updated': [
+          { guard: 'workingChildDone', target: 'completed', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'duration over' } }], description: 'the last slice is off the book' },
+          { actions: 'recordChild', description: 'fill racing the cancel' },
+        ],
+      },
+    },
+    canceling: {
+      on: {
+        'order.updated': [
+          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'the working slice is off the book' },
+          { actions: 'recordChild', description: 'fill racing the cancel' },
+        ],
+      },
+    },
+    completed: { type: 'final' },
+    canceled: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+export const TWAP_STATUS = {
+  slicing: 'ACTIVE', working: 'ACTIVE', waiting: 'ACTIVE', rolling: 'ACTIVE', finishing: 'ACTIVE', canceling: 'ACTIVE',
+  completed: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED',
+} as const;
+

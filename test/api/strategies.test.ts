@@ -1,0 +1,281 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StrategyContext } from '../../machines/strategy-kit.js';
+import { startTestService, type TestService } from '../helpers.js';
+
+/**
+ * Scenario tests of the managed strategies (issue 5) on static books (SIM_REPLAY=off, no maker
+ * refill): a second user ("bob") moves the touch by trading, as a partner would see it.
+ */
+/** A price as the API writes it (decimal string, no trailing zeros). */
+const px = (x: number) => String(Number(x.toFixed(2)));
+
+describe('managed strategies over REST', () => {
+  let svc: TestService;
+  let markets: any[];
+  const as = (u: string) => ({ 'x-partner-user-id': u });
+  const post = (u: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(u) });
+  const book = async (t: string) => (await svc.call('GET', `/v2/trade/book?token_id=${t}&depth=10`)).body;
+  const strategy = async (u: string, id: string) => (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as(u) })).body.strategies.find((s: any) => s.record_id === id);
+  const settle = () => svc.services.strategies.idle();
+  /** A 0.01-tick token whose best bid is at least `minBid`, with untouched books. */
+  let next = 0;
+  const freshToken = (minBid = 0.2, maxBid = 0.9): Promise<{ token: string; bid: number; ask: number; bids: any[]; asks: any[] }> =>
+    (async () => {
+      for (; next < markets.length; next++) {
+        const m = markets[next];
+        if (m.tick_size !== '0.01') continue;
+        const t = m.tokens[0].token_id;
+        const b = await book(t);
+        const bid = Number(b.bids[0]?.price);
+        const ask = Number(b.asks[0]?.price);
+        if (bid >= minBid && bid <= maxBid && Math.round((ask - bid) * 100) === 2) {
+          next++;
+          return { token: t, bid, ask, bids: b.bids, asks: b.asks };
+        }
+      }
+      throw new Error('no suitable market');
+    })();
+  /** bob sells into the bids down to (and including) price `p`, so the best bid ends below `p`. */
+  const sellThrough = async (token: string, p: string) => {
+    const b = await book(token);
+    const size = b.bids.filter((l: any) => Number(l.price) >= Number(p)).reduce((a: number, l: any) => a + Number(l.size), 0);
+    await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: String(size), time_in_force: 'IOC' });
+    const r = await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: p, size: String(size), time_in_force: 'IOC' });
+    expect(r.body.status).toBe('FILLED');
+  };
+
+  beforeAll(async () => {
+    svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' } });
+    for (const u of ['alice', 'bob']) await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+    markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
+  });
+  afterAll(() => svc.close());
+
+  it('STOP_LOSS: armed (ACTIVE), fires into a real sell with is_stop_loss when the bid reaches it; DELETE then answers 409', async () => {
+    const { token, bid } = await freshToken(0.3);
+    await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+    const level = px(bid - 0.01);
+    const tooHigh = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid), size: '10' });
+    expect(tooHigh).toMatchObject({ status: 422, body: { message: expect.stringMatching(/would trigger at once/) } });
+    const over = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '1000' });
+    expect(over).toMatchObject({ status: 422, body: { error: expect.stringMatching(/^Not enough shares to place this sell — holding 10/) } });
+    const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
+    expect(res).toMatchObject({ status: 200, body: { type: 'STOP_LOSS', order_id: null, status: 'ACTIVE', price: level, size: '10', message: expect.stringMatching(/armed/) } });
+    const id = res.body.record_id;
+    expect(await strategy('alice', id)).toMatchObject({ status: 'ACTIVE', price: level, executed_price: null, filled_size: null });
+    // the bid falls to the armed level: bob sells through the top bid level
+    await sellThrough(token, px(bid));
+    await settle();
+    const s = await strategy('alice', id);
+    expect(s.status).toMatch(/TRIGGERED|COMPLETED/);
+    expect(s.price).toBe(level);
+    expect(s.order_ids).toHaveLength(1);
+    const child = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as('alice') })).body.activity.find((a: any) => a.id === s.order_ids[0]);
+    expect(child).toMatchObject({ kind: 'order', side: 'sell', price: level });
+    expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: level });
+    const del = await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
+    expect(del).toMatchObject({ status: 409, body: { error: 'conflict' } });
+  });
+
+  it('a triggered stop whose sell rests shows on open orders with is_stop_loss: true; DELETE strategy → 409 naming DELETE order', async () => {
+    const { token, bid, bids } = await freshToken(0.3);
+    await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '2000', time_in_force: 'IOC' });
+    const level = px(bid - 0.01);
+    const depthAtLevel = Number(bids.find((l: any) => l.price === level)?.size ?? 0);
+    const size = String(depthAtLevel + 50); // more than the bid at the level: the rest rests
+    const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size });
+    await sellThrough(token, px(bid));
+    await settle();
+    const s = await strategy('alice', res.body.record_id);
+    expect(s.status).toBe('TRIGGERED');
+    const open = (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders;
+    const child = open.find((o: any) => o.order_id === s.order_ids[0]);
+    expect(child).toMatchObject({ is_stop_loss: true, side: 'sell', price: level, status: 'PARTIALLY_FILLED', record_id: res.body.record_id });
+    const del = await svc.call('DELETE', `/v2/trade/strategies/${res.body.record_id}`, { headers: as('alice') });
+    expect(del.status).toBe(409);
+    expect(del.body.message).toContain(`DELETE /v2/trade/orders/${child.order_id}`);
+    // canceling the order ends the strategy with what filled
+    await svc.call('DELETE', `/v2/trade/orders/${child.order_id}`, { headers: as('alice') });
+    await settle();
+    expect(await strategy('alice', res.body.record_id)).toMatchObject({ status: 'COMPLETED', filled_size: String(depthAtLevel) });
+  });
+
+  it('DELETE of an untriggered stop cancels it; another user gets 404', async () => {
+    const { token, bid } = await freshToken(0.3);
+    await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+    const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid - 0.05), size: '5' });
+    expect((await svc.call('DELETE', `/v2/trade/strategies/${res.body.record_id}`, { headers: as('bob') })).status).toBe(404);
+    const del = await svc.call('DELETE', `/v2/trade/strategies/${res.body.record_id}`, { headers: as('alice') });
+    expect(del).toMatchObject({ status: 200, body: { status: 'CANCELED', record_id: res.body.record_id } });
+    expect((await svc.call('DELETE', `/v2/trade/strategies/${res.body.record_id}`, { headers: as('alice') })).status).toBe(409);
+  });
+
+  it('TRAILING_STOP: follows the bid up and fires exactly when it falls back by the offset (exact numbers)', async () => {
+    const { token, bid } = await freshToken(0.4);
+    const b = px(bid);
+    await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+    // mark 0.02 under the bid, offset 0.03: the bid is above the mark, so the mark rises to the bid at once
+    const mark = px(bid - 0.02);
+    const res = await post('alice', { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '10', execution: { high_water_mark: mark, trailing_offset: '0.03' } });
+    expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE', record_id: expect.any(String) } });
+    await settle();
+    let s = await strategy('alice', res.body.record_id);
+    expect(s).toMatchObject({ high_water_mark: b, price: px(bid - 0.03), trigger_price: px(bid - 0.03) });
+    // bob bids one tick higher: the mark follows
+    const up = px(bid + 0.01);
+    const bobBid = await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: up, size: '5' });
+    await settle();
+    s = await strategy('alice', res.body.record_id);
+    expect(s).toMatchObject({ high_water_mark: up, price: px(bid - 0.02), status: 'ACTIVE' });
+    // the bid comes back down to the old level: above the armed level, nothing fires
+    await svc.call('DELETE', `/v2/trade/orders/${bobBid.body.order_id}`, { headers: as('bob') });
+    await settle();
+    expect((await strategy('alice', res.body.record_id)).status).toBe('ACTIVE');
+    // bob sells through the top bid: the bid is now one tick lower (bid − 0.01): still above bid − 0.02
+    await sellThrough(token, b);
+    await settle();
+    expect((await strategy('alice', res.body.record_id)).status).toBe('ACTIVE');
+    // and through the next level: the bid reaches bid − 0.02 = the armed level → fires there
+    await sellThrough(token, px(bid - 0.01));
+    await settle();
+    s = await strategy('alice', res.body.record_id);
+    expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: px(bid - 0.02), high_water_mark: up });
+  });
+
+  it('TRAILING_BUY: buys on the bounce, never past its ceiling, and stays armed for a cheaper ask', async () => {
+    const { token, ask, asks } = await freshToken(0.2, 0.6);
+    const a = (x: number) => px(ask + x);
+    // a ceiling below the entry the offset implies is refused at arm time
+    const bad = await post('alice', { symbol: token, side: 'buy', type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset: '0.02', price_ceiling: a(0.01) } });
+    expect(bad).toMatchObject({ status: 400, body: { message: expect.stringMatching(/price_ceiling .* is below the entry/) } });
+    // low-water mark seeded from the ask; entry at ask + 0.02; ceiling ask + 0.02
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset: '0.02', price_ceiling: a(0.02) } });
+    expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE', price: a(0.02) } });
+    await settle();
+    expect(await strategy('alice', res.body.record_id)).toMatchObject({ low_water_mark: a(0), trigger_price: a(0.02) });
+    // bob lifts the asks up to ask + 0.03 in one go: the ask gaps past the ceiling → no entry
+    const through = asks.filter((l: any) => Number(l.price) <= ask + 0.025).reduce((x: number, l: any) => x + Number(l.size), 0);
+    await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: a(0.02), size: String(through), time_in_force: 'IOC' });
+    await settle();
+    expect((await book(token)).asks[0].price).toBe(a(0.03));
+    expect((await strategy('alice', res.body.record_id)).status).toBe('ACTIVE');
+    // bob offers at the ceiling: the ask is back within it → the entry fires at that ask
+    await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: a(0.02), size: '100' });
+    await settle();
+    const s = await strategy('alice', res.body.record_id);
+    const shares = (Math.floor((5 / (ask + 0.02)) * 100) / 100).toString();
+    expect(s).toMatchObject({ status: 'COMPLETED', executed_price: a(0.02), filled_size: shares });
+  });
+
+  it('TWAP interval 10 s, duration 30 s: 3 slices on schedule whose sizes add up to the order; price derived and echoed', async () => {
+    const { token, ask } = await freshToken(0.2, 0.6);
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '100', execution: { interval_sec: 10, duration_sec: 30, clip_size: '5', randomize_pct: 10 } });
+    expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE', order_id: null, price: px(ask) } });
+    expect(res.body.message).toMatch(new RegExp(`3 slices every 10 s, limit ${px(ask)} \\(derived from the live touch: best ask\\)`));
+    expect(res.body.warnings).toEqual(['execution.clip_size is ignored for TWAP orders', 'execution.randomize_pct is ignored for TWAP orders']);
+    const id = res.body.record_id;
+    await settle();
+    let s = await strategy('alice', id);
+    expect(s).toMatchObject({ slices_done: 1, slices_total: 3, filled_size: '33.33' });
+    expect(s.next_slice_at - s.created_at).toBeGreaterThan(9_900);
+    expect(s.next_slice_at - s.created_at).toBeLessThanOrEqual(10_000);
+    for (const k of [2, 3]) {
+      const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
+      await svc.services.host.deliverTimer({ actorId: id, timerName: 'slice', atMs: c.deadlines.slice! });
+      await settle();
+      s = await strategy('alice', id);
+      expect(s.slices_done).toBe(k);
+    }
+    expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '100', order_ids: [expect.any(String), expect.any(String), expect.any(String)] });
+    const sizes = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as('alice') })).body.activity.filter((a: any) => s.order_ids.includes(a.id)).map((a: any) => Number(a.size));
+    expect(sizes.sort()).toEqual([33.33, 33.33, 33.34]);
+    // a stale or duplicate slice timer changes nothing
+    await svc.services.host.deliverTimer({ actorId: id, timerName: 'slice', atMs: s.created_at + 20_000 });
+    expect((await strategy('alice', id)).revision).toBe(s.revision);
+  });
+
+  it('ICEBERG: one clip at a time on open orders, parent totals on the record; a crossing price → 422 order crosses book', async () => {
+    const { token, bid, ask } = await freshToken(0.2, 0.6);
+    const crossing = await post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(ask), size: '30', execution: { clip_size: '10' } });
+    expect(crossing).toMatchObject({ status: 422, body: { error: 'order crosses book' } });
+    const tiny = await post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: '0.05', size: '30', execution: { clip_size: '10' } });
+    expect(tiny.body.message).toMatch(/at least \$1/);
+    const notLess = await post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid), size: '10', execution: { clip_size: '10' } });
+    expect(notLess.body.message).toMatch(/must be less than size/);
+    const price = px(bid + 0.01); // inside the spread: the clip is the best bid
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price, size: '30', execution: { clip_size: '10' } });
+    expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE', record_id: expect.any(String) } });
+    const id = res.body.record_id;
+    const clips = async () => (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders.filter((o: any) => o.record_id === id);
+    expect(await clips()).toMatchObject([{ size: '10', price, status: 'LIVE' }]);
+    // bob hits the clip twice: each time the next clip appears, one at a time
+    for (let i = 1; i <= 2; i++) {
+      await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+      await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price, size: '10', time_in_force: 'IOC' });
+      await settle();
+      const open = await clips();
+      expect(open).toHaveLength(1);
+      expect(await strategy('alice', id)).toMatchObject({ slices_done: i + 1, filled_size: String(10 * i) });
+    }
+    await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+    await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price, size: '10', time_in_force: 'IOC' });
+    await settle();
+    expect(await clips()).toHaveLength(0);
+    expect(await strategy('alice', id)).toMatchObject({ status: 'COMPLETED', filled_size: '30', executed_price: price });
+  });
+
+  it('ICEBERG price_tolerance_pct: drift auto-cancels the working clip', async () => {
+    const { token, bid } = await freshToken(0.3, 0.6);
+    const price = px(bid);
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price, size: '30', execution: { clip_size: '10', price_tolerance_pct: 5 } });
+    const id = res.body.record_id;
+    // bob lifts the asks beyond 5 % above the price: the market ran away from the iceberg
+    const b = await book(token);
+    const limit = bid * 1.05;
+    const size = b.asks.filter((l: any) => Number(l.price) <= limit).reduce((x: number, l: any) => x + Number(l.size), 0);
+    expect(size).toBeGreaterThan(0);
+    await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(Math.floor(limit * 100) / 100), size: String(size), time_in_force: 'IOC' });
+    expect(Number((await book(token)).asks[0].price)).toBeGreaterThan(limit);
+    await settle();
+    expect(await strategy('alice', id)).toMatchObject({ status: 'CANCELED', message: expect.stringMatching(/drift/) });
+    expect((await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders.filter((o: any) => o.record_id === id)).toHaveLength(0);
+  });
+
+  it('PEGGED: rests at the touch, re-pegs when the touch moves, within its ceiling; DELETE cancels it and its order', async () => {
+    const { token, bid } = await freshToken(0.2, 0.6);
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '20', price_ceiling: Number(px(bid + 0.01)) });
+    expect(res).toMatchObject({ status: 200, body: { type: 'PEGGED', status: 'ACTIVE' } });
+    const id = res.body.record_id;
+    const pegs = async () => (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders.filter((o: any) => o.record_id === id);
+    expect(await pegs()).toMatchObject([{ price: px(bid), status: 'LIVE' }]);
+    // bob improves the bid by a tick: the peg follows (cancel + re-place), ceiling allows it
+    await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid + 0.01), size: '5' });
+    await settle();
+    expect(await pegs()).toMatchObject([{ price: px(bid + 0.01) }]);
+    const del = await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
+    expect(del).toMatchObject({ status: 200, body: { status: 'CANCELED' } });
+    expect(await pegs()).toHaveLength(0);
+  });
+
+  it('TAKE_PROFIT is a real CLOB sell placed at once (open orders, is_take_profit), not a strategy', async () => {
+    const { token, ask } = await freshToken(0.2, 0.6);
+    await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+    const res = await post('alice', { symbol: token, side: 'sell', type: 'TAKE_PROFIT', price: px(ask + 0.05), size: '10' });
+    expect(res).toMatchObject({ status: 200, body: { type: 'TAKE_PROFIT', record_id: null, status: 'LIVE', is_take_profit: true } });
+    const open = (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders;
+    expect(open.find((o: any) => o.order_id === res.body.order_id)).toMatchObject({ is_take_profit: true, is_stop_loss: false });
+    const strategies = (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies;
+    expect(strategies.some((s: any) => s.record_id === res.body.order_id)).toBe(false);
+  });
+
+  it('GET strategies filters by status and type and pages', async () => {
+    const all = await svc.call('GET', '/v2/trade/strategies?limit=2', { headers: as('alice') });
+    expect(all.body).toMatchObject({ limit: 2, offset: 0, has_more: true });
+    const twaps = await svc.call('GET', '/v2/trade/strategies?type=TWAP', { headers: as('alice') });
+    expect(twaps.body.strategies.every((s: any) => s.type === 'TWAP')).toBe(true);
+    expect(twaps.body.total).toBeGreaterThanOrEqual(1);
+    const canceled = await svc.call('GET', '/v2/trade/strategies?status=CANCELED', { headers: as('alice') });
+    expect(canceled.body.strategies.every((s: any) => s.status === 'CANCELED')).toBe(true);
+    expect((await svc.call('GET', '/v2/trade/strategies?status=DONE', { headers: as('alice') })).status).toBe(400);
+  });
+});
