@@ -15,7 +15,6 @@
  * | canceling | ACTIVE      | no    |
  * | completed | COMPLETED   | yes   |
  * | canceled  | CANCELED    | yes   |
- * | failed    | FAILED      | yes   |
  */
 import { assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
@@ -64,6 +63,7 @@ export const icebergMachine = setup({
   },
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
     clipFilled: ({ context, event }) => isWorkingChildDone(context, event) && event.type === 'order.updated' && event.status === 'FILLED',
     nothingLeft: ({ context }) => remainingShares(context).lte(0),
     wouldCross: ({ context }) => clipWouldCross(context, context.lastTouch),
@@ -96,7 +96,7 @@ export const icebergMachine = setup({
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the working clip was canceled outside the strategy' } }], description: 'the clip ended without filling (DELETE order)' },
           { actions: 'recordChild', description: 'partial fill of the clip' },
         ],
-        'order.refused': { target: 'waiting', actions: 'waitForBook', description: 'the clip would have crossed: wait for the book' },
+        'order.refused': { guard: 'workingRefused', target: 'waiting', actions: 'waitForBook', description: 'the clip would have crossed: wait for the book' },
         'book.touch': [
           { guard: 'touchDrifted', target: 'canceling', actions: ['recordTouch', { type: 'endWith', params: { reason: 'price drifted beyond price_tolerance_pct: auto-canceled' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'drift beyond tolerance' },
           { actions: 'recordTouch', description: 'the touch moved within tolerance' },
@@ -126,10 +126,9 @@ export const icebergMachine = setup({
     },
     completed: { type: 'final' },
     canceled: { type: 'final' },
-    failed: { type: 'final' },
   },
 });
 
 export const ICEBERG_STATUS = {
-  placing: 'ACTIVE', working: 'ACTIVE', waiting: 'PENDING', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED',
+  placing: 'ACTIVE', working: 'ACTIVE', waiting: 'PENDING', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED',
 } as const;

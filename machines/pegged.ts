@@ -16,7 +16,6 @@
  * | canceling | ACTIVE      | no    |
  * | completed | COMPLETED   | yes   |
  * | canceled  | CANCELED    | yes   |
- * | failed    | FAILED      | yes   |
  */
 import { assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
@@ -69,6 +68,7 @@ export const peggedMachine = setup({
   },
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
     childFilled: ({ context, event }) => isWorkingChildDone(context, event) && event.type === 'order.updated' && event.status === 'FILLED',
     noPegPrice: ({ context }) => pegPrice(context, context.lastTouch) === null,
     budgetSpent: ({ context }) => {
@@ -111,7 +111,7 @@ export const peggedMachine = setup({
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the pegged order was canceled outside the strategy' } }], description: 'the order ended without filling (DELETE order)' },
           { actions: 'recordChild', description: 'partial fill' },
         ],
-        'order.refused': { target: 'waiting', actions: 'waitForBook', description: 'refused (the touch moved under it): wait for the next touch' },
+        'order.refused': { guard: 'workingRefused', target: 'waiting', actions: 'waitForBook', description: 'refused (the touch moved under it): wait for the next touch' },
         'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'DELETE strategy' },
       },
     },
@@ -143,10 +143,9 @@ export const peggedMachine = setup({
     },
     completed: { type: 'final' },
     canceled: { type: 'final' },
-    failed: { type: 'final' },
   },
 });
 
 export const PEGGED_STATUS = {
-  pegging: 'ACTIVE', working: 'ACTIVE', repegging: 'ACTIVE', waiting: 'PENDING', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED',
+  pegging: 'ACTIVE', working: 'ACTIVE', repegging: 'ACTIVE', waiting: 'PENDING', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED',
 } as const;

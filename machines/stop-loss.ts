@@ -38,6 +38,7 @@ export const stopLossMachine = setup({
   },
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
     bidReachedStop: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && d(event.bid).lte(context.price!),
   },
 }).createMachine({
@@ -58,7 +59,7 @@ export const stopLossMachine = setup({
           { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: 'the stop-loss sell order is done' } }], description: 'the sell order finished' },
           { actions: 'recordChild', description: 'fill or status change of the sell order' },
         ],
-        'order.refused': { target: 'failed', actions: 'endWithRefusal', description: 'the venue refused the sell' },
+        'order.refused': { guard: 'workingRefused', target: 'failed', actions: 'endWithRefusal', description: 'the venue refused the sell' },
       },
     },
     done: { type: 'final' },

@@ -56,6 +56,7 @@ export const trailingBuyMachine = setup({
   },
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
     askBouncedWithinCeiling: ({ context, event }) => event.type === 'book.touch' && event.ask !== null && entryAllowed(context, event.ask),
     askBelowMark: ({ context, event }) => event.type === 'book.touch' && event.ask !== null && d(event.ask).lt(context.lowWaterMark!),
   },
@@ -83,7 +84,7 @@ export const trailingBuyMachine = setup({
           { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: 'the entry order is done' } }], description: 'the buy order finished' },
           { actions: 'recordChild', description: 'fill or status change of the buy order' },
         ],
-        'order.refused': { target: 'failed', actions: 'endWithRefusal', description: 'the venue refused the buy' },
+        'order.refused': { guard: 'workingRefused', target: 'failed', actions: 'endWithRefusal', description: 'the venue refused the buy' },
       },
     },
     done: { type: 'final' },

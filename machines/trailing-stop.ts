@@ -53,6 +53,7 @@ export const trailingStopMachine = setup({
   },
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
     bidFellToTrigger: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && d(event.bid).lte(context.triggerPrice!),
     bidAboveMark: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && d(event.bid).gt(context.highWaterMark!),
   },
@@ -80,7 +81,7 @@ export const trailingStopMachine = setup({
           { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: 'the trailing-stop sell order is done' } }], description: 'the sell order finished' },
           { actions: 'recordChild', description: 'fill or status change of the sell order' },
         ],
-        'order.refused': { target: 'failed', actions: 'endWithRefusal', description: 'the venue refused the sell' },
+        'order.refused': { guard: 'workingRefused', target: 'failed', actions: 'endWithRefusal', description: 'the venue refused the sell' },
       },
     },
     done: { type: 'final' },

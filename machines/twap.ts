@@ -80,6 +80,7 @@ export const twapMachine = setup({
   },
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
+    workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
     nothingLeft: ({ context }) => remainingShares(context).lte(0),
     allSlicesPlaced: ({ context }) => context.slicesDone >= context.slicesTotal!,
     lastSliceTooSmall: ({ context }) => tooSmall(context) && isLast(context),
@@ -118,7 +119,7 @@ export const twapMachine = setup({
           { guard: 'workingChildDone', target: 'waiting', actions: 'recordChild', description: 'the slice is done; wait for the next slice time' },
           { actions: 'recordChild', description: 'fill of the working slice' },
         ],
-        'order.refused': { target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused a slice' },
+        'order.refused': { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused a slice' },
         'timer.fired': [
           { guard: 'endTime', target: 'finishing', actions: { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }, description: 'duration over: cancel the working slice' },
           { guard: 'sliceTime', target: 'rolling', actions: { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }, description: 'next slice time: cancel the resting slice, its remainder rolls on' },

@@ -1,0 +1,126 @@
+import { describe, expect, it } from 'vitest';
+import { initialTransition, transition, type AnyStateMachine } from 'xstate';
+import { getShortestPaths } from 'xstate/graph';
+import { ICEBERG_STATUS, icebergMachine } from '../../machines/iceberg.js';
+import { PEGGED_STATUS, peggedMachine } from '../../machines/pegged.js';
+import { STOP_LOSS_STATUS, stopLossMachine } from '../../machines/stop-loss.js';
+import type { StrategyContext, StrategyEvent, StrategyInput } from '../../machines/strategy-kit.js';
+import { TRAILING_BUY_STATUS, trailingBuyMachine } from '../../machines/trailing-buy.js';
+import { TRAILING_STOP_STATUS, trailingStopMachine } from '../../machines/trailing-stop.js';
+import { TWAP_STATUS, twapMachine } from '../../machines/twap.js';
+
+const base: StrategyInput = {
+  recordId: 'stg1', userId: 'u1', type: 'STOP_LOSS', side: 'sell', tokenId: '123', tickSize: '0.01', minSize: '5',
+  price: null, size: null, quoteAmount: null, execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null,
+  createdAtMs: 0, touch: { bid: '0.55', ask: '0.57' },
+};
+const touch = (bid: string | null, ask: string | null): StrategyEvent => ({ type: 'book.touch', bid, ask });
+const upd = (n: number, status: string, filled: string, matched: string, final: boolean): StrategyEvent => ({ type: 'order.updated', orderId: `ord_stg1_${n}`, status, filledSize: filled, matchedAmount: matched, final });
+const refused: StrategyEvent = { type: 'order.refused', orderId: 'ord_stg1_1', error: 'order crosses book', reason: 'post-only' };
+const cancel: StrategyEvent = { type: 'strategy.cancel' };
+const timer = (name: string, atMs: number): StrategyEvent => ({ type: 'timer.fired', name, atMs });
+
+/** Per machine: input, event alphabet, status table, states only passed through (transient). */
+const CASES: Array<{ name: string; machine: AnyStateMachine; input: StrategyInput; events: StrategyEvent[]; status: Record<string, string>; transient?: string[] }> = [
+  {
+    name: 'STOP_LOSS', machine: stopLossMachine, status: STOP_LOSS_STATUS,
+    input: { ...base, price: '0.5', size: '10' },
+    events: [touch('0.52', '0.57'), touch('0.5', '0.52'), upd(1, 'PARTIALLY_FILLED', '4', '2', false), upd(1, 'FILLED', '10', '5', true), refused, cancel],
+  },
+  {
+    name: 'TRAILING_STOP', machine: trailingStopMachine, status: TRAILING_STOP_STATUS,
+    input: { ...base, type: 'TRAILING_STOP', size: '10', highWaterMark: '0.6', offsetAbs: '0.05', offsetPct: null },
+    events: [touch('0.65', '0.67'), touch('0.6', '0.62'), touch('0.55', '0.57'), upd(1, 'FILLED', '10', '5.5', true), refused, cancel],
+  },
+  {
+    name: 'TRAILING_BUY', machine: trailingBuyMachine, status: TRAILING_BUY_STATUS,
+    input: { ...base, type: 'TRAILING_BUY', side: 'buy', quoteAmount: '10', lowWaterMark: '0.4', offsetAbs: null, offsetPct: '12.5', priceCeiling: '0.5' },
+    events: [touch('0.33', '0.35'), touch('0.43', '0.45'), touch('0.53', '0.55'), upd(1, 'FILLED', '22.22', '9.999', true), refused, cancel],
+  },
+  {
+    name: 'TWAP', machine: twapMachine, status: TWAP_STATUS, transient: ['slicing'],
+    input: { ...base, type: 'TWAP', side: 'buy', price: '0.5', size: '30', intervalMs: 10_000, durationMs: 30_000, slicesTotal: 3, passive: false },
+    events: [upd(1, 'FILLED', '10', '5', true), upd(1, 'CANCELED', '0', '0', true), upd(2, 'FILLED', '10', '5', true), upd(3, 'FILLED', '10', '5', true), timer('slice', 10_000), timer('slice', 20_000), timer('end', 30_000), refused, cancel],
+  },
+  {
+    name: 'ICEBERG', machine: icebergMachine, status: ICEBERG_STATUS, transient: ['placing'],
+    input: { ...base, type: 'ICEBERG', side: 'buy', price: '0.5', size: '20', clipSize: '10', tolerancePct: '5', touch: { bid: '0.49', ask: '0.51' } },
+    events: [upd(1, 'FILLED', '10', '5', true), upd(2, 'FILLED', '10', '5', true), upd(1, 'CANCELED', '0', '0', true), upd(1, 'PARTIALLY_FILLED', '5', '2.5', false), refused, touch('0.49', '0.6'), touch('0.45', '0.5'), touch('0.49', '0.51'), cancel],
+  },
+  {
+    name: 'PEGGED', machine: peggedMachine, status: PEGGED_STATUS, transient: ['pegging'],
+    input: { ...base, type: 'PEGGED', side: 'buy', quoteAmount: '10', offsetTicks: 0, priceFloor: null, priceCeiling: '0.45', touch: { bid: '0.4', ask: '0.42' } },
+    events: [touch('0.41', '0.42'), touch(null, null), upd(1, 'FILLED', '25', '10', true), upd(1, 'CANCELED', '0', '0', true), upd(2, 'CANCELED', '0', '0', true), refused, cancel],
+  },
+];
+
+type Snap = ReturnType<typeof initialTransition>[0] & { value: unknown; context: StrategyContext; status: string };
+
+function roundTrip(machine: AnyStateMachine, s: Snap): Snap {
+  return machine.resolveState(JSON.parse(JSON.stringify(machine.getPersistedSnapshot(s)))) as Snap;
+}
+
+const serializeState = (s: Snap) =>
+  JSON.stringify([s.value, s.context.seq, s.context.working, s.context.children, s.context.slicesDone, s.context.highWaterMark, s.context.lowWaterMark, s.context.deadlines, s.context.workingPrice, s.context.lastTouch]);
+
+for (const c of CASES) {
+  describe(`${c.name} machine (model-based)`, () => {
+    const log: string[] = [];
+    const machine = c.machine.provide({
+      actions: {
+        placeOrder: (_: unknown, p: { order: { orderId: string } }) => void log.push(`place ${p.order.orderId}`),
+        cancelOrder: (_: unknown, p: { orderId: string }) => void log.push(`cancel ${p.orderId}`),
+      },
+    } as never) as AnyStateMachine;
+    // one shortest path to every reachable state; every event is then tried from each of them, so
+    // every transition out of every reachable state is taken (and replayed with save/restore)
+    const shortest = getShortestPaths(c.machine, { input: c.input, events: c.events, serializeState: serializeState as never });
+    const paths = shortest.flatMap((p) => (p.state.status === 'done' ? [p] : c.events.map((e) => ({ ...p, steps: [...p.steps, { event: e, state: transition(c.machine, p.state, e)[0] }], state: transition(c.machine, p.state, e)[0] }))));
+
+    it('reaches every state of its status table', () => {
+      const reached = new Set(paths.map((p) => String(p.state.value)));
+      const expected = Object.keys(c.status).filter((s) => !(c.transient ?? []).includes(s));
+      expect([...reached].sort()).toEqual(expected.sort());
+    });
+
+    it('covers every transition of its table', () => {
+      const covered = new Set<string>();
+      for (const p of paths) {
+        for (const [i, step] of p.steps.entries()) if (i > 0) covered.add(`${String(p.steps[i - 1]!.state.value)} --${step.event.type}--> ${String(step.state.value)}`);
+      }
+      const transient = new Set(c.transient ?? []);
+      for (const [from, node] of Object.entries((c.machine.config.states ?? {}) as Record<string, { on?: Record<string, unknown> }>)) {
+        if (transient.has(from)) continue;
+        for (const [ev, t] of Object.entries(node.on ?? {})) {
+          for (const tr of [t].flat() as Array<{ target?: string }>) {
+            const to = tr.target ?? from;
+            if (to === from || transient.has(to)) continue; // self and via-transient transitions are checked by the replays
+            expect(covered, `${from} --${ev}--> ${to}`).toContain(`${from} --${ev}--> ${to}`);
+          }
+        }
+      }
+    });
+
+    it(`replays ${paths.length} paths (a shortest path to every reachable state, then every event from it) with a save → JSON → restore between steps`, () => {
+      for (const path of paths) {
+        log.length = 0;
+        let [s, actions] = initialTransition(machine, c.input) as unknown as [Snap, Array<{ exec?: (i: unknown, p: unknown) => void; info?: unknown; params?: unknown }>];
+        for (const a of actions) a.exec?.(a.info, a.params);
+        for (const step of path.steps.slice(1)) {
+          s = roundTrip(machine, s);
+          [s, actions] = transition(machine, s, step.event) as unknown as [Snap, typeof actions];
+          for (const a of actions) a.exec?.(a.info, a.params);
+          expect(serializeState(s)).toBe(serializeState(step.state as Snap));
+        }
+        expect(c.status[String(s.value)]).toBeDefined();
+        // invariants: child ids are never reused; a final strategy has no timers and no watch
+        const placed = log.filter((l) => l.startsWith('place ')).map((l) => l.slice(6));
+        expect(new Set(placed).size).toBe(placed.length);
+        if (s.status === 'done') {
+          expect(s.context.deadlines).toEqual({});
+          expect(s.context.watch).toEqual({});
+        }
+      }
+    });
+  });
+}
