@@ -108,7 +108,7 @@ async function main(): Promise<void> {
     }
     const before = memory();
     const small = Math.min(1_000, ARMED);
-    let t0 = performance.now();
+    const t0 = performance.now();
     await arm(s, user._id, tokens, 0, small);
     const perUpdateSmall = await timeUpdates(s, mover._id, tokens);
     const indexSmall = timeIndex(s, tokens);

@@ -208,6 +208,13 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
     return this.live.get(id)?.record ?? null;
   }
 
+  /** Ids of the live (non-final) actors of `kind`. */
+  liveIds(kind: string): string[] {
+    const out: string[] = [];
+    for (const [id, l] of this.live) if (l.def.kind === kind) out.push(id);
+    return out;
+  }
+
   /** Number of actors held in memory. */
   get liveCount(): number {
     return this.live.size;

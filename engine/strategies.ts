@@ -464,21 +464,21 @@ export class StrategyService {
    * placing (same deterministic id), registers its watch, and sees the current touch.
    */
   async reconcile(): Promise<number> {
-    const live = await this.actors.find({ kind: 'strategy', final: false, quarantine: null });
-    for (const rec of live) {
-      const c = this.host.snapshotOf(rec._id)?.context as StrategyContext | undefined;
-      if (!c) continue;
-      if (c.working) {
-        const child = this.host.recordOf(c.working) ?? (await this.actors.get(c.working));
-        if (child) this.forwardOrder(child);
-        else if (c.placing?.orderId === c.working) this.track(this.placeChild(c, c.placing));
-      }
-      await this.settle(rec._id);
-      const now = this.host.recordOf(rec._id);
-      if (now) this.syncWatch(now);
+    const ids = this.host.liveIds('strategy');
+    for (const id of ids) {
+      const c = this.host.snapshotOf(id)?.context as StrategyContext | undefined;
+      if (!c?.working) continue;
+      const child = this.host.recordOf(c.working) ?? (await this.actors.get(c.working));
+      if (child) this.forwardOrder(child);
+      else if (c.placing?.orderId === c.working) this.track(this.placeChild(c, c.placing));
     }
-    for (const tokenId of this.triggers.watchedTokens()) this.deliver(tokenId, this.touchOf(tokenId), this.triggers.fire(tokenId, this.touchOf(tokenId), true), false);
     await this.idle();
-    return live.length;
+    for (const id of ids) {
+      const rec = this.host.recordOf(id);
+      if (rec) this.syncWatch(rec);
+    }
+    await this.idle();
+    return ids.length;
   }
+
 }
