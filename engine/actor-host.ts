@@ -102,6 +102,13 @@ interface Live {
   snapshot: ReturnType<AnyStateMachine['resolveState']>;
 }
 
+const NO_VIEW: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+
+/** The record as kept in memory for a live actor: its read model is derived on demand (memory per actor). */
+function slim(r: ActorRecord): ActorRecord {
+  return { ...r, view: NO_VIEW };
+}
+
 /** Context convention: `deadlines` maps timer name → epoch ms. */
 function deadlinesOf(snapshot: { context?: unknown }): Record<string, number> {
   const d = (snapshot.context as { deadlines?: Record<string, number> } | undefined)?.deadlines;
@@ -164,9 +171,9 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         createdAtMs: now,
         updatedAtMs: now,
       });
-      const live: Live = { def, record, snapshot };
+      const live: Live = { def, record: slim(record), snapshot };
       if (!record.final) this.live.set(record._id, live);
-      await this.afterWrite(live, {}, actions, null, []);
+      await this.afterWrite(live, {}, actions, null, [], record);
       return record;
     });
   }
@@ -205,7 +212,14 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
 
   /** Last persisted record of a live (non-final) actor, or null (then read the repository). */
   recordOf(id: string): ActorRecord | null {
-    return this.live.get(id)?.record ?? null;
+    const l = this.live.get(id);
+    return l ? this.full(l) : null;
+  }
+
+  /** A live actor's record with its read model, derived again from the snapshot (not kept in memory). */
+  private full(l: Live): ActorRecord {
+    const r = l.record;
+    return { ...r, view: l.def.viewOf?.(l.snapshot as never, { id: r._id, status: r.status, createdAtMs: r.createdAtMs, updatedAtMs: r.updatedAtMs, revision: r.revision }) ?? {} };
   }
 
   /** Ids of the live (non-final) actors of `kind`. */
@@ -287,7 +301,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
       await this.repo.quarantine(record._id, reason ?? 'unknown', this.clock.now());
       return null;
     }
-    const live: Live = { def, record, snapshot };
+    const live: Live = { def, record: slim(record), snapshot };
     if (!record.final) this.live.set(record._id, live);
     return live;
   }
@@ -335,7 +349,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         actions.push(...acts);
         events.push(p.event);
       }
-      if (events.length === 0) return live.record;
+      if (events.length === 0) return this.full(live);
       const prevDeadlines = deadlinesOf(live.snapshot);
       const previousStatus = live.record.status;
       try {
@@ -350,10 +364,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
           updatedAtMs,
           machineVersion: live.def.version,
         });
-        const updated: Live = { def: live.def, record, snapshot: next };
+        const updated: Live = { def: live.def, record: slim(record), snapshot: next };
         if (record.final) this.live.delete(id);
         else this.live.set(id, updated);
-        await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events);
+        await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, record);
         return record;
       } catch (err) {
         if (err instanceof RevisionConflictError && attempt < 3) {
@@ -379,6 +393,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
     actions: ExecutableAction[],
     previousStatus: string | null,
     events: AnyEventObject[],
+    full: ActorRecord,
   ): Promise<void> {
     const id = live.record._id;
     // Timers follow the deadlines in context.
@@ -401,6 +416,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         this.log.error({ err, actorId: id, action: action.type }, 'actor action failed');
       }
     }
-    this.emit('changed', { record: live.record, previousStatus, events, emitted });
+    this.emit('changed', { record: full, previousStatus, events, emitted });
   }
 }
