@@ -57,6 +57,7 @@ export function orderView(s: OrderSnapshot, meta: { id: string; status: string; 
     metadata: c.metadata,
     is_stop_loss: c.isStopLoss,
     is_take_profit: c.isTakeProfit,
+    bracket_id: c.bracketId ?? null,
     created_at: meta.createdAtMs,
     updated_at: meta.updatedAtMs,
     revision: meta.revision,
@@ -146,16 +147,17 @@ export class OrderService {
    * Validates a LIMIT or MARKET order against spec 2.1–2.2.2, the market and the wallet.
    * @returns the actor input.
    * @throws {ApiError} 400 (range, cents, tick, minimum size, time in force), 422 (balance,
-   *   `Not enough shares to place this sell — holding <X>`), 501 (brackets).
+   *   `Not enough shares to place this sell — holding <X>`). Brackets are checked by the
+   *   strategy service ({@link StrategyService.checkBrackets}).
    */
   check(userId: string, body: OrderRequest): OrderInput {
     const info = this.venue.token(body.symbol);
     if (!info) throw errors.badRequest(`symbol ${body.symbol} is not an outcome token of this venue (see GET /v2/trade/markets)`);
-    if (body.take_profit || body.stop_loss) throw errors.notImplemented('take_profit / stop_loss brackets');
     const isMarket = body.type === 'MARKET';
     const forbid = (field: string, why: string) => {
       if ((body as Record<string, unknown>)[field] !== undefined) throw errors.badRequest(`${field} ${why}`);
     };
+    if ((body.take_profit || body.stop_loss) && body.side !== 'buy') throw errors.badRequest('take_profit / stop_loss brackets attach to buy LIMIT or MARKET entries only');
     for (const f of ['condition_id', 'outcome', 'offset_ticks', 'budget_usdc', 'price_floor', 'price_ceiling', 'execution']) forbid(f, `is not used by ${body.type} orders`);
     if (body.time_in_force !== undefined && body.expiration !== undefined) {
       throw errors.badRequest('time_in_force cannot be combined with expiration: an order with expiration is GTD');

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { AnyStateMachine, SnapshotFrom } from 'xstate';
+import { bracketMachine, BRACKET_STATUS } from '../machines/bracket.js';
 import { icebergMachine, ICEBERG_STATUS, clipWouldCross } from '../machines/iceberg.js';
 import type { OrderInput } from '../machines/order.js';
 import { peggedMachine, PEGGED_STATUS, pegPrice } from '../machines/pegged.js';
 import { stopLossMachine, STOP_LOSS_STATUS } from '../machines/stop-loss.js';
-import { STRATEGY_MACHINE_VERSION, floorShares, type ChildOrder, type StrategyContext, type StrategyInput, type StrategyType, type Touch } from '../machines/strategy-kit.js';
+import { STRATEGY_MACHINE_VERSION, floorShares, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyInput, type StrategyType, type Touch } from '../machines/strategy-kit.js';
 import { trailingBuyLevel, trailingBuyMachine, TRAILING_BUY_STATUS } from '../machines/trailing-buy.js';
 import { trailingStopLevel, trailingStopMachine, TRAILING_STOP_STATUS } from '../machines/trailing-stop.js';
 import { twapMachine, twapSliceCount, TWAP_STATUS } from '../machines/twap.js';
@@ -31,8 +32,22 @@ const DEFINITIONS: Record<StrategyType, { machineId: string; logic: AnyStateMach
   TWAP: { machineId: 'strategy.twap', logic: twapMachine, status: TWAP_STATUS },
   ICEBERG: { machineId: 'strategy.iceberg', logic: icebergMachine, status: ICEBERG_STATUS },
   PEGGED: { machineId: 'strategy.pegged', logic: peggedMachine, status: PEGGED_STATUS },
+  BRACKET: { machineId: 'strategy.bracket', logic: bracketMachine, status: BRACKET_STATUS },
 };
-const STOP_TYPES: StrategyType[] = ['STOP_LOSS', 'TRAILING_STOP', 'TRAILING_BUY'];
+const STOP_TYPES: StrategyType[] = ['STOP_LOSS', 'TRAILING_STOP', 'TRAILING_BUY', 'BRACKET'];
+
+/** A bracket leg as the API shows it (spec 2.3 `brackets.<leg>`). */
+function legView(l: BracketLeg, recordId: string): Record<string, unknown> {
+  return { order_id: l.order_id, id: recordId, status: l.status, error: l.error, price: l.price, size: l.size };
+}
+
+/** `brackets` of a BRACKET strategy: both legs as the order response and the record show them. */
+export function bracketsView(c: Pick<StrategyContext, 'legs'>, recordId: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (c.legs?.take_profit) out.take_profit = legView(c.legs.take_profit, recordId);
+  if (c.legs?.stop_loss) out.stop_loss = legView(c.legs.stop_loss, recordId);
+  return out;
+}
 
 type Snapshot = SnapshotFrom<AnyStateMachine>;
 
@@ -67,6 +82,7 @@ export function strategyView(s: Snapshot, meta: { id: string; status: string; cr
     slices_done: c.type === 'TWAP' || c.type === 'ICEBERG' ? c.slicesDone : null,
     slices_total: c.type === 'TWAP' ? (c.slicesTotal ?? null) : null,
     next_slice_at: c.deadlines.slice ?? null,
+    ...(c.type === 'BRACKET' ? { entry_order_id: c.entryOrderId ?? null, brackets: bracketsView(c, meta.id) } : {}),
     order_ids: c.children.map((x) => x.orderId).concat(c.working && !c.children.some((x) => x.orderId === c.working) ? [c.working] : []),
     client_order_id: c.clientOrderId,
     metadata: c.metadata,
@@ -188,7 +204,7 @@ export class StrategyService {
     const input: OrderInput = {
       orderId: order.orderId, userId: c.userId, tokenId: c.tokenId, side: order.side, type: 'LIMIT',
       price: str(this.priceOf(c, order)), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
-      clientOrderId: null, metadata: null, createdAtMs: this.clock.now(), isStopLoss: order.isStopLoss, isTakeProfit: false,
+      clientOrderId: null, metadata: null, createdAtMs: this.clock.now(), isStopLoss: order.isStopLoss, isTakeProfit: order.isTakeProfit ?? false,
       parentId: c.recordId, postOnly: order.postOnly,
     };
     const placed = await this.orders.placeChild(partnerId, input);
@@ -196,23 +212,25 @@ export class StrategyService {
     this.forwardOrder(placed);
   }
 
-  /** Tells a strategy about its child order's latest state. */
+  /** Tells the strategy that placed an order (and the bracket of an entry) about its latest state. */
   private forwardOrder(rec: ActorRecord): void {
     const v = rec.view as Record<string, unknown>;
-    const parent = v.record_id as string | null;
-    if (!parent) return;
-    if (rec.status === 'REJECTED') {
-      this.track(this.host.send(parent, { type: 'order.refused', orderId: rec._id, error: String(v.message ?? 'rejected').startsWith('post-only') ? 'order crosses book' : 'rejected', reason: String(v.message ?? '') }));
-      return;
+    for (const parent of [v.record_id, v.bracket_id]) {
+      if (typeof parent !== 'string') continue;
+      if (rec.status === 'REJECTED') {
+        this.track(this.host.send(parent, { type: 'order.refused', orderId: rec._id, error: String(v.message ?? 'rejected').startsWith('post-only') ? 'order crosses book' : 'rejected', reason: String(v.message ?? '') }));
+        continue;
+      }
+      this.track(this.host.send(parent, {
+        type: 'order.updated', orderId: rec._id, status: rec.status, filledSize: String(v.filled_size ?? '0'), matchedAmount: String(v.matched_amount ?? '0'), final: rec.final,
+      }));
     }
-    this.track(this.host.send(parent, {
-      type: 'order.updated', orderId: rec._id, status: rec.status, filledSize: String(v.filled_size ?? '0'), matchedAmount: String(v.matched_amount ?? '0'), final: rec.final,
-    }));
   }
 
   private onChanged(c: ActorChange): void {
     if (c.record.kind === 'order') {
-      if ((c.record.view as { record_id?: string | null }).record_id) this.forwardOrder(c.record);
+      const v = c.record.view as { record_id?: string | null; bracket_id?: string | null };
+      if (v.record_id || v.bracket_id) this.forwardOrder(c.record);
       return;
     }
     if (c.record.kind === 'strategy') this.syncWatch(c.record);
@@ -424,7 +442,64 @@ export class StrategyService {
         const peg = pegPrice(input, touchNow);
         return { ...input, message: `PEGGED: $${str(budget)} budget, resting at ${peg ?? '(waiting for a price within floor/ceiling)'}${input.offsetTicks ? ` (${input.offsetTicks} ticks of 0.001 from the touch)` : ' (at the touch)'}` };
       }
+      case 'BRACKET':
+        throw errors.badRequest('BRACKET records come from take_profit / stop_loss on a buy LIMIT or MARKET entry');
     }
+  }
+
+  /**
+   * Checks the `take_profit` / `stop_loss` brackets of a buy LIMIT or MARKET entry (spec 2.2
+   * "Bracket rules") and builds the BRACKET strategy that will run them.
+   * @param entry the checked entry order (its id links the two).
+   * @returns the BRACKET actor input, or null when the request has no bracket.
+   * @throws {ApiError} 400: a leg price off the range or tick, a leg size above the entry's or
+   *   below the market minimum, a take-profit at or below the stop.
+   */
+  checkBrackets(userId: string, body: OrderRequest, entry: OrderInput): StrategyInput | null {
+    if (!body.take_profit && !body.stop_loss) return null;
+    const info = this.venue.token(body.symbol)!;
+    const tick = info.tickSize;
+    const legOf = (name: 'take_profit' | 'stop_loss', raw: { price: string; size?: string }): BracketLeg => {
+      const price = this.checkPrice(`${name}.price`, raw.price, tick);
+      let requested: string | null = null;
+      if (raw.size !== undefined && !dec(raw.size).isZero()) {
+        const size = this.checkShares(`${name}.size`, raw.size);
+        if (entry.size !== null && size.gt(entry.size)) throw errors.badRequest(`${name}.size ${str(size)} is more than the entry's ${entry.size} shares`);
+        if (name === 'take_profit' && size.lt(info.minSize)) throw errors.badRequest(`take_profit.size ${str(size)} is below this market's minimum of ${str(info.minSize)} shares for resting orders`);
+        requested = str(size);
+      }
+      return { price: str(price), requestedSize: requested, size: null, order_id: null, id: null, status: 'WAITING', error: null };
+    };
+    const tp = body.take_profit ? legOf('take_profit', body.take_profit) : undefined;
+    const sl = body.stop_loss ? legOf('stop_loss', body.stop_loss) : undefined;
+    if (tp && sl && !dec(tp.price).gt(sl.price)) throw errors.badRequest(`take_profit.price ${tp.price} must be above stop_loss.price ${sl.price}`);
+    const what = [tp && `take-profit at ${tp.price}`, sl && `stop-loss at ${sl.price}`].filter(Boolean).join(' and ');
+    return {
+      recordId: `stg_${entry.orderId.slice(4)}`, userId, type: 'BRACKET', side: 'sell', tokenId: body.symbol, tickSize: str(tick), minSize: str(info.minSize),
+      price: sl?.price ?? tp!.price, size: null, quoteAmount: null, execution: {}, warnings: [],
+      message: `brackets: ${what}, placed when entry ${entry.orderId} ends, sized by what it filled`,
+      clientOrderId: null, metadata: null, createdAtMs: entry.createdAtMs, touch: this.touchOf(body.symbol),
+      entryOrderId: entry.orderId, legs: { ...(tp ? { take_profit: tp } : {}), ...(sl ? { stop_loss: sl } : {}) },
+    };
+  }
+
+  /**
+   * Places a buy entry with brackets: the BRACKET actor is created first (so a crash in between
+   * leaves a bracket whose entry never came, which reconciliation ends), then the entry; the
+   * legs go out once the entry ends with shares filled.
+   * @returns the entry's record and the bracket's legs (spec 2.3 `brackets`) and warnings.
+   */
+  async placeWithBrackets(partnerId: string, entry: OrderInput, bracket: StrategyInput): Promise<{ entry: ActorRecord; brackets: Record<string, unknown>; warnings: string[] }> {
+    await this.host.create(DEFINITIONS.BRACKET.machineId, { id: bracket.recordId, input: bracket, partnerId, ownerUserId: bracket.userId });
+    let rec: ActorRecord;
+    try {
+      rec = await this.orders.place(partnerId, { ...entry, bracketId: bracket.recordId });
+    } finally {
+      await this.settle(bracket.recordId);
+    }
+    const c = this.host.snapshotOf(bracket.recordId)?.context as StrategyContext | undefined;
+    const b = c ?? (JSON.parse((await this.actors.get(bracket.recordId))!.snapshot).context as StrategyContext);
+    return { entry: this.host.recordOf(rec._id) ?? rec, brackets: bracketsView(b, bracket.recordId), warnings: b.warnings };
   }
 
   /**
@@ -467,6 +542,13 @@ export class StrategyService {
     const ids = this.host.liveIds('strategy');
     for (const id of ids) {
       const c = this.host.snapshotOf(id)?.context as StrategyContext | undefined;
+      if (c?.type === 'BRACKET' && c.entryOrderId && c.legs && Object.values(c.legs).every((l) => l.status === 'WAITING')) {
+        // a bracket still waiting for its entry: tell it the entry's state, or that it never came
+        const entry = this.host.recordOf(c.entryOrderId) ?? (await this.actors.get(c.entryOrderId));
+        if (entry) this.forwardOrder(entry);
+        else this.track(this.host.send(id, { type: 'order.refused', orderId: c.entryOrderId, error: 'rejected', reason: 'the entry was never placed (the process stopped first)' }));
+        continue;
+      }
       if (!c?.working) continue;
       const child = this.host.recordOf(c.working) ?? (await this.actors.get(c.working));
       if (child) this.forwardOrder(child);

@@ -46,6 +46,8 @@ export interface OrderInput {
   isTakeProfit?: boolean;
   /** Strategy (`record_id`) that placed this order, or null (its changes are reported to it). */
   parentId?: string | null;
+  /** Bracket (`record_id` of its BRACKET strategy) this buy entry carries; its changes are reported to it. */
+  bracketId?: string | null;
   /** Refuse rather than take liquidity (`order crosses book`): ICEBERG clips, pegged and passive slices. */
   postOnly?: boolean;
 }
@@ -132,6 +134,7 @@ export const orderMachine = setup({
     isStopLoss: false,
     isTakeProfit: false,
     parentId: null,
+    bracketId: null,
     postOnly: false,
     ...input,
     filledSize: '0',

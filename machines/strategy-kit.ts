@@ -47,6 +47,26 @@ export interface ChildOrder {
   /** Refuse (rather than take liquidity) when the price would cross the book. */
   postOnly: boolean;
   isStopLoss: boolean;
+  /** A bracket's take-profit (open orders show `is_take_profit: true`). */
+  isTakeProfit?: boolean;
+}
+
+/**
+ * One leg of a bracket (spec 2.3 `brackets.<leg>`): `status` is WAITING (for the entry to end),
+ * ARMED (stop), TRIGGERED (stop fired), the leg's order status once it has an order, FAILED
+ * (with `error`) or CANCELED.
+ */
+export interface BracketLeg {
+  /** Decimal probability. */
+  price: string;
+  /** Shares asked for; null or "0" = every share the entry filled. */
+  requestedSize: string | null;
+  /** Shares protected, known once the entry ended. */
+  size: string | null;
+  order_id: string | null;
+  id: string | null;
+  status: string;
+  error: string | null;
 }
 
 /** What the strategy knows of one of its child orders. */
@@ -60,7 +80,7 @@ export interface ChildState {
   final: boolean;
 }
 
-export type StrategyType = 'STOP_LOSS' | 'TRAILING_STOP' | 'TRAILING_BUY' | 'TWAP' | 'ICEBERG' | 'PEGGED';
+export type StrategyType = 'STOP_LOSS' | 'TRAILING_STOP' | 'TRAILING_BUY' | 'TWAP' | 'ICEBERG' | 'PEGGED' | 'BRACKET';
 
 /** Input of a strategy actor, built by the engine from a checked request. Quantities are decimal strings. */
 export interface StrategyInput {
@@ -106,6 +126,9 @@ export interface StrategyInput {
   offsetTicks?: number;
   priceFloor?: string | null;
   priceCeiling?: string | null;
+  /** BRACKET: the entry order and its legs. */
+  entryOrderId?: string;
+  legs?: { take_profit?: BracketLeg; stop_loss?: BracketLeg };
 }
 
 export interface StrategyContext extends StrategyInput {
@@ -134,6 +157,8 @@ export interface StrategyContext extends StrategyInput {
   pendingSize: string | null;
   /** The child order being placed: kept so that start-up reconciliation can place it again if the process died first. */
   placing: ChildOrder | null;
+  /** BRACKET: shares the entry filled. */
+  entryFilled?: string;
 }
 
 export type StrategyEvent =

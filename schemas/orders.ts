@@ -129,6 +129,7 @@ const orderProperties = {
   metadata: { type: ['string', 'null'] },
   is_stop_loss: { type: 'boolean' },
   is_take_profit: { type: 'boolean' },
+  bracket_id: { type: ['string', 'null'], description: 'A buy entry with brackets: `record_id` of its BRACKET record (GET /v2/trade/strategies).' },
   created_at: EpochMs,
   updated_at: EpochMs,
   revision: { type: 'integer', minimum: 1, description: 'Increases by one per change of this order.' },
@@ -137,7 +138,7 @@ const orderProperties = {
   brackets: {
     type: 'object',
     additionalProperties: false,
-    description: 'Bracket legs of a buy entry (spec 2.3): placed after the entry fills, best-effort.',
+    description: 'Bracket legs of a buy entry (spec 2.3): placed once the entry ends with shares filled, sized by the filled quantity; best-effort (a failed leg sets `error` and a `warnings` entry, the entry stands).',
     properties: { take_profit: { $ref: 'BracketResult' }, stop_loss: { $ref: 'BracketResult' } },
   },
 } as const;
@@ -148,10 +149,12 @@ export const BracketResult = {
   type: 'object',
   additionalProperties: true,
   properties: {
-    order_id: { type: ['string', 'null'] },
-    id: { type: ['string', 'null'] },
-    status: { type: ['string', 'null'] },
-    error: { type: ['string', 'null'] },
+    order_id: { type: ['string', 'null'], description: 'The leg\'s CLOB order: the take-profit sell, or the stop-loss sell once the stop fired; null before.' },
+    id: { type: ['string', 'null'], description: '`record_id` of the BRACKET record that runs both legs (GET /v2/trade/strategies, DELETE to disarm).' },
+    status: { type: ['string', 'null'], description: 'WAITING (for the entry to end), ARMED (stop), TRIGGERED (stop fired), the leg order\'s status (LIVE, FILLED, …), FAILED, CANCELED.' },
+    error: { type: ['string', 'null'], description: 'Why the leg failed; null otherwise.' },
+    price: { type: 'string', description: 'Leg price (decimal probability).' },
+    size: { type: ['string', 'null'], description: 'Shares protected; null until the entry ended.' },
   },
 } as const;
 

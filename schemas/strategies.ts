@@ -5,7 +5,7 @@ const NullableString = { type: ['string', 'null'] } as const;
 
 /** Statuses of a managed strategy (spec 2.4 names PENDING and ACTIVE; the rest are ours, see README). */
 export const STRATEGY_STATUSES = ['PENDING', 'ACTIVE', 'TRIGGERED', 'COMPLETED', 'CANCELED', 'FAILED'] as const;
-export const STRATEGY_TYPES = ['PEGGED', 'TWAP', 'ICEBERG', 'STOP_LOSS', 'TRAILING_STOP', 'TRAILING_BUY'] as const;
+export const STRATEGY_TYPES = ['PEGGED', 'TWAP', 'ICEBERG', 'STOP_LOSS', 'TRAILING_STOP', 'TRAILING_BUY', 'BRACKET'] as const;
 
 /**
  * A managed strategy as GET /v2/trade/strategies returns it (spec 2.4). `price` is the armed
@@ -39,6 +39,13 @@ export const StrategyRecord = {
     slices_done: { type: ['integer', 'null'], minimum: 0, description: 'TWAP slices placed so far / ICEBERG clips filled.' },
     slices_total: { type: ['integer', 'null'], minimum: 0, description: 'TWAP slices planned; null for ICEBERG (until done).' },
     next_slice_at: { anyOf: [EpochMs, { type: 'null' }], description: 'TWAP: when the next slice goes out.' },
+    entry_order_id: { ...NullableString, description: 'BRACKET: the buy entry whose shares the legs protect.' },
+    brackets: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'BRACKET: its legs, as in the order response (spec 2.3).',
+      properties: { take_profit: { $ref: 'BracketResult' }, stop_loss: { $ref: 'BracketResult' } },
+    },
     order_ids: { type: 'array', items: { type: 'string' }, description: 'CLOB orders this strategy placed, oldest first.' },
     client_order_id: NullableString,
     metadata: NullableString,

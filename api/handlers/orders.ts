@@ -9,6 +9,14 @@ export const placeOrder: Handler = async ({ req, services, user }) => {
   const body = req.body as OrderRequest;
   if (body.type === 'LIMIT' || body.type === 'MARKET') {
     const input = services.orders.check(user!._id, body);
+    const bracket = services.strategies.checkBrackets(user!._id, body, input);
+    if (bracket) {
+      // spec 2.2 bracket rules: placed after the entry, best-effort; a 200 may carry a failed leg
+      const r = await services.strategies.placeWithBrackets(user!.partnerId, input, bracket);
+      const view = r.entry.view as Record<string, unknown>;
+      const warnings = [...((view.warnings as string[] | undefined) ?? []), ...r.warnings];
+      return { status: 200, body: { ...view, brackets: r.brackets, ...(warnings.length ? { warnings } : {}) } };
+    }
     const rec = await services.orders.place(user!.partnerId, input);
     return { status: 200, body: rec.view };
   }

@@ -155,8 +155,7 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     expectError(await post('bob', { symbol: token, type: 'MARKET', ...patch }), 400, 'invalid_request', message);
   });
 
-  it('brackets answer 501 until they land; unknown symbols 400', async () => {
-    expectError(await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '10', take_profit: { price: '0.9' } }), 501, 'not_implemented');
+  it('unknown symbols 400 (brackets: test/api/strategies.test.ts)', async () => {
     expectError(await post('bob', { symbol: '999', side: 'buy', type: 'LIMIT', price: '0.5', size: '10' }), 400, 'invalid_request', /not an outcome token/);
   });
 });

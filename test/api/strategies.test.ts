@@ -268,6 +268,123 @@ describe('managed strategies over REST', () => {
     expect(strategies.some((s: any) => s.record_id === res.body.order_id)).toBe(false);
   });
 
+  describe('brackets (take_profit / stop_loss on a buy entry)', () => {
+    const open = async (u: string) => (await svc.call('GET', '/v2/trade/orders/open?limit=500', { headers: as(u) })).body.orders as any[];
+    /** bob buys every ask up to and including `p`, so the best ask ends above `p`. */
+    const buyThrough = async (token: string, p: string) => {
+      const b = await book(token);
+      const size = b.asks.filter((l: any) => Number(l.price) <= Number(p)).reduce((a: number, l: any) => a + Number(l.size), 0);
+      const r = await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: p, size: String(size), time_in_force: 'IOC' });
+      expect(r.body.filled_size).toBe(String(size));
+    };
+
+    it('a filled LIMIT entry places its take-profit at once and arms its stop; the stop fires: take-profit canceled, the shares sold', async () => {
+      const { token, bid, ask } = await freshToken(0.3, 0.7);
+      const tp = px(ask + 0.1);
+      const sl = px(bid - 0.01);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: tp }, stop_loss: { price: sl } });
+      expect(res).toMatchObject({ status: 200, body: { type: 'LIMIT', status: 'FILLED', filled_size: '10', record_id: null } });
+      const rid = res.body.bracket_id;
+      expect(rid).toMatch(/^stg_/);
+      expect(res.body.brackets).toEqual({
+        take_profit: { order_id: `ord_${rid}_1`, id: rid, status: 'LIVE', error: null, price: tp, size: '10' },
+        stop_loss: { order_id: null, id: rid, status: 'ARMED', error: null, price: sl, size: '10' },
+      });
+      expect(res.body.warnings).toBeUndefined();
+      expect((await open('alice')).find((o: any) => o.order_id === `ord_${rid}_1`)).toMatchObject({ is_take_profit: true, side: 'sell', price: tp, size: '10', record_id: rid });
+      expect(await strategy('alice', rid)).toMatchObject({ type: 'BRACKET', status: 'ACTIVE', entry_order_id: res.body.order_id, price: sl, filled_size: null });
+      // the bid falls to the stop: the take-profit (holding the shares) is canceled, then the stop sells
+      await sellThrough(token, px(bid));
+      await settle();
+      const s = await strategy('alice', rid);
+      expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: sl, order_ids: [`ord_${rid}_1`, `ord_${rid}_2`] });
+      expect(s.brackets.take_profit).toMatchObject({ status: 'CANCELED', error: null });
+      expect(s.brackets.stop_loss).toMatchObject({ order_id: `ord_${rid}_2`, status: 'FILLED' });
+      expect((await open('alice')).some((o: any) => o.order_id.startsWith(`ord_${rid}`))).toBe(false);
+    });
+
+    it('the take-profit fills: the stop is disarmed (one cancels the other)', async () => {
+      const { token, ask } = await freshToken(0.3, 0.7);
+      const tp = px(ask + 0.01);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: tp, size: '0' }, stop_loss: { price: '0.1' } });
+      const rid = res.body.bracket_id;
+      await buyThrough(token, tp); // bob takes every ask up to the take-profit price, alice's included
+      await settle();
+      const s = await strategy('alice', rid);
+      expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: tp });
+      expect(s.brackets).toMatchObject({ take_profit: { status: 'FILLED' }, stop_loss: { status: 'CANCELED', order_id: null } });
+    });
+
+    it('partial fills: legs follow the filled quantity; a positive size protects part; a leg below the minimum fails with error and warning, the entry stands', async () => {
+      const { token, ask, asks } = await freshToken(0.3, 0.7);
+      const depth = Number(asks[0].size);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: String(depth + 40), time_in_force: 'IOC', take_profit: { price: px(ask + 0.1), size: '5' }, stop_loss: { price: '0.1' } });
+      expect(res.body).toMatchObject({ status: 'CANCELED', filled_size: String(depth) });
+      expect(res.body.brackets.take_profit).toMatchObject({ size: '5', status: 'LIVE' });
+      expect(res.body.brackets.stop_loss).toMatchObject({ size: String(depth), status: 'ARMED' });
+      // an IOC entry that fills 3 shares: a 3-share take-profit is below the market minimum of 5
+      const { token: t2, ask: a2 } = await freshToken(0.3, 0.7);
+      const small = await post('alice', { symbol: t2, side: 'buy', type: 'LIMIT', price: px(a2), size: '3', time_in_force: 'IOC', take_profit: { price: px(a2 + 0.1) } });
+      expect(small.status).toBe(200);
+      expect(small.body).toMatchObject({ status: 'FILLED', filled_size: '3' });
+      expect(small.body.brackets.take_profit).toMatchObject({ status: 'FAILED', order_id: null, error: expect.stringMatching(/below this market's minimum of 5 shares/) });
+      expect(small.body.warnings).toEqual([expect.stringMatching(/^bracket take_profit failed: /)]);
+      expect(await strategy('alice', small.body.bracket_id)).toMatchObject({ status: 'COMPLETED' });
+    });
+
+    it('a resting entry: legs wait for it; canceled with nothing filled → no leg placed', async () => {
+      const { token, bid } = await freshToken(0.3, 0.7);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '10', take_profit: { price: px(bid + 0.1) } });
+      expect(res.body).toMatchObject({ status: 'LIVE', brackets: { take_profit: { status: 'WAITING', order_id: null, size: null } } });
+      expect(await strategy('alice', res.body.bracket_id)).toMatchObject({ status: 'PENDING' });
+      await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') });
+      await settle();
+      const s = await strategy('alice', res.body.bracket_id);
+      expect(s).toMatchObject({ status: 'CANCELED', message: 'the entry ended with nothing filled: no bracket placed', brackets: { take_profit: { status: 'CANCELED' } } });
+    });
+
+    it('a MARKET buy entry with a stop; DELETE strategy disarms it', async () => {
+      const { token, bid } = await freshToken(0.3, 0.7);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5', stop_loss: { price: px(bid - 0.1) } });
+      expect(res).toMatchObject({ status: 200, body: { type: 'MARKET', status: 'FILLED', brackets: { stop_loss: { status: 'ARMED', size: res.body.filled_size } } } });
+      expect(res.body.brackets.take_profit).toBeUndefined();
+      const del = await svc.call('DELETE', `/v2/trade/strategies/${res.body.bracket_id}`, { headers: as('alice') });
+      expect(del).toMatchObject({ status: 200, body: { status: 'CANCELED', brackets: { stop_loss: { status: 'CANCELED' } } } });
+    });
+
+    it('start-up reconciliation ends a bracket whose entry was never placed (the process stopped in between)', async () => {
+      const { token } = await freshToken(0.3, 0.7);
+      const firstOrder = (await svc.call('GET', '/v2/trade/activity?limit=1', { headers: as('alice') })).body.activity[0];
+      const alice = (await svc.services.actors.get(firstOrder.id))!;
+      const entry = svc.services.orders.check(alice.ownerUserId!, { symbol: token, side: 'buy', type: 'LIMIT', price: '0.1', size: '10', take_profit: { price: '0.9' } } as never);
+      const input = svc.services.strategies.checkBrackets(entry.userId, { symbol: token, side: 'buy', type: 'LIMIT', price: '0.1', size: '10', take_profit: { price: '0.9' } } as never, entry)!;
+      await svc.services.host.create('strategy.bracket', { id: input.recordId, input, partnerId: alice.partnerId, ownerUserId: entry.userId });
+      await svc.services.strategies.reconcile();
+      await settle();
+      expect(await strategy('alice', input.recordId)).toMatchObject({ status: 'CANCELED', message: 'the entry was refused: no bracket placed' });
+    });
+
+    it('refuses brackets that cannot work, changing nothing', async () => {
+      const { token, ask } = await freshToken(0.3, 0.7);
+      const before = (await svc.call('GET', '/v2/trade/balances', { headers: as('alice') })).body;
+      const bad = [
+        [{ side: 'sell', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: '0.9' } }, /buy LIMIT or MARKET entries only/],
+        [{ side: 'buy', type: 'TWAP', size: '10', execution: { interval_sec: 10, duration_sec: 30 }, stop_loss: { price: '0.1' } }, /buy LIMIT or MARKET entries only/],
+        [{ side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: '0.2' }, stop_loss: { price: '0.25' } }, /take_profit.price 0.2 must be above stop_loss.price 0.25/],
+        [{ side: 'buy', type: 'LIMIT', price: px(ask), size: '10', stop_loss: { price: '0.1', size: '11' } }, /stop_loss.size 11 is more than the entry's 10 shares/],
+        [{ side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: '0.9', size: '2' } }, /below this market's minimum/],
+        [{ side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: '60' } }, /did you mean 0.6\?/],
+        [{ side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: '0.9', extra: 1 } }, /extra|additional/],
+      ] as const;
+      for (const [body, msg] of bad) {
+        const r = await post('alice', { symbol: token, ...body });
+        expect(r.status, JSON.stringify(body)).toBe(400);
+        expect(`${r.body.error} ${r.body.message}`).toMatch(msg);
+      }
+      expect((await svc.call('GET', '/v2/trade/balances', { headers: as('alice') })).body).toEqual(before);
+    });
+  });
+
   it('GET strategies filters by status and type and pages', async () => {
     const all = await svc.call('GET', '/v2/trade/strategies?limit=2', { headers: as('alice') });
     expect(all.body).toMatchObject({ limit: 2, offset: 0, has_more: true });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { initialTransition, transition, type AnyStateMachine } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
+import { BRACKET_STATUS, bracketMachine } from '../../machines/bracket.js';
 import { ICEBERG_STATUS, icebergMachine } from '../../machines/iceberg.js';
 import { PEGGED_STATUS, peggedMachine } from '../../machines/pegged.js';
 import { STOP_LOSS_STATUS, stopLossMachine } from '../../machines/stop-loss.js';
@@ -18,6 +19,9 @@ const touch = (bid: string | null, ask: string | null): StrategyEvent => ({ type
 const upd = (n: number, status: string, filled: string, matched: string, final: boolean): StrategyEvent => ({ type: 'order.updated', orderId: `ord_stg1_${n}`, status, filledSize: filled, matchedAmount: matched, final });
 const refused: StrategyEvent = { type: 'order.refused', orderId: 'ord_stg1_1', error: 'order crosses book', reason: 'post-only' };
 const cancel: StrategyEvent = { type: 'strategy.cancel' };
+const entry = (status: string, filled: string, final: boolean): StrategyEvent => ({ type: 'order.updated', orderId: 'ord_e1', status, filledSize: filled, matchedAmount: String(Number(filled) / 2), final });
+const refusedAs = (n: number | 'e1'): StrategyEvent => ({ type: 'order.refused', orderId: n === 'e1' ? 'ord_e1' : `ord_stg1_${n}`, error: 'rejected', reason: 'no' });
+const leg = (price: string, requestedSize: string | null) => ({ price, requestedSize, size: null, order_id: null, id: null, status: 'WAITING', error: null });
 const timer = (name: string, atMs: number): StrategyEvent => ({ type: 'timer.fired', name, atMs });
 
 /** Per machine: input, event alphabet, status table, states only passed through (transient). */
@@ -52,6 +56,15 @@ const CASES: Array<{ name: string; machine: AnyStateMachine; input: StrategyInpu
     input: { ...base, type: 'PEGGED', side: 'buy', quoteAmount: '10', offsetTicks: 0, priceFloor: null, priceCeiling: '0.45', touch: { bid: '0.4', ask: '0.42' } },
     events: [touch('0.41', '0.42'), touch(null, null), upd(1, 'FILLED', '25', '10', true), upd(1, 'CANCELED', '0', '0', true), upd(2, 'CANCELED', '0', '0', true), refused, cancel],
   },
+  {
+    name: 'BRACKET', machine: bracketMachine, status: BRACKET_STATUS, transient: ['sizing'],
+    input: { ...base, type: 'BRACKET', side: 'sell', price: '0.4', entryOrderId: 'ord_e1', legs: { take_profit: leg('0.7', null), stop_loss: leg('0.4', '6') } },
+    events: [
+      entry('PARTIALLY_FILLED', '4', false), entry('FILLED', '10', true), entry('CANCELED', '0', true), refusedAs('e1'),
+      upd(1, 'LIVE', '0', '0', false), upd(1, 'PARTIALLY_FILLED', '5', '3.5', false), upd(1, 'FILLED', '10', '7', true), upd(1, 'CANCELED', '0', '0', true), refusedAs(1),
+      touch('0.5', '0.52'), touch('0.4', '0.42'), upd(2, 'FILLED', '6', '2.4', true), upd(2, 'PARTIALLY_FILLED', '2', '0.8', false), refusedAs(2), cancel,
+    ],
+  },
 ];
 
 type Snap = ReturnType<typeof initialTransition>[0] & { value: unknown; context: StrategyContext; status: string };
@@ -61,7 +74,7 @@ function roundTrip(machine: AnyStateMachine, s: Snap): Snap {
 }
 
 const serializeState = (s: Snap) =>
-  JSON.stringify([s.value, s.context.seq, s.context.working, s.context.children, s.context.slicesDone, s.context.highWaterMark, s.context.lowWaterMark, s.context.deadlines, s.context.workingPrice, s.context.lastTouch]);
+  JSON.stringify([s.value, s.context.seq, s.context.working, s.context.children, s.context.slicesDone, s.context.highWaterMark, s.context.lowWaterMark, s.context.deadlines, s.context.workingPrice, s.context.lastTouch, s.context.legs, s.context.entryFilled]);
 
 for (const c of CASES) {
   describe(`${c.name} machine (model-based)`, () => {

@@ -1,0 +1,236 @@
+/**
+ * BRACKET (spec 2.2, 2.2.2 "Bracket rules", 2.3 `brackets`): the take-profit and stop-loss legs
+ * attached to a buy LIMIT or MARKET entry, as one one-cancels-other actor.
+ *
+ * - The legs wait for the entry to end (filled, or canceled / expired / an IOC remainder after a
+ *   partial fill). They are then sized by what the entry filled: a leg's `size` omitted or "0"
+ *   protects every filled share; a positive `size` protects min(size, filled). An entry that
+ *   ends with nothing filled places no leg.
+ * - Take-profit: a GTC LIMIT sell at `take_profit.price` (on open orders with
+ *   `is_take_profit: true`). Stop-loss: armed on the best bid; when the bid falls to
+ *   `stop_loss.price` the take-profit (which holds the shares) is canceled first, then a GTC
+ *   LIMIT sell of the shares still protected goes out at the bid (`is_stop_loss: true`).
+ * - One cancels the other: shares the take-profit sold are no longer protected by the stop; once
+ *   nothing is left to protect, the bracket completes.
+ * - Best-effort: a leg that cannot be placed (below the market's minimum, refused by the venue)
+ *   records its `error`; the entry is never undone.
+ *
+ * | state               | REST status | final | how it gets there                                       |
+ * |---------------------|-------------|-------|---------------------------------------------------------|
+ * | awaiting_entry      | PENDING     | no    | accepted with its entry; waits for the entry to end      |
+ * | placing_take_profit | ACTIVE      | no    | the entry filled: the take-profit sell goes out          |
+ * | protecting          | ACTIVE      | no    | take-profit resting and/or stop armed                    |
+ * | stopping            | TRIGGERED   | no    | bid reached the stop: the take-profit is being canceled  |
+ * | selling             | TRIGGERED   | no    | the stop-loss sell works                                 |
+ * | completed           | COMPLETED   | yes   | nothing left to protect                                  |
+ * | canceled            | CANCELED    | yes   | DELETE strategy, or the entry filled nothing             |
+ * | failed              | FAILED      | yes   | the stop-loss sell was refused                           |
+ */
+import { and, assign, setup } from 'xstate';
+import { Dec } from '../engine/decimal.js';
+import { applyChildUpdate, baseContext, d, nextChildId, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
+
+type Ctx = StrategyContext;
+type Updated = Extract<StrategyEvent, { type: 'order.updated' }>;
+
+const ZERO = new Dec(0);
+
+/** Shares a leg protects once the entry filled `filled` shares (its size "0" or omitted = all of them). */
+export function protectedShares(leg: BracketLeg | null | undefined, filled: string): Dec {
+  if (!leg) return ZERO;
+  return leg.requestedSize === null || d(leg.requestedSize).isZero() ? d(filled) : Dec.min(d(leg.requestedSize), d(filled));
+}
+
+/** Shares the take-profit sold so far. */
+export function takeProfitSold(c: Ctx): Dec {
+  const id = c.legs?.take_profit?.order_id;
+  const child = id ? c.children.find((x) => x.orderId === id) : undefined;
+  return child ? d(child.filledSize) : ZERO;
+}
+
+/** Shares the stop would sell now: its protected size, but never more than the entry left unsold. */
+export function stopShares(c: Ctx): Dec {
+  const sl = c.legs?.stop_loss;
+  if (!sl || sl.status !== 'ARMED') return ZERO;
+  return Dec.max(0, Dec.min(protectedShares(sl, c.entryFilled ?? '0'), d(c.entryFilled ?? '0').minus(takeProfitSold(c))));
+}
+
+const tpWorking = (c: Ctx) => c.working !== null && c.working === c.legs?.take_profit?.order_id;
+const isEntry = (c: Ctx, e: StrategyEvent) => (e.type === 'order.updated' || e.type === 'order.refused') && e.orderId === c.entryOrderId;
+const isWorking = (c: Ctx, e: StrategyEvent) => (e.type === 'order.updated' || e.type === 'order.refused') && e.orderId === c.working;
+const leg = (c: Ctx, name: 'take_profit' | 'stop_loss', patch: Partial<BracketLeg>) => ({ ...c.legs, [name]: { ...c.legs![name]!, ...patch } });
+
+export const bracketMachine = setup({
+  types: { context: {} as Ctx, input: {} as StrategyInput, events: {} as StrategyEvent },
+  actions: {
+    /** Side effect: place a child CLOB order. */
+    placeOrder: (_, _params: { order: ChildOrder }) => {},
+    /** Side effect: cancel a child CLOB order. */
+    cancelOrder: (_, _params: { orderId: string }) => {},
+    recordEntry: assign(({ event }) => (event.type === 'order.updated' ? { entryFilled: event.filledSize } : {})),
+    /** The entry is done: size the legs; a take-profit below the market minimum fails here. */
+    sizeLegs: assign(({ context: c }) => {
+      const legs = { ...c.legs };
+      const warnings = [...c.warnings];
+      const tp = legs.take_profit;
+      if (tp) {
+        const size = protectedShares(tp, c.entryFilled!);
+        legs.take_profit = { ...tp, size: size.toFixed() };
+        if (size.lt(c.minSize)) {
+          const error = `take-profit of ${size.toFixed()} shares is below this market's minimum of ${c.minSize} shares for resting orders: not placed`;
+          legs.take_profit = { ...legs.take_profit, status: 'FAILED', error };
+          warnings.push(`bracket take_profit failed: ${error}`);
+        }
+      }
+      const sl = legs.stop_loss;
+      if (sl) legs.stop_loss = { ...sl, size: protectedShares(sl, c.entryFilled!).toFixed(), status: 'ARMED' };
+      return { legs, warnings };
+    }),
+    planTakeProfit: assign(({ context: c }) => {
+      const placing: ChildOrder = {
+        orderId: nextChildId(c), side: 'sell', pricing: { kind: 'limit', price: c.legs!.take_profit!.price },
+        size: c.legs!.take_profit!.size!, timeInForce: 'GTC', postOnly: false, isStopLoss: false, isTakeProfit: true,
+      };
+      return { seq: c.seq + 1, working: placing.orderId, placing, legs: leg(c, 'take_profit', { order_id: placing.orderId, id: placing.orderId, status: 'SUBMITTED' }) };
+    }),
+    recordChild: assign(({ context: c, event }) => {
+      if (event.type !== 'order.updated') return {};
+      const patch = applyChildUpdate(c, event);
+      const name = event.orderId === c.legs?.take_profit?.order_id ? 'take_profit' : event.orderId === c.legs?.stop_loss?.order_id ? 'stop_loss' : null;
+      return name ? { ...patch, legs: leg(c, name, { status: event.status }) } : patch;
+    }),
+    takeProfitRefused: assign(({ context: c, event }) => {
+      const error = event.type === 'order.refused' ? `${event.error}${event.reason ? ` — ${event.reason}` : ''}` : 'refused';
+      return { working: null, legs: leg(c, 'take_profit', { status: 'FAILED', error }), warnings: [...c.warnings, `bracket take_profit failed: ${error}`] };
+    }),
+    stopRefused: assign(({ context: c, event }) => {
+      const error = event.type === 'order.refused' ? `${event.error}${event.reason ? ` — ${event.reason}` : ''}` : 'refused';
+      return { working: null, watch: {}, legs: leg(c, 'stop_loss', { status: 'FAILED', error }), endReason: `the stop-loss sell was refused: ${error}` };
+    }),
+    armStop: assign(({ context: c }) => ({ watch: c.legs?.stop_loss?.status === 'ARMED' ? { bidAtOrBelow: c.legs.stop_loss.price } : {} })),
+    recordTrigger: assign(({ context: c, event }) => ({
+      watch: {}, lastTouch: event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : c.lastTouch,
+      triggerPrice: c.legs!.stop_loss!.price, legs: leg(c, 'stop_loss', { status: 'TRIGGERED' }),
+    })),
+    planStopSell: assign(({ context: c }) => {
+      const placing: ChildOrder = {
+        orderId: nextChildId(c), side: 'sell', pricing: { kind: 'limit', price: c.lastTouch.bid ?? c.legs!.stop_loss!.price },
+        size: stopShares({ ...c, legs: leg(c, 'stop_loss', { status: 'ARMED' }) }).toFixed(), timeInForce: 'GTC', postOnly: false, isStopLoss: true,
+      };
+      return { seq: c.seq + 1, working: placing.orderId, placing, legs: leg(c, 'stop_loss', { order_id: placing.orderId, status: 'SUBMITTED' }) };
+    }),
+    /** Legs that will never act get their final status. */
+    closeLegs: assign(({ context: c }, params: { status: string }) => {
+      const legs = { ...c.legs };
+      for (const name of ['take_profit', 'stop_loss'] as const) {
+        const l = legs[name];
+        if (l && ['WAITING', 'ARMED', 'TRIGGERED'].includes(l.status)) legs[name] = { ...l, status: params.status };
+      }
+      return { legs, watch: {}, deadlines: {}, working: null };
+    }),
+    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
+  },
+  guards: {
+    entryEndedFilled: ({ context, event }) => isEntry(context, event) && event.type === 'order.updated' && event.final && d(event.filledSize).gt(0),
+    entryEndedEmpty: ({ context, event }) => isEntry(context, event) && (event.type === 'order.refused' || (event.type === 'order.updated' && event.final)),
+    entryUpdate: ({ context, event }) => isEntry(context, event),
+    takeProfitToPlace: ({ context }) => context.legs?.take_profit?.status === 'WAITING',
+    workingDone: ({ context, event }) => isWorking(context, event) && event.type === 'order.updated' && event.final,
+    workingRefused: ({ context, event }) => isWorking(context, event) && event.type === 'order.refused',
+    workingUpdate: ({ context, event }) => isWorking(context, event) && event.type === 'order.updated',
+    nothingToProtect: ({ context }) => !tpWorking(context) && stopShares(context).lte(0),
+    bidReachedStop: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && context.legs?.stop_loss?.status === 'ARMED' && d(event.bid).lte(context.legs.stop_loss.price),
+    takeProfitWorking: ({ context }) => tpWorking(context),
+    /** After this update of the take-profit, the stop still has shares to sell. */
+    stopHasShares: ({ context, event }) => {
+      const c = event.type === 'order.updated' ? { ...context, ...applyChildUpdate(context, event) } : context;
+      return stopShares({ ...c, legs: leg(c, 'stop_loss', { status: 'ARMED' }) }).gt(0);
+    },
+  },
+}).createMachine({
+  id: 'bracket',
+  context: ({ input }) => ({ ...baseContext(input), entryFilled: '0' }),
+  initial: 'awaiting_entry',
+  states: {
+    awaiting_entry: {
+      on: {
+        'order.updated': [
+          { guard: 'entryEndedFilled', target: 'sizing', actions: ['recordEntry', 'sizeLegs'], description: 'the entry is done with shares filled: size the legs' },
+          { guard: 'entryEndedEmpty', target: 'canceled', actions: ['recordEntry', { type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'the entry ended with nothing filled: no bracket placed' } }], description: 'the entry ended with nothing filled' },
+          { guard: 'entryUpdate', actions: 'recordEntry', description: 'a partial fill of the entry (legs wait for it to end)' },
+        ],
+        'order.refused': { guard: 'entryEndedEmpty', target: 'canceled', actions: [{ type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'the entry was refused: no bracket placed' } }], description: 'the entry was refused (or never placed)' },
+        'strategy.cancel': { target: 'canceled', actions: [{ type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'canceled by DELETE strategy before the entry ended' } }], description: 'DELETE strategy' },
+      },
+    },
+    sizing: {
+      always: [
+        { guard: 'takeProfitToPlace', target: 'placing_take_profit', actions: 'planTakeProfit', description: 'place the take-profit first' },
+        { target: 'protecting', actions: 'armStop', description: 'no take-profit to place: arm the stop' },
+      ],
+    },
+    placing_take_profit: {
+      entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+      on: {
+        'order.updated': [
+          { guard: 'workingDone', target: 'protecting', actions: ['recordChild', 'armStop'], description: 'the take-profit filled (or ended) at once' },
+          { guard: 'workingRefused', target: 'protecting', actions: ['takeProfitRefused', 'armStop'], description: 'the venue refused the take-profit' },
+          { guard: 'workingUpdate', actions: ['recordChild', 'armStop'], target: 'protecting', description: 'the take-profit rests: arm the stop' },
+        ],
+        'order.refused': { guard: 'workingRefused', target: 'protecting', actions: ['takeProfitRefused', 'armStop'], description: 'the venue refused the take-profit' },
+      },
+    },
+    protecting: {
+      always: { guard: 'nothingToProtect', target: 'completed', actions: [{ type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'nothing left to protect' } }], description: 'the take-profit sold everything, or no leg is working' },
+      on: {
+        'order.updated': [
+          { guard: 'workingDone', actions: ['recordChild', 'armStop'], description: 'the take-profit is done: the stop protects what is left' },
+          { guard: 'workingUpdate', actions: 'recordChild', description: 'partial fill of the take-profit' },
+        ],
+        'book.touch': [
+          { guard: and(['bidReachedStop', 'takeProfitWorking']), target: 'stopping', actions: ['recordTrigger', { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'the stop fired: cancel the take-profit first (it holds the shares)' },
+          { guard: 'bidReachedStop', target: 'selling', actions: ['recordTrigger', 'planStopSell'], description: 'the stop fired: sell' },
+        ],
+        'strategy.cancel': [
+          { guard: 'takeProfitWorking', target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'DELETE strategy: cancel the take-profit' },
+          { target: 'canceled', actions: [{ type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy: disarm the stop' },
+        ],
+      },
+    },
+    stopping: {
+      on: {
+        'order.updated': [
+          { guard: and(['workingDone', 'stopHasShares']), target: 'selling', actions: ['recordChild', 'planStopSell'], description: 'the take-profit is off the book: sell what is left' },
+          { guard: 'workingDone', target: 'completed', actions: ['recordChild', { type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'the take-profit sold everything before the stop could' } }], description: 'the take-profit filled while being canceled' },
+          { guard: 'workingUpdate', actions: 'recordChild', description: 'a fill racing the cancel' },
+        ],
+      },
+    },
+    selling: {
+      entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+      on: {
+        'order.updated': [
+          { guard: 'workingDone', target: 'completed', actions: ['recordChild', { type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'the stop-loss sell order is done' } }], description: 'the stop-loss sell finished' },
+          { guard: 'workingUpdate', actions: 'recordChild', description: 'fill of the stop-loss sell' },
+        ],
+        'order.refused': { guard: 'workingRefused', target: 'failed', actions: 'stopRefused', description: 'the venue refused the stop-loss sell' },
+      },
+    },
+    canceling: {
+      on: {
+        'order.updated': [
+          { guard: 'workingDone', target: 'canceled', actions: ['recordChild', { type: 'closeLegs', params: { status: 'CANCELED' } }], description: 'the take-profit is off the book' },
+          { guard: 'workingUpdate', actions: 'recordChild', description: 'a fill racing the cancel' },
+        ],
+      },
+    },
+    completed: { type: 'final' },
+    canceled: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+export const BRACKET_STATUS = {
+  awaiting_entry: 'PENDING', sizing: 'ACTIVE', placing_take_profit: 'ACTIVE', protecting: 'ACTIVE', stopping: 'TRIGGERED', selling: 'TRIGGERED',
+  completed: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED', canceling: 'ACTIVE',
+} as const;
