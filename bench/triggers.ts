@@ -127,7 +127,7 @@ async function main(): Promise<void> {
     const beforeRestore = performance.now();
     s = await start(dir);
     const restoreSeconds = (performance.now() - beforeRestore) / 1000;
-    console.log(`restart: ${s.host.liveCount} actors restored and re-armed in ${restoreSeconds.toFixed(1)} s (target < 20 s); index holds ${s.strategies.triggers.size}`);
+    console.log(`restart: ${s.restoredAtStart} actors restored and re-armed in ${restoreSeconds.toFixed(1)} s (target < 20 s); index holds ${s.strategies.triggers.size}`);
     await s.stop();
   } finally {
     await fs.rm(dir, { recursive: true, force: true });

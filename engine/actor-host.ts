@@ -21,7 +21,13 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
   logic: TLogic;
   /** REST status of a snapshot (spec part 3): derived from the state, never stored separately. */
   statusOf(snapshot: SnapshotFrom<TLogic>): string;
-  /** REST read model of a snapshot (defaults to `{}`); stored with the record. */
+  /**
+   * True when an actor in this state may leave memory between events (passivation): it waits for
+   * something that finds it by id (a price watch, say) and has no deadline. Its next event
+   * reloads it from the store. Default: never.
+   */
+  passivate?(snapshot: SnapshotFrom<TLogic>): boolean;
+  /** REST read model of a snapshot (defaults to `{}`); derived on every read, never stored (its `type` is). */
   viewOf?(snapshot: SnapshotFrom<TLogic>, meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number }): Record<string, unknown>;
 }
 
@@ -35,6 +41,8 @@ export interface TimerPort {
 /** One persisted state change, emitted as `changed` after the write succeeded. */
 export interface ActorChange {
   record: ActorRecord;
+  /** The snapshot after the change (the actor may have left memory since). */
+  snapshot: AnyMachineSnapshot;
   /** Status before this change; null on creation. */
   previousStatus: string | null;
   /** The events this write covers, in order (several when a batch was coalesced); empty on creation. */
@@ -122,7 +130,7 @@ function deadlinesOf(snapshot: { context?: unknown }): Record<string, number> {
  * effects), timers re-armed from `context.deadlines`, and `changed` emitted for push. The promise
  * returned by {@link send} resolves after the write, so an HTTP response never outruns storage.
  */
-export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
+export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: [{ record: ActorRecord; snapshot: AnyMachineSnapshot }] }> {
   private readonly defs = new Map<string, ActorDefinition>();
   private readonly live = new Map<string, Live>();
   private readonly queues = new Map<string, Promise<unknown>>();
@@ -137,6 +145,17 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
     private readonly log: Logger,
   ) {
     super();
+    repo.viewDeriver = (r) => {
+      const def = this.defs.get(r.machineId);
+      if (!def?.viewOf) return {};
+      // the persisted snapshot (status, value, context) is what the view functions read
+      try {
+        return def.viewOf(JSON.parse(r.snapshot), { id: r._id, status: r.status, createdAtMs: r.createdAtMs, updatedAtMs: r.updatedAtMs, revision: r.revision });
+      } catch (err) {
+        this.log.error({ err, actorId: r._id }, 'read model of a stored snapshot failed');
+        return { id: r._id, status: r.status, error: 'unreadable snapshot' };
+      }
+    };
   }
 
   /** Registers a kind of actor. Must happen before {@link restoreAll}. */
@@ -172,7 +191,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         updatedAtMs: now,
       });
       const live: Live = { def, record: slim(record), snapshot };
-      if (!record.final) this.live.set(record._id, live);
+      this.keep(live);
       await this.afterWrite(live, {}, actions, null, [], record);
       return record;
     });
@@ -229,9 +248,17 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
     return out;
   }
 
-  /** Number of actors held in memory. */
+  /** Number of actors held in memory (passivated ones are not). */
   get liveCount(): number {
     return this.live.size;
+  }
+
+  /** Keeps a live actor in memory, unless it is final or its definition lets it passivate. */
+  private keep(l: Live): void {
+    const id = l.record._id;
+    const dormant = l.def.passivate?.(l.snapshot as never) === true && Object.keys(deadlinesOf(l.snapshot)).length === 0;
+    if (l.record.final || dormant) this.live.delete(id);
+    else this.live.set(id, l);
   }
 
   /**
@@ -246,8 +273,9 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
   }
 
   /**
-   * Restores every non-final, non-quarantined actor from the store and re-arms its timers.
-   * Entry actions are not re-run. A snapshot that no longer restores is quarantined and logged.
+   * Restores every non-final, non-quarantined actor from the store and re-arms its timers;
+   * `restored` is emitted for each (then a passivating actor leaves memory again). Entry actions
+   * are not re-run. A snapshot that no longer restores is quarantined and logged.
    */
   async restoreAll(): Promise<{ restored: number; quarantined: number }> {
     let restored = 0;
@@ -259,6 +287,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         continue;
       }
       for (const [name, atMs] of Object.entries(deadlinesOf(live.snapshot))) await this.timers.schedule(record._id, name, atMs);
+      this.emit('restored', { record: live.record, snapshot: live.snapshot });
+      this.keep(live);
       restored++;
     }
     return { restored, quarantined };
@@ -328,7 +358,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
     for (let attempt = 0; ; attempt++) {
       let live = this.live.get(id);
       if (!live) {
-        const record = await this.repo.get(id);
+        const record = await this.repo.getStored(id);
         if (!record) throw new Error(`unknown actor ${id}`);
         if (record.final || record.quarantine) return record;
         const loaded = await this.load(record);
@@ -349,7 +379,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         actions.push(...acts);
         events.push(p.event);
       }
-      if (events.length === 0) return this.full(live);
+      if (events.length === 0) {
+        this.keep(live);
+        return this.full(live);
+      }
       const prevDeadlines = deadlinesOf(live.snapshot);
       const previousStatus = live.record.status;
       try {
@@ -365,8 +398,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
           machineVersion: live.def.version,
         });
         const updated: Live = { def: live.def, record: slim(record), snapshot: next };
-        if (record.final) this.live.delete(id);
-        else this.live.set(id, updated);
+        this.keep(updated);
         await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, record);
         return record;
       } catch (err) {
@@ -416,6 +448,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange] }> {
         this.log.error({ err, actorId: id, action: action.type }, 'actor action failed');
       }
     }
-    this.emit('changed', { record: full, previousStatus, events, emitted });
+    this.emit('changed', { record: full, snapshot: live.snapshot, previousStatus, events, emitted });
   }
 }

@@ -37,6 +37,8 @@ export interface Services {
   cursors: CursorCodec;
   /** Epoch ms the services started. */
   startedAtMs: number;
+  /** Actors restored from the store at start-up. */
+  restoredAtStart: number;
   /** Stops timers and closes the store (after the HTTP server stopped). */
   stop(): Promise<void>;
 }
@@ -83,6 +85,7 @@ export async function startServices(config: Config, log: Logger, options: StartO
   const services: Services = {
     config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders, strategies, idempotency, cursors,
     startedAtMs: clock.now(),
+    restoredAtStart: restored,
     async stop() {
       idempotency.close();
       await strategies.idle();

@@ -119,8 +119,6 @@ export function strategyResponse(rec: ActorRecord): Record<string, unknown> {
  */
 export class StrategyService {
   readonly triggers = new TriggerIndex();
-  /** Last watch registered per strategy (JSON), to notice a change. */
-  private readonly lastWatch = new Map<string, string>();
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
@@ -144,9 +142,18 @@ export class StrategyService {
         } as never),
         statusOf: (s) => def.status[String(s.value)] ?? 'ACTIVE',
         viewOf: strategyView,
+        // armed and waiting only for a price (a stop, a trailing order): the trigger index finds
+        // it by id, so it need not stay in memory (memory per armed strategy)
+        passivate: (s) => {
+          const c = s.context as StrategyContext;
+          return c.working === null && Object.keys(c.watch ?? {}).length > 0 && !c.watch.any;
+        },
       });
     }
     host.on('changed', (c) => this.onChanged(c));
+    host.on('restored', ({ record, snapshot }) => {
+      if (record.kind === 'strategy') this.triggers.set(record._id, (snapshot.context as StrategyContext).tokenId, (snapshot.context as StrategyContext).watch);
+    });
     venue.onBook((tokenId) => this.onBook(tokenId));
   }
 
@@ -233,25 +240,23 @@ export class StrategyService {
       if (v.record_id || v.bracket_id) this.forwardOrder(c.record);
       return;
     }
-    if (c.record.kind === 'strategy') this.syncWatch(c.record);
+    if (c.record.kind === 'strategy') this.syncWatch(c.record, c.snapshot.context as StrategyContext);
   }
 
   // ── price triggers ──────────────────────────────────────────────────────────────────────────
 
-  /** Registers the strategy's current watch; a changed watch is checked against the touch at once. */
-  private syncWatch(rec: ActorRecord): void {
-    const snap = this.host.snapshotOf(rec._id);
-    const c = snap?.context as StrategyContext | undefined;
-    if (rec.final || !c) {
+  /**
+   * Registers the strategy's current watch; with `checkNow`, a new or changed watch is checked
+   * against the touch at once.
+   */
+  private syncWatch(rec: ActorRecord, context?: StrategyContext, checkNow = true): void {
+    const c = context ?? (this.host.snapshotOf(rec._id)?.context as StrategyContext | undefined) ?? (JSON.parse(rec.snapshot).context as StrategyContext);
+    if (rec.final) {
       this.triggers.remove(rec._id);
-      this.lastWatch.delete(rec._id);
       return;
     }
-    const key = JSON.stringify(c.watch ?? {});
-    const changed = this.lastWatch.get(rec._id) !== key;
-    this.lastWatch.set(rec._id, key);
-    this.triggers.set(rec._id, c.tokenId, c.watch);
-    if (changed && Object.keys(c.watch ?? {}).length) this.deliver(c.tokenId, this.touchOf(c.tokenId), [rec._id], true);
+    const changed = this.triggers.set(rec._id, c.tokenId, c.watch);
+    if (checkNow && changed && Object.keys(c.watch ?? {}).length) this.deliver(c.tokenId, this.touchOf(c.tokenId), [rec._id], true);
   }
 
   private onBook(tokenId: string): void {
@@ -269,7 +274,8 @@ export class StrategyService {
       }
       this.track(
         this.host.send(id, { type: 'book.touch', bid: touch.bid, ask: touch.ask }).then((rec) => {
-          this.syncWatch(rec);
+          // registered again, whether or not the touch changed anything (a change did so already)
+          this.syncWatch(rec, undefined, false);
         }),
       );
     }
@@ -555,9 +561,10 @@ export class StrategyService {
       else if (c.placing?.orderId === c.working) this.track(this.placeChild(c, c.placing));
     }
     await this.idle();
-    for (const id of ids) {
-      const rec = this.host.recordOf(id);
-      if (rec) this.syncWatch(rec);
+    // every watch (registered as each strategy was restored) meets the current touch
+    for (const tokenId of this.triggers.watchedTokens()) {
+      const touch = this.touchOf(tokenId);
+      this.deliver(tokenId, touch, this.triggers.fire(tokenId, touch, true), false);
     }
     await this.idle();
     return ids.length;

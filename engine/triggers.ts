@@ -107,21 +107,33 @@ export class TriggerIndex {
     return this.byId.size;
   }
 
-  /** Replaces the watch of strategy `id` on `tokenId` (an empty watch unregisters it). */
-  set(id: string, tokenId: string, watch: Watch | undefined): void {
-    this.remove(id);
-    if (!watch) return;
+  /**
+   * Replaces the watch of strategy `id` on `tokenId` (an empty watch unregisters it).
+   * @returns whether the registration changed (a new or different watch).
+   */
+  set(id: string, tokenId: string, watch: Watch | undefined): boolean {
     const entries: Registration['entries'] = [];
-    if (watch.bidAtOrBelow !== undefined) entries.push(['bidAtOrBelow', { level: micro(watch.bidAtOrBelow, 'floor'), id }]);
-    if (watch.bidAbove !== undefined) entries.push(['bidAbove', { level: micro(watch.bidAbove, 'floor'), id }]);
-    if (watch.askBelow !== undefined) entries.push(['askBelow', { level: micro(watch.askBelow, 'ceil'), id }]);
-    if (watch.askAtOrAbove !== undefined) entries.push(['askAtOrAbove', { level: micro(watch.askAtOrAbove, 'ceil'), id }]);
-    if (!entries.length && !watch.any) return;
+    if (watch?.bidAtOrBelow !== undefined) entries.push(['bidAtOrBelow', { level: micro(watch.bidAtOrBelow, 'floor'), id }]);
+    if (watch?.bidAbove !== undefined) entries.push(['bidAbove', { level: micro(watch.bidAbove, 'floor'), id }]);
+    if (watch?.askBelow !== undefined) entries.push(['askBelow', { level: micro(watch.askBelow, 'ceil'), id }]);
+    if (watch?.askAtOrAbove !== undefined) entries.push(['askAtOrAbove', { level: micro(watch.askAtOrAbove, 'ceil'), id }]);
+    const any = watch?.any === true;
+    const prev = this.byId.get(id);
+    if (!entries.length && !any) {
+      this.remove(id);
+      return prev !== undefined;
+    }
+    if (
+      prev && prev.tokenId === tokenId && prev.any === any && prev.entries.length === entries.length &&
+      prev.entries.every(([ladder, e], i) => entries[i]![0] === ladder && entries[i]![1].level === e.level)
+    ) return false;
+    this.remove(id);
     let t = this.tokens.get(tokenId);
     if (!t) this.tokens.set(tokenId, (t = new TokenWatches()));
     for (const [ladder, e] of entries) t[ladder].insert(e);
-    if (watch.any) t.any.add(id);
-    this.byId.set(id, { tokenId, entries, any: watch.any === true });
+    if (any) t.any.add(id);
+    this.byId.set(id, { tokenId, entries, any });
+    return true;
   }
 
   /** Unregisters strategy `id`. */

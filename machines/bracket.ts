@@ -31,7 +31,6 @@ import { Dec } from '../engine/decimal.js';
 import { applyChildUpdate, baseContext, d, nextChildId, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
 
 type Ctx = StrategyContext;
-type Updated = Extract<StrategyEvent, { type: 'order.updated' }>;
 
 const ZERO = new Dec(0);
 

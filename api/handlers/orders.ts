@@ -36,7 +36,7 @@ export const listStrategies: Handler = async ({ req, services, user }) => {
   const p = pageQuery(req, 500);
   const filter: Record<string, unknown> = { kind: 'strategy' };
   if (req.query.status !== undefined) filter.status = String(req.query.status);
-  if (req.query.type !== undefined) filter['view.type'] = String(req.query.type);
+  if (req.query.type !== undefined) filter.type = String(req.query.type);
   const { records, total } = await services.actors.findOwned(user!._id, filter, { skip: p.offset, limit: p.limit });
   return { status: 200, body: page('strategies', records.map((r) => r.view), total, p) };
 };

@@ -20,8 +20,14 @@ export interface ActorRecord {
   kind: string;
   /** REST status derived from the machine state. */
   status: string;
-  /** REST read model of the actor (what GET endpoints and pushes return), derived from the snapshot. */
+  /**
+   * REST read model of the actor (what GET endpoints and pushes return). Never stored: it is
+   * derived from the snapshot when a record is read (see {@link ActorRepository.viewDeriver}),
+   * which keeps each stored record (and the embedded store's in-memory copy) small.
+   */
   view: Record<string, unknown>;
+  /** Resource type (the view's `type`: order type, strategy type), stored for filtering. */
+  type?: string | null;
   /** True once the machine reached a final state; final actors are not restored at start-up. */
   final: boolean;
   partnerId: string;
@@ -44,12 +50,29 @@ function ownerKeyOf(ownerUserId: string, createdAtMs: number, id: string): strin
   return `${ownerUserId}|${String(createdAtMs).padStart(15, '0')}|${id}`;
 }
 
+/** A record as stored: no read model. */
+type StoredRecord = Omit<ActorRecord, 'view'> & { view?: Record<string, unknown> | null };
+
 /** Revisioned actor-snapshot repository over the store port (optimistic concurrency). */
 export class ActorRepository {
-  private constructor(private readonly c: Collection<ActorRecord>) {}
+  /**
+   * Derives the read model of a stored record (set by the actor host, which knows the machines);
+   * without one, a record read back has the view it was stored with, or `{}`.
+   */
+  viewDeriver: ((record: Omit<ActorRecord, 'view'>) => Record<string, unknown>) | null = null;
+
+  private constructor(private readonly c: Collection<StoredRecord>) {}
+
+  private withView(doc: StoredRecord): ActorRecord {
+    return { ...doc, view: this.viewDeriver ? this.viewDeriver(doc) : (doc.view ?? {}) };
+  }
+
+  private withViews(docs: StoredRecord[]): ActorRecord[] {
+    return docs.map((d) => this.withView(d));
+  }
 
   static async open(store: Store): Promise<ActorRepository> {
-    const c = await store.collection<ActorRecord>('actors', [
+    const c = await store.collection<StoredRecord>('actors', [
       // low-cardinality: MongoDB only (see IndexSpec.adapters); the embedded store scans at start-up
       { fields: ['final', 'quarantine'], adapters: ['mongodb'] },
       { fields: ['partnerId', 'kind'], adapters: ['mongodb'] },
@@ -59,15 +82,20 @@ export class ActorRepository {
     for (const r of await c.find({ ownerUserId: { $ne: null }, ownerKey: { $exists: false } })) {
       await c.updateOne({ _id: r._id }, { ownerKey: ownerKeyOf(r.ownerUserId!, r.createdAtMs, r._id) });
     }
+    // Records written when the view was stored: keep its type as a field, drop the rest.
+    for (const r of await c.find({ type: { $exists: false } })) {
+      await c.updateOne({ _id: r._id }, { type: (r.view?.type as string | undefined) ?? null, view: null });
+    }
     return new ActorRepository(c);
   }
 
   /** Inserts a new actor at revision 1. @throws {DuplicateKeyError} when the id exists. */
   async insert(record: Omit<ActorRecord, 'revision' | 'quarantine'>): Promise<ActorRecord> {
-    const full: ActorRecord = { ...record, revision: 1, quarantine: null };
-    if (record.ownerUserId !== null) full.ownerKey = ownerKeyOf(record.ownerUserId, record.createdAtMs, record._id);
-    await this.c.insertOne(full);
-    return full;
+    const { view, ...rest } = record;
+    const stored: StoredRecord = { ...rest, type: typeof view.type === 'string' ? view.type : null, revision: 1, quarantine: null };
+    if (record.ownerUserId !== null) stored.ownerKey = ownerKeyOf(record.ownerUserId, record.createdAtMs, record._id);
+    await this.c.insertOne(stored);
+    return { ...stored, view };
   }
 
   /**
@@ -80,9 +108,10 @@ export class ActorRepository {
     patch: Pick<ActorRecord, 'snapshot' | 'status' | 'view' | 'final' | 'updatedAtMs'> & Partial<Pick<ActorRecord, 'machineVersion'>>,
   ): Promise<ActorRecord> {
     const next: ActorRecord = { ...current, ...patch, revision: current.revision + 1 };
+    const { view: _view, ...stored } = patch;
     const matched = await this.c.updateOne(
       { _id: current._id, revision: current.revision },
-      { ...patch, revision: next.revision },
+      { ...stored, revision: next.revision },
     );
     if (matched === 0) throw new RevisionConflictError(current._id, current.revision);
     return next;
@@ -93,17 +122,24 @@ export class ActorRepository {
     await this.c.updateOne({ _id: id }, { quarantine: { reason, atMs } });
   }
 
-  get(id: string): Promise<ActorRecord | null> {
-    return this.c.findOne({ _id: id });
+  async get(id: string): Promise<ActorRecord | null> {
+    const doc = await this.c.findOne({ _id: id });
+    return doc ? this.withView(doc) : null;
   }
 
-  /** Every actor to bring back at start-up: not final, not quarantined. */
-  findRestorable(): Promise<ActorRecord[]> {
-    return this.c.find({ final: false, quarantine: null }, { sort: { createdAtMs: 1 } });
+  /** A record as stored, without deriving its view (the host restoring an actor). */
+  async getStored(id: string): Promise<ActorRecord | null> {
+    const doc = await this.c.findOne({ _id: id });
+    return doc ? { ...doc, view: {} } : null;
   }
 
-  find(filter: Filter, options: { skip?: number; limit?: number } = {}): Promise<ActorRecord[]> {
-    return this.c.find(filter, { sort: { createdAtMs: -1, _id: -1 }, ...options });
+  /** Every actor to bring back at start-up: not final, not quarantined (views not derived: the host restores them). */
+  async findRestorable(): Promise<ActorRecord[]> {
+    return (await this.c.find({ final: false, quarantine: null }, { sort: { createdAtMs: 1 } })).map((d) => ({ ...d, view: {} }));
+  }
+
+  async find(filter: Filter, options: { skip?: number; limit?: number } = {}): Promise<ActorRecord[]> {
+    return this.withViews(await this.c.find(filter, { sort: { createdAtMs: -1, _id: -1 }, ...options }));
   }
 
   count(filter: Filter): Promise<number> {
@@ -119,7 +155,7 @@ export class ActorRepository {
     const upper = `${ownerUserId}|\uffff`;
     const { before, ...paging } = options;
     const q = { ...filter, ownerKey: { $gt: `${ownerUserId}|`, $lt: before !== undefined && before < upper ? before : upper } };
-    const [records, total] = await Promise.all([this.c.find(q, { sort: { ownerKey: -1 }, ...paging }), this.c.count(q)]);
-    return { records, total };
+    const [docs, total] = await Promise.all([this.c.find(q, { sort: { ownerKey: -1 }, ...paging }), this.c.count(q)]);
+    return { records: this.withViews(docs), total };
   }
 }

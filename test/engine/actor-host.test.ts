@@ -177,4 +177,44 @@ describe('ActorHost', () => {
     expect(await fourth.host.restoreAll()).toEqual({ restored: 0, quarantined: 1 });
     expect((await fourth.repo.get('b1'))?.quarantine?.reason).toMatch(/does not exist/);
   });
+
+  it('passivates actors whose definition allows it (no deadline): they leave memory, the next event reloads them, restore reports them', async () => {
+    const store = await EmbeddedStore.open(null);
+    const repo = await ActorRepository.open(store);
+    const host = new ActorHost(repo, new FakeTimers(), new ManualClock(1_000_000), createLogger('silent'));
+    const effects: string[] = [];
+    const def = {
+      machineId: 'test', version: 1, kind: 'strategy', logic: makeMachine(effects),
+      statusOf: (s: { value: unknown }) => String(s.value).toUpperCase(),
+      viewOf: (s: { context: { n: number } }) => ({ n: s.context.n }),
+      passivate: (s: { context: { n: number } }) => s.context.n >= 2,
+    };
+    host.register(def as never);
+    await host.create('test', { id: 'p1', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    await host.send('p1', { type: 'finish' } as never).catch(() => undefined);
+    // a deadline keeps an actor in memory even when its definition would passivate it
+    await host.create('test', { id: 'p2', input: { n: 5, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    expect(host.snapshotOf('p2')).not.toBeNull();
+    // no deadline and n >= 2: passivated after each change, reloaded for the next event
+    const noDeadline = setup({ types: { context: {} as { n: number; deadlines: Record<string, number> }, events: {} as { type: 'bump' } } }).createMachine({
+      id: 'idle', context: { n: 2, deadlines: {} }, initial: 'open', states: { open: { on: { bump: { actions: assign({ n: ({ context }) => context.n + 1 }) } } } },
+    });
+    host.register({ ...def, machineId: 'idle', logic: noDeadline } as never);
+    await host.create('idle', { id: 'p3', input: {} as never, partnerId: 'p', ownerUserId: 'u' });
+    expect(host.snapshotOf('p3')).toBeNull();
+    const after = await host.send('p3', { type: 'bump' });
+    expect(after).toMatchObject({ revision: 2, view: { n: 3 } });
+    expect(host.snapshotOf('p3')).toBeNull();
+    expect((await repo.get('p3'))!.view).toEqual({ n: 3 });
+    // restart: every non-final actor is reported by `restored`, then the dormant one leaves memory
+    const host2 = new ActorHost(repo, new FakeTimers(), new ManualClock(1_000_000), createLogger('silent'));
+    host2.register(def as never);
+    host2.register({ ...def, machineId: 'idle', logic: noDeadline } as never);
+    const restored: string[] = [];
+    host2.on('restored', ({ record }) => restored.push(record._id));
+    await host2.restoreAll();
+    expect(restored.sort()).toEqual(['p2', 'p3']);
+    expect(host2.snapshotOf('p3')).toBeNull();
+    expect(host2.snapshotOf('p2')).not.toBeNull();
+  });
 });
