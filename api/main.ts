@@ -5,8 +5,8 @@
  */
 import { loadConfig, ConfigError } from '../engine/config.js';
 import { createLogger } from '../engine/logger.js';
-import { announceMasterKey, closeServer, startServices } from '../engine/service.js';
-import { createApp } from './app.js';
+import { announceMasterKey, startServices } from '../engine/service.js';
+import { startHttp } from './server.js';
 
 async function main(): Promise<void> {
   let config;
@@ -22,15 +22,9 @@ async function main(): Promise<void> {
   const log = createLogger(config.logLevel);
   const { services, generatedMasterKey } = await startServices(config, log);
   if (generatedMasterKey) await announceMasterKey(config, generatedMasterKey);
-  const app = createApp(services);
-  const server = app.listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
-  });
-  const addr = server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : config.port;
-  log.info({ host: config.host, port }, `listening on http://${config.host}:${port}`);
+  const http = await startHttp(services, config.port, config.host);
+  const port = http.port;
+  log.info({ host: config.host, port }, `listening on http://${config.host}:${port} (live updates: Socket.IO namespace /v2/trade; dashboard: /dashboard)`);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -42,7 +36,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }, config.shutdownGraceMs + 5000);
     force.unref();
-    await closeServer(server);
+    await http.close();
     await services.stop();
     log.info('stopped');
     process.exit(0);

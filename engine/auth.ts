@@ -153,6 +153,14 @@ export class ApiKeyService {
     if (doc.revokedAtMs !== null) return doc;
     const revokedAtMs = this.clock.now();
     await this.keys.updateOne({ _id: keyId }, { revokedAtMs });
+    for (const l of this.revokedListeners) l(keyId);
     return { ...doc, revokedAtMs };
+  }
+
+  private readonly revokedListeners: ((keyId: string) => void)[] = [];
+
+  /** Calls `listener` with the id of each key revoked from now on (live connections drop it). */
+  onRevoked(listener: (keyId: string) => void): void {
+    this.revokedListeners.push(listener);
   }
 }

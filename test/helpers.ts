@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { createApp } from '../api/app.js';
+import { startHttp, type HttpService } from '../api/server.js';
 import { ManualClock, systemClock, type Clock } from '../engine/clock.js';
 import { loadConfig, type Config } from '../engine/config.js';
 import { createLogger } from '../engine/logger.js';
-import { closeServer, startServices, type Services } from '../engine/service.js';
+import { startServices, type Services } from '../engine/service.js';
 import { EmbeddedStore } from '../engine/store/embedded.js';
 import type { Store } from '../engine/store/port.js';
 import { ROUTES } from '../api/routes.js';
@@ -19,6 +18,7 @@ export interface TestService {
   baseUrl: string;
   services: Services;
   server: Server;
+  http: HttpService;
   clock: Clock;
   /**
    * fetch against the service with the master key (unless `token` is given; null = no token).
@@ -38,15 +38,14 @@ export async function startTestService(opts: { clock?: Clock | ManualClock; stor
   const clock = opts.clock ?? systemClock;
   const store = opts.store ?? (await EmbeddedStore.open(null));
   const { services } = await startServices(config, createLogger('silent'), { store, clock });
-  const app = createApp(services);
-  const server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const http = await startHttp(services, 0, '127.0.0.1');
+  const server = http.server;
+  const baseUrl = `http://127.0.0.1:${http.port}`;
   return {
     baseUrl,
     services,
     server,
+    http,
     clock,
     async call(method, path, o = {}) {
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
@@ -70,7 +69,7 @@ export async function startTestService(opts: { clock?: Clock | ManualClock; stor
       return { status: res.status, body: parsed, headers: res.headers };
     },
     async close() {
-      await closeServer(server);
+      await http.close();
       await services.stop();
     },
   };

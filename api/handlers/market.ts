@@ -1,5 +1,6 @@
 import { dec, str } from '../../engine/decimal.js';
 import { errors } from '../../engine/errors.js';
+import type { BookView } from '../../engine/venue/port.js';
 import type { Handler } from '../context.js';
 import { page, pageQuery } from '../paging.js';
 
@@ -19,6 +20,11 @@ export const markets: Handler = async ({ req, services }) => {
   return { status: 200, body: page('markets', items, all.length, p) };
 };
 
+/** The REST shape of a book (GET /v2/trade/book, `book.updated`): levels best first, decimal strings. */
+export function bookBody(view: BookView): { token_id: string; tick_size: string; min_size: string; bids: BookView['bids']; asks: BookView['asks'] } {
+  return { token_id: view.tokenId, tick_size: view.tickSize, min_size: view.minSize, bids: view.bids, asks: view.asks };
+}
+
 /** GET /v2/trade/book?token_id=&depth=: levels best first (depth ≤ 100, default 20). */
 export const book: Handler = async ({ req, services }) => {
   // token_id and depth were checked against the route's query schema
@@ -26,7 +32,7 @@ export const book: Handler = async ({ req, services }) => {
   const depth = req.query.depth === undefined ? 20 : Number(req.query.depth);
   const view = services.venue.book(tokenId, depth);
   if (!view) throw errors.notFound(`no outcome token ${tokenId}`);
-  return { status: 200, body: { token_id: view.tokenId, tick_size: view.tickSize, min_size: view.minSize, bids: view.bids, asks: view.asks } };
+  return { status: 200, body: bookBody(view) };
 };
 
 /** GET /v2/trade/balances: pUSD balance, reserved by open buys, available. */

@@ -1,0 +1,174 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { io as connect, type Socket } from 'socket.io-client';
+import type { BookPush, ClientToServerEvents, OrderPush, ServerToClientEvents, StrategyPush } from '../../api/push-events.js';
+import { startTestService, type TestService } from '../helpers.js';
+
+/**
+ * Live updates over Socket.IO (issue 6): handshake authentication, isolation between users and
+ * partners, ordering and revisions under a burst, connection-state recovery, revocation, books.
+ */
+type Client = Socket<ServerToClientEvents, ClientToServerEvents>;
+
+describe('Socket.IO namespace /v2/trade', () => {
+  let svc: TestService;
+  let token: string;
+  const clients: Client[] = [];
+  const keys: Record<string, { api_key: string; key_id: string }> = {};
+  const as = (u: string) => ({ 'x-partner-user-id': u });
+  const post = (u: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(u) });
+
+  /** Connects and resolves once connected (or rejects with the handshake error). */
+  const open = (auth: Record<string, unknown>, opts: Record<string, unknown> = {}): Promise<Client> =>
+    new Promise((resolve, reject) => {
+      const s: Client = connect(`${svc.baseUrl}/v2/trade`, { auth, transports: ['websocket'], forceNew: true, reconnection: false, ...opts });
+      clients.push(s);
+      s.once('connect', () => resolve(s));
+      s.once('connect_error', (err) => reject(err));
+    });
+  const refused = async (auth: Record<string, unknown>) => {
+    const err = (await open(auth).then(() => null, (e: Error & { data?: unknown }) => e))!;
+    expect(err).not.toBeNull();
+    return { message: err.message, data: err.data };
+  };
+  /** Collects every order.updated / strategy.updated a client receives. */
+  const collect = (s: Client) => {
+    const got: Array<(OrderPush | StrategyPush) & { event: string; receivedAtMs: number }> = [];
+    s.on('order.updated', (o) => got.push({ ...o, event: 'order.updated', receivedAtMs: Date.now() }));
+    s.on('strategy.updated', (o) => got.push({ ...o, event: 'strategy.updated', receivedAtMs: Date.now() }));
+    return got;
+  };
+  const until = async (cond: () => boolean, ms = 3000) => {
+    const end = Date.now() + ms;
+    while (!cond()) {
+      if (Date.now() > end) throw new Error('timed out waiting');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+
+  beforeAll(async () => {
+    svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' } });
+    for (const u of ['alice', 'bob']) {
+      await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+      keys[u] = (await svc.call('POST', `/v2/trade/users/${u}/api-keys`, { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } })).body;
+    }
+    const markets = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets;
+    token = markets.find((m: any) => m.tick_size === '0.01').tokens[0].token_id;
+  });
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await svc.close();
+  });
+
+  it('refuses a handshake without a valid key, with the error envelope; accepts per-user and master keys', async () => {
+    expect(await refused({})).toEqual({ message: 'unauthorized', data: { error: 'unauthorized', message: 'send the API key as auth.token in the handshake' } });
+    expect(await refused({ token: 'pts_not_a_real_key_000000000000' })).toMatchObject({ message: 'unauthorized', data: { error: 'unauthorized' } });
+    expect(await refused({ token: keys.alice!.api_key, partner_user_id: 'bob' })).toMatchObject({ message: 'forbidden', data: { error: 'forbidden' } });
+    expect(await refused({ token: (await import('../helpers.js')).MASTER_KEY, partner_user_id: 'nobody' })).toMatchObject({ message: 'not_found' });
+    const readless = (await svc.call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes: ['trade.execute'] } })).body;
+    expect(await refused({ token: readless.api_key })).toMatchObject({ message: 'forbidden', data: { message: 'live updates need the trade.read scope' } });
+    const ok = await open({ token: keys.alice!.api_key });
+    expect(ok.connected).toBe(true);
+  });
+
+  it('a per-user key gets its own order.updated within 100 ms of the REST response, and nothing of other users; a master key sees its partner', async () => {
+    const alice = await open({ token: keys.alice!.api_key });
+    const bob = await open({ token: keys.bob!.api_key });
+    const master = await open({ token: (await import('../helpers.js')).MASTER_KEY });
+    const masterBob = await open({ token: (await import('../helpers.js')).MASTER_KEY, partner_user_id: 'bob' });
+    const [ga, gb, gm, gmb] = [collect(alice), collect(bob), collect(master), collect(masterBob)];
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' });
+    const respondedAtMs = Date.now();
+    expect(res.status).toBe(200);
+    await until(() => ga.some((u) => u.order_id === res.body.order_id && u.revision === res.body.revision));
+    const mine = ga.filter((u) => u.order_id === res.body.order_id);
+    const last = mine.at(-1)!;
+    expect(last.receivedAtMs - respondedAtMs).toBeLessThan(100);
+    expect(last).toMatchObject({ event: 'order.updated', order_id: res.body.order_id, status: 'LIVE', price: '0.02', size: '10', is_stop_loss: false, revision: res.body.revision });
+    // the pushed record is the REST record (plus platform_user_id)
+    const { receivedAtMs: _r, event: _e, platform_user_id, ...record } = last;
+    expect(record).toEqual(res.body);
+    expect(platform_user_id).toEqual(expect.any(String));
+    await until(() => gm.some((u) => u.order_id === res.body.order_id && u.revision === res.body.revision));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(gb).toEqual([]);
+    expect(gmb).toEqual([]);
+    // another partner's master key sees none of it
+    const otherToken = 'pts_other_partner_master_key_0123456789';
+    await svc.services.keys.ensureMasterKey('other-partner', otherToken);
+    const other = await open({ token: otherToken });
+    const go = collect(other);
+    const res2 = await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' });
+    await until(() => gb.some((u) => u.order_id === res2.body.order_id) && gmb.some((u) => u.order_id === res2.body.order_id));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(go).toEqual([]);
+    expect(ga.some((u) => u.order_id === res2.body.order_id)).toBe(false);
+  });
+
+  it('a burst of 1,000+ updates arrives complete and in order: per record, revisions 1, 2, 3, … without gaps', async () => {
+    const alice = await open({ token: keys.alice!.api_key });
+    const got = collect(alice);
+    const ids: string[] = [];
+    const finals = new Map<string, number>();
+    await Promise.all(
+      Array.from({ length: 250 }, async (_, i) => {
+        const r = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: String(5 + (i % 5)) });
+        ids.push(r.body.order_id);
+        const d = await svc.call('DELETE', `/v2/trade/orders/${r.body.order_id}`, { headers: as('alice') });
+        finals.set(r.body.order_id, d.body.revision);
+      }),
+    );
+    await until(() => ids.every((id) => got.some((u) => u.order_id === id && u.revision === finals.get(id))), 10_000);
+    const byId = new Map<string, number[]>();
+    for (const u of got) if (u.order_id && finals.has(u.order_id as string)) byId.set(u.order_id as string, [...(byId.get(u.order_id as string) ?? []), u.revision]);
+    let total = 0;
+    for (const [id, revs] of byId) {
+      expect(revs, id).toEqual(Array.from({ length: finals.get(id)! }, (_, i) => i + 1));
+      total += revs.length;
+    }
+    expect(total).toBeGreaterThanOrEqual(1000);
+    expect(got.filter((u) => finals.has(u.order_id as string) && u.revision === finals.get(u.order_id as string)).every((u) => u.status === 'CANCELED')).toBe(true);
+  });
+
+  it('connection-state recovery: after a brief drop the client gets what it missed', async () => {
+    const alice = await open({ token: keys.alice!.api_key }, { reconnection: true, reconnectionDelay: 200, reconnectionDelayMax: 200 });
+    const got = collect(alice);
+    // let the session be recoverable (the server sends the session id with the first packet)
+    await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5' });
+    await until(() => got.length > 0);
+    const dropped = new Promise<void>((r) => alice.once('disconnect', () => r()));
+    alice.io.engine.close(); // the transport drops, as on a network blip
+    await dropped;
+    await until(() => svc.http.push.nsp.sockets.size === clients.filter((c) => c.connected).length);
+    const missed = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '6' });
+    await new Promise<void>((r) => alice.once('connect', () => r()));
+    expect(alice.recovered).toBe(true);
+    await until(() => got.some((u) => u.order_id === missed.body.order_id && u.revision === missed.body.revision));
+    expect(got.filter((u) => u.order_id === missed.body.order_id).map((u) => u.revision)).toEqual(Array.from({ length: missed.body.revision }, (_, i) => i + 1));
+  });
+
+  it('a revoked key is disconnected at once and cannot come back', async () => {
+    const k = (await svc.call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes: ['trade.read'] } })).body;
+    const s = await open({ token: k.api_key });
+    const gone = new Promise<string>((r) => s.once('disconnect', (reason) => r(reason)));
+    expect((await svc.call('DELETE', `/v2/trade/api-keys/${k.key_id}`)).status).toBe(200);
+    expect(await gone).toBe('io server disconnect');
+    expect(await refused({ token: k.api_key })).toMatchObject({ message: 'unauthorized', data: { message: 'API key has been revoked' } });
+  });
+
+  it('book.subscribe: the current book at once, then book.updated with a revision per change; unknown tokens refused', async () => {
+    const s = await open({ token: keys.bob!.api_key });
+    const books: BookPush[] = [];
+    s.on('book.updated', (b) => books.push(b));
+    expect(await s.emitWithAck('book.subscribe', { token_id: '999' })).toMatchObject({ ok: false, error: 'invalid_request' });
+    expect(await s.emitWithAck('book.subscribe', { token_id: token })).toEqual({ ok: true, token_id: token });
+    await until(() => books.length === 1);
+    const rest = (await svc.call('GET', `/v2/trade/book?token_id=${token}&depth=10`)).body;
+    expect(books[0]).toMatchObject(rest);
+    const rev0 = books[0]!.revision;
+    await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: rest.bids[0].price, size: '7' });
+    await until(() => books.length >= 2);
+    expect(books[1]!.revision).toBe(rev0 + 1);
+    expect(books[1]!.bids[0]!.size).toBe(String(Number(rest.bids[0].size) + 7));
+    expect(await s.emitWithAck('book.unsubscribe', { token_id: token })).toEqual({ ok: true, token_id: token });
+  });
+});
