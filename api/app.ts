@@ -7,6 +7,7 @@ import type { Services } from '../engine/service.js';
 import { authenticate, requireScope, resolveUser } from './auth.js';
 import type { HandlerResult, RouteSpec } from './context.js';
 import { IdempotencyService } from '../engine/idempotency.js';
+import { dashboardRouter } from './dashboard.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { ROUTES } from './routes.js';
 import { validate, validateParams } from './validation.js';
@@ -113,6 +114,7 @@ export function createApp(services: Services): Express {
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     }),
   );
+  app.use(dashboardRouter()); // static page and assets: outside the API's rate limit
   if (services.config.rateLimitPerMin > 0) app.use(rateLimiter(services.config.rateLimitPerMin));
   app.use(requireJson);
   app.use(express.json({ limit: services.config.bodyLimitBytes, strict: true, type: ['application/json', 'application/*+json'] }));

@@ -1,0 +1,33 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express, { type Router } from 'express';
+
+/** The project's `web/` folder, from source (api/) or from the build (dist/api/). */
+function webDir(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++) {
+    if (existsSync(path.join(dir, 'web', 'dashboard.html'))) return path.join(dir, 'web');
+    dir = path.dirname(dir);
+  }
+  throw new Error('web/dashboard.html not found next to the service');
+}
+
+/**
+ * The live dashboard (issue 6): `GET /dashboard` and its static assets — the page, its script and
+ * style (web/), and lightweight-charts' standalone build from node_modules. The Socket.IO client
+ * is served by the push server at `/socket.io/socket.io.min.js`. Public: the page holds no data;
+ * the operator pastes an API key, which stays in the tab's session storage.
+ */
+export function dashboardRouter(): Router {
+  const web = webDir();
+  const charts = path.join(path.dirname(createRequire(import.meta.url).resolve('lightweight-charts/package.json')), 'dist', 'lightweight-charts.standalone.production.js');
+  const router = express.Router();
+  const noStore = { headers: { 'cache-control': 'no-cache' } };
+  router.get('/dashboard', (_req, res) => res.sendFile(path.join(web, 'dashboard.html'), noStore));
+  router.get('/dashboard/dashboard.js', (_req, res) => res.type('text/javascript').sendFile(path.join(web, 'dashboard.js'), noStore));
+  router.get('/dashboard/dashboard.css', (_req, res) => res.sendFile(path.join(web, 'dashboard.css'), noStore));
+  router.get('/dashboard/vendor/lightweight-charts.js', (_req, res) => res.type('text/javascript').sendFile(charts, { maxAge: '1d' }));
+  return router;
+}
