@@ -130,7 +130,8 @@ function upsert(table, rows, id, rec, flash) {
     void tr.offsetWidth;
     tr.classList.add('flash');
   }
-  if (rec.symbol === chartToken) drawLevels();
+  if (!chartToken && rec.symbol && !FINAL.has(rec.status)) void selectToken(rec.symbol);
+  else if (rec.symbol === chartToken) drawLevels();
 }
 
 /** Dashed price lines: armed levels of strategies and prices of working orders on the charted token. */
@@ -203,8 +204,6 @@ async function start() {
       const [s, o] = await Promise.all([get('/strategies?limit=500'), get('/orders/open?limit=500')]);
       for (const r of [...s.strategies].reverse()) upsert('strategies', strategies, r.record_id, r, false);
       for (const r of [...o.orders].reverse()) upsert('orders', orders, r.order_id, r, false);
-      const first = s.strategies[0]?.symbol ?? o.orders[0]?.symbol;
-      if (first && !chartToken) void selectToken(first);
     } catch (err) {
       setConnection(false, String(/** @type {Error} */ (err).message));
     }
