@@ -40,7 +40,12 @@ Conventions:
 - Master keys act for a user with the \`X-Partner-User-Id\` header; per-user keys act for their bound user.
 - Rate limit: RATE_LIMIT_PER_MIN requests per minute per API key (default 600); 429 with \`Retry-After\` and the IETF \`RateLimit\` / \`RateLimit-Policy\` headers.
 - Endpoints of the specification that this service does not provide yet answer 501 after authentication and input checks.
-- \`/v1/trade/*\` mounts reads, cancels and user provisioning with the same behaviour.`;
+- \`/v1/trade/*\` mounts reads, cancels and user provisioning with the same behaviour.
+
+Live updates (Socket.IO 4, same host and port, namespace \`/v2/trade\`; see the README):
+- Connect with \`io(base + '/v2/trade', { auth: { token: API_KEY, partner_user_id? } })\`. A per-user key sees its user; a master key sees all of its partner's users, or one named by \`partner_user_id\`. The key needs \`trade.read\`. A refused handshake ends in \`connect_error\` with \`message\` = the error string (\`unauthorized\`, \`forbidden\`, \`not_found\`, \`invalid_request\`) and \`data\` = the error envelope. Revoked keys are disconnected at once, expiring keys when they expire.
+- Server events: \`order.updated\` (an OrderView), \`strategy.updated\` (a StrategyRecord), each plus \`revision\` (increases by one per persisted change of that record: a gap means a missed update, re-read over REST), \`platform_user_id\` and \`updated_at\`; \`book.updated\` (a BookResponse of 10 levels a side plus a per-token \`revision\` and \`at\`) for tokens subscribed with \`book.subscribe\` \`{token_id}\` (acknowledged \`{ok: true, token_id}\` or \`{ok: false, error, message}\`; \`book.unsubscribe\` stops it).
+- An update is pushed only after it is persisted, in write order per record. Connection-state recovery: a client that reconnects within 2 minutes gets the updates it missed.`;
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 

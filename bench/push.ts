@@ -1,0 +1,177 @@
+/**
+ * `npm run bench:push` (issue 6): delivery of live updates at scale.
+ *
+ * Starts the built service as a child process (embedded store on disk, defaults otherwise),
+ * connects BENCH_CLIENTS (1,000) Socket.IO clients with the partner's master key — all in one
+ * partner's room — spread over BENCH_CLIENT_WORKERS worker threads, then produces
+ * BENCH_UPDATES_PER_S (100) updates a second for BENCH_DURATION_S (20) seconds: resting LIMIT
+ * orders over REST, each persisted twice (SUBMITTED on creation, LIVE once the venue acknowledged
+ * it), so 50 orders a second. Prints:
+ * - delivery latency p50 / p99 / max, from the record's `updated_at` (stamped by the server just
+ *   before the write, so the figure includes the write) to its arrival at the client — target
+ *   p99 < 50 ms;
+ * - updates lost: (updates produced × clients) − updates received, and revisions out of order or
+ *   duplicated — target 0.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { io, type Socket } from 'socket.io-client';
+import type { ClientToServerEvents, OrderPush, ServerToClientEvents } from '../api/push-events.js';
+import { spawnService } from '../test/process.js';
+
+const KEY = 'pts_bench_master_key_0123456789abcdef';
+const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 1000);
+const WORKERS = Number(process.env.BENCH_CLIENT_WORKERS ?? 2);
+const RATE = Number(process.env.BENCH_UPDATES_PER_S ?? 100);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
+const BUCKET_MS = 0.5;
+const BUCKETS = 20_000; // 10 s
+
+interface WorkerReport {
+  received: number;
+  outOfOrder: number;
+  histogram: number[];
+}
+
+/** Worker: holds its share of the clients and measures what they receive. */
+async function clientWorker(): Promise<void> {
+  const { baseUrl, count } = workerData as { baseUrl: string; count: number };
+  const histogram = new Uint32Array(BUCKETS);
+  let received = 0;
+  let outOfOrder = 0;
+  const sockets: Socket<ServerToClientEvents, ClientToServerEvents>[] = [];
+  for (let i = 0; i < count; i += 50) {
+    await Promise.all(
+      Array.from({ length: Math.min(50, count - i) }, () =>
+        new Promise<void>((resolve, reject) => {
+          const s: Socket<ServerToClientEvents, ClientToServerEvents> = io(`${baseUrl}/v2/trade`, { auth: { token: KEY }, transports: ['websocket'], forceNew: true, reconnection: false });
+          const last = new Map<string, number>();
+          s.on('order.updated', (o: OrderPush) => {
+            const latency = Date.now() - o.updated_at;
+            histogram[Math.min(BUCKETS - 1, Math.max(0, Math.floor(latency / BUCKET_MS)))]!++;
+            received++;
+            if ((last.get(o.order_id) ?? 0) + 1 !== o.revision) outOfOrder++;
+            last.set(o.order_id, o.revision);
+          });
+          s.once('connect', () => resolve());
+          s.once('connect_error', reject);
+          sockets.push(s);
+        }),
+      ),
+    );
+  }
+  parentPort!.postMessage({ type: 'connected' });
+  parentPort!.on('message', (m: { type: string }) => {
+    if (m.type === 'count') parentPort!.postMessage({ type: 'count', received });
+    if (m.type === 'report') {
+      for (const s of sockets) s.disconnect();
+      parentPort!.postMessage({ type: 'report', report: { received, outOfOrder, histogram: [...histogram] } satisfies WorkerReport });
+    }
+  });
+}
+
+function percentile(h: number[], total: number, p: number): number {
+  let seen = 0;
+  for (let i = 0; i < h.length; i++) {
+    seen += h[i]!;
+    if (seen >= total * p) return (i + 1) * BUCKET_MS;
+  }
+  return Infinity;
+}
+
+async function main(): Promise<void> {
+  console.log(`bench:push — ${CLIENTS} clients in one partner's room (${WORKERS} client threads), ${RATE} updates/s for ${DURATION_S} s, node ${process.version}, ${os.cpus().length} cores`);
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-push-'));
+  const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0', SIM_INITIAL_PUSD: '100000000' }, 30_000);
+  const workers: Worker[] = [];
+  try {
+    const H = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
+    await fetch(`${svc.baseUrl}/v2/trade/users`, { method: 'POST', headers: { ...H, 'idempotency-key': randomUUID() }, body: JSON.stringify({ partner_user_id: 'pusher' }) });
+    const markets = (await (await fetch(`${svc.baseUrl}/v2/trade/markets?limit=100`, { headers: H })).json()) as { markets: { tokens: { token_id: string }[]; tick_size: string }[] };
+    const tokens = markets.markets.filter((m) => m.tick_size === '0.01').map((m) => m.tokens[0]!.token_id);
+
+    const t0 = Date.now();
+    const messages: Array<(m: { type: string; received?: number; report?: WorkerReport }) => void> = [];
+    for (let w = 0; w < WORKERS; w++) {
+      const count = Math.floor(CLIENTS / WORKERS) + (w < CLIENTS % WORKERS ? 1 : 0);
+      // the worker runs this file too, through tsx's loader registered inside the worker
+      const boot = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
+      const worker = new Worker(boot, { eval: true, workerData: { baseUrl: svc.baseUrl, count } });
+      workers.push(worker);
+      worker.on('message', (m) => messages[w]?.(m));
+      worker.on('error', (err) => console.error('client worker failed', err));
+    }
+    const ask = <T>(w: number, type: string, reply: string): Promise<T> =>
+      new Promise((resolve) => {
+        messages[w] = (m) => m.type === reply && resolve(m as T);
+        if (type) workers[w]!.postMessage({ type });
+      });
+    await Promise.all(workers.map((_, w) => ask(w, '', 'connected')));
+    console.log(`connected ${CLIENTS} clients in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+    // produce: one resting order every 2 / RATE seconds (2 updates each)
+    const orders = Math.round((RATE / 2) * DURATION_S);
+    const intervalMs = 2000 / RATE;
+    let produced = 0;
+    let failed = 0;
+    const start = performance.now();
+    const inFlight: Promise<void>[] = [];
+    for (let i = 0; i < orders; i++) {
+      const due = start + i * intervalMs;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const body = { symbol: tokens[i % tokens.length], side: 'buy', type: 'LIMIT', price: `0.0${1 + (i % 5)}`, size: '5' };
+      inFlight.push(
+        fetch(`${svc.baseUrl}/v2/trade/order`, { method: 'POST', headers: { ...H, 'x-partner-user-id': 'pusher', 'idempotency-key': randomUUID() }, body: JSON.stringify(body) })
+          .then(async (r) => {
+            const o = (await r.json()) as { revision?: number };
+            if (r.status === 200 && o.revision) produced += o.revision;
+            else failed++;
+          }),
+      );
+    }
+    await Promise.all(inFlight);
+    const elapsedS = (performance.now() - start) / 1000;
+    // wait until every client has everything (or 10 s of silence)
+    const expected = produced * CLIENTS;
+    let got = 0;
+    for (let quiet = 0, prev = -1; quiet < 20; ) {
+      got = (await Promise.all(workers.map((_, w) => ask<{ received: number }>(w, 'count', 'count')))).reduce((a, m) => a + m.received, 0);
+      if (got >= expected) break;
+      quiet = got === prev ? quiet + 1 : 0;
+      prev = got;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const reports = (await Promise.all(workers.map((_, w) => ask<{ report: WorkerReport }>(w, 'report', 'report')))).map((m) => m.report);
+    const histogram = new Array<number>(BUCKETS).fill(0);
+    let received = 0;
+    let outOfOrder = 0;
+    for (const r of reports) {
+      received += r.received;
+      outOfOrder += r.outOfOrder;
+      r.histogram.forEach((n, i) => (histogram[i]! += n));
+    }
+    let max = 0;
+    histogram.forEach((n, i) => n && (max = (i + 1) * BUCKET_MS));
+    console.log(`produced ${produced} updates in ${elapsedS.toFixed(1)} s (${(produced / elapsedS).toFixed(0)} updates/s; ${failed} requests failed), ${expected} deliveries expected`);
+    console.log(`delivery latency persist → client: p50 ${percentile(histogram, received, 0.5).toFixed(1)} ms, p99 ${percentile(histogram, received, 0.99).toFixed(1)} ms, max ${max.toFixed(1)} ms (target p99 < 50 ms)`);
+    console.log(`updates lost: ${expected - received} of ${expected}; out of order or duplicated: ${outOfOrder} (target 0)`);
+  } finally {
+    for (const w of workers) await w.terminate();
+    svc.child.kill('SIGTERM');
+    await svc.exited;
+    await fs.rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (isMainThread) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else {
+  void clientWorker();
+}
