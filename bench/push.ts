@@ -3,7 +3,8 @@
  *
  * Starts the built service as a child process (embedded store on disk, defaults otherwise),
  * connects BENCH_CLIENTS (1,000) Socket.IO clients with the partner's master key — all in one
- * partner's room — spread over BENCH_CLIENT_WORKERS worker threads, then produces
+ * partner's room — spread over BENCH_CLIENT_WORKERS worker threads (BENCH_SIO_CLIENTS of them, 20,
+ * use socket.io-client; the others speak the same protocol on a bare WebSocket, see bareClient), then produces
  * BENCH_UPDATES_PER_S (100) updates a second for BENCH_DURATION_S (20) seconds: resting LIMIT
  * orders over REST, each persisted twice (SUBMITTED on creation, LIVE once the venue acknowledged
  * it), so 50 orders a second. Prints:
@@ -19,6 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { io, type Socket } from 'socket.io-client';
+import WebSocket from 'ws';
 import type { ClientToServerEvents, OrderPush, ServerToClientEvents } from '../api/push-events.js';
 import { spawnService } from '../test/process.js';
 
@@ -27,6 +29,8 @@ const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 1000);
 const WORKERS = Number(process.env.BENCH_CLIENT_WORKERS ?? 2);
 const RATE = Number(process.env.BENCH_UPDATES_PER_S ?? 100);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
+/** Clients that use socket.io-client itself; the rest speak the same protocol on a bare WebSocket (see below). */
+const SIO_CLIENTS = Number(process.env.BENCH_SIO_CLIENTS ?? 20);
 const BUCKET_MS = 0.5;
 const BUCKETS = 20_000; // 10 s
 
@@ -34,32 +38,70 @@ interface WorkerReport {
   received: number;
   outOfOrder: number;
   histogram: number[];
+  /** The socket.io-client clients' own figures. */
+  sio: { received: number; histogram: number[] };
+}
+
+/**
+ * A Socket.IO client on a bare WebSocket (Engine.IO 4 / Socket.IO 5 framing: `0` open, `2` ping →
+ * `3` pong, `40/ns,{auth}` connect, `42/ns,[event, payload, offset]` events). It receives exactly
+ * what socket.io-client would, at a fraction of its CPU, so that 1,000 of them and the service fit
+ * on one 2-core machine; the service cannot tell them apart.
+ */
+function bareClient(baseUrl: string, onOrder: (o: OrderPush) => void): Promise<WebSocket> {
+  const prefix = '42/v2/trade,';
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/socket.io/?EIO=4&transport=websocket`, { perMessageDeflate: false });
+    ws.on('message', (data: Buffer) => {
+      const text = data.toString();
+      if (text.startsWith(prefix)) {
+        const [event, payload] = JSON.parse(text.slice(prefix.length)) as [string, OrderPush];
+        if (event === 'order.updated') onOrder(payload);
+      } else if (text === '2') ws.send('3');
+      else if (text[0] === '0') ws.send(`40/v2/trade,${JSON.stringify({ token: KEY })}`);
+      else if (text.startsWith('40/v2/trade,')) resolve(ws);
+      else if (text.startsWith('44/v2/trade,')) reject(new Error(text));
+    });
+    ws.once('error', reject);
+  });
 }
 
 /** Worker: holds its share of the clients and measures what they receive. */
 async function clientWorker(): Promise<void> {
-  const { baseUrl, count } = workerData as { baseUrl: string; count: number };
+  const { baseUrl, count, sioCount } = workerData as { baseUrl: string; count: number; sioCount: number };
   const histogram = new Uint32Array(BUCKETS);
+  const sioHistogram = new Uint32Array(BUCKETS);
   let received = 0;
+  let sioReceived = 0;
   let outOfOrder = 0;
-  const sockets: Socket<ServerToClientEvents, ClientToServerEvents>[] = [];
+  const sockets: Array<Socket<ServerToClientEvents, ClientToServerEvents> | WebSocket> = [];
+  /** A receiver that records latency and checks revisions per order. */
+  const receiver = (sio: boolean) => {
+    const last = new Map<string, number>();
+    return (o: OrderPush) => {
+      const bucket = Math.min(BUCKETS - 1, Math.max(0, Math.floor((Date.now() - o.updated_at) / BUCKET_MS)));
+      histogram[bucket]!++;
+      received++;
+      if (sio) {
+        sioHistogram[bucket]!++;
+        sioReceived++;
+      }
+      if ((last.get(o.order_id) ?? 0) + 1 !== o.revision) outOfOrder++;
+      last.set(o.order_id, o.revision);
+    };
+  };
   for (let i = 0; i < count; i += 50) {
     await Promise.all(
-      Array.from({ length: Math.min(50, count - i) }, () =>
-        new Promise<void>((resolve, reject) => {
-          const s: Socket<ServerToClientEvents, ClientToServerEvents> = io(`${baseUrl}/v2/trade`, { auth: { token: KEY }, transports: ['websocket'], forceNew: true, reconnection: false });
-          const last = new Map<string, number>();
-          s.on('order.updated', (o: OrderPush) => {
-            const latency = Date.now() - o.updated_at;
-            histogram[Math.min(BUCKETS - 1, Math.max(0, Math.floor(latency / BUCKET_MS)))]!++;
-            received++;
-            if ((last.get(o.order_id) ?? 0) + 1 !== o.revision) outOfOrder++;
-            last.set(o.order_id, o.revision);
-          });
-          s.once('connect', () => resolve());
-          s.once('connect_error', reject);
-          sockets.push(s);
-        }),
+      Array.from({ length: Math.min(50, count - i) }, (_, j) =>
+        i + j < sioCount
+          ? new Promise<void>((resolve, reject) => {
+              const s: Socket<ServerToClientEvents, ClientToServerEvents> = io(`${baseUrl}/v2/trade`, { auth: { token: KEY }, transports: ['websocket'], forceNew: true, reconnection: false });
+              s.on('order.updated', receiver(true));
+              s.once('connect', () => resolve());
+              s.once('connect_error', reject);
+              sockets.push(s);
+            })
+          : bareClient(baseUrl, receiver(false)).then((ws) => void sockets.push(ws)),
       ),
     );
   }
@@ -67,8 +109,8 @@ async function clientWorker(): Promise<void> {
   parentPort!.on('message', (m: { type: string }) => {
     if (m.type === 'count') parentPort!.postMessage({ type: 'count', received });
     if (m.type === 'report') {
-      for (const s of sockets) s.disconnect();
-      parentPort!.postMessage({ type: 'report', report: { received, outOfOrder, histogram: [...histogram] } satisfies WorkerReport });
+      for (const s of sockets) (s instanceof WebSocket ? s.terminate() : s.disconnect());
+      parentPort!.postMessage({ type: 'report', report: { received, outOfOrder, histogram: [...histogram], sio: { received: sioReceived, histogram: [...sioHistogram] } } satisfies WorkerReport });
     }
   });
 }
@@ -85,7 +127,7 @@ function percentile(h: number[], total: number, p: number): number {
 async function main(): Promise<void> {
   console.log(`bench:push — ${CLIENTS} clients in one partner's room (${WORKERS} client threads), ${RATE} updates/s for ${DURATION_S} s, node ${process.version}, ${os.cpus().length} cores`);
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-push-'));
-  const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0', SIM_INITIAL_PUSD: '100000000' }, 30_000);
+  const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0', SIM_INITIAL_PUSD: '100000000' }, 30_000, process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
   const workers: Worker[] = [];
   try {
     const H = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
@@ -97,9 +139,10 @@ async function main(): Promise<void> {
     const messages: Array<(m: { type: string; received?: number; report?: WorkerReport }) => void> = [];
     for (let w = 0; w < WORKERS; w++) {
       const count = Math.floor(CLIENTS / WORKERS) + (w < CLIENTS % WORKERS ? 1 : 0);
+      const sioCount = Math.floor(SIO_CLIENTS / WORKERS) + (w < SIO_CLIENTS % WORKERS ? 1 : 0);
       // the worker runs this file too, through tsx's loader registered inside the worker
       const boot = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
-      const worker = new Worker(boot, { eval: true, workerData: { baseUrl: svc.baseUrl, count } });
+      const worker = new Worker(boot, { eval: true, workerData: { baseUrl: svc.baseUrl, count, sioCount } });
       workers.push(worker);
       worker.on('message', (m) => messages[w]?.(m));
       worker.on('error', (err) => console.error('client worker failed', err));
@@ -147,17 +190,22 @@ async function main(): Promise<void> {
     }
     const reports = (await Promise.all(workers.map((_, w) => ask<{ report: WorkerReport }>(w, 'report', 'report')))).map((m) => m.report);
     const histogram = new Array<number>(BUCKETS).fill(0);
+    const sioHistogram = new Array<number>(BUCKETS).fill(0);
     let received = 0;
+    let sioReceived = 0;
     let outOfOrder = 0;
     for (const r of reports) {
       received += r.received;
+      sioReceived += r.sio.received;
       outOfOrder += r.outOfOrder;
       r.histogram.forEach((n, i) => (histogram[i]! += n));
+      r.sio.histogram.forEach((n, i) => (sioHistogram[i]! += n));
     }
     let max = 0;
     histogram.forEach((n, i) => n && (max = (i + 1) * BUCKET_MS));
     console.log(`produced ${produced} updates in ${elapsedS.toFixed(1)} s (${(produced / elapsedS).toFixed(0)} updates/s; ${failed} requests failed), ${expected} deliveries expected`);
     console.log(`delivery latency persist → client: p50 ${percentile(histogram, received, 0.5).toFixed(1)} ms, p99 ${percentile(histogram, received, 0.99).toFixed(1)} ms, max ${max.toFixed(1)} ms (target p99 < 50 ms)`);
+    if (SIO_CLIENTS > 0) console.log(`  of which the ${SIO_CLIENTS} socket.io-client clients: p50 ${percentile(sioHistogram, sioReceived, 0.5).toFixed(1)} ms, p99 ${percentile(sioHistogram, sioReceived, 0.99).toFixed(1)} ms`);
     console.log(`updates lost: ${expected - received} of ${expected}; out of order or duplicated: ${outOfOrder} (target 0)`);
   } finally {
     for (const w of workers) await w.terminate();
