@@ -109,7 +109,10 @@ async function clientWorker(): Promise<void> {
   parentPort!.on('message', (m: { type: string }) => {
     if (m.type === 'count') parentPort!.postMessage({ type: 'count', received });
     if (m.type === 'report') {
-      for (const s of sockets) (s instanceof WebSocket ? s.terminate() : s.disconnect());
+      for (const s of sockets) {
+        if (s instanceof WebSocket) s.terminate();
+        else s.disconnect();
+      }
       parentPort!.postMessage({ type: 'report', report: { received, outOfOrder, histogram: [...histogram], sio: { received: sioReceived, histogram: [...sioHistogram] } } satisfies WorkerReport });
     }
   });
