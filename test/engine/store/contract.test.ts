@@ -136,11 +136,26 @@ for (const adapter of adapters()) {
       expect((await repo.get('act-q'))?.quarantine).toEqual({ reason: 'broken', atMs: 6 });
     });
 
+    it('concurrent writes all land, in order per document (group commit on disk)', async () => {
+      const c = await store.collection<Item>('burst');
+      await Promise.all(Array.from({ length: 200 }, (_, i) => c.insertOne({ _id: `b${i}`, owner: 'burst', n: 0 })));
+      // 5 rounds of 200 concurrent updates: each document ends at n = 5
+      for (let round = 1; round <= 5; round++) {
+        const matched = await Promise.all(Array.from({ length: 200 }, (_, i) => c.updateOne({ _id: `b${i}`, n: round - 1 }, { n: round })));
+        expect(matched.every((m) => m === 1)).toBe(true);
+      }
+      await Promise.all(Array.from({ length: 50 }, (_, i) => c.deleteMany({ _id: `b${i}` })));
+      expect(await c.count({ owner: 'burst', n: 5 })).toBe(150);
+    });
+
     it.runIf(adapter.durable)('keeps everything across a close and re-open', async () => {
       await store.close();
       store = await adapter.open();
       const c = await store.collection<Item>('items');
       expect(await c.count({})).toBe(10);
+      const burst = await store.collection<Item>('burst');
+      expect(await burst.count({})).toBe(150);
+      expect(await burst.count({ n: 5 })).toBe(150);
       const repo = await ActorRepository.open(store);
       expect(await repo.get('act-1')).toMatchObject({ revision: 2 });
       const uniq = await store.collection<Item>('uniq', [{ fields: ['owner', 'n'], unique: true }]);

@@ -1,0 +1,54 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { GroupAppender } from '../../../engine/store/group-append.js';
+
+describe('GroupAppender (group commit of the embedded store)', () => {
+  const dirP = fs.mkdtemp(path.join(os.tmpdir(), 'pts-append-'));
+  afterAll(async () => fs.rm(await dirP, { recursive: true, force: true }));
+
+  it('writes every enqueued line in order; callers arriving during a write share the next one', async () => {
+    const file = path.join(await dirP, 'a.db');
+    const a = new GroupAppender(file, 0o644);
+    const done: Promise<void>[] = [];
+    for (let i = 0; i < 1000; i++) {
+      a.enqueue(`${i}\n`);
+      done.push(a.durable());
+    }
+    // the first call starts a write alone; the 999 after it join one batch
+    expect(new Set(done).size).toBe(2);
+    await Promise.all(done);
+    const lines = (await fs.readFile(file, 'utf8')).trim().split('\n');
+    expect(lines).toEqual(Array.from({ length: 1000 }, (_, i) => String(i)));
+    await a.release();
+  });
+
+  it('release() writes what is queued and closes, so a replaced file is reopened', async () => {
+    const file = path.join(await dirP, 'b.db');
+    const a = new GroupAppender(file, 0o644);
+    a.enqueue('one\n');
+    void a.durable();
+    a.enqueue('two\n');
+    await a.release();
+    expect(await fs.readFile(file, 'utf8')).toBe('one\ntwo\n');
+    await fs.rename(file, `${file}.old`);
+    await fs.writeFile(file, 'compacted\n');
+    a.enqueue('three\n');
+    await a.durable();
+    expect(await fs.readFile(file, 'utf8')).toBe('compacted\nthree\n');
+    await a.release();
+  });
+
+  it('a failed write rejects its callers; later writes go on', async () => {
+    const file = path.join(await dirP, 'missing-dir', 'c.db');
+    const a = new GroupAppender(file, 0o644);
+    a.enqueue('x\n');
+    await expect(a.durable()).rejects.toMatchObject({ code: 'ENOENT' });
+    await fs.mkdir(path.dirname(file));
+    a.enqueue('y\n');
+    await a.durable();
+    expect(await fs.readFile(file, 'utf8')).toBe('y\n');
+    await a.release();
+  });
+});
