@@ -106,7 +106,11 @@ export function createApp(services: Services): Express {
         res.setHeader('X-Request-Id', id);
         return id;
       },
-      // Only what is safe: never headers (the bearer token lives there).
+      // Only what is safe: never headers (the bearer token lives there). The serializers read the
+      // raw request and response: pino-http's wrappers would first copy every header and
+      // property of each request into a new object, which cost more than the rest of a cheap
+      // request, only for these three fields to be kept.
+      wrapSerializers: false,
       serializers: {
         req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
