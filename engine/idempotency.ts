@@ -56,6 +56,16 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
+/** 422: the key was used for another request. */
+function reused(): ApiError {
+  return new ApiError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used for a different request (method, path, user or body); send a fresh UUID for a new operation');
+}
+
+/** 409: the first request with this key is still running. */
+function inUse(): ApiError {
+  return new ApiError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly to receive its response', { 'Retry-After': '1' });
+}
+
 function sha256(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
@@ -73,22 +83,37 @@ function sha256(text: string): string {
  * - a 5xx is not stored: the claim is released so that a retry runs again.
  * Records live in the store (they survive a restart): a TTL index expires them on MongoDB, a
  * periodic sweep on the embedded store; reads ignore expired records either way.
+ *
+ * Claims of running requests: on MongoDB, where several processes may share the store, a claim is
+ * a stored `running` record (insert, then update on completion). The embedded store belongs to one
+ * process, so there a claim is held in memory and only the completed response is written (one
+ * write per request instead of two). Both behave the same after a crash: a claim left by a
+ * process that died is gone (memory) or taken over once its lease ends (stored).
  */
 export class IdempotencyService {
   private sweeper: NodeJS.Timeout | null = null;
+  /** In-memory claims (embedded store only): record id → fingerprint and lease. */
+  private readonly running: Map<string, { fingerprint: string; leaseUntilMs: number }> | null;
 
   private constructor(
     private readonly docs: Collection<IdempotencyDoc>,
     private readonly clock: Clock,
     private readonly log: Logger,
-  ) {}
+    claimsInMemory: boolean,
+  ) {
+    this.running = claimsInMemory ? new Map() : null;
+  }
 
-  static async open(store: Store, clock: Clock, log: Logger): Promise<IdempotencyService> {
+  /**
+   * @param options.claimsInMemory - hold claims of running requests in memory (default: on the
+   *   embedded store, which one process owns); false stores them, as several processes need.
+   */
+  static async open(store: Store, clock: Clock, log: Logger, options: { claimsInMemory?: boolean } = {}): Promise<IdempotencyService> {
     const docs = await store.collection<IdempotencyDoc>('idempotencyKeys', [
       { fields: ['expiresAt'], expireAfterSeconds: 0, adapters: ['mongodb'] },
       { fields: ['expiresAtMs'], adapters: ['embedded'] },
     ]);
-    const svc = new IdempotencyService(docs, clock, log);
+    const svc = new IdempotencyService(docs, clock, log, options.claimsInMemory ?? store.adapter === 'embedded');
     if (store.adapter === 'embedded') {
       await svc.sweep();
       svc.sweeper = setInterval(() => void svc.sweep().catch((err) => log.error({ err }, 'idempotency sweep failed')), SWEEP_EVERY_MS);
@@ -121,6 +146,7 @@ export class IdempotencyService {
   async begin(keyId: string, key: string, request: { method: string; path: string; userId: string | null; body: unknown }): Promise<IdempotencyClaim> {
     const _id = sha256(`${keyId}\u0000${key}`);
     const fingerprint = sha256(`${request.method.toUpperCase()} ${request.path}\u0000${request.userId ?? ''}\u0000${canonicalJson(request.body)}`);
+    if (this.running) return this.beginInMemory(keyId, _id, fingerprint);
     for (let attempt = 0; attempt < 3; attempt++) {
       const now = this.clock.now();
       const doc: IdempotencyDoc = {
@@ -143,15 +169,54 @@ export class IdempotencyService {
         if (taken === 1) return this.claim(doc);
         continue;
       }
-      if (existing.fingerprint !== fingerprint) {
-        throw new ApiError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used for a different request (method, path, user or body); send a fresh UUID for a new operation');
-      }
-      if (existing.state === 'running') {
-        throw new ApiError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly to receive its response', { 'Retry-After': '1' });
-      }
+      if (existing.fingerprint !== fingerprint) throw reused();
+      if (existing.state === 'running') throw inUse();
       return { kind: 'replay', response: { status: existing.status!, body: existing.body === null ? undefined : JSON.parse(existing.body), headers: existing.headers ?? {} } };
     }
     throw new ApiError(409, 'idempotency_key_in_use', 'this Idempotency-Key is contended; retry shortly', { 'Retry-After': '1' });
+  }
+
+  /** {@link begin} with the claim held in memory (embedded store: one process owns the store). */
+  private async beginInMemory(keyId: string, _id: string, fingerprint: string): Promise<IdempotencyClaim> {
+    const running = this.running!;
+    const now = this.clock.now();
+    const held = running.get(_id);
+    if (held && held.leaseUntilMs > now) {
+      if (held.fingerprint !== fingerprint) throw reused();
+      throw inUse();
+    }
+    const existing = await this.docs.findOne({ _id });
+    if (existing && existing.expiresAtMs > now && !(existing.state === 'running' && existing.leaseUntilMs <= now)) {
+      if (existing.fingerprint !== fingerprint) throw reused();
+      if (existing.state === 'running') throw inUse();
+      return { kind: 'replay', response: { status: existing.status!, body: existing.body === null ? undefined : JSON.parse(existing.body), headers: existing.headers ?? {} } };
+    }
+    const meanwhile = running.get(_id);
+    if (meanwhile && meanwhile !== held && meanwhile.leaseUntilMs > now) throw inUse(); // claimed while we read
+    const claim = { fingerprint, leaseUntilMs: now + IDEMPOTENCY_LEASE_MS };
+    running.set(_id, claim);
+    const release = () => {
+      if (running.get(_id) === claim) running.delete(_id);
+    };
+    return {
+      kind: 'execute',
+      complete: async (res) => {
+        try {
+          const at = this.clock.now();
+          const doc: IdempotencyDoc = {
+            _id, keyId, fingerprint, state: 'done', leaseUntilMs: claim.leaseUntilMs, status: res.status,
+            body: res.body === undefined ? null : JSON.stringify(res.body), headers: res.headers,
+            createdAtMs: at, expiresAtMs: at + IDEMPOTENCY_TTL_MS, expiresAt: new Date(at + IDEMPOTENCY_TTL_MS),
+          };
+          // an expired (or abandoned) record of this key is replaced
+          if (existing) await this.docs.replaceOne(doc);
+          else await this.docs.insertOne(doc);
+        } finally {
+          release();
+        }
+      },
+      abandon: async () => release(),
+    };
   }
 
   private claim(doc: IdempotencyDoc): IdempotencyClaim {

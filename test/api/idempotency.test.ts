@@ -116,12 +116,15 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
   });
 });
 
-describe('IdempotencyService', () => {
+describe.each([
+  { claims: 'in memory (embedded store)', claimsInMemory: true },
+  { claims: 'stored (MongoDB: several processes)', claimsInMemory: false },
+])('IdempotencyService, claims $claims', ({ claimsInMemory }) => {
   it('keeps records across a restart, expires them after 24 h (sweep), and takes over abandoned claims', async () => {
     const clock = new ManualClock(1_700_000_000_000);
     const store = await EmbeddedStore.open(null);
     const log = createLogger('silent');
-    const svc = await IdempotencyService.open(store, clock, log);
+    const svc = await IdempotencyService.open(store, clock, log, { claimsInMemory });
     const req = { method: 'POST', path: '/v2/trade/order', userId: 'u', body: { a: 1 } };
     const key = randomUUID();
     const claim = await svc.begin('key_1', key, req);
@@ -129,7 +132,7 @@ describe('IdempotencyService', () => {
     if (claim.kind === 'execute') await claim.complete({ status: 200, body: { ok: true }, headers: {} });
     svc.close();
     // "restart": a new service over the same store replays
-    const again = await IdempotencyService.open(store, clock, log);
+    const again = await IdempotencyService.open(store, clock, log, { claimsInMemory });
     expect(await again.begin('key_1', key, req)).toEqual({ kind: 'replay', response: { status: 200, body: { ok: true }, headers: {} } });
     // 24 h later the record is gone: the key is fresh again
     clock.advance(IDEMPOTENCY_TTL_MS + 1);
@@ -140,11 +143,24 @@ describe('IdempotencyService', () => {
     expect((await again.begin('key_1', k2, req)).kind).toBe('execute');
     await expect(again.begin('key_1', k2, req)).rejects.toMatchObject({ status: 409 });
     clock.advance(IDEMPOTENCY_LEASE_MS + 1);
-    expect((await again.begin('key_1', k2, req)).kind).toBe('execute');
+    const taken = await again.begin('key_1', k2, req);
+    expect(taken.kind).toBe('execute');
+    // the same key on another request → 422 while running and once done; abandon frees the key
+    await expect(again.begin('key_1', k2, { ...req, body: { a: 2 } })).rejects.toMatchObject({ status: 422 });
+    if (taken.kind === 'execute') await taken.abandon();
+    const k2Again = await again.begin('key_1', k2, { ...req, body: { a: 2 } });
+    if (k2Again.kind === 'execute') await k2Again.complete({ status: 201, body: { n: 2 }, headers: { Location: '/x' } });
+    await expect(again.begin('key_1', k2, req)).rejects.toMatchObject({ status: 422 });
+    expect(await again.begin('key_1', k2, { ...req, body: { a: 2 } })).toEqual({ kind: 'replay', response: { status: 201, body: { n: 2 }, headers: { Location: '/x' } } });
+    // keys are scoped to the API key
+    expect((await again.begin('key_2', k2, req)).kind).toBe('execute');
     again.close();
     await store.close();
   });
 
+});
+
+describe('canonical JSON', () => {
   it('canonical JSON ignores key order but not values', () => {
     expect(canonicalJson({ b: 1, a: [1, { d: 2, c: 3 }] })).toBe(canonicalJson({ a: [1, { c: 3, d: 2 }], b: 1 }));
     expect(canonicalJson({ a: '1' })).not.toBe(canonicalJson({ a: 1 }));
