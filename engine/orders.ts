@@ -113,6 +113,10 @@ export class OrderService {
       statusOf: (s) => ORDER_STATUS[s.value as OrderState],
       viewOf: orderView,
     });
+    // once an order's actor has recorded its end, the venue need not remember the order
+    host.on('changed', (c) => {
+      if (c.record.final && c.record.kind === 'order') venue.release(c.record._id);
+    });
     venue.onReport((r) => {
       if (!r.orderId.startsWith('ord_')) return;
       this.track(r.orderId, this.host.send(r.orderId, eventOf(r)));

@@ -87,6 +87,11 @@ export interface VenuePort {
   expire(orderId: string): Promise<void>;
   /** What the venue knows of `orderId`, or null if it never saw it. */
   orderState(orderId: string): VenueOrderState | null;
+  /**
+   * The client has durably recorded the final state of `orderId`: the venue may forget the order
+   * (no reconciliation will ask for it again). Ignored while the order still works.
+   */
+  release(orderId: string): void;
   book(tokenId: string, depth?: number): BookView | null;
   wallet(userId: string): WalletView;
   /** Subscribes to reports. */

@@ -60,6 +60,8 @@ interface OrderEntry {
   updatedAtMs: number;
   /** Time priority when resting. */
   seq: number;
+  /** The order's actor recorded its final state: the next checkpoint forgets the order. */
+  released?: boolean;
 }
 
 /** A serialized wallet/order, as written to the journal (absolute values: replay overwrites). */
@@ -124,7 +126,14 @@ function hashInt(s: string, n: number): number {
 }
 
 const pad = (n: number) => String(n).padStart(12, '0');
+/**
+ * How long a finished order nobody released is kept (a safety net: the order service releases
+ * each order once its actor recorded the end, so checkpoints hold working orders, wallets and
+ * orders finished moments ago, not a day of history).
+ */
 const RETAIN_DONE_MS = 24 * 3_600_000;
+/** Journal entries removed per store operation after a checkpoint (other writes go between). */
+const JOURNAL_DELETE_CHUNK = 500;
 
 /** Typed errors the venue raises for a rejected command; the API maps them to 4xx. */
 export class VenueRejection extends Error {
@@ -163,6 +172,8 @@ export class SimVenue implements VenuePort {
   private orderSeq = 0;
   private makerSeq = 0;
   private sinceCheckpoint = 0;
+  /** Lowest journal seq that may still be stored. */
+  private journalFrom = 1;
   private journalTail: Promise<unknown> = Promise.resolve();
   private journal!: Collection<JournalDoc>;
   private state!: Collection<CheckpointDoc>;
@@ -249,6 +260,11 @@ export class SimVenue implements VenuePort {
   orderState(orderId: string): VenueOrderState | null {
     const e = this.orders.get(orderId);
     return e ? { status: e.status, fills: [...e.fills], final: e.final } : null;
+  }
+
+  release(orderId: string): void {
+    const e = this.orders.get(orderId);
+    if (e && e.status !== 'open') e.released = true;
   }
 
   // ---- commands ---------------------------------------------------------------------------
@@ -650,6 +666,8 @@ export class SimVenue implements VenuePort {
       this.seq = cp.seq;
       this.orderSeq = Math.max(this.orderSeq, cp.orderSeq);
     }
+    await this.journal.deleteMany({ seq: { $lte: this.seq } }); // left by a checkpoint cut short
+    this.journalFrom = this.seq + 1;
     const entries = await this.journal.find({ seq: { $gt: this.seq } }, { sort: { seq: 1 } });
     for (const j of entries) {
       const rows = rowsOf(j);
@@ -670,7 +688,7 @@ export class SimVenue implements VenuePort {
   /** Writes all user state as one checkpoint document, then drops the journal it covers. */
   private async checkpoint(): Promise<void> {
     const now = this.o.clock.now();
-    for (const [id, e] of this.orders) if (e.status !== 'open' && now - e.updatedAtMs > RETAIN_DONE_MS) this.orders.delete(id);
+    for (const [id, e] of this.orders) if (e.status !== 'open' && (e.released || now - e.updatedAtMs > RETAIN_DONE_MS)) this.orders.delete(id);
     const seq = this.seq;
     await this.state.replaceOne({
       _id: 'checkpoint', seq, orderSeq: this.orderSeq,
@@ -679,6 +697,11 @@ export class SimVenue implements VenuePort {
         orders: [...this.orders.values()].map((e) => this.orderRow(e)),
       } satisfies StateRows),
     });
-    await this.journal.deleteMany({ seq: { $lte: seq } });
+    // in slices by _id (= padded seq, indexed everywhere): one long removal would stall every other write
+    for (let upTo = this.journalFrom + JOURNAL_DELETE_CHUNK - 1; ; upTo += JOURNAL_DELETE_CHUNK) {
+      await this.journal.deleteMany({ _id: { $lte: pad(Math.min(upTo, seq)) } });
+      if (upTo >= seq) break;
+    }
+    this.journalFrom = seq + 1;
   }
 }

@@ -202,4 +202,33 @@ describe('simulated venue: matching engine', () => {
     await third.venue.submit(order('s', 'sell', '0.3', '10'));
     expect(third.venue.orderState(rest.orderId)?.status).toBe('filled');
   });
+
+  it('checkpoints keep working and unreleased finished orders, forget released ones, and compact the journal', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
+    dirs.push(dir);
+    const first = await openVenue({ dir });
+    await seedShares(first.venue, 's', '20');
+    const resting = order('b', 'buy', '0.3', '10');
+    await first.venue.submit(resting);
+    const filled = order('b', 'buy', '0.5', '5');
+    const filledToo = order('b', 'buy', '0.5', '5');
+    await first.venue.submit(order('s', 'sell', '0.5', '10'));
+    await first.venue.submit(filled);
+    await first.venue.submit(filledToo);
+    expect(first.venue.orderState(filled.orderId)?.status).toBe('filled');
+    first.venue.release(filled.orderId); // its actor recorded the fill
+    first.venue.release(resting.orderId); // still working: ignored
+    const wallet = first.venue.wallet('b');
+    for (let i = 0; i < 1100; i++) await first.venue.submit(order('c', 'buy', '0.01', '5')); // journal > 2 deletion slices
+    await first.venue.close(); // writes a checkpoint
+    const journal = await first.store.collection('venueJournal');
+    expect(await journal.count({})).toBe(0);
+    await first.store.close();
+    const second = await openVenue({ dir });
+    expect(second.venue.orderState(filled.orderId)).toBeNull();
+    expect(second.venue.orderState(filledToo.orderId)?.status).toBe('filled');
+    expect(second.venue.orderState(resting.orderId)?.status).toBe('open');
+    expect(second.venue.wallet('b')).toEqual(wallet);
+    expect(second.venue.book(A)?.bids).toEqual([{ price: '0.3', size: '10' }, { price: '0.01', size: '5500' }]);
+  });
 });
