@@ -10,6 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,12 +28,33 @@ interface Result {
   p99: number;
   errors: number;
   non2xx: number;
+  /** CPU time of the server process per request (µs, all its threads); null off Linux. */
+  cpuUsPerReq: number | null;
 }
 
-async function run(opts: autocannon.Options): Promise<Result> {
-  const r = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...opts });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+/** CPU time (ms) a process has used so far, from /proc (Linux); null elsewhere. */
+function cpuMs(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 10 ms ticks
+  } catch {
+    return null;
+  }
 }
+
+/**
+ * One autocannon run. The server's CPU per request is printed next to the throughput: it does not
+ * move with what else the two cores are doing, unlike req/s.
+ */
+async function run(opts: autocannon.Options, serverPid: number): Promise<Result> {
+  const cpu0 = cpuMs(serverPid);
+  const r = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...opts });
+  const cpu1 = cpuMs(serverPid);
+  const cpuUsPerReq = cpu0 !== null && cpu1 !== null && r.requests.total > 0 ? ((cpu1 - cpu0) * 1000) / r.requests.total : null;
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpuUsPerReq };
+}
+
+const cpuText = (r: Result) => (r.cpuUsPerReq === null ? '' : `  server CPU ${r.cpuUsPerReq.toFixed(0)} µs/request`);
 
 async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
@@ -68,22 +90,22 @@ async function benchService(label: string, dataDir: string, echoRps: Result): Pr
         },
       },
     ],
-  });
+  }, svc.child.pid!);
   svc.child.kill('SIGTERM');
   await svc.exited;
   const ratio = result.rps / echoRps.rps;
   console.log(
     `${label.padEnd(22)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${String(result.p50).padStart(3)} ms  p99 ${String(result.p99).padStart(3)} ms  ` +
-      `ratio ${ratio.toFixed(2)}  errors ${result.errors} non-2xx ${result.non2xx}`,
+      `ratio ${ratio.toFixed(2)}  errors ${result.errors} non-2xx ${result.non2xx}${cpuText(result)}`,
   );
 }
 
 async function main(): Promise<void> {
   console.log(`bench:orders — ${CONNECTIONS} connections, ${DURATION_S} s per run, node ${process.version}, ${os.cpus().length} cores`);
   const echo = await startEcho();
-  const echoResult = await run({ url: echo.url, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }) });
+  const echoResult = await run({ url: echo.url, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }) }, echo.child.pid!);
   echo.child.kill();
-  console.log(`${'express JSON echo'.padEnd(22)} ${echoResult.rps.toFixed(0).padStart(7)} req/s  p50 ${String(echoResult.p50).padStart(3)} ms  p99 ${String(echoResult.p99).padStart(3)} ms`);
+  console.log(`${'express JSON echo'.padEnd(22)} ${echoResult.rps.toFixed(0).padStart(7)} req/s  p50 ${String(echoResult.p50).padStart(3)} ms  p99 ${String(echoResult.p99).padStart(3)} ms${' '.repeat(38)}${cpuText(echoResult)}`);
   await benchService('orders, store in memory', ':memory:', echoResult);
   if (process.env.BENCH_ONLY === 'memory') return;
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-'));
