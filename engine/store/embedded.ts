@@ -10,6 +10,24 @@ import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './p
 /** NeDB's own line format (`serialize`): the data file stays a file NeDB itself reads. */
 const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as { serialize(doc: unknown): string };
 
+/** Whether a value holds a Date anywhere (NeDB writes Dates as `{"$$date": ms}`). */
+function holdsDate(v: unknown): boolean {
+  if (v === null || typeof v !== 'object') return false;
+  if (v instanceof Date) return true;
+  if (Array.isArray(v)) return v.some(holdsDate);
+  for (const k in v) if (holdsDate((v as Record<string, unknown>)[k])) return true;
+  return false;
+}
+
+/**
+ * One data-file line, exactly as NeDB's `serialize` writes it. Its per-key replacer function only
+ * matters for Dates (keys were checked when NeDB accepted the document), so documents without one
+ * go through plain `JSON.stringify`, several times faster on the large snapshot strings.
+ */
+export function serializeLine(doc: unknown): string {
+  return holdsDate(doc) ? nedbModel.serialize(doc) : JSON.stringify(doc);
+}
+
 /** The part of NeDB's persistence object that group commit replaces. */
 interface NedbPersistence {
   filename: string;
@@ -32,7 +50,7 @@ function groupCommit(ds: { persistence: NedbPersistence }): GroupAppender {
   const appender = new GroupAppender(p.filename, p.modes.fileMode);
   p.persistNewStateAsync = async (docs) => {
     let text = '';
-    for (const d of docs) text += `${nedbModel.serialize(d)}\n`;
+    for (const d of docs) text += `${serializeLine(d)}\n`;
     appender.enqueue(text);
   };
   const compact = p.persistCachedDatabaseAsync.bind(p);

@@ -52,3 +52,24 @@ describe('GroupAppender (group commit of the embedded store)', () => {
     await a.release();
   });
 });
+
+describe('serializeLine (data-file lines of the embedded store)', () => {
+  it("writes exactly NeDB's own line for any document, with or without Dates", async () => {
+    const { createRequire } = await import('node:module');
+    const { serializeLine } = await import('../../../engine/store/embedded.js');
+    const fc = (await import('fast-check')).default;
+    const nedb = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as { serialize(d: unknown): string };
+    const key = fc.string({ minLength: 1, maxLength: 8 }).filter((k) => !k.startsWith('$') && !k.includes('.'));
+    const leaf = fc.oneof(fc.string(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.date({ noInvalidDate: true }));
+    const { tree } = fc.letrec((tie) => ({
+      tree: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('tree'), { maxLength: 4 }), fc.dictionary(key, tie('tree'), { maxKeys: 4 })),
+    }));
+    fc.assert(
+      fc.property(fc.dictionary(key, tree, { maxKeys: 6 }), fc.string(), (doc, id) => {
+        const d = { _id: id, ...doc };
+        expect(serializeLine(d)).toBe(nedb.serialize(d));
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
