@@ -20,14 +20,32 @@ export interface TimerData {
 /** Receives due timers. Must be idempotent: a timer may fire twice (crash between run and save). */
 export type TimerSink = (timer: TimerData) => Promise<void>;
 
+/** Delay before delivery attempt `attempt` + 1 of a timer whose delivery failed (ms): 100 ms doubling, at most 30 s. */
+export function timerRetryDelayMs(attempt: number): number {
+  return Math.min(30_000, 100 * 2 ** Math.max(0, attempt - 1));
+}
+
 /**
  * Durable timers on Agenda 6 (issue 2, deliverable 5): the Mongo backend on MongoDB, our embedded
- * backend otherwise. One job per (actor, timer name): scheduling again moves it, cancelling
- * removes it. Jobs survive restarts; a job that comes due while the service is down runs at start.
+ * backend otherwise. One job document per armed deadline of an (actor, timer name): scheduling
+ * again removes the previous one and inserts a new one, cancelling removes it. Jobs survive
+ * restarts; a job that comes due while the service is down runs at start.
+ *
+ * Why a new document per arming (issue 12, defect 1): a deadline is often re-armed by the very
+ * event its own job delivers (a TWAP's slice timer arms the next slice). Agenda, once the running
+ * job's handler returns, writes the job's own state back and removes a completed one-time job
+ * (`removeOnComplete`), so re-arming by moving that same document was undone: the next slice
+ * never fired. Removing the running document and inserting a new one leaves Agenda's write-back
+ * nothing to undo (it ignores a job that was removed while it ran).
+ *
+ * A delivery that fails (the sink rejects: a store write failed) is retried with backoff
+ * ({@link timerRetryDelayMs}), never dropped; while any is failing, {@link failing} is above 0 and
+ * health reports the scheduler degraded.
  */
 export class TimerService {
   private readonly agenda: Agenda;
   private started = false;
+  private readonly failingJobs = new Set<string>();
 
   constructor(
     store: Store,
@@ -38,11 +56,21 @@ export class TimerService {
     const backend: AgendaBackend =
       store instanceof MongoStore ? new MongoBackend({ mongo: store.database, collection: 'agendaJobs' }) : new EmbeddedAgendaBackend(store);
     this.agenda = new Agenda({ backend, processEvery: pollMs, defaultLockLifetime: 60_000, maxConcurrency: 50, defaultConcurrency: 20, removeOnComplete: true });
-    this.agenda.define<TimerData>(TIMER_JOB, async (job: Job<TimerData>) => {
-      await this.sink(job.attrs.data);
-    });
+    this.agenda.define<TimerData>(
+      TIMER_JOB,
+      async (job: Job<TimerData>) => {
+        const key = `${job.attrs.data.actorId}/${job.attrs.data.timerName}`;
+        await this.sink(job.attrs.data);
+        this.failingJobs.delete(key);
+      },
+      { backoff: (ctx) => timerRetryDelayMs(ctx.attempt) },
+    );
     this.agenda.on('error', (err) => this.log.error({ err }, 'scheduler error'));
-    this.agenda.on('fail', (err: unknown, job: unknown) => this.log.warn({ err, job: (job as Job)?.attrs?.data }, 'timer delivery failed'));
+    this.agenda.on('fail', (err: unknown, job: unknown) => {
+      const data = (job as Job<TimerData>)?.attrs?.data;
+      if (data) this.failingJobs.add(`${data.actorId}/${data.timerName}`);
+      this.log.warn({ err, job: data }, 'timer delivery failed; retrying with backoff');
+    });
   }
 
   /** Starts processing due jobs. */
@@ -56,27 +84,31 @@ export class TimerService {
     return this.started;
   }
 
+  /** Timers whose last delivery failed and that wait for a retry (for /healthz). */
+  get failing(): number {
+    return this.failingJobs.size;
+  }
+
   /**
    * Arms (or moves) timer `timerName` of `actorId` to fire at `atMs` (epoch ms).
    * Delivered as a {@link TimerData} to the sink at or after that time.
    */
   async schedule(actorId: string, timerName: string, atMs: number): Promise<void> {
     const data: TimerData = { actorId, timerName, atMs };
-    await this.agenda
-      .create<TimerData>(TIMER_JOB, data)
-      .unique({ 'data.actorId': actorId, 'data.timerName': timerName })
-      .schedule(new Date(atMs))
-      .save();
+    await this.cancel(actorId, timerName);
+    await this.agenda.create<TimerData>(TIMER_JOB, data).schedule(new Date(atMs)).save();
   }
 
-  /** Disarms timer `timerName` of `actorId`; a no-op when it is not armed. */
+  /** Disarms timer `timerName` of `actorId` (a running delivery of it finishes); a no-op when it is not armed. */
   async cancel(actorId: string, timerName: string): Promise<void> {
     await this.agenda.cancel({ name: TIMER_JOB, data: { actorId, timerName } });
+    this.failingJobs.delete(`${actorId}/${timerName}`);
   }
 
   /** Disarms every timer of `actorId`. */
   async cancelAll(actorId: string): Promise<void> {
     await this.agenda.cancel({ name: TIMER_JOB, data: { actorId } });
+    for (const k of this.failingJobs) if (k.startsWith(`${actorId}/`)) this.failingJobs.delete(k);
   }
 
   /** Stops taking new jobs and waits (up to `timeoutMs`) for running ones. */

@@ -71,6 +71,35 @@ describe('TimerService on the embedded store', () => {
     expect((await repo.queryJobs({ name: TIMER_JOB })).total).toBe(0);
   });
 
+  it("a job that re-arms its own timer while it runs fires again (a TWAP's next slice)", async () => {
+    const store = await EmbeddedStore.open(null);
+    const fired: TimerData[] = [];
+    const timersRef: { t?: TimerService } = {};
+    // the sink re-arms the same (actor, timer) while its job is still running, as the actor host
+    // does when a slice timer's event arms the next slice
+    const timers = new TimerService(
+      store,
+      async (t) => {
+        fired.push(t);
+        if (fired.length < 3) await timersRef.t!.schedule(t.actorId, t.timerName, Date.now() + 50);
+        await new Promise((r) => setTimeout(r, 20)); // still running after the re-arm
+      },
+      log,
+      200,
+    );
+    timersRef.t = timers;
+    await timers.start();
+    cleanups.push(() => timers.drain(1000));
+    await timers.schedule('rearm', 'slice', Date.now() + 50);
+    await waitFor(() => fired.length === 3, 5000);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(fired.map((f) => f.timerName)).toEqual(['slice', 'slice', 'slice']);
+    expect(new Set(fired.map((f) => f.atMs)).size).toBe(3);
+    const repo = new EmbeddedJobRepository(store);
+    await repo.connect();
+    expect((await repo.queryJobs({ name: TIMER_JOB })).total).toBe(0);
+  });
+
   it('keeps timers across a restart of the process (disk store)', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-timers-'));
     cleanups.push(() => fs.rm(dir, { recursive: true, force: true }));
