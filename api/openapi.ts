@@ -92,7 +92,7 @@ function operation(route: RouteSpec, path: string, v1: boolean): Record<string, 
   if (successes.length === 0) successes.push(['200', { type: 'object', description: 'Shape not fixed yet.' }]);
   for (const [status, schema] of successes) {
     responses[status] = {
-      description: route.handler ? 'Success.' : 'Success (once built).',
+      description: Number(status) >= 300 ? 'Not ready: the same body, naming the part at fault.' : route.handler ? 'Success.' : 'Success (once built).',
       ...(mutating ? { headers: { 'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' } } } : {}),
       content: { 'application/json': { schema: schemaRef(schema) } },
     };

@@ -42,7 +42,7 @@ const COMPOUND_CURSOR = {
  * OpenAPI document (api/handlers/openapi.ts) and the generated auth-matrix tests.
  */
 export const ROUTES: RouteSpec[] = [
-  { method: 'get', path: '/healthz', scope: null, user: 'none', tag: 'trade.health', summary: 'Liveness probe (public)', responses: { 200: Health }, handler: health },
+  { method: 'get', path: '/healthz', scope: null, user: 'none', tag: 'trade.health', summary: 'Liveness and readiness probe (public): 200 ok, 503 degraded naming the part at fault', responses: { 200: Health, 503: Health }, handler: health },
   { method: 'get', path: `${V2}/openapi.json`, scope: null, user: 'none', tag: 'trade.health', summary: 'This OpenAPI 3.1 document (public)', responses: { 200: { type: 'object', description: 'OpenAPI 3.1.0 document.' } }, handler: openapiDocument, v1: true },
 
   // Users and keys (spec 4.3, part 5)

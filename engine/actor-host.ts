@@ -419,6 +419,13 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     return s;
   }
 
+  /**
+   * What follows a persisted step (issue 12, defect 19): persisted means done, so nothing here can
+   * undo or fail the step. Timers are re-armed from the deadlines (a failure there is logged and
+   * repaired in the background, see {@link repairTimers}), the machine's actions run (each on its
+   * own: one that throws is logged and the others still run), and `changed` reaches every
+   * listener (one that throws does not keep it from the others).
+   */
   private async afterWrite(
     live: Live,
     prevDeadlines: Record<string, number>,
@@ -428,13 +435,19 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     full: ActorRecord,
   ): Promise<void> {
     const id = live.record._id;
-    // Timers follow the deadlines in context.
     const nextDeadlines = live.record.final ? {} : deadlinesOf(live.snapshot);
-    for (const [name, atMs] of Object.entries(nextDeadlines)) {
-      if (prevDeadlines[name] !== atMs) await this.timers.schedule(id, name, atMs);
-    }
-    for (const name of Object.keys(prevDeadlines)) {
-      if (!(name in nextDeadlines)) await this.timers.cancel(id, name);
+    try {
+      if (this.timerRepairs.has(id)) await this.rearmAll(id, nextDeadlines);
+      else {
+        for (const [name, atMs] of Object.entries(nextDeadlines)) {
+          if (prevDeadlines[name] !== atMs) await this.timers.schedule(id, name, atMs);
+        }
+        for (const name of Object.keys(prevDeadlines)) {
+          if (!(name in nextDeadlines)) await this.timers.cancel(id, name);
+        }
+      }
+    } catch (err) {
+      this.timerArmingFailed(id, err);
     }
     const emitted: AnyEventObject[] = [];
     for (const action of actions) {
@@ -448,6 +461,65 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         this.log.error({ err, actorId: id, action: action.type }, 'actor action failed');
       }
     }
-    this.emit('changed', { record: full, snapshot: live.snapshot, previousStatus, events, emitted });
+    const change: ActorChange = { record: full, snapshot: live.snapshot, previousStatus, events, emitted };
+    for (const listener of this.listeners('changed')) {
+      try {
+        (listener as (c: ActorChange) => void)(change);
+      } catch (err) {
+        this.log.error({ err, actorId: id }, 'a changed listener failed');
+      }
+    }
+  }
+
+  /** Actors whose timers could not be armed and wait for {@link repairTimers}. */
+  private readonly timerRepairs = new Map<string, { attempt: number; timer: NodeJS.Timeout | null }>();
+
+  /** Actors whose timers could not be (re-)armed and are being repaired (for /healthz). */
+  get timersFailing(): number {
+    return this.timerRepairs.size;
+  }
+
+  /** Cancels every timer of `id` and arms exactly `deadlines` (idempotent). */
+  private async rearmAll(id: string, deadlines: Record<string, number>): Promise<void> {
+    await this.timers.cancelAll(id);
+    for (const [name, atMs] of Object.entries(deadlines)) await this.timers.schedule(id, name, atMs);
+    const repair = this.timerRepairs.get(id);
+    if (repair?.timer) clearTimeout(repair.timer);
+    this.timerRepairs.delete(id);
+  }
+
+  private timerArmingFailed(id: string, err: unknown): void {
+    const repair = this.timerRepairs.get(id) ?? { attempt: 0, timer: null };
+    repair.attempt++;
+    this.timerRepairs.set(id, repair);
+    if (repair.attempt === 1 || repair.attempt % 20 === 0) this.log.error({ err, actorId: id, attempt: repair.attempt }, 'arming timers failed; repairing in the background');
+    if (repair.timer) clearTimeout(repair.timer);
+    const delay = Math.min(30_000, 100 * 2 ** Math.min(repair.attempt - 1, 10));
+    repair.timer = setTimeout(() => {
+      repair.timer = null;
+      void this.enqueue(id, () => this.repairTimers(id));
+    }, delay);
+    repair.timer.unref();
+  }
+
+  /**
+   * Re-arms the timers of `id` from its current deadlines (in its queue, so no step races it);
+   * a final or unknown actor has its timers removed. Retried with backoff until it succeeds.
+   */
+  private async repairTimers(id: string): Promise<void> {
+    if (!this.timerRepairs.has(id)) return;
+    try {
+      const live = this.live.get(id);
+      let deadlines: Record<string, number> = {};
+      if (live) deadlines = live.record.final ? {} : deadlinesOf(live.snapshot);
+      else {
+        const rec = await this.repo.getStored(id);
+        if (rec && !rec.final && !rec.quarantine) deadlines = deadlinesOf(JSON.parse(rec.snapshot) as { context?: unknown });
+      }
+      await this.rearmAll(id, deadlines);
+      this.log.warn({ actorId: id }, 'timers repaired');
+    } catch (err) {
+      this.timerArmingFailed(id, err);
+    }
   }
 }

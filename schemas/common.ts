@@ -34,7 +34,7 @@ export const Health = {
   $id: 'Health',
   type: 'object',
   additionalProperties: false,
-  required: ['status', 'store', 'scheduler', 'uptime_ms'],
+  required: ['status', 'store', 'scheduler', 'venue', 'uptime_ms'],
   properties: {
     status: { enum: ['ok', 'degraded'] },
     store: {
@@ -46,8 +46,22 @@ export const Health = {
     scheduler: {
       type: 'object',
       additionalProperties: false,
-      required: ['running'],
-      properties: { running: { type: 'boolean' } },
+      required: ['running', 'failing_timers'],
+      properties: {
+        running: { type: 'boolean' },
+        failing_timers: { type: 'integer', minimum: 0, description: 'Timers whose delivery or arming failed and that are being retried (0 when healthy).' },
+      },
+    },
+    venue: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['ok', 'pending_writes'],
+      description: 'The venue\'s durability: `ok` false while a journal write is failing (order placement and cancels then answer 503 with `Retry-After`; the writes are retried in order and nothing acknowledged is lost).',
+      properties: {
+        ok: { type: 'boolean' },
+        pending_writes: { type: 'integer', minimum: 0, description: 'Venue journal entries not yet written.' },
+        error: { type: 'string', description: 'The last write or checkpoint failure, while one is outstanding.' },
+      },
     },
     uptime_ms: { type: 'integer', minimum: 0 },
   },

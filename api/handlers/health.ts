@@ -1,15 +1,24 @@
 import type { Health } from '../../schemas/common.js';
 import type { Handler } from '../context.js';
 
-/** GET /healthz (public): store and scheduler status; 200 when both are fine, else 503. */
+/**
+ * GET /healthz (public): store, scheduler and venue status; 200 when all are fine, else 503 with
+ * `status: "degraded"` and the part at fault (issue 12: failures are visible, not only logged).
+ * Degraded when the store does not answer, the scheduler is not running, a timer's delivery or
+ * arming is failing, or the venue's journal writes are failing.
+ */
 export const health: Handler = async ({ services }) => {
   const storeOk = await services.store.ping();
   const schedulerOk = services.timers.running;
+  const failingTimers = services.timers.failing + services.host.timersFailing;
+  const venue = services.venue.health;
+  const ok = storeOk && schedulerOk && failingTimers === 0 && venue.ok;
   const body: Health = {
-    status: storeOk && schedulerOk ? 'ok' : 'degraded',
+    status: ok ? 'ok' : 'degraded',
     store: { adapter: services.store.adapter, ok: storeOk },
-    scheduler: { running: schedulerOk },
+    scheduler: { running: schedulerOk, failing_timers: failingTimers },
+    venue: { ok: venue.ok, pending_writes: venue.pendingWrites, ...(venue.error ? { error: venue.error } : {}) },
     uptime_ms: Math.max(0, Math.round(services.clock.now() - services.startedAtMs)),
   };
-  return { status: body.status === 'ok' ? 200 : 503, body };
+  return { status: ok ? 200 : 503, body };
 };

@@ -1,12 +1,24 @@
 import { OPEN_STATUSES } from '../../machines/order.js';
 import { strategyResponse } from '../../engine/strategies.js';
 import type { OrderRequest } from '../../schemas/orders.js';
+import { ApiError } from '../../engine/errors.js';
+import type { Services } from '../../engine/service.js';
 import type { Handler } from '../context.js';
 import { page, pageQuery } from '../paging.js';
+
+/**
+ * 503 `unavailable` (with `Retry-After`) while the venue cannot make its operations durable (a
+ * journal write is failing): a command accepted now could not be confirmed. Reads keep working.
+ */
+function requireVenue(services: Services): void {
+  const h = services.venue.health;
+  if (!h.ok) throw new ApiError(503, 'unavailable', `the venue cannot record operations right now (${h.error ?? 'store unavailable'}); nothing was changed, retry later`, { 'Retry-After': '1' });
+}
 
 /** POST /v2/trade/order (spec 4.1): LIMIT and MARKET trade on the venue; other types are not built yet (501). */
 export const placeOrder: Handler = async ({ req, services, user }) => {
   const body = req.body as OrderRequest;
+  requireVenue(services);
   if (body.type === 'LIMIT' || body.type === 'MARKET') {
     const input = services.orders.check(user!._id, body);
     const bracket = services.strategies.checkBrackets(user!._id, body, input);
@@ -43,6 +55,7 @@ export const listStrategies: Handler = async ({ req, services, user }) => {
 
 /** DELETE /v2/trade/strategies/{record_id}: cancels while untriggered; 409 once a stop executes. */
 export const cancelStrategy: Handler = async ({ req, services, user }) => {
+  requireVenue(services);
   const rec = await services.strategies.cancel(user!._id, String(req.params.record_id));
   return { status: 200, body: rec.view };
 };
@@ -56,6 +69,7 @@ export const openOrders: Handler = async ({ req, services, user }) => {
 
 /** DELETE /v2/trade/orders/{order_id}: cancels one order; 404 when not the user's, 409 when done. */
 export const cancelOrder: Handler = async ({ req, services, user }) => {
+  requireVenue(services);
   const rec = await services.orders.cancel(user!._id, String(req.params.order_id));
   return { status: 200, body: rec.view };
 };

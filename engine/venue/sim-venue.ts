@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
+import { DuplicateKeyError } from '../errors.js';
 import { Dec, dec, SIZE_DP, str, ZERO } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Collection, Store } from '../store/port.js';
@@ -158,6 +159,13 @@ export class VenueRejection extends Error {
  * Durability: every operation that touches a user is appended to a journal (absolute wallet and
  * order states) before its reports go out; start-up replays checkpoint + journal, so a restart
  * loses nothing and applies nothing twice. Maker liquidity is not persisted: it is re-seeded.
+ *
+ * A journal write that fails (issue 12, defect 17) is retried with backoff until it lands, in
+ * order: the operations behind it wait, their reports go out only once their entries are
+ * written, and nothing is skipped. Meanwhile {@link health} reports the venue not ok (health
+ * `degraded`, and the API answers venue operations 503); it comes back by itself when the store
+ * does. A failed checkpoint is logged and tried again at the next one (the journal still holds
+ * everything it would have covered).
  */
 export class SimVenue implements VenuePort {
   private readonly books = new Map<string, OrderBook>();
@@ -175,6 +183,11 @@ export class SimVenue implements VenuePort {
   /** Lowest journal seq that may still be stored. */
   private journalFrom = 1;
   private journalTail: Promise<unknown> = Promise.resolve();
+  /** Journal entries queued and not yet written. */
+  private pendingWrites = 0;
+  /** Set while a journal write is failing and being retried: the last error. */
+  private writeError: string | null = null;
+  private checkpointError: string | null = null;
   private journal!: Collection<JournalDoc>;
   private state!: Collection<CheckpointDoc>;
 
@@ -205,6 +218,15 @@ export class SimVenue implements VenuePort {
     for (const t of this.refillTimers.values()) clearTimeout(t);
     await this.journalTail;
     await this.checkpoint();
+  }
+
+  /**
+   * Durability status for /healthz: `ok` is false while a journal write is failing (the venue
+   * then refuses new operations at the API: 503). `pendingWrites` counts journal entries not yet
+   * written; `error` is the last write or checkpoint failure, null when none is outstanding.
+   */
+  get health(): { ok: boolean; pendingWrites: number; error: string | null } {
+    return { ok: this.writeError === null, pendingWrites: this.pendingWrites, error: this.writeError ?? this.checkpointError };
   }
 
   onReport(listener: (r: VenueReport) => void): void {
@@ -322,7 +344,12 @@ export class SimVenue implements VenuePort {
    */
   private execute(fn: (tx: Tx) => void): Promise<void> {
     const tx: Tx = { seq: this.seq + 1, atMs: this.o.clock.now(), users: new Set(), orders: new Set(), tokens: new Set(), reports: [], trades: 0 };
-    fn(tx);
+    try {
+      fn(tx);
+    } catch (err) {
+      this.o.log.error({ err }, 'venue operation failed');
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
     tx.users.delete(MAKER_ID);
     let durable: Promise<unknown> = this.journalTail;
     if (tx.users.size || tx.orders.size) {
@@ -336,16 +363,58 @@ export class SimVenue implements VenuePort {
           orders: [...tx.orders].map((id) => this.orderRow(this.orders.get(id)!)),
         } satisfies StateRows),
       };
-      durable = this.journalTail = this.journalTail.then(() => this.journal.insertOne(doc));
+      this.pendingWrites++;
+      durable = this.journalTail = this.journalTail.then(() => this.writeDurably(doc));
       if (++this.sinceCheckpoint >= (this.o.checkpointEvery ?? 5000)) {
         this.sinceCheckpoint = 0;
-        this.journalTail = this.journalTail.then(() => this.checkpoint());
+        this.journalTail = this.journalTail.then(() => this.checkpointOrLog());
       }
     }
     return durable.then(() => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
       for (const t of tx.tokens) for (const l of this.bookListeners) l(t);
     });
+  }
+
+  /**
+   * Writes one journal entry, retrying with backoff (50 ms doubling, at most 5 s) until it lands.
+   * An entry is self-contained (absolute states) and keyed by its seq, so a retry of a write that
+   * did land is recognised by its duplicate key.
+   */
+  private async writeDurably(doc: JournalDoc): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.journal.insertOne(doc);
+        break;
+      } catch (err) {
+        if (err instanceof DuplicateKeyError) break;
+        const first = this.writeError === null;
+        this.writeError = `journal write failed: ${(err as Error).message}`;
+        if (first || attempt % 20 === 0) this.o.log.error({ err, seq: doc.seq, attempt }, 'venue journal write failed; venue degraded, retrying');
+        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** Math.min(attempt - 1, 10))));
+      }
+    }
+    this.pendingWrites--;
+    if (this.writeError !== null) {
+      this.writeError = null;
+      this.o.log.warn({ seq: doc.seq }, 'venue journal writes recovered');
+    }
+  }
+
+  /** A checkpoint whose failure is logged, not fatal: the journal still holds what it would cover. */
+  private async checkpointOrLog(): Promise<void> {
+    try {
+      await this.checkpoint();
+      this.checkpointError = null;
+    } catch (err) {
+      this.checkpointError = `checkpoint failed: ${(err as Error).message}`;
+      this.o.log.error({ err }, 'venue checkpoint failed; the journal keeps everything, retried at the next checkpoint');
+    }
+  }
+
+  /** Runs an operation nobody awaits (maker refill, replay); a failure is logged. */
+  private background(fn: (tx: Tx) => void): void {
+    this.execute(fn).catch((err: unknown) => this.o.log.error({ err }, 'venue background operation failed'));
   }
 
   private place(tx: Tx, order: VenueOrder): void {
@@ -577,7 +646,7 @@ export class SimVenue implements VenuePort {
   }
 
   private seedAll(): void {
-    void this.execute((tx) => {
+    this.background((tx) => {
       for (const tokenId of this.books.keys()) this.requote(tx, tokenId);
     });
   }
@@ -586,7 +655,7 @@ export class SimVenue implements VenuePort {
     if (this.refillTimers.has(tokenId)) return;
     const t = setTimeout(() => {
       this.refillTimers.delete(tokenId);
-      void this.execute((tx) => this.requote(tx, tokenId));
+      this.background((tx) => this.requote(tx, tokenId));
     }, this.o.refillMs);
     t.unref();
     this.refillTimers.set(tokenId, t);
@@ -617,7 +686,7 @@ export class SimVenue implements VenuePort {
     this.references.set(tokenId, p);
     this.references.set(info.complementTokenId, dec(1).minus(p));
     if (!initial) {
-      void this.execute((tx) => {
+      this.background((tx) => {
         this.requote(tx, tokenId);
         this.requote(tx, info.complementTokenId);
       });

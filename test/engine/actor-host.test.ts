@@ -43,13 +43,18 @@ function makeMachine(effects: string[]) {
 
 class FakeTimers implements TimerPort {
   armed = new Map<string, number>();
+  /** While set, every call rejects (a failing store under the scheduler). */
+  failing = false;
   async schedule(actorId: string, name: string, atMs: number) {
+    if (this.failing) throw new Error('injected: scheduler store down');
     this.armed.set(`${actorId}/${name}`, atMs);
   }
   async cancel(actorId: string, name: string) {
+    if (this.failing) throw new Error('injected: scheduler store down');
     this.armed.delete(`${actorId}/${name}`);
   }
   async cancelAll(actorId: string) {
+    if (this.failing) throw new Error('injected: scheduler store down');
     for (const k of [...this.armed.keys()]) if (k.startsWith(`${actorId}/`)) this.armed.delete(k);
   }
 }
@@ -216,5 +221,30 @@ describe('ActorHost', () => {
     expect(restored.sort()).toEqual(['p2', 'p3']);
     expect(host2.snapshotOf('p3')).toBeNull();
     expect(host2.snapshotOf('p2')).not.toBeNull();
+  });
+
+  it('persisted means done: a timer that cannot be armed and a changed listener that throws neither fail the step nor skip its actions (issue 12, defect 19)', async () => {
+    const { host, timers, effects, changes } = await setupHost();
+    host.on('changed', () => {
+      throw new Error('a listener fails');
+    });
+    const later: ActorChange[] = [];
+    host.on('changed', (c) => later.push(c));
+    timers.failing = true;
+    const rec = await host.create('test', { id: 't19', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    expect(rec).toMatchObject({ revision: 1, status: 'LIVE' });
+    // the entry actions ran, every listener heard of it, the timer waits for repair
+    expect(effects).toEqual(['entered', 'open entered']);
+    expect(changes).toHaveLength(1);
+    expect(later).toHaveLength(1);
+    expect(host.timersFailing).toBe(1);
+    const bumped = await host.send('t19', { type: 'bump' });
+    expect(bumped.revision).toBe(2);
+    expect(effects.at(-1)).toBe('bump 2');
+    // the scheduler comes back: the repair arms the current deadlines, by itself
+    timers.failing = false;
+    for (let i = 0; i < 100 && host.timersFailing > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(host.timersFailing).toBe(0);
+    expect(timers.armed.get('t19/expiry')).toBe(2_000_000);
   });
 });

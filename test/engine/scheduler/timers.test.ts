@@ -100,6 +100,29 @@ describe('TimerService on the embedded store', () => {
     expect((await repo.queryJobs({ name: TIMER_JOB })).total).toBe(0);
   });
 
+  it('a delivery that fails is retried with backoff, not dropped; `failing` shows it meanwhile', async () => {
+    const store = await EmbeddedStore.open(null);
+    let attempts = 0;
+    const delivered: TimerData[] = [];
+    const timers = new TimerService(
+      store,
+      async (t) => {
+        if (++attempts <= 2) throw new Error('injected: the actor store is down');
+        delivered.push(t);
+      },
+      log,
+      100,
+    );
+    await timers.start();
+    cleanups.push(() => timers.drain(1000));
+    await timers.schedule('retry', 'expiry', Date.now());
+    await waitFor(() => attempts >= 1);
+    await waitFor(() => timers.failing === 1);
+    await waitFor(() => delivered.length === 1, 5000);
+    expect(attempts).toBe(3);
+    expect(timers.failing).toBe(0);
+  });
+
   it('keeps timers across a restart of the process (disk store)', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-timers-'));
     cleanups.push(() => fs.rm(dir, { recursive: true, force: true }));

@@ -6,6 +6,8 @@ import { ManualClock } from '../../../engine/clock.js';
 import { dec } from '../../../engine/decimal.js';
 import { createLogger } from '../../../engine/logger.js';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import type { Store } from '../../../engine/store/port.js';
+import { FailingStore } from '../store/failing-collections.js';
 import type { Catalogue } from '../../../engine/venue/markets.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
@@ -31,8 +33,8 @@ function order(userId: string, side: 'buy' | 'sell', price: string | null, size:
   return { orderId: `ord_${++n}`, userId, tokenId: A, side, kind: price === null ? 'market' : 'limit', price, size, quoteAmount: null, timeInForce: 'GTC', postOnly: false, ...extra };
 }
 
-async function openVenue(opts: { dir?: string | null; makerLevels?: number; initial?: string } = {}) {
-  const store = await EmbeddedStore.open(opts.dir ?? null);
+async function openVenue(opts: { dir?: string | null; makerLevels?: number; initial?: string; store?: Store } = {}) {
+  const store = opts.store ?? (await EmbeddedStore.open(opts.dir ?? null));
   const venue = await SimVenue.open({
     catalogue: catalogue(), store, clock: new ManualClock(1_000), log: createLogger('silent'),
     initialPusd: opts.initial ?? '1000', makerLevels: opts.makerLevels ?? 0, refillMs: 60_000, replay: false, replaySpeed: 1,
@@ -230,5 +232,42 @@ describe('simulated venue: matching engine', () => {
     expect(second.venue.orderState(resting.orderId)?.status).toBe('open');
     expect(second.venue.wallet('b')).toEqual(wallet);
     expect(second.venue.book(A)?.bids).toEqual([{ price: '0.3', size: '10' }, { price: '0.01', size: '5500' }]);
+  });
+
+  it('a failing journal write: venue degraded, later operations wait in order, nothing lost; recovers by itself (issue 12, defect 17)', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
+    dirs.push(dir);
+    const store = new FailingStore(await EmbeddedStore.open(dir));
+    const { venue, reports } = await openVenue({ store });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      expect(venue.health).toEqual({ ok: true, pendingWrites: 0, error: null });
+      store.failWhen = (c) => c === 'venueJournal';
+      const a = order('b', 'buy', '0.4', '10');
+      const b = order('b', 'buy', '0.3', '10');
+      const pa = venue.submit(a);
+      const pb = venue.submit(b);
+      await new Promise((r) => setTimeout(r, 200));
+      // not acknowledged: no report went out, the venue says why
+      expect(reports.filter((r) => r.orderId === a.orderId || r.orderId === b.orderId)).toEqual([]);
+      expect(venue.health).toMatchObject({ ok: false, pendingWrites: 2, error: expect.stringMatching(/journal write failed: injected failure/) });
+      store.failWhen = null;
+      await Promise.all([pa, pb]);
+      expect(venue.health).toEqual({ ok: true, pendingWrites: 0, error: null });
+      expect(reports.filter((r) => r.type === 'venue.accepted').map((r) => r.orderId)).toEqual([a.orderId, b.orderId]);
+      // later operations are written again (the tail is not left rejected)
+      await venue.cancel(a.orderId);
+      expect(reports.at(-1)).toMatchObject({ type: 'venue.canceled', orderId: a.orderId });
+      // kill -9 now: the journal holds everything that was acknowledged
+      const again = await openVenue({ dir: null, store: await EmbeddedStore.open(dir) });
+      expect(again.venue.orderState(a.orderId)?.status).toBe('canceled');
+      expect(again.venue.orderState(b.orderId)?.status).toBe('open');
+      expect(again.venue.wallet('b').pusd).toEqual({ balance: '1000', reserved: '3', available: '997' });
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });
