@@ -54,7 +54,12 @@ export const ROUTES: RouteSpec[] = [
   // Orders and reads (spec 4.1, 4.6)
   {
     method: 'post', path: `${V2}/order`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Place an order or start a managed strategy',
-    description: 'Body: spec 2.2 with the per-type rules of 2.2.2. 400: price out of range (the cents message), missing field, tick, minimum size. 422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `order crosses book` (ICEBERG).',
+    description:
+      'Body: spec 2.2 with the per-type rules of 2.2.2. 400: price out of range (any price field above 1 gets the cents message of spec 2.1 as `error` and `message`), missing field, tick, minimum size, ' +
+      'an `execution` field the type does not use (named; TWAP `clip_size` / `randomize_pct` are ignored with a `warnings` entry instead), `expiration` in the past or more than 365 days ahead, ' +
+      'a TWAP over 7 days or 1000 slices or whose slices would be under 0.01 shares (passive: under the market minimum). ' +
+      '422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `order crosses book` (ICEBERG), `NO_LIQUIDITY`, ' +
+      '`WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the best bid already reached). A refused request changes nothing.',
     body: OrderRequest, example: { symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992', side: 'buy', type: 'LIMIT', price: '0.52', size: '10', time_in_force: 'GTC' }, responses: { 200: OrderResponse }, errors: [404, 422], handler: placeOrder,
   },
   { method: 'get', path: `${V2}/orders/open`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Open orders (working CLOB orders, newest first)', query: paged(500), responses: { 200: OpenOrdersPage }, errors: [404], handler: openOrders, v1: true },

@@ -8,19 +8,34 @@ import { dec, Dec, SIZE_DP, str } from './decimal.js';
 import { ApiError, DuplicateKeyError, errors } from './errors.js';
 import type { Logger } from './logger.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
-import type { SimVenue } from './venue/sim-venue.js';
+import { insufficientBalanceMessage, notEnoughSharesMessage, type SimVenue } from './venue/sim-venue.js';
+
+export { insufficientBalanceMessage, notEnoughSharesMessage };
 import type { VenueReport } from './venue/port.js';
 
 export const ORDER_MACHINE_ID = 'order';
 const MIN_MARKET_USD = dec(1);
 const PRICE_MIN = dec('0.001');
 const PRICE_MAX = dec('0.999');
+/**
+ * How far ahead a GTD `expiration` may lie (README "Order rules"): 365 days from now. Beyond it
+ * the order is refused with 400; every accepted expiry is a valid timer date.
+ */
+export const EXPIRATION_HORIZON_MS = 365 * 24 * 60 * 60 * 1000;
 
 type OrderSnapshot = SnapshotFrom<typeof orderMachine>;
 
-/** The cents message of spec 2.1, to the letter. */
+/**
+ * The cents message of spec 2.1, to the letter, for any price field above 1 (spec 2.1 names
+ * `price` whatever the field): `price must be a decimal probability 0.001–0.999; received <n> —
+ * did you mean <n/100>?`. The hint is given only when n/100 is itself a price of 0.001–0.999
+ * (1000 is not 10 cents away from a price: no hint).
+ * @param received the value as the client sent it (decimal string).
+ */
 export function centsMessage(received: string): string {
-  return `price must be a decimal probability 0.001–0.999; received ${received} — did you mean ${str(dec(received).div(100))}?`;
+  const base = `price must be a decimal probability 0.001–0.999; received ${received}`;
+  const guess = dec(received).div(100);
+  return guess.gte(PRICE_MIN) && guess.lte(PRICE_MAX) ? `${base} — did you mean ${str(guess)}?` : base;
 }
 
 /** 400 whose `error` is one of the spec's specific strings (also given as `message`). */
@@ -199,25 +214,11 @@ export class OrderService {
     if (resting && size!.lt(info.minSize)) {
       throw errors.badRequest(`size ${body.size} is below this market's minimum of ${str(info.minSize)} shares for resting orders`);
     }
-    if (body.expiration !== undefined && body.expiration <= this.clock.now()) {
-      const hint = body.expiration < 1e11 ? ` — did you mean ${body.expiration * 1000} (milliseconds)?` : '';
-      throw errors.badRequest(`expiration must be a future time in Unix epoch milliseconds; received ${body.expiration}${hint}`);
-    }
-    const avail = this.venue.available(userId, body.symbol);
-    if (body.side === 'buy') {
-      const need = quote ?? price!.times(size!);
-      if (avail.usd.lt(need)) {
-        throw new ApiError(422, 'INSUFFICIENT_BALANCE', `this buy needs $${str(need)} pUSD; available $${str(avail.usd)}`);
-      }
-    } else {
-      if (avail.shares.lt(size!)) {
-        const reserved = avail.reservedShares.gt(0) ? `, of which ${str(avail.reservedShares)} reserved by open sells` : '';
-        throw specError(422, `Not enough shares to place this sell — holding ${str(avail.held)}${reserved}`);
-      }
-      if (isMarket) {
-        const bid = this.venue.touch(body.symbol).bid;
-        if (bid && bid.times(size!).lt(MIN_MARKET_USD)) throw errors.badRequest(`a MARKET sell must be worth at least $1 at the best bid (${str(bid)}); size ${body.size} is worth $${str(bid.times(size!))}`);
-      }
+    if (body.expiration !== undefined) this.checkExpiration(body.expiration);
+    this.checkFunds({ userId, tokenId: body.symbol, side: body.side, price: price ? str(price) : null, size: size ? str(size) : null, quoteAmount: quote ? str(quote) : null });
+    if (body.side === 'sell' && isMarket) {
+      const bid = this.venue.touch(body.symbol).bid;
+      if (bid && bid.times(size!).lt(MIN_MARKET_USD)) throw errors.badRequest(`a MARKET sell must be worth at least $1 at the best bid (${str(bid)}); size ${body.size} is worth $${str(bid.times(size!))}`);
     }
     return {
       orderId: `ord_${randomUUID()}`,
@@ -237,14 +238,78 @@ export class OrderService {
   }
 
   /**
-   * Places a checked order and waits until the venue has answered (fills of an IOC/FOK/MARKET
-   * are in the returned record).
-   * @throws {ApiError} 422 when the venue rejected it (the REJECTED order stays on record).
+   * A GTD expiry (spec 2.2 `expiration`, Unix epoch milliseconds) must lie in the future and at
+   * most {@link EXPIRATION_HORIZON_MS} (365 days) ahead. A value that reads as seconds (×1000
+   * lands in that window) or microseconds (÷1000 does) gets a "did you mean" hint; no other.
+   * @throws {ApiError} 400 `invalid_request`.
    */
-  async place(partnerId: string, input: OrderInput, extra: Partial<OrderInput> = {}): Promise<ActorRecord> {
-    await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input: { ...input, ...extra }, partnerId, ownerUserId: input.userId });
-    await this.settle(input.orderId);
-    const rec = this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
+  private checkExpiration(expiration: number): void {
+    const now = this.clock.now();
+    const horizon = now + EXPIRATION_HORIZON_MS;
+    const ok = (t: number) => Number.isSafeInteger(t) && t > now && t <= horizon;
+    if (ok(expiration)) return;
+    const hint = [expiration * 1000, Math.round(expiration / 1000)].find((t) => t !== expiration && ok(t));
+    const hintText = hint !== undefined ? ` — did you mean ${hint} (milliseconds)?` : '';
+    if (expiration <= now) throw errors.badRequest(`expiration must be a future time in Unix epoch milliseconds; received ${expiration}${hintText}`);
+    throw errors.badRequest(`expiration must be at most 365 days ahead (at most ${horizon} in Unix epoch milliseconds); received ${expiration}${hintText}`);
+  }
+
+  /**
+   * The wallet check of an order: a buy needs its notional (LIMIT price × size, MARKET
+   * quote_amount) in free pUSD, a sell its size in free shares.
+   * @throws {ApiError} 422 `INSUFFICIENT_BALANCE` (`this buy needs $X pUSD; available $Y`), or
+   *   422 `Not enough shares to place this sell — holding <X>` (spec part 7).
+   */
+  private checkFunds(o: Pick<OrderInput, 'userId' | 'tokenId' | 'side' | 'price' | 'size' | 'quoteAmount'>): void {
+    const avail = this.venue.available(o.userId, o.tokenId);
+    if (o.side === 'buy') {
+      const need = o.quoteAmount !== null ? dec(o.quoteAmount) : dec(o.price!).times(o.size!);
+      if (avail.usd.lt(need)) throw new ApiError(422, 'INSUFFICIENT_BALANCE', insufficientBalanceMessage('this buy', need, avail.usd));
+    } else if (avail.shares.lt(o.size!)) {
+      throw specError(422, notEnoughSharesMessage(avail.held, avail.reservedShares));
+    }
+  }
+
+  /** Tail of each user's queue of order placements (see {@link exclusive}). */
+  private readonly userQueues = new Map<string, Promise<unknown>>();
+
+  /**
+   * Runs `fn` alone among the order placements of `userId` (REST orders and strategies' child
+   * orders): the wallet check, the actor's creation and the venue's reservation happen as one
+   * step, so concurrent requests cannot all pass the check and then be refused by the venue
+   * (issue 12 defect 8). `fn` must not wait for another placement of the same user.
+   */
+  private exclusive<T>(userId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.userQueues.get(userId) ?? Promise.resolve();
+    const run = prev.then(fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.userQueues.set(userId, tail);
+    void tail.then(() => {
+      if (this.userQueues.get(userId) === tail) this.userQueues.delete(userId);
+    });
+    return run;
+  }
+
+  /**
+   * Places a checked order and waits until the venue has answered (fills of an IOC/FOK/MARKET
+   * are in the returned record). The wallet is checked again in the user's placement queue, so a
+   * refused request changes nothing (activity included).
+   * @param beforeCreate runs in the queue after that check, before the order exists (the BRACKET
+   *   record of an entry with brackets is created there).
+   * @throws {ApiError} 422 `INSUFFICIENT_BALANCE` / `Not enough shares …` (nothing created); 422
+   *   when the venue rejected it for another reason (the REJECTED order stays on record).
+   */
+  async place(partnerId: string, input: OrderInput, extra: Partial<OrderInput> = {}, beforeCreate?: () => Promise<void>): Promise<ActorRecord> {
+    const rec = await this.exclusive(input.userId, async () => {
+      this.checkFunds(input);
+      if (beforeCreate) await beforeCreate();
+      await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input: { ...input, ...extra }, partnerId, ownerUserId: input.userId });
+      await this.settle(input.orderId);
+      return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
+    });
     if (rec.status === 'REJECTED') {
       const c = JSON.parse(rec.snapshot).context as OrderContext;
       const text = c.error === 'INSUFFICIENT_SHARES' ? (c.reason ?? 'Not enough shares to place this sell') : (c.error ?? 'rejected');
@@ -259,13 +324,16 @@ export class OrderService {
    * @returns the order's record after the venue answered.
    */
   async placeChild(partnerId: string, input: OrderInput): Promise<ActorRecord> {
-    try {
-      await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
-    } catch (err) {
-      if (!(err instanceof DuplicateKeyError)) throw err;
-    }
-    await this.settle(input.orderId);
-    return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
+    // in the user's placement queue, so that it cannot take the funds a REST order was just checked against
+    return this.exclusive(input.userId, async () => {
+      try {
+        await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }
+      await this.settle(input.orderId);
+      return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
+    });
   }
 
   /** Cancels order `orderId` for a strategy; nothing happens when it is already done. */

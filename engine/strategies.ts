@@ -6,7 +6,7 @@ import type { OrderInput } from '../machines/order.js';
 import { peggedMachine, PEGGED_STATUS, pegPrice } from '../machines/pegged.js';
 import { stopLossMachine, STOP_LOSS_STATUS } from '../machines/stop-loss.js';
 import { STRATEGY_MACHINE_VERSION, floorShares, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyInput, type StrategyType, type Touch } from '../machines/strategy-kit.js';
-import { trailingBuyLevel, trailingBuyMachine, TRAILING_BUY_STATUS } from '../machines/trailing-buy.js';
+import { trailingBuyLevel, trailingBuyMachine, trailingBuyMessage, TRAILING_BUY_STATUS } from '../machines/trailing-buy.js';
 import { trailingStopLevel, trailingStopMachine, TRAILING_STOP_STATUS } from '../machines/trailing-stop.js';
 import { twapMachine, twapSliceCount, TWAP_STATUS } from '../machines/twap.js';
 import type { OrderRequest } from '../schemas/orders.js';
@@ -15,7 +15,7 @@ import type { Clock } from './clock.js';
 import { dec, Dec, SIZE_DP, str } from './decimal.js';
 import { ApiError, errors } from './errors.js';
 import type { Logger } from './logger.js';
-import { centsMessage, type OrderService } from './orders.js';
+import { centsMessage, insufficientBalanceMessage, notEnoughSharesMessage, type OrderService } from './orders.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
 import { TriggerIndex } from './triggers.js';
 import type { SimVenue } from './venue/sim-venue.js';
@@ -23,6 +23,39 @@ import type { SimVenue } from './venue/sim-venue.js';
 const PRICE_MIN = dec('0.001');
 const PRICE_MAX = dec('0.999');
 const MIN_NOTIONAL_USD = dec(1);
+/** 422 `error` of a STOP_LOSS / TRAILING_STOP whose level the best bid already reached (README "Errors"). */
+export const WOULD_TRIGGER = 'WOULD_TRIGGER_IMMEDIATELY';
+/** TWAP bound (README): at most 1000 slices; `execution.duration_sec` ≤ 7 days is a schema rule. */
+export const TWAP_MAX_SLICES = 1000;
+/** Smallest share quantity an order can carry (hundredths of a share). */
+const MIN_SHARES = dec('0.01');
+
+/**
+ * The `execution` fields each strategy type uses (spec 2.2.1). Any other field is refused with
+ * 400 naming it, except TWAP's `clip_size` and `randomize_pct`, which spec 2.2.2 wants ignored with
+ * a `warnings` entry. LIMIT, MARKET, TAKE_PROFIT, STOP_LOSS and PEGGED take no `execution`.
+ */
+export const EXECUTION_FIELDS: Record<StrategyType, readonly string[]> = {
+  TWAP: ['interval_sec', 'duration_sec', 'passive'],
+  ICEBERG: ['clip_size', 'price_tolerance_pct'],
+  TRAILING_STOP: ['trailing_offset_pct', 'trailing_offset', 'high_water_mark'],
+  TRAILING_BUY: ['trailing_offset_pct', 'trailing_offset', 'low_water_mark', 'price_ceiling'],
+  STOP_LOSS: [],
+  PEGGED: [],
+  BRACKET: [],
+};
+/** `execution` fields ignored with a warning (spec 2.2.2: TWAP `clip_size` and `randomize_pct`). */
+const EXECUTION_WARNED: Partial<Record<StrategyType, readonly string[]>> = { TWAP: ['clip_size', 'randomize_pct'] };
+/** Top-level amount fields each strategy type uses (the others are refused, naming the field). */
+const AMOUNT_FIELDS: Record<StrategyType, readonly string[]> = {
+  STOP_LOSS: ['price', 'size'],
+  TRAILING_STOP: ['price', 'size'],
+  TRAILING_BUY: ['quote_amount'],
+  TWAP: ['price', 'size', 'quote_amount'],
+  ICEBERG: ['price', 'size'],
+  PEGGED: ['budget_usdc', 'quote_amount'],
+  BRACKET: [],
+};
 
 /** Machine id, machine and status table of each strategy type. */
 const DEFINITIONS: Record<StrategyType, { machineId: string; logic: AnyStateMachine; status: Record<string, string> }> = {
@@ -300,15 +333,12 @@ export class StrategyService {
 
   private needShares(userId: string, tokenId: string, size: Dec): void {
     const avail = this.venue.available(userId, tokenId);
-    if (avail.shares.lt(size)) {
-      const reserved = avail.reservedShares.gt(0) ? `, of which ${str(avail.reservedShares)} reserved by open sells` : '';
-      throw specError(422, `Not enough shares to place this sell — holding ${str(avail.held)}${reserved}`);
-    }
+    if (avail.shares.lt(size)) throw specError(422, notEnoughSharesMessage(avail.held, avail.reservedShares));
   }
 
   private needDollars(userId: string, tokenId: string, usd: Dec): void {
     const avail = this.venue.available(userId, tokenId);
-    if (avail.usd.lt(usd)) throw new ApiError(422, 'INSUFFICIENT_BALANCE', `this strategy needs $${str(usd)} pUSD; available $${str(avail.usd)}`);
+    if (avail.usd.lt(usd)) throw new ApiError(422, 'INSUFFICIENT_BALANCE', insufficientBalanceMessage('this strategy', usd, avail.usd));
   }
 
   /**
@@ -328,6 +358,18 @@ export class StrategyService {
     };
     forbid(['time_in_force', 'expiration'], `is not used by ${type} strategies`);
     if (type !== 'PEGGED') forbid(['condition_id', 'outcome', 'offset_ticks', 'budget_usdc', 'price_floor', 'price_ceiling'], `is only used by PEGGED orders`);
+    if (!AMOUNT_FIELDS[type].includes('quote_amount')) forbid(['quote_amount'], `is not used by ${type} orders (they are sized in shares: send size)`);
+    if (body.execution !== undefined) {
+      const used = EXECUTION_FIELDS[type];
+      const warned = EXECUTION_WARNED[type] ?? [];
+      if (!used.length) {
+        const first = Object.keys(body.execution)[0];
+        throw errors.badRequest(`${first !== undefined ? `execution.${first}` : 'execution'} is not used by ${type} orders (they take no execution object)`);
+      }
+      for (const f of Object.keys(body.execution)) {
+        if (!used.includes(f) && !warned.includes(f)) throw errors.badRequest(`execution.${f} is not used by ${type} orders (${type} takes ${used.map((u) => `execution.${u}`).join(', ')})`);
+      }
+    }
     const touchNow = this.touchOf(body.symbol);
     const warnings: string[] = [];
     const base: StrategyInput = {
@@ -340,6 +382,7 @@ export class StrategyService {
       const abs = ex.trailing_offset as string | undefined;
       if (pct !== undefined && abs !== undefined) throw errors.badRequest('send execution.trailing_offset_pct or execution.trailing_offset, not both');
       if (pct !== undefined && (pct <= 0 || pct >= 100)) throw errors.badRequest('execution.trailing_offset_pct must be between 0 and 100 (exclusive)');
+      if (abs !== undefined && dec(abs).gt(1)) throw specError(400, centsMessage(abs));
       if (abs !== undefined && (dec(abs).lte(0) || dec(abs).gte(1))) throw errors.badRequest('execution.trailing_offset must be a decimal probability between 0 and 1 (exclusive)');
       return { offsetPct: pct !== undefined ? new Dec(String(pct)).toFixed() : null, offsetAbs: abs ?? null };
     };
@@ -349,7 +392,7 @@ export class StrategyService {
         const size = this.checkShares('size', body.size!);
         this.needShares(userId, body.symbol, size);
         if (touchNow.bid !== null && dec(touchNow.bid).lte(price)) {
-          throw new ApiError(422, 'invalid_request', `STOP_LOSS price ${str(price)} is at or above the best bid ${touchNow.bid}: it would trigger at once; sell with LIMIT or MARKET instead`);
+          throw new ApiError(422, WOULD_TRIGGER, `STOP_LOSS price ${str(price)} is at or above the best bid ${touchNow.bid}: it would trigger at once; sell with LIMIT or MARKET instead`);
         }
         return { ...base, price: str(price), size: str(size), message: `STOP_LOSS armed: sells ${str(size)} shares when the best bid reaches ${str(price)}` };
       }
@@ -362,7 +405,7 @@ export class StrategyService {
         const o = offsets();
         const level = trailingStopLevel(o, str(mark));
         if (touchNow.bid !== null && dec(touchNow.bid).lte(level)) {
-          throw new ApiError(422, 'invalid_request', `TRAILING_STOP would trigger at once: the best bid ${touchNow.bid} is at or below the armed level ${level} (mark ${str(mark)})`);
+          throw new ApiError(422, WOULD_TRIGGER, `TRAILING_STOP would trigger at once: the best bid ${touchNow.bid} is at or below the armed level ${level} (mark ${str(mark)})`);
         }
         return { ...base, size: str(size), highWaterMark: str(mark), ...o, message: `TRAILING_STOP armed at ${level} (high-water mark ${str(mark)}); follows the bid up` };
       }
@@ -383,15 +426,17 @@ export class StrategyService {
         }
         return {
           ...base, quoteAmount: str(quote), lowWaterMark: str(mark), priceCeiling: ceiling ? str(ceiling) : null, ...o,
-          message: `TRAILING_BUY armed: buys $${str(quote)} when the ask bounces to ${entry} (low-water mark ${str(mark)}${seeded ? ', seeded from the ask' : ''})${ceiling ? `, never above ${str(ceiling)}` : ''}`,
+          message: trailingBuyMessage({ quoteAmount: str(quote), triggerPrice: entry, lowWaterMark: str(mark), priceCeiling: ceiling ? str(ceiling) : null }, seeded ? 'seeded from the ask' : null),
         };
       }
       case 'TWAP': {
         const interval = ex.interval_sec as number;
         const duration = ex.duration_sec as number;
+        const durationMs = Math.round(duration * 1000);
+        if (Math.abs(durationMs - duration * 1000) > 1e-6) throw errors.badRequest(`execution.duration_sec has at most 3 decimals (whole milliseconds); received ${duration}`);
         if (duration < interval) throw errors.badRequest(`execution.duration_sec (${duration}) must be at least execution.interval_sec (${interval})`);
         if (body.size !== undefined && body.quote_amount !== undefined) throw errors.badRequest('send size (shares) or quote_amount (dollars) for a TWAP, not both');
-        for (const f of ['clip_size', 'randomize_pct']) if (ex[f] !== undefined) warnings.push(`execution.${f} is ignored for TWAP orders`);
+        for (const f of EXECUTION_WARNED.TWAP!) if (ex[f] !== undefined) warnings.push(`execution.${f} is ignored for TWAP orders`);
         let derived = false;
         let price: Dec;
         if (body.price !== undefined) price = this.checkPrice('price', body.price, tick);
@@ -403,12 +448,20 @@ export class StrategyService {
         }
         const size = body.size !== undefined ? this.checkShares('size', body.size) : floorShares(dec(body.quote_amount!).div(price));
         if (size.lte(0)) throw errors.badRequest(`quote_amount ${body.quote_amount} buys less than 0.01 shares at ${str(price)}`);
+        const n = twapSliceCount(durationMs, interval * 1000);
+        if (n > TWAP_MAX_SLICES) throw errors.badRequest(`a TWAP has at most ${TWAP_MAX_SLICES} slices: duration_sec ${duration} / interval_sec ${interval} makes ${n}; raise execution.interval_sec`);
+        const slice = floorShares(size.div(n));
+        if (slice.lt(MIN_SHARES)) {
+          throw errors.badRequest(`each TWAP slice must be at least 0.01 shares: ${str(size)} shares over ${n} slices is less; send a larger size or fewer slices (raise execution.interval_sec)`);
+        }
+        if (ex.passive === true && slice.lt(info.minSize)) {
+          throw errors.badRequest(`passive TWAP slices rest on the book, so each must be at least this market's minimum of ${str(info.minSize)} shares: ${str(size)} shares over ${n} slices is ${str(slice)} per slice; send a larger size or fewer slices`);
+        }
         if (body.side === 'buy') this.needDollars(userId, body.symbol, price.times(size));
         else this.needShares(userId, body.symbol, size);
-        const n = twapSliceCount(duration * 1000, interval * 1000);
         return {
           ...base, price: str(price), size: str(size), quoteAmount: body.quote_amount ?? null,
-          intervalMs: interval * 1000, durationMs: duration * 1000, slicesTotal: n, passive: ex.passive === true,
+          intervalMs: interval * 1000, durationMs, slicesTotal: n, passive: ex.passive === true,
           message: `TWAP: ${str(size)} shares in ${n} slices every ${interval} s, limit ${str(price)}${derived ? ` (derived from the live touch: best ${body.side === 'buy' ? 'ask' : 'bid'})` : ''}`,
         };
       }
@@ -438,8 +491,8 @@ export class StrategyService {
         if (budget.lte(0)) throw errors.badRequest('budget_usdc must be greater than 0');
         if (body.condition_id !== undefined && body.condition_id !== info.conditionId) throw errors.badRequest(`condition_id ${body.condition_id} is not the market of symbol ${body.symbol}`);
         if (body.outcome !== undefined && body.outcome !== info.outcome.toLowerCase()) throw errors.badRequest(`outcome ${body.outcome} does not match symbol ${body.symbol} (${info.outcome.toLowerCase()})`);
-        const floor = body.price_floor !== undefined ? dec(String(body.price_floor)) : null;
-        const ceiling = body.price_ceiling !== undefined ? dec(String(body.price_ceiling)) : null;
+        const floor = body.price_floor !== undefined ? this.checkPrice('price_floor', String(body.price_floor), dec('0.000001')) : null;
+        const ceiling = body.price_ceiling !== undefined ? this.checkPrice('price_ceiling', String(body.price_ceiling), dec('0.000001')) : null;
         if (floor && ceiling && floor.gt(ceiling)) throw errors.badRequest(`price_floor ${str(floor)} is above price_ceiling ${str(ceiling)}`);
         this.needDollars(userId, body.symbol, budget);
         const input: StrategyInput = {
@@ -496,12 +549,17 @@ export class StrategyService {
    * @returns the entry's record and the bracket's legs (spec 2.3 `brackets`) and warnings.
    */
   async placeWithBrackets(partnerId: string, entry: OrderInput, bracket: StrategyInput): Promise<{ entry: ActorRecord; brackets: Record<string, unknown>; warnings: string[] }> {
-    await this.host.create(DEFINITIONS.BRACKET.machineId, { id: bracket.recordId, input: bracket, partnerId, ownerUserId: bracket.userId });
     let rec: ActorRecord;
+    let created = false;
     try {
-      rec = await this.orders.place(partnerId, { ...entry, bracketId: bracket.recordId });
+      // the bracket is created in the user's placement queue once the entry passed its wallet
+      // check there: an entry refused for funds leaves no BRACKET record either
+      rec = await this.orders.place(partnerId, { ...entry, bracketId: bracket.recordId }, {}, async () => {
+        await this.host.create(DEFINITIONS.BRACKET.machineId, { id: bracket.recordId, input: bracket, partnerId, ownerUserId: bracket.userId });
+        created = true;
+      });
     } finally {
-      await this.settle(bracket.recordId);
+      if (created) await this.settle(bracket.recordId);
     }
     const c = this.host.snapshotOf(bracket.recordId)?.context as StrategyContext | undefined;
     const b = c ?? (JSON.parse((await this.actors.get(bracket.recordId))!.snapshot).context as StrategyContext);

@@ -33,7 +33,8 @@ export const stopLossMachine = setup({
         orderId: nextChildId(context), side: 'sell', pricing: { kind: 'limit', price: touch.bid! },
         size: context.size!, timeInForce: 'GTC', postOnly: false, isStopLoss: true,
       };
-      return { seq: context.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing };
+      const message = `STOP_LOSS triggered: the best bid ${touch.bid} reached the armed level ${context.price}; placed sell order ${placing.orderId} of ${placing.size} shares at ${touch.bid}`;
+      return { seq: context.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing, message };
     }),
   },
   guards: {

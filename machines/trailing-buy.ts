@@ -24,6 +24,15 @@ export function trailingBuyLevel(c: Pick<StrategyContext, 'offsetPct' | 'offsetA
   return (c.offsetPct != null ? m.times(new Dec(100).plus(c.offsetPct)).div(100) : m.plus(c.offsetAbs!)).toFixed();
 }
 
+/**
+ * The `message` of an armed TRAILING_BUY: names the entry level it will buy at, which is always
+ * its `trigger_price` (both come from {@link trailingBuyLevel} of the current low-water mark).
+ * @param note why the mark is what it is ("seeded from the ask", "followed the ask down"), or null.
+ */
+export function trailingBuyMessage(c: Pick<StrategyContext, 'quoteAmount' | 'triggerPrice' | 'lowWaterMark' | 'priceCeiling'>, note: string | null): string {
+  return `TRAILING_BUY armed: buys $${c.quoteAmount} when the ask bounces to ${c.triggerPrice} (low-water mark ${c.lowWaterMark}${note ? `, ${note}` : ''})${c.priceCeiling ? `, never above ${c.priceCeiling}` : ''}`;
+}
+
 /** Ask at or above the entry level and not above the ceiling. */
 function entryAllowed(c: StrategyContext, ask: string): boolean {
   return d(ask).gte(c.triggerPrice!) && (c.priceCeiling == null || d(ask).lte(c.priceCeiling));
@@ -43,7 +52,8 @@ export const trailingBuyMachine = setup({
     lowerMark: assign(({ context, event }) => {
       if (event.type !== 'book.touch' || event.ask === null) return {};
       const triggerPrice = trailingBuyLevel(context, event.ask);
-      return { lowWaterMark: event.ask, triggerPrice, lastTouch: { bid: event.bid, ask: event.ask }, watch: { askBelow: event.ask, askAtOrAbove: triggerPrice } };
+      const message = trailingBuyMessage({ ...context, lowWaterMark: event.ask, triggerPrice }, 'followed the ask down');
+      return { lowWaterMark: event.ask, triggerPrice, message, lastTouch: { bid: event.bid, ask: event.ask }, watch: { askBelow: event.ask, askAtOrAbove: triggerPrice } };
     }),
     fire: assign(({ context, event }) => {
       const touch = event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : context.lastTouch;
@@ -51,7 +61,8 @@ export const trailingBuyMachine = setup({
         orderId: nextChildId(context), side: 'buy', pricing: { kind: 'limit', price: touch.ask! },
         size: floorShares(d(context.quoteAmount!).div(touch.ask!)).toFixed(), timeInForce: 'GTC', postOnly: false, isStopLoss: false,
       };
-      return { seq: context.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing };
+      const message = `TRAILING_BUY triggered: the ask bounced to ${touch.ask} (entry level ${context.triggerPrice}, low-water mark ${context.lowWaterMark}); placed buy order ${placing.orderId} of ${placing.size} shares at ${touch.ask}`;
+      return { seq: context.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing, message };
     }),
   },
   guards: {

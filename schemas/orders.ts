@@ -29,20 +29,29 @@ const OrderRequestBase = {
     size: { ...DecimalString, description: 'Shares (at most 2 decimals).' },
     quote_amount: { ...DecimalString, description: 'US dollars.' },
     time_in_force: { enum: ['GTC', 'IOC', 'FOK'], description: 'LIMIT only; GTC by default (GTD when `expiration` is set).' },
-    expiration: { ...EpochMs, description: 'GTD expiry, Unix epoch milliseconds; incompatible with time_in_force.' },
+    expiration: { ...EpochMs, description: 'GTD expiry, Unix epoch milliseconds, in the future and at most 365 days ahead (else 400); incompatible with time_in_force.' },
     condition_id: { type: 'string', maxLength: 100 },
     outcome: { enum: ['yes', 'no'] },
     offset_ticks: { type: 'integer', minimum: 0, maximum: 1000 },
     budget_usdc: DecimalString,
-    price_floor: { type: 'number', minimum: 0.001, maximum: 0.999 },
-    price_ceiling: { type: 'number', minimum: 0.001, maximum: 0.999 },
+    // the range is checked by the engine, so that a price in cents gets spec 2.1's message
+    price_floor: { type: 'number', description: 'PEGGED lowest chase price, decimal probability 0.001–0.999 (a value above 1 is refused with the cents message of spec 2.1).' },
+    price_ceiling: { type: 'number', description: 'PEGGED highest chase price, decimal probability 0.001–0.999 (a value above 1 is refused with the cents message of spec 2.1).' },
     execution: {
       type: 'object',
       additionalProperties: false,
+      description:
+        'Strategy parameters (spec 2.2.1). Each type takes only its own fields — TWAP: interval_sec, duration_sec, passive; ICEBERG: clip_size, price_tolerance_pct; ' +
+        'TRAILING_STOP: trailing_offset_pct or trailing_offset, high_water_mark; TRAILING_BUY: trailing_offset_pct or trailing_offset, low_water_mark, price_ceiling. ' +
+        'Any other field is refused with 400 naming it, except TWAP clip_size and randomize_pct, which are ignored with a `warnings` entry (spec 2.2.2). ' +
+        'LIMIT, MARKET, TAKE_PROFIT, STOP_LOSS and PEGGED take no execution object.',
       properties: {
-        duration_sec: { type: 'number', exclusiveMinimum: 0 },
+        duration_sec: {
+          type: 'number', exclusiveMinimum: 0, maximum: 604800,
+          description: 'TWAP run length in seconds (at most 604800 = 7 days, whole milliseconds); at most 1000 slices (duration_sec / interval_sec). Each slice must be at least 0.01 shares (size / slices), and a passive slice at least the market minimum size.',
+        },
         clip_size: DecimalString,
-        interval_sec: { type: 'integer', minimum: 10 },
+        interval_sec: { type: 'integer', minimum: 10, maximum: 604800 },
         randomize_pct: { type: 'number', minimum: 0, maximum: 50 },
         passive: { type: 'boolean' },
         price_tolerance_pct: { type: 'number', minimum: 0, maximum: 100 },

@@ -147,6 +147,23 @@ export class VenueRejection extends Error {
 }
 
 /**
+ * The one wording of an `INSUFFICIENT_BALANCE` refusal (spec part 7), whichever layer refuses
+ * (this check, the strategy check, or the venue's reservation).
+ * @param what the subject ("this buy", "this strategy").
+ */
+export function insufficientBalanceMessage(what: string, need: Dec, available: Dec): string {
+  return `${what} needs $${str(need)} pUSD; available $${str(available)}`;
+}
+
+/**
+ * The one wording of the not-enough-shares refusal (spec part 7:
+ * `Not enough shares to place this sell — holding <X>`), with the reserved part when there is one.
+ */
+export function notEnoughSharesMessage(held: Dec, reserved: Dec): string {
+  return `Not enough shares to place this sell — holding ${str(held)}${reserved.gt(0) ? `, of which ${str(reserved)} reserved by open sells` : ''}`;
+}
+
+/**
  * Simulated CLOB venue (issue 3): one book per outcome token, price-time priority, the market's
  * tick and minimum size, decimal arithmetic only, pUSD wallets with reservations, and a market
  * maker that seeds every book around the token's recorded price, refills what is taken and (with
@@ -443,11 +460,11 @@ export class SimVenue implements VenuePort {
     if (order.side === 'buy') {
       reserveUsd = order.kind === 'market' ? dec(order.quoteAmount!) : price!.times(size!);
       const free = w.pusd.minus(w.reserved);
-      if (free.lt(reserveUsd)) return reject('INSUFFICIENT_BALANCE', `needs $${str(reserveUsd)} pUSD, available $${str(free)}`);
+      if (free.lt(reserveUsd)) return reject('INSUFFICIENT_BALANCE', insufficientBalanceMessage('this buy', reserveUsd, free));
     } else {
       const p = w.positions.get(order.tokenId);
       const free = p ? p.shares.minus(p.reserved) : ZERO;
-      if (free.lt(size!)) return reject('INSUFFICIENT_SHARES', `Not enough shares to place this sell — holding ${str(p?.shares ?? ZERO)}`);
+      if (free.lt(size!)) return reject('INSUFFICIENT_SHARES', notEnoughSharesMessage(p?.shares ?? ZERO, p?.reserved ?? ZERO));
       reserveShares = size!;
     }
     // FOK: all or nothing against what could trade (own orders excluded).
