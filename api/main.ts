@@ -27,10 +27,14 @@ async function main(): Promise<void> {
   installFatalHandlers(log);
   const bound = await bindHttp(config.port, config.host);
   const { services, generatedMasterKey } = await startServices(config, log);
+  if (generatedMasterKey) {
+    // Before the API answers: a client that sees /healthz 200 finds the key file written.
+    await announceMasterKey(config, generatedMasterKey, logDestination(log));
+    await new Promise<void>((resolve) => log.flush(() => resolve()));
+  }
   const http = await startHttp(services, config.port, config.host, bound);
   const port = http.port;
   log.info({ host: config.host, port }, `listening on http://${config.host}:${port} (live updates: Socket.IO namespace /v2/trade; dashboard: /dashboard)`);
-  if (generatedMasterKey) await announceMasterKey(config, generatedMasterKey, logDestination(log));
 
   let stopping = false;
   const shutdown = async (signal: string) => {
