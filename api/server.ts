@@ -1,5 +1,6 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import helmet from 'helmet';
 import { closeServer, type Services } from '../engine/service.js';
 import { createApp } from './app.js';
 import { attachPush, type PushServer } from './push.js';
@@ -30,8 +31,18 @@ export class PortInUseError extends Error {
   }
 }
 
+/**
+ * `X-Content-Type-Options: nosniff` (helmet) for what the HTTP server answers outside Express:
+ * Socket.IO's client script and transport responses, and the start-up 503.
+ */
+const nosniff = helmet.xContentTypeOptions();
+function noSniff(req: IncomingMessage, res: ServerResponse): void {
+  nosniff(req, res, () => {});
+}
+
 /** Answers while the services start behind an already bound port: 503 in the envelope. */
-function starting(_req: unknown, res: import('node:http').ServerResponse): void {
+function starting(req: IncomingMessage, res: ServerResponse): void {
+  noSniff(req, res);
   res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
   res.end(JSON.stringify({ error: 'unavailable', message: 'the service is starting; retry shortly' }));
 }
@@ -64,6 +75,7 @@ export async function startHttp(services: Services, port: number, host: string, 
   server.removeListener('request', starting);
   server.on('request', app);
   const push = attachPush(server, services);
+  server.prependListener('request', noSniff); // after Socket.IO took over the 'request' listeners
   return {
     server,
     push,
