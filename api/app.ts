@@ -149,6 +149,8 @@ function withEnvelope(res: unknown, val: Record<string, unknown>): Record<string
  */
 export function createApp(services: Services): Express {
   const app = express();
+  // Paths match exactly: `/v2/trade/orders/` (an empty order id) is not cancel-all but a 404.
+  app.set('strict routing', true);
   app.disable('x-powered-by');
   app.set('trust proxy', false);
   app.use(
