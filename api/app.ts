@@ -174,9 +174,10 @@ export function createApp(services: Services): Express {
       customLogLevel: (_req, res, err) => requestLogLevel(res.statusCode, err),
       // An answered error (ApiError) logs its envelope, not a stack; a server fault keeps `err`.
       customSuccessObject: (_req, res, val: Record<string, unknown>) => withEnvelope(res, val),
-      customErrorObject: (_req, res, err, val: Record<string, unknown>) => {
-        const env = envelopeOf(res);
-        return env && res.statusCode < 500 ? withEnvelope(res, val) : env && res.statusCode === 501 ? withEnvelope(res, { ...val, err: undefined }) : val;
+      customErrorObject: (_req, res, _err, val: Record<string, unknown>) => {
+        if (!envelopeOf(res) || requestLogLevel(res.statusCode) === 'error') return val; // a server fault keeps its stack
+        const { err: _answered, ...rest } = val;
+        return withEnvelope(res, rest);
       },
       customErrorMessage: (_req, res) => (envelopeOf(res) && res.statusCode === 501 ? 'request completed' : 'request errored'),
     }),
