@@ -1,8 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
-import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import helmet from 'helmet';
 import { pinoHttp } from 'pino-http';
 import { ApiError, errors } from '../engine/errors.js';
+import type { Principal } from '../engine/auth.js';
 import type { Services } from '../engine/service.js';
 import { authenticate, requireScope, resolveUser } from './auth.js';
 import type { HandlerResult, RouteSpec } from './context.js';
@@ -29,18 +31,35 @@ function send(res: Response, result: HandlerResult, extraHeaders: Record<string,
   else res.status(result.status).json(result.body);
 }
 
+/** The request's authenticated caller, set by {@link mount}'s first step. */
+const PRINCIPAL = Symbol('principal');
+type WithPrincipal = Request & { [PRINCIPAL]?: Principal | null };
+
 /**
  * Mounts one route. Every request goes the same way, so each endpoint (built or not, present or
- * future) gets the same contract: authenticate (401) → scope (403) → acting user (400/404) →
- * `Idempotency-Key` on POST/PATCH/DELETE (400) → body schema (400) → 501 when not built →
- * idempotent execution (replay, 409, 422) → handler.
+ * future) gets the same contract: authenticate (401) → scope (403) → master-only (403) — all
+ * before the body is read (spec 5.3: a caller without a valid token hears 401, whatever its body)
+ * → non-JSON body (415) → body parsing (413 over the limit, 400 malformed) → acting user
+ * (400/404) → `Idempotency-Key` on POST/PATCH/DELETE (400) → body schema (400) → 501 when not
+ * built → idempotent execution (replay, 409, 422) → handler. Responses of authenticated routes
+ * carry `Cache-Control: no-store`.
  */
-function mount(app: Express, route: RouteSpec, path: string, services: Services): void {
+function mount(app: Express, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[]): void {
   const mutating = route.method !== 'get';
-  const run = async (req: Request, res: Response) => {
-    const principal = route.scope ? await authenticate(req, services.keys) : null;
-    if (principal && route.scope) requireScope(principal, route.scope);
-    if (principal && route.masterOnly && principal.kind !== 'master') throw errors.forbidden('this endpoint needs a partner master key');
+  const authorize = async (req: WithPrincipal, res: Response, next: NextFunction) => {
+    if (!route.scope) {
+      req[PRINCIPAL] = null;
+      return next();
+    }
+    res.setHeader('Cache-Control', 'no-store');
+    const principal = await authenticate(req, services.keys);
+    requireScope(principal, route.scope);
+    if (route.masterOnly && principal.kind !== 'master') throw errors.forbidden('this endpoint needs a partner master key');
+    req[PRINCIPAL] = principal;
+    next();
+  };
+  const run = async (req: WithPrincipal, res: Response) => {
+    const principal = req[PRINCIPAL] ?? null;
     const user = principal && route.user !== 'none' ? await resolveUser(req, principal, services.users, route.user === 'required') : null;
     const idempotencyKey = mutating ? IdempotencyService.keyOf(req.headers['idempotency-key']) : null;
     if (route.params) validateParams({ properties: route.params }, req.params, 'path parameter');
@@ -62,7 +81,7 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services)
     await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {} });
     send(res, result);
   };
-  app[route.method](path, run);
+  app[route.method](path, authorize, ...parseBody, run);
 }
 
 /**
@@ -89,12 +108,49 @@ function rateLimiter(perMinute: number): RequestHandler {
 }
 
 /**
+ * Security headers (helmet) on every response: `X-Content-Type-Options: nosniff`, a
+ * Content-Security-Policy that lets a JSON response load nothing and be framed nowhere
+ * (`default-src 'none'; frame-ancestors 'none'`; the dashboard sets its own, api/dashboard.ts),
+ * `X-Frame-Options: DENY`, `Referrer-Policy: no-referrer` and helmet's other defaults. No HSTS: the
+ * service speaks plain HTTP; the TLS-terminating proxy in front of it sets that.
+ */
+export function securityHeaders(): RequestHandler {
+  return helmet({
+    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+    strictTransportSecurity: false,
+    xFrameOptions: { action: 'deny' },
+  });
+}
+
+/** The envelope an error response carried (set by api/errors.ts), for the request's log line. */
+function envelopeOf(res: unknown): { error: string; message?: string } | undefined {
+  return (res as Response).locals?.errorEnvelope as { error: string; message?: string } | undefined;
+}
+
+/**
+ * Level of a request's log line: ERROR for a server fault (5xx but 501), INFO for everything
+ * else, client errors (4xx) and 501 `not_implemented` included: they are answers, not faults,
+ * and their line carries `error` and `error_message` from the envelope.
+ */
+export function requestLogLevel(status: number, err?: unknown): 'info' | 'error' {
+  return (err && status < 400) || (status >= 500 && status !== 501) ? 'error' : 'info';
+}
+
+function withEnvelope(res: unknown, val: Record<string, unknown>): Record<string, unknown> {
+  const env = envelopeOf(res);
+  return env ? { ...val, error: env.error, ...(env.message !== undefined ? { error_message: env.message } : {}) } : val;
+}
+
+/**
  * Builds the Express 5 application over running services (usable in-process by tests on port 0).
- * Order: request id + pino-http log line, JSON body parsing (size limit → 413, malformed → 400,
- * non-JSON → 415), the route table, 404 for the rest, one error middleware writing `{error, message?}`.
+ * Order: request id + pino-http log line, security headers, the dashboard, the rate limit, the
+ * route table (authentication before the body is read, then JSON body parsing: size limit → 413,
+ * malformed → 400, non-JSON → 415), 404 for the rest, one error middleware writing `{error, message?}`.
  */
 export function createApp(services: Services): Express {
   const app = express();
+  // Paths match exactly: `/v2/trade/orders/` (an empty order id) is not cancel-all but a 404.
+  app.set('strict routing', true);
   app.disable('x-powered-by');
   app.set('trust proxy', false);
   app.use(
@@ -115,16 +171,25 @@ export function createApp(services: Services): Express {
         req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+      customLogLevel: (_req, res, err) => requestLogLevel(res.statusCode, err),
+      // An answered error (ApiError) logs its envelope, not a stack; a server fault keeps `err`.
+      customSuccessObject: (_req, res, val: Record<string, unknown>) => withEnvelope(res, val),
+      customErrorObject: (_req, res, _err, val: Record<string, unknown>) => {
+        if (!envelopeOf(res) || requestLogLevel(res.statusCode) === 'error') return val; // a server fault keeps its stack
+        const { err: _answered, ...rest } = val;
+        return withEnvelope(res, rest);
+      },
+      customErrorMessage: (_req, res) => (envelopeOf(res) && res.statusCode === 501 ? 'request completed' : 'request errored'),
     }),
   );
+  app.use(securityHeaders());
   app.use(dashboardRouter()); // static page and assets: outside the API's rate limit
   if (services.config.rateLimitPerMin > 0) app.use(rateLimiter(services.config.rateLimitPerMin));
-  app.use(requireJson);
-  app.use(express.json({ limit: services.config.bodyLimitBytes, strict: true, type: ['application/json', 'application/*+json'] }));
+  // Per route, after authentication: an unauthenticated body is never read.
+  const parseBody = [requireJson, express.json({ limit: services.config.bodyLimitBytes, strict: true, type: ['application/json', 'application/*+json'] })];
   for (const route of ROUTES) {
-    mount(app, route, route.path, services);
-    if (route.v1) mount(app, route, route.path.replace(/^\/v2\//, '/v1/'), services);
+    mount(app, route, route.path, services, parseBody);
+    if (route.v1) mount(app, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody);
   }
   app.use(notFoundHandler);
   app.use(errorHandler);

@@ -1,8 +1,10 @@
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import express, { type Router } from 'express';
+import express, { type RequestHandler, type Router } from 'express';
+import helmet from 'helmet';
 
 /** The project's `web/` folder, from source (api/) or from the build (dist/api/). */
 function webDir(): string {
@@ -15,15 +17,50 @@ function webDir(): string {
 }
 
 /**
+ * The one inline `<style>` lightweight-charts adds (its attribution logo's), as a CSP hash source,
+ * read from the file served so that it follows upgrades; none when the build has no such style.
+ */
+function chartStyleHash(chartsFile: string): string[] {
+  const m = /createElement\("style"\),this\.\w+\.innerText="([^"\\]*)"/.exec(readFileSync(chartsFile, 'utf8'));
+  return m ? [`'sha256-${createHash('sha256').update(m[1]!).digest('base64')}'`] : [];
+}
+
+/**
+ * The dashboard's Content-Security-Policy (helmet): scripts, styles, fetches and the Socket.IO
+ * websocket from this origin only (`connect-src 'self'` covers same-origin `ws:`/`wss:` in CSP 3),
+ * no inline script, no plugin, never framed (`frame-ancestors 'none'`), forms post here only. The
+ * page keeps an API key in session storage: nothing else may run in it.
+ */
+export function dashboardCsp(chartsFile: string): RequestHandler {
+  return helmet.contentSecurityPolicy({
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'none'"],
+      scriptSrc: ["'self'"],
+      scriptSrcAttr: ["'none'"],
+      styleSrc: ["'self'", ...chartStyleHash(chartsFile)],
+      imgSrc: ["'self'", 'data:'],
+      connectSrc: ["'self'"],
+      baseUri: ["'none'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+      objectSrc: ["'none'"],
+    },
+  });
+}
+
+/**
  * The live dashboard (issue 6): `GET /dashboard` and its static assets — the page, its script and
  * style (web/), and lightweight-charts' standalone build from node_modules. The Socket.IO client
  * is served by the push server at `/socket.io/socket.io.min.js`. Public: the page holds no data;
- * the operator pastes an API key, which stays in the tab's session storage.
+ * the operator pastes an API key, which stays in the tab's session storage. Served under
+ * {@link dashboardCsp}.
  */
 export function dashboardRouter(): Router {
   const web = webDir();
   const charts = path.join(path.dirname(createRequire(import.meta.url).resolve('lightweight-charts/package.json')), 'dist', 'lightweight-charts.standalone.production.js');
   const router = express.Router();
+  router.use('/dashboard', dashboardCsp(charts));
   const noStore = { headers: { 'cache-control': 'no-cache' } };
   router.get('/dashboard', (_req, res) => res.sendFile(path.join(web, 'dashboard.html'), noStore));
   router.get('/dashboard/dashboard.js', (_req, res) => res.type('text/javascript').sendFile(path.join(web, 'dashboard.js'), noStore));

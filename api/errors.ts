@@ -34,5 +34,7 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   if (!known) req.log?.error({ err }, 'unhandled error');
   if (res.headersSent) return;
   for (const [k, v] of Object.entries(apiErr.headers)) res.setHeader(k, v);
-  res.status(apiErr.status).json(apiErr.toBody());
+  const body = apiErr.toBody();
+  if (known) res.locals.errorEnvelope = body; // the request's log line names it (api/app.ts)
+  res.status(apiErr.status).json(body);
 };

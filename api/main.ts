@@ -1,12 +1,16 @@
 /**
  * Process entry: `npm start`. Loads configuration (a bad value stops with one line naming the
- * variable), starts services and the HTTP server, and shuts down gracefully on SIGTERM/SIGINT:
- * stop accepting, drain the scheduler, flush the store.
+ * variable), binds the HTTP port (a taken port stops with one line naming it, before anything
+ * else happens), starts services (a DATA_DIR held by another process stops with one line naming
+ * the folder), serves, and shuts down gracefully on SIGTERM/SIGINT: stop accepting, drain the
+ * scheduler, flush the store. An uncaught exception or unhandled rejection is fatal (exit 1).
  */
 import { loadConfig, ConfigError } from '../engine/config.js';
-import { createLogger } from '../engine/logger.js';
+import { createLogger, logDestination } from '../engine/logger.js';
 import { announceMasterKey, startServices } from '../engine/service.js';
-import { startHttp } from './server.js';
+import { DataDirLockedError } from '../engine/store/index.js';
+import { installFatalHandlers } from './fatal.js';
+import { bindHttp, PortInUseError, startHttp } from './server.js';
 
 async function main(): Promise<void> {
   let config;
@@ -20,9 +24,15 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
+  installFatalHandlers(log);
+  const bound = await bindHttp(config.port, config.host);
   const { services, generatedMasterKey } = await startServices(config, log);
-  if (generatedMasterKey) await announceMasterKey(config, generatedMasterKey);
-  const http = await startHttp(services, config.port, config.host);
+  if (generatedMasterKey) {
+    // Before the API answers: a client that sees /healthz 200 finds the key file written.
+    await announceMasterKey(config, generatedMasterKey, logDestination(log));
+    await new Promise<void>((resolve) => log.flush(() => resolve()));
+  }
+  const http = await startHttp(services, config.port, config.host, bound);
   const port = http.port;
   log.info({ host: config.host, port }, `listening on http://${config.host}:${port} (live updates: Socket.IO namespace /v2/trade; dashboard: /dashboard)`);
 
@@ -46,6 +56,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // A refusal to start is one line; anything else keeps its stack.
+  const known = err instanceof PortInUseError || err instanceof DataDirLockedError;
+  process.stderr.write(known ? `cannot start: ${err.message}\n` : `fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
 });

@@ -37,6 +37,7 @@ Conventions:
 - Timestamps (\`created_at\`, \`updated_at\`, \`expiration\`, \`expires_at\` of keys) are Unix epoch milliseconds; combo \`expires_at\` is ISO 8601.
 - Every non-2xx body is \`{error, message?}\`: branch on the status, then on \`error\`. Successful bodies never carry \`error\` and may carry \`warnings\`.
 - Every POST, PATCH and DELETE needs an \`Idempotency-Key\` (a UUID v4 per operation, the same when retrying). Keys are scoped to the API key; a retry of a completed request returns the original status and body with \`Idempotent-Replayed: true\`; the same key on a different request answers 422 \`idempotency_key_reused\`; a duplicate while the first still runs answers 409 \`idempotency_key_in_use\`. Successful responses are kept 24 hours; refused requests are not kept.
+- Authentication comes first: without a valid token the answer is 401 whatever the body (malformed, not JSON, too large); the body is read only after the key and its scope are checked. Responses of authenticated endpoints carry \`Cache-Control: no-store\`.
 - Master keys act for a user with the \`X-Partner-User-Id\` header; per-user keys act for their bound user.
 - Rate limit: RATE_LIMIT_PER_MIN requests per minute per API key (default 600); 429 with \`Retry-After\` and the IETF \`RateLimit\` / \`RateLimit-Policy\` headers.
 - Endpoints of the specification that this service does not provide yet answer 501 after authentication and input checks.

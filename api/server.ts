@@ -1,5 +1,6 @@
-import type { Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import helmet from 'helmet';
 import { closeServer, type Services } from '../engine/service.js';
 import { createApp } from './app.js';
 import { attachPush, type PushServer } from './push.js';
@@ -14,19 +15,67 @@ export interface HttpService {
   close(): Promise<void>;
 }
 
+/** The port is taken (or cannot be bound): its message is the one line to print. */
+export class PortInUseError extends Error {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    readonly code: string,
+  ) {
+    super(
+      code === 'EADDRINUSE'
+        ? `port ${port} on ${host} is already in use: stop the process holding it or set PORT to a free port`
+        : `cannot listen on ${host}:${port} (${code}): set HOST / PORT to an address this process may bind`,
+    );
+    this.name = 'PortInUseError';
+  }
+}
+
+/**
+ * `X-Content-Type-Options: nosniff` (helmet) for what the HTTP server answers outside Express:
+ * Socket.IO's client script and transport responses, and the start-up 503.
+ */
+const nosniff = helmet.xContentTypeOptions();
+function noSniff(req: IncomingMessage, res: ServerResponse): void {
+  nosniff(req, res, () => {});
+}
+
+/** Answers while the services start behind an already bound port: 503 in the envelope. */
+function starting(req: IncomingMessage, res: ServerResponse): void {
+  noSniff(req, res);
+  res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
+  res.end(JSON.stringify({ error: 'unavailable', message: 'the service is starting; retry shortly' }));
+}
+
+/**
+ * Binds the HTTP port before anything else starts (so a taken port fails before a master key is
+ * minted); until {@link startHttp} attaches the API, every request answers 503 `unavailable`.
+ * @param port - TCP port; 0 picks a free one.
+ * @throws {PortInUseError} when the address cannot be bound (`EADDRINUSE`, `EACCES`, …).
+ */
+export async function bindHttp(port: number, host: string): Promise<Server> {
+  const server = createServer(starting);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', (err: NodeJS.ErrnoException) => reject(err.code ? new PortInUseError(host, port, err.code) : err));
+    server.listen(port, host);
+  });
+  return server;
+}
+
 /**
  * Starts the REST API and the live-update namespace on one HTTP server.
  * @param port - TCP port; 0 picks a free one (tests).
- * @throws the listen error (`EADDRINUSE`, …).
+ * @param bound - a server from {@link bindHttp} to serve on instead of binding `port` here.
+ * @throws {PortInUseError} when the address cannot be bound.
  */
-export async function startHttp(services: Services, port: number, host: string): Promise<HttpService> {
+export async function startHttp(services: Services, port: number, host: string, bound?: Server): Promise<HttpService> {
   const app = createApp(services);
-  const server = app.listen(port, host);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
-  });
+  const server = bound ?? (await bindHttp(port, host));
+  server.removeListener('request', starting);
+  server.on('request', app);
   const push = attachPush(server, services);
+  server.prependListener('request', noSniff); // after Socket.IO took over the 'request' listeners
   return {
     server,
     push,

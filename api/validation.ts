@@ -112,9 +112,13 @@ const paramAjv = new Ajv2020({ strict: true, allErrors: true, coerceTypes: true,
 addFormats(paramAjv);
 const paramValidators = new WeakMap<object, ValidateFunction>();
 
+/** An integer parameter as sent: decimal digits, optionally negative (`0x10`, `1e2`, `+5`, `5.0` are not). */
+const DECIMAL_INTEGER = /^-?[0-9]{1,30}$/;
+
 /**
  * Validates request parameters (`where` = `query parameter` or `path parameter`) against a route's
- * declared properties; unknown query parameters are ignored.
+ * declared properties; unknown query parameters are ignored. An `integer` parameter must be
+ * written in decimal digits (AJV's coercion alone would take `0x10`, `1e2`, `+5` or `5.0`).
  * @returns the coerced values.
  * @throws {ApiError} 400 naming the parameter and the rule; its `error` is `errorStrings[param]`
  *   when the route names one (for example `invalid window`), else `invalid_request`.
@@ -128,6 +132,13 @@ export function validateParams(
   if (!v) {
     v = paramAjv.compile({ type: 'object', properties: spec.properties, required: spec.required ?? [], additionalProperties: true });
     paramValidators.set(spec, v);
+  }
+  for (const [name, prop] of Object.entries(spec.properties)) {
+    const raw = values[name];
+    if (raw === undefined || (prop as { type?: unknown }).type !== 'integer') continue;
+    if (typeof raw === 'string' && DECIMAL_INTEGER.test(raw)) continue;
+    const shown = typeof raw === 'string' ? JSON.stringify(raw.slice(0, 40)) : 'more than one value';
+    throw new ApiError(400, spec.errorStrings?.[name] ?? 'invalid_request', `${where} ${name} must be an integer in decimal digits; received ${shown}`);
   }
   const copy = { ...values };
   if (v(copy)) return copy;

@@ -168,13 +168,15 @@ export class ApiKeyService {
 
   /**
    * Revokes key `keyId` of `partnerId`. Revoking twice is harmless.
-   * @throws {ApiError} 404 when the partner has no such key; 409 for the MASTER_API_KEY key,
-   *   which only the configuration can change.
+   * @throws {ApiError} 404 when the partner has no such key; 409 for a master key: the
+   *   MASTER_API_KEY key only the configuration can change, and the generated one is the
+   *   partner's way in (revoking it would lock the partner out).
    */
   async revoke(partnerId: string, keyId: string): Promise<ApiKeyDoc> {
     const doc = await this.keys.findOne({ _id: keyId, partnerId });
     if (!doc) throw errors.notFound(`no API key ${keyId}`);
     if (doc.source === 'env') throw new ApiError(409, 'conflict', 'the MASTER_API_KEY key is set by configuration and cannot be revoked here');
+    if (doc.kind === 'master') throw new ApiError(409, 'conflict', "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out");
     if (doc.revokedAtMs !== null) return doc;
     const revokedAtMs = this.clock.now();
     await this.keys.updateOne({ _id: keyId }, { revokedAtMs });

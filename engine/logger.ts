@@ -24,3 +24,12 @@ export function createLogger(level: string): Logger {
 }
 
 export type { Logger };
+
+/**
+ * The logger's destination (pino's own stream on stdout). Plain text written here is queued in
+ * order with the JSON lines, so it never lands inside one (a direct `process.stdout.write` can,
+ * since pino writes asynchronously).
+ */
+export function logDestination(log: Logger): { write(text: string): unknown } {
+  return (log as unknown as Record<symbol, { write(text: string): unknown }>)[pino.symbols.streamSym]!;
+}

@@ -101,12 +101,15 @@ export async function startServices(config: Config, log: Logger, options: StartO
  * Hands a freshly generated master key to the operator: printed once on stdout and written to
  * `<DATA_DIR>/master-api-key` (mode 0600) so the README's curl examples can read it. The store
  * keeps only its hash; delete the file once the key is copied somewhere safe.
+ * @param out - where the plain block goes: the logger's own destination (`api/main.ts`), so it
+ *   is queued in order with the JSON log lines and never lands inside one; stdout by default.
+ * @returns the file's absolute path.
  */
-export async function announceMasterKey(config: Config, token: string): Promise<string> {
+export async function announceMasterKey(config: Config, token: string, out: { write(text: string): unknown } = process.stdout): Promise<string> {
   const file = path.resolve(config.dataDir, 'master-api-key');
   await fs.mkdir(path.dirname(file), { recursive: true });
   await fs.writeFile(file, `${token}\n`, { mode: 0o600 });
-  process.stdout.write(`\nMASTER_API_KEY for partner '${config.partnerId}' (shown once, also written to ${file}):\n${token}\n\n`);
+  out.write(`\nMASTER_API_KEY for partner '${config.partnerId}' (shown once, also written to ${file}):\n${token}\n\n`);
   return file;
 }
 

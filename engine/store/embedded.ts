@@ -5,6 +5,7 @@ import NedbModule from '@seald-io/nedb';
 import { cjsDefault } from '../interop.js';
 import { DuplicateKeyError } from '../errors.js';
 import { GroupAppender } from './group-append.js';
+import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
 
 /** NeDB's own line format (`serialize`): the data file stays a file NeDB itself reads. */
@@ -174,16 +175,27 @@ export class EmbeddedStore implements Store {
   readonly adapter = 'embedded' as const;
   private readonly collections = new Map<string, Promise<EmbeddedCollection<Doc>>>();
 
-  private constructor(private readonly dir: string | null) {}
+  private constructor(
+    private readonly dir: string | null,
+    private lock: DataDirLock | null = null,
+  ) {}
 
   get location(): string {
     return this.dir ?? '(memory)';
   }
 
-  /** Opens the store in `dir` (created when missing), or in memory when `dir` is null. */
-  static async open(dir: string | null): Promise<EmbeddedStore> {
-    if (dir) await fs.mkdir(dir, { recursive: true });
-    return new EmbeddedStore(dir);
+  /**
+   * Opens the store in `dir` (created when missing), or in memory when `dir` is null.
+   * @param options.lock - take the folder's exclusive lock ({@link lockDataDir}) for as long as
+   *   the store is open, as the service does; tests that simulate a `kill -9` by opening a folder
+   *   twice in one process leave it off.
+   * @throws {DataDirLockedError} with `lock` when another live process holds `dir`.
+   */
+  static async open(dir: string | null, options: { lock?: boolean } & LockOptions = {}): Promise<EmbeddedStore> {
+    if (!dir) return new EmbeddedStore(null);
+    await fs.mkdir(dir, { recursive: true });
+    const { lock, ...lockOptions } = options;
+    return new EmbeddedStore(dir, lock ? await lockDataDir(dir, lockOptions) : null);
   }
 
   collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Promise<Collection<T>> {
@@ -227,5 +239,8 @@ export class EmbeddedStore implements Store {
       await c.appender?.release();
     }
     this.collections.clear();
+    const lock = this.lock;
+    this.lock = null;
+    await lock?.release();
   }
 }

@@ -88,4 +88,27 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     expect(await p.evaluate(() => sessionStorage.getItem('pts.dashboard.key'))).toBeNull();
     await p.close();
   }, 30_000);
+
+  it('runs under its strict Content-Security-Policy without a single violation (issue 12 item 22)', async () => {
+    const p = await browser.newPage();
+    const violations: string[] = [];
+    p.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+    });
+    const res = await p.goto(`${svc.baseUrl}/dashboard`);
+    const csp = res!.headers()['content-security-policy']!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(res!.headers()['x-content-type-options']).toBe('nosniff');
+    await p.fill('#api-key', key);
+    await p.click('#connect');
+    await p.waitForSelector('#connection.on', { timeout: 10_000 }); // the websocket connected
+    const placed = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.03', size: '10' } });
+    await p.waitForSelector(`#orders tr[data-id="${placed.body.order_id}"]`, { timeout: 5_000 });
+    await p.click(`#orders tr[data-id="${placed.body.order_id}"]`);
+    await p.waitForFunction(() => document.querySelector('#chart canvas') !== null, undefined, { timeout: 5_000 });
+    expect(violations).toEqual([]);
+    await p.close();
+  }, 30_000);
 });

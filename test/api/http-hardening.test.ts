@@ -1,0 +1,172 @@
+import http from 'node:http';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROUTES } from '../../api/routes.js';
+import { startHttp, type HttpService } from '../../api/server.js';
+import { startServices, type Services } from '../../engine/service.js';
+import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { MASTER_KEY, startTestService, testConfig, type TestService } from '../helpers.js';
+
+/** Sends a request whose body is announced but never sent; resolves with the status (or null on timeout). */
+function statusWithoutBody(baseUrl: string, path: string, headers: Record<string, string>): Promise<number | null> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(1 << 20), ...headers } });
+    const timer = setTimeout(() => {
+      req.destroy();
+      resolve(null);
+    }, 5_000);
+    req.on('response', (res) => {
+      clearTimeout(timer);
+      res.resume();
+      resolve(res.statusCode ?? null);
+      req.destroy();
+    });
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.flushHeaders();
+  });
+}
+
+describe('HTTP layer hardening (issue 12)', () => {
+  let svc: TestService;
+  const as = { 'x-partner-user-id': 'hq' };
+  beforeAll(async () => {
+    svc = await startTestService();
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'hq' } });
+  });
+  afterAll(() => svc.close());
+
+  it('item 9: without a valid token a malformed, non-JSON or oversized body answers 401, before the body is read', async () => {
+    const unauthorized = { error: 'unauthorized', message: 'missing Authorization: Bearer <API_KEY> header' };
+    for (const token of [null, 'pts_not_a_known_key_0000000000']) {
+      for (const [body, headers] of [
+        ['{"partner_user_id":', {}],
+        ['partner_user_id=x', { 'content-type': 'text/plain' }],
+        [JSON.stringify({ partner_user_id: 'x', pad: 'a'.repeat(1 << 20) }), {}],
+      ] as const) {
+        const res = await svc.call('POST', '/v2/trade/users', { token, body, headers: { ...headers } });
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual(token === null ? unauthorized : { error: 'unauthorized', message: 'unknown API key' });
+      }
+    }
+    // The 1 MB body is announced and never sent: the answer comes without waiting for it.
+    expect(await statusWithoutBody(svc.baseUrl, '/v2/trade/users', {})).toBe(401);
+    // With a valid token the body checks apply, the size limit included.
+    expect((await svc.call('POST', '/v2/trade/users', { body: '{"partner_user_id":' })).body).toEqual({ error: 'invalid_request', message: 'malformed JSON body' });
+    expect((await svc.call('POST', '/v2/trade/users', { body: 'x', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
+    expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'x', pad: 'a'.repeat(1 << 20) } })).body).toEqual({ error: 'payload_too_large', message: 'request body is larger than the limit' });
+    // Public routes keep their behaviour.
+    expect((await svc.call('GET', '/healthz', { token: null })).status).toBe(200);
+    expect((await svc.call('GET', '/v2/trade/openapi.json', { token: null })).status).toBe(200);
+  });
+
+  it('item 9: the rate limit still applies to unauthenticated requests', async () => {
+    const limited = await startTestService({ env: { RATE_LIMIT_PER_MIN: '2' } });
+    try {
+      for (let i = 0; i < 2; i++) expect((await limited.call('POST', '/v2/trade/users', { token: null, body: '{' })).status).toBe(401);
+      const res = await limited.call('POST', '/v2/trade/users', { token: null, body: '{' });
+      expect(res.status).toBe(429);
+      expect(res.body.error).toBe('rate_limited');
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('item 10: DELETE /v2/trade/orders/ (an empty order id) is 404, never cancel-all', async () => {
+    for (const v of ['v2', 'v1']) {
+      const res = await svc.call('DELETE', `/${v}/trade/orders/`, { headers: as });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: 'not_found', message: `no route DELETE /${v}/trade/orders/` });
+      // cancel-all itself stays where it is (not built yet: 501 after every check)
+      expect((await svc.call('DELETE', `/${v}/trade/orders`, { headers: as })).body.error).toBe('not_implemented');
+    }
+    expect((await svc.call('GET', '/v2/trade/account')).status).toBe(200);
+  });
+
+  it('item 11: a generated master key cannot revoke itself (409, as for MASTER_API_KEY)', async () => {
+    const token = (await svc.services.keys.ensureMasterKey('p11', undefined))!;
+    const me = await svc.call('GET', '/v2/trade/account', { token });
+    expect(me.body.api_key.kind).toBe('master');
+    const res = await svc.call('DELETE', `/v2/trade/api-keys/${me.body.api_key.key_id}`, { token });
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({ error: 'conflict', message: "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out" });
+    expect((await svc.call('GET', '/v2/trade/account', { token })).status).toBe(200);
+    expect((await svc.call('DELETE', '/v2/trade/api-keys/key_env_demo')).body).toEqual({ error: 'conflict', message: 'the MASTER_API_KEY key is set by configuration and cannot be revoked here' });
+  });
+
+  it('item 13: integer query parameters take decimal digits only, on every list', async () => {
+    const lists = ROUTES.filter((r) => r.method === 'get' && r.query && Object.values(r.query.properties).some((p) => (p as { type?: string }).type === 'integer'));
+    expect(lists.map((r) => r.path)).toContain('/v2/trade/activity');
+    for (const route of lists) {
+      const path = route.path.replace(':address', '0x0000000000000000000000000000000000000001');
+      const ints = Object.entries(route.query!.properties).filter(([, p]) => (p as { type?: string }).type === 'integer').map(([n]) => n);
+      const base = route.query!.required?.includes('token_id') ? 'token_id=1&' : '';
+      for (const name of ints) {
+        for (const bad of ['0x10', '1e2', '%2B5', '5.0', '+5', '']) {
+          const res = await svc.call('GET', `${path}?${base}${name}=${bad}`, { headers: as });
+          const shown = JSON.stringify(decodeURIComponent(bad.replace(/\+/g, ' ')));
+          expect(res.status, `${path} ${name}=${bad}`).toBe(400);
+          expect(res.body, `${path} ${name}=${bad}`).toEqual({ error: 'invalid_request', message: `query parameter ${name} must be an integer in decimal digits; received ${shown}` });
+        }
+      }
+    }
+    const ok = await svc.call('GET', '/v2/trade/markets?limit=2&offset=0');
+    expect(ok.status).toBe(200);
+    expect(ok.body.markets).toHaveLength(2);
+    expect((await svc.call('GET', '/v2/trade/markets?limit=0')).body).toEqual({ error: 'invalid_request', message: 'query parameter limit must be at least 1' });
+    expect((await svc.call('GET', '/v2/trade/markets?limit=1&limit=2')).body).toEqual({ error: 'invalid_request', message: 'query parameter limit must be an integer in decimal digits; received more than one value' });
+  });
+
+  it('item 22: nosniff on every response, no-store on authenticated routes, a CSP that lets JSON load nothing', async () => {
+    const authed = await svc.call('GET', '/v2/trade/account');
+    expect(authed.headers.get('cache-control')).toBe('no-store');
+    expect(authed.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(authed.headers.get('content-security-policy')).toBe("default-src 'none';frame-ancestors 'none'");
+    expect(authed.headers.get('x-frame-options')).toBe('DENY');
+    const refused = await svc.call('GET', '/v2/trade/account', { token: null });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('cache-control')).toBe('no-store');
+    for (const path of ['/healthz', '/v2/trade/openapi.json', '/v2/trade/nope', '/dashboard', '/dashboard/dashboard.js', '/socket.io/socket.io.min.js']) {
+      const res = await fetch(svc.baseUrl + path);
+      expect(res.headers.get('x-content-type-options'), path).toBe('nosniff');
+      expect(res.headers.get('cache-control') ?? '', path).not.toContain('no-store');
+    }
+    const page = await fetch(`${svc.baseUrl}/dashboard`);
+    expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'none';script-src 'self';script-src-attr 'none';style-src 'self'( 'sha256-[\w+/=]+')?;img-src 'self' data:;connect-src 'self';base-uri 'none';form-action 'self';frame-ancestors 'none';object-src 'none'$/);
+  });
+});
+
+describe('request log lines (issue 12 item 14)', () => {
+  let services: Services;
+  let httpSvc: HttpService;
+  const lines: Array<Record<string, any>> = [];
+  beforeAll(async () => {
+    const log = pino({ level: 'info' }, { write: (s: string) => lines.push(JSON.parse(s)) });
+    ({ services } = await startServices(testConfig(), log, { store: await EmbeddedStore.open(null) }));
+    httpSvc = await startHttp(services, 0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    await httpSvc.close();
+    await services.stop();
+  });
+
+  const lineOf = (url: string) => lines.find((l) => l.req?.url === url && l.res);
+
+  it('a 4xx or a 501 is an INFO line carrying status, `error` and message, with no stack; a 2xx is INFO', async () => {
+    const base = `http://127.0.0.1:${httpSvc.port}`;
+    await fetch(`${base}/v2/trade/account?x=401`);
+    await fetch(`${base}/v2/trade/trades?x=501`, { headers: { authorization: `Bearer ${MASTER_KEY}` } });
+    await fetch(`${base}/v2/trade/markets?limit=0x10`, { headers: { authorization: `Bearer ${MASTER_KEY}` } });
+    await fetch(`${base}/healthz?x=200`);
+    await new Promise((r) => setImmediate(r));
+    expect(lineOf('/v2/trade/account?x=401')).toMatchObject({ level: 30, res: { statusCode: 401 }, error: 'unauthorized', error_message: 'missing Authorization: Bearer <API_KEY> header', msg: 'request completed' });
+    const notBuilt = lineOf('/v2/trade/trades?x=501')!;
+    expect(notBuilt).toMatchObject({ level: 30, res: { statusCode: 501 }, error: 'not_implemented', msg: 'request completed' });
+    expect(notBuilt.err).toBeUndefined();
+    expect(lineOf('/v2/trade/markets?limit=0x10')).toMatchObject({ level: 30, res: { statusCode: 400 }, error: 'invalid_request', error_message: 'query parameter limit must be an integer in decimal digits; received "0x10"' });
+    expect(lineOf('/healthz?x=200')).toMatchObject({ level: 30, res: { statusCode: 200 } });
+    expect(lineOf('/healthz?x=200')!.error).toBeUndefined();
+  });
+});
