@@ -26,7 +26,8 @@
  * (b) no strategy left working with nothing working: a non-final strategy either has a working child
  *     order that exists and is not final, a price watch, or an armed deadline whose timer job is in
  *     the scheduler's collection; a child it believes working must not be final in the store
- *     (a missed update); every deadline of a live actor has its timer job.
+ *     (a missed update); every deadline of a live actor has its timer job; a price watch is
+ *     registered in the trigger index and does not hold at the current touch (it would have fired).
  * (c) nothing acknowledged lost: every order / strategy id the test got a 200 for is in the store.
  *
  * The check waits for the system to be idle (strategy commands, actor queues, venue journal), and
@@ -112,6 +113,22 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
       for (const ch of openChildren) {
         const o = byId.get(ch.orderId);
         if (o?.final) out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) believes child ${ch.orderId} is working, but that order is ${o.status} (final): a missed update`);
+      }
+      // an armed price watch is in the trigger index, and does not already hold (it would have fired)
+      const w = (c.watch ?? {}) as Record<string, unknown>;
+      const levels = (['bidAtOrBelow', 'bidAbove', 'askBelow', 'askAtOrAbove'] as const).filter((k) => typeof w[k] === 'string');
+      if (levels.length || w.any === true) {
+        const index = (services.strategies.triggers as unknown as { byId: Map<string, unknown> }).byId;
+        if (!index.has(r._id)) out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)} but is not in the trigger index: it can never fire`);
+        const t = services.venue.touch(c.tokenId as string);
+        const holds = levels.filter((k) => {
+          const lv = d(w[k] as string);
+          if (k === 'bidAtOrBelow') return t.bid !== undefined && t.bid.lte(lv);
+          if (k === 'bidAbove') return t.bid !== undefined && t.bid.gt(lv);
+          if (k === 'askBelow') return t.ask !== undefined && t.ask.lt(lv);
+          return t.ask !== undefined && t.ask.gte(lv);
+        });
+        if (holds.length) out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)}, which holds at the touch ${t.bid}/${t.ask}, yet it has not fired`);
       }
       const entry = c.entryOrderId ? byId.get(c.entryOrderId as string) : undefined;
       const pendingEntry = entry !== undefined && !entry.final;

@@ -35,7 +35,7 @@ describe('timers through the real scheduler (controlled clock)', () => {
     const specs = [3, 5].flatMap((slices) => [false, true].flatMap((passive) => (['buy', 'sell'] as const).map((side) => ({ slices, passive, side }))));
     const size = (n: number) => 20 * n; // 20 shares a slice, above every market's minimum (5)
     // books, shares to sell (alice) and shares to hit passive buys with (bob), before any TWAP starts
-    const plans = [];
+    const plans: Array<{ slices: number; passive: boolean; side: 'buy' | 'sell'; token: string; body: Record<string, unknown> }> = [];
     for (const s of specs) {
       const f = await tr.freshToken(0.25, 0.6);
       if (s.side === 'sell') await tr.buyShares('alice', f.token, size(s.slices));

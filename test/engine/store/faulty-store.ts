@@ -100,7 +100,7 @@ class Active implements ActiveRule {
   matches(info: OpInfo): boolean {
     const r = this.rule;
     if (r.collections && !r.collections.includes(info.collection)) return false;
-    if (!(r.ops ?? WRITE_OPS).includes(info.op)) return false;
+    if (!((r.ops ?? WRITE_OPS) as readonly StoreOp[]).includes(info.op)) return false;
     return !r.where || r.where(info);
   }
   /** Counts a matching operation; true when the rule fires on it. */
