@@ -52,6 +52,9 @@ async function recoverAndCheck({ svc, store, tr }: Ctx, timeoutMs = RECOVER_MS):
   store.enabled = false;
   store.clear();
   await checkInvariants(svc.services, { acknowledged: tr.acknowledged, timeoutMs });
+  // the fault is over: health says so
+  await poll('health ok', () => svc.call('GET', '/healthz'), (h) => h.status === 200, timeoutMs);
+  expect((await svc.call('GET', '/healthz')).body).toMatchObject({ status: 'ok', store: { ok: true }, scheduler: { running: true } });
 }
 
 /** The system still trades after the fault: an IOC buy fills and a resting order cancels. */
