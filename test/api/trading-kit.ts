@@ -1,0 +1,138 @@
+/**
+ * What scenario tests over REST share (issue 12): a controllable clock for the real scheduler,
+ * polling, and a partner's view of trading (orders, strategies, books) that remembers every id it
+ * got a 200 for (for the invariant check's "nothing acknowledged lost").
+ */
+import { vi } from 'vitest';
+import type { TestService } from '../helpers.js';
+
+/**
+ * Test clock for the real scheduler. The whole process reads time through `Date` (Agenda's
+ * `new Date()`/`Date.now()`, the service's systemClock, the venue): only `Date` is faked, timers
+ * stay real, and the fake clock keeps advancing with real time (`shouldAdvanceTime`). `jump(ms)`
+ * moves it forward at once; the scheduler's next poll (SCHEDULER_POLL_MS, real setTimeout) then finds
+ * every job that came due and runs it, so a 10 s TWAP interval costs one poll, not 10 s.
+ * Call `restore()` in afterAll. Never jump backwards (Agenda locks would look stale or young).
+ */
+export function useTestClock(): { jump(ms: number): void; restore(): void } {
+  vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+  return {
+    jump(ms: number) {
+      vi.setSystemTime(Date.now() + ms);
+    },
+    restore() {
+      vi.useRealTimers();
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` until `ok` holds (real time; generous default), else throws with the last value. */
+export async function poll<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
+  const end = performance.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (ok(v)) return v;
+    if (performance.now() > end) throw new Error(`${what}: not reached within ${timeoutMs} ms; last: ${JSON.stringify(v)}`);
+    await sleep(50);
+  }
+}
+
+/** A price as the API writes it (decimal string, no trailing zeros). */
+export const px = (x: number) => String(Number(x.toFixed(2)));
+
+export interface Fresh {
+  token: string;
+  bid: number;
+  ask: number;
+  bids: Array<{ price: string; size: string }>;
+  asks: Array<{ price: string; size: string }>;
+}
+
+/** A partner trading over REST on a running test service. */
+export class Trading {
+  /** Ids answered with 2xx (order_id, record_id, bracket_id). */
+  readonly acknowledged = new Set<string>();
+  private markets: any[] = [];
+  private next = 0;
+
+  constructor(private readonly svc: () => TestService) {}
+
+  /** Loads the market list and provisions `users`. */
+  async init(users: string[]): Promise<this> {
+    for (const u of users) await this.svc().call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+    this.markets = (await this.svc().call('GET', '/v2/trade/markets?limit=500')).body.markets;
+    return this;
+  }
+
+  as(u: string): Record<string, string> {
+    return { 'x-partner-user-id': u };
+  }
+
+  /** POST /v2/trade/order; remembers the ids of a 200. */
+  async post(u: string, body: unknown): Promise<{ status: number; body: any }> {
+    const r = await this.svc().call('POST', '/v2/trade/order', { body, headers: this.as(u) });
+    if (r.status === 200) for (const k of ['order_id', 'record_id', 'bracket_id']) if (typeof r.body[k] === 'string') this.acknowledged.add(r.body[k]);
+    return r;
+  }
+
+  async book(t: string): Promise<{ bids: Array<{ price: string; size: string }>; asks: Array<{ price: string; size: string }> }> {
+    return (await this.svc().call('GET', `/v2/trade/book?token_id=${t}&depth=10`)).body;
+  }
+
+  async strategy(u: string, id: string): Promise<any> {
+    return (await this.svc().call('GET', '/v2/trade/strategies?limit=500', { headers: this.as(u) })).body.strategies.find((s: any) => s.record_id === id);
+  }
+
+  async strategies(u: string, ids: string[]): Promise<any[]> {
+    const all = (await this.svc().call('GET', '/v2/trade/strategies?limit=500', { headers: this.as(u) })).body.strategies;
+    return ids.map((id) => all.find((s: any) => s.record_id === id));
+  }
+
+  /** An order as the activity feed shows it (kind, status, size, filled_size, price). */
+  async order(u: string, id: string): Promise<any> {
+    return (await this.svc().call('GET', '/v2/trade/activity?limit=200', { headers: this.as(u) })).body.activity.find((a: any) => a.id === id);
+  }
+
+  async openOrders(u: string): Promise<any[]> {
+    return (await this.svc().call('GET', '/v2/trade/orders/open?limit=500', { headers: this.as(u) })).body.orders;
+  }
+
+  /** A 0.01-tick token with a 2-tick spread, best bid in [minBid, maxBid], untouched by earlier calls. */
+  async freshToken(minBid = 0.2, maxBid = 0.7): Promise<Fresh> {
+    for (; this.next < this.markets.length; this.next++) {
+      const m = this.markets[this.next];
+      if (m.tick_size !== '0.01') continue;
+      const t = m.tokens[0].token_id;
+      const b = await this.book(t);
+      const bid = Number(b.bids[0]?.price);
+      const ask = Number(b.asks[0]?.price);
+      if (bid >= minBid && bid <= maxBid && Math.round((ask - bid) * 100) === 2) {
+        this.next++;
+        return { token: t, bid, ask, bids: b.bids, asks: b.asks };
+      }
+    }
+    throw new Error('no suitable market left');
+  }
+
+  /** `u` buys `size` shares of `token` at any price (IOC at 0.99). */
+  async buyShares(u: string, token: string, size: number): Promise<void> {
+    const r = await this.post(u, { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: String(size), time_in_force: 'IOC' });
+    if (r.body.status !== 'FILLED') throw new Error(`could not buy ${size} shares: ${JSON.stringify(r.body)}`);
+  }
+
+  /** `taker` trades against every open order of `u` belonging to strategy `recordId` (fills them; `part` caps the size). */
+  async takeChildren(u: string, recordId: string, taker: string, part?: (remaining: number) => number): Promise<number> {
+    let n = 0;
+    for (const o of (await this.openOrders(u)).filter((x) => x.record_id === recordId)) {
+      const rem = Number(o.remaining_size);
+      const size = part ? part(rem) : rem;
+      if (size <= 0) continue;
+      const r = await this.post(taker, { symbol: o.symbol, side: o.side === 'buy' ? 'sell' : 'buy', type: 'LIMIT', price: o.price, size: String(size), time_in_force: 'IOC' });
+      if (r.status !== 200) throw new Error(`taking ${o.order_id}: ${JSON.stringify(r.body)}`);
+      n++;
+    }
+    return n;
+  }
+}

@@ -1,0 +1,227 @@
+/**
+ * Fault injection for the store port (issue 12, "Tests that use the real paths"): a {@link Store}
+ * that forwards to a real one and fails or delays the operations a test chooses — the Nth write of a
+ * collection, writes matching a predicate, or writes picked at random from a seed — switchable on
+ * and off at runtime. Reads are forwarded untouched unless a rule names a read operation.
+ *
+ *   const store = new FaultyStore(await EmbeddedStore.open(null));
+ *   const svc = await startTestService({ store });
+ *   const rule = store.failNth('actors', 'updateOne', 2);   // the 2nd actors update from now fails
+ *   store.failRandomly({ seed: 7, probability: 0.1, collections: ['actors', 'venueJournal'] });
+ *   store.enabled = false;                                    // every fault off (rules are kept)
+ *   rule.remove();
+ *
+ * A failed write throws {@link InjectedFault} and, by default, changes nothing (`when: 'before'`);
+ * with `when: 'after'` the write is applied and then reported as failed (an ambiguous write: the
+ * caller cannot tell whether it happened).
+ */
+import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from '../../../engine/store/port.js';
+
+export type WriteOp = 'insertOne' | 'updateOne' | 'replaceOne' | 'deleteMany';
+export type ReadOp = 'findOne' | 'find' | 'count';
+export type StoreOp = WriteOp | ReadOp;
+export const WRITE_OPS: readonly WriteOp[] = ['insertOne', 'updateOne', 'replaceOne', 'deleteMany'];
+
+/** One operation as a rule sees it. */
+export interface OpInfo {
+  collection: string;
+  op: StoreOp;
+  /** insertOne / replaceOne: the document. */
+  doc?: Doc;
+  /** updateOne / deleteMany / reads: the filter. */
+  filter?: Filter;
+  /** updateOne: the fields set. */
+  set?: Record<string, unknown>;
+}
+
+/** The error an injected failure throws. */
+export class InjectedFault extends Error {
+  constructor(readonly info: OpInfo, readonly rule: string) {
+    super(`injected fault (${rule}): ${info.op} on ${info.collection}`);
+    this.name = 'InjectedFault';
+  }
+}
+
+export interface FaultRule {
+  /** Name for reports (default: derived). */
+  name?: string;
+  /** Collections the rule applies to (default: all). */
+  collections?: string[];
+  /** Operations the rule applies to (default: every write). */
+  ops?: StoreOp[];
+  /** Extra condition on the operation. */
+  where?: (info: OpInfo) => boolean;
+  /** Fire on these (1-based) matching operations counted from when the rule was added; default every one. */
+  nth?: number[];
+  /** Fire with this probability per matching operation (deterministic from `seed`). */
+  probability?: number;
+  seed?: number;
+  /** Fire at most this many times (default unlimited). */
+  times?: number;
+  /** What to do: fail (default) or delay by `delayMs` then proceed. */
+  effect?: 'fail' | 'delay';
+  delayMs?: number;
+  /** A failure before the write (nothing written; default) or after it (written, reported failed). */
+  when?: 'before' | 'after';
+}
+
+/** A rule in force, with what it matched and fired. */
+export interface ActiveRule {
+  readonly rule: FaultRule;
+  /** Matching operations seen while enabled. */
+  readonly matched: number;
+  /** Times it fired. */
+  readonly fired: number;
+  remove(): void;
+}
+
+/** mulberry32: a small seeded PRNG, enough for reproducible fault schedules. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+class Active implements ActiveRule {
+  matched = 0;
+  fired = 0;
+  readonly random: (() => number) | null;
+  constructor(readonly rule: FaultRule, private readonly owner: FaultyStore) {
+    this.random = rule.probability !== undefined ? prng(rule.seed ?? 1) : null;
+  }
+  get label(): string {
+    return this.rule.name ?? `${this.rule.effect ?? 'fail'} ${this.rule.ops?.join('/') ?? 'writes'} on ${this.rule.collections?.join('/') ?? 'any collection'}${this.rule.nth ? ` #${this.rule.nth.join(',')}` : ''}`;
+  }
+  matches(info: OpInfo): boolean {
+    const r = this.rule;
+    if (r.collections && !r.collections.includes(info.collection)) return false;
+    if (!((r.ops ?? WRITE_OPS) as readonly StoreOp[]).includes(info.op)) return false;
+    return !r.where || r.where(info);
+  }
+  /** Counts a matching operation; true when the rule fires on it. */
+  decide(): boolean {
+    const r = this.rule;
+    this.matched++;
+    if (r.times !== undefined && this.fired >= r.times) return false;
+    if (r.nth && !r.nth.includes(this.matched)) return false;
+    if (this.random && this.random() >= r.probability!) return false;
+    this.fired++;
+    return true;
+  }
+  remove(): void {
+    this.owner.remove(this);
+  }
+}
+
+/** A Store that injects faults into the operations of a wrapped store. */
+export class FaultyStore implements Store {
+  /** Master switch: when false every operation is forwarded untouched (rules keep their counts). */
+  enabled = true;
+  /** Every fault that fired, in order. */
+  readonly log: Array<{ info: OpInfo; rule: string; effect: 'fail' | 'delay' }> = [];
+  /** Operations forwarded per `collection:op`. */
+  readonly counts = new Map<string, number>();
+  private rules: Active[] = [];
+  private readonly wrapped = new Map<string, Collection<Doc>>();
+
+  constructor(readonly inner: Store) {}
+
+  get adapter(): Store['adapter'] {
+    return this.inner.adapter;
+  }
+  get location(): string {
+    return this.inner.location;
+  }
+
+  /** Adds a rule; returns a handle with its counts and `remove()`. */
+  add(rule: FaultRule): ActiveRule {
+    const a = new Active(rule, this);
+    this.rules.push(a);
+    return a;
+  }
+
+  /** The `n`th (1-based, counted from now) `op` on `collection` fails. */
+  failNth(collection: string, op: StoreOp, n: number | number[], extra: Partial<FaultRule> = {}): ActiveRule {
+    return this.add({ collections: [collection], ops: [op], nth: Array.isArray(n) ? n : [n], ...extra });
+  }
+
+  /** Every write (or `ops`) matching `where` fails, until removed or `times` ran out. */
+  failWhen(where: (info: OpInfo) => boolean, extra: Partial<FaultRule> = {}): ActiveRule {
+    return this.add({ where, ...extra });
+  }
+
+  /** Writes of `collections` fail with `probability`, reproducibly from `seed`. */
+  failRandomly(o: { seed: number; probability: number; collections?: string[]; ops?: StoreOp[]; when?: 'before' | 'after' }): ActiveRule {
+    return this.add({ name: `random(seed ${o.seed}, p ${o.probability})`, ...o });
+  }
+
+  /** Matching operations are delayed by `delayMs` (real time) before they run. */
+  delay(delayMs: number, extra: Partial<FaultRule> = {}): ActiveRule {
+    return this.add({ effect: 'delay', delayMs, ...extra });
+  }
+
+  /** Removes every rule. */
+  clear(): void {
+    this.rules = [];
+  }
+
+  /** @internal */
+  remove(a: Active): void {
+    this.rules = this.rules.filter((r) => r !== a);
+  }
+
+  /** Faults that fired on `collection` (all when omitted). */
+  faults(collection?: string): number {
+    return this.log.filter((l) => l.effect === 'fail' && (!collection || l.info.collection === collection)).length;
+  }
+
+  /** Runs one operation through the rules. */
+  async run<R>(info: OpInfo, forward: () => Promise<R>): Promise<R> {
+    const key = `${info.collection}:${info.op}`;
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+    if (!this.enabled) return forward();
+    let failAfter: Active | null = null;
+    for (const a of [...this.rules]) {
+      if (!a.matches(info) || !a.decide()) continue;
+      const effect = a.rule.effect ?? 'fail';
+      this.log.push({ info, rule: a.label, effect });
+      if (effect === 'delay') await new Promise((r) => setTimeout(r, a.rule.delayMs ?? 0));
+      else if ((a.rule.when ?? 'before') === 'before') throw new InjectedFault(info, a.label);
+      else failAfter ??= a;
+    }
+    const result = await forward();
+    if (failAfter) throw new InjectedFault(info, failAfter.label);
+    return result;
+  }
+
+  async collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Promise<Collection<T>> {
+    const inner = await this.inner.collection<T>(name, indexes);
+    let c = this.wrapped.get(name) as Collection<T> | undefined;
+    if (!c) {
+      c = {
+        insertOne: (doc) => this.run({ collection: name, op: 'insertOne', doc }, () => inner.insertOne(doc)),
+        findOne: (filter) => this.run({ collection: name, op: 'findOne', filter }, () => inner.findOne(filter)),
+        find: (filter, options?: FindOptions) => this.run({ collection: name, op: 'find', filter }, () => inner.find(filter, options)),
+        count: (filter) => this.run({ collection: name, op: 'count', filter }, () => inner.count(filter)),
+        updateOne: (filter, set, options) => this.run({ collection: name, op: 'updateOne', filter, set }, () => inner.updateOne(filter, set, options)),
+        replaceOne: (doc) => this.run({ collection: name, op: 'replaceOne', doc }, () => inner.replaceOne(doc)),
+        deleteMany: (filter) => this.run({ collection: name, op: 'deleteMany', filter }, () => inner.deleteMany(filter)),
+      };
+      this.wrapped.set(name, c as unknown as Collection<Doc>);
+    }
+    return c;
+  }
+
+  ping(): Promise<boolean> {
+    return this.inner.ping();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
