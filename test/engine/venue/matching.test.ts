@@ -101,8 +101,7 @@ describe('matching engine', () => {
             run((tx) => m.cancel(tx, ids[o.cancel! % ids.length]!, 'canceled by user'));
             continue;
           }
-          const market = o.tif === 'MARKET';
-          const vo: VenueOrder = market
+          const vo: VenueOrder = o.tif === 'MARKET'
             ? { ...limit(USERS[o.u]!, o.side, '0', '0'), kind: 'market', price: null, size: o.side === 'buy' ? null : o.size, quoteAmount: o.side === 'buy' ? o.size : null, timeInForce: 'IOC' }
             : limit(USERS[o.u]!, o.side, str(dec(o.cents).div(100)), o.size, { timeInForce: o.tif, postOnly: o.postOnly });
           ids.push(vo.orderId);
