@@ -8,7 +8,9 @@
  */
 import type { Dec } from '../decimal.js';
 
+/** Side of an order: buy or sell outcome shares. */
 export type Side = 'buy' | 'sell';
+/** GTC and GTD rest until done (GTD is expired by the client); IOC fills what it can now; FOK all or nothing. */
 export type TimeInForce = 'GTC' | 'GTD' | 'IOC' | 'FOK';
 
 /** A new order for the venue. `orderId` is the idempotency key: submitting it twice is a no-op. */
@@ -36,11 +38,15 @@ export interface FillReport {
   orderId: string;
   /** Unique per trade and side; duplicates must be ignored by the receiver. */
   tradeId: string;
+  /** Trade price (the resting order's), decimal probability. */
   price: string;
+  /** Shares traded. */
   size: string;
+  /** Whether this order was resting (maker) or incoming (taker) in the trade. */
   liquidity: 'maker' | 'taker';
   /** True on the fill that completes the order (nothing left to trade). */
   completes: boolean;
+  /** When the venue traded, epoch ms. */
   atMs: number;
 }
 
