@@ -8,7 +8,7 @@ import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
 import { MatchingEngine, newTx, type Tx } from './matching.js';
 import type {
-  Available, BookView, MarketInfo, Side, TokenInfo, Touch, VenueHealth, VenueOrder, VenueOrderState, VenuePort, VenueReport, WalletView,
+  Available, BookView, MarketInfo, TokenInfo, Touch, VenueHealth, VenueOrder, VenueOrderState, VenuePort, VenueReport, WalletView,
 } from './port.js';
 
 /** Options of the simulated venue (from SIM_* settings). */
@@ -136,8 +136,8 @@ export class SimVenue implements VenuePort {
     const info = this.token(tokenId);
     const levels = this.matching.depth(tokenId, depth);
     if (!info || !levels) return null;
-    const lv = (side: Side) => (side === 'buy' ? levels.bids : levels.asks).map((l) => ({ price: str(l.price), size: str(l.size) }));
-    return { tokenId, tickSize: str(info.tickSize), minSize: str(info.minSize), bids: lv('buy'), asks: lv('sell') };
+    const lv = (side: { price: Dec; size: Dec }[]) => side.map((l) => ({ price: str(l.price), size: str(l.size) }));
+    return { tokenId, tickSize: str(info.tickSize), minSize: str(info.minSize), bids: lv(levels.bids), asks: lv(levels.asks) };
   }
 
   /** Best bid and ask of a token (decimal), for strategies and checks. */
