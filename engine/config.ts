@@ -38,8 +38,8 @@ export const SETTINGS = [
   { env: 'SIM_REPLAY', type: 'onoff', default: 'on', description: 'on: the MSTR token follows its recorded price path; off: every book stays static (deterministic tests).' },
   { env: 'SIM_REPLAY_SPEED', type: 'int', default: '600', min: 1, max: 1000000, description: 'Replay time compression: recorded seconds per real second (600 = one 10-minute point per second).' },
   { env: 'SIM_INITIAL_PUSD', type: 'decimal', default: '10000', description: 'pUSD every provisioned user starts with on the simulated venue (dollars).' },
-  { env: 'SIM_MAKER_LEVELS', type: 'int', default: '5', min: 1, max: 50, description: 'Price levels the simulated market maker quotes on each side of every book.' },
-  { env: 'SIM_MAKER_REFILL_MS', type: 'int', default: '5000', min: 0, max: 3600000, description: 'Delay before the market maker refills a book after its quotes were taken (ms).' },
+  { env: 'SIM_MAKER_LEVELS', type: 'int', default: '5', min: 1, max: 50, description: 'Price levels the simulated liquidity provider quotes on each side of every book.' },
+  { env: 'SIM_MAKER_REFILL_MS', type: 'int', default: '5000', min: 0, max: 3600000, description: 'Delay before the simulated liquidity provider refills a book after its quotes were taken (ms).' },
   { env: 'RATE_LIMIT_PER_MIN', type: 'int', default: '600', min: 0, max: 10000000, description: 'Requests per minute per API key (per client address for public routes); beyond it 429 with Retry-After. 0 turns rate limiting off (benchmarks).' },
   { env: 'BODY_LIMIT_BYTES', type: 'int', default: '65536', min: 1024, max: 10485760, description: 'Largest accepted JSON request body; larger bodies answer 413.' },
 ] as const satisfies readonly SettingSpec[];
@@ -63,8 +63,8 @@ export interface Config {
   simReplay: boolean;
   simReplaySpeed: number;
   simInitialPusd: string;
-  simMakerLevels: number;
-  simMakerRefillMs: number;
+  simLiquidityLevels: number;
+  simLiquidityRefillMs: number;
 }
 
 /** A configuration value that does not validate; its message names the variable. */
@@ -143,7 +143,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     simReplay: values.SIM_REPLAY === 'on',
     simReplaySpeed: values.SIM_REPLAY_SPEED as number,
     simInitialPusd: values.SIM_INITIAL_PUSD as string,
-    simMakerLevels: values.SIM_MAKER_LEVELS as number,
-    simMakerRefillMs: values.SIM_MAKER_REFILL_MS as number,
+    simLiquidityLevels: values.SIM_MAKER_LEVELS as number,
+    simLiquidityRefillMs: values.SIM_MAKER_REFILL_MS as number,
   };
 }

@@ -8,10 +8,10 @@ import { dec, Dec, SIZE_DP, str } from './decimal.js';
 import { ApiError, DuplicateKeyError, errors } from './errors.js';
 import type { Logger } from './logger.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
-import { insufficientBalanceMessage, notEnoughSharesMessage, type SimVenue } from './venue/sim-venue.js';
+import { insufficientBalanceMessage, notEnoughSharesMessage } from './venue/ledger.js';
+import type { VenuePort, VenueReport } from './venue/port.js';
 
 export { insufficientBalanceMessage, notEnoughSharesMessage };
-import type { VenueReport } from './venue/port.js';
 
 export const ORDER_MACHINE_ID = 'order';
 const MIN_MARKET_USD = dec(1);
@@ -109,7 +109,7 @@ export class OrderService {
   constructor(
     private readonly host: ActorHost,
     private readonly actors: ActorRepository,
-    private readonly venue: SimVenue,
+    private readonly venue: VenuePort,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {

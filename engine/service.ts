@@ -17,6 +17,7 @@ import { OrderService } from './orders.js';
 import { StrategyService } from './strategies.js';
 import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
+import type { VenuePort } from './venue/port.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -30,7 +31,8 @@ export interface Services {
   keys: ApiKeyService;
   users: UserService;
   catalogue: Catalogue;
-  venue: SimVenue;
+  /** The venue, through its port only (the simulated one here). */
+  venue: VenuePort;
   orders: OrderService;
   strategies: StrategyService;
   idempotency: IdempotencyService;
@@ -72,7 +74,7 @@ export async function startServices(config: Config, log: Logger, options: StartO
   const catalogue = options.catalogue ?? loadCatalogue();
   const venue = await SimVenue.open({
     catalogue, store, clock, log,
-    initialPusd: config.simInitialPusd, makerLevels: config.simMakerLevels, refillMs: config.simMakerRefillMs,
+    initialPusd: config.simInitialPusd, liquidityLevels: config.simLiquidityLevels, refillMs: config.simLiquidityRefillMs,
     replay: config.simReplay, replaySpeed: config.simReplaySpeed,
   });
   const orders = new OrderService(host, actors, venue, clock, log);

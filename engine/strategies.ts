@@ -18,7 +18,7 @@ import type { Logger } from './logger.js';
 import { centsMessage, insufficientBalanceMessage, notEnoughSharesMessage, type OrderService } from './orders.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
 import { TriggerIndex } from './triggers.js';
-import type { SimVenue } from './venue/sim-venue.js';
+import type { VenuePort } from './venue/port.js';
 
 const PRICE_MIN = dec('0.001');
 const PRICE_MAX = dec('0.999');
@@ -158,7 +158,7 @@ export class StrategyService {
     private readonly host: ActorHost,
     private readonly actors: ActorRepository,
     private readonly orders: OrderService,
-    private readonly venue: SimVenue,
+    private readonly venue: VenuePort,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {

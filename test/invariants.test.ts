@@ -21,7 +21,7 @@ describe('checkInvariants', () => {
     await tr.post('alice', { symbol: token, side: 'sell', type: 'LIMIT', price: px(f.ask + 0.05), size: '5' });
     await tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(f.bid - 0.05), size: '5' });
     expect((await tr.post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: '0.05', size: '5' })).status).toBe(200);
-    wallets = (svc.services.venue as unknown as { wallets: typeof wallets }).wallets;
+    wallets = (svc.services.venue as unknown as { ledger: { wallets: typeof wallets } }).ledger.wallets;
     userId = [...wallets.keys()].find((u) => wallets.get(u)!.positions.size > 0)!;
   });
   afterAll(() => svc.close());

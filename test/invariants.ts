@@ -37,7 +37,7 @@
 import { Dec } from '../engine/decimal.js';
 import type { Services } from '../engine/service.js';
 import type { ActorRecord } from '../engine/store/actors.js';
-import { MAKER_ID } from '../engine/venue/sim-venue.js';
+import { LIQUIDITY_PROVIDER_ID as MAKER_ID } from '../engine/venue/ledger.js';
 
 export interface InvariantOptions {
   /** Ids (order_id, record_id, bracket_id) the test got a 2xx for. */
@@ -65,6 +65,23 @@ interface VenueInternals {
   books: Map<string, { all(): Iterable<RestingLike> }>;
   journalTail: Promise<unknown>;
 }
+
+/** The simulated venue's state, read from its parts (ledger, matching engine, journal). */
+function internalsOf(services: Services): VenueInternals {
+  const v = services.venue as unknown as {
+    ledger: { wallets: Map<string, WalletLike> };
+    matching: { orders: Map<string, VenueEntryLike>; books: Map<string, { all(): Iterable<RestingLike> }> };
+    journal: { written(): Promise<unknown> };
+  };
+  return {
+    wallets: v.ledger.wallets,
+    orders: v.matching.orders,
+    books: v.matching.books,
+    get journalTail() {
+      return v.journal.written();
+    },
+  };
+}
 interface HostInternals { queues: Map<string, Promise<unknown>>; mailboxes: Map<string, unknown[]> }
 
 const d = (x: string | number | Dec) => new Dec(x);
@@ -73,7 +90,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Waits until nothing is in flight: strategy commands, actor queues, the venue journal. */
 export async function waitIdle(services: Services, timeoutMs = 5000): Promise<void> {
   const host = services.host as unknown as HostInternals;
-  const venue = services.venue as unknown as VenueInternals;
+  const venue = internalsOf(services);
   const end = performance.now() + timeoutMs;
   let quiet = 0;
   while (performance.now() < end && quiet < 3) {
@@ -89,7 +106,7 @@ export async function waitIdle(services: Services, timeoutMs = 5000): Promise<vo
 async function violations(services: Services, opts: InvariantOptions): Promise<string[]> {
   const out: string[] = [];
   const skip = new Set(opts.skip ?? []);
-  const venue = services.venue as unknown as VenueInternals;
+  const venue = internalsOf(services);
   const actorsCol = await services.store.collection<Omit<ActorRecord, 'view'>>('actors');
   const records = await actorsCol.find({});
   const byId = new Map(records.map((r) => [r._id, r]));

@@ -7,7 +7,7 @@ import { page, pageQuery } from '../paging.js';
 /** GET /v2/trade/markets: the venue's markets in catalogue order (offset/limit, limit ≤ 500). */
 export const markets: Handler = async ({ req, services }) => {
   const p = pageQuery(req, 500);
-  const all = services.catalogue.markets;
+  const all = services.venue.markets();
   const items = all.slice(p.offset, p.offset + p.limit).map((m) => ({
     condition_id: m.conditionId,
     question: m.question,

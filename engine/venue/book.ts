@@ -27,7 +27,7 @@ export function priceKey(price: Dec): number {
 /**
  * Central limit order book of one outcome token with price-time priority. Bids best (highest)
  * first, asks best (lowest) first; orders within a level in arrival order. Pure data structure:
- * the venue does the matching and the accounting.
+ * the matching engine (`matching.ts`) does the matching, the ledger (`ledger.ts`) the accounting.
  */
 export class OrderBook {
   readonly bids: PriceLevel[] = [];
@@ -57,6 +57,7 @@ export class OrderBook {
     this.index.set(order.orderId, order);
   }
 
+  /** The resting order `orderId`, or undefined. */
   get(orderId: string): Resting | undefined {
     return this.index.get(orderId);
   }
@@ -96,6 +97,7 @@ export class OrderBook {
       .map((l) => ({ price: l.price, size: l.orders.reduce((s, o) => s.plus(o.remaining), l.orders[0]!.remaining.times(0)) }));
   }
 
+  /** Number of resting orders (both sides). */
   get size(): number {
     return this.index.size;
   }

@@ -2,32 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dec, type Dec } from '../decimal.js';
+import type { MarketInfo, TokenInfo } from './port.js';
 
-/** One outcome token: an order book of its own. */
-export interface TokenInfo {
-  tokenId: string;
-  outcome: string;
-  conditionId: string;
-  question: string;
-  /** Reference price the market maker quotes around (decimal probability). */
+/** A token of the catalogue: what the port tells of it, plus the price the liquidity provider starts from. */
+export interface CatalogueToken extends TokenInfo {
+  /** Reference price the liquidity provider quotes around at start (decimal probability). */
   referencePrice: Dec;
-  tickSize: Dec;
-  /** Minimum size of a resting order, shares. */
-  minSize: Dec;
-  /** The other outcome token of the market. */
-  complementTokenId: string;
-}
-
-/** One market (condition) with its two outcome tokens. */
-export interface MarketInfo {
-  conditionId: string;
-  question: string;
-  slug: string;
-  endDateIso: string | null;
-  tickSize: Dec;
-  minSize: Dec;
-  negRisk: boolean;
-  tokens: { tokenId: string; outcome: string; price: Dec }[];
 }
 
 /** A recorded price path: unix seconds → decimal probability. */
@@ -36,10 +16,10 @@ export interface PricePath {
   points: { tSec: number; price: Dec }[];
 }
 
-/** The venue's catalogue: markets in file order, tokens by id. */
+/** The simulated venue's catalogue: markets in file order, tokens by id, the replayed price path. */
 export interface Catalogue {
   markets: MarketInfo[];
-  tokens: Map<string, TokenInfo>;
+  tokens: Map<string, CatalogueToken>;
   replay: PricePath;
 }
 
@@ -53,7 +33,9 @@ function dataFile(name: string): string {
   throw new Error(`data file ${name} not found in the project's data/ folder`);
 }
 
+/** The captured markets (file name in `data/`). */
 export const MARKETS_FILE = 'markets-2026-02-08.json';
+/** The MSTR token's recorded 10-minute price history (file name in `data/`). */
 export const REPLAY_FILE = 'prices-history-mstr-10min-2026-01-07_2026-02-07.json';
 
 interface RawMarket {
@@ -107,7 +89,7 @@ export function loadCatalogue(): Catalogue {
       ],
     });
   }
-  const tokens = new Map<string, TokenInfo>();
+  const tokens = new Map<string, CatalogueToken>();
   for (const m of markets) {
     for (const [i, t] of m.tokens.entries()) {
       tokens.set(t.tokenId, {

@@ -1,11 +1,16 @@
 /**
- * Venue port (issue 3, deliverable 1). Orders go out as commands; the venue answers with
+ * Venue port (issue 3, deliverable 1; issue 13). Orders go out as commands; the venue answers with
  * past-tense reports on one stream (NautilusTrader-style), so a real venue adapter can replace the
- * simulated one without touching machines or API. Quantities are decimal strings: prices in
- * decimal probability, sizes in shares, amounts in dollars (pUSD).
+ * simulated one without touching machines or API: the engine and the API depend on this port
+ * only. Quantities in commands, reports and views are decimal strings: prices in decimal
+ * probability, sizes in shares, amounts in dollars (pUSD). The reads the engine computes with
+ * (market data, ledger reads) are exact decimals ({@link Dec}).
  */
+import type { Dec } from '../decimal.js';
 
+/** Side of an order: buy or sell outcome shares. */
 export type Side = 'buy' | 'sell';
+/** GTC and GTD rest until done (GTD is expired by the client); IOC fills what it can now; FOK all or nothing. */
 export type TimeInForce = 'GTC' | 'GTD' | 'IOC' | 'FOK';
 
 /** A new order for the venue. `orderId` is the idempotency key: submitting it twice is a no-op. */
@@ -33,11 +38,15 @@ export interface FillReport {
   orderId: string;
   /** Unique per trade and side; duplicates must be ignored by the receiver. */
   tradeId: string;
+  /** Trade price (the resting order's), decimal probability. */
   price: string;
+  /** Shares traded. */
   size: string;
+  /** Whether this order was resting (maker) or incoming (taker) in the trade. */
   liquidity: 'maker' | 'taker';
   /** True on the fill that completes the order (nothing left to trade). */
   completes: boolean;
+  /** When the venue traded, epoch ms. */
   atMs: number;
 }
 
@@ -78,6 +87,67 @@ export interface WalletView {
   positions: { tokenId: string; size: string; reserved: string; available: string; costUsd: string }[];
 }
 
+/** An outcome token: an order book of its own. */
+export interface TokenInfo {
+  tokenId: string;
+  /** Outcome name ("Yes", "No", …). */
+  outcome: string;
+  /** The market (condition) the token belongs to. */
+  conditionId: string;
+  question: string;
+  /** Price step, decimal probability (0.01 or 0.001). */
+  tickSize: Dec;
+  /** Minimum size of a resting order, shares. */
+  minSize: Dec;
+  /** The other outcome token of the market. */
+  complementTokenId: string;
+}
+
+/** One market (condition) with its outcome tokens. */
+export interface MarketInfo {
+  conditionId: string;
+  question: string;
+  slug: string;
+  /** End date as an ISO 8601 string, or null when the market has none. */
+  endDateIso: string | null;
+  /** Price step, decimal probability. */
+  tickSize: Dec;
+  /** Minimum size of a resting order, shares. */
+  minSize: Dec;
+  negRisk: boolean;
+  /** Its tokens with their recorded price (decimal probability). */
+  tokens: { tokenId: string; outcome: string; price: Dec }[];
+}
+
+/** Best bid and best ask of a token (decimal probability); undefined for an empty side. */
+export interface Touch {
+  bid: Dec | undefined;
+  ask: Dec | undefined;
+}
+
+/** What a user may still commit on one token (ledger read for pre-trade checks). */
+export interface Available {
+  /** Free pUSD (balance − reserved), dollars. */
+  usd: Dec;
+  /** Free shares (held − reserved by open sells). */
+  shares: Dec;
+  /** Shares held. */
+  held: Dec;
+  /** Shares reserved by open sells. */
+  reservedShares: Dec;
+}
+
+/** Whether the venue can make its operations durable (GET /healthz). */
+export interface VenueHealth {
+  /** False while the venue cannot record operations (the API then answers venue operations 503). */
+  ok: boolean;
+  /** Operations accepted in memory and not yet recorded. */
+  pendingWrites: number;
+  /** The last failure still outstanding, or null. */
+  error: string | null;
+}
+
+/** What the engine and the API need of a venue: commands, reports, market data and ledger reads. */
 export interface VenuePort {
   /** Accepts a new order; reports follow on the stream before the promise resolves. */
   submit(order: VenueOrder): Promise<void>;
@@ -92,10 +162,24 @@ export interface VenuePort {
    * (no reconciliation will ask for it again). Ignored while the order still works.
    */
   release(orderId: string): void;
+  /** Order book of `tokenId`, at most `depth` levels per side; null for an unknown token. */
   book(tokenId: string, depth?: number): BookView | null;
+  /** Best bid and ask of `tokenId` (empty for an unknown token). */
+  touch(tokenId: string): Touch;
+  /** The token `tokenId`, or undefined when the venue does not list it. */
+  token(tokenId: string): TokenInfo | undefined;
+  /** Every market the venue lists, in the venue's order. */
+  markets(): readonly MarketInfo[];
+  /** Balances and positions of `userId`. */
   wallet(userId: string): WalletView;
+  /** Free pUSD and free shares of `tokenId` of `userId`. */
+  available(userId: string, tokenId: string): Available;
+  /** Whether operations are being recorded; read on every order and by /healthz. */
+  readonly health: VenueHealth;
   /** Subscribes to reports. */
   onReport(listener: (r: VenueReport) => void): void;
   /** Subscribes to book changes (token id), after each venue operation. */
   onBook(listener: (tokenId: string) => void): void;
+  /** Stops background work and waits until everything accepted is recorded (shutdown). */
+  close(): Promise<void>;
 }

@@ -3,8 +3,8 @@ import type { StrategyContext } from '../../machines/strategy-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
- * Scenario tests of the managed strategies (issue 5) on static books (SIM_REPLAY=off, no maker
- * refill): a second user ("bob") moves the touch by trading, as a partner would see it.
+ * Scenario tests of the managed strategies (issue 5) on static books (SIM_REPLAY=off, no liquidity
+ * provider refill): a second user ("bob") moves the touch by trading, as a partner would see it.
  */
 /** A price as the API writes it (decimal string, no trailing zeros). */
 const px = (x: number) => String(Number(x.toFixed(2)));

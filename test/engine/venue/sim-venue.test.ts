@@ -10,6 +10,7 @@ import type { Store } from '../../../engine/store/port.js';
 import { FailingStore } from '../store/failing-collections.js';
 import type { Catalogue } from '../../../engine/venue/markets.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
+import type { Ledger } from '../../../engine/venue/ledger.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
 
 const A = '111';
@@ -33,22 +34,22 @@ function order(userId: string, side: 'buy' | 'sell', price: string | null, size:
   return { orderId: `ord_${++n}`, userId, tokenId: A, side, kind: price === null ? 'market' : 'limit', price, size, quoteAmount: null, timeInForce: 'GTC', postOnly: false, ...extra };
 }
 
-async function openVenue(opts: { dir?: string | null; makerLevels?: number; initial?: string; store?: Store } = {}) {
+async function openVenue(opts: { dir?: string | null; liquidityLevels?: number; initial?: string; store?: Store } = {}) {
   const store = opts.store ?? (await EmbeddedStore.open(opts.dir ?? null));
   const venue = await SimVenue.open({
     catalogue: catalogue(), store, clock: new ManualClock(1_000), log: createLogger('silent'),
-    initialPusd: opts.initial ?? '1000', makerLevels: opts.makerLevels ?? 0, refillMs: 60_000, replay: false, replaySpeed: 1,
+    initialPusd: opts.initial ?? '1000', liquidityLevels: opts.liquidityLevels ?? 0, refillMs: 60_000, replay: false, replaySpeed: 1,
   });
   const reports: VenueReport[] = [];
   venue.onReport((r) => reports.push(r));
   return { store, venue, reports };
 }
 
-/** Gives `user` shares of A by crossing a resting sell of the maker-less book from `seller`… */
+/** Gives `user` shares of A by crossing a resting sell of the liquidity-less book from `seller`… */
 async function seedShares(venue: SimVenue, user: string, size: string, price = '0.5') {
   // a short-lived counterparty: buys cannot happen without a seller, so mint through a fill
   const seller = `seed-${user}`;
-  (venue as unknown as { walletOf(u: string): { positions: Map<string, unknown> } }).walletOf(seller).positions.set(A, { shares: dec(size), reserved: dec(0), cost: dec(0) });
+  (venue as unknown as { ledger: Ledger }).ledger.walletOf(seller).positions.set(A, { shares: dec(size), reserved: dec(0), cost: dec(0) });
   await venue.submit(order(seller, 'sell', price, size));
   await venue.submit(order(user, 'buy', price, size));
 }
@@ -160,8 +161,8 @@ describe('simulated venue: matching engine', () => {
     expect(venue.wallet('b').pusd.reserved).toBe('4');
   });
 
-  it('the maker seeds several levels each side around the reference, never crossed or locked', async () => {
-    const { venue } = await openVenue({ makerLevels: 5 });
+  it('the liquidity provider seeds several levels each side around the reference, never crossed or locked', async () => {
+    const { venue } = await openVenue({ liquidityLevels: 5 });
     const book = venue.book(A)!;
     expect(book.bids.map((l) => l.price)).toEqual(['0.49', '0.48', '0.47', '0.46', '0.45']);
     expect(book.asks.map((l) => l.price)).toEqual(['0.51', '0.52', '0.53', '0.54', '0.55']);
@@ -172,8 +173,8 @@ describe('simulated venue: matching engine', () => {
     expect(moved.bids[0]!.price).toBe('0.59');
   });
 
-  it('a maker re-quote takes user orders its new prices cross (how the replay moves hit orders)', async () => {
-    const { venue, reports } = await openVenue({ makerLevels: 3 });
+  it('a liquidity provider re-quote takes user orders its new prices cross (how the replay moves hit orders)', async () => {
+    const { venue, reports } = await openVenue({ liquidityLevels: 3 });
     const o = order('b', 'buy', '0.5', '10');
     await venue.submit(o); // rests inside the spread
     await venue.setReference(A, dec('0.45'));

@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { Dec, dec, str } from '../decimal.js';
+import { LIQUIDITY_PROVIDER_ID } from './ledger.js';
+import type { Catalogue, CatalogueToken } from './markets.js';
+import type { MatchingEngine, Tx } from './matching.js';
+import type { Side } from './port.js';
+
+/** Deterministic pseudo-random integer in [0, n) from a string. */
+function hashInt(s: string, n: number): number {
+  return createHash('sha1').update(s).digest().readUInt32BE(0) % n;
+}
+
+/** Options of the simulated liquidity provider (from SIM_* settings). */
+export interface LiquidityOptions {
+  catalogue: Catalogue;
+  clock: Clock;
+  /** Price levels quoted per side of every book (SIM_MAKER_LEVELS). */
+  levels: number;
+  /** Delay before a book whose quotes were taken is refilled, ms (SIM_MAKER_REFILL_MS). */
+  refillMs: number;
+  /** Whether the MSTR token follows its recorded path (SIM_REPLAY). */
+  replay: boolean;
+  /** Recorded seconds per real second (SIM_REPLAY_SPEED). */
+  replaySpeed: number;
+  /** How often the replay checks for a new recorded price, ms (default 1,000). */
+  replayTickMs?: number;
+  /** Runs a venue operation nobody awaits (the facade's in memory → journal → reports path). */
+  run: (fn: (tx: Tx) => void) => void;
+}
+
+/**
+ * The simulated liquidity provider (account {@link LIQUIDITY_PROVIDER_ID}, unlimited inventory,
+ * never persisted): quotes a ladder of `levels` price levels each side, one tick apart, around
+ * every token's reference price (sizes 50–3,600 shares, growing with distance from the touch);
+ * re-quotes a book `refillMs` after its quotes were taken; and, with replay on, moves the MSTR
+ * token's reference along its recorded path (its complement token the other way), re-quoting both.
+ * Its quotes go through the same matching as user orders, so it is never crossed or locked and
+ * its re-quotes take the user orders they cross (which is how the path hits resting orders).
+ */
+export class LiquidityProvider {
+  /** Reference price by token, decimal probability. */
+  private readonly references = new Map<string, Dec>();
+  private readonly refillTimers = new Map<string, NodeJS.Timeout>();
+  private replayTimer: NodeJS.Timeout | null = null;
+  /** Last quote number (quote order ids are `mm-<n>`). */
+  private quoteSeq = 0;
+
+  constructor(
+    private readonly o: LiquidityOptions,
+    private readonly matching: MatchingEngine,
+  ) {
+    for (const t of o.catalogue.tokens.values()) this.references.set(t.tokenId, t.referencePrice);
+  }
+
+  /** Quotes every book (after recovery) and, with replay on, starts following the recorded path. */
+  start(): void {
+    if (this.o.replay) this.applyReplay(true);
+    this.o.run((tx) => {
+      for (const tokenId of this.matching.tokenIds()) this.requote(tx, tokenId);
+    });
+    if (this.o.replay) {
+      this.replayTimer = setInterval(() => this.applyReplay(false), this.o.replayTickMs ?? 1000);
+      this.replayTimer.unref();
+    }
+  }
+
+  /** Stops the replay and pending refills. */
+  stop(): void {
+    if (this.replayTimer) clearInterval(this.replayTimer);
+    for (const t of this.refillTimers.values()) clearTimeout(t);
+  }
+
+  /** Sets a token's reference price (decimal probability); the caller re-quotes it. */
+  setReference(tokenId: string, price: Dec): void {
+    this.references.set(tokenId, price);
+  }
+
+  /** Schedules a refill of every book where the operation `tx` took quotes of the provider. */
+  refillAfter(tx: Tx): void {
+    for (const tokenId of tx.liquidityTaken) this.scheduleRefill(tokenId);
+  }
+
+  /** The ladder for a token around its reference price: [side, price, size][]. */
+  private ladder(info: CatalogueToken): [Side, Dec, Dec][] {
+    const ref = this.references.get(info.tokenId) ?? info.referencePrice;
+    const tick = info.tickSize;
+    const lo = tick;
+    const hi = dec(1).minus(tick);
+    const mid = ref.div(tick).toDecimalPlaces(0, Dec.ROUND_HALF_EVEN).times(tick);
+    const out: [Side, Dec, Dec][] = [];
+    for (let k = 1; k <= this.o.levels; k++) {
+      const bid = mid.minus(tick.times(k));
+      const ask = mid.plus(tick.times(k));
+      const sizeOf = (side: string) => dec(50 + 25 * hashInt(`${info.tokenId}:${side}:${k}`, 40)).times(k === 1 ? 1 : 1 + k / 2).toDecimalPlaces(0);
+      if (bid.gte(lo)) out.push(['buy', bid, sizeOf('b')]);
+      if (ask.lte(hi)) out.push(['sell', ask, sizeOf('a')]);
+    }
+    return out;
+  }
+
+  /** Replaces the provider's quotes on one token (its new quotes may take crossing user orders). */
+  requote(tx: Tx, tokenId: string): void {
+    const info = this.o.catalogue.tokens.get(tokenId);
+    if (!info || !this.matching.withdrawQuotes(tx, tokenId)) return;
+    for (const [side, price, size] of this.ladder(info)) {
+      this.matching.quote(tx, {
+        orderId: `mm-${++this.quoteSeq}`, userId: LIQUIDITY_PROVIDER_ID, tokenId, side, kind: 'limit', price: str(price), size: str(size), quoteAmount: null, timeInForce: 'GTC', postOnly: false,
+      }, price, size);
+    }
+  }
+
+  private scheduleRefill(tokenId: string): void {
+    if (this.refillTimers.has(tokenId)) return;
+    const t = setTimeout(() => {
+      this.refillTimers.delete(tokenId);
+      this.o.run((tx) => this.requote(tx, tokenId));
+    }, this.o.refillMs);
+    t.unref();
+    this.refillTimers.set(tokenId, t);
+  }
+
+  /** Recorded price of the replay token now: wall time maps onto the path, looping. */
+  private replayPrice(): Dec {
+    const pts = this.o.catalogue.replay.points;
+    const first = pts[0]!.tSec;
+    const span = pts[pts.length - 1]!.tSec - first;
+    const recorded = first + ((this.o.clock.now() / 1000) * this.o.replaySpeed) % span;
+    let lo = 0;
+    let hi = pts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (pts[mid]!.tSec <= recorded) lo = mid;
+      else hi = mid - 1;
+    }
+    return pts[lo]!.price;
+  }
+
+  private applyReplay(initial: boolean): void {
+    const tokenId = this.o.catalogue.replay.tokenId;
+    const info = this.o.catalogue.tokens.get(tokenId);
+    if (!info) return;
+    const p = this.replayPrice();
+    if (!initial && this.references.get(tokenId)?.eq(p)) return;
+    this.references.set(tokenId, p);
+    this.references.set(info.complementTokenId, dec(1).minus(p));
+    if (!initial) {
+      this.o.run((tx) => {
+        this.requote(tx, tokenId);
+        this.requote(tx, info.complementTokenId);
+      });
+    }
+  }
+}

@@ -1,0 +1,385 @@
+import { Dec, dec, SIZE_DP, str, ZERO } from '../decimal.js';
+import { OrderBook, priceKey, type Resting } from './book.js';
+import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
+import type { FillReport, Side, TokenInfo, Touch, VenueOrder, VenueOrderState, VenueReport } from './port.js';
+
+/**
+ * What one venue operation did, collected while it runs in memory: the facade then journals the
+ * touched users and orders, emits the reports in order and notifies the touched books.
+ */
+export interface Tx {
+  /** The operation's journal sequence number (also names its trades: `T<seq>-<n>`). */
+  seq: number;
+  /** When the operation ran, epoch ms. */
+  atMs: number;
+  /** Users whose wallet changed (insertion order = journal row order). */
+  users: Set<string>;
+  /** Orders whose state changed (insertion order = journal row order). */
+  orders: Set<string>;
+  /** Tokens whose book changed. */
+  tokens: Set<string>;
+  /** Reports, in the order they go out. */
+  reports: VenueReport[];
+  /** Trades so far in this operation. */
+  trades: number;
+  /** Tokens where quotes of the liquidity provider were taken (it refills them later). */
+  liquidityTaken: Set<string>;
+}
+
+/** A fresh, empty transaction. @param atMs epoch ms. */
+export function newTx(seq: number, atMs: number): Tx {
+  return { seq, atMs, users: new Set(), orders: new Set(), tokens: new Set(), reports: [], trades: 0, liquidityTaken: new Set() };
+}
+
+/** The venue's record of a user order (with what it still reserves). */
+export interface OrderEntry extends Reservation {
+  order: VenueOrder;
+  status: VenueOrderState['status'];
+  /** Shares left (limit and market sell); null for a market buy. */
+  remaining: Dec | null;
+  fills: FillReport[];
+  final: VenueReport | null;
+  /** Last change, epoch ms. */
+  updatedAtMs: number;
+  /** Time priority when resting. */
+  seq: number;
+  /** The order's actor recorded its final state: the next checkpoint forgets the order. */
+  released?: boolean;
+}
+
+/** A serialized order, as written to the journal and checkpoints (decimal strings: shares, dollars). */
+export interface OrderRow {
+  order: VenueOrder;
+  status: OrderEntry['status'];
+  remaining: string | null;
+  reservedUsd: string;
+  reservedShares: string;
+  fills: FillReport[];
+  final: VenueReport | null;
+  updatedAtMs: number;
+  seq: number;
+}
+
+/**
+ * The matching engine: one central limit order book per outcome token (see {@link OrderBook}) and
+ * the record of every user order it knows. Price-time priority, fills at the resting order's
+ * price; GTC/GTD rest, IOC fills what crosses and cancels the rest, FOK is all or nothing, market
+ * orders are IOC (a market buy spends a dollar amount); post-only orders that would take are
+ * rejected; the market's tick and price range are enforced. Self-trade prevention: an incoming
+ * order never trades with a resting order of the same user; that resting order is cancelled
+ * (reason `self-trade prevention`) and matching goes on.
+ *
+ * Pure and in memory: no I/O, no timers. Every change goes into the operation's {@link Tx};
+ * balances change only through the {@link Ledger}. Decimal arithmetic only.
+ */
+export class MatchingEngine {
+  private readonly books = new Map<string, OrderBook>();
+  private readonly orders = new Map<string, OrderEntry>();
+  /** Last time-priority sequence number given to an order. */
+  private seq = 0;
+
+  /**
+   * @param tokens the tradable tokens: one book each.
+   * @param now epoch ms, stamped on new order records.
+   */
+  constructor(
+    private readonly tokens: ReadonlyMap<string, TokenInfo>,
+    private readonly ledger: Ledger,
+    private readonly now: () => number,
+  ) {
+    for (const tokenId of tokens.keys()) this.books.set(tokenId, new OrderBook(tokenId));
+  }
+
+  // ---- reads ------------------------------------------------------------------------------
+
+  /** Token ids, one per book. */
+  tokenIds(): IterableIterator<string> {
+    return this.books.keys();
+  }
+
+  /** Aggregated levels of `tokenId` (best first, at most `maxLevels` per side), or null when unknown. */
+  depth(tokenId: string, maxLevels: number): { bids: { price: Dec; size: Dec }[]; asks: { price: Dec; size: Dec }[] } | null {
+    const book = this.books.get(tokenId);
+    return book ? { bids: book.depth('buy', maxLevels), asks: book.depth('sell', maxLevels) } : null;
+  }
+
+  /** Best bid and ask of `tokenId`. */
+  touch(tokenId: string): Touch {
+    const b = this.books.get(tokenId);
+    return { bid: b?.best('buy'), ask: b?.best('sell') };
+  }
+
+  /** Whether the engine knows `orderId` (submitting it again is then a no-op). */
+  has(orderId: string): boolean {
+    return this.orders.has(orderId);
+  }
+
+  /** What the engine knows of `orderId`, or null. */
+  state(orderId: string): VenueOrderState | null {
+    const e = this.orders.get(orderId);
+    return e ? { status: e.status, fills: [...e.fills], final: e.final } : null;
+  }
+
+  /** Marks a finished order as released (forgotten at the next checkpoint); ignored while open. */
+  release(orderId: string): void {
+    const e = this.orders.get(orderId);
+    if (e && e.status !== 'open') e.released = true;
+  }
+
+  /** Number of order records held. */
+  get size(): number {
+    return this.orders.size;
+  }
+
+  /** Last time-priority sequence number given (persisted with checkpoints). */
+  get orderSeq(): number {
+    return this.seq;
+  }
+
+  // ---- commands ---------------------------------------------------------------------------
+
+  /** Places a user order: checks, reserves through the ledger, matches, rests or ends it. */
+  place(tx: Tx, order: VenueOrder): void {
+    const info = this.tokens.get(order.tokenId);
+    const reject = (error: string, reason: string) => {
+      const e = this.newEntry(order, 'rejected', null);
+      e.final = { type: 'venue.rejected', orderId: order.orderId, error, reason, atMs: tx.atMs };
+      tx.orders.add(order.orderId);
+      tx.reports.push(e.final);
+    };
+    if (!info) return reject('invalid_request', `unknown token ${order.tokenId}`);
+    const book = this.books.get(order.tokenId)!;
+    this.ledger.walletOf(order.userId); // a user's first order opens the wallet, even a refused one
+    const price = order.price === null ? null : dec(order.price);
+    const size = order.size === null ? null : dec(order.size);
+    if (price && (price.lt(info.tickSize) || price.gt(dec(1).minus(info.tickSize)) || !price.mod(info.tickSize).isZero())) {
+      return reject('invalid_request', `price ${order.price} is not on the tick ${str(info.tickSize)} within (0, 1)`);
+    }
+    if (order.postOnly && price) {
+      const opp = book.best(order.side === 'buy' ? 'sell' : 'buy');
+      if (opp && (order.side === 'buy' ? opp.lte(price) : opp.gte(price))) return reject('order crosses book', 'post-only order would take liquidity');
+    }
+    const need = this.ledger.requirement(order, price, size);
+    if ('error' in need) return reject(need.error, need.reason);
+    // FOK: all or nothing against what could trade (own orders excluded).
+    if (order.timeInForce === 'FOK' && !this.fillable(book, order, price, size!)) {
+      const e = this.newEntry(order, 'canceled', size);
+      e.final = { type: 'venue.canceled', orderId: order.orderId, reason: 'FOK order could not be filled in full', atMs: tx.atMs };
+      tx.orders.add(order.orderId);
+      tx.reports.push({ type: 'venue.accepted', orderId: order.orderId, atMs: tx.atMs, resting: false }, e.final);
+      return;
+    }
+    const e = this.newEntry(order, 'open', size);
+    this.ledger.reserve(order, e, need);
+    tx.users.add(order.userId);
+    tx.orders.add(order.orderId);
+    const willRest = order.kind === 'limit' && (order.timeInForce === 'GTC' || order.timeInForce === 'GTD');
+    tx.reports.push({ type: 'venue.accepted', orderId: order.orderId, atMs: tx.atMs, resting: willRest });
+    const quoteLeft = this.match(tx, book, e, price);
+    if (e.status !== 'open') return; // filled in full
+    if (willRest && e.remaining!.gt(0)) {
+      this.rest(book, e, price!);
+      tx.tokens.add(order.tokenId);
+      return;
+    }
+    const ioc = order.kind === 'market' ? 'market orders are IOC' : 'IOC';
+    if (e.fills.length === 0) {
+      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: order.orderId, reason: `no liquidity at an acceptable price (${ioc})`, atMs: tx.atMs });
+    } else if (quoteLeft && !(book.head('sell') === undefined && quoteLeft.gte(dec('0.01')))) {
+      // A market buy that spent its amount, up to less than one hundredth of a share: complete.
+      e.fills[e.fills.length - 1]!.completes = true;
+      this.close(tx, e, 'filled', null);
+    } else {
+      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: order.orderId, reason: `unfilled remainder canceled (${ioc})`, atMs: tx.atMs });
+    }
+  }
+
+  /** Cancels an open order (`venue.canceled` with `reason`); nothing when it is not open. */
+  cancel(tx: Tx, orderId: string, reason: string): void {
+    const e = this.orders.get(orderId);
+    if (!e || e.status !== 'open') return;
+    this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId, reason, atMs: tx.atMs });
+  }
+
+  /** Expires an open order (`venue.expired`); nothing when it is not open. */
+  expire(tx: Tx, orderId: string): void {
+    const e = this.orders.get(orderId);
+    if (!e || e.status !== 'open') return;
+    this.close(tx, e, 'expired', { type: 'venue.expired', orderId, atMs: tx.atMs });
+  }
+
+  /**
+   * Removes every resting quote of the liquidity provider from `tokenId`'s book (no reports: its
+   * quotes are not orders anybody follows).
+   * @returns false when the token has no book.
+   */
+  withdrawQuotes(tx: Tx, tokenId: string): boolean {
+    const book = this.books.get(tokenId);
+    if (!book) return false;
+    for (const r of [...book.all()]) if (r.userId === LIQUIDITY_PROVIDER_ID) book.remove(r.orderId);
+    tx.tokens.add(tokenId);
+    return true;
+  }
+
+  /**
+   * Places a quote of the liquidity provider: a GTC limit `order` of `size` shares at `price`
+   * (decimal probability) that trades with the user orders it crosses and rests the rest. No
+   * checks, no reservation, no record (its inventory is unlimited).
+   */
+  quote(tx: Tx, order: VenueOrder, price: Dec, size: Dec): void {
+    const book = this.books.get(order.tokenId)!;
+    const e = this.newEntry(order, 'open', size);
+    this.match(tx, book, e, price);
+    if (e.remaining && e.remaining.gt(0)) this.rest(book, e, price);
+  }
+
+  // ---- matching ---------------------------------------------------------------------------
+
+  private rest(book: OrderBook, e: OrderEntry, price: Dec): void {
+    const o = e.order;
+    book.add({ orderId: o.orderId, userId: o.userId, side: o.side, price, key: priceKey(price), remaining: e.remaining!, seq: e.seq });
+  }
+
+  /** Whether `size` shares could trade now at `price` or better (market: any price). */
+  private fillable(book: OrderBook, order: VenueOrder, price: Dec | null, size: Dec): boolean {
+    let left = size;
+    for (const r of book.walk(order.side === 'buy' ? 'sell' : 'buy')) {
+      if (price && (order.side === 'buy' ? r.price.gt(price) : r.price.lt(price))) break;
+      if (r.userId === order.userId) continue;
+      left = left.minus(r.remaining);
+      if (left.lte(0)) return true;
+    }
+    return false;
+  }
+
+  private newEntry(order: VenueOrder, status: OrderEntry['status'], size: Dec | null): OrderEntry {
+    const e: OrderEntry = {
+      order, status, remaining: size, reservedUsd: ZERO, reservedShares: ZERO, fills: [], final: null,
+      updatedAtMs: this.now(), seq: ++this.seq,
+    };
+    if (order.userId !== LIQUIDITY_PROVIDER_ID) this.orders.set(order.orderId, e);
+    return e;
+  }
+
+  /**
+   * Walks the opposite side while it crosses `limit` (null = market), filling `taker`.
+   * @returns dollars left of a market buy's amount (null for share-sized orders).
+   */
+  private match(tx: Tx, book: OrderBook, taker: OrderEntry, limit: Dec | null): Dec | null {
+    const side = taker.order.side;
+    const opp: Side = side === 'buy' ? 'sell' : 'buy';
+    let quoteLeft = taker.order.kind === 'market' && side === 'buy' ? dec(taker.order.quoteAmount!) : null;
+    for (;;) {
+      const head = book.head(opp);
+      if (!head) break;
+      if (limit && (side === 'buy' ? head.price.gt(limit) : head.price.lt(limit))) break;
+      if (head.userId === taker.order.userId) {
+        const resting = this.orders.get(head.orderId);
+        book.remove(head.orderId);
+        tx.tokens.add(book.tokenId);
+        if (resting) this.close(tx, resting, 'canceled', { type: 'venue.canceled', orderId: head.orderId, reason: 'self-trade prevention', atMs: tx.atMs });
+        continue;
+      }
+      let qty = head.remaining;
+      if (taker.remaining) qty = Dec.min(qty, taker.remaining);
+      if (quoteLeft) qty = Dec.min(qty, quoteLeft.div(head.price).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
+      if (qty.lte(0)) break;
+      this.trade(tx, book, taker, head, qty);
+      if (quoteLeft) quoteLeft = quoteLeft.minus(qty.times(head.price));
+      if (taker.remaining?.lte(0)) break;
+    }
+    return quoteLeft;
+  }
+
+  /** One trade at the resting order's price: fills both sides (taker first) and reports each user side. */
+  private trade(tx: Tx, book: OrderBook, taker: OrderEntry, resting: Resting, qty: Dec): void {
+    const px = resting.price;
+    const tradeId = `T${tx.seq}-${++tx.trades}`;
+    tx.tokens.add(book.tokenId);
+    this.fill(tx, taker, px, qty, `${tradeId}-t`, 'taker');
+    resting.remaining = resting.remaining.minus(qty);
+    const restingEntry = this.orders.get(resting.orderId);
+    if (restingEntry) this.fill(tx, restingEntry, px, qty, `${tradeId}-m`, 'maker');
+    if (resting.remaining.lte(0)) book.remove(resting.orderId);
+    if (resting.userId === LIQUIDITY_PROVIDER_ID) tx.liquidityTaken.add(book.tokenId);
+  }
+
+  /** One side of a trade: settles it in the ledger, records and reports the fill, ends a completed order. */
+  private fill(tx: Tx, e: OrderEntry, px: Dec, qty: Dec, tradeId: string, liquidity: 'maker' | 'taker'): void {
+    const o = e.order;
+    if (o.userId === LIQUIDITY_PROVIDER_ID) return;
+    this.ledger.settle(o, e, px, qty);
+    if (e.remaining) e.remaining = e.remaining.minus(qty);
+    const fill: FillReport = {
+      type: 'venue.filled', orderId: o.orderId, tradeId, price: str(px), size: str(qty), liquidity, completes: e.remaining?.lte(0) ?? false, atMs: tx.atMs,
+    };
+    e.fills.push(fill);
+    e.updatedAtMs = tx.atMs;
+    tx.users.add(o.userId);
+    tx.orders.add(o.orderId);
+    tx.reports.push(fill);
+    if (e.remaining?.lte(0)) this.close(tx, e, 'filled', null);
+  }
+
+  /** Ends an order: releases what it still reserves, leaves the book, records the final report. */
+  private close(tx: Tx, e: OrderEntry, status: OrderEntry['status'], report: VenueReport | null): void {
+    const o = e.order;
+    this.ledger.release(o, e);
+    if (this.books.get(o.tokenId)?.remove(o.orderId)) tx.tokens.add(o.tokenId);
+    e.status = status;
+    e.final = report;
+    e.updatedAtMs = tx.atMs;
+    tx.users.add(o.userId);
+    tx.orders.add(o.orderId);
+    if (report) tx.reports.push(report);
+  }
+
+  // ---- serialization ----------------------------------------------------------------------
+
+  /** Forgets finished orders that were released, or finished more than `retainMs` before `nowMs`. */
+  forgetDone(nowMs: number, retainMs: number): void {
+    for (const [id, e] of this.orders) if (e.status !== 'open' && (e.released || nowMs - e.updatedAtMs > retainMs)) this.orders.delete(id);
+  }
+
+  /** The row of a known order. */
+  row(orderId: string): OrderRow {
+    const e = this.orders.get(orderId)!;
+    return {
+      order: e.order, status: e.status, remaining: e.remaining ? str(e.remaining) : null, reservedUsd: str(e.reservedUsd),
+      reservedShares: str(e.reservedShares), fills: e.fills, final: e.final, updatedAtMs: e.updatedAtMs, seq: e.seq,
+    };
+  }
+
+  /** Rows of every order held, for a checkpoint. */
+  rows(): OrderRow[] {
+    return [...this.orders.keys()].map((id) => this.row(id));
+  }
+
+  /** Replaces the record of a row's order (recovery); the books are rebuilt by {@link restoreBooks}. */
+  load(r: OrderRow): void {
+    this.orders.set(r.order.orderId, {
+      order: r.order, status: r.status, remaining: r.remaining === null ? null : dec(r.remaining), reservedUsd: dec(r.reservedUsd),
+      reservedShares: dec(r.reservedShares), fills: r.fills, final: r.final, updatedAtMs: r.updatedAtMs, seq: r.seq,
+    });
+    this.seq = Math.max(this.seq, r.seq);
+  }
+
+  /** Raises the time-priority sequence to at least `seq` (a checkpoint's). */
+  advanceOrderSeq(seq: number): void {
+    this.seq = Math.max(this.seq, seq);
+  }
+
+  /**
+   * After recovery: puts every open GTC/GTD order with shares left back into its book, in its
+   * time priority. @returns how many.
+   */
+  restoreBooks(): number {
+    const resting = [...this.orders.values()].filter((e) => e.status === 'open' && e.remaining && (e.order.timeInForce === 'GTC' || e.order.timeInForce === 'GTD'));
+    resting.sort((a, b) => a.seq - b.seq);
+    for (const e of resting) {
+      const book = this.books.get(e.order.tokenId);
+      if (book) this.rest(book, e, dec(e.order.price!));
+    }
+    return resting.length;
+  }
+}
