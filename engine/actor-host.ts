@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { createActor, type ActorScope, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine, type SnapshotFrom, type InputFrom } from 'xstate';
 import type { Clock } from './clock.js';
-import { RevisionConflictError } from './errors.js';
+import { RevisionConflictError, UnknownActorError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
 import type { TimerData } from './scheduler/timers.js';
@@ -200,7 +200,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /**
    * Sends `event` to actor `id` through its queue.
    * @returns the persisted record after the event (unchanged revision when the event did nothing).
-   * @throws {Error} `unknown actor` when no such actor exists; quarantined actors refuse events.
+   * @throws {UnknownActorError} when no such actor exists; quarantined actors refuse events.
    */
   send(id: string, event: AnyEventObject): Promise<ActorRecord> {
     return new Promise<ActorRecord>((resolve, reject) => {
@@ -359,7 +359,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       let live = this.live.get(id);
       if (!live) {
         const record = await this.repo.getStored(id);
-        if (!record) throw new Error(`unknown actor ${id}`);
+        if (!record) throw new UnknownActorError(id);
         if (record.final || record.quarantine) return record;
         const loaded = await this.load(record);
         if (!loaded) return (await this.repo.get(id))!;

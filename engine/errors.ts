@@ -57,3 +57,11 @@ export class DuplicateKeyError extends Error {
     this.name = 'DuplicateKeyError';
   }
 }
+
+/** An event was sent to an actor id the store does not hold. */
+export class UnknownActorError extends Error {
+  constructor(readonly id: string) {
+    super(`unknown actor ${id}`);
+    this.name = 'UnknownActorError';
+  }
+}

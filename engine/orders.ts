@@ -5,7 +5,7 @@ import type { OrderRequest } from '../schemas/orders.js';
 import type { ActorHost } from './actor-host.js';
 import type { Clock } from './clock.js';
 import { dec, Dec, SIZE_DP, str } from './decimal.js';
-import { ApiError, DuplicateKeyError, errors } from './errors.js';
+import { ApiError, DuplicateKeyError, errors, UnknownActorError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
 import { insufficientBalanceMessage, notEnoughSharesMessage } from './venue/ledger.js';
@@ -133,9 +133,60 @@ export class OrderService {
       if (c.record.final && c.record.kind === 'order') venue.release(c.record._id);
     });
     venue.onReport((r) => {
-      if (!r.orderId.startsWith('ord_')) return;
-      this.track(r.orderId, this.host.send(r.orderId, eventOf(r)));
+      if (r.orderId.startsWith('ord_')) this.deliverReport(r);
     });
+  }
+
+  /** Venue reports on their way to each order's actor, in the venue's order. */
+  private readonly reportQueues = new Map<string, VenueReport[]>();
+  /** Orders whose report delivery is failing and being retried. */
+  private readonly failingReports = new Set<string>();
+
+  /** Orders whose venue reports cannot reach their actor right now (retried; for /healthz). */
+  get failingDeliveries(): number {
+    return this.failingReports.size;
+  }
+
+  /**
+   * Hands a venue report to its order's actor. Reports of one order go in the venue's order; one
+   * whose delivery fails (the actor's write failed) is retried with backoff, the ones after it
+   * waiting, so a fill is never lost (issue 12: failures become state, never only a log line).
+   * Redelivery is harmless: the order machine ignores a fill whose trade id it has.
+   */
+  private deliverReport(r: VenueReport): void {
+    const queued = this.reportQueues.get(r.orderId);
+    if (queued) {
+      queued.push(r);
+      return;
+    }
+    const q = [r];
+    this.reportQueues.set(r.orderId, q);
+    this.track(r.orderId, this.drainReports(r.orderId, q));
+  }
+
+  private async drainReports(orderId: string, q: VenueReport[]): Promise<void> {
+    try {
+      for (let attempt = 1; q.length > 0; ) {
+        try {
+          await this.host.send(orderId, eventOf(q[0]!));
+          q.shift();
+          attempt = 1;
+          this.failingReports.delete(orderId);
+        } catch (err) {
+          if (err instanceof UnknownActorError) {
+            this.log.error({ err, orderId, report: q.shift() }, 'venue report for an order the service does not know: dropped');
+            continue;
+          }
+          if (attempt === 1 || attempt % 20 === 0) this.log.error({ err, orderId, attempt }, 'venue report not delivered to its order; retrying');
+          this.failingReports.add(orderId);
+          await new Promise((res) => setTimeout(res, Math.min(5000, 50 * 2 ** Math.min(attempt - 1, 10))));
+          attempt++;
+        }
+      }
+    } finally {
+      this.failingReports.delete(orderId);
+      if (this.reportQueues.get(orderId) === q) this.reportQueues.delete(orderId);
+    }
   }
 
   private track(id: string, p: Promise<unknown>): void {

@@ -80,10 +80,10 @@ describe('orders under store faults', () => {
     await recoverAndCheck(ctx);
   });
 
-  // defect: a venue report whose order-record write fails is dropped: OrderService.track() only logs the
-  // rejected host.send (engine/orders.ts, venue.onReport), nothing retries it, so the record stays
-  // SUBMITTED/LIVE while the venue filled the order, until a restart reconciles (issue 12, item 19's family).
-  it.fails('an order record write that fails when the venue reports a fill: the fill still reaches the record', async () => {
+  // found by these tests: a venue report whose order-record write failed was dropped (only logged);
+  // now each order's reports are delivered in order and a failed one is retried (engine/orders.ts
+  // deliverReport), so the record shows the fill once the store is back.
+  it('an order record write that fails when the venue reports a fill: the fill still reaches the record', async () => {
     const ctx = await setup();
     const { token } = await ctx.tr.freshToken();
     ctx.store.failWhen(actorUpdate(/^ord_/), { times: 1 });
