@@ -27,7 +27,7 @@ import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
   applyChildUpdate, baseContext, d, isCurrentTimer, isWorkingChildDone, isWorkingCrossed, isWorkingPlaceFailed, isWorkingRefused, nextChildId,
-  placeFailedEndPatch, placeRetryPatch, refusalPatch, remainingShares, retriesExhausted,
+  placeFailedEndPatch, placeFailedPatch, placeRetryPatch, refusalPatch, remainingShares, retriesExhausted,
   type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type Touch,
 } from './strategy-kit.js';
 
@@ -60,6 +60,8 @@ export const icebergMachine = setup({
       event.type === 'order.updated' ? { ...applyChildUpdate(context, event), ...(event.orderId === context.working ? { placeFailures: 0 } : {}) } : {}),
     scheduleRetry: assign(({ context, event }) => ({ ...placeRetryPatch(context, event, `clip ${context.slicesDone}`), watch: {} })),
     endNotPlaced: assign(({ context, event }) => placeFailedEndPatch(context, event, `clip ${context.slicesDone}`)),
+    /** The working order was never placed: no child works. */
+    notPlaced: assign(({ context }) => placeFailedPatch(context)),
     clearRetry: assign(({ context }) => ({ deadlines: Object.fromEntries(Object.entries(context.deadlines).filter(([k]) => k !== 'retry')) })),
     recordTouch: assign(({ event }) => (event.type === 'book.touch' ? { lastTouch: { bid: event.bid, ask: event.ask } } : {})),
     endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
@@ -153,7 +155,7 @@ export const icebergMachine = setup({
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the clip is off the book' },
           { actions: 'recordChild', description: 'fill racing the cancel' },
         ],
-        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: 'clearWatchAndDeadlines', description: 'the clip was never placed' },
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: 'the clip was never placed' },
         'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
       },
     },

@@ -28,7 +28,7 @@ import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
   applyChildUpdate, baseContext, d, floorShares, floorTick, isCurrentTimer, isWorkingChildDone, isWorkingCrossed, isWorkingPlaceFailed, isWorkingRefused,
-  nextChildId, placeFailedEndPatch, placeRetryPatch, refusalPatch, retriesExhausted,
+  nextChildId, placeFailedEndPatch, placeFailedPatch, placeRetryPatch, refusalPatch, retriesExhausted,
   type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type Touch,
 } from './strategy-kit.js';
 
@@ -65,6 +65,8 @@ export const peggedMachine = setup({
       event.type === 'order.updated' ? { ...applyChildUpdate(context, event), ...(event.orderId === context.working ? { placeFailures: 0 } : {}) } : {}),
     scheduleRetry: assign(({ context, event }) => ({ ...placeRetryPatch(context, event, 'the pegged order'), watch: {} })),
     endNotPlaced: assign(({ context, event }) => placeFailedEndPatch(context, event, 'the pegged order')),
+    /** The working order was never placed: no child works. */
+    notPlaced: assign(({ context }) => placeFailedPatch(context)),
     clearRetry: assign(({ context }) => ({ deadlines: Object.fromEntries(Object.entries(context.deadlines).filter(([k]) => k !== 'retry')) })),
     recordTouch: assign(({ event }) => (event.type === 'book.touch' ? { lastTouch: { bid: event.bid, ask: event.ask } } : {})),
     endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
@@ -172,7 +174,7 @@ export const peggedMachine = setup({
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the order is off the book' },
           { actions: 'recordChild', description: 'fill racing the cancel' },
         ],
-        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: 'clearWatchAndDeadlines', description: 'the order was never placed' },
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: 'the order was never placed' },
         'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
       },
     },

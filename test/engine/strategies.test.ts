@@ -53,10 +53,11 @@ class FaultyStore implements Store {
     return r;
   }
 
-  /** Holds the next write matching `match` until `release()`. */
-  hold(match: (w: Write) => boolean): Rule & { release: () => void } {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
+  /** Holds the next write matching `match` until `release()` (with `fail`: then it rejects). */
+  hold(match: (w: Write) => boolean): Rule & { release: (fail?: boolean) => void } {
+    let release!: (fail?: boolean) => void;
+    const gate = new Promise<void>((resolve, reject) => (release = (fail) => (fail ? reject(new Error('injected store fault after a delay')) : resolve())));
+    gate.catch(() => undefined);
     const r = { match, times: 1, effect: gate, hits: [] as string[], release };
     this.rules.push(r);
     return r;
@@ -246,6 +247,22 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       expect(s).toMatchObject({ status: 'ACTIVE', order_ids: [`ord_${id}_2`] });
       expect((await openOrders('alice')).find((o: any) => o.order_id === `ord_${id}_2`)).toMatchObject({ size: '10', price: px(bid), record_id: id });
       expect((await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') })).body).toMatchObject({ status: 'CANCELED' });
+    });
+
+    it('ICEBERG canceled while its clip is being placed, and the placement fails: the cancel still ends it CANCELED (no hang)', async () => {
+      const { token, bid } = await freshToken(0.2, 0.6);
+      const held = store.hold((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const created = post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid), size: '30', execution: { clip_size: '10' } });
+      await until(() => held.hits.length === 1, 'the clip reached the store');
+      const id = held.hits[0]!.slice(4, -2);
+      expect(stateOf(id)).toBe('working');
+      const del = svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
+      await until(() => stateOf(id) === 'canceling', 'DELETE reached the iceberg');
+      held.release(true);
+      expect(await del).toMatchObject({ status: 200, body: { record_id: id, status: 'CANCELED' } });
+      expect((await created).status).toBe(200);
+      expect(await strategy('alice', id)).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy', order_ids: [] });
+      expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
     });
 
     it('STOP_LOSS: a triggered sell not placed re-arms the stop, which fires again while the bid is at its level', async () => {
