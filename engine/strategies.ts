@@ -240,8 +240,11 @@ export class StrategyService {
   /**
    * Sends `event` to strategy `id`; when that fails (a store read or write), retries with backoff,
    * at most {@link DELIVERY_RETRIES} times, then gives up (logged at error and counted).
+   * @param refresh - builds the event again for a retry (a child order's report: its latest
+   *   state, so that a retried report never takes the strategy back to an older one); null =
+   *   nothing to send any more.
    */
-  private async sendToStrategy(id: string, event: StrategyEvent, attempt = 0): Promise<void> {
+  private async sendToStrategy(id: string, event: StrategyEvent, refresh?: () => Promise<StrategyEvent | null>, attempt = 0): Promise<void> {
     try {
       await this.host.send(id, event);
     } catch (err) {
@@ -252,7 +255,10 @@ export class StrategyService {
         return;
       }
       this.log.warn({ err, recordId: id, event: event.type, attempt: attempt + 1 }, 'delivery to a strategy failed: retrying');
-      this.later(deliveryDelayMs(attempt + 1), () => this.sendToStrategy(id, event, attempt + 1));
+      this.later(deliveryDelayMs(attempt + 1), async () => {
+        const again = refresh ? await refresh().catch(() => event) : event;
+        if (again) await this.sendToStrategy(id, again, refresh, attempt + 1);
+      });
     }
   }
 
@@ -359,16 +365,22 @@ export class StrategyService {
     const v = rec.view as Record<string, unknown>;
     for (const parent of [v.record_id, v.bracket_id]) {
       if (typeof parent !== 'string') continue;
-      if (rec.status === 'REJECTED') {
-        // decided by the venue's error code (`order crosses book`, INSUFFICIENT_BALANCE, …), never by its prose
-        const { error, reason } = rejectionOf(rec);
-        this.track(this.sendToStrategy(parent, { type: 'order.refused', orderId: rec._id, error, reason }));
-        continue;
-      }
-      this.track(this.sendToStrategy(parent, {
-        type: 'order.updated', orderId: rec._id, status: rec.status, filledSize: String(v.filled_size ?? '0'), matchedAmount: String(v.matched_amount ?? '0'), final: rec.final,
-      }));
+      const latest = async () => {
+        const now = this.host.recordOf(rec._id) ?? (await this.actors.get(rec._id));
+        return now ? this.orderEvent(now) : null;
+      };
+      this.track(this.sendToStrategy(parent, this.orderEvent(rec), latest));
     }
+  }
+
+  /** The strategy event of an order's state: `order.refused` (by the venue's error code, never its prose) or `order.updated`. */
+  private orderEvent(rec: ActorRecord): StrategyEvent {
+    if (rec.status === 'REJECTED') {
+      const { error, reason } = rejectionOf(rec);
+      return { type: 'order.refused', orderId: rec._id, error, reason };
+    }
+    const v = rec.view as Record<string, unknown>;
+    return { type: 'order.updated', orderId: rec._id, status: rec.status, filledSize: String(v.filled_size ?? '0'), matchedAmount: String(v.matched_amount ?? '0'), final: rec.final };
   }
 
   private onChanged(c: ActorChange): void {
@@ -417,15 +429,17 @@ export class StrategyService {
    * {@link DELIVERY_RETRIES} times; then it stays armed, logged at error and counted.
    */
   private async deliverTouch(id: string, tokenId: string, touch: Touch, attempt: number): Promise<void> {
+    const held = this.triggers.held(id);
     let rec: ActorRecord;
     try {
       rec = await this.host.send(id, { type: 'book.touch', bid: touch.bid, ask: touch.ask });
     } catch (err) {
       this.failedDeliveries++;
-      // the host's snapshot is the persisted one (a failure after the write leaves the new one)
+      // the host's snapshot is the persisted one (a failure after the write leaves the new one);
+      // without it, the registration as it fired
       const c = this.host.snapshotOf(id)?.context as StrategyContext | undefined;
       if (c) this.triggers.set(id, c.tokenId, c.watch);
-      else this.triggers.rearm(id);
+      else this.triggers.rearm(id, held);
       if (attempt >= DELIVERY_RETRIES) {
         this.abandonedDeliveries++;
         this.log.error({ err, recordId: id, attempts: attempt + 1 }, 'price trigger not delivered after every retry: armed again, it fires at the next touch change');
@@ -438,7 +452,7 @@ export class StrategyService {
       });
       return;
     }
-    this.triggers.delivered(id);
+    this.triggers.delivered(id, held);
     // registered again, whether or not the touch changed anything (a change did so already)
     this.syncWatch(rec, undefined, false);
   }

@@ -169,19 +169,31 @@ export class TriggerIndex {
     this.inDelivery.delete(id);
   }
 
-  /** The touch fired for strategy `id` was delivered: the registration held for it is dropped. */
-  delivered(id: string): void {
-    this.inDelivery.delete(id);
+  /**
+   * The registration held for strategy `id` since it fired (an opaque token for
+   * {@link delivered} / {@link rearm}), if any.
+   */
+  held(id: string): object | undefined {
+    return this.inDelivery.get(id);
   }
 
   /**
-   * Delivery of a fired touch to strategy `id` failed: its registration (as it was when it fired)
-   * is armed again, unless a newer one was set meanwhile.
+   * The touch fired for strategy `id` was delivered: the registration held for it is dropped
+   * (only `token`'s, when given: a later firing's hold stays).
+   */
+  delivered(id: string, token?: object): void {
+    if (token === undefined || this.inDelivery.get(id) === token) this.inDelivery.delete(id);
+  }
+
+  /**
+   * Delivery of a fired touch to strategy `id` failed: its registration as it was when it fired
+   * (`token`, or the one held now) is armed again, unless the strategy is armed already (a newer
+   * watch was set meanwhile).
    * @returns whether it was armed again.
    */
-  rearm(id: string): boolean {
-    const reg = this.inDelivery.get(id);
-    this.inDelivery.delete(id);
+  rearm(id: string, token?: object): boolean {
+    const reg = (token as Registration | undefined) ?? this.inDelivery.get(id);
+    if (this.inDelivery.get(id) === reg) this.inDelivery.delete(id);
     if (!reg || this.byId.has(id)) return false;
     this.link(id, reg);
     return true;

@@ -229,6 +229,20 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       expect(s.warnings).toHaveLength(3);
     });
 
+    it("a child's report that could not be written is retried with the child's latest state: the TWAP does not wait forever", async () => {
+      const { token, ask } = await freshToken(0.2, 0.6);
+      const failuresBefore = svc.services.strategies.deliveryFailures;
+      // the TWAP's first write after its creation fails three times: every report of its only slice
+      // (SUBMITTED, FILLED, and the placement's own) is lost unless retried
+      const fault = store.fail((w) => w.op === 'update' && /^stg_/.test(w.id) && w.doc.revision === 2, 3);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '10', price: px(ask), execution: { interval_sec: 10, duration_sec: 10 } });
+      const id = res.body.record_id;
+      await idle();
+      expect(fault.hits).toEqual([id, id, id]);
+      expect(svc.services.strategies.deliveryFailures).toBeGreaterThanOrEqual(failuresBefore + 3);
+      expect(await strategy('alice', id)).toMatchObject({ status: 'COMPLETED', filled_size: '10', order_ids: [`ord_${id}_1`] });
+    });
+
     it('ICEBERG: a clip not placed is retried (ACTIVE, warning, retry timer), then works', async () => {
       const { token, bid } = await freshToken(0.2, 0.6);
       const fault = store.fail((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
