@@ -348,11 +348,25 @@ export class StrategyService {
    * Cancels a strategy's child order, once its placement (if in flight) is over. A child that
    * does not exist (never placed) is reported to the strategy as `order.placeFailed`
    * (`not_placed`); one already done has its final state sent again: a strategy waiting for the
-   * cancel never waits forever.
+   * cancel never waits forever. A cancel that fails (a store read or write) is retried like a
+   * delivery; given up, the next start-up's reconciliation cancels again (state tag `cancelingChild`).
    */
-  private async cancelChild(recordId: string, orderId: string): Promise<void> {
+  private async cancelChild(recordId: string, orderId: string, attempt = 0): Promise<void> {
     await this.placements.get(orderId);
-    const rec = await this.orders.cancelChild(orderId);
+    let rec: ActorRecord | null;
+    try {
+      rec = await this.orders.cancelChild(orderId);
+    } catch (err) {
+      this.failedDeliveries++;
+      if (attempt >= DELIVERY_RETRIES) {
+        this.abandonedDeliveries++;
+        this.log.error({ err, recordId, orderId, attempts: attempt + 1 }, 'cancel of a child order abandoned after every retry: canceled again at the next start-up');
+        return;
+      }
+      this.log.warn({ err, recordId, orderId, attempt: attempt + 1 }, 'cancel of a child order failed: retrying');
+      this.later(deliveryDelayMs(attempt + 1), () => this.cancelChild(recordId, orderId, attempt + 1));
+      return;
+    }
     if (rec === null) {
       await this.sendToStrategy(recordId, { type: 'order.placeFailed', orderId, error: 'not_placed', reason: 'the order was never placed', atMs: this.clock.now() });
     } else if (rec.final) {
@@ -742,7 +756,8 @@ export class StrategyService {
   /**
    * Start-up reconciliation, after orders were reconciled with the venue: every live strategy
    * learns the latest state of its working order, re-places an order the process died before
-   * placing (same deterministic id), registers its watch, and sees the current touch.
+   * placing (same deterministic id), cancels again the order it was canceling (state tag
+   * `cancelingChild`), registers its watch, and sees the current touch.
    */
   async reconcile(): Promise<number> {
     const ids = this.host.liveIds('strategy');
@@ -759,6 +774,9 @@ export class StrategyService {
       const child = this.host.recordOf(c.working) ?? (await this.actors.get(c.working));
       if (child) this.forwardOrder(child);
       else if (c.placing?.orderId === c.working) this.track(this.placeChild(c, c.placing));
+      else this.track(this.sendToStrategy(id, { type: 'order.placeFailed', orderId: c.working, error: 'not_placed', reason: 'the order was never placed', atMs: this.clock.now() }));
+      // a cancel persisted but not carried out before the process stopped (or given up): again
+      if (this.host.snapshotOf(id)?.hasTag('cancelingChild') && !child?.final) this.track(this.cancelChild(id, c.working));
     }
     await this.idle();
     // every watch (registered as each strategy was restored) meets the current touch

@@ -211,6 +211,7 @@ export const bracketMachine = setup({
       },
     },
     stopping: {
+      tags: ['cancelingChild'],
       meta: { noCancel: 'its stop-loss has triggered: the take-profit is being canceled and the shares sold' },
       on: {
         // the take-profit never existed, so it sold nothing: the stop has every protected share to sell
@@ -235,7 +236,7 @@ export const bracketMachine = setup({
       },
     },
     canceling: {
-      tags: ['canceling'],
+      tags: ['canceling', 'cancelingChild'],
       on: {
         'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['closeTakeProfit', { type: 'closeLegs', params: { status: 'CANCELED' } }], description: 'the take-profit was never placed' },
         'order.updated': [

@@ -149,7 +149,7 @@ export const icebergMachine = setup({
       },
     },
     canceling: {
-      tags: ['canceling'],
+      tags: ['canceling', 'cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the clip is off the book' },

@@ -143,6 +143,7 @@ export const peggedMachine = setup({
       },
     },
     repegging: {
+      tags: ['cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'pegging', actions: 'recordChild', description: 'the old order is off the book: re-peg' },
@@ -168,7 +169,7 @@ export const peggedMachine = setup({
       },
     },
     canceling: {
-      tags: ['canceling'],
+      tags: ['canceling', 'cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the order is off the book' },

@@ -9,7 +9,13 @@
  * - `context.watch` = the price conditions under which the machine wants a `book.touch` event
  *   (the engine keeps them in an index keyed by token and price);
  * - child orders get deterministic ids `ord_<recordId>_<seq>`, with `seq` persisted before the
- *   order is placed, so a restart never places one twice and never loses one.
+ *   order is placed, so a restart never places one twice and never loses one;
+ * - state tags: `canceling` = DELETE strategy was accepted and the strategy certainly ends
+ *   CANCELED (DELETE answers 200); `cancelingChild` = the working child is being canceled (the
+ *   engine's start-up reconciliation cancels it again). State `meta.noCancel` = why DELETE
+ *   strategy is refused (409) in that state (`cancelWorking`: DELETE order is the way).
+ * - `order.placeFailed` (transient: the engine could not place a child) and `order.refused` (the
+ *   venue's verdict, with its error code, e.g. `order crosses book`) are decided per machine.
  */
 import { Dec } from '../engine/decimal.js';
 

@@ -161,6 +161,7 @@ export const twapMachine = setup({
       },
     },
     rolling: {
+      tags: ['cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'slicing', actions: 'recordChild', description: 'the previous slice is off the book: place the next' },
@@ -172,6 +173,7 @@ export const twapMachine = setup({
       },
     },
     finishing: {
+      tags: ['cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'completed', actions: ['recordChild', 'endDurationOver'], description: 'the last slice is off the book' },
@@ -185,7 +187,7 @@ export const twapMachine = setup({
       },
     },
     canceling: {
-      tags: ['canceling'],
+      tags: ['canceling', 'cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'the working slice is off the book' },

@@ -316,6 +316,21 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
     });
 
+    it('the cancel of the working slice fails (store fault): retried, the TWAP ends CANCELED instead of waiting in canceling', async () => {
+      const { token, ask } = await freshToken(0.2, 0.6);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 30, passive: true } });
+      const id = res.body.record_id;
+      await idle();
+      const fault = store.fail(isStrategyUpdate(`ord_${id}_1`), 2); // the slice's order.cancel cannot be written, twice
+      const del = await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
+      expect(del.status).toBe(200); // accepted: the TWAP is canceling (tag canceling) and certainly ends CANCELED
+      expect(svc.services.host.snapshotOf(id)?.hasTag('canceling') ?? del.body.status === 'CANCELED').toBe(true);
+      await idle();
+      expect(fault.hits).toEqual([`ord_${id}_1`, `ord_${id}_1`]);
+      expect(await strategy('alice', id)).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy' });
+      expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
+    });
+
     it('a BRACKET whose take-profit is being placed: DELETE → 200, the take-profit is canceled once placed, the record ends CANCELED', async () => {
       const { token, ask } = await freshToken(0.3, 0.7);
       const held = store.hold((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
