@@ -32,7 +32,11 @@ interface Rule {
 /** A store whose `actors` writes follow the rules the test adds (fail, or wait for a gate). */
 class FaultyStore implements Store {
   readonly rules: Rule[] = [];
-  constructor(private readonly inner: Store) {}
+  /** `keepOpen`: close() leaves the inner store open (a restart of the service on the same store). */
+  constructor(
+    private readonly inner: Store,
+    private readonly keepOpen = false,
+  ) {}
   get adapter() {
     return this.inner.adapter;
   }
@@ -43,7 +47,7 @@ class FaultyStore implements Store {
     return this.inner.ping();
   }
   close() {
-    return this.inner.close();
+    return this.keepOpen ? Promise.resolve() : this.inner.close();
   }
 
   /** Makes the next `times` writes matching `match` reject. */
@@ -363,5 +367,39 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       expect(del).toMatchObject({ status: 409, body: { error: 'conflict', message: `strategy ${res.body.record_id} has triggered and its order is working: cancel its order with DELETE /v2/trade/orders/${before.order_ids[0]}` } });
       expect((await strategy('alice', res.body.record_id)).revision).toBe(before.revision);
     });
+  });
+});
+
+describe('start-up reconciliation (issue 12: 16)', () => {
+  it('a TWAP whose slice cancel was given up (store fault) is canceled at the next start: CANCELED, nothing left working', async () => {
+    const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
+    const inner = await EmbeddedStore.open(null);
+    const first = new FaultyStore(inner, true);
+    let svc = await startTestService({ store: first, env });
+    const as = { 'x-partner-user-id': 'carol' };
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });
+    const m = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets.find((x: any) => x.tick_size === '0.01');
+    const token = m.tokens[0].token_id;
+    const ask = (await svc.call('GET', `/v2/trade/book?token_id=${token}`)).body.asks[0].price;
+    const res = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: ask, execution: { interval_sec: 10, duration_sec: 30, passive: true } }, headers: as });
+    const id = res.body.record_id;
+    await svc.services.strategies.idle();
+    const fault = first.fail((w) => w.op === 'update' && w.id === `ord_${id}_1`, 1000);
+    expect((await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as })).status).toBe(200);
+    await svc.services.strategies.idle(); // every retry of the cancel fails: given up, counted
+    expect(fault.hits).toHaveLength(6);
+    expect(svc.services.strategies.deliveriesAbandoned).toBe(1);
+    expect(String(svc.services.host.snapshotOf(id)?.value)).toBe('canceling');
+    await svc.close();
+
+    svc = await startTestService({ store: new FaultyStore(inner), env });
+    try {
+      await svc.services.strategies.idle();
+      const s = (await svc.call('GET', '/v2/trade/strategies', { headers: as })).body.strategies.find((x: any) => x.record_id === id);
+      expect(s).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy', order_ids: [`ord_${id}_1`] });
+      expect((await svc.call('GET', '/v2/trade/orders/open', { headers: as })).body.orders).toEqual([]);
+    } finally {
+      await svc.close();
+    }
   });
 });
