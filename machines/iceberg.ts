@@ -9,8 +9,8 @@
  *
  * A clip the venue refuses because it would cross (`order.refused` with the code `order crosses
  * book`) waits for the book; any other refusal (a risk verdict: permanent) ends it FAILED. A clip
- * that cannot be placed (`order.placeFailed`: transient) is retried after 1 s, 2 s, 4 s
- * (`deadlines.retry`, warnings note each); after PLACE_RETRIES failures in a row it ends FAILED.
+ * that cannot be placed (`order.placeFailed`: transient) is retried PLACE_RETRIES (2) times, after
+ * 1 s and 2 s (`deadlines.retry`, warnings note each); a third failure in a row ends it FAILED.
  *
  * | state     | REST status | final | events → next state                                                     |
  * |-----------|-------------|-------|-------------------------------------------------------------------------|
@@ -21,7 +21,7 @@
  * | canceling | ACTIVE      | no    | tag `canceling`: clip off the book (or placeFailed) → canceled           |
  * | completed | COMPLETED   | yes   |                                                                          |
  * | canceled  | CANCELED    | yes   |                                                                          |
- * | failed    | FAILED      | yes   | refused by the venue, or not placed PLACE_RETRIES times in a row          |
+ * | failed    | FAILED      | yes   | refused by the venue, or not placed 3 times in a row                      |
  */
 import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';

@@ -255,10 +255,10 @@ export function refusalPatch(e: StrategyEvent): Partial<StrategyContext> {
 /** The venue's error code of a post-only order that would have taken liquidity (`venue.rejected` `error`). */
 export const CROSSES_BOOK = 'order crosses book';
 
-/** A placement that failed (`order.placeFailed`) is retried this many times before the strategy fails. */
-export const PLACE_RETRIES = 3;
+/** A placement that failed (`order.placeFailed`) is retried this many times; the next failure in a row ends the strategy FAILED. */
+export const PLACE_RETRIES = 2;
 
-/** Delay before retry `n` (1, 2, …) of a failed placement: 1 s, 2 s, 4 s. */
+/** Delay before retry `n` (1, 2, …) of a failed placement: 1 s, 2 s, 4 s, … */
 export function placeRetryDelayMs(n: number): number {
   return 1000 * 2 ** Math.max(0, n - 1);
 }

@@ -17,8 +17,8 @@
  *
  * After the trigger, an order that cannot be placed (`order.placeFailed`: transient) re-arms the
  * strategy (ACTIVE, its watch back: the engine checks it against the touch at once, so it fires
- * again while the price holds; a warning notes it); after PLACE_RETRIES failures in a row it ends
- * FAILED with the reason in `message`. A refusal by the venue (`order.refused`) ends it FAILED.
+ * again while the price holds; a warning notes it), PLACE_RETRIES (2) times; a third failure in a
+ * row ends it FAILED with the reason in `message`. A refusal by the venue (`order.refused`) ends it FAILED.
  * DELETE strategy while triggered answers 409 (state meta `noCancel`): cancel the order instead.
  */
 import { and, assign, setup } from 'xstate';

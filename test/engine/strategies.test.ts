@@ -256,7 +256,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       expect(fault.hits).toEqual([`ord_${id}_1`]);
       await idle();
       let s = await strategy('alice', id);
-      expect(s).toMatchObject({ status: 'ACTIVE', warnings: [expect.stringMatching(/^clip 1 could not be placed \(placement_failed — .*\): retry 1 of 3$/)] });
+      expect(s).toMatchObject({ status: 'ACTIVE', warnings: [expect.stringMatching(/^clip 1 could not be placed \(placement_failed — .*\): retry 1 of 2$/)] });
       expect(stateOf(id)).toBe('retrying');
       const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
       await svc.services.host.deliverTimer({ actorId: id, timerName: 'retry', atMs: c.deadlines.retry! });
@@ -295,7 +295,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       expect(fault.hits).toEqual([`ord_${id}_1`]);
       const s = await strategy('alice', id);
       expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', order_ids: [`ord_${id}_2`] });
-      expect(s.warnings).toEqual([expect.stringMatching(/^the stop-loss sell could not be placed \(placement_failed — .*\): armed again \(retry 1 of 3\)$/)]);
+      expect(s.warnings).toEqual([expect.stringMatching(/^the stop-loss sell could not be placed \(placement_failed — .*\): armed again \(retry 1 of 2\)$/)]);
     });
   });
 
