@@ -283,6 +283,19 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
     });
 
+    it('BRACKET: a take-profit not placed → its leg FAILED with the error (and a warning), the stop stays armed', async () => {
+      const { token, ask } = await freshToken(0.3, 0.7);
+      const fault = store.fail((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: px(ask + 0.1) }, stop_loss: { price: '0.1' } });
+      expect(res).toMatchObject({ status: 200, body: { status: 'FILLED' } });
+      const rid = res.body.bracket_id;
+      expect(fault.hits).toEqual([`ord_${rid}_1`]);
+      await idle();
+      const s = await strategy('alice', rid);
+      expect(s).toMatchObject({ status: 'ACTIVE', brackets: { take_profit: { status: 'FAILED', error: expect.stringMatching(/^not placed: placement_failed — injected store fault/) }, stop_loss: { status: 'ARMED', size: '10' } } });
+      expect(s.warnings).toEqual([expect.stringMatching(/^bracket take_profit failed: not placed: placement_failed/)]);
+    });
+
     it('STOP_LOSS: a triggered sell not placed re-arms the stop, which fires again while the bid is at its level', async () => {
       const { token, bid } = await freshToken(0.3);
       await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
