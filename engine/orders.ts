@@ -387,11 +387,16 @@ export class OrderService {
     });
   }
 
-  /** Cancels order `orderId` for a strategy; nothing happens when it is already done. */
-  async cancelChild(orderId: string): Promise<void> {
+  /**
+   * Cancels order `orderId` for a strategy; nothing happens when it is already done.
+   * @returns the order's record as it was found (before the cancel took effect), or null when
+   *   no such order exists (it was never placed): the caller tells the strategy.
+   */
+  async cancelChild(orderId: string): Promise<ActorRecord | null> {
     const rec = this.host.recordOf(orderId) ?? (await this.actors.get(orderId));
-    if (!rec || rec.final) return;
+    if (!rec || rec.final) return rec;
     await this.host.send(orderId, { type: 'order.cancel' });
+    return rec;
   }
 
   /**

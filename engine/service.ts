@@ -90,6 +90,7 @@ export async function startServices(config: Config, log: Logger, options: StartO
     restoredAtStart: restored,
     async stop() {
       idempotency.close();
+      strategies.stop();
       await strategies.idle();
       await timers.drain(config.shutdownGraceMs);
       await venue.close();

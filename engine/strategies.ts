@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { AnyStateMachine, SnapshotFrom } from 'xstate';
 import { bracketMachine, BRACKET_STATUS } from '../machines/bracket.js';
 import { icebergMachine, ICEBERG_STATUS, clipWouldCross } from '../machines/iceberg.js';
-import type { OrderInput } from '../machines/order.js';
+import type { OrderContext, OrderInput } from '../machines/order.js';
 import { peggedMachine, PEGGED_STATUS, pegPrice } from '../machines/pegged.js';
 import { stopLossMachine, STOP_LOSS_STATUS } from '../machines/stop-loss.js';
-import { STRATEGY_MACHINE_VERSION, floorShares, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyInput, type StrategyType, type Touch } from '../machines/strategy-kit.js';
+import { STRATEGY_MACHINE_VERSION, floorShares, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type StrategyType, type Touch } from '../machines/strategy-kit.js';
 import { trailingBuyLevel, trailingBuyMachine, trailingBuyMessage, TRAILING_BUY_STATUS } from '../machines/trailing-buy.js';
 import { trailingStopLevel, trailingStopMachine, TRAILING_STOP_STATUS } from '../machines/trailing-stop.js';
 import { twapMachine, twapSliceCount, TWAP_STATUS } from '../machines/twap.js';
@@ -67,7 +67,6 @@ const DEFINITIONS: Record<StrategyType, { machineId: string; logic: AnyStateMach
   PEGGED: { machineId: 'strategy.pegged', logic: peggedMachine, status: PEGGED_STATUS },
   BRACKET: { machineId: 'strategy.bracket', logic: bracketMachine, status: BRACKET_STATUS },
 };
-const STOP_TYPES: StrategyType[] = ['STOP_LOSS', 'TRAILING_STOP', 'TRAILING_BUY', 'BRACKET'];
 
 /** A bracket leg as the API shows it (spec 2.3 `brackets.<leg>`). */
 function legView(l: BracketLeg, recordId: string): Record<string, unknown> {
@@ -144,6 +143,30 @@ export function strategyResponse(rec: ActorRecord): Record<string, unknown> {
 }
 
 /**
+ * A delivery from the engine to a strategy (a touch, a child order's report, a placement failure)
+ * that fails (a store read or write) is retried this many times, after 100 ms, 200 ms, … 1.6 s.
+ */
+const DELIVERY_RETRIES = 5;
+const deliveryDelayMs = (attempt: number) => 100 * 2 ** (attempt - 1);
+
+/** The venue's verdict on a REJECTED order, as codes (the order machine's `error`, `reason`). */
+function rejectionOf(rec: ActorRecord): { error: string; reason: string } {
+  try {
+    const c = JSON.parse(rec.snapshot).context as OrderContext;
+    return { error: c.error ?? 'rejected', reason: c.reason ?? '' };
+  } catch {
+    return { error: 'rejected', reason: '' };
+  }
+}
+
+/** What a state's `meta` may say about DELETE strategy (see the machines' `noCancel`). */
+interface CancelMeta {
+  noCancel?: string;
+  /** The working order can be canceled instead (DELETE order). */
+  cancelWorking?: boolean;
+}
+
+/**
  * Managed strategies (issue 5; spec 2.2.1, 2.2.2, 2.4, part 3): checks a request against the
  * per-type rules, the market and the wallet; hosts one actor per strategy; carries their
  * commands (child orders) to the order service and the child orders' changes back; keeps the
@@ -153,6 +176,14 @@ export function strategyResponse(rec: ActorRecord): Record<string, unknown> {
 export class StrategyService {
   readonly triggers = new TriggerIndex();
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Deliveries waiting for a retry (backoff timers); {@link idle} waits for them, {@link settle} does not. */
+  private readonly retrying = new Set<Promise<unknown>>();
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
+  /** Child orders being placed: a cancel of one waits for its placement. */
+  private readonly placements = new Map<string, Promise<void>>();
+  private failedDeliveries = 0;
+  private abandonedDeliveries = 0;
+  private stopped = false;
 
   constructor(
     private readonly host: ActorHost,
@@ -170,7 +201,7 @@ export class StrategyService {
         logic: def.logic.provide({
           actions: {
             placeOrder: ({ context }: { context: StrategyContext }, { order }: { order: ChildOrder }) => this.track(this.placeChild(context, order)),
-            cancelOrder: (_: unknown, { orderId }: { orderId: string }) => this.track(this.orders.cancelChild(orderId)),
+            cancelOrder: ({ context }: { context: StrategyContext }, { orderId }: { orderId: string }) => this.track(this.cancelChild(context.recordId, orderId)),
           },
         } as never),
         statusOf: (s) => def.status[String(s.value)] ?? 'ACTIVE',
@@ -195,6 +226,80 @@ export class StrategyService {
     this.inFlight.add(done);
   }
 
+  /** Runs `fn` after `ms` (a retry): tracked for {@link idle}; dropped once {@link stop} was called. */
+  private later(ms: number, fn: () => Promise<unknown>): void {
+    if (this.stopped) return;
+    let timer: NodeJS.Timeout | undefined;
+    const wait = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      timer.unref?.();
+      this.retryTimers.add(timer);
+    });
+    const done: Promise<unknown> = wait
+      .then(() => {
+        this.retryTimers.delete(timer!);
+        return this.stopped ? undefined : fn();
+      })
+      .catch((err) => this.log.error({ err }, 'strategy retry failed'))
+      .finally(() => this.retrying.delete(done));
+    this.retrying.add(done);
+  }
+
+  /**
+   * Deliveries to strategies that failed (a store read or write) and were retried or armed again,
+   * since start. Health can show it (with {@link deliveriesAbandoned}).
+   */
+  get deliveryFailures(): number {
+    return this.failedDeliveries;
+  }
+
+  /**
+   * Deliveries given up after every retry, since start (each logged at error): a child order's
+   * report or a placement failure the strategy has not seen (it learns it at its next event or
+   * at the next start-up's reconciliation); a fired trigger is armed again, never given up.
+   */
+  get deliveriesAbandoned(): number {
+    return this.abandonedDeliveries;
+  }
+
+  /** Deliveries to strategies waiting for a retry right now (for /healthz). */
+  get retryingDeliveries(): number {
+    return this.retrying.size;
+  }
+
+  /** Stops retrying (service shutdown): pending retry timers are dropped. */
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.retryTimers) clearTimeout(t);
+    this.retryTimers.clear();
+    this.retrying.clear();
+  }
+
+  /**
+   * Sends `event` to strategy `id`; when that fails (a store read or write), retries with backoff,
+   * at most {@link DELIVERY_RETRIES} times, then gives up (logged at error and counted).
+   * @param refresh - builds the event again for a retry (a child order's report: its latest
+   *   state, so that a retried report never takes the strategy back to an older one); null =
+   *   nothing to send any more.
+   */
+  private async sendToStrategy(id: string, event: StrategyEvent, refresh?: () => Promise<StrategyEvent | null>, attempt = 0): Promise<void> {
+    try {
+      await this.host.send(id, event);
+    } catch (err) {
+      this.failedDeliveries++;
+      if (attempt >= DELIVERY_RETRIES) {
+        this.abandonedDeliveries++;
+        this.log.error({ err, recordId: id, event: event.type, attempts: attempt + 1 }, 'delivery to a strategy abandoned after every retry');
+        return;
+      }
+      this.log.warn({ err, recordId: id, event: event.type, attempt: attempt + 1 }, 'delivery to a strategy failed: retrying');
+      this.later(deliveryDelayMs(attempt + 1), async () => {
+        const again = refresh ? await refresh().catch(() => event) : event;
+        if (again) await this.sendToStrategy(id, again, refresh, attempt + 1);
+      });
+    }
+  }
+
   /** Resolves when strategy `id` and everything it started have settled (for responses and tests). */
   async settle(id: string): Promise<void> {
     for (let i = 0; i < 50; i++) {
@@ -210,9 +315,9 @@ export class StrategyService {
     }
   }
 
-  /** Waits for every command in flight (tests). */
+  /** Waits for every command in flight and every pending retry (tests). */
   async idle(): Promise<void> {
-    while (this.inFlight.size) await Promise.all([...this.inFlight]);
+    while (this.inFlight.size || this.retrying.size) await Promise.all([...this.inFlight, ...this.retrying]);
   }
 
   // ── child orders ────────────────────────────────────────────────────────────────────────────
@@ -238,18 +343,73 @@ export class StrategyService {
     return Dec.max(p, limit);
   }
 
-  private async placeChild(c: StrategyContext, order: ChildOrder): Promise<void> {
-    const rec = await this.actors.get(c.recordId);
-    const partnerId = rec?.partnerId ?? 'unknown';
-    const input: OrderInput = {
-      orderId: order.orderId, userId: c.userId, tokenId: c.tokenId, side: order.side, type: 'LIMIT',
-      price: str(this.priceOf(c, order)), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
-      clientOrderId: null, metadata: null, createdAtMs: this.clock.now(), isStopLoss: order.isStopLoss, isTakeProfit: order.isTakeProfit ?? false,
-      parentId: c.recordId, postOnly: order.postOnly,
-    };
-    const placed = await this.orders.placeChild(partnerId, input);
+  /**
+   * Places a child order a strategy decided on. When it cannot be placed (the order service
+   * throws: a store read or write failed), the strategy gets `order.placeFailed` and decides
+   * (retry, next slice, FAILED); a cancel of the order waits for this placement.
+   */
+  private placeChild(c: StrategyContext, order: ChildOrder): Promise<void> {
+    const p = this.tryPlaceChild(c, order);
+    this.placements.set(order.orderId, p);
+    void p.finally(() => {
+      if (this.placements.get(order.orderId) === p) this.placements.delete(order.orderId);
+    });
+    return p;
+  }
+
+  private async tryPlaceChild(c: StrategyContext, order: ChildOrder): Promise<void> {
+    let placed: ActorRecord;
+    try {
+      const rec = await this.actors.get(c.recordId);
+      const partnerId = rec?.partnerId ?? 'unknown';
+      const input: OrderInput = {
+        orderId: order.orderId, userId: c.userId, tokenId: c.tokenId, side: order.side, type: 'LIMIT',
+        price: str(this.priceOf(c, order)), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
+        clientOrderId: null, metadata: null, createdAtMs: this.clock.now(), isStopLoss: order.isStopLoss, isTakeProfit: order.isTakeProfit ?? false,
+        parentId: c.recordId, postOnly: order.postOnly,
+      };
+      placed = await this.orders.placeChild(partnerId, input);
+    } catch (err) {
+      this.log.error({ err, recordId: c.recordId, orderId: order.orderId }, 'child order could not be placed');
+      // a failure after the order's first write leaves the order on record: it then reports itself
+      const existing = await this.actors.get(order.orderId).catch(() => null);
+      if (existing) return this.forwardOrder(existing);
+      const reason = err instanceof Error ? err.message : String(err);
+      await this.sendToStrategy(c.recordId, { type: 'order.placeFailed', orderId: order.orderId, error: 'placement_failed', reason, atMs: this.clock.now() });
+      return;
+    }
     // The order's changes reach the strategy through onChanged; a duplicate (restart) is resent here.
     this.forwardOrder(placed);
+  }
+
+  /**
+   * Cancels a strategy's child order, once its placement (if in flight) is over. A child that
+   * does not exist (never placed) is reported to the strategy as `order.placeFailed`
+   * (`not_placed`); one already done has its final state sent again: a strategy waiting for the
+   * cancel never waits forever. A cancel that fails (a store read or write) is retried like a
+   * delivery; given up, the next start-up's reconciliation cancels again (state tag `cancelingChild`).
+   */
+  private async cancelChild(recordId: string, orderId: string, attempt = 0): Promise<void> {
+    await this.placements.get(orderId);
+    let rec: ActorRecord | null;
+    try {
+      rec = await this.orders.cancelChild(orderId);
+    } catch (err) {
+      this.failedDeliveries++;
+      if (attempt >= DELIVERY_RETRIES) {
+        this.abandonedDeliveries++;
+        this.log.error({ err, recordId, orderId, attempts: attempt + 1 }, 'cancel of a child order abandoned after every retry: canceled again at the next start-up');
+        return;
+      }
+      this.log.warn({ err, recordId, orderId, attempt: attempt + 1 }, 'cancel of a child order failed: retrying');
+      this.later(deliveryDelayMs(attempt + 1), () => this.cancelChild(recordId, orderId, attempt + 1));
+      return;
+    }
+    if (rec === null) {
+      await this.sendToStrategy(recordId, { type: 'order.placeFailed', orderId, error: 'not_placed', reason: 'the order was never placed', atMs: this.clock.now() });
+    } else if (rec.final) {
+      this.forwardOrder(rec);
+    }
   }
 
   /** Tells the strategy that placed an order (and the bracket of an entry) about its latest state. */
@@ -257,14 +417,22 @@ export class StrategyService {
     const v = rec.view as Record<string, unknown>;
     for (const parent of [v.record_id, v.bracket_id]) {
       if (typeof parent !== 'string') continue;
-      if (rec.status === 'REJECTED') {
-        this.track(this.host.send(parent, { type: 'order.refused', orderId: rec._id, error: String(v.message ?? 'rejected').startsWith('post-only') ? 'order crosses book' : 'rejected', reason: String(v.message ?? '') }));
-        continue;
-      }
-      this.track(this.host.send(parent, {
-        type: 'order.updated', orderId: rec._id, status: rec.status, filledSize: String(v.filled_size ?? '0'), matchedAmount: String(v.matched_amount ?? '0'), final: rec.final,
-      }));
+      const latest = async () => {
+        const now = this.host.recordOf(rec._id) ?? (await this.actors.get(rec._id));
+        return now ? this.orderEvent(now) : null;
+      };
+      this.track(this.sendToStrategy(parent, this.orderEvent(rec), latest));
     }
+  }
+
+  /** The strategy event of an order's state: `order.refused` (by the venue's error code, never its prose) or `order.updated`. */
+  private orderEvent(rec: ActorRecord): StrategyEvent {
+    if (rec.status === 'REJECTED') {
+      const { error, reason } = rejectionOf(rec);
+      return { type: 'order.refused', orderId: rec._id, error, reason };
+    }
+    const v = rec.view as Record<string, unknown>;
+    return { type: 'order.updated', orderId: rec._id, status: rec.status, filledSize: String(v.filled_size ?? '0'), matchedAmount: String(v.matched_amount ?? '0'), final: rec.final };
   }
 
   private onChanged(c: ActorChange): void {
@@ -300,18 +468,45 @@ export class StrategyService {
   /** Sends `book.touch` to strategies; each one's watch is registered again after it handled it. */
   private deliver(tokenId: string, touch: Touch, ids: string[], onlyIfHolds: boolean): void {
     for (const id of ids) {
-      if (onlyIfHolds) {
-        // a fresh or changed watch: only strategies whose condition already holds get the touch
-        const fired = this.triggers.fireOne(id, tokenId, touch);
-        if (!fired) continue;
-      }
-      this.track(
-        this.host.send(id, { type: 'book.touch', bid: touch.bid, ask: touch.ask }).then((rec) => {
-          // registered again, whether or not the touch changed anything (a change did so already)
-          this.syncWatch(rec, undefined, false);
-        }),
-      );
+      // a fresh or changed watch: only strategies whose condition already holds get the touch
+      if (onlyIfHolds && !this.triggers.fireOne(id, tokenId, touch)) continue;
+      this.track(this.deliverTouch(id, tokenId, touch, 0));
     }
+  }
+
+  /**
+   * Delivers a fired touch to strategy `id`. Delivered: its (new) watch is registered. Failed (a
+   * store read, a write): it is armed again at once (a later touch fires it), and after a backoff
+   * the current touch is checked against it and delivered if its condition still holds, at most
+   * {@link DELIVERY_RETRIES} times; then it stays armed, logged at error and counted.
+   */
+  private async deliverTouch(id: string, tokenId: string, touch: Touch, attempt: number): Promise<void> {
+    const held = this.triggers.held(id);
+    let rec: ActorRecord;
+    try {
+      rec = await this.host.send(id, { type: 'book.touch', bid: touch.bid, ask: touch.ask });
+    } catch (err) {
+      this.failedDeliveries++;
+      // the host's snapshot is the persisted one (a failure after the write leaves the new one);
+      // without it, the registration as it fired
+      const c = this.host.snapshotOf(id)?.context as StrategyContext | undefined;
+      if (c) this.triggers.set(id, c.tokenId, c.watch);
+      else this.triggers.rearm(id, held);
+      if (attempt >= DELIVERY_RETRIES) {
+        this.abandonedDeliveries++;
+        this.log.error({ err, recordId: id, attempts: attempt + 1 }, 'price trigger not delivered after every retry: armed again, it fires at the next touch change');
+        return;
+      }
+      this.log.warn({ err, recordId: id, attempt: attempt + 1 }, 'price trigger not delivered: armed again, retrying');
+      this.later(deliveryDelayMs(attempt + 1), async () => {
+        const now = this.touchOf(tokenId);
+        if (this.triggers.fireOne(id, tokenId, now, true)) await this.deliverTouch(id, tokenId, now, attempt + 1);
+      });
+      return;
+    }
+    this.triggers.delivered(id, held);
+    // registered again, whether or not the touch changed anything (a change did so already)
+    this.syncWatch(rec, undefined, false);
   }
 
   // ── requests ────────────────────────────────────────────────────────────────────────────────
@@ -579,28 +774,53 @@ export class StrategyService {
   }
 
   /**
-   * DELETE /v2/trade/strategies/{record_id}.
-   * @throws {ApiError} 404 for a strategy not of this user; 409 when it already ended, or when a
-   *   stop has triggered (its order must be canceled with DELETE order).
+   * DELETE /v2/trade/strategies/{record_id}. The strategy's machine decides: it must accept
+   * `strategy.cancel` in its current state (`snapshot.can`), and afterwards be CANCELED or in a
+   * state that certainly ends canceled (tag `canceling`, e.g. while its working order is being
+   * canceled). A strategy already being canceled answers as canceled.
+   * @throws {ApiError} 404 for a strategy not of this user; 409 when it already ended, when its
+   *   state refuses a cancel (a stop that triggered: its order must be canceled with DELETE
+   *   order; the reason is the state's `noCancel`), or when it ended otherwise meanwhile.
    */
   async cancel(userId: string, recordId: string): Promise<ActorRecord> {
     const rec = this.host.recordOf(recordId) ?? (await this.actors.get(recordId));
     if (!rec || rec.kind !== 'strategy' || rec.ownerUserId !== userId) throw errors.notFound(`no strategy ${recordId}`);
     if (rec.final) throw errors.conflict(`strategy ${recordId} is already ${rec.status}`);
-    const type = (rec.view as { type: StrategyType }).type;
-    if (STOP_TYPES.includes(type) && rec.status === 'TRIGGERED') {
-      const orderIds = (rec.view as { order_ids: string[] }).order_ids;
-      throw errors.conflict(`strategy ${recordId} has triggered and is executing: cancel its order with DELETE /v2/trade/orders/${orderIds.at(-1) ?? '{order_id}'}`);
+    const snapshot = this.snapshotFor(rec);
+    if (!snapshot.hasTag('canceling')) {
+      if (!snapshot.can({ type: 'strategy.cancel' })) throw errors.conflict(this.noCancelReason(recordId, snapshot));
+      await this.host.send(recordId, { type: 'strategy.cancel' });
     }
-    await this.host.send(recordId, { type: 'strategy.cancel' });
     await this.settle(recordId);
-    return this.host.recordOf(recordId) ?? (await this.actors.get(recordId))!;
+    const after = this.host.recordOf(recordId) ?? (await this.actors.get(recordId))!;
+    if (after.status === 'CANCELED' || (!after.final && this.host.snapshotOf(recordId)?.hasTag('canceling'))) return after;
+    const message = (after.view as { message?: string }).message;
+    throw errors.conflict(`strategy ${recordId} is ${after.status}${message ? `: ${message}` : ''}; it was not canceled`);
+  }
+
+  /** The live snapshot of a strategy, or its stored one restored (a passivated strategy). */
+  private snapshotFor(rec: ActorRecord): Snapshot {
+    const live = this.host.snapshotOf(rec._id);
+    if (live) return live as Snapshot;
+    const type = (JSON.parse(rec.snapshot).context as StrategyContext).type;
+    return DEFINITIONS[type].logic.resolveState(JSON.parse(rec.snapshot)) as Snapshot;
+  }
+
+  /** Why a strategy's current state refuses DELETE strategy (its state's meta `noCancel`). */
+  private noCancelReason(recordId: string, snapshot: Snapshot): string {
+    const metas = Object.values(snapshot.getMeta() as Record<string, CancelMeta>);
+    const meta = metas.find((m) => m?.noCancel);
+    const c = snapshot.context as StrategyContext;
+    if (!meta) return `strategy ${recordId} cannot be canceled in its current state (${String(snapshot.value)})`;
+    const hint = meta.cancelWorking ? `: cancel its order with DELETE /v2/trade/orders/${c.working ?? c.children.at(-1)?.orderId ?? '{order_id}'}` : '';
+    return `strategy ${recordId} ${meta.noCancel}${hint}`;
   }
 
   /**
    * Start-up reconciliation, after orders were reconciled with the venue: every live strategy
    * learns the latest state of its working order, re-places an order the process died before
-   * placing (same deterministic id), registers its watch, and sees the current touch.
+   * placing (same deterministic id), cancels again the order it was canceling (state tag
+   * `cancelingChild`), registers its watch, and sees the current touch.
    */
   async reconcile(): Promise<number> {
     const ids = this.host.liveIds('strategy');
@@ -610,13 +830,16 @@ export class StrategyService {
         // a bracket still waiting for its entry: tell it the entry's state, or that it never came
         const entry = this.host.recordOf(c.entryOrderId) ?? (await this.actors.get(c.entryOrderId));
         if (entry) this.forwardOrder(entry);
-        else this.track(this.host.send(id, { type: 'order.refused', orderId: c.entryOrderId, error: 'rejected', reason: 'the entry was never placed (the process stopped first)' }));
+        else this.track(this.sendToStrategy(id, { type: 'order.refused', orderId: c.entryOrderId, error: 'rejected', reason: 'the entry was never placed (the process stopped first)' }));
         continue;
       }
       if (!c?.working) continue;
       const child = this.host.recordOf(c.working) ?? (await this.actors.get(c.working));
       if (child) this.forwardOrder(child);
       else if (c.placing?.orderId === c.working) this.track(this.placeChild(c, c.placing));
+      else this.track(this.sendToStrategy(id, { type: 'order.placeFailed', orderId: c.working, error: 'not_placed', reason: 'the order was never placed', atMs: this.clock.now() }));
+      // a cancel persisted but not carried out before the process stopped (or given up): again
+      if (this.host.snapshotOf(id)?.hasTag('cancelingChild') && !child?.final) this.track(this.cancelChild(id, c.working));
     }
     await this.idle();
     // every watch (registered as each strategy was restored) meets the current touch

@@ -95,12 +95,16 @@ interface Registration {
  * Price-trigger index of the strategy engine (issue 5, deliverable 4): per token, the armed
  * conditions (`context.watch` of each strategy) sorted by price, so that a book update costs time
  * in proportion to the strategies it actually fires, not to all that are armed. A strategy that
- * fires is removed from the index; the engine registers its new watch after the strategy has
- * handled the touch.
+ * fires leaves the ladders (it does not fire again while its touch is being delivered) but its
+ * registration is held until the engine either confirms the delivery ({@link delivered}, then
+ * registers the strategy's new watch) or, when delivery failed, arms it again ({@link rearm}):
+ * a fired trigger is always delivered or armed again, never lost.
  */
 export class TriggerIndex {
   private readonly tokens = new Map<string, TokenWatches>();
   private readonly byId = new Map<string, Registration>();
+  /** Registrations fired and not yet confirmed delivered. */
+  private readonly inDelivery = new Map<string, Registration>();
 
   /** Number of strategies registered. */
   get size(): number {
@@ -119,41 +123,104 @@ export class TriggerIndex {
     if (watch?.askAtOrAbove !== undefined) entries.push(['askAtOrAbove', { level: micro(watch.askAtOrAbove, 'ceil'), id }]);
     const any = watch?.any === true;
     const prev = this.byId.get(id);
+    this.inDelivery.delete(id);
     if (!entries.length && !any) {
-      this.remove(id);
+      this.unlink(id);
       return prev !== undefined;
     }
     if (
       prev && prev.tokenId === tokenId && prev.any === any && prev.entries.length === entries.length &&
       prev.entries.every(([ladder, e], i) => entries[i]![0] === ladder && entries[i]![1].level === e.level)
     ) return false;
-    this.remove(id);
-    let t = this.tokens.get(tokenId);
-    if (!t) this.tokens.set(tokenId, (t = new TokenWatches()));
-    for (const [ladder, e] of entries) t[ladder].insert(e);
-    if (any) t.any.add(id);
-    this.byId.set(id, { tokenId, entries, any });
+    this.unlink(id);
+    this.link(id, { tokenId, entries, any });
     return true;
   }
 
-  /** Unregisters strategy `id`. */
-  remove(id: string): void {
+  private link(id: string, reg: Registration): void {
+    let t = this.tokens.get(reg.tokenId);
+    if (!t) this.tokens.set(reg.tokenId, (t = new TokenWatches()));
+    for (const [ladder, e] of reg.entries) t[ladder].insert(e);
+    if (reg.any) t.any.add(id);
+    this.byId.set(id, reg);
+  }
+
+  /** Takes strategy `id` out of the ladders. @returns its registration, if it had one. */
+  private unlink(id: string): Registration | undefined {
     const reg = this.byId.get(id);
-    if (!reg) return;
+    if (!reg) return undefined;
     this.byId.delete(id);
     const t = this.tokens.get(reg.tokenId);
-    if (!t) return;
+    if (!t) return reg;
     for (const [ladder, e] of reg.entries) t[ladder].remove(e);
     if (reg.any) t.any.delete(id);
+    return reg;
+  }
+
+  /** Fires strategy `id`: out of the ladders, held until {@link delivered} or {@link rearm}. */
+  private hold(id: string): void {
+    const reg = this.unlink(id);
+    if (reg) this.inDelivery.set(id, reg);
+  }
+
+  /** Unregisters strategy `id` (its watch and any fired registration held for it). */
+  remove(id: string): void {
+    this.unlink(id);
+    this.inDelivery.delete(id);
+  }
+
+  /**
+   * The registration held for strategy `id` since it fired (an opaque token for
+   * {@link delivered} / {@link rearm}), if any.
+   */
+  held(id: string): object | undefined {
+    return this.inDelivery.get(id);
+  }
+
+  /**
+   * The touch fired for strategy `id` was delivered: the registration held for it is dropped
+   * (only `token`'s, when given: a later firing's hold stays).
+   */
+  delivered(id: string, token?: object): void {
+    if (token === undefined || this.inDelivery.get(id) === token) this.inDelivery.delete(id);
+  }
+
+  /**
+   * Delivery of a fired touch to strategy `id` failed: its registration as it was when it fired
+   * (`token`, or the one held now) is armed again, unless the strategy is armed already (a newer
+   * watch was set meanwhile).
+   * @returns whether it was armed again.
+   */
+  rearm(id: string, token?: object): boolean {
+    const reg = (token as Registration | undefined) ?? this.inDelivery.get(id);
+    if (this.inDelivery.get(id) === reg) this.inDelivery.delete(id);
+    if (!reg || this.byId.has(id)) return false;
+    this.link(id, reg);
+    return true;
+  }
+
+  /** Whether strategy `id` is armed (registered in the ladders). */
+  has(id: string): boolean {
+    return this.byId.has(id);
+  }
+
+  /** Number of fired triggers whose delivery is not yet confirmed. */
+  get pendingDeliveries(): number {
+    return this.inDelivery.size;
   }
 
   /**
    * Whether strategy `id`'s price conditions already hold at `touch` (used when a watch is new or
-   * changed); if so it is unregistered, like {@link fire} does. `any` watches do not count here.
+   * changed); if so it is taken out of the ladders and held, like {@link fire} does. `any`
+   * watches count only with `withAny` (a retried delivery: any touch is news to them).
    */
-  fireOne(id: string, tokenId: string, touch: Touch): boolean {
+  fireOne(id: string, tokenId: string, touch: Touch, withAny = false): boolean {
     const reg = this.byId.get(id);
     if (!reg || reg.tokenId !== tokenId) return false;
+    if (withAny && reg.any) {
+      this.hold(id);
+      return true;
+    }
     const bid = touch.bid !== null ? micro(touch.bid, 'exact') : null;
     const ask = touch.ask !== null ? micro(touch.ask, 'exact') : null;
     const holds = reg.entries.some(([ladder, e]) => {
@@ -169,7 +236,7 @@ export class TriggerIndex {
       }
       return false;
     });
-    if (holds) this.remove(id);
+    if (holds) this.hold(id);
     return holds;
   }
 
@@ -179,7 +246,8 @@ export class TriggerIndex {
   }
 
   /**
-   * A new touch of `tokenId`: pops (unregisters) and returns the strategies whose condition holds.
+   * A new touch of `tokenId`: pops (takes out of the ladders, holding their registrations until
+   * {@link delivered} / {@link rearm}) and returns the strategies whose condition holds.
    * When neither side of the touch moved since the last call, nothing fires (O(1)).
    * @param force - evaluate even if the touch did not change (start-up, re-registration).
    */
@@ -200,7 +268,7 @@ export class TriggerIndex {
       t.askAtOrAbove.popWhile((level) => ask >= level, out);
     }
     for (const id of t.any) out.add(id);
-    for (const id of out) this.remove(id);
+    for (const id of out) this.hold(id);
     return [...out];
   }
 }

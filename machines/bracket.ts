@@ -12,23 +12,29 @@
  *   LIMIT sell of the shares still protected goes out at the bid (`is_stop_loss: true`).
  * - One cancels the other: shares the take-profit sold are no longer protected by the stop; once
  *   nothing is left to protect, the bracket completes.
- * - Best-effort: a leg that cannot be placed (below the market's minimum, refused by the venue)
- *   records its `error`; the entry is never undone.
+ * - Best-effort: a leg that cannot be placed (below the market's minimum, refused by the venue,
+ *   or `order.placeFailed`: the engine could not place it) records its `error`; the entry is
+ *   never undone. A take-profit not placed leaves the stop armed; a stop-loss sell not placed
+ *   ends the bracket FAILED (its leg FAILED, the reason in `message`).
+ * - DELETE strategy: answered by the machine (`snapshot.can`): awaiting_entry, placing_take_profit
+ *   and protecting cancel (the take-profit being placed is canceled once placed: `canceling`,
+ *   tag `canceling`); once the stop fired (stopping, selling; state meta `noCancel`) → 409.
  *
  * | state               | REST status | final | how it gets there                                       |
  * |---------------------|-------------|-------|---------------------------------------------------------|
  * | awaiting_entry      | PENDING     | no    | accepted with its entry; waits for the entry to end      |
- * | placing_take_profit | ACTIVE      | no    | the entry filled: the take-profit sell goes out          |
+ * | placing_take_profit | ACTIVE      | no    | the entry filled: the take-profit sell goes out (placed/refused/placeFailed → protecting) |
  * | protecting          | ACTIVE      | no    | take-profit resting and/or stop armed                    |
  * | stopping            | TRIGGERED   | no    | bid reached the stop: the take-profit is being canceled  |
  * | selling             | TRIGGERED   | no    | the stop-loss sell works                                 |
  * | completed           | COMPLETED   | yes   | nothing left to protect                                  |
  * | canceled            | CANCELED    | yes   | DELETE strategy, or the entry filled nothing             |
- * | failed              | FAILED      | yes   | the stop-loss sell was refused                           |
+ * | canceling           | ACTIVE      | no    | DELETE strategy: the take-profit is being canceled        |
+ * | failed              | FAILED      | yes   | the stop-loss sell was refused or could not be placed     |
  */
 import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
-import { applyChildUpdate, baseContext, d, nextChildId, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
+import { applyChildUpdate, baseContext, d, isWorkingPlaceFailed, nextChildId, placeFailureText, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
 
 type Ctx = StrategyContext;
 
@@ -57,6 +63,9 @@ export function stopShares(c: Ctx): Dec {
 const tpWorking = (c: Ctx) => c.working !== null && c.working === c.legs?.take_profit?.order_id;
 const isEntry = (c: Ctx, e: StrategyEvent) => (e.type === 'order.updated' || e.type === 'order.refused') && e.orderId === c.entryOrderId;
 const isWorking = (c: Ctx, e: StrategyEvent) => (e.type === 'order.updated' || e.type === 'order.refused') && e.orderId === c.working;
+/** The `error` of a leg whose order was refused or could not be placed. */
+const legError = (e: StrategyEvent) =>
+  e.type === 'order.refused' ? `${e.error}${e.reason ? ` — ${e.reason}` : ''}` : e.type === 'order.placeFailed' ? `not placed: ${placeFailureText(e)}` : 'refused';
 const leg = (c: Ctx, name: 'take_profit' | 'stop_loss', patch: Partial<BracketLeg>) => ({ ...c.legs, [name]: { ...c.legs![name]!, ...patch } });
 
 export const bracketMachine = setup({
@@ -99,13 +108,16 @@ export const bracketMachine = setup({
       return name ? { ...patch, legs: leg(c, name, { status: event.status }) } : patch;
     }),
     takeProfitRefused: assign(({ context: c, event }) => {
-      const error = event.type === 'order.refused' ? `${event.error}${event.reason ? ` — ${event.reason}` : ''}` : 'refused';
+      const error = legError(event);
       return { working: null, legs: leg(c, 'take_profit', { status: 'FAILED', error }), warnings: [...c.warnings, `bracket take_profit failed: ${error}`] };
     }),
     stopRefused: assign(({ context: c, event }) => {
-      const error = event.type === 'order.refused' ? `${event.error}${event.reason ? ` — ${event.reason}` : ''}` : 'refused';
-      return { working: null, watch: {}, legs: leg(c, 'stop_loss', { status: 'FAILED', error }), endReason: `the stop-loss sell was refused: ${error}` };
+      const error = legError(event);
+      const what = event.type === 'order.placeFailed' ? 'could not be placed' : 'was refused';
+      return { working: null, watch: {}, legs: leg(c, 'stop_loss', { status: 'FAILED', error }), endReason: `the stop-loss sell ${what}: ${error}` };
     }),
+    /** The take-profit never existed (placeFailed while it was being canceled): CANCELED, no child works. */
+    closeTakeProfit: assign(({ context: c }) => ({ working: null, legs: c.legs?.take_profit ? leg(c, 'take_profit', { status: 'CANCELED' }) : c.legs })),
     armStop: assign(({ context: c }) => ({ watch: c.legs?.stop_loss?.status === 'ARMED' ? { bidAtOrBelow: c.legs.stop_loss.price } : {} })),
     recordTrigger: assign(({ context: c, event }) => ({
       watch: {}, lastTouch: event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : c.lastTouch,
@@ -137,6 +149,7 @@ export const bracketMachine = setup({
     workingDone: ({ context, event }) => isWorking(context, event) && event.type === 'order.updated' && event.final,
     workingRefused: ({ context, event }) => isWorking(context, event) && event.type === 'order.refused',
     workingUpdate: ({ context, event }) => isWorking(context, event) && event.type === 'order.updated',
+    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
     nothingToProtect: ({ context }) => !tpWorking(context) && stopShares(context).lte(0),
     bidReachedStop: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && context.legs?.stop_loss?.status === 'ARMED' && d(event.bid).lte(context.legs.stop_loss.price),
     takeProfitWorking: ({ context }) => tpWorking(context),
@@ -173,10 +186,11 @@ export const bracketMachine = setup({
       on: {
         'order.updated': [
           { guard: 'workingDone', target: 'protecting', actions: ['recordChild', 'armStop'], description: 'the take-profit filled (or ended) at once' },
-          { guard: 'workingRefused', target: 'protecting', actions: ['takeProfitRefused', 'armStop'], description: 'the venue refused the take-profit' },
           { guard: 'workingUpdate', actions: ['recordChild', 'armStop'], target: 'protecting', description: 'the take-profit rests: arm the stop' },
         ],
         'order.refused': { guard: 'workingRefused', target: 'protecting', actions: ['takeProfitRefused', 'armStop'], description: 'the venue refused the take-profit' },
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'protecting', actions: ['takeProfitRefused', 'armStop'], description: 'the take-profit could not be placed: its leg fails, the stop protects' },
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'DELETE strategy: cancel the take-profit being placed' },
       },
     },
     protecting: {
@@ -197,7 +211,11 @@ export const bracketMachine = setup({
       },
     },
     stopping: {
+      tags: ['cancelingChild'],
+      meta: { noCancel: 'its stop-loss has triggered: the take-profit is being canceled and the shares sold' },
       on: {
+        // the take-profit never existed, so it sold nothing: the stop has every protected share to sell
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'selling', actions: ['closeTakeProfit', 'planStopSell'], description: 'the take-profit was never placed: sell' },
         'order.updated': [
           { guard: and(['workingDone', 'stopHasShares']), target: 'selling', actions: ['recordChild', 'planStopSell'], description: 'the take-profit is off the book: sell what is left' },
           { guard: 'workingDone', target: 'completed', actions: ['recordChild', { type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'the take-profit sold everything before the stop could' } }], description: 'the take-profit filled while being canceled' },
@@ -207,7 +225,9 @@ export const bracketMachine = setup({
     },
     selling: {
       entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+      meta: { noCancel: 'its stop-loss has triggered and its sell is working', cancelWorking: true },
       on: {
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'failed', actions: 'stopRefused', description: 'the stop-loss sell could not be placed' },
         'order.updated': [
           { guard: 'workingDone', target: 'completed', actions: ['recordChild', { type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'the stop-loss sell order is done' } }], description: 'the stop-loss sell finished' },
           { guard: 'workingUpdate', actions: 'recordChild', description: 'fill of the stop-loss sell' },
@@ -216,7 +236,9 @@ export const bracketMachine = setup({
       },
     },
     canceling: {
+      tags: ['canceling', 'cancelingChild'],
       on: {
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['closeTakeProfit', { type: 'closeLegs', params: { status: 'CANCELED' } }], description: 'the take-profit was never placed' },
         'order.updated': [
           { guard: 'workingDone', target: 'canceled', actions: ['recordChild', { type: 'closeLegs', params: { status: 'CANCELED' } }], description: 'the take-profit is off the book' },
           { guard: 'workingUpdate', actions: 'recordChild', description: 'a fill racing the cancel' },

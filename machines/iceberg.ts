@@ -7,19 +7,27 @@
  * for a sell) drifts from `price` by more than that percent, the working clip is canceled and the
  * iceberg ends CANCELED (drift auto-cancel).
  *
- * | state     | REST status | final |
- * |-----------|-------------|-------|
- * | placing   | ACTIVE      | no    | (transient)
- * | working   | ACTIVE      | no    |
- * | waiting   | PENDING     | no    |
- * | canceling | ACTIVE      | no    |
- * | completed | COMPLETED   | yes   |
- * | canceled  | CANCELED    | yes   |
+ * A clip the venue refuses because it would cross (`order.refused` with the code `order crosses
+ * book`) waits for the book; any other refusal (a risk verdict: permanent) ends it FAILED. A clip
+ * that cannot be placed (`order.placeFailed`: transient) is retried PLACE_RETRIES (2) times, after
+ * 1 s and 2 s (`deadlines.retry`, warnings note each); a third failure in a row ends it FAILED.
+ *
+ * | state     | REST status | final | events → next state                                                     |
+ * |-----------|-------------|-------|-------------------------------------------------------------------------|
+ * | placing   | ACTIVE      | no    | (transient) → working / waiting / completed                              |
+ * | working   | ACTIVE      | no    | clip filled → placing; clip ended unfilled → canceled; crossed → waiting; refused → failed; placeFailed → retrying / failed; drift, cancel → canceling |
+ * | waiting   | PENDING     | no    | touch uncrossed → placing; drift, cancel → canceled                      |
+ * | retrying  | ACTIVE      | no    | retry timer → placing; cancel → canceled                                 |
+ * | canceling | ACTIVE      | no    | tag `canceling`: clip off the book (or placeFailed) → canceled           |
+ * | completed | COMPLETED   | yes   |                                                                          |
+ * | canceled  | CANCELED    | yes   |                                                                          |
+ * | failed    | FAILED      | yes   | refused by the venue, or not placed 3 times in a row                      |
  */
-import { assign, setup } from 'xstate';
+import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  applyChildUpdate, baseContext, d, isWorkingChildDone, nextChildId, refusalPatch, remainingShares,
+  applyChildUpdate, baseContext, d, isCurrentTimer, isWorkingChildDone, isWorkingCrossed, isWorkingPlaceFailed, isWorkingRefused, nextChildId,
+  placeFailedEndPatch, placeFailedPatch, placeRetryPatch, refusalPatch, remainingShares, retriesExhausted,
   type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type Touch,
 } from './strategy-kit.js';
 
@@ -47,7 +55,14 @@ export const icebergMachine = setup({
     placeOrder: (_, _params: { order: ChildOrder }) => {},
     /** Side effect: cancel a child CLOB order. */
     cancelOrder: (_, _params: { orderId: string }) => {},
-    recordChild: assign(({ context, event }) => (event.type === 'order.updated' ? applyChildUpdate(context, event) : {})),
+    /** A report of a child (the working one exists: the failures in a row end). */
+    recordChild: assign(({ context, event }) =>
+      event.type === 'order.updated' ? { ...applyChildUpdate(context, event), ...(event.orderId === context.working ? { placeFailures: 0 } : {}) } : {}),
+    scheduleRetry: assign(({ context, event }) => ({ ...placeRetryPatch(context, event, `clip ${context.slicesDone}`), watch: {} })),
+    endNotPlaced: assign(({ context, event }) => placeFailedEndPatch(context, event, `clip ${context.slicesDone}`)),
+    /** The working order was never placed: no child works. */
+    notPlaced: assign(({ context }) => placeFailedPatch(context)),
+    clearRetry: assign(({ context }) => ({ deadlines: Object.fromEntries(Object.entries(context.deadlines).filter(([k]) => k !== 'retry')) })),
     recordTouch: assign(({ event }) => (event.type === 'book.touch' ? { lastTouch: { bid: event.bid, ask: event.ask } } : {})),
     endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
     endWithRefusal: assign(({ event }) => refusalPatch(event)),
@@ -63,7 +78,11 @@ export const icebergMachine = setup({
   },
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
-    workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
+    workingRefused: ({ context, event }) => isWorkingRefused(context, event),
+    workingCrossed: ({ context, event }) => isWorkingCrossed(context, event),
+    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
+    retriesExhausted: ({ context }) => retriesExhausted(context),
+    retryTime: ({ context, event }) => isCurrentTimer(context, event, 'retry'),
     clipFilled: ({ context, event }) => isWorkingChildDone(context, event) && event.type === 'order.updated' && event.status === 'FILLED',
     nothingLeft: ({ context }) => remainingShares(context).lte(0),
     wouldCross: ({ context }) => clipWouldCross(context, context.lastTouch),
@@ -96,7 +115,14 @@ export const icebergMachine = setup({
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the working clip was canceled outside the strategy' } }], description: 'the clip ended without filling (DELETE order)' },
           { actions: 'recordChild', description: 'partial fill of the clip' },
         ],
-        'order.refused': { guard: 'workingRefused', target: 'waiting', actions: 'waitForBook', description: 'the clip would have crossed: wait for the book' },
+        'order.refused': [
+          { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: 'the clip would have crossed: wait for the book' },
+          { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused the clip (risk): permanent' },
+        ],
+        'order.placeFailed': [
+          { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: 'the clip could not be placed, again: give up' },
+          { guard: 'workingPlaceFailed', target: 'retrying', actions: 'scheduleRetry', description: 'the clip could not be placed: retry later' },
+        ],
         'book.touch': [
           { guard: 'touchDrifted', target: 'canceling', actions: ['recordTouch', { type: 'endWith', params: { reason: 'price drifted beyond price_tolerance_pct: auto-canceled' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'drift beyond tolerance' },
           { actions: 'recordTouch', description: 'the touch moved within tolerance' },
@@ -115,20 +141,30 @@ export const icebergMachine = setup({
         'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
       },
     },
+    retrying: {
+      on: {
+        'timer.fired': { guard: 'retryTime', target: 'placing', actions: 'clearRetry', description: 'retry the clip' },
+        'order.updated': { actions: 'recordChild', description: 'a late report' },
+        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting to retry' },
+      },
+    },
     canceling: {
+      tags: ['canceling', 'cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the clip is off the book' },
           { actions: 'recordChild', description: 'fill racing the cancel' },
         ],
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: 'the clip was never placed' },
         'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
       },
     },
     completed: { type: 'final' },
     canceled: { type: 'final' },
+    failed: { type: 'final' },
   },
 });
 
 export const ICEBERG_STATUS = {
-  placing: 'ACTIVE', working: 'ACTIVE', waiting: 'PENDING', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED',
+  placing: 'ACTIVE', working: 'ACTIVE', waiting: 'PENDING', retrying: 'ACTIVE', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED',
 } as const;

@@ -7,20 +7,28 @@
  * is canceled and re-placed at the new price. It ends COMPLETED when the budget left cannot buy
  * the market's minimum size.
  *
- * | state     | REST status | final |
- * |-----------|-------------|-------|
- * | pegging   | ACTIVE      | no    | (transient)
- * | working   | ACTIVE      | no    |
- * | repegging | ACTIVE      | no    |
- * | waiting   | PENDING     | no    |
- * | canceling | ACTIVE      | no    |
- * | completed | COMPLETED   | yes   |
- * | canceled  | CANCELED    | yes   |
+ * A peg order the venue refuses because it would cross (`order crosses book`) waits for the next
+ * touch; any other refusal (a risk verdict: permanent) ends it FAILED. An order that cannot be
+ * placed (`order.placeFailed`: transient) is retried PLACE_RETRIES (2) times, after 1 s
+ * and 2 s (`deadlines.retry`, warnings note each); a third failure in a row ends it FAILED.
+ *
+ * | state     | REST status | final | events → next state                                                  |
+ * |-----------|-------------|-------|----------------------------------------------------------------------|
+ * | pegging   | ACTIVE      | no    | (transient) → working / waiting / completed                           |
+ * | working   | ACTIVE      | no    | filled → pegging; ended unfilled → canceled; peg moved → repegging; crossed → waiting; refused → failed; placeFailed → retrying / failed; cancel → canceling |
+ * | repegging | ACTIVE      | no    | old order off the book (or placeFailed) → pegging; cancel → canceling |
+ * | waiting   | PENDING     | no    | touch → pegging; cancel → canceled                                    |
+ * | retrying  | ACTIVE      | no    | retry timer → pegging; cancel → canceled                              |
+ * | canceling | ACTIVE      | no    | tag `canceling`: order off the book (or placeFailed) → canceled       |
+ * | completed | COMPLETED   | yes   |                                                                       |
+ * | canceled  | CANCELED    | yes   |                                                                       |
+ * | failed    | FAILED      | yes   | refused by the venue, or not placed 3 times in a row                   |
  */
-import { assign, setup } from 'xstate';
+import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  applyChildUpdate, baseContext, d, floorShares, floorTick, isWorkingChildDone, nextChildId, refusalPatch,
+  applyChildUpdate, baseContext, d, floorShares, floorTick, isCurrentTimer, isWorkingChildDone, isWorkingCrossed, isWorkingPlaceFailed, isWorkingRefused,
+  nextChildId, placeFailedEndPatch, placeFailedPatch, placeRetryPatch, refusalPatch, retriesExhausted,
   type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type Touch,
 } from './strategy-kit.js';
 
@@ -52,7 +60,14 @@ export const peggedMachine = setup({
     placeOrder: (_, _params: { order: ChildOrder }) => {},
     /** Side effect: cancel a child CLOB order. */
     cancelOrder: (_, _params: { orderId: string }) => {},
-    recordChild: assign(({ context, event }) => (event.type === 'order.updated' ? applyChildUpdate(context, event) : {})),
+    /** A report of a child (the working one exists: the failures in a row end). */
+    recordChild: assign(({ context, event }) =>
+      event.type === 'order.updated' ? { ...applyChildUpdate(context, event), ...(event.orderId === context.working ? { placeFailures: 0 } : {}) } : {}),
+    scheduleRetry: assign(({ context, event }) => ({ ...placeRetryPatch(context, event, 'the pegged order'), watch: {} })),
+    endNotPlaced: assign(({ context, event }) => placeFailedEndPatch(context, event, 'the pegged order')),
+    /** The working order was never placed: no child works. */
+    notPlaced: assign(({ context }) => placeFailedPatch(context)),
+    clearRetry: assign(({ context }) => ({ deadlines: Object.fromEntries(Object.entries(context.deadlines).filter(([k]) => k !== 'retry')) })),
     recordTouch: assign(({ event }) => (event.type === 'book.touch' ? { lastTouch: { bid: event.bid, ask: event.ask } } : {})),
     endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
     endWithRefusal: assign(({ event }) => refusalPatch(event)),
@@ -65,10 +80,15 @@ export const peggedMachine = setup({
       return { seq: context.seq + 1, working: placing.orderId, workingPrice: price, pendingSize: placing.size, watch: { any: true }, placing };
     }),
     waitForBook: assign({ working: null, workingPrice: null, watch: { any: true } }),
+    clearWorking: assign({ working: null, workingPrice: null }),
   },
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
-    workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
+    workingRefused: ({ context, event }) => isWorkingRefused(context, event),
+    workingCrossed: ({ context, event }) => isWorkingCrossed(context, event),
+    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
+    retriesExhausted: ({ context }) => retriesExhausted(context),
+    retryTime: ({ context, event }) => isCurrentTimer(context, event, 'retry'),
     childFilled: ({ context, event }) => isWorkingChildDone(context, event) && event.type === 'order.updated' && event.status === 'FILLED',
     noPegPrice: ({ context }) => pegPrice(context, context.lastTouch) === null,
     budgetSpent: ({ context }) => {
@@ -111,16 +131,25 @@ export const peggedMachine = setup({
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the pegged order was canceled outside the strategy' } }], description: 'the order ended without filling (DELETE order)' },
           { actions: 'recordChild', description: 'partial fill' },
         ],
-        'order.refused': { guard: 'workingRefused', target: 'waiting', actions: 'waitForBook', description: 'refused (the touch moved under it): wait for the next touch' },
+        'order.refused': [
+          { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: 'refused as crossing (the touch moved under it): wait for the next touch' },
+          { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused the order (risk): permanent' },
+        ],
+        'order.placeFailed': [
+          { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: 'the order could not be placed, again: give up' },
+          { guard: 'workingPlaceFailed', target: 'retrying', actions: 'scheduleRetry', description: 'the order could not be placed: retry later' },
+        ],
         'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'DELETE strategy' },
       },
     },
     repegging: {
+      tags: ['cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'pegging', actions: 'recordChild', description: 'the old order is off the book: re-peg' },
           { actions: 'recordChild', description: 'fill racing the cancel' },
         ],
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'pegging', actions: 'clearWorking', description: 'the old order was never placed: re-peg' },
         'book.touch': { actions: 'recordTouch', description: 'the touch moved again' },
         'strategy.cancel': { target: 'canceling', actions: { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, description: 'DELETE strategy while re-pegging' },
       },
@@ -132,20 +161,30 @@ export const peggedMachine = setup({
         'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
       },
     },
+    retrying: {
+      on: {
+        'timer.fired': { guard: 'retryTime', target: 'pegging', actions: 'clearRetry', description: 'retry the order' },
+        'order.updated': { actions: 'recordChild', description: 'a late report' },
+        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting to retry' },
+      },
+    },
     canceling: {
+      tags: ['canceling', 'cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the order is off the book' },
           { actions: 'recordChild', description: 'fill racing the cancel' },
         ],
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: 'the order was never placed' },
         'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
       },
     },
     completed: { type: 'final' },
     canceled: { type: 'final' },
+    failed: { type: 'final' },
   },
 });
 
 export const PEGGED_STATUS = {
-  pegging: 'ACTIVE', working: 'ACTIVE', repegging: 'ACTIVE', waiting: 'PENDING', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED',
+  pegging: 'ACTIVE', working: 'ACTIVE', repegging: 'ACTIVE', waiting: 'PENDING', retrying: 'ACTIVE', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED',
 } as const;

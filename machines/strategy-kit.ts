@@ -9,7 +9,13 @@
  * - `context.watch` = the price conditions under which the machine wants a `book.touch` event
  *   (the engine keeps them in an index keyed by token and price);
  * - child orders get deterministic ids `ord_<recordId>_<seq>`, with `seq` persisted before the
- *   order is placed, so a restart never places one twice and never loses one.
+ *   order is placed, so a restart never places one twice and never loses one;
+ * - state tags: `canceling` = DELETE strategy was accepted and the strategy certainly ends
+ *   CANCELED (DELETE answers 200); `cancelingChild` = the working child is being canceled (the
+ *   engine's start-up reconciliation cancels it again). State `meta.noCancel` = why DELETE
+ *   strategy is refused (409) in that state (`cancelWorking`: DELETE order is the way).
+ * - `order.placeFailed` (transient: the engine could not place a child) and `order.refused` (the
+ *   venue's verdict, with its error code, e.g. `order crosses book`) are decided per machine.
  */
 import { Dec } from '../engine/decimal.js';
 
@@ -159,12 +165,25 @@ export interface StrategyContext extends StrategyInput {
   placing: ChildOrder | null;
   /** BRACKET: shares the entry filled. */
   entryFilled?: string;
+  /**
+   * Child orders that could not be placed (`order.placeFailed`): consecutive ones for the
+   * machines that retry (ICEBERG, PEGGED, the stops), every one for TWAP (slices lost). Absent
+   * in snapshots written before it existed (= 0).
+   */
+  placeFailures?: number;
 }
 
 export type StrategyEvent =
   | { type: 'book.touch'; bid: string | null; ask: string | null }
   | { type: 'order.updated'; orderId: string; status: string; filledSize: string; matchedAmount: string; final: boolean }
   | { type: 'order.refused'; orderId: string; error: string; reason: string }
+  /**
+   * The engine could not place child order `orderId` (a store write failed, …), or found it
+   * missing when asked to cancel it (`error: 'not_placed'`): the order does not exist and filled
+   * nothing. A transient failure, unlike `order.refused` (the venue's verdict). `atMs` = when the
+   * engine gave up on it (machines arm retry timers from it).
+   */
+  | { type: 'order.placeFailed'; orderId: string; error: string; reason: string; atMs: number }
   | { type: 'timer.fired'; name: string; atMs: number }
   | { type: 'strategy.cancel' };
 
@@ -231,6 +250,68 @@ export function applyChildUpdate(c: StrategyContext, e: Extract<StrategyEvent, {
 /** Patch of `order.refused`: the strategy ends with the venue's reason. */
 export function refusalPatch(e: StrategyEvent): Partial<StrategyContext> {
   return e.type === 'order.refused' ? { endReason: `order refused: ${e.error}${e.reason ? ` — ${e.reason}` : ''}`, working: null } : {};
+}
+
+/** The venue's error code of a post-only order that would have taken liquidity (`venue.rejected` `error`). */
+export const CROSSES_BOOK = 'order crosses book';
+
+/** A placement that failed (`order.placeFailed`) is retried this many times; the next failure in a row ends the strategy FAILED. */
+export const PLACE_RETRIES = 2;
+
+/** Delay before retry `n` (1, 2, …) of a failed placement: 1 s, 2 s, 4 s, … */
+export function placeRetryDelayMs(n: number): number {
+  return 1000 * 2 ** Math.max(0, n - 1);
+}
+
+/** `order.refused` of the working child. */
+export function isWorkingRefused(c: StrategyContext, e: StrategyEvent): boolean {
+  return e.type === 'order.refused' && e.orderId === c.working;
+}
+
+/** `order.refused` of the working child because it would have crossed the book (post-only). */
+export function isWorkingCrossed(c: StrategyContext, e: StrategyEvent): boolean {
+  return isWorkingRefused(c, e) && e.type === 'order.refused' && e.error === CROSSES_BOOK;
+}
+
+/** The working child could not be placed (or is missing): it does not exist and filled nothing. */
+export function isWorkingPlaceFailed(c: StrategyContext, e: StrategyEvent): boolean {
+  return e.type === 'order.placeFailed' && e.orderId === c.working;
+}
+
+/** What a failed placement says (`<error> — <reason>`). */
+export function placeFailureText(e: StrategyEvent): string {
+  return e.type === 'order.placeFailed' ? `${e.error}${e.reason ? ` — ${e.reason}` : ''}` : 'not placed';
+}
+
+/** Another failed placement would exceed {@link PLACE_RETRIES}. */
+export function retriesExhausted(c: StrategyContext): boolean {
+  return (c.placeFailures ?? 0) >= PLACE_RETRIES;
+}
+
+/** Patch of `order.placeFailed` of the working child: no child works; one more failure counted. */
+export function placeFailedPatch(c: StrategyContext): Partial<StrategyContext> {
+  return { working: null, workingPrice: null, pendingSize: null, placing: null, placeFailures: (c.placeFailures ?? 0) + 1 };
+}
+
+/**
+ * Patch of `order.placeFailed` that will be retried: the failure counted and noted in `warnings`,
+ * the retry timer (`deadlines.retry`) armed after {@link placeRetryDelayMs}.
+ */
+export function placeRetryPatch(c: StrategyContext, e: StrategyEvent, what: string): Partial<StrategyContext> {
+  const patch = placeFailedPatch(c);
+  const n = patch.placeFailures!;
+  const atMs = e.type === 'order.placeFailed' ? e.atMs : c.createdAtMs;
+  return {
+    ...patch,
+    deadlines: { ...c.deadlines, retry: atMs + placeRetryDelayMs(n) },
+    warnings: [...c.warnings, `${what} could not be placed (${placeFailureText(e)}): retry ${n} of ${PLACE_RETRIES}`],
+  };
+}
+
+/** Patch of `order.placeFailed` that ends the strategy: the reason goes to `message`. */
+export function placeFailedEndPatch(c: StrategyContext, e: StrategyEvent, what: string): Partial<StrategyContext> {
+  const n = (c.placeFailures ?? 0) + 1;
+  return { ...placeFailedPatch(c), watch: {}, deadlines: {}, endReason: `${what} could not be placed (${n} attempt${n === 1 ? '' : 's'}): ${placeFailureText(e)}` };
 }
 
 /** The update is about the working child and it is done. */

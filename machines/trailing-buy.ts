@@ -13,10 +13,16 @@
  * | done      | COMPLETED   | yes   |
  * | canceled  | CANCELED    | yes   |
  * | failed    | FAILED      | yes   |
+ *
+ * After the trigger, an order that cannot be placed (`order.placeFailed`: transient) re-arms the
+ * strategy (ACTIVE, its watch back: the engine checks it against the touch at once, so it fires
+ * again while the price holds; a warning notes it), PLACE_RETRIES (2) times; a third failure in a
+ * row ends it FAILED with the reason in `message`. A refusal by the venue (`order.refused`) ends it FAILED.
+ * DELETE strategy while triggered answers 409 (state meta `noCancel`): cancel the order instead.
  */
-import { assign, setup } from 'xstate';
+import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
-import { baseContext, d, floorShares, applyChildUpdate, isWorkingChildDone, refusalPatch, nextChildId, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
+import { baseContext, d, isWorkingPlaceFailed, placeFailedEndPatch, placeFailedPatch, placeFailureText, PLACE_RETRIES, retriesExhausted, floorShares, applyChildUpdate, isWorkingChildDone, refusalPatch, nextChildId, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
 
 /** Entry level of a trailing buy for a low-water mark. */
 export function trailingBuyLevel(c: Pick<StrategyContext, 'offsetPct' | 'offsetAbs'>, mark: string): string {
@@ -49,6 +55,12 @@ export const trailingBuyMachine = setup({
     endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
     endWithRefusal: assign(({ event }) => refusalPatch(event)),
     clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    /** The buy could not be placed: armed again (the engine re-checks the watch against the touch). */
+    rearm: assign(({ context, event }) => {
+      const patch = placeFailedPatch(context);
+      return { ...patch, watch: { askBelow: context.lowWaterMark!, askAtOrAbove: context.triggerPrice! }, warnings: [...context.warnings, `the trailing-buy order could not be placed (${placeFailureText(event)}): armed again (retry ${patch.placeFailures} of ${PLACE_RETRIES})`] };
+    }),
+    endNotPlaced: assign(({ context, event }) => placeFailedEndPatch(context, event, 'the trailing-buy order')),
     lowerMark: assign(({ context, event }) => {
       if (event.type !== 'book.touch' || event.ask === null) return {};
       const triggerPrice = trailingBuyLevel(context, event.ask);
@@ -68,6 +80,8 @@ export const trailingBuyMachine = setup({
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
     workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
+    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
+    retriesExhausted: ({ context }) => retriesExhausted(context),
     askBouncedWithinCeiling: ({ context, event }) => event.type === 'book.touch' && event.ask !== null && entryAllowed(context, event.ask),
     askBelowMark: ({ context, event }) => event.type === 'book.touch' && event.ask !== null && d(event.ask).lt(context.lowWaterMark!),
   },
@@ -90,7 +104,12 @@ export const trailingBuyMachine = setup({
     },
     triggered: {
       entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+      meta: { noCancel: 'has triggered and its order is working', cancelWorking: true },
       on: {
+        'order.placeFailed': [
+          { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: 'the buy could not be placed, again: give up' },
+          { guard: 'workingPlaceFailed', target: 'armed', actions: 'rearm', description: 'the buy could not be placed: armed again' },
+        ],
         'order.updated': [
           { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: 'the entry order is done' } }], description: 'the buy order finished' },
           { actions: 'recordChild', description: 'fill or status change of the buy order' },

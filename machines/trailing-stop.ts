@@ -14,10 +14,16 @@
  * | done      | COMPLETED   | yes   |
  * | canceled  | CANCELED    | yes   |
  * | failed    | FAILED      | yes   |
+ *
+ * After the trigger, an order that cannot be placed (`order.placeFailed`: transient) re-arms the
+ * strategy (ACTIVE, its watch back: the engine checks it against the touch at once, so it fires
+ * again while the price holds; a warning notes it), PLACE_RETRIES (2) times; a third failure in a
+ * row ends it FAILED with the reason in `message`. A refusal by the venue (`order.refused`) ends it FAILED.
+ * DELETE strategy while triggered answers 409 (state meta `noCancel`): cancel the order instead.
  */
-import { assign, setup } from 'xstate';
+import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
-import { baseContext, d, applyChildUpdate, isWorkingChildDone, refusalPatch, nextChildId, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
+import { baseContext, d, isWorkingPlaceFailed, placeFailedEndPatch, placeFailedPatch, placeFailureText, PLACE_RETRIES, retriesExhausted, applyChildUpdate, isWorkingChildDone, refusalPatch, nextChildId, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
 
 /** Trigger level of a trailing stop for a high-water mark. */
 export function trailingStopLevel(c: Pick<StrategyContext, 'offsetPct' | 'offsetAbs'>, mark: string): string {
@@ -37,6 +43,12 @@ export const trailingStopMachine = setup({
     endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
     endWithRefusal: assign(({ event }) => refusalPatch(event)),
     clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    /** The sell could not be placed: armed again (the engine re-checks the watch against the touch). */
+    rearm: assign(({ context, event }) => {
+      const patch = placeFailedPatch(context);
+      return { ...patch, watch: { bidAtOrBelow: context.triggerPrice!, bidAbove: context.highWaterMark! }, warnings: [...context.warnings, `the trailing-stop sell could not be placed (${placeFailureText(event)}): armed again (retry ${patch.placeFailures} of ${PLACE_RETRIES})`] };
+    }),
+    endNotPlaced: assign(({ context, event }) => placeFailedEndPatch(context, event, 'the trailing-stop sell')),
     raiseMark: assign(({ context, event }) => {
       if (event.type !== 'book.touch' || event.bid === null) return {};
       const triggerPrice = trailingStopLevel(context, event.bid);
@@ -54,6 +66,8 @@ export const trailingStopMachine = setup({
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
     workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
+    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
+    retriesExhausted: ({ context }) => retriesExhausted(context),
     bidFellToTrigger: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && d(event.bid).lte(context.triggerPrice!),
     bidAboveMark: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && d(event.bid).gt(context.highWaterMark!),
   },
@@ -76,7 +90,12 @@ export const trailingStopMachine = setup({
     },
     triggered: {
       entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+      meta: { noCancel: 'has triggered and its order is working', cancelWorking: true },
       on: {
+        'order.placeFailed': [
+          { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: 'the sell could not be placed, again: give up' },
+          { guard: 'workingPlaceFailed', target: 'armed', actions: 'rearm', description: 'the sell could not be placed: armed again' },
+        ],
         'order.updated': [
           { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: 'the trailing-stop sell order is done' } }], description: 'the sell order finished' },
           { actions: 'recordChild', description: 'fill or status change of the sell order' },

@@ -10,23 +10,28 @@
  * one, and a last remainder below the minimum is left unfilled (see `message`). At
  * start + duration the TWAP ends.
  *
- * | state     | REST status | final | meaning                                     |
- * |-----------|-------------|-------|---------------------------------------------|
- * | slicing   | ACTIVE      | no    | (transient) decides the next slice           |
- * | working   | ACTIVE      | no    | a slice order works                          |
- * | waiting   | ACTIVE      | no    | between slices                               |
- * | rolling   | ACTIVE      | no    | slice time: the previous slice is being canceled |
- * | finishing | ACTIVE      | no    | end time: the last slice is being canceled   |
- * | canceling | ACTIVE      | no    | DELETE strategy: the working slice is being canceled |
- * | completed | COMPLETED   | yes   | all traded, or the duration is over          |
- * | canceled  | CANCELED    | yes   | DELETE strategy                              |
- * | failed    | FAILED      | yes   | the venue refused a slice                    |
+ * A slice that cannot be placed (`order.placeFailed`: a transient failure such as a store write)
+ * is counted as lost (`warnings`) and its shares roll into the next slices; at the end time a
+ * TWAP that lost slices and filled nothing ends FAILED. A slice the venue refuses
+ * (`order.refused`: a risk verdict such as the balance, permanent) ends it FAILED.
+ *
+ * | state     | REST status | final | events → next state                                                    |
+ * |-----------|-------------|-------|------------------------------------------------------------------------|
+ * | slicing   | ACTIVE      | no    | (transient) decides the next slice → working / waiting / completed     |
+ * | working   | ACTIVE      | no    | slice done → waiting; refused → failed; placeFailed → waiting (slice lost); slice time → rolling; end → finishing; cancel → canceling |
+ * | waiting   | ACTIVE      | no    | slice time → slicing; end → completed (failed if slices were lost and nothing filled); cancel → canceled |
+ * | rolling   | ACTIVE      | no    | previous slice off the book (or placeFailed) → slicing; end → finishing; cancel → canceling |
+ * | finishing | ACTIVE      | no    | last slice off the book (or placeFailed) → completed (failed as above); cancel → canceling |
+ * | canceling | ACTIVE      | no    | tag `canceling`: the working slice off the book (or placeFailed) → canceled |
+ * | completed | COMPLETED   | yes   | all traded, or the duration is over                                    |
+ * | canceled  | CANCELED    | yes   | DELETE strategy                                                        |
+ * | failed    | FAILED      | yes   | the venue refused a slice, or no slice could be placed                 |
  */
-import { assign, setup } from 'xstate';
+import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  applyChildUpdate, baseContext, floorShares, isCurrentTimer, isWorkingChildDone, nextChildId, refusalPatch, remainingShares,
-  type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput,
+  applyChildUpdate, baseContext, floorShares, isCurrentTimer, isWorkingChildDone, isWorkingPlaceFailed, isWorkingRefused, nextChildId, placeFailedPatch,
+  placeFailureText, refusalPatch, remainingShares, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput,
 } from './strategy-kit.js';
 
 /** Number of slices of a TWAP (README: ⌊duration / interval⌋, at least one). */
@@ -58,6 +63,18 @@ export const twapMachine = setup({
     endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
     endWithRefusal: assign(({ event }) => refusalPatch(event)),
     clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    /** The working slice could not be placed: counted as lost (warning), its shares roll on. */
+    sliceLost: assign(({ context: c, event }) => ({
+      ...placeFailedPatch(c),
+      warnings: [...c.warnings, `slice ${c.slicesDone} of ${c.slicesTotal} could not be placed (${placeFailureText(event)}): its shares roll into the next slices`],
+    })),
+    /** Duration over: the reason names the slices lost, if any. */
+    endDurationOver: assign(({ context: c }) => ({
+      watch: {}, deadlines: {},
+      endReason: (c.placeFailures ?? 0) > 0
+        ? `duration over; ${c.placeFailures} slice${c.placeFailures === 1 ? '' : 's'} could not be placed${new Dec(c.filledSize).isZero() ? ' and nothing filled' : ''} (see warnings)`
+        : 'duration over',
+    })),
     /** Counts the slice, names its order, and arms the next slice time. */
     planSlice: assign(({ context }) => {
       const done = context.slicesDone + 1;
@@ -80,7 +97,11 @@ export const twapMachine = setup({
   },
   guards: {
     workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
-    workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
+    workingRefused: ({ context, event }) => isWorkingRefused(context, event),
+    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
+    /** Slices were lost and nothing filled: at the end time the TWAP failed. */
+    nothingFilled: ({ context }) => new Dec(context.filledSize).isZero(),
+    lostAndNothingFilled: ({ context }) => (context.placeFailures ?? 0) > 0 && new Dec(context.filledSize).isZero(),
     nothingLeft: ({ context }) => remainingShares(context).lte(0),
     allSlicesPlaced: ({ context }) => context.slicesDone >= context.slicesTotal!,
     lastSliceTooSmall: ({ context }) => tooSmall(context) && isLast(context),
@@ -120,6 +141,7 @@ export const twapMachine = setup({
           { actions: 'recordChild', description: 'fill of the working slice' },
         ],
         'order.refused': { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused a slice' },
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'waiting', actions: 'sliceLost', description: 'the slice could not be placed: lost, its shares roll on' },
         'timer.fired': [
           { guard: 'endTime', target: 'finishing', actions: { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }, description: 'duration over: cancel the working slice' },
           { guard: 'sliceTime', target: 'rolling', actions: { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }, description: 'next slice time: cancel the resting slice, its remainder rolls on' },
@@ -131,36 +153,47 @@ export const twapMachine = setup({
       on: {
         'order.updated': { actions: 'recordChild', description: 'a late report of a finished slice' },
         'timer.fired': [
-          { guard: 'endTime', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'duration over' } }], description: 'duration over' },
+          { guard: and(['endTime', 'lostAndNothingFilled']), target: 'failed', actions: 'endDurationOver', description: 'duration over: slices were lost and nothing filled' },
+          { guard: 'endTime', target: 'completed', actions: 'endDurationOver', description: 'duration over' },
           { guard: 'sliceTime', target: 'slicing', description: 'next slice time' },
         ],
         'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy between slices' },
       },
     },
     rolling: {
+      tags: ['cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'slicing', actions: 'recordChild', description: 'the previous slice is off the book: place the next' },
           { actions: 'recordChild', description: 'fill racing the cancel' },
         ],
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'slicing', actions: 'sliceLost', description: 'the previous slice was never placed: place the next' },
         'timer.fired': { guard: 'endTime', target: 'finishing', description: 'duration over while rolling' },
         'strategy.cancel': { target: 'canceling', description: 'DELETE strategy while the slice is being canceled' },
       },
     },
     finishing: {
+      tags: ['cancelingChild'],
       on: {
         'order.updated': [
-          { guard: 'workingChildDone', target: 'completed', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'duration over' } }], description: 'the last slice is off the book' },
+          { guard: 'workingChildDone', target: 'completed', actions: ['recordChild', 'endDurationOver'], description: 'the last slice is off the book' },
           { actions: 'recordChild', description: 'fill racing the cancel' },
         ],
+        'order.placeFailed': [
+          { guard: and(['workingPlaceFailed', 'nothingFilled']), target: 'failed', actions: ['sliceLost', 'endDurationOver'], description: 'the last slice was never placed and nothing filled' },
+          { guard: 'workingPlaceFailed', target: 'completed', actions: ['sliceLost', 'endDurationOver'], description: 'the last slice was never placed' },
+        ],
+        'strategy.cancel': { target: 'canceling', description: 'DELETE strategy while the last slice is being canceled: it ends CANCELED' },
       },
     },
     canceling: {
+      tags: ['canceling', 'cancelingChild'],
       on: {
         'order.updated': [
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'the working slice is off the book' },
           { actions: 'recordChild', description: 'fill racing the cancel' },
         ],
+        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['sliceLost', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'the working slice was never placed' },
       },
     },
     completed: { type: 'final' },

@@ -34,7 +34,7 @@ export const Health = {
   $id: 'Health',
   type: 'object',
   additionalProperties: false,
-  required: ['status', 'store', 'scheduler', 'venue', 'uptime_ms'],
+  required: ['status', 'store', 'scheduler', 'venue', 'deliveries', 'uptime_ms'],
   properties: {
     status: { enum: ['ok', 'degraded'] },
     store: {
@@ -62,6 +62,13 @@ export const Health = {
         pending_writes: { type: 'integer', minimum: 0, description: 'Venue journal entries not yet written.' },
         error: { type: 'string', description: 'The last write or checkpoint failure, while one is outstanding.' },
       },
+    },
+    deliveries: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['retrying', 'abandoned'],
+      description: 'Events on their way to orders and strategies (venue reports, child orders\' changes, price triggers). `retrying`: deliveries that failed (a store write) and wait for a retry with backoff, now. `abandoned`: deliveries to strategies given up after every retry since start (each logged at error); those strategies are brought up to date by the reconciliation at the next start, so health stays `degraded` until then.',
+      properties: { retrying: { type: 'integer', minimum: 0 }, abandoned: { type: 'integer', minimum: 0 } },
     },
     uptime_ms: { type: 'integer', minimum: 0 },
   },

@@ -1,0 +1,418 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StrategyContext } from '../../machines/strategy-kit.js';
+import { EmbeddedStore } from '../../engine/store/embedded.js';
+import type { Collection, Doc, Filter, IndexSpec, Store } from '../../engine/store/port.js';
+import { startTestService, type TestService } from '../helpers.js';
+
+/**
+ * Issue 12, items 15, 16, 18: failures between the strategy engine and the store become state
+ * (never only a log line), and DELETE strategy answers what the machine decided. Faults are
+ * injected through the store the service runs on (a wrapper over the embedded store whose chosen
+ * writes of the `actors` collection fail or wait for the test).
+ */
+
+/** A write of the `actors` collection a rule may fail or hold. */
+interface Write {
+  op: 'insert' | 'update';
+  /** `_id` of the document written. */
+  id: string;
+  doc: Record<string, unknown>;
+}
+
+interface Rule {
+  match: (w: Write) => boolean;
+  /** How many matching writes it applies to. */
+  times: number;
+  /** `fail`: the write rejects; a promise: the write waits for it, then happens. */
+  effect: 'fail' | Promise<void>;
+  /** Ids of the writes it applied to. */
+  hits: string[];
+}
+
+/** A store whose `actors` writes follow the rules the test adds (fail, or wait for a gate). */
+class FaultyStore implements Store {
+  readonly rules: Rule[] = [];
+  /** `keepOpen`: close() leaves the inner store open (a restart of the service on the same store). */
+  constructor(
+    private readonly inner: Store,
+    private readonly keepOpen = false,
+  ) {}
+  get adapter() {
+    return this.inner.adapter;
+  }
+  get location() {
+    return this.inner.location;
+  }
+  ping() {
+    return this.inner.ping();
+  }
+  close() {
+    return this.keepOpen ? Promise.resolve() : this.inner.close();
+  }
+
+  /** Makes the next `times` writes matching `match` reject. */
+  fail(match: (w: Write) => boolean, times = 1): Rule {
+    const r: Rule = { match, times, effect: 'fail', hits: [] };
+    this.rules.push(r);
+    return r;
+  }
+
+  /** Holds the next write matching `match` until `release()` (with `fail`: then it rejects). */
+  hold(match: (w: Write) => boolean): Rule & { release: (fail?: boolean) => void } {
+    let release!: (fail?: boolean) => void;
+    const gate = new Promise<void>((resolve, reject) => (release = (fail) => (fail ? reject(new Error('injected store fault after a delay')) : resolve())));
+    gate.catch(() => undefined);
+    const r = { match, times: 1, effect: gate, hits: [] as string[], release };
+    this.rules.push(r);
+    return r;
+  }
+
+  private async apply(w: Write): Promise<void> {
+    const r = this.rules.find((x) => x.times > 0 && x.match(w));
+    if (!r) return;
+    r.times--;
+    r.hits.push(w.id);
+    if (r.effect === 'fail') throw new Error(`injected store fault: ${w.op} of ${w.id}`);
+    await r.effect;
+  }
+
+  async collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Promise<Collection<T>> {
+    const c = await this.inner.collection<T>(name, indexes);
+    if (name !== 'actors') return c;
+    return {
+      insertOne: async (doc: T) => {
+        await this.apply({ op: 'insert', id: doc._id, doc: doc as unknown as Record<string, unknown> });
+        return c.insertOne(doc);
+      },
+      updateOne: async (filter: Filter, set: Record<string, unknown>, options?: { upsert?: boolean }) => {
+        await this.apply({ op: 'update', id: String(filter._id), doc: set });
+        return c.updateOne(filter, set, options);
+      },
+      findOne: (f) => c.findOne(f),
+      find: (f, o) => c.find(f, o),
+      count: (f) => c.count(f),
+      replaceOne: (d) => c.replaceOne(d),
+      deleteMany: (f) => c.deleteMany(f),
+    };
+  }
+}
+
+/** A price as the API writes it. */
+const px = (x: number) => String(Number(x.toFixed(2)));
+
+/** Lets queued work run until `done()` holds (bounded; no clock involved). */
+async function until(done: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 20_000 && !done(); i++) await new Promise((r) => setImmediate(r));
+  if (!done()) throw new Error(`never happened: ${what}`);
+}
+
+describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
+  let svc: TestService;
+  let store: FaultyStore;
+  let markets: any[];
+  const as = (u: string) => ({ 'x-partner-user-id': u });
+  const post = (u: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(u) });
+  const book = async (t: string) => (await svc.call('GET', `/v2/trade/book?token_id=${t}&depth=10`)).body;
+  const strategy = async (u: string, id: string) => (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as(u) })).body.strategies.find((s: any) => s.record_id === id);
+  const openOrders = async (u: string) => (await svc.call('GET', '/v2/trade/orders/open', { headers: as(u) })).body.orders;
+  const idle = () => svc.services.strategies.idle();
+  const stateOf = (id: string) => String(svc.services.host.snapshotOf(id)?.value);
+  let next = 0;
+  /** A 0.01-tick token with a two-tick spread whose best bid lies in [minBid, maxBid], books untouched. */
+  const freshToken = async (minBid = 0.2, maxBid = 0.9) => {
+    for (; next < markets.length; next++) {
+      const m = markets[next];
+      if (m.tick_size !== '0.01') continue;
+      const t = m.tokens[0].token_id;
+      const b = await book(t);
+      const bid = Number(b.bids[0]?.price);
+      const ask = Number(b.asks[0]?.price);
+      if (bid >= minBid && bid <= maxBid && Math.round((ask - bid) * 100) === 2) {
+        next++;
+        return { token: t as string, bid, ask, bids: b.bids as any[] };
+      }
+    }
+    throw new Error('no suitable market');
+  };
+  /** bob sells into the bids down to (and including) price `p`. */
+  const sellThrough = async (token: string, p: string) => {
+    const b = await book(token);
+    const size = b.bids.filter((l: any) => Number(l.price) >= Number(p)).reduce((a: number, l: any) => a + Number(l.size), 0);
+    await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: String(size), time_in_force: 'IOC' });
+    const r = await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: p, size: String(size), time_in_force: 'IOC' });
+    expect(r.body.status).toBe('FILLED');
+  };
+  const isStrategyUpdate = (id: string) => (w: Write) => w.op === 'update' && w.id === id;
+  const isInsertOf = (id: string) => (w: Write) => w.op === 'insert' && w.id === id;
+
+  beforeAll(async () => {
+    store = new FaultyStore(await EmbeddedStore.open(null));
+    svc = await startTestService({ store, env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' } });
+    for (const u of ['alice', 'bob']) await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+    markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
+  });
+  afterAll(() => svc.close());
+
+  describe('15: a fired price trigger is delivered or armed again', () => {
+    it('the stop whose touch could not be written (store fault) still fires: retried against the current touch, counted', async () => {
+      const { token, bid } = await freshToken(0.3);
+      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+      const level = px(bid - 0.01);
+      const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
+      expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
+      const id = res.body.record_id;
+      const failuresBefore = svc.services.strategies.deliveryFailures;
+      const fault = store.fail(isStrategyUpdate(id)); // the write of the fired stop's book.touch
+      await sellThrough(token, px(bid));
+      await idle();
+      expect(fault.hits).toEqual([id]);
+      expect(svc.services.strategies.deliveryFailures).toBe(failuresBefore + 1);
+      expect(await strategy('alice', id)).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: level, order_ids: [`ord_${id}_1`] });
+    });
+
+    it('a persistent fault: after every retry the stop stays armed (counted as abandoned), and fires at the next touch once the store heals', async () => {
+      const { token, bid } = await freshToken(0.3);
+      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+      const level = px(bid - 0.01);
+      const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
+      const id = res.body.record_id;
+      const abandonedBefore = svc.services.strategies.deliveriesAbandoned;
+      const fault = store.fail(isStrategyUpdate(id), 1000);
+      await sellThrough(token, px(bid));
+      await idle();
+      expect(fault.hits.length).toBe(6); // the first delivery and 5 retries
+      expect(svc.services.strategies.deliveriesAbandoned).toBe(abandonedBefore + 1);
+      expect(svc.services.strategies.triggers.has(id)).toBe(true); // armed again, not lost
+      expect(await strategy('alice', id)).toMatchObject({ status: 'ACTIVE' });
+      fault.times = 0; // the store heals
+      // the next touch change fires it: bob offers below the ask (the bid is still at the level)
+      await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+      expect((await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: px(bid + 0.01), size: '5' })).body.status).toBe('LIVE');
+      await idle();
+      expect(await strategy('alice', id)).toMatchObject({ status: 'COMPLETED', filled_size: '10', order_ids: [`ord_${id}_1`] });
+    });
+  });
+
+  describe('16: a child order that cannot be placed reaches its strategy', () => {
+    it('TWAP: a slice not placed is lost (warning), its shares roll into the next slices, and the TWAP completes', async () => {
+      const { token, ask } = await freshToken(0.2, 0.6);
+      // the first slice's order cannot be written
+      const fault = store.fail((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 30 } });
+      expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
+      const id = res.body.record_id;
+      expect(fault.hits).toEqual([`ord_${id}_1`]);
+      await idle();
+      let s = await strategy('alice', id);
+      expect(s).toMatchObject({ status: 'ACTIVE', slices_done: 1, filled_size: null, order_ids: [] });
+      expect(s.warnings).toEqual([expect.stringMatching(/^slice 1 of 3 could not be placed \(placement_failed — injected store fault: insert of ord_stg_.*_1\): its shares roll into the next slices$/)]);
+      expect(stateOf(id)).toBe('waiting');
+      for (const k of [2, 3]) {
+        const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
+        await svc.services.host.deliverTimer({ actorId: id, timerName: 'slice', atMs: c.deadlines.slice! });
+        await idle();
+        expect((await strategy('alice', id)).slices_done).toBe(k);
+      }
+      s = await strategy('alice', id);
+      expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '30', message: 'all shares traded', order_ids: [`ord_${id}_2`, `ord_${id}_3`] });
+    });
+
+    it('TWAP: no slice can be placed → FAILED at the end time with the reason in message (not ACTIVE with nothing working)', async () => {
+      const { token, ask } = await freshToken(0.2, 0.6);
+      const fault = store.fail((w) => w.op === 'insert' && /^ord_stg_.*_\d$/.test(w.id), 3);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 30 } });
+      const id = res.body.record_id;
+      for (const name of ['slice', 'slice', 'end']) {
+        const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
+        await svc.services.host.deliverTimer({ actorId: id, timerName: name, atMs: c.deadlines[name]! });
+        await idle();
+      }
+      expect(fault.hits).toEqual([`ord_${id}_1`, `ord_${id}_2`, `ord_${id}_3`]);
+      const s = await strategy('alice', id);
+      expect(s).toMatchObject({ status: 'FAILED', filled_size: null, message: 'duration over; 3 slices could not be placed and nothing filled (see warnings)' });
+      expect(s.warnings).toHaveLength(3);
+    });
+
+    it("a child's report that could not be written is retried with the child's latest state: the TWAP does not wait forever", async () => {
+      const { token, ask } = await freshToken(0.2, 0.6);
+      const failuresBefore = svc.services.strategies.deliveryFailures;
+      // the TWAP's first write after its creation fails three times: every report of its only slice
+      // (SUBMITTED, FILLED, and the placement's own) is lost unless retried
+      const fault = store.fail((w) => w.op === 'update' && /^stg_/.test(w.id) && w.doc.revision === 2, 3);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '10', price: px(ask), execution: { interval_sec: 10, duration_sec: 10 } });
+      const id = res.body.record_id;
+      await idle();
+      expect(fault.hits).toEqual([id, id, id]);
+      expect(svc.services.strategies.deliveryFailures).toBeGreaterThanOrEqual(failuresBefore + 3);
+      expect(await strategy('alice', id)).toMatchObject({ status: 'COMPLETED', filled_size: '10', order_ids: [`ord_${id}_1`] });
+    });
+
+    it('ICEBERG: a clip not placed is retried (ACTIVE, warning, retry timer), then works', async () => {
+      const { token, bid } = await freshToken(0.2, 0.6);
+      const fault = store.fail((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid), size: '30', execution: { clip_size: '10' } });
+      expect(res.status).toBe(200);
+      const id = res.body.record_id;
+      expect(fault.hits).toEqual([`ord_${id}_1`]);
+      await idle();
+      let s = await strategy('alice', id);
+      expect(s).toMatchObject({ status: 'ACTIVE', warnings: [expect.stringMatching(/^clip 1 could not be placed \(placement_failed — .*\): retry 1 of 2$/)] });
+      expect(stateOf(id)).toBe('retrying');
+      const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
+      await svc.services.host.deliverTimer({ actorId: id, timerName: 'retry', atMs: c.deadlines.retry! });
+      await idle();
+      s = await strategy('alice', id);
+      expect(s).toMatchObject({ status: 'ACTIVE', order_ids: [`ord_${id}_2`] });
+      expect((await openOrders('alice')).find((o: any) => o.order_id === `ord_${id}_2`)).toMatchObject({ size: '10', price: px(bid), record_id: id });
+      expect((await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') })).body).toMatchObject({ status: 'CANCELED' });
+    });
+
+    it('ICEBERG canceled while its clip is being placed, and the placement fails: the cancel still ends it CANCELED (no hang)', async () => {
+      const { token, bid } = await freshToken(0.2, 0.6);
+      const held = store.hold((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const created = post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid), size: '30', execution: { clip_size: '10' } });
+      await until(() => held.hits.length === 1, 'the clip reached the store');
+      const id = held.hits[0]!.slice(4, -2);
+      expect(stateOf(id)).toBe('working');
+      const del = svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
+      await until(() => stateOf(id) === 'canceling', 'DELETE reached the iceberg');
+      held.release(true);
+      expect(await del).toMatchObject({ status: 200, body: { record_id: id, status: 'CANCELED' } });
+      expect((await created).status).toBe(200);
+      expect(await strategy('alice', id)).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy', order_ids: [] });
+      expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
+    });
+
+    it('BRACKET: a take-profit not placed → its leg FAILED with the error (and a warning), the stop stays armed', async () => {
+      const { token, ask } = await freshToken(0.3, 0.7);
+      const fault = store.fail((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: px(ask + 0.1) }, stop_loss: { price: '0.1' } });
+      expect(res).toMatchObject({ status: 200, body: { status: 'FILLED' } });
+      const rid = res.body.bracket_id;
+      expect(fault.hits).toEqual([`ord_${rid}_1`]);
+      await idle();
+      const s = await strategy('alice', rid);
+      expect(s).toMatchObject({ status: 'ACTIVE', brackets: { take_profit: { status: 'FAILED', error: expect.stringMatching(/^not placed: placement_failed — injected store fault/) }, stop_loss: { status: 'ARMED', size: '10' } } });
+      expect(s.warnings).toEqual([expect.stringMatching(/^bracket take_profit failed: not placed: placement_failed/)]);
+    });
+
+    it('STOP_LOSS: a triggered sell not placed re-arms the stop, which fires again while the bid is at its level', async () => {
+      const { token, bid } = await freshToken(0.3);
+      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+      const level = px(bid - 0.01);
+      const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
+      const id = res.body.record_id;
+      const fault = store.fail(isInsertOf(`ord_${id}_1`));
+      await sellThrough(token, px(bid));
+      await idle();
+      expect(fault.hits).toEqual([`ord_${id}_1`]);
+      const s = await strategy('alice', id);
+      expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', order_ids: [`ord_${id}_2`] });
+      expect(s.warnings).toEqual([expect.stringMatching(/^the stop-loss sell could not be placed \(placement_failed — .*\): armed again \(retry 1 of 2\)$/)]);
+    });
+  });
+
+  describe('18: DELETE strategy answers what the machine decided', () => {
+    it('a TWAP in its finishing step (last slice being canceled): DELETE → 200 and the record ends CANCELED', async () => {
+      const { token, ask, bid } = await freshToken(0.2, 0.6);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 10, passive: true } });
+      const id = res.body.record_id;
+      await idle();
+      expect((await openOrders('alice')).find((o: any) => o.order_id === `ord_${id}_1`)).toMatchObject({ status: 'LIVE', price: px(bid + 0.01) });
+      // the slice's cancel is held in the store: the TWAP stays in its finishing step
+      const held = store.hold(isStrategyUpdate(`ord_${id}_1`));
+      const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
+      await svc.services.host.deliverTimer({ actorId: id, timerName: 'end', atMs: c.deadlines.end! });
+      await until(() => held.hits.length === 1, 'the cancel of the slice reached the store');
+      expect(stateOf(id)).toBe('finishing');
+      const del = svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
+      await until(() => stateOf(id) === 'canceling', 'DELETE reached the TWAP');
+      held.release();
+      expect(await del).toMatchObject({ status: 200, body: { record_id: id, status: 'CANCELED' } });
+      expect(await strategy('alice', id)).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy' });
+      expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
+    });
+
+    it('the cancel of the working slice fails (store fault): retried, the TWAP ends CANCELED instead of waiting in canceling', async () => {
+      const { token, ask } = await freshToken(0.2, 0.6);
+      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 30, passive: true } });
+      const id = res.body.record_id;
+      await idle();
+      const fault = store.fail(isStrategyUpdate(`ord_${id}_1`), 2); // the slice's order.cancel cannot be written, twice
+      const del = await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
+      expect(del.status).toBe(200); // accepted: the TWAP is canceling (tag canceling) and certainly ends CANCELED
+      expect(svc.services.host.snapshotOf(id)?.hasTag('canceling') ?? del.body.status === 'CANCELED').toBe(true);
+      await idle();
+      expect(fault.hits).toEqual([`ord_${id}_1`, `ord_${id}_1`]);
+      expect(await strategy('alice', id)).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy' });
+      expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
+    });
+
+    it('a BRACKET whose take-profit is being placed: DELETE → 200, the take-profit is canceled once placed, the record ends CANCELED', async () => {
+      const { token, ask } = await freshToken(0.3, 0.7);
+      const held = store.hold((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const entry = post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: px(ask + 0.1) }, stop_loss: { price: '0.1' } });
+      await until(() => held.hits.length === 1, 'the take-profit reached the store');
+      const tp = held.hits[0]!;
+      const rid = tp.slice(4, -2);
+      expect(stateOf(rid)).toBe('placing_take_profit');
+      const del = svc.call('DELETE', `/v2/trade/strategies/${rid}`, { headers: as('alice') });
+      await until(() => stateOf(rid) === 'canceling', 'DELETE reached the bracket');
+      held.release();
+      expect(await del).toMatchObject({ status: 200, body: { record_id: rid, status: 'CANCELED' } });
+      expect((await entry).body).toMatchObject({ status: 'FILLED', bracket_id: rid });
+      const s = await strategy('alice', rid);
+      expect(s).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy', brackets: { take_profit: { order_id: tp, status: 'CANCELED' }, stop_loss: { status: 'CANCELED' } } });
+      expect((await openOrders('alice')).some((o: any) => o.order_id === tp)).toBe(false);
+    });
+
+    it('a stop that has triggered: DELETE → 409 with the reason (the machine refuses), the record unchanged', async () => {
+      const { token, bid, bids } = await freshToken(0.3);
+      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '2000', time_in_force: 'IOC' });
+      const level = px(bid - 0.01);
+      const size = String(Number(bids.find((l: any) => l.price === level)?.size ?? 0) + 50);
+      const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size });
+      await sellThrough(token, px(bid));
+      await idle();
+      const before = await strategy('alice', res.body.record_id);
+      expect(before.status).toBe('TRIGGERED');
+      const del = await svc.call('DELETE', `/v2/trade/strategies/${res.body.record_id}`, { headers: as('alice') });
+      expect(del).toMatchObject({ status: 409, body: { error: 'conflict', message: `strategy ${res.body.record_id} has triggered and its order is working: cancel its order with DELETE /v2/trade/orders/${before.order_ids[0]}` } });
+      expect((await strategy('alice', res.body.record_id)).revision).toBe(before.revision);
+    });
+  });
+});
+
+describe('start-up reconciliation (issue 12: 16)', () => {
+  it('a TWAP whose slice cancel was given up (store fault) is canceled at the next start: CANCELED, nothing left working', async () => {
+    const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
+    const inner = await EmbeddedStore.open(null);
+    const first = new FaultyStore(inner, true);
+    let svc = await startTestService({ store: first, env });
+    const as = { 'x-partner-user-id': 'carol' };
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });
+    const m = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets.find((x: any) => x.tick_size === '0.01');
+    const token = m.tokens[0].token_id;
+    const ask = (await svc.call('GET', `/v2/trade/book?token_id=${token}`)).body.asks[0].price;
+    const res = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: ask, execution: { interval_sec: 10, duration_sec: 30, passive: true } }, headers: as });
+    const id = res.body.record_id;
+    await svc.services.strategies.idle();
+    const fault = first.fail((w) => w.op === 'update' && w.id === `ord_${id}_1`, 1000);
+    expect((await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as })).status).toBe(200);
+    await svc.services.strategies.idle(); // every retry of the cancel fails: given up, counted
+    expect(fault.hits).toHaveLength(6);
+    expect(svc.services.strategies.deliveriesAbandoned).toBe(1);
+    expect(String(svc.services.host.snapshotOf(id)?.value)).toBe('canceling');
+    await svc.close();
+
+    svc = await startTestService({ store: new FaultyStore(inner), env });
+    try {
+      await svc.services.strategies.idle();
+      const s = (await svc.call('GET', '/v2/trade/strategies', { headers: as })).body.strategies.find((x: any) => x.record_id === id);
+      expect(s).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy', order_ids: [`ord_${id}_1`] });
+      expect((await svc.call('GET', '/v2/trade/orders/open', { headers: as })).body.orders).toEqual([]);
+    } finally {
+      await svc.close();
+    }
+  });
+});
