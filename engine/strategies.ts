@@ -7,7 +7,7 @@ import { peggedMachine, PEGGED_STATUS, pegPrice } from '../machines/pegged.js';
 import { stopLossMachine, STOP_LOSS_STATUS } from '../machines/stop-loss.js';
 import { STRATEGY_MACHINE_VERSION, floorShares, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type StrategyType, type Touch } from '../machines/strategy-kit.js';
 import { trailingBuyLevel, trailingBuyMachine, trailingBuyMessage, TRAILING_BUY_STATUS } from '../machines/trailing-buy.js';
-import { trailingStopLevel, trailingStopMachine, TRAILING_STOP_STATUS } from '../machines/trailing-stop.js';
+import { trailingStopLevel, trailingStopMachine, trailingStopMessage, TRAILING_STOP_STATUS } from '../machines/trailing-stop.js';
 import { twapMachine, twapSliceCount, TWAP_STATUS } from '../machines/twap.js';
 import type { OrderRequest } from '../schemas/orders.js';
 import type { ActorChange, ActorHost } from './actor-host.js';
@@ -602,7 +602,7 @@ export class StrategyService {
         if (touchNow.bid !== null && dec(touchNow.bid).lte(level)) {
           throw new ApiError(422, WOULD_TRIGGER, `TRAILING_STOP would trigger at once: the best bid ${touchNow.bid} is at or below the armed level ${level} (mark ${str(mark)})`);
         }
-        return { ...base, size: str(size), highWaterMark: str(mark), ...o, message: `TRAILING_STOP armed at ${level} (high-water mark ${str(mark)}); follows the bid up` };
+        return { ...base, size: str(size), highWaterMark: str(mark), ...o, message: trailingStopMessage({ triggerPrice: level, highWaterMark: str(mark) }) };
       }
       case 'TRAILING_BUY': {
         if (body.side !== 'buy') throw errors.badRequest('TRAILING_BUY is a buy: side must be "buy"');

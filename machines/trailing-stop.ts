@@ -32,6 +32,14 @@ export function trailingStopLevel(c: Pick<StrategyContext, 'offsetPct' | 'offset
   return Dec.max(0, level).toFixed();
 }
 
+/**
+ * The `message` of an armed TRAILING_STOP: names the level it sells at, which is always its
+ * `trigger_price`, and the high-water mark it trails (decimal probabilities).
+ */
+export function trailingStopMessage(c: Pick<StrategyContext, 'triggerPrice' | 'highWaterMark'>, note: string | null = null): string {
+  return `TRAILING_STOP armed at ${c.triggerPrice} (high-water mark ${c.highWaterMark}${note ? `, ${note}` : ''}); follows the bid up`;
+}
+
 export const trailingStopMachine = setup({
   types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
   actions: {
@@ -52,7 +60,8 @@ export const trailingStopMachine = setup({
     raiseMark: assign(({ context, event }) => {
       if (event.type !== 'book.touch' || event.bid === null) return {};
       const triggerPrice = trailingStopLevel(context, event.bid);
-      return { highWaterMark: event.bid, triggerPrice, price: triggerPrice, lastTouch: { bid: event.bid, ask: event.ask }, watch: { bidAtOrBelow: triggerPrice, bidAbove: event.bid } };
+      const message = trailingStopMessage({ triggerPrice, highWaterMark: event.bid }, 'followed the bid up');
+      return { highWaterMark: event.bid, triggerPrice, price: triggerPrice, message, lastTouch: { bid: event.bid, ask: event.ask }, watch: { bidAtOrBelow: triggerPrice, bidAbove: event.bid } };
     }),
     fire: assign(({ context, event }) => {
       const touch = event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : context.lastTouch;
@@ -60,7 +69,8 @@ export const trailingStopMachine = setup({
         orderId: nextChildId(context), side: 'sell', pricing: { kind: 'limit', price: touch.bid! },
         size: context.size!, timeInForce: 'GTC', postOnly: false, isStopLoss: true,
       };
-      return { seq: context.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing };
+      const message = `TRAILING_STOP triggered: the best bid ${touch.bid} fell to the armed level ${context.triggerPrice} (high-water mark ${context.highWaterMark}); placed sell order ${placing.orderId} of ${placing.size} shares at ${touch.bid}`;
+      return { seq: context.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing, message };
     }),
   },
   guards: {

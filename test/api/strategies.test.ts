@@ -127,6 +127,9 @@ describe('managed strategies over REST', () => {
     await settle();
     s = await strategy('alice', res.body.record_id);
     expect(s).toMatchObject({ high_water_mark: up, price: px(bid - 0.02), status: 'ACTIVE' });
+    // the message follows the state: it names the armed level, which is the trigger_price (issue 12, item 12)
+    expect(s.message).toBe(`TRAILING_STOP armed at ${px(bid - 0.02)} (high-water mark ${up}, followed the bid up); follows the bid up`);
+    expect(s.trigger_price).toBe(px(bid - 0.02));
     // the bid comes back down to the old level: above the armed level, nothing fires
     await svc.call('DELETE', `/v2/trade/orders/${bobBid.body.order_id}`, { headers: as('bob') });
     await settle();
@@ -140,6 +143,7 @@ describe('managed strategies over REST', () => {
     await settle();
     s = await strategy('alice', res.body.record_id);
     expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: px(bid - 0.02), high_water_mark: up });
+    expect(s.message).toBe('the trailing-stop sell order is done');
   });
 
   it('TRAILING_BUY: buys on the bounce, never past its ceiling, and stays armed for a cheaper ask', async () => {
