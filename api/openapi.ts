@@ -13,11 +13,11 @@ const ERROR_STATUSES: Record<number, string> = {
   410: 'Gone: `QUOTE_EXPIRED` (combo accept after `expires_at`): re-quote.',
   413: 'Request body larger than BODY_LIMIT_BYTES.',
   415: 'Request body is not application/json.',
-  422: 'Business rule: `INSUFFICIENT_BALANCE`, `NO_LIQUIDITY`, `order crosses book`, `Not enough shares to place this sell — holding <X>`, or `idempotency_key_reused` (the key was used for a different request).',
+  422: 'Business rule: `INSUFFICIENT_BALANCE`, `NO_LIQUIDITY`, `order crosses book`, `WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the touch has already reached), `Not enough shares to place this sell — holding <X>`, or `idempotency_key_reused` (the key was used for a different request).',
   429: 'Rate limit exceeded (RATE_LIMIT_PER_MIN per API key): wait at least `Retry-After` seconds, with jitter.',
   500: 'Server fault: retry with exponential backoff.',
   501: 'Part of the v2 specification, not available on this service yet.',
-  503: 'Data not ready: poll later.',
+  503: '`unavailable`, with `Retry-After` (seconds): the service cannot take this now and changed nothing; retry after the delay. Statements: data not ready, poll later. Orders and cancels: the venue cannot record operations (a store fault; `GET /healthz` shows `venue.ok: false`) or the service is still starting.',
 };
 
 const TAGS: Record<string, string> = {

@@ -60,17 +60,17 @@ export const ROUTES: RouteSpec[] = [
       'a TWAP over 7 days or 1000 slices or whose slices would be under 0.01 shares (passive: under the market minimum). ' +
       '422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `order crosses book` (ICEBERG), `NO_LIQUIDITY`, ' +
       '`WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the best bid already reached). A refused request changes nothing.',
-    body: OrderRequest, example: { symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992', side: 'buy', type: 'LIMIT', price: '0.52', size: '10', time_in_force: 'GTC' }, responses: { 200: OrderResponse }, errors: [404, 422], handler: placeOrder,
+    body: OrderRequest, example: { symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992', side: 'buy', type: 'LIMIT', price: '0.52', size: '10', time_in_force: 'GTC' }, responses: { 200: OrderResponse }, errors: [404, 422, 503], handler: placeOrder,
   },
   { method: 'get', path: `${V2}/orders/open`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Open orders (working CLOB orders, newest first)', query: paged(500), responses: { 200: OpenOrdersPage }, errors: [404], handler: openOrders, v1: true },
-  { method: 'delete', path: `${V2}/orders/:order_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel one order', responses: { 200: OrderView }, errors: [404, 409], handler: cancelOrder, v1: true },
+  { method: 'delete', path: `${V2}/orders/:order_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel one order', responses: { 200: OrderView }, errors: [404, 409, 503], handler: cancelOrder, v1: true },
   { method: 'post', path: `${V2}/orders/cancel`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel a batch of orders', body: BatchCancelRequest, example: { order_ids: ['ord_5f1c2d9e-0b7a-4c1e-9d3f-2a6b8c4e1f00'] }, responses: { 200: BatchCancelResponse }, errors: [404], v1: true },
   { method: 'delete', path: `${V2}/orders`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel all open orders', responses: { 200: BatchCancelResponse }, errors: [404], v1: true },
   {
     method: 'get', path: `${V2}/strategies`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Managed strategies (newest first)',
     query: paged(500, { status: { enum: STRATEGY_STATUSES }, type: { enum: STRATEGY_TYPES } }), responses: { 200: StrategiesPage }, errors: [404], handler: listStrategies, v1: true,
   },
-  { method: 'delete', path: `${V2}/strategies/:record_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel an untriggered strategy (409 once executing: cancel its order instead)', responses: { 200: StrategyRecord }, errors: [404, 409], handler: cancelStrategy, v1: true },
+  { method: 'delete', path: `${V2}/strategies/:record_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel an untriggered strategy (409 once executing: cancel its order instead)', responses: { 200: StrategyRecord }, errors: [404, 409, 503], handler: cancelStrategy, v1: true },
   { method: 'get', path: `${V2}/balances`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'pUSD balance and reservations', responses: { 200: BalancesResponse }, errors: [404], handler: balances, v1: true },
   { method: 'get', path: `${V2}/balances/withdrawable`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Withdrawable ERC20 balances', responses: { 200: WithdrawableBalances }, errors: [404], v1: true },
   { method: 'get', path: `${V2}/positions`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Share positions', query: paged(500), responses: { 200: PositionsPage }, errors: [404], handler: positions, v1: true },
