@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tokenPicker } from './trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
@@ -18,23 +19,8 @@ describe('order validation (issue 12)', () => {
   const book = async (t: string) => (await svc.call('GET', `/v2/trade/book?token_id=${t}&depth=10`)).body;
   const activity = async (u: string) => (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as(u) })).body.activity as any[];
   const strategy = async (u: string, id: string) => (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as(u) })).body.strategies.find((s: any) => s.record_id === id);
-  let next = 0;
-  /** A 0.01-tick token with a best bid in [minBid, maxBid], a 2-tick spread and an untouched book. */
-  const freshToken = async (minBid = 0.2, maxBid = 0.9): Promise<{ token: string; bid: number; ask: number; bids: any[] }> => {
-    for (; next < markets.length; next++) {
-      const m = markets[next];
-      if (m.tick_size !== '0.01') continue;
-      const t = m.tokens[0].token_id;
-      const b = await book(t);
-      const bid = Number(b.bids[0]?.price);
-      const ask = Number(b.asks[0]?.price);
-      if (bid >= minBid && bid <= maxBid && Math.round((ask - bid) * 100) === 2) {
-        next++;
-        return { token: t, bid, ask, bids: b.bids };
-      }
-    }
-    throw new Error('no suitable market');
-  };
+  /** A 0.01-tick token with a two-tick spread whose best bid lies in [minBid, maxBid], books untouched. */
+  const freshToken = tokenPicker(() => markets, book);
   /** Posts `body` as `u` and expects `status`/`error`/`message`, with nothing new in `u`'s activity. */
   const refused = async (u: string, body: unknown, status: number, error: string, message?: string | RegExp) => {
     const before = await activity(u);

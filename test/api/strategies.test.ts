@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
+import { sellThrough as sellThroughBids, tokenPicker } from './trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
@@ -17,32 +18,10 @@ describe('managed strategies over REST', () => {
   const book = async (t: string) => (await svc.call('GET', `/v2/trade/book?token_id=${t}&depth=10`)).body;
   const strategy = async (u: string, id: string) => (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as(u) })).body.strategies.find((s: any) => s.record_id === id);
   const settle = () => svc.services.strategies.idle();
-  /** A 0.01-tick token whose best bid is at least `minBid`, with untouched books. */
-  let next = 0;
-  const freshToken = (minBid = 0.2, maxBid = 0.9): Promise<{ token: string; bid: number; ask: number; bids: any[]; asks: any[] }> =>
-    (async () => {
-      for (; next < markets.length; next++) {
-        const m = markets[next];
-        if (m.tick_size !== '0.01') continue;
-        const t = m.tokens[0].token_id;
-        const b = await book(t);
-        const bid = Number(b.bids[0]?.price);
-        const ask = Number(b.asks[0]?.price);
-        if (bid >= minBid && bid <= maxBid && Math.round((ask - bid) * 100) === 2) {
-          next++;
-          return { token: t, bid, ask, bids: b.bids, asks: b.asks };
-        }
-      }
-      throw new Error('no suitable market');
-    })();
+  /** A 0.01-tick token with a two-tick spread whose best bid lies in [minBid, maxBid], books untouched. */
+  const freshToken = tokenPicker(() => markets, book);
   /** bob sells into the bids down to (and including) price `p`, so the best bid ends below `p`. */
-  const sellThrough = async (token: string, p: string) => {
-    const b = await book(token);
-    const size = b.bids.filter((l: any) => Number(l.price) >= Number(p)).reduce((a: number, l: any) => a + Number(l.size), 0);
-    await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: String(size), time_in_force: 'IOC' });
-    const r = await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: p, size: String(size), time_in_force: 'IOC' });
-    expect(r.body.status).toBe('FILLED');
-  };
+  const sellThrough = (token: string, p: string) => sellThroughBids(post, book, token, p);
 
   beforeAll(async () => {
     svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' } });
@@ -321,7 +300,7 @@ describe('managed strategies over REST', () => {
 
     it('partial fills: legs follow the filled quantity; a positive size protects part; a leg below the minimum fails with error and warning, the entry stands', async () => {
       const { token, ask, asks } = await freshToken(0.3, 0.7);
-      const depth = Number(asks[0].size);
+      const depth = Number(asks[0]!.size);
       const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: String(depth + 40), time_in_force: 'IOC', take_profit: { price: px(ask + 0.1), size: '5' }, stop_loss: { price: '0.1' } });
       expect(res.body).toMatchObject({ status: 'CANCELED', filled_size: String(depth) });
       expect(res.body.brackets.take_profit).toMatchObject({ size: '5', status: 'LIVE' });

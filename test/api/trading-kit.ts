@@ -50,12 +50,61 @@ export interface Fresh {
   asks: Array<{ price: string; size: string }>;
 }
 
+/** An API test's view of a book: levels best first, decimal strings. */
+interface BookBody {
+  bids: { price: string; size: string }[];
+  asks: { price: string; size: string }[];
+}
+
+/**
+ * Hands out untouched tokens one at a time: a 0.01-tick token whose best bid lies in
+ * [minBid, maxBid] with a two-tick spread, skipping the ones handed out before (each scenario
+ * trades on a book of its own). Shared by every REST scenario test.
+ */
+export function tokenPicker(markets: () => any[], book: (tokenId: string) => Promise<BookBody>): (minBid?: number, maxBid?: number) => Promise<Fresh> {
+  let next = 0;
+  return async (minBid = 0.2, maxBid = 0.9) => {
+    const list = markets();
+    for (; next < list.length; next++) {
+      const m = list[next];
+      if (m.tick_size !== '0.01') continue;
+      const t = m.tokens[0].token_id as string;
+      const b = await book(t);
+      const bid = Number(b.bids[0]?.price);
+      const ask = Number(b.asks[0]?.price);
+      if (bid >= minBid && bid <= maxBid && Math.round((ask - bid) * 100) === 2) {
+        next++;
+        return { token: t, bid, ask, bids: b.bids, asks: b.asks };
+      }
+    }
+    throw new Error('no suitable market left');
+  };
+}
+
+/**
+ * `seller` sells into the bids of `token` down to (and including) price `p` (IOC; buying the shares
+ * first at any price), so that the best bid ends below `p`: how a test moves the bid down.
+ */
+export async function sellThrough(
+  post: (u: string, body: unknown) => Promise<{ body: any }>,
+  book: (tokenId: string) => Promise<BookBody>,
+  token: string,
+  p: string,
+  seller = 'bob',
+): Promise<void> {
+  const b = await book(token);
+  const size = b.bids.filter((l) => Number(l.price) >= Number(p)).reduce((a, l) => a + Number(l.size), 0);
+  await post(seller, { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: String(size), time_in_force: 'IOC' });
+  const r = await post(seller, { symbol: token, side: 'sell', type: 'LIMIT', price: p, size: String(size), time_in_force: 'IOC' });
+  if (r.body.status !== 'FILLED') throw new Error(`selling through ${p} did not fill: ${JSON.stringify(r.body)}`);
+}
+
 /** A partner trading over REST on a running test service. */
 export class Trading {
   /** Ids answered with 2xx (order_id, record_id, bracket_id). */
   readonly acknowledged = new Set<string>();
   private markets: any[] = [];
-  private next = 0;
+  private readonly pick = tokenPicker(() => this.markets, (t) => this.book(t));
 
   constructor(private readonly svc: () => TestService) {}
 
@@ -101,19 +150,7 @@ export class Trading {
 
   /** A 0.01-tick token with a 2-tick spread, best bid in [minBid, maxBid], untouched by earlier calls. */
   async freshToken(minBid = 0.2, maxBid = 0.7): Promise<Fresh> {
-    for (; this.next < this.markets.length; this.next++) {
-      const m = this.markets[this.next];
-      if (m.tick_size !== '0.01') continue;
-      const t = m.tokens[0].token_id;
-      const b = await this.book(t);
-      const bid = Number(b.bids[0]?.price);
-      const ask = Number(b.asks[0]?.price);
-      if (bid >= minBid && bid <= maxBid && Math.round((ask - bid) * 100) === 2) {
-        this.next++;
-        return { token: t, bid, ask, bids: b.bids, asks: b.asks };
-      }
-    }
-    throw new Error('no suitable market left');
+    return this.pick(minBid, maxBid);
   }
 
   /** `u` buys `size` shares of `token` at any price (IOC at 0.99). */

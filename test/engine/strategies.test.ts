@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import { EmbeddedStore } from '../../engine/store/embedded.js';
 import type { Collection, Doc, Filter, IndexSpec, Store } from '../../engine/store/port.js';
+import { sellThrough as sellThroughBids, tokenPicker } from '../api/trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
@@ -117,31 +118,10 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
   const openOrders = async (u: string) => (await svc.call('GET', '/v2/trade/orders/open', { headers: as(u) })).body.orders;
   const idle = () => svc.services.strategies.idle();
   const stateOf = (id: string) => String(svc.services.host.snapshotOf(id)?.value);
-  let next = 0;
   /** A 0.01-tick token with a two-tick spread whose best bid lies in [minBid, maxBid], books untouched. */
-  const freshToken = async (minBid = 0.2, maxBid = 0.9) => {
-    for (; next < markets.length; next++) {
-      const m = markets[next];
-      if (m.tick_size !== '0.01') continue;
-      const t = m.tokens[0].token_id;
-      const b = await book(t);
-      const bid = Number(b.bids[0]?.price);
-      const ask = Number(b.asks[0]?.price);
-      if (bid >= minBid && bid <= maxBid && Math.round((ask - bid) * 100) === 2) {
-        next++;
-        return { token: t as string, bid, ask, bids: b.bids as any[] };
-      }
-    }
-    throw new Error('no suitable market');
-  };
-  /** bob sells into the bids down to (and including) price `p`. */
-  const sellThrough = async (token: string, p: string) => {
-    const b = await book(token);
-    const size = b.bids.filter((l: any) => Number(l.price) >= Number(p)).reduce((a: number, l: any) => a + Number(l.size), 0);
-    await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: String(size), time_in_force: 'IOC' });
-    const r = await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: p, size: String(size), time_in_force: 'IOC' });
-    expect(r.body.status).toBe('FILLED');
-  };
+  const freshToken = tokenPicker(() => markets, book);
+  /** bob sells into the bids down to (and including) price `p`, so the best bid ends below `p`. */
+  const sellThrough = (token: string, p: string) => sellThroughBids(post, book, token, p);
   const isStrategyUpdate = (id: string) => (w: Write) => w.op === 'update' && w.id === id;
   const isInsertOf = (id: string) => (w: Write) => w.op === 'insert' && w.id === id;
 
