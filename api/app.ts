@@ -6,6 +6,7 @@ import { pinoHttp } from 'pino-http';
 import { ApiError, errors } from '../engine/errors.js';
 import type { Principal } from '../engine/auth.js';
 import type { Services } from '../engine/service.js';
+import { requireWritable } from './availability.js';
 import { authenticate, requireScope, resolveUser } from './auth.js';
 import type { HandlerResult, RouteSpec } from './context.js';
 import { IdempotencyService } from '../engine/idempotency.js';
@@ -66,6 +67,7 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
     if (route.query) Object.defineProperty(req, 'query', { value: validateParams(route.query, req.query as Record<string, unknown>, 'query parameter'), writable: true });
     if (route.body) req.body = validate(route.body, req.body ?? {});
     if (!route.handler) throw errors.notImplemented(`${route.method.toUpperCase()} ${route.path}`);
+    if (mutating) requireWritable(services);
     const ctx = { req, services, principal, user };
     if (!idempotencyKey || !principal) return send(res, await route.handler(ctx));
     const claim = await services.idempotency.begin(principal.keyId, idempotencyKey, { method: req.method, path: req.path, userId: user?._id ?? null, body: req.body ?? {} });
@@ -82,6 +84,27 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
     send(res, result);
   };
   app[route.method](path, authorize, ...parseBody, run);
+}
+
+/** Query parameters whose values are never logged (a credential sent in the URL by mistake). */
+const SECRET_PARAM = /key|token|secret|pass|auth|sig/i;
+
+/**
+ * The request URL as the log line shows it: a query parameter that may carry a credential
+ * (`api_key`, `token`, …) has its value replaced by `[redacted]`, since logs never carry a token.
+ */
+export function loggableUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0 || !SECRET_PARAM.test(url.slice(q))) return url;
+  const params = url
+    .slice(q + 1)
+    .split('&')
+    .map((kv) => {
+      const eq = kv.indexOf('=');
+      const name = eq < 0 ? kv : kv.slice(0, eq);
+      return eq >= 0 && SECRET_PARAM.test(decodeURIComponent(name.replace(/\+/g, ' '))) ? `${name}=[redacted]` : kv;
+    });
+  return `${url.slice(0, q)}?${params.join('&')}`;
 }
 
 /**
@@ -168,7 +191,7 @@ export function createApp(services: Services): Express {
       // request, only for these three fields to be kept.
       wrapSerializers: false,
       serializers: {
-        req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: loggableUrl(req.url) }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
       customLogLevel: (_req, res, err) => requestLogLevel(res.statusCode, err),

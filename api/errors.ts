@@ -19,6 +19,11 @@ function fromBodyParser(err: { type?: string; status?: number; message?: string 
     case 'request.aborted':
       return new ApiError(400, 'invalid_request', 'request aborted');
     default:
+      // a body that cannot be read as sent (a corrupt gzip/deflate/br stream, a length that does
+      // not match): body-parser marks it a 4xx; it is the client's, never a server fault
+      if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {
+        return new ApiError(400, 'invalid_request', 'the request body could not be read (a corrupt Content-Encoding stream, or a length that does not match)');
+      }
       return null;
   }
 }

@@ -83,11 +83,30 @@ function equalityFields(filter: Filter): Record<string, unknown> {
 }
 
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
+  /** Periodic compaction of an on-disk datastore (null in memory). */
+  compaction: NodeJS.Timeout | null = null;
+  /** The last compaction failure, until a compaction succeeds. */
+  compactionFailure: Error | null = null;
+
   /** @param appender - group commit of an on-disk datastore (null in memory). */
   constructor(
     readonly ds: Datastore<T>,
     readonly appender: GroupAppender | null,
   ) {}
+
+  /**
+   * Compacts now and then (NeDB's own autocompaction leaves a failed compaction as an unhandled
+   * rejection, which would stop the process); a failure is kept for health and tried again later.
+   */
+  startCompaction(everyMs: number): void {
+    this.compaction = setInterval(() => {
+      this.ds.compactDatafileAsync().then(
+        () => (this.compactionFailure = null),
+        (err: unknown) => (this.compactionFailure = err instanceof Error ? err : new Error(String(err))),
+      );
+    }, everyMs);
+    this.compaction.unref();
+  }
 
   /** Resolves once this collection's writes so far are in its file. */
   durable(): Promise<void> {
@@ -174,6 +193,8 @@ function expandDotted(obj: Record<string, unknown>): Record<string, unknown> {
 export class EmbeddedStore implements Store {
   readonly adapter = 'embedded' as const;
   private readonly collections = new Map<string, Promise<EmbeddedCollection<Doc>>>();
+  /** The collections opened so far (read synchronously by {@link writeFailure}). */
+  private readonly settled = new Map<string, EmbeddedCollection<Doc>>();
 
   private constructor(
     private readonly dir: string | null,
@@ -206,9 +227,11 @@ export class EmbeddedStore implements Store {
           this.dir ? { filename: path.join(this.dir, `${name}.db`), autoload: false } : { inMemoryOnly: true },
         );
         await ds.loadDatabaseAsync();
-        if (this.dir) ds.setAutocompactionInterval(COMPACT_EVERY_MS);
         const appender = this.dir ? groupCommit(ds as unknown as { persistence: NedbPersistence }) : null;
-        return new EmbeddedCollection<Doc>(ds, appender);
+        const c = new EmbeddedCollection<Doc>(ds, appender);
+        if (this.dir) c.startCompaction(COMPACT_EVERY_MS);
+        this.settled.set(name, c);
+        return c;
       })();
       this.collections.set(name, pending);
     }
@@ -231,14 +254,24 @@ export class EmbeddedStore implements Store {
     return true;
   }
 
+  /** The first collection whose appends keep failing (they are retried, unacknowledged), or null. */
+  writeFailure(): string | null {
+    for (const [name, c] of this.settled) {
+      const f = c.appender?.failure ?? c.compactionFailure;
+      if (f) return `${name}: ${f.message}`;
+    }
+    return null;
+  }
+
   async close(): Promise<void> {
     for (const pending of this.collections.values()) {
       const c = await pending;
-      c.ds.stopAutocompaction();
+      if (c.compaction) clearInterval(c.compaction);
       if (this.dir) await c.ds.compactDatafileAsync();
       await c.appender?.release();
     }
     this.collections.clear();
+    this.settled.clear();
     const lock = this.lock;
     this.lock = null;
     await lock?.release();

@@ -5,6 +5,15 @@ import fs from 'node:fs/promises';
  * write is in flight goes out together in the next single write, on one open file handle.
  * {@link durable} resolves once everything enqueued before the call is in the file (handed to
  * the operating system, as `fs.appendFile` did: it survives `kill -9`, not a power cut).
+ *
+ * A write that fails (`ENOSPC`, `EIO`, a read-only file) is never dropped (issue 12): the store
+ * has already applied the operation in memory, so losing its lines would make memory and disk
+ * disagree, and a later restart would silently undo what was acknowledged. The batch stays at the
+ * head and is written again with backoff (50 ms doubling, at most 5 s) on a freshly opened handle,
+ * after a newline so that a partly written line stays a line of its own (NeDB skips it as
+ * corrupt); everything behind it waits, and nobody is acknowledged until their lines are in the
+ * file. Meanwhile {@link failure} names the error (the store reports itself not writable: health
+ * degraded, mutating requests 503).
  */
 export class GroupAppender {
   private pending: string[] = [];
@@ -14,9 +23,14 @@ export class GroupAppender {
   /** The batch collecting text enqueued since the current one started. */
   private next: { promise: Promise<void>; resolve(): void; reject(err: unknown): void } | null = null;
 
+  /**
+   * @param onChange told when appends start failing (the error; again every 20 attempts) and when
+   *   they land again (null): for the log.
+   */
   constructor(
     private readonly filename: string,
     private readonly mode: number,
+    private readonly onChange?: (failure: Error | null) => void,
   ) {}
 
   /** Queues `text` (whole lines) for the next write. */
@@ -25,8 +39,8 @@ export class GroupAppender {
   }
 
   /**
-   * Resolves when every line enqueued so far is written.
-   * @throws the write error (`ENOSPC`, …) to every caller whose lines were in that write.
+   * Resolves when every line enqueued so far is written; while the file cannot be written it waits
+   * (the lines are retried, never dropped).
    */
   durable(): Promise<void> {
     if (this.pending.length === 0) return this.next?.promise ?? this.current ?? Promise.resolve();
@@ -44,18 +58,41 @@ export class GroupAppender {
     this.next = null;
     const text = this.pending.join('');
     this.pending = [];
-    const write = (async () => {
-      this.handle ??= await fs.open(this.filename, 'a', this.mode);
-      await this.handle.appendFile(text, 'utf8');
-    })();
-    write.then(batch.resolve, batch.reject);
     this.current = batch.promise;
-    void write
-      .catch(() => undefined)
-      .then(() => {
-        this.current = null;
-        if (this.next) this.start();
-      });
+    void this.writeUntilDone(text).then(() => {
+      batch.resolve();
+      this.current = null;
+      if (this.next) this.start();
+    });
+  }
+
+  /** The write failure being retried, or null while appends land. */
+  get failure(): Error | null {
+    return this.lastFailure;
+  }
+
+  private lastFailure: Error | null = null;
+
+  private async writeUntilDone(text: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.handle ??= await fs.open(this.filename, 'a', this.mode);
+        await this.handle.appendFile(attempt === 1 ? text : `\n${text}`, 'utf8');
+        if (this.lastFailure) {
+          this.lastFailure = null;
+          this.onChange?.(null);
+        }
+        return;
+      } catch (err) {
+        const first = this.lastFailure === null;
+        this.lastFailure = err instanceof Error ? err : new Error(String(err));
+        if (first || attempt % 20 === 0) this.onChange?.(this.lastFailure);
+        const h = this.handle;
+        this.handle = null;
+        await h?.close().catch(() => undefined);
+        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** Math.min(attempt - 1, 10))));
+      }
+    }
   }
 
   /**
@@ -63,7 +100,7 @@ export class GroupAppender {
    * (compaction), so the next write must open the new file.
    */
   async release(): Promise<void> {
-    while (this.pending.length || this.current || this.next) await this.durable().catch(() => undefined);
+    while (this.pending.length || this.current || this.next) await this.durable();
     const h = this.handle;
     this.handle = null;
     await h?.close();

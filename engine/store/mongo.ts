@@ -101,6 +101,11 @@ export class MongoStore implements Store {
     return new MongoDocCollection<T>(c);
   }
 
+  /** Always null: each MongoDB operation reports its own failure (see {@link Store.writeFailure}). */
+  writeFailure(): string | null {
+    return null;
+  }
+
   async ping(): Promise<boolean> {
     try {
       await this.db.command({ ping: 1 });

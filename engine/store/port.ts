@@ -73,6 +73,13 @@ export interface Store {
   collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Promise<Collection<T>>;
   /** Cheap liveness check for /healthz. */
   ping(): Promise<boolean>;
+  /**
+   * Why writes cannot be made durable right now, or null when they can. The embedded store says
+   * so while an append to one of its files keeps failing and is being retried (its operations wait,
+   * unacknowledged); on MongoDB each operation reports its own error, so this stays null. The API
+   * answers mutating requests 503 meanwhile, and health is `degraded`.
+   */
+  writeFailure(): string | null;
   /** Flushes pending writes and releases the database. */
   close(): Promise<void>;
 }

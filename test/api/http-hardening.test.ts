@@ -57,6 +57,13 @@ describe('HTTP layer hardening (issue 12)', () => {
     expect((await svc.call('POST', '/v2/trade/users', { body: '{"partner_user_id":' })).body).toEqual({ error: 'invalid_request', message: 'malformed JSON body' });
     expect((await svc.call('POST', '/v2/trade/users', { body: 'x', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
     expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'x', pad: 'a'.repeat(1 << 20) } })).body).toEqual({ error: 'payload_too_large', message: 'request body is larger than the limit' });
+    // A body whose Content-Encoding stream is corrupt is the client's fault: 400, never a 500.
+    for (const enc of ['gzip', 'deflate', 'br']) {
+      expect(await svc.call('POST', '/v2/trade/users', { body: 'xx', headers: { 'content-encoding': enc } })).toMatchObject({
+        status: 400,
+        body: { error: 'invalid_request', message: expect.stringMatching(/could not be read/) },
+      });
+    }
     // Public routes keep their behaviour.
     expect((await svc.call('GET', '/healthz', { token: null })).status).toBe(200);
     expect((await svc.call('GET', '/v2/trade/openapi.json', { token: null })).status).toBe(200);
@@ -168,5 +175,13 @@ describe('request log lines (issue 12 item 14)', () => {
     expect(lineOf('/v2/trade/markets?limit=0x10')).toMatchObject({ level: 30, res: { statusCode: 400 }, error: 'invalid_request', error_message: 'query parameter limit must be an integer in decimal digits; received "0x10"' });
     expect(lineOf('/healthz?x=200')).toMatchObject({ level: 30, res: { statusCode: 200 } });
     expect(lineOf('/healthz?x=200')!.error).toBeUndefined();
+  });
+
+  it('a token sent in the query string is never logged: its value reads [redacted]', async () => {
+    const base = `http://127.0.0.1:${httpSvc.port}`;
+    await fetch(`${base}/v2/trade/account?api_key=${MASTER_KEY}&limit=5&access%5Ftoken=${MASTER_KEY}`);
+    await new Promise((r) => setImmediate(r));
+    expect(lineOf('/v2/trade/account?api_key=[redacted]&limit=5&access%5Ftoken=[redacted]')).toMatchObject({ res: { statusCode: 401 } });
+    expect(JSON.stringify(lines)).not.toContain(MASTER_KEY);
   });
 });

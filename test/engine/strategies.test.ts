@@ -47,6 +47,9 @@ class FaultyStore implements Store {
   ping() {
     return this.inner.ping();
   }
+  writeFailure() {
+    return this.inner.writeFailure();
+  }
   close() {
     return this.keepOpen ? Promise.resolve() : this.inner.close();
   }

@@ -221,6 +221,10 @@ export class FaultyStore implements Store {
     return this.inner.ping();
   }
 
+  writeFailure(): string | null {
+    return this.inner.writeFailure();
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }

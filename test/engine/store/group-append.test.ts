@@ -40,15 +40,25 @@ describe('GroupAppender (group commit of the embedded store)', () => {
     await a.release();
   });
 
-  it('a failed write rejects its callers; later writes go on', async () => {
+  it('a failed write is never dropped: retried until it lands, its callers and later ones wait; failure shows meanwhile (issue 12)', async () => {
     const file = path.join(await dirP, 'missing-dir', 'c.db');
-    const a = new GroupAppender(file, 0o644);
+    const seen: Array<string | null> = [];
+    const a = new GroupAppender(file, 0o644, (f) => seen.push(f ? f.message : null));
     a.enqueue('x\n');
-    await expect(a.durable()).rejects.toMatchObject({ code: 'ENOENT' });
-    await fs.mkdir(path.dirname(file));
+    let xDone = false;
+    const x = a.durable().then(() => (xDone = true));
+    await new Promise((r) => setTimeout(r, 120));
+    expect(xDone).toBe(false);
+    expect(a.failure).toMatchObject({ code: 'ENOENT' });
     a.enqueue('y\n');
-    await a.durable();
-    expect(await fs.readFile(file, 'utf8')).toBe('y\n');
+    const y = a.durable();
+    await fs.mkdir(path.dirname(file));
+    await Promise.all([x, y]);
+    expect(a.failure).toBeNull();
+    // x is written again after a newline (a partly written line stays a line of its own), then y
+    expect((await fs.readFile(file, 'utf8')).split('\n').filter(Boolean)).toEqual(['x', 'y']);
+    expect(seen[0]).toMatch(/ENOENT/);
+    expect(seen.at(-1)).toBeNull();
     await a.release();
   });
 });

@@ -7,7 +7,7 @@ import { dec } from '../../../engine/decimal.js';
 import { createLogger } from '../../../engine/logger.js';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
 import type { Store } from '../../../engine/store/port.js';
-import { FailingStore } from '../store/failing-collections.js';
+import { FaultyStore } from '../store/faulty-store.js';
 import type { Catalogue } from '../../../engine/venue/markets.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import type { Ledger } from '../../../engine/venue/ledger.js';
@@ -238,14 +238,14 @@ describe('simulated venue: matching engine', () => {
   it('a failing journal write: venue degraded, later operations wait in order, nothing lost; recovers by itself (issue 12, defect 17)', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
     dirs.push(dir);
-    const store = new FailingStore(await EmbeddedStore.open(dir));
+    const store = new FaultyStore(await EmbeddedStore.open(dir));
     const { venue, reports } = await openVenue({ store });
     const unhandled: unknown[] = [];
     const onUnhandled = (e: unknown) => unhandled.push(e);
     process.on('unhandledRejection', onUnhandled);
     try {
       expect(venue.health).toEqual({ ok: true, pendingWrites: 0, error: null });
-      store.failWhen = (c) => c === 'venueJournal';
+      const journalDown = store.failWhen((i) => i.collection === 'venueJournal');
       const a = order('b', 'buy', '0.4', '10');
       const b = order('b', 'buy', '0.3', '10');
       const pa = venue.submit(a);
@@ -254,7 +254,7 @@ describe('simulated venue: matching engine', () => {
       // not acknowledged: no report went out, the venue says why
       expect(reports.filter((r) => r.orderId === a.orderId || r.orderId === b.orderId)).toEqual([]);
       expect(venue.health).toMatchObject({ ok: false, pendingWrites: 2, error: expect.stringMatching(/journal write failed: injected failure/) });
-      store.failWhen = null;
+      journalDown.remove();
       await Promise.all([pa, pb]);
       expect(venue.health).toEqual({ ok: true, pendingWrites: 0, error: null });
       expect(reports.filter((r) => r.type === 'venue.accepted').map((r) => r.orderId)).toEqual([a.orderId, b.orderId]);
