@@ -1,12 +1,12 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { EpochMs, PageFields } from './common.js';
+import { EpochMs, PageFields, SharesString, USD_DECIMALS_PATTERN } from './common.js';
 
 const DecimalString = { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 32 } as const;
 const Bracket = {
   type: 'object',
   additionalProperties: false,
   required: ['price'],
-  properties: { price: DecimalString, size: DecimalString },
+  properties: { price: DecimalString, size: SharesString },
 } as const;
 
 /** Order types of spec 2.2. */
@@ -26,7 +26,7 @@ const OrderRequestBase = {
     side: { enum: ['buy', 'sell'] },
     type: { enum: ORDER_TYPES },
     price: { ...DecimalString, description: 'Decimal probability 0.001–0.999, on the market tick.' },
-    size: { ...DecimalString, description: 'Shares (at most 2 decimals).' },
+    size: { ...SharesString, description: 'Shares (at most 2 decimals).' },
     quote_amount: { ...DecimalString, description: 'US dollars.' },
     time_in_force: { enum: ['GTC', 'IOC', 'FOK'], description: 'LIMIT only; GTC by default (GTD when `expiration` is set).' },
     expiration: { ...EpochMs, description: 'GTD expiry, Unix epoch milliseconds, in the future and at most 365 days ahead (else 400); incompatible with time_in_force.' },
@@ -50,12 +50,12 @@ const OrderRequestBase = {
           type: 'number', exclusiveMinimum: 0, maximum: 604800,
           description: 'TWAP run length in seconds (at most 604800 = 7 days, whole milliseconds); at most 1000 slices (duration_sec / interval_sec). Each slice must be at least 0.01 shares (size / slices), and a passive slice at least the market minimum size.',
         },
-        clip_size: DecimalString,
+        clip_size: SharesString,
         interval_sec: { type: 'integer', minimum: 10, maximum: 604800 },
         randomize_pct: { type: 'number', minimum: 0, maximum: 50 },
         passive: { type: 'boolean' },
         price_tolerance_pct: { type: 'number', minimum: 0, maximum: 100 },
-        trailing_offset_pct: { type: 'number', minimum: 0, maximum: 100 },
+        trailing_offset_pct: { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 100 },
         trailing_offset: DecimalString,
         high_water_mark: DecimalString,
         low_water_mark: DecimalString,
@@ -85,7 +85,7 @@ const OFFSET = { type: 'object', anyOf: [{ required: ['trailing_offset_pct'] }, 
  */
 export const ORDER_TYPE_RULES = [
   { if: isType(['LIMIT']), ...THEN('LIMIT orders', { required: ['price', 'size'] }) },
-  { if: isType(['MARKET'], 'buy'), ...THEN('a MARKET buy (dollars)', { required: ['quote_amount'] }) },
+  { if: isType(['MARKET'], 'buy'), ...THEN('a MARKET buy (dollars)', { required: ['quote_amount'], properties: { quote_amount: { type: 'string', pattern: USD_DECIMALS_PATTERN } } }) },
   { if: isType(['MARKET'], 'sell'), ...THEN('a MARKET sell (shares)', { required: ['size'] }) },
   { if: isType(['PEGGED']), ...THEN('PEGGED orders (budget_usdc, or quote_amount as its alias)', { anyOf: [{ required: ['budget_usdc'] }, { required: ['quote_amount'] }] }) },
   { if: isType(['ICEBERG']), ...THEN('ICEBERG orders', { required: ['price', 'size', 'execution'], properties: { execution: { type: 'object', required: ['clip_size'] } } }) },

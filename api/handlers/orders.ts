@@ -1,7 +1,7 @@
 import { OPEN_STATUSES } from '../../machines/order.js';
 import { strategyResponse } from '../../engine/strategies.js';
 import type { OrderRequest } from '../../schemas/orders.js';
-import { ApiError } from '../../engine/errors.js';
+import { errors } from '../../engine/errors.js';
 import type { Services } from '../../engine/service.js';
 import type { Handler } from '../context.js';
 import { page, pageQuery } from '../paging.js';
@@ -12,7 +12,7 @@ import { page, pageQuery } from '../paging.js';
  */
 function requireVenue(services: Services): void {
   const h = services.venue.health;
-  if (!h.ok) throw new ApiError(503, 'unavailable', `the venue cannot record operations right now (${h.error ?? 'store unavailable'}); nothing was changed, retry later`, { 'Retry-After': '1' });
+  if (!h.ok) throw errors.unavailable(`the venue cannot record operations right now (${h.error ?? 'store unavailable'}); nothing was changed, retry later`, 1);
 }
 
 /** POST /v2/trade/order (spec 4.1): LIMIT and MARKET trade on the venue; other types are not built yet (501). */

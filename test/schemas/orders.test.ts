@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../engine/errors.js';
+import { ApiError } from '../../api/errors.js';
 import { validate } from '../../api/validation.js';
 import { OrderRequest } from '../../schemas/orders.js';
 
