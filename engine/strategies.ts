@@ -314,8 +314,7 @@ export class StrategyService {
   // ── child orders ────────────────────────────────────────────────────────────────────────────
 
   private touchOf(tokenId: string): Touch {
-    const t = this.venue.touch(tokenId);
-    return { bid: t.bid ? str(t.bid) : null, ask: t.ask ? str(t.ask) : null };
+    return this.risk.touch(tokenId);
   }
 
   /** Prices a child order (a passive slice rests one tick inside the touch, capped by its limit, never crossing). */

@@ -41,3 +41,20 @@ describe('OrderRequest: per-type rules of spec 2.2.2 with messages that name the
     expect(messageOf({ ...base, ...body })).toBe(expected);
   });
 });
+
+describe('OrderRequest: rules a schema can say (issue 13: not repeated in engine/risk.ts)', () => {
+  it.each([
+    [{ type: 'LIMIT', price: '0.5', size: '5.555' }, 'size must be a decimal string of shares with at most 2 decimals'],
+    [{ type: 'LIMIT', price: '0.5', size: '5.50' }, 'valid'],
+    [{ type: 'LIMIT', price: '0.5', size: '5', take_profit: { price: '0.9', size: '1.001' } }, 'take_profit.size must be a decimal string of shares with at most 2 decimals'],
+    [{ type: 'ICEBERG', price: '0.5', size: '50', execution: { clip_size: '10.125' } }, 'execution.clip_size must be a decimal string of shares with at most 2 decimals'],
+    [{ type: 'MARKET', quote_amount: '5.1234567' }, 'quote_amount has at most 6 decimals (pUSD) for a MARKET buy (dollars)'],
+    [{ type: 'MARKET', quote_amount: '5.123456' }, 'valid'],
+    [{ type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset_pct: 0 } }, 'execution.trailing_offset_pct must be greater than 0'],
+    [{ type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset_pct: 100 } }, 'execution.trailing_offset_pct must be less than 100'],
+    // a price above 1 is not the schema's: the engine answers it with the cents message of spec 2.1
+    [{ type: 'LIMIT', price: '72', size: '5' }, 'valid'],
+  ])('%j → %s', (body, expected) => {
+    expect(messageOf({ ...base, ...body })).toBe(expected);
+  });
+});
