@@ -13,8 +13,10 @@ const Bracket = {
 export const ORDER_TYPES = ['LIMIT', 'MARKET', 'PEGGED', 'TWAP', 'ICEBERG', 'TAKE_PROFIT', 'STOP_LOSS', 'TRAILING_STOP', 'TRAILING_BUY'] as const;
 
 /**
- * POST /v2/trade/order body (spec 2.2, 2.2.1). Structure and units here; the per-type rules of
- * 2.2.2 that depend on the market (tick, minimum size, balances) are checked by the order service.
+ * POST /v2/trade/order body (spec 2.2, 2.2.1). Structure and units here (sizes of at most 2
+ * decimals, exclusive bounds); the rules that depend on the market or the wallet (price range and
+ * tick, minimum sizes, the $1 minimum, balances, crossing) are engine/risk.ts's. Price bounds stay
+ * there too, so that a price in cents gets spec 2.1's message.
  */
 const OrderRequestBase = {
   type: 'object',
@@ -34,7 +36,7 @@ const OrderRequestBase = {
     outcome: { enum: ['yes', 'no'] },
     offset_ticks: { type: 'integer', minimum: 0, maximum: 1000 },
     budget_usdc: DecimalString,
-    // the range is checked by the engine, so that a price in cents gets spec 2.1's message
+    // the range is checked by engine/risk.ts (checkPrice), so that a price in cents gets spec 2.1's message
     price_floor: { type: 'number', description: 'PEGGED lowest chase price, decimal probability 0.001–0.999 (a value above 1 is refused with the cents message of spec 2.1).' },
     price_ceiling: { type: 'number', description: 'PEGGED highest chase price, decimal probability 0.001–0.999 (a value above 1 is refused with the cents message of spec 2.1).' },
     execution: {
@@ -81,7 +83,7 @@ const OFFSET = { type: 'object', anyOf: [{ required: ['trailing_offset_pct'] }, 
  * Per-type rules of spec 2.2.2 as data: `if` the type (and side) match, `then` these fields are
  * required. Each rule's `description` completes the error message ("price is required for LIMIT
  * orders"). Rules that need the market or the wallet (tick, minimum size, balances, crossing) are
- * checked by the engine.
+ * checked by engine/risk.ts.
  */
 export const ORDER_TYPE_RULES = [
   { if: isType(['LIMIT']), ...THEN('LIMIT orders', { required: ['price', 'size'] }) },
@@ -108,7 +110,7 @@ export const ORDER_TYPE_RULES = [
 
 /**
  * POST /v2/trade/order body (spec 2.2, 2.2.1, 2.2.2): structure, units and the per-type rules;
- * what depends on the market or the wallet is checked by the engine.
+ * what depends on the market or the wallet is checked by engine/risk.ts.
  */
 export const OrderRequest = { $id: 'OrderRequest', ...OrderRequestBase, allOf: ORDER_TYPE_RULES } as const;
 export type OrderRequest = FromSchema<typeof OrderRequestBase>;
