@@ -3,7 +3,7 @@ import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import { pinoHttp } from 'pino-http';
-import { ApiError, errors } from '../engine/errors.js';
+import { errors } from '../engine/errors.js';
 import type { Principal } from '../engine/auth.js';
 import type { Services } from '../engine/service.js';
 import { requireWritable } from './availability.js';
@@ -11,7 +11,7 @@ import { authenticate, requireScope, resolveUser } from './auth.js';
 import type { HandlerResult, RouteSpec } from './context.js';
 import { IdempotencyService } from '../engine/idempotency.js';
 import { dashboardRouter } from './dashboard.js';
-import { errorHandler, notFoundHandler } from './errors.js';
+import { ApiError, errorHandler, notFoundHandler } from './errors.js';
 import { ROUTES } from './routes.js';
 import { validate, validateParams } from './validation.js';
 

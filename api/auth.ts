@@ -8,7 +8,7 @@ export const USER_HEADER = 'x-partner-user-id';
 
 /**
  * Authenticates the request's `Authorization: Bearer <API_KEY>` (spec part 5).
- * @throws {ApiError} 401 when missing, malformed, unknown, expired or revoked.
+ * @throws {DomainError} `UNAUTHORIZED` (401) when missing, malformed, unknown, expired or revoked.
  */
 export async function authenticate(req: Request, keys: ApiKeyService): Promise<Principal> {
   const header = req.headers.authorization;
@@ -18,7 +18,7 @@ export async function authenticate(req: Request, keys: ApiKeyService): Promise<P
   return keys.authenticate(m[1]!);
 }
 
-/** @throws {ApiError} 403 when `principal` lacks `scope`. */
+/** @throws {DomainError} `FORBIDDEN` (403) when `principal` lacks `scope`. */
 export function requireScope(principal: Principal, scope: Scope): void {
   if (!principal.scopes.includes(scope)) throw errors.forbidden(`this endpoint needs the ${scope} scope`);
 }
@@ -27,7 +27,7 @@ export function requireScope(principal: Principal, scope: Scope): void {
  * The user a request acts for: a per-user key's bound user, or for a master key the user named
  * by `X-Partner-User-Id`.
  * @param required - true for user-bound endpoints.
- * @throws {ApiError} 400 when a master key omits the header on a user-bound endpoint; 404 for a
+ * @throws {DomainError} `INVALID_REQUEST` (400) when a master key omits the header on a user-bound endpoint; 404 for a
  *   user not of this partner; 403 when a per-user key names another user in the header.
  */
 export async function resolveUser(req: Request, principal: Principal, users: UserService, required: boolean): Promise<UserDoc | null> {

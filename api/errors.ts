@@ -1,5 +1,52 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { ApiError, errors } from '../engine/errors.js';
+import { DomainError, errors } from '../engine/errors.js';
+import { httpOf } from './error-map.js';
+
+/**
+ * An HTTP error answer: the status, the spec's error envelope `{error, message?}` (spec part 7)
+ * and headers. The API layer's own failures (body parsing, media type, rate limit, parameters)
+ * are thrown as ApiError; the engine's {@link DomainError}s become one in {@link toApiError}.
+ */
+export class ApiError extends Error {
+  /**
+   * @param status - HTTP status (spec part 7 table).
+   * @param error - the envelope's `error` string; clients branch on status, then on this string.
+   * @param message - optional human-readable detail (the envelope's `message`).
+   * @param headers - extra response headers (for example `Retry-After`).
+   */
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    message?: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message ?? error);
+    this.name = 'ApiError';
+    this.detail = message;
+  }
+
+  /** The envelope's `message`, when one was given. */
+  readonly detail: string | undefined;
+
+  /** The JSON body written for this error. */
+  toBody(): { error: string; message?: string } {
+    return this.detail === undefined ? { error: this.error } : { error: this.error, message: this.detail };
+  }
+}
+
+/**
+ * The HTTP answer of a thrown value: an {@link ApiError} as it is, a {@link DomainError} through
+ * the mapping of api/error-map.ts, a body-parser failure by its type; null for anything else
+ * (a server fault).
+ */
+export function toApiError(err: unknown): ApiError | null {
+  if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) {
+    const h = httpOf(err);
+    return new ApiError(h.status, h.error, h.message || undefined, h.headers);
+  }
+  return fromBodyParser((err ?? {}) as { type?: string; message?: string });
+}
 
 /** Unknown route: 404 in the envelope. */
 export const notFoundHandler: RequestHandler = (req) => {
@@ -34,7 +81,7 @@ function fromBodyParser(err: { type?: string; status?: number; message?: string 
  * whose detail goes to the log, never to the client.
  */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
-  const known = err instanceof ApiError ? err : fromBodyParser(err ?? {});
+  const known = toApiError(err);
   const apiErr = known ?? new ApiError(500, 'internal_error', 'the server failed to handle this request; retry with exponential backoff');
   if (!known) req.log?.error({ err }, 'unhandled error');
   if (res.headersSent) return;

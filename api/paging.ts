@@ -19,7 +19,7 @@ function intParam(req: Request, name: string): number | undefined {
  * Reads `limit` and `offset` from the query.
  * @param max - the endpoint's maximum `limit` (spec part 8); above it → 400.
  * @param defaultLimit - used when `limit` is absent.
- * @throws {ApiError} 400 for a malformed value, `limit` 0 or above `max`.
+ * @throws {DomainError} `INVALID_REQUEST` (400) for a malformed value, `limit` 0 or above `max`.
  */
 export function pageQuery(req: Request, max: number, defaultLimit = Math.min(100, max)): PageRequest {
   const limit = intParam(req, 'limit') ?? defaultLimit;

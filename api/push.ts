@@ -1,7 +1,8 @@
 import type { Server as HttpServer } from 'node:http';
 import { Server, type Namespace, type Socket } from 'socket.io';
 import type { ActorChange } from '../engine/actor-host.js';
-import { ApiError, errors } from '../engine/errors.js';
+import { errors } from '../engine/errors.js';
+import { ApiError, toApiError } from './errors.js';
 import { bookBody } from './handlers/market.js';
 import type { Services } from '../engine/service.js';
 import {
@@ -87,7 +88,8 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     })().then(
       () => next(),
       (err: unknown) => {
-        if (err instanceof ApiError) return next(handshakeError(err));
+        const known = toApiError(err);
+        if (known) return next(handshakeError(known));
         log.error({ err }, 'push handshake failed');
         next(handshakeError(new ApiError(500, 'internal_error', 'the handshake could not be checked')));
       },

@@ -1,7 +1,8 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { ApiError, errors } from '../engine/errors.js';
+import { ApiError } from './errors.js';
 import { cjsDefault } from '../engine/interop.js';
+import { PATTERN_TEXT } from '../schemas/common.js';
 import { namedSchemas } from '../schemas/index.js';
 
 const addFormats = cjsDefault(addFormatsModule);
@@ -61,6 +62,14 @@ export function describeError(e: ErrorObject, root: object = {}): string {
       return `${where} must be at most ${(e.params as { limit: number }).limit}${forRule}`;
     case 'minimum':
       return `${where} must be at least ${(e.params as { limit: number }).limit}${forRule}`;
+    case 'exclusiveMaximum':
+      return `${where} must be less than ${(e.params as { limit: number }).limit}${forRule}`;
+    case 'exclusiveMinimum':
+      return `${where} must be greater than ${(e.params as { limit: number }).limit}${forRule}`;
+    case 'pattern': {
+      const text = PATTERN_TEXT[(e.params as { pattern: string }).pattern];
+      return text ? `${where} ${text}${forRule}` : `${where} ${e.message ?? 'is invalid'}${forRule}`;
+    }
     case 'const':
       return `${where} must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}${forRule}`;
     default:
@@ -103,7 +112,7 @@ export function describeErrors(errs: ErrorObject[], root: object): string[] {
  */
 export function validate<T>(schema: object, value: unknown): T {
   const v = validatorFor(schema);
-  if (!v(value)) throw errors.badRequest(describeErrors(v.errors ?? [], schema).join('; '));
+  if (!v(value)) throw new ApiError(400, 'invalid_request', describeErrors(v.errors ?? [], schema).join('; '));
   return value as T;
 }
 

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from './clock.js';
-import { ApiError, DuplicateKeyError, errors } from './errors.js';
+import { DuplicateKeyError, errors } from './errors.js';
 import type { Collection, Store } from './store/port.js';
 
 /** Additive scopes of spec part 5. */
@@ -111,7 +111,7 @@ export class ApiKeyService {
 
   /**
    * Resolves a bearer token to its principal.
-   * @throws {ApiError} 401 for a malformed, unknown, expired or revoked token.
+   * @throws {DomainError} `UNAUTHORIZED` for a malformed, unknown, expired or revoked token.
    */
   async authenticate(token: string): Promise<Principal> {
     if (!TOKEN_SHAPE.test(token)) throw errors.unauthorized('malformed API key');
@@ -143,7 +143,7 @@ export class ApiKeyService {
    * Mints a per-user key bound to `userId`.
    * @param expiresAtMs - epoch ms, or null for no expiry; must lie in the future.
    * @returns the stored key and the token (shown once).
-   * @throws {ApiError} 400 for an expiry in the past.
+   * @throws {DomainError} `INVALID_REQUEST` for an expiry in the past.
    */
   async mintUserKey(partnerId: string, userId: string, scopes: Scope[], expiresAtMs: number | null): Promise<{ doc: ApiKeyDoc; token: string }> {
     const now = this.clock.now();
@@ -168,15 +168,15 @@ export class ApiKeyService {
 
   /**
    * Revokes key `keyId` of `partnerId`. Revoking twice is harmless.
-   * @throws {ApiError} 404 when the partner has no such key; 409 for a master key: the
+   * @throws {DomainError} `NOT_FOUND` when the partner has no such key; `CONFLICT` for a master key: the
    *   MASTER_API_KEY key only the configuration can change, and the generated one is the
    *   partner's way in (revoking it would lock the partner out).
    */
   async revoke(partnerId: string, keyId: string): Promise<ApiKeyDoc> {
     const doc = await this.keys.findOne({ _id: keyId, partnerId });
     if (!doc) throw errors.notFound(`no API key ${keyId}`);
-    if (doc.source === 'env') throw new ApiError(409, 'conflict', 'the MASTER_API_KEY key is set by configuration and cannot be revoked here');
-    if (doc.kind === 'master') throw new ApiError(409, 'conflict', "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out");
+    if (doc.source === 'env') throw errors.conflict('the MASTER_API_KEY key is set by configuration and cannot be revoked here');
+    if (doc.kind === 'master') throw errors.conflict("the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out");
     if (doc.revokedAtMs !== null) return doc;
     const revokedAtMs = this.clock.now();
     await this.keys.updateOne({ _id: keyId }, { revokedAtMs });

@@ -37,7 +37,7 @@ export class CursorCodec {
 
   /**
    * Opens a cursor made by {@link seal}.
-   * @throws {ApiError} 400 when the cursor was not issued by this service or was altered.
+   * @throws {DomainError} `INVALID_REQUEST` when the cursor was not issued by this service or was altered.
    */
   open<T>(cursor: string): T {
     try {

@@ -1,45 +1,95 @@
 /**
- * The one error type that reaches the HTTP layer. Every failure a client can cause is an
- * {@link ApiError}; the Express error middleware (api/errors.ts) writes it as the spec's error
- * envelope `{error, message?}` (spec part 7). Anything else is a server fault (500).
+ * Domain errors (issue 13): what the engine throws when a request cannot be carried out. Each has
+ * a {@link DomainCode} and a human `message`; the engine knows nothing of HTTP. The API layer
+ * (api/error-map.ts) maps each code to an HTTP status and the spec's error envelope
+ * `{error, message?}` (spec part 7). Anything that is not a DomainError is a server fault (500).
  */
-export class ApiError extends Error {
+
+/**
+ * The codes of {@link DomainError}. Spec part 7 names the business ones (`INSUFFICIENT_BALANCE`,
+ * `NO_LIQUIDITY`, `order crosses book`, the not-enough-shares sentence, the cents message of 2.1).
+ */
+export type DomainCode =
+  /** A request that breaks a rule (spec part 7: 400). */
+  | 'INVALID_REQUEST'
+  /** A price field above 1: the cents message of spec 2.1 is both `error` and `message`. */
+  | 'PRICE_IN_CENTS'
+  | 'UNAUTHORIZED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  /** pUSD balance below the notional (spec part 7). */
+  | 'INSUFFICIENT_BALANCE'
+  /** Free shares below a sell's size: `Not enough shares to place this sell — holding <X>` (spec part 7). */
+  | 'NOT_ENOUGH_SHARES'
+  /** A post-only order (ICEBERG slice) that would take liquidity (spec 2.2.2: `order crosses book`). */
+  | 'ORDER_CROSSES_BOOK'
+  /** No bid or ask to price from (spec part 7). */
+  | 'NO_LIQUIDITY'
+  /** A stop whose level the best bid already reached. */
+  | 'WOULD_TRIGGER_IMMEDIATELY'
+  /** The venue refused an order for a reason of its own; `details.venueError` is the venue's code. */
+  | 'VENUE_REJECTED'
+  /** The Idempotency-Key was used for a different request. */
+  | 'IDEMPOTENCY_KEY_REUSED'
+  /** A request with the same Idempotency-Key still runs (`retryAfterSec`). */
+  | 'IDEMPOTENCY_KEY_IN_USE'
+  /** Part of the specification, not built on this service. */
+  | 'NOT_IMPLEMENTED'
+  /** The service cannot do it right now (`retryAfterSec` when a retry is worth it). */
+  | 'UNAVAILABLE';
+
+/** Every {@link DomainCode}, for exhaustive checks (the API's mapping test). */
+export const DOMAIN_CODES: readonly DomainCode[] = [
+  'INVALID_REQUEST', 'PRICE_IN_CENTS', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'INSUFFICIENT_BALANCE', 'NOT_ENOUGH_SHARES',
+  'ORDER_CROSSES_BOOK', 'NO_LIQUIDITY', 'WOULD_TRIGGER_IMMEDIATELY', 'VENUE_REJECTED', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE',
+  'NOT_IMPLEMENTED', 'UNAVAILABLE',
+];
+
+/** Optional details of a {@link DomainError}. */
+export interface DomainErrorDetails {
+  /** Seconds after which a retry may succeed (the API sends it as `Retry-After`). */
+  retryAfterSec?: number;
+  /** `VENUE_REJECTED`: the venue's own error code (the `venue.rejected` report's `error`). */
+  venueError?: string;
+}
+
+/**
+ * A failure a client can cause: a {@link DomainCode}, a human `message` (the envelope's `message`;
+ * for the message-shaped codes of spec part 7 also its `error`) and optional details.
+ */
+export class DomainError extends Error {
   /**
-   * @param status - HTTP status (spec part 7 table).
-   * @param error - the envelope's `error` string; clients branch on status, then on this string.
-   * @param message - optional human-readable detail (the envelope's `message`).
-   * @param headers - extra response headers (for example `Retry-After`).
+   * @param code - what went wrong, as a code (the API maps it to a status and `error`).
+   * @param message - human-readable detail.
+   * @param details - `retryAfterSec`, `venueError`.
    */
   constructor(
-    readonly status: number,
-    readonly error: string,
-    message?: string,
-    readonly headers: Record<string, string> = {},
+    readonly code: DomainCode,
+    message: string,
+    readonly details: DomainErrorDetails = {},
   ) {
-    super(message ?? error);
-    this.name = 'ApiError';
-    this.detail = message;
-  }
-
-  /** The envelope's `message`, when one was given. */
-  readonly detail: string | undefined;
-
-  /** The JSON body written for this error. */
-  toBody(): { error: string; message?: string } {
-    return this.detail === undefined ? { error: this.error } : { error: this.error, message: this.detail };
+    super(message);
+    this.name = 'DomainError';
   }
 }
 
-/** Shorthands for the statuses of spec part 7. Each returns an {@link ApiError} to throw. */
+/** Shorthands for the common codes. Each returns a {@link DomainError} to throw. */
 export const errors = {
-  badRequest: (message: string) => new ApiError(400, 'invalid_request', message),
-  unauthorized: (message: string) => new ApiError(401, 'unauthorized', message),
-  forbidden: (message: string) => new ApiError(403, 'forbidden', message),
-  notFound: (message: string) => new ApiError(404, 'not_found', message),
-  conflict: (message: string) => new ApiError(409, 'conflict', message),
-  notImplemented: (what: string) =>
-    new ApiError(501, 'not_implemented', `${what} is part of the v2 specification but is not available on this service yet`),
-  unavailable: (message: string) => new ApiError(503, 'unavailable', message),
+  /** `INVALID_REQUEST`: a rule the request breaks (400). */
+  badRequest: (message: string) => new DomainError('INVALID_REQUEST', message),
+  /** `UNAUTHORIZED`: missing or invalid credentials (401). */
+  unauthorized: (message: string) => new DomainError('UNAUTHORIZED', message),
+  /** `FORBIDDEN`: a scope is missing (403). */
+  forbidden: (message: string) => new DomainError('FORBIDDEN', message),
+  /** `NOT_FOUND`: no such thing for this caller (404). */
+  notFound: (message: string) => new DomainError('NOT_FOUND', message),
+  /** `CONFLICT`: the current state refuses it (409). */
+  conflict: (message: string) => new DomainError('CONFLICT', message),
+  /** `NOT_IMPLEMENTED`: `what` is part of the v2 specification but not built (501). */
+  notImplemented: (what: string) => new DomainError('NOT_IMPLEMENTED', `${what} is part of the v2 specification but is not available on this service yet`),
+  /** `UNAVAILABLE`: not now (503); `retryAfterSec` when a retry is worth it. */
+  unavailable: (message: string, retryAfterSec?: number) => new DomainError('UNAVAILABLE', message, retryAfterSec !== undefined ? { retryAfterSec } : {}),
 };
 
 /** Store write lost an optimistic-concurrency race: the revision on disk moved on. */

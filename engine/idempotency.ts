@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from './clock.js';
-import { ApiError, DuplicateKeyError, errors } from './errors.js';
+import { DomainError, DuplicateKeyError, errors } from './errors.js';
 import type { Logger } from './logger.js';
 import type { Collection, Store } from './store/port.js';
 
@@ -56,14 +56,14 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-/** 422: the key was used for another request. */
-function reused(): ApiError {
-  return new ApiError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used for a different request (method, path, user or body); send a fresh UUID for a new operation');
+/** `IDEMPOTENCY_KEY_REUSED` (API: 422): the key was used for another request. */
+function reused(): DomainError {
+  return new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different request (method, path, user or body); send a fresh UUID for a new operation');
 }
 
-/** 409: the first request with this key is still running. */
-function inUse(): ApiError {
-  return new ApiError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly to receive its response', { 'Retry-After': '1' });
+/** `IDEMPOTENCY_KEY_IN_USE` (API: 409, Retry-After 1): the first request with this key is still running. */
+function inUse(): DomainError {
+  return new DomainError('IDEMPOTENCY_KEY_IN_USE', 'a request with this Idempotency-Key is still being processed; retry shortly to receive its response', { retryAfterSec: 1 });
 }
 
 function sha256(text: string): string {
@@ -125,7 +125,7 @@ export class IdempotencyService {
   /**
    * Reads and checks the `Idempotency-Key` header.
    * @returns the key.
-   * @throws {ApiError} 400 when missing or not a UUID.
+   * @throws {DomainError} `INVALID_REQUEST` when missing or not a UUID.
    */
   static keyOf(header: string | string[] | undefined): string {
     const key = Array.isArray(header) ? header[0] : header;
@@ -140,7 +140,7 @@ export class IdempotencyService {
    * Claims `key` for a request, or finds its stored response.
    * @param keyId - id of the API key that sent the request (the scope of idempotency keys).
    * @param request - what makes two requests "the same": method, path, acting user, parsed body.
-   * @throws {ApiError} 409 while the first request with this key still runs; 422 when the key was
+   * @throws {DomainError} `IDEMPOTENCY_KEY_IN_USE` while the first request with this key still runs; `IDEMPOTENCY_KEY_REUSED` when the key was
    *   used for a different request.
    */
   async begin(keyId: string, key: string, request: { method: string; path: string; userId: string | null; body: unknown }): Promise<IdempotencyClaim> {
@@ -173,7 +173,7 @@ export class IdempotencyService {
       if (existing.state === 'running') throw inUse();
       return { kind: 'replay', response: { status: existing.status!, body: existing.body === null ? undefined : JSON.parse(existing.body), headers: existing.headers ?? {} } };
     }
-    throw new ApiError(409, 'idempotency_key_in_use', 'this Idempotency-Key is contended; retry shortly', { 'Retry-After': '1' });
+    throw new DomainError('IDEMPOTENCY_KEY_IN_USE', 'this Idempotency-Key is contended; retry shortly', { retryAfterSec: 1 });
   }
 
   /** {@link begin} with the claim held in memory (embedded store: one process owns the store). */

@@ -4,44 +4,17 @@ import { ORDER_MACHINE_VERSION, ORDER_STATUS, orderMachine, type OrderContext, t
 import type { OrderRequest } from '../schemas/orders.js';
 import type { ActorHost } from './actor-host.js';
 import type { Clock } from './clock.js';
-import { dec, Dec, SIZE_DP, str } from './decimal.js';
-import { ApiError, DuplicateKeyError, errors, UnknownActorError } from './errors.js';
+import { dec, Dec, str } from './decimal.js';
+import { DomainError, DuplicateKeyError, errors, UnknownActorError } from './errors.js';
 import type { Logger } from './logger.js';
+import { checkMarketSellMinimum, checkMinQuote, checkPrice, checkRestingMinimum, checkShares, RiskEngine } from './risk.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
-import { insufficientBalanceMessage, notEnoughSharesMessage } from './venue/ledger.js';
 import type { VenuePort, VenueReport } from './venue/port.js';
 
-export { insufficientBalanceMessage, notEnoughSharesMessage };
-
+/** Machine id of the CLOB order actors. */
 export const ORDER_MACHINE_ID = 'order';
-const MIN_MARKET_USD = dec(1);
-const PRICE_MIN = dec('0.001');
-const PRICE_MAX = dec('0.999');
-/**
- * How far ahead a GTD `expiration` may lie (README "Order rules"): 365 days from now. Beyond it
- * the order is refused with 400; every accepted expiry is a valid timer date.
- */
-export const EXPIRATION_HORIZON_MS = 365 * 24 * 60 * 60 * 1000;
 
 type OrderSnapshot = SnapshotFrom<typeof orderMachine>;
-
-/**
- * The cents message of spec 2.1, to the letter, for any price field above 1 (spec 2.1 names
- * `price` whatever the field): `price must be a decimal probability 0.001–0.999; received <n> —
- * did you mean <n/100>?`. The hint is given only when n/100 is itself a price of 0.001–0.999
- * (1000 is not 10 cents away from a price: no hint).
- * @param received the value as the client sent it (decimal string).
- */
-export function centsMessage(received: string): string {
-  const base = `price must be a decimal probability 0.001–0.999; received ${received}`;
-  const guess = dec(received).div(100);
-  return guess.gte(PRICE_MIN) && guess.lte(PRICE_MAX) ? `${base} — did you mean ${str(guess)}?` : base;
-}
-
-/** 400 whose `error` is one of the spec's specific strings (also given as `message`). */
-function specError(status: number, text: string): ApiError {
-  return new ApiError(status, text, text);
-}
 
 /**
  * The REST view of an order (spec 2.3 fields and the open-orders row), derived from its snapshot.
@@ -98,11 +71,31 @@ function eventOf(r: VenueReport): OrderEvent {
 }
 
 /**
+ * The domain error of an order the venue rejected (its `error` code and `reason`):
+ * `INSUFFICIENT_BALANCE`, `NOT_ENOUGH_SHARES`, `ORDER_CROSSES_BOOK`, else `VENUE_REJECTED`
+ * carrying the venue's code.
+ */
+function venueRefusal(c: Pick<OrderContext, 'error' | 'reason'>): DomainError {
+  switch (c.error) {
+    case 'INSUFFICIENT_BALANCE':
+      return new DomainError('INSUFFICIENT_BALANCE', c.reason ?? '');
+    case 'INSUFFICIENT_SHARES':
+      return new DomainError('NOT_ENOUGH_SHARES', c.reason ?? 'Not enough shares to place this sell');
+    case 'order crosses book':
+      return new DomainError('ORDER_CROSSES_BOOK', c.reason ?? '');
+    default:
+      return new DomainError('VENUE_REJECTED', c.reason ?? '', { venueError: c.error ?? 'rejected' });
+  }
+}
+
+/**
  * Hosts CLOB order actors (issue 3): checks an order against the market and the wallet (a
  * refused order changes nothing), creates its actor, carries its commands to the venue and the
  * venue's reports back, and reconciles live orders with the venue at start-up.
  */
 export class OrderService {
+  /** The pre-trade checks (engine/risk.ts), shared with the strategy service. */
+  readonly risk: RiskEngine;
   /** Venue commands in flight per order: {@link settle} waits for them. */
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
 
@@ -113,6 +106,7 @@ export class OrderService {
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {
+    this.risk = new RiskEngine(venue, clock);
     const track = (id: string, p: Promise<unknown>) => this.track(id, p);
     host.register({
       machineId: ORDER_MACHINE_ID,
@@ -214,15 +208,15 @@ export class OrderService {
   }
 
   /**
-   * Validates a LIMIT or MARKET order against spec 2.1–2.2.2, the market and the wallet.
+   * Validates a LIMIT or MARKET order against spec 2.1–2.2.2, the market and the wallet; the
+   * rules themselves are engine/risk.ts's.
    * @returns the actor input.
-   * @throws {ApiError} 400 (range, cents, tick, minimum size, time in force), 422 (balance,
-   *   `Not enough shares to place this sell — holding <X>`). Brackets are checked by the
+   * @throws {DomainError} `INVALID_REQUEST` (range, tick, minimum size, time in force),
+   *   `PRICE_IN_CENTS`, `INSUFFICIENT_BALANCE`, `NOT_ENOUGH_SHARES`. Brackets are checked by the
    *   strategy service ({@link StrategyService.checkBrackets}).
    */
   check(userId: string, body: OrderRequest): OrderInput {
-    const info = this.venue.token(body.symbol);
-    if (!info) throw errors.badRequest(`symbol ${body.symbol} is not an outcome token of this venue (see GET /v2/trade/markets)`);
+    const info = this.risk.market(body.symbol);
     const isMarket = body.type === 'MARKET';
     const forbid = (field: string, why: string) => {
       if ((body as Record<string, unknown>)[field] !== undefined) throw errors.badRequest(`${field} ${why}`);
@@ -239,39 +233,23 @@ export class OrderService {
       forbid('expiration', 'is not used by MARKET orders');
     } else {
       if (body.price === undefined) throw errors.badRequest('price is required for LIMIT orders');
-      price = dec(body.price);
-      if (price.gt(1)) throw specError(400, centsMessage(body.price));
-      if (price.lt(PRICE_MIN) || price.gt(PRICE_MAX)) throw errors.badRequest(`price must be a decimal probability 0.001–0.999; received ${body.price}`);
-      if (!price.mod(info.tickSize).isZero()) throw errors.badRequest(`price ${body.price} is not on this market's tick size ${str(info.tickSize)}`);
-      if (price.lt(info.tickSize) || price.gt(dec(1).minus(info.tickSize))) throw errors.badRequest(`price must lie between ${str(info.tickSize)} and ${str(dec(1).minus(info.tickSize))} on this market`);
+      price = checkPrice('price', body.price, info.tickSize);
     }
     let size: Dec | null = null;
     let quote: Dec | null = null;
     if (isMarket && body.side === 'buy') {
       forbid('size', 'is not used by a MARKET buy: send quote_amount (dollars)');
       if (body.quote_amount === undefined) throw errors.badRequest('quote_amount (dollars) is required for a MARKET buy');
-      quote = dec(body.quote_amount);
-      if (quote.lt(MIN_MARKET_USD)) throw errors.badRequest(`quote_amount must be at least $1 for a MARKET order; received ${body.quote_amount}`);
-      if (quote.decimalPlaces() > 6) throw errors.badRequest('quote_amount has at most 6 decimals (pUSD)');
+      quote = checkMinQuote(body.quote_amount, ' for a MARKET order');
     } else {
       forbid('quote_amount', `is not used by a ${body.type} ${body.side}: send size (shares)`);
       if (body.size === undefined) throw errors.badRequest(`size (shares) is required for a ${body.type} ${body.side}`);
-      size = dec(body.size);
-      if (size.lte(0)) throw errors.badRequest('size must be greater than 0');
-      if (size.decimalPlaces() > SIZE_DP) throw errors.badRequest(`size has at most ${SIZE_DP} decimals`);
+      size = checkShares('size', body.size);
     }
     const tif = isMarket ? 'IOC' : body.expiration !== undefined ? 'GTD' : (body.time_in_force ?? 'GTC');
-    const resting = tif === 'GTC' || tif === 'GTD';
-    if (resting && size!.lt(info.minSize)) {
-      throw errors.badRequest(`size ${body.size} is below this market's minimum of ${str(info.minSize)} shares for resting orders`);
-    }
-    if (body.expiration !== undefined) this.checkExpiration(body.expiration);
-    this.checkFunds({ userId, tokenId: body.symbol, side: body.side, price: price ? str(price) : null, size: size ? str(size) : null, quoteAmount: quote ? str(quote) : null });
-    if (body.side === 'sell' && isMarket) {
-      const bid = this.venue.touch(body.symbol).bid;
-      if (bid && bid.times(size!).lt(MIN_MARKET_USD)) throw errors.badRequest(`a MARKET sell must be worth at least $1 at the best bid (${str(bid)}); size ${body.size} is worth $${str(bid.times(size!))}`);
-    }
-    return {
+    if (tif === 'GTC' || tif === 'GTD') checkRestingMinimum('size', size!, body.size!, info);
+    if (body.expiration !== undefined) this.risk.expiration(body.expiration);
+    const input: OrderInput = {
       orderId: `ord_${randomUUID()}`,
       userId,
       tokenId: body.symbol,
@@ -286,39 +264,9 @@ export class OrderService {
       metadata: body.metadata ?? null,
       createdAtMs: this.clock.now(),
     };
-  }
-
-  /**
-   * A GTD expiry (spec 2.2 `expiration`, Unix epoch milliseconds) must lie in the future and at
-   * most {@link EXPIRATION_HORIZON_MS} (365 days) ahead. A value that reads as seconds (×1000
-   * lands in that window) or microseconds (÷1000 does) gets a "did you mean" hint; no other.
-   * @throws {ApiError} 400 `invalid_request`.
-   */
-  private checkExpiration(expiration: number): void {
-    const now = this.clock.now();
-    const horizon = now + EXPIRATION_HORIZON_MS;
-    const ok = (t: number) => Number.isSafeInteger(t) && t > now && t <= horizon;
-    if (ok(expiration)) return;
-    const hint = [expiration * 1000, Math.round(expiration / 1000)].find((t) => t !== expiration && ok(t));
-    const hintText = hint !== undefined ? ` — did you mean ${hint} (milliseconds)?` : '';
-    if (expiration <= now) throw errors.badRequest(`expiration must be a future time in Unix epoch milliseconds; received ${expiration}${hintText}`);
-    throw errors.badRequest(`expiration must be at most 365 days ahead (at most ${horizon} in Unix epoch milliseconds); received ${expiration}${hintText}`);
-  }
-
-  /**
-   * The wallet check of an order: a buy needs its notional (LIMIT price × size, MARKET
-   * quote_amount) in free pUSD, a sell its size in free shares.
-   * @throws {ApiError} 422 `INSUFFICIENT_BALANCE` (`this buy needs $X pUSD; available $Y`), or
-   *   422 `Not enough shares to place this sell — holding <X>` (spec part 7).
-   */
-  private checkFunds(o: Pick<OrderInput, 'userId' | 'tokenId' | 'side' | 'price' | 'size' | 'quoteAmount'>): void {
-    const avail = this.venue.available(o.userId, o.tokenId);
-    if (o.side === 'buy') {
-      const need = o.quoteAmount !== null ? dec(o.quoteAmount) : dec(o.price!).times(o.size!);
-      if (avail.usd.lt(need)) throw new ApiError(422, 'INSUFFICIENT_BALANCE', insufficientBalanceMessage('this buy', need, avail.usd));
-    } else if (avail.shares.lt(o.size!)) {
-      throw specError(422, notEnoughSharesMessage(avail.held, avail.reservedShares));
-    }
+    this.risk.orderFunds(input);
+    if (body.side === 'sell' && isMarket) checkMarketSellMinimum(this.venue.touch(body.symbol).bid, size!, body.size!);
+    return input;
   }
 
   /** Tail of each user's queue of order placements (see {@link exclusive}). */
@@ -350,33 +298,35 @@ export class OrderService {
    * refused request changes nothing (activity included).
    * @param beforeCreate runs in the queue after that check, before the order exists (the BRACKET
    *   record of an entry with brackets is created there).
-   * @throws {ApiError} 422 `INSUFFICIENT_BALANCE` / `Not enough shares …` (nothing created); 422
-   *   when the venue rejected it for another reason (the REJECTED order stays on record).
+   * @throws {DomainError} `INSUFFICIENT_BALANCE` / `NOT_ENOUGH_SHARES` (nothing created); when
+   *   the venue rejected it (the REJECTED order stays on record) the code of its verdict
+   *   ({@link venueRefusal}).
    */
   async place(partnerId: string, input: OrderInput, extra: Partial<OrderInput> = {}, beforeCreate?: () => Promise<void>): Promise<ActorRecord> {
     const rec = await this.exclusive(input.userId, async () => {
-      this.checkFunds(input);
+      this.risk.orderFunds(input);
       if (beforeCreate) await beforeCreate();
       await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input: { ...input, ...extra }, partnerId, ownerUserId: input.userId });
       await this.settle(input.orderId);
       return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
     });
-    if (rec.status === 'REJECTED') {
-      const c = JSON.parse(rec.snapshot).context as OrderContext;
-      const text = c.error === 'INSUFFICIENT_SHARES' ? (c.reason ?? 'Not enough shares to place this sell') : (c.error ?? 'rejected');
-      throw new ApiError(422, text, c.reason ?? undefined);
-    }
+    if (rec.status === 'REJECTED') throw venueRefusal(JSON.parse(rec.snapshot).context as OrderContext);
     return rec;
   }
 
   /**
-   * Places an order a strategy decided on (already sized and priced), with a deterministic id.
-   * Placing the same id twice is harmless: the second call finds the first.
+   * Places an order a strategy decided on (already sized and priced), with a deterministic id,
+   * once it passed risk ({@link RiskEngine.checkChild}) in the user's placement queue. Placing
+   * the same id twice is harmless: the second call finds the first (and does not check again).
    * @returns the order's record after the venue answered.
+   * @throws {DomainError} the risk refusal (`INVALID_REQUEST`, `ORDER_CROSSES_BOOK`,
+   *   `INSUFFICIENT_BALANCE`, `NOT_ENOUGH_SHARES`): nothing was created.
    */
   async placeChild(partnerId: string, input: OrderInput): Promise<ActorRecord> {
     // in the user's placement queue, so that it cannot take the funds a REST order was just checked against
     return this.exclusive(input.userId, async () => {
+      const existing = this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId));
+      if (!existing) this.risk.checkChild(input);
       try {
         await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
       } catch (err) {
@@ -401,12 +351,12 @@ export class OrderService {
 
   /**
    * Cancels an order of `userId`.
-   * @throws {ApiError} 404 for an order not of this user; 409 when it is already done.
+   * @throws {DomainError} `NOT_FOUND` for an order not of this user; `CONFLICT` when it is already done.
    */
   async cancel(userId: string, orderId: string): Promise<ActorRecord> {
     const rec = await this.actors.get(orderId);
     if (!rec || rec.kind !== 'order' || rec.ownerUserId !== userId) throw errors.notFound(`no order ${orderId}`);
-    if (rec.final) throw new ApiError(409, 'conflict', `order ${orderId} is already ${rec.status}`);
+    if (rec.final) throw errors.conflict(`order ${orderId} is already ${rec.status}`);
     await this.host.send(orderId, { type: 'order.cancel' });
     await this.settle(orderId);
     return this.host.recordOf(orderId) ?? (await this.actors.get(orderId))!;

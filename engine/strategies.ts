@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AnyStateMachine, SnapshotFrom } from 'xstate';
 import { bracketMachine, BRACKET_STATUS } from '../machines/bracket.js';
-import { icebergMachine, ICEBERG_STATUS, clipWouldCross } from '../machines/iceberg.js';
+import { icebergMachine, ICEBERG_STATUS } from '../machines/iceberg.js';
 import type { OrderContext, OrderInput } from '../machines/order.js';
 import { peggedMachine, PEGGED_STATUS, pegPrice } from '../machines/pegged.js';
 import { stopLossMachine, STOP_LOSS_STATUS } from '../machines/stop-loss.js';
@@ -12,23 +12,19 @@ import { twapMachine, twapSliceCount, TWAP_STATUS } from '../machines/twap.js';
 import type { OrderRequest } from '../schemas/orders.js';
 import type { ActorChange, ActorHost } from './actor-host.js';
 import type { Clock } from './clock.js';
-import { dec, Dec, SIZE_DP, str } from './decimal.js';
-import { ApiError, errors } from './errors.js';
+import { dec, Dec, str } from './decimal.js';
+import { DomainError, errors } from './errors.js';
 import type { Logger } from './logger.js';
-import { centsMessage, insufficientBalanceMessage, notEnoughSharesMessage, type OrderService } from './orders.js';
+import type { OrderService } from './orders.js';
+import {
+  checkIcebergClip, checkMinQuote, checkPostOnly, checkPrice, checkRestingMinimum, checkShares, checkTrailingOffset, checkTwapDuration, checkTwapSlices, refusalCode,
+} from './risk.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
 import { TriggerIndex } from './triggers.js';
 import type { VenuePort } from './venue/port.js';
 
-const PRICE_MIN = dec('0.001');
-const PRICE_MAX = dec('0.999');
-const MIN_NOTIONAL_USD = dec(1);
-/** 422 `error` of a STOP_LOSS / TRAILING_STOP whose level the best bid already reached (README "Errors"). */
-export const WOULD_TRIGGER = 'WOULD_TRIGGER_IMMEDIATELY';
-/** TWAP bound (README): at most 1000 slices; `execution.duration_sec` ≤ 7 days is a schema rule. */
-export const TWAP_MAX_SLICES = 1000;
-/** Smallest share quantity an order can carry (hundredths of a share). */
-const MIN_SHARES = dec('0.01');
+/** Step of the price fields not placed at the venue as they are (trailing marks, PEGGED bounds): at most 6 decimals. */
+const FINE_STEP = dec('0.000001');
 
 /**
  * The `execution` fields each strategy type uses (spec 2.2.1). Any other field is refused with
@@ -82,11 +78,6 @@ export function bracketsView(c: Pick<StrategyContext, 'legs'>, recordId: string)
 }
 
 type Snapshot = SnapshotFrom<AnyStateMachine>;
-
-/** The spec-string error of part 7, as both `error` and `message`. */
-function specError(status: number, text: string, message?: string): ApiError {
-  return new ApiError(status, text, message ?? text);
-}
 
 /**
  * The strategy record of spec 2.4 (see schemas/strategies.ts), derived from a snapshot.
@@ -323,8 +314,7 @@ export class StrategyService {
   // ── child orders ────────────────────────────────────────────────────────────────────────────
 
   private touchOf(tokenId: string): Touch {
-    const t = this.venue.touch(tokenId);
-    return { bid: t.bid ? str(t.bid) : null, ask: t.ask ? str(t.ask) : null };
+    return this.risk.touch(tokenId);
   }
 
   /** Prices a child order (a passive slice rests one tick inside the touch, capped by its limit, never crossing). */
@@ -344,9 +334,11 @@ export class StrategyService {
   }
 
   /**
-   * Places a child order a strategy decided on. When it cannot be placed (the order service
-   * throws: a store read or write failed), the strategy gets `order.placeFailed` and decides
-   * (retry, next slice, FAILED); a cancel of the order waits for this placement.
+   * Places a child order a strategy decided on. Refused by risk (engine/risk.ts `checkChild`:
+   * the wallet, post-only crossing, price), the strategy gets `order.refused` with the venue's
+   * code for it (risk `refusalCode`) and no order is created; when it cannot be placed (the order
+   * service throws: a store read or write failed), the strategy gets `order.placeFailed` and
+   * decides (retry, next slice, FAILED); a cancel of the order waits for this placement.
    */
   private placeChild(c: StrategyContext, order: ChildOrder): Promise<void> {
     const p = this.tryPlaceChild(c, order);
@@ -370,6 +362,11 @@ export class StrategyService {
       };
       placed = await this.orders.placeChild(partnerId, input);
     } catch (err) {
+      if (err instanceof DomainError) {
+        // refused by risk (engine/risk.ts): permanent, like the venue's verdict; nothing was created
+        await this.sendToStrategy(c.recordId, { type: 'order.refused', orderId: order.orderId, error: refusalCode(err), reason: err.message });
+        return;
+      }
       this.log.error({ err, recordId: c.recordId, orderId: order.orderId }, 'child order could not be placed');
       // a failure after the order's first write leaves the order on record: it then reports itself
       const existing = await this.actors.get(order.orderId).catch(() => null);
@@ -511,41 +508,29 @@ export class StrategyService {
 
   // ── requests ────────────────────────────────────────────────────────────────────────────────
 
-  private checkPrice(field: string, raw: string, tick: Dec): Dec {
-    const p = dec(raw);
-    if (p.gt(1)) throw specError(400, centsMessage(raw));
-    if (p.lt(PRICE_MIN) || p.gt(PRICE_MAX)) throw errors.badRequest(`${field} must be a decimal probability 0.001–0.999; received ${raw}`);
-    if (!p.mod(tick).isZero()) throw errors.badRequest(`${field} ${raw} is not on this market's tick size ${str(tick)}`);
-    return p;
-  }
-
-  private checkShares(field: string, raw: string): Dec {
-    const s = dec(raw);
-    if (s.lte(0)) throw errors.badRequest(`${field} must be greater than 0`);
-    if (s.decimalPlaces() > SIZE_DP) throw errors.badRequest(`${field} has at most ${SIZE_DP} decimals`);
-    return s;
+  private get risk() {
+    return this.orders.risk;
   }
 
   private needShares(userId: string, tokenId: string, size: Dec): void {
-    const avail = this.venue.available(userId, tokenId);
-    if (avail.shares.lt(size)) throw specError(422, notEnoughSharesMessage(avail.held, avail.reservedShares));
+    this.risk.funds(userId, tokenId, 'sell', size);
   }
 
   private needDollars(userId: string, tokenId: string, usd: Dec): void {
-    const avail = this.venue.available(userId, tokenId);
-    if (avail.usd.lt(usd)) throw new ApiError(422, 'INSUFFICIENT_BALANCE', insufficientBalanceMessage('this strategy', usd, avail.usd));
+    this.risk.funds(userId, tokenId, 'buy', usd, 'this strategy');
   }
 
   /**
    * Checks a managed-strategy request (spec 2.2, 2.2.1, 2.2.2) against the market and the wallet.
    * @returns the actor input.
-   * @throws {ApiError} 400 (rules, units, tick), 422 (`INSUFFICIENT_BALANCE`, `Not enough shares …`,
-   *   `order crosses book`, `NO_LIQUIDITY`, a stop that would trigger at once).
+   * The rules of price, size, notional, wallet and crossing are engine/risk.ts's.
+   * @throws {DomainError} `INVALID_REQUEST` (rules, units, tick), `PRICE_IN_CENTS`,
+   *   `INSUFFICIENT_BALANCE`, `NOT_ENOUGH_SHARES`, `ORDER_CROSSES_BOOK`, `NO_LIQUIDITY`,
+   *   `WOULD_TRIGGER_IMMEDIATELY` (a stop whose level the best bid already reached).
    */
   check(userId: string, body: OrderRequest): StrategyInput {
     const type = body.type as StrategyType;
-    const info = this.venue.token(body.symbol);
-    if (!info) throw errors.badRequest(`symbol ${body.symbol} is not an outcome token of this venue (see GET /v2/trade/markets)`);
+    const info = this.risk.market(body.symbol);
     const tick = info.tickSize;
     const ex = (body.execution ?? {}) as Record<string, unknown>;
     const forbid = (fields: string[], why: string) => {
@@ -576,46 +561,43 @@ export class StrategyService {
       const pct = ex.trailing_offset_pct as number | undefined;
       const abs = ex.trailing_offset as string | undefined;
       if (pct !== undefined && abs !== undefined) throw errors.badRequest('send execution.trailing_offset_pct or execution.trailing_offset, not both');
-      if (pct !== undefined && (pct <= 0 || pct >= 100)) throw errors.badRequest('execution.trailing_offset_pct must be between 0 and 100 (exclusive)');
-      if (abs !== undefined && dec(abs).gt(1)) throw specError(400, centsMessage(abs));
-      if (abs !== undefined && (dec(abs).lte(0) || dec(abs).gte(1))) throw errors.badRequest('execution.trailing_offset must be a decimal probability between 0 and 1 (exclusive)');
+      if (abs !== undefined) checkTrailingOffset(abs);
       return { offsetPct: pct !== undefined ? new Dec(String(pct)).toFixed() : null, offsetAbs: abs ?? null };
     };
     switch (type) {
       case 'STOP_LOSS': {
-        const price = this.checkPrice('price', body.price!, tick);
-        const size = this.checkShares('size', body.size!);
+        const price = checkPrice('price', body.price!, tick);
+        const size = checkShares('size', body.size!);
         this.needShares(userId, body.symbol, size);
         if (touchNow.bid !== null && dec(touchNow.bid).lte(price)) {
-          throw new ApiError(422, WOULD_TRIGGER, `STOP_LOSS price ${str(price)} is at or above the best bid ${touchNow.bid}: it would trigger at once; sell with LIMIT or MARKET instead`);
+          throw new DomainError('WOULD_TRIGGER_IMMEDIATELY', `STOP_LOSS price ${str(price)} is at or above the best bid ${touchNow.bid}: it would trigger at once; sell with LIMIT or MARKET instead`);
         }
         return { ...base, price: str(price), size: str(size), message: `STOP_LOSS armed: sells ${str(size)} shares when the best bid reaches ${str(price)}` };
       }
       case 'TRAILING_STOP': {
         if (body.side !== 'sell') throw errors.badRequest('TRAILING_STOP is a sell: side must be "sell"');
-        const size = this.checkShares('size', body.size!);
+        const size = checkShares('size', body.size!);
         this.needShares(userId, body.symbol, size);
         const ref = (ex.high_water_mark as string | undefined) ?? body.price!;
-        const mark = this.checkPrice(ex.high_water_mark !== undefined ? 'execution.high_water_mark' : 'price', ref, dec('0.000001'));
+        const mark = checkPrice(ex.high_water_mark !== undefined ? 'execution.high_water_mark' : 'price', ref, FINE_STEP);
         const o = offsets();
         const level = trailingStopLevel(o, str(mark));
         if (touchNow.bid !== null && dec(touchNow.bid).lte(level)) {
-          throw new ApiError(422, WOULD_TRIGGER, `TRAILING_STOP would trigger at once: the best bid ${touchNow.bid} is at or below the armed level ${level} (mark ${str(mark)})`);
+          throw new DomainError('WOULD_TRIGGER_IMMEDIATELY', `TRAILING_STOP would trigger at once: the best bid ${touchNow.bid} is at or below the armed level ${level} (mark ${str(mark)})`);
         }
         return { ...base, size: str(size), highWaterMark: str(mark), ...o, message: trailingStopMessage({ triggerPrice: level, highWaterMark: str(mark) }) };
       }
       case 'TRAILING_BUY': {
         if (body.side !== 'buy') throw errors.badRequest('TRAILING_BUY is a buy: side must be "buy"');
         forbid(['size', 'price'], 'is not used by TRAILING_BUY (it is sized by quote_amount; the ceiling is execution.price_ceiling)');
-        const quote = dec(body.quote_amount!);
-        if (quote.lt(MIN_NOTIONAL_USD)) throw errors.badRequest(`quote_amount must be at least $1; received ${body.quote_amount}`);
+        const quote = checkMinQuote(body.quote_amount!, '');
         this.needDollars(userId, body.symbol, quote);
         const o = offsets();
         const seeded = ex.low_water_mark === undefined;
-        if (seeded && touchNow.ask === null) throw specError(422, 'NO_LIQUIDITY', 'no ask to seed the low-water mark from; send execution.low_water_mark');
-        const mark = seeded ? dec(touchNow.ask!) : this.checkPrice('execution.low_water_mark', ex.low_water_mark as string, dec('0.000001'));
+        if (seeded && touchNow.ask === null) throw new DomainError('NO_LIQUIDITY', 'no ask to seed the low-water mark from; send execution.low_water_mark');
+        const mark = seeded ? dec(touchNow.ask!) : checkPrice('execution.low_water_mark', ex.low_water_mark as string, FINE_STEP);
         const entry = trailingBuyLevel(o, str(mark));
-        const ceiling = ex.price_ceiling !== undefined ? this.checkPrice('execution.price_ceiling', ex.price_ceiling as string, dec('0.000001')) : null;
+        const ceiling = ex.price_ceiling !== undefined ? checkPrice('execution.price_ceiling', ex.price_ceiling as string, FINE_STEP) : null;
         if (ceiling && ceiling.lt(entry)) {
           throw errors.badRequest(`execution.price_ceiling ${str(ceiling)} is below the entry ${entry} that the offset implies from the low-water mark ${str(mark)}: it could never fire`);
         }
@@ -627,31 +609,22 @@ export class StrategyService {
       case 'TWAP': {
         const interval = ex.interval_sec as number;
         const duration = ex.duration_sec as number;
-        const durationMs = Math.round(duration * 1000);
-        if (Math.abs(durationMs - duration * 1000) > 1e-6) throw errors.badRequest(`execution.duration_sec has at most 3 decimals (whole milliseconds); received ${duration}`);
-        if (duration < interval) throw errors.badRequest(`execution.duration_sec (${duration}) must be at least execution.interval_sec (${interval})`);
+        const durationMs = checkTwapDuration(duration, interval);
         if (body.size !== undefined && body.quote_amount !== undefined) throw errors.badRequest('send size (shares) or quote_amount (dollars) for a TWAP, not both');
         for (const f of EXECUTION_WARNED.TWAP!) if (ex[f] !== undefined) warnings.push(`execution.${f} is ignored for TWAP orders`);
         let derived = false;
         let price: Dec;
-        if (body.price !== undefined) price = this.checkPrice('price', body.price, tick);
+        if (body.price !== undefined) price = checkPrice('price', body.price, tick);
         else {
           const touch = body.side === 'buy' ? touchNow.ask : touchNow.bid;
-          if (touch === null) throw specError(422, 'NO_LIQUIDITY', `no ${body.side === 'buy' ? 'ask' : 'bid'} to derive the TWAP limit from; send price`);
+          if (touch === null) throw new DomainError('NO_LIQUIDITY', `no ${body.side === 'buy' ? 'ask' : 'bid'} to derive the TWAP limit from; send price`);
           price = dec(touch);
           derived = true;
         }
-        const size = body.size !== undefined ? this.checkShares('size', body.size) : floorShares(dec(body.quote_amount!).div(price));
+        const size = body.size !== undefined ? checkShares('size', body.size) : floorShares(dec(body.quote_amount!).div(price));
         if (size.lte(0)) throw errors.badRequest(`quote_amount ${body.quote_amount} buys less than 0.01 shares at ${str(price)}`);
         const n = twapSliceCount(durationMs, interval * 1000);
-        if (n > TWAP_MAX_SLICES) throw errors.badRequest(`a TWAP has at most ${TWAP_MAX_SLICES} slices: duration_sec ${duration} / interval_sec ${interval} makes ${n}; raise execution.interval_sec`);
-        const slice = floorShares(size.div(n));
-        if (slice.lt(MIN_SHARES)) {
-          throw errors.badRequest(`each TWAP slice must be at least 0.01 shares: ${str(size)} shares over ${n} slices is less; send a larger size or fewer slices (raise execution.interval_sec)`);
-        }
-        if (ex.passive === true && slice.lt(info.minSize)) {
-          throw errors.badRequest(`passive TWAP slices rest on the book, so each must be at least this market's minimum of ${str(info.minSize)} shares: ${str(size)} shares over ${n} slices is ${str(slice)} per slice; send a larger size or fewer slices`);
-        }
+        checkTwapSlices({ size, durationSec: duration, intervalSec: interval, slices: n, sliceSize: floorShares(size.div(n)), passive: ex.passive === true }, info);
         if (body.side === 'buy') this.needDollars(userId, body.symbol, price.times(size));
         else this.needShares(userId, body.symbol, size);
         return {
@@ -661,13 +634,11 @@ export class StrategyService {
         };
       }
       case 'ICEBERG': {
-        const price = this.checkPrice('price', body.price!, tick);
-        const size = this.checkShares('size', body.size!);
-        const clip = this.checkShares('execution.clip_size', ex.clip_size as string);
-        if (!clip.lt(size)) throw errors.badRequest(`execution.clip_size ${str(clip)} must be less than size ${str(size)}`);
-        if (clip.times(price).lt(MIN_NOTIONAL_USD)) throw errors.badRequest(`each ICEBERG slice must be worth at least $1: clip_size × price = $${str(clip.times(price))}`);
-        if (clip.lt(info.minSize)) throw errors.badRequest(`execution.clip_size ${str(clip)} is below this market's minimum of ${str(info.minSize)} shares for resting orders`);
-        if (clipWouldCross({ side: body.side, price: str(price) }, touchNow)) throw specError(422, 'order crosses book', `ICEBERG slices are post-only: price ${str(price)} would take liquidity (touch ${touchNow.bid ?? '-'} / ${touchNow.ask ?? '-'})`);
+        const price = checkPrice('price', body.price!, tick);
+        const size = checkShares('size', body.size!);
+        const clip = checkShares('execution.clip_size', ex.clip_size as string);
+        checkIcebergClip(clip, size, price, info);
+        checkPostOnly(body.side, price, touchNow, 'ICEBERG slices are');
         if (body.side === 'buy') this.needDollars(userId, body.symbol, price.times(size));
         else this.needShares(userId, body.symbol, size);
         const tol = ex.price_tolerance_pct as number | undefined;
@@ -686,8 +657,8 @@ export class StrategyService {
         if (budget.lte(0)) throw errors.badRequest('budget_usdc must be greater than 0');
         if (body.condition_id !== undefined && body.condition_id !== info.conditionId) throw errors.badRequest(`condition_id ${body.condition_id} is not the market of symbol ${body.symbol}`);
         if (body.outcome !== undefined && body.outcome !== info.outcome.toLowerCase()) throw errors.badRequest(`outcome ${body.outcome} does not match symbol ${body.symbol} (${info.outcome.toLowerCase()})`);
-        const floor = body.price_floor !== undefined ? this.checkPrice('price_floor', String(body.price_floor), dec('0.000001')) : null;
-        const ceiling = body.price_ceiling !== undefined ? this.checkPrice('price_ceiling', String(body.price_ceiling), dec('0.000001')) : null;
+        const floor = body.price_floor !== undefined ? checkPrice('price_floor', String(body.price_floor), FINE_STEP) : null;
+        const ceiling = body.price_ceiling !== undefined ? checkPrice('price_ceiling', String(body.price_ceiling), FINE_STEP) : null;
         if (floor && ceiling && floor.gt(ceiling)) throw errors.badRequest(`price_floor ${str(floor)} is above price_ceiling ${str(ceiling)}`);
         this.needDollars(userId, body.symbol, budget);
         const input: StrategyInput = {
@@ -706,20 +677,21 @@ export class StrategyService {
    * "Bracket rules") and builds the BRACKET strategy that will run them.
    * @param entry the checked entry order (its id links the two).
    * @returns the BRACKET actor input, or null when the request has no bracket.
-   * @throws {ApiError} 400: a leg price off the range or tick, a leg size above the entry's or
-   *   below the market minimum, a take-profit at or below the stop.
+   * @throws {DomainError} `INVALID_REQUEST`: a leg price off the range or tick, a leg size above
+   *   the entry's or below the market minimum, a take-profit at or below the stop;
+   *   `PRICE_IN_CENTS` (engine/risk.ts).
    */
   checkBrackets(userId: string, body: OrderRequest, entry: OrderInput): StrategyInput | null {
     if (!body.take_profit && !body.stop_loss) return null;
     const info = this.venue.token(body.symbol)!;
     const tick = info.tickSize;
     const legOf = (name: 'take_profit' | 'stop_loss', raw: { price: string; size?: string }): BracketLeg => {
-      const price = this.checkPrice(`${name}.price`, raw.price, tick);
+      const price = checkPrice(`${name}.price`, raw.price, tick);
       let requested: string | null = null;
       if (raw.size !== undefined && !dec(raw.size).isZero()) {
-        const size = this.checkShares(`${name}.size`, raw.size);
+        const size = checkShares(`${name}.size`, raw.size);
         if (entry.size !== null && size.gt(entry.size)) throw errors.badRequest(`${name}.size ${str(size)} is more than the entry's ${entry.size} shares`);
-        if (name === 'take_profit' && size.lt(info.minSize)) throw errors.badRequest(`take_profit.size ${str(size)} is below this market's minimum of ${str(info.minSize)} shares for resting orders`);
+        if (name === 'take_profit') checkRestingMinimum('take_profit.size', size, str(size), info);
         requested = str(size);
       }
       return { price: str(price), requestedSize: requested, size: null, order_id: null, id: null, status: 'WAITING', error: null };
@@ -778,7 +750,7 @@ export class StrategyService {
    * `strategy.cancel` in its current state (`snapshot.can`), and afterwards be CANCELED or in a
    * state that certainly ends canceled (tag `canceling`, e.g. while its working order is being
    * canceled). A strategy already being canceled answers as canceled.
-   * @throws {ApiError} 404 for a strategy not of this user; 409 when it already ended, when its
+   * @throws {DomainError} `NOT_FOUND` for a strategy not of this user; `CONFLICT` when it already ended, when its
    *   state refuses a cancel (a stop that triggered: its order must be canceled with DELETE
    *   order; the reason is the state's `noCancel`), or when it ended otherwise meanwhile.
    */

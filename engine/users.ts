@@ -115,7 +115,7 @@ export class UserService {
 
   /**
    * The user `partnerUserId` of `partnerId`.
-   * @throws {ApiError} 404 when the partner has no such user.
+   * @throws {DomainError} `NOT_FOUND` when the partner has no such user.
    */
   async byPartnerUserId(partnerId: string, partnerUserId: string): Promise<UserDoc> {
     const cached = this.cache.get(`${partnerId}\u0000${partnerUserId}`);

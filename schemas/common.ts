@@ -82,6 +82,24 @@ export type Health = FromSchema<typeof Health>;
 /** Dollar or share amount as a decimal string (never a JS number on the wire). */
 export const DecimalString = { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 32 } as const;
 
+/**
+ * Shares as a decimal string of at most 2 decimals (trailing zeros aside: "5.50" is 5.5). Order
+ * sizes (spec 2.1: `size`, `execution.clip_size`, bracket `size`).
+ */
+export const SharesString = { type: 'string', pattern: '^[0-9]+(\\.[0-9]{1,2}0*)?$', maxLength: 32 } as const;
+
+/** At most 6 decimals (pUSD is a 6-decimal token), trailing zeros aside; a MARKET buy's `quote_amount`. */
+export const USD_DECIMALS_PATTERN = '^[^.]*(\\.[0-9]{1,6}0*)?$';
+
+/**
+ * What a failed `pattern` says (api/validation.ts): the rule, for the patterns whose regular
+ * expression would tell a client nothing.
+ */
+export const PATTERN_TEXT: Readonly<Record<string, string>> = {
+  [SharesString.pattern]: 'must be a decimal string of shares with at most 2 decimals',
+  [USD_DECIMALS_PATTERN]: 'has at most 6 decimals (pUSD)',
+};
+
 /** An EVM address (any case on input; responses are EIP-55 checksummed). */
 export const Address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' } as const;
 

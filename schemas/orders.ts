@@ -1,20 +1,22 @@
 import type { FromSchema } from 'json-schema-to-ts';
-import { EpochMs, PageFields } from './common.js';
+import { EpochMs, PageFields, SharesString, USD_DECIMALS_PATTERN } from './common.js';
 
 const DecimalString = { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 32 } as const;
 const Bracket = {
   type: 'object',
   additionalProperties: false,
   required: ['price'],
-  properties: { price: DecimalString, size: DecimalString },
+  properties: { price: DecimalString, size: SharesString },
 } as const;
 
 /** Order types of spec 2.2. */
 export const ORDER_TYPES = ['LIMIT', 'MARKET', 'PEGGED', 'TWAP', 'ICEBERG', 'TAKE_PROFIT', 'STOP_LOSS', 'TRAILING_STOP', 'TRAILING_BUY'] as const;
 
 /**
- * POST /v2/trade/order body (spec 2.2, 2.2.1). Structure and units here; the per-type rules of
- * 2.2.2 that depend on the market (tick, minimum size, balances) are checked by the order service.
+ * POST /v2/trade/order body (spec 2.2, 2.2.1). Structure and units here (sizes of at most 2
+ * decimals, exclusive bounds); the rules that depend on the market or the wallet (price range and
+ * tick, minimum sizes, the $1 minimum, balances, crossing) are engine/risk.ts's. Price bounds stay
+ * there too, so that a price in cents gets spec 2.1's message.
  */
 const OrderRequestBase = {
   type: 'object',
@@ -26,7 +28,7 @@ const OrderRequestBase = {
     side: { enum: ['buy', 'sell'] },
     type: { enum: ORDER_TYPES },
     price: { ...DecimalString, description: 'Decimal probability 0.001–0.999, on the market tick.' },
-    size: { ...DecimalString, description: 'Shares (at most 2 decimals).' },
+    size: { ...SharesString, description: 'Shares (at most 2 decimals).' },
     quote_amount: { ...DecimalString, description: 'US dollars.' },
     time_in_force: { enum: ['GTC', 'IOC', 'FOK'], description: 'LIMIT only; GTC by default (GTD when `expiration` is set).' },
     expiration: { ...EpochMs, description: 'GTD expiry, Unix epoch milliseconds, in the future and at most 365 days ahead (else 400); incompatible with time_in_force.' },
@@ -34,7 +36,7 @@ const OrderRequestBase = {
     outcome: { enum: ['yes', 'no'] },
     offset_ticks: { type: 'integer', minimum: 0, maximum: 1000 },
     budget_usdc: DecimalString,
-    // the range is checked by the engine, so that a price in cents gets spec 2.1's message
+    // the range is checked by engine/risk.ts (checkPrice), so that a price in cents gets spec 2.1's message
     price_floor: { type: 'number', description: 'PEGGED lowest chase price, decimal probability 0.001–0.999 (a value above 1 is refused with the cents message of spec 2.1).' },
     price_ceiling: { type: 'number', description: 'PEGGED highest chase price, decimal probability 0.001–0.999 (a value above 1 is refused with the cents message of spec 2.1).' },
     execution: {
@@ -50,12 +52,12 @@ const OrderRequestBase = {
           type: 'number', exclusiveMinimum: 0, maximum: 604800,
           description: 'TWAP run length in seconds (at most 604800 = 7 days, whole milliseconds); at most 1000 slices (duration_sec / interval_sec). Each slice must be at least 0.01 shares (size / slices), and a passive slice at least the market minimum size.',
         },
-        clip_size: DecimalString,
+        clip_size: SharesString,
         interval_sec: { type: 'integer', minimum: 10, maximum: 604800 },
         randomize_pct: { type: 'number', minimum: 0, maximum: 50 },
         passive: { type: 'boolean' },
         price_tolerance_pct: { type: 'number', minimum: 0, maximum: 100 },
-        trailing_offset_pct: { type: 'number', minimum: 0, maximum: 100 },
+        trailing_offset_pct: { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 100 },
         trailing_offset: DecimalString,
         high_water_mark: DecimalString,
         low_water_mark: DecimalString,
@@ -81,11 +83,11 @@ const OFFSET = { type: 'object', anyOf: [{ required: ['trailing_offset_pct'] }, 
  * Per-type rules of spec 2.2.2 as data: `if` the type (and side) match, `then` these fields are
  * required. Each rule's `description` completes the error message ("price is required for LIMIT
  * orders"). Rules that need the market or the wallet (tick, minimum size, balances, crossing) are
- * checked by the engine.
+ * checked by engine/risk.ts.
  */
 export const ORDER_TYPE_RULES = [
   { if: isType(['LIMIT']), ...THEN('LIMIT orders', { required: ['price', 'size'] }) },
-  { if: isType(['MARKET'], 'buy'), ...THEN('a MARKET buy (dollars)', { required: ['quote_amount'] }) },
+  { if: isType(['MARKET'], 'buy'), ...THEN('a MARKET buy (dollars)', { required: ['quote_amount'], properties: { quote_amount: { type: 'string', pattern: USD_DECIMALS_PATTERN } } }) },
   { if: isType(['MARKET'], 'sell'), ...THEN('a MARKET sell (shares)', { required: ['size'] }) },
   { if: isType(['PEGGED']), ...THEN('PEGGED orders (budget_usdc, or quote_amount as its alias)', { anyOf: [{ required: ['budget_usdc'] }, { required: ['quote_amount'] }] }) },
   { if: isType(['ICEBERG']), ...THEN('ICEBERG orders', { required: ['price', 'size', 'execution'], properties: { execution: { type: 'object', required: ['clip_size'] } } }) },
@@ -108,7 +110,7 @@ export const ORDER_TYPE_RULES = [
 
 /**
  * POST /v2/trade/order body (spec 2.2, 2.2.1, 2.2.2): structure, units and the per-type rules;
- * what depends on the market or the wallet is checked by the engine.
+ * what depends on the market or the wallet is checked by engine/risk.ts.
  */
 export const OrderRequest = { $id: 'OrderRequest', ...OrderRequestBase, allOf: ORDER_TYPE_RULES } as const;
 export type OrderRequest = FromSchema<typeof OrderRequestBase>;

@@ -1,22 +1,7 @@
 import { Dec, dec, str, ZERO } from '../decimal.js';
+import { insufficientBalanceMessage, notEnoughSharesMessage } from '../risk.js';
 import type { Available, VenueOrder, WalletView } from './port.js';
 
-
-/**
- * The one wording of a refusal for funds (issue 12, defect 8): `<what> needs $X pUSD; available $Y`
- * (dollars), used by the pre-trade checks and the venue alike.
- */
-export function insufficientBalanceMessage(what: string, need: Dec, available: Dec): string {
-  return `${what} needs $${str(need)} pUSD; available $${str(available)}`;
-}
-
-/**
- * Spec part 7's `Not enough shares to place this sell — holding <X>` (X = shares held), with the
- * part reserved by open sells named after it when there is one.
- */
-export function notEnoughSharesMessage(held: Dec, reserved: Dec): string {
-  return `Not enough shares to place this sell — holding ${str(held)}${reserved.gt(0) ? `, of which ${str(reserved)} reserved by open sells` : ''}`;
-}
 
 /**
  * Account id of the simulated liquidity provider (see `liquidity.ts`): unlimited inventory, so

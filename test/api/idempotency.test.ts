@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toApiError } from '../../api/errors.js';
 import { ManualClock } from '../../engine/clock.js';
 import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS, IdempotencyService, canonicalJson } from '../../engine/idempotency.js';
 import { createLogger } from '../../engine/logger.js';
@@ -141,16 +142,16 @@ describe.each([
     // a claim whose process died (lease over) is taken over by the next retry
     const k2 = randomUUID();
     expect((await again.begin('key_1', k2, req)).kind).toBe('execute');
-    await expect(again.begin('key_1', k2, req)).rejects.toMatchObject({ status: 409 });
+    await expect(again.begin('key_1', k2, req).catch(toApiError)).resolves.toMatchObject({ status: 409 });
     clock.advance(IDEMPOTENCY_LEASE_MS + 1);
     const taken = await again.begin('key_1', k2, req);
     expect(taken.kind).toBe('execute');
     // the same key on another request → 422 while running and once done; abandon frees the key
-    await expect(again.begin('key_1', k2, { ...req, body: { a: 2 } })).rejects.toMatchObject({ status: 422 });
+    await expect(again.begin('key_1', k2, { ...req, body: { a: 2 } }).catch(toApiError)).resolves.toMatchObject({ status: 422 });
     if (taken.kind === 'execute') await taken.abandon();
     const k2Again = await again.begin('key_1', k2, { ...req, body: { a: 2 } });
     if (k2Again.kind === 'execute') await k2Again.complete({ status: 201, body: { n: 2 }, headers: { Location: '/x' } });
-    await expect(again.begin('key_1', k2, req)).rejects.toMatchObject({ status: 422 });
+    await expect(again.begin('key_1', k2, req).catch(toApiError)).resolves.toMatchObject({ status: 422 });
     expect(await again.begin('key_1', k2, { ...req, body: { a: 2 } })).toEqual({ kind: 'replay', response: { status: 201, body: { n: 2 }, headers: { Location: '/x' } } });
     // keys are scoped to the API key
     expect((await again.begin('key_2', k2, req)).kind).toBe('execute');

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toApiError } from '../../api/errors.js';
 import { tokenPicker } from './trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
 
@@ -246,7 +247,7 @@ describe('defect 8: concurrent buys beyond the balance (issue 12)', () => {
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(20);
     const refusals = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason);
     expect(refusals).toHaveLength(10);
-    for (const e of refusals) expect(e).toMatchObject({ status: 422, error: 'INSUFFICIENT_BALANCE', message: 'this buy needs $500 pUSD; available $0' });
+    for (const e of refusals) expect(toApiError(e)).toMatchObject({ status: 422, error: 'INSUFFICIENT_BALANCE', message: 'this buy needs $500 pUSD; available $0' });
     const act = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: { 'x-partner-user-id': 'dave' } })).body.activity;
     expect(act).toHaveLength(20);
     expect(act.filter((a: any) => a.status === 'REJECTED')).toEqual([]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../engine/errors.js';
+import { ApiError } from '../../api/errors.js';
 import { validate } from '../../api/validation.js';
 import { OrderRequest } from '../../schemas/orders.js';
 
@@ -37,6 +37,23 @@ describe('OrderRequest: per-type rules of spec 2.2.2 with messages that name the
     [{ type: 'TWAP', size: '10', execution: { interval_sec: 10, duration_sec: 30 }, take_profit: { price: '0.9' } }, 'type must be one of "LIMIT", "MARKET" for brackets (take_profit / stop_loss attach to buy LIMIT or MARKET entries only)'],
     [{ type: 'LIMIT', side: 'sell', price: '0.5', size: '5', stop_loss: { price: '0.3' } }, 'side must be "buy" for brackets (take_profit / stop_loss attach to buy LIMIT or MARKET entries only)'],
     [{ type: 'LIMIT', price: '0.5', size: '5', execution: { surprise: 1 } }, "execution: unknown property 'surprise'"],
+  ])('%j → %s', (body, expected) => {
+    expect(messageOf({ ...base, ...body })).toBe(expected);
+  });
+});
+
+describe('OrderRequest: rules a schema can say (issue 13: not repeated in engine/risk.ts)', () => {
+  it.each([
+    [{ type: 'LIMIT', price: '0.5', size: '5.555' }, 'size must be a decimal string of shares with at most 2 decimals'],
+    [{ type: 'LIMIT', price: '0.5', size: '5.50' }, 'valid'],
+    [{ type: 'LIMIT', price: '0.5', size: '5', take_profit: { price: '0.9', size: '1.001' } }, 'take_profit.size must be a decimal string of shares with at most 2 decimals'],
+    [{ type: 'ICEBERG', price: '0.5', size: '50', execution: { clip_size: '10.125' } }, 'execution.clip_size must be a decimal string of shares with at most 2 decimals'],
+    [{ type: 'MARKET', quote_amount: '5.1234567' }, 'quote_amount has at most 6 decimals (pUSD) for a MARKET buy (dollars)'],
+    [{ type: 'MARKET', quote_amount: '5.123456' }, 'valid'],
+    [{ type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset_pct: 0 } }, 'execution.trailing_offset_pct must be greater than 0'],
+    [{ type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset_pct: 100 } }, 'execution.trailing_offset_pct must be less than 100'],
+    // a price above 1 is not the schema's: the engine answers it with the cents message of spec 2.1
+    [{ type: 'LIMIT', price: '72', size: '5' }, 'valid'],
   ])('%j → %s', (body, expected) => {
     expect(messageOf({ ...base, ...body })).toBe(expected);
   });

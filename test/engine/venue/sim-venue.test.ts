@@ -253,7 +253,7 @@ describe('simulated venue: matching engine', () => {
       await new Promise((r) => setTimeout(r, 200));
       // not acknowledged: no report went out, the venue says why
       expect(reports.filter((r) => r.orderId === a.orderId || r.orderId === b.orderId)).toEqual([]);
-      expect(venue.health).toMatchObject({ ok: false, pendingWrites: 2, error: expect.stringMatching(/journal write failed: injected failure/) });
+      expect(venue.health).toMatchObject({ ok: false, pendingWrites: 2, error: expect.stringMatching(/journal write failed: injected fault/) });
       journalDown.remove();
       await Promise.all([pa, pb]);
       expect(venue.health).toEqual({ ok: true, pendingWrites: 0, error: null });
