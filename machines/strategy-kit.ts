@@ -452,5 +452,23 @@ export function strategySetup<C extends StrategyBaseContext>(..._noNarrowing: Ke
   });
 }
 
+/**
+ * Actions of the machines that retry a child order not placed after a delay (ICEBERG, PEGGED),
+ * for their context type `C`. `what` names the order in warnings and messages.
+ */
+export function retryActions<C extends StrategyBaseContext>(what: (c: C) => string) {
+  return {
+    /** A report of a child (the working one exists: the failures in a row end). */
+    recordChild: assignShared<C>((c, e) => (e.type === 'order.updated' ? { ...applyChildUpdate(c, e), ...(e.orderId === c.working ? { placeFailures: 0 } : {}) } : {})),
+    /** Not placed: retry after {@link placeRetryDelayMs}; no watch meanwhile. */
+    scheduleRetry: assignShared<C>((c, e) => ({ ...placeRetryPatch(c, e, what(c)), watch: {} })),
+    endNotPlaced: assignShared<C>((c, e) => placeFailedEndPatch(c, e, what(c))),
+    /** The working order was never placed: no child works. */
+    notPlaced: assignShared<C>((c) => placeFailedPatch(c)),
+    clearRetry: assignShared<C>((c) => ({ deadlines: Object.fromEntries(Object.entries(c.deadlines).filter(([k]) => k !== 'retry')) })),
+    recordTouch: assignShared<C>((_c, e) => (e.type === 'book.touch' ? { lastTouch: touchOf(e) } : {})),
+  };
+}
+
 /** REST statuses of strategy records (spec 2.4; see schemas/strategies.ts). */
 export type StrategyStatus = 'PENDING' | 'ACTIVE' | 'TRIGGERED' | 'COMPLETED' | 'CANCELED' | 'FAILED';
