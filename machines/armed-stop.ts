@@ -20,7 +20,7 @@
  */
 import { and, assign } from 'xstate';
 import {
-  assignShared, nextChildId, placeFailedEndPatch, placeFailedPatch, placeFailureText, placingOrder, PLACE_RETRIES, strategySetup, touchOf,
+  assignShared, need, nextChildId, placeFailedEndPatch, placeFailedPatch, placeFailureText, placingOrder, PLACE_RETRIES, strategySetup, touchOf,
   type ChildOrder, type KeepsSharedFields, type StrategyBaseContext, type StrategyInput, type Touch, type Watch,
 } from './strategy-kit.js';
 
@@ -29,9 +29,6 @@ export interface ArmedStopContext extends StrategyBaseContext {
   /** Decimal probability. */
   triggerPrice: string;
 }
-
-/** The order a stop fires (its id is the factory's). */
-export type FiredOrder = Omit<ChildOrder, 'orderId'>;
 
 /** What is particular to one armed stop. */
 export interface ArmedStopSpec<C extends ArmedStopContext> {
@@ -47,8 +44,14 @@ export interface ArmedStopSpec<C extends ArmedStopContext> {
   firesWhen: string;
   /** The touch moves the level (a trailing mark) without firing; absent: the level is fixed. */
   follows?: { when: (c: C, t: Touch) => boolean; patch: (c: C, t: Touch) => Partial<C>; description: string };
-  /** The order fired at this touch, and the `message` that says so (`orderId`: the order's id). */
-  fire: (c: C, t: Touch, orderId: string) => { order: FiredOrder; message: string };
+  /** The order it fires: a sell at the best bid, or a buy at the best ask (GTC LIMIT, not post-only). */
+  side: 'sell' | 'buy';
+  /** The order shows `is_stop_loss: true` on open orders. */
+  isStopLoss: boolean;
+  /** Shares of the order fired at `price`. */
+  size: (c: C, price: string) => string;
+  /** The `message` once it fired order `orderId` of `size` shares at `price`. */
+  firedMessage: (c: C, fired: { price: string; orderId: string; size: string }) => string;
   /** The watch of the armed state (set again when the order could not be placed). */
   watch: (c: C) => Watch;
   /** `message` once the order is done. */
@@ -69,9 +72,12 @@ export function armedStopMachine<C extends ArmedStopContext>(spec: ArmedStopSpec
       follow: assign(({ context, event }) => (event.type === 'book.touch' && spec.follows ? spec.follows.patch(context, touchOf(event)) : {})),
       fire: assignShared<C>((c, e) => {
         const touch = e.type === 'book.touch' ? touchOf(e) : c.lastTouch;
-        const orderId = nextChildId(c);
-        const { order, message } = spec.fire(c, touch, orderId);
-        return { seq: c.seq + 1, working: orderId, lastTouch: touch, watch: {}, placing: { orderId, ...order }, message };
+        const price = need(spec.side === 'sell' ? touch.bid : touch.ask, 'the touch that fired');
+        const placing: ChildOrder = {
+          orderId: nextChildId(c), side: spec.side, pricing: { kind: 'limit', price }, size: spec.size(c, price), timeInForce: 'GTC', postOnly: false, isStopLoss: spec.isStopLoss,
+        };
+        const message = spec.firedMessage(c, { price, orderId: placing.orderId, size: placing.size });
+        return { seq: c.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing, message };
       }),
     },
     guards: {

@@ -23,10 +23,10 @@
  * | canceled  | CANCELED    | yes   |                                                                          |
  * | failed    | FAILED      | yes   | refused by the venue, or not placed 3 times in a row                      |
  */
-import { and, assign } from 'xstate';
+import { assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  baseContext, d, isWorkingChildDone, need, nextChildId, placingOrder, remainingShares, retryActions, strategySetup, workingOrder,
+  baseContext, d, isWorkingChildDone, need, nextChildId, placingOrder, remainingShares, retryActions, retryingChild, strategySetup, workingOrder,
   type ChildOrder, type StrategyBaseContext, type StrategyInput, type Touch,
 } from './strategy-kit.js';
 
@@ -59,6 +59,8 @@ export function drifted(c: Pick<IcebergContext, 'side' | 'price' | 'tolerancePct
   return d(ref).minus(c.price).abs().div(c.price).times(100).gt(c.tolerancePct);
 }
 
+const retry = retryingChild('placing', 'clip');
+
 export const icebergMachine = strategySetup<IcebergContext>().extend({
   actions: {
     ...retryActions<IcebergContext>((c) => `clip ${c.slicesDone}`),
@@ -87,11 +89,7 @@ export const icebergMachine = strategySetup<IcebergContext>().extend({
       always: [
         { guard: 'nothingLeft', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'all shares traded' } }], description: 'the last clip filled the order' },
         { guard: 'wouldCross', target: 'waiting', actions: 'waitForBook', description: 'post-only: the clip would cross, wait for the book' },
-        {
-          target: 'working',
-          actions: ['planClip', { type: 'placeOrder', params: placingOrder }],
-          description: 'show the next clip',
-        },
+        { target: 'working', actions: ['planClip', { type: 'placeOrder', params: placingOrder }], description: 'show the next clip' },
       ],
     },
     working: {
@@ -101,14 +99,7 @@ export const icebergMachine = strategySetup<IcebergContext>().extend({
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the working clip was canceled outside the strategy' } }], description: 'the clip ended without filling (DELETE order)' },
           { actions: 'recordChild', description: 'partial fill of the clip' },
         ],
-        'order.refused': [
-          { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: 'the clip would have crossed: wait for the book' },
-          { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused the clip (risk): permanent' },
-        ],
-        'order.placeFailed': [
-          { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: 'the clip could not be placed, again: give up' },
-          { guard: 'workingPlaceFailed', target: 'retrying', actions: 'scheduleRetry', description: 'the clip could not be placed: retry later' },
-        ],
+        ...retry.whenNotPlaced,
         'book.touch': [
           { guard: 'touchDrifted', target: 'canceling', actions: ['recordTouch', { type: 'endWith', params: { reason: 'price drifted beyond price_tolerance_pct: auto-canceled' } }, { type: 'cancelOrder', params: workingOrder }], description: 'drift beyond tolerance' },
           { actions: 'recordTouch', description: 'the touch moved within tolerance' },
@@ -123,28 +114,10 @@ export const icebergMachine = strategySetup<IcebergContext>().extend({
           { guard: 'touchUncrossed', target: 'placing', actions: 'recordTouch', description: 'the book no longer crosses the price' },
           { actions: 'recordTouch', description: 'still crossing' },
         ],
-        'order.updated': { actions: 'recordChild', description: 'a late report' },
-        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
+        ...retry.whileWaiting,
       },
     },
-    retrying: {
-      on: {
-        'timer.fired': { guard: 'retryTime', target: 'placing', actions: 'clearRetry', description: 'retry the clip' },
-        'order.updated': { actions: 'recordChild', description: 'a late report' },
-        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting to retry' },
-      },
-    },
-    canceling: {
-      tags: ['canceling', 'cancelingChild'],
-      on: {
-        'order.updated': [
-          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the clip is off the book' },
-          { actions: 'recordChild', description: 'fill racing the cancel' },
-        ],
-        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: 'the clip was never placed' },
-        'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
-      },
-    },
+    ...retry.states,
     completed: { type: 'final' },
     canceled: { type: 'final' },
     failed: { type: 'final' },

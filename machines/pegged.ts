@@ -24,10 +24,10 @@
  * | canceled  | CANCELED    | yes   |                                                                       |
  * | failed    | FAILED      | yes   | refused by the venue, or not placed 3 times in a row                   |
  */
-import { and, assign } from 'xstate';
+import { assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  baseContext, d, floorShares, floorTick, isWorkingChildDone, need, nextChildId, placingOrder, retryActions, strategySetup, workingOrder,
+  baseContext, d, floorShares, floorTick, isWorkingChildDone, need, nextChildId, placingOrder, retryActions, retryingChild, strategySetup, workingOrder,
   type ChildOrder, type StrategyBaseContext, type StrategyContext, type StrategyInput, type Touch,
 } from './strategy-kit.js';
 
@@ -64,6 +64,8 @@ function affordable(c: PeggedContext, price: string): Dec {
   return floorShares(Dec.max(0, d(c.quoteAmount).minus(c.matchedAmount)).div(price));
 }
 
+const retry = retryingChild('pegging', 'order');
+
 export const peggedMachine = strategySetup<PeggedContext>().extend({
   actions: {
     ...retryActions<PeggedContext>(() => 'the pegged order'),
@@ -99,11 +101,7 @@ export const peggedMachine = strategySetup<PeggedContext>().extend({
       always: [
         { guard: 'noPegPrice', target: 'waiting', actions: 'waitForBook', description: 'no price within the floor/ceiling: wait for the book' },
         { guard: 'budgetSpent', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'budget spent (what is left cannot buy the minimum size)' } }], description: 'budget spent' },
-        {
-          target: 'working',
-          actions: ['planPeg', { type: 'placeOrder', params: placingOrder }],
-          description: 'rest at the peg price',
-        },
+        { target: 'working', actions: ['planPeg', { type: 'placeOrder', params: placingOrder }], description: 'rest at the peg price' },
       ],
     },
     working: {
@@ -117,14 +115,7 @@ export const peggedMachine = strategySetup<PeggedContext>().extend({
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the pegged order was canceled outside the strategy' } }], description: 'the order ended without filling (DELETE order)' },
           { actions: 'recordChild', description: 'partial fill' },
         ],
-        'order.refused': [
-          { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: 'refused as crossing (the touch moved under it): wait for the next touch' },
-          { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused the order (risk): permanent' },
-        ],
-        'order.placeFailed': [
-          { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: 'the order could not be placed, again: give up' },
-          { guard: 'workingPlaceFailed', target: 'retrying', actions: 'scheduleRetry', description: 'the order could not be placed: retry later' },
-        ],
+        ...retry.whenNotPlaced,
         'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy' },
       },
     },
@@ -143,28 +134,10 @@ export const peggedMachine = strategySetup<PeggedContext>().extend({
     waiting: {
       on: {
         'book.touch': { target: 'pegging', actions: 'recordTouch', description: 'the book changed: try again' },
-        'order.updated': { actions: 'recordChild', description: 'a late report' },
-        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
+        ...retry.whileWaiting,
       },
     },
-    retrying: {
-      on: {
-        'timer.fired': { guard: 'retryTime', target: 'pegging', actions: 'clearRetry', description: 'retry the order' },
-        'order.updated': { actions: 'recordChild', description: 'a late report' },
-        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting to retry' },
-      },
-    },
-    canceling: {
-      tags: ['canceling', 'cancelingChild'],
-      on: {
-        'order.updated': [
-          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the order is off the book' },
-          { actions: 'recordChild', description: 'fill racing the cancel' },
-        ],
-        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: 'the order was never placed' },
-        'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
-      },
-    },
+    ...retry.states,
     completed: { type: 'final' },
     canceled: { type: 'final' },
     failed: { type: 'final' },

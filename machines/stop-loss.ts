@@ -36,13 +36,10 @@ export const stopLossMachine = armedStopMachine<StopLossContext>({
   orderName: 'the stop-loss sell',
   fires: (c, t) => t.bid !== null && d(t.bid).lte(c.price),
   firesWhen: 'best bid at or below the armed level',
-  fire: (c, t, orderId) => {
-    const bid = need(t.bid, 'the bid that fired the stop');
-    return {
-      order: { side: 'sell', pricing: { kind: 'limit', price: bid }, size: c.size, timeInForce: 'GTC', postOnly: false, isStopLoss: true },
-      message: `STOP_LOSS triggered: the best bid ${bid} reached the armed level ${c.price}; placed sell order ${orderId} of ${c.size} shares at ${bid}`,
-    };
-  },
+  side: 'sell',
+  isStopLoss: true,
+  size: (c) => c.size,
+  firedMessage: (c, f) => `STOP_LOSS triggered: the best bid ${f.price} reached the armed level ${c.price}; placed sell order ${f.orderId} of ${f.size} shares at ${f.price}`,
   watch: (c) => ({ bidAtOrBelow: c.price }),
   doneReason: 'the stop-loss sell order is done',
 });

@@ -17,7 +17,7 @@
  * - `order.placeFailed` (transient: the engine could not place a child) and `order.refused` (the
  *   venue's verdict, with its error code, e.g. `order crosses book`) are decided per machine.
  */
-import { assign, setup } from 'xstate';
+import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 
 /** Best bid and ask of the strategy's token, decimal probabilities (null: that side is empty). */
@@ -468,6 +468,54 @@ export function retryActions<C extends StrategyBaseContext>(what: (c: C) => stri
     clearRetry: assignShared<C>((c) => ({ deadlines: Object.fromEntries(Object.entries(c.deadlines).filter(([k]) => k !== 'retry')) })),
     recordTouch: assignShared<C>((_c, e) => (e.type === 'book.touch' ? { lastTouch: touchOf(e) } : {})),
   };
+}
+
+/**
+ * What the machines that retry a child order not placed (ICEBERG, PEGGED; their tables name these
+ * states) share: the working state's transitions when its child is refused or not placed, the
+ * `retrying` state (waits for the retry timer, then goes to `placeState`, which places the child
+ * again) and the `canceling` state (waits for the working child to be off the book). `child` names
+ * the child order in the descriptions ("clip", "order").
+ */
+export function retryingChild<S extends string>(placeState: S, child: string) {
+  return {
+    /** `working.on`: a post-only crossing waits for the book, any other refusal fails; not placed → `retrying`, or `failed` once the retries are spent. */
+    whenNotPlaced: {
+      'order.refused': [
+        { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: `the ${child} would have crossed (the touch moved under it): wait for the book` },
+        { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: `the venue refused the ${child} (risk): permanent` },
+      ],
+      'order.placeFailed': [
+        { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: `the ${child} could not be placed, again: give up` },
+        { guard: 'workingPlaceFailed', target: 'retrying', actions: 'scheduleRetry', description: `the ${child} could not be placed: retry later` },
+      ],
+    },
+    /** `waiting.on` (waiting for the book), besides the touch: a late report is recorded; DELETE strategy cancels at once. */
+    whileWaiting: {
+      'order.updated': { actions: 'recordChild', description: 'a late report' },
+      'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
+    },
+    states: {
+      retrying: {
+        on: {
+          'timer.fired': { guard: 'retryTime', target: placeState, actions: 'clearRetry', description: `retry the ${child}` },
+          'order.updated': { actions: 'recordChild', description: 'a late report' },
+          'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting to retry' },
+        },
+      },
+      canceling: {
+        tags: ['canceling', 'cancelingChild'],
+        on: {
+          'order.updated': [
+            { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: `the ${child} is off the book` },
+            { actions: 'recordChild', description: 'fill racing the cancel' },
+          ],
+          'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: `the ${child} was never placed` },
+          'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
+        },
+      },
+    },
+  } as const;
 }
 
 /** REST statuses of strategy records (spec 2.4; see schemas/strategies.ts). */

@@ -74,14 +74,11 @@ export const trailingBuyMachine = armedStopMachine<TrailingBuyContext>({
     },
     description: 'a new low: the mark and the entry level follow the ask down',
   },
-  fire: (c, t, orderId) => {
-    const ask = need(t.ask, 'the ask that fired the entry');
-    const size = floorShares(d(c.quoteAmount).div(ask)).toFixed();
-    return {
-      order: { side: 'buy', pricing: { kind: 'limit', price: ask }, size, timeInForce: 'GTC', postOnly: false, isStopLoss: false },
-      message: `TRAILING_BUY triggered: the ask bounced to ${ask} (entry level ${c.triggerPrice}, low-water mark ${c.lowWaterMark}); placed buy order ${orderId} of ${size} shares at ${ask}`,
-    };
-  },
+  side: 'buy',
+  isStopLoss: false,
+  size: (c, ask) => floorShares(d(c.quoteAmount).div(ask)).toFixed(),
+  firedMessage: (c, f) =>
+    `TRAILING_BUY triggered: the ask bounced to ${f.price} (entry level ${c.triggerPrice}, low-water mark ${c.lowWaterMark}); placed buy order ${f.orderId} of ${f.size} shares at ${f.price}`,
   watch: (c) => ({ askBelow: c.lowWaterMark, askAtOrAbove: c.triggerPrice }),
   doneReason: 'the entry order is done',
 });

@@ -66,13 +66,11 @@ export const trailingStopMachine = armedStopMachine<TrailingStopContext>({
     },
     description: 'a new high: the mark and the armed level follow the bid up',
   },
-  fire: (c, t, orderId) => {
-    const bid = need(t.bid, 'the bid that fired the stop');
-    return {
-      order: { side: 'sell', pricing: { kind: 'limit', price: bid }, size: c.size, timeInForce: 'GTC', postOnly: false, isStopLoss: true },
-      message: `TRAILING_STOP triggered: the best bid ${bid} fell to the armed level ${c.triggerPrice} (high-water mark ${c.highWaterMark}); placed sell order ${orderId} of ${c.size} shares at ${bid}`,
-    };
-  },
+  side: 'sell',
+  isStopLoss: true,
+  size: (c) => c.size,
+  firedMessage: (c, f) =>
+    `TRAILING_STOP triggered: the best bid ${f.price} fell to the armed level ${c.triggerPrice} (high-water mark ${c.highWaterMark}); placed sell order ${f.orderId} of ${f.size} shares at ${f.price}`,
   watch: (c) => ({ bidAtOrBelow: c.triggerPrice, bidAbove: c.highWaterMark }),
   doneReason: 'the trailing-stop sell order is done',
 });

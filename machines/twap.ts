@@ -129,11 +129,7 @@ export const twapMachine = strategySetup<TwapContext>().extend({
         { guard: 'allSlicesPlaced', target: 'waiting', description: 'every slice went out: wait for the end time' },
         { guard: 'lastSliceTooSmall', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the last remainder is below the market minimum size for a resting slice: left unfilled' } }], description: 'a passive last slice below the minimum is not placed' },
         { guard: 'sliceTooSmall', target: 'waiting', actions: 'skipSlice', description: 'a passive slice below the minimum merges into the next' },
-        {
-          target: 'working',
-          actions: ['planSlice', { type: 'placeOrder', params: placingOrder }],
-          description: 'place the next slice',
-        },
+        { target: 'working', actions: ['planSlice', { type: 'placeOrder', params: placingOrder }], description: 'place the next slice' },
       ],
     },
     working: {
