@@ -1,8 +1,11 @@
 /**
  * What every managed-strategy machine shares (issue 5; spec 2.2.1, 2.2.2, 2.4, part 3): the
- * context shape, the events, the named side effects the engine provides, and the pure helpers
- * (decimal arithmetic, child-order bookkeeping). Each strategy type has its own machine file
- * (stop-loss, trailing-stop, trailing-buy, twap, iceberg, pegged); all are pure.
+ * context shape, the events, the named side effects the engine provides, the pure helpers
+ * (decimal arithmetic, child-order bookkeeping, a child's price at the touch), and the shared
+ * setup ({@link strategySetup}: the common actions and guards, built for each machine's own
+ * context type; {@link retryingChild} for the machines that retry a child not placed). Each
+ * strategy type has its own machine file (stop-loss, trailing-stop, trailing-buy — all three from
+ * the armed-stop factory in armed-stop.ts —, twap, iceberg, pegged, bracket); all are pure.
  *
  * Conventions the engine relies on (like `deadlines`, they are data in context):
  * - `context.deadlines[name]` = epoch ms → a durable timer delivering `timer.fired`;
@@ -138,6 +141,11 @@ export interface StrategyInput {
   legs?: { take_profit?: BracketLeg; stop_loss?: BracketLeg };
 }
 
+/**
+ * The context of any strategy as the engine reads it from a snapshot (views, reconciliation): every
+ * machine's fields, those of one type only optional. The machines themselves use their own context
+ * types ({@link StrategyBaseContext} plus what each requires); the persisted field names are these.
+ */
 export interface StrategyContext extends StrategyInput {
   /** Shares filled over every child order. */
   filledSize: string;
