@@ -5,7 +5,7 @@ import { icebergMachine, ICEBERG_STATUS } from '../machines/iceberg.js';
 import type { OrderContext, OrderInput } from '../machines/order.js';
 import { peggedMachine, PEGGED_STATUS, pegPrice } from '../machines/pegged.js';
 import { stopLossMachine, STOP_LOSS_STATUS } from '../machines/stop-loss.js';
-import { STRATEGY_MACHINE_VERSION, floorShares, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type StrategyType, type Touch } from '../machines/strategy-kit.js';
+import { STRATEGY_MACHINE_VERSION, childOrderPrice, floorShares, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type StrategyType, type Touch } from '../machines/strategy-kit.js';
 import { trailingBuyLevel, trailingBuyMachine, trailingBuyMessage, TRAILING_BUY_STATUS } from '../machines/trailing-buy.js';
 import { trailingStopLevel, trailingStopMachine, trailingStopMessage, TRAILING_STOP_STATUS } from '../machines/trailing-stop.js';
 import { twapMachine, twapSliceCount, TWAP_STATUS } from '../machines/twap.js';
@@ -194,7 +194,7 @@ export class StrategyService {
             placeOrder: ({ context }: { context: StrategyContext }, { order }: { order: ChildOrder }) => this.track(this.placeChild(context, order)),
             cancelOrder: ({ context }: { context: StrategyContext }, { orderId }: { orderId: string }) => this.track(this.cancelChild(context.recordId, orderId)),
           },
-        } as never),
+        }),
         statusOf: (s) => def.status[String(s.value)] ?? 'ACTIVE',
         viewOf: strategyView,
         // armed and waiting only for a price (a stop, a trailing order): the trigger index finds
@@ -317,22 +317,6 @@ export class StrategyService {
     return this.risk.touch(tokenId);
   }
 
-  /** Prices a child order (a passive slice rests one tick inside the touch, capped by its limit, never crossing). */
-  private priceOf(c: StrategyContext, order: ChildOrder): Dec {
-    if (order.pricing.kind === 'limit') return dec(order.pricing.price);
-    const limit = dec(order.pricing.limit);
-    const tick = dec(c.tickSize);
-    const t = this.venue.touch(c.tokenId);
-    if (order.side === 'buy') {
-      let p = t.bid ? t.bid.plus(tick) : t.ask ? t.ask.minus(tick) : limit;
-      if (t.ask && p.gte(t.ask)) p = t.bid ?? t.ask.minus(tick);
-      return Dec.min(p, limit);
-    }
-    let p = t.ask ? t.ask.minus(tick) : t.bid ? t.bid.plus(tick) : limit;
-    if (t.bid && p.lte(t.bid)) p = t.ask ?? t.bid.plus(tick);
-    return Dec.max(p, limit);
-  }
-
   /**
    * Places a child order a strategy decided on. Refused by risk (engine/risk.ts `checkChild`:
    * the wallet, post-only crossing, price), the strategy gets `order.refused` with the venue's
@@ -356,7 +340,7 @@ export class StrategyService {
       const partnerId = rec?.partnerId ?? 'unknown';
       const input: OrderInput = {
         orderId: order.orderId, userId: c.userId, tokenId: c.tokenId, side: order.side, type: 'LIMIT',
-        price: str(this.priceOf(c, order)), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
+        price: str(childOrderPrice(c, order, this.touchOf(c.tokenId))), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
         clientOrderId: null, metadata: null, createdAtMs: this.clock.now(), isStopLoss: order.isStopLoss, isTakeProfit: order.isTakeProfit ?? false,
         parentId: c.recordId, postOnly: order.postOnly,
       };

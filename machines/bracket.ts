@@ -32,11 +32,26 @@
  * | canceling           | ACTIVE      | no    | DELETE strategy: the take-profit is being canceled        |
  * | failed              | FAILED      | yes   | the stop-loss sell was refused or could not be placed     |
  */
-import { and, assign, setup } from 'xstate';
+import { and, assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
-import { applyChildUpdate, baseContext, d, isWorkingPlaceFailed, nextChildId, placeFailureText, type BracketLeg, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
+import {
+  applyChildUpdate, baseContext, d, need, nextChildId, placeFailureText, placingOrder, refusalText, strategySetup, workingOrder,
+  type BracketLeg, type ChildOrder, type StrategyBaseContext, type StrategyEvent, type StrategyInput,
+} from './strategy-kit.js';
 
-type Ctx = StrategyContext;
+/** Context of a BRACKET: the entry order it waits for, its legs, and what the entry filled. */
+export interface BracketContext extends StrategyBaseContext {
+  entryOrderId: string;
+  legs: { take_profit?: BracketLeg; stop_loss?: BracketLeg };
+  /** Shares the entry filled. */
+  entryFilled: string;
+}
+type Ctx = BracketContext;
+type LegName = 'take_profit' | 'stop_loss';
+
+function bracketContext(input: StrategyInput): BracketContext {
+  return { ...baseContext(input), entryOrderId: need(input.entryOrderId, 'BRACKET entry order'), legs: need(input.legs, 'BRACKET legs'), entryFilled: '0' };
+}
 
 const ZERO = new Dec(0);
 
@@ -48,33 +63,30 @@ export function protectedShares(leg: BracketLeg | null | undefined, filled: stri
 
 /** Shares the take-profit sold so far. */
 export function takeProfitSold(c: Ctx): Dec {
-  const id = c.legs?.take_profit?.order_id;
+  const id = c.legs.take_profit?.order_id;
   const child = id ? c.children.find((x) => x.orderId === id) : undefined;
   return child ? d(child.filledSize) : ZERO;
 }
 
 /** Shares the stop would sell now: its protected size, but never more than the entry left unsold. */
 export function stopShares(c: Ctx): Dec {
-  const sl = c.legs?.stop_loss;
+  const sl = c.legs.stop_loss;
   if (!sl || sl.status !== 'ARMED') return ZERO;
-  return Dec.max(0, Dec.min(protectedShares(sl, c.entryFilled ?? '0'), d(c.entryFilled ?? '0').minus(takeProfitSold(c))));
+  return Dec.max(0, Dec.min(protectedShares(sl, c.entryFilled), d(c.entryFilled).minus(takeProfitSold(c))));
 }
 
-const tpWorking = (c: Ctx) => c.working !== null && c.working === c.legs?.take_profit?.order_id;
+const tpWorking = (c: Ctx) => c.working !== null && c.working === c.legs.take_profit?.order_id;
 const isEntry = (c: Ctx, e: StrategyEvent) => (e.type === 'order.updated' || e.type === 'order.refused') && e.orderId === c.entryOrderId;
 const isWorking = (c: Ctx, e: StrategyEvent) => (e.type === 'order.updated' || e.type === 'order.refused') && e.orderId === c.working;
 /** The `error` of a leg whose order was refused or could not be placed. */
-const legError = (e: StrategyEvent) =>
-  e.type === 'order.refused' ? `${e.error}${e.reason ? ` — ${e.reason}` : ''}` : e.type === 'order.placeFailed' ? `not placed: ${placeFailureText(e)}` : 'refused';
-const leg = (c: Ctx, name: 'take_profit' | 'stop_loss', patch: Partial<BracketLeg>) => ({ ...c.legs, [name]: { ...c.legs![name]!, ...patch } });
+const legError = (e: StrategyEvent) => (e.type === 'order.refused' ? refusalText(e) : e.type === 'order.placeFailed' ? `not placed: ${placeFailureText(e)}` : 'refused');
+/** Leg `name` (which this state guarantees). */
+const legOf = (c: Ctx, name: LegName): BracketLeg => need(c.legs[name], `the ${name} leg`);
+/** The legs with `patch` applied to leg `name`. */
+const leg = (c: Ctx, name: LegName, patch: Partial<BracketLeg>): Ctx['legs'] => ({ ...c.legs, [name]: { ...legOf(c, name), ...patch } });
 
-export const bracketMachine = setup({
-  types: { context: {} as Ctx, input: {} as StrategyInput, events: {} as StrategyEvent },
+export const bracketMachine = strategySetup<BracketContext>().extend({
   actions: {
-    /** Side effect: place a child CLOB order. */
-    placeOrder: (_, _params: { order: ChildOrder }) => {},
-    /** Side effect: cancel a child CLOB order. */
-    cancelOrder: (_, _params: { orderId: string }) => {},
     recordEntry: assign(({ event }) => (event.type === 'order.updated' ? { entryFilled: event.filledSize } : {})),
     /** The entry is done: size the legs; a take-profit below the market minimum fails here. */
     sizeLegs: assign(({ context: c }) => {
@@ -82,7 +94,7 @@ export const bracketMachine = setup({
       const warnings = [...c.warnings];
       const tp = legs.take_profit;
       if (tp) {
-        const size = protectedShares(tp, c.entryFilled!);
+        const size = protectedShares(tp, c.entryFilled);
         legs.take_profit = { ...tp, size: size.toFixed() };
         if (size.lt(c.minSize)) {
           const error = `take-profit of ${size.toFixed()} shares is below this market's minimum of ${c.minSize} shares for resting orders: not placed`;
@@ -91,20 +103,21 @@ export const bracketMachine = setup({
         }
       }
       const sl = legs.stop_loss;
-      if (sl) legs.stop_loss = { ...sl, size: protectedShares(sl, c.entryFilled!).toFixed(), status: 'ARMED' };
+      if (sl) legs.stop_loss = { ...sl, size: protectedShares(sl, c.entryFilled).toFixed(), status: 'ARMED' };
       return { legs, warnings };
     }),
     planTakeProfit: assign(({ context: c }) => {
+      const tp = legOf(c, 'take_profit');
       const placing: ChildOrder = {
-        orderId: nextChildId(c), side: 'sell', pricing: { kind: 'limit', price: c.legs!.take_profit!.price },
-        size: c.legs!.take_profit!.size!, timeInForce: 'GTC', postOnly: false, isStopLoss: false, isTakeProfit: true,
+        orderId: nextChildId(c), side: 'sell', pricing: { kind: 'limit', price: tp.price },
+        size: need(tp.size, 'the take-profit size'), timeInForce: 'GTC', postOnly: false, isStopLoss: false, isTakeProfit: true,
       };
       return { seq: c.seq + 1, working: placing.orderId, placing, legs: leg(c, 'take_profit', { order_id: placing.orderId, id: placing.orderId, status: 'SUBMITTED' }) };
     }),
     recordChild: assign(({ context: c, event }) => {
       if (event.type !== 'order.updated') return {};
       const patch = applyChildUpdate(c, event);
-      const name = event.orderId === c.legs?.take_profit?.order_id ? 'take_profit' : event.orderId === c.legs?.stop_loss?.order_id ? 'stop_loss' : null;
+      const name = event.orderId === c.legs.take_profit?.order_id ? 'take_profit' : event.orderId === c.legs.stop_loss?.order_id ? 'stop_loss' : null;
       return name ? { ...patch, legs: leg(c, name, { status: event.status }) } : patch;
     }),
     takeProfitRefused: assign(({ context: c, event }) => {
@@ -117,15 +130,15 @@ export const bracketMachine = setup({
       return { working: null, watch: {}, legs: leg(c, 'stop_loss', { status: 'FAILED', error }), endReason: `the stop-loss sell ${what}: ${error}` };
     }),
     /** The take-profit never existed (placeFailed while it was being canceled): CANCELED, no child works. */
-    closeTakeProfit: assign(({ context: c }) => ({ working: null, legs: c.legs?.take_profit ? leg(c, 'take_profit', { status: 'CANCELED' }) : c.legs })),
-    armStop: assign(({ context: c }) => ({ watch: c.legs?.stop_loss?.status === 'ARMED' ? { bidAtOrBelow: c.legs.stop_loss.price } : {} })),
+    closeTakeProfit: assign(({ context: c }) => ({ working: null, legs: c.legs.take_profit ? leg(c, 'take_profit', { status: 'CANCELED' }) : c.legs })),
+    armStop: assign(({ context: c }) => ({ watch: c.legs.stop_loss?.status === 'ARMED' ? { bidAtOrBelow: c.legs.stop_loss.price } : {} })),
     recordTrigger: assign(({ context: c, event }) => ({
       watch: {}, lastTouch: event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : c.lastTouch,
-      triggerPrice: c.legs!.stop_loss!.price, legs: leg(c, 'stop_loss', { status: 'TRIGGERED' }),
+      triggerPrice: legOf(c, 'stop_loss').price, legs: leg(c, 'stop_loss', { status: 'TRIGGERED' }),
     })),
     planStopSell: assign(({ context: c }) => {
       const placing: ChildOrder = {
-        orderId: nextChildId(c), side: 'sell', pricing: { kind: 'limit', price: c.lastTouch.bid ?? c.legs!.stop_loss!.price },
+        orderId: nextChildId(c), side: 'sell', pricing: { kind: 'limit', price: c.lastTouch.bid ?? legOf(c, 'stop_loss').price },
         size: stopShares({ ...c, legs: leg(c, 'stop_loss', { status: 'ARMED' }) }).toFixed(), timeInForce: 'GTC', postOnly: false, isStopLoss: true,
       };
       return { seq: c.seq + 1, working: placing.orderId, placing, legs: leg(c, 'stop_loss', { order_id: placing.orderId, status: 'SUBMITTED' }) };
@@ -139,19 +152,17 @@ export const bracketMachine = setup({
       }
       return { legs, watch: {}, deadlines: {}, working: null };
     }),
-    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
   },
   guards: {
     entryEndedFilled: ({ context, event }) => isEntry(context, event) && event.type === 'order.updated' && event.final && d(event.filledSize).gt(0),
     entryEndedEmpty: ({ context, event }) => isEntry(context, event) && (event.type === 'order.refused' || (event.type === 'order.updated' && event.final)),
     entryUpdate: ({ context, event }) => isEntry(context, event),
-    takeProfitToPlace: ({ context }) => context.legs?.take_profit?.status === 'WAITING',
+    takeProfitToPlace: ({ context }) => context.legs.take_profit?.status === 'WAITING',
     workingDone: ({ context, event }) => isWorking(context, event) && event.type === 'order.updated' && event.final,
     workingRefused: ({ context, event }) => isWorking(context, event) && event.type === 'order.refused',
     workingUpdate: ({ context, event }) => isWorking(context, event) && event.type === 'order.updated',
-    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
     nothingToProtect: ({ context }) => !tpWorking(context) && stopShares(context).lte(0),
-    bidReachedStop: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && context.legs?.stop_loss?.status === 'ARMED' && d(event.bid).lte(context.legs.stop_loss.price),
+    bidReachedStop: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && context.legs.stop_loss?.status === 'ARMED' && d(event.bid).lte(context.legs.stop_loss.price),
     takeProfitWorking: ({ context }) => tpWorking(context),
     /** After this update of the take-profit, the stop still has shares to sell. */
     stopHasShares: ({ context, event }) => {
@@ -161,7 +172,7 @@ export const bracketMachine = setup({
   },
 }).createMachine({
   id: 'bracket',
-  context: ({ input }) => ({ ...baseContext(input), entryFilled: '0' }),
+  context: ({ input }) => bracketContext(input),
   initial: 'awaiting_entry',
   states: {
     awaiting_entry: {
@@ -182,7 +193,7 @@ export const bracketMachine = setup({
       ],
     },
     placing_take_profit: {
-      entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+      entry: { type: 'placeOrder', params: placingOrder },
       on: {
         'order.updated': [
           { guard: 'workingDone', target: 'protecting', actions: ['recordChild', 'armStop'], description: 'the take-profit filled (or ended) at once' },
@@ -190,7 +201,7 @@ export const bracketMachine = setup({
         ],
         'order.refused': { guard: 'workingRefused', target: 'protecting', actions: ['takeProfitRefused', 'armStop'], description: 'the venue refused the take-profit' },
         'order.placeFailed': { guard: 'workingPlaceFailed', target: 'protecting', actions: ['takeProfitRefused', 'armStop'], description: 'the take-profit could not be placed: its leg fails, the stop protects' },
-        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'DELETE strategy: cancel the take-profit being placed' },
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy: cancel the take-profit being placed' },
       },
     },
     protecting: {
@@ -201,11 +212,11 @@ export const bracketMachine = setup({
           { guard: 'workingUpdate', actions: 'recordChild', description: 'partial fill of the take-profit' },
         ],
         'book.touch': [
-          { guard: and(['bidReachedStop', 'takeProfitWorking']), target: 'stopping', actions: ['recordTrigger', { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'the stop fired: cancel the take-profit first (it holds the shares)' },
+          { guard: and(['bidReachedStop', 'takeProfitWorking']), target: 'stopping', actions: ['recordTrigger', { type: 'cancelOrder', params: workingOrder }], description: 'the stop fired: cancel the take-profit first (it holds the shares)' },
           { guard: 'bidReachedStop', target: 'selling', actions: ['recordTrigger', 'planStopSell'], description: 'the stop fired: sell' },
         ],
         'strategy.cancel': [
-          { guard: 'takeProfitWorking', target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'DELETE strategy: cancel the take-profit' },
+          { guard: 'takeProfitWorking', target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy: cancel the take-profit' },
           { target: 'canceled', actions: [{ type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy: disarm the stop' },
         ],
       },
@@ -224,7 +235,7 @@ export const bracketMachine = setup({
       },
     },
     selling: {
-      entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
+      entry: { type: 'placeOrder', params: placingOrder },
       meta: { noCancel: 'its stop-loss has triggered and its sell is working', cancelWorking: true },
       on: {
         'order.placeFailed': { guard: 'workingPlaceFailed', target: 'failed', actions: 'stopRefused', description: 'the stop-loss sell could not be placed' },

@@ -23,17 +23,28 @@
  * | canceled  | CANCELED    | yes   |                                                                          |
  * | failed    | FAILED      | yes   | refused by the venue, or not placed 3 times in a row                      |
  */
-import { and, assign, setup } from 'xstate';
+import { assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  applyChildUpdate, baseContext, d, isCurrentTimer, isWorkingChildDone, isWorkingCrossed, isWorkingPlaceFailed, isWorkingRefused, nextChildId,
-  placeFailedEndPatch, placeFailedPatch, placeRetryPatch, refusalPatch, remainingShares, retriesExhausted,
-  type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type Touch,
+  baseContext, d, isWorkingChildDone, need, nextChildId, placingOrder, remainingShares, retryActions, retryingChild, strategySetup, workingOrder,
+  type ChildOrder, type StrategyBaseContext, type StrategyInput, type Touch,
 } from './strategy-kit.js';
 
+/** Context of an ICEBERG: `size` shares at `price`, `clipSize` shown at a time. */
+export interface IcebergContext extends StrategyBaseContext {
+  price: string;
+  size: string;
+  clipSize: string;
+  tolerancePct?: string | null;
+}
+
+function icebergContext(input: StrategyInput): IcebergContext {
+  return { ...baseContext(input), price: need(input.price, 'ICEBERG price'), size: need(input.size, 'ICEBERG size'), clipSize: need(input.clipSize, 'ICEBERG clip size') };
+}
+
 /** A post-only clip at `price` would take liquidity at this touch. */
-export function clipWouldCross(c: Pick<StrategyContext, 'side' | 'price'>, t: Touch): boolean {
-  return c.side === 'buy' ? t.ask !== null && d(t.ask).lte(c.price!) : t.bid !== null && d(t.bid).gte(c.price!);
+export function clipWouldCross(c: Pick<IcebergContext, 'side' | 'price'>, t: Touch): boolean {
+  return c.side === 'buy' ? t.ask !== null && d(t.ask).lte(c.price) : t.bid !== null && d(t.bid).gte(c.price);
 }
 
 /**
@@ -41,48 +52,28 @@ export function clipWouldCross(c: Pick<StrategyContext, 'side' | 'price'>, t: To
  * for a buy, the bid for a sell: where the other side trades) is off `price` by more than
  * `price_tolerance_pct` percent of it.
  */
-export function drifted(c: Pick<StrategyContext, 'side' | 'price' | 'tolerancePct'>, t: Touch): boolean {
+export function drifted(c: Pick<IcebergContext, 'side' | 'price' | 'tolerancePct'>, t: Touch): boolean {
   if (c.tolerancePct == null) return false;
   const ref = c.side === 'buy' ? t.ask : t.bid;
   if (ref === null) return false;
-  return d(ref).minus(c.price!).abs().div(c.price!).times(100).gt(c.tolerancePct);
+  return d(ref).minus(c.price).abs().div(c.price).times(100).gt(c.tolerancePct);
 }
 
-export const icebergMachine = setup({
-  types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
+const retry = retryingChild('placing', 'clip');
+
+export const icebergMachine = strategySetup<IcebergContext>().extend({
   actions: {
-    /** Side effect: place a child CLOB order. */
-    placeOrder: (_, _params: { order: ChildOrder }) => {},
-    /** Side effect: cancel a child CLOB order. */
-    cancelOrder: (_, _params: { orderId: string }) => {},
-    /** A report of a child (the working one exists: the failures in a row end). */
-    recordChild: assign(({ context, event }) =>
-      event.type === 'order.updated' ? { ...applyChildUpdate(context, event), ...(event.orderId === context.working ? { placeFailures: 0 } : {}) } : {}),
-    scheduleRetry: assign(({ context, event }) => ({ ...placeRetryPatch(context, event, `clip ${context.slicesDone}`), watch: {} })),
-    endNotPlaced: assign(({ context, event }) => placeFailedEndPatch(context, event, `clip ${context.slicesDone}`)),
-    /** The working order was never placed: no child works. */
-    notPlaced: assign(({ context }) => placeFailedPatch(context)),
-    clearRetry: assign(({ context }) => ({ deadlines: Object.fromEntries(Object.entries(context.deadlines).filter(([k]) => k !== 'retry')) })),
-    recordTouch: assign(({ event }) => (event.type === 'book.touch' ? { lastTouch: { bid: event.bid, ask: event.ask } } : {})),
-    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
-    endWithRefusal: assign(({ event }) => refusalPatch(event)),
-    clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    ...retryActions<IcebergContext>((c) => `clip ${c.slicesDone}`),
     planClip: assign(({ context }) => {
       const placing: ChildOrder = {
-        orderId: nextChildId(context), side: context.side, pricing: { kind: 'limit', price: context.price! },
-        size: Dec.min(d(context.clipSize!), remainingShares(context)).toFixed(), timeInForce: 'GTC', postOnly: true, isStopLoss: false,
+        orderId: nextChildId(context), side: context.side, pricing: { kind: 'limit', price: context.price },
+        size: Dec.min(d(context.clipSize), remainingShares(context)).toFixed(), timeInForce: 'GTC', postOnly: true, isStopLoss: false,
       };
       return { seq: context.seq + 1, working: placing.orderId, slicesDone: context.slicesDone + 1, workingPrice: context.price, pendingSize: placing.size, watch: { any: true }, placing };
     }),
     waitForBook: assign({ working: null, watch: { any: true } }),
   },
   guards: {
-    workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
-    workingRefused: ({ context, event }) => isWorkingRefused(context, event),
-    workingCrossed: ({ context, event }) => isWorkingCrossed(context, event),
-    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
-    retriesExhausted: ({ context }) => retriesExhausted(context),
-    retryTime: ({ context, event }) => isCurrentTimer(context, event, 'retry'),
     clipFilled: ({ context, event }) => isWorkingChildDone(context, event) && event.type === 'order.updated' && event.status === 'FILLED',
     nothingLeft: ({ context }) => remainingShares(context).lte(0),
     wouldCross: ({ context }) => clipWouldCross(context, context.lastTouch),
@@ -91,21 +82,14 @@ export const icebergMachine = setup({
   },
 }).createMachine({
   id: 'iceberg',
-  context: ({ input }) => baseContext(input),
+  context: ({ input }) => icebergContext(input),
   initial: 'placing',
   states: {
     placing: {
       always: [
         { guard: 'nothingLeft', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'all shares traded' } }], description: 'the last clip filled the order' },
         { guard: 'wouldCross', target: 'waiting', actions: 'waitForBook', description: 'post-only: the clip would cross, wait for the book' },
-        {
-          target: 'working',
-          actions: [
-            'planClip',
-            { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
-          ],
-          description: 'show the next clip',
-        },
+        { target: 'working', actions: ['planClip', { type: 'placeOrder', params: placingOrder }], description: 'show the next clip' },
       ],
     },
     working: {
@@ -115,19 +99,12 @@ export const icebergMachine = setup({
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the working clip was canceled outside the strategy' } }], description: 'the clip ended without filling (DELETE order)' },
           { actions: 'recordChild', description: 'partial fill of the clip' },
         ],
-        'order.refused': [
-          { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: 'the clip would have crossed: wait for the book' },
-          { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused the clip (risk): permanent' },
-        ],
-        'order.placeFailed': [
-          { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: 'the clip could not be placed, again: give up' },
-          { guard: 'workingPlaceFailed', target: 'retrying', actions: 'scheduleRetry', description: 'the clip could not be placed: retry later' },
-        ],
+        ...retry.whenNotPlaced,
         'book.touch': [
-          { guard: 'touchDrifted', target: 'canceling', actions: ['recordTouch', { type: 'endWith', params: { reason: 'price drifted beyond price_tolerance_pct: auto-canceled' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'drift beyond tolerance' },
+          { guard: 'touchDrifted', target: 'canceling', actions: ['recordTouch', { type: 'endWith', params: { reason: 'price drifted beyond price_tolerance_pct: auto-canceled' } }, { type: 'cancelOrder', params: workingOrder }], description: 'drift beyond tolerance' },
           { actions: 'recordTouch', description: 'the touch moved within tolerance' },
         ],
-        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'DELETE strategy' },
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy' },
       },
     },
     waiting: {
@@ -137,28 +114,10 @@ export const icebergMachine = setup({
           { guard: 'touchUncrossed', target: 'placing', actions: 'recordTouch', description: 'the book no longer crosses the price' },
           { actions: 'recordTouch', description: 'still crossing' },
         ],
-        'order.updated': { actions: 'recordChild', description: 'a late report' },
-        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
+        ...retry.whileWaiting,
       },
     },
-    retrying: {
-      on: {
-        'timer.fired': { guard: 'retryTime', target: 'placing', actions: 'clearRetry', description: 'retry the clip' },
-        'order.updated': { actions: 'recordChild', description: 'a late report' },
-        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting to retry' },
-      },
-    },
-    canceling: {
-      tags: ['canceling', 'cancelingChild'],
-      on: {
-        'order.updated': [
-          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the clip is off the book' },
-          { actions: 'recordChild', description: 'fill racing the cancel' },
-        ],
-        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: 'the clip was never placed' },
-        'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
-      },
-    },
+    ...retry.states,
     completed: { type: 'final' },
     canceled: { type: 'final' },
     failed: { type: 'final' },

@@ -24,13 +24,24 @@
  * | canceled  | CANCELED    | yes   |                                                                       |
  * | failed    | FAILED      | yes   | refused by the venue, or not placed 3 times in a row                   |
  */
-import { and, assign, setup } from 'xstate';
+import { assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  applyChildUpdate, baseContext, d, floorShares, floorTick, isCurrentTimer, isWorkingChildDone, isWorkingCrossed, isWorkingPlaceFailed, isWorkingRefused,
-  nextChildId, placeFailedEndPatch, placeFailedPatch, placeRetryPatch, refusalPatch, retriesExhausted,
-  type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput, type Touch,
+  baseContext, d, floorShares, floorTick, isWorkingChildDone, need, nextChildId, placingOrder, retryActions, retryingChild, strategySetup, workingOrder,
+  type ChildOrder, type StrategyBaseContext, type StrategyContext, type StrategyInput, type Touch,
 } from './strategy-kit.js';
+
+/** Context of a PEGGED buy: spends `quoteAmount` dollars (the budget). */
+export interface PeggedContext extends StrategyBaseContext {
+  quoteAmount: string;
+  offsetTicks?: number;
+  priceFloor?: string | null;
+  priceCeiling?: string | null;
+}
+
+function peggedContext(input: StrategyInput): PeggedContext {
+  return { ...baseContext(input), quoteAmount: need(input.quoteAmount, 'PEGGED budget') };
+}
 
 /** One tick of `offset_ticks` (spec 2.1). */
 const SPEC_TICK = '0.001';
@@ -49,31 +60,17 @@ export function pegPrice(c: Pick<StrategyContext, 'tickSize' | 'offsetTicks' | '
 }
 
 /** Shares the budget left buys at `price`. */
-function affordable(c: StrategyContext, price: string): Dec {
-  return floorShares(Dec.max(0, d(c.quoteAmount!).minus(c.matchedAmount)).div(price));
+function affordable(c: PeggedContext, price: string): Dec {
+  return floorShares(Dec.max(0, d(c.quoteAmount).minus(c.matchedAmount)).div(price));
 }
 
-export const peggedMachine = setup({
-  types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
+const retry = retryingChild('pegging', 'order');
+
+export const peggedMachine = strategySetup<PeggedContext>().extend({
   actions: {
-    /** Side effect: place a child CLOB order. */
-    placeOrder: (_, _params: { order: ChildOrder }) => {},
-    /** Side effect: cancel a child CLOB order. */
-    cancelOrder: (_, _params: { orderId: string }) => {},
-    /** A report of a child (the working one exists: the failures in a row end). */
-    recordChild: assign(({ context, event }) =>
-      event.type === 'order.updated' ? { ...applyChildUpdate(context, event), ...(event.orderId === context.working ? { placeFailures: 0 } : {}) } : {}),
-    scheduleRetry: assign(({ context, event }) => ({ ...placeRetryPatch(context, event, 'the pegged order'), watch: {} })),
-    endNotPlaced: assign(({ context, event }) => placeFailedEndPatch(context, event, 'the pegged order')),
-    /** The working order was never placed: no child works. */
-    notPlaced: assign(({ context }) => placeFailedPatch(context)),
-    clearRetry: assign(({ context }) => ({ deadlines: Object.fromEntries(Object.entries(context.deadlines).filter(([k]) => k !== 'retry')) })),
-    recordTouch: assign(({ event }) => (event.type === 'book.touch' ? { lastTouch: { bid: event.bid, ask: event.ask } } : {})),
-    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
-    endWithRefusal: assign(({ event }) => refusalPatch(event)),
-    clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
+    ...retryActions<PeggedContext>(() => 'the pegged order'),
     planPeg: assign(({ context }) => {
-      const price = pegPrice(context, context.lastTouch)!;
+      const price = need(pegPrice(context, context.lastTouch), 'a peg price');
       const placing: ChildOrder = {
         orderId: nextChildId(context), side: 'buy', pricing: { kind: 'limit', price }, size: affordable(context, price).toFixed(), timeInForce: 'GTC', postOnly: true, isStopLoss: false,
       };
@@ -83,12 +80,6 @@ export const peggedMachine = setup({
     clearWorking: assign({ working: null, workingPrice: null }),
   },
   guards: {
-    workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
-    workingRefused: ({ context, event }) => isWorkingRefused(context, event),
-    workingCrossed: ({ context, event }) => isWorkingCrossed(context, event),
-    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
-    retriesExhausted: ({ context }) => retriesExhausted(context),
-    retryTime: ({ context, event }) => isCurrentTimer(context, event, 'retry'),
     childFilled: ({ context, event }) => isWorkingChildDone(context, event) && event.type === 'order.updated' && event.status === 'FILLED',
     noPegPrice: ({ context }) => pegPrice(context, context.lastTouch) === null,
     budgetSpent: ({ context }) => {
@@ -103,27 +94,20 @@ export const peggedMachine = setup({
   },
 }).createMachine({
   id: 'pegged',
-  context: ({ input }) => baseContext(input),
+  context: ({ input }) => peggedContext(input),
   initial: 'pegging',
   states: {
     pegging: {
       always: [
         { guard: 'noPegPrice', target: 'waiting', actions: 'waitForBook', description: 'no price within the floor/ceiling: wait for the book' },
         { guard: 'budgetSpent', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'budget spent (what is left cannot buy the minimum size)' } }], description: 'budget spent' },
-        {
-          target: 'working',
-          actions: [
-            'planPeg',
-            { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
-          ],
-          description: 'rest at the peg price',
-        },
+        { target: 'working', actions: ['planPeg', { type: 'placeOrder', params: placingOrder }], description: 'rest at the peg price' },
       ],
     },
     working: {
       on: {
         'book.touch': [
-          { guard: 'pegMoved', target: 'repegging', actions: ['recordTouch', { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'the touch moved the peg price: cancel and re-place' },
+          { guard: 'pegMoved', target: 'repegging', actions: ['recordTouch', { type: 'cancelOrder', params: workingOrder }], description: 'the touch moved the peg price: cancel and re-place' },
           { actions: 'recordTouch', description: 'peg price unchanged' },
         ],
         'order.updated': [
@@ -131,15 +115,8 @@ export const peggedMachine = setup({
           { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the pegged order was canceled outside the strategy' } }], description: 'the order ended without filling (DELETE order)' },
           { actions: 'recordChild', description: 'partial fill' },
         ],
-        'order.refused': [
-          { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: 'refused as crossing (the touch moved under it): wait for the next touch' },
-          { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused the order (risk): permanent' },
-        ],
-        'order.placeFailed': [
-          { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: 'the order could not be placed, again: give up' },
-          { guard: 'workingPlaceFailed', target: 'retrying', actions: 'scheduleRetry', description: 'the order could not be placed: retry later' },
-        ],
-        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }], description: 'DELETE strategy' },
+        ...retry.whenNotPlaced,
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy' },
       },
     },
     repegging: {
@@ -157,28 +134,10 @@ export const peggedMachine = setup({
     waiting: {
       on: {
         'book.touch': { target: 'pegging', actions: 'recordTouch', description: 'the book changed: try again' },
-        'order.updated': { actions: 'recordChild', description: 'a late report' },
-        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
+        ...retry.whileWaiting,
       },
     },
-    retrying: {
-      on: {
-        'timer.fired': { guard: 'retryTime', target: 'pegging', actions: 'clearRetry', description: 'retry the order' },
-        'order.updated': { actions: 'recordChild', description: 'a late report' },
-        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting to retry' },
-      },
-    },
-    canceling: {
-      tags: ['canceling', 'cancelingChild'],
-      on: {
-        'order.updated': [
-          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: 'the order is off the book' },
-          { actions: 'recordChild', description: 'fill racing the cancel' },
-        ],
-        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: 'the order was never placed' },
-        'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
-      },
-    },
+    ...retry.states,
     completed: { type: 'final' },
     canceled: { type: 'final' },
     failed: { type: 'final' },

@@ -13,79 +13,35 @@
  * | canceled  | CANCELED    | yes   | DELETE strategy while armed                         |
  * | failed    | FAILED      | yes   | the venue refused the sell, or it was not placed 3 times in a row |
  *
- * After the trigger, an order that cannot be placed (`order.placeFailed`: transient) re-arms the
- * strategy (ACTIVE, its watch back: the engine checks it against the touch at once, so it fires
- * again while the price holds; a warning notes it), PLACE_RETRIES (2) times; a third failure in a
- * row ends it FAILED with the reason in `message`. A refusal by the venue (`order.refused`) ends it FAILED.
- * DELETE strategy while triggered answers 409 (state meta `noCancel`): cancel the order instead.
+ * The states, retries and DELETE rules are those of every armed stop (machines/armed-stop.ts);
+ * what is particular to STOP_LOSS: a fixed level (nothing follows the touch), the sell at the bid.
  */
-import { and, assign, setup } from 'xstate';
-import { baseContext, d, isWorkingPlaceFailed, placeFailedEndPatch, placeFailedPatch, placeFailureText, PLACE_RETRIES, retriesExhausted, applyChildUpdate, isWorkingChildDone, refusalPatch, nextChildId, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput } from './strategy-kit.js';
+import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
+import { baseContext, d, need, type StrategyInput } from './strategy-kit.js';
 
-export const stopLossMachine = setup({
-  types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
-  actions: {
-    /** Side effect: place a child CLOB order. */
-    placeOrder: (_, _params: { order: ChildOrder }) => {},
-    /** Side effect: cancel a child CLOB order. */
-    cancelOrder: (_, _params: { orderId: string }) => {},
-    recordChild: assign(({ context, event }) => (event.type === 'order.updated' ? applyChildUpdate(context, event) : {})),
-    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
-    endWithRefusal: assign(({ event }) => refusalPatch(event)),
-    clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
-    /** The sell could not be placed: armed again (the engine re-checks the watch against the touch). */
-    rearm: assign(({ context, event }) => {
-      const patch = placeFailedPatch(context);
-      return { ...patch, watch: { bidAtOrBelow: context.price! }, warnings: [...context.warnings, `the stop-loss sell could not be placed (${placeFailureText(event)}): armed again (retry ${patch.placeFailures} of ${PLACE_RETRIES})`] };
-    }),
-    endNotPlaced: assign(({ context, event }) => placeFailedEndPatch(context, event, 'the stop-loss sell')),
-    fire: assign(({ context, event }) => {
-      const touch = event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : context.lastTouch;
-      const placing: ChildOrder = {
-        orderId: nextChildId(context), side: 'sell', pricing: { kind: 'limit', price: touch.bid! },
-        size: context.size!, timeInForce: 'GTC', postOnly: false, isStopLoss: true,
-      };
-      const message = `STOP_LOSS triggered: the best bid ${touch.bid} reached the armed level ${context.price}; placed sell order ${placing.orderId} of ${placing.size} shares at ${touch.bid}`;
-      return { seq: context.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing, message };
-    }),
-  },
-  guards: {
-    workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
-    workingRefused: ({ context, event }) => event.type === 'order.refused' && event.orderId === context.working,
-    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
-    retriesExhausted: ({ context }) => retriesExhausted(context),
-    bidReachedStop: ({ context, event }) => event.type === 'book.touch' && event.bid !== null && d(event.bid).lte(context.price!),
-  },
-}).createMachine({
+/** Context of a STOP_LOSS: its armed level is `price` (= `triggerPrice`), it sells `size` shares. */
+export interface StopLossContext extends ArmedStopContext {
+  price: string;
+  size: string;
+}
+
+function stopLossContext(input: StrategyInput): StopLossContext {
+  const price = need(input.price, 'STOP_LOSS price');
+  return { ...baseContext(input), price, size: need(input.size, 'STOP_LOSS size'), triggerPrice: price, watch: { bidAtOrBelow: price } };
+}
+
+export const stopLossMachine = armedStopMachine<StopLossContext>({
   id: 'stop_loss',
-  context: ({ input }) => ({ ...baseContext(input), triggerPrice: input.price, watch: { bidAtOrBelow: input.price! } }),
-  initial: 'armed',
-  states: {
-    armed: {
-      on: {
-        'book.touch': { guard: 'bidReachedStop', target: 'triggered', actions: 'fire', description: 'best bid at or below the armed level' },
-        'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled before it triggered' } }], description: 'DELETE strategy while untriggered' },
-      },
-    },
-    triggered: {
-      entry: { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
-      meta: { noCancel: 'has triggered and its order is working', cancelWorking: true },
-      on: {
-        'order.placeFailed': [
-          { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: 'the sell could not be placed, again: give up' },
-          { guard: 'workingPlaceFailed', target: 'armed', actions: 'rearm', description: 'the sell could not be placed: armed again' },
-        ],
-        'order.updated': [
-          { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: 'the stop-loss sell order is done' } }], description: 'the sell order finished' },
-          { actions: 'recordChild', description: 'fill or status change of the sell order' },
-        ],
-        'order.refused': { guard: 'workingRefused', target: 'failed', actions: 'endWithRefusal', description: 'the venue refused the sell' },
-      },
-    },
-    done: { type: 'final' },
-    canceled: { type: 'final' },
-    failed: { type: 'final' },
-  },
+  context: stopLossContext,
+  orderName: 'the stop-loss sell',
+  fires: (c, t) => t.bid !== null && d(t.bid).lte(c.price),
+  firesWhen: 'best bid at or below the armed level',
+  side: 'sell',
+  isStopLoss: true,
+  size: (c) => c.size,
+  firedMessage: (c, f) => `STOP_LOSS triggered: the best bid ${f.price} reached the armed level ${c.price}; placed sell order ${f.orderId} of ${f.size} shares at ${f.price}`,
+  watch: (c) => ({ bidAtOrBelow: c.price }),
+  doneReason: 'the stop-loss sell order is done',
 });
 
-export const STOP_LOSS_STATUS = { armed: 'ACTIVE', triggered: 'TRIGGERED', done: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED' } as const;
+export const STOP_LOSS_STATUS = ARMED_STOP_STATUS;

@@ -1,8 +1,11 @@
 /**
  * What every managed-strategy machine shares (issue 5; spec 2.2.1, 2.2.2, 2.4, part 3): the
- * context shape, the events, the named side effects the engine provides, and the pure helpers
- * (decimal arithmetic, child-order bookkeeping). Each strategy type has its own machine file
- * (stop-loss, trailing-stop, trailing-buy, twap, iceberg, pegged); all are pure.
+ * context shape, the events, the named side effects the engine provides, the pure helpers
+ * (decimal arithmetic, child-order bookkeeping, a child's price at the touch), and the shared
+ * setup ({@link strategySetup}: the common actions and guards, built for each machine's own
+ * context type; {@link retryingChild} for the machines that retry a child not placed). Each
+ * strategy type has its own machine file (stop-loss, trailing-stop, trailing-buy — all three from
+ * the armed-stop factory in armed-stop.ts —, twap, iceberg, pegged, bracket); all are pure.
  *
  * Conventions the engine relies on (like `deadlines`, they are data in context):
  * - `context.deadlines[name]` = epoch ms → a durable timer delivering `timer.fired`;
@@ -17,6 +20,7 @@
  * - `order.placeFailed` (transient: the engine could not place a child) and `order.refused` (the
  *   venue's verdict, with its error code, e.g. `order crosses book`) are decided per machine.
  */
+import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 
 /** Best bid and ask of the strategy's token, decimal probabilities (null: that side is empty). */
@@ -137,6 +141,11 @@ export interface StrategyInput {
   legs?: { take_profit?: BracketLeg; stop_loss?: BracketLeg };
 }
 
+/**
+ * The context of any strategy as the engine reads it from a snapshot (views, reconciliation): every
+ * machine's fields, those of one type only optional. The machines themselves use their own context
+ * types ({@link StrategyBaseContext} plus what each requires); the persisted field names are these.
+ */
 export interface StrategyContext extends StrategyInput {
   /** Shares filled over every child order. */
   filledSize: string;
@@ -190,6 +199,20 @@ export type StrategyEvent =
 /** Machine definition version of every strategy machine, stored with each snapshot. */
 export const STRATEGY_MACHINE_VERSION = 1;
 
+/** Fields of {@link StrategyContext} that only some machines have (each machine's context type makes its own required). */
+type MachineSpecificKey =
+  | 'offsetPct' | 'offsetAbs' | 'highWaterMark' | 'lowWaterMark' | 'intervalMs' | 'durationMs' | 'slicesTotal' | 'passive'
+  | 'clipSize' | 'tolerancePct' | 'offsetTicks' | 'priceFloor' | 'priceCeiling' | 'entryOrderId' | 'legs' | 'entryFilled';
+
+/**
+ * What every strategy machine's context holds: the shared actions and guards below read and
+ * write only these fields, never with a narrower type than here. Each machine's context type
+ * (`TwapContext`, `StopLossContext`, …) is this plus its own fields, required where its input
+ * always carries them (checked once, when the context is built from the input). Persisted
+ * snapshots hold the same field names.
+ */
+export type StrategyBaseContext = Omit<StrategyContext, MachineSpecificKey>;
+
 export const ZERO = '0';
 export const d = (x: string) => new Dec(x);
 /** Shares are traded in hundredths: round down. */
@@ -197,6 +220,15 @@ export const floorShares = (x: Dec) => x.toDecimalPlaces(2, Dec.ROUND_DOWN);
 /** Price rounded down / up to the tick. */
 export const floorTick = (x: Dec, tick: string) => x.div(tick).floor().times(tick);
 export const ceilTick = (x: Dec, tick: string) => x.div(tick).ceil().times(tick);
+
+/**
+ * `value`, which the machine's input (or its state) guarantees; throws naming `what` when it is
+ * missing (an input the engine built wrong: a bug, not a market condition).
+ */
+export function need<T>(value: T | null | undefined, what: string): T {
+  if (value === null || value === undefined) throw new Error(`strategy machine: ${what} is missing`);
+  return value;
+}
 
 /** The context every strategy starts from. */
 export function baseContext(input: StrategyInput): StrategyContext {
@@ -220,17 +252,44 @@ export function baseContext(input: StrategyInput): StrategyContext {
 }
 
 /** Id of the next child order. */
-export function nextChildId(c: StrategyContext): string {
+export function nextChildId(c: StrategyBaseContext): string {
   return `ord_${c.recordId}_${c.seq + 1}`;
 }
 
 /** Shares still to trade (size-based strategies). */
-export function remainingShares(c: StrategyContext): Dec {
+export function remainingShares(c: StrategyBaseContext): Dec {
   return c.size === null ? new Dec(0) : Dec.max(0, d(c.size).minus(c.filledSize));
 }
 
+/** The touch a `book.touch` event carries. */
+export function touchOf(e: Extract<StrategyEvent, { type: 'book.touch' }>): Touch {
+  return { bid: e.bid, ask: e.ask };
+}
+
+/**
+ * Price of a child order at this touch (the engine reads the touch when it places the order): a
+ * `limit` child at its price; a `passive` one (a TWAP slice) one tick inside the touch — a buy one
+ * tick above the bid, a sell one tick below the ask — never crossing the other side, capped by its
+ * limit; an empty book leaves the limit.
+ */
+export function childOrderPrice(c: Pick<StrategyBaseContext, 'tickSize'>, order: Pick<ChildOrder, 'side' | 'pricing'>, t: Touch): Dec {
+  if (order.pricing.kind === 'limit') return d(order.pricing.price);
+  const limit = d(order.pricing.limit);
+  const tick = d(c.tickSize);
+  const bid = t.bid === null ? null : d(t.bid);
+  const ask = t.ask === null ? null : d(t.ask);
+  if (order.side === 'buy') {
+    let p = bid ? bid.plus(tick) : ask ? ask.minus(tick) : limit;
+    if (ask && p.gte(ask)) p = bid ?? ask.minus(tick);
+    return Dec.min(p, limit);
+  }
+  let p = ask ? ask.minus(tick) : bid ? bid.plus(tick) : limit;
+  if (bid && p.lte(bid)) p = ask ?? bid.plus(tick);
+  return Dec.max(p, limit);
+}
+
 /** Applies a child-order update: replaces that child's state and recomputes the totals. */
-export function applyChildUpdate(c: StrategyContext, e: Extract<StrategyEvent, { type: 'order.updated' }>): Partial<StrategyContext> {
+export function applyChildUpdate(c: StrategyBaseContext, e: Extract<StrategyEvent, { type: 'order.updated' }>): BasePatch {
   const state: ChildState = { orderId: e.orderId, status: e.status, filledSize: e.filledSize, matchedAmount: e.matchedAmount, final: e.final };
   const children = c.children.some((x) => x.orderId === e.orderId) ? c.children.map((x) => (x.orderId === e.orderId ? state : x)) : [...c.children, state];
   let filled = new Dec(0);
@@ -247,9 +306,14 @@ export function applyChildUpdate(c: StrategyContext, e: Extract<StrategyEvent, {
   };
 }
 
+/** What the venue said when it refused an order (`<error> — <reason>`). */
+export function refusalText(e: Extract<StrategyEvent, { type: 'order.refused' }>): string {
+  return `${e.error}${e.reason ? ` — ${e.reason}` : ''}`;
+}
+
 /** Patch of `order.refused`: the strategy ends with the venue's reason. */
-export function refusalPatch(e: StrategyEvent): Partial<StrategyContext> {
-  return e.type === 'order.refused' ? { endReason: `order refused: ${e.error}${e.reason ? ` — ${e.reason}` : ''}`, working: null } : {};
+export function refusalPatch(e: StrategyEvent): BasePatch {
+  return e.type === 'order.refused' ? { endReason: `order refused: ${refusalText(e)}`, working: null } : {};
 }
 
 /** The venue's error code of a post-only order that would have taken liquidity (`venue.rejected` `error`). */
@@ -264,17 +328,17 @@ export function placeRetryDelayMs(n: number): number {
 }
 
 /** `order.refused` of the working child. */
-export function isWorkingRefused(c: StrategyContext, e: StrategyEvent): boolean {
+export function isWorkingRefused(c: StrategyBaseContext, e: StrategyEvent): boolean {
   return e.type === 'order.refused' && e.orderId === c.working;
 }
 
 /** `order.refused` of the working child because it would have crossed the book (post-only). */
-export function isWorkingCrossed(c: StrategyContext, e: StrategyEvent): boolean {
+export function isWorkingCrossed(c: StrategyBaseContext, e: StrategyEvent): boolean {
   return isWorkingRefused(c, e) && e.type === 'order.refused' && e.error === CROSSES_BOOK;
 }
 
 /** The working child could not be placed (or is missing): it does not exist and filled nothing. */
-export function isWorkingPlaceFailed(c: StrategyContext, e: StrategyEvent): boolean {
+export function isWorkingPlaceFailed(c: StrategyBaseContext, e: StrategyEvent): boolean {
   return e.type === 'order.placeFailed' && e.orderId === c.working;
 }
 
@@ -284,12 +348,12 @@ export function placeFailureText(e: StrategyEvent): string {
 }
 
 /** Another failed placement would exceed {@link PLACE_RETRIES}. */
-export function retriesExhausted(c: StrategyContext): boolean {
+export function retriesExhausted(c: StrategyBaseContext): boolean {
   return (c.placeFailures ?? 0) >= PLACE_RETRIES;
 }
 
 /** Patch of `order.placeFailed` of the working child: no child works; one more failure counted. */
-export function placeFailedPatch(c: StrategyContext): Partial<StrategyContext> {
+export function placeFailedPatch(c: StrategyBaseContext): BasePatch & { placeFailures: number } {
   return { working: null, workingPrice: null, pendingSize: null, placing: null, placeFailures: (c.placeFailures ?? 0) + 1 };
 }
 
@@ -297,9 +361,9 @@ export function placeFailedPatch(c: StrategyContext): Partial<StrategyContext> {
  * Patch of `order.placeFailed` that will be retried: the failure counted and noted in `warnings`,
  * the retry timer (`deadlines.retry`) armed after {@link placeRetryDelayMs}.
  */
-export function placeRetryPatch(c: StrategyContext, e: StrategyEvent, what: string): Partial<StrategyContext> {
+export function placeRetryPatch(c: StrategyBaseContext, e: StrategyEvent, what: string): BasePatch {
   const patch = placeFailedPatch(c);
-  const n = patch.placeFailures!;
+  const n = patch.placeFailures;
   const atMs = e.type === 'order.placeFailed' ? e.atMs : c.createdAtMs;
   return {
     ...patch,
@@ -309,19 +373,157 @@ export function placeRetryPatch(c: StrategyContext, e: StrategyEvent, what: stri
 }
 
 /** Patch of `order.placeFailed` that ends the strategy: the reason goes to `message`. */
-export function placeFailedEndPatch(c: StrategyContext, e: StrategyEvent, what: string): Partial<StrategyContext> {
+export function placeFailedEndPatch(c: StrategyBaseContext, e: StrategyEvent, what: string): BasePatch {
   const n = (c.placeFailures ?? 0) + 1;
   return { ...placeFailedPatch(c), watch: {}, deadlines: {}, endReason: `${what} could not be placed (${n} attempt${n === 1 ? '' : 's'}): ${placeFailureText(e)}` };
 }
 
 /** The update is about the working child and it is done. */
-export function isWorkingChildDone(c: StrategyContext, e: StrategyEvent): boolean {
+export function isWorkingChildDone(c: StrategyBaseContext, e: StrategyEvent): boolean {
   return e.type === 'order.updated' && e.final && e.orderId === c.working;
 }
 
 /** A current (not stale, not duplicate) firing of timer `name`. */
-export function isCurrentTimer(c: StrategyContext, e: StrategyEvent, name: string): boolean {
+export function isCurrentTimer(c: StrategyBaseContext, e: StrategyEvent, name: string): boolean {
   return e.type === 'timer.fired' && e.name === name && c.deadlines[name] === e.atMs;
+}
+
+// ── the shared setup ────────────────────────────────────────────────────────────────────────────
+
+/**
+ * Fields the shared actions write. No machine's context type narrows them (each keeps the type
+ * it has in {@link StrategyBaseContext}); {@link strategySetup} refuses a context type that does.
+ */
+type SharedKey =
+  | 'children' | 'filledSize' | 'matchedAmount' | 'working' | 'workingPrice' | 'pendingSize' | 'placing' | 'placeFailures'
+  | 'warnings' | 'watch' | 'deadlines' | 'endReason' | 'lastTouch' | 'seq' | 'slicesDone' | 'message';
+
+/** `[]` when context type `C` keeps every shared field as it is (else `[never]`: no call compiles). */
+export type KeepsSharedFields<C> = Pick<StrategyBaseContext, SharedKey> extends Pick<C, SharedKey & keyof C> ? [] : [never];
+
+/** A patch of shared fields, which fits every machine's context. */
+export type BasePatch = Partial<Pick<StrategyBaseContext, SharedKey>>;
+
+/** What a shared guard receives. */
+export interface BaseArgs {
+  context: StrategyBaseContext;
+  event: StrategyEvent;
+}
+
+/** Params of `placeOrder` for the child being placed (`context.placing`). */
+export const placingOrder = ({ context }: { context: StrategyBaseContext }): { order: ChildOrder } => ({ order: need(context.placing, 'the child order being placed') });
+/** Params of `cancelOrder` for the working child. */
+export const workingOrder = ({ context }: { context: StrategyBaseContext }): { orderId: string } => ({ orderId: need(context.working, 'the working child order') });
+
+/** Guards every strategy machine may use. */
+export const strategyGuards = {
+  workingChildDone: ({ context, event }: BaseArgs) => isWorkingChildDone(context, event),
+  workingRefused: ({ context, event }: BaseArgs) => isWorkingRefused(context, event),
+  workingCrossed: ({ context, event }: BaseArgs) => isWorkingCrossed(context, event),
+  workingPlaceFailed: ({ context, event }: BaseArgs) => isWorkingPlaceFailed(context, event),
+  retriesExhausted: ({ context }: BaseArgs) => retriesExhausted(context),
+  retryTime: ({ context, event }: BaseArgs) => isCurrentTimer(context, event, 'retry'),
+};
+
+/**
+ * `assign` of a {@link BasePatch} computed from any machine's context `C`. (An action cannot be
+ * one value shared by machines of different context types: XState types its `self` by the
+ * machine's context. So each machine's setup builds its own, from one definition.)
+ */
+export function assignShared<C extends StrategyBaseContext, P = undefined>(patch: (c: C, e: StrategyEvent, params: P) => BasePatch) {
+  // C extends StrategyBaseContext without narrowing a SharedKey (strategySetup checks it), so a
+  // patch of shared fields is a patch of C
+  return assign<C, StrategyEvent, P, StrategyEvent, never>(({ context, event }, params) => patch(context, event, params) as Partial<C>);
+}
+
+/**
+ * The shared setup of every strategy machine, for its context type `C`: the side effects the
+ * engine provides (`placeOrder`, `cancelOrder`), the bookkeeping actions and the guards of
+ * {@link strategyGuards}. A machine adds its own with `.extend({ actions, guards })` and creates
+ * itself with `.createMachine(…)`.
+ * @param _noNarrowing type-level check only: a `C` that narrows a shared field does not compile.
+ */
+export function strategySetup<C extends StrategyBaseContext>(..._noNarrowing: KeepsSharedFields<C>) {
+  return setup({
+    types: { context: {} as C, input: {} as StrategyInput, events: {} as StrategyEvent },
+    actions: {
+      /** Side effect: place a child CLOB order. */
+      placeOrder: (_, _params: { order: ChildOrder }) => {},
+      /** Side effect: cancel a child CLOB order. */
+      cancelOrder: (_, _params: { orderId: string }) => {},
+      recordChild: assignShared<C>((c, e) => (e.type === 'order.updated' ? applyChildUpdate(c, e) : {})),
+      endWith: assignShared<C, { reason: string }>((_c, _e, params) => ({ endReason: params.reason })),
+      endWithRefusal: assignShared<C>((_c, e) => refusalPatch(e)),
+      clearWatchAndDeadlines: assignShared<C>(() => ({ watch: {}, deadlines: {} })),
+    },
+    guards: strategyGuards,
+  });
+}
+
+/**
+ * Actions of the machines that retry a child order not placed after a delay (ICEBERG, PEGGED),
+ * for their context type `C`. `what` names the order in warnings and messages.
+ */
+export function retryActions<C extends StrategyBaseContext>(what: (c: C) => string) {
+  return {
+    /** A report of a child (the working one exists: the failures in a row end). */
+    recordChild: assignShared<C>((c, e) => (e.type === 'order.updated' ? { ...applyChildUpdate(c, e), ...(e.orderId === c.working ? { placeFailures: 0 } : {}) } : {})),
+    /** Not placed: retry after {@link placeRetryDelayMs}; no watch meanwhile. */
+    scheduleRetry: assignShared<C>((c, e) => ({ ...placeRetryPatch(c, e, what(c)), watch: {} })),
+    endNotPlaced: assignShared<C>((c, e) => placeFailedEndPatch(c, e, what(c))),
+    /** The working order was never placed: no child works. */
+    notPlaced: assignShared<C>((c) => placeFailedPatch(c)),
+    clearRetry: assignShared<C>((c) => ({ deadlines: Object.fromEntries(Object.entries(c.deadlines).filter(([k]) => k !== 'retry')) })),
+    recordTouch: assignShared<C>((_c, e) => (e.type === 'book.touch' ? { lastTouch: touchOf(e) } : {})),
+  };
+}
+
+/**
+ * What the machines that retry a child order not placed (ICEBERG, PEGGED; their tables name these
+ * states) share: the working state's transitions when its child is refused or not placed, the
+ * `retrying` state (waits for the retry timer, then goes to `placeState`, which places the child
+ * again) and the `canceling` state (waits for the working child to be off the book). `child` names
+ * the child order in the descriptions ("clip", "order").
+ */
+export function retryingChild<S extends string>(placeState: S, child: string) {
+  return {
+    /** `working.on`: a post-only crossing waits for the book, any other refusal fails; not placed → `retrying`, or `failed` once the retries are spent. */
+    whenNotPlaced: {
+      'order.refused': [
+        { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: `the ${child} would have crossed (the touch moved under it): wait for the book` },
+        { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: `the venue refused the ${child} (risk): permanent` },
+      ],
+      'order.placeFailed': [
+        { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: `the ${child} could not be placed, again: give up` },
+        { guard: 'workingPlaceFailed', target: 'retrying', actions: 'scheduleRetry', description: `the ${child} could not be placed: retry later` },
+      ],
+    },
+    /** `waiting.on` (waiting for the book), besides the touch: a late report is recorded; DELETE strategy cancels at once. */
+    whileWaiting: {
+      'order.updated': { actions: 'recordChild', description: 'a late report' },
+      'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
+    },
+    states: {
+      retrying: {
+        on: {
+          'timer.fired': { guard: 'retryTime', target: placeState, actions: 'clearRetry', description: `retry the ${child}` },
+          'order.updated': { actions: 'recordChild', description: 'a late report' },
+          'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting to retry' },
+        },
+      },
+      canceling: {
+        tags: ['canceling', 'cancelingChild'],
+        on: {
+          'order.updated': [
+            { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: `the ${child} is off the book` },
+            { actions: 'recordChild', description: 'fill racing the cancel' },
+          ],
+          'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: `the ${child} was never placed` },
+          'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
+        },
+      },
+    },
+  } as const;
 }
 
 /** REST statuses of strategy records (spec 2.4; see schemas/strategies.ts). */

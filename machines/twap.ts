@@ -27,12 +27,30 @@
  * | canceled  | CANCELED    | yes   | DELETE strategy                                                        |
  * | failed    | FAILED      | yes   | the venue refused a slice, or no slice could be placed                 |
  */
-import { and, assign, setup } from 'xstate';
+import { and, assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  applyChildUpdate, baseContext, floorShares, isCurrentTimer, isWorkingChildDone, isWorkingPlaceFailed, isWorkingRefused, nextChildId, placeFailedPatch,
-  placeFailureText, refusalPatch, remainingShares, type ChildOrder, type StrategyContext, type StrategyEvent, type StrategyInput,
+  applyChildUpdate, baseContext, floorShares, isCurrentTimer, isWorkingChildDone, need, nextChildId, placeFailedPatch, placeFailureText, placingOrder,
+  remainingShares, strategySetup, workingOrder, type ChildOrder, type StrategyBaseContext, type StrategyInput,
 } from './strategy-kit.js';
+
+/** Context of a TWAP: `size` shares (derived from `quote_amount` when sized in dollars) at limit `price`. */
+export interface TwapContext extends StrategyBaseContext {
+  price: string;
+  size: string;
+  intervalMs: number;
+  durationMs: number;
+  slicesTotal: number;
+  passive?: boolean;
+}
+
+function twapContext(input: StrategyInput): TwapContext {
+  const durationMs = need(input.durationMs, 'TWAP duration');
+  return {
+    ...baseContext(input), price: need(input.price, 'TWAP limit price'), size: need(input.size, 'TWAP size'), intervalMs: need(input.intervalMs, 'TWAP interval'),
+    durationMs, slicesTotal: need(input.slicesTotal, 'TWAP slice count'), deadlines: { end: input.createdAtMs + durationMs },
+  };
+}
 
 /** Number of slices of a TWAP (README: ⌊duration / interval⌋, at least one). */
 export function twapSliceCount(durationMs: number, intervalMs: number): number {
@@ -40,29 +58,28 @@ export function twapSliceCount(durationMs: number, intervalMs: number): number {
 }
 
 /** Size of the next slice (shares): the remainder spread over the slices left. */
-export function nextSliceSize(c: StrategyContext): Dec {
-  const left = c.slicesTotal! - c.slicesDone;
+export function nextSliceSize(c: TwapContext): Dec {
+  const left = c.slicesTotal - c.slicesDone;
   const remaining = remainingShares(c);
   return left <= 1 ? remaining : floorShares(remaining.div(left));
 }
 
-const isLast = (c: StrategyContext) => c.slicesDone + 1 >= c.slicesTotal!;
-const tooSmall = (c: StrategyContext) => {
+const isLast = (c: TwapContext) => c.slicesDone + 1 >= c.slicesTotal;
+const tooSmall = (c: TwapContext) => {
   const s = nextSliceSize(c);
   return s.lte(0) || (c.passive === true && s.lt(c.minSize));
 };
 
-export const twapMachine = setup({
-  types: { context: {} as StrategyContext, input: {} as StrategyInput, events: {} as StrategyEvent },
+/** One more slice counted (placed or merged into the next): its count and the next slice time. */
+function sliceCounted(c: TwapContext): Pick<TwapContext, 'slicesDone' | 'deadlines'> {
+  const done = c.slicesDone + 1;
+  const deadlines: Record<string, number> = { end: need(c.deadlines.end, 'TWAP end time') };
+  if (done < c.slicesTotal) deadlines.slice = c.createdAtMs + done * c.intervalMs;
+  return { slicesDone: done, deadlines };
+}
+
+export const twapMachine = strategySetup<TwapContext>().extend({
   actions: {
-    /** Side effect: place a child CLOB order. */
-    placeOrder: (_, _params: { order: ChildOrder }) => {},
-    /** Side effect: cancel a child CLOB order. */
-    cancelOrder: (_, _params: { orderId: string }) => {},
-    recordChild: assign(({ context, event }) => (event.type === 'order.updated' ? applyChildUpdate(context, event) : {})),
-    endWith: assign((_, params: { reason: string }) => ({ endReason: params.reason })),
-    endWithRefusal: assign(({ event }) => refusalPatch(event)),
-    clearWatchAndDeadlines: assign({ watch: {}, deadlines: {} }),
     /** The working slice could not be placed: counted as lost (warning), its shares roll on. */
     sliceLost: assign(({ context: c, event }) => ({
       ...placeFailedPatch(c),
@@ -77,33 +94,22 @@ export const twapMachine = setup({
     })),
     /** Counts the slice, names its order, and arms the next slice time. */
     planSlice: assign(({ context }) => {
-      const done = context.slicesDone + 1;
-      const deadlines: Record<string, number> = { end: context.deadlines.end! };
-      if (done < context.slicesTotal!) deadlines.slice = context.createdAtMs + done * context.intervalMs!;
       const placing: ChildOrder = {
         orderId: nextChildId(context), side: context.side, size: nextSliceSize(context).toFixed(),
-        pricing: context.passive ? { kind: 'passive', limit: context.price! } : { kind: 'limit', price: context.price! },
+        pricing: context.passive ? { kind: 'passive', limit: context.price } : { kind: 'limit', price: context.price },
         timeInForce: context.passive ? 'GTC' : 'IOC', postOnly: context.passive === true, isStopLoss: false,
       };
-      return { seq: context.seq + 1, working: placing.orderId, slicesDone: done, deadlines, pendingSize: placing.size, placing };
+      return { seq: context.seq + 1, working: placing.orderId, ...sliceCounted(context), pendingSize: placing.size, placing };
     }),
     /** A passive slice below the minimum: merged into the next one. */
-    skipSlice: assign(({ context }) => {
-      const done = context.slicesDone + 1;
-      const deadlines: Record<string, number> = { end: context.deadlines.end! };
-      if (done < context.slicesTotal!) deadlines.slice = context.createdAtMs + done * context.intervalMs!;
-      return { slicesDone: done, deadlines };
-    }),
+    skipSlice: assign(({ context }) => sliceCounted(context)),
   },
   guards: {
-    workingChildDone: ({ context, event }) => isWorkingChildDone(context, event),
-    workingRefused: ({ context, event }) => isWorkingRefused(context, event),
-    workingPlaceFailed: ({ context, event }) => isWorkingPlaceFailed(context, event),
     /** Slices were lost and nothing filled: at the end time the TWAP failed. */
     nothingFilled: ({ context }) => new Dec(context.filledSize).isZero(),
     lostAndNothingFilled: ({ context }) => (context.placeFailures ?? 0) > 0 && new Dec(context.filledSize).isZero(),
     nothingLeft: ({ context }) => remainingShares(context).lte(0),
-    allSlicesPlaced: ({ context }) => context.slicesDone >= context.slicesTotal!,
+    allSlicesPlaced: ({ context }) => context.slicesDone >= context.slicesTotal,
     lastSliceTooSmall: ({ context }) => tooSmall(context) && isLast(context),
     sliceTooSmall: ({ context }) => tooSmall(context),
     workingDoneAndNothingLeft: ({ context, event }) =>
@@ -114,7 +120,7 @@ export const twapMachine = setup({
   },
 }).createMachine({
   id: 'twap',
-  context: ({ input }) => ({ ...baseContext(input), deadlines: { end: input.createdAtMs + input.durationMs! } }),
+  context: ({ input }) => twapContext(input),
   initial: 'slicing',
   states: {
     slicing: {
@@ -123,14 +129,7 @@ export const twapMachine = setup({
         { guard: 'allSlicesPlaced', target: 'waiting', description: 'every slice went out: wait for the end time' },
         { guard: 'lastSliceTooSmall', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the last remainder is below the market minimum size for a resting slice: left unfilled' } }], description: 'a passive last slice below the minimum is not placed' },
         { guard: 'sliceTooSmall', target: 'waiting', actions: 'skipSlice', description: 'a passive slice below the minimum merges into the next' },
-        {
-          target: 'working',
-          actions: [
-            'planSlice',
-            { type: 'placeOrder', params: ({ context }) => ({ order: context.placing! }) },
-          ],
-          description: 'place the next slice',
-        },
+        { target: 'working', actions: ['planSlice', { type: 'placeOrder', params: placingOrder }], description: 'place the next slice' },
       ],
     },
     working: {
@@ -143,10 +142,10 @@ export const twapMachine = setup({
         'order.refused': { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused a slice' },
         'order.placeFailed': { guard: 'workingPlaceFailed', target: 'waiting', actions: 'sliceLost', description: 'the slice could not be placed: lost, its shares roll on' },
         'timer.fired': [
-          { guard: 'endTime', target: 'finishing', actions: { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }, description: 'duration over: cancel the working slice' },
-          { guard: 'sliceTime', target: 'rolling', actions: { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }, description: 'next slice time: cancel the resting slice, its remainder rolls on' },
+          { guard: 'endTime', target: 'finishing', actions: { type: 'cancelOrder', params: workingOrder }, description: 'duration over: cancel the working slice' },
+          { guard: 'sliceTime', target: 'rolling', actions: { type: 'cancelOrder', params: workingOrder }, description: 'next slice time: cancel the resting slice, its remainder rolls on' },
         ],
-        'strategy.cancel': { target: 'canceling', actions: { type: 'cancelOrder', params: ({ context }) => ({ orderId: context.working! }) }, description: 'DELETE strategy: cancel the working slice' },
+        'strategy.cancel': { target: 'canceling', actions: { type: 'cancelOrder', params: workingOrder }, description: 'DELETE strategy: cancel the working slice' },
       },
     },
     waiting: {

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import { armedStopMachine, type ArmedStopContext } from '../../machines/armed-stop.js';
+import { baseContext, childOrderPrice, d, need, strategySetup, type ChildOrder, type StrategyBaseContext, type StrategyEvent, type StrategyInput } from '../../machines/strategy-kit.js';
+
+const input: StrategyInput = {
+  recordId: 'stg1', userId: 'u1', type: 'STOP_LOSS', side: 'sell', tokenId: '123', tickSize: '0.01', minSize: '5',
+  price: '0.5', size: '10', quoteAmount: null, execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null,
+  createdAtMs: 0, touch: { bid: '0.55', ask: '0.57' },
+};
+
+describe('childOrderPrice (a child order priced at the touch the engine read)', () => {
+  const c = { tickSize: '0.01' };
+  const passive = (side: 'buy' | 'sell', limit: string) => ({ side, pricing: { kind: 'passive', limit } }) as const;
+  const price = (order: Pick<ChildOrder, 'side' | 'pricing'>, bid: string | null, ask: string | null) => childOrderPrice(c, order, { bid, ask }).toFixed();
+
+  it('prices a limit child at its price, whatever the touch', () => {
+    expect(price({ side: 'buy', pricing: { kind: 'limit', price: '0.42' } }, '0.5', '0.6')).toBe('0.42');
+  });
+
+  it('rests a passive buy one tick above the bid, never at or above the ask, capped by its limit', () => {
+    expect(price(passive('buy', '0.6'), '0.5', '0.55')).toBe('0.51');
+    expect(price(passive('buy', '0.6'), '0.5', '0.51')).toBe('0.5');
+    expect(price(passive('buy', '0.505'), '0.5', '0.55')).toBe('0.505');
+    expect(price(passive('buy', '0.6'), null, '0.55')).toBe('0.54');
+    expect(price(passive('buy', '0.6'), null, null)).toBe('0.6');
+  });
+
+  it('rests a passive sell one tick below the ask, never at or below the bid, floored by its limit', () => {
+    expect(price(passive('sell', '0.4'), '0.5', '0.55')).toBe('0.54');
+    expect(price(passive('sell', '0.4'), '0.54', '0.55')).toBe('0.55');
+    expect(price(passive('sell', '0.545'), '0.5', '0.55')).toBe('0.545');
+    expect(price(passive('sell', '0.4'), '0.5', null)).toBe('0.51');
+    expect(price(passive('sell', '0.4'), null, null)).toBe('0.4');
+  });
+});
+
+describe('armedStopMachine (the factory of STOP_LOSS, TRAILING_STOP and TRAILING_BUY)', () => {
+  interface TestStopContext extends ArmedStopContext {
+    size: string;
+  }
+  const machine = armedStopMachine<TestStopContext>({
+    id: 'test_stop',
+    context: (i) => {
+      const level = need(i.price, 'price');
+      return { ...baseContext(i), size: need(i.size, 'size'), triggerPrice: level, watch: { bidAtOrBelow: level } };
+    },
+    orderName: 'the test sell',
+    fires: (c, t) => t.bid !== null && d(t.bid).lte(c.triggerPrice),
+    firesWhen: 'bid at or below the level',
+    side: 'sell',
+    isStopLoss: true,
+    size: (c) => c.size,
+    firedMessage: (c, f) => `fired ${f.orderId} ${f.size}@${f.price} (level ${c.triggerPrice})`,
+    watch: (c) => ({ bidAtOrBelow: c.triggerPrice }),
+    doneReason: 'the test sell is done',
+  });
+  const run = () => {
+    const placed: ChildOrder[] = [];
+    const actor = createActor(machine.provide({ actions: { placeOrder: (_, { order }) => void placed.push(order) } }), { input }).start();
+    return { actor, placed };
+  };
+  const touch = (bid: string): StrategyEvent => ({ type: 'book.touch', bid, ask: '0.6' });
+  const notPlaced = (orderId: string): StrategyEvent => ({ type: 'order.placeFailed', orderId, error: 'placement_failed', reason: 'store', atMs: 1000 });
+
+  it('fires once the touch meets the level: one GTC LIMIT order at the touch, with the message of the spec', () => {
+    const { actor, placed } = run();
+    actor.send(touch('0.51'));
+    expect(actor.getSnapshot().value).toBe('armed');
+    actor.send(touch('0.49'));
+    const s = actor.getSnapshot();
+    expect(s.value).toBe('triggered');
+    expect(placed).toEqual([{ orderId: 'ord_stg1_1', side: 'sell', pricing: { kind: 'limit', price: '0.49' }, size: '10', timeInForce: 'GTC', postOnly: false, isStopLoss: true }]);
+    expect(s.context).toMatchObject({ working: 'ord_stg1_1', seq: 1, watch: {}, message: 'fired ord_stg1_1 10@0.49 (level 0.5)' });
+    expect(s.can({ type: 'strategy.cancel' })).toBe(false);
+  });
+
+  it('re-arms (its watch back, a warning) when the order is not placed, and fails on the third failure in a row', () => {
+    const { actor, placed } = run();
+    for (const n of [1, 2]) {
+      actor.send(touch('0.49'));
+      actor.send(notPlaced(`ord_stg1_${n}`));
+      const s = actor.getSnapshot();
+      expect(s.value).toBe('armed');
+      expect(s.context.watch).toEqual({ bidAtOrBelow: '0.5' });
+      expect(s.context.warnings.at(-1)).toBe(`the test sell could not be placed (placement_failed — store): armed again (retry ${n} of 2)`);
+    }
+    actor.send(touch('0.49'));
+    actor.send(notPlaced('ord_stg1_3'));
+    const s = actor.getSnapshot();
+    expect(s.value).toBe('failed');
+    expect(s.context.endReason).toBe('the test sell could not be placed (3 attempts): placement_failed — store');
+    expect(placed.map((o) => o.orderId)).toEqual(['ord_stg1_1', 'ord_stg1_2', 'ord_stg1_3']);
+  });
+
+  it('ends done when its order is done, canceled when DELETE comes while armed', () => {
+    const a = run().actor;
+    a.send(touch('0.49'));
+    a.send({ type: 'order.updated', orderId: 'ord_stg1_1', status: 'FILLED', filledSize: '10', matchedAmount: '4.9', final: true });
+    expect(a.getSnapshot().value).toBe('done');
+    expect(a.getSnapshot().context).toMatchObject({ filledSize: '10', endReason: 'the test sell is done', working: null });
+    const b = run().actor;
+    b.send({ type: 'strategy.cancel' });
+    expect(b.getSnapshot().value).toBe('canceled');
+    expect(b.getSnapshot().context).toMatchObject({ watch: {}, endReason: 'canceled before it triggered' });
+  });
+});
+
+describe('strategySetup', () => {
+  it('refuses (at compile time) a context type that narrows a field the shared actions write', () => {
+    interface Narrowed extends StrategyBaseContext {
+      working: string;
+    }
+    // @ts-expect-error `working` is written by the shared actions (null when no child works): it cannot be narrowed
+    expect(() => strategySetup<Narrowed>()).not.toThrow();
+    expect(() => strategySetup<StrategyBaseContext>()).not.toThrow();
+  });
+});
