@@ -66,7 +66,7 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
     if (route.params) validateParams({ properties: route.params }, req.params, 'path parameter');
     if (route.query) Object.defineProperty(req, 'query', { value: validateParams(route.query, req.query as Record<string, unknown>, 'query parameter'), writable: true });
     if (route.body) req.body = validate(route.body, req.body ?? {});
-    if (!route.handler) throw errors.notImplemented(`${route.method.toUpperCase()} ${route.path}`);
+    if (!route.handler) throw errors.notImplemented(`${route.method.toUpperCase()} ${path}`);
     if (mutating) requireWritable(services);
     const ctx = { req, services, principal, user };
     if (!idempotencyKey || !principal) return send(res, await route.handler(ctx));
@@ -174,6 +174,7 @@ export function createApp(services: Services): Express {
   const app = express();
   // Paths match exactly: `/v2/trade/orders/` (an empty order id) is not cancel-all but a 404.
   app.set('strict routing', true);
+  app.set('case sensitive routing', true); // paths match exactly: /V2/trade/... is a 404
   app.disable('x-powered-by');
   app.set('trust proxy', false);
   app.use(

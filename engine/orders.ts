@@ -210,19 +210,20 @@ export class OrderService {
   /**
    * Validates a LIMIT or MARKET order against spec 2.1–2.2.2, the market and the wallet; the
    * rules themselves are engine/risk.ts's.
+   * @param typeName - the type the client sent, for messages (a TAKE_PROFIT is checked as a LIMIT sell).
    * @returns the actor input.
    * @throws {DomainError} `INVALID_REQUEST` (range, tick, minimum size, time in force),
    *   `PRICE_IN_CENTS`, `INSUFFICIENT_BALANCE`, `NOT_ENOUGH_SHARES`. Brackets are checked by the
    *   strategy service ({@link StrategyService.checkBrackets}).
    */
-  check(userId: string, body: OrderRequest): OrderInput {
+  check(userId: string, body: OrderRequest, typeName: string = body.type): OrderInput {
     const info = this.risk.market(body.symbol);
     const isMarket = body.type === 'MARKET';
     const forbid = (field: string, why: string) => {
       if ((body as Record<string, unknown>)[field] !== undefined) throw errors.badRequest(`${field} ${why}`);
     };
     if ((body.take_profit || body.stop_loss) && body.side !== 'buy') throw errors.badRequest('take_profit / stop_loss brackets attach to buy LIMIT or MARKET entries only');
-    for (const f of ['condition_id', 'outcome', 'offset_ticks', 'budget_usdc', 'price_floor', 'price_ceiling', 'execution']) forbid(f, `is not used by ${body.type} orders`);
+    for (const f of ['condition_id', 'outcome', 'offset_ticks', 'budget_usdc', 'price_floor', 'price_ceiling', 'execution']) forbid(f, `is not used by ${typeName} orders`);
     if (body.time_in_force !== undefined && body.expiration !== undefined) {
       throw errors.badRequest('time_in_force cannot be combined with expiration: an order with expiration is GTD');
     }
@@ -264,8 +265,9 @@ export class OrderService {
       metadata: body.metadata ?? null,
       createdAtMs: this.clock.now(),
     };
-    this.risk.orderFunds(input);
     if (body.side === 'sell' && isMarket) checkMarketSellMinimum(this.venue.touch(body.symbol).bid, size!, body.size!);
+    // the wallet is checked by place(), in the user's placement queue, after every rule of the
+    // request (brackets included): a malformed request is a 400 whatever the wallet holds
     return input;
   }
 
@@ -346,6 +348,9 @@ export class OrderService {
     const rec = this.host.recordOf(orderId) ?? (await this.actors.get(orderId));
     if (!rec || rec.final) return rec;
     await this.host.send(orderId, { type: 'order.cancel' });
+    // the venue's answer reaches the order (and, through it, the strategy) before this resolves:
+    // a DELETE strategy then answers with the record as canceled, not as still canceling
+    await this.settle(orderId);
     return rec;
   }
 

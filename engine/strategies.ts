@@ -561,11 +561,11 @@ export class StrategyService {
       case 'TRAILING_STOP': {
         if (body.side !== 'sell') throw errors.badRequest('TRAILING_STOP is a sell: side must be "sell"');
         const size = checkShares('size', body.size!);
-        this.needShares(userId, body.symbol, size);
         const ref = (ex.high_water_mark as string | undefined) ?? body.price!;
         const mark = checkPrice(ex.high_water_mark !== undefined ? 'execution.high_water_mark' : 'price', ref, FINE_STEP);
         const o = offsets();
         const level = trailingStopLevel(o, str(mark));
+        this.needShares(userId, body.symbol, size); // after every rule of the request: a 400 comes first
         if (touchNow.bid !== null && dec(touchNow.bid).lte(level)) {
           throw new DomainError('WOULD_TRIGGER_IMMEDIATELY', `TRAILING_STOP would trigger at once: the best bid ${touchNow.bid} is at or below the armed level ${level} (mark ${str(mark)})`);
         }
@@ -575,7 +575,6 @@ export class StrategyService {
         if (body.side !== 'buy') throw errors.badRequest('TRAILING_BUY is a buy: side must be "buy"');
         forbid(['size', 'price'], 'is not used by TRAILING_BUY (it is sized by quote_amount; the ceiling is execution.price_ceiling)');
         const quote = checkMinQuote(body.quote_amount!, '');
-        this.needDollars(userId, body.symbol, quote);
         const o = offsets();
         const seeded = ex.low_water_mark === undefined;
         if (seeded && touchNow.ask === null) throw new DomainError('NO_LIQUIDITY', 'no ask to seed the low-water mark from; send execution.low_water_mark');
@@ -585,6 +584,7 @@ export class StrategyService {
         if (ceiling && ceiling.lt(entry)) {
           throw errors.badRequest(`execution.price_ceiling ${str(ceiling)} is below the entry ${entry} that the offset implies from the low-water mark ${str(mark)}: it could never fire`);
         }
+        this.needDollars(userId, body.symbol, quote); // after every rule of the request: a 400 comes first
         return {
           ...base, quoteAmount: str(quote), lowWaterMark: str(mark), priceCeiling: ceiling ? str(ceiling) : null, ...o,
           message: trailingBuyMessage({ quoteAmount: str(quote), triggerPrice: entry, lowWaterMark: str(mark), priceCeiling: ceiling ? str(ceiling) : null }, seeded ? 'seeded from the ask' : null),
@@ -649,7 +649,14 @@ export class StrategyService {
           ...base, quoteAmount: str(budget), offsetTicks: body.offset_ticks ?? 0, priceFloor: floor ? str(floor) : null, priceCeiling: ceiling ? str(ceiling) : null,
         };
         const peg = pegPrice(input, touchNow);
-        return { ...input, message: `PEGGED: $${str(budget)} budget, resting at ${peg ?? '(waiting for a price within floor/ceiling)'}${input.offsetTicks ? ` (${input.offsetTicks} ticks of 0.001 from the touch)` : ' (at the touch)'}` };
+        // where the peg rests against the touch it follows: the message says why when it is elsewhere
+        const target = touchNow.bid === null ? null : dec(touchNow.bid).minus(dec(input.offsetTicks ?? 0).times('0.001'));
+        const where =
+          peg === null ? ''
+          : target !== null && dec(peg).lt(target) ? ` (below the best bid ${touchNow.bid}: capped by ${ceiling && dec(peg).eq(ceiling) ? 'price_ceiling' : "the market's tick"})`
+          : target !== null && dec(peg).gt(target) ? ` (above the best bid minus the offset: raised to ${floor && dec(peg).eq(floor) ? 'price_floor' : "the market's tick"})`
+          : input.offsetTicks ? ` (${input.offsetTicks} ticks of 0.001 from the touch)` : ' (at the touch)';
+        return { ...input, message: `PEGGED: $${str(budget)} budget, resting at ${peg ?? '(waiting for a price within floor/ceiling)'}${where}` };
       }
       case 'BRACKET':
         throw errors.badRequest('BRACKET records come from take_profit / stop_loss on a buy LIMIT or MARKET entry');

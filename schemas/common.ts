@@ -27,7 +27,7 @@ export const PageFields = {
 } as const;
 
 /** Epoch milliseconds (every timestamp of this API that is a number). */
-export const EpochMs = { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' } as const;
+export const EpochMs = { type: 'integer', minimum: 0, maximum: 253402300799999, description: 'Unix epoch milliseconds (at most 253402300799999, the last millisecond of the year 9999).' } as const;
 
 /** GET /healthz response. */
 export const Health = {

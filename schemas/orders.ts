@@ -31,7 +31,8 @@ const OrderRequestBase = {
     size: { ...SharesString, description: 'Shares (at most 2 decimals).' },
     quote_amount: { ...DecimalString, description: 'US dollars.' },
     time_in_force: { enum: ['GTC', 'IOC', 'FOK'], description: 'LIMIT only; GTC by default (GTD when `expiration` is set).' },
-    expiration: { ...EpochMs, description: 'GTD expiry, Unix epoch milliseconds, in the future and at most 365 days ahead (else 400); incompatible with time_in_force.' },
+    // no schema maximum: engine/risk.ts bounds it (365 days ahead) with a message that can suggest the millisecond value
+    expiration: { type: 'integer', minimum: 0, description: 'GTD expiry, Unix epoch milliseconds, in the future and at most 365 days ahead (else 400); incompatible with time_in_force.' },
     condition_id: { type: 'string', maxLength: 100 },
     outcome: { enum: ['yes', 'no'] },
     offset_ticks: { type: 'integer', minimum: 0, maximum: 1000 },

@@ -24,7 +24,7 @@ export const placeOrder: Handler = async ({ req, services, user }) => {
   }
   if (body.type === 'TAKE_PROFIT') {
     // spec part 3: a real CLOB sell placed at once, on open orders with is_take_profit: true
-    const input = services.orders.check(user!._id, { ...body, type: 'LIMIT' });
+    const input = services.orders.check(user!._id, { ...body, type: 'LIMIT' }, 'TAKE_PROFIT');
     const rec = await services.orders.place(user!.partnerId, input, { isTakeProfit: true });
     return { status: 200, body: rec.view };
   }

@@ -165,7 +165,7 @@ export class EmbeddedJobRepository implements JobRepository {
   }
 
   async saveJobState(job: JobParameters, options?: JobRepositoryOptions): Promise<void> {
-    const matched = await this.jobs.updateOne(
+    await this.jobs.updateOne(
       { _id: String(job._id), name: job.name },
       {
         lockedAt: job.lockedAt ?? null,
@@ -179,7 +179,8 @@ export class EmbeddedJobRepository implements JobRepository {
         lastModifiedBy: options?.lastModifiedBy ?? null,
       },
     );
-    if (matched !== 1) throw new Error(`job ${job._id} (name: ${job.name}) cannot be updated in the database, maybe it does not exist anymore?`);
+    // No match is normal here, not an error: a job removed while it ran (its timer was re-armed,
+    // and a new job document replaced it, or it was canceled) has no state left to save.
   }
 
   async lockJob(job: JobParameters, options?: JobRepositoryOptions): Promise<JobParameters | undefined> {
@@ -221,7 +222,10 @@ export class EmbeddedJobRepository implements JobRepository {
         { ...where, _id: candidate._id },
         { lockedAt: now ?? new Date(), lastModifiedBy: options?.lastModifiedBy ?? null },
       );
-      if (matched) return toParams((await this.jobs.findOne({ _id: candidate._id }))!);
+      if (!matched) continue;
+      // removed between the lock and this read (its timer was re-armed or canceled): next one
+      const locked = await this.jobs.findOne({ _id: candidate._id });
+      if (locked) return toParams(locked);
     }
     return undefined;
   }

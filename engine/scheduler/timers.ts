@@ -60,6 +60,9 @@ export class TimerService {
       TIMER_JOB,
       async (job: Job<TimerData>) => {
         const key = `${job.attrs.data.actorId}/${job.attrs.data.timerName}`;
+        // Agenda runs a job it locked ahead of time from its own queue, even if the job was
+        // canceled (or re-armed: replaced by a new document) since: such a firing is dropped here
+        if (job.attrs._id !== undefined && !(await this.agenda.db.getJobById(String(job.attrs._id)))) return;
         await this.sink(job.attrs.data);
         this.failingJobs.delete(key);
       },

@@ -87,9 +87,14 @@ describe('HTTP layer hardening (issue 12)', () => {
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ error: 'not_found', message: `no route DELETE /${v}/trade/orders/` });
       // cancel-all itself stays where it is (not built yet: 501 after every check)
-      expect((await svc.call('DELETE', `/${v}/trade/orders`, { headers: as })).body.error).toBe('not_implemented');
+      expect((await svc.call('DELETE', `/${v}/trade/orders`, { headers: as })).body).toEqual({
+        error: 'not_implemented',
+        message: `DELETE /${v}/trade/orders is part of the v2 specification but is not available on this service yet`,
+      });
     }
     expect((await svc.call('GET', '/v2/trade/account')).status).toBe(200);
+    // paths match exactly, case included
+    expect((await svc.call('GET', '/V2/trade/account')).status).toBe(404);
   });
 
   it('item 11: a generated master key cannot revoke itself (409, as for MASTER_API_KEY)', async () => {
@@ -101,6 +106,11 @@ describe('HTTP layer hardening (issue 12)', () => {
     expect(res.body).toEqual({ error: 'conflict', message: "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out" });
     expect((await svc.call('GET', '/v2/trade/account', { token })).status).toBe(200);
     expect((await svc.call('DELETE', '/v2/trade/api-keys/key_env_demo')).body).toEqual({ error: 'conflict', message: 'the MASTER_API_KEY key is set by configuration and cannot be revoked here' });
+  });
+
+  it('an epoch-ms field is bounded: a key expiry of 1e300 is a 400 naming the field, changing nothing (partner trial)', async () => {
+    const res = await svc.call('POST', '/v2/trade/users/hq/api-keys', { body: { scopes: ['trade.read'], expires_at: 1e300 } });
+    expect(res).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/expires_at must be <= 253402300799999|expires_at must be at most 253402300799999/) } });
   });
 
   it('item 13: integer query parameters take decimal digits only, on every list', async () => {

@@ -136,10 +136,33 @@ describe('order validation (issue 12)', () => {
         { symbol: token, side: 'buy', type: 'ICEBERG', price: '72', size: '50', execution: { clip_size: '10' } },
       ];
       for (const body of cases) await refused('alice', body, 400, CENTS_72, CENTS_72);
+      // the price rule comes before the wallet: a user with no shares and no free pUSD gets the
+      // cents message too, not a 422 about funds (found by the partner trial)
+      await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'pauper' } });
+      const free = Number((await svc.call('GET', '/v2/trade/balances', { headers: as('pauper') })).body.available);
+      const all = await post('pauper', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: String(free / 0.01) });
+      expect(all).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+      expect((await svc.call('GET', '/v2/trade/balances', { headers: as('pauper') })).body.available).toBe('0');
+      for (const body of cases) await refused('pauper', body, 400, CENTS_72, CENTS_72);
+      await svc.call('DELETE', `/v2/trade/orders/${all.body.order_id}`, { headers: as('pauper') });
       // in range, a PEGGED ceiling as a number still works
       const ok = await post('alice', { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '10', price_floor: 0.1, price_ceiling: Number(px(bid)) });
       expect(ok).toMatchObject({ status: 200, body: { type: 'PEGGED' } });
       await svc.call('DELETE', `/v2/trade/strategies/${ok.body.record_id}`, { headers: as('alice') });
+    });
+  });
+
+  describe('messages found by the partner trial', () => {
+    it('TAKE_PROFIT with execution names TAKE_PROFIT; a PEGGED capped by its ceiling says so instead of "at the touch"', async () => {
+      const { token, bid } = await freshToken(0.3, 0.6);
+      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+      await refused('alice', { symbol: token, side: 'sell', type: 'TAKE_PROFIT', price: '0.9', size: '5', execution: {} }, 400, 'invalid_request', 'execution is not used by TAKE_PROFIT orders');
+      const capped = await post('alice', { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '10', price_ceiling: 0.05 });
+      expect(capped.body.message).toBe(`PEGGED: $10 budget, resting at 0.05 (below the best bid ${px(bid)}: capped by price_ceiling)`);
+      await svc.call('DELETE', `/v2/trade/strategies/${capped.body.record_id}`, { headers: as('alice') });
+      const atTouch = await post('alice', { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '10' });
+      expect(atTouch.body.message).toBe(`PEGGED: $10 budget, resting at ${px(bid)} (at the touch)`);
+      await svc.call('DELETE', `/v2/trade/strategies/${atTouch.body.record_id}`, { headers: as('alice') });
     });
   });
 
