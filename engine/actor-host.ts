@@ -214,7 +214,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   /** Resolves once every event queued so far for `id` has been handled. */
-  async settle(id: string): Promise<void> {
+  async whenQuiet(id: string): Promise<void> {
     // Actions may queue further events while we wait: loop until the queue is quiet.
     for (let q = this.queues.get(id); q; ) {
       await q.catch(() => undefined);

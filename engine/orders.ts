@@ -96,7 +96,7 @@ function venueRefusal(c: Pick<OrderContext, 'error' | 'reason'>): DomainError {
 export class OrderService {
   /** The pre-trade checks (engine/risk.ts), shared with the strategy service. */
   readonly risk: RiskEngine;
-  /** Venue commands in flight per order: {@link settle} waits for them. */
+  /** Venue commands in flight per order: {@link whenQuiet} waits for them. */
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
 
   constructor(
@@ -194,12 +194,12 @@ export class OrderService {
   }
 
   /** Resolves when order `id` has nothing queued or in flight (its response is then final). */
-  async settle(id: string): Promise<void> {
+  async whenQuiet(id: string): Promise<void> {
     for (;;) {
-      await this.host.settle(id);
+      await this.host.whenQuiet(id);
       const set = this.inFlight.get(id);
       if (!set?.size) {
-        await this.host.settle(id);
+        await this.host.whenQuiet(id);
         if (!this.inFlight.get(id)?.size) return;
         continue;
       }
@@ -309,7 +309,7 @@ export class OrderService {
       this.risk.orderFunds(input);
       if (beforeCreate) await beforeCreate();
       await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input: { ...input, ...extra }, partnerId, ownerUserId: input.userId });
-      await this.settle(input.orderId);
+      await this.whenQuiet(input.orderId);
       return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
     });
     if (rec.status === 'REJECTED') throw venueRefusal(JSON.parse(rec.snapshot).context as OrderContext);
@@ -334,7 +334,7 @@ export class OrderService {
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err;
       }
-      await this.settle(input.orderId);
+      await this.whenQuiet(input.orderId);
       return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
     });
   }
@@ -350,7 +350,7 @@ export class OrderService {
     await this.host.send(orderId, { type: 'order.cancel' });
     // the venue's answer reaches the order (and, through it, the strategy) before this resolves:
     // a DELETE strategy then answers with the record as canceled, not as still canceling
-    await this.settle(orderId);
+    await this.whenQuiet(orderId);
     return rec;
   }
 
@@ -363,7 +363,7 @@ export class OrderService {
     if (!rec || rec.kind !== 'order' || rec.ownerUserId !== userId) throw errors.notFound(`no order ${orderId}`);
     if (rec.final) throw errors.conflict(`order ${orderId} is already ${rec.status}`);
     await this.host.send(orderId, { type: 'order.cancel' });
-    await this.settle(orderId);
+    await this.whenQuiet(orderId);
     return this.host.recordOf(orderId) ?? (await this.actors.get(orderId))!;
   }
 
@@ -382,7 +382,7 @@ export class OrderService {
         for (const f of state.fills) this.track(rec._id, this.host.send(rec._id, eventOf(f)));
         if (state.final) this.track(rec._id, this.host.send(rec._id, eventOf(state.final)));
       }
-      await this.settle(rec._id);
+      await this.whenQuiet(rec._id);
     }
     return live.length;
   }

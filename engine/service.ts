@@ -14,7 +14,7 @@ import { UserService } from './users.js';
 import { IdempotencyService } from './idempotency.js';
 import { CursorCodec } from './cursor.js';
 import { OrderService } from './orders.js';
-import { StrategyService } from './strategies.js';
+import { StrategyService } from './strategies/service.js';
 import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
 import type { VenuePort } from './venue/port.js';

@@ -42,7 +42,7 @@ import { LIQUIDITY_PROVIDER_ID as MAKER_ID } from '../engine/venue/ledger.js';
 export interface InvariantOptions {
   /** Ids (order_id, record_id, bracket_id) the test got a 2xx for. */
   acknowledged?: Iterable<string>;
-  /** How long the check may wait for the system to settle (ms; default 5000). */
+  /** How long the check may wait for the system to go quiet (ms; default 5000). */
   timeoutMs?: number;
   /** Skip part (a), (b) or (c) (for a test that knowingly breaks one). */
   skip?: Array<'money' | 'strategies' | 'acknowledged'>;

@@ -1,5 +1,5 @@
 import { OPEN_STATUSES } from '../../machines/order.js';
-import { strategyResponse } from '../../engine/strategies.js';
+import { strategyResponse } from '../../engine/strategies/views.js';
 import type { OrderRequest } from '../../schemas/orders.js';
 import { requireVenue } from '../availability.js';
 import type { Handler } from '../context.js';

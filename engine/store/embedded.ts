@@ -194,7 +194,7 @@ export class EmbeddedStore implements Store {
   readonly adapter = 'embedded' as const;
   private readonly collections = new Map<string, Promise<EmbeddedCollection<Doc>>>();
   /** The collections opened so far (read synchronously by {@link writeFailure}). */
-  private readonly settled = new Map<string, EmbeddedCollection<Doc>>();
+  private readonly opened = new Map<string, EmbeddedCollection<Doc>>();
 
   private constructor(
     private readonly dir: string | null,
@@ -230,7 +230,7 @@ export class EmbeddedStore implements Store {
         const appender = this.dir ? groupCommit(ds as unknown as { persistence: NedbPersistence }) : null;
         const c = new EmbeddedCollection<Doc>(ds, appender);
         if (this.dir) c.startCompaction(COMPACT_EVERY_MS);
-        this.settled.set(name, c);
+        this.opened.set(name, c);
         return c;
       })();
       this.collections.set(name, pending);
@@ -256,7 +256,7 @@ export class EmbeddedStore implements Store {
 
   /** The first collection whose appends keep failing (they are retried, unacknowledged), or null. */
   writeFailure(): string | null {
-    for (const [name, c] of this.settled) {
+    for (const [name, c] of this.opened) {
       const f = c.appender?.failure ?? c.compactionFailure;
       if (f) return `${name}: ${f.message}`;
     }
@@ -271,7 +271,7 @@ export class EmbeddedStore implements Store {
       await c.appender?.release();
     }
     this.collections.clear();
-    this.settled.clear();
+    this.opened.clear();
     const lock = this.lock;
     this.lock = null;
     await lock?.release();

@@ -107,7 +107,7 @@ export class VenueJournal {
     return this.seq + 1;
   }
 
-  /** Settles once everything appended so far is written (and any checkpoint queued behind it ran). */
+  /** Resolves once everything appended so far is written (and any checkpoint queued behind it ran). */
   written(): Promise<unknown> {
     return this.tail;
   }
@@ -116,7 +116,7 @@ export class VenueJournal {
    * Appends entry `seq` (= {@link nextSeq}) after every earlier one; queues a checkpoint behind it
    * every `checkpointEvery` entries.
    * @param atMs when the operation ran, epoch ms.
-   * @returns settles once this entry is written (never rejects: a failing write is retried).
+   * @returns resolves once this entry is written (never rejects: a failing write is retried).
    */
   append(seq: number, atMs: number, rows: StateRows): Promise<unknown> {
     this.seq = seq;

@@ -10,7 +10,7 @@ import { poll, px, sleep, Trading, useTestClock } from './trading-kit.js';
  * Scenarios with injected store faults (issue 12, "Tests that use the real paths"): orders, stops,
  * TWAP, ICEBERG, PEGGED and brackets, each with a write failing at a chosen point. Each scenario
  * runs on its own service over a {@link FaultyStore}; once the fault is switched off and the
- * system has settled, the shared invariant check (test/invariants.ts) must pass: money and shares
+ * system has gone quiet, the shared invariant check (test/invariants.ts) must pass: money and shares
  * conserved, no strategy working with nothing working, nothing acknowledged lost.
  *
  * Collections: `actors` (order and strategy records: insertOne on creation, updateOne per
@@ -47,7 +47,7 @@ async function setup(): Promise<Ctx> {
   return { svc, store, tr };
 }
 
-/** Switches every fault off, lets the system settle, and checks the invariants. */
+/** Switches every fault off, lets the system go quiet, and checks the invariants. */
 async function recoverAndCheck({ svc, store, tr }: Ctx, timeoutMs = RECOVER_MS): Promise<void> {
   store.enabled = false;
   store.clear();

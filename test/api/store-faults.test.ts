@@ -91,7 +91,7 @@ describe('embedded store: a data file that cannot be written', () => {
 
   /** Makes the appends of `collection` fail (EIO) while `broken` holds, through the appender's file handle. */
   function breakAppends(store: EmbeddedStore, collection: string): void {
-    const c = (store as unknown as { settled: Map<string, { appender: object }> }).settled.get(collection)!;
+    const c = (store as unknown as { opened: Map<string, { appender: object }> }).opened.get(collection)!;
     let real: unknown = null;
     const failing = { appendFile: () => Promise.reject(Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' })), close: async () => {} };
     Object.defineProperty(c.appender, 'handle', {

@@ -17,7 +17,7 @@ describe('managed strategies over REST', () => {
   const post = (u: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(u) });
   const book = async (t: string) => (await svc.call('GET', `/v2/trade/book?token_id=${t}&depth=10`)).body;
   const strategy = async (u: string, id: string) => (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as(u) })).body.strategies.find((s: any) => s.record_id === id);
-  const settle = () => svc.services.strategies.idle();
+  const whenQuiet = () => svc.services.strategies.idle();
   /** A 0.01-tick token with a two-tick spread whose best bid lies in [minBid, maxBid], books untouched. */
   const freshToken = tokenPicker(() => markets, book);
   /** bob sells into the bids down to (and including) price `p`, so the best bid ends below `p`. */
@@ -44,7 +44,7 @@ describe('managed strategies over REST', () => {
     expect(await strategy('alice', id)).toMatchObject({ status: 'ACTIVE', price: level, executed_price: null, filled_size: null });
     // the bid falls to the armed level: bob sells through the top bid level
     await sellThrough(token, px(bid));
-    await settle();
+    await whenQuiet();
     const s = await strategy('alice', id);
     expect(s.status).toMatch(/TRIGGERED|COMPLETED/);
     expect(s.price).toBe(level);
@@ -64,7 +64,7 @@ describe('managed strategies over REST', () => {
     const size = String(depthAtLevel + 50); // more than the bid at the level: the rest rests
     const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size });
     await sellThrough(token, px(bid));
-    await settle();
+    await whenQuiet();
     const s = await strategy('alice', res.body.record_id);
     expect(s.status).toBe('TRIGGERED');
     const open = (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders;
@@ -75,7 +75,7 @@ describe('managed strategies over REST', () => {
     expect(del.body.message).toContain(`DELETE /v2/trade/orders/${child.order_id}`);
     // canceling the order ends the strategy with what filled
     await svc.call('DELETE', `/v2/trade/orders/${child.order_id}`, { headers: as('alice') });
-    await settle();
+    await whenQuiet();
     expect(await strategy('alice', res.body.record_id)).toMatchObject({ status: 'COMPLETED', filled_size: String(depthAtLevel) });
   });
 
@@ -97,13 +97,13 @@ describe('managed strategies over REST', () => {
     const mark = px(bid - 0.02);
     const res = await post('alice', { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '10', execution: { high_water_mark: mark, trailing_offset: '0.03' } });
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE', record_id: expect.any(String) } });
-    await settle();
+    await whenQuiet();
     let s = await strategy('alice', res.body.record_id);
     expect(s).toMatchObject({ high_water_mark: b, price: px(bid - 0.03), trigger_price: px(bid - 0.03) });
     // bob bids one tick higher: the mark follows
     const up = px(bid + 0.01);
     const bobBid = await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: up, size: '5' });
-    await settle();
+    await whenQuiet();
     s = await strategy('alice', res.body.record_id);
     expect(s).toMatchObject({ high_water_mark: up, price: px(bid - 0.02), status: 'ACTIVE' });
     // the message follows the state: it names the armed level, which is the trigger_price (issue 12, item 12)
@@ -111,15 +111,15 @@ describe('managed strategies over REST', () => {
     expect(s.trigger_price).toBe(px(bid - 0.02));
     // the bid comes back down to the old level: above the armed level, nothing fires
     await svc.call('DELETE', `/v2/trade/orders/${bobBid.body.order_id}`, { headers: as('bob') });
-    await settle();
+    await whenQuiet();
     expect((await strategy('alice', res.body.record_id)).status).toBe('ACTIVE');
     // bob sells through the top bid: the bid is now one tick lower (bid − 0.01): still above bid − 0.02
     await sellThrough(token, b);
-    await settle();
+    await whenQuiet();
     expect((await strategy('alice', res.body.record_id)).status).toBe('ACTIVE');
     // and through the next level: the bid reaches bid − 0.02 = the armed level → fires there
     await sellThrough(token, px(bid - 0.01));
-    await settle();
+    await whenQuiet();
     s = await strategy('alice', res.body.record_id);
     expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: px(bid - 0.02), high_water_mark: up });
     expect(s.message).toBe('the trailing-stop sell order is done');
@@ -134,17 +134,17 @@ describe('managed strategies over REST', () => {
     // low-water mark seeded from the ask; entry at ask + 0.02; ceiling ask + 0.02
     const res = await post('alice', { symbol: token, side: 'buy', type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset: '0.02', price_ceiling: a(0.02) } });
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE', price: a(0.02) } });
-    await settle();
+    await whenQuiet();
     expect(await strategy('alice', res.body.record_id)).toMatchObject({ low_water_mark: a(0), trigger_price: a(0.02) });
     // bob lifts the asks up to ask + 0.03 in one go: the ask gaps past the ceiling → no entry
     const through = asks.filter((l: any) => Number(l.price) <= ask + 0.025).reduce((x: number, l: any) => x + Number(l.size), 0);
     await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: a(0.02), size: String(through), time_in_force: 'IOC' });
-    await settle();
+    await whenQuiet();
     expect((await book(token)).asks[0].price).toBe(a(0.03));
     expect((await strategy('alice', res.body.record_id)).status).toBe('ACTIVE');
     // bob offers at the ceiling: the ask is back within it → the entry fires at that ask
     await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: a(0.02), size: '100' });
-    await settle();
+    await whenQuiet();
     const s = await strategy('alice', res.body.record_id);
     const shares = (Math.floor((5 / (ask + 0.02)) * 100) / 100).toString();
     expect(s).toMatchObject({ status: 'COMPLETED', executed_price: a(0.02), filled_size: shares });
@@ -157,7 +157,7 @@ describe('managed strategies over REST', () => {
     expect(res.body.message).toMatch(new RegExp(`3 slices every 10 s, limit ${px(ask)} \\(derived from the live touch: best ask\\)`));
     expect(res.body.warnings).toEqual(['execution.clip_size is ignored for TWAP orders', 'execution.randomize_pct is ignored for TWAP orders']);
     const id = res.body.record_id;
-    await settle();
+    await whenQuiet();
     let s = await strategy('alice', id);
     expect(s).toMatchObject({ slices_done: 1, slices_total: 3, filled_size: '33.33' });
     expect(s.next_slice_at - s.created_at).toBeGreaterThan(9_900);
@@ -165,7 +165,7 @@ describe('managed strategies over REST', () => {
     for (const k of [2, 3]) {
       const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
       await svc.services.host.deliverTimer({ actorId: id, timerName: 'slice', atMs: c.deadlines.slice! });
-      await settle();
+      await whenQuiet();
       s = await strategy('alice', id);
       expect(s.slices_done).toBe(k);
     }
@@ -195,14 +195,14 @@ describe('managed strategies over REST', () => {
     for (let i = 1; i <= 2; i++) {
       await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
       await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price, size: '10', time_in_force: 'IOC' });
-      await settle();
+      await whenQuiet();
       const open = await clips();
       expect(open).toHaveLength(1);
       expect(await strategy('alice', id)).toMatchObject({ slices_done: i + 1, filled_size: String(10 * i) });
     }
     await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
     await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price, size: '10', time_in_force: 'IOC' });
-    await settle();
+    await whenQuiet();
     expect(await clips()).toHaveLength(0);
     expect(await strategy('alice', id)).toMatchObject({ status: 'COMPLETED', filled_size: '30', executed_price: price });
   });
@@ -219,7 +219,7 @@ describe('managed strategies over REST', () => {
     expect(size).toBeGreaterThan(0);
     await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(Math.floor(limit * 100) / 100), size: String(size), time_in_force: 'IOC' });
     expect(Number((await book(token)).asks[0].price)).toBeGreaterThan(limit);
-    await settle();
+    await whenQuiet();
     expect(await strategy('alice', id)).toMatchObject({ status: 'CANCELED', message: expect.stringMatching(/drift/) });
     expect((await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders.filter((o: any) => o.record_id === id)).toHaveLength(0);
   });
@@ -233,7 +233,7 @@ describe('managed strategies over REST', () => {
     expect(await pegs()).toMatchObject([{ price: px(bid), status: 'LIVE' }]);
     // bob improves the bid by a tick: the peg follows (cancel + re-place), ceiling allows it
     await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid + 0.01), size: '5' });
-    await settle();
+    await whenQuiet();
     expect(await pegs()).toMatchObject([{ price: px(bid + 0.01) }]);
     const del = await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
     expect(del).toMatchObject({ status: 200, body: { status: 'CANCELED' } });
@@ -278,7 +278,7 @@ describe('managed strategies over REST', () => {
       expect(await strategy('alice', rid)).toMatchObject({ type: 'BRACKET', status: 'ACTIVE', entry_order_id: res.body.order_id, price: sl, filled_size: null });
       // the bid falls to the stop: the take-profit (holding the shares) is canceled, then the stop sells
       await sellThrough(token, px(bid));
-      await settle();
+      await whenQuiet();
       const s = await strategy('alice', rid);
       expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: sl, order_ids: [`ord_${rid}_1`, `ord_${rid}_2`] });
       expect(s.brackets.take_profit).toMatchObject({ status: 'CANCELED', error: null });
@@ -292,7 +292,7 @@ describe('managed strategies over REST', () => {
       const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: tp, size: '0' }, stop_loss: { price: '0.1' } });
       const rid = res.body.bracket_id;
       await buyThrough(token, tp); // bob takes every ask up to the take-profit price, alice's included
-      await settle();
+      await whenQuiet();
       const s = await strategy('alice', rid);
       expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: tp });
       expect(s.brackets).toMatchObject({ take_profit: { status: 'FILLED' }, stop_loss: { status: 'CANCELED', order_id: null } });
@@ -321,7 +321,7 @@ describe('managed strategies over REST', () => {
       expect(res.body).toMatchObject({ status: 'LIVE', brackets: { take_profit: { status: 'WAITING', order_id: null, size: null } } });
       expect(await strategy('alice', res.body.bracket_id)).toMatchObject({ status: 'PENDING' });
       await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') });
-      await settle();
+      await whenQuiet();
       const s = await strategy('alice', res.body.bracket_id);
       expect(s).toMatchObject({ status: 'CANCELED', message: 'the entry ended with nothing filled: no bracket placed', brackets: { take_profit: { status: 'CANCELED' } } });
     });
@@ -343,7 +343,7 @@ describe('managed strategies over REST', () => {
       const input = svc.services.strategies.checkBrackets(entry.userId, { symbol: token, side: 'buy', type: 'LIMIT', price: '0.1', size: '10', take_profit: { price: '0.9' } } as never, entry)!;
       await svc.services.host.create('strategy.bracket', { id: input.recordId, input, partnerId: alice.partnerId, ownerUserId: entry.userId });
       await svc.services.strategies.reconcile();
-      await settle();
+      await whenQuiet();
       expect(await strategy('alice', input.recordId)).toMatchObject({ status: 'CANCELED', message: 'the entry was refused: no bracket placed' });
     });
 
