@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import { EmbeddedStore } from '../../engine/store/embedded.js';
-import type { Collection, Doc, Filter, IndexSpec, Store } from '../../engine/store/port.js';
 import { sellThrough as sellThroughBids, tokenPicker } from '../api/trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
+import { FaultyStore, type ActiveRule, type FaultRule, type HeldRule, type OpInfo } from './store/faulty-store.js';
 
 /**
  * Issue 12, items 15, 16, 18: failures between the strategy engine and the store become state
@@ -12,7 +12,7 @@ import { startTestService, type TestService } from '../helpers.js';
  * writes of the `actors` collection fail or wait for the test).
  */
 
-/** A write of the `actors` collection a rule may fail or hold. */
+/** A write of the `actors` collection as the rules below see it. */
 interface Write {
   op: 'insert' | 'update';
   /** `_id` of the document written. */
@@ -20,86 +20,33 @@ interface Write {
   doc: Record<string, unknown>;
 }
 
-interface Rule {
-  match: (w: Write) => boolean;
-  /** How many matching writes it applies to. */
-  times: number;
-  /** `fail`: the write rejects; a promise: the write waits for it, then happens. */
-  effect: 'fail' | Promise<void>;
-  /** Ids of the writes it applied to. */
-  hits: string[];
+/** The `actors` insert or update `info` is, as a {@link Write} (null: another operation). */
+function writeOf(info: OpInfo): Write | null {
+  if (info.collection !== 'actors') return null;
+  if (info.op === 'insertOne') return { op: 'insert', id: String(info.doc?._id), doc: (info.doc ?? {}) as Record<string, unknown> };
+  if (info.op === 'updateOne') return { op: 'update', id: String(info.filter?._id), doc: info.set ?? {} };
+  return null;
 }
 
-/** A store whose `actors` writes follow the rules the test adds (fail, or wait for a gate). */
-class FaultyStore implements Store {
-  readonly rules: Rule[] = [];
-  /** `keepOpen`: close() leaves the inner store open (a restart of the service on the same store). */
-  constructor(
-    private readonly inner: Store,
-    private readonly keepOpen = false,
-  ) {}
-  get adapter() {
-    return this.inner.adapter;
-  }
-  get location() {
-    return this.inner.location;
-  }
-  ping() {
-    return this.inner.ping();
-  }
-  writeFailure() {
-    return this.inner.writeFailure();
-  }
-  close() {
-    return this.keepOpen ? Promise.resolve() : this.inner.close();
-  }
-
-  /** Makes the next `times` writes matching `match` reject. */
-  fail(match: (w: Write) => boolean, times = 1): Rule {
-    const r: Rule = { match, times, effect: 'fail', hits: [] };
-    this.rules.push(r);
-    return r;
-  }
-
-  /** Holds the next write matching `match` until `release()` (with `fail`: then it rejects). */
-  hold(match: (w: Write) => boolean): Rule & { release: (fail?: boolean) => void } {
-    let release!: (fail?: boolean) => void;
-    const gate = new Promise<void>((resolve, reject) => (release = (fail) => (fail ? reject(new Error('injected store fault after a delay')) : resolve())));
-    gate.catch(() => undefined);
-    const r = { match, times: 1, effect: gate, hits: [] as string[], release };
-    this.rules.push(r);
-    return r;
-  }
-
-  private async apply(w: Write): Promise<void> {
-    const r = this.rules.find((x) => x.times > 0 && x.match(w));
-    if (!r) return;
-    r.times--;
-    r.hits.push(w.id);
-    if (r.effect === 'fail') throw new Error(`injected store fault: ${w.op} of ${w.id}`);
-    await r.effect;
-  }
-
-  async collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Promise<Collection<T>> {
-    const c = await this.inner.collection<T>(name, indexes);
-    if (name !== 'actors') return c;
-    return {
-      insertOne: async (doc: T) => {
-        await this.apply({ op: 'insert', id: doc._id, doc: doc as unknown as Record<string, unknown> });
-        return c.insertOne(doc);
-      },
-      updateOne: async (filter: Filter, set: Record<string, unknown>, options?: { upsert?: boolean }) => {
-        await this.apply({ op: 'update', id: String(filter._id), doc: set });
-        return c.updateOne(filter, set, options);
-      },
-      findOne: (f) => c.findOne(f),
-      find: (f, o) => c.find(f, o),
-      count: (f) => c.count(f),
-      replaceOne: (d) => c.replaceOne(d),
-      deleteMany: (f) => c.deleteMany(f),
-    };
-  }
+/** A rule over `actors` writes matching `match`, failing with the message the assertions name. */
+function actorsRule(match: (w: Write) => boolean, times: number): Partial<FaultRule> {
+  return {
+    collections: ['actors'],
+    ops: ['insertOne', 'updateOne'],
+    where: (info) => {
+      const w = writeOf(info);
+      return w !== null && match(w);
+    },
+    times,
+    message: (info) => `injected store fault: ${writeOf(info)!.op} of ${writeOf(info)!.id}`,
+  };
 }
+
+/** The next `times` `actors` writes matching `match` fail (shared FaultyStore, test/engine/store/faulty-store.ts). */
+const failWrites = (store: FaultyStore, match: (w: Write) => boolean, times = 1): ActiveRule => store.add({ ...actorsRule(match, times) });
+
+/** The next `actors` write matching `match` waits until `release()` (with `fail`: then it fails). */
+const holdWrite = (store: FaultyStore, match: (w: Write) => boolean): HeldRule => store.hold(actorsRule(match, 1));
 
 /** A price as the API writes it. */
 const px = (x: number) => String(Number(x.toFixed(2)));
@@ -145,7 +92,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
       const id = res.body.record_id;
       const failuresBefore = svc.services.strategies.deliveryFailures;
-      const fault = store.fail(isStrategyUpdate(id)); // the write of the fired stop's book.touch
+      const fault = failWrites(store, isStrategyUpdate(id)); // the write of the fired stop's book.touch
       await sellThrough(token, px(bid));
       await idle();
       expect(fault.hits).toEqual([id]);
@@ -160,14 +107,14 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
       const id = res.body.record_id;
       const abandonedBefore = svc.services.strategies.deliveriesAbandoned;
-      const fault = store.fail(isStrategyUpdate(id), 1000);
+      const fault = failWrites(store, isStrategyUpdate(id), 1000);
       await sellThrough(token, px(bid));
       await idle();
       expect(fault.hits.length).toBe(6); // the first delivery and 5 retries
       expect(svc.services.strategies.deliveriesAbandoned).toBe(abandonedBefore + 1);
       expect(svc.services.strategies.triggers.has(id)).toBe(true); // armed again, not lost
       expect(await strategy('alice', id)).toMatchObject({ status: 'ACTIVE' });
-      fault.times = 0; // the store heals
+      fault.remove(); // the store heals
       // the next touch change fires it: bob offers below the ask (the bid is still at the level)
       await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
       expect((await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: px(bid + 0.01), size: '5' })).body.status).toBe('LIVE');
@@ -180,7 +127,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
     it('TWAP: a slice not placed is lost (warning), its shares roll into the next slices, and the TWAP completes', async () => {
       const { token, ask } = await freshToken(0.2, 0.6);
       // the first slice's order cannot be written
-      const fault = store.fail((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
       const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 30 } });
       expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
       const id = res.body.record_id;
@@ -202,7 +149,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
 
     it('TWAP: no slice can be placed → FAILED at the end time with the reason in message (not ACTIVE with nothing working)', async () => {
       const { token, ask } = await freshToken(0.2, 0.6);
-      const fault = store.fail((w) => w.op === 'insert' && /^ord_stg_.*_\d$/.test(w.id), 3);
+      const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_\d$/.test(w.id), 3);
       const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 30 } });
       const id = res.body.record_id;
       for (const name of ['slice', 'slice', 'end']) {
@@ -221,7 +168,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       const failuresBefore = svc.services.strategies.deliveryFailures;
       // the TWAP's first write after its creation fails three times: every report of its only slice
       // (SUBMITTED, FILLED, and the placement's own) is lost unless retried
-      const fault = store.fail((w) => w.op === 'update' && /^stg_/.test(w.id) && w.doc.revision === 2, 3);
+      const fault = failWrites(store, (w) => w.op === 'update' && /^stg_/.test(w.id) && w.doc.revision === 2, 3);
       const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '10', price: px(ask), execution: { interval_sec: 10, duration_sec: 10 } });
       const id = res.body.record_id;
       await idle();
@@ -232,7 +179,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
 
     it('ICEBERG: a clip not placed is retried (ACTIVE, warning, retry timer), then works', async () => {
       const { token, bid } = await freshToken(0.2, 0.6);
-      const fault = store.fail((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
       const res = await post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid), size: '30', execution: { clip_size: '10' } });
       expect(res.status).toBe(200);
       const id = res.body.record_id;
@@ -252,7 +199,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
 
     it('ICEBERG canceled while its clip is being placed, and the placement fails: the cancel still ends it CANCELED (no hang)', async () => {
       const { token, bid } = await freshToken(0.2, 0.6);
-      const held = store.hold((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const held = holdWrite(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
       const created = post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid), size: '30', execution: { clip_size: '10' } });
       await until(() => held.hits.length === 1, 'the clip reached the store');
       const id = held.hits[0]!.slice(4, -2);
@@ -268,7 +215,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
 
     it('BRACKET: a take-profit not placed → its leg FAILED with the error (and a warning), the stop stays armed', async () => {
       const { token, ask } = await freshToken(0.3, 0.7);
-      const fault = store.fail((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
       const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: px(ask + 0.1) }, stop_loss: { price: '0.1' } });
       expect(res).toMatchObject({ status: 200, body: { status: 'FILLED' } });
       const rid = res.body.bracket_id;
@@ -285,7 +232,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       const level = px(bid - 0.01);
       const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
       const id = res.body.record_id;
-      const fault = store.fail(isInsertOf(`ord_${id}_1`));
+      const fault = failWrites(store, isInsertOf(`ord_${id}_1`));
       await sellThrough(token, px(bid));
       await idle();
       expect(fault.hits).toEqual([`ord_${id}_1`]);
@@ -303,7 +250,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       await idle();
       expect((await openOrders('alice')).find((o: any) => o.order_id === `ord_${id}_1`)).toMatchObject({ status: 'LIVE', price: px(bid + 0.01) });
       // the slice's cancel is held in the store: the TWAP stays in its finishing step
-      const held = store.hold(isStrategyUpdate(`ord_${id}_1`));
+      const held = holdWrite(store, isStrategyUpdate(`ord_${id}_1`));
       const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
       await svc.services.host.deliverTimer({ actorId: id, timerName: 'end', atMs: c.deadlines.end! });
       await until(() => held.hits.length === 1, 'the cancel of the slice reached the store');
@@ -321,7 +268,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
       const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 30, passive: true } });
       const id = res.body.record_id;
       await idle();
-      const fault = store.fail(isStrategyUpdate(`ord_${id}_1`), 2); // the slice's order.cancel cannot be written, twice
+      const fault = failWrites(store, isStrategyUpdate(`ord_${id}_1`), 2); // the slice's order.cancel cannot be written, twice
       const del = await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
       expect(del.status).toBe(200); // accepted: the TWAP is canceling (tag canceling) and certainly ends CANCELED
       expect(svc.services.host.snapshotOf(id)?.hasTag('canceling') ?? del.body.status === 'CANCELED').toBe(true);
@@ -333,7 +280,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
 
     it('a BRACKET whose take-profit is being placed: DELETE → 200, the take-profit is canceled once placed, the record ends CANCELED', async () => {
       const { token, ask } = await freshToken(0.3, 0.7);
-      const held = store.hold((w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
+      const held = holdWrite(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
       const entry = post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: px(ask + 0.1) }, stop_loss: { price: '0.1' } });
       await until(() => held.hits.length === 1, 'the take-profit reached the store');
       const tp = held.hits[0]!;
@@ -370,7 +317,7 @@ describe('start-up reconciliation (issue 12: 16)', () => {
   it('a TWAP whose slice cancel was given up (store fault) is canceled at the next start: CANCELED, nothing left working', async () => {
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
     const inner = await EmbeddedStore.open(null);
-    const first = new FaultyStore(inner, true);
+    const first = new FaultyStore(inner, { keepOpen: true });
     let svc = await startTestService({ store: first, env });
     const as = { 'x-partner-user-id': 'carol' };
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });
@@ -380,7 +327,7 @@ describe('start-up reconciliation (issue 12: 16)', () => {
     const res = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: ask, execution: { interval_sec: 10, duration_sec: 30, passive: true } }, headers: as });
     const id = res.body.record_id;
     await svc.services.strategies.idle();
-    const fault = first.fail((w) => w.op === 'update' && w.id === `ord_${id}_1`, 1000);
+    const fault = failWrites(first, (w) => w.op === 'update' && w.id === `ord_${id}_1`, 1000);
     expect((await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as })).status).toBe(200);
     await svc.services.strategies.idle(); // every retry of the cancel fails: given up, counted
     expect(fault.hits).toHaveLength(6);

@@ -13,7 +13,9 @@
  *
  * A failed write throws {@link InjectedFault} and, by default, changes nothing (`when: 'before'`);
  * with `when: 'after'` the write is applied and then reported as failed (an ambiguous write: the
- * caller cannot tell whether it happened).
+ * caller cannot tell whether it happened). {@link FaultyStore.hold} keeps a matching operation
+ * waiting until the test releases it (then it runs, or fails); `{ keepOpen: true }` leaves the
+ * wrapped store open on close() (a restart of the service on the same store).
  */
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from '../../../engine/store/port.js';
 
@@ -36,8 +38,8 @@ export interface OpInfo {
 
 /** The error an injected failure throws. */
 export class InjectedFault extends Error {
-  constructor(readonly info: OpInfo, readonly rule: string) {
-    super(`injected fault (${rule}): ${info.op} on ${info.collection}`);
+  constructor(readonly info: OpInfo, readonly rule: string, message?: string) {
+    super(message ?? `injected fault (${rule}): ${info.op} on ${info.collection}`);
     this.name = 'InjectedFault';
   }
 }
@@ -58,11 +60,13 @@ export interface FaultRule {
   seed?: number;
   /** Fire at most this many times (default unlimited). */
   times?: number;
-  /** What to do: fail (default) or delay by `delayMs` then proceed. */
-  effect?: 'fail' | 'delay';
+  /** What to do: fail (default), delay by `delayMs` then proceed, or hold until released ({@link FaultyStore.hold}). */
+  effect?: 'fail' | 'delay' | 'hold';
   delayMs?: number;
   /** A failure before the write (nothing written; default) or after it (written, reported failed). */
   when?: 'before' | 'after';
+  /** The failure's message (default: names the rule, the operation and the collection). */
+  message?: (info: OpInfo) => string;
 }
 
 /** A rule in force, with what it matched and fired. */
@@ -72,7 +76,15 @@ export interface ActiveRule {
   readonly matched: number;
   /** Times it fired. */
   readonly fired: number;
+  /** `_id` of the document of each operation it fired on (the document's, or the filter's), in order. */
+  readonly hits: readonly string[];
   remove(): void;
+}
+
+/** A hold in force: the operations it caught wait until {@link release}. */
+export interface HeldRule extends ActiveRule {
+  /** Lets the held operations go on; with `fail`, they fail ({@link InjectedFault}) instead. */
+  release(fail?: boolean): void;
 }
 
 /** mulberry32: a small seeded PRNG, enough for reproducible fault schedules. */
@@ -90,6 +102,9 @@ export function prng(seed: number): () => number {
 class Active implements ActiveRule {
   matched = 0;
   fired = 0;
+  readonly hits: string[] = [];
+  /** effect 'hold': resolves (go on) or rejects (fail) when released. */
+  gate: Promise<void> | null = null;
   readonly random: (() => number) | null;
   constructor(readonly rule: FaultRule, private readonly owner: FaultyStore) {
     this.random = rule.probability !== undefined ? prng(rule.seed ?? 1) : null;
@@ -123,13 +138,17 @@ export class FaultyStore implements Store {
   /** Master switch: when false every operation is forwarded untouched (rules keep their counts). */
   enabled = true;
   /** Every fault that fired, in order. */
-  readonly log: Array<{ info: OpInfo; rule: string; effect: 'fail' | 'delay' }> = [];
+  readonly log: Array<{ info: OpInfo; rule: string; effect: 'fail' | 'delay' | 'hold' }> = [];
   /** Operations forwarded per `collection:op`. */
   readonly counts = new Map<string, number>();
   private rules: Active[] = [];
   private readonly wrapped = new Map<string, Collection<Doc>>();
 
-  constructor(readonly inner: Store) {}
+  /** `keepOpen`: close() leaves `inner` open (the service restarted on the same store). */
+  constructor(
+    readonly inner: Store,
+    private readonly options: { keepOpen?: boolean } = {},
+  ) {}
 
   get adapter(): Store['adapter'] {
     return this.inner.adapter;
@@ -165,6 +184,20 @@ export class FaultyStore implements Store {
     return this.add({ effect: 'delay', delayMs, ...extra });
   }
 
+  /**
+   * The next `times` (default 1) operations matching `extra` (every write by default) wait until
+   * the handle's `release()`; released with `fail`, they fail instead of running.
+   */
+  hold(extra: Partial<FaultRule> = {}): HeldRule {
+    let release!: (fail?: boolean) => void;
+    const gate = new Promise<void>((resolve, reject) => (release = (fail) => (fail ? reject(new Error('released as failed')) : resolve())));
+    gate.catch(() => undefined);
+    const a = new Active({ times: 1, ...extra, effect: 'hold' }, this);
+    a.gate = gate;
+    this.rules.push(a);
+    return Object.assign(a, { release });
+  }
+
   /** Removes every rule. */
   clear(): void {
     this.rules = [];
@@ -190,12 +223,14 @@ export class FaultyStore implements Store {
       if (!a.matches(info) || !a.decide()) continue;
       const effect = a.rule.effect ?? 'fail';
       this.log.push({ info, rule: a.label, effect });
+      a.hits.push(String(info.doc?._id ?? info.filter?._id));
       if (effect === 'delay') await new Promise((r) => setTimeout(r, a.rule.delayMs ?? 0));
-      else if ((a.rule.when ?? 'before') === 'before') throw new InjectedFault(info, a.label);
+      else if (effect === 'hold') await a.gate!.catch(() => Promise.reject(new InjectedFault(info, a.label, a.rule.message?.(info))));
+      else if ((a.rule.when ?? 'before') === 'before') throw new InjectedFault(info, a.label, a.rule.message?.(info));
       else failAfter ??= a;
     }
     const result = await forward();
-    if (failAfter) throw new InjectedFault(info, failAfter.label);
+    if (failAfter) throw new InjectedFault(info, failAfter.label, failAfter.rule.message?.(info));
     return result;
   }
 
@@ -226,6 +261,6 @@ export class FaultyStore implements Store {
   }
 
   close(): Promise<void> {
-    return this.inner.close();
+    return this.options.keepOpen ? Promise.resolve() : this.inner.close();
   }
 }
