@@ -4,7 +4,7 @@
  * cents message of spec 2.1, minimum sizes, the $1 minimum notional, available pUSD and free
  * shares, post-only crossing, the GTD horizon and the TWAP slice rules (spec 2.1, 2.2.2, part 8).
  *
- * REST orders (engine/orders.ts `check`), strategies and brackets (engine/strategies.ts `check`,
+ * REST orders (engine/orders.ts `check`), strategies and brackets (engine/strategies/requests.ts `check`,
  * `checkBrackets`) and every child order a strategy places ({@link RiskEngine.checkChild}, from
  * `OrderService.placeChild`) use it. Rules the JSON Schema enforces (schemas/orders.ts: required
  * fields, decimal strings, sizes of at most 2 decimals, numeric bounds) are not repeated here.
@@ -18,6 +18,7 @@
 import type { Clock } from './clock.js';
 import { dec, Dec, str } from './decimal.js';
 import { DomainError, errors } from './errors.js';
+import { crossesBook, type Touch } from './touch.js';
 import type { Available, Side, TokenInfo, VenuePort } from './venue/port.js';
 
 /** Lowest price of any price field, decimal probability (spec 2.1, part 8). */
@@ -154,16 +155,11 @@ export function checkIcebergClip(clip: Dec, size: Dec, price: Dec, market: Pick<
   checkRestingMinimum('execution.clip_size', clip, str(clip), market);
 }
 
-/** Best bid and ask as decimal strings (null: that side is empty), as strategies see the touch. */
-export interface TouchText {
-  bid: string | null;
-  ask: string | null;
-}
+/** Best bid and ask as decimal strings (null: that side is empty), as strategies see the touch (engine/touch.ts). */
+export type TouchText = Touch;
 
-/** A post-only order at `price` would take liquidity: a buy at or above the ask, a sell at or below the bid. */
-export function crossesBook(side: Side, price: Dec, touch: TouchText): boolean {
-  return side === 'buy' ? touch.ask !== null && dec(touch.ask).lte(price) : touch.bid !== null && dec(touch.bid).gte(price);
-}
+/** The crossing rule lives in engine/touch.ts (pure, shared with machines/iceberg.ts). */
+export { crossesBook };
 
 /**
  * Post-only orders never take liquidity (spec 2.2.2 ICEBERG: `order crosses book`).

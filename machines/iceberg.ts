@@ -25,6 +25,7 @@
  */
 import { assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
+import { crossesBook } from '../engine/touch.js';
 import {
   baseContext, d, isWorkingChildDone, need, nextChildId, placingOrder, remainingShares, retryActions, retryingChild, strategySetup, workingOrder,
   type ChildOrder, type StrategyBaseContext, type StrategyInput, type Touch,
@@ -42,10 +43,8 @@ function icebergContext(input: StrategyInput): IcebergContext {
   return { ...baseContext(input), price: need(input.price, 'ICEBERG price'), size: need(input.size, 'ICEBERG size'), clipSize: need(input.clipSize, 'ICEBERG clip size') };
 }
 
-/** A post-only clip at `price` would take liquidity at this touch. */
-export function clipWouldCross(c: Pick<IcebergContext, 'side' | 'price'>, t: Touch): boolean {
-  return c.side === 'buy' ? t.ask !== null && d(t.ask).lte(c.price) : t.bid !== null && d(t.bid).gte(c.price);
-}
+/** A post-only clip at `price` would take liquidity at this touch (engine/touch.ts `crossesBook`, the rule risk uses). */
+const clipWouldCross = (c: Pick<IcebergContext, 'side' | 'price'>, t: Touch): boolean => crossesBook(c.side, c.price, t);
 
 /**
  * The market ran away from the iceberg's price by more than the tolerance: the far touch (the ask

@@ -22,12 +22,10 @@
  */
 import { and, assign, setup } from 'xstate';
 import { Dec } from '../engine/decimal.js';
+import type { Touch } from '../engine/touch.js';
 
-/** Best bid and ask of the strategy's token, decimal probabilities (null: that side is empty). */
-export interface Touch {
-  bid: string | null;
-  ask: string | null;
-}
+/** Best bid and ask of the strategy's token (engine/touch.ts, pure), decimal probabilities (null: that side is empty). */
+export type { Touch };
 
 /**
  * Price conditions a strategy waits for; the engine sends `book.touch` when one holds:

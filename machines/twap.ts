@@ -116,7 +116,6 @@ export const twapMachine = strategySetup<TwapContext>().extend({
       isWorkingChildDone(context, event) && event.type === 'order.updated' && remainingShares({ ...context, ...applyChildUpdate(context, event) }).lte(0),
     sliceTime: ({ context, event }) => isCurrentTimer(context, event, 'slice'),
     endTime: ({ context, event }) => isCurrentTimer(context, event, 'end'),
-    hasWorkingChild: ({ context }) => context.working !== null,
   },
 }).createMachine({
   id: 'twap',

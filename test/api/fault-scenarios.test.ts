@@ -163,7 +163,7 @@ describe('stops under store faults', () => {
   }
 
   // issue 12, item 15 (fixed; it used to be so): a fired trigger used to leave the index before its event was delivered; the delivery's write
-  // fails and it is never registered again (engine/strategies.ts deliver(), engine/triggers.ts fire()).
+  // fails and it is never registered again (engine/strategies/trigger-feed.ts deliver(), engine/triggers.ts fire()).
   it('the write of a firing stop fails once: the stop still fires (it is delivered again or re-armed)', async () => {
     const ctx = await setup();
     const stop = await armedStop(ctx);
