@@ -34,6 +34,10 @@ import {
 /** Context of a PEGGED buy: spends `quoteAmount` dollars (the budget). */
 export interface PeggedContext extends StrategyBaseContext {
   quoteAmount: string;
+  /**
+   * PEGGED `offset_ticks` as sent: a count of 0.001 price steps (spec 2.1), not market ticks; read it
+   * as a price through machines/pegged.ts `pegOffsetPrice`. Persisted in snapshots under this name.
+   */
   offsetTicks?: number;
   priceFloor?: string | null;
   priceCeiling?: string | null;
@@ -43,15 +47,23 @@ function peggedContext(input: StrategyInput): PeggedContext {
   return { ...baseContext(input), quoteAmount: need(input.quoteAmount, 'PEGGED budget') };
 }
 
-/** One tick of `offset_ticks` (spec 2.1). */
-const SPEC_TICK = '0.001';
+/** One step of `offset_ticks`: 0.001 of probability (spec 2.1's tick, whatever the market's tick). */
+export const OFFSET_STEP = '0.001';
+
+/**
+ * How far below the best bid the peg rests, as a price (decimal probability): `offset_ticks` ×
+ * {@link OFFSET_STEP}. The context keeps the count (`offsetTicks`, its persisted name).
+ */
+export function pegOffsetPrice(c: Pick<StrategyContext, 'offsetTicks'>): Dec {
+  return new Dec(OFFSET_STEP).times(c.offsetTicks ?? 0);
+}
 
 /** The peg price at this touch, or null when no price fits (empty book, ceiling/floor out of reach). */
 export function pegPrice(c: Pick<StrategyContext, 'tickSize' | 'offsetTicks' | 'priceFloor' | 'priceCeiling'>, t: Touch): string | null {
   const tick = d(c.tickSize);
   let base: Dec | null = t.bid !== null ? d(t.bid) : t.ask !== null ? d(t.ask).minus(tick) : null;
   if (base === null) return null;
-  base = floorTick(base.minus(new Dec(SPEC_TICK).times(c.offsetTicks ?? 0)), c.tickSize);
+  base = floorTick(base.minus(pegOffsetPrice(c)), c.tickSize);
   if (c.priceCeiling != null && base.gt(c.priceCeiling)) base = floorTick(d(c.priceCeiling), c.tickSize);
   if (t.ask !== null && base.gte(t.ask)) base = d(t.ask).minus(tick);
   if (c.priceFloor != null && base.lt(c.priceFloor)) return null;

@@ -131,6 +131,10 @@ export interface StrategyInput {
   clipSize?: string | null;
   tolerancePct?: string | null;
   /** PEGGED. */
+  /**
+   * PEGGED `offset_ticks` as sent: a count of 0.001 price steps (spec 2.1), not market ticks; read it
+   * as a price through machines/pegged.ts `pegOffsetPrice`. Persisted in snapshots under this name.
+   */
   offsetTicks?: number;
   priceFloor?: string | null;
   priceCeiling?: string | null;

@@ -5,7 +5,7 @@
  *
  * (a) money and shares — the simulated venue (engine/venue/sim-venue.ts) keeps user wallets
  *     (`pusd`, `reserved`, per-token `shares`/`reserved`/`cost`) and its record of every user order
- *     (with its fills) in memory. The market maker (`sim-maker`) has no wallet: it mints and absorbs
+ *     (with its fills) in memory. The liquidity provider (`sim-maker`) has no wallet: it mints and absorbs
  *     without limit, and its side of a trade is never settled. So the accounting is:
  *       - every user wallet is explained by its own trades: pUSD = SIM_INITIAL_PUSD − Σ buy notional
  *         + Σ sell notional, shares(token) = Σ bought − Σ sold (fills from the venue's order records,
@@ -37,7 +37,7 @@
 import { Dec } from '../engine/decimal.js';
 import type { Services } from '../engine/service.js';
 import type { ActorRecord } from '../engine/store/actors.js';
-import { LIQUIDITY_PROVIDER_ID as MAKER_ID } from '../engine/venue/ledger.js';
+import { LIQUIDITY_PROVIDER_ID } from '../engine/venue/ledger.js';
 
 export interface InvariantOptions {
   /** Ids (order_id, record_id, bracket_id) the test got a 2xx for. */
@@ -176,7 +176,7 @@ function moneyViolations(
   const out: string[] = [];
   const initial = d(services.config.simInitialPusd);
   const recordOf = new Map(orderRecords.map((r) => [r._id, r]));
-  const users = [...venue.wallets.keys()].filter((u) => u !== MAKER_ID);
+  const users = [...venue.wallets.keys()].filter((u) => u !== LIQUIDITY_PROVIDER_ID);
   const exp = new Map<string, { pusd: Dec; shares: Map<string, Dec>; reservedUsd: Dec; reservedShares: Map<string, Dec> }>();
   const expOf = (u: string) => {
     let e = exp.get(u);
@@ -196,7 +196,7 @@ function moneyViolations(
 
   for (const [id, e] of venue.orders) {
     const o = e.order;
-    if (o.userId === MAKER_ID) continue;
+    if (o.userId === LIQUIDITY_PROVIDER_ID) continue;
     let filled = d(0);
     let matched = d(0);
     for (const f of e.fills) {
@@ -308,9 +308,9 @@ function moneyViolations(
   }
   // books: every open resting user order is there with its remaining size, and nothing else of users
   const inBooks = new Map<string, RestingLike>();
-  for (const b of venue.books.values()) for (const r of b.all()) if (r.userId !== MAKER_ID) inBooks.set(r.orderId, r);
+  for (const b of venue.books.values()) for (const r of b.all()) if (r.userId !== LIQUIDITY_PROVIDER_ID) inBooks.set(r.orderId, r);
   for (const [id, e] of venue.orders) {
-    if (e.order.userId === MAKER_ID) continue;
+    if (e.order.userId === LIQUIDITY_PROVIDER_ID) continue;
     const rests = e.status === 'open' && e.order.kind === 'limit' && (e.order.timeInForce === 'GTC' || e.order.timeInForce === 'GTD');
     const r = inBooks.get(id);
     if (rests && !r) out.push(`open order ${id} is not in the book`);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { OrderInput } from '../../machines/order.js';
-import { pegPrice } from '../../machines/pegged.js';
+import { pegOffsetPrice, pegPrice } from '../../machines/pegged.js';
 import { floorShares, type BracketLeg, type StrategyInput, type StrategyType, type Touch } from '../../machines/strategy-kit.js';
 import { trailingBuyLevel, trailingBuyMessage } from '../../machines/trailing-buy.js';
 import { trailingStopLevel, trailingStopMessage } from '../../machines/trailing-stop.js';
@@ -215,7 +215,7 @@ export class StrategyRequests {
         };
         const peg = pegPrice(input, touchNow);
         // where the peg rests against the touch it follows: the message says why when it is elsewhere
-        const target = touchNow.bid === null ? null : dec(touchNow.bid).minus(dec(input.offsetTicks ?? 0).times('0.001'));
+        const target = touchNow.bid === null ? null : dec(touchNow.bid).minus(pegOffsetPrice(input));
         const where =
           peg === null ? ''
           : target !== null && dec(peg).lt(target) ? ` (below the best bid ${touchNow.bid}: capped by ${ceiling && dec(peg).eq(ceiling) ? 'price_ceiling' : "the market's tick"})`
