@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { TriggerIndex } from '../../engine/triggers.js';
 
 /** Issue 12, item 15: a fired trigger is held until delivered, or armed again. */
@@ -42,5 +43,157 @@ describe('TriggerIndex: fired triggers are delivered or armed again', () => {
     expect(t.fireOne('i1', 'tok', touch('0.4', '0.42'))).toBe(false);
     expect(t.fireOne('i1', 'tok', touch('0.4', '0.42'), true)).toBe(true);
     expect(t.has('i1')).toBe(false);
+  });
+});
+
+/**
+ * Issue 13, deliverable 6: after any sequence of add / remove / touch changes (and the hold,
+ * delivered and rearm API), exactly the strategies whose level the touch crossed fire, each once,
+ * against a naive model that checks every armed strategy at every touch.
+ */
+describe('TriggerIndex against a naive model (property)', () => {
+  type Touch = { bid: string | null; ask: string | null };
+  type Watch = { bidAtOrBelow?: string; bidAbove?: string; askBelow?: string; askAtOrAbove?: string; any?: boolean };
+  interface Reg {
+    tokenId: string;
+    watch: Watch;
+  }
+  const LEVELS = ['bidAtOrBelow', 'bidAbove', 'askBelow', 'askAtOrAbove'] as const;
+
+  /** The naive model: armed registrations, fired ones held until delivered or armed again, the last touch per token. */
+  class Model {
+    readonly armed = new Map<string, Reg>();
+    readonly held = new Map<string, Reg>();
+    /** Tokens that ever had a watch (the index keeps their last touch from then on). */
+    readonly last = new Map<string, Touch>();
+
+    private static same(a: Reg, b: Reg): boolean {
+      return a.tokenId === b.tokenId && (a.watch.any === true) === (b.watch.any === true) && LEVELS.every((k) => (a.watch[k] === undefined ? b.watch[k] === undefined : b.watch[k] !== undefined && Number(a.watch[k]) === Number(b.watch[k])));
+    }
+    private static holds(w: Watch, t: Touch, withAny: boolean): boolean {
+      const bid = t.bid === null ? null : Number(t.bid);
+      const ask = t.ask === null ? null : Number(t.ask);
+      return (
+        (withAny && w.any === true) ||
+        (bid !== null && w.bidAtOrBelow !== undefined && bid <= Number(w.bidAtOrBelow)) ||
+        (bid !== null && w.bidAbove !== undefined && bid > Number(w.bidAbove)) ||
+        (ask !== null && w.askBelow !== undefined && ask < Number(w.askBelow)) ||
+        (ask !== null && w.askAtOrAbove !== undefined && ask >= Number(w.askAtOrAbove))
+      );
+    }
+    set(id: string, tokenId: string, watch: Watch): boolean {
+      const prev = this.armed.get(id);
+      this.held.delete(id);
+      if (!LEVELS.some((k) => watch[k] !== undefined) && watch.any !== true) {
+        this.armed.delete(id);
+        return prev !== undefined;
+      }
+      const reg = { tokenId, watch };
+      if (prev && Model.same(prev, reg)) return false;
+      this.armed.set(id, reg);
+      if (!this.last.has(tokenId)) this.last.set(tokenId, { bid: null, ask: null });
+      return true;
+    }
+    remove(id: string): void {
+      this.armed.delete(id);
+      this.held.delete(id);
+    }
+    private hold(id: string): void {
+      this.held.set(id, this.armed.get(id)!);
+      this.armed.delete(id);
+    }
+    fire(tokenId: string, t: Touch, force: boolean): string[] {
+      const last = this.last.get(tokenId);
+      if (!last || (!force && last.bid === t.bid && last.ask === t.ask)) return [];
+      this.last.set(tokenId, t);
+      const out = [...this.armed].filter(([, r]) => r.tokenId === tokenId && Model.holds(r.watch, t, true)).map(([id]) => id);
+      for (const id of out) this.hold(id);
+      return out;
+    }
+    fireOne(id: string, tokenId: string, t: Touch, withAny: boolean): boolean {
+      const r = this.armed.get(id);
+      if (!r || r.tokenId !== tokenId || !Model.holds(r.watch, t, withAny)) return false;
+      this.hold(id);
+      return true;
+    }
+    delivered(id: string): void {
+      this.held.delete(id);
+    }
+    rearm(id: string): boolean {
+      const r = this.held.get(id);
+      this.held.delete(id);
+      if (!r || this.armed.has(id)) return false;
+      this.armed.set(id, r);
+      return true;
+    }
+  }
+
+  const ids = fc.constantFrom('a', 'b', 'c', 'd', 'e');
+  const tokens = fc.constantFrom('t1', 't2');
+  /** Prices of at most 3 decimals in [0.001, 0.999], over a narrow range so that levels are often crossed. */
+  const price = fc.integer({ min: 400, max: 600 }).map((n) => String(n / 1000));
+  const side = fc.option(price, { nil: null, freq: 6 });
+  const touchArb = fc.record({ bid: side, ask: side });
+  /** A watch: any subset of the four levels; `any` now and then (iceberg drift, pegged). */
+  const watchArb = fc.record(
+    { bidAtOrBelow: price, bidAbove: price, askBelow: price, askAtOrAbove: price, any: fc.constantFrom(true, false, false, false) },
+    { requiredKeys: [] },
+  );
+  const op = fc.oneof(
+    { arbitrary: fc.record({ kind: fc.constant('set' as const), id: ids, tokenId: tokens, watch: watchArb }), weight: 4 },
+    { arbitrary: fc.record({ kind: fc.constant('remove' as const), id: ids }), weight: 1 },
+    { arbitrary: fc.record({ kind: fc.constant('fire' as const), tokenId: tokens, touch: touchArb, force: fc.boolean() }), weight: 5 },
+    { arbitrary: fc.record({ kind: fc.constant('fireOne' as const), id: ids, tokenId: tokens, touch: touchArb, withAny: fc.boolean() }), weight: 2 },
+    { arbitrary: fc.record({ kind: fc.constant('delivered' as const), id: ids, withToken: fc.boolean() }), weight: 2 },
+    { arbitrary: fc.record({ kind: fc.constant('rearm' as const), id: ids, withToken: fc.boolean() }), weight: 2 },
+  );
+
+  it('fires exactly the strategies whose condition the touch meets, each once until delivered or armed again', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 80 }), (ops) => {
+        const index = new TriggerIndex();
+        const model = new Model();
+        for (const o of ops) {
+          switch (o.kind) {
+            case 'set':
+              expect(index.set(o.id, o.tokenId, o.watch)).toBe(model.set(o.id, o.tokenId, o.watch));
+              break;
+            case 'remove':
+              index.remove(o.id);
+              model.remove(o.id);
+              break;
+            case 'fire': {
+              const fired = index.fire(o.tokenId, o.touch, o.force);
+              expect(new Set(fired).size).toBe(fired.length); // each once
+              expect([...fired].sort()).toEqual(model.fire(o.tokenId, o.touch, o.force).sort());
+              break;
+            }
+            case 'fireOne':
+              expect(index.fireOne(o.id, o.tokenId, o.touch, o.withAny)).toBe(model.fireOne(o.id, o.tokenId, o.touch, o.withAny));
+              break;
+            case 'delivered':
+              expect(index.held(o.id) !== undefined).toBe(model.held.has(o.id));
+              index.delivered(o.id, o.withToken ? index.held(o.id) : undefined);
+              model.delivered(o.id);
+              break;
+            case 'rearm':
+              expect(index.rearm(o.id, o.withToken ? index.held(o.id) : undefined)).toBe(model.rearm(o.id));
+              break;
+          }
+          for (const id of ['a', 'b', 'c', 'd', 'e']) expect(index.has(id)).toBe(model.armed.has(id));
+          expect(index.size).toBe(model.armed.size);
+          expect(index.pendingDeliveries).toBe(model.held.size);
+        }
+        // whatever is still armed fires at a forced touch that crosses everything it waits for (no strategy lost)
+        for (const tokenId of ['t1', 't2']) {
+          const extreme = { bid: '0.001', ask: '0.999' };
+          const high = { bid: '0.999', ask: '0.001' };
+          const fired = [...index.fire(tokenId, extreme, true), ...index.fire(tokenId, high, true)].sort();
+          expect(fired).toEqual([...model.fire(tokenId, extreme, true), ...model.fire(tokenId, high, true)].sort());
+          expect([...model.armed.values()].some((r) => r.tokenId === tokenId)).toBe(false);
+        }
+      }),
+      { numRuns: 400 },
+    );
   });
 });
