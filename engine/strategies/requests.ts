@@ -13,6 +13,9 @@ import {
   checkIcebergClip, checkMinQuote, checkPostOnly, checkPrice, checkRestingMinimum, checkShares, checkTrailingOffset, checkTwapDuration, checkTwapSlices, type RiskEngine,
 } from '../risk.js';
 
+/** The `execution` object of a request (schemas/orders.ts). */
+type Execution = NonNullable<OrderRequest['execution']>;
+
 /** Step of the price fields not placed at the venue as they are (trailing marks, PEGGED bounds): at most 6 decimals. */
 const FINE_STEP = dec('0.000001');
 
@@ -32,7 +35,7 @@ export const EXECUTION_FIELDS: Record<StrategyType, readonly string[]> = {
   BRACKET: [],
 };
 /** `execution` fields ignored with a warning (spec 2.2.2: TWAP `clip_size` and `randomize_pct`). */
-export const EXECUTION_WARNED: Partial<Record<StrategyType, readonly string[]>> = { TWAP: ['clip_size', 'randomize_pct'] };
+export const EXECUTION_WARNED: Partial<Record<StrategyType, readonly (keyof Execution)[]>> = { TWAP: ['clip_size', 'randomize_pct'] };
 /** Top-level amount fields each strategy type uses (the others are refused, naming the field). */
 const AMOUNT_FIELDS: Record<StrategyType, readonly string[]> = {
   STOP_LOSS: ['price', 'size'],
@@ -81,16 +84,16 @@ export class StrategyRequests {
     const type = body.type as StrategyType;
     const info = this.risk.market(body.symbol);
     const tick = info.tickSize;
-    const ex = (body.execution ?? {}) as Record<string, unknown>;
-    const forbid = (fields: string[], why: string) => {
-      for (const f of fields) if ((body as Record<string, unknown>)[f] !== undefined) throw errors.badRequest(`${f} ${why}`);
+    const ex: Execution = body.execution ?? {};
+    const forbid = (fields: (keyof OrderRequest)[], why: string) => {
+      for (const f of fields) if (body[f] !== undefined) throw errors.badRequest(`${f} ${why}`);
     };
     forbid(['time_in_force', 'expiration'], `is not used by ${type} strategies`);
     if (type !== 'PEGGED') forbid(['condition_id', 'outcome', 'offset_ticks', 'budget_usdc', 'price_floor', 'price_ceiling'], `is only used by PEGGED orders`);
     if (!AMOUNT_FIELDS[type].includes('quote_amount')) forbid(['quote_amount'], `is not used by ${type} orders (they are sized in shares: send size)`);
     if (body.execution !== undefined) {
       const used = EXECUTION_FIELDS[type];
-      const warned = EXECUTION_WARNED[type] ?? [];
+      const warned: readonly string[] = EXECUTION_WARNED[type] ?? [];
       if (!used.length) {
         const first = Object.keys(body.execution)[0];
         throw errors.badRequest(`${first !== undefined ? `execution.${first}` : 'execution'} is not used by ${type} orders (they take no execution object)`);
@@ -107,8 +110,8 @@ export class StrategyRequests {
       clientOrderId: body.client_order_id ?? null, metadata: body.metadata ?? null, createdAtMs: this.clock.now(), touch: touchNow,
     };
     const offsets = () => {
-      const pct = ex.trailing_offset_pct as number | undefined;
-      const abs = ex.trailing_offset as string | undefined;
+      const pct = ex.trailing_offset_pct;
+      const abs = ex.trailing_offset;
       if (pct !== undefined && abs !== undefined) throw errors.badRequest('send execution.trailing_offset_pct or execution.trailing_offset, not both');
       if (abs !== undefined) checkTrailingOffset(abs);
       return { offsetPct: pct !== undefined ? new Dec(String(pct)).toFixed() : null, offsetAbs: abs ?? null };
@@ -126,7 +129,7 @@ export class StrategyRequests {
       case 'TRAILING_STOP': {
         if (body.side !== 'sell') throw errors.badRequest('TRAILING_STOP is a sell: side must be "sell"');
         const size = checkShares('size', body.size!);
-        const ref = (ex.high_water_mark as string | undefined) ?? body.price!;
+        const ref = ex.high_water_mark ?? body.price!;
         const mark = checkPrice(ex.high_water_mark !== undefined ? 'execution.high_water_mark' : 'price', ref, FINE_STEP);
         const o = offsets();
         const level = trailingStopLevel(o, str(mark));
@@ -190,7 +193,7 @@ export class StrategyRequests {
         checkPostOnly(body.side, price, touchNow, 'ICEBERG slices are');
         if (body.side === 'buy') this.needDollars(userId, body.symbol, price.times(size));
         else this.needShares(userId, body.symbol, size);
-        const tol = ex.price_tolerance_pct as number | undefined;
+        const tol = ex.price_tolerance_pct;
         return {
           ...base, price: str(price), size: str(size), clipSize: str(clip), tolerancePct: tol !== undefined ? new Dec(String(tol)).toFixed() : null,
           message: `ICEBERG: ${str(size)} shares at ${str(price)}, ${str(clip)} shown at a time`,
