@@ -27,7 +27,7 @@
 import { assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  baseContext, d, floorShares, floorTick, isWorkingChildDone, need, nextChildId, placingOrder, retryActions, retryingChild, strategySetup, workingOrder,
+  baseContext, d, floorShares, floorTick, isWorkingChildDone, need, nextChildId, placingOrder, retryActions, retryingChild, strategySetup, whenChildOff, workingOrder,
   type ChildOrder, type StrategyBaseContext, type StrategyContext, type StrategyInput, type Touch,
 } from './strategy-kit.js';
 
@@ -134,11 +134,7 @@ export const peggedMachine = strategySetup<PeggedContext>().extend({
     repegging: {
       tags: ['cancelingChild'],
       on: {
-        'order.updated': [
-          { guard: 'workingChildDone', target: 'pegging', actions: 'recordChild', description: 'the old order is off the book: re-peg' },
-          { actions: 'recordChild', description: 'fill racing the cancel' },
-        ],
-        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'pegging', actions: 'clearWorking', description: 'the old order was never placed: re-peg' },
+        ...whenChildOff('pegging', { actions: 'recordChild', description: 'the old order is off the book: re-peg' }, { actions: 'clearWorking', description: 'the old order was never placed: re-peg' }),
         'book.touch': { actions: 'recordTouch', description: 'the touch moved again' },
         'strategy.cancel': { target: 'canceling', actions: { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, description: 'DELETE strategy while re-pegging' },
       },

@@ -481,6 +481,24 @@ export function retryActions<C extends StrategyBaseContext>(what: (c: C) => stri
 }
 
 /**
+ * The transitions of a state that waits for its working child to be off the book (after a cancel)
+ * before it goes to `target`: `order.updated` of the working child done → `target` with
+ * `done.actions`; any other report is recorded (a fill racing the cancel); `order.placeFailed`
+ * of the working child (it was never placed) → `target` with `neverPlaced.actions`. Spread into
+ * the state's `on`, next to what is particular to it (PEGGED `repegging`, TWAP `rolling` and
+ * `canceling`, the `canceling` of {@link retryingChild}).
+ */
+export function whenChildOff<const T extends string, const D, const N>(target: T, done: { actions: D; description: string }, neverPlaced: { actions: N; description: string }) {
+  return {
+    'order.updated': [
+      { guard: 'workingChildDone', target, actions: done.actions, description: done.description },
+      { actions: 'recordChild', description: 'fill racing the cancel' },
+    ],
+    'order.placeFailed': { guard: 'workingPlaceFailed', target, actions: neverPlaced.actions, description: neverPlaced.description },
+  } as const;
+}
+
+/**
  * What the machines that retry a child order not placed (ICEBERG, PEGGED; their tables name these
  * states) share: the working state's transitions when its child is refused or not placed, the
  * `retrying` state (waits for the retry timer, then goes to `placeState`, which places the child
@@ -516,11 +534,11 @@ export function retryingChild<S extends string>(placeState: S, child: string) {
       canceling: {
         tags: ['canceling', 'cancelingChild'],
         on: {
-          'order.updated': [
-            { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines'], description: `the ${child} is off the book` },
-            { actions: 'recordChild', description: 'fill racing the cancel' },
-          ],
-          'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['notPlaced', 'clearWatchAndDeadlines'], description: `the ${child} was never placed` },
+          ...whenChildOff(
+            'canceled',
+            { actions: ['recordChild', 'clearWatchAndDeadlines'], description: `the ${child} is off the book` },
+            { actions: ['notPlaced', 'clearWatchAndDeadlines'], description: `the ${child} was never placed` },
+          ),
           'book.touch': { actions: 'recordTouch', description: 'the touch moved' },
         },
       },

@@ -31,7 +31,7 @@ import { and, assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
   applyChildUpdate, baseContext, floorShares, isCurrentTimer, isWorkingChildDone, need, nextChildId, placeFailedPatch, placeFailureText, placingOrder,
-  remainingShares, strategySetup, workingOrder, type ChildOrder, type StrategyBaseContext, type StrategyInput,
+  remainingShares, strategySetup, whenChildOff, workingOrder, type ChildOrder, type StrategyBaseContext, type StrategyInput,
 } from './strategy-kit.js';
 
 /** Context of a TWAP: `size` shares (derived from `quote_amount` when sized in dollars) at limit `price`. */
@@ -161,11 +161,7 @@ export const twapMachine = strategySetup<TwapContext>().extend({
     rolling: {
       tags: ['cancelingChild'],
       on: {
-        'order.updated': [
-          { guard: 'workingChildDone', target: 'slicing', actions: 'recordChild', description: 'the previous slice is off the book: place the next' },
-          { actions: 'recordChild', description: 'fill racing the cancel' },
-        ],
-        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'slicing', actions: 'sliceLost', description: 'the previous slice was never placed: place the next' },
+        ...whenChildOff('slicing', { actions: 'recordChild', description: 'the previous slice is off the book: place the next' }, { actions: 'sliceLost', description: 'the previous slice was never placed: place the next' }),
         'timer.fired': { guard: 'endTime', target: 'finishing', description: 'duration over while rolling' },
         'strategy.cancel': { target: 'canceling', description: 'DELETE strategy while the slice is being canceled' },
       },
@@ -187,11 +183,11 @@ export const twapMachine = strategySetup<TwapContext>().extend({
     canceling: {
       tags: ['canceling', 'cancelingChild'],
       on: {
-        'order.updated': [
-          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'the working slice is off the book' },
-          { actions: 'recordChild', description: 'fill racing the cancel' },
-        ],
-        'order.placeFailed': { guard: 'workingPlaceFailed', target: 'canceled', actions: ['sliceLost', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'the working slice was never placed' },
+        ...whenChildOff(
+          'canceled',
+          { actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'the working slice is off the book' },
+          { actions: ['sliceLost', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'the working slice was never placed' },
+        ),
       },
     },
     completed: { type: 'final' },
