@@ -67,13 +67,19 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
     if (route.query) Object.defineProperty(req, 'query', { value: validateParams(route.query, req.query as Record<string, unknown>, 'query parameter'), writable: true });
     if (route.body) req.body = validate(route.body, req.body ?? {});
     if (!route.handler) throw errors.notImplemented(`${route.method.toUpperCase()} ${path}`);
-    if (mutating) requireWritable(services);
-    const ctx = { req, services, principal, user };
-    if (!idempotencyKey || !principal) return send(res, await route.handler(ctx));
+    const resourceSeed = idempotencyKey && principal ? IdempotencyService.resourceSeed(principal.keyId, idempotencyKey, user?._id ?? null, req.path) : null;
+    const ctx = { req, services, principal, user, resourceSeed };
+    if (!idempotencyKey || !principal) {
+      if (mutating) requireWritable(services);
+      return send(res, await route.handler(ctx));
+    }
+    // the claim first: a duplicate of a request still running is a 409, a completed one replays,
+    // even while the store cannot take writes
     const claim = await services.idempotency.begin(principal.keyId, idempotencyKey, { method: req.method, path: req.path, userId: user?._id ?? null, body: req.body ?? {} });
     if (claim.kind === 'replay') return send(res, claim.response, { 'Idempotent-Replayed': 'true' });
     let result: HandlerResult;
     try {
+      requireWritable(services);
       result = await route.handler(ctx);
     } catch (err) {
       // Only successes are kept (spec 5.6): a refused request changed nothing, so its retry runs.
@@ -151,11 +157,14 @@ function envelopeOf(res: unknown): { error: string; message?: string } | undefin
 }
 
 /**
- * Level of a request's log line: ERROR for a server fault (5xx but 501), INFO for everything
- * else, client errors (4xx) and 501 `not_implemented` included: they are answers, not faults,
- * and their line carries `error` and `error_message` from the envelope.
+ * Level of a request's log line: ERROR for a server fault (5xx but 501 and 503), WARN for 503 (the
+ * service said it cannot take this now: a store or venue fault, logged once where it happens;
+ * health polls while degraded would otherwise flood ERROR), INFO for everything else, client
+ * errors (4xx) and 501 `not_implemented` included: they are answers, not faults, and their line
+ * carries `error` and `error_message` from the envelope.
  */
-export function requestLogLevel(status: number, err?: unknown): 'info' | 'error' {
+export function requestLogLevel(status: number, err?: unknown): 'info' | 'warn' | 'error' {
+  if (status === 503) return 'warn';
   return (err && status < 400) || (status >= 500 && status !== 501) ? 'error' : 'info';
 }
 
@@ -199,11 +208,11 @@ export function createApp(services: Services): Express {
       // An answered error (ApiError) logs its envelope, not a stack; a server fault keeps `err`.
       customSuccessObject: (_req, res, val: Record<string, unknown>) => withEnvelope(res, val),
       customErrorObject: (_req, res, _err, val: Record<string, unknown>) => {
-        if (!envelopeOf(res) || requestLogLevel(res.statusCode) === 'error') return val; // a server fault keeps its stack
-        const { err: _answered, ...rest } = val;
+        if (requestLogLevel(res.statusCode) === 'error') return val; // a server fault keeps its stack
+        const { err: _answered, ...rest } = val; // an answer (4xx, 501, 503): its envelope, no stack
         return withEnvelope(res, rest);
       },
-      customErrorMessage: (_req, res) => (envelopeOf(res) && res.statusCode === 501 ? 'request completed' : 'request errored'),
+      customErrorMessage: (_req, res) => (res.statusCode === 501 || res.statusCode === 503 ? 'request completed' : 'request errored'),
     }),
   );
   app.use(securityHeaders());

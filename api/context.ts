@@ -10,6 +10,11 @@ export interface HandlerContext {
   principal: Principal | null;
   /** Present on user-bound routes (always), and on optional-user routes when named. */
   user: UserDoc | null;
+  /**
+   * On mutating requests: the id seed of what this request creates, derived from its
+   * `Idempotency-Key` (`IdempotencyService.resourceSeed`, engine/idempotency.ts); null otherwise.
+   */
+  resourceSeed: string | null;
 }
 
 /** A handler's answer; the framework writes it as JSON. */

@@ -53,11 +53,22 @@ export const notFoundHandler: RequestHandler = (req) => {
   throw errors.notFound(`no route ${req.method} ${req.path}`);
 };
 
+/** Whether `text` is valid JSON (body-parser's strict mode refuses a valid `null`, `1` or `"x"` body as a parse failure). */
+function isJson(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Maps body-parser's failures to the statuses of spec part 7 / issue 4. */
-function fromBodyParser(err: { type?: string; status?: number; message?: string }): ApiError | null {
+function fromBodyParser(err: { type?: string; status?: number; message?: string; body?: unknown }): ApiError | null {
   switch (err.type) {
     case 'entity.parse.failed':
-      return new ApiError(400, 'invalid_request', 'malformed JSON body');
+      return new ApiError(400, 'invalid_request', isJson(err.body) ? 'the JSON body must be an object' : 'malformed JSON body');
     case 'entity.too.large':
       return new ApiError(413, 'payload_too_large', 'request body is larger than the limit');
     case 'encoding.unsupported':

@@ -123,6 +123,20 @@ export class IdempotencyService {
   }
 
   /**
+   * The id seed of whatever a request with this `Idempotency-Key` creates (a UUID derived from the
+   * API key, the idempotency key, the acting user and the path): the order it places is
+   * `ord_<seed>`, the strategy `stg_<seed>`. A retry after a crash between the order's creation
+   * and the recording of its response (the claim of a running request is in memory on the
+   * embedded store; on MongoDB an abandoned claim is taken over after its lease) finds what the
+   * first attempt created under the same id, and answers with it instead of doing it again
+   * (spec 5.6: "performs nothing again").
+   */
+  static resourceSeed(keyId: string, key: string, userId: string | null, path: string): string {
+    const hex = sha256(`${keyId}\u0000${key}\u0000${userId ?? ''}\u0000${path}`);
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${'89ab'[parseInt(hex[16]!, 16) % 4]}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+  }
+
+  /**
    * Reads and checks the `Idempotency-Key` header.
    * @returns the key.
    * @throws {DomainError} `INVALID_REQUEST` when missing or not a UUID.

@@ -104,7 +104,13 @@ export const bracketMachine = strategySetup<BracketContext>().extend({
       }
       const sl = legs.stop_loss;
       if (sl) legs.stop_loss = { ...sl, size: protectedShares(sl, c.entryFilled).toFixed(), status: 'ARMED' };
-      return { legs, warnings };
+      // the message follows the state: what now protects the shares the entry filled
+      const parts = [
+        legs.take_profit && legs.take_profit.status !== 'FAILED' && `take-profit of ${legs.take_profit.size} shares at ${legs.take_profit.price}`,
+        legs.stop_loss && `stop-loss of ${legs.stop_loss.size} shares armed at ${legs.stop_loss.price} on the best bid`,
+      ].filter(Boolean);
+      const message = `brackets: entry ${c.entryOrderId} filled ${c.entryFilled} shares; ${parts.length ? parts.join(', ') : 'no leg could be placed'}`;
+      return { legs, warnings, message };
     }),
     planTakeProfit: assign(({ context: c }) => {
       const tp = legOf(c, 'take_profit');
@@ -132,10 +138,12 @@ export const bracketMachine = strategySetup<BracketContext>().extend({
     /** The take-profit never existed (placeFailed while it was being canceled): CANCELED, no child works. */
     closeTakeProfit: assign(({ context: c }) => ({ working: null, legs: c.legs.take_profit ? leg(c, 'take_profit', { status: 'CANCELED' }) : c.legs })),
     armStop: assign(({ context: c }) => ({ watch: c.legs.stop_loss?.status === 'ARMED' ? { bidAtOrBelow: c.legs.stop_loss.price } : {} })),
-    recordTrigger: assign(({ context: c, event }) => ({
-      watch: {}, lastTouch: event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : c.lastTouch,
-      triggerPrice: legOf(c, 'stop_loss').price, legs: leg(c, 'stop_loss', { status: 'TRIGGERED' }),
-    })),
+    recordTrigger: assign(({ context: c, event }) => {
+      const touch = event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : c.lastTouch;
+      const price = legOf(c, 'stop_loss').price;
+      const message = `brackets: stop-loss triggered: the best bid ${touch.bid ?? '-'} reached ${price}; ${c.legs.take_profit?.order_id && c.legs.take_profit.status !== 'FAILED' ? 'the take-profit is canceled and ' : ''}the protected shares are sold at the bid`;
+      return { watch: {}, lastTouch: touch, triggerPrice: price, legs: leg(c, 'stop_loss', { status: 'TRIGGERED' }), message };
+    }),
     planStopSell: assign(({ context: c }) => {
       const placing: ChildOrder = {
         orderId: nextChildId(c), side: 'sell', pricing: { kind: 'limit', price: c.lastTouch.bid ?? legOf(c, 'stop_loss').price },
@@ -223,7 +231,7 @@ export const bracketMachine = strategySetup<BracketContext>().extend({
     },
     stopping: {
       tags: ['cancelingChild'],
-      meta: { noCancel: 'its stop-loss has triggered: the take-profit is being canceled and the shares sold' },
+      meta: { noCancel: 'has triggered its stop-loss: the take-profit is being canceled and the shares sold' },
       on: {
         // the take-profit never existed, so it sold nothing: the stop has every protected share to sell
         'order.placeFailed': { guard: 'workingPlaceFailed', target: 'selling', actions: ['closeTakeProfit', 'planStopSell'], description: 'the take-profit was never placed: sell' },
@@ -236,7 +244,7 @@ export const bracketMachine = strategySetup<BracketContext>().extend({
     },
     selling: {
       entry: { type: 'placeOrder', params: placingOrder },
-      meta: { noCancel: 'its stop-loss has triggered and its sell is working', cancelWorking: true },
+      meta: { noCancel: 'has triggered its stop-loss and its sell is working', cancelWorking: true },
       on: {
         'order.placeFailed': { guard: 'workingPlaceFailed', target: 'failed', actions: 'stopRefused', description: 'the stop-loss sell could not be placed' },
         'order.updated': [

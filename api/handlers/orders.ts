@@ -1,16 +1,56 @@
 import { OPEN_STATUSES } from '../../machines/order.js';
-import { strategyResponse } from '../../engine/strategies/views.js';
+import { errors } from '../../engine/errors.js';
+import type { Services } from '../../engine/service.js';
+import { bracketsView, strategyResponse } from '../../engine/strategies/views.js';
+import type { StrategyContext } from '../../machines/strategy-kit.js';
 import type { OrderRequest } from '../../schemas/orders.js';
 import { requireVenue } from '../availability.js';
-import type { Handler } from '../context.js';
+import type { Handler, HandlerResult } from '../context.js';
 import { page, pageQuery } from '../paging.js';
 
+const REPLAYED = { 'Idempotent-Replayed': 'true' };
+
+/**
+ * What an earlier attempt of this request created (ids `ord_<seed>` / `stg_<seed>`, see
+ * {@link IdempotencyService.resourceSeed}), answered as that attempt would have been, with
+ * `Idempotent-Replayed: true`: the process died after creating it and before recording the
+ * response, so the retry finds it instead of placing it again. Null when there is none.
+ */
+async function interruptedAttempt(services: Services, userId: string, seed: string): Promise<HandlerResult | null> {
+  const get = async (id: string) => services.host.recordOf(id) ?? (await services.actors.get(id));
+  const order = await get(`ord_${seed}`);
+  if (order && order.ownerUserId === userId) {
+    const view = order.view as Record<string, unknown>;
+    const bracketId = typeof view.bracket_id === 'string' ? view.bracket_id : null;
+    const bracket = bracketId ? await get(bracketId) : null;
+    if (!bracket) return { status: 200, body: view, headers: REPLAYED };
+    const c = JSON.parse(bracket.snapshot).context as StrategyContext;
+    const warnings = [...((view.warnings as string[] | undefined) ?? []), ...c.warnings];
+    return { status: 200, body: { ...view, brackets: bracketsView(c, bracket._id), ...(warnings.length ? { warnings } : {}) }, headers: REPLAYED };
+  }
+  const record = await get(`stg_${seed}`);
+  if (record && record.ownerUserId === userId) {
+    if ((record.view as { type?: string }).type === 'BRACKET') {
+      // the bracket was created, the process died before its entry was placed: nothing traded,
+      // and start-up reconciliation ended the bracket
+      throw errors.conflict('an earlier attempt of this request was interrupted before its entry order was placed: nothing was placed; send it again with a new Idempotency-Key');
+    }
+    return { status: 200, body: strategyResponse(record), headers: REPLAYED };
+  }
+  return null;
+}
+
 /** POST /v2/trade/order (spec 4.1): LIMIT and MARKET trade on the venue; other types are not built yet (501). */
-export const placeOrder: Handler = async ({ req, services, user }) => {
+export const placeOrder: Handler = async ({ req, services, user, resourceSeed }) => {
   const body = req.body as OrderRequest;
+  if (resourceSeed) {
+    const earlier = await interruptedAttempt(services, user!._id, resourceSeed);
+    if (earlier) return earlier;
+  }
   requireVenue(services);
+  const ids = resourceSeed ? { orderId: `ord_${resourceSeed}`, recordId: `stg_${resourceSeed}` } : {};
   if (body.type === 'LIMIT' || body.type === 'MARKET') {
-    const input = services.orders.check(user!._id, body);
+    const input = { ...services.orders.check(user!._id, body), ...(ids.orderId ? { orderId: ids.orderId } : {}) };
     const bracket = services.strategies.checkBrackets(user!._id, body, input);
     if (bracket) {
       // spec 2.2 bracket rules: placed after the entry, best-effort; a 200 may carry a failed leg
@@ -24,11 +64,11 @@ export const placeOrder: Handler = async ({ req, services, user }) => {
   }
   if (body.type === 'TAKE_PROFIT') {
     // spec part 3: a real CLOB sell placed at once, on open orders with is_take_profit: true
-    const input = services.orders.check(user!._id, { ...body, type: 'LIMIT' }, 'TAKE_PROFIT');
+    const input = { ...services.orders.check(user!._id, { ...body, type: 'LIMIT' }, 'TAKE_PROFIT'), ...(ids.orderId ? { orderId: ids.orderId } : {}) };
     const rec = await services.orders.place(user!.partnerId, input, { isTakeProfit: true });
     return { status: 200, body: rec.view };
   }
-  const input = services.strategies.check(user!._id, body);
+  const input = { ...services.strategies.check(user!._id, body), ...(ids.recordId ? { recordId: ids.recordId } : {}) };
   const rec = await services.strategies.start(user!.partnerId, input);
   return { status: 200, body: strategyResponse(rec) };
 };

@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import NedbModule from '@seald-io/nedb';
 import { cjsDefault } from '../interop.js';
 import { DuplicateKeyError } from '../errors.js';
+import type { Logger } from '../logger.js';
 import { GroupAppender } from './group-append.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
@@ -46,9 +47,9 @@ interface NedbPersistence {
  * its caller hears of it, and concurrent writes share one `write` on an open handle. Lines keep
  * NeDB's order and format; compaction (which replaces the file) first writes what is queued.
  */
-function groupCommit(ds: { persistence: NedbPersistence }): GroupAppender {
+function groupCommit(ds: { persistence: NedbPersistence }, onFailure?: (failure: Error | null) => void): GroupAppender {
   const p = ds.persistence;
-  const appender = new GroupAppender(p.filename, p.modes.fileMode);
+  const appender = new GroupAppender(p.filename, p.modes.fileMode, onFailure);
   p.persistNewStateAsync = async (docs) => {
     let text = '';
     for (const d of docs) text += `${serializeLine(d)}\n`;
@@ -199,6 +200,7 @@ export class EmbeddedStore implements Store {
   private constructor(
     private readonly dir: string | null,
     private lock: DataDirLock | null = null,
+    private readonly log: Logger | null = null,
   ) {}
 
   get location(): string {
@@ -210,13 +212,15 @@ export class EmbeddedStore implements Store {
    * @param options.lock - take the folder's exclusive lock ({@link lockDataDir}) for as long as
    *   the store is open, as the service does; tests that simulate a `kill -9` by opening a folder
    *   twice in one process leave it off.
+   * @param options.log - where a data file that cannot be appended to is reported (ERROR when it
+   *   starts failing and every 20th retry, WARN when it recovers).
    * @throws {DataDirLockedError} with `lock` when another live process holds `dir`.
    */
-  static async open(dir: string | null, options: { lock?: boolean } & LockOptions = {}): Promise<EmbeddedStore> {
+  static async open(dir: string | null, options: { lock?: boolean; log?: Logger } & LockOptions = {}): Promise<EmbeddedStore> {
     if (!dir) return new EmbeddedStore(null);
     await fs.mkdir(dir, { recursive: true });
-    const { lock, ...lockOptions } = options;
-    return new EmbeddedStore(dir, lock ? await lockDataDir(dir, lockOptions) : null);
+    const { lock, log, ...lockOptions } = options;
+    return new EmbeddedStore(dir, lock ? await lockDataDir(dir, lockOptions) : null, log ?? null);
   }
 
   collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Promise<Collection<T>> {
@@ -227,7 +231,12 @@ export class EmbeddedStore implements Store {
           this.dir ? { filename: path.join(this.dir, `${name}.db`), autoload: false } : { inMemoryOnly: true },
         );
         await ds.loadDatabaseAsync();
-        const appender = this.dir ? groupCommit(ds as unknown as { persistence: NedbPersistence }) : null;
+        const file = this.dir ? path.join(this.dir, `${name}.db`) : '';
+        const report = (failure: Error | null) =>
+          failure
+            ? this.log?.error({ err: failure, file }, `store: appending to ${file} failed; its writes wait and are retried (mutating requests answer 503 meanwhile)`)
+            : this.log?.warn({ file }, `store: appending to ${file} works again; the waiting writes landed`);
+        const appender = this.dir ? groupCommit(ds as unknown as { persistence: NedbPersistence }, report) : null;
         const c = new EmbeddedCollection<Doc>(ds, appender);
         if (this.dir) c.startCompaction(COMPACT_EVERY_MS);
         this.opened.set(name, c);

@@ -24,7 +24,7 @@ export async function openStore(config: Config, log: Logger): Promise<Store> {
     return EmbeddedStore.open(null);
   }
   const dir = path.resolve(config.dataDir);
-  const store = await EmbeddedStore.open(dir, { lock: true });
+  const store = await EmbeddedStore.open(dir, { lock: true, log });
   log.info({ store: 'embedded', dir }, `store: embedded (no MONGODB_URI set), files in ${dir}`);
   return store;
 }

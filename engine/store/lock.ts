@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -71,9 +72,22 @@ function ownerIsDead(dir: string, owner: LockOwner | null): boolean {
   if (owner.pid === process.pid) return !heldHere.has(dir);
   try {
     process.kill(owner.pid, 0);
-    return false;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+  // It answers signal 0, but a process killed a moment ago (kill -9) may still be a zombie that its
+  // parent has not reaped: on Linux /proc says so (state Z or X), and a zombie holds nothing.
+  return isZombie(owner.pid);
+}
+
+/** Whether `pid` is a zombie (or dead) process according to /proc (false where /proc is absent). */
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'Z' || state === 'X';
+  } catch {
+    return false;
   }
 }
 

@@ -224,7 +224,7 @@ export class StrategyRequests {
           : target !== null && dec(peg).lt(target) ? ` (below the best bid ${touchNow.bid}: capped by ${ceiling && dec(peg).eq(ceiling) ? 'price_ceiling' : "the market's tick"})`
           : target !== null && dec(peg).gt(target) ? ` (above the best bid minus the offset: raised to ${floor && dec(peg).eq(floor) ? 'price_floor' : "the market's tick"})`
           : input.offsetTicks ? ` (${input.offsetTicks} ticks of 0.001 from the touch)` : ' (at the touch)';
-        return { ...input, message: `PEGGED: $${str(budget)} budget, resting at ${peg ?? '(waiting for a price within floor/ceiling)'}${where}` };
+        return { ...input, message: peg === null ? `PEGGED: $${str(budget)} budget, nothing resting yet: waiting for a best bid that puts the peg within price_floor / price_ceiling and below the ask` : `PEGGED: $${str(budget)} budget, resting at ${peg}${where}` };
       }
       case 'BRACKET':
         throw errors.badRequest('BRACKET records come from take_profit / stop_loss on a buy LIMIT or MARKET entry');

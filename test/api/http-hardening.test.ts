@@ -57,6 +57,10 @@ describe('HTTP layer hardening (issue 12)', () => {
     expect((await svc.call('POST', '/v2/trade/users', { body: '{"partner_user_id":' })).body).toEqual({ error: 'invalid_request', message: 'malformed JSON body' });
     expect((await svc.call('POST', '/v2/trade/users', { body: 'x', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
     expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'x', pad: 'a'.repeat(1 << 20) } })).body).toEqual({ error: 'payload_too_large', message: 'request body is larger than the limit' });
+    // Valid JSON that is not an object is not "malformed": it says what is wrong
+    for (const body of ['null', '123', '"x"']) {
+      expect((await svc.call('POST', '/v2/trade/users', { body })).body).toEqual({ error: 'invalid_request', message: 'the JSON body must be an object' });
+    }
     // A body whose Content-Encoding stream is corrupt is the client's fault: 400, never a 500.
     for (const enc of ['gzip', 'deflate', 'br']) {
       expect(await svc.call('POST', '/v2/trade/users', { body: 'xx', headers: { 'content-encoding': enc } })).toMatchObject({
@@ -185,6 +189,16 @@ describe('request log lines (issue 12 item 14)', () => {
     expect(lineOf('/v2/trade/markets?limit=0x10')).toMatchObject({ level: 30, res: { statusCode: 400 }, error: 'invalid_request', error_message: 'query parameter limit must be an integer in decimal digits; received "0x10"' });
     expect(lineOf('/healthz?x=200')).toMatchObject({ level: 30, res: { statusCode: 200 } });
     expect(lineOf('/healthz?x=200')!.error).toBeUndefined();
+  });
+
+  it('a 503 (degraded health, a refusal while the store is down) is a WARN line without a stack, not an ERROR', async () => {
+    const base = `http://127.0.0.1:${httpSvc.port}`;
+    await services.timers.drain(1000); // the scheduler stops: health is degraded
+    expect((await fetch(`${base}/healthz?x=503`)).status).toBe(503);
+    await new Promise((r) => setImmediate(r));
+    const line = lineOf('/healthz?x=503')!;
+    expect(line).toMatchObject({ level: 40, res: { statusCode: 503 }, msg: 'request completed' });
+    expect(line.err).toBeUndefined();
   });
 
   it('a token sent in the query string is never logged: its value reads [redacted]', async () => {

@@ -37,6 +37,37 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
     expect((await svc.call('GET', '/v2/trade/balances', { headers: as })).status).toBe(200);
   });
 
+  it('a retry after a crash between the order and the recording of its response finds what the first attempt placed (LIMIT, bracket, strategy), places nothing again', async () => {
+    // the crash window: the order is durable, its response was never recorded (the claim of a
+    // running request is in memory on the embedded store and dies with the process)
+    const forget = async () => (await svc.services.store.collection('idempotencyKeys')).deleteMany({});
+    const buys = [
+      order('0.04'),
+      { ...order('0.03'), take_profit: { price: '0.5' }, stop_loss: { price: '0.01' } },
+      { symbol: token, side: 'buy', type: 'TWAP', size: '10', price: '0.02', execution: { interval_sec: 10, duration_sec: 20, passive: true } },
+    ];
+    for (const body of buys) {
+      const key = randomUUID();
+      const first = await svc.call('POST', '/v2/trade/order', { body, headers: as, idempotencyKey: key });
+      expect(first.status).toBe(200);
+      await forget();
+      const openBefore = await openCount();
+      const activityBefore = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as })).body.activity.length;
+      const again = await svc.call('POST', '/v2/trade/order', { body, headers: as, idempotencyKey: key });
+      expect(again.status).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.body.order_id).toBe(first.body.order_id);
+      expect(again.body.record_id).toBe(first.body.record_id);
+      if (first.body.brackets) expect(Object.keys(again.body.brackets)).toEqual(Object.keys(first.body.brackets));
+      expect(await openCount()).toBe(openBefore);
+      expect((await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as })).body.activity.length).toBe(activityBefore);
+      // and from then on the stored replay
+      const third = await svc.call('POST', '/v2/trade/order', { body, headers: as, idempotencyKey: key });
+      expect(third.headers.get('idempotent-replayed')).toBe('true');
+      expect(third.body.order_id ?? third.body.record_id).toBe(first.body.order_id ?? first.body.record_id);
+    }
+  });
+
   it('a retry of a completed request replays status and body with Idempotent-Replayed: true and does nothing again', async () => {
     const key = randomUUID();
     const before = await openCount();

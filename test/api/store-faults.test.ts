@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmbeddedStore } from '../../engine/store/embedded.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
@@ -88,6 +89,7 @@ describe('embedded store: a data file that cannot be written', () => {
   let svc: TestService;
   let dir: string;
   let broken = false;
+  const storeLog: Array<{ level: number; msg: string; file?: string }> = [];
 
   /** Makes the appends of `collection` fail (EIO) while `broken` holds, through the appender's file handle. */
   function breakAppends(store: EmbeddedStore, collection: string): void {
@@ -103,7 +105,7 @@ describe('embedded store: a data file that cannot be written', () => {
 
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-eio-'));
-    const store = await EmbeddedStore.open(dir);
+    const store = await EmbeddedStore.open(dir, { log: pino({ level: 'info' }, { write: (l: string) => void storeLog.push(JSON.parse(l)) }) });
     svc = await startTestService({ store });
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
     breakAppends(store, 'venueJournal');
@@ -132,6 +134,12 @@ describe('embedded store: a data file that cannot be written', () => {
     const placed = await caught;
     expect(placed).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '10' } });
     expect((await svc.call('GET', '/healthz')).status).toBe(200);
+    // the store said so in the log, once when it started failing and once when it recovered
+    const file = path.join(dir, 'venueJournal.db');
+    expect(storeLog.filter((l) => l.file === file).map((l) => [l.level, l.msg.split(';')[0]])).toEqual([
+      [50, `store: appending to ${file} failed`],
+      [40, `store: appending to ${file} works again`],
+    ]);
     const journal = await fs.readFile(path.join(dir, 'venueJournal.db'), 'utf8');
     expect(journal).toContain(placed.body.order_id);
     const activity = (await svc.call('GET', '/v2/trade/activity', { headers: alice })).body.activity;

@@ -276,6 +276,8 @@ describe('managed strategies over REST', () => {
       expect(res.body.warnings).toBeUndefined();
       expect((await open('alice')).find((o: any) => o.order_id === `ord_${rid}_1`)).toMatchObject({ is_take_profit: true, side: 'sell', price: tp, size: '10', record_id: rid });
       expect(await strategy('alice', rid)).toMatchObject({ type: 'BRACKET', status: 'ACTIVE', entry_order_id: res.body.order_id, price: sl, filled_size: null });
+      // the message follows the state (partner trial): what protects the filled shares now
+      expect((await strategy('alice', rid)).message).toBe(`brackets: entry ${res.body.order_id} filled 10 shares; take-profit of 10 shares at ${tp}, stop-loss of 10 shares armed at ${sl} on the best bid`);
       // the bid falls to the stop: the take-profit (holding the shares) is canceled, then the stop sells
       await sellThrough(token, px(bid));
       await whenQuiet();

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,6 +60,25 @@ describe('DATA_DIR lock (issue 12 item 2)', () => {
     expect(JSON.parse(await fs.readFile(path.join(dir, OWNER_NAME), 'utf8'))).toMatchObject({ pid: process.pid });
     await lock.release();
     expect(await exists(path.join(dir, LOCK_NAME))).toBe(false);
+  });
+
+  it.runIf(process.platform === 'linux')('takes over at once the lock of a killed process that is still a zombie (not yet reaped by its parent)', async () => {
+    const dir = await tmp();
+    // the background sleep's parent execs into another sleep that never reaps it: killed, it stays a zombie
+    const parent = spawn('sh', ['-c', 'sleep 60 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const zombiePid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
+      process.kill(zombiePid, 'SIGKILL');
+      for (let i = 0; i < 100 && !(await fs.readFile(`/proc/${zombiePid}/stat`, 'utf8')).includes(') Z'); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(await fs.readFile(`/proc/${zombiePid}/stat`, 'utf8')).toContain(') Z');
+      await fs.mkdir(path.join(dir, LOCK_NAME)); // fresh mtime: not stale by age
+      await fs.writeFile(path.join(dir, OWNER_NAME), JSON.stringify({ pid: zombiePid, host: os.hostname(), since: 1 }));
+      const lock = await lockDataDir(dir);
+      expect(JSON.parse(await fs.readFile(path.join(dir, OWNER_NAME), 'utf8'))).toMatchObject({ pid: process.pid });
+      await lock.release();
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 
   it('takes over a stale lock whose owner is unknown (not refreshed for longer than the stale time)', async () => {
