@@ -31,14 +31,104 @@ interface JournalDoc {
   wallets?: WalletRow[];
   orders?: OrderRow[];
 }
-/** The checkpoint (collection `venueState`, one document `_id: 'checkpoint'`): all user state up to `seq`. */
-interface CheckpointDoc extends Omit<JournalDoc, '_id' | 'atMs'> {
+/**
+ * A checkpoint written before issue 14 (collection `venueState`, `_id: 'checkpoint'`): all user
+ * state up to `seq` in this one document. Still restored; the next checkpoint replaces it with a
+ * {@link CheckpointPointer}.
+ */
+interface LegacyCheckpointDoc extends Omit<JournalDoc, '_id' | 'atMs'> {
   _id: 'checkpoint';
   orderSeq: number;
+  generation?: undefined;
 }
+
+/**
+ * The checkpoint pointer (collection `venueState`, `_id: 'checkpoint'`): names the generation of
+ * chunk documents that together hold all user state up to journal entry `seq`. Small and replaced
+ * in one write, which is what switches from one checkpoint to the next.
+ */
+interface CheckpointPointer {
+  _id: 'checkpoint';
+  /** Generation of the chunks (1, 2, …): chunk `n` of it is `_id` {@link chunkId}(generation, n). */
+  generation: number;
+  /** Last journal entry the checkpoint covers. */
+  seq: number;
+  /** The matching engine's last time-priority sequence number. */
+  orderSeq: number;
+  /** Number of chunk documents (0 … chunks−1). */
+  chunks: number;
+  /** Rows the chunks hold in all, checked at recovery. */
+  walletCount: number;
+  orderCount: number;
+}
+
+/**
+ * One chunk of a checkpoint (collection `venueState`, `_id` `cp:<generation>:<n>`): a slice of the
+ * wallet rows then the order rows, in snapshot order, as one JSON string of {@link StateRows}
+ * (at most {@link CHECKPOINT_CHUNK_BYTES} bytes of UTF-8, unless a single row is larger alone).
+ */
+interface ChunkDoc {
+  _id: string;
+  generation: number;
+  /** Position in the generation, from 0. */
+  n: number;
+  rows: string;
+}
+
+/** A document of `venueState`: the pointer (or a pre-issue-14 checkpoint) and the chunks. */
+type StateDoc = CheckpointPointer | LegacyCheckpointDoc | ChunkDoc;
+
+/**
+ * Bound on one checkpoint chunk document: 1 MiB (its BSON size on MongoDB; the rows string gets
+ * this less {@link CHUNK_ENVELOPE_BYTES}). MongoDB refuses documents over 16 MiB, so this leaves
+ * a 16× margin; 1 MiB holds about 1,700–2,300 orders at the measured 450–630 bytes each, so a
+ * checkpoint of 100,000 orders is some 50 writes (the per-write overhead stays negligible) and no
+ * single write, nor a recovery's parse of one chunk, holds much memory or the store for long.
+ * The only exception: a single row larger than the bound (an order with thousands of fills) gets
+ * a chunk of its own, as large as that row; its journal entries are as large already.
+ */
+export const CHECKPOINT_CHUNK_BYTES = 1024 * 1024;
+/** What a chunk document holds besides its rows string (`_id`, `generation`, `n`, BSON framing), generously. */
+const CHUNK_ENVELOPE_BYTES = 1024;
+
+/** `_id` of chunk `n` of checkpoint `generation`. */
+const chunkId = (generation: number, n: number) => `cp:${generation}:${n}`;
 
 function rowsOf(doc: { rows?: string; wallets?: WalletRow[]; orders?: OrderRow[] }): StateRows {
   return doc.rows !== undefined ? (JSON.parse(doc.rows) as StateRows) : { wallets: doc.wallets ?? [], orders: doc.orders ?? [] };
+}
+
+const EMPTY_CHUNK = '{"wallets":[],"orders":[]}';
+
+/**
+ * Splits the rows, in order (wallets then orders), into chunk strings, each the JSON of a
+ * {@link StateRows} of at most `maxBytes` UTF-8 bytes; a row too large for that alone gets a chunk
+ * of its own. Serializes every row now, so later changes to the live objects cannot leak into the
+ * checkpoint. No rows give no chunks.
+ */
+export function chunkRows(rows: StateRows, maxBytes: number): string[] {
+  const chunks: string[] = [];
+  let wallets: string[] = [];
+  let orders: string[] = [];
+  let bytes = EMPTY_CHUNK.length;
+  const flush = () => {
+    if (wallets.length + orders.length === 0) return;
+    chunks.push(`{"wallets":[${wallets.join(',')}],"orders":[${orders.join(',')}]}`);
+    wallets = [];
+    orders = [];
+    bytes = EMPTY_CHUNK.length;
+  };
+  const add = (into: () => string[], row: unknown) => {
+    const json = JSON.stringify(row);
+    const size = Buffer.byteLength(json) + 1; // + the comma
+    if (bytes + size > maxBytes) flush();
+    into().push(json);
+    bytes += size;
+  };
+  for (const w of rows.wallets) add(() => wallets, w);
+  for (const o of rows.orders) add(() => orders, o);
+  flush();
+  return chunks;
 }
 
 const pad = (n: number) => String(n).padStart(12, '0');
@@ -51,6 +141,8 @@ export interface JournalOptions {
   log: Logger;
   /** Journal entries between checkpoints (default 5,000). */
   checkpointEvery?: number;
+  /** Bound on one checkpoint chunk document, bytes (default {@link CHECKPOINT_CHUNK_BYTES}; tests set less). */
+  checkpointChunkBytes?: number;
   /** The state to checkpoint, read when a checkpoint runs (it may also prune what it no longer keeps). */
   snapshot: () => CheckpointState;
 }
@@ -61,6 +153,11 @@ export interface JournalOptions {
  * checkpoint of all user state, after which the journal it covers is removed in slices. Start-up
  * ({@link recover}) replays checkpoint + journal, so a restart loses nothing and applies nothing
  * twice.
+ *
+ * A checkpoint (issue 14) is a generation of bounded chunk documents plus a small pointer naming
+ * the current generation, so no document nears MongoDB's 16 MiB limit however large the state;
+ * see {@link checkpoint} for the write order that keeps the previous checkpoint usable until the
+ * new one is complete.
  *
  * A journal write that fails (issue 12, defect 17) is retried with backoff until it lands, in
  * order: the entries behind it wait, and nothing is skipped. Meanwhile {@link health} reports not
@@ -80,16 +177,24 @@ export class VenueJournal {
   private writeError: string | null = null;
   private checkpointError: string | null = null;
 
+  /** Generation of the last checkpoint written or recovered (0: none, or one from before issue 14). */
+  private generation = 0;
+  /** Checkpoints run one at a time, in call order. */
+  private checkpoints: Promise<unknown> = Promise.resolve();
+
   private constructor(
     private readonly o: JournalOptions,
     private readonly journal: Collection<JournalDoc>,
-    private readonly state: Collection<CheckpointDoc>,
+    private readonly state: Collection<StateDoc>,
   ) {}
 
-  /** Opens the journal's collections (`venueJournal`, `venueState`). */
+  /**
+   * Opens the journal's collections: `venueJournal` and `venueState` (the checkpoint pointer and
+   * chunks; indexed on `generation`, which removes a generation's chunks).
+   */
   static async open(o: JournalOptions): Promise<VenueJournal> {
     const journal = await o.store.collection<JournalDoc>('venueJournal', [{ fields: ['seq'], unique: true, adapters: ['mongodb'] }]);
-    const state = await o.store.collection<CheckpointDoc>('venueState');
+    const state = await o.store.collection<StateDoc>('venueState', [{ fields: ['generation'] }]);
     return new VenueJournal(o, journal, state);
   }
 
@@ -167,19 +272,42 @@ export class VenueJournal {
   }
 
   /**
-   * Start-up: hands the checkpoint's rows, then every later journal entry's rows in order, to
-   * `apply` (later rows overwrite earlier ones), after removing entries a checkpoint cut short
-   * left behind.
+   * Start-up: hands the checkpoint's rows (chunk by chunk, in order), then every later journal
+   * entry's rows in order, to `apply` (later rows overwrite earlier ones), after removing what a
+   * checkpoint cut short left behind: chunks of generations the pointer does not name, and
+   * journal entries the checkpoint covers. A checkpoint from before issue 14 (one document with
+   * all rows) is restored as it is; the next checkpoint replaces it.
    * @returns the checkpoint's `orderSeq` (0 without one) and how many journal entries were replayed.
+   * @throws when a chunk the pointer names is missing or the row counts disagree (a damaged store).
    */
   async recover(apply: (rows: StateRows) => void): Promise<{ orderSeq: number; replayed: number }> {
     let orderSeq = 0;
-    const cp = await this.state.findOne({ _id: 'checkpoint' });
-    if (cp) {
+    const cp = (await this.state.findOne({ _id: 'checkpoint' })) as CheckpointPointer | LegacyCheckpointDoc | null;
+    if (cp && cp.generation !== undefined) {
+      let wallets = 0;
+      let orders = 0;
+      for (let n = 0; n < cp.chunks; n++) {
+        const chunk = (await this.state.findOne({ _id: chunkId(cp.generation, n) })) as ChunkDoc | null;
+        if (!chunk) throw new Error(`venue checkpoint generation ${cp.generation}: chunk ${n} of ${cp.chunks} is missing`);
+        const rows = rowsOf(chunk);
+        wallets += rows.wallets.length;
+        orders += rows.orders.length;
+        apply(rows);
+      }
+      if (wallets !== cp.walletCount || orders !== cp.orderCount) {
+        throw new Error(`venue checkpoint generation ${cp.generation}: ${wallets} wallets and ${orders} orders read, ${cp.walletCount} and ${cp.orderCount} written`);
+      }
+      this.generation = cp.generation;
+    } else if (cp) {
       apply(rowsOf(cp));
+    }
+    if (cp) {
       this.seq = cp.seq;
       orderSeq = cp.orderSeq;
     }
+    // chunks of a checkpoint cut short (a later generation) or not yet removed (an earlier one)
+    await this.state.deleteMany({ generation: { $gt: this.generation } });
+    await this.state.deleteMany({ generation: { $lt: this.generation } });
     await this.journal.deleteMany({ seq: { $lte: this.seq } }); // left by a checkpoint cut short
     this.journalFrom = this.seq + 1;
     const entries = await this.journal.find({ seq: { $gt: this.seq } }, { sort: { seq: 1 } });
@@ -195,11 +323,39 @@ export class VenueJournal {
     return this.seq;
   }
 
-  /** Writes the current state (from `snapshot`) as the checkpoint, then drops the journal it covers. */
-  async checkpoint(): Promise<void> {
+  /**
+   * Writes the current state (from `snapshot`, taken and serialized at once) as a new checkpoint
+   * generation, then drops what the previous one and the journal held. Checkpoints run one at a
+   * time. The order keeps a usable checkpoint in the store whenever this stops (crash or failed
+   * write):
+   * 1. the chunk documents of generation g+1 (`cp:<g+1>:<n>`, each at most
+   *    {@link CHECKPOINT_CHUNK_BYTES}): the pointer still names generation g, whose chunks and the
+   *    journal after it are untouched, so a crash here recovers from g (and removes these chunks);
+   * 2. the pointer `{_id: 'checkpoint', generation: g+1, seq, orderSeq, chunks, …}`, replaced in one
+   *    write of a small document, only once every chunk write was acknowledged: it names g or g+1,
+   *    never a generation that is incomplete;
+   * 3. the chunks of earlier generations (g, and any of a failed attempt), then
+   * 4. the journal entries up to `seq`, in slices: from here on recovery follows g+1 and removes
+   *    whatever of 3 and 4 a crash left behind.
+   * @throws the first failed write (the journal still holds everything; the next checkpoint takes a new generation).
+   */
+  checkpoint(): Promise<void> {
+    const run = this.checkpoints.then(() => this.writeCheckpoint());
+    this.checkpoints = run.catch(() => undefined);
+    return run;
+  }
+
+  private async writeCheckpoint(): Promise<void> {
     const { orderSeq, wallets, orders } = this.o.snapshot();
     const seq = this.seq;
-    await this.state.replaceOne({ _id: 'checkpoint', seq, orderSeq, rows: JSON.stringify({ wallets, orders } satisfies StateRows) });
+    const chunks = chunkRows({ wallets, orders }, (this.o.checkpointChunkBytes ?? CHECKPOINT_CHUNK_BYTES) - CHUNK_ENVELOPE_BYTES);
+    const generation = ++this.generation; // a failed attempt's chunks are never reused: they go at step 3
+    for (let n = 0; n < chunks.length; n++) {
+      await this.state.replaceOne({ _id: chunkId(generation, n), generation, n, rows: chunks[n]! });
+      chunks[n] = ''; // written: let it go
+    }
+    await this.state.replaceOne({ _id: 'checkpoint', generation, seq, orderSeq, chunks: chunks.length, walletCount: wallets.length, orderCount: orders.length });
+    await this.state.deleteMany({ generation: { $lt: generation } });
     // in slices by _id (= padded seq, indexed everywhere): one long removal would stall every other write
     for (let upTo = this.journalFrom + JOURNAL_DELETE_CHUNK - 1; ; upTo += JOURNAL_DELETE_CHUNK) {
       await this.journal.deleteMany({ _id: { $lte: pad(Math.min(upTo, seq)) } });
