@@ -64,8 +64,8 @@ interface CheckpointPointer {
 
 /**
  * One chunk of a checkpoint (collection `venueState`, `_id` `cp:<generation>:<n>`): a slice of the
- * wallet rows then the order rows, in snapshot order, as one JSON string of {@link StateRows}
- * (at most {@link CHECKPOINT_CHUNK_BYTES} bytes of UTF-8, unless a single row is larger alone).
+ * wallet rows then the order rows, in snapshot order, as one JSON string of {@link StateRows}.
+ * The document is at most {@link CHECKPOINT_CHUNK_BYTES} (unless it holds one row larger alone).
  */
 interface ChunkDoc {
   _id: string;

@@ -299,10 +299,11 @@ describe('venue checkpoints: many bounded documents (issue 14, item 2)', () => {
         for (let k = 0; k < 10; k++) await first.submit(limit(50_000 + k, 0, TOKENS[k % 4]!, 'buy', '0.04', 5));
         // what the code before issue 14 wrote at a checkpoint: one document, then the journal removed
         const j = inside(first).journal;
-        const { wallets, orders } = { wallets: inside(first).ledger.rows(), orders: inside(first).matching.rows() };
-        const state = await inner.collection<Doc>('venueState');
+        const wallets = inside(first).ledger.rows();
+        const orders = inside(first).matching.rows();
+        const state = await inner.collection<Doc & Record<string, unknown>>('venueState');
         const rows = legacy === 'rows as fields' ? { wallets, orders } : { rows: JSON.stringify({ wallets, orders }) };
-        await state.replaceOne({ _id: 'checkpoint', seq: j.lastSeq, orderSeq: inside(first).matching.orderSeq, ...rows } as Doc);
+        await state.replaceOne({ _id: 'checkpoint', seq: j.lastSeq, orderSeq: inside(first).matching.orderSeq, ...rows });
         await (await inner.collection('venueJournal')).deleteMany({});
         // then more journaled operations, and the process dies
         for (let k = 0; k < 10; k++) await first.submit(limit(60_000 + k, 0, TOKENS[k % 4]!, 'sell', '0.04', 5, { userId: userId(k) }));
