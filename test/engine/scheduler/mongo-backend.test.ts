@@ -121,7 +121,7 @@ function fakeJobs(docs: Document[]) {
       const groups = new Map<string, { ids: ObjectId[]; keep: ObjectId }>();
       for (const d of docs.filter((x) => x.name === TIMER_JOB)) {
         const k = `${d.data.actorId}|${d.data.timerName}`;
-        const g = groups.get(k) ?? { ids: [], keep: d._id };
+        const g = groups.get(k) ?? { ids: [] as ObjectId[], keep: d._id as ObjectId };
         g.ids.push(d._id);
         if (String(d._id) > String(g.keep)) g.keep = d._id;
         groups.set(k, g);
