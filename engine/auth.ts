@@ -79,7 +79,12 @@ export class ApiKeyService {
   ) {}
 
   static async open(store: Store, clock: Clock): Promise<ApiKeyService> {
-    const keys = await store.collection<ApiKeyDoc>('apiKeys', [{ fields: ['hash'], unique: true }, { fields: ['partnerId', 'userId'] }]);
+    const keys = await store.collection<ApiKeyDoc>('apiKeys', [
+      { fields: ['hash'], unique: true },
+      { fields: ['partnerId', 'userId'] },
+      // the live generated master key of a partner (ensureMasterKey, at start-up without MASTER_API_KEY)
+      { fields: ['partnerId', 'kind', 'source', 'revokedAtMs'], adapters: ['mongodb'] },
+    ]);
     return new ApiKeyService(keys, clock);
   }
 

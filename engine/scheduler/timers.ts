@@ -1,9 +1,10 @@
 import { Agenda, type AgendaBackend, type Job } from 'agenda';
-import { MongoBackend } from '@agendajs/mongo-backend';
+import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import { MongoStore } from '../store/mongo.js';
 import { EmbeddedAgendaBackend } from './embedded-backend.js';
+import { mongoTimerBackend, NotifyingBackend } from './mongo-backend.js';
 
 /** Job name of every actor timer. */
 export const TIMER_JOB = 'actor.timer';
@@ -25,6 +26,22 @@ export function timerRetryDelayMs(attempt: number): number {
   return Math.min(30_000, 100 * 2 ** Math.max(0, attempt - 1));
 }
 
+/** Attempts of {@link TimerService.schedule} when its insert meets a concurrent one (unique index). */
+const SCHEDULE_ATTEMPTS = 5;
+
+function isDuplicateKey(err: unknown): boolean {
+  return err instanceof DuplicateKeyError || (typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000);
+}
+
+/**
+ * The Agenda backend for `store`: on MongoDB, Agenda's MongoDB backend with an in-process
+ * notification channel and the timer indexes created at connect ({@link mongoTimerBackend});
+ * otherwise our embedded backend over the store port (which has its own channel).
+ */
+export function timerBackend(store: Store, log?: Logger): AgendaBackend {
+  return store instanceof MongoStore ? mongoTimerBackend(store.database, TIMER_JOB, log) : new EmbeddedAgendaBackend(store);
+}
+
 /**
  * Durable timers on Agenda 6 (issue 2, deliverable 5): the Mongo backend on MongoDB, our embedded
  * backend otherwise. One job document per armed deadline of an (actor, timer name): scheduling
@@ -38,6 +55,10 @@ export function timerRetryDelayMs(attempt: number): number {
  * never fired. Removing the running document and inserting a new one leaves Agenda's write-back
  * nothing to undo (it ignores a job that was removed while it ran).
  *
+ * On MongoDB (issue 14, item 3) a job due now is delivered through an in-process notification
+ * channel, not at the next poll, and `agendaJobs` has a unique index on (`name`, `data.actorId`,
+ * `data.timerName`): see `timerJobIndexes` in `./mongo-backend.ts`.
+ *
  * A delivery that fails (the sink rejects: a store write failed) is retried with backoff
  * ({@link timerRetryDelayMs}), never dropped; while any is failing, {@link failing} is above 0 and
  * health reports the scheduler degraded.
@@ -46,6 +67,8 @@ export class TimerService {
   private readonly agenda: Agenda;
   private started = false;
   private readonly failingJobs = new Set<string>();
+  /** Resolves once the backend is connected and its indexes exist; rejects with why not. */
+  private readonly ready: () => Promise<void>;
 
   constructor(
     store: Store,
@@ -53,8 +76,8 @@ export class TimerService {
     private readonly log: Logger,
     pollMs: number,
   ) {
-    const backend: AgendaBackend =
-      store instanceof MongoStore ? new MongoBackend({ mongo: store.database, collection: 'agendaJobs' }) : new EmbeddedAgendaBackend(store);
+    const backend = timerBackend(store, log);
+    this.ready = backend instanceof NotifyingBackend ? () => backend.ready() : () => Promise.resolve();
     this.agenda = new Agenda({ backend, processEvery: pollMs, defaultLockLifetime: 60_000, maxConcurrency: 50, defaultConcurrency: 20, removeOnComplete: true });
     this.agenda.define<TimerData>(
       TIMER_JOB,
@@ -78,6 +101,7 @@ export class TimerService {
 
   /** Starts processing due jobs. */
   async start(): Promise<void> {
+    await this.ready();
     await this.agenda.start();
     this.started = true;
   }
@@ -94,22 +118,33 @@ export class TimerService {
 
   /**
    * Arms (or moves) timer `timerName` of `actorId` to fire at `atMs` (epoch ms).
-   * Delivered as a {@link TimerData} to the sink at or after that time.
+   * Delivered as a {@link TimerData} to the sink at or after that time. When a concurrent call
+   * for the same timer inserted its job between this call's cancel and insert (MongoDB's unique
+   * index refuses the second one), this call cancels and inserts again: the later call wins.
    */
   async schedule(actorId: string, timerName: string, atMs: number): Promise<void> {
     const data: TimerData = { actorId, timerName, atMs };
-    await this.cancel(actorId, timerName);
-    await this.agenda.create<TimerData>(TIMER_JOB, data).schedule(new Date(atMs)).save();
+    for (let attempt = 1; ; attempt++) {
+      await this.cancel(actorId, timerName);
+      try {
+        await this.agenda.create<TimerData>(TIMER_JOB, data).schedule(new Date(atMs)).save();
+        return;
+      } catch (err) {
+        if (!isDuplicateKey(err) || attempt >= SCHEDULE_ATTEMPTS) throw err;
+      }
+    }
   }
 
   /** Disarms timer `timerName` of `actorId` (a running delivery of it finishes); a no-op when it is not armed. */
   async cancel(actorId: string, timerName: string): Promise<void> {
+    await this.ready();
     await this.agenda.cancel({ name: TIMER_JOB, data: { actorId, timerName } });
     this.failingJobs.delete(`${actorId}/${timerName}`);
   }
 
   /** Disarms every timer of `actorId`. */
   async cancelAll(actorId: string): Promise<void> {
+    await this.ready();
     await this.agenda.cancel({ name: TIMER_JOB, data: { actorId } });
     for (const k of this.failingJobs) if (k.startsWith(`${actorId}/`)) this.failingJobs.delete(k);
   }

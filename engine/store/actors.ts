@@ -1,5 +1,5 @@
 import { RevisionConflictError } from '../errors.js';
-import type { Collection, Filter, Store } from './port.js';
+import type { Collection, Filter, IndexSpec, Store } from './port.js';
 
 /**
  * One persisted actor (order, strategy, combo quote, copytrade subscription): the latest snapshot
@@ -53,6 +53,40 @@ function ownerKeyOf(ownerUserId: string, createdAtMs: number, id: string): strin
 /** A record as stored: no read model. */
 type StoredRecord = Omit<ActorRecord, 'view'> & { view?: Record<string, unknown> | null };
 
+/** A one-time data migration that ran (collection `migrations`). */
+interface MigrationDoc {
+  /** Which migration. */
+  _id: string;
+  /** When it ran, epoch ms. */
+  atMs: number;
+}
+
+/** The `migrations` record of the ownerKey / type backfill of {@link ActorRepository.open}. */
+const ACTORS_MIGRATION = 'actors: ownerKey and type backfilled';
+
+/**
+ * Indexes of `actors` (issue 14, item 5: each query of {@link ActorRepository} has one on MongoDB;
+ * `test/api/query-indexes.test.ts` checks it). The low-cardinality ones are MongoDB-only (see
+ * `IndexSpec.adapters`): the embedded store scans its in-memory records instead.
+ * - `final, quarantine, createdAtMs, _id`: {@link ActorRepository.findRestorable} (start-up).
+ * - `kind, final, quarantine, createdAtMs, _id`: the live orders of the reconciliation, newest first.
+ * - `kind, ownerKey` / `kind, status, ownerKey` / `kind, type, ownerKey` /
+ *   `kind, status, type, ownerKey`: {@link ActorRepository.findOwned} (pages and counts) of the
+ *   activity feed, open orders and the strategy list with its status / type filters.
+ * - `ownerKey` (unique, sparse): one key per owned actor; the embedded store's findOwned index.
+ * - `partnerId, kind`: kept from before (no current query needs it).
+ */
+const ACTOR_INDEXES: IndexSpec[] = [
+  { fields: ['final', 'quarantine', 'createdAtMs', '_id'], adapters: ['mongodb'] },
+  { fields: ['kind', 'final', 'quarantine', 'createdAtMs', '_id'], adapters: ['mongodb'] },
+  { fields: ['kind', 'ownerKey'], adapters: ['mongodb'] },
+  { fields: ['kind', 'status', 'ownerKey'], adapters: ['mongodb'] },
+  { fields: ['kind', 'type', 'ownerKey'], adapters: ['mongodb'] },
+  { fields: ['kind', 'status', 'type', 'ownerKey'], adapters: ['mongodb'] },
+  { fields: ['partnerId', 'kind'], adapters: ['mongodb'] },
+  { fields: ['ownerKey'], unique: true, sparse: true },
+];
+
 /** Revisioned actor-snapshot repository over the store port (optimistic concurrency). */
 export class ActorRepository {
   /**
@@ -72,19 +106,21 @@ export class ActorRepository {
   }
 
   static async open(store: Store): Promise<ActorRepository> {
-    const c = await store.collection<StoredRecord>('actors', [
-      // low-cardinality: MongoDB only (see IndexSpec.adapters); the embedded store scans at start-up
-      { fields: ['final', 'quarantine'], adapters: ['mongodb'] },
-      { fields: ['partnerId', 'kind'], adapters: ['mongodb'] },
-      { fields: ['ownerKey'], unique: true, sparse: true },
-    ]);
-    // Records written before ownerKey existed get theirs now.
-    for (const r of await c.find({ ownerUserId: { $ne: null }, ownerKey: { $exists: false } })) {
-      await c.updateOne({ _id: r._id }, { ownerKey: ownerKeyOf(r.ownerUserId!, r.createdAtMs, r._id) });
-    }
-    // Records written when the view was stored: keep its type as a field, drop the rest.
-    for (const r of await c.find({ type: { $exists: false } })) {
-      await c.updateOne({ _id: r._id }, { type: (r.view?.type as string | undefined) ?? null, view: null });
+    const c = await store.collection<StoredRecord>('actors', ACTOR_INDEXES);
+    // One-time migrations, recorded as done so that later starts do not scan every record again
+    // (neither query has an index: issue 14, item 5). Both are idempotent: a crash before the
+    // record is written runs them again.
+    const migrations = await store.collection<MigrationDoc>('migrations');
+    if (!(await migrations.findOne({ _id: ACTORS_MIGRATION }))) {
+      // Records written before ownerKey existed get theirs now.
+      for (const r of await c.find({ ownerUserId: { $ne: null }, ownerKey: { $exists: false } })) {
+        await c.updateOne({ _id: r._id }, { ownerKey: ownerKeyOf(r.ownerUserId!, r.createdAtMs, r._id) });
+      }
+      // Records written when the view was stored: keep its type as a field, drop the rest.
+      for (const r of await c.find({ type: { $exists: false } })) {
+        await c.updateOne({ _id: r._id }, { type: (r.view?.type as string | undefined) ?? null, view: null });
+      }
+      await migrations.replaceOne({ _id: ACTORS_MIGRATION, atMs: Date.now() });
     }
     return new ActorRepository(c);
   }
