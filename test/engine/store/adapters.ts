@@ -57,14 +57,14 @@ export function adapters(): AdapterUnderTest[] {
           }
           uri = memoryServer.getUri();
         }
-        const store = await MongoStore.open(uri, dbName);
+        const store = await MongoStore.open(uri, dbName, { allowStandalone: true }); // the contract holds on any deployment
         opened.push(store);
         return store;
       },
       async cleanup() {
         const s = opened[0] as MongoStore | undefined;
         if (s) {
-          const fresh = await MongoStore.open(mongoUri ?? memoryServer!.getUri(), dbName);
+          const fresh = await MongoStore.open(mongoUri ?? memoryServer!.getUri(), dbName, { allowStandalone: true });
           await fresh.database.dropDatabase();
           await fresh.close();
         }

@@ -1,0 +1,104 @@
+import os from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { ENGINE_LEASE_ID, EngineLeaseHeldError, EngineLeaseLostError, LEASE_COLLECTION, takeEngineLease, type LeaseDoc } from '../../../engine/store/lease.js';
+import type { Store } from '../../../engine/store/port.js';
+
+/** Issue 14 item 6: one engine process per database, through the store port (here the embedded adapter). */
+describe('engine lease (issue 14 item 6)', () => {
+  const stores: Store[] = [];
+  const open = async () => {
+    const s = await EmbeddedStore.open(null);
+    stores.push(s);
+    return s;
+  };
+  afterEach(async () => {
+    for (const s of stores.splice(0)) await s.close();
+  });
+  const doc = async (store: Store) => (await store.collection<LeaseDoc>(LEASE_COLLECTION)).findOne({ _id: ENGINE_LEASE_ID });
+
+  it('takes the lease {_id: engine, owner: {pid, host, startedAtMs, instanceId}, expiresAtMs}; a second taker is refused naming the holder; release frees it', async () => {
+    const store = await open();
+    let t = 1_000_000;
+    const now = () => t;
+    const a = await takeEngineLease(store, { now, ttlMs: 15_000 });
+    expect(await doc(store)).toEqual({ _id: 'engine', owner: { pid: process.pid, host: os.hostname(), startedAtMs: 1_000_000, instanceId: a.owner.instanceId }, expiresAtMs: 1_015_000 });
+
+    t += 14_999;
+    const second = takeEngineLease(store, { now });
+    await expect(second).rejects.toBeInstanceOf(EngineLeaseHeldError);
+    await expect(second).rejects.toThrow(`${store.location} is in use by another engine process (pid ${process.pid} on ${os.hostname()}, instance ${a.owner.instanceId}`);
+
+    await a.release();
+    expect(await doc(store)).toBeNull();
+    const b = await takeEngineLease(store, { now });
+    expect((await doc(store))?.owner.instanceId).toBe(b.owner.instanceId);
+    await b.release();
+  });
+
+  it('of several processes racing for a free lease exactly one gets it', async () => {
+    const store = await open();
+    const results = await Promise.allSettled(Array.from({ length: 8 }, () => takeEngineLease(store)));
+    const won = results.filter((r) => r.status === 'fulfilled');
+    expect(won).toHaveLength(1);
+    for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(EngineLeaseHeldError);
+    await (won[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof takeEngineLease>>>).value.release();
+  });
+
+  it('renewal pushes the expiry forward; a lease whose expiry passed (holder died) is taken over, and the old holder then loses it', async () => {
+    const store = await open();
+    let t = 0;
+    const now = () => t;
+    const lostA: Error[] = [];
+    const a = await takeEngineLease(store, { now, ttlMs: 15_000, renewMs: 60_000, onLost: (e) => lostA.push(e) });
+    t = 5_000;
+    await a.renew();
+    expect((await doc(store))?.expiresAtMs).toBe(20_000);
+    expect(a.expiresAtMs).toBe(20_000);
+
+    t = 20_001; // a stopped renewing (stalled or killed)
+    const b = await takeEngineLease(store, { now, renewMs: 60_000 });
+    expect((await doc(store))?.owner.instanceId).toBe(b.owner.instanceId);
+
+    await expect(a.renew()).rejects.toBeInstanceOf(EngineLeaseLostError);
+    expect(lostA).toHaveLength(1);
+    expect(lostA[0]!.message).toMatch(new RegExp(`was taken by another process \\(pid ${process.pid} on .*instance ${b.owner.instanceId}\\).*stopping`));
+    await a.release(); // lost: leaves b's lease alone
+    expect((await doc(store))?.owner.instanceId).toBe(b.owner.instanceId);
+    await b.release();
+  });
+
+  it('renews on its own timer every renewMs', async () => {
+    const store = await open();
+    const a = await takeEngineLease(store, { ttlMs: 2_000, renewMs: 50 });
+    const first = a.expiresAtMs;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(a.expiresAtMs).toBeGreaterThan(first);
+    expect((await doc(store))?.expiresAtMs).toBe(a.expiresAtMs);
+    await a.release();
+  });
+
+  it('a renewal that fails is retried while the lease is still valid, and is lost (fatal) once it would expire first', async () => {
+    const inner = await open();
+    let failing = false;
+    const leases = await inner.collection<LeaseDoc>(LEASE_COLLECTION);
+    const store: Store = Object.assign(Object.create(inner) as Store, {
+      collection: async () => ({
+        ...leases,
+        findOne: leases.findOne.bind(leases),
+        deleteMany: leases.deleteMany.bind(leases),
+        updateOne: (...args: Parameters<typeof leases.updateOne>) => (failing ? Promise.reject(new Error('connection reset')) : leases.updateOne(...args)),
+      }),
+    });
+    let t = 0;
+    const lost: Error[] = [];
+    const a = await takeEngineLease(store, { now: () => t, ttlMs: 15_000, renewMs: 5_000, onLost: (e) => lost.push(e) });
+    failing = true;
+    t = 5_000;
+    await a.renew(); // 5 s + 5 s < 15 s: kept, retried next tick
+    expect(lost).toHaveLength(0);
+    t = 10_000;
+    await expect(a.renew()).rejects.toBeInstanceOf(EngineLeaseLostError);
+    expect(lost[0]!.message).toMatch(/could not renew the engine lease of .* before it expired \(connection reset\).*stopping/);
+  });
+});
