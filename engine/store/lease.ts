@@ -2,7 +2,18 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { processIsGone } from './lock.js';
 import type { Store } from './port.js';
+
+/** instanceIds of the leases this process holds (its own pid in a lease is a former life otherwise). */
+const heldHere = new Set<string>();
+
+/** Whether `holder` certainly is a process that no longer runs: of this host, and its pid gone (or a zombie), or this very pid in a former life (a container restarted). */
+function holderIsDead(holder: LeaseOwner): boolean {
+  if (holder.host !== os.hostname()) return false;
+  if (holder.pid === process.pid) return !heldHere.has(holder.instanceId);
+  return processIsGone(holder.pid);
+}
 
 /**
  * The engine lease (issue 14 item 6): one engine process per database. The venue journal, the
@@ -93,7 +104,9 @@ export interface LeaseOptions {
 /**
  * Takes the engine lease of the database behind `store`: a conditional upsert of
  * `{_id: 'engine'}` that matches only a lease whose `expiresAtMs` passed (or none), so exactly one
- * of several racing processes gets it (the others hit the duplicate `_id`). Renewed every `renewMs`
+ * of several racing processes gets it (the others hit the duplicate `_id`). A lease whose holder is
+ * a process of this host that no longer runs (its pid gone or a zombie) is taken over at once,
+ * as the embedded store's `DATA_DIR` lock does (engine/store/lock.ts). Renewed every `renewMs`
  * while held; a renewal that fails is retried at the next tick, and the lease counts as lost when
  * it finds another owner, or when it would expire before the next try.
  * @throws {EngineLeaseHeldError} when another process holds a lease that has not expired.
@@ -110,8 +123,16 @@ export async function takeEngineLease(store: Store, options: LeaseOptions = {}):
   } catch (err) {
     if (!(err instanceof DuplicateKeyError)) throw err;
     const held = await leases.findOne({ _id: ENGINE_LEASE_ID });
-    throw new EngineLeaseHeldError(store.location, held?.owner ?? null, held?.expiresAtMs ?? null);
+    // A holder of this host whose process is gone (kill -9, then a supervisor's restart): take over
+    // at once, conditionally on that very holder, instead of waiting for the expiry.
+    const takenOver =
+      held !== null &&
+      holderIsDead(held.owner) &&
+      (await leases.updateOne({ _id: ENGINE_LEASE_ID, 'owner.instanceId': held.owner.instanceId }, { owner, expiresAtMs })) === 1;
+    if (!takenOver) throw new EngineLeaseHeldError(store.location, held?.owner ?? null, held?.expiresAtMs ?? null);
+    options.log?.warn({ previous: held.owner }, `engine lease: took over the lease of pid ${held.owner.pid}, which no longer runs on this host`);
   }
+  heldHere.add(owner.instanceId);
 
   const onLost =
     options.onLost ??
@@ -149,6 +170,7 @@ export async function takeEngineLease(store: Store, options: LeaseOptions = {}):
   };
   const lose = (why: string) => {
     lost = true;
+    heldHere.delete(owner.instanceId);
     clearInterval(timer);
     onLost(new EngineLeaseLostError(`${why}: another engine may now use the database; stopping`));
   };
@@ -169,6 +191,7 @@ export async function takeEngineLease(store: Store, options: LeaseOptions = {}):
     async release() {
       if (released) return;
       released = true;
+      heldHere.delete(owner.instanceId);
       clearInterval(timer);
       await renewing;
       if (!lost) await leases.deleteMany({ _id: ENGINE_LEASE_ID, 'owner.instanceId': owner.instanceId });

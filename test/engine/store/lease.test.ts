@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
@@ -100,5 +101,19 @@ describe('engine lease (issue 14 item 6)', () => {
     t = 10_000;
     await expect(a.renew()).rejects.toBeInstanceOf(EngineLeaseLostError);
     expect(lost[0]!.message).toMatch(/could not renew the engine lease of .* before it expired \(connection reset\).*stopping/);
+  });
+
+  it('takes over at once the live lease of a process of this host that no longer runs (kill -9 and restart); a live remote holder is refused', async () => {
+    const store = await open();
+    const leases = await store.collection<LeaseDoc>(LEASE_COLLECTION);
+    const deadPid = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
+    const future = Date.now() + 60_000;
+    await leases.insertOne({ _id: 'engine', owner: { pid: deadPid, host: os.hostname(), startedAtMs: 1, instanceId: 'dead' }, expiresAtMs: future });
+    const a = await takeEngineLease(store);
+    expect((await doc(store))?.owner).toMatchObject({ pid: process.pid, instanceId: a.owner.instanceId });
+    await a.release();
+
+    await leases.insertOne({ _id: 'engine', owner: { pid: deadPid, host: 'other-host', startedAtMs: 1, instanceId: 'remote' }, expiresAtMs: future });
+    await expect(takeEngineLease(store)).rejects.toThrow(`(pid ${deadPid} on other-host, instance remote, since 1970-01-01T00:00:00.001Z)`);
   });
 });
