@@ -94,16 +94,36 @@ export const DEFAULT_WRITE_SETTINGS: MongoWriteSettings = { w: 'majority', journ
 
 /**
  * The driver options the service connects with: the write concern set explicitly (never the
- * server's or URI's default), retryable writes on, and the server selection timeout.
+ * server's default) and the server selection timeout. Retryable writes are the driver's default
+ * (on) unless the URI says `retryWrites=false`.
  * @returns options for `new MongoClient(uri, options)`.
  */
 export function mongoClientOptions(write: MongoWriteSettings = DEFAULT_WRITE_SETTINGS, serverSelectionTimeoutMS = 10_000): MongoClientOptions {
-  return { serverSelectionTimeoutMS, retryWrites: true, writeConcern: { w: write.w, journal: write.journal } };
+  return { serverSelectionTimeoutMS, writeConcern: { w: write.w, journal: write.journal } };
+}
+
+/**
+ * Why the write-concern options written in the URI (`w`, `journal`, `j`; names case-insensitive)
+ * contradict the settings, or null when the URI has none or agrees. The settings are the one source
+ * of the write concern: a URI carrying another one is refused rather than silently overridden.
+ */
+export function uriWriteConcernConflict(uri: string, wanted: MongoWriteSettings): string | null {
+  const conflicts: string[] = [];
+  for (const [key, value] of new ConnectionString(uri).searchParams) {
+    const k = key.toLowerCase();
+    if (k === 'w' && value !== String(wanted.w)) conflicts.push(`${key}=${value} (MONGODB_WRITE_CONCERN=${wanted.w})`);
+    if ((k === 'journal' || k === 'j') && value.toLowerCase() !== String(wanted.journal)) {
+      conflicts.push(`${key}=${value} (MONGODB_JOURNAL=${wanted.journal ? 'on' : 'off'})`);
+    }
+  }
+  if (conflicts.length === 0) return null;
+  return `MONGODB_URI's write concern ${conflicts.join(', ')} contradicts the settings: remove it from the URI or change the settings`;
 }
 
 /**
  * A MongoDB deployment the service refuses to start on: a standalone server without
- * `MONGODB_ALLOW_STANDALONE=on`, or a URI whose write-concern options contradict the settings.
+ * `MONGODB_ALLOW_STANDALONE=on`, or a URI whose write-concern options (`w`, `journal`, `j`)
+ * contradict the settings.
  * Its message is the one line to print.
  */
 export class MongoStoreRefusedError extends Error {
@@ -184,7 +204,7 @@ export class MongoStore implements Store {
     const dbName = databaseOf(uri, defaultDb);
     const client = new MongoClient(uri, mongoClientOptions(write, options.serverSelectionTimeoutMS));
     try {
-      const mismatch = writeConcernMismatch(write, client.options.writeConcern);
+      const mismatch = uriWriteConcernConflict(uri, write) ?? writeConcernMismatch(write, client.options.writeConcern);
       if (mismatch) throw new MongoStoreRefusedError(mismatch);
       await client.connect();
       const db = client.db(dbName);

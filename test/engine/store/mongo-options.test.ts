@@ -1,7 +1,7 @@
 import { Db, MongoClient } from 'mongodb';
 import { describe, expect, it, vi } from 'vitest';
 import {
-  databaseOf, DEFAULT_WRITE_SETTINGS, mongoClientOptions, MongoStore, MongoStoreRefusedError, standaloneRefusal, topologyOf, writeConcernMismatch,
+  databaseOf, DEFAULT_WRITE_SETTINGS, mongoClientOptions, MongoStore, MongoStoreRefusedError, standaloneRefusal, topologyOf, uriWriteConcernConflict, writeConcernMismatch,
 } from '../../../engine/store/mongo.js';
 
 /** Issue 14 items 1 and 4: everything MongoStore.open decides before and after connecting, no server needed. */
@@ -51,16 +51,34 @@ describe('MongoDB connection string: the database name (issue 14 item 1)', () =>
 });
 
 describe('MongoDB write concern and deployment checks (issue 14 item 4)', () => {
-  it('sets w: majority and journal: true explicitly by default, with retryable writes', () => {
+  it('sets w: majority and journal: true explicitly by default', () => {
     expect(DEFAULT_WRITE_SETTINGS).toEqual({ w: 'majority', journal: true });
-    expect(mongoClientOptions()).toEqual({ serverSelectionTimeoutMS: 10_000, retryWrites: true, writeConcern: { w: 'majority', journal: true } });
-    expect(mongoClientOptions({ w: 2, journal: false }, 500)).toEqual({ serverSelectionTimeoutMS: 500, retryWrites: true, writeConcern: { w: 2, journal: false } });
+    expect(mongoClientOptions()).toEqual({ serverSelectionTimeoutMS: 10_000, writeConcern: { w: 'majority', journal: true } });
+    expect(mongoClientOptions({ w: 2, journal: false }, 500)).toEqual({ serverSelectionTimeoutMS: 500, writeConcern: { w: 2, journal: false } });
   });
 
-  it('the driver takes these options: its effective write concern is the one asked for, also over a w in the URI', () => {
-    const c = new MongoClient('mongodb://h1:27017,h2:27017/db?replicaSet=rs0&w=1', mongoClientOptions());
-    expect(c.options.writeConcern).toMatchObject({ w: 'majority', journal: true });
-    expect(writeConcernMismatch(DEFAULT_WRITE_SETTINGS, c.options.writeConcern)).toBeNull();
+  it('the driver takes these options: its effective write concern is the one asked for, retryable writes on', () => {
+    for (const [uri, write] of [
+      ['mongodb://h1:27017,h2:27017/db?replicaSet=rs0', DEFAULT_WRITE_SETTINGS],
+      ['mongodb+srv://cluster0.example.net/prod?retryWrites=true&w=majority', DEFAULT_WRITE_SETTINGS],
+      ['mongodb://h1:27017/db', { w: 1, journal: false }],
+    ] as const) {
+      const c = new MongoClient(uri, mongoClientOptions(write));
+      expect(c.options.writeConcern).toMatchObject({ w: write.w, journal: write.journal });
+      expect(c.options.retryWrites).toBe(true);
+      expect(uriWriteConcernConflict(uri, write)).toBeNull();
+      expect(writeConcernMismatch(write, c.options.writeConcern)).toBeNull();
+    }
+  });
+
+  it.each([
+    ['mongodb://h1:27017/db?w=1', DEFAULT_WRITE_SETTINGS, /w=1 \(MONGODB_WRITE_CONCERN=majority\)/],
+    ['mongodb://h1:27017/db?W=majority', { w: 2, journal: true }, /W=majority \(MONGODB_WRITE_CONCERN=2\)/],
+    ['mongodb://h1:27017/db?journal=false', DEFAULT_WRITE_SETTINGS, /journal=false \(MONGODB_JOURNAL=on\)/],
+    ['mongodb://h1:27017/db?j=true&w=majority', { w: 'majority', journal: false }, /j=true \(MONGODB_JOURNAL=off\)/],
+  ] as const)('a URI write concern that contradicts the settings is refused: %s', (uri, write, message) => {
+    expect(uriWriteConcernConflict(uri, write)).toMatch(message);
+    expect(uriWriteConcernConflict(uri, write)).toMatch(/contradicts the settings: remove it from the URI or change the settings$/);
   });
 
   it('a journal=false in the URI (which beats the client option in the driver) is found and refused at open', async () => {
@@ -70,7 +88,7 @@ describe('MongoDB write concern and deployment checks (issue 14 item 4)', () => 
     try {
       const opening = MongoStore.open('mongodb://127.0.0.1:1/db?journal=false', 'd', { serverSelectionTimeoutMS: 300 });
       await expect(opening).rejects.toBeInstanceOf(MongoStoreRefusedError);
-      await expect(opening).rejects.toThrow(/remove w \/ journal \/ j from the URI/);
+      await expect(opening).rejects.toThrow(/journal=false \(MONGODB_JOURNAL=on\) contradicts the settings/);
       expect(close).toHaveBeenCalledTimes(1);
     } finally {
       close.mockRestore();
