@@ -1,9 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { loadConfig } from '../../../engine/config.js';
+import { createLogger } from '../../../engine/logger.js';
+import { openStore } from '../../../engine/store/index.js';
+import { MongoStore } from '../../../engine/store/mongo.js';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
 import { ENGINE_LEASE_ID, EngineLeaseHeldError, EngineLeaseLostError, LEASE_COLLECTION, takeEngineLease, type LeaseDoc } from '../../../engine/store/lease.js';
-import type { Store } from '../../../engine/store/port.js';
+import type { Collection, Doc, IndexSpec, Store } from '../../../engine/store/port.js';
 
 /** Issue 14 item 6: one engine process per database, through the store port (here the embedded adapter). */
 describe('engine lease (issue 14 item 6)', () => {
@@ -115,5 +119,53 @@ describe('engine lease (issue 14 item 6)', () => {
 
     await leases.insertOne({ _id: 'engine', owner: { pid: deadPid, host: 'other-host', startedAtMs: 1, instanceId: 'remote' }, expiresAtMs: future });
     await expect(takeEngineLease(store)).rejects.toThrow(`(pid ${deadPid} on other-host, instance remote, since 1970-01-01T00:00:00.001Z)`);
+  });
+
+  it('openStore on MongoDB passes the write settings, takes the lease, refuses a second engine (closing its client) and releases the lease at close', async () => {
+    // MongoStore.open stands in for the driver (no server here): each "client" is a view of one embedded database.
+    const db = await open();
+    class FakeMongo implements Store {
+      readonly adapter = 'mongodb' as const;
+      readonly location = 'mongodb database db';
+      closed = false;
+      private readonly hooks: Array<() => Promise<void>> = [];
+      collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Promise<Collection<T>> {
+        return db.collection<T>(name, indexes);
+      }
+      ping = async () => true;
+      writeFailure = () => null;
+      onClose(fn: () => Promise<void>) {
+        this.hooks.push(fn);
+      }
+      async close() {
+        for (const fn of this.hooks.splice(0)) await fn();
+        this.closed = true;
+      }
+    }
+    const clients: FakeMongo[] = [];
+    const spy = vi.spyOn(MongoStore, 'open').mockImplementation(async () => {
+      const c = new FakeMongo();
+      clients.push(c);
+      return c as unknown as MongoStore;
+    });
+    try {
+      const config = loadConfig({ MONGODB_URI: 'mongodb://h1:27017,h2:27017/db?replicaSet=rs0', MONGODB_WRITE_CONCERN: '2', MONGODB_JOURNAL: 'off' });
+      const first = await openStore(config, createLogger('silent'));
+      expect(spy).toHaveBeenCalledWith('mongodb://h1:27017,h2:27017/db?replicaSet=rs0', 'partner_trading', { w: 2, journal: false, allowStandalone: false });
+      expect((await doc(db))?.owner.pid).toBe(process.pid);
+
+      const second = openStore(config, createLogger('silent'));
+      await expect(second).rejects.toBeInstanceOf(EngineLeaseHeldError);
+      await expect(second).rejects.toThrow(/^mongodb database db is in use by another engine process \(pid \d+ on /);
+      expect(clients[1]!.closed).toBe(true);
+
+      await first.close();
+      expect(await doc(db)).toBeNull();
+      const third = await openStore(config, createLogger('silent'));
+      expect((await doc(db))?.owner.pid).toBe(process.pid);
+      await third.close();
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
