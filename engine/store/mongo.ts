@@ -208,7 +208,10 @@ export class MongoStore implements Store {
       if (mismatch) throw new MongoStoreRefusedError(mismatch);
       await client.connect();
       const db = client.db(dbName);
-      const refusal = standaloneRefusal(await db.admin().command({ hello: 1 }), options.allowStandalone ?? false);
+      // `hello` since MongoDB 4.4.2; the legacy `isMaster` answers the same fields before.
+      const admin = db.admin();
+      const hello = await admin.command({ hello: 1 }).catch(() => admin.command({ isMaster: 1 }));
+      const refusal = standaloneRefusal(hello, options.allowStandalone ?? false);
       if (refusal) throw new MongoStoreRefusedError(refusal);
       return new MongoStore(client, db);
     } catch (err) {
