@@ -2,13 +2,14 @@
  * Process entry: `npm start`. Loads configuration (a bad value stops with one line naming the
  * variable), binds the HTTP port (a taken port stops with one line naming it, before anything
  * else happens), starts services (a DATA_DIR held by another process stops with one line naming
- * the folder), serves, and shuts down gracefully on SIGTERM/SIGINT: stop accepting, drain the
+ * the folder, a MongoDB database held by another engine process stops with one line naming the
+ * holder, a standalone MongoDB server is refused unless allowed), serves, and shuts down gracefully on SIGTERM/SIGINT: stop accepting, drain the
  * scheduler, flush the store. An uncaught exception or unhandled rejection is fatal (exit 1).
  */
 import { loadConfig, ConfigError } from '../engine/config.js';
 import { createLogger, logDestination } from '../engine/logger.js';
 import { announceMasterKey, startServices } from '../engine/service.js';
-import { DataDirLockedError } from '../engine/store/index.js';
+import { DataDirLockedError, EngineLeaseHeldError, MongoStoreRefusedError } from '../engine/store/index.js';
 import { installFatalHandlers } from './fatal.js';
 import { bindHttp, PortInUseError, startHttp } from './server.js';
 
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   // A refusal to start is one line; anything else keeps its stack.
-  const known = err instanceof PortInUseError || err instanceof DataDirLockedError;
+  const known = err instanceof PortInUseError || err instanceof DataDirLockedError || err instanceof EngineLeaseHeldError || err instanceof MongoStoreRefusedError;
   process.stderr.write(known ? `cannot start: ${err.message}\n` : `fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
 });

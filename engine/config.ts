@@ -3,9 +3,10 @@
  * description), validated once at start-up. The README's configuration table is generated from
  * {@link SETTINGS} (see `test/engine/config.test.ts`, which keeps the two in step).
  */
+import { ConnectionString } from 'mongodb-connection-string-url';
 
 /** Kinds of value a setting may hold. */
-type SettingType = 'port' | 'string' | 'path' | 'url' | 'level' | 'int' | 'onoff' | 'decimal';
+type SettingType = 'port' | 'string' | 'path' | 'url' | 'level' | 'int' | 'onoff' | 'decimal' | 'writeConcern';
 
 /** Declaration of one setting. */
 export interface SettingSpec {
@@ -30,6 +31,9 @@ export const SETTINGS = [
   { env: 'DATA_DIR', type: 'path', default: './var', description: 'Folder of the embedded store (used when MONGODB_URI is unset) and of the first-start master key file; `:memory:` keeps the store in memory (benchmarks, demos).' },
   { env: 'MONGODB_URI', type: 'url', description: 'MongoDB connection string; when set the service stores everything in MongoDB instead of the embedded store.', secret: true },
   { env: 'MONGODB_DB', type: 'string', default: 'partner_trading', description: 'Database name used on MongoDB when the URI names none.' },
+  { env: 'MONGODB_WRITE_CONCERN', type: 'writeConcern', default: 'majority', description: 'Write concern `w` of every MongoDB write: `majority`, or a number of members (1 = the primary alone). A different `w` in the URI stops the start.' },
+  { env: 'MONGODB_JOURNAL', type: 'onoff', default: 'on', description: 'on: a MongoDB write is acknowledged only once it is in the on-disk journal (write concern `j: true`). A contradicting `journal` / `j` in the URI stops the start.' },
+  { env: 'MONGODB_ALLOW_STANDALONE', type: 'onoff', default: 'off', description: 'on: accept a standalone MongoDB server (no replica set); off: refuse to start on one, since majority writes and retryable writes need a replica set.' },
   { env: 'MASTER_API_KEY', type: 'string', description: 'Master API key of PARTNER_ID with every scope. Unset: one is generated on first start, printed once and kept hashed.', secret: true },
   { env: 'PARTNER_ID', type: 'string', default: 'demo', description: 'Partner that the master key belongs to.' },
   { env: 'LOG_LEVEL', type: 'level', default: 'info', description: 'pino log level: fatal, error, warn, info, debug, trace or silent.' },
@@ -53,6 +57,12 @@ export interface Config {
   dataDir: string;
   mongodbUri: string | undefined;
   mongodbDb: string;
+  /** Write concern `w` on MongoDB: `'majority'` or a member count >= 1. */
+  mongodbWriteConcern: 'majority' | number;
+  /** Journaled acknowledgement on MongoDB (`j: true`). */
+  mongodbJournal: boolean;
+  /** Whether a standalone MongoDB server (no replica set) is accepted. */
+  mongodbAllowStandalone: boolean;
   masterApiKey: string | undefined;
   partnerId: string;
   logLevel: string;
@@ -100,10 +110,19 @@ function parseValue(spec: SettingSpec, raw: string): string | number {
       return raw;
     case 'url':
       if (!/^mongodb(\+srv)?:\/\/\S+$/.test(raw)) fail('must be a mongodb:// or mongodb+srv:// URI');
+      try {
+        new ConnectionString(raw); // the driver's own parser: hosts, ports, credentials, options
+      } catch (err) {
+        fail(`is not a valid connection string (${(err as Error).message.replace(raw, '(hidden)')})`);
+      }
       return raw;
     case 'onoff':
       if (raw !== 'on' && raw !== 'off') fail('must be on or off');
       return raw;
+    case 'writeConcern':
+      if (raw === 'majority') return raw;
+      if (!/^[1-9]\d{0,1}$/.test(raw)) fail('must be majority or a number of members 1-99');
+      return Number(raw);
     case 'decimal':
       if (!/^\d+(\.\d+)?$/.test(raw)) fail('must be a non-negative decimal number');
       return raw;
@@ -133,6 +152,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: values.DATA_DIR as string,
     mongodbUri: values.MONGODB_URI as string | undefined,
     mongodbDb: values.MONGODB_DB as string,
+    mongodbWriteConcern: values.MONGODB_WRITE_CONCERN as 'majority' | number,
+    mongodbJournal: values.MONGODB_JOURNAL === 'on',
+    mongodbAllowStandalone: values.MONGODB_ALLOW_STANDALONE === 'on',
     masterApiKey: values.MASTER_API_KEY as string | undefined,
     partnerId: values.PARTNER_ID as string,
     logLevel: values.LOG_LEVEL as string,

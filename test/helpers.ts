@@ -6,6 +6,9 @@ import { loadConfig, type Config } from '../engine/config.js';
 import { createLogger } from '../engine/logger.js';
 import { startServices, type Services } from '../engine/service.js';
 import { EmbeddedStore } from '../engine/store/embedded.js';
+import { openStore } from '../engine/store/index.js';
+import type { MongoStore } from '../engine/store/mongo.js';
+import { mongoTestUri, withDatabase } from './mongo.js';
 import type { Store } from '../engine/store/port.js';
 import { ROUTES } from '../api/routes.js';
 import { validatorFor } from '../api/validation.js';
@@ -13,7 +16,12 @@ import { ErrorEnvelope } from '../schemas/common.js';
 
 export const MASTER_KEY = 'pts_test_master_key_0123456789abcdef';
 
-/** A running in-process service on port 0 with an in-memory embedded store. */
+/**
+ * A running in-process service on port 0: on the `store` given, else on MongoDB when the tests have
+ * one (test/mongo.ts: `MONGODB_URI` or `MONGOMS_SYSTEM_BINARY`, unless `TEST_STORE=embedded`; a
+ * fresh database per service, opened like production with `openStore`, engine lease included, and
+ * dropped at close), else on an in-memory embedded store.
+ */
 export interface TestService {
   baseUrl: string;
   services: Services;
@@ -33,10 +41,22 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({ PORT: '0', LOG_LEVEL: 'silent', MASTER_API_KEY: MASTER_KEY, SCHEDULER_POLL_MS: '200', SIM_REPLAY: 'off', RATE_LIMIT_PER_MIN: '0', ...overrides });
 }
 
+let databases = 0;
+
+/** Opens the store of a service that brings none: see {@link TestService}. */
+async function defaultTestStore(env: Record<string, string> = {}): Promise<Store> {
+  const mongoUri = mongoTestUri();
+  if (!mongoUri) return EmbeddedStore.open(null);
+  const db = `pts_t_${process.pid}_${++databases}_${randomUUID().slice(0, 8)}`;
+  const store = (await openStore(testConfig({ ...env, MONGODB_URI: withDatabase(mongoUri, db), MONGODB_ALLOW_STANDALONE: 'on' }), createLogger('silent'))) as MongoStore;
+  store.onClose(() => store.database.dropDatabase().then(() => {}));
+  return store;
+}
+
 export async function startTestService(opts: { clock?: Clock | ManualClock; store?: Store; env?: Record<string, string> } = {}): Promise<TestService> {
   const config = testConfig(opts.env);
   const clock = opts.clock ?? systemClock;
-  const store = opts.store ?? (await EmbeddedStore.open(null));
+  const store = opts.store ?? (await defaultTestStore(opts.env));
   const { services } = await startServices(config, createLogger('silent'), { store, clock });
   const http = await startHttp(services, 0, '127.0.0.1');
   const server = http.server;

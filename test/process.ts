@@ -22,11 +22,18 @@ export interface ServiceProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `npm start`'s entry point with `env` and waits until /healthz answers 200. */
+/**
+ * Starts `npm start`'s entry point with `env` and waits until /healthz answers 200. The child runs
+ * on the embedded store under the `DATA_DIR` given unless `env` itself sets `MONGODB_URI`: a
+ * `MONGODB_URI` of the test run's own environment is not inherited (these suites are about the
+ * process and its `DATA_DIR`; on one shared database their services would hold each other's engine lease).
+ */
 export async function spawnService(env: Record<string, string>, timeoutMs = 15_000, nodeArgs: string[] = []): Promise<ServiceProcess> {
   const port = await freePort();
+  const inherited: NodeJS.ProcessEnv = { ...process.env };
+  delete inherited.MONGODB_URI;
   const child = spawn(process.execPath, [...nodeArgs, 'dist/api/main.js'], {
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: { ...inherited, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -2,21 +2,38 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { EmbeddedStore } from './embedded.js';
+import { takeEngineLease } from './lease.js';
 import { MongoStore } from './mongo.js';
 import type { Store } from './port.js';
 
 export type { Store, Collection, Doc, Filter, IndexSpec } from './port.js';
 export { DataDirLockedError } from './lock.js';
+export { EngineLeaseHeldError } from './lease.js';
+export { MongoStoreRefusedError } from './mongo.js';
 
 /**
- * Opens the store the configuration asks for: MongoDB when `MONGODB_URI` is set, otherwise the
+ * Opens the store the configuration asks for: MongoDB when `MONGODB_URI` is set (with the
+ * configured write concern, on a replica set unless a standalone server is allowed, holding the
+ * database's engine lease for this process's life: see engine/store/lease.ts), otherwise the
  * embedded store on disk under `DATA_DIR` (one INFO line says so), locked for this process's life.
  * @throws {DataDirLockedError} when another live process holds `DATA_DIR`.
+ * @throws {EngineLeaseHeldError} when another live engine process holds the MongoDB database.
+ * @throws {MongoStoreRefusedError} on a standalone MongoDB server (unless allowed) or a URI whose
+ *   write-concern options contradict the settings.
  */
 export async function openStore(config: Config, log: Logger): Promise<Store> {
   if (config.mongodbUri) {
-    const store = await MongoStore.open(config.mongodbUri, config.mongodbDb);
-    log.info({ store: 'mongodb' }, `store: ${store.location}`);
+    const store = await MongoStore.open(config.mongodbUri, config.mongodbDb, {
+      w: config.mongodbWriteConcern, journal: config.mongodbJournal, allowStandalone: config.mongodbAllowStandalone,
+    });
+    try {
+      const lease = await takeEngineLease(store, { log });
+      store.onClose(() => lease.release());
+      log.info({ store: 'mongodb', lease: lease.owner.instanceId }, `store: ${store.location} (engine lease taken)`);
+    } catch (err) {
+      await store.close().catch(() => {});
+      throw err;
+    }
     return store;
   }
   if (config.dataDir === ':memory:') {

@@ -70,14 +70,23 @@ function ownerIsDead(dir: string, owner: LockOwner | null): boolean {
   if (!owner || owner.host !== os.hostname()) return false;
   // This very pid: held here (refuse) or a former life of the pid (a container restarted): dead.
   if (owner.pid === process.pid) return !heldHere.has(dir);
+  return processIsGone(owner.pid);
+}
+
+/**
+ * Whether the process `pid` of this host certainly no longer runs: signal 0 finds no such process,
+ * or it is a zombie (killed a moment ago, `kill -9`, and not yet reaped by its parent: on Linux
+ * /proc says so, state Z or X; a zombie holds nothing). False for a live process and for
+ * `process.pid` itself (callers decide about their own pid).
+ */
+export function processIsGone(pid: number): boolean {
+  if (pid === process.pid) return false;
   try {
-    process.kill(owner.pid, 0);
+    process.kill(pid, 0);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ESRCH';
   }
-  // It answers signal 0, but a process killed a moment ago (kill -9) may still be a zombie that its
-  // parent has not reaped: on Linux /proc says so (state Z or X), and a zombie holds nothing.
-  return isZombie(owner.pid);
+  return isZombie(pid);
 }
 
 /** Whether `pid` is a zombie (or dead) process according to /proc (false where /proc is absent). */

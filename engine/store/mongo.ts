@@ -1,4 +1,5 @@
-import { MongoClient, MongoServerError, type Db, type Collection as MongoCollection } from 'mongodb';
+import { MongoClient, MongoServerError, type Db, type Collection as MongoCollection, type Document, type MongoClientOptions } from 'mongodb';
+import { ConnectionString } from 'mongodb-connection-string-url';
 import { DuplicateKeyError } from '../errors.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
 
@@ -57,8 +58,125 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
 }
 
 /**
+ * The database a MongoDB connection string names, read with the driver's own connection-string
+ * parser (`mongodb-connection-string-url`, exactly as `MongoClient` reads it: the path after the
+ * host list, percent-decoded), so seed lists with ports (`mongodb://h1:27017,h2:27017/db?replicaSet=rs0`),
+ * `mongodb+srv://` URIs, credentials and options all parse. No DNS lookup, no connection.
+ * @param uri - a `mongodb://` or `mongodb+srv://` URI.
+ * @param fallback - the database when the URI names none (`MONGODB_DB`).
+ * @returns the decoded database name.
+ * @throws the parser's `MongoParseError` when `uri` is not a valid connection string.
+ */
+export function databaseOf(uri: string, fallback: string): string {
+  const path = new ConnectionString(uri).pathname;
+  const named = decodeURIComponent(path.startsWith('/') ? path.slice(1) : path);
+  return named || fallback;
+}
+
+/** Write concern of every write the service makes on MongoDB (`MONGODB_WRITE_CONCERN`, `MONGODB_JOURNAL`). */
+export interface MongoWriteSettings {
+  /** `majority` or a number of members (>= 1) that must acknowledge a write. */
+  w: 'majority' | number;
+  /** Whether a write is acknowledged only once it is in the on-disk journal. */
+  journal: boolean;
+}
+
+/** Options of {@link MongoStore.open}. */
+export interface MongoOpenOptions extends Partial<MongoWriteSettings> {
+  /** Accept a standalone server (no replica set): majority and retryable writes then do not hold. Default false. */
+  allowStandalone?: boolean;
+  /** Server selection timeout (ms, default 10,000). */
+  serverSelectionTimeoutMS?: number;
+}
+
+/** Default write concern: a majority of the replica set, journaled. */
+export const DEFAULT_WRITE_SETTINGS: MongoWriteSettings = { w: 'majority', journal: true };
+
+/**
+ * The driver options the service connects with: the write concern set explicitly (never the
+ * server's default) and the server selection timeout. Retryable writes are the driver's default
+ * (on) unless the URI says `retryWrites=false`.
+ * @returns options for `new MongoClient(uri, options)`.
+ */
+export function mongoClientOptions(write: MongoWriteSettings = DEFAULT_WRITE_SETTINGS, serverSelectionTimeoutMS = 10_000): MongoClientOptions {
+  return { serverSelectionTimeoutMS, writeConcern: { w: write.w, journal: write.journal } };
+}
+
+/**
+ * Why the write-concern options written in the URI (`w`, `journal`, `j`; names case-insensitive)
+ * contradict the settings, or null when the URI has none or agrees. The settings are the one source
+ * of the write concern: a URI carrying another one is refused rather than silently overridden.
+ */
+export function uriWriteConcernConflict(uri: string, wanted: MongoWriteSettings): string | null {
+  const conflicts: string[] = [];
+  for (const [key, value] of new ConnectionString(uri).searchParams) {
+    const k = key.toLowerCase();
+    if (k === 'w' && value !== String(wanted.w)) conflicts.push(`${key}=${value} (MONGODB_WRITE_CONCERN=${wanted.w})`);
+    if ((k === 'journal' || k === 'j') && value.toLowerCase() !== String(wanted.journal)) {
+      conflicts.push(`${key}=${value} (MONGODB_JOURNAL=${wanted.journal ? 'on' : 'off'})`);
+    }
+  }
+  if (conflicts.length === 0) return null;
+  return `MONGODB_URI's write concern ${conflicts.join(', ')} contradicts the settings: remove it from the URI or change the settings`;
+}
+
+/**
+ * A MongoDB deployment the service refuses to start on: a standalone server without
+ * `MONGODB_ALLOW_STANDALONE=on`, or a URI whose write-concern options (`w`, `journal`, `j`)
+ * contradict the settings.
+ * Its message is the one line to print.
+ */
+export class MongoStoreRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MongoStoreRefusedError';
+  }
+}
+
+/** The kind of deployment a `hello` reply describes. */
+export type MongoTopology = 'replicaSet' | 'sharded' | 'standalone';
+
+/**
+ * Classifies a deployment from its `hello` (or legacy `isMaster`) reply: a replica-set member
+ * carries `setName`, a mongos answers `msg: 'isdbgrid'`, anything else is a standalone server.
+ */
+export function topologyOf(hello: Document): MongoTopology {
+  if (typeof hello.setName === 'string' && hello.setName !== '') return 'replicaSet';
+  if (hello.msg === 'isdbgrid') return 'sharded';
+  return 'standalone';
+}
+
+/**
+ * Why the service must not run on the deployment a `hello` reply describes, or null when it may.
+ * A standalone server is refused unless `allowStandalone`: it has no majority to wait for (a write
+ * acknowledged there is on one machine only) and no retryable writes.
+ */
+export function standaloneRefusal(hello: Document, allowStandalone: boolean): string | null {
+  if (topologyOf(hello) !== 'standalone' || allowStandalone) return null;
+  return (
+    'MongoDB server is a standalone server (its hello reply names no replica set): write concern majority and ' +
+    'retryable writes need a replica set; run a replica set (one member is enough) or set MONGODB_ALLOW_STANDALONE=on'
+  );
+}
+
+/**
+ * Why the write concern the driver ended up with differs from the one asked for, or null when it
+ * does not (a `journal=false` or `j=` option in the URI overrides the client options in the driver).
+ */
+export function writeConcernMismatch(wanted: MongoWriteSettings, effective: { w?: unknown; journal?: unknown } | undefined): string | null {
+  const w = effective?.w;
+  const journal = effective?.journal === true;
+  if (w === wanted.w && journal === wanted.journal) return null;
+  return (
+    `MONGODB_URI's options give write concern w=${String(w)} journal=${journal}, but MONGODB_WRITE_CONCERN / MONGODB_JOURNAL ask for ` +
+    `w=${wanted.w} journal=${wanted.journal}: remove w / journal / j from the URI or change the settings`
+  );
+}
+
+/**
  * MongoDB adapter over the official driver. Indexes (unique and TTL among them) are created when a
- * collection is first opened. Writes use the driver's default write concern of the URI.
+ * collection is first opened. Every write uses the write concern given to {@link MongoStore.open}
+ * (default `w: 'majority'`, journaled) and the driver's retryable writes.
  */
 export class MongoStore implements Store {
   readonly adapter = 'mongodb' as const;
@@ -73,14 +191,33 @@ export class MongoStore implements Store {
   }
 
   /**
-   * Connects to `uri`. The database is the one the URI names, else `defaultDb`.
-   * @throws the driver's error when the server cannot be reached within 10 s.
+   * Connects to `uri` with {@link mongoClientOptions}, checks the deployment with `hello` and the
+   * effective write concern, and opens the database the URI names ({@link databaseOf}), else
+   * `defaultDb`. When the connection or a check fails the client is closed before the error propagates.
+   * @throws {MongoStoreRefusedError} on a standalone server without `allowStandalone`, or when the
+   *   URI's options contradict the write concern asked for.
+   * @throws the driver's error when the URI does not parse or no server answers within the
+   *   selection timeout (10 s).
    */
-  static async open(uri: string, defaultDb: string): Promise<MongoStore> {
-    const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000 });
-    await client.connect();
-    const named = new URL(uri.replace(/^mongodb(\+srv)?:/, 'http:')).pathname.replace(/^\//, '');
-    return new MongoStore(client, client.db(named || defaultDb));
+  static async open(uri: string, defaultDb: string, options: MongoOpenOptions = {}): Promise<MongoStore> {
+    const write: MongoWriteSettings = { w: options.w ?? DEFAULT_WRITE_SETTINGS.w, journal: options.journal ?? DEFAULT_WRITE_SETTINGS.journal };
+    const dbName = databaseOf(uri, defaultDb);
+    const client = new MongoClient(uri, mongoClientOptions(write, options.serverSelectionTimeoutMS));
+    try {
+      const mismatch = uriWriteConcernConflict(uri, write) ?? writeConcernMismatch(write, client.options.writeConcern);
+      if (mismatch) throw new MongoStoreRefusedError(mismatch);
+      await client.connect();
+      const db = client.db(dbName);
+      // `hello` since MongoDB 4.4.2; the legacy `isMaster` answers the same fields before.
+      const admin = db.admin();
+      const hello = await admin.command({ hello: 1 }).catch(() => admin.command({ isMaster: 1 }));
+      const refusal = standaloneRefusal(hello, options.allowStandalone ?? false);
+      if (refusal) throw new MongoStoreRefusedError(refusal);
+      return new MongoStore(client, db);
+    } catch (err) {
+      await client.close().catch(() => {});
+      throw err;
+    }
   }
 
   /** The underlying driver database, for the Agenda Mongo backend. */
@@ -115,7 +252,18 @@ export class MongoStore implements Store {
     }
   }
 
+  private readonly beforeClose: Array<() => Promise<void>> = [];
+
+  /** Runs `fn` at {@link close} before the client closes (the engine lease's release). */
+  onClose(fn: () => Promise<void>): void {
+    this.beforeClose.push(fn);
+  }
+
   async close(): Promise<void> {
-    await this.client.close();
+    try {
+      for (const fn of this.beforeClose.splice(0)) await fn();
+    } finally {
+      await this.client.close();
+    }
   }
 }

@@ -33,7 +33,7 @@ describe('API foundation', () => {
     const res = await svc.call('GET', '/healthz', { token: null });
     expect(res.status).toBe(200);
     expectSchema(Health, res.body);
-    expect(res.body).toMatchObject({ status: 'ok', store: { adapter: 'embedded', ok: true }, scheduler: { running: true } });
+    expect(res.body).toMatchObject({ status: 'ok', store: { adapter: svc.services.store.adapter, ok: true }, scheduler: { running: true } });
     expect(res.headers.get('x-request-id')).toBeTruthy();
   });
 

@@ -3,12 +3,15 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { mongoTestUri, MONGO_SKIP_REASON, withDatabase } from '../mongo.js';
 import { spawnService, type ServiceProcess } from '../process.js';
 
-/** Runs `node <args>` to its exit: exit code and everything it wrote. */
+/** Runs `node <args>` to its exit: exit code and everything it wrote (a MONGODB_URI of the test run is not inherited). */
 function runToExit(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { env: { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', SIM_REPLAY: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const inherited: NodeJS.ProcessEnv = { ...process.env };
+    delete inherited.MONGODB_URI;
+    const child = spawn(process.execPath, args, { env: { ...inherited, LOG_LEVEL: 'info', HOST: '127.0.0.1', SIM_REPLAY: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -69,5 +72,41 @@ describe('the service process (issue 12 items 2, 14, 21)', () => {
       expect(fatal.msg).toMatch(/^(unhandledRejection|uncaughtException): exiting/);
       expect(out).not.toContain('still running');
     }
+  });
+
+  it('a process whose engine lease is taken by another stops: FATAL naming it, exit 1 (issue 14 item 6)', async () => {
+    // Through the store port on the embedded store, with the default onLost of the service.
+    const script = `Promise.all([import('./dist/api/fatal.js'), import('./dist/engine/logger.js'), import('./dist/engine/store/embedded.js'), import('./dist/engine/store/lease.js')]).then(async ([f, l, e, lease]) => {
+      f.installFatalHandlers(l.createLogger('info'));
+      const store = await e.EmbeddedStore.open(null);
+      await lease.takeEngineLease(store, { renewMs: 50 });
+      const c = await store.collection('leases');
+      await c.replaceOne({ _id: 'engine', owner: { pid: 4242, host: 'other-host', startedAtMs: 1, instanceId: 'thief' }, expiresAtMs: Date.now() + 60000 });
+      setTimeout(() => console.log('still running'), 2000);
+    })`;
+    const { code, out } = await runToExit(['-e', script], {});
+    expect(code).toBe(1);
+    const fatal = JSON.parse(out.trim().split('\n')[0]!) as { level: number; err: { message: string } };
+    expect(fatal.level).toBe(60);
+    expect(fatal.err.message).toMatch(/the engine lease of \(memory\) was taken by another process \(pid 4242 on other-host, instance thief\).*stopping/);
+    expect(out).not.toContain('still running');
+  });
+
+  const mongoUri = mongoTestUri();
+  it.skipIf(!mongoUri)(`on MongoDB a second process on the same database refuses to start naming the holder; a kill -9'd holder is taken over at once (issue 14 item 6)${mongoUri ? '' : ` — skipped: ${MONGO_SKIP_REASON}`}`, async () => {
+    const db = `pts_proc_${process.pid}_${Date.now()}`;
+    const env = { MONGODB_URI: withDatabase(mongoUri!, db), MONGODB_ALLOW_STANDALONE: 'on', SIM_REPLAY: 'off' };
+    const first = await spawnService({ ...env, DATA_DIR: await tmp() });
+    running.push(first);
+    const second = await runToExit(['dist/api/main.js'], { ...env, DATA_DIR: await tmp(), PORT: '0' });
+    expect(second.code).toBe(1);
+    expect(second.out.trim().split('\n').at(-1)).toMatch(
+      new RegExp(`^cannot start: mongodb database ${db} is in use by another engine process \\(pid ${first.child.pid} on ${os.hostname()}, instance [0-9a-f-]+, since [0-9T:.-]+Z\\): one engine process per database`),
+    );
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const third = await spawnService({ ...env, DATA_DIR: await tmp() });
+    running.push(third);
+    expect((await fetch(`${third.baseUrl}/healthz`)).status).toBe(200);
   });
 });

@@ -16,9 +16,22 @@ describe('configuration', () => {
     ['LOG_LEVEL', 'loud', /LOG_LEVEL must be one of/],
     ['MONGODB_URI', 'http://x', /MONGODB_URI must be a mongodb:\/\/.*got \(hidden\)/],
     ['SCHEDULER_POLL_MS', '5', /SCHEDULER_POLL_MS must be between 50 and 60000/],
+    ['MONGODB_URI', 'mongodb+srv://h1:27017,h2/db', /MONGODB_URI is not a valid connection string \(mongodb\+srv URI cannot have multiple service names\); got \(hidden\)/],
+    ['MONGODB_WRITE_CONCERN', 'all', /MONGODB_WRITE_CONCERN must be majority or a number of members 1-99/],
+    ['MONGODB_WRITE_CONCERN', '0', /MONGODB_WRITE_CONCERN must be majority or a number of members 1-99/],
+    ['MONGODB_JOURNAL', 'true', /MONGODB_JOURNAL must be on or off/],
+    ['MONGODB_ALLOW_STANDALONE', 'yes', /MONGODB_ALLOW_STANDALONE must be on or off/],
   ])('rejects %s=%s with a message naming it', (name, value, pattern) => {
     expect(() => loadConfig({ [name]: value })).toThrowError(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrowError(pattern);
+  });
+
+  it('MongoDB write settings (issue 14 item 4): majority, journaled, no standalone by default; configurable', () => {
+    expect(loadConfig({})).toMatchObject({ mongodbWriteConcern: 'majority', mongodbJournal: true, mongodbAllowStandalone: false });
+    expect(loadConfig({ MONGODB_WRITE_CONCERN: '2', MONGODB_JOURNAL: 'off', MONGODB_ALLOW_STANDALONE: 'on' })).toMatchObject({
+      mongodbWriteConcern: 2, mongodbJournal: false, mongodbAllowStandalone: true,
+    });
+    expect(loadConfig({ MONGODB_URI: 'mongodb://h1:27017,h2:27017/db?replicaSet=rs0' }).mongodbUri).toBe('mongodb://h1:27017,h2:27017/db?replicaSet=rs0');
   });
 
   it('a bad value stops the process with one line naming the variable', () => {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
 import { MongoStore } from '../../../engine/store/mongo.js';
 import type { Store } from '../../../engine/store/port.js';
+import { MONGO_SKIP_REASON, mongoTestUri, withDatabase } from '../../mongo.js';
 
 /** A store adapter under test: `open` may be called again to simulate a restart. */
 export interface AdapterUnderTest {
@@ -16,13 +17,11 @@ export interface AdapterUnderTest {
   cleanup(): Promise<void>;
 }
 
-/** Every adapter of the store port; MongoDB only where a mongod is reachable. */
+/** Every adapter of the store port; MongoDB only where one is configured (test/mongo.ts). */
 export function adapters(): AdapterUnderTest[] {
   let dir: string | null = null;
-  let memoryServer: { getUri(): string; stop(): Promise<unknown> } | null = null;
   const dbName = `pts_test_${process.pid}_${Date.now()}`;
-  const mongoUri = process.env.MONGODB_URI;
-  const mongoBinary = process.env.MONGOMS_SYSTEM_BINARY;
+  const mongoUri = mongoTestUri();
   const opened: Store[] = [];
   return [
     {
@@ -46,29 +45,19 @@ export function adapters(): AdapterUnderTest[] {
     },
     {
       name: 'mongodb',
-      skip: mongoUri || mongoBinary ? null : 'no MongoDB reachable: set MONGODB_URI, or MONGOMS_SYSTEM_BINARY to a mongod binary for mongodb-memory-server',
+      skip: mongoUri ? null : MONGO_SKIP_REASON,
       durable: true,
       async open() {
-        let uri = mongoUri;
-        if (!uri) {
-          if (!memoryServer) {
-            const { MongoMemoryServer } = await import('mongodb-memory-server');
-            memoryServer = await MongoMemoryServer.create();
-          }
-          uri = memoryServer.getUri();
-        }
-        const store = await MongoStore.open(uri, dbName);
+        // The contract holds on any deployment, a standalone server included.
+        const store = await MongoStore.open(withDatabase(mongoUri!, dbName), dbName, { allowStandalone: true });
         opened.push(store);
         return store;
       },
       async cleanup() {
-        const s = opened[0] as MongoStore | undefined;
-        if (s) {
-          const fresh = await MongoStore.open(mongoUri ?? memoryServer!.getUri(), dbName);
-          await fresh.database.dropDatabase();
-          await fresh.close();
-        }
-        await memoryServer?.stop();
+        if (opened.length === 0) return;
+        const fresh = await MongoStore.open(withDatabase(mongoUri!, dbName), dbName, { allowStandalone: true });
+        await fresh.database.dropDatabase();
+        await fresh.close();
       },
     },
   ];
