@@ -122,7 +122,7 @@ const tick = setInterval(() => {
     parentPort.postMessage('reported');
     setTimeout(() => {
       out('main thread still busy 30 s after the report (event loop saturated): ending the process');
-      process.kill(process.pid, 'SIGTERM');
+      process.kill(process.pid, 'SIGKILL'); // tsx relays SIGTERM through the (busy) event loop
     }, 30000).unref();
   }, Math.min(2000, Math.max(0, deadline - now())));
 }, 200);
