@@ -12,6 +12,10 @@
  * before the first due time (`BENCH_LEAD_S` after the start); timers armed after their due time are
  * counted and reported.
  *
+ * The figures are kept in shared memory and printed by a watchdog thread, so the bench reports
+ * even when the scheduler saturates the main thread's event loop; it then ends the process 30 s
+ * after the report (SIGKILL: tsx relays SIGTERM through the busy event loop).
+ *
  * In-process, one Node process. Knobs: BENCH_TIMERS (10000), BENCH_SPAN_S (60), BENCH_LEAD_S
  * (lead before the first due time, 20), BENCH_GRACE_S (10), BENCH_STORE=disk (embedded store on
  * disk in a temp DATA_DIR; in memory by default), SCHEDULER_POLL_MS (as the service reads it).
