@@ -61,7 +61,7 @@ export class EmbeddedJobRepository implements JobRepository {
   constructor(private readonly store: Store) {}
 
   async connect(): Promise<void> {
-    this.jobs = await this.store.collection<StoredJob>('agendaJobs', [{ fields: ['name', 'nextRunAt'] }, { fields: ['data.actorId'] }]);
+    this.jobs = await this.store.collection<StoredJob>('agendaJobs', [{ fields: ['name', 'nextRunAt'] }, { fields: ['data.actorId'] }, { fields: ['nextRunAt'], adapters: ['embedded'] }]);
   }
 
   async queryJobs(options: JobsQueryOptions = {}): Promise<JobsResult> {
@@ -209,17 +209,19 @@ export class EmbeddedJobRepository implements JobRepository {
     now: Date | undefined,
     options?: JobRepositoryOptions,
   ): Promise<JobParameters | undefined> {
-    const where: Filter = {
-      name: jobName,
-      disabled: { $ne: true },
-      $or: [{ lockedAt: null, nextRunAt: { $lte: nextScanAt } }, { lockedAt: { $lte: lockDeadline } }],
-    };
+    // Agenda asks once per job it locks. The candidates are found through the `nextRunAt` index
+    // (a range: only jobs due by the next scan), never by reading every armed job: at 10,000 armed
+    // timers a scan per lock cost ~40 ms and the scheduler fell behind (bench:timers). A job whose
+    // lock expired (its process died mid-run) is among them too: it was due when it was locked.
+    const due: Filter = { name: jobName, nextRunAt: { $lte: nextScanAt } };
+    const lockable = (j: StoredJob) => j.disabled !== true && (j.lockedAt == null || new Date(j.lockedAt as unknown as string | Date) <= lockDeadline);
     // A conditional update can lose to a concurrent locker; try the next candidate then.
     for (let attempt = 0; attempt < 5; attempt++) {
-      const [candidate] = await this.jobs.find(where, { sort: SORT, limit: 1 });
+      const candidate = (await this.jobs.find(due, { sort: SORT })).find(lockable);
       if (!candidate) return undefined;
+      const stillLockable = candidate.lockedAt == null ? { lockedAt: null } : { lockedAt: candidate.lockedAt };
       const matched = await this.jobs.updateOne(
-        { ...where, _id: candidate._id },
+        { _id: candidate._id, name: jobName, disabled: { $ne: true }, ...stillLockable },
         { lockedAt: now ?? new Date(), lastModifiedBy: options?.lastModifiedBy ?? null },
       );
       if (!matched) continue;
