@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { createActor, type ActorScope, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine, type SnapshotFrom, type InputFrom } from 'xstate';
 import type { Clock } from './clock.js';
+import { backoffMs } from './backoff.js';
 import { RevisionConflictError, UnknownActorError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
@@ -494,7 +495,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     this.timerRepairs.set(id, repair);
     if (repair.attempt === 1 || repair.attempt % 20 === 0) this.log.error({ err, actorId: id, attempt: repair.attempt }, 'arming timers failed; repairing in the background');
     if (repair.timer) clearTimeout(repair.timer);
-    const delay = Math.min(30_000, 100 * 2 ** Math.min(repair.attempt - 1, 10));
+    const delay = backoffMs(repair.attempt, 100, 30_000);
     repair.timer = setTimeout(() => {
       repair.timer = null;
       void this.enqueue(id, () => this.repairTimers(id));

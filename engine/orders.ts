@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffMs } from './backoff.js';
 import { randomUUID } from 'node:crypto';
 import type { SnapshotFrom } from 'xstate';
 import { ORDER_MACHINE_VERSION, ORDER_STATUS, orderMachine, type OrderContext, type OrderEvent, type OrderInput, type OrderState } from '../machines/order.js';
@@ -173,7 +175,7 @@ export class OrderService {
           }
           if (attempt === 1 || attempt % 20 === 0) this.log.error({ err, orderId, attempt }, 'venue report not delivered to its order; retrying');
           this.failingReports.add(orderId);
-          await new Promise((res) => setTimeout(res, Math.min(5000, 50 * 2 ** Math.min(attempt - 1, 10))));
+          await sleep(backoffMs(attempt, 50, 5000));
           attempt++;
         }
       }

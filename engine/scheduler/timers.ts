@@ -1,3 +1,4 @@
+import { backoffMs } from '../backoff.js';
 import { Agenda, type AgendaBackend, type Job } from 'agenda';
 import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -23,7 +24,7 @@ export type TimerSink = (timer: TimerData) => Promise<void>;
 
 /** Delay before delivery attempt `attempt` + 1 of a timer whose delivery failed (ms): 100 ms doubling, at most 30 s. */
 export function timerRetryDelayMs(attempt: number): number {
-  return Math.min(30_000, 100 * 2 ** Math.max(0, attempt - 1));
+  return backoffMs(attempt, 100, 30_000);
 }
 
 /** Attempts of {@link TimerService.schedule} when its insert meets a concurrent one (unique index). */

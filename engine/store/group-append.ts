@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffMs } from '../backoff.js';
 import fs from 'node:fs/promises';
 
 /**
@@ -90,7 +92,7 @@ export class GroupAppender {
         const h = this.handle;
         this.handle = null;
         await h?.close().catch(() => undefined);
-        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** Math.min(attempt - 1, 10))));
+        await sleep(backoffMs(attempt, 50, 5000));
       }
     }
   }

@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js';
+import { backoffMs } from '../backoff.js';
 
 /**
  * A delivery from the engine to a strategy (a touch, a child order's report, a placement failure,
@@ -8,7 +9,7 @@ import type { Logger } from '../logger.js';
 export const DELIVERY_RETRIES = 5;
 
 /** Backoff before retry `attempt` (1-based), in ms: 100 × 2^(attempt − 1). */
-export const deliveryDelayMs = (attempt: number): number => 100 * 2 ** (attempt - 1);
+export const deliveryDelayMs = (attempt: number): number => backoffMs(attempt, 100);
 
 /**
  * The bookkeeping shared by the child-order router and the trigger feed: commands in flight

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffMs } from '../backoff.js';
 import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Collection, Store } from '../store/port.js';
@@ -250,7 +252,7 @@ export class VenueJournal {
         const first = this.writeError === null;
         this.writeError = `journal write failed: ${(err as Error).message}`;
         if (first || attempt % 20 === 0) this.o.log.error({ err, seq: doc.seq, attempt }, 'venue journal write failed; venue degraded, retrying');
-        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** Math.min(attempt - 1, 10))));
+        await sleep(backoffMs(attempt, 50, 5000));
       }
     }
     this.pendingWrites--;
