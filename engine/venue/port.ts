@@ -119,6 +119,23 @@ export interface MarketInfo {
   tokens: { tokenId: string; outcome: string; price: Dec }[];
 }
 
+/**
+ * Lifecycle of one market (condition) on the venue (issue 16): open for trading, closed (no new
+ * orders), resolved with its winning outcome token (each winning share redeems for $1, each losing
+ * share for $0).
+ */
+export interface MarketStatus {
+  conditionId: string;
+  /** True once the market takes no new orders (closed or resolved). */
+  closed: boolean;
+  /** True once the winner is known. */
+  resolved: boolean;
+  /** The winning outcome token once resolved, else null. */
+  winningTokenId: string | null;
+  /** When the market resolved, epoch ms, else null. */
+  resolvedAtMs: number | null;
+}
+
 /** Best bid and best ask of a token (decimal probability); undefined for an empty side. */
 export interface Touch {
   bid: Dec | undefined;
@@ -170,6 +187,8 @@ export interface VenuePort {
   token(tokenId: string): TokenInfo | undefined;
   /** Every market the venue lists, in the venue's order. */
   markets(): readonly MarketInfo[];
+  /** Lifecycle of the market `conditionId` (open, closed, resolved), or undefined when not listed. */
+  marketStatus(conditionId: string): MarketStatus | undefined;
   /** Balances and positions of `userId`. */
   wallet(userId: string): WalletView;
   /** Free pUSD and free shares of `tokenId` of `userId`. */

@@ -8,7 +8,7 @@ import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
 import { MatchingEngine, newTx, type Tx } from './matching.js';
 import type {
-  Available, BookView, MarketInfo, TokenInfo, Touch, VenueHealth, VenueOrder, VenueOrderState, VenuePort, VenueReport, WalletView,
+  Available, BookView, MarketInfo, MarketStatus, TokenInfo, Touch, VenueHealth, VenueOrder, VenueOrderState, VenuePort, VenueReport, WalletView,
 } from './port.js';
 
 /** Options of the simulated venue (from SIM_* settings). */
@@ -76,6 +76,8 @@ export class SimVenue implements VenuePort {
   private readonly matching: MatchingEngine;
   private readonly liquidity: LiquidityProvider;
   private journal!: VenueJournal;
+  /** Markets that closed or resolved (issue 16); absent = open. Seam: not yet journaled. */
+  private readonly statuses = new Map<string, MarketStatus>();
 
   private constructor(private readonly o: SimVenueOptions) {
     this.ledger = new Ledger(o.initialPusd);
@@ -130,6 +132,22 @@ export class SimVenue implements VenuePort {
 
   markets(): readonly MarketInfo[] {
     return this.o.catalogue.markets;
+  }
+
+  marketStatus(conditionId: string): MarketStatus | undefined {
+    const known = this.statuses.get(conditionId);
+    if (known) return known;
+    if (!this.o.catalogue.markets.some((m) => m.conditionId === conditionId)) return undefined;
+    return { conditionId, closed: false, resolved: false, winningTokenId: null, resolvedAtMs: null };
+  }
+
+  /**
+   * Simulation control (not on the port; issue 16): resolves the market `conditionId` with
+   * `winningTokenId` as winner. Seam only for now: records the status in memory.
+   */
+  resolveMarket(conditionId: string, winningTokenId: string): Promise<void> {
+    this.statuses.set(conditionId, { conditionId, closed: true, resolved: true, winningTokenId, resolvedAtMs: this.o.clock.now() });
+    return Promise.resolve();
   }
 
   book(tokenId: string, depth = 50): BookView | null {
