@@ -199,6 +199,10 @@ export interface VenuePort {
   onReport(listener: (r: VenueReport) => void): void;
   /** Subscribes to book changes (token id), after each venue operation. */
   onBook(listener: (tokenId: string) => void): void;
+  /** Subscribes to wallet changes (user id: pUSD or positions changed), after each venue operation that is recorded. */
+  onWallet(listener: (userId: string) => void): void;
+  /** Subscribes to market changes (condition id: tick size, closed, resolved), once recorded. */
+  onMarket(listener: (conditionId: string) => void): void;
   /** Stops background work and waits until everything accepted is recorded (shutdown). */
   close(): Promise<void>;
 }

@@ -72,6 +72,8 @@ export class VenueRejection extends Error {
 export class SimVenue implements VenuePort {
   private readonly reportListeners: ((r: VenueReport) => void)[] = [];
   private readonly bookListeners: ((tokenId: string) => void)[] = [];
+  private readonly walletListeners: ((userId: string) => void)[] = [];
+  private readonly marketListeners: ((conditionId: string) => void)[] = [];
   private readonly ledger: Ledger;
   private readonly matching: MatchingEngine;
   private readonly liquidity: LiquidityProvider;
@@ -124,6 +126,14 @@ export class SimVenue implements VenuePort {
     this.bookListeners.push(listener);
   }
 
+  onWallet(listener: (userId: string) => void): void {
+    this.walletListeners.push(listener);
+  }
+
+  onMarket(listener: (conditionId: string) => void): void {
+    this.marketListeners.push(listener);
+  }
+
   // ---- reads ------------------------------------------------------------------------------
 
   token(tokenId: string): TokenInfo | undefined {
@@ -147,6 +157,7 @@ export class SimVenue implements VenuePort {
    */
   resolveMarket(conditionId: string, winningTokenId: string): Promise<void> {
     this.statuses.set(conditionId, { conditionId, closed: true, resolved: true, winningTokenId, resolvedAtMs: this.o.clock.now() });
+    for (const l of this.marketListeners) l(conditionId);
     return Promise.resolve();
   }
 
@@ -231,6 +242,7 @@ export class SimVenue implements VenuePort {
     return durable.then(() => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
       for (const t of tx.tokens) for (const l of this.bookListeners) l(t);
+      for (const u of tx.users) for (const l of this.walletListeners) l(u);
     });
   }
 
