@@ -75,7 +75,9 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
     }
     // the claim first: a duplicate of a request still running is a 409, a completed one replays,
     // even while the store cannot take writes
-    const claim = await services.idempotency.begin(principal.keyId, idempotencyKey, { method: req.method, path: req.path, userId: user?._id ?? null, body: req.body ?? {} });
+    // a mutating route with query parameters (DELETE /v2/trade/orders?symbol=…): the query is part of "the same request"
+    const request = route.query ? { body: req.body ?? {}, query: req.query as unknown } : (req.body ?? {});
+    const claim = await services.idempotency.begin(principal.keyId, idempotencyKey, { method: req.method, path: req.path, userId: user?._id ?? null, body: request });
     if (claim.kind === 'replay') return send(res, claim.response, { 'Idempotent-Replayed': 'true' });
     let result: HandlerResult;
     try {

@@ -6,7 +6,7 @@ import { OpenOrdersPage, OrderRequest, OrderResponse, OrderView } from '../schem
 import { STRATEGY_STATUSES, STRATEGY_TYPES, StrategiesPage, StrategyRecord } from '../schemas/strategies.js';
 import { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from '../schemas/users.js';
 import {
-  ActivityPage, BatchCancelRequest, BatchCancelResponse, RedeemRequest, SplitMergeRequest, StatementsPage, TradesPage, WithdrawableBalances, WithdrawRequest,
+  ActivityPage, BATCH_CANCEL_MAX, BatchCancelRequest, BatchCancelResponse, RedeemRequest, SplitMergeRequest, StatementsPage, TradesPage, WithdrawableBalances, WithdrawRequest,
 } from '../schemas/wallet.js';
 import type { RouteSpec } from './context.js';
 import { health } from './handlers/health.js';
@@ -14,6 +14,7 @@ import { openapiDocument } from './handlers/openapi.js';
 import { account, mintUserKey, provisionUser, revokeKey } from './handlers/users.js';
 import { activity, cancelOrder, cancelStrategy, listStrategies, openOrders, placeOrder } from './handlers/orders.js';
 import { balances, book, markets, positions } from './handlers/market.js';
+import { cancelAll, cancelBatch, getOrder } from './handlers/order-batch.js';
 
 export { ErrorEnvelope };
 
@@ -64,8 +65,36 @@ export const ROUTES: RouteSpec[] = [
   },
   { method: 'get', path: `${V2}/orders/open`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Open orders (working CLOB orders, newest first)', query: paged(500), responses: { 200: OpenOrdersPage }, errors: [404], handler: openOrders, v1: true },
   { method: 'delete', path: `${V2}/orders/:order_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel one order', responses: { 200: OrderView }, errors: [404, 409, 503], handler: cancelOrder, v1: true },
-  { method: 'post', path: `${V2}/orders/cancel`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel a batch of orders', body: BatchCancelRequest, example: { order_ids: ['ord_5f1c2d9e-0b7a-4c1e-9d3f-2a6b8c4e1f00'] }, responses: { 200: BatchCancelResponse }, errors: [404], v1: true },
-  { method: 'delete', path: `${V2}/orders`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel all open orders', responses: { 200: BatchCancelResponse }, errors: [404], v1: true },
+  {
+    method: 'get', path: `${V2}/orders/:order_id`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'One order in any state',
+    description:
+      'One CLOB order of the bound user by `order_id`, whatever its state: working (SUBMITTED, LIVE, PARTIALLY_FILLED, PENDING_CANCEL) or finished (FILLED, CANCELED, EXPIRED, REJECTED), ' +
+      'strategies\' child orders included; the same view as the rows of GET /v2/trade/orders/open. 404 `not_found` for an unknown id, a strategy `record_id` (GET /v2/trade/strategies) or another user\'s order.',
+    responses: { 200: OrderView }, errors: [404], handler: getOrder,
+  },
+  {
+    method: 'post', path: `${V2}/orders/cancel`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: `Cancel a batch of orders (1 to ${BATCH_CANCEL_MAX})`,
+    description:
+      `Cancels up to ${BATCH_CANCEL_MAX} orders, each exactly as DELETE /v2/trade/orders/{order_id} would (a strategy's child order included: its strategy reacts as to that cancel). ` +
+      '200 with one outcome per distinct id, in the order sent: `canceled`, `already_done` (already final, or filled or expired before the cancel took effect) or `not_found` (unknown, malformed, a strategy `record_id`, another user\'s order): ' +
+      `one id never fails the batch. 400 when the body is not \`{order_ids: [1 to ${BATCH_CANCEL_MAX} strings]}\`. A retry with the same Idempotency-Key returns the first response and cancels nothing again.`,
+    body: BatchCancelRequest, example: { order_ids: ['ord_5f1c2d9e-0b7a-4c1e-9d3f-2a6b8c4e1f00'] }, responses: { 200: BatchCancelResponse }, errors: [404, 503], handler: cancelBatch, v1: true,
+  },
+  {
+    method: 'delete', path: `${V2}/orders`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel all open orders (optionally of one token or market)',
+    description:
+      'Cancels every open order of the bound user (the rows of GET /v2/trade/orders/open, strategies\' child orders included: each strategy reacts as to DELETE order; strategies themselves are not canceled), ' +
+      'narrowed by `symbol` (outcome token id) and/or `condition_id` (market: both its tokens); both given = orders matching both. A filter that matches nothing answers 200 with empty `results`. ' +
+      '200 with one outcome per order found (newest first), as for POST /v2/trade/orders/cancel. No limit on the number of orders. Orders placed while it runs are not included. ' +
+      '`DELETE /v2/trade/orders/` (trailing slash) is a 404, never cancel-all. A retry with the same Idempotency-Key (and the same query) returns the first response and cancels nothing again.',
+    query: {
+      properties: {
+        symbol: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Only orders on this outcome token.' },
+        condition_id: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$', description: 'Only orders on this market (condition).' },
+      },
+    },
+    responses: { 200: BatchCancelResponse }, errors: [404, 503], handler: cancelAll, v1: true,
+  },
   {
     method: 'get', path: `${V2}/strategies`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Managed strategies (newest first)',
     query: paged(500, { status: { enum: STRATEGY_STATUSES }, type: { enum: STRATEGY_TYPES } }), responses: { 200: StrategiesPage }, errors: [404], handler: listStrategies, v1: true,

@@ -12,6 +12,7 @@ import type { Logger } from './logger.js';
 import { checkMarketSellMinimum, checkMinQuote, checkPrice, checkRestingMinimum, checkShares, RiskEngine } from './risk.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
 import type { VenuePort, VenueReport } from './venue/port.js';
+import { OPEN_STATUSES as OPEN_ORDER_STATUSES } from '../machines/order.js';
 
 /** Machine id of the CLOB order actors. */
 export const ORDER_MACHINE_ID = 'order';
@@ -388,4 +389,77 @@ export class OrderService {
     }
     return live.length;
   }
+
+  /**
+   * One order of `userId` in any state (open, filled, canceled, expired, rejected), read from its
+   * actor: the live actor's snapshot while it works, its stored final snapshot afterwards.
+   * @returns the record; its `view` is the {@link orderView} (OrderView of GET /v2/trade/orders/{order_id}).
+   * @throws {DomainError} `NOT_FOUND` for an unknown id, a strategy record, or another user's order.
+   */
+  async getOwned(userId: string, orderId: string): Promise<ActorRecord> {
+    const rec = this.host.recordOf(orderId) ?? (await this.actors.get(orderId));
+    if (!rec || rec.kind !== 'order' || rec.ownerUserId !== userId) throw errors.notFound(`no order ${orderId}`);
+    return rec;
+  }
+
+  /**
+   * Ids of the open orders of `userId` (the rows of GET /v2/trade/orders/open: strategies' child
+   * orders included), newest first, optionally narrowed to one outcome token and/or one market.
+   * @param filter.tokenId - outcome token id (`symbol`); @param filter.conditionId - market (its tokens).
+   */
+  async openOrderIds(userId: string, filter: { tokenId?: string; conditionId?: string } = {}): Promise<string[]> {
+    const { records } = await this.actors.findOwned(userId, { kind: 'order', status: { $in: OPEN_ORDER_STATUSES } });
+    return records
+      .filter((r) => {
+        const tokenId = String((r.view as { symbol?: unknown }).symbol);
+        if (filter.tokenId !== undefined && tokenId !== filter.tokenId) return false;
+        if (filter.conditionId !== undefined && this.venue.token(tokenId)?.conditionId.toLowerCase() !== filter.conditionId.toLowerCase()) return false;
+        return true;
+      })
+      .map((r) => r._id);
+  }
+
+  /**
+   * Cancels each of `orderIds` for `userId` through {@link cancel} (the rules of DELETE
+   * /v2/trade/orders/{order_id} apply per order), a few at a time; one order's refusal never
+   * stops the others. Duplicate ids are answered once.
+   * @returns one outcome per distinct id, in the order given: `canceled` (the order ended
+   *   CANCELED, or is PENDING_CANCEL when the venue has not confirmed yet), `already_done` (it was
+   *   already final, or it filled or expired before the cancel took effect: its record says how),
+   *   `not_found` (unknown, malformed, a strategy record, or another user's order).
+   * @throws what is not about one order (a store or venue failure): the batch then answers
+   *   503/500 and its retry finds the orders already canceled as `already_done`.
+   */
+  async cancelMany(userId: string, orderIds: readonly string[], concurrency = 8): Promise<CancelOutcome[]> {
+    const ids = [...new Set(orderIds)];
+    const out: CancelOutcome[] = new Array(ids.length);
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < ids.length; i = next++) {
+        const orderId = ids[i]!;
+        try {
+          const rec = await this.cancel(userId, orderId);
+          const done = rec.final && rec.status !== 'CANCELED';
+          out[i] = { orderId, outcome: done ? 'already_done' : 'canceled', record: rec, message: done ? `order ${orderId} ended ${rec.status} before the cancel took effect` : null };
+        } catch (err) {
+          if (!(err instanceof DomainError)) throw err;
+          if (err.code === 'NOT_FOUND') out[i] = { orderId, outcome: 'not_found', record: null, message: err.message };
+          else if (err.code === 'CONFLICT') out[i] = { orderId, outcome: 'already_done', record: await this.getOwned(userId, orderId), message: err.message };
+          else throw err;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, ids.length) }, worker));
+    return out;
+  }
+}
+
+/** What {@link OrderService.cancelMany} did with one order id. */
+export interface CancelOutcome {
+  orderId: string;
+  outcome: 'canceled' | 'not_found' | 'already_done';
+  /** The order after the attempt (its view is the OrderView); null when not found. */
+  record: ActorRecord | null;
+  /** Why it was not canceled; null when it was. */
+  message: string | null;
 }

@@ -56,31 +56,70 @@ export const SplitMergeRequest = {
   properties: { condition_id: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' }, amount: { ...DecimalString, description: 'Dollars = full sets of shares.' } },
 } as const;
 
-/** POST /v2/trade/orders/cancel body (batch cancel; spec 4.6: payload not shown; ours). */
+/** Most order ids one POST /v2/trade/orders/cancel takes (more → 400; DELETE /v2/trade/orders has no limit). */
+export const BATCH_CANCEL_MAX = 100;
+
+/**
+ * POST /v2/trade/orders/cancel body (batch cancel; spec 4.6: payload not shown; ours): 1 to
+ * {@link BATCH_CANCEL_MAX} order ids. An id that names no order of the user, however malformed, is
+ * answered `not_found` in the response; only a body that is not this shape is a 400.
+ */
 export const BatchCancelRequest = {
   $id: 'BatchCancelRequest',
   type: 'object',
   additionalProperties: false,
   required: ['order_ids'],
-  properties: { order_ids: { type: 'array', minItems: 1, maxItems: 100, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 100 } } },
+  properties: {
+    order_ids: {
+      type: 'array',
+      minItems: 1,
+      maxItems: BATCH_CANCEL_MAX,
+      items: { type: 'string', maxLength: 256 },
+      description:
+        `Order ids (\`order_id\` of POST /v2/trade/order or GET /v2/trade/orders/open), 1 to ${BATCH_CANCEL_MAX}, each a string of at most 256 characters. ` +
+        'A repeated id is answered once. An id that is unknown, malformed, a strategy `record_id` or another user\'s order is `not_found`, never a 400.',
+    },
+  },
+} as const;
+export type BatchCancelRequest = { order_ids: string[] };
+
+/** What a batch cancel or cancel-all did with one order (ours). */
+const CancelOutcome = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['order_id', 'outcome', 'status', 'order'],
+  properties: {
+    order_id: { type: 'string' },
+    outcome: {
+      enum: ['canceled', 'not_found', 'already_done'],
+      description:
+        '`canceled`: the cancel took effect (status CANCELED; PENDING_CANCEL while the venue has not confirmed). `already_done`: the order was already final, ' +
+        'or filled or expired before the cancel took effect (`status` says which). `not_found`: no order of this user has that id (unknown, malformed, a strategy record, another user\'s).',
+    },
+    status: { type: ['string', 'null'], description: 'The order\'s status after the attempt; null when not found.' },
+    order: { anyOf: [{ $ref: 'OrderView' }, { type: 'null' }], description: 'The order after the attempt (as DELETE /v2/trade/orders/{order_id} answers it); null when not found.' },
+    message: { type: 'string', description: 'Why the order was not canceled (absent when it was).' },
+  },
 } as const;
 
-/** Batch cancel and cancel-all response (ours): what was canceled and what was not. */
+/** POST /v2/trade/orders/cancel and DELETE /v2/trade/orders 200 response (ours): one outcome per order. */
 export const BatchCancelResponse = {
   $id: 'BatchCancelResponse',
   type: 'object',
   additionalProperties: false,
-  required: ['canceled', 'not_canceled'],
+  required: ['results', 'counts'],
   properties: {
-    canceled: { type: 'array', items: { type: 'string' } },
-    not_canceled: {
+    results: {
       type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['order_id', 'error'],
-        properties: { order_id: { type: 'string' }, error: { type: 'string' }, message: { type: 'string' } },
-      },
+      items: CancelOutcome,
+      description: 'Batch: one per distinct id, in the order sent. Cancel-all: one per open order it found, newest first (empty when none).',
+    },
+    counts: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['canceled', 'not_found', 'already_done'],
+      description: 'How many results have each outcome.',
+      properties: { canceled: { type: 'integer', minimum: 0 }, not_found: { type: 'integer', minimum: 0 }, already_done: { type: 'integer', minimum: 0 } },
     },
   },
 } as const;

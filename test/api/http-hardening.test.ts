@@ -90,11 +90,9 @@ describe('HTTP layer hardening (issue 12)', () => {
       const res = await svc.call('DELETE', `/${v}/trade/orders/`, { headers: as });
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ error: 'not_found', message: `no route DELETE /${v}/trade/orders/` });
-      // cancel-all itself stays where it is (not built yet: 501 after every check)
-      expect((await svc.call('DELETE', `/${v}/trade/orders`, { headers: as })).body).toEqual({
-        error: 'not_implemented',
-        message: `DELETE /${v}/trade/orders is part of the v2 specification but is not available on this service yet`,
-      });
+      // cancel-all itself stays where it is (issue 16: built; this user has no open orders)
+      const all = await svc.call('DELETE', `/${v}/trade/orders`, { headers: as });
+      expect([all.status, all.body]).toEqual([200, { results: [], counts: { canceled: 0, not_found: 0, already_done: 0 } }]);
     }
     expect((await svc.call('GET', '/v2/trade/account')).status).toBe(200);
     // paths match exactly, case included
