@@ -434,8 +434,9 @@ export class OrderService {
     const ids = [...new Set(orderIds)];
     const out: CancelOutcome[] = new Array(ids.length);
     let next = 0;
+    let failed = false;
     const worker = async () => {
-      for (let i = next++; i < ids.length; i = next++) {
+      for (let i = next++; i < ids.length && !failed; i = next++) {
         const orderId = ids[i]!;
         try {
           const rec = await this.cancel(userId, orderId);
@@ -449,7 +450,12 @@ export class OrderService {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(concurrency, ids.length) }, worker));
+    const guarded = () =>
+      worker().catch((err: unknown) => {
+        failed = true; // the others stop taking ids: the request fails as a whole, its retry goes on
+        throw err;
+      });
+    await Promise.all(Array.from({ length: Math.min(concurrency, ids.length) }, guarded));
     return out;
   }
 }

@@ -5,6 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { poll, px, Trading } from './trading-kit.js';
 
@@ -253,5 +255,41 @@ describe('batch cancel, cancel-all and one order (issue 16 item 6)', () => {
     expect([res.status, res.body.results[0].outcome]).toEqual([200, 'canceled']);
     const all = await svc.call('DELETE', '/v2/trade/orders', { token: cancelOnly });
     expect([all.status, all.body]).toEqual([200, { results: [], counts: NONE }]);
+  });
+});
+
+describe('a batch cancel caught by a store fault', () => {
+  let svc: TestService;
+  let store: FaultyStore;
+  const tr = new Trading(() => svc);
+
+  beforeAll(async () => {
+    store = new FaultyStore(await EmbeddedStore.open(null));
+    svc = await startTestService({ store, env: { SIM_MAKER_REFILL_MS: '3600000' } });
+    await tr.init(['alice']);
+  });
+  afterAll(async () => {
+    store.clear();
+    await svc?.close();
+  });
+
+  it('fails as a whole (5xx, nothing stored for replay); its retry with the same key runs and reports what the first attempt canceled as already_done', async () => {
+    const a = await tr.freshToken(0.3, 0.6);
+    const ids: string[] = [];
+    for (const p of ['0.02', '0.03', '0.04']) ids.push((await tr.post('alice', { symbol: a.token, side: 'buy', type: 'LIMIT', price: p, size: '5' })).body.order_id);
+    const key = randomUUID();
+    store.failWhen((i) => i.collection === 'actors' && i.filter?._id === ids[1], { ops: ['findOne'] });
+    const failed = await svc.call('POST', '/v2/trade/orders/cancel', { body: { order_ids: ids }, headers: tr.as('alice'), idempotencyKey: key });
+    expect([failed.status, failed.body.error]).toEqual([500, 'internal_error']); // as DELETE order answers a store fault
+    store.clear();
+    expect((await tr.openOrders('alice')).map((o) => o.order_id)).toEqual([ids[1]]);
+    const retry = await svc.call('POST', '/v2/trade/orders/cancel', { body: { order_ids: ids }, headers: tr.as('alice'), idempotencyKey: key });
+    expect([retry.status, retry.headers.get('idempotent-replayed')]).toEqual([200, null]);
+    expect(retry.body.results.map((r: any) => [r.order_id, r.outcome, r.status])).toEqual([
+      [ids[0], 'already_done', 'CANCELED'],
+      [ids[1], 'canceled', 'CANCELED'],
+      [ids[2], 'already_done', 'CANCELED'],
+    ]);
+    expect(await tr.openOrders('alice')).toEqual([]);
   });
 });
