@@ -213,7 +213,7 @@ describe('every query the store port runs on MongoDB has an index that serves it
     await call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
     const minted = await call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } });
     expect(minted.status).toBe(201);
-    expect((await call('GET', '/v2/trade/account', { token: minted.body.token })).status).toBe(200);
+    expect((await call('GET', '/v2/trade/account', { token: minted.body.api_key })).status).toBe(200);
     expect((await call('DELETE', `/v2/trade/api-keys/${minted.body.key_id}`)).status).toBe(200);
 
     // orders: LIMIT resting then cancelled, IOC, MARKET, TAKE_PROFIT; an idempotent replay
