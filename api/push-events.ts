@@ -151,8 +151,11 @@ export interface BatchPush {
 /** Acknowledgement of a client request: `{ok: true}` or the REST error envelope. */
 export type Ack = { ok: true; token_id: string } | { ok: false; error: string; message?: string };
 
-/** Acknowledgement of `markets.subscribe` / `markets.unsubscribe`. */
-export type RoomAck = { ok: true } | { ok: false; error: string; message?: string };
+/**
+ * Acknowledgement of `markets.subscribe` (with the current state of the markets it named, unknown
+ * ids left out) and `markets.unsubscribe`.
+ */
+export type MarketsAck = { ok: true; markets: MarketPush[] } | { ok: false; error: string; message?: string };
 
 /** What the server sends. */
 export interface ServerToClientEvents {
@@ -170,9 +173,13 @@ export interface ClientToServerEvents {
   /** Starts `book.updated` for a token (10 levels a side); the current book is sent at once. */
   'book.subscribe': (request: { token_id: string }, ack: (result: Ack) => void) => void;
   'book.unsubscribe': (request: { token_id: string }, ack: (result: Ack) => void) => void;
-  /** Starts `market.updated` for every market of the venue (the public markets room). */
-  'markets.subscribe': (request: Record<string, never>, ack: (result: RoomAck) => void) => void;
-  'markets.unsubscribe': (request: Record<string, never>, ack: (result: RoomAck) => void) => void;
+  /**
+   * Starts `market.updated` for every market of the venue (the public markets room); the ack
+   * carries the current state of the markets named in `condition_ids` (at most 500; none when
+   * omitted), so that a client can show closed and resolved markets before any change.
+   */
+  'markets.subscribe': (request: { condition_ids?: string[] }, ack: (result: MarketsAck) => void) => void;
+  'markets.unsubscribe': (request: Record<string, never>, ack: (result: MarketsAck) => void) => void;
 }
 
 /** Per-connection data the server keeps (not sent to clients). */

@@ -7,7 +7,7 @@ import { bookBody, marketBody, positionBody, type PositionBody } from './handler
 import type { Services } from '../engine/service.js';
 import type { MarketInfo } from '../engine/venue/port.js';
 import {
-  PUSH_NAMESPACE, type BatchedRecord, type ClientToServerEvents, type OrderPush, type PushSocketData, type ServerToClientEvents,
+  PUSH_NAMESPACE, type BatchedRecord, type ClientToServerEvents, type MarketPush, type OrderPush, type PushSocketData, type ServerToClientEvents,
 } from './push-events.js';
 
 type PushNamespace = Namespace<ClientToServerEvents, ServerToClientEvents, Record<string, never>, PushSocketData>;
@@ -25,6 +25,8 @@ const bookRoom = (tokenId: string) => `book:${tokenId}`;
 const MARKETS_ROOM = 'markets';
 /** The room of the connections of `room` that asked for `updates.batch` with a window of `ms`. */
 const batchRoom = (room: string, ms: number) => `${room}|batch:${ms}`;
+/** Most `condition_ids` one `markets.subscribe` may name. */
+const MARKETS_SUBSCRIBE_MAX = 500;
 /** Largest `auth.batch_ms` accepted. */
 export const BATCH_MS_MAX = 1000;
 /** An `updates.batch` is sent early once it holds this many records (bounded frames). */
@@ -138,13 +140,19 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
       void socket.leave(bookRoom(tokenId));
       if (typeof ack === 'function') ack({ ok: true, token_id: tokenId });
     });
-    socket.on('markets.subscribe', (_req, ack) => {
+    socket.on('markets.subscribe', (req, ack) => {
+      if (typeof ack !== 'function') return;
+      const ids: unknown = req?.condition_ids ?? [];
+      if (!Array.isArray(ids) || ids.length > MARKETS_SUBSCRIBE_MAX || ids.some((id) => typeof id !== 'string')) {
+        return ack({ ok: false, error: 'invalid_request', message: `condition_ids must be an array of at most ${MARKETS_SUBSCRIBE_MAX} strings` });
+      }
       void socket.join(MARKETS_ROOM);
-      if (typeof ack === 'function') ack({ ok: true });
+      const at = clock.now();
+      ack({ ok: true, markets: (ids as string[]).flatMap((id) => marketPush(id, marketRevisions.get(id) ?? 0, at) ?? []) });
     });
     socket.on('markets.unsubscribe', (_req, ack) => {
       void socket.leave(MARKETS_ROOM);
-      if (typeof ack === 'function') ack({ ok: true });
+      if (typeof ack === 'function') ack({ ok: true, markets: [] });
     });
   });
 
@@ -290,10 +298,29 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
   // ---- market.updated (issue 16): to the public markets room, coalesced per turn ----
 
   let marketIndex = new Map<string, MarketInfo>();
-  const marketOf = (conditionId: string): MarketInfo | undefined => {
-    if (!marketIndex.has(conditionId)) marketIndex = new Map(venue.markets().map((m) => [m.conditionId, m]));
+  let marketIndexSize = -1;
+  /** The listed market `conditionId` (index rebuilt when the venue lists more markets). */
+  function marketOf(conditionId: string): MarketInfo | undefined {
+    if (!marketIndex.has(conditionId) && venue.markets().length !== marketIndexSize) {
+      marketIndex = new Map(venue.markets().map((m) => [m.conditionId, m]));
+      marketIndexSize = venue.markets().length;
+    }
     return marketIndex.get(conditionId);
-  };
+  }
+  /** A market as GET /v2/trade/markets lists it, with its lifecycle (venue `marketStatus`); undefined when not listed. */
+  function marketPush(conditionId: string, revision: number, at: number): MarketPush | undefined {
+    const m = marketOf(conditionId);
+    if (!m) return undefined;
+    const status = venue.marketStatus(conditionId);
+    return {
+      ...marketBody(m),
+      closed: status?.closed ?? false,
+      resolved: status?.resolved ?? false,
+      winning_token_id: status?.winningTokenId ?? null,
+      revision,
+      at,
+    };
+  }
   const marketRevisions = new Map<string, number>();
   const dirtyMarkets = new Set<string>();
   let marketFlushing = false;
@@ -301,19 +328,11 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     marketFlushing = false;
     const at = clock.now();
     for (const conditionId of dirtyMarkets) {
-      const m = marketOf(conditionId);
-      if (!m) continue;
-      const status = venue.marketStatus(conditionId);
       const revision = (marketRevisions.get(conditionId) ?? 0) + 1;
+      const push = marketPush(conditionId, revision, at);
+      if (!push) continue;
       marketRevisions.set(conditionId, revision);
-      nsp.to(MARKETS_ROOM).emit('market.updated', {
-        ...marketBody(m),
-        closed: status?.closed ?? false,
-        resolved: status?.resolved ?? false,
-        winning_token_id: status?.winningTokenId ?? null,
-        revision,
-        at,
-      });
+      nsp.to(MARKETS_ROOM).emit('market.updated', push);
     }
     dirtyMarkets.clear();
   };
