@@ -377,8 +377,7 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     close: () =>
       new Promise<void>((resolve) => {
         host.off('changed', onChanged);
-        for (const p of pending.values()) clearTimeout(p.timer);
-        pending.clear();
+        for (const room of [...pending.keys()]) flushBatch(room); // what was persisted still goes out
         io.close(() => resolve());
       }),
   };
