@@ -20,7 +20,8 @@
  * window (`auth.batch_ms`, issue 15), so each room's updates reach each client in one frame per window.
  *
  * Cores (issue 15): with more than 2 cores the service is pinned with `taskset` to its own
- * BENCH_SERVICE_CORES (default 2: cores 0–1) and this process, clients included, to the others, so
+ * BENCH_SERVICE_CORES (default 2: the first two this process may use) and this process, clients
+ * included, to the others, so
  * that they share nothing; with 2 cores or fewer (or without taskset) both share the machine and
  * the figures include the clients' CPU (printed).
  */
@@ -169,7 +170,20 @@ function cpuMs(pid: number): number | null {
   }
 }
 
-/** Pins every thread of `pid` to `cores` ("0-1"); false when taskset is missing or refuses. */
+/** The cores this process may run on (its affinity list, from taskset), or null without taskset. */
+function allowedCores(): number[] | null {
+  try {
+    const list = execFileSync('taskset', ['-c', '-p', String(process.pid)], { encoding: 'utf8' }).split(':').pop()!.trim();
+    return list.split(',').flatMap((part) => {
+      const [a, b] = part.split('-').map(Number) as [number, number | undefined];
+      return Array.from({ length: (b ?? a) - a + 1 }, (_, i) => a + i);
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** Pins every thread of `pid` to `cores` ("0,1"); false when taskset is missing or refuses. */
 function pin(pid: number, cores: string): boolean {
   try {
     execFileSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' });
@@ -180,14 +194,16 @@ function pin(pid: number, cores: string): boolean {
 }
 
 async function main(): Promise<void> {
-  const cores = os.availableParallelism();
+  const allowed = allowedCores();
+  const cores = allowed?.length ?? os.availableParallelism();
   console.log(`bench:push — ${CLIENTS} clients in one partner's room (${WORKERS} client threads), ${RATE} updates/s for ${DURATION_S} s, ${BATCH_MS > 0 ? `updates.batch every ${BATCH_MS} ms (auth.batch_ms)` : 'separate order.updated events'}, node ${process.version}, ${cores} cores`);
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-push-'));
   const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0', SIM_INITIAL_PUSD: '100000000' }, 30_000, process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
   const servicePid = svc.child.pid!;
   const serviceCores = Math.max(1, Math.min(SERVICE_CORES, cores - 1));
-  const pinned = cores > 2 && pin(servicePid, `0-${serviceCores - 1}`) && pin(process.pid, `${serviceCores}-${cores - 1}`);
-  if (pinned) console.log(`cores: service pinned to 0-${serviceCores - 1}, clients and load to ${serviceCores}-${cores - 1} (taskset): they share no core`);
+  const [mine, theirs] = [allowed?.slice(0, serviceCores).join(','), allowed?.slice(serviceCores).join(',')];
+  const pinned = cores > 2 && allowed !== null && pin(servicePid, mine!) && pin(process.pid, theirs!);
+  if (pinned) console.log(`cores: service pinned to ${mine}, clients and load to ${theirs} (taskset -a): they share no core`);
   else console.log(`cores: ${cores}${cores > 2 ? ' (taskset unavailable)' : ''}: service and the ${CLIENTS} clients share them — the latency figures include the clients' CPU`);
   const workers: Worker[] = [];
   try {
