@@ -60,6 +60,13 @@ export interface PushServer {
  * - Each persisted actor change (the host's `changed`, emitted only after the write) becomes
  *   `order.updated` or `strategy.updated` with the REST record and its revision; per record, order
  *   is the write order.
+ * - Venue wallet changes (`onWallet`) become `balance.updated` / `position.updated` (only what
+ *   changed, coalesced per user per event-loop turn) to the user's room; market changes
+ *   (`onMarket`) become `market.updated` to the public `markets` room (`markets.subscribe`).
+ * - Opt-in batching (issue 15): a connection with `auth.batch_ms` sits in `<room>|batch:<ms>` and
+ *   gets its record events as `updates.batch`, one frame per room per window, records in order.
+ *   Every push is one broadcast: Socket.IO encodes it (and its WebSocket frame) once for all the
+ *   connections of its rooms.
  * - Connection-state recovery (2 min): a client that reconnects with its session gets the
  *   broadcasts it missed; the handshake is checked again (a revoked key does not come back).
  */
