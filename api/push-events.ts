@@ -3,7 +3,7 @@
  * server. One map of typed events, shared by the server (api/push.ts), the tests and the
  * dashboard (web/dashboard.ts); type-only, so the browser bundle imports nothing at run time.
  *
- * Handshake: `io(`${base}/v2/trade`, { auth: { token, partner_user_id? } })`. A per-user key sees
+ * Handshake: `io(`${base}/v2/trade`, { auth: { token, partner_user_id?, batch_ms? } })`. A per-user key sees
  * its user; a master key sees every user of its partner, or one when `partner_user_id` names it.
  * A refused handshake ends in `connect_error` whose `message` is the error string and whose
  * `data` is the REST error envelope (`{error, message}`); a revoked key is disconnected.
@@ -55,14 +55,117 @@ export interface BookPush {
   at: number;
 }
 
+/**
+ * `balance.updated` (issue 16): the user's pUSD as `GET /v2/trade/balances` returns it (dollars,
+ * decimal strings), after venue operations that changed it (coalesced per user per event-loop
+ * turn; pushed only when a figure changed). To the user's room only.
+ */
+export interface BalancePush {
+  currency: 'pUSD';
+  balance: string;
+  reserved: string;
+  available: string;
+  /** Increases by one per `balance.updated` of this user (per process): a gap means a missed update. */
+  revision: number;
+  platform_user_id: string;
+  /** Epoch ms of the push. */
+  at: number;
+}
+
+/**
+ * One position as `GET /v2/trade/positions` lists it (shares, dollars, decimal probability). A
+ * position sold or redeemed to nothing is pushed once with `size`, `reserved`, `available`,
+ * `avg_price` and `cost_usd` "0" (REST then no longer lists it).
+ */
+export interface PositionItem {
+  token_id: string;
+  condition_id: string;
+  outcome: string;
+  question: string;
+  size: string;
+  reserved: string;
+  available: string;
+  avg_price: string;
+  cost_usd: string;
+}
+
+/**
+ * `position.updated` (issue 16): the user's positions that changed (only those), coalesced per user
+ * per event-loop turn. To the user's room only.
+ */
+export interface PositionPush {
+  positions: PositionItem[];
+  /** Increases by one per `position.updated` of this user (per process). */
+  revision: number;
+  platform_user_id: string;
+  /** Epoch ms of the push. */
+  at: number;
+}
+
+/**
+ * `market.updated` (issue 16): a market as `GET /v2/trade/markets` lists it, after its tick size
+ * changed or it closed or resolved, plus its lifecycle. To the public markets room
+ * (`markets.subscribe`).
+ */
+export interface MarketPush {
+  condition_id: string;
+  question: string;
+  slug: string;
+  tokens: { token_id: string; outcome: string }[];
+  tick_size: string;
+  min_size: string;
+  end_date: string | null;
+  /** No new orders (closed or resolved). */
+  closed: boolean;
+  resolved: boolean;
+  /** The winning outcome token once resolved, else null. */
+  winning_token_id: string | null;
+  /** Increases by one per `market.updated` of this market (per process). */
+  revision: number;
+  /** Epoch ms of the push. */
+  at: number;
+}
+
+/** One record of an `updates.batch`: the event it stands for and that event's payload. */
+export type BatchedRecord =
+  | { event: 'order.updated'; data: OrderPush }
+  | { event: 'strategy.updated'; data: StrategyPush }
+  | { event: 'balance.updated'; data: BalancePush }
+  | { event: 'position.updated'; data: PositionPush };
+
+/**
+ * `updates.batch` (issue 15, opt-in): a connection that asks for it in the handshake
+ * (`auth.batch_ms`, 1 to 1000) receives its `order.updated`, `strategy.updated`,
+ * `balance.updated` and `position.updated` pushes coalesced: one `updates.batch` per room per
+ * window of `batch_ms` milliseconds (the window opens at the first record), its records in the
+ * order the separate events would have come, nothing dropped or merged, each with its own
+ * revision. Such a connection receives none of those events separately; `book.updated` and
+ * `market.updated` are unchanged.
+ */
+export interface BatchPush {
+  records: BatchedRecord[];
+  /** The window asked for, ms. */
+  batch_ms: number;
+}
+
 /** Acknowledgement of a client request: `{ok: true}` or the REST error envelope. */
 export type Ack = { ok: true; token_id: string } | { ok: false; error: string; message?: string };
+
+/**
+ * Acknowledgement of `markets.subscribe` (with the current state of the markets it named, unknown
+ * ids left out) and `markets.unsubscribe`.
+ */
+export type MarketsAck = { ok: true; markets: MarketPush[] } | { ok: false; error: string; message?: string };
 
 /** What the server sends. */
 export interface ServerToClientEvents {
   'order.updated': (order: OrderPush) => void;
   'strategy.updated': (strategy: StrategyPush) => void;
   'book.updated': (book: BookPush) => void;
+  'balance.updated': (balance: BalancePush) => void;
+  'position.updated': (positions: PositionPush) => void;
+  'market.updated': (market: MarketPush) => void;
+  'updates.batch': (batch: BatchPush) => void;
 }
 
 /** What a client may send; each takes an acknowledgement callback. */
@@ -70,6 +173,13 @@ export interface ClientToServerEvents {
   /** Starts `book.updated` for a token (10 levels a side); the current book is sent at once. */
   'book.subscribe': (request: { token_id: string }, ack: (result: Ack) => void) => void;
   'book.unsubscribe': (request: { token_id: string }, ack: (result: Ack) => void) => void;
+  /**
+   * Starts `market.updated` for every market of the venue (the public markets room); the ack
+   * carries the current state of the markets named in `condition_ids` (at most 500; none when
+   * omitted), so that a client can show closed and resolved markets before any change.
+   */
+  'markets.subscribe': (request: { condition_ids?: string[] }, ack: (result: MarketsAck) => void) => void;
+  'markets.unsubscribe': (request: Record<string, never>, ack: (result: MarketsAck) => void) => void;
 }
 
 /** Per-connection data the server keeps (not sent to clients). */
@@ -78,12 +188,14 @@ export interface PushSocketData {
   partnerId: string;
   /** The one user this connection sees, or null for a master key watching its whole partner. */
   userId: string | null;
+  /** The `updates.batch` window this connection asked for (`auth.batch_ms`), or null for separate events. */
+  batchMs: number | null;
 }
 
 /** Event names, for documentation (README, OpenAPI description) and tests. */
 export const PUSH_EVENTS = {
-  server: ['order.updated', 'strategy.updated', 'book.updated'],
-  client: ['book.subscribe', 'book.unsubscribe'],
+  server: ['order.updated', 'strategy.updated', 'book.updated', 'balance.updated', 'position.updated', 'market.updated', 'updates.batch'],
+  client: ['book.subscribe', 'book.unsubscribe', 'markets.subscribe', 'markets.unsubscribe'],
 } as const;
 
 /** The namespace every client connects to. */

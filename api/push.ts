@@ -3,10 +3,11 @@ import { Server, type Namespace, type Socket } from 'socket.io';
 import type { ActorChange } from '../engine/actor-host.js';
 import { errors } from '../engine/errors.js';
 import { ApiError, toApiError } from './errors.js';
-import { bookBody } from './handlers/market.js';
+import { bookBody, marketBody, positionBody, type PositionBody } from './handlers/market.js';
 import type { Services } from '../engine/service.js';
+import type { MarketInfo } from '../engine/venue/port.js';
 import {
-  PUSH_NAMESPACE, type ClientToServerEvents, type PushSocketData, type ServerToClientEvents,
+  PUSH_NAMESPACE, type BatchedRecord, type ClientToServerEvents, type MarketPush, type OrderPush, type PushSocketData, type ServerToClientEvents,
 } from './push-events.js';
 
 type PushNamespace = Namespace<ClientToServerEvents, ServerToClientEvents, Record<string, never>, PushSocketData>;
@@ -20,6 +21,17 @@ const userRoom = (userId: string) => `user:${userId}`;
 const partnerRoom = (partnerId: string) => `partner:${partnerId}`;
 const keyRoom = (keyId: string) => `key:${keyId}`;
 const bookRoom = (tokenId: string) => `book:${tokenId}`;
+/** The public room of `market.updated` (`markets.subscribe`). */
+const MARKETS_ROOM = 'markets';
+/** The room of the connections of `room` that asked for `updates.batch` with a window of `ms`. */
+const batchRoom = (room: string, ms: number) => `${room}|batch:${ms}`;
+/** Most `condition_ids` one `markets.subscribe` may name. */
+const MARKETS_SUBSCRIBE_MAX = 500;
+/** Largest `auth.batch_ms` accepted. */
+export const BATCH_MS_MAX = 1000;
+/** An `updates.batch` is sent early once it holds this many records (bounded frames). */
+export const BATCH_MAX_RECORDS = 500;
+type RecordEvent = BatchedRecord['event'];
 
 /** The Socket.IO error of a refused handshake: `message` is the error string, `data` the REST envelope. */
 function handshakeError(err: ApiError): Error & { data: { error: string; message?: string } } {
@@ -48,6 +60,13 @@ export interface PushServer {
  * - Each persisted actor change (the host's `changed`, emitted only after the write) becomes
  *   `order.updated` or `strategy.updated` with the REST record and its revision; per record, order
  *   is the write order.
+ * - Venue wallet changes (`onWallet`) become `balance.updated` / `position.updated` (only what
+ *   changed, coalesced per user per event-loop turn) to the user's room; market changes
+ *   (`onMarket`) become `market.updated` to the public `markets` room (`markets.subscribe`).
+ * - Opt-in batching (issue 15): a connection with `auth.batch_ms` sits in `<room>|batch:<ms>` and
+ *   gets its record events as `updates.batch`, one frame per room per window, records in order.
+ *   Every push is one broadcast: Socket.IO encodes it (and its WebSocket frame) once for all the
+ *   connections of its rooms.
  * - Connection-state recovery (2 min): a client that reconnects with its session gets the
  *   broadcasts it missed; the handshake is checked again (a revoked key does not come back).
  */
@@ -64,10 +83,14 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
 
   nsp.use((socket, next) => {
     void (async () => {
-      const auth = (socket.handshake.auth ?? {}) as { token?: unknown; partner_user_id?: unknown };
+      const auth = (socket.handshake.auth ?? {}) as { token?: unknown; partner_user_id?: unknown; batch_ms?: unknown };
       if (typeof auth.token !== 'string' || !auth.token) throw errors.unauthorized('send the API key as auth.token in the handshake');
       const principal = await keys.authenticate(auth.token);
       if (!principal.scopes.includes('trade.read')) throw errors.forbidden('live updates need the trade.read scope');
+      const batchMs = auth.batch_ms ?? null;
+      if (batchMs !== null && (typeof batchMs !== 'number' || !Number.isInteger(batchMs) || batchMs < 1 || batchMs > BATCH_MS_MAX)) {
+        throw errors.badRequest(`auth.batch_ms must be an integer number of milliseconds from 1 to ${BATCH_MS_MAX}`);
+      }
       const named = auth.partner_user_id;
       if (named !== undefined && (typeof named !== 'string' || !named)) throw errors.badRequest('auth.partner_user_id must be a non-empty string');
       let userId: string | null;
@@ -79,7 +102,7 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
       } else {
         userId = named !== undefined ? (await users.byPartnerUserId(principal.partnerId, named as string))._id : null;
       }
-      socket.data = { keyId: principal.keyId, partnerId: principal.partnerId, userId };
+      socket.data = { keyId: principal.keyId, partnerId: principal.partnerId, userId, batchMs: batchMs as number | null };
       if (principal.expiresAtMs !== null) {
         const t = setTimeout(() => socket.disconnect(true), Math.max(0, principal.expiresAtMs - clock.now()));
         t.unref();
@@ -97,8 +120,15 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
   });
 
   nsp.on('connection', (socket: PushSocket) => {
-    const { userId, partnerId, keyId } = socket.data;
-    const rooms = [userId ? userRoom(userId) : partnerRoom(partnerId), keyRoom(keyId)];
+    const { userId, partnerId, keyId, batchMs } = socket.data;
+    const base = userId ? userRoom(userId) : partnerRoom(partnerId);
+    const rooms = [batchMs ? batchRoom(base, batchMs) : base, keyRoom(keyId)];
+    if (batchMs) {
+      const windows = batchWindows.get(base) ?? new Set<number>();
+      windows.add(batchMs);
+      batchWindows.set(base, windows);
+    }
+    if (userId) seedWallet(userId);
     if (!socket.recovered) void socket.join(rooms);
     socket.on('disconnect', () => {
       for (const r of rooms) recentlyWatched.set(r, clock.now() + RECOVERY_WINDOW_MS);
@@ -117,6 +147,20 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
       void socket.leave(bookRoom(tokenId));
       if (typeof ack === 'function') ack({ ok: true, token_id: tokenId });
     });
+    socket.on('markets.subscribe', (req, ack) => {
+      if (typeof ack !== 'function') return;
+      const ids: unknown = req?.condition_ids ?? [];
+      if (!Array.isArray(ids) || ids.length > MARKETS_SUBSCRIBE_MAX || ids.some((id) => typeof id !== 'string')) {
+        return ack({ ok: false, error: 'invalid_request', message: `condition_ids must be an array of at most ${MARKETS_SUBSCRIBE_MAX} strings` });
+      }
+      void socket.join(MARKETS_ROOM);
+      const at = clock.now();
+      ack({ ok: true, markets: (ids as string[]).flatMap((id) => marketPush(id, marketRevisions.get(id) ?? 0, at) ?? []) });
+    });
+    socket.on('markets.unsubscribe', (_req, ack) => {
+      void socket.leave(MARKETS_ROOM);
+      if (typeof ack === 'function') ack({ ok: true, markets: [] });
+    });
   });
 
   /** Someone is, or may soon again be, watching `room`. */
@@ -129,17 +173,184 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     return false;
   };
 
+  // ---- record pushes: separate events, or coalesced into updates.batch (opt-in, issue 15) ----
+
+  /** `updates.batch` windows (ms) in use per user / partner room. */
+  const batchWindows = new Map<string, Set<number>>();
+  /** Records waiting for their batch room's window to end. */
+  const pending = new Map<string, { records: BatchedRecord[]; batchMs: number; timer: NodeJS.Timeout }>();
+  const flushBatch = (room: string): void => {
+    const p = pending.get(room);
+    if (!p) return;
+    pending.delete(room);
+    clearTimeout(p.timer);
+    // one broadcast: Socket.IO encodes the packet once for every socket of the room
+    nsp.to(room).emit('updates.batch', { records: p.records, batch_ms: p.batchMs });
+  };
+  const enqueue = (room: string, batchMs: number, record: BatchedRecord): void => {
+    let p = pending.get(room);
+    if (!p) {
+      p = { records: [], batchMs, timer: setTimeout(() => flushBatch(room), batchMs) };
+      pending.set(room, p);
+    }
+    p.records.push(record);
+    if (p.records.length >= BATCH_MAX_RECORDS) flushBatch(room);
+  };
+  /** Batch rooms of `base` someone watches (forgetting windows nobody uses any more). */
+  const watchedBatchRooms = (base: string): Array<[string, number]> => {
+    const windows = batchWindows.get(base);
+    if (!windows) return [];
+    const out: Array<[string, number]> = [];
+    for (const ms of windows) {
+      const room = batchRoom(base, ms);
+      if (watched(room)) out.push([room, ms]);
+      else windows.delete(ms);
+    }
+    if (!windows.size) batchWindows.delete(base);
+    return out;
+  };
+  /**
+   * Sends one record to `bases` (user / partner rooms): one broadcast to the connections that take
+   * separate events (a socket in several of the rooms gets it once), and a place in the pending
+   * `updates.batch` of each batch room. Per room, records keep the order of the calls.
+   */
+  const publish = <E extends RecordEvent>(bases: string[], event: E, data: Extract<BatchedRecord, { event: E }>['data']): void => {
+    const plain = bases.filter(watched);
+    if (plain.length) nsp.to(plain).emit(event as 'order.updated', data as OrderPush);
+    for (const base of bases) for (const [room, ms] of watchedBatchRooms(base)) enqueue(room, ms, { event, data } as BatchedRecord);
+  };
+  /** Someone watches `base`, separately or batched. */
+  const watchedAny = (base: string): boolean => watched(base) || watchedBatchRooms(base).length > 0;
+
   const onChanged = (c: ActorChange): void => {
     const r = c.record;
     const event = r.kind === 'order' ? 'order.updated' : r.kind === 'strategy' ? 'strategy.updated' : null;
     if (!event) return;
     const rooms = r.ownerUserId ? [userRoom(r.ownerUserId), partnerRoom(r.partnerId)] : [partnerRoom(r.partnerId)];
-    const targets = rooms.filter(watched);
-    if (!targets.length) return;
+    if (!rooms.some(watchedAny)) return;
     const payload = { ...r.view, revision: r.revision, platform_user_id: r.ownerUserId, updated_at: r.updatedAtMs };
-    nsp.to(targets).emit(event, payload as never);
+    publish(rooms, event, payload as never);
   };
   host.on('changed', onChanged);
+
+  // ---- balance.updated / position.updated (issue 16): to the user's room, coalesced per turn ----
+
+  /** What was last pushed (or seen at connection) per watched user: balance figures, positions by token. */
+  const walletSeen = new Map<string, { balance: string; positions: Map<string, string> }>();
+  /** Revisions per user (kept while the process runs, so that they never go back). */
+  const walletRevisions = new Map<string, { balance: number; position: number }>();
+  const balanceKey = (p: { balance: string; reserved: string }) => `${p.balance}|${p.reserved}`;
+  /** Remembers what a newly watched user holds, so that the first push carries only changes. */
+  function seedWallet(userId: string): void {
+    if (walletSeen.has(userId)) return;
+    const w = venue.wallet(userId);
+    walletSeen.set(userId, {
+      balance: balanceKey(w.pusd),
+      positions: new Map(w.positions.map((pos) => [pos.tokenId, JSON.stringify(positionBody(venue, pos))])),
+    });
+  }
+  const dirtyWallets = new Set<string>();
+  let walletFlushing = false;
+  const flushWallets = (): void => {
+    walletFlushing = false;
+    const at = clock.now();
+    for (const userId of dirtyWallets) {
+      const room = userRoom(userId);
+      if (!watchedAny(room)) {
+        walletSeen.delete(userId);
+        continue;
+      }
+      seedWallet(userId); // no-op unless the user's connection came after the change
+      const seen = walletSeen.get(userId)!;
+      const revs = walletRevisions.get(userId) ?? { balance: 0, position: 0 };
+      walletRevisions.set(userId, revs);
+      const w = venue.wallet(userId);
+      const key = balanceKey(w.pusd);
+      if (key !== seen.balance) {
+        seen.balance = key;
+        publish([room], 'balance.updated', { currency: 'pUSD', ...w.pusd, revision: ++revs.balance, platform_user_id: userId, at });
+      }
+      const changed: PositionBody[] = [];
+      const now = new Set<string>();
+      for (const pos of w.positions) {
+        now.add(pos.tokenId);
+        const body = positionBody(venue, pos);
+        const json = JSON.stringify(body);
+        if (seen.positions.get(pos.tokenId) !== json) {
+          seen.positions.set(pos.tokenId, json);
+          changed.push(body);
+        }
+      }
+      for (const tokenId of seen.positions.keys()) {
+        if (now.has(tokenId)) continue;
+        seen.positions.delete(tokenId);
+        changed.push(positionBody(venue, { tokenId, size: '0', reserved: '0', available: '0', costUsd: '0' }));
+      }
+      if (changed.length) publish([room], 'position.updated', { positions: changed, revision: ++revs.position, platform_user_id: userId, at });
+    }
+    dirtyWallets.clear();
+  };
+  venue.onWallet((userId) => {
+    if (!watchedAny(userRoom(userId))) {
+      walletSeen.delete(userId);
+      return;
+    }
+    dirtyWallets.add(userId);
+    if (!walletFlushing) {
+      walletFlushing = true;
+      setImmediate(flushWallets);
+    }
+  });
+
+  // ---- market.updated (issue 16): to the public markets room, coalesced per turn ----
+
+  let marketIndex = new Map<string, MarketInfo>();
+  let marketIndexSize = -1;
+  /** The listed market `conditionId` (index rebuilt when the venue lists more markets). */
+  function marketOf(conditionId: string): MarketInfo | undefined {
+    if (!marketIndex.has(conditionId) && venue.markets().length !== marketIndexSize) {
+      marketIndex = new Map(venue.markets().map((m) => [m.conditionId, m]));
+      marketIndexSize = venue.markets().length;
+    }
+    return marketIndex.get(conditionId);
+  }
+  /** A market as GET /v2/trade/markets lists it, with its lifecycle (venue `marketStatus`); undefined when not listed. */
+  function marketPush(conditionId: string, revision: number, at: number): MarketPush | undefined {
+    const m = marketOf(conditionId);
+    if (!m) return undefined;
+    const status = venue.marketStatus(conditionId);
+    return {
+      ...marketBody(m),
+      closed: status?.closed ?? false,
+      resolved: status?.resolved ?? false,
+      winning_token_id: status?.winningTokenId ?? null,
+      revision,
+      at,
+    };
+  }
+  const marketRevisions = new Map<string, number>();
+  const dirtyMarkets = new Set<string>();
+  let marketFlushing = false;
+  const flushMarkets = (): void => {
+    marketFlushing = false;
+    const at = clock.now();
+    for (const conditionId of dirtyMarkets) {
+      const revision = (marketRevisions.get(conditionId) ?? 0) + 1;
+      const push = marketPush(conditionId, revision, at);
+      if (!push) continue;
+      marketRevisions.set(conditionId, revision);
+      nsp.to(MARKETS_ROOM).emit('market.updated', push);
+    }
+    dirtyMarkets.clear();
+  };
+  venue.onMarket((conditionId) => {
+    if (!watched(MARKETS_ROOM)) return;
+    dirtyMarkets.add(conditionId);
+    if (!marketFlushing) {
+      marketFlushing = true;
+      setImmediate(flushMarkets);
+    }
+  });
 
   // book.updated: every change of a subscribed token's book, coalesced per tick
   const bookRevisions = new Map<string, number>();
@@ -173,6 +384,7 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     close: () =>
       new Promise<void>((resolve) => {
         host.off('changed', onChanged);
+        for (const room of [...pending.keys()]) flushBatch(room); // what was persisted still goes out
         io.close(() => resolve());
       }),
   };

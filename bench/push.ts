@@ -12,16 +12,29 @@
  *   before the write, so the figure includes the write) to its arrival at the client — target
  *   p99 < 50 ms;
  * - updates lost: (updates produced × clients) − updates received, and revisions out of order or
- *   duplicated — target 0.
+ *   duplicated — target 0;
+ * - frames (WebSocket messages) received per client and the service's CPU time per 1,000 deliveries
+ *   (from /proc: all its threads), the figure to judge by when the machine is shared.
+ *
+ * BENCH_BATCH_MS (default 10; 0 = separate events): the clients ask for `updates.batch` with that
+ * window (`auth.batch_ms`, issue 15), so each room's updates reach each client in one frame per window.
+ *
+ * Cores (issue 15): with more than 2 cores the service is pinned with `taskset` to its own
+ * BENCH_SERVICE_CORES (default 2: the first two this process may use) and this process, clients
+ * included, to the others, so
+ * that they share nothing; with 2 cores or fewer (or without taskset) both share the machine and
+ * the figures include the clients' CPU (printed).
  */
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { io, type Socket } from 'socket.io-client';
 import WebSocket from 'ws';
-import type { ClientToServerEvents, OrderPush, ServerToClientEvents } from '../api/push-events.js';
+import type { BatchPush, ClientToServerEvents, OrderPush, ServerToClientEvents } from '../api/push-events.js';
 import { spawnService } from '../test/process.js';
 
 const KEY = 'pts_bench_master_key_0123456789abcdef';
@@ -31,11 +44,16 @@ const RATE = Number(process.env.BENCH_UPDATES_PER_S ?? 100);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 20);
 /** Clients that use socket.io-client itself; the rest speak the same protocol on a bare WebSocket (see below). */
 const SIO_CLIENTS = Number(process.env.BENCH_SIO_CLIENTS ?? 20);
+/** `auth.batch_ms` the clients ask for; 0: separate `order.updated` events. */
+const BATCH_MS = Number(process.env.BENCH_BATCH_MS ?? 10);
+const SERVICE_CORES = Number(process.env.BENCH_SERVICE_CORES ?? 2);
 const BUCKET_MS = 0.5;
 const BUCKETS = 20_000; // 10 s
 
 interface WorkerReport {
   received: number;
+  /** WebSocket messages carrying updates (one per event, or one per `updates.batch`). */
+  frames: number;
   outOfOrder: number;
   histogram: number[];
   /** The socket.io-client clients' own figures. */
@@ -48,17 +66,19 @@ interface WorkerReport {
  * what socket.io-client would, at a fraction of its CPU, so that 1,000 of them and the service fit
  * on one 2-core machine; the service cannot tell them apart.
  */
-function bareClient(baseUrl: string, onOrder: (o: OrderPush) => void): Promise<WebSocket> {
+function bareClient(baseUrl: string, onOrder: (o: OrderPush) => void, onFrame: () => void): Promise<WebSocket> {
   const prefix = '42/v2/trade,';
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/socket.io/?EIO=4&transport=websocket`, { perMessageDeflate: false });
     ws.on('message', (data: Buffer) => {
       const text = data.toString();
       if (text.startsWith(prefix)) {
-        const [event, payload] = JSON.parse(text.slice(prefix.length)) as [string, OrderPush];
-        if (event === 'order.updated') onOrder(payload);
+        onFrame();
+        const [event, payload] = JSON.parse(text.slice(prefix.length)) as [string, unknown];
+        if (event === 'order.updated') onOrder(payload as OrderPush);
+        else if (event === 'updates.batch') for (const r of (payload as BatchPush).records) if (r.event === 'order.updated') onOrder(r.data);
       } else if (text === '2') ws.send('3');
-      else if (text[0] === '0') ws.send(`40/v2/trade,${JSON.stringify({ token: KEY })}`);
+      else if (text[0] === '0') ws.send(`40/v2/trade,${JSON.stringify(auth())}`);
       else if (text.startsWith('40/v2/trade,')) resolve(ws);
       else if (text.startsWith('44/v2/trade,')) reject(new Error(text));
     });
@@ -66,12 +86,17 @@ function bareClient(baseUrl: string, onOrder: (o: OrderPush) => void): Promise<W
   });
 }
 
+/** The handshake's auth: the key, and the batch window unless separate events are measured. */
+const auth = () => (BATCH_MS > 0 ? { token: KEY, batch_ms: BATCH_MS } : { token: KEY });
+
 /** Worker: holds its share of the clients and measures what they receive. */
 async function clientWorker(): Promise<void> {
   const { baseUrl, count, sioCount } = workerData as { baseUrl: string; count: number; sioCount: number };
   const histogram = new Uint32Array(BUCKETS);
   const sioHistogram = new Uint32Array(BUCKETS);
   let received = 0;
+  let frames = 0;
+  const onFrame = () => void frames++;
   let sioReceived = 0;
   let outOfOrder = 0;
   const sockets: Array<Socket<ServerToClientEvents, ClientToServerEvents> | WebSocket> = [];
@@ -95,13 +120,21 @@ async function clientWorker(): Promise<void> {
       Array.from({ length: Math.min(50, count - i) }, (_, j) =>
         i + j < sioCount
           ? new Promise<void>((resolve, reject) => {
-              const s: Socket<ServerToClientEvents, ClientToServerEvents> = io(`${baseUrl}/v2/trade`, { auth: { token: KEY }, transports: ['websocket'], forceNew: true, reconnection: false });
-              s.on('order.updated', receiver(true));
+              const s: Socket<ServerToClientEvents, ClientToServerEvents> = io(`${baseUrl}/v2/trade`, { auth: auth(), transports: ['websocket'], forceNew: true, reconnection: false });
+              const rx = receiver(true);
+              s.on('order.updated', (o) => {
+                onFrame();
+                rx(o);
+              });
+              s.on('updates.batch', (b) => {
+                onFrame();
+                for (const r of b.records) if (r.event === 'order.updated') rx(r.data);
+              });
               s.once('connect', () => resolve());
               s.once('connect_error', reject);
               sockets.push(s);
             })
-          : bareClient(baseUrl, receiver(false)).then((ws) => void sockets.push(ws)),
+          : bareClient(baseUrl, receiver(false), onFrame).then((ws) => void sockets.push(ws)),
       ),
     );
   }
@@ -113,7 +146,7 @@ async function clientWorker(): Promise<void> {
         if (s instanceof WebSocket) s.terminate();
         else s.disconnect();
       }
-      parentPort!.postMessage({ type: 'report', report: { received, outOfOrder, histogram: [...histogram], sio: { received: sioReceived, histogram: [...sioHistogram] } } satisfies WorkerReport });
+      parentPort!.postMessage({ type: 'report', report: { received, frames, outOfOrder, histogram: [...histogram], sio: { received: sioReceived, histogram: [...sioHistogram] } } satisfies WorkerReport });
     }
   });
 }
@@ -127,10 +160,51 @@ function percentile(h: number[], total: number, p: number): number {
   return Infinity;
 }
 
+/** CPU time (ms) a process has used so far (all its threads), from /proc (Linux); null elsewhere. */
+function cpuMs(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 10 ms ticks
+  } catch {
+    return null;
+  }
+}
+
+/** The cores this process may run on (its affinity list, from taskset), or null without taskset. */
+function allowedCores(): number[] | null {
+  try {
+    const list = execFileSync('taskset', ['-c', '-p', String(process.pid)], { encoding: 'utf8' }).split(':').pop()!.trim();
+    return list.split(',').flatMap((part) => {
+      const [a, b] = part.split('-').map(Number) as [number, number | undefined];
+      return Array.from({ length: (b ?? a) - a + 1 }, (_, i) => a + i);
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** Pins every thread of `pid` to `cores` ("0,1"); false when taskset is missing or refuses. */
+function pin(pid: number, cores: string): boolean {
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function main(): Promise<void> {
-  console.log(`bench:push — ${CLIENTS} clients in one partner's room (${WORKERS} client threads), ${RATE} updates/s for ${DURATION_S} s, node ${process.version}, ${os.cpus().length} cores`);
+  const allowed = allowedCores();
+  const cores = allowed?.length ?? os.availableParallelism();
+  console.log(`bench:push — ${CLIENTS} clients in one partner's room (${WORKERS} client threads), ${RATE} updates/s for ${DURATION_S} s, ${BATCH_MS > 0 ? `updates.batch every ${BATCH_MS} ms (auth.batch_ms)` : 'separate order.updated events'}, node ${process.version}, ${cores} cores`);
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-push-'));
   const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0', SIM_INITIAL_PUSD: '100000000' }, 30_000, process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
+  const servicePid = svc.child.pid!;
+  const serviceCores = Math.max(1, Math.min(SERVICE_CORES, cores - 1));
+  const [mine, theirs] = [allowed?.slice(0, serviceCores).join(','), allowed?.slice(serviceCores).join(',')];
+  const pinned = cores > 2 && allowed !== null && pin(servicePid, mine!) && pin(process.pid, theirs!);
+  if (pinned) console.log(`cores: service pinned to ${mine}, clients and load to ${theirs} (taskset -a): they share no core`);
+  else console.log(`cores: ${cores}${cores > 2 ? ' (taskset unavailable)' : ''}: service and the ${CLIENTS} clients share them — the latency figures include the clients' CPU`);
   const workers: Worker[] = [];
   try {
     const H = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
@@ -161,6 +235,7 @@ async function main(): Promise<void> {
     // produce: one resting order every 2 / RATE seconds (2 updates each)
     const orders = Math.round((RATE / 2) * DURATION_S);
     const intervalMs = 2000 / RATE;
+    const cpu0 = cpuMs(servicePid);
     let produced = 0;
     let failed = 0;
     const start = performance.now();
@@ -191,14 +266,17 @@ async function main(): Promise<void> {
       prev = got;
       await new Promise((r) => setTimeout(r, 500));
     }
+    const cpu1 = cpuMs(servicePid);
     const reports = (await Promise.all(workers.map((_, w) => ask<{ report: WorkerReport }>(w, 'report', 'report')))).map((m) => m.report);
     const histogram = new Array<number>(BUCKETS).fill(0);
     const sioHistogram = new Array<number>(BUCKETS).fill(0);
     let received = 0;
+    let frames = 0;
     let sioReceived = 0;
     let outOfOrder = 0;
     for (const r of reports) {
       received += r.received;
+      frames += r.frames;
       sioReceived += r.sio.received;
       outOfOrder += r.outOfOrder;
       r.histogram.forEach((n, i) => (histogram[i]! += n));
@@ -210,6 +288,8 @@ async function main(): Promise<void> {
     console.log(`delivery latency persist → client: p50 ${percentile(histogram, received, 0.5).toFixed(1)} ms, p99 ${percentile(histogram, received, 0.99).toFixed(1)} ms, max ${max.toFixed(1)} ms (target p99 < 50 ms)`);
     if (SIO_CLIENTS > 0) console.log(`  of which the ${SIO_CLIENTS} socket.io-client clients: p50 ${percentile(sioHistogram, sioReceived, 0.5).toFixed(1)} ms, p99 ${percentile(sioHistogram, sioReceived, 0.99).toFixed(1)} ms`);
     console.log(`updates lost: ${expected - received} of ${expected}; out of order or duplicated: ${outOfOrder} (target 0)`);
+    console.log(`frames: ${(frames / CLIENTS / elapsedS).toFixed(1)} a second per client (${(received / Math.max(1, frames)).toFixed(2)} updates a frame)`);
+    if (cpu0 !== null && cpu1 !== null) console.log(`service CPU: ${(((cpu1 - cpu0) * 1000) / Math.max(1, received)).toFixed(1)} ms per 1,000 deliveries (${((cpu1 - cpu0) / 1000 / elapsedS).toFixed(2)} cores busy, orders and pushes)`);
   } finally {
     for (const w of workers) await w.terminate();
     svc.child.kill('SIGTERM');

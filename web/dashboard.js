@@ -1,7 +1,8 @@
 // @ts-check
 /**
- * Live dashboard (issue 6): the user's strategies and orders, updated by the Socket.IO pushes of
- * namespace /v2/trade, and a price chart of one token with its armed levels. Plain browser
+ * Live dashboard (issue 6, issue 16): the user's pUSD balance and positions (with each market's
+ * question and outcome, and whether it closed or resolved), strategies and orders, updated by the
+ * Socket.IO pushes of namespace /v2/trade, and a price chart of one token with its armed levels. Plain browser
  * JavaScript, type-checked by `npm run typecheck` against the event map the server uses
  * (api/push-events.ts). The API key lives in this tab's session storage only.
  *
@@ -10,6 +11,10 @@
  * @typedef {import('../api/push-events.js').OrderPush} OrderPush
  * @typedef {import('../api/push-events.js').StrategyPush} StrategyPush
  * @typedef {import('../api/push-events.js').BookPush} BookPush
+ * @typedef {import('../api/push-events.js').BalancePush} BalancePush
+ * @typedef {import('../api/push-events.js').PositionPush} PositionPush
+ * @typedef {import('../api/push-events.js').PositionItem} PositionItem
+ * @typedef {import('../api/push-events.js').MarketPush} MarketPush
  * @typedef {Record<string, any> & { revision: number }} Row
  */
 
@@ -26,6 +31,12 @@ let socket = null;
 const strategies = new Map();
 /** @type {Map<string, Row>} */
 const orders = new Map();
+/** The user's positions by token id (REST item shape). @type {Map<string, PositionItem>} */
+const positions = new Map();
+/** Lifecycle of the markets of those positions, by condition id (from markets.subscribe and market.updated). @type {Map<string, MarketPush>} */
+const marketStates = new Map();
+/** Last balance / position revision applied (a push older than what is shown is ignored). */
+const walletRevision = { balance: 0, position: 0 };
 /** @type {string | null} */
 let chartToken = null;
 /** @type {any} */
@@ -134,6 +145,112 @@ function upsert(table, rows, id, rec, flash) {
   else if (rec.symbol === chartToken) drawLevels();
 }
 
+/** @param {{ balance: string; reserved: string; available: string }} b */
+function showBalance(b) {
+  $('balance-balance').textContent = `$${b.balance}`;
+  $('balance-reserved').textContent = `$${b.reserved}`;
+  $('balance-available').textContent = `$${b.available}`;
+}
+
+/** The market status cell of a position: open, closed, or resolved with whether this outcome won. @param {PositionItem} p */
+function marketCell(p) {
+  const m = marketStates.get(p.condition_id);
+  const span = document.createElement('span');
+  if (m?.resolved) {
+    const won = m.winning_token_id === p.token_id;
+    span.className = won ? 'market-won' : 'market-lost';
+    span.textContent = won ? 'resolved: won ($1 a share)' : 'resolved: lost ($0)';
+  } else if (m?.closed) {
+    span.className = 'market-closed';
+    span.textContent = 'closed';
+  } else span.textContent = 'open';
+  return span;
+}
+
+/** Draws one position row (removes it when nothing is held any more). @param {PositionItem} p @param {boolean} flash */
+function drawPosition(p, flash) {
+  const tbody = /** @type {HTMLTableSectionElement} */ ($('positions').querySelector('tbody'));
+  let tr = /** @type {HTMLTableRowElement | null} */ (tbody.querySelector(`tr[data-id="${CSS.escape(p.token_id)}"]`));
+  if (Number(p.size) === 0) {
+    positions.delete(p.token_id);
+    tr?.remove();
+    return;
+  }
+  positions.set(p.token_id, p);
+  if (!tr) {
+    tr = document.createElement('tr');
+    tr.dataset.id = p.token_id;
+    tr.addEventListener('click', () => selectToken(p.token_id));
+    tbody.append(tr);
+  }
+  const m = marketStates.get(p.condition_id);
+  tr.dataset.condition = p.condition_id;
+  tr.dataset.market = m?.resolved ? 'resolved' : m?.closed ? 'closed' : 'open';
+  tr.classList.toggle('m-resolved', Boolean(m?.resolved));
+  const question = document.createElement('span');
+  question.textContent = p.question || short(p.token_id);
+  question.title = `token ${p.token_id}`;
+  fill(tr, [question, p.outcome || '–', p.size, p.available, p.avg_price, `$${p.cost_usd}`, marketCell(p)]);
+  /** @type {HTMLElement} */ (tr.firstElementChild).className = 'question';
+  if (flash) {
+    tr.classList.remove('flash');
+    void tr.offsetWidth;
+    tr.classList.add('flash');
+  }
+}
+
+/** Asks for the lifecycle of markets not known yet (and for market.updated from now on). @param {string[]} conditionIds */
+async function watchMarkets(conditionIds) {
+  const missing = [...new Set(conditionIds)].filter((id) => id && !marketStates.has(id));
+  if (!socket || !missing.length) return;
+  const ack = await socket.emitWithAck('markets.subscribe', { condition_ids: missing.slice(0, 500) });
+  if (!ack.ok) return;
+  for (const m of ack.markets) onMarket(m);
+}
+
+/** @param {MarketPush} m */
+function onMarket(m) {
+  const prev = marketStates.get(m.condition_id);
+  if (prev && prev.revision > m.revision) return;
+  if (!prev && ![...positions.values()].some((p) => p.condition_id === m.condition_id)) return;
+  marketStates.set(m.condition_id, m);
+  for (const p of positions.values()) if (p.condition_id === m.condition_id) drawPosition(p, true);
+}
+
+/** @param {BalancePush} b */
+function onBalance(b) {
+  if (b.revision <= walletRevision.balance) return;
+  walletRevision.balance = b.revision;
+  showBalance(b);
+}
+
+/** @param {PositionPush} p */
+function onPositions(p) {
+  if (p.revision <= walletRevision.position) return;
+  walletRevision.position = p.revision;
+  for (const item of p.positions) drawPosition(item, true);
+  void watchMarkets(p.positions.map((x) => x.condition_id));
+}
+
+/** Balance and positions over REST (a connection that sees one user); hides the wallet otherwise. */
+async function loadWallet() {
+  try {
+    const [b, p] = await Promise.all([get('/balances'), get('/positions?limit=500')]);
+    // a fresh session (not recovered): start again from REST; revisions restart with a new server process
+    walletRevision.balance = 0;
+    walletRevision.position = 0;
+    positions.clear();
+    /** @type {HTMLElement} */ ($('positions').querySelector('tbody')).replaceChildren();
+    $('wallet-note').textContent = '';
+    showBalance(b);
+    for (const item of p.positions) drawPosition(item, false);
+    await watchMarkets(p.positions.map((/** @type {PositionItem} */ x) => x.condition_id));
+  } catch (err) {
+    // a master key without a partner user id watches no one user: no wallet to show
+    $('wallet-note').textContent = String(/** @type {Error} */ (err).message);
+  }
+}
+
 /** Dashed price lines: armed levels of strategies and prices of working orders on the charted token. */
 function drawLevels() {
   if (!series) return;
@@ -207,6 +324,7 @@ async function start() {
     } catch (err) {
       setConnection(false, String(/** @type {Error} */ (err).message));
     }
+    await loadWallet();
   });
   socket.on('disconnect', (reason) => setConnection(false, `disconnected (${reason})`));
   socket.on('connect_error', (err) => {
@@ -216,6 +334,9 @@ async function start() {
   socket.on('strategy.updated', (s) => upsert('strategies', strategies, s.record_id, s, true));
   socket.on('order.updated', (o) => upsert('orders', orders, o.order_id, o, true));
   socket.on('book.updated', onBook);
+  socket.on('balance.updated', onBalance);
+  socket.on('position.updated', onPositions);
+  socket.on('market.updated', onMarket);
 }
 
 /** @param {string} [why] */

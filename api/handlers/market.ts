@@ -1,6 +1,6 @@
 import { dec, str } from '../../engine/decimal.js';
 import { errors } from '../../engine/errors.js';
-import type { BookView } from '../../engine/venue/port.js';
+import type { BookView, MarketInfo, VenuePort, WalletView } from '../../engine/venue/port.js';
 import type { Handler } from '../context.js';
 import { page, pageQuery } from '../paging.js';
 
@@ -8,7 +8,15 @@ import { page, pageQuery } from '../paging.js';
 export const markets: Handler = async ({ req, services }) => {
   const p = pageQuery(req, 500);
   const all = services.venue.markets();
-  const items = all.slice(p.offset, p.offset + p.limit).map((m) => ({
+  const items = all.slice(p.offset, p.offset + p.limit).map(marketBody);
+  return { status: 200, body: page('markets', items, all.length, p) };
+};
+
+/** The REST shape of one market (GET /v2/trade/markets item; `market.updated` carries it too). */
+export function marketBody(m: MarketInfo): {
+  condition_id: string; question: string; slug: string; tokens: { token_id: string; outcome: string }[]; tick_size: string; min_size: string; end_date: string | null;
+} {
+  return {
     condition_id: m.conditionId,
     question: m.question,
     slug: m.slug,
@@ -16,9 +24,42 @@ export const markets: Handler = async ({ req, services }) => {
     tick_size: str(m.tickSize),
     min_size: str(m.minSize),
     end_date: m.endDateIso,
-  }));
-  return { status: 200, body: page('markets', items, all.length, p) };
-};
+  };
+}
+
+/** One item of GET /v2/trade/positions (`position.updated` carries the same): shares, dollars, decimal strings. */
+export interface PositionBody {
+  token_id: string;
+  condition_id: string;
+  outcome: string;
+  question: string;
+  /** Shares held. */
+  size: string;
+  /** Shares reserved by open sells. */
+  reserved: string;
+  available: string;
+  /** Average cost per share, decimal probability ("0" when nothing is held). */
+  avg_price: string;
+  /** Cost basis, dollars. */
+  cost_usd: string;
+}
+
+/** The REST shape of one position, with its market's question and outcome from the venue. */
+export function positionBody(venue: VenuePort, pos: WalletView['positions'][number]): PositionBody {
+  const info = venue.token(pos.tokenId);
+  const size = dec(pos.size);
+  return {
+    token_id: pos.tokenId,
+    condition_id: info?.conditionId ?? '',
+    outcome: info?.outcome ?? '',
+    question: info?.question ?? '',
+    size: pos.size,
+    reserved: pos.reserved,
+    available: pos.available,
+    avg_price: size.isZero() ? '0' : str(dec(pos.costUsd).div(size).toDecimalPlaces(6)),
+    cost_usd: pos.costUsd,
+  };
+}
 
 /** The REST shape of a book (GET /v2/trade/book, `book.updated`): levels best first, decimal strings. */
 export function bookBody(view: BookView): { token_id: string; tick_size: string; min_size: string; bids: BookView['bids']; asks: BookView['asks'] } {
@@ -45,19 +86,6 @@ export const balances: Handler = async ({ services, user }) => {
 export const positions: Handler = async ({ req, services, user }) => {
   const p = pageQuery(req, 500);
   const all = services.venue.wallet(user!._id).positions;
-  const items = all.slice(p.offset, p.offset + p.limit).map((pos) => {
-    const info = services.venue.token(pos.tokenId);
-    return {
-      token_id: pos.tokenId,
-      condition_id: info?.conditionId ?? '',
-      outcome: info?.outcome ?? '',
-      question: info?.question ?? '',
-      size: pos.size,
-      reserved: pos.reserved,
-      available: pos.available,
-      avg_price: str(dec(pos.costUsd).div(pos.size).toDecimalPlaces(6)),
-      cost_usd: pos.costUsd,
-    };
-  });
+  const items = all.slice(p.offset, p.offset + p.limit).map((pos) => positionBody(services.venue, pos));
   return { status: 200, body: page('positions', items, all.length, p) };
 };

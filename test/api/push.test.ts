@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { io as connect, type Socket } from 'socket.io-client';
-import type { BookPush, ClientToServerEvents, OrderPush, ServerToClientEvents, StrategyPush } from '../../api/push-events.js';
+import type {
+  BalancePush, BatchPush, BookPush, ClientToServerEvents, MarketPush, OrderPush, PositionPush, ServerToClientEvents, StrategyPush,
+} from '../../api/push-events.js';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
@@ -170,5 +173,129 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(books[1]!.revision).toBe(rev0 + 1);
     expect(books[1]!.bids[0]!.size).toBe(String(Number(rest.bids[0].size) + 7));
     expect(await s.emitWithAck('book.unsubscribe', { token_id: token })).toEqual({ ok: true, token_id: token });
+  });
+
+  it('updates.batch (opt-in auth.batch_ms): every record of a burst, in order, revisions without gaps, in fewer frames; separate-event clients unchanged', async () => {
+    const plain = await open({ token: keys.alice!.api_key });
+    const batched = await open({ token: keys.alice!.api_key, batch_ms: 50 });
+    const gotPlain = collect(plain);
+    const separate = collect(batched);
+    const batches: BatchPush[] = [];
+    batched.on('updates.batch', (b) => batches.push(b));
+    const ids: string[] = [];
+    const finals = new Map<string, number>();
+    await Promise.all(
+      Array.from({ length: 100 }, async (_, i) => {
+        const r = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: String(5 + (i % 5)) });
+        ids.push(r.body.order_id);
+        const d = await svc.call('DELETE', `/v2/trade/orders/${r.body.order_id}`, { headers: as('alice') });
+        finals.set(r.body.order_id, d.body.revision);
+      }),
+    );
+    const flat = () => batches.flatMap((b) => b.records).filter((r) => r.event === 'order.updated').map((r) => r.data as OrderPush);
+    await until(() => ids.every((id) => flat().some((u) => u.order_id === id && u.revision === finals.get(id))), 10_000);
+    await until(() => ids.every((id) => gotPlain.some((u) => u.order_id === id && u.revision === finals.get(id))), 10_000);
+    expect(separate).toEqual([]); // a batched connection gets no separate record events
+    expect(batches.every((b) => b.batch_ms === 50)).toBe(true);
+    const mine = flat().filter((u) => finals.has(u.order_id));
+    // nothing lost, order kept: per order revisions 1..n, and the same records, in the same order, as the separate events
+    for (const id of ids) expect(mine.filter((u) => u.order_id === id).map((u) => u.revision), id).toEqual(Array.from({ length: finals.get(id)! }, (_, i) => i + 1));
+    const plainMine = gotPlain.filter((u) => finals.has(u.order_id as string)).map(({ event: _e, receivedAtMs: _r, ...rec }) => rec);
+    expect(mine).toEqual(plainMine);
+    const framesWithMine = batches.filter((b) => b.records.some((r) => finals.has((r.data as OrderPush).order_id))).length;
+    expect(framesWithMine).toBeLessThan(mine.length / 2);
+  });
+
+  it('updates.batch with connection-state recovery: a batch sent while the client was away arrives after it reconnects', async () => {
+    const s = await open({ token: keys.alice!.api_key, batch_ms: 5 }, { reconnection: true, reconnectionDelay: 200, reconnectionDelayMax: 200 });
+    const got: OrderPush[] = [];
+    s.on('updates.batch', (b) => got.push(...b.records.filter((r) => r.event === 'order.updated').map((r) => r.data as OrderPush)));
+    await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5' });
+    await until(() => got.length > 0);
+    const dropped = new Promise<void>((r) => s.once('disconnect', () => r()));
+    s.io.engine.close();
+    await dropped;
+    await until(() => svc.http.push.nsp.sockets.size === clients.filter((c) => c.connected).length);
+    const missed = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '6' });
+    await new Promise<void>((r) => s.once('connect', () => r()));
+    expect(s.recovered).toBe(true);
+    await until(() => got.some((u) => u.order_id === missed.body.order_id && u.revision === missed.body.revision));
+    expect(got.filter((u) => u.order_id === missed.body.order_id).map((u) => u.revision)).toEqual(Array.from({ length: missed.body.revision }, (_, i) => i + 1));
+  });
+
+  it('refuses auth.batch_ms outside 1..1000 ms with invalid_request', async () => {
+    for (const batch_ms of [0, 1001, 2.5, '10']) {
+      expect(await refused({ token: keys.alice!.api_key, batch_ms })).toMatchObject({ message: 'invalid_request', data: { error: 'invalid_request' } });
+    }
+  });
+
+  it('balance.updated and position.updated: the REST shapes, with question and outcome, to the user only; batched too', async () => {
+    const alice = await open({ token: keys.alice!.api_key });
+    const aliceBatched = await open({ token: keys.alice!.api_key, batch_ms: 5 });
+    const bob = await open({ token: keys.bob!.api_key });
+    const master = await open({ token: (await import('../helpers.js')).MASTER_KEY });
+    const seen = (s: Client) => {
+      const got: { balances: BalancePush[]; positions: PositionPush[] } = { balances: [], positions: [] };
+      s.on('balance.updated', (b) => got.balances.push(b));
+      s.on('position.updated', (p) => got.positions.push(p));
+      return got;
+    };
+    const [a, b, m] = [seen(alice), seen(bob), seen(master)];
+    const batchedRecords: Array<{ event: string; data: unknown }> = [];
+    aliceBatched.on('updates.batch', (x) => batchedRecords.push(...x.records));
+    const before = (await svc.call('GET', '/v2/trade/balances', { headers: as('alice') })).body;
+    const buy = await post('alice', { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' });
+    expect(buy.status).toBe(200);
+    const rest = (await svc.call('GET', '/v2/trade/balances', { headers: as('alice') })).body;
+    expect(rest.balance).not.toBe(before.balance);
+    await until(() => a.balances.some((x) => x.balance === rest.balance && x.reserved === rest.reserved));
+    const last = a.balances.at(-1)!;
+    const { revision, platform_user_id, at, ...balance } = last;
+    expect(balance).toEqual(rest);
+    const consecutive = (revs: number[]) => expect(revs).toEqual(revs.map((_, i) => revs[0]! + i));
+    expect(revision).toBe(a.balances[0]!.revision + a.balances.length - 1);
+    consecutive(a.balances.map((x) => x.revision));
+    expect(platform_user_id).toEqual(expect.any(String));
+    expect(at).toEqual(expect.any(Number));
+    const positions = (await svc.call('GET', '/v2/trade/positions', { headers: as('alice') })).body.positions;
+    const held = positions.find((p: any) => p.token_id === token);
+    expect(held.question).not.toBe('');
+    await until(() => a.positions.some((p) => p.positions.some((x) => x.token_id === token && x.size === held.size)));
+    const pushed = a.positions.flatMap((p) => p.positions).filter((x) => x.token_id === token).at(-1);
+    expect(pushed).toEqual(held);
+    consecutive(a.positions.map((x) => x.revision));
+    await until(() => batchedRecords.some((r) => r.event === 'position.updated') && batchedRecords.some((r) => r.event === 'balance.updated'));
+    expect(batchedRecords.filter((r) => r.event === 'balance.updated').map((r) => r.data)).toEqual(a.balances);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(b.balances).toEqual([]);
+    expect(b.positions).toEqual([]);
+    expect(m.balances).toEqual([]); // a master key watching the whole partner: user rooms only
+    // selling everything: the position is pushed once with size "0"
+    const sell = await post('alice', { symbol: token, side: 'sell', type: 'MARKET', size: held.size });
+    expect(sell.status).toBe(200);
+    await until(() => a.positions.some((p) => p.positions.some((x) => x.token_id === token && x.size === '0')));
+    expect(a.positions.flatMap((p) => p.positions).filter((x) => x.token_id === token).at(-1)).toMatchObject({ size: '0', reserved: '0', available: '0', avg_price: '0', cost_usd: '0', question: held.question, outcome: held.outcome });
+  });
+
+  it('market.updated: subscribers get the market as GET /markets lists it, marked resolved with its winner', async () => {
+    const s = await open({ token: keys.bob!.api_key });
+    const other = await open({ token: keys.alice!.api_key });
+    const got: MarketPush[] = [];
+    const otherGot: MarketPush[] = [];
+    s.on('market.updated', (x) => got.push(x));
+    other.on('market.updated', (x) => otherGot.push(x));
+    const listed = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets.find((m: any) => m.tokens.length === 2 && m.tokens[0].token_id !== token);
+    // the ack carries the named markets' current state (unknown ids left out)
+    expect(await s.emitWithAck('markets.subscribe', { condition_ids: [listed.condition_id, 'no-such-market'] })).toEqual({
+      ok: true, markets: [{ ...listed, closed: false, resolved: false, winning_token_id: null, revision: 0, at: expect.any(Number) }],
+    });
+    expect(await s.emitWithAck('markets.subscribe', { condition_ids: 'x' as never })).toMatchObject({ ok: false, error: 'invalid_request' });
+    await (svc.services.venue as SimVenue).resolveMarket(listed.condition_id, listed.tokens[1].token_id);
+    await until(() => got.length === 1);
+    expect(got[0]).toEqual({ ...listed, closed: true, resolved: true, winning_token_id: listed.tokens[1].token_id, revision: 1, at: expect.any(Number) });
+    expect(await s.emitWithAck('markets.subscribe', { condition_ids: [listed.condition_id] })).toMatchObject({ ok: true, markets: [{ resolved: true, revision: 1 }] });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(otherGot).toEqual([]);
+    expect(await s.emitWithAck('markets.unsubscribe', {})).toEqual({ ok: true, markets: [] });
   });
 });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
@@ -111,4 +112,36 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     expect(violations).toEqual([]);
     await p.close();
   }, 30_000);
+
+  it('shows the balance and positions with question and outcome, updated live, and marks a resolved market (issue 16)', async () => {
+    const p = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await p.goto(`${svc.baseUrl}/dashboard`);
+    await p.fill('#api-key', key);
+    await p.click('#connect');
+    await p.waitForSelector('#connection.on', { timeout: 10_000 });
+    await p.waitForFunction(() => document.querySelector('#balance-balance')?.textContent !== '–', undefined, { timeout: 5_000 }); // loaded over REST
+    const shownBefore = await p.textContent('#balance-available');
+    const bought = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' } });
+    expect(bought.status).toBe(200);
+    const balance = (await svc.call('GET', '/v2/trade/balances', { headers: as })).body;
+    expect(shownBefore).not.toBe(`$${balance.available}`);
+    const held = (await svc.call('GET', '/v2/trade/positions', { headers: as })).body.positions.find((x: any) => x.token_id === token);
+    const row = `#positions tr[data-id="${token}"]`;
+    // live, without reload: the balance and the position with its market's question and outcome
+    await expect.poll(() => p.textContent('#balance-available'), { timeout: 5_000 }).toBe(`$${balance.available}`);
+    await p.waitForSelector(`${row}[data-market="open"]`, { timeout: 5_000 });
+    await expect.poll(() => p.$eval(row, (tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)), { timeout: 5_000 }).toEqual(
+      [held.question, held.outcome, held.size, held.available, held.avg_price, `$${held.cost_usd}`, 'open'],
+    );
+    // the market resolves for this outcome: the row is marked resolved, won
+    await (svc.services.venue as SimVenue).resolveMarket(held.condition_id, token);
+    await p.waitForSelector(`${row}[data-market="resolved"]`, { timeout: 5_000 });
+    expect(await p.textContent(`${row} td:last-child`)).toBe('resolved: won ($1 a share)');
+    await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-positions-resolved.png'), fullPage: true });
+    // a reload shows the same from REST and the markets.subscribe acknowledgement
+    await p.reload();
+    await p.waitForSelector(`${row}[data-market="resolved"]`, { timeout: 10_000 });
+    expect(await p.textContent('#balance-balance')).toBe(`$${(await svc.call('GET', '/v2/trade/balances', { headers: as })).body.balance}`);
+    await p.close();
+  }, 60_000);
 });
