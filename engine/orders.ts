@@ -282,7 +282,7 @@ export class OrderService {
    * step, so concurrent requests cannot all pass the check and then be refused by the venue
    * (issue 12 defect 8). `fn` must not wait for another placement of the same user.
    */
-  private exclusive<T>(userId: string, fn: () => Promise<T>): Promise<T> {
+  exclusive<T>(userId: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.userQueues.get(userId) ?? Promise.resolve();
     const run = prev.then(fn);
     const tail = run.then(
