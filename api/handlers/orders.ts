@@ -121,7 +121,7 @@ export const activity: Handler = async ({ req, services, user }) => {
       activity: items.map((r) => {
         const v = r.view as Record<string, unknown>;
         const row: Record<string, unknown> = {
-          kind: r.kind, id: r._id, type: v.type, status: r.status, side: v.side ?? null, symbol: v.symbol ?? v.condition_id ?? v.token,
+          kind: r.kind, id: r._id, type: v.type, status: r.status, side: v.side ?? null, symbol: r.kind === 'withdrawal' ? v.token : (v.symbol ?? v.condition_id),
           price: v.price ?? null, size: v.size ?? null, filled_size: v.filled_size ?? null, created_at: r.createdAtMs, updated_at: r.updatedAtMs,
         };
         // wallet operations and withdrawals (issue 16): the amount (a redeem's payout) and the transaction hash

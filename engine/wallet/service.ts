@@ -68,7 +68,7 @@ export function walletOpView(s: WalletOpSnapshot, meta: Meta, venue?: Pick<Venue
     updated_at: meta.updatedAtMs,
   };
   if (c.error) {
-    view.error = c.error;
+    view.failure_code = c.error;
     view.message = c.reason;
   }
   return view;
@@ -93,7 +93,7 @@ export function withdrawalView(s: WithdrawalSnapshot, meta: Meta): Record<string
     updated_at: meta.updatedAtMs,
   };
   if (c.error) {
-    view.error = c.error;
+    view.failure_code = c.error;
     view.message = c.reason;
   }
   return view;
