@@ -11,26 +11,28 @@ const ZERO = '0x0000000000000000000000000000000000000000';
 
 type Cmd =
   | { k: 'buy'; u: number; m: number; o: number; size: number }
-  | { k: 'sell'; u: number; m: number; o: number; size: number; price: number }
+  | { k: 'sell'; u: number; m: number; o: number; pct: number; price: number }
   | { k: 'bid'; u: number; m: number; o: number; size: number; price: number }
-  | { k: 'split'; u: number; m: number; amount: number }
-  | { k: 'merge'; u: number; m: number; amount: number }
+  | { k: 'split'; u: number; m: number; pct: number }
+  | { k: 'merge'; u: number; m: number; pct: number }
   | { k: 'resolve'; m: number; o: number }
   | { k: 'redeem'; u: number; m: number }
-  | { k: 'withdraw'; u: number; amount: number; revert: boolean };
+  | { k: 'withdraw'; u: number; pct: number; revert: boolean };
 
-const U = fc.integer({ min: 0, max: 2 });
+const U = fc.integer({ min: 0, max: 1 });
 const M = fc.integer({ min: 0, max: 1 });
 const O = fc.integer({ min: 0, max: 1 });
+/** Percent of what the user holds (free pUSD or free shares) a command uses; above 100 is refused. */
+const PCT = fc.integer({ min: 1, max: 120 });
 const cmd: fc.Arbitrary<Cmd> = fc.oneof(
-  fc.record({ k: fc.constant('buy' as const), u: U, m: M, o: O, size: fc.integer({ min: 1, max: 40 }) }),
-  fc.record({ k: fc.constant('sell' as const), u: U, m: M, o: O, size: fc.integer({ min: 5, max: 30 }), price: fc.integer({ min: 1, max: 99 }) }),
-  fc.record({ k: fc.constant('bid' as const), u: U, m: M, o: O, size: fc.integer({ min: 5, max: 30 }), price: fc.integer({ min: 1, max: 99 }) }),
-  fc.record({ k: fc.constant('split' as const), u: U, m: M, amount: fc.integer({ min: 1, max: 4000 }) }),
-  fc.record({ k: fc.constant('merge' as const), u: U, m: M, amount: fc.integer({ min: 1, max: 4000 }) }),
-  fc.record({ k: fc.constant('resolve' as const), m: M, o: O }),
-  fc.record({ k: fc.constant('redeem' as const), u: U, m: M }),
-  fc.record({ k: fc.constant('withdraw' as const), u: U, amount: fc.integer({ min: 1, max: 30000 }), revert: fc.boolean() }),
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('buy' as const), u: U, m: M, o: O, size: fc.integer({ min: 1, max: 40 }) }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('sell' as const), u: U, m: M, o: O, pct: PCT, price: fc.integer({ min: 1, max: 99 }) }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('bid' as const), u: U, m: M, o: O, size: fc.integer({ min: 5, max: 30 }), price: fc.integer({ min: 1, max: 99 }) }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('split' as const), u: U, m: M, pct: PCT }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('merge' as const), u: U, m: M, pct: PCT }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('resolve' as const), m: M, o: O }) },
+  { weight: 3, arbitrary: fc.record({ k: fc.constant('redeem' as const), u: U, m: M }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('withdraw' as const), u: U, pct: PCT, revert: fc.boolean() }) },
 );
 
 /**
@@ -65,10 +67,17 @@ describe('conservation over random sequences (fast-check)', () => {
 
   it('holds for every sequence', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(cmd, { minLength: 5, maxLength: 25 }), async (cmds) => {
+      fc.asyncProperty(fc.array(cmd, { minLength: 5, maxLength: 30 }), async (cmds) => {
         run++;
-        const users = [0, 1, 2].map((i) => `c${run}_${i}`);
-        for (const u of users) await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+        const users = [0, 1].map((i) => `c${run}_${i}`);
+        const ids: string[] = [];
+        for (const u of users) {
+          await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+          ids.push((await svc.call('GET', '/v2/trade/account', { headers: { 'x-partner-user-id': u } })).body.user.platform_user_id);
+        }
+        const venue = svc.services.venue;
+        /** `pct` percent of `of` (≥ 0.01), 2 decimals. */
+        const part = (of: Dec, pct: number) => Dec.max(of.times(pct).div(100).toDecimalPlaces(2, Dec.ROUND_DOWN), '0.01').toFixed();
         const mk = [markets[2 * run]!, markets[2 * run + 1]!];
         const h = (u: number) => ({ 'x-partner-user-id': users[u]! });
         for (const c of cmds) {
@@ -77,14 +86,24 @@ describe('conservation over random sequences (fast-check)', () => {
             case 'buy':
               r = await tr.post(users[c.u]!, { symbol: mk[c.m]!.tokens[c.o]!.token_id, side: 'buy', type: 'LIMIT', price: '0.99', size: String(c.size), time_in_force: 'IOC' });
               break;
-            case 'sell':
+            case 'sell': {
+              const token = mk[c.m]!.tokens[c.o]!.token_id;
+              const size = part(venue.available(ids[c.u]!, token).shares, c.pct);
+              // below the resting minimum it trades now or not at all (IOC)
+              r = await tr.post(users[c.u]!, { symbol: token, side: 'sell', type: 'LIMIT', price: String(c.price / 100), size, time_in_force: Number(size) < 5 ? 'IOC' : 'GTC' });
+              break;
+            }
             case 'bid':
-              r = await tr.post(users[c.u]!, { symbol: mk[c.m]!.tokens[c.o]!.token_id, side: c.k === 'sell' ? 'sell' : 'buy', type: 'LIMIT', price: String(c.price / 100), size: String(c.size) });
+              r = await tr.post(users[c.u]!, { symbol: mk[c.m]!.tokens[c.o]!.token_id, side: 'buy', type: 'LIMIT', price: String(c.price / 100), size: String(c.size) });
               break;
             case 'split':
-            case 'merge':
-              r = await svc.call('POST', `/v2/trade/positions/${c.k}`, { headers: h(c.u), body: { condition_id: mk[c.m]!.condition_id, amount: String(c.amount / 100) } });
+              r = await svc.call('POST', '/v2/trade/positions/split', { headers: h(c.u), body: { condition_id: mk[c.m]!.condition_id, amount: part(venue.available(ids[c.u]!, mk[c.m]!.tokens[0]!.token_id).usd.div(2), c.pct) } });
               break;
+            case 'merge': {
+              const [y, n] = mk[c.m]!.tokens.map((t) => venue.available(ids[c.u]!, t.token_id).shares);
+              r = await svc.call('POST', '/v2/trade/positions/merge', { headers: h(c.u), body: { condition_id: mk[c.m]!.condition_id, amount: part(Dec.min(y!, n!), c.pct) } });
+              break;
+            }
             case 'resolve':
               await (svc.services.venue as SimVenue).resolveMarket(mk[c.m]!.condition_id, mk[c.m]!.tokens[c.o]!.token_id);
               r = { status: 200 };
@@ -93,7 +112,7 @@ describe('conservation over random sequences (fast-check)', () => {
               r = await svc.call('POST', '/v2/trade/positions/redeem', { headers: h(c.u), body: { condition_id: mk[c.m]!.condition_id } });
               break;
             case 'withdraw':
-              r = await svc.call('POST', '/v2/trade/withdraw', { headers: h(c.u), body: { to_address: c.revert ? ZERO : TO, amount: String(c.amount / 1000) } });
+              r = await svc.call('POST', '/v2/trade/withdraw', { headers: h(c.u), body: { to_address: c.revert ? ZERO : TO, amount: part(venue.available(ids[c.u]!, mk[0]!.tokens[0]!.token_id).usd.div(4), c.pct) } });
               break;
           }
           expect([200, 400, 409, 422]).toContain(r.status);
@@ -101,7 +120,7 @@ describe('conservation over random sequences (fast-check)', () => {
         }
         await checkInvariants(svc.services, { acknowledged: tr.acknowledged, skip: ['strategies'] });
       }),
-      { numRuns: 15 },
+      { numRuns: 20 },
     );
   });
 });
