@@ -23,6 +23,9 @@ export const ERROR_MAP: Readonly<Record<DomainCode, { status: number; error: str
   IDEMPOTENCY_KEY_REUSED: { status: 422, error: 'idempotency_key_reused' },
   NOT_IMPLEMENTED: { status: 501, error: 'not_implemented' },
   UNAVAILABLE: { status: 503, error: 'unavailable' },
+  MARKET_NOT_RESOLVED: { status: 409, error: 'MARKET_NOT_RESOLVED' },
+  NOTHING_TO_REDEEM: { status: 422, error: 'NOTHING_TO_REDEEM' },
+  SHARES_RESERVED: { status: 422, error: 'SHARES_RESERVED' },
 };
 
 /**

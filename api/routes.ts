@@ -6,7 +6,8 @@ import { OpenOrdersPage, OrderRequest, OrderResponse, OrderView } from '../schem
 import { STRATEGY_STATUSES, STRATEGY_TYPES, StrategiesPage, StrategyRecord } from '../schemas/strategies.js';
 import { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from '../schemas/users.js';
 import {
-  ActivityPage, BATCH_CANCEL_MAX, BatchCancelRequest, BatchCancelResponse, RedeemRequest, SplitMergeRequest, StatementsPage, TradesPage, WithdrawableBalances, WithdrawRequest,
+  ActivityPage, BATCH_CANCEL_MAX, BatchCancelRequest, BatchCancelResponse, RedeemRequest, SplitMergeRequest, StatementsPage, TradesPage, WalletOpResponse, WithdrawableBalances,
+  WithdrawalsPage, WithdrawalView, WithdrawRequest,
 } from '../schemas/wallet.js';
 import type { RouteSpec } from './context.js';
 import { health } from './handlers/health.js';
@@ -15,6 +16,7 @@ import { account, mintUserKey, provisionUser, revokeKey } from './handlers/users
 import { activity, cancelOrder, cancelStrategy, listStrategies, openOrders, placeOrder } from './handlers/orders.js';
 import { balances, book, markets, positions } from './handlers/market.js';
 import { cancelAll, cancelBatch, getOrder } from './handlers/order-batch.js';
+import { getWithdrawal, listWithdrawals, mergePositions, redeemPositions, splitPosition, withdraw, withdrawableBalances } from './handlers/wallet.js';
 
 export { ErrorEnvelope };
 
@@ -101,17 +103,39 @@ export const ROUTES: RouteSpec[] = [
   },
   { method: 'delete', path: `${V2}/strategies/:record_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel an untriggered strategy (409 once executing: cancel its order instead)', responses: { 200: StrategyRecord }, errors: [404, 409, 503], handler: cancelStrategy, v1: true },
   { method: 'get', path: `${V2}/balances`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'pUSD balance and reservations', responses: { 200: BalancesResponse }, errors: [404], handler: balances, v1: true },
-  { method: 'get', path: `${V2}/balances/withdrawable`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Withdrawable ERC20 balances', responses: { 200: WithdrawableBalances }, errors: [404], v1: true },
+  {
+    method: 'get', path: `${V2}/balances/withdrawable`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Withdrawable ERC20 balances',
+    description: 'Spec 2.8: the pUSD not reserved by open buys (a pending withdrawal has already left it); zero balances are dropped. `token` is what POST /withdraw takes: pUSD of the simulated venue. Outcome tokens are ERC1155 positions (GET /positions), not listed.',
+    responses: { 200: WithdrawableBalances }, errors: [404], handler: withdrawableBalances, v1: true,
+  },
   { method: 'get', path: `${V2}/positions`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Share positions', query: paged(500), responses: { 200: PositionsPage }, errors: [404], handler: positions, v1: true },
   {
     method: 'get', path: `${V2}/activity`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Account activity (opaque cursor)',
     query: { properties: { limit: { type: 'integer', minimum: 1, maximum: 200, description: 'Page size, 1 to 200.' }, cursor: { type: 'string', maxLength: 512, description: 'next_cursor of the previous page; opaque.' } } },
     responses: { 200: ActivityPage }, errors: [404], handler: activity, v1: true,
   },
-  { method: 'post', path: `${V2}/positions/redeem`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Redeem a resolved position', body: RedeemRequest, example: { condition_id: `0x${'ab'.repeat(32)}` }, errors: [404, 422] },
-  { method: 'post', path: `${V2}/positions/split`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Split pUSD into outcome tokens', body: SplitMergeRequest, example: { condition_id: `0x${'ab'.repeat(32)}`, amount: '10' }, errors: [404, 422] },
-  { method: 'post', path: `${V2}/positions/merge`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Merge outcome tokens into pUSD', body: SplitMergeRequest, example: { condition_id: `0x${'ab'.repeat(32)}`, amount: '10' }, errors: [404, 422] },
-  { method: 'post', path: `${V2}/withdraw`, scope: 'trade.withdraw', user: 'required', tag: 'trade.withdraw', summary: 'Withdraw to an external address', body: WithdrawRequest, example: { to_address: '0x00000000000000000000000000000000000000aa', amount: '25.5' }, errors: [404, 422] },
+  {
+    method: 'post', path: `${V2}/positions/redeem`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Redeem a resolved position',
+    description: 'Burns every share the user holds of both outcome tokens of the market and pays $1 per winning share, $0 per losing share, in pUSD (no amount: the whole balance). Neg-risk markets too (the NegRiskAdapter on chain; same effect). 404 unknown market; 409 `MARKET_NOT_RESOLVED` before resolution; 422 `NOTHING_TO_REDEEM` (no shares), `SHARES_RESERVED` (open sells reserve shares: cancel them first). A refusal changes nothing. Activity row `REDEEM`.',
+    body: RedeemRequest, example: { condition_id: `0x${'ab'.repeat(32)}` }, responses: { 200: WalletOpResponse }, errors: [404, 409, 422, 503], handler: redeemPositions,
+  },
+  {
+    method: 'post', path: `${V2}/positions/split`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Split pUSD into outcome tokens',
+    description: '`amount` dollars of pUSD (at most 6 decimals) become `amount` shares of each outcome token of the market (cost basis: half the amount each). Neg-risk markets too. 404 unknown market; 422 `INSUFFICIENT_BALANCE` (free pUSD, not reserved by open buys). Activity row `SPLIT`.',
+    body: SplitMergeRequest, example: { condition_id: `0x${'ab'.repeat(32)}`, amount: '10' }, responses: { 200: WalletOpResponse }, errors: [404, 422, 503], handler: splitPosition,
+  },
+  {
+    method: 'post', path: `${V2}/positions/merge`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Merge outcome tokens into pUSD',
+    description: '`amount` shares of each outcome token of the market become `amount` dollars of pUSD. 404 unknown market; 422 `Not enough shares to merge <amount> — holding <X> of outcome token <id>[, of which <Y> reserved by open sells]` (shares reserved by open sells cannot be merged). Activity row `MERGE`.',
+    body: SplitMergeRequest, example: { condition_id: `0x${'ab'.repeat(32)}`, amount: '10' }, responses: { 200: WalletOpResponse }, errors: [404, 422, 503], handler: mergePositions,
+  },
+  {
+    method: 'post', path: `${V2}/withdraw`, scope: 'trade.withdraw', user: 'required', tag: 'trade.withdraw', summary: 'Withdraw to an external address',
+    description: 'Body: `to_address` (an address; a mixed-case one must carry a valid EIP-55 checksum), `amount` (dollars, at most 6 decimals), `token` (optional: a token address of GET /balances/withdrawable; pUSD when omitted). The amount leaves the available balance at once; 200 with the withdrawal `PENDING`, which confirms after the simulated block delay (SIM_BLOCK_DELAY_MS) → `CONFIRMED`, or `FAILED` with the amount returned when the transfer reverts (the simulated chain reverts a transfer to the zero address). Read it at GET /withdrawals/{withdrawal_id}. 400 bad address, token or amount; 422 `INSUFFICIENT_BALANCE`. Activity row `WITHDRAWAL`. Scope `trade.withdraw` only (`trade.execute` is not enough).',
+    body: WithdrawRequest, example: { to_address: '0x00000000000000000000000000000000000000aa', amount: '25.5' }, responses: { 200: WithdrawalView }, errors: [404, 422, 503], handler: withdraw,
+  },
+  { method: 'get', path: `${V2}/withdrawals`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'The user\'s withdrawals, newest first', query: paged(500, { status: { enum: ['PENDING', 'CONFIRMED', 'FAILED'] } }), responses: { 200: WithdrawalsPage }, errors: [404], handler: listWithdrawals },
+  { method: 'get', path: `${V2}/withdrawals/:withdrawal_id`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'One withdrawal (404 when not the user\'s)', responses: { 200: WithdrawalView }, errors: [404], handler: getWithdrawal },
 
   // Combos (spec 4.2)
   { method: 'post', path: `${V2}/combo/quote`, scope: 'trade.combos', user: 'required', tag: 'trade.combos', summary: 'Request a combo quote (valid about 8.5 s)', description: '422 `INSUFFICIENT_BALANCE` (message: dollars needed, largest affordable notional) or `NO_LIQUIDITY`.', body: ComboQuoteRequest, example: { leg_position_ids: ['pos_1', 'pos_2'], notional_usd: 10, side: 'BUY' }, responses: { 200: ComboQuoteResponse }, errors: [404, 422] },

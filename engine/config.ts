@@ -44,6 +44,7 @@ export const SETTINGS = [
   { env: 'SIM_INITIAL_PUSD', type: 'decimal', default: '10000', description: 'pUSD every provisioned user starts with on the simulated venue (dollars).' },
   { env: 'SIM_MAKER_LEVELS', type: 'int', default: '5', min: 1, max: 50, description: 'Price levels the simulated liquidity provider quotes on each side of every book.' },
   { env: 'SIM_MAKER_REFILL_MS', type: 'int', default: '5000', min: 0, max: 3600000, description: 'Delay before the simulated liquidity provider refills a book after its quotes were taken (ms).' },
+  { env: 'SIM_BLOCK_DELAY_MS', type: 'int', default: '2000', min: 0, max: 3600000, description: 'Simulated block delay of a withdrawal: how long after its debit the transfer confirms (or reverts), through the durable scheduler (ms).' },
   { env: 'RATE_LIMIT_PER_MIN', type: 'int', default: '600', min: 0, max: 10000000, description: 'Requests per minute per API key (per client address for public routes); beyond it 429 with Retry-After. 0 turns rate limiting off (benchmarks).' },
   { env: 'BODY_LIMIT_BYTES', type: 'int', default: '65536', min: 1024, max: 10485760, description: 'Largest accepted JSON request body; larger bodies answer 413.' },
 ] as const satisfies readonly SettingSpec[];
@@ -75,6 +76,8 @@ export interface Config {
   simInitialPusd: string;
   simLiquidityLevels: number;
   simLiquidityRefillMs: number;
+  /** Simulated block delay before a withdrawal confirms, ms (SIM_BLOCK_DELAY_MS). */
+  simBlockDelayMs: number;
 }
 
 /** A configuration value that does not validate; its message names the variable. */
@@ -167,5 +170,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     simInitialPusd: values.SIM_INITIAL_PUSD as string,
     simLiquidityLevels: values.SIM_MAKER_LEVELS as number,
     simLiquidityRefillMs: values.SIM_MAKER_REFILL_MS as number,
+    simBlockDelayMs: values.SIM_BLOCK_DELAY_MS as number,
   };
 }

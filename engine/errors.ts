@@ -37,13 +37,19 @@ export type DomainCode =
   /** Part of the specification, not built on this service. */
   | 'NOT_IMPLEMENTED'
   /** The service cannot do it right now (`retryAfterSec` when a retry is worth it). */
-  | 'UNAVAILABLE';
+  | 'UNAVAILABLE'
+  /** A redeem on a market that has not resolved yet (issue 16). */
+  | 'MARKET_NOT_RESOLVED'
+  /** A redeem of a market the user holds no shares of (issue 16). */
+  | 'NOTHING_TO_REDEEM'
+  /** A redeem while open sells reserve shares of the market: cancel them first (issue 16). */
+  | 'SHARES_RESERVED';
 
 /** Every {@link DomainCode}, for exhaustive checks (the API's mapping test). */
 export const DOMAIN_CODES: readonly DomainCode[] = [
   'INVALID_REQUEST', 'PRICE_IN_CENTS', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'INSUFFICIENT_BALANCE', 'NOT_ENOUGH_SHARES',
   'ORDER_CROSSES_BOOK', 'NO_LIQUIDITY', 'WOULD_TRIGGER_IMMEDIATELY', 'VENUE_REJECTED', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE',
-  'NOT_IMPLEMENTED', 'UNAVAILABLE',
+  'NOT_IMPLEMENTED', 'UNAVAILABLE', 'MARKET_NOT_RESOLVED', 'NOTHING_TO_REDEEM', 'SHARES_RESERVED',
 ];
 
 /** Optional details of a {@link DomainError}. */

@@ -278,12 +278,12 @@ export class OrderService {
   private readonly userQueues = new Map<string, Promise<unknown>>();
 
   /**
-   * Runs `fn` alone among the order placements of `userId` (REST orders and strategies' child
-   * orders): the wallet check, the actor's creation and the venue's reservation happen as one
+   * Runs `fn` alone among the order placements of `userId` (REST orders, strategies' child
+   * orders, and the wallet operations of engine/wallet/service.ts): the wallet check, the actor's creation and the venue's reservation happen as one
    * step, so concurrent requests cannot all pass the check and then be refused by the venue
    * (issue 12 defect 8). `fn` must not wait for another placement of the same user.
    */
-  private exclusive<T>(userId: string, fn: () => Promise<T>): Promise<T> {
+  exclusive<T>(userId: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.userQueues.get(userId) ?? Promise.resolve();
     const run = prev.then(fn);
     const tail = run.then(

@@ -19,7 +19,7 @@ import type { Clock } from './clock.js';
 import { dec, Dec, str } from './decimal.js';
 import { DomainError, errors } from './errors.js';
 import { crossesBook, type Touch } from './touch.js';
-import type { Available, Side, TokenInfo, VenuePort } from './venue/port.js';
+import type { Available, Side, TokenInfo, VenuePort, WalletOp, WalletOpRefusal } from './venue/port.js';
 
 /** Lowest price of any price field, decimal probability (spec 2.1, part 8). */
 export const PRICE_MIN = dec('0.001');
@@ -348,4 +348,51 @@ export function refusalCode(err: DomainError): string {
     default:
       return 'invalid_request';
   }
+}
+
+// ── wallet operations (issue 16) ────────────────────────────────────────────────────────────
+
+/**
+ * A token amount in human units (dollars for pUSD; dollars = full sets for split and merge):
+ * greater than 0 with at most `decimals` decimals (pUSD and outcome tokens have 6).
+ * @returns the amount.
+ * @throws {DomainError} `INVALID_REQUEST`.
+ */
+export function checkTokenAmount(field: string, raw: string, decimals: number): Dec {
+  const a = dec(raw);
+  if (a.lte(0)) throw errors.badRequest(`${field} must be greater than 0`);
+  if (a.decimalPlaces() > decimals) throw errors.badRequest(`${field} has more than ${decimals} decimals: ${raw}`);
+  return a;
+}
+
+/**
+ * The domain error of a wallet operation the venue refuses (engine/venue/port.ts
+ * {@link WalletOpRefusal}): `INSUFFICIENT_BALANCE`; `NOT_ENOUGH_SHARES` (`Not enough shares to
+ * merge …`); `MARKET_NOT_RESOLVED`; `NOTHING_TO_REDEEM`; `SHARES_RESERVED`; `NOT_FOUND` for an
+ * unlisted market; else `VENUE_REJECTED` with the venue's code.
+ */
+export function walletOpError(r: WalletOpRefusal): DomainError {
+  switch (r.error) {
+    case 'INSUFFICIENT_BALANCE':
+    case 'MARKET_NOT_RESOLVED':
+    case 'NOTHING_TO_REDEEM':
+    case 'SHARES_RESERVED':
+      return new DomainError(r.error, r.reason);
+    case 'INSUFFICIENT_SHARES':
+      return new DomainError('NOT_ENOUGH_SHARES', r.reason);
+    case 'UNKNOWN_MARKET':
+      return errors.notFound(r.reason);
+    default:
+      return new DomainError('VENUE_REJECTED', r.reason, { venueError: r.error });
+  }
+}
+
+/**
+ * The pre-check of a wallet operation: the venue's own rule, read without changing anything (the
+ * wallet service runs it in the user's placement queue, right before the operation).
+ * @throws {DomainError} see {@link walletOpError}.
+ */
+export function checkWalletOp(venue: Pick<VenuePort, 'walletOpRefusal'>, op: WalletOp): void {
+  const r = venue.walletOpRefusal(op);
+  if (r) throw walletOpError(r);
 }

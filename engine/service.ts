@@ -18,6 +18,7 @@ import { StrategyService } from './strategies/service.js';
 import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
 import type { VenuePort } from './venue/port.js';
+import { WalletService } from './wallet/service.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -35,6 +36,8 @@ export interface Services {
   venue: VenuePort;
   orders: OrderService;
   strategies: StrategyService;
+  /** Split, merge, redeem, withdrawals, withdrawable balances (issue 16). */
+  wallet: WalletService;
   idempotency: IdempotencyService;
   cursors: CursorCodec;
   /** Epoch ms the services started. */
@@ -79,13 +82,15 @@ export async function startServices(config: Config, log: Logger, options: StartO
   });
   const orders = new OrderService(host, actors, venue, clock, log);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
+  const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
   const { restored, quarantined } = await host.restoreAll();
   const reconciled = await orders.reconcile();
   const strategiesReconciled = await strategies.reconcile();
-  log.info({ restored, quarantined, reconciled, strategies: strategiesReconciled }, 'actors restored and reconciled with the venue');
+  const walletReconciled = await wallet.reconcile();
+  log.info({ restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled }, 'actors restored and reconciled with the venue');
   await timers.start();
   const services: Services = {
-    config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders, strategies, idempotency, cursors,
+    config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders, strategies, wallet, idempotency, cursors,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     async stop() {

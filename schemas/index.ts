@@ -7,7 +7,8 @@ import { BracketResult, OpenOrdersPage, OrderRequest, OrderResponse, OrderView }
 import { StrategiesPage, StrategyRecord } from './strategies.js';
 import { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from './users.js';
 import {
-  ActivityItem, ActivityPage, BatchCancelRequest, BatchCancelResponse, RedeemRequest, SplitMergeRequest, StatementsPage, TradesPage, WithdrawableBalances, WithdrawRequest,
+  ActivityItem, ActivityPage, BatchCancelRequest, BatchCancelResponse, RedeemRequest, SplitMergeRequest, StatementsPage, TradesPage, WalletOpResponse, WithdrawableBalances, WithdrawalsPage,
+  WithdrawalView, WithdrawRequest,
 } from './wallet.js';
 
 export const namedSchemas = {
@@ -17,4 +18,5 @@ export const namedSchemas = {
   ComboQuoteRequest, ComboQuoteResponse, ComboAcceptRequest, ComboAcceptResponse, ComboRedeemRequest, ComboRedeemResponse, ComboPosition, ComboPositionsPage,
   CopytradeRequest, CopytradeResponse,
   WithdrawableBalances, WithdrawRequest, RedeemRequest, SplitMergeRequest, BatchCancelRequest, BatchCancelResponse, ActivityItem, ActivityPage, TradesPage, StatementsPage,
+  WalletOpResponse, WithdrawalView, WithdrawalsPage,
 } as const;

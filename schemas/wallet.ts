@@ -38,6 +38,70 @@ export const WithdrawRequest = {
   },
 } as const;
 
+/** POST /v2/trade/withdraw answer and GET /v2/trade/withdrawals/{withdrawal_id} (ours): one withdrawal. */
+export const WithdrawalView = {
+  $id: 'WithdrawalView',
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'withdrawal_id', 'status', 'to_address', 'token', 'symbol', 'amount', 'transaction_hash', 'confirms_at', 'settled_at', 'refunded', 'created_at', 'updated_at'],
+  properties: {
+    type: { const: 'WITHDRAWAL' },
+    withdrawal_id: { type: 'string', description: 'wd_…; also the activity row id.' },
+    status: {
+      enum: ['PENDING', 'CONFIRMED', 'FAILED'],
+      description: 'PENDING: the amount left the available balance, the transfer waits for its block (SIM_BLOCK_DELAY_MS). CONFIRMED: transferred. FAILED: reverted on chain (the amount is back: `refunded: true`) or refused before anything was taken.',
+    },
+    to_address: { ...Address, description: 'Destination, EIP-55 checksummed.' },
+    token: { ...Address, description: 'Token contract address (pUSD).' },
+    symbol: { type: 'string' },
+    amount: { ...DecimalString, description: 'Human units of the token (dollars for pUSD).' },
+    transaction_hash: { type: 'string', pattern: '^0x[0-9a-f]{64}$', description: 'Simulated transaction hash (keccak256 of the withdrawal), known from the start.' },
+    confirms_at: { type: ['integer', 'null'], description: 'When the block is due while PENDING, Unix epoch milliseconds; null otherwise.' },
+    settled_at: { type: ['integer', 'null'], description: 'When it confirmed or reverted, Unix epoch milliseconds.' },
+    refunded: { type: 'boolean', description: 'True when a reverted transfer\'s amount was returned to the wallet.' },
+    failure_code: { type: 'string', description: 'FAILED only: `TRANSFER_REVERTED` (the simulated chain reverts a transfer to the zero address) or the refusal code (`INSUFFICIENT_BALANCE`). `message` says why.' },
+    message: { type: ['string', 'null'] },
+    created_at: { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' },
+    updated_at: { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' },
+  },
+} as const;
+
+/** GET /v2/trade/withdrawals (ours): the user's withdrawals, newest first, offset/limit. */
+export const WithdrawalsPage = offsetPage('WithdrawalsPage', 'withdrawals', { $ref: 'WithdrawalView' } as const, 'Withdrawals, newest first.');
+
+/** POST /v2/trade/positions/split, /merge, /redeem answer (ours): the simulated on-chain result. */
+export const WalletOpResponse = {
+  $id: 'WalletOpResponse',
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'operation_id', 'status', 'condition_id', 'amount', 'payout_usd', 'transaction_hash', 'pusd_delta', 'pusd_balance', 'tokens', 'created_at', 'updated_at'],
+  properties: {
+    type: { enum: ['SPLIT', 'MERGE', 'REDEEM'] },
+    operation_id: { type: 'string', description: 'wop_…; also the activity row id.' },
+    status: { enum: ['PENDING', 'CONFIRMED', 'FAILED'], description: 'CONFIRMED in every 200 (the simulated chain applies it at once).' },
+    condition_id: { type: 'string' },
+    amount: { type: ['string', 'null'], description: 'Split / merge: dollars = full sets of shares. Redeem: null (the whole balance is redeemed).' },
+    payout_usd: { type: ['string', 'null'], description: 'Redeem: dollars paid, $1 per winning share, $0 per losing share; null otherwise.' },
+    transaction_hash: { type: ['string', 'null'], pattern: '^0x[0-9a-f]{64}$', description: 'Simulated transaction hash (keccak256 of the operation).' },
+    pusd_delta: { type: ['string', 'null'], description: 'Signed pUSD change, dollars (split −amount, merge +amount, redeem +payout).' },
+    pusd_balance: { type: ['string', 'null'], description: 'pUSD balance after the operation, dollars.' },
+    tokens: {
+      type: 'array',
+      description: 'Both outcome tokens of the market: signed share change and shares held after.',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['token_id', 'outcome', 'shares_delta', 'balance'],
+        properties: { token_id: { type: 'string' }, outcome: { type: ['string', 'null'] }, shares_delta: { type: 'string' }, balance: { type: ['string', 'null'] } },
+      },
+    },
+    failure_code: { type: 'string', description: 'FAILED only (the activity row of an operation the venue refused): the refusal code.' },
+    message: { type: ['string', 'null'] },
+    created_at: { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' },
+    updated_at: { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' },
+  },
+} as const;
+
 /** POST /v2/trade/positions/redeem body (ours). */
 export const RedeemRequest = {
   $id: 'RedeemRequest',
@@ -124,19 +188,24 @@ export const BatchCancelResponse = {
   },
 } as const;
 
-/** One activity item (ours: one of the user's orders or strategies, newest first, with its latest state). */
+/**
+ * One activity item (ours: one of the user's orders, strategies, wallet operations or withdrawals,
+ * newest first, with its latest state).
+ */
 export const ActivityItem = {
   $id: 'ActivityItem',
   type: 'object',
   additionalProperties: false,
   required: ['kind', 'id', 'type', 'status', 'side', 'symbol', 'created_at', 'updated_at'],
   properties: {
-    kind: { enum: ['order', 'strategy'] },
-    id: { type: 'string', description: 'order_id or record_id.' },
-    type: { type: 'string' },
+    kind: { enum: ['order', 'strategy', 'wallet', 'withdrawal'], description: '`wallet`: SPLIT, MERGE, REDEEM; `withdrawal`: WITHDRAWAL.' },
+    id: { type: 'string', description: 'order_id, record_id, operation_id or withdrawal_id.' },
+    type: { type: 'string', description: 'Order or strategy type, or SPLIT, MERGE, REDEEM, WITHDRAWAL.' },
     status: { type: 'string' },
-    side: { enum: ['buy', 'sell'] },
-    symbol: { type: 'string' },
+    side: { enum: ['buy', 'sell', null], description: 'Null for wallet operations and withdrawals.' },
+    symbol: { type: 'string', description: 'Outcome token id; the condition id of a wallet operation; the token address of a withdrawal.' },
+    amount: { type: ['string', 'null'], description: 'Wallet operations and withdrawals: the amount, dollars (redeem: the payout).' },
+    transaction_hash: { type: ['string', 'null'], description: 'Wallet operations and withdrawals: simulated transaction hash.' },
     price: { type: ['string', 'null'] },
     size: { type: ['string', 'null'] },
     filled_size: { type: ['string', 'null'] },

@@ -64,6 +64,19 @@ describe('checkInvariants', () => {
     }, /shares reserved, its open sells reserve/);
   });
 
+  it('finds shares a wallet operation did not make (per-condition conservation: YES ≠ NO in existence)', async () => {
+    const m = svc.services.venue.markets().find((x) => x.tokens.some((t) => t.tokenId === token))!;
+    const r = await svc.call('POST', '/v2/trade/positions/split', { headers: tr.as('bob'), body: { condition_id: m.conditionId, amount: '4' } });
+    expect(r.status).toBe(200);
+    await checkInvariants(svc.services, { acknowledged: tr.acknowledged });
+    const bob = [...wallets.values()].find((w) => w.positions.get(m.tokens[1]!.tokenId)?.shares.eq(4))!;
+    const p = bob.positions.get(m.tokens[1]!.tokenId)!;
+    await planted(() => {
+      p.shares = p.shares.plus(2);
+      return () => void (p.shares = p.shares.minus(2));
+    }, /condition …\w+: 6 \w+ shares in existence \(held \+ burned − minted by the maker\), 4 sets split − merged/);
+  });
+
   it('finds an acknowledged id that is not in the store', async () => {
     await planted(() => () => undefined, /acknowledged ord_nowhere is not in the store/, [...tr.acknowledged, 'ord_nowhere']);
   });

@@ -15,6 +15,13 @@
  *         size, opposite sides; a trade with only one user side is against the maker;
  *       - the maker's implicit ledger closes the books: Σ users pUSD + maker's net pUSD = users ×
  *         SIM_INITIAL_PUSD, and per token Σ users' shares = shares the maker sold net (reported);
+ *       - wallet operations (issue 16) are explained by their actors' recorded results: a split, merge
+ *         or redeem (`wallet` records, CONFIRMED) and a withdrawal's debit and refund (`withdrawal`
+ *         records) each add their signed pUSD and share changes to the user's expected wallet;
+ *       - conservation per condition: the shares of each outcome token in existence (users' holdings
+ *         + shares burned by redeems − what the maker sold net, i.e. minted on its own account) equal
+ *         Σ splits − Σ merges of that condition, for both tokens alike (YES = NO); total pUSD changes
+ *         only by splits / merges / redeems / withdrawals (signed) and trades with the maker;
  *       - nothing negative (balance, reserved, available; shares, reserved, available);
  *       - reservations equal what open orders need: a wallet's reserved pUSD = Σ of its open orders'
  *         reservations, each open limit buy reserving price × remaining, each open sell reserving its
@@ -112,7 +119,7 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
   const byId = new Map(records.map((r) => [r._id, r]));
   const ctxOf = (r: Omit<ActorRecord, 'view'>) => (JSON.parse(r.snapshot) as { context: Record<string, any> }).context;
 
-  if (!skip.has('money')) out.push(...moneyViolations(services, venue, records.filter((r) => r.kind === 'order'), ctxOf));
+  if (!skip.has('money')) out.push(...moneyViolations(services, venue, records.filter((r) => r.kind === 'order'), ctxOf, records.filter((r) => r.kind === 'wallet' || r.kind === 'withdrawal')));
   if (!skip.has('strategies')) {
     const jobs = await (await services.store.collection<{ _id: string; data?: { actorId: string; timerName: string; atMs: number } }>('agendaJobs')).find({});
     const armed = new Set(jobs.filter((j) => j.data).map((j) => `${j.data!.actorId}/${j.data!.timerName}/${j.data!.atMs}`));
@@ -172,6 +179,7 @@ function moneyViolations(
   venue: VenueInternals,
   orderRecords: Array<Omit<ActorRecord, 'view'>>,
   ctxOf: (r: Omit<ActorRecord, 'view'>) => Record<string, any>,
+  walletRecords: Array<Omit<ActorRecord, 'view'>> = [],
 ): string[] {
   const out: string[] = [];
   const initial = d(services.config.simInitialPusd);
@@ -271,6 +279,31 @@ function moneyViolations(
       out.push(`trade ${base} does not pair: ${JSON.stringify(legs)}`);
     }
   }
+  // wallet operations (issue 16): each recorded result moves the wallet it names
+  interface OpResultLike { opId: string; kind: string; conditionId: string | null; pusdDelta: string; shares: { tokenId: string; delta: string }[] }
+  let opsPusd = d(0);
+  const opsShares = new Map<string, Dec>();
+  const setsOf = new Map<string, Dec>(); // condition → Σ splits − Σ merges
+  const burned = new Map<string, Dec>(); // token → shares burned by redeems
+  for (const r of walletRecords) {
+    const c = ctxOf(r);
+    const results = (r.kind === 'wallet' ? [c.result] : [c.debit, c.credit]).filter((x): x is OpResultLike => x !== null && x !== undefined);
+    for (const res of results) {
+      const e = expOf(c.userId as string);
+      e.pusd = e.pusd.plus(res.pusdDelta);
+      opsPusd = opsPusd.plus(res.pusdDelta);
+      for (const sh of res.shares) {
+        add(e.shares, sh.tokenId, d(sh.delta));
+        add(opsShares, sh.tokenId, d(sh.delta));
+        if (res.kind === 'redeem') add(burned, sh.tokenId, d(sh.delta).neg());
+      }
+      if (res.kind === 'split') add(setsOf, res.conditionId!, d(res.shares[0]!.delta));
+      if (res.kind === 'merge') add(setsOf, res.conditionId!, d(res.shares[0]!.delta));
+    }
+    if (r.kind === 'wallet' && r.status === 'CONFIRMED' && !c.result) out.push(`wallet operation ${r._id} is CONFIRMED without a result`);
+    if (r.kind === 'withdrawal' && r.status === 'CONFIRMED' && (!c.debit || c.credit)) out.push(`withdrawal ${r._id} is CONFIRMED but debited ${Boolean(c.debit)}, refunded ${Boolean(c.credit)}`);
+    if (r.kind === 'withdrawal' && r.status === 'FAILED' && c.debit && !c.credit) out.push(`withdrawal ${r._id} FAILED after its debit but was not refunded`);
+  }
   // every wallet explained by its trades; nothing negative; reservations
   let totalPusd = d(0);
   const totalShares = new Map<string, Dec>();
@@ -297,12 +330,31 @@ function moneyViolations(
   const expected = initial.times(users.length);
   // a forgotten order that traded with both the maker and users: its split is unknown, skip the ledger
   if (ledgerComplete) {
-    if (!totalPusd.plus(makerPusd).eq(expected)) out.push(`pUSD not conserved: users hold ${totalPusd}, the maker took ${makerPusd} net, total ${totalPusd.plus(makerPusd)} ≠ ${users.length} × ${initial} = ${expected}`);
+    if (!totalPusd.plus(makerPusd).eq(expected.plus(opsPusd))) {
+      out.push(`pUSD not conserved: users hold ${totalPusd}, the maker took ${makerPusd} net, wallet operations moved ${opsPusd}, total ${totalPusd.plus(makerPusd)} ≠ ${users.length} × ${initial} + ${opsPusd} = ${expected.plus(opsPusd)}`);
+    }
     for (const [t, s] of totalShares) {
       const sold = makerShares.get(t) ?? d(0);
-      // users hold what the maker sold net (makerShares is the maker's side: negative = sold)
-      if (!s.eq(sold.neg())) {
-        out.push(`token …${t.slice(-8)}: users hold ${s} shares, the maker sold ${sold.neg()} net`);
+      const ops = opsShares.get(t) ?? d(0);
+      // users hold what the maker sold net (makerShares is the maker's side: negative = sold) plus what wallet operations made
+      if (!s.eq(sold.neg().plus(ops))) {
+        out.push(`token …${t.slice(-8)}: users hold ${s} shares, the maker sold ${sold.neg()} net, wallet operations made ${ops}`);
+      }
+    }
+    // conservation per condition: shares in existence (held + burned − minted by the maker) = sets split − merged, YES = NO
+    const conditions = new Set<string>([...setsOf.keys()]);
+    for (const t of [...totalShares.keys(), ...burned.keys()]) {
+      const c = services.venue.token(t)?.conditionId;
+      if (c) conditions.add(c);
+    }
+    for (const c of conditions) {
+      const m = services.venue.markets().find((x) => x.conditionId === c);
+      if (!m) continue;
+      const sets = setsOf.get(c) ?? d(0);
+      if (sets.lt(0)) out.push(`condition …${c.slice(-8)}: more merged than split (${sets})`);
+      const existence = m.tokens.map((tk) => (totalShares.get(tk.tokenId) ?? d(0)).plus(burned.get(tk.tokenId) ?? d(0)).plus(makerShares.get(tk.tokenId) ?? d(0)));
+      for (const [i, tk] of m.tokens.entries()) {
+        if (!existence[i]!.eq(sets)) out.push(`condition …${c.slice(-8)}: ${existence[i]} ${tk.outcome} shares in existence (held + burned − minted by the maker), ${sets} sets split − merged`);
       }
     }
   }

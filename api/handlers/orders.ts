@@ -105,13 +105,14 @@ export const cancelOrder: Handler = async ({ req, services, user }) => {
 };
 
 /**
- * GET /v2/trade/activity (spec 4.6, 4.7): the user's orders and strategies, newest first, with an
+ * GET /v2/trade/activity (spec 4.6, 4.7): the user's orders, strategies, wallet operations (SPLIT,
+ * MERGE, REDEEM) and withdrawals (WITHDRAWAL), newest first, with an
  * opaque cursor (keyset paging: stable while new activity arrives).
  */
 export const activity: Handler = async ({ req, services, user }) => {
   const limit = req.query.limit === undefined ? 50 : Number(req.query.limit);
   const before = typeof req.query.cursor === 'string' ? services.cursors.open<{ k: string }>(req.query.cursor).k : undefined;
-  const { records } = await services.actors.findOwned(user!._id, { kind: { $in: ['order', 'strategy'] } }, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
+  const { records } = await services.actors.findOwned(user!._id, { kind: { $in: ['order', 'strategy', 'wallet', 'withdrawal'] } }, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
   const items = records.slice(0, limit);
   const more = records.length > limit;
   return {
@@ -119,10 +120,13 @@ export const activity: Handler = async ({ req, services, user }) => {
     body: {
       activity: items.map((r) => {
         const v = r.view as Record<string, unknown>;
-        return {
-          kind: r.kind, id: r._id, type: v.type, status: r.status, side: v.side, symbol: v.symbol,
+        const row: Record<string, unknown> = {
+          kind: r.kind, id: r._id, type: v.type, status: r.status, side: v.side ?? null, symbol: r.kind === 'withdrawal' ? v.token : (v.symbol ?? v.condition_id),
           price: v.price ?? null, size: v.size ?? null, filled_size: v.filled_size ?? null, created_at: r.createdAtMs, updated_at: r.updatedAtMs,
         };
+        // wallet operations and withdrawals (issue 16): the amount (a redeem's payout) and the transaction hash
+        if (r.kind === 'wallet' || r.kind === 'withdrawal') Object.assign(row, { amount: v.payout_usd ?? v.amount ?? null, transaction_hash: v.transaction_hash ?? null });
+        return row;
       }),
       next_cursor: more ? services.cursors.seal({ k: items.at(-1)!.ownerKey }) : null,
     },

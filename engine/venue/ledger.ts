@@ -1,6 +1,6 @@
 import { Dec, dec, str, ZERO } from '../decimal.js';
 import { insufficientBalanceMessage, notEnoughSharesMessage } from '../risk.js';
-import type { Available, VenueOrder, WalletView } from './port.js';
+import type { Available, VenueOrder, WalletOpRefusal, WalletOpResult, WalletView } from './port.js';
 
 
 /**
@@ -28,6 +28,23 @@ export interface Wallet {
   reserved: Dec;
   /** Positions by token id (a position may hold 0 shares: it is kept, and serialized, once opened). */
   positions: Map<string, Position>;
+  /**
+   * Wallet operations applied (issue 16) by op id, with their result: a repeat answers the result
+   * instead of applying again. Kept until the client releases the op, at most {@link OP_RETAIN_MS}.
+   */
+  ops?: Map<string, WalletOpResult>;
+}
+
+/** How long the ledger remembers a wallet operation nobody released (a safety net), ms. */
+export const OP_RETAIN_MS = 24 * 3_600_000;
+
+/** One side of a wallet operation: its op id, when it runs and its simulated transaction hash. */
+export interface OpMeta {
+  opId: string;
+  /** Epoch ms. */
+  atMs: number;
+  /** `0x` + 64 hex. */
+  transactionHash: string;
 }
 
 /**
@@ -62,6 +79,8 @@ export interface WalletRow {
   pusd: string;
   reserved: string;
   positions: [tokenId: string, shares: string, reserved: string, cost: string][];
+  /** Wallet operations remembered for idempotency (issue 16; absent in rows written before). */
+  ops?: WalletOpResult[];
 }
 
 /**
@@ -199,6 +218,123 @@ export class Ledger {
     }
   }
 
+  // ---- wallet operations (issue 16) ------------------------------------------------------------
+  //
+  // Each is checked first (`…Refusal`: why it cannot run, or null; changes nothing) and then
+  // applied; the caller runs both in one synchronous step. Applying records the op's result on
+  // the wallet (journaled with it), so a repeat of the same op id answers that result.
+
+  /** The recorded result of `opId` on `userId`'s wallet, if it was applied and not yet released. */
+  opResult(userId: string, opId: string): WalletOpResult | undefined {
+    return this.wallets.get(userId)?.ops?.get(opId);
+  }
+
+  /** Forgets `opId` (its client recorded the outcome); false when it was not remembered. */
+  forgetOp(userId: string, opId: string): boolean {
+    return this.wallets.get(userId)?.ops?.delete(opId) ?? false;
+  }
+
+  /** Why `userId` cannot pay `amount` dollars of free pUSD (split, withdrawal), or null. */
+  pusdRefusal(userId: string, amount: Dec, what: string): WalletOpRefusal | null {
+    const w = this.walletOf(userId);
+    const free = w.pusd.minus(w.reserved);
+    return free.lt(amount) ? { error: 'INSUFFICIENT_BALANCE', reason: insufficientBalanceMessage(what, amount, free) } : null;
+  }
+
+  /** Why `userId` cannot merge `amount` full sets of `tokenIds` (free shares of each), or null. */
+  mergeRefusal(userId: string, tokenIds: readonly string[], amount: Dec): WalletOpRefusal | null {
+    const w = this.walletOf(userId);
+    for (const t of tokenIds) {
+      const p = w.positions.get(t);
+      const free = p ? p.shares.minus(p.reserved) : ZERO;
+      if (free.lt(amount)) {
+        const held = p?.shares ?? ZERO;
+        const reserved = p?.reserved ?? ZERO;
+        return {
+          error: 'INSUFFICIENT_SHARES',
+          reason: `Not enough shares to merge ${str(amount)} — holding ${str(held)} of outcome token ${t}${reserved.gt(0) ? `, of which ${str(reserved)} reserved by open sells` : ''}`,
+        };
+      }
+    }
+    return null;
+  }
+
+  /** Why `userId` cannot redeem `tokenIds` (nothing held, or shares reserved by open sells), or null. */
+  redeemRefusal(userId: string, tokenIds: readonly string[]): WalletOpRefusal | null {
+    const w = this.walletOf(userId);
+    let held = ZERO;
+    for (const t of tokenIds) {
+      const p = w.positions.get(t);
+      if (p?.reserved.gt(0)) return { error: 'SHARES_RESERVED', reason: `${str(p.reserved)} shares of outcome token ${t} are reserved by open sells: cancel them before redeeming` };
+      held = held.plus(p?.shares ?? ZERO);
+    }
+    return held.isZero() ? { error: 'NOTHING_TO_REDEEM', reason: 'no shares of this market to redeem' } : null;
+  }
+
+  /** Split: `amount` dollars of pUSD become `amount` shares of each token of the condition (cost: half each). */
+  split(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], amount: Dec): WalletOpResult {
+    const w = this.walletOf(userId);
+    w.pusd = w.pusd.minus(amount);
+    const half = amount.div(tokenIds.length);
+    for (const t of tokenIds) {
+      const p = this.positionOf(w, t);
+      p.shares = p.shares.plus(amount);
+      p.cost = p.cost.plus(half);
+    }
+    return this.recordOp(w, meta, 'split', conditionId, amount.neg(), tokenIds.map((t) => [t, amount]));
+  }
+
+  /** Merge: `amount` free shares of each token of the condition become `amount` dollars of pUSD. */
+  merge(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], amount: Dec): WalletOpResult {
+    const w = this.walletOf(userId);
+    for (const t of tokenIds) {
+      const p = this.positionOf(w, t);
+      const costOut = p.shares.isZero() ? ZERO : p.cost.times(amount).div(p.shares);
+      p.cost = p.shares.eq(amount) ? ZERO : p.cost.minus(costOut);
+      p.shares = p.shares.minus(amount);
+    }
+    w.pusd = w.pusd.plus(amount);
+    return this.recordOp(w, meta, 'merge', conditionId, amount, tokenIds.map((t) => [t, amount.neg()]));
+  }
+
+  /** Redeem after resolution: burns every share of `tokenIds`; each share of `winningTokenId` pays $1. */
+  redeem(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], winningTokenId: string | null): WalletOpResult {
+    const w = this.walletOf(userId);
+    let payout = ZERO;
+    const burned: [string, Dec][] = [];
+    for (const t of tokenIds) {
+      const p = this.positionOf(w, t);
+      if (t === winningTokenId) payout = payout.plus(p.shares);
+      burned.push([t, p.shares.neg()]);
+      p.shares = ZERO;
+      p.cost = ZERO;
+    }
+    w.pusd = w.pusd.plus(payout);
+    return this.recordOp(w, meta, 'redeem', conditionId, payout, burned);
+  }
+
+  /** A withdrawal's debit (`amount` dollars leave the wallet) or its refund (`credit`). */
+  transfer(userId: string, meta: OpMeta, kind: 'withdraw' | 'credit', amount: Dec): WalletOpResult {
+    const w = this.walletOf(userId);
+    const delta = kind === 'withdraw' ? amount.neg() : amount;
+    w.pusd = w.pusd.plus(delta);
+    return this.recordOp(w, meta, kind, null, delta, []);
+  }
+
+  private recordOp(w: Wallet, meta: OpMeta, kind: WalletOpResult['kind'], conditionId: string | null, pusdDelta: Dec, shares: [string, Dec][]): WalletOpResult {
+    const result: WalletOpResult = {
+      opId: meta.opId, kind, transactionHash: meta.transactionHash, atMs: meta.atMs, conditionId,
+      pusdDelta: str(pusdDelta),
+      shares: shares.map(([tokenId, d]) => ({ tokenId, delta: str(d) })),
+      pusdBalance: str(w.pusd),
+      positions: shares.map(([tokenId]) => ({ tokenId, size: str(w.positions.get(tokenId)?.shares ?? ZERO) })),
+    };
+    w.ops ??= new Map();
+    for (const [id, o] of w.ops) if (o.atMs < meta.atMs - OP_RETAIN_MS) w.ops.delete(id);
+    w.ops.set(meta.opId, result);
+    return result;
+  }
+
   // ---- serialization ----------------------------------------------------------------------
 
   /** The row of `userId`'s wallet (opening it when it has none). */
@@ -207,6 +343,7 @@ export class Ledger {
     return {
       userId, pusd: str(w.pusd), reserved: str(w.reserved),
       positions: [...w.positions.entries()].map(([t, p]) => [t, str(p.shares), str(p.reserved), str(p.cost)]),
+      ...(w.ops?.size ? { ops: [...w.ops.values()] } : {}),
     };
   }
 
@@ -220,6 +357,7 @@ export class Ledger {
     this.wallets.set(r.userId, {
       pusd: dec(r.pusd), reserved: dec(r.reserved),
       positions: new Map(r.positions.map(([t, s, res, c]) => [t, { shares: dec(s), reserved: dec(res), cost: dec(c) }])),
+      ...(r.ops?.length ? { ops: new Map(r.ops.map((o) => [o.opId, o])) } : {}),
     });
   }
 }

@@ -164,6 +164,56 @@ export interface VenueHealth {
   error: string | null;
 }
 
+/**
+ * A wallet operation (issue 16): a simulated on-chain transaction of the conditional-token
+ * framework (split, merge, redeem) or of pUSD (a withdrawal's debit, the refund of a failed one).
+ * `opId` is the idempotency key: the venue applies an operation once and answers a repeat with
+ * the recorded result.
+ */
+export type WalletOp =
+  | { kind: 'split'; opId: string; userId: string; conditionId: string; /** Dollars = full sets of shares (≤ 6 decimals). */ amount: string }
+  | { kind: 'merge'; opId: string; userId: string; conditionId: string; /** Full sets of shares = dollars (≤ 6 decimals). */ amount: string }
+  | { kind: 'redeem'; opId: string; userId: string; conditionId: string }
+  | { kind: 'withdraw'; opId: string; userId: string; /** Dollars of pUSD (≤ 6 decimals). */ amount: string }
+  | { kind: 'credit'; opId: string; userId: string; /** Dollars of pUSD (≤ 6 decimals). */ amount: string };
+
+/** The kinds of {@link WalletOp}. */
+export type WalletOpKind = WalletOp['kind'];
+
+/**
+ * What a wallet operation did, as the simulated chain reports it: signed changes (pUSD in dollars,
+ * shares per outcome token) and the balances after it. Decimal strings.
+ */
+export interface WalletOpResult {
+  opId: string;
+  kind: WalletOpKind;
+  /** Simulated transaction hash: `0x` + 64 hex, keccak256 of the operation (deterministic). */
+  transactionHash: string;
+  /** When the venue applied it, epoch ms. */
+  atMs: number;
+  /** The condition of a split, merge or redeem; null for pUSD transfers. */
+  conditionId: string | null;
+  /** Signed pUSD change, dollars (split −amount, merge +amount, redeem +payout, withdraw −amount, credit +amount). */
+  pusdDelta: string;
+  /** Signed share change per outcome token of the condition (both tokens, in the market's order). */
+  shares: { tokenId: string; delta: string }[];
+  /** pUSD balance after the operation, dollars. */
+  pusdBalance: string;
+  /** Shares held after the operation of each token in `shares`. */
+  positions: { tokenId: string; size: string }[];
+}
+
+/** Why the venue refuses a wallet operation (nothing changed): a code and a human reason. */
+export interface WalletOpRefusal {
+  /**
+   * `INSUFFICIENT_BALANCE` (pUSD), `INSUFFICIENT_SHARES` (free shares below a merge's amount),
+   * `SHARES_RESERVED` (redeem while open sells reserve shares), `MARKET_NOT_RESOLVED`,
+   * `NOTHING_TO_REDEEM`, `UNKNOWN_MARKET`.
+   */
+  error: string;
+  reason: string;
+}
+
 /** What the engine and the API need of a venue: commands, reports, market data and ledger reads. */
 export interface VenuePort {
   /** Accepts a new order; reports follow on the stream before the promise resolves. */
@@ -203,6 +253,27 @@ export interface VenuePort {
   onWallet(listener: (userId: string) => void): void;
   /** Subscribes to market changes (condition id: tick size, closed, resolved), once recorded. */
   onMarket(listener: (conditionId: string) => void): void;
+  /**
+   * Applies a wallet operation (issue 16) at once, or answers the recorded result of one applied
+   * before under the same `opId`; resolves once it is recorded. Nothing changes on a refusal.
+   * @throws {VenueOpRefused} carrying a {@link WalletOpRefusal}.
+   */
+  walletOp(op: WalletOp): Promise<WalletOpResult>;
+  /** Why the venue would refuse `op` now (the same rule {@link walletOp} applies), or null. Changes nothing. */
+  walletOpRefusal(op: WalletOp): WalletOpRefusal | null;
+  /** The client recorded the outcome of `opId` of `userId`: the venue may forget it (no retry will come). */
+  releaseWalletOp(userId: string, opId: string): void;
   /** Stops background work and waits until everything accepted is recorded (shutdown). */
   close(): Promise<void>;
+}
+
+/** A wallet operation the venue refused (nothing changed): {@link WalletOpRefusal} as an error. */
+export class VenueOpRefused extends Error {
+  constructor(
+    readonly error: string,
+    reason: string,
+  ) {
+    super(reason);
+    this.name = 'VenueOpRefused';
+  }
 }

@@ -1,5 +1,6 @@
+import { keccak256, toUtf8Bytes } from 'ethers';
 import type { Clock } from '../clock.js';
-import { str, type Dec } from '../decimal.js';
+import { dec, str, type Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import { VenueJournal, type CheckpointState } from './journal.js';
@@ -8,8 +9,10 @@ import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
 import { MatchingEngine, newTx, type Tx } from './matching.js';
 import type {
-  Available, BookView, MarketInfo, MarketStatus, TokenInfo, Touch, VenueHealth, VenueOrder, VenueOrderState, VenuePort, VenueReport, WalletView,
+  Available, BookView, MarketInfo, MarketStatus, TokenInfo, Touch, VenueHealth, VenueOrder, VenueOrderState, VenuePort, VenueReport, WalletOp, WalletOpRefusal,
+  WalletOpResult, WalletView,
 } from './port.js';
+import { VenueOpRefused } from './port.js';
 
 /** Options of the simulated venue (from SIM_* settings). */
 export interface SimVenueOptions {
@@ -215,6 +218,63 @@ export class SimVenue implements VenuePort {
     return this.execute((tx) => this.liquidity.requote(tx, tokenId));
   }
 
+  // ---- wallet operations (issue 16) --------------------------------------------------------
+
+  /**
+   * Applies a wallet operation (split, merge, redeem, withdrawal debit, refund) in one synchronous
+   * step: checked, then applied by the ledger and journaled like a trade (the wallet row carries
+   * the op's result, so a repeat after a restart answers it instead of applying again). Neg-risk
+   * markets are split, merged and redeemed like the others: on chain that goes through the
+   * NegRiskAdapter, with the same effect on a binary question.
+   * @returns the result, once recorded.
+   * @throws {VenueOpRefused} `UNKNOWN_MARKET`, `MARKET_NOT_RESOLVED`, `INSUFFICIENT_BALANCE`,
+   *   `INSUFFICIENT_SHARES`, `SHARES_RESERVED`, `NOTHING_TO_REDEEM` (nothing changed).
+   */
+  walletOp(op: WalletOp): Promise<WalletOpResult> {
+    const done = this.ledger.opResult(op.userId, op.opId);
+    if (done) return this.journal.written().then(() => done);
+    const refusal = this.walletOpRefusal(op);
+    if (refusal) return Promise.reject(new VenueOpRefused(refusal.error, refusal.reason));
+    let result: WalletOpResult | undefined;
+    return this.execute((tx) => {
+      const meta = { opId: op.opId, atMs: tx.atMs, transactionHash: walletOpHash(op) };
+      switch (op.kind) {
+        case 'split':
+          result = this.ledger.split(op.userId, meta, op.conditionId, this.conditionTokens(op.conditionId)!, dec(op.amount));
+          break;
+        case 'merge':
+          result = this.ledger.merge(op.userId, meta, op.conditionId, this.conditionTokens(op.conditionId)!, dec(op.amount));
+          break;
+        case 'redeem':
+          result = this.ledger.redeem(op.userId, meta, op.conditionId, this.conditionTokens(op.conditionId)!, this.marketStatus(op.conditionId)!.winningTokenId);
+          break;
+        default:
+          result = this.ledger.transfer(op.userId, meta, op.kind, dec(op.amount));
+      }
+      tx.users.add(op.userId);
+    }).then(() => result!);
+  }
+
+  releaseWalletOp(userId: string, opId: string): void {
+    this.ledger.forgetOp(userId, opId);
+  }
+
+  /** Why `op` cannot run now, or null. Changes nothing. */
+  walletOpRefusal(op: WalletOp): WalletOpRefusal | null {
+    if (op.kind === 'withdraw' || op.kind === 'credit') return op.kind === 'withdraw' ? this.ledger.pusdRefusal(op.userId, dec(op.amount), 'this withdrawal') : null;
+    const tokens = this.conditionTokens(op.conditionId);
+    if (!tokens) return { error: 'UNKNOWN_MARKET', reason: `no market ${op.conditionId}` };
+    if (op.kind === 'split') return this.ledger.pusdRefusal(op.userId, dec(op.amount), 'this split');
+    if (op.kind === 'merge') return this.ledger.mergeRefusal(op.userId, tokens, dec(op.amount));
+    if (!this.marketStatus(op.conditionId)!.resolved) return { error: 'MARKET_NOT_RESOLVED', reason: `market ${op.conditionId} is not resolved yet: nothing can be redeemed before resolution` };
+    return this.ledger.redeemRefusal(op.userId, tokens);
+  }
+
+  /** The outcome tokens of a listed market, in the market's order; undefined when not listed. */
+  private conditionTokens(conditionId: string): string[] | undefined {
+    return this.o.catalogue.markets.find((m) => m.conditionId === conditionId)?.tokens.map((t) => t.tokenId);
+  }
+
   // ---- internals --------------------------------------------------------------------------
 
   /**
@@ -268,4 +328,12 @@ export class SimVenue implements VenuePort {
     this.matching.forgetDone(this.o.clock.now(), RETAIN_DONE_MS);
     return { orderSeq: this.matching.orderSeq, wallets: this.ledger.rows(), orders: this.matching.rows() };
   }
+}
+
+/**
+ * The simulated transaction hash of a wallet operation: keccak256 of its kind, op id and user,
+ * so the same operation always has the same hash (`0x` + 64 hex).
+ */
+export function walletOpHash(op: Pick<WalletOp, 'kind' | 'opId' | 'userId'>): string {
+  return keccak256(toUtf8Bytes(`${op.kind}:${op.opId}:${op.userId}`));
 }

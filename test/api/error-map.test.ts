@@ -33,6 +33,9 @@ describe('domain error → HTTP (api/error-map.ts)', () => {
     ['IDEMPOTENCY_KEY_REUSED', 'x', 422, 'idempotency_key_reused'],
     ['NOT_IMPLEMENTED', 'x', 501, 'not_implemented'],
     ['UNAVAILABLE', 'x', 503, 'unavailable'],
+    ['MARKET_NOT_RESOLVED', 'x', 409, 'MARKET_NOT_RESOLVED'],
+    ['NOTHING_TO_REDEEM', 'x', 422, 'NOTHING_TO_REDEEM'],
+    ['SHARES_RESERVED', 'x', 422, 'SHARES_RESERVED'],
   ] as const)('%s → %i %s', (code, message, status, error) => {
     expect(httpOf(new DomainError(code, message))).toEqual({ status, error, message, headers: {} });
   });

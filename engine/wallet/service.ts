@@ -1,0 +1,336 @@
+import { randomUUID } from 'node:crypto';
+import { getAddress, keccak256, toUtf8Bytes, ZeroAddress } from 'ethers';
+import type { SnapshotFrom } from 'xstate';
+import {
+  WALLET_OP_MACHINE_VERSION, WALLET_OP_STATUS, walletOpMachine, type WalletOpContext, type WalletOpInput, type WalletOpState, type WalletOpType,
+} from '../../machines/wallet-op.js';
+import {
+  creditOpId, debitOpId, WITHDRAWAL_MACHINE_VERSION, WITHDRAWAL_STATUS, withdrawalMachine, type WithdrawalContext, type WithdrawalInput, type WithdrawalState,
+} from '../../machines/withdrawal.js';
+import type { ActorHost } from '../actor-host.js';
+import type { Clock } from '../clock.js';
+import { dec, str, USD_DP } from '../decimal.js';
+import { errors } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { OrderService } from '../orders.js';
+import { checkTokenAmount, checkWalletOp, walletOpError } from '../risk.js';
+import type { ActorRecord, ActorRepository } from '../store/actors.js';
+import { VenueOpRefused, type VenuePort, type WalletOp, type WalletOpResult } from '../venue/port.js';
+import { walletOpHash } from '../venue/sim-venue.js';
+
+/** Machine id and kind of the split / merge / redeem actors. */
+export const WALLET_OP_MACHINE_ID = 'wallet-op';
+export const WALLET_OP_KIND = 'wallet';
+/** Machine id and kind of the withdrawal actors. */
+export const WITHDRAWAL_MACHINE_ID = 'withdrawal';
+export const WITHDRAWAL_KIND = 'withdrawal';
+
+/**
+ * pUSD as an ERC20 token of the simulated venue (spec 2.8, 4.5): the address GET
+ * /v2/trade/balances/withdrawable lists and POST /v2/trade/withdraw takes as `token`. The
+ * simulated venue's own constant (keccak256 of "pUSD (simulated venue)", last 20 bytes, EIP-55):
+ * the wallet holds no other ERC20 token (outcome tokens are ERC1155 positions, not withdrawable).
+ */
+export const PUSD_TOKEN = { address: getAddress(`0x${keccak256(toUtf8Bytes('pUSD (simulated venue)')).slice(-40)}`), symbol: 'pUSD', decimals: USD_DP } as const;
+
+/** Revert reason of a transfer to the zero address: the simulated chain's failure case (documented). */
+export const ZERO_ADDRESS_REVERT = 'ERC20: transfer to the zero address';
+
+type WalletOpSnapshot = SnapshotFrom<typeof walletOpMachine>;
+type WithdrawalSnapshot = SnapshotFrom<typeof withdrawalMachine>;
+type Meta = { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number };
+
+/**
+ * REST view of a split, merge or redeem (the POST answer and its activity row): the simulated
+ * on-chain result (transaction hash, pUSD change and balance after, per outcome token the change
+ * and balance after). Amounts are decimal strings: dollars and shares.
+ */
+export function walletOpView(s: WalletOpSnapshot, meta: Meta, venue?: Pick<VenuePort, 'token'>): Record<string, unknown> {
+  const c = s.context as WalletOpContext;
+  const r = c.result;
+  const view: Record<string, unknown> = {
+    type: c.type,
+    operation_id: meta.id,
+    status: meta.status,
+    condition_id: c.conditionId,
+    amount: c.amount,
+    payout_usd: c.type === 'REDEEM' && r ? r.pusdDelta : null,
+    transaction_hash: r?.transactionHash ?? null,
+    pusd_delta: r?.pusdDelta ?? null,
+    pusd_balance: r?.pusdBalance ?? null,
+    tokens: (r?.shares ?? []).map((x, i) => ({
+      token_id: x.tokenId,
+      outcome: venue?.token(x.tokenId)?.outcome ?? null,
+      shares_delta: x.delta,
+      balance: r!.positions[i]?.size ?? null,
+    })),
+    created_at: meta.createdAtMs,
+    updated_at: meta.updatedAtMs,
+  };
+  if (c.error) {
+    view.failure_code = c.error;
+    view.message = c.reason;
+  }
+  return view;
+}
+
+/** REST view of a withdrawal (POST /withdraw, GET /withdrawals…, its activity row). */
+export function withdrawalView(s: WithdrawalSnapshot, meta: Meta): Record<string, unknown> {
+  const c = s.context as WithdrawalContext;
+  const view: Record<string, unknown> = {
+    type: 'WITHDRAWAL',
+    withdrawal_id: meta.id,
+    status: meta.status,
+    to_address: c.toAddress,
+    token: c.token,
+    symbol: c.symbol,
+    amount: c.amount,
+    transaction_hash: c.transactionHash,
+    confirms_at: c.deadlines.confirm ?? null,
+    settled_at: c.settledAtMs,
+    refunded: c.credit !== null,
+    created_at: meta.createdAtMs,
+    updated_at: meta.updatedAtMs,
+  };
+  if (c.error) {
+    view.failure_code = c.error;
+    view.message = c.reason;
+  }
+  return view;
+}
+
+/** Options of the wallet service. */
+export interface WalletOptions {
+  /** Simulated block delay before a withdrawal confirms, ms (SIM_BLOCK_DELAY_MS). */
+  blockDelayMs: number;
+}
+
+/**
+ * Wallet operations (issue 16; spec 1, 2.8, 4.5, 4.6): split, merge and redeem of a market's
+ * outcome tokens, withdrawals of pUSD, withdrawable balances. Each operation is an actor
+ * persisted through the actor host (`wallet-op`, `withdrawal`), so it is on the activity feed and
+ * survives a crash: the actor is created first, then its entry action applies the operation at
+ * the venue (idempotent by op id, journaled with the wallet); at start-up {@link reconcile} sends
+ * the ones caught mid-way `venue.retry`. A refusal changes nothing: the venue's rule is checked
+ * in the user's placement queue (shared with orders) before the actor exists.
+ */
+export class WalletService {
+  /** Venue commands in flight per actor: {@link whenQuiet} waits for them. */
+  private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+
+  constructor(
+    private readonly host: ActorHost,
+    private readonly actors: ActorRepository,
+    private readonly venue: VenuePort,
+    private readonly orders: OrderService,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly o: WalletOptions,
+  ) {
+    const apply = (actorId: string, op: WalletOp, ok: (r: WalletOpResult) => object) =>
+      this.track(
+        actorId,
+        venue.walletOp(op).then(
+          (r) => this.host.send(actorId, ok(r) as never),
+          (err: unknown) => {
+            if (err instanceof VenueOpRefused) return this.host.send(actorId, { type: 'venue.refused', error: err.error, reason: err.message });
+            throw err;
+          },
+        ),
+      );
+    host.register({
+      machineId: WALLET_OP_MACHINE_ID,
+      version: WALLET_OP_MACHINE_VERSION,
+      kind: WALLET_OP_KIND,
+      logic: walletOpMachine.provide({
+        actions: { applyAtVenue: (_, { op }) => apply(op.opId, op, (result) => ({ type: 'venue.applied', result })) },
+      }),
+      statusOf: (s) => WALLET_OP_STATUS[s.value as WalletOpState],
+      viewOf: (s, meta) => walletOpView(s, meta, venue),
+    });
+    host.register({
+      machineId: WITHDRAWAL_MACHINE_ID,
+      version: WITHDRAWAL_MACHINE_VERSION,
+      kind: WITHDRAWAL_KIND,
+      logic: withdrawalMachine.provide({
+        actions: {
+          debitAtVenue: ({ context }, { op }) => apply(context.withdrawalId, op, (result) => ({ type: 'venue.debited', result })),
+          creditAtVenue: ({ context }, { op }) => apply(context.withdrawalId, op, (result) => ({ type: 'venue.credited', result })),
+        },
+      }),
+      statusOf: (s) => WITHDRAWAL_STATUS[s.value as WithdrawalState],
+      viewOf: withdrawalView,
+    });
+    // once an operation's actor recorded its end, the venue need not remember the operation
+    host.on('changed', (c) => {
+      const r = c.record;
+      if (!r.final || !r.ownerUserId) return;
+      if (r.kind === WALLET_OP_KIND) venue.releaseWalletOp(r.ownerUserId, r._id);
+      if (r.kind === WITHDRAWAL_KIND) {
+        venue.releaseWalletOp(r.ownerUserId, debitOpId(r._id));
+        venue.releaseWalletOp(r.ownerUserId, creditOpId(r._id));
+      }
+    });
+  }
+
+  private track(id: string, p: Promise<unknown>): void {
+    let set = this.inFlight.get(id);
+    if (!set) this.inFlight.set(id, (set = new Set()));
+    const done = p.catch((err) => this.log.error({ err, actorId: id }, 'wallet operation failed at the venue; retried at the next start')).finally(() => {
+      set!.delete(done);
+      if (set!.size === 0 && this.inFlight.get(id) === set) this.inFlight.delete(id);
+    });
+    set.add(done);
+  }
+
+  /** Resolves when actor `id` has nothing queued or in flight. */
+  async whenQuiet(id: string): Promise<void> {
+    for (;;) {
+      await this.host.whenQuiet(id);
+      const set = this.inFlight.get(id);
+      if (!set?.size) {
+        await this.host.whenQuiet(id);
+        if (!this.inFlight.get(id)?.size) return;
+        continue;
+      }
+      await Promise.all([...set]);
+    }
+  }
+
+  private async recordOf(id: string): Promise<ActorRecord | null> {
+    return this.host.recordOf(id) ?? (await this.actors.get(id));
+  }
+
+  /**
+   * Split, merge or redeem for `userId` (spec 4.6): checked (amount, market, the venue's rule for
+   * the wallet) in the user's placement queue, then run as a `wallet-op` actor; answers once the
+   * venue applied it.
+   * @param seed id seed from the Idempotency-Key (`wop_<seed>`): a retry of a request whose
+   *   operation exists answers that operation (`replayed`).
+   * @throws {DomainError} `INVALID_REQUEST` (amount), `NOT_FOUND` (market), `INSUFFICIENT_BALANCE`,
+   *   `NOT_ENOUGH_SHARES`, `MARKET_NOT_RESOLVED` (redeem before resolution), `NOTHING_TO_REDEEM`,
+   *   `SHARES_RESERVED` (redeem while open sells reserve shares). Nothing changes on a refusal.
+   */
+  async operate(
+    partnerId: string,
+    userId: string,
+    type: WalletOpType,
+    body: { condition_id: string; amount?: string },
+    seed: string | null,
+  ): Promise<{ record: ActorRecord; replayed: boolean }> {
+    const opId = `wop_${seed ?? randomUUID()}`;
+    const earlier = await this.recordOf(opId);
+    if (earlier && earlier.ownerUserId === userId) {
+      await this.whenQuiet(opId);
+      return { record: (await this.recordOf(opId))!, replayed: true };
+    }
+    const amount = type === 'REDEEM' ? null : str(checkTokenAmount('amount', body.amount!, USD_DP));
+    if (!this.venue.markets().some((m) => m.conditionId === body.condition_id)) throw errors.notFound(`no market ${body.condition_id} (see GET /v2/trade/markets)`);
+    const input: WalletOpInput = { opId, userId, type, conditionId: body.condition_id, amount, createdAtMs: this.clock.now() };
+    const record = await this.orders.exclusive(userId, async () => {
+      checkWalletOp(this.venue, type === 'REDEEM' ? { kind: 'redeem', opId, userId, conditionId: input.conditionId } : { kind: type === 'SPLIT' ? 'split' : 'merge', opId, userId, conditionId: input.conditionId, amount: amount! });
+      await this.host.create<typeof walletOpMachine>(WALLET_OP_MACHINE_ID, { id: opId, input, partnerId, ownerUserId: userId });
+      await this.whenQuiet(opId);
+      return (await this.recordOf(opId))!;
+    });
+    if (record.status === 'FAILED') {
+      const c = JSON.parse(record.snapshot).context as WalletOpContext;
+      throw walletOpError({ error: c.error ?? 'rejected', reason: c.reason ?? 'refused by the venue' });
+    }
+    return { record, replayed: false };
+  }
+
+  /**
+   * A withdrawal of pUSD for `userId` (spec 4.6): `to_address` must be an address, with a valid
+   * EIP-55 checksum when it mixes case (all lower or all upper case is taken as is); `token`, when
+   * given, must be a token of GET /balances/withdrawable (pUSD); `amount` in dollars, at most 6
+   * decimals. The amount leaves the available balance at once; the actor confirms after the
+   * simulated block delay (a transfer to the zero address reverts: FAILED, amount returned).
+   * @param seed id seed from the Idempotency-Key (`wd_<seed>`).
+   * @throws {DomainError} `INVALID_REQUEST`, `INSUFFICIENT_BALANCE` (nothing changes).
+   */
+  async withdraw(partnerId: string, userId: string, body: { to_address: string; amount: string; token?: string }, seed: string | null): Promise<{ record: ActorRecord; replayed: boolean }> {
+    const id = `wd_${seed ?? randomUUID()}`;
+    const earlier = await this.recordOf(id);
+    if (earlier && earlier.ownerUserId === userId) {
+      await this.whenQuiet(id);
+      return { record: (await this.recordOf(id))!, replayed: true };
+    }
+    const toAddress = checksummed('to_address', body.to_address);
+    if (body.token !== undefined && checksummed('token', body.token) !== PUSD_TOKEN.address) {
+      throw errors.badRequest(`token ${body.token} is not withdrawable from this wallet (GET /v2/trade/balances/withdrawable lists the tokens: pUSD ${PUSD_TOKEN.address})`);
+    }
+    const amount = str(checkTokenAmount('amount', body.amount, PUSD_TOKEN.decimals));
+    const input: WithdrawalInput = {
+      withdrawalId: id, userId, toAddress, token: PUSD_TOKEN.address, symbol: PUSD_TOKEN.symbol, amount,
+      transactionHash: walletOpHash({ kind: 'withdraw', opId: id, userId }),
+      blockDelayMs: this.o.blockDelayMs,
+      revertReason: toAddress === ZeroAddress ? ZERO_ADDRESS_REVERT : null,
+      createdAtMs: this.clock.now(),
+    };
+    const record = await this.orders.exclusive(userId, async () => {
+      checkWalletOp(this.venue, { kind: 'withdraw', opId: debitOpId(id), userId, amount });
+      await this.host.create<typeof withdrawalMachine>(WITHDRAWAL_MACHINE_ID, { id, input, partnerId, ownerUserId: userId });
+      await this.whenQuiet(id);
+      return (await this.recordOf(id))!;
+    });
+    const c = JSON.parse(record.snapshot).context as WithdrawalContext;
+    if (record.status === 'FAILED' && c.debit === null) throw walletOpError({ error: c.error ?? 'rejected', reason: c.reason ?? 'refused by the venue' });
+    return { record, replayed: false };
+  }
+
+  /** A withdrawal of `userId`. @throws {DomainError} `NOT_FOUND` when there is none of this user. */
+  async withdrawal(userId: string, id: string): Promise<ActorRecord> {
+    const rec = await this.recordOf(id);
+    if (!rec || rec.kind !== WITHDRAWAL_KIND || rec.ownerUserId !== userId) throw errors.notFound(`no withdrawal ${id}`);
+    return rec;
+  }
+
+  /** The withdrawals of `userId`, newest first (optionally of one status). */
+  async withdrawals(userId: string, paging: { offset: number; limit: number }, status?: string): Promise<{ records: ActorRecord[]; total: number }> {
+    return this.actors.findOwned(userId, { kind: WITHDRAWAL_KIND, ...(status ? { status } : {}) }, { skip: paging.offset, limit: paging.limit });
+  }
+
+  /**
+   * Withdrawable ERC20 balances of `userId` (spec 2.8): pUSD not reserved by open buys (a pending
+   * withdrawal has already left it), zero balances dropped; `balance` and `value_usd` in dollars.
+   */
+  withdrawable(userId: string): { token: string; symbol: string; decimals: number; balance: string; value_usd: string }[] {
+    const free = dec(this.venue.wallet(userId).pusd.available);
+    if (free.lte(0)) return [];
+    return [{ token: PUSD_TOKEN.address, symbol: PUSD_TOKEN.symbol, decimals: PUSD_TOKEN.decimals, balance: str(free), value_usd: str(free) }];
+  }
+
+  /**
+   * Start-up: every operation caught between its creation and the venue's answer (a split not yet
+   * applied, a withdrawal not yet debited or refunded) gets `venue.retry`, which applies it again;
+   * the venue answers a repeat with its recorded result, so nothing is applied twice.
+   * @returns how many were retried.
+   */
+  async reconcile(): Promise<number> {
+    let n = 0;
+    for (const kind of [WALLET_OP_KIND, WITHDRAWAL_KIND]) {
+      for (const id of this.host.liveIds(kind)) {
+        const s = this.host.snapshotOf(id);
+        if (!s || !['submitting', 'debiting', 'refunding'].includes(String(s.value))) continue;
+        await this.host.send(id, { type: 'venue.retry' });
+        await this.whenQuiet(id);
+        n++;
+      }
+    }
+    return n;
+  }
+}
+
+/**
+ * An address as EIP-55 checksummed (ethers `getAddress`): a mixed-case address must carry a valid
+ * checksum; all lower or all upper case is taken as is.
+ * @throws {DomainError} `INVALID_REQUEST` naming `field`.
+ */
+export function checksummed(field: string, raw: string): string {
+  try {
+    return getAddress(raw);
+  } catch {
+    throw errors.badRequest(`${field} ${raw} is not a valid address (a mixed-case address must carry a valid EIP-55 checksum)`);
+  }
+}

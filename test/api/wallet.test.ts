@@ -1,0 +1,219 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PUSD_TOKEN } from '../../engine/wallet/service.js';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
+import { startTestService, type TestService } from '../helpers.js';
+import { checkInvariants } from '../invariants.js';
+import { poll, Trading } from './trading-kit.js';
+
+const HASH = /^0x[0-9a-f]{64}$/;
+/** A checksummed address (EIP-55) and the same with one letter's case flipped (bad checksum). */
+const GOOD = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
+const BAD = '0x5aAeb6053f3E94C9b9A09f33669435E7Ef1BeAed';
+
+/**
+ * Wallet operations over REST (issue 16 items 4 and 5; spec 1, 2.8, 4.5, 4.6): split, merge, redeem,
+ * withdrawals and withdrawable balances, through the real HTTP path and the real scheduler (the
+ * withdrawal's block delay is an Agenda timer).
+ */
+describe('wallet operations (REST)', () => {
+  let svc: TestService;
+  const tr = new Trading(() => svc);
+  let markets: any[];
+  const used = new Set<string>();
+  /** A market of the catalogue not used by an earlier test (0.01 tick, binary). */
+  const market = () => {
+    const m = markets.find((x) => !used.has(x.condition_id) && x.tick_size === '0.01' && x.tokens.length === 2)!;
+    used.add(m.condition_id);
+    return m as { condition_id: string; tokens: { token_id: string; outcome: string }[] };
+  };
+  const as = (u: string) => ({ 'x-partner-user-id': u });
+  const post = (u: string, path: string, body: unknown, idempotencyKey?: string) => svc.call('POST', `/v2/trade${path}`, { body, headers: as(u), ...(idempotencyKey ? { idempotencyKey } : {}) });
+  const get = (u: string, path: string) => svc.call('GET', `/v2/trade${path}`, { headers: as(u) });
+  const pusd = async (u: string) => (await get(u, '/balances')).body as { balance: string; reserved: string; available: string };
+  const shares = async (u: string, token: string) => ((await get(u, '/positions?limit=500')).body.positions.find((p: any) => p.token_id === token)?.size as string | undefined) ?? '0';
+  const activity = async (u: string) => (await get(u, '/activity?limit=200')).body.activity as any[];
+
+  beforeAll(async () => {
+    svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '300' } });
+    await tr.init(['alice', 'bob', 'carol', 'dave', 'erin']);
+    markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
+  });
+  afterAll(() => svc.close());
+
+  it('split then merge: pUSD → YES + NO → the same pUSD; each answers a simulated on-chain result and is an activity row', async () => {
+    const m = market();
+    const [yes, no] = m.tokens;
+    const split = await post('alice', '/positions/split', { condition_id: m.condition_id, amount: '25.5' });
+    expect(split.status).toBe(200);
+    expect(split.body).toMatchObject({
+      type: 'SPLIT', status: 'CONFIRMED', condition_id: m.condition_id, amount: '25.5', payout_usd: null, pusd_delta: '-25.5', pusd_balance: '974.5',
+      tokens: [
+        { token_id: yes!.token_id, outcome: yes!.outcome, shares_delta: '25.5', balance: '25.5' },
+        { token_id: no!.token_id, outcome: no!.outcome, shares_delta: '25.5', balance: '25.5' },
+      ],
+    });
+    expect(split.body.transaction_hash).toMatch(HASH);
+    expect(await shares('alice', yes!.token_id)).toBe('25.5');
+    const merge = await post('alice', '/positions/merge', { condition_id: m.condition_id, amount: '25.5' });
+    expect(merge.status).toBe(200);
+    expect(merge.body).toMatchObject({ type: 'MERGE', status: 'CONFIRMED', pusd_delta: '25.5', pusd_balance: '1000', tokens: [{ shares_delta: '-25.5', balance: '0' }, { shares_delta: '-25.5', balance: '0' }] });
+    expect(merge.body.transaction_hash).toMatch(HASH);
+    expect(merge.body.transaction_hash).not.toBe(split.body.transaction_hash);
+    expect(await pusd('alice')).toEqual({ currency: 'pUSD', balance: '1000', reserved: '0', available: '1000' });
+    const rows = await activity('alice');
+    expect(rows.slice(0, 2)).toMatchObject([
+      { kind: 'wallet', id: merge.body.operation_id, type: 'MERGE', status: 'CONFIRMED', side: null, symbol: m.condition_id, amount: '25.5', transaction_hash: merge.body.transaction_hash },
+      { kind: 'wallet', id: split.body.operation_id, type: 'SPLIT', status: 'CONFIRMED', side: null, symbol: m.condition_id, amount: '25.5', transaction_hash: split.body.transaction_hash },
+    ]);
+  });
+
+  it('the same Idempotency-Key answers the same operation once (Idempotent-Replayed), the transaction hash is deterministic', async () => {
+    const m = market();
+    const key = randomUUID();
+    const a = await post('bob', '/positions/split', { condition_id: m.condition_id, amount: '3' }, key);
+    const b = await post('bob', '/positions/split', { condition_id: m.condition_id, amount: '3' }, key);
+    expect(a.status).toBe(200);
+    expect(b.status).toBe(200);
+    expect(b.headers.get('idempotent-replayed')).toBe('true');
+    expect(b.body.transaction_hash).toBe(a.body.transaction_hash);
+    expect((await pusd('bob')).balance).toBe('997');
+  });
+
+  it('refusals change nothing (balances, activity): INSUFFICIENT_BALANCE, Not enough shares to merge, shares reserved by open sells, bad amount, unknown market', async () => {
+    const m = market();
+    const before = { pusd: await pusd('carol'), rows: (await activity('carol')).length };
+    const tooMuch = await post('carol', '/positions/split', { condition_id: m.condition_id, amount: '1000.01' });
+    expect(tooMuch.status).toBe(422);
+    expect(tooMuch.body).toEqual({ error: 'INSUFFICIENT_BALANCE', message: 'this split needs $1000.01 pUSD; available $1000' });
+    const merge = await post('carol', '/positions/merge', { condition_id: m.condition_id, amount: '1' });
+    expect(merge.status).toBe(422);
+    expect(merge.body.error).toMatch(/^Not enough shares to merge 1 — holding 0 of outcome token/);
+    expect((await post('carol', '/positions/split', { condition_id: m.condition_id, amount: '0' })).status).toBe(400);
+    expect((await post('carol', '/positions/split', { condition_id: m.condition_id, amount: '1.0000001' })).status).toBe(400);
+    expect((await post('carol', '/positions/split', { condition_id: `0x${'cd'.repeat(32)}`, amount: '1' })).status).toBe(404);
+    expect(await pusd('carol')).toEqual(before.pusd);
+    expect((await activity('carol')).length).toBe(before.rows);
+    // shares reserved by an open sell cannot be merged
+    expect((await post('carol', '/positions/split', { condition_id: m.condition_id, amount: '10' })).status).toBe(200);
+    const sell = await tr.post('carol', { symbol: m.tokens[0]!.token_id, side: 'sell', type: 'LIMIT', price: '0.99', size: '8' });
+    expect(sell.body.status).toBe('LIVE');
+    const rows = (await activity('carol')).length;
+    const reserved = await post('carol', '/positions/merge', { condition_id: m.condition_id, amount: '3' });
+    expect(reserved.status).toBe(422);
+    expect(reserved.body.error).toMatch(/^Not enough shares to merge 3 — holding 10 of outcome token \d+, of which 8 reserved by open sells$/);
+    expect((await post('carol', '/positions/merge', { condition_id: m.condition_id, amount: '2' })).status).toBe(200);
+    expect((await activity('carol')).length).toBe(rows + 1);
+  });
+
+  it('redeem: 409 MARKET_NOT_RESOLVED before resolution; after it each winning share pays $1 and a losing position $0; then NOTHING_TO_REDEEM', async () => {
+    const m = market();
+    const [yes, no] = m.tokens;
+    await tr.buyShares('dave', yes!.token_id, 10);
+    expect((await post('dave', '/positions/split', { condition_id: m.condition_id, amount: '4' })).status).toBe(200);
+    const early = await post('dave', '/positions/redeem', { condition_id: m.condition_id });
+    expect(early.status).toBe(409);
+    expect(early.body.error).toBe('MARKET_NOT_RESOLVED');
+    await (svc.services.venue as SimVenue).resolveMarket(m.condition_id, yes!.token_id);
+    const before = dec((await pusd('dave')).balance);
+    const r = await post('dave', '/positions/redeem', { condition_id: m.condition_id });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({
+      type: 'REDEEM', status: 'CONFIRMED', amount: null, payout_usd: '14', pusd_delta: '14',
+      tokens: [{ token_id: yes!.token_id, shares_delta: '-14', balance: '0' }, { token_id: no!.token_id, shares_delta: '-4', balance: '0' }],
+    });
+    expect(r.body.transaction_hash).toMatch(HASH);
+    expect(dec((await pusd('dave')).balance) - before).toBeCloseTo(14, 9);
+    expect(await shares('dave', yes!.token_id)).toBe('0');
+    const again = await post('dave', '/positions/redeem', { condition_id: m.condition_id });
+    expect(again.status).toBe(422);
+    expect(again.body.error).toBe('NOTHING_TO_REDEEM');
+    // a losing position only: redeems to $0
+    const m2 = market();
+    await tr.buyShares('dave', m2.tokens[1]!.token_id, 6);
+    await (svc.services.venue as SimVenue).resolveMarket(m2.condition_id, m2.tokens[0]!.token_id);
+    const lose = await post('dave', '/positions/redeem', { condition_id: m2.condition_id });
+    expect(lose.body).toMatchObject({ status: 'CONFIRMED', payout_usd: '0', tokens: [{ shares_delta: '0' }, { shares_delta: '-6', balance: '0' }] });
+    expect((await activity('dave'))[0]).toMatchObject({ kind: 'wallet', type: 'REDEEM', amount: '0' });
+  });
+
+  it('redeem while an open sell reserves shares: 422 SHARES_RESERVED, nothing changes', async () => {
+    const m = market();
+    await post('dave', '/positions/split', { condition_id: m.condition_id, amount: '10' });
+    await tr.post('dave', { symbol: m.tokens[0]!.token_id, side: 'sell', type: 'LIMIT', price: '0.99', size: '5' });
+    await (svc.services.venue as SimVenue).resolveMarket(m.condition_id, m.tokens[0]!.token_id);
+    const r = await post('dave', '/positions/redeem', { condition_id: m.condition_id });
+    expect(r.status).toBe(422);
+    expect(r.body.error).toBe('SHARES_RESERVED');
+    expect(await shares('dave', m.tokens[0]!.token_id)).toBe('10');
+  });
+
+  it('withdrawable balances (spec 2.8): pUSD by its token address, human units, zero balances dropped', async () => {
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'zed' } });
+    const w = await get('erin', '/balances/withdrawable');
+    expect(w.status).toBe(200);
+    expect(w.body).toEqual({ balances: [{ token: PUSD_TOKEN.address, symbol: 'pUSD', decimals: 6, balance: '1000', value_usd: '1000' }] });
+    // all of it withdrawn: the zero balance is dropped
+    const all = await post('zed', '/withdraw', { to_address: GOOD, amount: '1000' });
+    expect(all.status).toBe(200);
+    expect((await get('zed', '/balances/withdrawable')).body).toEqual({ balances: [] });
+  });
+
+  it('withdraw: refusals (bad checksum, unknown token, amount, INSUFFICIENT_BALANCE, scope) change nothing', async () => {
+    const before = (await activity('erin')).length;
+    const bad = await post('erin', '/withdraw', { to_address: BAD, amount: '1' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.message).toMatch(/EIP-55 checksum/);
+    expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '1', token: '0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174' })).status).toBe(400);
+    expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '0' })).status).toBe(400);
+    expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '0.0000001' })).status).toBe(400);
+    const poor = await post('erin', '/withdraw', { to_address: GOOD, amount: '1000.5' });
+    expect(poor.status).toBe(422);
+    expect(poor.body).toEqual({ error: 'INSUFFICIENT_BALANCE', message: 'this withdrawal needs $1000.5 pUSD; available $1000' });
+    // trade.execute is not enough: trade.withdraw is granted explicitly
+    const k = await svc.call('POST', '/v2/trade/users/erin/api-keys', { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } });
+    const denied = await svc.call('POST', '/v2/trade/withdraw', { token: k.body.api_key, body: { to_address: GOOD, amount: '1' } });
+    expect(denied.status).toBe(403);
+    expect(denied.body.error).toBe('forbidden');
+    expect((await activity('erin')).length).toBe(before);
+    expect((await pusd('erin')).balance).toBe('1000');
+  });
+
+  it('withdraw: the amount leaves at once, PENDING → CONFIRMED after the block delay (real scheduler), readable afterwards, a WITHDRAWAL activity row', async () => {
+    const k = await svc.call('POST', '/v2/trade/users/erin/api-keys', { body: { scopes: ['trade.read', 'trade.withdraw'] } });
+    const w = await svc.call('POST', '/v2/trade/withdraw', { token: k.body.api_key, body: { to_address: GOOD.toLowerCase(), amount: '100.25', token: PUSD_TOKEN.address.toLowerCase() } });
+    expect(w.status).toBe(200);
+    expect(w.body).toMatchObject({ type: 'WITHDRAWAL', status: 'PENDING', to_address: GOOD, token: PUSD_TOKEN.address, symbol: 'pUSD', amount: '100.25', settled_at: null, refunded: false });
+    expect(w.body.transaction_hash).toMatch(HASH);
+    expect(w.body.confirms_at).toBeGreaterThan(w.body.created_at);
+    expect(await pusd('erin')).toMatchObject({ balance: '899.75', available: '899.75' });
+    expect((await get('erin', '/balances/withdrawable')).body.balances[0].balance).toBe('899.75');
+    const id = w.body.withdrawal_id as string;
+    const done = await poll('withdrawal confirmed', async () => (await get('erin', `/withdrawals/${id}`)).body, (b) => b.status === 'CONFIRMED');
+    expect(done).toMatchObject({ withdrawal_id: id, status: 'CONFIRMED', transaction_hash: w.body.transaction_hash, confirms_at: null, refunded: false });
+    expect(done.settled_at).toBeGreaterThanOrEqual(w.body.confirms_at);
+    expect((await pusd('erin')).balance).toBe('899.75');
+    const list = await get('erin', '/withdrawals?status=CONFIRMED');
+    expect(list.body).toMatchObject({ total: 1, withdrawals: [{ withdrawal_id: id }] });
+    expect((await activity('erin'))[0]).toMatchObject({ kind: 'withdrawal', id, type: 'WITHDRAWAL', status: 'CONFIRMED', side: null, symbol: PUSD_TOKEN.address, amount: '100.25', transaction_hash: w.body.transaction_hash });
+    expect((await get('alice', `/withdrawals/${id}`)).status).toBe(404);
+  });
+
+  it('withdraw to the zero address: the simulated transfer reverts → FAILED with the amount returned', async () => {
+    const w = await post('erin', '/withdraw', { to_address: '0x0000000000000000000000000000000000000000', amount: '50' });
+    expect(w.status).toBe(200);
+    expect(w.body.status).toBe('PENDING');
+    expect((await pusd('erin')).balance).toBe('849.75');
+    const failed = await poll('withdrawal failed', async () => (await get('erin', `/withdrawals/${w.body.withdrawal_id}`)).body, (b) => b.status === 'FAILED');
+    expect(failed).toMatchObject({ status: 'FAILED', failure_code: 'TRANSFER_REVERTED', message: 'ERC20: transfer to the zero address', refunded: true });
+    expect((await pusd('erin')).balance).toBe('899.75');
+  });
+
+  it('the shared invariant check holds over all of the above (wallet operations and conservation per condition)', async () => {
+    await checkInvariants(svc.services, { acknowledged: tr.acknowledged });
+  });
+});
+
+function dec(s: string): number {
+  return Number(s);
+}

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { dec } from '../../../engine/decimal.js';
+import { Ledger, OP_RETAIN_MS } from '../../../engine/venue/ledger.js';
+
+const Y = 'yes';
+const N = 'no';
+const meta = (opId: string, atMs = 1_000) => ({ opId, atMs, transactionHash: `0x${'a'.repeat(64)}` });
+
+/** The ledger's wallet operations (issue 16): split, merge, redeem, withdrawal debit and refund. */
+describe('ledger wallet operations', () => {
+  it('split then merge returns the same pUSD; cost basis half each, removed on merge; results are signed deltas with balances after', () => {
+    const l = new Ledger('100');
+    const s = l.split('u', meta('s1'), 'c', [Y, N], dec('30'));
+    expect(s).toMatchObject({ kind: 'split', pusdDelta: '-30', pusdBalance: '70', shares: [{ tokenId: Y, delta: '30' }, { tokenId: N, delta: '30' }], positions: [{ tokenId: Y, size: '30' }, { tokenId: N, size: '30' }] });
+    expect(l.view('u').positions.map((p) => p.costUsd)).toEqual(['15', '15']);
+    expect(l.mergeRefusal('u', [Y, N], dec('30.01'))?.error).toBe('INSUFFICIENT_SHARES');
+    const m = l.merge('u', meta('m1'), 'c', [Y, N], dec('10'));
+    expect(m).toMatchObject({ pusdDelta: '10', pusdBalance: '80', positions: [{ size: '20' }, { size: '20' }] });
+    expect(l.view('u').positions.map((p) => p.costUsd)).toEqual(['10', '10']);
+    l.merge('u', meta('m2'), 'c', [Y, N], dec('20'));
+    expect(l.view('u')).toEqual({ pusd: { balance: '100', reserved: '0', available: '100' }, positions: [] });
+  });
+
+  it('refusals: free pUSD (not reserved by buys), free shares, reserved shares block a redeem, nothing to redeem', () => {
+    const l = new Ledger('100');
+    l.load({ userId: 'u', pusd: '100', reserved: '60', positions: [[Y, '10', '4', '5']] });
+    expect(l.pusdRefusal('u', dec('40.01'), 'this split')).toEqual({ error: 'INSUFFICIENT_BALANCE', reason: 'this split needs $40.01 pUSD; available $40' });
+    expect(l.pusdRefusal('u', dec('40'), 'this split')).toBeNull();
+    expect(l.mergeRefusal('u', [Y, N], dec('1'))?.reason).toMatch(/^Not enough shares to merge 1 — holding 0 of outcome token no$/);
+    expect(l.redeemRefusal('u', [Y, N])?.error).toBe('SHARES_RESERVED');
+    expect(l.redeemRefusal('v', [Y, N])?.error).toBe('NOTHING_TO_REDEEM');
+  });
+
+  it('redeem burns both tokens: $1 per winning share, $0 per losing share', () => {
+    const l = new Ledger('0');
+    l.load({ userId: 'u', pusd: '0', reserved: '0', positions: [[Y, '7.5', '0', '3'], [N, '2', '0', '1']] });
+    const r = l.redeem('u', meta('r'), 'c', [Y, N], Y);
+    expect(r).toMatchObject({ pusdDelta: '7.5', pusdBalance: '7.5', shares: [{ tokenId: Y, delta: '-7.5' }, { tokenId: N, delta: '-2' }] });
+    expect(l.view('u').positions).toEqual([]);
+  });
+
+  it('remembers each op with the wallet row (a repeat after recovery finds it), forgets it on release or after OP_RETAIN_MS', () => {
+    const l = new Ledger('100');
+    const d = l.transfer('u', meta('wd:debit'), 'withdraw', dec('25'));
+    expect(d).toMatchObject({ kind: 'withdraw', pusdDelta: '-25', pusdBalance: '75', conditionId: null });
+    const restored = new Ledger('100');
+    restored.load(JSON.parse(JSON.stringify(l.row('u'))));
+    expect(restored.opResult('u', 'wd:debit')).toEqual(d);
+    expect(restored.forgetOp('u', 'wd:debit')).toBe(true);
+    expect(restored.row('u').ops).toBeUndefined();
+    l.transfer('u', meta('later:credit', 1_000 + OP_RETAIN_MS + 1), 'credit', dec('25'));
+    expect(l.opResult('u', 'wd:debit')).toBeUndefined();
+    expect(l.view('u').pusd.balance).toBe('100');
+  });
+});
