@@ -367,7 +367,11 @@ export class MatchingEngine {
   /** One side of a trade: settles it in the ledger, records and reports the fill, ends a completed order. */
   private fill(tx: Tx, e: OrderEntry, px: Dec, qty: Dec, tradeId: string, liquidity: 'maker' | 'taker'): void {
     const o = e.order;
-    if (o.userId === LIQUIDITY_PROVIDER_ID) return;
+    if (o.userId === LIQUIDITY_PROVIDER_ID) {
+      // a quote that takes (a re-quote or a captured level crossing user orders) takes only its size
+      if (e.remaining) e.remaining = e.remaining.minus(qty);
+      return;
+    }
     this.ledger.settle(o, e, px, qty);
     if (e.remaining) e.remaining = e.remaining.minus(qty);
     const fill: FillReport = {
