@@ -302,6 +302,16 @@ export class RiskEngine {
     return info;
   }
 
+  /**
+   * The current tick of `tokenId` (decimal string, decimal probability), or undefined for an
+   * unknown token: a tick-size change (issue 16) applies at once, so strategies price their
+   * children on it rather than on the tick they were created with.
+   */
+  tickOf(tokenId: string): string | undefined {
+    const info = this.venue.token(tokenId);
+    return info ? str(info.tickSize) : undefined;
+  }
+
   /** The touch of `tokenId` as strategies see it (decimal strings, null for an empty side). */
   touch(tokenId: string): TouchText {
     const t = this.venue.touch(tokenId);
