@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dec } from '../../engine/decimal.js';
 import { EmbeddedStore } from '../../engine/store/embedded.js';
+import type { StrategyContext } from '../../machines/strategy-kit.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { poll } from './trading-kit.js';
@@ -45,6 +46,26 @@ describe('market resolution and tick change through the real API', () => {
     } finally {
       await off.close();
     }
+  });
+
+  it('strategies price on the current tick: a TWAP slice after a tick change 0.01 → 0.001 is one 0.001 tick inside the touch', async () => {
+    const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
+    const eth = page.markets.find((m: any) => /^eth-15min-up-or-down-/.test(m.slug));
+    const token = eth.tokens[0].token_id as string;
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', execution: { interval_sec: 10, duration_sec: 30, passive: true } });
+    expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE' } });
+    const id = res.body.record_id as string;
+    await svc.services.strategies.whenQuiet(id);
+    await (svc.services.venue as SimVenue).changeTickSize(token, dec('0.001'));
+    const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
+    await svc.services.host.deliverTimer({ actorId: id, timerName: 'slice', atMs: c.deadlines.slice! });
+    await svc.services.strategies.whenQuiet(id);
+    const after = svc.services.host.snapshotOf(id)?.context as StrategyContext;
+    const second = after.children[1]!;
+    const order = await svc.services.actors.get(second.orderId);
+    // one tick of 0.001 above the bid (0.49, or the first slice's 0.5 when it still rests): 0.491 or 0.501
+    expect((order!.view as { price: string }).price).toMatch(/^0\.[45]01$|^0\.491$/);
+    expect(after.children[0]!.orderId).not.toBe(second.orderId);
   });
 
   it('tick change, then resolution: resting order canceled (market resolved), new orders 422 MARKET_CLOSED, armed STOP_LOSS CANCELED; restart keeps both', async () => {
