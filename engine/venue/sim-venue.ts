@@ -96,8 +96,8 @@ export class SimVenue implements VenuePort {
   private journal!: VenueJournal;
   /** Markets that closed or resolved (issue 16); absent = open. Journaled (market rows). */
   private readonly statuses = new Map<string, MarketStatus>();
-  /** Tick of each market when the catalogue was loaded (a checkpoint keeps the markets whose tick changed). */
-  private readonly initialTicks = new Map<string, Dec>();
+  /** Markets that have a journaled market row (tick change, closed, resolved): a checkpoint keeps their rows. */
+  private readonly changedMarkets = new Set<string>();
   /** Markets by condition id. */
   private readonly marketsById = new Map<string, MarketInfo>();
   /** Last trade print per token (the capture's `last_trade_price`), decimal probability. */
@@ -106,10 +106,7 @@ export class SimVenue implements VenuePort {
   private captureReplay: CaptureReplay | null = null;
 
   private constructor(private readonly o: SimVenueOptions) {
-    for (const m of o.catalogue.markets) {
-      this.marketsById.set(m.conditionId, m);
-      this.initialTicks.set(m.conditionId, m.tickSize);
-    }
+    for (const m of o.catalogue.markets) this.marketsById.set(m.conditionId, m);
     this.ledger = new Ledger(o.initialPusd);
     this.matching = new MatchingEngine(o.catalogue.tokens, this.ledger, () => o.clock.now());
     this.liquidity = new LiquidityProvider(
@@ -320,6 +317,7 @@ export class SimVenue implements VenuePort {
   private loadMarketRow(r: MarketRow): void {
     const m = this.marketsById.get(r.conditionId);
     if (!m) return;
+    this.changedMarkets.add(r.conditionId);
     const tick = dec(r.tickSize);
     m.tickSize = tick;
     for (const t of m.tokens) {
@@ -349,6 +347,7 @@ export class SimVenue implements VenuePort {
       this.liquidity.refillAfter(tx);
     }
     tx.users.delete(LIQUIDITY_PROVIDER_ID);
+    for (const c of tx.markets) this.changedMarkets.add(c);
     let durable = this.journal.written();
     if (tx.users.size || tx.orders.size || tx.markets.size) {
       durable = this.journal.append(tx.seq, tx.atMs, {
@@ -463,7 +462,6 @@ export class SimVenue implements VenuePort {
   /** What a checkpoint writes: forgets released and long-finished orders, then all user state. */
   private snapshot(): CheckpointState {
     this.matching.forgetDone(this.o.clock.now(), RETAIN_DONE_MS);
-    const changed = [...this.marketsById.values()].filter((m) => this.statuses.has(m.conditionId) || !m.tickSize.eq(this.initialTicks.get(m.conditionId)!));
-    return { orderSeq: this.matching.orderSeq, wallets: this.ledger.rows(), orders: this.matching.rows(), markets: changed.map((m) => this.marketRow(m.conditionId)) };
+    return { orderSeq: this.matching.orderSeq, wallets: this.ledger.rows(), orders: this.matching.rows(), markets: [...this.changedMarkets].map((c) => this.marketRow(c)) };
   }
 }
