@@ -45,6 +45,6 @@ describe('strategy.cancel with a reason (market resolved)', () => {
     let s = s0;
     s = step(peggedMachine, peggedMachine.getPersistedSnapshot(s), { type: 'strategy.cancel', reason: 'market resolved' });
     expect((s.context as StrategyContext).endReason).toBe('market resolved');
-    expect(['CANCELED', 'ACTIVE']).toContain(PEGGED_STATUS[String(s.value)] ?? 'ACTIVE');
+    expect(['CANCELED', 'ACTIVE']).toContain((PEGGED_STATUS as Record<string, string>)[String(s.value)] ?? 'ACTIVE');
   });
 });
