@@ -12,7 +12,7 @@ import type { HandlerResult, RouteSpec } from './context.js';
 import { IdempotencyService } from '../engine/idempotency.js';
 import { dashboardRouter } from './dashboard.js';
 import { ApiError, errorHandler, notFoundHandler } from './errors.js';
-import { ROUTES } from './routes.js';
+import { ROUTES, SIM_ROUTES } from './routes.js';
 import { validate, validateParams } from './validation.js';
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
@@ -226,6 +226,8 @@ export function createApp(services: Services): Express {
     mount(app, route, route.path, services, parseBody);
     if (route.v1) mount(app, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody);
   }
+  // simulation controls (issue 16): only when enabled, else their paths are unknown (404)
+  if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, route, route.path, services, parseBody);
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;

@@ -18,6 +18,7 @@ export const ERROR_MAP: Readonly<Record<DomainCode, { status: number; error: str
   NOT_ENOUGH_SHARES: { status: 422, error: 'message' },
   ORDER_CROSSES_BOOK: { status: 422, error: 'order crosses book' },
   NO_LIQUIDITY: { status: 422, error: 'NO_LIQUIDITY' },
+  MARKET_CLOSED: { status: 422, error: 'MARKET_CLOSED' },
   WOULD_TRIGGER_IMMEDIATELY: { status: 422, error: 'WOULD_TRIGGER_IMMEDIATELY' },
   VENUE_REJECTED: { status: 422, error: 'venue' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, error: 'idempotency_key_reused' },

@@ -107,12 +107,15 @@ export interface PositionPush {
  * changed or it closed or resolved, plus its lifecycle. To the public markets room
  * (`markets.subscribe`).
  */
-export interface MarketPush {
+export interface MarketBody {
   condition_id: string;
   question: string;
   slug: string;
-  tokens: { token_id: string; outcome: string }[];
+  /** Each outcome token: whether it won, and its last trade print (decimal probability) when known. */
+  tokens: { token_id: string; outcome: string; winner: boolean; last_trade_price?: string }[];
+  /** Current tick, decimal probability. */
   tick_size: string;
+  /** Minimum resting order size, shares. */
   min_size: string;
   end_date: string | null;
   /** No new orders (closed or resolved). */
@@ -120,6 +123,12 @@ export interface MarketPush {
   resolved: boolean;
   /** The winning outcome token once resolved, else null. */
   winning_token_id: string | null;
+  /** When the market resolved, epoch ms, else null. */
+  resolved_at: number | null;
+}
+
+/** `market.updated`: the market as GET /v2/trade/markets lists it ({@link MarketBody}), with its push revision. */
+export interface MarketPush extends MarketBody {
   /** Increases by one per `market.updated` of this market (per process). */
   revision: number;
   /** Epoch ms of the push. */

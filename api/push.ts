@@ -318,12 +318,8 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
   function marketPush(conditionId: string, revision: number, at: number): MarketPush | undefined {
     const m = marketOf(conditionId);
     if (!m) return undefined;
-    const status = venue.marketStatus(conditionId);
     return {
-      ...marketBody(m),
-      closed: status?.closed ?? false,
-      resolved: status?.resolved ?? false,
-      winning_token_id: status?.winningTokenId ?? null,
+      ...marketBody(venue, m),
       revision,
       at,
     };

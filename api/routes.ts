@@ -1,7 +1,7 @@
 import { ErrorEnvelope, Health } from '../schemas/common.js';
 import { ComboAcceptRequest, ComboAcceptResponse, ComboPositionsPage, ComboQuoteRequest, ComboQuoteResponse, ComboRedeemRequest, ComboRedeemResponse } from '../schemas/combos.js';
 import { CopytradeRequest, CopytradeResponse } from '../schemas/copytrade.js';
-import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from '../schemas/market.js';
+import { BalancesResponse, BookResponse, MarketsPage, PositionsPage, SimResolveRequest, SimResolveResponse } from '../schemas/market.js';
 import { OpenOrdersPage, OrderRequest, OrderResponse, OrderView } from '../schemas/orders.js';
 import { STRATEGY_STATUSES, STRATEGY_TYPES, StrategiesPage, StrategyRecord } from '../schemas/strategies.js';
 import { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from '../schemas/users.js';
@@ -17,6 +17,7 @@ import { activity, cancelOrder, cancelStrategy, listStrategies, openOrders, plac
 import { balances, book, markets, positions } from './handlers/market.js';
 import { cancelAll, cancelBatch, getOrder } from './handlers/order-batch.js';
 import { getWithdrawal, listWithdrawals, mergePositions, redeemPositions, splitPosition, withdraw, withdrawableBalances } from './handlers/wallet.js';
+import { resolveMarket } from './handlers/sim-control.js';
 
 export { ErrorEnvelope };
 
@@ -61,7 +62,7 @@ export const ROUTES: RouteSpec[] = [
       'Body: spec 2.2 with the per-type rules of 2.2.2. 400: price out of range (any price field above 1 gets the cents message of spec 2.1 as `error` and `message`), missing field, tick, minimum size, ' +
       'an `execution` field the type does not use (named; TWAP `clip_size` / `randomize_pct` are ignored with a `warnings` entry instead), `expiration` in the past or more than 365 days ahead, ' +
       'a TWAP over 7 days or 1000 slices or whose slices would be under 0.01 shares (passive: under the market minimum). ' +
-      '422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `order crosses book` (ICEBERG), `NO_LIQUIDITY`, ' +
+      '422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `order crosses book` (ICEBERG), `NO_LIQUIDITY`, `MARKET_CLOSED` (the market closed or resolved), ' +
       '`WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the best bid already reached). A refused request changes nothing.',
     body: OrderRequest, example: { symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992', side: 'buy', type: 'LIMIT', price: '0.52', size: '10', time_in_force: 'GTC' }, responses: { 200: OrderResponse }, errors: [404, 422, 503], handler: placeOrder,
   },
@@ -161,4 +162,19 @@ export const ROUTES: RouteSpec[] = [
   { method: 'get', path: `${V2}/trades`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Trades', query: { properties: { limit: { type: 'integer', minimum: 1, maximum: 500 }, ...COMPOUND_CURSOR } }, responses: { 200: TradesPage } },
   { method: 'get', path: `${V2}/traders/:address/statements`, params: ADDRESS_PATH, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'A trader\'s statements', query: paged(500), responses: { 200: StatementsPage }, errors: [503] },
   { method: 'get', path: `${V2}/traders/:address/statements/r1`, params: ADDRESS_PATH, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'A trader\'s R1 statement rows', query: paged(5000, { r1_limit: { type: 'integer', minimum: 1, maximum: 5000 }, r1_offset: { type: 'integer', minimum: 0 } }), responses: { 200: StatementsPage }, errors: [503] },
+];
+
+/**
+ * Controls of the simulated venue (issue 16): not part of the partner API and not in the OpenAPI
+ * document. Mounted (api/app.ts) only when `SIM_CONTROL=on` and the venue is the simulated one;
+ * otherwise their paths answer 404. Master key only: a partner user's key never reaches them.
+ * This is how tests and demos resolve a market:
+ * `POST /v2/sim/markets/{condition_id}/resolve {"winning_token_id": "<token id>"}`.
+ */
+export const SIM_ROUTES: RouteSpec[] = [
+  {
+    method: 'post', path: '/v2/sim/markets/:condition_id/resolve', params: { condition_id: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$', description: 'Condition id of the market.' } },
+    scope: 'trade.users', user: 'none', masterOnly: true, tag: 'sim.control', summary: 'Resolve a market of the simulated venue (SIM_CONTROL=on only)',
+    body: SimResolveRequest, responses: { 200: SimResolveResponse }, errors: [404, 409], handler: resolveMarket,
+  },
 ];

@@ -40,7 +40,9 @@ export const SETTINGS = [
   { env: 'SCHEDULER_POLL_MS', type: 'int', default: '1000', min: 50, max: 60000, description: 'How often the scheduler scans for due timers (ms); timers due sooner are also woken by its notification channel.' },
   { env: 'SHUTDOWN_GRACE_MS', type: 'int', default: '10000', min: 0, max: 600000, description: 'How long a graceful shutdown (SIGTERM/SIGINT) waits for in-flight work before exiting (ms).' },
   { env: 'SIM_REPLAY', type: 'onoff', default: 'on', description: 'on: the MSTR token follows its recorded price path; off: every book stays static (deterministic tests).' },
-  { env: 'SIM_REPLAY_SPEED', type: 'int', default: '600', min: 1, max: 1000000, description: 'Replay time compression: recorded seconds per real second (600 = one 10-minute point per second).' },
+  { env: 'SIM_REPLAY_SPEED', type: 'int', default: '600', min: 1, max: 1000000, description: 'Replay time compression: recorded seconds per real second (600 = one 10-minute point per second), for the MSTR path and the WebSocket capture.' },
+  { env: 'SIM_CAPTURE', type: 'onoff', default: 'on', description: 'on: the 112 markets of the WebSocket capture (data/ws-capture-2026-02-20.csv) follow it on the replay clock: captured book levels, trade prints, tick-size changes, resolutions; the replay stops at the end of the capture (no loop) and starts over at each start. off: those markets are quoted like the static ones and never change by themselves.' },
+  { env: 'SIM_CONTROL', type: 'onoff', default: 'off', description: 'on: the simulated venue\'s control endpoint `POST /v2/sim/markets/{condition_id}/resolve` exists (master key only): how tests and demos resolve a market. off: it answers 404. Never on in production.' },
   { env: 'SIM_INITIAL_PUSD', type: 'decimal', default: '10000', description: 'pUSD every provisioned user starts with on the simulated venue (dollars).' },
   { env: 'SIM_MAKER_LEVELS', type: 'int', default: '5', min: 1, max: 50, description: 'Price levels the simulated liquidity provider quotes on each side of every book.' },
   { env: 'SIM_MAKER_REFILL_MS', type: 'int', default: '5000', min: 0, max: 3600000, description: 'Delay before the simulated liquidity provider refills a book after its quotes were taken (ms).' },
@@ -73,6 +75,10 @@ export interface Config {
   rateLimitPerMin: number;
   simReplay: boolean;
   simReplaySpeed: number;
+  /** Whether the WebSocket capture's markets follow the capture (SIM_CAPTURE). */
+  simCapture: boolean;
+  /** Whether the simulation control endpoints exist (SIM_CONTROL). */
+  simControl: boolean;
   simInitialPusd: string;
   simLiquidityLevels: number;
   simLiquidityRefillMs: number;
@@ -167,6 +173,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimitPerMin: values.RATE_LIMIT_PER_MIN as number,
     simReplay: values.SIM_REPLAY === 'on',
     simReplaySpeed: values.SIM_REPLAY_SPEED as number,
+    simCapture: values.SIM_CAPTURE === 'on',
+    simControl: values.SIM_CONTROL === 'on',
     simInitialPusd: values.SIM_INITIAL_PUSD as string,
     simLiquidityLevels: values.SIM_MAKER_LEVELS as number,
     simLiquidityRefillMs: values.SIM_MAKER_REFILL_MS as number,

@@ -26,6 +26,8 @@ export type DomainCode =
   | 'ORDER_CROSSES_BOOK'
   /** No bid or ask to price from (spec part 7). */
   | 'NO_LIQUIDITY'
+  /** The order's market closed or resolved (issue 16): it takes no new orders (422 `MARKET_CLOSED`). */
+  | 'MARKET_CLOSED'
   /** A stop whose level the best bid already reached. */
   | 'WOULD_TRIGGER_IMMEDIATELY'
   /** The venue refused an order for a reason of its own; `details.venueError` is the venue's code. */
@@ -48,7 +50,7 @@ export type DomainCode =
 /** Every {@link DomainCode}, for exhaustive checks (the API's mapping test). */
 export const DOMAIN_CODES: readonly DomainCode[] = [
   'INVALID_REQUEST', 'PRICE_IN_CENTS', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'INSUFFICIENT_BALANCE', 'NOT_ENOUGH_SHARES',
-  'ORDER_CROSSES_BOOK', 'NO_LIQUIDITY', 'WOULD_TRIGGER_IMMEDIATELY', 'VENUE_REJECTED', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE',
+  'ORDER_CROSSES_BOOK', 'NO_LIQUIDITY', 'MARKET_CLOSED', 'WOULD_TRIGGER_IMMEDIATELY', 'VENUE_REJECTED', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE',
   'NOT_IMPLEMENTED', 'UNAVAILABLE', 'MARKET_NOT_RESOLVED', 'NOTHING_TO_REDEEM', 'SHARES_RESERVED',
 ];
 

@@ -19,7 +19,7 @@ import type { Clock } from './clock.js';
 import { dec, Dec, str } from './decimal.js';
 import { DomainError, errors } from './errors.js';
 import { crossesBook, type Touch } from './touch.js';
-import type { Available, Side, TokenInfo, VenuePort, WalletOp, WalletOpRefusal } from './venue/port.js';
+import type { Available, MarketStatus, Side, TokenInfo, VenuePort, WalletOp, WalletOpRefusal } from './venue/port.js';
 
 /** Lowest price of any price field, decimal probability (spec 2.1, part 8). */
 export const PRICE_MIN = dec('0.001');
@@ -265,7 +265,18 @@ export interface RiskOrder {
 }
 
 /** The venue reads risk needs (market data and ledger reads of {@link VenuePort}). */
-export type RiskVenue = Pick<VenuePort, 'token' | 'touch' | 'available'>;
+export type RiskVenue = Pick<VenuePort, 'token' | 'touch' | 'available'> & Partial<Pick<VenuePort, 'marketStatus'>>;
+
+/**
+ * A market that closed or resolved takes no new orders (issue 16, deliverable 3): every order,
+ * strategy request and child order on one of its tokens is refused.
+ * @throws {DomainError} `MARKET_CLOSED` (422) naming the market and, once resolved, the winner.
+ */
+export function checkMarketOpen(info: Pick<TokenInfo, 'conditionId' | 'tokenId'>, status: MarketStatus | undefined): void {
+  if (!status?.closed) return;
+  const why = status.resolved ? `resolved (winning token ${status.winningTokenId})` : 'closed';
+  throw new DomainError('MARKET_CLOSED', `market ${info.conditionId} of token ${info.tokenId} is ${why}: it takes no new orders`);
+}
 
 /**
  * The pre-trade checks that read the venue (markets, the touch, the wallet). One per service,
@@ -278,13 +289,27 @@ export class RiskEngine {
   ) {}
 
   /**
-   * The market of `symbol`.
-   * @throws {DomainError} `INVALID_REQUEST` when the venue does not list it.
+   * The market of `symbol`, open for new orders (every placement path reads it first: orders,
+   * strategy requests, brackets, child orders). Its `tickSize` is the current tick (a tick-size
+   * change applies at once).
+   * @throws {DomainError} `INVALID_REQUEST` when the venue does not list it; `MARKET_CLOSED` when
+   *   its market closed or resolved ({@link checkMarketOpen}).
    */
   market(symbol: string): TokenInfo {
     const info = this.venue.token(symbol);
     if (!info) throw errors.badRequest(`symbol ${symbol} is not an outcome token of this venue (see GET /v2/trade/markets)`);
+    checkMarketOpen(info, this.venue.marketStatus?.(info.conditionId));
     return info;
+  }
+
+  /**
+   * The current tick of `tokenId` (decimal string, decimal probability), or undefined for an
+   * unknown token: a tick-size change (issue 16) applies at once, so strategies price their
+   * children on it rather than on the tick they were created with.
+   */
+  tickOf(tokenId: string): string | undefined {
+    const info = this.venue.token(tokenId);
+    return info ? str(info.tickSize) : undefined;
   }
 
   /** The touch of `tokenId` as strategies see it (decimal strings, null for an empty side). */
@@ -345,6 +370,8 @@ export function refusalCode(err: DomainError): string {
       return 'INSUFFICIENT_BALANCE';
     case 'NOT_ENOUGH_SHARES':
       return 'INSUFFICIENT_SHARES';
+    case 'MARKET_CLOSED':
+      return 'market_closed';
     default:
       return 'invalid_request';
   }

@@ -199,6 +199,14 @@ export class TriggerIndex {
     return true;
   }
 
+  /** Ids of the strategies registered on `tokenId` (armed, or fired and held), for market events (issue 16). */
+  idsOn(tokenId: string): string[] {
+    const out: string[] = [];
+    for (const [id, reg] of this.byId) if (reg.tokenId === tokenId) out.push(id);
+    for (const [id, reg] of this.inDelivery) if (reg.tokenId === tokenId) out.push(id);
+    return out;
+  }
+
   /** Whether strategy `id` is armed (registered in the ladders). */
   has(id: string): boolean {
     return this.byId.has(id);

@@ -196,7 +196,12 @@ export type StrategyEvent =
    */
   | { type: 'order.placeFailed'; orderId: string; error: string; reason: string; atMs: number }
   | { type: 'timer.fired'; name: string; atMs: number }
-  | { type: 'strategy.cancel' };
+  /**
+   * DELETE strategy, or (with `reason`) the engine ending the strategy for a cause of the market:
+   * `market resolved` when its market resolved (issue 16; engine/strategies/service.ts
+   * `onMarket`). The strategy ends as on DELETE strategy; `reason` becomes its `message`.
+   */
+  | { type: 'strategy.cancel'; reason?: string };
 
 /** Machine definition version of every strategy machine, stored with each snapshot. */
 export const STRATEGY_MACHINE_VERSION = 1;
@@ -454,7 +459,7 @@ export function strategySetup<C extends StrategyBaseContext>(..._noNarrowing: Ke
       /** Side effect: cancel a child CLOB order. */
       cancelOrder: (_, _params: { orderId: string }) => {},
       recordChild: assignShared<C>((c, e) => (e.type === 'order.updated' ? applyChildUpdate(c, e) : {})),
-      endWith: assignShared<C, { reason: string }>((_c, _e, params) => ({ endReason: params.reason })),
+      endWith: assignShared<C, { reason: string }>((_c, e, params) => ({ endReason: e.type === 'strategy.cancel' && e.reason ? e.reason : params.reason })),
       endWithRefusal: assignShared<C>((_c, e) => refusalPatch(e)),
       clearWatchAndDeadlines: assignShared<C>(() => ({ watch: {}, deadlines: {} })),
     },

@@ -10,10 +10,44 @@ export const BookResponse = {
   required: ['token_id', 'tick_size', 'min_size', 'bids', 'asks'],
   properties: {
     token_id: { type: 'string' },
-    tick_size: Dec,
+    tick_size: { ...Dec, description: 'Current tick of the market (decimal probability): it can change during the market\'s life (0.01 → 0.001); new orders are checked against it.' },
     min_size: Dec,
+    last_trade_price: { ...Dec, description: 'Price of the last trade print of the token (decimal probability); absent when none was seen.' },
     bids: { type: 'array', items: { type: 'object', additionalProperties: false, required: ['price', 'size'], properties: { price: Dec, size: Dec } } },
     asks: { type: 'array', items: { type: 'object', additionalProperties: false, required: ['price', 'size'], properties: { price: Dec, size: Dec } } },
+  },
+} as const;
+
+/** One market of GET /v2/trade/markets (and the answer of the simulation control's resolve). */
+export const MarketItem = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['condition_id', 'question', 'tokens', 'tick_size', 'min_size', 'end_date', 'closed', 'resolved', 'winning_token_id'],
+  properties: {
+    condition_id: { type: 'string' },
+    question: { type: 'string' },
+    slug: { type: 'string' },
+    tokens: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['token_id', 'outcome', 'winner'],
+        properties: {
+          token_id: { type: 'string' },
+          outcome: { type: 'string' },
+          winner: { type: 'boolean', description: 'True for the winning token of a resolved market.' },
+          last_trade_price: { ...Dec, description: 'Price of the token\'s last trade print (decimal probability); absent when none was seen.' },
+        },
+      },
+    },
+    tick_size: { ...Dec, description: 'Current tick (decimal probability); it can change during the market\'s life.' },
+    min_size: Dec,
+    end_date: { type: ['string', 'null'], description: 'ISO 8601.' },
+    closed: { type: 'boolean', description: 'True once the market takes no new orders (closed or resolved): orders on it answer 422 `MARKET_CLOSED`.' },
+    resolved: { type: 'boolean', description: 'True once the winner is known: each winning share redeems for $1, each losing share for $0.' },
+    winning_token_id: { type: ['string', 'null'], description: 'The winning outcome token once resolved, else null.' },
+    resolved_at: { type: ['integer', 'null'], description: 'When the market resolved, epoch ms, else null.' },
   },
 } as const;
 
@@ -24,25 +58,21 @@ export const MarketsPage = {
   additionalProperties: false,
   required: ['markets', 'total', 'limit', 'offset', 'has_more'],
   properties: {
-    markets: {
-      type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['condition_id', 'question', 'tokens', 'tick_size', 'min_size', 'end_date'],
-        properties: {
-          condition_id: { type: 'string' },
-          question: { type: 'string' },
-          slug: { type: 'string' },
-          tokens: { type: 'array', items: { type: 'object', additionalProperties: false, required: ['token_id', 'outcome'], properties: { token_id: { type: 'string' }, outcome: { type: 'string' } } } },
-          tick_size: Dec,
-          min_size: Dec,
-          end_date: { type: ['string', 'null'], description: 'ISO 8601.' },
-        },
-      },
-    },
+    markets: { type: 'array', items: MarketItem },
     ...Page,
   },
+} as const;
+
+/** POST /v2/sim/markets/{condition_id}/resolve response: the market after resolution. */
+export const SimResolveResponse = { $id: 'SimResolveResponse', ...MarketItem } as const;
+
+/** POST /v2/sim/markets/{condition_id}/resolve body (simulation control, SIM_CONTROL=on). */
+export const SimResolveRequest = {
+  $id: 'SimResolveRequest',
+  type: 'object',
+  additionalProperties: false,
+  required: ['winning_token_id'],
+  properties: { winning_token_id: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'The outcome token that wins (one of the market\'s).' } },
 } as const;
 
 /** GET /v2/trade/balances response: pUSD on the venue. */

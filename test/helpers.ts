@@ -10,7 +10,7 @@ import { openStore } from '../engine/store/index.js';
 import type { MongoStore } from '../engine/store/mongo.js';
 import { mongoTestUri, withDatabase } from './mongo.js';
 import type { Store } from '../engine/store/port.js';
-import { ROUTES } from '../api/routes.js';
+import { ROUTES, SIM_ROUTES } from '../api/routes.js';
 import { validatorFor } from '../api/validation.js';
 import { ErrorEnvelope } from '../schemas/common.js';
 
@@ -38,7 +38,7 @@ export interface TestService {
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  return loadConfig({ PORT: '0', LOG_LEVEL: 'silent', MASTER_API_KEY: MASTER_KEY, SCHEDULER_POLL_MS: '200', SIM_REPLAY: 'off', RATE_LIMIT_PER_MIN: '0', ...overrides });
+  return loadConfig({ PORT: '0', LOG_LEVEL: 'silent', MASTER_API_KEY: MASTER_KEY, SCHEDULER_POLL_MS: '200', SIM_REPLAY: 'off', SIM_CAPTURE: 'off', RATE_LIMIT_PER_MIN: '0', ...overrides });
 }
 
 let databases = 0;
@@ -95,7 +95,7 @@ export async function startTestService(opts: { clock?: Clock | ManualClock; stor
   };
 }
 
-const routeMatchers = ROUTES.flatMap((r) => {
+const routeMatchers = [...ROUTES, ...SIM_ROUTES].flatMap((r) => {
   const toRe = (p: string) => new RegExp(`^${p.replace(/:\w+/g, '[^/]+')}$`);
   return [{ route: r, re: toRe(r.path) }, ...(r.v1 ? [{ route: r, re: toRe(r.path.replace(/^\/v2\//, '/v1/')) }] : [])].map((x) => ({ ...x, method: r.method.toUpperCase() }));
 });

@@ -2,30 +2,41 @@ import { dec, str } from '../../engine/decimal.js';
 import { errors } from '../../engine/errors.js';
 import type { BookView, MarketInfo, VenuePort, WalletView } from '../../engine/venue/port.js';
 import type { Handler } from '../context.js';
+import type { MarketBody } from '../push-events.js';
 import { page, pageQuery } from '../paging.js';
+
+/**
+ * The REST shape of one market (GET /v2/trade/markets, schemas/market.ts `MarketItem`): current
+ * tick, lifecycle (`closed`, `resolved`, `winning_token_id`, `resolved_at`) and each token's
+ * last trade print when known.
+ */
+export function marketBody(venue: VenuePort, m: MarketInfo): MarketBody {
+  const s = venue.marketStatus(m.conditionId);
+  return {
+    condition_id: m.conditionId,
+    question: m.question,
+    slug: m.slug,
+    tokens: m.tokens.map((t) => {
+      const last = venue.book(t.tokenId, 1)?.lastTradePrice;
+      return { token_id: t.tokenId, outcome: t.outcome, winner: s?.winningTokenId === t.tokenId, ...(last !== undefined ? { last_trade_price: last } : {}) };
+    }),
+    tick_size: str(m.tickSize),
+    min_size: str(m.minSize),
+    end_date: m.endDateIso,
+    closed: s?.closed ?? false,
+    resolved: s?.resolved ?? false,
+    winning_token_id: s?.winningTokenId ?? null,
+    resolved_at: s?.resolvedAtMs ?? null,
+  };
+}
 
 /** GET /v2/trade/markets: the venue's markets in catalogue order (offset/limit, limit ≤ 500). */
 export const markets: Handler = async ({ req, services }) => {
   const p = pageQuery(req, 500);
   const all = services.venue.markets();
-  const items = all.slice(p.offset, p.offset + p.limit).map(marketBody);
+  const items = all.slice(p.offset, p.offset + p.limit).map((m) => marketBody(services.venue, m));
   return { status: 200, body: page('markets', items, all.length, p) };
 };
-
-/** The REST shape of one market (GET /v2/trade/markets item; `market.updated` carries it too). */
-export function marketBody(m: MarketInfo): {
-  condition_id: string; question: string; slug: string; tokens: { token_id: string; outcome: string }[]; tick_size: string; min_size: string; end_date: string | null;
-} {
-  return {
-    condition_id: m.conditionId,
-    question: m.question,
-    slug: m.slug,
-    tokens: m.tokens.map((t) => ({ token_id: t.tokenId, outcome: t.outcome })),
-    tick_size: str(m.tickSize),
-    min_size: str(m.minSize),
-    end_date: m.endDateIso,
-  };
-}
 
 /** One item of GET /v2/trade/positions (`position.updated` carries the same): shares, dollars, decimal strings. */
 export interface PositionBody {
@@ -61,9 +72,12 @@ export function positionBody(venue: VenuePort, pos: WalletView['positions'][numb
   };
 }
 
-/** The REST shape of a book (GET /v2/trade/book, `book.updated`): levels best first, decimal strings. */
-export function bookBody(view: BookView): { token_id: string; tick_size: string; min_size: string; bids: BookView['bids']; asks: BookView['asks'] } {
-  return { token_id: view.tokenId, tick_size: view.tickSize, min_size: view.minSize, bids: view.bids, asks: view.asks };
+/** The REST shape of a book (GET /v2/trade/book, `book.updated`): levels best first, decimal strings, the current tick, the last trade print when known. */
+export function bookBody(view: BookView): { token_id: string; tick_size: string; min_size: string; bids: BookView['bids']; asks: BookView['asks']; last_trade_price?: string } {
+  return {
+    token_id: view.tokenId, tick_size: view.tickSize, min_size: view.minSize, bids: view.bids, asks: view.asks,
+    ...(view.lastTradePrice !== undefined ? { last_trade_price: view.lastTradePrice } : {}),
+  };
 }
 
 /** GET /v2/trade/book?token_id=&depth=: levels best first (depth ≤ 100, default 20). */

@@ -72,7 +72,8 @@ export class ChildOrderRouter {
       const partnerId = rec?.partnerId ?? 'unknown';
       const input: OrderInput = {
         orderId: order.orderId, userId: c.userId, tokenId: c.tokenId, side: order.side, type: 'LIMIT',
-        price: str(childOrderPrice(c, order, this.orders.risk.touch(c.tokenId))), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
+        // priced on the market's current tick (it may have changed since the strategy started: issue 16)
+        price: str(childOrderPrice({ tickSize: this.orders.risk.tickOf(c.tokenId) ?? c.tickSize }, order, this.orders.risk.touch(c.tokenId))), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
         clientOrderId: null, metadata: null, createdAtMs: this.clock.now(), isStopLoss: order.isStopLoss, isTakeProfit: order.isTakeProfit ?? false,
         parentId: c.recordId, postOnly: order.postOnly,
       };

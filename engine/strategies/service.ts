@@ -37,6 +37,9 @@ const DEFINITIONS: Record<StrategyType, { machineId: string; logic: AnyStateMach
   BRACKET: { machineId: 'strategy.bracket', logic: bracketMachine, status: BRACKET_STATUS },
 };
 
+/** The message of a strategy ended because its market resolved (issue 16). */
+export const MARKET_RESOLVED_MESSAGE = 'market resolved';
+
 /** What a state's `meta` may say about DELETE strategy (see the machines' `noCancel`). */
 interface CancelMeta {
   noCancel?: string;
@@ -60,9 +63,9 @@ export class StrategyService {
     private readonly host: ActorHost,
     private readonly actors: ActorRepository,
     private readonly orders: OrderService,
-    venue: VenuePort,
+    private readonly venue: VenuePort,
     private readonly clock: Clock,
-    log: Logger,
+    private readonly log: Logger,
   ) {
     this.deliveries = new Deliveries(log);
     this.router = new ChildOrderRouter(host, actors, orders, clock, log, this.deliveries);
@@ -94,6 +97,43 @@ export class StrategyService {
       if (record.kind === 'strategy') this.triggers.set(record._id, (snapshot.context as StrategyContext).tokenId, (snapshot.context as StrategyContext).watch);
     });
     venue.onBook((tokenId) => this.feed.onBook(tokenId));
+    venue.onMarket((conditionId) => this.onMarket(conditionId));
+  }
+
+  /**
+   * A market changed (issue 16). Once it is closed or resolved, every live strategy on one of its
+   * tokens that accepts a cancel (armed, waiting) gets `strategy.cancel` with reason
+   * {@link MARKET_RESOLVED_MESSAGE} (or `market closed`) and ends CANCELED with that message;
+   * strategies working an order are left to their order, which the venue cancels (`market
+   * resolved`). Tracked like every delivery; also run for every closed market at start-up
+   * ({@link reconcile}), in case the process died in between.
+   */
+  onMarket(conditionId: string): void {
+    const status = this.venue.marketStatus(conditionId);
+    if (!status?.closed) return;
+    const market = this.venue.markets().find((m) => m.conditionId === conditionId);
+    if (!market) return;
+    const tokens = new Set(market.tokens.map((t) => t.tokenId));
+    const ids = new Set<string>();
+    for (const id of this.host.liveIds('strategy')) {
+      const c = this.host.snapshotOf(id)?.context as StrategyContext | undefined;
+      if (c && tokens.has(c.tokenId)) ids.add(id);
+    }
+    for (const t of tokens) for (const id of this.triggers.idsOn(t)) ids.add(id);
+    const reason = status.resolved ? MARKET_RESOLVED_MESSAGE : 'market closed';
+    for (const id of ids) this.deliveries.track(this.endForMarket(id, reason));
+  }
+
+  private async endForMarket(id: string, reason: string): Promise<void> {
+    try {
+      const rec = this.host.recordOf(id) ?? (await this.actors.get(id));
+      if (!rec || rec.kind !== 'strategy' || rec.final) return;
+      const snapshot = this.snapshotFor(rec);
+      if (snapshot.hasTag('canceling') || !snapshot.can({ type: 'strategy.cancel', reason })) return;
+      await this.host.send(id, { type: 'strategy.cancel', reason });
+    } catch (err) {
+      this.log.error({ err, strategy: id }, 'ending a strategy on a closed market failed; retried at the next start');
+    }
   }
 
   /** The price-trigger index the feed keeps in step with every strategy's watch. */
@@ -261,7 +301,9 @@ export class StrategyService {
    * orders were reconciled with the venue.
    * @returns how many live strategies were reconciled.
    */
-  reconcile(): Promise<number> {
-    return reconcileStrategies({ host: this.host, actors: this.actors, clock: this.clock, router: this.router, feed: this.feed, deliveries: this.deliveries });
+  async reconcile(): Promise<number> {
+    const n = await reconcileStrategies({ host: this.host, actors: this.actors, clock: this.clock, router: this.router, feed: this.feed, deliveries: this.deliveries });
+    for (const m of this.venue.markets()) if (this.venue.marketStatus(m.conditionId)?.closed) this.onMarket(m.conditionId);
+    return n;
   }
 }

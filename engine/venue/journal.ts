@@ -7,10 +7,27 @@ import type { WalletRow } from './ledger.js';
 import type { OrderRow } from './matching.js';
 import type { VenueHealth } from './port.js';
 
-/** What a journal entry or checkpoint holds: absolute wallet and order states. */
+/**
+ * The state of one market (issue 16) as journaled: its current tick and lifecycle, absolute
+ * (a later row replaces an earlier one). Only markets whose tick or status changed have one.
+ */
+export interface MarketRow {
+  conditionId: string;
+  /** Current tick, decimal probability. */
+  tickSize: string;
+  closed: boolean;
+  resolved: boolean;
+  winningTokenId: string | null;
+  /** Epoch ms, or null. */
+  resolvedAtMs: number | null;
+}
+
+/** What a journal entry or checkpoint holds: absolute wallet and order states (and market states, issue 16). */
 export interface StateRows {
   wallets: WalletRow[];
   orders: OrderRow[];
+  /** Markets whose tick or status changed (absent in entries without market events). */
+  markets?: MarketRow[];
 }
 
 /** The state a checkpoint writes, taken when the checkpoint runs. */
@@ -62,6 +79,8 @@ interface CheckpointPointer {
   /** Rows the chunks hold in all, checked at recovery. */
   walletCount: number;
   orderCount: number;
+  /** Market rows (issue 16) as one JSON string of {@link MarketRow}[]: at most one per market, small. */
+  markets?: string;
 }
 
 /**
@@ -300,6 +319,7 @@ export class VenueJournal {
         throw new Error(`venue checkpoint generation ${cp.generation}: ${wallets} wallets and ${orders} orders read, ${cp.walletCount} and ${cp.orderCount} written`);
       }
       this.generation = cp.generation;
+      if (cp.markets !== undefined) apply({ wallets: [], orders: [], markets: JSON.parse(cp.markets) as MarketRow[] });
     } else if (cp) {
       apply(rowsOf(cp));
     }
@@ -348,7 +368,7 @@ export class VenueJournal {
   }
 
   private async writeCheckpoint(): Promise<void> {
-    const { orderSeq, wallets, orders } = this.o.snapshot();
+    const { orderSeq, wallets, orders, markets } = this.o.snapshot();
     const seq = this.seq;
     const chunks = chunkRows({ wallets, orders }, (this.o.checkpointChunkBytes ?? CHECKPOINT_CHUNK_BYTES) - CHUNK_ENVELOPE_BYTES);
     const generation = ++this.generation; // a failed attempt's chunks are never reused: they go at step 3
@@ -356,7 +376,7 @@ export class VenueJournal {
       await this.state.replaceOne({ _id: chunkId(generation, n), generation, n, rows: chunks[n]! });
       chunks[n] = ''; // written: let it go
     }
-    await this.state.replaceOne({ _id: 'checkpoint', generation, seq, orderSeq, chunks: chunks.length, walletCount: wallets.length, orderCount: orders.length });
+    await this.state.replaceOne({ _id: 'checkpoint', generation, seq, orderSeq, chunks: chunks.length, walletCount: wallets.length, orderCount: orders.length, ...(markets?.length ? { markets: JSON.stringify(markets) } : {}) });
     await this.state.deleteMany({ generation: { $lt: generation } });
     // in slices by _id (= padded seq, indexed everywhere): one long removal would stall every other write
     for (let upTo = this.journalFrom + JOURNAL_DELETE_CHUNK - 1; ; upTo += JOURNAL_DELETE_CHUNK) {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { Dec, dec, str } from '../decimal.js';
+import { priceKey } from './book.js';
 import { LIQUIDITY_PROVIDER_ID } from './ledger.js';
 import type { Catalogue, CatalogueToken } from './markets.js';
 import type { MatchingEngine, Tx } from './matching.js';
@@ -27,6 +28,12 @@ export interface LiquidityOptions {
   replayTickMs?: number;
   /** Runs a venue operation nobody awaits (the facade's in memory → journal → reports path). */
   run: (fn: (tx: Tx) => void) => void;
+  /**
+   * Tokens whose book is the WebSocket capture's (issue 16, the capture replay is on): the
+   * provider quotes no ladder there and refills nothing; it places the captured levels instead
+   * ({@link LiquidityProvider.setCapturedLevel}).
+   */
+  captureDriven?: ReadonlySet<string>;
 }
 
 /**
@@ -45,6 +52,8 @@ export class LiquidityProvider {
   private replayTimer: NodeJS.Timeout | null = null;
   /** Last quote number (quote order ids are `mm-<n>`). */
   private quoteSeq = 0;
+  /** Captured levels resting now, per capture token: signed price key (bids +, asks −) → quote order id. */
+  private readonly captured = new Map<string, Map<number, string>>();
 
   constructor(
     private readonly o: LiquidityOptions,
@@ -99,8 +108,40 @@ export class LiquidityProvider {
     return out;
   }
 
+  /**
+   * The capture says the level `price` (decimal probability) of `side` of `tokenId` now holds
+   * `size` shares: the provider's quote there is replaced by one of `size` shares (none when 0).
+   * What users took of the previous quote is thus gone until the capture next updates the level.
+   * A captured level that crosses user orders takes them (the replay hits resting orders); one
+   * that crosses the provider's own captured levels on the other side replaces them (the newer
+   * fact wins).
+   */
+  setCapturedLevel(tx: Tx, tokenId: string, side: Side, price: Dec, size: Dec): void {
+    let levels = this.captured.get(tokenId);
+    if (!levels) this.captured.set(tokenId, (levels = new Map()));
+    const key = side === 'buy' ? priceKey(price) : -priceKey(price);
+    const prev = levels.get(key);
+    if (prev !== undefined) {
+      this.matching.removeQuote(tx, tokenId, prev);
+      levels.delete(key);
+    }
+    if (size.lte(0)) {
+      tx.tokens.add(tokenId);
+      return;
+    }
+    const orderId = `mm-${++this.quoteSeq}`;
+    this.matching.quote(tx, { orderId, userId: LIQUIDITY_PROVIDER_ID, tokenId, side, kind: 'limit', price: str(price), size: str(size), quoteAmount: null, timeInForce: 'GTC', postOnly: false }, price, size);
+    if (this.matching.restingSize(tokenId, orderId)) levels.set(key, orderId);
+  }
+
+  /** Forgets the captured levels of `tokenId` (its market closed: the matching engine emptied the book). */
+  forgetCaptured(tokenId: string): void {
+    this.captured.delete(tokenId);
+  }
+
   /** Replaces the provider's quotes on one token (its new quotes may take crossing user orders). */
   requote(tx: Tx, tokenId: string): void {
+    if (this.o.captureDriven?.has(tokenId) || this.matching.isClosed(tokenId)) return;
     const info = this.o.catalogue.tokens.get(tokenId);
     if (!info || !this.matching.withdrawQuotes(tx, tokenId)) return;
     for (const [side, price, size] of this.ladder(info)) {
@@ -111,7 +152,7 @@ export class LiquidityProvider {
   }
 
   private scheduleRefill(tokenId: string): void {
-    if (this.refillTimers.has(tokenId)) return;
+    if (this.refillTimers.has(tokenId) || this.o.captureDriven?.has(tokenId)) return;
     const t = setTimeout(() => {
       this.refillTimers.delete(tokenId);
       this.o.run((tx) => this.requote(tx, tokenId));

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dec, type Dec } from '../decimal.js';
+import { CAPTURE_FILE, CAPTURE_INITIAL_TICK, CAPTURE_MIN_SIZE, parseCapture, type Capture } from './capture.js';
 import type { MarketInfo, TokenInfo } from './port.js';
 
 /** A token of the catalogue: what the port tells of it, plus the price the liquidity provider starts from. */
@@ -16,11 +17,20 @@ export interface PricePath {
   points: { tSec: number; price: Dec }[];
 }
 
-/** The simulated venue's catalogue: markets in file order, tokens by id, the replayed price path. */
+/**
+ * The simulated venue's catalogue: markets in file order (the 1,000 static markets, the MSTR
+ * market, then the markets of the WebSocket capture), tokens by id, the replayed price path and
+ * the capture. Tick sizes are mutable: a tick-size change (issue 16) updates the token and its
+ * market objects in place, so every reader (risk, matching, views) sees the new tick at once.
+ */
 export interface Catalogue {
   markets: MarketInfo[];
   tokens: Map<string, CatalogueToken>;
   replay: PricePath;
+  /** The parsed WebSocket capture whose markets are listed (null when not loaded). */
+  capture?: Capture | null;
+  /** Token ids of the capture's markets (their books follow the capture when its replay runs). */
+  captureTokens?: ReadonlySet<string>;
 }
 
 const DATA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'data');
@@ -54,9 +64,13 @@ const num = (n: number) => dec(String(n));
 
 /**
  * Loads the 1,000 markets of the capture, both tokens each, and the MSTR price path (adding the
- * MSTR market from the history file's `market` object, as the markets file lacks it).
+ * MSTR market from the history file's `market` object, as the markets file lacks it), then the
+ * 112 binary markets of the WebSocket capture (`ws-capture-2026-02-20.csv`, see capture.ts):
+ * condition id keccak256(slug), tick {@link CAPTURE_INITIAL_TICK}, minimum size
+ * {@link CAPTURE_MIN_SIZE}, reference price 0.5 (used only when the capture replay is off).
+ * @param options.capture whether to list the capture's markets (default true).
  */
-export function loadCatalogue(): Catalogue {
+export function loadCatalogue(options: { capture?: boolean } = {}): Catalogue {
   const raw = JSON.parse(fs.readFileSync(dataFile(MARKETS_FILE), 'utf8')) as { markets: RawMarket[] };
   const hist = JSON.parse(fs.readFileSync(dataFile(REPLAY_FILE), 'utf8')) as {
     market: { question: string; condition_id: string; token_id: string; outcome: string; complement_token_id: string; minimum_tick_size: number; minimum_order_size: number; end_date_iso: string; neg_risk: boolean };
@@ -89,6 +103,22 @@ export function loadCatalogue(): Catalogue {
       ],
     });
   }
+  const capture = options.capture === false ? null : parseCapture(fs.readFileSync(dataFile(CAPTURE_FILE), 'utf8'));
+  const captureTokens = new Set<string>();
+  for (const cm of capture?.markets ?? []) {
+    if (markets.some((m) => m.conditionId === cm.conditionId)) continue;
+    markets.push({
+      conditionId: cm.conditionId,
+      question: cm.question,
+      slug: cm.slug,
+      endDateIso: null,
+      tickSize: dec(CAPTURE_INITIAL_TICK),
+      minSize: dec(CAPTURE_MIN_SIZE),
+      negRisk: false,
+      tokens: cm.tokens.map((t) => ({ tokenId: t.tokenId, outcome: t.outcome, price: dec('0.5') })),
+    });
+    for (const t of cm.tokens) captureTokens.add(t.tokenId);
+  }
   const tokens = new Map<string, CatalogueToken>();
   for (const m of markets) {
     for (const [i, t] of m.tokens.entries()) {
@@ -103,5 +133,7 @@ export function loadCatalogue(): Catalogue {
     markets,
     tokens,
     replay: { tokenId: hm.token_id, points: hist.history.map((h) => ({ tSec: h.t, price: num(h.p) })) },
+    capture,
+    captureTokens,
   };
 }

@@ -24,11 +24,13 @@ export interface Tx {
   trades: number;
   /** Tokens where quotes of the liquidity provider were taken (it refills them later). */
   liquidityTaken: Set<string>;
+  /** Markets (condition ids) whose tick or status changed (issue 16): journaled with the operation. */
+  markets: Set<string>;
 }
 
 /** A fresh, empty transaction. @param atMs epoch ms. */
 export function newTx(seq: number, atMs: number): Tx {
-  return { seq, atMs, users: new Set(), orders: new Set(), tokens: new Set(), reports: [], trades: 0, liquidityTaken: new Set() };
+  return { seq, atMs, users: new Set(), orders: new Set(), tokens: new Set(), reports: [], trades: 0, liquidityTaken: new Set(), markets: new Set() };
 }
 
 /** The venue's record of a user order (with what it still reserves). */
@@ -75,6 +77,8 @@ export interface OrderRow {
 export class MatchingEngine {
   private readonly books = new Map<string, OrderBook>();
   private readonly orders = new Map<string, OrderEntry>();
+  /** Tokens of closed or resolved markets (issue 16): new orders are rejected there. */
+  private readonly closed = new Set<string>();
   /** Last time-priority sequence number given to an order. */
   private seq = 0;
 
@@ -148,6 +152,7 @@ export class MatchingEngine {
       tx.reports.push(e.final);
     };
     if (!info) return reject('invalid_request', `unknown token ${order.tokenId}`);
+    if (this.closed.has(order.tokenId)) return reject('market_closed', `the market of token ${order.tokenId} is closed or resolved`);
     const book = this.books.get(order.tokenId)!;
     this.ledger.walletOf(order.userId); // a user's first order opens the wallet, even a refused one
     const price = order.price === null ? null : dec(order.price);
@@ -233,6 +238,61 @@ export class MatchingEngine {
     if (e.remaining && e.remaining.gt(0)) this.rest(book, e, price);
   }
 
+  // ---- market events (issue 16) -------------------------------------------------------------
+
+  /**
+   * Closes `tokenId` (its market closed or resolved): new orders there are rejected
+   * (`market_closed`), every resting user order is canceled with `reason` and the liquidity
+   * provider's quotes leave the book.
+   */
+  closeToken(tx: Tx, tokenId: string, reason: string): void {
+    this.closed.add(tokenId);
+    const book = this.books.get(tokenId);
+    if (!book) return;
+    for (const r of [...book.all()]) {
+      const e = this.orders.get(r.orderId);
+      if (e) this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: r.orderId, reason, atMs: tx.atMs });
+      else book.remove(r.orderId);
+    }
+    tx.tokens.add(tokenId);
+  }
+
+  /** Whether `tokenId`'s market is closed (see {@link closeToken}). */
+  isClosed(tokenId: string): boolean {
+    return this.closed.has(tokenId);
+  }
+
+  /**
+   * After a tick-size change of `tokenId` to `tick` (decimal probability): every resting user
+   * order whose price is not a multiple of the new tick is canceled with `reason`; the others
+   * keep their price and priority. The provider's quotes stay (the capture's levels are facts).
+   * @returns how many orders were canceled.
+   */
+  cancelOffTick(tx: Tx, tokenId: string, tick: Dec, reason: string): number {
+    const book = this.books.get(tokenId);
+    if (!book) return 0;
+    let n = 0;
+    for (const r of [...book.all()]) {
+      const e = this.orders.get(r.orderId);
+      if (!e || r.price.mod(tick).isZero()) continue;
+      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: r.orderId, reason, atMs: tx.atMs });
+      n++;
+    }
+    return n;
+  }
+
+  /** Removes one resting quote of the liquidity provider (no report). @returns whether it rested. */
+  removeQuote(tx: Tx, tokenId: string, orderId: string): boolean {
+    const removed = this.books.get(tokenId)?.remove(orderId);
+    if (removed) tx.tokens.add(tokenId);
+    return removed !== undefined;
+  }
+
+  /** Shares left of a resting order, or undefined when it does not rest (taken in full, removed). */
+  restingSize(tokenId: string, orderId: string): Dec | undefined {
+    return this.books.get(tokenId)?.get(orderId)?.remaining;
+  }
+
   // ---- matching ---------------------------------------------------------------------------
 
   private rest(book: OrderBook, e: OrderEntry, price: Dec): void {
@@ -307,7 +367,11 @@ export class MatchingEngine {
   /** One side of a trade: settles it in the ledger, records and reports the fill, ends a completed order. */
   private fill(tx: Tx, e: OrderEntry, px: Dec, qty: Dec, tradeId: string, liquidity: 'maker' | 'taker'): void {
     const o = e.order;
-    if (o.userId === LIQUIDITY_PROVIDER_ID) return;
+    if (o.userId === LIQUIDITY_PROVIDER_ID) {
+      // a quote that takes (a re-quote or a captured level crossing user orders) takes only its size
+      if (e.remaining) e.remaining = e.remaining.minus(qty);
+      return;
+    }
     this.ledger.settle(o, e, px, qty);
     if (e.remaining) e.remaining = e.remaining.minus(qty);
     const fill: FillReport = {

@@ -79,6 +79,8 @@ export interface BookView {
   minSize: string;
   bids: Level[];
   asks: Level[];
+  /** Price of the token's last trade print, decimal probability (issue 16: the capture's `last_trade_price`), when known. */
+  lastTradePrice?: string;
 }
 
 /** pUSD and share holdings of one user. */

@@ -3,7 +3,9 @@ import type { Clock } from '../clock.js';
 import { dec, str, type Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
-import { VenueJournal, type CheckpointState } from './journal.js';
+import type { CaptureEvent } from './capture.js';
+import { CaptureReplay } from './capture-replay.js';
+import { VenueJournal, type CheckpointState, type MarketRow } from './journal.js';
 import { Ledger, LIQUIDITY_PROVIDER_ID } from './ledger.js';
 import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
@@ -34,7 +36,21 @@ export interface SimVenueOptions {
   replayTickMs?: number;
   /** Journal entries between checkpoints. */
   checkpointEvery?: number;
+  /**
+   * Whether the WebSocket capture's markets follow the capture (SIM_CAPTURE, issue 16): their
+   * books are the captured levels, their tick and resolution come from the capture. Off: the
+   * liquidity provider quotes them like the static markets. Default off here (the service passes
+   * the setting).
+   */
+  captureReplay?: boolean;
+  /** How often the capture replay applies due events, ms (default 250). */
+  captureTickMs?: number;
 }
+
+/** Reason of the `venue.canceled` report of a resting order whose price is off a new tick. */
+export const TICK_CHANGED_REASON = 'tick size changed';
+/** Reason of the `venue.canceled` report of a resting order on a market that resolved. */
+export const MARKET_RESOLVED_REASON = 'market resolved';
 
 /**
  * How long a finished order nobody released is kept (a safety net: the order service releases
@@ -81,16 +97,26 @@ export class SimVenue implements VenuePort {
   private readonly matching: MatchingEngine;
   private readonly liquidity: LiquidityProvider;
   private journal!: VenueJournal;
-  /** Markets that closed or resolved (issue 16); absent = open. Seam: not yet journaled. */
+  /** Markets that closed or resolved (issue 16); absent = open. Journaled (market rows). */
   private readonly statuses = new Map<string, MarketStatus>();
+  /** Markets that have a journaled market row (tick change, closed, resolved): a checkpoint keeps their rows. */
+  private readonly changedMarkets = new Set<string>();
+  /** Markets by condition id. */
+  private readonly marketsById = new Map<string, MarketInfo>();
+  /** Last trade print per token (the capture's `last_trade_price`), decimal probability. */
+  private readonly lastTrades = new Map<string, Dec>();
+  /** The capture replay, when on (issue 16). */
+  private captureReplay: CaptureReplay | null = null;
 
   private constructor(private readonly o: SimVenueOptions) {
+    for (const m of o.catalogue.markets) this.marketsById.set(m.conditionId, m);
     this.ledger = new Ledger(o.initialPusd);
     this.matching = new MatchingEngine(o.catalogue.tokens, this.ledger, () => o.clock.now());
     this.liquidity = new LiquidityProvider(
       {
         catalogue: o.catalogue, clock: o.clock, levels: o.liquidityLevels, refillMs: o.refillMs, replay: o.replay, replaySpeed: o.replaySpeed,
         replayTickMs: o.replayTickMs, run: (fn) => this.background(fn),
+        captureDriven: o.captureReplay && o.catalogue.capture ? o.catalogue.captureTokens : undefined,
       },
       this.matching,
     );
@@ -102,11 +128,13 @@ export class SimVenue implements VenuePort {
     v.journal = await VenueJournal.open({ store: o.store, log: o.log, checkpointEvery: o.checkpointEvery, snapshot: () => v.snapshot() });
     await v.recover();
     v.liquidity.start();
+    v.startCaptureReplay();
     return v;
   }
 
   /** Stops timers and waits for pending journal writes, then writes a checkpoint. */
   async close(): Promise<void> {
+    this.captureReplay?.stop();
     this.liquidity.stop();
     await this.journal.written();
     await this.journal.checkpoint();
@@ -150,18 +178,8 @@ export class SimVenue implements VenuePort {
   marketStatus(conditionId: string): MarketStatus | undefined {
     const known = this.statuses.get(conditionId);
     if (known) return known;
-    if (!this.o.catalogue.markets.some((m) => m.conditionId === conditionId)) return undefined;
+    if (!this.marketsById.has(conditionId)) return undefined;
     return { conditionId, closed: false, resolved: false, winningTokenId: null, resolvedAtMs: null };
-  }
-
-  /**
-   * Simulation control (not on the port; issue 16): resolves the market `conditionId` with
-   * `winningTokenId` as winner. Seam only for now: records the status in memory.
-   */
-  resolveMarket(conditionId: string, winningTokenId: string): Promise<void> {
-    this.statuses.set(conditionId, { conditionId, closed: true, resolved: true, winningTokenId, resolvedAtMs: this.o.clock.now() });
-    for (const l of this.marketListeners) l(conditionId);
-    return Promise.resolve();
   }
 
   book(tokenId: string, depth = 50): BookView | null {
@@ -169,7 +187,184 @@ export class SimVenue implements VenuePort {
     const levels = this.matching.depth(tokenId, depth);
     if (!info || !levels) return null;
     const lv = (side: { price: Dec; size: Dec }[]) => side.map((l) => ({ price: str(l.price), size: str(l.size) }));
-    return { tokenId, tickSize: str(info.tickSize), minSize: str(info.minSize), bids: lv(levels.bids), asks: lv(levels.asks) };
+    const last = this.lastTrades.get(tokenId);
+    return {
+      tokenId, tickSize: str(info.tickSize), minSize: str(info.minSize), bids: lv(levels.bids), asks: lv(levels.asks), ...(last ? { lastTradePrice: str(last) } : {}),
+    };
+  }
+
+  /** Last trade print of `tokenId` (decimal probability), or undefined when none was seen. */
+  lastTradePrice(tokenId: string): Dec | undefined {
+    return this.lastTrades.get(tokenId);
+  }
+
+  // ---- market events (issue 16) ---------------------------------------------------------------
+
+  /**
+   * Simulation control (not on the port; issue 16, deliverable 3): resolves the market
+   * `conditionId` with `winningTokenId` as winner, durably (journaled with the cancels it causes:
+   * survives kill -9). Afterwards the market is closed: new orders on its tokens are rejected
+   * (the engine refuses them first: engine/risk.ts `checkMarketOpen`), its resting user orders are
+   * canceled (`venue.canceled`, reason {@link MARKET_RESOLVED_REASON}), its book is emptied,
+   * {@link marketStatus} answers resolved with the winner, and the `onMarket` listeners are
+   * called once the entry is written. Resolving a resolved market again with the same winner is
+   * a no-op.
+   * @returns `resolved`, or `already` when it was resolved with this winner before.
+   * @throws {VenueRejection} `not_found` for an unknown market; `invalid_request` when the token
+   *   is not one of the market's; `conflict` when it already resolved with another winner.
+   */
+  async resolveMarket(conditionId: string, winningTokenId: string): Promise<'resolved' | 'already'> {
+    const m = this.marketsById.get(conditionId);
+    if (!m) throw new VenueRejection('not_found', `no market ${conditionId}`);
+    if (!m.tokens.some((t) => t.tokenId === winningTokenId)) throw new VenueRejection('invalid_request', `token ${winningTokenId} is not an outcome of market ${conditionId}`);
+    const known = this.statuses.get(conditionId);
+    if (known?.resolved) {
+      if (known.winningTokenId === winningTokenId) return 'already';
+      throw new VenueRejection('conflict', `market ${conditionId} already resolved with winner ${known.winningTokenId}`);
+    }
+    await this.runMarketOp((tx) => this.applyResolution(tx, m, winningTokenId));
+    return 'resolved';
+  }
+
+  /**
+   * Simulation control (issue 16, deliverable 2): sets the tick of `tokenId`'s market (both
+   * tokens) to `tickSize` (decimal probability), durably. New orders are checked against it at
+   * once (risk and matching read the token's tick); resting user orders off the new tick are
+   * canceled (reason {@link TICK_CHANGED_REASON}), the others keep price and priority.
+   * @throws {VenueRejection} `not_found` for an unknown token.
+   */
+  async changeTickSize(tokenId: string, tickSize: Dec): Promise<void> {
+    const info = this.token(tokenId);
+    if (!info) throw new VenueRejection('not_found', `no outcome token ${tokenId}`);
+    await this.runMarketOp((tx) => this.applyTick(tx, info.conditionId, tickSize));
+  }
+
+  /** The capture replay (null when SIM_CAPTURE is off or no capture is loaded): benchmark and tests. */
+  get capture(): CaptureReplay | null {
+    return this.captureReplay;
+  }
+
+  /**
+   * Applies a batch of capture events in order, as one venue operation (one journal entry when
+   * it touched a user or a market): levels become the provider's quotes (capture.ts,
+   * {@link LiquidityProvider.setCapturedLevel}), trade prints set the last-trade price, tick
+   * changes and resolutions as {@link changeTickSize} / {@link resolveMarket}. Events of closed
+   * markets are ignored.
+   */
+  applyCaptureEvents(events: readonly CaptureEvent[]): Promise<void> {
+    return this.runMarketOp((tx) => {
+      for (const ev of events) {
+        switch (ev.kind) {
+          case 'level':
+            if (!this.matching.isClosed(ev.tokenId)) this.liquidity.setCapturedLevel(tx, ev.tokenId, ev.side, ev.price, ev.size);
+            break;
+          case 'trade':
+            this.lastTrades.set(ev.tokenId, ev.price);
+            break;
+          case 'tick': {
+            const info = this.token(ev.tokenId);
+            if (info && !info.tickSize.eq(ev.tickSize) && !this.matching.isClosed(ev.tokenId)) this.applyTick(tx, info.conditionId, ev.tickSize);
+            break;
+          }
+          case 'resolved': {
+            const m = this.marketsById.get(ev.conditionId);
+            if (m && !this.statuses.get(ev.conditionId)?.resolved) this.applyResolution(tx, m, ev.winningTokenId);
+            break;
+          }
+        }
+      }
+    });
+  }
+
+  private startCaptureReplay(): void {
+    const capture = this.o.catalogue.capture;
+    if (!this.o.captureReplay || !capture) return;
+    this.captureReplay = new CaptureReplay({
+      capture, clock: this.o.clock, log: this.o.log, speed: this.o.replaySpeed, tickMs: this.o.captureTickMs,
+      apply: (events) => {
+        this.applyCaptureEvents(events).catch((err: unknown) => this.o.log.error({ err }, 'capture replay batch failed'));
+      },
+    });
+    this.captureReplay.start();
+  }
+
+  private applyResolution(tx: Tx, m: MarketInfo, winningTokenId: string): void {
+    this.statuses.set(m.conditionId, { conditionId: m.conditionId, closed: true, resolved: true, winningTokenId, resolvedAtMs: tx.atMs });
+    for (const t of m.tokens) {
+      this.matching.closeToken(tx, t.tokenId, MARKET_RESOLVED_REASON);
+      this.liquidity.forgetCaptured(t.tokenId);
+    }
+    tx.markets.add(m.conditionId);
+  }
+
+  private applyTick(tx: Tx, conditionId: string, tickSize: Dec): void {
+    const m = this.marketsById.get(conditionId);
+    if (!m) return;
+    m.tickSize = tickSize;
+    for (const t of m.tokens) {
+      const info = this.o.catalogue.tokens.get(t.tokenId);
+      if (info) info.tickSize = tickSize;
+      this.matching.cancelOffTick(tx, t.tokenId, tickSize, TICK_CHANGED_REASON);
+    }
+    tx.markets.add(conditionId);
+  }
+
+  /** The journal row of a market's tick and status. */
+  private marketRow(conditionId: string): MarketRow {
+    const m = this.marketsById.get(conditionId)!;
+    const s = this.marketStatus(conditionId)!;
+    return { conditionId, tickSize: str(m.tickSize), closed: s.closed, resolved: s.resolved, winningTokenId: s.winningTokenId, resolvedAtMs: s.resolvedAtMs };
+  }
+
+  /** Recovery: a journaled market row back in force (tick of the market and its tokens, status, closed books). */
+  private loadMarketRow(r: MarketRow): void {
+    const m = this.marketsById.get(r.conditionId);
+    if (!m) return;
+    this.changedMarkets.add(r.conditionId);
+    const tick = dec(r.tickSize);
+    m.tickSize = tick;
+    for (const t of m.tokens) {
+      const info = this.o.catalogue.tokens.get(t.tokenId);
+      if (info) info.tickSize = tick;
+    }
+    if (r.closed || r.resolved) {
+      this.statuses.set(r.conditionId, { conditionId: r.conditionId, closed: r.closed, resolved: r.resolved, winningTokenId: r.winningTokenId, resolvedAtMs: r.resolvedAtMs });
+      const tx = newTx(0, this.o.clock.now());
+      for (const t of m.tokens) this.matching.closeToken(tx, t.tokenId, MARKET_RESOLVED_REASON);
+    }
+  }
+
+  /**
+   * Runs one operation that may change markets (capture batches, resolutions, tick changes), like
+   * the order operations: in memory, then one journal entry with the touched wallets, orders and
+   * market rows, then reports, book, wallet and market notifications, in that order.
+   */
+  private runMarketOp(fn: (tx: Tx) => void): Promise<void> {
+    const tx = newTx(this.journal.nextSeq, this.o.clock.now());
+    try {
+      fn(tx);
+    } catch (err) {
+      this.o.log.error({ err }, 'venue market operation failed');
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    } finally {
+      this.liquidity.refillAfter(tx);
+    }
+    tx.users.delete(LIQUIDITY_PROVIDER_ID);
+    for (const c of tx.markets) this.changedMarkets.add(c);
+    let durable = this.journal.written();
+    if (tx.users.size || tx.orders.size || tx.markets.size) {
+      durable = this.journal.append(tx.seq, tx.atMs, {
+        wallets: [...tx.users].map((u) => this.ledger.row(u)),
+        orders: [...tx.orders].map((id) => this.matching.row(id)),
+        ...(tx.markets.size ? { markets: [...tx.markets].map((c) => this.marketRow(c)) } : {}),
+      });
+    }
+    return durable.then(() => {
+      for (const r of tx.reports) for (const l of this.reportListeners) l(r);
+      for (const t of tx.tokens) for (const l of this.bookListeners) l(t);
+      for (const u of tx.users) for (const l of this.walletListeners) l(u);
+      for (const c of tx.markets) for (const l of this.marketListeners) l(c);
+    });
   }
 
   /** Best bid and ask of a token (decimal), for strategies and checks. */
@@ -316,6 +511,7 @@ export class SimVenue implements VenuePort {
     const { orderSeq, replayed } = await this.journal.recover((rows) => {
       rows.wallets.forEach((w) => this.ledger.load(w));
       rows.orders.forEach((o) => this.matching.load(o));
+      rows.markets?.forEach((m) => this.loadMarketRow(m));
     });
     this.matching.advanceOrderSeq(orderSeq);
     const resting = this.matching.restoreBooks();
@@ -326,7 +522,7 @@ export class SimVenue implements VenuePort {
   /** What a checkpoint writes: forgets released and long-finished orders, then all user state. */
   private snapshot(): CheckpointState {
     this.matching.forgetDone(this.o.clock.now(), RETAIN_DONE_MS);
-    return { orderSeq: this.matching.orderSeq, wallets: this.ledger.rows(), orders: this.matching.rows() };
+    return { orderSeq: this.matching.orderSeq, wallets: this.ledger.rows(), orders: this.matching.rows(), markets: [...this.changedMarkets].map((c) => this.marketRow(c)) };
   }
 }
 

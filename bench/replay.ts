@@ -1,0 +1,133 @@
+/**
+ * `npm run bench:replay` (issue 16): replays the whole WebSocket capture
+ * (data/ws-capture-2026-02-20.csv, 16,313 usable events) as fast as it goes into a started
+ * service (in-process, embedded store on disk, no HTTP) with 1,000 armed STOP_LOSS strategies
+ * and 1,000 resting user LIMIT buys on the capture's tokens. Prints:
+ * - capture events applied per second by the venue (in memory + journal + reports), goal ≥ 50,000/s;
+ * - the same end to end: until the engine has handled every report, book change and market
+ *   event the replay caused (order actors, strategies fired and their child orders, strategies
+ *   and orders ended by resolutions);
+ * - strategies fired, user fills, orders canceled by resolution, strategies ended by resolution;
+ * - CPU time per event (user + system), the figure to compare under contention.
+ *
+ * Set-up shortcuts (not measured): the bench user's shares of each capture token are written
+ * into the venue's ledger directly (the capture books are empty before the replay, so nobody
+ * could sell them); strategies and orders are started through the engine's services, not REST.
+ * BENCH_BATCH (default 64) = capture events per venue operation (the replay clock applies what
+ * came due per tick as one operation; 1 = one operation per event).
+ */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../engine/config.js';
+import { dec, str } from '../engine/decimal.js';
+import { createLogger } from '../engine/logger.js';
+import { startServices, type Services } from '../engine/service.js';
+import type { Ledger } from '../engine/venue/ledger.js';
+import { loadCatalogue } from '../engine/venue/markets.js';
+import type { SimVenue } from '../engine/venue/sim-venue.js';
+
+const STRATEGIES = Number(process.env.BENCH_STRATEGIES ?? 1_000);
+const ORDERS = Number(process.env.BENCH_ORDERS ?? 1_000);
+const BATCH = Number(process.env.BENCH_BATCH ?? 64);
+
+async function main(): Promise<void> {
+  console.log(`bench:replay — ${STRATEGIES} armed STOP_LOSS, ${ORDERS} resting LIMIT buys, batches of ${BATCH} events, node ${process.version}, ${os.cpus().length} cores`);
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-replay-'));
+  try {
+    const catalogue = loadCatalogue();
+    const capture = catalogue.capture!;
+    // SIM_REPLAY_SPEED 1: the replay clock barely moves; the bench drives the capture itself
+    const config = loadConfig({
+      DATA_DIR: dir, LOG_LEVEL: 'silent', MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef', SIM_REPLAY: 'off', SIM_CAPTURE: 'on', SIM_REPLAY_SPEED: '1',
+      SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000',
+    });
+    const s: Services = (await startServices(config, createLogger('silent'), { catalogue })).services;
+    const venue = s.venue as SimVenue;
+    const replay = venue.capture!;
+    replay.stop();
+    const { user } = await s.users.provision('demo', 'bench', null);
+    const { user: bidder } = await s.users.provision('demo', 'bidder', null);
+    const tokens = [...catalogue.captureTokens!];
+    const ledger = (venue as unknown as { ledger: Ledger }).ledger;
+    for (const t of tokens) ledger.walletOf(user._id).positions.set(t, { shares: dec(1_000), reserved: dec(0), cost: dec(0) });
+
+    const t0 = performance.now();
+    for (let i = 0; i < STRATEGIES; i++) {
+      const token = tokens[2 * (i % (tokens.length / 2))]!; // first outcome (Up) of each market
+      // every captured bid is at 0.99 or above: half the stops (at 0.99) fire when a bid appears, the others wait for the resolution
+      const level = i % 2 ? str(dec('0.30').plus(dec('0.01').times(i % 40))) : '0.99';
+      await s.strategies.start('demo', s.strategies.check(user._id, { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }));
+    }
+    for (let i = 0; i < ORDERS; i++) {
+      const token = tokens[2 * (i % (tokens.length / 2)) + 1]!; // second outcome (Down): a low bid there is no stop's trigger
+      const price = str(dec('0.01').times(1 + (i % 10))); // 0.01 … 0.10
+      await s.orders.place('demo', s.orders.check(bidder._id, { symbol: token, side: 'buy', type: 'LIMIT', price, size: '5' }));
+    }
+    const armedBefore = (await s.actors.find({ kind: 'strategy', status: 'ACTIVE' })).length;
+    console.log(`set-up: ${armedBefore} of ${STRATEGIES} strategies armed (ACTIVE) and ${ORDERS} orders resting in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+    let fills = 0;
+    let resolvedCancels = 0;
+    venue.onReport((r) => {
+      if (r.type === 'venue.filled') fills++;
+      else if (r.type === 'venue.canceled' && r.reason === 'market resolved') resolvedCancels++;
+    });
+    const cpu0 = process.cpuUsage();
+    const start = performance.now();
+    const events = capture.events;
+    let applied = replay.applied;
+    // one venue operation per batch, each awaited (journal written, reports and book changes
+    // delivered) before the next, so the engine sees every batch's book, as on the replay clock
+    let memMs = 0;
+    const cpuMem = { user: 0, system: 0 };
+    for (let i = applied; i < events.length; i += BATCH) {
+      const c = process.cpuUsage();
+      const t = performance.now();
+      const done = venue.applyCaptureEvents(events.slice(i, i + BATCH));
+      memMs += performance.now() - t;
+      const d = process.cpuUsage(c);
+      cpuMem.user += d.user;
+      cpuMem.system += d.system;
+      await done;
+    }
+    applied = events.length - applied;
+    const venueMs = performance.now() - start;
+    const cpuVenue = process.cpuUsage(cpu0);
+    // end to end: the engine handles what the replay caused
+    for (let round = 0; round < 5; round++) {
+      await s.strategies.idle();
+      await new Promise((r) => setImmediate(r));
+    }
+    const e2eMs = performance.now() - start;
+    const cpuAll = process.cpuUsage(cpu0);
+
+    const all = await s.actors.find({ kind: 'strategy' });
+    const byStatus: Record<string, number> = {};
+    for (const r of all) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+    const byResolution = (r: (typeof all)[number]) => r.status === 'CANCELED' && (r.view as { message?: string }).message === 'market resolved';
+    // fired: left ACTIVE (armed) other than by a resolution
+    const fired = all.filter((r) => r.status !== 'ACTIVE' && !byResolution(r)).length;
+    const endedByResolution = all.filter(byResolution).length;
+    const resolvedMarkets = catalogue.markets.filter((m) => venue.marketStatus(m.conditionId)?.resolved).length;
+
+    const perSec = (ms: number) => Math.round(applied / (ms / 1000)).toLocaleString('en-US');
+    const cpuUs = (c: NodeJS.CpuUsage) => `${((c.user + c.system) / applied).toFixed(1)} µs/event = ${Math.round((applied * 1e6) / (c.user + c.system)).toLocaleString('en-US')} events per CPU second`;
+    console.log(`capture events applied: ${applied} (levels, trade prints, tick changes, resolutions); skipped ${capture.skips.errorRows} error rows, ${capture.skips.unusable} unusable`);
+    console.log(`venue, in memory (every event applied to books, ledger, order states): ${perSec(memMs)} events/s (${memMs.toFixed(0)} ms; CPU ${cpuUs(cpuMem)}) — goal ≥ 50,000/s`);
+    console.log(`venue, durable (journal entries written, reports and book changes delivered to the engine): ${perSec(venueMs)} events/s (${venueMs.toFixed(0)} ms; CPU ${cpuUs(cpuVenue)})`);
+    console.log(`end to end (engine done with every report and trigger): ${perSec(e2eMs)} events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)})`);
+    console.log(`strategies fired: ${fired}; ended CANCELED by resolution: ${endedByResolution}; by status: ${JSON.stringify(byStatus)}`);
+    const failed = all.find((r) => r.status === 'FAILED');
+    if (failed) console.log(`a fired stop that FAILED says: ${(failed.view as { message?: string }).message}`);
+    console.log(`user fills: ${fills}; resting orders canceled by resolution: ${resolvedCancels}; markets resolved: ${resolvedMarkets}`);
+    await s.stop();
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

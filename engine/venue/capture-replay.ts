@@ -1,0 +1,105 @@
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { Capture, CaptureEvent } from './capture.js';
+
+/** Options of the capture replay (from SIM_CAPTURE, SIM_REPLAY_SPEED). */
+export interface CaptureReplayOptions {
+  capture: Capture;
+  clock: Clock;
+  log: Logger;
+  /** Recorded seconds per real second (SIM_REPLAY_SPEED). */
+  speed: number;
+  /** How often the replay applies the events that came due, ms (default 250). */
+  tickMs?: number;
+  /** Applies a batch of due events in order, as one venue operation. */
+  apply: (events: CaptureEvent[]) => void;
+}
+
+/**
+ * The replay clock of the WebSocket capture (issue 16, deliverable 1). The capture's first event
+ * is applied when the replay starts (venue start-up); from then on capture time advances `speed`
+ * times as fast as the injected clock (`recorded = startMs + (now − startedAt) × speed`), and
+ * every `tickMs` the events whose time came are applied, in order, as one batch. At the end of
+ * the capture the replay **stops** (no loop): the books keep their last captured levels, the
+ * resolved markets stay resolved, the others stay open. It starts over at each start of the
+ * service: the journaled outcomes of a previous run (ticks, resolutions) stay, and applying them
+ * again is a no-op.
+ */
+export class CaptureReplay {
+  private next = 0;
+  private startedAtMs = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private ended = false;
+
+  constructor(private readonly o: CaptureReplayOptions) {}
+
+  /** Events applied so far. */
+  get applied(): number {
+    return this.next;
+  }
+
+  /** Whether every event was applied. */
+  get done(): boolean {
+    return this.next >= this.o.capture.events.length;
+  }
+
+  /** Starts the replay clock now and applies what is due at once (the capture's first events). */
+  start(): void {
+    this.startedAtMs = this.o.clock.now();
+    const s = this.o.capture.skips;
+    this.o.log.info(
+      { events: this.o.capture.events.length, markets: this.o.capture.markets.length, speed: this.o.speed, spanMs: this.o.capture.endMs - this.o.capture.startMs, skipped: s },
+      `capture replay started; skipped ${s.errorRows} error rows, ${s.unusable} rows with N/A or missing values, ${s.malformed} malformed rows (${s.naValues} N/A values seen)`,
+    );
+    this.step();
+    if (this.done) return;
+    this.timer = setInterval(() => this.step(), this.o.tickMs ?? 250);
+    this.timer.unref();
+  }
+
+  /** Stops the replay clock. */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Capture time now, epoch ms of the capture. */
+  recordedNowMs(): number {
+    return this.o.capture.startMs + (this.o.clock.now() - this.startedAtMs) * this.o.speed;
+  }
+
+  /** Applies every event due at the replay clock's time; stops at the end of the capture. */
+  step(): void {
+    const events = this.o.capture.events;
+    const upTo = this.recordedNowMs();
+    let end = this.next;
+    while (end < events.length && events[end]!.atMs <= upTo) end++;
+    if (end > this.next) {
+      const batch = events.slice(this.next, end);
+      this.next = end;
+      this.o.apply(batch);
+    }
+    if (this.done && !this.ended) {
+      this.ended = true;
+      this.stop();
+      this.o.log.info({ applied: this.next }, 'capture replay reached the end of the capture and stopped');
+    }
+  }
+
+  /**
+   * Applies the rest of the capture at once, in batches of `batchSize` events, without the
+   * clock (benchmark): each batch is one venue operation.
+   * @returns how many events were applied.
+   */
+  runToEnd(batchSize: number): number {
+    const events = this.o.capture.events;
+    const from = this.next;
+    while (this.next < events.length) {
+      const end = Math.min(events.length, this.next + batchSize);
+      const batch = events.slice(this.next, end);
+      this.next = end;
+      this.o.apply(batch);
+    }
+    return this.next - from;
+  }
+}

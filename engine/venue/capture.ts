@@ -1,0 +1,191 @@
+import { keccak256, toUtf8Bytes } from 'ethers';
+import { dec, type Dec } from '../decimal.js';
+import type { Side } from './port.js';
+
+/**
+ * The captured CLOB market channel (issue 16, deliverable 1): `data/ws-capture-2026-02-20.csv`
+ * parsed into markets and a time-ordered list of events the replay applies
+ * (engine/venue/capture-replay.ts). Pure: no I/O besides what the caller reads.
+ */
+
+/** One event of the capture, in the venue's terms (prices decimal probability, sizes shares, times epoch ms). */
+export type CaptureEvent =
+  /** A price level of one side changed to `size` shares (0: the level is gone). */
+  | { kind: 'level'; atMs: number; tokenId: string; side: Side; price: Dec; size: Dec }
+  /** A trade printed at `price` (the last-trade price of the token). */
+  | { kind: 'trade'; atMs: number; tokenId: string; price: Dec }
+  /** The token's market changed its tick to `tickSize`. */
+  | { kind: 'tick'; atMs: number; tokenId: string; tickSize: Dec }
+  /** The market of `conditionId` resolved; `winningTokenId` won. */
+  | { kind: 'resolved'; atMs: number; conditionId: string; winningTokenId: string };
+
+/** A market of the capture: one event slug, its two outcome tokens (first seen first). */
+export interface CaptureMarket {
+  slug: string;
+  /** keccak256 of the slug's UTF-8 bytes, 0x + 64 hex: see {@link conditionIdOf}. */
+  conditionId: string;
+  question: string;
+  tokens: { tokenId: string; outcome: string }[];
+  /** When the capture first saw the market, epoch ms. */
+  firstSeenMs: number;
+}
+
+/** What was skipped while parsing: rows that are not usable facts. */
+export interface CaptureSkips {
+  /** `error` rows (the capture's WebSocket reconnects). */
+  errorRows: number;
+  /** Rows of a known type whose needed value was `N/A`, empty or not a number. */
+  unusable: number;
+  /** `N/A` values met in any column (best_bid/best_ask mostly: informative only, never needed). */
+  naValues: number;
+  /** Rows of an unknown `event_type`, repeated headers, rows with too few columns. */
+  malformed: number;
+  /** `market_resolved` rows of the losing token (the winning row resolves the market). */
+  losingResolutionRows: number;
+}
+
+/** The parsed capture. */
+export interface Capture {
+  markets: CaptureMarket[];
+  /** Events in `timestamp_ms` order (stable: file order within a millisecond). */
+  events: CaptureEvent[];
+  /** First and last event time, epoch ms. */
+  startMs: number;
+  endMs: number;
+  skips: CaptureSkips;
+}
+
+/** The capture file in the project's `data/` folder. */
+export const CAPTURE_FILE = 'ws-capture-2026-02-20.csv';
+/** Tick of a capture market until its `tick_size_change` (the capture's markets start at 0.01). */
+export const CAPTURE_INITIAL_TICK = '0.01';
+/** Minimum size of a resting order on a capture market, shares (the capture does not say otherwise). */
+export const CAPTURE_MIN_SIZE = '5';
+
+/**
+ * The condition id of a capture market: keccak256 of its event slug (UTF-8), `0x` + 64 hex. The
+ * capture carries no condition id; this is deterministic (the same across restarts and builds)
+ * and has the shape of a real one.
+ */
+export function conditionIdOf(slug: string): string {
+  return keccak256(toUtf8Bytes(slug));
+}
+
+/**
+ * The question of a capture market from its slug: `btc-15min-up-or-down-09:15` →
+ * `BTC Up or Down - 15 minutes from 09:15 ET`. Other slugs are shown as they are.
+ */
+export function questionOf(slug: string): string {
+  const m = /^([a-z0-9]+)-15min-up-or-down-(\d{1,2}:\d{2})$/.exec(slug);
+  return m ? `${m[1]!.toUpperCase()} Up or Down - 15 minutes from ${m[2]} ET` : slug;
+}
+
+const COLUMNS = [
+  'event_slug', 'timestamp_ms', 'timestamp_iso', 'timestamp_est', 'event_type', 'price', 'size', 'size_change', 'side', 'best_bid', 'best_ask',
+  'token_id', 'is_winning_token', 'outcome', 'time_since_ticker_change_ms', 'ticker_changed_recently', 'old_tick_size', 'new_tick_size',
+  'market_resolved', 'error_message',
+] as const;
+const col = Object.fromEntries(COLUMNS.map((c, i) => [c, i])) as Record<(typeof COLUMNS)[number], number>;
+
+/** A decimal from a cell, or null for `N/A`, empty or not a finite non-negative number. */
+function decimalCell(v: string | undefined): Dec | null {
+  if (v === undefined || v === '' || v === 'N/A') return null;
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(v)) return null;
+  return dec(v);
+}
+
+/**
+ * Parses the capture CSV (header line first; no quoted cells in this file). Never throws on a
+ * bad row: `error` rows, `N/A` or empty values where a value is needed, repeated headers and
+ * unknown event types are counted in {@link Capture.skips} and skipped. Level sizes are rounded to
+ * the venue's 2 share decimals (half-even; the file carries float noise like `232.58999999999992`).
+ * Market identity: a row's `event_slug` with its `token_id` and `outcome`; a slug with other than
+ * two tokens is not listed (none in this file).
+ * @param text the file's content.
+ */
+export function parseCapture(text: string): Capture {
+  const skips: CaptureSkips = { errorRows: 0, unusable: 0, naValues: 0, malformed: 0, losingResolutionRows: 0 };
+  const bySlug = new Map<string, CaptureMarket>();
+  const tokenSlug = new Map<string, string>();
+  const rows: { ev: CaptureEvent | { kind: 'resolvedToken'; atMs: number; slug: string; tokenId: string }; n: number }[] = [];
+  const lines = text.split(/\r?\n/);
+  for (let n = 1; n < lines.length; n++) {
+    const line = lines[n]!;
+    if (line === '') continue;
+    if (line.includes('N/A')) skips.naValues += line.split(',').filter((c) => c === 'N/A').length;
+    const c = line.split(',');
+    const type = c[col.event_type];
+    const atMs = Number(c[col.timestamp_ms]);
+    if (c.length < COLUMNS.length - 1 || type === undefined || type === 'event_type' || !Number.isFinite(atMs)) {
+      skips.malformed++;
+      continue;
+    }
+    if (type === 'error') {
+      skips.errorRows++;
+      continue;
+    }
+    const slug = c[col.event_slug]!;
+    const tokenId = c[col.token_id]!;
+    if (!slug || !/^[0-9]+$/.test(tokenId)) {
+      skips.unusable++;
+      continue;
+    }
+    // every row with a token names its market
+    let m = bySlug.get(slug);
+    if (!m) bySlug.set(slug, (m = { slug, conditionId: conditionIdOf(slug), question: questionOf(slug), tokens: [], firstSeenMs: atMs }));
+    m.firstSeenMs = Math.min(m.firstSeenMs, atMs);
+    if (!tokenSlug.has(tokenId)) {
+      tokenSlug.set(tokenId, slug);
+      m.tokens.push({ tokenId, outcome: c[col.outcome] || `Outcome ${m.tokens.length + 1}` });
+    }
+    switch (type) {
+      case 'market_open':
+        break;
+      case 'bid':
+      case 'ask': {
+        const price = decimalCell(c[col.price]);
+        const size = decimalCell(c[col.size]);
+        if (!price || !size || price.lte(0) || price.gte(1)) {
+          skips.unusable++;
+          break;
+        }
+        rows.push({ ev: { kind: 'level', atMs, tokenId, side: type === 'bid' ? 'buy' : 'sell', price, size: size.toDecimalPlaces(2) }, n });
+        break;
+      }
+      case 'last_trade_price': {
+        const price = decimalCell(c[col.price]);
+        if (!price || price.lte(0) || price.gte(1)) {
+          skips.unusable++;
+          break;
+        }
+        rows.push({ ev: { kind: 'trade', atMs, tokenId, price }, n });
+        break;
+      }
+      case 'tick_size_change': {
+        const tickSize = decimalCell(c[col.new_tick_size]);
+        if (!tickSize || tickSize.lte(0) || tickSize.gte(1)) {
+          skips.unusable++;
+          break;
+        }
+        rows.push({ ev: { kind: 'tick', atMs, tokenId, tickSize }, n });
+        break;
+      }
+      case 'market_resolved':
+        if (c[col.is_winning_token] === 'true') rows.push({ ev: { kind: 'resolvedToken', atMs, slug, tokenId }, n });
+        else skips.losingResolutionRows++;
+        break;
+      default:
+        skips.malformed++;
+    }
+  }
+  const markets = [...bySlug.values()].filter((m) => m.tokens.length === 2);
+  const listed = new Set(markets.map((m) => m.slug));
+  rows.sort((a, b) => a.ev.atMs - b.ev.atMs || a.n - b.n);
+  const events: CaptureEvent[] = [];
+  for (const { ev } of rows) {
+    const slug = ev.kind === 'resolvedToken' ? ev.slug : ev.kind === 'resolved' ? '' : tokenSlug.get(ev.tokenId)!;
+    if (!listed.has(slug)) continue;
+    events.push(ev.kind === 'resolvedToken' ? { kind: 'resolved', atMs: ev.atMs, conditionId: bySlug.get(slug)!.conditionId, winningTokenId: ev.tokenId } : ev);
+  }
+  return { markets, events, startMs: events[0]?.atMs ?? 0, endMs: events.at(-1)?.atMs ?? 0, skips };
+}

@@ -1,0 +1,64 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { loadCatalogue } from '../../engine/venue/markets.js';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
+import { startTestService, type TestService } from '../helpers.js';
+import { poll } from './trading-kit.js';
+
+/**
+ * Issue 16, deliverable 1 through the real service: SIM_CAPTURE=on with the fastest replay clock
+ * (SIM_REPLAY_SPEED=1000000: the 6.5 hours of capture in about 25 ms of real time, applied on the
+ * replay's 250 ms tick). The capture's facts reach REST: resolutions with their winners, tick
+ * changes, last trade prints; the replay stops at the end; a restart keeps what it journaled.
+ */
+describe('the WebSocket capture replayed on the replay clock (real service)', () => {
+  const capture = loadCatalogue().capture!;
+  const resolved = capture.events.filter((e) => e.kind === 'resolved');
+  let dir: string;
+  let svc: TestService;
+  const start = async () => startTestService({ store: await EmbeddedStore.open(dir), env: { SIM_CAPTURE: 'on', SIM_REPLAY_SPEED: '1000000' } });
+  const captureMarkets = async () => (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets as any[];
+
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-capture-'));
+    svc = await start();
+  });
+  afterAll(async () => {
+    await svc.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('replays to the end and stops: 104 markets resolved with the captured winners, ticks 0.001 where the capture changed them, last trade prints; orders there 422', async () => {
+    const markets = await poll('capture replayed', captureMarkets, (ms) => ms.filter((m) => m.resolved).length === resolved.length);
+    expect((svc.services.venue as SimVenue).capture!.done).toBe(true);
+    for (const r of resolved) {
+      if (r.kind !== 'resolved') continue;
+      expect(markets.find((m) => m.condition_id === r.conditionId)).toMatchObject({ closed: true, resolved: true, winning_token_id: r.winningTokenId });
+    }
+    const ticked = new Set(capture.events.filter((e) => e.kind === 'tick').map((e) => (e as { tokenId: string }).tokenId));
+    const withTick = markets.filter((m) => m.tokens.some((t: any) => ticked.has(t.token_id)));
+    expect(withTick.length).toBeGreaterThan(0);
+    for (const m of withTick) expect(m.tick_size).toBe('0.001');
+    expect(markets.some((m) => m.tokens.some((t: any) => t.last_trade_price !== undefined))).toBe(true);
+    const open = markets.filter((m) => !m.resolved);
+    expect(open).toHaveLength(112 - resolved.length);
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });
+    const closed = markets.find((m) => m.resolved)!;
+    const r = await svc.call('POST', '/v2/trade/order', { body: { symbol: closed.tokens[0].token_id, side: 'buy', type: 'LIMIT', price: '0.5', size: '10' }, headers: { 'x-partner-user-id': 'carol' } });
+    expect(r).toMatchObject({ status: 422, body: { error: 'MARKET_CLOSED' } });
+    // an open market's book is the captured levels (no ladder of the liquidity provider)
+    const withBook = await Promise.all(open.flatMap((m) => m.tokens.map(async (t: any) => (await svc.call('GET', `/v2/trade/book?token_id=${t.token_id}`)).body)));
+    for (const b of withBook) for (const l of [...b.bids, ...b.asks]) expect(Number(l.price)).toBeGreaterThanOrEqual(0.9);
+  });
+
+  it('a restart starts the replay over; the journaled resolutions and ticks stay, nothing resolves twice', async () => {
+    const before = await captureMarkets();
+    await svc.close();
+    svc = await start();
+    const after = await poll('capture replayed again', captureMarkets, () => (svc.services.venue as SimVenue).capture!.done);
+    expect(after.map((m) => [m.condition_id, m.resolved, m.winning_token_id, m.tick_size, m.resolved_at])).toEqual(before.map((m) => [m.condition_id, m.resolved, m.winning_token_id, m.tick_size, m.resolved_at]));
+  });
+});

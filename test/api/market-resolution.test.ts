@@ -1,0 +1,119 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dec } from '../../engine/decimal.js';
+import { EmbeddedStore } from '../../engine/store/embedded.js';
+import type { StrategyContext } from '../../machines/strategy-kit.js';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
+import { startTestService, type TestService } from '../helpers.js';
+import { poll } from './trading-kit.js';
+
+/**
+ * Issue 16, deliverables 2 and 3 through the real API: a capture market (quoted by the liquidity
+ * provider, SIM_CAPTURE=off) changes tick and resolves through the simulation control
+ * (SIM_CONTROL=on); the effects are read back over REST, and again after a restart on the same
+ * disk store.
+ */
+describe('market resolution and tick change through the real API', () => {
+  let dir: string;
+  let svc: TestService;
+  let market: any;
+  const as = (u: string) => ({ 'x-partner-user-id': u });
+  const post = (u: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(u) });
+  const start = async () => startTestService({ store: await EmbeddedStore.open(dir), env: { SIM_CONTROL: 'on', SIM_MAKER_REFILL_MS: '3600000' } });
+  const marketNow = async () => (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets.find((m: any) => m.condition_id === market.condition_id);
+
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-resolve-'));
+    svc = await start();
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
+    const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
+    market = page.markets.find((m: any) => /^btc-15min-up-or-down-/.test(m.slug));
+    expect(market).toMatchObject({ condition_id: expect.stringMatching(/^0x[0-9a-f]{64}$/), question: expect.stringMatching(/^BTC Up or Down/), tick_size: '0.01', min_size: '5', closed: false, resolved: false, winning_token_id: null });
+    expect(market.tokens.map((t: any) => t.outcome)).toEqual(['Up', 'Down']);
+  });
+  afterAll(async () => {
+    await svc.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('the simulation control is absent (404) unless SIM_CONTROL=on', async () => {
+    const off = await startTestService();
+    try {
+      const r = await off.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, { body: { winning_token_id: market.tokens[0].token_id } });
+      expect(r.status).toBe(404);
+    } finally {
+      await off.close();
+    }
+  });
+
+  it('strategies price on the current tick: a TWAP slice after a tick change 0.01 → 0.001 is one 0.001 tick inside the touch', async () => {
+    const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
+    const eth = page.markets.find((m: any) => /^eth-15min-up-or-down-/.test(m.slug));
+    const token = eth.tokens[0].token_id as string;
+    const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', execution: { interval_sec: 10, duration_sec: 30, passive: true } });
+    expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE' } });
+    const id = res.body.record_id as string;
+    await svc.services.strategies.whenQuiet(id);
+    await (svc.services.venue as SimVenue).changeTickSize(token, dec('0.001'));
+    const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
+    await svc.services.host.deliverTimer({ actorId: id, timerName: 'slice', atMs: c.deadlines.slice! });
+    await svc.services.strategies.whenQuiet(id);
+    const after = svc.services.host.snapshotOf(id)?.context as StrategyContext;
+    const second = after.children[1]!;
+    const order = await svc.services.actors.get(second.orderId);
+    // one tick of 0.001 above the bid (0.49, or the first slice's 0.5 when it still rests): 0.491 or 0.501
+    expect((order!.view as { price: string }).price).toMatch(/^0\.[45]01$|^0\.491$/);
+    expect(after.children[0]!.orderId).not.toBe(second.orderId);
+  });
+
+  it('tick change, then resolution: resting order canceled (market resolved), new orders 422 MARKET_CLOSED, armed STOP_LOSS CANCELED; restart keeps both', async () => {
+    const up = market.tokens[0].token_id as string;
+    const down = market.tokens[1].token_id as string;
+    // shares to protect with a stop
+    const buy = await post('alice', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.55', size: '20', time_in_force: 'IOC' });
+    expect(buy).toMatchObject({ status: 200, body: { status: 'FILLED' } });
+    // tick change 0.01 → 0.001: new orders checked against it at once, the book and markets show it
+    await (svc.services.venue as SimVenue).changeTickSize(up, dec('0.001'));
+    expect((await svc.call('GET', `/v2/trade/book?token_id=${up}`)).body.tick_size).toBe('0.001');
+    expect((await marketNow()).tick_size).toBe('0.001');
+    const resting = await post('alice', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.405', size: '10' });
+    expect(resting).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    const stop = await post('alice', { symbol: up, side: 'sell', type: 'STOP_LOSS', price: '0.3', size: '10' });
+    expect(stop).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
+
+    const userKey = (await svc.call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } })).body.api_key as string;
+    const asUser = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, { body: { winning_token_id: up }, token: userKey });
+    expect(asUser).toMatchObject({ status: 403, body: { error: 'forbidden' } }); // a partner user's key never reaches the control
+    const bad = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, { body: { winning_token_id: '42' } });
+    expect(bad).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
+    const res = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, { body: { winning_token_id: up } });
+    expect(res).toMatchObject({ status: 200, body: { closed: true, resolved: true, winning_token_id: up, tokens: [{ token_id: up, winner: true }, { token_id: down, winner: false }] } });
+    const other = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, { body: { winning_token_id: down } });
+    expect(other).toMatchObject({ status: 409, body: { error: 'conflict' } });
+
+    const order = await poll('resting order canceled', async () => svc.services.actors.get(resting.body.order_id), (r) => r?.status === 'CANCELED');
+    expect(order!.view).toMatchObject({ status: 'CANCELED', message: expect.stringMatching(/market resolved/) });
+    const strategies = async () => (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as('alice') })).body.strategies;
+    const ended = await poll('stop canceled', strategies, (l: any[]) => l.find((s) => s.record_id === stop.body.record_id)?.status === 'CANCELED');
+    expect(ended.find((s: any) => s.record_id === stop.body.record_id)).toMatchObject({ status: 'CANCELED', message: 'market resolved' });
+
+    for (const symbol of [up, down]) {
+      const refused = await post('alice', { symbol, side: 'buy', type: 'LIMIT', price: '0.5', size: '10' });
+      expect(refused).toMatchObject({ status: 422, body: { error: 'MARKET_CLOSED', message: expect.stringMatching(/resolved/) } });
+    }
+    const refusedStop = await post('alice', { symbol: up, side: 'sell', type: 'STOP_LOSS', price: '0.3', size: '10' });
+    expect(refusedStop).toMatchObject({ status: 422, body: { error: 'MARKET_CLOSED' } });
+    expect(await marketNow()).toMatchObject({ closed: true, resolved: true, winning_token_id: up, tick_size: '0.001', resolved_at: expect.any(Number) });
+    expect((await svc.call('GET', `/v2/trade/book?token_id=${up}`)).body).toMatchObject({ bids: [], asks: [] });
+
+    // restart on the same store: the resolution and the tick come back from the journal
+    await svc.close();
+    svc = await start();
+    expect(await marketNow()).toMatchObject({ closed: true, resolved: true, winning_token_id: up, tick_size: '0.001' });
+    expect((await svc.call('GET', `/v2/trade/book?token_id=${up}`)).body).toMatchObject({ tick_size: '0.001', bids: [], asks: [] });
+    expect(await post('alice', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.5', size: '10' })).toMatchObject({ status: 422, body: { error: 'MARKET_CLOSED' } });
+    expect(svc.services.venue.marketStatus(market.condition_id)).toMatchObject({ resolved: true, winningTokenId: up });
+  });
+});

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { initialTransition, transition, type AnyStateMachine } from 'xstate';
+import { PEGGED_STATUS, peggedMachine } from '../../machines/pegged.js';
+import { STOP_LOSS_STATUS, stopLossMachine } from '../../machines/stop-loss.js';
+import type { StrategyContext, StrategyEvent, StrategyInput } from '../../machines/strategy-kit.js';
+import { TRAILING_BUY_STATUS, trailingBuyMachine } from '../../machines/trailing-buy.js';
+import { TRAILING_STOP_STATUS, trailingStopMachine } from '../../machines/trailing-stop.js';
+
+const base: StrategyInput = {
+  recordId: 'stg1', userId: 'u1', type: 'STOP_LOSS', side: 'sell', tokenId: '123', tickSize: '0.01', minSize: '5',
+  price: null, size: null, quoteAmount: null, execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null,
+  createdAtMs: 0, touch: { bid: '0.55', ask: '0.57' },
+};
+
+/** Save → JSON → restore, then the event (as the actor host does between events). */
+function step(machine: AnyStateMachine, snapshot: unknown, event: StrategyEvent) {
+  const restored = machine.resolveState(JSON.parse(JSON.stringify(snapshot)));
+  return transition(machine, restored, event)[0];
+}
+
+/**
+ * Issue 16: the engine ends a strategy whose market resolved with `strategy.cancel` carrying
+ * reason `market resolved` (engine/strategies/service.ts `onMarket`): an armed strategy ends
+ * CANCELED and the reason is its message (`endReason`); without a reason, DELETE's own message.
+ */
+describe('strategy.cancel with a reason (market resolved)', () => {
+  const cases: Array<[string, AnyStateMachine, Record<string, string>, StrategyInput]> = [
+    ['STOP_LOSS', stopLossMachine, STOP_LOSS_STATUS, { ...base, price: '0.5', size: '10' }],
+    ['TRAILING_STOP', trailingStopMachine, TRAILING_STOP_STATUS, { ...base, type: 'TRAILING_STOP', size: '10', highWaterMark: '0.6', offsetAbs: '0.05', offsetPct: null }],
+    ['TRAILING_BUY', trailingBuyMachine, TRAILING_BUY_STATUS, { ...base, type: 'TRAILING_BUY', side: 'buy', quoteAmount: '10', lowWaterMark: '0.4', offsetAbs: null, offsetPct: '12.5', priceCeiling: '0.5' }],
+  ];
+  it.each(cases)('%s armed → CANCELED with message `market resolved`', (_name, machine, status, input) => {
+    const [s0] = initialTransition(machine, input);
+    expect(status[String(s0.value)]).toBe('ACTIVE');
+    const s1 = step(machine, machine.getPersistedSnapshot(s0), { type: 'strategy.cancel', reason: 'market resolved' });
+    expect(status[String(s1.value)]).toBe('CANCELED');
+    expect((s1.context as StrategyContext).endReason).toBe('market resolved');
+    const s2 = step(machine, machine.getPersistedSnapshot(s0), { type: 'strategy.cancel' });
+    expect((s2.context as StrategyContext).endReason).not.toBe('market resolved');
+  });
+
+  it('PEGGED with a working order: cancels it and ends CANCELED with the reason', () => {
+    const input: StrategyInput = { ...base, type: 'PEGGED', side: 'buy', quoteAmount: '10', offsetTicks: 0, priceFloor: null, priceCeiling: null, touch: { bid: '0.49', ask: '0.51' } };
+    const [s0] = initialTransition(peggedMachine, input);
+    let s = s0;
+    s = step(peggedMachine, peggedMachine.getPersistedSnapshot(s), { type: 'strategy.cancel', reason: 'market resolved' });
+    expect((s.context as StrategyContext).endReason).toBe('market resolved');
+    expect(['CANCELED', 'ACTIVE']).toContain((PEGGED_STATUS as Record<string, string>)[String(s.value)] ?? 'ACTIVE');
+  });
+});
