@@ -137,15 +137,16 @@ describe('wallet operations (REST)', () => {
     expect((await activity('dave'))[0]).toMatchObject({ kind: 'wallet', type: 'REDEEM', amount: '0' });
   });
 
-  it('redeem while an open sell reserves shares: 422 SHARES_RESERVED, nothing changes', async () => {
+  it('redeem after an open sell: resolution cancels the sell (market resolved), its shares are free again and redeem pays them', async () => {
     const m = market();
     await post('dave', '/positions/split', { condition_id: m.condition_id, amount: '10' });
-    await tr.post('dave', { symbol: m.tokens[0]!.token_id, side: 'sell', type: 'LIMIT', price: '0.99', size: '5' });
+    const sell = await tr.post('dave', { symbol: m.tokens[0]!.token_id, side: 'sell', type: 'LIMIT', price: '0.99', size: '5' });
+    expect(sell.status).toBe(200);
     await (svc.services.venue as SimVenue).resolveMarket(m.condition_id, m.tokens[0]!.token_id);
     const r = await post('dave', '/positions/redeem', { condition_id: m.condition_id });
-    expect(r.status).toBe(422);
-    expect(r.body.error).toBe('SHARES_RESERVED');
-    expect(await shares('dave', m.tokens[0]!.token_id)).toBe('10');
+    expect(r.status).toBe(200);
+    expect(r.body.payout_usd).toBe('10');
+    expect(await shares('dave', m.tokens[0]!.token_id)).toBe('0');
   });
 
   it('withdrawable balances (spec 2.8): pUSD by its token address, human units, zero balances dropped', async () => {

@@ -105,7 +105,9 @@ describe('conservation over random sequences (fast-check)', () => {
               break;
             }
             case 'resolve':
-              await (svc.services.venue as SimVenue).resolveMarket(mk[c.m]!.condition_id, mk[c.m]!.tokens[c.o]!.token_id);
+              if (!svc.services.venue.marketStatus(mk[c.m]!.condition_id)?.resolved) {
+                await (svc.services.venue as SimVenue).resolveMarket(mk[c.m]!.condition_id, mk[c.m]!.tokens[c.o]!.token_id);
+              }
               r = { status: 200 };
               break;
             case 'redeem':
