@@ -287,12 +287,14 @@ describe('Socket.IO namespace /v2/trade', () => {
     const listed = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets.find((m: any) => m.tokens.length === 2 && m.tokens[0].token_id !== token);
     // the ack carries the named markets' current state (unknown ids left out)
     expect(await s.emitWithAck('markets.subscribe', { condition_ids: [listed.condition_id, 'no-such-market'] })).toEqual({
-      ok: true, markets: [{ ...listed, closed: false, resolved: false, winning_token_id: null, revision: 0, at: expect.any(Number) }],
+      ok: true, markets: [{ ...listed, revision: 0, at: expect.any(Number) }],
     });
     expect(await s.emitWithAck('markets.subscribe', { condition_ids: 'x' as never })).toMatchObject({ ok: false, error: 'invalid_request' });
     await (svc.services.venue as SimVenue).resolveMarket(listed.condition_id, listed.tokens[1].token_id);
     await until(() => got.length === 1);
-    expect(got[0]).toEqual({ ...listed, closed: true, resolved: true, winning_token_id: listed.tokens[1].token_id, revision: 1, at: expect.any(Number) });
+    const after = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets.find((m: any) => m.condition_id === listed.condition_id);
+    expect(after).toMatchObject({ closed: true, resolved: true, winning_token_id: listed.tokens[1].token_id, resolved_at: expect.any(Number) });
+    expect(got[0]).toEqual({ ...after, revision: 1, at: expect.any(Number) });
     expect(await s.emitWithAck('markets.subscribe', { condition_ids: [listed.condition_id] })).toMatchObject({ ok: true, markets: [{ resolved: true, revision: 1 }] });
     await new Promise((r) => setTimeout(r, 50));
     expect(otherGot).toEqual([]);
