@@ -6,6 +6,7 @@ import { pinoHttp } from 'pino-http';
 import { errors } from '../engine/errors.js';
 import type { Principal } from '../engine/auth.js';
 import type { Services } from '../engine/service.js';
+import { admission } from './admission.js';
 import { requireWritable } from './availability.js';
 import { authenticate, requireScope, resolveUser } from './auth.js';
 import type { HandlerResult, RouteSpec } from './context.js';
@@ -42,10 +43,12 @@ type WithPrincipal = Request & { [PRINCIPAL]?: Principal | null };
  * before the body is read (spec 5.3: a caller without a valid token hears 401, whatever its body)
  * → non-JSON body (415) → body parsing (413 over the limit, 400 malformed) → acting user
  * (400/404) → `Idempotency-Key` on POST/PATCH/DELETE (400) → body schema (400) → 501 when not
- * built → idempotent execution (replay, 409, 422) → handler. Responses of authenticated routes
+ * built → idempotent execution (replay, 409, 422) → handler. Mutating requests pass the load
+ * shedding of api/admission.ts after authentication (503 `overloaded` with `Retry-After` when
+ * the service is at capacity), before their body is read. Responses of authenticated routes
  * carry `Cache-Control: no-store`.
  */
-function mount(app: Express, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[]): void {
+function mount(app: Express, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[], admit: RequestHandler): void {
   const mutating = route.method !== 'get';
   const authorize = async (req: WithPrincipal, res: Response, next: NextFunction) => {
     if (!route.scope) {
@@ -89,7 +92,7 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
     await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {} });
     send(res, result);
   };
-  app[route.method](path, authorize, ...parseBody, run);
+  app[route.method](path, authorize, ...(mutating ? [admit] : []), ...parseBody, run);
 }
 
 /** Query parameters whose values are never logged (a credential sent in the URL by mistake). */
@@ -220,9 +223,11 @@ export function createApp(services: Services): Express {
   if (services.config.rateLimitPerMin > 0) app.use(rateLimiter(services.config.rateLimitPerMin));
   // Per route, after authentication: an unauthenticated body is never read.
   const parseBody = [requireJson, express.json({ limit: services.config.bodyLimitBytes, strict: true, type: ['application/json', 'application/*+json'] })];
+  // one admission limit for every mutating route (v1 and v2 alike)
+  const admit = admission({ concurrency: services.config.writeConcurrency, queueLength: services.config.writeQueueLength, queueWaitMs: services.config.writeQueueWaitMs });
   for (const route of ROUTES) {
-    mount(app, route, route.path, services, parseBody);
-    if (route.v1) mount(app, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody);
+    mount(app, route, route.path, services, parseBody, admit);
+    if (route.v1) mount(app, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody, admit);
   }
   app.use(notFoundHandler);
   app.use(errorHandler);
