@@ -113,6 +113,9 @@ interface Live {
 
 const NO_VIEW: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
+/** How many recently final actors {@link ActorHost.recordOf} keeps answering for from memory. */
+const RECENTLY_FINAL = 1024;
+
 /** The record as kept in memory for a live actor: its read model is derived on demand (memory per actor). */
 function slim(r: ActorRecord): ActorRecord {
   return { ...r, view: NO_VIEW };
@@ -230,11 +233,21 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     return this.live.get(id)?.snapshot ?? null;
   }
 
-  /** Last persisted record of a live (non-final) actor, or null (then read the repository). */
+  /**
+   * Last persisted record of a live actor, or of one that reached its final state recently (a
+   * final record never changes again), or null (then read the repository).
+   */
   recordOf(id: string): ActorRecord | null {
-    const l = this.live.get(id);
+    const l = this.live.get(id) ?? this.recentlyFinal.get(id);
     return l ? this.full(l) : null;
   }
+
+  /**
+   * Actors that reached a final state lately, newest last, at most {@link RECENTLY_FINAL}: the
+   * request that ended one (an IOC order filled at once) reads its record from here instead of
+   * reading back and parsing what it has just written (issue 15).
+   */
+  private readonly recentlyFinal = new Map<string, Live>();
 
   /** A live actor's record with its read model, derived again from the snapshot (not kept in memory). */
   private full(l: Live): ActorRecord {
@@ -260,6 +273,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     const dormant = l.def.passivate?.(l.snapshot as never) === true && Object.keys(deadlinesOf(l.snapshot)).length === 0;
     if (l.record.final || dormant) this.live.delete(id);
     else this.live.set(id, l);
+    if (l.record.final) {
+      this.recentlyFinal.delete(id);
+      this.recentlyFinal.set(id, l);
+      if (this.recentlyFinal.size > RECENTLY_FINAL) this.recentlyFinal.delete(this.recentlyFinal.keys().next().value!);
+    }
   }
 
   /**
