@@ -121,6 +121,45 @@ function slim(r: ActorRecord): ActorRecord {
   return { ...r, view: NO_VIEW };
 }
 
+/** XState's `persistContext`: actor references in context become `{xstate$$type: 1, id}` (copy on write). */
+function persistContext<T>(part: T): T {
+  let copy: Record<string, unknown> | unknown[] | undefined;
+  for (const key in part) {
+    const value = (part as Record<string, unknown>)[key];
+    if (!value || typeof value !== 'object') continue;
+    const ref = 'sessionId' in value && 'send' in value && 'ref' in value;
+    const next = ref ? { xstate$$type: 1, id: (value as unknown as { id: string }).id } : persistContext(value);
+    if (next === value) continue;
+    copy ??= Array.isArray(part) ? part.slice() : { ...(part as Record<string, unknown>) };
+    (copy as Record<string, unknown>)[key] = next;
+  }
+  return (copy ?? part) as T;
+}
+
+/**
+ * The JSON text of a snapshot as XState's `getPersistedSnapshot` makes it (same keys, same order:
+ * `status`, `output`, `error`, `value`, `historyValue`, `context`, `children`), built directly when
+ * the actor has no children (none of ours spawns): XState's version copies the snapshot with an
+ * object rest that excludes keys, which V8 runs slowly and which cost more than the transition
+ * (issue 15). With children it defers to XState. `test/engine/actor-host.test.ts` compares both.
+ */
+export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachineSnapshot): string {
+  const children = snapshot.children as Record<string, unknown>;
+  for (const _ in children) return JSON.stringify(logic.getPersistedSnapshot(snapshot));
+  const history: Record<string, Array<{ id: string }>> = {};
+  const hv = snapshot.historyValue as Record<string, unknown> | undefined;
+  if (hv && typeof hv === 'object') for (const k in hv) if (Array.isArray(hv[k])) history[k] = (hv[k] as Array<{ id: string }>).map((n) => ({ id: n.id }));
+  return JSON.stringify({
+    status: snapshot.status,
+    output: snapshot.output,
+    error: snapshot.error,
+    value: snapshot.value,
+    historyValue: history,
+    context: persistContext(snapshot.context),
+    children: {},
+  });
+}
+
 /** Context convention: `deadlines` maps timer name → epoch ms. */
 function deadlinesOf(snapshot: { context?: unknown }): Record<string, number> {
   const d = (snapshot.context as { deadlines?: Record<string, number> } | undefined)?.deadlines;
@@ -184,7 +223,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         _id: args.id,
         machineId,
         machineVersion: def.version,
-        snapshot: JSON.stringify(def.logic.getPersistedSnapshot(snapshot)),
+        snapshot: persistedSnapshotJson(def.logic, snapshot),
         kind: def.kind,
         status,
         view: def.viewOf?.(snapshot, { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 }) ?? {},
@@ -409,7 +448,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         const updatedAtMs = this.clock.now();
         const meta = { id, status, createdAtMs: live.record.createdAtMs, updatedAtMs, revision: live.record.revision + 1 };
         const record = await this.repo.update(live.record, {
-          snapshot: JSON.stringify(live.def.logic.getPersistedSnapshot(next)),
+          snapshot: persistedSnapshotJson(live.def.logic, next),
           status,
           view: live.def.viewOf?.(next, meta) ?? {},
           final: next.status !== 'active',
