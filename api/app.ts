@@ -2,10 +2,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
-import { pinoHttp } from 'pino-http';
+import type {} from 'pino-http'; // its `req.log` typing (api/errors.ts); the middleware is requestLog below
 import { errors } from '../engine/errors.js';
 import type { Principal } from '../engine/auth.js';
+import type { Logger } from '../engine/logger.js';
 import type { Services } from '../engine/service.js';
+import { admission } from './admission.js';
 import { requireWritable } from './availability.js';
 import { authenticate, requireScope, resolveUser } from './auth.js';
 import type { HandlerResult, RouteSpec } from './context.js';
@@ -26,10 +28,23 @@ const requireJson: RequestHandler = (req, _res, next) => {
   next();
 };
 
-function send(res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}): void {
-  for (const [k, v] of Object.entries({ ...result.headers, ...extraHeaders })) res.setHeader(k, v);
-  if (result.body === undefined) res.status(result.status).end();
-  else res.status(result.status).json(result.body);
+/**
+ * Writes a handler's answer. A GET goes through Express's `res.json` (ETag, 304 on a matching
+ * `If-None-Match`); the answer of a POST, PATCH or DELETE is written directly, without an ETag:
+ * nobody revalidates it, and hashing every order's body cost more than writing it (issue 15).
+ */
+function send(req: Request, res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}): void {
+  if (result.headers) for (const k in result.headers) res.setHeader(k, result.headers[k]!);
+  for (const k in extraHeaders) res.setHeader(k, extraHeaders[k]!);
+  res.status(result.status);
+  if (result.body === undefined) res.end();
+  else if (req.method === 'GET' || req.method === 'HEAD') res.json(result.body);
+  else {
+    const text = JSON.stringify(result.body);
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('Content-Length', Buffer.byteLength(text));
+    res.end(text);
+  }
 }
 
 /** The request's authenticated caller, set by {@link mount}'s first step. */
@@ -42,10 +57,12 @@ type WithPrincipal = Request & { [PRINCIPAL]?: Principal | null };
  * before the body is read (spec 5.3: a caller without a valid token hears 401, whatever its body)
  * → non-JSON body (415) → body parsing (413 over the limit, 400 malformed) → acting user
  * (400/404) → `Idempotency-Key` on POST/PATCH/DELETE (400) → body schema (400) → 501 when not
- * built → idempotent execution (replay, 409, 422) → handler. Responses of authenticated routes
+ * built → idempotent execution (replay, 409, 422) → handler. Mutating requests pass the load
+ * shedding of api/admission.ts after authentication (503 `overloaded` with `Retry-After` when
+ * the service is at capacity), before their body is read. Responses of authenticated routes
  * carry `Cache-Control: no-store`.
  */
-function mount(app: Express, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[]): void {
+function mount(app: Express, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[], admit: RequestHandler): void {
   const mutating = route.method !== 'get';
   const authorize = async (req: WithPrincipal, res: Response, next: NextFunction) => {
     if (!route.scope) {
@@ -71,14 +88,14 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
     const ctx = { req, services, principal, user, resourceSeed };
     if (!idempotencyKey || !principal) {
       if (mutating) requireWritable(services);
-      return send(res, await route.handler(ctx));
+      return send(req, res, await route.handler(ctx));
     }
     // the claim first: a duplicate of a request still running is a 409, a completed one replays,
     // even while the store cannot take writes
     // a mutating route with query parameters (DELETE /v2/trade/orders?symbol=…): the query is part of "the same request"
     const request = route.query ? { body: req.body ?? {}, query: req.query as unknown } : (req.body ?? {});
     const claim = await services.idempotency.begin(principal.keyId, idempotencyKey, { method: req.method, path: req.path, userId: user?._id ?? null, body: request });
-    if (claim.kind === 'replay') return send(res, claim.response, { 'Idempotent-Replayed': 'true' });
+    if (claim.kind === 'replay') return send(req, res, claim.response, { 'Idempotent-Replayed': 'true' });
     let result: HandlerResult;
     try {
       requireWritable(services);
@@ -89,9 +106,9 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
       throw err;
     }
     await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {} });
-    send(res, result);
+    send(req, res, result);
   };
-  app[route.method](path, authorize, ...parseBody, run);
+  app[route.method](path, authorize, ...(mutating ? [admit] : []), ...parseBody, run);
 }
 
 /** Query parameters whose values are never logged (a credential sent in the URL by mistake). */
@@ -146,11 +163,24 @@ function rateLimiter(perMinute: number): RequestHandler {
  * service speaks plain HTTP; the TLS-terminating proxy in front of it sets that.
  */
 export function securityHeaders(): RequestHandler {
-  return helmet({
+  const h = helmet({
     contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
     strictTransportSecurity: false,
     xFrameOptions: { action: 'deny' },
   });
+  // These headers do not depend on the request: helmet runs once here, and each response gets
+  // what it set in one step (helmet's dozen middlewares per request cost more than an echo).
+  const set: Array<[string, string]> = [];
+  const removed: string[] = [];
+  const recorder = { setHeader: (k: string, v: unknown) => void set.push([k, String(v)]), removeHeader: (k: string) => void removed.push(k) };
+  let ran = false;
+  h({} as never, recorder as never, () => (ran = true));
+  if (!ran) return h; // helmet changed its ways: let it run per request
+  return (_req, res, next) => {
+    for (const [k, v] of set) res.setHeader(k, v);
+    for (const k of removed) res.removeHeader(k);
+    next();
+  };
 }
 
 /** The envelope an error response carried (set by api/errors.ts), for the request's log line. */
@@ -176,8 +206,50 @@ function withEnvelope(res: unknown, val: Record<string, unknown>): Record<string
 }
 
 /**
+ * The request's log line (one per request, when it finished or its connection closed) and its id:
+ * `X-Request-Id` echoes a well-formed id the client sent, else a fresh UUID. The line carries only
+ * what is safe, never headers (the bearer token lives there): `req` `{id, method, url}` (credential
+ * query values redacted, {@link loggableUrl}), `res` `{statusCode}`, `responseTime` (ms), and for an
+ * answered error its envelope (`error`, `error_message`); its level is {@link requestLogLevel}'s;
+ * a server fault (5xx but 501 and 503) keeps an `err`. The same lines pino-http wrote, without its
+ * per-request child loggers: a level that is off costs nothing beyond the id (issue 15).
+ * `req.log` (the error middleware's logger) is made on first use, bound to the request.
+ */
+function requestLog(log: Logger): RequestHandler {
+  return (req, res, next) => {
+    const given = req.headers['x-request-id'];
+    const id = typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
+    res.setHeader('X-Request-Id', id);
+    (req as { id?: unknown }).id = id;
+    const startMs = Date.now();
+    const method = req.method;
+    const url = req.originalUrl;
+    const reqField = () => ({ id, method, url: loggableUrl(url) });
+    let child: Logger | null = null;
+    Object.defineProperty(req, 'log', { configurable: true, enumerable: false, get: () => (child ??= log.child({ req: reqField() })) });
+    const done = () => {
+      res.removeListener('finish', done);
+      res.removeListener('close', done);
+      const status = res.statusCode;
+      const level = requestLogLevel(status);
+      if (!log.isLevelEnabled(level)) return;
+      const line: Record<string, unknown> = { req: reqField(), res: { statusCode: status }, responseTime: Date.now() - startMs };
+      if (status >= 500) {
+        if (level === 'error') log.error({ ...line, err: new Error(`failed with status code ${status}`) }, 'request errored');
+        else log[level](withEnvelope(res, line), status === 501 || status === 503 ? 'request completed' : 'request errored');
+        return;
+      }
+      log[level](withEnvelope(res, line), 'request completed');
+    };
+    res.on('finish', done);
+    res.on('close', done);
+    next();
+  };
+}
+
+/**
  * Builds the Express 5 application over running services (usable in-process by tests on port 0).
- * Order: request id + pino-http log line, security headers, the dashboard, the rate limit, the
+ * Order: request id + log line ({@link requestLog}), security headers, the dashboard, the rate limit, the
  * route table (authentication before the body is read, then JSON body parsing: size limit → 413,
  * malformed → 400, non-JSON → 415), 404 for the rest, one error middleware writing `{error, message?}`.
  */
@@ -188,46 +260,20 @@ export function createApp(services: Services): Express {
   app.set('case sensitive routing', true); // paths match exactly: /V2/trade/... is a 404
   app.disable('x-powered-by');
   app.set('trust proxy', false);
-  app.use(
-    pinoHttp({
-      logger: services.log,
-      genReqId: (req, res) => {
-        const given = req.headers['x-request-id'];
-        const id = typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      // Only what is safe: never headers (the bearer token lives there). The serializers read the
-      // raw request and response: pino-http's wrappers would first copy every header and
-      // property of each request into a new object, which cost more than the rest of a cheap
-      // request, only for these three fields to be kept.
-      wrapSerializers: false,
-      serializers: {
-        req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: loggableUrl(req.url) }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      customLogLevel: (_req, res, err) => requestLogLevel(res.statusCode, err),
-      // An answered error (ApiError) logs its envelope, not a stack; a server fault keeps `err`.
-      customSuccessObject: (_req, res, val: Record<string, unknown>) => withEnvelope(res, val),
-      customErrorObject: (_req, res, _err, val: Record<string, unknown>) => {
-        if (requestLogLevel(res.statusCode) === 'error') return val; // a server fault keeps its stack
-        const { err: _answered, ...rest } = val; // an answer (4xx, 501, 503): its envelope, no stack
-        return withEnvelope(res, rest);
-      },
-      customErrorMessage: (_req, res) => (res.statusCode === 501 || res.statusCode === 503 ? 'request completed' : 'request errored'),
-    }),
-  );
+  app.use(requestLog(services.log));
   app.use(securityHeaders());
   app.use(dashboardRouter()); // static page and assets: outside the API's rate limit
   if (services.config.rateLimitPerMin > 0) app.use(rateLimiter(services.config.rateLimitPerMin));
   // Per route, after authentication: an unauthenticated body is never read.
   const parseBody = [requireJson, express.json({ limit: services.config.bodyLimitBytes, strict: true, type: ['application/json', 'application/*+json'] })];
+  // one admission limit for every mutating route (v1 and v2 alike)
+  const admit = admission({ concurrency: services.config.writeConcurrency, queueLength: services.config.writeQueueLength, queueWaitMs: services.config.writeQueueWaitMs });
   for (const route of ROUTES) {
-    mount(app, route, route.path, services, parseBody);
-    if (route.v1) mount(app, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody);
+    mount(app, route, route.path, services, parseBody, admit);
+    if (route.v1) mount(app, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody, admit);
   }
   // simulation controls (issue 16): only when enabled, else their paths are unknown (404)
-  if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, route, route.path, services, parseBody);
+  if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, route, route.path, services, parseBody, admit);
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;

@@ -17,7 +17,7 @@ const ERROR_STATUSES: Record<number, string> = {
   429: 'Rate limit exceeded (RATE_LIMIT_PER_MIN per API key): wait at least `Retry-After` seconds, with jitter.',
   500: 'Server fault: retry with exponential backoff.',
   501: 'Part of the v2 specification, not available on this service yet.',
-  503: '`unavailable`, with `Retry-After` (seconds): the service cannot take this now and changed nothing; retry after the delay. Statements: data not ready, poll later. Orders and cancels: the venue cannot record operations (a store fault; `GET /healthz` shows `venue.ok: false`) or the service is still starting.',
+  503: '`unavailable`, with `Retry-After` (seconds): the service cannot take this now and changed nothing; retry after the delay. Statements: data not ready, poll later. Orders and cancels: the venue cannot record operations (a store fault; `GET /healthz` shows `venue.ok: false`) or the service is still starting. `overloaded` (every POST, PATCH and DELETE): the service is at capacity (WRITE_CONCURRENCY requests running, WRITE_QUEUE_LENGTH waiting, or no slot within WRITE_QUEUE_WAIT_MS); the request was not run.',
 };
 
 const TAGS: Record<string, string> = {
@@ -40,6 +40,7 @@ Conventions:
 - Authentication comes first: without a valid token the answer is 401 whatever the body (malformed, not JSON, too large); the body is read only after the key and its scope are checked. Responses of authenticated endpoints carry \`Cache-Control: no-store\`.
 - Master keys act for a user with the \`X-Partner-User-Id\` header; per-user keys act for their bound user.
 - Rate limit: RATE_LIMIT_PER_MIN requests per minute per API key (default 600); 429 with \`Retry-After\` and the IETF \`RateLimit\` / \`RateLimit-Policy\` headers.
+- Load shedding: when the service is at capacity a POST, PATCH or DELETE answers 503 \`overloaded\` with \`Retry-After\` (seconds) before anything runs; retry after the delay with jitter, with the same \`Idempotency-Key\`.
 - Endpoints of the specification that this service does not provide yet answer 501 after authentication and input checks.
 - \`/v1/trade/*\` mounts reads, cancels and user provisioning with the same behaviour.
 
@@ -105,7 +106,7 @@ function operation(route: RouteSpec, path: string, v1: boolean): Record<string, 
   if (route.path !== '/healthz') errorStatuses.add(429);
   if (route.body) [413, 415].forEach((s) => errorStatuses.add(s));
   if (route.user === 'required' || route.user === 'optional') errorStatuses.add(404);
-  if (mutating) [409, 422].forEach((s) => errorStatuses.add(s));
+  if (mutating) [409, 422, 503].forEach((s) => errorStatuses.add(s)); // 503 `overloaded`: load shedding (api/admission.ts)
   if (!route.handler) errorStatuses.add(501);
   for (const s of [...errorStatuses].sort()) responses[String(s)] = { $ref: `#/components/responses/E${s}` };
 

@@ -17,7 +17,10 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { freePort, spawnService } from '../test/process.js';
 
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+/** Connection counts, one run each (`BENCH_CONNECTIONS=50,200,500`); the first also runs the echo. */
+const CONNECTION_LEVELS = (process.env.BENCH_CONNECTIONS ?? '50').split(',').map(Number);
+/** autocannon's per-request timeout (s): a request unanswered this long counts as a timeout. */
+const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 10);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const USERS = 50;
 const KEY = 'pts_bench_master_key_0123456789abcdef';
@@ -26,8 +29,15 @@ interface Result {
   rps: number;
   p50: number;
   p99: number;
+  max: number;
+  /** Requests without an HTTP answer (socket errors and timeouts). */
   errors: number;
+  timeouts: number;
+  /** Socket errors by code (`ECONNRESET`, …) and timeouts. */
+  errorKinds: Record<string, number>;
   non2xx: number;
+  /** Answers by HTTP status. */
+  statuses: Record<string, number>;
   /** CPU time of the server process per request (µs, all its threads); null off Linux. */
   cpuUsPerReq: number | null;
 }
@@ -46,15 +56,31 @@ function cpuMs(pid: number): number | null {
  * One autocannon run. The server's CPU per request is printed next to the throughput: it does not
  * move with what else the two cores are doing, unlike req/s.
  */
-async function run(opts: autocannon.Options, serverPid: number): Promise<Result> {
+async function run(opts: autocannon.Options, serverPid: number, connections: number): Promise<Result> {
   const cpu0 = cpuMs(serverPid);
-  const r = await autocannon({ connections: CONNECTIONS, duration: DURATION_S, ...opts });
+  const errorKinds: Record<string, number> = {};
+  const r = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon({ connections, duration: DURATION_S, timeout: TIMEOUT_S, ...opts }, (err, result) => (err ? reject(err) : resolve(result)));
+    instance.on('reqError', (err: NodeJS.ErrnoException) => {
+      const kind = err.code ?? err.message;
+      errorKinds[kind] = (errorKinds[kind] ?? 0) + 1;
+    });
+  });
   const cpu1 = cpuMs(serverPid);
   const cpuUsPerReq = cpu0 !== null && cpu1 !== null && r.requests.total > 0 ? ((cpu1 - cpu0) * 1000) / r.requests.total : null;
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpuUsPerReq };
+  const statuses: Record<string, number> = {};
+  for (const [code, s] of Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {})) statuses[code] = s.count;
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, errors: r.errors, timeouts: r.timeouts, errorKinds, non2xx: r.non2xx, statuses, cpuUsPerReq };
 }
 
-const cpuText = (r: Result) => (r.cpuUsPerReq === null ? '' : `  server CPU ${r.cpuUsPerReq.toFixed(0)} µs/request`);
+/** `errors 0 (…)  timeouts 0  non-2xx 3 (503: 3)` */
+const answersText = (r: Result) => {
+  const kinds = Object.entries(r.errorKinds).map(([k, n]) => `${k}: ${n}`).join(', ');
+  const non2xx = Object.entries(r.statuses).filter(([c]) => !c.startsWith('2')).map(([c, n]) => `${c}: ${n}`).join(', ');
+  return `errors ${r.errors}${kinds ? ` (${kinds})` : ''}  timeouts ${r.timeouts}  non-2xx ${r.non2xx}${non2xx ? ` (${non2xx})` : ''}`;
+};
+
+const cpuText = (r: Result) => (r.cpuUsPerReq === null ? '' : `  server CPU ${r.cpuUsPerReq.toFixed(0)} µs/req`);
 
 async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
@@ -64,7 +90,7 @@ async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   return { url: `http://127.0.0.1:${port}/echo`, child };
 }
 
-async function benchService(label: string, dataDir: string, echoRps: Result): Promise<void> {
+async function benchService(label: string, dataDir: string, echo: Result): Promise<void> {
   // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service (open it in Chrome DevTools).
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0' }, 30_000, prof);
@@ -75,46 +101,53 @@ async function benchService(label: string, dataDir: string, echoRps: Result): Pr
   const markets = (await (await fetch(`${svc.baseUrl}/v2/trade/markets?limit=100`, { headers: H })).json()) as { markets: { tokens: { token_id: string }[]; tick_size: string }[] };
   const tokens = markets.markets.filter((m) => m.tick_size === '0.01').map((m) => m.tokens[0]!.token_id);
   let i = 0;
-  const result = await run({
-    url: `${svc.baseUrl}/v2/trade/order`,
-    method: 'POST',
-    headers: H,
-    requests: [
+  for (const connections of CONNECTION_LEVELS) {
+    const result = await run(
       {
-        setupRequest: (req) => {
-          i++;
-          // Resting bids well below the touch, every 5th order crossing the ask: matching + rests.
-          const crossing = i % 5 === 0;
-          const body = { symbol: tokens[i % tokens.length], side: 'buy', type: 'LIMIT', price: crossing ? '0.99' : `0.0${1 + (i % 5)}`, size: '5', ...(crossing ? { time_in_force: 'IOC' } : {}) };
-          return { ...req, headers: { ...H, 'x-partner-user-id': `bench${i % USERS}`, 'idempotency-key': randomUUID() }, body: JSON.stringify(body) };
-        },
+        url: `${svc.baseUrl}/v2/trade/order`,
+        method: 'POST',
+        headers: H,
+        requests: [
+          {
+            setupRequest: (req) => {
+              i++;
+              // Resting bids well below the touch, every 5th order crossing the ask: matching + rests.
+              const crossing = i % 5 === 0;
+              const body = { symbol: tokens[i % tokens.length], side: 'buy', type: 'LIMIT', price: crossing ? '0.99' : `0.0${1 + (i % 5)}`, size: '5', ...(crossing ? { time_in_force: 'IOC' } : {}) };
+              return { ...req, headers: { ...H, 'x-partner-user-id': `bench${i % USERS}`, 'idempotency-key': randomUUID() }, body: JSON.stringify(body) };
+            },
+          },
+        ],
       },
-    ],
-  }, svc.child.pid!);
+      svc.child.pid!,
+      connections,
+    );
+    const cpuRatio = result.cpuUsPerReq !== null && echo.cpuUsPerReq ? `  CPU ${(result.cpuUsPerReq / echo.cpuUsPerReq).toFixed(1)}× echo` : '';
+    console.log(
+      `${`${label}, ${connections} conn`.padEnd(32)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${String(result.p50).padStart(4)} ms  p99 ${String(result.p99).padStart(4)} ms  max ${String(result.max).padStart(5)} ms` +
+        `${cpuText(result)}${cpuRatio}\n${' '.repeat(34)}${answersText(result)}`,
+    );
+  }
   svc.child.kill('SIGTERM');
   await svc.exited;
-  const ratio = result.rps / echoRps.rps;
-  console.log(
-    `${label.padEnd(22)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${String(result.p50).padStart(3)} ms  p99 ${String(result.p99).padStart(3)} ms  ` +
-      `ratio ${ratio.toFixed(2)}  errors ${result.errors} non-2xx ${result.non2xx}${cpuText(result)}`,
-  );
 }
 
 async function main(): Promise<void> {
-  console.log(`bench:orders — ${CONNECTIONS} connections, ${DURATION_S} s per run, node ${process.version}, ${os.cpus().length} cores`);
+  console.log(`bench:orders — ${CONNECTION_LEVELS.join(', ')} connections, ${DURATION_S} s per run, request timeout ${TIMEOUT_S} s, node ${process.version}, ${os.cpus().length} cores`);
   const echo = await startEcho();
-  const echoResult = await run({ url: echo.url, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }) }, echo.child.pid!);
+  const echoResult = await run({ url: echo.url, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }) }, echo.child.pid!, CONNECTION_LEVELS[0]!);
   echo.child.kill();
-  console.log(`${'express JSON echo'.padEnd(22)} ${echoResult.rps.toFixed(0).padStart(7)} req/s  p50 ${String(echoResult.p50).padStart(3)} ms  p99 ${String(echoResult.p99).padStart(3)} ms${' '.repeat(38)}${cpuText(echoResult)}`);
+  console.log(`${`express JSON echo, ${CONNECTION_LEVELS[0]} conn`.padEnd(32)} ${echoResult.rps.toFixed(0).padStart(6)} req/s  p50 ${String(echoResult.p50).padStart(4)} ms  p99 ${String(echoResult.p99).padStart(4)} ms${cpuText(echoResult)}`);
   await benchService('orders, store in memory', ':memory:', echoResult);
-  if (process.env.BENCH_ONLY === 'memory') return;
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-'));
-  try {
-    await benchService('orders, store on disk', dir, echoResult);
-  } finally {
-    await fs.rm(dir, { recursive: true, force: true });
+  if (process.env.BENCH_ONLY !== 'memory') {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-'));
+    try {
+      await benchService('orders, store on disk', dir, echoResult);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   }
-  console.log('targets: ratio ≥ 0.5 in memory, ≥ 0.2 on disk, p99 < 50 ms');
+  console.log('targets: server CPU per order ≤ 3× the echo in memory, ≤ 4× on disk; p99 < 50 ms at 50 connections; every request answered (no errors or timeouts; shed load is 429/503)');
 }
 
 main().catch((err) => {

@@ -113,9 +113,51 @@ interface Live {
 
 const NO_VIEW: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
+/** How many recently final actors {@link ActorHost.recordOf} keeps answering for from memory. */
+const RECENTLY_FINAL = 1024;
+
 /** The record as kept in memory for a live actor: its read model is derived on demand (memory per actor). */
 function slim(r: ActorRecord): ActorRecord {
   return { ...r, view: NO_VIEW };
+}
+
+/** XState's `persistContext`: actor references in context become `{xstate$$type: 1, id}` (copy on write). */
+function persistContext<T>(part: T): T {
+  let copy: Record<string, unknown> | unknown[] | undefined;
+  for (const key in part) {
+    const value = (part as Record<string, unknown>)[key];
+    if (!value || typeof value !== 'object') continue;
+    const ref = 'sessionId' in value && 'send' in value && 'ref' in value;
+    const next = ref ? { xstate$$type: 1, id: (value as unknown as { id: string }).id } : persistContext(value);
+    if (next === value) continue;
+    copy ??= Array.isArray(part) ? part.slice() : { ...(part as Record<string, unknown>) };
+    (copy as Record<string, unknown>)[key] = next;
+  }
+  return (copy ?? part) as T;
+}
+
+/**
+ * The JSON text of a snapshot as XState's `getPersistedSnapshot` makes it (same keys, same order:
+ * `status`, `output`, `error`, `value`, `historyValue`, `context`, `children`), built directly when
+ * the actor has no children (none of ours spawns): XState's version copies the snapshot with an
+ * object rest that excludes keys, which V8 runs slowly and which cost more than the transition
+ * (issue 15). With children it defers to XState. `test/engine/actor-host.test.ts` compares both.
+ */
+export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachineSnapshot): string {
+  const children = snapshot.children as Record<string, unknown>;
+  for (const _ in children) return JSON.stringify(logic.getPersistedSnapshot(snapshot));
+  const history: Record<string, Array<{ id: string }>> = {};
+  const hv = snapshot.historyValue as Record<string, unknown> | undefined;
+  if (hv && typeof hv === 'object') for (const k in hv) if (Array.isArray(hv[k])) history[k] = (hv[k] as Array<{ id: string }>).map((n) => ({ id: n.id }));
+  return JSON.stringify({
+    status: snapshot.status,
+    output: snapshot.output,
+    error: snapshot.error,
+    value: snapshot.value,
+    historyValue: history,
+    context: persistContext(snapshot.context),
+    children: {},
+  });
 }
 
 /** Context convention: `deadlines` maps timer name → epoch ms. */
@@ -181,7 +223,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         _id: args.id,
         machineId,
         machineVersion: def.version,
-        snapshot: JSON.stringify(def.logic.getPersistedSnapshot(snapshot)),
+        snapshot: persistedSnapshotJson(def.logic, snapshot),
         kind: def.kind,
         status,
         view: def.viewOf?.(snapshot, { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 }) ?? {},
@@ -230,11 +272,21 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     return this.live.get(id)?.snapshot ?? null;
   }
 
-  /** Last persisted record of a live (non-final) actor, or null (then read the repository). */
+  /**
+   * Last persisted record of a live actor, or of one that reached its final state recently (a
+   * final record never changes again), or null (then read the repository).
+   */
   recordOf(id: string): ActorRecord | null {
-    const l = this.live.get(id);
+    const l = this.live.get(id) ?? this.recentlyFinal.get(id);
     return l ? this.full(l) : null;
   }
+
+  /**
+   * Actors that reached a final state lately, newest last, at most {@link RECENTLY_FINAL}: the
+   * request that ended one (an IOC order filled at once) reads its record from here instead of
+   * reading back and parsing what it has just written (issue 15).
+   */
+  private readonly recentlyFinal = new Map<string, Live>();
 
   /** A live actor's record with its read model, derived again from the snapshot (not kept in memory). */
   private full(l: Live): ActorRecord {
@@ -260,6 +312,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     const dormant = l.def.passivate?.(l.snapshot as never) === true && Object.keys(deadlinesOf(l.snapshot)).length === 0;
     if (l.record.final || dormant) this.live.delete(id);
     else this.live.set(id, l);
+    if (l.record.final) {
+      this.recentlyFinal.delete(id);
+      this.recentlyFinal.set(id, l);
+      if (this.recentlyFinal.size > RECENTLY_FINAL) this.recentlyFinal.delete(this.recentlyFinal.keys().next().value!);
+    }
   }
 
   /**
@@ -391,7 +448,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         const updatedAtMs = this.clock.now();
         const meta = { id, status, createdAtMs: live.record.createdAtMs, updatedAtMs, revision: live.record.revision + 1 };
         const record = await this.repo.update(live.record, {
-          snapshot: JSON.stringify(live.def.logic.getPersistedSnapshot(next)),
+          snapshot: persistedSnapshotJson(live.def.logic, next),
           status,
           view: live.def.viewOf?.(next, meta) ?? {},
           final: next.status !== 'active',

@@ -49,6 +49,9 @@ export const SETTINGS = [
   { env: 'SIM_BLOCK_DELAY_MS', type: 'int', default: '2000', min: 0, max: 3600000, description: 'Simulated block delay of a withdrawal: how long after its debit the transfer confirms (or reverts), through the durable scheduler (ms).' },
   { env: 'RATE_LIMIT_PER_MIN', type: 'int', default: '600', min: 0, max: 10000000, description: 'Requests per minute per API key (per client address for public routes); beyond it 429 with Retry-After. 0 turns rate limiting off (benchmarks).' },
   { env: 'BODY_LIMIT_BYTES', type: 'int', default: '65536', min: 1024, max: 10485760, description: 'Largest accepted JSON request body; larger bodies answer 413.' },
+  { env: 'WRITE_CONCURRENCY', type: 'int', default: '64', min: 0, max: 100000, description: 'Mutating requests (POST, PATCH, DELETE) handled at once; more wait in a queue. 0 = no limit (and no queue).' },
+  { env: 'WRITE_QUEUE_LENGTH', type: 'int', default: '512', min: 0, max: 1000000, description: 'Mutating requests that may wait for one of the WRITE_CONCURRENCY slots; beyond it 503 `overloaded` with Retry-After at once.' },
+  { env: 'WRITE_QUEUE_WAIT_MS', type: 'int', default: '2000', min: 1, max: 600000, description: 'Longest a mutating request waits in that queue (ms); then 503 `overloaded` with Retry-After, nothing changed.' },
 ] as const satisfies readonly SettingSpec[];
 
 type SettingName = (typeof SETTINGS)[number]['env'];
@@ -73,6 +76,12 @@ export interface Config {
   shutdownGraceMs: number;
   bodyLimitBytes: number;
   rateLimitPerMin: number;
+  /** Mutating requests handled at once (0: no limit); see api/admission.ts. */
+  writeConcurrency: number;
+  /** Mutating requests that may wait for a slot. */
+  writeQueueLength: number;
+  /** Longest wait for a slot, ms. */
+  writeQueueWaitMs: number;
   simReplay: boolean;
   simReplaySpeed: number;
   /** Whether the WebSocket capture's markets follow the capture (SIM_CAPTURE). */
@@ -171,6 +180,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownGraceMs: values.SHUTDOWN_GRACE_MS as number,
     bodyLimitBytes: values.BODY_LIMIT_BYTES as number,
     rateLimitPerMin: values.RATE_LIMIT_PER_MIN as number,
+    writeConcurrency: values.WRITE_CONCURRENCY as number,
+    writeQueueLength: values.WRITE_QUEUE_LENGTH as number,
+    writeQueueWaitMs: values.WRITE_QUEUE_WAIT_MS as number,
     simReplay: values.SIM_REPLAY === 'on',
     simReplaySpeed: values.SIM_REPLAY_SPEED as number,
     simCapture: values.SIM_CAPTURE === 'on',

@@ -31,8 +31,11 @@ interface IdempotencyDoc {
   createdAtMs: number;
   /** Epoch ms after which the record is gone (sweep on the embedded store). */
   expiresAtMs: number;
-  /** The same instant as a Date, for MongoDB's TTL index. */
-  expiresAt: Date;
+  /**
+   * The same instant as a Date, for MongoDB's TTL index; left out on the embedded store (its sweep
+   * reads `expiresAtMs`), where a Date would send every record through NeDB's slow line format.
+   */
+  expiresAt?: Date;
 }
 
 /** A stored response to send again. */
@@ -100,6 +103,8 @@ export class IdempotencyService {
     private readonly clock: Clock,
     private readonly log: Logger,
     claimsInMemory: boolean,
+    /** Whether records carry `expiresAt` (a Date) for a TTL index: on MongoDB. */
+    private readonly ttlDates: boolean,
   ) {
     this.running = claimsInMemory ? new Map() : null;
   }
@@ -113,7 +118,7 @@ export class IdempotencyService {
       { fields: ['expiresAt'], expireAfterSeconds: 0, adapters: ['mongodb'] },
       { fields: ['expiresAtMs'], adapters: ['embedded'] },
     ]);
-    const svc = new IdempotencyService(docs, clock, log, options.claimsInMemory ?? store.adapter === 'embedded');
+    const svc = new IdempotencyService(docs, clock, log, options.claimsInMemory ?? store.adapter === 'embedded', store.adapter === 'mongodb');
     if (store.adapter === 'embedded') {
       await svc.sweep();
       svc.sweeper = setInterval(() => void svc.sweep().catch((err) => log.error({ err }, 'idempotency sweep failed')), SWEEP_EVERY_MS);
@@ -220,8 +225,9 @@ export class IdempotencyService {
           const doc: IdempotencyDoc = {
             _id, keyId, fingerprint, state: 'done', leaseUntilMs: claim.leaseUntilMs, status: res.status,
             body: res.body === undefined ? null : JSON.stringify(res.body), headers: res.headers,
-            createdAtMs: at, expiresAtMs: at + IDEMPOTENCY_TTL_MS, expiresAt: new Date(at + IDEMPOTENCY_TTL_MS),
+            createdAtMs: at, expiresAtMs: at + IDEMPOTENCY_TTL_MS,
           };
+          if (this.ttlDates) doc.expiresAt = new Date(at + IDEMPOTENCY_TTL_MS);
           // an expired (or abandoned) record of this key is replaced
           if (existing) await this.docs.replaceOne(doc);
           else await this.docs.insertOne(doc);

@@ -6,7 +6,7 @@ import { ORDER_MACHINE_VERSION, ORDER_STATUS, orderMachine, type OrderContext, t
 import type { OrderRequest } from '../schemas/orders.js';
 import type { ActorHost } from './actor-host.js';
 import type { Clock } from './clock.js';
-import { dec, Dec, str } from './decimal.js';
+import { dec, Dec, str, ZERO } from './decimal.js';
 import { DomainError, DuplicateKeyError, errors, UnknownActorError } from './errors.js';
 import type { Logger } from './logger.js';
 import { checkMarketSellMinimum, checkMinQuote, checkPrice, checkRestingMinimum, checkShares, RiskEngine } from './risk.js';
@@ -25,8 +25,10 @@ type OrderSnapshot = SnapshotFrom<typeof orderMachine>;
 export function orderView(s: OrderSnapshot, meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number }): Record<string, unknown> {
   const c = s.context as OrderContext;
   const final = s.status !== 'active';
-  const filled = dec(c.filledSize);
-  const remaining = c.size === null ? (final ? '0' : null) : final ? '0' : str(dec(c.size).minus(filled));
+  // nothing filled (most orders, most of the time): no decimal arithmetic (issue 15)
+  const unfilled = c.filledSize === '0';
+  const filled = unfilled ? ZERO : dec(c.filledSize);
+  const remaining = c.size === null ? (final ? '0' : null) : final ? '0' : unfilled ? str(dec(c.size)) : str(dec(c.size).minus(filled));
   const view: Record<string, unknown> = {
     type: c.isTakeProfit ? 'TAKE_PROFIT' : c.type,
     order_id: meta.id,
@@ -37,10 +39,10 @@ export function orderView(s: OrderSnapshot, meta: { id: string; status: string; 
     price: c.price,
     size: c.size,
     quote_amount: c.quoteAmount,
-    filled_size: str(filled),
+    filled_size: unfilled ? '0' : str(filled),
     remaining_size: remaining,
     matched_amount: c.matchedAmount,
-    avg_price: filled.gt(0) ? str(dec(c.matchedAmount).div(filled).toDecimalPlaces(6)) : null,
+    avg_price: !unfilled && filled.gt(0) ? str(dec(c.matchedAmount).div(filled).toDecimalPlaces(6)) : null,
     builder_code_used: null,
     time_in_force: c.expiresAtMs !== null ? 'GTD' : c.type === 'MARKET' ? 'IOC' : c.timeInForce,
     expiration: c.expiresAtMs,

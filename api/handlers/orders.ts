@@ -18,7 +18,11 @@ const REPLAYED = { 'Idempotent-Replayed': 'true' };
  */
 async function interruptedAttempt(services: Services, userId: string, seed: string): Promise<HandlerResult | null> {
   const get = async (id: string) => services.host.recordOf(id) ?? (await services.actors.get(id));
-  const order = await get(`ord_${seed}`);
+  // both candidates in one store read (every order request asks; almost always neither exists)
+  const ids = [`ord_${seed}`, `stg_${seed}`];
+  const inMemory = ids.map((id) => services.host.recordOf(id));
+  const stored = inMemory.some((r) => r !== null) ? null : await services.actors.getMany(ids);
+  const order = inMemory[0] ?? stored?.get(ids[0]!) ?? null;
   if (order && order.ownerUserId === userId) {
     const view = order.view as Record<string, unknown>;
     const bracketId = typeof view.bracket_id === 'string' ? view.bracket_id : null;
@@ -28,7 +32,7 @@ async function interruptedAttempt(services: Services, userId: string, seed: stri
     const warnings = [...((view.warnings as string[] | undefined) ?? []), ...c.warnings];
     return { status: 200, body: { ...view, brackets: bracketsView(c, bracket._id), ...(warnings.length ? { warnings } : {}) }, headers: REPLAYED };
   }
-  const record = await get(`stg_${seed}`);
+  const record = inMemory[1] ?? stored?.get(ids[1]!) ?? (stored ? null : await get(ids[1]!));
   if (record && record.ownerUserId === userId) {
     if ((record.view as { type?: string }).type === 'BRACKET') {
       // the bracket was created, the process died before its entry was placed: nothing traded,

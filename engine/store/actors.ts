@@ -163,6 +163,12 @@ export class ActorRepository {
     return doc ? this.withView(doc) : null;
   }
 
+  /** The records of `ids` that exist (one query), by id. */
+  async getMany(ids: string[]): Promise<Map<string, ActorRecord>> {
+    const docs = ids.length === 1 ? [await this.c.findOne({ _id: ids[0] })].filter((d) => d !== null) : await this.c.find({ _id: { $in: ids } });
+    return new Map(docs.map((d) => [d._id, this.withView(d)]));
+  }
+
   /** A record as stored, without deriving its view (the host restoring an actor). */
   async getStored(id: string): Promise<ActorRecord | null> {
     const doc = await this.c.findOne({ _id: id });

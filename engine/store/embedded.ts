@@ -10,7 +10,13 @@ import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
 
 /** NeDB's own line format (`serialize`): the data file stays a file NeDB itself reads. */
-const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as { serialize(doc: unknown): string };
+const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as { serialize(doc: unknown): string; deepCopy<T>(doc: T): T };
+
+/** The parts of a NeDB datastore that {@link EmbeddedCollection.findOne} reads directly. */
+interface NedbInternals {
+  indexes: { _id: { getMatching(key: string): unknown[] } };
+  ttlIndexes: Record<string, number>;
+}
 
 /** Whether a value holds a Date anywhere (NeDB writes Dates as `{"$$date": ms}`). */
 function holdsDate(v: unknown): boolean {
@@ -124,7 +130,23 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  /**
+   * A lookup by `_id` alone (most reads: actors, idempotency records) reads NeDB's `_id` index
+   * directly, a copy as NeDB would return, instead of queuing a cursor behind every pending
+   * operation (issue 15): it sees every write whose promise has resolved, as a cursor does.
+   * Collections with a TTL index keep NeDB's path (it drops expired documents on read).
+   */
   async findOne(filter: Filter): Promise<T | null> {
+    const id = filter._id;
+    if (typeof id === 'string') {
+      const ds = this.ds as unknown as NedbInternals;
+      let only = true;
+      for (const k in filter) if (k !== '_id') only = false;
+      if (only && Object.keys(ds.ttlIndexes).length === 0) {
+        const hit = ds.indexes._id.getMatching(id)[0];
+        return hit === undefined ? null : nedbModel.deepCopy(hit as T);
+      }
+    }
     return (await this.ds.findOneAsync(filter)) as T | null;
   }
 

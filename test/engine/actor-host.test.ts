@@ -248,3 +248,44 @@ describe('ActorHost', () => {
     expect(timers.armed.get('t19/expiry')).toBe(2_000_000);
   });
 });
+
+describe('persistedSnapshotJson (issue 15): the text XState’s getPersistedSnapshot gives, built directly', () => {
+  it('equals JSON.stringify(getPersistedSnapshot) along an order’s life, with history and parallel states, and with an actor ref in context', async () => {
+    const { persistedSnapshotJson } = await import('../../engine/actor-host.js');
+    const { orderMachine } = await import('../../machines/order.js');
+    const { createActor } = await import('xstate');
+    const same = (logic: Parameters<typeof persistedSnapshotJson>[0], s: Parameters<typeof persistedSnapshotJson>[1]) =>
+      expect(persistedSnapshotJson(logic, s)).toBe(JSON.stringify(logic.getPersistedSnapshot(s)));
+    const logic = orderMachine.provide({ actions: { submitToVenue: () => {}, cancelAtVenue: () => {}, expireAtVenue: () => {} } });
+    const actor = createActor(logic, {
+      input: { orderId: 'ord_1', userId: 'u', tokenId: 't', side: 'buy', type: 'LIMIT', price: '0.5', size: '10', quoteAmount: null, timeInForce: 'GTC', expiresAtMs: null, clientOrderId: null, metadata: '{"a":1}', createdAtMs: 1 },
+    }).start();
+    same(logic, actor.getSnapshot());
+    actor.send({ type: 'venue.accepted', resting: true });
+    same(logic, actor.getSnapshot());
+    actor.send({ type: 'venue.filled', tradeId: 'tr1', price: '0.5', size: '4', liquidity: 'maker', completes: false });
+    same(logic, actor.getSnapshot());
+    actor.send({ type: 'venue.filled', tradeId: 'tr2', price: '0.5', size: '6', liquidity: 'maker', completes: true });
+    same(logic, actor.getSnapshot());
+    // history and parallel states, a nested context with an array
+    const m = setup({ types: { context: {} as { n: number; list: Array<{ a: number[] }>; ref: unknown } } }).createMachine({
+      context: { n: 0, list: [{ a: [1, 2] }], ref: null },
+      initial: 'on',
+      states: {
+        on: { initial: 'a', states: { a: { on: { NEXT: 'b' } }, b: {}, hist: { type: 'history', history: 'deep' } }, on: { OFF: 'off' } },
+        off: { type: 'parallel', states: { x: {}, y: {} }, on: { BACK: 'on.hist' } },
+      },
+    });
+    const a = createActor(m).start();
+    a.send({ type: 'NEXT' });
+    a.send({ type: 'OFF' });
+    same(m, a.getSnapshot());
+    a.send({ type: 'BACK' });
+    same(m, a.getSnapshot());
+    // an actor reference in context is persisted as XState does it
+    const withRef = setup({ types: { context: {} as { ref: unknown } } }).createMachine({ context: { ref: null }, on: { SET: { actions: assign({ ref: () => createActor(m) }) } } });
+    const b = createActor(withRef).start();
+    b.send({ type: 'SET' });
+    same(withRef, b.getSnapshot());
+  });
+});

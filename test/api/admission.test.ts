@@ -1,0 +1,83 @@
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
+
+/**
+ * A POST whose body is sent only when `finish` is called: until then the request holds its
+ * admission slot (admission comes before the body is read).
+ */
+function heldPost(baseUrl: string, path: string, body: unknown): { finish(): void; answer: Promise<{ status: number; body: any; retryAfter: string | undefined }> } {
+  const url = new URL(baseUrl + path);
+  const text = JSON.stringify(body);
+  const req = http.request({
+    host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
+    headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'idempotency-key': randomUUID() },
+  });
+  const answer = new Promise<{ status: number; body: any; retryAfter: string | undefined }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let data = '';
+      res.on('data', (d) => (data += d));
+      res.on('end', () => resolve({ status: res.statusCode!, body: data ? JSON.parse(data) : undefined, retryAfter: res.headers['retry-after'] as string | undefined }));
+    });
+    req.on('error', reject);
+  });
+  req.flushHeaders();
+  return { finish: () => req.end(text), answer };
+}
+
+describe('load shedding of mutating requests (issue 15, item 2), through real HTTP', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService({ env: { WRITE_CONCURRENCY: '1', WRITE_QUEUE_LENGTH: '1', WRITE_QUEUE_WAIT_MS: '300' } });
+  });
+  afterAll(async () => svc?.close());
+
+  it('over WRITE_CONCURRENCY + WRITE_QUEUE_LENGTH: 503 overloaded with Retry-After at once; a queued request gets one after WRITE_QUEUE_WAIT_MS; nothing is created', async () => {
+    const first = heldPost(svc.baseUrl, '/v2/trade/users', { partner_user_id: 'held-first' }); // takes the one slot
+    await new Promise((r) => setTimeout(r, 100));
+    const queued = svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'queued' } }); // waits in the queue of 1
+    await new Promise((r) => setTimeout(r, 50));
+    const t0 = Date.now();
+    const shed = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'shed' } });
+    expect(shed.status).toBe(503);
+    expect(shed.body).toEqual({ error: 'overloaded', message: expect.stringMatching(/at capacity .*1 requests running and 1 waiting.*nothing was changed/) });
+    expect(shed.headers.get('retry-after')).toBe('1');
+    expect(Date.now() - t0).toBeLessThan(250); // at once, not after the queue wait
+    // reads are not limited
+    expect((await svc.call('GET', '/v2/trade/account')).status).toBe(200);
+    const late = await queued;
+    expect(late.status).toBe(503);
+    expect(late.body).toEqual({ error: 'overloaded', message: expect.stringMatching(/no slot within 300 ms/) });
+    expect(late.headers.get('retry-after')).toBe('1');
+    // the held request still completes normally, and frees its slot
+    first.finish();
+    const ok = await first.answer;
+    expect(ok.status).toBe(201);
+    expect(ok.body.partner_user_id).toBe('held-first');
+    // nothing was created for the shed requests: provisioning them now creates them (201, not 200);
+    // the slot is free again, so they run
+    for (const id of ['queued', 'shed']) expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: id } })).status).toBe(201);
+  });
+
+  it('a queued request runs when the slot frees within WRITE_QUEUE_WAIT_MS; a client that leaves frees its slot', async () => {
+    const first = heldPost(svc.baseUrl, '/v2/trade/users', { partner_user_id: 'held-2' });
+    await new Promise((r) => setTimeout(r, 100));
+    const queued = svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'queued-2' } });
+    await new Promise((r) => setTimeout(r, 50));
+    first.finish();
+    expect((await first.answer).status).toBe(201);
+    const q = await queued;
+    expect(q.status).toBe(201);
+    expect(q.body.partner_user_id).toBe('queued-2');
+    // a client that disconnects while holding the slot frees it
+    const url = new URL(svc.baseUrl);
+    const sock = http.request({ host: url.hostname, port: url.port, path: '/v2/trade/users', method: 'POST', headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', 'content-length': '100', 'idempotency-key': randomUUID() } });
+    sock.on('error', () => undefined);
+    sock.flushHeaders();
+    await new Promise((r) => setTimeout(r, 100));
+    sock.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'after-2' } })).status).toBe(201);
+  });
+});
