@@ -88,7 +88,7 @@ export const ROUTES: RouteSpec[] = [
       'Cancels every open order of the bound user (the rows of GET /v2/trade/orders/open, strategies\' child orders included: each strategy reacts as to DELETE order; strategies themselves are not canceled), ' +
       'narrowed by `symbol` (outcome token id) and/or `condition_id` (market: both its tokens); both given = orders matching both. A filter that matches nothing answers 200 with empty `results`. ' +
       '200 with one outcome per order found (newest first), as for POST /v2/trade/orders/cancel. No limit on the number of orders. Orders placed while it runs are not included. ' +
-      '`DELETE /v2/trade/orders/` (trailing slash) is a 404, never cancel-all. A retry with the same Idempotency-Key (and the same query) returns the first response and cancels nothing again.',
+      '`DELETE /v2/trade/orders/` (trailing slash) is a 404, never cancel-all. Any other query parameter (a misspelt filter) is a 400 that cancels nothing. A retry with the same Idempotency-Key (and the same query) returns the first response and cancels nothing again.',
     query: {
       properties: {
         symbol: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Only orders on this outcome token.' },
