@@ -260,6 +260,8 @@ export class WalletService {
       return { record: (await this.recordOf(id))!, replayed: true };
     }
     const toAddress = checksummed('to_address', body.to_address);
+    // an ERC20 transfer to the token's own contract succeeds on chain and the tokens are lost for good
+    if (toAddress === PUSD_TOKEN.address) throw errors.badRequest(`to_address ${toAddress} is the ${PUSD_TOKEN.symbol} token contract itself: tokens sent there cannot be recovered; send them to a wallet address`);
     if (body.token !== undefined && checksummed('token', body.token) !== PUSD_TOKEN.address) {
       throw errors.badRequest(`token ${body.token} is not withdrawable from this wallet (GET /v2/trade/balances/withdrawable lists the tokens: pUSD ${PUSD_TOKEN.address})`);
     }

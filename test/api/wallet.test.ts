@@ -178,6 +178,13 @@ describe('wallet operations (REST)', () => {
     expect(bad.body.message).toMatch(/EIP-55 checksum/);
     expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '1', token: '0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174' })).status).toBe(400);
     expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '0' })).status).toBe(400);
+    // the token contract itself (what /balances/withdrawable lists as `token`), in any spelling
+    const pusdToken = (await get('erin', '/balances/withdrawable')).body.balances[0].token as string;
+    for (const to of [pusdToken, pusdToken.toLowerCase()]) {
+      const lost = await post('erin', '/withdraw', { to_address: to, amount: '1' });
+      expect([lost.status, lost.body.error]).toEqual([400, 'invalid_request']);
+      expect(lost.body.message).toMatch(/token contract itself/);
+    }
     expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '0.0000001' })).status).toBe(400);
     const poor = await post('erin', '/withdraw', { to_address: GOOD, amount: '1000.5' });
     expect(poor.status).toBe(422);
