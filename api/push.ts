@@ -150,6 +150,9 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     });
     socket.on('markets.subscribe', (req, ack) => {
       if (typeof ack !== 'function') return;
+      // the request is an object (or omitted): a number, string, array or null is not `{condition_ids?}`
+      const isObject = typeof req === 'object' && req !== null && !Array.isArray(req);
+      if (req !== undefined && !isObject) return ack({ ok: false, error: 'invalid_request', message: 'the request must be an object {condition_ids?: string[]}' });
       const ids: unknown = req?.condition_ids ?? [];
       if (!Array.isArray(ids) || ids.length > MARKETS_SUBSCRIBE_MAX || ids.some((id) => typeof id !== 'string')) {
         return ack({ ok: false, error: 'invalid_request', message: `condition_ids must be an array of at most ${MARKETS_SUBSCRIBE_MAX} strings` });

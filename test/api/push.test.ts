@@ -310,6 +310,14 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(b).toEqual([]);
   });
 
+  it('markets.subscribe refuses a request that is not an object (number, string, array, null) with invalid_request and does not join', async () => {
+    const s = await open({ token: keys.bob!.api_key });
+    for (const req of [5, 'x', [], null]) {
+      expect([req, await s.emitWithAck('markets.subscribe', req as never)]).toEqual([req, { ok: false, error: 'invalid_request', message: 'the request must be an object {condition_ids?: string[]}' }]);
+    }
+    expect(await s.emitWithAck('markets.subscribe', {})).toEqual({ ok: true, markets: [] });
+  });
+
   it('market.updated: subscribers get the market as GET /markets lists it, marked resolved with its winner', async () => {
     const s = await open({ token: keys.bob!.api_key });
     const other = await open({ token: keys.alice!.api_key });
