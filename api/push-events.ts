@@ -33,6 +33,15 @@ export type OrderPush = PushMeta & { order_id: string; status: string; [field: s
  */
 export type StrategyPush = PushMeta & { record_id: string; type: string; status: string; [field: string]: unknown };
 
+/**
+ * `withdrawal.updated` (issue 16): the withdrawal as `GET /v2/trade/withdrawals/{withdrawal_id}`
+ * returns it (WithdrawalView: `withdrawal_id`, `status` `PENDING` → `CONFIRMED` | `FAILED`,
+ * `to_address`, `token`, `amount` dollars, `transaction_hash`, `refunded`, `failure_code`, …) after
+ * each persisted change, to its owner's and partner's rooms: a client learns the confirmation
+ * (which changes no balance: the amount left at once) without polling.
+ */
+export type WithdrawalPush = PushMeta & { withdrawal_id: string; status: string; [field: string]: unknown };
+
 /** One price level: decimal strings (probability, shares). */
 export interface BookLevel {
   price: string;
@@ -139,13 +148,14 @@ export interface MarketPush extends MarketBody {
 export type BatchedRecord =
   | { event: 'order.updated'; data: OrderPush }
   | { event: 'strategy.updated'; data: StrategyPush }
+  | { event: 'withdrawal.updated'; data: WithdrawalPush }
   | { event: 'balance.updated'; data: BalancePush }
   | { event: 'position.updated'; data: PositionPush };
 
 /**
  * `updates.batch` (issue 15, opt-in): a connection that asks for it in the handshake
  * (`auth.batch_ms`, 1 to 1000) receives its `order.updated`, `strategy.updated`,
- * `balance.updated` and `position.updated` pushes coalesced: one `updates.batch` per room per
+ * `withdrawal.updated`, `balance.updated` and `position.updated` pushes coalesced: one `updates.batch` per room per
  * window of `batch_ms` milliseconds (the window opens at the first record), its records in the
  * order the separate events would have come, nothing dropped or merged, each with its own
  * revision. Such a connection receives none of those events separately; `book.updated` and
@@ -170,6 +180,7 @@ export type MarketsAck = { ok: true; markets: MarketPush[] } | { ok: false; erro
 export interface ServerToClientEvents {
   'order.updated': (order: OrderPush) => void;
   'strategy.updated': (strategy: StrategyPush) => void;
+  'withdrawal.updated': (withdrawal: WithdrawalPush) => void;
   'book.updated': (book: BookPush) => void;
   'balance.updated': (balance: BalancePush) => void;
   'position.updated': (positions: PositionPush) => void;
@@ -203,7 +214,7 @@ export interface PushSocketData {
 
 /** Event names, for documentation (README, OpenAPI description) and tests. */
 export const PUSH_EVENTS = {
-  server: ['order.updated', 'strategy.updated', 'book.updated', 'balance.updated', 'position.updated', 'market.updated', 'updates.batch'],
+  server: ['order.updated', 'strategy.updated', 'withdrawal.updated', 'book.updated', 'balance.updated', 'position.updated', 'market.updated', 'updates.batch'],
   client: ['book.subscribe', 'book.unsubscribe', 'markets.subscribe', 'markets.unsubscribe'],
 } as const;
 

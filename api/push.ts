@@ -6,6 +6,7 @@ import { ApiError, toApiError } from './errors.js';
 import { bookBody, marketBody, positionBody, type PositionBody } from './handlers/market.js';
 import type { Services } from '../engine/service.js';
 import type { MarketInfo } from '../engine/venue/port.js';
+import { WITHDRAWAL_KIND } from '../engine/wallet/service.js';
 import {
   PUSH_NAMESPACE, type BatchedRecord, type ClientToServerEvents, type MarketPush, type OrderPush, type PushSocketData, type ServerToClientEvents,
 } from './push-events.js';
@@ -58,8 +59,8 @@ export interface PushServer {
  *   master keys that see the partner's users; an update goes to the owner's user room and to the
  *   partner room, never elsewhere.
  * - Each persisted actor change (the host's `changed`, emitted only after the write) becomes
- *   `order.updated` or `strategy.updated` with the REST record and its revision; per record, order
- *   is the write order.
+ *   `order.updated`, `strategy.updated` or `withdrawal.updated` with the REST record and its
+ *   revision; per record, order is the write order.
  * - Venue wallet changes (`onWallet`) become `balance.updated` / `position.updated` (only what
  *   changed, coalesced per user per event-loop turn) to the user's room; market changes
  *   (`onMarket`) become `market.updated` to the public `markets` room (`markets.subscribe`).
@@ -149,6 +150,9 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     });
     socket.on('markets.subscribe', (req, ack) => {
       if (typeof ack !== 'function') return;
+      // the request is an object (or omitted): a number, string, array or null is not `{condition_ids?}`
+      const isObject = typeof req === 'object' && req !== null && !Array.isArray(req);
+      if (req !== undefined && !isObject) return ack({ ok: false, error: 'invalid_request', message: 'the request must be an object {condition_ids?: string[]}' });
       const ids: unknown = req?.condition_ids ?? [];
       if (!Array.isArray(ids) || ids.length > MARKETS_SUBSCRIBE_MAX || ids.some((id) => typeof id !== 'string')) {
         return ack({ ok: false, error: 'invalid_request', message: `condition_ids must be an array of at most ${MARKETS_SUBSCRIBE_MAX} strings` });
@@ -224,7 +228,7 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
 
   const onChanged = (c: ActorChange): void => {
     const r = c.record;
-    const event = r.kind === 'order' ? 'order.updated' : r.kind === 'strategy' ? 'strategy.updated' : null;
+    const event = r.kind === 'order' ? 'order.updated' : r.kind === 'strategy' ? 'strategy.updated' : r.kind === WITHDRAWAL_KIND ? 'withdrawal.updated' : null;
     if (!event) return;
     const rooms = r.ownerUserId ? [userRoom(r.ownerUserId), partnerRoom(r.partnerId)] : [partnerRoom(r.partnerId)];
     if (!rooms.some(watchedAny)) return;

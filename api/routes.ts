@@ -89,7 +89,7 @@ export const ROUTES: RouteSpec[] = [
       'Cancels every open order of the bound user (the rows of GET /v2/trade/orders/open, strategies\' child orders included: each strategy reacts as to DELETE order; strategies themselves are not canceled), ' +
       'narrowed by `symbol` (outcome token id) and/or `condition_id` (market: both its tokens); both given = orders matching both. A filter that matches nothing answers 200 with empty `results`. ' +
       '200 with one outcome per order found (newest first), as for POST /v2/trade/orders/cancel. No limit on the number of orders. Orders placed while it runs are not included. ' +
-      '`DELETE /v2/trade/orders/` (trailing slash) is a 404, never cancel-all. A retry with the same Idempotency-Key (and the same query) returns the first response and cancels nothing again.',
+      '`DELETE /v2/trade/orders/` (trailing slash) is a 404, never cancel-all. Any other query parameter (a misspelt filter) is a 400 that cancels nothing. A retry with the same Idempotency-Key (and the same query) returns the first response and cancels nothing again.',
     query: {
       properties: {
         symbol: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Only orders on this outcome token.' },
@@ -132,7 +132,7 @@ export const ROUTES: RouteSpec[] = [
   },
   {
     method: 'post', path: `${V2}/withdraw`, scope: 'trade.withdraw', user: 'required', tag: 'trade.withdraw', summary: 'Withdraw to an external address',
-    description: 'Body: `to_address` (an address; a mixed-case one must carry a valid EIP-55 checksum), `amount` (dollars, at most 6 decimals), `token` (optional: a token address of GET /balances/withdrawable; pUSD when omitted). The amount leaves the available balance at once; 200 with the withdrawal `PENDING`, which confirms after the simulated block delay (SIM_BLOCK_DELAY_MS) → `CONFIRMED`, or `FAILED` with the amount returned when the transfer reverts (the simulated chain reverts a transfer to the zero address). Read it at GET /withdrawals/{withdrawal_id}. 400 bad address, token or amount; 422 `INSUFFICIENT_BALANCE`. Activity row `WITHDRAWAL`. Scope `trade.withdraw` only (`trade.execute` is not enough).',
+    description: 'Body: `to_address` (an address; a mixed-case one must carry a valid EIP-55 checksum), `amount` (dollars, at most 6 decimals), `token` (optional: a token address of GET /balances/withdrawable; pUSD when omitted). The amount leaves the available balance at once; 200 with the withdrawal `PENDING`, which confirms after the simulated block delay (SIM_BLOCK_DELAY_MS) → `CONFIRMED`, or `FAILED` with the amount returned when the transfer reverts (the simulated chain reverts a transfer to the zero address). Read it at GET /withdrawals/{withdrawal_id}. 400 bad address, token or amount, or a `to_address` that is the token contract itself (tokens sent there are lost); 422 `INSUFFICIENT_BALANCE`. Activity row `WITHDRAWAL`. Scope `trade.withdraw` only (`trade.execute` is not enough).',
     body: WithdrawRequest, example: { to_address: '0x00000000000000000000000000000000000000aa', amount: '25.5' }, responses: { 200: WithdrawalView }, errors: [404, 422, 503], handler: withdraw,
   },
   { method: 'get', path: `${V2}/withdrawals`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'The user\'s withdrawals, newest first', query: paged(500, { status: { enum: ['PENDING', 'CONFIRMED', 'FAILED'] } }), responses: { 200: WithdrawalsPage }, errors: [404], handler: listWithdrawals },

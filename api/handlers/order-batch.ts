@@ -7,6 +7,7 @@
  * and its strategy reacts as it does to that; an untriggered STOP_LOSS / TRAILING_STOP is a
  * strategy, not an order (DELETE /v2/trade/strategies/{record_id}).
  */
+import { errors } from '../../engine/errors.js';
 import type { CancelOutcome } from '../../engine/orders.js';
 import type { BatchCancelRequest } from '../../schemas/wallet.js';
 import { requireVenue } from '../availability.js';
@@ -34,14 +35,24 @@ export const cancelBatch: Handler = async ({ req, services, user }) => {
   return cancelResponse(await services.orders.cancelMany(user!._id, order_ids));
 };
 
+/** The query parameters DELETE /v2/trade/orders understands (its filters). */
+const CANCEL_ALL_FILTERS: ReadonlySet<string> = new Set(['symbol', 'condition_id']);
+
 /**
  * DELETE /v2/trade/orders [trade.cancel]: cancels every open order of the bound user (the rows of
  * GET /v2/trade/orders/open, strategies' child orders included), narrowed by the query `symbol`
  * (outcome token id) and/or `condition_id` (market). 200 with one outcome per order found
  * (none: empty `results`). Orders placed while it runs are not included.
+ * @throws {DomainError} `INVALID_REQUEST` (400) for any other query parameter (a misspelt filter,
+ *   `token_id=`, `symbol[]=`): elsewhere unknown parameters are ignored, but here ignoring a filter
+ *   the client meant would cancel every order of the user. Nothing is canceled then.
  */
 export const cancelAll: Handler = async ({ req, services, user }) => {
   requireVenue(services);
+  const unknown = Object.keys(req.query as object).filter((k) => !CANCEL_ALL_FILTERS.has(k));
+  if (unknown.length) {
+    throw errors.badRequest(`unknown query parameter ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}: cancel-all takes only symbol and condition_id; nothing was canceled`);
+  }
   const q = req.query as { symbol?: string; condition_id?: string };
   const ids = await services.orders.openOrderIds(user!._id, {
     ...(q.symbol !== undefined ? { tokenId: String(q.symbol) } : {}),

@@ -225,8 +225,11 @@ export class WalletService {
       return { record: (await this.recordOf(opId))!, replayed: true };
     }
     const amount = type === 'REDEEM' ? null : str(checkTokenAmount('amount', body.amount!, USD_DP));
-    if (!this.venue.markets().some((m) => m.conditionId === body.condition_id)) throw errors.notFound(`no market ${body.condition_id} (see GET /v2/trade/markets)`);
-    const input: WalletOpInput = { opId, userId, type, conditionId: body.condition_id, amount, createdAtMs: this.clock.now() };
+    // hex is case-insensitive (the schema takes A-F, as cancel-all's filter does): the market's own spelling is kept
+    const wanted = body.condition_id.toLowerCase();
+    const market = this.venue.markets().find((m) => m.conditionId.toLowerCase() === wanted);
+    if (!market) throw errors.notFound(`no market ${body.condition_id} (see GET /v2/trade/markets)`);
+    const input: WalletOpInput = { opId, userId, type, conditionId: market.conditionId, amount, createdAtMs: this.clock.now() };
     const record = await this.orders.exclusive(userId, async () => {
       checkWalletOp(this.venue, type === 'REDEEM' ? { kind: 'redeem', opId, userId, conditionId: input.conditionId } : { kind: type === 'SPLIT' ? 'split' : 'merge', opId, userId, conditionId: input.conditionId, amount: amount! });
       await this.host.create<typeof walletOpMachine>(WALLET_OP_MACHINE_ID, { id: opId, input, partnerId, ownerUserId: userId });
@@ -257,6 +260,8 @@ export class WalletService {
       return { record: (await this.recordOf(id))!, replayed: true };
     }
     const toAddress = checksummed('to_address', body.to_address);
+    // an ERC20 transfer to the token's own contract succeeds on chain and the tokens are lost for good
+    if (toAddress === PUSD_TOKEN.address) throw errors.badRequest(`to_address ${toAddress} is the ${PUSD_TOKEN.symbol} token contract itself: tokens sent there cannot be recovered; send them to a wallet address`);
     if (body.token !== undefined && checksummed('token', body.token) !== PUSD_TOKEN.address) {
       throw errors.badRequest(`token ${body.token} is not withdrawable from this wallet (GET /v2/trade/balances/withdrawable lists the tokens: pUSD ${PUSD_TOKEN.address})`);
     }

@@ -139,6 +139,21 @@ describe('batch cancel, cancel-all and one order (issue 16 item 6)', () => {
     await cancelAll('dave');
   });
 
+  it('cancel-all with an unknown query parameter (misspelt filter, token_id=, symbol[]=) is 400 and cancels nothing', async () => {
+    const a = await tr.freshToken(0.3, 0.6);
+    const o = await rest('carol', a.token);
+    const before = await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as('carol') });
+    for (const q of [`?token_id=${a.token}`, '?foo=bar', `?symbol[]=${a.token}`, `?Symbol=${a.token}`, `?symbol=${a.token}&market=x`]) {
+      const bad = await cancelAll('carol', q);
+      expect([q, bad.status, bad.body.error]).toEqual([q, 400, 'invalid_request']);
+      expect(bad.body.message).toMatch(/unknown query parameter .*nothing was canceled/);
+    }
+    expect(await openIds('carol')).toEqual([o]);
+    expect((await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as('carol') })).body).toEqual(before.body);
+    const ok = await cancelAll('carol', `?symbol=${a.token}`);
+    expect([ok.status, ok.body.counts]).toEqual([200, { ...NONE, canceled: 1 }]);
+  });
+
   it('a retry with the same Idempotency-Key returns the original response and cancels nothing again; the key is bound to its request (query included)', async () => {
     const a = await tr.freshToken(0.3, 0.6);
     const o1 = await rest('alice', a.token);

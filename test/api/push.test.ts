@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { io as connect, type Socket } from 'socket.io-client';
 import type {
-  BalancePush, BatchPush, BookPush, ClientToServerEvents, MarketPush, OrderPush, PositionPush, ServerToClientEvents, StrategyPush,
+  BalancePush, BatchPush, BookPush, ClientToServerEvents, MarketPush, OrderPush, PositionPush, ServerToClientEvents, StrategyPush, WithdrawalPush,
 } from '../../api/push-events.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
@@ -275,6 +275,47 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(sell.status).toBe(200);
     await until(() => a.positions.some((p) => p.positions.some((x) => x.token_id === token && x.size === '0')));
     expect(a.positions.flatMap((p) => p.positions).filter((x) => x.token_id === token).at(-1)).toMatchObject({ size: '0', reserved: '0', available: '0', avg_price: '0', cost_usd: '0', question: held.question, outcome: held.outcome });
+  });
+
+  it('withdrawal.updated: PENDING then CONFIRMED (or FAILED, refunded) as GET /withdrawals/{id} returns it, to its user and partner only; batched too', async () => {
+    const alice = await open({ token: keys.alice!.api_key });
+    const aliceBatched = await open({ token: keys.alice!.api_key, batch_ms: 5 });
+    const bob = await open({ token: keys.bob!.api_key });
+    const master = await open({ token: (await import('../helpers.js')).MASTER_KEY });
+    const seen = (s: Client) => {
+      const got: WithdrawalPush[] = [];
+      s.on('withdrawal.updated', (w) => got.push(w));
+      return got;
+    };
+    const [a, b, m] = [seen(alice), seen(bob), seen(master)];
+    const batched: Array<{ event: string; data: unknown }> = [];
+    aliceBatched.on('updates.batch', (x) => batched.push(...x.records));
+    const ok = await svc.call('POST', '/v2/trade/withdraw', { body: { to_address: '0x00000000000000000000000000000000000000aa', amount: '5' }, headers: as('alice') });
+    const bad = await svc.call('POST', '/v2/trade/withdraw', { body: { to_address: '0x0000000000000000000000000000000000000000', amount: '2' }, headers: as('alice') });
+    expect([ok.status, ok.body.status, bad.status]).toEqual([200, 'PENDING', 200]);
+    const ended = (id: string) => a.some((w) => w.withdrawal_id === id && w.status !== 'PENDING');
+    await until(() => ended(ok.body.withdrawal_id) && ended(bad.body.withdrawal_id), 10_000);
+    for (const [id, final] of [[ok.body.withdrawal_id, 'CONFIRMED'], [bad.body.withdrawal_id, 'FAILED']] as const) {
+      const pushes = a.filter((w) => w.withdrawal_id === id);
+      expect(pushes[0]).toMatchObject({ status: 'PENDING', amount: id === ok.body.withdrawal_id ? '5' : '2' });
+      expect(pushes.map((w) => w.revision)).toEqual(pushes.map((_, i) => pushes[0]!.revision + i));
+      const { revision, platform_user_id, ...view } = pushes.at(-1)!;
+      expect([view.status, typeof revision, typeof platform_user_id, typeof view.updated_at]).toEqual([final, 'number', 'string', 'number']);
+      expect(view).toEqual((await svc.call('GET', `/v2/trade/withdrawals/${id}`, { headers: as('alice') })).body);
+    }
+    expect(a.find((w) => w.withdrawal_id === bad.body.withdrawal_id && w.status === 'FAILED')).toMatchObject({ refunded: true, failure_code: 'TRANSFER_REVERTED' });
+    await until(() => batched.filter((r) => r.event === 'withdrawal.updated').length === a.length);
+    expect(batched.filter((r) => r.event === 'withdrawal.updated').map((r) => r.data)).toEqual(a);
+    expect(m).toEqual(a); // the partner's master key sees its users' withdrawals
+    expect(b).toEqual([]);
+  });
+
+  it('markets.subscribe refuses a request that is not an object (number, string, array, null) with invalid_request and does not join', async () => {
+    const s = await open({ token: keys.bob!.api_key });
+    for (const req of [5, 'x', [], null]) {
+      expect([req, await s.emitWithAck('markets.subscribe', req as never)]).toEqual([req, { ok: false, error: 'invalid_request', message: 'the request must be an object {condition_ids?: string[]}' }]);
+    }
+    expect(await s.emitWithAck('markets.subscribe', {})).toEqual({ ok: true, markets: [] });
   });
 
   it('market.updated: subscribers get the market as GET /markets lists it, marked resolved with its winner', async () => {

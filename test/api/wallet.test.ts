@@ -68,6 +68,18 @@ describe('wallet operations (REST)', () => {
     ]);
   });
 
+  it('a condition_id in upper-case hex (the schema takes A-F) names the same market: split, merge and redeem find it, the answer carries the market\'s spelling', async () => {
+    const m = market();
+    const upper = `0x${m.condition_id.slice(2).toUpperCase()}`;
+    const split = await post('erin', '/positions/split', { condition_id: upper, amount: '2' });
+    expect([split.status, split.body.condition_id, split.body.pusd_delta]).toEqual([200, m.condition_id, '-2']);
+    const merge = await post('erin', '/positions/merge', { condition_id: upper, amount: '2' });
+    expect([merge.status, merge.body.condition_id, merge.body.pusd_delta]).toEqual([200, m.condition_id, '2']);
+    const redeem = await post('erin', '/positions/redeem', { condition_id: upper });
+    expect([redeem.status, redeem.body.error]).toEqual([409, 'MARKET_NOT_RESOLVED']);
+    expect((await activity('erin')).slice(0, 2).map((r) => [r.type, r.symbol])).toEqual([['MERGE', m.condition_id], ['SPLIT', m.condition_id]]);
+  });
+
   it('the same Idempotency-Key answers the same operation once (Idempotent-Replayed), the transaction hash is deterministic', async () => {
     const m = market();
     const key = randomUUID();
@@ -167,6 +179,13 @@ describe('wallet operations (REST)', () => {
     expect(bad.body.message).toMatch(/EIP-55 checksum/);
     expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '1', token: '0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174' })).status).toBe(400);
     expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '0' })).status).toBe(400);
+    // the token contract itself (what /balances/withdrawable lists as `token`), in any spelling
+    const pusdToken = (await get('erin', '/balances/withdrawable')).body.balances[0].token as string;
+    for (const to of [pusdToken, pusdToken.toLowerCase()]) {
+      const lost = await post('erin', '/withdraw', { to_address: to, amount: '1' });
+      expect([lost.status, lost.body.error]).toEqual([400, 'invalid_request']);
+      expect(lost.body.message).toMatch(/token contract itself/);
+    }
     expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '0.0000001' })).status).toBe(400);
     const poor = await post('erin', '/withdraw', { to_address: GOOD, amount: '1000.5' });
     expect(poor.status).toBe(422);
