@@ -77,6 +77,8 @@ function fromBodyParser(err: { type?: string; status?: number; message?: string;
     case 'request.aborted':
       return new ApiError(400, 'invalid_request', 'request aborted');
     default:
+      // the router could not decode a path parameter (`/orders/%ff`): the URL's, not the body's
+      if (err.message?.startsWith('Failed to decode param')) return new ApiError(400, 'invalid_request', 'the URL path has a malformed percent-escape');
       // a body that cannot be read as sent (a corrupt gzip/deflate/br stream, a length that does
       // not match): body-parser marks it a 4xx; it is the client's, never a server fault
       if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {

@@ -127,6 +127,7 @@ export const orderMachine = setup({
     },
     isCurrentExpiry: ({ context, event }) => event.type === 'timer.fired' && event.name === 'expiry' && context.deadlines.expiry === event.atMs,
     cancelWasRequested: ({ context }) => context.cancelRequested,
+    isResting: ({ event }) => event.type === 'venue.accepted' && event.resting,
   },
 }).createMachine({
   id: 'order',
@@ -197,6 +198,8 @@ export const orderMachine = setup({
         ],
         'venue.canceled': { target: 'canceled', actions: ['recordReason', 'clearDeadlines'], description: 'cancel confirmed' },
         'venue.expired': { target: 'expired', actions: 'clearDeadlines', description: 'expired before the cancel arrived' },
+        'venue.accepted': { guard: 'isResting', target: 'canceling', reenter: true, description: 'reconciliation after a restart: the order still rests, so the cancel is sent again (restoring does not re-run entry actions)' },
+        'order.cancel': { target: 'canceling', reenter: true, description: 'asked again (a retry): the cancel is sent again' },
       },
     },
     filled: { type: 'final' },

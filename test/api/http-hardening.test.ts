@@ -85,6 +85,11 @@ describe('HTTP layer hardening (issue 12)', () => {
     }
   });
 
+  it('a malformed percent-escape in the URL path is a 400 that names the path, not the body', async () => {
+    const r = await svc.call('GET', '/v2/trade/orders/%ff', { headers: { 'x-partner-user-id': 'hq' } });
+    expect(r).toMatchObject({ status: 400, body: { error: 'invalid_request', message: 'the URL path has a malformed percent-escape' } });
+  });
+
   it('item 10: DELETE /v2/trade/orders/ (an empty order id) is 404, never cancel-all', async () => {
     for (const v of ['v2', 'v1']) {
       const res = await svc.call('DELETE', `/${v}/trade/orders/`, { headers: as });
