@@ -1,0 +1,185 @@
+import type {
+  AgendaBackend,
+  JobId,
+  JobLogger,
+  JobParameters,
+  JobRepository,
+  JobRepositoryOptions,
+  JobsOverview,
+  JobsQueryOptions,
+  JobsResult,
+  NotificationChannel,
+  RemoveJobsOptions,
+} from 'agenda';
+
+/**
+ * How far ahead of its due time a job is locked (ms). Agenda then runs it with its own
+ * `setTimeout` at the due time, so lateness does not depend on when the lock happened.
+ */
+export const LOCK_AHEAD_MS = 20;
+
+/** The first window {@link LookaheadRepository} looks for the next due job in (ms after what it locks). */
+const NEAR_WINDOW_MS = 100;
+
+/**
+ * Finds when the next job is due: the earliest `nextRunAt` of an unlocked, enabled job named
+ * `jobName` with `after < nextRunAt ≤ until`, or null. One indexed range query.
+ */
+export type NextDueAt = (jobName: string, after: Date, until: Date) => Promise<Date | null>;
+
+/**
+ * Agenda's job processor, kept busy only with the jobs due now (issue 15, item 4).
+ *
+ * Agenda locks, at each poll, every job due before the next poll (`processEvery`, our
+ * `SCHEDULER_POLL_MS`, 1 s by default) and keeps them in a local queue until due. That queue is
+ * walked again after every job that ends and every job timer, and each step of the walk scans the
+ * queue and the list of jobs already seen in the walk (`JobProcessingQueue.returnNextConcurrencyFreeJob`,
+ * `handledJobs.includes`) and creates a `debug` logger (a `tty.isatty` system call each): cubic in
+ * the queue's length. At 167 timers due a second that queue held ~170 jobs, the walks took the
+ * event loop for tens of milliseconds (the p99 of bench:timers) and, once behind, longer and longer
+ * (seconds, on a busy machine).
+ *
+ * This repository wrapper narrows what Agenda may lock to the jobs due within {@link LOCK_AHEAD_MS}
+ * (a handful), and wakes Agenda's processor itself, through the backend's notification channel,
+ * just before the next job is due: after every queue fill it asks the store for the earliest
+ * unlocked job due before the next poll ({@link NextDueAt}) and sets one timer for it. Agenda's
+ * own poll still runs every `processEvery` (jobs written by another process, expired locks, a
+ * missed wake), so a wake that goes wrong makes a firing late, never lost. Every other method is
+ * the wrapped repository's.
+ */
+export class LookaheadRepository implements JobRepository {
+  /** Per job name: the pending wake (epoch ms it is set for, its timer). */
+  private readonly wakes = new Map<string, { atMs: number; timer: NodeJS.Timeout }>();
+  private stopped = false;
+
+  constructor(
+    readonly inner: JobRepository,
+    private readonly channel: NotificationChannel,
+    private readonly nextDueAt: NextDueAt,
+    private readonly lockAheadMs = LOCK_AHEAD_MS,
+  ) {}
+
+  /** Clears the pending wakes (the processor stops). */
+  stop(): void {
+    this.stopped = true;
+    for (const w of this.wakes.values()) clearTimeout(w.timer);
+    this.wakes.clear();
+  }
+
+  /** Wakes Agenda's processor for `jobName` at `atMs` (epoch ms), unless an earlier wake is pending. */
+  private wakeAt(jobName: string, atMs: number): void {
+    if (this.stopped) return;
+    const pending = this.wakes.get(jobName);
+    if (pending && pending.atMs <= atMs) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => {
+      this.wakes.delete(jobName);
+      if (this.channel.state !== 'connected') return;
+      // Agenda fills its queue for `jobName` on a notification due before its next scan
+      const now = new Date();
+      this.channel.publish({ jobId: `wake:${jobName}` as unknown as JobId, jobName, nextRunAt: now, priority: 0, timestamp: now }).catch(() => undefined);
+    }, Math.max(0, atMs - Date.now()));
+    timer.unref();
+    this.wakes.set(jobName, { atMs, timer });
+  }
+
+  async getNextJobToRun(jobName: string, nextScanAt: Date, lockDeadline: Date, now: Date | undefined, options: JobRepositoryOptions | undefined): Promise<JobParameters | undefined> {
+    const horizon = new Date(Math.min(nextScanAt.getTime(), Date.now() + this.lockAheadMs));
+    const job = await this.inner.getNextJobToRun(jobName, horizon, lockDeadline, now, options);
+    if (job) return job;
+    // the queue fill ends here: wake up for the next job due before the next poll
+    // (first in a short window: at a high rate the next one is near, and the store sorts fewer)
+    const near = new Date(Math.min(nextScanAt.getTime(), horizon.getTime() + NEAR_WINDOW_MS));
+    const next = (near > horizon ? await this.nextDueAt(jobName, horizon, near) : null) ?? (nextScanAt > near ? await this.nextDueAt(jobName, near, nextScanAt) : null);
+    if (next) this.wakeAt(jobName, next.getTime() - this.lockAheadMs);
+    return undefined;
+  }
+
+  async saveJob<DATA = unknown>(job: JobParameters<DATA>, options: JobRepositoryOptions | undefined): Promise<JobParameters<DATA>> {
+    return this.inner.saveJob(job, options);
+  }
+
+  async saveJobState(job: JobParameters, options: JobRepositoryOptions | undefined): Promise<void> {
+    await this.inner.saveJobState(job, options);
+    // a failed delivery moved to its retry time (Agenda publishes no notification for it)
+    if (!job.lockedAt && job.nextRunAt && !job.disabled) this.wakeAt(job.name, job.nextRunAt.getTime() - this.lockAheadMs);
+  }
+
+  connect(): Promise<void> {
+    return this.inner.connect();
+  }
+  queryJobs(options?: JobsQueryOptions): Promise<JobsResult> {
+    return this.inner.queryJobs(options);
+  }
+  getJobsOverview(): Promise<JobsOverview[]> {
+    return this.inner.getJobsOverview();
+  }
+  getDistinctJobNames(): Promise<string[]> {
+    return this.inner.getDistinctJobNames();
+  }
+  getJobById(id: string): Promise<JobParameters | null> {
+    return this.inner.getJobById(id);
+  }
+  getQueueSize(): Promise<number> {
+    return this.inner.getQueueSize();
+  }
+  removeJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.inner.removeJobs(options);
+  }
+  lockJob(job: JobParameters, options: JobRepositoryOptions | undefined): Promise<JobParameters | undefined> {
+    return this.inner.lockJob(job, options);
+  }
+  unlockJob(job: JobParameters): Promise<void> {
+    return this.inner.unlockJob(job);
+  }
+  unlockJobs(jobIds: (JobId | string)[]): Promise<void> {
+    return this.inner.unlockJobs(jobIds);
+  }
+  disableJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.inner.disableJobs(options);
+  }
+  enableJobs(options: RemoveJobsOptions): Promise<number> {
+    return this.inner.enableJobs(options);
+  }
+  purgeAllJobs(): Promise<number> {
+    return this.inner.purgeAllJobs();
+  }
+}
+
+/** A backend whose repository is a {@link LookaheadRepository} over another backend's; the rest is the other backend's. */
+export class LookaheadBackend implements AgendaBackend {
+  readonly name: string;
+  readonly repository: LookaheadRepository;
+
+  /**
+   * @param inner - the backend that stores jobs.
+   * @param notificationChannel - `inner`'s notification channel (Agenda's processor listens on it).
+   * @param nextDueAt - when the next job is due in `inner`'s store.
+   */
+  constructor(
+    readonly inner: AgendaBackend,
+    readonly notificationChannel: NotificationChannel,
+    nextDueAt: NextDueAt,
+    lockAheadMs = LOCK_AHEAD_MS,
+  ) {
+    this.name = `${inner.name}, locking ${lockAheadMs} ms ahead`;
+    this.repository = new LookaheadRepository(inner.repository, notificationChannel, nextDueAt, lockAheadMs);
+  }
+
+  get logger(): JobLogger | undefined {
+    return this.inner.logger;
+  }
+
+  get ownsConnection(): boolean {
+    return this.inner.ownsConnection ?? false;
+  }
+
+  connect(): Promise<void> {
+    return this.inner.connect();
+  }
+
+  async disconnect(): Promise<void> {
+    this.repository.stop();
+    await this.inner.disconnect();
+  }
+}
