@@ -203,12 +203,12 @@ export class EmbeddedJobRepository implements JobRepository {
   }
 
   /**
-   * The earliest `nextRunAt` of an unlocked, enabled job named `jobName` due in (`after`, `until`],
-   * or null: the lookahead's next wake ({@link import('./lookahead.js').NextDueAt}). A range on the
-   * `nextRunAt` index (the jobs due before the next poll), of which only the first is copied.
+   * The earliest `nextRunAt` of a job named `jobName` due in (`after`, `until`], or null: the
+   * lookahead's next wake ({@link import('./lookahead.js').NextDueAt}). A range on the `nextRunAt`
+   * index, of which only the first is copied.
    */
   async nextDueAt(jobName: string, after: Date, until: Date): Promise<Date | null> {
-    const [next] = await this.jobs.find({ name: jobName, nextRunAt: { $gt: after, $lte: until }, lockedAt: null, disabled: { $ne: true } }, { sort: { nextRunAt: 1 }, limit: 1 });
+    const [next] = await this.jobs.find({ name: jobName, nextRunAt: { $gt: after, $lte: until } }, { sort: { nextRunAt: 1 }, limit: 1 });
     return next?.nextRunAt ? new Date(next.nextRunAt) : null;
   }
 

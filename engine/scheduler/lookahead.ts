@@ -22,8 +22,11 @@ export const LOCK_AHEAD_MS = 20;
 const NEAR_WINDOW_MS = 100;
 
 /**
- * Finds when the next job is due: the earliest `nextRunAt` of an unlocked, enabled job named
- * `jobName` with `after < nextRunAt ≤ until`, or null. One indexed range query.
+ * Finds when the next job is due: the earliest `nextRunAt` of a job named `jobName` with
+ * `after < nextRunAt ≤ until`, or null. One indexed range query. Locks need not be looked at:
+ * only jobs due by the lock horizon (≤ `after`, which only moves forward) are ever locked, bar an
+ * expired lock taken over (due long ago); a locked or disabled job answered here only costs a
+ * wake that finds nothing.
  */
 export type NextDueAt = (jobName: string, after: Date, until: Date) => Promise<Date | null>;
 

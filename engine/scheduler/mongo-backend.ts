@@ -165,13 +165,13 @@ export interface DueQueryCollection {
 }
 
 /**
- * The earliest `nextRunAt` of an unlocked, enabled job named `name` due in (`after`, `until`], or
- * null ({@link NextDueAt} on MongoDB): one query on Agenda's `findAndLockNextJobIndex` (`name`,
- * `nextRunAt`, ...). `lockedAt: null` matches a missing field as well as a null one.
+ * The earliest `nextRunAt` of a job named `name` due in (`after`, `until`], or null
+ * ({@link NextDueAt} on MongoDB): one query on Agenda's `findAndLockNextJobIndex` (`name` equal,
+ * then `nextRunAt` as range and sort).
  */
 export async function mongoNextDueAt(c: DueQueryCollection, name: string, after: Date, until: Date): Promise<Date | null> {
   const next = await c.findOne(
-    { name, nextRunAt: { $gt: after, $lte: until }, lockedAt: null, disabled: { $ne: true } },
+    { name, nextRunAt: { $gt: after, $lte: until } },
     { sort: { nextRunAt: 1 }, projection: { nextRunAt: 1 } },
   );
   return next?.nextRunAt instanceof Date ? next.nextRunAt : null;

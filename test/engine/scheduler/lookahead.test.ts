@@ -149,7 +149,7 @@ describe('TimerService with the lookahead', () => {
 });
 
 describe('mongoNextDueAt', () => {
-  it('asks for the earliest unlocked, enabled job of the name in (after, until], sorted on nextRunAt', async () => {
+  it('asks for the earliest job of the name due in (after, until], sorted on nextRunAt (served by findAndLockNextJobIndex)', async () => {
     const calls: unknown[] = [];
     const due = new Date(2_000_000);
     const c: DueQueryCollection = {
@@ -163,7 +163,7 @@ describe('mongoNextDueAt', () => {
     expect(await mongoNextDueAt(c, 'actor.timer', after, until)).toEqual(due);
     expect(calls).toEqual([
       {
-        filter: { name: 'actor.timer', nextRunAt: { $gt: after, $lte: until }, lockedAt: null, disabled: { $ne: true } },
+        filter: { name: 'actor.timer', nextRunAt: { $gt: after, $lte: until } },
         options: { sort: { nextRunAt: 1 }, projection: { nextRunAt: 1 } },
       },
     ]);
