@@ -18,6 +18,13 @@ import type {
  */
 export const LOCK_AHEAD_MS = 20;
 
+/**
+ * At most this many jobs locked by the process at once (Agenda's `lockLimit`): the local queue
+ * Agenda walks stays this short when many are due at once. Above the job's concurrency (20), so
+ * that jobs due soon are locked while others run.
+ */
+export const LOCK_LIMIT = 30;
+
 /** The first window {@link LookaheadRepository} looks for the next due job in (ms after what it locks). */
 const NEAR_WINDOW_MS = 100;
 
@@ -49,11 +56,18 @@ export type NextDueAt = (jobName: string, after: Date, until: Date) => Promise<D
  * own poll still runs every `processEvery` (jobs written by another process, expired locks, a
  * missed wake), so a wake that goes wrong makes a firing late, never lost. Every other method is
  * the wrapped repository's.
+ *
+ * Many jobs due at once (the service was down while they came due) would fill the queue just the
+ * same, so Agenda runs with a lock limit ({@link LOCK_LIMIT}); a fill that the limit stopped is
+ * resumed by the next run that ends, here (`saveJobState` of an unlocked job), not at the next
+ * poll.
  */
 export class LookaheadRepository implements JobRepository {
   /** Per job name: the pending wake (epoch ms it is set for, its timer). */
   private readonly wakes = new Map<string, { atMs: number; timer: NodeJS.Timeout }>();
   private stopped = false;
+  /** Job names whose last queue fill ended on a job (Agenda's lock limit stopped it), not on "none left". */
+  private readonly cutShort = new Set<string>();
 
   constructor(
     readonly inner: JobRepository,
@@ -89,7 +103,11 @@ export class LookaheadRepository implements JobRepository {
   async getNextJobToRun(jobName: string, nextScanAt: Date, lockDeadline: Date, now: Date | undefined, options: JobRepositoryOptions | undefined): Promise<JobParameters | undefined> {
     const horizon = new Date(Math.min(nextScanAt.getTime(), Date.now() + this.lockAheadMs));
     const job = await this.inner.getNextJobToRun(jobName, horizon, lockDeadline, now, options);
-    if (job) return job;
+    if (job) {
+      this.cutShort.add(jobName);
+      return job;
+    }
+    this.cutShort.delete(jobName);
     // the queue fill ends here: wake up for the next job due before the next poll
     // (first in a short window: at a high rate the next one is near, and the store sorts fewer)
     const near = new Date(Math.min(nextScanAt.getTime(), horizon.getTime() + NEAR_WINDOW_MS));
@@ -104,8 +122,11 @@ export class LookaheadRepository implements JobRepository {
 
   async saveJobState(job: JobParameters, options: JobRepositoryOptions | undefined): Promise<void> {
     await this.inner.saveJobState(job, options);
-    // a failed delivery moved to its retry time (Agenda publishes no notification for it)
-    if (!job.lockedAt && job.nextRunAt && !job.disabled) this.wakeAt(job.name, job.nextRunAt.getTime() - this.lockAheadMs);
+    if (job.lockedAt) return; // a run starts
+    // a run ended. A failed delivery moved to its retry time (Agenda publishes no notification for it)
+    if (job.nextRunAt && !job.disabled) this.wakeAt(job.name, job.nextRunAt.getTime() - this.lockAheadMs);
+    // and, when the lock limit stopped the last fill with due jobs left, a lock is free now: fill again
+    if (this.cutShort.has(job.name)) this.wakeAt(job.name, Date.now());
   }
 
   connect(): Promise<void> {

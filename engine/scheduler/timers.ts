@@ -7,7 +7,7 @@ import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import { MongoStore } from '../store/mongo.js';
 import { EmbeddedAgendaBackend } from './embedded-backend.js';
-import { LookaheadBackend, type NextDueAt } from './lookahead.js';
+import { LOCK_LIMIT, LookaheadBackend, type NextDueAt } from './lookahead.js';
 import { mongoTimerBackend, NotifyingBackend } from './mongo-backend.js';
 
 /** Job name of every actor timer. */
@@ -110,7 +110,16 @@ export class TimerService {
     const channel = inner.notificationChannel;
     this.lookahead = nextDueAt && channel ? new LookaheadBackend(inner, channel, nextDueAt) : null;
     const backend = this.lookahead ?? inner;
-    this.agenda = new Agenda({ backend, processEvery: pollMs, defaultLockLifetime: 60_000, maxConcurrency: 50, defaultConcurrency: 20, removeOnComplete: true });
+    this.agenda = new Agenda({
+      backend,
+      processEvery: pollMs,
+      defaultLockLifetime: 60_000,
+      maxConcurrency: 50,
+      defaultConcurrency: 20,
+      // without the lookahead nothing resumes a fill the limit stopped before the next poll
+      ...(this.lookahead ? { lockLimit: LOCK_LIMIT } : {}),
+      removeOnComplete: true,
+    });
     this.agenda.define<TimerData>(
       TIMER_JOB,
       async (job: Job<TimerData>) => {

@@ -2,7 +2,7 @@ import { InMemoryNotificationChannel, type JobNotification } from 'agenda';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../engine/logger.js';
 import { EmbeddedJobRepository } from '../../../engine/scheduler/embedded-backend.js';
-import { LOCK_AHEAD_MS, LookaheadRepository } from '../../../engine/scheduler/lookahead.js';
+import { LOCK_AHEAD_MS, LOCK_LIMIT, LookaheadRepository } from '../../../engine/scheduler/lookahead.js';
 import { mongoNextDueAt, type DueQueryCollection } from '../../../engine/scheduler/mongo-backend.js';
 import { TimerService, type TimerData } from '../../../engine/scheduler/timers.js';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
@@ -125,6 +125,32 @@ describe('TimerService with the lookahead', () => {
     // Agenda alone locks every job due before its next scan (~100 here); with the lookahead those
     // due within LOCK_AHEAD_MS (3 at this spacing), more only while the event loop lags behind
     expect(Math.max(...lockedAtDelivery)).toBeLessThanOrEqual(40);
+  });
+
+  it('500 timers already due when the scheduler starts (it was down): all fire once, never more than LOCK_LIMIT locked, fills resumed as runs end', async () => {
+    const store = await EmbeddedStore.open(null);
+    const jobs = await store.collection('agendaJobs');
+    const lockedAtDelivery: number[] = [];
+    const fired: string[] = [];
+    // a one-minute poll: the limit stops each fill, so only the resumes can deliver 500 in time
+    const timers = new TimerService(
+      store,
+      async (t) => {
+        fired.push(t.actorId);
+        lockedAtDelivery.push(await jobs.count({ lockedAt: { $ne: null } }));
+      },
+      log,
+      60_000,
+    );
+    const dueMs = Date.now() - 5_000;
+    for (let i = 0; i < 500; i++) await timers.schedule(`o${i}`, 'due', dueMs + i);
+    await timers.start();
+    drains.push(() => timers.drain(1000));
+    await waitFor(() => fired.length === 500, 20_000);
+    await sleep(200);
+    expect(fired).toHaveLength(500);
+    expect(new Set(fired).size).toBe(500);
+    expect(Math.max(...lockedAtDelivery)).toBeLessThanOrEqual(LOCK_LIMIT);
   });
 
   it('a failed delivery is retried at its backoff time with a one-minute poll (the retry gets a wake)', async () => {
