@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { InMemoryNotificationChannel, type JobNotification } from 'agenda';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../engine/logger.js';
@@ -201,5 +202,14 @@ describe('mongoNextDueAt', () => {
       },
     ]);
     expect(await mongoNextDueAt({ findOne: async () => null }, 'actor.timer', after, until)).toBeNull();
+  });
+});
+
+describe("Agenda's debug loggers", () => {
+  it('the colour decision is made once at load (a logger per processor step no longer calls isatty), as DEBUG_COLORS would', () => {
+    // importing engine/scheduler/timers.ts (above) set it on the `debug` module Agenda loads
+    const debug = createRequire(createRequire(import.meta.url).resolve('agenda'))('debug') as { inspectOpts: Record<string, unknown>; useColors(): boolean };
+    expect(typeof debug.inspectOpts.colors).toBe('boolean');
+    expect(debug.useColors()).toBe(debug.inspectOpts.colors);
   });
 });
