@@ -161,6 +161,26 @@ describe('TimerService with the lookahead', () => {
     expect(Math.max(...lockedAtDelivery)).toBeLessThanOrEqual(LOCK_LIMIT);
   });
 
+  it('a timer canceled after Agenda locked it ahead of its time is not delivered (the firing of a removed job is dropped)', async () => {
+    const store = await EmbeddedStore.open(null);
+    const jobs = await store.collection('agendaJobs');
+    const fired: TimerData[] = [];
+    const timers = new TimerService(store, async (t) => void fired.push(t), log, 60_000);
+    await timers.start();
+    drains.push(() => timers.drain(1000));
+    const at = Date.now() + LOCK_AHEAD_MS + 300;
+    await timers.schedule('gone', 'expiry', at);
+    await timers.schedule('kept', 'expiry', at);
+    // locked LOCK_AHEAD_MS before it is due, and in Agenda's queue from then on
+    const lockedBoth = async () => (await jobs.count({ lockedAt: { $ne: null } })) === 2;
+    for (let ok = false; !ok; ok = await lockedBoth()) await sleep(5);
+    expect(Date.now()).toBeLessThan(at);
+    await timers.cancel('gone', 'expiry');
+    await waitFor(() => fired.length === 1, 3000);
+    await sleep(200);
+    expect(fired.map((f) => f.actorId)).toEqual(['kept']);
+  });
+
   it('a failed delivery is retried at its backoff time with a one-minute poll (the retry gets a wake)', async () => {
     const store = await EmbeddedStore.open(null);
     let attempts = 0;
