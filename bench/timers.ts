@@ -4,6 +4,8 @@
  * default), due spread evenly over 60 s, and records each delivery. Prints:
  * - lateness at the scheduler's sink (delivery time − due time): p50 / p99 / max;
  * - lateness at the actor (its `timer.fired` transition persisted and its action run);
+ * - the same for a plain `setTimeout` per timer at the same due times: the floor this process's
+ *   event loop gets (on a shared machine, mostly other processes' CPU use);
  * - delivered, lost (not delivered within a grace period after the last due time) and fired twice;
  * - whether the goal is met: p99 < 50 ms at the sink, 0 lost, 0 fired twice.
  *
@@ -45,6 +47,12 @@ const DISK = process.env.BENCH_STORE === 'disk';
  */
 let times: Float64Array<ArrayBufferLike> = new Float64Array(0);
 let counts: Int32Array<ArrayBufferLike> = new Int32Array(0);
+/**
+ * Per timer i, when a plain `setTimeout` set for the same due time ran (epoch ms): the lateness this
+ * process's event loop gets on its own, on this machine at this moment, the floor under the
+ * scheduler's (on a shared machine mostly other processes' CPU use).
+ */
+let control: Float64Array<ArrayBufferLike> = new Float64Array(0);
 const DUE = 0;
 const SINK = 1;
 const ACTOR = 2;
@@ -89,7 +97,7 @@ const machine = setup({
 const WATCHDOG = `
 const { workerData: w, parentPort } = require('node:worker_threads');
 const fs = require('node:fs');
-const times = new Float64Array(w.times), counts = new Int32Array(w.counts);
+const times = new Float64Array(w.times), counts = new Int32Array(w.counts), control = new Float64Array(w.control);
 const now = () => performance.timeOrigin + performance.now();
 const out = (line) => fs.writeSync(1, line + '\\n');
 function pct(v, p) { return v.length ? v[Math.min(v.length - 1, Math.max(0, Math.ceil(p * v.length) - 1))] : NaN; }
@@ -110,8 +118,12 @@ function report() {
   const wallS = (now() - w.startMs) / 1000;
   out(figures('lateness at the scheduler sink (delivery − due)', sink));
   out(figures('lateness at the actor (timer.fired persisted, action run)', actor));
+  const floor = [];
+  for (let i = 0; i < w.n; i++) if (control[i] > 0) floor.push(control[i] - times[i * 3]);
+  out(figures('floor: a plain setTimeout at the same due times', floor));
   out('delivered ' + sink.length + ' of ' + w.n + '; lost ' + lost + ' (not handled within ' + w.graceS + ' s after the last due time); fired twice ' + twice + '; early ' + early);
-  out('process CPU while firing: ' + (((process.cpuUsage().user + process.cpuUsage().system - w.cpu0) / 1e6 / wallS) * 100).toFixed(0) + ' % of one core over ' + wallS.toFixed(1) + ' s (both threads)');
+  const cpuS = (process.cpuUsage().user + process.cpuUsage().system - w.cpu0) / 1e6;
+  out('process CPU while firing: ' + ((cpuS / wallS) * 100).toFixed(0) + ' % of one core over ' + wallS.toFixed(1) + ' s (both threads), ' + ((cpuS * 1000) / w.n).toFixed(2) + ' ms per timer');
   const v = Float64Array.from(sink).sort();
   const met = pct(v, 0.99) < 50 && lost === 0 && twice === 0;
   out('goal (p99 < 50 ms, 0 lost, 0 fired twice): ' + (met ? 'met' : 'NOT met'));
@@ -154,6 +166,7 @@ async function main(): Promise<void> {
   try {
     times = new Float64Array(new SharedArrayBuffer(TIMERS * 3 * 8));
     counts = new Int32Array(new SharedArrayBuffer(TIMERS * 2 * 4));
+    control = new Float64Array(new SharedArrayBuffer(TIMERS * 8));
     // due times: whole milliseconds (the actor's deadline), spread evenly over the span
     const firstDueMs = Math.ceil(Date.now() + LEAD_S * 1000);
     const dueOf = (i: number): number => firstDueMs + Math.floor((i * SPAN_S * 1000) / TIMERS);
@@ -162,6 +175,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < TIMERS; i++) {
       const dueMs = dueOf(i);
       times[i * 3 + DUE] = dueMs;
+      setTimeout(() => (control[i] = nowMs()), dueMs - Date.now());
       await host.create<typeof machine>('bench-timer', { id: `bt-${i}`, input: { id: `bt-${i}`, dueMs }, partnerId: 'bench', ownerUserId: null });
       if (Date.now() > dueMs) armedLate++;
     }
@@ -170,7 +184,7 @@ async function main(): Promise<void> {
     const cpu0 = process.cpuUsage();
     const watchdog = new Worker(WATCHDOG, {
       eval: true,
-      workerData: { times: times.buffer, counts: counts.buffer, n: TIMERS, lastDueMs: dueOf(TIMERS - 1), graceS: GRACE_S, startMs: nowMs(), cpu0: cpu0.user + cpu0.system },
+      workerData: { times: times.buffer, counts: counts.buffer, control: control.buffer, n: TIMERS, lastDueMs: dueOf(TIMERS - 1), graceS: GRACE_S, startMs: nowMs(), cpu0: cpu0.user + cpu0.system },
     });
     await new Promise<void>((resolve, reject) => {
       watchdog.once('message', () => resolve());

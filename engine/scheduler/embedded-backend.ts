@@ -165,7 +165,7 @@ export class EmbeddedJobRepository implements JobRepository {
   }
 
   async saveJobState(job: JobParameters, options?: JobRepositoryOptions): Promise<void> {
-    await this.jobs.updateOne(
+    const write = this.jobs.updateOne(
       { _id: String(job._id), name: job.name },
       {
         lockedAt: job.lockedAt ?? null,
@@ -179,6 +179,19 @@ export class EmbeddedJobRepository implements JobRepository {
         lastModifiedBy: options?.lastModifiedBy ?? null,
       },
     );
+    // The write Agenda makes as a run starts (still locked; `lastRunAt`) is not waited for: on disk
+    // that wait (an append under group commit) lay between the due time and the delivery, the
+    // largest part of the lateness tail there (bench:timers). The store applies it before any later
+    // operation on the collection (the existence check, the removal, the end-of-run state) and
+    // appends it before them; only its acknowledgement is skipped. Crashing before it is in the file
+    // leaves the job unlocked there: it fires again at the restart, which a timer may (the actor
+    // ignores a firing that no longer matches its deadline). Its failure, if any, is the store's to
+    // report (health: store not writable), as with every write the store retries.
+    if (job.lockedAt) {
+      write.catch(() => undefined);
+      return;
+    }
+    await write;
     // No match is normal here, not an error: a job removed while it ran (its timer was re-armed,
     // and a new job document replaced it, or it was canceled) has no state left to save.
   }
@@ -202,6 +215,16 @@ export class EmbeddedJobRepository implements JobRepository {
     for (const id of jobIds) await this.jobs.updateOne({ _id: String(id) }, { lockedAt: null });
   }
 
+  /**
+   * The earliest `nextRunAt` of a job named `jobName` due in (`after`, `until`], or null: the
+   * lookahead's next wake ({@link import('./lookahead.js').NextDueAt}). A range on the `nextRunAt`
+   * index, of which only the first is copied.
+   */
+  async nextDueAt(jobName: string, after: Date, until: Date): Promise<Date | null> {
+    const [next] = await this.jobs.find({ name: jobName, nextRunAt: { $gt: after, $lte: until } }, { sort: { nextRunAt: 1 }, limit: 1 });
+    return next?.nextRunAt ? new Date(next.nextRunAt) : null;
+  }
+
   async getNextJobToRun(
     jobName: string,
     nextScanAt: Date,
@@ -211,13 +234,17 @@ export class EmbeddedJobRepository implements JobRepository {
   ): Promise<JobParameters | undefined> {
     // Agenda asks once per job it locks. The candidates are found through the `nextRunAt` index
     // (a range: only jobs due by the next scan), never by reading every armed job: at 10,000 armed
-    // timers a scan per lock cost ~40 ms and the scheduler fell behind (bench:timers). A job whose
-    // lock expired (its process died mid-run) is among them too: it was due when it was locked.
-    const due: Filter = { name: jobName, nextRunAt: { $lte: nextScanAt } };
-    const lockable = (j: StoredJob) => j.disabled !== true && (j.lockedAt == null || new Date(j.lockedAt as unknown as string | Date) <= lockDeadline);
+    // timers a scan per lock cost ~40 ms and the scheduler fell behind (bench:timers). Nor are they
+    // all copied and sorted: with 3,000 due at once (a restart after downtime) that made each lock
+    // O(due) and the catch-up quadratic (17 s of CPU). The first unlocked one is taken (no sort:
+    // the order among due jobs does not matter, all due by the lookahead's horizon are locked in
+    // one fill and Agenda runs its queue in `nextRunAt` order); failing that, one whose lock
+    // expired (its process died mid-run; it was due when it was locked).
+    const due: Filter = { name: jobName, nextRunAt: { $lte: nextScanAt }, disabled: { $ne: true } };
     // A conditional update can lose to a concurrent locker; try the next candidate then.
     for (let attempt = 0; attempt < 5; attempt++) {
-      const candidate = (await this.jobs.find(due, { sort: SORT })).find(lockable);
+      const candidate =
+        (await this.jobs.find({ ...due, lockedAt: null }, { limit: 1 }))[0] ?? (await this.jobs.find({ ...due, lockedAt: { $lte: lockDeadline } }, { limit: 1 }))[0];
       if (!candidate) return undefined;
       const stillLockable = candidate.lockedAt == null ? { lockedAt: null } : { lockedAt: candidate.lockedAt };
       const matched = await this.jobs.updateOne(

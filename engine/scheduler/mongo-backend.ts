@@ -2,6 +2,7 @@ import { MongoBackend } from '@agendajs/mongo-backend';
 import { InMemoryNotificationChannel, type AgendaBackend, type JobLogger, type JobRepository, type NotificationChannel } from 'agenda';
 import type { CreateIndexesOptions, Db, Document, ObjectId } from 'mongodb';
 import type { Logger } from '../logger.js';
+import type { NextDueAt } from './lookahead.js';
 
 /** The collection of Agenda's jobs on MongoDB (the same name the embedded backend uses). */
 export const AGENDA_JOBS = 'agendaJobs';
@@ -102,10 +103,13 @@ export class NotifyingBackend implements AgendaBackend {
   /**
    * @param inner - the backend that stores jobs (Agenda's `MongoBackend` in production).
    * @param prepare - runs once `inner` connected (index creation); its failure fails {@link ready}.
+   * @param nextDueAt - when the next job is due, for the scheduler's lookahead (`./lookahead.ts`);
+   *   without it the scheduler locks as Agenda does, everything due before the next poll.
    */
   constructor(
     readonly inner: AgendaBackend,
     private readonly prepare: () => Promise<unknown> = async () => undefined,
+    readonly nextDueAt?: NextDueAt,
   ) {
     this.name = `${inner.name} + in-process notifications`;
   }
@@ -148,5 +152,27 @@ export class NotifyingBackend implements AgendaBackend {
  */
 export function mongoTimerBackend(db: Db, jobName: string, log?: Logger): NotifyingBackend {
   const mongo = new MongoBackend({ mongo: db, collection: AGENDA_JOBS });
-  return new NotifyingBackend(mongo, () => ensureJobIndexes(db.collection(AGENDA_JOBS) as unknown as IndexableCollection, timerJobIndexes(jobName), log));
+  return new NotifyingBackend(
+    mongo,
+    () => ensureJobIndexes(db.collection(AGENDA_JOBS) as unknown as IndexableCollection, timerJobIndexes(jobName), log),
+    (name, after, until) => mongoNextDueAt(db.collection(AGENDA_JOBS), name, after, until),
+  );
+}
+
+/** The part of a driver collection {@link mongoNextDueAt} uses. */
+export interface DueQueryCollection {
+  findOne(filter: Document, options: { sort: Record<string, 1 | -1>; projection: Record<string, 1> }): Promise<Document | null>;
+}
+
+/**
+ * The earliest `nextRunAt` of a job named `name` due in (`after`, `until`], or null
+ * ({@link NextDueAt} on MongoDB): one query on Agenda's `findAndLockNextJobIndex` (`name` equal,
+ * then `nextRunAt` as range and sort).
+ */
+export async function mongoNextDueAt(c: DueQueryCollection, name: string, after: Date, until: Date): Promise<Date | null> {
+  const next = await c.findOne(
+    { name, nextRunAt: { $gt: after, $lte: until } },
+    { sort: { nextRunAt: 1 }, projection: { nextRunAt: 1 } },
+  );
+  return next?.nextRunAt instanceof Date ? next.nextRunAt : null;
 }

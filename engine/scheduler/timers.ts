@@ -1,3 +1,5 @@
+import { createRequire } from 'node:module';
+import tty from 'node:tty';
 import { backoffMs } from '../backoff.js';
 import { Agenda, type AgendaBackend, type Job } from 'agenda';
 import { DuplicateKeyError } from '../errors.js';
@@ -5,6 +7,7 @@ import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import { MongoStore } from '../store/mongo.js';
 import { EmbeddedAgendaBackend } from './embedded-backend.js';
+import { LOCK_LIMIT, LookaheadBackend, type NextDueAt } from './lookahead.js';
 import { mongoTimerBackend, NotifyingBackend } from './mongo-backend.js';
 
 /** Job name of every actor timer. */
@@ -33,6 +36,26 @@ const SCHEDULE_ATTEMPTS = 5;
 function isDuplicateKey(err: unknown): boolean {
   return err instanceof DuplicateKeyError || (typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000);
 }
+
+/**
+ * Agenda creates a `debug` logger on nearly every step of its job processor
+ * (`log.extend('jobProcessing')(...)`), and each new logger asks `tty.isatty(process.stderr.fd)`
+ * (a system call) whether to use colours; in bench:timers that was 11 % of the process's CPU. The
+ * answer cannot change while the process runs, so it is asked once here and kept in the
+ * `inspectOpts` of the `debug` module Agenda itself loads (where `DEBUG_COLORS` would put it; a
+ * value set that way wins). Output with `DEBUG=agenda:*` is unchanged.
+ */
+function cacheAgendaDebugColors(): void {
+  try {
+    const fromAgenda = createRequire(createRequire(import.meta.url).resolve('agenda'));
+    const debug = fromAgenda('debug') as { inspectOpts?: Record<string, unknown> };
+    if (debug.inspectOpts && !('colors' in debug.inspectOpts)) debug.inspectOpts.colors = tty.isatty(process.stderr.fd);
+  } catch {
+    // another layout of node_modules: Agenda keeps asking, which costs CPU only
+  }
+}
+
+cacheAgendaDebugColors();
 
 /**
  * The Agenda backend for `store`: on MongoDB, Agenda's MongoDB backend with an in-process
@@ -66,6 +89,8 @@ export function timerBackend(store: Store, log?: Logger): AgendaBackend {
  */
 export class TimerService {
   private readonly agenda: Agenda;
+  /** The backend Agenda runs on when the store can tell when the next job is due (both stores can). */
+  private readonly lookahead: LookaheadBackend | null;
   private started = false;
   private readonly failingJobs = new Set<string>();
   /** Resolves once the backend is connected and its indexes exist; rejects with why not. */
@@ -77,9 +102,24 @@ export class TimerService {
     private readonly log: Logger,
     pollMs: number,
   ) {
-    const backend = timerBackend(store, log);
-    this.ready = backend instanceof NotifyingBackend ? () => backend.ready() : () => Promise.resolve();
-    this.agenda = new Agenda({ backend, processEvery: pollMs, defaultLockLifetime: 60_000, maxConcurrency: 50, defaultConcurrency: 20, removeOnComplete: true });
+    const inner = timerBackend(store, log);
+    this.ready = inner instanceof NotifyingBackend ? () => inner.ready() : () => Promise.resolve();
+    // lock only what is due now and wake Agenda just before the next one (./lookahead.ts)
+    const nextDueAt: NextDueAt | undefined =
+      inner instanceof EmbeddedAgendaBackend ? (name, after, until) => inner.repository.nextDueAt(name, after, until) : inner instanceof NotifyingBackend ? inner.nextDueAt : undefined;
+    const channel = inner.notificationChannel;
+    this.lookahead = nextDueAt && channel ? new LookaheadBackend(inner, channel, nextDueAt) : null;
+    const backend = this.lookahead ?? inner;
+    this.agenda = new Agenda({
+      backend,
+      processEvery: pollMs,
+      defaultLockLifetime: 60_000,
+      maxConcurrency: 50,
+      defaultConcurrency: 20,
+      // without the lookahead nothing resumes a fill the limit stopped before the next poll
+      ...(this.lookahead ? { lockLimit: LOCK_LIMIT } : {}),
+      removeOnComplete: true,
+    });
     this.agenda.define<TimerData>(
       TIMER_JOB,
       async (job: Job<TimerData>) => {
@@ -155,5 +195,6 @@ export class TimerService {
     if (!this.started) return;
     this.started = false;
     await this.agenda.drain({ timeout: timeoutMs });
+    this.lookahead?.repository.stop();
   }
 }

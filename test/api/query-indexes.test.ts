@@ -126,6 +126,8 @@ const AGENDA_MONGO_QUERIES: Shape[] = [
   { collection: 'agendaJobs', op: 'deleteMany', eq: ['data.actorId', 'name'], in: [], range: [], missing: [], sort: [] },
   { collection: 'agendaJobs', op: 'updateOne', eq: ['name'], in: [], range: ['disabled', 'lockedAt', 'nextRunAt'], missing: [], sort: [['nextRunAt', 1], ['priority', -1]] },
   { collection: 'agendaJobs', op: 'findOne', eq: ['_id'], in: [], range: [], missing: [], sort: [] },
+  // ours, beside Agenda's (engine/scheduler/mongo-backend.ts mongoNextDueAt): when the next job is due
+  { collection: 'agendaJobs', op: 'findOne', eq: ['name'], in: [], range: ['nextRunAt'], missing: [], sort: [['nextRunAt', 1]] },
   { collection: 'agendaJobs', op: 'updateOne', eq: ['_id', 'name'], in: [], range: ['disabled', 'lockedAt'], missing: [], sort: [] },
 ];
 
