@@ -91,10 +91,14 @@ export interface PositionItem {
   condition_id: string;
   outcome: string;
   question: string;
+  /** Shares held. */
   size: string;
+  /** Shares reserved by open sells. */
   reserved: string;
   available: string;
+  /** Average cost per share, decimal probability ("0" when nothing is held). */
   avg_price: string;
+  /** Cost basis, dollars. */
   cost_usd: string;
 }
 

@@ -2,7 +2,7 @@ import { dec, str } from '../../engine/decimal.js';
 import { errors } from '../../engine/errors.js';
 import type { BookView, MarketInfo, VenuePort, WalletView } from '../../engine/venue/port.js';
 import type { Handler } from '../context.js';
-import type { MarketBody } from '../push-events.js';
+import type { MarketBody, PositionItem } from '../push-events.js';
 import { page, pageQuery } from '../paging.js';
 
 /**
@@ -38,22 +38,8 @@ export const markets: Handler = async ({ req, services }) => {
   return { status: 200, body: page('markets', items, all.length, p) };
 };
 
-/** One item of GET /v2/trade/positions (`position.updated` carries the same): shares, dollars, decimal strings. */
-export interface PositionBody {
-  token_id: string;
-  condition_id: string;
-  outcome: string;
-  question: string;
-  /** Shares held. */
-  size: string;
-  /** Shares reserved by open sells. */
-  reserved: string;
-  available: string;
-  /** Average cost per share, decimal probability ("0" when nothing is held). */
-  avg_price: string;
-  /** Cost basis, dollars. */
-  cost_usd: string;
-}
+/** One item of GET /v2/trade/positions (`position.updated` carries the same): {@link PositionItem}. */
+export type PositionBody = PositionItem;
 
 /** The REST shape of one position, with its market's question and outcome from the venue. */
 export function positionBody(venue: VenuePort, pos: WalletView['positions'][number]): PositionBody {
