@@ -185,7 +185,12 @@ export interface StrategyContext extends StrategyInput {
 }
 
 export type StrategyEvent =
-  | { type: 'book.touch'; bid: string | null; ask: string | null }
+  /**
+   * The touch of the strategy's token; `tickSize` (decimal probability) is the market's tick now
+   * when the engine knows it (issue 16: a tick-size change applies at once, so a strategy that
+   * prices on the tick, PEGGED, takes it from here). Absent: the tick did not change.
+   */
+  | { type: 'book.touch'; bid: string | null; ask: string | null; tickSize?: string }
   | { type: 'order.updated'; orderId: string; status: string; filledSize: string; matchedAmount: string; final: boolean }
   | { type: 'order.refused'; orderId: string; error: string; reason: string }
   /**
@@ -403,7 +408,7 @@ export function isCurrentTimer(c: StrategyBaseContext, e: StrategyEvent, name: s
  */
 type SharedKey =
   | 'children' | 'filledSize' | 'matchedAmount' | 'working' | 'workingPrice' | 'pendingSize' | 'placing' | 'placeFailures'
-  | 'warnings' | 'watch' | 'deadlines' | 'endReason' | 'lastTouch' | 'seq' | 'slicesDone' | 'message';
+  | 'warnings' | 'watch' | 'deadlines' | 'endReason' | 'lastTouch' | 'seq' | 'slicesDone' | 'message' | 'tickSize';
 
 /** `[]` when context type `C` keeps every shared field as it is (else `[never]`: no call compiles). */
 export type KeepsSharedFields<C> = Pick<StrategyBaseContext, SharedKey> extends Pick<C, SharedKey & keyof C> ? [] : [never];
@@ -481,7 +486,7 @@ export function retryActions<C extends StrategyBaseContext>(what: (c: C) => stri
     /** The working order was never placed: no child works. */
     notPlaced: assignShared<C>((c) => placeFailedPatch(c)),
     clearRetry: assignShared<C>((c) => ({ deadlines: Object.fromEntries(Object.entries(c.deadlines).filter(([k]) => k !== 'retry')) })),
-    recordTouch: assignShared<C>((_c, e) => (e.type === 'book.touch' ? { lastTouch: touchOf(e) } : {})),
+    recordTouch: assignShared<C>((_c, e) => (e.type === 'book.touch' ? { lastTouch: touchOf(e), ...(e.tickSize ? { tickSize: e.tickSize } : {}) } : {})),
   };
 }
 

@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dec } from '../../engine/decimal.js';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
+import { startTestService, type TestService } from '../helpers.js';
+import { poll } from './trading-kit.js';
+
+/**
+ * Issue 16 as a partner tries it (second trial): findings fixed, each walked through the real
+ * HTTP path. The capture markets are quoted by the liquidity provider here (SIM_CAPTURE=off:
+ * bids 0.49, 0.48, … and asks 0.51, 0.52, … on a 0.01 tick); tick changes go through
+ * SimVenue.changeTickSize, as the capture's `tick_size_change` does.
+ */
+describe('issue 16 trial: strategies on a capture market whose tick changes', () => {
+  let svc: TestService;
+  let market: any;
+  const as = (u: string) => ({ 'x-partner-user-id': u });
+  const post = (u: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(u) });
+
+  beforeAll(async () => {
+    svc = await startTestService({ env: { SIM_CONTROL: 'on', SIM_MAKER_REFILL_MS: '3600000' } });
+    for (const u of ['alice', 'bob']) await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+    const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
+    market = page.markets.find((m: any) => /^xrp-15min-up-or-down-/.test(m.slug));
+    expect(market).toMatchObject({ tick_size: '0.01', resolved: false });
+  });
+  afterAll(async () => {
+    await svc.close();
+  });
+
+  it('PEGGED follows the touch on the current tick after a tick change 0.01 → 0.001, and its message names where it rests', async () => {
+    const up = market.tokens[0].token_id as string;
+    const res = await post('alice', { symbol: up, side: 'buy', type: 'PEGGED', budget_usdc: '5' });
+    expect(res).toMatchObject({ status: 200, body: { type: 'PEGGED', status: 'ACTIVE', message: 'PEGGED: $5 budget, resting at 0.49 (at the touch)' } });
+    const id = res.body.record_id as string;
+    await svc.services.strategies.whenQuiet(id);
+    await (svc.services.venue as SimVenue).changeTickSize(up, dec('0.001'));
+    expect((await svc.call('GET', `/v2/trade/book?token_id=${up}`)).body.tick_size).toBe('0.001');
+    // bob bids 0.495, on the new tick: the touch is 0.495 and the peg follows it there
+    const bid = await post('bob', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.495', size: '10' });
+    expect(bid).toMatchObject({ status: 200, body: { status: 'LIVE', price: '0.495' } });
+    const open = await poll(
+      'the peg re-placed at 0.495',
+      async () => (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body,
+      (b: any) => b.orders.some((o: any) => o.record_id === id && o.price === '0.495'),
+    );
+    expect(open.orders.filter((o: any) => o.record_id === id)).toEqual([expect.objectContaining({ price: '0.495', status: 'LIVE', size: '10.1' })]);
+    await svc.services.strategies.whenQuiet(id);
+    const rec = (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find((s: any) => s.record_id === id);
+    expect(rec).toMatchObject({ status: 'ACTIVE', message: 'PEGGED: $5 budget, resting at 0.495' });
+  });
+});
