@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dec } from '../../engine/decimal.js';
+import { loadCatalogue } from '../../engine/venue/markets.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { poll } from './trading-kit.js';
@@ -47,5 +48,32 @@ describe('issue 16 trial: strategies on a capture market whose tick changes', ()
     await svc.services.strategies.whenQuiet(id);
     const rec = (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find((s: any) => s.record_id === id);
     expect(rec).toMatchObject({ status: 'ACTIVE', message: 'PEGGED: $5 budget, resting at 0.495' });
+  });
+});
+
+describe('issue 16 trial: the captured book levels are on the tick the market shows', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService({ env: { SIM_CAPTURE: 'on', SIM_REPLAY_SPEED: '1000000' } });
+  });
+  afterAll(async () => {
+    await svc.close();
+  });
+
+  it('sol 10:15 (no tick_size_change in the capture, levels in 0.001 steps) shows tick 0.001 (inferred from its levels), and open books hold only levels on the tick of their market', async () => {
+    const capture = loadCatalogue().capture!;
+    const slug = 'sol-15min-up-or-down-10:15';
+    expect(capture.events.some((e) => e.kind === 'tick' && !e.inferred && capture.markets.find((m) => m.slug === slug)!.tokens.some((t) => t.tokenId === e.tokenId))).toBe(false);
+    await poll('capture replayed', async () => (svc.services.venue as SimVenue).capture!.done, (d) => d);
+    const markets = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets as any[];
+    expect(markets.find((m) => m.slug === slug)).toMatchObject({ tick_size: '0.001', resolved: true });
+    // every level of every open capture book is on the tick its market shows
+    for (const m of markets.filter((x) => !x.resolved)) {
+      for (const t of m.tokens) {
+        const b = (await svc.call('GET', `/v2/trade/book?token_id=${t.token_id}`)).body;
+        expect(b.tick_size).toBe(m.tick_size);
+        for (const l of [...b.bids, ...b.asks]) expect(dec(l.price).mod(b.tick_size).isZero()).toBe(true);
+      }
+    }
   });
 });
