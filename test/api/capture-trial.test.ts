@@ -49,6 +49,26 @@ describe('issue 16 trial: strategies on a capture market whose tick changes', ()
     const rec = (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find((s: any) => s.record_id === id);
     expect(rec).toMatchObject({ status: 'ACTIVE', message: 'PEGGED: $5 budget, resting at 0.495' });
   });
+
+  it('a TWAP whose slice rests when its market resolves ends CANCELED with message market resolved (not DELETE strategy)', async () => {
+    const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
+    const m = page.markets.find((x: any) => /^eth-15min-up-or-down-/.test(x.slug) && !x.resolved);
+    const up = m.tokens[0].token_id as string;
+    const res = await post('alice', { symbol: up, side: 'buy', type: 'TWAP', price: '0.5', size: '30', execution: { interval_sec: 10, duration_sec: 30, passive: true } });
+    expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE' } });
+    const id = res.body.record_id as string;
+    await poll('the first slice rests', async () => (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body, (b: any) => b.orders.some((o: any) => o.record_id === id));
+    const r = await svc.call('POST', `/v2/sim/markets/${m.condition_id}/resolve`, { body: { winning_token_id: up } });
+    expect(r).toMatchObject({ status: 200, body: { resolved: true, winning_token_id: up } });
+    const rec = await poll(
+      'the TWAP ended',
+      async () => (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find((s: any) => s.record_id === id),
+      (x: any) => x.status !== 'ACTIVE',
+    );
+    expect(rec).toMatchObject({ type: 'TWAP', status: 'CANCELED', message: 'market resolved' });
+    const open = (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders;
+    expect(open.filter((o: any) => o.record_id === id)).toEqual([]);
+  });
 });
 
 describe('issue 16 trial: the captured book levels are on the tick the market shows', () => {
