@@ -331,6 +331,15 @@ export function refusalPatch(e: StrategyEvent): BasePatch {
 /** The venue's error code of a post-only order that would have taken liquidity (`venue.rejected` `error`). */
 export const CROSSES_BOOK = 'order crosses book';
 
+/**
+ * The refusal code of a child order on a market that closed (resolved) before it got there
+ * (`market_closed`, from the venue or engine/risk.ts `refusalCode`), and the message of a
+ * strategy that ends CANCELED because of it: the resolution ended it, as it ends the armed ones
+ * (issue 16), rather than a failure.
+ */
+export const MARKET_CLOSED = 'market_closed';
+export const MARKET_RESOLVED_MESSAGE = 'market resolved';
+
 /** A placement that failed (`order.placeFailed`) is retried this many times; the next failure in a row ends the strategy FAILED. */
 export const PLACE_RETRIES = 2;
 
@@ -342,6 +351,11 @@ export function placeRetryDelayMs(n: number): number {
 /** `order.refused` of the working child. */
 export function isWorkingRefused(c: StrategyBaseContext, e: StrategyEvent): boolean {
   return e.type === 'order.refused' && e.orderId === c.working;
+}
+
+/** `order.refused` of the working child because its market closed (resolved) first. */
+export function isWorkingMarketClosed(c: StrategyBaseContext, e: StrategyEvent): boolean {
+  return isWorkingRefused(c, e) && e.type === 'order.refused' && e.error === MARKET_CLOSED;
 }
 
 /** `order.refused` of the working child because it would have crossed the book (post-only). */
@@ -432,6 +446,7 @@ export const strategyGuards = {
   workingChildDone: ({ context, event }: BaseArgs) => isWorkingChildDone(context, event),
   workingRefused: ({ context, event }: BaseArgs) => isWorkingRefused(context, event),
   workingCrossed: ({ context, event }: BaseArgs) => isWorkingCrossed(context, event),
+  workingMarketClosed: ({ context, event }: BaseArgs) => isWorkingMarketClosed(context, event),
   workingPlaceFailed: ({ context, event }: BaseArgs) => isWorkingPlaceFailed(context, event),
   retriesExhausted: ({ context }: BaseArgs) => retriesExhausted(context),
   retryTime: ({ context, event }: BaseArgs) => isCurrentTimer(context, event, 'retry'),
@@ -466,6 +481,8 @@ export function strategySetup<C extends StrategyBaseContext>(..._noNarrowing: Ke
       recordChild: assignShared<C>((c, e) => (e.type === 'order.updated' ? applyChildUpdate(c, e) : {})),
       endWith: assignShared<C, { reason: string }>((_c, e, params) => ({ endReason: e.type === 'strategy.cancel' && e.reason ? e.reason : params.reason })),
       endWithRefusal: assignShared<C>((_c, e) => refusalPatch(e)),
+      /** The working child was refused because its market resolved first: the strategy ends CANCELED, `market resolved`. */
+      endMarketResolved: assignShared<C>(() => ({ endReason: MARKET_RESOLVED_MESSAGE, working: null })),
       clearWatchAndDeadlines: assignShared<C>(() => ({ watch: {}, deadlines: {} })),
     },
     guards: strategyGuards,
@@ -521,6 +538,7 @@ export function retryingChild<S extends string>(placeState: S, child: string) {
     whenNotPlaced: {
       'order.refused': [
         { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: `the ${child} would have crossed (the touch moved under it): wait for the book` },
+        { guard: 'workingMarketClosed', target: 'canceled', actions: ['endMarketResolved', 'clearWatchAndDeadlines'], description: `the market resolved before the ${child} got there: ended by the resolution` },
         { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: `the venue refused the ${child} (risk): permanent` },
       ],
       'order.placeFailed': [

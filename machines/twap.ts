@@ -18,7 +18,7 @@
  * | state     | REST status | final | events → next state                                                    |
  * |-----------|-------------|-------|------------------------------------------------------------------------|
  * | slicing   | ACTIVE      | no    | (transient) decides the next slice → working / waiting / completed     |
- * | working   | ACTIVE      | no    | slice done → waiting; refused → failed; placeFailed → waiting (slice lost); slice time → rolling; end → finishing; cancel → canceling |
+ * | working   | ACTIVE      | no    | slice done → waiting; refused → failed (market closed → canceled); placeFailed → waiting (slice lost); slice time → rolling; end → finishing; cancel → canceling |
  * | waiting   | ACTIVE      | no    | slice time → slicing; end → completed (failed if slices were lost and nothing filled); cancel → canceled |
  * | rolling   | ACTIVE      | no    | previous slice off the book (or placeFailed) → slicing; end → finishing; cancel → canceling |
  * | finishing | ACTIVE      | no    | last slice off the book (or placeFailed) → completed (failed as above); cancel → canceling |
@@ -143,7 +143,10 @@ export const twapMachine = strategySetup<TwapContext>().extend({
           { guard: 'workingChildDone', target: 'waiting', actions: 'recordChild', description: 'the slice is done; wait for the next slice time' },
           { actions: 'recordChild', description: 'fill of the working slice' },
         ],
-        'order.refused': { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused a slice' },
+        'order.refused': [
+          { guard: 'workingMarketClosed', target: 'canceled', actions: ['endMarketResolved', 'clearWatchAndDeadlines'], description: 'the market resolved before the slice got there: ended by the resolution' },
+          { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused a slice' },
+        ],
         'order.placeFailed': { guard: 'workingPlaceFailed', target: 'waiting', actions: 'sliceLost', description: 'the slice could not be placed: lost, its shares roll on' },
         'timer.fired': [
           { guard: 'endTime', target: 'finishing', actions: { type: 'cancelOrder', params: workingOrder }, description: 'duration over: cancel the working slice' },

@@ -69,6 +69,35 @@ describe('issue 16 trial: strategies on a capture market whose tick changes', ()
     const open = (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders;
     expect(open.filter((o: any) => o.record_id === id)).toEqual([]);
   });
+
+  it('a STOP_LOSS that fires as its market resolves ends CANCELED, market resolved (its sell refused market_closed), not FAILED', async () => {
+    const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
+    const m = page.markets.find((x: any) => /^sol-15min-up-or-down-/.test(x.slug) && !x.resolved);
+    const [up, down] = m.tokens.map((t: any) => t.token_id as string);
+    expect(await svc.call('POST', '/v2/trade/positions/split', { body: { condition_id: m.condition_id, amount: '20' }, headers: as('alice') })).toMatchObject({ status: 200 });
+    const res = await post('alice', { symbol: up, side: 'sell', type: 'STOP_LOSS', price: '0.45', size: '10' });
+    expect(res).toMatchObject({ status: 200, body: { type: 'STOP_LOSS', status: 'ACTIVE' } });
+    const id = res.body.record_id as string;
+    await svc.services.strategies.whenQuiet(id);
+    const venue = svc.services.venue as SimVenue;
+    const at = Date.now();
+    // one capture batch takes the bids down to 0.44 (the stop's level is 0.45), and the market resolves right after
+    const moved = venue.applyCaptureEvents([
+      { kind: 'level', atMs: at, tokenId: up, side: 'sell', price: dec('0.40'), size: dec('1000') },
+      { kind: 'level', atMs: at, tokenId: up, side: 'buy', price: dec('0.44'), size: dec('100') },
+    ]);
+    const resolved = venue.resolveMarket(m.condition_id, down);
+    await Promise.all([moved, resolved]);
+    const rec = await poll(
+      'the stop ended',
+      async () => (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find((s: any) => s.record_id === id),
+      (x: any) => !['ACTIVE', 'TRIGGERED'].includes(x.status),
+    );
+    expect(rec).toMatchObject({ type: 'STOP_LOSS', status: 'CANCELED', message: 'market resolved' });
+    // the shares are still there to redeem (the sell never traded)
+    const red = await svc.call('POST', '/v2/trade/positions/redeem', { body: { condition_id: m.condition_id }, headers: as('alice') });
+    expect(red).toMatchObject({ status: 200, body: { type: 'REDEEM', payout_usd: '20' } });
+  });
 });
 
 describe('issue 16 trial: the captured book levels are on the tick the market shows', () => {

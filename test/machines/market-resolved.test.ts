@@ -48,3 +48,32 @@ describe('strategy.cancel with a reason (market resolved)', () => {
     expect(['CANCELED', 'ACTIVE']).toContain((PEGGED_STATUS as Record<string, string>)[String(s.value)] ?? 'ACTIVE');
   });
 });
+
+/**
+ * Issue 16 (second trial): a stop that fires as its market resolves sends its sell after the
+ * market closed; the venue refuses it `market_closed`. The resolution ended the strategy: it ends
+ * CANCELED with message `market resolved`, not FAILED (bench:replay showed 252 such stops FAILED).
+ */
+describe('a child order refused market_closed ends the strategy CANCELED (market resolved)', () => {
+  it('STOP_LOSS: fires at the touch, its sell refused market_closed → CANCELED, market resolved; another refusal still FAILED', () => {
+    const input: StrategyInput = { ...base, price: '0.5', size: '10' };
+    const [s0] = initialTransition(stopLossMachine, input);
+    const s1 = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s0), { type: 'book.touch', bid: '0.5', ask: '0.52' });
+    expect(STOP_LOSS_STATUS[String(s1.value) as keyof typeof STOP_LOSS_STATUS]).toBe('TRIGGERED');
+    const working = (s1.context as StrategyContext).working!;
+    const closed = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s1), { type: 'order.refused', orderId: working, error: 'market_closed', reason: 'market is resolved' });
+    expect(STOP_LOSS_STATUS[String(closed.value) as keyof typeof STOP_LOSS_STATUS]).toBe('CANCELED');
+    expect((closed.context as StrategyContext).endReason).toBe('market resolved');
+    const other = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s1), { type: 'order.refused', orderId: working, error: 'INSUFFICIENT_SHARES', reason: 'x' });
+    expect(STOP_LOSS_STATUS[String(other.value) as keyof typeof STOP_LOSS_STATUS]).toBe('FAILED');
+  });
+
+  it('PEGGED: its order refused market_closed → CANCELED, market resolved', () => {
+    const input: StrategyInput = { ...base, type: 'PEGGED', side: 'buy', quoteAmount: '10', offsetTicks: 0, priceFloor: null, priceCeiling: null, touch: { bid: '0.49', ask: '0.51' } };
+    const [s0] = initialTransition(peggedMachine, input);
+    const working = (s0.context as StrategyContext).working!;
+    const s1 = step(peggedMachine, peggedMachine.getPersistedSnapshot(s0), { type: 'order.refused', orderId: working, error: 'market_closed', reason: 'market is resolved' });
+    expect((PEGGED_STATUS as Record<string, string>)[String(s1.value)]).toBe('CANCELED');
+    expect((s1.context as StrategyContext).endReason).toBe('market resolved');
+  });
+});
