@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { initialTransition, transition, type AnyStateMachine } from 'xstate';
+import { BRACKET_STATUS, bracketMachine } from '../../machines/bracket.js';
 import { PEGGED_STATUS, peggedMachine } from '../../machines/pegged.js';
 import { STOP_LOSS_STATUS, stopLossMachine } from '../../machines/stop-loss.js';
 import type { StrategyContext, StrategyEvent, StrategyInput } from '../../machines/strategy-kit.js';
@@ -75,5 +76,24 @@ describe('a child order refused market_closed ends the strategy CANCELED (market
     const s1 = step(peggedMachine, peggedMachine.getPersistedSnapshot(s0), { type: 'order.refused', orderId: working, error: 'market_closed', reason: 'market is resolved' });
     expect((PEGGED_STATUS as Record<string, string>)[String(s1.value)]).toBe('CANCELED');
     expect((s1.context as StrategyContext).endReason).toBe('market resolved');
+  });
+});
+
+describe('BRACKET: the stop-loss sell refused market_closed', () => {
+  it('ends CANCELED, market resolved, both legs CANCELED (not FAILED)', () => {
+    const legOf = (price: string, requestedSize: string | null) => ({ price, requestedSize, size: null, order_id: null, id: null, status: 'WAITING', error: null });
+    const input: StrategyInput = { ...base, type: 'BRACKET', side: 'sell', price: '0.4', entryOrderId: 'ord_e1', legs: { take_profit: legOf('0.7', null), stop_loss: legOf('0.4', null) } };
+    let [s] = initialTransition(bracketMachine, input);
+    const go = (e: StrategyEvent) => (s = step(bracketMachine, bracketMachine.getPersistedSnapshot(s), e));
+    go({ type: 'order.updated', orderId: 'ord_e1', status: 'FILLED', filledSize: '10', matchedAmount: '5', final: true });
+    go({ type: 'order.updated', orderId: (s.context as StrategyContext).working!, status: 'LIVE', filledSize: '0', matchedAmount: '0', final: false });
+    go({ type: 'book.touch', bid: '0.4', ask: '0.42' });
+    go({ type: 'order.updated', orderId: 'ord_stg1_1', status: 'CANCELED', filledSize: '0', matchedAmount: '0', final: true });
+    expect(BRACKET_STATUS[String(s.value) as keyof typeof BRACKET_STATUS]).toBe('TRIGGERED');
+    go({ type: 'order.refused', orderId: (s.context as StrategyContext).working!, error: 'market_closed', reason: 'market is resolved' });
+    expect(BRACKET_STATUS[String(s.value) as keyof typeof BRACKET_STATUS]).toBe('CANCELED');
+    expect((s.context as StrategyContext).endReason).toBe('market resolved');
+    const legs = (s.context as unknown as { legs: Record<string, { status: string }> }).legs;
+    expect([legs.take_profit!.status, legs.stop_loss!.status]).toEqual(['CANCELED', 'CANCELED']);
   });
 });

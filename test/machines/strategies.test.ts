@@ -76,7 +76,7 @@ const CASES: Array<{ name: string; machine: AnyStateMachine; input: StrategyInpu
     events: [
       entry('PARTIALLY_FILLED', '4', false), entry('FILLED', '10', true), entry('CANCELED', '0', true), refusedAs('e1'),
       upd(1, 'LIVE', '0', '0', false), upd(1, 'PARTIALLY_FILLED', '5', '3.5', false), upd(1, 'FILLED', '10', '7', true), upd(1, 'CANCELED', '0', '0', true), refusedAs(1),
-      touch('0.5', '0.52'), touch('0.4', '0.42'), upd(2, 'FILLED', '6', '2.4', true), upd(2, 'PARTIALLY_FILLED', '2', '0.8', false), refusedAs(2), cancel, notPlaced(1), notPlaced(2),
+      touch('0.5', '0.52'), touch('0.4', '0.42'), upd(2, 'FILLED', '6', '2.4', true), upd(2, 'PARTIALLY_FILLED', '2', '0.8', false), refusedAs(2), closedRefused(2), cancel, notPlaced(1), notPlaced(2),
     ],
   },
 ];
