@@ -106,8 +106,11 @@ async function main(): Promise<void> {
     const byStatus: Record<string, number> = {};
     for (const r of all) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
     const byResolution = (r: (typeof all)[number]) => r.status === 'CANCELED' && (r.view as { message?: string }).message === 'market resolved';
-    // fired: left ACTIVE (armed) other than by a resolution
-    const fired = all.filter((r) => r.status !== 'ACTIVE' && !byResolution(r)).length;
+    // fired: the stop triggered (it planned its sell: a child sequence number was used), whatever came after
+    // (a stop that fired as its market resolved ends CANCELED, market resolved, its sell refused there)
+    const firedOf = (r: (typeof all)[number]) => ((JSON.parse(r.snapshot) as { context?: { seq?: number } }).context?.seq ?? 0) > 0;
+    const fired = all.filter(firedOf).length;
+    const firedThenResolved = all.filter((r) => firedOf(r) && byResolution(r)).length;
     const endedByResolution = all.filter(byResolution).length;
     const resolvedMarkets = catalogue.markets.filter((m) => venue.marketStatus(m.conditionId)?.resolved).length;
 
@@ -117,7 +120,7 @@ async function main(): Promise<void> {
     console.log(`venue, in memory (every event applied to books, ledger, order states): ${perSec(memMs)} events/s (${memMs.toFixed(0)} ms; CPU ${cpuUs(cpuMem)}) — goal ≥ 50,000/s`);
     console.log(`venue, durable (journal entries written, reports and book changes delivered to the engine): ${perSec(venueMs)} events/s (${venueMs.toFixed(0)} ms; CPU ${cpuUs(cpuVenue)})`);
     console.log(`end to end (engine done with every report and trigger): ${perSec(e2eMs)} events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)})`);
-    console.log(`strategies fired: ${fired}; ended CANCELED by resolution: ${endedByResolution}; by status: ${JSON.stringify(byStatus)}`);
+    console.log(`strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market resolved); ended CANCELED by resolution: ${endedByResolution}; by status: ${JSON.stringify(byStatus)}`);
     const failed = all.find((r) => r.status === 'FAILED');
     if (failed) console.log(`a fired stop that FAILED says: ${(failed.view as { message?: string }).message}`);
     console.log(`user fills: ${fills}; resting orders canceled by resolution: ${resolvedCancels}; markets resolved: ${resolvedMarkets}`);

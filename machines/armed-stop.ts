@@ -7,9 +7,9 @@
  * | state     | REST status | final | events → next state                                                  |
  * |-----------|-------------|-------|----------------------------------------------------------------------|
  * | armed     | ACTIVE      | no    | touch meets the level → triggered (`fire`); touch moves the level (`follow`); cancel → canceled |
- * | triggered | TRIGGERED   | no    | order done → done; refused → failed; placeFailed → armed (retry) / failed (retries exhausted) |
+ * | triggered | TRIGGERED   | no    | order done → done; refused → failed (market closed first → canceled, `market resolved`); placeFailed → armed (retry) / failed (retries exhausted) |
  * | done      | COMPLETED   | yes   | the order is done (filled, or ended by the user)                      |
- * | canceled  | CANCELED    | yes   | DELETE strategy while armed                                           |
+ * | canceled  | CANCELED    | yes   | DELETE strategy while armed, or its market resolved                   |
  * | failed    | FAILED      | yes   | the venue refused the order, or it was not placed 3 times in a row    |
  *
  * After the trigger, an order that cannot be placed (`order.placeFailed`: transient) re-arms the
@@ -110,7 +110,10 @@ export function armedStopMachine<C extends ArmedStopContext>(spec: ArmedStopSpec
             { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: spec.doneReason } }], description: `${what} finished` },
             { actions: 'recordChild', description: `fill or status change of ${what}` },
           ],
-          'order.refused': { guard: 'workingRefused', target: 'failed', actions: 'endWithRefusal', description: `the venue refused ${what}` },
+          'order.refused': [
+            { guard: 'workingMarketClosed', target: 'canceled', actions: ['endMarketResolved', 'clearWatchAndDeadlines'], description: `the market resolved before ${what} got there: ended by the resolution` },
+            { guard: 'workingRefused', target: 'failed', actions: 'endWithRefusal', description: `the venue refused ${what}` },
+          ],
         },
       },
       done: { type: 'final' },

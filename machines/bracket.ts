@@ -28,7 +28,7 @@
  * | stopping            | TRIGGERED   | no    | bid reached the stop: the take-profit is being canceled  |
  * | selling             | TRIGGERED   | no    | the stop-loss sell works                                 |
  * | completed           | COMPLETED   | yes   | nothing left to protect                                  |
- * | canceled            | CANCELED    | yes   | DELETE strategy, or the entry filled nothing             |
+ * | canceled            | CANCELED    | yes   | DELETE strategy, the entry filled nothing, or the market resolved (the stop-loss sell refused `market_closed`) |
  * | canceling           | ACTIVE      | no    | DELETE strategy: the take-profit is being canceled        |
  * | failed              | FAILED      | yes   | the stop-loss sell was refused or could not be placed     |
  */
@@ -135,6 +135,8 @@ export const bracketMachine = strategySetup<BracketContext>().extend({
       const what = event.type === 'order.placeFailed' ? 'could not be placed' : 'was refused';
       return { working: null, watch: {}, legs: leg(c, 'stop_loss', { status: 'FAILED', error }), endReason: `the stop-loss sell ${what}: ${error}` };
     }),
+    /** The stop-loss sell was refused because the market resolved first: its leg CANCELED with that reason. */
+    stopClosedByResolution: assign(({ context: c }) => ({ working: null, watch: {}, legs: leg(c, 'stop_loss', { status: 'CANCELED', error: 'market resolved' }) })),
     /** The take-profit never existed (placeFailed while it was being canceled): CANCELED, no child works. */
     closeTakeProfit: assign(({ context: c }) => ({ working: null, legs: c.legs.take_profit ? leg(c, 'take_profit', { status: 'CANCELED' }) : c.legs })),
     armStop: assign(({ context: c }) => ({ watch: c.legs.stop_loss?.status === 'ARMED' ? { bidAtOrBelow: c.legs.stop_loss.price } : {} })),
@@ -251,7 +253,10 @@ export const bracketMachine = strategySetup<BracketContext>().extend({
           { guard: 'workingDone', target: 'completed', actions: ['recordChild', { type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'the stop-loss sell order is done' } }], description: 'the stop-loss sell finished' },
           { guard: 'workingUpdate', actions: 'recordChild', description: 'fill of the stop-loss sell' },
         ],
-        'order.refused': { guard: 'workingRefused', target: 'failed', actions: 'stopRefused', description: 'the venue refused the stop-loss sell' },
+        'order.refused': [
+          { guard: 'workingMarketClosed', target: 'canceled', actions: ['stopClosedByResolution', { type: 'closeLegs', params: { status: 'CANCELED' } }, 'endMarketResolved', 'clearWatchAndDeadlines'], description: 'the market resolved before the stop-loss sell got there: ended by the resolution' },
+          { guard: 'workingRefused', target: 'failed', actions: 'stopRefused', description: 'the venue refused the stop-loss sell' },
+        ],
       },
     },
     canceling: {

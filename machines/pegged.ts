@@ -1,7 +1,8 @@
 /**
  * PEGGED (spec 2.2.2): spends `budget_usdc` dollars buying at the touch. The peg price is the
  * best bid (or one tick under the ask when there is no bid) minus `offset_ticks` × 0.001
- * (spec 2.1: one tick = 0.001), rounded down to the market tick, kept within `price_floor` /
+ * (spec 2.1: one tick = 0.001), rounded down to the market's current tick (a `book.touch`
+ * carries it: a tick-size change applies from the next touch on), kept within `price_floor` /
  * `price_ceiling` and always below the ask (never crossing). One post-only GTC buy rests there
  * for ⌊budget left / price⌋ shares; when the touch moves so that the peg price changes, the order
  * is canceled and re-placed at the new price. It ends COMPLETED when the budget left cannot buy
@@ -15,7 +16,7 @@
  * | state     | REST status | final | events → next state                                                  |
  * |-----------|-------------|-------|----------------------------------------------------------------------|
  * | pegging   | ACTIVE      | no    | (transient) → working / waiting / completed                           |
- * | working   | ACTIVE      | no    | filled → pegging; ended unfilled → canceled; peg moved → repegging; crossed → waiting; refused → failed; placeFailed → retrying / failed; cancel → canceling |
+ * | working   | ACTIVE      | no    | filled → pegging; ended unfilled → canceled; peg moved → repegging; crossed → waiting; refused → failed (market closed → canceled); placeFailed → retrying / failed; cancel → canceling |
  * | repegging | ACTIVE      | no    | old order off the book (or placeFailed) → pegging; cancel → canceling |
  * | waiting   | PENDING     | no    | touch → pegging; cancel → canceled                                    |
  * | retrying  | ACTIVE      | no    | retry timer → pegging; cancel → canceled                              |
@@ -86,7 +87,9 @@ export const peggedMachine = strategySetup<PeggedContext>().extend({
       const placing: ChildOrder = {
         orderId: nextChildId(context), side: 'buy', pricing: { kind: 'limit', price }, size: affordable(context, price).toFixed(), timeInForce: 'GTC', postOnly: true, isStopLoss: false,
       };
-      return { seq: context.seq + 1, working: placing.orderId, workingPrice: price, pendingSize: placing.size, watch: { any: true }, placing };
+      // the message follows the peg: the one written at acceptance (which says why the first price) until it moves
+      const message = context.seq > 0 ? { message: `PEGGED: $${context.quoteAmount} budget, resting at ${price}` } : {};
+      return { seq: context.seq + 1, working: placing.orderId, workingPrice: price, pendingSize: placing.size, watch: { any: true }, placing, ...message };
     }),
     waitForBook: assign({ working: null, workingPrice: null, watch: { any: true } }),
     clearWorking: assign({ working: null, workingPrice: null }),
@@ -100,7 +103,8 @@ export const peggedMachine = strategySetup<PeggedContext>().extend({
     },
     pegMoved: ({ context, event }) => {
       if (event.type !== 'book.touch') return false;
-      const price = pegPrice(context, { bid: event.bid, ask: event.ask });
+      // on the tick the touch carries (a tick-size change applies at once: issue 16)
+      const price = pegPrice({ ...context, tickSize: event.tickSize ?? context.tickSize }, { bid: event.bid, ask: event.ask });
       return price !== context.workingPrice;
     },
   },

@@ -185,7 +185,12 @@ export interface StrategyContext extends StrategyInput {
 }
 
 export type StrategyEvent =
-  | { type: 'book.touch'; bid: string | null; ask: string | null }
+  /**
+   * The touch of the strategy's token; `tickSize` (decimal probability) is the market's tick now
+   * when the engine knows it (issue 16: a tick-size change applies at once, so a strategy that
+   * prices on the tick, PEGGED, takes it from here). Absent: the tick did not change.
+   */
+  | { type: 'book.touch'; bid: string | null; ask: string | null; tickSize?: string }
   | { type: 'order.updated'; orderId: string; status: string; filledSize: string; matchedAmount: string; final: boolean }
   | { type: 'order.refused'; orderId: string; error: string; reason: string }
   /**
@@ -326,6 +331,15 @@ export function refusalPatch(e: StrategyEvent): BasePatch {
 /** The venue's error code of a post-only order that would have taken liquidity (`venue.rejected` `error`). */
 export const CROSSES_BOOK = 'order crosses book';
 
+/**
+ * The refusal code of a child order on a market that closed (resolved) before it got there
+ * (`market_closed`, from the venue or engine/risk.ts `refusalCode`), and the message of a
+ * strategy that ends CANCELED because of it: the resolution ended it, as it ends the armed ones
+ * (issue 16), rather than a failure.
+ */
+export const MARKET_CLOSED = 'market_closed';
+export const MARKET_RESOLVED_MESSAGE = 'market resolved';
+
 /** A placement that failed (`order.placeFailed`) is retried this many times; the next failure in a row ends the strategy FAILED. */
 export const PLACE_RETRIES = 2;
 
@@ -337,6 +351,11 @@ export function placeRetryDelayMs(n: number): number {
 /** `order.refused` of the working child. */
 export function isWorkingRefused(c: StrategyBaseContext, e: StrategyEvent): boolean {
   return e.type === 'order.refused' && e.orderId === c.working;
+}
+
+/** `order.refused` of the working child because its market closed (resolved) first. */
+export function isWorkingMarketClosed(c: StrategyBaseContext, e: StrategyEvent): boolean {
+  return isWorkingRefused(c, e) && e.type === 'order.refused' && e.error === MARKET_CLOSED;
 }
 
 /** `order.refused` of the working child because it would have crossed the book (post-only). */
@@ -403,7 +422,7 @@ export function isCurrentTimer(c: StrategyBaseContext, e: StrategyEvent, name: s
  */
 type SharedKey =
   | 'children' | 'filledSize' | 'matchedAmount' | 'working' | 'workingPrice' | 'pendingSize' | 'placing' | 'placeFailures'
-  | 'warnings' | 'watch' | 'deadlines' | 'endReason' | 'lastTouch' | 'seq' | 'slicesDone' | 'message';
+  | 'warnings' | 'watch' | 'deadlines' | 'endReason' | 'lastTouch' | 'seq' | 'slicesDone' | 'message' | 'tickSize';
 
 /** `[]` when context type `C` keeps every shared field as it is (else `[never]`: no call compiles). */
 export type KeepsSharedFields<C> = Pick<StrategyBaseContext, SharedKey> extends Pick<C, SharedKey & keyof C> ? [] : [never];
@@ -427,6 +446,7 @@ export const strategyGuards = {
   workingChildDone: ({ context, event }: BaseArgs) => isWorkingChildDone(context, event),
   workingRefused: ({ context, event }: BaseArgs) => isWorkingRefused(context, event),
   workingCrossed: ({ context, event }: BaseArgs) => isWorkingCrossed(context, event),
+  workingMarketClosed: ({ context, event }: BaseArgs) => isWorkingMarketClosed(context, event),
   workingPlaceFailed: ({ context, event }: BaseArgs) => isWorkingPlaceFailed(context, event),
   retriesExhausted: ({ context }: BaseArgs) => retriesExhausted(context),
   retryTime: ({ context, event }: BaseArgs) => isCurrentTimer(context, event, 'retry'),
@@ -461,6 +481,8 @@ export function strategySetup<C extends StrategyBaseContext>(..._noNarrowing: Ke
       recordChild: assignShared<C>((c, e) => (e.type === 'order.updated' ? applyChildUpdate(c, e) : {})),
       endWith: assignShared<C, { reason: string }>((_c, e, params) => ({ endReason: e.type === 'strategy.cancel' && e.reason ? e.reason : params.reason })),
       endWithRefusal: assignShared<C>((_c, e) => refusalPatch(e)),
+      /** The working child was refused because its market resolved first: the strategy ends CANCELED, `market resolved`. */
+      endMarketResolved: assignShared<C>(() => ({ endReason: MARKET_RESOLVED_MESSAGE, working: null })),
       clearWatchAndDeadlines: assignShared<C>(() => ({ watch: {}, deadlines: {} })),
     },
     guards: strategyGuards,
@@ -481,7 +503,7 @@ export function retryActions<C extends StrategyBaseContext>(what: (c: C) => stri
     /** The working order was never placed: no child works. */
     notPlaced: assignShared<C>((c) => placeFailedPatch(c)),
     clearRetry: assignShared<C>((c) => ({ deadlines: Object.fromEntries(Object.entries(c.deadlines).filter(([k]) => k !== 'retry')) })),
-    recordTouch: assignShared<C>((_c, e) => (e.type === 'book.touch' ? { lastTouch: touchOf(e) } : {})),
+    recordTouch: assignShared<C>((_c, e) => (e.type === 'book.touch' ? { lastTouch: touchOf(e), ...(e.tickSize ? { tickSize: e.tickSize } : {}) } : {})),
   };
 }
 
@@ -516,6 +538,7 @@ export function retryingChild<S extends string>(placeState: S, child: string) {
     whenNotPlaced: {
       'order.refused': [
         { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: `the ${child} would have crossed (the touch moved under it): wait for the book` },
+        { guard: 'workingMarketClosed', target: 'canceled', actions: ['endMarketResolved', 'clearWatchAndDeadlines'], description: `the market resolved before the ${child} got there: ended by the resolution` },
         { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: `the venue refused the ${child} (risk): permanent` },
       ],
       'order.placeFailed': [

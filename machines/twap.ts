@@ -18,13 +18,13 @@
  * | state     | REST status | final | events → next state                                                    |
  * |-----------|-------------|-------|------------------------------------------------------------------------|
  * | slicing   | ACTIVE      | no    | (transient) decides the next slice → working / waiting / completed     |
- * | working   | ACTIVE      | no    | slice done → waiting; refused → failed; placeFailed → waiting (slice lost); slice time → rolling; end → finishing; cancel → canceling |
+ * | working   | ACTIVE      | no    | slice done → waiting; refused → failed (market closed → canceled); placeFailed → waiting (slice lost); slice time → rolling; end → finishing; cancel → canceling |
  * | waiting   | ACTIVE      | no    | slice time → slicing; end → completed (failed if slices were lost and nothing filled); cancel → canceled |
  * | rolling   | ACTIVE      | no    | previous slice off the book (or placeFailed) → slicing; end → finishing; cancel → canceling |
  * | finishing | ACTIVE      | no    | last slice off the book (or placeFailed) → completed (failed as above); cancel → canceling |
  * | canceling | ACTIVE      | no    | tag `canceling`: the working slice off the book (or placeFailed) → canceled |
  * | completed | COMPLETED   | yes   | all traded, or the duration is over                                    |
- * | canceled  | CANCELED    | yes   | DELETE strategy                                                        |
+ * | canceled  | CANCELED    | yes   | DELETE strategy, or its market resolved (`message` says which)          |
  * | failed    | FAILED      | yes   | the venue refused a slice, or no slice could be placed                 |
  */
 import { and, assign } from 'xstate';
@@ -85,6 +85,11 @@ export const twapMachine = strategySetup<TwapContext>().extend({
       ...placeFailedPatch(c),
       warnings: [...c.warnings, `slice ${c.slicesDone} of ${c.slicesTotal} could not be placed (${placeFailureText(event)}): its shares roll into the next slices`],
     })),
+    /**
+     * Ends CANCELED with the reason the cancel gave when it arrived (`market resolved`, or DELETE
+     * strategy's); a snapshot from before the reason was kept at the cancel has none: DELETE's.
+     */
+    keepCancelReason: assign(({ context: c }) => ({ endReason: c.endReason ?? 'canceled by DELETE strategy' })),
     /** Duration over: the reason names the slices lost, if any. */
     endDurationOver: assign(({ context: c }) => ({
       watch: {}, deadlines: {},
@@ -138,13 +143,16 @@ export const twapMachine = strategySetup<TwapContext>().extend({
           { guard: 'workingChildDone', target: 'waiting', actions: 'recordChild', description: 'the slice is done; wait for the next slice time' },
           { actions: 'recordChild', description: 'fill of the working slice' },
         ],
-        'order.refused': { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused a slice' },
+        'order.refused': [
+          { guard: 'workingMarketClosed', target: 'canceled', actions: ['endMarketResolved', 'clearWatchAndDeadlines'], description: 'the market resolved before the slice got there: ended by the resolution' },
+          { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: 'the venue refused a slice' },
+        ],
         'order.placeFailed': { guard: 'workingPlaceFailed', target: 'waiting', actions: 'sliceLost', description: 'the slice could not be placed: lost, its shares roll on' },
         'timer.fired': [
           { guard: 'endTime', target: 'finishing', actions: { type: 'cancelOrder', params: workingOrder }, description: 'duration over: cancel the working slice' },
           { guard: 'sliceTime', target: 'rolling', actions: { type: 'cancelOrder', params: workingOrder }, description: 'next slice time: cancel the resting slice, its remainder rolls on' },
         ],
-        'strategy.cancel': { target: 'canceling', actions: { type: 'cancelOrder', params: workingOrder }, description: 'DELETE strategy: cancel the working slice' },
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy (or its market resolved): cancel the working slice' },
       },
     },
     waiting: {
@@ -163,7 +171,7 @@ export const twapMachine = strategySetup<TwapContext>().extend({
       on: {
         ...whenChildOff('slicing', { actions: 'recordChild', description: 'the previous slice is off the book: place the next' }, { actions: 'sliceLost', description: 'the previous slice was never placed: place the next' }),
         'timer.fired': { guard: 'endTime', target: 'finishing', description: 'duration over while rolling' },
-        'strategy.cancel': { target: 'canceling', description: 'DELETE strategy while the slice is being canceled' },
+        'strategy.cancel': { target: 'canceling', actions: { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, description: 'DELETE strategy while the slice is being canceled' },
       },
     },
     finishing: {
@@ -177,7 +185,7 @@ export const twapMachine = strategySetup<TwapContext>().extend({
           { guard: and(['workingPlaceFailed', 'nothingFilled']), target: 'failed', actions: ['sliceLost', 'endDurationOver'], description: 'the last slice was never placed and nothing filled' },
           { guard: 'workingPlaceFailed', target: 'completed', actions: ['sliceLost', 'endDurationOver'], description: 'the last slice was never placed' },
         ],
-        'strategy.cancel': { target: 'canceling', description: 'DELETE strategy while the last slice is being canceled: it ends CANCELED' },
+        'strategy.cancel': { target: 'canceling', actions: { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, description: 'DELETE strategy while the last slice is being canceled: it ends CANCELED' },
       },
     },
     canceling: {
@@ -185,8 +193,8 @@ export const twapMachine = strategySetup<TwapContext>().extend({
       on: {
         ...whenChildOff(
           'canceled',
-          { actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'the working slice is off the book' },
-          { actions: ['sliceLost', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'the working slice was never placed' },
+          { actions: ['recordChild', 'clearWatchAndDeadlines', 'keepCancelReason'], description: 'the working slice is off the book' },
+          { actions: ['sliceLost', 'clearWatchAndDeadlines', 'keepCancelReason'], description: 'the working slice was never placed' },
         ),
       },
     },

@@ -69,7 +69,7 @@ export class StrategyService {
   ) {
     this.deliveries = new Deliveries(log);
     this.router = new ChildOrderRouter(host, actors, orders, clock, log, this.deliveries);
-    this.feed = new TriggerFeed(host, (tokenId) => orders.risk.touch(tokenId), log, this.deliveries);
+    this.feed = new TriggerFeed(host, (tokenId) => orders.risk.touch(tokenId), log, this.deliveries, (tokenId) => orders.risk.tickOf(tokenId));
     this.requests = new StrategyRequests(orders.risk, clock);
     for (const [, def] of Object.entries(DEFINITIONS)) {
       host.register({

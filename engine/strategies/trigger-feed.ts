@@ -21,6 +21,8 @@ export class TriggerFeed {
     private readonly touchOf: (tokenId: string) => Touch,
     private readonly log: Logger,
     private readonly deliveries: Deliveries,
+    /** The market's current tick of a token (decimal string; undefined when unknown): sent with each touch (issue 16). */
+    private readonly tickOf: (tokenId: string) => string | undefined = () => undefined,
   ) {}
 
   /**
@@ -72,7 +74,8 @@ export class TriggerFeed {
     const held = this.triggers.held(id);
     let rec: ActorRecord;
     try {
-      rec = await this.host.send(id, { type: 'book.touch', bid: touch.bid, ask: touch.ask });
+      const tickSize = this.tickOf(tokenId);
+      rec = await this.host.send(id, { type: 'book.touch', bid: touch.bid, ask: touch.ask, ...(tickSize ? { tickSize } : {}) });
     } catch (err) {
       this.deliveries.failed++;
       // the host's snapshot is the persisted one (a failure after the write leaves the new one);

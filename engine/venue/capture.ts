@@ -14,8 +14,12 @@ export type CaptureEvent =
   | { kind: 'level'; atMs: number; tokenId: string; side: Side; price: Dec; size: Dec }
   /** A trade printed at `price` (the last-trade price of the token). */
   | { kind: 'trade'; atMs: number; tokenId: string; price: Dec }
-  /** The token's market changed its tick to `tickSize`. */
-  | { kind: 'tick'; atMs: number; tokenId: string; tickSize: Dec }
+  /**
+   * The token's market changed its tick to `tickSize`. `inferred`: the capture has no
+   * `tick_size_change` row for it, but a book level priced finer than the market's tick says the
+   * tick already was finer (see {@link parseCapture}).
+   */
+  | { kind: 'tick'; atMs: number; tokenId: string; tickSize: Dec; inferred?: boolean }
   /** The market of `conditionId` resolved; `winningTokenId` won. */
   | { kind: 'resolved'; atMs: number; conditionId: string; winningTokenId: string };
 
@@ -53,6 +57,13 @@ export interface Capture {
   startMs: number;
   endMs: number;
   skips: CaptureSkips;
+  /**
+   * Markets whose tick change was inferred from a book level priced finer than the market's tick
+   * at that time (the capture misses the `tick_size_change` of 2 markets: their levels move in
+   * 0.001 steps on a 0.01 tick): one `tick` event with `inferred: true` per token of the market,
+   * just before that level.
+   */
+  inferredTicks?: number;
 }
 
 /** The capture file in the project's `data/` folder. */
@@ -182,10 +193,23 @@ export function parseCapture(text: string): Capture {
   const listed = new Set(markets.map((m) => m.slug));
   rows.sort((a, b) => a.ev.atMs - b.ev.atMs || a.n - b.n);
   const events: CaptureEvent[] = [];
+  // each market's tick as the capture goes (a level finer than it makes the tick finer: see Capture.inferredTicks)
+  const tickOf = new Map<string, Dec>();
+  let inferredTicks = 0;
   for (const { ev } of rows) {
     const slug = ev.kind === 'resolvedToken' ? ev.slug : ev.kind === 'resolved' ? '' : tokenSlug.get(ev.tokenId)!;
     if (!listed.has(slug)) continue;
+    if (ev.kind === 'tick') tickOf.set(slug, ev.tickSize);
+    if (ev.kind === 'level') {
+      const tick = tickOf.get(slug) ?? dec(CAPTURE_INITIAL_TICK);
+      if (!ev.price.mod(tick).isZero()) {
+        const finer = dec(10).pow(-Math.max(ev.price.decimalPlaces(), 3));
+        tickOf.set(slug, finer);
+        for (const t of bySlug.get(slug)!.tokens) events.push({ kind: 'tick', atMs: ev.atMs, tokenId: t.tokenId, tickSize: finer, inferred: true });
+        inferredTicks++;
+      }
+    }
     events.push(ev.kind === 'resolvedToken' ? { kind: 'resolved', atMs: ev.atMs, conditionId: bySlug.get(slug)!.conditionId, winningTokenId: ev.tokenId } : ev);
   }
-  return { markets, events, startMs: events[0]?.atMs ?? 0, endMs: events.at(-1)?.atMs ?? 0, skips };
+  return { markets, events, startMs: events[0]?.atMs ?? 0, endMs: events.at(-1)?.atMs ?? 0, skips, inferredTicks };
 }

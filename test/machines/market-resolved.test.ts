@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { initialTransition, transition, type AnyStateMachine } from 'xstate';
+import { BRACKET_STATUS, bracketMachine } from '../../machines/bracket.js';
 import { PEGGED_STATUS, peggedMachine } from '../../machines/pegged.js';
 import { STOP_LOSS_STATUS, stopLossMachine } from '../../machines/stop-loss.js';
 import type { StrategyContext, StrategyEvent, StrategyInput } from '../../machines/strategy-kit.js';
@@ -46,5 +47,53 @@ describe('strategy.cancel with a reason (market resolved)', () => {
     s = step(peggedMachine, peggedMachine.getPersistedSnapshot(s), { type: 'strategy.cancel', reason: 'market resolved' });
     expect((s.context as StrategyContext).endReason).toBe('market resolved');
     expect(['CANCELED', 'ACTIVE']).toContain((PEGGED_STATUS as Record<string, string>)[String(s.value)] ?? 'ACTIVE');
+  });
+});
+
+/**
+ * Issue 16 (second trial): a stop that fires as its market resolves sends its sell after the
+ * market closed; the venue refuses it `market_closed`. The resolution ended the strategy: it ends
+ * CANCELED with message `market resolved`, not FAILED (bench:replay showed 252 such stops FAILED).
+ */
+describe('a child order refused market_closed ends the strategy CANCELED (market resolved)', () => {
+  it('STOP_LOSS: fires at the touch, its sell refused market_closed → CANCELED, market resolved; another refusal still FAILED', () => {
+    const input: StrategyInput = { ...base, price: '0.5', size: '10' };
+    const [s0] = initialTransition(stopLossMachine, input);
+    const s1 = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s0), { type: 'book.touch', bid: '0.5', ask: '0.52' });
+    expect(STOP_LOSS_STATUS[String(s1.value) as keyof typeof STOP_LOSS_STATUS]).toBe('TRIGGERED');
+    const working = (s1.context as StrategyContext).working!;
+    const closed = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s1), { type: 'order.refused', orderId: working, error: 'market_closed', reason: 'market is resolved' });
+    expect(STOP_LOSS_STATUS[String(closed.value) as keyof typeof STOP_LOSS_STATUS]).toBe('CANCELED');
+    expect((closed.context as StrategyContext).endReason).toBe('market resolved');
+    const other = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s1), { type: 'order.refused', orderId: working, error: 'INSUFFICIENT_SHARES', reason: 'x' });
+    expect(STOP_LOSS_STATUS[String(other.value) as keyof typeof STOP_LOSS_STATUS]).toBe('FAILED');
+  });
+
+  it('PEGGED: its order refused market_closed → CANCELED, market resolved', () => {
+    const input: StrategyInput = { ...base, type: 'PEGGED', side: 'buy', quoteAmount: '10', offsetTicks: 0, priceFloor: null, priceCeiling: null, touch: { bid: '0.49', ask: '0.51' } };
+    const [s0] = initialTransition(peggedMachine, input);
+    const working = (s0.context as StrategyContext).working!;
+    const s1 = step(peggedMachine, peggedMachine.getPersistedSnapshot(s0), { type: 'order.refused', orderId: working, error: 'market_closed', reason: 'market is resolved' });
+    expect((PEGGED_STATUS as Record<string, string>)[String(s1.value)]).toBe('CANCELED');
+    expect((s1.context as StrategyContext).endReason).toBe('market resolved');
+  });
+});
+
+describe('BRACKET: the stop-loss sell refused market_closed', () => {
+  it('ends CANCELED, market resolved, both legs CANCELED (not FAILED)', () => {
+    const legOf = (price: string, requestedSize: string | null) => ({ price, requestedSize, size: null, order_id: null, id: null, status: 'WAITING', error: null });
+    const input: StrategyInput = { ...base, type: 'BRACKET', side: 'sell', price: '0.4', entryOrderId: 'ord_e1', legs: { take_profit: legOf('0.7', null), stop_loss: legOf('0.4', null) } };
+    let [s] = initialTransition(bracketMachine, input);
+    const go = (e: StrategyEvent) => (s = step(bracketMachine, bracketMachine.getPersistedSnapshot(s), e));
+    go({ type: 'order.updated', orderId: 'ord_e1', status: 'FILLED', filledSize: '10', matchedAmount: '5', final: true });
+    go({ type: 'order.updated', orderId: (s.context as StrategyContext).working!, status: 'LIVE', filledSize: '0', matchedAmount: '0', final: false });
+    go({ type: 'book.touch', bid: '0.4', ask: '0.42' });
+    go({ type: 'order.updated', orderId: 'ord_stg1_1', status: 'CANCELED', filledSize: '0', matchedAmount: '0', final: true });
+    expect(BRACKET_STATUS[String(s.value) as keyof typeof BRACKET_STATUS]).toBe('TRIGGERED');
+    go({ type: 'order.refused', orderId: (s.context as StrategyContext).working!, error: 'market_closed', reason: 'market is resolved' });
+    expect(BRACKET_STATUS[String(s.value) as keyof typeof BRACKET_STATUS]).toBe('CANCELED');
+    expect((s.context as StrategyContext).endReason).toBe('market resolved');
+    const legs = (s.context as unknown as { legs: Record<string, { status: string }> }).legs;
+    expect([legs.take_profit!.status, legs.stop_loss!.status]).toEqual(['CANCELED', 'CANCELED']);
   });
 });

@@ -29,34 +29,36 @@ const timer = (name: string, atMs: number): StrategyEvent => ({ type: 'timer.fir
  */
 const notPlaced = (n: number): StrategyEvent => ({ type: 'order.placeFailed', orderId: `ord_stg1_${n}`, error: 'placement_failed', reason: 'store write failed', atMs: 10_000 - placeRetryDelayMs(n) });
 const riskRefused = (n: number): StrategyEvent => ({ type: 'order.refused', orderId: `ord_stg1_${n}`, error: 'INSUFFICIENT_BALANCE', reason: 'needs $5' });
+/** Child n refused because its market resolved first (issue 16): the strategy ends CANCELED, `market resolved`. */
+const closedRefused = (n: number): StrategyEvent => ({ type: 'order.refused', orderId: `ord_stg1_${n}`, error: 'market_closed', reason: 'market resolved' });
 
 /** Per machine: input, event alphabet, status table, states only passed through (transient). */
 const CASES: Array<{ name: string; machine: AnyStateMachine; input: StrategyInput; events: StrategyEvent[]; status: Record<string, string>; transient?: string[] }> = [
   {
     name: 'STOP_LOSS', machine: stopLossMachine, status: STOP_LOSS_STATUS,
     input: { ...base, price: '0.5', size: '10' },
-    events: [touch('0.52', '0.57'), touch('0.5', '0.52'), upd(1, 'PARTIALLY_FILLED', '4', '2', false), upd(1, 'FILLED', '10', '5', true), refused, cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
+    events: [touch('0.52', '0.57'), touch('0.5', '0.52'), upd(1, 'PARTIALLY_FILLED', '4', '2', false), upd(1, 'FILLED', '10', '5', true), refused, closedRefused(1), cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
   },
   {
     name: 'TRAILING_STOP', machine: trailingStopMachine, status: TRAILING_STOP_STATUS,
     input: { ...base, type: 'TRAILING_STOP', size: '10', highWaterMark: '0.6', offsetAbs: '0.05', offsetPct: null },
-    events: [touch('0.65', '0.67'), touch('0.6', '0.62'), touch('0.55', '0.57'), upd(1, 'FILLED', '10', '5.5', true), refused, cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
+    events: [touch('0.65', '0.67'), touch('0.6', '0.62'), touch('0.55', '0.57'), upd(1, 'FILLED', '10', '5.5', true), refused, closedRefused(1), cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
   },
   {
     name: 'TRAILING_BUY', machine: trailingBuyMachine, status: TRAILING_BUY_STATUS,
     input: { ...base, type: 'TRAILING_BUY', side: 'buy', quoteAmount: '10', lowWaterMark: '0.4', offsetAbs: null, offsetPct: '12.5', priceCeiling: '0.5' },
-    events: [touch('0.33', '0.35'), touch('0.43', '0.45'), touch('0.53', '0.55'), upd(1, 'FILLED', '22.22', '9.999', true), refused, cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
+    events: [touch('0.33', '0.35'), touch('0.43', '0.45'), touch('0.53', '0.55'), upd(1, 'FILLED', '22.22', '9.999', true), refused, closedRefused(1), cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
   },
   {
     name: 'TWAP', machine: twapMachine, status: TWAP_STATUS, transient: ['slicing'],
     input: { ...base, type: 'TWAP', side: 'buy', price: '0.5', size: '30', intervalMs: 10_000, durationMs: 30_000, slicesTotal: 3, passive: false },
-    events: [upd(1, 'FILLED', '10', '5', true), upd(1, 'CANCELED', '0', '0', true), upd(2, 'FILLED', '10', '5', true), upd(3, 'FILLED', '10', '5', true), timer('slice', 10_000), timer('slice', 20_000), timer('end', 30_000), refused, cancel, notPlaced(1)],
+    events: [upd(1, 'FILLED', '10', '5', true), upd(1, 'CANCELED', '0', '0', true), upd(2, 'FILLED', '10', '5', true), upd(3, 'FILLED', '10', '5', true), timer('slice', 10_000), timer('slice', 20_000), timer('end', 30_000), refused, closedRefused(1), cancel, notPlaced(1)],
   },
   {
     name: 'ICEBERG', machine: icebergMachine, status: ICEBERG_STATUS, transient: ['placing'],
     input: { ...base, type: 'ICEBERG', side: 'buy', price: '0.5', size: '20', clipSize: '10', tolerancePct: '5', touch: { bid: '0.49', ask: '0.51' } },
     events: [
-      upd(1, 'FILLED', '10', '5', true), upd(2, 'FILLED', '10', '5', true), upd(1, 'CANCELED', '0', '0', true), upd(1, 'PARTIALLY_FILLED', '5', '2.5', false), refused, riskRefused(1),
+      upd(1, 'FILLED', '10', '5', true), upd(2, 'FILLED', '10', '5', true), upd(1, 'CANCELED', '0', '0', true), upd(1, 'PARTIALLY_FILLED', '5', '2.5', false), refused, riskRefused(1), closedRefused(1),
       touch('0.49', '0.6'), touch('0.45', '0.5'), touch('0.49', '0.51'), cancel, notPlaced(1), notPlaced(2), notPlaced(3), timer('retry', 10_000),
     ],
   },
@@ -64,7 +66,7 @@ const CASES: Array<{ name: string; machine: AnyStateMachine; input: StrategyInpu
     name: 'PEGGED', machine: peggedMachine, status: PEGGED_STATUS, transient: ['pegging'],
     input: { ...base, type: 'PEGGED', side: 'buy', quoteAmount: '10', offsetTicks: 0, priceFloor: null, priceCeiling: '0.45', touch: { bid: '0.4', ask: '0.42' } },
     events: [
-      touch('0.41', '0.42'), touch(null, null), upd(1, 'FILLED', '25', '10', true), upd(1, 'CANCELED', '0', '0', true), upd(2, 'CANCELED', '0', '0', true), refused, riskRefused(1), cancel,
+      touch('0.41', '0.42'), touch(null, null), upd(1, 'FILLED', '25', '10', true), upd(1, 'CANCELED', '0', '0', true), upd(2, 'CANCELED', '0', '0', true), refused, riskRefused(1), closedRefused(1), cancel,
       notPlaced(1), notPlaced(2), notPlaced(3), timer('retry', 10_000),
     ],
   },
@@ -74,7 +76,7 @@ const CASES: Array<{ name: string; machine: AnyStateMachine; input: StrategyInpu
     events: [
       entry('PARTIALLY_FILLED', '4', false), entry('FILLED', '10', true), entry('CANCELED', '0', true), refusedAs('e1'),
       upd(1, 'LIVE', '0', '0', false), upd(1, 'PARTIALLY_FILLED', '5', '3.5', false), upd(1, 'FILLED', '10', '7', true), upd(1, 'CANCELED', '0', '0', true), refusedAs(1),
-      touch('0.5', '0.52'), touch('0.4', '0.42'), upd(2, 'FILLED', '6', '2.4', true), upd(2, 'PARTIALLY_FILLED', '2', '0.8', false), refusedAs(2), cancel, notPlaced(1), notPlaced(2),
+      touch('0.5', '0.52'), touch('0.4', '0.42'), upd(2, 'FILLED', '6', '2.4', true), upd(2, 'PARTIALLY_FILLED', '2', '0.8', false), refusedAs(2), closedRefused(2), cancel, notPlaced(1), notPlaced(2),
     ],
   },
 ];

@@ -58,7 +58,10 @@ describe('capture parser (issue 16)', () => {
     expect(cat.captureTokens!.size).toBe(224);
     expect(c.skips).toMatchObject({ errorRows: 214, unusable: 0, malformed: 0 });
     const count = (k: string) => c.events.filter((e) => e.kind === k).length;
-    expect([count('level'), count('trade'), count('tick'), count('resolved')]).toEqual([3039 + 3472, 9406, 292, 104]);
+    // 292 captured tick changes, plus 2 × 2 inferred where levels move in 0.001 steps before (or without) one
+    expect([count('level'), count('trade'), count('tick'), count('resolved')]).toEqual([3039 + 3472, 9406, 292 + 4, 104]);
+    expect(c.inferredTicks).toBe(2);
+    expect(c.events.filter((e) => e.kind === 'tick' && !e.inferred)).toHaveLength(292);
     expect(c.events.every((e, i) => i === 0 || c.events[i - 1]!.atMs <= e.atMs)).toBe(true);
     const m = cat.markets[1001]!;
     expect(m).toMatchObject({ minSize: expect.anything(), negRisk: false });
