@@ -25,7 +25,10 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
   /**
    * True when an actor in this state may leave memory between events (passivation): it waits for
    * something that finds it by id (a price watch, say) and has no deadline. Its next event
-   * reloads it from the store. Default: never.
+   * reloads it from the store. Default: never. It must read only `status`, `value` and `context`:
+   * at start-up it is also asked about the persisted snapshot (plain JSON), and an actor it
+   * passivates is then not restored at all (lazy restore: no machine snapshot is built until its
+   * next event; {@link ActorHost.restoreAll}).
    */
   passivate?(snapshot: SnapshotFrom<TLogic>): boolean;
   /** REST read model of a snapshot (defaults to `{}`); derived on every read, never stored (its `type` is). */
@@ -167,13 +170,31 @@ function deadlinesOf(snapshot: { context?: unknown }): Record<string, number> {
 }
 
 /**
+ * One actor restored at start-up (`restored`): its record (without read model) and its context.
+ * `dormant`: it passivates, so it was not built into a machine snapshot (nor kept in memory); its
+ * next event restores it from the store (and quarantines it then if it no longer restores).
+ */
+export interface ActorRestored {
+  record: ActorRecord;
+  context: unknown;
+  dormant: boolean;
+}
+
+/** A persisted snapshot as stored (JSON): what lazy restore reads without building a snapshot. */
+interface PersistedSnapshot {
+  status?: unknown;
+  value?: unknown;
+  context?: unknown;
+}
+
+/**
  * Hosts every actor (issue 2, deliverable 6). Each event goes through one queue per actor; the
  * pure `transition()` computes the next snapshot, which is written with a revision check before
  * anything else happens: only then are the machine's actions executed (they are the side
  * effects), timers re-armed from `context.deadlines`, and `changed` emitted for push. The promise
  * returned by {@link send} resolves after the write, so an HTTP response never outruns storage.
  */
-export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: [{ record: ActorRecord; snapshot: AnyMachineSnapshot }] }> {
+export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: [ActorRestored] }> {
   private readonly defs = new Map<string, ActorDefinition>();
   private readonly live = new Map<string, Live>();
   private readonly queues = new Map<string, Promise<unknown>>();
@@ -331,25 +352,58 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   /**
-   * Restores every non-final, non-quarantined actor from the store and re-arms its timers;
-   * `restored` is emitted for each (then a passivating actor leaves memory again). Entry actions
-   * are not re-run. A snapshot that no longer restores is quarantined and logged.
+   * Restores every non-final, non-quarantined actor from the store, in creation order, and
+   * re-arms its timers; `restored` is emitted for each. Entry actions are not re-run. A snapshot
+   * that no longer restores is quarantined and logged. An actor whose definition passivates its
+   * persisted snapshot (and that has no deadline) is restored lazily: `restored` carries its
+   * stored context (`dormant`), and its machine snapshot is built only by its next event, which
+   * quarantines it then if it no longer restores (issue 15: a million armed stops start in
+   * seconds, not minutes).
    */
   async restoreAll(): Promise<{ restored: number; quarantined: number }> {
     let restored = 0;
     let quarantined = 0;
-    for (const record of await this.repo.findRestorable()) {
+    const records = await this.repo.findRestorableUnordered();
+    // creation order (stable), sorted here: the store's sort compares generically (issue 15)
+    records.sort((a, b) => a.createdAtMs - b.createdAtMs);
+    for (let i = 0; i < records.length; i++) {
+      const record = records[i]!;
+      records[i] = undefined as never; // let each record go once restored
+      const dormant = this.dormantContext(record);
+      if (dormant !== null) {
+        this.emit('restored', { record, context: dormant, dormant: true });
+        restored++;
+        continue;
+      }
       const live = await this.load(record);
       if (!live) {
         quarantined++;
         continue;
       }
       for (const [name, atMs] of Object.entries(deadlinesOf(live.snapshot))) await this.timers.schedule(record._id, name, atMs);
-      this.emit('restored', { record: live.record, snapshot: live.snapshot });
+      this.emit('restored', { record: live.record, context: live.snapshot.context, dormant: false });
       this.keep(live);
       restored++;
     }
     return { restored, quarantined };
+  }
+
+  /**
+   * The stored context of an actor that restores dormant (its version restores, its definition
+   * passivates its persisted snapshot, it has no deadline), or null: restore it now.
+   */
+  private dormantContext(record: ActorRecord): unknown {
+    const def = this.defs.get(record.machineId);
+    if (!def?.passivate || (record.machineVersion !== def.version && !(def.restorableVersions ?? []).includes(record.machineVersion))) return null;
+    let persisted: PersistedSnapshot;
+    try {
+      persisted = JSON.parse(record.snapshot) as PersistedSnapshot;
+    } catch {
+      return null; // load() quarantines it
+    }
+    if (persisted?.status !== 'active' || typeof persisted.context !== 'object' || persisted.context === null) return null;
+    if (Object.keys(deadlinesOf(persisted)).length > 0 || def.passivate(persisted as never) !== true) return null;
+    return persisted.context;
   }
 
   private definition(machineId: string): ActorDefinition {

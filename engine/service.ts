@@ -44,6 +44,12 @@ export interface Services {
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
   restoredAtStart: number;
+  /**
+   * Wall-clock ms of the start-up phases (also logged): `open` (the store opened and loaded, keys,
+   * users, venue), `restore` (every live actor restored, triggers re-armed), `reconcile` (orders
+   * and strategies with the venue).
+   */
+  startPhasesMs: { open: number; restore: number; reconcile: number };
   /** Stops timers and closes the store (after the HTTP server stopped). */
   stop(): Promise<void>;
 }
@@ -63,6 +69,7 @@ export interface StartOptions {
  */
 export async function startServices(config: Config, log: Logger, options: StartOptions = {}): Promise<{ services: Services; generatedMasterKey: string | null }> {
   const clock = options.clock ?? systemClock;
+  const t0 = performance.now();
   const store = options.store ?? (await openStore(config, log));
   const actors = await ActorRepository.open(store);
   const keys = await ApiKeyService.open(store, clock);
@@ -83,16 +90,20 @@ export async function startServices(config: Config, log: Logger, options: StartO
   const orders = new OrderService(host, actors, venue, clock, log);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
   const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
+  const t1 = performance.now();
   const { restored, quarantined } = await host.restoreAll();
+  const t2 = performance.now();
   const reconciled = await orders.reconcile();
   const strategiesReconciled = await strategies.reconcile();
   const walletReconciled = await wallet.reconcile();
-  log.info({ restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled }, 'actors restored and reconciled with the venue');
+  const startPhasesMs = { open: Math.round(t1 - t0), restore: Math.round(t2 - t1), reconcile: Math.round(performance.now() - t2) };
+  log.info({ restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled, startPhasesMs }, 'actors restored and reconciled with the venue');
   await timers.start();
   const services: Services = {
     config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders, strategies, wallet, idempotency, cursors,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
+    startPhasesMs,
     async stop() {
       idempotency.close();
       strategies.stop();

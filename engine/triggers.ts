@@ -1,24 +1,32 @@
 import type { Touch, Watch } from '../machines/strategy-kit.js';
 import { Dec } from './decimal.js';
 
-/** A price as integer micro-units (exact for prices with at most 6 decimals; never a float). */
-function micro(price: string, round: 'floor' | 'ceil' | 'exact'): number {
+const DECIMAL = /^(\d{1,9})(?:\.(\d{1,6}))?$/;
+
+/**
+ * A price as integer micro-units (exact for prices with at most 6 decimals; never a float). The
+ * common case (a plain decimal of at most 6 places) is parsed directly, the rest through Dec.
+ */
+export function micro(price: string, round: 'floor' | 'ceil' | 'exact'): number {
+  const m = DECIMAL.exec(price);
+  if (m) return Number(m[1]) * 1_000_000 + (m[2] === undefined ? 0 : Number(m[2].padEnd(6, '0')));
   const x = new Dec(price).times(1_000_000);
   return (round === 'ceil' ? x.ceil() : round === 'floor' ? x.floor() : x.round()).toNumber();
 }
 
-interface Entry {
-  level: number;
-  id: string;
-}
+/** The four price ladders of a token. */
+type LadderName = 'bidAtOrBelow' | 'bidAbove' | 'askBelow' | 'askAtOrAbove';
+const LADDERS: readonly LadderName[] = ['bidAtOrBelow', 'bidAbove', 'askBelow', 'askAtOrAbove'];
 
 /**
- * Entries kept sorted so that the ones a touch fires are always at the end of the array: a book
- * update looks at the last entry (O(1) when nothing fires) and pops what fires (O(1) each).
- * `fires(level, price)` must hold for a suffix of the array.
+ * Entries kept sorted so that the ones a touch fires are always at the end: a book update looks
+ * at the last entry (O(1) when nothing fires) and pops what fires (O(1) each). `fires(level,
+ * price)` must hold for a suffix. Two parallel arrays (levels as small integers, ids), no object
+ * per entry: memory per armed strategy (issue 15).
  */
 class Ladder {
-  readonly entries: Entry[] = [];
+  readonly levels: number[] = [];
+  readonly ids: string[] = [];
   /** `ascending`: fire suffix holds the highest levels. */
   constructor(private readonly ascending: boolean) {}
 
@@ -26,29 +34,44 @@ class Ladder {
     return this.ascending ? a < b : a > b;
   }
 
-  insert(e: Entry): void {
+  insert(level: number, id: string): void {
+    const levels = this.levels;
     let lo = 0;
-    let hi = this.entries.length;
+    let hi = levels.length;
+    // after every equal level (so appending in order costs no move)
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.before(this.entries[mid]!.level, e.level) || this.entries[mid]!.level === e.level) lo = mid + 1;
+      if (!this.before(level, levels[mid]!)) lo = mid + 1;
       else hi = mid;
     }
-    this.entries.splice(lo, 0, e);
+    if (lo === levels.length) {
+      levels.push(level);
+      this.ids.push(id);
+    } else {
+      levels.splice(lo, 0, level);
+      this.ids.splice(lo, 0, id);
+    }
   }
 
-  remove(e: Entry): void {
+  remove(level: number, id: string): void {
     // binary search to the first entry of that level, then scan the (few) equal levels
+    const levels = this.levels;
     let lo = 0;
-    let hi = this.entries.length;
+    let hi = levels.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.before(this.entries[mid]!.level, e.level)) lo = mid + 1;
+      if (this.before(levels[mid]!, level)) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < this.entries.length && this.entries[i]!.level === e.level; i++) {
-      if (this.entries[i]!.id === e.id) {
-        this.entries.splice(i, 1);
+    for (let i = lo; i < levels.length && levels[i] === level; i++) {
+      if (this.ids[i] === id) {
+        if (i === levels.length - 1) {
+          levels.pop();
+          this.ids.pop();
+        } else {
+          levels.splice(i, 1);
+          this.ids.splice(i, 1);
+        }
         return;
       }
     }
@@ -56,14 +79,15 @@ class Ladder {
 
   /** Pops every entry at the end for which `fires(level)` holds. */
   popWhile(fires: (level: number) => boolean, out: Set<string>): void {
-    for (let last = this.entries.at(-1); last && fires(last.level); last = this.entries.at(-1)) {
-      this.entries.pop();
-      out.add(last.id);
+    const levels = this.levels;
+    while (levels.length && fires(levels[levels.length - 1]!)) {
+      levels.pop();
+      out.add(this.ids.pop()!);
     }
   }
 
   get size(): number {
-    return this.entries.length;
+    return this.levels.length;
   }
 }
 
@@ -85,10 +109,17 @@ class TokenWatches {
   }
 }
 
+/**
+ * One strategy's registration: its token and, per ladder, its level in micro-units (null: not on
+ * that ladder). One small object per armed strategy.
+ */
 interface Registration {
   tokenId: string;
-  entries: Array<[keyof Omit<TokenWatches, 'any' | 'last' | 'size'>, Entry]>;
   any: boolean;
+  bidAtOrBelow: number | null;
+  bidAbove: number | null;
+  askBelow: number | null;
+  askAtOrAbove: number | null;
 }
 
 /**
@@ -116,31 +147,36 @@ export class TriggerIndex {
    * @returns whether the registration changed (a new or different watch).
    */
   set(id: string, tokenId: string, watch: Watch | undefined): boolean {
-    const entries: Registration['entries'] = [];
-    if (watch?.bidAtOrBelow !== undefined) entries.push(['bidAtOrBelow', { level: micro(watch.bidAtOrBelow, 'floor'), id }]);
-    if (watch?.bidAbove !== undefined) entries.push(['bidAbove', { level: micro(watch.bidAbove, 'floor'), id }]);
-    if (watch?.askBelow !== undefined) entries.push(['askBelow', { level: micro(watch.askBelow, 'ceil'), id }]);
-    if (watch?.askAtOrAbove !== undefined) entries.push(['askAtOrAbove', { level: micro(watch.askAtOrAbove, 'ceil'), id }]);
-    const any = watch?.any === true;
+    const reg: Registration = {
+      tokenId,
+      any: watch?.any === true,
+      bidAtOrBelow: watch?.bidAtOrBelow !== undefined ? micro(watch.bidAtOrBelow, 'floor') : null,
+      bidAbove: watch?.bidAbove !== undefined ? micro(watch.bidAbove, 'floor') : null,
+      askBelow: watch?.askBelow !== undefined ? micro(watch.askBelow, 'ceil') : null,
+      askAtOrAbove: watch?.askAtOrAbove !== undefined ? micro(watch.askAtOrAbove, 'ceil') : null,
+    };
     const prev = this.byId.get(id);
     this.inDelivery.delete(id);
-    if (!entries.length && !any) {
+    if (!reg.any && reg.bidAtOrBelow === null && reg.bidAbove === null && reg.askBelow === null && reg.askAtOrAbove === null) {
       this.unlink(id);
       return prev !== undefined;
     }
     if (
-      prev && prev.tokenId === tokenId && prev.any === any && prev.entries.length === entries.length &&
-      prev.entries.every(([ladder, e], i) => entries[i]![0] === ladder && entries[i]![1].level === e.level)
+      prev && prev.tokenId === tokenId && prev.any === reg.any && prev.bidAtOrBelow === reg.bidAtOrBelow && prev.bidAbove === reg.bidAbove &&
+      prev.askBelow === reg.askBelow && prev.askAtOrAbove === reg.askAtOrAbove
     ) return false;
     this.unlink(id);
-    this.link(id, { tokenId, entries, any });
+    this.link(id, reg);
     return true;
   }
 
   private link(id: string, reg: Registration): void {
     let t = this.tokens.get(reg.tokenId);
     if (!t) this.tokens.set(reg.tokenId, (t = new TokenWatches()));
-    for (const [ladder, e] of reg.entries) t[ladder].insert(e);
+    for (const ladder of LADDERS) {
+      const level = reg[ladder];
+      if (level !== null) t[ladder].insert(level, id);
+    }
     if (reg.any) t.any.add(id);
     this.byId.set(id, reg);
   }
@@ -152,7 +188,10 @@ export class TriggerIndex {
     this.byId.delete(id);
     const t = this.tokens.get(reg.tokenId);
     if (!t) return reg;
-    for (const [ladder, e] of reg.entries) t[ladder].remove(e);
+    for (const ladder of LADDERS) {
+      const level = reg[ladder];
+      if (level !== null) t[ladder].remove(level, id);
+    }
     if (reg.any) t.any.delete(id);
     return reg;
   }
@@ -231,19 +270,9 @@ export class TriggerIndex {
     }
     const bid = touch.bid !== null ? micro(touch.bid, 'exact') : null;
     const ask = touch.ask !== null ? micro(touch.ask, 'exact') : null;
-    const holds = reg.entries.some(([ladder, e]) => {
-      switch (ladder) {
-        case 'bidAtOrBelow':
-          return bid !== null && bid <= e.level;
-        case 'bidAbove':
-          return bid !== null && bid > e.level;
-        case 'askBelow':
-          return ask !== null && ask < e.level;
-        case 'askAtOrAbove':
-          return ask !== null && ask >= e.level;
-      }
-      return false;
-    });
+    const holds =
+      (bid !== null && ((reg.bidAtOrBelow !== null && bid <= reg.bidAtOrBelow) || (reg.bidAbove !== null && bid > reg.bidAbove))) ||
+      (ask !== null && ((reg.askBelow !== null && ask < reg.askBelow) || (reg.askAtOrAbove !== null && ask >= reg.askAtOrAbove)));
     if (holds) this.hold(id);
     return holds;
   }

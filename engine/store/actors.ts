@@ -180,6 +180,17 @@ export class ActorRepository {
     return (await this.c.find({ final: false, quarantine: null }, { sort: { createdAtMs: 1 } })).map((d) => ({ ...d, view: {} }));
   }
 
+  /**
+   * {@link findRestorable} in no particular order (issue 15): the caller sorts by `createdAtMs`
+   * with a numeric comparison, which costs a second where the embedded store's generic sort took
+   * half a minute at a million records.
+   */
+  async findRestorableUnordered(): Promise<ActorRecord[]> {
+    const docs = (await this.c.find({ final: false, quarantine: null })) as ActorRecord[];
+    for (const d of docs) d.view = {};
+    return docs;
+  }
+
   async find(filter: Filter, options: { skip?: number; limit?: number } = {}): Promise<ActorRecord[]> {
     return this.withViews(await this.c.find(filter, { sort: { createdAtMs: -1, _id: -1 }, ...options }));
   }

@@ -58,6 +58,8 @@ export class StrategyService {
   private readonly router: ChildOrderRouter;
   private readonly feed: TriggerFeed;
   private readonly requests: StrategyRequests;
+  /** The last persisted record of each strategy being started ({@link start}), kept by `changed`. */
+  private readonly starting = new Map<string, ActorRecord | null>();
 
   constructor(
     private readonly host: ActorHost,
@@ -93,8 +95,8 @@ export class StrategyService {
       });
     }
     host.on('changed', (c) => this.onChanged(c));
-    host.on('restored', ({ record, snapshot }) => {
-      if (record.kind === 'strategy') this.triggers.set(record._id, (snapshot.context as StrategyContext).tokenId, (snapshot.context as StrategyContext).watch);
+    host.on('restored', ({ record, context }) => {
+      if (record.kind === 'strategy') this.triggers.set(record._id, (context as StrategyContext).tokenId, (context as StrategyContext).watch);
     });
     venue.onBook((tokenId) => this.feed.onBook(tokenId));
     venue.onMarket((conditionId) => this.onMarket(conditionId));
@@ -143,7 +145,10 @@ export class StrategyService {
 
   private onChanged(c: ActorChange): void {
     if (c.record.kind === 'order') this.router.onOrderChanged(c);
-    else if (c.record.kind === 'strategy') this.feed.syncWatch(c.record, c.snapshot.context as StrategyContext);
+    else if (c.record.kind === 'strategy') {
+      if (this.starting.has(c.record._id)) this.starting.set(c.record._id, c.record);
+      this.feed.syncWatch(c.record, c.snapshot.context as StrategyContext);
+    }
   }
 
   /**
@@ -248,9 +253,16 @@ export class StrategyService {
    */
   async start(partnerId: string, input: StrategyInput): Promise<ActorRecord> {
     const def = DEFINITIONS[input.type];
-    await this.host.create(def.machineId, { id: input.recordId, input, partnerId, ownerUserId: input.userId });
-    await this.whenQuiet(input.recordId);
-    return this.host.recordOf(input.recordId) ?? (await this.actors.get(input.recordId))!;
+    // a passivated strategy (an armed stop) is not in the host's memory afterwards: its last
+    // persisted record comes from `changed`, not from a store read (issue 15: arming rate)
+    this.starting.set(input.recordId, null);
+    try {
+      await this.host.create(def.machineId, { id: input.recordId, input, partnerId, ownerUserId: input.userId });
+      await this.whenQuiet(input.recordId);
+      return this.host.recordOf(input.recordId) ?? this.starting.get(input.recordId) ?? (await this.actors.get(input.recordId))!;
+    } finally {
+      this.starting.delete(input.recordId);
+    }
   }
 
   /**

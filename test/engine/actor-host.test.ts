@@ -216,11 +216,43 @@ describe('ActorHost', () => {
     host2.register(def as never);
     host2.register({ ...def, machineId: 'idle', logic: noDeadline } as never);
     const restored: string[] = [];
-    host2.on('restored', ({ record }) => restored.push(record._id));
+    host2.on('restored', ({ record, context, dormant }) => restored.push(`${record._id} ${dormant ? 'dormant' : 'live'} n=${(context as { n: number }).n}`));
     await host2.restoreAll();
-    expect(restored.sort()).toEqual(['p2', 'p3']);
+    expect(restored.sort()).toEqual(['p2 live n=5', 'p3 dormant n=3']);
     expect(host2.snapshotOf('p3')).toBeNull();
     expect(host2.snapshotOf('p2')).not.toBeNull();
+  });
+
+  it('restores dormant actors lazily (issue 15): in creation order, no snapshot built until the next event, which quarantines one that no longer restores', async () => {
+    const store = await EmbeddedStore.open(null);
+    const repo = await ActorRepository.open(store);
+    const clock = new ManualClock(1_000_000);
+    const idle = setup({ types: { context: {} as { n: number; deadlines: Record<string, number> }, input: {} as { n: number }, events: {} as { type: 'bump' } } }).createMachine({
+      id: 'idle', context: ({ input }) => ({ n: input.n, deadlines: {} }), initial: 'open', states: { open: { on: { bump: { actions: assign({ n: ({ context }) => context.n + 1 }) } } } },
+    });
+    const def = { machineId: 'idle', version: 1, kind: 'strategy', logic: idle, statusOf: () => 'ACTIVE', viewOf: (s: { context: { n: number } }) => ({ n: s.context.n }), passivate: () => true };
+    const host = new ActorHost(repo, new FakeTimers(), clock, createLogger('silent'));
+    host.register(def as never);
+    for (const [id, n] of [['d3', 3], ['d1', 1], ['d2', 2]] as const) {
+      clock.advance(1);
+      await host.create('idle', { id, input: { n } as never, partnerId: 'p', ownerUserId: 'u' });
+    }
+    const d2 = (await repo.get('d2'))!;
+    await repo.update(d2, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: { n: 2, deadlines: {} } }), status: 'ACTIVE', view: {}, final: false, updatedAtMs: 1 });
+
+    const host2 = new ActorHost(repo, new FakeTimers(), clock, createLogger('silent'));
+    host2.register(def as never);
+    const order: string[] = [];
+    host2.on('restored', ({ record, dormant }) => order.push(`${record._id}${dormant ? '' : ' live'}`));
+    expect(await host2.restoreAll()).toEqual({ restored: 3, quarantined: 0 });
+    expect(order).toEqual(['d3', 'd1', 'd2']); // creation order, all dormant
+    expect(host2.liveCount).toBe(0);
+    // the next event builds the snapshot from the store
+    expect(await host2.send('d1', { type: 'bump' })).toMatchObject({ revision: 2, view: { n: 2 } });
+    // one that no longer restores is quarantined then, and refuses the event
+    const r = await host2.send('d2', { type: 'bump' });
+    expect(r.revision).toBe(2);
+    expect((await repo.get('d2'))?.quarantine?.reason).toMatch(/does not exist/);
   });
 
   it('persisted means done: a timer that cannot be armed and a changed listener that throws neither fail the step nor skip its actions (issue 12, defect 19)', async () => {

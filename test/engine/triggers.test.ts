@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { TriggerIndex } from '../../engine/triggers.js';
+import { Dec } from '../../engine/decimal.js';
+import { micro, TriggerIndex } from '../../engine/triggers.js';
 
 /** Issue 12, item 15: a fired trigger is held until delivered, or armed again. */
 describe('TriggerIndex: fired triggers are delivered or armed again', () => {
@@ -130,8 +131,13 @@ describe('TriggerIndex against a naive model (property)', () => {
 
   const ids = fc.constantFrom('a', 'b', 'c', 'd', 'e');
   const tokens = fc.constantFrom('t1', 't2');
-  /** Prices of at most 3 decimals in [0.001, 0.999], over a narrow range so that levels are often crossed. */
-  const price = fc.integer({ min: 400, max: 600 }).map((n) => String(n / 1000));
+  /**
+   * Prices over a narrow range so that levels are often crossed: mostly 3 decimals, some with 6
+   * (trailing marks) and some written with a trailing zero ("0.450"): the index parses them itself.
+   */
+  const price = fc
+    .tuple(fc.oneof({ arbitrary: fc.integer({ min: 400, max: 600 }).map((n) => String(n / 1000)), weight: 4 }, { arbitrary: fc.integer({ min: 400_000, max: 600_000 }).map((n) => String(n / 1e6)), weight: 1 }), fc.boolean())
+    .map(([p, pad]) => (pad && p.includes('.') && p.split('.')[1]!.length < 6 ? `${p}0` : p));
   const side = fc.option(price, { nil: null, freq: 6 });
   const touchArb = fc.record({ bid: side, ask: side });
   /** A watch: any subset of the four levels; `any` now and then (iceberg drift, pegged). */
@@ -194,6 +200,20 @@ describe('TriggerIndex against a naive model (property)', () => {
         }
       }),
       { numRuns: 400 },
+    );
+  });
+});
+
+/** Issue 15: the index parses prices to micro-units itself; the same as decimal.js, rounding included. */
+describe('micro (property)', () => {
+  it('equals the decimal.js result for any decimal string (exact up to 6 places, rounded beyond)', () => {
+    const decimal = fc.tuple(fc.integer({ min: 0, max: 2 }), fc.string({ unit: fc.constantFrom(...'0123456789'.split('')), minLength: 0, maxLength: 9 })).map(([i, f]) => (f ? `${i}.${f}` : String(i)));
+    fc.assert(
+      fc.property(decimal, fc.constantFrom('floor' as const, 'ceil' as const, 'exact' as const), (p, round) => {
+        const x = new Dec(p).times(1_000_000);
+        expect(micro(p, round)).toBe((round === 'ceil' ? x.ceil() : round === 'floor' ? x.floor() : x.round()).toNumber());
+      }),
+      { numRuns: 2000 },
     );
   });
 });

@@ -131,8 +131,10 @@ for (const adapter of adapters()) {
         final: false, partnerId: 'p', ownerUserId: null, createdAtMs: 5, updatedAtMs: 5,
       });
       expect((await repo.findRestorable()).map((r) => r._id)).toContain('act-q');
+      expect((await repo.findRestorableUnordered()).map((r) => r._id).sort()).toEqual((await repo.findRestorable()).map((r) => r._id).sort());
       await repo.quarantine('act-q', 'broken', 6);
       expect((await repo.findRestorable()).map((r) => r._id)).not.toContain('act-q');
+      expect((await repo.findRestorableUnordered()).map((r) => r._id)).not.toContain('act-q');
       expect((await repo.get('act-q'))?.quarantine).toEqual({ reason: 'broken', atMs: 6 });
     });
 
