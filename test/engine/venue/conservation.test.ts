@@ -65,7 +65,7 @@ describe('conservation over random sequences (fast-check)', () => {
     }
   };
 
-  it('holds for every sequence', async () => {
+  it('holds for every sequence', { timeout: 180_000 }, async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(cmd, { minLength: 5, maxLength: 30 }), async (cmds) => {
         run++;
