@@ -43,7 +43,7 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
     const withTick = markets.filter((m) => m.tokens.some((t: any) => ticked.has(t.token_id)));
     expect(withTick.length).toBeGreaterThan(0);
     for (const m of withTick) expect(m.tick_size).toBe('0.001');
-    expect(markets.some((m) => m.tokens.some((t: any) => t.last_trade_price !== undefined))).toBe(true);
+    expect(markets.some((m) => m.tokens.some((t: any) => t.last_trade_price !== null))).toBe(true);
     const open = markets.filter((m) => !m.resolved);
     expect(open).toHaveLength(112 - resolved.length);
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });

@@ -33,6 +33,15 @@ describe('market resolution and tick change through the real API', () => {
     expect(market).toMatchObject({ condition_id: expect.stringMatching(/^0x[0-9a-f]{64}$/), question: expect.stringMatching(/^BTC Up or Down/), tick_size: '0.01', min_size: '5', closed: false, resolved: false, winning_token_id: null });
     expect(market.tokens.map((t: any) => t.outcome)).toEqual(['Up', 'Down']);
   });
+
+  it('before resolution each token\'s winner is null (not yet known), and last_trade_price is null while no trade print was seen (markets and book)', async () => {
+    expect(market.tokens).toEqual([
+      { token_id: market.tokens[0].token_id, outcome: 'Up', winner: null, last_trade_price: null },
+      { token_id: market.tokens[1].token_id, outcome: 'Down', winner: null, last_trade_price: null },
+    ]);
+    const book = await svc.call('GET', `/v2/trade/book?token_id=${market.tokens[0].token_id}`);
+    expect(book).toMatchObject({ status: 200, body: { token_id: market.tokens[0].token_id, last_trade_price: null } });
+  });
   afterAll(async () => {
     await svc.close();
     await fs.rm(dir, { recursive: true, force: true });
