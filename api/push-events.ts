@@ -58,6 +58,8 @@ export interface BookPush {
   min_size: string;
   bids: BookLevel[];
   asks: BookLevel[];
+  /** Price of the token's last trade print (decimal probability), null while none was seen. */
+  last_trade_price: string | null;
   /** Increases by one per pushed change of this token's book (per process). */
   revision: number;
   /** Epoch ms. */
@@ -124,8 +126,11 @@ export interface MarketBody {
   condition_id: string;
   question: string;
   slug: string;
-  /** Each outcome token: whether it won, and its last trade print (decimal probability) when known. */
-  tokens: { token_id: string; outcome: string; winner: boolean; last_trade_price?: string }[];
+  /**
+   * Each outcome token: `winner` null until the market resolved, then whether this token won;
+   * `last_trade_price` its last trade print (decimal probability), null while none was seen.
+   */
+  tokens: { token_id: string; outcome: string; winner: boolean | null; last_trade_price: string | null }[];
   /** Current tick, decimal probability. */
   tick_size: string;
   /** Minimum resting order size, shares. */

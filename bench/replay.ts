@@ -37,9 +37,9 @@ async function main(): Promise<void> {
   try {
     const catalogue = loadCatalogue();
     const capture = catalogue.capture!;
-    // SIM_REPLAY_SPEED 1: the replay clock barely moves; the bench drives the capture itself
+    // SIM_CAPTURE_SPEED 1 (real time): the capture clock barely moves; the bench drives the capture itself
     const config = loadConfig({
-      DATA_DIR: dir, LOG_LEVEL: 'silent', MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef', SIM_REPLAY: 'off', SIM_CAPTURE: 'on', SIM_REPLAY_SPEED: '1',
+      DATA_DIR: dir, LOG_LEVEL: 'silent', MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef', SIM_REPLAY: 'off', SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1',
       SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000',
     });
     const s: Services = (await startServices(config, createLogger('silent'), { catalogue })).services;
@@ -84,7 +84,8 @@ async function main(): Promise<void> {
     for (let i = applied; i < events.length; i += BATCH) {
       const c = process.cpuUsage();
       const t = performance.now();
-      const done = venue.applyCaptureEvents(events.slice(i, i + BATCH));
+      const end = Math.min(events.length, i + BATCH);
+      const done = venue.applyCaptureEvents(events.slice(i, end), { next: end, recordedMs: events[end - 1]!.atMs });
       memMs += performance.now() - t;
       const d = process.cpuUsage(c);
       cpuMem.user += d.user;

@@ -40,8 +40,9 @@ export const SETTINGS = [
   { env: 'SCHEDULER_POLL_MS', type: 'int', default: '1000', min: 50, max: 60000, description: 'How often the scheduler scans for due timers (ms); timers due sooner are also woken by its notification channel.' },
   { env: 'SHUTDOWN_GRACE_MS', type: 'int', default: '10000', min: 0, max: 600000, description: 'How long a graceful shutdown (SIGTERM/SIGINT) waits for in-flight work before exiting (ms).' },
   { env: 'SIM_REPLAY', type: 'onoff', default: 'on', description: 'on: the MSTR token follows its recorded price path; off: every book stays static (deterministic tests).' },
-  { env: 'SIM_REPLAY_SPEED', type: 'int', default: '600', min: 1, max: 1000000, description: 'Replay time compression: recorded seconds per real second (600 = one 10-minute point per second), for the MSTR path and the WebSocket capture.' },
-  { env: 'SIM_CAPTURE', type: 'onoff', default: 'on', description: 'on: the 112 markets of the WebSocket capture (data/ws-capture-2026-02-20.csv) follow it on the replay clock: captured book levels, trade prints, tick-size changes, resolutions; the replay stops at the end of the capture (no loop) and starts over at each start. off: those markets are quoted like the static ones and never change by themselves.' },
+  { env: 'SIM_REPLAY_SPEED', type: 'int', default: '600', min: 1, max: 1000000, description: 'Replay time compression of the MSTR price path: recorded seconds per real second (600 = one 10-minute point per second).' },
+  { env: 'SIM_CAPTURE', type: 'onoff', default: 'on', description: 'on: the 112 markets of the WebSocket capture (data/ws-capture-2026-02-20.csv) follow it on the capture clock (SIM_CAPTURE_SPEED): captured book levels, trade prints, tick-size changes, resolutions; the replay stops at the end of the capture (no loop), and a restart resumes where it was. off: those markets are quoted like the static ones and never change by themselves.' },
+  { env: 'SIM_CAPTURE_SPEED', type: 'int', default: '1', min: 1, max: 1000000, description: 'Capture seconds per real second of the WebSocket capture replay: 1 = real time (a 15-minute market lives 15 minutes and resolves as it did); 600 plays the 6.5 hours in 39 s.' },
   { env: 'SIM_CONTROL', type: 'onoff', default: 'off', description: 'on: the simulated venue\'s control endpoint `POST /v2/sim/markets/{condition_id}/resolve` exists (master key only): how tests and demos resolve a market. off: it answers 404. Never on in production.' },
   { env: 'SIM_INITIAL_PUSD', type: 'decimal', default: '10000', description: 'pUSD every provisioned user starts with on the simulated venue (dollars).' },
   { env: 'SIM_MAKER_LEVELS', type: 'int', default: '5', min: 1, max: 50, description: 'Price levels the simulated liquidity provider quotes on each side of every book.' },
@@ -86,6 +87,8 @@ export interface Config {
   simReplaySpeed: number;
   /** Whether the WebSocket capture's markets follow the capture (SIM_CAPTURE). */
   simCapture: boolean;
+  /** Capture seconds per real second of the capture replay (SIM_CAPTURE_SPEED; 1 = real time). */
+  simCaptureSpeed: number;
   /** Whether the simulation control endpoints exist (SIM_CONTROL). */
   simControl: boolean;
   simInitialPusd: string;
@@ -186,6 +189,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     simReplay: values.SIM_REPLAY === 'on',
     simReplaySpeed: values.SIM_REPLAY_SPEED as number,
     simCapture: values.SIM_CAPTURE === 'on',
+    simCaptureSpeed: values.SIM_CAPTURE_SPEED as number,
     simControl: values.SIM_CONTROL === 'on',
     simInitialPusd: values.SIM_INITIAL_PUSD as string,
     simLiquidityLevels: values.SIM_MAKER_LEVELS as number,

@@ -85,7 +85,7 @@ export async function startServices(config: Config, log: Logger, options: StartO
   const venue = await SimVenue.open({
     catalogue, store, clock, log,
     initialPusd: config.simInitialPusd, liquidityLevels: config.simLiquidityLevels, refillMs: config.simLiquidityRefillMs,
-    replay: config.simReplay, replaySpeed: config.simReplaySpeed, captureReplay: config.simCapture,
+    replay: config.simReplay, replaySpeed: config.simReplaySpeed, captureReplay: config.simCapture, captureSpeed: config.simCaptureSpeed,
   });
   const orders = new OrderService(host, actors, venue, clock, log);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);

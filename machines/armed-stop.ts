@@ -7,9 +7,9 @@
  * | state     | REST status | final | events → next state                                                  |
  * |-----------|-------------|-------|----------------------------------------------------------------------|
  * | armed     | ACTIVE      | no    | touch meets the level → triggered (`fire`); touch moves the level (`follow`); cancel → canceled |
- * | triggered | TRIGGERED   | no    | order done → done; refused → failed (market closed first → canceled, `market resolved`); placeFailed → armed (retry) / failed (retries exhausted) |
+ * | triggered | TRIGGERED   | no    | order done → done (canceled by its market's resolution → canceled, `market resolved`); refused → failed (market closed first → canceled, `market resolved`); placeFailed → armed (retry) / failed (retries exhausted) |
  * | done      | COMPLETED   | yes   | the order is done (filled, or ended by the user)                      |
- * | canceled  | CANCELED    | yes   | DELETE strategy while armed, or its market resolved                   |
+ * | canceled  | CANCELED    | yes   | DELETE strategy while armed, or its market resolved (armed, its order refused, or its order canceled by the resolution) |
  * | failed    | FAILED      | yes   | the venue refused the order, or it was not placed 3 times in a row    |
  *
  * After the trigger, an order that cannot be placed (`order.placeFailed`: transient) re-arms the
@@ -107,6 +107,10 @@ export function armedStopMachine<C extends ArmedStopContext>(spec: ArmedStopSpec
             { guard: 'workingPlaceFailed', target: 'armed', actions: 'rearm', description: `${what} could not be placed: armed again` },
           ],
           'order.updated': [
+            {
+              guard: 'workingChildEndedByResolution', target: 'canceled', actions: ['recordChild', 'endMarketResolved', 'clearWatchAndDeadlines'],
+              description: `the market resolved while ${what} was working: the venue canceled it, the resolution ended the strategy (filled_size shows what it sold or bought before)`,
+            },
             { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: spec.doneReason } }], description: `${what} finished` },
             { actions: 'recordChild', description: `fill or status change of ${what}` },
           ],

@@ -191,7 +191,12 @@ export type StrategyEvent =
    * prices on the tick, PEGGED, takes it from here). Absent: the tick did not change.
    */
   | { type: 'book.touch'; bid: string | null; ask: string | null; tickSize?: string }
-  | { type: 'order.updated'; orderId: string; status: string; filledSize: string; matchedAmount: string; final: boolean }
+  /**
+   * A child order's latest state. `marketResolved`: the order ended CANCELED because its market
+   * resolved (the venue's cancel reason `market resolved`, turned into this flag by the engine,
+   * engine/strategies/child-orders.ts), not by the user or the strategy.
+   */
+  | { type: 'order.updated'; orderId: string; status: string; filledSize: string; matchedAmount: string; final: boolean; marketResolved?: boolean }
   | { type: 'order.refused'; orderId: string; error: string; reason: string }
   /**
    * The engine could not place child order `orderId` (a store write failed, …), or found it
@@ -409,6 +414,11 @@ export function isWorkingChildDone(c: StrategyBaseContext, e: StrategyEvent): bo
   return e.type === 'order.updated' && e.final && e.orderId === c.working;
 }
 
+/** The working child ended because its market resolved (canceled by the venue, reason `market resolved`). */
+export function isWorkingChildEndedByResolution(c: StrategyBaseContext, e: StrategyEvent): boolean {
+  return isWorkingChildDone(c, e) && e.type === 'order.updated' && e.marketResolved === true;
+}
+
 /** A current (not stale, not duplicate) firing of timer `name`. */
 export function isCurrentTimer(c: StrategyBaseContext, e: StrategyEvent, name: string): boolean {
   return e.type === 'timer.fired' && e.name === name && c.deadlines[name] === e.atMs;
@@ -444,6 +454,7 @@ export const workingOrder = ({ context }: { context: StrategyBaseContext }): { o
 /** Guards every strategy machine may use. */
 export const strategyGuards = {
   workingChildDone: ({ context, event }: BaseArgs) => isWorkingChildDone(context, event),
+  workingChildEndedByResolution: ({ context, event }: BaseArgs) => isWorkingChildEndedByResolution(context, event),
   workingRefused: ({ context, event }: BaseArgs) => isWorkingRefused(context, event),
   workingCrossed: ({ context, event }: BaseArgs) => isWorkingCrossed(context, event),
   workingMarketClosed: ({ context, event }: BaseArgs) => isWorkingMarketClosed(context, event),

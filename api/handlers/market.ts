@@ -8,7 +8,8 @@ import { page, pageQuery } from '../paging.js';
 /**
  * The REST shape of one market (GET /v2/trade/markets, schemas/market.ts `MarketItem`): current
  * tick, lifecycle (`closed`, `resolved`, `winning_token_id`, `resolved_at`) and each token's
- * last trade print when known.
+ * `winner` (null until the market resolved, then true or false) and `last_trade_price` (null
+ * while no trade print was seen). `market.updated` pushes the same.
  */
 export function marketBody(venue: VenuePort, m: MarketInfo): MarketBody {
   const s = venue.marketStatus(m.conditionId);
@@ -18,7 +19,7 @@ export function marketBody(venue: VenuePort, m: MarketInfo): MarketBody {
     slug: m.slug,
     tokens: m.tokens.map((t) => {
       const last = venue.book(t.tokenId, 1)?.lastTradePrice;
-      return { token_id: t.tokenId, outcome: t.outcome, winner: s?.winningTokenId === t.tokenId, ...(last !== undefined ? { last_trade_price: last } : {}) };
+      return { token_id: t.tokenId, outcome: t.outcome, winner: s?.resolved ? s.winningTokenId === t.tokenId : null, last_trade_price: last ?? null };
     }),
     tick_size: str(m.tickSize),
     min_size: str(m.minSize),
@@ -58,12 +59,9 @@ export function positionBody(venue: VenuePort, pos: WalletView['positions'][numb
   };
 }
 
-/** The REST shape of a book (GET /v2/trade/book, `book.updated`): levels best first, decimal strings, the current tick, the last trade print when known. */
-export function bookBody(view: BookView): { token_id: string; tick_size: string; min_size: string; bids: BookView['bids']; asks: BookView['asks']; last_trade_price?: string } {
-  return {
-    token_id: view.tokenId, tick_size: view.tickSize, min_size: view.minSize, bids: view.bids, asks: view.asks,
-    ...(view.lastTradePrice !== undefined ? { last_trade_price: view.lastTradePrice } : {}),
-  };
+/** The REST shape of a book (GET /v2/trade/book, `book.updated`): levels best first, decimal strings, the current tick, the last trade print (null while none was seen). */
+export function bookBody(view: BookView): { token_id: string; tick_size: string; min_size: string; bids: BookView['bids']; asks: BookView['asks']; last_trade_price: string | null } {
+  return { token_id: view.tokenId, tick_size: view.tickSize, min_size: view.minSize, bids: view.bids, asks: view.asks, last_trade_price: view.lastTradePrice ?? null };
 }
 
 /** GET /v2/trade/book?token_id=&depth=: levels best first (depth ≤ 100, default 20). */

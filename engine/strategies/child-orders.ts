@@ -1,5 +1,5 @@
 import type { OrderContext, OrderInput } from '../../machines/order.js';
-import { childOrderPrice, type ChildOrder, type StrategyContext, type StrategyEvent } from '../../machines/strategy-kit.js';
+import { childOrderPrice, MARKET_RESOLVED_MESSAGE, type ChildOrder, type StrategyContext, type StrategyEvent } from '../../machines/strategy-kit.js';
 import type { OrderView } from '../../schemas/orders.js';
 import type { ActorChange, ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
@@ -18,6 +18,16 @@ function rejectionOf(rec: ActorRecord): { error: string; reason: string } {
     return { error: c.error ?? 'rejected', reason: c.reason ?? '' };
   } catch {
     return { error: 'rejected', reason: '' };
+  }
+}
+
+/** Whether a finished CANCELED order was canceled by its market's resolution (the venue's reason `market resolved`). */
+function canceledByResolution(rec: ActorRecord): boolean {
+  if (!rec.final || rec.status !== 'CANCELED') return false;
+  try {
+    return (JSON.parse(rec.snapshot).context as OrderContext).reason === MARKET_RESOLVED_MESSAGE;
+  } catch {
+    return false;
   }
 }
 
@@ -150,7 +160,10 @@ export class ChildOrderRouter {
       return { type: 'order.refused', orderId: rec._id, error, reason };
     }
     const v = rec.view as OrderLinks;
-    return { type: 'order.updated', orderId: rec._id, status: rec.status, filledSize: String(v.filled_size ?? '0'), matchedAmount: String(v.matched_amount ?? '0'), final: rec.final };
+    return {
+      type: 'order.updated', orderId: rec._id, status: rec.status, filledSize: String(v.filled_size ?? '0'), matchedAmount: String(v.matched_amount ?? '0'), final: rec.final,
+      ...(canceledByResolution(rec) ? { marketResolved: true } : {}),
+    };
   }
 
   /** An order actor changed (ActorHost `changed`): its strategy and bracket hear of it. */

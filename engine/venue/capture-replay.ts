@@ -2,36 +2,51 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Capture, CaptureEvent } from './capture.js';
 
-/** Options of the capture replay (from SIM_CAPTURE, SIM_REPLAY_SPEED). */
+/** Where a replay resumes: index of the next event, capture time reached (epoch ms of the capture). */
+export interface CapturePosition {
+  next: number;
+  recordedMs: number;
+}
+
+/** Options of the capture replay (from SIM_CAPTURE, SIM_CAPTURE_SPEED). */
 export interface CaptureReplayOptions {
   capture: Capture;
   clock: Clock;
   log: Logger;
-  /** Recorded seconds per real second (SIM_REPLAY_SPEED). */
+  /** Capture seconds per real second (SIM_CAPTURE_SPEED; 1 = real time). */
   speed: number;
+  /** Where to resume (the journaled position of the previous run); default the capture's start. */
+  resumeFrom?: CapturePosition;
   /** How often the replay applies the events that came due, ms (default 250). */
   tickMs?: number;
-  /** Applies a batch of due events in order, as one venue operation. */
-  apply: (events: CaptureEvent[]) => void;
+  /**
+   * Applies a batch of due events in order, as one venue operation; `position` is where the
+   * replay is once they are applied (journaled with them).
+   */
+  apply: (events: CaptureEvent[], position: CapturePosition) => void;
 }
 
 /**
  * The replay clock of the WebSocket capture (issue 16, deliverable 1). The capture's first event
  * is applied when the replay starts (venue start-up); from then on capture time advances `speed`
- * times as fast as the injected clock (`recorded = startMs + (now − startedAt) × speed`), and
- * every `tickMs` the events whose time came are applied, in order, as one batch. At the end of
- * the capture the replay **stops** (no loop): the books keep their last captured levels, the
- * resolved markets stay resolved, the others stay open. It starts over at each start of the
- * service: the journaled outcomes of a previous run (ticks, resolutions) stay, and applying them
- * again is a no-op.
+ * times as fast as the injected clock (`recorded = from + (now − startedAt) × speed`, `from` the
+ * capture's start or the resumed position's capture time), and every `tickMs` the events whose
+ * time came are applied, in order, as one batch. At the end of the capture the replay **stops**
+ * (no loop): the books keep their last captured levels, the resolved markets stay resolved, the
+ * others stay open. A restart **resumes** where the previous run was ({@link CapturePosition},
+ * journaled with each batch): capture time does not advance while the service is down.
  */
 export class CaptureReplay {
   private next = 0;
   private startedAtMs = 0;
+  private fromRecordedMs: number;
   private timer: NodeJS.Timeout | null = null;
   private ended = false;
 
-  constructor(private readonly o: CaptureReplayOptions) {}
+  constructor(private readonly o: CaptureReplayOptions) {
+    this.next = Math.min(o.resumeFrom?.next ?? 0, o.capture.events.length);
+    this.fromRecordedMs = Math.max(o.resumeFrom?.recordedMs ?? o.capture.startMs, o.capture.startMs);
+  }
 
   /** Events applied so far. */
   get applied(): number {
@@ -48,7 +63,7 @@ export class CaptureReplay {
     this.startedAtMs = this.o.clock.now();
     const s = this.o.capture.skips;
     this.o.log.info(
-      { events: this.o.capture.events.length, markets: this.o.capture.markets.length, speed: this.o.speed, spanMs: this.o.capture.endMs - this.o.capture.startMs, skipped: s },
+      { events: this.o.capture.events.length, resumedAt: this.next, markets: this.o.capture.markets.length, speed: this.o.speed, spanMs: this.o.capture.endMs - this.o.capture.startMs, skipped: s },
       `capture replay started; skipped ${s.errorRows} error rows, ${s.unusable} rows with N/A or missing values, ${s.malformed} malformed rows (${s.naValues} N/A values seen)`,
     );
     this.step();
@@ -65,7 +80,7 @@ export class CaptureReplay {
 
   /** Capture time now, epoch ms of the capture. */
   recordedNowMs(): number {
-    return this.o.capture.startMs + (this.o.clock.now() - this.startedAtMs) * this.o.speed;
+    return this.fromRecordedMs + (this.o.clock.now() - this.startedAtMs) * this.o.speed;
   }
 
   /** Applies every event due at the replay clock's time; stops at the end of the capture. */
@@ -77,7 +92,7 @@ export class CaptureReplay {
     if (end > this.next) {
       const batch = events.slice(this.next, end);
       this.next = end;
-      this.o.apply(batch);
+      this.o.apply(batch, { next: end, recordedMs: Math.min(upTo, this.o.capture.endMs) });
     }
     if (this.done && !this.ended) {
       this.ended = true;
@@ -98,7 +113,7 @@ export class CaptureReplay {
       const end = Math.min(events.length, this.next + batchSize);
       const batch = events.slice(this.next, end);
       this.next = end;
-      this.o.apply(batch);
+      this.o.apply(batch, { next: end, recordedMs: events[end - 1]!.atMs });
     }
     return this.next - from;
   }

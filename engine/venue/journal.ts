@@ -22,12 +22,41 @@ export interface MarketRow {
   resolvedAtMs: number | null;
 }
 
+/**
+ * A captured level of the WebSocket capture that users traded with (issue 16): `size` shares
+ * (price `price`, decimal probability) were left of it once the capture's events before index `at`
+ * were applied. Valid until the capture's next event on that level (index ≥ `at`), which sets its
+ * size again: a restart rebuilds the level with `size`, not the captured size (what a user took
+ * stays gone).
+ */
+export interface CapturedLevelRow {
+  tokenId: string;
+  side: 'buy' | 'sell';
+  price: string;
+  size: string;
+  at: number;
+}
+
+/**
+ * Where the capture replay was (issue 16): `next` is the index of the next capture event to apply
+ * (every event before it was applied, with its effects in this or an earlier entry), `recordedMs`
+ * the capture time reached, epoch ms of the capture. A later row replaces an earlier one.
+ */
+export interface CaptureRow {
+  next: number;
+  recordedMs: number;
+  /** Captured levels users traded with in this operation (entries), or all still valid (checkpoint). */
+  levels?: CapturedLevelRow[];
+}
+
 /** What a journal entry or checkpoint holds: absolute wallet and order states (and market states, issue 16). */
 export interface StateRows {
   wallets: WalletRow[];
   orders: OrderRow[];
   /** Markets whose tick or status changed (absent in entries without market events). */
   markets?: MarketRow[];
+  /** The capture replay's position (absent in entries that did not move it or take captured levels). */
+  capture?: CaptureRow;
 }
 
 /** The state a checkpoint writes, taken when the checkpoint runs. */
@@ -81,6 +110,8 @@ interface CheckpointPointer {
   orderCount: number;
   /** Market rows (issue 16) as one JSON string of {@link MarketRow}[]: at most one per market, small. */
   markets?: string;
+  /** The capture replay's position and the captured levels users traded with (issue 16), one JSON {@link CaptureRow}. */
+  capture?: string;
 }
 
 /**
@@ -320,6 +351,7 @@ export class VenueJournal {
       }
       this.generation = cp.generation;
       if (cp.markets !== undefined) apply({ wallets: [], orders: [], markets: JSON.parse(cp.markets) as MarketRow[] });
+      if (cp.capture !== undefined) apply({ wallets: [], orders: [], capture: JSON.parse(cp.capture) as CaptureRow });
     } else if (cp) {
       apply(rowsOf(cp));
     }
@@ -368,7 +400,7 @@ export class VenueJournal {
   }
 
   private async writeCheckpoint(): Promise<void> {
-    const { orderSeq, wallets, orders, markets } = this.o.snapshot();
+    const { orderSeq, wallets, orders, markets, capture } = this.o.snapshot();
     const seq = this.seq;
     const chunks = chunkRows({ wallets, orders }, (this.o.checkpointChunkBytes ?? CHECKPOINT_CHUNK_BYTES) - CHUNK_ENVELOPE_BYTES);
     const generation = ++this.generation; // a failed attempt's chunks are never reused: they go at step 3
@@ -376,7 +408,7 @@ export class VenueJournal {
       await this.state.replaceOne({ _id: chunkId(generation, n), generation, n, rows: chunks[n]! });
       chunks[n] = ''; // written: let it go
     }
-    await this.state.replaceOne({ _id: 'checkpoint', generation, seq, orderSeq, chunks: chunks.length, walletCount: wallets.length, orderCount: orders.length, ...(markets?.length ? { markets: JSON.stringify(markets) } : {}) });
+    await this.state.replaceOne({ _id: 'checkpoint', generation, seq, orderSeq, chunks: chunks.length, walletCount: wallets.length, orderCount: orders.length, ...(markets?.length ? { markets: JSON.stringify(markets) } : {}), ...(capture ? { capture: JSON.stringify(capture) } : {}) });
     await this.state.deleteMany({ generation: { $lt: generation } });
     // in slices by _id (= padded seq, indexed everywhere): one long removal would stall every other write
     for (let upTo = this.journalFrom + JOURNAL_DELETE_CHUNK - 1; ; upTo += JOURNAL_DELETE_CHUNK) {

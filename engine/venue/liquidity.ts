@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { Dec, dec, str } from '../decimal.js';
 import { priceKey } from './book.js';
 import { LIQUIDITY_PROVIDER_ID } from './ledger.js';
+import type { CapturedLevelRow } from './journal.js';
 import type { Catalogue, CatalogueToken } from './markets.js';
 import type { MatchingEngine, Tx } from './matching.js';
 import type { Side } from './port.js';
@@ -10,6 +11,11 @@ import type { Side } from './port.js';
 /** Deterministic pseudo-random integer in [0, n) from a string. */
 function hashInt(s: string, n: number): number {
   return createHash('sha1').update(s).digest().readUInt32BE(0) % n;
+}
+
+/** Key of one captured level: token, side, price. */
+function levelKey(tokenId: string, side: Side, price: Dec): string {
+  return `${tokenId}|${side}|${str(price)}`;
 }
 
 /** Options of the simulated liquidity provider (from SIM_* settings). */
@@ -52,8 +58,15 @@ export class LiquidityProvider {
   private replayTimer: NodeJS.Timeout | null = null;
   /** Last quote number (quote order ids are `mm-<n>`). */
   private quoteSeq = 0;
-  /** Captured levels resting now, per capture token: signed price key (bids +, asks −) → quote order id. */
-  private readonly captured = new Map<string, Map<number, string>>();
+  /**
+   * Captured levels resting now, per capture token: signed price key (bids +, asks −) → the quote
+   * and its size as far as the capture's events and the journaled {@link CapturedLevelRow}s tell.
+   */
+  private readonly captured = new Map<string, Map<number, { orderId: string; side: Side; price: Dec; size: Dec }>>();
+  /** Capture tokens whose captured levels an operation set (synced by {@link syncCaptured}). */
+  private readonly capturedDirty = new Set<string>();
+  /** Captured levels users traded with and the capture did not set again since: `tokenId|side|price` → row (checkpointed). */
+  private readonly takenLevels = new Map<string, CapturedLevelRow>();
 
   constructor(
     private readonly o: LiquidityOptions,
@@ -122,21 +135,87 @@ export class LiquidityProvider {
     const key = side === 'buy' ? priceKey(price) : -priceKey(price);
     const prev = levels.get(key);
     if (prev !== undefined) {
-      this.matching.removeQuote(tx, tokenId, prev);
+      this.matching.removeQuote(tx, tokenId, prev.orderId);
       levels.delete(key);
     }
+    this.takenLevels.delete(levelKey(tokenId, side, price));
+    this.capturedDirty.add(tokenId);
     if (size.lte(0)) {
       tx.tokens.add(tokenId);
       return;
     }
     const orderId = `mm-${++this.quoteSeq}`;
+    levels.set(key, { orderId, side, price, size });
     this.matching.quote(tx, { orderId, userId: LIQUIDITY_PROVIDER_ID, tokenId, side, kind: 'limit', price: str(price), size: str(size), quoteAmount: null, timeInForce: 'GTC', postOnly: false }, price, size);
-    if (this.matching.restingSize(tokenId, orderId)) levels.set(key, orderId);
+  }
+
+  /**
+   * After an operation: the captured levels whose resting size is no longer what the capture set
+   * (users took from them, or a captured level crossed user orders or an opposite captured level),
+   * as rows valid from capture index `at` (the replay's position after the operation). They are
+   * journaled with the operation, so a restart rebuilds those levels as they were left.
+   */
+  syncCaptured(tx: Tx, at: number): CapturedLevelRow[] {
+    if (!this.o.captureDriven) return [];
+    const out: CapturedLevelRow[] = [];
+    const sync = (tokenId: string) => {
+      const levels = this.captured.get(tokenId);
+      if (!levels) return;
+      for (const [key, q] of levels) {
+        const left = this.matching.restingSize(tokenId, q.orderId) ?? dec(0);
+        if (left.eq(q.size)) continue;
+        q.size = left;
+        const row: CapturedLevelRow = { tokenId, side: q.side, price: str(q.price), size: str(left), at };
+        this.takenLevels.set(levelKey(tokenId, q.side, q.price), row);
+        out.push(row);
+        if (left.isZero()) levels.delete(key);
+      }
+    };
+    for (const t of this.capturedDirty) sync(t);
+    for (const t of tx.liquidityTaken) if (!this.capturedDirty.has(t) && this.o.captureDriven.has(t)) sync(t);
+    this.capturedDirty.clear();
+    return out;
+  }
+
+  /** The captured levels users traded with that the capture did not set since (checkpoint). */
+  takenCapturedLevels(): CapturedLevelRow[] {
+    return [...this.takenLevels.values()];
+  }
+
+  /**
+   * Start-up (issue 16): places the captured levels as of the replay's resumed position — the
+   * capture's last size of each level before it, or a journaled {@link CapturedLevelRow} when
+   * users traded with the level after that — silently: a level that would trade with a resting
+   * user order is not placed (the state before the restart had none crossing; this only guards
+   * against a damaged journal). Levels in `levels` come in the order of their last capture event.
+   * @returns how many levels were placed.
+   */
+  rebuildCaptured(tx: Tx, levels: readonly { tokenId: string; side: Side; price: Dec; size: Dec; idx: number }[], taken: ReadonlyMap<string, CapturedLevelRow>): number {
+    const userBest = new Map<string, { bid: Dec | undefined; ask: Dec | undefined }>();
+    let placed = 0;
+    for (const l of levels) {
+      if (this.matching.isClosed(l.tokenId)) continue;
+      const lk = levelKey(l.tokenId, l.side, l.price);
+      const row = taken.get(lk);
+      let size = l.size;
+      if (row && row.at > l.idx) size = dec(row.size);
+      if (size.lte(0)) continue;
+      let best = userBest.get(l.tokenId);
+      if (!best) userBest.set(l.tokenId, (best = { bid: this.matching.bestUserPrice(l.tokenId, 'buy'), ask: this.matching.bestUserPrice(l.tokenId, 'sell') }));
+      if (l.side === 'sell' ? best.bid?.gte(l.price) : best.ask?.lte(l.price)) continue;
+      this.setCapturedLevel(tx, l.tokenId, l.side, l.price, size);
+      if (row && row.at > l.idx) this.takenLevels.set(lk, row);
+      placed++;
+    }
+    this.capturedDirty.clear();
+    return placed;
   }
 
   /** Forgets the captured levels of `tokenId` (its market closed: the matching engine emptied the book). */
   forgetCaptured(tokenId: string): void {
     this.captured.delete(tokenId);
+    this.capturedDirty.delete(tokenId);
+    for (const [k, r] of this.takenLevels) if (r.tokenId === tokenId) this.takenLevels.delete(k);
   }
 
   /** Replaces the provider's quotes on one token (its new quotes may take crossing user orders). */

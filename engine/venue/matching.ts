@@ -113,6 +113,20 @@ export class MatchingEngine {
     return { bid: b?.best('buy'), ask: b?.best('sell') };
   }
 
+  /**
+   * Best price of the resting *user* orders (not the liquidity provider's quotes) on `side` of
+   * `tokenId`, or undefined when none rests there (issue 16: the capture's levels are rebuilt at
+   * start-up without trading with them).
+   */
+  bestUserPrice(tokenId: string, side: Side): Dec | undefined {
+    let best: Dec | undefined;
+    for (const r of this.books.get(tokenId)?.all() ?? []) {
+      if (r.userId === LIQUIDITY_PROVIDER_ID || r.side !== side) continue;
+      if (best === undefined || (side === 'buy' ? r.price.gt(best) : r.price.lt(best))) best = r.price;
+    }
+    return best;
+  }
+
   /** Whether the engine knows `orderId` (submitting it again is then a no-op). */
   has(orderId: string): boolean {
     return this.orders.has(orderId);

@@ -4,8 +4,8 @@ import { dec, str, type Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import type { CaptureEvent } from './capture.js';
-import { CaptureReplay } from './capture-replay.js';
-import { VenueJournal, type CheckpointState, type MarketRow } from './journal.js';
+import { CaptureReplay, type CapturePosition } from './capture-replay.js';
+import { VenueJournal, type CapturedLevelRow, type CaptureRow, type CheckpointState, type MarketRow } from './journal.js';
 import { Ledger, LIQUIDITY_PROVIDER_ID } from './ledger.js';
 import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
@@ -45,6 +45,8 @@ export interface SimVenueOptions {
   captureReplay?: boolean;
   /** How often the capture replay applies due events, ms (default 250). */
   captureTickMs?: number;
+  /** Capture seconds per real second of the capture replay (SIM_CAPTURE_SPEED; default 1 = real time). */
+  captureSpeed?: number;
 }
 
 /** Reason of the `venue.canceled` report of a resting order whose price is off a new tick. */
@@ -107,6 +109,10 @@ export class SimVenue implements VenuePort {
   private readonly lastTrades = new Map<string, Dec>();
   /** The capture replay, when on (issue 16). */
   private captureReplay: CaptureReplay | null = null;
+  /** Where the capture replay is (index of the next event, capture time reached); journaled with each batch. */
+  private capturePos: CapturePosition | null = null;
+  /** Recovery: journaled captured levels users traded with (latest per level), for the rebuild. */
+  private readonly recoveredTaken = new Map<string, CapturedLevelRow>();
 
   private constructor(private readonly o: SimVenueOptions) {
     for (const m of o.catalogue.markets) this.marketsById.set(m.conditionId, m);
@@ -250,9 +256,13 @@ export class SimVenue implements VenuePort {
    * {@link LiquidityProvider.setCapturedLevel}), trade prints set the last-trade price, tick
    * changes and resolutions as {@link changeTickSize} / {@link resolveMarket}. Events of closed
    * markets are ignored.
+   * @param position where the replay is once these events are applied (the replay and the
+   *   benchmark pass it): journaled in the same entry as their effects, so a restart resumes there
+   *   and never applies them twice. Without it (tests) the position does not move.
    */
-  applyCaptureEvents(events: readonly CaptureEvent[]): Promise<void> {
+  applyCaptureEvents(events: readonly CaptureEvent[], position?: CapturePosition): Promise<void> {
     return this.runMarketOp((tx) => {
+      if (position) this.capturePos = { next: position.next, recordedMs: position.recordedMs };
       for (const ev of events) {
         switch (ev.kind) {
           case 'level':
@@ -276,16 +286,52 @@ export class SimVenue implements VenuePort {
     });
   }
 
+  /**
+   * Starts the capture replay where the previous run left it (the journaled {@link CapturePosition};
+   * the capture's start on a fresh store). Before that, the books of the capture tokens are
+   * rebuilt as of that position, silently (no trade with user orders, nothing journaled): each
+   * level at the capture's last size before the position, or at what users left of it
+   * ({@link CapturedLevelRow}); the last trade prints as of the position. Ticks and resolutions
+   * before it are not applied again (their market rows were recovered).
+   */
   private startCaptureReplay(): void {
     const capture = this.o.catalogue.capture;
     if (!this.o.captureReplay || !capture) return;
+    const from = this.capturePos ?? { next: 0, recordedMs: capture.startMs };
+    this.capturePos = from;
+    if (from.next > 0) {
+      const last = new Map<string, { tokenId: string; side: 'buy' | 'sell'; price: Dec; size: Dec; idx: number }>();
+      const end = Math.min(from.next, capture.events.length);
+      for (let i = 0; i < end; i++) {
+        const ev = capture.events[i]!;
+        if (ev.kind === 'level') {
+          const k = `${ev.tokenId}|${ev.side}|${str(ev.price)}`;
+          last.delete(k); // re-inserted: the map keeps the order of each level's last event
+          last.set(k, { tokenId: ev.tokenId, side: ev.side, price: ev.price, size: ev.size, idx: i });
+        } else if (ev.kind === 'trade') this.lastTrades.set(ev.tokenId, ev.price);
+      }
+      let placed = 0;
+      this.execute((tx) => {
+        placed = this.liquidity.rebuildCaptured(tx, [...last.values()], this.recoveredTaken);
+      }).catch((err: unknown) => this.o.log.error({ err }, 'capture books rebuild failed'));
+      this.o.log.info({ next: from.next, recordedMs: from.recordedMs, levels: placed, taken: this.recoveredTaken.size }, 'capture replay resumes where the previous run was; books rebuilt');
+    }
+    this.recoveredTaken.clear();
     this.captureReplay = new CaptureReplay({
-      capture, clock: this.o.clock, log: this.o.log, speed: this.o.replaySpeed, tickMs: this.o.captureTickMs,
-      apply: (events) => {
-        this.applyCaptureEvents(events).catch((err: unknown) => this.o.log.error({ err }, 'capture replay batch failed'));
+      capture, clock: this.o.clock, log: this.o.log, speed: this.o.captureSpeed ?? 1, tickMs: this.o.captureTickMs, resumeFrom: from,
+      apply: (events, position) => {
+        this.applyCaptureEvents(events, position).catch((err: unknown) => this.o.log.error({ err }, 'capture replay batch failed'));
       },
     });
     this.captureReplay.start();
+  }
+
+  /** The journal row of the capture replay after an operation: position, and the captured levels users traded with in it. */
+  private captureRow(tx: Tx, positionMoved: boolean): CaptureRow | undefined {
+    if (!this.capturePos) return undefined;
+    const levels = this.liquidity.syncCaptured(tx, this.capturePos.next);
+    if (!positionMoved && !levels.length) return undefined;
+    return { next: this.capturePos.next, recordedMs: this.capturePos.recordedMs, ...(levels.length ? { levels } : {}) };
   }
 
   private applyResolution(tx: Tx, m: MarketInfo, winningTokenId: string): void {
@@ -341,6 +387,7 @@ export class SimVenue implements VenuePort {
    */
   private runMarketOp(fn: (tx: Tx) => void): Promise<void> {
     const tx = newTx(this.journal.nextSeq, this.o.clock.now());
+    const posBefore = this.capturePos?.next;
     try {
       fn(tx);
     } catch (err) {
@@ -351,12 +398,14 @@ export class SimVenue implements VenuePort {
     }
     tx.users.delete(LIQUIDITY_PROVIDER_ID);
     for (const c of tx.markets) this.changedMarkets.add(c);
+    const capture = this.captureRow(tx, this.capturePos?.next !== posBefore);
     let durable = this.journal.written();
-    if (tx.users.size || tx.orders.size || tx.markets.size) {
+    if (tx.users.size || tx.orders.size || tx.markets.size || capture) {
       durable = this.journal.append(tx.seq, tx.atMs, {
         wallets: [...tx.users].map((u) => this.ledger.row(u)),
         orders: [...tx.orders].map((id) => this.matching.row(id)),
         ...(tx.markets.size ? { markets: [...tx.markets].map((c) => this.marketRow(c)) } : {}),
+        ...(capture ? { capture } : {}),
       });
     }
     return durable.then(() => {
@@ -487,11 +536,13 @@ export class SimVenue implements VenuePort {
       this.liquidity.refillAfter(tx);
     }
     tx.users.delete(LIQUIDITY_PROVIDER_ID);
+    const capture = this.captureRow(tx, false);
     let durable = this.journal.written();
-    if (tx.users.size || tx.orders.size) {
+    if (tx.users.size || tx.orders.size || capture) {
       durable = this.journal.append(tx.seq, tx.atMs, {
         wallets: [...tx.users].map((u) => this.ledger.row(u)),
         orders: [...tx.orders].map((id) => this.matching.row(id)),
+        ...(capture ? { capture } : {}),
       });
     }
     return durable.then(() => {
@@ -512,6 +563,10 @@ export class SimVenue implements VenuePort {
       rows.wallets.forEach((w) => this.ledger.load(w));
       rows.orders.forEach((o) => this.matching.load(o));
       rows.markets?.forEach((m) => this.loadMarketRow(m));
+      if (rows.capture) {
+        this.capturePos = { next: rows.capture.next, recordedMs: rows.capture.recordedMs };
+        for (const l of rows.capture.levels ?? []) this.recoveredTaken.set(`${l.tokenId}|${l.side}|${l.price}`, l);
+      }
     });
     this.matching.advanceOrderSeq(orderSeq);
     const resting = this.matching.restoreBooks();
@@ -522,7 +577,10 @@ export class SimVenue implements VenuePort {
   /** What a checkpoint writes: forgets released and long-finished orders, then all user state. */
   private snapshot(): CheckpointState {
     this.matching.forgetDone(this.o.clock.now(), RETAIN_DONE_MS);
-    return { orderSeq: this.matching.orderSeq, wallets: this.ledger.rows(), orders: this.matching.rows(), markets: [...this.changedMarkets].map((c) => this.marketRow(c)) };
+    return {
+      orderSeq: this.matching.orderSeq, wallets: this.ledger.rows(), orders: this.matching.rows(), markets: [...this.changedMarkets].map((c) => this.marketRow(c)),
+      ...(this.capturePos ? { capture: { ...this.capturePos, levels: this.liquidity.takenCapturedLevels() } } : {}),
+    };
   }
 }
 

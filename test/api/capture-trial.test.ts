@@ -103,7 +103,7 @@ describe('issue 16 trial: strategies on a capture market whose tick changes', ()
 describe('issue 16 trial: the captured book levels are on the tick the market shows', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startTestService({ env: { SIM_CAPTURE: 'on', SIM_REPLAY_SPEED: '1000000' } });
+    svc = await startTestService({ env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1000000' } });
   });
   afterAll(async () => {
     await svc.close();

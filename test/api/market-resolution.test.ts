@@ -33,6 +33,15 @@ describe('market resolution and tick change through the real API', () => {
     expect(market).toMatchObject({ condition_id: expect.stringMatching(/^0x[0-9a-f]{64}$/), question: expect.stringMatching(/^BTC Up or Down/), tick_size: '0.01', min_size: '5', closed: false, resolved: false, winning_token_id: null });
     expect(market.tokens.map((t: any) => t.outcome)).toEqual(['Up', 'Down']);
   });
+
+  it('before resolution each token\'s winner is null (not yet known), and last_trade_price is null while no trade print was seen (markets and book)', async () => {
+    expect(market.tokens).toEqual([
+      { token_id: market.tokens[0].token_id, outcome: 'Up', winner: null, last_trade_price: null },
+      { token_id: market.tokens[1].token_id, outcome: 'Down', winner: null, last_trade_price: null },
+    ]);
+    const book = await svc.call('GET', `/v2/trade/book?token_id=${market.tokens[0].token_id}`);
+    expect(book).toMatchObject({ status: 200, body: { token_id: market.tokens[0].token_id, last_trade_price: null } });
+  });
   afterAll(async () => {
     await svc.close();
     await fs.rm(dir, { recursive: true, force: true });
@@ -115,5 +124,37 @@ describe('market resolution and tick change through the real API', () => {
     expect((await svc.call('GET', `/v2/trade/book?token_id=${up}`)).body).toMatchObject({ tick_size: '0.001', bids: [], asks: [] });
     expect(await post('alice', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.5', size: '10' })).toMatchObject({ status: 422, body: { error: 'MARKET_CLOSED' } });
     expect(svc.services.venue.marketStatus(market.condition_id)).toMatchObject({ resolved: true, winningTokenId: up });
+  });
+
+  it('a STOP_LOSS that fired and whose sell rests when the market resolves ends CANCELED, market resolved (not COMPLETED with 0 filled)', async () => {
+    // one provider level a side, no refill: the test empties the bids, then its own bid is the touch
+    const own = await startTestService({ env: { SIM_CONTROL: 'on', SIM_MAKER_LEVELS: '1', SIM_MAKER_REFILL_MS: '3600000' } });
+    try {
+      const u = { 'x-partner-user-id': 'dora' };
+      await own.call('POST', '/v2/trade/users', { body: { partner_user_id: 'dora' } });
+      const m = (await own.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets.find((x: any) => /^sol-15min-up-or-down-/.test(x.slug)) ?? (await own.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets[5];
+      const up = m.tokens[0].token_id as string;
+      expect(await own.call('POST', '/v2/trade/positions/split', { body: { condition_id: m.condition_id, amount: '1100' }, headers: u })).toMatchObject({ status: 200 });
+      // armed first (the touch 0.4x is above its level), then the test empties the bids
+      const stop = await own.call('POST', '/v2/trade/order', { body: { symbol: up, side: 'sell', type: 'STOP_LOSS', price: '0.3', size: '10' }, headers: u });
+      expect(stop).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
+      const id = stop.body.record_id as string;
+      const bid = (await own.call('GET', `/v2/trade/book?token_id=${up}`)).body.bids[0];
+      const dump = await own.call('POST', '/v2/trade/order', { body: { symbol: up, side: 'sell', type: 'LIMIT', price: '0.01', size: bid.size, time_in_force: 'IOC' }, headers: u });
+      expect(dump).toMatchObject({ status: 200, body: { status: 'FILLED' } });
+      expect((await own.call('GET', `/v2/trade/book?token_id=${up}`)).body.bids).toEqual([]);
+      // dora's own bid at 0.2 is the touch: the stop fires at it; self-trade prevention cancels that bid, so the sell rests, 0 filled
+      expect(await own.call('POST', '/v2/trade/order', { body: { symbol: up, side: 'buy', type: 'LIMIT', price: '0.2', size: '5' }, headers: u })).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+      const strategy = async () => (await own.call('GET', '/v2/trade/strategies?limit=500', { headers: u })).body.strategies.find((x: any) => x.record_id === id);
+      await poll('stop fired, its sell resting', strategy, (x: any) => x?.status === 'TRIGGERED');
+      await own.services.strategies.whenQuiet(id);
+      expect((await own.call('GET', `/v2/trade/book?token_id=${up}`)).body.asks[0]).toEqual({ price: '0.2', size: '10' });
+      const res = await own.call('POST', `/v2/sim/markets/${m.condition_id}/resolve`, { body: { winning_token_id: m.tokens[1].token_id } });
+      expect(res.status).toBe(200);
+      const ended = await poll('stop ended', strategy, (x: any) => x?.status !== 'TRIGGERED');
+      expect(ended).toMatchObject({ status: 'CANCELED', message: 'market resolved' });
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -7,6 +7,7 @@ describe('configuration', () => {
   it('has the documented defaults', () => {
     expect(loadConfig({})).toMatchObject({
       port: 8080, host: '127.0.0.1', dataDir: './var', mongodbUri: undefined, masterApiKey: undefined, partnerId: 'demo', logLevel: 'info',
+      simReplaySpeed: 600, simCaptureSpeed: 1, // the capture in real time; the MSTR path compressed
     });
   });
 
@@ -21,6 +22,8 @@ describe('configuration', () => {
     ['MONGODB_WRITE_CONCERN', '0', /MONGODB_WRITE_CONCERN must be majority or a number of members 1-99/],
     ['MONGODB_JOURNAL', 'true', /MONGODB_JOURNAL must be on or off/],
     ['MONGODB_ALLOW_STANDALONE', 'yes', /MONGODB_ALLOW_STANDALONE must be on or off/],
+    ['SIM_CAPTURE_SPEED', '0', /^SIM_CAPTURE_SPEED must be between 1 and 1000000; got "0"$/],
+    ['SIM_CAPTURE_SPEED', 'fast', /^SIM_CAPTURE_SPEED must be an integer; got "fast"$/],
   ])('rejects %s=%s with a message naming it', (name, value, pattern) => {
     expect(() => loadConfig({ [name]: value })).toThrowError(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrowError(pattern);

@@ -3,7 +3,8 @@ import { initialTransition, transition, type AnyStateMachine } from 'xstate';
 import { BRACKET_STATUS, bracketMachine } from '../../machines/bracket.js';
 import { PEGGED_STATUS, peggedMachine } from '../../machines/pegged.js';
 import { STOP_LOSS_STATUS, stopLossMachine } from '../../machines/stop-loss.js';
-import type { StrategyContext, StrategyEvent, StrategyInput } from '../../machines/strategy-kit.js';
+import { MARKET_RESOLVED_MESSAGE, type StrategyContext, type StrategyEvent, type StrategyInput } from '../../machines/strategy-kit.js';
+import { MARKET_RESOLVED_REASON } from '../../engine/venue/sim-venue.js';
 import { TRAILING_BUY_STATUS, trailingBuyMachine } from '../../machines/trailing-buy.js';
 import { TRAILING_STOP_STATUS, trailingStopMachine } from '../../machines/trailing-stop.js';
 
@@ -95,5 +96,34 @@ describe('BRACKET: the stop-loss sell refused market_closed', () => {
     expect((s.context as StrategyContext).endReason).toBe('market resolved');
     const legs = (s.context as unknown as { legs: Record<string, { status: string }> }).legs;
     expect([legs.take_profit!.status, legs.stop_loss!.status]).toEqual(['CANCELED', 'CANCELED']);
+  });
+});
+
+/**
+ * Issue 16 (partner trial, item 3): a stop that fired has its sell working when the market
+ * resolves; the venue cancels that order (reason `market resolved`, which reaches the strategy as
+ * `order.updated` with `marketResolved`). The resolution ended the strategy: CANCELED with message
+ * `market resolved`, not COMPLETED with nothing sold. An order ended otherwise still completes it.
+ */
+describe('a fired stop whose order the resolution canceled ends CANCELED (market resolved)', () => {
+  const cases: Array<[string, AnyStateMachine, Record<string, string>, StrategyInput, StrategyEvent]> = [
+    ['STOP_LOSS', stopLossMachine, STOP_LOSS_STATUS, { ...base, price: '0.5', size: '10' }, { type: 'book.touch', bid: '0.5', ask: '0.52' }],
+    ['TRAILING_STOP', trailingStopMachine, TRAILING_STOP_STATUS, { ...base, type: 'TRAILING_STOP', size: '10', highWaterMark: '0.6', offsetAbs: '0.05', offsetPct: null }, { type: 'book.touch', bid: '0.54', ask: '0.56' }],
+  ];
+  it.each(cases)('%s: fired, its sell canceled by the resolution (0 filled) → CANCELED, market resolved; canceled otherwise → COMPLETED', (_name, machine, status, input, fire) => {
+    expect(MARKET_RESOLVED_REASON).toBe(MARKET_RESOLVED_MESSAGE); // the venue's reason is what the engine recognises
+    const [s0] = initialTransition(machine, input);
+    const s1 = step(machine, machine.getPersistedSnapshot(s0), fire);
+    expect(status[String(s1.value)]).toBe('TRIGGERED');
+    const working = (s1.context as StrategyContext).working!;
+    const update = { type: 'order.updated', orderId: working, status: 'CANCELED', filledSize: '0', matchedAmount: '0', final: true } as const;
+    const resolved = step(machine, machine.getPersistedSnapshot(s1), { ...update, marketResolved: true });
+    expect(status[String(resolved.value)]).toBe('CANCELED');
+    expect(resolved.context as StrategyContext).toMatchObject({ endReason: 'market resolved', working: null, filledSize: '0', children: [{ orderId: working, status: 'CANCELED', final: true }] });
+    // after save → JSON → restore it stays ended: a late report changes nothing
+    const late = step(machine, machine.getPersistedSnapshot(resolved), { ...update, marketResolved: true });
+    expect(status[String(late.value)]).toBe('CANCELED');
+    const other = step(machine, machine.getPersistedSnapshot(s1), update);
+    expect(status[String(other.value)]).toBe('COMPLETED');
   });
 });

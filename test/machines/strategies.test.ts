@@ -19,6 +19,8 @@ const touch = (bid: string | null, ask: string | null): StrategyEvent => ({ type
 const upd = (n: number, status: string, filled: string, matched: string, final: boolean): StrategyEvent => ({ type: 'order.updated', orderId: `ord_stg1_${n}`, status, filledSize: filled, matchedAmount: matched, final });
 const refused: StrategyEvent = { type: 'order.refused', orderId: 'ord_stg1_1', error: 'order crosses book', reason: 'post-only' };
 const cancel: StrategyEvent = { type: 'strategy.cancel' };
+/** The working child canceled by its market's resolution (the venue's reason `market resolved`). */
+const resolvedCancel = (n: number): StrategyEvent => ({ type: 'order.updated', orderId: `ord_stg1_${n}`, status: 'CANCELED', filledSize: '0', matchedAmount: '0', final: true, marketResolved: true });
 const entry = (status: string, filled: string, final: boolean): StrategyEvent => ({ type: 'order.updated', orderId: 'ord_e1', status, filledSize: filled, matchedAmount: String(Number(filled) / 2), final });
 const refusedAs = (n: number | 'e1'): StrategyEvent => ({ type: 'order.refused', orderId: n === 'e1' ? 'ord_e1' : `ord_stg1_${n}`, error: 'rejected', reason: 'no' });
 const leg = (price: string, requestedSize: string | null) => ({ price, requestedSize, size: null, order_id: null, id: null, status: 'WAITING', error: null });
@@ -37,17 +39,17 @@ const CASES: Array<{ name: string; machine: AnyStateMachine; input: StrategyInpu
   {
     name: 'STOP_LOSS', machine: stopLossMachine, status: STOP_LOSS_STATUS,
     input: { ...base, price: '0.5', size: '10' },
-    events: [touch('0.52', '0.57'), touch('0.5', '0.52'), upd(1, 'PARTIALLY_FILLED', '4', '2', false), upd(1, 'FILLED', '10', '5', true), refused, closedRefused(1), cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
+    events: [touch('0.52', '0.57'), touch('0.5', '0.52'), upd(1, 'PARTIALLY_FILLED', '4', '2', false), upd(1, 'FILLED', '10', '5', true), refused, closedRefused(1), resolvedCancel(1), cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
   },
   {
     name: 'TRAILING_STOP', machine: trailingStopMachine, status: TRAILING_STOP_STATUS,
     input: { ...base, type: 'TRAILING_STOP', size: '10', highWaterMark: '0.6', offsetAbs: '0.05', offsetPct: null },
-    events: [touch('0.65', '0.67'), touch('0.6', '0.62'), touch('0.55', '0.57'), upd(1, 'FILLED', '10', '5.5', true), refused, closedRefused(1), cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
+    events: [touch('0.65', '0.67'), touch('0.6', '0.62'), touch('0.55', '0.57'), upd(1, 'FILLED', '10', '5.5', true), refused, closedRefused(1), resolvedCancel(1), cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
   },
   {
     name: 'TRAILING_BUY', machine: trailingBuyMachine, status: TRAILING_BUY_STATUS,
     input: { ...base, type: 'TRAILING_BUY', side: 'buy', quoteAmount: '10', lowWaterMark: '0.4', offsetAbs: null, offsetPct: '12.5', priceCeiling: '0.5' },
-    events: [touch('0.33', '0.35'), touch('0.43', '0.45'), touch('0.53', '0.55'), upd(1, 'FILLED', '22.22', '9.999', true), refused, closedRefused(1), cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
+    events: [touch('0.33', '0.35'), touch('0.43', '0.45'), touch('0.53', '0.55'), upd(1, 'FILLED', '22.22', '9.999', true), refused, closedRefused(1), resolvedCancel(1), cancel, notPlaced(1), notPlaced(2), notPlaced(3)],
   },
   {
     name: 'TWAP', machine: twapMachine, status: TWAP_STATUS, transient: ['slicing'],
