@@ -33,14 +33,14 @@ const requireJson: RequestHandler = (req, _res, next) => {
  * `If-None-Match`); the answer of a POST, PATCH or DELETE is written directly, without an ETag:
  * nobody revalidates it, and hashing every order's body cost more than writing it (issue 15).
  */
-function send(req: Request, res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}): void {
+function send(req: Request, res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}, bodyJson?: string): void {
   if (result.headers) for (const k in result.headers) res.setHeader(k, result.headers[k]!);
   for (const k in extraHeaders) res.setHeader(k, extraHeaders[k]!);
   res.status(result.status);
   if (result.body === undefined) res.end();
   else if (req.method === 'GET' || req.method === 'HEAD') res.json(result.body);
   else {
-    const text = JSON.stringify(result.body);
+    const text = bodyJson ?? JSON.stringify(result.body);
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
     res.setHeader('Content-Length', Buffer.byteLength(text));
     res.end(text);
@@ -105,8 +105,10 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
       await claim.abandon().catch((e: unknown) => services.log.error({ err: e }, 'idempotency release failed'));
       throw err;
     }
-    await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {} });
-    send(req, res, result);
+    // serialized once: the stored response and the one sent are the same text
+    const bodyJson = result.body === undefined || req.method === 'GET' ? undefined : JSON.stringify(result.body);
+    await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {}, ...(bodyJson !== undefined ? { bodyJson } : {}) });
+    send(req, res, result, {}, bodyJson);
   };
   app[route.method](path, authorize, ...(mutating ? [admit] : []), ...parseBody, run);
 }

@@ -43,6 +43,13 @@ export interface ReplayedResponse {
   status: number;
   body: unknown;
   headers: Record<string, string>;
+  /** `body` as JSON text when the caller has it already (stored as is instead of serialized again). */
+  bodyJson?: string;
+}
+
+/** The JSON text stored for a response body (null: no body). */
+function bodyText(res: ReplayedResponse): string | null {
+  return res.body === undefined ? null : (res.bodyJson ?? JSON.stringify(res.body));
 }
 
 /** What {@link IdempotencyService.begin} decided. */
@@ -224,7 +231,7 @@ export class IdempotencyService {
           const at = this.clock.now();
           const doc: IdempotencyDoc = {
             _id, keyId, fingerprint, state: 'done', leaseUntilMs: claim.leaseUntilMs, status: res.status,
-            body: res.body === undefined ? null : JSON.stringify(res.body), headers: res.headers,
+            body: bodyText(res), headers: res.headers,
             createdAtMs: at, expiresAtMs: at + IDEMPOTENCY_TTL_MS,
           };
           if (this.ttlDates) doc.expiresAt = new Date(at + IDEMPOTENCY_TTL_MS);
@@ -245,7 +252,7 @@ export class IdempotencyService {
       complete: async (res) => {
         await this.docs.updateOne(
           { _id: doc._id, leaseUntilMs: doc.leaseUntilMs },
-          { state: 'done', status: res.status, body: res.body === undefined ? null : JSON.stringify(res.body), headers: res.headers },
+          { state: 'done', status: res.status, body: bodyText(res), headers: res.headers },
         );
       },
       abandon: async () => {
