@@ -192,6 +192,24 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    // `{_id: {$in: [ids]}}` alone (ActorRepository.getMany: every order request asks whether an
+    // earlier attempt created its ids): read from the `_id` index like findOne, in the order of
+    // the ids, each document once, copies as NeDB returns them
+    const inIds = (filter._id as { $in?: unknown } | undefined)?.$in;
+    if (Array.isArray(inIds) && !options.sort && !options.skip && !options.limit && inIds.every((x) => typeof x === 'string')) {
+      const ds = this.nedb;
+      let only = true;
+      for (const k in filter) if (k !== '_id') only = false;
+      for (const k in filter._id as object) if (k !== '$in') only = false;
+      if (only && Object.keys(ds.ttlIndexes).length === 0) {
+        const out: T[] = [];
+        for (const id of new Set(inIds as string[])) {
+          const hit = ds.indexes._id.getMatching(id)[0];
+          if (hit !== undefined) out.push(nedbModel.deepCopy(hit as T));
+        }
+        return out;
+      }
+    }
     let cursor = this.ds.findAsync(filter);
     if (options.sort) cursor = cursor.sort(options.sort);
     if (options.skip) cursor = cursor.skip(options.skip);
