@@ -57,11 +57,25 @@ export type IdempotencyClaim = { kind: 'replay'; response: ReplayedResponse } | 
 
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same body. */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  // built in one pass, without the intermediate arrays of entries (every mutating request: issue 15)
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + canonicalJson(value[i]);
+    return `${out}]`;
+  }
   if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+    const obj = value as Record<string, unknown>;
+    // the default sort orders by UTF-16 code units, as `<` does
+    const keys = Object.keys(obj).sort();
+    let out = '{';
+    let first = true;
+    for (const k of keys) {
+      const v = obj[k];
+      if (v === undefined) continue;
+      out += `${first ? '' : ','}${JSON.stringify(k)}:${canonicalJson(v)}`;
+      first = false;
+    }
+    return `${out}}`;
   }
   return JSON.stringify(value) ?? 'null';
 }
