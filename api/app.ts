@@ -207,6 +207,59 @@ function withEnvelope(res: unknown, val: Record<string, unknown>): Record<string
   return env ? { ...val, error: env.error, ...(env.message !== undefined ? { error_message: env.message } : {}) } : val;
 }
 
+/** What {@link requestLog} keeps on each request (read by its shared listeners and `req.log`). */
+interface RequestLogState {
+  log: Logger;
+  id: string;
+  method: string;
+  url: string;
+  startMs: number;
+  /** `req.log`, made on first use. */
+  child: Logger | null;
+}
+
+const REQUEST_LOG = Symbol('requestLog');
+type WithRequestLog = { [REQUEST_LOG]?: RequestLogState };
+
+const reqFieldOf = (st: RequestLogState) => ({ id: st.id, method: st.method, url: loggableUrl(st.url) });
+
+/** The request's log line, once (listener of `finish` and `close`, `this` being the response). */
+function requestDone(this: Response & WithRequestLog): void {
+  const st = this[REQUEST_LOG];
+  if (!st) return;
+  this[REQUEST_LOG] = undefined;
+  this.removeListener('finish', requestDone);
+  this.removeListener('close', requestDone);
+  const { log } = st;
+  const status = this.statusCode;
+  const level = requestLogLevel(status);
+  if (!log.isLevelEnabled(level)) return;
+  const line: Record<string, unknown> = { req: reqFieldOf(st), res: { statusCode: status }, responseTime: Date.now() - st.startMs };
+  if (status >= 500) {
+    if (level === 'error') log.error({ ...line, err: new Error(`failed with status code ${status}`) }, 'request errored');
+    else log[level](withEnvelope(this, line), status === 501 || status === 503 ? 'request completed' : 'request errored');
+    return;
+  }
+  log[level](withEnvelope(this, line), 'request completed');
+}
+
+/**
+ * `req.log` on a request prototype (once per application, not per request: issue 15): the
+ * request's child logger, bound to it, made on first use.
+ */
+function installRequestLogGetter(proto: object): void {
+  if (Object.getOwnPropertyDescriptor(proto, 'log')) return;
+  Object.defineProperty(proto, 'log', {
+    configurable: true,
+    enumerable: false,
+    get(this: WithRequestLog) {
+      const st = this[REQUEST_LOG];
+      if (!st) return undefined;
+      return (st.child ??= st.log.child({ req: reqFieldOf(st) }));
+    },
+  });
+}
+
 /**
  * The request's log line (one per request, when it finished or its connection closed) and its id:
  * `X-Request-Id` echoes a well-formed id the client sent, else a fresh UUID. The line carries only
@@ -215,36 +268,26 @@ function withEnvelope(res: unknown, val: Record<string, unknown>): Record<string
  * answered error its envelope (`error`, `error_message`); its level is {@link requestLogLevel}'s;
  * a server fault (5xx but 501 and 503) keeps an `err`. The same lines pino-http wrote, without its
  * per-request child loggers: a level that is off costs nothing beyond the id (issue 15).
- * `req.log` (the error middleware's logger) is made on first use, bound to the request.
+ * `req.log` (the error middleware's logger) is made on first use, bound to the request. The
+ * per-request state is one object; the listeners and the `req.log` getter are shared.
  */
 function requestLog(log: Logger): RequestHandler {
+  let installedOn: object | null = null;
   return (req, res, next) => {
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
     res.setHeader('X-Request-Id', id);
     (req as { id?: unknown }).id = id;
-    const startMs = Date.now();
-    const method = req.method;
-    const url = req.originalUrl;
-    const reqField = () => ({ id, method, url: loggableUrl(url) });
-    let child: Logger | null = null;
-    Object.defineProperty(req, 'log', { configurable: true, enumerable: false, get: () => (child ??= log.child({ req: reqField() })) });
-    const done = () => {
-      res.removeListener('finish', done);
-      res.removeListener('close', done);
-      const status = res.statusCode;
-      const level = requestLogLevel(status);
-      if (!log.isLevelEnabled(level)) return;
-      const line: Record<string, unknown> = { req: reqField(), res: { statusCode: status }, responseTime: Date.now() - startMs };
-      if (status >= 500) {
-        if (level === 'error') log.error({ ...line, err: new Error(`failed with status code ${status}`) }, 'request errored');
-        else log[level](withEnvelope(res, line), status === 501 || status === 503 ? 'request completed' : 'request errored');
-        return;
-      }
-      log[level](withEnvelope(res, line), 'request completed');
-    };
-    res.on('finish', done);
-    res.on('close', done);
+    const proto = Object.getPrototypeOf(req) as object;
+    if (proto !== installedOn) {
+      installRequestLogGetter(proto);
+      installedOn = proto;
+    }
+    const st: RequestLogState = { log, id, method: req.method, url: req.originalUrl, startMs: Date.now(), child: null };
+    (req as WithRequestLog)[REQUEST_LOG] = st;
+    (res as WithRequestLog)[REQUEST_LOG] = st;
+    res.on('finish', requestDone);
+    res.on('close', requestDone);
     next();
   };
 }
