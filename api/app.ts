@@ -33,14 +33,14 @@ const requireJson: RequestHandler = (req, _res, next) => {
  * `If-None-Match`); the answer of a POST, PATCH or DELETE is written directly, without an ETag:
  * nobody revalidates it, and hashing every order's body cost more than writing it (issue 15).
  */
-function send(req: Request, res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}): void {
+function send(req: Request, res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}, bodyJson?: string): void {
   if (result.headers) for (const k in result.headers) res.setHeader(k, result.headers[k]!);
   for (const k in extraHeaders) res.setHeader(k, extraHeaders[k]!);
   res.status(result.status);
   if (result.body === undefined) res.end();
   else if (req.method === 'GET' || req.method === 'HEAD') res.json(result.body);
   else {
-    const text = JSON.stringify(result.body);
+    const text = bodyJson ?? JSON.stringify(result.body);
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
     res.setHeader('Content-Length', Buffer.byteLength(text));
     res.end(text);
@@ -105,8 +105,10 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
       await claim.abandon().catch((e: unknown) => services.log.error({ err: e }, 'idempotency release failed'));
       throw err;
     }
-    await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {} });
-    send(req, res, result);
+    // serialized once: the stored response and the one sent are the same text
+    const bodyJson = result.body === undefined || req.method === 'GET' ? undefined : JSON.stringify(result.body);
+    await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {}, ...(bodyJson !== undefined ? { bodyJson } : {}) });
+    send(req, res, result, {}, bodyJson);
   };
   app[route.method](path, authorize, ...(mutating ? [admit] : []), ...parseBody, run);
 }
@@ -205,6 +207,59 @@ function withEnvelope(res: unknown, val: Record<string, unknown>): Record<string
   return env ? { ...val, error: env.error, ...(env.message !== undefined ? { error_message: env.message } : {}) } : val;
 }
 
+/** What {@link requestLog} keeps on each request (read by its shared listeners and `req.log`). */
+interface RequestLogState {
+  log: Logger;
+  id: string;
+  method: string;
+  url: string;
+  startMs: number;
+  /** `req.log`, made on first use. */
+  child: Logger | null;
+}
+
+const REQUEST_LOG = Symbol('requestLog');
+type WithRequestLog = { [REQUEST_LOG]?: RequestLogState };
+
+const reqFieldOf = (st: RequestLogState) => ({ id: st.id, method: st.method, url: loggableUrl(st.url) });
+
+/** The request's log line, once (listener of `finish` and `close`, `this` being the response). */
+function requestDone(this: Response & WithRequestLog): void {
+  const st = this[REQUEST_LOG];
+  if (!st) return;
+  this[REQUEST_LOG] = undefined;
+  this.removeListener('finish', requestDone);
+  this.removeListener('close', requestDone);
+  const { log } = st;
+  const status = this.statusCode;
+  const level = requestLogLevel(status);
+  if (!log.isLevelEnabled(level)) return;
+  const line: Record<string, unknown> = { req: reqFieldOf(st), res: { statusCode: status }, responseTime: Date.now() - st.startMs };
+  if (status >= 500) {
+    if (level === 'error') log.error({ ...line, err: new Error(`failed with status code ${status}`) }, 'request errored');
+    else log[level](withEnvelope(this, line), status === 501 || status === 503 ? 'request completed' : 'request errored');
+    return;
+  }
+  log[level](withEnvelope(this, line), 'request completed');
+}
+
+/**
+ * `req.log` on a request prototype (once per application, not per request: issue 15): the
+ * request's child logger, bound to it, made on first use.
+ */
+function installRequestLogGetter(proto: object): void {
+  if (Object.getOwnPropertyDescriptor(proto, 'log')) return;
+  Object.defineProperty(proto, 'log', {
+    configurable: true,
+    enumerable: false,
+    get(this: WithRequestLog) {
+      const st = this[REQUEST_LOG];
+      if (!st) return undefined;
+      return (st.child ??= st.log.child({ req: reqFieldOf(st) }));
+    },
+  });
+}
+
 /**
  * The request's log line (one per request, when it finished or its connection closed) and its id:
  * `X-Request-Id` echoes a well-formed id the client sent, else a fresh UUID. The line carries only
@@ -213,36 +268,26 @@ function withEnvelope(res: unknown, val: Record<string, unknown>): Record<string
  * answered error its envelope (`error`, `error_message`); its level is {@link requestLogLevel}'s;
  * a server fault (5xx but 501 and 503) keeps an `err`. The same lines pino-http wrote, without its
  * per-request child loggers: a level that is off costs nothing beyond the id (issue 15).
- * `req.log` (the error middleware's logger) is made on first use, bound to the request.
+ * `req.log` (the error middleware's logger) is made on first use, bound to the request. The
+ * per-request state is one object; the listeners and the `req.log` getter are shared.
  */
 function requestLog(log: Logger): RequestHandler {
+  let installedOn: object | null = null;
   return (req, res, next) => {
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
     res.setHeader('X-Request-Id', id);
     (req as { id?: unknown }).id = id;
-    const startMs = Date.now();
-    const method = req.method;
-    const url = req.originalUrl;
-    const reqField = () => ({ id, method, url: loggableUrl(url) });
-    let child: Logger | null = null;
-    Object.defineProperty(req, 'log', { configurable: true, enumerable: false, get: () => (child ??= log.child({ req: reqField() })) });
-    const done = () => {
-      res.removeListener('finish', done);
-      res.removeListener('close', done);
-      const status = res.statusCode;
-      const level = requestLogLevel(status);
-      if (!log.isLevelEnabled(level)) return;
-      const line: Record<string, unknown> = { req: reqField(), res: { statusCode: status }, responseTime: Date.now() - startMs };
-      if (status >= 500) {
-        if (level === 'error') log.error({ ...line, err: new Error(`failed with status code ${status}`) }, 'request errored');
-        else log[level](withEnvelope(res, line), status === 501 || status === 503 ? 'request completed' : 'request errored');
-        return;
-      }
-      log[level](withEnvelope(res, line), 'request completed');
-    };
-    res.on('finish', done);
-    res.on('close', done);
+    const proto = Object.getPrototypeOf(req) as object;
+    if (proto !== installedOn) {
+      installRequestLogGetter(proto);
+      installedOn = proto;
+    }
+    const st: RequestLogState = { log, id, method: req.method, url: req.originalUrl, startMs: Date.now(), child: null };
+    (req as WithRequestLog)[REQUEST_LOG] = st;
+    (res as WithRequestLog)[REQUEST_LOG] = st;
+    res.on('finish', requestDone);
+    res.on('close', requestDone);
     next();
   };
 }

@@ -43,6 +43,13 @@ export interface ReplayedResponse {
   status: number;
   body: unknown;
   headers: Record<string, string>;
+  /** `body` as JSON text when the caller has it already (stored as is instead of serialized again). */
+  bodyJson?: string;
+}
+
+/** The JSON text stored for a response body (null: no body). */
+function bodyText(res: ReplayedResponse): string | null {
+  return res.body === undefined ? null : (res.bodyJson ?? JSON.stringify(res.body));
 }
 
 /** What {@link IdempotencyService.begin} decided. */
@@ -50,11 +57,25 @@ export type IdempotencyClaim = { kind: 'replay'; response: ReplayedResponse } | 
 
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same body. */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  // built in one pass, without the intermediate arrays of entries (every mutating request: issue 15)
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + canonicalJson(value[i]);
+    return `${out}]`;
+  }
   if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+    const obj = value as Record<string, unknown>;
+    // the default sort orders by UTF-16 code units, as `<` does
+    const keys = Object.keys(obj).sort();
+    let out = '{';
+    let first = true;
+    for (const k of keys) {
+      const v = obj[k];
+      if (v === undefined) continue;
+      out += `${first ? '' : ','}${JSON.stringify(k)}:${canonicalJson(v)}`;
+      first = false;
+    }
+    return `${out}}`;
   }
   return JSON.stringify(value) ?? 'null';
 }
@@ -224,7 +245,7 @@ export class IdempotencyService {
           const at = this.clock.now();
           const doc: IdempotencyDoc = {
             _id, keyId, fingerprint, state: 'done', leaseUntilMs: claim.leaseUntilMs, status: res.status,
-            body: res.body === undefined ? null : JSON.stringify(res.body), headers: res.headers,
+            body: bodyText(res), headers: res.headers,
             createdAtMs: at, expiresAtMs: at + IDEMPOTENCY_TTL_MS,
           };
           if (this.ttlDates) doc.expiresAt = new Date(at + IDEMPOTENCY_TTL_MS);
@@ -245,7 +266,7 @@ export class IdempotencyService {
       complete: async (res) => {
         await this.docs.updateOne(
           { _id: doc._id, leaseUntilMs: doc.leaseUntilMs },
-          { state: 'done', status: res.status, body: res.body === undefined ? null : JSON.stringify(res.body), headers: res.headers },
+          { state: 'done', status: res.status, body: bodyText(res), headers: res.headers },
         );
       },
       abandon: async () => {

@@ -165,22 +165,32 @@ export class OrderService {
 
   private async drainReports(orderId: string, q: VenueReport[]): Promise<void> {
     try {
+      // the venue hands over an operation's reports in one synchronous burst: let the rest of it
+      // join the queue before the first delivery
+      await Promise.resolve();
       for (let attempt = 1; q.length > 0; ) {
-        try {
-          await this.host.send(orderId, eventOf(q[0]!));
-          q.shift();
+        // every report queued so far goes to the actor at once, so that the host handles them as
+        // one batch (one write for accepted + filled of an order that crossed: issue 15); they
+        // are taken off the queue only once delivered, in order
+        const batch = q.slice();
+        const results = await Promise.allSettled(batch.map((r) => this.host.send(orderId, eventOf(r))));
+        let delivered = 0;
+        while (delivered < results.length && results[delivered]!.status === 'fulfilled') delivered++;
+        q.splice(0, delivered);
+        if (delivered === results.length) {
           attempt = 1;
           this.failingReports.delete(orderId);
-        } catch (err) {
-          if (err instanceof UnknownActorError) {
-            this.log.error({ err, orderId, report: q.shift() }, 'venue report for an order the service does not know: dropped');
-            continue;
-          }
-          if (attempt === 1 || attempt % 20 === 0) this.log.error({ err, orderId, attempt }, 'venue report not delivered to its order; retrying');
-          this.failingReports.add(orderId);
-          await sleep(backoffMs(attempt, 50, 5000));
-          attempt++;
+          continue;
         }
+        const err = (results[delivered] as PromiseRejectedResult).reason as unknown;
+        if (err instanceof UnknownActorError) {
+          this.log.error({ err, orderId, report: q.shift() }, 'venue report for an order the service does not know: dropped');
+          continue;
+        }
+        if (attempt === 1 || attempt % 20 === 0) this.log.error({ err, orderId, attempt }, 'venue report not delivered to its order; retrying');
+        this.failingReports.add(orderId);
+        await sleep(backoffMs(attempt, 50, 5000));
+        attempt++;
       }
     } finally {
       this.failingReports.delete(orderId);

@@ -127,8 +127,14 @@ export class ActorRepository {
 
   /** Inserts a new actor at revision 1. @throws {DuplicateKeyError} when the id exists. */
   async insert(record: Omit<ActorRecord, 'revision' | 'quarantine'>): Promise<ActorRecord> {
-    const { view, ...rest } = record;
-    const stored: StoredRecord = { ...rest, type: typeof view.type === 'string' ? view.type : null, revision: 1, quarantine: null };
+    // fields named one by one: an object rest (`{view, ...rest}`) is slow in V8 (issue 15)
+    const view = record.view;
+    const stored: StoredRecord = {
+      _id: record._id, machineId: record.machineId, machineVersion: record.machineVersion, snapshot: record.snapshot, kind: record.kind,
+      status: record.status, final: record.final, partnerId: record.partnerId, ownerUserId: record.ownerUserId,
+      createdAtMs: record.createdAtMs, updatedAtMs: record.updatedAtMs,
+      type: typeof view.type === 'string' ? view.type : null, revision: 1, quarantine: null,
+    };
     if (record.ownerUserId !== null) stored.ownerKey = ownerKeyOf(record.ownerUserId, record.createdAtMs, record._id);
     await this.c.insertOne(stored);
     return { ...stored, view };
@@ -144,11 +150,11 @@ export class ActorRepository {
     patch: Pick<ActorRecord, 'snapshot' | 'status' | 'view' | 'final' | 'updatedAtMs'> & Partial<Pick<ActorRecord, 'machineVersion'>>,
   ): Promise<ActorRecord> {
     const next: ActorRecord = { ...current, ...patch, revision: current.revision + 1 };
-    const { view: _view, ...stored } = patch;
-    const matched = await this.c.updateOne(
-      { _id: current._id, revision: current.revision },
-      { ...stored, revision: next.revision },
-    );
+    // the stored fields named one by one (no object rest: slow in V8; the view is never stored)
+    const set: Record<string, unknown> = { snapshot: patch.snapshot, status: patch.status, final: patch.final, updatedAtMs: patch.updatedAtMs };
+    if (patch.machineVersion !== undefined) set.machineVersion = patch.machineVersion;
+    set.revision = next.revision;
+    const matched = await this.c.updateOne({ _id: current._id, revision: current.revision }, set);
     if (matched === 0) throw new RevisionConflictError(current._id, current.revision);
     return next;
   }

@@ -10,12 +10,39 @@ import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
 
 /** NeDB's own line format (`serialize`): the data file stays a file NeDB itself reads. */
-const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as { serialize(doc: unknown): string; deepCopy<T>(doc: T): T };
+const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as {
+  serialize(doc: unknown): string;
+  deepCopy<T>(doc: T): T;
+  checkObject(doc: unknown): void;
+};
 
-/** The parts of a NeDB datastore that {@link EmbeddedCollection.findOne} reads directly. */
+/** One NeDB index, as {@link EmbeddedCollection.updateOne}'s fast path reads it. */
+interface NedbIndex {
+  fieldName: string;
+  sparse: boolean;
+  tree: { search(key: unknown): unknown[] };
+  getMatching(key: string): unknown[];
+}
+
+/**
+ * The parts of a NeDB datastore that {@link EmbeddedCollection} uses directly (issue 15): reads
+ * by `_id`, and inserts and `_id` updates without NeDB's extra copies. Every write still runs in
+ * NeDB's executor (so it is ordered with every other operation) and is persisted by NeDB's
+ * persistence (group commit on disk) exactly as NeDB would.
+ */
 interface NedbInternals {
-  indexes: { _id: { getMatching(key: string): unknown[] } };
+  indexes: Record<string, NedbIndex> & { _id: NedbIndex };
   ttlIndexes: Record<string, number>;
+  executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> };
+  persistence: { persistNewStateAsync(docs: unknown[]): Promise<void> };
+  _prepareDocumentForInsertion(doc: unknown): Record<string, unknown>;
+  _insertInCache(doc: unknown): void;
+  _updateIndexes(modifications: { oldDoc: unknown; newDoc: unknown }[]): void;
+}
+
+/** A value NeDB compares with `===` (what the `_id` update fast path accepts in filters and index keys). */
+function isPlain(v: unknown): v is string | number | boolean {
+  return typeof v === 'string' || (typeof v === 'number' && !Number.isNaN(v)) || typeof v === 'boolean';
 }
 
 /** Whether a value holds a Date anywhere (NeDB writes Dates as `{"$$date": ms}`). */
@@ -120,9 +147,23 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return this.appender ? this.appender.durable() : Promise.resolve();
   }
 
+  /** NeDB's internals of this datastore. */
+  private get nedb(): NedbInternals {
+    return this.ds as unknown as NedbInternals;
+  }
+
+  /**
+   * NeDB's `insertAsync` without its last step, a deep copy of the inserted document returned to
+   * the caller (the port returns nothing): same executor, same checks, same index and file writes.
+   */
   async insertOne(doc: T): Promise<void> {
     try {
-      await this.ds.insertAsync(doc);
+      const ds = this.nedb;
+      await ds.executor.pushAsync(async () => {
+        const prepared = ds._prepareDocumentForInsertion(doc);
+        ds._insertInCache(prepared);
+        await ds.persistence.persistNewStateAsync([prepared]);
+      });
       await this.durable();
     } catch (err) {
       if (isUniqueViolation(err)) throw new DuplicateKeyError((err as Error).message);
@@ -151,6 +192,24 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    // `{_id: {$in: [ids]}}` alone (ActorRepository.getMany: every order request asks whether an
+    // earlier attempt created its ids): read from the `_id` index like findOne, in the order of
+    // the ids, each document once, copies as NeDB returns them
+    const inIds = (filter._id as { $in?: unknown } | undefined)?.$in;
+    if (Array.isArray(inIds) && !options.sort && !options.skip && !options.limit && inIds.every((x) => typeof x === 'string')) {
+      const ds = this.nedb;
+      let only = true;
+      for (const k in filter) if (k !== '_id') only = false;
+      for (const k in filter._id as object) if (k !== '$in') only = false;
+      if (only && Object.keys(ds.ttlIndexes).length === 0) {
+        const out: T[] = [];
+        for (const id of new Set(inIds as string[])) {
+          const hit = ds.indexes._id.getMatching(id)[0];
+          if (hit !== undefined) out.push(nedbModel.deepCopy(hit as T));
+        }
+        return out;
+      }
+    }
     let cursor = this.ds.findAsync(filter);
     if (options.sort) cursor = cursor.sort(options.sort);
     if (options.skip) cursor = cursor.skip(options.skip);
@@ -162,8 +221,66 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return await this.ds.countAsync(filter);
   }
 
+  /**
+   * `$set` of top-level fields on the document with this `_id` (other filter fields: plain
+   * equality), in NeDB's executor: what NeDB's update does (the same document, checks, index
+   * changes and data-file line), without its cursor, query matching and deep copy of the whole
+   * document; an index whose key did not change gets the new document in place of the old one
+   * instead of a removal and an insertion (issue 15: every actor transition is such an update).
+   * @returns the number updated (0 or 1), or null when the filter or update is not of that shape
+   *   (then NeDB's own update runs).
+   */
+  private async updateById(filter: Filter, set: Record<string, unknown>): Promise<number | null> {
+    const id = filter._id;
+    const ds = this.nedb;
+    if (typeof id !== 'string' || Object.keys(ds.ttlIndexes).length > 0) return null;
+    for (const k in filter) if (k !== '_id' && (k.startsWith('$') || k.includes('.') || !isPlain(filter[k]))) return null;
+    for (const k in set) if (k.startsWith('$') || k.includes('.') || k === '_id') return null;
+    return ds.executor.pushAsync(async () => {
+      const old = ds.indexes._id.getMatching(id)[0] as Record<string, unknown> | undefined;
+      if (old === undefined) return 0;
+      for (const k in filter) if (k !== '_id' && old[k] !== filter[k]) return 0;
+      const patch = nedbModel.deepCopy(set);
+      nedbModel.checkObject(patch);
+      // stored documents are never changed in place (NeDB copies on every read and update), so the
+      // new one may share the untouched fields' values with the old one
+      const next: Record<string, unknown> = { ...old, ...patch };
+      let sameKeys = true;
+      for (const name in ds.indexes) {
+        const ix = ds.indexes[name]!;
+        const a = old[ix.fieldName];
+        const b = next[ix.fieldName];
+        if (ix.fieldName.includes('.') || ix.fieldName.includes(',') || a !== b || !(isPlain(a) || a === null || (a === undefined && ix.sparse))) sameKeys = false;
+      }
+      const slots: { docs: unknown[]; at: number }[] = [];
+      if (sameKeys) {
+        for (const name in ds.indexes) {
+          const ix = ds.indexes[name]!;
+          const key = old[ix.fieldName];
+          if (key === undefined) continue; // sparse: not indexed
+          const docs = ix.tree.search(key);
+          const at = docs.indexOf(old);
+          if (at < 0) {
+            sameKeys = false; // not where it should be: let NeDB's own update decide
+            break;
+          }
+          slots.push({ docs, at });
+        }
+      }
+      if (sameKeys) for (const { docs, at } of slots) docs[at] = next;
+      else ds._updateIndexes([{ oldDoc: old, newDoc: next }]);
+      await ds.persistence.persistNewStateAsync([next]);
+      return 1;
+    });
+  }
+
   async updateOne(filter: Filter, set: Record<string, unknown>, options: { upsert?: boolean } = {}): Promise<number> {
     try {
+      const fast = await this.updateById(filter, set);
+      if (fast === 1 || (fast === 0 && !options.upsert)) {
+        if (fast === 1) await this.durable();
+        return fast;
+      }
       const res = await this.ds.updateAsync(filter, { $set: set }, { multi: false, upsert: false });
       if (res.numAffected > 0 || !options.upsert) {
         if (res.numAffected > 0) await this.durable();

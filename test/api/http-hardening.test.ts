@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../api/app.js';
 import { ROUTES } from '../../api/routes.js';
 import { startHttp, type HttpService } from '../../api/server.js';
 import { startServices, type Services } from '../../engine/service.js';
@@ -202,6 +203,29 @@ describe('request log lines (issue 12 item 14)', () => {
     const line = lineOf('/healthz?x=503')!;
     expect(line).toMatchObject({ level: 40, res: { statusCode: 503 }, msg: 'request completed' });
     expect(line.err).toBeUndefined();
+  });
+
+  it('an unexpected error is logged through req.log, bound to its request (id, method, url), and answered 500', async () => {
+    const app = createApp(services);
+    app.get('/boom', () => {
+      throw new Error('boom');
+    });
+    // the test route goes before the 404 handler and the error middleware (the last two layers)
+    const stack = (app as unknown as { router: { stack: unknown[] } }).router.stack;
+    stack.splice(stack.length - 3, 0, stack.pop());
+    const server = http.createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/boom?x=1`, { headers: { 'x-request-id': 'req-boom-1' } });
+      expect(res.status).toBe(500);
+      expect(res.headers.get('x-request-id')).toBe('req-boom-1');
+      await new Promise((r) => setImmediate(r));
+      const unhandled = lines.find((l) => l.msg === 'unhandled error' && l.req?.id === 'req-boom-1');
+      expect(unhandled).toMatchObject({ level: 50, req: { id: 'req-boom-1', method: 'GET', url: '/boom?x=1' }, err: { message: 'boom' } });
+      expect(lines.filter((l) => l.req?.id === 'req-boom-1' && l.res)).toMatchObject([{ level: 50, res: { statusCode: 500 }, msg: 'request errored' }]);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('a token sent in the query string is never logged: its value reads [redacted]', async () => {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toApiError } from '../../api/errors.js';
 import { ManualClock } from '../../engine/clock.js';
@@ -196,6 +197,23 @@ describe('canonical JSON', () => {
   it('canonical JSON ignores key order but not values', () => {
     expect(canonicalJson({ b: 1, a: [1, { d: 2, c: 3 }] })).toBe(canonicalJson({ a: [1, { c: 3, d: 2 }], b: 1 }));
     expect(canonicalJson({ a: '1' })).not.toBe(canonicalJson({ a: 1 }));
+  });
+
+  it('is the same text as before issue 15 (stored fingerprints of earlier records keep matching)', () => {
+    // the implementation the stored fingerprints were computed with
+    const reference = (value: unknown): string => {
+      if (Array.isArray(value)) return `[${value.map(reference).join(',')}]`;
+      if (value !== null && typeof value === 'object') {
+        const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+        entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+        return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${reference(v)}`).join(',')}}`;
+      }
+      return JSON.stringify(value) ?? 'null';
+    };
+    const value = fc.letrec((tie) => ({
+      any: fc.oneof(fc.constant(null), fc.constant(undefined), fc.boolean(), fc.double(), fc.integer(), fc.string(), fc.array(tie('any'), { maxLength: 4 }), fc.dictionary(fc.string(), tie('any'), { maxKeys: 5 })),
+    })).any;
+    fc.assert(fc.property(value, (v) => canonicalJson(v) === reference(v)), { numRuns: 500 });
   });
 });
 

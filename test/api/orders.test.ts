@@ -102,6 +102,17 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     expect(fok.body).toMatchObject({ status: 'FILLED', filled_size: b2.asks[0].size });
   });
 
+  it('the venue\'s answer to an order (accepted, its fills, its end) is one write of the order (issue 15): revision 2', async () => {
+    const b = await book(fineToken);
+    const ask = b.asks[0];
+    const ioc = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: ask.price, size: String(Number(ask.size) + 3), time_in_force: 'IOC' });
+    expect(ioc.body).toMatchObject({ status: 'CANCELED', filled_size: ask.size, revision: 2 });
+    const resting = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: '0.01', size: '5' });
+    expect(resting.body).toMatchObject({ status: 'LIVE', revision: 2 });
+    const again = await svc.call('GET', `/v2/trade/orders/${ioc.body.order_id}`, { headers: as('bob') });
+    expect(again.body).toMatchObject({ status: 'CANCELED', filled_size: ask.size, revision: 2 });
+  });
+
   it('MARKET buy of $5 fills; MARKET sell by size', async () => {
     const buy = await post('bob', { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' });
     expect(buy.body).toMatchObject({ type: 'MARKET', status: 'FILLED', price: null, size: null, quote_amount: '5', time_in_force: 'IOC' });
