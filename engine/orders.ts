@@ -1,3 +1,4 @@
+import { InFlight } from './in-flight.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffMs } from './backoff.js';
 import { randomUUID } from 'node:crypto';
@@ -102,7 +103,7 @@ export class OrderService {
   /** The pre-trade checks (engine/risk.ts), shared with the strategy service. */
   readonly risk: RiskEngine;
   /** Venue commands in flight per order: {@link whenQuiet} waits for them. */
-  private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+  private readonly inFlight: InFlight;
 
   constructor(
     private readonly host: ActorHost,
@@ -112,6 +113,7 @@ export class OrderService {
     private readonly log: Logger,
   ) {
     this.risk = new RiskEngine(venue, clock);
+    this.inFlight = new InFlight(host, log, 'order command failed');
     const track = (id: string, p: Promise<unknown>) => this.track(id, p);
     host.register({
       machineId: ORDER_MACHINE_ID,
@@ -199,27 +201,12 @@ export class OrderService {
   }
 
   private track(id: string, p: Promise<unknown>): void {
-    let set = this.inFlight.get(id);
-    if (!set) this.inFlight.set(id, (set = new Set()));
-    const done = p.catch((err) => this.log.error({ err, orderId: id }, 'order command failed')).finally(() => {
-      set!.delete(done);
-      if (set!.size === 0 && this.inFlight.get(id) === set) this.inFlight.delete(id);
-    });
-    set.add(done);
+    this.inFlight.track(id, p);
   }
 
-  /** Resolves when order `id` has nothing queued or in flight (its response is then final). */
-  async whenQuiet(id: string): Promise<void> {
-    for (;;) {
-      await this.host.whenQuiet(id);
-      const set = this.inFlight.get(id);
-      if (!set?.size) {
-        await this.host.whenQuiet(id);
-        if (!this.inFlight.get(id)?.size) return;
-        continue;
-      }
-      await Promise.all([...set]);
-    }
+  /** Resolves when actor `id` has nothing queued or in flight (its response is then final). */
+  whenQuiet(id: string): Promise<void> {
+    return this.inFlight.whenQuiet(id);
   }
 
   /**

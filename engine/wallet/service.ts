@@ -1,3 +1,4 @@
+import { InFlight } from '../in-flight.js';
 import { randomUUID } from 'node:crypto';
 import { getAddress, keccak256, toUtf8Bytes, ZeroAddress } from 'ethers';
 import type { SnapshotFrom } from 'xstate';
@@ -116,7 +117,7 @@ export interface WalletOptions {
  */
 export class WalletService {
   /** Venue commands in flight per actor: {@link whenQuiet} waits for them. */
-  private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+  private readonly inFlight: InFlight;
 
   constructor(
     private readonly host: ActorHost,
@@ -127,6 +128,7 @@ export class WalletService {
     private readonly log: Logger,
     private readonly o: WalletOptions,
   ) {
+    this.inFlight = new InFlight(host, log, 'wallet operation failed at the venue; retried at the next start');
     const apply = (actorId: string, op: WalletOp, ok: (r: WalletOpResult) => object) =>
       this.track(
         actorId,
@@ -174,27 +176,12 @@ export class WalletService {
   }
 
   private track(id: string, p: Promise<unknown>): void {
-    let set = this.inFlight.get(id);
-    if (!set) this.inFlight.set(id, (set = new Set()));
-    const done = p.catch((err) => this.log.error({ err, actorId: id }, 'wallet operation failed at the venue; retried at the next start')).finally(() => {
-      set!.delete(done);
-      if (set!.size === 0 && this.inFlight.get(id) === set) this.inFlight.delete(id);
-    });
-    set.add(done);
+    this.inFlight.track(id, p);
   }
 
-  /** Resolves when actor `id` has nothing queued or in flight. */
-  async whenQuiet(id: string): Promise<void> {
-    for (;;) {
-      await this.host.whenQuiet(id);
-      const set = this.inFlight.get(id);
-      if (!set?.size) {
-        await this.host.whenQuiet(id);
-        if (!this.inFlight.get(id)?.size) return;
-        continue;
-      }
-      await Promise.all([...set]);
-    }
+  /** Resolves when actor `id` has nothing queued or in flight (its response is then final). */
+  whenQuiet(id: string): Promise<void> {
+    return this.inFlight.whenQuiet(id);
   }
 
   private async recordOf(id: string): Promise<ActorRecord | null> {
