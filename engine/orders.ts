@@ -10,7 +10,7 @@ import type { Clock } from './clock.js';
 import { dec, Dec, str, ZERO } from './decimal.js';
 import { DomainError, DuplicateKeyError, errors, UnknownActorError } from './errors.js';
 import type { Logger } from './logger.js';
-import { checkMarketSellMinimum, checkMinQuote, checkPrice, checkRestingMinimum, checkShares, RiskEngine } from './risk.js';
+import { checkMarketLiquidity, checkMarketSellMinimum, checkMinQuote, checkPrice, checkRestingMinimum, checkShares, RiskEngine } from './risk.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
 import type { VenuePort, VenueReport } from './venue/port.js';
 import { OPEN_STATUSES as OPEN_ORDER_STATUSES } from '../machines/order.js';
@@ -267,7 +267,11 @@ export class OrderService {
       metadata: body.metadata ?? null,
       createdAtMs: this.clock.now(),
     };
-    if (body.side === 'sell' && isMarket) checkMarketSellMinimum(this.venue.touch(body.symbol).bid, size!, body.size!);
+    if (isMarket) {
+      const touch = this.venue.touch(body.symbol);
+      if (body.side === 'sell') checkMarketSellMinimum(touch.bid, size!, body.size!);
+      checkMarketLiquidity(body.side, touch);
+    }
     // the wallet is checked by place(), in the user's placement queue, after every rule of the
     // request (brackets included): a malformed request is a 400 whatever the wallet holds
     return input;

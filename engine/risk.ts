@@ -145,6 +145,20 @@ export function checkMarketSellMinimum(bid: Dec | undefined, size: Dec, shown: s
 }
 
 /**
+ * A MARKET order needs something to take (spec part 7, `NO_LIQUIDITY`): a buy needs an ask, a sell
+ * a bid. Checked when the order is placed; a book emptied between the check and the venue still
+ * ends the order CANCELED with nothing filled.
+ * @param touch - best bid and ask now (undefined or null: that side is empty).
+ * @throws {DomainError} `NO_LIQUIDITY` when that side of the book is empty.
+ */
+export function checkMarketLiquidity(side: Side, touch: { bid?: unknown; ask?: unknown }): void {
+  const other = side === 'buy' ? touch.ask : touch.bid;
+  if (other === undefined || other === null) {
+    throw new DomainError('NO_LIQUIDITY', `the book has no ${side === 'buy' ? 'ask' : 'bid'} for a MARKET ${side} to take; nothing was placed`);
+  }
+}
+
+/**
  * ICEBERG slices (spec 2.2.2, part 8): `clip_size` < `size`, each slice notional `clip_size` ×
  * `price` at least $1, and a clip rests, so at least the market's resting minimum.
  * @throws {DomainError} `INVALID_REQUEST`.

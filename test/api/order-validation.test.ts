@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toApiError } from '../../api/errors.js';
 import { tokenPicker } from './trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
+import { dec } from '../../engine/decimal.js';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
 
 /**
  * Regressions of issue 12 defects 3–8 and 12 through the real HTTP path: what POST
@@ -174,6 +176,23 @@ describe('order validation (issue 12)', () => {
         `STOP_LOSS price ${px(bid)} is at or above the best bid ${px(bid)}: it would trigger at once; sell with LIMIT or MARKET instead`);
       await refused('alice', { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '10', execution: { high_water_mark: px(bid + 0.1), trailing_offset: '0.05' } }, 422, 'WOULD_TRIGGER_IMMEDIATELY',
         /^TRAILING_STOP would trigger at once/);
+    });
+  });
+
+  describe('a MARKET order on an empty side of the book (partner trial, issue 16)', () => {
+    it('is 422 NO_LIQUIDITY and changes nothing; the other side still trades', async () => {
+      const { token } = await freshToken();
+      const tick = Number(markets.flatMap((m: any) => m.tokens.map((t: any) => ({ ...t, tick: m.tick_size }))).find((t: any) => t.token_id === token).tick);
+      // the liquidity provider quotes no ask above 1 − tick: reference 1 − tick leaves the ask side empty
+      await (svc.services.venue as SimVenue).setReference(token, dec(1 - tick));
+      expect((await book(token)).asks).toEqual([]);
+      await refused('alice', { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' }, 422, 'NO_LIQUIDITY', 'the book has no ask for a MARKET buy to take; nothing was placed');
+      // reference at one tick: no bid to sell into
+      await (svc.services.venue as SimVenue).setReference(token, dec(tick));
+      expect((await book(token)).bids).toEqual([]);
+      const bought = await post('alice', { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' });
+      expect(bought).toMatchObject({ status: 200, body: { status: 'FILLED' } });
+      await refused('alice', { symbol: token, side: 'sell', type: 'MARKET', size: '10' }, 422, 'NO_LIQUIDITY', 'the book has no bid for a MARKET sell to take; nothing was placed');
     });
   });
 
