@@ -6,14 +6,11 @@ import { ManualClock } from '../../../engine/clock.js';
 import { dec } from '../../../engine/decimal.js';
 import { createLogger } from '../../../engine/logger.js';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
-import type { Capture, CaptureEvent } from '../../../engine/venue/capture.js';
-import type { Catalogue } from '../../../engine/venue/markets.js';
+import type { CaptureEvent } from '../../../engine/venue/capture.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
+import { A, binaryCaptureCatalogue, C } from './capture-fixture.js';
 
-const A = '111';
-const B = '222';
-const C = '0x' + 'c'.repeat(64);
 const T0 = 1_700_000_000_000;
 
 const lvl = (atMs: number, side: 'buy' | 'sell', price: string, size: string): CaptureEvent => ({ kind: 'level', atMs, tokenId: A, side, price: dec(price), size: dec(size) });
@@ -30,21 +27,6 @@ const EVENTS: CaptureEvent[] = [
   { kind: 'resolved', atMs: T0 + 10_000, conditionId: C, winningTokenId: A },
 ];
 
-function catalogue(): Catalogue {
-  const tick = dec('0.01');
-  const min = dec(5);
-  const capture: Capture = { markets: [], events: EVENTS, startMs: T0, endMs: T0 + 10_000, skips: { errorRows: 0, unusable: 0, naValues: 0, malformed: 0, losingResolutionRows: 0 } };
-  return {
-    markets: [{ conditionId: C, question: 'Q?', slug: 'q', endDateIso: null, tickSize: tick, minSize: min, negRisk: false, tokens: [{ tokenId: A, outcome: 'Up', price: dec('0.5') }, { tokenId: B, outcome: 'Down', price: dec('0.5') }] }],
-    tokens: new Map([
-      [A, { tokenId: A, outcome: 'Up', conditionId: C, question: 'Q?', referencePrice: dec('0.5'), tickSize: tick, minSize: min, complementTokenId: B }],
-      [B, { tokenId: B, outcome: 'Down', conditionId: C, question: 'Q?', referencePrice: dec('0.5'), tickSize: tick, minSize: min, complementTokenId: A }],
-    ]),
-    replay: { tokenId: A, points: [{ tSec: 0, price: dec('0.5') }, { tSec: 600, price: dec('0.6') }] },
-    capture,
-    captureTokens: new Set([A, B]),
-  };
-}
 
 let n = 0;
 const ioc = (side: 'buy' | 'sell', price: string, size: string): VenueOrder => ({
@@ -54,7 +36,7 @@ const ioc = (side: 'buy' | 'sell', price: string, size: string): VenueOrder => (
 /** Opens the venue on `dir` with the capture replay on, real time (1 capture second per clock second), driven by the test's clock. */
 async function open(dir: string, clock: ManualClock) {
   const venue = await SimVenue.open({
-    catalogue: catalogue(), store: await EmbeddedStore.open(dir), clock, log: createLogger('silent'),
+    catalogue: binaryCaptureCatalogue('0.01', EVENTS, T0, T0 + 10_000), store: await EmbeddedStore.open(dir), clock, log: createLogger('silent'),
     initialPusd: '1000', liquidityLevels: 0, refillMs: 3_600_000, replay: false, replaySpeed: 600, captureReplay: true, captureSpeed: 1, captureTickMs: 3_600_000,
   });
   const reports: VenueReport[] = [];

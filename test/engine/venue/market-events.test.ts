@@ -6,32 +6,13 @@ import { ManualClock } from '../../../engine/clock.js';
 import { dec } from '../../../engine/decimal.js';
 import { createLogger } from '../../../engine/logger.js';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
-import type { Capture, CaptureEvent } from '../../../engine/venue/capture.js';
+import type { CaptureEvent } from '../../../engine/venue/capture.js';
 import type { Ledger } from '../../../engine/venue/ledger.js';
-import type { Catalogue } from '../../../engine/venue/markets.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
+import { A, B, binaryCaptureCatalogue, C } from './capture-fixture.js';
 
-const A = '111';
-const B = '222';
-const C = '0x' + 'c'.repeat(64);
 
-/** One binary market A/B at tick 0.001, both tokens driven by the capture (a capture with no events: the test applies them). */
-function catalogue(): Catalogue {
-  const tick = dec('0.001');
-  const min = dec(5);
-  const capture: Capture = { markets: [], events: [], startMs: 0, endMs: 0, skips: { errorRows: 0, unusable: 0, naValues: 0, malformed: 0, losingResolutionRows: 0 } };
-  return {
-    markets: [{ conditionId: C, question: 'Q?', slug: 'q', endDateIso: null, tickSize: tick, minSize: min, negRisk: false, tokens: [{ tokenId: A, outcome: 'Up', price: dec('0.5') }, { tokenId: B, outcome: 'Down', price: dec('0.5') }] }],
-    tokens: new Map([
-      [A, { tokenId: A, outcome: 'Up', conditionId: C, question: 'Q?', referencePrice: dec('0.5'), tickSize: tick, minSize: min, complementTokenId: B }],
-      [B, { tokenId: B, outcome: 'Down', conditionId: C, question: 'Q?', referencePrice: dec('0.5'), tickSize: tick, minSize: min, complementTokenId: A }],
-    ]),
-    replay: { tokenId: A, points: [{ tSec: 0, price: dec('0.5') }, { tSec: 600, price: dec('0.6') }] },
-    capture,
-    captureTokens: new Set([A, B]),
-  };
-}
 
 let n = 0;
 function order(userId: string, side: 'buy' | 'sell', price: string, size: string, extra: Partial<VenueOrder> = {}): VenueOrder {
@@ -41,7 +22,7 @@ function order(userId: string, side: 'buy' | 'sell', price: string, size: string
 async function openVenue(dir: string | null = null) {
   const store = await EmbeddedStore.open(dir);
   const venue = await SimVenue.open({
-    catalogue: catalogue(), store, clock: new ManualClock(1_000), log: createLogger('silent'),
+    catalogue: binaryCaptureCatalogue('0.001'), store, clock: new ManualClock(1_000), log: createLogger('silent'),
     initialPusd: '1000', liquidityLevels: 0, refillMs: 3_600_000, replay: false, replaySpeed: 1, captureReplay: true,
   });
   const reports: VenueReport[] = [];
