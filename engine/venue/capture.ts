@@ -105,6 +105,12 @@ function decimalCell(v: string | undefined): Dec | null {
   return dec(v);
 }
 
+/** A cell holding a value strictly between 0 and 1 (a price or a tick, decimal probability), or null. */
+function probabilityCell(v: string | undefined): Dec | null {
+  const d = decimalCell(v);
+  return d && d.gt(0) && d.lt(1) ? d : null;
+}
+
 /**
  * Parses the capture CSV (header line first; no quoted cells in this file). Never throws on a
  * bad row: `error` rows, `N/A` or empty values where a value is needed, repeated headers and
@@ -154,9 +160,9 @@ export function parseCapture(text: string): Capture {
         break;
       case 'bid':
       case 'ask': {
-        const price = decimalCell(c[col.price]);
+        const price = probabilityCell(c[col.price]);
         const size = decimalCell(c[col.size]);
-        if (!price || !size || price.lte(0) || price.gte(1)) {
+        if (!price || !size) {
           skips.unusable++;
           break;
         }
@@ -164,8 +170,8 @@ export function parseCapture(text: string): Capture {
         break;
       }
       case 'last_trade_price': {
-        const price = decimalCell(c[col.price]);
-        if (!price || price.lte(0) || price.gte(1)) {
+        const price = probabilityCell(c[col.price]);
+        if (!price) {
           skips.unusable++;
           break;
         }
@@ -173,8 +179,8 @@ export function parseCapture(text: string): Capture {
         break;
       }
       case 'tick_size_change': {
-        const tickSize = decimalCell(c[col.new_tick_size]);
-        if (!tickSize || tickSize.lte(0) || tickSize.gte(1)) {
+        const tickSize = probabilityCell(c[col.new_tick_size]);
+        if (!tickSize) {
           skips.unusable++;
           break;
         }
