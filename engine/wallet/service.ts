@@ -41,6 +41,15 @@ type WalletOpSnapshot = SnapshotFrom<typeof walletOpMachine>;
 type WithdrawalSnapshot = SnapshotFrom<typeof withdrawalMachine>;
 type Meta = { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number };
 
+/** Adds `failure_code` and `message` to a view when the operation failed (`error` set in its context). */
+function withFailure(view: Record<string, unknown>, c: { error: string | null; reason: string | null }): Record<string, unknown> {
+  if (c.error) {
+    view.failure_code = c.error;
+    view.message = c.reason;
+  }
+  return view;
+}
+
 /**
  * REST view of a split, merge or redeem (the POST answer and its activity row): the simulated
  * on-chain result (transaction hash, pUSD change and balance after, per outcome token the change
@@ -68,11 +77,7 @@ export function walletOpView(s: WalletOpSnapshot, meta: Meta, venue?: Pick<Venue
     created_at: meta.createdAtMs,
     updated_at: meta.updatedAtMs,
   };
-  if (c.error) {
-    view.failure_code = c.error;
-    view.message = c.reason;
-  }
-  return view;
+  return withFailure(view, c);
 }
 
 /** REST view of a withdrawal (POST /withdraw, GET /withdrawals…, its activity row). */
@@ -93,11 +98,7 @@ export function withdrawalView(s: WithdrawalSnapshot, meta: Meta): Record<string
     created_at: meta.createdAtMs,
     updated_at: meta.updatedAtMs,
   };
-  if (c.error) {
-    view.failure_code = c.error;
-    view.message = c.reason;
-  }
-  return view;
+  return withFailure(view, c);
 }
 
 /** Options of the wallet service. */
