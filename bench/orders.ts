@@ -10,12 +10,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { freePort, spawnService } from '../test/process.js';
+import { cpuMs } from './proc.js';
 
 /** Connection counts, one run each (`BENCH_CONNECTIONS=50,200,500`); the first also runs the echo. */
 const CONNECTION_LEVELS = (process.env.BENCH_CONNECTIONS ?? '50').split(',').map(Number);
@@ -42,15 +42,6 @@ interface Result {
   cpuUsPerReq: number | null;
 }
 
-/** CPU time (ms) a process has used so far, from /proc (Linux); null elsewhere. */
-function cpuMs(pid: number): number | null {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 10 ms ticks
-  } catch {
-    return null;
-  }
-}
 
 /**
  * One autocannon run. The server's CPU per request is printed next to the throughput: it does not

@@ -27,7 +27,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,6 +35,7 @@ import { io, type Socket } from 'socket.io-client';
 import WebSocket from 'ws';
 import type { BatchPush, ClientToServerEvents, OrderPush, ServerToClientEvents } from '../api/push-events.js';
 import { spawnService } from '../test/process.js';
+import { cpuMs } from './proc.js';
 
 const KEY = 'pts_bench_master_key_0123456789abcdef';
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 1000);
@@ -160,15 +160,6 @@ function percentile(h: number[], total: number, p: number): number {
   return Infinity;
 }
 
-/** CPU time (ms) a process has used so far (all its threads), from /proc (Linux); null elsewhere. */
-function cpuMs(pid: number): number | null {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 10 ms ticks
-  } catch {
-    return null;
-  }
-}
 
 /** The cores this process may run on (its affinity list, from taskset), or null without taskset. */
 function allowedCores(): number[] | null {
