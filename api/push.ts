@@ -5,7 +5,6 @@ import { errors } from '../engine/errors.js';
 import { ApiError, toApiError } from './errors.js';
 import { bookBody, marketBody, positionBody, type PositionBody } from './handlers/market.js';
 import type { Services } from '../engine/service.js';
-import type { MarketInfo } from '../engine/venue/port.js';
 import { WITHDRAWAL_KIND } from '../engine/wallet/service.js';
 import {
   PUSH_NAMESPACE, type BatchedRecord, type ClientToServerEvents, type MarketPush, type OrderPush, type PushSocketData, type ServerToClientEvents,
@@ -308,19 +307,9 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
 
   // ---- market.updated (issue 16): to the public markets room, coalesced per turn ----
 
-  let marketIndex = new Map<string, MarketInfo>();
-  let marketIndexSize = -1;
-  /** The listed market `conditionId` (index rebuilt when the venue lists more markets). */
-  function marketOf(conditionId: string): MarketInfo | undefined {
-    if (!marketIndex.has(conditionId) && venue.markets().length !== marketIndexSize) {
-      marketIndex = new Map(venue.markets().map((m) => [m.conditionId, m]));
-      marketIndexSize = venue.markets().length;
-    }
-    return marketIndex.get(conditionId);
-  }
   /** A market as GET /v2/trade/markets lists it, with its lifecycle (venue `marketStatus`); undefined when not listed. */
   function marketPush(conditionId: string, revision: number, at: number): MarketPush | undefined {
-    const m = marketOf(conditionId);
+    const m = venue.market(conditionId);
     if (!m) return undefined;
     return {
       ...marketBody(venue, m),

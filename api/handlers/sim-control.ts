@@ -26,6 +26,6 @@ export const resolveMarket: Handler = async ({ req, services }) => {
     if (err.error === 'conflict') throw errors.conflict(err.message);
     throw new DomainError('INVALID_REQUEST', err.message);
   }
-  const m = venue.markets().find((x) => x.conditionId === conditionId)!;
+  const m = venue.market(conditionId)!;
   return { status: 200, body: marketBody(venue, m) };
 };

@@ -113,7 +113,7 @@ export class StrategyService {
   onMarket(conditionId: string): void {
     const status = this.venue.marketStatus(conditionId);
     if (!status?.closed) return;
-    const market = this.venue.markets().find((m) => m.conditionId === conditionId);
+    const market = this.venue.market(conditionId);
     if (!market) return;
     const tokens = new Set(market.tokens.map((t) => t.tokenId));
     const ids = new Set<string>();

@@ -239,6 +239,8 @@ export interface VenuePort {
   token(tokenId: string): TokenInfo | undefined;
   /** Every market the venue lists, in the venue's order. */
   markets(): readonly MarketInfo[];
+  /** The listed market `conditionId` (exact id: the venue's ids are lower-case hex), or undefined. */
+  market(conditionId: string): MarketInfo | undefined;
   /** Lifecycle of the market `conditionId` (open, closed, resolved), or undefined when not listed. */
   marketStatus(conditionId: string): MarketStatus | undefined;
   /** Balances and positions of `userId`. */

@@ -181,6 +181,10 @@ export class SimVenue implements VenuePort {
     return this.o.catalogue.markets;
   }
 
+  market(conditionId: string): MarketInfo | undefined {
+    return this.marketsById.get(conditionId);
+  }
+
   marketStatus(conditionId: string): MarketStatus | undefined {
     const known = this.statuses.get(conditionId);
     if (known) return known;
@@ -516,7 +520,7 @@ export class SimVenue implements VenuePort {
 
   /** The outcome tokens of a listed market, in the market's order; undefined when not listed. */
   private conditionTokens(conditionId: string): string[] | undefined {
-    return this.o.catalogue.markets.find((m) => m.conditionId === conditionId)?.tokens.map((t) => t.tokenId);
+    return this.marketsById.get(conditionId)?.tokens.map((t) => t.tokenId);
   }
 
   // ---- internals --------------------------------------------------------------------------

@@ -213,9 +213,8 @@ export class WalletService {
       return { record: (await this.recordOf(opId))!, replayed: true };
     }
     const amount = type === 'REDEEM' ? null : str(checkTokenAmount('amount', body.amount!, USD_DP));
-    // hex is case-insensitive (the schema takes A-F, as cancel-all's filter does): the market's own spelling is kept
-    const wanted = body.condition_id.toLowerCase();
-    const market = this.venue.markets().find((m) => m.conditionId.toLowerCase() === wanted);
+    // hex is case-insensitive (the schema takes A-F, as cancel-all's filter does); the venue's ids are lower case
+    const market = this.venue.market(body.condition_id.toLowerCase());
     if (!market) throw errors.notFound(`no market ${body.condition_id} (see GET /v2/trade/markets)`);
     const input: WalletOpInput = { opId, userId, type, conditionId: market.conditionId, amount, createdAtMs: this.clock.now() };
     const record = await this.orders.exclusive(userId, async () => {
