@@ -348,10 +348,15 @@ function moneyViolations(
       if (c) conditions.add(c);
     }
     for (const c of conditions) {
-      const m = services.venue.markets().find((x) => x.conditionId === c);
+      const m = services.venue.market(c);
       if (!m) continue;
       const sets = setsOf.get(c) ?? d(0);
-      if (sets.lt(0)) out.push(`condition …${c.slice(-8)}: more merged than split (${sets})`);
+      // merging shares the maker sold (it mints them) is legitimate, so sets may go below 0; what
+      // cannot is merging more than was split plus minted: held + burned < 0 for some token
+      for (const tk of m.tokens) {
+        const splitAndMinted = sets.minus(makerShares.get(tk.tokenId) ?? d(0));
+        if (splitAndMinted.lt(0)) out.push(`condition …${c.slice(-8)}: more ${tk.outcome} merged than split and minted by the maker (${splitAndMinted})`);
+      }
       const existence = m.tokens.map((tk) => (totalShares.get(tk.tokenId) ?? d(0)).plus(burned.get(tk.tokenId) ?? d(0)).plus(makerShares.get(tk.tokenId) ?? d(0)));
       for (const [i, tk] of m.tokens.entries()) {
         if (!existence[i]!.eq(sets)) out.push(`condition …${c.slice(-8)}: ${existence[i]} ${tk.outcome} shares in existence (held + burned − minted by the maker), ${sets} sets split − merged`);
