@@ -312,7 +312,7 @@ export function createApp(services: Services): Express {
   // Per route, after authentication: an unauthenticated body is never read.
   const parseBody = [requireJson, express.json({ limit: services.config.bodyLimitBytes, strict: true, type: ['application/json', 'application/*+json'] })];
   // one admission limit for every mutating route (v1 and v2 alike)
-  const admit = admission({ concurrency: services.config.writeConcurrency, queueLength: services.config.writeQueueLength, queueWaitMs: services.config.writeQueueWaitMs });
+  const admit = admission({ concurrency: services.config.writeConcurrency, queueLength: services.config.writeQueueLength, queueWaitMs: services.config.writeQueueWaitMs, loopBudgetMs: services.config.loopBudgetMs });
   for (const route of ROUTES) {
     mount(app, route, route.path, services, parseBody, admit);
     if (route.v1) mount(app, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody, admit);

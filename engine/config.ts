@@ -53,6 +53,7 @@ export const SETTINGS = [
   { env: 'WRITE_CONCURRENCY', type: 'int', default: '64', min: 0, max: 100000, description: 'Mutating requests (POST, PATCH, DELETE) handled at once; more wait in a queue. 0 = no limit (and no queue).' },
   { env: 'WRITE_QUEUE_LENGTH', type: 'int', default: '512', min: 0, max: 1000000, description: 'Mutating requests that may wait for one of the WRITE_CONCURRENCY slots; beyond it 503 `overloaded` with Retry-After at once.' },
   { env: 'WRITE_QUEUE_WAIT_MS', type: 'int', default: '2000', min: 1, max: 600000, description: 'Longest a mutating request waits in that queue (ms); then 503 `overloaded` with Retry-After, nothing changed.' },
+  { env: 'LOOP_BUDGET_MS', type: 'int', default: '4', min: 0, max: 1000, description: 'Mutating-request work started per event-loop iteration (ms); once spent, further requests wait in the WRITE_QUEUE_LENGTH queue for a later iteration, so the loop comes back often to accept new connections (Node 20 accepts one per iteration). 0 = no budget.' },
 ] as const satisfies readonly SettingSpec[];
 
 type SettingName = (typeof SETTINGS)[number]['env'];
@@ -83,6 +84,8 @@ export interface Config {
   writeQueueLength: number;
   /** Longest wait for a slot, ms. */
   writeQueueWaitMs: number;
+  /** Mutating-request work started per event-loop iteration, ms (0: no budget); see api/admission.ts `LoopBudget`. */
+  loopBudgetMs: number;
   simReplay: boolean;
   simReplaySpeed: number;
   /** Whether the WebSocket capture's markets follow the capture (SIM_CAPTURE). */
@@ -186,6 +189,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     writeConcurrency: values.WRITE_CONCURRENCY as number,
     writeQueueLength: values.WRITE_QUEUE_LENGTH as number,
     writeQueueWaitMs: values.WRITE_QUEUE_WAIT_MS as number,
+    loopBudgetMs: values.LOOP_BUDGET_MS as number,
     simReplay: values.SIM_REPLAY === 'on',
     simReplaySpeed: values.SIM_REPLAY_SPEED as number,
     simCapture: values.SIM_CAPTURE === 'on',
