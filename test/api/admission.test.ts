@@ -81,3 +81,30 @@ describe('load shedding of mutating requests (issue 15, item 2), through real HT
     expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'after-2' } })).status).toBe(201);
   });
 });
+
+describe('per-iteration work budget (LOOP_BUDGET_MS) through real HTTP: shed requests changed nothing', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    // no concurrency limit: requests wait only for the 1 ms budget, in a queue of 2
+    svc = await startTestService({ env: { WRITE_CONCURRENCY: '0', WRITE_QUEUE_LENGTH: '2', WRITE_QUEUE_WAIT_MS: '2000', LOOP_BUDGET_MS: '1' } });
+  });
+  afterAll(async () => svc?.close());
+
+  it('a burst of provisioning requests: each answered 201, or 503 overloaded with Retry-After having created nothing', async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `burst-${i}`);
+    const answers = await Promise.all(ids.map((id) => svc.call('POST', '/v2/trade/users', { body: { partner_user_id: id } })));
+    for (const a of answers) {
+      expect([201, 503]).toContain(a.status);
+      if (a.status === 503) {
+        expect(a.body).toEqual({ error: 'overloaded', message: expect.stringMatching(/at capacity .*waiting.*nothing was changed/) });
+        expect(a.headers.get('retry-after')).toBe('1');
+      }
+    }
+    expect(answers.filter((a) => a.status === 201).length).toBeGreaterThan(0);
+    // provisioning again, one at a time: 200 for those created, 201 for those shed (nothing had been created)
+    for (const [i, id] of ids.entries()) {
+      const again = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: id } });
+      expect(again.status, id).toBe(answers[i]!.status === 201 ? 200 : 201);
+    }
+  });
+});
