@@ -14,13 +14,19 @@ import type { HandlerResult, RouteSpec } from './context.js';
 import { IdempotencyService } from '../engine/idempotency.js';
 import { dashboardRouter } from './dashboard.js';
 import { ApiError, errorHandler, notFoundHandler } from './errors.js';
+import { RouteDispatcher } from './dispatch.js';
+import { jsonBody } from './json-body.js';
 import { ROUTES, SIM_ROUTES } from './routes.js';
 import { validate, validateParams } from './validation.js';
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
 
+/** The dashboard's path prefix (api/dashboard.ts; its router matches it case-insensitively). */
+const DASHBOARD = '/dashboard';
+
 /** 415 for a body that is not JSON (an empty body passes: handlers then see `{}`). */
 const requireJson: RequestHandler = (req, _res, next) => {
+  if (req.headers['content-type'] === 'application/json') return next(); // the common case, without parsing the header
   const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
   if (BODY_METHODS.has(req.method) && hasBody && !req.is('application/json')) {
     throw new ApiError(415, 'unsupported_media_type', 'request bodies must be application/json');
@@ -62,7 +68,7 @@ type WithPrincipal = Request & { [PRINCIPAL]?: Principal | null };
  * the service is at capacity), before their body is read. Responses of authenticated routes
  * carry `Cache-Control: no-store`.
  */
-function mount(app: Express, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[], admit: RequestHandler): void {
+function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[], admit: RequestHandler): void {
   const mutating = route.method !== 'get';
   const authorize = async (req: WithPrincipal, res: Response, next: NextFunction) => {
     if (!route.scope) {
@@ -110,7 +116,10 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
     await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {}, ...(bodyJson !== undefined ? { bodyJson } : {}) });
     send(req, res, result, {}, bodyJson);
   };
-  app[route.method](path, authorize, ...(mutating ? [admit] : []), ...parseBody, run);
+  const chain: RequestHandler[] = [authorize as RequestHandler, ...(mutating ? [admit] : []), ...parseBody, run as RequestHandler];
+  dispatcher.add(route.method, path, chain);
+  // also on Express, for what the dispatcher leaves to it (OPTIONS, percent-escaped paths)
+  app[route.method](path, ...chain);
 }
 
 /** Query parameters whose values are never logged (a credential sent in the URL by mistake). */
@@ -307,18 +316,23 @@ export function createApp(services: Services): Express {
   app.set('trust proxy', false);
   app.use(requestLog(services.log));
   app.use(securityHeaders());
-  app.use(dashboardRouter()); // static page and assets: outside the API's rate limit
+  // static page and assets: outside the API's rate limit; only paths it can match enter its router
+  const dashboard = dashboardRouter();
+  app.use((req, res, next) => (req.path.length >= DASHBOARD.length && req.path.slice(0, DASHBOARD.length).toLowerCase() === DASHBOARD ? dashboard(req, res, next) : next()));
   if (services.config.rateLimitPerMin > 0) app.use(rateLimiter(services.config.rateLimitPerMin));
   // Per route, after authentication: an unauthenticated body is never read.
-  const parseBody = [requireJson, express.json({ limit: services.config.bodyLimitBytes, strict: true, type: ['application/json', 'application/*+json'] })];
+  const parseBody = [requireJson, jsonBody(services.config.bodyLimitBytes)];
   // one admission limit for every mutating route (v1 and v2 alike)
   const admit = admission({ concurrency: services.config.writeConcurrency, queueLength: services.config.writeQueueLength, queueWaitMs: services.config.writeQueueWaitMs });
+  // one dispatch finds the route (api/dispatch.ts); the same routes stay mounted on Express behind it
+  const dispatcher = new RouteDispatcher();
+  app.use(dispatcher.middleware());
   for (const route of ROUTES) {
-    mount(app, route, route.path, services, parseBody, admit);
-    if (route.v1) mount(app, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody, admit);
+    mount(app, dispatcher, route, route.path, services, parseBody, admit);
+    if (route.v1) mount(app, dispatcher, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody, admit);
   }
   // simulation controls (issue 16): only when enabled, else their paths are unknown (404)
-  if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, route, route.path, services, parseBody, admit);
+  if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, dispatcher, route, route.path, services, parseBody, admit);
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;
