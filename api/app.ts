@@ -14,7 +14,7 @@ import type { HandlerResult, RouteSpec } from './context.js';
 import { IdempotencyService } from '../engine/idempotency.js';
 import { dashboardRouter } from './dashboard.js';
 import { ApiError, errorHandler, notFoundHandler } from './errors.js';
-import { RouteDispatcher } from './dispatch.js';
+import { RouteDispatcher, sequence } from './dispatch.js';
 import { jsonBody } from './json-body.js';
 import { ROUTES, SIM_ROUTES } from './routes.js';
 import { validate, validateParams } from './validation.js';
@@ -314,19 +314,28 @@ export function createApp(services: Services): Express {
   app.set('case sensitive routing', true); // paths match exactly: /V2/trade/... is a 404
   app.disable('x-powered-by');
   app.set('trust proxy', false);
-  app.use(requestLog(services.log));
-  app.use(securityHeaders());
   // static page and assets: outside the API's rate limit; only paths it can match enter its router
   const dashboard = dashboardRouter();
-  app.use((req, res, next) => (req.path.length >= DASHBOARD.length && req.path.slice(0, DASHBOARD.length).toLowerCase() === DASHBOARD ? dashboard(req, res, next) : next()));
-  if (services.config.rateLimitPerMin > 0) app.use(rateLimiter(services.config.rateLimitPerMin));
+  const dashboardOnly: RequestHandler = (req, res, next) => {
+    const path = req.path;
+    return path.length >= DASHBOARD.length && path.slice(0, DASHBOARD.length).toLowerCase() === DASHBOARD ? dashboard(req, res, next) : next();
+  };
+  // one dispatch finds the route (api/dispatch.ts); the same routes stay mounted on Express behind it
+  const dispatcher = new RouteDispatcher();
+  // the steps every request takes, as one middleware (one router layer: issue 15)
+  app.use(
+    sequence([
+      requestLog(services.log),
+      securityHeaders(),
+      dashboardOnly,
+      ...(services.config.rateLimitPerMin > 0 ? [rateLimiter(services.config.rateLimitPerMin)] : []),
+      dispatcher.middleware(),
+    ]),
+  );
   // Per route, after authentication: an unauthenticated body is never read.
   const parseBody = [requireJson, jsonBody(services.config.bodyLimitBytes)];
   // one admission limit for every mutating route (v1 and v2 alike)
   const admit = admission({ concurrency: services.config.writeConcurrency, queueLength: services.config.writeQueueLength, queueWaitMs: services.config.writeQueueWaitMs });
-  // one dispatch finds the route (api/dispatch.ts); the same routes stay mounted on Express behind it
-  const dispatcher = new RouteDispatcher();
-  app.use(dispatcher.middleware());
   for (const route of ROUTES) {
     mount(app, dispatcher, route, route.path, services, parseBody, admit);
     if (route.v1) mount(app, dispatcher, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody, admit);
