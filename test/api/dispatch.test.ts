@@ -158,7 +158,7 @@ describe('jsonBody (api/json-body.ts): the fast path reads what express.json rea
     const types = ['application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'application/merge-patch+json', 'text/plain', 'APPLICATION/JSON', undefined];
     for (const body of bodies) {
       for (const type of types) {
-        const init = { method: 'POST', body, headers: type ? { 'content-type': type } : {} };
+        const init: RequestInit = { method: 'POST', body, headers: type ? { 'content-type': type } : {} };
         const [a, b] = await Promise.all([fetch(`${general.url}/p`, init), fetch(`${fast.url}/p`, init)]);
         const what = `${type} ${JSON.stringify(body.toString().slice(0, 30))}`;
         expect(b.status, what).toBe(a.status);
