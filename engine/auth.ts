@@ -152,9 +152,8 @@ export class ApiKeyService {
    * @throws {DomainError} `UNAUTHORIZED` for a malformed, unknown, expired or revoked token.
    */
   async authenticate(token: string): Promise<Principal> {
-    const now = this.clock.now();
-    const known = this.byToken.get(token);
-    if (known && known.live && now - known.readAtMs < KEY_CACHE_MS && known.readAtMs <= now) return this.principalOf(known, now);
+    const known = this.cached(token);
+    if (known) return known;
     if (!TOKEN_SHAPE.test(token)) throw errors.unauthorized('malformed API key');
     const hash = sha256(token);
     const entry = await this.lookup(hash);
@@ -167,6 +166,18 @@ export class ApiKeyService {
       this.byToken.set(token, entry);
     }
     return this.principalOf(entry, this.clock.now());
+  }
+
+  /**
+   * {@link authenticate} without waiting, for a token seen within {@link KEY_CACHE_MS} (and not
+   * changed since): its principal, or null when the store must be read (then call `authenticate`).
+   * @throws {DomainError} `UNAUTHORIZED` for a cached key that is now expired.
+   */
+  cached(token: string): Principal | null {
+    const now = this.clock.now();
+    const known = this.byToken.get(token);
+    if (known && known.live && now - known.readAtMs < KEY_CACHE_MS && known.readAtMs <= now) return this.principalOf(known, now);
+    return null;
   }
 
   /**
