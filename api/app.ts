@@ -42,7 +42,7 @@ const requireJson: RequestHandler = (req, _res, next) => {
 function send(req: Request, res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}, bodyJson?: string): void {
   if (result.headers) for (const k in result.headers) res.setHeader(k, result.headers[k]!);
   for (const k in extraHeaders) res.setHeader(k, extraHeaders[k]!);
-  res.status(result.status);
+  res.statusCode = result.status; // a handler's own constant (Express's `status` would only check it again)
   if (result.body === undefined) res.end();
   else if (req.method === 'GET' || req.method === 'HEAD') res.json(result.body);
   else {
@@ -196,7 +196,7 @@ export function securityHeaders(): RequestHandler {
   if (!ran) return h; // helmet changed its ways: let it run per request
   return (_req, res, next) => {
     for (const [k, v] of set) res.setHeader(k, v);
-    for (const k of removed) res.removeHeader(k);
+    for (const k of removed) if (res.hasHeader(k)) res.removeHeader(k);
     next();
   };
 }
@@ -235,6 +235,8 @@ interface RequestLogState {
 }
 
 const REQUEST_LOG = Symbol('requestLog');
+/** A client's `X-Request-Id` that is echoed (anything else gets a fresh UUID). */
+const REQUEST_ID = /^[\w.-]{1,128}$/;
 type WithRequestLog = { [REQUEST_LOG]?: RequestLogState };
 
 const reqFieldOf = (st: RequestLogState) => ({ id: st.id, method: st.method, url: loggableUrl(st.url) });
@@ -291,7 +293,7 @@ function requestLog(log: Logger): RequestHandler {
   let installedOn: object | null = null;
   return (req, res, next) => {
     const given = req.headers['x-request-id'];
-    const id = typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
+    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader('X-Request-Id', id);
     (req as { id?: unknown }).id = id;
     const proto = Object.getPrototypeOf(req) as object;
@@ -332,8 +334,9 @@ function frontLayer(app: Express, front: RequestHandler): RequestHandler {
     if (app.enabled('x-powered-by')) return expressHandle(req, res, callback);
     req.res = res;
     res.req = req;
-    Object.setPrototypeOf(req, requestProto);
-    Object.setPrototypeOf(res, responseProto);
+    // already in the chain when the server was made for it (api/server.ts): nothing to change
+    if (!Object.prototype.isPrototypeOf.call(requestProto, req)) Object.setPrototypeOf(req, requestProto);
+    if (!Object.prototype.isPrototypeOf.call(responseProto, res)) Object.setPrototypeOf(res, responseProto);
     if (!res.locals) res.locals = Object.create(null) as Record<string, unknown>;
     req.originalUrl = req.originalUrl || req.url;
     req.baseUrl = '';
