@@ -88,7 +88,9 @@ interface CachedKey {
  * API keys of spec part 5: issuing, verifying and revoking. Tokens are random (256 bits), stored
  * only as SHA-256 hashes, compared in constant time and never logged. Keys read for
  * authentication are cached by hash for {@link KEY_CACHE_MS}: every request authenticates, and
- * the store read was a fifth of a cheap request's cost.
+ * the store read was a fifth of a cheap request's cost; a known token is also kept (in memory
+ * only, never logged or stored) so that its next requests skip the hash too ({@link cached}).
+ * A revocation or a mint made here ends the cached entries at once, including a read under way.
  */
 export class ApiKeyService {
   /** hash → key document and the epoch ms it was read. */
