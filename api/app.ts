@@ -14,13 +14,19 @@ import type { HandlerResult, RouteSpec } from './context.js';
 import { IdempotencyService } from '../engine/idempotency.js';
 import { dashboardRouter } from './dashboard.js';
 import { ApiError, errorHandler, notFoundHandler } from './errors.js';
+import { RouteDispatcher, sequence } from './dispatch.js';
+import { jsonBody } from './json-body.js';
 import { ROUTES, SIM_ROUTES } from './routes.js';
 import { validate, validateParams } from './validation.js';
 
 const BODY_METHODS = new Set(['POST', 'PATCH', 'PUT']);
 
+/** The dashboard's path prefix (api/dashboard.ts; its router matches it case-insensitively). */
+const DASHBOARD = '/dashboard';
+
 /** 415 for a body that is not JSON (an empty body passes: handlers then see `{}`). */
 const requireJson: RequestHandler = (req, _res, next) => {
+  if (req.headers['content-type'] === 'application/json') return next(); // the common case, without parsing the header
   const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
   if (BODY_METHODS.has(req.method) && hasBody && !req.is('application/json')) {
     throw new ApiError(415, 'unsupported_media_type', 'request bodies must be application/json');
@@ -36,7 +42,7 @@ const requireJson: RequestHandler = (req, _res, next) => {
 function send(req: Request, res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}, bodyJson?: string): void {
   if (result.headers) for (const k in result.headers) res.setHeader(k, result.headers[k]!);
   for (const k in extraHeaders) res.setHeader(k, extraHeaders[k]!);
-  res.status(result.status);
+  res.statusCode = result.status; // a handler's own constant (Express's `status` would only check it again)
   if (result.body === undefined) res.end();
   else if (req.method === 'GET' || req.method === 'HEAD') res.json(result.body);
   else {
@@ -62,23 +68,30 @@ type WithPrincipal = Request & { [PRINCIPAL]?: Principal | null };
  * the service is at capacity), before their body is read. Responses of authenticated routes
  * carry `Cache-Control: no-store`.
  */
-function mount(app: Express, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[], admit: RequestHandler): void {
+function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[], admit: RequestHandler): void {
   const mutating = route.method !== 'get';
-  const authorize = async (req: WithPrincipal, res: Response, next: NextFunction) => {
-    if (!route.scope) {
-      req[PRINCIPAL] = null;
-      return next();
-    }
-    res.setHeader('Cache-Control', 'no-store');
-    const principal = await authenticate(req, services.keys);
-    requireScope(principal, route.scope);
+  const scope = route.scope;
+  const admitted = (req: WithPrincipal, principal: Principal, next: NextFunction) => {
+    requireScope(principal, scope!);
     if (route.masterOnly && principal.kind !== 'master') throw errors.forbidden('this endpoint needs a partner master key');
     req[PRINCIPAL] = principal;
     next();
   };
+  // synchronous when the token was seen recently (no promise per request: issue 15)
+  const authorize = (req: WithPrincipal, res: Response, next: NextFunction): void | Promise<void> => {
+    if (!scope) {
+      req[PRINCIPAL] = null;
+      return next();
+    }
+    res.setHeader('Cache-Control', 'no-store');
+    const principal = authenticate(req, services.keys);
+    if (principal instanceof Promise) return principal.then((p) => admitted(req, p, next));
+    admitted(req, principal, next);
+  };
   const run = async (req: WithPrincipal, res: Response) => {
     const principal = req[PRINCIPAL] ?? null;
-    const user = principal && route.user !== 'none' ? await resolveUser(req, principal, services.users, route.user === 'required') : null;
+    const found = principal && route.user !== 'none' ? resolveUser(req, principal, services.users, route.user === 'required') : null;
+    const user = found instanceof Promise ? await found : found;
     const idempotencyKey = mutating ? IdempotencyService.keyOf(req.headers['idempotency-key']) : null;
     if (route.params) validateParams({ properties: route.params }, req.params, 'path parameter');
     if (route.query) Object.defineProperty(req, 'query', { value: validateParams(route.query, req.query as Record<string, unknown>, 'query parameter'), writable: true });
@@ -110,7 +123,10 @@ function mount(app: Express, route: RouteSpec, path: string, services: Services,
     await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {}, ...(bodyJson !== undefined ? { bodyJson } : {}) });
     send(req, res, result, {}, bodyJson);
   };
-  app[route.method](path, authorize, ...(mutating ? [admit] : []), ...parseBody, run);
+  const chain: RequestHandler[] = [authorize as RequestHandler, ...(mutating ? [admit] : []), ...parseBody, run as RequestHandler];
+  dispatcher.add(route.method, path, chain);
+  // also on Express, for what the dispatcher leaves to it (OPTIONS, percent-escaped paths)
+  app[route.method](path, ...chain);
 }
 
 /** Query parameters whose values are never logged (a credential sent in the URL by mistake). */
@@ -180,7 +196,7 @@ export function securityHeaders(): RequestHandler {
   if (!ran) return h; // helmet changed its ways: let it run per request
   return (_req, res, next) => {
     for (const [k, v] of set) res.setHeader(k, v);
-    for (const k of removed) res.removeHeader(k);
+    for (const k of removed) if (res.hasHeader(k)) res.removeHeader(k);
     next();
   };
 }
@@ -219,6 +235,8 @@ interface RequestLogState {
 }
 
 const REQUEST_LOG = Symbol('requestLog');
+/** A client's `X-Request-Id` that is echoed (anything else gets a fresh UUID). */
+const REQUEST_ID = /^[\w.-]{1,128}$/;
 type WithRequestLog = { [REQUEST_LOG]?: RequestLogState };
 
 const reqFieldOf = (st: RequestLogState) => ({ id: st.id, method: st.method, url: loggableUrl(st.url) });
@@ -275,7 +293,7 @@ function requestLog(log: Logger): RequestHandler {
   let installedOn: object | null = null;
   return (req, res, next) => {
     const given = req.headers['x-request-id'];
-    const id = typeof given === 'string' && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
+    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader('X-Request-Id', id);
     (req as { id?: unknown }).id = id;
     const proto = Object.getPrototypeOf(req) as object;
@@ -292,6 +310,51 @@ function requestLog(log: Logger): RequestHandler {
   };
 }
 
+/** Set on a request whose front steps already ran in {@link frontLayer}'s fast start; `err` what they passed on. */
+const FRONT_RAN = Symbol('frontRan');
+type WithFront = { [FRONT_RAN]?: { err: unknown } };
+
+/**
+ * The application's first layer, `front` (request log, security headers, dashboard, rate limit,
+ * route dispatch), and a faster start for every request (issue 15): `app.handle` is replaced by
+ * one doing what Express's does (circular `req.res`/`res.req`, Express's request and response
+ * prototypes, `res.locals`, `req.originalUrl`, `req.baseUrl`), then running `front` directly,
+ * without Express's router, whose per-request set-up cost more than the route lookup itself. What
+ * `front` passes on (no route matched, an OPTIONS request, or an error) goes to Express's own
+ * `handle`, whose first layer (this one) then passes it on in turn: the routes mounted on
+ * Express, the 404 and the error middleware see it exactly as before.
+ */
+function frontLayer(app: Express, front: RequestHandler): RequestHandler {
+  type Handle = (req: Request, res: Response, callback?: NextFunction) => void;
+  const withHandle = app as unknown as { handle: Handle };
+  const expressHandle = withHandle.handle.bind(app);
+  const requestProto = app.request;
+  const responseProto = app.response;
+  const fastHandle = (req: Request & WithFront, res: Response, callback?: NextFunction): void => {
+    if (app.enabled('x-powered-by')) return expressHandle(req, res, callback);
+    req.res = res;
+    res.req = req;
+    // already in the chain when the server was made for it (api/server.ts): nothing to change
+    if (!Object.prototype.isPrototypeOf.call(requestProto, req)) Object.setPrototypeOf(req, requestProto);
+    if (!Object.prototype.isPrototypeOf.call(responseProto, res)) Object.setPrototypeOf(res, responseProto);
+    if (!res.locals) res.locals = Object.create(null) as Record<string, unknown>;
+    req.originalUrl = req.originalUrl || req.url;
+    req.baseUrl = '';
+    const ran = { err: undefined as unknown };
+    req[FRONT_RAN] = ran;
+    front(req, res, (err?: unknown) => {
+      ran.err = err;
+      expressHandle(req, res, callback);
+    });
+  };
+  withHandle.handle = fastHandle;
+  return (req: Request & WithFront, res, next) => {
+    const ran = req[FRONT_RAN];
+    if (!ran) return front(req, res, next);
+    return ran.err ? next(ran.err) : next();
+  };
+}
+
 /**
  * Builds the Express 5 application over running services (usable in-process by tests on port 0).
  * Order: request id + log line ({@link requestLog}), security headers, the dashboard, the rate limit, the
@@ -305,20 +368,33 @@ export function createApp(services: Services): Express {
   app.set('case sensitive routing', true); // paths match exactly: /V2/trade/... is a 404
   app.disable('x-powered-by');
   app.set('trust proxy', false);
-  app.use(requestLog(services.log));
-  app.use(securityHeaders());
-  app.use(dashboardRouter()); // static page and assets: outside the API's rate limit
-  if (services.config.rateLimitPerMin > 0) app.use(rateLimiter(services.config.rateLimitPerMin));
+  // static page and assets: outside the API's rate limit; only paths it can match enter its router
+  const dashboard = dashboardRouter();
+  const dashboardOnly: RequestHandler = (req, res, next) => {
+    const path = req.path;
+    return path.length >= DASHBOARD.length && path.slice(0, DASHBOARD.length).toLowerCase() === DASHBOARD ? dashboard(req, res, next) : next();
+  };
+  // one dispatch finds the route (api/dispatch.ts); the same routes stay mounted on Express behind it
+  const dispatcher = new RouteDispatcher();
+  // the steps every request takes, as one middleware (one router layer: issue 15)
+  const front = sequence([
+    requestLog(services.log),
+    securityHeaders(),
+    dashboardOnly,
+    ...(services.config.rateLimitPerMin > 0 ? [rateLimiter(services.config.rateLimitPerMin)] : []),
+    dispatcher.middleware(),
+  ]);
+  app.use(frontLayer(app, front));
   // Per route, after authentication: an unauthenticated body is never read.
-  const parseBody = [requireJson, express.json({ limit: services.config.bodyLimitBytes, strict: true, type: ['application/json', 'application/*+json'] })];
+  const parseBody = [requireJson, jsonBody(services.config.bodyLimitBytes)];
   // one admission limit for every mutating route (v1 and v2 alike)
   const admit = admission({ concurrency: services.config.writeConcurrency, queueLength: services.config.writeQueueLength, queueWaitMs: services.config.writeQueueWaitMs, loopBudgetMs: services.config.loopBudgetMs });
   for (const route of ROUTES) {
-    mount(app, route, route.path, services, parseBody, admit);
-    if (route.v1) mount(app, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody, admit);
+    mount(app, dispatcher, route, route.path, services, parseBody, admit);
+    if (route.v1) mount(app, dispatcher, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody, admit);
   }
   // simulation controls (issue 16): only when enabled, else their paths are unknown (404)
-  if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, route, route.path, services, parseBody, admit);
+  if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, dispatcher, route, route.path, services, parseBody, admit);
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;

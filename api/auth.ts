@@ -6,16 +6,21 @@ import type { UserDoc, UserService } from '../engine/users.js';
 /** Header through which a master key acts for one of its partner's users. */
 export const USER_HEADER = 'x-partner-user-id';
 
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
 /**
- * Authenticates the request's `Authorization: Bearer <API_KEY>` (spec part 5).
- * @throws {DomainError} `UNAUTHORIZED` (401) when missing, malformed, unknown, expired or revoked.
+ * Authenticates the request's `Authorization: Bearer <API_KEY>` (spec part 5): at once for a token
+ * seen recently ({@link ApiKeyService.cached}), else after reading the key.
+ * @returns the principal, or a promise of it when the key must be read.
+ * @throws {DomainError} `UNAUTHORIZED` (401) when missing, malformed, unknown, expired or revoked
+ *   (thrown, or the promise rejected).
  */
-export async function authenticate(req: Request, keys: ApiKeyService): Promise<Principal> {
+export function authenticate(req: Request, keys: ApiKeyService): Principal | Promise<Principal> {
   const header = req.headers.authorization;
   if (!header) throw errors.unauthorized('missing Authorization: Bearer <API_KEY> header');
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  const m = BEARER.exec(header);
   if (!m) throw errors.unauthorized('Authorization header must be Bearer <API_KEY>');
-  return keys.authenticate(m[1]!);
+  return keys.cached(m[1]!) ?? keys.authenticate(m[1]!);
 }
 
 /** @throws {DomainError} `FORBIDDEN` (403) when `principal` lacks `scope`. */
@@ -25,25 +30,29 @@ export function requireScope(principal: Principal, scope: Scope): void {
 
 /**
  * The user a request acts for: a per-user key's bound user, or for a master key the user named
- * by `X-Partner-User-Id`.
+ * by `X-Partner-User-Id`; at once when the user was read before, else a promise of it.
  * @param required - true for user-bound endpoints.
  * @throws {DomainError} `INVALID_REQUEST` (400) when a master key omits the header on a user-bound endpoint; 404 for a
  *   user not of this partner; 403 when a per-user key names another user in the header.
  */
-export async function resolveUser(req: Request, principal: Principal, users: UserService, required: boolean): Promise<UserDoc | null> {
+export function resolveUser(req: Request, principal: Principal, users: UserService, required: boolean): UserDoc | null | Promise<UserDoc | null> {
   const named = req.headers[USER_HEADER];
   const partnerUserId = Array.isArray(named) ? named[0] : named;
   if (principal.kind === 'user') {
-    const user = principal.userId ? await users.byId(principal.userId) : null;
-    if (!user) throw errors.unauthorized('the user this API key is bound to no longer exists');
-    if (partnerUserId !== undefined && partnerUserId !== user.partnerUserId) {
-      throw errors.forbidden('this API key is bound to another user; omit X-Partner-User-Id or name the bound user');
-    }
-    return user;
+    const bound = (user: UserDoc | null): UserDoc => {
+      if (!user) throw errors.unauthorized('the user this API key is bound to no longer exists');
+      if (partnerUserId !== undefined && partnerUserId !== user.partnerUserId) {
+        throw errors.forbidden('this API key is bound to another user; omit X-Partner-User-Id or name the bound user');
+      }
+      return user;
+    };
+    if (!principal.userId) return bound(null);
+    const known = users.cached(principal.userId);
+    return known ? bound(known) : users.byId(principal.userId).then(bound);
   }
   if (partnerUserId === undefined || partnerUserId === '') {
     if (required) throw errors.badRequest('a master key must name the user with the X-Partner-User-Id header on this endpoint');
     return null;
   }
-  return users.byPartnerUserId(principal.partnerId, partnerUserId);
+  return users.cached(principal.partnerId, partnerUserId) ?? users.byPartnerUserId(principal.partnerId, partnerUserId);
 }

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, IncomingMessage, type Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import helmet from 'helmet';
 import { closeServer, type Services } from '../engine/service.js';
@@ -48,13 +48,28 @@ function starting(req: IncomingMessage, res: ServerResponse): void {
 }
 
 /**
+ * The request and response classes of one server: plain Node ones until {@link startHttp} puts the
+ * application's Express request and response prototypes (`app.request`, `app.response`) in their
+ * chain, so that Express finds its methods already there instead of changing the prototype of
+ * every request and response (issue 15; api/app.ts `frontLayer`).
+ */
+function expressReadyClasses(): { Request: typeof IncomingMessage; Response: typeof ServerResponse } {
+  class Request extends IncomingMessage {}
+  class Response extends ServerResponse {}
+  return { Request, Response: Response as unknown as typeof ServerResponse };
+}
+const serverClasses = new WeakMap<Server, ReturnType<typeof expressReadyClasses>>();
+
+/**
  * Binds the HTTP port before anything else starts (so a taken port fails before a master key is
  * minted); until {@link startHttp} attaches the API, every request answers 503 `unavailable`.
  * @param port - TCP port; 0 picks a free one.
  * @throws {PortInUseError} when the address cannot be bound (`EADDRINUSE`, `EACCES`, …).
  */
 export async function bindHttp(port: number, host: string): Promise<Server> {
-  const server = createServer(starting);
+  const classes = expressReadyClasses();
+  const server = createServer({ IncomingMessage: classes.Request, ServerResponse: classes.Response }, starting);
+  serverClasses.set(server, classes);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', (err: NodeJS.ErrnoException) => reject(err.code ? new PortInUseError(host, port, err.code) : err));
@@ -72,6 +87,11 @@ export async function bindHttp(port: number, host: string): Promise<Server> {
 export async function startHttp(services: Services, port: number, host: string, bound?: Server): Promise<HttpService> {
   const app = createApp(services);
   const server = bound ?? (await bindHttp(port, host));
+  const classes = serverClasses.get(server);
+  if (classes) {
+    Object.setPrototypeOf(classes.Request.prototype, app.request);
+    Object.setPrototypeOf(classes.Response.prototype, app.response);
+  }
   server.removeListener('request', starting);
   server.on('request', app);
   const push = attachPush(server, services);

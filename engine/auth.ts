@@ -55,6 +55,15 @@ function newKeyId(): string {
   return `key_${randomBytes(12).toString('hex')}`;
 }
 
+/** The principal of a stored key (frozen: shared by every request the key authenticates). */
+function principalOf(doc: ApiKeyDoc | null): Readonly<Principal> | null {
+  if (!doc) return null;
+  return Object.freeze({
+    keyId: doc._id, partnerId: doc.partnerId, kind: doc.kind, userId: doc.userId, scopes: Object.freeze([...doc.scopes]) as Scope[],
+    expiresAtMs: doc.expiresAtMs, createdAtMs: doc.createdAtMs,
+  });
+}
+
 /**
  * How long a key read from the store is trusted without reading it again (ms). A revocation made
  * by this process applies at once; one made by another process sharing a MongoDB store applies
@@ -63,15 +72,37 @@ function newKeyId(): string {
 export const KEY_CACHE_MS = 5_000;
 const KEY_CACHE_SIZE = 10_000;
 
+/** A key read from the store (or its absence), as cached by hash and, when known, by token. */
+interface CachedKey {
+  hash: string;
+  doc: ApiKeyDoc | null;
+  /** Epoch ms the document was read. */
+  readAtMs: number;
+  /** The key's principal (shared by the requests it authenticates; frozen); null for an unknown hash. */
+  principal: Readonly<Principal> | null;
+  /** False once revoked, replaced or evicted: an entry reached by token is then not trusted. */
+  live: boolean;
+}
+
 /**
  * API keys of spec part 5: issuing, verifying and revoking. Tokens are random (256 bits), stored
  * only as SHA-256 hashes, compared in constant time and never logged. Keys read for
  * authentication are cached by hash for {@link KEY_CACHE_MS}: every request authenticates, and
- * the store read was a fifth of a cheap request's cost.
+ * the store read was a fifth of a cheap request's cost; a known token is also kept (in memory
+ * only, never logged or stored) so that its next requests skip the hash too ({@link cached}).
+ * A revocation or a mint made here ends the cached entries at once, including a read under way.
  */
 export class ApiKeyService {
   /** hash → key document and the epoch ms it was read. */
-  private readonly cache = new Map<string, { doc: ApiKeyDoc | null; readAtMs: number }>();
+  private readonly cache = new Map<string, CachedKey>();
+  /**
+   * token → the same entry, for known keys only (an unknown token is never kept): a repeated
+   * token skips the SHA-256 and the comparison. An entry is trusted while live and younger than
+   * {@link KEY_CACHE_MS}; revocation, minting and start-up replacement end it at once.
+   */
+  private readonly byToken = new Map<string, CachedKey>();
+  /** Bumped by every {@link forget}: a store read that spans it is not cached (it may predate a revocation). */
+  private generation = 0;
 
   private constructor(
     private readonly keys: Collection<ApiKeyDoc>,
@@ -96,6 +127,10 @@ export class ApiKeyService {
    */
   async ensureMasterKey(partnerId: string, configured: string | undefined): Promise<string | null> {
     const now = this.clock.now();
+    // the env key may change its token: nothing cached survives a replacement
+    for (const hash of [...this.cache.keys()]) this.forget(hash);
+    this.generation++;
+    this.byToken.clear();
     if (configured) {
       const id = `key_env_${partnerId}`;
       await this.keys.replaceOne({
@@ -119,29 +154,72 @@ export class ApiKeyService {
    * @throws {DomainError} `UNAUTHORIZED` for a malformed, unknown, expired or revoked token.
    */
   async authenticate(token: string): Promise<Principal> {
+    const known = this.cached(token);
+    if (known) return known;
     if (!TOKEN_SHAPE.test(token)) throw errors.unauthorized('malformed API key');
     const hash = sha256(token);
-    const doc = await this.lookup(hash);
+    const entry = await this.lookup(hash);
+    const doc = entry.doc;
     if (!doc || !timingSafeEqual(Buffer.from(doc.hash, 'hex'), Buffer.from(hash, 'hex'))) {
       throw errors.unauthorized('unknown API key');
     }
+    if (entry.live) {
+      if (this.byToken.size >= KEY_CACHE_SIZE && !this.byToken.has(token)) this.byToken.delete(this.byToken.keys().next().value!);
+      this.byToken.set(token, entry);
+    }
+    return this.principalOf(entry, this.clock.now());
+  }
+
+  /**
+   * {@link authenticate} without waiting, for a token seen within {@link KEY_CACHE_MS} (and not
+   * changed since): its principal, or null when the store must be read (then call `authenticate`).
+   * @throws {DomainError} `UNAUTHORIZED` for a cached key that is now expired.
+   */
+  cached(token: string): Principal | null {
+    const now = this.clock.now();
+    const known = this.byToken.get(token);
+    if (known && known.live && now - known.readAtMs < KEY_CACHE_MS && known.readAtMs <= now) return this.principalOf(known, now);
+    return null;
+  }
+
+  /**
+   * The principal of a known key, checked now: revoked and expired keys are refused.
+   * @throws {DomainError} `UNAUTHORIZED` for an unknown, revoked or expired key.
+   */
+  private principalOf(entry: CachedKey, now: number): Principal {
+    const doc = entry.doc;
+    if (!doc || !entry.principal) throw errors.unauthorized('unknown API key');
     if (doc.revokedAtMs !== null) throw errors.unauthorized('API key has been revoked');
-    if (doc.expiresAtMs !== null && doc.expiresAtMs <= this.clock.now()) throw errors.unauthorized('API key has expired');
-    return {
-      keyId: doc._id, partnerId: doc.partnerId, kind: doc.kind, userId: doc.userId, scopes: doc.scopes,
-      expiresAtMs: doc.expiresAtMs, createdAtMs: doc.createdAtMs,
-    };
+    if (doc.expiresAtMs !== null && doc.expiresAtMs <= now) throw errors.unauthorized('API key has expired');
+    return entry.principal;
   }
 
   /** The key with this hash, from the cache when read recently (unknown hashes are cached too). */
-  private async lookup(hash: string): Promise<ApiKeyDoc | null> {
+  private async lookup(hash: string): Promise<CachedKey> {
     const now = this.clock.now();
     const hit = this.cache.get(hash);
-    if (hit && now - hit.readAtMs < KEY_CACHE_MS && hit.readAtMs <= now) return hit.doc;
+    if (hit && now - hit.readAtMs < KEY_CACHE_MS && hit.readAtMs <= now) return hit;
+    const generation = this.generation;
     const doc = await this.keys.findOne({ hash });
-    if (this.cache.size >= KEY_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(hash, { doc, readAtMs: now });
-    return doc;
+    if (generation !== this.generation) return { hash, doc, readAtMs: now, principal: principalOf(doc), live: false }; // a key changed meanwhile: used once, not kept
+    if (this.cache.size >= KEY_CACHE_SIZE && !this.cache.has(hash)) this.forget(this.cache.keys().next().value!, false);
+    this.forget(hash, false);
+    const entry: CachedKey = { hash, doc, readAtMs: now, principal: principalOf(doc), live: true };
+    this.cache.set(hash, entry);
+    return entry;
+  }
+
+  /**
+   * Drops the cached key of `hash`: a request holding its token reads the store again.
+   * @param changed - the key changed (revoked, minted, replaced): a read under way is not cached
+   *   ({@link generation}); false for an eviction or a refresh.
+   */
+  private forget(hash: string, changed = true): void {
+    if (changed) this.generation++;
+    const entry = this.cache.get(hash);
+    if (!entry) return;
+    entry.live = false;
+    this.cache.delete(hash);
   }
 
   /**
@@ -163,7 +241,7 @@ export class ApiKeyService {
       };
       try {
         await this.keys.insertOne(doc);
-        this.cache.delete(doc.hash);
+        this.forget(doc.hash);
         return { doc, token };
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err; // astronomically unlikely: draw again
@@ -185,7 +263,7 @@ export class ApiKeyService {
     if (doc.revokedAtMs !== null) return doc;
     const revokedAtMs = this.clock.now();
     await this.keys.updateOne({ _id: keyId }, { revokedAtMs });
-    this.cache.delete(doc.hash);
+    this.forget(doc.hash);
     for (const l of this.revokedListeners) l(keyId);
     return { ...doc, revokedAtMs };
   }

@@ -134,6 +134,15 @@ export class UserService {
     return u;
   }
 
+  /**
+   * {@link byId} / {@link byPartnerUserId} without waiting, for a user read before (users never
+   * change once provisioned): the user, or undefined when the store must be read.
+   * @param partnerUserId - with `partnerId`: look up by the partner's id; without: `idOrPartner` is the `platform_user_id`.
+   */
+  cached(idOrPartner: string, partnerUserId?: string): UserDoc | undefined {
+    return this.cache.get(partnerUserId === undefined ? idOrPartner : `${idOrPartner}\u0000${partnerUserId}`);
+  }
+
   /** Users never change once provisioned: a bounded cache spares the store a read per request. */
   private remember(u: UserDoc): void {
     if (this.cache.size >= USER_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);

@@ -33,4 +33,56 @@ describe('ApiKeyService: cached authentication (spec part 5)', () => {
     expect((await keys.authenticate(later.token)).keyId).toBe(later.doc._id);
     await store.close();
   });
+  it('a token seen before is answered from its cache entry, and still refused on the very next call once revoked or expired', async () => {
+    const clock = new ManualClock(1_800_000_000_000);
+    const store = await EmbeddedStore.open(null);
+    const keys = await ApiKeyService.open(store, clock);
+    const k = await keys.mintUserKey('p', 'u1', ['trade.read', 'trade.execute'], clock.now() + 2_000);
+    const first = await keys.authenticate(k.token);
+    const again = await keys.authenticate(k.token);
+    expect(again).toBe(first); // the cached principal, without hashing the token again
+    expect(Object.isFrozen(again) && Object.isFrozen(again.scopes)).toBe(true);
+    expect(again).toMatchObject({ keyId: k.doc._id, partnerId: 'p', kind: 'user', userId: 'u1', scopes: ['trade.read', 'trade.execute'], expiresAtMs: clock.now() + 2_000 });
+
+    // expiry is checked on every call, cached or not
+    clock.advance(1_999);
+    expect((await keys.authenticate(k.token)).keyId).toBe(k.doc._id);
+    clock.advance(1);
+    await expect(keys.authenticate(k.token).catch(toApiError)).resolves.toMatchObject({ status: 401, message: 'API key has expired' });
+
+    // revocation: refused on the very next call although the token was cached a moment ago
+    const live = await keys.mintUserKey('p', 'u1', ['trade.read'], null);
+    expect((await keys.authenticate(live.token)).keyId).toBe(live.doc._id);
+    expect((await keys.authenticate(live.token)).keyId).toBe(live.doc._id);
+    await keys.revoke('p', live.doc._id);
+    await expect(keys.authenticate(live.token).catch(toApiError)).resolves.toMatchObject({ status: 401, message: 'API key has been revoked' });
+
+    // a read racing a revocation is not kept: the next call reads the store again
+    const racing = await keys.mintUserKey('p', 'u1', ['trade.read'], null);
+    // hold the authentication's store read until the revocation is done
+    const collection = (keys as unknown as { keys: { findOne: (q: object) => Promise<unknown> } }).keys;
+    const findOne = collection.findOne.bind(collection);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    collection.findOne = async (q: object) => {
+      const doc = await findOne(q);
+      if ('hash' in q) await held;
+      return doc;
+    };
+    const during = keys.authenticate(racing.token).catch(toApiError);
+    await keys.revoke('p', racing.doc._id);
+    release();
+    expect(await during).toMatchObject({ keyId: racing.doc._id }); // it read the key before the revocation
+    collection.findOne = findOne;
+    await expect(keys.authenticate(racing.token).catch(toApiError)).resolves.toMatchObject({ status: 401, message: 'API key has been revoked' });
+
+    // once older than KEY_CACHE_MS the token's entry is read again (a change made by another process)
+    const other = await keys.mintUserKey('p', 'u1', ['trade.read'], null);
+    const before = await keys.authenticate(other.token);
+    clock.advance(KEY_CACHE_MS);
+    const after = await keys.authenticate(other.token);
+    expect(after).not.toBe(before);
+    expect(after).toEqual(before);
+    await store.close();
+  });
 });
