@@ -172,6 +172,25 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   /**
+   * {@link insertOne} of several documents as one operation: NeDB inserts them all or none (its
+   * `_insertInCache` rolls back on a unique-key failure), and their lines go out in one append.
+   */
+  async insertMany(docs: T[]): Promise<void> {
+    try {
+      const ds = this.nedb;
+      await ds.executor.pushAsync(async () => {
+        const prepared = ds._prepareDocumentForInsertion(docs) as unknown as unknown[];
+        ds._insertInCache(prepared);
+        await ds.persistence.persistNewStateAsync(prepared);
+      });
+      await this.durable();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new DuplicateKeyError((err as Error).message);
+      throw err;
+    }
+  }
+
+  /**
    * A lookup by `_id` alone (most reads: actors, idempotency records) reads NeDB's `_id` index
    * directly, a copy as NeDB would return, instead of queuing a cursor behind every pending
    * operation (issue 15): it sees every write whose promise has resolved, as a cursor does.
