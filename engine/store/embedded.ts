@@ -29,6 +29,7 @@ type StoredDoc = Record<string, unknown> & { _id: unknown };
  * demand, once per change).
  */
 export class IdIndex {
+  /** What NeDB reads of an index: its field, unique, not sparse (also written by compaction). */
   readonly fieldName = '_id';
   readonly unique = true;
   readonly sparse = false;
@@ -67,6 +68,7 @@ export class IdIndex {
     this.ordered = null;
   }
 
+  /** Removes `doc` (or each of several), when it is the document indexed under its `_id`. */
   remove(doc: StoredDoc | StoredDoc[]): void {
     if (Array.isArray(doc)) {
       for (const d of doc) this.remove(d);
@@ -86,6 +88,10 @@ export class IdIndex {
     return true;
   }
 
+  /**
+   * Replaces `oldDoc` by `newDoc` (or each pair of several, all or none).
+   * @throws NeDB's `uniqueViolated` error (nothing changed) when a new `_id` is taken.
+   */
   update(oldDoc: StoredDoc | Array<{ oldDoc: StoredDoc; newDoc: StoredDoc }>, newDoc?: StoredDoc): void {
     if (Array.isArray(oldDoc)) {
       for (const p of oldDoc) this.remove(p.oldDoc);
@@ -109,6 +115,7 @@ export class IdIndex {
     }
   }
 
+  /** Undoes {@link update} (NeDB calls it when a later index refused the same update). */
   revertUpdate(oldDoc: StoredDoc | Array<{ oldDoc: StoredDoc; newDoc: StoredDoc }>, newDoc?: StoredDoc): void {
     if (Array.isArray(oldDoc)) this.update(oldDoc.map((p) => ({ oldDoc: p.newDoc, newDoc: p.oldDoc })));
     else this.update(newDoc!, oldDoc);
@@ -146,6 +153,7 @@ export class IdIndex {
     return this.sorted().slice();
   }
 
+  /** Every document in key order (kept until the next change; never handed out). */
   private sorted(): StoredDoc[] {
     if (!this.ordered) {
       const cmp = nedbModel.compareThings;
