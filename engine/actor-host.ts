@@ -33,6 +33,12 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
   passivate?(snapshot: SnapshotFrom<TLogic>): boolean;
   /** REST read model of a snapshot (defaults to `{}`); derived on every read, never stored (its `type` is). */
   viewOf?(snapshot: SnapshotFrom<TLogic>, meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number }): Record<string, unknown>;
+  /**
+   * The view's `type` (stored with the record for filtering), when it can be had without the whole
+   * view: then a new actor's view is derived only if someone reads its record's `view` (issue 15).
+   * Must equal `viewOf(snapshot, …).type` (a string, or null when the view has none).
+   */
+  typeOf?(snapshot: SnapshotFrom<TLogic>): string | null;
 }
 
 /** Durable timers the host arms from the deadlines in actor context. */
@@ -122,6 +128,23 @@ const RECENTLY_FINAL = 1024;
 /** The record as kept in memory for a live actor: its read model is derived on demand (memory per actor). */
 function slim(r: ActorRecord): ActorRecord {
   return { ...r, view: NO_VIEW };
+}
+
+/**
+ * Gives `record` (whose `view` is a placeholder) a `view` derived on first read, then kept: most
+ * records a write produces (the one each sender and each `changed` listener gets) are never
+ * shown, so deriving the read model eagerly on every write was wasted (issue 15). Reads, spreads
+ * and JSON see an ordinary enumerable property; assigning it replaces it.
+ */
+function withLazyView(record: ActorRecord, derive: () => Record<string, unknown>): ActorRecord {
+  let view: Record<string, unknown> | undefined;
+  Object.defineProperty(record, 'view', {
+    enumerable: true,
+    configurable: true,
+    get: () => (view ??= derive()),
+    set: (v: Record<string, unknown>) => void Object.defineProperty(record, 'view', { value: v, writable: true, enumerable: true, configurable: true }),
+  });
+  return record;
 }
 
 /** XState's `persistContext`: actor references in context become `{xstate$$type: 1, id}` (copy on write). */
@@ -240,6 +263,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const [snapshot, actions] = this.stepperOf(def).initial(args.input);
       const now = this.clock.now();
       const status = def.statusOf(snapshot);
+      const meta = { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 };
+      const deriveView = () => def.viewOf?.(snapshot, meta) ?? {};
       const record = await this.repo.insert({
         _id: args.id,
         machineId,
@@ -247,7 +272,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         snapshot: persistedSnapshotJson(def.logic, snapshot),
         kind: def.kind,
         status,
-        view: def.viewOf?.(snapshot, { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 }) ?? {},
+        // with typeOf, only the type (stored) now: the view when someone reads it
+        view: def.typeOf ? { type: def.typeOf(snapshot) } : deriveView(),
         final: snapshot.status !== 'active',
         partnerId: args.partnerId,
         ownerUserId: args.ownerUserId,
@@ -255,6 +281,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         updatedAtMs: now,
       });
       const live: Live = { def, record: slim(record), snapshot };
+      if (def.typeOf) withLazyView(record, deriveView);
       this.keep(live);
       await this.afterWrite(live, {}, actions, null, [], record);
       return record;
@@ -501,15 +528,17 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         const status = live.def.statusOf(next);
         const updatedAtMs = this.clock.now();
         const meta = { id, status, createdAtMs: live.record.createdAtMs, updatedAtMs, revision: live.record.revision + 1 };
+        const def = live.def;
         const record = await this.repo.update(live.record, {
-          snapshot: persistedSnapshotJson(live.def.logic, next),
+          snapshot: persistedSnapshotJson(def.logic, next),
           status,
-          view: live.def.viewOf?.(next, meta) ?? {},
+          view: NO_VIEW,
           final: next.status !== 'active',
           updatedAtMs,
-          machineVersion: live.def.version,
+          machineVersion: def.version,
         });
-        const updated: Live = { def: live.def, record: slim(record), snapshot: next };
+        const updated: Live = { def, record: slim(record), snapshot: next };
+        withLazyView(record, () => def.viewOf?.(next, meta) ?? {});
         this.keep(updated);
         await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, record);
         return record;

@@ -31,7 +31,7 @@ export function orderView(s: OrderSnapshot, meta: { id: string; status: string; 
   const filled = unfilled ? ZERO : dec(c.filledSize);
   const remaining = c.size === null ? (final ? '0' : null) : final ? '0' : unfilled ? str(dec(c.size)) : str(dec(c.size).minus(filled));
   const view: Record<string, unknown> = {
-    type: c.isTakeProfit ? 'TAKE_PROFIT' : c.type,
+    type: orderTypeOf(c),
     order_id: meta.id,
     record_id: c.parentId ?? null,
     status: meta.status,
@@ -58,6 +58,11 @@ export function orderView(s: OrderSnapshot, meta: { id: string; status: string; 
   };
   if (c.reason) view.message = c.reason;
   return view;
+}
+
+/** The `type` of an order's view: `TAKE_PROFIT` for a take-profit sell, else `LIMIT` / `MARKET`. */
+function orderTypeOf(c: Pick<OrderContext, 'isTakeProfit' | 'type'>): string {
+  return c.isTakeProfit ? 'TAKE_PROFIT' : c.type;
 }
 
 /** The machine event of a venue report. */
@@ -128,6 +133,7 @@ export class OrderService {
       }),
       statusOf: (s) => ORDER_STATUS[s.value as OrderState],
       viewOf: orderView,
+      typeOf: (s) => orderTypeOf(s.context),
     });
     // once an order's actor has recorded its end, the venue need not remember the order
     host.on('changed', (c) => {

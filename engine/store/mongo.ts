@@ -19,6 +19,15 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  /** An ordered insert of `docs` (a prefix may have landed when it throws). */
+  async insertMany(docs: T[]): Promise<void> {
+    try {
+      await this.c.insertMany(docs, { ordered: true });
+    } catch (err) {
+      rethrow(err);
+    }
+  }
+
   async findOne(filter: Filter): Promise<T | null> {
     return (await this.c.findOne(filter)) as T | null;
   }

@@ -48,6 +48,15 @@ export interface IndexSpec {
 export interface Collection<T extends Doc> {
   /** @throws {DuplicateKeyError} when `_id` or a unique index is taken. */
   insertOne(doc: T): Promise<void>;
+  /**
+   * Inserts `docs` in order as one write (group commit: the venue journal's entries that queued
+   * while the previous write was in flight). Optional: callers fall back to {@link insertOne} per
+   * document when a collection lacks it.
+   * - Embedded: all or none (one operation in memory, then one append of every line).
+   * - MongoDB: an ordered insert; on failure a prefix of `docs` may have landed (never a gap).
+   * @throws {DuplicateKeyError} when an `_id` or a unique key is taken (see above for what landed).
+   */
+  insertMany?(docs: T[]): Promise<void>;
   findOne(filter: Filter): Promise<T | null>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
   count(filter: Filter): Promise<number>;

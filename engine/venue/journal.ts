@@ -270,45 +270,88 @@ export class VenueJournal {
   }
 
   /**
+   * The batch collecting entries appended while an earlier write is in flight (group commit):
+   * they go to the store together, in one write, once that write landed. Null when the next
+   * append starts a batch of its own.
+   */
+  private openBatch: JournalDoc[] | null = null;
+
+  /**
    * Appends entry `seq` (= {@link nextSeq}) after every earlier one; queues a checkpoint behind it
-   * every `checkpointEvery` entries.
+   * every `checkpointEvery` entries. Entries appended while an earlier write is in flight are
+   * written together, in seq order, in one store write ({@link Collection.insertMany}; issue 15:
+   * one write per entry kept every venue operation behind the previous one's append).
    * @param atMs when the operation ran, epoch ms.
-   * @returns resolves once this entry is written (never rejects: a failing write is retried).
+   * @returns resolves once this entry (and every earlier one) is written (never rejects: a
+   *   failing write is retried).
    */
   append(seq: number, atMs: number, rows: StateRows): Promise<unknown> {
     this.seq = seq;
     const doc: JournalDoc = { _id: pad(seq), seq, atMs, rows: JSON.stringify(rows) };
     this.pendingWrites++;
-    const durable = (this.tail = this.tail.then(() => this.writeDurably(doc)));
+    let durable: Promise<unknown>;
+    if (this.openBatch) {
+      this.openBatch.push(doc);
+      durable = this.tail;
+    } else {
+      const batch = (this.openBatch = [doc]);
+      durable = this.tail = this.tail.then(() => {
+        if (this.openBatch === batch) this.openBatch = null; // later entries start the next batch
+        return this.writeDurably(batch);
+      });
+    }
     if (++this.sinceCheckpoint >= (this.o.checkpointEvery ?? 5000)) {
       this.sinceCheckpoint = 0;
+      this.openBatch = null; // entries after the checkpoint wait for it
       this.tail = this.tail.then(() => this.checkpointOrLog());
     }
     return durable;
   }
 
   /**
-   * Writes one journal entry, retrying with backoff (50 ms doubling, at most 5 s) until it lands.
-   * An entry is self-contained (absolute states) and keyed by its seq, so a retry of a write that
-   * did land is recognised by its duplicate key.
+   * Writes journal entries (consecutive seqs), retrying with backoff (50 ms doubling, at most
+   * 5 s) until they land. An entry is self-contained (absolute states) and keyed by its seq, so a
+   * retry of a write that did land is recognised by its duplicate key.
    */
-  private async writeDurably(doc: JournalDoc): Promise<void> {
+  private async writeDurably(docs: JournalDoc[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.journal.insertOne(doc);
+        await this.insertAll(docs);
         break;
       } catch (err) {
-        if (err instanceof DuplicateKeyError) break;
         const first = this.writeError === null;
         this.writeError = `journal write failed: ${(err as Error).message}`;
-        if (first || attempt % 20 === 0) this.o.log.error({ err, seq: doc.seq, attempt }, 'venue journal write failed; venue degraded, retrying');
+        if (first || attempt % 20 === 0) this.o.log.error({ err, seq: docs[0]!.seq, entries: docs.length, attempt }, 'venue journal write failed; venue degraded, retrying');
         await sleep(backoffMs(attempt, 50, 5000));
       }
     }
-    this.pendingWrites--;
+    this.pendingWrites -= docs.length;
     if (this.writeError !== null) {
       this.writeError = null;
-      this.o.log.warn({ seq: doc.seq }, 'venue journal writes recovered');
+      this.o.log.warn({ seq: docs[docs.length - 1]!.seq }, 'venue journal writes recovered');
+    }
+  }
+
+  /**
+   * Inserts `docs` in order: several in one write when the store can; a duplicate key (an entry
+   * of an earlier attempt that landed unacknowledged: on MongoDB a prefix of a batch may have)
+   * counts as written, entry by entry.
+   */
+  private async insertAll(docs: JournalDoc[]): Promise<void> {
+    if (docs.length > 1 && this.journal.insertMany) {
+      try {
+        await this.journal.insertMany(docs);
+        return;
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }
+    }
+    for (const doc of docs) {
+      try {
+        await this.journal.insertOne(doc);
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }
     }
   }
 

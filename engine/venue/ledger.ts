@@ -340,11 +340,30 @@ export class Ledger {
   /** The row of `userId`'s wallet (opening it when it has none). */
   row(userId: string): WalletRow {
     const w = this.walletOf(userId);
+    const positions: WalletRow['positions'] = [];
+    for (const [t, p] of w.positions) positions.push(this.positionRow(t, p));
     return {
       userId, pusd: str(w.pusd), reserved: str(w.reserved),
-      positions: [...w.positions.entries()].map(([t, p]) => [t, str(p.shares), str(p.reserved), str(p.cost)]),
+      positions,
       ...(w.ops?.size ? { ops: [...w.ops.values()] } : {}),
     };
+  }
+
+  /**
+   * The journal tuple of each position, with the amounts it was made from: a wallet row lists
+   * every position of the user and most did not change since the last row (issue 15), so their
+   * decimal strings are made once per change, not once per journal entry. Amounts are immutable
+   * `Dec`s replaced on change, so identity tells whether the tuple is current.
+   */
+  private readonly positionRows = new WeakMap<Position, { shares: Dec; reserved: Dec; cost: Dec; row: WalletRow['positions'][number] }>();
+
+  /** `[tokenId, shares, reserved, cost]` of a position (a shared tuple: never modify it). */
+  private positionRow(tokenId: string, p: Position): WalletRow['positions'][number] {
+    const c = this.positionRows.get(p);
+    if (c && c.shares === p.shares && c.reserved === p.reserved && c.cost === p.cost && c.row[0] === tokenId) return c.row;
+    const row: WalletRow['positions'][number] = [tokenId, str(p.shares), str(p.reserved), str(p.cost)];
+    this.positionRows.set(p, { shares: p.shares, reserved: p.reserved, cost: p.cost, row });
+    return row;
   }
 
   /** Rows of every wallet but the liquidity provider's, for a checkpoint. */

@@ -86,6 +86,31 @@ describe('ActorHost', () => {
     expect((await repo.get('a1'))?.revision).toBe(1);
   });
 
+  it('derives the view of the records a write produces on first read only (issue 15), equal to viewOf; with typeOf the stored type is the view\'s', async () => {
+    const { host, repo } = await setupHost();
+    const views: string[] = [];
+    host.register({
+      machineId: 'viewed', version: 1, kind: 'order', logic: makeMachine([]),
+      statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
+      viewOf: (s, meta) => (views.push(`${meta.revision}`), { type: 'LIMIT', n: (s.context as { n: number }).n, revision: meta.revision, updated_at: meta.updatedAtMs }),
+      typeOf: () => 'LIMIT',
+    });
+    const changes: ActorChange[] = [];
+    host.on('changed', (c) => changes.push(c));
+    const created = await host.create('viewed', { id: 'v1', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    const bumped = await host.send('v1', { type: 'bump' });
+    expect(views).toEqual([]); // nobody read a view yet
+    expect(created.view).toEqual({ type: 'LIMIT', n: 1, revision: 1, updated_at: 1_000_000 });
+    expect(created.view).toBe(created.view); // derived once, then kept
+    expect({ ...bumped }.view).toEqual({ type: 'LIMIT', n: 2, revision: 2, updated_at: 1_000_000 });
+    expect(JSON.parse(JSON.stringify(changes[1]!.record)).view).toEqual(bumped.view);
+    expect(views).toEqual(['1', '2']);
+    expect(host.recordOf('v1')!.view).toEqual(bumped.view);
+    expect((await repo.get('v1'))!.type).toBe('LIMIT');
+    bumped.view = { replaced: true };
+    expect(bumped.view).toEqual({ replaced: true });
+  });
+
   it('persists every transition with the next revision before resolving', async () => {
     const { host, repo, effects, changes } = await setupHost();
     await host.create('test', { id: 'a2', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });

@@ -49,6 +49,21 @@ for (const adapter of adapters()) {
       expect(await c.findOne({ _id: 'missing' })).toBeNull();
     });
 
+    it('insertMany: inserts in order as one write; a taken _id throws DuplicateKeyError and leaves no gap', async () => {
+      const c = await store.collection<Item>('many', [{ fields: ['n'], unique: true }]);
+      await c.insertMany!([
+        { _id: 'm1', owner: 'o', n: 1 },
+        { _id: 'm2', owner: 'o', n: 2 },
+        { _id: 'm3', owner: 'o', n: 3 },
+      ]);
+      expect((await c.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['m1', 'm2', 'm3']);
+      await expect(c.insertMany!([{ _id: 'm4', owner: 'o', n: 4 }, { _id: 'm2', owner: 'o', n: 5 }, { _id: 'm6', owner: 'o', n: 6 }])).rejects.toBeInstanceOf(DuplicateKeyError);
+      const ids = (await c.find({}, { sort: { n: 1 } })).map((d) => d._id);
+      // embedded: all or none; MongoDB: the prefix before the duplicate
+      expect(store.adapter === 'embedded' ? ids : ids.filter((id) => id !== 'm4')).toEqual(['m1', 'm2', 'm3']);
+      expect(ids).not.toContain('m6');
+    });
+
     it('rejects a duplicate _id and a unique-index violation with DuplicateKeyError', async () => {
       const c = await store.collection<Item>('uniq', [{ fields: ['owner', 'n'], unique: true }]);
       await c.insertOne({ _id: 'a', owner: 'x', n: 1 });

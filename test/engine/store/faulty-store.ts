@@ -19,10 +19,10 @@
  */
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from '../../../engine/store/port.js';
 
-export type WriteOp = 'insertOne' | 'updateOne' | 'replaceOne' | 'deleteMany';
+export type WriteOp = 'insertOne' | 'insertMany' | 'updateOne' | 'replaceOne' | 'deleteMany';
 export type ReadOp = 'findOne' | 'find' | 'count';
 export type StoreOp = WriteOp | ReadOp;
-export const WRITE_OPS: readonly WriteOp[] = ['insertOne', 'updateOne', 'replaceOne', 'deleteMany'];
+export const WRITE_OPS: readonly WriteOp[] = ['insertOne', 'insertMany', 'updateOne', 'replaceOne', 'deleteMany'];
 
 /** One operation as a rule sees it. */
 export interface OpInfo {
@@ -240,6 +240,8 @@ export class FaultyStore implements Store {
     if (!c) {
       c = {
         insertOne: (doc) => this.run({ collection: name, op: 'insertOne', doc }, () => inner.insertOne(doc)),
+        // several journal entries in one write: a rule sees the first document
+        ...(inner.insertMany ? { insertMany: (docs: T[]) => this.run({ collection: name, op: 'insertMany', doc: docs[0] }, () => inner.insertMany!(docs)) } : {}),
         findOne: (filter) => this.run({ collection: name, op: 'findOne', filter }, () => inner.findOne(filter)),
         find: (filter, options?: FindOptions) => this.run({ collection: name, op: 'find', filter }, () => inner.find(filter, options)),
         count: (filter) => this.run({ collection: name, op: 'count', filter }, () => inner.count(filter)),

@@ -95,6 +95,24 @@ describe('ledger: reservations and trade settlement', () => {
     expect(l.rows().map((w) => w.userId)).toEqual(['u']);
   });
 
+  it('a row shows each position as it is now; a position whose amounts did not change keeps its tuple (issue 15)', () => {
+    const l = seeded();
+    l.load({ userId: 'u0', pusd: '100', reserved: '0', positions: [[T, '50', '0', '20'], ['other', '7', '0', '3.5']] });
+    const before = l.row('u0');
+    expect(before.positions).toEqual([[T, '50', '0', '20'], ['other', '7', '0', '3.5']]);
+    const buy = reserveOrNull(l, order('u0', 'buy', '0.25', '8'))!;
+    l.settle(buy.order, buy, dec('0.2'), dec('3'));
+    const after = l.row('u0');
+    expect(after.positions).toEqual([[T, '53', '0', '20.6'], ['other', '7', '0', '3.5']]);
+    expect(after.positions[1]).toBe(before.positions[1]); // unchanged: not made again
+    expect(after.positions[0]).not.toBe(before.positions[0]);
+    expect(before.positions[0]).toEqual([T, '50', '0', '20']); // an earlier row is never changed
+    const sell = reserveOrNull(l, order('u0', 'sell', '0.9', '5'))!;
+    expect(l.row('u0').positions[0]).toEqual([T, '53', '5', '20.6']);
+    l.release(sell.order, sell);
+    expect(l.row('u0').positions[0]).toEqual([T, '53', '0', '20.6']);
+  });
+
   it('rows round-trip', () => {
     const l = seeded();
     const buy = reserveOrNull(l, order('u0', 'buy', '0.25', '8'))!;

@@ -1,0 +1,78 @@
+/**
+ * The venue journal's group commit (issue 15): entries appended while an earlier write is in
+ * flight go to the store together, in seq order, in one write; a failed or ambiguous batch write
+ * is retried until every entry of it is stored, and the entries behind it wait.
+ */
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../../engine/logger.js';
+import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { VenueJournal, type StateRows } from '../../../engine/venue/journal.js';
+import { FaultyStore } from '../store/faulty-store.js';
+
+const log = createLogger('silent');
+const rows = (n: number): StateRows => ({ wallets: [], orders: [], capture: { next: n, recordedMs: n } });
+
+async function openJournal(): Promise<{ store: FaultyStore; journal: VenueJournal }> {
+  const store = new FaultyStore(await EmbeddedStore.open(null));
+  const journal = await VenueJournal.open({ store, log, snapshot: () => ({ orderSeq: 0, wallets: [], orders: [] }) });
+  return { store, journal };
+}
+
+async function storedSeqs(store: FaultyStore): Promise<number[]> {
+  const c = await store.inner.collection<{ _id: string; seq: number }>('venueJournal');
+  return (await c.find({}, { sort: { seq: 1 } })).map((d) => d.seq);
+}
+
+describe('VenueJournal group commit (issue 15)', () => {
+  it('entries appended while a write is in flight are written together in one insertMany, each acknowledged only once stored', async () => {
+    const { store, journal } = await openJournal();
+    const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
+    const acked: number[] = [];
+    const first = journal.append(1, 1, rows(1)).then(() => acked.push(1));
+    await new Promise((r) => setTimeout(r, 10)); // the first write is in flight (held)
+    const later = [2, 3, 4, 5].map((seq) => journal.append(seq, seq, rows(seq)).then(() => acked.push(seq)));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(acked).toEqual([]);
+    expect(journal.health).toMatchObject({ ok: true, pendingWrites: 5 });
+    held.release();
+    await Promise.all([first, ...later]);
+    expect(acked).toEqual([1, 2, 3, 4, 5]);
+    expect(store.counts.get('venueJournal:insertOne')).toBe(1);
+    expect(store.counts.get('venueJournal:insertMany')).toBe(1);
+    expect(await storedSeqs(store)).toEqual([1, 2, 3, 4, 5]);
+    expect(journal.health).toMatchObject({ ok: true, pendingWrites: 0 });
+  });
+
+  it('a failing batch write is retried (health not ok meanwhile) and the entries behind it wait; nothing is lost or reordered', async () => {
+    const { store, journal } = await openJournal();
+    const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
+    const done = [journal.append(1, 1, rows(1))];
+    await new Promise((r) => setTimeout(r, 10));
+    const fail = store.failWhen((i) => i.collection === 'venueJournal' && i.op === 'insertMany');
+    done.push(...[2, 3].map((seq) => journal.append(seq, seq, rows(seq))));
+    held.release();
+    await done[0];
+    await new Promise((r) => setTimeout(r, 30));
+    expect(journal.health.ok).toBe(false);
+    done.push(journal.append(4, 4, rows(4))); // behind the failing batch
+    await new Promise((r) => setTimeout(r, 30));
+    expect(await storedSeqs(store)).toEqual([1]);
+    fail.remove();
+    await Promise.all(done);
+    expect(await storedSeqs(store)).toEqual([1, 2, 3, 4]);
+    expect(journal.health).toMatchObject({ ok: true, pendingWrites: 0, error: null });
+  });
+
+  it('an ambiguous batch write (stored, then reported failed) is retried and recognised as landed by its duplicate keys', async () => {
+    const { store, journal } = await openJournal();
+    const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
+    const done = [journal.append(1, 1, rows(1))];
+    await new Promise((r) => setTimeout(r, 10));
+    store.failNth('venueJournal', 'insertMany', 1, { when: 'after' });
+    done.push(...[2, 3, 4].map((seq) => journal.append(seq, seq, rows(seq))));
+    held.release();
+    await Promise.all(done);
+    expect(await storedSeqs(store)).toEqual([1, 2, 3, 4]);
+    expect(journal.health).toMatchObject({ ok: true, pendingWrites: 0 });
+  });
+});
