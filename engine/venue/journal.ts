@@ -159,6 +159,37 @@ const EMPTY_CHUNK = '{"wallets":[],"orders":[]}';
  * checkpoint. No rows give no chunks.
  */
 export function chunkRows(rows: StateRows, maxBytes: number): string[] {
+  const b = chunkBuilder(maxBytes);
+  for (const w of rows.wallets) b.add(true, w);
+  for (const o of rows.orders) b.add(false, o);
+  return b.done();
+}
+
+/** Rows serialized between two returns to the event loop by {@link chunkRowsInSlices}. */
+const ROWS_PER_SLICE = 500;
+
+/**
+ * {@link chunkRows}, the same chunks, serializing {@link ROWS_PER_SLICE} rows at a time and
+ * returning to the event loop in between (issue 15: a checkpoint of 16,000 orders serialized in
+ * one go held every request for ~100 ms). The rows must not change meanwhile: they are the
+ * copies a checkpoint took ({@link JournalOptions.snapshot}).
+ */
+export async function chunkRowsInSlices(rows: StateRows, maxBytes: number): Promise<string[]> {
+  const b = chunkBuilder(maxBytes);
+  let n = 0;
+  for (const w of rows.wallets) {
+    b.add(true, w);
+    if (++n % ROWS_PER_SLICE === 0) await new Promise((r) => setImmediate(r));
+  }
+  for (const o of rows.orders) {
+    b.add(false, o);
+    if (++n % ROWS_PER_SLICE === 0) await new Promise((r) => setImmediate(r));
+  }
+  return b.done();
+}
+
+/** Builds the chunk strings of {@link chunkRows}: rows added in order (wallets first), then `done`. */
+function chunkBuilder(maxBytes: number): { add(wallet: boolean, row: unknown): void; done(): string[] } {
   const chunks: string[] = [];
   let wallets: string[] = [];
   let orders: string[] = [];
@@ -170,22 +201,30 @@ export function chunkRows(rows: StateRows, maxBytes: number): string[] {
     orders = [];
     bytes = EMPTY_CHUNK.length;
   };
-  const add = (into: () => string[], row: unknown) => {
-    const json = JSON.stringify(row);
-    const size = Buffer.byteLength(json) + 1; // + the comma
-    if (bytes + size > maxBytes) flush();
-    into().push(json);
-    bytes += size;
+  return {
+    add(wallet, row) {
+      const json = JSON.stringify(row);
+      const size = Buffer.byteLength(json) + 1; // + the comma
+      if (bytes + size > maxBytes) flush();
+      (wallet ? wallets : orders).push(json);
+      bytes += size;
+    },
+    done() {
+      flush();
+      return chunks;
+    },
   };
-  for (const w of rows.wallets) add(() => wallets, w);
-  for (const o of rows.orders) add(() => orders, o);
-  flush();
-  return chunks;
 }
 
 const pad = (n: number) => String(n).padStart(12, '0');
 /** Journal entries removed per store operation after a checkpoint (other writes go between). */
 const JOURNAL_DELETE_CHUNK = 500;
+
+/** A checkpoint's state and the seq of the last journal entry it covers. */
+interface TakenState {
+  state: CheckpointState;
+  seq: number;
+}
 
 /** Options of the venue journal. */
 export interface JournalOptions {
@@ -195,7 +234,11 @@ export interface JournalOptions {
   checkpointEvery?: number;
   /** Bound on one checkpoint chunk document, bytes (default {@link CHECKPOINT_CHUNK_BYTES}; tests set less). */
   checkpointChunkBytes?: number;
-  /** The state to checkpoint, read when a checkpoint runs (it may also prune what it no longer keeps). */
+  /**
+   * The state to checkpoint, taken when a checkpoint is due (it may also prune what it no longer
+   * keeps). The rows must be copies the venue will not change afterwards: they are serialized
+   * later, while the venue goes on.
+   */
   snapshot: () => CheckpointState;
 }
 
@@ -264,9 +307,14 @@ export class VenueJournal {
     return this.seq + 1;
   }
 
-  /** Resolves once everything appended so far is written (and any checkpoint queued behind it ran). */
+  /** Resolves once everything appended so far is written (a checkpoint may still be running: {@link settled}). */
   written(): Promise<unknown> {
     return this.tail;
+  }
+
+  /** Resolves once everything appended so far is written and every checkpoint due so far ran. */
+  settled(): Promise<unknown> {
+    return Promise.all([this.tail, this.checkpoints]);
   }
 
   /**
@@ -302,8 +350,11 @@ export class VenueJournal {
     }
     if (++this.sinceCheckpoint >= (this.o.checkpointEvery ?? 5000)) {
       this.sinceCheckpoint = 0;
-      this.openBatch = null; // entries after the checkpoint wait for it
-      this.tail = this.tail.then(() => this.checkpointOrLog());
+      // The state after this entry, taken now; written beside the entries that follow, its pointer
+      // only once this entry and every earlier one are written (issue 15: a checkpoint queued
+      // behind the journal held every later operation for its whole length).
+      const taken = { state: this.o.snapshot(), seq };
+      this.checkpoints = this.checkpoints.then(() => this.checkpointOrLog(taken, durable));
     }
     return durable;
   }
@@ -356,9 +407,9 @@ export class VenueJournal {
   }
 
   /** A checkpoint whose failure is logged, not fatal: the journal still holds what it would cover. */
-  private async checkpointOrLog(): Promise<void> {
+  private async checkpointOrLog(taken: TakenState, covered: Promise<unknown>): Promise<void> {
     try {
-      await this.checkpoint();
+      await this.writeCheckpoint(taken, covered);
       this.checkpointError = null;
     } catch (err) {
       this.checkpointError = `checkpoint failed: ${(err as Error).message}`;
@@ -437,20 +488,25 @@ export class VenueJournal {
    * @throws the first failed write (the journal still holds everything; the next checkpoint takes a new generation).
    */
   checkpoint(): Promise<void> {
-    const run = this.checkpoints.then(() => this.writeCheckpoint());
+    const run = this.checkpoints.then(() => this.writeCheckpoint({ state: this.o.snapshot(), seq: this.seq }, this.tail));
     this.checkpoints = run.catch(() => undefined);
     return run;
   }
 
-  private async writeCheckpoint(): Promise<void> {
-    const { orderSeq, wallets, orders, markets, capture } = this.o.snapshot();
-    const seq = this.seq;
-    const chunks = chunkRows({ wallets, orders }, (this.o.checkpointChunkBytes ?? CHECKPOINT_CHUNK_BYTES) - CHUNK_ENVELOPE_BYTES);
+  /**
+   * Writes the checkpoint of `taken` (the state after entry `taken.seq`); its pointer once
+   * `covered` (that entry and every earlier one written) resolved.
+   */
+  private async writeCheckpoint(taken: TakenState, covered: Promise<unknown>): Promise<void> {
+    const { orderSeq, wallets, orders, markets, capture } = taken.state;
+    const seq = taken.seq;
+    const chunks = await chunkRowsInSlices({ wallets, orders }, (this.o.checkpointChunkBytes ?? CHECKPOINT_CHUNK_BYTES) - CHUNK_ENVELOPE_BYTES);
     const generation = ++this.generation; // a failed attempt's chunks are never reused: they go at step 3
     for (let n = 0; n < chunks.length; n++) {
       await this.state.replaceOne({ _id: chunkId(generation, n), generation, n, rows: chunks[n]! });
       chunks[n] = ''; // written: let it go
     }
+    await covered; // never names state whose journal entries are not all written
     await this.state.replaceOne({ _id: 'checkpoint', generation, seq, orderSeq, chunks: chunks.length, walletCount: wallets.length, orderCount: orders.length, ...(markets?.length ? { markets: JSON.stringify(markets) } : {}), ...(capture ? { capture: JSON.stringify(capture) } : {}) });
     await this.state.deleteMany({ generation: { $lt: generation } });
     // in slices by _id (= padded seq, indexed everywhere): one long removal would stall every other write

@@ -428,9 +428,15 @@ export class MatchingEngine {
     };
   }
 
-  /** Rows of every order held, for a checkpoint. */
+  /**
+   * Rows of every order held, for a checkpoint: copies (fills and final report included) that
+   * later trades do not change, since the checkpoint serializes them while trading goes on.
+   */
   rows(): OrderRow[] {
-    return [...this.orders.keys()].map((id) => this.row(id));
+    return [...this.orders.keys()].map((id) => {
+      const r = this.row(id);
+      return { ...r, fills: r.fills.map((f) => ({ ...f })), final: r.final && { ...r.final } };
+    });
   }
 
   /** Replaces the record of a row's order (recovery); the books are rebuilt by {@link restoreBooks}. */

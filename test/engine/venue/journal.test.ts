@@ -76,3 +76,37 @@ describe('VenueJournal group commit (issue 15)', () => {
     expect(journal.health).toMatchObject({ ok: true, pendingWrites: 0 });
   });
 });
+
+describe('VenueJournal checkpoint beside the journal (issue 15)', () => {
+  it('a due checkpoint takes the state at its entry, lets later entries be written meanwhile, and names that entry only once it is written', async () => {
+    const store = new FaultyStore(await EmbeddedStore.open(null));
+    let state = 0; // the venue's state: the seq of the last operation applied
+    const orders = (n: number) => Array.from({ length: n }, (_, i) => ({ order: { orderId: `o${i}` }, at: state }));
+    const journal = await VenueJournal.open({
+      store, log, checkpointEvery: 3,
+      snapshot: () => ({ orderSeq: state, wallets: [], orders: orders(1200) as never }), // > one slice: serialized across event-loop turns
+    });
+    const stateDocs = await store.inner.collection<{ _id: string; seq?: number; rows?: string }>('venueState');
+    // entry 3 (the one the checkpoint covers) is held in flight
+    const done = [1, 2].map((seq) => ((state = seq), journal.append(seq, seq, rows(seq))));
+    await Promise.all(done);
+    const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne', 'insertMany'] });
+    state = 3;
+    const third = journal.append(3, 3, rows(3)); // checkpoint due: state 3 taken now
+    state = 4; // the venue goes on before the checkpoint is serialized
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await stateDocs.findOne({ _id: 'checkpoint' })).toBeNull(); // entry 3 not written: no pointer yet
+    held.release();
+    await third;
+    const fourth = journal.append(4, 4, rows(4)); // written while the checkpoint may still run
+    await fourth;
+    await journal.settled();
+    const pointer = await stateDocs.findOne({ _id: 'checkpoint' });
+    expect(pointer).toMatchObject({ seq: 3, orderSeq: 3 });
+    const chunks = (await stateDocs.find({})).filter((d) => d._id !== 'checkpoint');
+    const stored = chunks.flatMap((c) => (JSON.parse(c.rows!) as { orders: { at: number }[] }).orders);
+    expect(stored).toHaveLength(1200);
+    expect(new Set(stored.map((o) => o.at))).toEqual(new Set([3])); // the state taken at entry 3, not later
+    expect(await storedSeqs(store)).toEqual([4]); // entries up to 3 removed, 4 kept
+  });
+});
