@@ -172,7 +172,7 @@ export async function readDatafile(filename: string, corruptAlertThreshold: numb
   // whole: Latin-1 (a plain copy) when it is ASCII, UTF-8 otherwise
   const handle = await fs.open(filename, 'r');
   try {
-    let buffer = Buffer.allocUnsafe(chunkBytes);
+    let buffer = Buffer.allocUnsafe(Math.min(chunkBytes, (await handle.stat()).size + 1)); // small files: a small buffer
     let have = 0;
     for (;;) {
       if (have === buffer.length) {
@@ -250,24 +250,39 @@ export function bulkBuildIndex(ix: IndexLike, data: Record<string, unknown>[]): 
       docs.push(doc);
     } else if (!(key === undefined && ix.sparse)) return false;
   }
-  // stable sort of positions by key (NeDB compares strings with < and >): equal keys keep the
-  // insertion order NeDB's tree gives them
-  const order = Array.from({ length: keys.length }, (_, i) => i);
+  // equal keys keep the insertion order NeDB's tree gives them (in one node's data)
+  let groupKeys: string[] = [];
+  let groupDocs: unknown[][] = [];
   let sorted = true;
-  for (let i = 1; i < keys.length; i++) if (keys[i - 1]! > keys[i]!) sorted = false;
-  if (!sorted) order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : a - b));
-  // group equal keys
-  const groupKeys: string[] = [];
-  const groupDocs: unknown[][] = [];
-  for (const i of order) {
-    const k = keys[i]!;
-    if (groupKeys.length && groupKeys[groupKeys.length - 1] === k) {
-      if (ix.unique) return false;
-      groupDocs[groupDocs.length - 1]!.push(docs[i]);
-    } else {
-      groupKeys.push(k);
-      groupDocs.push([docs[i]]);
+  for (let i = 1; i < keys.length; i++) {
+    if (keys[i - 1]! > keys[i]!) {
+      sorted = false;
+      break;
     }
+  }
+  if (sorted) {
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      if (groupKeys.length && groupKeys[groupKeys.length - 1] === k) {
+        if (ix.unique) return false;
+        groupDocs[groupDocs.length - 1]!.push(docs[i]);
+      } else {
+        groupKeys.push(k);
+        groupDocs.push([docs[i]]);
+      }
+    }
+  } else {
+    const groups = new Map<string, unknown[]>();
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      const g = groups.get(k);
+      if (g === undefined) groups.set(k, [docs[i]]);
+      else if (ix.unique) return false;
+      else g.push(docs[i]);
+    }
+    // the default sort compares strings by UTF-16 code units, as NeDB's `<` and `>` do
+    groupKeys = [...groups.keys()].sort();
+    groupDocs = groupKeys.map((k) => groups.get(k)!);
   }
   ix.reset();
   if (groupKeys.length === 0) return true;
