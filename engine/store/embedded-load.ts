@@ -397,6 +397,7 @@ export async function loadDatastore(datastore: unknown): Promise<void> {
     // NeDB rewrites the file after a load; when it already holds exactly those lines (a file this
     // store compacted on close), the rewrite would write the same bytes
     if (!alreadyCompact(ds, treated)) await writeCompacted(ds);
+    else ds.emit('compaction.done');
     ds.executor.processBuffer();
   }, true);
 }
