@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import fs from 'node:fs/promises';
-import { isAscii } from 'node:buffer';
+import { constants as bufferConstants, isAscii, isUtf8 } from 'node:buffer';
+import path from 'node:path';
 
 /**
  * A faster `loadDatabase` for an on-disk NeDB datastore (issue 15, item 5: NeDB took 86.6 s to
@@ -34,7 +35,9 @@ const model = requireCjs('@seald-io/nedb/lib/model.js') as {
 const storage = requireCjs('@seald-io/nedb/lib/storage.js') as {
   ensureParentDirectoryExistsAsync(filename: string, mode: number): Promise<void>;
   ensureDatafileIntegrityAsync(filename: string, mode?: number): Promise<void>;
-  crashSafeWriteFileLinesAsync(filename: string, lines: string[], modes: { fileMode: number; dirMode: number }): Promise<void>;
+  flushToStorageAsync(options: { filename: string; isDir?: boolean; mode?: number }): Promise<void>;
+  existsAsync(filename: string): Promise<boolean>;
+  renameAsync(from: string, to: string): Promise<void>;
 };
 
 /** NeDB's Index class. */
@@ -103,6 +106,11 @@ export interface TreatedData {
    * the index lines): those index lines, to compare with the datastore's indexes; otherwise null.
    */
   compactIndexLines: string[] | null;
+  /**
+   * Where each live document's line lies in the file (byte offsets `starts[k]` to `ends[k]`, −1
+   * when unknown), `k` by `_id` key: the compaction copies those bytes instead of serializing.
+   */
+  lines: { byKey: Map<string, number>; docs: Record<string, unknown>[]; starts: number[]; ends: number[] };
 }
 
 /** Whether `key` is an array index (such keys come first, ascending, in a plain object's key order). */
@@ -125,7 +133,11 @@ export async function readDatafile(filename: string, corruptAlertThreshold: numb
   // NeDB keeps the documents in a plain object by `_id` (coerced to a string); a Map in the same
   // insertion order is several times faster with a million keys, and the plain object's order is
   // restored at the end (array-index keys first; `__proto__` sets the object's prototype instead)
-  const dataById = new Map<string, Record<string, unknown>>();
+  // (values: the line number k of the document's last line, into `docs`, `starts`, `ends`)
+  const dataById = new Map<string, number>();
+  const docs: Record<string, unknown>[] = [];
+  const starts: number[] = [];
+  const ends: number[] = [];
   const indexes: Record<string, RawIndex> = {};
   let corruptItems = 0;
   let dataLength = 0;
@@ -133,7 +145,8 @@ export async function readDatafile(filename: string, corruptAlertThreshold: numb
   let lastId = '';
   const indexLines: string[] = [];
 
-  const treat = (line: string): void => {
+  /** One line; `start`, `end`: its bytes in the file (−1: not known). */
+  const treat = (line: string, start: number, end: number): void => {
     if (line === '') {
       compact = false;
       return;
@@ -152,7 +165,12 @@ export async function readDatafile(filename: string, corruptAlertThreshold: numb
         if (doc.$$deleted === true) {
           compact = false;
           dataById.delete(key);
-        } else if (key !== '__proto__') dataById.set(key, doc);
+        } else if (key !== '__proto__') {
+          dataById.set(key, docs.length);
+          docs.push(doc);
+          starts.push(start);
+          ends.push(end);
+        }
         else compact = false;
       } else if (doc.$$indexCreated && doc.$$indexCreated.fieldName != null) {
         indexes[doc.$$indexCreated.fieldName] = doc.$$indexCreated;
@@ -174,6 +192,7 @@ export async function readDatafile(filename: string, corruptAlertThreshold: numb
   try {
     let buffer = Buffer.allocUnsafe(Math.min(chunkBytes, (await handle.stat()).size + 1)); // small files: a small buffer
     let have = 0;
+    let consumed = 0; // file offset of buffer[0]
     for (;;) {
       if (have === buffer.length) {
         const larger = Buffer.allocUnsafe(buffer.length * 2);
@@ -193,17 +212,27 @@ export async function readDatafile(filename: string, corruptAlertThreshold: numb
       const other = ascii ? piece.includes(0x0b) || piece.includes(0x0c) || piece.includes(0x0d) : OTHER_BREAKS.test(text);
       if (other) compact = false;
       const lines = other ? text.split(LINE_BREAKS) : text.split('\n');
-      const last = lines.pop()!; // '' after the final `\n` of a piece
-      for (const line of lines) treat(line);
-      if (bytesRead === 0) {
-        if (last !== '') {
-          compact = false; // no newline after the last line
-          treat(last);
+      // byte offsets of the lines: known when split on `\n` alone (and valid UTF-8)
+      const known = !other && (ascii || isUtf8(piece));
+      let at = consumed;
+      for (let i = 0; i < lines.length; i++) {
+        const line = lines[i]!;
+        if (i === lines.length - 1) {
+          // after the final `\n` of a piece: '' (or, at the end of the file, a last line without one)
+          if (bytesRead === 0 && line !== '') {
+            compact = false;
+            treat(line, known ? at : -1, known ? consumed + piece.length : -1);
+          }
+          break;
         }
-        break;
+        const next = known ? at + (ascii ? line.length : Buffer.byteLength(line)) : -1;
+        treat(line, known ? at : -1, next);
+        at = next + 1;
       }
+      if (bytesRead === 0) break;
       buffer.copy(buffer, 0, cut + 1, end);
       have = end - cut - 1;
+      consumed += cut + 1;
     }
   } finally {
     await handle.close();
@@ -226,10 +255,10 @@ export async function readDatafile(filename: string, corruptAlertThreshold: numb
   for (const key of dataById.keys()) if (isArrayIndex(key)) indexKeys.push(key);
   if (indexKeys.length) {
     indexKeys.sort((a, b) => Number(a) - Number(b));
-    for (const key of indexKeys) data.push(dataById.get(key)!);
-    for (const [key, doc] of dataById) if (!isArrayIndex(key)) data.push(doc);
-  } else for (const doc of dataById.values()) data.push(doc);
-  return { data, indexes, compactIndexLines: compact ? indexLines : null };
+    for (const key of indexKeys) data.push(docs[dataById.get(key)!]!);
+    for (const [key, k] of dataById) if (!isArrayIndex(key)) data.push(docs[k]!);
+  } else for (const k of dataById.values()) data.push(docs[k]!);
+  return { data, indexes, compactIndexLines: compact ? indexLines : null, lines: { byKey: dataById, docs, starts, ends } };
 }
 
 /**
@@ -342,32 +371,67 @@ function alreadyCompact(ds: DatastoreLike, treated: TreatedData): boolean {
   return true;
 }
 
-/** Lines per block handed to NeDB's file writer (which writes each with a newline after it). */
-const LINES_PER_BLOCK = 4096;
+/** Bytes written at a time by {@link writeCompacted}. */
+const WRITE_BLOCK_BYTES = 8 * 1024 * 1024;
+const NEWLINE = Buffer.from('\n');
 
 /**
  * NeDB's `persistCachedDatabaseAsync` (the compaction after a load): every document in `_id`
- * order, then one `$$indexCreated` line per index but `_id`, written crash-safe (temporary file,
- * rename); the bytes NeDB writes, in blocks of lines.
+ * order, then one `$$indexCreated` line per index but `_id`, written crash-safe as NeDB's
+ * `crashSafeWriteFileLinesAsync` does (flush, temporary file, flush, rename, flush). A document
+ * read from a line whose bytes are known (`treated.lines`) and that serializes as plain JSON is
+ * written as that line's bytes (what `JSON.stringify` gives back for a line it wrote, as NeDB and
+ * this store write them), read again from the file; any other is serialized as NeDB does.
  */
-export async function writeCompacted(ds: DatastoreLike): Promise<void> {
-  const blocks: string[] = [];
-  let block: string[] = [];
-  const push = (line: string) => {
-    block.push(line);
-    if (block.length === LINES_PER_BLOCK) {
-      blocks.push(block.join('\n'));
-      block = [];
+export async function writeCompacted(ds: DatastoreLike, treated?: TreatedData): Promise<void> {
+  const filename = ds.persistence.filename;
+  const modes = ds.persistence.modes;
+  let bytes: Buffer | null = null;
+  const lineOf = new Map<unknown, number>();
+  if (treated) {
+    const size = (await fs.stat(filename)).size;
+    if (size <= bufferConstants.MAX_LENGTH) {
+      bytes = await fs.readFile(filename);
+      const { byKey, docs, starts } = treated.lines;
+      for (const k of byKey.values()) if (starts[k]! >= 0) lineOf.set(docs[k], k);
     }
-  };
-  for (const doc of ds.getAllData()) push(serializeDoc(doc));
-  for (const fieldName of Object.keys(ds.indexes)) {
-    if (fieldName === '_id') continue;
-    const ix = ds.indexes[fieldName]!;
-    push(model.serialize({ $$indexCreated: { fieldName: ix.fieldName, unique: ix.unique, sparse: ix.sparse } }));
   }
-  if (block.length) blocks.push(block.join('\n'));
-  await storage.crashSafeWriteFileLinesAsync(ds.persistence.filename, blocks, ds.persistence.modes);
+  const tempFilename = `${filename}~`;
+  await storage.flushToStorageAsync({ filename: path.dirname(filename), isDir: true, mode: modes.dirMode });
+  if (await storage.existsAsync(filename)) await storage.flushToStorageAsync({ filename, mode: modes.fileMode });
+  const handle = await fs.open(tempFilename, 'w', modes.fileMode);
+  try {
+    let block: Buffer[] = [];
+    let blockBytes = 0;
+    const flush = async () => {
+      const buf = Buffer.concat(block, blockBytes);
+      block = [];
+      blockBytes = 0;
+      for (let off = 0; off < buf.length; ) off += (await handle.write(buf, off, buf.length - off)).bytesWritten;
+    };
+    const push = async (line: Buffer) => {
+      block.push(line, NEWLINE);
+      blockBytes += line.length + 1;
+      if (blockBytes >= WRITE_BLOCK_BYTES) await flush();
+    };
+    const { starts, ends } = treated?.lines ?? { starts: [], ends: [] };
+    for (const doc of ds.getAllData()) {
+      const k = bytes ? lineOf.get(doc) : undefined;
+      if (k !== undefined && plainValid(doc)) await push(bytes!.subarray(starts[k]!, ends[k]!));
+      else await push(Buffer.from(serializeDoc(doc)));
+    }
+    for (const fieldName of Object.keys(ds.indexes)) {
+      if (fieldName === '_id') continue;
+      const ix = ds.indexes[fieldName]!;
+      await push(Buffer.from(model.serialize({ $$indexCreated: { fieldName: ix.fieldName, unique: ix.unique, sparse: ix.sparse } })));
+    }
+    await flush();
+  } finally {
+    await handle.close();
+  }
+  await storage.flushToStorageAsync({ filename: tempFilename, mode: modes.fileMode });
+  await storage.renameAsync(tempFilename, filename);
+  await storage.flushToStorageAsync({ filename: path.dirname(filename), isDir: true, mode: modes.dirMode });
   ds.emit('compaction.done');
 }
 
@@ -396,7 +460,7 @@ export async function loadDatastore(datastore: unknown): Promise<void> {
     }
     // NeDB rewrites the file after a load; when it already holds exactly those lines (a file this
     // store compacted on close), the rewrite would write the same bytes
-    if (!alreadyCompact(ds, treated)) await writeCompacted(ds);
+    if (!alreadyCompact(ds, treated)) await writeCompacted(ds, treated);
     else ds.emit('compaction.done');
     ds.executor.processBuffer();
   }, true);
