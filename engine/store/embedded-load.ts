@@ -15,11 +15,17 @@ import path from 'node:path';
  * - an index on one top-level field whose keys are all strings is built from the sorted keys as a
  *   balanced AVL tree (instead of one tree insertion per document); any other index (compound,
  *   dotted, non-string keys, a unique-key violation) is filled by NeDB's own `Index.reset`;
- * - the compacted file is written with plain `JSON.stringify` for documents without Dates (what
- *   NeDB's `serialize` writes for them) in large blocks of lines.
+ * - the compaction after the load is skipped when the file already holds exactly what it would
+ *   write (a file compacted on close); otherwise each document without Dates is written as the
+ *   bytes of the line it was read from, the rest serialized as NeDB does.
  *
+ * "The same file" holds for lines as NeDB and the embedded store write them (`JSON.stringify`
+ * output, which `JSON.stringify` of the parsed line reproduces byte for byte); a hand-edited line
+ * (extra spaces, say) keeps its spelling where NeDB would rewrite it: the same document either way.
  * Only for datastores without `beforeDeserialization` / `afterSerialization` hooks (the embedded
- * store uses none).
+ * store uses none). Measured on a million actor records (the bench's, 1.5 GB): a compacted file
+ * loads in about 20 s where NeDB took 86.6 s; a file after `kill -9` (needing the rewrite) about
+ * 21 s of CPU.
  */
 
 const requireCjs = createRequire(import.meta.url);
