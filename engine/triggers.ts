@@ -22,11 +22,16 @@ const LADDERS: readonly LadderName[] = ['bidAtOrBelow', 'bidAbove', 'askBelow', 
  * Entries kept sorted so that the ones a touch fires are always at the end: a book update looks
  * at the last entry (O(1) when nothing fires) and pops what fires (O(1) each). `fires(level,
  * price)` must hold for a suffix. Two parallel arrays (levels as small integers, ids), no object
- * per entry: memory per armed strategy (issue 15).
+ * per entry: memory per armed strategy (issue 15). Insertions wait in a buffer until the ladder
+ * is next read, then go in one by one when they are few, or sorted and merged in one pass when
+ * many (a restart registers a million strategies before the first book update: issue 15).
  */
 class Ladder {
-  readonly levels: number[] = [];
-  readonly ids: string[] = [];
+  private levels: number[] = [];
+  private ids: string[] = [];
+  /** Inserted since the ladder was last read, in insertion order. */
+  private pendingLevels: number[] = [];
+  private pendingIds: string[] = [];
   /** `ascending`: fire suffix holds the highest levels. */
   constructor(private readonly ascending: boolean) {}
 
@@ -35,6 +40,46 @@ class Ladder {
   }
 
   insert(level: number, id: string): void {
+    this.pendingLevels.push(level);
+    this.pendingIds.push(id);
+  }
+
+  /** Puts the pending insertions in place: each after every equal level already in (insertion order). */
+  private settle(): void {
+    const pl = this.pendingLevels;
+    const n = pl.length;
+    if (n === 0) return;
+    const pi = this.pendingIds;
+    this.pendingLevels = [];
+    this.pendingIds = [];
+    if (n <= 32) {
+      for (let k = 0; k < n; k++) this.insertOne(pl[k]!, pi[k]!);
+      return;
+    }
+    const order = Array.from({ length: n }, (_, k) => k);
+    order.sort((a, b) => (this.before(pl[a]!, pl[b]!) ? -1 : this.before(pl[b]!, pl[a]!) ? 1 : a - b));
+    const levels = this.levels;
+    const ids = this.ids;
+    const outLevels: number[] = new Array<number>(levels.length + n);
+    const outIds: string[] = new Array<string>(levels.length + n);
+    let i = 0;
+    let j = 0;
+    let o = 0;
+    while (i < levels.length || j < n) {
+      // an existing entry goes first unless the pending one is strictly before it
+      if (j === n || (i < levels.length && !this.before(pl[order[j]!]!, levels[i]!))) {
+        outLevels[o] = levels[i]!;
+        outIds[o++] = ids[i++]!;
+      } else {
+        outLevels[o] = pl[order[j]!]!;
+        outIds[o++] = pi[order[j++]!]!;
+      }
+    }
+    this.levels = outLevels;
+    this.ids = outIds;
+  }
+
+  private insertOne(level: number, id: string): void {
     const levels = this.levels;
     let lo = 0;
     let hi = levels.length;
@@ -54,6 +99,7 @@ class Ladder {
   }
 
   remove(level: number, id: string): void {
+    this.settle();
     // binary search to the first entry of that level, then scan the (few) equal levels
     const levels = this.levels;
     let lo = 0;
@@ -79,6 +125,7 @@ class Ladder {
 
   /** Pops every entry at the end for which `fires(level)` holds. */
   popWhile(fires: (level: number) => boolean, out: Set<string>): void {
+    this.settle();
     const levels = this.levels;
     while (levels.length && fires(levels[levels.length - 1]!)) {
       levels.pop();
@@ -87,7 +134,7 @@ class Ladder {
   }
 
   get size(): number {
-    return this.levels.length;
+    return this.levels.length + this.pendingLevels.length;
   }
 }
 

@@ -202,6 +202,38 @@ describe('TriggerIndex against a naive model (property)', () => {
       { numRuns: 400 },
     );
   });
+
+  it('many strategies registered before the next book update (a restart) fire as one by one would (the sorted merge of pending insertions)', () => {
+    const many = fc.array(fc.record({ n: fc.integer({ min: 0, max: 299 }), tokenId: tokens, watch: watchArb }), { minLength: 40, maxLength: 400 });
+    const later = fc.array(fc.oneof(
+      fc.record({ kind: fc.constant('fire' as const), tokenId: tokens, touch: touchArb }),
+      fc.record({ kind: fc.constant('remove' as const), n: fc.integer({ min: 0, max: 299 }) }),
+      fc.record({ kind: fc.constant('set' as const), n: fc.integer({ min: 0, max: 299 }), tokenId: tokens, watch: watchArb }),
+    ), { maxLength: 40 });
+    fc.assert(
+      fc.property(many, later, (sets, ops) => {
+        const index = new TriggerIndex();
+        const model = new Model();
+        for (const o of sets) expect(index.set(`s${o.n}`, o.tokenId, o.watch)).toBe(model.set(`s${o.n}`, o.tokenId, o.watch));
+        for (const o of ops) {
+          if (o.kind === 'fire') {
+            const fired = index.fire(o.tokenId, o.touch);
+            expect(new Set(fired).size).toBe(fired.length);
+            expect([...fired].sort()).toEqual(model.fire(o.tokenId, o.touch, false).sort());
+          } else if (o.kind === 'remove') {
+            index.remove(`s${o.n}`);
+            model.remove(`s${o.n}`);
+          } else expect(index.set(`s${o.n}`, o.tokenId, o.watch)).toBe(model.set(`s${o.n}`, o.tokenId, o.watch));
+          expect(index.size).toBe(model.armed.size);
+        }
+        for (const tokenId of ['t1', 't2']) {
+          const fired = [...index.fire(tokenId, { bid: '0.001', ask: '0.999' }, true), ...index.fire(tokenId, { bid: '0.999', ask: '0.001' }, true)].sort();
+          expect(fired).toEqual([...model.fire(tokenId, { bid: '0.001', ask: '0.999' }, true), ...model.fire(tokenId, { bid: '0.999', ask: '0.001' }, true)].sort());
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
 });
 
 /** Issue 15: the index parses prices to micro-units itself; the same as decimal.js, rounding included. */
