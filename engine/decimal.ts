@@ -8,17 +8,59 @@ export const Dec = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_E
 export type Dec = Decimal;
 
 export const ZERO = new Dec(0);
+/** The decimal 1 (the price range's upper bound is `ONE − tick`). */
+export const ONE = new Dec(1);
 
-/** Parses a decimal string (or an exact integer). @throws {Error} when it is not a finite decimal. */
+/**
+ * Decimals parsed from strings, by string (issue 15: orders carry the same few prices and sizes,
+ * parsed again at every step of the order path). `Decimal`s are immutable (every operation
+ * returns a new one), so sharing one parse is safe. Bounded: cleared when full.
+ */
+const parsed = new Map<string, Decimal>();
+/** Bound on {@link parsed}'s entries. */
+const PARSED_MAX = 4096;
+
+/**
+ * Parses a decimal string (or an exact integer). Strings are memoized (an immutable shared
+ * `Decimal`, see {@link parsed}); a `Decimal` or number gives a new one.
+ * @throws {Error} when it is not a finite decimal.
+ */
 export function dec(v: string | number | Decimal): Decimal {
+  if (typeof v === 'string') {
+    const hit = parsed.get(v);
+    if (hit) return hit;
+  }
   const d = new Dec(v);
   if (!d.isFinite()) throw new Error(`not a finite decimal: ${String(v)}`);
+  if (typeof v === 'string') {
+    if (parsed.size >= PARSED_MAX) parsed.clear();
+    parsed.set(v, d);
+  }
   return d;
 }
 
 /** Canonical API string: no exponent, no trailing zeros ("0.5", "12", "0.001"). */
 export function str(d: Decimal): string {
   return d.toFixed();
+}
+
+/** Verdicts of {@link onTick} by tick, then price (both by identity: memoized parses share one). */
+const tickVerdicts = new WeakMap<Decimal, WeakMap<Decimal, boolean>>();
+
+/**
+ * Whether `price` (decimal probability) is a multiple of `tick` within [tick, 1 − tick]: the
+ * venue's and risk's price rule. Memoized by the identity of both (prices and ticks are immutable
+ * shared `Decimal`s, see {@link dec}), since orders repeat the same few prices.
+ */
+export function onTick(price: Decimal, tick: Decimal): boolean {
+  let byPrice = tickVerdicts.get(tick);
+  if (!byPrice) tickVerdicts.set(tick, (byPrice = new WeakMap()));
+  let ok = byPrice.get(price);
+  if (ok === undefined) {
+    ok = price.gte(tick) && price.lte(ONE.minus(tick)) && price.mod(tick).isZero();
+    byPrice.set(price, ok);
+  }
+  return ok;
 }
 
 /** Number of shares decimals an order size may carry. */

@@ -16,7 +16,7 @@
  * of this module.
  */
 import type { Clock } from './clock.js';
-import { dec, Dec, str } from './decimal.js';
+import { dec, Dec, ONE, onTick, str } from './decimal.js';
 import { DomainError, errors } from './errors.js';
 import { crossesBook, type Touch } from './touch.js';
 import type { Available, MarketStatus, Side, TokenInfo, VenuePort, WalletOp, WalletOpRefusal } from './venue/port.js';
@@ -81,10 +81,12 @@ export function notEnoughSharesMessage(held: Dec, reserved: Dec): string {
  */
 export function checkPrice(field: string, raw: string, step: Dec): Dec {
   const p = dec(raw);
+  // the common case, memoized by the identity of the (memoized) parse and the tick
+  if (onTick(p, step) && p.gte(PRICE_MIN) && p.lte(PRICE_MAX)) return p;
   if (p.gt(1)) throw new DomainError('PRICE_IN_CENTS', centsMessage(raw));
   if (p.lt(PRICE_MIN) || p.gt(PRICE_MAX)) throw errors.badRequest(`${field} must be a decimal probability 0.001–0.999; received ${raw}`);
   if (!p.mod(step).isZero()) throw errors.badRequest(`${field} ${raw} is not on this market's tick size ${str(step)}`);
-  if (p.lt(step) || p.gt(dec(1).minus(step))) throw errors.badRequest(`${field} must lie between ${str(step)} and ${str(dec(1).minus(step))} on this market`);
+  if (p.lt(step) || p.gt(ONE.minus(step))) throw errors.badRequest(`${field} must lie between ${str(step)} and ${str(ONE.minus(step))} on this market`);
   return p;
 }
 
@@ -351,7 +353,7 @@ export class RiskEngine {
    * @throws {DomainError} `INSUFFICIENT_BALANCE`, `NOT_ENOUGH_SHARES`.
    */
   orderFunds(o: RiskOrder): void {
-    const need = o.side === 'sell' ? dec(o.size!) : o.quoteAmount !== null ? dec(o.quoteAmount) : dec(o.price!).times(o.size!);
+    const need = o.side === 'sell' ? dec(o.size!) : o.quoteAmount !== null ? dec(o.quoteAmount) : dec(o.price!).times(dec(o.size!));
     this.funds(o.userId, o.tokenId, o.side, need);
   }
 

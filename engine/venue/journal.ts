@@ -216,6 +216,18 @@ function chunkBuilder(maxBytes: number): { add(wallet: boolean, row: unknown): v
   };
 }
 
+/**
+ * The JSON of a {@link StateRows} from its rows' JSON (wallet and order rows serialized by the
+ * ledger's and matching engine's `rowJson`, which reuse what did not change); `markets` and
+ * `capture` are serialized here when present.
+ */
+export function stateRowsJson(wallets: readonly string[], orders: readonly string[], markets?: MarketRow[], capture?: CaptureRow): string {
+  return (
+    `{"wallets":[${wallets.join(',')}],"orders":[${orders.join(',')}]` +
+    `${markets ? `,"markets":${JSON.stringify(markets)}` : ''}${capture ? `,"capture":${JSON.stringify(capture)}` : ''}}`
+  );
+}
+
 const pad = (n: number) => String(n).padStart(12, '0');
 /** Journal entries removed per store operation after a checkpoint (other writes go between). */
 const JOURNAL_DELETE_CHUNK = 500;
@@ -330,12 +342,13 @@ export class VenueJournal {
    * written together, in seq order, in one store write ({@link Collection.insertMany}; issue 15:
    * one write per entry kept every venue operation behind the previous one's append).
    * @param atMs when the operation ran, epoch ms.
+   * @param rows the entry's rows, or their JSON (see {@link stateRowsJson}).
    * @returns resolves once this entry (and every earlier one) is written (never rejects: a
    *   failing write is retried).
    */
-  append(seq: number, atMs: number, rows: StateRows): Promise<unknown> {
+  append(seq: number, atMs: number, rows: StateRows | string): Promise<unknown> {
     this.seq = seq;
-    const doc: JournalDoc = { _id: pad(seq), seq, atMs, rows: JSON.stringify(rows) };
+    const doc: JournalDoc = { _id: pad(seq), seq, atMs, rows: typeof rows === 'string' ? rows : JSON.stringify(rows) };
     this.pendingWrites++;
     let durable: Promise<unknown>;
     if (this.openBatch) {

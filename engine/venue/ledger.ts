@@ -350,6 +350,30 @@ export class Ledger {
   }
 
   /**
+   * The JSON of {@link row}`(userId)` (the same document once parsed), each position's JSON made
+   * once per change of that position ({@link positionJson}; issue 15: a wallet row lists every
+   * position of the user, and serializing them all again was most of a journal entry's cost).
+   */
+  rowJson(userId: string): string {
+    const w = this.walletOf(userId);
+    let positions = '';
+    for (const [t, p] of w.positions) positions += (positions ? ',' : '') + this.positionJson(t, p);
+    const ops = w.ops?.size ? `,"ops":${JSON.stringify([...w.ops.values()])}` : '';
+    return `{"userId":${JSON.stringify(userId)},"pusd":"${str(w.pusd)}","reserved":"${str(w.reserved)}","positions":[${positions}]${ops}}`;
+  }
+
+  /** JSON of {@link positionRow}'s tuple, made once per tuple. */
+  private readonly positionJsons = new WeakMap<WalletRow['positions'][number], string>();
+
+  /** JSON of a position's journal tuple `[tokenId, shares, reserved, cost]`. */
+  private positionJson(tokenId: string, p: Position): string {
+    const row = this.positionRow(tokenId, p);
+    let json = this.positionJsons.get(row);
+    if (json === undefined) this.positionJsons.set(row, (json = JSON.stringify(row)));
+    return json;
+  }
+
+  /**
    * The journal tuple of each position, with the amounts it was made from: a wallet row lists
    * every position of the user and most did not change since the last row (issue 15), so their
    * decimal strings are made once per change, not once per journal entry. Amounts are immutable

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { Dec, dec, str } from '../decimal.js';
+import { Dec, dec, ONE, str } from '../decimal.js';
 import { priceKey } from './book.js';
 import { LIQUIDITY_PROVIDER_ID } from './ledger.js';
 import type { CapturedLevelRow } from './journal.js';
@@ -11,6 +11,15 @@ import type { Side } from './port.js';
 /** Deterministic pseudo-random integer in [0, n) from a string. */
 function hashInt(s: string, n: number): number {
   return createHash('sha1').update(s).digest().readUInt32BE(0) % n;
+}
+
+/** One quote of the provider's ladder: price (decimal probability) and size (shares), with their strings. */
+interface LadderLevel {
+  side: Side;
+  price: Dec;
+  size: Dec;
+  priceStr: string;
+  sizeStr: string;
 }
 
 /** Key of one captured level: token, side, price. */
@@ -103,12 +112,28 @@ export class LiquidityProvider {
     for (const tokenId of tx.liquidityTaken) this.scheduleRefill(tokenId);
   }
 
-  /** The ladder for a token around its reference price: [side, price, size][]. */
-  private ladder(info: CatalogueToken): [Side, Dec, Dec][] {
+  /**
+   * Ladders made, by token, with the reference price and tick they were made for (by identity:
+   * both are replaced, never changed, when they move): a refill after each crossing order re-quotes
+   * the same ladder (issue 15).
+   */
+  private readonly ladders = new Map<string, { ref: Dec; tick: Dec; out: readonly LadderLevel[] }>();
+
+  /** The ladder for a token around its reference price (shared: never modify it). */
+  private ladder(info: CatalogueToken): readonly LadderLevel[] {
     const ref = this.references.get(info.tokenId) ?? info.referencePrice;
     const tick = info.tickSize;
+    const memo = this.ladders.get(info.tokenId);
+    if (memo && memo.ref === ref && memo.tick === tick) return memo.out;
+    const out = this.makeLadder(info, ref, tick).map(([side, price, size]): LadderLevel => ({ side, price, size, priceStr: str(price), sizeStr: str(size) }));
+    this.ladders.set(info.tokenId, { ref, tick, out });
+    return out;
+  }
+
+  /** {@link ladder}, made: `levels` ticks each side of `ref` rounded to `tick`, within [tick, 1 − tick]. */
+  private makeLadder(info: CatalogueToken, ref: Dec, tick: Dec): [Side, Dec, Dec][] {
     const lo = tick;
-    const hi = dec(1).minus(tick);
+    const hi = ONE.minus(tick);
     const mid = ref.div(tick).toDecimalPlaces(0, Dec.ROUND_HALF_EVEN).times(tick);
     const out: [Side, Dec, Dec][] = [];
     for (let k = 1; k <= this.o.levels; k++) {
@@ -223,9 +248,9 @@ export class LiquidityProvider {
     if (this.o.captureDriven?.has(tokenId) || this.matching.isClosed(tokenId)) return;
     const info = this.o.catalogue.tokens.get(tokenId);
     if (!info || !this.matching.withdrawQuotes(tx, tokenId)) return;
-    for (const [side, price, size] of this.ladder(info)) {
+    for (const { side, price, size, priceStr, sizeStr } of this.ladder(info)) {
       this.matching.quote(tx, {
-        orderId: `mm-${++this.quoteSeq}`, userId: LIQUIDITY_PROVIDER_ID, tokenId, side, kind: 'limit', price: str(price), size: str(size), quoteAmount: null, timeInForce: 'GTC', postOnly: false,
+        orderId: `mm-${++this.quoteSeq}`, userId: LIQUIDITY_PROVIDER_ID, tokenId, side, kind: 'limit', price: priceStr, size: sizeStr, quoteAmount: null, timeInForce: 'GTC', postOnly: false,
       }, price, size);
     }
   }

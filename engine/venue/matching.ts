@@ -1,4 +1,4 @@
-import { Dec, dec, SIZE_DP, str, ZERO } from '../decimal.js';
+import { Dec, dec, onTick, SIZE_DP, str, ZERO } from '../decimal.js';
 import { OrderBook, priceKey, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
 import type { FillReport, Side, TokenInfo, Touch, VenueOrder, VenueOrderState, VenueReport } from './port.js';
@@ -47,6 +47,8 @@ export interface OrderEntry extends Reservation {
   seq: number;
   /** The order's actor recorded its final state: the next checkpoint forgets the order. */
   released?: boolean;
+  /** JSON of `order` (which never changes), made by the first {@link MatchingEngine.rowJson}. */
+  orderJson?: string;
 }
 
 /** A serialized order, as written to the journal and checkpoints (decimal strings: shares, dollars). */
@@ -171,7 +173,7 @@ export class MatchingEngine {
     this.ledger.walletOf(order.userId); // a user's first order opens the wallet, even a refused one
     const price = order.price === null ? null : dec(order.price);
     const size = order.size === null ? null : dec(order.size);
-    if (price && (price.lt(info.tickSize) || price.gt(dec(1).minus(info.tickSize)) || !price.mod(info.tickSize).isZero())) {
+    if (price && !onTick(price, info.tickSize)) {
       return reject('invalid_request', `price ${order.price} is not on the tick ${str(info.tickSize)} within (0, 1)`);
     }
     if (order.postOnly && price) {
@@ -426,6 +428,21 @@ export class MatchingEngine {
       order: e.order, status: e.status, remaining: e.remaining ? str(e.remaining) : null, reservedUsd: str(e.reservedUsd),
       reservedShares: str(e.reservedShares), fills: e.fills, final: e.final, updatedAtMs: e.updatedAtMs, seq: e.seq,
     };
+  }
+
+  /**
+   * The JSON of {@link row}`(orderId)` (the same document once parsed), made without walking the
+   * order itself again: its JSON is made once per order (issue 15: every journal entry of an
+   * order serialized it anew).
+   */
+  rowJson(orderId: string): string {
+    const e = this.orders.get(orderId)!;
+    const orderJson = (e.orderJson ??= JSON.stringify(e.order));
+    const remaining = e.remaining ? `"${str(e.remaining)}"` : 'null';
+    return (
+      `{"order":${orderJson},"status":"${e.status}","remaining":${remaining},"reservedUsd":"${str(e.reservedUsd)}","reservedShares":"${str(e.reservedShares)}",` +
+      `"fills":${e.fills.length ? JSON.stringify(e.fills) : '[]'},"final":${e.final ? JSON.stringify(e.final) : 'null'},"updatedAtMs":${e.updatedAtMs},"seq":${e.seq}}`
+    );
   }
 
   /**

@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import type { CaptureEvent } from './capture.js';
 import { CaptureReplay, type CapturePosition } from './capture-replay.js';
-import { VenueJournal, type CapturedLevelRow, type CaptureRow, type CheckpointState, type MarketRow } from './journal.js';
+import { stateRowsJson, VenueJournal, type CapturedLevelRow, type CaptureRow, type CheckpointState, type MarketRow } from './journal.js';
 import { Ledger, LIQUIDITY_PROVIDER_ID } from './ledger.js';
 import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
@@ -405,12 +405,7 @@ export class SimVenue implements VenuePort {
     const capture = this.captureRow(tx, this.capturePos?.next !== posBefore);
     let durable = this.journal.written();
     if (tx.users.size || tx.orders.size || tx.markets.size || capture) {
-      durable = this.journal.append(tx.seq, tx.atMs, {
-        wallets: [...tx.users].map((u) => this.ledger.row(u)),
-        orders: [...tx.orders].map((id) => this.matching.row(id)),
-        ...(tx.markets.size ? { markets: [...tx.markets].map((c) => this.marketRow(c)) } : {}),
-        ...(capture ? { capture } : {}),
-      });
+      durable = this.journal.append(tx.seq, tx.atMs, this.entryJson(tx, tx.markets.size ? [...tx.markets].map((c) => this.marketRow(c)) : undefined, capture));
     }
     return durable.then(() => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
@@ -543,17 +538,22 @@ export class SimVenue implements VenuePort {
     const capture = this.captureRow(tx, false);
     let durable = this.journal.written();
     if (tx.users.size || tx.orders.size || capture) {
-      durable = this.journal.append(tx.seq, tx.atMs, {
-        wallets: [...tx.users].map((u) => this.ledger.row(u)),
-        orders: [...tx.orders].map((id) => this.matching.row(id)),
-        ...(capture ? { capture } : {}),
-      });
+      durable = this.journal.append(tx.seq, tx.atMs, this.entryJson(tx, undefined, capture));
     }
     return durable.then(() => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
       for (const t of tx.tokens) for (const l of this.bookListeners) l(t);
       for (const u of tx.users) for (const l of this.walletListeners) l(u);
     });
+  }
+
+  /** The JSON of an operation's journal entry: the touched wallets and orders, then `markets` and `capture` when given. */
+  private entryJson(tx: Tx, markets: MarketRow[] | undefined, capture: CaptureRow | undefined): string {
+    const wallets: string[] = [];
+    for (const u of tx.users) wallets.push(this.ledger.rowJson(u));
+    const orders: string[] = [];
+    for (const id of tx.orders) orders.push(this.matching.rowJson(id));
+    return stateRowsJson(wallets, orders, markets, capture);
   }
 
   /** Runs an operation nobody awaits (liquidity refill, replay); a failure is logged. */
