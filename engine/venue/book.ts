@@ -19,9 +19,14 @@ interface PriceLevel {
   orders: Resting[];
 }
 
+/** Price keys made, by price (by identity: prices are immutable, and parses of the same string are shared). */
+const priceKeys = new WeakMap<Dec, number>();
+
 /** Price key of a decimal probability (prices carry at most 3 decimals: ticks are 0.01 or 0.001). */
 export function priceKey(price: Dec): number {
-  return price.times(1000).toNumber();
+  let key = priceKeys.get(price);
+  if (key === undefined) priceKeys.set(price, (key = price.times(1000).toNumber()));
+  return key;
 }
 
 /**

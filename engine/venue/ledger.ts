@@ -356,10 +356,43 @@ export class Ledger {
    */
   rowJson(userId: string): string {
     const w = this.walletOf(userId);
-    let positions = '';
-    for (const [t, p] of w.positions) positions += (positions ? ',' : '') + this.positionJson(t, p);
+    const positions = this.positionsJson(w);
     const ops = w.ops?.size ? `,"ops":${JSON.stringify([...w.ops.values()])}` : '';
     return `{"userId":${JSON.stringify(userId)},"pusd":"${str(w.pusd)}","reserved":"${str(w.reserved)}","positions":[${positions}]${ops}}`;
+  }
+
+  /**
+   * The JSON of each wallet's positions list, with what it was made from (each position and its
+   * three amounts, by identity, in order): most journal entries of a user change one position or
+   * none, so the list is remade only when one changed. Amounts are immutable `Dec`s replaced on
+   * change, and a wallet replaced on recovery is a new object.
+   */
+  private readonly positionLists = new WeakMap<Wallet, { refs: unknown[]; json: string }>();
+
+  /** JSON of the `positions` array of `w`'s row (see {@link positionLists}). */
+  private positionsJson(w: Wallet): string {
+    const memo = this.positionLists.get(w);
+    if (memo && memo.refs.length === 5 * w.positions.size) {
+      const refs = memo.refs;
+      let i = 0;
+      let same = true;
+      for (const [t, p] of w.positions) {
+        if (refs[i] !== t || refs[i + 1] !== p || refs[i + 2] !== p.shares || refs[i + 3] !== p.reserved || refs[i + 4] !== p.cost) {
+          same = false;
+          break;
+        }
+        i += 5;
+      }
+      if (same) return memo.json;
+    }
+    const refs: unknown[] = [];
+    let json = '';
+    for (const [t, p] of w.positions) {
+      refs.push(t, p, p.shares, p.reserved, p.cost);
+      json += (json ? ',' : '') + this.positionJson(t, p);
+    }
+    this.positionLists.set(w, { refs, json });
+    return json;
   }
 
   /** JSON of {@link positionRow}'s tuple, made once per tuple. */
