@@ -18,7 +18,7 @@
  * | rejected         | `REJECTED`         | yes   |
  */
 import { and, assign, setup } from 'xstate';
-import { Dec } from '../engine/decimal.js';
+import { dec } from '../engine/decimal.js';
 import type { Side, TimeInForce, VenueOrder } from '../engine/venue/port.js';
 
 /** Input of a new order actor; every quantity a decimal string. */
@@ -108,8 +108,8 @@ export const orderMachine = setup({
     recordFill: assign(({ context, event }) => {
       const e = event as FillEvent;
       return {
-        filledSize: new Dec(context.filledSize).plus(e.size).toFixed(),
-        matchedAmount: new Dec(context.matchedAmount).plus(new Dec(e.price).times(e.size)).toFixed(),
+        filledSize: dec(context.filledSize).plus(dec(e.size)).toFixed(),
+        matchedAmount: dec(context.matchedAmount).plus(dec(e.price).times(dec(e.size))).toFixed(),
         tradeIds: [...context.tradeIds, e.tradeId],
       };
     }),
@@ -123,7 +123,7 @@ export const orderMachine = setup({
     completesOrder: ({ context, event }) => {
       if (event.type !== 'venue.filled') return false;
       // Sized orders count their shares; a dollar-sized MARKET buy relies on the venue's flag.
-      return context.size !== null ? new Dec(context.filledSize).plus(event.size).gte(context.size) : event.completes;
+      return context.size !== null ? dec(context.filledSize).plus(dec(event.size)).gte(dec(context.size)) : event.completes;
     },
     isCurrentExpiry: ({ context, event }) => event.type === 'timer.fired' && event.name === 'expiry' && context.deadlines.expiry === event.atMs,
     cancelWasRequested: ({ context }) => context.cancelRequested,

@@ -59,8 +59,17 @@ export interface StateRows {
   capture?: CaptureRow;
 }
 
-/** The state a checkpoint writes, taken when the checkpoint runs. */
-export interface CheckpointState extends StateRows {
+/**
+ * Rows to chunk for a checkpoint, in order: each given as the row or as its JSON (the ledger's and
+ * matching engine's `rowsJson`: made when the state is taken, immutable, and not serialized again).
+ */
+export interface ChunkInput {
+  wallets: readonly (WalletRow | string)[];
+  orders: readonly (OrderRow | string)[];
+}
+
+/** The state a checkpoint writes, taken when the checkpoint runs (rows possibly as their JSON: {@link ChunkInput}). */
+export interface CheckpointState extends Omit<StateRows, 'wallets' | 'orders'>, ChunkInput {
   /** The matching engine's last time-priority sequence number. */
   orderSeq: number;
 }
@@ -158,7 +167,7 @@ const EMPTY_CHUNK = '{"wallets":[],"orders":[]}';
  * of its own. Serializes every row now, so later changes to the live objects cannot leak into the
  * checkpoint. No rows give no chunks.
  */
-export function chunkRows(rows: StateRows, maxBytes: number): string[] {
+export function chunkRows(rows: ChunkInput, maxBytes: number): string[] {
   const b = chunkBuilder(maxBytes);
   for (const w of rows.wallets) b.add(true, w);
   for (const o of rows.orders) b.add(false, o);
@@ -174,7 +183,7 @@ const ROWS_PER_SLICE = 500;
  * one go held every request for ~100 ms). The rows must not change meanwhile: they are the
  * copies a checkpoint took ({@link JournalOptions.snapshot}).
  */
-export async function chunkRowsInSlices(rows: StateRows, maxBytes: number): Promise<string[]> {
+export async function chunkRowsInSlices(rows: ChunkInput, maxBytes: number): Promise<string[]> {
   const b = chunkBuilder(maxBytes);
   let n = 0;
   for (const w of rows.wallets) {
@@ -188,7 +197,7 @@ export async function chunkRowsInSlices(rows: StateRows, maxBytes: number): Prom
   return b.done();
 }
 
-/** Builds the chunk strings of {@link chunkRows}: rows added in order (wallets first), then `done`. */
+/** Builds the chunk strings of {@link chunkRows}: rows (or their JSON) added in order (wallets first), then `done`. */
 function chunkBuilder(maxBytes: number): { add(wallet: boolean, row: unknown): void; done(): string[] } {
   const chunks: string[] = [];
   let wallets: string[] = [];
@@ -203,7 +212,7 @@ function chunkBuilder(maxBytes: number): { add(wallet: boolean, row: unknown): v
   };
   return {
     add(wallet, row) {
-      const json = JSON.stringify(row);
+      const json = typeof row === 'string' ? row : JSON.stringify(row);
       const size = Buffer.byteLength(json) + 1; // + the comma
       if (bytes + size > maxBytes) flush();
       (wallet ? wallets : orders).push(json);

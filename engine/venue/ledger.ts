@@ -428,6 +428,13 @@ export class Ledger {
     return [...this.wallets.keys()].filter((u) => u !== LIQUIDITY_PROVIDER_ID).map((u) => this.row(u));
   }
 
+  /** {@link rows} as JSON, one string per wallet ({@link rowJson}), for a checkpoint. */
+  rowsJson(): string[] {
+    const out: string[] = [];
+    for (const u of this.wallets.keys()) if (u !== LIQUIDITY_PROVIDER_ID) out.push(this.rowJson(u));
+    return out;
+  }
+
   /** Replaces the wallet of a row (recovery: a later row of the same user overwrites). */
   load(r: WalletRow): void {
     this.wallets.set(r.userId, {

@@ -456,6 +456,16 @@ export class MatchingEngine {
     });
   }
 
+  /**
+   * {@link rows} as JSON, one string per order ({@link rowJson}): made now, so later trades cannot
+   * change them, and not serialized again by the checkpoint (issue 15).
+   */
+  rowsJson(): string[] {
+    const out: string[] = [];
+    for (const id of this.orders.keys()) out.push(this.rowJson(id));
+    return out;
+  }
+
   /** Replaces the record of a row's order (recovery); the books are rebuilt by {@link restoreBooks}. */
   load(r: OrderRow): void {
     this.orders.set(r.order.orderId, {

@@ -582,7 +582,7 @@ export class SimVenue implements VenuePort {
   private snapshot(): CheckpointState {
     this.matching.forgetDone(this.o.clock.now(), RETAIN_DONE_MS);
     return {
-      orderSeq: this.matching.orderSeq, wallets: this.ledger.rows(), orders: this.matching.rows(), markets: [...this.changedMarkets].map((c) => this.marketRow(c)),
+      orderSeq: this.matching.orderSeq, wallets: this.ledger.rowsJson(), orders: this.matching.rowsJson(), markets: [...this.changedMarkets].map((c) => this.marketRow(c)),
       ...(this.capturePos ? { capture: { ...this.capturePos, levels: this.liquidity.takenCapturedLevels() } } : {}),
     };
   }

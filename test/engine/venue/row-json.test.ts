@@ -29,7 +29,7 @@ const cmd = fc.record({
 });
 
 describe('journal rows as JSON', () => {
-  it('rowJson of every touched wallet and order parses to JSON of row(), over random order sequences (fast-check)', () => {
+  it('rowJson of every touched wallet and order, and rowsJson of all, parse to the JSON of row() / rows(), over random order sequences (fast-check)', () => {
     fc.assert(
       fc.property(fc.array(cmd, { minLength: 1, maxLength: 40 }), (cmds: Cmd[]) => {
         const l = new Ledger('100');
@@ -56,6 +56,9 @@ describe('journal rows as JSON', () => {
           const entry = stateRowsJson(wallets.map((u) => l.rowJson(u)), orders.map((id) => m.rowJson(id)), undefined, { next: n, recordedMs: 7 });
           expect(JSON.parse(entry)).toEqual(JSON.parse(JSON.stringify({ wallets: wallets.map((u) => l.row(u)), orders: orders.map((id) => m.row(id)), capture: { next: n, recordedMs: 7 } })));
         }
+        // the checkpoint's rows (rowsJson) are the rows too
+        expect(l.rowsJson().map((j) => JSON.parse(j))).toEqual(JSON.parse(JSON.stringify(l.rows())));
+        expect(m.rowsJson().map((j) => JSON.parse(j))).toEqual(JSON.parse(JSON.stringify(m.rows())));
       }),
       { numRuns: 60 },
     );
