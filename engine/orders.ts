@@ -99,6 +99,9 @@ function venueRefusal(c: Pick<OrderContext, 'error' | 'reason'>): DomainError {
   }
 }
 
+/** Request fields of strategy types that a LIMIT or MARKET order must not carry. */
+const STRATEGY_ONLY_FIELDS = ['condition_id', 'outcome', 'offset_ticks', 'budget_usdc', 'price_floor', 'price_ceiling', 'execution'] as const;
+
 /**
  * Hosts CLOB order actors (issue 3): checks an order against the market and the wallet (a
  * refused order changes nothing), creates its actor, carries its commands to the venue and the
@@ -231,7 +234,7 @@ export class OrderService {
       if ((body as Record<string, unknown>)[field] !== undefined) throw errors.badRequest(`${field} ${why}`);
     };
     if ((body.take_profit || body.stop_loss) && body.side !== 'buy') throw errors.badRequest('take_profit / stop_loss brackets attach to buy LIMIT or MARKET entries only');
-    for (const f of ['condition_id', 'outcome', 'offset_ticks', 'budget_usdc', 'price_floor', 'price_ceiling', 'execution']) forbid(f, `is not used by ${typeName} orders`);
+    for (const f of STRATEGY_ONLY_FIELDS) if ((body as Record<string, unknown>)[f] !== undefined) throw errors.badRequest(`${f} is not used by ${typeName} orders`);
     if (body.time_in_force !== undefined && body.expiration !== undefined) {
       throw errors.badRequest('time_in_force cannot be combined with expiration: an order with expiration is GTD');
     }

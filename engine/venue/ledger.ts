@@ -70,6 +70,22 @@ export interface LedgerRefusal {
   reason: string;
 }
 
+/** A position's journal tuple as JSON, with what it was made from (see `Ledger.positionsJson`). */
+interface PositionJson {
+  tokenId: string;
+  position: Position;
+  shares: Dec;
+  reserved: Dec;
+  cost: Dec;
+  /** `["<tokenId>","<shares>","<reserved>","<cost>"]` */
+  json: string;
+}
+
+/** {@link PositionJson} of a position now. */
+function positionJson(tokenId: string, p: Position): PositionJson {
+  return { tokenId, position: p, shares: p.shares, reserved: p.reserved, cost: p.cost, json: JSON.stringify([tokenId, str(p.shares), str(p.reserved), str(p.cost)]) };
+}
+
 /**
  * A serialized wallet as written to the journal and checkpoints (absolute values: replaying an
  * entry overwrites the wallet). Decimal strings: dollars and shares.
@@ -132,12 +148,24 @@ export class Ledger {
     };
   }
 
+  /** Free pUSD of each wallet, with the balance and reservation it was computed from (by identity). */
+  private readonly freeUsdMemo = new WeakMap<Wallet, { pusd: Dec; reserved: Dec; free: Dec }>();
+
+  /** Free pUSD of `w` (balance − reserved), dollars; remade only when either changed (both checks of every order read it). */
+  private freeUsd(w: Wallet): Dec {
+    const m = this.freeUsdMemo.get(w);
+    if (m && m.pusd === w.pusd && m.reserved === w.reserved) return m.free;
+    const free = w.pusd.minus(w.reserved);
+    this.freeUsdMemo.set(w, { pusd: w.pusd, reserved: w.reserved, free });
+    return free;
+  }
+
   /** Free pUSD and free, held and reserved shares of `tokenId`, for pre-trade checks. */
   available(userId: string, tokenId: string): Available {
     const w = this.walletOf(userId);
     const p = w.positions.get(tokenId);
     return {
-      usd: w.pusd.minus(w.reserved),
+      usd: this.freeUsd(w),
       shares: p ? p.shares.minus(p.reserved) : ZERO,
       held: p?.shares ?? ZERO,
       reservedShares: p?.reserved ?? ZERO,
@@ -156,7 +184,7 @@ export class Ledger {
     const w = this.walletOf(order.userId);
     if (order.side === 'buy') {
       const usd = order.kind === 'market' ? dec(order.quoteAmount!) : price!.times(size!);
-      const free = w.pusd.minus(w.reserved);
+      const free = this.freeUsd(w);
       if (free.lt(usd)) return { error: 'INSUFFICIENT_BALANCE', reason: insufficientBalanceMessage('this buy', usd, free) };
       return { usd, shares: ZERO };
     }
@@ -362,47 +390,40 @@ export class Ledger {
   }
 
   /**
-   * The JSON of each wallet's positions list, with what it was made from (each position and its
-   * three amounts, by identity, in order): most journal entries of a user change one position or
-   * none, so the list is remade only when one changed. Amounts are immutable `Dec`s replaced on
-   * change, and a wallet replaced on recovery is a new object.
+   * The JSON of each wallet's positions list: one entry per position, in order, with the amounts
+   * (by identity) its JSON was made from. Most journal entries of a user change one position or
+   * none, so only a changed position's JSON is remade, and the list joined again only then.
+   * Amounts are immutable `Dec`s replaced on change; a wallet replaced on recovery is a new object.
    */
-  private readonly positionLists = new WeakMap<Wallet, { refs: unknown[]; json: string }>();
+  private readonly positionLists = new WeakMap<Wallet, { entries: PositionJson[]; json: string }>();
 
-  /** JSON of the `positions` array of `w`'s row (see {@link positionLists}). */
+  /** JSON of the `positions` array of `w`'s row, without brackets (see {@link positionLists}). */
   private positionsJson(w: Wallet): string {
     const memo = this.positionLists.get(w);
-    if (memo && memo.refs.length === 5 * w.positions.size) {
-      const refs = memo.refs;
+    if (memo && memo.entries.length === w.positions.size) {
       let i = 0;
+      let changed = false;
       let same = true;
       for (const [t, p] of w.positions) {
-        if (refs[i] !== t || refs[i + 1] !== p || refs[i + 2] !== p.shares || refs[i + 3] !== p.reserved || refs[i + 4] !== p.cost) {
+        const e = memo.entries[i++]!;
+        if (e.tokenId !== t || e.position !== p) {
           same = false;
           break;
         }
-        i += 5;
+        if (e.shares !== p.shares || e.reserved !== p.reserved || e.cost !== p.cost) {
+          memo.entries[i - 1] = positionJson(t, p);
+          changed = true;
+        }
       }
-      if (same) return memo.json;
+      if (same) {
+        if (changed) memo.json = memo.entries.map((e) => e.json).join(',');
+        return memo.json;
+      }
     }
-    const refs: unknown[] = [];
-    let json = '';
-    for (const [t, p] of w.positions) {
-      refs.push(t, p, p.shares, p.reserved, p.cost);
-      json += (json ? ',' : '') + this.positionJson(t, p);
-    }
-    this.positionLists.set(w, { refs, json });
-    return json;
-  }
-
-  /** JSON of {@link positionRow}'s tuple, made once per tuple. */
-  private readonly positionJsons = new WeakMap<WalletRow['positions'][number], string>();
-
-  /** JSON of a position's journal tuple `[tokenId, shares, reserved, cost]`. */
-  private positionJson(tokenId: string, p: Position): string {
-    const row = this.positionRow(tokenId, p);
-    let json = this.positionJsons.get(row);
-    if (json === undefined) this.positionJsons.set(row, (json = JSON.stringify(row)));
+    const entries: PositionJson[] = [];
+    for (const [t, p] of w.positions) entries.push(positionJson(t, p));
+    const json = entries.map((e) => e.json).join(',');
+    this.positionLists.set(w, { entries, json });
     return json;
   }
 
