@@ -39,9 +39,21 @@ export function dec(v: string | number | Decimal): Decimal {
   return d;
 }
 
+/**
+ * Canonical strings of the memoized parses ({@link dec}), by identity: orders carry the same few
+ * prices and sizes, written back as strings at every step. Few entries (at most the parses held).
+ */
+const canonical = new WeakMap<Decimal, string>();
+
 /** Canonical API string: no exponent, no trailing zeros ("0.5", "12", "0.001"). */
 export function str(d: Decimal): string {
-  return d.toFixed();
+  if (d === ZERO) return '0';
+  let s = canonical.get(d);
+  if (s === undefined) {
+    s = d.toFixed();
+    if (parsed.get(s) === d) canonical.set(d, s);
+  }
+  return s;
 }
 
 /** Verdicts of {@link onTick} by tick, then price (both by identity: memoized parses share one). */

@@ -1,0 +1,38 @@
+/**
+ * engine/decimal.ts memoization (issue 15): shared parses, tick verdicts and canonical strings
+ * give exactly what the unmemoized decimal.js calls give.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { dec, Dec, onTick, str, ZERO } from '../../engine/decimal.js';
+
+describe('decimal memoization', () => {
+  it('dec of a string: one shared immutable parse; arithmetic on it leaves it unchanged; a non-decimal still throws', () => {
+    const a = dec('0.05');
+    expect(dec('0.05')).toBe(a);
+    expect(str(a.times(dec('5')))).toBe('0.25');
+    expect(str(a)).toBe('0.05');
+    expect(dec('0.050')).not.toBe(a);
+    expect(dec('0.050').eq(a)).toBe(true);
+    expect(() => dec('NaN')).toThrow(/not a finite decimal/);
+    expect(() => dec('Infinity')).toThrow(/not a finite decimal/);
+  });
+
+  it('onTick and str agree with the direct decimal.js rule and toFixed, memoized or not (fast-check)', () => {
+    const ticks = [dec('0.01'), dec('0.001'), dec('0.1')];
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 1100 }), fc.integer({ min: 0, max: 2 }), fc.boolean(), (thousandths, t, viaParse) => {
+        const raw = (thousandths / 1000).toFixed(3);
+        const price = viaParse ? dec(raw) : new Dec(raw);
+        const tick = ticks[t]!;
+        const direct = price.gte(tick) && price.lte(new Dec(1).minus(tick)) && price.mod(tick).isZero();
+        expect(onTick(price, tick)).toBe(direct);
+        expect(onTick(price, tick)).toBe(direct); // memoized verdict
+        expect(str(price)).toBe(price.toFixed());
+        expect(str(price.plus(ZERO))).toBe(price.toFixed());
+      }),
+      { numRuns: 500 },
+    );
+    expect(str(ZERO)).toBe('0');
+  });
+});
