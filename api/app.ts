@@ -356,10 +356,32 @@ function frontLayer(app: Express, front: RequestHandler): RequestHandler {
 }
 
 /**
+ * What no route answered, on a path that routes have (RFC 9110 15.5.6, 9.3.7): `OPTIONS` → 204
+ * with `Allow` (no authentication: it names methods only, as the public OpenAPI document does);
+ * any other method → 405 `method_not_allowed` in the error envelope with `Allow`. Paths no route
+ * has go on to the 404.
+ */
+function methodNotAllowed(dispatcher: RouteDispatcher): RequestHandler {
+  return (req, res, next) => {
+    const allowed = dispatcher.allowedMethods(req.path);
+    if (allowed.length === 0) return next();
+    const allow = [...allowed, 'OPTIONS'].join(', ');
+    res.setHeader('Allow', allow);
+    if (req.method === 'OPTIONS') {
+      res.statusCode = 204;
+      res.end();
+      return;
+    }
+    next(new ApiError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${allow}`, { Allow: allow }));
+  };
+}
+
+/**
  * Builds the Express 5 application over running services (usable in-process by tests on port 0).
  * Order: request id + log line ({@link requestLog}), security headers, the dashboard, the rate limit, the
  * route table (authentication before the body is read, then JSON body parsing: size limit → 413,
- * malformed → 400, non-JSON → 415), 404 for the rest, one error middleware writing `{error, message?}`.
+ * malformed → 400, non-JSON → 415), 405 (with `Allow`; `OPTIONS` 204) for another method on a
+ * route's path, 404 for the rest, one error middleware writing `{error, message?}`.
  */
 export function createApp(services: Services): Express {
   const app = express();
@@ -395,6 +417,7 @@ export function createApp(services: Services): Express {
   }
   // simulation controls (issue 16): only when enabled, else their paths are unknown (404)
   if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, dispatcher, route, route.path, services, parseBody, admit);
+  app.use(methodNotAllowed(dispatcher));
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;
