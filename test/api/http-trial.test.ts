@@ -168,3 +168,34 @@ describe('partner trial of the HTTP front (issue 15): what reaches the service o
     }
   });
 });
+
+describe('load shedding under clients that retry at once (partner trial, issue 15 item 2)', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService({ env: { WRITE_CONCURRENCY: '1', WRITE_QUEUE_LENGTH: '0' } });
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'shed' } });
+  });
+  afterAll(() => svc.close());
+
+  it('a shed request is answered 503 overloaded with Retry-After and Connection: close (a retry must connect again), nothing changed', async () => {
+    const auth = { Authorization: `Bearer ${MASTER_KEY}`, 'X-Partner-User-Id': 'shed', 'Content-Type': 'application/json' };
+    // holds the one write slot: admitted, its body still on the way
+    const holder = net.connect(svc.http.port, '127.0.0.1');
+    await new Promise((r) => holder.once('connect', r));
+    holder.write(request('POST', '/v2/trade/orders/cancel', { ...auth, 'Idempotency-Key': randomUUID(), 'Content-Length': '100' }));
+    await new Promise((r) => setTimeout(r, 200));
+    try {
+      const r = await raw(svc.http.port, [request('POST', '/v2/trade/order', { ...auth, 'Idempotency-Key': randomUUID() }, '{}')]);
+      const answers = responses(r.text);
+      expect(answers.map((a) => a.status)).toEqual([503]);
+      expect(answers[0]!.headers['retry-after']).toBe('1');
+      expect(answers[0]!.headers.connection).toBe('close');
+      expect(JSON.parse(answers[0]!.body)).toMatchObject({ error: 'overloaded' });
+      expect(r.closedByServer).toBe(true);
+    } finally {
+      holder.destroy();
+    }
+    expect((await svc.call('GET', '/v2/trade/activity', { headers: { 'x-partner-user-id': 'shed' } })).body.activity).toEqual([]);
+    expect((await svc.call('GET', '/v2/trade/orders/open', { headers: { 'x-partner-user-id': 'shed' } })).body.orders).toEqual([]);
+  });
+});
