@@ -101,9 +101,9 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
     closeWhenIdle();
     return;
   }
-  const [status, reason, error, message] = brokenIsInFlight
-    ? [400, 'Bad Request', 'invalid_request', 'the request body ended before its Content-Length (or its last chunk)']
-    : (CLIENT_ERROR_STATUS[err.code ?? ''] ?? [400, 'Bad Request', 'invalid_request', 'malformed HTTP request']);
+  const [status, reason, error, message] =
+    CLIENT_ERROR_STATUS[err.code ?? ''] ??
+    (brokenIsInFlight ? [400, 'Bad Request', 'invalid_request', 'the request body ended before its Content-Length (or its last chunk)'] : [400, 'Bad Request', 'invalid_request', 'malformed HTTP request']);
   const body = JSON.stringify({ error, message });
   s.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
