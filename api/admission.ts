@@ -244,7 +244,8 @@ function overloaded(why: string): ApiError {
  * at most `concurrency` run at once, new ones start only while the event-loop iteration's work
  * budget (`loopBudgetMs`) is not spent, at most `queueLength` wait (first come, first served) and
  * none waits longer than `queueWaitMs`. Beyond that the answer is 503 `overloaded` with
- * `Retry-After` in the error envelope, before the body is read or anything changes. Without a
+ * `Retry-After` in the error envelope, before anything changes (the body is read before
+ * admission, so a slow upload holds no slot). Without a
  * bound, a burst beyond the service's throughput made every request wait behind all the others,
  * until clients gave up without an answer; without the budget, iterations grew with the number of
  * connections and connections beyond ~225 were not even accepted (see {@link LoopBudget}).

@@ -64,9 +64,10 @@ type WithPrincipal = Request & { [PRINCIPAL]?: Principal | null };
  * → non-JSON body (415) → body parsing (413 over the limit, 400 malformed) → acting user
  * (400/404) → `Idempotency-Key` on POST/PATCH/DELETE (400) → body schema (400) → 501 when not
  * built → idempotent execution (replay, 409, 422) → handler. Mutating requests pass the load
- * shedding of api/admission.ts after authentication (503 `overloaded` with `Retry-After` when
- * the service is at capacity), before their body is read. Responses of authenticated routes
- * carry `Cache-Control: no-store`.
+ * shedding of api/admission.ts after authentication and once their body is read (503
+ * `overloaded` with `Retry-After` when the service is at capacity), so that a slow upload waits
+ * for its own body without holding a write slot. Responses of authenticated routes carry
+ * `Cache-Control: no-store`.
  */
 function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[], admit: RequestHandler): void {
   const mutating = route.method !== 'get';
@@ -123,7 +124,9 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
     await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {}, ...(bodyJson !== undefined ? { bodyJson } : {}) });
     send(req, res, result, {}, bodyJson);
   };
-  const chain: RequestHandler[] = [authorize as RequestHandler, ...(mutating ? [admit] : []), ...parseBody, run as RequestHandler];
+  // the body is read before admission: a client sending its body slowly (or never) must not hold a
+  // write slot meanwhile (64 such connections blocked every write for every partner: partner trial)
+  const chain: RequestHandler[] = [authorize as RequestHandler, ...parseBody, ...(mutating ? [admit] : []), run as RequestHandler];
   dispatcher.add(route.method, path, chain);
   // also on Express, for what the dispatcher leaves to it (OPTIONS, percent-escaped paths)
   app[route.method](path, ...chain);

@@ -179,10 +179,15 @@ describe('load shedding under clients that retry at once (partner trial, issue 1
 
   it('a shed request is answered 503 overloaded with Retry-After and Connection: close (a retry must connect again), nothing changed', async () => {
     const auth = { Authorization: `Bearer ${MASTER_KEY}`, 'X-Partner-User-Id': 'shed', 'Content-Type': 'application/json' };
-    // holds the one write slot: admitted, its body still on the way
-    const holder = net.connect(svc.http.port, '127.0.0.1');
-    await new Promise((r) => holder.once('connect', r));
-    holder.write(request('POST', '/v2/trade/orders/cancel', { ...auth, 'Idempotency-Key': randomUUID(), 'Content-Length': '100' }));
+    // holds the one write slot: a cancel-all whose handler waits until released
+    const orders = svc.services.orders;
+    const openOrderIds = orders.openOrderIds.bind(orders);
+    let release = (): void => undefined;
+    orders.openOrderIds = (async (...args: Parameters<typeof openOrderIds>) => {
+      await new Promise<void>((r) => (release = r));
+      return openOrderIds(...args);
+    }) as typeof orders.openOrderIds;
+    const holder = fetch(`${svc.baseUrl}/v2/trade/orders`, { method: 'DELETE', headers: { authorization: `Bearer ${MASTER_KEY}`, 'x-partner-user-id': 'shed', 'idempotency-key': randomUUID() } });
     await new Promise((r) => setTimeout(r, 200));
     try {
       const r = await raw(svc.http.port, [request('POST', '/v2/trade/order', { ...auth, 'Idempotency-Key': randomUUID() }, '{}')]);
@@ -193,8 +198,10 @@ describe('load shedding under clients that retry at once (partner trial, issue 1
       expect(JSON.parse(answers[0]!.body)).toMatchObject({ error: 'overloaded' });
       expect(r.closedByServer).toBe(true);
     } finally {
-      holder.destroy();
+      release();
+      orders.openOrderIds = openOrderIds;
     }
+    expect((await holder).status).toBe(200);
     expect((await svc.call('GET', '/v2/trade/activity', { headers: { 'x-partner-user-id': 'shed' } })).body.activity).toEqual([]);
     expect((await svc.call('GET', '/v2/trade/orders/open', { headers: { 'x-partner-user-id': 'shed' } })).body.orders).toEqual([]);
   });
