@@ -65,7 +65,7 @@ export interface RecordIds {
  * - the fields of {@link derived} whose value equals what their derivation gives.
  * Reading it back ({@link unpackSnapshot}) puts them back: first the defaults (fresh `[]` / `{}`),
  * then the stored fields, then each derived field missing, in the order of {@link derived}.
- * A context lacking one of these fields is stored whole (still in this shape): the round trip is
+ * A context lacking one of these fields is stored in XState's form: the round trip is always
  * exact. A snapshot in XState's form (no `form` field: every snapshot stored before forms
  * existed) is read as it is.
  *
@@ -269,15 +269,16 @@ function freshDefault(v: unknown): unknown {
 
 /**
  * The JSON text of a snapshot in its definition's compact {@link SnapshotForm} (the context
- * packed), or XState's form ({@link persistedSnapshotJson}) when the definition has none or the
- * actor has children.
+ * packed), or XState's form ({@link persistedSnapshotJson}) when the definition has none, the
+ * actor has children or its context lacks a field the form names.
  */
 export function storedSnapshotJson(def: Pick<ActorDefinition, 'logic' | 'form'>, snapshot: AnyMachineSnapshot, ids: RecordIds): string {
   const form = def.form;
   const children = snapshot.children as Record<string, unknown>;
   if (!form) return persistedSnapshotJson(def.logic, snapshot);
   for (const _ in children) return persistedSnapshotJson(def.logic, snapshot);
-  const context = persistContext(snapshot.context) as Record<string, unknown>;
+  const packed = packContext(form, persistContext(snapshot.context) as Record<string, unknown>, ids);
+  if (packed === null) return persistedSnapshotJson(def.logic, snapshot);
   const out: Record<string, unknown> = { form: form.version };
   if (snapshot.status !== 'active') out.status = snapshot.status;
   if (snapshot.output !== undefined) out.output = snapshot.output;
@@ -289,20 +290,20 @@ export function storedSnapshotJson(def: Pick<ActorDefinition, 'logic' | 'form'>,
     for (const k in hv) if (Array.isArray(hv[k])) (history ??= {})[k] = (hv[k] as Array<{ id: string }>).map((n) => ({ id: n.id }));
     if (history) out.historyValue = history;
   }
-  out.context = packContext(form, context, ids);
+  out.context = packed;
   return JSON.stringify(out);
 }
 
 /** The derivations of each form by field (built once per form). */
 const derivations = new WeakMap<SnapshotForm, Map<string, (context: Record<string, unknown>, ids: RecordIds) => unknown>>();
 
-/** The context without what {@link SnapshotForm} `form` restores (the whole context when it lacks a field the form names). */
-function packContext(form: SnapshotForm, context: Record<string, unknown>, ids: RecordIds): Record<string, unknown> {
+/** The context without what {@link SnapshotForm} `form` restores, or null when it lacks a field the form names. */
+function packContext(form: SnapshotForm, context: Record<string, unknown>, ids: RecordIds): Record<string, unknown> | null {
   let derive = derivations.get(form);
   if (!derive) derivations.set(form, (derive = new Map(form.derived ?? [])));
   const defaults = form.defaults;
-  for (const k in defaults) if (!(k in context)) return context;
-  for (const k of derive.keys()) if (!(k in context)) return context;
+  for (const k in defaults) if (!(k in context)) return null;
+  for (const k of derive.keys()) if (!(k in context)) return null;
   const packed: Record<string, unknown> = {};
   for (const k in context) {
     const v = context[k];
