@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { assign, emit, setup } from 'xstate';
+import { assign, emit, setup, type AnyStateMachine } from 'xstate';
 import { ActorHost, type ActorChange, type TimerPort } from '../../engine/actor-host.js';
 import { ManualClock } from '../../engine/clock.js';
 import { createLogger } from '../../engine/logger.js';
@@ -349,14 +350,13 @@ describe('persistedSnapshotJson (issue 15): the text XState’s getPersistedSnap
 
 describe('stored snapshot forms (issue 15, item 5): packed context, read back exactly; XState’s form still read', () => {
   it('a strategy context packed by its form and read back equals the persisted snapshot, whatever its fields (property)', async () => {
-    const fc = (await import('fast-check')).default;
     const { persistedSnapshotJson, storedSnapshotJson, unpackSnapshot } = await import('../../engine/actor-host.js');
     const { stopLossMachine, STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
     const { trailingStopMachine, TRAILING_STOP_FORM } = await import('../../machines/trailing-stop.js');
     const { trailingBuyMachine, TRAILING_BUY_FORM } = await import('../../machines/trailing-buy.js');
     const { twapMachine } = await import('../../machines/twap.js');
     const { strategySnapshotForm, STRATEGY_CONTEXT_DEFAULTS } = await import('../../machines/strategy-kit.js');
-    const kinds = [
+    const kinds: Array<{ logic: AnyStateMachine; form: typeof STOP_LOSS_FORM; type: string; states: string[] }> = [
       { logic: stopLossMachine, form: STOP_LOSS_FORM, type: 'STOP_LOSS', states: ['armed', 'triggered', 'done', 'canceled'] },
       { logic: trailingStopMachine, form: TRAILING_STOP_FORM, type: 'TRAILING_STOP', states: ['armed', 'triggered', 'failed'] },
       { logic: trailingBuyMachine, form: TRAILING_BUY_FORM, type: 'TRAILING_BUY', states: ['armed', 'done'] },
