@@ -222,11 +222,16 @@ export const STRATEGY_MACHINE_VERSION = 1;
  * value its stored form leaves them out at (engine/actor-host.ts `SnapshotForm` `defaults`, form
  * {@link STRATEGY_FORM_VERSION}: never change one; a new default needs a new form version).
  */
-export const STRATEGY_CONTEXT_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze({
-  price: null, size: null, quoteAmount: null, execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null,
-  filledSize: '0', matchedAmount: '0', children: [], working: null, seq: 0, slicesDone: 0, triggerPrice: null, watch: {}, deadlines: {},
-  endReason: null, workingPrice: null, pendingSize: null, placing: null,
-});
+export const STRATEGY_CONTEXT_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze(strategyContextDefaults());
+
+/** A new object with every field of {@link STRATEGY_CONTEXT_DEFAULTS} at its default (fresh `[]` / `{}`). */
+function strategyContextDefaults(): Record<string, unknown> {
+  return {
+    price: null, size: null, quoteAmount: null, execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null,
+    filledSize: '0', matchedAmount: '0', children: [], working: null, seq: 0, slicesDone: 0, triggerPrice: null, watch: {}, deadlines: {},
+    endReason: null, workingPrice: null, pendingSize: null, placing: null,
+  };
+}
 
 /** Version of the stored form of strategy snapshots ({@link strategySnapshotForm}). */
 export const STRATEGY_FORM_VERSION = 1;
@@ -254,6 +259,11 @@ export function strategySnapshotForm(type: StrategyType, derived: readonly Strat
     version: STRATEGY_FORM_VERSION,
     defaults: Object.freeze({ ...STRATEGY_CONTEXT_DEFAULTS, type }),
     derived: all as unknown as SnapshotForm['derived'],
+    fresh: () => {
+      const c = strategyContextDefaults();
+      c.type = type;
+      return c;
+    },
   };
 }
 
