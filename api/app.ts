@@ -85,9 +85,10 @@ type WithPrincipal = Request & { [PRINCIPAL]?: Principal | null };
  * → non-JSON body (415) → body parsing (413 over the limit, 400 malformed) → acting user
  * (400/404) → `Idempotency-Key` on POST/PATCH/DELETE (400) → body schema (400) → 501 when not
  * built → idempotent execution (replay, 409, 422) → handler. Mutating requests pass the load
- * shedding of api/admission.ts after authentication (503 `overloaded` with `Retry-After` when
- * the service is at capacity), before their body is read. Responses of authenticated routes
- * carry `Cache-Control: no-store`.
+ * shedding of api/admission.ts after authentication and once their body is read (503
+ * `overloaded` with `Retry-After` when the service is at capacity), so that a slow upload waits
+ * for its own body without holding a write slot. Responses of authenticated routes carry
+ * `Cache-Control: no-store`.
  */
 function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[], admit: RequestHandler): void {
   const mutating = route.method !== 'get';
@@ -144,7 +145,9 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
     await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {}, ...(bodyJson !== undefined ? { bodyJson } : {}) });
     send(req, res, result, {}, bodyJson);
   };
-  const chain: RequestHandler[] = [authorize as RequestHandler, ...(mutating ? [admit] : []), ...parseBody, run as RequestHandler];
+  // the body is read before admission: a client sending its body slowly (or never) must not hold a
+  // write slot meanwhile (64 such connections blocked every write for every partner: partner trial)
+  const chain: RequestHandler[] = [authorize as RequestHandler, ...parseBody, ...(mutating ? [admit] : []), run as RequestHandler];
   dispatcher.add(route.method, path, chain);
   // also on Express, for what the dispatcher leaves to it (OPTIONS, percent-escaped paths)
   app[route.method](path, ...chain);
@@ -377,10 +380,32 @@ function frontLayer(app: Express, front: RequestHandler): RequestHandler {
 }
 
 /**
+ * What no route answered, on a path that routes have (RFC 9110 15.5.6, 9.3.7): `OPTIONS` → 204
+ * with `Allow` (no authentication: it names methods only, as the public OpenAPI document does);
+ * any other method → 405 `method_not_allowed` in the error envelope with `Allow`. Paths no route
+ * has go on to the 404.
+ */
+function methodNotAllowed(dispatcher: RouteDispatcher): RequestHandler {
+  return (req, res, next) => {
+    const allowed = dispatcher.allowedMethods(req.path);
+    if (allowed.length === 0) return next();
+    const allow = [...allowed, 'OPTIONS'].join(', ');
+    res.setHeader('Allow', allow);
+    if (req.method === 'OPTIONS') {
+      res.statusCode = 204;
+      res.end();
+      return;
+    }
+    next(new ApiError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${allow}`, { Allow: allow }));
+  };
+}
+
+/**
  * Builds the Express 5 application over running services (usable in-process by tests on port 0).
  * Order: request id + log line ({@link requestLog}), security headers, the dashboard, the rate limit, the
  * route table (authentication before the body is read, then JSON body parsing: size limit → 413,
- * malformed → 400, non-JSON → 415), 404 for the rest, one error middleware writing `{error, message?}`.
+ * malformed → 400, non-JSON → 415), 405 (with `Allow`; `OPTIONS` 204) for another method on a
+ * route's path, 404 for the rest, one error middleware writing `{error, message?}`.
  */
 export function createApp(services: Services): Express {
   const app = express();
@@ -416,6 +441,7 @@ export function createApp(services: Services): Express {
   }
   // simulation controls (issue 16): only when enabled, else their paths are unknown (404)
   if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, dispatcher, route, route.path, services, parseBody, admit);
+  app.use(methodNotAllowed(dispatcher));
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;

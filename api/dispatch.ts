@@ -110,6 +110,19 @@ export class RouteDispatcher {
     this.exact.set(key, entry);
   }
 
+  /**
+   * The methods of the routes whose path matches `path` (a URL pathname, matched as it is sent:
+   * a percent-escape stays inside its segment), `HEAD` with `GET`, in a fixed order; empty when no
+   * route has this path. For the `Allow` header of a 405 and of an `OPTIONS` answer.
+   */
+  allowedMethods(path: string): string[] {
+    const parts = path.split('/');
+    const found = new Set<string>();
+    for (const e of this.all) if (matchSegments(e.segments, parts) !== null) found.add(e.method);
+    if (found.has('GET')) found.add('HEAD');
+    return ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE'].filter((m) => found.has(m));
+  }
+
   /** The Express middleware: runs the request's route, or `next()` for what it leaves to Express. */
   middleware(): RequestHandler {
     return (req, res, next) => {

@@ -2,7 +2,8 @@ import express, { type RequestHandler } from 'express';
 
 /** A failure shaped as body-parser's (its `type`, `status`, and for a parse failure the `body`), mapped by api/errors.ts. */
 function bodyError(message: string, type: string, body?: string): Error {
-  return Object.assign(new Error(message), { type, status: 400, statusCode: 400, expose: true, ...(body !== undefined ? { body } : {}) });
+  const status = type === 'entity.too.large' ? 413 : 400;
+  return Object.assign(new Error(message), { type, status, statusCode: status, expose: true, ...(body !== undefined ? { body } : {}) });
 }
 
 /** JSON's whitespace (RFC 8259): what body-parser's strict mode skips before the first `{` or `[`. */
@@ -19,15 +20,16 @@ const DECIMAL_LENGTH = /^[0-9]{1,15}$/;
 
 /**
  * The JSON body parser of the API: `express.json({limit, strict: true, type: application/json
- * and application/*+json})` — 413 `entity.too.large` over `limitBytes`, 400 `entity.parse.failed`
+ * and application/*+json})` — 413 `entity.too.large` over `limitBytes` (on the fast path below
+ * at once, before the body is read, when `Content-Length` announces more, with `Connection: close`), 400 `entity.parse.failed`
  * for malformed JSON or a JSON value that is not an object or array, 415 for a charset or
  * encoding it cannot read — with a fast path for the common request (issue 15): a
  * `Content-Type` of exactly `application/json` (or `application/json; charset=utf-8`), a
- * `Content-Length` within the limit and no `Content-Encoding` are read and parsed here, without
+ * `Content-Length` and no `Content-Encoding` are read and parsed here, without
  * body-parser's per-request header parsing. The outcome is the same either way: `req.body` the
  * parsed value (a leading UTF-8 BOM skipped, as body-parser does), or the same error `type` and
- * `status` handed to `next`. Every other request (compressed, chunked, another charset or media
- * type, oversized) goes through express.json itself.
+ * `status` handed to `next` (an oversized one sooner). Every other request (compressed, chunked,
+ * another charset or media type) goes through express.json itself.
  * @param limitBytes - body size limit (bytes).
  */
 export function jsonBody(limitBytes: number): RequestHandler {
@@ -52,7 +54,15 @@ export function jsonBody(limitBytes: number): RequestHandler {
       return general(req, res, next);
     }
     const expected = Number(length);
-    if (expected > limitBytes || expected === 0) return general(req, res, next);
+    if (expected > limitBytes) {
+      // announced over the limit: answered at once (body-parser would read the whole body first,
+      // leaving the client waiting for as long as it takes to send it, or forever when it waits);
+      // what the client still sends is read and dropped, and the connection ends after the answer
+      res.setHeader('Connection', 'close');
+      req.resume();
+      return next(bodyError('request entity too large', 'entity.too.large'));
+    }
+    if (expected === 0) return general(req, res, next);
     const chunks: Buffer[] = [];
     let received = 0;
     let finished = false;

@@ -6,12 +6,12 @@ import { ROUTES } from './routes.js';
 /** Meaning of each error status (spec part 7), for the shared error responses. */
 const ERROR_STATUSES: Record<number, string> = {
   400: 'Invalid request: a malformed or missing field, header or parameter; price out of range (the cents message of spec 2.1); `limit` above the endpoint maximum; a missing or non-UUID `Idempotency-Key`. `error` is `invalid_request` unless the spec names a string (`invalid window`).',
-  401: 'Unauthorized: missing, malformed, unknown, expired or revoked API key.',
+  401: 'Unauthorized: missing, malformed (or more than one `Authorization` header), unknown, expired or revoked API key.',
   403: 'Forbidden: the key lacks the endpoint\'s scope, or a per-user key names another user.',
   404: 'Not found: no such route, resource, or user (`X-Partner-User-Id`); also a resource of another user.',
   409: 'Conflict: the resource is in a state that forbids this (already final; an active copytrade for that leader; a strategy already executing); or `idempotency_key_in_use` while the first request with that key still runs (with `Retry-After`).',
   410: 'Gone: `QUOTE_EXPIRED` (combo accept after `expires_at`): re-quote.',
-  413: 'Request body larger than BODY_LIMIT_BYTES.',
+  413: 'Request body larger than BODY_LIMIT_BYTES (answered at once, with `Connection: close`, when `Content-Length` announces it).',
   415: 'Request body is not application/json.',
   422: 'Business rule: `INSUFFICIENT_BALANCE`, `NO_LIQUIDITY`, `order crosses book`, `WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the touch has already reached), `Not enough shares to place this sell — holding <X>`, or `idempotency_key_reused` (the key was used for a different request).',
   429: 'Rate limit exceeded (RATE_LIMIT_PER_MIN per API key): wait at least `Retry-After` seconds, with jitter.',
@@ -37,6 +37,7 @@ Conventions:
 - Timestamps (\`created_at\`, \`updated_at\`, \`expiration\`, \`expires_at\` of keys) are Unix epoch milliseconds; combo \`expires_at\` is ISO 8601.
 - Every non-2xx body is \`{error, message?}\`: branch on the status, then on \`error\`. Successful bodies never carry \`error\` and may carry \`warnings\`.
 - Every POST, PATCH and DELETE needs an \`Idempotency-Key\` (a UUID v4 per operation, the same when retrying). Keys are scoped to the API key; a retry of a completed request returns the original status and body with \`Idempotent-Replayed: true\`; the same key on a different request answers 422 \`idempotency_key_reused\`; a duplicate while the first still runs answers 409 \`idempotency_key_in_use\`. Successful responses are kept 24 hours; refused requests are not kept.
+- HTTP: a path of this document with a method it does not list answers 405 \`method_not_allowed\` with \`Allow\`; \`OPTIONS\` on it answers 204 with \`Allow\` (no authentication). A request the HTTP parser cannot read (malformed request line or header, \`Content-Length\` with \`Transfer-Encoding\`) answers 400 \`invalid_request\`, an over-long URL or headers (16 KiB) 431 \`request_header_fields_too_large\`, both in the error envelope with \`Connection: close\`.
 - Authentication comes first: without a valid token the answer is 401 whatever the body (malformed, not JSON, too large); the body is read only after the key and its scope are checked. Responses of authenticated endpoints carry \`Cache-Control: no-store\`.
 - Master keys act for a user with the \`X-Partner-User-Id\` header; per-user keys act for their bound user.
 - Rate limit: RATE_LIMIT_PER_MIN requests per minute per API key (default 600); 429 with \`Retry-After\` and the IETF \`RateLimit\` / \`RateLimit-Policy\` headers.

@@ -1,5 +1,5 @@
 import { createServer, IncomingMessage, type Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import helmet from 'helmet';
 import { closeServer, type Services } from '../engine/service.js';
 import { createApp } from './app.js';
@@ -47,6 +47,71 @@ function starting(req: IncomingMessage, res: ServerResponse): void {
   res.end(JSON.stringify({ error: 'unavailable', message: 'the service is starting; retry shortly' }));
 }
 
+/** Node's HTTP parser failures answered with a status other than 400 (by `err.code`). */
+const CLIENT_ERROR_STATUS: Record<string, [status: number, reason: string, error: string, message: string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'request_header_fields_too_large', 'the request line and headers are larger than the server accepts (16 KiB): shorten the URL or the headers'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'request_timeout', 'the request was not received in time'],
+};
+
+/** How long a connection whose stream broke may still finish the responses under way on it (ms). */
+const BROKEN_CONNECTION_GRACE_MS = 30_000;
+
+type HttpSocket = Socket & { _httpMessage?: (ServerResponse & { writableFinished: boolean }) | null };
+
+/**
+ * Answers a request Node's HTTP parser refused before the application saw it (a malformed request
+ * line or header, `Content-Length` with `Transfer-Encoding`, an over-long URL, an unknown method, a
+ * request that did not arrive in time) with the error envelope `{error, message}` (spec part 7:
+ * every non-2xx response is a JSON object), where Node's default writes a bare status line: 400
+ * `invalid_request`, 431 `request_header_fields_too_large`, 408 `request_timeout`; always
+ * `Connection: close` (the stream cannot be parsed on).
+ *
+ * When requests read before the broken one are still being answered on the connection (pipelined,
+ * or the broken bytes followed a request's body), their responses are written first and the
+ * connection then closes without a further answer: Node's default wrote its 400 in place of them,
+ * so a client was told "bad request" about an order that had been placed. A request whose own body
+ * was cut short gets the 400 (unless its answer had begun: then the connection just closes).
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  const s = socket as HttpSocket;
+  if (err.code === 'ECONNRESET' || !s.writable) {
+    s.destroy();
+    return;
+  }
+  const inFlight = s._httpMessage;
+  // its request's body was cut short (the client closed mid-body, or sent fewer bytes than announced): the broken request is that one
+  const brokenIsInFlight = inFlight && !inFlight.req.complete;
+  if (brokenIsInFlight && inFlight.headersSent) {
+    s.destroy();
+    return;
+  }
+  if (inFlight && !brokenIsInFlight) {
+    const deadline = setTimeout(() => s.destroy(), BROKEN_CONNECTION_GRACE_MS);
+    deadline.unref();
+    const closeWhenIdle = (): void => {
+      const current = s._httpMessage; // the next pipelined response is assigned as the previous finishes
+      if (current && !current.writableFinished && !s.destroyed) {
+        current.once('finish', () => setImmediate(closeWhenIdle));
+        current.once('close', () => setImmediate(closeWhenIdle));
+        return;
+      }
+      clearTimeout(deadline);
+      s.destroySoon();
+    };
+    closeWhenIdle();
+    return;
+  }
+  const [status, reason, error, message] =
+    CLIENT_ERROR_STATUS[err.code ?? ''] ??
+    (brokenIsInFlight ? [400, 'Bad Request', 'invalid_request', 'the request body ended before its Content-Length (or its last chunk)'] : [400, 'Bad Request', 'invalid_request', 'malformed HTTP request']);
+  const body = JSON.stringify({ error, message });
+  s.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+  );
+  s.destroySoon(); // once the answer is flushed
+}
+
 /**
  * The request and response classes of one server: plain Node ones until {@link startHttp} puts the
  * application's Express request and response prototypes (`app.request`, `app.response`) in their
@@ -70,6 +135,7 @@ export async function bindHttp(port: number, host: string): Promise<Server> {
   const classes = expressReadyClasses();
   const server = createServer({ IncomingMessage: classes.Request, ServerResponse: classes.Response }, starting);
   serverClasses.set(server, classes);
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', (err: NodeJS.ErrnoException) => reject(err.code ? new PortInUseError(host, port, err.code) : err));

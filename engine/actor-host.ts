@@ -39,6 +39,66 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
    * Must equal `viewOf(snapshot, …).type` (a string, or null when the view has none).
    */
   typeOf?(snapshot: SnapshotFrom<TLogic>): string | null;
+  /**
+   * The compact stored form of this kind's snapshots (see {@link SnapshotForm}); absent: XState's
+   * persisted snapshot as it is. Snapshots stored in either form restore either way.
+   */
+  form?: SnapshotForm;
+}
+
+/** What a {@link SnapshotForm} may derive context fields from besides the context: the record's ids. */
+export interface RecordIds {
+  /** The actor id (record `_id`). */
+  _id: string;
+  /** The record's owner (`ownerUserId`), or null. */
+  ownerUserId: string | null;
+}
+
+/**
+ * A compact stored form of a kind's snapshots (issue 15, item 5: memory per armed strategy; the
+ * embedded store keeps every stored snapshot in memory). The persisted shape is
+ * `{"form": <version>, "value": <state value>, "context": <packed context>}`, plus `status` unless
+ * `active`, `output` / `error` when defined and `historyValue` when not empty; XState's `children`
+ * must be empty (an actor with children is stored in XState's own form). The packed context is
+ * the context without
+ * - the fields of {@link defaults} whose value equals their default (`null`, `0`, `"0"`, `[]`, `{}`, …),
+ * - the fields of {@link derived} whose value equals what their derivation gives.
+ * Reading it back ({@link unpackSnapshot}) puts them back: first the defaults (fresh `[]` / `{}`),
+ * then the stored fields, then each derived field missing, in the order of {@link derived}.
+ * A context lacking one of these fields is stored in XState's form: the round trip is always
+ * exact. A snapshot in XState's form (no `form` field: every snapshot stored before forms
+ * existed) is read as it is.
+ *
+ * Stored snapshots are read with the form of their `version`: a change of a default or of a
+ * derivation other than a text's wording needs a new version (the old one kept for reading).
+ */
+export interface SnapshotForm {
+  /** Stored as `form`. */
+  version: number;
+  /** Fields every context of the kind has, with the value they are left out at (JSON values; objects and arrays only empty). */
+  defaults: Readonly<Record<string, unknown>>;
+  /**
+   * Fields computed from the record's ids and the context, left out when equal (JSON-equal) to
+   * what they compute. A derivation reads only fields stored, defaulted or derived before it.
+   */
+  derived?: ReadonlyArray<readonly [key: string, derive: (context: Record<string, unknown>, ids: RecordIds) => unknown]>;
+  /**
+   * A new object holding every field of {@link defaults} at its default (fresh arrays and
+   * objects), as an object literal builds it: what reading back starts from (faster than copying
+   * the defaults one by one: a million of them are read at start-up). Absent: copied.
+   */
+  fresh?: () => Record<string, unknown>;
+}
+
+/** A persisted snapshot as read back (XState's form): what restore, views and lazy restore read. */
+export interface PersistedSnapshot {
+  status?: unknown;
+  value?: unknown;
+  output?: unknown;
+  error?: unknown;
+  historyValue?: unknown;
+  context?: unknown;
+  children?: unknown;
 }
 
 /** Durable timers the host arms from the deadlines in actor context. */
@@ -186,6 +246,114 @@ export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachi
   });
 }
 
+/** Whether JSON values `a` and `b` are equal (strings, numbers, booleans, null, arrays, plain objects). */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  let n = 0;
+  for (const k in a) {
+    const av = (a as Record<string, unknown>)[k];
+    if (av === undefined) continue;
+    if (!sameJson(av, (b as Record<string, unknown>)[k])) return false;
+    n++;
+  }
+  for (const k in b) if ((b as Record<string, unknown>)[k] !== undefined) n--;
+  return n === 0;
+}
+
+/** A fresh copy of a default (an empty array or object is never shared between contexts). */
+function freshDefault(v: unknown): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  return Array.isArray(v) ? [] : {};
+}
+
+/**
+ * The JSON text of a snapshot in its definition's compact {@link SnapshotForm} (the context
+ * packed), or XState's form ({@link persistedSnapshotJson}) when the definition has none, the
+ * actor has children or its context lacks a field the form names.
+ */
+export function storedSnapshotJson(def: Pick<ActorDefinition, 'logic' | 'form'>, snapshot: AnyMachineSnapshot, ids: RecordIds): string {
+  const form = def.form;
+  const children = snapshot.children as Record<string, unknown>;
+  if (!form) return persistedSnapshotJson(def.logic, snapshot);
+  for (const _ in children) return persistedSnapshotJson(def.logic, snapshot);
+  const packed = packContext(form, persistContext(snapshot.context) as Record<string, unknown>, ids);
+  if (packed === null) return persistedSnapshotJson(def.logic, snapshot);
+  const out: Record<string, unknown> = { form: form.version };
+  if (snapshot.status !== 'active') out.status = snapshot.status;
+  if (snapshot.output !== undefined) out.output = snapshot.output;
+  if (snapshot.error !== undefined) out.error = snapshot.error;
+  out.value = snapshot.value;
+  const hv = snapshot.historyValue as Record<string, unknown> | undefined;
+  if (hv && typeof hv === 'object') {
+    let history: Record<string, Array<{ id: string }>> | undefined;
+    for (const k in hv) if (Array.isArray(hv[k])) (history ??= {})[k] = (hv[k] as Array<{ id: string }>).map((n) => ({ id: n.id }));
+    if (history) out.historyValue = history;
+  }
+  out.context = packed;
+  return JSON.stringify(out);
+}
+
+/** The derivations of each form by field (built once per form). */
+const derivations = new WeakMap<SnapshotForm, Map<string, (context: Record<string, unknown>, ids: RecordIds) => unknown>>();
+
+/** The context without what {@link SnapshotForm} `form` restores, or null when it lacks a field the form names. */
+function packContext(form: SnapshotForm, context: Record<string, unknown>, ids: RecordIds): Record<string, unknown> | null {
+  let derive = derivations.get(form);
+  if (!derive) derivations.set(form, (derive = new Map(form.derived ?? [])));
+  const defaults = form.defaults;
+  for (const k in defaults) if (!(k in context)) return null;
+  for (const k of derive.keys()) if (!(k in context)) return null;
+  const packed: Record<string, unknown> = {};
+  for (const k in context) {
+    const v = context[k];
+    const f = derive.get(k);
+    if (f !== undefined) {
+      if (sameJson(v, f(context, ids))) continue;
+    } else if (k in defaults && sameJson(v, defaults[k])) continue;
+    packed[k] = v;
+  }
+  return packed;
+}
+
+/**
+ * Reads a stored snapshot back in XState's persisted form (what `resolveState`, the views and the
+ * machines read), whichever form it was stored in (see {@link SnapshotForm}).
+ * @param forms the form of each stored version (the definition's), or null when it has none.
+ * @throws {Error} on text that is not JSON, or a `form` version no form reads.
+ */
+export function unpackSnapshot(json: string, forms: SnapshotForm | null | undefined, ids: RecordIds): PersistedSnapshot {
+  const stored = JSON.parse(json) as PersistedSnapshot & { form?: unknown };
+  if (stored === null || typeof stored !== 'object' || stored.form === undefined) return stored;
+  if (!forms || forms.version !== stored.form) throw new Error(`snapshot stored in form ${String(stored.form)}, which no definition reads`);
+  const packed = (stored.context ?? {}) as Record<string, unknown>;
+  const defaults = forms.defaults;
+  const derived = forms.derived ?? [];
+  let context: Record<string, unknown>;
+  if (forms.fresh) context = forms.fresh();
+  else {
+    context = {};
+    for (const k in defaults) if (!(k in packed)) context[k] = freshDefault(defaults[k]);
+  }
+  for (const k in packed) context[k] = packed[k];
+  for (const [k, derive] of derived) if (!(k in packed)) context[k] = derive(context, ids);
+  return {
+    status: stored.status ?? 'active',
+    output: stored.output,
+    error: stored.error,
+    value: stored.value,
+    historyValue: stored.historyValue ?? {},
+    context,
+    children: {},
+  };
+}
+
 /** Context convention: `deadlines` maps timer name → epoch ms. */
 function deadlinesOf(snapshot: { context?: unknown }): Record<string, number> {
   const d = (snapshot.context as { deadlines?: Record<string, number> } | undefined)?.deadlines;
@@ -201,13 +369,6 @@ export interface ActorRestored {
   record: ActorRecord;
   context: unknown;
   dormant: boolean;
-}
-
-/** A persisted snapshot as stored (JSON): what lazy restore reads without building a snapshot. */
-interface PersistedSnapshot {
-  status?: unknown;
-  value?: unknown;
-  context?: unknown;
 }
 
 /**
@@ -237,7 +398,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (!def?.viewOf) return {};
       // the persisted snapshot (status, value, context) is what the view functions read
       try {
-        return def.viewOf(JSON.parse(r.snapshot), { id: r._id, status: r.status, createdAtMs: r.createdAtMs, updatedAtMs: r.updatedAtMs, revision: r.revision });
+        return def.viewOf(unpackSnapshot(r.snapshot, def.form, r) as never, { id: r._id, status: r.status, createdAtMs: r.createdAtMs, updatedAtMs: r.updatedAtMs, revision: r.revision });
       } catch (err) {
         this.log.error({ err, actorId: r._id }, 'read model of a stored snapshot failed');
         return { id: r._id, status: r.status, error: 'unreadable snapshot' };
@@ -269,7 +430,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         _id: args.id,
         machineId,
         machineVersion: def.version,
-        snapshot: persistedSnapshotJson(def.logic, snapshot),
+        snapshot: storedSnapshotJson(def, snapshot, { _id: args.id, ownerUserId: args.ownerUserId }),
         kind: def.kind,
         status,
         // with typeOf, only the type (stored) now: the view when someone reads it
@@ -313,6 +474,16 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (next === q) break;
       q = next;
     }
+  }
+
+  /**
+   * The persisted snapshot of `record` in XState's form, whichever form it is stored in (see
+   * {@link SnapshotForm}): what to read a stored record's context or state from (never
+   * `JSON.parse(record.snapshot)`, which may be packed).
+   * @throws {Error} when the snapshot is not JSON or its form is unknown.
+   */
+  storedSnapshot(record: Pick<ActorRecord, 'snapshot' | 'machineId' | '_id' | 'ownerUserId'>): PersistedSnapshot {
+    return unpackSnapshot(record.snapshot, this.defs.get(record.machineId)?.form, record);
   }
 
   /** Current snapshot of a live (non-final) actor, or null. */
@@ -424,7 +595,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     if (!def?.passivate || (record.machineVersion !== def.version && !(def.restorableVersions ?? []).includes(record.machineVersion))) return null;
     let persisted: PersistedSnapshot;
     try {
-      persisted = JSON.parse(record.snapshot) as PersistedSnapshot;
+      persisted = unpackSnapshot(record.snapshot, def.form, record);
     } catch {
       return null; // load() quarantines it
     }
@@ -460,7 +631,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       reason = `snapshot of ${record.machineId} v${record.machineVersion} does not restore on v${def.version}`;
     } else {
       try {
-        snapshot = def.logic.resolveState(JSON.parse(record.snapshot));
+        snapshot = def.logic.resolveState(unpackSnapshot(record.snapshot, def.form, record) as never);
       } catch (err) {
         reason = `snapshot does not restore: ${(err as Error).message}`;
       }
@@ -530,7 +701,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         const meta = { id, status, createdAtMs: live.record.createdAtMs, updatedAtMs, revision: live.record.revision + 1 };
         const def = live.def;
         const record = await this.repo.update(live.record, {
-          snapshot: persistedSnapshotJson(def.logic, next),
+          snapshot: storedSnapshotJson(def, next, live.record),
           status,
           view: NO_VIEW,
           final: next.status !== 'active',
@@ -655,7 +826,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (live) deadlines = live.record.final ? {} : deadlinesOf(live.snapshot);
       else {
         const rec = await this.repo.getStored(id);
-        if (rec && !rec.final && !rec.quarantine) deadlines = deadlinesOf(JSON.parse(rec.snapshot) as { context?: unknown });
+        if (rec && !rec.final && !rec.quarantine) deadlines = deadlinesOf(this.storedSnapshot(rec));
       }
       await this.rearmAll(id, deadlines);
       this.log.warn({ actorId: id }, 'timers repaired');

@@ -17,12 +17,17 @@
  * what is particular to STOP_LOSS: a fixed level (nothing follows the touch), the sell at the bid.
  */
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, d, need, type StrategyInput } from './strategy-kit.js';
+import { baseContext, d, need, strategySnapshotForm, type StrategyContext, type StrategyInput } from './strategy-kit.js';
 
 /** Context of a STOP_LOSS: its armed level is `price` (= `triggerPrice`), it sells `size` shares. */
 export interface StopLossContext extends ArmedStopContext {
   price: string;
   size: string;
+}
+
+/** The `message` of an armed STOP_LOSS (shares, decimal probability). */
+export function stopLossMessage(c: Pick<StrategyContext, 'size' | 'price'>): string {
+  return `STOP_LOSS armed: sells ${c.size} shares when the best bid reaches ${c.price}`;
 }
 
 function stopLossContext(input: StrategyInput): StopLossContext {
@@ -45,3 +50,10 @@ export const stopLossMachine = armedStopMachine<StopLossContext>({
 });
 
 export const STOP_LOSS_STATUS = ARMED_STOP_STATUS;
+
+/** Stored form of STOP_LOSS snapshots: armed, its level, watch and message follow from `price` and `size`. */
+export const STOP_LOSS_FORM = strategySnapshotForm('STOP_LOSS', [
+  ['triggerPrice', (c) => c.price],
+  ['watch', (c) => ({ bidAtOrBelow: c.price })],
+  ['message', (c) => stopLossMessage(c)],
+]);

@@ -21,6 +21,7 @@
  *   venue's verdict, with its error code, e.g. `order crosses book`) are decided per machine.
  */
 import { and, assign, setup } from 'xstate';
+import type { RecordIds, SnapshotForm } from '../engine/actor-host.js';
 import { Dec } from '../engine/decimal.js';
 import type { Touch } from '../engine/touch.js';
 
@@ -215,6 +216,56 @@ export type StrategyEvent =
 
 /** Machine definition version of every strategy machine, stored with each snapshot. */
 export const STRATEGY_MACHINE_VERSION = 1;
+
+/**
+ * Fields every strategy context has (from {@link StrategyInput} and {@link baseContext}), with the
+ * value its stored form leaves them out at (engine/actor-host.ts `SnapshotForm` `defaults`, form
+ * {@link STRATEGY_FORM_VERSION}: never change one; a new default needs a new form version).
+ */
+export const STRATEGY_CONTEXT_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze(strategyContextDefaults());
+
+/** A new object with every field of {@link STRATEGY_CONTEXT_DEFAULTS} at its default (fresh `[]` / `{}`). */
+function strategyContextDefaults(): Record<string, unknown> {
+  return {
+    price: null, size: null, quoteAmount: null, execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null,
+    filledSize: '0', matchedAmount: '0', children: [], working: null, seq: 0, slicesDone: 0, triggerPrice: null, watch: {}, deadlines: {},
+    endReason: null, workingPrice: null, pendingSize: null, placing: null,
+  };
+}
+
+/** Version of the stored form of strategy snapshots ({@link strategySnapshotForm}). */
+export const STRATEGY_FORM_VERSION = 1;
+
+/** A derived field of a strategy's stored form: its value from the record's ids and the context. */
+export type StrategyDerivation = readonly [key: keyof StrategyContext & string, derive: (c: StrategyContext, ids: RecordIds) => unknown];
+
+/**
+ * The stored form of the snapshots of one strategy type (memory per armed strategy, issue 15):
+ * the context without the fields at their default ({@link STRATEGY_CONTEXT_DEFAULTS}, `type` at
+ * `type`), without `recordId` / `userId` (the record's `_id` / `ownerUserId`) nor `lastTouch`
+ * when it is `touch`, nor the machine's own `derived` fields when they are what their
+ * derivation gives (e.g. an armed stop's `watch` and `message`). A STOP_LOSS just armed is
+ * stored as `{"form":1,"value":"armed","context":{"side":"sell","tokenId":…,"tickSize":…,
+ * "minSize":…,"price":…,"size":…,"createdAtMs":…,"touch":{"bid":…,"ask":…}}}`.
+ */
+export function strategySnapshotForm(type: StrategyType, derived: readonly StrategyDerivation[] = []): SnapshotForm {
+  const all: StrategyDerivation[] = [
+    ['recordId', (_c, ids) => ids._id],
+    ['userId', (_c, ids) => ids.ownerUserId],
+    ['lastTouch', (c) => (c.touch && typeof c.touch === 'object' ? { bid: c.touch.bid, ask: c.touch.ask } : c.touch)],
+    ...derived,
+  ];
+  return {
+    version: STRATEGY_FORM_VERSION,
+    defaults: Object.freeze({ ...STRATEGY_CONTEXT_DEFAULTS, type }),
+    derived: all as unknown as SnapshotForm['derived'],
+    fresh: () => {
+      const c = strategyContextDefaults();
+      c.type = type;
+      return c;
+    },
+  };
+}
 
 /** Fields of {@link StrategyContext} that only some machines have (each machine's context type makes its own required). */
 type MachineSpecificKey =

@@ -18,7 +18,7 @@
  */
 import { Dec } from '../engine/decimal.js';
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, d, floorShares, need, type StrategyContext, type StrategyInput } from './strategy-kit.js';
+import { baseContext, d, floorShares, need, strategySnapshotForm, type StrategyContext, type StrategyInput } from './strategy-kit.js';
 
 /** Context of a TRAILING_BUY: spends `quoteAmount` dollars; `triggerPrice` = the entry level; `price` = the ceiling. */
 export interface TrailingBuyContext extends ArmedStopContext {
@@ -84,3 +84,9 @@ export const trailingBuyMachine = armedStopMachine<TrailingBuyContext>({
 });
 
 export const TRAILING_BUY_STATUS = ARMED_STOP_STATUS;
+
+/** Stored form of TRAILING_BUY snapshots: armed, the watch follows from the mark and the entry level, the message when not seeded. */
+export const TRAILING_BUY_FORM = strategySnapshotForm('TRAILING_BUY', [
+  ['watch', (c) => ({ askBelow: c.lowWaterMark, askAtOrAbove: c.triggerPrice })],
+  ['message', (c) => trailingBuyMessage(c, null)],
+]);

@@ -19,7 +19,7 @@
  */
 import { Dec } from '../engine/decimal.js';
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, d, need, type StrategyContext, type StrategyInput } from './strategy-kit.js';
+import { baseContext, d, need, strategySnapshotForm, type StrategyContext, type StrategyInput } from './strategy-kit.js';
 
 /** Context of a TRAILING_STOP: sells `size` shares; `price` = `triggerPrice` = the level the mark implies. */
 export interface TrailingStopContext extends ArmedStopContext {
@@ -76,3 +76,10 @@ export const trailingStopMachine = armedStopMachine<TrailingStopContext>({
 });
 
 export const TRAILING_STOP_STATUS = ARMED_STOP_STATUS;
+
+/** Stored form of TRAILING_STOP snapshots: armed, `price`, watch and message follow from the level and the mark. */
+export const TRAILING_STOP_FORM = strategySnapshotForm('TRAILING_STOP', [
+  ['price', (c) => c.triggerPrice],
+  ['watch', (c) => ({ bidAtOrBelow: c.triggerPrice, bidAbove: c.highWaterMark })],
+  ['message', (c) => trailingStopMessage(c)],
+]);

@@ -117,7 +117,8 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
   const actorsCol = await services.store.collection<Omit<ActorRecord, 'view'>>('actors');
   const records = await actorsCol.find({});
   const byId = new Map(records.map((r) => [r._id, r]));
-  const ctxOf = (r: Omit<ActorRecord, 'view'>) => (JSON.parse(r.snapshot) as { context: Record<string, any> }).context;
+  // the stored snapshot in XState's form, whichever form it is stored in (engine/actor-host.ts SnapshotForm)
+  const ctxOf = (r: Omit<ActorRecord, 'view'>) => services.host.storedSnapshot(r).context as Record<string, any>;
 
   if (!skip.has('money')) out.push(...moneyViolations(services, venue, records.filter((r) => r.kind === 'order'), ctxOf, records.filter((r) => r.kind === 'wallet' || r.kind === 'withdrawal')));
   if (!skip.has('strategies')) {
@@ -164,7 +165,7 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
         else alive = true;
       }
       if (!alive) {
-        out.push(`strategy ${r._id} (${r.machineId}, ${r.status}, state ${JSON.stringify(JSON.parse(r.snapshot).value)}) is in a working state with nothing working: no live child order, no watch, no deadline`);
+        out.push(`strategy ${r._id} (${r.machineId}, ${r.status}, state ${JSON.stringify(services.host.storedSnapshot(r).value)}) is in a working state with nothing working: no live child order, no watch, no deadline`);
       }
     }
   }

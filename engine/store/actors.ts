@@ -12,7 +12,14 @@ export interface ActorRecord {
   machineId: string;
   /** Version of the machine definition that wrote `snapshot`. */
   machineVersion: number;
-  /** XState persisted snapshot, as a JSON string (keeps `.`/`$` in state data away from the store). */
+  /**
+   * The persisted snapshot as a JSON string (keeps `.`/`$` in state data away from the store): XState's
+   * persisted snapshot (`{status, value, historyValue, context, children}`), or, for a definition
+   * with a stored form, the compact `{form, value, context, …}` of engine/actor-host.ts
+   * `SnapshotForm` (the context without its default and derived fields: a STOP_LOSS just armed
+   * takes ~230 characters instead of ~1,000). Read it with `ActorHost.storedSnapshot` (or
+   * `unpackSnapshot`), which gives XState's form for either, never with `JSON.parse` alone.
+   */
   snapshot: string;
   /** Increases by one per write; a write must name the revision it read. */
   revision: number;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { OrderInput } from '../../machines/order.js';
 import { pegOffsetPrice, pegPrice } from '../../machines/pegged.js';
+import { stopLossMessage } from '../../machines/stop-loss.js';
 import { floorShares, type BracketLeg, type StrategyInput, type StrategyType, type Touch } from '../../machines/strategy-kit.js';
 import { trailingBuyLevel, trailingBuyMessage } from '../../machines/trailing-buy.js';
 import { trailingStopLevel, trailingStopMessage } from '../../machines/trailing-stop.js';
@@ -124,7 +125,7 @@ export class StrategyRequests {
         if (touchNow.bid !== null && dec(touchNow.bid).lte(price)) {
           throw new DomainError('WOULD_TRIGGER_IMMEDIATELY', `STOP_LOSS price ${str(price)} is at or above the best bid ${touchNow.bid}: it would trigger at once; sell with LIMIT or MARKET instead`);
         }
-        return { ...base, price: str(price), size: str(size), message: `STOP_LOSS armed: sells ${str(size)} shares when the best bid reaches ${str(price)}` };
+        return { ...base, price: str(price), size: str(size), message: stopLossMessage({ size: str(size), price: str(price) }) };
       }
       case 'TRAILING_STOP': {
         if (body.side !== 'sell') throw errors.badRequest('TRAILING_STOP is a sell: side must be "sell"');

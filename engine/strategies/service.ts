@@ -3,13 +3,13 @@ import { bracketMachine, BRACKET_STATUS } from '../../machines/bracket.js';
 import { icebergMachine, ICEBERG_STATUS } from '../../machines/iceberg.js';
 import type { OrderInput } from '../../machines/order.js';
 import { peggedMachine, PEGGED_STATUS } from '../../machines/pegged.js';
-import { stopLossMachine, STOP_LOSS_STATUS } from '../../machines/stop-loss.js';
-import { STRATEGY_MACHINE_VERSION, type ChildOrder, type StrategyContext, type StrategyInput, type StrategyType } from '../../machines/strategy-kit.js';
-import { trailingBuyMachine, TRAILING_BUY_STATUS } from '../../machines/trailing-buy.js';
-import { trailingStopMachine, TRAILING_STOP_STATUS } from '../../machines/trailing-stop.js';
+import { stopLossMachine, STOP_LOSS_FORM, STOP_LOSS_STATUS } from '../../machines/stop-loss.js';
+import { STRATEGY_MACHINE_VERSION, strategySnapshotForm, type ChildOrder, type StrategyContext, type StrategyInput, type StrategyType } from '../../machines/strategy-kit.js';
+import { trailingBuyMachine, TRAILING_BUY_FORM, TRAILING_BUY_STATUS } from '../../machines/trailing-buy.js';
+import { trailingStopMachine, TRAILING_STOP_FORM, TRAILING_STOP_STATUS } from '../../machines/trailing-stop.js';
 import { twapMachine, TWAP_STATUS } from '../../machines/twap.js';
 import type { OrderRequest } from '../../schemas/orders.js';
-import type { ActorChange, ActorHost } from '../actor-host.js';
+import type { ActorChange, ActorHost, SnapshotForm } from '../actor-host.js';
 import type { Clock } from '../clock.js';
 import { errors } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -26,14 +26,17 @@ import { bracketsView, strategyView, type BracketsView } from './views.js';
 
 type Snapshot = SnapshotFrom<AnyStateMachine>;
 
-/** Machine id, machine and status table of each strategy type. */
-const DEFINITIONS: Record<StrategyType, { machineId: string; logic: AnyStateMachine; status: Record<string, string> }> = {
-  STOP_LOSS: { machineId: 'strategy.stop_loss', logic: stopLossMachine, status: STOP_LOSS_STATUS },
-  TRAILING_STOP: { machineId: 'strategy.trailing_stop', logic: trailingStopMachine, status: TRAILING_STOP_STATUS },
-  TRAILING_BUY: { machineId: 'strategy.trailing_buy', logic: trailingBuyMachine, status: TRAILING_BUY_STATUS },
-  TWAP: { machineId: 'strategy.twap', logic: twapMachine, status: TWAP_STATUS },
-  ICEBERG: { machineId: 'strategy.iceberg', logic: icebergMachine, status: ICEBERG_STATUS },
-  PEGGED: { machineId: 'strategy.pegged', logic: peggedMachine, status: PEGGED_STATUS },
+/**
+ * Machine id, machine, status table and stored form of each strategy type. BRACKET snapshots
+ * stay in XState's form (api/handlers/orders.ts reads a bracket's stored context directly).
+ */
+const DEFINITIONS: Record<StrategyType, { machineId: string; logic: AnyStateMachine; status: Record<string, string>; form?: SnapshotForm }> = {
+  STOP_LOSS: { machineId: 'strategy.stop_loss', logic: stopLossMachine, status: STOP_LOSS_STATUS, form: STOP_LOSS_FORM },
+  TRAILING_STOP: { machineId: 'strategy.trailing_stop', logic: trailingStopMachine, status: TRAILING_STOP_STATUS, form: TRAILING_STOP_FORM },
+  TRAILING_BUY: { machineId: 'strategy.trailing_buy', logic: trailingBuyMachine, status: TRAILING_BUY_STATUS, form: TRAILING_BUY_FORM },
+  TWAP: { machineId: 'strategy.twap', logic: twapMachine, status: TWAP_STATUS, form: strategySnapshotForm('TWAP') },
+  ICEBERG: { machineId: 'strategy.iceberg', logic: icebergMachine, status: ICEBERG_STATUS, form: strategySnapshotForm('ICEBERG') },
+  PEGGED: { machineId: 'strategy.pegged', logic: peggedMachine, status: PEGGED_STATUS, form: strategySnapshotForm('PEGGED') },
   BRACKET: { machineId: 'strategy.bracket', logic: bracketMachine, status: BRACKET_STATUS },
 };
 
@@ -85,6 +88,7 @@ export class StrategyService {
           },
         }),
         statusOf: (s) => def.status[String(s.value)] ?? 'ACTIVE',
+        ...(def.form ? { form: def.form } : {}),
         viewOf: strategyView,
         // armed and waiting only for a price (a stop, a trailing order): the trigger index finds
         // it by id, so it need not stay in memory (memory per armed strategy)
@@ -242,7 +246,7 @@ export class StrategyService {
       if (created) await this.whenQuiet(bracket.recordId);
     }
     const c = this.host.snapshotOf(bracket.recordId)?.context as StrategyContext | undefined;
-    const b = c ?? (JSON.parse((await this.actors.get(bracket.recordId))!.snapshot).context as StrategyContext);
+    const b = c ?? (this.host.storedSnapshot((await this.actors.get(bracket.recordId))!).context as StrategyContext);
     return { entry: this.host.recordOf(rec._id) ?? rec, brackets: bracketsView(b, bracket.recordId), warnings: b.warnings };
   }
 
@@ -294,8 +298,9 @@ export class StrategyService {
   private snapshotFor(rec: ActorRecord): Snapshot {
     const live = this.host.snapshotOf(rec._id);
     if (live) return live as Snapshot;
-    const type = (JSON.parse(rec.snapshot).context as StrategyContext).type;
-    return DEFINITIONS[type].logic.resolveState(JSON.parse(rec.snapshot)) as Snapshot;
+    const stored = this.host.storedSnapshot(rec);
+    const type = (stored.context as StrategyContext).type;
+    return DEFINITIONS[type].logic.resolveState(stored as never) as Snapshot;
   }
 
   /** Why a strategy's current state refuses DELETE strategy (its state's meta `noCancel`). */

@@ -30,7 +30,7 @@ export class TriggerFeed {
    * new or changed watch is checked against the touch at once and delivered if it holds.
    */
   syncWatch(rec: ActorRecord, context?: StrategyContext, checkNow = true): void {
-    const c = context ?? (this.host.snapshotOf(rec._id)?.context as StrategyContext | undefined) ?? (JSON.parse(rec.snapshot).context as StrategyContext);
+    const c = context ?? (this.host.snapshotOf(rec._id)?.context as StrategyContext | undefined) ?? (this.host.storedSnapshot(rec).context as StrategyContext);
     if (rec.final) {
       this.triggers.remove(rec._id);
       return;

@@ -3,11 +3,22 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 
+/** Provisioning requests for ids starting `held` that wait, inside their handler, until released. */
+const releases = new Map<string, () => void>();
+function holdProvisioning(svc: TestService): void {
+  const users = svc.services.users;
+  const provision = users.provision.bind(users);
+  users.provision = async (partnerId, partnerUserId, email) => {
+    if (partnerUserId.startsWith('held')) await new Promise<void>((r) => releases.set(partnerUserId, r));
+    return provision(partnerId, partnerUserId, email);
+  };
+}
+
 /**
- * A POST whose body is sent only when `finish` is called: until then the request holds its
- * admission slot (admission comes before the body is read).
+ * A provisioning POST (of a `held…` id) that holds its admission slot, running, until `finish` is
+ * called (its body is sent at once: a request waiting for its body holds no slot).
  */
-function heldPost(baseUrl: string, path: string, body: unknown): { finish(): void; answer: Promise<{ status: number; body: any; retryAfter: string | undefined }> } {
+function heldPost(baseUrl: string, path: string, body: { partner_user_id: string }): { finish(): void; abort(): void; answer: Promise<{ status: number; body: any; retryAfter: string | undefined }> } {
   const url = new URL(baseUrl + path);
   const text = JSON.stringify(body);
   const req = http.request({
@@ -22,14 +33,15 @@ function heldPost(baseUrl: string, path: string, body: unknown): { finish(): voi
     });
     req.on('error', reject);
   });
-  req.flushHeaders();
-  return { finish: () => req.end(text), answer };
+  req.end(text);
+  return { finish: () => releases.get(body.partner_user_id)?.(), abort: () => req.destroy(), answer };
 }
 
 describe('load shedding of mutating requests (issue 15, item 2), through real HTTP', () => {
   let svc: TestService;
   beforeAll(async () => {
     svc = await startTestService({ env: { WRITE_CONCURRENCY: '1', WRITE_QUEUE_LENGTH: '1', WRITE_QUEUE_WAIT_MS: '300' } });
+    holdProvisioning(svc);
   });
   afterAll(async () => svc?.close());
 
@@ -71,14 +83,25 @@ describe('load shedding of mutating requests (issue 15, item 2), through real HT
     expect(q.status).toBe(201);
     expect(q.body.partner_user_id).toBe('queued-2');
     // a client that disconnects while holding the slot frees it
-    const url = new URL(svc.baseUrl);
-    const sock = http.request({ host: url.hostname, port: url.port, path: '/v2/trade/users', method: 'POST', headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', 'content-length': '100', 'idempotency-key': randomUUID() } });
-    sock.on('error', () => undefined);
-    sock.flushHeaders();
+    const left = heldPost(svc.baseUrl, '/v2/trade/users', { partner_user_id: 'held-gone' });
+    left.answer.catch(() => undefined);
     await new Promise((r) => setTimeout(r, 100));
-    sock.destroy();
+    left.abort();
     await new Promise((r) => setTimeout(r, 100));
     expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'after-2' } })).status).toBe(201);
+  });
+
+  it('a client sending its body slowly (or never) holds no write slot: other writes run meanwhile (partner trial)', async () => {
+    const url = new URL(svc.baseUrl);
+    const slow = http.request({ host: url.hostname, port: url.port, path: '/v2/trade/users', method: 'POST', headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', 'content-length': '100', 'idempotency-key': randomUUID() } });
+    slow.on('error', () => undefined);
+    slow.flushHeaders();
+    await new Promise((r) => setTimeout(r, 100));
+    try {
+      expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'beside-slow' } })).status).toBe(201);
+    } finally {
+      slow.destroy();
+    }
   });
 });
 

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { assign, emit, setup } from 'xstate';
+import { assign, emit, setup, type AnyStateMachine } from 'xstate';
 import { ActorHost, type ActorChange, type TimerPort } from '../../engine/actor-host.js';
 import { ManualClock } from '../../engine/clock.js';
 import { createLogger } from '../../engine/logger.js';
@@ -344,5 +345,79 @@ describe('persistedSnapshotJson (issue 15): the text XState’s getPersistedSnap
     const b = createActor(withRef).start();
     b.send({ type: 'SET' });
     same(withRef, b.getSnapshot());
+  });
+});
+
+describe('stored snapshot forms (issue 15, item 5): packed context, read back exactly; XState’s form still read', () => {
+  it('a strategy context packed by its form and read back equals the persisted snapshot, whatever its fields (property)', async () => {
+    const { persistedSnapshotJson, storedSnapshotJson, unpackSnapshot } = await import('../../engine/actor-host.js');
+    const { stopLossMachine, STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
+    const { trailingStopMachine, TRAILING_STOP_FORM } = await import('../../machines/trailing-stop.js');
+    const { trailingBuyMachine, TRAILING_BUY_FORM } = await import('../../machines/trailing-buy.js');
+    const { twapMachine } = await import('../../machines/twap.js');
+    const { strategySnapshotForm, STRATEGY_CONTEXT_DEFAULTS } = await import('../../machines/strategy-kit.js');
+    const kinds: Array<{ logic: AnyStateMachine; form: typeof STOP_LOSS_FORM; type: string; states: string[] }> = [
+      { logic: stopLossMachine, form: STOP_LOSS_FORM, type: 'STOP_LOSS', states: ['armed', 'triggered', 'done', 'canceled'] },
+      { logic: trailingStopMachine, form: TRAILING_STOP_FORM, type: 'TRAILING_STOP', states: ['armed', 'triggered', 'failed'] },
+      { logic: trailingBuyMachine, form: TRAILING_BUY_FORM, type: 'TRAILING_BUY', states: ['armed', 'done'] },
+      { logic: twapMachine, form: strategySnapshotForm('TWAP'), type: 'TWAP', states: ['working', 'completed'] },
+    ];
+    const price = fc.constantFrom('0.5', '0.71', '0.123456', '1');
+    const touch = fc.record({ bid: fc.option(price, { nil: null }), ask: fc.option(price, { nil: null }) });
+    // each default field at its default or not; the derived ones at their derivation or not
+    const other: Record<string, fc.Arbitrary<unknown>> = {
+      price: fc.option(price, { nil: null }), size: fc.option(fc.constantFrom('5', '10.5'), { nil: null }), quoteAmount: fc.option(fc.constant('12'), { nil: null }),
+      execution: fc.constantFrom({}, { high_water_mark: '0.8', trailing_offset: '0.1' }), warnings: fc.constantFrom([], ['w']), message: fc.option(fc.constantFrom('m', ''), { nil: null }),
+      clientOrderId: fc.option(fc.constant('c1'), { nil: null }), metadata: fc.option(fc.constant('{}'), { nil: null }), filledSize: fc.constantFrom('0', '2'), matchedAmount: fc.constantFrom('0', '1.1'),
+      children: fc.constantFrom([], [{ orderId: 'o', status: 'LIVE', filledSize: '0', matchedAmount: '0', final: false }]), working: fc.option(fc.constant('o'), { nil: null }),
+      seq: fc.constantFrom(0, 1), slicesDone: fc.constantFrom(0, 3), triggerPrice: fc.option(price, { nil: null }),
+      watch: fc.constantFrom({}, { bidAtOrBelow: '0.5' }, { bidAtOrBelow: '0.71', bidAbove: '0.8' }, { askBelow: '0.5', askAtOrAbove: '0.6' }),
+      deadlines: fc.constantFrom({}, { slice: 5 }), endReason: fc.option(fc.constant('e'), { nil: null }), workingPrice: fc.option(price, { nil: null }),
+      pendingSize: fc.option(fc.constant('1'), { nil: null }), placing: fc.constantFrom(null, { orderId: 'o', side: 'sell', pricing: { kind: 'limit', price: '0.5' }, size: '5', timeInForce: 'GTC', postOnly: false, isStopLoss: true }),
+    };
+    const arb = fc.record({
+      kind: fc.constantFrom(...kinds),
+      ids: fc.record({ _id: fc.constantFrom('stg_1', 'stg_2'), ownerUserId: fc.constantFrom('u1', 'u2', null) }),
+      recordId: fc.constantFrom('stg_1', 'stg_x'),
+      userId: fc.constantFrom('u1', 'u3'),
+      touch,
+      lastTouch: fc.option(touch, { nil: undefined }),
+      fields: fc.record(other),
+      highWaterMark: fc.option(price, { nil: null }),
+      lowWaterMark: fc.option(price, { nil: null }),
+      offsetPct: fc.option(fc.constant('10'), { nil: null }),
+      offsetAbs: fc.option(fc.constant('0.1'), { nil: null }),
+      placeFailures: fc.option(fc.constant(1), { nil: undefined }),
+      lacks: fc.option(fc.constantFrom(...Object.keys(STRATEGY_CONTEXT_DEFAULTS)), { nil: undefined }),
+      state: fc.nat(3),
+    });
+    fc.assert(
+      fc.property(arb, (a) => {
+        const context: Record<string, unknown> = {
+          recordId: a.recordId, userId: a.userId, type: a.kind.type, side: 'sell', tokenId: 't1', tickSize: '0.01', minSize: '5', createdAtMs: 1_795_000_000_123,
+          touch: a.touch, lastTouch: a.lastTouch ?? { ...a.touch }, ...a.fields, highWaterMark: a.highWaterMark, lowWaterMark: a.lowWaterMark, offsetPct: a.offsetPct, offsetAbs: a.offsetAbs,
+          ...(a.placeFailures !== undefined ? { placeFailures: a.placeFailures } : {}),
+        };
+        if (a.lacks) delete context[a.lacks]; // a context without a field the form names: stored whole
+        const snapshot = a.kind.logic.resolveState({ value: a.kind.states[a.state % a.kind.states.length]!, context: context as never });
+        const stored = storedSnapshotJson({ logic: a.kind.logic, form: a.kind.form }, snapshot, a.ids);
+        expect(JSON.parse(stored).form).toBe(a.lacks ? undefined : 1);
+        const back = JSON.parse(JSON.stringify(unpackSnapshot(stored, a.kind.form, a.ids)));
+        expect(back).toStrictEqual(JSON.parse(persistedSnapshotJson(a.kind.logic, snapshot)));
+        // and it restores to the same machine snapshot
+        expect(a.kind.logic.resolveState(back).context).toStrictEqual(back.context);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('reads XState’s form as it is; refuses a form version it does not know (the host quarantines such an actor)', async () => {
+    const { unpackSnapshot } = await import('../../engine/actor-host.js');
+    const { STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
+    const xstate = { status: 'active', value: 'armed', historyValue: {}, context: { recordId: 'stg_1', working: null, watch: { bidAtOrBelow: '0.5' } }, children: {} };
+    expect(unpackSnapshot(JSON.stringify(xstate), STOP_LOSS_FORM, { _id: 'stg_1', ownerUserId: 'u' })).toStrictEqual(xstate);
+    expect(unpackSnapshot(JSON.stringify(xstate), null, { _id: 'stg_1', ownerUserId: 'u' })).toStrictEqual(xstate);
+    expect(() => unpackSnapshot('{"form":2,"value":"armed","context":{}}', STOP_LOSS_FORM, { _id: 'stg_1', ownerUserId: 'u' })).toThrow(/form 2/);
+    expect(() => unpackSnapshot('{"form":1,"value":"armed","context":{}}', null, { _id: 'stg_1', ownerUserId: 'u' })).toThrow(/form 1/);
   });
 });
