@@ -17,6 +17,11 @@ export const ONE = new Dec(1);
  * returns a new one), so sharing one parse is safe. Bounded: cleared when full.
  */
 const parsed = new Map<string, Decimal>();
+/**
+ * Canonical strings ({@link str}) of the memoized parses, by identity: orders carry the same few
+ * prices and sizes, written back as strings at every step. Made once per parse.
+ */
+const canonical = new WeakMap<Decimal, string>();
 /** Bound on {@link parsed}'s entries. */
 const PARSED_MAX = 4096;
 
@@ -35,25 +40,15 @@ export function dec(v: string | number | Decimal): Decimal {
   if (typeof v === 'string') {
     if (parsed.size >= PARSED_MAX) parsed.clear();
     parsed.set(v, d);
+    canonical.set(d, d.toFixed());
   }
   return d;
 }
 
-/**
- * Canonical strings of the memoized parses ({@link dec}), by identity: orders carry the same few
- * prices and sizes, written back as strings at every step. Few entries (at most the parses held).
- */
-const canonical = new WeakMap<Decimal, string>();
-
 /** Canonical API string: no exponent, no trailing zeros ("0.5", "12", "0.001"). */
 export function str(d: Decimal): string {
   if (d === ZERO) return '0';
-  let s = canonical.get(d);
-  if (s === undefined) {
-    s = d.toFixed();
-    if (parsed.get(s) === d) canonical.set(d, s);
-  }
-  return s;
+  return canonical.get(d) ?? d.toFixed();
 }
 
 /** Verdicts of {@link onTick} by tick, then price (both by identity: memoized parses share one). */
