@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import fs from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import NedbModule from '@seald-io/nedb';
 import { cjsDefault } from '../interop.js';
 import { DuplicateKeyError } from '../errors.js';
@@ -19,6 +20,13 @@ const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') 
 };
 
 type StoredDoc = Record<string, unknown> & { _id: unknown };
+
+/** NeDB's storage helpers (the crash-safe file steps of its compaction). */
+const nedbStorage = createRequire(import.meta.url)('@seald-io/nedb/lib/storage.js') as {
+  flushToStorageAsync(options: { filename: string; isDir?: boolean; mode?: number }): Promise<void>;
+  existsAsync(filename: string): Promise<boolean>;
+  renameAsync(from: string, to: string): Promise<void>;
+};
 
 /**
  * The `_id` index of every embedded collection, on a hash map instead of NeDB's AVL tree
@@ -154,6 +162,14 @@ export class IdIndex {
     return this.sorted().slice();
   }
 
+  /**
+   * Every document (a fresh array, in no particular order unless `sorted`), without sorting:
+   * what a compaction sorts itself, in slices ({@link sortInSlices}).
+   */
+  snapshot(): { docs: StoredDoc[]; sorted: boolean } {
+    return this.ordered ? { docs: this.ordered.slice(), sorted: true } : { docs: [...this.byId.values()], sorted: false };
+  }
+
   /** Every document in key order (kept until the next change; never handed out). */
   private sorted(): StoredDoc[] {
     if (!this.ordered) {
@@ -252,6 +268,166 @@ function groupCommit(ds: { persistence: NedbPersistence }, onFailure?: (failure:
   return appender;
 }
 
+/** CPU time a compaction may take before it lets the event loop run again (ms). */
+const COMPACT_SLICE_MS = 4;
+/** Characters of lines gathered before one write to the compacted file. */
+const COMPACT_WRITE_CHARS = 1 << 20;
+
+/**
+ * Lets long work give the event loop back every `sliceMs` of CPU: call {@link turn} often (it
+ * reads the clock every 256 calls); it resolves at once, or after the next event-loop turn
+ * (`setImmediate`, so requests and timers waiting meanwhile run) when the slice is used up.
+ * How many turns were given back is counted in {@link yields} (tests read it).
+ */
+export class TimeSlicer {
+  private started = performance.now();
+  private calls = 0;
+  yields = 0;
+
+  constructor(private readonly sliceMs = COMPACT_SLICE_MS) {}
+
+  /** Resolves at once, or after an event-loop turn once the slice is used up. */
+  turn(): Promise<void> | undefined {
+    if ((++this.calls & 255) !== 0 || performance.now() - this.started < this.sliceMs) return undefined;
+    return this.yieldNow();
+  }
+
+  /** Gives the event loop a turn now. */
+  async yieldNow(): Promise<void> {
+    this.yields++;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.started = performance.now();
+  }
+}
+
+/** NeDB's order of `_id`s (its `compareThings`, which compares two strings with `<` and `>`). */
+function compareIds(a: StoredDoc, b: StoredDoc): number {
+  const x = a._id;
+  const y = b._id;
+  if (typeof x === 'string' && typeof y === 'string') return x < y ? -1 : x > y ? 1 : 0;
+  return nedbModel.compareThings(x, y);
+}
+
+/**
+ * Sorts `items` by `cmp` (stable; `items` itself is left as it was) as a merge sort that gives the
+ * event loop back through `slicer`: runs of 1,024 sorted, then merged pairwise. A million
+ * documents sort in about a second of CPU, which must not be one block.
+ */
+export async function sortInSlices<T>(items: readonly T[], cmp: (a: T, b: T) => number, slicer: TimeSlicer): Promise<T[]> {
+  const RUN = 1024;
+  let runs: T[][] = [];
+  for (let i = 0; i < items.length; i += RUN) {
+    runs.push(items.slice(i, i + RUN).sort(cmp));
+    for (let k = 0; k < RUN; k += 64) await slicer.turn();
+  }
+  while (runs.length > 1) {
+    const merged: T[][] = [];
+    for (let r = 0; r < runs.length; r += 2) {
+      const a = runs[r]!;
+      const b = runs[r + 1];
+      if (!b) {
+        merged.push(a);
+        continue;
+      }
+      const out = new Array<T>(a.length + b.length);
+      let i = 0;
+      let j = 0;
+      let k = 0;
+      while (i < a.length && j < b.length) {
+        out[k++] = cmp(b[j]!, a[i]!) < 0 ? b[j++]! : a[i++]!;
+        await slicer.turn();
+      }
+      while (i < a.length) out[k++] = a[i++]!;
+      while (j < b.length) out[k++] = b[j++]!;
+      merged.push(out);
+    }
+    runs = merged;
+  }
+  return runs[0] ?? [];
+}
+
+/** The parts of an on-disk NeDB datastore that {@link compactInSlices} uses. */
+interface CompactableDatastore {
+  indexes: Record<string, { fieldName: string; unique: boolean; sparse: boolean }> & { _id: unknown };
+  executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> };
+  persistence: { filename: string; modes: { fileMode: number; dirMode: number } };
+  emit(event: string): void;
+}
+
+/**
+ * NeDB's compaction (`compactDatafileAsync`: the file rewritten with one line per document in
+ * `_id` order, then one `$$indexCreated` line per index but `_id`, crash-safe: flush, temporary
+ * file, flush, rename, flush), without its stall (issue 15): NeDB holds the collection for the
+ * whole rewrite and serializes every document in one synchronous run (seconds at a million
+ * records; every write to the collection waits, and every request with it). Here:
+ * - the documents are taken as they are at one point of the collection's operations (stored
+ *   documents are never changed in place, so the array of them is a consistent snapshot), and the
+ *   collection goes on at once; the group appender keeps a copy of every line written after that
+ *   point ({@link GroupAppender.startTail});
+ * - sorting and serializing give the event loop back every few ms ({@link TimeSlicer}); lines go
+ *   out in writes of about a megabyte;
+ * - the lines written meanwhile are appended to the new file (most of them while the collection
+ *   goes on; the last few, and the rename, while it holds its operations for a moment), so the
+ *   new file holds everything acknowledged, in order (later lines override earlier ones, as NeDB
+ *   reads its file).
+ * With no write meanwhile (on close) the file is byte for byte what NeDB's compaction writes.
+ * @throws a file-system failure (the old file is left as it was; the temporary file is removed).
+ */
+export async function compactInSlices(datastore: unknown, appender: GroupAppender, slicer = new TimeSlicer()): Promise<void> {
+  const ds = datastore as CompactableDatastore;
+  const { filename, modes } = ds.persistence;
+  const dir = path.dirname(filename);
+  const temp = `${filename}~`;
+  const { docs, sorted, indexLines } = await ds.executor.pushAsync(async () => {
+    appender.startTail();
+    const ix = ds.indexes._id;
+    const taken = ix instanceof IdIndex ? ix.snapshot() : { docs: (datastore as { getAllData(): StoredDoc[] }).getAllData(), sorted: true };
+    const lines = Object.keys(ds.indexes)
+      .filter((f) => f !== '_id')
+      .map((f) => nedbModel.serialize({ $$indexCreated: { fieldName: ds.indexes[f]!.fieldName, unique: ds.indexes[f]!.unique, sparse: ds.indexes[f]!.sparse } }));
+    return { ...taken, indexLines: lines };
+  });
+  try {
+    const ordered = sorted ? docs : await sortInSlices(docs, compareIds, slicer);
+    await nedbStorage.flushToStorageAsync({ filename: dir, isDir: true, mode: modes.dirMode });
+    if (await nedbStorage.existsAsync(filename)) await nedbStorage.flushToStorageAsync({ filename, mode: modes.fileMode });
+    const handle = await fs.open(temp, 'w', modes.fileMode);
+    try {
+      let block = '';
+      for (let i = 0; i < ordered.length; i++) {
+        block += `${serializeLine(ordered[i])}\n`;
+        ordered[i] = undefined as unknown as StoredDoc; // written: let it go
+        if (block.length >= COMPACT_WRITE_CHARS) {
+          await handle.writeFile(block, 'utf8');
+          block = '';
+        } else await slicer.turn();
+      }
+      for (const line of indexLines) block += `${line}\n`;
+      await handle.writeFile(block, 'utf8');
+      // most of what was written meanwhile, while the collection goes on
+      await handle.writeFile(appender.takeTail(true), 'utf8');
+    } finally {
+      await handle.close();
+    }
+    await nedbStorage.flushToStorageAsync({ filename: temp, mode: modes.fileMode });
+    await ds.executor.pushAsync(async () => {
+      await appender.release(); // every line so far in the old file, its handle closed
+      const rest = appender.takeTail();
+      if (rest) {
+        await fs.appendFile(temp, rest, { encoding: 'utf8', mode: modes.fileMode });
+        await nedbStorage.flushToStorageAsync({ filename: temp, mode: modes.fileMode });
+      }
+      await nedbStorage.renameAsync(temp, filename);
+      await nedbStorage.flushToStorageAsync({ filename: dir, isDir: true, mode: modes.dirMode });
+    });
+  } catch (err) {
+    appender.takeTail();
+    await fs.rm(temp, { force: true }).catch(() => undefined);
+    throw err;
+  }
+  ds.emit('compaction.done');
+}
+
 /** The NeDB datastore class. */
 const Datastore = cjsDefault(NedbModule);
 type Datastore<T> = InstanceType<typeof Datastore> & { __doc?: T };
@@ -290,12 +466,26 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
    */
   startCompaction(everyMs: number): void {
     this.compaction = setInterval(() => {
-      this.ds.compactDatafileAsync().then(
+      this.compact().then(
         () => (this.compactionFailure = null),
         (err: unknown) => (this.compactionFailure = err instanceof Error ? err : new Error(String(err))),
       );
     }, everyMs);
     this.compaction.unref();
+  }
+
+  /** The compaction running, if any. */
+  private compacting: Promise<void> | null = null;
+
+  /**
+   * Rewrites the data file without what later lines overrode ({@link compactInSlices}: the
+   * collection goes on meanwhile); one at a time (a call while one runs gets that one).
+   * Nothing to do in memory.
+   */
+  compact(): Promise<void> {
+    if (!this.appender) return Promise.resolve();
+    this.compacting ??= compactInSlices(this.ds, this.appender).finally(() => (this.compacting = null));
+    return this.compacting;
   }
 
   /** Resolves once this collection's writes so far are in its file. */
@@ -593,7 +783,7 @@ export class EmbeddedStore implements Store {
     for (const pending of this.collections.values()) {
       const c = await pending;
       if (c.compaction) clearInterval(c.compaction);
-      if (this.dir) await c.ds.compactDatafileAsync();
+      if (this.dir) await c.compact();
       await c.appender?.release();
     }
     this.collections.clear();
