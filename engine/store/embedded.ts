@@ -43,7 +43,13 @@ export class IdIndex {
   readonly unique = true;
   readonly sparse = false;
   private byId = new Map<unknown, StoredDoc>();
-  /** Every document in key order, until the next change. */
+  /**
+   * Every document in key order, or null until a scan or range needs it (then sorted once). Kept
+   * up to date through changes (issue 15: it was dropped at every change, and each `_id` range
+   * removal after a venue checkpoint sorted the whole journal again): an update puts the new
+   * document in the old one's slot, an insertion after the last key appends, a removal splices;
+   * only an insertion in the middle drops it.
+   */
   private ordered: StoredDoc[] | null = null;
 
   /** Empties the index, then inserts `newData` (NeDB calls this when it loads the data file). */
@@ -74,7 +80,9 @@ export class IdIndex {
       throw err;
     }
     this.byId.set(key, doc);
-    this.ordered = null;
+    const o = this.ordered;
+    if (o !== null && (o.length === 0 || compareKeys(o[o.length - 1]!._id, key) < 0)) o.push(doc);
+    else this.ordered = null;
   }
 
   /** Removes `doc` (or each of several), when it is the document indexed under its `_id`. */
@@ -85,7 +93,9 @@ export class IdIndex {
     }
     if (this.byId.get(doc._id) === doc) {
       this.byId.delete(doc._id);
-      this.ordered = null;
+      const at = this.slotOf(doc);
+      if (at >= 0) this.ordered!.splice(at, 1);
+      else this.ordered = null;
     }
   }
 
@@ -93,8 +103,32 @@ export class IdIndex {
   replace(oldDoc: StoredDoc, newDoc: StoredDoc): boolean {
     if (oldDoc._id !== newDoc._id || this.byId.get(oldDoc._id) !== oldDoc) return false;
     this.byId.set(newDoc._id, newDoc);
-    this.ordered = null;
+    const at = this.slotOf(oldDoc);
+    if (at >= 0) this.ordered![at] = newDoc;
+    else this.ordered = null;
     return true;
+  }
+
+  /** Where `doc` is in {@link ordered} (binary search by key), or −1 (not there, or no order kept). */
+  private slotOf(doc: StoredDoc): number {
+    const o = this.ordered;
+    if (o === null) return -1;
+    const at = this.lowerBound(doc._id, false);
+    return o[at] === doc ? at : -1;
+  }
+
+  /** The first position in key order whose key is above `key` (`strict`) or at least `key`. */
+  private lowerBound(key: unknown, strict: boolean): number {
+    const o = this.sorted();
+    let lo = 0;
+    let hi = o.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = compareKeys(o[mid]!._id, key);
+      if (c < 0 || (strict && c === 0)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   /**
@@ -115,6 +149,7 @@ export class IdIndex {
       }
       return;
     }
+    if (newDoc !== undefined && this.replace(oldDoc, newDoc)) return;
     this.remove(oldDoc);
     try {
       this.insert(newDoc!);
@@ -144,17 +179,16 @@ export class IdIndex {
     return [...out.values()];
   }
 
-  /** Documents whose `_id` lies within `$gt` / `$gte` / `$lt` / `$lte`, in key order. */
+  /** Documents whose `_id` lies within `$gt` / `$gte` / `$lt` / `$lte`, in key order (binary search of the bounds). */
   getBetweenBounds(query: { $gt?: unknown; $gte?: unknown; $lt?: unknown; $lte?: unknown }): StoredDoc[] {
-    const cmp = nedbModel.compareThings;
-    return this.sorted().filter((d) => {
-      const k = d._id;
-      if (query.$gt !== undefined && !(cmp(k, query.$gt) > 0)) return false;
-      if (query.$gte !== undefined && !(cmp(k, query.$gte) >= 0)) return false;
-      if (query.$lt !== undefined && !(cmp(k, query.$lt) < 0)) return false;
-      if (query.$lte !== undefined && !(cmp(k, query.$lte) <= 0)) return false;
-      return true;
-    });
+    const o = this.sorted();
+    let from = 0;
+    let to = o.length;
+    if (query.$gt !== undefined) from = Math.max(from, this.lowerBound(query.$gt, true));
+    if (query.$gte !== undefined) from = Math.max(from, this.lowerBound(query.$gte, false));
+    if (query.$lt !== undefined) to = Math.min(to, this.lowerBound(query.$lt, false));
+    if (query.$lte !== undefined) to = Math.min(to, this.lowerBound(query.$lte, true));
+    return from < to ? o.slice(from, to) : [];
   }
 
   /** Every document, in key order (a fresh array). */
@@ -170,14 +204,17 @@ export class IdIndex {
     return this.ordered ? { docs: this.ordered.slice(), sorted: true } : { docs: [...this.byId.values()], sorted: false };
   }
 
-  /** Every document in key order (kept until the next change; never handed out). */
+  /** Every document in key order (kept through changes, see {@link ordered}; never handed out). */
   private sorted(): StoredDoc[] {
-    if (!this.ordered) {
-      const cmp = nedbModel.compareThings;
-      this.ordered = [...this.byId.values()].sort((a, b) => cmp(a._id, b._id));
-    }
+    if (!this.ordered) this.ordered = [...this.byId.values()].sort((a, b) => compareKeys(a._id, b._id));
     return this.ordered;
   }
+}
+
+/** NeDB's order of keys (its `compareThings`, which compares two strings with `<` and `>`). */
+function compareKeys(x: unknown, y: unknown): number {
+  if (typeof x === 'string' && typeof y === 'string') return x < y ? -1 : x > y ? 1 : 0;
+  return nedbModel.compareThings(x, y);
 }
 
 /** Gives a loaded NeDB datastore an {@link IdIndex} in place of its `_id` tree. */
@@ -300,13 +337,8 @@ export class TimeSlicer {
   }
 }
 
-/** NeDB's order of `_id`s (its `compareThings`, which compares two strings with `<` and `>`). */
-function compareIds(a: StoredDoc, b: StoredDoc): number {
-  const x = a._id;
-  const y = b._id;
-  if (typeof x === 'string' && typeof y === 'string') return x < y ? -1 : x > y ? 1 : 0;
-  return nedbModel.compareThings(x, y);
-}
+/** NeDB's order of documents by `_id`. */
+const compareIds = (a: StoredDoc, b: StoredDoc): number => compareKeys(a._id, b._id);
 
 /**
  * Sorts `items` by `cmp` (stable; `items` itself is left as it was) as a merge sort that gives the
