@@ -6,7 +6,9 @@
  * A 1 ms timer measures how late it fires: a lateness of L ms means the loop ran something else,
  * without returning to its timers, for about L ms (one long synchronous task, or one loop
  * iteration that served many callbacks). Every lateness ≥ `BENCH_LOOP_BLOCK_MS` (default 10) is
- * recorded as a block: wall-clock end (`atMs`, epoch ms), length (`ms`), and its monotonic window
+ * recorded as a block: wall-clock end (`atMs`, epoch ms), length (`ms`), the CPU time the process
+ * used meanwhile (`cpuMs`, all its threads: far below `ms` when the machine's other work held the
+ * process off its core, rather than the process itself), and its monotonic window
  * (`fromUs` / `toUs`, the clock of V8's CPU profiles, to find what ran in it), with the garbage
  * collections (≥ 1 ms) that ended inside it (kind, ms). The list (and every such collection) is written as JSON to the file when the
  * process exits (`process.exit` or the end of the loop).
@@ -23,7 +25,7 @@ const file = process.env.BENCH_LOOP_BLOCKS;
 const thresholdMs = Number(process.env.BENCH_LOOP_BLOCK_MS ?? 10);
 
 if (file) {
-  /** @type {{ atMs: number; ms: number; fromUs: number; toUs: number; gc: { kind: string; ms: number }[] }[]} */
+  /** @type {{ atMs: number; ms: number; cpuMs: number; fromUs: number; toUs: number; gc: { kind: string; ms: number }[] }[]} */
   const blocks = [];
   /** @type {{ endUs: number; kind: string; ms: number }[]} */
   const gcs = [];
@@ -45,20 +47,24 @@ if (file) {
   }).observe({ entryTypes: ['gc'] });
 
   let due = nowUs() + 1000;
+  let cpuAtDue = process.cpuUsage();
   const tick = () => {
     const now = nowUs();
     const lateMs = (now - due) / 1000;
     if (lateMs >= thresholdMs) {
       const fromUs = due;
+      const cpu = process.cpuUsage(cpuAtDue);
       blocks.push({
         atMs: Math.round(origin + performance.now()),
         ms: Math.round(lateMs * 10) / 10,
+        cpuMs: Math.round((cpu.user + cpu.system) / 100) / 10,
         fromUs,
         toUs: now,
         gc: [],
       });
     }
     due = nowUs() + 1000;
+    cpuAtDue = process.cpuUsage();
     setTimeout(tick, 1).unref();
   };
   setTimeout(tick, 1).unref();

@@ -312,7 +312,7 @@ const COMPACT_WRITE_CHARS = 1 << 20;
 
 /**
  * Lets long work give the event loop back every `sliceMs` of CPU: call {@link turn} often (it
- * reads the clock every 256 calls); it resolves at once, or after the next event-loop turn
+ * reads the clock every 256 steps); it resolves at once, or after the next event-loop turn
  * (`setImmediate`, so requests and timers waiting meanwhile run) when the slice is used up.
  * How many turns were given back is counted in {@link yields} (tests read it).
  */
@@ -323,9 +323,15 @@ export class TimeSlicer {
 
   constructor(private readonly sliceMs = COMPACT_SLICE_MS) {}
 
-  /** Resolves at once, or after an event-loop turn once the slice is used up. */
-  turn(): Promise<void> | undefined {
-    if ((++this.calls & 255) !== 0 || performance.now() - this.started < this.sliceMs) return undefined;
+  /**
+   * Resolves at once, or after an event-loop turn once the slice is used up.
+   * @param steps - how much work was done since the last call, in steps (the clock is read every 256).
+   */
+  turn(steps = 1): Promise<void> | undefined {
+    this.calls += steps;
+    if (this.calls < 256) return undefined;
+    this.calls = 0;
+    if (performance.now() - this.started < this.sliceMs) return undefined;
     return this.yieldNow();
   }
 
@@ -350,7 +356,7 @@ export async function sortInSlices<T>(items: readonly T[], cmp: (a: T, b: T) => 
   let runs: T[][] = [];
   for (let i = 0; i < items.length; i += RUN) {
     runs.push(items.slice(i, i + RUN).sort(cmp));
-    for (let k = 0; k < RUN; k += 64) await slicer.turn();
+    await slicer.turn(256); // ~10 comparisons an item: read the clock after each run
   }
   while (runs.length > 1) {
     const merged: T[][] = [];
