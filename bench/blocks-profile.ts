@@ -6,6 +6,7 @@
  * longest blocks, its leading project functions and the garbage collections that ended in it.
  *
  * `npx tsx bench/blocks-profile.ts <file.cpuprofile> <loop-blocks….json> [minMs=20] [longest=10]`
+ * (`BLOCKS_BY=cpu`: blocks by the CPU time the process used in them rather than by their length)
  */
 import { readFileSync } from 'node:fs';
 
@@ -23,6 +24,7 @@ interface Profile {
 interface Block {
   atMs: number;
   ms: number;
+  cpuMs?: number;
   fromUs: number;
   toUs: number;
   gc: { kind: string; ms: number }[];
@@ -39,7 +41,9 @@ const profile = JSON.parse(readFileSync(profileFile, 'utf8')) as Profile;
 const traced = JSON.parse(readFileSync(blocksFile, 'utf8')) as { blocks: Block[]; runs?: { fromMs: number; toMs: number }[] };
 // the blocks within the load runs when the file names them (start-up and shutdown left out)
 const inRuns = (b: Block) => !traced.runs || traced.runs.some((r) => b.atMs >= r.fromMs && b.atMs <= r.toMs);
-const blocks = traced.blocks.filter((b) => b.ms >= minMs && inRuns(b));
+// BLOCKS_BY=cpu: blocks whose CPU time (not length) reaches minMs: the process's own stalls
+const byCpu = process.env.BLOCKS_BY === 'cpu';
+const blocks = traced.blocks.filter((b) => (byCpu ? (b.cpuMs ?? b.ms) : b.ms) >= minMs && inRuns(b));
 
 const byId = new Map<number, ProfileNode>();
 const parent = new Map<number, number>();
@@ -109,6 +113,6 @@ console.log(`self time:\n${top(all.self, 25, all.n)}`);
 console.log(`project functions, total time:\n${top(all.total, 25, all.n)}`);
 for (const b of [...blocks].sort((a, c) => c.ms - a.ms).slice(0, longest)) {
   const r = tally(b.fromUs, b.toUs);
-  console.log(`\nblock ${b.ms} ms at ${new Date(b.atMs).toISOString()}  GC: ${b.gc.map((g) => `${g.kind} ${g.ms} ms`).join(', ') || 'none ≥ 1 ms'}  (${r.n} samples)`);
+  console.log(`\nblock ${b.ms} ms (CPU ${b.cpuMs ?? '?'} ms) at ${new Date(b.atMs).toISOString()}  GC: ${b.gc.map((g) => `${g.kind} ${g.ms} ms`).join(', ') || 'none ≥ 1 ms'}  (${r.n} samples)`);
   console.log(`self:\n${top(r.self, 6, r.n)}\nproject, total:\n${top(r.total, 8, r.n)}`);
 }

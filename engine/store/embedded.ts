@@ -47,15 +47,22 @@ export class IdIndex {
    * Every document in key order, or null until a scan or range needs it (then sorted once). Kept
    * up to date through changes (issue 15: it was dropped at every change, and each `_id` range
    * removal after a venue checkpoint sorted the whole journal again): an update puts the new
-   * document in the old one's slot, an insertion after the last key appends, a removal splices;
-   * only an insertion in the middle drops it.
+   * document in the old one's slot, an insertion after the last key appends, removals are taken
+   * out together when the order is next read ({@link removed}); only an insertion in the middle
+   * drops it.
    */
   private ordered: StoredDoc[] | null = null;
+  /**
+   * Documents removed but still in {@link ordered}: a removal of many (a journal's pruned entries,
+   * 500 at a time) would otherwise shift the whole array once per document.
+   */
+  private removed = new Set<StoredDoc>();
 
   /** Empties the index, then inserts `newData` (NeDB calls this when it loads the data file). */
   reset(newData?: StoredDoc | StoredDoc[]): void {
     this.byId = new Map();
     this.ordered = null;
+    this.removed.clear();
     if (newData) this.insert(newData);
   }
 
@@ -80,7 +87,7 @@ export class IdIndex {
       throw err;
     }
     this.byId.set(key, doc);
-    const o = this.ordered;
+    const o = this.settled();
     if (o !== null && (o.length === 0 || compareKeys(o[o.length - 1]!._id, key) < 0)) o.push(doc);
     else this.ordered = null;
   }
@@ -93,10 +100,18 @@ export class IdIndex {
     }
     if (this.byId.get(doc._id) === doc) {
       this.byId.delete(doc._id);
-      const at = this.slotOf(doc);
-      if (at >= 0) this.ordered!.splice(at, 1);
-      else this.ordered = null;
+      if (this.ordered !== null) this.removed.add(doc);
     }
+  }
+
+  /** {@link ordered} without the documents removed since it was last read (or null). */
+  private settled(): StoredDoc[] | null {
+    if (this.ordered !== null && this.removed.size > 0) {
+      const removed = this.removed;
+      this.ordered = this.ordered.filter((d) => !removed.has(d));
+      this.removed = new Set();
+    }
+    return this.ordered;
   }
 
   /** Puts `newDoc` in place of `oldDoc` (same `_id`): the `_id` update fast path. */
@@ -111,7 +126,7 @@ export class IdIndex {
 
   /** Where `doc` is in {@link ordered} (binary search by key), or −1 (not there, or no order kept). */
   private slotOf(doc: StoredDoc): number {
-    const o = this.ordered;
+    const o = this.settled();
     if (o === null) return -1;
     const at = this.lowerBound(doc._id, false);
     return o[at] === doc ? at : -1;
@@ -201,13 +216,13 @@ export class IdIndex {
    * what a compaction sorts itself, in slices ({@link sortInSlices}).
    */
   snapshot(): { docs: StoredDoc[]; sorted: boolean } {
-    return this.ordered ? { docs: this.ordered.slice(), sorted: true } : { docs: [...this.byId.values()], sorted: false };
+    const o = this.settled();
+    return o ? { docs: o.slice(), sorted: true } : { docs: [...this.byId.values()], sorted: false };
   }
 
   /** Every document in key order (kept through changes, see {@link ordered}; never handed out). */
   private sorted(): StoredDoc[] {
-    if (!this.ordered) this.ordered = [...this.byId.values()].sort((a, b) => compareKeys(a._id, b._id));
-    return this.ordered;
+    return this.settled() ?? (this.ordered = [...this.byId.values()].sort((a, b) => compareKeys(a._id, b._id)));
   }
 }
 
@@ -304,6 +319,9 @@ function groupCommit(ds: { persistence: NedbPersistence }, onFailure?: (failure:
   };
   return appender;
 }
+
+/** Documents removed at once after which an in-memory `deleteMany` lets the event loop turn. */
+const YIELD_AFTER_REMOVED = 100;
 
 /** CPU time a compaction may take before it lets the event loop run again (ms). */
 const COMPACT_SLICE_MS = 4;
@@ -710,9 +728,15 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  /**
+   * Removes every matching document. A removal of many in memory also lets the event loop turn
+   * before it resolves: an in-memory store never waits for I/O, so a caller removing in slices
+   * (the venue journal after a checkpoint) would otherwise run every slice in one block.
+   */
   async deleteMany(filter: Filter): Promise<number> {
     const n = await this.ds.removeAsync(filter, { multi: true });
     if (n > 0) await this.durable();
+    if (!this.appender && n >= YIELD_AFTER_REMOVED) await new Promise<void>((resolve) => setImmediate(resolve));
     return n;
   }
 }
