@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { freePort, spawnService } from '../test/process.js';
 import { cpuMs } from './proc.js';
@@ -40,6 +41,43 @@ interface Result {
   statuses: Record<string, number>;
   /** CPU time of the server process per request (µs, all its threads); null off Linux. */
   cpuUsPerReq: number | null;
+  /** Wall-clock span of the run (epoch ms), to pick its event-loop blocks. */
+  fromMs: number;
+  toMs: number;
+}
+
+/** One event-loop block as `bench/loop-blocks.mjs` records it. */
+interface LoopBlock {
+  atMs: number;
+  ms: number;
+  /** CPU time of the process (all threads) during the block, ms. */
+  cpuMs: number;
+  fromUs: number;
+  toUs: number;
+  gc: { kind: string; ms: number }[];
+}
+
+/** The service's event-loop block tracer (preloaded; see the file). */
+const LOOP_BLOCKS_MODULE = fileURLToPath(new URL('./loop-blocks.mjs', import.meta.url));
+/** Block thresholds of the printed histogram (ms). */
+const BLOCK_BINS = [10, 20, 50, 100];
+
+/**
+ * `event-loop blocks ≥10 ms: 12  ≥20: 3  ≥50: 0  ≥100: 0  (by CPU ≥10: 9  ≥20: 1  ≥50: 0; max 24.1 ms; …)`:
+ * the blocks that ended within the run. Less noisy than p99 on a shared machine: a block holds
+ * every in-flight request, whatever else the cores do.
+ */
+function blocksText(blocks: LoopBlock[], slowest: { atMs: number; ms: number }[], r: Result): string {
+  const inRun = blocks.filter((b) => b.atMs >= r.fromMs && b.atMs <= r.toMs);
+  const bins = BLOCK_BINS.map((t, i) => `${i === 0 ? `≥${t} ms` : `≥${t}`}: ${inRun.filter((b) => b.ms >= t).length}`).join('  ');
+  const max = inRun.reduce((m, b) => Math.max(m, b.ms), 0);
+  // by CPU time: what the process itself did, whatever else the machine did meanwhile
+  const cpuBins = BLOCK_BINS.slice(0, 3).map((t) => `≥${t}: ${inRun.filter((b) => b.cpuMs >= t).length}`).join('  ');
+  const majors = inRun.filter((b) => b.gc.some((g) => g.kind === 'major'));
+  const majorMax = inRun.flatMap((b) => b.gc).filter((g) => g.kind === 'major').reduce((m, g) => Math.max(m, g.ms), 0);
+  const served = slowest.filter((x) => x.atMs >= r.fromMs && x.atMs <= r.toMs);
+  const serverMax = served.length ? `; in the service: slowest request ${served[0]!.ms.toFixed(1)} ms, 10th ${served[Math.min(9, served.length - 1)]!.ms.toFixed(1)} ms` : '';
+  return `event-loop blocks ${bins}  (by CPU ${cpuBins}; max ${max.toFixed(1)} ms; ${majors.length} with a major GC${majors.length ? `, longest GC ${majorMax.toFixed(1)} ms` : ''}${serverMax})`;
 }
 
 
@@ -49,6 +87,7 @@ interface Result {
  */
 async function run(opts: autocannon.Options, serverPid: number, connections: number): Promise<Result> {
   const cpu0 = cpuMs(serverPid);
+  const fromMs = Date.now();
   const errorKinds: Record<string, number> = {};
   const r = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon({ connections, duration: DURATION_S, timeout: TIMEOUT_S, ...opts }, (err, result) => (err ? reject(err) : resolve(result)));
@@ -58,10 +97,11 @@ async function run(opts: autocannon.Options, serverPid: number, connections: num
     });
   });
   const cpu1 = cpuMs(serverPid);
+  const toMs = Date.now();
   const cpuUsPerReq = cpu0 !== null && cpu1 !== null && r.requests.total > 0 ? ((cpu1 - cpu0) * 1000) / r.requests.total : null;
   const statuses: Record<string, number> = {};
   for (const [code, s] of Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {})) statuses[code] = s.count;
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, errors: r.errors, timeouts: r.timeouts, errorKinds, non2xx: r.non2xx, statuses, cpuUsPerReq };
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, errors: r.errors, timeouts: r.timeouts, errorKinds, non2xx: r.non2xx, statuses, cpuUsPerReq, fromMs, toMs };
 }
 
 /** `errors 0 (…)  timeouts 0  non-2xx 3 (503: 3)` */
@@ -82,9 +122,18 @@ async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
 }
 
 async function benchService(label: string, dataDir: string, echo: Result): Promise<void> {
-  // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service (open it in Chrome DevTools).
+  // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service (open it in Chrome DevTools;
+  // `tsx bench/blocks-profile.ts <profile> <blocks file>` lists what ran in the long blocks).
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0' }, 30_000, prof);
+  // the event-loop blocks of the service, kept next to the profile when there is one
+  const blocksFile = path.join(process.env.BENCH_CPU_PROF ?? os.tmpdir(), `loop-blocks-${label.replace(/\W+/g, '-')}-${process.pid}.json`);
+  const svc = await spawnService(
+    { DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0', BENCH_LOOP_BLOCKS: blocksFile },
+    30_000,
+    // BENCH_NODE_ARGS: more flags for the service (`--trace-gc`, `--max-semi-space-size=32`, …)
+    [...prof, ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', LOOP_BLOCKS_MODULE],
+  );
+  const results: [string, Result][] = [];
   const H = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
   for (let u = 0; u < USERS; u++) {
     await fetch(`${svc.baseUrl}/v2/trade/users`, { method: 'POST', headers: { ...H, 'idempotency-key': randomUUID() }, body: JSON.stringify({ partner_user_id: `bench${u}` }) });
@@ -113,6 +162,7 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
       svc.child.pid!,
       connections,
     );
+    results.push([`${label}, ${connections} conn`, result]);
     const cpuRatio = result.cpuUsPerReq !== null && echo.cpuUsPerReq ? `  CPU ${(result.cpuUsPerReq / echo.cpuUsPerReq).toFixed(1)}× echo` : '';
     console.log(
       `${`${label}, ${connections} conn`.padEnd(32)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${String(result.p50).padStart(4)} ms  p99 ${String(result.p99).padStart(4)} ms  max ${String(result.max).padStart(5)} ms` +
@@ -121,6 +171,17 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
   }
   svc.child.kill('SIGTERM');
   await svc.exited;
+  const traced = JSON.parse(await fs.readFile(blocksFile, 'utf8').catch(() => '{"blocks":[]}')) as {
+    blocks: LoopBlock[];
+    slowest?: { atMs: number; ms: number }[];
+    runs?: { fromMs: number; toMs: number }[];
+  };
+  const blocks = traced.blocks;
+  // kept beside the profile with the runs' spans (bench/blocks-profile.ts looks only inside them)
+  if (process.env.BENCH_CPU_PROF) await fs.writeFile(blocksFile.replace(/\.json$/, '.out.txt'), svc.output());
+  if (process.env.BENCH_CPU_PROF) await fs.writeFile(blocksFile, JSON.stringify({ ...traced, runs: results.map(([, r]) => ({ fromMs: r.fromMs, toMs: r.toMs })) }));
+  else await fs.rm(blocksFile, { force: true });
+  for (const [name, r] of results) console.log(`${' '.repeat(34)}${name.replace(/^.*, /, '')}: ${blocksText(blocks, traced.slowest ?? [], r)}`);
 }
 
 async function main(): Promise<void> {

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import fs from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import NedbModule from '@seald-io/nedb';
 import { cjsDefault } from '../interop.js';
 import { DuplicateKeyError } from '../errors.js';
@@ -20,6 +21,13 @@ const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') 
 
 type StoredDoc = Record<string, unknown> & { _id: unknown };
 
+/** NeDB's storage helpers (the crash-safe file steps of its compaction). */
+const nedbStorage = createRequire(import.meta.url)('@seald-io/nedb/lib/storage.js') as {
+  flushToStorageAsync(options: { filename: string; isDir?: boolean; mode?: number }): Promise<void>;
+  existsAsync(filename: string): Promise<boolean>;
+  renameAsync(from: string, to: string): Promise<void>;
+};
+
 /**
  * The `_id` index of every embedded collection, on a hash map instead of NeDB's AVL tree
  * (issue 15): each order inserts into three collections and reads by `_id` several times, and the
@@ -35,13 +43,26 @@ export class IdIndex {
   readonly unique = true;
   readonly sparse = false;
   private byId = new Map<unknown, StoredDoc>();
-  /** Every document in key order, until the next change. */
+  /**
+   * Every document in key order, or null until a scan or range needs it (then sorted once). Kept
+   * up to date through changes (issue 15: it was dropped at every change, and each `_id` range
+   * removal after a venue checkpoint sorted the whole journal again): an update puts the new
+   * document in the old one's slot, an insertion after the last key appends, removals are taken
+   * out together when the order is next read ({@link removed}); only an insertion in the middle
+   * drops it.
+   */
   private ordered: StoredDoc[] | null = null;
+  /**
+   * Documents removed but still in {@link ordered}: a removal of many (a journal's pruned entries,
+   * 500 at a time) would otherwise shift the whole array once per document.
+   */
+  private removed = new Set<StoredDoc>();
 
   /** Empties the index, then inserts `newData` (NeDB calls this when it loads the data file). */
   reset(newData?: StoredDoc | StoredDoc[]): void {
     this.byId = new Map();
     this.ordered = null;
+    this.removed.clear();
     if (newData) this.insert(newData);
   }
 
@@ -66,7 +87,9 @@ export class IdIndex {
       throw err;
     }
     this.byId.set(key, doc);
-    this.ordered = null;
+    const o = this.settled();
+    if (o !== null && (o.length === 0 || compareKeys(o[o.length - 1]!._id, key) < 0)) o.push(doc);
+    else this.ordered = null;
   }
 
   /** Removes `doc` (or each of several), when it is the document indexed under its `_id`. */
@@ -77,16 +100,50 @@ export class IdIndex {
     }
     if (this.byId.get(doc._id) === doc) {
       this.byId.delete(doc._id);
-      this.ordered = null;
+      if (this.ordered !== null) this.removed.add(doc);
     }
+  }
+
+  /** {@link ordered} without the documents removed since it was last read (or null). */
+  private settled(): StoredDoc[] | null {
+    if (this.ordered !== null && this.removed.size > 0) {
+      const removed = this.removed;
+      this.ordered = this.ordered.filter((d) => !removed.has(d));
+      this.removed = new Set();
+    }
+    return this.ordered;
   }
 
   /** Puts `newDoc` in place of `oldDoc` (same `_id`): the `_id` update fast path. */
   replace(oldDoc: StoredDoc, newDoc: StoredDoc): boolean {
     if (oldDoc._id !== newDoc._id || this.byId.get(oldDoc._id) !== oldDoc) return false;
     this.byId.set(newDoc._id, newDoc);
-    this.ordered = null;
+    const at = this.slotOf(oldDoc);
+    if (at >= 0) this.ordered![at] = newDoc;
+    else this.ordered = null;
     return true;
+  }
+
+  /** Where `doc` is in {@link ordered} (binary search by key), or −1 (not there, or no order kept). */
+  private slotOf(doc: StoredDoc): number {
+    const o = this.settled();
+    if (o === null) return -1;
+    const at = this.lowerBound(doc._id, false);
+    return o[at] === doc ? at : -1;
+  }
+
+  /** The first position in key order whose key is above `key` (`strict`) or at least `key`. */
+  private lowerBound(key: unknown, strict: boolean): number {
+    const o = this.sorted();
+    let lo = 0;
+    let hi = o.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = compareKeys(o[mid]!._id, key);
+      if (c < 0 || (strict && c === 0)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   /**
@@ -107,6 +164,7 @@ export class IdIndex {
       }
       return;
     }
+    if (newDoc !== undefined && this.replace(oldDoc, newDoc)) return;
     this.remove(oldDoc);
     try {
       this.insert(newDoc!);
@@ -136,17 +194,16 @@ export class IdIndex {
     return [...out.values()];
   }
 
-  /** Documents whose `_id` lies within `$gt` / `$gte` / `$lt` / `$lte`, in key order. */
+  /** Documents whose `_id` lies within `$gt` / `$gte` / `$lt` / `$lte`, in key order (binary search of the bounds). */
   getBetweenBounds(query: { $gt?: unknown; $gte?: unknown; $lt?: unknown; $lte?: unknown }): StoredDoc[] {
-    const cmp = nedbModel.compareThings;
-    return this.sorted().filter((d) => {
-      const k = d._id;
-      if (query.$gt !== undefined && !(cmp(k, query.$gt) > 0)) return false;
-      if (query.$gte !== undefined && !(cmp(k, query.$gte) >= 0)) return false;
-      if (query.$lt !== undefined && !(cmp(k, query.$lt) < 0)) return false;
-      if (query.$lte !== undefined && !(cmp(k, query.$lte) <= 0)) return false;
-      return true;
-    });
+    const o = this.sorted();
+    let from = 0;
+    let to = o.length;
+    if (query.$gt !== undefined) from = Math.max(from, this.lowerBound(query.$gt, true));
+    if (query.$gte !== undefined) from = Math.max(from, this.lowerBound(query.$gte, false));
+    if (query.$lt !== undefined) to = Math.min(to, this.lowerBound(query.$lt, false));
+    if (query.$lte !== undefined) to = Math.min(to, this.lowerBound(query.$lte, true));
+    return from < to ? o.slice(from, to) : [];
   }
 
   /** Every document, in key order (a fresh array). */
@@ -154,14 +211,25 @@ export class IdIndex {
     return this.sorted().slice();
   }
 
-  /** Every document in key order (kept until the next change; never handed out). */
-  private sorted(): StoredDoc[] {
-    if (!this.ordered) {
-      const cmp = nedbModel.compareThings;
-      this.ordered = [...this.byId.values()].sort((a, b) => cmp(a._id, b._id));
-    }
-    return this.ordered;
+  /**
+   * Every document (a fresh array, in no particular order unless `sorted`), without sorting:
+   * what a compaction sorts itself, in slices ({@link sortInSlices}).
+   */
+  snapshot(): { docs: StoredDoc[]; sorted: boolean } {
+    const o = this.settled();
+    return o ? { docs: o.slice(), sorted: true } : { docs: [...this.byId.values()], sorted: false };
   }
+
+  /** Every document in key order (kept through changes, see {@link ordered}; never handed out). */
+  private sorted(): StoredDoc[] {
+    return this.settled() ?? (this.ordered = [...this.byId.values()].sort((a, b) => compareKeys(a._id, b._id)));
+  }
+}
+
+/** NeDB's order of keys (its `compareThings`, which compares two strings with `<` and `>`). */
+function compareKeys(x: unknown, y: unknown): number {
+  if (typeof x === 'string' && typeof y === 'string') return x < y ? -1 : x > y ? 1 : 0;
+  return nedbModel.compareThings(x, y);
 }
 
 /** Gives a loaded NeDB datastore an {@link IdIndex} in place of its `_id` tree. */
@@ -252,6 +320,170 @@ function groupCommit(ds: { persistence: NedbPersistence }, onFailure?: (failure:
   return appender;
 }
 
+/** Documents removed at once after which an in-memory `deleteMany` lets the event loop turn. */
+const YIELD_AFTER_REMOVED = 100;
+
+/** CPU time a compaction may take before it lets the event loop run again (ms). */
+const COMPACT_SLICE_MS = 4;
+/** Characters of lines gathered before one write to the compacted file. */
+const COMPACT_WRITE_CHARS = 1 << 20;
+
+/**
+ * Lets long work give the event loop back every `sliceMs` of CPU: call {@link turn} often (it
+ * reads the clock every 256 steps); it resolves at once, or after the next event-loop turn
+ * (`setImmediate`, so requests and timers waiting meanwhile run) when the slice is used up.
+ * How many turns were given back is counted in {@link yields} (tests read it).
+ */
+export class TimeSlicer {
+  private started = performance.now();
+  private calls = 0;
+  yields = 0;
+
+  constructor(private readonly sliceMs = COMPACT_SLICE_MS) {}
+
+  /**
+   * Resolves at once, or after an event-loop turn once the slice is used up.
+   * @param steps - how much work was done since the last call, in steps (the clock is read every 256).
+   */
+  turn(steps = 1): Promise<void> | undefined {
+    this.calls += steps;
+    if (this.calls < 256) return undefined;
+    this.calls = 0;
+    if (performance.now() - this.started < this.sliceMs) return undefined;
+    return this.yieldNow();
+  }
+
+  /** Gives the event loop a turn now. */
+  async yieldNow(): Promise<void> {
+    this.yields++;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.started = performance.now();
+  }
+}
+
+/** NeDB's order of documents by `_id`. */
+const compareIds = (a: StoredDoc, b: StoredDoc): number => compareKeys(a._id, b._id);
+
+/**
+ * Sorts `items` by `cmp` (stable; `items` itself is left as it was) as a merge sort that gives the
+ * event loop back through `slicer`: runs of 1,024 sorted, then merged pairwise. A million
+ * documents sort in about a second of CPU, which must not be one block.
+ */
+export async function sortInSlices<T>(items: readonly T[], cmp: (a: T, b: T) => number, slicer: TimeSlicer): Promise<T[]> {
+  const RUN = 1024;
+  let runs: T[][] = [];
+  for (let i = 0; i < items.length; i += RUN) {
+    runs.push(items.slice(i, i + RUN).sort(cmp));
+    await slicer.turn(256); // ~10 comparisons an item: read the clock after each run
+  }
+  while (runs.length > 1) {
+    const merged: T[][] = [];
+    for (let r = 0; r < runs.length; r += 2) {
+      const a = runs[r]!;
+      const b = runs[r + 1];
+      if (!b) {
+        merged.push(a);
+        continue;
+      }
+      const out = new Array<T>(a.length + b.length);
+      let i = 0;
+      let j = 0;
+      let k = 0;
+      while (i < a.length && j < b.length) {
+        out[k++] = cmp(b[j]!, a[i]!) < 0 ? b[j++]! : a[i++]!;
+        await slicer.turn();
+      }
+      while (i < a.length) out[k++] = a[i++]!;
+      while (j < b.length) out[k++] = b[j++]!;
+      merged.push(out);
+    }
+    runs = merged;
+  }
+  return runs[0] ?? [];
+}
+
+/** The parts of an on-disk NeDB datastore that {@link compactInSlices} uses. */
+interface CompactableDatastore {
+  indexes: Record<string, { fieldName: string; unique: boolean; sparse: boolean }> & { _id: unknown };
+  executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> };
+  persistence: { filename: string; modes: { fileMode: number; dirMode: number } };
+  emit(event: string): void;
+}
+
+/**
+ * NeDB's compaction (`compactDatafileAsync`: the file rewritten with one line per document in
+ * `_id` order, then one `$$indexCreated` line per index but `_id`, crash-safe: flush, temporary
+ * file, flush, rename, flush), without its stall (issue 15): NeDB holds the collection for the
+ * whole rewrite and serializes every document in one synchronous run (seconds at a million
+ * records; every write to the collection waits, and every request with it). Here:
+ * - the documents are taken as they are at one point of the collection's operations (stored
+ *   documents are never changed in place, so the array of them is a consistent snapshot), and the
+ *   collection goes on at once; the group appender keeps a copy of every line written after that
+ *   point ({@link GroupAppender.startTail});
+ * - sorting and serializing give the event loop back every few ms ({@link TimeSlicer}); lines go
+ *   out in writes of about a megabyte;
+ * - the lines written meanwhile are appended to the new file (most of them while the collection
+ *   goes on; the last few, and the rename, while it holds its operations for a moment), so the
+ *   new file holds everything acknowledged, in order (later lines override earlier ones, as NeDB
+ *   reads its file).
+ * With no write meanwhile (on close) the file is byte for byte what NeDB's compaction writes.
+ * @throws a file-system failure (the old file is left as it was; the temporary file is removed).
+ */
+export async function compactInSlices(datastore: unknown, appender: GroupAppender, slicer = new TimeSlicer()): Promise<void> {
+  const ds = datastore as CompactableDatastore;
+  const { filename, modes } = ds.persistence;
+  const dir = path.dirname(filename);
+  const temp = `${filename}~`;
+  const { docs, sorted, indexLines } = await ds.executor.pushAsync(async () => {
+    appender.startTail();
+    const ix = ds.indexes._id;
+    const taken = ix instanceof IdIndex ? ix.snapshot() : { docs: (datastore as { getAllData(): StoredDoc[] }).getAllData(), sorted: true };
+    const lines = Object.keys(ds.indexes)
+      .filter((f) => f !== '_id')
+      .map((f) => nedbModel.serialize({ $$indexCreated: { fieldName: ds.indexes[f]!.fieldName, unique: ds.indexes[f]!.unique, sparse: ds.indexes[f]!.sparse } }));
+    return { ...taken, indexLines: lines };
+  });
+  try {
+    const ordered = sorted ? docs : await sortInSlices(docs, compareIds, slicer);
+    await nedbStorage.flushToStorageAsync({ filename: dir, isDir: true, mode: modes.dirMode });
+    if (await nedbStorage.existsAsync(filename)) await nedbStorage.flushToStorageAsync({ filename, mode: modes.fileMode });
+    const handle = await fs.open(temp, 'w', modes.fileMode);
+    try {
+      let block = '';
+      for (let i = 0; i < ordered.length; i++) {
+        block += `${serializeLine(ordered[i])}\n`;
+        ordered[i] = undefined as unknown as StoredDoc; // written: let it go
+        if (block.length >= COMPACT_WRITE_CHARS) {
+          await handle.writeFile(block, 'utf8');
+          block = '';
+        } else await slicer.turn();
+      }
+      for (const line of indexLines) block += `${line}\n`;
+      await handle.writeFile(block, 'utf8');
+      // most of what was written meanwhile, while the collection goes on
+      await handle.writeFile(appender.takeTail(true), 'utf8');
+    } finally {
+      await handle.close();
+    }
+    await nedbStorage.flushToStorageAsync({ filename: temp, mode: modes.fileMode });
+    await ds.executor.pushAsync(async () => {
+      await appender.release(); // every line so far in the old file, its handle closed
+      const rest = appender.takeTail();
+      if (rest) {
+        await fs.appendFile(temp, rest, { encoding: 'utf8', mode: modes.fileMode });
+        await nedbStorage.flushToStorageAsync({ filename: temp, mode: modes.fileMode });
+      }
+      await nedbStorage.renameAsync(temp, filename);
+      await nedbStorage.flushToStorageAsync({ filename: dir, isDir: true, mode: modes.dirMode });
+    });
+  } catch (err) {
+    appender.takeTail();
+    await fs.rm(temp, { force: true }).catch(() => undefined);
+    throw err;
+  }
+  ds.emit('compaction.done');
+}
+
 /** The NeDB datastore class. */
 const Datastore = cjsDefault(NedbModule);
 type Datastore<T> = InstanceType<typeof Datastore> & { __doc?: T };
@@ -290,12 +522,26 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
    */
   startCompaction(everyMs: number): void {
     this.compaction = setInterval(() => {
-      this.ds.compactDatafileAsync().then(
+      this.compact().then(
         () => (this.compactionFailure = null),
         (err: unknown) => (this.compactionFailure = err instanceof Error ? err : new Error(String(err))),
       );
     }, everyMs);
     this.compaction.unref();
+  }
+
+  /** The compaction running, if any. */
+  private compacting: Promise<void> | null = null;
+
+  /**
+   * Rewrites the data file without what later lines overrode ({@link compactInSlices}: the
+   * collection goes on meanwhile); one at a time (a call while one runs gets that one).
+   * Nothing to do in memory.
+   */
+  compact(): Promise<void> {
+    if (!this.appender) return Promise.resolve();
+    this.compacting ??= compactInSlices(this.ds, this.appender).finally(() => (this.compacting = null));
+    return this.compacting;
   }
 
   /** Resolves once this collection's writes so far are in its file. */
@@ -482,9 +728,15 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  /**
+   * Removes every matching document. A removal of many in memory also lets the event loop turn
+   * before it resolves: an in-memory store never waits for I/O, so a caller removing in slices
+   * (the venue journal after a checkpoint) would otherwise run every slice in one block.
+   */
   async deleteMany(filter: Filter): Promise<number> {
     const n = await this.ds.removeAsync(filter, { multi: true });
     if (n > 0) await this.durable();
+    if (!this.appender && n >= YIELD_AFTER_REMOVED) await new Promise<void>((resolve) => setImmediate(resolve));
     return n;
   }
 }
@@ -593,7 +845,7 @@ export class EmbeddedStore implements Store {
     for (const pending of this.collections.values()) {
       const c = await pending;
       if (c.compaction) clearInterval(c.compaction);
-      if (this.dir) await c.ds.compactDatafileAsync();
+      if (this.dir) await c.compact();
       await c.appender?.release();
     }
     this.collections.clear();

@@ -35,9 +35,33 @@ export class GroupAppender {
     private readonly onChange?: (failure: Error | null) => void,
   ) {}
 
+  /** Text enqueued since {@link startTail}, while a compaction copies the file (null otherwise). */
+  private tail: string[] | null = null;
+
   /** Queues `text` (whole lines) for the next write. */
   enqueue(text: string): void {
-    if (text.length) this.pending.push(text);
+    if (!text.length) return;
+    this.pending.push(text);
+    this.tail?.push(text);
+  }
+
+  /**
+   * From now on, also keeps a copy of every line enqueued (they are still written to the file as
+   * usual), until {@link takeTail}: a compaction that copies a snapshot of the collection while
+   * writes go on appends these lines to the new file before it replaces the old one.
+   */
+  startTail(): void {
+    this.tail = [];
+  }
+
+  /**
+   * The lines enqueued since {@link startTail} (or the previous call) and stops keeping them;
+   * with `keepGoing`, goes on keeping the lines enqueued from now on.
+   */
+  takeTail(keepGoing = false): string {
+    const text = this.tail?.join('') ?? '';
+    this.tail = keepGoing ? [] : null;
+    return text;
   }
 
   /**

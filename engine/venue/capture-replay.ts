@@ -20,11 +20,20 @@ export interface CaptureReplayOptions {
   /** How often the replay applies the events that came due, ms (default 250). */
   tickMs?: number;
   /**
+   * Events applied in one venue operation at most (default {@link MAX_EVENTS_PER_BATCH}): when
+   * more came due (the start, a fast replay, a catch-up after the event loop was held), the rest
+   * go in further operations, one per event-loop turn, instead of one long block (issue 15).
+   */
+  maxBatch?: number;
+  /**
    * Applies a batch of due events in order, as one venue operation; `position` is where the
    * replay is once they are applied (journaled with them).
    */
   apply: (events: CaptureEvent[], position: CapturePosition) => void;
 }
+
+/** Default {@link CaptureReplayOptions.maxBatch}. */
+export const MAX_EVENTS_PER_BATCH = 500;
 
 /**
  * The replay clock of the WebSocket capture (issue 16, deliverable 1). The capture's first event
@@ -41,6 +50,8 @@ export class CaptureReplay {
   private startedAtMs = 0;
   private fromRecordedMs: number;
   private timer: NodeJS.Timeout | null = null;
+  /** The next turn's {@link step}, while more events are due than one batch takes. */
+  private continuation: NodeJS.Immediate | null = null;
   private ended = false;
 
   constructor(private readonly o: CaptureReplayOptions) {
@@ -76,6 +87,8 @@ export class CaptureReplay {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    if (this.continuation) clearImmediate(this.continuation);
+    this.continuation = null;
   }
 
   /** Capture time now, epoch ms of the capture. */
@@ -83,16 +96,30 @@ export class CaptureReplay {
     return this.fromRecordedMs + (this.o.clock.now() - this.startedAtMs) * this.o.speed;
   }
 
-  /** Applies every event due at the replay clock's time; stops at the end of the capture. */
+  /**
+   * Applies the events due at the replay clock's time, at most {@link CaptureReplayOptions.maxBatch}
+   * of them (the rest in the next event-loop turn, and so on, in order); stops at the end of the
+   * capture.
+   */
   step(): void {
     const events = this.o.capture.events;
     const upTo = this.recordedNowMs();
+    const limit = this.next + (this.o.maxBatch ?? MAX_EVENTS_PER_BATCH);
     let end = this.next;
-    while (end < events.length && events[end]!.atMs <= upTo) end++;
+    while (end < events.length && events[end]!.atMs <= upTo && end < limit) end++;
+    const more = end < events.length && events[end]!.atMs <= upTo;
     if (end > this.next) {
       const batch = events.slice(this.next, end);
       this.next = end;
-      this.o.apply(batch, { next: end, recordedMs: Math.min(upTo, this.o.capture.endMs) });
+      // a partial batch reached the time of its last event (as runToEnd's batches)
+      this.o.apply(batch, { next: end, recordedMs: more ? events[end - 1]!.atMs : Math.min(upTo, this.o.capture.endMs) });
+    }
+    if (more && !this.continuation) {
+      this.continuation = setImmediate(() => {
+        this.continuation = null;
+        this.step();
+      });
+      this.continuation.unref();
     }
     if (this.done && !this.ended) {
       this.ended = true;

@@ -119,6 +119,13 @@ export class LiquidityProvider {
    */
   private readonly ladders = new Map<string, { ref: Dec; tick: Dec; out: readonly LadderLevel[] }>();
 
+  /**
+   * Quote sizes of each token's ladder by level (`[bid, ask]` of level k at k − 1): they depend on
+   * the token and the level only, so they are worked out (a SHA-1 each) once per token, not at
+   * every re-quote (the start re-quotes every book in one operation).
+   */
+  private readonly ladderSizes = new Map<string, [Dec, Dec][]>();
+
   /** The ladder for a token around its reference price (shared: never modify it). */
   private ladder(info: CatalogueToken): readonly LadderLevel[] {
     const ref = this.references.get(info.tokenId) ?? info.referencePrice;
@@ -135,13 +142,19 @@ export class LiquidityProvider {
     const lo = tick;
     const hi = ONE.minus(tick);
     const mid = ref.div(tick).toDecimalPlaces(0, Dec.ROUND_HALF_EVEN).times(tick);
+    let sizes = this.ladderSizes.get(info.tokenId);
+    if (sizes === undefined) {
+      sizes = [];
+      const sizeOf = (side: string, k: number) => dec(50 + 25 * hashInt(`${info.tokenId}:${side}:${k}`, 40)).times(k === 1 ? 1 : 1 + k / 2).toDecimalPlaces(0);
+      for (let k = 1; k <= this.o.levels; k++) sizes.push([sizeOf('b', k), sizeOf('a', k)]);
+      this.ladderSizes.set(info.tokenId, sizes);
+    }
     const out: [Side, Dec, Dec][] = [];
     for (let k = 1; k <= this.o.levels; k++) {
       const bid = mid.minus(tick.times(k));
       const ask = mid.plus(tick.times(k));
-      const sizeOf = (side: string) => dec(50 + 25 * hashInt(`${info.tokenId}:${side}:${k}`, 40)).times(k === 1 ? 1 : 1 + k / 2).toDecimalPlaces(0);
-      if (bid.gte(lo)) out.push(['buy', bid, sizeOf('b')]);
-      if (ask.lte(hi)) out.push(['sell', ask, sizeOf('a')]);
+      if (bid.gte(lo)) out.push(['buy', bid, sizes[k - 1]![0]]);
+      if (ask.lte(hi)) out.push(['sell', ask, sizes[k - 1]![1]]);
     }
     return out;
   }

@@ -3,6 +3,7 @@
  * unique violations with NeDB's error, all-or-none multi-document inserts and updates, scans and
  * ranges in key order; through the store port, unsorted finds still come in `_id` order.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EmbeddedStore, IdIndex } from '../../../engine/store/embedded.js';
 import { DuplicateKeyError } from '../../../engine/errors.js';
@@ -59,5 +60,51 @@ describe('IdIndex (embedded store, issue 15)', () => {
     expect(await c.deleteMany({ _id: { $lt: 'k3' } })).toBe(2);
     expect((await c.find({})).map((d) => d._id)).toEqual(['k3', 'k4']);
     await store.close();
+  });
+
+  it('property: scans and ranges agree with a sorted model through inserts, updates and removals (the key order is kept through changes)', () => {
+    type Op = { k: 'insert' | 'update' | 'remove'; id: string } | { k: 'range'; lo: string; hi: string; loStrict: boolean; hiStrict: boolean } | { k: 'all' };
+    const id = fc.stringMatching(/^[a-e]{1,3}$/);
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      fc.record({ k: fc.constantFrom('insert' as const, 'update' as const, 'remove' as const), id }),
+      fc.record({ k: fc.constant('range' as const), lo: id, hi: id, loStrict: fc.boolean(), hiStrict: fc.boolean() }),
+      fc.constant({ k: 'all' as const }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 200 }), (ops) => {
+        const ix = new IdIndex();
+        const model = new Map<string, { _id: string; n: number }>();
+        let n = 0;
+        const keys = () => [...model.keys()].sort();
+        for (const o of ops) {
+          if (o.k === 'insert') {
+            const d = doc(o.id, n++);
+            if (model.has(o.id)) expect(() => ix.insert(d)).toThrow();
+            else {
+              ix.insert(d);
+              model.set(o.id, d);
+            }
+          } else if (o.k === 'update') {
+            const old = model.get(o.id);
+            if (!old) continue;
+            const next = doc(o.id, n++);
+            if (n % 2) ix.update(old, next);
+            else expect(ix.replace(old, next)).toBe(true);
+            model.set(o.id, next);
+          } else if (o.k === 'remove') {
+            const old = model.get(o.id);
+            if (old) ix.remove(old);
+            model.delete(o.id);
+          } else if (o.k === 'range') {
+            const q = { [o.loStrict ? '$gt' : '$gte']: o.lo, [o.hiStrict ? '$lt' : '$lte']: o.hi };
+            const want = keys().filter((k) => (o.loStrict ? k > o.lo : k >= o.lo) && (o.hiStrict ? k < o.hi : k <= o.hi));
+            expect(ix.getBetweenBounds(q).map((d) => d._id)).toEqual(want);
+          } else expect(ix.getAll()).toEqual(keys().map((k) => model.get(k)));
+        }
+        expect(ix.getAll()).toEqual(keys().map((k) => model.get(k)));
+        for (const k of keys()) expect(ix.getMatching(k)).toEqual([model.get(k)]);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
