@@ -39,11 +39,19 @@ const UPDATES = 2_000;
 const CONCURRENCY = Number(process.env.BENCH_ARM_CONCURRENCY ?? 64);
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 
-function memory(): { heap: number; rss: number } {
+interface Memory {
+  heap: number;
+  heapTotal: number;
+  rss: number;
+  external: number;
+  arrayBuffers: number;
+}
+
+function memory(): Memory {
   gc();
   gc();
   const m = process.memoryUsage();
-  return { heap: m.heapUsed, rss: m.rss };
+  return { heap: m.heapUsed, heapTotal: m.heapTotal, rss: m.rss, external: m.external, arrayBuffers: m.arrayBuffers };
 }
 
 async function start(dir: string): Promise<Services> {
@@ -156,6 +164,15 @@ async function main(): Promise<void> {
     const heapPer = (after.heap - before.heap) / ARMED;
     const rssPer = (after.rss - before.rss) / ARMED;
     console.log(`memory per armed strategy: heap ${(heapPer / 1024).toFixed(2)} KB, RSS ${(rssPer / 1024).toFixed(2)} KB (target < 1.5 KB; includes the embedded store's copy)`);
+    const kb = (bytes: number) => `${(bytes / ARMED / 1024).toFixed(2)} KB`;
+    console.log(
+      `  RSS breakdown per armed strategy: heapUsed ${kb(after.heap - before.heap)}, heapTotal ${kb(after.heapTotal - before.heapTotal)} (committed but free after GC ${kb(after.heapTotal - after.heap - (before.heapTotal - before.heap))}), ` +
+        `external ${kb(after.external - before.external)} (arrayBuffers ${kb(after.arrayBuffers - before.arrayBuffers)}), rest (code, malloc arenas, stacks) ${kb(after.rss - before.rss - (after.heapTotal - before.heapTotal) - (after.external - before.external))}; ` +
+        `totals after: rss ${Math.round(after.rss / 2 ** 20)} MB, heapTotal ${Math.round(after.heapTotal / 2 ** 20)} MB, heapUsed ${Math.round(after.heap / 2 ** 20)} MB`,
+    );
+    const v8 = await import('node:v8');
+    const spaces = v8.getHeapSpaceStatistics().filter((sp) => sp.space_size > 2 ** 20);
+    console.log(`  V8 spaces after (committed / used MB): ${spaces.map((sp) => `${sp.space_name} ${Math.round(sp.space_size / 2 ** 20)}/${Math.round(sp.space_used_size / 2 ** 20)}`).join(', ')}`);
     await s.stop();
     // a restart is a new process: the stopped services' heap (gigabytes at a million armed) is
     // dropped first, not marked by every collection of the start-up
