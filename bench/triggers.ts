@@ -170,6 +170,18 @@ async function main(): Promise<void> {
         `external ${kb(after.external - before.external)} (arrayBuffers ${kb(after.arrayBuffers - before.arrayBuffers)}), rest (code, malloc arenas, stacks) ${kb(after.rss - before.rss - (after.heapTotal - before.heapTotal) - (after.external - before.external))}; ` +
         `totals after: rss ${Math.round(after.rss / 2 ** 20)} MB, heapTotal ${Math.round(after.heapTotal / 2 ** 20)} MB, heapUsed ${Math.round(after.heap / 2 ** 20)} MB`,
     );
+    if (process.env.BENCH_COMPACT === '1') {
+      // diagnostic (opt-in: it changes the figures after it): the heap committed but free after
+      // a full GC is fragmentation of the old space; one compacting full GC (what V8's memory
+      // reducer runs in an idle process) gives it back
+      const v8flags = await import('node:v8');
+      v8flags.setFlagsFromString('--compact-on-every-full-gc');
+      gc();
+      v8flags.setFlagsFromString('--no-compact-on-every-full-gc');
+      await new Promise((r) => setTimeout(r, 2_000)); // freed pages are unmapped by a background thread
+      const c = process.memoryUsage();
+      console.log(`  after one compacting full GC: RSS ${kb(c.rss - before.rss)}, heapTotal ${kb(c.heapTotal - before.heapTotal)}, heapUsed ${kb(c.heapUsed - before.heap)} per armed strategy`);
+    }
     const v8 = await import('node:v8');
     const spaces = v8.getHeapSpaceStatistics().filter((sp) => sp.space_size > 2 ** 20);
     console.log(`  V8 spaces after (committed / used MB): ${spaces.map((sp) => `${sp.space_name} ${Math.round(sp.space_size / 2 ** 20)}/${Math.round(sp.space_used_size / 2 ** 20)}`).join(', ')}`);
