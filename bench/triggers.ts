@@ -11,7 +11,11 @@
  * - memory per armed strategy (heap and RSS growth / armed, the store's in-memory copy included)
  *   — target < 1.5 KB (most of it the stored record: its snapshot is kept in the compact stored
  *   form of engine/actor-host.ts `SnapshotForm`, ~230 characters for a STOP_LOSS, ~350 for a
- *   TRAILING_STOP, instead of ~1,000 in XState's form);
+ *   TRAILING_STOP, instead of ~1,000 in XState's form), with the RSS broken down (heapUsed,
+ *   heap committed but free after a full GC, external / array buffers, the rest: code, malloc,
+ *   stacks) and V8's spaces (committed / used). At a million the gap RSS − heapUsed is almost all
+ *   old space committed but free after a full GC: fragmentation, which one compacting GC gives
+ *   back (`BENCH_COMPACT=1` prints RSS after one; opt-in, as it changes what is measured after);
  * - the time to restore all of them at start-up (a service start on the stored data, once the
  *   stopped services' heap is collected, as in a new process), with its phases — target < 30 s.
  *
