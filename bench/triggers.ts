@@ -11,7 +11,11 @@
  * - memory per armed strategy (heap and RSS growth / armed, the store's in-memory copy included)
  *   — target < 1.5 KB (most of it the stored record: its snapshot is kept in the compact stored
  *   form of engine/actor-host.ts `SnapshotForm`, ~230 characters for a STOP_LOSS, ~350 for a
- *   TRAILING_STOP, instead of ~1,000 in XState's form);
+ *   TRAILING_STOP, instead of ~1,000 in XState's form), with the RSS broken down (heapUsed,
+ *   heap committed but free after a full GC, external / array buffers, the rest: code, malloc,
+ *   stacks) and V8's spaces (committed / used). At a million the gap RSS − heapUsed is almost all
+ *   old space committed but free after a full GC: fragmentation, which one compacting GC gives
+ *   back (`BENCH_COMPACT=1` prints RSS after one; opt-in, as it changes what is measured after);
  * - the time to restore all of them at start-up (a service start on the stored data, once the
  *   stopped services' heap is collected, as in a new process), with its phases — target < 30 s.
  *
@@ -39,11 +43,19 @@ const UPDATES = 2_000;
 const CONCURRENCY = Number(process.env.BENCH_ARM_CONCURRENCY ?? 64);
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 
-function memory(): { heap: number; rss: number } {
+interface Memory {
+  heap: number;
+  heapTotal: number;
+  rss: number;
+  external: number;
+  arrayBuffers: number;
+}
+
+function memory(): Memory {
   gc();
   gc();
   const m = process.memoryUsage();
-  return { heap: m.heapUsed, rss: m.rss };
+  return { heap: m.heapUsed, heapTotal: m.heapTotal, rss: m.rss, external: m.external, arrayBuffers: m.arrayBuffers };
 }
 
 async function start(dir: string): Promise<Services> {
@@ -156,6 +168,27 @@ async function main(): Promise<void> {
     const heapPer = (after.heap - before.heap) / ARMED;
     const rssPer = (after.rss - before.rss) / ARMED;
     console.log(`memory per armed strategy: heap ${(heapPer / 1024).toFixed(2)} KB, RSS ${(rssPer / 1024).toFixed(2)} KB (target < 1.5 KB; includes the embedded store's copy)`);
+    const kb = (bytes: number) => `${(bytes / ARMED / 1024).toFixed(2)} KB`;
+    console.log(
+      `  RSS breakdown per armed strategy: heapUsed ${kb(after.heap - before.heap)}, heapTotal ${kb(after.heapTotal - before.heapTotal)} (committed but free after GC ${kb(after.heapTotal - after.heap - (before.heapTotal - before.heap))}), ` +
+        `external ${kb(after.external - before.external)} (arrayBuffers ${kb(after.arrayBuffers - before.arrayBuffers)}), rest (code, malloc arenas, stacks) ${kb(after.rss - before.rss - (after.heapTotal - before.heapTotal) - (after.external - before.external))}; ` +
+        `totals after: rss ${Math.round(after.rss / 2 ** 20)} MB, heapTotal ${Math.round(after.heapTotal / 2 ** 20)} MB, heapUsed ${Math.round(after.heap / 2 ** 20)} MB`,
+    );
+    if (process.env.BENCH_COMPACT === '1') {
+      // diagnostic (opt-in: it changes the figures after it): the heap committed but free after
+      // a full GC is fragmentation of the old space; one compacting full GC (what V8's memory
+      // reducer runs in an idle process) gives it back
+      const v8flags = await import('node:v8');
+      v8flags.setFlagsFromString('--compact-on-every-full-gc');
+      gc();
+      v8flags.setFlagsFromString('--no-compact-on-every-full-gc');
+      await new Promise((r) => setTimeout(r, 2_000)); // freed pages are unmapped by a background thread
+      const c = process.memoryUsage();
+      console.log(`  after one compacting full GC: RSS ${kb(c.rss - before.rss)}, heapTotal ${kb(c.heapTotal - before.heapTotal)}, heapUsed ${kb(c.heapUsed - before.heap)} per armed strategy`);
+    }
+    const v8 = await import('node:v8');
+    const spaces = v8.getHeapSpaceStatistics().filter((sp) => sp.space_size > 2 ** 20);
+    console.log(`  V8 spaces after (committed / used MB): ${spaces.map((sp) => `${sp.space_name} ${Math.round(sp.space_size / 2 ** 20)}/${Math.round(sp.space_used_size / 2 ** 20)}`).join(', ')}`);
     await s.stop();
     // a restart is a new process: the stopped services' heap (gigabytes at a million armed) is
     // dropped first, not marked by every collection of the start-up

@@ -141,8 +141,11 @@ interface Pending {
  * XState's pure `transition()` / `initialTransition()` with one inert actor scope per machine,
  * built once: xstate builds (and eagerly initialises) a throwaway actor on every call, which costs
  * more than the transition itself. Same semantics: actions are collected, never executed.
+ * {@link initial} returns `[snapshot, actions]`; for a machine whose initial states do nothing
+ * but compute the context (the armed stops), the snapshot after the first is made from the first
+ * with the new context (exported for its test, test/engine/actor-host.test.ts).
  */
-class PureStepper {
+export class PureStepper {
   private readonly scope: ActorScope<AnyMachineSnapshot, AnyEventObject>;
   private sink: ExecutableAction[] = [];
 
@@ -161,10 +164,41 @@ class PureStepper {
     } as unknown as ActorScope<AnyMachineSnapshot, AnyEventObject>;
   }
 
+  /**
+   * The initial snapshot of a machine whose initial configuration does nothing but compute the
+   * context (no entry or exit work, no eventless, delayed or invoked anything): taken from XState
+   * once, then reused with each new context (null: not such a machine, or not known yet).
+   */
+  private template: AnyMachineSnapshot | null | undefined;
+
   initial(input: unknown): [AnyMachineSnapshot, ExecutableAction[]] {
+    if (this.template) {
+      const fast = this.initialFromTemplate(this.template, input);
+      if (fast) return [fast, []];
+    }
     const actions: ExecutableAction[] = (this.sink = []);
     const snapshot = this.logic.getInitialSnapshot(this.scope as never, input as never) as AnyMachineSnapshot;
+    // an input the context refuses (an error snapshot) tells nothing: the next one decides
+    if (this.template === undefined && snapshot.status !== 'error') this.template = inertInitial(this.logic, snapshot, actions) ? snapshot : null;
     return [snapshot, actions];
+  }
+
+  /**
+   * XState's initial snapshot for `input`, made from `template` (issue 15, item 5: arming rate;
+   * `getInitialSnapshot` builds a pre-initial snapshot, resolves an `assign` and enters the states
+   * each time): the same context XState makes (`Object.assign({}, context(...))`), the same
+   * configuration. Null when the context function throws or spawns: then XState's own path
+   * makes the snapshot (an error snapshot, children) exactly as before.
+   */
+  private initialFromTemplate(template: AnyMachineSnapshot, input: unknown): AnyMachineSnapshot | null {
+    const contextOf = this.logic.config.context as (args: { input: unknown; self: unknown; spawn: unknown }) => Record<string, unknown>;
+    let context: Record<string, unknown>;
+    try {
+      context = Object.assign({}, contextOf({ input, self: this.scope.self, spawn: spawnRefused }));
+    } catch {
+      return null;
+    }
+    return { ...template, context } as AnyMachineSnapshot;
   }
 
   transition(snapshot: AnyMachineSnapshot, event: AnyEventObject): [AnyMachineSnapshot, ExecutableAction[]] {
@@ -172,6 +206,47 @@ class PureStepper {
     const next = this.logic.transition(snapshot as never, event, this.scope as never) as AnyMachineSnapshot;
     return [next, actions];
   }
+}
+
+/** The `spawn` given to a context function on the template path: spawning falls back to XState's path. */
+function spawnRefused(): never {
+  throw new Error('spawn in a context function: made by XState');
+}
+
+/**
+ * Whether `snapshot`, the initial snapshot XState made for `logic` (with `actions` collected), can
+ * serve as a template for every input: the context comes from a function, the machine is active
+ * with no children and no actions, and no state of its initial configuration has entry actions
+ * (assignments included), delayed, eventless or invoked work or an initial transition with actions.
+ */
+function inertInitial(logic: AnyStateMachine, snapshot: AnyMachineSnapshot, actions: ExecutableAction[]): boolean {
+  if (typeof logic.config.context !== 'function' || snapshot.status !== 'active' || actions.length > 0) return false;
+  for (const _ in snapshot.children as Record<string, unknown>) return false;
+  const nodes = (snapshot as unknown as { _nodes: InitialNode[] })._nodes;
+  // the states entered by initial transitions alone, statically: a machine that went on from
+  // them (an eventless transition, a transient state) is not inert
+  const entered = new Set<InitialNode>();
+  const enter = (n: InitialNode): boolean => {
+    if (n.entry.length > 0 || (n.always?.length ?? 0) > 0 || n.config.after || n.config.invoke || n.config.always) return false;
+    entered.add(n);
+    if (n.type === 'parallel') return Object.values(n.states).every(enter);
+    if (n.type !== 'compound') return true;
+    const initial = n.config.initial;
+    if (typeof initial !== 'string' || !n.states[initial]) return false;
+    return enter(n.states[initial]);
+  };
+  const root = (logic as unknown as { root: InitialNode }).root;
+  if (!enter(root) || entered.size !== nodes.length) return false;
+  return nodes.every((n) => entered.has(n));
+}
+
+/** What {@link inertInitial} reads of XState's state nodes. */
+interface InitialNode {
+  type: string;
+  entry: unknown[];
+  always?: unknown[];
+  states: Record<string, InitialNode>;
+  config: { after?: unknown; invoke?: unknown; always?: unknown; initial?: unknown };
 }
 
 interface Live {

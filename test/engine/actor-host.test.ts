@@ -421,3 +421,59 @@ describe('stored snapshot forms (issue 15, item 5): packed context, read back ex
     expect(() => unpackSnapshot('{"form":1,"value":"armed","context":{}}', null, { _id: 'stg_1', ownerUserId: 'u' })).toThrow(/form 1/);
   });
 });
+
+describe('PureStepper.initial (issue 15, item 5: arming rate): the initial snapshot made once per machine, then with each new context', () => {
+  it('equals XState’s initialTransition for every strategy machine and input, and steps on the same; a machine with entry actions or a context that throws keeps XState’s path', async () => {
+    const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
+    const { initialTransition, transition } = await import('xstate');
+    const { stopLossMachine } = await import('../../machines/stop-loss.js');
+    const { trailingStopMachine } = await import('../../machines/trailing-stop.js');
+    const { trailingBuyMachine } = await import('../../machines/trailing-buy.js');
+    const { twapMachine } = await import('../../machines/twap.js');
+    const { icebergMachine } = await import('../../machines/iceberg.js');
+    const { peggedMachine } = await import('../../machines/pegged.js');
+    const base = {
+      recordId: 'stg1', userId: 'u1', side: 'sell', tokenId: '123', tickSize: '0.01', minSize: '5', price: null, size: null, quoteAmount: null, execution: {},
+      warnings: [], message: null, clientOrderId: null, metadata: null, createdAtMs: 0, touch: { bid: '0.55', ask: '0.57' },
+    };
+    const price = fc.constantFrom('0.5', '0.45', '0.123456');
+    const input = fc.oneof(
+      fc.record({ type: fc.constant('STOP_LOSS'), price: fc.option(price, { nil: null }), size: fc.constantFrom('5', '10.5') }), // price null: the context throws
+      fc.record({ type: fc.constant('TRAILING_STOP'), size: fc.constant('5'), highWaterMark: price, offsetAbs: fc.option(fc.constant('0.1'), { nil: null }), offsetPct: fc.option(fc.constant('10'), { nil: null }) }),
+      fc.record({ type: fc.constant('TRAILING_BUY'), side: fc.constant('buy'), price: fc.constant('0.9'), quoteAmount: fc.constant('10'), lowWaterMark: price, offsetAbs: fc.constant('0.1'), offsetPct: fc.constant(null) }),
+      fc.record({ type: fc.constant('TWAP'), price: price, size: fc.constant('20'), intervalMs: fc.constant(60_000), durationMs: fc.constant(300_000), slicesTotal: fc.constant(5), passive: fc.boolean() }),
+    );
+    const machines: Record<string, AnyStateMachine> = { STOP_LOSS: stopLossMachine, TRAILING_STOP: trailingStopMachine, TRAILING_BUY: trailingBuyMachine, TWAP: twapMachine, ICEBERG: icebergMachine, PEGGED: peggedMachine };
+    const steppers = new Map<AnyStateMachine, InstanceType<typeof PureStepper>>();
+    fc.assert(
+      fc.property(input, fc.constantFrom<Array<{ type: string; [k: string]: unknown }>>({ type: 'book.touch', bid: '0.4', ask: '0.42' }, { type: 'book.touch', bid: '0.7', ask: '0.72' }, { type: 'strategy.cancel' }), (extra, event) => {
+        const logic = machines[extra.type]!;
+        const inp = { ...base, ...extra };
+        let stepper = steppers.get(logic);
+        if (!stepper) steppers.set(logic, (stepper = new PureStepper(logic)));
+        const [mine, myActions] = stepper.initial(inp);
+        const [theirs, theirActions] = initialTransition(logic, inp as never);
+        expect(mine.status).toBe(theirs.status);
+        expect(mine.value).toStrictEqual(theirs.value);
+        expect(mine.context).toStrictEqual(theirs.context);
+        expect([...mine.tags]).toStrictEqual([...theirs.tags]);
+        expect(myActions.map((a) => a.type)).toStrictEqual(theirActions.map((a) => a.type));
+        if (theirs.status !== 'active') return;
+        expect(persistedSnapshotJson(logic, mine)).toBe(persistedSnapshotJson(logic, theirs));
+        expect(mine.can(event as never)).toBe(theirs.can(event as never));
+        const [a, aActions] = stepper.transition(mine, event as never);
+        const [b, bActions] = transition(logic, theirs, event as never);
+        expect(persistedSnapshotJson(logic, a)).toBe(persistedSnapshotJson(logic, b));
+        expect(aActions.map((x) => x.type)).toStrictEqual(bActions.map((x) => x.type));
+      }),
+      { numRuns: 300 },
+    );
+    // the template is taken for the armed stops, not for a machine whose initial state acts (TWAP's first slice)
+    expect((steppers.get(stopLossMachine) as unknown as { template: unknown }).template).toBeTruthy();
+    expect((steppers.get(twapMachine) as unknown as { template: unknown }).template ?? null).toBeNull();
+    const effects: string[] = [];
+    const entryActs = new PureStepper(makeMachine(effects));
+    for (let i = 0; i < 2; i++) expect(entryActs.initial({ n: i, expiresAtMs: 5 })[1].map((a) => a.type)).toStrictEqual(['record', 'record']);
+    expect(effects).toStrictEqual([]); // collected, never run
+  });
+});

@@ -50,6 +50,9 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     // compact: no default, no derived field, no id
     const actors = async (s: TestService) => s.services.store.collection<{ _id: string; snapshot: string; ownerUserId: string; createdAtMs: number }>('actors');
     const rec = (await (await actors(svc)).findOne({ _id: id }))!;
+    // the stored `type` (the host's typeOf: the view is derived only when read) is the view's
+    expect((rec as unknown as { type: string }).type).toBe(before.type);
+    expect(before.type).toBe('STOP_LOSS');
     const compact = JSON.parse(rec.snapshot);
     expect(compact).toMatchObject({ form: 1, value: 'armed' });
     expect(Object.keys(compact.context).sort()).toEqual(['createdAtMs', 'minSize', 'price', 'side', 'size', 'tickSize', 'tokenId', 'touch']);
