@@ -68,7 +68,7 @@ export interface ChunkInput {
   orders: readonly (OrderRow | string)[];
 }
 
-/** The state a checkpoint writes, taken when the checkpoint runs (rows possibly as their JSON: {@link ChunkInput}). */
+/** The state a checkpoint writes, taken when the checkpoint is due (rows possibly as their JSON: {@link ChunkInput}). */
 export interface CheckpointState extends Omit<StateRows, 'wallets' | 'orders'>, ChunkInput {
   /** The matching engine's last time-priority sequence number. */
   orderSeq: number;
@@ -161,29 +161,18 @@ function rowsOf(doc: { rows?: string; wallets?: WalletRow[]; orders?: OrderRow[]
 
 const EMPTY_CHUNK = '{"wallets":[],"orders":[]}';
 
-/**
- * Splits the rows, in order (wallets then orders), into chunk strings, each the JSON of a
- * {@link StateRows} of at most `maxBytes` UTF-8 bytes; a row too large for that alone gets a chunk
- * of its own. Serializes every row now, so later changes to the live objects cannot leak into the
- * checkpoint. No rows give no chunks.
- */
-export function chunkRows(rows: ChunkInput, maxBytes: number): string[] {
-  const b = chunkBuilder(maxBytes);
-  for (const w of rows.wallets) b.add(true, w);
-  for (const o of rows.orders) b.add(false, o);
-  return b.done();
-}
-
-/** Rows serialized between two returns to the event loop by {@link chunkRowsInSlices}. */
+/** Rows serialized between two returns to the event loop by {@link chunkRows}. */
 const ROWS_PER_SLICE = 500;
 
 /**
- * {@link chunkRows}, the same chunks, serializing {@link ROWS_PER_SLICE} rows at a time and
- * returning to the event loop in between (issue 15: a checkpoint of 16,000 orders serialized in
- * one go held every request for ~100 ms). The rows must not change meanwhile: they are the
- * copies a checkpoint took ({@link JournalOptions.snapshot}).
+ * Splits the rows, in order (wallets then orders), into chunk strings, each the JSON of a
+ * {@link StateRows} of at most `maxBytes` UTF-8 bytes; a row too large for that alone gets a chunk
+ * of its own. No rows give no chunks. Rows given as objects are serialized here,
+ * {@link ROWS_PER_SLICE} at a time, returning to the event loop in between (issue 15: a checkpoint
+ * of 16,000 orders serialized in one go held every request for ~100 ms); they must not change
+ * meanwhile (the venue's checkpoint hands their JSON, made when it was due).
  */
-export async function chunkRowsInSlices(rows: ChunkInput, maxBytes: number): Promise<string[]> {
+export async function chunkRows(rows: ChunkInput, maxBytes: number): Promise<string[]> {
   const b = chunkBuilder(maxBytes);
   let n = 0;
   for (const w of rows.wallets) {
@@ -257,8 +246,8 @@ export interface JournalOptions {
   checkpointChunkBytes?: number;
   /**
    * The state to checkpoint, taken when a checkpoint is due (it may also prune what it no longer
-   * keeps). The rows must be copies the venue will not change afterwards: they are serialized
-   * later, while the venue goes on.
+   * keeps). Rows given as objects must be copies the venue will not change afterwards, since the
+   * chunks are made later while the venue goes on; rows given as their JSON are final.
    */
   snapshot: () => CheckpointState;
 }
@@ -522,7 +511,7 @@ export class VenueJournal {
   private async writeCheckpoint(taken: TakenState, covered: Promise<unknown>): Promise<void> {
     const { orderSeq, wallets, orders, markets, capture } = taken.state;
     const seq = taken.seq;
-    const chunks = await chunkRowsInSlices({ wallets, orders }, (this.o.checkpointChunkBytes ?? CHECKPOINT_CHUNK_BYTES) - CHUNK_ENVELOPE_BYTES);
+    const chunks = await chunkRows({ wallets, orders }, (this.o.checkpointChunkBytes ?? CHECKPOINT_CHUNK_BYTES) - CHUNK_ENVELOPE_BYTES);
     const generation = ++this.generation; // a failed attempt's chunks are never reused: they go at step 3
     for (let n = 0; n < chunks.length; n++) {
       await this.state.replaceOne({ _id: chunkId(generation, n), generation, n, rows: chunks[n]! });

@@ -445,15 +445,9 @@ export class MatchingEngine {
     );
   }
 
-  /**
-   * Rows of every order held, for a checkpoint: copies (fills and final report included) that
-   * later trades do not change, since the checkpoint serializes them while trading goes on.
-   */
+  /** Rows of every order held (a checkpoint takes their JSON: {@link rowsJson}). */
   rows(): OrderRow[] {
-    return [...this.orders.keys()].map((id) => {
-      const r = this.row(id);
-      return { ...r, fills: r.fills.map((f) => ({ ...f })), final: r.final && { ...r.final } };
-    });
+    return [...this.orders.keys()].map((id) => this.row(id));
   }
 
   /**

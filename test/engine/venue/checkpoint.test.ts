@@ -332,11 +332,11 @@ describe('VenueJournal checkpoint chunks', () => {
     final: null, updatedAtMs: 7, seq: i,
   });
 
-  it('chunkRows: chunks of at most the bound, in order; a row larger than the bound alone in its chunk', () => {
+  it('chunkRows: chunks of at most the bound, in order; a row larger than the bound alone in its chunk', async () => {
     const rows: StateRows = { wallets: Array.from({ length: 50 }, (_, i) => wallet(i)), orders: [...Array.from({ length: 50 }, (_, i) => order(i)), order(99, 60), order(100)] };
     const big = Buffer.byteLength(JSON.stringify(order(99, 60)));
     expect(big).toBeGreaterThan(4000);
-    const chunks = chunkRows(rows, 4000);
+    const chunks = await chunkRows(rows, 4000);
     const parsed = chunks.map((c) => JSON.parse(c) as StateRows);
     expect({ wallets: parsed.flatMap((p) => p.wallets), orders: parsed.flatMap((p) => p.orders) }).toEqual(rows);
     for (const [n, c] of chunks.entries()) {
@@ -344,7 +344,7 @@ describe('VenueJournal checkpoint chunks', () => {
       expect(Buffer.byteLength(c)).toBeLessThanOrEqual(alone ? big + 100 : 4000);
     }
     expect(parsed.some((p) => p.orders.length === 1 && p.orders[0]!.seq === 99)).toBe(true);
-    expect(chunkRows({ wallets: [], orders: [] }, 4000)).toEqual([]);
+    expect(await chunkRows({ wallets: [], orders: [] }, 4000)).toEqual([]);
   });
 
   it('recover: follows the pointer chunk by chunk, removes chunks of other generations, refuses a missing chunk', async () => {
