@@ -72,6 +72,9 @@ function principalOf(doc: ApiKeyDoc | null): Readonly<Principal> | null {
 export const KEY_CACHE_MS = 5_000;
 const KEY_CACHE_SIZE = 10_000;
 
+/** Whether a cached key read at `entry.readAtMs` may still be trusted at `now` (epoch ms): read within {@link KEY_CACHE_MS}, and not in the future (a clock set back). */
+const fresh = (entry: { readAtMs: number }, now: number): boolean => now - entry.readAtMs < KEY_CACHE_MS && entry.readAtMs <= now;
+
 /** A key read from the store (or its absence), as cached by hash and, when known, by token. */
 interface CachedKey {
   hash: string;
@@ -178,7 +181,7 @@ export class ApiKeyService {
   cached(token: string): Principal | null {
     const now = this.clock.now();
     const known = this.byToken.get(token);
-    if (known && known.live && now - known.readAtMs < KEY_CACHE_MS && known.readAtMs <= now) return this.principalOf(known, now);
+    if (known && known.live && fresh(known, now)) return this.principalOf(known, now);
     return null;
   }
 
@@ -198,7 +201,7 @@ export class ApiKeyService {
   private async lookup(hash: string): Promise<CachedKey> {
     const now = this.clock.now();
     const hit = this.cache.get(hash);
-    if (hit && now - hit.readAtMs < KEY_CACHE_MS && hit.readAtMs <= now) return hit;
+    if (hit && fresh(hit, now)) return hit;
     const generation = this.generation;
     const doc = await this.keys.findOne({ hash });
     if (generation !== this.generation) return { hash, doc, readAtMs: now, principal: principalOf(doc), live: false }; // a key changed meanwhile: used once, not kept
