@@ -186,7 +186,7 @@ export class PureStepper {
   /**
    * XState's initial snapshot for `input`, made from `template` (issue 15, item 5: arming rate;
    * `getInitialSnapshot` builds a pre-initial snapshot, resolves an `assign` and enters the states
-   * each time): the same context XState makes (`Object.assign({}, context(...))`), the same
+   * each time): the same context XState makes (a copy of what `context(...)` gives), the same
    * configuration. Null when the context function throws or spawns: then XState's own path
    * makes the snapshot (an error snapshot, children) exactly as before.
    */
@@ -194,7 +194,10 @@ export class PureStepper {
     const contextOf = this.logic.config.context as (args: { input: unknown; self: unknown; spawn: unknown }) => Record<string, unknown>;
     let context: Record<string, unknown>;
     try {
-      context = Object.assign({}, contextOf({ input, self: this.scope.self, spawn: spawnRefused }));
+      // a copy with the same fields as XState's `Object.assign({}, …)`, made by a spread: adding
+      // some thirty fields one by one to `{}` turned every context into a dictionary-mode object
+      // (V8's limit on fields added by keyed stores), made and dropped at each strategy armed
+      context = { ...contextOf({ input, self: this.scope.self, spawn: spawnRefused }) };
     } catch {
       return null;
     }
@@ -265,21 +268,61 @@ function slim(r: ActorRecord): ActorRecord {
   return { ...r, view: NO_VIEW };
 }
 
+/** Where a record made by {@link withLazyView} keeps how to derive its view, and the view once derived. */
+const LAZY_VIEW = Symbol('lazyView');
+
+interface LazyViewSlot {
+  derive: (() => Record<string, unknown>) | null;
+  view: Record<string, unknown> | undefined;
+}
+
+type LazyRecord = ActorRecord & { [LAZY_VIEW]: LazyViewSlot };
+
+/** The shared getter of `view` on records made by {@link withLazyView}: derives once, then keeps. */
+function lazyViewGet(this: LazyRecord): Record<string, unknown> {
+  const slot = this[LAZY_VIEW];
+  if (slot.view === undefined) {
+    slot.view = slot.derive!();
+    slot.derive = null;
+  }
+  return slot.view;
+}
+
+/** The shared setter of `view` on records made by {@link withLazyView}: assigning replaces it. */
+function lazyViewSet(this: LazyRecord, v: Record<string, unknown>): void {
+  const slot = this[LAZY_VIEW];
+  slot.view = v;
+  slot.derive = null;
+}
+
+/** The accessor of `view` (one object: the getter and setter are the same for every record). */
+const LAZY_VIEW_ACCESSOR: PropertyDescriptor = { enumerable: true, configurable: true, get: lazyViewGet, set: lazyViewSet };
+
 /**
- * Gives `record` (whose `view` is a placeholder) a `view` derived on first read, then kept: most
- * records a write produces (the one each sender and each `changed` listener gets) are never
- * shown, so deriving the read model eagerly on every write was wasted (issue 15). Reads, spreads
- * and JSON see an ordinary enumerable property; assigning it replaces it.
+ * A copy of `record` whose `view` is derived on first read, then kept: most records a write
+ * produces (the one each sender and each `changed` listener gets) are never shown, so deriving
+ * the read model eagerly on every write was wasted (issue 15). Reads, spreads and JSON see an
+ * ordinary enumerable property; assigning it replaces it.
+ *
+ * The copy is built field by field and `view` is added last, as an accessor whose getter and
+ * setter are shared by every record (the per-record state is a non-enumerable symbol property):
+ * so every such record has one of a few hidden classes. An accessor with closures of its own, or
+ * a data property turned into an accessor, gave each record a hidden class of its own, made and
+ * dropped in the old generation at every write (issue 15: the old space's fragmentation at a
+ * million armed strategies).
  */
 function withLazyView(record: ActorRecord, derive: () => Record<string, unknown>): ActorRecord {
-  let view: Record<string, unknown> | undefined;
-  Object.defineProperty(record, 'view', {
-    enumerable: true,
-    configurable: true,
-    get: () => (view ??= derive()),
-    set: (v: Record<string, unknown>) => void Object.defineProperty(record, 'view', { value: v, writable: true, enumerable: true, configurable: true }),
-  });
-  return record;
+  const r = {
+    _id: record._id, machineId: record.machineId, machineVersion: record.machineVersion, snapshot: record.snapshot, revision: record.revision,
+    kind: record.kind, status: record.status, final: record.final, partnerId: record.partnerId, ownerUserId: record.ownerUserId,
+    createdAtMs: record.createdAtMs, updatedAtMs: record.updatedAtMs, quarantine: record.quarantine,
+  } as Omit<ActorRecord, 'view'>;
+  // the optional fields added only when present (a `delete` would make the object a dictionary)
+  if (record.type !== undefined) r.type = record.type;
+  if (record.ownerKey !== undefined) r.ownerKey = record.ownerKey;
+  Object.defineProperty(r, LAZY_VIEW, { value: { derive, view: undefined } satisfies LazyViewSlot, enumerable: false, writable: false, configurable: false });
+  Object.defineProperty(r, 'view', LAZY_VIEW_ACCESSOR);
+  return r as ActorRecord;
 }
 
 /** XState's `persistContext`: actor references in context become `{xstate$$type: 1, id}` (copy on write). */
@@ -517,10 +560,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         updatedAtMs: now,
       });
       const live: Live = { def, record: slim(record), snapshot };
-      if (def.typeOf) withLazyView(record, deriveView);
+      const out = def.typeOf ? withLazyView(record, deriveView) : record;
       this.keep(live);
-      await this.afterWrite(live, {}, actions, null, [], record);
-      return record;
+      await this.afterWrite(live, {}, actions, null, [], out);
+      return out;
     });
   }
 
@@ -784,10 +827,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
           machineVersion: def.version,
         });
         const updated: Live = { def, record: slim(record), snapshot: next };
-        withLazyView(record, () => def.viewOf?.(next, meta) ?? {});
+        const out = withLazyView(record, () => def.viewOf?.(next, meta) ?? {});
         this.keep(updated);
-        await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, record);
-        return record;
+        await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, out);
+        return out;
       } catch (err) {
         if (err instanceof RevisionConflictError && attempt < 3) {
           this.log.warn({ actorId: id }, 'revision conflict, reloading actor');

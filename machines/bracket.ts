@@ -50,7 +50,7 @@ type Ctx = BracketContext;
 type LegName = 'take_profit' | 'stop_loss';
 
 function bracketContext(input: StrategyInput): BracketContext {
-  return { ...baseContext(input), entryOrderId: need(input.entryOrderId, 'BRACKET entry order'), legs: need(input.legs, 'BRACKET legs'), entryFilled: '0' };
+  return Object.assign(baseContext(input), { entryOrderId: need(input.entryOrderId, 'BRACKET entry order'), legs: need(input.legs, 'BRACKET legs'), entryFilled: '0' });
 }
 
 const ZERO = new Dec(0);

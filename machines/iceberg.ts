@@ -40,7 +40,7 @@ export interface IcebergContext extends StrategyBaseContext {
 }
 
 function icebergContext(input: StrategyInput): IcebergContext {
-  return { ...baseContext(input), price: need(input.price, 'ICEBERG price'), size: need(input.size, 'ICEBERG size'), clipSize: need(input.clipSize, 'ICEBERG clip size') };
+  return Object.assign(baseContext(input), { price: need(input.price, 'ICEBERG price'), size: need(input.size, 'ICEBERG size'), clipSize: need(input.clipSize, 'ICEBERG clip size') });
 }
 
 /** A post-only clip at `price` would take liquidity at this touch (engine/touch.ts `crossesBook`, the rule risk uses). */

@@ -45,7 +45,7 @@ export interface PeggedContext extends StrategyBaseContext {
 }
 
 function peggedContext(input: StrategyInput): PeggedContext {
-  return { ...baseContext(input), quoteAmount: need(input.quoteAmount, 'PEGGED budget') };
+  return Object.assign(baseContext(input), { quoteAmount: need(input.quoteAmount, 'PEGGED budget') });
 }
 
 /** One step of `offset_ticks`: 0.001 of probability (spec 2.1's tick, whatever the market's tick). */

@@ -32,7 +32,7 @@ export function stopLossMessage(c: Pick<StrategyContext, 'size' | 'price'>): str
 
 function stopLossContext(input: StrategyInput): StopLossContext {
   const price = need(input.price, 'STOP_LOSS price');
-  return { ...baseContext(input), price, size: need(input.size, 'STOP_LOSS size'), triggerPrice: price, watch: { bidAtOrBelow: price } };
+  return Object.assign(baseContext(input), { price, size: need(input.size, 'STOP_LOSS size'), triggerPrice: price, watch: { bidAtOrBelow: price } });
 }
 
 export const stopLossMachine = armedStopMachine<StopLossContext>({

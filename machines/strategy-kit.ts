@@ -300,23 +300,31 @@ export function need<T>(value: T | null | undefined, what: string): T {
 
 /** The context every strategy starts from. */
 export function baseContext(input: StrategyInput): StrategyContext {
-  return {
-    ...input,
-    filledSize: ZERO,
-    matchedAmount: ZERO,
-    children: [],
-    working: null,
-    seq: 0,
-    slicesDone: 0,
-    lastTouch: input.touch,
-    triggerPrice: null,
-    watch: {},
-    deadlines: {},
-    endReason: null,
-    workingPrice: null,
-    pendingSize: null,
-    placing: null,
-  };
+  // Built as one literal plus named stores, not an object spread: a spread of the input here made
+  // new hidden classes at every strategy created, in the old generation (issue 15: memory per
+  // armed strategy). The fields come out in the order `{...input, filledSize, …}` gives them:
+  // the input's (common ones first, as engine/strategies/requests.ts builds it), then the defaults.
+  const c = {
+    recordId: input.recordId, userId: input.userId, type: input.type, side: input.side, tokenId: input.tokenId, tickSize: input.tickSize, minSize: input.minSize,
+    price: input.price, size: input.size, quoteAmount: input.quoteAmount, execution: input.execution, warnings: input.warnings, message: input.message,
+    clientOrderId: input.clientOrderId, metadata: input.metadata, createdAtMs: input.createdAtMs, touch: input.touch,
+  } as StrategyContext;
+  for (const k in input) if (!(k in c)) (c as unknown as Record<string, unknown>)[k] = (input as unknown as Record<string, unknown>)[k];
+  c.filledSize = ZERO;
+  c.matchedAmount = ZERO;
+  c.children = [];
+  c.working = null;
+  c.seq = 0;
+  c.slicesDone = 0;
+  c.lastTouch = input.touch;
+  c.triggerPrice = null;
+  c.watch = {};
+  c.deadlines = {};
+  c.endReason = null;
+  c.workingPrice = null;
+  c.pendingSize = null;
+  c.placing = null;
+  return c;
 }
 
 /** Id of the next child order. */

@@ -52,10 +52,10 @@ function entryAllowed(c: TrailingBuyContext, ask: string): boolean {
 function trailingBuyContext(input: StrategyInput): TrailingBuyContext {
   const lowWaterMark = need(input.lowWaterMark, 'TRAILING_BUY low-water mark');
   const triggerPrice = trailingBuyLevel(input, lowWaterMark);
-  return {
-    ...baseContext(input), quoteAmount: need(input.quoteAmount, 'TRAILING_BUY quote_amount'), lowWaterMark, price: input.priceCeiling ?? null, triggerPrice,
+  return Object.assign(baseContext(input), {
+    quoteAmount: need(input.quoteAmount, 'TRAILING_BUY quote_amount'), lowWaterMark, price: input.priceCeiling ?? null, triggerPrice,
     watch: { askBelow: lowWaterMark, askAtOrAbove: triggerPrice },
-  };
+  });
 }
 
 export const trailingBuyMachine = armedStopMachine<TrailingBuyContext>({

@@ -47,7 +47,7 @@ export function trailingStopMessage(c: Pick<StrategyContext, 'triggerPrice' | 'h
 function trailingStopContext(input: StrategyInput): TrailingStopContext {
   const highWaterMark = need(input.highWaterMark, 'TRAILING_STOP high-water mark');
   const triggerPrice = trailingStopLevel(input, highWaterMark);
-  return { ...baseContext(input), size: need(input.size, 'TRAILING_STOP size'), highWaterMark, price: triggerPrice, triggerPrice, watch: { bidAtOrBelow: triggerPrice, bidAbove: highWaterMark } };
+  return Object.assign(baseContext(input), { size: need(input.size, 'TRAILING_STOP size'), highWaterMark, price: triggerPrice, triggerPrice, watch: { bidAtOrBelow: triggerPrice, bidAbove: highWaterMark } });
 }
 
 export const trailingStopMachine = armedStopMachine<TrailingStopContext>({

@@ -46,10 +46,10 @@ export interface TwapContext extends StrategyBaseContext {
 
 function twapContext(input: StrategyInput): TwapContext {
   const durationMs = need(input.durationMs, 'TWAP duration');
-  return {
-    ...baseContext(input), price: need(input.price, 'TWAP limit price'), size: need(input.size, 'TWAP size'), intervalMs: need(input.intervalMs, 'TWAP interval'),
+  return Object.assign(baseContext(input), {
+    price: need(input.price, 'TWAP limit price'), size: need(input.size, 'TWAP size'), intervalMs: need(input.intervalMs, 'TWAP interval'),
     durationMs, slicesTotal: need(input.slicesTotal, 'TWAP slice count'), deadlines: { end: input.createdAtMs + durationMs },
-  };
+  });
 }
 
 /** Number of slices of a TWAP (README: ⌊duration / interval⌋, at least one). */

@@ -144,7 +144,14 @@ export class ActorRepository {
     };
     if (record.ownerUserId !== null) stored.ownerKey = ownerKeyOf(record.ownerUserId, record.createdAtMs, record._id);
     await this.c.insertOne(stored);
-    return { ...stored, view };
+    // built field by field: an object spread of `stored` made a hidden class per record (issue 15)
+    const out: ActorRecord = {
+      _id: stored._id, machineId: stored.machineId, machineVersion: stored.machineVersion, snapshot: stored.snapshot, kind: stored.kind,
+      status: stored.status, final: stored.final, partnerId: stored.partnerId, ownerUserId: stored.ownerUserId,
+      createdAtMs: stored.createdAtMs, updatedAtMs: stored.updatedAtMs, type: stored.type, revision: 1, quarantine: null, view,
+    };
+    if (stored.ownerKey !== undefined) out.ownerKey = stored.ownerKey;
+    return out;
   }
 
   /**

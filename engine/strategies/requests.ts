@@ -125,7 +125,12 @@ export class StrategyRequests {
         if (touchNow.bid !== null && dec(touchNow.bid).lte(price)) {
           throw new DomainError('WOULD_TRIGGER_IMMEDIATELY', `STOP_LOSS price ${str(price)} is at or above the best bid ${touchNow.bid}: it would trigger at once; sell with LIMIT or MARKET instead`);
         }
-        return { ...base, price: str(price), size: str(size), message: stopLossMessage({ size: str(size), price: str(price) }) };
+        // the input is `base` completed in place (as a spread would order its fields): an object
+        // spread here made a hidden class per request (issue 15: memory per armed strategy)
+        base.price = str(price);
+        base.size = str(size);
+        base.message = stopLossMessage({ size: base.size, price: base.price });
+        return base;
       }
       case 'TRAILING_STOP': {
         if (body.side !== 'sell') throw errors.badRequest('TRAILING_STOP is a sell: side must be "sell"');
@@ -138,7 +143,12 @@ export class StrategyRequests {
         if (touchNow.bid !== null && dec(touchNow.bid).lte(level)) {
           throw new DomainError('WOULD_TRIGGER_IMMEDIATELY', `TRAILING_STOP would trigger at once: the best bid ${touchNow.bid} is at or below the armed level ${level} (mark ${str(mark)})`);
         }
-        return { ...base, size: str(size), highWaterMark: str(mark), ...o, message: trailingStopMessage({ triggerPrice: level, highWaterMark: str(mark) }) };
+        base.size = str(size);
+        base.highWaterMark = str(mark);
+        base.offsetPct = o.offsetPct;
+        base.offsetAbs = o.offsetAbs;
+        base.message = trailingStopMessage({ triggerPrice: level, highWaterMark: base.highWaterMark });
+        return base;
       }
       case 'TRAILING_BUY': {
         if (body.side !== 'buy') throw errors.badRequest('TRAILING_BUY is a buy: side must be "buy"');
