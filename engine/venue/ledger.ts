@@ -1,4 +1,4 @@
-import { Dec, dec, str, ZERO } from '../decimal.js';
+import { Dec, dec, str, USD_DP, ZERO } from '../decimal.js';
 import { insufficientBalanceMessage, notEnoughSharesMessage } from '../risk.js';
 import type { Available, VenueOrder, WalletOpRefusal, WalletOpResult, WalletView } from './port.js';
 
@@ -100,6 +100,18 @@ export interface WalletRow {
 }
 
 /**
+ * The cost basis (dollars) that `qty` shares take out of position `p` at its average cost, in
+ * micro-dollars (pUSD's 6 decimals, half-even): never more than the position's cost, all of it
+ * when every share goes. Exact decimals of the average (`cost × qty / shares`) repeat forever
+ * and reached partners as 38-decimal `cost_usd` values.
+ */
+function costOf(p: { shares: Dec; cost: Dec }, qty: Dec): Dec {
+  if (p.shares.isZero()) return ZERO;
+  if (qty.gte(p.shares)) return p.cost;
+  return Dec.min(p.cost, p.cost.times(qty).div(p.shares).toDecimalPlaces(USD_DP, Dec.ROUND_HALF_EVEN));
+}
+
+/**
  * The simulated venue's accounts: pUSD balances and reservations, share positions with their
  * cost basis. The only place balances change: reserving for a new order, settling one side of a
  * trade, releasing what an ended order still holds. Wallets open on first use with the configured
@@ -144,7 +156,7 @@ export class Ledger {
       pusd: { balance: str(w.pusd), reserved: str(w.reserved), available: str(w.pusd.minus(w.reserved)) },
       positions: [...w.positions.entries()]
         .filter(([, p]) => p.shares.gt(0))
-        .map(([tokenId, p]) => ({ tokenId, size: str(p.shares), reserved: str(p.reserved), available: str(p.shares.minus(p.reserved)), costUsd: str(p.cost) })),
+        .map(([tokenId, p]) => ({ tokenId, size: str(p.shares), reserved: str(p.reserved), available: str(p.shares.minus(p.reserved)), costUsd: str(p.cost.toDecimalPlaces(USD_DP, Dec.ROUND_HALF_EVEN)) })),
     };
   }
 
@@ -225,7 +237,7 @@ export class Ledger {
       p.shares = p.shares.plus(qty);
       p.cost = p.cost.plus(notional);
     } else {
-      const costOut = p.shares.isZero() ? ZERO : p.cost.times(qty).div(p.shares);
+      const costOut = costOf(p, qty);
       p.cost = p.cost.minus(costOut);
       p.shares = p.shares.minus(qty);
       p.reserved = p.reserved.minus(qty);
@@ -303,12 +315,13 @@ export class Ledger {
   split(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], amount: Dec): WalletOpResult {
     const w = this.walletOf(userId);
     w.pusd = w.pusd.minus(amount);
-    const half = amount.div(tokenIds.length);
-    for (const t of tokenIds) {
+    // the amount's cost split evenly in micro-dollars; the last token takes what rounding left
+    const part = amount.div(tokenIds.length).toDecimalPlaces(USD_DP, Dec.ROUND_DOWN);
+    tokenIds.forEach((t, i) => {
       const p = this.positionOf(w, t);
       p.shares = p.shares.plus(amount);
-      p.cost = p.cost.plus(half);
-    }
+      p.cost = p.cost.plus(i < tokenIds.length - 1 ? part : amount.minus(part.times(tokenIds.length - 1)));
+    });
     return this.recordOp(w, meta, 'split', conditionId, amount.neg(), tokenIds.map((t) => [t, amount]));
   }
 
@@ -317,8 +330,7 @@ export class Ledger {
     const w = this.walletOf(userId);
     for (const t of tokenIds) {
       const p = this.positionOf(w, t);
-      const costOut = p.shares.isZero() ? ZERO : p.cost.times(amount).div(p.shares);
-      p.cost = p.shares.eq(amount) ? ZERO : p.cost.minus(costOut);
+      p.cost = p.shares.eq(amount) ? ZERO : p.cost.minus(costOf(p, amount));
       p.shares = p.shares.minus(amount);
     }
     w.pusd = w.pusd.plus(amount);

@@ -167,6 +167,23 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     expectError(await post('bob', { symbol: token, type: 'MARKET', ...patch }), 400, 'invalid_request', message);
   });
 
+  it('a sell takes its shares out at the average cost in micro-dollars: cost_usd never shows more than 6 decimals', async () => {
+    // bob buys 10 and 13 shares (fills at the book's asks), then sells 7: 7/size of the cost is a
+    // decimal that does not end (a partner trial saw cost_usd with 38 decimals)
+    const t = fineToken;
+    for (const size of ['10', '13']) expect((await post('bob', { symbol: t, side: 'buy', type: 'LIMIT', price: '0.99', size })).body.status).toBe('FILLED');
+    const before = (await svc.call('GET', '/v2/trade/positions', { headers: as('bob') })).body.positions.find((p: any) => p.token_id === t);
+    const sold = await post('bob', { symbol: t, side: 'sell', type: 'MARKET', size: '7' });
+    expect(sold.body).toMatchObject({ status: 'FILLED', filled_size: '7' });
+    const pos = await svc.call('GET', '/v2/trade/positions', { headers: as('bob') });
+    expectSchema(PositionsPage, pos.body);
+    const after = pos.body.positions.find((p: any) => p.token_id === t);
+    const costOut = ((Number(before.cost_usd) * 7) / Number(before.size)).toFixed(6);
+    expect(after).toMatchObject({ size: String(Number(before.size) - 7) });
+    expect(after.cost_usd).toMatch(/^\d+(\.\d{1,6})?$/);
+    expect(Math.abs(Number(after.cost_usd) - (Number(before.cost_usd) - Number(costOut)))).toBeLessThan(1e-9);
+  });
+
   it('unknown symbols 400 (brackets: test/api/strategies.test.ts)', async () => {
     expectError(await post('bob', { symbol: '999', side: 'buy', type: 'LIMIT', price: '0.5', size: '10' }), 400, 'invalid_request', /not an outcome token/);
   });

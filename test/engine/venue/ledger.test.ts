@@ -51,6 +51,8 @@ function checkInvariants(l: Ledger, open: Open[]): void {
     expect(w.reserved.gte(0) && w.reserved.lte(w.pusd), `${u} pUSD ${str(w.pusd)} reserved ${str(w.reserved)}`).toBe(true);
     expect(p.reserved.gte(0) && p.reserved.lte(p.shares), `${u} shares ${str(p.shares)} reserved ${str(p.reserved)}`).toBe(true);
     expect(p.cost.gte(0), `${u} cost ${str(p.cost)}`).toBe(true);
+    // the cost basis is kept in micro-dollars (pUSD's 6 decimals)
+    expect(p.cost.decimalPlaces() <= 6, `${u} cost ${str(p.cost)}`).toBe(true);
     const mine = open.filter((o) => o.order.userId === u);
     expect(str(w.reserved)).toBe(str(mine.reduce((s, o) => s.plus(o.reservedUsd), ZERO)));
     expect(str(p.reserved)).toBe(str(mine.reduce((s, o) => s.plus(o.reservedShares), ZERO)));
@@ -83,6 +85,39 @@ describe('ledger: reservations and trade settlement', () => {
     l.release(sell.order, sell);
     expect(avail(l, 'u0')).toEqual({ usd: '98', shares: '54', held: '54', reservedShares: '0' });
     expect(avail(l, 'u1')).toEqual({ usd: '102', shares: '46', held: '46', reservedShares: '0' });
+  });
+
+  it('the cost basis a sell takes out is the average cost in micro-dollars: cost_usd never carries more than 6 decimals (a partner trial saw 38)', () => {
+    const l = new Ledger('100');
+    l.load({ userId: 'u0', pusd: '100', reserved: '0', positions: [[T, '50', '0', '20']] });
+    l.load({ userId: 'u1', pusd: '100', reserved: '0', positions: [[T, '200', '0', '80']] });
+    const costBefore = dec('20');
+    // buy 100 at 0.37, 22.85 at 0.35, then sell 20 at 0.31: the average cost does not end
+    const buys = [order('u0', 'buy', '0.37', '100'), order('u0', 'buy', '0.35', '22.85')];
+    const sells = [order('u1', 'sell', '0.37', '100'), order('u1', 'sell', '0.35', '22.85')];
+    for (let i = 0; i < 2; i++) {
+      const b = reserveOrNull(l, buys[i]!)!;
+      const s = reserveOrNull(l, sells[i]!)!;
+      const px = dec(buys[i]!.price!);
+      const qty = dec(buys[i]!.size!);
+      l.settle(b.order, b, px, qty);
+      l.settle(s.order, s, px, qty);
+    }
+    const sell = reserveOrNull(l, order('u0', 'sell', '0.31', '20'))!;
+    const taker = reserveOrNull(l, order('u1', 'buy', '0.31', '20'))!;
+    l.settle(sell.order, sell, dec('0.31'), dec(20));
+    l.settle(taker.order, taker, dec('0.31'), dec(20));
+    const cost = costBefore.plus('37').plus('7.9975');
+    const shares = dec(50).plus(122.85);
+    // 20 shares take out round6(cost × 20 / shares); what stays is exact to the micro-dollar
+    const out = cost.times(20).div(shares).toDecimalPlaces(6, Dec.ROUND_HALF_EVEN);
+    const view = l.view('u0').positions[0]!;
+    expect(view).toEqual({ tokenId: T, size: str(shares.minus(20)), reserved: '0', available: str(shares.minus(20)), costUsd: str(cost.minus(out)) });
+    expect(dec(view.costUsd).decimalPlaces()).toBeLessThanOrEqual(6);
+    // selling every share takes out the whole cost
+    const rest = reserveOrNull(l, order('u0', 'sell', '0.31', str(shares.minus(20))))!;
+    l.settle(rest.order, rest, dec('0.31'), shares.minus(20));
+    expect(str(l.walletOf('u0').positions.get(T)!.cost)).toBe('0');
   });
 
   it('the liquidity provider is never settled and never serialized', () => {
