@@ -82,12 +82,13 @@ export function strategyView(
  */
 export function strategyResponse(rec: ActorRecord): StrategyResponse {
   const v = rec.view as StrategyView;
-  const filled = v.filled_size ?? '0';
+  // spec 2.4: `filled_size` is null until execution, as the strategy's own record shows it
+  const filled = v.filled_size ?? null;
   const size = v.size;
   return {
     type: v.type, order_id: null, record_id: rec._id, status: rec.status, side: v.side, symbol: v.symbol,
     price: v.price, size, quote_amount: v.quote_amount, filled_size: filled,
-    remaining_size: size === null ? null : str(Dec.max(0, dec(size).minus(filled))),
+    remaining_size: size === null ? null : str(Dec.max(0, dec(size).minus(filled ?? '0'))),
     matched_amount: v.matched_amount ?? null, builder_code_used: null, client_order_id: v.client_order_id, metadata: v.metadata,
     created_at: rec.createdAtMs, updated_at: rec.updatedAtMs, revision: rec.revision,
     ...(v.message ? { message: v.message } : {}),

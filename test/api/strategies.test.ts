@@ -39,7 +39,8 @@ describe('managed strategies over REST', () => {
     const over = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '1000' });
     expect(over).toMatchObject({ status: 422, body: { error: expect.stringMatching(/^Not enough shares to place this sell — holding 10/) } });
     const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
-    expect(res).toMatchObject({ status: 200, body: { type: 'STOP_LOSS', order_id: null, status: 'ACTIVE', price: level, size: '10', message: expect.stringMatching(/armed/) } });
+    // spec 2.4: filled_size null until execution, in the POST answer as in the strategy list
+    expect(res).toMatchObject({ status: 200, body: { type: 'STOP_LOSS', order_id: null, status: 'ACTIVE', price: level, size: '10', filled_size: null, remaining_size: '10', message: expect.stringMatching(/armed/) } });
     const id = res.body.record_id;
     expect(await strategy('alice', id)).toMatchObject({ status: 'ACTIVE', price: level, executed_price: null, filled_size: null });
     // the bid falls to the armed level: bob sells through the top bid level
