@@ -195,6 +195,12 @@ export interface ServerToClientEvents {
   'position.updated': (positions: PositionPush) => void;
   'market.updated': (market: MarketPush) => void;
   'updates.batch': (batch: BatchPush) => void;
+  /**
+   * Sent once, right after a reconnection whose session could not be recovered (the service
+   * restarted, or the client was away longer than the 2-minute recovery window): the updates
+   * made meanwhile are not replayed, so the client reads the current state through REST.
+   */
+  'resync.required': (info: { reason: string }) => void;
 }
 
 /** What a client may send; each takes an acknowledgement callback. */

@@ -13,6 +13,10 @@ import {
 type PushNamespace = Namespace<ClientToServerEvents, ServerToClientEvents, Record<string, never>, PushSocketData>;
 type PushSocket = Socket<ClientToServerEvents, ServerToClientEvents, Record<string, never>, PushSocketData>;
 
+/** The reason `resync.required` gives (a reconnection whose session could not be recovered). */
+export const RESYNC_REASON =
+  'this connection could not be recovered (the service restarted, or the client was away longer than 2 minutes): updates made meanwhile are not replayed; read the current orders, strategies, withdrawals, balances and positions through REST';
+
 /** How long a dropped connection can come back and get what it missed (connection-state recovery). */
 export const RECOVERY_WINDOW_MS = 2 * 60_000;
 const BOOK_DEPTH = 10;
@@ -68,7 +72,9 @@ export interface PushServer {
  *   Every push is one broadcast: Socket.IO encodes it (and its WebSocket frame) once for all the
  *   connections of its rooms.
  * - Connection-state recovery (2 min): a client that reconnects with its session gets the
- *   broadcasts it missed; the handshake is checked again (a revoked key does not come back).
+ *   broadcasts it missed; the handshake is checked again (a revoked key does not come back). A
+ *   client whose session cannot be recovered (a restart of the service, a longer absence) gets
+ *   `resync.required` first: what changed meanwhile is read through REST.
  */
 export function attachPush(httpServer: HttpServer, services: Services): PushServer {
   const io = new Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, PushSocketData>(httpServer, {
@@ -130,6 +136,12 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     }
     if (userId) seedWallet(userId);
     if (!socket.recovered) void socket.join(rooms);
+    // a client that came back with a session this process does not have (the service restarted,
+    // or the client was away past the recovery window) missed updates that nothing replays: it is
+    // told to read the current state again through REST (the Socket.IO client sends its session
+    // id as `pid` when it tries to recover)
+    const { pid } = (socket.handshake.auth ?? {}) as { pid?: unknown };
+    if (!socket.recovered && typeof pid === 'string') socket.emit('resync.required', { reason: RESYNC_REASON });
     socket.on('disconnect', () => {
       for (const r of rooms) recentlyWatched.set(r, clock.now() + RECOVERY_WINDOW_MS);
     });

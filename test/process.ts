@@ -29,7 +29,8 @@ export interface ServiceProcess {
  * process and its `DATA_DIR`; on one shared database their services would hold each other's engine lease).
  */
 export async function spawnService(env: Record<string, string>, timeoutMs = 15_000, nodeArgs: string[] = []): Promise<ServiceProcess> {
-  const port = await freePort();
+  // `env.PORT` starts it on that port (a restart where its clients were connected)
+  const port = env.PORT !== undefined ? Number(env.PORT) : await freePort();
   const inherited: NodeJS.ProcessEnv = { ...process.env };
   delete inherited.MONGODB_URI;
   const child = spawn(process.execPath, [...nodeArgs, 'dist/api/main.js'], {
