@@ -8,6 +8,7 @@ import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { GroupAppender } from './group-append.js';
 import { loadDatastore } from './embedded-load.js';
+import { UniqueIndex, takesUniqueIndex } from './unique-index.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
 
@@ -238,6 +239,25 @@ function useIdIndex(ds: unknown): void {
   const ix = new IdIndex();
   ix.reset(nedb.getAllData());
   nedb.indexes._id = ix;
+}
+
+/**
+ * Gives a datastore a {@link UniqueIndex} in place of each NeDB tree index that is unique, on one
+ * top-level field (issue 15, item 5; the loader builds them so from the data file, this covers an
+ * index created by `ensureIndex`), filled from the tree in key order, in the datastore's executor.
+ */
+async function useUniqueIndexes(ds: unknown): Promise<void> {
+  const nedb = ds as { indexes: Record<string, { fieldName: string; unique: boolean; sparse: boolean; getAll(): StoredDoc[] }>; executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> } };
+  const swap = () => Object.keys(nedb.indexes).filter((k) => !(nedb.indexes[k] instanceof UniqueIndex || nedb.indexes[k] instanceof IdIndex) && takesUniqueIndex(nedb.indexes[k]!));
+  if (swap().length === 0) return;
+  await nedb.executor.pushAsync(async () => {
+    for (const k of swap()) {
+      const tree = nedb.indexes[k]!;
+      const ix = new UniqueIndex(tree.fieldName, tree.sparse);
+      ix.reset(tree.getAll());
+      nedb.indexes[k] = ix as never;
+    }
+  });
 }
 
 /** One NeDB index, as {@link EmbeddedCollection.updateOne}'s fast path reads it. */
@@ -674,11 +694,20 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
         if (ix.fieldName.includes('.') || ix.fieldName.includes(',') || a !== b || !(isPlain(a) || a === null || (a === undefined && ix.sparse))) sameKeys = false;
       }
       const slots: { docs: unknown[]; at: number }[] = [];
+      const uniques: UniqueIndex[] = [];
       if (sameKeys) {
         for (const name in ds.indexes) {
           const ix = ds.indexes[name]!;
           const key = old[ix.fieldName];
           if (key === undefined || ix instanceof IdIndex) continue; // sparse: not indexed; the id index: below
+          if (ix instanceof UniqueIndex) {
+            if (!ix.holds(old as StoredDoc)) {
+              sameKeys = false; // not where it should be: let NeDB's own update decide
+              break;
+            }
+            uniques.push(ix);
+            continue;
+          }
           const docs = ix.tree.search(key);
           const at = docs.indexOf(old);
           if (at < 0) {
@@ -690,7 +719,10 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       }
       const idIndex = ds.indexes._id as unknown;
       if (sameKeys && idIndex instanceof IdIndex && !idIndex.replace(old as StoredDoc, next as StoredDoc)) sameKeys = false;
-      if (sameKeys) for (const { docs, at } of slots) docs[at] = next;
+      if (sameKeys) {
+        for (const { docs, at } of slots) docs[at] = next;
+        for (const ix of uniques) ix.replace(old as StoredDoc, next as StoredDoc);
+      }
       else ds._updateIndexes([{ oldDoc: old, newDoc: next }]);
       await ds.persistence.persistNewStateAsync([next]);
       return 1;
@@ -823,6 +855,7 @@ export class EmbeddedStore implements Store {
           ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
         });
       }
+      await useUniqueIndexes(c.ds);
       await c.durable();
       return c as unknown as Collection<T>;
     });
