@@ -278,13 +278,19 @@ export class UniqueIndex {
     return this.docs[b]![at] === doc ? { b, at } : null;
   }
 
-  /** Removes one document kept by this class (nothing when it is not the one indexed under its key). */
+  /**
+   * Removes the entry under `doc`'s key (a string). As NeDB's tree does: its deletion drops a
+   * node holding one document whatever that document is (only a node of several compares them),
+   * so the entry goes even when another document is indexed under that key.
+   */
   private removeOwn(doc: StoredDoc): void {
-    const hit = this.find(doc);
-    if (hit === null) return;
-    const { b, at } = hit;
+    const key = doc[this.fieldName];
+    if (typeof key !== 'string' || this.keys.length === 0) return;
+    const b = this.blockOf(key);
     const kb = this.keys[b]!;
     const db = this.docs[b]!;
+    const at = lowerBound(kb, key);
+    if (kb[at] !== key) return;
     kb.splice(at, 1);
     db.splice(at, 1);
     if (kb.length === 0) {
@@ -314,7 +320,7 @@ export class UniqueIndex {
     }
   }
 
-  /** Removes `doc` (or each of several) when it is the document indexed under its key. */
+  /** Removes the entry under `doc`'s key (or each of several's; see {@link removeOwn}). */
   remove(doc: StoredDoc | StoredDoc[]): void {
     if (this.nedb) return this.nedb.remove(doc);
     // a document whose key is not a string cannot be here (it would have handed the index to NeDB)
