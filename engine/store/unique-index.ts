@@ -428,6 +428,32 @@ export class UniqueIndex {
     return out;
   }
 
+  /**
+   * The documents whose key lies within the bounds, one at a time, in key order (`descending`:
+   * the reverse), without gathering them first: what a page sorted on this field reads.
+   * Only while {@link delegated} is false (the caller checks); the index must not change meanwhile.
+   */
+  *walk(query: Bounds, descending: boolean): Generator<StoredDoc, void, undefined> {
+    const upper = upperMatcher(query);
+    const from = this.position(lowerMatcher(query));
+    const to = this.position((k) => !upper(k));
+    const docs = this.docs;
+    if (from.b > to.b || (from.b === to.b && from.at >= to.at)) return;
+    if (!descending) {
+      for (let b = from.b; b < docs.length && b <= to.b; b++) {
+        const db = docs[b]!;
+        const end = b === to.b ? to.at : db.length;
+        for (let i = b === from.b ? from.at : 0; i < end; i++) yield db[i]!;
+      }
+      return;
+    }
+    for (let b = Math.min(to.b, docs.length - 1); b >= from.b; b--) {
+      const db = docs[b]!;
+      const start = b === from.b ? from.at : 0;
+      for (let i = (b === to.b ? to.at : db.length) - 1; i >= start; i--) yield db[i]!;
+    }
+  }
+
   /** The first position (block, slot) in key order where `pred` (false, then true) holds; past the end when none. */
   private position(pred: (key: string) => boolean): { b: number; at: number } {
     const ks = this.keys;
