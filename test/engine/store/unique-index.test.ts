@@ -212,3 +212,68 @@ describe('UniqueIndex (embedded store, issue 15 item 5)', () => {
     }
   });
 });
+
+describe('sorted pages and counts on a UniqueIndex range (embedded store, findOwned)', () => {
+  it('property: find (sort on the indexed field, skip, limit) and count give what NeDB\'s cursor gives', async () => {
+    const store = await EmbeddedStore.open(null);
+    let round = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(
+            fc.record({
+              owner: fc.option(fc.constantFrom('u1', 'u2', 'u10'), { nil: undefined }),
+              t: fc.nat(40),
+              kind: fc.constantFrom('strategy', 'order', ['strategy', 'x']),
+              status: fc.constantFrom('armed', 'done', null),
+            }),
+            { maxLength: 60 },
+          ),
+          fc.record(
+            {
+              $gt: fc.oneof(fc.constantFrom('u1|', 'u2|', '', 'u1|000000000000010'), fc.constant(5)),
+              $gte: fc.constantFrom('u1|', 'u10|', 'u2|000000000000020'),
+              $lt: fc.constantFrom('u1|\uffff', 'u2|\uffff', 'u1|000000000000030', 'z'),
+              $lte: fc.constantFrom('u1|\uffff', 'u10|000000000000005'),
+            },
+            { requiredKeys: [] },
+          ),
+          fc.record({ kind: fc.constantFrom('strategy', 'order'), status: fc.constantFrom('armed', null), other: fc.constant({ $ne: 'done' }) }, { requiredKeys: [] }),
+          fc.constantFrom(1, -1),
+          fc.nat(5),
+          fc.nat(6),
+          async (rows, range, extra, direction, skip, limit) => {
+            const c = await store.collection<Record<string, unknown> & { _id: string }>(`p${round++}`, [{ fields: ['ownerKey'], unique: true, sparse: true }]);
+            const seen = new Set<string>();
+            let i = 0;
+            for (const r of rows) {
+              const id = `r${i++}`;
+              const doc: Record<string, unknown> & { _id: string } = { _id: id, kind: r.kind, status: r.status };
+              if (r.owner) {
+                const key = `${r.owner}|${String(r.t).padStart(15, '0')}`;
+                if (seen.has(key)) continue;
+                seen.add(key);
+                doc.ownerKey = key;
+              }
+              await c.insertOne(doc);
+            }
+            const filter: Record<string, unknown> = { ...extra, ownerKey: range };
+            if ('other' in filter) {
+              filter.status = filter.other;
+              delete filter.other;
+            }
+            const ds = (c as unknown as { ds: { findAsync(q: unknown): { sort(s: unknown): { skip(n: number): { limit(n: number): Promise<unknown[]> } } }; countAsync(q: unknown): Promise<number> } }).ds;
+            if (Object.keys(range).length === 0) return;
+            const got = await c.find(filter, { sort: { ownerKey: direction }, skip, ...(limit ? { limit } : {}) });
+            const want = await ds.findAsync(filter).sort({ ownerKey: direction }).skip(skip).limit(limit);
+            expect(got).toEqual(want);
+            expect(await c.count(filter)).toBe(await ds.countAsync(filter));
+          },
+        ),
+        { numRuns: 200 },
+      );
+    } finally {
+      await store.close();
+    }
+  });
+});
