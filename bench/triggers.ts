@@ -199,6 +199,17 @@ async function main(): Promise<void> {
     const restoreSeconds = (performance.now() - beforeRestore) / 1000;
     const p = s.startPhasesMs;
     console.log(`restart: ${s.restoredAtStart} actors restored and re-armed in ${restoreSeconds.toFixed(1)} s (target < 30 s): store opened and loaded ${(p.open / 1000).toFixed(1)} s, actors restored ${(p.restore / 1000).toFixed(1)} s, reconciled ${(p.reconcile / 1000).toFixed(1)} s; index holds ${s.strategies.triggers.size}`);
+    // the owner's list (GET of a user's strategies: ActorRepository.findOwned, newest first, a page
+    // of 50 and the total), each right after one more strategy is armed: an `ownerKey` index range
+    const PAGES = 20;
+    const c2 = process.cpuUsage();
+    for (let i = 0; i < PAGES; i++) {
+      await arm(s, user._id, tokens, ARMED + i, ARMED + i + 1);
+      const { records, total } = await s.actors.findOwned(user._id, { kind: 'strategy' }, { limit: 50 });
+      if (records.length !== 50 || total < ARMED) throw new Error(`findOwned gave ${records.length} of ${total}`);
+    }
+    const pageCpu = process.cpuUsage(c2);
+    console.log(`owner's list after each arming (findOwned, limit 50, with the total of ${ARMED + PAGES}): CPU ${((pageCpu.user + pageCpu.system) / PAGES / 1000).toFixed(2)} ms per arming + page`);
     await s.stop();
   } finally {
     await fs.rm(dir, { recursive: true, force: true });

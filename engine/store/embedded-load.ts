@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs/promises';
 import { constants as bufferConstants, isAscii, isUtf8 } from 'node:buffer';
 import path from 'node:path';
+import { UniqueIndex, takesUniqueIndex } from './unique-index.js';
 
 /**
  * A faster `loadDatabase` for an on-disk NeDB datastore (issue 15, item 5: NeDB took 86.6 s to
@@ -457,9 +458,17 @@ export async function loadDatastore(datastore: unknown): Promise<void> {
     await storage.ensureParentDirectoryExistsAsync(p.filename, p.modes.dirMode);
     await storage.ensureDatafileIntegrityAsync(p.filename, p.modes.fileMode);
     const treated = await readDatafile(p.filename, p.corruptAlertThreshold);
-    for (const key of Object.keys(treated.indexes)) ds.indexes[key] = new NedbIndex(treated.indexes[key]!);
+    for (const key of Object.keys(treated.indexes)) {
+      const raw = treated.indexes[key]!;
+      // a unique index on one top-level field: the store's own (issue 15, item 5), built from the sorted keys
+      ds.indexes[key] = takesUniqueIndex(raw) ? (new UniqueIndex(raw.fieldName, raw.sparse === true) as unknown as IndexLike) : new NedbIndex(raw);
+    }
     try {
-      for (const ix of Object.values(ds.indexes)) if (!bulkBuildIndex(ix, treated.data)) ix.reset(treated.data);
+      for (const ix of Object.values(ds.indexes)) {
+        if (ix instanceof UniqueIndex) {
+          if (!ix.load(treated.data as never)) ix.reset(treated.data as never);
+        } else if (!bulkBuildIndex(ix, treated.data)) ix.reset(treated.data);
+      }
     } catch (e) {
       ds._resetIndexes();
       throw e;
