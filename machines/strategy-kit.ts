@@ -21,7 +21,7 @@
  *   venue's verdict, with its error code, e.g. `order crosses book`) are decided per machine.
  */
 import { and, assign, setup } from 'xstate';
-import type { RecordIds, SnapshotForm } from '../engine/actor-host.js';
+import type { FieldCodec, RecordIds, SnapshotForm } from '../engine/actor-host.js';
 import { Dec } from '../engine/decimal.js';
 import type { Touch } from '../engine/touch.js';
 
@@ -233,38 +233,126 @@ function strategyContextDefaults(): Record<string, unknown> {
   };
 }
 
-/** Version of the stored form of strategy snapshots ({@link strategySnapshotForm}). */
-export const STRATEGY_FORM_VERSION = 1;
+/** Version of the stored form of strategy snapshots ({@link strategySnapshotForm}); form 1 is still read. */
+export const STRATEGY_FORM_VERSION = 2;
 
 /** A derived field of a strategy's stored form: its value from the record's ids and the context. */
 export type StrategyDerivation = readonly [key: keyof StrategyContext & string, derive: (c: StrategyContext, ids: RecordIds) => unknown];
 
 /**
- * The stored form of the snapshots of one strategy type (memory per armed strategy, issue 15):
- * the context without the fields at their default ({@link STRATEGY_CONTEXT_DEFAULTS}, `type` at
- * `type`), without `recordId` / `userId` (the record's `_id` / `ownerUserId`) nor `lastTouch`
- * when it is `touch`, nor the machine's own `derived` fields when they are what their
- * derivation gives (e.g. an armed stop's `watch` and `message`). A STOP_LOSS just armed is
- * stored as `{"form":1,"value":"armed","context":{"side":"sell","tokenId":…,"tickSize":…,
- * "minSize":…,"price":…,"size":…,"createdAtMs":…,"touch":{"bid":…,"ask":…}}}`.
+ * The touch in a slot of the positional form: `{bid, ask}` as `[bid, ask]`; anything else (null,
+ * a touch with other fields) as it is, an array never (it would read back as a touch).
  */
-export function strategySnapshotForm(type: StrategyType, derived: readonly StrategyDerivation[] = []): SnapshotForm {
-  const all: StrategyDerivation[] = [
+export const TOUCH_CODEC: FieldCodec = Object.freeze({
+  key: 'touch',
+  encode(v: unknown): unknown {
+    if (Array.isArray(v)) return undefined;
+    if (v === null || typeof v !== 'object') return v;
+    let n = 0;
+    for (const k in v) if ((v as Record<string, unknown>)[k] !== undefined) n++;
+    const t = v as Touch;
+    const side = (x: unknown) => x === null || typeof x === 'string';
+    return n === 2 && side(t.bid) && side(t.ask) ? [t.bid, t.ask] : v;
+  },
+  decode(stored: unknown): unknown {
+    return Array.isArray(stored) ? { bid: stored[0] as string | null, ask: stored[1] as string | null } : stored;
+  },
+});
+
+/** What one strategy type's stored form (form 2) adds to the shared one ({@link strategySnapshotForm}). */
+export interface StrategyFormSpec {
+  /** Fields stored by position after `tokenId` (besides `touch`, last): those the type always has and that are rarely at a default. */
+  fields?: ReadonlyArray<keyof StrategyContext & string>;
+  /** Defaults of the type besides {@link STRATEGY_CONTEXT_DEFAULTS} (e.g. `side` for a type that only sells). */
+  defaults?: Readonly<Record<string, unknown>>;
+  /** Derived fields, in the order they are derived (after `recordId`, `userId`, `createdAtMs`, `lastTouch`). */
+  derived?: readonly StrategyDerivation[];
+}
+
+/** Defaults of every form-2 strategy context besides {@link STRATEGY_CONTEXT_DEFAULTS}: the usual market's tick and minimum size. */
+const FORM2_DEFAULTS = Object.freeze({ tickSize: '0.01', minSize: '5' });
+
+/**
+ * The stored form of the snapshots of one strategy type (memory per armed strategy, issue 15),
+ * form {@link STRATEGY_FORM_VERSION} (2): positional (engine/actor-host.ts `SnapshotForm`
+ * `fields`): `[2, value, tokenId, …spec.fields, touch]` (`side` too unless `spec.defaults` has
+ * it; the touch as `[bid, ask]`), then an object of the other fields not left out: those at their
+ * default ({@link STRATEGY_CONTEXT_DEFAULTS}, `type` at `type`, `tickSize` "0.01", `minSize` "5",
+ * `spec.defaults`), `recordId` / `userId` / `createdAtMs` when they are the record's `_id` /
+ * `ownerUserId` / `createdAtMs`, `lastTouch` when it is `touch`, the type's `derived` fields
+ * when they are what their derivation gives. A STOP_LOSS just armed is stored as
+ * `[2,"armed","<tokenId>","0.71","5",["0.76","0.78"]]`.
+ *
+ * Form 1 (the object form, `{"form":1,"value":…,"context":{…}}`: the defaults of
+ * {@link STRATEGY_CONTEXT_DEFAULTS}, `recordId`, `userId`, `lastTouch` and `derivedV1` left
+ * out) is still read, as `older`; never change it.
+ * @param derivedV1 the type's derivations of form 1 (frozen with it).
+ */
+export function strategySnapshotForm(type: StrategyType, derivedV1: readonly StrategyDerivation[] = [], spec: StrategyFormSpec = {}): SnapshotForm {
+  const v1: StrategyDerivation[] = [
     ['recordId', (_c, ids) => ids._id],
     ['userId', (_c, ids) => ids.ownerUserId],
     ['lastTouch', (c) => (c.touch && typeof c.touch === 'object' ? { bid: c.touch.bid, ask: c.touch.ask } : c.touch)],
-    ...derived,
+    ...derivedV1,
   ];
-  return {
-    version: STRATEGY_FORM_VERSION,
+  const form1: SnapshotForm = {
+    version: 1,
     defaults: Object.freeze({ ...STRATEGY_CONTEXT_DEFAULTS, type }),
-    derived: all as unknown as SnapshotForm['derived'],
+    derived: v1 as unknown as SnapshotForm['derived'],
     fresh: () => {
       const c = strategyContextDefaults();
       c.type = type;
       return c;
     },
   };
+  const extra = { ...FORM2_DEFAULTS, ...spec.defaults };
+  const v2: StrategyDerivation[] = [
+    ['recordId', (_c, ids) => ids._id],
+    ['userId', (_c, ids) => ids.ownerUserId],
+    ['createdAtMs', (_c, ids) => ids.createdAtMs],
+    ['lastTouch', (c) => (c.touch && typeof c.touch === 'object' ? { bid: c.touch.bid, ask: c.touch.ask } : c.touch)],
+    ...(spec.derived ?? []),
+  ];
+  const fields: Array<string | FieldCodec> = ['side' in extra ? [] : ['side'], ['tokenId'], spec.fields ?? []].flat();
+  fields.push(TOUCH_CODEC);
+  return {
+    version: STRATEGY_FORM_VERSION,
+    defaults: Object.freeze({ ...STRATEGY_CONTEXT_DEFAULTS, type, ...extra }),
+    derived: v2 as unknown as SnapshotForm['derived'],
+    fresh: () => {
+      const c = strategyContextDefaults();
+      c.type = type;
+      for (const k in extra) c[k] = extra[k as keyof typeof extra];
+      return c;
+    },
+    fields,
+    older: [form1],
+  };
+}
+
+/** A decimal string as {@link Dec} writes it (`"0.260"` → `"0.26"`), or undefined for anything else. */
+export function canonicalDecimal(x: unknown): string | undefined {
+  if (typeof x !== 'string' && typeof x !== 'number') return undefined;
+  return new Dec(String(x)).toFixed();
+}
+
+/** The execution object of a context (spec 2.2.2 `execution`), or an empty one. */
+function executionOf(c: StrategyContext): Record<string, unknown> {
+  return (c.execution ?? {}) as Record<string, unknown>;
+}
+
+/**
+ * Form-2 derivations of a trailing type's offsets: what engine/strategies/requests.ts makes of
+ * `execution.trailing_offset_pct` (canonical decimal) and `execution.trailing_offset`.
+ */
+export const TRAILING_OFFSET_DERIVATIONS: readonly StrategyDerivation[] = [
+  ['offsetPct', (c) => (executionOf(c).trailing_offset_pct !== undefined ? canonicalDecimal(executionOf(c).trailing_offset_pct) : null)],
+  ['offsetAbs', (c) => executionOf(c).trailing_offset ?? null],
+];
+
+/** Form-2 derivation of a trailing type's mark field from `execution.<name>` (canonical decimal), or `orElse` without it. */
+export function markFromExecution(key: 'highWaterMark' | 'lowWaterMark', name: string, orElse: (c: StrategyContext) => unknown = () => undefined): StrategyDerivation {
+  return [key, (c) => (executionOf(c)[name] !== undefined ? canonicalDecimal(executionOf(c)[name]) : orElse(c))];
 }
 
 /** Fields of {@link StrategyContext} that only some machines have (each machine's context type makes its own required). */
