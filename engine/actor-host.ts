@@ -59,12 +59,13 @@ export interface RecordIds {
 /**
  * A context field a positional {@link SnapshotForm} stores in its slot through a codec: `encode`
  * gives the slot's JSON value (undefined: this value has none, the snapshot is then stored in
- * XState's form), `decode` gives the field back exactly (`decode(encode(v))` JSON-equal to `v`).
+ * XState's form), `decode` gives the field back exactly (`decode(encode(v, ids), ids)` JSON-equal
+ * to `v`); both may read the record's ids (a time stored as its distance to the record's, say).
  */
 export interface FieldCodec {
   key: string;
-  encode(value: unknown): unknown;
-  decode(stored: unknown): unknown;
+  encode(value: unknown, ids: RecordIds): unknown;
+  decode(stored: unknown, ids: RecordIds): unknown;
 }
 
 /**
@@ -476,7 +477,7 @@ function positionalSnapshotJson(logic: AnyStateMachine, form: SnapshotForm, fiel
   if (!slotted) slotKeys.set(form, (slotted = new Set(fields.map((f) => (typeof f === 'string' ? f : f.key)))));
   for (const f of fields) {
     const v = context[typeof f === 'string' ? f : f.key];
-    const slot = v === undefined || typeof f === 'string' ? v : f.encode(v);
+    const slot = v === undefined || typeof f === 'string' ? v : f.encode(v, ids);
     if (slot === undefined) return persistedSnapshotJson(logic, snapshot);
     out.push(slot);
   }
@@ -530,7 +531,7 @@ function unpackPositional(stored: unknown[], form: SnapshotForm, fields: NonNull
   for (let i = 0; i < n; i++) {
     const f = fields[i]!;
     if (typeof f === 'string') context[f] = stored[i + 2];
-    else context[f.key] = f.decode(stored[i + 2]);
+    else context[f.key] = f.decode(stored[i + 2], ids);
   }
   for (const k in rest) context[k] = rest[k];
   for (const [k, derive] of form.derived ?? []) if (!(k in rest)) context[k] = derive(context, ids);

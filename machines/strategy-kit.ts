@@ -259,13 +259,28 @@ export const TOUCH_CODEC: FieldCodec = Object.freeze({
   },
 });
 
+/**
+ * `createdAtMs` in a slot of the positional form: as the milliseconds from it to the record's
+ * `createdAtMs` (a few: the request is checked before the record is written), or `[value]` when
+ * it is not a safe integer.
+ */
+export const CREATED_AT_CODEC: FieldCodec = Object.freeze({
+  key: 'createdAtMs',
+  encode(v: unknown, ids: RecordIds): unknown {
+    return typeof v === 'number' && Number.isSafeInteger(v) && Number.isSafeInteger(ids.createdAtMs - v) ? ids.createdAtMs - v : [v];
+  },
+  decode(stored: unknown, ids: RecordIds): unknown {
+    return Array.isArray(stored) ? stored[0] : ids.createdAtMs - (stored as number);
+  },
+});
+
 /** What one strategy type's stored form (form 2) adds to the shared one ({@link strategySnapshotForm}). */
 export interface StrategyFormSpec {
   /** Fields stored by position after `tokenId` (besides `touch`, last): those the type always has and that are rarely at a default. */
   fields?: ReadonlyArray<keyof StrategyContext & string>;
   /** Defaults of the type besides {@link STRATEGY_CONTEXT_DEFAULTS} (e.g. `side` for a type that only sells). */
   defaults?: Readonly<Record<string, unknown>>;
-  /** Derived fields, in the order they are derived (after `recordId`, `userId`, `createdAtMs`, `lastTouch`). */
+  /** Derived fields, in the order they are derived (after `recordId`, `userId`, `lastTouch`). */
   derived?: readonly StrategyDerivation[];
 }
 
@@ -275,13 +290,14 @@ const FORM2_DEFAULTS = Object.freeze({ tickSize: '0.01', minSize: '5' });
 /**
  * The stored form of the snapshots of one strategy type (memory per armed strategy, issue 15),
  * form {@link STRATEGY_FORM_VERSION} (2): positional (engine/actor-host.ts `SnapshotForm`
- * `fields`): `[2, value, tokenId, …spec.fields, touch]` (`side` too unless `spec.defaults` has
- * it; the touch as `[bid, ask]`), then an object of the other fields not left out: those at their
- * default ({@link STRATEGY_CONTEXT_DEFAULTS}, `type` at `type`, `tickSize` "0.01", `minSize` "5",
- * `spec.defaults`), `recordId` / `userId` / `createdAtMs` when they are the record's `_id` /
- * `ownerUserId` / `createdAtMs`, `lastTouch` when it is `touch`, the type's `derived` fields
- * when they are what their derivation gives. A STOP_LOSS just armed is stored as
- * `[2,"armed","<tokenId>","0.71","5",["0.76","0.78"]]`.
+ * `fields`): `[2, value, side, tokenId, …spec.fields, touch, createdAtMs]` (`side` only when
+ * `spec.defaults` has none; the touch as `[bid, ask]`, `createdAtMs` as the milliseconds to the
+ * record's: {@link CREATED_AT_CODEC}), then an object of the other fields not left out: those at
+ * their default ({@link STRATEGY_CONTEXT_DEFAULTS}, `type` at `type`, `tickSize` "0.01",
+ * `minSize` "5", `spec.defaults`), `recordId` / `userId` when they are the record's `_id` /
+ * `ownerUserId`, `lastTouch` when it is `touch`, the type's `derived` fields when they are what
+ * their derivation gives. A STOP_LOSS just armed is stored as
+ * `[2,"armed","<tokenId>","0.71","5",["0.76","0.78"],1]`.
  *
  * Form 1 (the object form, `{"form":1,"value":…,"context":{…}}`: the defaults of
  * {@link STRATEGY_CONTEXT_DEFAULTS}, `recordId`, `userId`, `lastTouch` and `derivedV1` left
@@ -309,12 +325,11 @@ export function strategySnapshotForm(type: StrategyType, derivedV1: readonly Str
   const v2: StrategyDerivation[] = [
     ['recordId', (_c, ids) => ids._id],
     ['userId', (_c, ids) => ids.ownerUserId],
-    ['createdAtMs', (_c, ids) => ids.createdAtMs],
     ['lastTouch', (c) => (c.touch && typeof c.touch === 'object' ? { bid: c.touch.bid, ask: c.touch.ask } : c.touch)],
     ...(spec.derived ?? []),
   ];
   const fields: Array<string | FieldCodec> = ['side' in extra ? [] : ['side'], ['tokenId'], spec.fields ?? []].flat();
-  fields.push(TOUCH_CODEC);
+  fields.push(TOUCH_CODEC, CREATED_AT_CODEC);
   return {
     version: STRATEGY_FORM_VERSION,
     defaults: Object.freeze({ ...STRATEGY_CONTEXT_DEFAULTS, type, ...extra }),

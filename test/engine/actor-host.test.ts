@@ -489,7 +489,8 @@ describe('stored snapshot forms (issue 15, item 5): packed context, read back ex
       let snap: any = getInitialSnapshot(k.logic as never, k.input as never);
       const armed = exact(snap, 0.55);
       // the armed form holds nothing but the slots
-      expect(JSON.parse(armed)).toHaveLength(k.logic === stopLossMachine ? 6 : 6);
+      expect(JSON.parse(armed)).toHaveLength(7);
+      expect(JSON.parse(armed)[6]).toBe(0); // created when the record was
       for (const e of [{ type: 'book.touch', ...k.move }, { type: 'book.touch', bid: '0.01', ask: '0.99' }, { type: 'strategy.cancel' }]) {
         snap = transition(k.logic as never, snap as never, e as never)[0];
         exact(snap);
