@@ -348,8 +348,12 @@ export function strategySnapshotForm(type: StrategyType, derivedV1: readonly Str
 /** A decimal string as {@link Dec} writes it (`"0.260"` → `"0.26"`), or undefined for anything else. */
 export function canonicalDecimal(x: unknown): string | undefined {
   if (typeof x !== 'string' && typeof x !== 'number') return undefined;
-  return new Dec(String(x)).toFixed();
+  const text = String(x);
+  // already as Dec writes it (no sign, exponent, leading or trailing zero): itself, without a Dec
+  return CANONICAL_DECIMAL.test(text) ? text : new Dec(text).toFixed();
 }
+
+const CANONICAL_DECIMAL = /^(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?$/;
 
 /** The execution object of a context (spec 2.2.2 `execution`), or an empty one. */
 function executionOf(c: StrategyContext): Record<string, unknown> {
