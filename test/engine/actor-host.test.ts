@@ -401,6 +401,7 @@ describe('stored snapshot forms (issue 15, item 5): packed context, read back ex
     const arb = fc.record({
       kind: fc.constantFrom(...kinds),
       v1: fc.boolean(),
+      tokenId: fc.constantFrom('t1', '41583919731714354912849507182398941127545694257513505398713274521520484370640', '0', '007', '255', '-1', '1e3'),
       ids: fc.record({ _id: fc.constantFrom('stg_1', 'stg_2'), ownerUserId: fc.constantFrom('u1', 'u2', null), createdAtMs: fc.constantFrom(createdAtMs, createdAtMs + 1) }),
       recordId: fc.constantFrom('stg_1', 'stg_x'),
       userId: fc.constantFrom('u1', 'u3'),
@@ -420,7 +421,7 @@ describe('stored snapshot forms (issue 15, item 5): packed context, read back ex
     fc.assert(
       fc.property(arb, (a) => {
         const context: Record<string, unknown> = {
-          recordId: a.recordId, userId: a.userId, type: a.kind.type, tokenId: 't1', createdAtMs,
+          recordId: a.recordId, userId: a.userId, type: a.kind.type, tokenId: a.tokenId, createdAtMs,
           touch: a.touch, lastTouch: a.lastTouch ?? (a.touch === null ? null : { ...a.touch }), ...a.fields, highWaterMark: a.highWaterMark, lowWaterMark: a.lowWaterMark,
           offsetPct: a.offsetPct, offsetAbs: a.offsetAbs, priceCeiling: a.priceCeiling,
           ...(a.placeFailures !== undefined ? { placeFailures: a.placeFailures } : {}),
@@ -487,10 +488,11 @@ describe('stored snapshot forms (issue 15, item 5): packed context, read back ex
         return v2;
       };
       let snap: any = getInitialSnapshot(k.logic as never, k.input as never);
-      const armed = exact(snap, 0.55);
+      const armed = exact(snap, 0.45);
       // the armed form holds nothing but the slots
       expect(JSON.parse(armed)).toHaveLength(7);
       expect(JSON.parse(armed)[6]).toBe(0); // created when the record was
+      expect(JSON.parse(armed)[2]).toHaveLength(43); // the token id in base64url
       for (const e of [{ type: 'book.touch', ...k.move }, { type: 'book.touch', bid: '0.01', ask: '0.99' }, { type: 'strategy.cancel' }]) {
         snap = transition(k.logic as never, snap as never, e as never)[0];
         exact(snap);

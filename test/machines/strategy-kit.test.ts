@@ -143,7 +143,7 @@ describe('form-2 codecs and canonical decimals (issue 15, item 5: the stored for
     expect(canonicalDecimal(null)).toBeUndefined();
   });
 
-  it('the touch and created-at slots read back exactly', async () => {
+  it('the touch, created-at and token-id slots read back exactly', async () => {
     const fc = (await import('fast-check')).default;
     const { TOUCH_CODEC, CREATED_AT_CODEC } = await import('../../machines/strategy-kit.js');
     const ids = (createdAtMs: number) => ({ _id: 'stg_1', ownerUserId: null, createdAtMs });
@@ -156,6 +156,16 @@ describe('form-2 codecs and canonical decimals (issue 15, item 5: the stored for
         const at = CREATED_AT_CODEC.encode(ms, ids(recordMs));
         expect(CREATED_AT_CODEC.decode(JSON.parse(JSON.stringify(at)), ids(recordMs))).toStrictEqual(ms);
       }),
+    );
+    const { TOKEN_ID_CODEC } = await import('../../machines/strategy-kit.js');
+    const token = fc.oneof(fc.bigInt({ min: 0n, max: 2n ** 256n }).map(String), fc.string(), fc.constantFrom('007', '-1', '1e3', ''));
+    fc.assert(
+      fc.property(token, (t) => {
+        const slot = TOKEN_ID_CODEC.encode(t, ids(0));
+        if (/^[1-9][0-9]*$/.test(t) && t.length > 60) expect((slot as string).length).toBeLessThanOrEqual(Math.ceil(t.length * 0.57));
+        expect(TOKEN_ID_CODEC.decode(JSON.parse(JSON.stringify(slot)), ids(0))).toBe(t);
+      }),
+      { numRuns: 1000 },
     );
     expect(TOUCH_CODEC.encode([1, 2], ids(0))).toBeUndefined(); // an array would read back as a touch: no slot (XState's form)
     expect(CREATED_AT_CODEC.encode(1_000, ids(1_003))).toBe(3);

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { TOKEN_ID_CODEC } from '../../../machines/strategy-kit.js';
 import { startTestService, type TestService } from '../../helpers.js';
 
 /**
@@ -56,8 +57,10 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect(before.type).toBe('STOP_LOSS');
     const compact = JSON.parse(rec.snapshot);
     // form 2: [2, value, tokenId, price, size, [bid, ask], ms from the request to the record] and nothing else (tick 0.01, min size 5)
-    expect(compact).toEqual([2, 'armed', token, level, '5', [expect.any(String), expect.any(String)], expect.any(Number)]);
-    expect(rec.snapshot.length).toBeLessThan(130);
+    const packedToken = TOKEN_ID_CODEC.encode(token, { _id: id, ownerUserId: null, createdAtMs: 0 });
+    expect(packedToken).toMatch(/^[\w-]{1,43}$/); // the venue's decimal token id, in base64url
+    expect(compact).toEqual([2, 'armed', packedToken, level, '5', [expect.any(String), expect.any(String)], expect.any(Number)]);
+    expect(rec.snapshot.length).toBeLessThan(100);
     const restored = svc.services.host.storedSnapshot(rec).context as Record<string, any>;
     const c = { tickSize: restored.tickSize, minSize: restored.minSize, createdAtMs: restored.createdAtMs, touch: restored.touch };
     expect(c).toEqual({ tickSize: '0.01', minSize: '5', createdAtMs: rec.createdAtMs - compact[6], touch: { bid: compact[5][0], ask: compact[5][1] } });
@@ -86,7 +89,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect(del.status).toBe(200);
     expect(await list()).toMatchObject({ status: 'CANCELED', message: 'canceled before it triggered', price: level, trigger_price: level });
     const after = JSON.parse((await (await actors(svc)).findOne({ _id: id }))!.snapshot);
-    expect(after).toEqual([2, 'canceled', token, level, '5', [c.touch.bid, c.touch.ask], compact[6], { watch: {}, endReason: 'canceled before it triggered' }, { status: 'done' }]);
+    expect(after).toEqual([2, 'canceled', packedToken, level, '5', [c.touch.bid, c.touch.ask], compact[6], { watch: {}, endReason: 'canceled before it triggered' }, { status: 'done' }]);
     expect(svc.services.strategies.triggers.has(id)).toBe(false);
     await svc.close();
     svc = undefined;
@@ -115,7 +118,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect((await svc.call('DELETE', `/v2/trade/strategies/${id2}`, { headers: as })).status).toBe(200);
     expect(await list2()).toMatchObject({ status: 'CANCELED', message: 'canceled before it triggered', price: level, trigger_price: level });
     const after2 = JSON.parse((await (await actors(svc)).findOne({ _id: id2 }))!.snapshot);
-    expect(after2).toEqual([2, 'canceled', token, level, '5', t2, 7, { watch: {}, endReason: 'canceled before it triggered' }, { status: 'done' }]);
+    expect(after2).toEqual([2, 'canceled', packedToken, level, '5', t2, 7, { watch: {}, endReason: 'canceled before it triggered' }, { status: 'done' }]);
     expect(svc.services.strategies.triggers.has(id2)).toBe(false);
   }, 60_000);
 
@@ -147,7 +150,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
       const before = await list();
       expect(before).toMatchObject({ high_water_mark: mark, trigger_price: String(Number((bid - 0.08).toFixed(2))) });
       const rec = (await (await s2.services.store.collection<{ _id: string; snapshot: string }>('actors')).findOne({ _id: id }))!;
-      expect(JSON.parse(rec.snapshot)).toEqual([2, 'armed', token, '5', execution, [expect.any(String), expect.any(String)], expect.any(Number)]);
+      expect(JSON.parse(rec.snapshot)).toEqual([2, 'armed', TOKEN_ID_CODEC.encode(token, { _id: id, ownerUserId: null, createdAtMs: 0 }), '5', execution, [expect.any(String), expect.any(String)], expect.any(Number)]);
       await s2.close();
       s2 = await startTestService({ store: await EmbeddedStore.open(tdir), env });
       expect(s2.services.strategies.triggers.has(id)).toBe(true);
