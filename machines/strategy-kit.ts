@@ -283,14 +283,39 @@ export const CREATED_AT_CODEC: FieldCodec = Object.freeze({
 export const TOKEN_ID_CODEC: FieldCodec = Object.freeze({
   key: 'tokenId',
   encode(v: unknown): unknown {
-    if (typeof v !== 'string' || !DECIMAL_INTEGER.test(v)) return [v];
-    const hex = BigInt(v).toString(16);
-    return Buffer.from(hex.length % 2 ? `0${hex}` : hex, 'hex').toString('base64url');
+    if (typeof v !== 'string') return [v];
+    let packed = tokenIdsPacked.get(v);
+    if (packed === undefined) {
+      if (!DECIMAL_INTEGER.test(v)) return [v];
+      const hex = BigInt(v).toString(16);
+      packed = Buffer.from(hex.length % 2 ? `0${hex}` : hex, 'hex').toString('base64url');
+      remember(tokenIdsPacked, v, packed);
+    }
+    return packed;
   },
   decode(stored: unknown): unknown {
-    return Array.isArray(stored) ? stored[0] : BigInt(`0x${Buffer.from(stored as string, 'base64url').toString('hex')}`).toString();
+    if (Array.isArray(stored)) return stored[0];
+    let tokenId = tokenIdsRead.get(stored as string);
+    if (tokenId === undefined) {
+      tokenId = BigInt(`0x${Buffer.from(stored as string, 'base64url').toString('hex')}`).toString();
+      remember(tokenIdsRead, stored as string, tokenId);
+    }
+    return tokenId;
   },
 });
+
+/**
+ * The token ids packed and read lately, both ways (a pure memo: many strategies share a token; a
+ * read gives every context of a token the same string, and saves the BigInt conversion, ~0.7 µs).
+ */
+const tokenIdsPacked = new Map<string, string>();
+const tokenIdsRead = new Map<string, string>();
+
+/** Remembers `key` → `value` in `memo`, forgetting everything first when it holds 10,000. */
+function remember(memo: Map<string, string>, key: string, value: string): void {
+  if (memo.size >= 10_000) memo.clear();
+  memo.set(key, value);
+}
 
 /** A decimal integer as BigInt writes it (no sign, no leading zero), at most 200 digits. */
 const DECIMAL_INTEGER = /^(?:0|[1-9][0-9]{0,199})$/;
@@ -318,7 +343,7 @@ const FORM2_DEFAULTS = Object.freeze({ tickSize: '0.01', minSize: '5' });
  * `minSize` "5", `spec.defaults`), `recordId` / `userId` when they are the record's `_id` /
  * `ownerUserId`, `lastTouch` when it is `touch`, the type's `derived` fields when they are what
  * their derivation gives. A STOP_LOSS just armed is stored as
- * `[2,"armed","W--qHGK7NfcMrsElZUneRABlZyG90Wf9PXyOgWLvyNA","0.71","5",["0.76","0.78"],1]` (116
+ * `[2,"armed","W--qHGK7NfcMrsElZUneRABlZyG90Wf9PXyOgWLvyNA","0.71","5",["0.76","0.78"],1]` (86
  * characters; 264 in form 1, ~1,000 in XState's).
  *
  * Form 1 (the object form, `{"form":1,"value":…,"context":{…}}`: the defaults of
