@@ -59,6 +59,7 @@ const STOP_LOSS_DERIVED: readonly StrategyDerivation[] = [
 
 /**
  * Stored form of STOP_LOSS snapshots: armed, its level, watch and message follow from `price` and
- * `size`; form 2 stores `[2, value, tokenId, price, size, [bid, ask]]` (a sell: `side` "sell" by default).
+ * `size`; form 2 stores `[2, value, tokenId, price, size, [bid, ask], createdAtMs]` (a sell: `side`
+ * "sell" by default; the slots as machines/strategy-kit.ts `strategySnapshotForm` encodes them).
  */
 export const STOP_LOSS_FORM = strategySnapshotForm('STOP_LOSS', STOP_LOSS_DERIVED, { fields: ['price', 'size'], defaults: { side: 'sell' }, derived: STOP_LOSS_DERIVED });

@@ -90,7 +90,7 @@ const WATCH: StrategyDerivation = ['watch', (c) => ({ askBelow: c.lowWaterMark, 
 /**
  * Stored form of TRAILING_BUY snapshots: armed, the watch follows from the mark and the entry
  * level, the message (form 1: when not seeded). Form 2 stores `[2, value, tokenId, quoteAmount,
- * execution, [bid, ask]]` (a buy); the mark (until it follows the ask: `execution.low_water_mark`,
+ * execution, [bid, ask], createdAtMs]` (a buy); the mark (until it follows the ask: `execution.low_water_mark`,
  * or the ask it was seeded from), the offsets, the ceiling (`price`) and the entry level follow
  * from `execution` as engine/strategies/requests.ts reads it, and so does the message.
  */

@@ -85,7 +85,7 @@ const ARMED_DERIVED: readonly StrategyDerivation[] = [
 
 /**
  * Stored form of TRAILING_STOP snapshots: armed, `price`, watch and message follow from the level
- * and the mark. Form 2 stores `[2, value, tokenId, size, execution, [bid, ask]]` (a sell); the
+ * and the mark. Form 2 stores `[2, value, tokenId, size, execution, [bid, ask], createdAtMs]` (a sell); the
  * mark (until it follows the bid), the offsets and the level follow from `execution` as
  * engine/strategies/requests.ts reads it.
  */
