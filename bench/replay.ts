@@ -109,7 +109,7 @@ async function main(): Promise<void> {
     const byResolution = (r: (typeof all)[number]) => r.status === 'CANCELED' && (r.view as { message?: string }).message === 'market resolved';
     // fired: the stop triggered (it planned its sell: a child sequence number was used), whatever came after
     // (a stop that fired as its market resolved ends CANCELED, market resolved, its sell refused there)
-    const firedOf = (r: (typeof all)[number]) => ((JSON.parse(r.snapshot) as { context?: { seq?: number } }).context?.seq ?? 0) > 0;
+    const firedOf = (r: (typeof all)[number]) => ((s.host.storedSnapshot(r) as { context?: { seq?: number } }).context?.seq ?? 0) > 0; // the stored form read back (engine/actor-host.ts SnapshotForm)
     const fired = all.filter(firedOf).length;
     const firedThenResolved = all.filter((r) => firedOf(r) && byResolution(r)).length;
     const endedByResolution = all.filter(byResolution).length;

@@ -52,6 +52,20 @@ export interface RecordIds {
   _id: string;
   /** The record's owner (`ownerUserId`), or null. */
   ownerUserId: string | null;
+  /** When the record was created (`createdAtMs`), epoch ms. */
+  createdAtMs: number;
+}
+
+/**
+ * A context field a positional {@link SnapshotForm} stores in its slot through a codec: `encode`
+ * gives the slot's JSON value (undefined: this value has none, the snapshot is then stored in
+ * XState's form), `decode` gives the field back exactly (`decode(encode(v, ids), ids)` JSON-equal
+ * to `v`); both may read the record's ids (a time stored as its distance to the record's, say).
+ */
+export interface FieldCodec {
+  key: string;
+  encode(value: unknown, ids: RecordIds): unknown;
+  decode(stored: unknown, ids: RecordIds): unknown;
 }
 
 /**
@@ -69,8 +83,17 @@ export interface RecordIds {
  * exact. A snapshot in XState's form (no `form` field: every snapshot stored before forms
  * existed) is read as it is.
  *
- * Stored snapshots are read with the form of their `version`: a change of a default or of a
- * derivation other than a text's wording needs a new version (the old one kept for reading).
+ * Positional forms ({@link fields}, form 2 of the strategies) store the snapshot as a JSON array
+ * `[version, value, slot₀, …, slotₙ₋₁, rest?, envelope?]`: one slot per field of {@link fields}
+ * (its value, or its codec's encoding), then, when needed, `rest` = the object of the other
+ * context fields not left out (defaults and derivations as above; `{}` when only `envelope`
+ * follows), then `envelope` = `{status?, output?, error?, historyValue?}` when one of them is
+ * not its usual value (`active`, undefined, undefined, empty). A context lacking a slot's field,
+ * or a field of `defaults` / `derived` (or holding `undefined` there), is stored in XState's form.
+ *
+ * Stored snapshots are read with the form of their `version` (this one or one of {@link older}):
+ * a change of a default or of a derivation other than a text's wording needs a new version (the
+ * old one kept for reading). A record is written in the current form at its next write.
  */
 export interface SnapshotForm {
   /** Stored as `form`. */
@@ -88,6 +111,10 @@ export interface SnapshotForm {
    * the defaults one by one: a million of them are read at start-up). Absent: copied.
    */
   fresh?: () => Record<string, unknown>;
+  /** Context fields stored by position, in this order (a positional form: see above); absent: the object form. */
+  fields?: ReadonlyArray<string | FieldCodec>;
+  /** Forms of earlier versions, still read (never written). */
+  older?: readonly SnapshotForm[];
 }
 
 /** A persisted snapshot as read back (XState's form): what restore, views and lazy restore read. */
@@ -401,6 +428,7 @@ export function storedSnapshotJson(def: Pick<ActorDefinition, 'logic' | 'form'>,
   const children = snapshot.children as Record<string, unknown>;
   if (!form) return persistedSnapshotJson(def.logic, snapshot);
   for (const _ in children) return persistedSnapshotJson(def.logic, snapshot);
+  if (form.fields) return positionalSnapshotJson(def.logic, form, form.fields, snapshot, ids);
   const packed = packContext(form, persistContext(snapshot.context) as Record<string, unknown>, ids);
   if (packed === null) return persistedSnapshotJson(def.logic, snapshot);
   const out: Record<string, unknown> = { form: form.version };
@@ -408,18 +436,115 @@ export function storedSnapshotJson(def: Pick<ActorDefinition, 'logic' | 'form'>,
   if (snapshot.output !== undefined) out.output = snapshot.output;
   if (snapshot.error !== undefined) out.error = snapshot.error;
   out.value = snapshot.value;
-  const hv = snapshot.historyValue as Record<string, unknown> | undefined;
-  if (hv && typeof hv === 'object') {
-    let history: Record<string, Array<{ id: string }>> | undefined;
-    for (const k in hv) if (Array.isArray(hv[k])) (history ??= {})[k] = (hv[k] as Array<{ id: string }>).map((n) => ({ id: n.id }));
-    if (history) out.historyValue = history;
-  }
+  const history = persistedHistory(snapshot);
+  if (history) out.historyValue = history;
   out.context = packed;
   return JSON.stringify(out);
 }
 
 /** The derivations of each form by field (built once per form). */
 const derivations = new WeakMap<SnapshotForm, Map<string, (context: Record<string, unknown>, ids: RecordIds) => unknown>>();
+
+/** The history value as XState persists it (state node ids), or undefined when empty. */
+function persistedHistory(snapshot: AnyMachineSnapshot): Record<string, Array<{ id: string }>> | undefined {
+  const hv = snapshot.historyValue as Record<string, unknown> | undefined;
+  let history: Record<string, Array<{ id: string }>> | undefined;
+  if (hv && typeof hv === 'object') {
+    for (const k in hv) if (Array.isArray(hv[k])) (history ??= {})[k] = (hv[k] as Array<{ id: string }>).map((n) => ({ id: n.id }));
+  }
+  return history;
+}
+
+/** Whether derivation `f` gives `v` (a derivation that throws gives nothing: the field is stored). */
+function derives(f: (context: Record<string, unknown>, ids: RecordIds) => unknown, v: unknown, context: Record<string, unknown>, ids: RecordIds): boolean {
+  try {
+    return sameJson(v, f(context, ids));
+  } catch {
+    return false;
+  }
+}
+
+/** The snapshot in positional form `form` (see {@link SnapshotForm}), or XState's when its context does not fit. */
+function positionalSnapshotJson(logic: AnyStateMachine, form: SnapshotForm, fields: NonNullable<SnapshotForm['fields']>, snapshot: AnyMachineSnapshot, ids: RecordIds): string {
+  const context = persistContext(snapshot.context) as Record<string, unknown>;
+  let derive = derivations.get(form);
+  if (!derive) derivations.set(form, (derive = new Map(form.derived ?? [])));
+  const defaults = form.defaults;
+  for (const k in defaults) if (context[k] === undefined) return persistedSnapshotJson(logic, snapshot);
+  for (const k of derive.keys()) if (context[k] === undefined) return persistedSnapshotJson(logic, snapshot);
+  const out: unknown[] = [form.version, snapshot.value];
+  let slotted = slotKeys.get(form);
+  if (!slotted) slotKeys.set(form, (slotted = new Set(fields.map((f) => (typeof f === 'string' ? f : f.key)))));
+  for (const f of fields) {
+    const v = context[typeof f === 'string' ? f : f.key];
+    const slot = v === undefined || typeof f === 'string' ? v : f.encode(v, ids);
+    if (slot === undefined) return persistedSnapshotJson(logic, snapshot);
+    out.push(slot);
+  }
+  let rest: Record<string, unknown> | undefined;
+  for (const k in context) {
+    if (slotted.has(k)) continue;
+    const v = context[k];
+    if (v === undefined) continue;
+    const f = derive.get(k);
+    if (f !== undefined) {
+      if (derives(f, v, context, ids)) continue;
+    } else if (k in defaults && sameJson(v, defaults[k])) continue;
+    (rest ??= {})[k] = v;
+  }
+  let envelope: Record<string, unknown> | undefined;
+  if (snapshot.status !== 'active') (envelope ??= {}).status = snapshot.status;
+  if (snapshot.output !== undefined) (envelope ??= {}).output = snapshot.output;
+  if (snapshot.error !== undefined) (envelope ??= {}).error = snapshot.error;
+  const history = persistedHistory(snapshot);
+  if (history) (envelope ??= {}).historyValue = history;
+  if (rest || envelope) out.push(rest ?? {});
+  if (envelope) out.push(envelope);
+  return JSON.stringify(out);
+}
+
+/** The keys of the slots of each positional form (built once per form). */
+const slotKeys = new WeakMap<SnapshotForm, Set<string>>();
+
+/** The form of `forms` (or one of its older ones) that reads version `version`, or undefined. */
+function formOfVersion(forms: SnapshotForm | null | undefined, version: unknown): SnapshotForm | undefined {
+  if (!forms) return undefined;
+  if (forms.version === version) return forms;
+  return forms.older?.find((f) => f.version === version);
+}
+
+/** A context of form `form` with its defaults (fresh `[]` / `{}`), before the stored fields go in. */
+function freshContext(form: SnapshotForm, stored: Record<string, unknown>): Record<string, unknown> {
+  if (form.fresh) return form.fresh();
+  const context: Record<string, unknown> = {};
+  const defaults = form.defaults;
+  for (const k in defaults) if (!(k in stored)) context[k] = freshDefault(defaults[k]);
+  return context;
+}
+
+/** Reads back a snapshot stored in positional form (see {@link SnapshotForm}). */
+function unpackPositional(stored: unknown[], form: SnapshotForm, fields: NonNullable<SnapshotForm['fields']>, ids: RecordIds): PersistedSnapshot {
+  const n = fields.length;
+  const rest = (stored[n + 2] ?? {}) as Record<string, unknown>;
+  const envelope = (stored[n + 3] ?? {}) as PersistedSnapshot;
+  const context = freshContext(form, rest);
+  for (let i = 0; i < n; i++) {
+    const f = fields[i]!;
+    if (typeof f === 'string') context[f] = stored[i + 2];
+    else context[f.key] = f.decode(stored[i + 2], ids);
+  }
+  for (const k in rest) context[k] = rest[k];
+  for (const [k, derive] of form.derived ?? []) if (!(k in rest)) context[k] = derive(context, ids);
+  return {
+    status: envelope.status ?? 'active',
+    output: envelope.output,
+    error: envelope.error,
+    value: stored[1],
+    historyValue: envelope.historyValue ?? {},
+    context,
+    children: {},
+  };
+}
 
 /** The context without what {@link SnapshotForm} `form` restores, or null when it lacks a field the form names. */
 function packContext(form: SnapshotForm, context: Record<string, unknown>, ids: RecordIds): Record<string, unknown> | null {
@@ -448,17 +573,17 @@ function packContext(form: SnapshotForm, context: Record<string, unknown>, ids: 
  */
 export function unpackSnapshot(json: string, forms: SnapshotForm | null | undefined, ids: RecordIds): PersistedSnapshot {
   const stored = JSON.parse(json) as PersistedSnapshot & { form?: unknown };
-  if (stored === null || typeof stored !== 'object' || stored.form === undefined) return stored;
-  if (!forms || forms.version !== stored.form) throw new Error(`snapshot stored in form ${String(stored.form)}, which no definition reads`);
-  const packed = (stored.context ?? {}) as Record<string, unknown>;
-  const defaults = forms.defaults;
-  const derived = forms.derived ?? [];
-  let context: Record<string, unknown>;
-  if (forms.fresh) context = forms.fresh();
-  else {
-    context = {};
-    for (const k in defaults) if (!(k in packed)) context[k] = freshDefault(defaults[k]);
+  if (Array.isArray(stored)) {
+    const form = formOfVersion(forms, stored[0]);
+    if (!form?.fields) throw new Error(`snapshot stored in form ${String(stored[0])}, which no definition reads`);
+    return unpackPositional(stored, form, form.fields, ids);
   }
+  if (stored === null || typeof stored !== 'object' || stored.form === undefined) return stored;
+  const form = formOfVersion(forms, stored.form);
+  if (!form || form.fields) throw new Error(`snapshot stored in form ${String(stored.form)}, which no definition reads`);
+  const packed = (stored.context ?? {}) as Record<string, unknown>;
+  const derived = form.derived ?? [];
+  const context = freshContext(form, packed);
   for (const k in packed) context[k] = packed[k];
   for (const [k, derive] of derived) if (!(k in packed)) context[k] = derive(context, ids);
   return {
@@ -548,7 +673,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         _id: args.id,
         machineId,
         machineVersion: def.version,
-        snapshot: storedSnapshotJson(def, snapshot, { _id: args.id, ownerUserId: args.ownerUserId }),
+        snapshot: storedSnapshotJson(def, snapshot, { _id: args.id, ownerUserId: args.ownerUserId, createdAtMs: now }),
         kind: def.kind,
         status,
         // with typeOf, only the type (stored) now: the view when someone reads it
@@ -600,7 +725,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * `JSON.parse(record.snapshot)`, which may be packed).
    * @throws {Error} when the snapshot is not JSON or its form is unknown.
    */
-  storedSnapshot(record: Pick<ActorRecord, 'snapshot' | 'machineId' | '_id' | 'ownerUserId'>): PersistedSnapshot {
+  storedSnapshot(record: Pick<ActorRecord, 'snapshot' | 'machineId' | '_id' | 'ownerUserId' | 'createdAtMs'>): PersistedSnapshot {
     return unpackSnapshot(record.snapshot, this.defs.get(record.machineId)?.form, record);
   }
 

@@ -17,7 +17,7 @@
  * what is particular to STOP_LOSS: a fixed level (nothing follows the touch), the sell at the bid.
  */
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, d, need, strategySnapshotForm, type StrategyContext, type StrategyInput } from './strategy-kit.js';
+import { baseContext, d, need, strategySnapshotForm, type StrategyContext, type StrategyDerivation, type StrategyInput } from './strategy-kit.js';
 
 /** Context of a STOP_LOSS: its armed level is `price` (= `triggerPrice`), it sells `size` shares. */
 export interface StopLossContext extends ArmedStopContext {
@@ -51,9 +51,15 @@ export const stopLossMachine = armedStopMachine<StopLossContext>({
 
 export const STOP_LOSS_STATUS = ARMED_STOP_STATUS;
 
-/** Stored form of STOP_LOSS snapshots: armed, its level, watch and message follow from `price` and `size`. */
-export const STOP_LOSS_FORM = strategySnapshotForm('STOP_LOSS', [
+const STOP_LOSS_DERIVED: readonly StrategyDerivation[] = [
   ['triggerPrice', (c) => c.price],
   ['watch', (c) => ({ bidAtOrBelow: c.price })],
   ['message', (c) => stopLossMessage(c)],
-]);
+];
+
+/**
+ * Stored form of STOP_LOSS snapshots: armed, its level, watch and message follow from `price` and
+ * `size`; form 2 stores `[2, value, tokenId, price, size, [bid, ask], createdAtMs]` (a sell: `side`
+ * "sell" by default; the slots as machines/strategy-kit.ts `strategySnapshotForm` encodes them).
+ */
+export const STOP_LOSS_FORM = strategySnapshotForm('STOP_LOSS', STOP_LOSS_DERIVED, { fields: ['price', 'size'], defaults: { side: 'sell' }, derived: STOP_LOSS_DERIVED });

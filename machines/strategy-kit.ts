@@ -20,8 +20,9 @@
  * - `order.placeFailed` (transient: the engine could not place a child) and `order.refused` (the
  *   venue's verdict, with its error code, e.g. `order crosses book`) are decided per machine.
  */
+import { Buffer } from 'node:buffer';
 import { and, assign, setup } from 'xstate';
-import type { RecordIds, SnapshotForm } from '../engine/actor-host.js';
+import type { FieldCodec, RecordIds, SnapshotForm } from '../engine/actor-host.js';
 import { Dec } from '../engine/decimal.js';
 import type { Touch } from '../engine/touch.js';
 
@@ -233,38 +234,192 @@ function strategyContextDefaults(): Record<string, unknown> {
   };
 }
 
-/** Version of the stored form of strategy snapshots ({@link strategySnapshotForm}). */
-export const STRATEGY_FORM_VERSION = 1;
+/** Version of the stored form of strategy snapshots ({@link strategySnapshotForm}); form 1 is still read. */
+export const STRATEGY_FORM_VERSION = 2;
 
 /** A derived field of a strategy's stored form: its value from the record's ids and the context. */
 export type StrategyDerivation = readonly [key: keyof StrategyContext & string, derive: (c: StrategyContext, ids: RecordIds) => unknown];
 
 /**
- * The stored form of the snapshots of one strategy type (memory per armed strategy, issue 15):
- * the context without the fields at their default ({@link STRATEGY_CONTEXT_DEFAULTS}, `type` at
- * `type`), without `recordId` / `userId` (the record's `_id` / `ownerUserId`) nor `lastTouch`
- * when it is `touch`, nor the machine's own `derived` fields when they are what their
- * derivation gives (e.g. an armed stop's `watch` and `message`). A STOP_LOSS just armed is
- * stored as `{"form":1,"value":"armed","context":{"side":"sell","tokenId":…,"tickSize":…,
- * "minSize":…,"price":…,"size":…,"createdAtMs":…,"touch":{"bid":…,"ask":…}}}`.
+ * The touch in a slot of the positional form: `{bid, ask}` as `[bid, ask]`; anything else (null,
+ * a touch with other fields) as it is, an array never (it would read back as a touch).
  */
-export function strategySnapshotForm(type: StrategyType, derived: readonly StrategyDerivation[] = []): SnapshotForm {
-  const all: StrategyDerivation[] = [
+export const TOUCH_CODEC: FieldCodec = Object.freeze({
+  key: 'touch',
+  encode(v: unknown): unknown {
+    if (Array.isArray(v)) return undefined;
+    if (v === null || typeof v !== 'object') return v;
+    let n = 0;
+    for (const k in v) if ((v as Record<string, unknown>)[k] !== undefined) n++;
+    const t = v as Touch;
+    const side = (x: unknown) => x === null || typeof x === 'string';
+    return n === 2 && side(t.bid) && side(t.ask) ? [t.bid, t.ask] : v;
+  },
+  decode(stored: unknown): unknown {
+    return Array.isArray(stored) ? { bid: stored[0] as string | null, ask: stored[1] as string | null } : stored;
+  },
+});
+
+/**
+ * `createdAtMs` in a slot of the positional form: as the milliseconds from it to the record's
+ * `createdAtMs` (a few: the request is checked before the record is written), or `[value]` when
+ * it is not a safe integer.
+ */
+export const CREATED_AT_CODEC: FieldCodec = Object.freeze({
+  key: 'createdAtMs',
+  encode(v: unknown, ids: RecordIds): unknown {
+    return typeof v === 'number' && Number.isSafeInteger(v) && Number.isSafeInteger(ids.createdAtMs - v) ? ids.createdAtMs - v : [v];
+  },
+  decode(stored: unknown, ids: RecordIds): unknown {
+    return Array.isArray(stored) ? stored[0] : ids.createdAtMs - (stored as number);
+  },
+});
+
+/**
+ * `tokenId` in a slot of the positional form: a decimal token id (the venue's: a 256-bit integer,
+ * ~77 digits) as the base64url text of its big-endian bytes (43 characters), anything else as
+ * `[value]`.
+ */
+export const TOKEN_ID_CODEC: FieldCodec = Object.freeze({
+  key: 'tokenId',
+  encode(v: unknown): unknown {
+    if (typeof v !== 'string') return [v];
+    let packed = tokenIdsPacked.get(v);
+    if (packed === undefined) {
+      if (!DECIMAL_INTEGER.test(v)) return [v];
+      const hex = BigInt(v).toString(16);
+      packed = Buffer.from(hex.length % 2 ? `0${hex}` : hex, 'hex').toString('base64url');
+      remember(tokenIdsPacked, v, packed);
+    }
+    return packed;
+  },
+  decode(stored: unknown): unknown {
+    if (Array.isArray(stored)) return stored[0];
+    let tokenId = tokenIdsRead.get(stored as string);
+    if (tokenId === undefined) {
+      tokenId = BigInt(`0x${Buffer.from(stored as string, 'base64url').toString('hex')}`).toString();
+      remember(tokenIdsRead, stored as string, tokenId);
+    }
+    return tokenId;
+  },
+});
+
+/**
+ * The token ids packed and read lately, both ways (a pure memo: many strategies share a token; a
+ * read gives every context of a token the same string, and saves the BigInt conversion, ~0.7 µs).
+ */
+const tokenIdsPacked = new Map<string, string>();
+const tokenIdsRead = new Map<string, string>();
+
+/** Remembers `key` → `value` in `memo`, forgetting everything first when it holds 10,000. */
+function remember(memo: Map<string, string>, key: string, value: string): void {
+  if (memo.size >= 10_000) memo.clear();
+  memo.set(key, value);
+}
+
+/** A decimal integer as BigInt writes it (no sign, no leading zero), at most 200 digits. */
+const DECIMAL_INTEGER = /^(?:0|[1-9][0-9]{0,199})$/;
+
+/** What one strategy type's stored form (form 2) adds to the shared one ({@link strategySnapshotForm}). */
+export interface StrategyFormSpec {
+  /** Fields stored by position after `tokenId` (besides `touch`, last): those the type always has and that are rarely at a default. */
+  fields?: ReadonlyArray<keyof StrategyContext & string>;
+  /** Defaults of the type besides {@link STRATEGY_CONTEXT_DEFAULTS} (e.g. `side` for a type that only sells). */
+  defaults?: Readonly<Record<string, unknown>>;
+  /** Derived fields, in the order they are derived (after `recordId`, `userId`, `lastTouch`). */
+  derived?: readonly StrategyDerivation[];
+}
+
+/** Defaults of every form-2 strategy context besides {@link STRATEGY_CONTEXT_DEFAULTS}: the usual market's tick and minimum size. */
+const FORM2_DEFAULTS = Object.freeze({ tickSize: '0.01', minSize: '5' });
+
+/**
+ * The stored form of the snapshots of one strategy type (memory per armed strategy, issue 15),
+ * form {@link STRATEGY_FORM_VERSION} (2): positional (engine/actor-host.ts `SnapshotForm`
+ * `fields`): `[2, value, side, tokenId, …spec.fields, touch, createdAtMs]` (`side` only when
+ * `spec.defaults` has none; the token id in base64url: {@link TOKEN_ID_CODEC}; the touch as
+ * `[bid, ask]`; `createdAtMs` as the milliseconds to the record's: {@link CREATED_AT_CODEC}), then an object of the other fields not left out: those at
+ * their default ({@link STRATEGY_CONTEXT_DEFAULTS}, `type` at `type`, `tickSize` "0.01",
+ * `minSize` "5", `spec.defaults`), `recordId` / `userId` when they are the record's `_id` /
+ * `ownerUserId`, `lastTouch` when it is `touch`, the type's `derived` fields when they are what
+ * their derivation gives. A STOP_LOSS just armed is stored as
+ * `[2,"armed","W--qHGK7NfcMrsElZUneRABlZyG90Wf9PXyOgWLvyNA","0.71","5",["0.76","0.78"],1]` (86
+ * characters; 264 in form 1, ~1,000 in XState's).
+ *
+ * Form 1 (the object form, `{"form":1,"value":…,"context":{…}}`: the defaults of
+ * {@link STRATEGY_CONTEXT_DEFAULTS}, `recordId`, `userId`, `lastTouch` and `derivedV1` left
+ * out) is still read, as `older`; never change it.
+ * @param derivedV1 the type's derivations of form 1 (frozen with it).
+ */
+export function strategySnapshotForm(type: StrategyType, derivedV1: readonly StrategyDerivation[] = [], spec: StrategyFormSpec = {}): SnapshotForm {
+  const v1: StrategyDerivation[] = [
     ['recordId', (_c, ids) => ids._id],
     ['userId', (_c, ids) => ids.ownerUserId],
     ['lastTouch', (c) => (c.touch && typeof c.touch === 'object' ? { bid: c.touch.bid, ask: c.touch.ask } : c.touch)],
-    ...derived,
+    ...derivedV1,
   ];
-  return {
-    version: STRATEGY_FORM_VERSION,
+  const form1: SnapshotForm = {
+    version: 1,
     defaults: Object.freeze({ ...STRATEGY_CONTEXT_DEFAULTS, type }),
-    derived: all as unknown as SnapshotForm['derived'],
+    derived: v1 as unknown as SnapshotForm['derived'],
     fresh: () => {
       const c = strategyContextDefaults();
       c.type = type;
       return c;
     },
   };
+  const extra = { ...FORM2_DEFAULTS, ...spec.defaults };
+  const v2: StrategyDerivation[] = [
+    ['recordId', (_c, ids) => ids._id],
+    ['userId', (_c, ids) => ids.ownerUserId],
+    ['lastTouch', (c) => (c.touch && typeof c.touch === 'object' ? { bid: c.touch.bid, ask: c.touch.ask } : c.touch)],
+    ...(spec.derived ?? []),
+  ];
+  const fields: Array<string | FieldCodec> = ['side' in extra ? [] : ['side'], spec.fields ?? []].flat();
+  fields.splice('side' in extra ? 0 : 1, 0, TOKEN_ID_CODEC);
+  fields.push(TOUCH_CODEC, CREATED_AT_CODEC);
+  return {
+    version: STRATEGY_FORM_VERSION,
+    defaults: Object.freeze({ ...STRATEGY_CONTEXT_DEFAULTS, type, ...extra }),
+    derived: v2 as unknown as SnapshotForm['derived'],
+    fresh: () => {
+      const c = strategyContextDefaults();
+      c.type = type;
+      for (const k in extra) c[k] = extra[k as keyof typeof extra];
+      return c;
+    },
+    fields,
+    older: [form1],
+  };
+}
+
+/** A decimal string as {@link Dec} writes it (`"0.260"` → `"0.26"`), or undefined for anything else. */
+export function canonicalDecimal(x: unknown): string | undefined {
+  if (typeof x !== 'string' && typeof x !== 'number') return undefined;
+  const text = String(x);
+  // already as Dec writes it (no sign, exponent, leading or trailing zero): itself, without a Dec
+  return CANONICAL_DECIMAL.test(text) ? text : new Dec(text).toFixed();
+}
+
+const CANONICAL_DECIMAL = /^(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?$/;
+
+/** The execution object of a context (spec 2.2.2 `execution`), or an empty one. */
+function executionOf(c: StrategyContext): Record<string, unknown> {
+  return (c.execution ?? {}) as Record<string, unknown>;
+}
+
+/**
+ * Form-2 derivations of a trailing type's offsets: what engine/strategies/requests.ts makes of
+ * `execution.trailing_offset_pct` (canonical decimal) and `execution.trailing_offset`.
+ */
+export const TRAILING_OFFSET_DERIVATIONS: readonly StrategyDerivation[] = [
+  ['offsetPct', (c) => (executionOf(c).trailing_offset_pct !== undefined ? canonicalDecimal(executionOf(c).trailing_offset_pct) : null)],
+  ['offsetAbs', (c) => executionOf(c).trailing_offset ?? null],
+];
+
+/** Form-2 derivation of a trailing type's mark field from `execution.<name>` (canonical decimal), or `orElse` without it. */
+export function markFromExecution(key: 'highWaterMark' | 'lowWaterMark', name: string, orElse: (c: StrategyContext) => unknown = () => undefined): StrategyDerivation {
+  return [key, (c) => (executionOf(c)[name] !== undefined ? canonicalDecimal(executionOf(c)[name]) : orElse(c))];
 }
 
 /** Fields of {@link StrategyContext} that only some machines have (each machine's context type makes its own required). */

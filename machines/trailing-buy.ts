@@ -18,7 +18,7 @@
  */
 import { Dec } from '../engine/decimal.js';
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, d, floorShares, need, strategySnapshotForm, type StrategyContext, type StrategyInput } from './strategy-kit.js';
+import { baseContext, canonicalDecimal, d, floorShares, markFromExecution, need, strategySnapshotForm, TRAILING_OFFSET_DERIVATIONS, type StrategyContext, type StrategyDerivation, type StrategyInput } from './strategy-kit.js';
 
 /** Context of a TRAILING_BUY: spends `quoteAmount` dollars; `triggerPrice` = the entry level; `price` = the ceiling. */
 export interface TrailingBuyContext extends ArmedStopContext {
@@ -85,8 +85,25 @@ export const trailingBuyMachine = armedStopMachine<TrailingBuyContext>({
 
 export const TRAILING_BUY_STATUS = ARMED_STOP_STATUS;
 
-/** Stored form of TRAILING_BUY snapshots: armed, the watch follows from the mark and the entry level, the message when not seeded. */
-export const TRAILING_BUY_FORM = strategySnapshotForm('TRAILING_BUY', [
-  ['watch', (c) => ({ askBelow: c.lowWaterMark, askAtOrAbove: c.triggerPrice })],
-  ['message', (c) => trailingBuyMessage(c, null)],
-]);
+const WATCH: StrategyDerivation = ['watch', (c) => ({ askBelow: c.lowWaterMark, askAtOrAbove: c.triggerPrice })];
+
+/**
+ * Stored form of TRAILING_BUY snapshots: armed, the watch follows from the mark and the entry
+ * level, the message (form 1: when not seeded). Form 2 stores `[2, value, tokenId, quoteAmount,
+ * execution, [bid, ask], createdAtMs]` (a buy); the mark (until it follows the ask: `execution.low_water_mark`,
+ * or the ask it was seeded from), the offsets, the ceiling (`price`) and the entry level follow
+ * from `execution` as engine/strategies/requests.ts reads it, and so does the message.
+ */
+export const TRAILING_BUY_FORM = strategySnapshotForm('TRAILING_BUY', [WATCH, ['message', (c) => trailingBuyMessage(c, null)]], {
+  fields: ['quoteAmount', 'execution'],
+  defaults: { side: 'buy' },
+  derived: [
+    markFromExecution('lowWaterMark', 'low_water_mark', (c) => canonicalDecimal(c.touch?.ask)),
+    ...TRAILING_OFFSET_DERIVATIONS,
+    ['priceCeiling', (c) => (c.execution?.price_ceiling !== undefined ? canonicalDecimal(c.execution.price_ceiling) : null)],
+    ['price', (c) => c.priceCeiling ?? null],
+    ['triggerPrice', (c) => trailingBuyLevel(c, need(c.lowWaterMark, 'low-water mark'))],
+    WATCH,
+    ['message', (c) => trailingBuyMessage(c, c.execution?.low_water_mark === undefined ? 'seeded from the ask' : null)],
+  ],
+});

@@ -19,7 +19,7 @@
  */
 import { Dec } from '../engine/decimal.js';
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, d, need, strategySnapshotForm, type StrategyContext, type StrategyInput } from './strategy-kit.js';
+import { baseContext, d, markFromExecution, need, strategySnapshotForm, TRAILING_OFFSET_DERIVATIONS, type StrategyContext, type StrategyDerivation, type StrategyInput } from './strategy-kit.js';
 
 /** Context of a TRAILING_STOP: sells `size` shares; `price` = `triggerPrice` = the level the mark implies. */
 export interface TrailingStopContext extends ArmedStopContext {
@@ -77,9 +77,25 @@ export const trailingStopMachine = armedStopMachine<TrailingStopContext>({
 
 export const TRAILING_STOP_STATUS = ARMED_STOP_STATUS;
 
-/** Stored form of TRAILING_STOP snapshots: armed, `price`, watch and message follow from the level and the mark. */
-export const TRAILING_STOP_FORM = strategySnapshotForm('TRAILING_STOP', [
+const ARMED_DERIVED: readonly StrategyDerivation[] = [
   ['price', (c) => c.triggerPrice],
   ['watch', (c) => ({ bidAtOrBelow: c.triggerPrice, bidAbove: c.highWaterMark })],
   ['message', (c) => trailingStopMessage(c)],
-]);
+];
+
+/**
+ * Stored form of TRAILING_STOP snapshots: armed, `price`, watch and message follow from the level
+ * and the mark. Form 2 stores `[2, value, tokenId, size, execution, [bid, ask], createdAtMs]` (a sell); the
+ * mark (until it follows the bid), the offsets and the level follow from `execution` as
+ * engine/strategies/requests.ts reads it.
+ */
+export const TRAILING_STOP_FORM = strategySnapshotForm('TRAILING_STOP', ARMED_DERIVED, {
+  fields: ['size', 'execution'],
+  defaults: { side: 'sell' },
+  derived: [
+    markFromExecution('highWaterMark', 'high_water_mark'),
+    ...TRAILING_OFFSET_DERIVATIONS,
+    ['triggerPrice', (c) => trailingStopLevel(c, need(c.highWaterMark, 'high-water mark'))],
+    ...ARMED_DERIVED,
+  ],
+});

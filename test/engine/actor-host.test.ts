@@ -349,35 +349,60 @@ describe('persistedSnapshotJson (issue 15): the text XState’s getPersistedSnap
 });
 
 describe('stored snapshot forms (issue 15, item 5): packed context, read back exactly; XState’s form still read', () => {
-  it('a strategy context packed by its form and read back equals the persisted snapshot, whatever its fields (property)', async () => {
+  it('a strategy context packed by its form (2, and 1 as stored before) and read back equals the persisted snapshot, whatever its fields and state (property)', async () => {
     const { persistedSnapshotJson, storedSnapshotJson, unpackSnapshot } = await import('../../engine/actor-host.js');
     const { stopLossMachine, STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
     const { trailingStopMachine, TRAILING_STOP_FORM } = await import('../../machines/trailing-stop.js');
     const { trailingBuyMachine, TRAILING_BUY_FORM } = await import('../../machines/trailing-buy.js');
     const { twapMachine } = await import('../../machines/twap.js');
+    const { icebergMachine } = await import('../../machines/iceberg.js');
+    const { peggedMachine } = await import('../../machines/pegged.js');
     const { strategySnapshotForm, STRATEGY_CONTEXT_DEFAULTS } = await import('../../machines/strategy-kit.js');
     const kinds: Array<{ logic: AnyStateMachine; form: typeof STOP_LOSS_FORM; type: string; states: string[] }> = [
-      { logic: stopLossMachine, form: STOP_LOSS_FORM, type: 'STOP_LOSS', states: ['armed', 'triggered', 'done', 'canceled'] },
-      { logic: trailingStopMachine, form: TRAILING_STOP_FORM, type: 'TRAILING_STOP', states: ['armed', 'triggered', 'failed'] },
-      { logic: trailingBuyMachine, form: TRAILING_BUY_FORM, type: 'TRAILING_BUY', states: ['armed', 'done'] },
+      { logic: stopLossMachine, form: STOP_LOSS_FORM, type: 'STOP_LOSS', states: ['armed', 'triggered', 'done', 'canceled', 'failed'] },
+      { logic: trailingStopMachine, form: TRAILING_STOP_FORM, type: 'TRAILING_STOP', states: ['armed', 'triggered', 'done', 'canceled', 'failed'] },
+      { logic: trailingBuyMachine, form: TRAILING_BUY_FORM, type: 'TRAILING_BUY', states: ['armed', 'triggered', 'done', 'canceled', 'failed'] },
       { logic: twapMachine, form: strategySnapshotForm('TWAP'), type: 'TWAP', states: ['working', 'completed'] },
+      { logic: icebergMachine, form: strategySnapshotForm('ICEBERG'), type: 'ICEBERG', states: Object.keys(icebergMachine.root.states) },
+      { logic: peggedMachine, form: strategySnapshotForm('PEGGED'), type: 'PEGGED', states: Object.keys(peggedMachine.root.states) },
     ];
-    const price = fc.constantFrom('0.5', '0.71', '0.123456', '1');
-    const touch = fc.record({ bid: fc.option(price, { nil: null }), ask: fc.option(price, { nil: null }) });
+    expect(STOP_LOSS_FORM.version).toBe(2);
+    expect(STOP_LOSS_FORM.older?.map((f) => f.version)).toEqual([1]);
+    const price = fc.constantFrom('0.5', '0.6', '0.7', '0.71', '0.8', '0.123456', '1', '0.50');
+    const touch = fc.oneof(
+      fc.record({ bid: fc.option(price, { nil: null }), ask: fc.option(price, { nil: null }) }),
+      fc.constantFrom(null, { bid: '0.5', ask: '0.6', type: 'book.touch' }, { bid: '0.5' }),
+    );
+    const execution = fc.constantFrom(
+      {},
+      { high_water_mark: '0.8', trailing_offset: '0.1' },
+      { high_water_mark: '0.80', trailing_offset_pct: 12.5 },
+      { high_water_mark: '0.8', trailing_offset_pct: '10' },
+      { low_water_mark: '0.5', trailing_offset: '0.1' },
+      { low_water_mark: '0.5', trailing_offset_pct: 20, price_ceiling: '0.7' },
+      { trailing_offset: '0.1', price_ceiling: '0.80' },
+      { trailing_offset: 'x' },
+    );
     // each default field at its default or not; the derived ones at their derivation or not
     const other: Record<string, fc.Arbitrary<unknown>> = {
+      side: fc.constantFrom('sell', 'buy'), tickSize: fc.constantFrom('0.01', '0.001'), minSize: fc.constantFrom('5', '1'),
       price: fc.option(price, { nil: null }), size: fc.option(fc.constantFrom('5', '10.5'), { nil: null }), quoteAmount: fc.option(fc.constant('12'), { nil: null }),
-      execution: fc.constantFrom({}, { high_water_mark: '0.8', trailing_offset: '0.1' }), warnings: fc.constantFrom([], ['w']), message: fc.option(fc.constantFrom('m', ''), { nil: null }),
+      execution, warnings: fc.constantFrom([], ['w']),
+      message: fc.option(fc.constantFrom('m', '', 'STOP_LOSS armed: sells 5 shares when the best bid reaches 0.7', 'TRAILING_STOP armed at 0.7 (high-water mark 0.8); follows the bid up',
+        'TRAILING_BUY armed: buys $12 when the ask bounces to 0.6 (low-water mark 0.5, seeded from the ask)', 'TRAILING_BUY armed: buys $12 when the ask bounces to 0.6 (low-water mark 0.5)'), { nil: null }),
       clientOrderId: fc.option(fc.constant('c1'), { nil: null }), metadata: fc.option(fc.constant('{}'), { nil: null }), filledSize: fc.constantFrom('0', '2'), matchedAmount: fc.constantFrom('0', '1.1'),
       children: fc.constantFrom([], [{ orderId: 'o', status: 'LIVE', filledSize: '0', matchedAmount: '0', final: false }]), working: fc.option(fc.constant('o'), { nil: null }),
       seq: fc.constantFrom(0, 1), slicesDone: fc.constantFrom(0, 3), triggerPrice: fc.option(price, { nil: null }),
-      watch: fc.constantFrom({}, { bidAtOrBelow: '0.5' }, { bidAtOrBelow: '0.71', bidAbove: '0.8' }, { askBelow: '0.5', askAtOrAbove: '0.6' }),
+      watch: fc.constantFrom({}, { bidAtOrBelow: '0.5' }, { bidAtOrBelow: '0.7', bidAbove: '0.8' }, { askBelow: '0.5', askAtOrAbove: '0.6' }),
       deadlines: fc.constantFrom({}, { slice: 5 }), endReason: fc.option(fc.constant('e'), { nil: null }), workingPrice: fc.option(price, { nil: null }),
       pendingSize: fc.option(fc.constant('1'), { nil: null }), placing: fc.constantFrom(null, { orderId: 'o', side: 'sell', pricing: { kind: 'limit', price: '0.5' }, size: '5', timeInForce: 'GTC', postOnly: false, isStopLoss: true }),
     };
+    const createdAtMs = 1_795_000_000_123;
     const arb = fc.record({
       kind: fc.constantFrom(...kinds),
-      ids: fc.record({ _id: fc.constantFrom('stg_1', 'stg_2'), ownerUserId: fc.constantFrom('u1', 'u2', null) }),
+      v1: fc.boolean(),
+      tokenId: fc.constantFrom('t1', '41583919731714354912849507182398941127545694257513505398713274521520484370640', '0', '007', '255', '-1', '1e3'),
+      ids: fc.record({ _id: fc.constantFrom('stg_1', 'stg_2'), ownerUserId: fc.constantFrom('u1', 'u2', null), createdAtMs: fc.constantFrom(createdAtMs, createdAtMs + 1) }),
       recordId: fc.constantFrom('stg_1', 'stg_x'),
       userId: fc.constantFrom('u1', 'u3'),
       touch,
@@ -385,40 +410,109 @@ describe('stored snapshot forms (issue 15, item 5): packed context, read back ex
       fields: fc.record(other),
       highWaterMark: fc.option(price, { nil: null }),
       lowWaterMark: fc.option(price, { nil: null }),
-      offsetPct: fc.option(fc.constant('10'), { nil: null }),
+      offsetPct: fc.option(fc.constantFrom('10', '12.5', '20'), { nil: null }),
       offsetAbs: fc.option(fc.constant('0.1'), { nil: null }),
+      priceCeiling: fc.option(fc.constantFrom('0.7', '0.8'), { nil: null }),
       placeFailures: fc.option(fc.constant(1), { nil: undefined }),
-      lacks: fc.option(fc.constantFrom(...Object.keys(STRATEGY_CONTEXT_DEFAULTS)), { nil: undefined }),
-      state: fc.nat(3),
+      lacks: fc.option(fc.constantFrom(...Object.keys(STRATEGY_CONTEXT_DEFAULTS), 'tokenId', 'touch', 'createdAtMs', 'offsetAbs'), { nil: undefined, freq: 2 }),
+      state: fc.nat(5),
     });
+    let positional = 0;
     fc.assert(
       fc.property(arb, (a) => {
         const context: Record<string, unknown> = {
-          recordId: a.recordId, userId: a.userId, type: a.kind.type, side: 'sell', tokenId: 't1', tickSize: '0.01', minSize: '5', createdAtMs: 1_795_000_000_123,
-          touch: a.touch, lastTouch: a.lastTouch ?? { ...a.touch }, ...a.fields, highWaterMark: a.highWaterMark, lowWaterMark: a.lowWaterMark, offsetPct: a.offsetPct, offsetAbs: a.offsetAbs,
+          recordId: a.recordId, userId: a.userId, type: a.kind.type, tokenId: a.tokenId, createdAtMs,
+          touch: a.touch, lastTouch: a.lastTouch ?? (a.touch === null ? null : { ...a.touch }), ...a.fields, highWaterMark: a.highWaterMark, lowWaterMark: a.lowWaterMark,
+          offsetPct: a.offsetPct, offsetAbs: a.offsetAbs, priceCeiling: a.priceCeiling,
           ...(a.placeFailures !== undefined ? { placeFailures: a.placeFailures } : {}),
         };
         if (a.lacks) delete context[a.lacks]; // a context without a field the form names: stored whole
+        const form = a.v1 ? a.kind.form.older![0]! : a.kind.form;
         const snapshot = a.kind.logic.resolveState({ value: a.kind.states[a.state % a.kind.states.length]!, context: context as never });
-        const stored = storedSnapshotJson({ logic: a.kind.logic, form: a.kind.form }, snapshot, a.ids);
-        expect(JSON.parse(stored).form).toBe(a.lacks ? undefined : 1);
+        const stored = storedSnapshotJson({ logic: a.kind.logic, form }, snapshot, a.ids);
+        const parsed = JSON.parse(stored);
+        if (Array.isArray(parsed)) positional++;
+        if (!a.lacks && a.touch?.bid !== '0.5') expect(a.v1 ? parsed.form : parsed[0]).toBe(a.v1 ? 1 : 2);
+        if (a.lacks && a.lacks in STRATEGY_CONTEXT_DEFAULTS) expect(parsed.form).toBeUndefined(); // stored whole, in XState's form
+        // read with the current form (which reads form 1 and XState's too)
         const back = JSON.parse(JSON.stringify(unpackSnapshot(stored, a.kind.form, a.ids)));
         expect(back).toStrictEqual(JSON.parse(persistedSnapshotJson(a.kind.logic, snapshot)));
         // and it restores to the same machine snapshot
         expect(a.kind.logic.resolveState(back).context).toStrictEqual(back.context);
       }),
-      { numRuns: 400 },
+      { numRuns: 1500 },
     );
+    expect(positional).toBeGreaterThan(250);
+  });
+
+  it('form 2 of the contexts the machines make (armed, followed, fired, canceled): exact, and ~45 % shorter than form 1', async () => {
+    const { persistedSnapshotJson, storedSnapshotJson, unpackSnapshot } = await import('../../engine/actor-host.js');
+    const { stopLossMachine, STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
+    const { trailingStopMachine, TRAILING_STOP_FORM } = await import('../../machines/trailing-stop.js');
+    const { trailingBuyMachine, TRAILING_BUY_FORM } = await import('../../machines/trailing-buy.js');
+    const { getInitialSnapshot, transition } = await import('xstate');
+    const token = '41583919731714354912849507182398941127545694257513505398713274521520484370640';
+    const base = {
+      recordId: 'stg_9b2f6c1e-5d1a-4a57-9a43-0c6f3f1e2d7a', userId: 'usr_1', side: 'sell', tokenId: token, tickSize: '0.01', minSize: '5', price: null, size: null, quoteAmount: null,
+      execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null, createdAtMs: 1_795_375_296_441, touch: { bid: '0.76', ask: '0.78' },
+    };
+    const ids = { _id: base.recordId, ownerUserId: 'usr_1', createdAtMs: base.createdAtMs };
+    const cases = [
+      { logic: stopLossMachine, form: STOP_LOSS_FORM, input: { ...base, type: 'STOP_LOSS', price: '0.71', size: '5', message: 'STOP_LOSS armed: sells 5 shares when the best bid reaches 0.71' }, move: { bid: '0.70', ask: '0.72' } },
+      {
+        logic: trailingStopMachine, form: TRAILING_STOP_FORM, move: { bid: '0.85', ask: '0.87' },
+        input: { ...base, type: 'TRAILING_STOP', size: '5', execution: { high_water_mark: '0.8', trailing_offset: '0.1' }, highWaterMark: '0.8', offsetPct: null, offsetAbs: '0.1', message: 'TRAILING_STOP armed at 0.7 (high-water mark 0.8); follows the bid up' },
+      },
+      {
+        logic: trailingStopMachine, form: TRAILING_STOP_FORM, move: { bid: '0.85', ask: '0.87' },
+        input: { ...base, type: 'TRAILING_STOP', size: '5', execution: { high_water_mark: '0.8', trailing_offset_pct: 10 }, highWaterMark: '0.8', offsetPct: '10', offsetAbs: null, message: 'TRAILING_STOP armed at 0.72 (high-water mark 0.8); follows the bid up' },
+      },
+      {
+        logic: trailingBuyMachine, form: TRAILING_BUY_FORM, move: { bid: '0.70', ask: '0.72' },
+        input: { ...base, type: 'TRAILING_BUY', side: 'buy', quoteAmount: '20', execution: { trailing_offset: '0.05' }, lowWaterMark: '0.78', priceCeiling: null, offsetPct: null, offsetAbs: '0.05', message: 'TRAILING_BUY armed: buys $20 when the ask bounces to 0.83 (low-water mark 0.78, seeded from the ask)' },
+      },
+      {
+        logic: trailingBuyMachine, form: TRAILING_BUY_FORM, move: { bid: '0.70', ask: '0.72' },
+        input: { ...base, type: 'TRAILING_BUY', side: 'buy', quoteAmount: '20', execution: { low_water_mark: '0.8', trailing_offset_pct: '5', price_ceiling: '0.9' }, lowWaterMark: '0.8', priceCeiling: '0.9', offsetPct: '5', offsetAbs: null, message: 'TRAILING_BUY armed: buys $20 when the ask bounces to 0.84 (low-water mark 0.8), never above 0.9' },
+      },
+    ];
+    for (const k of cases) {
+      const exact = (snapshot: any, ratio?: number) => {
+        const v2 = storedSnapshotJson({ logic: k.logic, form: k.form }, snapshot, ids);
+        const v1 = storedSnapshotJson({ logic: k.logic, form: k.form.older![0]! }, snapshot, ids);
+        const xs = JSON.parse(persistedSnapshotJson(k.logic, snapshot));
+        expect(JSON.parse(v2)[0]).toBe(2);
+        expect(JSON.parse(JSON.stringify(unpackSnapshot(v2, k.form, ids)))).toStrictEqual(xs);
+        expect(JSON.parse(JSON.stringify(unpackSnapshot(v1, k.form, ids)))).toStrictEqual(xs);
+        if (ratio !== undefined) expect(v2.length / v1.length, `${v2}\n${v1}`).toBeLessThan(ratio);
+        return v2;
+      };
+      let snap: any = getInitialSnapshot(k.logic as never, k.input as never);
+      const armed = exact(snap, 0.45);
+      // the armed form holds nothing but the slots
+      expect(JSON.parse(armed)).toHaveLength(7);
+      expect(JSON.parse(armed)[6]).toBe(0); // created when the record was
+      expect(JSON.parse(armed)[2]).toHaveLength(43); // the token id in base64url
+      for (const e of [{ type: 'book.touch', ...k.move }, { type: 'book.touch', bid: '0.01', ask: '0.99' }, { type: 'strategy.cancel' }]) {
+        snap = transition(k.logic as never, snap as never, e as never)[0];
+        exact(snap);
+      }
+    }
   });
 
   it('reads XState’s form as it is; refuses a form version it does not know (the host quarantines such an actor)', async () => {
     const { unpackSnapshot } = await import('../../engine/actor-host.js');
     const { STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
+    const ids = { _id: 'stg_1', ownerUserId: 'u', createdAtMs: 1 };
     const xstate = { status: 'active', value: 'armed', historyValue: {}, context: { recordId: 'stg_1', working: null, watch: { bidAtOrBelow: '0.5' } }, children: {} };
-    expect(unpackSnapshot(JSON.stringify(xstate), STOP_LOSS_FORM, { _id: 'stg_1', ownerUserId: 'u' })).toStrictEqual(xstate);
-    expect(unpackSnapshot(JSON.stringify(xstate), null, { _id: 'stg_1', ownerUserId: 'u' })).toStrictEqual(xstate);
-    expect(() => unpackSnapshot('{"form":2,"value":"armed","context":{}}', STOP_LOSS_FORM, { _id: 'stg_1', ownerUserId: 'u' })).toThrow(/form 2/);
-    expect(() => unpackSnapshot('{"form":1,"value":"armed","context":{}}', null, { _id: 'stg_1', ownerUserId: 'u' })).toThrow(/form 1/);
+    expect(unpackSnapshot(JSON.stringify(xstate), STOP_LOSS_FORM, ids)).toStrictEqual(xstate);
+    expect(unpackSnapshot(JSON.stringify(xstate), null, ids)).toStrictEqual(xstate);
+    expect(() => unpackSnapshot('{"form":3,"value":"armed","context":{}}', STOP_LOSS_FORM, ids)).toThrow(/form 3/);
+    expect(() => unpackSnapshot('{"form":2,"value":"armed","context":{}}', STOP_LOSS_FORM, ids)).toThrow(/form 2/); // form 2 is positional
+    expect(() => unpackSnapshot('[1,"armed","t","0.5","5",null]', STOP_LOSS_FORM, ids)).toThrow(/form 1/); // form 1 is an object
+    expect(() => unpackSnapshot('[3,"armed"]', STOP_LOSS_FORM, ids)).toThrow(/form 3/);
+    expect(() => unpackSnapshot('{"form":1,"value":"armed","context":{}}', null, ids)).toThrow(/form 1/);
+    expect(() => unpackSnapshot('[2,"armed","t","0.5","5",null]', null, ids)).toThrow(/form 2/);
   });
 });
 

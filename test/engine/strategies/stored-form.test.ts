@@ -3,14 +3,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { TOKEN_ID_CODEC } from '../../../machines/strategy-kit.js';
 import { startTestService, type TestService } from '../../helpers.js';
 
 /**
  * Issue 15, item 5: strategy snapshots are stored in a compact form (engine/actor-host.ts
- * `SnapshotForm`, machines/strategy-kit.ts `strategySnapshotForm`). Snapshots stored before, in
- * XState's form, must still restore: a STOP_LOSS whose stored snapshot is rewritten to the text the
- * service wrote until now comes back armed at the next start (same record), is canceled through the
- * real path (HTTP, the host loading it from the store), and is stored in the compact form after.
+ * `SnapshotForm`, machines/strategy-kit.ts `strategySnapshotForm`; form 2, positional). Snapshots
+ * stored before, in XState's form or in form 1, must still restore: a STOP_LOSS whose stored
+ * snapshot is rewritten to the text the service wrote then comes back armed at the next start
+ * (same record), is canceled through the real path (HTTP, the host loading it from the store),
+ * and is stored in form 2 after.
  */
 describe('strategy snapshots: compact stored form, XState form still restores', () => {
   let dir: string;
@@ -21,7 +23,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
   });
   const as = { 'x-partner-user-id': 'alice' };
 
-  it('a STOP_LOSS stored in XState’s form (as every snapshot before) restores armed, reads the same, cancels, and is written back compact', async () => {
+  it('a STOP_LOSS stored in XState’s form or in form 1 (as snapshots before) restores armed, reads the same, cancels, and is written back in form 2', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-form-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
     svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
@@ -48,16 +50,20 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect(before).toMatchObject({ status: 'ACTIVE', price: level, trigger_price: level, size: '5', message: `STOP_LOSS armed: sells 5 shares when the best bid reaches ${level}` });
 
     // compact: no default, no derived field, no id
-    const actors = async (s: TestService) => s.services.store.collection<{ _id: string; snapshot: string; ownerUserId: string; createdAtMs: number }>('actors');
+    const actors = async (s: TestService) => s.services.store.collection<{ _id: string; snapshot: string; machineId: string; ownerUserId: string; createdAtMs: number }>('actors');
     const rec = (await (await actors(svc)).findOne({ _id: id }))!;
     // the stored `type` (the host's typeOf: the view is derived only when read) is the view's
     expect((rec as unknown as { type: string }).type).toBe(before.type);
     expect(before.type).toBe('STOP_LOSS');
     const compact = JSON.parse(rec.snapshot);
-    expect(compact).toMatchObject({ form: 1, value: 'armed' });
-    expect(Object.keys(compact.context).sort()).toEqual(['createdAtMs', 'minSize', 'price', 'side', 'size', 'tickSize', 'tokenId', 'touch']);
-    expect(rec.snapshot.length).toBeLessThan(320);
-    const c = compact.context;
+    // form 2: [2, value, tokenId, price, size, [bid, ask], ms from the request to the record] and nothing else (tick 0.01, min size 5)
+    const packedToken = TOKEN_ID_CODEC.encode(token, { _id: id, ownerUserId: null, createdAtMs: 0 });
+    expect(packedToken).toMatch(/^[\w-]{1,43}$/); // the venue's decimal token id, in base64url
+    expect(compact).toEqual([2, 'armed', packedToken, level, '5', [expect.any(String), expect.any(String)], expect.any(Number)]);
+    expect(rec.snapshot.length).toBeLessThan(100);
+    const restored = svc.services.host.storedSnapshot(rec).context as Record<string, any>;
+    const c = { tickSize: restored.tickSize, minSize: restored.minSize, createdAtMs: restored.createdAtMs, touch: restored.touch };
+    expect(c).toEqual({ tickSize: '0.01', minSize: '5', createdAtMs: rec.createdAtMs - compact[6], touch: { bid: compact[5][0], ask: compact[5][1] } });
     await svc.close();
     svc = undefined;
 
@@ -83,8 +89,75 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect(del.status).toBe(200);
     expect(await list()).toMatchObject({ status: 'CANCELED', message: 'canceled before it triggered', price: level, trigger_price: level });
     const after = JSON.parse((await (await actors(svc)).findOne({ _id: id }))!.snapshot);
-    expect(after).toMatchObject({ form: 1, status: 'done', value: 'canceled', context: { watch: {}, endReason: 'canceled before it triggered' } });
-    expect(after.context.recordId).toBeUndefined();
+    expect(after).toEqual([2, 'canceled', packedToken, level, '5', [c.touch.bid, c.touch.ask], compact[6], { watch: {}, endReason: 'canceled before it triggered' }, { status: 'done' }]);
     expect(svc.services.strategies.triggers.has(id)).toBe(false);
+    await svc.close();
+    svc = undefined;
+
+    // a second stop stored in form 1 (the compact form written before form 2) restores, reads the same, cancels and is written in form 2
+    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    const res2 = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }, headers: as });
+    expect(res2).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
+    const id2 = res2.body.record_id as string;
+    const list2 = async () => (await svc!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies.find((s: any) => s.record_id === id2);
+    const before2 = await list2();
+    const rec2 = (await (await actors(svc)).findOne({ _id: id2 }))!;
+    const t2 = JSON.parse(rec2.snapshot)[5] as [string, string];
+    await svc.close();
+    svc = undefined;
+    const form1 =
+      `{"form":1,"value":"armed","context":{"side":"sell","tokenId":"${token}","tickSize":"0.01","minSize":"5","price":"${level}","size":"5",` +
+      `"createdAtMs":${rec2.createdAtMs - 7},"touch":{"bid":"${t2[0]}","ask":"${t2[1]}"}}}`;
+    const raw2 = await EmbeddedStore.open(dir);
+    expect(await (await raw2.collection<{ _id: string }>('actors')).updateOne({ _id: id2 }, { snapshot: form1 })).toBe(1);
+    await raw2.close();
+    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    expect(svc.services.strategies.triggers.has(id2)).toBe(true);
+    expect(await list2()).toEqual(before2);
+    expect((await (await actors(svc)).findOne({ _id: id2 }))!.snapshot).toBe(form1);
+    expect((await svc.call('DELETE', `/v2/trade/strategies/${id2}`, { headers: as })).status).toBe(200);
+    expect(await list2()).toMatchObject({ status: 'CANCELED', message: 'canceled before it triggered', price: level, trigger_price: level });
+    const after2 = JSON.parse((await (await actors(svc)).findOne({ _id: id2 }))!.snapshot);
+    expect(after2).toEqual([2, 'canceled', packedToken, level, '5', t2, 7, { watch: {}, endReason: 'canceled before it triggered' }, { status: 'done' }]);
+    expect(svc.services.strategies.triggers.has(id2)).toBe(false);
+  }, 60_000);
+
+  it('a TRAILING_STOP is stored in form 2 as its slots only (the mark, offsets and level follow from execution), and restarts armed the same', async () => {
+    const tdir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-form2-'));
+    const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
+    let s2: TestService | undefined = await startTestService({ store: await EmbeddedStore.open(tdir), env });
+    try {
+      await s2.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' }, headers: as });
+      const markets = (await s2.call('GET', '/v2/trade/markets?limit=50')).body.markets as any[];
+      let token = '';
+      let bid = 0;
+      for (const m of markets) {
+        const b = (await s2.call('GET', `/v2/trade/book?token_id=${m.tokens[0].token_id}`)).body;
+        if (b.bids.length && Number(b.bids[0].price) > 0.3 && Number(b.bids[0].price) < 0.8 && b.tick_size === '0.01') {
+          token = m.tokens[0].token_id;
+          bid = Number(b.bids[0].price);
+          break;
+        }
+      }
+      expect(token).not.toBe('');
+      expect((await s2.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' }, headers: as })).status).toBe(200);
+      const mark = String(Number((bid + 0.02).toFixed(2)));
+      const execution = { high_water_mark: mark, trailing_offset: '0.1' };
+      const res = await s2.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '5', execution }, headers: as });
+      expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
+      const id = res.body.record_id as string;
+      const list = async () => (await s2!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies.find((s: any) => s.record_id === id);
+      const before = await list();
+      expect(before).toMatchObject({ high_water_mark: mark, trigger_price: String(Number((bid - 0.08).toFixed(2))) });
+      const rec = (await (await s2.services.store.collection<{ _id: string; snapshot: string }>('actors')).findOne({ _id: id }))!;
+      expect(JSON.parse(rec.snapshot)).toEqual([2, 'armed', TOKEN_ID_CODEC.encode(token, { _id: id, ownerUserId: null, createdAtMs: 0 }), '5', execution, [expect.any(String), expect.any(String)], expect.any(Number)]);
+      await s2.close();
+      s2 = await startTestService({ store: await EmbeddedStore.open(tdir), env });
+      expect(s2.services.strategies.triggers.has(id)).toBe(true);
+      expect(await list()).toEqual(before);
+    } finally {
+      await s2?.close();
+      await fs.rm(tdir, { recursive: true, force: true });
+    }
   }, 60_000);
 });
