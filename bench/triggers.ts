@@ -10,8 +10,9 @@
  * - the trigger index alone per touch change, for the same two sizes;
  * - memory per armed strategy (heap and RSS growth / armed, the store's in-memory copy included)
  *   — target < 1.5 KB (most of it the stored record: its snapshot is kept in the compact stored
- *   form of engine/actor-host.ts `SnapshotForm`, ~230 characters for a STOP_LOSS, ~350 for a
- *   TRAILING_STOP, instead of ~1,000 in XState's form), with the RSS broken down (heapUsed,
+ *   form 2 of engine/actor-host.ts `SnapshotForm`, ~86 characters for a STOP_LOSS, ~130 for a
+ *   TRAILING_STOP, instead of ~1,000 in XState's form; its `ownerKey` index entry in the embedded
+ *   store's sorted blocks, engine/store/unique-index.ts), with the RSS broken down (heapUsed,
  *   heap committed but free after a full GC, external / array buffers, the rest: code, malloc,
  *   stacks) and V8's spaces (committed / used). At a million the gap RSS − heapUsed is almost all
  *   old space committed but free after a full GC: fragmentation, which one compacting GC gives

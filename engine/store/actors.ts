@@ -15,9 +15,10 @@ export interface ActorRecord {
   /**
    * The persisted snapshot as a JSON string (keeps `.`/`$` in state data away from the store): XState's
    * persisted snapshot (`{status, value, historyValue, context, children}`), or, for a definition
-   * with a stored form, the compact `{form, value, context, …}` of engine/actor-host.ts
-   * `SnapshotForm` (the context without its default and derived fields: a STOP_LOSS just armed
-   * takes ~230 characters instead of ~1,000). Read it with `ActorHost.storedSnapshot` (or
+   * with a stored form, the compact form of engine/actor-host.ts `SnapshotForm` (form 2: a JSON
+   * array `[2, value, slot…, rest?, envelope?]` without the context's default and derived
+   * fields; a STOP_LOSS just armed takes ~86 characters instead of ~1,000; form 1, an object
+   * `{form, value, context, …}`, is still read). Read it with `ActorHost.storedSnapshot` (or
    * `unpackSnapshot`), which gives XState's form for either, never with `JSON.parse` alone.
    */
   snapshot: string;
