@@ -8,7 +8,7 @@ import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { GroupAppender } from './group-append.js';
 import { loadDatastore } from './embedded-load.js';
-import { UniqueIndex, takesUniqueIndex, type Bounds } from './unique-index.js';
+import { UniqueIndex, takesUniqueIndex, updatePairs, type Bounds } from './unique-index.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
 
@@ -154,16 +154,7 @@ export class IdIndex {
    */
   update(oldDoc: StoredDoc | Array<{ oldDoc: StoredDoc; newDoc: StoredDoc }>, newDoc?: StoredDoc): void {
     if (Array.isArray(oldDoc)) {
-      for (const p of oldDoc) this.remove(p.oldDoc);
-      for (let i = 0; i < oldDoc.length; i++) {
-        try {
-          this.insert(oldDoc[i]!.newDoc);
-        } catch (err) {
-          for (let j = 0; j < i; j++) this.remove(oldDoc[j]!.newDoc);
-          for (const p of oldDoc) this.insert(p.oldDoc);
-          throw err;
-        }
-      }
+      updatePairs(oldDoc, (d) => this.remove(d), (d) => this.insert(d));
       return;
     }
     if (newDoc !== undefined && this.replace(oldDoc, newDoc)) return;

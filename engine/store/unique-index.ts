@@ -28,6 +28,24 @@ type StoredDoc = Record<string, unknown> & { _id: unknown };
 
 const requireCjs = createRequire(import.meta.url);
 
+/**
+ * NeDB's update of several (old, new) document pairs in an index, all or none: every old document
+ * out, then every new one in; when an insertion is refused, what was done is undone (the new ones
+ * out, the old ones back) and the refusal thrown. Shared by {@link UniqueIndex} and the `_id` index.
+ */
+export function updatePairs(pairs: ReadonlyArray<{ oldDoc: StoredDoc; newDoc: StoredDoc }>, remove: (doc: StoredDoc) => void, insert: (doc: StoredDoc) => void): void {
+  for (const p of pairs) remove(p.oldDoc);
+  for (let i = 0; i < pairs.length; i++) {
+    try {
+      insert(pairs[i]!.newDoc);
+    } catch (err) {
+      for (let j = 0; j < i; j++) remove(pairs[j]!.newDoc);
+      for (const p of pairs) insert(p.oldDoc);
+      throw err;
+    }
+  }
+}
+
 /** NeDB's order of values (`compareThings`: by type, then strings with `<` and `>`). */
 const model = requireCjs('@seald-io/nedb/lib/model.js') as { compareThings(a: unknown, b: unknown): number };
 
@@ -337,16 +355,7 @@ export class UniqueIndex {
     const nedb = this.delegateFor(involved);
     if (nedb) return nedb.update(oldDoc, newDoc);
     if (Array.isArray(oldDoc)) {
-      for (const p of oldDoc) this.removeOwn(p.oldDoc);
-      for (let i = 0; i < oldDoc.length; i++) {
-        try {
-          this.insertOwn(oldDoc[i]!.newDoc);
-        } catch (err) {
-          for (let j = 0; j < i; j++) this.removeOwn(oldDoc[j]!.newDoc);
-          for (const p of oldDoc) this.insertOwn(p.oldDoc);
-          throw err;
-        }
-      }
+      updatePairs(oldDoc, (d) => this.removeOwn(d), (d) => this.insertOwn(d));
       return;
     }
     if (this.replace(oldDoc, newDoc!)) return;
