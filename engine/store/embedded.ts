@@ -8,7 +8,7 @@ import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { GroupAppender } from './group-append.js';
 import { loadDatastore } from './embedded-load.js';
-import { UniqueIndex, takesUniqueIndex, updatePairs, type Bounds } from './unique-index.js';
+import { insertAll, UniqueIndex, takesUniqueIndex, updatePairs, type Bounds } from './unique-index.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
 
@@ -71,14 +71,7 @@ export class IdIndex {
   /** @throws NeDB's `uniqueViolated` error (nothing inserted) when an `_id` is taken. */
   insert(doc: StoredDoc | StoredDoc[]): void {
     if (Array.isArray(doc)) {
-      for (let i = 0; i < doc.length; i++) {
-        try {
-          this.insert(doc[i]!);
-        } catch (err) {
-          for (let j = 0; j < i; j++) this.remove(doc[j]!);
-          throw err;
-        }
-      }
+      insertAll(doc, (d) => this.insert(d), (d) => this.remove(d));
       return;
     }
     const key = doc._id;

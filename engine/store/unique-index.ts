@@ -29,6 +29,22 @@ type StoredDoc = Record<string, unknown> & { _id: unknown };
 const requireCjs = createRequire(import.meta.url);
 
 /**
+ * NeDB's insertion of several documents in an index, all or none: when one is refused, those
+ * inserted before it are taken out again and the refusal thrown. Shared by {@link UniqueIndex} and
+ * the `_id` index.
+ */
+export function insertAll(docs: readonly StoredDoc[], insert: (doc: StoredDoc) => void, remove: (doc: StoredDoc) => void): void {
+  for (let i = 0; i < docs.length; i++) {
+    try {
+      insert(docs[i]!);
+    } catch (err) {
+      for (let j = 0; j < i; j++) remove(docs[j]!);
+      throw err;
+    }
+  }
+}
+
+/**
  * NeDB's update of several (old, new) document pairs in an index, all or none: every old document
  * out, then every new one in; when an insertion is refused, what was done is undone (the new ones
  * out, the old ones back) and the refusal thrown. Shared by {@link UniqueIndex} and the `_id` index.
@@ -328,14 +344,7 @@ export class UniqueIndex {
     const docs = Array.isArray(doc) ? doc : [doc];
     const nedb = this.delegateFor(docs);
     if (nedb) return nedb.insert(doc);
-    for (let i = 0; i < docs.length; i++) {
-      try {
-        this.insertOwn(docs[i]!);
-      } catch (err) {
-        for (let j = 0; j < i; j++) this.removeOwn(docs[j]!);
-        throw err;
-      }
-    }
+    insertAll(docs, (d) => this.insertOwn(d), (d) => this.removeOwn(d));
   }
 
   /** Removes the entry under `doc`'s key (or each of several's; see {@link removeOwn}). */

@@ -14,6 +14,30 @@ import { startTestService, type TestService } from '../../helpers.js';
  * (same record), is canceled through the real path (HTTP, the host loading it from the store),
  * and is stored in form 2 after.
  */
+/**
+ * Provisions alice and buys her 10 shares of a 0.01-tick token whose best bid is between 0.3 and
+ * 0.8 (stops do not reserve shares, but the request check wants them held).
+ * @returns the token and its best bid (decimal probability).
+ */
+async function aliceWithShares(svc: TestService): Promise<{ token: string; bid: number }> {
+  const as = { 'x-partner-user-id': 'alice' };
+  await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' }, headers: as });
+  const markets = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets as any[];
+  let token = '';
+  let bid = 0;
+  for (const m of markets) {
+    const b = (await svc.call('GET', `/v2/trade/book?token_id=${m.tokens[0].token_id}`)).body;
+    if (b.bids.length && Number(b.bids[0].price) > 0.3 && Number(b.bids[0].price) < 0.8 && b.tick_size === '0.01') {
+      token = m.tokens[0].token_id;
+      bid = Number(b.bids[0].price);
+      break;
+    }
+  }
+  expect(token).not.toBe('');
+  expect((await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' }, headers: as })).status).toBe(200);
+  return { token, bid };
+}
+
 describe('strategy snapshots: compact stored form, XState form still restores', () => {
   let dir: string;
   let svc: TestService | undefined;
@@ -27,20 +51,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-form-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
     svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
-    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' }, headers: as });
-    const markets = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets as any[];
-    let token = '';
-    let bid = 0;
-    for (const m of markets) {
-      const b = (await svc.call('GET', `/v2/trade/book?token_id=${m.tokens[0].token_id}`)).body;
-      if (b.bids.length && Number(b.bids[0].price) > 0.3 && Number(b.bids[0].price) < 0.8 && b.tick_size === '0.01') {
-        token = m.tokens[0].token_id;
-        bid = Number(b.bids[0].price);
-        break;
-      }
-    }
-    expect(token).not.toBe('');
-    expect((await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' }, headers: as })).status).toBe(200);
+    const { token, bid } = await aliceWithShares(svc);
     const level = String(Number((bid - 0.05).toFixed(2)));
     const res = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }, headers: as });
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
@@ -127,20 +138,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
     let s2: TestService | undefined = await startTestService({ store: await EmbeddedStore.open(tdir), env });
     try {
-      await s2.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' }, headers: as });
-      const markets = (await s2.call('GET', '/v2/trade/markets?limit=50')).body.markets as any[];
-      let token = '';
-      let bid = 0;
-      for (const m of markets) {
-        const b = (await s2.call('GET', `/v2/trade/book?token_id=${m.tokens[0].token_id}`)).body;
-        if (b.bids.length && Number(b.bids[0].price) > 0.3 && Number(b.bids[0].price) < 0.8 && b.tick_size === '0.01') {
-          token = m.tokens[0].token_id;
-          bid = Number(b.bids[0].price);
-          break;
-        }
-      }
-      expect(token).not.toBe('');
-      expect((await s2.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' }, headers: as })).status).toBe(200);
+      const { token, bid } = await aliceWithShares(s2);
       const mark = String(Number((bid + 0.02).toFixed(2)));
       const execution = { high_water_mark: mark, trailing_offset: '0.1' };
       const res = await s2.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '5', execution }, headers: as });
