@@ -15,7 +15,7 @@ type PushSocket = Socket<ClientToServerEvents, ServerToClientEvents, Record<stri
 
 /** The reason `resync.required` gives (a reconnection whose session could not be recovered). */
 export const RESYNC_REASON =
-  'this connection could not be recovered (the service restarted, or the client was away longer than 2 minutes): updates made meanwhile are not replayed; read the current orders, strategies, withdrawals, balances and positions through REST';
+  'this connection could not be recovered (the service restarted, the client was away longer than 2 minutes, or it had received no update yet to resume from): updates made meanwhile are not replayed; read the current orders, strategies, withdrawals, balances and positions through REST';
 
 /** How long a dropped connection can come back and get what it missed (connection-state recovery). */
 export const RECOVERY_WINDOW_MS = 2 * 60_000;

@@ -283,6 +283,12 @@ interface Live {
   def: ActorDefinition;
   record: ActorRecord;
   snapshot: ReturnType<AnyStateMachine['resolveState']>;
+  /**
+   * `snapshot` as {@link storedSnapshotJson} writes it, when known: what this process wrote (the
+   * record's `snapshot`). Absent for an actor restored from the store, whose stored text may list
+   * the same fields in another order; made when first needed ({@link ActorHost.step}).
+   */
+  json?: string;
 }
 
 const NO_VIEW: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
@@ -684,7 +690,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         createdAtMs: now,
         updatedAtMs: now,
       });
-      const live: Live = { def, record: slim(record), snapshot };
+      const live: Live = { def, record: slim(record), snapshot, json: record.snapshot };
       const out = def.typeOf ? withLazyView(record, deriveView) : record;
       this.keep(live);
       await this.afterWrite(live, {}, actions, null, [], out);
@@ -938,20 +944,31 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       }
       const prevDeadlines = deadlinesOf(live.snapshot);
       const previousStatus = live.record.status;
+      const def = live.def;
+      const snapshotJson = storedSnapshotJson(def, next, live.record);
+      // Nothing persisted would change (no actions to run, the same stored snapshot, the machine
+      // at its version): no write, no new revision, no update pushed. A start-up reconciliation
+      // that told strategies what they already knew gave them revisions no client ever saw. The
+      // comparison is with the current snapshot written the same way (a restored actor's stored
+      // text may order its fields otherwise).
+      if (actions.length === 0 && live.record.machineVersion === def.version && snapshotJson === (live.json ??= storedSnapshotJson(def, live.snapshot, live.record))) {
+        const same: Live = { def, record: live.record, snapshot: next, json: snapshotJson };
+        this.keep(same);
+        return this.full(same);
+      }
       try {
-        const status = live.def.statusOf(next);
+        const status = def.statusOf(next);
         const updatedAtMs = this.clock.now();
         const meta = { id, status, createdAtMs: live.record.createdAtMs, updatedAtMs, revision: live.record.revision + 1 };
-        const def = live.def;
         const record = await this.repo.update(live.record, {
-          snapshot: storedSnapshotJson(def, next, live.record),
+          snapshot: snapshotJson,
           status,
           view: NO_VIEW,
           final: next.status !== 'active',
           updatedAtMs,
           machineVersion: def.version,
         });
-        const updated: Live = { def, record: slim(record), snapshot: next };
+        const updated: Live = { def, record: slim(record), snapshot: next, json: snapshotJson };
         const out = withLazyView(record, () => def.viewOf?.(next, meta) ?? {});
         this.keep(updated);
         await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, out);

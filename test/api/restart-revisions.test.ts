@@ -1,0 +1,63 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { startTestService, type TestService } from '../helpers.js';
+
+/**
+ * A restart changes nothing a partner can see of a strategy that did not move (a partner trial:
+ * every start gave ICEBERG and PEGGED strategies two new revisions, and BRACKETs one, with a new
+ * `updated_at` and nothing else changed, and no update was pushed for them). The start-up
+ * reconciliation tells each strategy the state of its child orders; when that changes nothing
+ * stored, the host writes nothing (engine/actor-host.ts `step`).
+ */
+describe('a restart with nothing changed keeps revisions (embedded store on disk)', () => {
+  let dir: string;
+  let svc: TestService | undefined;
+  afterAll(async () => {
+    await svc?.close();
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('ICEBERG, PEGGED and a waiting BRACKET keep revision and updated_at across two restarts', async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-revisions-'));
+    const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
+    const as = { 'x-partner-user-id': 'alice' };
+    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' }, headers: as });
+    const markets = (await svc.call('GET', '/v2/trade/markets?limit=80')).body.markets as any[];
+    const picks: { token: string; bid: number; ask: number }[] = [];
+    for (const m of markets) {
+      if (m.tick_size !== '0.01') continue;
+      const b = (await svc.call('GET', `/v2/trade/book?token_id=${m.tokens[0].token_id}`)).body;
+      const bid = Number(b.bids[0]?.price);
+      const ask = Number(b.asks[0]?.price);
+      if (bid > 0.2 && bid < 0.6 && Math.round((ask - bid) * 100) >= 2) picks.push({ token: m.tokens[0].token_id, bid, ask });
+      if (picks.length === 3) break;
+    }
+    expect(picks).toHaveLength(3);
+    const px = (x: number) => String(Number(x.toFixed(2)));
+    const post = async (body: unknown) => {
+      const r = await svc!.call('POST', '/v2/trade/order', { body, headers: as });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body;
+    };
+    await post({ symbol: picks[0]!.token, side: 'buy', type: 'ICEBERG', price: px(picks[0]!.bid - 0.05), size: '30', execution: { clip_size: '10' } });
+    await post({ symbol: picks[1]!.token, side: 'buy', type: 'PEGGED', budget_usdc: '20', price_ceiling: Number(px(picks[1]!.bid + 0.01)) });
+    // a buy entry resting below the touch, with brackets waiting for it
+    await post({ symbol: picks[2]!.token, side: 'buy', type: 'LIMIT', price: px(picks[2]!.bid - 0.05), size: '10', take_profit: { price: px(picks[2]!.ask + 0.1) } });
+    await svc.services.strategies.idle();
+    const list = async () => (await svc!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies as any[];
+    const before = await list();
+    expect(before.map((s) => s.type).sort()).toEqual(['BRACKET', 'ICEBERG', 'PEGGED']);
+    expect(before.every((s) => s.status === 'ACTIVE' || s.status === 'PENDING')).toBe(true);
+    for (let i = 0; i < 2; i++) {
+      await svc.close();
+      svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+      await svc.services.strategies.idle();
+      // the same records, revisions and updated_at (the first restart used to add one or two)
+      expect(await list()).toEqual(before);
+    }
+  });
+});
