@@ -473,30 +473,21 @@ function derives(f: (context: Record<string, unknown>, ids: RecordIds) => unknow
 /** The snapshot in positional form `form` (see {@link SnapshotForm}), or XState's when its context does not fit. */
 function positionalSnapshotJson(logic: AnyStateMachine, form: SnapshotForm, fields: NonNullable<SnapshotForm['fields']>, snapshot: AnyMachineSnapshot, ids: RecordIds): string {
   const context = persistContext(snapshot.context) as Record<string, unknown>;
-  let derive = derivations.get(form);
-  if (!derive) derivations.set(form, (derive = new Map(form.derived ?? [])));
-  const defaults = form.defaults;
-  for (const k in defaults) if (context[k] === undefined) return persistedSnapshotJson(logic, snapshot);
-  for (const k of derive.keys()) if (context[k] === undefined) return persistedSnapshotJson(logic, snapshot);
-  const out: unknown[] = [form.version, snapshot.value];
   let slotted = slotKeys.get(form);
   if (!slotted) slotKeys.set(form, (slotted = new Set(fields.map((f) => (typeof f === 'string' ? f : f.key)))));
+  const packed = packContext(form, context, ids, slotted);
+  if (packed === null) return persistedSnapshotJson(logic, snapshot);
+  const out: unknown[] = [form.version, snapshot.value];
   for (const f of fields) {
     const v = context[typeof f === 'string' ? f : f.key];
     const slot = v === undefined || typeof f === 'string' ? v : f.encode(v, ids);
     if (slot === undefined) return persistedSnapshotJson(logic, snapshot);
     out.push(slot);
   }
-  let rest: Record<string, unknown> | undefined;
-  for (const k in context) {
-    if (slotted.has(k)) continue;
-    const v = context[k];
-    if (v === undefined) continue;
-    const f = derive.get(k);
-    if (f !== undefined) {
-      if (derives(f, v, context, ids)) continue;
-    } else if (k in defaults && sameJson(v, defaults[k])) continue;
-    (rest ??= {})[k] = v;
+  let hasRest = false;
+  for (const _ in packed) {
+    hasRest = true;
+    break;
   }
   let envelope: Record<string, unknown> | undefined;
   if (snapshot.status !== 'active') (envelope ??= {}).status = snapshot.status;
@@ -504,7 +495,7 @@ function positionalSnapshotJson(logic: AnyStateMachine, form: SnapshotForm, fiel
   if (snapshot.error !== undefined) (envelope ??= {}).error = snapshot.error;
   const history = persistedHistory(snapshot);
   if (history) (envelope ??= {}).historyValue = history;
-  if (rest || envelope) out.push(rest ?? {});
+  if (hasRest || envelope) out.push(packed);
   if (envelope) out.push(envelope);
   return JSON.stringify(out);
 }
@@ -552,19 +543,26 @@ function unpackPositional(stored: unknown[], form: SnapshotForm, fields: NonNull
   };
 }
 
-/** The context without what {@link SnapshotForm} `form` restores, or null when it lacks a field the form names. */
-function packContext(form: SnapshotForm, context: Record<string, unknown>, ids: RecordIds): Record<string, unknown> | null {
+/**
+ * The context without what {@link SnapshotForm} `form` restores (its fields at their default, its
+ * derived fields when they are what their derivation gives, fields holding `undefined`) nor the
+ * fields of `slotted` (a positional form's slots), or null when it lacks (or holds `undefined`
+ * in) a field the form names: then it is stored in XState's form, so the round trip stays exact.
+ */
+function packContext(form: SnapshotForm, context: Record<string, unknown>, ids: RecordIds, slotted?: ReadonlySet<string>): Record<string, unknown> | null {
   let derive = derivations.get(form);
   if (!derive) derivations.set(form, (derive = new Map(form.derived ?? [])));
   const defaults = form.defaults;
-  for (const k in defaults) if (!(k in context)) return null;
-  for (const k of derive.keys()) if (!(k in context)) return null;
+  for (const k in defaults) if (context[k] === undefined) return null;
+  for (const k of derive.keys()) if (context[k] === undefined) return null;
   const packed: Record<string, unknown> = {};
   for (const k in context) {
+    if (slotted?.has(k)) continue;
     const v = context[k];
+    if (v === undefined) continue;
     const f = derive.get(k);
     if (f !== undefined) {
-      if (sameJson(v, f(context, ids))) continue;
+      if (derives(f, v, context, ids)) continue;
     } else if (k in defaults && sameJson(v, defaults[k])) continue;
     packed[k] = v;
   }

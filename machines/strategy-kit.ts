@@ -352,44 +352,36 @@ const FORM2_DEFAULTS = Object.freeze({ tickSize: '0.01', minSize: '5' });
  * @param derivedV1 the type's derivations of form 1 (frozen with it).
  */
 export function strategySnapshotForm(type: StrategyType, derivedV1: readonly StrategyDerivation[] = [], spec: StrategyFormSpec = {}): SnapshotForm {
-  const v1: StrategyDerivation[] = [
-    ['recordId', (_c, ids) => ids._id],
-    ['userId', (_c, ids) => ids.ownerUserId],
-    ['lastTouch', (c) => (c.touch && typeof c.touch === 'object' ? { bid: c.touch.bid, ask: c.touch.ask } : c.touch)],
-    ...derivedV1,
-  ];
-  const form1: SnapshotForm = {
-    version: 1,
-    defaults: Object.freeze({ ...STRATEGY_CONTEXT_DEFAULTS, type }),
-    derived: v1 as unknown as SnapshotForm['derived'],
-    fresh: () => {
-      const c = strategyContextDefaults();
-      c.type = type;
-      return c;
-    },
-  };
+  const form1 = objectForm(1, type, {}, derivedV1);
   const extra = { ...FORM2_DEFAULTS, ...spec.defaults };
-  const v2: StrategyDerivation[] = [
-    ['recordId', (_c, ids) => ids._id],
-    ['userId', (_c, ids) => ids.ownerUserId],
-    ['lastTouch', (c) => (c.touch && typeof c.touch === 'object' ? { bid: c.touch.bid, ask: c.touch.ask } : c.touch)],
-    ...(spec.derived ?? []),
-  ];
   const fields: Array<string | FieldCodec> = ['side' in extra ? [] : ['side'], spec.fields ?? []].flat();
   fields.splice('side' in extra ? 0 : 1, 0, TOKEN_ID_CODEC);
   fields.push(TOUCH_CODEC, CREATED_AT_CODEC);
+  return { ...objectForm(STRATEGY_FORM_VERSION, type, extra, spec.derived ?? []), fields, older: [form1] };
+}
+
+/**
+ * The part every version of a strategy type's stored form shares: the defaults of
+ * {@link STRATEGY_CONTEXT_DEFAULTS} (`type` at `type`) and `extra`, and the derivations of
+ * `recordId` / `userId` (the record's ids) and `lastTouch` (`touch`) followed by `derived`.
+ */
+function objectForm(version: number, type: StrategyType, extra: Readonly<Record<string, unknown>>, derived: readonly StrategyDerivation[]): SnapshotForm {
+  const all: StrategyDerivation[] = [
+    ['recordId', (_c, ids) => ids._id],
+    ['userId', (_c, ids) => ids.ownerUserId],
+    ['lastTouch', (c) => (c.touch && typeof c.touch === 'object' ? { bid: c.touch.bid, ask: c.touch.ask } : c.touch)],
+    ...derived,
+  ];
   return {
-    version: STRATEGY_FORM_VERSION,
+    version,
     defaults: Object.freeze({ ...STRATEGY_CONTEXT_DEFAULTS, type, ...extra }),
-    derived: v2 as unknown as SnapshotForm['derived'],
+    derived: all as unknown as SnapshotForm['derived'],
     fresh: () => {
       const c = strategyContextDefaults();
       c.type = type;
-      for (const k in extra) c[k] = extra[k as keyof typeof extra];
+      for (const k in extra) c[k] = extra[k];
       return c;
     },
-    fields,
-    older: [form1],
   };
 }
 
@@ -413,12 +405,15 @@ function executionOf(c: StrategyContext): Record<string, unknown> {
  * `execution.trailing_offset_pct` (canonical decimal) and `execution.trailing_offset`.
  */
 export const TRAILING_OFFSET_DERIVATIONS: readonly StrategyDerivation[] = [
-  ['offsetPct', (c) => (executionOf(c).trailing_offset_pct !== undefined ? canonicalDecimal(executionOf(c).trailing_offset_pct) : null)],
+  fromExecution('offsetPct', 'trailing_offset_pct', () => null),
   ['offsetAbs', (c) => executionOf(c).trailing_offset ?? null],
 ];
 
-/** Form-2 derivation of a trailing type's mark field from `execution.<name>` (canonical decimal), or `orElse` without it. */
-export function markFromExecution(key: 'highWaterMark' | 'lowWaterMark', name: string, orElse: (c: StrategyContext) => unknown = () => undefined): StrategyDerivation {
+/**
+ * Form-2 derivation of a decimal field (a mark, a ceiling, an offset) from `execution.<name>`
+ * (canonical decimal), or `orElse` without it.
+ */
+export function fromExecution(key: keyof StrategyContext & string, name: string, orElse: (c: StrategyContext) => unknown = () => undefined): StrategyDerivation {
   return [key, (c) => (executionOf(c)[name] !== undefined ? canonicalDecimal(executionOf(c)[name]) : orElse(c))];
 }
 

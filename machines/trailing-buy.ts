@@ -18,7 +18,7 @@
  */
 import { Dec } from '../engine/decimal.js';
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, canonicalDecimal, d, floorShares, markFromExecution, need, strategySnapshotForm, TRAILING_OFFSET_DERIVATIONS, type StrategyContext, type StrategyDerivation, type StrategyInput } from './strategy-kit.js';
+import { baseContext, canonicalDecimal, d, floorShares, fromExecution, need, strategySnapshotForm, TRAILING_OFFSET_DERIVATIONS, type StrategyContext, type StrategyDerivation, type StrategyInput } from './strategy-kit.js';
 
 /** Context of a TRAILING_BUY: spends `quoteAmount` dollars; `triggerPrice` = the entry level; `price` = the ceiling. */
 export interface TrailingBuyContext extends ArmedStopContext {
@@ -98,9 +98,9 @@ export const TRAILING_BUY_FORM = strategySnapshotForm('TRAILING_BUY', [WATCH, ['
   fields: ['quoteAmount', 'execution'],
   defaults: { side: 'buy' },
   derived: [
-    markFromExecution('lowWaterMark', 'low_water_mark', (c) => canonicalDecimal(c.touch?.ask)),
+    fromExecution('lowWaterMark', 'low_water_mark', (c) => canonicalDecimal(c.touch?.ask)),
     ...TRAILING_OFFSET_DERIVATIONS,
-    ['priceCeiling', (c) => (c.execution?.price_ceiling !== undefined ? canonicalDecimal(c.execution.price_ceiling) : null)],
+    fromExecution('priceCeiling', 'price_ceiling', () => null),
     ['price', (c) => c.priceCeiling ?? null],
     ['triggerPrice', (c) => trailingBuyLevel(c, need(c.lowWaterMark, 'low-water mark'))],
     WATCH,

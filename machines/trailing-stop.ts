@@ -19,7 +19,7 @@
  */
 import { Dec } from '../engine/decimal.js';
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, d, markFromExecution, need, strategySnapshotForm, TRAILING_OFFSET_DERIVATIONS, type StrategyContext, type StrategyDerivation, type StrategyInput } from './strategy-kit.js';
+import { baseContext, d, fromExecution, need, strategySnapshotForm, TRAILING_OFFSET_DERIVATIONS, type StrategyContext, type StrategyDerivation, type StrategyInput } from './strategy-kit.js';
 
 /** Context of a TRAILING_STOP: sells `size` shares; `price` = `triggerPrice` = the level the mark implies. */
 export interface TrailingStopContext extends ArmedStopContext {
@@ -93,7 +93,7 @@ export const TRAILING_STOP_FORM = strategySnapshotForm('TRAILING_STOP', ARMED_DE
   fields: ['size', 'execution'],
   defaults: { side: 'sell' },
   derived: [
-    markFromExecution('highWaterMark', 'high_water_mark'),
+    fromExecution('highWaterMark', 'high_water_mark'),
     ...TRAILING_OFFSET_DERIVATIONS,
     ['triggerPrice', (c) => trailingStopLevel(c, need(c.highWaterMark, 'high-water mark'))],
     ...ARMED_DERIVED,
