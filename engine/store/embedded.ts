@@ -8,7 +8,7 @@ import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { GroupAppender } from './group-append.js';
 import { loadDatastore } from './embedded-load.js';
-import { insertAll, UniqueIndex, takesUniqueIndex, updatePairs, type Bounds } from './unique-index.js';
+import { compareKeys, insertAll, UniqueIndex, takesUniqueIndex, updatePairs, type Bounds } from './unique-index.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
 
@@ -17,7 +17,6 @@ const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') 
   serialize(doc: unknown): string;
   deepCopy<T>(doc: T): T;
   checkObject(doc: unknown): void;
-  compareThings(a: unknown, b: unknown): number;
   match(doc: unknown, query: unknown): boolean;
 };
 
@@ -210,12 +209,6 @@ export class IdIndex {
   private sorted(): StoredDoc[] {
     return this.settled() ?? (this.ordered = [...this.byId.values()].sort((a, b) => compareKeys(a._id, b._id)));
   }
-}
-
-/** NeDB's order of keys (its `compareThings`, which compares two strings with `<` and `>`). */
-function compareKeys(x: unknown, y: unknown): number {
-  if (typeof x === 'string' && typeof y === 'string') return x < y ? -1 : x > y ? 1 : 0;
-  return nedbModel.compareThings(x, y);
 }
 
 /** Gives a loaded NeDB datastore an {@link IdIndex} in place of its `_id` tree. */
