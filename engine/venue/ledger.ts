@@ -330,7 +330,7 @@ export class Ledger {
     const w = this.walletOf(userId);
     for (const t of tokenIds) {
       const p = this.positionOf(w, t);
-      p.cost = p.shares.eq(amount) ? ZERO : p.cost.minus(costOf(p, amount));
+      p.cost = p.cost.minus(costOf(p, amount)); // all of it when every share goes (costOf)
       p.shares = p.shares.minus(amount);
     }
     w.pusd = w.pusd.plus(amount);
