@@ -38,6 +38,13 @@ async function aliceWithShares(svc: TestService): Promise<{ token: string; bid: 
   return { token, bid };
 }
 
+/** Writes `snapshot` as the stored snapshot of actor `id` in the (closed) store of `dir`, as an older version would have. */
+async function storeSnapshot(dir: string, id: string, snapshot: string): Promise<void> {
+  const raw = await EmbeddedStore.open(dir);
+  expect(await (await raw.collection<{ _id: string }>('actors')).updateOne({ _id: id }, { snapshot })).toBe(1);
+  await raw.close();
+}
+
 describe('strategy snapshots: compact stored form, XState form still restores', () => {
   let dir: string;
   let svc: TestService | undefined;
@@ -86,9 +93,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
       `"touch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"filledSize":"0","matchedAmount":"0","children":[],"working":null,"seq":0,"slicesDone":0,` +
       `"lastTouch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"triggerPrice":"${level}","watch":{"bidAtOrBelow":"${level}"},"deadlines":{},"endReason":null,` +
       `"workingPrice":null,"pendingSize":null,"placing":null},"children":{}}`;
-    const raw = await EmbeddedStore.open(dir);
-    expect(await (await raw.collection<{ _id: string }>('actors')).updateOne({ _id: id }, { snapshot: xstateForm })).toBe(1);
-    await raw.close();
+    await storeSnapshot(dir, id, xstateForm);
 
     svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
     expect(svc.services.strategies.triggers.has(id)).toBe(true);
@@ -119,9 +124,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     const form1 =
       `{"form":1,"value":"armed","context":{"side":"sell","tokenId":"${token}","tickSize":"0.01","minSize":"5","price":"${level}","size":"5",` +
       `"createdAtMs":${rec2.createdAtMs - 7},"touch":{"bid":"${t2[0]}","ask":"${t2[1]}"}}}`;
-    const raw2 = await EmbeddedStore.open(dir);
-    expect(await (await raw2.collection<{ _id: string }>('actors')).updateOne({ _id: id2 }, { snapshot: form1 })).toBe(1);
-    await raw2.close();
+    await storeSnapshot(dir, id2, form1);
     svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
     expect(svc.services.strategies.triggers.has(id2)).toBe(true);
     expect(await list2()).toEqual(before2);
