@@ -145,18 +145,8 @@ export class IdIndex {
    * @throws NeDB's `uniqueViolated` error (nothing changed) when a new `_id` is taken.
    */
   update(oldDoc: StoredDoc | Array<{ oldDoc: StoredDoc; newDoc: StoredDoc }>, newDoc?: StoredDoc): void {
-    if (Array.isArray(oldDoc)) {
-      updatePairs(oldDoc, (d) => this.remove(d), (d) => this.insert(d));
-      return;
-    }
-    if (newDoc !== undefined && this.replace(oldDoc, newDoc)) return;
-    this.remove(oldDoc);
-    try {
-      this.insert(newDoc!);
-    } catch (err) {
-      this.insert(oldDoc);
-      throw err;
-    }
+    if (!Array.isArray(oldDoc) && newDoc !== undefined && this.replace(oldDoc, newDoc)) return;
+    updatePairs(Array.isArray(oldDoc) ? oldDoc : [{ oldDoc, newDoc: newDoc! }], (d) => this.remove(d), (d) => this.insert(d));
   }
 
   /** Undoes {@link update} (NeDB calls it when a later index refused the same update). */

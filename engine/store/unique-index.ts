@@ -45,7 +45,7 @@ export function insertAll(docs: readonly StoredDoc[], insert: (doc: StoredDoc) =
 }
 
 /**
- * NeDB's update of several (old, new) document pairs in an index, all or none: every old document
+ * NeDB's update of one or several (old, new) document pairs in an index, all or none: every old document
  * out, then every new one in; when an insertion is refused, what was done is undone (the new ones
  * out, the old ones back) and the refusal thrown. Shared by {@link UniqueIndex} and the `_id` index.
  */
@@ -363,18 +363,8 @@ export class UniqueIndex {
     const involved = Array.isArray(oldDoc) ? oldDoc.flatMap((p) => [p.oldDoc, p.newDoc]) : [oldDoc, newDoc!];
     const nedb = this.delegateFor(involved);
     if (nedb) return nedb.update(oldDoc, newDoc);
-    if (Array.isArray(oldDoc)) {
-      updatePairs(oldDoc, (d) => this.removeOwn(d), (d) => this.insertOwn(d));
-      return;
-    }
-    if (this.replace(oldDoc, newDoc!)) return;
-    this.removeOwn(oldDoc);
-    try {
-      this.insertOwn(newDoc!);
-    } catch (err) {
-      this.insertOwn(oldDoc);
-      throw err;
-    }
+    if (!Array.isArray(oldDoc) && this.replace(oldDoc, newDoc!)) return;
+    updatePairs(Array.isArray(oldDoc) ? oldDoc : [{ oldDoc, newDoc: newDoc! }], (d) => this.removeOwn(d), (d) => this.insertOwn(d));
   }
 
   /** Undoes {@link update} (NeDB calls it when a later index refused the same update). */
