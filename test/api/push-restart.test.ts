@@ -6,6 +6,7 @@ import { io as connect, type Socket } from 'socket.io-client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RESYNC_REASON } from '../../api/push.js';
 import { spawnService, type ServiceProcess } from '../process.js';
+import { poll } from './trading-kit.js';
 
 /**
  * Live updates across a restart (a partner trial: updates made while the service restarted never
@@ -47,7 +48,7 @@ describe('live updates across a kill -9 restart (child process, same port)', () 
     await new Promise<void>((r) => client!.once('connect', () => r()));
     const placed = await call(first.baseUrl, 'POST', '/v2/trade/order', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5' }, 'ann');
     expect(placed.status, JSON.stringify(placed.body)).toBe(200);
-    await until(() => orders.some((o) => o.order_id === placed.body.order_id));
+    await poll('the order pushed', async () => orders.some((o) => o.order_id === placed.body.order_id), (ok) => ok, 10_000);
     // a brief drop of the transport: recovered, no resync
     client.io.engine.close();
     await new Promise<void>((r) => client!.once('connect', () => r()));
@@ -60,20 +61,12 @@ describe('live updates across a kill -9 restart (child process, same port)', () 
     procs.push(second);
     await new Promise<void>((r) => client!.once('connect', () => r()));
     expect(client.recovered).toBe(false);
-    await until(() => resyncs.length > 0);
+    await poll('resync.required received', async () => resyncs.length > 0, (ok) => ok, 10_000);
     expect(resyncs).toEqual([{ reason: RESYNC_REASON }]);
     // what REST shows is what the client reloads; later updates flow again
     const again = await call(second.baseUrl, 'POST', '/v2/trade/order', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '6' }, 'ann');
-    await until(() => orders.some((o) => o.order_id === again.body.order_id));
+    await poll('the order pushed', async () => orders.some((o) => o.order_id === again.body.order_id), (ok) => ok, 10_000);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   }, 60_000);
 });
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

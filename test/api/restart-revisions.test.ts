@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedStore } from '../../engine/store/embedded.js';
 import { startTestService, type TestService } from '../helpers.js';
+import { px, tokenPicker } from './trading-kit.js';
 
 /**
  * A restart changes nothing a partner can see of a strategy that did not move (a partner trial:
@@ -27,17 +28,8 @@ describe('a restart with nothing changed keeps revisions (embedded store on disk
     svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' }, headers: as });
     const markets = (await svc.call('GET', '/v2/trade/markets?limit=80')).body.markets as any[];
-    const picks: { token: string; bid: number; ask: number }[] = [];
-    for (const m of markets) {
-      if (m.tick_size !== '0.01') continue;
-      const b = (await svc.call('GET', `/v2/trade/book?token_id=${m.tokens[0].token_id}`)).body;
-      const bid = Number(b.bids[0]?.price);
-      const ask = Number(b.asks[0]?.price);
-      if (bid > 0.2 && bid < 0.6 && Math.round((ask - bid) * 100) >= 2) picks.push({ token: m.tokens[0].token_id, bid, ask });
-      if (picks.length === 3) break;
-    }
-    expect(picks).toHaveLength(3);
-    const px = (x: number) => String(Number(x.toFixed(2)));
+    const pick = tokenPicker(() => markets, async (t) => (await svc!.call('GET', `/v2/trade/book?token_id=${t}`)).body);
+    const picks = [await pick(0.21, 0.59), await pick(0.21, 0.59), await pick(0.21, 0.59)];
     const post = async (body: unknown) => {
       const r = await svc!.call('POST', '/v2/trade/order', { body, headers: as });
       expect(r.status, JSON.stringify(r.body)).toBe(200);

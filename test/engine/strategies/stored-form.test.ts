@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
 import { TOKEN_ID_CODEC } from '../../../machines/strategy-kit.js';
+import { tokenPicker } from '../../api/trading-kit.js';
 import { startTestService, type TestService } from '../../helpers.js';
 
 /**
@@ -23,17 +24,7 @@ async function aliceWithShares(svc: TestService): Promise<{ token: string; bid: 
   const as = { 'x-partner-user-id': 'alice' };
   await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' }, headers: as });
   const markets = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets as any[];
-  let token = '';
-  let bid = 0;
-  for (const m of markets) {
-    const b = (await svc.call('GET', `/v2/trade/book?token_id=${m.tokens[0].token_id}`)).body;
-    if (b.bids.length && Number(b.bids[0].price) > 0.3 && Number(b.bids[0].price) < 0.8 && b.tick_size === '0.01') {
-      token = m.tokens[0].token_id;
-      bid = Number(b.bids[0].price);
-      break;
-    }
-  }
-  expect(token).not.toBe('');
+  const { token, bid } = await tokenPicker(() => markets, async (t) => (await svc.call('GET', `/v2/trade/book?token_id=${t}`)).body)(0.31, 0.79);
   expect((await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' }, headers: as })).status).toBe(200);
   return { token, bid };
 }
