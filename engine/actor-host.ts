@@ -298,7 +298,26 @@ const RECENTLY_FINAL = 1024;
 
 /** The record as kept in memory for a live actor: its read model is derived on demand (memory per actor). */
 function slim(r: ActorRecord): ActorRecord {
-  return { ...r, view: NO_VIEW };
+  const b = bareRecord(r) as ActorRecord;
+  b.view = NO_VIEW;
+  return b;
+}
+
+/**
+ * The stored fields of `record` (no `view`) in a new object, built field by field so that every
+ * record copy has one of a few hidden classes (a spread at a site that sees many shapes makes
+ * one per copy: issue 15).
+ */
+function bareRecord(record: ActorRecord): Omit<ActorRecord, 'view'> {
+  const r = {
+    _id: record._id, machineId: record.machineId, machineVersion: record.machineVersion, snapshot: record.snapshot, revision: record.revision,
+    kind: record.kind, status: record.status, final: record.final, partnerId: record.partnerId, ownerUserId: record.ownerUserId,
+    createdAtMs: record.createdAtMs, updatedAtMs: record.updatedAtMs, quarantine: record.quarantine,
+  } as Omit<ActorRecord, 'view'>;
+  // the optional fields added only when present (a `delete` would make the object a dictionary)
+  if (record.type !== undefined) r.type = record.type;
+  if (record.ownerKey !== undefined) r.ownerKey = record.ownerKey;
+  return r;
 }
 
 /** Where a record made by {@link withLazyView} keeps how to derive its view, and the view once derived. */
@@ -337,7 +356,7 @@ const LAZY_VIEW_ACCESSOR: PropertyDescriptor = { enumerable: true, configurable:
  * the read model eagerly on every write was wasted (issue 15). Reads, spreads and JSON see an
  * ordinary enumerable property; assigning it replaces it.
  *
- * The copy is built field by field and `view` is added last, as an accessor whose getter and
+ * The copy is {@link bareRecord}'s and `view` is added last, as an accessor whose getter and
  * setter are shared by every record (the per-record state is a non-enumerable symbol property):
  * so every such record has one of a few hidden classes. An accessor with closures of its own, or
  * a data property turned into an accessor, gave each record a hidden class of its own, made and
@@ -345,14 +364,7 @@ const LAZY_VIEW_ACCESSOR: PropertyDescriptor = { enumerable: true, configurable:
  * million armed strategies).
  */
 function withLazyView(record: ActorRecord, derive: () => Record<string, unknown>): ActorRecord {
-  const r = {
-    _id: record._id, machineId: record.machineId, machineVersion: record.machineVersion, snapshot: record.snapshot, revision: record.revision,
-    kind: record.kind, status: record.status, final: record.final, partnerId: record.partnerId, ownerUserId: record.ownerUserId,
-    createdAtMs: record.createdAtMs, updatedAtMs: record.updatedAtMs, quarantine: record.quarantine,
-  } as Omit<ActorRecord, 'view'>;
-  // the optional fields added only when present (a `delete` would make the object a dictionary)
-  if (record.type !== undefined) r.type = record.type;
-  if (record.ownerKey !== undefined) r.ownerKey = record.ownerKey;
+  const r = bareRecord(record);
   Object.defineProperty(r, LAZY_VIEW, { value: { derive, view: undefined } satisfies LazyViewSlot, enumerable: false, writable: false, configurable: false });
   Object.defineProperty(r, 'view', LAZY_VIEW_ACCESSOR);
   return r as ActorRecord;
