@@ -1,4 +1,4 @@
-import { USER_KEY_SCOPES, type Scope } from '../../engine/auth.js';
+import { KEY_SHOWN_ONCE, USER_KEY_SCOPES, type Scope } from '../../engine/auth.js';
 import { errors } from '../../engine/errors.js';
 import { userView } from '../../engine/users.js';
 import type { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from '../../schemas/users.js';
@@ -11,10 +11,6 @@ export const provisionUser: Handler = async ({ req, services, principal }) => {
   const out: UserResponse = { ...userView(user), created };
   return { status: created ? 201 : 200, body: out };
 };
-
-/** The `message` of a replayed key mint: the token is never kept, so it cannot be shown again. */
-export const KEY_SHOWN_ONCE =
-  'this request was already answered: the api_key is shown once, in that first answer, and is not kept (only its hash is); if it was lost, revoke this key_id and mint a new key with a new Idempotency-Key';
 
 /**
  * POST /v2/trade/users/{partner_user_id}/api-keys: mints a per-user key. The token is shown once:

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KEY_SHOWN_ONCE } from '../../api/handlers/users.js';
 import { bindHttp } from '../../api/server.js';
+import { KEY_SHOWN_ONCE } from '../../engine/auth.js';
 import { closeServer } from '../../engine/service.js';
+import { EmbeddedStore } from '../../engine/store/embedded.js';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 
 /** A logger writing its JSON lines to `lines` (what the service would print on stdout). */
@@ -26,6 +27,28 @@ function rawExchange(port: number, raw: string): Promise<string> {
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 20));
+
+describe('a store holding minted keys in stored responses (written before replays left them out)', () => {
+  it('item 1: the first start removes them, keeping the rest of the record, and records that it did', async () => {
+    const store = await EmbeddedStore.open(null);
+    const docs = await store.collection<{ _id: string; status: number; body: string } & Record<string, unknown>>('idempotencyKeys');
+    const minted = { key_id: 'key_old', api_key: 'pts_old_minted_secret_0123456789', scopes: ['trade.read'], expires_at: null, partner_user_id: 'alice' };
+    const base = { keyId: 'key_env_demo', fingerprint: 'f', state: 'done', leaseUntilMs: 0, headers: {}, createdAtMs: Date.now(), expiresAtMs: Date.now() + 3_600_000 };
+    await docs.insertOne({ _id: 'mint', ...base, status: 201, body: JSON.stringify(minted) });
+    await docs.insertOne({ _id: 'user', ...base, status: 201, body: JSON.stringify({ partner_user_id: 'alice', created: true }) });
+    const svc = await startTestService({ store });
+    try {
+      const after = await (await svc.services.store.collection<{ _id: string; body: string }>('idempotencyKeys')).find({});
+      expect(JSON.stringify(after)).not.toContain(minted.api_key);
+      const mint = after.find((d) => d._id === 'mint')!;
+      expect(JSON.parse(mint.body)).toEqual({ key_id: 'key_old', scopes: ['trade.read'], expires_at: null, partner_user_id: 'alice', message: KEY_SHOWN_ONCE });
+      expect(JSON.parse(after.find((d) => d._id === 'user')!.body)).toEqual({ partner_user_id: 'alice', created: true });
+      expect(await (await svc.services.store.collection('migrations')).findOne({ _id: 'idempotencyKeys: minted api keys removed from stored responses' })).not.toBeNull();
+    } finally {
+      await svc.close();
+    }
+  });
+});
 
 describe('security (issue 22)', () => {
   let svc: TestService;
