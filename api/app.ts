@@ -142,7 +142,9 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
     }
     // serialized once: the stored response and the one sent are the same text
     const bodyJson = result.body === undefined || req.method === 'GET' ? undefined : JSON.stringify(result.body);
-    await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {}, ...(bodyJson !== undefined ? { bodyJson } : {}) });
+    // an answer carrying a secret shown once is kept (and replayed) without it
+    if ('replayBody' in result) await claim.complete({ status: result.status, body: result.replayBody, headers: result.headers ?? {} });
+    else await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {}, ...(bodyJson !== undefined ? { bodyJson } : {}) });
     send(req, res, result, {}, bodyJson);
   };
   // the body is read before admission: a client sending its body slowly (or never) must not hold a
@@ -153,23 +155,39 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
   app[route.method](path, ...chain);
 }
 
-/** Query parameters whose values are never logged (a credential sent in the URL by mistake). */
-const SECRET_PARAM = /key|token|secret|pass|auth|sig/i;
+/**
+ * Names of the query parameters whose values are never logged (compared case-insensitively, after
+ * percent-decoding): those that carry a credential when a client puts one in the URL by mistake.
+ * Nothing else is redacted: `token_id` (a public market token) and the like are logged as sent.
+ */
+const SECRET_PARAMS = new Set(['authorization', 'bearer', 'token', 'access_token', 'api_key', 'apikey', 'key', 'secret', 'password', 'auth', 'signature']);
+/** A cheap first test: a query that cannot name one of {@link SECRET_PARAMS} is logged as is. */
+const MAY_NAME_SECRET = /auth|bearer|token|key|secret|password|signature|%/i;
+
+/** A query parameter's name as the application reads it (`+` is a space, percent-escapes decoded); a malformed escape keeps it raw. */
+function paramName(raw: string): string {
+  const spaced = raw.replace(/\+/g, ' ');
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    return spaced;
+  }
+}
 
 /**
- * The request URL as the log line shows it: a query parameter that may carry a credential
- * (`api_key`, `token`, …) has its value replaced by `[redacted]`, since logs never carry a token.
+ * The request URL as the log line shows it: the value of a query parameter named for a credential
+ * ({@link SECRET_PARAMS}: `api_key`, `bearer`, `token`, …) is replaced by `[redacted]`, since logs
+ * never carry a token; every other parameter is kept.
  */
 export function loggableUrl(url: string): string {
   const q = url.indexOf('?');
-  if (q < 0 || !SECRET_PARAM.test(url.slice(q))) return url;
+  if (q < 0 || !MAY_NAME_SECRET.test(url.slice(q))) return url;
   const params = url
     .slice(q + 1)
     .split('&')
     .map((kv) => {
       const eq = kv.indexOf('=');
-      const name = eq < 0 ? kv : kv.slice(0, eq);
-      return eq >= 0 && SECRET_PARAM.test(decodeURIComponent(name.replace(/\+/g, ' '))) ? `${name}=[redacted]` : kv;
+      return eq >= 0 && SECRET_PARAMS.has(paramName(kv.slice(0, eq)).toLowerCase()) ? `${kv.slice(0, eq)}=[redacted]` : kv;
     });
   return `${url.slice(0, q)}?${params.join('&')}`;
 }

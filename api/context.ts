@@ -22,6 +22,12 @@ export interface HandlerResult {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
+  /**
+   * What a replay of this answer (the same `Idempotency-Key` again) returns instead of `body`, and
+   * so what the idempotency record keeps: set when `body` carries a secret shown once (a minted
+   * API key), which is then never stored nor sent again. Absent: `body` is kept and replayed.
+   */
+  replayBody?: unknown;
 }
 
 export type Handler = (ctx: HandlerContext) => Promise<HandlerResult>;

@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config.logLevel);
   installFatalHandlers(log);
-  const bound = await bindHttp(config.port, config.host);
+  const bound = await bindHttp(config.port, config.host, log);
   const { services, generatedMasterKey } = await startServices(config, log);
   if (generatedMasterKey) {
     // Before the API answers: a client that sees /healthz 200 finds the key file written.

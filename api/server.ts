@@ -2,7 +2,8 @@ import { createServer, IncomingMessage, type Server, ServerResponse } from 'node
 import type { AddressInfo, Socket } from 'node:net';
 import helmet from 'helmet';
 import { closeServer, type Services } from '../engine/service.js';
-import { createApp } from './app.js';
+import type { Logger } from '../engine/logger.js';
+import { createApp, loggableUrl, requestLogLevel } from './app.js';
 import { attachPush, type PushServer } from './push.js';
 
 /** The HTTP server with its Socket.IO push server (issue 6) attached. */
@@ -40,11 +41,19 @@ function noSniff(req: IncomingMessage, res: ServerResponse): void {
   nosniff(req, res, () => {});
 }
 
-/** Answers while the services start behind an already bound port: 503 in the envelope. */
-function starting(req: IncomingMessage, res: ServerResponse): void {
-  noSniff(req, res);
-  res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
-  res.end(JSON.stringify({ error: 'unavailable', message: 'the service is starting; retry shortly' }));
+const STARTING = { error: 'unavailable', message: 'the service is starting; retry shortly' };
+
+/**
+ * The answer while the services start behind an already bound port: 503 in the envelope, and its
+ * log line (WARN, as every 503: {@link requestLogLevel}), shaped as the application's request lines.
+ */
+function starting(log: Logger | null): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    noSniff(req, res);
+    res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
+    res.end(JSON.stringify(STARTING));
+    log?.[requestLogLevel(503)]({ req: { method: req.method, url: loggableUrl(req.url ?? '') }, res: { statusCode: 503 }, error: STARTING.error, error_message: STARTING.message }, 'request completed');
+  };
 }
 
 /** Node's HTTP parser failures answered with a status other than 400 (by `err.code`). */
@@ -64,7 +73,8 @@ type HttpSocket = Socket & { _httpMessage?: (ServerResponse & { writableFinished
  * request that did not arrive in time) with the error envelope `{error, message}` (spec part 7:
  * every non-2xx response is a JSON object), where Node's default writes a bare status line: 400
  * `invalid_request`, 431 `request_header_fields_too_large`, 408 `request_timeout`; always
- * `Connection: close` (the stream cannot be parsed on).
+ * `Connection: close` (the stream cannot be parsed on). Each such answer gets one log line on `log`
+ * (INFO for a 4xx, as the application's request lines) with its status, `error` and the parser's code.
  *
  * When requests read before the broken one are still being answered on the connection (pipelined,
  * or the broken bytes followed a request's body), their responses are written first and the
@@ -72,7 +82,7 @@ type HttpSocket = Socket & { _httpMessage?: (ServerResponse & { writableFinished
  * so a client was told "bad request" about an order that had been placed. A request whose own body
  * was cut short gets the 400 (unless its answer had begun: then the connection just closes).
  */
-export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, log: Logger | null = null): void {
   const s = socket as HttpSocket;
   if (err.code === 'ECONNRESET' || !s.writable) {
     s.destroy();
@@ -105,6 +115,8 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
     CLIENT_ERROR_STATUS[err.code ?? ''] ??
     (brokenIsInFlight ? [400, 'Bad Request', 'invalid_request', 'the request body ended before its Content-Length (or its last chunk)'] : [400, 'Bad Request', 'invalid_request', 'malformed HTTP request']);
   const body = JSON.stringify({ error, message });
+  // the parser read no usable request line: the line names the refusal, never the raw bytes (they may hold a token)
+  log?.[requestLogLevel(status)]({ res: { statusCode: status }, error, error_message: message, parserError: err.code ?? null, remoteAddress: s.remoteAddress ?? null }, 'request refused by the HTTP parser');
   s.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
@@ -123,19 +135,22 @@ function expressReadyClasses(): { Request: typeof IncomingMessage; Response: typ
   class Response extends ServerResponse {}
   return { Request, Response: Response as unknown as typeof ServerResponse };
 }
-const serverClasses = new WeakMap<Server, ReturnType<typeof expressReadyClasses>>();
+/** Per server of {@link bindHttp}: its request and response classes, and its start-up answer (removed once the API is attached). */
+const serverClasses = new WeakMap<Server, ReturnType<typeof expressReadyClasses> & { starting: (req: IncomingMessage, res: ServerResponse) => void }>();
 
 /**
  * Binds the HTTP port before anything else starts (so a taken port fails before a master key is
  * minted); until {@link startHttp} attaches the API, every request answers 503 `unavailable`.
  * @param port - TCP port; 0 picks a free one.
+ * @param log - where the start-up 503s and the HTTP parser's refusals are logged (one line each).
  * @throws {PortInUseError} when the address cannot be bound (`EADDRINUSE`, `EACCES`, …).
  */
-export async function bindHttp(port: number, host: string): Promise<Server> {
+export async function bindHttp(port: number, host: string, log: Logger | null = null): Promise<Server> {
   const classes = expressReadyClasses();
-  const server = createServer({ IncomingMessage: classes.Request, ServerResponse: classes.Response }, starting);
-  serverClasses.set(server, classes);
-  server.on('clientError', answerClientError);
+  const answerStarting = starting(log);
+  const server = createServer({ IncomingMessage: classes.Request, ServerResponse: classes.Response }, answerStarting);
+  serverClasses.set(server, { ...classes, starting: answerStarting });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, log));
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', (err: NodeJS.ErrnoException) => reject(err.code ? new PortInUseError(host, port, err.code) : err));
@@ -152,13 +167,13 @@ export async function bindHttp(port: number, host: string): Promise<Server> {
  */
 export async function startHttp(services: Services, port: number, host: string, bound?: Server): Promise<HttpService> {
   const app = createApp(services);
-  const server = bound ?? (await bindHttp(port, host));
+  const server = bound ?? (await bindHttp(port, host, services.log));
   const classes = serverClasses.get(server);
   if (classes) {
     Object.setPrototypeOf(classes.Request.prototype, app.request);
     Object.setPrototypeOf(classes.Response.prototype, app.response);
+    server.removeListener('request', classes.starting);
   }
-  server.removeListener('request', starting);
   server.on('request', app);
   const push = attachPush(server, services);
   server.prependListener('request', noSniff); // after Socket.IO took over the 'request' listeners

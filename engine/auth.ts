@@ -40,6 +40,13 @@ export interface Principal {
   createdAtMs: number;
 }
 
+/**
+ * What a replayed key mint says in place of its token (`message`): the token is shown once and
+ * never kept, so it cannot be shown again.
+ */
+export const KEY_SHOWN_ONCE =
+  'this request was already answered: the api_key is shown once, in that first answer, and is not kept (only its hash is); if it was lost, revoke this key_id and mint a new key with a new Idempotency-Key';
+
 const TOKEN_SHAPE = /^[A-Za-z0-9._~+/=-]{16,512}$/;
 
 function sha256(token: string): string {

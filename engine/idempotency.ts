@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { KEY_SHOWN_ONCE } from './auth.js';
 import type { Clock } from './clock.js';
 import { DomainError, DuplicateKeyError, errors } from './errors.js';
 import type { Logger } from './logger.js';
@@ -36,6 +37,28 @@ interface IdempotencyDoc {
    * reads `expiresAtMs`), where a Date would send every record through NeDB's slow line format.
    */
   expiresAt?: Date;
+}
+
+/** The `migrations` record of {@link forgetStoredKeys}. */
+const KEYS_FORGOTTEN = 'idempotencyKeys: minted api keys removed from stored responses';
+
+/**
+ * Once per store: removes the `api_key` of key mints from the responses stored before replays left
+ * it out (a key mint's record now holds its replay body, {@link KEY_SHOWN_ONCE}). Only 201s are
+ * read, and only once (a `migrations` record); idempotent, so a crash before that record just runs
+ * it again. On the embedded store the data file drops the old lines at its next compaction (every
+ * 10 minutes, and on shutdown).
+ */
+async function forgetStoredKeys(store: Store, docs: Collection<IdempotencyDoc>, clock: Clock): Promise<void> {
+  const migrations = await store.collection<{ _id: string; atMs: number }>('migrations');
+  if (await migrations.findOne({ _id: KEYS_FORGOTTEN })) return;
+  for (const d of await docs.find({ status: 201 })) {
+    if (d.body === null || !d.body.includes('"api_key"')) continue;
+    const { api_key: secret, ...rest } = JSON.parse(d.body) as Record<string, unknown>;
+    if (typeof secret !== 'string' || typeof rest.key_id !== 'string') continue;
+    await docs.updateOne({ _id: d._id }, { body: JSON.stringify({ ...rest, message: KEY_SHOWN_ONCE }) });
+  }
+  await migrations.replaceOne({ _id: KEYS_FORGOTTEN, atMs: clock.now() });
 }
 
 /** A stored response to send again. */
@@ -140,6 +163,7 @@ export class IdempotencyService {
       { fields: ['expiresAt'], expireAfterSeconds: 0, adapters: ['mongodb'] },
       { fields: ['expiresAtMs'], adapters: ['embedded'] },
     ]);
+    await forgetStoredKeys(store, docs, clock);
     const svc = new IdempotencyService(docs, clock, log, options.claimsInMemory ?? store.adapter === 'embedded', store.adapter === 'mongodb');
     if (store.adapter === 'embedded') {
       await svc.sweep();

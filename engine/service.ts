@@ -1,4 +1,3 @@
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Server } from 'node:http';
 import { ActorHost } from './actor-host.js';
@@ -7,6 +6,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { ActorRepository } from './store/actors.js';
+import { prepareDataDir, writePrivateFile } from './store/data-dir.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/port.js';
 import { TimerService } from './scheduler/timers.js';
@@ -126,8 +126,8 @@ export async function startServices(config: Config, log: Logger, options: StartO
  */
 export async function announceMasterKey(config: Config, token: string, out: { write(text: string): unknown } = process.stdout): Promise<string> {
   const file = path.resolve(config.dataDir, 'master-api-key');
-  await fs.mkdir(path.dirname(file), { recursive: true });
-  await fs.writeFile(file, `${token}\n`, { mode: 0o600 });
+  await prepareDataDir(path.dirname(file));
+  await writePrivateFile(file, `${token}\n`);
   out.write(`\nMASTER_API_KEY for partner '${config.partnerId}' (shown once, also written to ${file}):\n${token}\n\n`);
   return file;
 }

@@ -83,12 +83,15 @@ export class UserService {
   }
 
   /**
-   * Provisions `partnerUserId` for `partnerId`, idempotently.
-   * @returns the user and whether this call created it.
+   * Provisions `partnerUserId` for `partnerId`, idempotently: a later call for the same user
+   * returns it (`created: false`), with its `email` updated when the call names a different one
+   * (a call without `email` leaves it as it is). Nothing else of a user ever changes.
+   * @param email - the user's address; null: none given.
+   * @returns the user as it now is and whether this call created it.
    */
   async provision(partnerId: string, partnerUserId: string, email: string | null): Promise<{ user: UserDoc; created: boolean }> {
     const existing = await this.users.findOne({ partnerId, partnerUserId });
-    if (existing) return { user: existing, created: false };
+    if (existing) return { user: await this.withEmail(existing, email), created: false };
     // A fresh secp256k1 key (no mnemonic: HD derivation costs ~15 ms and the key is not kept).
     const eoaAddress = computeAddress(hexlify(randomBytes(32)));
     const user: UserDoc = {
@@ -105,12 +108,21 @@ export class UserService {
     } catch (err) {
       if (err instanceof DuplicateKeyError) {
         const winner = await this.users.findOne({ partnerId, partnerUserId });
-        if (winner) return { user: winner, created: false };
+        if (winner) return { user: await this.withEmail(winner, email), created: false };
       }
       throw err;
     }
     for (const l of this.listeners) await l(user);
     return { user, created: true };
+  }
+
+  /** `user` with `email` stored, when one is given and differs (the cached copy replaced too); else `user` as it is. */
+  private async withEmail(user: UserDoc, email: string | null): Promise<UserDoc> {
+    if (email === null || email === user.email) return user;
+    await this.users.updateOne({ _id: user._id }, { email });
+    const updated = { ...user, email };
+    if (this.cache.has(user._id)) this.remember(updated);
+    return updated;
   }
 
   /**
@@ -135,15 +147,15 @@ export class UserService {
   }
 
   /**
-   * {@link byId} / {@link byPartnerUserId} without waiting, for a user read before (users never
-   * change once provisioned): the user, or undefined when the store must be read.
+   * {@link byId} / {@link byPartnerUserId} without waiting, for a user read before (a user's
+   * only change, its email, replaces the cached copy): the user, or undefined when the store must be read.
    * @param partnerUserId - with `partnerId`: look up by the partner's id; without: `idOrPartner` is the `platform_user_id`.
    */
   cached(idOrPartner: string, partnerUserId?: string): UserDoc | undefined {
     return this.cache.get(partnerUserId === undefined ? idOrPartner : `${idOrPartner}\u0000${partnerUserId}`);
   }
 
-  /** Users never change once provisioned: a bounded cache spares the store a read per request. */
+  /** A bounded cache spares the store a read per request (a user changes only through {@link withEmail}, which updates it). */
   private remember(u: UserDoc): void {
     if (this.cache.size >= USER_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(u._id, u);

@@ -11,7 +11,7 @@ export const UserCreateRequest = {
   required: ['partner_user_id'],
   properties: {
     partner_user_id: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:@-]+$' },
-    email: { type: 'string', format: 'email', maxLength: 254 },
+    email: { type: 'string', format: 'email', maxLength: 254, description: "The user's address. On a later call for an existing partner_user_id, a different email replaces the stored one (200, created: false); omitted, it stays as it is." },
   },
 } as const;
 export type UserCreateRequest = FromSchema<typeof UserCreateRequest>;
@@ -53,15 +53,19 @@ export const ApiKeyCreateRequest = {
 } as const;
 export type ApiKeyCreateRequest = FromSchema<typeof ApiKeyCreateRequest>;
 
-/** Minted key: the `api_key` token is shown in this response only. */
+/**
+ * Minted key: the `api_key` token is in the first answer only; a replay of the request (same
+ * `Idempotency-Key`, `Idempotent-Replayed: true`) carries `message` instead.
+ */
 export const ApiKeyCreated = {
   $id: 'ApiKeyCreated',
   type: 'object',
   additionalProperties: false,
-  required: ['key_id', 'api_key', 'scopes', 'expires_at', 'partner_user_id'],
+  required: ['key_id', 'scopes', 'expires_at', 'partner_user_id'],
   properties: {
     key_id: { type: 'string' },
-    api_key: { type: 'string', description: 'Bearer token; shown once, stored only as a hash.' },
+    api_key: { type: 'string', description: 'Bearer token; in the first answer only (never in a replay), stored only as a hash.' },
+    message: { type: 'string', description: 'On a replay only, instead of api_key: the token is shown once and not kept.' },
     scopes: { type: 'array', items: Scope },
     expires_at: { anyOf: [EpochMs, { type: 'null' }] },
     partner_user_id: { type: 'string' },

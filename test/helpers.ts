@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { startHttp, type HttpService } from '../api/server.js';
 import { ManualClock, systemClock, type Clock } from '../engine/clock.js';
 import { loadConfig, type Config } from '../engine/config.js';
-import { createLogger } from '../engine/logger.js';
+import { createLogger, type Logger } from '../engine/logger.js';
 import { startServices, type Services } from '../engine/service.js';
 import { EmbeddedStore } from '../engine/store/embedded.js';
 import { openStore } from '../engine/store/index.js';
@@ -53,11 +53,12 @@ async function defaultTestStore(env: Record<string, string> = {}): Promise<Store
   return store;
 }
 
-export async function startTestService(opts: { clock?: Clock | ManualClock; store?: Store; env?: Record<string, string> } = {}): Promise<TestService> {
+/** @param opts.log - the services' logger (default: silent); a test reading log lines passes one writing to an array. */
+export async function startTestService(opts: { clock?: Clock | ManualClock; store?: Store; env?: Record<string, string>; log?: Logger } = {}): Promise<TestService> {
   const config = testConfig(opts.env);
   const clock = opts.clock ?? systemClock;
   const store = opts.store ?? (await defaultTestStore(opts.env));
-  const { services } = await startServices(config, createLogger('silent'), { store, clock });
+  const { services } = await startServices(config, opts.log ?? createLogger('silent'), { store, clock });
   const http = await startHttp(services, 0, '127.0.0.1');
   const server = http.server;
   const baseUrl = `http://127.0.0.1:${http.port}`;

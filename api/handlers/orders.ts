@@ -109,13 +109,26 @@ export const cancelOrder: Handler = async ({ req, services, user }) => {
 };
 
 /**
+ * The position an activity cursor continues after: the `ownerKey` of the last row it was issued
+ * with, which starts with its owner's id (engine/store/actors.ts), so a cursor names its user.
+ * @throws {DomainError} `INVALID_REQUEST` (400) for a cursor this service did not issue, or one
+ *   issued to another user (it would otherwise page nothing and answer an empty 200).
+ */
+function activityCursor(services: Services, cursor: string, userId: string): string {
+  const k = services.cursors.open<{ k: unknown }>(cursor).k;
+  if (typeof k !== 'string') throw errors.badRequest('cursor is not valid: send back next_cursor exactly as received');
+  if (!k.startsWith(`${userId}|`)) throw errors.badRequest("cursor belongs to another user's activity: send back the next_cursor this user's previous page returned");
+  return k;
+}
+
+/**
  * GET /v2/trade/activity (spec 4.6, 4.7): the user's orders, strategies, wallet operations (SPLIT,
  * MERGE, REDEEM) and withdrawals (WITHDRAWAL), newest first, with an
  * opaque cursor (keyset paging: stable while new activity arrives).
  */
 export const activity: Handler = async ({ req, services, user }) => {
   const limit = req.query.limit === undefined ? 50 : Number(req.query.limit);
-  const before = typeof req.query.cursor === 'string' ? services.cursors.open<{ k: string }>(req.query.cursor).k : undefined;
+  const before = typeof req.query.cursor === 'string' ? activityCursor(services, req.query.cursor, user!._id) : undefined;
   const { records } = await services.actors.findOwned(user!._id, { kind: { $in: ['order', 'strategy', 'wallet', 'withdrawal'] } }, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
   const items = records.slice(0, limit);
   const more = records.length > limit;

@@ -1,4 +1,4 @@
-import { USER_KEY_SCOPES, type Scope } from '../../engine/auth.js';
+import { KEY_SHOWN_ONCE, USER_KEY_SCOPES, type Scope } from '../../engine/auth.js';
 import { errors } from '../../engine/errors.js';
 import { userView } from '../../engine/users.js';
 import type { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from '../../schemas/users.js';
@@ -12,7 +12,11 @@ export const provisionUser: Handler = async ({ req, services, principal }) => {
   return { status: created ? 201 : 200, body: out };
 };
 
-/** POST /v2/trade/users/{partner_user_id}/api-keys: mints a per-user key (token shown once). */
+/**
+ * POST /v2/trade/users/{partner_user_id}/api-keys: mints a per-user key. The token is shown once:
+ * a replay (same `Idempotency-Key`) answers 201 with the key's id, scopes and expiry and
+ * {@link KEY_SHOWN_ONCE} instead of `api_key`, and the idempotency record never holds the token.
+ */
 export const mintUserKey: Handler = async ({ req, services, principal }) => {
   const body = req.body as ApiKeyCreateRequest;
   const user = await services.users.byPartnerUserId(principal!.partnerId, String(req.params.partner_user_id));
@@ -20,8 +24,11 @@ export const mintUserKey: Handler = async ({ req, services, principal }) => {
   const beyond = scopes.filter((s) => !USER_KEY_SCOPES.includes(s) || !principal!.scopes.includes(s));
   if (beyond.length) throw errors.forbidden(`cannot grant ${beyond.join(', ')} with this key`);
   const { doc, token } = await services.keys.mintUserKey(principal!.partnerId, user._id, scopes, body.expires_at ?? null);
-  const out: ApiKeyCreated = { key_id: doc._id, api_key: token, scopes: doc.scopes, expires_at: doc.expiresAtMs, partner_user_id: user.partnerUserId };
-  return { status: 201, body: out };
+  const shown: Omit<ApiKeyCreated, 'api_key' | 'message'> = { key_id: doc._id, scopes: doc.scopes, expires_at: doc.expiresAtMs, partner_user_id: user.partnerUserId };
+  const out: ApiKeyCreated = { ...shown, api_key: token };
+  // the token is shown once: a replay of this request gets the key's description without it
+  const replay: ApiKeyCreated = { ...shown, message: KEY_SHOWN_ONCE };
+  return { status: 201, body: out, replayBody: replay };
 };
 
 /** DELETE /v2/trade/api-keys/{key_id}: revokes a key of the caller's partner at once. */

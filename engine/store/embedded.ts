@@ -9,6 +9,7 @@ import type { Logger } from '../logger.js';
 import { GroupAppender } from './group-append.js';
 import { loadDatastore } from './embedded-load.js';
 import { compareKeys, insertAll, UniqueIndex, takesUniqueIndex, updatePairs, type Bounds } from './unique-index.js';
+import { DATA_MODES, prepareDataDir } from './data-dir.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
 
@@ -891,8 +892,8 @@ export class EmbeddedStore implements Store {
    */
   static async open(dir: string | null, options: { lock?: boolean; log?: Logger } & LockOptions = {}): Promise<EmbeddedStore> {
     if (!dir) return new EmbeddedStore(null);
-    await fs.mkdir(dir, { recursive: true });
     const { lock, log, ...lockOptions } = options;
+    await prepareDataDir(dir, log);
     return new EmbeddedStore(dir, lock ? await lockDataDir(dir, lockOptions) : null, log ?? null);
   }
 
@@ -901,7 +902,7 @@ export class EmbeddedStore implements Store {
     if (!pending) {
       pending = (async () => {
         const ds = new Datastore<Doc>(
-          this.dir ? { filename: path.join(this.dir, `${name}.db`), autoload: false } : { inMemoryOnly: true },
+          this.dir ? { filename: path.join(this.dir, `${name}.db`), autoload: false, modes: { ...DATA_MODES } } : { inMemoryOnly: true },
         );
         await loadDatastore(ds); // NeDB's loadDatabaseAsync, faster (issue 15)
         useIdIndex(ds);

@@ -9,7 +9,7 @@ import type { Store } from './port.js';
 export type { Store, Collection, Doc, Filter, IndexSpec } from './port.js';
 export { DataDirLockedError } from './lock.js';
 export { EngineLeaseHeldError } from './lease.js';
-export { MongoStoreRefusedError } from './mongo.js';
+export { MongoStoreRefusedError, MongoUnreachableError } from './mongo.js';
 
 /**
  * Opens the store the configuration asks for: MongoDB when `MONGODB_URI` is set (with the
@@ -18,8 +18,9 @@ export { MongoStoreRefusedError } from './mongo.js';
  * embedded store on disk under `DATA_DIR` (one INFO line says so), locked for this process's life.
  * @throws {DataDirLockedError} when another live process holds `DATA_DIR`.
  * @throws {EngineLeaseHeldError} when another live engine process holds the MongoDB database.
- * @throws {MongoStoreRefusedError} on a standalone MongoDB server (unless allowed) or a URI whose
- *   write-concern options contradict the settings.
+ * @throws {MongoStoreRefusedError} on a standalone MongoDB server (unless allowed), a URI whose
+ *   write-concern options contradict the settings, or no server of the URI answering
+ *   (`MongoUnreachableError`, a subclass).
  */
 export async function openStore(config: Config, log: Logger): Promise<Store> {
   if (config.mongodbUri) {

@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
+import { DATA_DIR_MODE, writePrivateFile } from './data-dir.js';
 
 /** The lock's directory inside `DATA_DIR` (proper-lockfile's lock is an atomic `mkdir`). */
 export const LOCK_NAME = 'service.lock';
@@ -111,7 +112,7 @@ function isZombie(pid: number): boolean {
  */
 export async function lockDataDir(dir: string, options: LockOptions = {}): Promise<DataDirLock> {
   const staleMs = Math.max(options.staleMs ?? LOCK_STALE_MS, 2000);
-  await fs.mkdir(dir, { recursive: true });
+  await fs.mkdir(dir, { recursive: true, mode: DATA_DIR_MODE });
   const lockPath = path.join(dir, LOCK_NAME);
   const onCompromised =
     options.onCompromised ??
@@ -140,8 +141,10 @@ export async function lockDataDir(dir: string, options: LockOptions = {}): Promi
       throw again;
     }
   }
+  // proper-lockfile makes its folder with the process's umask: closed to other users like the rest of DATA_DIR
+  await fs.chmod(lockPath, DATA_DIR_MODE).catch(() => {});
   const owner: LockOwner = { pid: process.pid, host: os.hostname(), since: Date.now() };
-  await fs.writeFile(path.join(dir, OWNER_NAME), JSON.stringify(owner));
+  await writePrivateFile(path.join(dir, OWNER_NAME), JSON.stringify(owner));
   heldHere.add(dir);
   let released = false;
   return {

@@ -1,4 +1,4 @@
-import { MongoClient, MongoServerError, type Db, type Collection as MongoCollection, type Document, type MongoClientOptions } from 'mongodb';
+import { MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError, type Db, type Collection as MongoCollection, type Document, type MongoClientOptions } from 'mongodb';
 import { ConnectionString } from 'mongodb-connection-string-url';
 import { DuplicateKeyError } from '../errors.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
@@ -142,6 +142,24 @@ export class MongoStoreRefusedError extends Error {
   }
 }
 
+/**
+ * No member of the URI's seed list answered within the server selection timeout (a closed port, a
+ * host that does not resolve, a replica set whose members are all down). Its message is the one
+ * line to print: the hosts (never the credentials) and the driver's reason.
+ */
+export class MongoUnreachableError extends MongoStoreRefusedError {
+  constructor(uri: string, cause: Error) {
+    let hosts = '(unparsed)';
+    try {
+      hosts = new ConnectionString(uri).hosts.join(',');
+    } catch {
+      /* the driver parsed it; keep the placeholder */
+    }
+    super(`no MongoDB server of MONGODB_URI (${hosts}) answered: ${cause.message.split('\n')[0]}; check that the servers run and are reachable from here`);
+    this.name = 'MongoUnreachableError';
+  }
+}
+
 /** The kind of deployment a `hello` reply describes. */
 export type MongoTopology = 'replicaSet' | 'sharded' | 'standalone';
 
@@ -205,8 +223,9 @@ export class MongoStore implements Store {
    * `defaultDb`. When the connection or a check fails the client is closed before the error propagates.
    * @throws {MongoStoreRefusedError} on a standalone server without `allowStandalone`, or when the
    *   URI's options contradict the write concern asked for.
-   * @throws the driver's error when the URI does not parse or no server answers within the
-   *   selection timeout (10 s).
+   * @throws {MongoUnreachableError} when no server of the seed list answers within the selection
+   *   timeout (10 s).
+   * @throws the driver's error when the URI does not parse.
    */
   static async open(uri: string, defaultDb: string, options: MongoOpenOptions = {}): Promise<MongoStore> {
     const write: MongoWriteSettings = { w: options.w ?? DEFAULT_WRITE_SETTINGS.w, journal: options.journal ?? DEFAULT_WRITE_SETTINGS.journal };
@@ -215,11 +234,15 @@ export class MongoStore implements Store {
     try {
       const mismatch = uriWriteConcernConflict(uri, write) ?? writeConcernMismatch(write, client.options.writeConcern);
       if (mismatch) throw new MongoStoreRefusedError(mismatch);
-      await client.connect();
       const db = client.db(dbName);
       // `hello` since MongoDB 4.4.2; the legacy `isMaster` answers the same fields before.
       const admin = db.admin();
-      const hello = await admin.command({ hello: 1 }).catch(() => admin.command({ isMaster: 1 }));
+      const hello = await client
+        .connect()
+        .then(() => admin.command({ hello: 1 }).catch(() => admin.command({ isMaster: 1 })))
+        .catch((err: unknown) => {
+          throw err instanceof MongoServerSelectionError || err instanceof MongoNetworkError ? new MongoUnreachableError(uri, err) : err;
+        });
       const refusal = standaloneRefusal(hello, options.allowStandalone ?? false);
       if (refusal) throw new MongoStoreRefusedError(refusal);
       return new MongoStore(client, db);

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { MongoClient } from 'mongodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mongoTestUri, MONGO_SKIP_REASON, withDatabase } from '../mongo.js';
 import { spawnService, type ServiceProcess } from '../process.js';
@@ -22,6 +23,8 @@ function runToExit(args: string[], env: Record<string, string>): Promise<{ code:
 describe('the service process (issue 12 items 2, 14, 21)', () => {
   const dirs: string[] = [];
   const running: ServiceProcess[] = [];
+  /** MongoDB databases the processes of these tests made, dropped once they stopped. */
+  const databases: string[] = [];
   const tmp = async () => {
     const d = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-proc-'));
     dirs.push(d);
@@ -33,6 +36,15 @@ describe('the service process (issue 12 items 2, 14, 21)', () => {
       await p.exited;
     }
     for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
+    const uri = mongoTestUri();
+    if (uri && databases.length) {
+      const client = new MongoClient(uri, { serverSelectionTimeoutMS: 5_000 });
+      try {
+        for (const db of databases) await client.db(db).dropDatabase();
+      } finally {
+        await client.close();
+      }
+    }
   });
 
   it('a second process on the same DATA_DIR refuses to start with one line naming the folder; a taken port fails before a key is minted', async () => {
@@ -92,9 +104,24 @@ describe('the service process (issue 12 items 2, 14, 21)', () => {
     expect(out).not.toContain('still running');
   });
 
+  it('a MONGODB_URI whose seed list answers nowhere stops the start with one `cannot start:` line, no stack, exit 1', async () => {
+    const { code, out } = await runToExit(['dist/api/main.js'], {
+      MONGODB_URI: 'mongodb://app:s3cret@127.0.0.1:1,127.0.0.1:2/pts?replicaSet=rs0&serverSelectionTimeoutMS=300',
+      DATA_DIR: await tmp(),
+      PORT: '0',
+      LOG_LEVEL: 'warn',
+    });
+    expect(code).toBe(1);
+    const lines = out.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^cannot start: no MongoDB server of MONGODB_URI \(127\.0\.0\.1:1,127\.0\.0\.1:2\) answered: .+; check that the servers run and are reachable from here$/);
+    expect(out).not.toContain('s3cret');
+  });
+
   const mongoUri = mongoTestUri();
   it.skipIf(!mongoUri)(`on MongoDB a second process on the same database refuses to start naming the holder; a kill -9'd holder is taken over at once (issue 14 item 6)${mongoUri ? '' : ` — skipped: ${MONGO_SKIP_REASON}`}`, async () => {
     const db = `pts_proc_${process.pid}_${Date.now()}`;
+    databases.push(db);
     const env = { MONGODB_URI: withDatabase(mongoUri!, db), MONGODB_ALLOW_STANDALONE: 'on', SIM_REPLAY: 'off' };
     const first = await spawnService({ ...env, DATA_DIR: await tmp() });
     running.push(first);

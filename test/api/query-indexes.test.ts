@@ -111,6 +111,7 @@ const EXEMPT: Record<string, string> = {
   'actors find {ownerKey:range, ownerUserId:range}':
     'one-time backfill at the first open of a database (records from before ownerKey); `migrations` records it as done',
   'actors find {type:range}': 'one-time backfill at the first open of a database (records from before `type`); `migrations` records it as done',
+  'idempotencyKeys find {status}': 'one-time removal of minted keys from stored responses at the first open of a database (records live 24 h); `migrations` records it as done',
 };
 
 /**
