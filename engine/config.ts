@@ -1,7 +1,7 @@
 /**
  * Service configuration: one declaration of every setting (environment variable, type, default,
- * description), validated once at start-up. The README's configuration table is generated from
- * {@link SETTINGS} (see `test/engine/config.test.ts`, which keeps the two in step).
+ * description), validated once at start-up. docs/configuration.md is generated from
+ * {@link SETTINGS} by `npm run docs:config` (`test/engine/config.test.ts` fails when it is stale).
  */
 import { ConnectionString } from 'mongodb-connection-string-url';
 
@@ -15,7 +15,7 @@ export interface SettingSpec {
   type: SettingType;
   /** Default as it would be written in the environment; `undefined` means "unset". */
   default?: string;
-  /** One-line meaning, shown in the README table. */
+  /** One-line meaning, shown in docs/configuration.md. */
   description: string;
   /** Inclusive bounds for `int`. */
   min?: number;
@@ -24,7 +24,7 @@ export interface SettingSpec {
   secret?: boolean;
 }
 
-/** Every setting the service reads. Add a row here and to the README table together. */
+/** Every setting the service reads. After a change, run `npm run docs:config`. */
 export const SETTINGS = [
   { env: 'PORT', type: 'port', default: '8080', description: 'TCP port the HTTP server listens on (0 = any free port).' },
   { env: 'HOST', type: 'string', default: '127.0.0.1', description: 'Interface the HTTP server binds to.' },
