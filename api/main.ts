@@ -29,8 +29,8 @@ async function main(): Promise<void> {
   const bound = await bindHttp(config.port, config.host, log);
   const { services, generatedMasterKey } = await startServices(config, log);
   if (generatedMasterKey) {
-    // Before the API answers: a client that sees /healthz 200 finds the key file written.
-    await announceMasterKey(config, generatedMasterKey, logDestination(log));
+    // Before the API answers: a client that sees /healthz 200 finds the key printed.
+    announceMasterKey(config, generatedMasterKey, logDestination(log));
     await new Promise<void>((resolve) => log.flush(() => resolve()));
   }
   const http = await startHttp(services, config.port, config.host, bound);

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import type { Server } from 'node:http';
 import { ActorHost } from './actor-host.js';
 import { ApiKeyService } from './auth.js';
@@ -6,7 +5,6 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { ActorRepository } from './store/actors.js';
-import { prepareDataDir, writePrivateFile } from './store/data-dir.js';
 import { openStore } from './store/index.js';
 import type { Store } from './store/port.js';
 import { TimerService } from './scheduler/timers.js';
@@ -117,19 +115,14 @@ export async function startServices(config: Config, log: Logger, options: StartO
 }
 
 /**
- * Hands a freshly generated master key to the operator: printed once on stdout and written to
- * `<DATA_DIR>/master-api-key` (mode 0600) so the README's curl examples can read it. The store
- * keeps only its hash; delete the file once the key is copied somewhere safe.
+ * Hands a freshly generated master key to the operator: printed once on stdout, as a plain block
+ * of its own. It is written nowhere: the store keeps only its hash, so a key not copied from this
+ * block is lost (set `MASTER_API_KEY` to choose one instead).
  * @param out - where the plain block goes: the logger's own destination (`api/main.ts`), so it
  *   is queued in order with the JSON log lines and never lands inside one; stdout by default.
- * @returns the file's absolute path.
  */
-export async function announceMasterKey(config: Config, token: string, out: { write(text: string): unknown } = process.stdout): Promise<string> {
-  const file = path.resolve(config.dataDir, 'master-api-key');
-  await prepareDataDir(path.dirname(file));
-  await writePrivateFile(file, `${token}\n`);
-  out.write(`\nMASTER_API_KEY for partner '${config.partnerId}' (shown once, also written to ${file}):\n${token}\n\n`);
-  return file;
+export function announceMasterKey(config: Config, token: string, out: { write(text: string): unknown } = process.stdout): void {
+  out.write(`\nMASTER_API_KEY for partner '${config.partnerId}' (shown once, kept nowhere: copy it now):\n${token}\n\n`);
 }
 
 /** Closes the HTTP server: stops accepting and ends idle keep-alive connections. */

@@ -59,3 +59,19 @@ export async function spawnService(env: Record<string, string>, timeoutMs = 15_0
   }
   return { child, baseUrl, output: () => out, exited };
 }
+
+/**
+ * The master key a service generated on its first start: the line after the
+ * `MASTER_API_KEY for partner … (shown once` header it printed (the key is written nowhere else).
+ * Waits up to 5 s for it: the child's stdout may reach this process after its /healthz answered.
+ */
+export async function printedMasterKey(svc: ServiceProcess): Promise<string> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const lines = svc.output().split('\n');
+    const at = lines.findIndex((l) => l.startsWith('MASTER_API_KEY for partner '));
+    if (at >= 0 && lines[at + 1]?.trim()) return lines[at + 1]!.trim();
+    if (Date.now() > deadline) throw new Error(`no master key printed:\n${svc.output()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -4,8 +4,7 @@ import type { Logger } from '../logger.js';
 
 /**
  * Modes of `DATA_DIR` and what lives in it. The folder holds the store's data files (API key
- * hashes, the cursor-sealing key in `secrets`, every user's activity) and the first-start master
- * key file: only the service's own user may enter it or read them. Every adapter that writes under
+ * hashes, every user's activity): only the service's own user may enter it or read them. Every adapter that writes under
  * `DATA_DIR` creates its folders with {@link DATA_DIR_MODE} and its files with {@link DATA_FILE_MODE}
  * (passed as the `mode` of `open` / `writeFile` / `mkdir`, so a file is never readable by others,
  * not even for an instant), and calls {@link prepareDataDir} once before writing.

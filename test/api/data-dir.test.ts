@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnService, type ServiceProcess } from '../process.js';
+import { printedMasterKey, spawnService, type ServiceProcess } from '../process.js';
 
 /** Every regular file under `dir`, with its mode bits; every folder below `dir` must be 0700. */
 async function filesOf(dir: string): Promise<Array<{ file: string; mode: number }>> {
@@ -38,11 +38,11 @@ describe('DATA_DIR at rest (issue 22 items 1, 2)', () => {
     for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
   });
 
-  it('the folder is 0700 and every file 0600; a minted key (live or revoked, replayed) is in no file, the master key only in its hand-off file', async () => {
+  it('the folder is 0700 and every file 0600; a minted key (live or revoked, replayed) is in no file, nor the master key', async () => {
     const dir = path.join(await tmp(), 'var'); // made by the service
     const svc = await spawnService({ DATA_DIR: dir, SIM_REPLAY: 'off', SIM_CAPTURE: 'off' });
     running.push(svc);
-    const master = (await fs.readFile(path.join(dir, 'master-api-key'), 'utf8')).trim();
+    const master = await printedMasterKey(svc);
     const call = async (method: string, p: string, body?: unknown, idem: string = randomUUID()) => {
       const res = await fetch(svc.baseUrl + p, {
         method,
@@ -61,18 +61,17 @@ describe('DATA_DIR at rest (issue 22 items 1, 2)', () => {
     const replay = await call('POST', '/v2/trade/users/alice/api-keys', { scopes: ['trade.read', 'trade.withdraw'] }, idem);
     expect(replay).toMatchObject({ status: 201, replayed: 'true', body: { key_id: minted.body.key_id, message: expect.stringMatching(/shown once/) } });
     expect(replay.body.api_key).toBeUndefined();
-    // an activity cursor exists: the sealing key is in the store
     expect((await fetch(`${svc.baseUrl}/v2/trade/activity`, { headers: { authorization: `Bearer ${master}`, 'x-partner-user-id': 'alice' } })).status).toBe(200);
 
     const check = async () => {
       expect((await fs.stat(dir)).mode & 0o777).toBe(0o700);
       const files = await filesOf(dir);
-      expect(files.map((f) => path.basename(f.file))).toEqual(expect.arrayContaining(['idempotencyKeys.db', 'apiKeys.db', 'secrets.db', 'master-api-key']));
+      expect(files.map((f) => path.basename(f.file))).toEqual(expect.arrayContaining(['idempotencyKeys.db', 'apiKeys.db']));
       for (const f of files) {
         expect(f.mode, f.file).toBe(0o600);
         const text = await fs.readFile(f.file, 'utf8');
         expect(text.includes(token), `${f.file} holds the minted key`).toBe(false);
-        if (path.basename(f.file) !== 'master-api-key') expect(text.includes(master), `${f.file} holds the master key`).toBe(false);
+        expect(text.includes(master), `${f.file} holds the master key`).toBe(false);
       }
     };
     await check(); // while it runs (the data files as appended)

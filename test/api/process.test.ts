@@ -5,7 +5,7 @@ import path from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mongoTestUri, MONGO_SKIP_REASON, withDatabase } from '../mongo.js';
-import { spawnService, type ServiceProcess } from '../process.js';
+import { printedMasterKey, spawnService, type ServiceProcess } from '../process.js';
 
 /** Runs `node <args>` to its exit: exit code and everything it wrote (a MONGODB_URI of the test run is not inherited). */
 function runToExit(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
@@ -54,8 +54,8 @@ describe('the service process (issue 12 items 2, 14, 21)', () => {
     const port = new URL(first.baseUrl).port;
 
     // The master key is a plain block of its own, never inside a JSON line, before the API answers.
+    const key = await printedMasterKey(first);
     const lines = first.output().split('\n').filter((l) => l.trim() !== '');
-    const key = (await fs.readFile(path.join(dir, 'master-api-key'), 'utf8')).trim();
     const keyAt = lines.indexOf(key);
     expect(keyAt).toBeGreaterThan(0);
     expect(lines[keyAt - 1]).toMatch(/^MASTER_API_KEY for partner 'demo' \(shown once/);

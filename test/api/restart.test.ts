@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnService } from '../process.js';
+import { printedMasterKey, spawnService } from '../process.js';
 
 describe('restarts keep everything (child process on the embedded disk store)', () => {
   let dir: string;
@@ -15,8 +15,8 @@ describe('restarts keep everything (child process on the embedded disk store)', 
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-restart-'));
     const env = { DATA_DIR: dir };
     const first = await spawnService(env);
+    const key = await printedMasterKey(first);
     expect(first.output()).toMatch(/MASTER_API_KEY for partner 'demo' \(shown once/);
-    const key = (await fs.readFile(path.join(dir, 'master-api-key'), 'utf8')).trim();
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const created = (await (await fetch(`${first.baseUrl}/v2/trade/users`, { method: 'POST', headers: { ...headers, 'idempotency-key': randomUUID() }, body: JSON.stringify({ partner_user_id: 'u1' }) })).json()) as Record<string, unknown>;
     first.child.kill('SIGTERM');
