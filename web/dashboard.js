@@ -532,7 +532,7 @@ async function start() {
   } catch (err) {
     const e = /** @type {ApiError} */ (err);
     // a partner user id this partner does not have: ask again; anything else: back to the key
-    if (e.status === 404 && partnerUserId) askPartnerUser(`no partner user "${partnerUserId}" at this partner (${e.message})`);
+    if (e.status === 404 && partnerUserId) askPartnerUser(`no partner user "${partnerUserId}" at this partner`);
     else logout(e.message);
     return;
   }
