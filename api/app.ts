@@ -12,7 +12,7 @@ import { requireWritable } from './availability.js';
 import { authenticate, requireScope, resolveUser } from './auth.js';
 import type { HandlerResult, RouteSpec } from './context.js';
 import { IdempotencyService } from '../engine/idempotency.js';
-import { dashboardRouter } from './dashboard.js';
+import { dashboardRouter, FAVICON } from './dashboard.js';
 import { ApiError, errorHandler, notFoundHandler } from './errors.js';
 import { RouteDispatcher, sequence } from './dispatch.js';
 import { jsonBody } from './json-body.js';
@@ -436,7 +436,7 @@ export function createApp(services: Services): Express {
   const dashboard = dashboardRouter();
   const dashboardOnly: RequestHandler = (req, res, next) => {
     const path = req.path;
-    return path.length >= DASHBOARD.length && path.slice(0, DASHBOARD.length).toLowerCase() === DASHBOARD ? dashboard(req, res, next) : next();
+    return (path.length >= DASHBOARD.length && path.slice(0, DASHBOARD.length).toLowerCase() === DASHBOARD) || path === FAVICON ? dashboard(req, res, next) : next();
   };
   // one dispatch finds the route (api/dispatch.ts); the same routes stay mounted on Express behind it
   const dispatcher = new RouteDispatcher();

@@ -49,9 +49,12 @@ export function dashboardCsp(chartsFile: string): RequestHandler {
   });
 }
 
+/** The icon path browsers ask for on their own (served the dashboard's SVG icon). */
+export const FAVICON = '/favicon.ico';
+
 /**
- * The live dashboard (issue 6): `GET /dashboard` and its static assets — the page, its script and
- * style (web/), and lightweight-charts' standalone build from node_modules. The Socket.IO client
+ * The live dashboard: `GET /dashboard` and its static assets — the page, its script, style and
+ * icon (web/; the icon also at {@link FAVICON}), and lightweight-charts' standalone build from node_modules. The Socket.IO client
  * is served by the push server at `/socket.io/socket.io.min.js`. Public: the page holds no data;
  * the operator pastes an API key, which stays in the tab's session storage. Served under
  * {@link dashboardCsp}.
@@ -65,6 +68,11 @@ export function dashboardRouter(): Router {
   router.get('/dashboard', (_req, res) => res.sendFile(path.join(web, 'dashboard.html'), noStore));
   router.get('/dashboard/dashboard.js', (_req, res) => res.type('text/javascript').sendFile(path.join(web, 'dashboard.js'), noStore));
   router.get('/dashboard/dashboard.css', (_req, res) => res.sendFile(path.join(web, 'dashboard.css'), noStore));
+  // the page links its icon; browsers that ask for /favicon.ico on their own get the same icon
+  const icon = path.join(web, 'favicon.svg');
+  const iconOptions = { maxAge: '1d', headers: { 'content-type': 'image/svg+xml' } };
+  router.get('/dashboard/favicon.svg', (_req, res) => res.sendFile(icon, iconOptions));
+  router.get(FAVICON, dashboardCsp(charts), (_req, res) => res.sendFile(icon, iconOptions));
   router.get('/dashboard/vendor/lightweight-charts.js', (_req, res) => res.type('text/javascript').sendFile(charts, { maxAge: '1d' }));
   return router;
 }

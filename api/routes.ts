@@ -33,6 +33,11 @@ function paged(max: number, extra: Record<string, object> = {}): NonNullable<Rou
     },
   };
 }
+/** GET /v2/trade/markets `token_id`: only the markets of these outcome tokens (one id or up to 100, comma-separated). */
+const MARKET_TOKEN_FILTER = {
+  type: 'string', pattern: '^[0-9]{1,100}(,[0-9]{1,100}){0,99}$',
+  description: 'Only the markets listing these outcome tokens: one token id, or up to 100 separated by commas (a market once, in the order of its first token; unknown ids match nothing).',
+};
 const ADDRESS_PATH = { address: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$', description: 'Trader wallet address.' } };
 const COMPOUND_CURSOR = {
   cursor_ts: { type: 'integer', minimum: 0, description: 'Exclusive upper bound on block_timestamp, from next_cursor; send with next_cursor_log_idx.' },
@@ -148,7 +153,7 @@ export const ROUTES: RouteSpec[] = [
   { method: 'post', path: `${V2}/copytrade`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Subscribe to a leader (409 when one is active)', body: CopytradeRequest, example: { leader_address: '0x00000000000000000000000000000000000000bb', buy_size_mode: 'PCT_OF_LEADER_TRADE', buy_size_value: 10 }, responses: { 201: CopytradeResponse }, errors: [404, 409] },
 
   // Market data the spec lacks (issue 3)
-  { method: 'get', path: `${V2}/markets`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Markets of the venue', query: paged(500), responses: { 200: MarketsPage }, handler: markets },
+  { method: 'get', path: `${V2}/markets`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Markets of the venue', query: paged(500, { token_id: MARKET_TOKEN_FILTER }), responses: { 200: MarketsPage }, handler: markets },
   {
     method: 'get', path: `${V2}/book`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Order book of one outcome token',
     query: { properties: { token_id: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Outcome token id.' }, depth: { type: 'integer', minimum: 1, maximum: 100, description: 'Levels per side (default 20).' } }, required: ['token_id'] },

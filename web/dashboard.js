@@ -1,10 +1,14 @@
 // @ts-check
 /**
- * Live dashboard (issue 6, issue 16): the user's pUSD balance and positions (with each market's
- * question and outcome, and whether it closed or resolved), strategies and orders, updated by the
- * Socket.IO pushes of namespace /v2/trade, and a price chart of one token with its armed levels. Plain browser
- * JavaScript, type-checked by `npm run typecheck` against the event map the server uses
- * (api/push-events.ts). The API key lives in this tab's session storage only.
+ * Live dashboard: the bound user in the header; the user's pUSD balance and positions (with each
+ * market's question and outcome, the mark and unrealized PnL at the mid, and whether the market
+ * closed or resolved), strategies and orders (named by question and outcome, looked up by token id
+ * through `GET /v2/trade/markets?token_id=`), updated by the Socket.IO pushes of namespace
+ * /v2/trade, and a price chart of one token whose scale takes in its armed levels and working
+ * prices. A master key is asked which partner user to watch. Plain browser JavaScript,
+ * type-checked by `npm run typecheck` against the event map the server uses
+ * (api/push-events.ts). The API key lives in this tab's session storage only. Money shown is
+ * computed on decimal strings (scaled integers), never on floats.
  *
  * @typedef {import('../api/push-events.js').ServerToClientEvents} ServerToClientEvents
  * @typedef {import('../api/push-events.js').ClientToServerEvents} ClientToServerEvents
@@ -16,6 +20,9 @@
  * @typedef {import('../api/push-events.js').PositionItem} PositionItem
  * @typedef {import('../api/push-events.js').MarketPush} MarketPush
  * @typedef {Record<string, any> & { revision: number }} Row
+ * @typedef {PositionItem & { cur_price?: string | number | null; cash_pnl?: string | number | null }} HeldPosition
+ *   A position row; `cur_price` (mark at the mid) and `cash_pnl` (unrealized PnL, dollars) when the server sends them.
+ * @typedef {{ question: string; outcome: string; condition_id: string }} TokenInfo
  */
 
 const KEY = 'pts.dashboard.key';
@@ -31,7 +38,7 @@ let socket = null;
 const strategies = new Map();
 /** @type {Map<string, Row>} */
 const orders = new Map();
-/** The user's positions by token id (REST item shape). @type {Map<string, PositionItem>} */
+/** The user's positions by token id (REST item shape). @type {Map<string, HeldPosition>} */
 const positions = new Map();
 /** Lifecycle of the markets of those positions, by condition id (from markets.subscribe and market.updated). @type {Map<string, MarketPush>} */
 const marketStates = new Map();
@@ -45,12 +52,66 @@ let chart = null;
 let series = null;
 /** @type {any[]} */
 let priceLines = [];
+/** Prices of the lines drawn on the chart: its autoscale takes them in. @type {number[]} */
+let levelPrices = [];
+/** Why each token's book is subscribed ('chart', 'mark'); unsubscribed when no reason is left. @type {Map<string, Set<string>>} */
+const bookWants = new Map();
+/** Mid price of the subscribed books, in scaled units ({@link units}), and its time (epoch ms), by token id. @type {Map<string, { mid: bigint; at: number }>} */
+const mids = new Map();
+/** Question and outcome of each outcome token seen, by token id. @type {Map<string, TokenInfo>} */
+const tokenInfo = new Map();
+/** Token ids asked of `GET /markets?token_id=` (once each; again after a failed lookup). */
+const tokenAsked = new Set();
+/** Token ids waiting for the next lookup (gathered so that one request names up to 100). */
+const tokenQueue = new Set();
+
+// ---- decimal strings as scaled integers (12 decimal places), for money and prices shown ----
+const PLACES = 12;
+const ONE = 10n ** BigInt(PLACES);
+
+/** A decimal string (or a JSON number) as an integer count of 1e-12. @param {string | number} v @returns {bigint} */
+function units(v) {
+  const m = /^([+-]?)(\d*)(?:\.(\d*))?$/.exec(typeof v === 'number' ? v.toFixed(PLACES) : String(v).trim());
+  if (!m || (!m[2] && !m[3])) throw new Error(`not a decimal: ${v}`);
+  const n = BigInt(m[2] || '0') * ONE + BigInt((m[3] ?? '').slice(0, PLACES).padEnd(PLACES, '0'));
+  return m[1] === '-' ? -n : n;
+}
+/** `n / d` (d > 0) rounded half away from zero. @param {bigint} n @param {bigint} d */
+const divRound = (n, d) => (n < 0n ? -((-n + d / 2n) / d) : (n + d / 2n) / d);
+/** `u` rounded half away from zero to `dp` places, as an integer count of 10^-dp. @param {bigint} u @param {number} dp */
+const rounded = (u, dp) => divRound(u, 10n ** BigInt(PLACES - dp));
+/** The product of two scaled values (rounded half away from zero). @param {bigint} a @param {bigint} b */
+const times = (a, b) => divRound(a * b, ONE);
+/** `u` as a decimal string with `dp` places (rounded), or with its significant places when `dp` is omitted. @param {bigint} u @param {number} [dp] */
+function decimal(u, dp) {
+  const r = rounded(u, dp ?? PLACES);
+  const places = dp ?? PLACES;
+  const digits = (r < 0n ? -r : r).toString().padStart(places + 1, '0');
+  let out = places ? `${digits.slice(0, -places)}.${digits.slice(-places)}` : digits;
+  if (dp === undefined) out = out.replace(/\.?0+$/, '');
+  return r < 0n ? `-${out}` : out;
+}
+/** Signed dollars to the cent: `+$1.25`, `-$0.40`, `$0.00`. @param {bigint} u */
+function signedUsd(u) {
+  const cents = rounded(u, 2);
+  const text = `$${decimal(cents < 0n ? -u : u, 2)}`;
+  return cents > 0n ? `+${text}` : cents < 0n ? `-${text}` : text;
+}
 
 function credentials() {
   return { token: sessionStorage.getItem(KEY), partnerUserId: sessionStorage.getItem(USER) || '' };
 }
 
-/** REST GET with the session's key; throws the error envelope's text. @param {string} path */
+/** An error answer of the API: the envelope's text, and the HTTP status. */
+class ApiError extends Error {
+  /** @param {number} status @param {{ error?: string; message?: string }} body */
+  constructor(status, body) {
+    super(`${body.error ?? status}${body.message ? `: ${body.message}` : ''}`);
+    this.status = status;
+  }
+}
+
+/** REST GET with the session's key; throws an {@link ApiError}. @param {string} path */
 async function get(path) {
   const { token, partnerUserId } = credentials();
   /** @type {Record<string, string>} */
@@ -58,7 +119,7 @@ async function get(path) {
   if (partnerUserId) headers['x-partner-user-id'] = partnerUserId;
   const res = await fetch(API + path, { headers });
   const body = await res.json();
-  if (!res.ok) throw new Error(`${body.error}${body.message ? `: ${body.message}` : ''}`);
+  if (!res.ok) throw new ApiError(res.status, body);
   return body;
 }
 
@@ -80,12 +141,15 @@ function progress(s) {
   return [FINAL.has(s.status) ? 1 : 0, 1, s.quote_amount ? `$${s.quote_amount}` : ''];
 }
 
-/** @param {HTMLTableRowElement} tr @param {Array<string | Node>} cells */
+/** Fills a row; a question cell wraps. @param {HTMLTableRowElement} tr @param {Array<string | HTMLElement>} cells */
 function fill(tr, cells) {
   tr.replaceChildren(...cells.map((c) => {
     const td = document.createElement('td');
     if (typeof c === 'string') td.textContent = c;
-    else td.append(c);
+    else {
+      td.append(c);
+      if (c.dataset.tokenQuestion) td.className = 'question';
+    }
     return td;
   }));
 }
@@ -98,6 +162,58 @@ function statusCell(status) {
   return span;
 }
 
+/** Remembers the question and outcome of each token of market `m`. @param {{ condition_id: string; question: string; tokens: { token_id: string; outcome: string }[] }} m */
+function learnMarket(m) {
+  for (const t of m.tokens) tokenInfo.set(t.token_id, { question: m.question, outcome: t.outcome, condition_id: m.condition_id });
+}
+
+/** Writes what is known of `tokenId` into its question and outcome cells (and the chart's title). @param {string} tokenId */
+function relabel(tokenId) {
+  const info = tokenInfo.get(tokenId);
+  const id = CSS.escape(tokenId);
+  for (const el of document.querySelectorAll(`[data-token-question="${id}"]`)) el.textContent = info?.question || short(tokenId);
+  for (const el of document.querySelectorAll(`[data-token-outcome="${id}"]`)) el.textContent = info?.outcome || '–';
+  if (tokenId === chartToken) $('chart-token').textContent = info ? `${info.question} — ${info.outcome}` : `token ${short(tokenId)}`;
+}
+
+/** Looks up the markets of the tokens queued since the last call, up to 100 tokens a request. */
+async function lookUpTokens() {
+  const ids = [...tokenQueue];
+  tokenQueue.clear();
+  for (let i = 0; i < ids.length; i += 100) {
+    const chunk = ids.slice(i, i + 100);
+    try {
+      const page = await get(`/markets?limit=100&token_id=${chunk.join(',')}`);
+      for (const m of page.markets) learnMarket(m);
+    } catch {
+      for (const id of chunk) tokenAsked.delete(id); // asked again when next shown
+    }
+    for (const id of chunk) relabel(id);
+  }
+}
+
+/** Asks for the question and outcome of `tokenId` unless known or asked already. @param {string} tokenId */
+function askToken(tokenId) {
+  if (!tokenId || tokenInfo.has(tokenId) || tokenAsked.has(tokenId)) return;
+  tokenAsked.add(tokenId);
+  if (!tokenQueue.size) setTimeout(() => void lookUpTokens(), 0);
+  tokenQueue.add(tokenId);
+}
+
+/** The question and outcome cells of `tokenId` (the token id until looked up; its full id on hover). @param {string} tokenId @returns {[HTMLElement, HTMLElement]} */
+function tokenCells(tokenId) {
+  const question = document.createElement('span');
+  question.dataset.tokenQuestion = tokenId;
+  question.title = `token ${tokenId}`;
+  const outcome = document.createElement('span');
+  outcome.dataset.tokenOutcome = tokenId;
+  const info = tokenInfo.get(tokenId);
+  question.textContent = info?.question || short(tokenId);
+  outcome.textContent = info?.outcome || '–';
+  askToken(tokenId);
+  return [question, outcome];
+}
+
 /** @param {Row} s */
 function strategyCells(s) {
   const [done, total, label] = progress(s);
@@ -107,13 +223,13 @@ function strategyCells(s) {
   p.value = done;
   bar.append(p, ` ${label}`);
   const marks = [s.high_water_mark && `HWM ${s.high_water_mark}`, s.low_water_mark && `LWM ${s.low_water_mark}`, s.trigger_price && `trigger ${s.trigger_price}`].filter(Boolean).join(' · ');
-  return [short(s.record_id), s.type, statusCell(s.status), s.side, short(s.symbol), text(s.price), bar, text(s.filled_size), text(s.executed_price), marks || '–', time(s.updated_at)];
+  return [short(s.record_id), s.type, statusCell(s.status), s.side, ...tokenCells(s.symbol), text(s.price), bar, text(s.filled_size), text(s.executed_price), marks || '–', time(s.updated_at)];
 }
 
 /** @param {Row} o */
 function orderCells(o) {
   const flags = [o.is_stop_loss && 'stop-loss', o.is_take_profit && 'take-profit', o.record_id && `of ${short(o.record_id)}`].filter(Boolean).join(' · ');
-  return [short(o.order_id), o.type, statusCell(o.status), o.side, short(o.symbol), text(o.price), text(o.size ?? (o.quote_amount && `$${o.quote_amount}`)), text(o.filled_size), flags || '–', time(o.updated_at)];
+  return [short(o.order_id), o.type, statusCell(o.status), o.side, ...tokenCells(o.symbol), text(o.price), text(o.size ?? (o.quote_amount && `$${o.quote_amount}`)), text(o.filled_size), flags || '–', time(o.updated_at)];
 }
 
 /**
@@ -167,16 +283,42 @@ function marketCell(p) {
   return span;
 }
 
-/** Draws one position row (removes it when nothing is held any more). @param {PositionItem} p @param {boolean} flash */
+/**
+ * Mark and unrealized PnL of a position, as scaled values (null when unknown): the server's
+ * `cur_price` and `cash_pnl` when the row has them; otherwise $1 / $0 a share once the market
+ * resolved, else the mid of the live book, and PnL = size × mark − cost basis.
+ * @param {HeldPosition} p @returns {{ mark: bigint | null; pnl: bigint | null }}
+ */
+function valuation(p) {
+  const m = marketStates.get(p.condition_id);
+  const given = p.cur_price !== undefined && p.cur_price !== null ? units(p.cur_price) : null;
+  const mark = given ?? (m?.resolved ? (m.winning_token_id === p.token_id ? ONE : 0n) : (mids.get(p.token_id)?.mid ?? null));
+  if (p.cash_pnl !== undefined && p.cash_pnl !== null) return { mark, pnl: units(p.cash_pnl) };
+  if (mark === null) return { mark, pnl: null };
+  const size = units(p.size);
+  const cost = p.cost_usd !== undefined ? units(p.cost_usd) : times(size, units(p.avg_price));
+  return { mark, pnl: times(size, mark) - cost };
+}
+
+/** Whether the dashboard needs the live book of `p`'s token to value it (the server sent no mark, and the market did not resolve). @param {HeldPosition} p */
+function needsBook(p) {
+  return (p.cur_price === undefined || p.cur_price === null || p.cash_pnl === undefined || p.cash_pnl === null) && !marketStates.get(p.condition_id)?.resolved;
+}
+
+/** Draws one position row (removes it when nothing is held any more). @param {HeldPosition} p @param {boolean} flash */
 function drawPosition(p, flash) {
   const tbody = /** @type {HTMLTableSectionElement} */ ($('positions').querySelector('tbody'));
   let tr = /** @type {HTMLTableRowElement | null} */ (tbody.querySelector(`tr[data-id="${CSS.escape(p.token_id)}"]`));
-  if (Number(p.size) === 0) {
+  if (units(p.size) === 0n) {
     positions.delete(p.token_id);
+    dropBook(p.token_id, 'mark');
     tr?.remove();
     return;
   }
   positions.set(p.token_id, p);
+  if (p.question) learnMarket({ condition_id: p.condition_id, question: p.question, tokens: [{ token_id: p.token_id, outcome: p.outcome }] });
+  if (needsBook(p)) wantBook(p.token_id, 'mark');
+  else dropBook(p.token_id, 'mark');
   if (!tr) {
     tr = document.createElement('tr');
     tr.dataset.id = p.token_id;
@@ -187,11 +329,12 @@ function drawPosition(p, flash) {
   tr.dataset.condition = p.condition_id;
   tr.dataset.market = m?.resolved ? 'resolved' : m?.closed ? 'closed' : 'open';
   tr.classList.toggle('m-resolved', Boolean(m?.resolved));
-  const question = document.createElement('span');
-  question.textContent = p.question || short(p.token_id);
-  question.title = `token ${p.token_id}`;
-  fill(tr, [question, p.outcome || '–', p.size, p.available, p.avg_price, `$${p.cost_usd}`, marketCell(p)]);
-  /** @type {HTMLElement} */ (tr.firstElementChild).className = 'question';
+  const { mark, pnl } = valuation(p);
+  const pnlCell = document.createElement('span');
+  pnlCell.className = pnl === null ? '' : pnl > 0n ? 'pnl-up' : pnl < 0n ? 'pnl-down' : '';
+  pnlCell.textContent = pnl === null ? '–' : signedUsd(pnl);
+  if (pnl !== null) pnlCell.title = `$${decimal(pnl)}`;
+  fill(tr, [...tokenCells(p.token_id), p.size, p.available, p.avg_price, `$${p.cost_usd}`, mark === null ? '–' : decimal(mark), pnlCell, marketCell(p)]);
   if (flash) {
     tr.classList.remove('flash');
     void tr.offsetWidth;
@@ -214,6 +357,7 @@ function onMarket(m) {
   if (prev && prev.revision > m.revision) return;
   if (!prev && ![...positions.values()].some((p) => p.condition_id === m.condition_id)) return;
   marketStates.set(m.condition_id, m);
+  learnMarket(m);
   for (const p of positions.values()) if (p.condition_id === m.condition_id) drawPosition(p, true);
 }
 
@@ -239,6 +383,7 @@ async function loadWallet() {
     // a fresh session (not recovered): start again from REST; revisions restart with a new server process
     walletRevision.balance = 0;
     walletRevision.position = 0;
+    for (const tokenId of positions.keys()) dropBook(tokenId, 'mark');
     positions.clear();
     /** @type {HTMLElement} */ ($('positions').querySelector('tbody')).replaceChildren();
     $('wallet-note').textContent = '';
@@ -246,9 +391,33 @@ async function loadWallet() {
     for (const item of p.positions) drawPosition(item, false);
     await watchMarkets(p.positions.map((/** @type {PositionItem} */ x) => x.condition_id));
   } catch (err) {
-    // a master key without a partner user id watches no one user: no wallet to show
     $('wallet-note').textContent = String(/** @type {Error} */ (err).message);
   }
+}
+
+/** Subscribes to `tokenId`'s book on the current connection (the chart's title says why it failed). @param {string} tokenId */
+async function subscribeBook(tokenId) {
+  if (!socket) return;
+  const ack = await socket.emitWithAck('book.subscribe', { token_id: tokenId });
+  if (!ack.ok && tokenId === chartToken) $('chart-token').textContent = `${ack.error}: ${ack.message ?? ''}`;
+}
+
+/** Keeps `tokenId`'s book subscribed for `why` ('chart', 'mark'). @param {string} tokenId @param {string} why */
+function wantBook(tokenId, why) {
+  const wants = bookWants.get(tokenId) ?? new Set();
+  bookWants.set(tokenId, wants);
+  const first = wants.size === 0;
+  wants.add(why);
+  if (first && socket?.connected) void subscribeBook(tokenId);
+}
+
+/** Drops reason `why` for `tokenId`'s book; unsubscribes when none is left. @param {string} tokenId @param {string} why */
+function dropBook(tokenId, why) {
+  const wants = bookWants.get(tokenId);
+  if (!wants?.delete(why) || wants.size) return;
+  bookWants.delete(tokenId);
+  mids.delete(tokenId);
+  if (socket?.connected) void socket.emitWithAck('book.unsubscribe', { token_id: tokenId });
 }
 
 /** Dashed price lines: armed levels of strategies and prices of working orders on the charted token. */
@@ -265,14 +434,30 @@ function drawLevels() {
     if (o.symbol !== chartToken || FINAL.has(o.status) || !o.price) continue;
     priceLines.push(series.createPriceLine({ price: Number(o.price), color: o.side === 'buy' ? '#3fb68b' : '#ff5d5d', lineStyle: 1, lineWidth: 1, axisLabelVisible: false, title: `${o.side} ${o.size ?? ''}` }));
   }
+  levelPrices = priceLines.map((l) => l.options().price);
+}
+
+/**
+ * The chart's autoscale: the series' own range widened to take in every drawn level, so that an
+ * armed level or a working price far from the mid stays on the scale.
+ * @param {() => any} original @returns {any}
+ */
+function autoscaleWithLevels(original) {
+  const own = original();
+  if (!levelPrices.length) return own;
+  const range = own?.priceRange;
+  const low = Math.min(...levelPrices, ...(range ? [range.minValue] : []));
+  const high = Math.max(...levelPrices, ...(range ? [range.maxValue] : []));
+  return { ...own, priceRange: { minValue: low, maxValue: high } };
 }
 
 /** Charts `tokenId`: subscribes to its book and plots the mid price. @param {string | undefined} tokenId */
 async function selectToken(tokenId) {
   if (!tokenId || tokenId === chartToken || !socket) return;
-  if (chartToken) await socket.emitWithAck('book.unsubscribe', { token_id: chartToken });
+  if (chartToken) dropBook(chartToken, 'chart');
   chartToken = tokenId;
-  $('chart-token').textContent = `token ${short(tokenId)}`;
+  relabel(tokenId);
+  askToken(tokenId);
   if (!chart) {
     chart = LightweightCharts.createChart($('chart'), {
       layout: { background: { color: '#171e26' }, textColor: '#8a97a6' },
@@ -282,20 +467,32 @@ async function selectToken(tokenId) {
     });
   }
   if (series) chart.removeSeries(series);
-  series = chart.addSeries(LightweightCharts.LineSeries, { color: '#4c9aff', lineWidth: 2, priceFormat: { type: 'price', precision: 3, minMove: 0.001 } });
+  series = chart.addSeries(LightweightCharts.LineSeries, { color: '#4c9aff', lineWidth: 2, priceFormat: { type: 'price', precision: 3, minMove: 0.001 }, autoscaleInfoProvider: autoscaleWithLevels });
   priceLines = [];
   drawLevels();
-  const ack = await socket.emitWithAck('book.subscribe', { token_id: tokenId });
-  if (!ack.ok) $('chart-token').textContent = `${ack.error}: ${ack.message ?? ''}`;
+  // a book already subscribed (a held token) is not pushed again: plot its last mid at once
+  const last = mids.get(tokenId);
+  if (last) series.update({ time: Math.floor(last.at / 1000), value: Number(decimal(last.mid)) });
+  wantBook(tokenId, 'chart');
+}
+
+/** Mid of a book in scaled units: the middle of the best bid and ask, else the one side quoted, else the last trade; null when none. @param {BookPush} b */
+function bookMid(b) {
+  const bid = b.bids[0] ? units(b.bids[0].price) : null;
+  const ask = b.asks[0] ? units(b.asks[0].price) : null;
+  if (bid !== null && ask !== null) return (bid + ask) / 2n;
+  return bid ?? ask ?? (b.last_trade_price ? units(b.last_trade_price) : null);
 }
 
 /** @param {BookPush} b */
 function onBook(b) {
-  if (b.token_id !== chartToken || !series) return;
-  const bid = b.bids[0] ? Number(b.bids[0].price) : null;
-  const ask = b.asks[0] ? Number(b.asks[0].price) : null;
-  const mid = bid !== null && ask !== null ? (bid + ask) / 2 : (bid ?? ask);
-  if (mid !== null) series.update({ time: Math.floor(b.at / 1000), value: mid });
+  if (!bookWants.has(b.token_id)) return;
+  const mid = bookMid(b);
+  if (mid === null) mids.delete(b.token_id);
+  else mids.set(b.token_id, { mid, at: b.at });
+  const held = positions.get(b.token_id);
+  if (held && needsBook(held)) drawPosition(held, false);
+  if (b.token_id === chartToken && series && mid !== null) series.update({ time: Math.floor(b.at / 1000), value: Number(decimal(mid)) });
 }
 
 /** @param {boolean} on @param {string} label */
@@ -305,17 +502,51 @@ function setConnection(on, label) {
   el.textContent = label;
 }
 
+/** Shows one of the three views: the login form, the partner-user prompt of a master key, the board. @param {'login' | 'pick-user' | 'board'} view */
+function show(view) {
+  $('login').hidden = view !== 'login';
+  $('pick-user').hidden = view !== 'pick-user';
+  $('board').hidden = view !== 'board';
+}
+
+/**
+ * A master key acts for one partner user at a time: asks which (with why the last id did not do).
+ * @param {string} [why]
+ */
+function askPartnerUser(why) {
+  sessionStorage.removeItem(USER);
+  show('pick-user');
+  const err = $('pick-user-error');
+  err.hidden = !why;
+  err.textContent = why ?? '';
+  $('pick-user-id').focus();
+}
+
 async function start() {
   const { token, partnerUserId } = credentials();
   if (!token) return;
-  $('login').hidden = true;
-  $('board').hidden = false;
-  const account = await get('/account').catch(() => null);
-  $('who').textContent = account ? `partner ${account.partner_id ?? ''} ${partnerUserId ? `· user ${partnerUserId}` : ''}` : '';
+  /** @type {any} */
+  let account;
+  try {
+    account = await get('/account');
+  } catch (err) {
+    const e = /** @type {ApiError} */ (err);
+    // a partner user id this partner does not have: ask again; anything else: back to the key
+    if (e.status === 404 && partnerUserId) askPartnerUser(`no partner user "${partnerUserId}" at this partner`);
+    else logout(e.message);
+    return;
+  }
+  if (account.api_key.kind === 'master' && !account.user) return askPartnerUser();
+  show('board');
+  const bound = account.user?.partner_user_id;
+  $('who').textContent = `user ${bound ?? '–'} · partner ${account.partner_id} · ${account.api_key.kind === 'master' ? 'master key' : 'user key'}`;
+  $('who').dataset.user = bound ?? '';
   socket = io(API, { auth: partnerUserId ? { token, partner_user_id: partnerUserId } : { token }, transports: ['websocket'] });
   socket.on('connect', async () => {
     setConnection(true, socket?.recovered ? 'live (recovered)' : 'live');
     if (socket?.recovered) return;
+    // a fresh session joined no book room yet
+    for (const tokenId of bookWants.keys()) void subscribeBook(tokenId);
     // (re)load over REST, then pushes keep it current (a push older than a row is ignored)
     try {
       const [s, o] = await Promise.all([get('/strategies?limit=500'), get('/orders/open?limit=500')]);
@@ -345,12 +576,27 @@ function logout(why) {
   sessionStorage.removeItem(USER);
   socket?.disconnect();
   socket = null;
-  $('board').hidden = true;
-  $('login').hidden = false;
+  show('login');
+  $('who').textContent = '';
   const err = $('login-error');
   err.hidden = !why;
   err.textContent = why ?? '';
 }
+
+/**
+ * Read-only view of the chart, for the devtools console and the browser test: the charted token,
+ * the prices of its drawn levels, where a price falls on the chart (pixels from the top, null
+ * when off the scale) and the height of the plot.
+ */
+Object.defineProperty(window, 'dashboardChart', {
+  value: Object.freeze({
+    token: () => chartToken,
+    levels: () => [...levelPrices],
+    /** @param {number} price */
+    coordinate: (price) => series?.priceToCoordinate(price) ?? null,
+    height: () => chart?.paneSize().height ?? 0,
+  }),
+});
 
 $('login-form').addEventListener('submit', (e) => {
   e.preventDefault();
@@ -358,5 +604,11 @@ $('login-form').addEventListener('submit', (e) => {
   sessionStorage.setItem(USER, /** @type {HTMLInputElement} */ ($('partner-user-id')).value.trim());
   void start();
 });
+$('pick-user-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  sessionStorage.setItem(USER, /** @type {HTMLInputElement} */ ($('pick-user-id')).value.trim());
+  void start();
+});
+$('pick-user-cancel').addEventListener('click', () => logout());
 $('logout').addEventListener('click', () => logout());
 void start();

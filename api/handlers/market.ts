@@ -31,10 +31,32 @@ export function marketBody(venue: VenuePort, m: MarketInfo): MarketBody {
   };
 }
 
-/** GET /v2/trade/markets: the venue's markets in catalogue order (offset/limit, limit ≤ 500). */
+/**
+ * The markets listing the outcome tokens `tokenIds` (each market once, in the order of its first
+ * token; an id the venue does not list matches nothing).
+ */
+function marketsOfTokens(venue: VenuePort, tokenIds: readonly string[]): MarketInfo[] {
+  const seen = new Set<string>();
+  const out: MarketInfo[] = [];
+  for (const id of tokenIds) {
+    const conditionId = venue.token(id)?.conditionId;
+    const m = conditionId === undefined || seen.has(conditionId) ? undefined : venue.market(conditionId);
+    if (!m) continue;
+    seen.add(m.conditionId);
+    out.push(m);
+  }
+  return out;
+}
+
+/**
+ * GET /v2/trade/markets: the venue's markets in catalogue order (offset/limit, limit ≤ 500); with
+ * `token_id` (one id or a comma-separated list, checked by the route's query schema) only the
+ * markets of those tokens.
+ */
 export const markets: Handler = async ({ req, services }) => {
   const p = pageQuery(req, 500);
-  const all = services.venue.markets();
+  const tokenIds = typeof req.query.token_id === 'string' ? req.query.token_id.split(',') : null;
+  const all = tokenIds ? marketsOfTokens(services.venue, tokenIds) : services.venue.markets();
   const items = all.slice(p.offset, p.offset + p.limit).map((m) => marketBody(services.venue, m));
   return { status: 200, body: page('markets', items, all.length, p) };
 };

@@ -42,6 +42,19 @@ describe('market resolution and tick change through the real API', () => {
     const book = await svc.call('GET', `/v2/trade/book?token_id=${market.tokens[0].token_id}`);
     expect(book).toMatchObject({ status: 200, body: { token_id: market.tokens[0].token_id, last_trade_price: null } });
   });
+  it('GET /v2/trade/markets?token_id= lists only the markets of those tokens (one id, or several comma-separated); a malformed list is a 400', async () => {
+    const [up, down] = market.tokens.map((t: any) => t.token_id as string);
+    const one = await svc.call('GET', `/v2/trade/markets?token_id=${down}`);
+    expect(one).toMatchObject({ status: 200, body: { markets: [market], total: 1, offset: 0, has_more: false } });
+    const other = (await svc.call('GET', '/v2/trade/markets?limit=1')).body.markets[0];
+    const many = await svc.call('GET', `/v2/trade/markets?token_id=${other.tokens[1].token_id},${up},${down},999`);
+    expect(many).toMatchObject({ status: 200, body: { markets: [other, market], total: 2, has_more: false } });
+    expect((await svc.call('GET', '/v2/trade/markets?token_id=999')).body).toMatchObject({ markets: [], total: 0 });
+    for (const bad of ['abc', `${up},`, `${up},,${down}`, Array.from({ length: 101 }, () => up).join(',')]) {
+      const r = await svc.call('GET', `/v2/trade/markets?token_id=${bad}`);
+      expect(r.status, bad).toBe(400);
+    }
+  });
   afterAll(async () => {
     await svc.close();
     await fs.rm(dir, { recursive: true, force: true });

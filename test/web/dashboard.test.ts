@@ -5,7 +5,8 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
-import { startTestService, type TestService } from '../helpers.js';
+import { Dec } from '../../engine/decimal.js';
+import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 
 /**
  * End-to-end (issue 6): Debian's Chromium, headless, driven by playwright-core, against the
@@ -22,15 +23,50 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
   let page: Page;
   let key: string;
   let token: string;
+  /** Another outcome token (tick 0.01), charted with its levels. */
+  let chartToken: string;
+  /** The market of `token`. */
+  let market: any;
   const as = { 'x-partner-user-id': 'alice' };
+
+  /** A new page on the dashboard that submitted `apiKey` (after `prepare`, e.g. routes to set up). */
+  const loggingIn = async (apiKey: string, prepare?: (p: Page) => Promise<unknown>) => {
+    const p = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await prepare?.(p);
+    await p.goto(`${svc.baseUrl}/dashboard`);
+    await p.fill('#api-key', apiKey);
+    await p.click('#connect');
+    return p;
+  };
+  /** A new page logged in with `apiKey`, live. */
+  const loggedIn = async (apiKey: string, prepare?: (p: Page) => Promise<unknown>) => {
+    const p = await loggingIn(apiKey, prepare);
+    await p.waitForSelector('#connection.on', { timeout: 10_000 });
+    return p;
+  };
+  /** The texts of a table row's cells. */
+  const cells = (p: Page, row: string) => p.$eval(row, (tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
+  /** Mid of `tokenId`'s book (best bid and ask), as the dashboard marks a position. */
+  const midOf = async (tokenId: string) => {
+    const b = (await svc.call('GET', `/v2/trade/book?token_id=${tokenId}&depth=1`)).body;
+    return new Dec(b.bids[0].price).plus(b.asks[0].price).div(2);
+  };
 
   beforeAll(async () => {
     if (!present) throw new Error(`Chromium not found at ${CHROMIUM}: .ci/run installs Debian's chromium`);
     svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' } });
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
     key = (await svc.call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } })).body.api_key;
-    const markets = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets;
-    token = markets.find((m: any) => m.tick_size === '0.01').tokens[0].token_id;
+    const markets = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter((m: any) => m.tick_size === '0.01');
+    market = markets[0];
+    token = market.tokens[0].token_id;
+    // a token quoted well inside (0.2, 0.8): its levels below can sit far from the mid on both sides
+    for (const m of markets.slice(3)) {
+      for (const t of m.tokens) {
+        const mid = await midOf(t.token_id).catch(() => null);
+        if (!chartToken && mid && mid.gt(0.2) && mid.lt(0.8)) chartToken = t.token_id;
+      }
+    }
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
@@ -114,11 +150,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
   }, 30_000);
 
   it('shows the balance and positions with question and outcome, updated live, and marks a resolved market (issue 16)', async () => {
-    const p = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await p.goto(`${svc.baseUrl}/dashboard`);
-    await p.fill('#api-key', key);
-    await p.click('#connect');
-    await p.waitForSelector('#connection.on', { timeout: 10_000 });
+    const p = await loggedIn(key);
     await p.waitForFunction(() => document.querySelector('#balance-balance')?.textContent !== '–', undefined, { timeout: 5_000 }); // loaded over REST
     const shownBefore = await p.textContent('#balance-available');
     const bought = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' } });
@@ -130,13 +162,20 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     // live, without reload: the balance and the position with its market's question and outcome
     await expect.poll(() => p.textContent('#balance-available'), { timeout: 5_000 }).toBe(`$${balance.available}`);
     await p.waitForSelector(`${row}[data-market="open"]`, { timeout: 5_000 });
-    await expect.poll(() => p.$eval(row, (tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)), { timeout: 5_000 }).toEqual(
-      [held.question, held.outcome, held.size, held.available, held.avg_price, `$${held.cost_usd}`, 'open'],
+    // marked at the mid of the book: unrealized PnL = size × mid − cost, to the cent
+    const mid = await midOf(token);
+    const pnl = new Dec(held.size).times(mid).minus(held.cost_usd).toDecimalPlaces(2, Dec.ROUND_HALF_UP);
+    const pnlText = `${pnl.isPos() && !pnl.isZero() ? '+' : pnl.isNeg() && !pnl.isZero() ? '-' : ''}$${pnl.abs().toFixed(2)}`;
+    await expect.poll(() => cells(p, row), { timeout: 5_000 }).toEqual(
+      [held.question, held.outcome, held.size, held.available, held.avg_price, `$${held.cost_usd}`, mid.toString(), pnlText, 'open'],
     );
     // the market resolves for this outcome: the row is marked resolved, won
     await (svc.services.venue as SimVenue).resolveMarket(held.condition_id, token);
     await p.waitForSelector(`${row}[data-market="resolved"]`, { timeout: 5_000 });
     expect(await p.textContent(`${row} td:last-child`)).toBe('resolved: won ($1 a share)');
+    // resolved for this outcome: marked at $1 a share
+    const won = new Dec(held.size).minus(held.cost_usd).toDecimalPlaces(2, Dec.ROUND_HALF_UP);
+    await expect.poll(() => cells(p, row).then((c) => c.slice(6, 8)), { timeout: 5_000 }).toEqual(['1', `${won.isNeg() ? '-' : '+'}$${won.abs().toFixed(2)}`]);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-positions-resolved.png'), fullPage: true });
     // a reload shows the same from REST and the markets.subscribe acknowledgement
     await p.reload();
@@ -144,4 +183,114 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     expect(await p.textContent('#balance-balance')).toBe(`$${(await svc.call('GET', '/v2/trade/balances', { headers: as })).body.balance}`);
     await p.close();
   }, 60_000);
+
+  it('the header shows the bound user; strategies and orders show their market\'s question and outcome, not a token id', async () => {
+    const p = await loggedIn(key);
+    expect(await p.textContent('#who')).toMatch(/^user alice · partner \S+ · user key$/);
+    const other = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter((m: any) => m.tick_size === '0.01')[2]; // not chartToken's
+    const [yes, no] = other.tokens;
+    const limit = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: no.token_id, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' } });
+    const twap = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: yes.token_id, side: 'buy', type: 'TWAP', size: '30', execution: { interval_sec: 600, duration_sec: 1800 } } });
+    expect([limit.status, twap.body.status]).toEqual([200, 'ACTIVE']);
+    const orderRow = `#orders tr[data-id="${limit.body.order_id}"]`;
+    const strategyRow = `#strategies tr[data-id="${twap.body.record_id}"]`;
+    // columns 5 and 6: the market's question and the outcome (the token id on hover)
+    await expect.poll(() => cells(p, orderRow).then((c) => c.slice(4, 6)), { timeout: 5_000 }).toEqual([other.question, no.outcome]);
+    await expect.poll(() => cells(p, strategyRow).then((c) => c.slice(4, 6)), { timeout: 5_000 }).toEqual([other.question, yes.outcome]);
+    expect(await p.getAttribute(`${orderRow} [data-token-question]`, 'title')).toBe(`token ${no.token_id}`);
+    // the chart's title names the charted outcome too
+    await p.click(orderRow);
+    await expect.poll(() => p.textContent('#chart-token'), { timeout: 5_000 }).toBe(`${other.question} — ${no.outcome}`);
+    // after a reload (rows from REST) the same
+    await p.reload();
+    await p.waitForSelector('#connection.on', { timeout: 10_000 });
+    await expect.poll(() => cells(p, orderRow).then((c) => c.slice(4, 6)), { timeout: 5_000 }).toEqual([other.question, no.outcome]);
+    await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-names.png'), fullPage: true });
+    expect((await svc.call('DELETE', `/v2/trade/orders/${limit.body.order_id}`, { headers: as })).status).toBe(200);
+    expect((await svc.call('DELETE', `/v2/trade/strategies/${twap.body.record_id}`, { headers: as })).status).toBe(200);
+    await p.close();
+  }, 60_000);
+
+  it('a master key without a partner user id gets a field asking for one (no raw API error), is asked again for an unknown id, then watches that user', async () => {
+    const p = await loggingIn(MASTER_KEY);
+    await p.waitForSelector('#pick-user:not([hidden])', { timeout: 10_000 });
+    expect(await p.isHidden('#board')).toBe(true);
+    expect(await p.isHidden('#pick-user-error')).toBe(true);
+    expect(await p.textContent('body')).not.toMatch(/bad_request|X-Partner-User-Id header/);
+    await p.fill('#pick-user-id', 'nobody');
+    await p.click('#pick-user button[type=submit]');
+    await p.waitForSelector('#pick-user-error:not([hidden])', { timeout: 5_000 });
+    expect(await p.textContent('#pick-user-error')).toBe('no partner user "nobody" at this partner');
+    await p.fill('#pick-user-id', 'alice');
+    await p.click('#pick-user button[type=submit]');
+    await p.waitForSelector('#connection.on', { timeout: 10_000 });
+    expect(await p.isHidden('#pick-user')).toBe(true);
+    expect(await p.textContent('#who')).toMatch(/^user alice · partner \S+ · master key$/);
+    const balance = (await svc.call('GET', '/v2/trade/balances', { headers: as })).body;
+    await expect.poll(() => p.textContent('#balance-balance'), { timeout: 5_000 }).toBe(`$${balance.balance}`);
+    expect(await p.textContent('#wallet-note')).toBe('');
+    await p.close();
+  }, 30_000);
+
+  it('the chart\'s scale takes in armed levels and working prices far from the mid', async () => {
+    const bought = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'buy', type: 'MARKET', quote_amount: '10' } });
+    expect(bought.status).toBe(200);
+    const mid = Number(await midOf(chartToken));
+    const stop = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'sell', type: 'STOP_LOSS', price: '0.03', size: '5' } });
+    const take = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'sell', type: 'TAKE_PROFIT', price: '0.97', size: '5' } });
+    const limit = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' } });
+    expect([stop.status, take.status, limit.status]).toEqual([200, 200, 200]);
+    const p = await loggedIn(key);
+    await p.waitForSelector(`#orders tr[data-id="${limit.body.order_id}"]`, { timeout: 5_000 });
+    await p.click(`#orders tr[data-id="${limit.body.order_id}"]`);
+    await expect.poll(() => p.evaluate(() => (window as any).dashboardChart.levels().sort()), { timeout: 5_000 }).toEqual([0.02, 0.03, 0.97]);
+    // every level and the mid fall inside the plot's height (a price off the scale has no coordinate)
+    const inView = (prices: number[]) => p.evaluate((xs) => {
+      const c = (window as any).dashboardChart;
+      const h = c.height();
+      return xs.map((x) => {
+        const y = c.coordinate(x);
+        return h > 0 && y !== null && y >= 0 && y <= h;
+      });
+    }, prices);
+    await expect.poll(() => inView([0.02, 0.03, 0.97, mid]), { timeout: 5_000 }).toEqual([true, true, true, true]);
+    // a level armed while the chart is shown, lower still (the book does not change): the scale widens to it
+    const lower = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'sell', type: 'STOP_LOSS', price: '0.01', size: '5' } });
+    expect(lower.status).toBe(200);
+    await expect.poll(() => p.evaluate(() => (window as any).dashboardChart.levels().sort()), { timeout: 5_000 }).toEqual([0.01, 0.02, 0.03, 0.97]);
+    await expect.poll(() => inView([0.01, 0.02, 0.03, 0.97, mid]), { timeout: 5_000 }).toEqual([true, true, true, true, true]);
+    await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-levels.png'), fullPage: true });
+    for (const id of [stop.body.record_id, lower.body.record_id]) expect((await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as })).status).toBe(200);
+    for (const id of [limit.body.order_id, take.body.order_id]) expect((await svc.call('DELETE', `/v2/trade/orders/${id}`, { headers: as })).status).toBe(200);
+    await p.close();
+  }, 60_000);
+
+  it('positions show the server\'s cur_price and cash_pnl when the rows carry them', async () => {
+    const p = await loggingIn(key, (page) => page.route(/\/v2\/trade\/positions\?/, async (route) => {
+      const response = await route.fetch();
+      const body = await response.json();
+      body.positions = body.positions.map((x: any) => ({ ...x, cur_price: '0.615', cash_pnl: '-1.235' }));
+      await route.fulfill({ response, json: body });
+    }));
+    await p.waitForSelector('#positions tbody tr', { timeout: 10_000 });
+    const rows = await p.$$eval('#positions tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-id')));
+    expect(rows.length).toBeGreaterThan(0);
+    for (const id of rows) expect(await cells(p, `#positions tr[data-id="${id}"]`).then((c) => [c[6], c[7]])).toEqual(['0.615', '-$1.24']);
+    await p.close();
+  }, 30_000);
+
+  it('serves its icon: the page links one and /favicon.ico answers with it, so nothing the page asks for is a 404', async () => {
+    const failed: string[] = [];
+    const p = await loggedIn(key, async (page) => page.on('response', (r) => {
+      if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+    }));
+    const href = await p.$eval('link[rel=icon]', (l) => (l as HTMLLinkElement).href);
+    for (const url of [href, `${svc.baseUrl}/favicon.ico`]) {
+      const r = await fetch(url);
+      expect([url, r.status, r.headers.get('content-type')]).toEqual([url, 200, 'image/svg+xml']);
+      expect(await r.text()).toMatch(/^<svg /);
+    }
+    expect(failed).toEqual([]);
+    await p.close();
+  }, 30_000);
 });
