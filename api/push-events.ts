@@ -42,6 +42,17 @@ export type StrategyPush = PushMeta & { record_id: string; type: string; status:
  */
 export type WithdrawalPush = PushMeta & { withdrawal_id: string; status: string; [field: string]: unknown };
 
+/**
+ * `wallet_operation.updated`: a split, merge or redeem as its POST answer and activity row show it
+ * (WalletOpResponse: `operation_id`, `type` SPLIT | MERGE | REDEEM, `status` `PENDING` →
+ * `CONFIRMED` | `FAILED`, `condition_id`, `amount`, `payout_usd`, `transaction_hash`, `pusd_delta`,
+ * `pusd_balance`, `tokens` with each outcome token's `shares_delta` and `balance`, and
+ * `failure_code` / `message` when it failed) after each persisted change, to its owner's and
+ * partner's rooms like `order.updated`. The `balance.updated` / `position.updated` it causes come
+ * besides it.
+ */
+export type WalletOperationPush = PushMeta & { operation_id: string; type: 'SPLIT' | 'MERGE' | 'REDEEM'; status: string; [field: string]: unknown };
+
 /** One price level: decimal strings (probability, shares). */
 export interface BookLevel {
   price: string;
@@ -119,8 +130,8 @@ export interface PositionPush {
 
 /**
  * `market.updated` (issue 16): a market as `GET /v2/trade/markets` lists it, after its tick size
- * changed or it closed or resolved, plus its lifecycle. To the public markets room
- * (`markets.subscribe`).
+ * changed or it closed or resolved, plus its lifecycle. To the connections that subscribed to it
+ * (`markets.subscribe` naming it) or to every market (`markets.subscribe` without `condition_ids`).
  */
 export interface MarketBody {
   condition_id: string;
@@ -158,13 +169,14 @@ export type BatchedRecord =
   | { event: 'order.updated'; data: OrderPush }
   | { event: 'strategy.updated'; data: StrategyPush }
   | { event: 'withdrawal.updated'; data: WithdrawalPush }
+  | { event: 'wallet_operation.updated'; data: WalletOperationPush }
   | { event: 'balance.updated'; data: BalancePush }
   | { event: 'position.updated'; data: PositionPush };
 
 /**
  * `updates.batch` (issue 15, opt-in): a connection that asks for it in the handshake
  * (`auth.batch_ms`, 1 to 1000) receives its `order.updated`, `strategy.updated`,
- * `withdrawal.updated`, `balance.updated` and `position.updated` pushes coalesced: one `updates.batch` per room per
+ * `withdrawal.updated`, `wallet_operation.updated`, `balance.updated` and `position.updated` pushes coalesced: one `updates.batch` per room per
  * window of `batch_ms` milliseconds (the window opens at the first record), its records in the
  * order the separate events would have come, nothing dropped or merged, each with its own
  * revision. Such a connection receives none of those events separately; `book.updated` and
@@ -181,7 +193,7 @@ export type Ack = { ok: true; token_id: string } | { ok: false; error: string; m
 
 /**
  * Acknowledgement of `markets.subscribe` (with the current state of the markets it named, unknown
- * ids left out) and `markets.unsubscribe`.
+ * ids left out: those are not subscribed) and `markets.unsubscribe` (`markets` empty).
  */
 export type MarketsAck = { ok: true; markets: MarketPush[] } | { ok: false; error: string; message?: string };
 
@@ -190,6 +202,7 @@ export interface ServerToClientEvents {
   'order.updated': (order: OrderPush) => void;
   'strategy.updated': (strategy: StrategyPush) => void;
   'withdrawal.updated': (withdrawal: WithdrawalPush) => void;
+  'wallet_operation.updated': (operation: WalletOperationPush) => void;
   'book.updated': (book: BookPush) => void;
   'balance.updated': (balance: BalancePush) => void;
   'position.updated': (positions: PositionPush) => void;
@@ -209,12 +222,14 @@ export interface ClientToServerEvents {
   'book.subscribe': (request: { token_id: string }, ack: (result: Ack) => void) => void;
   'book.unsubscribe': (request: { token_id: string }, ack: (result: Ack) => void) => void;
   /**
-   * Starts `market.updated` for every market of the venue (the public markets room); the ack
-   * carries the current state of the markets named in `condition_ids` (at most 500; none when
-   * omitted), so that a client can show closed and resolved markets before any change.
+   * Starts `market.updated` for the markets named in `condition_ids` (at most 500 a call; calls
+   * add up; unknown ids are left out), or, without `condition_ids`, for every market of the
+   * venue. The ack carries the current state of the markets named, so that a client can show
+   * closed and resolved markets before any change.
    */
   'markets.subscribe': (request: { condition_ids?: string[] }, ack: (result: MarketsAck) => void) => void;
-  'markets.unsubscribe': (request: Record<string, never>, ack: (result: MarketsAck) => void) => void;
+  /** Stops `market.updated` for the markets named in `condition_ids`, or, without them, for every market (named ones and all). */
+  'markets.unsubscribe': (request: { condition_ids?: string[] }, ack: (result: MarketsAck) => void) => void;
 }
 
 /** Per-connection data the server keeps (not sent to clients). */
@@ -229,7 +244,7 @@ export interface PushSocketData {
 
 /** Event names, for documentation (README, OpenAPI description) and tests. */
 export const PUSH_EVENTS = {
-  server: ['order.updated', 'strategy.updated', 'withdrawal.updated', 'book.updated', 'balance.updated', 'position.updated', 'market.updated', 'updates.batch'],
+  server: ['order.updated', 'strategy.updated', 'withdrawal.updated', 'wallet_operation.updated', 'book.updated', 'balance.updated', 'position.updated', 'market.updated', 'updates.batch'],
   client: ['book.subscribe', 'book.unsubscribe', 'markets.subscribe', 'markets.unsubscribe'],
 } as const;
 

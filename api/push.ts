@@ -5,7 +5,7 @@ import { errors } from '../engine/errors.js';
 import { ApiError, toApiError } from './errors.js';
 import { bookBody, marketBody, positionBody, type PositionBody } from './handlers/market.js';
 import type { Services } from '../engine/service.js';
-import { WITHDRAWAL_KIND } from '../engine/wallet/service.js';
+import { WALLET_OP_KIND, WITHDRAWAL_KIND } from '../engine/wallet/service.js';
 import {
   PUSH_NAMESPACE, type BatchedRecord, type ClientToServerEvents, type MarketPush, type OrderPush, type PushSocketData, type ServerToClientEvents,
 } from './push-events.js';
@@ -15,7 +15,7 @@ type PushSocket = Socket<ClientToServerEvents, ServerToClientEvents, Record<stri
 
 /** The reason `resync.required` gives (a reconnection whose session could not be recovered). */
 export const RESYNC_REASON =
-  'this connection could not be recovered (the service restarted, the client was away longer than 2 minutes, or it had received no update yet to resume from): updates made meanwhile are not replayed; read the current orders, strategies, withdrawals, balances and positions through REST';
+  'this connection could not be recovered (the service restarted, the client was away longer than 2 minutes, or it had received no update yet to resume from): updates made meanwhile are not replayed; read the current orders, strategies, withdrawals, wallet operations (activity), balances and positions through REST';
 
 /** How long a dropped connection can come back and get what it missed (connection-state recovery). */
 export const RECOVERY_WINDOW_MS = 2 * 60_000;
@@ -25,8 +25,10 @@ const userRoom = (userId: string) => `user:${userId}`;
 const partnerRoom = (partnerId: string) => `partner:${partnerId}`;
 const keyRoom = (keyId: string) => `key:${keyId}`;
 const bookRoom = (tokenId: string) => `book:${tokenId}`;
-/** The public room of `market.updated` (`markets.subscribe`). */
+/** The room of `market.updated` of every market (`markets.subscribe` without `condition_ids`). */
 const MARKETS_ROOM = 'markets';
+/** The room of `market.updated` of one market (`markets.subscribe` naming it). */
+const marketRoom = (conditionId: string) => `market:${conditionId}`;
 /** The room of the connections of `room` that asked for `updates.batch` with a window of `ms`. */
 const batchRoom = (room: string, ms: number) => `${room}|batch:${ms}`;
 /** Most `condition_ids` one `markets.subscribe` may name. */
@@ -36,6 +38,30 @@ export const BATCH_MS_MAX = 1000;
 /** An `updates.batch` is sent early once it holds this many records (bounded frames). */
 export const BATCH_MAX_RECORDS = 500;
 type RecordEvent = BatchedRecord['event'];
+/** The push of each kind of persisted record (the host's `changed`); other kinds are not pushed. */
+const RECORD_EVENTS: Partial<Record<string, Exclude<RecordEvent, 'balance.updated' | 'position.updated'>>> = {
+  order: 'order.updated',
+  strategy: 'strategy.updated',
+  [WITHDRAWAL_KIND]: 'withdrawal.updated',
+  [WALLET_OP_KIND]: 'wallet_operation.updated',
+};
+
+/**
+ * The markets a `markets.subscribe` / `markets.unsubscribe` request names: its `condition_ids`, or
+ * null for every market (the field omitted).
+ * @returns the ids, null, or the `invalid_request` message of a malformed request.
+ */
+function marketsRequest(req: unknown): { ids: string[] | null } | { error: string } {
+  // the request is an object (or omitted): a number, string, array or null is not `{condition_ids?}`
+  const isObject = typeof req === 'object' && req !== null && !Array.isArray(req);
+  if (req !== undefined && !isObject) return { error: 'the request must be an object {condition_ids?: string[]}' };
+  const ids = (req as { condition_ids?: unknown } | undefined)?.condition_ids;
+  if (ids === undefined) return { ids: null };
+  if (!Array.isArray(ids) || ids.length > MARKETS_SUBSCRIBE_MAX || ids.some((id) => typeof id !== 'string')) {
+    return { error: `condition_ids must be an array of at most ${MARKETS_SUBSCRIBE_MAX} strings` };
+  }
+  return { ids: ids as string[] };
+}
 
 /** The Socket.IO error of a refused handshake: `message` is the error string, `data` the REST envelope. */
 function handshakeError(err: ApiError): Error & { data: { error: string; message?: string } } {
@@ -62,11 +88,12 @@ export interface PushServer {
  *   master keys that see the partner's users; an update goes to the owner's user room and to the
  *   partner room, never elsewhere.
  * - Each persisted actor change (the host's `changed`, emitted only after the write) becomes
- *   `order.updated`, `strategy.updated` or `withdrawal.updated` with the REST record and its
- *   revision; per record, order is the write order.
+ *   `order.updated`, `strategy.updated`, `withdrawal.updated` or `wallet_operation.updated` (split,
+ *   merge, redeem) with the REST record and its revision; per record, order is the write order.
  * - Venue wallet changes (`onWallet`) become `balance.updated` / `position.updated` (only what
  *   changed, coalesced per user per event-loop turn) to the user's room; market changes
- *   (`onMarket`) become `market.updated` to the public `markets` room (`markets.subscribe`).
+ *   (`onMarket`) become `market.updated` to the market's room `market:<condition_id>`
+ *   (`markets.subscribe` naming it) and to the `markets` room (`markets.subscribe` without ids).
  * - Opt-in batching (issue 15): a connection with `auth.batch_ms` sits in `<room>|batch:<ms>` and
  *   gets its record events as `updates.batch`, one frame per room per window, records in order.
  *   Every push is one broadcast: Socket.IO encodes it (and its WebSocket frame) once for all the
@@ -161,19 +188,26 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     });
     socket.on('markets.subscribe', (req, ack) => {
       if (typeof ack !== 'function') return;
-      // the request is an object (or omitted): a number, string, array or null is not `{condition_ids?}`
-      const isObject = typeof req === 'object' && req !== null && !Array.isArray(req);
-      if (req !== undefined && !isObject) return ack({ ok: false, error: 'invalid_request', message: 'the request must be an object {condition_ids?: string[]}' });
-      const ids: unknown = req?.condition_ids ?? [];
-      if (!Array.isArray(ids) || ids.length > MARKETS_SUBSCRIBE_MAX || ids.some((id) => typeof id !== 'string')) {
-        return ack({ ok: false, error: 'invalid_request', message: `condition_ids must be an array of at most ${MARKETS_SUBSCRIBE_MAX} strings` });
+      const r = marketsRequest(req);
+      if ('error' in r) return ack({ ok: false, error: 'invalid_request', message: r.error });
+      if (r.ids === null) {
+        void socket.join(MARKETS_ROOM);
+        return ack({ ok: true, markets: [] });
       }
-      void socket.join(MARKETS_ROOM);
       const at = clock.now();
-      ack({ ok: true, markets: (ids as string[]).flatMap((id) => marketPush(id, marketRevisions.get(id) ?? 0, at) ?? []) });
+      const markets = r.ids.flatMap((id) => marketPush(id, marketRevisions.get(id) ?? 0, at) ?? []);
+      // only the markets named (and listed): each has a room of its own
+      if (markets.length) void socket.join(markets.map((m) => marketRoom(m.condition_id)));
+      ack({ ok: true, markets });
     });
-    socket.on('markets.unsubscribe', (_req, ack) => {
-      void socket.leave(MARKETS_ROOM);
+    socket.on('markets.unsubscribe', (req, ack) => {
+      const r = marketsRequest(req);
+      if ('error' in r) {
+        if (typeof ack === 'function') ack({ ok: false, error: 'invalid_request', message: r.error });
+        return;
+      }
+      const rooms = r.ids === null ? [...socket.rooms].filter((room) => room === MARKETS_ROOM || room.startsWith(marketRoom(''))) : r.ids.map(marketRoom);
+      for (const room of rooms) void socket.leave(room);
       if (typeof ack === 'function') ack({ ok: true, markets: [] });
     });
   });
@@ -239,7 +273,7 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
 
   const onChanged = (c: ActorChange): void => {
     const r = c.record;
-    const event = r.kind === 'order' ? 'order.updated' : r.kind === 'strategy' ? 'strategy.updated' : r.kind === WITHDRAWAL_KIND ? 'withdrawal.updated' : null;
+    const event = RECORD_EVENTS[r.kind];
     if (!event) return;
     const rooms = r.ownerUserId ? [userRoom(r.ownerUserId), partnerRoom(r.partnerId)] : [partnerRoom(r.partnerId)];
     if (!rooms.some(watchedAny)) return;
@@ -317,7 +351,7 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     }
   });
 
-  // ---- market.updated (issue 16): to the public markets room, coalesced per turn ----
+  // ---- market.updated (issue 16): to the market's subscribers and those of every market, coalesced per turn ----
 
   /** A market as GET /v2/trade/markets lists it, with its lifecycle (venue `marketStatus`); undefined when not listed. */
   function marketPush(conditionId: string, revision: number, at: number): MarketPush | undefined {
@@ -340,12 +374,13 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
       const push = marketPush(conditionId, revision, at);
       if (!push) continue;
       marketRevisions.set(conditionId, revision);
-      nsp.to(MARKETS_ROOM).emit('market.updated', push);
+      // one broadcast: a connection in both rooms gets it once
+      nsp.to([MARKETS_ROOM, marketRoom(conditionId)]).emit('market.updated', push);
     }
     dirtyMarkets.clear();
   };
   venue.onMarket((conditionId) => {
-    if (!watched(MARKETS_ROOM)) return;
+    if (!watched(MARKETS_ROOM) && !watched(marketRoom(conditionId))) return;
     dirtyMarkets.add(conditionId);
     if (!marketFlushing) {
       marketFlushing = true;

@@ -76,7 +76,7 @@ async function wiggle(s: Services, mover: string, token: string): Promise<void> 
   const info = s.venue.token(token)!;
   const price = str(t.bid!.plus(info.tickSize));
   await s.venue.submit({ orderId: `mv-${token.slice(0, 8)}-${n}`, userId: mover, tokenId: token, side: 'buy', kind: 'limit', price, size: str(info.minSize), quoteAmount: null, timeInForce: 'GTC', postOnly: false });
-  await s.venue.cancel(`mv-${token.slice(0, 8)}-${n}`);
+  await s.venue.cancel(`mv-${token.slice(0, 8)}-${n}`, { code: 'USER_CANCELED', message: 'canceled by user' });
 }
 
 /**

@@ -3,7 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffMs } from './backoff.js';
 import { randomUUID } from 'node:crypto';
 import type { SnapshotFrom } from 'xstate';
-import { ORDER_MACHINE_VERSION, ORDER_STATUS, orderMachine, type OrderContext, type OrderEvent, type OrderInput, type OrderState } from '../machines/order.js';
+import {
+  ORDER_MACHINE_VERSION, ORDER_RESTORABLE_VERSIONS, ORDER_STATUS, orderMachine, USER_CANCEL, type OrderContext, type OrderEvent, type OrderInput, type OrderState,
+} from '../machines/order.js';
 import type { OrderRequest } from '../schemas/orders.js';
 import type { ActorHost } from './actor-host.js';
 import type { Clock } from './clock.js';
@@ -12,7 +14,7 @@ import { DomainError, DuplicateKeyError, errors, UnknownActorError } from './err
 import type { Logger } from './logger.js';
 import { checkMarketLiquidity, checkMarketSellMinimum, checkMinQuote, checkPrice, checkRestingMinimum, checkShares, RiskEngine } from './risk.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
-import type { VenuePort, VenueReport } from './venue/port.js';
+import type { CancelReason, VenuePort, VenueReport } from './venue/port.js';
 import { OPEN_STATUSES as OPEN_ORDER_STATUSES } from '../machines/order.js';
 
 /** Machine id of the CLOB order actors. */
@@ -57,6 +59,11 @@ export function orderView(s: OrderSnapshot, meta: { id: string; status: string; 
     revision: meta.revision,
   };
   if (c.reason) view.message = c.reason;
+  // why it ended canceled or expired (or is being canceled): a code to decide on, and its message
+  if (c.cancelReason && (meta.status === 'CANCELED' || meta.status === 'EXPIRED' || meta.status === 'PENDING_CANCEL')) {
+    view.cancel_code = c.cancelReason.code;
+    view.cancel_reason = c.cancelReason.message;
+  }
   return view;
 }
 
@@ -73,7 +80,7 @@ function eventOf(r: VenueReport): OrderEvent {
     case 'venue.filled':
       return { type: r.type, tradeId: r.tradeId, price: r.price, size: r.size, liquidity: r.liquidity, completes: r.completes };
     case 'venue.canceled':
-      return { type: r.type, reason: r.reason };
+      return { type: r.type, reason: { code: r.code ?? 'VENUE_CANCELED', message: r.reason } };
     case 'venue.expired':
       return { type: r.type };
     case 'venue.rejected':
@@ -126,11 +133,12 @@ export class OrderService {
     host.register({
       machineId: ORDER_MACHINE_ID,
       version: ORDER_MACHINE_VERSION,
+      restorableVersions: ORDER_RESTORABLE_VERSIONS,
       kind: 'order',
       logic: orderMachine.provide({
         actions: {
           submitToVenue: (_, { order }) => track(order.orderId, venue.submit(order)),
-          cancelAtVenue: (_, { orderId }) => track(orderId, venue.cancel(orderId)),
+          cancelAtVenue: (_, { orderId, reason }) => track(orderId, venue.cancel(orderId, reason)),
           expireAtVenue: (_, { orderId }) => track(orderId, venue.expire(orderId)),
         },
       }),
@@ -356,13 +364,14 @@ export class OrderService {
 
   /**
    * Cancels order `orderId` for a strategy; nothing happens when it is already done.
+   * @param reason - recorded on the order (view `cancel_code`, `message`): the strategy and why.
    * @returns the order's record as it was found (before the cancel took effect), or null when
    *   no such order exists (it was never placed): the caller tells the strategy.
    */
-  async cancelChild(orderId: string): Promise<ActorRecord | null> {
+  async cancelChild(orderId: string, reason: CancelReason): Promise<ActorRecord | null> {
     const rec = this.host.recordOf(orderId) ?? (await this.actors.get(orderId));
     if (!rec || rec.final) return rec;
-    await this.host.send(orderId, { type: 'order.cancel' });
+    await this.host.send(orderId, { type: 'order.cancel', reason });
     // the venue's answer reaches the order (and, through it, the strategy) before this resolves:
     // a DELETE strategy then answers with the record as canceled, not as still canceling
     await this.whenQuiet(orderId);
@@ -370,14 +379,14 @@ export class OrderService {
   }
 
   /**
-   * Cancels an order of `userId`.
+   * Cancels an order of `userId` (recorded as `USER_CANCELED`, `canceled by user`).
    * @throws {DomainError} `NOT_FOUND` for an order not of this user; `CONFLICT` when it is already done.
    */
   async cancel(userId: string, orderId: string): Promise<ActorRecord> {
     const rec = await this.actors.get(orderId);
     if (!rec || rec.kind !== 'order' || rec.ownerUserId !== userId) throw errors.notFound(`no order ${orderId}`);
     if (rec.final) throw errors.conflict(`order ${orderId} is already ${rec.status}`);
-    await this.host.send(orderId, { type: 'order.cancel' });
+    await this.host.send(orderId, { type: 'order.cancel', reason: USER_CANCEL });
     await this.whenQuiet(orderId);
     return this.host.recordOf(orderId) ?? (await this.actors.get(orderId))!;
   }

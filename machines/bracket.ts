@@ -35,9 +35,17 @@
 import { and, assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  applyChildUpdate, baseContext, d, need, nextChildId, placeFailureText, placingOrder, refusalText, strategySetup, workingOrder,
+  applyChildUpdate, baseContext, d, need, nextChildId, placeFailureText, placingOrder, refusalText, strategySetup, cancelWorking, cancelWorkingOnEnd,
   type BracketLeg, type ChildOrder, type StrategyBaseContext, type StrategyEvent, type StrategyInput,
 } from './strategy-kit.js';
+
+/**
+ * Params of `cancelOrder` for the take-profit when the stop fired (after `recordTrigger`): one
+ * cancels the other, recorded on the take-profit as `BRACKET_STOP_FIRED` naming the stop.
+ */
+function stopFiredCancel({ context: c }: { context: BracketContext }) {
+  return cancelWorking('BRACKET_STOP_FIRED', `stop-loss fired (best bid ${c.lastTouch.bid ?? '-'} reached ${c.triggerPrice ?? '-'}): take-profit canceled, one cancels the other`)({ context: c });
+}
 
 /** Context of a BRACKET: the entry order it waits for, its legs, and what the entry filled. */
 export interface BracketContext extends StrategyBaseContext {
@@ -211,7 +219,7 @@ export const bracketMachine = strategySetup<BracketContext>().extend({
         ],
         'order.refused': { guard: 'workingRefused', target: 'protecting', actions: ['takeProfitRefused', 'armStop'], description: 'the venue refused the take-profit' },
         'order.placeFailed': { guard: 'workingPlaceFailed', target: 'protecting', actions: ['takeProfitRefused', 'armStop'], description: 'the take-profit could not be placed: its leg fails, the stop protects' },
-        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy: cancel the take-profit being placed' },
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: cancelWorkingOnEnd }], description: 'DELETE strategy: cancel the take-profit being placed' },
       },
     },
     protecting: {
@@ -222,11 +230,11 @@ export const bracketMachine = strategySetup<BracketContext>().extend({
           { guard: 'workingUpdate', actions: 'recordChild', description: 'partial fill of the take-profit' },
         ],
         'book.touch': [
-          { guard: and(['bidReachedStop', 'takeProfitWorking']), target: 'stopping', actions: ['recordTrigger', { type: 'cancelOrder', params: workingOrder }], description: 'the stop fired: cancel the take-profit first (it holds the shares)' },
+          { guard: and(['bidReachedStop', 'takeProfitWorking']), target: 'stopping', actions: ['recordTrigger', { type: 'cancelOrder', params: stopFiredCancel }], description: 'the stop fired: cancel the take-profit first (it holds the shares)' },
           { guard: 'bidReachedStop', target: 'selling', actions: ['recordTrigger', 'planStopSell'], description: 'the stop fired: sell' },
         ],
         'strategy.cancel': [
-          { guard: 'takeProfitWorking', target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy: cancel the take-profit' },
+          { guard: 'takeProfitWorking', target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: cancelWorkingOnEnd }], description: 'DELETE strategy: cancel the take-profit' },
           { target: 'canceled', actions: [{ type: 'closeLegs', params: { status: 'CANCELED' } }, { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy: disarm the stop' },
         ],
       },

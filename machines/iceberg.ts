@@ -27,7 +27,7 @@ import { assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import { crossesBook } from '../engine/touch.js';
 import {
-  baseContext, d, isWorkingChildDone, need, nextChildId, placingOrder, remainingShares, retryActions, retryingChild, strategySetup, workingOrder,
+  baseContext, d, isWorkingChildDone, need, nextChildId, placingOrder, remainingShares, retryActions, retryingChild, strategySetup, cancelWorking, cancelWorkingOnEnd,
   type ChildOrder, type StrategyBaseContext, type StrategyInput, type Touch,
 } from './strategy-kit.js';
 
@@ -100,10 +100,10 @@ export const icebergMachine = strategySetup<IcebergContext>().extend({
         ],
         ...retry.whenNotPlaced,
         'book.touch': [
-          { guard: 'touchDrifted', target: 'canceling', actions: ['recordTouch', { type: 'endWith', params: { reason: 'price drifted beyond price_tolerance_pct: auto-canceled' } }, { type: 'cancelOrder', params: workingOrder }], description: 'drift beyond tolerance' },
+          { guard: 'touchDrifted', target: 'canceling', actions: ['recordTouch', { type: 'endWith', params: { reason: 'price drifted beyond price_tolerance_pct: auto-canceled' } }, { type: 'cancelOrder', params: cancelWorking('PRICE_DRIFTED', 'price drifted beyond price_tolerance_pct: auto-canceled') }], description: 'drift beyond tolerance' },
           { actions: 'recordTouch', description: 'the touch moved within tolerance' },
         ],
-        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy' },
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: cancelWorkingOnEnd }], description: 'DELETE strategy' },
       },
     },
     waiting: {

@@ -3,8 +3,11 @@
  *
  * Pure: no I/O. The engine supplies the three side effects through `.provide()`:
  * `submitToVenue`, `cancelAtVenue`, `expireAtVenue`. Venue reports arrive as past-tense events
- * (`venue.accepted`, `venue.filled`, …); user commands as `order.cancel`; the GTD deadline lives in
- * `context.deadlines.expiry` and comes back as `timer.fired`.
+ * (`venue.accepted`, `venue.filled`, …); cancels as `order.cancel` carrying who asked and why (the
+ * user, or the strategy that placed the order and its reason); the GTD deadline lives in
+ * `context.deadlines.expiry` and comes back as `timer.fired`. `context.cancelReason` is the cancel
+ * asked for, then what the order ended with: the venue's `venue.canceled` reason (its own, or the
+ * one it was asked with) or `EXPIRED`.
  *
  * | state            | REST status        | final |
  * |------------------|--------------------|-------|
@@ -19,7 +22,7 @@
  */
 import { and, assign, setup } from 'xstate';
 import { dec } from '../engine/decimal.js';
-import type { Side, TimeInForce, VenueOrder } from '../engine/venue/port.js';
+import type { CancelReason, Side, TimeInForce, VenueOrder } from '../engine/venue/port.js';
 
 /** Input of a new order actor; every quantity a decimal string. */
 export interface OrderInput {
@@ -59,8 +62,13 @@ export interface OrderContext extends Required<OrderInput> {
   matchedAmount: string;
   /** Trade ids applied: a duplicate report is ignored. */
   tradeIds: string[];
-  /** Last reason given by the venue (cancel, reject). */
+  /** Last reason given by the venue (cancel, reject), or `expired`: the view's `message`. */
   reason: string | null;
+  /**
+   * The cancel asked for (while canceling), then why the order ended CANCELED or EXPIRED. Absent
+   * in snapshots of machine version 1 (see {@link requestedCancelReason}).
+   */
+  cancelReason?: CancelReason | null;
   /** Error string of a rejection (`INSUFFICIENT_BALANCE`, `order crosses book`, …). */
   error: string | null;
   /** A cancel asked for before the venue acknowledged the order. */
@@ -72,15 +80,31 @@ export interface OrderContext extends Required<OrderInput> {
 export type OrderEvent =
   | { type: 'venue.accepted'; resting: boolean }
   | { type: 'venue.filled'; tradeId: string; price: string; size: string; liquidity: 'maker' | 'taker'; completes: boolean }
-  | { type: 'venue.canceled'; reason: string }
+  | { type: 'venue.canceled'; reason: CancelReason }
   | { type: 'venue.expired' }
   | { type: 'venue.rejected'; error: string; reason: string }
   | { type: 'venue.unknown' }
-  | { type: 'order.cancel' }
+  | { type: 'order.cancel'; reason: CancelReason }
   | { type: 'timer.fired'; name: string; atMs: number };
 
-/** Machine definition version, stored with every snapshot. */
-export const ORDER_MACHINE_VERSION = 1;
+/** Machine definition version, stored with every snapshot (2: `cancelReason` in context). */
+export const ORDER_MACHINE_VERSION = 2;
+/** Versions whose snapshots restore unchanged on this one (version 1 has no `cancelReason`). */
+export const ORDER_RESTORABLE_VERSIONS = [1];
+
+/** The reason of a cancel the user asked for (DELETE order, cancel-batch, cancel-all). */
+export const USER_CANCEL: CancelReason = Object.freeze({ code: 'USER_CANCELED', message: 'canceled by user' });
+/** The reason an order ended EXPIRED. */
+export const EXPIRED_REASON: CancelReason = Object.freeze({ code: 'EXPIRED', message: 'expired' });
+
+/**
+ * The cancel asked for of an order: the one recorded, or for a snapshot of version 1 (none
+ * recorded) the one its origin implies: its strategy's for a child order, else the user's.
+ */
+export function requestedCancelReason(c: Pick<OrderContext, 'cancelReason' | 'parentId'>): CancelReason {
+  if (c.cancelReason) return c.cancelReason;
+  return c.parentId ? { code: 'STRATEGY_CANCELED', message: `canceled by its strategy ${c.parentId}` } : USER_CANCEL;
+}
 
 /** The venue command of an order. */
 export function venueOrderOf(c: OrderContext): VenueOrder {
@@ -102,7 +126,7 @@ export const orderMachine = setup({
     /** Side effect: send the order to the venue (idempotent by order id). */
     submitToVenue: (_, _params: { order: VenueOrder }) => {},
     /** Side effect: ask the venue to cancel the resting order. */
-    cancelAtVenue: (_, _params: { orderId: string }) => {},
+    cancelAtVenue: (_, _params: { orderId: string; reason: CancelReason }) => {},
     /** Side effect: ask the venue to expire the resting GTD order. */
     expireAtVenue: (_, _params: { orderId: string }) => {},
     recordFill: assign(({ context, event }) => {
@@ -113,7 +137,11 @@ export const orderMachine = setup({
         tradeIds: [...context.tradeIds, e.tradeId],
       };
     }),
-    recordReason: assign({ reason: ({ event }) => ('reason' in event ? event.reason : null) }),
+    /** The venue's cancel: its reason is why the order ended. */
+    recordCancel: assign(({ event }) => (event.type === 'venue.canceled' ? { reason: event.reason.message, cancelReason: event.reason } : {})),
+    recordExpiry: assign({ reason: EXPIRED_REASON.message, cancelReason: EXPIRED_REASON }),
+    /** The cancel asked for; a repeat while one is on its way keeps the first. */
+    recordCancelRequest: assign(({ context, event }) => (event.type === 'order.cancel' && !context.cancelReason ? { cancelReason: event.reason } : {})),
     recordRejection: assign(({ event }) => (event.type === 'venue.rejected' ? { error: event.error, reason: event.reason } : {})),
     clearDeadlines: assign({ deadlines: () => ({}) }),
     markCancelRequested: assign({ cancelRequested: true }),
@@ -142,6 +170,7 @@ export const orderMachine = setup({
     matchedAmount: '0',
     tradeIds: [],
     reason: null,
+    cancelReason: null,
     error: null,
     cancelRequested: false,
     deadlines: input.expiresAtMs !== null ? { expiry: input.expiresAtMs } : {},
@@ -160,9 +189,9 @@ export const orderMachine = setup({
           { guard: 'isNewFill', target: 'partially_filled', actions: 'recordFill', description: 'partly filled on arrival' },
         ],
         'venue.rejected': { target: 'rejected', actions: ['recordRejection', 'clearDeadlines'], description: 'the venue refused the order' },
-        'venue.canceled': { target: 'canceled', actions: ['recordReason', 'clearDeadlines'], description: 'FOK/IOC/market with nothing to fill' },
+        'venue.canceled': { target: 'canceled', actions: ['recordCancel', 'clearDeadlines'], description: 'FOK/IOC/market with nothing to fill' },
         'venue.unknown': { target: 'submitted', reenter: true, description: 'reconciliation: the venue never saw it, submit again' },
-        'order.cancel': { actions: 'markCancelRequested', description: 'cancel once the venue acknowledges' },
+        'order.cancel': { actions: ['markCancelRequested', 'recordCancelRequest'], description: 'cancel once the venue acknowledges' },
       },
     },
     live: {
@@ -171,9 +200,9 @@ export const orderMachine = setup({
           { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'filled in full' },
           { guard: 'isNewFill', target: 'partially_filled', actions: 'recordFill', description: 'partial fill' },
         ],
-        'venue.canceled': { target: 'canceled', actions: ['recordReason', 'clearDeadlines'], description: 'canceled by the venue (IOC remainder, self-trade prevention)' },
-        'venue.expired': { target: 'expired', actions: 'clearDeadlines', description: 'GTD expiry took effect' },
-        'order.cancel': { target: 'canceling', description: 'user asks to cancel' },
+        'venue.canceled': { target: 'canceled', actions: ['recordCancel', 'clearDeadlines'], description: 'canceled by the venue (IOC remainder, self-trade prevention)' },
+        'venue.expired': { target: 'expired', actions: ['recordExpiry', 'clearDeadlines'], description: 'GTD expiry took effect' },
+        'order.cancel': { target: 'canceling', actions: 'recordCancelRequest', description: 'the user or its strategy asks to cancel' },
         'timer.fired': { guard: 'isCurrentExpiry', actions: ['clearDeadlines', { type: 'expireAtVenue', params: ({ context }) => ({ orderId: context.orderId }) }], description: 'GTD expiration reached' },
       },
     },
@@ -183,21 +212,21 @@ export const orderMachine = setup({
           { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'last fill' },
           { guard: 'isNewFill', actions: 'recordFill', description: 'another partial fill' },
         ],
-        'venue.canceled': { target: 'canceled', actions: ['recordReason', 'clearDeadlines'], description: 'remainder canceled by the venue' },
-        'venue.expired': { target: 'expired', actions: 'clearDeadlines', description: 'GTD expiry took effect on the remainder' },
-        'order.cancel': { target: 'canceling', description: 'user asks to cancel the remainder' },
+        'venue.canceled': { target: 'canceled', actions: ['recordCancel', 'clearDeadlines'], description: 'remainder canceled by the venue' },
+        'venue.expired': { target: 'expired', actions: ['recordExpiry', 'clearDeadlines'], description: 'GTD expiry took effect on the remainder' },
+        'order.cancel': { target: 'canceling', actions: 'recordCancelRequest', description: 'the user or its strategy asks to cancel the remainder' },
         'timer.fired': { guard: 'isCurrentExpiry', actions: ['clearDeadlines', { type: 'expireAtVenue', params: ({ context }) => ({ orderId: context.orderId }) }], description: 'GTD expiration reached' },
       },
     },
     canceling: {
-      entry: { type: 'cancelAtVenue', params: ({ context }) => ({ orderId: context.orderId }) },
+      entry: { type: 'cancelAtVenue', params: ({ context }) => ({ orderId: context.orderId, reason: requestedCancelReason(context) }) },
       on: {
         'venue.filled': [
           { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'filled before the cancel arrived' },
           { guard: 'isNewFill', actions: 'recordFill', description: 'partial fill racing the cancel' },
         ],
-        'venue.canceled': { target: 'canceled', actions: ['recordReason', 'clearDeadlines'], description: 'cancel confirmed' },
-        'venue.expired': { target: 'expired', actions: 'clearDeadlines', description: 'expired before the cancel arrived' },
+        'venue.canceled': { target: 'canceled', actions: ['recordCancel', 'clearDeadlines'], description: 'cancel confirmed' },
+        'venue.expired': { target: 'expired', actions: ['recordExpiry', 'clearDeadlines'], description: 'expired before the cancel arrived' },
         'venue.accepted': { guard: 'isResting', target: 'canceling', reenter: true, description: 'reconciliation after a restart: the order still rests, so the cancel is sent again (restoring does not re-run entry actions)' },
         'order.cancel': { target: 'canceling', reenter: true, description: 'asked again (a retry): the cancel is sent again' },
       },

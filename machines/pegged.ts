@@ -28,7 +28,7 @@
 import { assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  baseContext, d, floorShares, floorTick, isWorkingChildDone, need, nextChildId, placingOrder, retryActions, retryingChild, strategySetup, whenChildOff, workingOrder,
+  baseContext, d, floorShares, floorTick, isWorkingChildDone, need, nextChildId, placingOrder, retryActions, retryingChild, strategySetup, whenChildOff, cancelWorking, cancelWorkingOnEnd,
   type ChildOrder, type StrategyBaseContext, type StrategyContext, type StrategyInput, type Touch,
 } from './strategy-kit.js';
 
@@ -123,7 +123,7 @@ export const peggedMachine = strategySetup<PeggedContext>().extend({
     working: {
       on: {
         'book.touch': [
-          { guard: 'pegMoved', target: 'repegging', actions: ['recordTouch', { type: 'cancelOrder', params: workingOrder }], description: 'the touch moved the peg price: cancel and re-place' },
+          { guard: 'pegMoved', target: 'repegging', actions: ['recordTouch', { type: 'cancelOrder', params: cancelWorking('REPEGGED', 'the touch moved the peg price: re-placed at the new one') }], description: 'the touch moved the peg price: cancel and re-place' },
           { actions: 'recordTouch', description: 'peg price unchanged' },
         ],
         'order.updated': [
@@ -132,7 +132,7 @@ export const peggedMachine = strategySetup<PeggedContext>().extend({
           { actions: 'recordChild', description: 'partial fill' },
         ],
         ...retry.whenNotPlaced,
-        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy' },
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: cancelWorkingOnEnd }], description: 'DELETE strategy' },
       },
     },
     repegging: {

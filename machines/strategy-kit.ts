@@ -25,6 +25,7 @@ import { and, assign, setup } from 'xstate';
 import type { FieldCodec, RecordIds, SnapshotForm } from '../engine/actor-host.js';
 import { Dec } from '../engine/decimal.js';
 import type { Touch } from '../engine/touch.js';
+import type { CancelCode, CancelReason } from '../engine/venue/port.js';
 
 /** Best bid and ask of the strategy's token (engine/touch.ts, pure), decimal probabilities (null: that side is empty). */
 export type { Touch };
@@ -195,7 +196,7 @@ export type StrategyEvent =
   | { type: 'book.touch'; bid: string | null; ask: string | null; tickSize?: string }
   /**
    * A child order's latest state. `marketResolved`: the order ended CANCELED because its market
-   * resolved (the venue's cancel reason `market resolved`, turned into this flag by the engine,
+   * resolved (the order's cancel code `MARKET_RESOLVED`, turned into this flag by the engine,
    * engine/strategies/child-orders.ts), not by the user or the strategy.
    */
   | { type: 'order.updated'; orderId: string; status: string; filledSize: string; matchedAmount: string; final: boolean; marketResolved?: boolean }
@@ -623,7 +624,7 @@ export function isWorkingChildDone(c: StrategyBaseContext, e: StrategyEvent): bo
   return e.type === 'order.updated' && e.final && e.orderId === c.working;
 }
 
-/** The working child ended because its market resolved (canceled by the venue, reason `market resolved`). */
+/** The working child ended because its market resolved (canceled by the venue, code `MARKET_RESOLVED`). */
 export function isWorkingChildEndedByResolution(c: StrategyBaseContext, e: StrategyEvent): boolean {
   return isWorkingChildDone(c, e) && e.type === 'order.updated' && e.marketResolved === true;
 }
@@ -657,8 +658,26 @@ export interface BaseArgs {
 
 /** Params of `placeOrder` for the child being placed (`context.placing`). */
 export const placingOrder = ({ context }: { context: StrategyBaseContext }): { order: ChildOrder } => ({ order: need(context.placing, 'the child order being placed') });
-/** Params of `cancelOrder` for the working child. */
-export const workingOrder = ({ context }: { context: StrategyBaseContext }): { orderId: string } => ({ orderId: need(context.working, 'the working child order') });
+/** Params of `cancelOrder`: the child order and the reason recorded on it. */
+export interface CancelOrderParams {
+  orderId: string;
+  reason: CancelReason;
+}
+
+/**
+ * Params of `cancelOrder` for the working child, recorded on it as `code` with the message
+ * `<TYPE> <record id>: <why>` (which strategy canceled it, and why).
+ */
+export function cancelWorking(code: CancelCode, why: string) {
+  return ({ context }: { context: StrategyBaseContext }): CancelOrderParams => ({
+    orderId: need(context.working, 'the working child order'),
+    reason: { code, message: `${context.type} ${context.recordId}: ${why}` },
+  });
+}
+
+/** Params of `cancelOrder` for the working child when the strategy ends on `strategy.cancel`: DELETE strategy, or the engine's reason (its market closed). */
+export const cancelWorkingOnEnd = ({ context, event }: BaseArgs): CancelOrderParams =>
+  cancelWorking('STRATEGY_CANCELED', event.type === 'strategy.cancel' && event.reason ? `ended: ${event.reason}` : 'canceled by DELETE strategy')({ context });
 
 /** Guards every strategy machine may use. */
 export const strategyGuards = {
@@ -696,8 +715,8 @@ export function strategySetup<C extends StrategyBaseContext>(..._noNarrowing: Ke
     actions: {
       /** Side effect: place a child CLOB order. */
       placeOrder: (_, _params: { order: ChildOrder }) => {},
-      /** Side effect: cancel a child CLOB order. */
-      cancelOrder: (_, _params: { orderId: string }) => {},
+      /** Side effect: cancel a child CLOB order, recording why on it. */
+      cancelOrder: (_, _params: CancelOrderParams) => {},
       recordChild: assignShared<C>((c, e) => (e.type === 'order.updated' ? applyChildUpdate(c, e) : {})),
       endWith: assignShared<C, { reason: string }>((_c, e, params) => ({ endReason: e.type === 'strategy.cancel' && e.reason ? e.reason : params.reason })),
       endWithRefusal: assignShared<C>((_c, e) => refusalPatch(e)),

@@ -31,7 +31,7 @@ import { and, assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
   applyChildUpdate, baseContext, floorShares, isCurrentTimer, isWorkingChildDone, need, nextChildId, placeFailedPatch, placeFailureText, placingOrder,
-  remainingShares, strategySetup, whenChildOff, workingOrder, type ChildOrder, type StrategyBaseContext, type StrategyInput,
+  remainingShares, strategySetup, whenChildOff, cancelWorking, cancelWorkingOnEnd, type ChildOrder, type StrategyBaseContext, type StrategyInput,
 } from './strategy-kit.js';
 
 /** Context of a TWAP: `size` shares (derived from `quote_amount` when sized in dollars) at limit `price`. */
@@ -149,10 +149,10 @@ export const twapMachine = strategySetup<TwapContext>().extend({
         ],
         'order.placeFailed': { guard: 'workingPlaceFailed', target: 'waiting', actions: 'sliceLost', description: 'the slice could not be placed: lost, its shares roll on' },
         'timer.fired': [
-          { guard: 'endTime', target: 'finishing', actions: { type: 'cancelOrder', params: workingOrder }, description: 'duration over: cancel the working slice' },
-          { guard: 'sliceTime', target: 'rolling', actions: { type: 'cancelOrder', params: workingOrder }, description: 'next slice time: cancel the resting slice, its remainder rolls on' },
+          { guard: 'endTime', target: 'finishing', actions: { type: 'cancelOrder', params: cancelWorking('DURATION_OVER', 'duration over: the last slice is canceled') }, description: 'duration over: cancel the working slice' },
+          { guard: 'sliceTime', target: 'rolling', actions: { type: 'cancelOrder', params: cancelWorking('SLICE_ROLLED', 'next slice time: the slice\'s unfilled part rolls into the next slice') }, description: 'next slice time: cancel the resting slice, its remainder rolls on' },
         ],
-        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: workingOrder }], description: 'DELETE strategy (or its market resolved): cancel the working slice' },
+        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: cancelWorkingOnEnd }], description: 'DELETE strategy (or its market resolved): cancel the working slice' },
       },
     },
     waiting: {

@@ -146,6 +146,14 @@ const orderProperties = {
   updated_at: EpochMs,
   revision: { type: 'integer', minimum: 1, description: 'Increases by one per change of this order.' },
   message: { type: 'string' },
+  cancel_code: {
+    enum: ['USER_CANCELED', 'STRATEGY_CANCELED', 'SLICE_ROLLED', 'DURATION_OVER', 'REPEGGED', 'PRICE_DRIFTED', 'BRACKET_STOP_FIRED', 'MARKET_RESOLVED', 'TICK_SIZE_CHANGED', 'SELF_TRADE_PREVENTION', 'IOC_REMAINDER', 'FOK_NOT_FILLED', 'EXPIRED', 'VENUE_CANCELED'],
+    description:
+      'CANCELED, EXPIRED and PENDING_CANCEL orders: why. `USER_CANCELED` only when the user asked (DELETE order, cancel-batch, cancel-all); `STRATEGY_CANCELED` (its strategy ended: DELETE strategy, market closed), ' +
+      '`SLICE_ROLLED` / `DURATION_OVER` (TWAP), `REPEGGED` (PEGGED), `PRICE_DRIFTED` (ICEBERG), `BRACKET_STOP_FIRED` (a take-profit canceled because its bracket\'s stop fired); the venue\'s `MARKET_RESOLVED`, ' +
+      '`TICK_SIZE_CHANGED`, `SELF_TRADE_PREVENTION`, `IOC_REMAINDER`, `FOK_NOT_FILLED`; `EXPIRED` (GTD); `VENUE_CANCELED` (a cancel recorded without a code). Absent on orders canceled before codes were recorded.',
+  },
+  cancel_reason: { type: 'string', description: 'With `cancel_code`: the reason in words (which strategy and why, the bracket whose stop fired, `market resolved`, `expired`, `canceled by user`).' },
   warnings: { type: 'array', items: { type: 'string' }, description: 'Notes the partner must read (ignored fields, failed brackets); a 200 may carry them.' },
   brackets: {
     type: 'object',

@@ -1,5 +1,5 @@
 import type { OrderContext, OrderInput } from '../../machines/order.js';
-import { childOrderPrice, MARKET_RESOLVED_MESSAGE, type ChildOrder, type StrategyContext, type StrategyEvent } from '../../machines/strategy-kit.js';
+import { childOrderPrice, type ChildOrder, type StrategyContext, type StrategyEvent } from '../../machines/strategy-kit.js';
 import type { OrderView } from '../../schemas/orders.js';
 import type { ActorChange, ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
@@ -9,6 +9,7 @@ import type { Logger } from '../logger.js';
 import type { OrderService } from '../orders.js';
 import { refusalCode } from '../risk.js';
 import type { ActorRecord, ActorRepository } from '../store/actors.js';
+import type { CancelReason } from '../venue/port.js';
 import { DELIVERY_RETRIES, deliveryDelayMs, type Deliveries } from './deliveries.js';
 
 /** The venue's verdict on a REJECTED order, as codes (the order machine's `error`, `reason`). */
@@ -21,11 +22,11 @@ function rejectionOf(rec: ActorRecord): { error: string; reason: string } {
   }
 }
 
-/** Whether a finished CANCELED order was canceled by its market's resolution (the venue's reason `market resolved`). */
+/** Whether a finished CANCELED order was canceled by its market's resolution (its cancel code `MARKET_RESOLVED`, never the prose). */
 function canceledByResolution(rec: ActorRecord): boolean {
   if (!rec.final || rec.status !== 'CANCELED') return false;
   try {
-    return (JSON.parse(rec.snapshot).context as OrderContext).reason === MARKET_RESOLVED_MESSAGE;
+    return (JSON.parse(rec.snapshot).context as OrderContext).cancelReason?.code === 'MARKET_RESOLVED';
   } catch {
     return false;
   }
@@ -85,7 +86,8 @@ export class ChildOrderRouter {
         // priced on the market's current tick (it may have changed since the strategy started: issue 16)
         price: str(childOrderPrice({ tickSize: this.orders.risk.tickOf(c.tokenId) ?? c.tickSize }, order, this.orders.risk.touch(c.tokenId))), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
         clientOrderId: null, metadata: null, createdAtMs: this.clock.now(), isStopLoss: order.isStopLoss, isTakeProfit: order.isTakeProfit ?? false,
-        parentId: c.recordId, postOnly: order.postOnly,
+        // every leg of a bracket carries its bracket's id, like the entry does
+        parentId: c.recordId, bracketId: c.type === 'BRACKET' ? c.recordId : null, postOnly: order.postOnly,
       };
       placed = await this.orders.placeChild(partnerId, input);
     } catch (err) {
@@ -107,18 +109,19 @@ export class ChildOrderRouter {
   }
 
   /**
-   * Cancels a strategy's child order, once its placement (if in flight) is over. A child that
+   * Cancels a strategy's child order, once its placement (if in flight) is over, recording
+   * `reason` on it (the strategy and why: view `cancel_code`, `message`). A child that
    * does not exist (never placed) is reported to the strategy as `order.placeFailed`
    * (`not_placed`); one already done has its final state sent again: a strategy waiting for the
    * cancel never waits forever. A cancel that fails (a store read or write) is retried like a
    * delivery; given up, the next start-up's reconciliation cancels again (state tag `cancelingChild`).
    * Never throws.
    */
-  async cancelChild(recordId: string, orderId: string, attempt = 0): Promise<void> {
+  async cancelChild(recordId: string, orderId: string, reason: CancelReason, attempt = 0): Promise<void> {
     await this.placements.get(orderId);
     let rec: ActorRecord | null;
     try {
-      rec = await this.orders.cancelChild(orderId);
+      rec = await this.orders.cancelChild(orderId, reason);
     } catch (err) {
       this.deliveries.failed++;
       if (attempt >= DELIVERY_RETRIES) {
@@ -127,7 +130,7 @@ export class ChildOrderRouter {
         return;
       }
       this.log.warn({ err, recordId, orderId, attempt: attempt + 1 }, 'cancel of a child order failed: retrying');
-      this.deliveries.later(deliveryDelayMs(attempt + 1), () => this.cancelChild(recordId, orderId, attempt + 1));
+      this.deliveries.later(deliveryDelayMs(attempt + 1), () => this.cancelChild(recordId, orderId, reason, attempt + 1));
       return;
     }
     if (rec === null) {
@@ -143,7 +146,8 @@ export class ChildOrderRouter {
    */
   forwardOrder(rec: ActorRecord): void {
     const v = rec.view as OrderLinks;
-    for (const parent of [v.record_id, v.bracket_id]) {
+    // a bracket's leg names the bracket twice (`record_id`, `bracket_id`): it hears once
+    for (const parent of new Set([v.record_id, v.bracket_id])) {
       if (typeof parent !== 'string') continue;
       const latest = async () => {
         const now = this.host.recordOf(rec._id) ?? (await this.actors.get(rec._id));

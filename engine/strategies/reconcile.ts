@@ -40,8 +40,11 @@ export async function reconcileStrategies({ host, actors, clock, router, feed, d
     if (child) router.forwardOrder(child);
     else if (c.placing?.orderId === c.working) deliveries.track(router.placeChild(c, c.placing));
     else deliveries.track(router.sendToStrategy(id, { type: 'order.placeFailed', orderId: c.working, error: 'not_placed', reason: 'the order was never placed', atMs: clock.now() }));
-    // a cancel persisted but not carried out before the process stopped (or given up): again
-    if (host.snapshotOf(id)?.hasTag('cancelingChild') && !child?.final) deliveries.track(router.cancelChild(id, c.working));
+    // a cancel persisted but not carried out before the process stopped (or given up): again (an
+    // order that heard the first keeps that one's reason)
+    if (host.snapshotOf(id)?.hasTag('cancelingChild') && !child?.final) {
+      deliveries.track(router.cancelChild(id, c.working, { code: 'STRATEGY_CANCELED', message: `${c.type} ${id}: ${c.endReason ?? 'canceling its order'} (canceled again at start-up)` }));
+    }
   }
   await deliveries.idle();
   // every watch (registered as each strategy was restored) meets the current touch

@@ -4,7 +4,7 @@ import { icebergMachine, ICEBERG_STATUS } from '../../machines/iceberg.js';
 import type { OrderInput } from '../../machines/order.js';
 import { peggedMachine, PEGGED_STATUS } from '../../machines/pegged.js';
 import { stopLossMachine, STOP_LOSS_FORM, STOP_LOSS_STATUS } from '../../machines/stop-loss.js';
-import { STRATEGY_MACHINE_VERSION, strategySnapshotForm, type ChildOrder, type StrategyContext, type StrategyInput, type StrategyType } from '../../machines/strategy-kit.js';
+import { STRATEGY_MACHINE_VERSION, strategySnapshotForm, type CancelOrderParams, type ChildOrder, type StrategyContext, type StrategyInput, type StrategyType } from '../../machines/strategy-kit.js';
 import { trailingBuyMachine, TRAILING_BUY_FORM, TRAILING_BUY_STATUS } from '../../machines/trailing-buy.js';
 import { trailingStopMachine, TRAILING_STOP_FORM, TRAILING_STOP_STATUS } from '../../machines/trailing-stop.js';
 import { twapMachine, TWAP_STATUS } from '../../machines/twap.js';
@@ -84,7 +84,7 @@ export class StrategyService {
         logic: def.logic.provide({
           actions: {
             placeOrder: ({ context }: { context: StrategyContext }, { order }: { order: ChildOrder }) => this.deliveries.track(this.router.placeChild(context, order)),
-            cancelOrder: ({ context }: { context: StrategyContext }, { orderId }: { orderId: string }) => this.deliveries.track(this.router.cancelChild(context.recordId, orderId)),
+            cancelOrder: ({ context }: { context: StrategyContext }, { orderId, reason }: CancelOrderParams) => this.deliveries.track(this.router.cancelChild(context.recordId, orderId, reason)),
           },
         }),
         statusOf: (s) => def.status[String(s.value)] ?? 'ACTIVE',

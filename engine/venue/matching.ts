@@ -1,7 +1,7 @@
 import { Dec, dec, onTick, SIZE_DP, str, ZERO } from '../decimal.js';
 import { OrderBook, priceKey, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
-import type { FillReport, Side, TokenInfo, Touch, VenueOrder, VenueOrderState, VenueReport } from './port.js';
+import type { CancelReason, FillReport, Side, TokenInfo, Touch, VenueOrder, VenueOrderState, VenueReport } from './port.js';
 
 /**
  * What one venue operation did, collected while it runs in memory: the facade then journals the
@@ -185,7 +185,7 @@ export class MatchingEngine {
     // FOK: all or nothing against what could trade (own orders excluded).
     if (order.timeInForce === 'FOK' && !this.fillable(book, order, price, size!)) {
       const e = this.newEntry(order, 'canceled', size);
-      e.final = { type: 'venue.canceled', orderId: order.orderId, reason: 'FOK order could not be filled in full', atMs: tx.atMs };
+      e.final = { type: 'venue.canceled', orderId: order.orderId, reason: 'FOK order could not be filled in full', code: 'FOK_NOT_FILLED', atMs: tx.atMs };
       tx.orders.add(order.orderId);
       tx.reports.push({ type: 'venue.accepted', orderId: order.orderId, atMs: tx.atMs, resting: false }, e.final);
       return;
@@ -205,21 +205,21 @@ export class MatchingEngine {
     }
     const ioc = order.kind === 'market' ? 'market orders are IOC' : 'IOC';
     if (e.fills.length === 0) {
-      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: order.orderId, reason: `no liquidity at an acceptable price (${ioc})`, atMs: tx.atMs });
+      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: order.orderId, reason: `no liquidity at an acceptable price (${ioc})`, code: 'IOC_REMAINDER', atMs: tx.atMs });
     } else if (quoteLeft && !(book.head('sell') === undefined && quoteLeft.gte(dec('0.01')))) {
       // A market buy that spent its amount, up to less than one hundredth of a share: complete.
       e.fills[e.fills.length - 1]!.completes = true;
       this.close(tx, e, 'filled', null);
     } else {
-      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: order.orderId, reason: `unfilled remainder canceled (${ioc})`, atMs: tx.atMs });
+      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: order.orderId, reason: `unfilled remainder canceled (${ioc})`, code: 'IOC_REMAINDER', atMs: tx.atMs });
     }
   }
 
   /** Cancels an open order (`venue.canceled` with `reason`); nothing when it is not open. */
-  cancel(tx: Tx, orderId: string, reason: string): void {
+  cancel(tx: Tx, orderId: string, reason: CancelReason): void {
     const e = this.orders.get(orderId);
     if (!e || e.status !== 'open') return;
-    this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId, reason, atMs: tx.atMs });
+    this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId, reason: reason.message, code: reason.code, atMs: tx.atMs });
   }
 
   /** Expires an open order (`venue.expired`); nothing when it is not open. */
@@ -261,13 +261,13 @@ export class MatchingEngine {
    * (`market_closed`), every resting user order is canceled with `reason` and the liquidity
    * provider's quotes leave the book.
    */
-  closeToken(tx: Tx, tokenId: string, reason: string): void {
+  closeToken(tx: Tx, tokenId: string, reason: CancelReason): void {
     this.closed.add(tokenId);
     const book = this.books.get(tokenId);
     if (!book) return;
     for (const r of [...book.all()]) {
       const e = this.orders.get(r.orderId);
-      if (e) this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: r.orderId, reason, atMs: tx.atMs });
+      if (e) this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: r.orderId, reason: reason.message, code: reason.code, atMs: tx.atMs });
       else book.remove(r.orderId);
     }
     tx.tokens.add(tokenId);
@@ -284,14 +284,14 @@ export class MatchingEngine {
    * keep their price and priority. The provider's quotes stay (the capture's levels are facts).
    * @returns how many orders were canceled.
    */
-  cancelOffTick(tx: Tx, tokenId: string, tick: Dec, reason: string): number {
+  cancelOffTick(tx: Tx, tokenId: string, tick: Dec, reason: CancelReason): number {
     const book = this.books.get(tokenId);
     if (!book) return 0;
     let n = 0;
     for (const r of [...book.all()]) {
       const e = this.orders.get(r.orderId);
       if (!e || r.price.mod(tick).isZero()) continue;
-      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: r.orderId, reason, atMs: tx.atMs });
+      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: r.orderId, reason: reason.message, code: reason.code, atMs: tx.atMs });
       n++;
     }
     return n;
@@ -353,7 +353,7 @@ export class MatchingEngine {
         const resting = this.orders.get(head.orderId);
         book.remove(head.orderId);
         tx.tokens.add(book.tokenId);
-        if (resting) this.close(tx, resting, 'canceled', { type: 'venue.canceled', orderId: head.orderId, reason: 'self-trade prevention', atMs: tx.atMs });
+        if (resting) this.close(tx, resting, 'canceled', { type: 'venue.canceled', orderId: head.orderId, reason: 'self-trade prevention', code: 'SELF_TRADE_PREVENTION', atMs: tx.atMs });
         continue;
       }
       let qty = head.remaining;

@@ -50,11 +50,34 @@ export interface FillReport {
   atMs: number;
 }
 
+/**
+ * Why an order ended canceled or expired (order view `cancel_code`, `message`): `code` is what
+ * the engine decides on, `message` is for people. The engine's own cancels pass theirs to
+ * {@link VenuePort.cancel}; the venue's own cancels carry the venue's.
+ * - `USER_CANCELED`: the user asked (DELETE order, cancel-batch, cancel-all);
+ * - `STRATEGY_CANCELED`: the strategy that placed it ended (DELETE strategy, its market closed);
+ * - `SLICE_ROLLED`, `DURATION_OVER` (TWAP), `REPEGGED` (PEGGED), `PRICE_DRIFTED` (ICEBERG),
+ *   `BRACKET_STOP_FIRED` (a bracket's take-profit when its stop fired: one cancels the other);
+ * - the venue's: `MARKET_RESOLVED`, `TICK_SIZE_CHANGED`, `SELF_TRADE_PREVENTION`,
+ *   `IOC_REMAINDER` (what an IOC or MARKET order could not fill), `FOK_NOT_FILLED`;
+ * - `EXPIRED`: a GTD order's expiration; `VENUE_CANCELED`: a cancel the venue recorded without a code.
+ */
+export type CancelCode =
+  | 'USER_CANCELED' | 'STRATEGY_CANCELED' | 'SLICE_ROLLED' | 'DURATION_OVER' | 'REPEGGED' | 'PRICE_DRIFTED' | 'BRACKET_STOP_FIRED'
+  | 'MARKET_RESOLVED' | 'TICK_SIZE_CHANGED' | 'SELF_TRADE_PREVENTION' | 'IOC_REMAINDER' | 'FOK_NOT_FILLED' | 'EXPIRED' | 'VENUE_CANCELED';
+
+/** A cancel's reason: {@link CancelCode} and a human message. */
+export interface CancelReason {
+  code: CancelCode;
+  message: string;
+}
+
 /** Reports the venue emits, past tense. */
 export type VenueReport =
   | { type: 'venue.accepted'; orderId: string; atMs: number; resting: boolean }
   | FillReport
-  | { type: 'venue.canceled'; orderId: string; reason: string; atMs: number }
+  /** `reason` is the message; `code` the {@link CancelCode} (absent only in reports recorded before codes existed). */
+  | { type: 'venue.canceled'; orderId: string; reason: string; code?: CancelCode; atMs: number }
   | { type: 'venue.expired'; orderId: string; atMs: number }
   | { type: 'venue.rejected'; orderId: string; error: string; reason: string; atMs: number };
 
@@ -220,8 +243,8 @@ export interface WalletOpRefusal {
 export interface VenuePort {
   /** Accepts a new order; reports follow on the stream before the promise resolves. */
   submit(order: VenueOrder): Promise<void>;
-  /** Cancels a resting order; a `venue.canceled` report follows (none if already done). */
-  cancel(orderId: string, reason?: string): Promise<void>;
+  /** Cancels a resting order; a `venue.canceled` report carrying `reason` follows (none if already done). */
+  cancel(orderId: string, reason: CancelReason): Promise<void>;
   /** Expires a resting GTD order; a `venue.expired` report follows (none if already done). */
   expire(orderId: string): Promise<void>;
   /** What the venue knows of `orderId`, or null if it never saw it. */

@@ -11,7 +11,7 @@ import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
 import { MatchingEngine, newTx, type Tx } from './matching.js';
 import type {
-  Available, BookView, MarketInfo, MarketStatus, TokenInfo, Touch, VenueHealth, VenueOrder, VenueOrderState, VenuePort, VenueReport, WalletOp, WalletOpRefusal,
+  Available, BookView, CancelReason, MarketInfo, MarketStatus, TokenInfo, Touch, VenueHealth, VenueOrder, VenueOrderState, VenuePort, VenueReport, WalletOp, WalletOpRefusal,
   WalletOpResult, WalletView,
 } from './port.js';
 import { VenueOpRefused } from './port.js';
@@ -50,9 +50,9 @@ export interface SimVenueOptions {
 }
 
 /** Reason of the `venue.canceled` report of a resting order whose price is off a new tick. */
-export const TICK_CHANGED_REASON = 'tick size changed';
+export const TICK_CHANGED_REASON: CancelReason = Object.freeze({ code: 'TICK_SIZE_CHANGED', message: 'tick size changed' });
 /** Reason of the `venue.canceled` report of a resting order on a market that resolved. */
-export const MARKET_RESOLVED_REASON = 'market resolved';
+export const MARKET_RESOLVED_REASON: CancelReason = Object.freeze({ code: 'MARKET_RESOLVED', message: 'market resolved' });
 
 /**
  * How long a finished order nobody released is kept (a safety net: the order service releases
@@ -444,7 +444,7 @@ export class SimVenue implements VenuePort {
     return this.execute((tx) => this.matching.place(tx, order));
   }
 
-  cancel(orderId: string, reason = 'canceled by user'): Promise<void> {
+  cancel(orderId: string, reason: CancelReason): Promise<void> {
     return this.execute((tx) => this.matching.cancel(tx, orderId, reason));
   }
 

@@ -116,7 +116,8 @@ describe('market resolution and tick change through the real API', () => {
     expect(other).toMatchObject({ status: 409, body: { error: 'conflict' } });
 
     const order = await poll('resting order canceled', async () => svc.services.actors.get(resting.body.order_id), (r) => r?.status === 'CANCELED');
-    expect(order!.view).toMatchObject({ status: 'CANCELED', message: expect.stringMatching(/market resolved/) });
+    expect(order!.view).toMatchObject({ status: 'CANCELED', message: 'market resolved', cancel_code: 'MARKET_RESOLVED', cancel_reason: 'market resolved' });
+    expect(await svc.call('GET', `/v2/trade/orders/${resting.body.order_id}`, { headers: as('alice') })).toMatchObject({ status: 200, body: { status: 'CANCELED', cancel_code: 'MARKET_RESOLVED' } });
     const strategies = async () => (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as('alice') })).body.strategies;
     const ended = await poll('stop canceled', strategies, (l: any[]) => l.find((s) => s.record_id === stop.body.record_id)?.status === 'CANCELED');
     expect(ended.find((s: any) => s.record_id === stop.body.record_id)).toMatchObject({ status: 'CANCELED', message: 'market resolved' });
@@ -157,7 +158,8 @@ describe('market resolution and tick change through the real API', () => {
       expect(dump).toMatchObject({ status: 200, body: { status: 'FILLED' } });
       expect((await own.call('GET', `/v2/trade/book?token_id=${up}`)).body.bids).toEqual([]);
       // dora's own bid at 0.2 is the touch: the stop fires at it; self-trade prevention cancels that bid, so the sell rests, 0 filled
-      expect(await own.call('POST', '/v2/trade/order', { body: { symbol: up, side: 'buy', type: 'LIMIT', price: '0.2', size: '5' }, headers: u })).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+      const ownBid = await own.call('POST', '/v2/trade/order', { body: { symbol: up, side: 'buy', type: 'LIMIT', price: '0.2', size: '5' }, headers: u });
+      expect(ownBid).toMatchObject({ status: 200, body: { status: 'LIVE' } });
       const strategy = async () => (await own.call('GET', '/v2/trade/strategies?limit=500', { headers: u })).body.strategies.find((x: any) => x.record_id === id);
       await poll('stop fired, its sell resting', strategy, (x: any) => x?.status === 'TRIGGERED');
       await own.services.strategies.whenQuiet(id);
@@ -166,6 +168,9 @@ describe('market resolution and tick change through the real API', () => {
       expect(res.status).toBe(200);
       const ended = await poll('stop ended', strategy, (x: any) => x?.status !== 'TRIGGERED');
       expect(ended).toMatchObject({ status: 'CANCELED', message: 'market resolved' });
+      // the strategy decided on the sell's cancel code, recorded from the venue's report
+      expect(await own.call('GET', `/v2/trade/orders/${ended.order_ids[0]}`, { headers: u })).toMatchObject({ status: 200, body: { status: 'CANCELED', is_stop_loss: true, cancel_code: 'MARKET_RESOLVED', message: 'market resolved' } });
+      expect(await own.call('GET', `/v2/trade/orders/${ownBid.body.order_id}`, { headers: u })).toMatchObject({ status: 200, body: { status: 'CANCELED', cancel_code: 'SELF_TRADE_PREVENTION', message: 'self-trade prevention' } });
     } finally {
       await own.close();
     }

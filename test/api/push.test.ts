@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { io as connect, type Socket } from 'socket.io-client';
 import type {
-  BalancePush, BatchPush, BookPush, ClientToServerEvents, MarketPush, OrderPush, PositionPush, ServerToClientEvents, StrategyPush, WithdrawalPush,
+  BalancePush, BatchPush, BookPush, ClientToServerEvents, MarketPush, OrderPush, PositionPush, ServerToClientEvents, StrategyPush, WalletOperationPush, WithdrawalPush,
 } from '../../api/push-events.js';
+import { dec } from '../../engine/decimal.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
 
@@ -340,5 +341,73 @@ describe('Socket.IO namespace /v2/trade', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(otherGot).toEqual([]);
     expect(await s.emitWithAck('markets.unsubscribe', {})).toEqual({ ok: true, markets: [] });
+  });
+
+  it('markets.subscribe with condition ids delivers market.updated of those markets only; without ids, of every market; unsubscribe by id or all', async () => {
+    const venue = svc.services.venue as SimVenue;
+    const listed = ((await svc.call('GET', '/v2/trade/markets?limit=200')).body.markets as any[]).filter((m) => m.tokens.length === 2 && !m.closed && m.tick_size === '0.01' && m.tokens[0].token_id !== token);
+    const [a, b, c] = listed.slice(-3);
+    const named = await open({ token: keys.bob!.api_key });
+    const all = await open({ token: keys.alice!.api_key });
+    const gotNamed: MarketPush[] = [];
+    const gotAll: MarketPush[] = [];
+    named.on('market.updated', (x) => gotNamed.push(x));
+    all.on('market.updated', (x) => gotAll.push(x));
+    const ack = await named.emitWithAck('markets.subscribe', { condition_ids: [a.condition_id, b.condition_id] });
+    expect(ack).toMatchObject({ ok: true, markets: [{ condition_id: a.condition_id }, { condition_id: b.condition_id }] });
+    expect(await all.emitWithAck('markets.subscribe', {})).toEqual({ ok: true, markets: [] });
+    // a change of a market not named reaches the every-market subscriber only
+    await venue.changeTickSize(c.tokens[0].token_id, dec('0.001'));
+    await venue.changeTickSize(a.tokens[0].token_id, dec('0.001'));
+    await until(() => gotAll.length === 2 && gotNamed.length === 1);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(gotNamed.map((m) => [m.condition_id, m.tick_size])).toEqual([[a.condition_id, '0.001']]);
+    expect(gotAll.map((m) => m.condition_id).sort()).toEqual([a.condition_id, c.condition_id].sort());
+    // unsubscribe from a: b still comes; then everything stops
+    expect(await named.emitWithAck('markets.unsubscribe', { condition_ids: [a.condition_id] })).toEqual({ ok: true, markets: [] });
+    await venue.changeTickSize(a.tokens[0].token_id, dec('0.01'));
+    await venue.changeTickSize(b.tokens[0].token_id, dec('0.001'));
+    await until(() => gotAll.length === 4 && gotNamed.length === 2);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(gotNamed.map((m) => m.condition_id)).toEqual([a.condition_id, b.condition_id]);
+    expect(await named.emitWithAck('markets.unsubscribe', 5 as never)).toMatchObject({ ok: false, error: 'invalid_request' });
+    expect(await named.emitWithAck('markets.unsubscribe', {})).toEqual({ ok: true, markets: [] });
+    expect(await all.emitWithAck('markets.unsubscribe', {})).toEqual({ ok: true, markets: [] });
+    await venue.changeTickSize(b.tokens[0].token_id, dec('0.01'));
+    await new Promise((r) => setTimeout(r, 100));
+    expect([gotNamed.length, gotAll.length]).toEqual([2, 4]);
+  });
+
+  it('split, merge and redeem are pushed as wallet_operation.updated (the POST answer with its revision) to the owner and the partner, batched like the others', async () => {
+    const alice = await open({ token: keys.alice!.api_key });
+    const bob = await open({ token: keys.bob!.api_key });
+    const master = await open({ token: (await import('../helpers.js')).MASTER_KEY });
+    const batchedClient = await open({ token: keys.alice!.api_key, batch_ms: 5 });
+    const got: WalletOperationPush[] = [];
+    const gotMaster: WalletOperationPush[] = [];
+    const gotBob: WalletOperationPush[] = [];
+    const batched: Array<{ event: string; data: unknown }> = [];
+    alice.on('wallet_operation.updated', (x) => got.push(x));
+    master.on('wallet_operation.updated', (x) => gotMaster.push(x));
+    bob.on('wallet_operation.updated', (x) => gotBob.push(x));
+    batchedClient.on('updates.batch', (x) => batched.push(...x.records));
+    const m = ((await svc.call('GET', '/v2/trade/markets?limit=200')).body.markets as any[]).find((x) => x.tokens.length === 2 && !x.closed);
+    const split = await svc.call('POST', '/v2/trade/positions/split', { body: { condition_id: m.condition_id, amount: '3' }, headers: as('alice') });
+    expect(split).toMatchObject({ status: 200, body: { type: 'SPLIT', status: 'CONFIRMED' } });
+    const merge = await svc.call('POST', '/v2/trade/positions/merge', { body: { condition_id: m.condition_id, amount: '1' }, headers: as('alice') });
+    expect(merge).toMatchObject({ status: 200, body: { type: 'MERGE', status: 'CONFIRMED' } });
+    const ids = [split.body.operation_id, merge.body.operation_id];
+    const final = (l: WalletOperationPush[]) => l.filter((x) => x.status === 'CONFIRMED');
+    await until(() => final(got).length === 2 && final(gotMaster).length === 2 && batched.filter((r) => r.event === 'wallet_operation.updated' && (r.data as WalletOperationPush).status === 'CONFIRMED').length === 2);
+    for (const [i, body] of [split.body, merge.body].entries()) {
+      const pushes = got.filter((x) => x.operation_id === ids[i]);
+      expect(pushes.map((x) => x.revision)).toEqual(pushes.map((_, k) => pushes[0]!.revision + k));
+      const { revision, platform_user_id, ...view } = pushes.at(-1)!;
+      expect([typeof revision, typeof platform_user_id]).toEqual(['number', 'string']);
+      expect(view).toEqual(body);
+    }
+    expect(gotMaster).toEqual(got);
+    expect(batched.filter((r) => r.event === 'wallet_operation.updated').map((r) => r.data)).toEqual(got);
+    expect(gotBob).toEqual([]);
   });
 });

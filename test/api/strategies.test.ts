@@ -275,7 +275,9 @@ describe('managed strategies over REST', () => {
         stop_loss: { order_id: null, id: rid, status: 'ARMED', error: null, price: sl, size: '10' },
       });
       expect(res.body.warnings).toBeUndefined();
-      expect((await open('alice')).find((o: any) => o.order_id === `ord_${rid}_1`)).toMatchObject({ is_take_profit: true, side: 'sell', price: tp, size: '10', record_id: rid });
+      // every leg carries its bracket's id, as the entry does
+      expect((await open('alice')).find((o: any) => o.order_id === `ord_${rid}_1`)).toMatchObject({ is_take_profit: true, side: 'sell', price: tp, size: '10', record_id: rid, bracket_id: rid });
+      expect(await svc.call('GET', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') })).toMatchObject({ status: 200, body: { bracket_id: rid, record_id: null } });
       expect(await strategy('alice', rid)).toMatchObject({ type: 'BRACKET', status: 'ACTIVE', entry_order_id: res.body.order_id, price: sl, filled_size: null });
       // the message follows the state (partner trial): what protects the filled shares now
       expect((await strategy('alice', rid)).message).toBe(`brackets: entry ${res.body.order_id} filled 10 shares; take-profit of 10 shares at ${tp}, stop-loss of 10 shares armed at ${sl} on the best bid`);
@@ -286,6 +288,12 @@ describe('managed strategies over REST', () => {
       expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: sl, order_ids: [`ord_${rid}_1`, `ord_${rid}_2`] });
       expect(s.brackets.take_profit).toMatchObject({ status: 'CANCELED', error: null });
       expect(s.brackets.stop_loss).toMatchObject({ order_id: `ord_${rid}_2`, status: 'FILLED' });
+      // the take-profit says why it was canceled (one cancels the other), not "canceled by user"; both legs carry the bracket's id
+      expect(await svc.call('GET', `/v2/trade/orders/ord_${rid}_1`, { headers: as('alice') })).toMatchObject({
+        status: 200,
+        body: { status: 'CANCELED', is_take_profit: true, bracket_id: rid, record_id: rid, cancel_code: 'BRACKET_STOP_FIRED', cancel_reason: expect.stringMatching(new RegExp(`^BRACKET ${rid}: stop-loss fired \\(best bid [0-9.]+ reached ${sl}\\): take-profit canceled`)) },
+      });
+      expect(await svc.call('GET', `/v2/trade/orders/ord_${rid}_2`, { headers: as('alice') })).toMatchObject({ status: 200, body: { status: 'FILLED', is_stop_loss: true, bracket_id: rid, record_id: rid } });
       expect((await open('alice')).some((o: any) => o.order_id.startsWith(`ord_${rid}`))).toBe(false);
     });
 

@@ -57,7 +57,10 @@ describe('timers through the real scheduler (controlled clock)', () => {
       await takePassives();
       await poll(`slice ${step} done`, () => tr.strategies('alice', ids), (all) => all.every((s, i) => s.filled_size === String(size(Math.min(step, plans[i]!.slices)))));
       clock.jump(SLICE_MS);
-      await poll(`slice ${step + 1} placed`, () => tr.strategies('alice', ids), (all) => all.every((s, i) => s.slices_done === Math.min(step + 1, plans[i]!.slices)));
+      const placed = await poll(`slice ${step + 1} counted`, () => tr.strategies('alice', ids), (all) => all.every((s, i) => s.slices_done === Math.min(step + 1, plans[i]!.slices)));
+      // the slice's order is placed just after its count is saved: wait for each strategy's newest
+      // child order itself to be answered by the venue (a passive one resting, an IOC one done)
+      await poll(`slice ${step + 1} placed`, () => Promise.all(placed.map((s) => tr.orderById('alice', s.order_ids[s.order_ids.length - 1]))), (os) => os.every((o) => o.status === 200 && o.body.status !== 'SUBMITTED'));
     }
     await takePassives();
     const done = await poll('all completed', () => tr.strategies('alice', ids), (all) => all.every((s) => s.status === 'COMPLETED'));
@@ -83,6 +86,11 @@ describe('timers through the real scheduler (controlled clock)', () => {
     await poll('slice 2 rests', slices, (o) => o.length === 1 && o[0].order_id !== first);
     expect(await slices()).toMatchObject([{ size: '13', filled_size: '0', status: 'LIVE' }]);
     expect(await tr.order('alice', first)).toMatchObject({ status: 'CANCELED', filled_size: '4', size: '10' });
+    // the roll is recorded as the strategy's, not as the user's
+    expect(await tr.orderById('alice', first)).toMatchObject({
+      status: 200,
+      body: { status: 'CANCELED', record_id: id, cancel_code: 'SLICE_ROLLED', cancel_reason: `TWAP ${id}: next slice time: the slice's unfilled part rolls into the next slice`, message: `TWAP ${id}: next slice time: the slice's unfilled part rolls into the next slice` },
+    });
     expect(await tr.strategy('alice', id)).toMatchObject({ status: 'ACTIVE', slices_done: 2, filled_size: '4' });
     // slice 2 untouched: rolls on whole → slice 3 is the rest, 26
     clock.jump(SLICE_MS);
@@ -92,6 +100,7 @@ describe('timers through the real scheduler (controlled clock)', () => {
     clock.jump(SLICE_MS);
     const s = await poll('ended', () => tr.strategy('alice', id), (x) => x.status !== 'ACTIVE');
     expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', slices_done: 3, message: 'duration over' });
+    expect(await tr.orderById('alice', s.order_ids[s.order_ids.length - 1])).toMatchObject({ status: 200, body: { status: 'CANCELED', filled_size: '6', cancel_code: 'DURATION_OVER', cancel_reason: `TWAP ${id}: duration over: the last slice is canceled` } });
     expect(await slices()).toEqual([]);
     await checkInvariants(svc.services, { acknowledged: tr.acknowledged });
   });
@@ -109,6 +118,7 @@ describe('timers through the real scheduler (controlled clock)', () => {
     expect(await tr.order('carol', res.body.order_id)).toMatchObject({ status: 'LIVE' });
     clock.jump(31_000);
     await poll('expired', () => tr.order('carol', res.body.order_id), (o) => o.status === 'EXPIRED');
+    expect(await tr.orderById('carol', res.body.order_id)).toMatchObject({ status: 200, body: { status: 'EXPIRED', cancel_code: 'EXPIRED', cancel_reason: 'expired', message: 'expired' } });
     expect((await svc.call('GET', '/v2/trade/balances', { headers: tr.as('carol') })).body).toEqual(before);
     await checkInvariants(svc.services, { acknowledged: tr.acknowledged });
   });

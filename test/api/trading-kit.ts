@@ -144,6 +144,11 @@ export class Trading {
     return (await this.svc().call('GET', '/v2/trade/activity?limit=200', { headers: this.as(u) })).body.activity.find((a: any) => a.id === id);
   }
 
+  /** GET /v2/trade/orders/{order_id} as `u`: status and body (404 while the order does not exist). */
+  orderById(u: string, id: string): Promise<{ status: number; body: any }> {
+    return this.svc().call('GET', `/v2/trade/orders/${id}`, { headers: this.as(u) });
+  }
+
   async openOrders(u: string): Promise<any[]> {
     return (await this.svc().call('GET', '/v2/trade/orders/open?limit=500', { headers: this.as(u) })).body.orders;
   }

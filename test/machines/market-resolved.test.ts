@@ -3,7 +3,7 @@ import { initialTransition, transition, type AnyStateMachine } from 'xstate';
 import { BRACKET_STATUS, bracketMachine } from '../../machines/bracket.js';
 import { PEGGED_STATUS, peggedMachine } from '../../machines/pegged.js';
 import { STOP_LOSS_STATUS, stopLossMachine } from '../../machines/stop-loss.js';
-import { MARKET_RESOLVED_MESSAGE, type StrategyContext, type StrategyEvent, type StrategyInput } from '../../machines/strategy-kit.js';
+import { type StrategyContext, type StrategyEvent, type StrategyInput } from '../../machines/strategy-kit.js';
 import { MARKET_RESOLVED_REASON } from '../../engine/venue/sim-venue.js';
 import { TRAILING_BUY_STATUS, trailingBuyMachine } from '../../machines/trailing-buy.js';
 import { TRAILING_STOP_STATUS, trailingStopMachine } from '../../machines/trailing-stop.js';
@@ -101,7 +101,7 @@ describe('BRACKET: the stop-loss sell refused market_closed', () => {
 
 /**
  * Issue 16 (partner trial, item 3): a stop that fired has its sell working when the market
- * resolves; the venue cancels that order (reason `market resolved`, which reaches the strategy as
+ * resolves; the venue cancels that order (code `MARKET_RESOLVED`, which reaches the strategy as
  * `order.updated` with `marketResolved`). The resolution ended the strategy: CANCELED with message
  * `market resolved`, not COMPLETED with nothing sold. An order ended otherwise still completes it.
  */
@@ -111,7 +111,7 @@ describe('a fired stop whose order the resolution canceled ends CANCELED (market
     ['TRAILING_STOP', trailingStopMachine, TRAILING_STOP_STATUS, { ...base, type: 'TRAILING_STOP', size: '10', highWaterMark: '0.6', offsetAbs: '0.05', offsetPct: null }, { type: 'book.touch', bid: '0.54', ask: '0.56' }],
   ];
   it.each(cases)('%s: fired, its sell canceled by the resolution (0 filled) → CANCELED, market resolved; canceled otherwise → COMPLETED', (_name, machine, status, input, fire) => {
-    expect(MARKET_RESOLVED_REASON).toBe(MARKET_RESOLVED_MESSAGE); // the venue's reason is what the engine recognises
+    expect(MARKET_RESOLVED_REASON.code).toBe('MARKET_RESOLVED'); // the venue's code is what the engine recognises (never its prose)
     const [s0] = initialTransition(machine, input);
     const s1 = step(machine, machine.getPersistedSnapshot(s0), fire);
     expect(status[String(s1.value)]).toBe('TRIGGERED');

@@ -15,11 +15,11 @@ const EVENTS: OrderEvent[] = [
   { type: 'venue.filled', tradeId: 't1', price: '0.5', size: '4', liquidity: 'maker', completes: false },
   { type: 'venue.filled', tradeId: 't2', price: '0.49', size: '6', liquidity: 'maker', completes: true },
   { type: 'venue.filled', tradeId: 't3', price: '0.5', size: '10', liquidity: 'taker', completes: true },
-  { type: 'venue.canceled', reason: 'IOC remainder' },
+  { type: 'venue.canceled', reason: { code: 'IOC_REMAINDER', message: 'IOC remainder' } },
   { type: 'venue.expired' },
   { type: 'venue.rejected', error: 'INSUFFICIENT_BALANCE', reason: 'no money' },
   { type: 'venue.unknown' },
-  { type: 'order.cancel' },
+  { type: 'order.cancel', reason: { code: 'USER_CANCELED', message: 'canceled by user' } },
   { type: 'timer.fired', name: 'expiry', atMs: 5_000 },
   { type: 'timer.fired', name: 'expiry', atMs: 4_000 },
 ];
@@ -127,11 +127,64 @@ describe('order machine (model-based)', () => {
     const log: string[] = [];
     const m = recording(log);
     const [s0] = initialTransition(m, input);
-    const [s1] = transition(m, s0, { type: 'order.cancel' });
+    const [s1] = transition(m, s0, EVENTS[8]!);
     expect(s1.value).toBe('submitted');
     const [s, a] = transition(m, roundTrip(m, s1), EVENTS[0]!);
     runActions(a);
     expect(s.value).toBe('canceling');
     expect(log).toContain('cancel');
+  });
+});
+
+describe('order machine: the reason of a cancel', () => {
+  const STRATEGY = { code: 'SLICE_ROLLED', message: 'TWAP stg_1: next slice time' } as const;
+  /** Records each cancel sent to the venue with its reason. */
+  function withReasons(sent: Array<{ orderId: string; reason: unknown }>) {
+    return orderMachine.provide({ actions: { cancelAtVenue: (_, p) => void sent.push(p) } });
+  }
+
+  it('a strategy\'s cancel goes to the venue with its reason, survives save → restore, and the venue\'s report of it is what the order ends with; a repeat keeps the first', () => {
+    const sent: Array<{ orderId: string; reason: unknown }> = [];
+    const m = withReasons(sent);
+    let [s] = initialTransition(m, { ...input, parentId: 'stg_1' });
+    [s] = transition(m, roundTrip(m, s), EVENTS[0]!);
+    let a;
+    [s, a] = transition(m, roundTrip(m, s), { type: 'order.cancel', reason: STRATEGY });
+    runActions(a);
+    expect([s.value, sent]).toEqual(['canceling', [{ orderId: 'ord_1', reason: STRATEGY }]]);
+    [s, a] = transition(m, roundTrip(m, s), EVENTS[8]!); // the user's DELETE arrives while it is canceling: sent again, same reason
+    runActions(a);
+    expect(sent).toEqual([{ orderId: 'ord_1', reason: STRATEGY }, { orderId: 'ord_1', reason: STRATEGY }]);
+    [s] = transition(m, roundTrip(m, s), { type: 'venue.canceled', reason: STRATEGY });
+    expect([s.value, s.context.cancelReason, s.context.reason]).toEqual(['canceled', STRATEGY, STRATEGY.message]);
+  });
+
+  it('a cancel the venue made on its own (market resolved) is recorded with the venue\'s code; an expiry as EXPIRED', () => {
+    const resolved = { code: 'MARKET_RESOLVED', message: 'market resolved' } as const;
+    let [s] = initialTransition(orderMachine, input);
+    [s] = transition(orderMachine, s, EVENTS[0]!);
+    const [c] = transition(orderMachine, roundTrip(orderMachine, s), { type: 'venue.canceled', reason: resolved });
+    expect([c.value, c.context.cancelReason]).toEqual(['canceled', resolved]);
+    const [e] = transition(orderMachine, roundTrip(orderMachine, s), EVENTS[5]!);
+    expect([e.value, e.context.cancelReason, e.context.reason]).toEqual(['expired', { code: 'EXPIRED', message: 'expired' }, 'expired']);
+  });
+
+  it('a snapshot of machine version 1 (no cancelReason) caught canceling sends the cancel again with the reason its origin implies', () => {
+    for (const [parentId, reason] of [
+      ['stg_9', { code: 'STRATEGY_CANCELED', message: 'canceled by its strategy stg_9' }],
+      [null, { code: 'USER_CANCELED', message: 'canceled by user' }],
+    ] as const) {
+      const sent: Array<{ orderId: string; reason: unknown }> = [];
+      const m = withReasons(sent);
+      let [s] = initialTransition(m, { ...input, parentId });
+      [s] = transition(m, s, EVENTS[0]!);
+      [s] = transition(m, s, EVENTS[8]!);
+      const persisted = JSON.parse(JSON.stringify(m.getPersistedSnapshot(s))) as { context: Record<string, unknown> };
+      delete persisted.context.cancelReason; // as version 1 stored it
+      const restored = m.resolveState(persisted as never) as Snap;
+      const [after, a] = transition(m, restored, { type: 'venue.accepted', resting: true });
+      runActions(a);
+      expect([after.value, sent]).toEqual(['canceling', [{ orderId: 'ord_1', reason }]]);
+    }
   });
 });

@@ -5,7 +5,7 @@ import { BRACKET_STATUS, bracketMachine } from '../../machines/bracket.js';
 import { ICEBERG_STATUS, icebergMachine } from '../../machines/iceberg.js';
 import { PEGGED_STATUS, peggedMachine } from '../../machines/pegged.js';
 import { STOP_LOSS_STATUS, stopLossMachine } from '../../machines/stop-loss.js';
-import { placeRetryDelayMs, type StrategyContext, type StrategyEvent, type StrategyInput } from '../../machines/strategy-kit.js';
+import { placeRetryDelayMs, type CancelOrderParams, type StrategyContext, type StrategyEvent, type StrategyInput } from '../../machines/strategy-kit.js';
 import { TRAILING_BUY_STATUS, trailingBuyMachine } from '../../machines/trailing-buy.js';
 import { TRAILING_STOP_STATUS, trailingStopMachine } from '../../machines/trailing-stop.js';
 import { TWAP_STATUS, twapMachine } from '../../machines/twap.js';
@@ -83,6 +83,9 @@ const CASES: Array<{ name: string; machine: AnyStateMachine; input: StrategyInpu
   },
 ];
 
+/** The cancel codes a strategy gives its child orders. */
+const STRATEGY_CODES = ['STRATEGY_CANCELED', 'SLICE_ROLLED', 'DURATION_OVER', 'REPEGGED', 'PRICE_DRIFTED', 'BRACKET_STOP_FIRED'];
+
 type Snap = ReturnType<typeof initialTransition>[0] & { value: unknown; context: StrategyContext; status: string };
 
 function roundTrip(machine: AnyStateMachine, s: Snap): Snap {
@@ -95,10 +98,11 @@ const serializeState = (s: Snap) =>
 for (const c of CASES) {
   describe(`${c.name} machine (model-based)`, () => {
     const log: string[] = [];
+    const strategyCancel = new RegExp(`^cancel ord_stg1_\\d+ (${STRATEGY_CODES.join('|')}) ${c.input.type} stg1: .+`);
     const machine = c.machine.provide({
       actions: {
         placeOrder: (_: unknown, p: { order: { orderId: string } }) => void log.push(`place ${p.order.orderId}`),
-        cancelOrder: (_: unknown, p: { orderId: string }) => void log.push(`cancel ${p.orderId}`),
+        cancelOrder: (_: unknown, p: CancelOrderParams) => void log.push(`cancel ${p.orderId} ${p.reason.code} ${p.reason.message}`),
       },
     } as never) as AnyStateMachine;
     // one shortest path to every reachable state; every event is then tried from each of them, so
@@ -145,6 +149,8 @@ for (const c of CASES) {
         // invariants: child ids are never reused; a final strategy has no timers and no watch
         const placed = log.filter((l) => l.startsWith('place ')).map((l) => l.slice(6));
         expect(new Set(placed).size).toBe(placed.length);
+        // every cancel of a child carries the strategy's own code and names the strategy: never the user's
+        for (const l of log) if (l.startsWith('cancel ')) expect(l).toMatch(strategyCancel);
         if (s.status === 'done') {
           expect(s.context.deadlines).toEqual({});
           expect(s.context.watch).toEqual({});
@@ -153,3 +159,42 @@ for (const c of CASES) {
     });
   });
 }
+
+describe('the reason a strategy gives each cancel of its child order (save → JSON → restore between events)', () => {
+  /** Runs `events` from the start of `input`'s machine; returns the cancels sent (order id and reason). */
+  function cancels(machine: AnyStateMachine, input: StrategyInput, events: StrategyEvent[]): CancelOrderParams[] {
+    const sent: CancelOrderParams[] = [];
+    const m = machine.provide({ actions: { placeOrder: () => {}, cancelOrder: (_: unknown, p: CancelOrderParams) => void sent.push(p) } } as never) as AnyStateMachine;
+    let [s, actions] = initialTransition(m, input) as unknown as [Snap, Array<{ exec?: (i: unknown, p: unknown) => void; info?: unknown; params?: unknown }>];
+    for (const e of events) {
+      [s, actions] = transition(m, roundTrip(m, s), e) as unknown as [Snap, typeof actions];
+      for (const a of actions) a.exec?.(a.info, a.params);
+    }
+    return sent;
+  }
+  const twap = { ...base, type: 'TWAP' as const, side: 'buy' as const, price: '0.5', size: '30', intervalMs: 10_000, durationMs: 30_000, slicesTotal: 3, passive: true };
+
+  it('TWAP: the slice time rolls the slice (SLICE_ROLLED), the end time cancels the last (DURATION_OVER), DELETE strategy or the engine end it (STRATEGY_CANCELED)', () => {
+    expect(cancels(twapMachine, twap, [timer('slice', 10_000)])).toEqual([{ orderId: 'ord_stg1_1', reason: { code: 'SLICE_ROLLED', message: "TWAP stg1: next slice time: the slice's unfilled part rolls into the next slice" } }]);
+    expect(cancels(twapMachine, twap, [upd(1, 'CANCELED', '0', '0', true), timer('slice', 10_000), timer('slice', 20_000), timer('end', 30_000)])).toEqual([
+      { orderId: 'ord_stg1_2', reason: { code: 'SLICE_ROLLED', message: "TWAP stg1: next slice time: the slice's unfilled part rolls into the next slice" } },
+    ]);
+    expect(cancels(twapMachine, { ...twap, slicesTotal: 1, durationMs: 10_000 }, [timer('end', 10_000)])).toEqual([{ orderId: 'ord_stg1_1', reason: { code: 'DURATION_OVER', message: 'TWAP stg1: duration over: the last slice is canceled' } }]);
+    expect(cancels(twapMachine, twap, [cancel])).toEqual([{ orderId: 'ord_stg1_1', reason: { code: 'STRATEGY_CANCELED', message: 'TWAP stg1: canceled by DELETE strategy' } }]);
+    expect(cancels(twapMachine, twap, [{ type: 'strategy.cancel', reason: 'market closed' }])).toEqual([{ orderId: 'ord_stg1_1', reason: { code: 'STRATEGY_CANCELED', message: 'TWAP stg1: ended: market closed' } }]);
+  });
+
+  it('BRACKET: the stop fires while the take-profit works: the take-profit is canceled as BRACKET_STOP_FIRED, naming the stop', () => {
+    const input = { ...base, type: 'BRACKET' as const, side: 'sell' as const, price: '0.4', entryOrderId: 'ord_e1', legs: { take_profit: leg('0.7', null), stop_loss: leg('0.4', null) } };
+    expect(cancels(bracketMachine, input, [entry('FILLED', '10', true), upd(1, 'LIVE', '0', '0', false), touch('0.39', '0.42')])).toEqual([
+      { orderId: 'ord_stg1_1', reason: { code: 'BRACKET_STOP_FIRED', message: 'BRACKET stg1: stop-loss fired (best bid 0.39 reached 0.4): take-profit canceled, one cancels the other' } },
+    ]);
+  });
+
+  it('PEGGED re-pegs (REPEGGED); ICEBERG drifts past its tolerance (PRICE_DRIFTED)', () => {
+    const pegged = { ...base, type: 'PEGGED' as const, side: 'buy' as const, quoteAmount: '10', offsetTicks: 0, priceFloor: null, priceCeiling: '0.45', touch: { bid: '0.4', ask: '0.42' } };
+    expect(cancels(peggedMachine, pegged, [touch('0.41', '0.42')])).toEqual([{ orderId: 'ord_stg1_1', reason: { code: 'REPEGGED', message: 'PEGGED stg1: the touch moved the peg price: re-placed at the new one' } }]);
+    const iceberg = { ...base, type: 'ICEBERG' as const, side: 'buy' as const, price: '0.5', size: '20', clipSize: '10', tolerancePct: '5', touch: { bid: '0.49', ask: '0.51' } };
+    expect(cancels(icebergMachine, iceberg, [touch('0.49', '0.6')])).toEqual([{ orderId: 'ord_stg1_1', reason: { code: 'PRICE_DRIFTED', message: 'ICEBERG stg1: price drifted beyond price_tolerance_pct: auto-canceled' } }]);
+  });
+});

@@ -188,7 +188,7 @@ describe('venue checkpoints: many bounded documents (issue 14, item 2)', () => {
       buildState(first, 10_000);
       // a few journaled operations on top: the checkpoint covers them and removes their entries
       for (let k = 0; k < 20; k++) await first.submit(limit(20_000 + k, 0, TOKENS[k % 4]!, 'buy', '0.02', 5));
-      await first.cancel(orderId(20_000, 0));
+      await first.cancel(orderId(20_000, 0), { code: 'USER_CANCELED', message: 'canceled by user' });
       const built = Date.now();
       await first.close(); // writes the checkpoint
       const written = Date.now();
@@ -266,7 +266,7 @@ describe('venue checkpoints: many bounded documents (issue 14, item 2)', () => {
           const seller = { userId: userId(k % 2_000) }; // sells the token it holds; the buys take them
           await first.submit(k % 2 ? limit(30_000 + k, 0, TOKENS[k % 4]!, 'buy', '0.60', 5) : limit(30_000 + k, 0, TOKENS[k % 4]!, 'sell', '0.50', 5, seller));
         }
-        for (let u = 0; u < 20; u++) await first.cancel(orderId(u, 1));
+        for (let u = 0; u < 20; u++) await first.cancel(orderId(u, 1), { code: 'USER_CANCELED', message: 'canceled by user' });
         cp.fault(store);
         await expect(inside(first).journal.checkpoint()).rejects.toThrow(InjectedFault);
         const expected = stateOf(first);
@@ -307,7 +307,7 @@ describe('venue checkpoints: many bounded documents (issue 14, item 2)', () => {
         await (await inner.collection('venueJournal')).deleteMany({});
         // then more journaled operations, and the process dies
         for (let k = 0; k < 10; k++) await first.submit(limit(60_000 + k, 0, TOKENS[k % 4]!, 'sell', '0.04', 5, { userId: userId(k) }));
-        await first.cancel(orderId(50_000, 0));
+        await first.cancel(orderId(50_000, 0), { code: 'USER_CANCELED', message: 'canceled by user' });
         const expected = stateOf(first);
         inside(first).liquidity.stop();
         const again = await reopen();

@@ -98,7 +98,7 @@ describe('matching engine', () => {
         const ids: string[] = [];
         for (const o of orders) {
           if (o.cancel !== null && ids.length) {
-            run((tx) => m.cancel(tx, ids[o.cancel! % ids.length]!, 'canceled by user'));
+            run((tx) => m.cancel(tx, ids[o.cancel! % ids.length]!, { code: 'USER_CANCELED', message: 'canceled by user' }));
             continue;
           }
           const vo: VenueOrder = o.tif === 'MARKET'

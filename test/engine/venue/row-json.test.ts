@@ -48,7 +48,7 @@ describe('journal rows as JSON', () => {
             quoteAmount: market && c.side === 'buy' ? (c.size / 100).toFixed(2) : null, timeInForce: market ? 'IOC' : c.tif, postOnly: false,
           };
           m.place(tx, order);
-          if (c.cancel && n > 1) m.cancel(tx, `o${n - 1}`, 'test');
+          if (c.cancel && n > 1) m.cancel(tx, `o${n - 1}`, { code: 'USER_CANCELED', message: 'test' });
           const wallets = [...tx.users].filter((u) => u !== LIQUIDITY_PROVIDER_ID);
           const orders = [...tx.orders];
           for (const u of wallets) expect(JSON.parse(l.rowJson(u))).toEqual(JSON.parse(JSON.stringify(l.row(u))));

@@ -87,7 +87,7 @@ describe('simulated venue: matching engine', () => {
     await venue.submit(o);
     expect(venue.wallet('b').pusd).toEqual({ balance: '1000', reserved: '40', available: '960' });
     expect(venue.book(A)?.bids).toEqual([{ price: '0.4', size: '100' }]);
-    await venue.cancel(o.orderId);
+    await venue.cancel(o.orderId, { code: 'USER_CANCELED', message: 'canceled by user' });
     expect(reports.at(-1)).toMatchObject({ type: 'venue.canceled', orderId: o.orderId });
     expect(venue.wallet('b').pusd.reserved).toBe('0');
     expect(venue.book(A)?.bids).toEqual([]);
@@ -259,7 +259,7 @@ describe('simulated venue: matching engine', () => {
       expect(venue.health).toEqual({ ok: true, pendingWrites: 0, error: null });
       expect(reports.filter((r) => r.type === 'venue.accepted').map((r) => r.orderId)).toEqual([a.orderId, b.orderId]);
       // later operations are written again (the tail is not left rejected)
-      await venue.cancel(a.orderId);
+      await venue.cancel(a.orderId, { code: 'USER_CANCELED', message: 'canceled by user' });
       expect(reports.at(-1)).toMatchObject({ type: 'venue.canceled', orderId: a.orderId });
       // kill -9 now: the journal holds everything that was acknowledged
       const again = await openVenue({ dir: null, store: await EmbeddedStore.open(dir) });
