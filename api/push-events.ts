@@ -98,8 +98,8 @@ export interface BalancePush {
  * One position as `GET /v2/trade/positions` lists it (shares, dollars, decimal probability). A
  * position sold or redeemed to nothing is pushed once with `size`, `reserved`, `available`,
  * `avg_price` and `cost_usd` "0" (REST then no longer lists it). The mark (`cur_price`,
- * `current_value`, `cash_pnl`) is as of the push; a push is sent when the holding changes, not
- * when only the mark moves.
+ * `current_value`, `cash_pnl`) is as of the push; a push is sent when the holding changes or its
+ * market resolves (marked $1 / $0 then), not when only the book's mid moves.
  */
 export interface PositionItem {
   token_id: string;

@@ -290,8 +290,14 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
   /** Revisions per user (kept while the process runs, so that they never go back). */
   const walletRevisions = new Map<string, { balance: number; position: number }>();
   const balanceKey = (p: { balance: string; reserved: string }) => `${p.balance}|${p.reserved}`;
-  /** What a position holds (the ledger's figures, not its mark): a push goes out when this changes. */
-  const holdingKey = (p: WalletView['positions'][number]) => JSON.stringify(p);
+  /**
+   * What a position holds (the ledger's figures) and whether its market resolved: a push goes out
+   * when this changes (its mark then moves to $1 / $0), not when only the book's mid moves.
+   */
+  const holdingKey = (p: WalletView['positions'][number]) => {
+    const conditionId = venue.token(p.tokenId)?.conditionId;
+    return `${JSON.stringify(p)}${conditionId && venue.marketStatus(conditionId)?.resolved ? '|resolved' : ''}`;
+  };
   /** Remembers what a newly watched user holds, so that the first push carries only changes. */
   function seedWallet(userId: string): void {
     if (walletSeen.has(userId)) return;
@@ -341,7 +347,7 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     }
     dirtyWallets.clear();
   };
-  venue.onWallet((userId) => {
+  const walletChanged = (userId: string): void => {
     if (!watchedAny(userRoom(userId))) {
       walletSeen.delete(userId);
       return;
@@ -351,6 +357,12 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
       walletFlushing = true;
       setImmediate(flushWallets);
     }
+  };
+  venue.onWallet(walletChanged);
+  // a market that resolves re-marks the positions held in it ($1 / $0 a share): pushed to their watched holders
+  venue.onMarket((conditionId) => {
+    const tokens = venue.market(conditionId)?.tokens.map((t) => t.tokenId) ?? [];
+    for (const [userId, seen] of walletSeen) if (tokens.some((t) => seen.positions.has(t))) walletChanged(userId);
   });
 
   // ---- market.updated (issue 16): to the market's subscribers and those of every market, coalesced per turn ----
