@@ -22,6 +22,12 @@ function headerCount(req: Request, lower: string): number {
   return n;
 }
 
+/** The token of the request's `Authorization: Bearer <API_KEY>` header, or null when there is none of that shape. */
+export function bearerToken(req: Request): string | null {
+  const header = req.headers.authorization;
+  return header ? (BEARER.exec(header)?.[1] ?? null) : null;
+}
+
 /**
  * Authenticates the request's `Authorization: Bearer <API_KEY>` (spec part 5): at once for a token
  * seen recently ({@link ApiKeyService.cached}), else after reading the key.

@@ -29,7 +29,10 @@ export function pageQuery(req: Request, max: number, defaultLimit = Math.min(100
   return { limit, offset };
 }
 
-/** The offset/limit envelope: the list under `key` plus `total`, `limit`, `offset`, `has_more`. */
+/**
+ * The offset/limit envelope: the list under `key` plus `count` (its length: the rows on this
+ * page), `total`, `limit`, `offset`, `has_more`.
+ */
 export function page<T>(key: string, items: T[], total: number, p: PageRequest): Record<string, unknown> {
-  return { [key]: items, total, limit: p.limit, offset: p.offset, has_more: p.offset + items.length < total };
+  return { [key]: items, count: items.length, total, limit: p.limit, offset: p.offset, has_more: p.offset + items.length < total };
 }

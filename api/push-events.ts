@@ -97,10 +97,14 @@ export interface BalancePush {
 /**
  * One position as `GET /v2/trade/positions` lists it (shares, dollars, decimal probability). A
  * position sold or redeemed to nothing is pushed once with `size`, `reserved`, `available`,
- * `avg_price` and `cost_usd` "0" (REST then no longer lists it).
+ * `avg_price` and `cost_usd` "0" (REST then no longer lists it). The mark (`cur_price`,
+ * `current_value`, `cash_pnl`) is as of the push; a push is sent when the holding changes or its
+ * market resolves (marked $1 / $0 then), not when only the book's mid moves.
  */
 export interface PositionItem {
   token_id: string;
+  /** The outcome token id again, as orders and strategies name it. */
+  symbol: string;
   condition_id: string;
   outcome: string;
   question: string;
@@ -113,6 +117,20 @@ export interface PositionItem {
   avg_price: string;
   /** Cost basis, dollars. */
   cost_usd: string;
+  /** Mark price, decimal probability: the book's mid; once resolved 1 (winner) or 0; null when the token has no price at all. */
+  cur_price: string | null;
+  /** size × cur_price, dollars (null without a mark). */
+  current_value: string | null;
+  /** Unrealized PnL: current_value − cost_usd, dollars (null without a mark). */
+  cash_pnl: string | null;
+  /** PnL realized by sells, merges and redeems of this token, dollars. */
+  realized_pnl: string;
+  /** The market resolved and these shares can be redeemed. */
+  redeemable: boolean;
+  /** Free shares of every outcome of the market are held: a merge into pUSD is possible. */
+  mergeable: boolean;
+  /** The market resolved (its winner is known). */
+  market_resolved: boolean;
 }
 
 /**

@@ -6,6 +6,7 @@ import { ApiError, toApiError } from './errors.js';
 import { bookBody, marketBody, positionBody, type PositionBody } from './handlers/market.js';
 import type { Services } from '../engine/service.js';
 import { WALLET_OP_KIND, WITHDRAWAL_KIND } from '../engine/wallet/service.js';
+import type { WalletView } from '../engine/venue/port.js';
 import {
   PUSH_NAMESPACE, type BatchedRecord, type ClientToServerEvents, type MarketPush, type OrderPush, type PushSocketData, type ServerToClientEvents,
 } from './push-events.js';
@@ -289,13 +290,21 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
   /** Revisions per user (kept while the process runs, so that they never go back). */
   const walletRevisions = new Map<string, { balance: number; position: number }>();
   const balanceKey = (p: { balance: string; reserved: string }) => `${p.balance}|${p.reserved}`;
+  /**
+   * What a position holds (the ledger's figures) and whether its market resolved: a push goes out
+   * when this changes (its mark then moves to $1 / $0), not when only the book's mid moves.
+   */
+  const holdingKey = (p: WalletView['positions'][number]) => {
+    const conditionId = venue.token(p.tokenId)?.conditionId;
+    return `${JSON.stringify(p)}${conditionId && venue.marketStatus(conditionId)?.resolved ? '|resolved' : ''}`;
+  };
   /** Remembers what a newly watched user holds, so that the first push carries only changes. */
   function seedWallet(userId: string): void {
     if (walletSeen.has(userId)) return;
     const w = venue.wallet(userId);
     walletSeen.set(userId, {
       balance: balanceKey(w.pusd),
-      positions: new Map(w.positions.map((pos) => [pos.tokenId, JSON.stringify(positionBody(venue, pos))])),
+      positions: new Map(w.positions.map((pos) => [pos.tokenId, holdingKey(pos)])),
     });
   }
   const dirtyWallets = new Set<string>();
@@ -323,23 +332,22 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
       const now = new Set<string>();
       for (const pos of w.positions) {
         now.add(pos.tokenId);
-        const body = positionBody(venue, pos);
-        const json = JSON.stringify(body);
-        if (seen.positions.get(pos.tokenId) !== json) {
-          seen.positions.set(pos.tokenId, json);
-          changed.push(body);
+        const key = holdingKey(pos);
+        if (seen.positions.get(pos.tokenId) !== key) {
+          seen.positions.set(pos.tokenId, key);
+          changed.push(positionBody(venue, userId, pos));
         }
       }
       for (const tokenId of seen.positions.keys()) {
         if (now.has(tokenId)) continue;
         seen.positions.delete(tokenId);
-        changed.push(positionBody(venue, { tokenId, size: '0', reserved: '0', available: '0', costUsd: '0' }));
+        changed.push(positionBody(venue, userId, { tokenId, size: '0', reserved: '0', available: '0', costUsd: '0' }));
       }
       if (changed.length) publish([room], 'position.updated', { positions: changed, revision: ++revs.position, platform_user_id: userId, at });
     }
     dirtyWallets.clear();
   };
-  venue.onWallet((userId) => {
+  const walletChanged = (userId: string): void => {
     if (!watchedAny(userRoom(userId))) {
       walletSeen.delete(userId);
       return;
@@ -349,6 +357,12 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
       walletFlushing = true;
       setImmediate(flushWallets);
     }
+  };
+  venue.onWallet(walletChanged);
+  // a market that resolves re-marks the positions held in it ($1 / $0 a share): pushed to their watched holders
+  venue.onMarket((conditionId) => {
+    const tokens = venue.market(conditionId)?.tokens.map((t) => t.tokenId) ?? [];
+    for (const [userId, seen] of walletSeen) if (tokens.some((t) => seen.positions.has(t))) walletChanged(userId);
   });
 
   // ---- market.updated (issue 16): to the market's subscribers and those of every market, coalesced per turn ----

@@ -2,7 +2,7 @@ import { ErrorEnvelope, Health } from '../schemas/common.js';
 import { ComboAcceptRequest, ComboAcceptResponse, ComboPositionsPage, ComboQuoteRequest, ComboQuoteResponse, ComboRedeemRequest, ComboRedeemResponse } from '../schemas/combos.js';
 import { CopytradeRequest, CopytradeResponse } from '../schemas/copytrade.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage, SimResolveRequest, SimResolveResponse } from '../schemas/market.js';
-import { OpenOrdersPage, OrderRequest, OrderResponse, OrderView } from '../schemas/orders.js';
+import { OpenOrdersPage, ORDER_BATCH_MAX, OrderBatchRequest, OrderBatchResponse, OrderRequest, OrderResponse, OrderView } from '../schemas/orders.js';
 import { STRATEGY_STATUSES, STRATEGY_TYPES, StrategiesPage, StrategyRecord } from '../schemas/strategies.js';
 import { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from '../schemas/users.js';
 import {
@@ -15,7 +15,7 @@ import { openapiDocument } from './handlers/openapi.js';
 import { account, mintUserKey, provisionUser, revokeKey } from './handlers/users.js';
 import { activity, cancelOrder, cancelStrategy, listStrategies, openOrders, placeOrder } from './handlers/orders.js';
 import { balances, book, markets, positions } from './handlers/market.js';
-import { cancelAll, cancelBatch, getOrder } from './handlers/order-batch.js';
+import { cancelAll, cancelBatch, getOrder, placeBatch } from './handlers/order-batch.js';
 import { getWithdrawal, listWithdrawals, mergePositions, redeemPositions, splitPosition, withdraw, withdrawableBalances } from './handlers/wallet.js';
 import { resolveMarket } from './handlers/sim-control.js';
 
@@ -44,6 +44,41 @@ const COMPOUND_CURSOR = {
   next_cursor_log_idx: { type: 'integer', minimum: 0, description: 'Tie-breaker; send with cursor_ts.' },
 };
 
+/** What every batch cancel and cancel-all answers (schemas/wallet.ts BatchCancelResponse). */
+const CANCEL_SHAPE =
+  '200 `{cancelled, not_cancelled, count, results, counts}`: `cancelled` the ids this request canceled, `not_cancelled` `{order_id, reason}` for the others, `count` how many were canceled; ' +
+  '`results` one outcome per order (`canceled`, `already_done`: already final, or filled or expired before the cancel took effect; `not_found`: unknown, malformed, a strategy `record_id`, another user\'s order) with the order, and `counts` per outcome. ';
+
+/** POST /v2/trade/orders/cancel-batch and its alias POST /v2/trade/orders/cancel (the path and summary are each row's). */
+const CANCEL_BATCH = {
+  method: 'post', scope: 'trade.cancel', user: 'required', tag: 'trade.cancel',
+  description:
+    `Cancels up to ${BATCH_CANCEL_MAX} orders, each exactly as DELETE /v2/trade/orders/{order_id} would (a strategy's child order included: its strategy reacts as to that cancel). ` +
+    CANCEL_SHAPE + 'Orders in the order sent, a repeated id once; one id never fails the batch. ' +
+    `400 when the body is not \`{order_ids: [1 to ${BATCH_CANCEL_MAX} strings], venue?}\`. A retry with the same Idempotency-Key returns the first response and cancels nothing again. ` +
+    'POST /v2/trade/orders/cancel-batch and POST /v2/trade/orders/cancel are the same endpoint.',
+  body: BatchCancelRequest, example: { order_ids: ['ord_5f1c2d9e-0b7a-4c1e-9d3f-2a6b8c4e1f00'] }, responses: { 200: BatchCancelResponse }, errors: [404, 503], handler: cancelBatch, v1: true,
+} as const satisfies Omit<RouteSpec, 'path' | 'summary'>;
+
+/** POST /v2/trade/orders/cancel-all and its alias DELETE /v2/trade/orders (the method, path and summary are each row's). */
+const CANCEL_ALL = {
+  scope: 'trade.cancel', user: 'required', tag: 'trade.cancel',
+  description:
+    'Cancels every open order of the bound user (the rows of GET /v2/trade/orders/open, strategies\' child orders included: each strategy reacts as to DELETE order; strategies themselves are not canceled), ' +
+    'narrowed by `symbol` (outcome token id) and/or `condition_id` (market: both its tokens); both given = orders matching both. No body. ' +
+    CANCEL_SHAPE + 'Orders newest first; none found: empty lists, `count` 0. No limit on the number of orders. Orders placed while it runs are not included. ' +
+    'POST /v2/trade/orders/cancel-all and DELETE /v2/trade/orders are the same endpoint; `cancel-all` is never read as an order id (GET or DELETE /v2/trade/orders/cancel-all: 405). ' +
+    '`DELETE /v2/trade/orders/` (trailing slash) is a 404, never cancel-all. Any other query parameter (a misspelt filter) is a 400 that cancels nothing. A retry with the same Idempotency-Key (and the same query) returns the first response and cancels nothing again.',
+  query: {
+    properties: {
+      symbol: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Only orders on this outcome token.' },
+      condition_id: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$', description: 'Only orders on this market (condition).' },
+      venue: { enum: ['polymarket'], description: 'Venue; `polymarket` (the default and only venue).' },
+    },
+  },
+  responses: { 200: BatchCancelResponse }, errors: [404, 503], handler: cancelAll, v1: true,
+} as const satisfies Omit<RouteSpec, 'method' | 'path' | 'summary'>;
+
 /**
  * Every endpoint of the v2 spec (part 4) plus the documented extras. Rows without a handler are
  * in the spec but not built yet: after authentication, scope, idempotency-key and input checks
@@ -65,11 +100,23 @@ export const ROUTES: RouteSpec[] = [
     method: 'post', path: `${V2}/order`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Place an order or start a managed strategy',
     description:
       'Body: spec 2.2 with the per-type rules of 2.2.2. 400: price out of range (any price field above 1 gets the cents message of spec 2.1 as `error` and `message`), missing field, tick, minimum size, ' +
-      'an `execution` field the type does not use (named; TWAP `clip_size` / `randomize_pct` are ignored with a `warnings` entry instead), `expiration` in the past or more than 365 days ahead, ' +
+      'an `execution` field the type does not use (named; TWAP `clip_size` / `randomize_pct` / `price_tolerance_pct` are ignored with a `warnings` entry instead), `expiration` in the past or more than 365 days ahead, ' +
       'a TWAP over 7 days or 1000 slices or whose slices would be under 0.01 shares (passive: under the market minimum). ' +
       '422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `order crosses book` (ICEBERG), `NO_LIQUIDITY`, `MARKET_CLOSED` (the market closed or resolved), ' +
       '`WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the best bid already reached). A refused request changes nothing.',
     body: OrderRequest, example: { symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992', side: 'buy', type: 'LIMIT', price: '0.52', size: '10', time_in_force: 'GTC' }, responses: { 200: OrderResponse }, errors: [404, 422, 503], handler: placeOrder,
+  },
+  {
+    method: 'post', path: `${V2}/order/batch`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: `Place a ladder of 1 to ${ORDER_BATCH_MAX} limit orders, all or none`,
+    description:
+      `1 to ${ORDER_BATCH_MAX} GTC LIMIT orders on one outcome token (\`symbol\`) and \`side\`, one per rung \`{price, size}\`, each at its own price. ` +
+      'Every rung is checked as a LIMIT order of POST /v2/trade/order, and the wallet must cover all of them together (a buy ladder its notional at the limit prices, a sell ladder its shares): ' +
+      'a refusal changes nothing and its message names the rung (`rungs[2]: …`; 400, 422 `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `MARKET_CLOSED`); a repeated price is a 400. ' +
+      'Then the rungs are placed in order; should the venue refuse one, the ones placed before it are canceled and the answer is that refusal naming the rung (422): never a partial ladder. ' +
+      'A rung that crosses the book trades at once like any LIMIT order (what it traded stays traded if the ladder is canceled). ' +
+      '200 `{orders, count}`: each rung\'s order, in the rungs\' order. A retry with the same Idempotency-Key returns the first answer; a retry after a crash finds the rungs already placed.',
+    body: OrderBatchRequest, example: { symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992', side: 'buy', rungs: [{ price: '0.50', size: '10' }, { price: '0.49', size: '10' }] },
+    responses: { 200: OrderBatchResponse }, errors: [404, 409, 422, 503], handler: placeBatch,
   },
   { method: 'get', path: `${V2}/orders/open`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Open orders (working CLOB orders, newest first)', query: paged(500), responses: { 200: OpenOrdersPage }, errors: [404], handler: openOrders, v1: true },
   { method: 'delete', path: `${V2}/orders/:order_id`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel one order', responses: { 200: OrderView }, errors: [404, 409, 503], handler: cancelOrder, v1: true },
@@ -80,29 +127,10 @@ export const ROUTES: RouteSpec[] = [
       'strategies\' child orders included; the same view as the rows of GET /v2/trade/orders/open. 404 `not_found` for an unknown id, a strategy `record_id` (GET /v2/trade/strategies) or another user\'s order.',
     responses: { 200: OrderView }, errors: [404], handler: getOrder,
   },
-  {
-    method: 'post', path: `${V2}/orders/cancel`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: `Cancel a batch of orders (1 to ${BATCH_CANCEL_MAX})`,
-    description:
-      `Cancels up to ${BATCH_CANCEL_MAX} orders, each exactly as DELETE /v2/trade/orders/{order_id} would (a strategy's child order included: its strategy reacts as to that cancel). ` +
-      '200 with one outcome per distinct id, in the order sent: `canceled`, `already_done` (already final, or filled or expired before the cancel took effect) or `not_found` (unknown, malformed, a strategy `record_id`, another user\'s order): ' +
-      `one id never fails the batch. 400 when the body is not \`{order_ids: [1 to ${BATCH_CANCEL_MAX} strings]}\`. A retry with the same Idempotency-Key returns the first response and cancels nothing again.`,
-    body: BatchCancelRequest, example: { order_ids: ['ord_5f1c2d9e-0b7a-4c1e-9d3f-2a6b8c4e1f00'] }, responses: { 200: BatchCancelResponse }, errors: [404, 503], handler: cancelBatch, v1: true,
-  },
-  {
-    method: 'delete', path: `${V2}/orders`, scope: 'trade.cancel', user: 'required', tag: 'trade.cancel', summary: 'Cancel all open orders (optionally of one token or market)',
-    description:
-      'Cancels every open order of the bound user (the rows of GET /v2/trade/orders/open, strategies\' child orders included: each strategy reacts as to DELETE order; strategies themselves are not canceled), ' +
-      'narrowed by `symbol` (outcome token id) and/or `condition_id` (market: both its tokens); both given = orders matching both. A filter that matches nothing answers 200 with empty `results`. ' +
-      '200 with one outcome per order found (newest first), as for POST /v2/trade/orders/cancel. No limit on the number of orders. Orders placed while it runs are not included. ' +
-      '`DELETE /v2/trade/orders/` (trailing slash) is a 404, never cancel-all. Any other query parameter (a misspelt filter) is a 400 that cancels nothing. A retry with the same Idempotency-Key (and the same query) returns the first response and cancels nothing again.',
-    query: {
-      properties: {
-        symbol: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Only orders on this outcome token.' },
-        condition_id: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$', description: 'Only orders on this market (condition).' },
-      },
-    },
-    responses: { 200: BatchCancelResponse }, errors: [404, 503], handler: cancelAll, v1: true,
-  },
+  { ...CANCEL_BATCH, path: `${V2}/orders/cancel-batch`, summary: `Cancel a batch of orders (1 to ${BATCH_CANCEL_MAX})` },
+  { ...CANCEL_BATCH, path: `${V2}/orders/cancel`, summary: `Cancel a batch of orders (1 to ${BATCH_CANCEL_MAX}; alias of POST /v2/trade/orders/cancel-batch)` },
+  { ...CANCEL_ALL, method: 'post', path: `${V2}/orders/cancel-all`, summary: 'Cancel all open orders (optionally of one token or market)' },
+  { ...CANCEL_ALL, method: 'delete', path: `${V2}/orders`, summary: 'Cancel all open orders (optionally of one token or market; alias of POST /v2/trade/orders/cancel-all)' },
   {
     method: 'get', path: `${V2}/strategies`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Managed strategies (newest first)',
     query: paged(500, { status: { enum: STRATEGY_STATUSES }, type: { enum: STRATEGY_TYPES } }), responses: { 200: StrategiesPage }, errors: [404], handler: listStrategies, v1: true,

@@ -45,9 +45,10 @@ export function orderView(s: OrderSnapshot, meta: { id: string; status: string; 
     filled_size: unfilled ? '0' : str(filled),
     remaining_size: remaining,
     matched_amount: c.matchedAmount,
-    avg_price: !unfilled && filled.gt(0) ? str(dec(c.matchedAmount).div(filled).toDecimalPlaces(6)) : null,
+    avg_price: null,
+    average_price: null,
     builder_code_used: null,
-    time_in_force: c.expiresAtMs !== null ? 'GTD' : c.type === 'MARKET' ? 'IOC' : c.timeInForce,
+    time_in_force: c.expiresAtMs !== null ? 'GTD' : c.type === 'MARKET' && c.timeInForce !== 'FOK' ? 'IOC' : c.timeInForce,
     expiration: c.expiresAtMs,
     client_order_id: c.clientOrderId,
     metadata: c.metadata,
@@ -58,6 +59,7 @@ export function orderView(s: OrderSnapshot, meta: { id: string; status: string; 
     updated_at: meta.updatedAtMs,
     revision: meta.revision,
   };
+  if (!unfilled && filled.gt(0)) view.avg_price = view.average_price = str(dec(c.matchedAmount).div(filled).toDecimalPlaces(6));
   if (c.reason) view.message = c.reason;
   // why it ended canceled or expired (or is being canceled): a code to decide on, and its message
   if (c.cancelReason && (meta.status === 'CANCELED' || meta.status === 'EXPIRED' || meta.status === 'PENDING_CANCEL')) {
@@ -249,7 +251,9 @@ export class OrderService {
     let price: Dec | null = null;
     if (isMarket) {
       forbid('price', 'is not used by MARKET orders (they take the book; use LIMIT with IOC for a price cap)');
-      forbid('time_in_force', 'is not used by MARKET orders: they always behave as IOC');
+      if (body.time_in_force !== undefined && body.time_in_force !== 'IOC' && body.time_in_force !== 'FOK') {
+        throw errors.badRequest(`time_in_force ${body.time_in_force} is not used by MARKET orders: they are IOC (the default) or FOK (all or nothing)`);
+      }
       forbid('expiration', 'is not used by MARKET orders');
     } else {
       if (body.price === undefined) throw errors.badRequest('price is required for LIMIT orders');
@@ -266,7 +270,7 @@ export class OrderService {
       if (body.size === undefined) throw errors.badRequest(`size (shares) is required for a ${body.type} ${body.side}`);
       size = checkShares('size', body.size);
     }
-    const tif = isMarket ? 'IOC' : body.expiration !== undefined ? 'GTD' : (body.time_in_force ?? 'GTC');
+    const tif = isMarket ? (body.time_in_force === 'FOK' ? 'FOK' : 'IOC') : body.expiration !== undefined ? 'GTD' : (body.time_in_force ?? 'GTC');
     if (tif === 'GTC' || tif === 'GTD') checkRestingMinimum('size', size!, body.size!, info);
     if (body.expiration !== undefined) this.risk.expiration(body.expiration);
     const input: OrderInput = {
@@ -337,6 +341,50 @@ export class OrderService {
     });
     if (rec.status === 'REJECTED') throw venueRefusal(JSON.parse(rec.snapshot).context as OrderContext);
     return rec;
+  }
+
+  /**
+   * Places a ladder: limit orders of one user on one token and side (checked by {@link check}),
+   * all or none. In the user's placement queue: the wallet is checked for all of them together
+   * (a buy ladder's notional at its limit prices, a sell ladder's shares), then each is placed in
+   * turn; when the venue refuses one, the ones placed before are canceled (what a crossing rung
+   * already traded stays traded) and the refusal is thrown naming the rung. Rungs whose order
+   * already exists (an earlier attempt of the same request, same ids) are not placed again.
+   * @param inputs the rungs, in order; each `orderId` deterministic for a retry to find it.
+   * @returns the orders' records after the venue answered each, in the rungs' order.
+   * @throws {DomainError} `INSUFFICIENT_BALANCE` / `NOT_ENOUGH_SHARES` (nothing created);
+   *   `CONFLICT` when an earlier attempt of the request was refused (send it with a new key);
+   *   the venue's refusal of a rung ({@link venueRefusal}), its message prefixed by `rungs[i]`.
+   */
+  async placeLadder(partnerId: string, inputs: readonly OrderInput[]): Promise<ActorRecord[]> {
+    const first = inputs[0]!;
+    return this.exclusive(first.userId, async () => {
+      const existing = await Promise.all(inputs.map(async (i) => this.host.recordOf(i.orderId) ?? (await this.actors.get(i.orderId))));
+      if (existing.some((r) => r?.status === 'REJECTED')) {
+        throw errors.conflict('an earlier attempt of this request was refused and its ladder canceled: send it again with a new Idempotency-Key');
+      }
+      const missing = inputs.filter((_, i) => !existing[i]);
+      const need = missing.reduce((sum, o) => sum.plus(o.side === 'sell' ? dec(o.size!) : dec(o.price!).times(dec(o.size!))), ZERO);
+      if (missing.length) this.risk.funds(first.userId, first.tokenId, first.side, need, 'this ladder');
+      const out: ActorRecord[] = [];
+      for (const [i, input] of inputs.entries()) {
+        if (!existing[i]) await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
+        await this.whenQuiet(input.orderId);
+        const rec = this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
+        if (rec.status === 'REJECTED') {
+          for (const placed of out) {
+            // one that ended meanwhile (filled in full, canceled by the venue) answers CONFLICT: nothing left to cancel
+            await this.cancel(first.userId, placed._id).catch((e: unknown) => {
+              if (!(e instanceof DomainError && e.code === 'CONFLICT')) throw e;
+            });
+          }
+          const err = venueRefusal(JSON.parse(rec.snapshot).context as OrderContext);
+          throw new DomainError(err.code, `rungs[${i}] (price ${input.price}) was refused, the ladder canceled: ${err.message}`, err.details);
+        }
+        out.push(rec);
+      }
+      return Promise.all(out.map(async (r) => this.host.recordOf(r._id) ?? (await this.actors.get(r._id))!));
+    });
   }
 
   /**

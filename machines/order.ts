@@ -110,7 +110,7 @@ export function requestedCancelReason(c: Pick<OrderContext, 'cancelReason' | 'pa
 export function venueOrderOf(c: OrderContext): VenueOrder {
   return {
     orderId: c.orderId, userId: c.userId, tokenId: c.tokenId, side: c.side, kind: c.type === 'MARKET' ? 'market' : 'limit',
-    price: c.price, size: c.size, quoteAmount: c.quoteAmount, timeInForce: c.type === 'MARKET' ? 'IOC' : c.timeInForce, postOnly: c.postOnly ?? false,
+    price: c.price, size: c.size, quoteAmount: c.quoteAmount, timeInForce: c.type === 'MARKET' && c.timeInForce !== 'FOK' ? 'IOC' : c.timeInForce, postOnly: c.postOnly ?? false,
   };
 }
 

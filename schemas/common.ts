@@ -18,8 +18,12 @@ export const ErrorEnvelope = {
 } as const;
 export type ErrorEnvelope = FromSchema<typeof ErrorEnvelope>;
 
-/** Fields of every offset/limit page envelope (spec 2.9): the list goes under a resource key beside them. */
+/**
+ * Fields of every offset/limit page envelope (spec 2.9): the list goes under a resource key beside
+ * them. `count` (the rows on this page) is the reference product's, kept beside the spec's four.
+ */
 export const PageFields = {
+  count: { type: 'integer', minimum: 0, description: 'Rows on this page (the length of the list).' },
   total: { type: 'integer', minimum: 0 },
   limit: { type: 'integer', minimum: 1 },
   offset: { type: 'integer', minimum: 0 },
@@ -103,6 +107,9 @@ export const PATTERN_TEXT: Readonly<Record<string, string>> = {
 /** An EVM address (any case on input; responses are EIP-55 checksummed). */
 export const Address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' } as const;
 
+/** The required fields of an offset/limit envelope whose list is under `key`. */
+export const pageRequired = <K extends string>(key: K) => [key, 'count', 'total', 'limit', 'offset', 'has_more'] as const;
+
 /** Offset/limit page envelope with `items` under `key` (spec 2.9). */
 export function offsetPage<K extends string, I extends object>(id: string, key: K, items: I, description: string) {
   return {
@@ -110,7 +117,7 @@ export function offsetPage<K extends string, I extends object>(id: string, key: 
     description,
     type: 'object',
     additionalProperties: false,
-    required: [key, 'total', 'limit', 'offset', 'has_more'],
+    required: pageRequired(key),
     properties: { [key]: { type: 'array', items }, ...PageFields } as { [P in K]: { type: 'array'; items: I } } & typeof PageFields,
   } as const;
 }

@@ -3,7 +3,7 @@ import { ErrorEnvelope, Health } from './common.js';
 import { ComboAcceptRequest, ComboAcceptResponse, ComboPosition, ComboPositionsPage, ComboQuoteRequest, ComboQuoteResponse, ComboRedeemRequest, ComboRedeemResponse } from './combos.js';
 import { CopytradeRequest, CopytradeResponse } from './copytrade.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from './market.js';
-import { BracketResult, OpenOrdersPage, OrderRequest, OrderResponse, OrderView } from './orders.js';
+import { BracketResult, OpenOrdersPage, OrderBatchRequest, OrderBatchResponse, OrderRequest, OrderResponse, OrderView } from './orders.js';
 import { StrategiesPage, StrategyRecord } from './strategies.js';
 import { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from './users.js';
 import {
@@ -13,7 +13,7 @@ import {
 
 export const namedSchemas = {
   ErrorEnvelope, Health, UserCreateRequest, UserResponse, ApiKeyCreateRequest, ApiKeyCreated, ApiKeyRevoked, AccountResponse,
-  OrderRequest, OrderResponse, OrderView, BracketResult, OpenOrdersPage, BookResponse, MarketsPage, BalancesResponse, PositionsPage,
+  OrderRequest, OrderResponse, OrderView, BracketResult, OpenOrdersPage, OrderBatchRequest, OrderBatchResponse, BookResponse, MarketsPage, BalancesResponse, PositionsPage,
   StrategyRecord, StrategiesPage,
   ComboQuoteRequest, ComboQuoteResponse, ComboAcceptRequest, ComboAcceptResponse, ComboRedeemRequest, ComboRedeemResponse, ComboPosition, ComboPositionsPage,
   CopytradeRequest, CopytradeResponse,

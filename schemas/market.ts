@@ -56,7 +56,7 @@ export const MarketsPage = {
   $id: 'MarketsPage',
   type: 'object',
   additionalProperties: false,
-  required: ['markets', 'total', 'limit', 'offset', 'has_more'],
+  required: ['markets', 'count', 'total', 'limit', 'offset', 'has_more'],
   properties: {
     markets: { type: 'array', items: MarketItem },
     ...Page,
@@ -94,16 +94,20 @@ export const PositionsPage = {
   $id: 'PositionsPage',
   type: 'object',
   additionalProperties: false,
-  required: ['positions', 'total', 'limit', 'offset', 'has_more'],
+  required: ['positions', 'count', 'total', 'limit', 'offset', 'has_more'],
   properties: {
     positions: {
       type: 'array',
       items: {
         type: 'object',
         additionalProperties: false,
-        required: ['token_id', 'condition_id', 'outcome', 'question', 'size', 'reserved', 'available', 'avg_price', 'cost_usd'],
+        required: [
+          'token_id', 'symbol', 'condition_id', 'outcome', 'question', 'size', 'reserved', 'available', 'avg_price', 'cost_usd',
+          'cur_price', 'current_value', 'cash_pnl', 'realized_pnl', 'redeemable', 'mergeable', 'market_resolved',
+        ],
         properties: {
           token_id: { type: 'string' },
+          symbol: { type: 'string', description: 'The outcome token id (the same as `token_id`), as orders and strategies name it.' },
           condition_id: { type: 'string' },
           outcome: { type: 'string' },
           question: { type: 'string' },
@@ -112,6 +116,13 @@ export const PositionsPage = {
           available: Dec,
           avg_price: { ...Dec, description: 'Average cost per share (decimal probability).' },
           cost_usd: { ...Dec, description: 'Cost basis, dollars.' },
+          cur_price: { ...Dec, type: ['string', 'null'], description: 'Mark price (decimal probability): the mid of the best bid and ask; once the market resolved 1 for the winning token, 0 for the other; without both sides the last trade print, else the one side quoted; null when the token has no price at all.' },
+          current_value: { ...Dec, type: ['string', 'null'], description: 'size × cur_price, dollars (6 decimals); null without a mark.' },
+          cash_pnl: { ...Dec, type: ['string', 'null'], description: 'Unrealized PnL at the mark: current_value − cost_usd, dollars (negative for a loss); null without a mark.' },
+          realized_pnl: { ...Dec, description: 'PnL realized on this token by sells (price received − average cost), merges (each token\'s share of the dollars paid − its cost) and redeems ($1 or $0 a share − cost), dollars (negative for a loss).' },
+          redeemable: { type: 'boolean', description: 'The market resolved: POST /v2/trade/positions/redeem pays these shares out.' },
+          mergeable: { type: 'boolean', description: 'Free shares of both outcome tokens are held: POST /v2/trade/positions/merge can turn them into pUSD.' },
+          market_resolved: { type: 'boolean', description: 'The market resolved (its winner is known).' },
         },
       },
     },

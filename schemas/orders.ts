@@ -30,7 +30,7 @@ const OrderRequestBase = {
     price: { ...DecimalString, description: 'Decimal probability 0.001–0.999, on the market tick.' },
     size: { ...SharesString, description: 'Shares (at most 2 decimals).' },
     quote_amount: { ...DecimalString, description: 'US dollars.' },
-    time_in_force: { enum: ['GTC', 'IOC', 'FOK'], description: 'LIMIT only; GTC by default (GTD when `expiration` is set).' },
+    time_in_force: { enum: ['GTC', 'IOC', 'FOK'], description: 'LIMIT: GTC by default (GTD when `expiration` is set), IOC or FOK. MARKET: IOC (the default: fills what the book offers, cancels the rest) or FOK (the whole size, or the whole quote amount of a buy, at once, else canceled with nothing filled); GTC on a MARKET is a 400.' },
     // no schema maximum: engine/risk.ts bounds it (365 days ahead) with a message that can suggest the millisecond value
     expiration: { type: 'integer', minimum: 0, description: 'GTD expiry, Unix epoch milliseconds, in the future and at most 365 days ahead (else 400); incompatible with time_in_force.' },
     condition_id: { type: 'string', maxLength: 100 },
@@ -46,7 +46,7 @@ const OrderRequestBase = {
       description:
         'Strategy parameters (spec 2.2.1). Each type takes only its own fields — TWAP: interval_sec, duration_sec, passive; ICEBERG: clip_size, price_tolerance_pct; ' +
         'TRAILING_STOP: trailing_offset_pct or trailing_offset, high_water_mark; TRAILING_BUY: trailing_offset_pct or trailing_offset, low_water_mark, price_ceiling. ' +
-        'Any other field is refused with 400 naming it, except TWAP clip_size and randomize_pct, which are ignored with a `warnings` entry (spec 2.2.2). ' +
+        'Any other field is refused with 400 naming it, except TWAP clip_size, randomize_pct and price_tolerance_pct, which are ignored with a `warnings` entry (spec 2.2.2). ' +
         'LIMIT, MARKET, TAKE_PROFIT, STOP_LOSS and PEGGED take no execution object.',
       properties: {
         duration_sec: {
@@ -134,6 +134,7 @@ const orderProperties = {
   remaining_size: { type: ['string', 'null'], description: 'Shares still working at the venue ("0" once the order is done; null for a working MARKET buy).' },
   matched_amount: { type: ['string', 'null'], description: 'Dollars traded (Σ price × size).' },
   avg_price: { type: ['string', 'null'], description: 'Average fill price, null before the first fill.' },
+  average_price: { type: ['string', 'null'], description: 'The same as `avg_price` (the name some clients read).' },
   builder_code_used: { type: ['string', 'null'] },
   time_in_force: { enum: ['GTC', 'GTD', 'IOC', 'FOK'] },
   expiration: Nullable(EpochMs),
@@ -195,9 +196,54 @@ export const OpenOrdersPage = {
   $id: 'OpenOrdersPage',
   type: 'object',
   additionalProperties: false,
-  required: ['orders', 'total', 'limit', 'offset', 'has_more'],
+  required: ['orders', 'count', 'total', 'limit', 'offset', 'has_more'],
   properties: {
     orders: { type: 'array', items: { $ref: 'OrderView' } },
     ...PageFields,
+  },
+} as const;
+
+/** Most orders one POST /v2/trade/order/batch places (the reference product's limit). */
+export const ORDER_BATCH_MAX = 20;
+
+/**
+ * POST /v2/trade/order/batch body (the reference product's ladder): 1 to {@link ORDER_BATCH_MAX}
+ * GTC limit orders of one outcome token and side, each at its own price. Each rung follows the
+ * rules of a LIMIT order (price range and tick, minimum size); the wallet must cover all of them.
+ */
+export const OrderBatchRequest = {
+  $id: 'OrderBatchRequest',
+  type: 'object',
+  additionalProperties: false,
+  required: ['symbol', 'side', 'rungs'],
+  properties: {
+    venue: OrderRequestBase.properties.venue,
+    symbol: OrderRequestBase.properties.symbol,
+    side: OrderRequestBase.properties.side,
+    rungs: {
+      type: 'array',
+      minItems: 1,
+      maxItems: ORDER_BATCH_MAX,
+      description: `1 to ${ORDER_BATCH_MAX} orders, each at its own price (a repeated price is a 400); placed in this order.`,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['price', 'size'],
+        properties: { price: OrderRequestBase.properties.price, size: OrderRequestBase.properties.size },
+      },
+    },
+  },
+} as const;
+export type OrderBatchRequest = FromSchema<typeof OrderBatchRequest>;
+
+/** POST /v2/trade/order/batch 200 response: one order per rung, in the rungs' order. */
+export const OrderBatchResponse = {
+  $id: 'OrderBatchResponse',
+  type: 'object',
+  additionalProperties: false,
+  required: ['orders', 'count'],
+  properties: {
+    orders: { type: 'array', items: { $ref: 'OrderView' }, description: 'The order of each rung, as GET /v2/trade/orders/{order_id} shows it once the venue answered (LIVE, or PARTIALLY_FILLED / FILLED when the rung crossed the book).' },
+    count: { type: 'integer', minimum: 1, description: 'Orders placed (the number of rungs).' },
   },
 } as const;

@@ -16,7 +16,7 @@ export const StrategyRecord = {
   $id: 'StrategyRecord',
   type: 'object',
   additionalProperties: false,
-  required: ['record_id', 'type', 'status', 'side', 'symbol', 'price', 'size', 'filled_size', 'executed_price', 'created_at', 'updated_at'],
+  required: ['record_id', 'type', 'status', 'side', 'symbol', 'price', 'size', 'filled_size', 'remaining_size', 'executed_price', 'created_at', 'updated_at'],
   properties: {
     record_id: { type: 'string' },
     type: { enum: STRATEGY_TYPES },
@@ -30,6 +30,7 @@ export const StrategyRecord = {
     size: { ...NullableString, description: 'Shares to trade; null when sized in dollars.' },
     quote_amount: { ...NullableString, description: 'Dollars (TWAP by notional, TRAILING_BUY, PEGGED budget).' },
     filled_size: { ...NullableString, description: 'Shares filled so far; null until the first fill.' },
+    remaining_size: { ...NullableString, description: 'Shares not yet filled (size − filled_size, "0" once all traded); null when sized in dollars. The same as in the order response of this strategy.' },
     executed_price: { ...NullableString, description: 'Average fill price; null until execution.' },
     matched_amount: { ...NullableString, description: 'Dollars traded so far.' },
     execution: { type: 'object', description: 'The execution parameters as sent (spec 2.2.1).' },

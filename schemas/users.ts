@@ -88,20 +88,49 @@ export const AccountResponse = {
   $id: 'AccountResponse',
   type: 'object',
   additionalProperties: false,
-  required: ['partner_id', 'api_key', 'user'],
+  required: ['partner_id', 'partner', 'api_key', 'wallet', 'binding', 'user'],
   properties: {
     partner_id: { type: 'string' },
+    partner: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['id', 'slug', 'display_name'],
+      description: 'The partner the key belongs to. Its id (PARTNER_ID) is also its slug and display name: no other name is configured.',
+      properties: { id: { type: 'string' }, slug: { type: 'string' }, display_name: { type: 'string' } },
+    },
     api_key: {
       type: 'object',
       additionalProperties: false,
-      required: ['key_id', 'kind', 'scopes', 'created_at', 'expires_at'],
+      required: ['id', 'key_id', 'kind', 'scopes', 'rate_limit_per_min', 'last4', 'created_at', 'expires_at'],
       properties: {
+        id: { type: 'string', description: 'The key\'s id (the same as `key_id`).' },
         key_id: { type: 'string' },
         kind: { enum: ['master', 'user'] },
         scopes: { type: 'array', items: Scope },
+        rate_limit_per_min: { type: 'integer', minimum: 0, description: 'Requests per minute this key may make (RATE_LIMIT_PER_MIN); 0 when no limit applies.' },
+        last4: { type: 'string', maxLength: 4, description: 'The last 4 characters of the key, to tell keys apart (the key itself is never stored).' },
         created_at: EpochMs,
         expires_at: { anyOf: [EpochMs, { type: 'null' }] },
       },
+    },
+    wallet: {
+      description: 'The wallet of the bound user (as `user` names it); null without one.',
+      anyOf: [
+        { type: 'null' },
+        { type: 'object', additionalProperties: false, required: ['eoa_address', 'safe_address'], properties: { eoa_address: { type: 'string' }, safe_address: { type: 'string' } } },
+      ],
+    },
+    binding: {
+      description: 'The partner user the request acts for (the same user as `user`); null without one.',
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['id', 'partner_user_id', 'platform_user_id'],
+          properties: { id: { type: 'string', description: 'The binding\'s id: the user\'s `platform_user_id`.' }, partner_user_id: { type: 'string' }, platform_user_id: { type: 'string' } },
+        },
+      ],
     },
     user: {
       description: 'The bound user (per-user key) or the user named by X-Partner-User-Id (master key); null otherwise.',

@@ -1,4 +1,4 @@
-import { Address, DecimalString, offsetPage } from './common.js';
+import { Address, DecimalString, offsetPage, pageRequired } from './common.js';
 
 /** GET /v2/trade/balances/withdrawable response (spec 2.8): zero balances are dropped. */
 export const WithdrawableBalances = {
@@ -134,6 +134,7 @@ export const BatchCancelRequest = {
   additionalProperties: false,
   required: ['order_ids'],
   properties: {
+    venue: { enum: ['polymarket'], description: 'Venue; `polymarket` (the default and only venue).' },
     order_ids: {
       type: 'array',
       minItems: 1,
@@ -145,7 +146,7 @@ export const BatchCancelRequest = {
     },
   },
 } as const;
-export type BatchCancelRequest = { order_ids: string[] };
+export type BatchCancelRequest = { order_ids: string[]; venue?: 'polymarket' };
 
 /** What a batch cancel or cancel-all did with one order (ours). */
 const CancelOutcome = {
@@ -166,13 +167,30 @@ const CancelOutcome = {
   },
 } as const;
 
-/** POST /v2/trade/orders/cancel and DELETE /v2/trade/orders 200 response (ours): one outcome per order. */
+/**
+ * 200 response of the batch cancels (POST /v2/trade/orders/cancel-batch, its alias POST
+ * /v2/trade/orders/cancel) and the cancel-alls (POST /v2/trade/orders/cancel-all, its alias DELETE
+ * /v2/trade/orders): the reference product's `cancelled`, `not_cancelled`, `count`, and our
+ * per-order `results` with `counts`, both on every path.
+ */
 export const BatchCancelResponse = {
   $id: 'BatchCancelResponse',
   type: 'object',
   additionalProperties: false,
-  required: ['results', 'counts'],
+  required: ['cancelled', 'not_cancelled', 'count', 'results', 'counts'],
   properties: {
+    cancelled: { type: 'array', items: { type: 'string' }, description: 'Ids of the orders this request canceled (outcome `canceled`), in the order of `results`.' },
+    not_cancelled: {
+      type: 'array',
+      description: 'The other orders, in the order of `results`: `reason` says why (not found; already final, filled or expired).',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['order_id', 'reason'],
+        properties: { order_id: { type: 'string' }, reason: { type: 'string' } },
+      },
+    },
+    count: { type: 'integer', minimum: 0, description: 'How many orders were canceled (the length of `cancelled`).' },
     results: {
       type: 'array',
       items: CancelOutcome,
@@ -242,6 +260,6 @@ export const TradesPage = {
 /** Statement page envelope (spec 2.9): offset/limit plus nested R1 paging. */
 export const StatementsPage = {
   ...offsetPage('StatementsPage', 'statements', { type: 'object' } as const, 'Statement rows.'),
-  required: ['statements', 'total', 'limit', 'offset', 'has_more', 'has_more_r1'],
+  required: [...pageRequired('statements'), 'has_more_r1'],
   properties: { ...offsetPage('StatementsPage', 'statements', { type: 'object' } as const, '').properties, has_more_r1: { type: 'boolean' } },
 } as const;

@@ -1,6 +1,6 @@
-import { dec, str } from '../../engine/decimal.js';
+import { Dec, dec, str, USD_DP } from '../../engine/decimal.js';
 import { errors } from '../../engine/errors.js';
-import type { BookView, MarketInfo, VenuePort, WalletView } from '../../engine/venue/port.js';
+import type { BookView, MarketInfo, MarketStatus, VenuePort, WalletView } from '../../engine/venue/port.js';
 import type { Handler } from '../context.js';
 import type { MarketBody, PositionItem } from '../push-events.js';
 import { page, pageQuery } from '../paging.js';
@@ -64,12 +64,34 @@ export const markets: Handler = async ({ req, services }) => {
 /** One item of GET /v2/trade/positions (`position.updated` carries the same): {@link PositionItem}. */
 export type PositionBody = PositionItem;
 
-/** The REST shape of one position, with its market's question and outcome from the venue. */
-export function positionBody(venue: VenuePort, pos: WalletView['positions'][number]): PositionBody {
+/**
+ * The mark of `tokenId`, decimal probability: 1 or 0 once its market resolved (winner or not),
+ * else the mid of its best bid and ask, else its last trade print, else the one side quoted;
+ * null when it has no price at all.
+ */
+function markPrice(venue: VenuePort, tokenId: string, resolved: MarketStatus | undefined): Dec | null {
+  if (resolved?.resolved) return dec(resolved.winningTokenId === tokenId ? 1 : 0);
+  const { bid, ask } = venue.touch(tokenId);
+  if (bid && ask) return bid.plus(ask).div(2);
+  const last = venue.book(tokenId, 1)?.lastTradePrice;
+  return last !== undefined ? dec(last) : (bid ?? ask ?? null);
+}
+
+/**
+ * The REST shape of one position of `userId`, with its market's question and outcome from the
+ * venue, its mark and PnL (dollars, 6 decimals: `cash_pnl` unrealized at the mark, `realized_pnl`
+ * from the ledger) and what the user can do with it (`redeemable`, `mergeable`).
+ */
+export function positionBody(venue: VenuePort, userId: string, pos: WalletView['positions'][number]): PositionBody {
   const info = venue.token(pos.tokenId);
   const size = dec(pos.size);
+  const status = info ? venue.marketStatus(info.conditionId) : undefined;
+  const resolved = status?.resolved ?? false;
+  const mark = markPrice(venue, pos.tokenId, status);
+  const value = mark === null ? null : size.times(mark).toDecimalPlaces(USD_DP, Dec.ROUND_HALF_EVEN);
   return {
     token_id: pos.tokenId,
+    symbol: pos.tokenId,
     condition_id: info?.conditionId ?? '',
     outcome: info?.outcome ?? '',
     question: info?.question ?? '',
@@ -78,6 +100,13 @@ export function positionBody(venue: VenuePort, pos: WalletView['positions'][numb
     available: pos.available,
     avg_price: size.isZero() ? '0' : str(dec(pos.costUsd).div(size).toDecimalPlaces(6)),
     cost_usd: pos.costUsd,
+    cur_price: mark === null ? null : str(mark),
+    current_value: value === null ? null : str(value),
+    cash_pnl: value === null ? null : str(value.minus(dec(pos.costUsd))),
+    realized_pnl: pos.realizedPnl ?? '0',
+    redeemable: resolved && size.gt(0),
+    mergeable: info !== undefined && dec(pos.available).gt(0) && venue.available(userId, info.complementTokenId).shares.gt(0),
+    market_resolved: resolved,
   };
 }
 
@@ -106,6 +135,6 @@ export const balances: Handler = async ({ services, user }) => {
 export const positions: Handler = async ({ req, services, user }) => {
   const p = pageQuery(req, 500);
   const all = services.venue.wallet(user!._id).positions;
-  const items = all.slice(p.offset, p.offset + p.limit).map((pos) => positionBody(services.venue, pos));
+  const items = all.slice(p.offset, p.offset + p.limit).map((pos) => positionBody(services.venue, user!._id, pos));
   return { status: 200, body: page('positions', items, all.length, p) };
 };

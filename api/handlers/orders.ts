@@ -5,6 +5,7 @@ import { bracketsView, strategyResponse } from '../../engine/strategies/views.js
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import type { OrderRequest } from '../../schemas/orders.js';
 import { requireVenue } from '../availability.js';
+import { orderIdParam } from './order-batch.js';
 import type { Handler, HandlerResult } from '../context.js';
 import { page, pageQuery } from '../paging.js';
 
@@ -104,7 +105,7 @@ export const openOrders: Handler = async ({ req, services, user }) => {
 /** DELETE /v2/trade/orders/{order_id}: cancels one order; 404 when not the user's, 409 when done. */
 export const cancelOrder: Handler = async ({ req, services, user }) => {
   requireVenue(services);
-  const rec = await services.orders.cancel(user!._id, String(req.params.order_id));
+  const rec = await services.orders.cancel(user!._id, orderIdParam(req));
   return { status: 200, body: rec.view };
 };
 

@@ -2,6 +2,7 @@ import { KEY_SHOWN_ONCE, USER_KEY_SCOPES, type Scope } from '../../engine/auth.j
 import { errors } from '../../engine/errors.js';
 import { userView } from '../../engine/users.js';
 import type { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from '../../schemas/users.js';
+import { bearerToken } from '../auth.js';
 import type { Handler } from '../context.js';
 
 /** POST /v2/trade/users (spec 2.7, 4.3): 201 on creation, 200 with `created: false` after. */
@@ -38,12 +39,23 @@ export const revokeKey: Handler = async ({ req, services, principal }) => {
   return { status: 200, body: out };
 };
 
-/** GET /v2/trade/account (spec 4.6): `api_key.scopes`, the partner, the key and the bound user. */
-export const account: Handler = async ({ services: _s, principal, user }) => {
+/**
+ * GET /v2/trade/account (spec 4.6): `api_key.scopes`, and what the reference product returns: the
+ * partner, the key (`id`, `rate_limit_per_min`, `last4`), the bound user's `wallet` and `binding`,
+ * and the user.
+ */
+export const account: Handler = async ({ req, services, principal, user }) => {
   const p = principal!;
   const out: AccountResponse = {
     partner_id: p.partnerId,
-    api_key: { key_id: p.keyId, kind: p.kind, scopes: p.scopes, created_at: p.createdAtMs, expires_at: p.expiresAtMs },
+    partner: { id: p.partnerId, slug: p.partnerId, display_name: p.partnerId },
+    api_key: {
+      id: p.keyId, key_id: p.keyId, kind: p.kind, scopes: p.scopes, rate_limit_per_min: services.config.rateLimitPerMin,
+      // the request's own token (authenticated above): its last 4 characters, never stored
+      last4: (bearerToken(req) ?? '').slice(-4), created_at: p.createdAtMs, expires_at: p.expiresAtMs,
+    },
+    wallet: user ? { eoa_address: user.eoaAddress, safe_address: user.safeAddress } : null,
+    binding: user ? { id: user._id, partner_user_id: user.partnerUserId, platform_user_id: user._id } : null,
     user: user ? userView(user) : null,
   };
   return { status: 200, body: out };

@@ -35,8 +35,11 @@ export const EXECUTION_FIELDS: Record<StrategyType, readonly string[]> = {
   PEGGED: [],
   BRACKET: [],
 };
-/** `execution` fields ignored with a warning (spec 2.2.2: TWAP `clip_size` and `randomize_pct`). */
-export const EXECUTION_WARNED: Partial<Record<StrategyType, readonly (keyof Execution)[]>> = { TWAP: ['clip_size', 'randomize_pct'] };
+/**
+ * `execution` fields ignored with a warning (spec 2.2.2: TWAP `clip_size` and `randomize_pct`;
+ * `price_tolerance_pct`, which clients send to every type, by the same rule).
+ */
+export const EXECUTION_WARNED: Partial<Record<StrategyType, readonly (keyof Execution)[]>> = { TWAP: ['clip_size', 'randomize_pct', 'price_tolerance_pct'] };
 /** Top-level amount fields each strategy type uses (the others are refused, naming the field). */
 const AMOUNT_FIELDS: Record<StrategyType, readonly string[]> = {
   STOP_LOSS: ['price', 'size'],

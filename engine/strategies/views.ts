@@ -36,7 +36,9 @@ export function bracketsView(c: Pick<StrategyContext, 'legs'>, recordId: string)
 /**
  * The strategy record of spec 2.4 (schemas/strategies.ts), derived from a snapshot: amounts as
  * decimal strings (shares, dollars, probabilities), times in epoch ms; `executed_price` is the
- * average fill (matched dollars / filled shares, 6 decimals), null until the first fill.
+ * average fill (matched dollars / filled shares, 6 decimals), null until the first fill;
+ * `remaining_size` the shares not yet filled (null when sized in dollars), as the order response
+ * of the same strategy shows it.
  */
 export function strategyView(
   s: SnapshotFrom<AnyStateMachine>,
@@ -55,6 +57,7 @@ export function strategyView(
     size: c.size,
     quote_amount: c.quoteAmount,
     filled_size: executed ? str(filled) : null,
+    remaining_size: c.size === null ? null : str(Dec.max(0, dec(c.size).minus(filled))),
     executed_price: executed ? str(dec(c.matchedAmount).div(filled).toDecimalPlaces(6)) : null,
     matched_amount: c.matchedAmount,
     execution: c.execution,
@@ -82,13 +85,11 @@ export function strategyView(
  */
 export function strategyResponse(rec: ActorRecord): StrategyResponse {
   const v = rec.view as StrategyView;
-  // spec 2.4: `filled_size` is null until execution, as the strategy's own record shows it
-  const filled = v.filled_size ?? null;
-  const size = v.size;
   return {
     type: v.type, order_id: null, record_id: rec._id, status: rec.status, side: v.side, symbol: v.symbol,
-    price: v.price, size, quote_amount: v.quote_amount, filled_size: filled,
-    remaining_size: size === null ? null : str(Dec.max(0, dec(size).minus(filled ?? '0'))),
+    // spec 2.4: `filled_size` is null until execution, as the strategy's own record shows it
+    price: v.price, size: v.size, quote_amount: v.quote_amount, filled_size: v.filled_size ?? null,
+    remaining_size: v.remaining_size ?? null,
     matched_amount: v.matched_amount ?? null, builder_code_used: null, client_order_id: v.client_order_id, metadata: v.metadata,
     created_at: rec.createdAtMs, updated_at: rec.updatedAtMs, revision: rec.revision,
     ...(v.message ? { message: v.message } : {}),

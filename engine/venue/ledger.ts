@@ -18,6 +18,11 @@ export interface Position {
   reserved: Dec;
   /** Cost basis of the shares held, dollars. */
   cost: Dec;
+  /**
+   * Realized PnL of the shares that left the position, dollars: what sells, merges and redeems
+   * paid for them minus their cost basis. Absent = 0 (positions that never gave shares up).
+   */
+  realized?: Dec;
 }
 
 /** pUSD and positions of one user. */
@@ -77,13 +82,24 @@ interface PositionJson {
   shares: Dec;
   reserved: Dec;
   cost: Dec;
-  /** `["<tokenId>","<shares>","<reserved>","<cost>"]` */
+  realized: Dec | undefined;
+  /** `["<tokenId>","<shares>","<reserved>","<cost>"]`, with `"<realized>"` after when not 0 */
   json: string;
 }
 
 /** {@link PositionJson} of a position now. */
 function positionJson(tokenId: string, p: Position): PositionJson {
-  return { tokenId, position: p, shares: p.shares, reserved: p.reserved, cost: p.cost, json: JSON.stringify([tokenId, str(p.shares), str(p.reserved), str(p.cost)]) };
+  return { tokenId, position: p, shares: p.shares, reserved: p.reserved, cost: p.cost, realized: p.realized, json: JSON.stringify(tupleOf(tokenId, p)) };
+}
+
+/** A position's journal tuple: `realized` is written only when not 0, so rows of positions that never realized stay as before. */
+function tupleOf(tokenId: string, p: Position): WalletRow['positions'][number] {
+  return p.realized && !p.realized.isZero() ? [tokenId, str(p.shares), str(p.reserved), str(p.cost), str(p.realized)] : [tokenId, str(p.shares), str(p.reserved), str(p.cost)];
+}
+
+/** Adds `pnl` dollars to the realized PnL of `p`. */
+function realize(p: Position, pnl: Dec): void {
+  p.realized = (p.realized ?? ZERO).plus(pnl);
 }
 
 /**
@@ -94,7 +110,7 @@ export interface WalletRow {
   userId: string;
   pusd: string;
   reserved: string;
-  positions: [tokenId: string, shares: string, reserved: string, cost: string][];
+  positions: [tokenId: string, shares: string, reserved: string, cost: string, realized?: string][];
   /** Wallet operations remembered for idempotency (issue 16; absent in rows written before). */
   ops?: WalletOpResult[];
 }
@@ -156,7 +172,10 @@ export class Ledger {
       pusd: { balance: str(w.pusd), reserved: str(w.reserved), available: str(w.pusd.minus(w.reserved)) },
       positions: [...w.positions.entries()]
         .filter(([, p]) => p.shares.gt(0))
-        .map(([tokenId, p]) => ({ tokenId, size: str(p.shares), reserved: str(p.reserved), available: str(p.shares.minus(p.reserved)), costUsd: str(p.cost.toDecimalPlaces(USD_DP, Dec.ROUND_HALF_EVEN)) })),
+        .map(([tokenId, p]) => ({
+          tokenId, size: str(p.shares), reserved: str(p.reserved), available: str(p.shares.minus(p.reserved)), costUsd: str(p.cost.toDecimalPlaces(USD_DP, Dec.ROUND_HALF_EVEN)),
+          ...(p.realized ? { realizedPnl: str(p.realized.toDecimalPlaces(USD_DP, Dec.ROUND_HALF_EVEN)) } : {}),
+        })),
     };
   }
 
@@ -238,6 +257,7 @@ export class Ledger {
       p.cost = p.cost.plus(notional);
     } else {
       const costOut = costOf(p, qty);
+      realize(p, notional.minus(costOut));
       p.cost = p.cost.minus(costOut);
       p.shares = p.shares.minus(qty);
       p.reserved = p.reserved.minus(qty);
@@ -328,11 +348,15 @@ export class Ledger {
   /** Merge: `amount` free shares of each token of the condition become `amount` dollars of pUSD. */
   merge(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], amount: Dec): WalletOpResult {
     const w = this.walletOf(userId);
-    for (const t of tokenIds) {
+    // the amount paid out is shared evenly in micro-dollars (as split shares its cost); the last token takes what rounding left
+    const part = amount.div(tokenIds.length).toDecimalPlaces(USD_DP, Dec.ROUND_DOWN);
+    tokenIds.forEach((t, i) => {
       const p = this.positionOf(w, t);
-      p.cost = p.cost.minus(costOf(p, amount)); // all of it when every share goes (costOf)
+      const costOut = costOf(p, amount); // all of it when every share goes
+      realize(p, (i < tokenIds.length - 1 ? part : amount.minus(part.times(tokenIds.length - 1))).minus(costOut));
+      p.cost = p.cost.minus(costOut);
       p.shares = p.shares.minus(amount);
-    }
+    });
     w.pusd = w.pusd.plus(amount);
     return this.recordOp(w, meta, 'merge', conditionId, amount, tokenIds.map((t) => [t, amount.neg()]));
   }
@@ -345,6 +369,7 @@ export class Ledger {
     for (const t of tokenIds) {
       const p = this.positionOf(w, t);
       if (t === winningTokenId) payout = payout.plus(p.shares);
+      if (p.shares.gt(0)) realize(p, (t === winningTokenId ? p.shares : ZERO).minus(p.cost));
       burned.push([t, p.shares.neg()]);
       p.shares = ZERO;
       p.cost = ZERO;
@@ -422,7 +447,7 @@ export class Ledger {
           same = false;
           break;
         }
-        if (e.shares !== p.shares || e.reserved !== p.reserved || e.cost !== p.cost) {
+        if (e.shares !== p.shares || e.reserved !== p.reserved || e.cost !== p.cost || e.realized !== p.realized) {
           memo.entries[i - 1] = positionJson(t, p);
           changed = true;
         }
@@ -445,14 +470,14 @@ export class Ledger {
    * decimal strings are made once per change, not once per journal entry. Amounts are immutable
    * `Dec`s replaced on change, so identity tells whether the tuple is current.
    */
-  private readonly positionRows = new WeakMap<Position, { shares: Dec; reserved: Dec; cost: Dec; row: WalletRow['positions'][number] }>();
+  private readonly positionRows = new WeakMap<Position, { shares: Dec; reserved: Dec; cost: Dec; realized: Dec | undefined; row: WalletRow['positions'][number] }>();
 
-  /** `[tokenId, shares, reserved, cost]` of a position (a shared tuple: never modify it). */
+  /** `[tokenId, shares, reserved, cost, realized?]` of a position (a shared tuple: never modify it). */
   private positionRow(tokenId: string, p: Position): WalletRow['positions'][number] {
     const c = this.positionRows.get(p);
-    if (c && c.shares === p.shares && c.reserved === p.reserved && c.cost === p.cost && c.row[0] === tokenId) return c.row;
-    const row: WalletRow['positions'][number] = [tokenId, str(p.shares), str(p.reserved), str(p.cost)];
-    this.positionRows.set(p, { shares: p.shares, reserved: p.reserved, cost: p.cost, row });
+    if (c && c.shares === p.shares && c.reserved === p.reserved && c.cost === p.cost && c.realized === p.realized && c.row[0] === tokenId) return c.row;
+    const row = tupleOf(tokenId, p);
+    this.positionRows.set(p, { shares: p.shares, reserved: p.reserved, cost: p.cost, realized: p.realized, row });
     return row;
   }
 
@@ -472,7 +497,7 @@ export class Ledger {
   load(r: WalletRow): void {
     this.wallets.set(r.userId, {
       pusd: dec(r.pusd), reserved: dec(r.reserved),
-      positions: new Map(r.positions.map(([t, s, res, c]) => [t, { shares: dec(s), reserved: dec(res), cost: dec(c) }])),
+      positions: new Map(r.positions.map(([t, s, res, c, pnl]) => [t, { shares: dec(s), reserved: dec(res), cost: dec(c), ...(pnl !== undefined ? { realized: dec(pnl) } : {}) }])),
       ...(r.ops?.length ? { ops: new Map(r.ops.map((o) => [o.opId, o])) } : {}),
     });
   }

@@ -183,7 +183,7 @@ export class MatchingEngine {
     const need = this.ledger.requirement(order, price, size);
     if ('error' in need) return reject(need.error, need.reason);
     // FOK: all or nothing against what could trade (own orders excluded).
-    if (order.timeInForce === 'FOK' && !this.fillable(book, order, price, size!)) {
+    if (order.timeInForce === 'FOK' && !(size ? this.fillable(book, order, price, size) : this.quoteFillable(book, order, dec(order.quoteAmount!)))) {
       const e = this.newEntry(order, 'canceled', size);
       e.final = { type: 'venue.canceled', orderId: order.orderId, reason: 'FOK order could not be filled in full', code: 'FOK_NOT_FILLED', atMs: tx.atMs };
       tx.orders.add(order.orderId);
@@ -326,6 +326,23 @@ export class MatchingEngine {
       if (left.lte(0)) return true;
     }
     return false;
+  }
+
+  /**
+   * Whether a market buy of `quote` dollars would complete now (FOK market buy): walked as
+   * {@link match} walks it (whole hundredths of a share per level, own orders skipped), it stops
+   * with what is left unable to buy a hundredth at the next ask, or runs out of asks with less
+   * than a cent left; both are what `place` reports as filled.
+   */
+  private quoteFillable(book: OrderBook, order: VenueOrder, quote: Dec): boolean {
+    let left = quote;
+    for (const r of book.walk('sell')) {
+      if (r.userId === order.userId) continue;
+      const qty = Dec.min(r.remaining, left.div(r.price).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
+      if (qty.lte(0)) return true;
+      left = left.minus(qty.times(r.price));
+    }
+    return left.lt(dec('0.01'));
   }
 
   private newEntry(order: VenueOrder, status: OrderEntry['status'], size: Dec | null): OrderEntry {

@@ -109,7 +109,8 @@ export interface BookView {
 /** pUSD and share holdings of one user. */
 export interface WalletView {
   pusd: { balance: string; reserved: string; available: string };
-  positions: { tokenId: string; size: string; reserved: string; available: string; costUsd: string }[];
+  /** `realizedPnl`: dollars (6 decimals) realized by sells, merges and redeems of the token; absent when none. */
+  positions: { tokenId: string; size: string; reserved: string; available: string; costUsd: string; realizedPnl?: string }[];
 }
 
 /** An outcome token: an order book of its own. */

@@ -98,7 +98,7 @@ describe('HTTP layer hardening (issue 12)', () => {
       expect(res.body).toEqual({ error: 'not_found', message: `no route DELETE /${v}/trade/orders/` });
       // cancel-all itself stays where it is (issue 16: built; this user has no open orders)
       const all = await svc.call('DELETE', `/${v}/trade/orders`, { headers: as });
-      expect([all.status, all.body]).toEqual([200, { results: [], counts: { canceled: 0, not_found: 0, already_done: 0 } }]);
+      expect([all.status, all.body]).toEqual([200, { cancelled: [], not_cancelled: [], count: 0, results: [], counts: { canceled: 0, not_found: 0, already_done: 0 } }]);
     }
     expect((await svc.call('GET', '/v2/trade/account')).status).toBe(200);
     // paths match exactly, case included

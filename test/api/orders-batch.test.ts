@@ -11,6 +11,8 @@ import { startTestService, type TestService } from '../helpers.js';
 import { poll, px, Trading } from './trading-kit.js';
 
 const NONE = { canceled: 0, not_found: 0, already_done: 0 };
+/** What a batch cancel or cancel-all that found nothing answers. */
+const EMPTY = { cancelled: [], not_cancelled: [], count: 0, results: [], counts: NONE };
 
 describe('batch cancel, cancel-all and one order (issue 16 item 6)', () => {
   let svc: TestService;
@@ -102,7 +104,7 @@ describe('batch cancel, cancel-all and one order (issue 16 item 6)', () => {
     const bobs = await rest('bob', a.token, '0.02');
 
     const none = await cancelAll('dave', `?symbol=${b.token}&condition_id=${infoA.conditionId}`);
-    expect([none.status, none.body]).toEqual([200, { results: [], counts: NONE }]);
+    expect([none.status, none.body]).toEqual([200, EMPTY]);
 
     const bySymbol = await cancelAll('dave', `?symbol=${a.token}`);
     expect(bySymbol.status).toBe(200);
@@ -125,7 +127,7 @@ describe('batch cancel, cancel-all and one order (issue 16 item 6)', () => {
     expect(await openIds('bob')).toEqual([bobs]);
 
     const again = await cancelAll('dave');
-    expect([again.status, again.body]).toEqual([200, { results: [], counts: NONE }]);
+    expect([again.status, again.body]).toEqual([200, EMPTY]);
     // v1 keeps cancels (spec part 9)
     const v1 = await svc.call('DELETE', '/v1/trade/orders', { headers: as('bob') });
     expect([v1.status, v1.body.results.map((r: any) => r.order_id)]).toEqual([200, [bobs]]);
@@ -269,7 +271,7 @@ describe('batch cancel, cancel-all and one order (issue 16 item 6)', () => {
     const res = await svc.call('POST', '/v2/trade/orders/cancel', { token: cancelOnly, body: { order_ids: [o] } });
     expect([res.status, res.body.results[0].outcome]).toEqual([200, 'canceled']);
     const all = await svc.call('DELETE', '/v2/trade/orders', { token: cancelOnly });
-    expect([all.status, all.body]).toEqual([200, { results: [], counts: NONE }]);
+    expect([all.status, all.body]).toEqual([200, EMPTY]);
   });
 });
 

@@ -163,7 +163,7 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     [{ side: 'buy' }, /^quote_amount is required for a MARKET buy \(dollars\)$/],
     [{ side: 'buy', quote_amount: '5', price: '0.5' }, /price is not used by MARKET/],
     [{ side: 'sell' }, /^size is required for a MARKET sell \(shares\)$/],
-    [{ side: 'buy', quote_amount: '5', time_in_force: 'IOC' }, /always behave as IOC/],
+    [{ side: 'buy', quote_amount: '5', time_in_force: 'GTC' }, /^time_in_force GTC is not used by MARKET orders: they are IOC \(the default\) or FOK \(all or nothing\)$/],
   ])('MARKET %j → 400', async (patch, message) => {
     expectError(await post('bob', { symbol: token, type: 'MARKET', ...patch }), 400, 'invalid_request', message);
   });

@@ -17,6 +17,8 @@ describe('ledger wallet operations', () => {
     const m = l.merge('u', meta('m1'), 'c', [Y, N], dec('10'));
     expect(m).toMatchObject({ pusdDelta: '10', pusdBalance: '80', positions: [{ size: '20' }, { size: '20' }] });
     expect(l.view('u').positions.map((p) => p.costUsd)).toEqual(['10', '10']);
+    // a merge realizes each token's half of the dollars paid minus the cost it took out: 5 − 5
+    expect(l.view('u').positions.map((p) => p.realizedPnl)).toEqual(['0', '0']);
     l.merge('u', meta('m2'), 'c', [Y, N], dec('20'));
     expect(l.view('u')).toEqual({ pusd: { balance: '100', reserved: '0', available: '100' }, positions: [] });
   });
@@ -37,6 +39,8 @@ describe('ledger wallet operations', () => {
     const r = l.redeem('u', meta('r'), 'c', [Y, N], Y);
     expect(r).toMatchObject({ pusdDelta: '7.5', pusdBalance: '7.5', shares: [{ tokenId: Y, delta: '-7.5' }, { tokenId: N, delta: '-2' }] });
     expect(l.view('u').positions).toEqual([]);
+    // realized: 7.5 × $1 − 3 on the winner, 0 − 1 on the loser (kept with the emptied positions)
+    expect(l.row('u').positions).toEqual([[Y, '0', '0', '0', '4.5'], [N, '0', '0', '0', '-1']]);
   });
 
   it('remembers each op with the wallet row (a repeat after recovery finds it), forgets it on release or after OP_RETAIN_MS', () => {

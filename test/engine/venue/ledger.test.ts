@@ -80,7 +80,7 @@ describe('ledger: reservations and trade settlement', () => {
     expect(l.view('u0').pusd).toEqual({ balance: '98', reserved: '3.6', available: '94.4' });
     expect(l.view('u0').positions).toEqual([{ tokenId: T, size: '54', reserved: '0', available: '54', costUsd: '22' }]);
     // the seller's average cost goes out with the shares: 20 × 4 / 50
-    expect(l.view('u1').positions).toEqual([{ tokenId: T, size: '46', reserved: '6', available: '40', costUsd: '18.4' }]);
+    expect(l.view('u1').positions).toEqual([{ tokenId: T, size: '46', reserved: '6', available: '40', costUsd: '18.4', realizedPnl: '0.4' }]); // 4 × 0.5 − 1.6
     l.release(buy.order, buy);
     l.release(sell.order, sell);
     expect(avail(l, 'u0')).toEqual({ usd: '98', shares: '54', held: '54', reservedShares: '0' });
@@ -112,7 +112,7 @@ describe('ledger: reservations and trade settlement', () => {
     // 20 shares take out round6(cost × 20 / shares); what stays is exact to the micro-dollar
     const out = cost.times(20).div(shares).toDecimalPlaces(6, Dec.ROUND_HALF_EVEN);
     const view = l.view('u0').positions[0]!;
-    expect(view).toEqual({ tokenId: T, size: str(shares.minus(20)), reserved: '0', available: str(shares.minus(20)), costUsd: str(cost.minus(out)) });
+    expect(view).toEqual({ tokenId: T, size: str(shares.minus(20)), reserved: '0', available: str(shares.minus(20)), costUsd: str(cost.minus(out)), realizedPnl: str(dec('6.2').minus(out)) });
     expect(dec(view.costUsd).decimalPlaces()).toBeLessThanOrEqual(6);
     // selling every share takes out the whole cost
     const rest = reserveOrNull(l, order('u0', 'sell', '0.31', str(shares.minus(20))))!;
@@ -152,6 +152,11 @@ describe('ledger: reservations and trade settlement', () => {
     const l = seeded();
     const buy = reserveOrNull(l, order('u0', 'buy', '0.25', '8'))!;
     l.settle(buy.order, buy, dec('0.2'), dec('3.33'));
+    const sell = reserveOrNull(l, order('u1', 'sell', '0.3', '5'))!;
+    l.settle(sell.order, sell, dec('0.3'), dec(5));
+    // a position that realized PnL carries it as a fifth element (5 × 0.3 − 5 × 0.4)
+    expect(l.row('u1').positions).toEqual([[T, '45', '0', '18', '-0.5']]);
+    expect(JSON.parse(l.rowJson('u1'))).toEqual(l.row('u1'));
     const copy = new Ledger('1');
     for (const r of l.rows()) copy.load(r);
     expect(copy.rows()).toEqual(l.rows());
