@@ -1,20 +1,18 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { errors } from './errors.js';
 import type { Store } from './store/port.js';
 
 /**
- * Opaque page cursors (spec 2.9, 4.7: "do not parse"): the position, as base64url of its JSON.
- *
- * A cursor is no credential and needs no secret: every page is read for the caller's own user
- * whatever the cursor says, and the reader checks that the position it names belongs to that user
- * (a cursor naming another user is refused), so an altered cursor can only move within the caller's
- * own rows. Keeping no key means there is no secret at rest to protect. Cursors stay valid across
- * restarts and across processes sharing a MongoDB.
+ * Opaque page cursors (spec 2.9, 4.7: "do not parse"): the position is sealed with AES-256-GCM under
+ * a key derived from the API token the page was read with, so a cursor is unreadable and
+ * tamper-proof for clients, and no sealing key exists at rest: the token itself is never stored
+ * (only its hash, which the derivation does not use). A cursor is therefore valid with the API key
+ * that received it, across restarts and processes; another key (even of the same user) gets 400.
  */
 export class CursorCodec {
   /**
-   * Removes the AES key that sealed cursors before they became plain positions (the `secrets`
-   * collection), so no secret is left at rest; cursors it sealed answer 400 and the client
-   * starts again from the first page.
+   * Deletes the AES key that sealed cursors in older versions (the `secrets` collection), so no
+   * secret is left at rest; cursors it sealed answer 400 and the client starts from the first page.
    */
   static async open(store: Store): Promise<CursorCodec> {
     const secrets = await store.collection<{ _id: string }>('secrets');
@@ -22,23 +20,34 @@ export class CursorCodec {
     return new CursorCodec();
   }
 
-  /** Encodes `position` (any JSON value) as a URL-safe opaque string. */
-  seal(position: unknown): string {
-    return Buffer.from(JSON.stringify({ p: position }), 'utf8').toString('base64url');
+  private keyOf(apiToken: string): Buffer {
+    return createHash('sha256').update('pts-cursor\0').update(apiToken).digest();
   }
 
   /**
-   * Reads a cursor made by {@link seal}.
-   * @throws {DomainError} `INVALID_REQUEST` when the cursor was not issued by this service.
+   * Seals `position` (any JSON value) into a URL-safe opaque string.
+   * @param apiToken - the bearer token of the request the page answers.
    */
-  open<T>(cursor: string): T {
+  seal(position: unknown, apiToken: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.keyOf(apiToken), iv);
+    const body = Buffer.concat([cipher.update(JSON.stringify(position), 'utf8'), cipher.final()]);
+    return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+  }
+
+  /**
+   * Opens a cursor made by {@link seal} for the same token.
+   * @throws {DomainError} `INVALID_REQUEST` when the cursor was not issued to this API key or was altered.
+   */
+  open<T>(cursor: string, apiToken: string): T {
     try {
-      if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new Error('not base64url');
-      const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-      if (typeof parsed !== 'object' || parsed === null || !('p' in parsed)) throw new Error('no position');
-      return (parsed as { p: T }).p;
+      const raw = Buffer.from(cursor, 'base64url');
+      if (raw.length < 29) throw new Error('short');
+      const decipher = createDecipheriv('aes-256-gcm', this.keyOf(apiToken), raw.subarray(0, 12));
+      decipher.setAuthTag(raw.subarray(12, 28));
+      return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as T;
     } catch {
-      throw errors.badRequest('cursor is not valid: send back next_cursor exactly as received');
+      throw errors.badRequest('cursor is not valid: send back next_cursor exactly as received, with the API key that received it');
     }
   }
 }

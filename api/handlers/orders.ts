@@ -7,6 +7,7 @@ import type { OrderRequest } from '../../schemas/orders.js';
 import { requireVenue } from '../availability.js';
 import { orderIdParam } from './order-batch.js';
 import type { Handler, HandlerResult } from '../context.js';
+import { bearerToken } from '../auth.js';
 import { page, pageQuery } from '../paging.js';
 
 const REPLAYED = { 'Idempotent-Replayed': 'true' };
@@ -112,11 +113,11 @@ export const cancelOrder: Handler = async ({ req, services, user }) => {
 /**
  * The position an activity cursor continues after: the `ownerKey` of the last row it was issued
  * with, which starts with its owner's id (engine/store/actors.ts), so a cursor names its user.
- * @throws {DomainError} `INVALID_REQUEST` (400) for a cursor this service did not issue, or one
- *   issued to another user (it would otherwise page nothing and answer an empty 200).
+ * @throws {DomainError} `INVALID_REQUEST` (400) for a cursor this service did not issue to this API
+ *   key, or one issued to another user (it would otherwise page nothing and answer an empty 200).
  */
-function activityCursor(services: Services, cursor: string, userId: string): string {
-  const k = services.cursors.open<{ k: unknown }>(cursor).k;
+function activityCursor(services: Services, cursor: string, userId: string, apiToken: string): string {
+  const k = services.cursors.open<{ k: unknown }>(cursor, apiToken).k;
   if (typeof k !== 'string') throw errors.badRequest('cursor is not valid: send back next_cursor exactly as received');
   if (!k.startsWith(`${userId}|`)) throw errors.badRequest("cursor belongs to another user's activity: send back the next_cursor this user's previous page returned");
   return k;
@@ -129,7 +130,7 @@ function activityCursor(services: Services, cursor: string, userId: string): str
  */
 export const activity: Handler = async ({ req, services, user }) => {
   const limit = req.query.limit === undefined ? 50 : Number(req.query.limit);
-  const before = typeof req.query.cursor === 'string' ? activityCursor(services, req.query.cursor, user!._id) : undefined;
+  const before = typeof req.query.cursor === 'string' ? activityCursor(services, req.query.cursor, user!._id, bearerToken(req) ?? '') : undefined;
   const { records } = await services.actors.findOwned(user!._id, { kind: { $in: ['order', 'strategy', 'wallet', 'withdrawal'] } }, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
   const items = records.slice(0, limit);
   const more = records.length > limit;
@@ -146,7 +147,7 @@ export const activity: Handler = async ({ req, services, user }) => {
         if (r.kind === 'wallet' || r.kind === 'withdrawal') Object.assign(row, { amount: v.payout_usd ?? v.amount ?? null, transaction_hash: v.transaction_hash ?? null });
         return row;
       }),
-      next_cursor: more ? services.cursors.seal({ k: items.at(-1)!.ownerKey }) : null,
+      next_cursor: more ? services.cursors.seal({ k: items.at(-1)!.ownerKey }, bearerToken(req) ?? '') : null,
     },
   };
 };

@@ -126,6 +126,16 @@ describe('spec part 9: /v1/trade mounts', () => {
     expect(seen).toEqual([...ids].reverse());
     const forged = Buffer.from(JSON.stringify({ k: 'x' })).toString('base64url');
     expect((await svc.call('GET', `/v2/trade/activity?cursor=${forged}`, { headers: as })).body).toMatchObject({ error: 'invalid_request', message: expect.stringMatching(/cursor is not valid/) });
+    // sealed under a key derived from the API token that read the page: another key of the same user cannot open it
+    const first: any = await svc.call('GET', '/v2/trade/activity?limit=2', { headers: as });
+    const minted = await svc.call('POST', '/v2/trade/users/act/api-keys', { body: { scopes: ['trade.read'] } });
+    expect(minted.status).toBe(201);
+    const other = await svc.call('GET', `/v2/trade/activity?limit=2&cursor=${first.body.next_cursor}`, { token: minted.body.api_key });
+    expect(other).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/cursor is not valid/) } });
+    const own: any = await svc.call('GET', '/v2/trade/activity?limit=2', { token: minted.body.api_key });
+    const next = await svc.call('GET', `/v2/trade/activity?limit=2&cursor=${own.body.next_cursor}`, { token: minted.body.api_key });
+    expect(next.status).toBe(200);
+    expect(next.body.activity.map((a: any) => a.id)).toEqual([...ids].reverse().slice(2, 4));
   });
 
   it('spec strings: `invalid window` for a bad leaderboard window; limit above the maximum → 400', async () => {
