@@ -409,7 +409,7 @@ export class SimVenue implements VenuePort {
     }
     return durable.then(() => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
-      for (const t of tx.tokens) for (const l of this.bookListeners) l(t);
+      for (const t of this.booksChanged(tx)) for (const l of this.bookListeners) l(t);
       for (const u of tx.users) for (const l of this.walletListeners) l(u);
       for (const c of tx.markets) for (const l of this.marketListeners) l(c);
     });
@@ -542,9 +542,23 @@ export class SimVenue implements VenuePort {
     }
     return durable.then(() => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
-      for (const t of tx.tokens) for (const l of this.bookListeners) l(t);
+      for (const t of this.booksChanged(tx)) for (const l of this.bookListeners) l(t);
       for (const u of tx.users) for (const l of this.walletListeners) l(u);
     });
+  }
+
+  /**
+   * The tokens whose book, as shown, an operation changed: those whose own book changed and their
+   * complements (each token's book shows its complement's orders mirrored).
+   */
+  private booksChanged(tx: Tx): Set<string> {
+    const out = new Set<string>();
+    for (const t of tx.tokens) {
+      out.add(t);
+      const c = this.o.catalogue.tokens.get(t)?.complementTokenId;
+      if (c !== undefined) out.add(c);
+    }
+    return out;
   }
 
   /** The JSON of an operation's journal entry: the touched wallets and orders, then `markets` and `capture` when given. */
