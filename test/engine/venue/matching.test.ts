@@ -271,7 +271,7 @@ describe('complementary matching (mint, merge)', () => {
           expect(str(m.touch(A).bid ?? ZERO)).toBe(m.touch(B).ask ? str(dec(1).minus(m.touch(B).ask!)) : '0');
         }
         let pusd = ZERO;
-        const shares = { [A]: ZERO, [B]: ZERO };
+        const shares: Record<string, typeof ZERO> = { [A]: ZERO, [B]: ZERO };
         const open = m.rows().filter((r) => r.status === 'open');
         for (const u of USERS) {
           const w = l.walletOf(u);
