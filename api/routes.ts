@@ -151,6 +151,9 @@ export const ROUTES: RouteSpec[] = [
   { method: 'get', path: `${V2}/markets`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Markets of the venue', query: paged(500), responses: { 200: MarketsPage }, handler: markets },
   {
     method: 'get', path: `${V2}/book`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Order book of one outcome token',
+    description:
+      'What can trade against the token, complementary matching included: `bids` are its own bids plus the other outcome\'s asks at 1 − price (a sell of the other outcome at q merges with a sell of this one at 1 − q), ' +
+      '`asks` its own asks plus the other outcome\'s bids at 1 − price (a buy of the other at q mints full sets with a buy of this one at 1 − q). Levels at the same price are merged (sizes summed), so the two outcomes\' books mirror each other.',
     query: { properties: { token_id: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Outcome token id.' }, depth: { type: 'integer', minimum: 1, maximum: 100, description: 'Levels per side (default 20).' } }, required: ['token_id'] },
     responses: { 200: BookResponse }, errors: [404], handler: book,
   },

@@ -73,8 +73,10 @@ export class VenueRejection extends Error {
 
 /**
  * Simulated CLOB venue (issue 3), the {@link VenuePort} of this service, wired from its parts:
- * - {@link MatchingEngine} (`matching.ts`): one book per outcome token, price-time priority, the
- *   market's tick, IOC/FOK/GTC/GTD, post-only, self-trade prevention; pure, in memory;
+ * - {@link MatchingEngine} (`matching.ts`): one book per outcome token, price-time priority,
+ *   complementary matching across a market's two outcomes (mint, merge; each token's book and
+ *   touch show the other's orders mirrored), the market's tick, IOC/FOK/GTC/GTD, post-only,
+ *   self-trade prevention; pure, in memory;
  * - {@link Ledger} (`ledger.ts`): pUSD wallets with reservations, positions with cost basis, trade
  *   settlement; the only place balances change;
  * - {@link VenueJournal} (`journal.ts`): journal entries, checkpoints, recovery, retried writes and
