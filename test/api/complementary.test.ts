@@ -10,8 +10,8 @@ import { poll, Trading } from './trading-kit.js';
 /**
  * Complementary matching through the real HTTP path, with the capture replay on: the capture
  * records one outcome of each market (Up); Down has no levels of its own, yet its book is Up's
- * mirrored, a STOP_LOSS on Down fires when Up moves, a resting Up buy fills against a Down buy
- * (a full set minted). The capture's level changes are scripted through
+ * mirrored, a STOP_LOSS on Down fires when Up moves, a TWAP buy on Down fills against Up's bids, a
+ * resting Up buy fills against a Down buy (full sets minted). The capture's level changes are scripted through
  * {@link SimVenue.applyCaptureEvents} (the replay's own path) on markets the replay (real time)
  * does not reach during the test. The shared invariant check runs after the scenarios.
  */
@@ -30,7 +30,7 @@ describe('complementary matching: both outcomes of a market trade against one bo
   beforeAll(async () => {
     svc = await startTestService({ env: { SIM_CONTROL: 'on', SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
     await tr.init(['alice', 'bob', 'carol', 'dave', 'erin']);
-    expect(quiet.length).toBeGreaterThanOrEqual(2);
+    expect(quiet.length).toBeGreaterThanOrEqual(3);
   });
   afterAll(async () => {
     await svc?.close();
@@ -79,6 +79,23 @@ describe('complementary matching: both outcomes of a market trade against one bo
       expect((await svc.call('GET', '/v2/trade/positions', { headers: tr.as(u) })).body.positions).toEqual([expect.objectContaining({ token_id: t, size: '5' })]);
     }
     expect(await tr.book(up)).toMatchObject({ bids: [], asks: [] });
+  });
+
+  it('a TWAP buy on the unrecorded outcome prices off its mirrored ask and fills against the recorded bids (full sets minted)', async () => {
+    const [up, down] = quiet[2]!.tokens.map((t) => t.tokenId) as [string, string];
+    await venue().applyCaptureEvents([level(up, 'buy', '0.3', 500), level(up, 'sell', '0.4', 500)]);
+    const res = await tr.post('bob', { symbol: down, side: 'buy', type: 'TWAP', size: '30', execution: { interval_sec: 10, duration_sec: 20 } });
+    expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE', price: '0.7' } });
+    const id = res.body.record_id as string;
+    await svc.services.strategies.whenQuiet(id);
+    expect(await tr.strategy('bob', id)).toMatchObject({ slices_done: 1, filled_size: '15' });
+    const c = svc.services.host.snapshotOf(id)!.context as { deadlines: { slice?: number } };
+    await svc.services.host.deliverTimer({ actorId: id, timerName: 'slice', atMs: c.deadlines.slice! });
+    await svc.services.strategies.whenQuiet(id);
+    expect(await tr.strategy('bob', id)).toMatchObject({ status: 'COMPLETED', filled_size: '30' });
+    expect((await svc.call('GET', '/v2/trade/positions', { headers: tr.as('bob') })).body.positions).toEqual([expect.objectContaining({ token_id: down, size: '30', cost_usd: '21' })]);
+    // the recorded Up bid gave its 30 shares' worth: 470 left, shown on Down as asks at 0.7
+    expect((await tr.book(down)).asks[0]).toEqual({ price: '0.7', size: '470' });
   });
 
   it("a user's own resting orders count for its triggers (the book is public): a STOP_LOSS at or above its own best bid, or the bid its own Down ask makes, is refused WOULD_TRIGGER_IMMEDIATELY", async () => {

@@ -219,6 +219,25 @@ describe('complementary matching (mint, merge)', () => {
     expect(tx.reports.find((r) => r.orderId === own.orderId)).toMatchObject({ type: 'venue.canceled', reason: 'self-trade prevention' });
   });
 
+  it('after recovery the restored books of both outcomes match as before, time priority across them kept', () => {
+    const { m, l, run } = pairEngine();
+    const first = on(B, limit('u1', 'buy', '0.45', '5')); // A ask at 0.55
+    const second = on(A, limit('u2', 'sell', '0.55', '5'));
+    run((tx) => m.place(tx, first));
+    run((tx) => m.place(tx, second));
+    const copy = new MatchingEngine(PAIR, l, () => 5);
+    for (const r of m.rows().reverse()) copy.load(r);
+    copy.advanceOrderSeq(m.orderSeq);
+    expect(copy.restoreBooks()).toBe(2);
+    expect(copy.depth(A, 5)).toEqual(m.depth(A, 5));
+    const tx = newTx(9, 9);
+    copy.place(tx, on(A, limit('u0', 'buy', '0.55', '7')));
+    expect(fills(tx)).toEqual([
+      expect.stringMatching(/ T9-1-mint-t taker 5@0.55$/), `${first.orderId} T9-1-mint-m maker 5@0.45`,
+      expect.stringMatching(/ T9-2-t taker 2@0.55$/), `${second.orderId} T9-2-m maker 2@0.55`,
+    ]);
+  });
+
   it('FOK counts the complement; post-only is checked against the merged touch', () => {
     const { m, run } = pairEngine();
     run((tx) => m.place(tx, on(B, limit('u1', 'buy', '0.45', '5'))));
