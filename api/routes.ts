@@ -63,7 +63,7 @@ export const ROUTES: RouteSpec[] = [
       'an `execution` field the type does not use (named; TWAP `clip_size` / `randomize_pct` are ignored with a `warnings` entry instead), `expiration` in the past or more than 365 days ahead, ' +
       'a TWAP over 7 days or 1000 slices or whose slices would be under 0.01 shares (passive: under the market minimum). ' +
       '422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `order crosses book` (ICEBERG), `NO_LIQUIDITY`, `MARKET_CLOSED` (the market closed or resolved), ' +
-      '`WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the best bid already reached). A refused request changes nothing.',
+      '`WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the best bid already reached; the best bid is the book\'s, the user\'s own resting orders included). A refused request changes nothing.',
     body: OrderRequest, example: { symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992', side: 'buy', type: 'LIMIT', price: '0.52', size: '10', time_in_force: 'GTC' }, responses: { 200: OrderResponse }, errors: [404, 422, 503], handler: placeOrder,
   },
   { method: 'get', path: `${V2}/orders/open`, scope: 'trade.read', user: 'required', tag: 'trade.read', summary: 'Open orders (working CLOB orders, newest first)', query: paged(500), responses: { 200: OpenOrdersPage }, errors: [404], handler: openOrders, v1: true },

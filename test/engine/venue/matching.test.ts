@@ -3,17 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { dec, str, ZERO } from '../../../engine/decimal.js';
 import { Ledger, LIQUIDITY_PROVIDER_ID } from '../../../engine/venue/ledger.js';
 import { MatchingEngine, newTx, type Tx } from '../../../engine/venue/matching.js';
-import type { TokenInfo, VenueOrder } from '../../../engine/venue/port.js';
+import type { TokenInfo, VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 
 const A = 'A';
 const TOKENS = new Map<string, TokenInfo>([[A, { tokenId: A, outcome: 'Yes', conditionId: 'c', question: 'Q?', tickSize: dec('0.01'), minSize: dec(5), complementTokenId: 'B' }]]);
 const USERS = ['u0', 'u1', 'u2'];
 
-/** A matching engine over a ledger where every user holds 100 pUSD and 50 shares of A. */
-function engine(): { m: MatchingEngine; l: Ledger; run: (fn: (tx: Tx) => void) => Tx } {
+/**
+ * A matching engine over `tokens` and a ledger where every user holds 100 pUSD and 50 shares of
+ * each token (by default the single token A).
+ */
+function engine(tokens: ReadonlyMap<string, TokenInfo> = TOKENS): { m: MatchingEngine; l: Ledger; run: (fn: (tx: Tx) => void) => Tx } {
   const l = new Ledger('100');
-  for (const u of USERS) l.load({ userId: u, pusd: '100', reserved: '0', positions: [[A, '50', '0', '25']] });
-  const m = new MatchingEngine(TOKENS, l, () => 5);
+  for (const u of USERS) l.load({ userId: u, pusd: '100', reserved: '0', positions: [...tokens.keys()].map((t) => [t, '50', '0', '25']) });
+  const m = new MatchingEngine(tokens, l, () => 5);
   let seq = 0;
   return {
     m, l,
@@ -25,9 +28,67 @@ function engine(): { m: MatchingEngine; l: Ledger; run: (fn: (tx: Tx) => void) =
   };
 }
 
+/** A second engine recovered from `m`'s rows (given in reverse order), its books restored. */
+function recovered(m: MatchingEngine, l: Ledger, tokens: ReadonlyMap<string, TokenInfo>): MatchingEngine {
+  const copy = new MatchingEngine(tokens, l, () => 5);
+  for (const r of m.rows().reverse()) copy.load(r);
+  copy.advanceOrderSeq(m.orderSeq);
+  expect(copy.restoreBooks()).toBe(m.rows().filter((r) => r.status === 'open').length);
+  return copy;
+}
+
 let n = 0;
 function limit(userId: string, side: 'buy' | 'sell', price: string, size: string, extra: Partial<VenueOrder> = {}): VenueOrder {
   return { orderId: `o${++n}`, userId, tokenId: A, side, kind: 'limit', price, size, quoteAmount: null, timeInForce: 'GTC', postOnly: false, ...extra };
+}
+
+/** Random orders (or cancels, `cancel` ≠ null) on `tokens`, limit prices `minCents`–`maxCents`. */
+function randomOrder(tokens: string[], minCents: number, maxCents: number) {
+  return fc.record({
+    u: fc.nat(2),
+    token: fc.constantFrom(...tokens),
+    side: fc.constantFrom('buy' as const, 'sell' as const),
+    cents: fc.integer({ min: minCents, max: maxCents }),
+    size: fc.integer({ min: 1, max: 2000 }).map((c) => str(dec(c).div(100))),
+    tif: fc.constantFrom('GTC' as const, 'GTD' as const, 'IOC' as const, 'FOK' as const, 'MARKET' as const),
+    postOnly: fc.boolean(),
+    cancel: fc.oneof({ arbitrary: fc.constant(null), weight: 6 }, { arbitrary: fc.nat(), weight: 1 }),
+  });
+}
+
+/** The venue order of a {@link randomOrder} (a market buy spends `size` dollars). */
+function venueOrder(o: { u: number; token: string; side: 'buy' | 'sell'; cents: number; size: string; tif: 'GTC' | 'GTD' | 'IOC' | 'FOK' | 'MARKET'; postOnly: boolean }): VenueOrder {
+  const base = o.tif === 'MARKET'
+    ? { ...limit(USERS[o.u]!, o.side, '0', '0'), kind: 'market' as const, price: null, size: o.side === 'buy' ? null : o.size, quoteAmount: o.side === 'buy' ? o.size : null, timeInForce: 'IOC' as const }
+    : limit(USERS[o.u]!, o.side, str(dec(o.cents).div(100)), o.size, { timeInForce: o.tif, postOnly: o.postOnly });
+  return { ...base, tokenId: o.token };
+}
+
+/**
+ * Places each random order (or cancels one placed before) in its own operation; after each, the
+ * first report is the acceptance or rejection, no touch of `tokens` is crossed and `check` holds.
+ * @returns every report, in order.
+ */
+function play(m: MatchingEngine, run: (fn: (tx: Tx) => void) => Tx, orders: (Parameters<typeof venueOrder>[0] & { cancel: number | null })[], tokens: string[], check = () => {}): VenueReport[] {
+  const ids: string[] = [];
+  const reports: VenueReport[] = [];
+  for (const o of orders) {
+    if (o.cancel !== null && ids.length) {
+      reports.push(...run((tx) => m.cancel(tx, ids[o.cancel! % ids.length]!, 'canceled by user')).reports);
+      continue;
+    }
+    const vo = venueOrder(o);
+    ids.push(vo.orderId);
+    const tx = run((t) => m.place(t, vo));
+    expect(['venue.accepted', 'venue.rejected']).toContain(tx.reports[0]?.type);
+    reports.push(...tx.reports);
+    for (const t of tokens) {
+      const { bid, ask } = m.touch(t);
+      if (bid && ask) expect(bid.lt(ask), `${t} crossed: ${str(bid)} / ${str(ask)}`).toBe(true);
+    }
+    check();
+  }
+  return reports;
 }
 
 describe('matching engine', () => {
@@ -73,43 +134,18 @@ describe('matching engine', () => {
     const second = limit('u2', 'sell', '0.55', '5');
     run((tx) => m.place(tx, first));
     run((tx) => m.place(tx, second));
-    const copy = new MatchingEngine(TOKENS, l, () => 5);
-    for (const r of m.rows().reverse()) copy.load(r);
-    copy.advanceOrderSeq(m.orderSeq);
-    expect(copy.restoreBooks()).toBe(2);
+    const copy = recovered(m, l, TOKENS);
     const tx = newTx(9, 9);
     copy.place(tx, limit('u0', 'buy', '0.55', '5'));
     expect(tx.reports.filter((r) => r.type === 'venue.filled' && r.liquidity === 'maker').map((r) => r.orderId)).toEqual([first.orderId]);
   });
 
   it('any order sequence: the book never crosses, reservations match the open orders, pUSD and shares are conserved', () => {
-    const order = fc.record({
-      u: fc.nat(2),
-      side: fc.constantFrom('buy' as const, 'sell' as const),
-      cents: fc.integer({ min: 40, max: 60 }),
-      size: fc.integer({ min: 1, max: 2000 }).map((c) => str(dec(c).div(100))),
-      tif: fc.constantFrom('GTC' as const, 'GTD' as const, 'IOC' as const, 'FOK' as const, 'MARKET' as const),
-      postOnly: fc.boolean(),
-      cancel: fc.oneof({ arbitrary: fc.constant(null), weight: 6 }, { arbitrary: fc.nat(), weight: 1 }),
-    });
+    const order = randomOrder([A], 40, 60);
     fc.assert(
       fc.property(fc.array(order, { minLength: 10, maxLength: 60 }), (orders) => {
         const { m, l, run } = engine();
-        const ids: string[] = [];
-        for (const o of orders) {
-          if (o.cancel !== null && ids.length) {
-            run((tx) => m.cancel(tx, ids[o.cancel! % ids.length]!, 'canceled by user'));
-            continue;
-          }
-          const vo: VenueOrder = o.tif === 'MARKET'
-            ? { ...limit(USERS[o.u]!, o.side, '0', '0'), kind: 'market', price: null, size: o.side === 'buy' ? null : o.size, quoteAmount: o.side === 'buy' ? o.size : null, timeInForce: 'IOC' }
-            : limit(USERS[o.u]!, o.side, str(dec(o.cents).div(100)), o.size, { timeInForce: o.tif, postOnly: o.postOnly });
-          ids.push(vo.orderId);
-          const tx = run((t) => m.place(t, vo));
-          expect(['venue.accepted', 'venue.rejected']).toContain(tx.reports[0]?.type);
-          const { bid, ask } = m.touch(A);
-          if (bid && ask) expect(bid.lt(ask), `crossed: ${str(bid)} / ${str(ask)}`).toBe(true);
-        }
+        play(m, run, orders, [A]);
         let pusd = ZERO;
         let shares = ZERO;
         const open = m.rows().filter((r) => r.status === 'open');
@@ -144,20 +180,7 @@ const PAIR = new Map<string, TokenInfo>([
 ]);
 
 /** A matching engine over both outcomes, every user holding 100 pUSD and 50 shares of each. */
-function pairEngine(): { m: MatchingEngine; l: Ledger; run: (fn: (tx: Tx) => void) => Tx } {
-  const l = new Ledger('100');
-  for (const u of USERS) l.load({ userId: u, pusd: '100', reserved: '0', positions: [[A, '50', '0', '25'], [B, '50', '0', '25']] });
-  const m = new MatchingEngine(PAIR, l, () => 5);
-  let seq = 0;
-  return {
-    m, l,
-    run: (fn) => {
-      const tx = newTx(++seq, 1_000 + seq);
-      fn(tx);
-      return tx;
-    },
-  };
-}
+const pairEngine = () => engine(PAIR);
 
 const on = (tokenId: string, o: VenueOrder): VenueOrder => ({ ...o, tokenId });
 const fills = (tx: Tx) => tx.reports.flatMap((r) => (r.type === 'venue.filled' ? [`${r.orderId} ${r.tradeId} ${r.liquidity} ${r.size}@${r.price}`] : []));
@@ -225,10 +248,7 @@ describe('complementary matching (mint, merge)', () => {
     const second = on(A, limit('u2', 'sell', '0.55', '5'));
     run((tx) => m.place(tx, first));
     run((tx) => m.place(tx, second));
-    const copy = new MatchingEngine(PAIR, l, () => 5);
-    for (const r of m.rows().reverse()) copy.load(r);
-    copy.advanceOrderSeq(m.orderSeq);
-    expect(copy.restoreBooks()).toBe(2);
+    const copy = recovered(m, l, PAIR);
     expect(copy.depth(A, 5)).toEqual(m.depth(A, 5));
     const tx = newTx(9, 9);
     copy.place(tx, on(A, limit('u0', 'buy', '0.55', '7')));
@@ -250,44 +270,21 @@ describe('complementary matching (mint, merge)', () => {
   });
 
   it('any order sequence on both outcomes: no merged book crosses, reservations match, pUSD + full sets and shares are conserved', () => {
-    const order = fc.record({
-      u: fc.nat(2),
-      token: fc.constantFrom(A, B),
-      side: fc.constantFrom('buy' as const, 'sell' as const),
-      cents: fc.integer({ min: 35, max: 65 }),
-      size: fc.integer({ min: 1, max: 2000 }).map((c) => str(dec(c).div(100))),
-      tif: fc.constantFrom('GTC' as const, 'GTD' as const, 'IOC' as const, 'FOK' as const, 'MARKET' as const),
-      postOnly: fc.boolean(),
-      cancel: fc.oneof({ arbitrary: fc.constant(null), weight: 6 }, { arbitrary: fc.nat(), weight: 1 }),
-    });
+    const order = randomOrder([A, B], 35, 65);
     let complementary = 0;
     fc.assert(
       fc.property(fc.array(order, { minLength: 10, maxLength: 60 }), (orders) => {
         const { m, l, run } = pairEngine();
-        const ids: string[] = [];
         let sets = ZERO; // full sets minted − merged by trades
-        for (const o of orders) {
-          if (o.cancel !== null && ids.length) {
-            run((tx) => m.cancel(tx, ids[o.cancel! % ids.length]!, 'canceled by user'));
-            continue;
-          }
-          const vo: VenueOrder = on(o.token, o.tif === 'MARKET'
-            ? { ...limit(USERS[o.u]!, o.side, '0', '0'), kind: 'market', price: null, size: o.side === 'buy' ? null : o.size, quoteAmount: o.side === 'buy' ? o.size : null, timeInForce: 'IOC' }
-            : limit(USERS[o.u]!, o.side, str(dec(o.cents).div(100)), o.size, { timeInForce: o.tif, postOnly: o.postOnly }));
-          ids.push(vo.orderId);
-          const tx = run((t) => m.place(t, vo));
-          expect(['venue.accepted', 'venue.rejected']).toContain(tx.reports[0]?.type);
-          for (const r of tx.reports) {
-            if (r.type !== 'venue.filled' || r.liquidity !== 'taker') continue;
-            if (r.tradeId.endsWith('-mint-t')) sets = sets.plus(r.size);
-            if (r.tradeId.endsWith('-merge-t')) sets = sets.minus(r.size);
-            if (/-m(int|erge)-t$/.test(r.tradeId)) complementary++;
-          }
-          for (const t of [A, B]) {
-            const { bid, ask } = m.touch(t);
-            if (bid && ask) expect(bid.lt(ask), `${t} crossed: ${str(bid)} / ${str(ask)}`).toBe(true);
-          }
+        const reports = play(m, run, orders, [A, B], () => {
+          // the two outcomes' touches mirror each other
           expect(str(m.touch(A).bid ?? ZERO)).toBe(m.touch(B).ask ? str(dec(1).minus(m.touch(B).ask!)) : '0');
+        });
+        for (const r of reports) {
+          if (r.type !== 'venue.filled' || r.liquidity !== 'taker') continue;
+          if (r.tradeId.endsWith('-mint-t')) sets = sets.plus(r.size);
+          if (r.tradeId.endsWith('-merge-t')) sets = sets.minus(r.size);
+          if (/-m(int|erge)-t$/.test(r.tradeId)) complementary++;
         }
         let pusd = ZERO;
         const shares: Record<string, typeof ZERO> = { [A]: ZERO, [B]: ZERO };
