@@ -103,7 +103,7 @@ export const ROUTES: RouteSpec[] = [
       'an `execution` field the type does not use (named; TWAP `clip_size` / `randomize_pct` / `price_tolerance_pct` are ignored with a `warnings` entry instead), `expiration` in the past or more than 365 days ahead, ' +
       'a TWAP over 7 days or 1000 slices or whose slices would be under 0.01 shares (passive: under the market minimum). ' +
       '422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `order crosses book` (ICEBERG), `NO_LIQUIDITY`, `MARKET_CLOSED` (the market closed or resolved), ' +
-      '`WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the best bid already reached). A refused request changes nothing.',
+      '`WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the best bid already reached; the best bid is the book\'s, the user\'s own resting orders included). A refused request changes nothing.',
     body: OrderRequest, example: { symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992', side: 'buy', type: 'LIMIT', price: '0.52', size: '10', time_in_force: 'GTC' }, responses: { 200: OrderResponse }, errors: [404, 422, 503], handler: placeOrder,
   },
   {
@@ -184,6 +184,9 @@ export const ROUTES: RouteSpec[] = [
   { method: 'get', path: `${V2}/markets`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Markets of the venue', query: paged(500, { token_id: MARKET_TOKEN_FILTER }), responses: { 200: MarketsPage }, handler: markets },
   {
     method: 'get', path: `${V2}/book`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Order book of one outcome token',
+    description:
+      'What can trade against the token, complementary matching included: `bids` are its own bids plus the other outcome\'s asks at 1 − price (a sell of the other outcome at q merges with a sell of this one at 1 − q), ' +
+      '`asks` its own asks plus the other outcome\'s bids at 1 − price (a buy of the other at q mints full sets with a buy of this one at 1 − q). Levels at the same price are merged (sizes summed), so the two outcomes\' books mirror each other.',
     query: { properties: { token_id: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Outcome token id.' }, depth: { type: 'integer', minimum: 1, maximum: 100, description: 'Levels per side (default 20).' } }, required: ['token_id'] },
     responses: { 200: BookResponse }, errors: [404], handler: book,
   },

@@ -12,7 +12,9 @@
  *         or, for an order the venue already forgot after a checkpoint, from the order actor's
  *         filled size and matched amount);
  *       - a trade between two users appears on both (`T<seq>-<n>-t` and `-m`), same token, price and
- *         size, opposite sides; a trade with only one user side is against the maker;
+ *         size, opposite sides; a complementary trade (`T<seq>-<n>-mint-…` / `-merge-…`) on both
+ *         outcomes of one market, same side (two buys mint full sets, two sells merge them), prices
+ *         summing to 1, same size; a trade with only one user side is against the maker;
  *       - the maker's implicit ledger closes the books: Σ users pUSD + maker's net pUSD = users ×
  *         SIM_INITIAL_PUSD, and per token Σ users' shares = shares the maker sold net (reported);
  *       - wallet operations (issue 16) are explained by their actors' recorded results: a split, merge
@@ -20,8 +22,10 @@
  *         records) each add their signed pUSD and share changes to the user's expected wallet;
  *       - conservation per condition: the shares of each outcome token in existence (users' holdings
  *         + shares burned by redeems − what the maker sold net, i.e. minted on its own account) equal
- *         Σ splits − Σ merges of that condition, for both tokens alike (YES = NO); total pUSD changes
- *         only by splits / merges / redeems / withdrawals (signed) and trades with the maker;
+ *         Σ splits − Σ merges of that condition + full sets minted − merged by complementary trades
+ *         between users, for both tokens alike (YES = NO); total pUSD changes only by splits /
+ *         merges / redeems / withdrawals (signed), trades with the maker and full sets minted ($1
+ *         each out of the wallets) or merged ($1 each back) by trades between users;
  *       - nothing negative (balance, reserved, available; shares, reserved, available);
  *       - reservations equal what open orders need: a wallet's reserved pUSD = Σ of its open orders'
  *         reservations, each open limit buy reserving price × remaining, each open sell reserving its
@@ -255,30 +259,64 @@ function moneyViolations(
   }
   // a forgotten order's trades: with the maker when no other user holds the other leg
   const legs = new Set<string>();
-  for (const e of venue.orders.values()) for (const f of e.fills) legs.add(f.tradeId);
-  for (const c of forgotten) for (const t of c.tradeIds as string[]) legs.add(t);
+  const knownLegs = new Map<string, string>(); // trade leg id → size, of orders the venue still holds
+  for (const e of venue.orders.values()) for (const f of e.fills) {
+    legs.add(f.tradeId);
+    knownLegs.set(f.tradeId, f.size);
+  }
+  const forgottenLegs = new Set<string>();
+  for (const c of forgotten) for (const t of c.tradeIds as string[]) {
+    legs.add(t);
+    forgottenLegs.add(t);
+  }
+  const otherLeg = (t: string) => t.replace(/-([tm])$/, (_m, x: string) => (x === 't' ? '-m' : '-t'));
+  /** Full sets minted (+) or merged (−) by complementary trades between users, by condition. */
+  const matchSets = new Map<string, Dec>();
+  const complementary = (base: string) => /-(mint|merge)$/.exec(base)?.[1] as 'mint' | 'merge' | undefined;
+  const counted = new Set<string>();
+  const countSets = (base: string, token: string, size: Dec) => {
+    const kind = complementary(base);
+    const c = services.venue.token(token)?.conditionId;
+    if (!kind || !c || counted.has(base)) return;
+    counted.add(base);
+    add(matchSets, c, kind === 'mint' ? size : size.neg());
+  };
   let ledgerComplete = true;
   for (const c of forgotten) {
-    const other = (c.tradeIds as string[]).map((t) => legs.has(t.replace(/-([tm])$/, (_m, x: string) => (x === 't' ? '-m' : '-t'))));
+    const ids = c.tradeIds as string[];
+    const other = ids.map((t) => legs.has(otherLeg(t)));
     if (other.every((x) => !x)) {
       const n = d(c.matchedAmount);
       makerPusd = c.side === 'buy' ? makerPusd.plus(n) : makerPusd.minus(n);
       add(makerShares, c.tokenId, c.side === 'buy' ? d(c.filledSize).neg() : d(c.filledSize));
     } else if (!other.every((x) => x)) ledgerComplete = false;
+    // complementary trades with a user: their size from the other leg when the venue still holds it
+    for (const t of ids) {
+      const base = t.replace(/-[tm]$/, '');
+      if (!complementary(base) || !legs.has(otherLeg(t)) || counted.has(base)) continue;
+      const size = knownLegs.get(otherLeg(t)) ?? (ids.length === 1 ? c.filledSize : undefined);
+      if (size === undefined) ledgerComplete = false;
+      else countSets(base, c.tokenId, d(size));
+    }
   }
-  // pair user–user trades; the rest are against the maker
+  // pair user–user trades; the rest are against the maker (or a user whose order the venue forgot)
   for (const [base, legs] of trades) {
     if (legs.length === 1) {
       const l = legs[0]!;
+      if (forgottenLegs.has(otherLeg(`${base}-${l.leg}`))) continue;
       const n = d(l.price).times(l.size);
       makerPusd = l.side === 'buy' ? makerPusd.plus(n) : makerPusd.minus(n);
       add(makerShares, l.token, l.side === 'buy' ? d(l.size).neg() : d(l.size));
       continue;
     }
     const [a, b] = legs;
-    if (legs.length !== 2 || a!.leg === b!.leg || a!.side === b!.side || a!.token !== b!.token || a!.price !== b!.price || !d(a!.size).eq(b!.size)) {
+    const kind = complementary(base);
+    const pairs = kind
+      ? a!.side === b!.side && a!.side === (kind === 'mint' ? 'buy' : 'sell') && services.venue.token(a!.token)?.complementTokenId === b!.token && d(a!.price).plus(b!.price).eq(1)
+      : a!.side !== b!.side && a!.token === b!.token && a!.price === b!.price;
+    if (legs.length !== 2 || a!.leg === b!.leg || !pairs || !d(a!.size).eq(b!.size)) {
       out.push(`trade ${base} does not pair: ${JSON.stringify(legs)}`);
-    }
+    } else countSets(base, a!.token, d(a!.size));
   }
   // wallet operations (issue 16): each recorded result moves the wallet it names
   interface OpResultLike { opId: string; kind: string; conditionId: string | null; pusdDelta: string; shares: { tokenId: string; delta: string }[] }
@@ -331,15 +369,17 @@ function moneyViolations(
   const expected = initial.times(users.length);
   // a forgotten order that traded with both the maker and users: its split is unknown, skip the ledger
   if (ledgerComplete) {
-    if (!totalPusd.plus(makerPusd).eq(expected.plus(opsPusd))) {
-      out.push(`pUSD not conserved: users hold ${totalPusd}, the maker took ${makerPusd} net, wallet operations moved ${opsPusd}, total ${totalPusd.plus(makerPusd)} ≠ ${users.length} × ${initial} + ${opsPusd} = ${expected.plus(opsPusd)}`);
+    const minted = [...matchSets.values()].reduce((x, y) => x.plus(y), d(0));
+    if (!totalPusd.plus(makerPusd).plus(minted).eq(expected.plus(opsPusd))) {
+      out.push(`pUSD not conserved: users hold ${totalPusd}, the maker took ${makerPusd} net, wallet operations moved ${opsPusd}, trades between users minted ${minted} full sets net, total ${totalPusd.plus(makerPusd).plus(minted)} ≠ ${users.length} × ${initial} + ${opsPusd} = ${expected.plus(opsPusd)}`);
     }
+    const setsMatched = (t: string) => matchSets.get(services.venue.token(t)?.conditionId ?? '') ?? d(0);
     for (const [t, s] of totalShares) {
       const sold = makerShares.get(t) ?? d(0);
       const ops = opsShares.get(t) ?? d(0);
-      // users hold what the maker sold net (makerShares is the maker's side: negative = sold) plus what wallet operations made
-      if (!s.eq(sold.neg().plus(ops))) {
-        out.push(`token …${t.slice(-8)}: users hold ${s} shares, the maker sold ${sold.neg()} net, wallet operations made ${ops}`);
+      // users hold what the maker sold net (makerShares is the maker's side: negative = sold) plus what wallet operations and complementary trades made
+      if (!s.eq(sold.neg().plus(ops).plus(setsMatched(t)))) {
+        out.push(`token …${t.slice(-8)}: users hold ${s} shares, the maker sold ${sold.neg()} net, wallet operations made ${ops}, complementary trades minted ${setsMatched(t)} net`);
       }
     }
     // conservation per condition: shares in existence (held + burned − minted by the maker) = sets split − merged, YES = NO
@@ -351,7 +391,7 @@ function moneyViolations(
     for (const c of conditions) {
       const m = services.venue.market(c);
       if (!m) continue;
-      const sets = setsOf.get(c) ?? d(0);
+      const sets = (setsOf.get(c) ?? d(0)).plus(matchSets.get(c) ?? d(0));
       // merging shares the maker sold (it mints them) is legitimate, so sets may go below 0; what
       // cannot is merging more than was split plus minted: held + burned < 0 for some token
       for (const tk of m.tokens) {
@@ -360,7 +400,7 @@ function moneyViolations(
       }
       const existence = m.tokens.map((tk) => (totalShares.get(tk.tokenId) ?? d(0)).plus(burned.get(tk.tokenId) ?? d(0)).plus(makerShares.get(tk.tokenId) ?? d(0)));
       for (const [i, tk] of m.tokens.entries()) {
-        if (!existence[i]!.eq(sets)) out.push(`condition …${c.slice(-8)}: ${existence[i]} ${tk.outcome} shares in existence (held + burned − minted by the maker), ${sets} sets split − merged`);
+        if (!existence[i]!.eq(sets)) out.push(`condition …${c.slice(-8)}: ${existence[i]} ${tk.outcome} shares in existence (held + burned − minted by the maker), ${sets} sets split − merged (by wallet operations and complementary trades)`);
       }
     }
   }

@@ -82,7 +82,9 @@ export class StrategyRequests {
    * The rules of price, size, notional, wallet and crossing are engine/risk.ts's.
    * @throws {DomainError} `INVALID_REQUEST` (rules, units, tick), `PRICE_IN_CENTS`,
    *   `INSUFFICIENT_BALANCE`, `NOT_ENOUGH_SHARES`, `ORDER_CROSSES_BOOK`, `NO_LIQUIDITY`,
-   *   `WOULD_TRIGGER_IMMEDIATELY` (a stop whose level the best bid already reached).
+   *   `WOULD_TRIGGER_IMMEDIATELY` (a stop whose level the best bid already reached; the best bid is
+   *   the public merged touch, so the user's own resting orders count, complement included: see
+   *   engine/venue/matching.ts).
    */
   check(userId: string, body: OrderRequest): StrategyInput {
     const type = body.type as StrategyType;

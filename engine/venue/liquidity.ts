@@ -54,9 +54,12 @@ export interface LiquidityOptions {
 /**
  * The simulated liquidity provider (account {@link LIQUIDITY_PROVIDER_ID}, unlimited inventory,
  * never persisted): quotes a ladder of `levels` price levels each side, one tick apart, around
- * every token's reference price (sizes 50–3,600 shares, growing with distance from the touch);
- * re-quotes a book `refillMs` after its quotes were taken; and, with replay on, moves the MSTR
- * token's reference along its recorded path (its complement token the other way), re-quoting both.
+ * the reference price of the first outcome token of every market (sizes 50–3,600 shares, growing
+ * with distance from the touch); the other token's book shows that ladder mirrored (complementary
+ * matching, `matching.ts`: a bid of one outcome at p is an ask of the other at 1 − p), so both
+ * outcomes trade against one ladder that can never cross itself. It re-quotes a book `refillMs`
+ * after its quotes were taken; and, with replay on, moves the MSTR token's reference along its
+ * recorded path (its complement the other way), re-quoting the ladder.
  * Its quotes go through the same matching as user orders, so it is never crossed or locked and
  * its re-quotes take the user orders they cross (which is how the path hits resting orders).
  */
@@ -77,18 +80,27 @@ export class LiquidityProvider {
   /** Captured levels users traded with and the capture did not set again since: `tokenId|side|price` → row (checkpointed). */
   private readonly takenLevels = new Map<string, CapturedLevelRow>();
 
+  /** The quoted token of each token's market (its first outcome), by token id. */
+  private readonly quotedOf = new Map<string, string>();
+
   constructor(
     private readonly o: LiquidityOptions,
     private readonly matching: MatchingEngine,
   ) {
     for (const t of o.catalogue.tokens.values()) this.references.set(t.tokenId, t.referencePrice);
+    for (const m of o.catalogue.markets) for (const t of m.tokens) this.quotedOf.set(t.tokenId, m.tokens[0]!.tokenId);
+  }
+
+  /** The token of `tokenId`'s market whose book holds the ladder (the market's first outcome). */
+  private quoted(tokenId: string): string {
+    return this.quotedOf.get(tokenId) ?? tokenId;
   }
 
   /** Quotes every book (after recovery) and, with replay on, starts following the recorded path. */
   start(): void {
     if (this.o.replay) this.applyReplay(true);
     this.o.run((tx) => {
-      for (const tokenId of this.matching.tokenIds()) this.requote(tx, tokenId);
+      for (const tokenId of this.matching.tokenIds()) if (this.quoted(tokenId) === tokenId) this.requote(tx, tokenId);
     });
     if (this.o.replay) {
       this.replayTimer = setInterval(() => this.applyReplay(false), this.o.replayTickMs ?? 1000);
@@ -102,9 +114,15 @@ export class LiquidityProvider {
     for (const t of this.refillTimers.values()) clearTimeout(t);
   }
 
-  /** Sets a token's reference price (decimal probability); the caller re-quotes it. */
+  /**
+   * Sets a token's reference price (decimal probability; its complement's is 1 − it); the caller
+   * re-quotes it.
+   */
   setReference(tokenId: string, price: Dec): void {
-    this.references.set(tokenId, price);
+    const q = this.quoted(tokenId);
+    this.references.set(q, q === tokenId ? price : ONE.minus(price));
+    const c = this.o.catalogue.tokens.get(q)?.complementTokenId;
+    if (c !== undefined) this.references.set(c, ONE.minus(this.references.get(q)!));
   }
 
   /** Schedules a refill of every book where the operation `tx` took quotes of the provider. */
@@ -256,8 +274,12 @@ export class LiquidityProvider {
     for (const [k, r] of this.takenLevels) if (r.tokenId === tokenId) this.takenLevels.delete(k);
   }
 
-  /** Replaces the provider's quotes on one token (its new quotes may take crossing user orders). */
+  /**
+   * Replaces the provider's quotes of `tokenId`'s market (in the book of its first outcome; its new
+   * quotes may take crossing user orders of either outcome).
+   */
   requote(tx: Tx, tokenId: string): void {
+    tokenId = this.quoted(tokenId);
     if (this.o.captureDriven?.has(tokenId) || this.matching.isClosed(tokenId)) return;
     const info = this.o.catalogue.tokens.get(tokenId);
     if (!info || !this.matching.withdrawQuotes(tx, tokenId)) return;
@@ -300,13 +322,7 @@ export class LiquidityProvider {
     if (!info) return;
     const p = this.replayPrice();
     if (!initial && this.references.get(tokenId)?.eq(p)) return;
-    this.references.set(tokenId, p);
-    this.references.set(info.complementTokenId, dec(1).minus(p));
-    if (!initial) {
-      this.o.run((tx) => {
-        this.requote(tx, tokenId);
-        this.requote(tx, info.complementTokenId);
-      });
-    }
+    this.setReference(tokenId, p);
+    if (!initial) this.o.run((tx) => this.requote(tx, tokenId));
   }
 }

@@ -1,4 +1,4 @@
-import { Dec, dec, onTick, SIZE_DP, str, ZERO } from '../decimal.js';
+import { Dec, dec, ONE, onTick, SIZE_DP, str, ZERO } from '../decimal.js';
 import { OrderBook, priceKey, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
 import type { CancelReason, FillReport, Side, TokenInfo, Touch, VenueOrder, VenueOrderState, VenueReport } from './port.js';
@@ -65,13 +65,74 @@ export interface OrderRow {
 }
 
 /**
+ * How a trade is settled, as Polymarket's CTF exchange matches: `normal` (a buy against a sell of
+ * the same token: shares change hands), `mint` (a buy of one outcome against a buy of the other:
+ * both payments, summing to $1 a share, mint full sets, each buyer gets its token), `merge` (a
+ * sell of one outcome against a sell of the other: the full sets are merged back into $1 a share,
+ * each seller gets its price).
+ */
+export type MatchKind = 'normal' | 'mint' | 'merge';
+
+/** A resting order an incoming order can meet, with the price it trades at on the incoming order's token. */
+interface Meet {
+  resting: Resting;
+  /** The book it rests in: the incoming order's token (`normal`) or its complement. */
+  book: OrderBook;
+  /** Price on the incoming order's token: the resting price, or 1 − it for the complement. */
+  px: Dec;
+  kind: MatchKind;
+}
+
+/** 1 − price by price key (complement prices are on the same tick: at most 3 decimals). */
+const mirrors = new Map<number, Dec>();
+
+/** The complement price 1 − `price` (decimal probability), shared by key. */
+export function mirror(price: Dec): Dec {
+  const key = priceKey(price);
+  let m = mirrors.get(key);
+  if (m === undefined) mirrors.set(key, (m = ONE.minus(price)));
+  return m;
+}
+
+/** One side of a book as levels `{price, size}`, best first, with the complement's opposite side mirrored in and merged by price. */
+function mergedLevels(own: { price: Dec; size: Dec }[], mirrored: { price: Dec; size: Dec }[], side: Side, maxLevels: number): { price: Dec; size: Dec }[] {
+  if (!mirrored.length) return own;
+  const byKey = new Map<number, { price: Dec; size: Dec }>();
+  for (const l of own) byKey.set(priceKey(l.price), { price: l.price, size: l.size });
+  for (const l of mirrored) {
+    const price = mirror(l.price);
+    const k = priceKey(price);
+    const at = byKey.get(k);
+    if (at) at.size = at.size.plus(l.size);
+    else byKey.set(k, { price, size: l.size });
+  }
+  const out = [...byKey.entries()].sort((a, b) => (side === 'buy' ? b[0] - a[0] : a[0] - b[0])).map(([, l]) => l);
+  return out.slice(0, maxLevels);
+}
+
+/**
  * The matching engine: one central limit order book per outcome token (see {@link OrderBook}) and
  * the record of every user order it knows. Price-time priority, fills at the resting order's
  * price; GTC/GTD rest, IOC fills what crosses and cancels the rest, FOK is all or nothing, market
  * orders are IOC (a market buy spends a dollar amount); post-only orders that would take are
- * rejected; the market's tick and price range are enforced. Self-trade prevention: an incoming
- * order never trades with a resting order of the same user; that resting order is cancelled
- * (reason `self-trade prevention`) and matching goes on.
+ * rejected; the market's tick and price range are enforced.
+ *
+ * Complementary matching (Polymarket's CTF exchange): an incoming order of one outcome token
+ * meets, besides the opposite side of its own book (`normal`), the same side of the complement
+ * token's book: a buy at p crosses a resting buy of the complement at q ≥ 1 − p (`mint`: a full
+ * set is minted from both payments), a sell at p a resting sell of the complement at q ≤ 1 − p
+ * (`merge`: a full set is merged back into collateral). Both sources are walked as one book, best
+ * price on the incoming order's token first (a complement order at q counts at 1 − q), equal
+ * prices by arrival. The resting order trades at its own price (q), the incoming one at 1 − q:
+ * the taker gets any price improvement, as in same-token matches. {@link touch} and
+ * {@link depth} show the same merged view: the bids of a token are its own bids and the
+ * complement's asks at 1 − price, its asks its own asks and the complement's bids at 1 − price,
+ * levels at the same price merged (sizes summed).
+ *
+ * Self-trade prevention: an incoming order never trades with a resting order of the same user
+ * (either book); that resting order is cancelled (reason `self-trade prevention`) and matching
+ * goes on. The user's own resting orders still show in the book and the touch (the book is
+ * public and the same for everyone, price triggers included).
  *
  * Pure and in memory: no I/O, no timers. Every change goes into the operation's {@link Tx};
  * balances change only through the {@link Ledger}. Decimal arithmetic only.
@@ -103,29 +164,52 @@ export class MatchingEngine {
     return this.books.keys();
   }
 
-  /** Aggregated levels of `tokenId` (best first, at most `maxLevels` per side), or null when unknown. */
+  /**
+   * Aggregated levels of `tokenId` (best first, at most `maxLevels` per side), or null when
+   * unknown: its own orders and its complement's mirrored (see the class comment), merged by price.
+   */
   depth(tokenId: string, maxLevels: number): { bids: { price: Dec; size: Dec }[]; asks: { price: Dec; size: Dec }[] } | null {
     const book = this.books.get(tokenId);
-    return book ? { bids: book.depth('buy', maxLevels), asks: book.depth('sell', maxLevels) } : null;
+    if (!book) return null;
+    const comp = this.complementBook(tokenId);
+    return {
+      bids: mergedLevels(book.depth('buy', maxLevels), comp?.depth('sell', maxLevels) ?? [], 'buy', maxLevels),
+      asks: mergedLevels(book.depth('sell', maxLevels), comp?.depth('buy', maxLevels) ?? [], 'sell', maxLevels),
+    };
   }
 
-  /** Best bid and ask of `tokenId`. */
+  /** Best bid and ask of `tokenId`, complement included (a complement ask at q is a bid at 1 − q). */
   touch(tokenId: string): Touch {
     const b = this.books.get(tokenId);
-    return { bid: b?.best('buy'), ask: b?.best('sell') };
+    const c = this.complementBook(tokenId);
+    const cAsk = c?.best('sell');
+    const cBid = c?.best('buy');
+    const bid = b?.best('buy');
+    const ask = b?.best('sell');
+    return {
+      bid: cAsk === undefined ? bid : bid === undefined || mirror(cAsk).gt(bid) ? mirror(cAsk) : bid,
+      ask: cBid === undefined ? ask : ask === undefined || mirror(cBid).lt(ask) ? mirror(cBid) : ask,
+    };
+  }
+
+  /** The complement token's book, or undefined when it has none or its market closed. */
+  private complementBook(tokenId: string): OrderBook | undefined {
+    const c = this.tokens.get(tokenId)?.complementTokenId;
+    return c === undefined || this.closed.has(c) ? undefined : this.books.get(c);
   }
 
   /**
    * Best price of the resting *user* orders (not the liquidity provider's quotes) on `side` of
-   * `tokenId`, or undefined when none rests there (issue 16: the capture's levels are rebuilt at
-   * start-up without trading with them).
+   * `tokenId`, complement included (as {@link touch}), or undefined when none rests there (the
+   * capture's levels are rebuilt at start-up without trading with them).
    */
   bestUserPrice(tokenId: string, side: Side): Dec | undefined {
     let best: Dec | undefined;
-    for (const r of this.books.get(tokenId)?.all() ?? []) {
-      if (r.userId === LIQUIDITY_PROVIDER_ID || r.side !== side) continue;
-      if (best === undefined || (side === 'buy' ? r.price.gt(best) : r.price.lt(best))) best = r.price;
-    }
+    const consider = (price: Dec) => {
+      if (best === undefined || (side === 'buy' ? price.gt(best) : price.lt(best))) best = price;
+    };
+    for (const r of this.books.get(tokenId)?.all() ?? []) if (r.userId !== LIQUIDITY_PROVIDER_ID && r.side === side) consider(r.price);
+    for (const r of this.complementBook(tokenId)?.all() ?? []) if (r.userId !== LIQUIDITY_PROVIDER_ID && r.side !== side) consider(mirror(r.price));
     return best;
   }
 
@@ -177,7 +261,8 @@ export class MatchingEngine {
       return reject('invalid_request', `price ${order.price} is not on the tick ${str(info.tickSize)} within (0, 1)`);
     }
     if (order.postOnly && price) {
-      const opp = book.best(order.side === 'buy' ? 'sell' : 'buy');
+      const t = this.touch(order.tokenId);
+      const opp = order.side === 'buy' ? t.ask : t.bid;
       if (opp && (order.side === 'buy' ? opp.lte(price) : opp.gte(price))) return reject('order crosses book', 'post-only order would take liquidity');
     }
     const need = this.ledger.requirement(order, price, size);
@@ -206,7 +291,7 @@ export class MatchingEngine {
     const ioc = order.kind === 'market' ? 'market orders are IOC' : 'IOC';
     if (e.fills.length === 0) {
       this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: order.orderId, reason: `no liquidity at an acceptable price (${ioc})`, code: 'IOC_REMAINDER', atMs: tx.atMs });
-    } else if (quoteLeft && !(book.head('sell') === undefined && quoteLeft.gte(dec('0.01')))) {
+    } else if (quoteLeft && !(this.next(book, this.complementBook(book.tokenId), 'buy') === undefined && quoteLeft.gte(dec('0.01')))) {
       // A market buy that spent its amount, up to less than one hundredth of a share: complete.
       e.fills[e.fills.length - 1]!.completes = true;
       this.close(tx, e, 'filled', null);
@@ -316,11 +401,12 @@ export class MatchingEngine {
     book.add({ orderId: o.orderId, userId: o.userId, side: o.side, price, key: priceKey(price), remaining: e.remaining!, seq: e.seq });
   }
 
-  /** Whether `size` shares could trade now at `price` or better (market: any price). */
+  /** Whether `size` shares could trade now at `price` or better (market: any price), complement included. */
   private fillable(book: OrderBook, order: VenueOrder, price: Dec | null, size: Dec): boolean {
     let left = size;
-    for (const r of book.walk(order.side === 'buy' ? 'sell' : 'buy')) {
-      if (price && (order.side === 'buy' ? r.price.gt(price) : r.price.lt(price))) break;
+    const buy = order.side === 'buy';
+    for (const { resting: r, px } of this.meets(book, order.side)) {
+      if (price && (buy ? px.gt(price) : px.lt(price))) break;
       if (r.userId === order.userId) continue;
       left = left.minus(r.remaining);
       if (left.lte(0)) return true;
@@ -330,19 +416,63 @@ export class MatchingEngine {
 
   /**
    * Whether a market buy of `quote` dollars would complete now (FOK market buy): walked as
-   * {@link match} walks it (whole hundredths of a share per level, own orders skipped), it stops
-   * with what is left unable to buy a hundredth at the next ask, or runs out of asks with less
-   * than a cent left; both are what `place` reports as filled.
+   * {@link match} walks it (best price first across the book and its complement, whole hundredths
+   * of a share per level, own orders skipped), it stops with what is left unable to buy a hundredth
+   * at the next price, or runs out of sellers with less than a cent left; both are what `place`
+   * reports as filled.
    */
   private quoteFillable(book: OrderBook, order: VenueOrder, quote: Dec): boolean {
     let left = quote;
-    for (const r of book.walk('sell')) {
+    for (const { resting: r, px } of this.meets(book, 'buy')) {
       if (r.userId === order.userId) continue;
-      const qty = Dec.min(r.remaining, left.div(r.price).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
+      const qty = Dec.min(r.remaining, left.div(px).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
       if (qty.lte(0)) return true;
-      left = left.minus(qty.times(r.price));
+      left = left.minus(qty.times(px));
     }
     return left.lt(dec('0.01'));
+  }
+
+  /**
+   * Every resting order an incoming order of `side` on `book` could meet, in the order {@link match}
+   * meets them: the book's opposite side and the complement's same side (at 1 − its price) merged by
+   * price, equal prices by arrival. Nothing is removed: a read-only walk for the FOK checks.
+   */
+  private *meets(book: OrderBook, side: Side): Generator<Meet> {
+    const comp = this.complementBook(book.tokenId);
+    const own = book.walk(side === 'buy' ? 'sell' : 'buy');
+    const other = comp?.walk(side);
+    let a = own.next();
+    let b = other?.next();
+    while (!a.done || (b && !b.done)) {
+      const takeOwn = b === undefined || b.done || (!a.done && this.before(side, a.value, b.value));
+      if (takeOwn) {
+        yield { resting: a.value as Resting, book, px: (a.value as Resting).price, kind: 'normal' };
+        a = own.next();
+      } else {
+        const r = b!.value as Resting;
+        yield { resting: r, book: comp!, px: mirror(r.price), kind: side === 'buy' ? 'mint' : 'merge' };
+        b = other!.next();
+      }
+    }
+  }
+
+  /** Whether `own` (on the incoming order's token) comes before `other` (resting on the complement). */
+  private before(side: Side, own: Resting, other: Resting): boolean {
+    const otherKey = 1000 - other.key;
+    return (side === 'buy' ? own.key < otherKey : own.key > otherKey) || (own.key === otherKey && own.seq < other.seq);
+  }
+
+  /**
+   * The next resting order an incoming order of `side` on `book` meets: the better of the head of
+   * the book's opposite side and the head of the complement's same side (at 1 − its price); equal
+   * prices by arrival (time priority across both books).
+   */
+  private next(book: OrderBook, comp: OrderBook | undefined, side: Side): Meet | undefined {
+    const own = book.head(side === 'buy' ? 'sell' : 'buy');
+    const other = comp?.head(side);
+    if (!other) return own && { resting: own, book, px: own.price, kind: 'normal' };
+    if (own && this.before(side, own, other)) return { resting: own, book, px: own.price, kind: 'normal' };
+    return { resting: other, book: comp!, px: mirror(other.price), kind: side === 'buy' ? 'mint' : 'merge' };
   }
 
   private newEntry(order: VenueOrder, status: OrderEntry['status'], size: Dec | null): OrderEntry {
@@ -355,46 +485,54 @@ export class MatchingEngine {
   }
 
   /**
-   * Walks the opposite side while it crosses `limit` (null = market), filling `taker`.
+   * Walks what the taker meets (the opposite side of its book and the complement's same side, see
+   * {@link next}) while it crosses `limit` (null = market), filling `taker`.
    * @returns dollars left of a market buy's amount (null for share-sized orders).
    */
   private match(tx: Tx, book: OrderBook, taker: OrderEntry, limit: Dec | null): Dec | null {
     const side = taker.order.side;
-    const opp: Side = side === 'buy' ? 'sell' : 'buy';
+    const comp = this.complementBook(book.tokenId);
     let quoteLeft = taker.order.kind === 'market' && side === 'buy' ? dec(taker.order.quoteAmount!) : null;
     for (;;) {
-      const head = book.head(opp);
-      if (!head) break;
-      if (limit && (side === 'buy' ? head.price.gt(limit) : head.price.lt(limit))) break;
+      const meet = this.next(book, comp, side);
+      if (!meet) break;
+      const head = meet.resting;
+      if (limit && (side === 'buy' ? meet.px.gt(limit) : meet.px.lt(limit))) break;
       if (head.userId === taker.order.userId) {
         const resting = this.orders.get(head.orderId);
-        book.remove(head.orderId);
-        tx.tokens.add(book.tokenId);
+        meet.book.remove(head.orderId);
+        tx.tokens.add(meet.book.tokenId);
         if (resting) this.close(tx, resting, 'canceled', { type: 'venue.canceled', orderId: head.orderId, reason: 'self-trade prevention', code: 'SELF_TRADE_PREVENTION', atMs: tx.atMs });
         continue;
       }
       let qty = head.remaining;
       if (taker.remaining) qty = Dec.min(qty, taker.remaining);
-      if (quoteLeft) qty = Dec.min(qty, quoteLeft.div(head.price).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
+      if (quoteLeft) qty = Dec.min(qty, quoteLeft.div(meet.px).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
       if (qty.lte(0)) break;
-      this.trade(tx, book, taker, head, qty);
-      if (quoteLeft) quoteLeft = quoteLeft.minus(qty.times(head.price));
+      this.trade(tx, book, taker, meet, qty);
+      if (quoteLeft) quoteLeft = quoteLeft.minus(qty.times(meet.px));
       if (taker.remaining?.lte(0)) break;
     }
     return quoteLeft;
   }
 
-  /** One trade at the resting order's price: fills both sides (taker first) and reports each user side. */
-  private trade(tx: Tx, book: OrderBook, taker: OrderEntry, resting: Resting, qty: Dec): void {
-    const px = resting.price;
-    const tradeId = `T${tx.seq}-${++tx.trades}`;
+  /**
+   * One trade: the resting order at its own price, the taker at the price on its token (the same,
+   * or 1 − it against the complement); fills both sides (taker first) and reports each user side.
+   * Trade ids: `T<seq>-<n>` for a same-token trade, `T<seq>-<n>-mint` / `-merge` for a
+   * complementary one, each side suffixed `-t` (taker) or `-m` (maker).
+   */
+  private trade(tx: Tx, book: OrderBook, taker: OrderEntry, meet: Meet, qty: Dec): void {
+    const resting = meet.resting;
+    const tradeId = `T${tx.seq}-${++tx.trades}${meet.kind === 'normal' ? '' : `-${meet.kind}`}`;
     tx.tokens.add(book.tokenId);
-    this.fill(tx, taker, px, qty, `${tradeId}-t`, 'taker');
+    tx.tokens.add(meet.book.tokenId);
+    this.fill(tx, taker, meet.px, qty, `${tradeId}-t`, 'taker');
     resting.remaining = resting.remaining.minus(qty);
     const restingEntry = this.orders.get(resting.orderId);
-    if (restingEntry) this.fill(tx, restingEntry, px, qty, `${tradeId}-m`, 'maker');
-    if (resting.remaining.lte(0)) book.remove(resting.orderId);
-    if (resting.userId === LIQUIDITY_PROVIDER_ID) tx.liquidityTaken.add(book.tokenId);
+    if (restingEntry) this.fill(tx, restingEntry, resting.price, qty, `${tradeId}-m`, 'maker');
+    if (resting.remaining.lte(0)) meet.book.remove(resting.orderId);
+    if (resting.userId === LIQUIDITY_PROVIDER_ID) tx.liquidityTaken.add(meet.book.tokenId);
   }
 
   /** One side of a trade: settles it in the ledger, records and reports the fill, ends a completed order. */

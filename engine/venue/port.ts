@@ -255,9 +255,13 @@ export interface VenuePort {
    * (no reconciliation will ask for it again). Ignored while the order still works.
    */
   release(orderId: string): void;
-  /** Order book of `tokenId`, at most `depth` levels per side; null for an unknown token. */
+  /**
+   * Order book of `tokenId`, at most `depth` levels per side; null for an unknown token. It shows
+   * what can trade against the token: the other outcome's orders are in it at 1 − their price
+   * (complementary matching), merged by price with the token's own.
+   */
   book(tokenId: string, depth?: number): BookView | null;
-  /** Best bid and ask of `tokenId` (empty for an unknown token). */
+  /** Best bid and ask of `tokenId` as {@link book} shows them (empty for an unknown token). */
   touch(tokenId: string): Touch;
   /** The token `tokenId`, or undefined when the venue does not list it. */
   token(tokenId: string): TokenInfo | undefined;
@@ -275,7 +279,7 @@ export interface VenuePort {
   readonly health: VenueHealth;
   /** Subscribes to reports. */
   onReport(listener: (r: VenueReport) => void): void;
-  /** Subscribes to book changes (token id), after each venue operation. */
+  /** Subscribes to book changes (token id: both outcomes when either's orders changed), after each venue operation. */
   onBook(listener: (tokenId: string) => void): void;
   /** Subscribes to wallet changes (user id: pUSD or positions changed), after each venue operation that is recorded. */
   onWallet(listener: (userId: string) => void): void;

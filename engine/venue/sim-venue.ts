@@ -73,8 +73,10 @@ export class VenueRejection extends Error {
 
 /**
  * Simulated CLOB venue (issue 3), the {@link VenuePort} of this service, wired from its parts:
- * - {@link MatchingEngine} (`matching.ts`): one book per outcome token, price-time priority, the
- *   market's tick, IOC/FOK/GTC/GTD, post-only, self-trade prevention; pure, in memory;
+ * - {@link MatchingEngine} (`matching.ts`): one book per outcome token, price-time priority,
+ *   complementary matching across a market's two outcomes (mint, merge; each token's book and
+ *   touch show the other's orders mirrored), the market's tick, IOC/FOK/GTC/GTD, post-only,
+ *   self-trade prevention; pure, in memory;
  * - {@link Ledger} (`ledger.ts`): pUSD wallets with reservations, positions with cost basis, trade
  *   settlement; the only place balances change;
  * - {@link VenueJournal} (`journal.ts`): journal entries, checkpoints, recovery, retried writes and
@@ -409,7 +411,7 @@ export class SimVenue implements VenuePort {
     }
     return durable.then(() => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
-      for (const t of tx.tokens) for (const l of this.bookListeners) l(t);
+      for (const t of this.booksChanged(tx)) for (const l of this.bookListeners) l(t);
       for (const u of tx.users) for (const l of this.walletListeners) l(u);
       for (const c of tx.markets) for (const l of this.marketListeners) l(c);
     });
@@ -542,9 +544,23 @@ export class SimVenue implements VenuePort {
     }
     return durable.then(() => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
-      for (const t of tx.tokens) for (const l of this.bookListeners) l(t);
+      for (const t of this.booksChanged(tx)) for (const l of this.bookListeners) l(t);
       for (const u of tx.users) for (const l of this.walletListeners) l(u);
     });
+  }
+
+  /**
+   * The tokens whose book, as shown, an operation changed: those whose own book changed and their
+   * complements (each token's book shows its complement's orders mirrored).
+   */
+  private booksChanged(tx: Tx): Set<string> {
+    const out = new Set<string>();
+    for (const t of tx.tokens) {
+      out.add(t);
+      const c = this.o.catalogue.tokens.get(t)?.complementTokenId;
+      if (c !== undefined) out.add(c);
+    }
+    return out;
   }
 
   /** The JSON of an operation's journal entry: the touched wallets and orders, then `markets` and `capture` when given. */

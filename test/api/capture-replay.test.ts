@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Dec } from '../../engine/decimal.js';
 import { EmbeddedStore } from '../../engine/store/embedded.js';
 import { loadCatalogue } from '../../engine/venue/markets.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
@@ -50,9 +51,18 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
     const closed = markets.find((m) => m.resolved)!;
     const r = await svc.call('POST', '/v2/trade/order', { body: { symbol: closed.tokens[0].token_id, side: 'buy', type: 'LIMIT', price: '0.5', size: '10' }, headers: { 'x-partner-user-id': 'carol' } });
     expect(r).toMatchObject({ status: 422, body: { error: 'MARKET_CLOSED' } });
-    // an open market's book is the captured levels (no ladder of the liquidity provider)
-    const withBook = await Promise.all(open.flatMap((m) => m.tokens.map(async (t: any) => (await svc.call('GET', `/v2/trade/book?token_id=${t.token_id}`)).body)));
-    for (const b of withBook) for (const l of [...b.bids, ...b.asks]) expect(Number(l.price)).toBeGreaterThanOrEqual(0.9);
+    // an open market's book is the captured levels (no ladder of the liquidity provider), near 0.99 on
+    // the recorded token; the other token's book shows them mirrored (complementary matching)
+    const mirrored = (levels: { price: string; size: string }[]) => levels.map((l) => ({ price: new Dec(1).minus(l.price).toFixed(), size: l.size }));
+    let withLevels = 0;
+    for (const m of open) {
+      const [a, b] = await Promise.all(m.tokens.map(async (t: any) => (await svc.call('GET', `/v2/trade/book?token_id=${t.token_id}`)).body));
+      expect(b.bids).toEqual(mirrored(a.asks));
+      expect(b.asks).toEqual(mirrored(a.bids));
+      for (const l of [...a.bids, ...a.asks, ...b.bids, ...b.asks]) expect(Number(l.price) >= 0.9 || Number(l.price) <= 0.1, l.price).toBe(true);
+      if (a.bids.length + a.asks.length) withLevels++;
+    }
+    expect(withLevels).toBeGreaterThan(0);
   });
 
   it('a restart resumes at the journaled position (the end: nothing applied again); resolutions, ticks and last trade prints stay, nothing resolves twice', async () => {

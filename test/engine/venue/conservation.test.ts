@@ -13,6 +13,8 @@ type Cmd =
   | { k: 'buy'; u: number; m: number; o: number; size: number }
   | { k: 'sell'; u: number; m: number; o: number; pct: number; price: number }
   | { k: 'bid'; u: number; m: number; o: number; size: number; price: number }
+  /** A pair of orders at the midpoint, one per user and outcome, same side: they mint or merge full sets. */
+  | { k: 'mid'; u: number; m: number; o: number; side: 'buy' | 'sell'; size: number; pct: number }
   | { k: 'split'; u: number; m: number; pct: number }
   | { k: 'merge'; u: number; m: number; pct: number }
   | { k: 'resolve'; m: number; o: number }
@@ -28,6 +30,7 @@ const cmd: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ k: fc.constant('buy' as const), u: U, m: M, o: O, size: fc.integer({ min: 1, max: 40 }) }) },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('sell' as const), u: U, m: M, o: O, pct: PCT, price: fc.integer({ min: 1, max: 99 }) }) },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('bid' as const), u: U, m: M, o: O, size: fc.integer({ min: 5, max: 30 }), price: fc.integer({ min: 1, max: 99 }) }) },
+  { weight: 4, arbitrary: fc.record({ k: fc.constant('mid' as const), u: U, m: M, o: O, side: fc.constantFrom('buy' as const, 'sell' as const), size: fc.integer({ min: 5, max: 30 }), pct: PCT }) },
   { weight: 3, arbitrary: fc.record({ k: fc.constant('split' as const), u: U, m: M, pct: PCT }) },
   { weight: 3, arbitrary: fc.record({ k: fc.constant('merge' as const), u: U, m: M, pct: PCT }) },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('resolve' as const), m: M, o: O }) },
@@ -37,7 +40,9 @@ const cmd: fc.Arbitrary<Cmd> = fc.oneof(
 
 /**
  * Conservation (issue 16 item 7), a property over random sequences of orders (fills against the
- * liquidity provider and between users, resting bids and asks), splits, merges, resolutions,
+ * liquidity provider and between users, resting bids and asks, orders at the market's midpoint on
+ * either outcome, so that a buy of one outcome meets a buy of the other (full sets minted) and a
+ * sell of one a sell of the other (merged): complementary matching), splits, merges, resolutions,
  * redeems and withdrawals, each through the real HTTP path: after every command no balance or
  * position is negative; after every sequence the shared invariant check (test/invariants.ts) holds —
  * every wallet explained by its trades and wallet operations, per condition YES = NO shares in
@@ -49,6 +54,8 @@ describe('conservation over random sequences (fast-check)', () => {
   const tr = new Trading(() => svc);
   let markets: { condition_id: string; tokens: { token_id: string }[] }[];
   let run = 0;
+  /** Legs of complementary trades (mint, merge) seen over every sequence. */
+  const complementary = new Set<string>();
 
   beforeAll(async () => {
     svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '100', SIM_BLOCK_DELAY_MS: '50' } });
@@ -80,6 +87,12 @@ describe('conservation over random sequences (fast-check)', () => {
         const part = (of: Dec, pct: number) => Dec.max(of.times(pct).div(100).toDecimalPlaces(2, Dec.ROUND_DOWN), '0.01').toFixed();
         const mk = [markets[2 * run]!, markets[2 * run + 1]!];
         const h = (u: number) => ({ 'x-partner-user-id': users[u]! });
+        // the midpoint of each market's first outcome (the other's is 1 − it): resting orders there
+        // rest between the liquidity provider's quotes, and meet each other across the outcomes
+        const mids = mk.map((m) => {
+          const t = venue.touch(m.tokens[0]!.token_id);
+          return t.bid && t.ask ? t.bid.plus(t.ask).div(2).toDecimalPlaces(2) : t.bid ? t.bid.plus('0.01') : t.ask ? t.ask.minus('0.01') : new Dec('0.5');
+        });
         for (const c of cmds) {
           let r: { status: number } = { status: 0 };
           switch (c.k) {
@@ -96,6 +109,17 @@ describe('conservation over random sequences (fast-check)', () => {
             case 'bid':
               r = await tr.post(users[c.u]!, { symbol: mk[c.m]!.tokens[c.o]!.token_id, side: 'buy', type: 'LIMIT', price: String(c.price / 100), size: String(c.size) });
               break;
+            case 'mid': {
+              // user u on outcome o, then the other user on the other outcome, same side, both at the midpoint
+              for (const [u, o] of [[c.u, c.o], [1 - c.u, 1 - c.o]] as const) {
+                const token = mk[c.m]!.tokens[o]!.token_id;
+                const price = (o === 0 ? mids[c.m]! : new Dec(1).minus(mids[c.m]!)).toFixed();
+                const size = c.side === 'buy' ? String(c.size) : part(venue.available(ids[u]!, token).shares, c.pct);
+                r = await tr.post(users[u]!, { symbol: token, side: c.side, type: 'LIMIT', price, size, time_in_force: Number(size) < 5 ? 'IOC' : 'GTC' });
+                expect([200, 400, 409, 422]).toContain(r.status);
+              }
+              break;
+            }
             case 'split':
               r = await svc.call('POST', '/v2/trade/positions/split', { headers: h(c.u), body: { condition_id: mk[c.m]!.condition_id, amount: part(venue.available(ids[c.u]!, mk[c.m]!.tokens[0]!.token_id).usd.div(2), c.pct) } });
               break;
@@ -121,8 +145,21 @@ describe('conservation over random sequences (fast-check)', () => {
           noNegative();
         }
         await checkInvariants(svc.services, { acknowledged: tr.acknowledged, skip: ['strategies'] });
+        const orders = (venue as unknown as { matching: { orders: Map<string, { fills: { tradeId: string }[] }> } }).matching.orders;
+        for (const e of orders.values()) for (const f of e.fills) if (/-(mint|merge)-[tm]$/.test(f.tradeId)) complementary.add(f.tradeId);
       }),
-      { numRuns: 20 },
+      {
+        numRuns: 20,
+        // one sequence that surely mints and merges between the users, besides the random ones
+        examples: [[[
+          { k: 'split', u: 0, m: 0, pct: 50 }, { k: 'split', u: 1, m: 0, pct: 50 },
+          { k: 'mid', u: 0, m: 0, o: 0, side: 'buy', size: 10, pct: 1 }, { k: 'mid', u: 1, m: 0, o: 0, side: 'sell', size: 5, pct: 20 },
+        ]]],
+      },
     );
+    // the sequences did mint and merge full sets between users (both legs of a trade are users')
+    const between = (kind: string) => [...complementary].some((t) => t.endsWith(`-${kind}-t`) && complementary.has(t.replace(/-t$/, '-m')));
+    expect(between('mint')).toBe(true);
+    expect(between('merge')).toBe(true);
   });
 });
