@@ -11,7 +11,7 @@ import { poll } from './trading-kit.js';
  * bids 0.49, 0.48, … and asks 0.51, 0.52, … on a 0.01 tick); tick changes go through
  * SimVenue.changeTickSize, as the capture's `tick_size_change` does.
  */
-describe('issue 16 trial: strategies on a capture market whose tick changes', () => {
+describe('capture trial: strategies on a capture market whose tick changes', () => {
   let svc: TestService;
   let market: any;
   const as = (u: string) => ({ 'x-partner-user-id': u });
@@ -100,7 +100,7 @@ describe('issue 16 trial: strategies on a capture market whose tick changes', ()
   });
 });
 
-describe('issue 16 trial: the captured book levels are on the tick the market shows', () => {
+describe('capture trial: the captured book levels are on the tick the market shows', () => {
   let svc: TestService;
   beforeAll(async () => {
     svc = await startTestService({ env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1000000' } });

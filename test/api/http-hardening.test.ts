@@ -39,7 +39,7 @@ describe('HTTP layer hardening (issue 12)', () => {
   });
   afterAll(() => svc.close());
 
-  it('item 9: without a valid token a malformed, non-JSON or oversized body answers 401, before the body is read', async () => {
+  it('without a valid token a malformed, non-JSON or oversized body answers 401, before the body is read', async () => {
     const unauthorized = { error: 'unauthorized', message: 'missing Authorization: Bearer <API_KEY> header' };
     for (const token of [null, 'pts_not_a_known_key_0000000000']) {
       for (const [body, headers] of [
@@ -74,7 +74,7 @@ describe('HTTP layer hardening (issue 12)', () => {
     expect((await svc.call('GET', '/v2/trade/openapi.json', { token: null })).status).toBe(200);
   });
 
-  it('item 9: the rate limit still applies to unauthenticated requests', async () => {
+  it('the rate limit still applies to unauthenticated requests', async () => {
     const limited = await startTestService({ env: { RATE_LIMIT_PER_MIN: '2' } });
     try {
       for (let i = 0; i < 2; i++) expect((await limited.call('POST', '/v2/trade/users', { token: null, body: '{' })).status).toBe(401);
@@ -91,7 +91,7 @@ describe('HTTP layer hardening (issue 12)', () => {
     expect(r).toMatchObject({ status: 400, body: { error: 'invalid_request', message: 'the URL path has a malformed percent-escape' } });
   });
 
-  it('item 10: DELETE /v2/trade/orders/ (an empty order id) is 404, never cancel-all', async () => {
+  it('DELETE /v2/trade/orders/ (an empty order id) is 404, never cancel-all', async () => {
     for (const v of ['v2', 'v1']) {
       const res = await svc.call('DELETE', `/${v}/trade/orders/`, { headers: as });
       expect(res.status).toBe(404);
@@ -105,7 +105,7 @@ describe('HTTP layer hardening (issue 12)', () => {
     expect((await svc.call('GET', '/V2/trade/account')).status).toBe(404);
   });
 
-  it('item 11: a generated master key cannot revoke itself (409, as for MASTER_API_KEY)', async () => {
+  it('a generated master key cannot revoke itself (409, as for MASTER_API_KEY)', async () => {
     const token = (await svc.services.keys.ensureMasterKey('p11', undefined))!;
     const me = await svc.call('GET', '/v2/trade/account', { token });
     expect(me.body.api_key.kind).toBe('master');
@@ -121,7 +121,7 @@ describe('HTTP layer hardening (issue 12)', () => {
     expect(res).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/expires_at must be <= 253402300799999|expires_at must be at most 253402300799999/) } });
   });
 
-  it('item 13: integer query parameters take decimal digits only, on every list', async () => {
+  it('integer query parameters take decimal digits only, on every list', async () => {
     const lists = ROUTES.filter((r) => r.method === 'get' && r.query && Object.values(r.query.properties).some((p) => (p as { type?: string }).type === 'integer'));
     expect(lists.map((r) => r.path)).toContain('/v2/trade/activity');
     for (const route of lists) {
@@ -144,7 +144,7 @@ describe('HTTP layer hardening (issue 12)', () => {
     expect((await svc.call('GET', '/v2/trade/markets?limit=1&limit=2')).body).toEqual({ error: 'invalid_request', message: 'query parameter limit must be an integer in decimal digits; received more than one value' });
   });
 
-  it('item 22: nosniff on every response, no-store on authenticated routes, a CSP that lets JSON load nothing', async () => {
+  it('nosniff on every response, no-store on authenticated routes, a CSP that lets JSON load nothing', async () => {
     const authed = await svc.call('GET', '/v2/trade/account');
     expect(authed.headers.get('cache-control')).toBe('no-store');
     expect(authed.headers.get('x-content-type-options')).toBe('nosniff');

@@ -29,7 +29,7 @@ function rawExchange(port: number, raw: string): Promise<string> {
 const settle = () => new Promise((r) => setTimeout(r, 20));
 
 describe('a store holding minted keys in stored responses (written before replays left them out)', () => {
-  it('item 1: the first start removes them, keeping the rest of the record, and records that it did', async () => {
+  it('the first start removes them, keeping the rest of the record, and records that it did', async () => {
     const store = await EmbeddedStore.open(null);
     const docs = await store.collection<{ _id: string; status: number; body: string } & Record<string, unknown>>('idempotencyKeys');
     const minted = { key_id: 'key_old', api_key: 'pts_old_minted_secret_0123456789', scopes: ['trade.read'], expires_at: null, partner_user_id: 'alice' };
@@ -60,7 +60,7 @@ describe('security (issue 22)', () => {
   });
   afterAll(() => svc.close());
 
-  it('item 1: a replayed key mint answers 201 without the api_key (shown once), also after revocation; the key was never stored', async () => {
+  it('a replayed key mint answers 201 without the api_key (shown once), also after revocation; the key was never stored', async () => {
     const idem = randomUUID();
     const mint = () => svc.call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes: ['trade.read', 'trade.withdraw'] }, idempotencyKey: idem });
     const first = await mint();
@@ -94,7 +94,7 @@ describe('security (issue 22)', () => {
     expect(JSON.stringify(lines)).not.toContain(token);
   });
 
-  it('item 3: credential-named query parameters are redacted (any case, percent-escaped), and nothing else (token_id is public)', async () => {
+  it('credential-named query parameters are redacted (any case, percent-escaped), and nothing else (token_id is public)', async () => {
     const token = (await svc.call('GET', '/v2/trade/markets?limit=1')).body.markets[0].tokens[0].token_id as string;
     const url = `/v2/trade/book?token_id=${token}&depth=1&Bearer=${MASTER_KEY}&TOKEN=t1&access%5Ftoken=t2&ApiKey=t3&key=t4&signature=t5&Password=t6&auth=t7&secret=t8&authorization=t9&keyword=k&token_ids=x`;
     expect((await svc.call('GET', url)).status).toBe(200);
@@ -110,7 +110,7 @@ describe('security (issue 22)', () => {
     expect(lines.some((l) => l.req?.url === `/v2/trade/book?token_id=${token}&%zz=1&api%5fkey=[redacted]`)).toBe(true);
   });
 
-  it('item 6: the HTTP parser refusals (400 malformed, 400 Content-Length with Transfer-Encoding, 431) each get one log line with status and error', async () => {
+  it('the HTTP parser refusals (400 malformed, 400 Content-Length with Transfer-Encoding, 431) each get one log line with status and error', async () => {
     const before = lines.length;
     const malformed = await rawExchange(port(), 'THIS IS NOT HTTP\r\n\r\n');
     expect(malformed).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
@@ -131,7 +131,7 @@ describe('security (issue 22)', () => {
     expect(JSON.stringify(refused)).not.toContain('aaaaaaaa'); // the raw request is not logged
   });
 
-  it('item 6: the 503 "service is starting" answers get one WARN line each', async () => {
+  it('the 503 "service is starting" answers get one WARN line each', async () => {
     const own: Array<Record<string, any>> = [];
     const server = await bindHttp(0, '127.0.0.1', capturingLogger(own));
     try {
@@ -166,7 +166,7 @@ describe('security (issue 22)', () => {
     expect(foreign).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/^cursor belongs to another user/) } });
   });
 
-  it('item 11: provisioning an existing partner_user_id with another email updates it (200, created: false); without email it stays', async () => {
+  it('provisioning an existing partner_user_id with another email updates it (200, created: false); without email it stays', async () => {
     const created = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol', email: 'carol@old.example' } });
     expect(created).toMatchObject({ status: 201, body: { created: true, email: 'carol@old.example' } });
     const changed = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol', email: 'carol@new.example' } });
