@@ -570,12 +570,30 @@ async function start() {
   socket.on('market.updated', onMarket);
 }
 
+/**
+ * Forgets everything the previous key showed (rows, positions, market states, the chart and its
+ * book subscriptions), so the next key's user never sees another user's records.
+ */
+function forgetBoard() {
+  for (const rows of [strategies, orders, positions, marketStates, bookWants, mids]) rows.clear();
+  walletRevision.balance = 0;
+  walletRevision.position = 0;
+  for (const table of ['strategies', 'orders', 'positions']) /** @type {HTMLElement} */ ($(table).querySelector('tbody')).replaceChildren();
+  if (chart) chart.remove();
+  chart = null;
+  series = null;
+  priceLines = [];
+  levelPrices = [];
+  chartToken = null;
+}
+
 /** @param {string} [why] */
 function logout(why) {
   sessionStorage.removeItem(KEY);
   sessionStorage.removeItem(USER);
   socket?.disconnect();
   socket = null;
+  forgetBoard();
   show('login');
   $('who').textContent = '';
   const err = $('login-error');

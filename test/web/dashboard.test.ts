@@ -211,6 +211,28 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 60_000);
 
+  it('Forget key forgets the board: the next key\'s user sees none of the previous user\'s rows, positions or chart', async () => {
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'bob' } });
+    const bobKey = (await svc.call('POST', '/v2/trade/users/bob/api-keys', { body: { scopes: ['trade.read'] } })).body.api_key;
+    const p = await loggedIn(key);
+    const placed = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' } });
+    expect(placed.status).toBe(200);
+    const row = `#orders tr[data-id="${placed.body.order_id}"]`;
+    await p.waitForSelector(row, { timeout: 5_000 });
+    await p.click(row);
+    await expect.poll(() => p.evaluate(() => (window as any).dashboardChart.token()), { timeout: 5_000 }).toBe(chartToken);
+    await p.click('#logout');
+    await p.fill('#api-key', bobKey);
+    await p.click('#connect');
+    await p.waitForSelector('#connection.on', { timeout: 10_000 });
+    await expect.poll(() => p.textContent('#who'), { timeout: 5_000 }).toMatch(/^user bob /);
+    expect(await p.$(row)).toBeNull();
+    expect(await p.$$eval('#orders tbody tr, #strategies tbody tr, #positions tbody tr', (rows) => rows.length)).toBe(0);
+    expect(await p.evaluate(() => (window as any).dashboardChart.token())).toBeNull();
+    expect((await svc.call('DELETE', `/v2/trade/orders/${placed.body.order_id}`, { headers: as })).status).toBe(200);
+    await p.close();
+  }, 30_000);
+
   it('a master key without a partner user id gets a field asking for one (no raw API error), is asked again for an unknown id, then watches that user', async () => {
     const p = await loggingIn(MASTER_KEY);
     await p.waitForSelector('#pick-user:not([hidden])', { timeout: 10_000 });
