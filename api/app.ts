@@ -156,13 +156,16 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
 }
 
 /**
- * Names of the query parameters whose values are never logged (compared case-insensitively, after
- * percent-decoding): those that carry a credential when a client puts one in the URL by mistake.
- * Nothing else is redacted: `token_id` (a public market token) and the like are logged as sent.
+ * Words that name a credential (compared case-insensitively): a query parameter whose name is one
+ * of them, or ends in one as its last word (`client_secret`, `access-token`, `key[]`, `X-Api-Key`),
+ * has its value logged as `[redacted]`. Nothing else is: `token_id` (a public market token, whose
+ * last word is `id`) and the like are logged as sent.
  */
-const SECRET_PARAMS = new Set(['authorization', 'bearer', 'token', 'access_token', 'api_key', 'apikey', 'key', 'secret', 'password', 'auth', 'signature']);
-/** A cheap first test: a query that cannot name one of {@link SECRET_PARAMS} is logged as is. */
-const MAY_NAME_SECRET = /auth|bearer|token|key|secret|password|signature|%/i;
+const SECRET_WORDS = new Set(['authorization', 'bearer', 'token', 'access_token', 'accesstoken', 'api_key', 'apikey', 'key', 'secret', 'password', 'auth', 'signature']);
+/** A cheap first test: a query that cannot name one of {@link SECRET_WORDS} nor hold a token is logged as is. */
+const MAY_NAME_SECRET = /auth|bearer|token|key|secret|password|signature|pts_|%/i;
+/** An API key of this service (`pts_` + 43 base64url characters), wherever it appears. */
+const API_TOKEN = /pts_[A-Za-z0-9_-]{20,}/g;
 
 /** A query parameter's name as the application reads it (`+` is a space, percent-escapes decoded); a malformed escape keeps it raw. */
 function paramName(raw: string): string {
@@ -174,22 +177,41 @@ function paramName(raw: string): string {
   }
 }
 
+/** Whether a query parameter's name names a credential: the whole name, or its last word, is one of {@link SECRET_WORDS}. */
+function namesSecret(raw: string): boolean {
+  const name = paramName(raw).toLowerCase();
+  if (SECRET_WORDS.has(name.trim())) return true;
+  const words = name.split(/[^a-z0-9]+/).filter(Boolean);
+  return words.length > 0 && SECRET_WORDS.has(words[words.length - 1]!);
+}
+
+/**
+ * Text as a log line may carry it: every API key of this service in it (`pts_…`) replaced by
+ * `pts_[redacted]`, so a token a client put where it does not belong (a query, a request id, a
+ * user id header echoed in an error message) never reaches the log.
+ */
+export function withoutTokens(text: string): string {
+  return text.includes('pts_') ? text.replace(API_TOKEN, 'pts_[redacted]') : text;
+}
+
 /**
  * The request URL as the log line shows it: the value of a query parameter named for a credential
- * ({@link SECRET_PARAMS}: `api_key`, `bearer`, `token`, …) is replaced by `[redacted]`, since logs
- * never carry a token; every other parameter is kept.
+ * ({@link namesSecret}) is replaced by `[redacted]`, and any API key elsewhere in it too
+ * ({@link withoutTokens}), since logs never carry a token; every other parameter is kept. `&` and
+ * `;` both separate parameters here.
  */
 export function loggableUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0 || !MAY_NAME_SECRET.test(url.slice(q))) return url;
-  const params = url
+  const query = url
     .slice(q + 1)
-    .split('&')
+    .split(/([&;])/)
     .map((kv) => {
       const eq = kv.indexOf('=');
-      return eq >= 0 && SECRET_PARAMS.has(paramName(kv.slice(0, eq)).toLowerCase()) ? `${kv.slice(0, eq)}=[redacted]` : kv;
-    });
-  return `${url.slice(0, q)}?${params.join('&')}`;
+      return eq >= 0 && namesSecret(kv.slice(0, eq)) ? `${kv.slice(0, eq)}=[redacted]` : kv;
+    })
+    .join('');
+  return withoutTokens(`${url.slice(0, q)}?${query}`);
 }
 
 /**
@@ -262,7 +284,7 @@ export function requestLogLevel(status: number, err?: unknown): 'info' | 'warn' 
 
 function withEnvelope(res: unknown, val: Record<string, unknown>): Record<string, unknown> {
   const env = envelopeOf(res);
-  return env ? { ...val, error: env.error, ...(env.message !== undefined ? { error_message: env.message } : {}) } : val;
+  return env ? { ...val, error: env.error, ...(env.message !== undefined ? { error_message: withoutTokens(env.message) } : {}) } : val;
 }
 
 /** What {@link requestLog} keeps on each request (read by its shared listeners and `req.log`). */
@@ -277,7 +299,7 @@ interface RequestLogState {
 }
 
 const REQUEST_LOG = Symbol('requestLog');
-/** A client's `X-Request-Id` that is echoed (anything else gets a fresh UUID). */
+/** A client's `X-Request-Id` that is echoed (anything else, or one holding an API key, gets a fresh UUID). */
 const REQUEST_ID = /^[\w.-]{1,128}$/;
 type WithRequestLog = { [REQUEST_LOG]?: RequestLogState };
 
@@ -335,7 +357,7 @@ function requestLog(log: Logger): RequestHandler {
   let installedOn: object | null = null;
   return (req, res, next) => {
     const given = req.headers['x-request-id'];
-    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    const id = typeof given === 'string' && REQUEST_ID.test(given) && !given.includes('pts_') ? given : randomUUID();
     res.setHeader('X-Request-Id', id);
     (req as { id?: unknown }).id = id;
     const proto = Object.getPrototypeOf(req) as object;

@@ -56,6 +56,24 @@ function starting(log: Logger | null): (req: IncomingMessage, res: ServerRespons
   };
 }
 
+/**
+ * One log line for each answer Socket.IO's HTTP transport gives (`/socket.io/…`: handshakes,
+ * long-polls, its refusals), shaped as the application's request lines. Those answers are
+ * Engine.IO's own protocol (`{code, message}` on a refusal), which Socket.IO clients read, so they
+ * keep it; a WebSocket upgrade is no HTTP answer and gets no line here.
+ */
+function socketIoLog(log: Logger): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    if (!req.url?.startsWith('/socket.io/')) return;
+    const startMs = Date.now();
+    res.once('finish', () => {
+      const status = res.statusCode;
+      const line = { req: { method: req.method, url: loggableUrl(req.url ?? '') }, res: { statusCode: status }, responseTime: Date.now() - startMs };
+      log[requestLogLevel(status)](status >= 400 ? { ...line, error: 'transport_refused' } : line, 'request completed');
+    });
+  };
+}
+
 /** Node's HTTP parser failures answered with a status other than 400 (by `err.code`). */
 const CLIENT_ERROR_STATUS: Record<string, [status: number, reason: string, error: string, message: string]> = {
   HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'request_header_fields_too_large', 'the request line and headers are larger than the server accepts (16 KiB): shorten the URL or the headers'],
@@ -177,6 +195,7 @@ export async function startHttp(services: Services, port: number, host: string, 
   server.on('request', app);
   const push = attachPush(server, services);
   server.prependListener('request', noSniff); // after Socket.IO took over the 'request' listeners
+  server.prependListener('request', socketIoLog(services.log));
   return {
     server,
     push,

@@ -110,6 +110,40 @@ describe('security (issue 22)', () => {
     expect(lines.some((l) => l.req?.url === `/v2/trade/book?token_id=${token}&%zz=1&api%5fkey=[redacted]`)).toBe(true);
   });
 
+  it('a credential whose parameter name ends in a credential word, or an API key anywhere in a line (query, request id, echoed header), is redacted', async () => {
+    const token = (await svc.call('GET', '/v2/trade/markets?limit=1')).body.markets[0].tokens[0].token_id as string;
+    const before = lines.length;
+    const url = `/v2/trade/book?token_id=${token}&client_secret=s1&access-token=s2&key[]=s3&+key=s4&key%20=s5&token%00=s6&x=1;key=s7&${MASTER_KEY}&monkey=m&token_id_hint=h`;
+    expect((await svc.call('GET', url)).status).toBe(200);
+    // a request id that holds an API key is not echoed; a user id header holding one is not logged in the error message
+    const res = await fetch(`${svc.baseUrl}/v2/trade/balances`, { headers: { authorization: `Bearer ${MASTER_KEY}`, 'x-request-id': MASTER_KEY, 'x-partner-user-id': MASTER_KEY } });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('x-request-id')).not.toContain('pts_');
+    await settle();
+    const own = lines.slice(before);
+    const book = own.find((l) => l.req?.url?.startsWith('/v2/trade/book?'));
+    expect(book?.req.url).toBe(
+      `/v2/trade/book?token_id=${token}&client_secret=[redacted]&access-token=[redacted]&key[]=[redacted]&+key=[redacted]&key%20=[redacted]&token%00=[redacted]&x=1;key=[redacted]&pts_[redacted]&monkey=m&token_id_hint=h`,
+    );
+    const balances = own.find((l) => l.req?.url === '/v2/trade/balances');
+    expect(balances).toMatchObject({ res: { statusCode: 404 }, error_message: expect.stringContaining('pts_[redacted]') });
+    expect(JSON.stringify(own)).not.toContain(MASTER_KEY);
+    for (const s of ['s1', 's2', 's3', 's4', 's5', 's6', 's7']) expect(book?.req.url).not.toContain(`=${s}`);
+  });
+
+  it('Socket.IO\'s HTTP answers (handshake, refusal) get one log line each', async () => {
+    const before = lines.length;
+    expect((await fetch(`${svc.baseUrl}/socket.io/?EIO=4&transport=polling&api_key=${MASTER_KEY}`)).status).toBe(200);
+    expect((await fetch(`${svc.baseUrl}/socket.io/?EIO=99&transport=polling`)).status).toBe(400);
+    await settle();
+    const own = lines.slice(before).filter((l) => l.req?.url?.startsWith('/socket.io/'));
+    expect(own.map((l) => [l.res.statusCode, l.error ?? null])).toEqual([
+      [200, null],
+      [400, 'transport_refused'],
+    ]);
+    expect(own[0].req.url).toBe('/socket.io/?EIO=4&transport=polling&api_key=[redacted]');
+  });
+
   it('the HTTP parser refusals (400 malformed, 400 Content-Length with Transfer-Encoding, 431) each get one log line with status and error', async () => {
     const before = lines.length;
     const malformed = await rawExchange(port(), 'THIS IS NOT HTTP\r\n\r\n');
