@@ -10,8 +10,12 @@ import type { Side } from './port.js';
 
 /** One event of the capture, in the venue's terms (prices decimal probability, sizes shares, times epoch ms). */
 export type CaptureEvent =
-  /** A price level of one side changed to `size` shares (0: the level is gone). */
-  | { kind: 'level'; atMs: number; tokenId: string; side: Side; price: Dec; size: Dec }
+  /**
+   * A price level of one side changed to `size` shares (0: the level is gone). `touch`: not a
+   * `bid`/`ask` row of the capture but made from a row's `best_bid` / `best_ask` (see
+   * {@link shapeTouch}): the synthetic touch level, or a replay level the touch removed.
+   */
+  | { kind: 'level'; atMs: number; tokenId: string; side: Side; price: Dec; size: Dec; touch?: true }
   /** A trade printed at `price` (the last-trade price of the token). */
   | { kind: 'trade'; atMs: number; tokenId: string; price: Dec }
   /**
@@ -40,7 +44,7 @@ export interface CaptureSkips {
   errorRows: number;
   /** Rows of a known type whose needed value was `N/A`, empty or not a number. */
   unusable: number;
-  /** `N/A` values met in any column (best_bid/best_ask mostly: informative only, never needed). */
+  /** `N/A` values met in any column (best_bid/best_ask mostly: an `N/A` touch leaves that side of the book as it is). */
   naValues: number;
   /** Rows of an unknown `event_type`, repeated headers, rows with too few columns. */
   malformed: number;
@@ -64,6 +68,8 @@ export interface Capture {
    * just before that level.
    */
   inferredTicks?: number;
+  /** Level events made from the rows' `best_bid` / `best_ask` (`touch: true`, see {@link shapeTouch}). */
+  touchLevels?: number;
 }
 
 /** The capture file in the project's `data/` folder. */
@@ -72,6 +78,12 @@ export const CAPTURE_FILE = 'ws-capture-2026-02-20.csv';
 export const CAPTURE_INITIAL_TICK = '0.01';
 /** Minimum size of a resting order on a capture market, shares (the capture does not say otherwise). */
 export const CAPTURE_MIN_SIZE = '5';
+/**
+ * Size of the synthetic touch level the replay places at a row's `best_bid` / `best_ask` when no
+ * captured level rests at that price, shares: 20 × {@link CAPTURE_MIN_SIZE} (the capture gives no
+ * size for the touch; this one lets a few minimum orders trade there).
+ */
+export const CAPTURE_TOUCH_SIZE = '100';
 
 /**
  * The condition id of a capture market: keccak256 of its event slug (UTF-8), `0x` + 64 hex. The
@@ -124,7 +136,7 @@ export function parseCapture(text: string): Capture {
   const skips: CaptureSkips = { errorRows: 0, unusable: 0, naValues: 0, malformed: 0, losingResolutionRows: 0 };
   const bySlug = new Map<string, CaptureMarket>();
   const tokenSlug = new Map<string, string>();
-  const rows: { ev: CaptureEvent | { kind: 'resolvedToken'; atMs: number; slug: string; tokenId: string }; n: number }[] = [];
+  const rows: { ev: CaptureEvent | { kind: 'resolvedToken'; atMs: number; slug: string; tokenId: string }; n: number; touch?: Touch }[] = [];
   const lines = text.split(/\r?\n/);
   for (let n = 1; n < lines.length; n++) {
     const line = lines[n]!;
@@ -166,7 +178,8 @@ export function parseCapture(text: string): Capture {
           skips.unusable++;
           break;
         }
-        rows.push({ ev: { kind: 'level', atMs, tokenId, side: type === 'bid' ? 'buy' : 'sell', price, size: size.toDecimalPlaces(2) }, n });
+        const touch = { bid: probabilityCell(c[col.best_bid]), ask: probabilityCell(c[col.best_ask]) };
+        rows.push({ ev: { kind: 'level', atMs, tokenId, side: type === 'bid' ? 'buy' : 'sell', price, size: size.toDecimalPlaces(2) }, n, touch });
         break;
       }
       case 'last_trade_price': {
@@ -202,10 +215,7 @@ export function parseCapture(text: string): Capture {
   // each market's tick as the capture goes (a level finer than it makes the tick finer: see Capture.inferredTicks)
   const tickOf = new Map<string, Dec>();
   let inferredTicks = 0;
-  for (const { ev } of rows) {
-    const slug = ev.kind === 'resolvedToken' ? ev.slug : ev.kind === 'resolved' ? '' : tokenSlug.get(ev.tokenId)!;
-    if (!listed.has(slug)) continue;
-    if (ev.kind === 'tick') tickOf.set(slug, ev.tickSize);
+  const push = (ev: CaptureEvent, slug: string) => {
     if (ev.kind === 'level') {
       const tick = tickOf.get(slug) ?? dec(CAPTURE_INITIAL_TICK);
       if (!ev.price.mod(tick).isZero()) {
@@ -215,7 +225,96 @@ export function parseCapture(text: string): Capture {
         inferredTicks++;
       }
     }
-    events.push(ev.kind === 'resolvedToken' ? { kind: 'resolved', atMs: ev.atMs, conditionId: bySlug.get(slug)!.conditionId, winningTokenId: ev.tokenId } : ev);
+    events.push(ev);
+  };
+  const books = new Map<string, ReplayBook>();
+  let touchLevels = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const { ev, touch } = rows[i]!;
+    const slug = ev.kind === 'resolvedToken' ? ev.slug : ev.kind === 'resolved' ? '' : tokenSlug.get(ev.tokenId)!;
+    if (!listed.has(slug)) continue;
+    if (ev.kind === 'tick') tickOf.set(slug, ev.tickSize);
+    push(ev.kind === 'resolvedToken' ? { kind: 'resolved', atMs: ev.atMs, conditionId: bySlug.get(slug)!.conditionId, winningTokenId: ev.tokenId } : ev, slug);
+    if (ev.kind !== 'level') continue;
+    let book = books.get(ev.tokenId);
+    if (!book) books.set(ev.tokenId, (book = newReplayBook()));
+    noteLevel(book, ev.side, ev.price, ev.size);
+    // rows of one token in one millisecond are one book update: its touch is shaped after the last of them
+    const nx = rows[i + 1]?.ev;
+    if (!touch || (nx?.kind === 'level' && nx.tokenId === ev.tokenId && nx.atMs === ev.atMs)) continue;
+    for (const l of shapeTouch(book, touch)) {
+      push({ kind: 'level', atMs: ev.atMs, tokenId: ev.tokenId, side: l.side, price: l.price, size: l.size, touch: true }, slug);
+      touchLevels++;
+    }
   }
-  return { markets, events, startMs: events[0]?.atMs ?? 0, endMs: events.at(-1)?.atMs ?? 0, skips, inferredTicks };
+  return { markets, events, startMs: events[0]?.atMs ?? 0, endMs: events.at(-1)?.atMs ?? 0, skips, inferredTicks, touchLevels };
+}
+
+/** A row's `best_bid` / `best_ask` (null: `N/A`, empty or not a price). */
+interface Touch {
+  bid: Dec | null;
+  ask: Dec | null;
+}
+
+/**
+ * What the replay rests on one capture token as far as its events tell (users' trades aside):
+ * levels by `side|price` (size > 0), and the price of the synthetic touch level of each side.
+ */
+interface ReplayBook {
+  levels: Map<string, { side: Side; price: Dec }>;
+  synthetic: { buy: Dec | null; sell: Dec | null };
+}
+
+function newReplayBook(): ReplayBook {
+  return { levels: new Map(), synthetic: { buy: null, sell: null } };
+}
+
+const bookKey = (side: Side, price: Dec) => `${side}|${price.toFixed()}`;
+
+/** A level event of the capture (or one made by {@link shapeTouch}) applied to the model. */
+function noteLevel(book: ReplayBook, side: Side, price: Dec, size: Dec): void {
+  const k = bookKey(side, price);
+  if (size.gt(0)) book.levels.set(k, { side, price });
+  else book.levels.delete(k);
+  // any level event at the synthetic level's price replaces it (same side and price: same quote)
+  if (book.synthetic[side]?.eq(price)) book.synthetic[side] = null;
+}
+
+/**
+ * The level events that make a token's replayed book show a row's touch (`best_bid` /
+ * `best_ask`), applied to the model `book`:
+ * - every replay level inside the touch goes (bids above `best_bid`, asks below `best_ask`), and
+ *   every one the other side's touch would cross (asks at or below `best_bid`, bids at or above
+ *   `best_ask`);
+ * - at `best_bid` (and `best_ask`) a level of {@link CAPTURE_TOUCH_SIZE} shares is placed, unless
+ *   a level rests at that price already (a captured one keeps its captured size); the side's
+ *   previous synthetic level goes (one per side).
+ * An `N/A` side moves nothing of its own (only the other side's crossing rule applies); a crossed
+ * or locked touch (`best_bid` ≥ `best_ask`: one update of the file) is ignored. Deterministic: the same
+ * rows make the same events, so a restart rebuilds the same book from them.
+ */
+function shapeTouch(book: ReplayBook, touch: Touch): { side: Side; price: Dec; size: Dec }[] {
+  const { bid, ask } = touch;
+  if ((!bid && !ask) || (bid && ask && bid.gte(ask))) return [];
+  const out: { side: Side; price: Dec; size: Dec }[] = [];
+  const set = (side: Side, price: Dec, size: Dec) => {
+    noteLevel(book, side, price, size);
+    out.push({ side, price, size });
+  };
+  const zero = dec(0);
+  for (const l of [...book.levels.values()]) {
+    const inside = l.side === 'buy'
+      ? (bid !== null && l.price.gt(bid)) || (ask !== null && l.price.gte(ask))
+      : (ask !== null && l.price.lt(ask)) || (bid !== null && l.price.lte(bid));
+    if (inside) set(l.side, l.price, zero);
+  }
+  for (const [side, price] of [['buy', bid], ['sell', ask]] as const) {
+    if (!price) continue;
+    const prev = book.synthetic[side];
+    if (prev && !prev.eq(price)) set(side, prev, zero);
+    if (book.levels.has(bookKey(side, price))) continue;
+    set(side, price, dec(CAPTURE_TOUCH_SIZE));
+    book.synthetic[side] = price;
+  }
+  return out;
 }

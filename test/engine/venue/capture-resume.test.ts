@@ -6,10 +6,10 @@ import { ManualClock } from '../../../engine/clock.js';
 import { dec } from '../../../engine/decimal.js';
 import { createLogger } from '../../../engine/logger.js';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
-import type { CaptureEvent } from '../../../engine/venue/capture.js';
+import { parseCapture, type CaptureEvent } from '../../../engine/venue/capture.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
-import { A, binaryCaptureCatalogue, C } from './capture-fixture.js';
+import { A, B, binaryCaptureCatalogue, C } from './capture-fixture.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -34,9 +34,9 @@ const ioc = (side: 'buy' | 'sell', price: string, size: string): VenueOrder => (
 });
 
 /** Opens the venue on `dir` with the capture replay on, real time (1 capture second per clock second), driven by the test's clock. */
-async function open(dir: string, clock: ManualClock) {
+async function open(dir: string, clock: ManualClock, events = EVENTS) {
   const venue = await SimVenue.open({
-    catalogue: binaryCaptureCatalogue('0.01', EVENTS, T0, T0 + 10_000), store: await EmbeddedStore.open(dir), clock, log: createLogger('silent'),
+    catalogue: binaryCaptureCatalogue('0.01', events, T0, events.at(-1)!.atMs), store: await EmbeddedStore.open(dir), clock, log: createLogger('silent'),
     initialPusd: '1000', liquidityLevels: 0, refillMs: 3_600_000, replay: false, replaySpeed: 600, captureReplay: true, captureSpeed: 1, captureTickMs: 3_600_000,
   });
   const reports: VenueReport[] = [];
@@ -127,6 +127,35 @@ describe('capture replay: a restart resumes where the previous run was (issue 16
     second.venue.capture!.step();
     await settle();
     expect(second.venue.book(A)!.asks).toEqual([{ price: '0.7', size: '40' }]);
+    await second.venue.close();
+  });
+
+  it("the levels made from the rows' best_bid / best_ask resume as they were left (what a user took of the synthetic touch stays taken)", async () => {
+    const HEADER = 'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,old_tick_size,new_tick_size,market_resolved,error_message';
+    const row = (ms: number, type: string, price: string, size: string, bid: string, ask: string, token = A) => ['q', ms, '', '', type, price, size, '', '', bid, ask, token, 'false', token === A ? 'Up' : 'Down', '', 'false', '', '', 'false', ''].join(',');
+    const { events } = parseCapture([
+      HEADER, row(T0 - 1, 'market_open', '', '', '', '', B), row(T0, 'ask', '0.99', '5000', '0.93', '0.95'), row(T0 + 1000, 'ask', '0.99', '4000', '0.94', '0.96'), row(T0 + 2000, 'bid', '0.9', '30', '0.95', '0.97'),
+    ].join('\n'));
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-resume-'));
+    dirs.push(dir);
+    const clock = new ManualClock(5_000);
+    const first = await open(dir, clock, events);
+    await settle();
+    expect(first.venue.book(A)).toMatchObject({ bids: [{ price: '0.93', size: '100' }], asks: [{ price: '0.95', size: '100' }, { price: '0.99', size: '5000' }] });
+    clock.advance(1_000);
+    first.venue.capture!.step();
+    await settle();
+    await first.venue.submit(ioc('buy', '0.96', '30')); // 30 of the synthetic ask at 0.96
+    const left = { bids: [{ price: '0.94', size: '100' }], asks: [{ price: '0.96', size: '70' }, { price: '0.99', size: '4000' }] };
+    expect(first.venue.book(A)).toMatchObject(left);
+    first.venue.capture!.stop();
+    const second = await open(dir, clock, events); // no close: kill -9
+    await settle();
+    expect(second.venue.book(A)).toMatchObject(left);
+    clock.advance(1_000);
+    second.venue.capture!.step();
+    await settle();
+    expect(second.venue.book(A)).toMatchObject({ bids: [{ price: '0.95', size: '100' }, { price: '0.9', size: '30' }], asks: [{ price: '0.97', size: '100' }, { price: '0.99', size: '4000' }] });
     await second.venue.close();
   });
 });

@@ -1,5 +1,7 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { conditionIdOf, parseCapture, questionOf } from '../../../engine/venue/capture.js';
+import { CAPTURE_FILE, conditionIdOf, parseCapture, questionOf, type CaptureEvent } from '../../../engine/venue/capture.js';
 import { loadCatalogue } from '../../../engine/venue/markets.js';
 
 const HEADER =
@@ -59,7 +61,9 @@ describe('capture parser (issue 16)', () => {
     expect(c.skips).toMatchObject({ errorRows: 214, unusable: 0, malformed: 0 });
     const count = (k: string) => c.events.filter((e) => e.kind === k).length;
     // 292 captured tick changes, plus 2 × 2 inferred where levels move in 0.001 steps before (or without) one
-    expect([count('level'), count('trade'), count('tick'), count('resolved')]).toEqual([3039 + 3472, 9406, 292 + 4, 104]);
+    // 3,039 bid and 3,472 ask rows, plus 4,989 level events made from their best_bid / best_ask
+    expect([count('level'), count('trade'), count('tick'), count('resolved')]).toEqual([3039 + 3472 + 4989, 9406, 292 + 4, 104]);
+    expect(c.touchLevels).toBe(4989);
     expect(c.inferredTicks).toBe(2);
     expect(c.events.filter((e) => e.kind === 'tick' && !e.inferred)).toHaveLength(292);
     expect(c.events.every((e, i) => i === 0 || c.events[i - 1]!.atMs <= e.atMs)).toBe(true);
@@ -67,5 +71,91 @@ describe('capture parser (issue 16)', () => {
     expect(m).toMatchObject({ minSize: expect.anything(), negRisk: false });
     expect(m.tickSize.toString()).toBe('0.01');
     expect(cat.tokens.get(m.tokens[0]!.tokenId)!.complementTokenId).toBe(m.tokens[1]!.tokenId);
+  });
+
+  describe("the book's touch follows the rows' best_bid / best_ask", () => {
+    /** Levels resting per token after `events` (size > 0), as `side price` → size. */
+    const restingAfter = (events: readonly CaptureEvent[], tokenId = '1') => {
+      const out = new Map<string, string>();
+      for (const e of events) {
+        if (e.kind !== 'level' || e.tokenId !== tokenId) continue;
+        const k = `${e.side} ${e.price.toFixed()}`;
+        if (e.size.gt(0)) out.set(k, e.size.toFixed());
+        else out.delete(k);
+      }
+      return Object.fromEntries([...out].sort());
+    };
+    const levels = (...rows: string[]) => parseCapture([HEADER, row(100, 'market_open', '1', 'Up'), row(101, 'market_open', '2', 'Down'), ...rows].join('\n'));
+
+    it('a synthetic level of 100 shares at each side of the touch; replay levels inside it go; one synthetic level per side; a captured level at the touch is the touch', () => {
+      const c = levels(
+        row(200, 'ask', '1', 'Up', { price: '0.99', size: '5000', bid: '0.93', ask: '0.95' }),
+        row(300, 'ask', '1', 'Up', { price: '0.99', size: '4000', bid: '0.94', ask: '0.96' }),
+      );
+      expect(c.events.filter((e) => e.kind === 'level' && e.touch).map((e) => e.kind === 'level' && [e.atMs, e.side, e.price.toFixed(), e.size.toFixed()])).toEqual([
+        [200, 'buy', '0.93', '100'], [200, 'sell', '0.95', '100'],
+        // the touch moved up: the old synthetic ask is inside it, the old synthetic bid is replaced
+        [300, 'sell', '0.95', '0'], [300, 'buy', '0.93', '0'], [300, 'buy', '0.94', '100'], [300, 'sell', '0.96', '100'],
+      ]);
+      expect(restingAfter(c.events)).toEqual({ 'buy 0.94': '100', 'sell 0.96': '100', 'sell 0.99': '4000' });
+      expect(c.touchLevels).toBe(6);
+      // the ask touch reaches the captured level at 0.99: no synthetic ask, the one at 0.96 goes
+      const d = levels(
+        row(200, 'ask', '1', 'Up', { price: '0.99', size: '5000', bid: '0.93', ask: '0.95' }),
+        row(300, 'ask', '1', 'Up', { price: '0.99', size: '4000', bid: '0.98', ask: '0.99' }),
+      );
+      expect(restingAfter(d.events)).toEqual({ 'buy 0.98': '100', 'sell 0.99': '4000' });
+    });
+
+    it('a bid touch at a captured ask removes it (the touch crosses it); N/A leaves that side alone; a crossed touch and same-millisecond rows', () => {
+      const c = levels(
+        row(200, 'ask', '1', 'Up', { price: '0.99', size: '5000', bid: '0.97', ask: '0.98' }),
+        // no asks left in the real book (N/A): the bid at 0.99 takes the touch, asks at or below it go
+        row(300, 'bid', '1', 'Up', { price: '0.99', size: '600', bid: '0.99', ask: 'N/A' }),
+      );
+      expect(restingAfter(c.events)).toEqual({ 'buy 0.99': '600' });
+      const n = levels(
+        row(200, 'ask', '1', 'Up', { price: '0.99', size: '5000', bid: '0.50', ask: '0.60' }),
+        row(300, 'ask', '1', 'Up', { price: '0.99', size: '5001', bid: 'N/A', ask: '0.55' }),
+      );
+      expect(restingAfter(n.events)).toEqual({ 'buy 0.5': '100', 'sell 0.55': '100', 'sell 0.99': '5001' });
+      // a crossed touch moves nothing; rows of one token in one millisecond shape the touch once, after the last
+      const x = levels(
+        row(200, 'ask', '1', 'Up', { price: '0.99', size: '5000', bid: '0.50', ask: '0.60' }),
+        row(300, 'ask', '1', 'Up', { price: '0.99', size: '10', bid: '0.99', ask: '0.99' }),
+        row(400, 'bid', '1', 'Up', { price: '0.40', size: '7', bid: '0.45', ask: '0.60' }),
+        row(400, 'bid', '1', 'Up', { price: '0.45', size: '8', bid: '0.45', ask: '0.60' }),
+      );
+      expect(x.events.filter((e) => e.kind === 'level' && e.touch && e.atMs >= 300).map((e) => e.kind === 'level' && [e.side, e.price.toFixed(), e.size.toFixed()])).toEqual([['buy', '0.5', '0']]);
+      expect(restingAfter(x.events)).toEqual({ 'buy 0.4': '7', 'buy 0.45': '8', 'sell 0.6': '100', 'sell 0.99': '10' });
+    });
+
+    it('the real capture: after every book update that carries a touch, the replayed levels show exactly that touch', () => {
+      const c = loadCatalogue().capture!;
+      const touchOf = new Map<string, [string, string]>();
+      for (const line of fs.readFileSync(path.join('data', CAPTURE_FILE), 'utf8').split('\n')) {
+        const f = line.split(',');
+        if (f[4] === 'bid' || f[4] === 'ask') touchOf.set(`${f[11]}|${f[1]}`, [f[9]!, f[10]!]);
+      }
+      const books = new Map<string, Map<string, number>>();
+      let checked = 0;
+      c.events.forEach((e, i) => {
+        if (e.kind !== 'level') return;
+        let b = books.get(e.tokenId);
+        if (!b) books.set(e.tokenId, (b = new Map()));
+        const k = `${e.side} ${e.price.toFixed()}`;
+        if (e.size.gt(0)) b.set(k, e.price.toNumber());
+        else b.delete(k);
+        const n = c.events[i + 1];
+        if (n?.kind === 'level' && n.tokenId === e.tokenId && n.atMs === e.atMs) return;
+        const [bid, ask] = touchOf.get(`${e.tokenId}|${e.atMs}`)!;
+        if (bid !== 'N/A' && ask !== 'N/A' && Number(bid) >= Number(ask)) return;
+        const side = (s: string) => [...b].filter(([key]) => key.startsWith(s)).map(([, p]) => p);
+        if (bid !== 'N/A') expect(Math.max(...side('buy')), `${e.tokenId} at ${e.atMs}`).toBe(Number(bid));
+        if (ask !== 'N/A') expect(Math.min(...side('sell')), `${e.tokenId} at ${e.atMs}`).toBe(Number(ask));
+        checked++;
+      });
+      expect(checked).toBeGreaterThan(5000);
+    });
   });
 });
