@@ -227,6 +227,8 @@ export const ActivityItem = {
     price: { type: ['string', 'null'] },
     size: { type: ['string', 'null'] },
     filled_size: { type: ['string', 'null'] },
+    cancel_code: { type: ['string', 'null'], description: 'Orders ended or ending by a cancel (CANCELED, EXPIRED, PENDING_CANCEL): why, as on the order (`USER_CANCELED`, `MARKET_RESOLVED`, `EXPIRED`, …).' },
+    cancel_reason: { type: ['string', 'null'], description: 'The same cancel in words, as on the order.' },
     created_at: { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' },
     updated_at: { type: 'integer', minimum: 0, description: 'Last change, Unix epoch milliseconds.' },
   },

@@ -143,8 +143,9 @@ export const activity: Handler = async ({ req, services, user }) => {
           kind: r.kind, id: r._id, type: v.type, status: r.status, side: v.side ?? null, symbol: r.kind === 'withdrawal' ? v.token : (v.symbol ?? v.condition_id),
           price: v.price ?? null, size: v.size ?? null, filled_size: v.filled_size ?? null, created_at: r.createdAtMs, updated_at: r.updatedAtMs,
         };
-        // wallet operations and withdrawals (issue 16): the amount (a redeem's payout) and the transaction hash
+        // wallet operations and withdrawals: the amount (a redeem's payout) and the transaction hash; orders: why a cancel happened
         if (r.kind === 'wallet' || r.kind === 'withdrawal') Object.assign(row, { amount: v.payout_usd ?? v.amount ?? null, transaction_hash: v.transaction_hash ?? null });
+        if (r.kind === 'order') Object.assign(row, { cancel_code: v.cancel_code ?? null, cancel_reason: v.cancel_reason ?? null });
         return row;
       }),
       next_cursor: more ? services.cursors.seal({ k: items.at(-1)!.ownerKey }, bearerToken(req) ?? '') : null,

@@ -85,6 +85,9 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     expectSchema(OrderView, del.body);
     expect(del.body).toMatchObject({ status: 'CANCELED', cancel_code: 'USER_CANCELED', cancel_reason: 'canceled by user', message: 'canceled by user' });
     expect(await svc.call('GET', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') })).toMatchObject({ status: 200, body: { status: 'CANCELED', cancel_code: 'USER_CANCELED' } });
+    const activity = await svc.call('GET', '/v2/trade/activity', { headers: as('alice') });
+    expect(activity.status).toBe(200);
+    expect(activity.body.activity.find((a: any) => a.id === res.body.order_id)).toMatchObject({ status: 'CANCELED', cancel_code: 'USER_CANCELED', cancel_reason: 'canceled by user' });
     expect((await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.total).toBe(0);
     expect((await svc.call('GET', '/v2/trade/balances', { headers: as('alice') })).body.reserved).toBe('0');
     expectError(await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') }), 409, 'conflict', /already CANCELED/);

@@ -141,7 +141,7 @@ describe('security (issue 22)', () => {
       [200, null],
       [400, 'transport_refused'],
     ]);
-    expect(own[0].req.url).toBe('/socket.io/?EIO=4&transport=polling&api_key=[redacted]');
+    expect(own[0]!.req.url).toBe('/socket.io/?EIO=4&transport=polling&api_key=[redacted]');
   });
 
   it('the HTTP parser refusals (400 malformed, 400 Content-Length with Transfer-Encoding, 431) each get one log line with status and error', async () => {
