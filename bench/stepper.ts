@@ -5,14 +5,17 @@
  * initial snapshots, which read XState's private state-node list), in one process, on the same
  * machines and inputs:
  * - initial snapshots a second for STOP_LOSS inputs as the strategy service checks them (arming);
- * - transitions a second for an order's usual events (accepted resting, a partial fill, the last fill).
+ * - transitions a second for an order's usual events (accepted resting, a partial fill, the last fill);
+ * - initial snapshots a second for an order (its entry action: no template);
+ * - and, for comparison, the JSON text of an order's snapshot as the host stores it (kinds without
+ *   a form): the host's own `persistedSnapshotJson` against `JSON.stringify(getPersistedSnapshot())`.
  *
  * Rounds alternate between the two steppers; each round prints its rate and the process's CPU time
  * per operation, then the medians, the spread (min–max of the rounds, the machine's noise) and the
  * ratio. `BENCH_ROUNDS` (7) and `BENCH_MS` (time per round and stepper, 1000) override.
  */
 import { createActor, type ActorScope, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
-import { PureStepper } from '../engine/actor-host.js';
+import { PureStepper, persistedSnapshotJson } from '../engine/actor-host.js';
 import { loadConfig } from '../engine/config.js';
 import { str } from '../engine/decimal.js';
 import { createLogger } from '../engine/logger.js';
@@ -154,8 +157,11 @@ function round(op: (i: number) => void, per: number): Sample {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (x: number): string => Math.round(x).toLocaleString('en-US');
 
+const STEPPERS = { old: 'old (hand-built scope, template)', now: 'new (public API)' };
+
 /** Alternating rounds of `old` and `now`, then the medians and spreads. */
-function compare(title: string, per: number, ops: { old: (i: number) => void; now: (i: number) => void }): void {
+function compare(title: string, per: number, ops: { old: (i: number) => void; now: (i: number) => void }, labels: { old: string; now: string } = STEPPERS): void {
+  const width = Math.max(labels.old.length, labels.now.length);
   console.log(`\n${title}`);
   const runs: Record<'old' | 'now', Sample[]> = { old: [], now: [] };
   for (let i = 0; i < 2; i++) { round(ops.old, per); round(ops.now, per); } // warm-up
@@ -163,7 +169,7 @@ function compare(title: string, per: number, ops: { old: (i: number) => void; no
     for (const k of r % 2 === 0 ? (['old', 'now'] as const) : (['now', 'old'] as const)) {
       const s = round(ops[k], per);
       runs[k].push(s);
-      console.log(`  round ${r + 1} ${k === 'old' ? 'old (hand-built scope, template)' : 'new (public API)               '}  ${fmt(s.perSec).padStart(9)} /s  CPU ${s.cpuUs.toFixed(2).padStart(6)} µs`);
+      console.log(`  round ${r + 1} ${labels[k].padEnd(width)}  ${fmt(s.perSec).padStart(9)} /s  CPU ${s.cpuUs.toFixed(2).padStart(6)} µs`);
     }
   }
   const line = (k: 'old' | 'now', label: string) => {
@@ -176,6 +182,13 @@ function compare(title: string, per: number, ops: { old: (i: number) => void; no
   const o = median(runs.old.map((s) => s.cpuUs));
   const nw = median(runs.now.map((s) => s.cpuUs));
   console.log(`  new / old CPU per operation: ${(nw / o).toFixed(2)}×  (+${(nw - o).toFixed(2)} µs)`);
+}
+
+/** The snapshot after {@link ORDER_EVENTS}. */
+function lifecycleEnd(stepper: Stepper, first: AnyMachineSnapshot): AnyMachineSnapshot {
+  let snap = first;
+  for (const e of ORDER_EVENTS) snap = stepper.transition(snap, e)[0];
+  return snap;
 }
 
 async function main(): Promise<void> {
@@ -204,6 +217,11 @@ async function main(): Promise<void> {
     old: () => void (sink += orders.old.initial(ORDER).length),
     now: () => void (sink += orders.now.initial(ORDER).length),
   });
+  const filled = lifecycleEnd(orders.now, first.now);
+  compare('an order snapshot as the host stores it (no form): JSON text, one per operation', 1, {
+    old: () => void (sink += persistedSnapshotJson(orderMachine, filled).length),
+    now: () => void (sink += JSON.stringify(orderMachine.getPersistedSnapshot(filled)).length),
+  }, { old: 'host persistedSnapshotJson (built by hand)', now: 'JSON.stringify(getPersistedSnapshot())' });
   if (sink < 0) console.log(sink);
 }
 
