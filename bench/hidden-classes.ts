@@ -14,13 +14,9 @@
 import v8 from 'node:v8';
 import { isDeepStrictEqual } from 'node:util';
 import { PureStepper } from '../engine/actor-host.js';
-import { loadConfig } from '../engine/config.js';
-import { str } from '../engine/decimal.js';
-import { createLogger } from '../engine/logger.js';
-import { startServices, type Services } from '../engine/service.js';
 import { stopLossMachine } from '../machines/stop-loss.js';
 import { trailingStopMachine } from '../machines/trailing-stop.js';
-import type { OrderRequest } from '../schemas/orders.js';
+import { startArming, type Arming } from './arming.js';
 
 v8.setFlagsFromString('--allow-natives-syntax');
 const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean;
@@ -36,37 +32,18 @@ function check(what: string, seen: unknown, expected: unknown): void {
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig({ DATA_DIR: ':memory:', LOG_LEVEL: 'silent', MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef', SIM_REPLAY: 'off', SIM_CAPTURE: 'off', SIM_MAKER_REFILL_MS: '3600000' });
-  const { services: s } = await startServices(config, createLogger('silent'), {});
+  const arming = await startArming('hidden-classes');
   try {
     console.log(`bench:hidden-classes — node ${process.version} (V8 ${process.versions.v8})`);
-    await findings(s);
+    await findings(arming);
   } finally {
-    await s.stop();
+    await arming.services.stop();
   }
   console.log(differs === 0 ? 'every shape as built' : `${differs} finding(s) differ from what the arming path was built for`);
   process.exitCode = differs === 0 ? 0 : 1;
 }
 
-async function findings(s: Services): Promise<void> {
-  const userId = (await s.users.provision('demo', 'hidden-classes', null)).user._id;
-  const tokens = s.venue
-    .markets()
-    .map((m) => m.tokens[0]?.tokenId)
-    .filter((t): t is string => t !== undefined && (s.venue.touch(t).bid?.gt('0.2') ?? false) && (s.venue.touch(t).bid?.lt('0.8') ?? false))
-    .slice(0, 4);
-  // shares to sell (stops do not reserve them, but the request check wants them held)
-  for (const t of tokens) {
-    await s.venue.submit({ orderId: `seed-${t.slice(0, 10)}`, userId, tokenId: t, side: 'buy', kind: 'limit', price: '0.99', size: '5', quoteAmount: null, timeInForce: 'IOC', postOnly: false });
-  }
-  const body = (i: number): OrderRequest => {
-    const token = tokens[i % tokens.length]!;
-    const bid = s.venue.touch(token).bid!;
-    return i % 2 === 1
-      ? { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '5', execution: { high_water_mark: str(bid.plus('0.05')), trailing_offset: '0.1' } }
-      : { symbol: token, side: 'sell', type: 'STOP_LOSS', price: str(bid.minus('0.05')), size: '5' };
-  };
-
+async function findings({ services: s, userId, body }: Arming): Promise<void> {
   console.log('request inputs and the records the strategy service returns:');
   // warm-up: the first ones of each type may still be settling their field representations
   for (let i = 0; i < 40; i++) await s.strategies.start('demo', s.strategies.check(userId, body(i)));

@@ -16,13 +16,10 @@
  */
 import { createActor, type ActorScope, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
 import { PureStepper, persistedSnapshotJson } from '../engine/actor-host.js';
-import { loadConfig } from '../engine/config.js';
-import { str } from '../engine/decimal.js';
-import { createLogger } from '../engine/logger.js';
-import { startServices } from '../engine/service.js';
 import { orderMachine, type OrderInput } from '../machines/order.js';
 import { stopLossMachine } from '../machines/stop-loss.js';
 import type { StrategyInput } from '../machines/strategy-kit.js';
+import { startArming } from './arming.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const ROUND_MS = Number(process.env.BENCH_MS ?? 1000);
@@ -104,22 +101,9 @@ function inert(logic: AnyStateMachine, snapshot: AnyMachineSnapshot, actions: Ex
 
 /** STOP_LOSS inputs as the strategy service checks them (one user, four tokens, distinct record ids). */
 async function stopLossInputs(n: number): Promise<StrategyInput[]> {
-  const config = loadConfig({ DATA_DIR: ':memory:', LOG_LEVEL: 'silent', MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef', SIM_REPLAY: 'off', SIM_CAPTURE: 'off', SIM_MAKER_REFILL_MS: '3600000' });
-  const { services: s } = await startServices(config, createLogger('silent'), {});
+  const { services: s, userId, body } = await startArming('bench-stepper');
   try {
-    const userId = (await s.users.provision('demo', 'bench-stepper', null)).user._id;
-    const tokens = s.venue
-      .markets()
-      .map((m) => m.tokens[0]?.tokenId)
-      .filter((t): t is string => t !== undefined && (s.venue.touch(t).bid?.gt('0.2') ?? false) && (s.venue.touch(t).bid?.lt('0.8') ?? false))
-      .slice(0, 4);
-    for (const t of tokens) {
-      await s.venue.submit({ orderId: `seed-${t.slice(0, 10)}`, userId, tokenId: t, side: 'buy', kind: 'limit', price: '0.99', size: '5', quoteAmount: null, timeInForce: 'IOC', postOnly: false });
-    }
-    return Array.from({ length: n }, (_, i) => {
-      const token = tokens[i % tokens.length]!;
-      return s.strategies.check(userId, { symbol: token, side: 'sell', type: 'STOP_LOSS', price: str(s.venue.touch(token).bid!.minus('0.05')), size: '5' });
-    });
+    return Array.from({ length: n }, (_, i) => s.strategies.check(userId, body(2 * i)));
   } finally {
     await s.stop();
   }
