@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { createActor, type ActorScope, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine, type SnapshotFrom, type InputFrom } from 'xstate';
+import { createActor, initialTransition, transition, type AnyActorRef, type AnyEventObject, type AnyStateNode, type AnyMachineSnapshot, type AnyStateMachine, type SnapshotFrom, type InputFrom } from 'xstate';
 import type { Clock } from './clock.js';
 import { backoffMs } from './backoff.js';
 import { RevisionConflictError, UnknownActorError } from './errors.js';
@@ -165,57 +165,53 @@ interface Pending {
 }
 
 /**
- * XState's pure `transition()` / `initialTransition()` with one inert actor scope per machine,
- * built once: xstate builds (and eagerly initialises) a throwaway actor on every call, which costs
- * more than the transition itself. Same semantics: actions are collected, never executed.
- * {@link initial} returns `[snapshot, actions]`; for a machine whose initial states do nothing
- * but compute the context (the armed stops), the snapshot after the first is made from the first
- * with the new context (exported for its test, test/engine/actor-host.test.ts).
+ * XState's pure `initialTransition()` / `transition()`: each returns `[snapshot, actions]`, the
+ * actions collected (built-in ones such as `assign` already resolved into the snapshot), never
+ * executed; the host runs them after the write ({@link ActorHost}). XState builds a throwaway
+ * actor for every call, whose initial snapshot it computes without input: the machines refuse that
+ * cheaply (machines/input.ts); the actor still costs some 7 µs of CPU per step, 20 per initial
+ * snapshot (bench:stepper).
+ *
+ * Arming rate (a million armed stops): for a machine whose initial states do nothing but compute
+ * the context, {@link initial} makes the snapshot after the first with public API too: the
+ * machine's `config.context` function gives the context, `resolveState` the snapshot in the
+ * first one's state (exported for its test, test/engine/actor-host.test.ts).
  */
 export class PureStepper {
-  private readonly scope: ActorScope<AnyMachineSnapshot, AnyEventObject>;
-  private sink: ExecutableAction[] = [];
-
-  constructor(private readonly logic: AnyStateMachine) {
-    const self = createActor(logic);
-    this.scope = {
-      self,
-      id: '',
-      sessionId: '',
-      system: self.system,
-      defer: () => {},
-      logger: () => {},
-      stopChild: () => {},
-      emit: () => {},
-      actionExecutor: (a: unknown) => void this.sink.push(a as ExecutableAction),
-    } as unknown as ActorScope<AnyMachineSnapshot, AnyEventObject>;
-  }
-
   /**
    * The initial snapshot of a machine whose initial configuration does nothing but compute the
    * context (no entry or exit work, no eventless, delayed or invoked anything): taken from XState
    * once, then reused with each new context (null: not such a machine, or not known yet).
    */
   private template: AnyMachineSnapshot | null | undefined;
+  /** The `self` the context function is given on the template path (an actor never started). */
+  private self: AnyActorRef | undefined;
 
+  constructor(private readonly logic: AnyStateMachine) {}
+
+  /** The initial snapshot for `input` and its entry actions. */
   initial(input: unknown): [AnyMachineSnapshot, ExecutableAction[]] {
     if (this.template) {
       const fast = this.initialFromTemplate(this.template, input);
       if (fast) return [fast, []];
     }
-    const actions: ExecutableAction[] = (this.sink = []);
-    const snapshot = this.logic.getInitialSnapshot(this.scope as never, input as never) as AnyMachineSnapshot;
+    const [snapshot, actions] = initialTransition(this.logic, input as never) as [AnyMachineSnapshot, ExecutableAction[]];
     // an input the context refuses (an error snapshot) tells nothing: the next one decides
     if (this.template === undefined && snapshot.status !== 'error') this.template = inertInitial(this.logic, snapshot, actions) ? snapshot : null;
     return [snapshot, actions];
   }
 
+  /** The snapshot after `event` and the actions the step collected. */
+  transition(snapshot: AnyMachineSnapshot, event: AnyEventObject): [AnyMachineSnapshot, ExecutableAction[]] {
+    return transition(this.logic, snapshot as never, event) as [AnyMachineSnapshot, ExecutableAction[]];
+  }
+
   /**
-   * XState's initial snapshot for `input`, made from `template` (issue 15, item 5: arming rate;
-   * `getInitialSnapshot` builds a pre-initial snapshot, resolves an `assign` and enters the states
-   * each time): the same context XState makes (a copy of what `context(...)` gives), the same
-   * configuration. Null when the context function throws or spawns: then XState's own path
-   * makes the snapshot (an error snapshot, children) exactly as before.
+   * XState's initial snapshot for `input`, made from `template`'s state (`getInitialSnapshot` builds
+   * an actor, a pre-initial snapshot, resolves an `assign` and enters the states each time): the
+   * context XState makes (a copy of what `context(...)` gives), the same configuration. Null when
+   * the context function throws or spawns: then XState's own path makes the snapshot (an error
+   * snapshot, children) exactly as before.
    */
   private initialFromTemplate(template: AnyMachineSnapshot, input: unknown): AnyMachineSnapshot | null {
     const contextOf = this.logic.config.context as (args: { input: unknown; self: unknown; spawn: unknown }) => Record<string, unknown>;
@@ -224,17 +220,11 @@ export class PureStepper {
       // a copy with the same fields as XState's `Object.assign({}, …)`, made by a spread: adding
       // some thirty fields one by one to `{}` turned every context into a dictionary-mode object
       // (V8's limit on fields added by keyed stores), made and dropped at each strategy armed
-      context = { ...contextOf({ input, self: this.scope.self, spawn: spawnRefused }) };
+      context = { ...contextOf({ input, self: (this.self ??= createActor(this.logic)), spawn: spawnRefused }) };
     } catch {
       return null;
     }
-    return { ...template, context } as AnyMachineSnapshot;
-  }
-
-  transition(snapshot: AnyMachineSnapshot, event: AnyEventObject): [AnyMachineSnapshot, ExecutableAction[]] {
-    const actions: ExecutableAction[] = (this.sink = []);
-    const next = this.logic.transition(snapshot as never, event, this.scope as never) as AnyMachineSnapshot;
-    return [next, actions];
+    return this.logic.resolveState({ value: template.value, context, historyValue: {} }) as AnyMachineSnapshot;
   }
 }
 
@@ -246,37 +236,37 @@ function spawnRefused(): never {
 /**
  * Whether `snapshot`, the initial snapshot XState made for `logic` (with `actions` collected), can
  * serve as a template for every input: the context comes from a function, the machine is active
- * with no children and no actions, and no state of its initial configuration has entry actions
- * (assignments included), delayed, eventless or invoked work or an initial transition with actions.
+ * with no children and no actions, and its state is the one initial transitions alone enter,
+ * through states none of which has entry actions (assignments included), delayed, eventless or
+ * invoked work or an initial transition with actions.
  */
 function inertInitial(logic: AnyStateMachine, snapshot: AnyMachineSnapshot, actions: ExecutableAction[]): boolean {
   if (typeof logic.config.context !== 'function' || snapshot.status !== 'active' || actions.length > 0) return false;
   for (const _ in snapshot.children as Record<string, unknown>) return false;
-  const nodes = (snapshot as unknown as { _nodes: InitialNode[] })._nodes;
-  // the states entered by initial transitions alone, statically: a machine that went on from
-  // them (an eventless transition, a transient state) is not inert
-  const entered = new Set<InitialNode>();
-  const enter = (n: InitialNode): boolean => {
-    if (n.entry.length > 0 || (n.always?.length ?? 0) > 0 || n.config.after || n.config.invoke || n.config.always) return false;
-    entered.add(n);
-    if (n.type === 'parallel') return Object.values(n.states).every(enter);
-    if (n.type !== 'compound') return true;
-    const initial = n.config.initial;
-    if (typeof initial !== 'string' || !n.states[initial]) return false;
-    return enter(n.states[initial]);
-  };
-  const root = (logic as unknown as { root: InitialNode }).root;
-  if (!enter(root) || entered.size !== nodes.length) return false;
-  return nodes.every((n) => entered.has(n));
+  return enteredInertly(logic.root, snapshot.value);
 }
 
-/** What {@link inertInitial} reads of XState's state nodes. */
-interface InitialNode {
-  type: string;
-  entry: unknown[];
-  always?: unknown[];
-  states: Record<string, InitialNode>;
-  config: { after?: unknown; invoke?: unknown; always?: unknown; initial?: unknown };
+/**
+ * Whether state node `node`, in state value `value` (its part of the snapshot's value: a child's
+ * key, an object of children, or nothing for an atomic node), is what entering `node` by initial
+ * transitions alone gives, and nothing on the way acts on entry.
+ */
+function enteredInertly(node: AnyStateNode, value: unknown): boolean {
+  if (node.entry.length > 0 || (node.always?.length ?? 0) > 0 || node.after.length > 0 || node.invoke.length > 0) return false;
+  if (node.type === 'parallel') {
+    if (typeof value !== 'object' || value === null) return false;
+    const keys = Object.keys(node.states);
+    if (Object.keys(value).length !== keys.length) return false;
+    return keys.every((k) => k in value && enteredInertly(node.states[k]!, (value as Record<string, unknown>)[k]));
+  }
+  if (node.type !== 'compound') return node.type === 'atomic' || node.type === 'final' ? value === undefined || (typeof value === 'object' && value !== null && Object.keys(value).length === 0) : false;
+  const initial = node.initial;
+  const child = initial.target.length === 1 ? initial.target[0] : undefined;
+  if (initial.actions.length > 0 || !child || node.states[child.key] !== child) return false;
+  if (typeof value === 'string') return value === child.key && enteredInertly(child, undefined);
+  if (typeof value !== 'object' || value === null) return false;
+  const keys = Object.keys(value);
+  return keys.length === 1 && keys[0] === child.key && enteredInertly(child, (value as Record<string, unknown>)[child.key]);
 }
 
 interface Live {

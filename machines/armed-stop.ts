@@ -23,6 +23,7 @@ import {
   assignShared, need, nextChildId, placeFailedEndPatch, placeFailedPatch, placeFailureText, placingOrder, PLACE_RETRIES, strategySetup, touchOf,
   type ChildOrder, type KeepsSharedFields, type StrategyBaseContext, type StrategyInput, type Touch, type Watch,
 } from './strategy-kit.js';
+import { given } from './input.js';
 
 /** What every armed stop's context has besides the base: the level it fires at. */
 export interface ArmedStopContext extends StrategyBaseContext {
@@ -86,7 +87,7 @@ export function armedStopMachine<C extends ArmedStopContext>(spec: ArmedStopSpec
     },
   }).createMachine({
     id: spec.id,
-    context: ({ input }) => spec.context(input),
+    context: ({ input }) => spec.context(given(input)),
     initial: 'armed',
     states: {
       armed: {

@@ -38,6 +38,7 @@ import {
   applyChildUpdate, baseContext, d, need, nextChildId, placeFailureText, placingOrder, refusalText, strategySetup, cancelWorking, cancelWorkingOnEnd,
   type BracketLeg, type ChildOrder, type StrategyBaseContext, type StrategyEvent, type StrategyInput,
 } from './strategy-kit.js';
+import { given } from './input.js';
 
 /**
  * Params of `cancelOrder` for the take-profit when the stop fired (after `recordTrigger`): one
@@ -190,7 +191,7 @@ export const bracketMachine = strategySetup<BracketContext>().extend({
   },
 }).createMachine({
   id: 'bracket',
-  context: ({ input }) => bracketContext(input),
+  context: ({ input }) => bracketContext(given(input)),
   initial: 'awaiting_entry',
   states: {
     awaiting_entry: {

@@ -30,6 +30,7 @@ import {
   baseContext, d, isWorkingChildDone, need, nextChildId, placingOrder, remainingShares, retryActions, retryingChild, strategySetup, cancelWorking, cancelWorkingOnEnd,
   type ChildOrder, type StrategyBaseContext, type StrategyInput, type Touch,
 } from './strategy-kit.js';
+import { given } from './input.js';
 
 /** Context of an ICEBERG: `size` shares at `price`, `clipSize` shown at a time. */
 export interface IcebergContext extends StrategyBaseContext {
@@ -81,7 +82,7 @@ export const icebergMachine = strategySetup<IcebergContext>().extend({
   },
 }).createMachine({
   id: 'iceberg',
-  context: ({ input }) => icebergContext(input),
+  context: ({ input }) => icebergContext(given(input)),
   initial: 'placing',
   states: {
     placing: {

@@ -23,6 +23,7 @@
 import { and, assign, setup } from 'xstate';
 import { dec } from '../engine/decimal.js';
 import type { CancelReason, Side, TimeInForce, VenueOrder } from '../engine/venue/port.js';
+import { given } from './input.js';
 
 /** Input of a new order actor; every quantity a decimal string. */
 export interface OrderInput {
@@ -159,22 +160,25 @@ export const orderMachine = setup({
   },
 }).createMachine({
   id: 'order',
-  context: ({ input }) => ({
-    isStopLoss: false,
-    isTakeProfit: false,
-    parentId: null,
-    bracketId: null,
-    postOnly: false,
-    ...input,
-    filledSize: '0',
-    matchedAmount: '0',
-    tradeIds: [],
-    reason: null,
-    cancelReason: null,
-    error: null,
-    cancelRequested: false,
-    deadlines: input.expiresAtMs !== null ? { expiry: input.expiresAtMs } : {},
-  }),
+  context: ({ input: raw }) => {
+    const input = given(raw);
+    return {
+      isStopLoss: false,
+      isTakeProfit: false,
+      parentId: null,
+      bracketId: null,
+      postOnly: false,
+      ...input,
+      filledSize: '0',
+      matchedAmount: '0',
+      tradeIds: [],
+      reason: null,
+      cancelReason: null,
+      error: null,
+      cancelRequested: false,
+      deadlines: input.expiresAtMs !== null ? { expiry: input.expiresAtMs } : {},
+    };
+  },
   initial: 'submitted',
   states: {
     submitted: {

@@ -31,6 +31,7 @@ import {
   baseContext, d, floorShares, floorTick, isWorkingChildDone, need, nextChildId, placingOrder, retryActions, retryingChild, strategySetup, whenChildOff, cancelWorking, cancelWorkingOnEnd,
   type ChildOrder, type StrategyBaseContext, type StrategyContext, type StrategyInput, type Touch,
 } from './strategy-kit.js';
+import { given } from './input.js';
 
 /** Context of a PEGGED buy: spends `quoteAmount` dollars (the budget). */
 export interface PeggedContext extends StrategyBaseContext {
@@ -110,7 +111,7 @@ export const peggedMachine = strategySetup<PeggedContext>().extend({
   },
 }).createMachine({
   id: 'pegged',
-  context: ({ input }) => peggedContext(input),
+  context: ({ input }) => peggedContext(given(input)),
   initial: 'pegging',
   states: {
     pegging: {

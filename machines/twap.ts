@@ -33,6 +33,7 @@ import {
   applyChildUpdate, baseContext, floorShares, isCurrentTimer, isWorkingChildDone, need, nextChildId, placeFailedPatch, placeFailureText, placingOrder,
   remainingShares, strategySetup, whenChildOff, cancelWorking, cancelWorkingOnEnd, type ChildOrder, type StrategyBaseContext, type StrategyInput,
 } from './strategy-kit.js';
+import { given } from './input.js';
 
 /** Context of a TWAP: `size` shares (derived from `quote_amount` when sized in dollars) at limit `price`. */
 export interface TwapContext extends StrategyBaseContext {
@@ -124,7 +125,7 @@ export const twapMachine = strategySetup<TwapContext>().extend({
   },
 }).createMachine({
   id: 'twap',
-  context: ({ input }) => twapContext(input),
+  context: ({ input }) => twapContext(given(input)),
   initial: 'slicing',
   states: {
     slicing: {

@@ -15,6 +15,7 @@
  */
 import { assign, setup } from 'xstate';
 import type { WalletOp, WalletOpResult } from '../engine/venue/port.js';
+import { given } from './input.js';
 
 /** Activity type of each operation (the `type` of the activity row). */
 export type WalletOpType = 'SPLIT' | 'MERGE' | 'REDEEM';
@@ -64,7 +65,7 @@ export const walletOpMachine = setup({
   },
 }).createMachine({
   id: 'walletOp',
-  context: ({ input }) => ({ ...input, result: null, error: null, reason: null }),
+  context: ({ input }) => ({ ...given(input), result: null, error: null, reason: null }),
   initial: 'submitting',
   states: {
     submitting: {

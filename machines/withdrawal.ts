@@ -24,6 +24,7 @@
  */
 import { and, assign, setup } from 'xstate';
 import type { WalletOp, WalletOpResult } from '../engine/venue/port.js';
+import { given } from './input.js';
 
 /** Input of a withdrawal actor. */
 export interface WithdrawalInput {
@@ -98,7 +99,7 @@ export const withdrawalMachine = setup({
   },
 }).createMachine({
   id: 'withdrawal',
-  context: ({ input }) => ({ ...input, debit: null, credit: null, settledAtMs: null, error: null, reason: null, deadlines: {} }),
+  context: ({ input }) => ({ ...given(input), debit: null, credit: null, settledAtMs: null, error: null, reason: null, deadlines: {} }),
   initial: 'debiting',
   states: {
     debiting: {

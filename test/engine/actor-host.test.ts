@@ -570,4 +570,35 @@ describe('PureStepper.initial (issue 15, item 5: arming rate): the initial snaps
     for (let i = 0; i < 2; i++) expect(entryActs.initial({ n: i, expiresAtMs: 5 })[1].map((a) => a.type)).toStrictEqual(['record', 'record']);
     expect(effects).toStrictEqual([]); // collected, never run
   });
+  it('takes the template only where entering the initial states alone gives the state, with nothing done on the way (nested and parallel states)', async () => {
+    const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
+    const { initialTransition } = await import('xstate');
+    type C = { n: number };
+    const states = (leaf: object) => ({
+      outer: {
+        initial: 'inner',
+        states: { inner: { type: 'parallel' as const, states: { a: { initial: 'a1', states: { a1: leaf, a2: {} } }, b: {} } }, other: {} },
+      },
+      elsewhere: {},
+    });
+    const make = (leaf: object) => setup({ types: { context: {} as C, input: {} as C } }).createMachine({ context: ({ input }: { input: C }) => ({ n: input.n }), initial: 'outer', states: states(leaf) } as never) as unknown as AnyStateMachine;
+    const cases: Array<[string, AnyStateMachine, boolean]> = [
+      ['inert', make({}), true],
+      ['an eventless transition on the way', make({ always: { target: 'a2', guard: ({ context }: { context: C }) => context.n > 1 } }), false],
+      ['a delayed transition', make({ after: { 1000: 'a2' } }), false],
+      ['an entry assignment', make({ entry: assign({ n: 0 }) }), false],
+    ];
+    for (const [what, logic, inert] of cases) {
+      const stepper = new PureStepper(logic);
+      for (let n = 0; n < 3; n++) {
+        const [mine, actions] = stepper.initial({ n });
+        const [theirs, theirActions] = initialTransition(logic, { n } as never);
+        expect(mine.value, what).toStrictEqual(theirs.value);
+        expect(mine.context, what).toStrictEqual(theirs.context);
+        expect(persistedSnapshotJson(logic, mine), what).toBe(persistedSnapshotJson(logic, theirs));
+        expect(actions.map((a) => a.type), what).toStrictEqual(theirActions.map((a) => a.type));
+      }
+      expect((stepper as unknown as { template: unknown }).template ?? null, what).toEqual(inert ? expect.anything() : null);
+    }
+  });
 });
