@@ -27,6 +27,7 @@ export const ERROR_MAP: Readonly<Record<DomainCode, { status: number; error: str
   MARKET_NOT_RESOLVED: { status: 409, error: 'MARKET_NOT_RESOLVED' },
   NOTHING_TO_REDEEM: { status: 422, error: 'NOTHING_TO_REDEEM' },
   SHARES_RESERVED: { status: 422, error: 'SHARES_RESERVED' },
+  NEG_RISK_MISMATCH: { status: 422, error: 'NEG_RISK_MISMATCH' },
 };
 
 /**

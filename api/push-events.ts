@@ -165,6 +165,8 @@ export interface MarketBody {
   /** Minimum resting order size, shares. */
   min_size: string;
   end_date: string | null;
+  /** A neg-risk market (split, merge and redeem through the NegRiskAdapter on chain). */
+  neg_risk: boolean;
   /** No new orders (closed or resolved). */
   closed: boolean;
   resolved: boolean;

@@ -45,13 +45,15 @@ export type DomainCode =
   /** A redeem of a market the user holds no shares of (issue 16). */
   | 'NOTHING_TO_REDEEM'
   /** A redeem while open sells reserve shares of the market: cancel them first (issue 16). */
-  | 'SHARES_RESERVED';
+  | 'SHARES_RESERVED'
+  /** A split, merge or redeem whose `neg_risk_market` does not match the market (routing through the NegRiskAdapter or not). */
+  | 'NEG_RISK_MISMATCH';
 
 /** Every {@link DomainCode}, for exhaustive checks (the API's mapping test). */
 export const DOMAIN_CODES: readonly DomainCode[] = [
   'INVALID_REQUEST', 'PRICE_IN_CENTS', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'INSUFFICIENT_BALANCE', 'NOT_ENOUGH_SHARES',
   'ORDER_CROSSES_BOOK', 'NO_LIQUIDITY', 'MARKET_CLOSED', 'WOULD_TRIGGER_IMMEDIATELY', 'VENUE_REJECTED', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE',
-  'NOT_IMPLEMENTED', 'UNAVAILABLE', 'MARKET_NOT_RESOLVED', 'NOTHING_TO_REDEEM', 'SHARES_RESERVED',
+  'NOT_IMPLEMENTED', 'UNAVAILABLE', 'MARKET_NOT_RESOLVED', 'NOTHING_TO_REDEEM', 'SHARES_RESERVED', 'NEG_RISK_MISMATCH',
 ];
 
 /** Optional details of a {@link DomainError}. */

@@ -27,8 +27,15 @@ export interface WalletOpInput {
   userId: string;
   type: WalletOpType;
   conditionId: string;
-  /** Dollars = full sets of shares (split, merge); null for a redeem (the whole balance). */
+  /**
+   * Dollars = full sets of shares (split, merge); a redeem of one outcome: its shares to redeem, or
+   * null (the whole balance).
+   */
   amount: string | null;
+  /** Redeem of one outcome: its index in the market's tokens; null (or absent) for every outcome. */
+  outcomeIndex?: number | null;
+  /** Redeem of one outcome: its token id; null (or absent) for every outcome. */
+  tokenId?: string | null;
   /** Epoch ms. */
   createdAtMs: number;
 }
@@ -51,7 +58,12 @@ export const WALLET_OP_MACHINE_VERSION = 1;
 
 /** The venue command of a wallet-operation actor. */
 export function walletOpOf(c: WalletOpInput): WalletOp {
-  if (c.type === 'REDEEM') return { kind: 'redeem', opId: c.opId, userId: c.userId, conditionId: c.conditionId };
+  if (c.type === 'REDEEM') {
+    return {
+      kind: 'redeem', opId: c.opId, userId: c.userId, conditionId: c.conditionId,
+      ...(c.tokenId ? { tokenId: c.tokenId, ...(c.amount !== null ? { amount: c.amount } : {}) } : {}),
+    };
+  }
   return { kind: c.type === 'SPLIT' ? 'split' : 'merge', opId: c.opId, userId: c.userId, conditionId: c.conditionId, amount: c.amount! };
 }
 

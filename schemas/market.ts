@@ -22,7 +22,7 @@ export const BookResponse = {
 export const MarketItem = {
   type: 'object',
   additionalProperties: false,
-  required: ['condition_id', 'question', 'tokens', 'tick_size', 'min_size', 'end_date', 'closed', 'resolved', 'winning_token_id'],
+  required: ['condition_id', 'question', 'tokens', 'tick_size', 'min_size', 'end_date', 'neg_risk', 'closed', 'resolved', 'winning_token_id'],
   properties: {
     condition_id: { type: 'string' },
     question: { type: 'string' },
@@ -44,6 +44,7 @@ export const MarketItem = {
     tick_size: { ...Dec, description: 'Current tick (decimal probability); it can change during the market\'s life.' },
     min_size: Dec,
     end_date: { type: ['string', 'null'], description: 'ISO 8601.' },
+    neg_risk: { type: 'boolean', description: 'A neg-risk market (on chain its split, merge and redeem go through the NegRiskAdapter): what `neg_risk_market` of POST /v2/trade/positions/split, /merge and /redeem must say when sent.' },
     closed: { type: 'boolean', description: 'True once the market takes no new orders (closed or resolved): orders on it answer 422 `MARKET_CLOSED`.' },
     resolved: { type: 'boolean', description: 'True once the winner is known: each winning share redeems for $1, each losing share for $0.' },
     winning_token_id: { type: ['string', 'null'], description: 'The winning outcome token once resolved, else null.' },

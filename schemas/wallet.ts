@@ -25,16 +25,32 @@ export const WithdrawableBalances = {
   },
 } as const;
 
-/** POST /v2/trade/withdraw body (spec 4.6: payload not shown; ours). */
+/** `venue` of the wallet bodies (the reference product's field): `polymarket`, the default and only venue. */
+const WalletVenue = { enum: ['polymarket'], description: 'Venue; `polymarket` (the default and only venue). The reference product\'s `predictfun` is not offered: 400.' } as const;
+
+/** Transaction state of a wallet answer, the reference product's enum beside our `status`. */
+const TxState = {
+  enum: ['STATE_PENDING', 'STATE_CONFIRMED', 'STATE_FAILED'],
+  description: 'The reference product\'s transaction state, from `status`: PENDING → `STATE_PENDING` (broadcast, its block not yet in), CONFIRMED → `STATE_CONFIRMED`, FAILED → `STATE_FAILED`.',
+} as const;
+
+/**
+ * POST /v2/trade/withdraw body (spec 4.6: payload not shown): the reference product's `{to, amount,
+ * token?, venue?}`, with our `to_address` as an alias of `to`. One of them is required; both are
+ * accepted only when they name the same address (compared as EIP-55 addresses), else 400.
+ */
 export const WithdrawRequest = {
   $id: 'WithdrawRequest',
   type: 'object',
   additionalProperties: false,
-  required: ['to_address', 'amount'],
+  required: ['amount'],
+  anyOf: [{ required: ['to'] }, { required: ['to_address'] }],
   properties: {
-    to_address: { ...Address, description: 'External destination address.' },
+    to: { ...Address, description: 'External destination address (the reference product\'s name). One of `to` and `to_address` is required; both must then name the same address.' },
+    to_address: { ...Address, description: 'Alias of `to` (this service\'s earlier name).' },
     amount: { ...DecimalString, description: 'Human units of the token (dollars for pUSD).' },
     token: { ...Address, description: 'Token address from /balances/withdrawable; pUSD when omitted.' },
+    venue: WalletVenue,
   },
 } as const;
 
@@ -43,7 +59,7 @@ export const WithdrawalView = {
   $id: 'WithdrawalView',
   type: 'object',
   additionalProperties: false,
-  required: ['type', 'withdrawal_id', 'status', 'to_address', 'token', 'symbol', 'amount', 'transaction_hash', 'confirms_at', 'settled_at', 'refunded', 'created_at', 'updated_at'],
+  required: ['type', 'withdrawal_id', 'status', 'state', 'to', 'to_address', 'token', 'symbol', 'amount', 'transaction_hash', 'confirms_at', 'settled_at', 'refunded', 'created_at', 'updated_at'],
   properties: {
     type: { const: 'WITHDRAWAL' },
     withdrawal_id: { type: 'string', description: 'wd_…; also the activity row id.' },
@@ -51,8 +67,10 @@ export const WithdrawalView = {
       enum: ['PENDING', 'CONFIRMED', 'FAILED'],
       description: 'PENDING: the amount left the available balance, the transfer waits for its block (SIM_BLOCK_DELAY_MS). CONFIRMED: transferred. FAILED: reverted on chain (the amount is back: `refunded: true`) or refused before anything was taken.',
     },
+    state: TxState,
+    to: { ...Address, description: 'Destination, EIP-55 checksummed (the reference product\'s name; the same as `to_address`).' },
     to_address: { ...Address, description: 'Destination, EIP-55 checksummed.' },
-    token: { ...Address, description: 'Token contract address (pUSD).' },
+    token: { ...Address, description: 'Token contract address (pUSD), also when the request omitted `token`.' },
     symbol: { type: 'string' },
     amount: { ...DecimalString, description: 'Human units of the token (dollars for pUSD).' },
     transaction_hash: { type: 'string', pattern: '^0x[0-9a-f]{64}$', description: 'Simulated transaction hash (keccak256 of the withdrawal), known from the start.' },
@@ -74,20 +92,27 @@ export const WalletOpResponse = {
   $id: 'WalletOpResponse',
   type: 'object',
   additionalProperties: false,
-  required: ['type', 'operation_id', 'status', 'condition_id', 'amount', 'payout_usd', 'transaction_hash', 'pusd_delta', 'pusd_balance', 'tokens', 'created_at', 'updated_at'],
+  required: [
+    'type', 'operation_id', 'status', 'state', 'condition_id', 'neg_risk_market', 'outcome_index', 'amount', 'payout_usd', 'payout_base_units', 'transaction_hash', 'pusd_delta',
+    'pusd_balance', 'tokens', 'created_at', 'updated_at',
+  ],
   properties: {
     type: { enum: ['SPLIT', 'MERGE', 'REDEEM'] },
     operation_id: { type: 'string', description: 'wop_…; also the activity row id.' },
     status: { enum: ['PENDING', 'CONFIRMED', 'FAILED'], description: 'CONFIRMED in every 200 (the simulated chain applies it at once).' },
-    condition_id: { type: 'string' },
-    amount: { type: ['string', 'null'], description: 'Split / merge: dollars = full sets of shares. Redeem: null (the whole balance is redeemed).' },
+    state: TxState,
+    condition_id: { type: 'string', description: 'The market\'s condition id, in the catalogue\'s (lower-case) spelling.' },
+    neg_risk_market: { type: 'boolean', description: 'Whether the market is a neg-risk market (on chain: routed through the NegRiskAdapter). A request\'s `neg_risk_market`, when sent, equals it (a mismatch is refused, 422).' },
+    outcome_index: { type: ['integer', 'null'], description: 'Redeem of one outcome: the index (in the market\'s `tokens`) of the outcome redeemed. Null for split and merge, and for a redeem of every outcome (sent without `outcome_index`).' },
+    amount: { type: ['string', 'null'], description: 'Split / merge: dollars = full sets of shares. Redeem: the shares redeemed when `amount` was sent, else null (the whole balance).' },
     payout_usd: { type: ['string', 'null'], description: 'Redeem: dollars paid, $1 per winning share, $0 per losing share; null otherwise.' },
+    payout_base_units: { type: ['string', 'null'], pattern: '^[0-9]+$', description: 'Redeem: `payout_usd` in pUSD base units (6 decimals: "500000000" is $500), the reference product\'s field; null otherwise.' },
     transaction_hash: { type: ['string', 'null'], pattern: '^0x[0-9a-f]{64}$', description: 'Simulated transaction hash (keccak256 of the operation).' },
     pusd_delta: { type: ['string', 'null'], description: 'Signed pUSD change, dollars (split −amount, merge +amount, redeem +payout).' },
     pusd_balance: { type: ['string', 'null'], description: 'pUSD balance after the operation, dollars.' },
     tokens: {
       type: 'array',
-      description: 'Both outcome tokens of the market: signed share change and shares held after.',
+      description: 'Both outcome tokens of the market: signed share change and shares held after (a redeem of one outcome leaves the other unchanged: `shares_delta` "0").',
       items: {
         type: 'object',
         additionalProperties: false,
@@ -102,22 +127,53 @@ export const WalletOpResponse = {
   },
 } as const;
 
-/** POST /v2/trade/positions/redeem body (ours). */
+/** `condition_id` of the wallet bodies: 0x + 64 hex (either case). */
+const ConditionId = { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$', description: 'The market\'s condition id: 0x + 64 hex (either case).' } as const;
+
+/** `neg_risk_market` of the wallet bodies (the reference product requires it; here optional). */
+const NegRiskMarket = {
+  type: 'boolean',
+  description:
+    'Whether the market is neg-risk (GET /v2/trade/markets `neg_risk`); on chain it routes the operation through the NegRiskAdapter. Optional here (the reference product requires it): ' +
+    'when sent it must match the market, else 422 `NEG_RISK_MISMATCH` (nothing changes); when omitted the market\'s own routing is used.',
+} as const;
+
+/**
+ * POST /v2/trade/positions/redeem body (spec 4.6: payload not shown): the reference product's
+ * `{condition_id, outcome_index, neg_risk_market, amount?, venue?}`; only `condition_id` is
+ * required here, so our earlier `{condition_id}` (redeem every outcome) still works.
+ */
 export const RedeemRequest = {
   $id: 'RedeemRequest',
   type: 'object',
   additionalProperties: false,
   required: ['condition_id'],
-  properties: { condition_id: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' } },
+  properties: {
+    condition_id: ConditionId,
+    outcome_index: {
+      type: 'integer',
+      minimum: 0,
+      description:
+        'The outcome to redeem: its index in the market\'s `tokens` (0 = the first, e.g. Yes; 1 = the second). Only that outcome\'s shares are burned: $1 each when it won, $0 when it lost. ' +
+        'An index the market does not have: 400. Omitted: every outcome the user holds is redeemed.',
+    },
+    neg_risk_market: NegRiskMarket,
+    amount: { ...DecimalString, description: 'Shares of `outcome_index` to redeem (at most 6 decimals, at most the shares held); the whole position when omitted. Needs `outcome_index` (400 without).' },
+    venue: WalletVenue,
+  },
 } as const;
 
-/** POST /v2/trade/positions/split and /merge body (ours): `amount` pUSD ↔ full sets of shares. */
+/**
+ * POST /v2/trade/positions/split and /merge body (spec 4.6: payload not shown): the reference
+ * product's `{condition_id, amount, neg_risk_market, venue?}`; `neg_risk_market` optional here.
+ * `amount` pUSD ↔ full sets of shares.
+ */
 export const SplitMergeRequest = {
   $id: 'SplitMergeRequest',
   type: 'object',
   additionalProperties: false,
   required: ['condition_id', 'amount'],
-  properties: { condition_id: { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' }, amount: { ...DecimalString, description: 'Dollars = full sets of shares.' } },
+  properties: { condition_id: ConditionId, amount: { ...DecimalString, description: 'Dollars = full sets of shares.' }, neg_risk_market: NegRiskMarket, venue: WalletVenue },
 } as const;
 
 /** Most order ids one POST /v2/trade/orders/cancel takes (more → 400; DELETE /v2/trade/orders has no limit). */

@@ -24,6 +24,7 @@ export function marketBody(venue: VenuePort, m: MarketInfo): MarketBody {
     tick_size: str(m.tickSize),
     min_size: str(m.minSize),
     end_date: m.endDateIso,
+    neg_risk: m.negRisk,
     closed: s?.closed ?? false,
     resolved: s?.resolved ?? false,
     winning_token_id: s?.winningTokenId ?? null,

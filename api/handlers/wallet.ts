@@ -1,4 +1,5 @@
 import type { WalletOpType } from '../../machines/wallet-op.js';
+import type { WalletOpBody, WithdrawBody } from '../../engine/wallet/service.js';
 import { requireVenue } from '../availability.js';
 import type { Handler, HandlerResult } from '../context.js';
 import { page, pageQuery } from '../paging.js';
@@ -9,7 +10,7 @@ const REPLAYED = { 'Idempotent-Replayed': 'true' };
 function walletOp(type: WalletOpType): Handler {
   return async ({ req, services, user, resourceSeed }): Promise<HandlerResult> => {
     requireVenue(services);
-    const { record, replayed } = await services.wallet.operate(user!.partnerId, user!._id, type, req.body as { condition_id: string; amount?: string }, resourceSeed);
+    const { record, replayed } = await services.wallet.operate(user!.partnerId, user!._id, type, req.body as WalletOpBody, resourceSeed);
     return { status: 200, body: record.view, ...(replayed ? { headers: REPLAYED } : {}) };
   };
 }
@@ -21,7 +22,7 @@ export const redeemPositions = walletOp('REDEEM');
 /** POST /v2/trade/withdraw (spec 4.6; issue 16): 200 with the withdrawal, PENDING until its block. */
 export const withdraw: Handler = async ({ req, services, user, resourceSeed }) => {
   requireVenue(services);
-  const { record, replayed } = await services.wallet.withdraw(user!.partnerId, user!._id, req.body as { to_address: string; amount: string; token?: string }, resourceSeed);
+  const { record, replayed } = await services.wallet.withdraw(user!.partnerId, user!._id, req.body as WithdrawBody, resourceSeed);
   return { status: 200, body: record.view, ...(replayed ? { headers: REPLAYED } : {}) };
 };
 

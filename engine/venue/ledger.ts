@@ -319,8 +319,11 @@ export class Ledger {
     return null;
   }
 
-  /** Why `userId` cannot redeem `tokenIds` (nothing held, or shares reserved by open sells), or null. */
-  redeemRefusal(userId: string, tokenIds: readonly string[]): WalletOpRefusal | null {
+  /**
+   * Why `userId` cannot redeem `tokenIds` (nothing held, shares reserved by open sells, or fewer
+   * shares than `amount` of a one-token redeem), or null.
+   */
+  redeemRefusal(userId: string, tokenIds: readonly string[], amount?: Dec): WalletOpRefusal | null {
     const w = this.walletOf(userId);
     let held = ZERO;
     for (const t of tokenIds) {
@@ -328,7 +331,9 @@ export class Ledger {
       if (p?.reserved.gt(0)) return { error: 'SHARES_RESERVED', reason: `${str(p.reserved)} shares of outcome token ${t} are reserved by open sells: cancel them before redeeming` };
       held = held.plus(p?.shares ?? ZERO);
     }
-    return held.isZero() ? { error: 'NOTHING_TO_REDEEM', reason: 'no shares of this market to redeem' } : null;
+    if (held.isZero()) return { error: 'NOTHING_TO_REDEEM', reason: tokenIds.length === 1 ? `no shares of outcome token ${tokenIds[0]} to redeem` : 'no shares of this market to redeem' };
+    if (amount && held.lt(amount)) return { error: 'INSUFFICIENT_SHARES', reason: `Not enough shares to redeem ${str(amount)} — holding ${str(held)} of outcome token ${tokenIds[0]}` };
+    return null;
   }
 
   /** Split: `amount` dollars of pUSD become `amount` shares of each token of the condition (cost: half each). */
@@ -361,18 +366,25 @@ export class Ledger {
     return this.recordOp(w, meta, 'merge', conditionId, amount, tokenIds.map((t) => [t, amount.neg()]));
   }
 
-  /** Redeem after resolution: burns every share of `tokenIds`; each share of `winningTokenId` pays $1. */
-  redeem(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], winningTokenId: string | null): WalletOpResult {
+  /**
+   * Redeem after resolution: burns the shares of `tokenIds` (all of them, or only `only.amount`
+   * shares of `only.tokenId`); each share of `winningTokenId` pays $1. The result lists every token
+   * of `tokenIds` (delta 0 for one left alone).
+   */
+  redeem(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], winningTokenId: string | null, only?: { tokenId: string; amount?: Dec }): WalletOpResult {
     const w = this.walletOf(userId);
     let payout = ZERO;
     const burned: [string, Dec][] = [];
     for (const t of tokenIds) {
       const p = this.positionOf(w, t);
-      if (t === winningTokenId) payout = payout.plus(p.shares);
-      if (p.shares.gt(0)) realize(p, (t === winningTokenId ? p.shares : ZERO).minus(p.cost));
-      burned.push([t, p.shares.neg()]);
-      p.shares = ZERO;
-      p.cost = ZERO;
+      const touched = !only || only.tokenId === t;
+      const n = touched ? (only?.amount ?? p.shares) : ZERO;
+      const costOut = touched && n.gte(p.shares) ? p.cost : costOf(p, n); // all of it when every share goes
+      if (t === winningTokenId) payout = payout.plus(n);
+      if (n.gt(0)) realize(p, (t === winningTokenId ? n : ZERO).minus(costOut));
+      burned.push([t, n.neg()]);
+      p.shares = p.shares.minus(n);
+      p.cost = p.cost.minus(costOut);
     }
     w.pusd = w.pusd.plus(payout);
     return this.recordOp(w, meta, 'redeem', conditionId, payout, burned);

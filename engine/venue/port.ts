@@ -199,7 +199,13 @@ export interface VenueHealth {
 export type WalletOp =
   | { kind: 'split'; opId: string; userId: string; conditionId: string; /** Dollars = full sets of shares (≤ 6 decimals). */ amount: string }
   | { kind: 'merge'; opId: string; userId: string; conditionId: string; /** Full sets of shares = dollars (≤ 6 decimals). */ amount: string }
-  | { kind: 'redeem'; opId: string; userId: string; conditionId: string }
+  | {
+      kind: 'redeem'; opId: string; userId: string; conditionId: string;
+      /** Redeem only this outcome token of the condition; every outcome when absent. */
+      tokenId?: string;
+      /** Shares of `tokenId` to redeem (≤ 6 decimals); all of them when absent. */
+      amount?: string;
+    }
   | { kind: 'withdraw'; opId: string; userId: string; /** Dollars of pUSD (≤ 6 decimals). */ amount: string }
   | { kind: 'credit'; opId: string; userId: string; /** Dollars of pUSD (≤ 6 decimals). */ amount: string };
 
@@ -234,6 +240,7 @@ export interface WalletOpRefusal {
   /**
    * `INSUFFICIENT_BALANCE` (pUSD), `INSUFFICIENT_SHARES` (free shares below a merge's amount),
    * `SHARES_RESERVED` (redeem while open sells reserve shares), `MARKET_NOT_RESOLVED`,
+   * `INSUFFICIENT_SHARES` also for a redeem of more shares of one outcome than held,
    * `NOTHING_TO_REDEEM`, `UNKNOWN_MARKET`.
    */
   error: string;

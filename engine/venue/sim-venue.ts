@@ -491,7 +491,10 @@ export class SimVenue implements VenuePort {
           result = this.ledger.merge(op.userId, meta, op.conditionId, this.conditionTokens(op.conditionId)!, dec(op.amount));
           break;
         case 'redeem':
-          result = this.ledger.redeem(op.userId, meta, op.conditionId, this.conditionTokens(op.conditionId)!, this.marketStatus(op.conditionId)!.winningTokenId);
+          result = this.ledger.redeem(
+            op.userId, meta, op.conditionId, this.conditionTokens(op.conditionId)!, this.marketStatus(op.conditionId)!.winningTokenId,
+            op.tokenId === undefined ? undefined : { tokenId: op.tokenId, ...(op.amount === undefined ? {} : { amount: dec(op.amount) }) },
+          );
           break;
         default:
           result = this.ledger.transfer(op.userId, meta, op.kind, dec(op.amount));
@@ -512,7 +515,9 @@ export class SimVenue implements VenuePort {
     if (op.kind === 'split') return this.ledger.pusdRefusal(op.userId, dec(op.amount), 'this split');
     if (op.kind === 'merge') return this.ledger.mergeRefusal(op.userId, tokens, dec(op.amount));
     if (!this.marketStatus(op.conditionId)!.resolved) return { error: 'MARKET_NOT_RESOLVED', reason: `market ${op.conditionId} is not resolved yet: nothing can be redeemed before resolution` };
-    return this.ledger.redeemRefusal(op.userId, tokens);
+    if (op.tokenId === undefined) return this.ledger.redeemRefusal(op.userId, tokens);
+    if (!tokens.includes(op.tokenId)) return { error: 'UNKNOWN_MARKET', reason: `outcome token ${op.tokenId} is not a token of market ${op.conditionId}` };
+    return this.ledger.redeemRefusal(op.userId, [op.tokenId], op.amount === undefined ? undefined : dec(op.amount));
   }
 
   /** The outcome tokens of a listed market, in the market's order; undefined when not listed. */

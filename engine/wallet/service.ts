@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { getAddress, keccak256, toUtf8Bytes, ZeroAddress } from 'ethers';
 import type { SnapshotFrom } from 'xstate';
 import {
-  WALLET_OP_MACHINE_VERSION, WALLET_OP_STATUS, walletOpMachine, type WalletOpContext, type WalletOpInput, type WalletOpState, type WalletOpType,
+  WALLET_OP_MACHINE_VERSION, WALLET_OP_STATUS, walletOpMachine, walletOpOf, type WalletOpContext, type WalletOpInput, type WalletOpState, type WalletOpType,
 } from '../../machines/wallet-op.js';
 import {
   creditOpId, debitOpId, WITHDRAWAL_MACHINE_VERSION, WITHDRAWAL_STATUS, withdrawalMachine, type WithdrawalContext, type WithdrawalInput, type WithdrawalState,
@@ -11,7 +11,7 @@ import {
 import type { ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
 import { dec, str, USD_DP } from '../decimal.js';
-import { errors } from '../errors.js';
+import { DomainError, errors } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { OrderService } from '../orders.js';
 import { checkTokenAmount, checkWalletOp, walletOpError } from '../risk.js';
@@ -41,6 +41,30 @@ type WalletOpSnapshot = SnapshotFrom<typeof walletOpMachine>;
 type WithdrawalSnapshot = SnapshotFrom<typeof withdrawalMachine>;
 type Meta = { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number };
 
+/** The reference product's transaction `state` of each REST `status`. */
+const TX_STATE: Readonly<Record<string, string>> = { PENDING: 'STATE_PENDING', CONFIRMED: 'STATE_CONFIRMED', FAILED: 'STATE_FAILED' };
+
+/** Body of POST /v2/trade/positions/split, /merge, /redeem (schemas/wallet.ts `SplitMergeRequest`, `RedeemRequest`). */
+export interface WalletOpBody {
+  condition_id: string;
+  /** Split / merge: dollars = full sets of shares (required). Redeem: shares of `outcome_index` (optional). */
+  amount?: string;
+  /** Redeem only: the outcome's index in the market's tokens. */
+  outcome_index?: number;
+  /** Must match the market's neg-risk flag when given. */
+  neg_risk_market?: boolean;
+  venue?: 'polymarket';
+}
+
+/** Body of POST /v2/trade/withdraw (schemas/wallet.ts `WithdrawRequest`): `to` or its alias `to_address`. */
+export interface WithdrawBody {
+  to?: string;
+  to_address?: string;
+  amount: string;
+  token?: string;
+  venue?: 'polymarket';
+}
+
 /** Adds `failure_code` and `message` to a view when the operation failed (`error` set in its context). */
 function withFailure(view: Record<string, unknown>, c: { error: string | null; reason: string | null }): Record<string, unknown> {
   if (c.error) {
@@ -53,18 +77,24 @@ function withFailure(view: Record<string, unknown>, c: { error: string | null; r
 /**
  * REST view of a split, merge or redeem (the POST answer and its activity row): the simulated
  * on-chain result (transaction hash, pUSD change and balance after, per outcome token the change
- * and balance after). Amounts are decimal strings: dollars and shares.
+ * and balance after), with the reference product's `state`, `neg_risk_market`, `outcome_index`
+ * and `payout_base_units` (the payout in pUSD base units, 6 decimals). Amounts are decimal
+ * strings: dollars and shares.
  */
-export function walletOpView(s: WalletOpSnapshot, meta: Meta, venue?: Pick<VenuePort, 'token'>): Record<string, unknown> {
+export function walletOpView(s: WalletOpSnapshot, meta: Meta, venue?: Pick<VenuePort, 'token' | 'market'>): Record<string, unknown> {
   const c = s.context as WalletOpContext;
   const r = c.result;
   const view: Record<string, unknown> = {
     type: c.type,
     operation_id: meta.id,
     status: meta.status,
+    state: TX_STATE[meta.status] ?? 'STATE_PENDING',
     condition_id: c.conditionId,
+    neg_risk_market: venue?.market(c.conditionId)?.negRisk ?? false,
+    outcome_index: c.outcomeIndex ?? null,
     amount: c.amount,
     payout_usd: c.type === 'REDEEM' && r ? r.pusdDelta : null,
+    payout_base_units: c.type === 'REDEEM' && r ? dec(r.pusdDelta).times(10 ** USD_DP).toFixed(0) : null,
     transaction_hash: r?.transactionHash ?? null,
     pusd_delta: r?.pusdDelta ?? null,
     pusd_balance: r?.pusdBalance ?? null,
@@ -80,13 +110,18 @@ export function walletOpView(s: WalletOpSnapshot, meta: Meta, venue?: Pick<Venue
   return withFailure(view, c);
 }
 
-/** REST view of a withdrawal (POST /withdraw, GET /withdrawals…, its activity row). */
+/**
+ * REST view of a withdrawal (POST /withdraw, GET /withdrawals…, its activity row); the destination
+ * under both `to` (the reference product's name) and `to_address`, and `state` beside `status`.
+ */
 export function withdrawalView(s: WithdrawalSnapshot, meta: Meta): Record<string, unknown> {
   const c = s.context as WithdrawalContext;
   const view: Record<string, unknown> = {
     type: 'WITHDRAWAL',
     withdrawal_id: meta.id,
     status: meta.status,
+    state: TX_STATE[meta.status] ?? 'STATE_PENDING',
+    to: c.toAddress,
     to_address: c.toAddress,
     token: c.token,
     symbol: c.symbol,
@@ -190,20 +225,23 @@ export class WalletService {
   }
 
   /**
-   * Split, merge or redeem for `userId` (spec 4.6): checked (amount, market, the venue's rule for
-   * the wallet) in the user's placement queue, then run as a `wallet-op` actor; answers once the
-   * venue applied it.
+   * Split, merge or redeem for `userId` (spec 4.6): checked (amount, market, `outcome_index`,
+   * `neg_risk_market`, the venue's rule for the wallet) in the user's placement queue, then run as
+   * a `wallet-op` actor; answers once the venue applied it. A redeem with `outcome_index` burns
+   * only that outcome's shares (`amount` of them, or all); without it, every outcome's.
    * @param seed id seed from the Idempotency-Key (`wop_<seed>`): a retry of a request whose
    *   operation exists answers that operation (`replayed`).
-   * @throws {DomainError} `INVALID_REQUEST` (amount), `NOT_FOUND` (market), `INSUFFICIENT_BALANCE`,
-   *   `NOT_ENOUGH_SHARES`, `MARKET_NOT_RESOLVED` (redeem before resolution), `NOTHING_TO_REDEEM`,
-   *   `SHARES_RESERVED` (redeem while open sells reserve shares). Nothing changes on a refusal.
+   * @throws {DomainError} `INVALID_REQUEST` (amount; a redeem `amount` without `outcome_index`; an
+   *   `outcome_index` the market does not have), `NOT_FOUND` (market), `NEG_RISK_MISMATCH`,
+   *   `INSUFFICIENT_BALANCE`, `NOT_ENOUGH_SHARES` (merge, or a redeem `amount` above the shares held),
+   *   `MARKET_NOT_RESOLVED` (redeem before resolution), `NOTHING_TO_REDEEM`, `SHARES_RESERVED`
+   *   (redeem while open sells reserve shares). Nothing changes on a refusal.
    */
   async operate(
     partnerId: string,
     userId: string,
     type: WalletOpType,
-    body: { condition_id: string; amount?: string },
+    body: WalletOpBody,
     seed: string | null,
   ): Promise<{ record: ActorRecord; replayed: boolean }> {
     const opId = `wop_${seed ?? randomUUID()}`;
@@ -212,13 +250,29 @@ export class WalletService {
       await this.whenQuiet(opId);
       return { record: (await this.recordOf(opId))!, replayed: true };
     }
-    const amount = type === 'REDEEM' ? null : str(checkTokenAmount('amount', body.amount!, USD_DP));
+    if (type === 'REDEEM' && body.amount !== undefined && body.outcome_index === undefined) {
+      throw errors.badRequest('amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to redeem every share)');
+    }
+    const amount = body.amount === undefined ? null : str(checkTokenAmount('amount', body.amount, USD_DP));
     // hex is case-insensitive (the schema takes A-F, as cancel-all's filter does); the venue's ids are lower case
     const market = this.venue.market(body.condition_id.toLowerCase());
     if (!market) throw errors.notFound(`no market ${body.condition_id} (see GET /v2/trade/markets)`);
-    const input: WalletOpInput = { opId, userId, type, conditionId: market.conditionId, amount, createdAtMs: this.clock.now() };
+    const outcome = body.outcome_index === undefined ? null : market.tokens[body.outcome_index];
+    if (outcome === undefined) {
+      throw errors.badRequest(`outcome_index ${body.outcome_index} is not an outcome of market ${market.conditionId}: ${market.tokens.map((t, i) => `${i} = ${t.outcome}`).join(', ')}`);
+    }
+    if (body.neg_risk_market !== undefined && body.neg_risk_market !== market.negRisk) {
+      throw new DomainError(
+        'NEG_RISK_MISMATCH',
+        `market ${market.conditionId} is ${market.negRisk ? 'a neg-risk market (routed through the NegRiskAdapter): send neg_risk_market true' : 'not a neg-risk market: send neg_risk_market false'}, or omit it (GET /v2/trade/markets shows neg_risk)`,
+      );
+    }
+    const input: WalletOpInput = {
+      opId, userId, type, conditionId: market.conditionId, amount, createdAtMs: this.clock.now(),
+      ...(outcome ? { outcomeIndex: body.outcome_index!, tokenId: outcome.tokenId } : {}),
+    };
     const record = await this.orders.exclusive(userId, async () => {
-      checkWalletOp(this.venue, type === 'REDEEM' ? { kind: 'redeem', opId, userId, conditionId: input.conditionId } : { kind: type === 'SPLIT' ? 'split' : 'merge', opId, userId, conditionId: input.conditionId, amount: amount! });
+      checkWalletOp(this.venue, walletOpOf(input));
       await this.host.create<typeof walletOpMachine>(WALLET_OP_MACHINE_ID, { id: opId, input, partnerId, ownerUserId: userId });
       await this.whenQuiet(opId);
       return (await this.recordOf(opId))!;
@@ -231,24 +285,26 @@ export class WalletService {
   }
 
   /**
-   * A withdrawal of pUSD for `userId` (spec 4.6): `to_address` must be an address, with a valid
+   * A withdrawal of pUSD for `userId` (spec 4.6): the destination (`to`, or its alias
+   * `to_address`; both only when they name the same address) must be an address, with a valid
    * EIP-55 checksum when it mixes case (all lower or all upper case is taken as is); `token`, when
    * given, must be a token of GET /balances/withdrawable (pUSD); `amount` in dollars, at most 6
    * decimals. The amount leaves the available balance at once; the actor confirms after the
    * simulated block delay (a transfer to the zero address reverts: FAILED, amount returned).
    * @param seed id seed from the Idempotency-Key (`wd_<seed>`).
-   * @throws {DomainError} `INVALID_REQUEST`, `INSUFFICIENT_BALANCE` (nothing changes).
+   * @throws {DomainError} `INVALID_REQUEST` (also `to` and `to_address` naming different addresses),
+   *   `INSUFFICIENT_BALANCE` (nothing changes).
    */
-  async withdraw(partnerId: string, userId: string, body: { to_address: string; amount: string; token?: string }, seed: string | null): Promise<{ record: ActorRecord; replayed: boolean }> {
+  async withdraw(partnerId: string, userId: string, body: WithdrawBody, seed: string | null): Promise<{ record: ActorRecord; replayed: boolean }> {
     const id = `wd_${seed ?? randomUUID()}`;
     const earlier = await this.recordOf(id);
     if (earlier && earlier.ownerUserId === userId) {
       await this.whenQuiet(id);
       return { record: (await this.recordOf(id))!, replayed: true };
     }
-    const toAddress = checksummed('to_address', body.to_address);
+    const { field, address: toAddress } = destination(body);
     // an ERC20 transfer to the token's own contract succeeds on chain and the tokens are lost for good
-    if (toAddress === PUSD_TOKEN.address) throw errors.badRequest(`to_address ${toAddress} is the ${PUSD_TOKEN.symbol} token contract itself: tokens sent there cannot be recovered; send them to a wallet address`);
+    if (toAddress === PUSD_TOKEN.address) throw errors.badRequest(`${field} ${toAddress} is the ${PUSD_TOKEN.symbol} token contract itself: tokens sent there cannot be recovered; send them to a wallet address`);
     if (body.token !== undefined && checksummed('token', body.token) !== PUSD_TOKEN.address) {
       throw errors.badRequest(`token ${body.token} is not withdrawable from this wallet (GET /v2/trade/balances/withdrawable lists the tokens: pUSD ${PUSD_TOKEN.address})`);
     }
@@ -312,6 +368,23 @@ export class WalletService {
     }
     return n;
   }
+}
+
+/**
+ * The destination of a withdrawal: `to`, or its alias `to_address`, checksummed; both given must
+ * name the same address (any spelling of it).
+ * @returns the field the address came from (`to` when both) and the address, EIP-55.
+ * @throws {DomainError} `INVALID_REQUEST`: neither given, an invalid address, two different ones.
+ */
+function destination(body: Pick<WithdrawBody, 'to' | 'to_address'>): { field: 'to' | 'to_address'; address: string } {
+  const to = body.to === undefined ? undefined : checksummed('to', body.to);
+  const alias = body.to_address === undefined ? undefined : checksummed('to_address', body.to_address);
+  if (to !== undefined && alias !== undefined && to !== alias) {
+    throw errors.badRequest(`to ${body.to} and to_address ${body.to_address} name different addresses: send one of them (to_address is an alias of to)`);
+  }
+  if (to !== undefined) return { field: 'to', address: to };
+  if (alias !== undefined) return { field: 'to_address', address: alias };
+  throw errors.badRequest('to is required (or its alias to_address)');
 }
 
 /**

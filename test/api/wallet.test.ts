@@ -10,6 +10,19 @@ const HASH = /^0x[0-9a-f]{64}$/;
 /** A checksummed address (EIP-55) and the same with one letter's case flipped (bad checksum). */
 const GOOD = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
 const BAD = '0x5aAeb6053f3E94C9b9A09f33669435E7Ef1BeAed';
+/** Another checksummed address. */
+const OTHER = '0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359';
+
+/**
+ * The reference product's OpenAPI document (its v2-trade.json) for the wallet endpoints: every
+ * request property it declares, and the fields its 200 answer requires.
+ */
+const REFERENCE_SHAPES: Record<string, { request: string[]; response: string[] }> = {
+  '/v2/trade/positions/redeem': { request: ['condition_id', 'outcome_index', 'neg_risk_market', 'amount', 'venue'], response: ['transaction_hash', 'state', 'condition_id', 'outcome_index', 'neg_risk_market', 'payout_base_units'] },
+  '/v2/trade/positions/split': { request: ['venue', 'condition_id', 'amount', 'neg_risk_market'], response: ['transaction_hash', 'state', 'condition_id', 'amount', 'neg_risk_market'] },
+  '/v2/trade/positions/merge': { request: ['venue', 'condition_id', 'amount', 'neg_risk_market'], response: ['transaction_hash', 'state', 'condition_id', 'amount', 'neg_risk_market'] },
+  '/v2/trade/withdraw': { request: ['venue', 'to', 'amount', 'token'], response: ['transaction_hash', 'state', 'to', 'amount', 'token'] },
+};
 
 /**
  * Wallet operations over REST (issue 16 items 4 and 5; spec 1, 2.8, 4.5, 4.6): split, merge, redeem,
@@ -21,11 +34,11 @@ describe('wallet operations (REST)', () => {
   const tr = new Trading(() => svc);
   let markets: any[];
   const used = new Set<string>();
-  /** A market of the catalogue not used by an earlier test (0.01 tick, binary). */
-  const market = () => {
-    const m = markets.find((x) => !used.has(x.condition_id) && x.tick_size === '0.01' && x.tokens.length === 2)!;
+  /** A market of the catalogue not used by an earlier test (0.01 tick, binary; neg-risk or not when `negRisk` is given). */
+  const market = (negRisk?: boolean) => {
+    const m = markets.find((x) => !used.has(x.condition_id) && x.tick_size === '0.01' && x.tokens.length === 2 && (negRisk === undefined || x.neg_risk === negRisk))!;
     used.add(m.condition_id);
-    return m as { condition_id: string; tokens: { token_id: string; outcome: string }[] };
+    return m as { condition_id: string; neg_risk: boolean; tokens: { token_id: string; outcome: string }[] };
   };
   const as = (u: string) => ({ 'x-partner-user-id': u });
   const post = (u: string, path: string, body: unknown, idempotencyKey?: string) => svc.call('POST', `/v2/trade${path}`, { body, headers: as(u), ...(idempotencyKey ? { idempotencyKey } : {}) });
@@ -36,7 +49,7 @@ describe('wallet operations (REST)', () => {
 
   beforeAll(async () => {
     svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '300' } });
-    await tr.init(['alice', 'bob', 'carol', 'dave', 'erin']);
+    await tr.init(['alice', 'bob', 'carol', 'dave', 'erin', 'fay', 'gus', 'hal']);
     markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
   });
   afterAll(() => svc.close());
@@ -131,7 +144,7 @@ describe('wallet operations (REST)', () => {
     const r = await post('dave', '/positions/redeem', { condition_id: m.condition_id });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({
-      type: 'REDEEM', status: 'CONFIRMED', amount: null, payout_usd: '14', pusd_delta: '14',
+      type: 'REDEEM', status: 'CONFIRMED', state: 'STATE_CONFIRMED', outcome_index: null, amount: null, payout_usd: '14', payout_base_units: '14000000', pusd_delta: '14',
       tokens: [{ token_id: yes!.token_id, shares_delta: '-14', balance: '0' }, { token_id: no!.token_id, shares_delta: '-4', balance: '0' }],
     });
     expect(r.body.transaction_hash).toMatch(HASH);
@@ -227,6 +240,146 @@ describe('wallet operations (REST)', () => {
     const failed = await poll('withdrawal failed', async () => (await get('erin', `/withdrawals/${w.body.withdrawal_id}`)).body, (b) => b.status === 'FAILED');
     expect(failed).toMatchObject({ status: 'FAILED', failure_code: 'TRANSFER_REVERTED', message: 'ERC20: transfer to the zero address', refunded: true });
     expect((await pusd('erin')).balance).toBe('899.75');
+  });
+
+  it('the served OpenAPI document takes every request property of the reference product\'s wallet bodies and answers every field its 200 requires', async () => {
+    const doc = (await svc.call('GET', '/v2/trade/openapi.json', { token: null })).body;
+    const deref = (x: any) => (x.$ref ? doc.components.schemas[x.$ref.split('/').pop()] : x);
+    for (const [path, ref] of Object.entries(REFERENCE_SHAPES)) {
+      const op = doc.paths[path].post;
+      const req = deref(op.requestBody.content['application/json'].schema);
+      const res = deref(op.responses['200'].content['application/json'].schema);
+      expect([path, ref.request.filter((f) => !(f in req.properties))]).toEqual([path, []]);
+      expect([path, ref.response.filter((f) => !res.required.includes(f))]).toEqual([path, []]);
+      // what the reference requires is never more than it sends: our required fields are among its properties
+      expect([path, (req.required as string[]).filter((f) => !ref.request.includes(f))]).toEqual([path, []]);
+    }
+  });
+
+  it('split and merge take the reference product\'s bodies (neg_risk_market, venue) and answer its state and neg_risk_market beside our fields', async () => {
+    const m = market(false);
+    // the reference pages' example bodies, the placeholder condition id replaced by a market of ours
+    const split = await post('fay', '/positions/split', { condition_id: m.condition_id, amount: '100.00', neg_risk_market: false });
+    expect(split.status).toBe(200);
+    expect(split.body).toMatchObject({
+      type: 'SPLIT', status: 'CONFIRMED', state: 'STATE_CONFIRMED', condition_id: m.condition_id, amount: '100', neg_risk_market: false, outcome_index: null,
+      payout_usd: null, payout_base_units: null, pusd_delta: '-100', pusd_balance: '900',
+    });
+    expect(split.body.transaction_hash).toMatch(HASH);
+    const merge = await post('fay', '/positions/merge', { condition_id: m.condition_id, amount: '100', neg_risk_market: false });
+    expect(merge.status).toBe(200);
+    expect(merge.body).toMatchObject({ type: 'MERGE', status: 'CONFIRMED', state: 'STATE_CONFIRMED', condition_id: m.condition_id, amount: '100', neg_risk_market: false, pusd_delta: '100', pusd_balance: '1000' });
+    const withVenue = await post('fay', '/positions/split', { venue: 'polymarket', condition_id: m.condition_id, amount: '1', neg_risk_market: false });
+    expect([withVenue.status, withVenue.body.state]).toEqual([200, 'STATE_CONFIRMED']);
+    const other = await post('fay', '/positions/split', { venue: 'predictfun', condition_id: m.condition_id, amount: '1' });
+    expect(other.status).toBe(400);
+    expect(other.body).toEqual({ error: 'invalid_request', message: 'venue must be one of "polymarket"' });
+  });
+
+  it('neg_risk_market must match the market (GET /markets neg_risk): a mismatch is 422 NEG_RISK_MISMATCH and changes nothing; omitted, the market\'s own routing', async () => {
+    const plain = market(false);
+    const neg = market(true);
+    const listed = (await svc.call('GET', `/v2/trade/markets?token_id=${plain.tokens[0]!.token_id},${neg.tokens[0]!.token_id}`)).body.markets;
+    expect(listed.map((x: any) => [x.condition_id, x.neg_risk])).toEqual([[plain.condition_id, false], [neg.condition_id, true]]);
+    const before = { pusd: await pusd('fay'), rows: (await activity('fay')).length };
+    for (const path of ['/positions/split', '/positions/merge']) {
+      const wrong = await post('fay', path, { condition_id: neg.condition_id, amount: '100.00', neg_risk_market: false });
+      expect([path, wrong.status, wrong.body]).toEqual([path, 422, {
+        error: 'NEG_RISK_MISMATCH',
+        message: `market ${neg.condition_id} is a neg-risk market (routed through the NegRiskAdapter): send neg_risk_market true, or omit it (GET /v2/trade/markets shows neg_risk)`,
+      }]);
+    }
+    const notNeg = await post('fay', '/positions/redeem', { condition_id: plain.condition_id, outcome_index: 0, neg_risk_market: true });
+    expect([notNeg.status, notNeg.body]).toEqual([422, {
+      error: 'NEG_RISK_MISMATCH',
+      message: `market ${plain.condition_id} is not a neg-risk market: send neg_risk_market false, or omit it (GET /v2/trade/markets shows neg_risk)`,
+    }]);
+    expect(await pusd('fay')).toEqual(before.pusd);
+    expect((await activity('fay')).length).toBe(before.rows);
+    const right = await post('fay', '/positions/split', { condition_id: neg.condition_id, amount: '5', neg_risk_market: true });
+    expect(right.status).toBe(200);
+    expect(right.body).toMatchObject({ type: 'SPLIT', state: 'STATE_CONFIRMED', neg_risk_market: true, pusd_delta: '-5' });
+    const omitted = await post('fay', '/positions/merge', { condition_id: neg.condition_id, amount: '5' });
+    expect(omitted.status).toBe(200);
+    expect(omitted.body).toMatchObject({ type: 'MERGE', state: 'STATE_CONFIRMED', neg_risk_market: true, pusd_delta: '5' });
+  });
+
+  it('redeem takes the reference product\'s body: outcome_index burns that outcome only ($1 a winning share, $0 a losing one), amount part of it; payout_base_units in 6-decimal base units', async () => {
+    const m = market(false);
+    const [yes, no] = m.tokens;
+    expect((await post('gus', '/positions/split', { condition_id: m.condition_id, amount: '10' })).status).toBe(200);
+    // the reference page's example body, the placeholder condition id replaced by a market of ours
+    const reference = { condition_id: m.condition_id, outcome_index: 0, neg_risk_market: false };
+    const early = await post('gus', '/positions/redeem', reference);
+    expect([early.status, early.body.error]).toEqual([409, 'MARKET_NOT_RESOLVED']);
+    await (svc.services.venue as SimVenue).resolveMarket(m.condition_id, yes!.token_id);
+    // refusals first: none changes anything
+    const before = { pusd: await pusd('gus'), rows: (await activity('gus')).length };
+    const noSuch = await post('gus', '/positions/redeem', { ...reference, outcome_index: 2 });
+    expect([noSuch.status, noSuch.body]).toEqual([400, { error: 'invalid_request', message: `outcome_index 2 is not an outcome of market ${m.condition_id}: 0 = ${yes!.outcome}, 1 = ${no!.outcome}` }]);
+    const negative = await post('gus', '/positions/redeem', { ...reference, outcome_index: -1 });
+    expect([negative.status, negative.body]).toEqual([400, { error: 'invalid_request', message: 'outcome_index must be at least 0' }]);
+    const loose = await post('gus', '/positions/redeem', { condition_id: m.condition_id, amount: '1' });
+    expect([loose.status, loose.body]).toEqual([400, { error: 'invalid_request', message: 'amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to redeem every share)' }]);
+    const tooMany = await post('gus', '/positions/redeem', { ...reference, outcome_index: 1, amount: '11' });
+    expect([tooMany.status, tooMany.body]).toEqual([422, { error: `Not enough shares to redeem 11 — holding 10 of outcome token ${no!.token_id}`, message: `Not enough shares to redeem 11 — holding 10 of outcome token ${no!.token_id}` }]);
+    expect(await pusd('gus')).toEqual(before.pusd);
+    expect((await activity('gus')).length).toBe(before.rows);
+    // part of the winning outcome, then the rest with the reference's body
+    const part = await post('gus', '/positions/redeem', { ...reference, amount: '4' });
+    expect(part.status).toBe(200);
+    expect(part.body).toMatchObject({
+      type: 'REDEEM', status: 'CONFIRMED', state: 'STATE_CONFIRMED', condition_id: m.condition_id, outcome_index: 0, neg_risk_market: false, amount: '4',
+      payout_usd: '4', payout_base_units: '4000000', pusd_delta: '4',
+      tokens: [{ token_id: yes!.token_id, shares_delta: '-4', balance: '6' }, { token_id: no!.token_id, shares_delta: '0', balance: '10' }],
+    });
+    const rest = await post('gus', '/positions/redeem', reference);
+    expect(rest.status).toBe(200);
+    expect(rest.body).toMatchObject({
+      state: 'STATE_CONFIRMED', outcome_index: 0, neg_risk_market: false, amount: null, payout_usd: '6', payout_base_units: '6000000',
+      tokens: [{ shares_delta: '-6', balance: '0' }, { shares_delta: '0', balance: '10' }],
+    });
+    expect(rest.body.transaction_hash).toMatch(HASH);
+    const again = await post('gus', '/positions/redeem', reference);
+    expect([again.status, again.body]).toEqual([422, { error: 'NOTHING_TO_REDEEM', message: `no shares of outcome token ${yes!.token_id} to redeem` }]);
+    // the losing outcome redeems to $0
+    const lose = await post('gus', '/positions/redeem', { ...reference, outcome_index: 1 });
+    expect(lose.status).toBe(200);
+    expect(lose.body).toMatchObject({ outcome_index: 1, payout_usd: '0', payout_base_units: '0', tokens: [{ shares_delta: '0', balance: '0' }, { shares_delta: '-10', balance: '0' }] });
+    expect((await pusd('gus')).balance).toBe('1000');
+    expect((await activity('gus')).slice(0, 3).map((r) => [r.type, r.amount])).toEqual([['REDEEM', '0'], ['REDEEM', '6'], ['REDEEM', '4']]);
+  });
+
+  it('withdraw takes the reference product\'s body {to, amount}: to_address is its alias (both only when the same address); the answer carries to and state', async () => {
+    // the reference page's example bodies, the placeholder addresses replaced by real ones
+    const w = await post('hal', '/withdraw', { to: GOOD, amount: '250.00' });
+    expect(w.status).toBe(200);
+    expect(w.body).toMatchObject({ type: 'WITHDRAWAL', status: 'PENDING', state: 'STATE_PENDING', to: GOOD, to_address: GOOD, amount: '250', token: PUSD_TOKEN.address });
+    expect(w.body.transaction_hash).toMatch(HASH);
+    const done = await poll('withdrawal confirmed', async () => (await get('hal', `/withdrawals/${w.body.withdrawal_id}`)).body, (b) => b.status === 'CONFIRMED');
+    expect(done).toMatchObject({ status: 'CONFIRMED', state: 'STATE_CONFIRMED', to: GOOD });
+    const token = await post('hal', '/withdraw', { to: GOOD, amount: '50.00', token: PUSD_TOKEN.address });
+    expect(token.status).toBe(200);
+    expect(token.body).toMatchObject({ state: 'STATE_PENDING', to: GOOD, amount: '50', token: PUSD_TOKEN.address });
+    // both names, one address in two spellings: taken
+    const both = await post('hal', '/withdraw', { to: GOOD.toLowerCase(), to_address: GOOD, amount: '1', venue: 'polymarket' });
+    expect(both.status).toBe(200);
+    expect(both.body).toMatchObject({ to: GOOD, to_address: GOOD, amount: '1' });
+    expect((await pusd('hal')).balance).toBe('699');
+    // refusals change nothing
+    const before = (await activity('hal')).length;
+    const differ = await post('hal', '/withdraw', { to: GOOD, to_address: OTHER, amount: '1' });
+    expect([differ.status, differ.body]).toEqual([400, { error: 'invalid_request', message: `to ${GOOD} and to_address ${OTHER} name different addresses: send one of them (to_address is an alias of to)` }]);
+    const none = await post('hal', '/withdraw', { amount: '1' });
+    expect([none.status, none.body]).toEqual([400, { error: 'invalid_request', message: 'to or to_address is required' }]);
+    const bad = await post('hal', '/withdraw', { to: BAD, amount: '1' });
+    expect([bad.status, bad.body]).toEqual([400, { error: 'invalid_request', message: `to ${BAD} is not a valid address (a mixed-case address must carry a valid EIP-55 checksum)` }]);
+    const self = await post('hal', '/withdraw', { to: PUSD_TOKEN.address, amount: '1' });
+    expect([self.status, self.body.message]).toEqual([400, `to ${PUSD_TOKEN.address} is the pUSD token contract itself: tokens sent there cannot be recovered; send them to a wallet address`]);
+    const venue = await post('hal', '/withdraw', { to: GOOD, amount: '1', venue: 'predictfun' });
+    expect([venue.status, venue.body]).toEqual([400, { error: 'invalid_request', message: 'venue must be one of "polymarket"' }]);
+    expect((await activity('hal')).length).toBe(before);
+    expect((await pusd('hal')).balance).toBe('699');
   });
 
   it('the shared invariant check holds over all of the above (wallet operations and conservation per condition)', async () => {

@@ -43,6 +43,19 @@ describe('ledger wallet operations', () => {
     expect(l.row('u').positions).toEqual([[Y, '0', '0', '0', '4.5'], [N, '0', '0', '0', '-1']]);
   });
 
+  it('redeem of one outcome: only that token\'s shares (all, or an amount) burn, its cost basis leaves in proportion; the other token is listed unchanged', () => {
+    const l = new Ledger('0');
+    l.load({ userId: 'u', pusd: '0', reserved: '0', positions: [[Y, '10', '0', '6'], [N, '2', '0', '1']] });
+    expect(l.redeemRefusal('u', [Y], dec('10.5'))).toEqual({ error: 'INSUFFICIENT_SHARES', reason: 'Not enough shares to redeem 10.5 — holding 10 of outcome token yes' });
+    const part = l.redeem('u', meta('r1'), 'c', [Y, N], Y, { tokenId: Y, amount: dec('4') });
+    expect(part).toMatchObject({ pusdDelta: '4', pusdBalance: '4', shares: [{ tokenId: Y, delta: '-4' }, { tokenId: N, delta: '0' }], positions: [{ size: '6' }, { size: '2' }] });
+    // realized on the winner: 4 × $1 − 4/10 of its $6 cost
+    expect(l.row('u').positions).toEqual([[Y, '6', '0', '3.6', '1.6'], [N, '2', '0', '1']]);
+    l.redeem('u', meta('r2'), 'c', [Y, N], Y, { tokenId: N });
+    expect(l.row('u').positions).toEqual([[Y, '6', '0', '3.6', '1.6'], [N, '0', '0', '0', '-1']]);
+    expect(l.redeemRefusal('u', [N])).toEqual({ error: 'NOTHING_TO_REDEEM', reason: 'no shares of outcome token no to redeem' });
+  });
+
   it('remembers each op with the wallet row (a repeat after recovery finds it), forgets it on release or after OP_RETAIN_MS', () => {
     const l = new Ledger('100');
     const d = l.transfer('u', meta('wd:debit'), 'withdraw', dec('25'));
