@@ -934,6 +934,11 @@ export class EmbeddedStore implements Store {
     });
   }
 
+  /** Runs `fn` without atomicity: the embedded store (retired for SQLite) has no transactions. */
+  transaction<R>(fn: () => Promise<R>): Promise<R> {
+    return fn();
+  }
+
   async ping(): Promise<boolean> {
     return true;
   }

@@ -172,6 +172,10 @@ class RecordingStore implements Store {
     };
   }
 
+  transaction<R>(fn: () => Promise<R>): Promise<R> {
+    return this.inner.transaction(fn);
+  }
+
   ping(): Promise<boolean> {
     return this.inner.ping();
   }
