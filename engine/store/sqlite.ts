@@ -64,9 +64,18 @@ function decode<T>(text: string): T {
 
 /** A field name as a JSON path literal (`a.b` → `$."a"."b"`); names are code's, never a client's. */
 function jsonPath(field: string): string {
+  let known = paths.get(field);
+  if (known === undefined) paths.set(field, (known = pathOf(field)));
+  return known;
+}
+
+/** JSON paths of the field names seen (a few dozen). */
+const paths = new Map<string, string>();
+
+function pathOf(field: string): string {
   const parts = field.split('.');
   for (const p of parts) {
-    if (p === '' || /["'\\\u0000-\u001f]/.test(p)) throw new Error(`store: field name ${JSON.stringify(field)} cannot be queried`);
+    if (p === '' || /["'\\]/.test(p) || [...p].some((ch) => ch < ' ')) throw new Error(`store: field name ${JSON.stringify(field)} cannot be queried`);
   }
   return `$${parts.map((p) => `."${p}"`).join('')}`;
 }
@@ -596,6 +605,11 @@ export class SqliteStore implements Store {
       this.statements.set(sql, st);
     }
     return st;
+  }
+
+  /** The SQL of the statements prepared so far, at most the last 512 (the query-plan test explains each). */
+  preparedSql(): string[] {
+    return [...this.statements.keys()];
   }
 
   async collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Promise<Collection<T>> {
