@@ -1,7 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { fstatSync } from 'node:fs';
+import { createReadStream, fstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import readline from 'node:readline';
 import BetterSqlite3 from 'better-sqlite3';
 import { DuplicateKeyError } from '../errors.js';
 import { cjsDefault } from '../interop.js';
@@ -633,6 +634,48 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 }
 
+/** The record of the one-time import of the embedded store's files (table `_imports`). */
+const NEDB_IMPORT = 'nedb';
+
+/**
+ * Imports the embedded store's data files (`<collection>.db`, NeDB's line format: later lines of
+ * an `_id` override earlier ones, `$$deleted` removes, `$$date` is a Date) found in `dir`, once per
+ * database: the documents and the `_imports` record that says so commit in one transaction, so a
+ * crash during the import leaves none of it and the next start imports again. The files are left
+ * as they were (the service no longer reads them).
+ * @returns the collections imported (none when done before or there are no files).
+ */
+async function importNedbFiles(db: Database, dir: string): Promise<string[]> {
+  db.exec('CREATE TABLE IF NOT EXISTS "_imports" (id TEXT PRIMARY KEY, atMs INTEGER NOT NULL)');
+  if (db.prepare('SELECT 1 FROM "_imports" WHERE id = ?').get(NEDB_IMPORT)) return [];
+  const names = (await fs.readdir(dir)).filter((f) => /^[A-Za-z][A-Za-z0-9_]*\.db$/.test(f)).map((f) => f.slice(0, -3)).sort();
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    for (const name of names) {
+      db.exec(`CREATE TABLE IF NOT EXISTS "${name}" (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
+      const put = db.prepare(`INSERT INTO "${name}" (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`);
+      const remove = db.prepare(`DELETE FROM "${name}" WHERE id = ?`);
+      const lines = readline.createInterface({ input: createReadStream(path.join(dir, `${name}.db`), 'utf8'), crlfDelay: Infinity });
+      for await (const line of lines) {
+        if (line.trim() === '') continue;
+        const doc = JSON.parse(line, (_key, value: unknown) => {
+          const ms = (value as { $$date?: unknown } | null)?.$$date;
+          return typeof ms === 'number' ? new Date(ms) : value;
+        }) as Record<string, unknown>;
+        if (doc.$$indexCreated !== undefined || doc.$$indexRemoved !== undefined || typeof doc._id !== 'string') continue;
+        if (doc.$$deleted === true) remove.run(doc._id);
+        else put.run(doc._id, encode(doc));
+      }
+    }
+    db.prepare('INSERT INTO "_imports" (id, atMs) VALUES (?, ?)').run(NEDB_IMPORT, Date.now());
+    db.exec('COMMIT');
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
+  return names;
+}
+
 /** {@link DiskSync} over open handles of the WAL and database files. */
 interface SyncFiles extends DiskSync {
   close(): Promise<void>;
@@ -726,6 +769,11 @@ export class SqliteStore implements Store {
         db.pragma(`journal_size_limit = ${Math.floor(checkpointBytes ?? CHECKPOINT_BYTES)}`);
         db.exec('BEGIN IMMEDIATE; COMMIT'); // the WAL file exists from here on
         const files = await openSyncFiles(dir, file);
+        const imported = await importNedbFiles(db, dir);
+        if (imported.length > 0) {
+          await files.wal();
+          log?.info({ collections: imported }, `store: imported the embedded store's files (${imported.join(', ')}) into ${file}`);
+        }
         return new SqliteStore(db, file, held, log ?? null, files, checkpointBytes);
       } catch (err) {
         db.close();
