@@ -11,6 +11,7 @@ import { loadDatastore } from './embedded-load.js';
 import { compareKeys, insertAll, UniqueIndex, takesUniqueIndex, updatePairs, type Bounds } from './unique-index.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
+import { equalityFields, expandDotted, holdsDate } from './sqlite.js';
 
 /** NeDB's own line format (`serialize`): the data file stays a file NeDB itself reads. */
 const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as {
@@ -257,15 +258,6 @@ function isPlain(v: unknown): v is string | number | boolean {
   return typeof v === 'string' || (typeof v === 'number' && !Number.isNaN(v)) || typeof v === 'boolean';
 }
 
-/** Whether a value holds a Date anywhere (NeDB writes Dates as `{"$$date": ms}`). */
-function holdsDate(v: unknown): boolean {
-  if (v === null || typeof v !== 'object') return false;
-  if (v instanceof Date) return true;
-  if (Array.isArray(v)) return v.some(holdsDate);
-  for (const k in v) if (holdsDate((v as Record<string, unknown>)[k])) return true;
-  return false;
-}
-
 /**
  * One data-file line, exactly as NeDB's `serialize` writes it. Its per-key replacer function only
  * matters for Dates (keys were checked when NeDB accepted the document), so documents without one
@@ -480,16 +472,6 @@ const COMPACT_EVERY_MS = 10 * 60_000;
 
 function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { errorType?: string }).errorType === 'uniqueViolated';
-}
-
-function equalityFields(filter: Filter): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(filter)) {
-    if (k.startsWith('$')) continue;
-    if (v !== null && typeof v === 'object' && !(v instanceof Date) && Object.keys(v).some((x) => x.startsWith('$'))) continue;
-    out[k] = v;
-  }
-  return out;
 }
 
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
@@ -844,18 +826,6 @@ function matcher(filter: Filter, field: string, range: Bounds): (doc: StoredDoc)
     }
     return true;
   };
-}
-
-/** Turns `{'a.b': 1}` into `{a: {b: 1}}` for inserts (queries accept dotted paths natively). */
-function expandDotted(obj: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(obj)) {
-    const parts = k.split('.');
-    let node = out;
-    for (const p of parts.slice(0, -1)) node = (node[p] ??= {}) as Record<string, unknown>;
-    node[parts[parts.length - 1]!] = v;
-  }
-  return out;
 }
 
 /**

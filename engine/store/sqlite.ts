@@ -53,7 +53,7 @@ function encode(doc: unknown): string {
 }
 
 /** Whether a value holds a Date anywhere. */
-function holdsDate(v: unknown): boolean {
+export function holdsDate(v: unknown): boolean {
   if (v === null || typeof v !== 'object') return false;
   if (v instanceof Date) return true;
   if (Array.isArray(v)) return v.some(holdsDate);
@@ -208,7 +208,7 @@ function orderBy(sort: FindOptions['sort']): string {
 }
 
 /** Turns `{'a.b': 1}` into `{a: {b: 1}}` (the inserted document of an upsert). */
-function expandDotted(obj: Record<string, unknown>): Record<string, unknown> {
+export function expandDotted(obj: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(obj)) {
     const parts = k.split('.');
@@ -220,7 +220,7 @@ function expandDotted(obj: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** The equality fields of a filter (what an upsert inserts besides the `$set` fields). */
-function equalityFields(filter: Filter): Record<string, unknown> {
+export function equalityFields(filter: Filter): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(filter)) {
     if (k.startsWith('$')) continue;

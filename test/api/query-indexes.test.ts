@@ -280,13 +280,18 @@ async function runScenarios(run: Run): Promise<void> {
   await sleep(300);
 }
 
-describe('every query the store port runs on MongoDB has an index that serves it (issue 14, item 5)', () => {
+/**
+ * A service for the scenarios in the describe block calling it (started before its tests, closed
+ * after), on a {@link RecordingStore} reporting `adapter` over an in-memory SQLite store.
+ */
+function scenarioService(adapter: StoreAdapter): { run: Run; sqlite: () => SqliteStore } {
   const run = {} as Run;
   const tr = new Trading(() => run.svc);
-
+  let sqlite: SqliteStore;
   beforeAll(async () => {
     run.clock = useTestClock();
-    run.store = new RecordingStore(await SqliteStore.open(null));
+    sqlite = await SqliteStore.open(null);
+    run.store = new RecordingStore(sqlite, adapter);
     run.tr = tr;
     run.svc = await startTestService({ store: run.store, env: ENV });
     await tr.init(['alice', 'bob']);
@@ -296,6 +301,11 @@ describe('every query the store port runs on MongoDB has an index that serves it
     await run.svc?.close();
     run.clock.restore();
   });
+  return { run, sqlite: () => sqlite };
+}
+
+describe('every query the store port runs on MongoDB has an index that serves it (issue 14, item 5)', () => {
+  const { run } = scenarioService('mongodb');
 
   it('runs the scenarios, then checks each recorded query against the declared indexes', { timeout: 120_000 }, async () => {
     const store = run.store;
@@ -360,26 +370,11 @@ const SQLITE_EXEMPT: Array<[RegExp, string]> = [
 ];
 
 describe('on SQLite every query the API runs is an index search, never a scan of a collection table', () => {
-  const run = {} as Run;
-  const tr = new Trading(() => run.svc);
-  let sqlite: SqliteStore;
-
-  beforeAll(async () => {
-    run.clock = useTestClock();
-    sqlite = await SqliteStore.open(null);
-    run.store = new RecordingStore(sqlite, 'sqlite');
-    run.tr = tr;
-    run.svc = await startTestService({ store: run.store, env: ENV });
-    await tr.init(['alice', 'bob']);
-  });
-  afterAll(async () => {
-    run.store.closeInner = true;
-    await run.svc?.close();
-    run.clock.restore();
-  });
+  const { run, sqlite: inner } = scenarioService('sqlite');
 
   it('runs the scenarios, then explains every statement the store prepared', { timeout: 120_000 }, async () => {
     await runScenarios(run);
+    const sqlite = inner();
     const rows: string[] = [];
     const scans: string[] = [];
     const tables = new Set(run.store.indexes.keys());
