@@ -93,7 +93,8 @@ export interface Store {
    * - SQLite: one SQLite transaction (a savepoint of the group commit); writes made outside `fn`
    *   meanwhile wait until it ends.
    * - MongoDB: a session's `withTransaction` with the store's write concern (`fn` may run again on
-   *   a transient error). On a standalone server (`MONGODB_ALLOW_STANDALONE=on`), which has no
+   *   a transient error; a write that fails inside aborts the whole transaction, so `fn` must let
+   *   such an error propagate, never catch it and go on). On a standalone server (`MONGODB_ALLOW_STANDALONE=on`), which has no
    *   transactions, `fn` runs without one: its writes land one by one.
    * - Embedded (retired): `fn` runs without atomicity.
    */
