@@ -161,11 +161,13 @@ export class IdempotencyService {
   static async open(store: Store, clock: Clock, log: Logger, options: { claimsInMemory?: boolean } = {}): Promise<IdempotencyService> {
     const docs = await store.collection<IdempotencyDoc>('idempotencyKeys', [
       { fields: ['expiresAt'], expireAfterSeconds: 0, adapters: ['mongodb'] },
-      { fields: ['expiresAtMs'], adapters: ['embedded'] },
+      { fields: ['expiresAtMs'], adapters: ['embedded', 'sqlite'] },
     ]);
     await forgetStoredKeys(store, docs, clock);
-    const svc = new IdempotencyService(docs, clock, log, options.claimsInMemory ?? store.adapter === 'embedded', store.adapter === 'mongodb');
-    if (store.adapter === 'embedded') {
+    // SQLite and the embedded store belong to one process (the DATA_DIR lock): claims in memory, sweep
+    const local = store.adapter !== 'mongodb';
+    const svc = new IdempotencyService(docs, clock, log, options.claimsInMemory ?? local, !local);
+    if (local) {
       await svc.sweep();
       svc.sweeper = setInterval(() => void svc.sweep().catch((err) => log.error({ err }, 'idempotency sweep failed')), SWEEP_EVERY_MS);
       svc.sweeper.unref();

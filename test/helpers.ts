@@ -5,9 +5,9 @@ import { ManualClock, systemClock, type Clock } from '../engine/clock.js';
 import { loadConfig, type Config } from '../engine/config.js';
 import { createLogger, type Logger } from '../engine/logger.js';
 import { startServices, type Services } from '../engine/service.js';
-import { EmbeddedStore } from '../engine/store/embedded.js';
 import { openStore } from '../engine/store/index.js';
 import type { MongoStore } from '../engine/store/mongo.js';
+import { SqliteStore } from '../engine/store/sqlite.js';
 import { mongoTestUri, withDatabase } from './mongo.js';
 import type { Store } from '../engine/store/port.js';
 import { ROUTES, SIM_ROUTES } from '../api/routes.js';
@@ -20,7 +20,7 @@ export const MASTER_KEY = 'pts_test_master_key_0123456789abcdef';
  * A running in-process service on port 0: on the `store` given, else on MongoDB when the tests have
  * one (test/mongo.ts: `MONGODB_URI` or `MONGOMS_SYSTEM_BINARY`, unless `TEST_STORE=embedded`; a
  * fresh database per service, opened like production with `openStore`, engine lease included, and
- * dropped at close), else on an in-memory embedded store.
+ * dropped at close), else on an in-memory SQLite store (the default adapter).
  */
 export interface TestService {
   baseUrl: string;
@@ -46,7 +46,7 @@ let databases = 0;
 /** Opens the store of a service that brings none: see {@link TestService}. */
 async function defaultTestStore(env: Record<string, string> = {}): Promise<Store> {
   const mongoUri = mongoTestUri();
-  if (!mongoUri) return EmbeddedStore.open(null);
+  if (!mongoUri) return SqliteStore.open(null);
   const db = `pts_t_${process.pid}_${++databases}_${randomUUID().slice(0, 8)}`;
   const store = (await openStore(testConfig({ ...env, MONGODB_URI: withDatabase(mongoUri, db), MONGODB_ALLOW_STANDALONE: 'on' }), createLogger('silent'))) as MongoStore;
   store.onClose(() => store.database.dropDatabase().then(() => {}));

@@ -24,7 +24,7 @@ export interface ServiceProcess {
 
 /**
  * Starts `npm start`'s entry point with `env` and waits until /healthz answers 200. The child runs
- * on the embedded store under the `DATA_DIR` given unless `env` itself sets `MONGODB_URI`: a
+ * on the SQLite store under the `DATA_DIR` given unless `env` itself sets `MONGODB_URI`: a
  * `MONGODB_URI` of the test run's own environment is not inherited (these suites are about the
  * process and its `DATA_DIR`; on one shared database their services would hold each other's engine lease).
  */

@@ -61,7 +61,7 @@ export class EmbeddedJobRepository implements JobRepository {
   constructor(private readonly store: Store) {}
 
   async connect(): Promise<void> {
-    this.jobs = await this.store.collection<StoredJob>('agendaJobs', [{ fields: ['name', 'nextRunAt'] }, { fields: ['data.actorId'] }, { fields: ['nextRunAt'], adapters: ['embedded'] }]);
+    this.jobs = await this.store.collection<StoredJob>('agendaJobs', [{ fields: ['name', 'nextRunAt'] }, { fields: ['data.actorId'] }, { fields: ['nextRunAt'], adapters: ['embedded', 'sqlite'] }]);
   }
 
   async queryJobs(options: JobsQueryOptions = {}): Promise<JobsResult> {

@@ -74,8 +74,10 @@ const ACTORS_MIGRATION = 'actors: ownerKey and type backfilled';
 
 /**
  * Indexes of `actors` (issue 14, item 5: each query of {@link ActorRepository} has one on MongoDB;
- * `test/api/query-indexes.test.ts` checks it). The low-cardinality ones are MongoDB-only (see
- * `IndexSpec.adapters`): the embedded store scans its in-memory records instead.
+ * `test/api/query-indexes.test.ts` checks it, and that each query is an index search on SQLite).
+ * The low-cardinality ones are not built on the embedded store (see `IndexSpec.adapters`), which
+ * scans its in-memory records instead; SQLite has the two of the restore and the reconciliation,
+ * and serves findOwned from the `ownerKey` range (one user's actors).
  * - `final, quarantine, createdAtMs, _id`: {@link ActorRepository.findRestorable} (start-up).
  * - `kind, final, quarantine, createdAtMs, _id`: the live orders of the reconciliation, newest first.
  * - `kind, ownerKey` / `kind, status, ownerKey` / `kind, type, ownerKey` /
@@ -85,8 +87,8 @@ const ACTORS_MIGRATION = 'actors: ownerKey and type backfilled';
  * - `partnerId, kind`: kept from before (no current query needs it).
  */
 const ACTOR_INDEXES: IndexSpec[] = [
-  { fields: ['final', 'quarantine', 'createdAtMs', '_id'], adapters: ['mongodb'] },
-  { fields: ['kind', 'final', 'quarantine', 'createdAtMs', '_id'], adapters: ['mongodb'] },
+  { fields: ['final', 'quarantine', 'createdAtMs', '_id'], adapters: ['mongodb', 'sqlite'] },
+  { fields: ['kind', 'final', 'quarantine', 'createdAtMs', '_id'], adapters: ['mongodb', 'sqlite'] },
   { fields: ['kind', 'ownerKey'], adapters: ['mongodb'] },
   { fields: ['kind', 'status', 'ownerKey'], adapters: ['mongodb'] },
   { fields: ['kind', 'type', 'ownerKey'], adapters: ['mongodb'] },

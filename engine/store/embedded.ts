@@ -12,6 +12,7 @@ import { compareKeys, insertAll, UniqueIndex, takesUniqueIndex, updatePairs, typ
 import { DATA_MODES, prepareDataDir } from './data-dir.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
+import { equalityFields, expandDotted, holdsDate } from './sqlite.js';
 
 /** NeDB's own line format (`serialize`): the data file stays a file NeDB itself reads. */
 const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as {
@@ -258,15 +259,6 @@ function isPlain(v: unknown): v is string | number | boolean {
   return typeof v === 'string' || (typeof v === 'number' && !Number.isNaN(v)) || typeof v === 'boolean';
 }
 
-/** Whether a value holds a Date anywhere (NeDB writes Dates as `{"$$date": ms}`). */
-function holdsDate(v: unknown): boolean {
-  if (v === null || typeof v !== 'object') return false;
-  if (v instanceof Date) return true;
-  if (Array.isArray(v)) return v.some(holdsDate);
-  for (const k in v) if (holdsDate((v as Record<string, unknown>)[k])) return true;
-  return false;
-}
-
 /**
  * One data-file line, exactly as NeDB's `serialize` writes it. Its per-key replacer function only
  * matters for Dates (keys were checked when NeDB accepted the document), so documents without one
@@ -481,16 +473,6 @@ const COMPACT_EVERY_MS = 10 * 60_000;
 
 function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { errorType?: string }).errorType === 'uniqueViolated';
-}
-
-function equalityFields(filter: Filter): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(filter)) {
-    if (k.startsWith('$')) continue;
-    if (v !== null && typeof v === 'object' && !(v instanceof Date) && Object.keys(v).some((x) => x.startsWith('$'))) continue;
-    out[k] = v;
-  }
-  return out;
 }
 
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
@@ -847,18 +829,6 @@ function matcher(filter: Filter, field: string, range: Bounds): (doc: StoredDoc)
   };
 }
 
-/** Turns `{'a.b': 1}` into `{a: {b: 1}}` for inserts (queries accept dotted paths natively). */
-function expandDotted(obj: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(obj)) {
-    const parts = k.split('.');
-    let node = out;
-    for (const p of parts.slice(0, -1)) node = (node[p] ??= {}) as Record<string, unknown>;
-    node[parts[parts.length - 1]!] = v;
-  }
-  return out;
-}
-
 /**
  * Embedded Mongo-style store on @seald-io/nedb: one append-only file per collection under `dir`,
  * or purely in memory when `dir` is null (tests). Writes are appended before their promise
@@ -933,6 +903,11 @@ export class EmbeddedStore implements Store {
       await c.durable();
       return c as unknown as Collection<T>;
     });
+  }
+
+  /** Runs `fn` without atomicity: the embedded store (retired for SQLite) has no transactions. */
+  transaction<R>(fn: () => Promise<R>): Promise<R> {
+    return fn();
   }
 
   async ping(): Promise<boolean> {

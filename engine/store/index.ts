@@ -1,9 +1,9 @@
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import { EmbeddedStore } from './embedded.js';
 import { takeEngineLease } from './lease.js';
 import { MongoStore } from './mongo.js';
+import { SQLITE_FILE, SqliteStore } from './sqlite.js';
 import type { Store } from './port.js';
 
 export type { Store, Collection, Doc, Filter, IndexSpec } from './port.js';
@@ -14,8 +14,9 @@ export { MongoStoreRefusedError, MongoUnreachableError } from './mongo.js';
 /**
  * Opens the store the configuration asks for: MongoDB when `MONGODB_URI` is set (with the
  * configured write concern, on a replica set unless a standalone server is allowed, holding the
- * database's engine lease for this process's life: see engine/store/lease.ts), otherwise the
- * embedded store on disk under `DATA_DIR` (one INFO line says so), locked for this process's life.
+ * database's engine lease for this process's life: see engine/store/lease.ts), otherwise SQLite:
+ * the file `store.sqlite` in `DATA_DIR` (one INFO line says so), the folder locked for this
+ * process's life, or in memory when `DATA_DIR=:memory:`.
  * @throws {DataDirLockedError} when another live process holds `DATA_DIR`.
  * @throws {EngineLeaseHeldError} when another live engine process holds the MongoDB database.
  * @throws {MongoStoreRefusedError} on a standalone MongoDB server (unless allowed), a URI whose
@@ -38,11 +39,11 @@ export async function openStore(config: Config, log: Logger): Promise<Store> {
     return store;
   }
   if (config.dataDir === ':memory:') {
-    log.info({ store: 'embedded' }, 'store: embedded, in memory only (DATA_DIR=:memory:): nothing survives a restart');
-    return EmbeddedStore.open(null);
+    log.info({ store: 'sqlite' }, 'store: sqlite, in memory only (DATA_DIR=:memory:): nothing survives a restart');
+    return SqliteStore.open(null, { log });
   }
   const dir = path.resolve(config.dataDir);
-  const store = await EmbeddedStore.open(dir, { lock: true, log });
-  log.info({ store: 'embedded', dir }, `store: embedded (no MONGODB_URI set), files in ${dir}`);
+  const store = await SqliteStore.open(dir, { lock: true, log });
+  log.info({ store: 'sqlite', dir }, `store: sqlite (no MONGODB_URI set), ${path.join(dir, SQLITE_FILE)}`);
   return store;
 }

@@ -1,4 +1,5 @@
-import { MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError, type Db, type Collection as MongoCollection, type Document, type MongoClientOptions } from 'mongodb';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError, type ClientSession, type Db, type Collection as MongoCollection, type Document, type MongoClientOptions } from 'mongodb';
 import { ConnectionString } from 'mongodb-connection-string-url';
 import { DuplicateKeyError } from '../errors.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
@@ -8,12 +9,21 @@ function rethrow(err: unknown): never {
   throw err;
 }
 
+/** The session of the {@link MongoStore.transaction} the caller runs in, if any. */
+const txSession = new AsyncLocalStorage<ClientSession>();
+
+/** Options carrying the running transaction's session (none outside one). */
+function inTx<O extends object>(options: O): O & { session?: ClientSession } {
+  const session = txSession.getStore();
+  return session ? { ...options, session } : options;
+}
+
 class MongoDocCollection<T extends Doc> implements Collection<T> {
   constructor(private readonly c: MongoCollection<Doc>) {}
 
   async insertOne(doc: T): Promise<void> {
     try {
-      await this.c.insertOne(doc);
+      await this.c.insertOne(doc, inTx({}));
     } catch (err) {
       rethrow(err);
     }
@@ -22,18 +32,18 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
   /** An ordered insert of `docs` (a prefix may have landed when it throws). */
   async insertMany(docs: T[]): Promise<void> {
     try {
-      await this.c.insertMany(docs, { ordered: true });
+      await this.c.insertMany(docs, inTx({ ordered: true }));
     } catch (err) {
       rethrow(err);
     }
   }
 
   async findOne(filter: Filter): Promise<T | null> {
-    return (await this.c.findOne(filter)) as T | null;
+    return (await this.c.findOne(filter, inTx({}))) as T | null;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    let cursor = this.c.find(filter);
+    let cursor = this.c.find(filter, inTx({}));
     if (options.sort) cursor = cursor.sort(options.sort);
     if (options.skip) cursor = cursor.skip(options.skip);
     if (options.limit) cursor = cursor.limit(options.limit);
@@ -41,12 +51,12 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
   }
 
   async count(filter: Filter): Promise<number> {
-    return await this.c.countDocuments(filter);
+    return await this.c.countDocuments(filter, inTx({}));
   }
 
   async updateOne(filter: Filter, set: Record<string, unknown>, options: { upsert?: boolean } = {}): Promise<number> {
     try {
-      const res = await this.c.updateOne(filter, { $set: set }, { upsert: options.upsert ?? false });
+      const res = await this.c.updateOne(filter, { $set: set }, inTx({ upsert: options.upsert ?? false }));
       return res.matchedCount;
     } catch (err) {
       rethrow(err);
@@ -55,14 +65,14 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
 
   async replaceOne(doc: T): Promise<void> {
     try {
-      await this.c.replaceOne({ _id: doc._id }, doc, { upsert: true });
+      await this.c.replaceOne({ _id: doc._id }, doc, inTx({ upsert: true }));
     } catch (err) {
       rethrow(err);
     }
   }
 
   async deleteMany(filter: Filter): Promise<number> {
-    return (await this.c.deleteMany(filter)).deletedCount;
+    return (await this.c.deleteMany(filter, inTx({}))).deletedCount;
   }
 }
 
@@ -211,6 +221,9 @@ export class MongoStore implements Store {
   private constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
+    private readonly write: MongoWriteSettings,
+    /** Whether the deployment has transactions (a replica set or a sharded cluster). */
+    readonly transactional: boolean,
   ) {}
 
   get location(): string {
@@ -245,7 +258,7 @@ export class MongoStore implements Store {
         });
       const refusal = standaloneRefusal(hello, options.allowStandalone ?? false);
       if (refusal) throw new MongoStoreRefusedError(refusal);
-      return new MongoStore(client, db);
+      return new MongoStore(client, db, write, topologyOf(hello) !== 'standalone');
     } catch (err) {
       await client.close().catch(() => {});
       throw err;
@@ -268,6 +281,23 @@ export class MongoStore implements Store {
       });
     }
     return new MongoDocCollection<T>(c);
+  }
+
+  /**
+   * Runs `fn` in a session's `withTransaction` with the store's write concern: its writes commit
+   * together or not at all (see {@link Store.transaction}); the driver runs `fn` again on a
+   * transient transaction error. On a standalone server (allowed by `MONGODB_ALLOW_STANDALONE`),
+   * which has no transactions, `fn` runs without one and its writes land one by one.
+   */
+  async transaction<R>(fn: () => Promise<R>): Promise<R> {
+    if (txSession.getStore() || !this.transactional) return fn();
+    return this.client.withSession(async (session) => {
+      let result: R;
+      await session.withTransaction(async () => {
+        result = await txSession.run(session, fn);
+      }, { writeConcern: { w: this.write.w, journal: this.write.journal } });
+      return result!;
+    });
   }
 
   /** Always null: each MongoDB operation reports its own failure (see {@link Store.writeFailure}). */

@@ -1,8 +1,10 @@
 /**
- * Storage port (issue 2). Two adapters implement it: MongoDB (engine/store/mongo.ts, production)
- * and an embedded Mongo-style store on @seald-io/nedb (engine/store/embedded.ts, default). Both
- * speak the same small subset of the MongoDB query language, so code above the port never knows
- * which one it runs on. The contract suite `test/engine/store/contract.test.ts` runs against each.
+ * Storage port (issue 2). Three adapters implement it: MongoDB (engine/store/mongo.ts, when
+ * `MONGODB_URI` is set), SQLite (engine/store/sqlite.ts, the default: a file in `DATA_DIR`, or
+ * memory) and the older embedded store on @seald-io/nedb (engine/store/embedded.ts, no longer
+ * chosen by the service). They speak the same small subset of the MongoDB query language, so code
+ * above the port never knows which one it runs on. The contract suite
+ * `test/engine/store/contract.test.ts` runs against each.
  */
 
 /** A stored document: every collection keys documents by a string `_id`. */
@@ -41,8 +43,11 @@ export interface IndexSpec {
    * index in one array, so a low-cardinality index makes every update O(documents) there while a
    * scan costs the same; such indexes are MongoDB-only, with a selective embedded-only one instead.
    */
-  adapters?: Array<'mongodb' | 'embedded'>;
+  adapters?: Array<StoreAdapter>;
 }
+
+/** Which adapter a store is. */
+export type StoreAdapter = 'mongodb' | 'sqlite' | 'embedded';
 
 /** A collection of documents of type `T`. */
 export interface Collection<T extends Doc> {
@@ -75,11 +80,25 @@ export interface Collection<T extends Doc> {
 
 /** The store: named collections over one database. */
 export interface Store {
-  /** `mongodb` or `embedded`. */
-  readonly adapter: 'mongodb' | 'embedded';
+  /** `mongodb`, `sqlite` or `embedded`. */
+  readonly adapter: StoreAdapter;
   /** Human-readable location (database name or folder), never credentials. */
   readonly location: string;
   collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Promise<Collection<T>>;
+  /**
+   * Runs `fn`; every write it makes through this store (any collection) commits together, or none
+   * does when `fn` throws (its error is rethrown). Resolves with `fn`'s result once committed. A call
+   * inside a running transaction joins it. Keep `fn` short and never let it wait for a write made
+   * outside it.
+   * - SQLite: one SQLite transaction (a savepoint of the group commit); writes made outside `fn`
+   *   meanwhile wait until it ends.
+   * - MongoDB: a session's `withTransaction` with the store's write concern (`fn` may run again on
+   *   a transient error; a write that fails inside aborts the whole transaction, so `fn` must let
+   *   such an error propagate, never catch it and go on). On a standalone server (`MONGODB_ALLOW_STANDALONE=on`), which has no
+   *   transactions, `fn` runs without one: its writes land one by one.
+   * - Embedded (retired): `fn` runs without atomicity.
+   */
+  transaction<R>(fn: () => Promise<R>): Promise<R>;
   /** Cheap liveness check for /healthz. */
   ping(): Promise<boolean>;
   /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
 
@@ -12,7 +12,7 @@ import { startTestService, type TestService } from '../helpers.js';
  * journal (so the cancel never becomes durable), then a second process starts on the same data.
  */
 describe('a cancel caught by a crash is sent again after the restart', () => {
-  const inner = EmbeddedStore.open(null);
+  const inner = SqliteStore.open(null);
   let first: TestService | undefined;
   let second: TestService | undefined;
   afterAll(async () => {

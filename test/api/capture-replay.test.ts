@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Dec } from '../../engine/decimal.js';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { loadCatalogue } from '../../engine/venue/markets.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
@@ -21,7 +21,7 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
   const resolved = capture.events.filter((e) => e.kind === 'resolved');
   let dir: string;
   let svc: TestService;
-  const start = async () => startTestService({ store: await EmbeddedStore.open(dir), env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1000000' } });
+  const start = async () => startTestService({ store: await SqliteStore.open(dir), env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1000000' } });
   const captureMarkets = async () => (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets as any[];
 
   beforeAll(async () => {

@@ -2,12 +2,12 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { px, tokenPicker } from './trading-kit.js';
 
 /**
- * Behaviour that depends on writes taking real time: the embedded store on disk (group commit),
+ * Behaviour that depends on writes taking real time: the SQLite store on disk (group commit),
  * as `npm start` runs it, rather than in memory.
  */
 describe('on the on-disk store', () => {
@@ -20,7 +20,7 @@ describe('on the on-disk store', () => {
 
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-disk-'));
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' } });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' } });
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
     markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
   });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { checkInvariants } from '../invariants.js';
 import { FaultyStore, type OpInfo } from '../engine/store/faulty-store.js';
@@ -40,7 +40,7 @@ afterEach(async () => {
 });
 
 async function setup(): Promise<Ctx> {
-  const store = new FaultyStore(await EmbeddedStore.open(null));
+  const store = new FaultyStore(await SqliteStore.open(null));
   const svc = await startTestService({ store, env: ENV });
   running.push(svc);
   const tr = await new Trading(() => svc).init(['alice', 'bob']);

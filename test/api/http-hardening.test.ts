@@ -5,7 +5,7 @@ import { createApp } from '../../api/app.js';
 import { ROUTES } from '../../api/routes.js';
 import { startHttp, type HttpService } from '../../api/server.js';
 import { startServices, type Services } from '../../engine/service.js';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { MASTER_KEY, startTestService, testConfig, type TestService } from '../helpers.js';
 
 /** Sends a request whose body is announced but never sent; resolves with the status (or null on timeout). */
@@ -169,7 +169,7 @@ describe('request log lines (issue 12 item 14)', () => {
   const lines: Array<Record<string, any>> = [];
   beforeAll(async () => {
     const log = pino({ level: 'info' }, { write: (s: string) => lines.push(JSON.parse(s)) });
-    ({ services } = await startServices(testConfig(), log, { store: await EmbeddedStore.open(null) }));
+    ({ services } = await startServices(testConfig(), log, { store: await SqliteStore.open(null) }));
     httpSvc = await startHttp(services, 0, '127.0.0.1');
   });
   afterAll(async () => {

@@ -5,7 +5,7 @@ import { toApiError } from '../../api/errors.js';
 import { ManualClock } from '../../engine/clock.js';
 import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS, IdempotencyService, canonicalJson } from '../../engine/idempotency.js';
 import { createLogger } from '../../engine/logger.js';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 describe('Idempotency-Key (spec 5.6) over REST', () => {
@@ -150,12 +150,12 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
 });
 
 describe.each([
-  { claims: 'in memory (embedded store)', claimsInMemory: true },
+  { claims: 'in memory (SQLite, embedded store)', claimsInMemory: true },
   { claims: 'stored (MongoDB: several processes)', claimsInMemory: false },
 ])('IdempotencyService, claims $claims', ({ claimsInMemory }) => {
   it('keeps records across a restart, expires them after 24 h (sweep), and takes over abandoned claims', async () => {
     const clock = new ManualClock(1_700_000_000_000);
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const log = createLogger('silent');
     const svc = await IdempotencyService.open(store, clock, log, { claimsInMemory });
     const req = { method: 'POST', path: '/v2/trade/order', userId: 'u', body: { a: 1 } };

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dec } from '../../engine/decimal.js';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
@@ -21,7 +21,7 @@ describe('market resolution and tick change through the real API', () => {
   let market: any;
   const as = (u: string) => ({ 'x-partner-user-id': u });
   const post = (u: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(u) });
-  const start = async () => startTestService({ store: await EmbeddedStore.open(dir), env: { SIM_CONTROL: 'on', SIM_MAKER_REFILL_MS: '3600000' } });
+  const start = async () => startTestService({ store: await SqliteStore.open(dir), env: { SIM_CONTROL: 'on', SIM_MAKER_REFILL_MS: '3600000' } });
   const marketNow = async () => (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets.find((m: any) => m.condition_id === market.condition_id);
 
   beforeAll(async () => {

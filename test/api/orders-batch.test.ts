@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { poll, px, Trading } from './trading-kit.js';
@@ -281,7 +281,7 @@ describe('a batch cancel caught by a store fault', () => {
   const tr = new Trading(() => svc);
 
   beforeAll(async () => {
-    store = new FaultyStore(await EmbeddedStore.open(null));
+    store = new FaultyStore(await SqliteStore.open(null));
     svc = await startTestService({ store, env: { SIM_MAKER_REFILL_MS: '3600000' } });
     await tr.init(['alice']);
   });

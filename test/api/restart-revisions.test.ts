@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { px, tokenPicker } from './trading-kit.js';
 
@@ -13,7 +13,7 @@ import { px, tokenPicker } from './trading-kit.js';
  * reconciliation tells each strategy the state of its child orders; when that changes nothing
  * stored, the host writes nothing (engine/actor-host.ts `step`).
  */
-describe('a restart with nothing changed keeps revisions (embedded store on disk)', () => {
+describe('a restart with nothing changed keeps revisions (SQLite store on disk)', () => {
   let dir: string;
   let svc: TestService | undefined;
   afterAll(async () => {
@@ -25,7 +25,7 @@ describe('a restart with nothing changed keeps revisions (embedded store on disk
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-revisions-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
     const as = { 'x-partner-user-id': 'alice' };
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env });
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' }, headers: as });
     const markets = (await svc.call('GET', '/v2/trade/markets?limit=80')).body.markets as any[];
     const pick = tokenPicker(() => markets, async (t) => (await svc!.call('GET', `/v2/trade/book?token_id=${t}`)).body);
@@ -46,7 +46,7 @@ describe('a restart with nothing changed keeps revisions (embedded store on disk
     expect(before.every((s) => s.status === 'ACTIVE' || s.status === 'PENDING')).toBe(true);
     for (let i = 0; i < 2; i++) {
       await svc.close();
-      svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+      svc = await startTestService({ store: await SqliteStore.open(dir), env });
       await svc.services.strategies.idle();
       // the same records, revisions and updated_at (the first restart used to add one or two)
       expect(await list()).toEqual(before);

@@ -2,13 +2,13 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { checkInvariants } from '../invariants.js';
 import { poll, px, Trading, useTestClock } from './trading-kit.js';
 
 /**
- * Timer-driven behaviour through the real scheduler (issue 12): Agenda over the embedded store,
+ * Timer-driven behaviour through the real scheduler (issue 12): Agenda over the store port (SQLite),
  * started by the service, never `host.deliverTimer`. Time is a clock the test controls (only
  * `Date` is faked, see useTestClock): a jump past a deadline lets the scheduler's next real poll
  * (SCHEDULER_POLL_MS = 200 ms in tests) run the due job.
@@ -139,7 +139,7 @@ describe('a TWAP survives a restart mid-way and finishes through the real schedu
 
   it('3 of 5 slices before the stop, the other 2 after the restart (one came due while down); COMPLETED in full', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-timers-'));
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env: ENV });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env: ENV });
     const tr = await new Trading(() => svc!).init(['alice']);
     const { token, ask } = await tr.freshToken(0.25, 0.6);
     const res = await tr.post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '50', price: px(ask + 0.03), execution: { interval_sec: 10, duration_sec: 50 } });
@@ -152,7 +152,7 @@ describe('a TWAP survives a restart mid-way and finishes through the real schedu
     await svc.close();
     svc = null;
     clock.jump(SLICE_MS); // slice 4 comes due while the service is down
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env: ENV });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env: ENV });
     const again = new Trading(() => svc!);
     await poll('slice 4 (due while down) placed at start', () => again.strategy('alice', id), (s) => s.slices_done === 4 && s.filled_size === '40');
     clock.jump(SLICE_MS);

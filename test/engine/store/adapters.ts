@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
 import { MongoStore } from '../../../engine/store/mongo.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { Store } from '../../../engine/store/port.js';
 import { MONGO_SKIP_REASON, mongoTestUri, withDatabase } from '../../mongo.js';
 
@@ -20,10 +21,30 @@ export interface AdapterUnderTest {
 /** Every adapter of the store port; MongoDB only where one is configured (test/mongo.ts). */
 export function adapters(): AdapterUnderTest[] {
   let dir: string | null = null;
+  let sqliteDir: string | null = null;
   const dbName = `pts_test_${process.pid}_${Date.now()}`;
   const mongoUri = mongoTestUri();
   const opened: Store[] = [];
   return [
+    {
+      name: 'sqlite (memory)',
+      skip: null,
+      durable: false,
+      open: () => SqliteStore.open(null),
+      cleanup: async () => {},
+    },
+    {
+      name: 'sqlite (disk)',
+      skip: null,
+      durable: true,
+      async open() {
+        sqliteDir ??= await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-'));
+        return SqliteStore.open(sqliteDir);
+      },
+      async cleanup() {
+        if (sqliteDir) await fs.rm(sqliteDir, { recursive: true, force: true });
+      },
+    },
     {
       name: 'embedded (memory)',
       skip: null,

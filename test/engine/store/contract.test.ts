@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { DuplicateKeyError, RevisionConflictError } from '../../../engine/errors.js';
 import { ActorRepository } from '../../../engine/store/actors.js';
+import type { MongoStore } from '../../../engine/store/mongo.js';
 import type { Store } from '../../../engine/store/port.js';
 import { adapters } from './adapters.js';
 
@@ -32,7 +33,7 @@ for (const adapter of adapters()) {
     it('opens and answers ping', async () => {
       store = await adapter.open();
       expect(await store.ping()).toBe(true);
-      expect(store.adapter).toMatch(/^(mongodb|embedded)$/);
+      expect(store.adapter).toMatch(/^(mongodb|sqlite|embedded)$/);
     });
 
     it('inserts, finds with filters, sorts, skips and limits', async () => {
@@ -59,8 +60,8 @@ for (const adapter of adapters()) {
       expect((await c.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['m1', 'm2', 'm3']);
       await expect(c.insertMany!([{ _id: 'm4', owner: 'o', n: 4 }, { _id: 'm2', owner: 'o', n: 5 }, { _id: 'm6', owner: 'o', n: 6 }])).rejects.toBeInstanceOf(DuplicateKeyError);
       const ids = (await c.find({}, { sort: { n: 1 } })).map((d) => d._id);
-      // embedded: all or none; MongoDB: the prefix before the duplicate
-      expect(store.adapter === 'embedded' ? ids : ids.filter((id) => id !== 'm4')).toEqual(['m1', 'm2', 'm3']);
+      // SQLite and embedded: all or none; MongoDB: the prefix before the duplicate
+      expect(store.adapter !== 'mongodb' ? ids : ids.filter((id) => id !== 'm4')).toEqual(['m1', 'm2', 'm3']);
       expect(ids).not.toContain('m6');
     });
 
@@ -163,6 +164,46 @@ for (const adapter of adapters()) {
       }
       await Promise.all(Array.from({ length: 50 }, (_, i) => c.deleteMany({ _id: `b${i}` })));
       expect(await c.count({ owner: 'burst', n: 5 })).toBe(150);
+    });
+
+    it('transaction: every write inside commits together, or none does when it throws (embedded: not atomic)', async () => {
+      const atomic = store.adapter === 'sqlite' || (store.adapter === 'mongodb' && (store as MongoStore).transactional);
+      const a = await store.collection<Item>('txa', [{ fields: ['n'], unique: true }]);
+      const b = await store.collection<Item>('txb');
+      await a.insertOne({ _id: 'x0', owner: 'o', n: 0 });
+      const out = await store.transaction(async () => {
+        await a.insertOne({ _id: 'x1', owner: 'o', n: 1 });
+        expect(await a.updateOne({ _id: 'x0' }, { tag: 'in-tx' })).toBe(1);
+        await b.replaceOne({ _id: 'y1', owner: 'o', n: 1 });
+        expect(await a.findOne({ _id: 'x1' })).toMatchObject({ n: 1 }); // reads its own writes
+        return 'done';
+      });
+      expect(out).toBe('done');
+      expect(await a.count({})).toBe(2);
+      expect(await b.count({})).toBe(1);
+      if (!atomic) return;
+      // a write from outside (another request), issued while the transaction runs, is not undone by its rollback
+      let go!: () => void;
+      const outside = new Promise<void>((resolve) => (go = resolve)).then(() => b.insertOne({ _id: 'y-out', owner: 'o', n: 9 }));
+      await expect(store.transaction(async () => {
+        await a.insertOne({ _id: 'x2', owner: 'o', n: 2 });
+        await b.deleteMany({ _id: 'y1' });
+        go();
+        await new Promise((resolve) => setImmediate(resolve));
+        await a.updateOne({ _id: 'x0' }, { tag: 'lost' });
+        await a.insertOne({ _id: 'x3', owner: 'o', n: 1 }); // unique n: DuplicateKeyError
+      })).rejects.toBeInstanceOf(DuplicateKeyError);
+      await outside;
+      expect((await a.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['x0', 'x1']);
+      expect(await a.findOne({ _id: 'x0' })).toMatchObject({ tag: 'in-tx' });
+      expect((await b.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['y1', 'y-out']);
+      // nested calls join the outer transaction; concurrent transactions each commit whole
+      await Promise.all([1, 2, 3].map((k) => store.transaction(async () => {
+        await a.insertOne({ _id: `c${k}`, owner: 'c', n: 10 + k });
+        await store.transaction(() => b.insertOne({ _id: `c${k}`, owner: 'c', n: k }));
+      })));
+      expect(await a.count({ owner: 'c' })).toBe(3);
+      expect(await b.count({ owner: 'c' })).toBe(3);
     });
 
     it.runIf(adapter.durable)('keeps everything across a close and re-open', async () => {

@@ -254,6 +254,10 @@ export class FaultyStore implements Store {
     return c;
   }
 
+  transaction<R>(fn: () => Promise<R>): Promise<R> {
+    return this.inner.transaction(fn);
+  }
+
   ping(): Promise<boolean> {
     return this.inner.ping();
   }

@@ -133,6 +133,7 @@ describe('engine lease (issue 14 item 6)', () => {
         return db.collection<T>(name, indexes);
       }
       ping = async () => true;
+      transaction = <R>(fn: () => Promise<R>) => fn();
       writeFailure = () => null;
       onClose(fn: () => Promise<void>) {
         this.hooks.push(fn);

@@ -1,0 +1,132 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
+import { FaultyStore, InjectedFault } from './faulty-store.js';
+
+/** Runs `script` (ES module code, run from the worktree: it imports dist/) with `DIR` set; resolves once its output contains `until`. */
+function runUntil(script: string, dir: string, until: string): Promise<{ child: ChildProcess; out: () => string; exited: Promise<unknown> }> {
+  const child = spawn(process.execPath, ['-e', script], { env: { ...process.env, DIR: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes(until)) resolve({ child, out: () => out, exited });
+    });
+    child.on('exit', () => reject(new Error(`child exited early: ${out}`)));
+  });
+}
+
+/**
+ * The SQLite store on disk: writes issued together share one commit; checkpoints keep every
+ * acknowledged write across `kill -9`; `store.transaction` leaves all or none of its writes when a
+ * write inside fails (fault injection) and when the process dies between two writes (`kill -9` of
+ * a child process on the built store, dist/), while a transaction that completed stays whole.
+ */
+describe('the SQLite store on disk: group commit, checkpoints, transactions', () => {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
+  });
+
+  it('writes issued together share one commit (group commit), each answered after it', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-gc-'));
+    dirs.push(dir);
+    const store = await SqliteStore.open(dir);
+    const c = await store.collection<{ _id: string; n: number }>('burst');
+    const before = store.writer.commits;
+    await Promise.all(Array.from({ length: 500 }, (_, i) => c.insertOne({ _id: `b${i}`, n: i })));
+    expect(store.writer.commits - before).toBe(1);
+    await Promise.all(Array.from({ length: 500 }, (_, i) => c.updateOne({ _id: `b${i}` }, { n: -i })));
+    expect(store.writer.commits - before).toBe(2);
+    await store.close();
+  });
+
+  it('kill -9 while writing across checkpoints: every acknowledged write is there, the file is intact', { timeout: 60_000 }, async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-cp-'));
+    dirs.push(dir);
+    const script = `import('./dist/engine/store/sqlite.js').then(async ({ SqliteStore }) => {
+      const store = await SqliteStore.open(process.env.DIR, { checkpointBytes: 256 * 1024 });
+      const c = await store.collection('docs', [{ fields: ['n'], unique: true }]);
+      for (let wave = 0; ; wave++) {
+        await Promise.all(Array.from({ length: 50 }, (_, i) => c.insertOne({ _id: 'd' + (wave * 50 + i), n: wave * 50 + i, pad: 'x'.repeat(500) })));
+        console.log('acked ' + (wave + 1) * 50 + ' checkpoints ' + store.writer.checkpoints);
+      }
+    })`;
+    const run = await runUntil(script, dir, 'checkpoints 3');
+    await new Promise((r) => setTimeout(r, 30));
+    run.child.kill('SIGKILL');
+    await run.exited;
+    const acked = Math.max(...[...run.out().matchAll(/acked (\d+)/g)].map((m) => Number(m[1])));
+    const store = await SqliteStore.open(dir);
+    expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok');
+    const c = await store.collection<{ _id: string; n: number }>('docs');
+    expect(await c.count({ n: { $lt: acked } })).toBe(acked);
+    await store.close();
+  });
+
+  it('a write that fails inside the transaction (injected) undoes the writes before it', async () => {
+    const store = new FaultyStore(await SqliteStore.open(null));
+    const steps = await store.collection<{ _id: string; n: number }>('steps');
+    const records = await store.collection<{ _id: string; n: number }>('records');
+    store.failNth('records', 'insertOne', 1);
+    await expect(store.transaction(async () => {
+      await steps.insertOne({ _id: 's1', n: 1 });
+      await steps.updateOne({ _id: 's1' }, { n: 2 });
+      await records.insertOne({ _id: 'r1', n: 1 });
+    })).rejects.toBeInstanceOf(InjectedFault);
+    expect(await steps.count({})).toBe(0);
+    expect(await records.count({})).toBe(0);
+    await store.transaction(async () => {
+      await steps.insertOne({ _id: 's1', n: 1 });
+      await records.insertOne({ _id: 'r1', n: 1 });
+    });
+    expect(await steps.count({})).toBe(1);
+    expect(await records.count({})).toBe(1);
+    await store.close();
+  });
+
+  it('kill -9 between two writes of a transaction: after the restart neither is there; an earlier completed one is whole', { timeout: 30_000 }, async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-tx-'));
+    dirs.push(dir);
+    // the first transaction completes; the second stops between its writes until killed, while a
+    // write from outside waits for it
+    const script = `import('./dist/engine/store/sqlite.js').then(async ({ SqliteStore }) => {
+      const store = await SqliteStore.open(process.env.DIR);
+      const steps = await store.collection('steps');
+      const records = await store.collection('records');
+      await store.transaction(async () => {
+        await steps.insertOne({ _id: 's1', n: 1 });
+        await records.insertOne({ _id: 'r1', n: 1 });
+      });
+      console.log('committed');
+      let between;
+      const reached = new Promise((r) => (between = r));
+      void store.transaction(async () => {
+        await steps.updateOne({ _id: 's1' }, { n: 2 });
+        await steps.insertOne({ _id: 's2', n: 1 });
+        between();
+        await new Promise((r) => setTimeout(r, 60000));
+        await records.insertOne({ _id: 'r2', n: 1 });
+      });
+      await reached;
+      void records.insertOne({ _id: 'outside', n: 1 });
+      setImmediate(() => setImmediate(() => console.log('between')));
+    })`;
+    const run = await runUntil(script, dir, 'between');
+    expect(run.out()).toContain('committed');
+    run.child.kill('SIGKILL');
+    await run.exited;
+
+    const store = await SqliteStore.open(dir);
+    const steps = await store.collection<{ _id: string; n: number }>('steps');
+    const records = await store.collection<{ _id: string; n: number }>('records');
+    expect(await steps.find({}, { sort: { _id: 1 } })).toEqual([{ _id: 's1', n: 1 }]);
+    expect(await records.find({}, { sort: { _id: 1 } })).toEqual([{ _id: 'r1', n: 1 }]);
+    await store.close();
+  });
+});
