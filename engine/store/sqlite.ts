@@ -7,6 +7,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { DuplicateKeyError } from '../errors.js';
 import { cjsDefault } from '../interop.js';
 import type { Logger } from '../logger.js';
+import { DATA_FILE_MODE, prepareDataDir } from './data-dir.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
 
@@ -754,10 +755,13 @@ export class SqliteStore implements Store {
   static async open(dir: string | null, options: { lock?: boolean; log?: Logger; checkpointBytes?: number } & LockOptions = {}): Promise<SqliteStore> {
     const { lock, log, checkpointBytes, ...lockOptions } = options;
     if (!dir) return new SqliteStore(new Sqlite(':memory:'), null, null, log ?? null);
-    await fs.mkdir(dir, { recursive: true });
+    await prepareDataDir(dir, log);
     const held = lock ? await lockDataDir(dir, lockOptions) : null;
     try {
       const file = path.join(dir, SQLITE_FILE);
+      // created owner-only before SQLite opens it: SQLite gives its -wal and -shm files the
+      // database file's mode, so none of the three is ever readable by other local users
+      await fs.writeFile(file, '', { flag: 'a', mode: DATA_FILE_MODE });
       const db = new Sqlite(file);
       try {
         db.pragma('journal_mode = WAL');

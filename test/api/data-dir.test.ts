@@ -66,28 +66,28 @@ describe('DATA_DIR at rest (issue 22 items 1, 2)', () => {
     const check = async () => {
       expect((await fs.stat(dir)).mode & 0o777).toBe(0o700);
       const files = await filesOf(dir);
-      expect(files.map((f) => path.basename(f.file))).toEqual(expect.arrayContaining(['idempotencyKeys.db', 'apiKeys.db']));
+      expect(files.map((f) => path.basename(f.file))).toEqual(expect.arrayContaining(['store.sqlite']));
       for (const f of files) {
         expect(f.mode, f.file).toBe(0o600);
-        const text = await fs.readFile(f.file, 'utf8');
+        const text = (await fs.readFile(f.file)).toString('latin1');
         expect(text.includes(token), `${f.file} holds the minted key`).toBe(false);
         expect(text.includes(master), `${f.file} holds the master key`).toBe(false);
       }
     };
-    await check(); // while it runs (the data files as appended)
+    await check(); // while it runs (the database, its WAL and shared-memory files)
     await stop(svc);
-    await check(); // after shutdown (the data files as compacted)
+    await check(); // after shutdown (the WAL checkpointed into the database)
   });
 
   it('a folder open to other users at start is tightened, files included, and named in a WARN line', async () => {
     const dir = await tmp();
     await fs.chmod(dir, 0o755);
-    await fs.writeFile(path.join(dir, 'users.db'), '', { mode: 0o644 });
-    await fs.chmod(path.join(dir, 'users.db'), 0o644); // whatever the umask
+    await fs.writeFile(path.join(dir, 'store.sqlite'), '', { mode: 0o644 });
+    await fs.chmod(path.join(dir, 'store.sqlite'), 0o644); // whatever the umask
     const svc = await spawnService({ DATA_DIR: dir, SIM_REPLAY: 'off', SIM_CAPTURE: 'off', LOG_LEVEL: 'warn' });
     running.push(svc);
     expect((await fs.stat(dir)).mode & 0o777).toBe(0o700);
-    expect((await fs.stat(path.join(dir, 'users.db'))).mode & 0o777).toBe(0o600);
+    expect((await fs.stat(path.join(dir, 'store.sqlite'))).mode & 0o777).toBe(0o600);
     const warn = svc
       .output()
       .split('\n')
@@ -95,7 +95,7 @@ describe('DATA_DIR at rest (issue 22 items 1, 2)', () => {
       .map((l) => JSON.parse(l) as { level: number; msg: string; tightened?: string[] })
       .find((l) => l.msg.startsWith('DATA_DIR:'));
     expect(warn).toMatchObject({ level: 40, msg: `DATA_DIR: 2 path(s) under ${dir} were readable by other local users; now 700 (folders) / 600 (files)` });
-    expect(warn!.tightened).toEqual([dir, path.join(dir, 'users.db')]);
+    expect(warn!.tightened).toEqual([dir, path.join(dir, 'store.sqlite')]);
     await stop(svc);
   });
 });
