@@ -44,7 +44,7 @@ const realRuntime: LoopRuntime = {
 };
 
 /**
- * A per-event-loop-iteration work budget (issue 15, item 2). Node 20.20 (libuv 1.46) accepts ONE
+ * A per-event-loop-iteration work budget. Node 20.20 (libuv 1.46) accepts ONE
  * new connection per event-loop iteration (libuv/libuv#3696), so an iteration that runs every
  * request its connections sent (an order taking ~0.9 ms of CPU with the store in memory) lasts
  * connections × 0.9 ms and new connections wait in the listen backlog until clients give up. The
@@ -229,7 +229,7 @@ export class AdmissionGate {
  * changed. With `Connection: close`: a client that retries at once (ignoring Retry-After) must
  * connect again, and Node accepts one connection per event-loop iteration, so shed clients can no
  * longer keep the loop busy answering 503s. Without it, 800 such connections (300 beyond the
- * queue) cut the orders completed from ~700/s to ~30/s (partner trial): the admitted requests
+ * queue) cut the orders completed from ~700/s to ~30/s: the admitted requests
  * progressed one long iteration at a time, each iteration spent answering the same clients' 503s.
  */
 function overloaded(why: string): ApiError {
@@ -240,7 +240,7 @@ function overloaded(why: string): ApiError {
 }
 
 /**
- * Load shedding and fairness for mutating requests (issue 15, item 2), on an {@link AdmissionGate}:
+ * Load shedding and fairness for mutating requests, on an {@link AdmissionGate}:
  * at most `concurrency` run at once, new ones start only while the event-loop iteration's work
  * budget (`loopBudgetMs`) is not spent, at most `queueLength` wait (first come, first served) and
  * none waits longer than `queueWaitMs`. Beyond that the answer is 503 `overloaded` with

@@ -37,7 +37,7 @@ const requireJson: RequestHandler = (req, _res, next) => {
 /**
  * Writes a handler's answer. A GET goes through Express's `res.json` (ETag, 304 on a matching
  * `If-None-Match`); the answer of a POST, PATCH or DELETE is written directly, without an ETag:
- * nobody revalidates it, and hashing every order's body cost more than writing it (issue 15).
+ * nobody revalidates it, and hashing every order's body cost more than writing it.
  */
 function send(req: Request, res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}, bodyJson?: string): void {
   if (result.headers) for (const k in result.headers) res.setHeader(k, result.headers[k]!);
@@ -64,7 +64,7 @@ function flushEnds(): void {
 /**
  * Ends `res` with `text` at the end of the current event-loop iteration (its check phase, or the
  * next one's when called from a check-phase callback), together with every other answer finished
- * in the same iteration (issue 15). On loopback, each socket write also runs the client's receive
+ * in the same iteration. On loopback, each socket write also runs the client's receive
  * path and wakes it; answers written in one burst find the client already awake, which cut the
  * server's CPU per order by about a fifth in bench:orders (423 → 348 µs in memory). The answer is
  * already final and, for an idempotent request, already stored; Node keeps pipelined answers on
@@ -99,7 +99,7 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
     req[PRINCIPAL] = principal;
     next();
   };
-  // synchronous when the token was seen recently (no promise per request: issue 15)
+  // synchronous when the token was seen recently (no promise per request)
   const authorize = (req: WithPrincipal, res: Response, next: NextFunction): void | Promise<void> => {
     if (!scope) {
       req[PRINCIPAL] = null;
@@ -148,7 +148,7 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
     send(req, res, result, {}, bodyJson);
   };
   // the body is read before admission: a client sending its body slowly (or never) must not hold a
-  // write slot meanwhile (64 such connections blocked every write for every partner: partner trial)
+  // write slot meanwhile (64 such connections would block every write for every partner)
   const chain: RequestHandler[] = [authorize as RequestHandler, ...parseBody, ...(mutating ? [admit] : []), run as RequestHandler];
   dispatcher.add(route.method, path, chain);
   // also on Express, for what the dispatcher leaves to it (OPTIONS, percent-escaped paths)
@@ -326,7 +326,7 @@ function requestDone(this: Response & WithRequestLog): void {
 }
 
 /**
- * `req.log` on a request prototype (once per application, not per request: issue 15): the
+ * `req.log` on a request prototype (once per application, not per request): the
  * request's child logger, bound to it, made on first use.
  */
 function installRequestLogGetter(proto: object): void {
@@ -349,7 +349,7 @@ function installRequestLogGetter(proto: object): void {
  * query values redacted, {@link loggableUrl}), `res` `{statusCode}`, `responseTime` (ms), and for an
  * answered error its envelope (`error`, `error_message`); its level is {@link requestLogLevel}'s;
  * a server fault (5xx but 501 and 503) keeps an `err`. The same lines pino-http wrote, without its
- * per-request child loggers: a level that is off costs nothing beyond the id (issue 15).
+ * per-request child loggers: a level that is off costs nothing beyond the id.
  * `req.log` (the error middleware's logger) is made on first use, bound to the request. The
  * per-request state is one object; the listeners and the `req.log` getter are shared.
  */
@@ -380,7 +380,7 @@ type WithFront = { [FRONT_RAN]?: { err: unknown } };
 
 /**
  * The application's first layer, `front` (request log, security headers, dashboard, rate limit,
- * route dispatch), and a faster start for every request (issue 15): `app.handle` is replaced by
+ * route dispatch), and a faster start for every request: `app.handle` is replaced by
  * one doing what Express's does (circular `req.res`/`res.req`, Express's request and response
  * prototypes, `res.locals`, `req.originalUrl`, `req.baseUrl`), then running `front` directly,
  * without Express's router, whose per-request set-up cost more than the route lookup itself. What
@@ -462,7 +462,7 @@ export function createApp(services: Services): Express {
   };
   // one dispatch finds the route (api/dispatch.ts); the same routes stay mounted on Express behind it
   const dispatcher = new RouteDispatcher();
-  // the steps every request takes, as one middleware (one router layer: issue 15)
+  // the steps every request takes, as one middleware (one router layer)
   const front = sequence([
     requestLog(services.log),
     securityHeaders(),
@@ -479,7 +479,7 @@ export function createApp(services: Services): Express {
     mount(app, dispatcher, route, route.path, services, parseBody, admit);
     if (route.v1) mount(app, dispatcher, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody, admit);
   }
-  // simulation controls (issue 16): only when enabled, else their paths are unknown (404)
+  // simulation controls: only when enabled, else their paths are unknown (404)
   if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, dispatcher, route, route.path, services, parseBody, admit);
   app.use(methodNotAllowed(dispatcher));
   app.use(notFoundHandler);

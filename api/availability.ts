@@ -2,7 +2,7 @@ import { errors } from '../engine/errors.js';
 import type { Services } from '../engine/service.js';
 
 /**
- * 503 `unavailable` with `Retry-After: 1` (issue 12: failures are visible, never a fake success)
+ * 503 `unavailable` with `Retry-After: 1` (failures are visible, never a fake success)
  * while the store cannot make writes durable (`Store.writeFailure`): a mutating request could not
  * be acknowledged truthfully, so it is refused before anything changes. Reads keep working.
  * @throws {DomainError} `UNAVAILABLE` (503, Retry-After 1 s) when the store is not writable.

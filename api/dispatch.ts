@@ -59,14 +59,14 @@ function runChain(chain: RequestHandler[], req: Request, res: Response, out: Nex
 
 /**
  * `handlers` as one middleware, run in turn as Express would run them mounted one after the
- * other (one router layer instead of several: issue 15); what the last passes on goes to `next`.
+ * other (one router layer instead of several); what the last passes on goes to `next`.
  */
 export function sequence(handlers: RequestHandler[]): RequestHandler {
   return (req, res, next) => runChain(handlers, req, res, next);
 }
 
 /**
- * One dispatch for the whole route table (issue 15): the route of a request is found in a map of
+ * One dispatch for the whole route table: the route of a request is found in a map of
  * exact paths, or in the short list of parametrised paths, instead of Express testing each of
  * ~130 mounted layers in turn. It picks exactly the route Express would: routes keep their
  * mounting order (an exact path that an earlier parametrised route of the same method also

@@ -64,7 +64,7 @@ function isJson(text: unknown): boolean {
   }
 }
 
-/** Maps body-parser's failures to the statuses of spec part 7 / issue 4. */
+/** Maps body-parser's failures to the statuses of spec part 7. */
 function fromBodyParser(err: { type?: string; status?: number; message?: string; body?: unknown }): ApiError | null {
   switch (err.type) {
     case 'entity.parse.failed':

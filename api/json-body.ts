@@ -23,7 +23,7 @@ const DECIMAL_LENGTH = /^[0-9]{1,15}$/;
  * and application/*+json})` — 413 `entity.too.large` over `limitBytes` (on the fast path below
  * at once, before the body is read, when `Content-Length` announces more, with `Connection: close`), 400 `entity.parse.failed`
  * for malformed JSON or a JSON value that is not an object or array, 415 for a charset or
- * encoding it cannot read — with a fast path for the common request (issue 15): a
+ * encoding it cannot read — with a fast path for the common request: a
  * `Content-Type` of exactly `application/json` (or `application/json; charset=utf-8`), a
  * `Content-Length` and no `Content-Encoding` are read and parsed here, without
  * body-parser's per-request header parsing. The outcome is the same either way: `req.body` the

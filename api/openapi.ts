@@ -127,9 +127,9 @@ function operation(route: RouteSpec, path: string, v1: boolean): Record<string, 
 }
 
 /**
- * Builds the OpenAPI 3.1 document from the route table and the named JSON Schemas (issue 4,
- * deliverable 6): every path and parameter, the scope of each operation as its security
- * requirement, every success and error status, and the schemas as components.
+ * Builds the OpenAPI 3.1 document from the route table and the named JSON Schemas: every path and
+ * parameter, the scope of each operation as its security requirement, every success and error
+ * status, and the schemas as components.
  * @returns the document, served at GET /v2/trade/openapi.json.
  */
 export function buildOpenApi(): Record<string, unknown> {

@@ -1,5 +1,5 @@
 /**
- * The live-update protocol (issue 6): Socket.IO namespace `/v2/trade` on the API's own HTTP
+ * The live-update protocol: Socket.IO namespace `/v2/trade` on the API's own HTTP
  * server. One map of typed events, shared by the server (api/push.ts), the tests and the
  * dashboard (web/dashboard.ts); type-only, so the browser bundle imports nothing at run time.
  *
@@ -34,7 +34,7 @@ export type OrderPush = PushMeta & { order_id: string; status: string; [field: s
 export type StrategyPush = PushMeta & { record_id: string; type: string; status: string; [field: string]: unknown };
 
 /**
- * `withdrawal.updated` (issue 16): the withdrawal as `GET /v2/trade/withdrawals/{withdrawal_id}`
+ * `withdrawal.updated`: the withdrawal as `GET /v2/trade/withdrawals/{withdrawal_id}`
  * returns it (WithdrawalView: `withdrawal_id`, `status` `PENDING` → `CONFIRMED` | `FAILED`,
  * `to_address`, `token`, `amount` dollars, `transaction_hash`, `refunded`, `failure_code`, …) after
  * each persisted change, to its owner's and partner's rooms: a client learns the confirmation
@@ -78,7 +78,7 @@ export interface BookPush {
 }
 
 /**
- * `balance.updated` (issue 16): the user's pUSD as `GET /v2/trade/balances` returns it (dollars,
+ * `balance.updated`: the user's pUSD as `GET /v2/trade/balances` returns it (dollars,
  * decimal strings), after venue operations that changed it (coalesced per user per event-loop
  * turn; pushed only when a figure changed). To the user's room only.
  */
@@ -134,7 +134,7 @@ export interface PositionItem {
 }
 
 /**
- * `position.updated` (issue 16): the user's positions that changed (only those), coalesced per user
+ * `position.updated`: the user's positions that changed (only those), coalesced per user
  * per event-loop turn. To the user's room only.
  */
 export interface PositionPush {
@@ -147,7 +147,7 @@ export interface PositionPush {
 }
 
 /**
- * `market.updated` (issue 16): a market as `GET /v2/trade/markets` lists it, after its tick size
+ * `market.updated`: a market as `GET /v2/trade/markets` lists it, after its tick size
  * changed or it closed or resolved, plus its lifecycle. To the connections that subscribed to it
  * (`markets.subscribe` naming it) or to every market (`markets.subscribe` without `condition_ids`).
  */
@@ -194,7 +194,7 @@ export type BatchedRecord =
   | { event: 'position.updated'; data: PositionPush };
 
 /**
- * `updates.batch` (issue 15, opt-in): a connection that asks for it in the handshake
+ * `updates.batch` (opt-in): a connection that asks for it in the handshake
  * (`auth.batch_ms`, 1 to 1000) receives its `order.updated`, `strategy.updated`,
  * `withdrawal.updated`, `wallet_operation.updated`, `balance.updated` and `position.updated` pushes coalesced: one `updates.batch` per room per
  * window of `batch_ms` milliseconds (the window opens at the first record), its records in the

@@ -79,7 +79,7 @@ export interface PushServer {
 }
 
 /**
- * Live updates (issue 6): Socket.IO namespace `/v2/trade` on the API's HTTP server.
+ * Live updates: Socket.IO namespace `/v2/trade` on the API's HTTP server.
  *
  * - Handshake `auth: {token, partner_user_id?}`, checked like a REST request (401 unknown,
  *   expired or revoked key; 403 without `trade.read`; 404 unknown `partner_user_id`; a per-user
@@ -95,7 +95,7 @@ export interface PushServer {
  *   changed, coalesced per user per event-loop turn) to the user's room; market changes
  *   (`onMarket`) become `market.updated` to the market's room `market:<condition_id>`
  *   (`markets.subscribe` naming it) and to the `markets` room (`markets.subscribe` without ids).
- * - Opt-in batching (issue 15): a connection with `auth.batch_ms` sits in `<room>|batch:<ms>` and
+ * - Opt-in batching: a connection with `auth.batch_ms` sits in `<room>|batch:<ms>` and
  *   gets its record events as `updates.batch`, one frame per room per window, records in order.
  *   Every push is one broadcast: Socket.IO encodes it (and its WebSocket frame) once for all the
  *   connections of its rooms.
@@ -223,7 +223,7 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     return false;
   };
 
-  // ---- record pushes: separate events, or coalesced into updates.batch (opt-in, issue 15) ----
+  // ---- record pushes: separate events, or coalesced into updates.batch (opt-in) ----
 
   /** `updates.batch` windows (ms) in use per user / partner room. */
   const batchWindows = new Map<string, Set<number>>();
@@ -283,7 +283,7 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
   };
   host.on('changed', onChanged);
 
-  // ---- balance.updated / position.updated (issue 16): to the user's room, coalesced per turn ----
+  // ---- balance.updated / position.updated: to the user's room, coalesced per turn ----
 
   /** What was last pushed (or seen at connection) per watched user: balance figures, positions by token. */
   const walletSeen = new Map<string, { balance: string; positions: Map<string, string> }>();
@@ -365,7 +365,7 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
     for (const [userId, seen] of walletSeen) if (tokens.some((t) => seen.positions.has(t))) walletChanged(userId);
   });
 
-  // ---- market.updated (issue 16): to the market's subscribers and those of every market, coalesced per turn ----
+  // ---- market.updated: to the market's subscribers and those of every market, coalesced per turn ----
 
   /** A market as GET /v2/trade/markets lists it, with its lifecycle (venue `marketStatus`); undefined when not listed. */
   function marketPush(conditionId: string, revision: number, at: number): MarketPush | undefined {

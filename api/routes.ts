@@ -180,7 +180,7 @@ export const ROUTES: RouteSpec[] = [
   // Copytrade (spec 4.4)
   { method: 'post', path: `${V2}/copytrade`, scope: 'trade.execute', user: 'required', tag: 'trade.execute', summary: 'Subscribe to a leader (409 when one is active)', body: CopytradeRequest, example: { leader_address: '0x00000000000000000000000000000000000000bb', buy_size_mode: 'PCT_OF_LEADER_TRADE', buy_size_value: 10 }, responses: { 201: CopytradeResponse }, errors: [404, 409] },
 
-  // Market data the spec lacks (issue 3)
+  // Market data the spec lacks
   { method: 'get', path: `${V2}/markets`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Markets of the venue', query: paged(500, { token_id: MARKET_TOKEN_FILTER }), responses: { 200: MarketsPage }, handler: markets },
   {
     method: 'get', path: `${V2}/book`, scope: 'trade.read', user: 'none', tag: 'trade.read', summary: 'Order book of one outcome token',
@@ -201,7 +201,7 @@ export const ROUTES: RouteSpec[] = [
 ];
 
 /**
- * Controls of the simulated venue (issue 16): not part of the partner API and not in the OpenAPI
+ * Controls of the simulated venue: not part of the partner API and not in the OpenAPI
  * document. Mounted (api/app.ts) only when `SIM_CONTROL=on` and the venue is the simulated one;
  * otherwise their paths answer 404. Master key only: a partner user's key never reaches them.
  * This is how tests and demos resolve a market:

@@ -6,7 +6,7 @@ import type { Logger } from '../engine/logger.js';
 import { createApp, loggableUrl, requestLogLevel } from './app.js';
 import { attachPush, type PushServer } from './push.js';
 
-/** The HTTP server with its Socket.IO push server (issue 6) attached. */
+/** The HTTP server with its Socket.IO push server attached. */
 export interface HttpService {
   server: Server;
   push: PushServer;
@@ -146,7 +146,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, lo
  * The request and response classes of one server: plain Node ones until {@link startHttp} puts the
  * application's Express request and response prototypes (`app.request`, `app.response`) in their
  * chain, so that Express finds its methods already there instead of changing the prototype of
- * every request and response (issue 15; api/app.ts `frontLayer`).
+ * every request and response (api/app.ts `frontLayer`).
  */
 function expressReadyClasses(): { Request: typeof IncomingMessage; Response: typeof ServerResponse } {
   class Request extends IncomingMessage {}

@@ -1,5 +1,5 @@
 /**
- * What ran in the service's long event-loop blocks (issue 15, item 1): reads a V8 CPU profile
+ * What ran in the service's long event-loop blocks: reads a V8 CPU profile
  * (`BENCH_CPU_PROF=<dir> npm run bench:orders`) and the block list `bench/loop-blocks.mjs` wrote
  * beside it (only those within the load runs, when the file lists them), and prints, over the samples inside blocks of at least `minMs`, the functions by self
  * time and the project's functions by total time (their callees included); then, for each of the

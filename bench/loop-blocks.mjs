@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * Event-loop block tracer for benchmarks (issue 15, item 1): preloaded into the service with
+ * Event-loop block tracer for benchmarks: preloaded into the service with
  * `node --import ./bench/loop-blocks.mjs` and `BENCH_LOOP_BLOCKS=<file>` in its environment.
  *
  * A 1 ms timer measures how late it fires: a lateness of L ms means the loop ran something else,

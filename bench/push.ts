@@ -1,5 +1,5 @@
 /**
- * `npm run bench:push` (issue 6): delivery of live updates at scale.
+ * `npm run bench:push`: delivery of live updates at scale.
  *
  * Starts the built service as a child process (embedded store on disk, defaults otherwise),
  * connects BENCH_CLIENTS (1,000) Socket.IO clients with the partner's master key — all in one
@@ -17,9 +17,9 @@
  *   (from /proc: all its threads), the figure to judge by when the machine is shared.
  *
  * BENCH_BATCH_MS (default 10; 0 = separate events): the clients ask for `updates.batch` with that
- * window (`auth.batch_ms`, issue 15), so each room's updates reach each client in one frame per window.
+ * window (`auth.batch_ms`), so each room's updates reach each client in one frame per window.
  *
- * Cores (issue 15): with more than 2 cores the service is pinned with `taskset` to its own
+ * Cores: with more than 2 cores the service is pinned with `taskset` to its own
  * BENCH_SERVICE_CORES (default 2: the first two this process may use) and this process, clients
  * included, to the others, so
  * that they share nothing; with 2 cores or fewer (or without taskset) both share the machine and

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:replay` (issue 16): replays the whole WebSocket capture
+ * `npm run bench:replay`: replays the whole WebSocket capture
  * (data/ws-capture-2026-02-20.csv, 16,313 usable events) as fast as it goes into a started
  * service (in-process, embedded store on disk, no HTTP) with 1,000 armed STOP_LOSS strategies
  * and 1,000 resting user LIMIT buys on the capture's tokens. Prints:

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:timers` (issue 15, item 4): arms 10,000 actor deadlines through the path actors
+ * `npm run bench:timers`: arms 10,000 actor deadlines through the path actors
  * use (actor host → `TimerService` → Agenda 6 over the embedded backend, `SCHEDULER_POLL_MS` at its
  * default), due spread evenly over 60 s, and records each delivery. Prints:
  * - lateness at the scheduler's sink (delivery time − due time): p50 / p99 / max;

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:triggers` (issue 5; targets of issue 15, item 5): arms STOP_LOSS / TRAILING_STOP
+ * `npm run bench:triggers`: arms STOP_LOSS / TRAILING_STOP
  * strategies across 100 tokens on the embedded store (on disk) through the strategy service (the
  * request check, the actor host, the store: what POST /v2/trade/order does without its HTTP
  * layer), `BENCH_ARM_CONCURRENCY` (64) at a time, as concurrent requests would; then drives book

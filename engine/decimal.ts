@@ -12,7 +12,7 @@ export const ZERO = new Dec(0);
 export const ONE = new Dec(1);
 
 /**
- * Decimals parsed from strings, by string (issue 15: orders carry the same few prices and sizes,
+ * Decimals parsed from strings, by string (orders carry the same few prices and sizes,
  * parsed again at every step of the order path). `Decimal`s are immutable (every operation
  * returns a new one), so sharing one parse is safe. Bounded: cleared when full.
  */

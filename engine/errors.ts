@@ -1,5 +1,5 @@
 /**
- * Domain errors (issue 13): what the engine throws when a request cannot be carried out. Each has
+ * Domain errors: what the engine throws when a request cannot be carried out. Each has
  * a {@link DomainCode} and a human `message`; the engine knows nothing of HTTP. The API layer
  * (api/error-map.ts) maps each code to an HTTP status and the spec's error envelope
  * `{error, message?}` (spec part 7). Anything that is not a DomainError is a server fault (500).
@@ -26,7 +26,7 @@ export type DomainCode =
   | 'ORDER_CROSSES_BOOK'
   /** No bid or ask to price from (spec part 7). */
   | 'NO_LIQUIDITY'
-  /** The order's market closed or resolved (issue 16): it takes no new orders (422 `MARKET_CLOSED`). */
+  /** The order's market closed or resolved: it takes no new orders (422 `MARKET_CLOSED`). */
   | 'MARKET_CLOSED'
   /** A stop whose level the best bid already reached. */
   | 'WOULD_TRIGGER_IMMEDIATELY'
@@ -40,11 +40,11 @@ export type DomainCode =
   | 'NOT_IMPLEMENTED'
   /** The service cannot do it right now (`retryAfterSec` when a retry is worth it). */
   | 'UNAVAILABLE'
-  /** A redeem on a market that has not resolved yet (issue 16). */
+  /** A redeem on a market that has not resolved yet. */
   | 'MARKET_NOT_RESOLVED'
-  /** A redeem of a market the user holds no shares of (issue 16). */
+  /** A redeem of a market the user holds no shares of. */
   | 'NOTHING_TO_REDEEM'
-  /** A redeem while open sells reserve shares of the market: cancel them first (issue 16). */
+  /** A redeem while open sells reserve shares of the market: cancel them first. */
   | 'SHARES_RESERVED'
   /** A split, merge or redeem whose `neg_risk_market` does not match the market (routing through the NegRiskAdapter or not). */
   | 'NEG_RISK_MISMATCH';

@@ -28,7 +28,7 @@ type OrderSnapshot = SnapshotFrom<typeof orderMachine>;
 export function orderView(s: OrderSnapshot, meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number }): Record<string, unknown> {
   const c = s.context as OrderContext;
   const final = s.status !== 'active';
-  // nothing filled (most orders, most of the time): no decimal arithmetic (issue 15)
+  // nothing filled (most orders, most of the time): no decimal arithmetic
   const unfilled = c.filledSize === '0';
   const filled = unfilled ? ZERO : dec(c.filledSize);
   const remaining = c.size === null ? (final ? '0' : null) : final ? '0' : unfilled ? str(dec(c.size)) : str(dec(c.size).minus(filled));
@@ -112,7 +112,7 @@ function venueRefusal(c: Pick<OrderContext, 'error' | 'reason'>): DomainError {
 const STRATEGY_ONLY_FIELDS = ['condition_id', 'outcome', 'offset_ticks', 'budget_usdc', 'price_floor', 'price_ceiling', 'execution'] as const;
 
 /**
- * Hosts CLOB order actors (issue 3): checks an order against the market and the wallet (a
+ * Hosts CLOB order actors: checks an order against the market and the wallet (a
  * refused order changes nothing), creates its actor, carries its commands to the venue and the
  * venue's reports back, and reconciles live orders with the venue at start-up.
  */
@@ -170,7 +170,7 @@ export class OrderService {
   /**
    * Hands a venue report to its order's actor. Reports of one order go in the venue's order; one
    * whose delivery fails (the actor's write failed) is retried with backoff, the ones after it
-   * waiting, so a fill is never lost (issue 12: failures become state, never only a log line).
+   * waiting, so a fill is never lost (failures become state, never only a log line).
    * Redelivery is harmless: the order machine ignores a fill whose trade id it has.
    */
   private deliverReport(r: VenueReport): void {
@@ -191,7 +191,7 @@ export class OrderService {
       await Promise.resolve();
       for (let attempt = 1; q.length > 0; ) {
         // every report queued so far goes to the actor at once, so that the host handles them as
-        // one batch (one write for accepted + filled of an order that crossed: issue 15); they
+        // one batch (one write for accepted + filled of an order that crossed); they
         // are taken off the queue only once delivered, in order
         const batch = q.slice();
         const results = await Promise.allSettled(batch.map((r) => this.host.send(orderId, eventOf(r))));
@@ -303,9 +303,9 @@ export class OrderService {
 
   /**
    * Runs `fn` alone among the order placements of `userId` (REST orders, strategies' child
-   * orders, and the wallet operations of engine/wallet/service.ts): the wallet check, the actor's creation and the venue's reservation happen as one
-   * step, so concurrent requests cannot all pass the check and then be refused by the venue
-   * (issue 12 defect 8). `fn` must not wait for another placement of the same user.
+   * orders, and the wallet operations of engine/wallet/service.ts): the wallet check, the actor's creation and the
+   * venue's reservation happen as one step, so concurrent requests cannot all pass the check and then be refused by
+   * the venue. `fn` must not wait for another placement of the same user.
    */
   exclusive<T>(userId: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.userQueues.get(userId) ?? Promise.resolve();

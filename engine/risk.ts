@@ -1,5 +1,5 @@
 /**
- * Pre-trade risk (issue 13, deliverable 1), in the spirit of NautilusTrader's RiskEngine: the one
+ * Pre-trade risk, in the spirit of NautilusTrader's RiskEngine: the one
  * place of the rules an order must pass before it reaches the venue — price range and tick, the
  * cents message of spec 2.1, minimum sizes, the $1 minimum notional, available pUSD and free
  * shares, post-only crossing, the GTD horizon and the TWAP slice rules (spec 2.1, 2.2.2, part 8).
@@ -53,7 +53,7 @@ export function centsMessage(received: string): string {
 }
 
 /**
- * The one wording of a refusal for funds (issue 12, defect 8): `<what> needs $X pUSD; available $Y`
+ * The one wording of a refusal for funds: `<what> needs $X pUSD; available $Y`
  * (dollars), used by the pre-trade checks and the venue alike.
  */
 export function insufficientBalanceMessage(what: string, need: Dec, available: Dec): string {
@@ -284,7 +284,7 @@ export interface RiskOrder {
 export type RiskVenue = Pick<VenuePort, 'token' | 'touch' | 'available'> & Partial<Pick<VenuePort, 'marketStatus'>>;
 
 /**
- * A market that closed or resolved takes no new orders (issue 16, deliverable 3): every order,
+ * A market that closed or resolved takes no new orders: every order,
  * strategy request and child order on one of its tokens is refused.
  * @throws {DomainError} `MARKET_CLOSED` (422) naming the market and, once resolved, the winner.
  */
@@ -320,7 +320,7 @@ export class RiskEngine {
 
   /**
    * The current tick of `tokenId` (decimal string, decimal probability), or undefined for an
-   * unknown token: a tick-size change (issue 16) applies at once, so strategies price their
+   * unknown token: a tick-size change applies at once, so strategies price their
    * children on it rather than on the tick they were created with.
    */
   tickOf(tokenId: string): string | undefined {
@@ -393,7 +393,7 @@ export function refusalCode(err: DomainError): string {
   }
 }
 
-// ── wallet operations (issue 16) ────────────────────────────────────────────────────────────
+// ── wallet operations ────────────────────────────────────────────────────────────
 
 /**
  * A token amount in human units (dollars for pUSD; dollars = full sets for split and merge):

@@ -34,7 +34,7 @@ export interface Services {
   venue: VenuePort;
   orders: OrderService;
   strategies: StrategyService;
-  /** Split, merge, redeem, withdrawals, withdrawable balances (issue 16). */
+  /** Split, merge, redeem, withdrawals, withdrawable balances. */
   wallet: WalletService;
   idempotency: IdempotencyService;
   cursors: CursorCodec;

@@ -22,9 +22,9 @@ const LADDERS: readonly LadderName[] = ['bidAtOrBelow', 'bidAbove', 'askBelow', 
  * Entries kept sorted so that the ones a touch fires are always at the end: a book update looks
  * at the last entry (O(1) when nothing fires) and pops what fires (O(1) each). `fires(level,
  * price)` must hold for a suffix. Two parallel arrays (levels as small integers, ids), no object
- * per entry: memory per armed strategy (issue 15). Insertions wait in a buffer until the ladder
+ * per entry: memory per armed strategy. Insertions wait in a buffer until the ladder
  * is next read, then go in one by one when they are few, or sorted and merged in one pass when
- * many (a restart registers a million strategies before the first book update: issue 15).
+ * many (a restart registers a million strategies before the first book update).
  */
 class Ladder {
   private levels: number[] = [];
@@ -170,7 +170,7 @@ interface Registration {
 }
 
 /**
- * Price-trigger index of the strategy engine (issue 5, deliverable 4): per token, the armed
+ * Price-trigger index of the strategy engine: per token, the armed
  * conditions (`context.watch` of each strategy) sorted by price, so that a book update costs time
  * in proportion to the strategies it actually fires, not to all that are armed. A strategy that
  * fires leaves the ladders (it does not fire again while its touch is being delivered) but its
@@ -285,7 +285,7 @@ export class TriggerIndex {
     return true;
   }
 
-  /** Ids of the strategies registered on `tokenId` (armed, or fired and held), for market events (issue 16). */
+  /** Ids of the strategies registered on `tokenId` (armed, or fired and held), for market events. */
   idsOn(tokenId: string): string[] {
     const out: string[] = [];
     for (const [id, reg] of this.byId) if (reg.tokenId === tokenId) out.push(id);

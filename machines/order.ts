@@ -1,5 +1,5 @@
 /**
- * CLOB order lifecycle (issue 3; spec 2.2, 2.3, part 3): LIMIT (GTC, GTD, IOC, FOK) and MARKET.
+ * CLOB order lifecycle (spec 2.2, 2.3, part 3): LIMIT (GTC, GTD, IOC, FOK) and MARKET.
  *
  * Pure: no I/O. The engine supplies the three side effects through `.provide()`:
  * `submitToVenue`, `cancelAtVenue`, `expireAtVenue`. Venue reports arrive as past-tense events

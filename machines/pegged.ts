@@ -104,7 +104,7 @@ export const peggedMachine = strategySetup<PeggedContext>().extend({
     },
     pegMoved: ({ context, event }) => {
       if (event.type !== 'book.touch') return false;
-      // on the tick the touch carries (a tick-size change applies at once: issue 16)
+      // on the tick the touch carries (a tick-size change applies at once)
       const price = pegPrice({ ...context, tickSize: event.tickSize ?? context.tickSize }, { bid: event.bid, ask: event.ask });
       return price !== context.workingPrice;
     },

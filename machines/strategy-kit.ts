@@ -1,5 +1,5 @@
 /**
- * What every managed-strategy machine shares (issue 5; spec 2.2.1, 2.2.2, 2.4, part 3): the
+ * What every managed-strategy machine shares (spec 2.2.1, 2.2.2, 2.4, part 3): the
  * context shape, the events, the named side effects the engine provides, the pure helpers
  * (decimal arithmetic, child-order bookkeeping, a child's price at the touch), and the shared
  * setup ({@link strategySetup}: the common actions and guards, built for each machine's own
@@ -190,7 +190,7 @@ export interface StrategyContext extends StrategyInput {
 export type StrategyEvent =
   /**
    * The touch of the strategy's token; `tickSize` (decimal probability) is the market's tick now
-   * when the engine knows it (issue 16: a tick-size change applies at once, so a strategy that
+   * when the engine knows it (a tick-size change applies at once, so a strategy that
    * prices on the tick, PEGGED, takes it from here). Absent: the tick did not change.
    */
   | { type: 'book.touch'; bid: string | null; ask: string | null; tickSize?: string }
@@ -211,7 +211,7 @@ export type StrategyEvent =
   | { type: 'timer.fired'; name: string; atMs: number }
   /**
    * DELETE strategy, or (with `reason`) the engine ending the strategy for a cause of the market:
-   * `market resolved` when its market resolved (issue 16; engine/strategies/service.ts
+   * `market resolved` when its market resolved (engine/strategies/service.ts
    * `onMarket`). The strategy ends as on DELETE strategy; `reason` becomes its `message`.
    */
   | { type: 'strategy.cancel'; reason?: string };
@@ -335,7 +335,7 @@ export interface StrategyFormSpec {
 const FORM2_DEFAULTS = Object.freeze({ tickSize: '0.01', minSize: '5' });
 
 /**
- * The stored form of the snapshots of one strategy type (memory per armed strategy, issue 15),
+ * The stored form of the snapshots of one strategy type (memory per armed strategy),
  * form {@link STRATEGY_FORM_VERSION} (2): positional (engine/actor-host.ts `SnapshotForm`
  * `fields`): `[2, value, side, tokenId, …spec.fields, touch, createdAtMs]` (`side` only when
  * `spec.defaults` has none; the token id in base64url: {@link TOKEN_ID_CODEC}; the touch as
@@ -452,7 +452,7 @@ export function need<T>(value: T | null | undefined, what: string): T {
 /** The context every strategy starts from. */
 export function baseContext(input: StrategyInput): StrategyContext {
   // Built as one literal plus named stores, not an object spread: a spread of the input here made
-  // new hidden classes at every strategy created, in the old generation (issue 15: memory per
+  // new hidden classes at every strategy created, in the old generation (memory per
   // armed strategy). The fields come out in the order `{...input, filledSize, …}` gives them:
   // the input's (common ones first, as engine/strategies/requests.ts builds it), then the defaults.
   const c = {
@@ -549,8 +549,8 @@ export const CROSSES_BOOK = 'order crosses book';
 /**
  * The refusal code of a child order on a market that closed (resolved) before it got there
  * (`market_closed`, from the venue or engine/risk.ts `refusalCode`), and the message of a
- * strategy that ends CANCELED because of it: the resolution ended it, as it ends the armed ones
- * (issue 16), rather than a failure.
+ * strategy that ends CANCELED because of it: the resolution ended it, as it ends the armed ones,
+ * rather than a failure.
  */
 export const MARKET_CLOSED = 'market_closed';
 export const MARKET_RESOLVED_MESSAGE = 'market resolved';

@@ -1,5 +1,5 @@
 /**
- * Wallet operation on a market's outcome tokens (issue 16; spec 4.6 `POST /v2/trade/positions/split`,
+ * Wallet operation on a market's outcome tokens (spec 4.6 `POST /v2/trade/positions/split`,
  * `/merge`, `/redeem`): one simulated on-chain transaction of the conditional-token framework.
  *
  * Pure: no I/O. The engine supplies the side effect `applyAtVenue` through `.provide()` (the

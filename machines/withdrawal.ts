@@ -1,5 +1,5 @@
 /**
- * Withdrawal of pUSD to an external address (issue 16; spec 4.6 `POST /v2/trade/withdraw`): a
+ * Withdrawal of pUSD to an external address (spec 4.6 `POST /v2/trade/withdraw`): a
  * simulated ERC20 transfer that confirms after a block delay.
  *
  * Pure: no I/O. The engine supplies two side effects through `.provide()`: `debitAtVenue` (the

@@ -1,7 +1,6 @@
 /**
- * One shared invariant check for scenario tests (issue 12, "Tests that use the real paths"; reused
- * by later issues). Given the running services of a test, it checks what must hold once the system
- * is idle, whatever happened before (faults, restarts, races):
+ * One shared invariant check for scenario tests that use the real paths. Given the running services
+ * of a test, it checks what must hold once the system is idle, whatever happened before (faults, restarts, races):
  *
  * (a) money and shares — the simulated venue (engine/venue/sim-venue.ts) keeps user wallets
  *     (`pusd`, `reserved`, per-token `shares`/`reserved`/`cost`) and its record of every user order
@@ -17,7 +16,7 @@
  *         summing to 1, same size; a trade with only one user side is against the maker;
  *       - the maker's implicit ledger closes the books: Σ users pUSD + maker's net pUSD = users ×
  *         SIM_INITIAL_PUSD, and per token Σ users' shares = shares the maker sold net (reported);
- *       - wallet operations (issue 16) are explained by their actors' recorded results: a split, merge
+ *       - wallet operations are explained by their actors' recorded results: a split, merge
  *         or redeem (`wallet` records, CONFIRMED) and a withdrawal's debit and refund (`withdrawal`
  *         records) each add their signed pUSD and share changes to the user's expected wallet;
  *       - conservation per condition: the shares of each outcome token in existence (users' holdings
@@ -318,7 +317,7 @@ function moneyViolations(
       out.push(`trade ${base} does not pair: ${JSON.stringify(legs)}`);
     } else countSets(base, a!.token, d(a!.size));
   }
-  // wallet operations (issue 16): each recorded result moves the wallet it names
+  // wallet operations: each recorded result moves the wallet it names
   interface OpResultLike { opId: string; kind: string; conditionId: string | null; pusdDelta: string; shares: { tokenId: string; delta: string }[] }
   let opsPusd = d(0);
   const opsShares = new Map<string, Dec>();

@@ -1,5 +1,5 @@
 /**
- * Batch cancel, cancel-all and one order by id (issue 16 item 6; spec 4.6: "batch cancel and
+ * Batch cancel, cancel-all and one order by id (spec 4.6: "batch cancel and
  * cancel-all [trade.cancel] — paths and payloads: not shown"). Each cancel goes through the one
  * cancel path, `OrderService.cancel` (what DELETE /v2/trade/orders/{order_id} runs), so the rules
  * of a single cancel hold per order: a strategy's child order (TWAP slice, ICEBERG clip, PEGGED

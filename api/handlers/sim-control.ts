@@ -5,7 +5,7 @@ import { marketBody } from './market.js';
 
 /**
  * POST /v2/sim/markets/{condition_id}/resolve `{winning_token_id}` — the simulated venue's
- * control (issue 16, deliverable 3): how tests and demos resolve a market. Mounted only with
+ * control: how tests and demos resolve a market. Mounted only with
  * `SIM_CONTROL=on` on a simulated venue (otherwise the path answers 404), master key only. It
  * resolves the market durably (SimVenue.resolveMarket): resting orders canceled (`market
  * resolved`), new orders refused (422 `MARKET_CLOSED`), armed strategies ended CANCELED,

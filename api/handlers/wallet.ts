@@ -6,7 +6,7 @@ import { page, pageQuery } from '../paging.js';
 
 const REPLAYED = { 'Idempotent-Replayed': 'true' };
 
-/** POST /v2/trade/positions/split | merge | redeem (spec 4.6; issue 16): the simulated on-chain result. */
+/** POST /v2/trade/positions/split | merge | redeem (spec 4.6): the simulated on-chain result. */
 function walletOp(type: WalletOpType): Handler {
   return async ({ req, services, user, resourceSeed }): Promise<HandlerResult> => {
     requireVenue(services);
@@ -19,7 +19,7 @@ export const splitPosition = walletOp('SPLIT');
 export const mergePositions = walletOp('MERGE');
 export const redeemPositions = walletOp('REDEEM');
 
-/** POST /v2/trade/withdraw (spec 4.6; issue 16): 200 with the withdrawal, PENDING until its block. */
+/** POST /v2/trade/withdraw (spec 4.6): 200 with the withdrawal, PENDING until its block. */
 export const withdraw: Handler = async ({ req, services, user, resourceSeed }) => {
   requireVenue(services);
   const { record, replayed } = await services.wallet.withdraw(user!.partnerId, user!._id, req.body as WithdrawBody, resourceSeed);

@@ -41,7 +41,7 @@ const NEAR_WINDOW_MS = 100;
 export type NextDueAt = (jobName: string, after: Date, until: Date) => Promise<Date | null>;
 
 /**
- * Agenda's job processor, kept busy only with the jobs due now (issue 15, item 4).
+ * Agenda's job processor, kept busy only with the jobs due now.
  *
  * Agenda locks, at each poll, every job due before the next poll (`processEvery`, our
  * `SCHEDULER_POLL_MS`, 1 s by default) and keeps them in a local queue until due. That queue is

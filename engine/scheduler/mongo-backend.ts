@@ -16,8 +16,8 @@ export interface JobIndex {
 }
 
 /**
- * The indexes the service adds on {@link AGENDA_JOBS} for timer jobs named `jobName` (issue 14,
- * item 3). Agenda's MongoDB backend makes only `findAndLockNextJobIndex` (`name`, `nextRunAt`,
+ * The indexes the service adds on {@link AGENDA_JOBS} for timer jobs named `jobName`. Agenda's
+ * MongoDB backend makes only `findAndLockNextJobIndex` (`name`, `nextRunAt`,
  * `priority`, `lockedAt`, `disabled`: the poll's query); a timer's cancel (`name` + `data.actorId` +
  * `data.timerName`) and an actor's cancel-all (`name` + `data.actorId`) would scan every job.
  *
@@ -84,12 +84,11 @@ export async function ensureJobIndexes(c: IndexableCollection, indexes: JobIndex
 }
 
 /**
- * An Agenda backend that adds an in-process notification channel to another one (issue 14,
- * item 3). Agenda's MongoDB backend has none, so a job saved as due now waited for the next poll
- * (`SCHEDULER_POLL_MS`); with this channel, a job this process saves is published at once and
- * picked up by this process's job processor (Agenda publishes on every `Job.save()` when the
- * backend has a channel). Jobs saved by another process still wait for a poll, which is moot while
- * one engine process owns a database.
+ * An Agenda backend that adds an in-process notification channel to another one. Agenda's MongoDB
+ * backend has none, so a job saved as due now would wait for the next poll (`SCHEDULER_POLL_MS`);
+ * with this channel, a job this process saves is published at once and picked up by this process's
+ * job processor (Agenda publishes on every `Job.save()` when the backend has a channel). Jobs saved
+ * by another process still wait for a poll, which is moot while one engine process owns a database.
  *
  * Storage, connection and job logging are the wrapped backend's; `prepare` runs after it connects
  * (creating indexes). Agenda calls {@link connect} from its constructor without handling a

@@ -67,19 +67,19 @@ export function timerBackend(store: Store, log?: Logger): AgendaBackend {
 }
 
 /**
- * Durable timers on Agenda 6 (issue 2, deliverable 5): the Mongo backend on MongoDB, our embedded
+ * Durable timers on Agenda 6: the Mongo backend on MongoDB, our embedded
  * backend otherwise. One job document per armed deadline of an (actor, timer name): scheduling
  * again removes the previous one and inserts a new one, cancelling removes it. Jobs survive
  * restarts; a job that comes due while the service is down runs at start.
  *
- * Why a new document per arming (issue 12, defect 1): a deadline is often re-armed by the very
+ * Why a new document per arming: a deadline is often re-armed by the very
  * event its own job delivers (a TWAP's slice timer arms the next slice). Agenda, once the running
  * job's handler returns, writes the job's own state back and removes a completed one-time job
  * (`removeOnComplete`), so re-arming by moving that same document was undone: the next slice
  * never fired. Removing the running document and inserting a new one leaves Agenda's write-back
  * nothing to undo (it ignores a job that was removed while it ran).
  *
- * On MongoDB (issue 14, item 3) a job due now is delivered through an in-process notification
+ * On MongoDB a job due now is delivered through an in-process notification
  * channel, not at the next poll, and `agendaJobs` has a unique index on (`name`, `data.actorId`,
  * `data.timerName`): see `timerJobIndexes` in `./mongo-backend.ts`.
  *

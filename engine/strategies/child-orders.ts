@@ -83,7 +83,7 @@ export class ChildOrderRouter {
       const partnerId = rec?.partnerId ?? 'unknown';
       const input: OrderInput = {
         orderId: order.orderId, userId: c.userId, tokenId: c.tokenId, side: order.side, type: 'LIMIT',
-        // priced on the market's current tick (it may have changed since the strategy started: issue 16)
+        // priced on the market's current tick (it may have changed since the strategy started)
         price: str(childOrderPrice({ tickSize: this.orders.risk.tickOf(c.tokenId) ?? c.tickSize }, order, this.orders.risk.touch(c.tokenId))), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
         clientOrderId: null, metadata: null, createdAtMs: this.clock.now(), isStopLoss: order.isStopLoss, isTakeProfit: order.isTakeProfit ?? false,
         // every leg of a bracket carries its bracket's id, like the entry does

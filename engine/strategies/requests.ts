@@ -131,7 +131,7 @@ export class StrategyRequests {
           throw new DomainError('WOULD_TRIGGER_IMMEDIATELY', `STOP_LOSS price ${str(price)} is at or above the best bid ${touchNow.bid}: it would trigger at once; sell with LIMIT or MARKET instead`);
         }
         // the input is `base` completed in place (as a spread would order its fields): an object
-        // spread here made a hidden class per request (issue 15: memory per armed strategy)
+        // spread here made a hidden class per request (memory per armed strategy)
         base.price = str(price);
         base.size = str(size);
         base.message = stopLossMessage({ size: base.size, price: base.price });

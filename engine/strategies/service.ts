@@ -40,7 +40,7 @@ const DEFINITIONS: Record<StrategyType, { machineId: string; logic: AnyStateMach
   BRACKET: { machineId: 'strategy.bracket', logic: bracketMachine, status: BRACKET_STATUS },
 };
 
-/** The message of a strategy ended because its market resolved (issue 16). */
+/** The message of a strategy ended because its market resolved. */
 export const MARKET_RESOLVED_MESSAGE = 'market resolved';
 
 /** What a state's `meta` may say about DELETE strategy (see the machines' `noCancel`). */
@@ -51,7 +51,7 @@ interface CancelMeta {
 }
 
 /**
- * Managed strategies (issue 5; spec 2.2.1, 2.2.2, 2.4, part 3): the facade the API uses. It
+ * Managed strategies (spec 2.2.1, 2.2.2, 2.4, part 3): the facade the API uses. It
  * hosts one actor per strategy (create, cancel, list through the host) and wires the parts:
  * request checks (./requests.ts), the child-order router (./child-orders.ts), the trigger feed
  * (./trigger-feed.ts), start-up reconciliation (./reconcile.ts) and the record views (./views.ts).
@@ -107,7 +107,7 @@ export class StrategyService {
   }
 
   /**
-   * A market changed (issue 16). Once it is closed or resolved, every live strategy on one of its
+   * A market changed. Once it is closed or resolved, every live strategy on one of its
    * tokens that accepts a cancel (armed, waiting) gets `strategy.cancel` with reason
    * {@link MARKET_RESOLVED_MESSAGE} (or `market closed`) and ends CANCELED with that message;
    * strategies working an order are left to their order, which the venue cancels (`market
@@ -258,7 +258,7 @@ export class StrategyService {
   async start(partnerId: string, input: StrategyInput): Promise<ActorRecord> {
     const def = DEFINITIONS[input.type];
     // a passivated strategy (an armed stop) is not in the host's memory afterwards: its last
-    // persisted record comes from `changed`, not from a store read (issue 15: arming rate)
+    // persisted record comes from `changed`, not from a store read (for arming throughput)
     this.starting.set(input.recordId, null);
     try {
       await this.host.create(def.machineId, { id: input.recordId, input, partnerId, ownerUserId: input.userId });

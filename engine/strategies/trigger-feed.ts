@@ -21,7 +21,7 @@ export class TriggerFeed {
     private readonly touchOf: (tokenId: string) => Touch,
     private readonly log: Logger,
     private readonly deliveries: Deliveries,
-    /** The market's current tick of a token (decimal string; undefined when unknown): sent with each touch (issue 16). */
+    /** The market's current tick of a token (decimal string; undefined when unknown): sent with each touch. */
     private readonly tickOf: (tokenId: string) => string | undefined = () => undefined,
   ) {}
 

@@ -22,7 +22,7 @@ export interface CaptureReplayOptions {
   /**
    * Events applied in one venue operation at most (default {@link MAX_EVENTS_PER_BATCH}): when
    * more came due (the start, a fast replay, a catch-up after the event loop was held), the rest
-   * go in further operations, one per event-loop turn, instead of one long block (issue 15).
+   * go in further operations, one per event-loop turn, instead of one long block.
    */
   maxBatch?: number;
   /**
@@ -36,7 +36,7 @@ export interface CaptureReplayOptions {
 export const MAX_EVENTS_PER_BATCH = 500;
 
 /**
- * The replay clock of the WebSocket capture (issue 16, deliverable 1). The capture's first event
+ * The replay clock of the WebSocket capture. The capture's first event
  * is applied when the replay starts (venue start-up); from then on capture time advances `speed`
  * times as fast as the injected clock (`recorded = from + (now − startedAt) × speed`, `from` the
  * capture's start or the resumed position's capture time), and every `tickMs` the events whose

@@ -3,7 +3,7 @@ import { dec, type Dec } from '../decimal.js';
 import type { Side } from './port.js';
 
 /**
- * The captured CLOB market channel (issue 16, deliverable 1): `data/ws-capture-2026-02-20.csv`
+ * The captured CLOB market channel: `data/ws-capture-2026-02-20.csv`
  * parsed into markets and a time-ordered list of events the replay applies
  * (engine/venue/capture-replay.ts). Pure: no I/O besides what the caller reads.
  */

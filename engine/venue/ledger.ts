@@ -34,7 +34,7 @@ export interface Wallet {
   /** Positions by token id (a position may hold 0 shares: it is kept, and serialized, once opened). */
   positions: Map<string, Position>;
   /**
-   * Wallet operations applied (issue 16) by op id, with their result: a repeat answers the result
+   * Wallet operations applied by op id, with their result: a repeat answers the result
    * instead of applying again. Kept until the client releases the op, at most {@link OP_RETAIN_MS}.
    */
   ops?: Map<string, WalletOpResult>;
@@ -111,7 +111,7 @@ export interface WalletRow {
   pusd: string;
   reserved: string;
   positions: [tokenId: string, shares: string, reserved: string, cost: string, realized?: string][];
-  /** Wallet operations remembered for idempotency (issue 16; absent in rows written before). */
+  /** Wallet operations remembered for idempotency (absent in rows written before). */
   ops?: WalletOpResult[];
 }
 
@@ -278,7 +278,7 @@ export class Ledger {
     }
   }
 
-  // ---- wallet operations (issue 16) ------------------------------------------------------------
+  // ---- wallet operations ------------------------------------------------------------
   //
   // Each is checked first (`…Refusal`: why it cannot run, or null; changes nothing) and then
   // applied; the caller runs both in one synchronous step. Applying records the op's result on
@@ -428,8 +428,8 @@ export class Ledger {
 
   /**
    * The JSON of {@link row}`(userId)` (the same document once parsed), each position's JSON made
-   * once per change of that position ({@link positionJson}; issue 15: a wallet row lists every
-   * position of the user, and serializing them all again was most of a journal entry's cost).
+   * once per change of that position ({@link positionJson}: a wallet row lists every
+   * position of the user, and serializing them all again would be most of a journal entry's cost).
    */
   rowJson(userId: string): string {
     const w = this.walletOf(userId);
@@ -478,7 +478,7 @@ export class Ledger {
 
   /**
    * The journal tuple of each position, with the amounts it was made from: a wallet row lists
-   * every position of the user and most did not change since the last row (issue 15), so their
+   * every position of the user and most did not change since the last row, so their
    * decimal strings are made once per change, not once per journal entry. Amounts are immutable
    * `Dec`s replaced on change, so identity tells whether the tuple is current.
    */

@@ -44,7 +44,7 @@ export interface LiquidityOptions {
   /** Runs a venue operation nobody awaits (the facade's in memory → journal → reports path). */
   run: (fn: (tx: Tx) => void) => void;
   /**
-   * Tokens whose book is the WebSocket capture's (issue 16, the capture replay is on): the
+   * Tokens whose book is the WebSocket capture's (the capture replay is on): the
    * provider quotes no ladder there and refills nothing; it places the captured levels instead
    * ({@link LiquidityProvider.setCapturedLevel}).
    */
@@ -133,7 +133,7 @@ export class LiquidityProvider {
   /**
    * Ladders made, by token, with the reference price and tick they were made for (by identity:
    * both are replaced, never changed, when they move): a refill after each crossing order re-quotes
-   * the same ladder (issue 15).
+   * the same ladder.
    */
   private readonly ladders = new Map<string, { ref: Dec; tick: Dec; out: readonly LadderLevel[] }>();
 
@@ -239,7 +239,7 @@ export class LiquidityProvider {
   }
 
   /**
-   * Start-up (issue 16): places the captured levels as of the replay's resumed position — the
+   * Start-up: places the captured levels as of the replay's resumed position — the
    * capture's last size of each level before it, or a journaled {@link CapturedLevelRow} when
    * users traded with the level after that — silently: a level that would trade with a resting
    * user order is not placed (the state before the restart had none crossing; this only guards

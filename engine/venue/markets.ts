@@ -20,7 +20,7 @@ export interface PricePath {
 /**
  * The simulated venue's catalogue: markets in file order (the 1,000 static markets, the MSTR
  * market, then the markets of the WebSocket capture), tokens by id, the replayed price path and
- * the capture. Tick sizes are mutable: a tick-size change (issue 16) updates the token and its
+ * the capture. Tick sizes are mutable: a tick-size change updates the token and its
  * market objects in place, so every reader (risk, matching, views) sees the new tick at once.
  */
 export interface Catalogue {

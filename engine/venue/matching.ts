@@ -24,7 +24,7 @@ export interface Tx {
   trades: number;
   /** Tokens where quotes of the liquidity provider were taken (it refills them later). */
   liquidityTaken: Set<string>;
-  /** Markets (condition ids) whose tick or status changed (issue 16): journaled with the operation. */
+  /** Markets (condition ids) whose tick or status changed: journaled with the operation. */
   markets: Set<string>;
 }
 
@@ -140,7 +140,7 @@ function mergedLevels(own: { price: Dec; size: Dec }[], mirrored: { price: Dec; 
 export class MatchingEngine {
   private readonly books = new Map<string, OrderBook>();
   private readonly orders = new Map<string, OrderEntry>();
-  /** Tokens of closed or resolved markets (issue 16): new orders are rejected there. */
+  /** Tokens of closed or resolved markets: new orders are rejected there. */
   private readonly closed = new Set<string>();
   /** Last time-priority sequence number given to an order. */
   private seq = 0;
@@ -339,7 +339,7 @@ export class MatchingEngine {
     if (e.remaining && e.remaining.gt(0)) this.rest(book, e, price);
   }
 
-  // ---- market events (issue 16) -------------------------------------------------------------
+  // ---- market events -------------------------------------------------------------
 
   /**
    * Closes `tokenId` (its market closed or resolved): new orders there are rejected
@@ -587,7 +587,7 @@ export class MatchingEngine {
 
   /**
    * The JSON of {@link row}`(orderId)` (the same document once parsed), made without walking the
-   * order itself again: its JSON is made once per order (issue 15: every journal entry of an
+   * order itself again: its JSON is made once per order (every journal entry of an
    * order serialized it anew).
    */
   rowJson(orderId: string): string {
@@ -607,7 +607,7 @@ export class MatchingEngine {
 
   /**
    * {@link rows} as JSON, one string per order ({@link rowJson}): made now, so later trades cannot
-   * change them, and not serialized again by the checkpoint (issue 15).
+   * change them, and not serialized again by the checkpoint.
    */
   rowsJson(): string[] {
     const out: string[] = [];

@@ -1,5 +1,5 @@
 /**
- * Venue port (issue 3, deliverable 1; issue 13). Orders go out as commands; the venue answers with
+ * Venue port. Orders go out as commands; the venue answers with
  * past-tense reports on one stream (NautilusTrader-style), so a real venue adapter can replace the
  * simulated one without touching machines or API: the engine and the API depend on this port
  * only. Quantities in commands, reports and views are decimal strings: prices in decimal
@@ -102,7 +102,7 @@ export interface BookView {
   minSize: string;
   bids: Level[];
   asks: Level[];
-  /** Price of the token's last trade print, decimal probability (issue 16: the capture's `last_trade_price`), when known. */
+  /** Price of the token's last trade print, decimal probability (the capture's `last_trade_price`), when known. */
   lastTradePrice?: string;
 }
 
@@ -146,7 +146,7 @@ export interface MarketInfo {
 }
 
 /**
- * Lifecycle of one market (condition) on the venue (issue 16): open for trading, closed (no new
+ * Lifecycle of one market (condition) on the venue: open for trading, closed (no new
  * orders), resolved with its winning outcome token (each winning share redeems for $1, each losing
  * share for $0).
  */
@@ -191,7 +191,7 @@ export interface VenueHealth {
 }
 
 /**
- * A wallet operation (issue 16): a simulated on-chain transaction of the conditional-token
+ * A wallet operation: a simulated on-chain transaction of the conditional-token
  * framework (split, merge, redeem) or of pUSD (a withdrawal's debit, the refund of a failed one).
  * `opId` is the idempotency key: the venue applies an operation once and answers a repeat with
  * the recorded result.
@@ -293,7 +293,7 @@ export interface VenuePort {
   /** Subscribes to market changes (condition id: tick size, closed, resolved), once recorded. */
   onMarket(listener: (conditionId: string) => void): void;
   /**
-   * Applies a wallet operation (issue 16) at once, or answers the recorded result of one applied
+   * Applies a wallet operation at once, or answers the recorded result of one applied
    * before under the same `opId`; resolves once it is recorded. Nothing changes on a refusal.
    * @throws {VenueOpRefused} carrying a {@link WalletOpRefusal}.
    */

@@ -37,7 +37,7 @@ export interface SimVenueOptions {
   /** Journal entries between checkpoints. */
   checkpointEvery?: number;
   /**
-   * Whether the WebSocket capture's markets follow the capture (SIM_CAPTURE, issue 16): their
+   * Whether the WebSocket capture's markets follow the capture (SIM_CAPTURE): their
    * books are the captured levels, their tick and resolution come from the capture. Off: the
    * liquidity provider quotes them like the static markets. Default off here (the service passes
    * the setting).
@@ -72,7 +72,7 @@ export class VenueRejection extends Error {
 }
 
 /**
- * Simulated CLOB venue (issue 3), the {@link VenuePort} of this service, wired from its parts:
+ * Simulated CLOB venue, the {@link VenuePort} of this service, wired from its parts:
  * - {@link MatchingEngine} (`matching.ts`): one book per outcome token, price-time priority,
  *   complementary matching across a market's two outcomes (mint, merge; each token's book and
  *   touch show the other's orders mirrored), the market's tick, IOC/FOK/GTC/GTD, post-only,
@@ -101,7 +101,7 @@ export class SimVenue implements VenuePort {
   private readonly matching: MatchingEngine;
   private readonly liquidity: LiquidityProvider;
   private journal!: VenueJournal;
-  /** Markets that closed or resolved (issue 16); absent = open. Journaled (market rows). */
+  /** Markets that closed or resolved; absent = open. Journaled (market rows). */
   private readonly statuses = new Map<string, MarketStatus>();
   /** Markets that have a journaled market row (tick change, closed, resolved): a checkpoint keeps their rows. */
   private readonly changedMarkets = new Set<string>();
@@ -109,7 +109,7 @@ export class SimVenue implements VenuePort {
   private readonly marketsById = new Map<string, MarketInfo>();
   /** Last trade print per token (the capture's `last_trade_price`), decimal probability. */
   private readonly lastTrades = new Map<string, Dec>();
-  /** The capture replay, when on (issue 16). */
+  /** The capture replay, when on. */
   private captureReplay: CaptureReplay | null = null;
   /** Where the capture replay is (index of the next event, capture time reached); journaled with each batch. */
   private capturePos: CapturePosition | null = null;
@@ -210,10 +210,10 @@ export class SimVenue implements VenuePort {
     return this.lastTrades.get(tokenId);
   }
 
-  // ---- market events (issue 16) ---------------------------------------------------------------
+  // ---- market events ---------------------------------------------------------------
 
   /**
-   * Simulation control (not on the port; issue 16, deliverable 3): resolves the market
+   * Simulation control (not on the port): resolves the market
    * `conditionId` with `winningTokenId` as winner, durably (journaled with the cancels it causes:
    * survives kill -9). Afterwards the market is closed: new orders on its tokens are rejected
    * (the engine refuses them first: engine/risk.ts `checkMarketOpen`), its resting user orders are
@@ -239,7 +239,7 @@ export class SimVenue implements VenuePort {
   }
 
   /**
-   * Simulation control (issue 16, deliverable 2): sets the tick of `tokenId`'s market (both
+   * Simulation control: sets the tick of `tokenId`'s market (both
    * tokens) to `tickSize` (decimal probability), durably. New orders are checked against it at
    * once (risk and matching read the token's tick); resting user orders off the new tick are
    * canceled (reason {@link TICK_CHANGED_REASON}), the others keep price and priority.
@@ -463,7 +463,7 @@ export class SimVenue implements VenuePort {
     return this.execute((tx) => this.liquidity.requote(tx, tokenId));
   }
 
-  // ---- wallet operations (issue 16) --------------------------------------------------------
+  // ---- wallet operations --------------------------------------------------------
 
   /**
    * Applies a wallet operation (split, merge, redeem, withdrawal debit, refund) in one synchronous

@@ -143,7 +143,7 @@ export interface WalletOptions {
 }
 
 /**
- * Wallet operations (issue 16; spec 1, 2.8, 4.5, 4.6): split, merge and redeem of a market's
+ * Wallet operations (spec 1, 2.8, 4.5, 4.6): split, merge and redeem of a market's
  * outcome tokens, withdrawals of pUSD, withdrawable balances. Each operation is an actor
  * persisted through the actor host (`wallet-op`, `withdrawal`), so it is on the activity feed and
  * survives a crash: the actor is created first, then its entry action applies the operation at

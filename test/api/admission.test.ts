@@ -37,7 +37,7 @@ function heldPost(baseUrl: string, path: string, body: { partner_user_id: string
   return { finish: () => releases.get(body.partner_user_id)?.(), abort: () => req.destroy(), answer };
 }
 
-describe('load shedding of mutating requests (issue 15, item 2), through real HTTP', () => {
+describe('load shedding of mutating requests, through real HTTP', () => {
   let svc: TestService;
   beforeAll(async () => {
     svc = await startTestService({ env: { WRITE_CONCURRENCY: '1', WRITE_QUEUE_LENGTH: '1', WRITE_QUEUE_WAIT_MS: '300' } });
@@ -91,7 +91,7 @@ describe('load shedding of mutating requests (issue 15, item 2), through real HT
     expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'after-2' } })).status).toBe(201);
   });
 
-  it('a client sending its body slowly (or never) holds no write slot: other writes run meanwhile (partner trial)', async () => {
+  it('a client sending its body slowly (or never) holds no write slot: other writes run meanwhile', async () => {
     const url = new URL(svc.baseUrl);
     const slow = http.request({ host: url.hostname, port: url.port, path: '/v2/trade/users', method: 'POST', headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', 'content-length': '100', 'idempotency-key': randomUUID() } });
     slow.on('error', () => undefined);

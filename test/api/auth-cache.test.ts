@@ -3,11 +3,11 @@ import { ManualClock } from '../../engine/clock.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
- * The caches in front of authentication (issue 15): a token seen before is answered without
+ * The caches in front of authentication: a token seen before is answered without
  * hashing it or reading its key (engine/auth.ts), a user read before without reading the store
  * (engine/users.ts). Through the real HTTP path.
  */
-describe('authentication caches through HTTP (issue 15)', () => {
+describe('authentication caches through HTTP', () => {
   let svc: TestService;
   const clock = new ManualClock(1_800_000_000_000);
   beforeAll(async () => {

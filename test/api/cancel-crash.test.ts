@@ -5,11 +5,11 @@ import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
- * Found by the partner trial (issue 16): an order caught in PENDING_CANCEL by a crash — its
- * `canceling` state recorded, the venue's cancel never recorded — stayed PENDING_CANCEL across
- * restarts with its pUSD reserved, because restoring a snapshot does not re-run the state's entry
- * action. The crash is made deterministic: the first process can record actors but not the venue
- * journal (so the cancel never becomes durable), then a second process starts on the same data.
+ * An order caught in PENDING_CANCEL by a crash — its `canceling` state recorded, the venue's cancel
+ * never recorded — must not stay PENDING_CANCEL across restarts with its pUSD reserved: restoring a
+ * snapshot does not re-run the state's entry action. The crash is made deterministic: the first
+ * process can record actors but not the venue journal (so the cancel never becomes durable), then a
+ * second process starts on the same data.
  */
 describe('a cancel caught by a crash is sent again after the restart', () => {
   const inner = SqliteStore.open(null);

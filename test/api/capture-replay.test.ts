@@ -10,7 +10,7 @@ import { startTestService, type TestService } from '../helpers.js';
 import { poll } from './trading-kit.js';
 
 /**
- * Issue 16, deliverable 1 through the real service: SIM_CAPTURE=on with the fastest replay clock
+ * The capture replay through the real service: SIM_CAPTURE=on with the fastest replay clock
  * (SIM_CAPTURE_SPEED=1000000: the 6.5 hours of capture in about 25 ms of real time, applied on the
  * replay's 250 ms tick). The capture's facts reach REST: resolutions with their winners, tick
  * changes, last trade prints; the replay stops at the end; a restart resumes at the journaled

@@ -6,8 +6,8 @@ import { startTestService, type TestService } from '../helpers.js';
 import { poll } from './trading-kit.js';
 
 /**
- * Issue 16 as a partner tries it (second trial): findings fixed, each walked through the real
- * HTTP path. The capture markets are quoted by the liquidity provider here (SIM_CAPTURE=off:
+ * Strategies on capture markets as a partner uses them, each case walked through the real HTTP
+ * path. The capture markets are quoted by the liquidity provider here (SIM_CAPTURE=off:
  * bids 0.49, 0.48, … and asks 0.51, 0.52, … on a 0.01 tick); tick changes go through
  * SimVenue.changeTickSize, as the capture's `tick_size_change` does.
  */

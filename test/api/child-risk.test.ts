@@ -3,11 +3,11 @@ import type { StrategyContext } from '../../machines/strategy-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
- * Issue 13: every child order a strategy places passes pre-trade risk (engine/risk.ts
+ * Every child order a strategy places passes pre-trade risk (engine/risk.ts
  * `RiskEngine.checkChild`). A child refused by risk reaches its strategy as `order.refused`
  * (permanent, like the venue's verdict) and leaves no order record behind (no REJECTED order).
  */
-describe('a strategy child order refused by risk (issue 13)', () => {
+describe('a strategy child order refused by risk', () => {
   let svc: TestService;
   const headers = { 'x-partner-user-id': 'carol' };
   const post = (body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers });

@@ -25,7 +25,7 @@ async function stop(p: ServiceProcess): Promise<void> {
   await p.exited;
 }
 
-describe('DATA_DIR at rest (issue 22 items 1, 2)', () => {
+describe('DATA_DIR at rest', () => {
   const dirs: string[] = [];
   const running: ServiceProcess[] = [];
   const tmp = async () => {

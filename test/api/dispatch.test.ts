@@ -25,7 +25,7 @@ const onError: ErrorRequestHandler = (err: { status?: number; message: string },
   res.status(err.status ?? 500).json({ error: err.message });
 };
 
-/** The route table on Express alone (as before issue 15), or behind the dispatcher (as api/app.ts mounts it). */
+/** The route table on Express alone (Express's own routing), or behind the dispatcher (as api/app.ts mounts it). */
 function tableApp(withDispatcher: boolean): Express {
   const app = express();
   app.set('strict routing', true);
@@ -45,7 +45,7 @@ function tableApp(withDispatcher: boolean): Express {
   return app;
 }
 
-describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, without walking the table (issue 15)', () => {
+describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, without walking the table', () => {
   let plain: Awaited<ReturnType<typeof listen>>;
   let dispatched: Awaited<ReturnType<typeof listen>>;
   beforeAll(async () => {
@@ -129,7 +129,7 @@ describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, witho
   });
 });
 
-describe('jsonBody (api/json-body.ts): the fast path reads what express.json reads (issue 15)', () => {
+describe('jsonBody (api/json-body.ts): the fast path reads what express.json reads', () => {
   const LIMIT = 1024;
   let general: Awaited<ReturnType<typeof listen>>;
   let fast: Awaited<ReturnType<typeof listen>>;

@@ -7,7 +7,7 @@ import { FaultyStore, type OpInfo } from '../engine/store/faulty-store.js';
 import { poll, px, sleep, Trading, useTestClock } from './trading-kit.js';
 
 /**
- * Scenarios with injected store faults (issue 12, "Tests that use the real paths"): orders, stops,
+ * Scenarios with injected store faults, through the real paths: orders, stops,
  * TWAP, ICEBERG, PEGGED and brackets, each with a write failing at a chosen point. Each scenario
  * runs on its own service over a {@link FaultyStore}; once the fault is switched off and the
  * system has gone quiet, the shared invariant check (test/invariants.ts) must pass: money and shares
@@ -19,8 +19,8 @@ import { poll, px, sleep, Trading, useTestClock } from './trading-kit.js';
 const ENV = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
 /**
  * How long a scenario waits for the system to recover from a fault (ms). Every recovery path
- * retries with backoff well within it (the comments above the scenarios say what used to happen
- * before issue 12 fixed it).
+ * retries with backoff well within it (the comments above the scenarios say what goes wrong
+ * without that recovery).
  */
 const RECOVER_MS = 2000;
 
@@ -80,9 +80,9 @@ describe('orders under store faults', () => {
     await recoverAndCheck(ctx);
   });
 
-  // found by these tests: a venue report whose order-record write failed was dropped (only logged);
-  // now each order's reports are delivered in order and a failed one is retried (engine/orders.ts
-  // deliverReport), so the record shows the fill once the store is back.
+  // a venue report whose order-record write fails must not be dropped (only logged): each order's reports are
+  // delivered in order and a failed one is retried (engine/orders.ts deliverReport), so the record shows the fill
+  // once the store is back.
   it('an order record write that fails when the venue reports a fill: the fill still reaches the record', async () => {
     const ctx = await setup();
     const { token } = await ctx.tr.freshToken();
@@ -111,7 +111,7 @@ describe('orders under store faults', () => {
     await recoverAndCheck(ctx);
   });
 
-  // issue 12, item 17: a failed journal write is retried in order until it lands; the request it
+  // a failed journal write is retried in order until it lands; the request it
   // belongs to is answered once its entry is written, so what it acknowledges is never lost.
   it('a venue journal write fails once: the write is retried, the IOC is answered once durable, nothing lost', async () => {
     const ctx = await setup();
@@ -124,7 +124,7 @@ describe('orders under store faults', () => {
     await recoverAndCheck(ctx);
   });
 
-  // issue 12, item 17: while the venue journal fails, GET /healthz answers 503 `degraded` and new
+  // while the venue journal fails, GET /healthz answers 503 `degraded` and new
   // venue operations answer 503 with the envelope and Retry-After; the request caught in the
   // failure completes once the store is back.
   it('while the venue journal fails: health degraded, orders answered 503; ok again after', async () => {
@@ -162,8 +162,8 @@ describe('stops under store faults', () => {
     return { id: res.body.record_id as string, token, bid, fire };
   }
 
-  // issue 12, item 15 (fixed; it used to be so): a fired trigger used to leave the index before its event was delivered; the delivery's write
-  // fails and it is never registered again (engine/strategies/trigger-feed.ts deliver(), engine/triggers.ts fire()).
+  // a fired trigger is held in the index until its event is delivered: were it dropped before, a failed delivery write
+  // would leave it never registered again (engine/strategies/trigger-feed.ts deliver(), engine/triggers.ts fire()).
   it('the write of a firing stop fails once: the stop still fires (it is delivered again or re-armed)', async () => {
     const ctx = await setup();
     const stop = await armedStop(ctx);
@@ -175,8 +175,8 @@ describe('stops under store faults', () => {
     await recoverAndCheck(ctx);
   });
 
-  // issue 12, item 16 (fixed; it used to be so): the stop's sell cannot be placed (its record insert fails): only logged
-  // (StrategyService.track); the stop stays TRIGGERED working an order that does not exist.
+  // the stop's sell cannot be placed (its record insert fails): were that only logged (StrategyService.track), the stop
+  // would stay TRIGGERED working an order that does not exist.
   it('the stop-loss sell cannot be placed once: the stop retries or ends FAILED with the reason', async () => {
     const ctx = await setup();
     const stop = await armedStop(ctx);
@@ -214,8 +214,8 @@ describe('TWAP under store faults (real scheduler, controlled clock)', () => {
     await recoverAndCheck(ctx);
   });
 
-  // issue 12, item 16 (fixed; it used to be so): a slice that cannot be placed (its record insert fails) is only logged; the TWAP
-  // waits in `working` for an order that does not exist, and never places the next slices.
+  // a slice that cannot be placed (its record insert fails): were that only logged, the TWAP would wait in `working`
+  // for an order that does not exist, and never place the next slices.
   it('a slice that cannot be placed: the TWAP goes on with the next slice (or ends FAILED with the reason)', async () => {
     clock = useTestClock();
     const ctx = await setup();
@@ -236,7 +236,7 @@ describe('TWAP under store faults (real scheduler, controlled clock)', () => {
 });
 
 describe('ICEBERG, PEGGED and brackets under store faults', () => {
-  // issue 12, item 16 (fixed; it used to be so): the next clip cannot be placed: only logged; the iceberg works a missing order forever.
+  // the next clip cannot be placed: were that only logged, the iceberg would work a missing order forever.
   it('ICEBERG: the next clip cannot be placed once; the iceberg retries it or ends with the reason', async () => {
     const ctx = await setup();
     const { token, bid } = await ctx.tr.freshToken(0.25, 0.6);
@@ -251,7 +251,7 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
     await recoverAndCheck(ctx);
   });
 
-  // issue 12, item 16 (fixed; it used to be so): the re-pegged order cannot be placed: only logged; PEGGED works a missing order.
+  // the re-pegged order cannot be placed: were that only logged, PEGGED would work a missing order.
   it('PEGGED: the re-pegged order cannot be placed once; the peg retries or ends with the reason', async () => {
     const ctx = await setup();
     const { token, bid } = await ctx.tr.freshToken(0.25, 0.6);
@@ -264,8 +264,8 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
     await recoverAndCheck(ctx);
   });
 
-  // issue 12, item 15: the touch that should re-peg is delivered, its write fails; the peg is armed
-  // again and the touch retried (it used to leave the trigger index for good: it never moved again).
+  // the touch that should re-peg is delivered, its write fails; the peg is armed again and the touch retried
+  // (otherwise it would leave the trigger index for good and never move again).
   it('PEGGED: a re-peg whose record write fails once still ends pegged at the new touch', async () => {
     const ctx = await setup();
     const { token, bid } = await ctx.tr.freshToken(0.25, 0.6);
@@ -281,8 +281,8 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
     expect((await ctx.tr.book(token)).bids[0]).toMatchObject({ price: px(bid + 0.01) });
   });
 
-  // issue 12, item 16 (fixed; it used to be so): a bracket whose take-profit cannot be placed (its record insert fails) stays in
-  // placing_take_profit working a missing order; the stop is never armed.
+  // a bracket whose take-profit cannot be placed (its record insert fails) must not stay in placing_take_profit
+  // working a missing order with its stop never armed.
   it('bracket: the take-profit cannot be placed once; the bracket records the leg error and arms its stop', async () => {
     const ctx = await setup();
     const { token, bid, ask } = await ctx.tr.freshToken(0.3, 0.7);
@@ -352,8 +352,8 @@ describe('seed-driven fault schedules (fast-check)', () => {
     );
   });
 
-  // issue 12, items 15, 16, 17 and the dropped venue report above (all fixed): with actor and journal writes failing at
-  // random, some acknowledged work is left inconsistent once the faults stop.
+  // every failure mode above at once: with actor and journal writes failing at random, no acknowledged work may be
+  // left inconsistent once the faults stop.
   it('random write failures on actors and the venue journal: once off, the invariants hold', async () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 2 ** 31 - 1 }), async (seed) => {

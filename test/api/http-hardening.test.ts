@@ -30,7 +30,7 @@ function statusWithoutBody(baseUrl: string, path: string, headers: Record<string
   });
 }
 
-describe('HTTP layer hardening (issue 12)', () => {
+describe('HTTP layer hardening', () => {
   let svc: TestService;
   const as = { 'x-partner-user-id': 'hq' };
   beforeAll(async () => {
@@ -96,7 +96,7 @@ describe('HTTP layer hardening (issue 12)', () => {
       const res = await svc.call('DELETE', `/${v}/trade/orders/`, { headers: as });
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ error: 'not_found', message: `no route DELETE /${v}/trade/orders/` });
-      // cancel-all itself stays where it is (issue 16: built; this user has no open orders)
+      // cancel-all itself stays where it is (built; this user has no open orders)
       const all = await svc.call('DELETE', `/${v}/trade/orders`, { headers: as });
       expect([all.status, all.body]).toEqual([200, { cancelled: [], not_cancelled: [], count: 0, results: [], counts: { canceled: 0, not_found: 0, already_done: 0 } }]);
     }
@@ -116,7 +116,7 @@ describe('HTTP layer hardening (issue 12)', () => {
     expect((await svc.call('DELETE', '/v2/trade/api-keys/key_env_demo')).body).toEqual({ error: 'conflict', message: 'the MASTER_API_KEY key is set by configuration and cannot be revoked here' });
   });
 
-  it('an epoch-ms field is bounded: a key expiry of 1e300 is a 400 naming the field, changing nothing (partner trial)', async () => {
+  it('an epoch-ms field is bounded: a key expiry of 1e300 is a 400 naming the field, changing nothing', async () => {
     const res = await svc.call('POST', '/v2/trade/users/hq/api-keys', { body: { scopes: ['trade.read'], expires_at: 1e300 } });
     expect(res).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/expires_at must be <= 253402300799999|expires_at must be at most 253402300799999/) } });
   });
@@ -163,7 +163,7 @@ describe('HTTP layer hardening (issue 12)', () => {
   });
 });
 
-describe('request log lines (issue 12 item 14)', () => {
+describe('request log lines', () => {
   let services: Services;
   let httpSvc: HttpService;
   const lines: Array<Record<string, any>> = [];

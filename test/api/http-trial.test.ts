@@ -56,7 +56,7 @@ function request(method: string, path: string, headers: Record<string, string | 
   return `${head}\r\n${body}`;
 }
 
-describe('partner trial of the HTTP front (issue 15): what reaches the service outside the happy path', () => {
+describe('partner trial of the HTTP front: what reaches the service outside the happy path', () => {
   let svc: TestService;
   let port: number;
   let symbol: string;
@@ -169,7 +169,7 @@ describe('partner trial of the HTTP front (issue 15): what reaches the service o
   });
 });
 
-describe('load shedding under clients that retry at once (partner trial, issue 15 item 2)', () => {
+describe('load shedding under clients that retry at once', () => {
   let svc: TestService;
   beforeAll(async () => {
     svc = await startTestService({ env: { WRITE_CONCURRENCY: '1', WRITE_QUEUE_LENGTH: '0' } });

@@ -10,7 +10,7 @@ import { startTestService, type TestService } from '../helpers.js';
 import { poll } from './trading-kit.js';
 
 /**
- * Issue 16, deliverables 2 and 3 through the real API: a capture market (quoted by the liquidity
+ * Tick-size changes and market resolution through the real API: a capture market (quoted by the liquidity
  * provider, SIM_CAPTURE=off) changes tick and resolves through the simulation control
  * (SIM_CONTROL=on); the effects are read back over REST, and again after a restart on the same
  * disk store.

@@ -6,7 +6,7 @@ import { dec } from '../../engine/decimal.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 
 /**
- * Regressions of issue 12 defects 3–8 and 12 through the real HTTP path: what POST
+ * Order validation through the real HTTP path: what POST
  * /v2/trade/order refuses (and that a refusal changes nothing, activity included), the error
  * strings, and messages that tell the truth.
  */
@@ -14,7 +14,7 @@ const px = (x: number) => String(Number(x.toFixed(2)));
 const CENTS_72 = 'price must be a decimal probability 0.001–0.999; received 72 — did you mean 0.72?';
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-describe('order validation (issue 12)', () => {
+describe('order validation', () => {
   let svc: TestService;
   let markets: any[];
   const as = (u: string) => ({ 'x-partner-user-id': u });
@@ -139,7 +139,7 @@ describe('order validation (issue 12)', () => {
       ];
       for (const body of cases) await refused('alice', body, 400, CENTS_72, CENTS_72);
       // the price rule comes before the wallet: a user with no shares and no free pUSD gets the
-      // cents message too, not a 422 about funds (found by the partner trial)
+      // cents message too, not a 422 about funds
       await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'pauper' } });
       const free = Number((await svc.call('GET', '/v2/trade/balances', { headers: as('pauper') })).body.available);
       const all = await post('pauper', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: String(free / 0.01) });
@@ -179,7 +179,7 @@ describe('order validation (issue 12)', () => {
     });
   });
 
-  describe('a MARKET order on an empty side of the book (partner trial, issue 16)', () => {
+  describe('a MARKET order on an empty side of the book', () => {
     it('is 422 NO_LIQUIDITY and changes nothing; the other side still trades', async () => {
       const { token } = await freshToken();
       const tick = Number(markets.flatMap((m: any) => m.tokens.map((t: any) => ({ ...t, tick: m.tick_size }))).find((t: any) => t.token_id === token).tick);
@@ -250,7 +250,7 @@ describe('order validation (issue 12)', () => {
   });
 });
 
-describe('defect 8: concurrent buys beyond the balance (issue 12)', () => {
+describe('defect 8: concurrent buys beyond the balance', () => {
   let svc: TestService;
   beforeAll(async () => {
     svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '10000' } });

@@ -1,5 +1,5 @@
 /**
- * Issue 16 item 6 over real HTTP: POST /v2/trade/orders/cancel (batch), DELETE /v2/trade/orders
+ * Over real HTTP: POST /v2/trade/orders/cancel (batch), DELETE /v2/trade/orders
  * (cancel-all, narrowed by symbol / condition_id) and GET /v2/trade/orders/{order_id}. Every
  * response is also checked against the route table's schema by test/helpers.ts.
  */
@@ -14,7 +14,7 @@ const NONE = { canceled: 0, not_found: 0, already_done: 0 };
 /** What a batch cancel or cancel-all that found nothing answers. */
 const EMPTY = { cancelled: [], not_cancelled: [], count: 0, results: [], counts: NONE };
 
-describe('batch cancel, cancel-all and one order (issue 16 item 6)', () => {
+describe('batch cancel, cancel-all and one order', () => {
   let svc: TestService;
   const tr = new Trading(() => svc);
   const as = (u: string) => tr.as(u);

@@ -106,7 +106,7 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     expect(fok.body).toMatchObject({ status: 'FILLED', filled_size: b2.asks[0].size });
   });
 
-  it('the venue\'s answer to an order (accepted, its fills, its end) is one write of the order (issue 15): revision 2', async () => {
+  it('the venue\'s answer to an order (accepted, its fills, its end) is one write of the order: revision 2', async () => {
     const b = await book(fineToken);
     const ask = b.asks[0];
     const ioc = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: ask.price, size: String(Number(ask.size) + 3), time_in_force: 'IOC' });
@@ -145,7 +145,7 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     [{ size: '4' }, 400, 'invalid_request', /minimum of 5 shares/],
     [{ size: '5.555' }, 400, 'invalid_request', /at most 2 decimals/],
     [{ time_in_force: 'GTC', expiration: Date.now() + 60_000 }, 400, 'invalid_request', /cannot be combined with expiration/],
-    // seconds for a future time: the millisecond value is suggested (issue 12 defect 12: only when it is itself valid)
+    // seconds for a future time: the millisecond value is suggested (only when it is itself valid)
     [{ expiration: Math.floor(Date.now() / 1000) + 86_400 }, 400, 'invalid_request', /did you mean \d+000 \(milliseconds\)\?/],
     [{ surprise: 1 }, 400, 'invalid_request', /unknown property 'surprise'/],
     [{ execution: { clip_size: '5' } }, 400, 'invalid_request', /execution is not used by LIMIT/],
@@ -173,7 +173,7 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
 
   it('a sell takes its shares out at the average cost in micro-dollars: cost_usd never shows more than 6 decimals', async () => {
     // bob buys 10 and 13 shares (fills at the book's asks), then sells 7: 7/size of the cost is a
-    // decimal that does not end (a partner trial saw cost_usd with 38 decimals)
+    // decimal that does not end (unrounded, cost_usd would carry 38 decimals)
     const t = fineToken;
     for (const size of ['10', '13']) expect((await post('bob', { symbol: t, side: 'buy', type: 'LIMIT', price: '0.99', size })).body.status).toBe('FILLED');
     const before = (await svc.call('GET', '/v2/trade/positions', { headers: as('bob') })).body.positions.find((p: any) => p.token_id === t);

@@ -20,7 +20,7 @@ function runToExit(args: string[], env: Record<string, string>): Promise<{ code:
   });
 }
 
-describe('the service process (issue 12 items 2, 14, 21)', () => {
+describe('the service process', () => {
   const dirs: string[] = [];
   const running: ServiceProcess[] = [];
   /** MongoDB databases the processes of these tests made, dropped once they stopped. */
@@ -86,7 +86,7 @@ describe('the service process (issue 12 items 2, 14, 21)', () => {
     }
   });
 
-  it('a process whose engine lease is taken by another stops: FATAL naming it, exit 1 (issue 14 item 6)', async () => {
+  it('a process whose engine lease is taken by another stops: FATAL naming it, exit 1', async () => {
     // Through the store port on the embedded store, with the default onLost of the service.
     const script = `Promise.all([import('./dist/api/fatal.js'), import('./dist/engine/logger.js'), import('./dist/engine/store/embedded.js'), import('./dist/engine/store/lease.js')]).then(async ([f, l, e, lease]) => {
       f.installFatalHandlers(l.createLogger('info'));
@@ -119,7 +119,7 @@ describe('the service process (issue 12 items 2, 14, 21)', () => {
   });
 
   const mongoUri = mongoTestUri();
-  it.skipIf(!mongoUri)(`on MongoDB a second process on the same database refuses to start naming the holder; a kill -9'd holder is taken over at once (issue 14 item 6)${mongoUri ? '' : ` — skipped: ${MONGO_SKIP_REASON}`}`, async () => {
+  it.skipIf(!mongoUri)(`on MongoDB a second process on the same database refuses to start naming the holder; a kill -9'd holder is taken over at once${mongoUri ? '' : ` — skipped: ${MONGO_SKIP_REASON}`}`, async () => {
     const db = `pts_proc_${process.pid}_${Date.now()}`;
     databases.push(db);
     const env = { MONGODB_URI: withDatabase(mongoUri!, db), MONGODB_ALLOW_STANDALONE: 'on', SIM_REPLAY: 'off' };

@@ -9,8 +9,8 @@ import { spawnService, type ServiceProcess } from '../process.js';
 import { poll } from './trading-kit.js';
 
 /**
- * Live updates across a restart (a partner trial: updates made while the service restarted never
- * reached the clients, whose last pushes stayed PENDING while REST said CONFIRMED). Connection-state
+ * Live updates across a restart (updates made while the service restarts must not be lost to the
+ * clients, whose last pushes would stay PENDING while REST says CONFIRMED). Connection-state
  * recovery lives in the process; a client coming back with a session the new process does not
  * have is told so (`resync.required`), and reads the current state through REST.
  */

@@ -8,7 +8,7 @@ import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
- * Live updates over Socket.IO (issue 6): handshake authentication, isolation between users and
+ * Live updates over Socket.IO: handshake authentication, isolation between users and
  * partners, ordering and revisions under a burst, connection-state recovery, revocation, books.
  */
 type Client = Socket<ServerToClientEvents, ClientToServerEvents>;

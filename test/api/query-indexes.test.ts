@@ -1,5 +1,5 @@
 /**
- * Issue 14, item 5: every query the store port runs on MongoDB has an index that serves it.
+ * Every query the store port runs on MongoDB has an index that serves it.
  *
  * A {@link RecordingStore} (the Store port over an in-memory SQLite store, reporting itself as `mongodb`
  * so that the code takes its MongoDB paths: idempotency claims stored, no sweep) records the shape
@@ -305,7 +305,7 @@ function scenarioService(adapter: StoreAdapter): { run: Run; sqlite: () => Sqlit
   return { run, sqlite: () => sqlite };
 }
 
-describe('every query the store port runs on MongoDB has an index that serves it (issue 14, item 5)', () => {
+describe('every query the store port runs on MongoDB has an index that serves it', () => {
   const { run } = scenarioService('mongodb');
 
   it('runs the scenarios, then checks each recorded query against the declared indexes', { timeout: 120_000 }, async () => {

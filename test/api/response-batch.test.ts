@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { endLater } from '../../api/app.js';
 
-describe('endLater (answers of one event-loop iteration written together, issue 15)', () => {
+describe('endLater (answers of one event-loop iteration written together)', () => {
   it('holds the answers ended in one iteration and writes them in order at its end', async () => {
     const written: string[] = [];
     const res = (name: string) => ({ end: ((text: string) => void written.push(`${name}:${text}`)) as never });

@@ -7,9 +7,9 @@ import { startTestService, type TestService } from '../helpers.js';
 import { px, tokenPicker } from './trading-kit.js';
 
 /**
- * A restart changes nothing a partner can see of a strategy that did not move (a partner trial:
- * every start gave ICEBERG and PEGGED strategies two new revisions, and BRACKETs one, with a new
- * `updated_at` and nothing else changed, and no update was pushed for them). The start-up
+ * A restart changes nothing a partner can see of a strategy that did not move (no new
+ * revision, no new `updated_at`, no pushed update for an ICEBERG, PEGGED or BRACKET whose state is
+ * unchanged). The start-up
  * reconciliation tells each strategy the state of its child orders; when that changes nothing
  * stored, the host writes nothing (engine/actor-host.ts `step`).
  */

@@ -50,7 +50,7 @@ describe('a store holding minted keys in stored responses (written before replay
   });
 });
 
-describe('security (issue 22)', () => {
+describe('security', () => {
   let svc: TestService;
   const lines: Array<Record<string, any>> = [];
   const port = () => svc.http.port;

@@ -8,7 +8,7 @@ import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
- * Issue 12, defect 17 through the real path: while the venue's journal cannot be written, health
+ * Through the real path: while the venue's journal cannot be written, health
  * says so, new venue operations answer 503 with the envelope and Retry-After and change nothing,
  * the request caught in the failure completes once the store is back, and nothing is lost.
  */
@@ -57,7 +57,7 @@ describe('venue journal failure over REST', () => {
     expect((await svc.call('GET', '/v2/trade/balances', { headers: alice })).body).toMatchObject({ reserved: '0.1' });
   });
 
-  it('a timer that cannot be armed: the order is placed all the same (persisted means done), health shows it, the repair arms it and the GTD order expires on time (defect 19)', async () => {
+  it('a timer that cannot be armed: the order is placed all the same (persisted means done), health shows it, the repair arms it and the GTD order expires on time', async () => {
     store.failWhen((i) => i.collection === 'agendaJobs');
     const expiration = Date.now() + 1500;
     const placed = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10', expiration }, headers: alice });
@@ -79,9 +79,9 @@ describe('venue journal failure over REST', () => {
 });
 
 /**
- * The embedded store on disk when a data file cannot be appended to (the partner trial's
+ * The embedded store on disk when a data file cannot be appended to (as with
  * `chattr +i venueJournal.db`): the operations wait unacknowledged and are retried, never dropped
- * (a dropped append left memory and disk disagreeing: a restart undid an acknowledged fill); health
+ * (a dropped append would leave memory and disk disagreeing: a restart would undo an acknowledged fill); health
  * says so and mutating requests answer 503 meanwhile; once the file takes writes again, the caught
  * request completes and its lines are on disk.
  */

@@ -4,7 +4,7 @@ import { sellThrough as sellThroughBids, tokenPicker } from './trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
- * Scenario tests of the managed strategies (issue 5) on static books (SIM_REPLAY=off, no liquidity
+ * Scenario tests of the managed strategies on static books (SIM_REPLAY=off, no liquidity
  * provider refill): a second user ("bob") moves the touch by trading, as a partner would see it.
  */
 /** A price as the API writes it (decimal string, no trailing zeros). */
@@ -107,7 +107,7 @@ describe('managed strategies over REST', () => {
     await whenQuiet();
     s = await strategy('alice', res.body.record_id);
     expect(s).toMatchObject({ high_water_mark: up, price: px(bid - 0.02), status: 'ACTIVE' });
-    // the message follows the state: it names the armed level, which is the trigger_price (issue 12, item 12)
+    // the message follows the state: it names the armed level, which is the trigger_price
     expect(s.message).toBe(`TRAILING_STOP armed at ${px(bid - 0.02)} (high-water mark ${up}, followed the bid up); follows the bid up`);
     expect(s.trigger_price).toBe(px(bid - 0.02));
     // the bid comes back down to the old level: above the armed level, nothing fires
@@ -279,7 +279,7 @@ describe('managed strategies over REST', () => {
       expect((await open('alice')).find((o: any) => o.order_id === `ord_${rid}_1`)).toMatchObject({ is_take_profit: true, side: 'sell', price: tp, size: '10', record_id: rid, bracket_id: rid });
       expect(await svc.call('GET', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') })).toMatchObject({ status: 200, body: { bracket_id: rid, record_id: null } });
       expect(await strategy('alice', rid)).toMatchObject({ type: 'BRACKET', status: 'ACTIVE', entry_order_id: res.body.order_id, price: sl, filled_size: null });
-      // the message follows the state (partner trial): what protects the filled shares now
+      // the message follows the state: what protects the filled shares now
       expect((await strategy('alice', rid)).message).toBe(`brackets: entry ${res.body.order_id} filled 10 shares; take-profit of 10 shares at ${tp}, stop-loss of 10 shares armed at ${sl} on the best bid`);
       // the bid falls to the stop: the take-profit (holding the shares) is canceled, then the stop sells
       await sellThrough(token, px(bid));

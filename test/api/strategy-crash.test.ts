@@ -8,7 +8,7 @@ import { spawnService, type ServiceProcess } from '../process.js';
 const KEY = 'pts_test_master_key_0123456789abcdef';
 
 /**
- * Issue 5 crash test: a TWAP runs in a child process on the embedded store, the process is
+ * Crash test: a TWAP runs in a child process on the embedded store, the process is
  * killed with SIGKILL mid-run, restarted, and the TWAP finishes with no slice placed twice or lost
  * and balances consistent with the fills.
  */

@@ -8,7 +8,7 @@ import { checkInvariants } from '../invariants.js';
 import { poll, px, Trading, useTestClock } from './trading-kit.js';
 
 /**
- * Timer-driven behaviour through the real scheduler (issue 12): Agenda over the store port (SQLite),
+ * Timer-driven behaviour through the real scheduler: Agenda over the store port (SQLite),
  * started by the service, never `host.deliverTimer`. Time is a clock the test controls (only
  * `Date` is faked, see useTestClock): a jump past a deadline lets the scheduler's next real poll
  * (SCHEDULER_POLL_MS = 200 ms in tests) run the due job.

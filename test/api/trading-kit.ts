@@ -1,5 +1,5 @@
 /**
- * What scenario tests over REST share (issue 12): a controllable clock for the real scheduler,
+ * What scenario tests over REST share: a controllable clock for the real scheduler,
  * polling, and a partner's view of trading (orders, strategies, books) that remembers every id it
  * got a 200 for (for the invariant check's "nothing acknowledged lost").
  */

@@ -25,7 +25,7 @@ const REFERENCE_SHAPES: Record<string, { request: string[]; response: string[] }
 };
 
 /**
- * Wallet operations over REST (issue 16 items 4 and 5; spec 1, 2.8, 4.5, 4.6): split, merge, redeem,
+ * Wallet operations over REST (spec 1, 2.8, 4.5, 4.6): split, merge, redeem,
  * withdrawals and withdrawable balances, through the real HTTP path and the real scheduler (the
  * withdrawal's block delay is an Agenda timer).
  */

@@ -87,7 +87,7 @@ describe('ActorHost', () => {
     expect((await repo.get('a1'))?.revision).toBe(1);
   });
 
-  it('derives the view of the records a write produces on first read only (issue 15), equal to viewOf; with typeOf the stored type is the view\'s', async () => {
+  it('derives the view of the records a write produces on first read only, equal to viewOf; with typeOf the stored type is the view\'s', async () => {
     const { host, repo } = await setupHost();
     const views: string[] = [];
     host.register({
@@ -249,7 +249,7 @@ describe('ActorHost', () => {
     expect(host2.snapshotOf('p2')).not.toBeNull();
   });
 
-  it('restores dormant actors lazily (issue 15): in creation order, no snapshot built until the next event, which quarantines one that no longer restores', async () => {
+  it('restores dormant actors lazily: in creation order, no snapshot built until the next event, which quarantines one that no longer restores', async () => {
     const store = await EmbeddedStore.open(null);
     const repo = await ActorRepository.open(store);
     const clock = new ManualClock(1_000_000);
@@ -281,7 +281,7 @@ describe('ActorHost', () => {
     expect((await repo.get('d2'))?.quarantine?.reason).toMatch(/does not exist/);
   });
 
-  it('persisted means done: a timer that cannot be armed and a changed listener that throws neither fail the step nor skip its actions (issue 12, defect 19)', async () => {
+  it('persisted means done: a timer that cannot be armed and a changed listener that throws neither fail the step nor skip its actions', async () => {
     const { host, timers, effects, changes } = await setupHost();
     host.on('changed', () => {
       throw new Error('a listener fails');
@@ -307,7 +307,7 @@ describe('ActorHost', () => {
   });
 });
 
-describe('persistedSnapshotJson (issue 15): the text XState’s getPersistedSnapshot gives, built directly', () => {
+describe('persistedSnapshotJson: the text XState’s getPersistedSnapshot gives, built directly', () => {
   it('equals JSON.stringify(getPersistedSnapshot) along an order’s life, with history and parallel states, and with an actor ref in context', async () => {
     const { persistedSnapshotJson } = await import('../../engine/actor-host.js');
     const { orderMachine } = await import('../../machines/order.js');
@@ -348,7 +348,7 @@ describe('persistedSnapshotJson (issue 15): the text XState’s getPersistedSnap
   });
 });
 
-describe('stored snapshot forms (issue 15, item 5): packed context, read back exactly; XState’s form still read', () => {
+describe('stored snapshot forms: packed context, read back exactly; XState’s form still read', () => {
   it('a strategy context packed by its form (2, and 1 as stored before) and read back equals the persisted snapshot, whatever its fields and state (property)', async () => {
     const { persistedSnapshotJson, storedSnapshotJson, unpackSnapshot } = await import('../../engine/actor-host.js');
     const { stopLossMachine, STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
@@ -516,7 +516,7 @@ describe('stored snapshot forms (issue 15, item 5): packed context, read back ex
   });
 });
 
-describe('PureStepper.initial (issue 15, item 5: arming rate): the initial snapshot made once per machine, then with each new context', () => {
+describe('PureStepper.initial (arming rate): the initial snapshot made once per machine, then with each new context', () => {
   it('equals XState’s initialTransition for every strategy machine and input, and steps on the same; a machine with entry actions or a context that throws keeps XState’s path', async () => {
     const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
     const { initialTransition, transition } = await import('xstate');

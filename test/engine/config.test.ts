@@ -30,7 +30,7 @@ describe('configuration', () => {
     expect(() => loadConfig({ [name]: value })).toThrowError(pattern);
   });
 
-  it('MongoDB write settings (issue 14 item 4): majority, journaled, no standalone by default; configurable', () => {
+  it('MongoDB write settings: majority, journaled, no standalone by default; configurable', () => {
     expect(loadConfig({})).toMatchObject({ mongodbWriteConcern: 'majority', mongodbJournal: true, mongodbAllowStandalone: false });
     expect(loadConfig({ MONGODB_WRITE_CONCERN: '2', MONGODB_JOURNAL: 'off', MONGODB_ALLOW_STANDALONE: 'on' })).toMatchObject({
       mongodbWriteConcern: 2, mongodbJournal: false, mongodbAllowStandalone: true,

@@ -1,5 +1,5 @@
 /**
- * engine/decimal.ts memoization (issue 15): shared parses, tick verdicts and canonical strings
+ * engine/decimal.ts memoization: shared parses, tick verdicts and canonical strings
  * give exactly what the unmemoized decimal.js calls give.
  */
 import fc from 'fast-check';

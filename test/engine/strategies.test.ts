@@ -6,7 +6,7 @@ import { startTestService, type TestService } from '../helpers.js';
 import { FaultyStore, type ActiveRule, type FaultRule, type HeldRule, type OpInfo } from './store/faulty-store.js';
 
 /**
- * Issue 12, items 15, 16, 18: failures between the strategy engine and the store become state
+ * Failures between the strategy engine and the store become state
  * (never only a log line), and DELETE strategy answers what the machine decided. Faults are
  * injected through the store the service runs on (a wrapper over the embedded store whose chosen
  * writes of the `actors` collection fail or wait for the test).
@@ -57,7 +57,7 @@ async function until(done: () => boolean, what: string): Promise<void> {
   if (!done()) throw new Error(`never happened: ${what}`);
 }
 
-describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
+describe('strategy engine failures become state', () => {
   let svc: TestService;
   let store: FaultyStore;
   let markets: any[];
@@ -313,7 +313,7 @@ describe('strategy engine failures become state (issue 12: 15, 16, 18)', () => {
   });
 });
 
-describe('start-up reconciliation (issue 12: 16)', () => {
+describe('start-up reconciliation', () => {
   it('a TWAP whose slice cancel was given up (store fault) is canceled at the next start: CANCELED, nothing left working', async () => {
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
     const inner = await EmbeddedStore.open(null);

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { Dec } from '../../engine/decimal.js';
 import { micro, TriggerIndex } from '../../engine/triggers.js';
 
-/** Issue 12, item 15: a fired trigger is held until delivered, or armed again. */
+/** A fired trigger is held until delivered, or armed again. */
 describe('TriggerIndex: fired triggers are delivered or armed again', () => {
   const touch = (bid: string | null, ask: string | null) => ({ bid, ask });
 
@@ -48,7 +48,7 @@ describe('TriggerIndex: fired triggers are delivered or armed again', () => {
 });
 
 /**
- * Issue 13, deliverable 6: after any sequence of add / remove / touch changes (and the hold,
+ * After any sequence of add / remove / touch changes (and the hold,
  * delivered and rearm API), exactly the strategies whose level the touch crossed fire, each once,
  * against a naive model that checks every armed strategy at every touch.
  */
@@ -236,7 +236,7 @@ describe('TriggerIndex against a naive model (property)', () => {
   });
 });
 
-/** Issue 15: the index parses prices to micro-units itself; the same as decimal.js, rounding included. */
+/** The index parses prices to micro-units itself; the same as decimal.js, rounding included. */
 describe('micro (property)', () => {
   it('equals the decimal.js result for any decimal string (exact up to 6 places, rounded beyond)', () => {
     const decimal = fc.tuple(fc.integer({ min: 0, max: 2 }), fc.string({ unit: fc.constantFrom(...'0123456789'.split('')), minLength: 0, maxLength: 9 })).map(([i, f]) => (f ? `${i}.${f}` : String(i)));

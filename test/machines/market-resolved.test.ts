@@ -21,7 +21,7 @@ function step(machine: AnyStateMachine, snapshot: unknown, event: StrategyEvent)
 }
 
 /**
- * Issue 16: the engine ends a strategy whose market resolved with `strategy.cancel` carrying
+ * The engine ends a strategy whose market resolved with `strategy.cancel` carrying
  * reason `market resolved` (engine/strategies/service.ts `onMarket`): an armed strategy ends
  * CANCELED and the reason is its message (`endReason`); without a reason, DELETE's own message.
  */
@@ -52,9 +52,9 @@ describe('strategy.cancel with a reason (market resolved)', () => {
 });
 
 /**
- * Issue 16 (second trial): a stop that fires as its market resolves sends its sell after the
+ * A stop that fires as its market resolves sends its sell after the
  * market closed; the venue refuses it `market_closed`. The resolution ended the strategy: it ends
- * CANCELED with message `market resolved`, not FAILED (bench:replay showed 252 such stops FAILED).
+ * CANCELED with message `market resolved`, not FAILED.
  */
 describe('a child order refused market_closed ends the strategy CANCELED (market resolved)', () => {
   it('STOP_LOSS: fires at the touch, its sell refused market_closed → CANCELED, market resolved; another refusal still FAILED', () => {
@@ -100,7 +100,7 @@ describe('BRACKET: the stop-loss sell refused market_closed', () => {
 });
 
 /**
- * Issue 16 (partner trial, item 3): a stop that fired has its sell working when the market
+ * A stop that fired has its sell working when the market
  * resolves; the venue cancels that order (code `MARKET_RESOLVED`, which reaches the strategy as
  * `order.updated` with `marketResolved`). The resolution ended the strategy: CANCELED with message
  * `market resolved`, not COMPLETED with nothing sold. An order ended otherwise still completes it.

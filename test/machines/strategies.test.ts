@@ -31,7 +31,7 @@ const timer = (name: string, atMs: number): StrategyEvent => ({ type: 'timer.fir
  */
 const notPlaced = (n: number): StrategyEvent => ({ type: 'order.placeFailed', orderId: `ord_stg1_${n}`, error: 'placement_failed', reason: 'store write failed', atMs: 10_000 - placeRetryDelayMs(n) });
 const riskRefused = (n: number): StrategyEvent => ({ type: 'order.refused', orderId: `ord_stg1_${n}`, error: 'INSUFFICIENT_BALANCE', reason: 'needs $5' });
-/** Child n refused because its market resolved first (issue 16): the strategy ends CANCELED, `market resolved`. */
+/** Child n refused because its market resolved first: the strategy ends CANCELED, `market resolved`. */
 const closedRefused = (n: number): StrategyEvent => ({ type: 'order.refused', orderId: `ord_stg1_${n}`, error: 'market_closed', reason: 'market resolved' });
 
 /** Per machine: input, event alphabet, status table, states only passed through (transient). */

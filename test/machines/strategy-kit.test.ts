@@ -117,7 +117,7 @@ describe('strategySetup', () => {
   });
 });
 
-describe('form-2 codecs and canonical decimals (issue 15, item 5: the stored form of strategy snapshots)', () => {
+describe('form-2 codecs and canonical decimals (the stored form of strategy snapshots)', () => {
   it('canonicalDecimal gives what Dec writes, for any decimal text or number (property)', async () => {
     const fc = (await import('fast-check')).default;
     const { canonicalDecimal } = await import('../../machines/strategy-kit.js');

@@ -42,7 +42,7 @@ describe('OrderRequest: per-type rules of spec 2.2.2 with messages that name the
   });
 });
 
-describe('OrderRequest: rules a schema can say (issue 13: not repeated in engine/risk.ts)', () => {
+describe('OrderRequest: rules a schema can say (not repeated in engine/risk.ts)', () => {
   it.each([
     [{ type: 'LIMIT', price: '0.5', size: '5.555' }, 'size must be a decimal string of shares with at most 2 decimals'],
     [{ type: 'LIMIT', price: '0.5', size: '5.50' }, 'valid'],

@@ -9,7 +9,7 @@ import { Dec } from '../../engine/decimal.js';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 
 /**
- * End-to-end (issue 6): Debian's Chromium, headless, driven by playwright-core, against the
+ * End-to-end: Debian's Chromium, headless, driven by playwright-core, against the
  * dashboard served by an in-process service. Screenshots go to test-artifacts/.
  */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -126,7 +126,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 30_000);
 
-  it('runs under its strict Content-Security-Policy without a single violation (issue 12 item 22)', async () => {
+  it('runs under its strict Content-Security-Policy without a single violation', async () => {
     const p = await browser.newPage();
     const violations: string[] = [];
     p.on('console', (m) => {
@@ -149,7 +149,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 30_000);
 
-  it('shows the balance and positions with question and outcome, updated live, and marks a resolved market (issue 16)', async () => {
+  it('shows the balance and positions with question and outcome, updated live, and marks a resolved market', async () => {
     const p = await loggedIn(key);
     await p.waitForFunction(() => document.querySelector('#balance-balance')?.textContent !== '–', undefined, { timeout: 5_000 }); // loaded over REST
     const shownBefore = await p.textContent('#balance-available');

@@ -9,7 +9,7 @@ import { TimerService, type TimerData } from '../../../engine/scheduler/timers.j
 import { EmbeddedStore } from '../../../engine/store/embedded.js';
 
 /**
- * Issue 15, item 4: Agenda locks only the jobs due within LOCK_AHEAD_MS and is woken just before
+ * Agenda locks only the jobs due within LOCK_AHEAD_MS and is woken just before
  * the next one, so its local queue stays a handful of jobs (bench:timers measures the lateness).
  */
 const log = createLogger('silent');

@@ -13,7 +13,7 @@ import { MongoStore } from '../../../engine/store/mongo.js';
 import type { Collection, Doc } from '../../../engine/store/port.js';
 
 /**
- * Issue 14, item 3 without a server: what the MongoDB timer backend is made of, that Agenda
+ * Timers on MongoDB without a server: what the MongoDB timer backend is made of, that Agenda
  * publishes to its channel and so runs a due job before the next poll, the index creation against
  * a fake collection, and `schedule` under a unique index on a store that enforces one.
  */
@@ -33,7 +33,7 @@ async function pollingOnlyBackend(): Promise<AgendaBackend> {
   return { name: 'polling only', repository, notificationChannel: undefined, connect: () => repository.connect(), disconnect: async () => undefined };
 }
 
-describe('timers on MongoDB: the backend (issue 14, item 3)', () => {
+describe('timers on MongoDB: the backend', () => {
   // never connected: building a client and a Db does not touch the network
   const client = new MongoClient('mongodb://127.0.0.1:9/pts', { serverSelectionTimeoutMS: 200 });
   afterAll(() => client.close());
@@ -141,7 +141,7 @@ function fakeJobs(docs: Document[]) {
   return { c, calls, docs };
 }
 
-describe('timers on MongoDB: the agendaJobs indexes (issue 14, item 3)', () => {
+describe('timers on MongoDB: the agendaJobs indexes', () => {
   it('creates the unique (name, data.actorId, data.timerName) index, partial on the timer job name', async () => {
     const { c, calls } = fakeJobs([]);
     expect(await ensureJobIndexes(c, timerJobIndexes(TIMER_JOB))).toBe(0);
@@ -172,7 +172,7 @@ describe('timers on MongoDB: the agendaJobs indexes (issue 14, item 3)', () => {
   });
 });
 
-describe('TimerService.schedule under a unique (actor, timer) index (issue 14, item 3)', () => {
+describe('TimerService.schedule under a unique (actor, timer) index', () => {
   const fields = ['name', 'data.actorId', 'data.timerName'];
   async function jobsOf(store: EmbeddedStore): Promise<Collection<Doc & { data: TimerData }>> {
     return store.collection('agendaJobs');

@@ -8,7 +8,7 @@ import { tokenPicker } from '../../api/trading-kit.js';
 import { startTestService, type TestService } from '../../helpers.js';
 
 /**
- * Issue 15, item 5: strategy snapshots are stored in a compact form (engine/actor-host.ts
+ * Strategy snapshots are stored in a compact form (engine/actor-host.ts
  * `SnapshotForm`, machines/strategy-kit.ts `strategySnapshotForm`; form 2, positional). Snapshots
  * stored before, in XState's form or in form 1, must still restore: a STOP_LOSS whose stored
  * snapshot is rewritten to the text the service wrote then comes back armed at the next start

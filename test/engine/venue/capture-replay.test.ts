@@ -1,6 +1,6 @@
 /**
- * The capture replay's clock (issue 16) applies what came due in bounded venue operations
- * (issue 15): a start, a fast replay or a catch-up with thousands of due events goes in batches
+ * The capture replay's clock applies what came due in bounded venue operations:
+ * a start, a fast replay or a catch-up with thousands of due events goes in batches
  * of at most `maxBatch`, one per event-loop turn, in order, nothing skipped or applied twice.
  */
 import { describe, expect, it } from 'vitest';
@@ -19,7 +19,7 @@ function capture(n: number, startMs: number, stepMs: number): Capture {
 
 const nextTurn = () => new Promise<void>((r) => setImmediate(r));
 
-describe('CaptureReplay batches (issue 15: no long venue operation)', () => {
+describe('CaptureReplay batches (no long venue operation)', () => {
   it('applies 2,000 events due at once in batches of at most maxBatch, one per event-loop turn, in order', async () => {
     const clock = new ManualClock(1_000_000);
     const cap = capture(2_000, 0, 1);

@@ -47,7 +47,7 @@ async function open(dir: string, clock: ManualClock, events = EVENTS) {
 /** Lets the replay's un-awaited batch write and its reports go out. */
 const settle = () => new Promise((r) => setTimeout(r, 20));
 
-describe('capture replay: a restart resumes where the previous run was (issue 16, trial item 1)', () => {
+describe('capture replay: a restart resumes where the previous run was', () => {
   const dirs: string[] = [];
   afterEach(async () => {
     for (const d of dirs.splice(0)) await fs.rm(d, { recursive: true, force: true });

@@ -10,7 +10,7 @@ const SLUG = 'btc-15min-up-or-down-09:15';
 const row = (ms: number, type: string, token: string, outcome: string, f: { price?: string; size?: string; bid?: string; ask?: string; win?: string; oldTick?: string; newTick?: string; err?: string } = {}) =>
   [SLUG, ms, 'iso', 'est', type, f.price ?? '', f.size ?? '', '', '', f.bid ?? '', f.ask ?? '', token, f.win ?? 'false', outcome, '', 'false', f.oldTick ?? '', f.newTick ?? '', 'false', f.err ?? ''].join(',');
 
-describe('capture parser (issue 16)', () => {
+describe('capture parser', () => {
   it('skips error rows, N/A and missing values, repeated headers; sorts by time; rounds sizes; resolves on the winning row', () => {
     const text = [
       HEADER,

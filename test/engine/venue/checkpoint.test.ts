@@ -1,8 +1,8 @@
 /**
- * Venue checkpoints as many bounded documents (issue 14, item 2): a state larger than MongoDB's
+ * Venue checkpoints as many bounded documents: a state larger than MongoDB's
  * 16 MiB document limit checkpoints and restores exactly with every document under the bound; a
  * checkpoint cut short at any step leaves the previous one (and the journal) usable and its
- * leftovers are removed at recovery; a checkpoint written before issue 14 (one document) restores.
+ * leftovers are removed at recovery; a checkpoint in the older single-document form restores.
  * On the embedded store, in memory and on disk.
  */
 import fs from 'node:fs/promises';
@@ -136,7 +136,7 @@ const variants = [
   { name: 'on disk', disk: true },
 ];
 
-describe('venue checkpoints: many bounded documents (issue 14, item 2)', () => {
+describe('venue checkpoints: many bounded documents', () => {
   const cleanup: Array<() => Promise<unknown>> = [];
   afterEach(async () => {
     for (const c of cleanup.splice(0).reverse()) await c();
@@ -297,7 +297,7 @@ describe('venue checkpoints: many bounded documents (issue 14, item 2)', () => {
         const first = await openVenue(inner);
         buildState(first, 300);
         for (let k = 0; k < 10; k++) await first.submit(limit(50_000 + k, 0, TOKENS[k % 4]!, 'buy', '0.04', 5));
-        // what the code before issue 14 wrote at a checkpoint: one document, then the journal removed
+        // the single-document form of a checkpoint: one document, then the journal removed
         const j = inside(first).journal;
         const wallets = inside(first).ledger.rows();
         const orders = inside(first).matching.rows();

@@ -39,7 +39,7 @@ const cmd: fc.Arbitrary<Cmd> = fc.oneof(
 );
 
 /**
- * Conservation (issue 16 item 7), a property over random sequences of orders (fills against the
+ * Conservation, a property over random sequences of orders (fills against the
  * liquidity provider and between users, resting bids and asks, orders at the market's midpoint on
  * either outcome, so that a buy of one outcome meets a buy of the other (full sets minted) and a
  * sell of one a sell of the other (merged): complementary matching), splits, merges, resolutions,

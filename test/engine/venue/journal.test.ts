@@ -1,5 +1,5 @@
 /**
- * The venue journal's group commit (issue 15): entries appended while an earlier write is in
+ * The venue journal's group commit: entries appended while an earlier write is in
  * flight go to the store together, in seq order, in one write; a failed or ambiguous batch write
  * is retried until every entry of it is stored, and the entries behind it wait.
  */
@@ -23,7 +23,7 @@ async function storedSeqs(store: FaultyStore): Promise<number[]> {
   return (await c.find({}, { sort: { seq: 1 } })).map((d) => d.seq);
 }
 
-describe('VenueJournal group commit (issue 15)', () => {
+describe('VenueJournal group commit', () => {
   it('entries appended while a write is in flight are written together in one insertMany, each acknowledged only once stored', async () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
@@ -77,7 +77,7 @@ describe('VenueJournal group commit (issue 15)', () => {
   });
 });
 
-describe('VenueJournal checkpoint beside the journal (issue 15)', () => {
+describe('VenueJournal checkpoint beside the journal', () => {
   it('a due checkpoint takes the state at its entry, lets later entries be written meanwhile, and names that entry only once it is written', async () => {
     const store = new FaultyStore(await EmbeddedStore.open(null));
     let state = 0; // the venue's state: the seq of the last operation applied

@@ -6,7 +6,7 @@ const Y = 'yes';
 const N = 'no';
 const meta = (opId: string, atMs = 1_000) => ({ opId, atMs, transactionHash: `0x${'a'.repeat(64)}` });
 
-/** The ledger's wallet operations (issue 16): split, merge, redeem, withdrawal debit and refund. */
+/** The ledger's wallet operations: split, merge, redeem, withdrawal debit and refund. */
 describe('ledger wallet operations', () => {
   it('split then merge returns the same pUSD; cost basis half each, removed on merge; results are signed deltas with balances after', () => {
     const l = new Ledger('100');

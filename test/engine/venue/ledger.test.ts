@@ -87,7 +87,7 @@ describe('ledger: reservations and trade settlement', () => {
     expect(avail(l, 'u1')).toEqual({ usd: '102', shares: '46', held: '46', reservedShares: '0' });
   });
 
-  it('the cost basis a sell takes out is the average cost in micro-dollars: cost_usd never carries more than 6 decimals (a partner trial saw 38)', () => {
+  it('the cost basis a sell takes out is the average cost in micro-dollars: cost_usd never carries more than 6 decimals', () => {
     const l = new Ledger('100');
     l.load({ userId: 'u0', pusd: '100', reserved: '0', positions: [[T, '50', '0', '20']] });
     l.load({ userId: 'u1', pusd: '100', reserved: '0', positions: [[T, '200', '0', '80']] });
@@ -130,7 +130,7 @@ describe('ledger: reservations and trade settlement', () => {
     expect(l.rows().map((w) => w.userId)).toEqual(['u']);
   });
 
-  it('a row shows each position as it is now; a position whose amounts did not change keeps its tuple (issue 15)', () => {
+  it('a row shows each position as it is now; a position whose amounts did not change keeps its tuple', () => {
     const l = seeded();
     l.load({ userId: 'u0', pusd: '100', reserved: '0', positions: [[T, '50', '0', '20'], ['other', '7', '0', '3.5']] });
     const before = l.row('u0');

@@ -34,7 +34,7 @@ async function openVenue(dir: string | null = null) {
 
 const level = (side: 'buy' | 'sell', price: string, size: string, tokenId = A): CaptureEvent => ({ kind: 'level', atMs: 1, tokenId, side, price: dec(price), size: dec(size) });
 
-describe('simulated venue: capture levels, tick-size changes, resolution (issue 16)', () => {
+describe('simulated venue: capture levels, tick-size changes, resolution', () => {
   const dirs: string[] = [];
   afterEach(async () => {
     for (const d of dirs.splice(0)) await fs.rm(d, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 /**
- * The journal's rows made as JSON directly (issue 15: `Ledger.rowJson`, `MatchingEngine.rowJson`,
+ * The journal's rows made as JSON directly (`Ledger.rowJson`, `MatchingEngine.rowJson`,
  * `stateRowsJson`): once parsed they are exactly the rows `row()` gives, serialized — what the
  * journal stored before and recovery reads.
  */

@@ -235,7 +235,7 @@ describe('simulated venue: matching engine', () => {
     expect(second.venue.book(A)?.bids).toEqual([{ price: '0.3', size: '10' }, { price: '0.01', size: '5500' }]);
   });
 
-  it('a failing journal write: venue degraded, later operations wait in order, nothing lost; recovers by itself (issue 12, defect 17)', async () => {
+  it('a failing journal write: venue degraded, later operations wait in order, nothing lost; recovers by itself', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
     dirs.push(dir);
     const store = new FaultyStore(await EmbeddedStore.open(dir));

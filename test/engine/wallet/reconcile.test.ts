@@ -11,7 +11,7 @@ import { poll } from '../../api/trading-kit.js';
 const TO = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
 
 /**
- * The crash window of a wallet operation (issue 16 items 4, 5): the venue applied it (journaled
+ * The crash window of a wallet operation: the venue applied it (journaled
  * with the wallet) but the process stopped before the actor recorded the answer. At the next start
  * `WalletService.reconcile` sends `venue.retry`; the venue answers the recorded result instead of
  * applying again: the split and the withdrawal's debit happen exactly once.
