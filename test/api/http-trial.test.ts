@@ -56,7 +56,7 @@ function request(method: string, path: string, headers: Record<string, string | 
   return `${head}\r\n${body}`;
 }
 
-describe('partner trial of the HTTP front: what reaches the service outside the happy path', () => {
+describe('the HTTP front: what reaches the service outside the happy path', () => {
   let svc: TestService;
   let port: number;
   let symbol: string;

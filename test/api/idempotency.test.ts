@@ -199,7 +199,7 @@ describe('canonical JSON', () => {
     expect(canonicalJson({ a: '1' })).not.toBe(canonicalJson({ a: 1 }));
   });
 
-  it('is the same text as before issue 15 (stored fingerprints of earlier records keep matching)', () => {
+  it('is the same text as the earlier implementation gave (stored fingerprints of earlier records keep matching)', () => {
     // the implementation the stored fingerprints were computed with
     const reference = (value: unknown): string => {
       if (Array.isArray(value)) return `[${value.map(reference).join(',')}]`;

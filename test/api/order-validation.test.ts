@@ -43,7 +43,7 @@ describe('order validation', () => {
   });
   afterAll(() => svc.close());
 
-  describe('defect 3: expiration has a horizon (365 days) and every accepted expiry is scheduled', () => {
+  describe('expiration has a horizon (365 days) and every accepted expiry is scheduled', () => {
     it.each([[8700000000000000], [1e300], [Date.now() + 366 * DAY_MS]])('expiration %d → 400 naming the horizon, nothing changes', async (expiration) => {
       const { token, bid } = await freshToken();
       await refused('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '10', expiration }, 400, 'invalid_request', /^expiration must be at most 365 days ahead \(at most \d+ in Unix epoch milliseconds\); received /);
@@ -67,7 +67,7 @@ describe('order validation', () => {
     });
   });
 
-  describe('defect 4: a TWAP that cannot work is refused, saying why', () => {
+  describe('a TWAP that cannot work is refused, saying why', () => {
     const twap = (token: string, patch: Record<string, unknown>, execution: Record<string, unknown> = {}) => ({
       symbol: token, side: 'buy', type: 'TWAP', size: '30', ...patch, execution: { interval_sec: 10, duration_sec: 30, ...execution },
     });
@@ -93,7 +93,7 @@ describe('order validation', () => {
     });
   });
 
-  describe('defect 5: a field the type does not use is refused, naming it (TWAP clip_size / randomize_pct: warnings, spec 2.2.2)', () => {
+  describe('a field the type does not use is refused, naming it (TWAP clip_size / randomize_pct: warnings, spec 2.2.2)', () => {
     it('STOP_LOSS execution.trailing_offset_pct, ICEBERG execution.interval_sec, TRAILING_BUY execution.clip_size, STOP_LOSS quote_amount → 400', async () => {
       const { token, bid, ask } = await freshToken(0.3);
       await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '20', time_in_force: 'IOC' });
@@ -118,7 +118,7 @@ describe('order validation', () => {
     });
   });
 
-  describe('defect 6: every price field of spec 2.1 sent in cents gets the cents message (error and message)', () => {
+  describe('every price field of spec 2.1 sent in cents gets the cents message (error and message)', () => {
     it('price_floor / price_ceiling (PEGGED), bracket prices, execution.* prices, strategy prices', async () => {
       const { token, bid, ask } = await freshToken(0.3, 0.6);
       await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '20', time_in_force: 'IOC' });
@@ -154,7 +154,7 @@ describe('order validation', () => {
     });
   });
 
-  describe('messages found by the partner trial', () => {
+  describe('messages a partner reads', () => {
     it('TAKE_PROFIT with execution names TAKE_PROFIT; a PEGGED capped by its ceiling says so instead of "at the touch"', async () => {
       const { token, bid } = await freshToken(0.3, 0.6);
       await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
@@ -168,7 +168,7 @@ describe('order validation', () => {
     });
   });
 
-  describe('defect 7: a stop that would fire at once is 422 WOULD_TRIGGER_IMMEDIATELY', () => {
+  describe('a stop that would fire at once is 422 WOULD_TRIGGER_IMMEDIATELY', () => {
     it('STOP_LOSS at the bid, TRAILING_STOP whose level the bid reached', async () => {
       const { token, bid } = await freshToken(0.4);
       await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
@@ -196,7 +196,7 @@ describe('order validation', () => {
     });
   });
 
-  describe('defect 12: messages that tell the truth', () => {
+  describe('messages that tell the truth', () => {
     it('price 1000: the spec message without a hint (10 is no price); 72 keeps the exact spec string', async () => {
       const { token } = await freshToken();
       const text = 'price must be a decimal probability 0.001–0.999; received 1000';
@@ -250,7 +250,7 @@ describe('order validation', () => {
   });
 });
 
-describe('defect 8: concurrent buys beyond the balance', () => {
+describe('concurrent buys beyond the balance', () => {
   let svc: TestService;
   beforeAll(async () => {
     svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '10000' } });

@@ -184,7 +184,7 @@ describe('security', () => {
     }
   });
 
-  it("item 7: another user's activity cursor answers 400; the owner's pages on", async () => {
+  it("another user's activity cursor answers 400; the owner's pages on", async () => {
     const token = (await svc.call('GET', '/v2/trade/markets?limit=5')).body.markets.find((m: any) => m.tick_size === '0.01').tokens[0].token_id;
     const alice = { 'x-partner-user-id': 'alice' };
     for (const price of ['0.01', '0.02', '0.03']) {
