@@ -292,7 +292,7 @@ describe('venue checkpoints: many bounded documents', () => {
 
   for (const v of variants) {
     for (const legacy of ['rows as one JSON string', 'rows as fields'] as const) {
-      it(`a checkpoint in the older one-document form ( ${legacy}) restores; the next one is chunked (${v.name})`, async () => {
+      it(`a checkpoint in the older one-document form (${legacy}) restores; the next one is chunked (${v.name})`, async () => {
         const { inner, reopen } = await storeFor(v.disk);
         const first = await openVenue(inner);
         buildState(first, 300);
