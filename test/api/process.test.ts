@@ -1,24 +1,10 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mongoTestUri, MONGO_SKIP_REASON, withDatabase } from '../mongo.js';
-import { printedMasterKey, spawnService, type ServiceProcess } from '../process.js';
-
-/** Runs `node <args>` to its exit: exit code and everything it wrote (a MONGODB_URI of the test run is not inherited). */
-function runToExit(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const inherited: NodeJS.ProcessEnv = { ...process.env };
-    delete inherited.MONGODB_URI;
-    const child = spawn(process.execPath, args, { env: { ...inherited, LOG_LEVEL: 'info', HOST: '127.0.0.1', SIM_REPLAY: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    child.on('exit', (code) => resolve({ code, out }));
-  });
-}
+import { printedMasterKey, runToExit, spawnService, type ServiceProcess } from '../process.js';
 
 describe('the service process', () => {
   const dirs: string[] = [];
