@@ -20,7 +20,7 @@ function holderIsDead(holder: LeaseOwner): boolean {
  * actors and the timers assume a single writer, so on MongoDB (which several processes could
  * reach) the process takes a lease document in the database at start-up, renews it, and releases
  * it on shutdown; a second process finds the live lease and refuses to start. It goes through the
- * store port only (a conditional upsert), so it runs, and is tested, on the embedded store too.
+ * store port only (a conditional upsert), so it runs, and is tested, on SQLite too.
  */
 
 /** Collection of the lease document. */
@@ -96,7 +96,7 @@ export interface LeaseOptions {
   /**
    * Called once when the lease is lost: found taken by another process, or not renewed before it
    * expired. Default: throw from a timer, which the process's `uncaughtException` handler turns
-   * into a fatal exit (exit 1), like the embedded store's lost DATA_DIR lock.
+   * into a fatal exit (exit 1), like the SQLite store's lost DATA_DIR lock.
    */
   onLost?: (err: EngineLeaseLostError) => void;
 }
@@ -106,7 +106,7 @@ export interface LeaseOptions {
  * `{_id: 'engine'}` that matches only a lease whose `expiresAtMs` passed (or none), so exactly one
  * of several racing processes gets it (the others hit the duplicate `_id`). A lease whose holder is
  * a process of this host that no longer runs (its pid gone or a zombie) is taken over at once,
- * as the embedded store's `DATA_DIR` lock does (engine/store/lock.ts). Renewed every `renewMs`
+ * as the SQLite store's `DATA_DIR` lock does (engine/store/lock.ts). Renewed every `renewMs`
  * while held; a renewal that fails is retried at the next tick, and the lease counts as lost when
  * it finds another owner, or when it would expire before the next try.
  * @throws {EngineLeaseHeldError} when another process holds a lease that has not expired.

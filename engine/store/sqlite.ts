@@ -283,7 +283,7 @@ interface Batch {
  * its promise resolves after the COMMIT that ends the batch: the commit runs on the next turn of the
  * event loop (`setImmediate`), so every write issued meanwhile shares it (one WAL sync per batch,
  * not per request). Reads run at once on the same connection and see writes whose commit is still
- * pending, as the embedded store's memory did.
+ * pending.
  * A {@link transaction} scope is a SAVEPOINT in the batch: while it is open, writes made outside it
  * wait (they run when it ends) and the batch is not committed; it ends with RELEASE (its writes then
  * commit with the batch) or ROLLBACK TO (none of them happened).
