@@ -118,10 +118,16 @@ export async function takeEngineLease(store: Store, options: LeaseOptions = {}):
   const leases = await store.collection<LeaseDoc>(LEASE_COLLECTION);
   const owner: LeaseOwner = { pid: process.pid, host: os.hostname(), startedAtMs: now(), instanceId: randomUUID() };
   let expiresAtMs = now() + ttlMs;
+  // alive from the attempt on: a racer of this process that reads the lease before this write is
+  // acknowledged (SQLite answers writes after their commit, reads see them at once) must not take it as dead
+  heldHere.add(owner.instanceId);
   try {
     await leases.updateOne({ _id: ENGINE_LEASE_ID, expiresAtMs: { $lt: now() } }, { owner, expiresAtMs }, { upsert: true });
   } catch (err) {
-    if (!(err instanceof DuplicateKeyError)) throw err;
+    if (!(err instanceof DuplicateKeyError)) {
+      heldHere.delete(owner.instanceId);
+      throw err;
+    }
     const held = await leases.findOne({ _id: ENGINE_LEASE_ID });
     // A holder of this host whose process is gone (kill -9, then a supervisor's restart): take over
     // at once, conditionally on that very holder, instead of waiting for the expiry.
@@ -129,10 +135,12 @@ export async function takeEngineLease(store: Store, options: LeaseOptions = {}):
       held !== null &&
       holderIsDead(held.owner) &&
       (await leases.updateOne({ _id: ENGINE_LEASE_ID, 'owner.instanceId': held.owner.instanceId }, { owner, expiresAtMs })) === 1;
-    if (!takenOver) throw new EngineLeaseHeldError(store.location, held?.owner ?? null, held?.expiresAtMs ?? null);
+    if (!takenOver) {
+      heldHere.delete(owner.instanceId);
+      throw new EngineLeaseHeldError(store.location, held?.owner ?? null, held?.expiresAtMs ?? null);
+    }
     options.log?.warn({ previous: held.owner }, `engine lease: took over the lease of pid ${held.owner.pid}, which no longer runs on this host`);
   }
-  heldHere.add(owner.instanceId);
 
   const onLost =
     options.onLost ??
