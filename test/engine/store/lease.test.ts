@@ -9,7 +9,7 @@ import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { ENGINE_LEASE_ID, EngineLeaseHeldError, EngineLeaseLostError, LEASE_COLLECTION, takeEngineLease, type LeaseDoc } from '../../../engine/store/lease.js';
 import type { Collection, Doc, IndexSpec, Store } from '../../../engine/store/port.js';
 
-/** Issue 14 item 6: one engine process per database, through the store port (here the SQLite adapter). */
+/** One engine process per database, through the store port (here the SQLite adapter). */
 describe('engine lease (issue 14 item 6)', () => {
   const stores: Store[] = [];
   const open = async () => {
