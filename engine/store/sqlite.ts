@@ -746,14 +746,14 @@ export class SqliteStore implements Store {
   static async open(dir: string | null, options: { lock?: boolean; log?: Logger; checkpointBytes?: number; oldStoreFiles?: boolean } & LockOptions = {}): Promise<SqliteStore> {
     const { lock, log, checkpointBytes, oldStoreFiles, ...lockOptions } = options;
     if (!dir) return new SqliteStore(new Sqlite(':memory:'), null, null, log ?? null);
+    const file = path.join(dir, SQLITE_FILE);
+    // the older embedded store's files, unless imported before: refused before the folder is
+    // changed in any way (modes, lock, a database beside them)
+    const oldFiles = await nedbCollections(dir);
+    if (!oldStoreFiles && oldFiles.length > 0 && !(await fs.access(file).then(() => true, () => false))) throw new OldStoreDataError(dir);
     await prepareDataDir(dir, log);
     const held = lock ? await lockDataDir(dir, lockOptions) : null;
     try {
-      const file = path.join(dir, SQLITE_FILE);
-      // the older embedded store's files, unless imported before: refused before a database is made beside them
-      const oldFiles = await nedbCollections(dir);
-      const exists = await fs.access(file).then(() => true, () => false);
-      if (!oldStoreFiles && oldFiles.length > 0 && !exists) throw new OldStoreDataError(dir);
       // created owner-only before SQLite opens it: SQLite gives its -wal and -shm files the
       // database file's mode, so none of the three is ever readable by other local users
       await fs.writeFile(file, '', { flag: 'a', mode: DATA_FILE_MODE });

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SqliteStore } from '../../engine/store/sqlite.js';
+import { NEDB_IMPORT, OldStoreDataError, SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { checkInvariants } from '../invariants.js';
 import { runToExit, spawnService, type ServiceProcess } from '../process.js';
@@ -118,5 +118,23 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     expect((await (await check.collection('users')).find({}, { sort: { _id: 1 } })).map((u) => u._id)).toContain('someone-else');
     expect(await (await check.collection('users')).count({})).toBe(3);
     await check.close();
+  });
+
+  it('a database that records the import starts beside the old files (imported before their files were moved); one that does not is refused', async () => {
+    const dir = await copyOfFixture();
+    const unmarked = await SqliteStore.open(dir, { oldStoreFiles: true });
+    await unmarked.close();
+    await expect(SqliteStore.open(dir)).rejects.toBeInstanceOf(OldStoreDataError);
+    const marked = await SqliteStore.open(dir, { oldStoreFiles: true });
+    await marked.transaction(() => marked.recordImport(NEDB_IMPORT, 1_700_000_000_000));
+    await marked.close();
+    const store = await SqliteStore.open(dir, { lock: true });
+    expect(store.importedAt(NEDB_IMPORT)).toBe(1_700_000_000_000);
+    await store.close();
+    // the migrate command then only moves the files aside
+    const moved = await migrate(dir);
+    expect(moved.code, moved.out).toBe(0);
+    expect(moved.out).toMatch(new RegExp(`^already imported into ${dir}/store\\.sqlite at 2023-11-14T22:13:20\\.000Z; the old files are now in ${dir}/nedb-imported-`));
+    expect((await fs.readdir(dir)).filter((f) => f.endsWith('.db'))).toEqual([]);
   });
 });
