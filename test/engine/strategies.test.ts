@@ -8,7 +8,7 @@ import { FaultyStore, type ActiveRule, type FaultRule, type HeldRule, type OpInf
 /**
  * Failures between the strategy engine and the store become state
  * (never only a log line), and DELETE strategy answers what the machine decided. Faults are
- * injected through the store the service runs on (a wrapper over the embedded store whose chosen
+ * injected through the store the service runs on (a wrapper over the SQLite store whose chosen
  * writes of the `actors` collection fail or wait for the test).
  */
 

@@ -3,7 +3,7 @@
  * 16 MiB document limit checkpoints and restores exactly with every document under the bound; a
  * checkpoint cut short at any step leaves the previous one (and the journal) usable and its
  * leftovers are removed at recovery; a checkpoint in the older single-document form restores.
- * On the embedded store, in memory and on disk.
+ * On the SQLite store, in memory and on disk.
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
