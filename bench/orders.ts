@@ -2,7 +2,7 @@
  * `npm run bench:orders`: drives POST /v2/trade/order with LIMIT orders (auth,
  * validation, actor, matching, persistence) over loopback with autocannon, and in the same run a
  * bare Express JSON echo; prints both throughputs, p50/p99 latency and the ratio, once with the
- * embedded store in memory and once on disk. Targets at 50 connections: ratio ≥ 0.5 in memory,
+ * SQLite store in memory and once on disk. Targets at 50 connections: ratio ≥ 0.5 in memory,
  * ≥ 0.2 on disk, p99 < 50 ms. Each order is persisted before its response (by construction: the
  * actor host writes before it resolves).
  *

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:push`: delivery of live updates at scale.
  *
- * Starts the built service as a child process (embedded store on disk, defaults otherwise),
+ * Starts the built service as a child process (SQLite store on disk, defaults otherwise),
  * connects BENCH_CLIENTS (1,000) Socket.IO clients with the partner's master key — all in one
  * partner's room — spread over BENCH_CLIENT_WORKERS worker threads (BENCH_SIO_CLIENTS of them, 20,
  * use socket.io-client; the others speak the same protocol on a bare WebSocket, see bareClient), then produces

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:replay`: replays the whole WebSocket capture
  * (data/ws-capture-2026-02-20.csv, 16,313 usable events) as fast as it goes into a started
- * service (in-process, embedded store on disk, no HTTP) with 1,000 armed STOP_LOSS strategies
+ * service (in-process, SQLite store on disk, no HTTP) with 1,000 armed STOP_LOSS strategies
  * and 1,000 resting user LIMIT buys on the capture's tokens. Prints:
  * - capture events applied per second by the venue (in memory + journal + reports), goal ≥ 50,000/s;
  * - the same end to end: until the engine has handled every report, book change and market

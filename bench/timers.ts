@@ -1,6 +1,6 @@
 /**
  * `npm run bench:timers`: arms 10,000 actor deadlines through the path actors
- * use (actor host → `TimerService` → Agenda 6 over the embedded backend, `SCHEDULER_POLL_MS` at its
+ * use (actor host → `TimerService` → Agenda 6 over the store-port backend, `SCHEDULER_POLL_MS` at its
  * default), due spread evenly over 60 s, and records each delivery. Prints:
  * - lateness at the scheduler's sink (delivery time − due time): p50 / p99 / max;
  * - lateness at the actor (its `timer.fired` transition persisted and its action run);
@@ -19,7 +19,7 @@
  * after the report (SIGKILL: tsx relays SIGTERM through the busy event loop).
  *
  * In-process, one Node process. Knobs: BENCH_TIMERS (10000), BENCH_SPAN_S (60), BENCH_LEAD_S
- * (lead before the first due time, 20), BENCH_GRACE_S (10), BENCH_STORE=disk (embedded store on
+ * (lead before the first due time, 20), BENCH_GRACE_S (10), BENCH_STORE=disk (SQLite store on
  * disk in a temp DATA_DIR; in memory by default), SCHEDULER_POLL_MS (as the service reads it).
  */
 import fs from 'node:fs/promises';

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:triggers`: arms STOP_LOSS / TRAILING_STOP
- * strategies across 100 tokens on the embedded store (on disk) through the strategy service (the
+ * strategies across 100 tokens on the SQLite store (on disk) through the strategy service (the
  * request check, the actor host, the store: what POST /v2/trade/order does without its HTTP
  * layer), `BENCH_ARM_CONCURRENCY` (64) at a time, as concurrent requests would; then drives book
  * updates that move the touch without firing anything. Prints:
@@ -8,11 +8,10 @@
  * - the time per book update (a venue order placed and canceled inside the spread, the engine's
  *   trigger check included) with 1,000 and with all armed — target ratio ≤ 1.2;
  * - the trigger index alone per touch change, for the same two sizes;
- * - memory per armed strategy (heap and RSS growth / armed, the store's in-memory copy included)
+ * - memory per armed strategy (heap and RSS growth / armed)
  *   — target < 1.5 KB (most of it the stored record: its snapshot is kept in the compact stored
  *   form 2 of engine/actor-host.ts `SnapshotForm`, ~86 characters for a STOP_LOSS, ~130 for a
- *   TRAILING_STOP, instead of ~1,000 in XState's form; its `ownerKey` index entry in the embedded
- *   store's sorted blocks, engine/store/unique-index.ts), with the RSS broken down (heapUsed,
+ *   TRAILING_STOP, instead of ~1,000 in XState's form), with the RSS broken down (heapUsed,
  *   heap committed but free after a full GC, external / array buffers, the rest: code, malloc,
  *   stacks) and V8's spaces (committed / used). At a million the gap RSS − heapUsed is almost all
  *   old space committed but free after a full GC: fragmentation, which one compacting GC gives
@@ -168,7 +167,7 @@ async function main(): Promise<void> {
     console.log(`trigger index alone per touch change: ${indexSmall.toFixed(2)} µs with ${small}, ${indexLarge.toFixed(2)} µs with ${ARMED} — ratio ${(indexLarge / indexSmall).toFixed(2)}`);
     const heapPer = (after.heap - before.heap) / ARMED;
     const rssPer = (after.rss - before.rss) / ARMED;
-    console.log(`memory per armed strategy: heap ${(heapPer / 1024).toFixed(2)} KB, RSS ${(rssPer / 1024).toFixed(2)} KB (target < 1.5 KB; includes the embedded store's copy)`);
+    console.log(`memory per armed strategy: heap ${(heapPer / 1024).toFixed(2)} KB, RSS ${(rssPer / 1024).toFixed(2)} KB (target < 1.5 KB)`);
     const kb = (bytes: number) => `${(bytes / ARMED / 1024).toFixed(2)} KB`;
     console.log(
       `  RSS breakdown per armed strategy: heapUsed ${kb(after.heap - before.heap)}, heapTotal ${kb(after.heapTotal - before.heapTotal)} (committed but free after GC ${kb(after.heapTotal - after.heap - (before.heapTotal - before.heap))}), ` +

@@ -69,8 +69,7 @@ export interface FieldCodec {
 }
 
 /**
- * A compact stored form of a kind's snapshots (issue 15, item 5: memory per armed strategy; the
- * embedded store keeps every stored snapshot in memory). The persisted shape is
+ * A compact stored form of a kind's snapshots (memory and disk per armed strategy). The persisted shape is
  * `{"form": <version>, "value": <state value>, "context": <packed context>}`, plus `status` unless
  * `active`, `output` / `error` when defined and `historyValue` when not empty; XState's `children`
  * must be empty (an actor with children is stored in XState's own form). The packed context is

@@ -28,8 +28,8 @@ export interface SettingSpec {
 export const SETTINGS = [
   { env: 'PORT', type: 'port', default: '8080', description: 'TCP port the HTTP server listens on (0 = any free port).' },
   { env: 'HOST', type: 'string', default: '127.0.0.1', description: 'Interface the HTTP server binds to.' },
-  { env: 'DATA_DIR', type: 'path', default: './var', description: 'Folder of the embedded store (used when MONGODB_URI is unset) and of the first-start master key file; `:memory:` keeps the store in memory (benchmarks, demos).' },
-  { env: 'MONGODB_URI', type: 'url', description: 'MongoDB connection string; when set the service stores everything in MongoDB instead of the embedded store.', secret: true },
+  { env: 'DATA_DIR', type: 'path', default: './var', description: 'Folder of the SQLite store (`store.sqlite`, used when MONGODB_URI is unset) and of the first-start master key file; `:memory:` keeps the store in memory (benchmarks, demos).' },
+  { env: 'MONGODB_URI', type: 'url', description: 'MongoDB connection string; when set the service stores everything in MongoDB instead of SQLite.', secret: true },
   { env: 'MONGODB_DB', type: 'string', default: 'partner_trading', description: 'Database name used on MongoDB when the URI names none.' },
   { env: 'MONGODB_WRITE_CONCERN', type: 'writeConcern', default: 'majority', description: 'Write concern `w` of every MongoDB write: `majority`, or a number of members (1 = the primary alone). A different `w` in the URI stops the start.' },
   { env: 'MONGODB_JOURNAL', type: 'onoff', default: 'on', description: 'on: a MongoDB write is acknowledged only once it is in the on-disk journal (write concern `j: true`). A contradicting `journal` / `j` in the URI stops the start.' },

@@ -30,10 +30,10 @@ interface IdempotencyDoc {
   body: string | null;
   headers: Record<string, string> | null;
   createdAtMs: number;
-  /** Epoch ms after which the record is gone (sweep on the embedded store). */
+  /** Epoch ms after which the record is gone (sweep on SQLite). */
   expiresAtMs: number;
   /**
-   * The same instant as a Date, for MongoDB's TTL index; left out on the embedded store (its sweep
+   * The same instant as a Date, for MongoDB's TTL index; left out on SQLite (its sweep
    * reads `expiresAtMs`), where a Date would send every record through NeDB's slow line format.
    */
   expiresAt?: Date;
@@ -46,8 +46,7 @@ const KEYS_FORGOTTEN = 'idempotencyKeys: minted api keys removed from stored res
  * Once per store: removes the `api_key` of key mints from the responses stored before replays left
  * it out (a key mint's record now holds its replay body, {@link KEY_SHOWN_ONCE}). Only 201s are
  * read, and only once (a `migrations` record); idempotent, so a crash before that record just runs
- * it again. On the embedded store the data file drops the old lines at its next compaction (every
- * 10 minutes, and on shutdown).
+ * it again.
  */
 async function forgetStoredKeys(store: Store, docs: Collection<IdempotencyDoc>, clock: Clock): Promise<void> {
   const migrations = await store.collection<{ _id: string; atMs: number }>('migrations');
@@ -130,17 +129,17 @@ function sha256(text: string): string {
  *   not wait: the client's retry then gets the replay);
  * - a 5xx is not stored: the claim is released so that a retry runs again.
  * Records live in the store (they survive a restart): a TTL index expires them on MongoDB, a
- * periodic sweep on the embedded store; reads ignore expired records either way.
+ * periodic sweep on SQLite; reads ignore expired records either way.
  *
  * Claims of running requests: on MongoDB, where several processes may share the store, a claim is
- * a stored `running` record (insert, then update on completion). The embedded store belongs to one
+ * a stored `running` record (insert, then update on completion). The SQLite store belongs to one
  * process, so there a claim is held in memory and only the completed response is written (one
  * write per request instead of two). Both behave the same after a crash: a claim left by a
  * process that died is gone (memory) or taken over once its lease ends (stored).
  */
 export class IdempotencyService {
   private sweeper: NodeJS.Timeout | null = null;
-  /** In-memory claims (embedded store only): record id → fingerprint and lease. */
+  /** In-memory claims (SQLite only): record id → fingerprint and lease. */
   private readonly running: Map<string, { fingerprint: string; leaseUntilMs: number }> | null;
 
   private constructor(
@@ -155,16 +154,16 @@ export class IdempotencyService {
   }
 
   /**
-   * @param options.claimsInMemory - hold claims of running requests in memory (default: on the
-   *   embedded store, which one process owns); false stores them, as several processes need.
+   * @param options.claimsInMemory - hold claims of running requests in memory (default: on
+   *   SQLite, which one process owns); false stores them, as several processes need.
    */
   static async open(store: Store, clock: Clock, log: Logger, options: { claimsInMemory?: boolean } = {}): Promise<IdempotencyService> {
     const docs = await store.collection<IdempotencyDoc>('idempotencyKeys', [
       { fields: ['expiresAt'], expireAfterSeconds: 0, adapters: ['mongodb'] },
-      { fields: ['expiresAtMs'], adapters: ['embedded', 'sqlite'] },
+      { fields: ['expiresAtMs'], adapters: ['sqlite'] },
     ]);
     await forgetStoredKeys(store, docs, clock);
-    // SQLite and the embedded store belong to one process (the DATA_DIR lock): claims in memory, sweep
+    // SQLite belongs to one process (the DATA_DIR lock): claims in memory, sweep
     const local = store.adapter !== 'mongodb';
     const svc = new IdempotencyService(docs, clock, log, options.claimsInMemory ?? local, !local);
     if (local) {
@@ -179,8 +178,8 @@ export class IdempotencyService {
    * The id seed of whatever a request with this `Idempotency-Key` creates (a UUID derived from the
    * API key, the idempotency key, the acting user and the path): the order it places is
    * `ord_<seed>`, the strategy `stg_<seed>`. A retry after a crash between the order's creation
-   * and the recording of its response (the claim of a running request is in memory on the
-   * embedded store; on MongoDB an abandoned claim is taken over after its lease) finds what the
+   * and the recording of its response (the claim of a running request is in memory on
+   * SQLite; on MongoDB an abandoned claim is taken over after its lease) finds what the
    * first attempt created under the same id, and answers with it instead of doing it again
    * (spec 5.6: "performs nothing again").
    */
@@ -243,7 +242,7 @@ export class IdempotencyService {
     throw new DomainError('IDEMPOTENCY_KEY_IN_USE', 'this Idempotency-Key is contended; retry shortly', { retryAfterSec: 1 });
   }
 
-  /** {@link begin} with the claim held in memory (embedded store: one process owns the store). */
+  /** {@link begin} with the claim held in memory (SQLite: one process owns the store). */
   private async beginInMemory(keyId: string, _id: string, fingerprint: string): Promise<IdempotencyClaim> {
     const running = this.running!;
     const now = this.clock.now();
@@ -302,7 +301,7 @@ export class IdempotencyService {
     };
   }
 
-  /** Deletes expired records (the embedded store's stand-in for a TTL index). @returns how many. */
+  /** Deletes expired records (SQLite's stand-in for a TTL index). @returns how many. */
   async sweep(): Promise<number> {
     const n = await this.docs.deleteMany({ expiresAtMs: { $lte: this.clock.now() } });
     if (n) this.log.debug({ removed: n }, 'idempotency records expired');

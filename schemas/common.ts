@@ -46,7 +46,7 @@ export const Health = {
       additionalProperties: false,
       required: ['adapter', 'ok'],
       properties: {
-        adapter: { enum: ['mongodb', 'sqlite', 'embedded'] },
+        adapter: { enum: ['mongodb', 'sqlite'] },
         ok: { type: 'boolean', description: 'false when the store does not answer, or cannot make writes durable (then mutating requests answer 503 `unavailable` with `Retry-After`).' },
         error: { type: 'string', description: 'Why writes cannot be made durable, while that lasts (e.g. a data file that cannot be appended to: its writes wait and are retried, never dropped).' },
       },

@@ -18,7 +18,7 @@ export const MASTER_KEY = 'pts_test_master_key_0123456789abcdef';
 
 /**
  * A running in-process service on port 0: on the `store` given, else on MongoDB when the tests have
- * one (test/mongo.ts: `MONGODB_URI` or `MONGOMS_SYSTEM_BINARY`, unless `TEST_STORE=embedded`; a
+ * one (test/mongo.ts: `MONGODB_URI` or `MONGOMS_SYSTEM_BINARY`, unless `TEST_STORE=sqlite`; a
  * fresh database per service, opened like production with `openStore`, engine lease included, and
  * dropped at close), else on an in-memory SQLite store (the default adapter).
  */

@@ -3,7 +3,7 @@ import { inject } from 'vitest';
 
 /**
  * Which MongoDB the tests run on (issue 14 item 7), in this order:
- * - `TEST_STORE=embedded`: none, everything runs on the embedded store;
+ * - `TEST_STORE=sqlite`: none, everything runs on SQLite;
  * - `MONGODB_URI`: that server (a replica set, or a standalone one: the tests allow it);
  * - `MONGOMS_SYSTEM_BINARY` naming a mongod: a one-member replica set that `test/global-setup.ts`
  *   starts with mongodb-memory-server for the whole run;
@@ -20,13 +20,13 @@ declare module 'vitest' {
 
 /** Why the MongoDB runs are skipped when {@link mongoTestUri} is null. */
 export const MONGO_SKIP_REASON =
-  process.env.TEST_STORE === 'embedded'
-    ? 'TEST_STORE=embedded'
+  process.env.TEST_STORE === 'sqlite'
+    ? 'TEST_STORE=sqlite'
     : 'no MongoDB reachable: set MONGODB_URI, or MONGOMS_SYSTEM_BINARY to a mongod binary for mongodb-memory-server';
 
 /** The MongoDB server URI the tests run on, or null when none is configured (see above). */
 export function mongoTestUri(): string | null {
-  if (process.env.TEST_STORE === 'embedded') return null;
+  if (process.env.TEST_STORE === 'sqlite') return null;
   let memory = '';
   try {
     memory = inject('mongodbMemoryUri') ?? '';

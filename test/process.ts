@@ -13,6 +13,22 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Runs `node <args>` to its exit: exit code and everything it wrote (a MONGODB_URI of the test run
+ * is not inherited; LOG_LEVEL info, HOST 127.0.0.1 and SIM_REPLAY off unless `env` says otherwise).
+ */
+export function runToExit(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const inherited: NodeJS.ProcessEnv = { ...process.env };
+    delete inherited.MONGODB_URI;
+    const child = spawn(process.execPath, args, { env: { ...inherited, LOG_LEVEL: 'info', HOST: '127.0.0.1', SIM_REPLAY: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.on('exit', (code) => resolve({ code, out }));
+  });
+}
+
 /** The built service (`dist/api/main.js`) as a child process. */
 export interface ServiceProcess {
   child: ChildProcess;

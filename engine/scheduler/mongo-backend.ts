@@ -4,7 +4,7 @@ import type { CreateIndexesOptions, Db, Document, ObjectId } from 'mongodb';
 import type { Logger } from '../logger.js';
 import type { NextDueAt } from './lookahead.js';
 
-/** The collection of Agenda's jobs on MongoDB (the same name the embedded backend uses). */
+/** The collection of Agenda's jobs on MongoDB (the same name the store-port backend uses). */
 export const AGENDA_JOBS = 'agendaJobs';
 
 /** An index on {@link AGENDA_JOBS} that the service creates at start-up, besides Agenda's own. */

@@ -6,7 +6,7 @@ import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import { MongoStore } from '../store/mongo.js';
-import { EmbeddedAgendaBackend } from './embedded-backend.js';
+import { StoreAgendaBackend } from './store-backend.js';
 import { LOCK_LIMIT, LookaheadBackend, type NextDueAt } from './lookahead.js';
 import { mongoTimerBackend, NotifyingBackend } from './mongo-backend.js';
 
@@ -60,15 +60,15 @@ cacheAgendaDebugColors();
 /**
  * The Agenda backend for `store`: on MongoDB, Agenda's MongoDB backend with an in-process
  * notification channel and the timer indexes created at connect ({@link mongoTimerBackend});
- * otherwise our embedded backend over the store port (which has its own channel).
+ * otherwise our backend over the store port (which has its own channel).
  */
 export function timerBackend(store: Store, log?: Logger): AgendaBackend {
-  return store instanceof MongoStore ? mongoTimerBackend(store.database, TIMER_JOB, log) : new EmbeddedAgendaBackend(store);
+  return store instanceof MongoStore ? mongoTimerBackend(store.database, TIMER_JOB, log) : new StoreAgendaBackend(store);
 }
 
 /**
- * Durable timers on Agenda 6: the Mongo backend on MongoDB, our embedded
- * backend otherwise. One job document per armed deadline of an (actor, timer name): scheduling
+ * Durable timers on Agenda 6: the Mongo backend on MongoDB, our backend over
+ * the store port otherwise. One job document per armed deadline of an (actor, timer name): scheduling
  * again removes the previous one and inserts a new one, cancelling removes it. Jobs survive
  * restarts; a job that comes due while the service is down runs at start.
  *
@@ -106,7 +106,7 @@ export class TimerService {
     this.ready = inner instanceof NotifyingBackend ? () => inner.ready() : () => Promise.resolve();
     // lock only what is due now and wake Agenda just before the next one (./lookahead.ts)
     const nextDueAt: NextDueAt | undefined =
-      inner instanceof EmbeddedAgendaBackend ? (name, after, until) => inner.repository.nextDueAt(name, after, until) : inner instanceof NotifyingBackend ? inner.nextDueAt : undefined;
+      inner instanceof StoreAgendaBackend ? (name, after, until) => inner.repository.nextDueAt(name, after, until) : inner instanceof NotifyingBackend ? inner.nextDueAt : undefined;
     const channel = inner.notificationChannel;
     this.lookahead = nextDueAt && channel ? new LookaheadBackend(inner, channel, nextDueAt) : null;
     const backend = this.lookahead ?? inner;

@@ -31,7 +31,7 @@ export interface ActorRecord {
   /**
    * REST read model of the actor (what GET endpoints and pushes return). Never stored: it is
    * derived from the snapshot when a record is read (see {@link ActorRepository.viewDeriver}),
-   * which keeps each stored record (and the embedded store's in-memory copy) small.
+   * which keeps each stored record small.
    */
   view: Record<string, unknown>;
   /** Resource type (the view's `type`: order type, strategy type), stored for filtering. */
@@ -75,20 +75,19 @@ const ACTORS_MIGRATION = 'actors: ownerKey and type backfilled';
 /**
  * Indexes of `actors` (issue 14, item 5: each query of {@link ActorRepository} has one on MongoDB;
  * `test/api/query-indexes.test.ts` checks it, and that each query is an index search on SQLite).
- * The low-cardinality ones are not built on the embedded store (see `IndexSpec.adapters`), which
- * scans its in-memory records instead; SQLite has the two of the restore and the reconciliation,
- * and serves findOwned from the `ownerKey` range (one user's actors).
+ * The low-cardinality ones are MongoDB's only (see `IndexSpec.adapters`): SQLite has the two of
+ * the restore and the reconciliation, and serves findOwned from the `ownerKey` range (one user's actors).
  * - `final, quarantine, createdAtMs, _id`: {@link ActorRepository.findRestorable} (start-up).
  * - `kind, final, quarantine, createdAtMs, _id`: the live orders of the reconciliation, newest first.
  * - `kind, ownerKey` / `kind, status, ownerKey` / `kind, type, ownerKey` /
  *   `kind, status, type, ownerKey`: {@link ActorRepository.findOwned} (pages and counts) of the
  *   activity feed, open orders and the strategy list with its status / type filters.
- * - `ownerKey` (unique, sparse): one key per owned actor; the embedded store's findOwned index.
+ * - `ownerKey` (unique, sparse): one key per owned actor; SQLite's findOwned index.
  * - `partnerId, kind`: kept from before (no current query needs it).
  */
 const ACTOR_INDEXES: IndexSpec[] = [
-  { fields: ['final', 'quarantine', 'createdAtMs', '_id'], adapters: ['mongodb', 'sqlite'] },
-  { fields: ['kind', 'final', 'quarantine', 'createdAtMs', '_id'], adapters: ['mongodb', 'sqlite'] },
+  { fields: ['final', 'quarantine', 'createdAtMs', '_id'] },
+  { fields: ['kind', 'final', 'quarantine', 'createdAtMs', '_id'] },
   { fields: ['kind', 'ownerKey'], adapters: ['mongodb'] },
   { fields: ['kind', 'status', 'ownerKey'], adapters: ['mongodb'] },
   { fields: ['kind', 'type', 'ownerKey'], adapters: ['mongodb'] },
@@ -205,8 +204,7 @@ export class ActorRepository {
 
   /**
    * {@link findRestorable} in no particular order (issue 15): the caller sorts by `createdAtMs`
-   * with a numeric comparison, which costs a second where the embedded store's generic sort took
-   * half a minute at a million records.
+   * with a numeric comparison (a second at a million records).
    */
   async findRestorableUnordered(): Promise<ActorRecord[]> {
     const docs = (await this.c.find({ final: false, quarantine: null })) as ActorRecord[];

@@ -10,6 +10,7 @@ export type { Store, Collection, Doc, Filter, IndexSpec } from './port.js';
 export { DataDirLockedError } from './lock.js';
 export { EngineLeaseHeldError } from './lease.js';
 export { MongoStoreRefusedError, MongoUnreachableError } from './mongo.js';
+export { OldStoreDataError } from './sqlite.js';
 
 /**
  * Opens the store the configuration asks for: MongoDB when `MONGODB_URI` is set (with the
@@ -18,6 +19,8 @@ export { MongoStoreRefusedError, MongoUnreachableError } from './mongo.js';
  * the file `store.sqlite` in `DATA_DIR` (one INFO line says so), the folder locked for this
  * process's life, or in memory when `DATA_DIR=:memory:`.
  * @throws {DataDirLockedError} when another live process holds `DATA_DIR`.
+ * @throws {OldStoreDataError} when `DATA_DIR` holds the older embedded store's files, not imported
+ *   (`npm run migrate -- <DATA_DIR>` imports them).
  * @throws {EngineLeaseHeldError} when another live engine process holds the MongoDB database.
  * @throws {MongoStoreRefusedError} on a standalone MongoDB server (unless allowed), a URI whose
  *   write-concern options contradict the settings, or no server of the URI answering

@@ -20,7 +20,7 @@ function holderIsDead(holder: LeaseOwner): boolean {
  * actors and the timers assume a single writer, so on MongoDB (which several processes could
  * reach) the process takes a lease document in the database at start-up, renews it, and releases
  * it on shutdown; a second process finds the live lease and refuses to start. It goes through the
- * store port only (a conditional upsert), so it runs, and is tested, on the embedded store too.
+ * store port only (a conditional upsert), so it runs, and is tested, on SQLite too.
  */
 
 /** Collection of the lease document. */
@@ -96,7 +96,7 @@ export interface LeaseOptions {
   /**
    * Called once when the lease is lost: found taken by another process, or not renewed before it
    * expired. Default: throw from a timer, which the process's `uncaughtException` handler turns
-   * into a fatal exit (exit 1), like the embedded store's lost DATA_DIR lock.
+   * into a fatal exit (exit 1), like the SQLite store's lost DATA_DIR lock.
    */
   onLost?: (err: EngineLeaseLostError) => void;
 }
@@ -106,7 +106,7 @@ export interface LeaseOptions {
  * `{_id: 'engine'}` that matches only a lease whose `expiresAtMs` passed (or none), so exactly one
  * of several racing processes gets it (the others hit the duplicate `_id`). A lease whose holder is
  * a process of this host that no longer runs (its pid gone or a zombie) is taken over at once,
- * as the embedded store's `DATA_DIR` lock does (engine/store/lock.ts). Renewed every `renewMs`
+ * as the SQLite store's `DATA_DIR` lock does (engine/store/lock.ts). Renewed every `renewMs`
  * while held; a renewal that fails is retried at the next tick, and the lease counts as lost when
  * it finds another owner, or when it would expire before the next try.
  * @throws {EngineLeaseHeldError} when another process holds a lease that has not expired.
@@ -118,10 +118,16 @@ export async function takeEngineLease(store: Store, options: LeaseOptions = {}):
   const leases = await store.collection<LeaseDoc>(LEASE_COLLECTION);
   const owner: LeaseOwner = { pid: process.pid, host: os.hostname(), startedAtMs: now(), instanceId: randomUUID() };
   let expiresAtMs = now() + ttlMs;
+  // alive from the attempt on: a racer of this process that reads the lease before this write is
+  // acknowledged (SQLite answers writes after their commit, reads see them at once) must not take it as dead
+  heldHere.add(owner.instanceId);
   try {
     await leases.updateOne({ _id: ENGINE_LEASE_ID, expiresAtMs: { $lt: now() } }, { owner, expiresAtMs }, { upsert: true });
   } catch (err) {
-    if (!(err instanceof DuplicateKeyError)) throw err;
+    if (!(err instanceof DuplicateKeyError)) {
+      heldHere.delete(owner.instanceId);
+      throw err;
+    }
     const held = await leases.findOne({ _id: ENGINE_LEASE_ID });
     // A holder of this host whose process is gone (kill -9, then a supervisor's restart): take over
     // at once, conditionally on that very holder, instead of waiting for the expiry.
@@ -129,10 +135,12 @@ export async function takeEngineLease(store: Store, options: LeaseOptions = {}):
       held !== null &&
       holderIsDead(held.owner) &&
       (await leases.updateOne({ _id: ENGINE_LEASE_ID, 'owner.instanceId': held.owner.instanceId }, { owner, expiresAtMs })) === 1;
-    if (!takenOver) throw new EngineLeaseHeldError(store.location, held?.owner ?? null, held?.expiresAtMs ?? null);
+    if (!takenOver) {
+      heldHere.delete(owner.instanceId);
+      throw new EngineLeaseHeldError(store.location, held?.owner ?? null, held?.expiresAtMs ?? null);
+    }
     options.log?.warn({ previous: held.owner }, `engine lease: took over the lease of pid ${held.owner.pid}, which no longer runs on this host`);
   }
-  heldHere.add(owner.instanceId);
 
   const onLost =
     options.onLost ??

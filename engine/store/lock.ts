@@ -13,7 +13,7 @@ export const OWNER_NAME = 'service.lock.owner';
 /** A lock refreshed less recently than this (ms) belongs to a dead process and is taken over. */
 export const LOCK_STALE_MS = 10_000;
 
-/** Another process holds the embedded store's folder. Its message is the one line to print. */
+/** Another process holds the SQLite store's folder. Its message is the one line to print. */
 export class DataDirLockedError extends Error {
   constructor(
     readonly dir: string,
@@ -21,7 +21,7 @@ export class DataDirLockedError extends Error {
   ) {
     super(
       `DATA_DIR ${dir} is in use by another process${owner ? ` (pid ${owner.pid} on ${owner.host})` : ''}: ` +
-        'the embedded store belongs to one process; stop it, or give this one another DATA_DIR (or MONGODB_URI)',
+        'the SQLite store belongs to one process; stop it, or give this one another DATA_DIR (or MONGODB_URI)',
     );
     this.name = 'DataDirLockedError';
   }
@@ -102,7 +102,7 @@ function isZombie(pid: number): boolean {
 }
 
 /**
- * Takes the exclusive lock of an embedded store's folder for this process's life (proper-lockfile:
+ * Takes the exclusive lock of a SQLite store's folder for this process's life (proper-lockfile:
  * an atomic `mkdir` of `<dir>/service.lock` whose mtime is refreshed every `staleMs / 2`). A lock
  * left by a dead process is taken over: at once when its recorded owner is a process of this host
  * that no longer runs (a `kill -9` and restart), otherwise once it has not been refreshed for

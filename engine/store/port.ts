@@ -1,8 +1,6 @@
 /**
- * Storage port (issue 2). Three adapters implement it: MongoDB (engine/store/mongo.ts, when
- * `MONGODB_URI` is set), SQLite (engine/store/sqlite.ts, the default: a file in `DATA_DIR`, or
- * memory) and the older embedded store on @seald-io/nedb (engine/store/embedded.ts, no longer
- * chosen by the service). They speak the same small subset of the MongoDB query language, so code
+ * Storage port. Two adapters implement it: MongoDB (engine/store/mongo.ts, when `MONGODB_URI` is
+ * set) and SQLite (engine/store/sqlite.ts, the default: a file in `DATA_DIR`, or memory). They speak the same small subset of the MongoDB query language, so code
  * above the port never knows which one it runs on. The contract suite
  * `test/engine/store/contract.test.ts` runs against each.
  */
@@ -39,15 +37,14 @@ export interface IndexSpec {
   /** TTL index: documents expire this many seconds after the (Date-valued) field. */
   expireAfterSeconds?: number;
   /**
-   * Adapters that build this index (default: all). The embedded store keeps equal keys of an
-   * index in one array, so a low-cardinality index makes every update O(documents) there while a
-   * scan costs the same; such indexes are MongoDB-only, with a selective embedded-only one instead.
+   * Adapters that build this index (default: all): an index that serves a query of one adapter
+   * only (a TTL stand-in swept on SQLite, a low-cardinality one MongoDB's planner wants).
    */
   adapters?: Array<StoreAdapter>;
 }
 
 /** Which adapter a store is. */
-export type StoreAdapter = 'mongodb' | 'sqlite' | 'embedded';
+export type StoreAdapter = 'mongodb' | 'sqlite';
 
 /** A collection of documents of type `T`. */
 export interface Collection<T extends Doc> {
@@ -57,7 +54,7 @@ export interface Collection<T extends Doc> {
    * Inserts `docs` in order as one write (group commit: the venue journal's entries that queued
    * while the previous write was in flight). Optional: callers fall back to {@link insertOne} per
    * document when a collection lacks it.
-   * - Embedded: all or none (one operation in memory, then one append of every line).
+   * - SQLite: all or none (one SQLite transaction).
    * - MongoDB: an ordered insert; on failure a prefix of `docs` may have landed (never a gap).
    * @throws {DuplicateKeyError} when an `_id` or a unique key is taken (see above for what landed).
    */
@@ -80,7 +77,7 @@ export interface Collection<T extends Doc> {
 
 /** The store: named collections over one database. */
 export interface Store {
-  /** `mongodb`, `sqlite` or `embedded`. */
+  /** `mongodb` or `sqlite`. */
   readonly adapter: StoreAdapter;
   /** Human-readable location (database name or folder), never credentials. */
   readonly location: string;
@@ -96,16 +93,15 @@ export interface Store {
    *   a transient error; a write that fails inside aborts the whole transaction, so `fn` must let
    *   such an error propagate, never catch it and go on). On a standalone server (`MONGODB_ALLOW_STANDALONE=on`), which has no
    *   transactions, `fn` runs without one: its writes land one by one.
-   * - Embedded (retired): `fn` runs without atomicity.
    */
   transaction<R>(fn: () => Promise<R>): Promise<R>;
   /** Cheap liveness check for /healthz. */
   ping(): Promise<boolean>;
   /**
-   * Why writes cannot be made durable right now, or null when they can. The embedded store says
-   * so while an append to one of its files keeps failing and is being retried (its operations wait,
-   * unacknowledged); on MongoDB each operation reports its own error, so this stays null. The API
-   * answers mutating requests 503 meanwhile, and health is `degraded`.
+   * Why writes cannot be made durable right now, or null when they can. SQLite says so for a short
+   * while after a commit or fsync failed (each write concerned is rejected with its error); on
+   * MongoDB each operation reports its own error, so this stays null. The API answers mutating
+   * requests 503 meanwhile, and health is `degraded`.
    */
   writeFailure(): string | null;
   /** Flushes pending writes and releases the database. */

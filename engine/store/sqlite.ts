@@ -1,8 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createReadStream, fstatSync } from 'node:fs';
+import { fstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import readline from 'node:readline';
 import BetterSqlite3 from 'better-sqlite3';
 import { DuplicateKeyError } from '../errors.js';
 import { cjsDefault } from '../interop.js';
@@ -284,7 +283,7 @@ interface Batch {
  * its promise resolves after the COMMIT that ends the batch: the commit runs on the next turn of the
  * event loop (`setImmediate`), so every write issued meanwhile shares it (one WAL sync per batch,
  * not per request). Reads run at once on the same connection and see writes whose commit is still
- * pending, as the embedded store's memory did.
+ * pending.
  * A {@link transaction} scope is a SAVEPOINT in the batch: while it is open, writes made outside it
  * wait (they run when it ends) and the batch is not committed; it ends with RELEASE (its writes then
  * commit with the batch) or ROLLBACK TO (none of them happened).
@@ -635,46 +634,34 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 }
 
-/** The record of the one-time import of the embedded store's files (table `_imports`). */
-const NEDB_IMPORT = 'nedb';
+/** The import of the older embedded store's files, recorded in the table `_imports`. */
+export const NEDB_IMPORT = 'nedb';
+
+/** A data file of the older embedded store (NeDB): `<collection>.db` at the top of `DATA_DIR`. */
+const NEDB_FILE = /^[A-Za-z][A-Za-z0-9_]*\.db$/;
 
 /**
- * Imports the embedded store's data files (`<collection>.db`, NeDB's line format: later lines of
- * an `_id` override earlier ones, `$$deleted` removes, `$$date` is a Date) found in `dir`, once per
- * database: the documents and the `_imports` record that says so commit in one transaction, so a
- * crash during the import leaves none of it and the next start imports again. The files are left
- * as they were (the service no longer reads them).
- * @returns the collections imported (none when done before or there are no files).
+ * The collections whose data files of the older embedded store (`<collection>.db`) lie in `dir`.
+ * @returns their names, sorted; none when `dir` holds no such file or does not exist.
  */
-async function importNedbFiles(db: Database, dir: string): Promise<string[]> {
-  db.exec('CREATE TABLE IF NOT EXISTS "_imports" (id TEXT PRIMARY KEY, atMs INTEGER NOT NULL)');
-  if (db.prepare('SELECT 1 FROM "_imports" WHERE id = ?').get(NEDB_IMPORT)) return [];
-  const names = (await fs.readdir(dir)).filter((f) => /^[A-Za-z][A-Za-z0-9_]*\.db$/.test(f)).map((f) => f.slice(0, -3)).sort();
-  db.exec('BEGIN IMMEDIATE');
-  try {
-    for (const name of names) {
-      db.exec(`CREATE TABLE IF NOT EXISTS "${name}" (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
-      const put = db.prepare(`INSERT INTO "${name}" (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`);
-      const remove = db.prepare(`DELETE FROM "${name}" WHERE id = ?`);
-      const lines = readline.createInterface({ input: createReadStream(path.join(dir, `${name}.db`), 'utf8'), crlfDelay: Infinity });
-      for await (const line of lines) {
-        if (line.trim() === '') continue;
-        const doc = JSON.parse(line, (_key, value: unknown) => {
-          const ms = (value as { $$date?: unknown } | null)?.$$date;
-          return typeof ms === 'number' ? new Date(ms) : value;
-        }) as Record<string, unknown>;
-        if (doc.$$indexCreated !== undefined || doc.$$indexRemoved !== undefined || typeof doc._id !== 'string') continue;
-        if (doc.$$deleted === true) remove.run(doc._id);
-        else put.run(doc._id, encode(doc));
-      }
-    }
-    db.prepare('INSERT INTO "_imports" (id, atMs) VALUES (?, ?)').run(NEDB_IMPORT, Date.now());
-    db.exec('COMMIT');
-  } catch (err) {
-    if (db.inTransaction) db.exec('ROLLBACK');
+export async function nedbCollections(dir: string): Promise<string[]> {
+  const names = await fs.readdir(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return [];
     throw err;
+  });
+  return names.filter((f) => NEDB_FILE.test(f)).map((f) => f.slice(0, -3)).sort();
+}
+
+/**
+ * `DATA_DIR` holds the data files of the older embedded store and they were not imported: the
+ * service refuses to start on it rather than start empty beside them. Its message is the one line
+ * to print; it names the command that imports them (scripts/migrate.ts).
+ */
+export class OldStoreDataError extends Error {
+  constructor(readonly dir: string) {
+    super(`DATA_DIR ${dir} holds data of the older embedded store: import it with \`npm run migrate -- ${dir}\``);
+    this.name = 'OldStoreDataError';
   }
-  return names;
 }
 
 /** {@link DiskSync} over open handles of the WAL and database files. */
@@ -750,15 +737,23 @@ export class SqliteStore implements Store {
    *   store is open, as the service does.
    * @param options.log - where a TTL sweep that fails is reported.
    * @param options.checkpointBytes - WAL size (bytes) after which it is checkpointed (default 8 MiB).
+   * @param options.oldStoreFiles - open even when `dir` holds data files of the older embedded store
+   *   not yet imported (the import itself: scripts/migrate.ts).
    * @throws {DataDirLockedError} with `lock` when another live process holds `dir`.
+   * @throws {OldStoreDataError} when `dir` holds data files of the older embedded store (NeDB's
+   *   `<collection>.db`) and this database records no import of them (see {@link NEDB_IMPORT}).
    */
-  static async open(dir: string | null, options: { lock?: boolean; log?: Logger; checkpointBytes?: number } & LockOptions = {}): Promise<SqliteStore> {
-    const { lock, log, checkpointBytes, ...lockOptions } = options;
+  static async open(dir: string | null, options: { lock?: boolean; log?: Logger; checkpointBytes?: number; oldStoreFiles?: boolean } & LockOptions = {}): Promise<SqliteStore> {
+    const { lock, log, checkpointBytes, oldStoreFiles, ...lockOptions } = options;
     if (!dir) return new SqliteStore(new Sqlite(':memory:'), null, null, log ?? null);
+    const file = path.join(dir, SQLITE_FILE);
+    // the older embedded store's files, unless imported before: refused before the folder is
+    // changed in any way (modes, lock, a database beside them)
+    const oldFiles = await nedbCollections(dir);
+    if (!oldStoreFiles && oldFiles.length > 0 && !(await fs.access(file).then(() => true, () => false))) throw new OldStoreDataError(dir);
     await prepareDataDir(dir, log);
     const held = lock ? await lockDataDir(dir, lockOptions) : null;
     try {
-      const file = path.join(dir, SQLITE_FILE);
       // created owner-only before SQLite opens it: SQLite gives its -wal and -shm files the
       // database file's mode, so none of the three is ever readable by other local users
       await fs.writeFile(file, '', { flag: 'a', mode: DATA_FILE_MODE });
@@ -772,12 +767,9 @@ export class SqliteStore implements Store {
         db.pragma('wal_autocheckpoint = 0');
         db.pragma(`journal_size_limit = ${Math.floor(checkpointBytes ?? CHECKPOINT_BYTES)}`);
         db.exec('BEGIN IMMEDIATE; COMMIT'); // the WAL file exists from here on
+        db.exec('CREATE TABLE IF NOT EXISTS "_imports" (id TEXT PRIMARY KEY, atMs INTEGER NOT NULL)');
+        if (!oldStoreFiles && oldFiles.length > 0 && !db.prepare('SELECT 1 FROM "_imports" WHERE id = ?').get(NEDB_IMPORT)) throw new OldStoreDataError(dir);
         const files = await openSyncFiles(dir, file);
-        const imported = await importNedbFiles(db, dir);
-        if (imported.length > 0) {
-          await files.wal();
-          log?.info({ collections: imported }, `store: imported the embedded store's files (${imported.join(', ')}) into ${file}`);
-        }
         return new SqliteStore(db, file, held, log ?? null, files, checkpointBytes);
       } catch (err) {
         db.close();
@@ -842,6 +834,20 @@ export class SqliteStore implements Store {
    */
   transaction<R>(fn: () => Promise<R>): Promise<R> {
     return this.writer.transaction(fn);
+  }
+
+  /** When the import `id` (e.g. {@link NEDB_IMPORT}) was recorded in this database (epoch ms), or null. */
+  importedAt(id: string): number | null {
+    const row = this.db.prepare('SELECT atMs FROM "_imports" WHERE id = ?').get(id) as { atMs: number } | undefined;
+    return row?.atMs ?? null;
+  }
+
+  /**
+   * Records the import `id` at `atMs` (epoch ms): a write of this store, so inside
+   * {@link transaction} it commits with the imported documents or not at all.
+   */
+  async recordImport(id: string, atMs: number): Promise<void> {
+    await this.writer.write(() => this.statement('INSERT INTO "_imports" (id, atMs) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET atMs = excluded.atMs').run(id, atMs));
   }
 
   async ping(): Promise<boolean> {

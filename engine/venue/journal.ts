@@ -298,7 +298,7 @@ export class VenueJournal {
    * chunks; indexed on `generation`, which removes a generation's chunks).
    */
   static async open(o: JournalOptions): Promise<VenueJournal> {
-    const journal = await o.store.collection<JournalDoc>('venueJournal', [{ fields: ['seq'], unique: true, adapters: ['mongodb', 'sqlite'] }]);
+    const journal = await o.store.collection<JournalDoc>('venueJournal', [{ fields: ['seq'], unique: true }]);
     const state = await o.store.collection<StateDoc>('venueState', [{ fields: ['generation'] }]);
     return new VenueJournal(o, journal, state);
   }

@@ -40,7 +40,7 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
 
   it('a retry after a crash between the order and the recording of its response finds what the first attempt placed (LIMIT, bracket, strategy), places nothing again', async () => {
     // the crash window: the order is durable, its response was never recorded (the claim of a
-    // running request is in memory on the embedded store and dies with the process)
+    // running request is in memory on SQLite and dies with the process)
     const forget = async () => (await svc.services.store.collection('idempotencyKeys')).deleteMany({});
     const buys = [
       order('0.04'),
@@ -150,7 +150,7 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
 });
 
 describe.each([
-  { claims: 'in memory (SQLite, embedded store)', claimsInMemory: true },
+  { claims: 'in memory (SQLite)', claimsInMemory: true },
   { claims: 'stored (MongoDB: several processes)', claimsInMemory: false },
 ])('IdempotencyService, claims $claims', ({ claimsInMemory }) => {
   it('keeps records across a restart, expires them after 24 h (sweep), and takes over abandoned claims', async () => {

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { px, tokenPicker } from './trading-kit.js';
 
@@ -23,7 +23,7 @@ describe('order snapshots of machine version 1 restore on version 2', () => {
   it('a LIVE and a CANCELED order written by version 1: the LIVE one cancels as USER_CANCELED, the CANCELED one reads unchanged', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-order-v1-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env });
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
     const markets = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets as any[];
     const { token, bid } = await tokenPicker(() => markets, async (t) => (await svc!.call('GET', `/v2/trade/book?token_id=${t}`)).body)(0.2, 0.8);
@@ -36,7 +36,7 @@ describe('order snapshots of machine version 1 restore on version 2', () => {
     svc = undefined;
 
     // both records rewritten as version 1 stored them: machine version 1, no cancelReason
-    const raw = await EmbeddedStore.open(dir);
+    const raw = await SqliteStore.open(dir);
     const actors = await raw.collection<{ _id: string; snapshot: string; machineVersion: number }>('actors');
     for (const id of [live.body.order_id as string, done.body.order_id as string]) {
       const rec = (await actors.findOne({ _id: id }))!;
@@ -46,7 +46,7 @@ describe('order snapshots of machine version 1 restore on version 2', () => {
     }
     await raw.close();
 
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const before = await svc.call('GET', `/v2/trade/orders/${done.body.order_id}`, { headers: as });
     expect(before).toMatchObject({ status: 200, body: { status: 'CANCELED', message: 'canceled by user' } });
     expect(before.body.cancel_code).toBeUndefined();

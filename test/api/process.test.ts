@@ -1,24 +1,10 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mongoTestUri, MONGO_SKIP_REASON, withDatabase } from '../mongo.js';
-import { printedMasterKey, spawnService, type ServiceProcess } from '../process.js';
-
-/** Runs `node <args>` to its exit: exit code and everything it wrote (a MONGODB_URI of the test run is not inherited). */
-function runToExit(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const inherited: NodeJS.ProcessEnv = { ...process.env };
-    delete inherited.MONGODB_URI;
-    const child = spawn(process.execPath, args, { env: { ...inherited, LOG_LEVEL: 'info', HOST: '127.0.0.1', SIM_REPLAY: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    child.on('exit', (code) => resolve({ code, out }));
-  });
-}
+import { printedMasterKey, runToExit, spawnService, type ServiceProcess } from '../process.js';
 
 describe('the service process', () => {
   const dirs: string[] = [];
@@ -65,7 +51,7 @@ describe('the service process', () => {
     const other = await tmp();
     const second = await runToExit(['dist/api/main.js'], { DATA_DIR: dir, PORT: '0' });
     expect(second.code).toBe(1);
-    expect(second.out.trim().split('\n').at(-1)).toBe(`cannot start: DATA_DIR ${dir} is in use by another process (pid ${first.child.pid} on ${os.hostname()}): the embedded store belongs to one process; stop it, or give this one another DATA_DIR (or MONGODB_URI)`);
+    expect(second.out.trim().split('\n').at(-1)).toBe(`cannot start: DATA_DIR ${dir} is in use by another process (pid ${first.child.pid} on ${os.hostname()}): the SQLite store belongs to one process; stop it, or give this one another DATA_DIR (or MONGODB_URI)`);
 
     const taken = await runToExit(['dist/api/main.js'], { DATA_DIR: other, PORT: port });
     expect(taken.code).toBe(1);
@@ -87,10 +73,10 @@ describe('the service process', () => {
   });
 
   it('a process whose engine lease is taken by another stops: FATAL naming it, exit 1', async () => {
-    // Through the store port on the embedded store, with the default onLost of the service.
-    const script = `Promise.all([import('./dist/api/fatal.js'), import('./dist/engine/logger.js'), import('./dist/engine/store/embedded.js'), import('./dist/engine/store/lease.js')]).then(async ([f, l, e, lease]) => {
+    // Through the store port on SQLite, with the default onLost of the service.
+    const script = `Promise.all([import('./dist/api/fatal.js'), import('./dist/engine/logger.js'), import('./dist/engine/store/sqlite.js'), import('./dist/engine/store/lease.js')]).then(async ([f, l, e, lease]) => {
       f.installFatalHandlers(l.createLogger('info'));
-      const store = await e.EmbeddedStore.open(null);
+      const store = await e.SqliteStore.open(null);
       await lease.takeEngineLease(store, { renewMs: 50 });
       const c = await store.collection('leases');
       await c.replaceOne({ _id: 'engine', owner: { pid: 4242, host: 'other-host', startedAtMs: 1, instanceId: 'thief' }, expiresAtMs: Date.now() + 60000 });

@@ -26,7 +26,7 @@
  * On MongoDB the timer jobs (`agendaJobs`) are not read through the port but by Agenda's own
  * MongoDB repository; its queries are listed from its source ({@link AGENDA_MONGO_QUERIES}) and
  * checked against Agenda's own index and ours ({@link timerJobIndexes}). The port's `agendaJobs`
- * queries recorded here are the embedded backend's and are left out.
+ * queries recorded here are the store-port backend's (SQLite's) and are left out.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,7 +58,7 @@ function shapeOf(collection: string, op: Op, filter: Filter, sort?: FindOptions[
   const s: Shape = { collection, op, eq: [], in: [], range: [], missing: [], sort: Object.entries(sort ?? {}) };
   for (const [k, v] of Object.entries(filter)) {
     if (k === '$or') {
-      s.range.push('$or'); // no index rule for it: a port query with $or is reported unserved (only the embedded Agenda backend has one)
+      s.range.push('$or'); // no index rule for it: a port query with $or is reported unserved (only the store-port Agenda backend has one)
       continue;
     }
     if (v === null || (typeof v === 'object' && (v as Record<string, unknown>).$exists === false)) s.missing.push(k);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { printedMasterKey, spawnService } from '../process.js';
 
-describe('restarts keep everything (child process on the embedded disk store)', () => {
+describe('restarts keep everything (child process on the SQLite store on disk)', () => {
   let dir: string;
   afterAll(async () => {
     if (dir) await fs.rm(dir, { recursive: true, force: true });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindHttp } from '../../api/server.js';
 import { KEY_SHOWN_ONCE } from '../../engine/auth.js';
 import { closeServer } from '../../engine/service.js';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 
 /** A logger writing its JSON lines to `lines` (what the service would print on stdout). */
@@ -30,7 +30,7 @@ const settle = () => new Promise((r) => setTimeout(r, 20));
 
 describe('a store holding minted keys in stored responses (written before replays left them out)', () => {
   it('the first start removes them, keeping the rest of the record, and records that it did', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const docs = await store.collection<{ _id: string; status: number; body: string } & Record<string, unknown>>('idempotencyKeys');
     const minted = { key_id: 'key_old', api_key: 'pts_old_minted_secret_0123456789', scopes: ['trade.read'], expires_at: null, partner_user_id: 'alice' };
     const base = { keyId: 'key_env_demo', fingerprint: 'f', state: 'done', leaseUntilMs: 0, headers: {}, createdAtMs: Date.now(), expiresAtMs: Date.now() + 3_600_000 };

@@ -8,11 +8,11 @@ import { spawnService, type ServiceProcess } from '../process.js';
 const KEY = 'pts_test_master_key_0123456789abcdef';
 
 /**
- * Crash test: a TWAP runs in a child process on the embedded store, the process is
+ * Crash test: a TWAP runs in a child process on the SQLite store, the process is
  * killed with SIGKILL mid-run, restarted, and the TWAP finishes with no slice placed twice or lost
  * and balances consistent with the fills.
  */
-describe('TWAP survives kill -9 (child process, embedded store on disk)', () => {
+describe('TWAP survives kill -9 (child process, SQLite store on disk)', () => {
   let dir = '';
   let svc: ServiceProcess | null = null;
   afterAll(async () => {

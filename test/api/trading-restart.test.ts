@@ -7,7 +7,7 @@ import { spawnService } from '../process.js';
 
 const KEY = 'pts_restart_master_key_abcdef0123456789';
 
-describe('kill -9 in the middle of trading, then restart (child process, embedded disk store)', () => {
+describe('kill -9 in the middle of trading, then restart (child process, SQLite store on disk)', () => {
   let dir: string;
   afterAll(async () => {
     if (dir) await fs.rm(dir, { recursive: true, force: true });

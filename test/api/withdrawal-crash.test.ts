@@ -10,7 +10,7 @@ const TO = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
 
 /**
  * kill -9 mid-withdrawal (acceptance): the built service as a child process on the
- * embedded store; withdrawals PENDING (debited, block not yet mined) and a burst still in flight
+ * SQLite store; withdrawals PENDING (debited, block not yet mined) and a burst still in flight
  * when the process dies. After the restart every withdrawal ends CONFIRMED or FAILED exactly once,
  * none is lost, and the balance agrees: initial − Σ confirmed (a reverted one is refunded once).
  */

@@ -5,7 +5,7 @@ import { ActorHost, type ActorChange, type TimerPort } from '../../engine/actor-
 import { ManualClock } from '../../engine/clock.js';
 import { createLogger } from '../../engine/logger.js';
 import { ActorRepository } from '../../engine/store/actors.js';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 
 /** A small machine with a deadline, an action and an emitted event: enough to exercise the host. */
 function makeMachine(effects: string[]) {
@@ -60,8 +60,8 @@ class FakeTimers implements TimerPort {
   }
 }
 
-async function setupHost(store?: EmbeddedStore, version = 1) {
-  store ??= await EmbeddedStore.open(null);
+async function setupHost(store?: SqliteStore, version = 1) {
+  store ??= await SqliteStore.open(null);
   const repo = await ActorRepository.open(store);
   const timers = new FakeTimers();
   const clock = new ManualClock(1_000_000);
@@ -200,7 +200,7 @@ describe('ActorHost', () => {
     expect(await second.host.restoreAll()).toEqual({ restored: 0, quarantined: 2 });
     expect((await second.repo.get('a8'))?.quarantine?.reason).toMatch(/v1 does not restore on v2/);
 
-    const third = await setupHost(await EmbeddedStore.open(null));
+    const third = await setupHost(await SqliteStore.open(null));
     await third.host.create('test', { id: 'b1', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
     const b1 = (await third.repo.get('b1'))!;
     await third.repo.update(b1, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }), status: 'LIVE', view: {}, final: false, updatedAtMs: 1 });
@@ -210,7 +210,7 @@ describe('ActorHost', () => {
   });
 
   it('passivates actors whose definition allows it (no deadline): they leave memory, the next event reloads them, restore reports them', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const repo = await ActorRepository.open(store);
     const host = new ActorHost(repo, new FakeTimers(), new ManualClock(1_000_000), createLogger('silent'));
     const effects: string[] = [];
@@ -250,7 +250,7 @@ describe('ActorHost', () => {
   });
 
   it('restores dormant actors lazily: in creation order, no snapshot built until the next event, which quarantines one that no longer restores', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const repo = await ActorRepository.open(store);
     const clock = new ManualClock(1_000_000);
     const idle = setup({ types: { context: {} as { n: number; deadlines: Record<string, number> }, input: {} as { n: number }, events: {} as { type: 'bump' } } }).createMachine({

@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { ApiKeyService, KEY_CACHE_MS } from '../../engine/auth.js';
 import { toApiError } from '../../api/errors.js';
 import { ManualClock } from '../../engine/clock.js';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 
 describe('ApiKeyService: cached authentication (spec part 5)', () => {
   it('a revocation here applies at once, expiry applies on time, a change made by another process within KEY_CACHE_MS', async () => {
     const clock = new ManualClock(1_800_000_000_000);
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const keys = await ApiKeyService.open(store, clock);
     const revokeHere = await keys.mintUserKey('p', 'u1', ['trade.read'], null);
     const expiring = await keys.mintUserKey('p', 'u1', ['trade.read'], clock.now() + 1_000);
@@ -35,7 +35,7 @@ describe('ApiKeyService: cached authentication (spec part 5)', () => {
   });
   it('a token seen before is answered from its cache entry, and still refused on the very next call once revoked or expired', async () => {
     const clock = new ManualClock(1_800_000_000_000);
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const keys = await ApiKeyService.open(store, clock);
     const k = await keys.mintUserKey('p', 'u1', ['trade.read', 'trade.execute'], clock.now() + 2_000);
     const first = await keys.authenticate(k.token);

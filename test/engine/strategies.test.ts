@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
-import { EmbeddedStore } from '../../engine/store/embedded.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { sellThrough as sellThroughBids, tokenPicker } from '../api/trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { FaultyStore, type ActiveRule, type FaultRule, type HeldRule, type OpInfo } from './store/faulty-store.js';
@@ -8,7 +8,7 @@ import { FaultyStore, type ActiveRule, type FaultRule, type HeldRule, type OpInf
 /**
  * Failures between the strategy engine and the store become state
  * (never only a log line), and DELETE strategy answers what the machine decided. Faults are
- * injected through the store the service runs on (a wrapper over the embedded store whose chosen
+ * injected through the store the service runs on (a wrapper over the SQLite store whose chosen
  * writes of the `actors` collection fail or wait for the test).
  */
 
@@ -76,7 +76,7 @@ describe('strategy engine failures become state', () => {
   const isInsertOf = (id: string) => (w: Write) => w.op === 'insert' && w.id === id;
 
   beforeAll(async () => {
-    store = new FaultyStore(await EmbeddedStore.open(null));
+    store = new FaultyStore(await SqliteStore.open(null));
     svc = await startTestService({ store, env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' } });
     for (const u of ['alice', 'bob']) await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
     markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
@@ -316,7 +316,7 @@ describe('strategy engine failures become state', () => {
 describe('start-up reconciliation', () => {
   it('a TWAP whose slice cancel was given up (store fault) is canceled at the next start: CANCELED, nothing left working', async () => {
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
-    const inner = await EmbeddedStore.open(null);
+    const inner = await SqliteStore.open(null);
     const first = new FaultyStore(inner, { keepOpen: true });
     let svc = await startTestService({ store: first, env });
     const as = { 'x-partner-user-id': 'carol' };

@@ -2,11 +2,11 @@ import { createRequire } from 'node:module';
 import { InMemoryNotificationChannel, type JobNotification } from 'agenda';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../engine/logger.js';
-import { EmbeddedJobRepository } from '../../../engine/scheduler/embedded-backend.js';
+import { StoreJobRepository } from '../../../engine/scheduler/store-backend.js';
 import { LOCK_AHEAD_MS, LOCK_LIMIT, LookaheadRepository } from '../../../engine/scheduler/lookahead.js';
 import { mongoNextDueAt, type DueQueryCollection } from '../../../engine/scheduler/mongo-backend.js';
 import { TimerService, type TimerData } from '../../../engine/scheduler/timers.js';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 
 /**
  * Agenda locks only the jobs due within LOCK_AHEAD_MS and is woken just before
@@ -28,8 +28,8 @@ describe('LookaheadRepository', () => {
   afterEach(() => stops.splice(0).forEach((s) => s()));
 
   async function setup() {
-    const store = await EmbeddedStore.open(null);
-    const inner = new EmbeddedJobRepository(store);
+    const store = await SqliteStore.open(null);
+    const inner = new StoreJobRepository(store);
     await inner.connect();
     const channel = new InMemoryNotificationChannel();
     await channel.connect();
@@ -94,7 +94,7 @@ describe('TimerService with the lookahead', () => {
   });
 
   it('a timer due in 300 ms fires on time with a one-minute poll (only the wake can deliver it), once', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const fired: Array<TimerData & { atDeliveryMs: number }> = [];
     const timers = new TimerService(store, async (t) => void fired.push({ ...t, atDeliveryMs: Date.now() }), log, 60_000);
     await timers.start();
@@ -108,8 +108,8 @@ describe('TimerService with the lookahead', () => {
   });
 
   it('with 100 timers due within the next second, only the few due now are locked at any time; all fire once', async () => {
-    const store = await EmbeddedStore.open(null);
-    const jobs = new EmbeddedJobRepository(store);
+    const store = await SqliteStore.open(null);
+    const jobs = new StoreJobRepository(store);
     await jobs.connect();
     const lockedAtDelivery: number[] = [];
     const fired: string[] = [];
@@ -136,7 +136,7 @@ describe('TimerService with the lookahead', () => {
   });
 
   it('500 timers already due when the scheduler starts (it was down): all fire once, never more than LOCK_LIMIT locked, fills resumed as runs end', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const jobs = await store.collection('agendaJobs');
     const lockedAtDelivery: number[] = [];
     const fired: string[] = [];
@@ -162,7 +162,7 @@ describe('TimerService with the lookahead', () => {
   });
 
   it('a timer canceled after Agenda locked it ahead of its time is not delivered (the firing of a removed job is dropped)', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const jobs = await store.collection('agendaJobs');
     const fired: TimerData[] = [];
     const timers = new TimerService(store, async (t) => void fired.push(t), log, 60_000);
@@ -182,7 +182,7 @@ describe('TimerService with the lookahead', () => {
   });
 
   it('a failed delivery is retried at its backoff time with a one-minute poll (the retry gets a wake)', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     let attempts = 0;
     const delivered: number[] = [];
     const timers = new TimerService(

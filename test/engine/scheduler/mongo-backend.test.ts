@@ -3,12 +3,12 @@ import { Agenda, InMemoryNotificationChannel, type AgendaBackend, type JobNotifi
 import { MongoClient, MongoServerError, ObjectId, type Document } from 'mongodb';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../../engine/logger.js';
-import { EmbeddedJobRepository } from '../../../engine/scheduler/embedded-backend.js';
+import { StoreJobRepository } from '../../../engine/scheduler/store-backend.js';
 import {
   ensureJobIndexes, mongoTimerBackend, NotifyingBackend, timerJobIndexes, type IndexableCollection,
 } from '../../../engine/scheduler/mongo-backend.js';
 import { TIMER_JOB, timerBackend, TimerService, type TimerData } from '../../../engine/scheduler/timers.js';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { MongoStore } from '../../../engine/store/mongo.js';
 import type { Collection, Doc } from '../../../engine/store/port.js';
 
@@ -27,9 +27,9 @@ const waitFor = async (pred: () => boolean, timeoutMs: number): Promise<boolean>
   return true;
 };
 
-/** A backend shaped like Agenda's MongoBackend (a repository, no notification channel) over the embedded store. */
+/** A backend shaped like Agenda's MongoBackend (a repository, no notification channel) over the SQLite store. */
 async function pollingOnlyBackend(): Promise<AgendaBackend> {
-  const repository = new EmbeddedJobRepository(await EmbeddedStore.open(null));
+  const repository = new StoreJobRepository(await SqliteStore.open(null));
   return { name: 'polling only', repository, notificationChannel: undefined, connect: () => repository.connect(), disconnect: async () => undefined };
 }
 
@@ -174,13 +174,13 @@ describe('timers on MongoDB: the agendaJobs indexes', () => {
 
 describe('TimerService.schedule under a unique (actor, timer) index', () => {
   const fields = ['name', 'data.actorId', 'data.timerName'];
-  async function jobsOf(store: EmbeddedStore): Promise<Collection<Doc & { data: TimerData }>> {
+  async function jobsOf(store: SqliteStore): Promise<Collection<Doc & { data: TimerData }>> {
     return store.collection('agendaJobs');
   }
 
   it('concurrent schedules of one timer all succeed and leave exactly one job where a unique index is enforced (schedule retries on the duplicate key)', async () => {
-    const store = await EmbeddedStore.open(null);
-    // the embedded store enforces unique compound indexes: it stands in for MongoDB's actorTimer here
+    const store = await SqliteStore.open(null);
+    // the SQLite store enforces unique compound indexes: it stands in for MongoDB's actorTimer here
     await store.collection('agendaJobs', [{ fields, unique: true }]);
     const timers = new TimerService(store, async () => undefined, log, 60_000);
     const at = Date.now() + 3_600_000;
@@ -191,7 +191,7 @@ describe('TimerService.schedule under a unique (actor, timer) index', () => {
   });
 
   it('without the index the same race leaves several jobs for one timer (what the unique index prevents)', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const timers = new TimerService(store, async () => undefined, log, 60_000);
     const at = Date.now() + 3_600_000;
     await Promise.all([1, 2, 3].map((i) => timers.schedule('a1', 'expiry', at + i)));

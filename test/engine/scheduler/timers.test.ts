@@ -3,9 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../engine/logger.js';
-import { EmbeddedJobRepository } from '../../../engine/scheduler/embedded-backend.js';
+import { StoreJobRepository } from '../../../engine/scheduler/store-backend.js';
 import { TimerService, TIMER_JOB, type TimerData } from '../../../engine/scheduler/timers.js';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { Store } from '../../../engine/store/port.js';
 
 const log = createLogger('silent');
@@ -22,7 +22,7 @@ function waitFor(pred: () => boolean, timeoutMs = 5000): Promise<void> {
   });
 }
 
-describe('TimerService on the embedded store', () => {
+describe('TimerService on the SQLite store', () => {
   const cleanups: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const c of cleanups.splice(0)) await c();
@@ -37,7 +37,7 @@ describe('TimerService on the embedded store', () => {
   }
 
   it('delivers a due-now timer through the notification channel, not the next poll', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     // A one-minute poll: only the notification channel can deliver within the wait below.
     const { timers, fired } = await start(store, 60_000);
     await timers.schedule('a1', 'expiry', Date.now());
@@ -46,7 +46,7 @@ describe('TimerService on the embedded store', () => {
   });
 
   it('fires a future timer once, at or after its time', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const { timers, fired } = await start(store);
     const at = Date.now() + 300;
     await timers.schedule('a2', 'slice', at);
@@ -57,7 +57,7 @@ describe('TimerService on the embedded store', () => {
   });
 
   it('moves a timer when scheduled again and forgets it when cancelled', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const { timers, fired } = await start(store);
     await timers.schedule('a3', 'x', Date.now() + 60_000);
     await timers.schedule('a3', 'x', Date.now() + 100);
@@ -66,13 +66,13 @@ describe('TimerService on the embedded store', () => {
     await waitFor(() => fired.length >= 1);
     await new Promise((r) => setTimeout(r, 400));
     expect(fired.map((f) => f.timerName)).toEqual(['x']);
-    const repo = new EmbeddedJobRepository(store);
+    const repo = new StoreJobRepository(store);
     await repo.connect();
     expect((await repo.queryJobs({ name: TIMER_JOB })).total).toBe(0);
   });
 
   it("a job that re-arms its own timer while it runs fires again (a TWAP's next slice)", async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const fired: TimerData[] = [];
     const timersRef: { t?: TimerService } = {};
     // the sink re-arms the same (actor, timer) while its job is still running, as the actor host
@@ -95,13 +95,13 @@ describe('TimerService on the embedded store', () => {
     await new Promise((r) => setTimeout(r, 400));
     expect(fired.map((f) => f.timerName)).toEqual(['slice', 'slice', 'slice']);
     expect(new Set(fired.map((f) => f.atMs)).size).toBe(3);
-    const repo = new EmbeddedJobRepository(store);
+    const repo = new StoreJobRepository(store);
     await repo.connect();
     expect((await repo.queryJobs({ name: TIMER_JOB })).total).toBe(0);
   });
 
   it('a delivery that fails is retried with backoff, not dropped; `failing` shows it meanwhile', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     let attempts = 0;
     const delivered: TimerData[] = [];
     const timers = new TimerService(
@@ -126,20 +126,20 @@ describe('TimerService on the embedded store', () => {
   it('keeps timers across a restart of the process (disk store)', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-timers-'));
     cleanups.push(() => fs.rm(dir, { recursive: true, force: true }));
-    const store1 = await EmbeddedStore.open(dir);
+    const store1 = await SqliteStore.open(dir);
     const t1 = new TimerService(store1, async () => {}, log, 60_000);
     await t1.schedule('a4', 'expiry', Date.now() + 200);
     await store1.close();
 
-    const store2 = await EmbeddedStore.open(dir);
+    const store2 = await SqliteStore.open(dir);
     const { fired } = await start(store2);
     await waitFor(() => fired.length === 1);
     expect(fired[0]).toMatchObject({ actorId: 'a4', timerName: 'expiry' });
   });
 
   it('repository: a job is locked by one taker only', async () => {
-    const store = await EmbeddedStore.open(null);
-    const repo = new EmbeddedJobRepository(store);
+    const store = await SqliteStore.open(null);
+    const repo = new StoreJobRepository(store);
     await repo.connect();
     const job = await repo.saveJob({ name: 'j', priority: 0, nextRunAt: new Date(Date.now() - 1), type: 'normal', data: { actorId: 'z' } }, undefined);
     const now = new Date();

@@ -1,7 +1,6 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
 import { MongoStore } from '../../../engine/store/mongo.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { Store } from '../../../engine/store/port.js';
@@ -20,7 +19,6 @@ export interface AdapterUnderTest {
 
 /** Every adapter of the store port; MongoDB only where one is configured (test/mongo.ts). */
 export function adapters(): AdapterUnderTest[] {
-  let dir: string | null = null;
   let sqliteDir: string | null = null;
   const dbName = `pts_test_${process.pid}_${Date.now()}`;
   const mongoUri = mongoTestUri();
@@ -43,25 +41,6 @@ export function adapters(): AdapterUnderTest[] {
       },
       async cleanup() {
         if (sqliteDir) await fs.rm(sqliteDir, { recursive: true, force: true });
-      },
-    },
-    {
-      name: 'embedded (memory)',
-      skip: null,
-      durable: false,
-      open: () => EmbeddedStore.open(null),
-      cleanup: async () => {},
-    },
-    {
-      name: 'embedded (disk)',
-      skip: null,
-      durable: true,
-      async open() {
-        dir ??= await fs.mkdtemp(path.join(os.tmpdir(), 'pts-store-'));
-        return EmbeddedStore.open(dir);
-      },
-      async cleanup() {
-        if (dir) await fs.rm(dir, { recursive: true, force: true });
       },
     },
     {

@@ -33,7 +33,7 @@ for (const adapter of adapters()) {
     it('opens and answers ping', async () => {
       store = await adapter.open();
       expect(await store.ping()).toBe(true);
-      expect(store.adapter).toMatch(/^(mongodb|sqlite|embedded)$/);
+      expect(store.adapter).toMatch(/^(mongodb|sqlite)$/);
     });
 
     it('inserts, finds with filters, sorts, skips and limits', async () => {
@@ -60,7 +60,7 @@ for (const adapter of adapters()) {
       expect((await c.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['m1', 'm2', 'm3']);
       await expect(c.insertMany!([{ _id: 'm4', owner: 'o', n: 4 }, { _id: 'm2', owner: 'o', n: 5 }, { _id: 'm6', owner: 'o', n: 6 }])).rejects.toBeInstanceOf(DuplicateKeyError);
       const ids = (await c.find({}, { sort: { n: 1 } })).map((d) => d._id);
-      // SQLite and embedded: all or none; MongoDB: the prefix before the duplicate
+      // SQLite: all or none; MongoDB: the prefix before the duplicate
       expect(store.adapter !== 'mongodb' ? ids : ids.filter((id) => id !== 'm4')).toEqual(['m1', 'm2', 'm3']);
       expect(ids).not.toContain('m6');
     });
@@ -166,7 +166,7 @@ for (const adapter of adapters()) {
       expect(await c.count({ owner: 'burst', n: 5 })).toBe(150);
     });
 
-    it('transaction: every write inside commits together, or none does when it throws (embedded: not atomic)', async () => {
+    it('transaction: every write inside commits together, or none does when it throws (a standalone MongoDB: not atomic)', async () => {
       const atomic = store.adapter === 'sqlite' || (store.adapter === 'mongodb' && (store as MongoStore).transactional);
       const a = await store.collection<Item>('txa', [{ fields: ['n'], unique: true }]);
       const b = await store.collection<Item>('txb');

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { FaultyStore, InjectedFault, prng } from './faulty-store.js';
 
 interface Row { _id: string; n: number }
 
 async function open() {
-  const store = new FaultyStore(await EmbeddedStore.open(null));
+  const store = new FaultyStore(await SqliteStore.open(null));
   const c = await store.collection<Row>('things');
   const other = await store.collection<Row>('other');
   return { store, c, other };

@@ -4,7 +4,7 @@
  * collection, writes matching a predicate, or writes picked at random from a seed — switchable on
  * and off at runtime. Reads are forwarded untouched unless a rule names a read operation.
  *
- *   const store = new FaultyStore(await EmbeddedStore.open(null));
+ *   const store = new FaultyStore(await SqliteStore.open(null));
  *   const svc = await startTestService({ store });
  *   const rule = store.failNth('actors', 'updateOne', 2);   // the 2nd actors update from now fails
  *   store.failRandomly({ seed: 7, probability: 0.1, collections: ['actors', 'venueJournal'] });

@@ -5,15 +5,15 @@ import { loadConfig } from '../../../engine/config.js';
 import { createLogger } from '../../../engine/logger.js';
 import { openStore } from '../../../engine/store/index.js';
 import { MongoStore } from '../../../engine/store/mongo.js';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { ENGINE_LEASE_ID, EngineLeaseHeldError, EngineLeaseLostError, LEASE_COLLECTION, takeEngineLease, type LeaseDoc } from '../../../engine/store/lease.js';
 import type { Collection, Doc, IndexSpec, Store } from '../../../engine/store/port.js';
 
-/** Issue 14 item 6: one engine process per database, through the store port (here the embedded adapter). */
+/** One engine process per database, through the store port (here the SQLite adapter). */
 describe('engine lease (issue 14 item 6)', () => {
   const stores: Store[] = [];
   const open = async () => {
-    const s = await EmbeddedStore.open(null);
+    const s = await SqliteStore.open(null);
     stores.push(s);
     return s;
   };
@@ -122,7 +122,7 @@ describe('engine lease (issue 14 item 6)', () => {
   });
 
   it('openStore on MongoDB passes the write settings, takes the lease, refuses a second engine (closing its client) and releases the lease at close', async () => {
-    // MongoStore.open stands in for the driver (no server here): each "client" is a view of one embedded database.
+    // MongoStore.open stands in for the driver (no server here): each "client" is a view of one in-memory SQLite database.
     const db = await open();
     class FakeMongo implements Store {
       readonly adapter = 'mongodb' as const;

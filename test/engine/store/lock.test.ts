@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../engine/config.js';
 import { createLogger } from '../../../engine/logger.js';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { DataDirLockedError, openStore } from '../../../engine/store/index.js';
 import { LOCK_NAME, OWNER_NAME, lockDataDir } from '../../../engine/store/lock.js';
 
@@ -41,8 +41,8 @@ describe('DATA_DIR lock (issue 12 item 2)', () => {
 
   it('neither :memory: nor a store opened without `lock` takes a lock', async () => {
     const dir = await tmp();
-    const a = await EmbeddedStore.open(dir);
-    const b = await EmbeddedStore.open(dir);
+    const a = await SqliteStore.open(dir);
+    const b = await SqliteStore.open(dir);
     expect(await exists(path.join(dir, LOCK_NAME))).toBe(false);
     await a.close();
     await b.close();

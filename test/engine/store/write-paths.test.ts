@@ -4,11 +4,9 @@ import type { Store } from '../../../engine/store/port.js';
 import { adapters } from './adapters.js';
 
 /**
- * The embedded store's own write and read paths (issue 15: inserts without NeDB's returned copy,
- * `_id` updates without its cursor and with index entries replaced in place when their keys did
- * not change, `_id $in` reads from the index) behave as the store port says, on every adapter:
- * indexes stay consistent, a refused update changes nothing, copies are copies, and a durable
- * adapter reads back exactly what was acknowledged.
+ * Write and read paths (inserts, `_id` updates whose index keys change or not, `_id $in` reads)
+ * behave as the store port says, on every adapter: indexes stay consistent, a refused update
+ * changes nothing, copies are copies, and a durable adapter reads back exactly what was acknowledged.
  */
 interface Rec {
   _id: string;

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { TOKEN_ID_CODEC } from '../../../machines/strategy-kit.js';
 import { tokenPicker } from '../../api/trading-kit.js';
 import { startTestService, type TestService } from '../../helpers.js';
@@ -31,7 +31,7 @@ async function aliceWithShares(svc: TestService): Promise<{ token: string; bid: 
 
 /** Writes `snapshot` as the stored snapshot of actor `id` in the (closed) store of `dir`, as an older version would have. */
 async function storeSnapshot(dir: string, id: string, snapshot: string): Promise<void> {
-  const raw = await EmbeddedStore.open(dir);
+  const raw = await SqliteStore.open(dir);
   expect(await (await raw.collection<{ _id: string }>('actors')).updateOne({ _id: id }, { snapshot })).toBe(1);
   await raw.close();
 }
@@ -48,7 +48,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
   it('a STOP_LOSS stored in XState’s form or in form 1 (as snapshots before) restores armed, reads the same, cancels, and is written back in form 2', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-form-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const { token, bid } = await aliceWithShares(svc);
     const level = String(Number((bid - 0.05).toFixed(2)));
     const res = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }, headers: as });
@@ -86,7 +86,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
       `"workingPrice":null,"pendingSize":null,"placing":null},"children":{}}`;
     await storeSnapshot(dir, id, xstateForm);
 
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env });
     expect(svc.services.strategies.triggers.has(id)).toBe(true);
     expect(await list()).toEqual(before);
     const stored = (await (await actors(svc)).findOne({ _id: id }))!;
@@ -102,7 +102,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     svc = undefined;
 
     // a second stop stored in form 1 (the compact form written before form 2) restores, reads the same, cancels and is written in form 2
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const res2 = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }, headers: as });
     expect(res2).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     const id2 = res2.body.record_id as string;
@@ -116,7 +116,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
       `{"form":1,"value":"armed","context":{"side":"sell","tokenId":"${token}","tickSize":"0.01","minSize":"5","price":"${level}","size":"5",` +
       `"createdAtMs":${rec2.createdAtMs - 7},"touch":{"bid":"${t2[0]}","ask":"${t2[1]}"}}}`;
     await storeSnapshot(dir, id2, form1);
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env });
     expect(svc.services.strategies.triggers.has(id2)).toBe(true);
     expect(await list2()).toEqual(before2);
     expect((await (await actors(svc)).findOne({ _id: id2 }))!.snapshot).toBe(form1);
@@ -130,7 +130,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
   it('a TRAILING_STOP is stored in form 2 as its slots only (the mark, offsets and level follow from execution), and restarts armed the same', async () => {
     const tdir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-form2-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
-    let s2: TestService | undefined = await startTestService({ store: await EmbeddedStore.open(tdir), env });
+    let s2: TestService | undefined = await startTestService({ store: await SqliteStore.open(tdir), env });
     try {
       const { token, bid } = await aliceWithShares(s2);
       const mark = String(Number((bid + 0.02).toFixed(2)));
@@ -144,7 +144,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
       const rec = (await (await s2.services.store.collection<{ _id: string; snapshot: string }>('actors')).findOne({ _id: id }))!;
       expect(JSON.parse(rec.snapshot)).toEqual([2, 'armed', TOKEN_ID_CODEC.encode(token, { _id: id, ownerUserId: null, createdAtMs: 0 }), '5', execution, [expect.any(String), expect.any(String)], expect.any(Number)]);
       await s2.close();
-      s2 = await startTestService({ store: await EmbeddedStore.open(tdir), env });
+      s2 = await startTestService({ store: await SqliteStore.open(tdir), env });
       expect(s2.services.strategies.triggers.has(id)).toBe(true);
       expect(await list()).toEqual(before);
     } finally {

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../engine/clock.js';
 import { dec } from '../../../engine/decimal.js';
 import { createLogger } from '../../../engine/logger.js';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { parseCapture, type CaptureEvent } from '../../../engine/venue/capture.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
@@ -36,7 +36,7 @@ const ioc = (side: 'buy' | 'sell', price: string, size: string): VenueOrder => (
 /** Opens the venue on `dir` with the capture replay on, real time (1 capture second per clock second), driven by the test's clock. */
 async function open(dir: string, clock: ManualClock, events = EVENTS) {
   const venue = await SimVenue.open({
-    catalogue: binaryCaptureCatalogue('0.01', events, T0, events.at(-1)!.atMs), store: await EmbeddedStore.open(dir), clock, log: createLogger('silent'),
+    catalogue: binaryCaptureCatalogue('0.01', events, T0, events.at(-1)!.atMs), store: await SqliteStore.open(dir), clock, log: createLogger('silent'),
     initialPusd: '1000', liquidityLevels: 0, refillMs: 3_600_000, replay: false, replaySpeed: 600, captureReplay: true, captureSpeed: 1, captureTickMs: 3_600_000,
   });
   const reports: VenueReport[] = [];

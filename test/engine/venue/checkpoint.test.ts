@@ -3,7 +3,7 @@
  * 16 MiB document limit checkpoints and restores exactly with every document under the bound; a
  * checkpoint cut short at any step leaves the previous one (and the journal) usable and its
  * leftovers are removed at recovery; a checkpoint in the older single-document form restores.
- * On the embedded store, in memory and on disk.
+ * On the SQLite store, in memory and on disk.
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../engine/clock.js';
 import { dec, ZERO } from '../../../engine/decimal.js';
 import { createLogger } from '../../../engine/logger.js';
-import { EmbeddedStore, serializeLine } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { Doc, Store } from '../../../engine/store/port.js';
 import { CHECKPOINT_CHUNK_BYTES, chunkRows, VenueJournal, type StateRows } from '../../../engine/venue/journal.js';
 import type { Ledger, WalletRow } from '../../../engine/venue/ledger.js';
@@ -114,7 +114,7 @@ function expectSameState(actual: ReturnType<typeof stateOf>, expected: ReturnTyp
   }
 }
 
-/** Measures every document written (BSON size, as MongoDB counts it; and the embedded store's line). */
+/** Measures every document written (BSON size, as MongoDB counts it; and its JSON text, as SQLite stores it). */
 function measureWrites(store: FaultyStore) {
   const m = { writes: 0, maxBson: 0, maxBsonId: '', maxLine: 0, chunkWrites: 0 };
   store.failWhen((i: OpInfo) => {
@@ -123,14 +123,14 @@ function measureWrites(store: FaultyStore) {
     m.writes++;
     const bson = BSON.calculateObjectSize(doc);
     if (bson > m.maxBson) Object.assign(m, { maxBson: bson, maxBsonId: String((doc as Doc)._id ?? i.filter?._id) });
-    m.maxLine = Math.max(m.maxLine, serializeLine(doc).length);
+    m.maxLine = Math.max(m.maxLine, JSON.stringify(doc).length);
     if (String((doc as Doc)._id).startsWith('cp:')) m.chunkWrites++;
     return false; // an observer: never fails anything
   });
   return m;
 }
 
-/** The embedded store variants: `reopen` simulates a restart (on disk: a fresh store on the folder, like kill -9). */
+/** The SQLite store variants: `reopen` simulates a restart (on disk: a fresh store on the folder, like kill -9). */
 const variants = [
   { name: 'in memory', disk: false },
   { name: 'on disk', disk: true },
@@ -142,18 +142,18 @@ describe('venue checkpoints: many bounded documents', () => {
     for (const c of cleanup.splice(0).reverse()) await c();
   });
 
-  async function storeFor(disk: boolean): Promise<{ inner: EmbeddedStore; reopen: () => Promise<EmbeddedStore> }> {
+  async function storeFor(disk: boolean): Promise<{ inner: SqliteStore; reopen: () => Promise<SqliteStore> }> {
     if (!disk) {
-      const inner = await EmbeddedStore.open(null);
+      const inner = await SqliteStore.open(null);
       return { inner, reopen: async () => inner };
     }
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-ckpt-'));
     cleanup.push(() => fs.rm(dir, { recursive: true, force: true }));
-    const inner = await EmbeddedStore.open(dir);
+    const inner = await SqliteStore.open(dir);
     return {
       inner,
       reopen: async () => {
-        const s = await EmbeddedStore.open(dir);
+        const s = await SqliteStore.open(dir);
         cleanup.push(() => s.close());
         return s;
       },
@@ -208,7 +208,7 @@ describe('venue checkpoints: many bounded documents', () => {
       inside(second).liquidity.stop();
       console.info(
         `[checkpoint ${v.name}] state ${(stateBytes / MiB).toFixed(1)} MiB (${expected.wallets.length} wallets, ${expected.orders.length} orders) in ${pointer.chunks} chunks; ` +
-          `largest document ${(m.maxBson / MiB).toFixed(3)} MiB BSON (${m.maxBsonId}), largest embedded line ${(m.maxLine / MiB).toFixed(3)} MiB; ` +
+          `largest document ${(m.maxBson / MiB).toFixed(3)} MiB BSON (${m.maxBsonId}), largest JSON text ${(m.maxLine / MiB).toFixed(3)} MiB; ` +
           `build ${built - t0} ms, checkpoint ${written - built} ms, restore ${restored - t1} ms`,
       );
     });
@@ -348,7 +348,7 @@ describe('VenueJournal checkpoint chunks', () => {
   });
 
   it('recover: follows the pointer chunk by chunk, removes chunks of other generations, refuses a missing chunk', async () => {
-    const store = await EmbeddedStore.open(null);
+    const store = await SqliteStore.open(null);
     const rows: StateRows = { wallets: Array.from({ length: 40 }, (_, i) => wallet(i)), orders: Array.from({ length: 40 }, (_, i) => order(i)) };
     const snapshot = () => ({ orderSeq: 40, ...structuredClone(rows) });
     const j1 = await VenueJournal.open({ store, log, snapshot, checkpointChunkBytes: 3000 });

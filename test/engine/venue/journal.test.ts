@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../engine/logger.js';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { VenueJournal, type StateRows } from '../../../engine/venue/journal.js';
 import { FaultyStore } from '../store/faulty-store.js';
 
@@ -13,7 +13,7 @@ const log = createLogger('silent');
 const rows = (n: number): StateRows => ({ wallets: [], orders: [], capture: { next: n, recordedMs: n } });
 
 async function openJournal(): Promise<{ store: FaultyStore; journal: VenueJournal }> {
-  const store = new FaultyStore(await EmbeddedStore.open(null));
+  const store = new FaultyStore(await SqliteStore.open(null));
   const journal = await VenueJournal.open({ store, log, snapshot: () => ({ orderSeq: 0, wallets: [], orders: [] }) });
   return { store, journal };
 }
@@ -79,7 +79,7 @@ describe('VenueJournal group commit', () => {
 
 describe('VenueJournal checkpoint beside the journal', () => {
   it('a due checkpoint takes the state at its entry, lets later entries be written meanwhile, and names that entry only once it is written', async () => {
-    const store = new FaultyStore(await EmbeddedStore.open(null));
+    const store = new FaultyStore(await SqliteStore.open(null));
     let state = 0; // the venue's state: the seq of the last operation applied
     const orders = (n: number) => Array.from({ length: n }, (_, i) => ({ order: { orderId: `o${i}` }, at: state }));
     const journal = await VenueJournal.open({

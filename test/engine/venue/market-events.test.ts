@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../engine/clock.js';
 import { dec } from '../../../engine/decimal.js';
 import { createLogger } from '../../../engine/logger.js';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { CaptureEvent } from '../../../engine/venue/capture.js';
 import type { Ledger } from '../../../engine/venue/ledger.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
@@ -20,7 +20,7 @@ function order(userId: string, side: 'buy' | 'sell', price: string, size: string
 }
 
 async function openVenue(dir: string | null = null) {
-  const store = await EmbeddedStore.open(dir);
+  const store = await SqliteStore.open(dir);
   const venue = await SimVenue.open({
     catalogue: binaryCaptureCatalogue('0.001'), store, clock: new ManualClock(1_000), log: createLogger('silent'),
     initialPusd: '1000', liquidityLevels: 0, refillMs: 3_600_000, replay: false, replaySpeed: 1, captureReplay: true,

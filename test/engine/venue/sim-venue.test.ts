@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../engine/clock.js';
 import { dec } from '../../../engine/decimal.js';
 import { createLogger } from '../../../engine/logger.js';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { Store } from '../../../engine/store/port.js';
 import { FaultyStore } from '../store/faulty-store.js';
 import type { Catalogue } from '../../../engine/venue/markets.js';
@@ -35,7 +35,7 @@ function order(userId: string, side: 'buy' | 'sell', price: string | null, size:
 }
 
 async function openVenue(opts: { dir?: string | null; liquidityLevels?: number; initial?: string; store?: Store } = {}) {
-  const store = opts.store ?? (await EmbeddedStore.open(opts.dir ?? null));
+  const store = opts.store ?? (await SqliteStore.open(opts.dir ?? null));
   const venue = await SimVenue.open({
     catalogue: catalogue(), store, clock: new ManualClock(1_000), log: createLogger('silent'),
     initialPusd: opts.initial ?? '1000', liquidityLevels: opts.liquidityLevels ?? 0, refillMs: 60_000, replay: false, replaySpeed: 1,
@@ -238,7 +238,7 @@ describe('simulated venue: matching engine', () => {
   it('a failing journal write: venue degraded, later operations wait in order, nothing lost; recovers by itself', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
     dirs.push(dir);
-    const store = new FaultyStore(await EmbeddedStore.open(dir));
+    const store = new FaultyStore(await SqliteStore.open(dir));
     const { venue, reports } = await openVenue({ store });
     const unhandled: unknown[] = [];
     const onUnhandled = (e: unknown) => unhandled.push(e);
@@ -262,7 +262,7 @@ describe('simulated venue: matching engine', () => {
       await venue.cancel(a.orderId, { code: 'USER_CANCELED', message: 'canceled by user' });
       expect(reports.at(-1)).toMatchObject({ type: 'venue.canceled', orderId: a.orderId });
       // kill -9 now: the journal holds everything that was acknowledged
-      const again = await openVenue({ dir: null, store: await EmbeddedStore.open(dir) });
+      const again = await openVenue({ dir: null, store: await SqliteStore.open(dir) });
       expect(again.venue.orderState(a.orderId)?.status).toBe('canceled');
       expect(again.venue.orderState(b.orderId)?.status).toBe('open');
       expect(again.venue.wallet('b').pusd).toEqual({ balance: '1000', reserved: '3', available: '997' });

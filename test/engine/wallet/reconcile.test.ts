@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EmbeddedStore } from '../../../engine/store/embedded.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { WalletOp } from '../../../engine/venue/port.js';
 import { startTestService, type TestService } from '../../helpers.js';
 import { checkInvariants } from '../../invariants.js';
@@ -28,7 +28,7 @@ describe('wallet operations caught mid-way are finished at start-up, exactly onc
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-wallet-'));
     dirs.push(dir);
     const env = { SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '100', SIM_MAKER_REFILL_MS: '3600000' };
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const idOf = async (u: string) => {
       await svc!.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
       return (await svc!.call('GET', '/v2/trade/account', { headers: { 'x-partner-user-id': u } })).body.user.platform_user_id as string;
@@ -51,7 +51,7 @@ describe('wallet operations caught mid-way are finished at start-up, exactly onc
     expect(stuck.map((r) => r.status).sort()).toEqual(['PENDING', 'PENDING']);
     await svc.close();
 
-    svc = await startTestService({ store: await EmbeddedStore.open(dir), env });
+    svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const get = (u: string, p: string) => svc!.call('GET', `/v2/trade${p}`, { headers: { 'x-partner-user-id': u } });
     const wd = await poll('withdrawal confirmed', async () => (await get('s', '/withdrawals/wd_seed-wd')).body, (b) => b.status === 'CONFIRMED');
     expect(wd).toMatchObject({ amount: '70', refunded: false });

@@ -50,18 +50,18 @@ function selectorOf(options: RemoveJobsOptions): Filter | null {
 }
 
 /**
- * Agenda JobRepository over the store port, for the embedded store (issue 2, deliverable 5).
+ * Agenda JobRepository over the store port, for the SQLite store (MongoDB has Agenda's own backend).
  * Jobs live in the `agendaJobs` collection, so they survive a restart like everything else.
  * Locking follows the MongoDB backend's semantics: a job is taken by a conditional update on
- * (`_id`, `lockedAt`), which the embedded store applies atomically within the process.
+ * (`_id`, `lockedAt`), which SQLite applies atomically (one process owns the database).
  */
-export class EmbeddedJobRepository implements JobRepository {
+export class StoreJobRepository implements JobRepository {
   private jobs!: Collection<StoredJob>;
 
   constructor(private readonly store: Store) {}
 
   async connect(): Promise<void> {
-    this.jobs = await this.store.collection<StoredJob>('agendaJobs', [{ fields: ['name', 'nextRunAt'] }, { fields: ['data.actorId'] }, { fields: ['nextRunAt'], adapters: ['embedded', 'sqlite'] }]);
+    this.jobs = await this.store.collection<StoredJob>('agendaJobs', [{ fields: ['name', 'nextRunAt'] }, { fields: ['data.actorId'] }, { fields: ['nextRunAt'], adapters: ['sqlite'] }]);
   }
 
   async queryJobs(options: JobsQueryOptions = {}): Promise<JobsResult> {
@@ -261,17 +261,17 @@ export class EmbeddedJobRepository implements JobRepository {
 }
 
 /**
- * Agenda backend over the embedded store, with an in-process notification channel so that a job
+ * Agenda backend over the store port (SQLite), with an in-process notification channel so that a job
  * saved as due now is picked up at once rather than at the next poll.
  */
-export class EmbeddedAgendaBackend implements AgendaBackend {
-  readonly name = 'embedded';
-  readonly repository: EmbeddedJobRepository;
+export class StoreAgendaBackend implements AgendaBackend {
+  readonly name = 'store port';
+  readonly repository: StoreJobRepository;
   readonly notificationChannel: NotificationChannel = new InMemoryNotificationChannel();
   readonly ownsConnection = false;
 
   constructor(store: Store) {
-    this.repository = new EmbeddedJobRepository(store);
+    this.repository = new StoreJobRepository(store);
   }
 
   async connect(): Promise<void> {
