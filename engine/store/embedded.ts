@@ -11,7 +11,7 @@ import { loadDatastore } from './embedded-load.js';
 import { compareKeys, insertAll, UniqueIndex, takesUniqueIndex, updatePairs, type Bounds } from './unique-index.js';
 import { DATA_MODES, prepareDataDir } from './data-dir.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
-import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
+import { collectionWhenOpen, type Collection, type Doc, type Filter, type FindOptions, type IndexSpec, type Store, type UnitOfWork } from './port.js';
 import { equalityFields, expandDotted, holdsDate } from './sqlite.js';
 
 /** NeDB's own line format (`serialize`): the data file stays a file NeDB itself reads. */
@@ -906,8 +906,8 @@ export class EmbeddedStore implements Store {
   }
 
   /** Runs `fn` without atomicity: the embedded store (retired for SQLite) has no transactions. */
-  transaction<R>(fn: () => Promise<R>): Promise<R> {
-    return fn();
+  transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
+    return fn({ collection: (name) => collectionWhenOpen(this.collection(name)) });
   }
 
   async ping(): Promise<boolean> {
