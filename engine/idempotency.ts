@@ -293,8 +293,9 @@ export class IdempotencyService {
     const release = () => {
       if (running.get(_id) === claim) running.delete(_id);
     };
-    /** Whether a `running` record with an answer may have been stored (recordWith). */
-    let recorded = false;
+    /** The last answer stored by recordWith (its status, body and headers as stored), or null. */
+    let recorded: string | null = null;
+    const answerKey = (doc: IdempotencyDoc) => `${doc.status}\u0000${doc.body}\u0000${JSON.stringify(doc.headers)}`;
     const recordOf = (res: ReplayedResponse, state: IdempotencyDoc['state'], at: number): IdempotencyDoc => {
       const doc: IdempotencyDoc = {
         _id, keyId, fingerprint, state, leaseUntilMs: claim.leaseUntilMs, status: res.status,
@@ -307,14 +308,18 @@ export class IdempotencyService {
     return {
       kind: 'execute',
       recordWith: async (tx, res) => {
-        recorded = true;
-        await tx.collection<IdempotencyDoc>(RECORDS).replaceOne(recordOf(res, 'running', this.clock.now()));
+        const doc = recordOf(res, 'running', this.clock.now());
+        recorded = answerKey(doc);
+        await tx.collection<IdempotencyDoc>(RECORDS).replaceOne(doc);
       },
       complete: async (res) => {
         try {
           const doc = recordOf(res, 'done', this.clock.now());
+          // The answer a step stored already: kept as it is (once the claim is released, a stored
+          // `running` record with an answer replays like a `done` one; this process owns the store).
+          if (recorded === answerKey(doc)) return;
           // an expired (or abandoned) record of this key, or the answer recorded so far, is replaced
-          if (existing || recorded) await this.docs.replaceOne(doc);
+          if (existing || recorded !== null) await this.docs.replaceOne(doc);
           else await this.docs.insertOne(doc);
         } finally {
           release();
@@ -322,7 +327,7 @@ export class IdempotencyService {
       },
       abandon: async () => {
         try {
-          if (recorded) await this.docs.deleteMany({ _id, state: 'running' });
+          if (recorded !== null) await this.docs.deleteMany({ _id, state: 'running' });
         } finally {
           release();
         }

@@ -74,22 +74,29 @@ describe('a request\'s answer and the actor step that produced it commit togethe
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
   });
 
-  it('the request dies after the steps that produced its answer (its completion is not written): the retry replays that answer and places nothing again', async () => {
-    const { svc, store, tr, stored } = await setup();
+  it('the answer stored with the steps is the request\'s record: a new process (restart) replays it and places nothing again', async () => {
+    const inner = await SqliteStore.open(null);
+    const first = new FaultyStore(inner, { keepOpen: true });
+    const svc = await startTestService({ store: first, env: ENV });
+    running.push(svc);
+    const tr = await new Trading(() => svc).init(['alice']);
     const { token } = await tr.freshToken();
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '5', time_in_force: 'IOC' };
     const key = randomUUID();
-    store.failWhen(answerWrite('done'), { times: 1 });
-    const first = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
-    expect(first.status).toBeGreaterThanOrEqual(500);
-    expect(store.faults('idempotencyKeys')).toBe(1);
-    const orders = await stored('actors', 'ord_');
-    expect(orders).toBe(1);
-    const retry = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
-    expect(retry).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5', size: '5' } });
+    const placed = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
+    expect(placed).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });
+    // written by the order's steps, in their transactions; the completion had nothing to add
+    const records = await (await inner.collection<{ _id: string; state: string; body: string }>('idempotencyKeys')).find({});
+    const mine = records.filter((r) => r.body?.includes(placed.body.order_id));
+    expect(mine.map((r) => ({ state: r.state, body: JSON.parse(r.body) }))).toEqual([{ state: 'running', body: placed.body }]);
+    await svc.close();
+    const again = await startTestService({ store: inner, env: ENV });
+    running.push(again);
+    const retry = await again.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
+    expect(retry).toMatchObject({ status: 200, body: placed.body });
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
-    expect(await stored('actors', 'ord_')).toBe(orders);
-    const positions = (await svc.call('GET', '/v2/trade/positions', { headers: tr.as('alice') })).body.positions;
+    expect((await (await inner.collection('actors')).find({ kind: 'order' })).length).toBe(1);
+    const positions = (await again.call('GET', '/v2/trade/positions', { headers: tr.as('alice') })).body.positions;
     expect(positions).toMatchObject([{ size: '5' }]); // bought once
   });
 
