@@ -1,20 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { FaultyStore, type OpInfo } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { spawnService, type ServiceProcess } from '../process.js';
 import { Trading } from './trading-kit.js';
 
 /**
  * The answer of a request that creates an order or a strategy is stored in the same transaction
  * as each step of that actor (ActorHost.bindStepWrites, IdempotencyClaim.recordWith): a step never
  * lands without the answer it produced, nor the answer without its step. Fault injection through
- * the real path (HTTP on an app over a {@link FaultyStore}) and `kill -9` of a spawned service on
- * the SQLite store on disk.
+ * the real path (HTTP on an app over a {@link FaultyStore}); `kill -9` of a spawned service during
+ * a burst: test/api/sqlite-crash.test.ts.
  */
 const ENV = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
 
@@ -116,60 +112,5 @@ describe('a request\'s answer and the actor step that produced it commit togethe
     const replay = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
     expect(replay).toMatchObject({ status: 200, body: { record_id: retry.body.record_id, status: 'ACTIVE' } });
     expect(await stored('actors', 'stg_')).toBe(1);
-  });
-});
-
-const KEY = 'pts_step_answer_master_key_0123456789';
-
-describe('kill -9 during a burst of orders: every order has its answer, every answer its order', () => {
-  let dir: string;
-  let child: ServiceProcess | null = null;
-  afterAll(async () => {
-    if (child && child.child.exitCode === null) child.child.kill('SIGKILL');
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
-  });
-
-  it('after the kill the store holds, for each order created by a request, the answer naming it, and no answer without its order', { timeout: 60_000 }, async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-step-answer-'));
-    child = await spawnService({ DATA_DIR: dir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' });
-    const base = child.baseUrl;
-    const call = async (method: string, p: string, body?: unknown) => {
-      const r = await fetch(base + p, {
-        method,
-        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-partner-user-id': 'burst', ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: r.status, body: (await r.json()) as any };
-    };
-    expect((await call('POST', '/v2/trade/users', { partner_user_id: 'burst' })).status).toBe(201);
-    const tokens: string[] = (await call('GET', '/v2/trade/markets?limit=4')).body.markets.map((m: any) => m.tokens[0].token_id);
-    let answered = 0;
-    const burst = (async () => {
-      for (let wave = 0; wave < 200; wave++) {
-        const orders = tokens.flatMap((t) => [
-          { symbol: t, side: 'buy', type: 'LIMIT', price: '0.01', size: '3' },
-          { symbol: t, side: 'buy', type: 'MARKET', quote_amount: '1' },
-        ]);
-        const results = await Promise.all(orders.map((o) => call('POST', '/v2/trade/order', o).catch(() => null)));
-        answered += results.filter((r) => r?.status === 200).length;
-        if (results.some((r) => r === null)) return;
-      }
-    })();
-    while (answered < 40) await new Promise((r) => setTimeout(r, 5));
-    child.child.kill('SIGKILL');
-    await child.exited;
-    await burst;
-
-    const store = await SqliteStore.open(dir);
-    try {
-      const orderIds = new Set((await (await store.collection('actors')).find({ kind: 'order' })).map((d) => d._id));
-      const answers = (await (await store.collection<{ _id: string; body: string | null; state: string }>('idempotencyKeys')).find({}))
-        .map((d) => (d.body === null ? null : (JSON.parse(d.body) as { order_id?: string }).order_id))
-        .filter((id): id is string => typeof id === 'string');
-      expect(orderIds.size).toBeGreaterThanOrEqual(40);
-      expect(new Set(answers)).toEqual(orderIds);
-    } finally {
-      await store.close();
-    }
   });
 });
