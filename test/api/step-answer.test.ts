@@ -55,6 +55,22 @@ describe('a request\'s answer and the actor step that produced it commit togethe
     expect((await tr.openOrders('alice')).map((o) => o.order_id)).toEqual([retry.body.order_id]);
   });
 
+  it('the answer\'s write fails with the step that records the fill: that step is rolled back whole, delivered again, and the request answers the fill', async () => {
+    const { svc, store, tr } = await setup();
+    const { token } = await tr.freshToken();
+    const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '5', time_in_force: 'IOC' };
+    const key = randomUUID();
+    const fill = store.failWhen(answerWrite('running'), { nth: [2], times: 1 }); // the 1st is the creation's
+    const first = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
+    expect(fill.fired).toBe(1);
+    expect(first).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });
+    // two steps persisted (creation, fill): the failed attempt of the second left nothing
+    expect(await (await store.collection('actors')).find({ _id: first.body.order_id })).toMatchObject([{ revision: 2, status: 'FILLED' }]);
+    const replay = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
+    expect(replay).toMatchObject({ status: 200, body: first.body });
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+  });
+
   it('the order\'s insert fails: no answer is stored either; the retry with the same key runs and places it', async () => {
     const { svc, store, tr, stored } = await setup();
     const { token } = await tr.freshToken();
