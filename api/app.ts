@@ -5,6 +5,7 @@ import helmet from 'helmet';
 import type {} from 'pino-http'; // its `req.log` typing (api/errors.ts); the middleware is requestLog below
 import { errors } from '../engine/errors.js';
 import type { Principal } from '../engine/auth.js';
+import type { ActorRecord } from '../engine/store/actors.js';
 import type { Logger } from '../engine/logger.js';
 import type { Services } from '../engine/service.js';
 import { admission } from './admission.js';
@@ -132,14 +133,24 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
     const claim = await services.idempotency.begin(principal.keyId, idempotencyKey, { method: req.method, path: req.path, userId: user?._id ?? null, body: request });
     if (claim.kind === 'replay') return send(req, res, claim.response, { 'Idempotent-Replayed': 'true' });
     let result: HandlerResult;
+    // the answer stored with the steps of the actors the handler names (one transaction per step)
+    const unbind: Array<() => void> = [];
+    const answerFrom = (actorId: string, respond: (record: ActorRecord) => HandlerResult) => {
+      unbind.push(services.host.bindStepWrites(actorId, (tx, record) => {
+        const r = respond(record);
+        return claim.recordWith(tx, { status: r.status, body: r.replayBody ?? r.body, headers: r.headers ?? {} });
+      }));
+    };
     try {
       requireWritable(services);
-      result = await route.handler(ctx);
+      result = await route.handler({ ...ctx, answerFrom });
     } catch (err) {
+      for (const u of unbind) u();
       // Only successes are kept (spec 5.6): a refused request changed nothing, so its retry runs.
       await claim.abandon().catch((e: unknown) => services.log.error({ err: e }, 'idempotency release failed'));
       throw err;
     }
+    for (const u of unbind) u();
     // serialized once: the stored response and the one sent are the same text
     const bodyJson = result.body === undefined || req.method === 'GET' ? undefined : JSON.stringify(result.body);
     // an answer carrying a secret shown once is kept (and replayed) without it

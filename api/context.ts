@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import type { Principal, Scope } from '../engine/auth.js';
 import type { Services } from '../engine/service.js';
+import type { ActorRecord } from '../engine/store/actors.js';
 import type { UserDoc } from '../engine/users.js';
 
 /** What a handler gets: the authenticated principal, the user it acts for, and the services. */
@@ -15,6 +16,14 @@ export interface HandlerContext {
    * `Idempotency-Key` (`IdempotencyService.resourceSeed`, engine/idempotency.ts); null otherwise.
    */
   resourceSeed: string | null;
+  /**
+   * On requests with an `Idempotency-Key`: binds the response to the steps of actor `actorId`
+   * while the handler runs: each step the actor persists stores `respond(record)` as the request's
+   * answer in the same transaction (`ActorHost.bindStepWrites`), so a crash after the step replays
+   * that answer and never finds the step without it. `respond` must give what the handler returns
+   * for that record. Absent otherwise (nothing to bind).
+   */
+  answerFrom?: (actorId: string, respond: (record: ActorRecord) => HandlerResult) => void;
 }
 
 /** A handler's answer; the framework writes it as JSON. */

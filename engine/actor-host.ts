@@ -5,6 +5,7 @@ import { backoffMs } from './backoff.js';
 import { RevisionConflictError, UnknownActorError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
+import type { UnitOfWork } from './store/port.js';
 import type { TimerData } from './scheduler/timers.js';
 
 /**
@@ -156,6 +157,14 @@ export interface TimerFiredEvent {
 }
 
 type ExecutableAction = { type: string; params?: unknown; info?: unknown; exec?: ((info: never, params: never) => void) | undefined };
+
+/**
+ * Writes that belong with each persisted step of one actor ({@link ActorHost.bindStepWrites}):
+ * made with the step's unit of work, so the step and they commit together or not at all. Given
+ * the record as persisted by the step (its `view` derived on demand). They must write only through
+ * `tx` and wait for nothing else (another actor, the venue): other writes wait meanwhile.
+ */
+export type StepWrites = (tx: UnitOfWork, record: ActorRecord) => Promise<void>;
 
 interface Pending {
   event: AnyEventObject;
@@ -633,6 +642,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /** Events waiting for the next batch of each actor. */
   private readonly mailboxes = new Map<string, Pending[]>();
   private readonly steppers = new Map<ActorDefinition, PureStepper>();
+  /** Writes bound to every step of an actor, by actor id ({@link bindStepWrites}). */
+  private readonly stepWrites = new Map<string, StepWrites>();
 
   constructor(
     private readonly repo: ActorRepository,
@@ -652,6 +663,34 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         return { id: r._id, status: r.status, error: 'unreadable snapshot' };
       }
     };
+  }
+
+  /**
+   * Binds `writes` to every step of actor `id` persisted from now on (its creation included) until
+   * the returned function unbinds them: each such step's record and the writes commit in one
+   * transaction (`Store.transaction`), or neither does (the step then fails as a failed write
+   * does). One binding per actor: a later one replaces it. The request that creates an actor uses
+   * it to store its response with the steps that produce it (engine/idempotency.ts).
+   */
+  bindStepWrites(id: string, writes: StepWrites): () => void {
+    this.stepWrites.set(id, writes);
+    return () => {
+      if (this.stepWrites.get(id) === writes) this.stepWrites.delete(id);
+    };
+  }
+
+  /**
+   * Persists one step of actor `id` with `write`, and with the writes bound to it when there are:
+   * then in one transaction, `write` given its unit of work.
+   */
+  private persist(id: string, write: (tx?: UnitOfWork) => Promise<ActorRecord>, outOf: (record: ActorRecord) => ActorRecord): Promise<ActorRecord> {
+    const bound = this.stepWrites.get(id);
+    if (!bound) return write();
+    return this.repo.transaction(async (tx) => {
+      const record = await write(tx);
+      await bound(tx, outOf(record));
+      return record;
+    });
   }
 
   /** Registers a kind of actor. Must happen before {@link restoreAll}. */
@@ -674,7 +713,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const status = def.statusOf(snapshot);
       const meta = { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 };
       const deriveView = () => def.viewOf?.(snapshot, meta) ?? {};
-      const record = await this.repo.insert({
+      const outOf = (r: ActorRecord) => (def.typeOf ? withLazyView(r, deriveView) : r);
+      const record = await this.persist(args.id, (tx) => this.repo.insert({
         _id: args.id,
         machineId,
         machineVersion: def.version,
@@ -688,9 +728,9 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         ownerUserId: args.ownerUserId,
         createdAtMs: now,
         updatedAtMs: now,
-      });
+      }, tx), outOf);
       const live: Live = { def, record: slim(record), snapshot, json: record.snapshot };
-      const out = def.typeOf ? withLazyView(record, deriveView) : record;
+      const out = outOf(record);
       this.keep(live);
       await this.afterWrite(live, {}, actions, null, [], out);
       return out;
@@ -959,16 +999,18 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         const status = def.statusOf(next);
         const updatedAtMs = this.clock.now();
         const meta = { id, status, createdAtMs: live.record.createdAtMs, updatedAtMs, revision: live.record.revision + 1 };
-        const record = await this.repo.update(live.record, {
+        const outOf = (r: ActorRecord) => withLazyView(r, () => def.viewOf?.(next, meta) ?? {});
+        const current = live.record;
+        const record = await this.persist(id, (tx) => this.repo.update(current, {
           snapshot: snapshotJson,
           status,
           view: NO_VIEW,
           final: next.status !== 'active',
           updatedAtMs,
           machineVersion: def.version,
-        });
+        }, tx), outOf);
         const updated: Live = { def, record: slim(record), snapshot: next, json: snapshotJson };
-        const out = withLazyView(record, () => def.viewOf?.(next, meta) ?? {});
+        const out = outOf(record);
         this.keep(updated);
         await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, out);
         return out;

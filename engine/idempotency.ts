@@ -3,7 +3,7 @@ import { KEY_SHOWN_ONCE } from './auth.js';
 import type { Clock } from './clock.js';
 import { DomainError, DuplicateKeyError, errors } from './errors.js';
 import type { Logger } from './logger.js';
-import type { Collection, Store } from './store/port.js';
+import type { Collection, Store, UnitOfWork } from './store/port.js';
 
 /** How long a completed request's response is kept for replay (spec 5.6; issue 4: 24 h). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
@@ -74,8 +74,30 @@ function bodyText(res: ReplayedResponse): string | null {
   return res.body === undefined ? null : (res.bodyJson ?? JSON.stringify(res.body));
 }
 
+/** The collection of idempotency records. */
+const RECORDS = 'idempotencyKeys';
+
+/**
+ * A claim to run a request: `complete` stores its response (state `done`), `abandon` forgets it.
+ * `recordWith` stores the response the request will give as of now, inside a unit of work (the
+ * actor step that produced it: `ActorHost.bindStepWrites`), so that step and its answer commit
+ * together; the record stays `running` (a duplicate meanwhile still answers 409) until `complete`.
+ * A record left `running` with an answer by a process that died is replayed (see `begin`).
+ */
+export interface ExecuteClaim {
+  kind: 'execute';
+  complete(res: ReplayedResponse): Promise<void>;
+  abandon(): Promise<void>;
+  recordWith(tx: UnitOfWork, res: ReplayedResponse): Promise<void>;
+}
+
 /** What {@link IdempotencyService.begin} decided. */
-export type IdempotencyClaim = { kind: 'replay'; response: ReplayedResponse } | { kind: 'execute'; complete(res: ReplayedResponse): Promise<void>; abandon(): Promise<void> };
+export type IdempotencyClaim = { kind: 'replay'; response: ReplayedResponse } | ExecuteClaim;
+
+/** The response a record holds (a `done` one, or a `running` one with an answer so far). */
+function storedResponse(doc: IdempotencyDoc): ReplayedResponse {
+  return { status: doc.status!, body: doc.body === null ? undefined : JSON.parse(doc.body), headers: doc.headers ?? {} };
+}
 
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same body. */
 export function canonicalJson(value: unknown): string {
@@ -135,7 +157,8 @@ function sha256(text: string): string {
  * a stored `running` record (insert, then update on completion). The SQLite store belongs to one
  * process, so there a claim is held in memory and only the completed response is written (one
  * write per request instead of two). Both behave the same after a crash: a claim left by a
- * process that died is gone (memory) or taken over once its lease ends (stored).
+ * process that died is gone (memory) or taken over once its lease ends (stored), unless a step of
+ * the request stored its answer with it ({@link ExecuteClaim.recordWith}): that answer is replayed.
  */
 export class IdempotencyService {
   private sweeper: NodeJS.Timeout | null = null;
@@ -158,7 +181,7 @@ export class IdempotencyService {
    *   SQLite, which one process owns); false stores them, as several processes need.
    */
   static async open(store: Store, clock: Clock, log: Logger, options: { claimsInMemory?: boolean } = {}): Promise<IdempotencyService> {
-    const docs = await store.collection<IdempotencyDoc>('idempotencyKeys', [
+    const docs = await store.collection<IdempotencyDoc>(RECORDS, [
       { fields: ['expiresAt'], expireAfterSeconds: 0, adapters: ['mongodb'] },
       { fields: ['expiresAtMs'], adapters: ['sqlite'] },
     ]);
@@ -227,7 +250,9 @@ export class IdempotencyService {
       }
       const existing = await this.docs.findOne({ _id });
       if (!existing) continue; // expired and swept between the two calls: claim again
-      const stale = existing.expiresAtMs <= now || (existing.state === 'running' && existing.leaseUntilMs <= now);
+      // a claim whose process died after a step recorded the answer (recordWith): that answer is replayed
+      const abandoned = existing.state === 'running' && existing.leaseUntilMs <= now;
+      const stale = existing.expiresAtMs <= now || (abandoned && existing.status === null);
       if (stale) {
         // Take over an expired record or an abandoned claim, unless another retry got there first.
         const { _id: _same, ...fields } = doc;
@@ -236,8 +261,8 @@ export class IdempotencyService {
         continue;
       }
       if (existing.fingerprint !== fingerprint) throw reused();
-      if (existing.state === 'running') throw inUse();
-      return { kind: 'replay', response: { status: existing.status!, body: existing.body === null ? undefined : JSON.parse(existing.body), headers: existing.headers ?? {} } };
+      if (existing.state === 'running' && !abandoned) throw inUse();
+      return { kind: 'replay', response: storedResponse(existing) };
     }
     throw new DomainError('IDEMPOTENCY_KEY_IN_USE', 'this Idempotency-Key is contended; retry shortly', { retryAfterSec: 1 });
   }
@@ -252,10 +277,13 @@ export class IdempotencyService {
       throw inUse();
     }
     const existing = await this.docs.findOne({ _id });
-    if (existing && existing.expiresAtMs > now && !(existing.state === 'running' && existing.leaseUntilMs <= now)) {
+    // A stored `running` record with an answer is one whose process died after the step that
+    // recorded it (this process holds its own claims in memory): that answer is replayed.
+    const answered = existing !== null && (existing.state === 'done' || existing.status !== null);
+    if (existing && existing.expiresAtMs > now && (answered || existing.leaseUntilMs > now)) {
       if (existing.fingerprint !== fingerprint) throw reused();
-      if (existing.state === 'running') throw inUse();
-      return { kind: 'replay', response: { status: existing.status!, body: existing.body === null ? undefined : JSON.parse(existing.body), headers: existing.headers ?? {} } };
+      if (!answered) throw inUse();
+      return { kind: 'replay', response: storedResponse(existing) };
     }
     const meanwhile = running.get(_id);
     if (meanwhile && meanwhile !== held && meanwhile.leaseUntilMs > now) throw inUse(); // claimed while we read
@@ -264,31 +292,54 @@ export class IdempotencyService {
     const release = () => {
       if (running.get(_id) === claim) running.delete(_id);
     };
+    /** The last answer stored by recordWith (its status, body and headers as stored), or null. */
+    let recorded: string | null = null;
+    const answerKey = (doc: IdempotencyDoc) => `${doc.status}\u0000${doc.body}\u0000${JSON.stringify(doc.headers)}`;
+    const recordOf = (res: ReplayedResponse, state: IdempotencyDoc['state'], at: number): IdempotencyDoc => {
+      const doc: IdempotencyDoc = {
+        _id, keyId, fingerprint, state, leaseUntilMs: claim.leaseUntilMs, status: res.status,
+        body: bodyText(res), headers: res.headers,
+        createdAtMs: at, expiresAtMs: at + IDEMPOTENCY_TTL_MS,
+      };
+      if (this.ttlDates) doc.expiresAt = new Date(at + IDEMPOTENCY_TTL_MS);
+      return doc;
+    };
     return {
       kind: 'execute',
+      recordWith: async (tx, res) => {
+        const doc = recordOf(res, 'running', this.clock.now());
+        recorded = answerKey(doc);
+        await tx.collection<IdempotencyDoc>(RECORDS).replaceOne(doc);
+      },
       complete: async (res) => {
         try {
-          const at = this.clock.now();
-          const doc: IdempotencyDoc = {
-            _id, keyId, fingerprint, state: 'done', leaseUntilMs: claim.leaseUntilMs, status: res.status,
-            body: bodyText(res), headers: res.headers,
-            createdAtMs: at, expiresAtMs: at + IDEMPOTENCY_TTL_MS,
-          };
-          if (this.ttlDates) doc.expiresAt = new Date(at + IDEMPOTENCY_TTL_MS);
-          // an expired (or abandoned) record of this key is replaced
-          if (existing) await this.docs.replaceOne(doc);
+          const doc = recordOf(res, 'done', this.clock.now());
+          // The answer a step stored already: kept as it is (once the claim is released, a stored
+          // `running` record with an answer replays like a `done` one; this process owns the store).
+          if (recorded === answerKey(doc)) return;
+          // an expired (or abandoned) record of this key, or the answer recorded so far, is replaced
+          if (existing || recorded !== null) await this.docs.replaceOne(doc);
           else await this.docs.insertOne(doc);
         } finally {
           release();
         }
       },
-      abandon: async () => release(),
+      abandon: async () => {
+        try {
+          if (recorded !== null) await this.docs.deleteMany({ _id, state: 'running' });
+        } finally {
+          release();
+        }
+      },
     };
   }
 
   private claim(doc: IdempotencyDoc): IdempotencyClaim {
     return {
       kind: 'execute',
+      recordWith: async (tx, res) => {
+        await tx.collection<IdempotencyDoc>(RECORDS).updateOne({ _id: doc._id, leaseUntilMs: doc.leaseUntilMs }, { status: res.status, body: bodyText(res), headers: res.headers });
+      },
       complete: async (res) => {
         await this.docs.updateOne(
           { _id: doc._id, leaseUntilMs: doc.leaseUntilMs },

@@ -82,13 +82,14 @@ export async function migrateNedbDir(dir: string, options: { force?: boolean; no
       const files = new Map<string, Doc[]>();
       for (const name of names) files.set(name, await readNedbFile(path.join(dir, `${name}.db`)));
       const atMs = now();
-      await store.transaction(async () => {
+      for (const name of files.keys()) await store.collection<Doc>(name); // opened (tables made) before the transaction
+      await store.transaction(async (tx) => {
         for (const [name, docs] of files) {
-          const c = await store.collection<Doc>(name);
+          const c = tx.collection<Doc>(name);
           for (const doc of docs) await c.replaceOne(doc);
           imported[name] = docs.length;
         }
-        await store.recordImport(NEDB_IMPORT, atMs);
+        await store.recordImport(NEDB_IMPORT, atMs, tx);
       });
     }
   } finally {

@@ -1,6 +1,7 @@
 import { OPEN_STATUSES } from '../../machines/order.js';
 import { errors } from '../../engine/errors.js';
 import type { Services } from '../../engine/service.js';
+import type { ActorRecord } from '../../engine/store/actors.js';
 import { bracketsView, strategyResponse } from '../../engine/strategies/views.js';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import type { OrderRequest } from '../../schemas/orders.js';
@@ -47,7 +48,7 @@ async function interruptedAttempt(services: Services, userId: string, seed: stri
 }
 
 /** POST /v2/trade/order (spec 4.1): LIMIT and MARKET trade on the venue; other types are not built yet (501). */
-export const placeOrder: Handler = async ({ req, services, user, resourceSeed }) => {
+export const placeOrder: Handler = async ({ req, services, user, resourceSeed, answerFrom }) => {
   const body = req.body as OrderRequest;
   if (resourceSeed) {
     const earlier = await interruptedAttempt(services, user!._id, resourceSeed);
@@ -65,19 +66,28 @@ export const placeOrder: Handler = async ({ req, services, user, resourceSeed })
       const warnings = [...((view.warnings as string[] | undefined) ?? []), ...r.warnings];
       return { status: 200, body: { ...view, brackets: r.brackets, ...(warnings.length ? { warnings } : {}) } };
     }
+    if (ids.orderId) answerFrom?.(ids.orderId, orderAnswer);
     const rec = await services.orders.place(user!.partnerId, input);
-    return { status: 200, body: rec.view };
+    return orderAnswer(rec);
   }
   if (body.type === 'TAKE_PROFIT') {
     // spec part 3: a real CLOB sell placed at once, on open orders with is_take_profit: true
     const input = { ...services.orders.check(user!._id, { ...body, type: 'LIMIT' }, 'TAKE_PROFIT'), ...(ids.orderId ? { orderId: ids.orderId } : {}) };
+    if (ids.orderId) answerFrom?.(ids.orderId, orderAnswer);
     const rec = await services.orders.place(user!.partnerId, input, { isTakeProfit: true });
-    return { status: 200, body: rec.view };
+    return orderAnswer(rec);
   }
   const input = { ...services.strategies.check(user!._id, body), ...(ids.recordId ? { recordId: ids.recordId } : {}) };
+  if (ids.recordId) answerFrom?.(ids.recordId, strategyAnswer);
   const rec = await services.strategies.start(user!.partnerId, input);
-  return { status: 200, body: strategyResponse(rec) };
+  return strategyAnswer(rec);
 };
+
+/** The answer of an order placed (without brackets): its view. */
+const orderAnswer = (rec: ActorRecord): HandlerResult => ({ status: 200, body: rec.view });
+
+/** The answer of a strategy started. */
+const strategyAnswer = (rec: ActorRecord): HandlerResult => ({ status: 200, body: strategyResponse(rec) });
 
 /** GET /v2/trade/strategies: the user's managed strategies, newest first; filter by status and type. */
 export const listStrategies: Handler = async ({ req, services, user }) => {

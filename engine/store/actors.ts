@@ -1,5 +1,5 @@
 import { RevisionConflictError } from '../errors.js';
-import type { Collection, Filter, IndexSpec, Store } from './port.js';
+import type { Collection, Filter, IndexSpec, Store, UnitOfWork } from './port.js';
 
 /**
  * One persisted actor (order, strategy, combo quote, copytrade subscription): the latest snapshot
@@ -96,6 +96,9 @@ const ACTOR_INDEXES: IndexSpec[] = [
   { fields: ['ownerKey'], unique: true, sparse: true },
 ];
 
+/** The collection of actor records. */
+const ACTORS = 'actors';
+
 /** Revisioned actor-snapshot repository over the store port (optimistic concurrency). */
 export class ActorRepository {
   /**
@@ -104,7 +107,23 @@ export class ActorRepository {
    */
   viewDeriver: ((record: Omit<ActorRecord, 'view'>) => Record<string, unknown>) | null = null;
 
-  private constructor(private readonly c: Collection<StoredRecord>) {}
+  private constructor(
+    private readonly c: Collection<StoredRecord>,
+    private readonly store: Store,
+  ) {}
+
+  /** The collection, inside `tx` when given. */
+  private within(tx: UnitOfWork | undefined): Collection<StoredRecord> {
+    return tx ? tx.collection<StoredRecord>(ACTORS) : this.c;
+  }
+
+  /**
+   * Runs `fn` in a transaction of the store the records live in (see `Store.transaction`): an
+   * actor's write made with its `tx` commits with the other writes made with it, or none does.
+   */
+  transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
+    return this.store.transaction(fn);
+  }
 
   private withView(doc: StoredRecord): ActorRecord {
     return { ...doc, view: this.viewDeriver ? this.viewDeriver(doc) : (doc.view ?? {}) };
@@ -115,7 +134,7 @@ export class ActorRepository {
   }
 
   static async open(store: Store): Promise<ActorRepository> {
-    const c = await store.collection<StoredRecord>('actors', ACTOR_INDEXES);
+    const c = await store.collection<StoredRecord>(ACTORS, ACTOR_INDEXES);
     // One-time migrations, recorded as done so that later starts do not scan every record again
     // (neither query has an index: issue 14, item 5). Both are idempotent: a crash before the
     // record is written runs them again.
@@ -131,11 +150,14 @@ export class ActorRepository {
       }
       await migrations.replaceOne({ _id: ACTORS_MIGRATION, atMs: Date.now() });
     }
-    return new ActorRepository(c);
+    return new ActorRepository(c, store);
   }
 
-  /** Inserts a new actor at revision 1. @throws {DuplicateKeyError} when the id exists. */
-  async insert(record: Omit<ActorRecord, 'revision' | 'quarantine'>): Promise<ActorRecord> {
+  /**
+   * Inserts a new actor at revision 1, inside `tx` when given.
+   * @throws {DuplicateKeyError} when the id exists.
+   */
+  async insert(record: Omit<ActorRecord, 'revision' | 'quarantine'>, tx?: UnitOfWork): Promise<ActorRecord> {
     // fields named one by one: an object rest (`{view, ...rest}`) is slow in V8 (issue 15)
     const view = record.view;
     const stored: StoredRecord = {
@@ -145,7 +167,7 @@ export class ActorRepository {
       type: typeof view.type === 'string' ? view.type : null, revision: 1, quarantine: null,
     };
     if (record.ownerUserId !== null) stored.ownerKey = ownerKeyOf(record.ownerUserId, record.createdAtMs, record._id);
-    await this.c.insertOne(stored);
+    await this.within(tx).insertOne(stored);
     // built field by field: an object spread of `stored` made a hidden class per record (issue 15)
     const out: ActorRecord = {
       _id: stored._id, machineId: stored.machineId, machineVersion: stored.machineVersion, snapshot: stored.snapshot, kind: stored.kind,
@@ -157,20 +179,21 @@ export class ActorRepository {
   }
 
   /**
-   * Writes a new snapshot if the stored revision is still `expectedRevision`.
+   * Writes a new snapshot if the stored revision is still `expectedRevision`, inside `tx` when given.
    * @returns the record at `expectedRevision + 1`.
    * @throws {RevisionConflictError} when another writer got there first.
    */
   async update(
     current: ActorRecord,
     patch: Pick<ActorRecord, 'snapshot' | 'status' | 'view' | 'final' | 'updatedAtMs'> & Partial<Pick<ActorRecord, 'machineVersion'>>,
+    tx?: UnitOfWork,
   ): Promise<ActorRecord> {
     const next: ActorRecord = { ...current, ...patch, revision: current.revision + 1 };
     // the stored fields named one by one (no object rest: slow in V8; the view is never stored)
     const set: Record<string, unknown> = { snapshot: patch.snapshot, status: patch.status, final: patch.final, updatedAtMs: patch.updatedAtMs };
     if (patch.machineVersion !== undefined) set.machineVersion = patch.machineVersion;
     set.revision = next.revision;
-    const matched = await this.c.updateOne({ _id: current._id, revision: current.revision }, set);
+    const matched = await this.within(tx).updateOne({ _id: current._id, revision: current.revision }, set);
     if (matched === 0) throw new RevisionConflictError(current._id, current.revision);
     return next;
   }

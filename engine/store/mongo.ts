@@ -1,29 +1,28 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError, type ClientSession, type Db, type Collection as MongoCollection, type Document, type MongoClientOptions } from 'mongodb';
 import { ConnectionString } from 'mongodb-connection-string-url';
 import { DuplicateKeyError } from '../errors.js';
-import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
+import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store, UnitOfWork } from './port.js';
 
 function rethrow(err: unknown): never {
   if (err instanceof MongoServerError && err.code === 11000) throw new DuplicateKeyError(err.message);
   throw err;
 }
 
-/** The session of the {@link MongoStore.transaction} the caller runs in, if any. */
-const txSession = new AsyncLocalStorage<ClientSession>();
-
-/** Options carrying the running transaction's session (none outside one). */
-function inTx<O extends object>(options: O): O & { session?: ClientSession } {
-  const session = txSession.getStore();
-  return session ? { ...options, session } : options;
-}
-
 class MongoDocCollection<T extends Doc> implements Collection<T> {
-  constructor(private readonly c: MongoCollection<Doc>) {}
+  constructor(
+    private readonly c: MongoCollection<Doc>,
+    /** The session of the {@link MongoStore.transaction} this handle works in (none: the store's own handle). */
+    private readonly session: ClientSession | null = null,
+  ) {}
+
+  /** Options carrying this handle's transaction session (none outside one). */
+  private inTx<O extends object>(options: O): O & { session?: ClientSession } {
+    return this.session ? { ...options, session: this.session } : options;
+  }
 
   async insertOne(doc: T): Promise<void> {
     try {
-      await this.c.insertOne(doc, inTx({}));
+      await this.c.insertOne(doc, this.inTx({}));
     } catch (err) {
       rethrow(err);
     }
@@ -32,18 +31,18 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
   /** An ordered insert of `docs` (a prefix may have landed when it throws). */
   async insertMany(docs: T[]): Promise<void> {
     try {
-      await this.c.insertMany(docs, inTx({ ordered: true }));
+      await this.c.insertMany(docs, this.inTx({ ordered: true }));
     } catch (err) {
       rethrow(err);
     }
   }
 
   async findOne(filter: Filter): Promise<T | null> {
-    return (await this.c.findOne(filter, inTx({}))) as T | null;
+    return (await this.c.findOne(filter, this.inTx({}))) as T | null;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    let cursor = this.c.find(filter, inTx({}));
+    let cursor = this.c.find(filter, this.inTx({}));
     if (options.sort) cursor = cursor.sort(options.sort);
     if (options.skip) cursor = cursor.skip(options.skip);
     if (options.limit) cursor = cursor.limit(options.limit);
@@ -51,12 +50,12 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
   }
 
   async count(filter: Filter): Promise<number> {
-    return await this.c.countDocuments(filter, inTx({}));
+    return await this.c.countDocuments(filter, this.inTx({}));
   }
 
   async updateOne(filter: Filter, set: Record<string, unknown>, options: { upsert?: boolean } = {}): Promise<number> {
     try {
-      const res = await this.c.updateOne(filter, { $set: set }, inTx({ upsert: options.upsert ?? false }));
+      const res = await this.c.updateOne(filter, { $set: set }, this.inTx({ upsert: options.upsert ?? false }));
       return res.matchedCount;
     } catch (err) {
       rethrow(err);
@@ -65,14 +64,14 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
 
   async replaceOne(doc: T): Promise<void> {
     try {
-      await this.c.replaceOne({ _id: doc._id }, doc, inTx({ upsert: true }));
+      await this.c.replaceOne({ _id: doc._id }, doc, this.inTx({ upsert: true }));
     } catch (err) {
       rethrow(err);
     }
   }
 
   async deleteMany(filter: Filter): Promise<number> {
-    return (await this.c.deleteMany(filter, inTx({}))).deletedCount;
+    return (await this.c.deleteMany(filter, this.inTx({}))).deletedCount;
   }
 }
 
@@ -289,12 +288,15 @@ export class MongoStore implements Store {
    * transient transaction error. On a standalone server (allowed by `MONGODB_ALLOW_STANDALONE`),
    * which has no transactions, `fn` runs without one and its writes land one by one.
    */
-  async transaction<R>(fn: () => Promise<R>): Promise<R> {
-    if (txSession.getStore() || !this.transactional) return fn();
+  async transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
+    const unit = (session: ClientSession | null): UnitOfWork => ({
+      collection: <T extends Doc>(name: string): Collection<T> => new MongoDocCollection<T>(this.db.collection<Doc>(name), session),
+    });
+    if (!this.transactional) return fn(unit(null));
     return this.client.withSession(async (session) => {
       let result: R;
       await session.withTransaction(async () => {
-        result = await txSession.run(session, fn);
+        result = await fn(unit(session));
       }, { writeConcern: { w: this.write.w, journal: this.write.journal } });
       return result!;
     });

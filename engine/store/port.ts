@@ -83,18 +83,21 @@ export interface Store {
   readonly location: string;
   collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Promise<Collection<T>>;
   /**
-   * Runs `fn`; every write it makes through this store (any collection) commits together, or none
-   * does when `fn` throws (its error is rethrown). Resolves with `fn`'s result once committed. A call
-   * inside a running transaction joins it. Keep `fn` short and never let it wait for a write made
-   * outside it.
-   * - SQLite: one SQLite transaction (a savepoint of the group commit); writes made outside `fn`
+   * Runs `fn` with a unit of work `tx`: every write made through `tx.collection(name)` commits
+   * together, or none does when `fn` throws (its error is rethrown). Resolves with `fn`'s result
+   * once committed. Writes made through the store's own collections are not part of it, even
+   * from inside `fn`. To extend a unit of work, pass its `tx` on ({@link withUnit}); a second
+   * `transaction` started inside `fn` is a different unit (on SQLite it waits for this one: a
+   * deadlock). Keep `fn` short: issue the writes of one step from one place, and never let `fn`
+   * wait for anything that writes outside it (another actor's queue, the venue journal).
+   * - SQLite: one SQLite transaction (a savepoint of the group commit); writes made outside `tx`
    *   meanwhile wait until it ends.
    * - MongoDB: a session's `withTransaction` with the store's write concern (`fn` may run again on
    *   a transient error; a write that fails inside aborts the whole transaction, so `fn` must let
    *   such an error propagate, never catch it and go on). On a standalone server (`MONGODB_ALLOW_STANDALONE=on`), which has no
    *   transactions, `fn` runs without one: its writes land one by one.
    */
-  transaction<R>(fn: () => Promise<R>): Promise<R>;
+  transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R>;
   /** Cheap liveness check for /healthz. */
   ping(): Promise<boolean>;
   /**
@@ -106,4 +109,38 @@ export interface Store {
   writeFailure(): string | null;
   /** Flushes pending writes and releases the database. */
   close(): Promise<void>;
+}
+
+/**
+ * A running {@link Store.transaction}, passed explicitly to whatever writes in it (no ambient
+ * state: a write belongs to the transaction only when made through these handles).
+ */
+export interface UnitOfWork {
+  /**
+   * Collection `name` (opened earlier through {@link Store.collection}) with its reads and writes
+   * inside this transaction.
+   * @throws {Error} when the collection was never opened.
+   */
+  collection<T extends Doc>(name: string): Collection<T>;
+}
+
+/**
+ * Runs `fn` in `tx` when given (extending that unit of work), else in a new transaction of `store`.
+ * What a function that may be part of a larger unit calls.
+ */
+export function withUnit<R>(store: Store, tx: UnitOfWork | undefined, fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
+  return tx ? fn(tx) : store.transaction(fn);
+}
+
+/** A collection whose every call waits for `opening` first (a store that opens collections asynchronously). */
+export function collectionWhenOpen<T extends Doc>(opening: Promise<Collection<T>>): Collection<T> {
+  return {
+    insertOne: async (doc) => (await opening).insertOne(doc),
+    findOne: async (filter) => (await opening).findOne(filter),
+    find: async (filter, options) => (await opening).find(filter, options),
+    count: async (filter) => (await opening).count(filter),
+    updateOne: async (filter, set, options) => (await opening).updateOne(filter, set, options),
+    replaceOne: async (doc) => (await opening).replaceOne(doc),
+    deleteMany: async (filter) => (await opening).deleteMany(filter),
+  };
 }

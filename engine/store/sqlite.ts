@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { fstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -8,7 +7,7 @@ import { cjsDefault } from '../interop.js';
 import type { Logger } from '../logger.js';
 import { DATA_FILE_MODE, prepareDataDir } from './data-dir.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
-import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from './port.js';
+import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store, UnitOfWork } from './port.js';
 
 type Database = BetterSqlite3.Database;
 type Statement = BetterSqlite3.Statement;
@@ -248,7 +247,7 @@ function mapped<R>(fn: () => R): R {
   }
 }
 
-/** A running {@link SqliteStore.transaction} (identity only: which writes belong to it). */
+/** A running {@link SqliteStore.transaction} (identity only: the writes made with it belong to it). */
 type TxScope = { readonly id: number };
 
 /**
@@ -284,9 +283,11 @@ interface Batch {
  * event loop (`setImmediate`), so every write issued meanwhile shares it (one WAL sync per batch,
  * not per request). Reads run at once on the same connection and see writes whose commit is still
  * pending.
- * A {@link transaction} scope is a SAVEPOINT in the batch: while it is open, writes made outside it
- * wait (they run when it ends) and the batch is not committed; it ends with RELEASE (its writes then
- * commit with the batch) or ROLLBACK TO (none of them happened).
+ * A {@link transaction} scope is a SAVEPOINT in the batch: while it is open, writes made without its
+ * scope wait (they run when it ends) and the batch is not committed; it ends with RELEASE (its
+ * writes then commit with the batch) or ROLLBACK TO (none of them happened). Which writes belong to
+ * the scope is said explicitly: each write names the scope it is made in (the collections handed
+ * out by the transaction's unit of work), never inferred from async context.
  */
 class Writer {
   private batch: Batch | null = null;
@@ -302,7 +303,6 @@ class Writer {
   failure: Error | null = null;
   /** When {@link failure} happened (epoch ms). */
   failedAtMs = 0;
-  private readonly context = new AsyncLocalStorage<TxScope>();
   /** Batches committed, waiting for the next fsync of the WAL to start. */
   private syncWaiters: Batch[] = [];
   /** The loop of WAL fsyncs while one runs (resolves when no batch waits). */
@@ -323,20 +323,17 @@ class Writer {
     private readonly checkpointBytes = CHECKPOINT_BYTES,
   ) {}
 
-  /** Whether the caller runs inside the open transaction scope. */
-  private inScope(): boolean {
-    return this.current !== null && this.context.getStore() === this.current;
-  }
-
   /**
-   * Runs the synchronous write `op` in the current batch.
+   * Runs the synchronous write `op` in the current batch, as part of transaction `scope` when given.
    * @returns its result once committed (inside a transaction: at once, the transaction commits).
+   * @throws {Error} when `scope` is not the open transaction (it ended).
    */
-  write<R>(op: () => R): Promise<R> {
-    if (this.current !== null && !this.inScope()) {
+  write<R>(op: () => R, scope: TxScope | null = null): Promise<R> {
+    if (scope !== null && scope !== this.current) return Promise.reject(new Error('store: a write through a transaction that has ended'));
+    if (this.current !== null && scope === null) {
       return new Promise<R>((resolve, reject) => this.held.push(() => this.write(op).then(resolve, reject)));
     }
-    const inScope = this.current !== null;
+    const inScope = scope !== null;
     this.begin();
     let result: R;
     try {
@@ -470,11 +467,9 @@ class Writer {
   }
 
   /**
-   * Runs `fn` so that every write it makes through this store commits together, or none does.
-   * A call inside a running transaction joins it.
+   * Runs `fn` so that every write made with its scope commits together, or none does.
    */
-  async transaction<R>(fn: () => Promise<R>): Promise<R> {
-    if (this.inScope()) return fn();
+  async transaction<R>(fn: (scope: TxScope) => Promise<R>): Promise<R> {
     const scope: TxScope = { id: ++this.nextScope };
     if (this.current !== null) await new Promise<void>((start) => this.scopes.push({ scope, start }));
     else this.current = scope;
@@ -484,7 +479,7 @@ class Writer {
       this.db.exec('SAVEPOINT tx');
       let result: R;
       try {
-        result = await this.context.run(scope, fn);
+        result = await fn(scope);
       } catch (err) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK TO tx; RELEASE tx');
         else this.abortedBy(err);
@@ -531,8 +526,15 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   constructor(
     private readonly store: SqliteStore,
     name: string,
+    /** The transaction this handle writes in (null: the store's own handle). */
+    private readonly scope: TxScope | null = null,
   ) {
     this.table = `"${name}"`;
+  }
+
+  /** This collection with its writes in transaction `scope`. */
+  within(scope: TxScope): SqliteCollection<T> {
+    return new SqliteCollection<T>(this.store, this.table.slice(1, -1), scope);
   }
 
   private st(sql: string): Statement {
@@ -541,7 +543,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   async insertOne(doc: T): Promise<void> {
     const text = encode(doc);
-    await this.store.writer.write(() => this.st(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?)`).run(doc._id, text));
+    await this.store.writer.write(() => this.st(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?)`).run(doc._id, text), this.scope);
   }
 
   /** All or none (a savepoint inside the batch). */
@@ -552,7 +554,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
       this.store.db.transaction(() => {
         for (let i = 0; i < docs.length; i++) insert.run(docs[i]!._id, texts[i]!);
       })();
-    });
+    }, this.scope);
   }
 
   async findOne(filter: Filter): Promise<T | null> {
@@ -618,19 +620,20 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
       if (typeof doc._id !== 'string') throw new Error('store: an upsert needs an _id in its filter or update');
       this.st(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?)`).run(doc._id, upsert);
       return 0;
-    });
+    }, this.scope);
   }
 
   async replaceOne(doc: T): Promise<void> {
     const text = encode(doc);
     await this.store.writer.write(() =>
       this.st(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`).run(doc._id, text),
+      this.scope,
     );
   }
 
   async deleteMany(filter: Filter): Promise<number> {
     const w = whereOf(filter);
-    return this.store.writer.write(() => this.st(`DELETE FROM ${this.table} WHERE ${w.sql}`).run(...w.params).changes);
+    return this.store.writer.write(() => this.st(`DELETE FROM ${this.table} WHERE ${w.sql}`).run(...w.params).changes, this.scope);
   }
 }
 
@@ -712,6 +715,8 @@ export class SqliteStore implements Store {
   readonly writer: Writer;
   private readonly statements = new Map<string, Statement>();
   private readonly collections = new Map<string, SqliteCollection<Doc>>();
+  /** The transaction scope of each unit of work this store handed out (for its own writes outside a collection). */
+  private readonly units = new WeakMap<UnitOfWork, TxScope>();
   private readonly sweepers: NodeJS.Timeout[] = [];
   private closed = false;
 
@@ -828,12 +833,22 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Runs `fn`; every write it makes through this store commits in one SQLite transaction, or none
-   * does when it throws. Writes made outside `fn` meanwhile wait until it ends, so `fn` must not wait
-   * for such a write (nor for long: it holds every other write).
+   * Runs `fn`; every write made through `tx` commits in one SQLite transaction, or none does when
+   * it throws. Writes made otherwise meanwhile wait until it ends, so `fn` must not wait for such a
+   * write (nor for long: it holds every other write).
    */
-  transaction<R>(fn: () => Promise<R>): Promise<R> {
-    return this.writer.transaction(fn);
+  transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
+    return this.writer.transaction((scope) => {
+      const tx: UnitOfWork = {
+        collection: <T extends Doc>(name: string): Collection<T> => {
+          const c = this.collections.get(name);
+          if (!c) throw new Error(`store: collection ${name} was not opened`);
+          return c.within(scope) as unknown as Collection<T>;
+        },
+      };
+      this.units.set(tx, scope);
+      return fn(tx);
+    });
   }
 
   /** When the import `id` (e.g. {@link NEDB_IMPORT}) was recorded in this database (epoch ms), or null. */
@@ -843,11 +858,13 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Records the import `id` at `atMs` (epoch ms): a write of this store, so inside
-   * {@link transaction} it commits with the imported documents or not at all.
+   * Records the import `id` at `atMs` (epoch ms); given the unit of work `tx` of one of this store's
+   * {@link transaction}s, it commits with that transaction's writes or not at all.
    */
-  async recordImport(id: string, atMs: number): Promise<void> {
-    await this.writer.write(() => this.statement('INSERT INTO "_imports" (id, atMs) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET atMs = excluded.atMs').run(id, atMs));
+  async recordImport(id: string, atMs: number, tx?: UnitOfWork): Promise<void> {
+    const scope = tx === undefined ? null : this.units.get(tx);
+    if (scope === undefined) throw new Error('store: recordImport was given a unit of work of another store');
+    await this.writer.write(() => this.statement('INSERT INTO "_imports" (id, atMs) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET atMs = excluded.atMs').run(id, atMs), scope);
   }
 
   async ping(): Promise<boolean> {

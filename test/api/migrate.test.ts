@@ -126,7 +126,7 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     await unmarked.close();
     await expect(SqliteStore.open(dir)).rejects.toBeInstanceOf(OldStoreDataError);
     const marked = await SqliteStore.open(dir, { oldStoreFiles: true });
-    await marked.transaction(() => marked.recordImport(NEDB_IMPORT, 1_700_000_000_000));
+    await marked.transaction((tx) => marked.recordImport(NEDB_IMPORT, 1_700_000_000_000, tx));
     await marked.close();
     const store = await SqliteStore.open(dir, { lock: true });
     expect(store.importedAt(NEDB_IMPORT)).toBe(1_700_000_000_000);

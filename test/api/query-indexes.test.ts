@@ -33,7 +33,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { timerJobIndexes } from '../../engine/scheduler/mongo-backend.js';
 import { TIMER_JOB } from '../../engine/scheduler/timers.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
-import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store, StoreAdapter } from '../../engine/store/port.js';
+import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store, StoreAdapter, UnitOfWork } from '../../engine/store/port.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { poll, sleep, Trading, px, useTestClock } from './trading-kit.js';
 
@@ -176,7 +176,7 @@ class RecordingStore implements Store {
     };
   }
 
-  transaction<R>(fn: () => Promise<R>): Promise<R> {
+  transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
     return this.inner.transaction(fn);
   }
 

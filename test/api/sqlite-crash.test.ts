@@ -13,7 +13,8 @@ const KEY = 'pts_sqlite_crash_master_key_0123456789';
 /**
  * The SQLite store on disk (the default without MONGODB_URI) under `kill -9`: a burst of orders is
  * in flight when the process dies; after the restart every order the client was answered 200 for is
- * there, and the invariant check (money conserved, acknowledged ids present) passes.
+ * there, each order with the stored answer of the request that created it and no answer without
+ * its order, and the invariant check (money conserved, acknowledged ids present) passes.
  */
 describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
   let dir: string;
@@ -65,6 +66,17 @@ describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
     expect(sent).toBeGreaterThan(acknowledged.size); // some were in flight when it died
 
     svc = await startTestService({ store: await SqliteStore.open(dir, { lock: true }), env: { MASTER_API_KEY: KEY, SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' } });
+    // each order's steps and the answer of the request that created it commit together: every
+    // order has its stored answer (but a REJECTED one: its request answered 4xx, which is not
+    // kept), and no answer names an order that is not there
+    const orders = await (await svc.services.store.collection<{ _id: string; status: string }>('actors')).find({ kind: 'order' });
+    const answers = new Set((await (await svc.services.store.collection<{ _id: string; body: string | null }>('idempotencyKeys')).find({}))
+      .map((d) => (d.body === null ? undefined : (JSON.parse(d.body) as { order_id?: string }).order_id))
+      .filter((id): id is string => typeof id === 'string'));
+    expect(orders.length).toBeGreaterThanOrEqual(acknowledged.size);
+    expect(orders.filter((o) => o.status !== 'REJECTED' && !answers.has(o._id))).toEqual([]);
+    const ids = new Set(orders.map((o) => o._id));
+    expect([...answers].filter((id) => !ids.has(id))).toEqual([]);
     for (const id of acknowledged) {
       const got = await svc.call('GET', `/v2/trade/orders/${id}`, { token: KEY, headers: { 'x-partner-user-id': 'burst' } });
       expect(got.status, id).toBe(200);

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DuplicateKeyError, RevisionConflictError } from '../../../engine/errors.js';
 import { ActorRepository } from '../../../engine/store/actors.js';
 import type { MongoStore } from '../../../engine/store/mongo.js';
-import type { Store } from '../../../engine/store/port.js';
+import { withUnit, type Store } from '../../../engine/store/port.js';
 import { adapters } from './adapters.js';
 
 interface Item {
@@ -166,16 +166,17 @@ for (const adapter of adapters()) {
       expect(await c.count({ owner: 'burst', n: 5 })).toBe(150);
     });
 
-    it('transaction: every write inside commits together, or none does when it throws (a standalone MongoDB: not atomic)', async () => {
+    it('transaction: every write made through its unit of work commits together, or none does when it throws (a standalone MongoDB: not atomic)', async () => {
       const atomic = store.adapter === 'sqlite' || (store.adapter === 'mongodb' && (store as MongoStore).transactional);
       const a = await store.collection<Item>('txa', [{ fields: ['n'], unique: true }]);
       const b = await store.collection<Item>('txb');
       await a.insertOne({ _id: 'x0', owner: 'o', n: 0 });
-      const out = await store.transaction(async () => {
-        await a.insertOne({ _id: 'x1', owner: 'o', n: 1 });
-        expect(await a.updateOne({ _id: 'x0' }, { tag: 'in-tx' })).toBe(1);
-        await b.replaceOne({ _id: 'y1', owner: 'o', n: 1 });
-        expect(await a.findOne({ _id: 'x1' })).toMatchObject({ n: 1 }); // reads its own writes
+      const out = await store.transaction(async (tx) => {
+        const ta = tx.collection<Item>('txa');
+        await ta.insertOne({ _id: 'x1', owner: 'o', n: 1 });
+        expect(await ta.updateOne({ _id: 'x0' }, { tag: 'in-tx' })).toBe(1);
+        await tx.collection<Item>('txb').replaceOne({ _id: 'y1', owner: 'o', n: 1 });
+        expect(await ta.findOne({ _id: 'x1' })).toMatchObject({ n: 1 }); // reads its own writes
         return 'done';
       });
       expect(out).toBe('done');
@@ -185,25 +186,32 @@ for (const adapter of adapters()) {
       // a write from outside (another request), issued while the transaction runs, is not undone by its rollback
       let go!: () => void;
       const outside = new Promise<void>((resolve) => (go = resolve)).then(() => b.insertOne({ _id: 'y-out', owner: 'o', n: 9 }));
-      await expect(store.transaction(async () => {
-        await a.insertOne({ _id: 'x2', owner: 'o', n: 2 });
-        await b.deleteMany({ _id: 'y1' });
+      await expect(store.transaction(async (tx) => {
+        const ta = tx.collection<Item>('txa');
+        await ta.insertOne({ _id: 'x2', owner: 'o', n: 2 });
+        await tx.collection<Item>('txb').deleteMany({ _id: 'y1' });
         go();
         await new Promise((resolve) => setImmediate(resolve));
-        await a.updateOne({ _id: 'x0' }, { tag: 'lost' });
-        await a.insertOne({ _id: 'x3', owner: 'o', n: 1 }); // unique n: DuplicateKeyError
+        await ta.updateOne({ _id: 'x0' }, { tag: 'lost' });
+        await ta.insertOne({ _id: 'x3', owner: 'o', n: 1 }); // unique n: DuplicateKeyError
       })).rejects.toBeInstanceOf(DuplicateKeyError);
       await outside;
       expect((await a.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['x0', 'x1']);
       expect(await a.findOne({ _id: 'x0' })).toMatchObject({ tag: 'in-tx' });
       expect((await b.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['y1', 'y-out']);
-      // nested calls join the outer transaction; concurrent transactions each commit whole
-      await Promise.all([1, 2, 3].map((k) => store.transaction(async () => {
-        await a.insertOne({ _id: `c${k}`, owner: 'c', n: 10 + k });
-        await store.transaction(() => b.insertOne({ _id: `c${k}`, owner: 'c', n: k }));
+      // a unit of work passed on (withUnit) extends it; concurrent transactions each commit whole
+      await Promise.all([1, 2, 3].map((k) => store.transaction(async (tx) => {
+        await tx.collection<Item>('txa').insertOne({ _id: `c${k}`, owner: 'c', n: 10 + k });
+        await withUnit(store, tx, (same) => same.collection<Item>('txb').insertOne({ _id: `c${k}`, owner: 'c', n: k }));
       })));
       expect(await a.count({ owner: 'c' })).toBe(3);
       expect(await b.count({ owner: 'c' })).toBe(3);
+      // the one given a unit that fails takes its writes back with it
+      await expect(store.transaction(async (tx) => {
+        await withUnit(store, tx, (same) => same.collection<Item>('txb').insertOne({ _id: 'c9', owner: 'c', n: 9 }));
+        throw new Error('step failed');
+      })).rejects.toThrow('step failed');
+      expect(await b.findOne({ _id: 'c9' })).toBeNull();
     });
 
     it.runIf(adapter.durable)('keeps everything across a close and re-open', async () => {

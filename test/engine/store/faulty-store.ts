@@ -17,7 +17,7 @@
  * waiting until the test releases it (then it runs, or fails); `{ keepOpen: true }` leaves the
  * wrapped store open on close() (a restart of the service on the same store).
  */
-import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store } from '../../../engine/store/port.js';
+import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store, UnitOfWork } from '../../../engine/store/port.js';
 
 export type WriteOp = 'insertOne' | 'insertMany' | 'updateOne' | 'replaceOne' | 'deleteMany';
 export type ReadOp = 'findOne' | 'find' | 'count';
@@ -238,24 +238,30 @@ export class FaultyStore implements Store {
     const inner = await this.inner.collection<T>(name, indexes);
     let c = this.wrapped.get(name) as Collection<T> | undefined;
     if (!c) {
-      c = {
-        insertOne: (doc) => this.run({ collection: name, op: 'insertOne', doc }, () => inner.insertOne(doc)),
-        // several journal entries in one write: a rule sees the first document
-        ...(inner.insertMany ? { insertMany: (docs: T[]) => this.run({ collection: name, op: 'insertMany', doc: docs[0] }, () => inner.insertMany!(docs)) } : {}),
-        findOne: (filter) => this.run({ collection: name, op: 'findOne', filter }, () => inner.findOne(filter)),
-        find: (filter, options?: FindOptions) => this.run({ collection: name, op: 'find', filter }, () => inner.find(filter, options)),
-        count: (filter) => this.run({ collection: name, op: 'count', filter }, () => inner.count(filter)),
-        updateOne: (filter, set, options) => this.run({ collection: name, op: 'updateOne', filter, set }, () => inner.updateOne(filter, set, options)),
-        replaceOne: (doc) => this.run({ collection: name, op: 'replaceOne', doc }, () => inner.replaceOne(doc)),
-        deleteMany: (filter) => this.run({ collection: name, op: 'deleteMany', filter }, () => inner.deleteMany(filter)),
-      };
+      c = this.wrap(name, inner);
       this.wrapped.set(name, c as unknown as Collection<Doc>);
     }
     return c;
   }
 
-  transaction<R>(fn: () => Promise<R>): Promise<R> {
-    return this.inner.transaction(fn);
+  /** `inner` with its operations run through the rules. */
+  private wrap<T extends Doc>(name: string, inner: Collection<T>): Collection<T> {
+    return {
+      insertOne: (doc) => this.run({ collection: name, op: 'insertOne', doc }, () => inner.insertOne(doc)),
+      // several journal entries in one write: a rule sees the first document
+      ...(inner.insertMany ? { insertMany: (docs: T[]) => this.run({ collection: name, op: 'insertMany', doc: docs[0] }, () => inner.insertMany!(docs)) } : {}),
+      findOne: (filter) => this.run({ collection: name, op: 'findOne', filter }, () => inner.findOne(filter)),
+      find: (filter, options?: FindOptions) => this.run({ collection: name, op: 'find', filter }, () => inner.find(filter, options)),
+      count: (filter) => this.run({ collection: name, op: 'count', filter }, () => inner.count(filter)),
+      updateOne: (filter, set, options) => this.run({ collection: name, op: 'updateOne', filter, set }, () => inner.updateOne(filter, set, options)),
+      replaceOne: (doc) => this.run({ collection: name, op: 'replaceOne', doc }, () => inner.replaceOne(doc)),
+      deleteMany: (filter) => this.run({ collection: name, op: 'deleteMany', filter }, () => inner.deleteMany(filter)),
+    };
+  }
+
+  /** The inner store's transaction, its collections' operations run through the rules too. */
+  transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
+    return this.inner.transaction((tx) => fn({ collection: <T extends Doc>(name: string) => this.wrap(name, tx.collection<T>(name)) }));
   }
 
   ping(): Promise<boolean> {

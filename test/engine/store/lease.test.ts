@@ -7,7 +7,7 @@ import { openStore } from '../../../engine/store/index.js';
 import { MongoStore } from '../../../engine/store/mongo.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { ENGINE_LEASE_ID, EngineLeaseHeldError, EngineLeaseLostError, LEASE_COLLECTION, takeEngineLease, type LeaseDoc } from '../../../engine/store/lease.js';
-import type { Collection, Doc, IndexSpec, Store } from '../../../engine/store/port.js';
+import { collectionWhenOpen, type Collection, type Doc, type IndexSpec, type Store, type UnitOfWork } from '../../../engine/store/port.js';
 
 /** One engine process per database, through the store port (here the SQLite adapter). */
 describe('engine lease (issue 14 item 6)', () => {
@@ -133,7 +133,7 @@ describe('engine lease (issue 14 item 6)', () => {
         return db.collection<T>(name, indexes);
       }
       ping = async () => true;
-      transaction = <R>(fn: () => Promise<R>) => fn();
+      transaction = <R>(fn: (tx: UnitOfWork) => Promise<R>) => fn({ collection: (name) => collectionWhenOpen(db.collection(name)) });
       writeFailure = () => null;
       onClose(fn: () => Promise<void>) {
         this.hooks.push(fn);

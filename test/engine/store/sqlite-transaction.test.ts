@@ -74,16 +74,17 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     const steps = await store.collection<{ _id: string; n: number }>('steps');
     const records = await store.collection<{ _id: string; n: number }>('records');
     store.failNth('records', 'insertOne', 1);
-    await expect(store.transaction(async () => {
-      await steps.insertOne({ _id: 's1', n: 1 });
-      await steps.updateOne({ _id: 's1' }, { n: 2 });
-      await records.insertOne({ _id: 'r1', n: 1 });
+    type Row = { _id: string; n: number };
+    await expect(store.transaction(async (tx) => {
+      await tx.collection<Row>('steps').insertOne({ _id: 's1', n: 1 });
+      await tx.collection<Row>('steps').updateOne({ _id: 's1' }, { n: 2 });
+      await tx.collection<Row>('records').insertOne({ _id: 'r1', n: 1 });
     })).rejects.toBeInstanceOf(InjectedFault);
     expect(await steps.count({})).toBe(0);
     expect(await records.count({})).toBe(0);
-    await store.transaction(async () => {
-      await steps.insertOne({ _id: 's1', n: 1 });
-      await records.insertOne({ _id: 'r1', n: 1 });
+    await store.transaction(async (tx) => {
+      await tx.collection<Row>('steps').insertOne({ _id: 's1', n: 1 });
+      await tx.collection<Row>('records').insertOne({ _id: 'r1', n: 1 });
     });
     expect(await steps.count({})).toBe(1);
     expect(await records.count({})).toBe(1);
@@ -99,19 +100,19 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
       const store = await SqliteStore.open(process.env.DIR);
       const steps = await store.collection('steps');
       const records = await store.collection('records');
-      await store.transaction(async () => {
-        await steps.insertOne({ _id: 's1', n: 1 });
-        await records.insertOne({ _id: 'r1', n: 1 });
+      await store.transaction(async (tx) => {
+        await tx.collection('steps').insertOne({ _id: 's1', n: 1 });
+        await tx.collection('records').insertOne({ _id: 'r1', n: 1 });
       });
       console.log('committed');
       let between;
       const reached = new Promise((r) => (between = r));
-      void store.transaction(async () => {
-        await steps.updateOne({ _id: 's1' }, { n: 2 });
-        await steps.insertOne({ _id: 's2', n: 1 });
+      void store.transaction(async (tx) => {
+        await tx.collection('steps').updateOne({ _id: 's1' }, { n: 2 });
+        await tx.collection('steps').insertOne({ _id: 's2', n: 1 });
         between();
         await new Promise((r) => setTimeout(r, 60000));
-        await records.insertOne({ _id: 'r2', n: 1 });
+        await tx.collection('records').insertOne({ _id: 'r2', n: 1 });
       });
       await reached;
       void records.insertOne({ _id: 'outside', n: 1 });
