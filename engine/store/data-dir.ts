@@ -18,6 +18,9 @@ export const DATA_MODES = Object.freeze({ fileMode: DATA_FILE_MODE, dirMode: DAT
 /** Permission bits that let the group or other users in (read, write or enter). */
 const OPEN_TO_OTHERS = 0o077;
 
+/** The file in which older versions handed a generated master key to the operator, in clear. */
+const OLD_MASTER_KEY_FILE = 'master-api-key';
+
 /**
  * Creates `dir` (and missing parents) with mode 0700, or, when it exists with permissions open to
  * the group or other users, tightens it to 0700 and its entries to 0600 (files) / 0700 (folders),
@@ -49,6 +52,10 @@ export async function prepareDataDir(dir: string, log?: Logger | null): Promise<
     if (entry.isFile() || entry.isDirectory()) await tighten(path.join(dir, entry.name), entry.isDirectory());
   }
   if (tightened.length) log?.warn({ dir, tightened }, `DATA_DIR: ${tightened.length} path(s) under ${dir} were readable by other local users; now ${DATA_DIR_MODE.toString(8)} (folders) / ${DATA_FILE_MODE.toString(8)} (files)`);
+  const keyFile = path.join(dir, OLD_MASTER_KEY_FILE);
+  if (await fs.stat(keyFile).catch(() => null)) {
+    log?.warn({ file: keyFile }, `DATA_DIR: ${keyFile} holds a master API key in clear, written by an older version (this one writes no secret): copy the key somewhere safe, then delete the file`);
+  }
   return tightened;
 }
 

@@ -98,4 +98,20 @@ describe('DATA_DIR at rest', () => {
     expect(warn!.tightened).toEqual([dir, path.join(dir, 'store.sqlite')]);
     await stop(svc);
   });
+
+  it('a master key file an older version left in DATA_DIR is named in a WARN line (this version writes no secret)', async () => {
+    const dir = await tmp();
+    await fs.writeFile(path.join(dir, 'master-api-key'), 'pts_old\n', { mode: 0o600 });
+    const svc = await spawnService({ DATA_DIR: dir, SIM_REPLAY: 'off', SIM_CAPTURE: 'off', LOG_LEVEL: 'warn' });
+    running.push(svc);
+    const warn = svc
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: number; msg: string; file?: string })
+      .find((l) => l.msg.includes('holds a master API key in clear'));
+    expect(warn).toMatchObject({ level: 40, file: path.join(dir, 'master-api-key') });
+    expect(svc.output()).not.toContain('pts_old');
+    await stop(svc);
+  });
 });
