@@ -1,5 +1,5 @@
 /**
- * Fault injection for the store port (issue 12, "Tests that use the real paths"): a {@link Store}
+ * Fault injection for the store port, so that failure tests use the real paths: a {@link Store}
  * that forwards to a real one and fails or delays the operations a test chooses — the Nth write of a
  * collection, writes matching a predicate, or writes picked at random from a seed — switchable on
  * and off at runtime. Reads are forwarded untouched unless a rule names a read operation.
