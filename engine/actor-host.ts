@@ -197,6 +197,15 @@ export class PureStepper {
 
   constructor(private readonly logic: AnyStateMachine) {}
 
+  /**
+   * Whether {@link initial} makes its snapshots from the template: true once an initial snapshot
+   * showed that the machine's initial states only compute the context; false before, and for
+   * a machine whose initial states act.
+   */
+  get usesTemplate(): boolean {
+    return Boolean(this.template);
+  }
+
   /** The initial snapshot for `input` and its entry actions. */
   initial(input: unknown): [AnyMachineSnapshot, ExecutableAction[]] {
     if (this.template) {
@@ -762,6 +771,15 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (next === q) break;
       q = next;
     }
+  }
+
+  /**
+   * Resolves once no actor has work queued: every actor's queue has run out (so every mailbox is
+   * empty too). Events that actions queue meanwhile, on any actor, are waited for as well. A queued
+   * step that fails does not reject it.
+   */
+  async whenIdle(): Promise<void> {
+    while (this.queues.size > 0) await Promise.all([...this.queues.values()].map((q) => q.catch(() => undefined)));
   }
 
   /**
