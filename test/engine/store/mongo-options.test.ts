@@ -20,7 +20,7 @@ describe('MongoDB connection string: the database name', () => {
     expect(databaseOf(uri, 'fallback_db')).toBe(db);
   });
 
-  it('new URL() cannot read the usual seed list, the driver parser can (why databaseOf uses the driver's)', () => {
+  it('new URL() cannot read the usual seed list, the driver parser can (why databaseOf uses the driver parser)', () => {
     expect(() => new URL('mongodb://h1:27017,h2:27017/db?replicaSet=rs0'.replace(/^mongodb:/, 'http:'))).toThrow();
     expect(databaseOf('mongodb://h1:27017,h2:27017/db?replicaSet=rs0', 'x')).toBe('db');
   });
