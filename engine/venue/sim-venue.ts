@@ -469,7 +469,10 @@ export class SimVenue implements VenuePort {
     return this.matching.resting();
   }
 
-  /** Resolves once every operation so far is journaled (written to the store; never rejects: a failing write is retried). */
+  /**
+   * Resolves once every operation so far is journaled (written to the store). Never rejects: a failing journal write
+   * is retried until it lands.
+   */
   async whenWritten(): Promise<void> {
     await this.journal.written();
   }
