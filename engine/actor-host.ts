@@ -36,7 +36,7 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
   viewOf?(snapshot: SnapshotFrom<TLogic>, meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number }): Record<string, unknown>;
   /**
    * The view's `type` (stored with the record for filtering), when it can be had without the whole
-   * view: then a new actor's view is derived only if someone reads its record's `view` (issue 15).
+   * view: then a new actor's view is derived only if someone reads its record's `view`.
    * Must equal `viewOf(snapshot, …).type` (a string, or null when the view has none).
    */
   typeOf?(snapshot: SnapshotFrom<TLogic>): string | null;
@@ -197,6 +197,15 @@ export class PureStepper {
 
   constructor(private readonly logic: AnyStateMachine) {}
 
+  /**
+   * Whether {@link initial} makes its snapshots from the template: true once an initial snapshot
+   * showed that the machine's initial states only compute the context; false before, and for
+   * a machine whose initial states act.
+   */
+  get usesTemplate(): boolean {
+    return Boolean(this.template);
+  }
+
   /** The initial snapshot for `input` and its entry actions. */
   initial(input: unknown): [AnyMachineSnapshot, ExecutableAction[]] {
     if (this.template) {
@@ -304,7 +313,7 @@ function slim(r: ActorRecord): ActorRecord {
 /**
  * The stored fields of `record` (no `view`) in a new object, built field by field so that every
  * record copy has one of a few hidden classes (a spread at a site that sees many shapes makes
- * one per copy: issue 15).
+ * one per copy).
  */
 function bareRecord(record: ActorRecord): Omit<ActorRecord, 'view'> {
   const r = {
@@ -351,15 +360,15 @@ const LAZY_VIEW_ACCESSOR: PropertyDescriptor = { enumerable: true, configurable:
 /**
  * A copy of `record` whose `view` is derived on first read, then kept: most records a write
  * produces (the one each sender and each `changed` listener gets) are never shown, so deriving
- * the read model eagerly on every write was wasted (issue 15). Reads, spreads and JSON see an
+ * the read model eagerly on every write would be wasted. Reads, spreads and JSON see an
  * ordinary enumerable property; assigning it replaces it.
  *
  * The copy is {@link bareRecord}'s and `view` is added last, as an accessor whose getter and
  * setter are shared by every record (the per-record state is a non-enumerable symbol property):
  * so every such record has one of a few hidden classes. An accessor with closures of its own, or
- * a data property turned into an accessor, gave each record a hidden class of its own, made and
- * dropped in the old generation at every write (issue 15: the old space's fragmentation at a
- * million armed strategies).
+ * a data property turned into an accessor, gives each record a hidden class of its own, made and
+ * dropped in the old generation at every write (which fragments the old space at a million armed
+ * strategies).
  */
 function withLazyView(record: ActorRecord, derive: () => Record<string, unknown>): ActorRecord {
   const r = bareRecord(record);
@@ -387,8 +396,8 @@ function persistContext<T>(part: T): T {
  * The JSON text of a snapshot as XState's `getPersistedSnapshot` makes it (same keys, same order:
  * `status`, `output`, `error`, `value`, `historyValue`, `context`, `children`), built directly when
  * the actor has no children (none of ours spawns): XState's version copies the snapshot with an
- * object rest that excludes keys, which V8 runs slowly and which cost more than the transition
- * (issue 15). With children it defers to XState. `test/engine/actor-host.test.ts` compares both.
+ * object rest that excludes keys, which V8 runs slowly and which costs more than the transition.
+ * With children it defers to XState. `test/engine/actor-host.test.ts` compares both.
  */
 export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachineSnapshot): string {
   const children = snapshot.children as Record<string, unknown>;
@@ -629,7 +638,7 @@ export interface ActorRestored {
 }
 
 /**
- * Hosts every actor (issue 2, deliverable 6). Each event goes through one queue per actor; the
+ * Hosts every actor. Each event goes through one queue per actor; the
  * pure `transition()` computes the next snapshot, which is written with a revision check before
  * anything else happens: only then are the machine's actions executed (they are the side
  * effects), timers re-armed from `context.deadlines`, and `changed` emitted for push. The promise
@@ -765,6 +774,15 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   /**
+   * Resolves once no actor has work queued: every actor's queue has run out (so every mailbox is
+   * empty too). Events that actions queue meanwhile, on any actor, are waited for as well. A queued
+   * step that fails does not reject it.
+   */
+  async whenIdle(): Promise<void> {
+    while (this.queues.size > 0) await Promise.all([...this.queues.values()].map((q) => q.catch(() => undefined)));
+  }
+
+  /**
    * The persisted snapshot of `record` in XState's form, whichever form it is stored in (see
    * {@link SnapshotForm}): what to read a stored record's context or state from (never
    * `JSON.parse(record.snapshot)`, which may be packed).
@@ -791,7 +809,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /**
    * Actors that reached a final state lately, newest last, at most {@link RECENTLY_FINAL}: the
    * request that ended one (an IOC order filled at once) reads its record from here instead of
-   * reading back and parsing what it has just written (issue 15).
+   * reading back and parsing what it has just written.
    */
   private readonly recentlyFinal = new Map<string, Live>();
 
@@ -843,14 +861,14 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * that no longer restores is quarantined and logged. An actor whose definition passivates its
    * persisted snapshot (and that has no deadline) is restored lazily: `restored` carries its
    * stored context (`dormant`), and its machine snapshot is built only by its next event, which
-   * quarantines it then if it no longer restores (issue 15: a million armed stops start in
-   * seconds, not minutes).
+   * quarantines it then if it no longer restores (so a million armed stops start in seconds, not
+   * minutes).
    */
   async restoreAll(): Promise<{ restored: number; quarantined: number }> {
     let restored = 0;
     let quarantined = 0;
     const records = await this.repo.findRestorableUnordered();
-    // creation order (stable), sorted here: the store's sort compares generically (issue 15)
+    // creation order (stable), sorted here: the store's sort compares generically
     records.sort((a, b) => a.createdAtMs - b.createdAtMs);
     for (let i = 0; i < records.length; i++) {
       const record = records[i]!;
@@ -1033,7 +1051,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   /**
-   * What follows a persisted step (issue 12, defect 19): persisted means done, so nothing here can
+   * What follows a persisted step: persisted means done, so nothing here can
    * undo or fail the step. Timers are re-armed from the deadlines (a failure there is logged and
    * repaired in the background, see {@link repairTimers}), the machine's actions run (each on its
    * own: one that throws is logged and the others still run), and `changed` reaches every

@@ -5,7 +5,7 @@ import { DomainError, DuplicateKeyError, errors } from './errors.js';
 import type { Logger } from './logger.js';
 import type { Collection, Store, UnitOfWork } from './store/port.js';
 
-/** How long a completed request's response is kept for replay (spec 5.6; issue 4: 24 h). */
+/** How long a completed request's response is kept for replay (spec 5.6: 24 h). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 /**
  * How long a claim of a running request holds. A claim older than this belongs to a process that
@@ -101,7 +101,7 @@ function storedResponse(doc: IdempotencyDoc): ReplayedResponse {
 
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same body. */
 export function canonicalJson(value: unknown): string {
-  // built in one pass, without the intermediate arrays of entries (every mutating request: issue 15)
+  // built in one pass, without the intermediate arrays of entries (it runs on every mutating request)
   if (Array.isArray(value)) {
     let out = '[';
     for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + canonicalJson(value[i]);
@@ -134,13 +134,16 @@ function inUse(): DomainError {
   return new DomainError('IDEMPOTENCY_KEY_IN_USE', 'a request with this Idempotency-Key is still being processed; retry shortly to receive its response', { retryAfterSec: 1 });
 }
 
-/** SHA-256 of `text` (UTF-8), hex: the one-shot `crypto.hash`, without a Hash object per call (three per mutating request: issue 15). */
+/**
+ * SHA-256 of `text` (UTF-8), hex: the one-shot `crypto.hash`, without a Hash object per call (three calls per
+ * mutating request).
+ */
 function sha256(text: string): string {
   return hash('sha256', text, 'hex');
 }
 
 /**
- * `Idempotency-Key` handling of spec 5.6 for every POST, PATCH and DELETE (issue 4):
+ * `Idempotency-Key` handling of spec 5.6 for every POST, PATCH and DELETE:
  * - the header is required and must be a UUID (400 otherwise);
  * - keys are scoped to the API key that sent them;
  * - the first request claims the key and runs; its response (2xx or 4xx) is stored for 24 h;

@@ -102,7 +102,7 @@ const routeMatchers = [...ROUTES, ...SIM_ROUTES].flatMap((r) => {
 });
 
 /**
- * Every API test checks each response against the route table (issue 4): a 2xx body must match
+ * Every API test checks each response against the route table: a 2xx body must match
  * the schema declared for that status, every other status must be the error envelope. Throws
  * with AJV's report when it does not.
  */

@@ -48,6 +48,7 @@ import { Dec } from '../engine/decimal.js';
 import type { Services } from '../engine/service.js';
 import type { ActorRecord } from '../engine/store/actors.js';
 import { LIQUIDITY_PROVIDER_ID } from '../engine/venue/ledger.js';
+import { SimVenue } from '../engine/venue/sim-venue.js';
 
 export interface InvariantOptions {
   /** Ids (order_id, record_id, bracket_id) the test got a 2xx for. */
@@ -72,42 +73,43 @@ interface RestingLike { orderId: string; userId: string; remaining: Dec }
 interface VenueInternals {
   wallets: Map<string, WalletLike>;
   orders: Map<string, VenueEntryLike>;
-  books: Map<string, { all(): Iterable<RestingLike> }>;
-  journalTail: Promise<unknown>;
+  resting: RestingLike[];
 }
 
-/** The simulated venue's state, read from its parts (ledger, matching engine, journal). */
-function internalsOf(services: Services): VenueInternals {
-  const v = services.venue as unknown as {
-    ledger: { wallets: Map<string, WalletLike> };
-    matching: { orders: Map<string, VenueEntryLike>; books: Map<string, { all(): Iterable<RestingLike> }> };
-    journal: { written(): Promise<unknown> };
-  };
-  return {
-    wallets: v.ledger.wallets,
-    orders: v.matching.orders,
-    books: v.matching.books,
-    get journalTail() {
-      return v.journal.written();
-    },
-  };
+/** The simulated venue of `services` (the checks read its audit reads, which only it has). */
+function simVenueOf(services: Services): SimVenue {
+  if (!(services.venue instanceof SimVenue)) throw new Error('checkInvariants needs the simulated venue');
+  return services.venue;
 }
-interface HostInternals { queues: Map<string, Promise<unknown>>; mailboxes: Map<string, unknown[]> }
+
+/** The simulated venue's state now, through its public audit reads (wallet and order rows, resting orders). */
+function internalsOf(services: Services): VenueInternals {
+  const v = simVenueOf(services);
+  const wallets = new Map<string, WalletLike>();
+  for (const w of v.walletRows()) {
+    wallets.set(w.userId, { pusd: d(w.pusd), reserved: d(w.reserved), positions: new Map(w.positions.map(([t, shares, reserved, cost]) => [t, { shares: d(shares), reserved: d(reserved), cost: d(cost) }])) });
+  }
+  const orders = new Map<string, VenueEntryLike>();
+  for (const r of v.orderRows()) {
+    orders.set(r.order.orderId, {
+      order: r.order, status: r.status, remaining: r.remaining === null ? null : d(r.remaining), reservedUsd: d(r.reservedUsd), reservedShares: d(r.reservedShares), fills: r.fills,
+    });
+  }
+  return { wallets, orders, resting: v.restingOrders() };
+}
 
 const d = (x: string | number | Dec) => new Dec(x);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits until nothing is in flight: strategy commands, actor queues, the venue journal. */
 export async function waitIdle(services: Services, timeoutMs = 5000): Promise<void> {
-  const host = services.host as unknown as HostInternals;
-  const venue = internalsOf(services);
+  const venue = simVenueOf(services);
   const end = performance.now() + timeoutMs;
-  let quiet = 0;
-  while (performance.now() < end && quiet < 3) {
+  // three rounds: what one part does when idle may give another work (a venue report, a strategy command)
+  for (let round = 0; round < 3 && performance.now() < end; round++) {
     await services.strategies.idle();
-    await venue.journalTail.catch(() => undefined);
-    await Promise.all([...host.queues.values()].map((q) => q.catch(() => undefined)));
-    quiet = host.queues.size === 0 && host.mailboxes.size === 0 ? quiet + 1 : 0;
+    await venue.whenWritten().catch(() => undefined);
+    await services.host.whenIdle();
     await sleep(20);
   }
 }
@@ -146,8 +148,7 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
       const w = (c.watch ?? {}) as Record<string, unknown>;
       const levels = (['bidAtOrBelow', 'bidAbove', 'askBelow', 'askAtOrAbove'] as const).filter((k) => typeof w[k] === 'string');
       if (levels.length || w.any === true) {
-        const index = (services.strategies.triggers as unknown as { byId: Map<string, unknown> }).byId;
-        if (!index.has(r._id)) out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)} but is not in the trigger index: it can never fire`);
+        if (!services.strategies.triggers.has(r._id)) out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)} but is not in the trigger index: it can never fire`);
         const t = services.venue.touch(c.tokenId as string);
         const holds = levels.filter((k) => {
           const lv = d(w[k] as string);
@@ -405,7 +406,7 @@ function moneyViolations(
   }
   // books: every open resting user order is there with its remaining size, and nothing else of users
   const inBooks = new Map<string, RestingLike>();
-  for (const b of venue.books.values()) for (const r of b.all()) if (r.userId !== LIQUIDITY_PROVIDER_ID) inBooks.set(r.orderId, r);
+  for (const r of venue.resting) if (r.userId !== LIQUIDITY_PROVIDER_ID) inBooks.set(r.orderId, r);
   for (const [id, e] of venue.orders) {
     if (e.order.userId === LIQUIDITY_PROVIDER_ID) continue;
     const rests = e.status === 'open' && e.order.kind === 'limit' && (e.order.timeInForce === 'GTC' || e.order.timeInForce === 'GTD');

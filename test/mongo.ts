@@ -2,7 +2,7 @@ import { ConnectionString } from 'mongodb-connection-string-url';
 import { inject } from 'vitest';
 
 /**
- * Which MongoDB the tests run on (issue 14 item 7), in this order:
+ * Which MongoDB the tests run on, in this order:
  * - `TEST_STORE=sqlite`: none, everything runs on SQLite;
  * - `MONGODB_URI`: that server (a replica set, or a standalone one: the tests allow it);
  * - `MONGOMS_SYSTEM_BINARY` naming a mongod: a one-member replica set that `test/global-setup.ts`

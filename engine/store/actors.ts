@@ -73,7 +73,7 @@ interface MigrationDoc {
 const ACTORS_MIGRATION = 'actors: ownerKey and type backfilled';
 
 /**
- * Indexes of `actors` (issue 14, item 5: each query of {@link ActorRepository} has one on MongoDB;
+ * Indexes of `actors` (each query of {@link ActorRepository} has one on MongoDB;
  * `test/api/query-indexes.test.ts` checks it, and that each query is an index search on SQLite).
  * The low-cardinality ones are MongoDB's only (see `IndexSpec.adapters`): SQLite has the two of
  * the restore and the reconciliation, and serves findOwned from the `ownerKey` range (one user's actors).
@@ -136,7 +136,7 @@ export class ActorRepository {
   static async open(store: Store): Promise<ActorRepository> {
     const c = await store.collection<StoredRecord>(ACTORS, ACTOR_INDEXES);
     // One-time migrations, recorded as done so that later starts do not scan every record again
-    // (neither query has an index: issue 14, item 5). Both are idempotent: a crash before the
+    // (neither query has an index). Both are idempotent: a crash before the
     // record is written runs them again.
     const migrations = await store.collection<MigrationDoc>('migrations');
     if (!(await migrations.findOne({ _id: ACTORS_MIGRATION }))) {
@@ -158,7 +158,7 @@ export class ActorRepository {
    * @throws {DuplicateKeyError} when the id exists.
    */
   async insert(record: Omit<ActorRecord, 'revision' | 'quarantine'>, tx?: UnitOfWork): Promise<ActorRecord> {
-    // fields named one by one: an object rest (`{view, ...rest}`) is slow in V8 (issue 15)
+    // fields named one by one: an object rest (`{view, ...rest}`) is slow in V8
     const view = record.view;
     const stored: StoredRecord = {
       _id: record._id, machineId: record.machineId, machineVersion: record.machineVersion, snapshot: record.snapshot, kind: record.kind,
@@ -168,7 +168,7 @@ export class ActorRepository {
     };
     if (record.ownerUserId !== null) stored.ownerKey = ownerKeyOf(record.ownerUserId, record.createdAtMs, record._id);
     await this.within(tx).insertOne(stored);
-    // built field by field: an object spread of `stored` made a hidden class per record (issue 15)
+    // built field by field: an object spread of `stored` makes a hidden class per record
     const out: ActorRecord = {
       _id: stored._id, machineId: stored.machineId, machineVersion: stored.machineVersion, snapshot: stored.snapshot, kind: stored.kind,
       status: stored.status, final: stored.final, partnerId: stored.partnerId, ownerUserId: stored.ownerUserId,
@@ -226,7 +226,7 @@ export class ActorRepository {
   }
 
   /**
-   * {@link findRestorable} in no particular order (issue 15): the caller sorts by `createdAtMs`
+   * {@link findRestorable} in no particular order: the caller sorts by `createdAtMs`
    * with a numeric comparison (a second at a million records).
    */
   async findRestorableUnordered(): Promise<ActorRecord[]> {

@@ -16,7 +16,7 @@ function holderIsDead(holder: LeaseOwner): boolean {
 }
 
 /**
- * The engine lease (issue 14 item 6): one engine process per database. The venue journal, the
+ * The engine lease: one engine process per database. The venue journal, the
  * actors and the timers assume a single writer, so on MongoDB (which several processes could
  * reach) the process takes a lease document in the database at start-up, renews it, and releases
  * it on shutdown; a second process finds the live lease and refuses to start. It goes through the

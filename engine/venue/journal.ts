@@ -8,7 +8,7 @@ import type { OrderRow } from './matching.js';
 import type { VenueHealth } from './port.js';
 
 /**
- * The state of one market (issue 16) as journaled: its current tick and lifecycle, absolute
+ * The state of one market as journaled: its current tick and lifecycle, absolute
  * (a later row replaces an earlier one). Only markets whose tick or status changed have one.
  */
 export interface MarketRow {
@@ -23,7 +23,7 @@ export interface MarketRow {
 }
 
 /**
- * A captured level of the WebSocket capture that users traded with (issue 16): `size` shares
+ * A captured level of the WebSocket capture that users traded with: `size` shares
  * (price `price`, decimal probability) were left of it once the capture's events before index `at`
  * were applied. Valid until the capture's next event on that level (index ≥ `at`), which sets its
  * size again: a restart rebuilds the level with `size`, not the captured size (what a user took
@@ -38,7 +38,7 @@ export interface CapturedLevelRow {
 }
 
 /**
- * Where the capture replay was (issue 16): `next` is the index of the next capture event to apply
+ * Where the capture replay was: `next` is the index of the next capture event to apply
  * (every event before it was applied, with its effects in this or an earlier entry), `recordedMs`
  * the capture time reached, epoch ms of the capture. A later row replaces an earlier one.
  */
@@ -49,7 +49,7 @@ export interface CaptureRow {
   levels?: CapturedLevelRow[];
 }
 
-/** What a journal entry or checkpoint holds: absolute wallet and order states (and market states, issue 16). */
+/** What a journal entry or checkpoint holds: absolute wallet, order and market states. */
 export interface StateRows {
   wallets: WalletRow[];
   orders: OrderRow[];
@@ -89,8 +89,8 @@ interface JournalDoc {
   orders?: OrderRow[];
 }
 /**
- * A checkpoint written before issue 14 (collection `venueState`, `_id: 'checkpoint'`): all user
- * state up to `seq` in this one document. Still restored; the next checkpoint replaces it with a
+ * A checkpoint in the older single-document format (collection `venueState`, `_id: 'checkpoint'`):
+ * all user state up to `seq` in this one document. Still restored; the next checkpoint replaces it with a
  * {@link CheckpointPointer}.
  */
 interface LegacyCheckpointDoc extends Omit<JournalDoc, '_id' | 'atMs'> {
@@ -117,9 +117,9 @@ interface CheckpointPointer {
   /** Rows the chunks hold in all, checked at recovery. */
   walletCount: number;
   orderCount: number;
-  /** Market rows (issue 16) as one JSON string of {@link MarketRow}[]: at most one per market, small. */
+  /** Market rows as one JSON string of {@link MarketRow}[]: at most one per market, small. */
   markets?: string;
-  /** The capture replay's position and the captured levels users traded with (issue 16), one JSON {@link CaptureRow}. */
+  /** The capture replay's position and the captured levels users traded with, one JSON {@link CaptureRow}. */
   capture?: string;
 }
 
@@ -168,8 +168,8 @@ const ROWS_PER_SLICE = 500;
  * Splits the rows, in order (wallets then orders), into chunk strings, each the JSON of a
  * {@link StateRows} of at most `maxBytes` UTF-8 bytes; a row too large for that alone gets a chunk
  * of its own. No rows give no chunks. Rows given as objects are serialized here,
- * {@link ROWS_PER_SLICE} at a time, returning to the event loop in between (issue 15: a checkpoint
- * of 16,000 orders serialized in one go held every request for ~100 ms); they must not change
+ * {@link ROWS_PER_SLICE} at a time, returning to the event loop in between (a checkpoint
+ * of 16,000 orders serialized in one go holds every request for ~100 ms); they must not change
  * meanwhile (the venue's checkpoint hands their JSON, made when it was due).
  */
 export async function chunkRows(rows: ChunkInput, maxBytes: number): Promise<string[]> {
@@ -259,12 +259,12 @@ export interface JournalOptions {
  * ({@link recover}) replays checkpoint + journal, so a restart loses nothing and applies nothing
  * twice.
  *
- * A checkpoint (issue 14) is a generation of bounded chunk documents plus a small pointer naming
+ * A checkpoint is a generation of bounded chunk documents plus a small pointer naming
  * the current generation, so no document nears MongoDB's 16 MiB limit however large the state;
  * see {@link checkpoint} for the write order that keeps the previous checkpoint usable until the
  * new one is complete.
  *
- * A journal write that fails (issue 12, defect 17) is retried with backoff until it lands, in
+ * A journal write that fails is retried with backoff until it lands, in
  * order: the entries behind it wait, and nothing is skipped. Meanwhile {@link health} reports not
  * ok; it comes back by itself when the store does. A failed checkpoint is logged and tried again
  * at the next one (the journal still holds everything it would have covered).
@@ -282,7 +282,7 @@ export class VenueJournal {
   private writeError: string | null = null;
   private checkpointError: string | null = null;
 
-  /** Generation of the last checkpoint written or recovered (0: none, or one from before issue 14). */
+  /** Generation of the last checkpoint written or recovered (0: none, or a single-document one). */
   private generation = 0;
   /** Checkpoints run one at a time, in call order. */
   private checkpoints: Promise<unknown> = Promise.resolve();
@@ -337,8 +337,8 @@ export class VenueJournal {
   /**
    * Appends entry `seq` (= {@link nextSeq}) after every earlier one; queues a checkpoint behind it
    * every `checkpointEvery` entries. Entries appended while an earlier write is in flight are
-   * written together, in seq order, in one store write ({@link Collection.insertMany}; issue 15:
-   * one write per entry kept every venue operation behind the previous one's append).
+   * written together, in seq order, in one store write ({@link Collection.insertMany}:
+   * one write per entry would keep every venue operation behind the previous one's append).
    * @param atMs when the operation ran, epoch ms.
    * @param rows the entry's rows, or their JSON (see {@link stateRowsJson}).
    * @returns resolves once this entry (and every earlier one) is written (never rejects: a
@@ -362,8 +362,8 @@ export class VenueJournal {
     if (++this.sinceCheckpoint >= (this.o.checkpointEvery ?? 5000)) {
       this.sinceCheckpoint = 0;
       // The state after this entry, taken now; written beside the entries that follow, its pointer
-      // only once this entry and every earlier one are written (issue 15: a checkpoint queued
-      // behind the journal held every later operation for its whole length).
+      // only once this entry and every earlier one are written (a checkpoint queued behind the
+      // journal would hold every later operation for its whole length).
       const taken = { state: this.o.snapshot(), seq };
       this.checkpoints = this.checkpoints.then(() => this.checkpointOrLog(taken, durable));
     }
@@ -432,8 +432,8 @@ export class VenueJournal {
    * Start-up: hands the checkpoint's rows (chunk by chunk, in order), then every later journal
    * entry's rows in order, to `apply` (later rows overwrite earlier ones), after removing what a
    * checkpoint cut short left behind: chunks of generations the pointer does not name, and
-   * journal entries the checkpoint covers. A checkpoint from before issue 14 (one document with
-   * all rows) is restored as it is; the next checkpoint replaces it.
+   * journal entries the checkpoint covers. A single-document checkpoint (the older format, all
+   * rows in one document) is restored as it is; the next checkpoint replaces it.
    * @returns the checkpoint's `orderSeq` (0 without one) and how many journal entries were replayed.
    * @throws when a chunk the pointer names is missing or the row counts disagree (a damaged store).
    */

@@ -33,6 +33,20 @@ export function newTx(seq: number, atMs: number): Tx {
   return { seq, atMs, users: new Set(), orders: new Set(), tokens: new Set(), reports: [], trades: 0, liquidityTaken: new Set(), markets: new Set() };
 }
 
+/** An order resting in a book, as {@link MatchingEngine.resting} lists it (a copy: changing it changes nothing). */
+export interface RestingOrder {
+  tokenId: string;
+  orderId: string;
+  userId: string;
+  side: Side;
+  /** Limit price, decimal probability. */
+  price: Dec;
+  /** Shares it still offers in the book. */
+  remaining: Dec;
+  /** Time priority within its level. */
+  seq: number;
+}
+
 /** The venue's record of a user order (with what it still reserves). */
 export interface OrderEntry extends Reservation {
   order: VenueOrder;
@@ -211,6 +225,20 @@ export class MatchingEngine {
     for (const r of this.books.get(tokenId)?.all() ?? []) if (r.userId !== LIQUIDITY_PROVIDER_ID && r.side === side) consider(r.price);
     for (const r of this.complementBook(tokenId)?.all() ?? []) if (r.userId !== LIQUIDITY_PROVIDER_ID && r.side !== side) consider(mirror(r.price));
     return best;
+  }
+
+  /**
+   * Every order resting in the books, the liquidity provider's quotes included: per token (in
+   * catalogue order) the bids best first, then the asks best first, each level in time priority.
+   */
+  resting(): RestingOrder[] {
+    const out: RestingOrder[] = [];
+    for (const [tokenId, book] of this.books) {
+      for (const levels of [book.bids, book.asks]) {
+        for (const l of levels) for (const r of l.orders) out.push({ tokenId, orderId: r.orderId, userId: r.userId, side: r.side, price: r.price, remaining: r.remaining, seq: r.seq });
+      }
+    }
+    return out;
   }
 
   /** Whether the engine knows `orderId` (submitting it again is then a no-op). */

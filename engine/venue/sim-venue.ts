@@ -6,10 +6,10 @@ import type { Store } from '../store/port.js';
 import type { CaptureEvent } from './capture.js';
 import { CaptureReplay, type CapturePosition } from './capture-replay.js';
 import { stateRowsJson, VenueJournal, type CapturedLevelRow, type CaptureRow, type CheckpointState, type MarketRow } from './journal.js';
-import { Ledger, LIQUIDITY_PROVIDER_ID } from './ledger.js';
+import { Ledger, LIQUIDITY_PROVIDER_ID, type WalletRow } from './ledger.js';
 import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
-import { MatchingEngine, newTx, type Tx } from './matching.js';
+import { MatchingEngine, newTx, type OrderRow, type RestingOrder, type Tx } from './matching.js';
 import type {
   Available, BookView, CancelReason, MarketInfo, MarketStatus, TokenInfo, Touch, VenueHealth, VenueOrder, VenueOrderState, VenuePort, VenueReport, WalletOp, WalletOpRefusal,
   WalletOpResult, WalletView,
@@ -437,6 +437,44 @@ export class SimVenue implements VenuePort {
 
   release(orderId: string): void {
     this.matching.release(orderId);
+  }
+
+  // ---- audit reads (invariant checks, tests) ----------------------------------------------
+
+  /**
+   * Every user wallet (the liquidity provider has none) as its journal row: absolute pUSD and
+   * reserved dollars, and each position's shares, reserved shares and cost basis (decimal strings).
+   * Made now: later operations do not change it.
+   */
+  walletRows(): WalletRow[] {
+    return this.ledger.rows();
+  }
+
+  /**
+   * Every order the venue holds, as its journal row: the open ones, and the finished ones not yet
+   * forgotten (a checkpoint forgets those released or older than the retention), with their fills
+   * and what they still reserve. The rows share the order and its fills with the venue: read only.
+   */
+  orderRows(): OrderRow[] {
+    return this.matching.rows();
+  }
+
+  /** Last time-priority sequence number given to an order (persisted with checkpoints). */
+  get orderSeq(): number {
+    return this.matching.orderSeq;
+  }
+
+  /** Every order resting in the books, liquidity included, in book order (see {@link MatchingEngine.resting}). */
+  restingOrders(): RestingOrder[] {
+    return this.matching.resting();
+  }
+
+  /**
+   * Resolves once every operation so far is journaled (written to the store). Never rejects: a failing journal write
+   * is retried until it lands.
+   */
+  async whenWritten(): Promise<void> {
+    await this.journal.written();
   }
 
   // ---- commands ---------------------------------------------------------------------------

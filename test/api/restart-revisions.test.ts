@@ -48,7 +48,7 @@ describe('a restart with nothing changed keeps revisions (SQLite store on disk)'
       await svc.close();
       svc = await startTestService({ store: await SqliteStore.open(dir), env });
       await svc.services.strategies.idle();
-      // the same records, revisions and updated_at (the first restart used to add one or two)
+      // the same records, revisions and updated_at: a restart writes nothing to an unchanged actor
       expect(await list()).toEqual(before);
     }
   });

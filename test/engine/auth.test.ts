@@ -3,6 +3,7 @@ import { ApiKeyService, KEY_CACHE_MS } from '../../engine/auth.js';
 import { toApiError } from '../../api/errors.js';
 import { ManualClock } from '../../engine/clock.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
+import { FaultyStore } from './store/faulty-store.js';
 
 describe('ApiKeyService: cached authentication (spec part 5)', () => {
   it('a revocation here applies at once, expiry applies on time, a change made by another process within KEY_CACHE_MS', async () => {
@@ -35,7 +36,7 @@ describe('ApiKeyService: cached authentication (spec part 5)', () => {
   });
   it('a token seen before is answered from its cache entry, and still refused on the very next call once revoked or expired', async () => {
     const clock = new ManualClock(1_800_000_000_000);
-    const store = await SqliteStore.open(null);
+    const store = new FaultyStore(await SqliteStore.open(null));
     const keys = await ApiKeyService.open(store, clock);
     const k = await keys.mintUserKey('p', 'u1', ['trade.read', 'trade.execute'], clock.now() + 2_000);
     const first = await keys.authenticate(k.token);
@@ -59,21 +60,14 @@ describe('ApiKeyService: cached authentication (spec part 5)', () => {
 
     // a read racing a revocation is not kept: the next call reads the store again
     const racing = await keys.mintUserKey('p', 'u1', ['trade.read'], null);
-    // hold the authentication's store read until the revocation is done
-    const collection = (keys as unknown as { keys: { findOne: (q: object) => Promise<unknown> } }).keys;
-    const findOne = collection.findOne.bind(collection);
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    collection.findOne = async (q: object) => {
-      const doc = await findOne(q);
-      if ('hash' in q) await held;
-      return doc;
-    };
+    // hold the authentication's store read, once done, until the revocation is done
+    const hold = store.hold({ collections: ['apiKeys'], ops: ['findOne'], where: (i) => i.filter !== undefined && 'hash' in i.filter, when: 'after' });
     const during = keys.authenticate(racing.token).catch(toApiError);
     await keys.revoke('p', racing.doc._id);
-    release();
+    expect(hold.fired).toBe(1); // the authentication's read ran and waits
+    hold.release();
     expect(await during).toMatchObject({ keyId: racing.doc._id }); // it read the key before the revocation
-    collection.findOne = findOne;
+    hold.remove();
     await expect(keys.authenticate(racing.token).catch(toApiError)).resolves.toMatchObject({ status: 401, message: 'API key has been revoked' });
 
     // once older than KEY_CACHE_MS the token's entry is read again (a change made by another process)

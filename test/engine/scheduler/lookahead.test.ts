@@ -226,7 +226,7 @@ describe('mongoNextDueAt', () => {
 });
 
 describe("Agenda's debug loggers", () => {
-  it('the colour decision is made once at load (a logger per processor step no longer calls isatty), as DEBUG_COLORS would', () => {
+  it('the colour decision is made once at load (a logger per processor step does not call isatty), as DEBUG_COLORS would', () => {
     // importing engine/scheduler/timers.ts (above) set it on the `debug` module Agenda loads
     const debug = createRequire(createRequire(import.meta.url).resolve('agenda'))('debug') as { inspectOpts: Record<string, unknown>; useColors(): boolean };
     expect(typeof debug.inspectOpts.colors).toBe('boolean');

@@ -1,5 +1,5 @@
 /**
- * Fault injection for the store port (issue 12, "Tests that use the real paths"): a {@link Store}
+ * Fault injection for the store port, so that failure tests use the real paths: a {@link Store}
  * that forwards to a real one and fails or delays the operations a test chooses — the Nth write of a
  * collection, writes matching a predicate, or writes picked at random from a seed — switchable on
  * and off at runtime. Reads are forwarded untouched unless a rule names a read operation.
@@ -63,7 +63,10 @@ export interface FaultRule {
   /** What to do: fail (default), delay by `delayMs` then proceed, or hold until released ({@link FaultyStore.hold}). */
   effect?: 'fail' | 'delay' | 'hold';
   delayMs?: number;
-  /** A failure before the write (nothing written; default) or after it (written, reported failed). */
+  /**
+   * A failure before the write (nothing written; default) or after it (written, reported failed); a hold before
+   * the operation (default) or after it (it ran, its caller waits for the release with the result).
+   */
   when?: 'before' | 'after';
   /** The failure's message (default: names the rule, the operation and the collection). */
   message?: (info: OpInfo) => string;
@@ -186,7 +189,8 @@ export class FaultyStore implements Store {
 
   /**
    * The next `times` (default 1) operations matching `extra` (every write by default) wait until
-   * the handle's `release()`; released with `fail`, they fail instead of running.
+   * the handle's `release()`; released with `fail`, they fail instead of running. With `when: 'after'`
+   * they run first and their callers wait (a read that saw the store as it was before a later write).
    */
   hold(extra: Partial<FaultRule> = {}): HeldRule {
     let release!: (fail?: boolean) => void;
@@ -219,17 +223,20 @@ export class FaultyStore implements Store {
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
     if (!this.enabled) return forward();
     let failAfter: Active | null = null;
+    const holdsAfter: Active[] = [];
     for (const a of [...this.rules]) {
       if (!a.matches(info) || !a.decide()) continue;
       const effect = a.rule.effect ?? 'fail';
       this.log.push({ info, rule: a.label, effect });
       a.hits.push(String(info.doc?._id ?? info.filter?._id));
       if (effect === 'delay') await new Promise((r) => setTimeout(r, a.rule.delayMs ?? 0));
+      else if (effect === 'hold' && a.rule.when === 'after') holdsAfter.push(a);
       else if (effect === 'hold') await a.gate!.catch(() => Promise.reject(new InjectedFault(info, a.label, a.rule.message?.(info))));
       else if ((a.rule.when ?? 'before') === 'before') throw new InjectedFault(info, a.label, a.rule.message?.(info));
       else failAfter ??= a;
     }
     const result = await forward();
+    for (const a of holdsAfter) await a.gate!.catch(() => Promise.reject(new InjectedFault(info, a.label, a.rule.message?.(info))));
     if (failAfter) throw new InjectedFault(info, failAfter.label, failAfter.rule.message?.(info));
     return result;
   }

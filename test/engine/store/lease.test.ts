@@ -10,7 +10,7 @@ import { ENGINE_LEASE_ID, EngineLeaseHeldError, EngineLeaseLostError, LEASE_COLL
 import { collectionWhenOpen, type Collection, type Doc, type IndexSpec, type Store, type UnitOfWork } from '../../../engine/store/port.js';
 
 /** One engine process per database, through the store port (here the SQLite adapter). */
-describe('engine lease (issue 14 item 6)', () => {
+describe('engine lease', () => {
   const stores: Store[] = [];
   const open = async () => {
     const s = await SqliteStore.open(null);

@@ -11,7 +11,7 @@ import { LOCK_NAME, OWNER_NAME, lockDataDir } from '../../../engine/store/lock.j
 
 const exists = (p: string) => fs.stat(p).then(() => true, () => false);
 
-describe('DATA_DIR lock (issue 12 item 2)', () => {
+describe('DATA_DIR lock', () => {
   const dirs: string[] = [];
   const tmp = async () => {
     const d = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-lock-'));

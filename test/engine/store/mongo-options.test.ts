@@ -4,8 +4,8 @@ import {
   databaseOf, DEFAULT_WRITE_SETTINGS, mongoClientOptions, MongoStore, MongoStoreRefusedError, standaloneRefusal, topologyOf, uriWriteConcernConflict, writeConcernMismatch,
 } from '../../../engine/store/mongo.js';
 
-/** Issue 14 items 1 and 4: everything MongoStore.open decides before and after connecting, no server needed. */
-describe('MongoDB connection string: the database name (issue 14 item 1)', () => {
+/** Everything MongoStore.open decides before and after connecting, no server needed. */
+describe('MongoDB connection string: the database name', () => {
   it.each([
     ['seed list with ports and a replica set', 'mongodb://h1:27017,h2:27017/db?replicaSet=rs0', 'db'],
     ['mongodb+srv', 'mongodb+srv://cluster0.example.net/prod', 'prod'],
@@ -20,7 +20,7 @@ describe('MongoDB connection string: the database name (issue 14 item 1)', () =>
     expect(databaseOf(uri, 'fallback_db')).toBe(db);
   });
 
-  it('new URL() cannot read the usual seed list, the driver parser can (the defect)', () => {
+  it('new URL() cannot read the usual seed list, the driver parser can (why databaseOf uses the driver parser)', () => {
     expect(() => new URL('mongodb://h1:27017,h2:27017/db?replicaSet=rs0'.replace(/^mongodb:/, 'http:'))).toThrow();
     expect(databaseOf('mongodb://h1:27017,h2:27017/db?replicaSet=rs0', 'x')).toBe('db');
   });
@@ -50,7 +50,7 @@ describe('MongoDB connection string: the database name (issue 14 item 1)', () =>
   });
 });
 
-describe('MongoDB write concern and deployment checks (issue 14 item 4)', () => {
+describe('MongoDB write concern and deployment checks', () => {
   it('sets w: majority and journal: true explicitly by default', () => {
     expect(DEFAULT_WRITE_SETTINGS).toEqual({ w: 'majority', journal: true });
     expect(mongoClientOptions()).toEqual({ serverSelectionTimeoutMS: 10_000, writeConcern: { w: 'majority', journal: true } });

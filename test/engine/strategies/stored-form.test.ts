@@ -59,10 +59,10 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect(before).toMatchObject({ status: 'ACTIVE', price: level, trigger_price: level, size: '5', message: `STOP_LOSS armed: sells 5 shares when the best bid reaches ${level}` });
 
     // compact: no default, no derived field, no id
-    const actors = async (s: TestService) => s.services.store.collection<{ _id: string; snapshot: string; machineId: string; ownerUserId: string; createdAtMs: number }>('actors');
+    const actors = async (s: TestService) => s.services.store.collection<{ _id: string; snapshot: string; machineId: string; ownerUserId: string; createdAtMs: number; type: string | null }>('actors');
     const rec = (await (await actors(svc)).findOne({ _id: id }))!;
     // the stored `type` (the host's typeOf: the view is derived only when read) is the view's
-    expect((rec as unknown as { type: string }).type).toBe(before.type);
+    expect(rec.type).toBe(before.type);
     expect(before.type).toBe('STOP_LOSS');
     const compact = JSON.parse(rec.snapshot);
     // form 2: [2, value, tokenId, price, size, [bid, ask], ms from the request to the record] and nothing else (tick 0.01, min size 5)

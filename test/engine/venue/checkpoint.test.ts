@@ -46,7 +46,11 @@ function catalogue(): Catalogue {
   };
 }
 
-/** The parts of the venue a test reads and drives directly. */
+/**
+ * The parts of the venue a test drives directly: building tens of thousands of orders through the
+ * matching engine without journaling each, running a checkpoint when the test chooses, stopping
+ * the liquidity timers. What a test reads goes through the venue's public audit reads ({@link stateOf}).
+ */
 interface Internals {
   ledger: Ledger;
   matching: MatchingEngine;
@@ -88,17 +92,13 @@ function buildState(venue: SimVenue, users: number, from = 0): void {
   }
 }
 
-/** Everything a restart must restore: wallet and order rows, time priority, and every book level by level. */
+/** Everything a restart must restore: wallet and order rows, time priority, and every resting order in book order. */
 function stateOf(venue: SimVenue) {
-  const { ledger, matching } = inside(venue);
-  const books = (matching as unknown as { books: Map<string, { bids: Level[]; asks: Level[] }> }).books;
-  type Level = { key: number; orders: { orderId: string; userId: string; remaining: { toString(): string }; seq: number }[] };
-  const levels = (ls: Level[]) => ls.map((l) => [l.key, l.orders.map((o) => [o.orderId, o.userId, o.remaining.toString(), o.seq])]);
   return {
-    wallets: ledger.rows(),
-    orders: matching.rows(),
-    orderSeq: matching.orderSeq,
-    books: [...books].map(([t, b]) => [t, levels(b.bids), levels(b.asks)]),
+    wallets: venue.walletRows(),
+    orders: venue.orderRows(),
+    orderSeq: venue.orderSeq,
+    books: venue.restingOrders().map((r) => [r.tokenId, r.side, r.price.toString(), r.orderId, r.userId, r.remaining.toString(), r.seq]),
   };
 }
 
@@ -299,11 +299,11 @@ describe('venue checkpoints: many bounded documents', () => {
         for (let k = 0; k < 10; k++) await first.submit(limit(50_000 + k, 0, TOKENS[k % 4]!, 'buy', '0.04', 5));
         // the single-document form of a checkpoint: one document, then the journal removed
         const j = inside(first).journal;
-        const wallets = inside(first).ledger.rows();
-        const orders = inside(first).matching.rows();
+        const wallets = first.walletRows();
+        const orders = first.orderRows();
         const state = await inner.collection<Doc & Record<string, unknown>>('venueState');
         const rows = legacy === 'rows as fields' ? { wallets, orders } : { rows: JSON.stringify({ wallets, orders }) };
-        await state.replaceOne({ _id: 'checkpoint', seq: j.lastSeq, orderSeq: inside(first).matching.orderSeq, ...rows });
+        await state.replaceOne({ _id: 'checkpoint', seq: j.lastSeq, orderSeq: first.orderSeq, ...rows });
         await (await inner.collection('venueJournal')).deleteMany({});
         // then more journaled operations, and the process dies
         for (let k = 0; k < 10; k++) await first.submit(limit(60_000 + k, 0, TOKENS[k % 4]!, 'sell', '0.04', 5, { userId: userId(k) }));

@@ -65,10 +65,14 @@ describe('conservation over random sequences (fast-check)', () => {
   afterAll(() => svc.close());
 
   const noNegative = () => {
-    const wallets = (svc.services.venue as unknown as { ledger: { wallets: Map<string, { pusd: Dec; reserved: Dec; positions: Map<string, { shares: Dec; reserved: Dec; cost: Dec }> }> } }).ledger.wallets;
-    for (const [u, w] of wallets) {
-      expect(w.pusd.gte(0) && w.reserved.gte(0) && w.pusd.gte(w.reserved), `pUSD of ${u}`).toBe(true);
-      for (const [t, p] of w.positions) expect(p.shares.gte(0) && p.reserved.gte(0) && p.shares.gte(p.reserved) && p.cost.gte(0), `position ${t} of ${u}`).toBe(true);
+    const d = (x: string) => new Dec(x);
+    for (const w of (svc.services.venue as SimVenue).walletRows()) {
+      const [pusd, reserved] = [d(w.pusd), d(w.reserved)];
+      expect(pusd.gte(0) && reserved.gte(0) && pusd.gte(reserved), `pUSD of ${w.userId}`).toBe(true);
+      for (const [t, s, r, c] of w.positions) {
+        const [shares, held, cost] = [d(s), d(r), d(c)];
+        expect(shares.gte(0) && held.gte(0) && shares.gte(held) && cost.gte(0), `position ${t} of ${w.userId}`).toBe(true);
+      }
     }
   };
 
@@ -145,8 +149,7 @@ describe('conservation over random sequences (fast-check)', () => {
           noNegative();
         }
         await checkInvariants(svc.services, { acknowledged: tr.acknowledged, skip: ['strategies'] });
-        const orders = (venue as unknown as { matching: { orders: Map<string, { fills: { tradeId: string }[] }> } }).matching.orders;
-        for (const e of orders.values()) for (const f of e.fills) if (/-(mint|merge)-[tm]$/.test(f.tradeId)) complementary.add(f.tradeId);
+        for (const e of (venue as SimVenue).orderRows()) for (const f of e.fills) if (/-(mint|merge)-[tm]$/.test(f.tradeId)) complementary.add(f.tradeId);
       }),
       {
         numRuns: 20,

@@ -7,7 +7,6 @@ import { dec } from '../../../engine/decimal.js';
 import { createLogger } from '../../../engine/logger.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { CaptureEvent } from '../../../engine/venue/capture.js';
-import type { Ledger } from '../../../engine/venue/ledger.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
 import { A, B, binaryCaptureCatalogue, C } from './capture-fixture.js';
@@ -121,7 +120,7 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
   it('capture events: tick change and resolution apply from the capture; a resolution of the capture is journaled', async () => {
     const { venue, markets } = await openVenue();
     const seller = 's';
-    (venue as unknown as { ledger: Ledger }).ledger.walletOf(seller).positions.set(A, { shares: dec(10), reserved: dec(0), cost: dec(0) });
+    await venue.walletOp({ kind: 'split', opId: 'seed-s', userId: seller, conditionId: C, amount: '10' });
     await venue.applyCaptureEvents([{ kind: 'tick', atMs: 2, tokenId: A, tickSize: dec('0.01') }]);
     expect(venue.book(A)!.tickSize).toBe('0.01');
     await venue.applyCaptureEvents([{ kind: 'tick', atMs: 3, tokenId: A, tickSize: dec('0.01') }]); // no change: no market event

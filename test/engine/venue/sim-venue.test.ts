@@ -10,7 +10,6 @@ import type { Store } from '../../../engine/store/port.js';
 import { FaultyStore } from '../store/faulty-store.js';
 import type { Catalogue } from '../../../engine/venue/markets.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
-import type { Ledger } from '../../../engine/venue/ledger.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
 
 const A = '111';
@@ -47,9 +46,9 @@ async function openVenue(opts: { dir?: string | null; liquidityLevels?: number; 
 
 /** Gives `user` shares of A by crossing a resting sell of the liquidity-less book from `seller`… */
 async function seedShares(venue: SimVenue, user: string, size: string, price = '0.5') {
-  // a short-lived counterparty: buys cannot happen without a seller, so mint through a fill
+  // a short-lived counterparty that splits full sets for the shares: buys cannot happen without a seller
   const seller = `seed-${user}`;
-  (venue as unknown as { ledger: Ledger }).ledger.walletOf(seller).positions.set(A, { shares: dec(size), reserved: dec(0), cost: dec(0) });
+  await venue.walletOp({ kind: 'split', opId: `seed-${++n}`, userId: seller, conditionId: '0xc', amount: size });
   await venue.submit(order(seller, 'sell', price, size));
   await venue.submit(order(user, 'buy', price, size));
 }
