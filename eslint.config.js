@@ -1,6 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'var/**', 'coverage/**', 'web/vendor/**', 'test-artifacts/**'] },
@@ -21,4 +22,6 @@ export default tseslint.config(
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
+  // layout belongs to prettier (npm run format; checked by npm run lint)
+  prettier,
 );
