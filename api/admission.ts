@@ -171,7 +171,11 @@ export class AdmissionGate {
     }
     if (this.queue.length >= this.limits.queueLength) {
       const what =
-        this.running >= this.concurrency ? `${this.limits.concurrency} requests running` : this.budget.budgetMs > 0 ? `this event-loop iteration's ${this.budget.budgetMs} ms of work spent` : `${this.running} requests running`;
+        this.running >= this.concurrency
+          ? `${this.limits.concurrency} requests running`
+          : this.budget.budgetMs > 0
+            ? `this event-loop iteration's ${this.budget.budgetMs} ms of work spent`
+            : `${this.running} requests running`;
       ticket.shed(`${what} and ${this.queue.length} waiting`);
       return;
     }
@@ -219,7 +223,8 @@ export class AdmissionGate {
     if (!last) return;
     this.batchQueued = false;
     // every callback released one: the next batch may be larger; else one more than were needed
-    this.batchSize = batch.released === size ? Math.min(2 * size, MAX_RELEASES_PER_ITERATION) : Math.max(batch.released + 1, 1);
+    this.batchSize =
+      batch.released === size ? Math.min(2 * size, MAX_RELEASES_PER_ITERATION) : Math.max(batch.released + 1, 1);
     this.scheduleBatch(); // queued from the check phase: runs in the next iteration
   }
 }
@@ -233,10 +238,15 @@ export class AdmissionGate {
  * progressed one long iteration at a time, each iteration spent answering the same clients' 503s.
  */
 function overloaded(why: string): ApiError {
-  return new ApiError(503, 'overloaded', `the service is at capacity (${why}); nothing was changed: retry after Retry-After seconds, with jitter`, {
-    'Retry-After': String(OVERLOADED_RETRY_AFTER_SEC),
-    Connection: 'close',
-  });
+  return new ApiError(
+    503,
+    'overloaded',
+    `the service is at capacity (${why}); nothing was changed: retry after Retry-After seconds, with jitter`,
+    {
+      'Retry-After': String(OVERLOADED_RETRY_AFTER_SEC),
+      Connection: 'close',
+    },
+  );
 }
 
 /**

@@ -40,7 +40,13 @@ const requireJson: RequestHandler = (req, _res, next) => {
  * `If-None-Match`); the answer of a POST, PATCH or DELETE is written directly, without an ETag:
  * nobody revalidates it, and hashing every order's body cost more than writing it.
  */
-function send(req: Request, res: Response, result: HandlerResult, extraHeaders: Record<string, string> = {}, bodyJson?: string): void {
+function send(
+  req: Request,
+  res: Response,
+  result: HandlerResult,
+  extraHeaders: Record<string, string> = {},
+  bodyJson?: string,
+): void {
   if (result.headers) for (const k in result.headers) res.setHeader(k, result.headers[k]!);
   for (const k in extraHeaders) res.setHeader(k, extraHeaders[k]!);
   res.statusCode = result.status; // a handler's own constant (Express's `status` would only check it again)
@@ -91,12 +97,21 @@ type WithPrincipal = Request & { [PRINCIPAL]?: Principal | null };
  * for its own body without holding a write slot. Responses of authenticated routes carry
  * `Cache-Control: no-store`.
  */
-function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path: string, services: Services, parseBody: RequestHandler[], admit: RequestHandler): void {
+function mount(
+  app: Express,
+  dispatcher: RouteDispatcher,
+  route: RouteSpec,
+  path: string,
+  services: Services,
+  parseBody: RequestHandler[],
+  admit: RequestHandler,
+): void {
   const mutating = route.method !== 'get';
   const scope = route.scope;
   const admitted = (req: WithPrincipal, principal: Principal, next: NextFunction) => {
     requireScope(principal, scope!);
-    if (route.masterOnly && principal.kind !== 'master') throw errors.forbidden('this endpoint needs a partner master key');
+    if (route.masterOnly && principal.kind !== 'master')
+      throw errors.forbidden('this endpoint needs a partner master key');
     req[PRINCIPAL] = principal;
     next();
   };
@@ -113,14 +128,24 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
   };
   const run = async (req: WithPrincipal, res: Response) => {
     const principal = req[PRINCIPAL] ?? null;
-    const found = principal && route.user !== 'none' ? resolveUser(req, principal, services.users, route.user === 'required') : null;
+    const found =
+      principal && route.user !== 'none'
+        ? resolveUser(req, principal, services.users, route.user === 'required')
+        : null;
     const user = found instanceof Promise ? await found : found;
     const idempotencyKey = mutating ? IdempotencyService.keyOf(req.headers['idempotency-key']) : null;
     if (route.params) validateParams({ properties: route.params }, req.params, 'path parameter');
-    if (route.query) Object.defineProperty(req, 'query', { value: validateParams(route.query, req.query as Record<string, unknown>, 'query parameter'), writable: true });
+    if (route.query)
+      Object.defineProperty(req, 'query', {
+        value: validateParams(route.query, req.query as Record<string, unknown>, 'query parameter'),
+        writable: true,
+      });
     if (route.body) req.body = validate(route.body, req.body ?? {});
     if (!route.handler) throw errors.notImplemented(`${route.method.toUpperCase()} ${path}`);
-    const resourceSeed = idempotencyKey && principal ? IdempotencyService.resourceSeed(principal.keyId, idempotencyKey, user?._id ?? null, req.path) : null;
+    const resourceSeed =
+      idempotencyKey && principal
+        ? IdempotencyService.resourceSeed(principal.keyId, idempotencyKey, user?._id ?? null, req.path)
+        : null;
     const ctx = { req, services, principal, user, resourceSeed };
     if (!idempotencyKey || !principal) {
       if (mutating) requireWritable(services);
@@ -130,16 +155,23 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
     // even while the store cannot take writes
     // a mutating route with query parameters (DELETE /v2/trade/orders?symbol=…): the query is part of "the same request"
     const request = route.query ? { body: req.body ?? {}, query: req.query as unknown } : (req.body ?? {});
-    const claim = await services.idempotency.begin(principal.keyId, idempotencyKey, { method: req.method, path: req.path, userId: user?._id ?? null, body: request });
+    const claim = await services.idempotency.begin(principal.keyId, idempotencyKey, {
+      method: req.method,
+      path: req.path,
+      userId: user?._id ?? null,
+      body: request,
+    });
     if (claim.kind === 'replay') return send(req, res, claim.response, { 'Idempotent-Replayed': 'true' });
     let result: HandlerResult;
     // the answer stored with the steps of the actors the handler names (one transaction per step)
     const unbind: Array<() => void> = [];
     const answerFrom = (actorId: string, respond: (record: ActorRecord) => HandlerResult) => {
-      unbind.push(services.host.bindStepWrites(actorId, (tx, record) => {
-        const r = respond(record);
-        return claim.recordWith(tx, { status: r.status, body: r.replayBody ?? r.body, headers: r.headers ?? {} });
-      }));
+      unbind.push(
+        services.host.bindStepWrites(actorId, (tx, record) => {
+          const r = respond(record);
+          return claim.recordWith(tx, { status: r.status, body: r.replayBody ?? r.body, headers: r.headers ?? {} });
+        }),
+      );
     };
     try {
       requireWritable(services);
@@ -154,13 +186,25 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
     // serialized once: the stored response and the one sent are the same text
     const bodyJson = result.body === undefined || req.method === 'GET' ? undefined : JSON.stringify(result.body);
     // an answer carrying a secret shown once is kept (and replayed) without it
-    if ('replayBody' in result) await claim.complete({ status: result.status, body: result.replayBody, headers: result.headers ?? {} });
-    else await claim.complete({ status: result.status, body: result.body, headers: result.headers ?? {}, ...(bodyJson !== undefined ? { bodyJson } : {}) });
+    if ('replayBody' in result)
+      await claim.complete({ status: result.status, body: result.replayBody, headers: result.headers ?? {} });
+    else
+      await claim.complete({
+        status: result.status,
+        body: result.body,
+        headers: result.headers ?? {},
+        ...(bodyJson !== undefined ? { bodyJson } : {}),
+      });
     send(req, res, result, {}, bodyJson);
   };
   // the body is read before admission: a client sending its body slowly (or never) must not hold a
   // write slot meanwhile (64 such connections would block every write for every partner)
-  const chain: RequestHandler[] = [authorize as RequestHandler, ...parseBody, ...(mutating ? [admit] : []), run as RequestHandler];
+  const chain: RequestHandler[] = [
+    authorize as RequestHandler,
+    ...parseBody,
+    ...(mutating ? [admit] : []),
+    run as RequestHandler,
+  ];
   dispatcher.add(route.method, path, chain);
   // also on Express, for what the dispatcher leaves to it (OPTIONS, percent-escaped paths)
   app[route.method](path, ...chain);
@@ -172,7 +216,20 @@ function mount(app: Express, dispatcher: RouteDispatcher, route: RouteSpec, path
  * has its value logged as `[redacted]`. Nothing else is: `token_id` (a public market token, whose
  * last word is `id`) and the like are logged as sent.
  */
-const SECRET_WORDS = new Set(['authorization', 'bearer', 'token', 'access_token', 'accesstoken', 'api_key', 'apikey', 'key', 'secret', 'password', 'auth', 'signature']);
+const SECRET_WORDS = new Set([
+  'authorization',
+  'bearer',
+  'token',
+  'access_token',
+  'accesstoken',
+  'api_key',
+  'apikey',
+  'key',
+  'secret',
+  'password',
+  'auth',
+  'signature',
+]);
 /** A cheap first test: a query that cannot name one of {@link SECRET_WORDS} nor hold a token is logged as is. */
 const MAY_NAME_SECRET = /auth|bearer|token|key|secret|password|signature|pts_|%/i;
 /** An API key of this service (`pts_` + 43 base64url characters), wherever it appears. */
@@ -243,7 +300,13 @@ function rateLimiter(perMinute: number): RequestHandler {
       return m ? `key:${createHash('sha256').update(m[1]!).digest('base64url')}` : `ip:${ipKeyGenerator(req.ip ?? '')}`;
     },
     handler: (_req, _res, next, options) => {
-      next(new ApiError(429, 'rate_limited', `more than ${options.limit} requests per minute for this API key; wait for Retry-After seconds, add jitter, do not retry in a tight loop`));
+      next(
+        new ApiError(
+          429,
+          'rate_limited',
+          `more than ${options.limit} requests per minute for this API key; wait for Retry-After seconds, add jitter, do not retry in a tight loop`,
+        ),
+      );
     },
   });
 }
@@ -265,7 +328,10 @@ export function securityHeaders(): RequestHandler {
   // what it set in one step (helmet's dozen middlewares per request cost more than an echo).
   const set: Array<[string, string]> = [];
   const removed: string[] = [];
-  const recorder = { setHeader: (k: string, v: unknown) => void set.push([k, String(v)]), removeHeader: (k: string) => void removed.push(k) };
+  const recorder = {
+    setHeader: (k: string, v: unknown) => void set.push([k, String(v)]),
+    removeHeader: (k: string) => void removed.push(k),
+  };
   let ran = false;
   h({} as never, recorder as never, () => (ran = true));
   if (!ran) return h; // helmet changed its ways: let it run per request
@@ -295,7 +361,9 @@ export function requestLogLevel(status: number, err?: unknown): 'info' | 'warn' 
 
 function withEnvelope(res: unknown, val: Record<string, unknown>): Record<string, unknown> {
   const env = envelopeOf(res);
-  return env ? { ...val, error: env.error, ...(env.message !== undefined ? { error_message: withoutTokens(env.message) } : {}) } : val;
+  return env
+    ? { ...val, error: env.error, ...(env.message !== undefined ? { error_message: withoutTokens(env.message) } : {}) }
+    : val;
 }
 
 /** What {@link requestLog} keeps on each request (read by its shared listeners and `req.log`). */
@@ -327,10 +395,16 @@ function requestDone(this: Response & WithRequestLog): void {
   const status = this.statusCode;
   const level = requestLogLevel(status);
   if (!log.isLevelEnabled(level)) return;
-  const line: Record<string, unknown> = { req: reqFieldOf(st), res: { statusCode: status }, responseTime: Date.now() - st.startMs };
+  const line: Record<string, unknown> = {
+    req: reqFieldOf(st),
+    res: { statusCode: status },
+    responseTime: Date.now() - st.startMs,
+  };
   if (status >= 500) {
-    if (level === 'error') log.error({ ...line, err: new Error(`failed with status code ${status}`) }, 'request errored');
-    else log[level](withEnvelope(this, line), status === 501 || status === 503 ? 'request completed' : 'request errored');
+    if (level === 'error')
+      log.error({ ...line, err: new Error(`failed with status code ${status}`) }, 'request errored');
+    else
+      log[level](withEnvelope(this, line), status === 501 || status === 503 ? 'request completed' : 'request errored');
     return;
   }
   log[level](withEnvelope(this, line), 'request completed');
@@ -447,7 +521,11 @@ function methodNotAllowed(dispatcher: RouteDispatcher): RequestHandler {
       res.end();
       return;
     }
-    next(new ApiError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${allow}`, { Allow: allow }));
+    next(
+      new ApiError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: ${allow}`, {
+        Allow: allow,
+      }),
+    );
   };
 }
 
@@ -469,7 +547,10 @@ export function createApp(services: Services): Express {
   const dashboard = dashboardRouter();
   const dashboardOnly: RequestHandler = (req, res, next) => {
     const path = req.path;
-    return (path.length >= DASHBOARD.length && path.slice(0, DASHBOARD.length).toLowerCase() === DASHBOARD) || path === FAVICON ? dashboard(req, res, next) : next();
+    return (path.length >= DASHBOARD.length && path.slice(0, DASHBOARD.length).toLowerCase() === DASHBOARD) ||
+      path === FAVICON
+      ? dashboard(req, res, next)
+      : next();
   };
   // one dispatch finds the route (api/dispatch.ts); the same routes stay mounted on Express behind it
   const dispatcher = new RouteDispatcher();
@@ -485,13 +566,19 @@ export function createApp(services: Services): Express {
   // Per route, after authentication: an unauthenticated body is never read.
   const parseBody = [requireJson, jsonBody(services.config.bodyLimitBytes)];
   // one admission limit for every mutating route (v1 and v2 alike)
-  const admit = admission({ concurrency: services.config.writeConcurrency, queueLength: services.config.writeQueueLength, queueWaitMs: services.config.writeQueueWaitMs, loopBudgetMs: services.config.loopBudgetMs });
+  const admit = admission({
+    concurrency: services.config.writeConcurrency,
+    queueLength: services.config.writeQueueLength,
+    queueWaitMs: services.config.writeQueueWaitMs,
+    loopBudgetMs: services.config.loopBudgetMs,
+  });
   for (const route of ROUTES) {
     mount(app, dispatcher, route, route.path, services, parseBody, admit);
     if (route.v1) mount(app, dispatcher, route, route.path.replace(/^\/v2\//, '/v1/'), services, parseBody, admit);
   }
   // simulation controls: only when enabled, else their paths are unknown (404)
-  if (services.config.simControl) for (const route of SIM_ROUTES) mount(app, dispatcher, route, route.path, services, parseBody, admit);
+  if (services.config.simControl)
+    for (const route of SIM_ROUTES) mount(app, dispatcher, route, route.path, services, parseBody, admit);
   app.use(methodNotAllowed(dispatcher));
   app.use(notFoundHandler);
   app.use(errorHandler);

@@ -58,10 +58,16 @@ export function requireScope(principal: Principal, scope: Scope): void {
  *   sent more than once (Node would join the values with `, `); 404 for a
  *   user not of this partner; 403 when a per-user key names another user in the header.
  */
-export function resolveUser(req: Request, principal: Principal, users: UserService, required: boolean): UserDoc | null | Promise<UserDoc | null> {
+export function resolveUser(
+  req: Request,
+  principal: Principal,
+  users: UserService,
+  required: boolean,
+): UserDoc | null | Promise<UserDoc | null> {
   const named = req.headers[USER_HEADER];
   const partnerUserId = Array.isArray(named) ? named[0] : named;
-  if (partnerUserId !== undefined && headerCount(req, USER_HEADER) > 1) throw errors.badRequest('send the X-Partner-User-Id header once');
+  if (partnerUserId !== undefined && headerCount(req, USER_HEADER) > 1)
+    throw errors.badRequest('send the X-Partner-User-Id header once');
   if (principal.kind === 'user') {
     const bound = (user: UserDoc | null): UserDoc => {
       if (!user) throw errors.unauthorized('the user this API key is bound to no longer exists');
@@ -75,7 +81,8 @@ export function resolveUser(req: Request, principal: Principal, users: UserServi
     return known ? bound(known) : users.byId(principal.userId).then(bound);
   }
   if (partnerUserId === undefined || partnerUserId === '') {
-    if (required) throw errors.badRequest('a master key must name the user with the X-Partner-User-Id header on this endpoint');
+    if (required)
+      throw errors.badRequest('a master key must name the user with the X-Partner-User-Id header on this endpoint');
     return null;
   }
   return users.cached(principal.partnerId, partnerUserId) ?? users.byPartnerUserId(principal.partnerId, partnerUserId);

@@ -9,7 +9,8 @@ import type { Services } from '../engine/service.js';
  */
 export function requireWritable(services: Services): void {
   const failure = services.store.writeFailure();
-  if (failure) throw unavailable(`the store cannot record changes right now (${failure}); nothing was changed, retry later`);
+  if (failure)
+    throw unavailable(`the store cannot record changes right now (${failure}); nothing was changed, retry later`);
 }
 
 /**
@@ -19,7 +20,10 @@ export function requireWritable(services: Services): void {
  */
 export function requireVenue(services: Services): void {
   const h = services.venue.health;
-  if (!h.ok) throw unavailable(`the venue cannot record operations right now (${h.error ?? 'store unavailable'}); nothing was changed, retry later`);
+  if (!h.ok)
+    throw unavailable(
+      `the venue cannot record operations right now (${h.error ?? 'store unavailable'}); nothing was changed, retry later`,
+    );
 }
 
 function unavailable(message: string) {

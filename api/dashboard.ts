@@ -61,18 +61,26 @@ export const FAVICON = '/favicon.ico';
  */
 export function dashboardRouter(): Router {
   const web = webDir();
-  const charts = path.join(path.dirname(createRequire(import.meta.url).resolve('lightweight-charts/package.json')), 'dist', 'lightweight-charts.standalone.production.js');
+  const charts = path.join(
+    path.dirname(createRequire(import.meta.url).resolve('lightweight-charts/package.json')),
+    'dist',
+    'lightweight-charts.standalone.production.js',
+  );
   const router = express.Router();
   router.use('/dashboard', dashboardCsp(charts));
   const noStore = { headers: { 'cache-control': 'no-cache' } };
   router.get('/dashboard', (_req, res) => res.sendFile(path.join(web, 'dashboard.html'), noStore));
-  router.get('/dashboard/dashboard.js', (_req, res) => res.type('text/javascript').sendFile(path.join(web, 'dashboard.js'), noStore));
+  router.get('/dashboard/dashboard.js', (_req, res) =>
+    res.type('text/javascript').sendFile(path.join(web, 'dashboard.js'), noStore),
+  );
   router.get('/dashboard/dashboard.css', (_req, res) => res.sendFile(path.join(web, 'dashboard.css'), noStore));
   // the page links its icon; browsers that ask for /favicon.ico on their own get the same icon
   const icon = path.join(web, 'favicon.svg');
   const iconOptions = { maxAge: '1d', headers: { 'content-type': 'image/svg+xml' } };
   router.get('/dashboard/favicon.svg', (_req, res) => res.sendFile(icon, iconOptions));
   router.get(FAVICON, dashboardCsp(charts), (_req, res) => res.sendFile(icon, iconOptions));
-  router.get('/dashboard/vendor/lightweight-charts.js', (_req, res) => res.type('text/javascript').sendFile(charts, { maxAge: '1d' }));
+  router.get('/dashboard/vendor/lightweight-charts.js', (_req, res) =>
+    res.type('text/javascript').sendFile(charts, { maxAge: '1d' }),
+  );
   return router;
 }

@@ -90,9 +90,17 @@ export class RouteDispatcher {
    * @throws {Error} for any other path syntax (wildcards, optional groups), which this dispatch does not match.
    */
   add(method: string, path: string, chain: RequestHandler[]): void {
-    if (!/^(\/(:[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~-]+))+$|^\/$/.test(path)) throw new Error(`RouteDispatcher: unsupported path syntax ${path}`);
+    if (!/^(\/(:[A-Za-z_][A-Za-z0-9_]*|[A-Za-z0-9._~-]+))+$|^\/$/.test(path))
+      throw new Error(`RouteDispatcher: unsupported path syntax ${path}`);
     const segments = path.split('/');
-    const entry: DispatchEntry = { method: method.toUpperCase(), path, segments, hasParams: segments.some((s) => s.startsWith(':')), chain, order: this.all.length };
+    const entry: DispatchEntry = {
+      method: method.toUpperCase(),
+      path,
+      segments,
+      hasParams: segments.some((s) => s.startsWith(':')),
+      chain,
+      order: this.all.length,
+    };
     this.all.push(entry);
     if (entry.hasParams) {
       this.parametrised.push(entry);

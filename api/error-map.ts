@@ -34,9 +34,16 @@ export const ERROR_MAP: Readonly<Record<DomainCode, { status: number; error: str
  * The HTTP answer of a domain error: status, envelope `{error, message}` and headers
  * (`Retry-After` from `details.retryAfterSec`).
  */
-export function httpOf(err: DomainError): { status: number; error: string; message: string; headers: Record<string, string> } {
+export function httpOf(err: DomainError): {
+  status: number;
+  error: string;
+  message: string;
+  headers: Record<string, string>;
+} {
   const m = ERROR_MAP[err.code];
-  const error = m.error === 'message' ? err.message : m.error === 'venue' ? (err.details.venueError ?? 'rejected') : m.error;
-  const headers: Record<string, string> = err.details.retryAfterSec !== undefined ? { 'Retry-After': String(err.details.retryAfterSec) } : {};
+  const error =
+    m.error === 'message' ? err.message : m.error === 'venue' ? (err.details.venueError ?? 'rejected') : m.error;
+  const headers: Record<string, string> =
+    err.details.retryAfterSec !== undefined ? { 'Retry-After': String(err.details.retryAfterSec) } : {};
   return { status: m.status, error, message: err.message, headers };
 }

@@ -68,7 +68,11 @@ function isJson(text: unknown): boolean {
 function fromBodyParser(err: { type?: string; status?: number; message?: string; body?: unknown }): ApiError | null {
   switch (err.type) {
     case 'entity.parse.failed':
-      return new ApiError(400, 'invalid_request', isJson(err.body) ? 'the JSON body must be an object' : 'malformed JSON body');
+      return new ApiError(
+        400,
+        'invalid_request',
+        isJson(err.body) ? 'the JSON body must be an object' : 'malformed JSON body',
+      );
     case 'entity.too.large':
       return new ApiError(413, 'payload_too_large', 'request body is larger than the limit');
     case 'encoding.unsupported':
@@ -78,11 +82,16 @@ function fromBodyParser(err: { type?: string; status?: number; message?: string;
       return new ApiError(400, 'invalid_request', 'request aborted');
     default:
       // the router could not decode a path parameter (`/orders/%ff`): the URL's, not the body's
-      if (err.message?.startsWith('Failed to decode param')) return new ApiError(400, 'invalid_request', 'the URL path has a malformed percent-escape');
+      if (err.message?.startsWith('Failed to decode param'))
+        return new ApiError(400, 'invalid_request', 'the URL path has a malformed percent-escape');
       // a body that cannot be read as sent (a corrupt gzip/deflate/br stream, a length that does
       // not match): body-parser marks it a 4xx; it is the client's, never a server fault
       if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {
-        return new ApiError(400, 'invalid_request', 'the request body could not be read (a corrupt Content-Encoding stream, or a length that does not match)');
+        return new ApiError(
+          400,
+          'invalid_request',
+          'the request body could not be read (a corrupt Content-Encoding stream, or a length that does not match)',
+        );
       }
       return null;
   }
@@ -95,7 +104,9 @@ function fromBodyParser(err: { type?: string; status?: number; message?: string;
  */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   const known = toApiError(err);
-  const apiErr = known ?? new ApiError(500, 'internal_error', 'the server failed to handle this request; retry with exponential backoff');
+  const apiErr =
+    known ??
+    new ApiError(500, 'internal_error', 'the server failed to handle this request; retry with exponential backoff');
   if (!known) req.log?.error({ err }, 'unhandled error');
   if (res.headersSent) return;
   for (const [k, v] of Object.entries(apiErr.headers)) res.setHeader(k, v);

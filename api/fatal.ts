@@ -7,7 +7,10 @@ import type { Logger } from '../engine/logger.js';
  * @param exit - how to end the process (tests pass a spy); `process.exit` by default.
  * @returns a function that removes the handlers again.
  */
-export function installFatalHandlers(log: Logger, exit: (code: number) => void = (code) => process.exit(code)): () => void {
+export function installFatalHandlers(
+  log: Logger,
+  exit: (code: number) => void = (code) => process.exit(code),
+): () => void {
   let handled = false;
   const die = (kind: string) => (err: unknown) => {
     if (handled) return;

@@ -3,7 +3,13 @@ import express, { type RequestHandler } from 'express';
 /** A failure shaped as body-parser's (its `type`, `status`, and for a parse failure the `body`), mapped by api/errors.ts. */
 function bodyError(message: string, type: string, body?: string): Error {
   const status = type === 'entity.too.large' ? 413 : 400;
-  return Object.assign(new Error(message), { type, status, statusCode: status, expose: true, ...(body !== undefined ? { body } : {}) });
+  return Object.assign(new Error(message), {
+    type,
+    status,
+    statusCode: status,
+    expose: true,
+    ...(body !== undefined ? { body } : {}),
+  });
 }
 
 /** JSON's whitespace (RFC 8259): what body-parser's strict mode skips before the first `{` or `[`. */
@@ -75,11 +81,15 @@ export function jsonBody(limitBytes: number): RequestHandler {
       req.removeListener('aborted', onAborted);
       req.removeListener('close', onClose);
       if (err) return next(err);
-      if (received !== expected) return next(bodyError('request size did not match content length', 'request.size.invalid'));
+      if (received !== expected)
+        return next(bodyError('request size did not match content length', 'request.size.invalid'));
       let text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString('utf8');
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
       const first = text[0] === '{' || text[0] === '[' ? text[0] : firstNonWhitespace(text);
-      if (first !== '{' && first !== '[') return next(bodyError('strict violation: the body must be a JSON object or array', 'entity.parse.failed', text));
+      if (first !== '{' && first !== '[')
+        return next(
+          bodyError('strict violation: the body must be a JSON object or array', 'entity.parse.failed', text),
+        );
       let body: unknown;
       try {
         body = JSON.parse(text);

@@ -9,7 +9,12 @@
 import { loadConfig, ConfigError } from '../engine/config.js';
 import { createLogger, logDestination } from '../engine/logger.js';
 import { announceMasterKey, startServices } from '../engine/service.js';
-import { DataDirLockedError, EngineLeaseHeldError, MongoStoreRefusedError, OldStoreDataError } from '../engine/store/index.js';
+import {
+  DataDirLockedError,
+  EngineLeaseHeldError,
+  MongoStoreRefusedError,
+  OldStoreDataError,
+} from '../engine/store/index.js';
 import { installFatalHandlers } from './fatal.js';
 import { bindHttp, PortInUseError, startHttp } from './server.js';
 
@@ -35,7 +40,10 @@ async function main(): Promise<void> {
   }
   const http = await startHttp(services, config.port, config.host, bound);
   const port = http.port;
-  log.info({ host: config.host, port }, `listening on http://${config.host}:${port} (live updates: Socket.IO namespace /v2/trade; dashboard: /dashboard)`);
+  log.info(
+    { host: config.host, port },
+    `listening on http://${config.host}:${port} (live updates: Socket.IO namespace /v2/trade; dashboard: /dashboard)`,
+  );
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -58,7 +66,16 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   // A refusal to start is one line; anything else keeps its stack.
-  const known = err instanceof PortInUseError || err instanceof DataDirLockedError || err instanceof EngineLeaseHeldError || err instanceof MongoStoreRefusedError || err instanceof OldStoreDataError;
-  process.stderr.write(known ? `cannot start: ${err.message}\n` : `fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  const known =
+    err instanceof PortInUseError ||
+    err instanceof DataDirLockedError ||
+    err instanceof EngineLeaseHeldError ||
+    err instanceof MongoStoreRefusedError ||
+    err instanceof OldStoreDataError;
+  process.stderr.write(
+    known
+      ? `cannot start: ${err.message}\n`
+      : `fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

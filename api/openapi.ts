@@ -7,7 +7,7 @@ import { ROUTES } from './routes.js';
 const ERROR_STATUSES: Record<number, string> = {
   400: 'Invalid request: a malformed or missing field, header or parameter; price out of range (the cents message of spec 2.1); `limit` above the endpoint maximum; a missing or non-UUID `Idempotency-Key`. `error` is `invalid_request` unless the spec names a string (`invalid window`).',
   401: 'Unauthorized: missing, malformed (or more than one `Authorization` header), unknown, expired or revoked API key.',
-  403: 'Forbidden: the key lacks the endpoint\'s scope, or a per-user key names another user.',
+  403: "Forbidden: the key lacks the endpoint's scope, or a per-user key names another user.",
   404: 'Not found: no such route, resource, or user (`X-Partner-User-Id`); also a resource of another user.',
   409: 'Conflict: the resource is in a state that forbids this (already final; an active copytrade for that leader; a strategy already executing); or `idempotency_key_in_use` while the first request with that key still runs (with `Retry-After`).',
   410: 'Gone: `QUOTE_EXPIRED` (combo accept after `expires_at`): re-quote.',
@@ -75,7 +75,10 @@ function schemaRef(schema: object): unknown {
 }
 
 function operationId(method: string, path: string): string {
-  const words = path.split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1));
+  const words = path
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1));
   return method + words.join('');
 }
 
@@ -83,11 +86,22 @@ function operation(route: RouteSpec, path: string, v1: boolean): Record<string, 
   const mutating = route.method !== 'get';
   const parameters: Record<string, unknown>[] = [];
   for (const m of path.matchAll(/:(\w+)/g)) {
-    parameters.push({ name: m[1], in: 'path', required: true, schema: toComponent(route.params?.[m[1]!] ?? { type: 'string', minLength: 1 }) });
+    parameters.push({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: toComponent(route.params?.[m[1]!] ?? { type: 'string', minLength: 1 }),
+    });
   }
   for (const [name, schema] of Object.entries(route.query?.properties ?? {})) {
     const { description, ...rest } = schema as { description?: string };
-    parameters.push({ name, in: 'query', required: route.query?.required?.includes(name) ?? false, schema: toComponent(rest), ...(description ? { description } : {}) });
+    parameters.push({
+      name,
+      in: 'query',
+      required: route.query?.required?.includes(name) ?? false,
+      schema: toComponent(rest),
+      ...(description ? { description } : {}),
+    });
   }
   if (mutating) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
   if (route.user !== 'none') parameters.push({ $ref: '#/components/parameters/PartnerUserId' });
@@ -97,7 +111,12 @@ function operation(route: RouteSpec, path: string, v1: boolean): Record<string, 
   if (successes.length === 0) successes.push(['200', { type: 'object', description: 'Shape not fixed yet.' }]);
   for (const [status, schema] of successes) {
     responses[status] = {
-      description: Number(status) >= 300 ? 'Not ready: the same body, naming the part at fault.' : route.handler ? 'Success.' : 'Success (once built).',
+      description:
+        Number(status) >= 300
+          ? 'Not ready: the same body, naming the part at fault.'
+          : route.handler
+            ? 'Success.'
+            : 'Success (once built).',
       ...(mutating ? { headers: { 'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' } } } : {}),
       content: { 'application/json': { schema: schemaRef(schema) } },
     };
@@ -111,7 +130,9 @@ function operation(route: RouteSpec, path: string, v1: boolean): Record<string, 
   if (!route.handler) errorStatuses.add(501);
   for (const s of [...errorStatuses].sort()) responses[String(s)] = { $ref: `#/components/responses/E${s}` };
 
-  const scopeNote = route.scope ? `Scope: \`${route.scope}\`${route.masterOnly ? ' (master key only)' : ''}.` : 'Public: no authentication.';
+  const scopeNote = route.scope
+    ? `Scope: \`${route.scope}\`${route.masterOnly ? ' (master key only)' : ''}.`
+    : 'Public: no authentication.';
   const built = route.handler ? '' : ' Not built yet: answers 501 after the checks.';
   const v1Note = v1 ? ` Version 1 mount of \`${route.path}\`: same behaviour.` : '';
   return {
@@ -121,7 +142,19 @@ function operation(route: RouteSpec, path: string, v1: boolean): Record<string, 
     tags: [route.tag],
     security: route.scope ? [{ bearerAuth: [route.scope] }] : [],
     parameters,
-    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaRef(route.body), ...(route.example ? { example: route.example } : {}) } } } } : {}),
+    ...(route.body
+      ? {
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: schemaRef(route.body),
+                ...(route.example ? { example: route.example } : {}),
+              },
+            },
+          },
+        }
+      : {}),
     responses,
   };
 }
@@ -148,7 +181,14 @@ export function buildOpenApi(): Record<string, unknown> {
       {
         description,
         ...(status === '429' || status === '409'
-          ? { headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } } } }
+          ? {
+              headers: {
+                'Retry-After': {
+                  description: 'Seconds to wait before retrying.',
+                  schema: { type: 'integer', minimum: 0 },
+                },
+              },
+            }
           : {}),
         content: { 'application/json': { schema: ref('ErrorEnvelope') } },
       },
@@ -177,18 +217,27 @@ export function buildOpenApi(): Record<string, unknown> {
       },
       parameters: {
         IdempotencyKey: {
-          name: 'Idempotency-Key', in: 'header', required: true,
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: true,
           description: 'A fresh UUID v4 per operation; the same one when retrying (spec 5.6).',
           schema: { type: 'string', format: 'uuid' },
         },
         PartnerUserId: {
-          name: 'X-Partner-User-Id', in: 'header', required: false,
-          description: 'With a master key: the partner_user_id this request acts for (required on user-bound endpoints). Per-user keys may omit it.',
+          name: 'X-Partner-User-Id',
+          in: 'header',
+          required: false,
+          description:
+            'With a master key: the partner_user_id this request acts for (required on user-bound endpoints). Per-user keys may omit it.',
           schema: { type: 'string', minLength: 1, maxLength: 128 },
         },
       },
       headers: {
-        IdempotentReplayed: { description: '`true` when this response is the stored response of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+        IdempotentReplayed: {
+          description:
+            '`true` when this response is the stored response of an earlier request with the same Idempotency-Key.',
+          schema: { type: 'string', enum: ['true'] },
+        },
       },
       responses: errorResponses,
       schemas: Object.fromEntries(Object.entries(namedSchemas).map(([name, schema]) => [name, toComponent(schema)])),

@@ -11,7 +11,8 @@ function intParam(req: Request, name: string): number | undefined {
   const raw = req.query[name] as unknown;
   if (raw === undefined) return undefined;
   if (typeof raw === 'number' && Number.isInteger(raw) && raw >= 0) return raw; // coerced by the route's query schema
-  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw)) throw errors.badRequest(`${name} must be a non-negative integer`);
+  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw))
+    throw errors.badRequest(`${name} must be a non-negative integer`);
   return Number(raw);
 }
 
@@ -34,5 +35,12 @@ export function pageQuery(req: Request, max: number, defaultLimit = Math.min(100
  * page), `total`, `limit`, `offset`, `has_more`.
  */
 export function page<T>(key: string, items: T[], total: number, p: PageRequest): Record<string, unknown> {
-  return { [key]: items, count: items.length, total, limit: p.limit, offset: p.offset, has_more: p.offset + items.length < total };
+  return {
+    [key]: items,
+    count: items.length,
+    total,
+    limit: p.limit,
+    offset: p.offset,
+    has_more: p.offset + items.length < total,
+  };
 }

@@ -51,7 +51,12 @@ export type WithdrawalPush = PushMeta & { withdrawal_id: string; status: string;
  * partner's rooms like `order.updated`. The `balance.updated` / `position.updated` it causes come
  * besides it.
  */
-export type WalletOperationPush = PushMeta & { operation_id: string; type: 'SPLIT' | 'MERGE' | 'REDEEM'; status: string; [field: string]: unknown };
+export type WalletOperationPush = PushMeta & {
+  operation_id: string;
+  type: 'SPLIT' | 'MERGE' | 'REDEEM';
+  status: string;
+  [field: string]: unknown;
+};
 
 /** One price level: decimal strings (probability, shares). */
 export interface BookLevel {
@@ -264,7 +269,17 @@ export interface PushSocketData {
 
 /** Event names, for documentation (README, OpenAPI description) and tests. */
 export const PUSH_EVENTS = {
-  server: ['order.updated', 'strategy.updated', 'withdrawal.updated', 'wallet_operation.updated', 'book.updated', 'balance.updated', 'position.updated', 'market.updated', 'updates.batch'],
+  server: [
+    'order.updated',
+    'strategy.updated',
+    'withdrawal.updated',
+    'wallet_operation.updated',
+    'book.updated',
+    'balance.updated',
+    'position.updated',
+    'market.updated',
+    'updates.batch',
+  ],
   client: ['book.subscribe', 'book.unsubscribe', 'markets.subscribe', 'markets.unsubscribe'],
 } as const;
 

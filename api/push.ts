@@ -8,7 +8,13 @@ import type { Services } from '../engine/service.js';
 import { WALLET_OP_KIND, WITHDRAWAL_KIND } from '../engine/wallet/service.js';
 import type { WalletView } from '../engine/venue/port.js';
 import {
-  PUSH_NAMESPACE, type BatchedRecord, type ClientToServerEvents, type MarketPush, type OrderPush, type PushSocketData, type ServerToClientEvents,
+  PUSH_NAMESPACE,
+  type BatchedRecord,
+  type ClientToServerEvents,
+  type MarketPush,
+  type OrderPush,
+  type PushSocketData,
+  type ServerToClientEvents,
 } from './push-events.js';
 
 type PushNamespace = Namespace<ClientToServerEvents, ServerToClientEvents, Record<string, never>, PushSocketData>;
@@ -118,25 +124,38 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
   nsp.use((socket, next) => {
     void (async () => {
       const auth = (socket.handshake.auth ?? {}) as { token?: unknown; partner_user_id?: unknown; batch_ms?: unknown };
-      if (typeof auth.token !== 'string' || !auth.token) throw errors.unauthorized('send the API key as auth.token in the handshake');
+      if (typeof auth.token !== 'string' || !auth.token)
+        throw errors.unauthorized('send the API key as auth.token in the handshake');
       const principal = await keys.authenticate(auth.token);
       if (!principal.scopes.includes('trade.read')) throw errors.forbidden('live updates need the trade.read scope');
       const batchMs = auth.batch_ms ?? null;
-      if (batchMs !== null && (typeof batchMs !== 'number' || !Number.isInteger(batchMs) || batchMs < 1 || batchMs > BATCH_MS_MAX)) {
+      if (
+        batchMs !== null &&
+        (typeof batchMs !== 'number' || !Number.isInteger(batchMs) || batchMs < 1 || batchMs > BATCH_MS_MAX)
+      ) {
         throw errors.badRequest(`auth.batch_ms must be an integer number of milliseconds from 1 to ${BATCH_MS_MAX}`);
       }
       const named = auth.partner_user_id;
-      if (named !== undefined && (typeof named !== 'string' || !named)) throw errors.badRequest('auth.partner_user_id must be a non-empty string');
+      if (named !== undefined && (typeof named !== 'string' || !named))
+        throw errors.badRequest('auth.partner_user_id must be a non-empty string');
       let userId: string | null;
       if (principal.kind === 'user') {
         const user = principal.userId ? await users.byId(principal.userId) : null;
         if (!user) throw errors.unauthorized('the user this API key is bound to no longer exists');
-        if (named !== undefined && named !== user.partnerUserId) throw errors.forbidden('this API key is bound to another user; omit auth.partner_user_id or name the bound user');
+        if (named !== undefined && named !== user.partnerUserId)
+          throw errors.forbidden(
+            'this API key is bound to another user; omit auth.partner_user_id or name the bound user',
+          );
         userId = user._id;
       } else {
         userId = named !== undefined ? (await users.byPartnerUserId(principal.partnerId, named as string))._id : null;
       }
-      socket.data = { keyId: principal.keyId, partnerId: principal.partnerId, userId, batchMs: batchMs as number | null };
+      socket.data = {
+        keyId: principal.keyId,
+        partnerId: principal.partnerId,
+        userId,
+        batchMs: batchMs as number | null,
+      };
       if (principal.expiresAtMs !== null) {
         const t = setTimeout(() => socket.disconnect(true), Math.max(0, principal.expiresAtMs - clock.now()));
         t.unref();
@@ -177,7 +196,12 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
       if (typeof ack !== 'function') return;
       const tokenId = typeof req?.token_id === 'string' ? req.token_id : '';
       const book = tokenId ? venue.book(tokenId, BOOK_DEPTH) : null;
-      if (!book) return ack({ ok: false, error: 'invalid_request', message: `token_id ${tokenId || '(missing)'} is not an outcome token of this venue` });
+      if (!book)
+        return ack({
+          ok: false,
+          error: 'invalid_request',
+          message: `token_id ${tokenId || '(missing)'} is not an outcome token of this venue`,
+        });
       void socket.join(bookRoom(tokenId));
       ack({ ok: true, token_id: tokenId });
       socket.emit('book.updated', { ...bookBody(book), revision: bookRevisions.get(tokenId) ?? 0, at: clock.now() });
@@ -207,7 +231,10 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
         if (typeof ack === 'function') ack({ ok: false, error: 'invalid_request', message: r.error });
         return;
       }
-      const rooms = r.ids === null ? [...socket.rooms].filter((room) => room === MARKETS_ROOM || room.startsWith(marketRoom(''))) : r.ids.map(marketRoom);
+      const rooms =
+        r.ids === null
+          ? [...socket.rooms].filter((room) => room === MARKETS_ROOM || room.startsWith(marketRoom('')))
+          : r.ids.map(marketRoom);
       for (const room of rooms) void socket.leave(room);
       if (typeof ack === 'function') ack({ ok: true, markets: [] });
     });
@@ -264,10 +291,15 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
    * separate events (a socket in several of the rooms gets it once), and a place in the pending
    * `updates.batch` of each batch room. Per room, records keep the order of the calls.
    */
-  const publish = <E extends RecordEvent>(bases: string[], event: E, data: Extract<BatchedRecord, { event: E }>['data']): void => {
+  const publish = <E extends RecordEvent>(
+    bases: string[],
+    event: E,
+    data: Extract<BatchedRecord, { event: E }>['data'],
+  ): void => {
     const plain = bases.filter(watched);
     if (plain.length) nsp.to(plain).emit(event as 'order.updated', data as OrderPush);
-    for (const base of bases) for (const [room, ms] of watchedBatchRooms(base)) enqueue(room, ms, { event, data } as BatchedRecord);
+    for (const base of bases)
+      for (const [room, ms] of watchedBatchRooms(base)) enqueue(room, ms, { event, data } as BatchedRecord);
   };
   /** Someone watches `base`, separately or batched. */
   const watchedAny = (base: string): boolean => watched(base) || watchedBatchRooms(base).length > 0;
@@ -326,7 +358,13 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
       const key = balanceKey(w.pusd);
       if (key !== seen.balance) {
         seen.balance = key;
-        publish([room], 'balance.updated', { currency: 'pUSD', ...w.pusd, revision: ++revs.balance, platform_user_id: userId, at });
+        publish([room], 'balance.updated', {
+          currency: 'pUSD',
+          ...w.pusd,
+          revision: ++revs.balance,
+          platform_user_id: userId,
+          at,
+        });
       }
       const changed: PositionBody[] = [];
       const now = new Set<string>();
@@ -343,7 +381,13 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
         seen.positions.delete(tokenId);
         changed.push(positionBody(venue, userId, { tokenId, size: '0', reserved: '0', available: '0', costUsd: '0' }));
       }
-      if (changed.length) publish([room], 'position.updated', { positions: changed, revision: ++revs.position, platform_user_id: userId, at });
+      if (changed.length)
+        publish([room], 'position.updated', {
+          positions: changed,
+          revision: ++revs.position,
+          platform_user_id: userId,
+          at,
+        });
     }
     dirtyWallets.clear();
   };

@@ -52,7 +52,15 @@ function starting(log: Logger | null): (req: IncomingMessage, res: ServerRespons
     noSniff(req, res);
     res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
     res.end(JSON.stringify(STARTING));
-    log?.[requestLogLevel(503)]({ req: { method: req.method, url: loggableUrl(req.url ?? '') }, res: { statusCode: 503 }, error: STARTING.error, error_message: STARTING.message }, 'request completed');
+    log?.[requestLogLevel(503)](
+      {
+        req: { method: req.method, url: loggableUrl(req.url ?? '') },
+        res: { statusCode: 503 },
+        error: STARTING.error,
+        error_message: STARTING.message,
+      },
+      'request completed',
+    );
   };
 }
 
@@ -68,7 +76,11 @@ function socketIoLog(log: Logger): (req: IncomingMessage, res: ServerResponse) =
     const startMs = Date.now();
     res.once('finish', () => {
       const status = res.statusCode;
-      const line = { req: { method: req.method, url: loggableUrl(req.url ?? '') }, res: { statusCode: status }, responseTime: Date.now() - startMs };
+      const line = {
+        req: { method: req.method, url: loggableUrl(req.url ?? '') },
+        res: { statusCode: status },
+        responseTime: Date.now() - startMs,
+      };
       log[requestLogLevel(status)](status >= 400 ? { ...line, error: 'transport_refused' } : line, 'request completed');
     });
   };
@@ -76,7 +88,12 @@ function socketIoLog(log: Logger): (req: IncomingMessage, res: ServerResponse) =
 
 /** Node's HTTP parser failures answered with a status other than 400 (by `err.code`). */
 const CLIENT_ERROR_STATUS: Record<string, [status: number, reason: string, error: string, message: string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'request_header_fields_too_large', 'the request line and headers are larger than the server accepts (16 KiB): shorten the URL or the headers'],
+  HPE_HEADER_OVERFLOW: [
+    431,
+    'Request Header Fields Too Large',
+    'request_header_fields_too_large',
+    'the request line and headers are larger than the server accepts (16 KiB): shorten the URL or the headers',
+  ],
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'request_timeout', 'the request was not received in time'],
 };
 
@@ -131,10 +148,21 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, lo
   }
   const [status, reason, error, message] =
     CLIENT_ERROR_STATUS[err.code ?? ''] ??
-    (brokenIsInFlight ? [400, 'Bad Request', 'invalid_request', 'the request body ended before its Content-Length (or its last chunk)'] : [400, 'Bad Request', 'invalid_request', 'malformed HTTP request']);
+    (brokenIsInFlight
+      ? [400, 'Bad Request', 'invalid_request', 'the request body ended before its Content-Length (or its last chunk)']
+      : [400, 'Bad Request', 'invalid_request', 'malformed HTTP request']);
   const body = JSON.stringify({ error, message });
   // the parser read no usable request line: the line names the refusal, never the raw bytes (they may hold a token)
-  log?.[requestLogLevel(status)]({ res: { statusCode: status }, error, error_message: message, parserError: err.code ?? null, remoteAddress: s.remoteAddress ?? null }, 'request refused by the HTTP parser');
+  log?.[requestLogLevel(status)](
+    {
+      res: { statusCode: status },
+      error,
+      error_message: message,
+      parserError: err.code ?? null,
+      remoteAddress: s.remoteAddress ?? null,
+    },
+    'request refused by the HTTP parser',
+  );
   s.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
@@ -154,7 +182,10 @@ function expressReadyClasses(): { Request: typeof IncomingMessage; Response: typ
   return { Request, Response: Response as unknown as typeof ServerResponse };
 }
 /** Per server of {@link bindHttp}: its request and response classes, and its start-up answer (removed once the API is attached). */
-const serverClasses = new WeakMap<Server, ReturnType<typeof expressReadyClasses> & { starting: (req: IncomingMessage, res: ServerResponse) => void }>();
+const serverClasses = new WeakMap<
+  Server,
+  ReturnType<typeof expressReadyClasses> & { starting: (req: IncomingMessage, res: ServerResponse) => void }
+>();
 
 /**
  * Binds the HTTP port before anything else starts (so a taken port fails before a master key is
@@ -171,7 +202,9 @@ export async function bindHttp(port: number, host: string, log: Logger | null = 
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, log));
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
-    server.once('error', (err: NodeJS.ErrnoException) => reject(err.code ? new PortInUseError(host, port, err.code) : err));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code ? new PortInUseError(host, port, err.code) : err),
+    );
     server.listen(port, host);
   });
   return server;

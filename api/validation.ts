@@ -18,7 +18,6 @@ export const ajv = new Ajv2020({
 addFormats(ajv);
 for (const schema of Object.values(namedSchemas)) ajv.addSchema(schema);
 
-
 const compiled = new WeakMap<object, ValidateFunction>();
 // Compile every named schema now: a schema error fails start-up, never a request.
 for (const schema of Object.values(namedSchemas)) validatorFor(schema);
@@ -139,7 +138,12 @@ export function validateParams(
 ): Record<string, unknown> {
   let v = paramValidators.get(spec);
   if (!v) {
-    v = paramAjv.compile({ type: 'object', properties: spec.properties, required: spec.required ?? [], additionalProperties: true });
+    v = paramAjv.compile({
+      type: 'object',
+      properties: spec.properties,
+      required: spec.required ?? [],
+      additionalProperties: true,
+    });
     paramValidators.set(spec, v);
   }
   for (const [name, prop] of Object.entries(spec.properties)) {
@@ -147,13 +151,23 @@ export function validateParams(
     if (raw === undefined || (prop as { type?: unknown }).type !== 'integer') continue;
     if (typeof raw === 'string' && DECIMAL_INTEGER.test(raw)) continue;
     const shown = typeof raw === 'string' ? JSON.stringify(raw.slice(0, 40)) : 'more than one value';
-    throw new ApiError(400, spec.errorStrings?.[name] ?? 'invalid_request', `${where} ${name} must be an integer in decimal digits; received ${shown}`);
+    throw new ApiError(
+      400,
+      spec.errorStrings?.[name] ?? 'invalid_request',
+      `${where} ${name} must be an integer in decimal digits; received ${shown}`,
+    );
   }
   const copy = { ...values };
   if (v(copy)) return copy;
   const errs = v.errors ?? [];
   const msgs = describeErrors(errs, {}).map((m) => `${where} ${m}`);
-  const param = errs.map((e) => (e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty : e.instancePath.slice(1).split('/')[0]!)).find((p) => spec.errorStrings?.[p]);
+  const param = errs
+    .map((e) =>
+      e.keyword === 'required'
+        ? (e.params as { missingProperty: string }).missingProperty
+        : e.instancePath.slice(1).split('/')[0]!,
+    )
+    .find((p) => spec.errorStrings?.[p]);
   const error = param ? spec.errorStrings![param]! : 'invalid_request';
   throw new ApiError(400, error, msgs.join('; '));
 }

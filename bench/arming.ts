@@ -20,23 +20,50 @@ export interface Arming {
 
 /** Starts the services and provisions `partnerUserId` with shares to sell (stop them with `services.stop()`). */
 export async function startArming(partnerUserId: string): Promise<Arming> {
-  const config = loadConfig({ DATA_DIR: ':memory:', LOG_LEVEL: 'silent', MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef', SIM_REPLAY: 'off', SIM_CAPTURE: 'off', SIM_MAKER_REFILL_MS: '3600000' });
+  const config = loadConfig({
+    DATA_DIR: ':memory:',
+    LOG_LEVEL: 'silent',
+    MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef',
+    SIM_REPLAY: 'off',
+    SIM_CAPTURE: 'off',
+    SIM_MAKER_REFILL_MS: '3600000',
+  });
   const { services: s } = await startServices(config, createLogger('silent'), {});
   const userId = (await s.users.provision('demo', partnerUserId, null)).user._id;
   const tokens = s.venue
     .markets()
     .map((m) => m.tokens[0]?.tokenId)
-    .filter((t): t is string => t !== undefined && (s.venue.touch(t).bid?.gt('0.2') ?? false) && (s.venue.touch(t).bid?.lt('0.8') ?? false))
+    .filter(
+      (t): t is string =>
+        t !== undefined && (s.venue.touch(t).bid?.gt('0.2') ?? false) && (s.venue.touch(t).bid?.lt('0.8') ?? false),
+    )
     .slice(0, 4);
   // shares to sell (stops do not reserve them, but the request check wants them held)
   for (const t of tokens) {
-    await s.venue.submit({ orderId: `seed-${t.slice(0, 10)}`, userId, tokenId: t, side: 'buy', kind: 'limit', price: '0.99', size: '5', quoteAmount: null, timeInForce: 'IOC', postOnly: false });
+    await s.venue.submit({
+      orderId: `seed-${t.slice(0, 10)}`,
+      userId,
+      tokenId: t,
+      side: 'buy',
+      kind: 'limit',
+      price: '0.99',
+      size: '5',
+      quoteAmount: null,
+      timeInForce: 'IOC',
+      postOnly: false,
+    });
   }
   const body = (i: number): OrderRequest => {
     const token = tokens[i % tokens.length]!;
     const bid = s.venue.touch(token).bid!;
     return i % 2 === 1
-      ? { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '5', execution: { high_water_mark: str(bid.plus('0.05')), trailing_offset: '0.1' } }
+      ? {
+          symbol: token,
+          side: 'sell',
+          type: 'TRAILING_STOP',
+          size: '5',
+          execution: { high_water_mark: str(bid.plus('0.05')), trailing_offset: '0.1' },
+        }
       : { symbol: token, side: 'sell', type: 'STOP_LOSS', price: str(bid.minus('0.05')), size: '5' };
   };
   return { services: s, userId, body };

@@ -38,7 +38,10 @@ if (!profileFile || !blocksFile) {
 const minMs = Number(minArg ?? 20);
 const longest = Number(longestArg ?? 10);
 const profile = JSON.parse(readFileSync(profileFile, 'utf8')) as Profile;
-const traced = JSON.parse(readFileSync(blocksFile, 'utf8')) as { blocks: Block[]; runs?: { fromMs: number; toMs: number }[] };
+const traced = JSON.parse(readFileSync(blocksFile, 'utf8')) as {
+  blocks: Block[];
+  runs?: { fromMs: number; toMs: number }[];
+};
 // the blocks within the load runs when the file names them (start-up and shutdown left out)
 const inRuns = (b: Block) => !traced.runs || traced.runs.some((r) => b.atMs >= r.fromMs && b.atMs <= r.toMs);
 // BLOCKS_BY=cpu: blocks whose CPU time (not length) reaches minMs: the process's own stalls
@@ -55,7 +58,11 @@ for (const n of profile.nodes) {
 const frameName = (n: ProfileNode): string => {
   const f = n.callFrame;
   const url = f.url.replace(/^file:\/\//, '');
-  const short = url.includes('node_modules/') ? url.slice(url.lastIndexOf('node_modules/') + 13) : url.includes('/dist/') ? url.slice(url.indexOf('/dist/') + 6) : url;
+  const short = url.includes('node_modules/')
+    ? url.slice(url.lastIndexOf('node_modules/') + 13)
+    : url.includes('/dist/')
+      ? url.slice(url.indexOf('/dist/') + 6)
+      : url;
   return `${f.functionName || '(anonymous)'} ${short}${short ? `:${f.lineNumber + 1}` : ''}`;
 };
 const isProject = (n: ProfileNode) => n.callFrame.url.includes('/dist/') && !n.callFrame.url.includes('node_modules');
@@ -113,6 +120,8 @@ console.log(`self time:\n${top(all.self, 25, all.n)}`);
 console.log(`project functions, total time:\n${top(all.total, 25, all.n)}`);
 for (const b of [...blocks].sort((a, c) => c.ms - a.ms).slice(0, longest)) {
   const r = tally(b.fromUs, b.toUs);
-  console.log(`\nblock ${b.ms} ms (CPU ${b.cpuMs ?? '?'} ms) at ${new Date(b.atMs).toISOString()}  GC: ${b.gc.map((g) => `${g.kind} ${g.ms} ms`).join(', ') || 'none ≥ 1 ms'}  (${r.n} samples)`);
+  console.log(
+    `\nblock ${b.ms} ms (CPU ${b.cpuMs ?? '?'} ms) at ${new Date(b.atMs).toISOString()}  GC: ${b.gc.map((g) => `${g.kind} ${g.ms} ms`).join(', ') || 'none ≥ 1 ms'}  (${r.n} samples)`,
+  );
   console.log(`self:\n${top(r.self, 6, r.n)}\nproject, total:\n${top(r.total, 8, r.n)}`);
 }

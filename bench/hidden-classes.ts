@@ -28,7 +28,9 @@ let differs = 0;
 function check(what: string, seen: unknown, expected: unknown): void {
   const ok = isDeepStrictEqual(seen, expected);
   if (!ok) differs++;
-  console.log(`  ${ok ? 'as built ' : 'DIFFERS  '} ${what}: ${JSON.stringify(seen)}${ok ? '' : ` (expected ${JSON.stringify(expected)})`}`);
+  console.log(
+    `  ${ok ? 'as built ' : 'DIFFERS  '} ${what}: ${JSON.stringify(seen)}${ok ? '' : ` (expected ${JSON.stringify(expected)})`}`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -39,7 +41,9 @@ async function main(): Promise<void> {
   } finally {
     await arming.services.stop();
   }
-  console.log(differs === 0 ? 'every shape as built' : `${differs} finding(s) differ from what the arming path was built for`);
+  console.log(
+    differs === 0 ? 'every shape as built' : `${differs} finding(s) differ from what the arming path was built for`,
+  );
   process.exitCode = differs === 0 ? 0 : 1;
 }
 
@@ -63,16 +67,39 @@ async function findings({ services: s, userId, body }: Arming): Promise<void> {
 
   console.log('initial contexts the host makes (PureStepper.initial):');
   const steppers = [new PureStepper(stopLossMachine), new PureStepper(trailingStopMachine)];
-  const contextAt = (i: number) => steppers[i % 2]!.initial(s.strategies.check(userId, body(100 + i)))[0].context as Record<string, unknown>;
+  const contextAt = (i: number) =>
+    steppers[i % 2]!.initial(s.strategies.check(userId, body(100 + i)))[0].context as Record<string, unknown>;
   for (let i = 0; i < 20; i++) contextAt(i); // the first one is XState's own path (it makes the template)
   const contexts = [0, 1, 2, 3].map((i) => contextAt(200 + i));
   check('two STOP_LOSS contexts share their hidden class', sameMap(contexts[0]!, contexts[2]!), true);
   check('two TRAILING_STOP contexts share their hidden class', sameMap(contexts[1]!, contexts[3]!), true);
   check('contexts with fast properties', contexts.map(fast), [true, true, true, true]);
   // the fields in the order an object spread of the input gave them: the input's, then the defaults
-  check('a TRAILING_STOP context\'s first fields', Object.keys(contexts[1]!).slice(0, 24), [
-    'recordId', 'userId', 'type', 'side', 'tokenId', 'tickSize', 'minSize', 'price', 'size', 'quoteAmount', 'execution', 'warnings', 'message',
-    'clientOrderId', 'metadata', 'createdAtMs', 'touch', 'highWaterMark', 'offsetPct', 'offsetAbs', 'filledSize', 'matchedAmount', 'children', 'working',
+  check("a TRAILING_STOP context's first fields", Object.keys(contexts[1]!).slice(0, 24), [
+    'recordId',
+    'userId',
+    'type',
+    'side',
+    'tokenId',
+    'tickSize',
+    'minSize',
+    'price',
+    'size',
+    'quoteAmount',
+    'execution',
+    'warnings',
+    'message',
+    'clientOrderId',
+    'metadata',
+    'createdAtMs',
+    'touch',
+    'highWaterMark',
+    'offsetPct',
+    'offsetAbs',
+    'filledSize',
+    'matchedAmount',
+    'children',
+    'working',
   ]);
 }
 

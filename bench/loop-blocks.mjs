@@ -42,7 +42,12 @@ if (file) {
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       const detail = /** @type {{ kind?: number } | undefined} */ (e.detail);
-      if (e.duration >= 1 && gcs.length < 200_000) gcs.push({ endUs: offsetUs + (e.startTime + e.duration) * 1000, kind: kinds[detail?.kind ?? 0] ?? String(detail?.kind), ms: e.duration });
+      if (e.duration >= 1 && gcs.length < 200_000)
+        gcs.push({
+          endUs: offsetUs + (e.startTime + e.duration) * 1000,
+          kind: kinds[detail?.kind ?? 0] ?? String(detail?.kind),
+          ms: e.duration,
+        });
     }
   }).observe({ entryTypes: ['gc'] });
 
@@ -81,7 +86,11 @@ if (file) {
           served++;
           const ms = (nowUs() - t0) / 1000;
           if (slowest.length < 50 || ms > slowest[slowest.length - 1].ms) {
-            slowest.push({ atMs: Math.round(origin + performance.now()), ms: Math.round(ms * 10) / 10, what: `${req.method} ${req.url}` });
+            slowest.push({
+              atMs: Math.round(origin + performance.now()),
+              ms: Math.round(ms * 10) / 10,
+              what: `${req.method} ${req.url}`,
+            });
             slowest.sort((a, b) => b.ms - a.ms);
             if (slowest.length > 50) slowest = slowest.slice(0, 50);
           }
@@ -93,7 +102,13 @@ if (file) {
 
   process.on('exit', () => {
     // GC entries arrive after the fact: matched to the blocks they ended in at the end
-    for (const b of blocks) b.gc = gcs.filter((g) => g.endUs >= b.fromUs && g.endUs <= b.toUs).map((g) => ({ kind: g.kind, ms: Math.round(g.ms * 10) / 10 }));
-    writeFileSync(file, JSON.stringify({ blocks, served, slowest, gcs: gcs.map((g) => ({ ...g, endUs: Math.round(g.endUs) })) }));
+    for (const b of blocks)
+      b.gc = gcs
+        .filter((g) => g.endUs >= b.fromUs && g.endUs <= b.toUs)
+        .map((g) => ({ kind: g.kind, ms: Math.round(g.ms * 10) / 10 }));
+    writeFileSync(
+      file,
+      JSON.stringify({ blocks, served, slowest, gcs: gcs.map((g) => ({ ...g, endUs: Math.round(g.endUs) })) }),
+    );
   });
 }

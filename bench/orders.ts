@@ -69,17 +69,25 @@ const BLOCK_BINS = [10, 20, 50, 100];
  */
 function blocksText(blocks: LoopBlock[], slowest: { atMs: number; ms: number }[], r: Result): string {
   const inRun = blocks.filter((b) => b.atMs >= r.fromMs && b.atMs <= r.toMs);
-  const bins = BLOCK_BINS.map((t, i) => `${i === 0 ? `≥${t} ms` : `≥${t}`}: ${inRun.filter((b) => b.ms >= t).length}`).join('  ');
+  const bins = BLOCK_BINS.map(
+    (t, i) => `${i === 0 ? `≥${t} ms` : `≥${t}`}: ${inRun.filter((b) => b.ms >= t).length}`,
+  ).join('  ');
   const max = inRun.reduce((m, b) => Math.max(m, b.ms), 0);
   // by CPU time: what the process itself did, whatever else the machine did meanwhile
-  const cpuBins = BLOCK_BINS.slice(0, 3).map((t) => `≥${t}: ${inRun.filter((b) => b.cpuMs >= t).length}`).join('  ');
+  const cpuBins = BLOCK_BINS.slice(0, 3)
+    .map((t) => `≥${t}: ${inRun.filter((b) => b.cpuMs >= t).length}`)
+    .join('  ');
   const majors = inRun.filter((b) => b.gc.some((g) => g.kind === 'major'));
-  const majorMax = inRun.flatMap((b) => b.gc).filter((g) => g.kind === 'major').reduce((m, g) => Math.max(m, g.ms), 0);
+  const majorMax = inRun
+    .flatMap((b) => b.gc)
+    .filter((g) => g.kind === 'major')
+    .reduce((m, g) => Math.max(m, g.ms), 0);
   const served = slowest.filter((x) => x.atMs >= r.fromMs && x.atMs <= r.toMs);
-  const serverMax = served.length ? `; in the service: slowest request ${served[0]!.ms.toFixed(1)} ms, 10th ${served[Math.min(9, served.length - 1)]!.ms.toFixed(1)} ms` : '';
+  const serverMax = served.length
+    ? `; in the service: slowest request ${served[0]!.ms.toFixed(1)} ms, 10th ${served[Math.min(9, served.length - 1)]!.ms.toFixed(1)} ms`
+    : '';
   return `event-loop blocks ${bins}  (by CPU ${cpuBins}; max ${max.toFixed(1)} ms; ${majors.length} with a major GC${majors.length ? `, longest GC ${majorMax.toFixed(1)} ms` : ''}${serverMax})`;
 }
-
 
 /**
  * One autocannon run. The server's CPU per request is printed next to the throughput: it does not
@@ -90,7 +98,9 @@ async function run(opts: autocannon.Options, serverPid: number, connections: num
   const fromMs = Date.now();
   const errorKinds: Record<string, number> = {};
   const r = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon({ connections, duration: DURATION_S, timeout: TIMEOUT_S, ...opts }, (err, result) => (err ? reject(err) : resolve(result)));
+    const instance = autocannon({ connections, duration: DURATION_S, timeout: TIMEOUT_S, ...opts }, (err, result) =>
+      err ? reject(err) : resolve(result),
+    );
     instance.on('reqError', (err: NodeJS.ErrnoException) => {
       const kind = err.code ?? err.message;
       errorKinds[kind] = (errorKinds[kind] ?? 0) + 1;
@@ -98,16 +108,38 @@ async function run(opts: autocannon.Options, serverPid: number, connections: num
   });
   const cpu1 = cpuMs(serverPid);
   const toMs = Date.now();
-  const cpuUsPerReq = cpu0 !== null && cpu1 !== null && r.requests.total > 0 ? ((cpu1 - cpu0) * 1000) / r.requests.total : null;
+  const cpuUsPerReq =
+    cpu0 !== null && cpu1 !== null && r.requests.total > 0 ? ((cpu1 - cpu0) * 1000) / r.requests.total : null;
   const statuses: Record<string, number> = {};
-  for (const [code, s] of Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {})) statuses[code] = s.count;
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, errors: r.errors, timeouts: r.timeouts, errorKinds, non2xx: r.non2xx, statuses, cpuUsPerReq, fromMs, toMs };
+  for (const [code, s] of Object.entries(
+    (r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {},
+  ))
+    statuses[code] = s.count;
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    errorKinds,
+    non2xx: r.non2xx,
+    statuses,
+    cpuUsPerReq,
+    fromMs,
+    toMs,
+  };
 }
 
 /** `errors 0 (…)  timeouts 0  non-2xx 3 (503: 3)` */
 const answersText = (r: Result) => {
-  const kinds = Object.entries(r.errorKinds).map(([k, n]) => `${k}: ${n}`).join(', ');
-  const non2xx = Object.entries(r.statuses).filter(([c]) => !c.startsWith('2')).map(([c, n]) => `${c}: ${n}`).join(', ');
+  const kinds = Object.entries(r.errorKinds)
+    .map(([k, n]) => `${k}: ${n}`)
+    .join(', ');
+  const non2xx = Object.entries(r.statuses)
+    .filter(([c]) => !c.startsWith('2'))
+    .map(([c, n]) => `${c}: ${n}`)
+    .join(', ');
   return `errors ${r.errors}${kinds ? ` (${kinds})` : ''}  timeouts ${r.timeouts}  non-2xx ${r.non2xx}${non2xx ? ` (${non2xx})` : ''}`;
 };
 
@@ -116,7 +148,10 @@ const cpuText = (r: Result) => (r.cpuUsPerReq === null ? '' : `  server CPU ${r.
 async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const src = `import express from 'express'; const app = express(); app.use(express.json()); app.post('/echo', (req, res) => res.json(req.body)); app.listen(${port}, '127.0.0.1', () => console.log('up'));`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', src], { stdio: ['ignore', 'pipe', 'inherit'], cwd: process.cwd() });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', src], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: process.cwd(),
+  });
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
   return { url: `http://127.0.0.1:${port}/echo`, child };
 }
@@ -126,9 +161,19 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
   // `tsx bench/blocks-profile.ts <profile> <blocks file>` lists what ran in the long blocks).
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   // the event-loop blocks of the service, kept next to the profile when there is one
-  const blocksFile = path.join(process.env.BENCH_CPU_PROF ?? os.tmpdir(), `loop-blocks-${label.replace(/\W+/g, '-')}-${process.pid}.json`);
+  const blocksFile = path.join(
+    process.env.BENCH_CPU_PROF ?? os.tmpdir(),
+    `loop-blocks-${label.replace(/\W+/g, '-')}-${process.pid}.json`,
+  );
   const svc = await spawnService(
-    { DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0', BENCH_LOOP_BLOCKS: blocksFile },
+    {
+      DATA_DIR: dataDir,
+      MASTER_API_KEY: KEY,
+      SIM_REPLAY: 'off',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_MIN: '0',
+      BENCH_LOOP_BLOCKS: blocksFile,
+    },
     30_000,
     // BENCH_NODE_ARGS: more flags for the service (`--trace-gc`, `--max-semi-space-size=32`, …)
     [...prof, ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', LOOP_BLOCKS_MODULE],
@@ -136,9 +181,15 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
   const results: [string, Result][] = [];
   const H = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
   for (let u = 0; u < USERS; u++) {
-    await fetch(`${svc.baseUrl}/v2/trade/users`, { method: 'POST', headers: { ...H, 'idempotency-key': randomUUID() }, body: JSON.stringify({ partner_user_id: `bench${u}` }) });
+    await fetch(`${svc.baseUrl}/v2/trade/users`, {
+      method: 'POST',
+      headers: { ...H, 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ partner_user_id: `bench${u}` }),
+    });
   }
-  const markets = (await (await fetch(`${svc.baseUrl}/v2/trade/markets?limit=100`, { headers: H })).json()) as { markets: { tokens: { token_id: string }[]; tick_size: string }[] };
+  const markets = (await (await fetch(`${svc.baseUrl}/v2/trade/markets?limit=100`, { headers: H })).json()) as {
+    markets: { tokens: { token_id: string }[]; tick_size: string }[];
+  };
   const tokens = markets.markets.filter((m) => m.tick_size === '0.01').map((m) => m.tokens[0]!.token_id);
   let i = 0;
   for (const connections of CONNECTION_LEVELS) {
@@ -153,8 +204,19 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
               i++;
               // Resting bids well below the touch, every 5th order crossing the ask: matching + rests.
               const crossing = i % 5 === 0;
-              const body = { symbol: tokens[i % tokens.length], side: 'buy', type: 'LIMIT', price: crossing ? '0.99' : `0.0${1 + (i % 5)}`, size: '5', ...(crossing ? { time_in_force: 'IOC' } : {}) };
-              return { ...req, headers: { ...H, 'x-partner-user-id': `bench${i % USERS}`, 'idempotency-key': randomUUID() }, body: JSON.stringify(body) };
+              const body = {
+                symbol: tokens[i % tokens.length],
+                side: 'buy',
+                type: 'LIMIT',
+                price: crossing ? '0.99' : `0.0${1 + (i % 5)}`,
+                size: '5',
+                ...(crossing ? { time_in_force: 'IOC' } : {}),
+              };
+              return {
+                ...req,
+                headers: { ...H, 'x-partner-user-id': `bench${i % USERS}`, 'idempotency-key': randomUUID() },
+                body: JSON.stringify(body),
+              };
             },
           },
         ],
@@ -163,7 +225,10 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
       connections,
     );
     results.push([`${label}, ${connections} conn`, result]);
-    const cpuRatio = result.cpuUsPerReq !== null && echo.cpuUsPerReq ? `  CPU ${(result.cpuUsPerReq / echo.cpuUsPerReq).toFixed(1)}× echo` : '';
+    const cpuRatio =
+      result.cpuUsPerReq !== null && echo.cpuUsPerReq
+        ? `  CPU ${(result.cpuUsPerReq / echo.cpuUsPerReq).toFixed(1)}× echo`
+        : '';
     console.log(
       `${`${label}, ${connections} conn`.padEnd(32)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${String(result.p50).padStart(4)} ms  p99 ${String(result.p99).padStart(4)} ms  max ${String(result.max).padStart(5)} ms` +
         `${cpuText(result)}${cpuRatio}\n${' '.repeat(34)}${answersText(result)}`,
@@ -179,17 +244,35 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
   const blocks = traced.blocks;
   // kept beside the profile with the runs' spans (bench/blocks-profile.ts looks only inside them)
   if (process.env.BENCH_CPU_PROF) await fs.writeFile(blocksFile.replace(/\.json$/, '.out.txt'), svc.output());
-  if (process.env.BENCH_CPU_PROF) await fs.writeFile(blocksFile, JSON.stringify({ ...traced, runs: results.map(([, r]) => ({ fromMs: r.fromMs, toMs: r.toMs })) }));
+  if (process.env.BENCH_CPU_PROF)
+    await fs.writeFile(
+      blocksFile,
+      JSON.stringify({ ...traced, runs: results.map(([, r]) => ({ fromMs: r.fromMs, toMs: r.toMs })) }),
+    );
   else await fs.rm(blocksFile, { force: true });
-  for (const [name, r] of results) console.log(`${' '.repeat(34)}${name.replace(/^.*, /, '')}: ${blocksText(blocks, traced.slowest ?? [], r)}`);
+  for (const [name, r] of results)
+    console.log(`${' '.repeat(34)}${name.replace(/^.*, /, '')}: ${blocksText(blocks, traced.slowest ?? [], r)}`);
 }
 
 async function main(): Promise<void> {
-  console.log(`bench:orders — ${CONNECTION_LEVELS.join(', ')} connections, ${DURATION_S} s per run, request timeout ${TIMEOUT_S} s, node ${process.version}, ${os.cpus().length} cores`);
+  console.log(
+    `bench:orders — ${CONNECTION_LEVELS.join(', ')} connections, ${DURATION_S} s per run, request timeout ${TIMEOUT_S} s, node ${process.version}, ${os.cpus().length} cores`,
+  );
   const echo = await startEcho();
-  const echoResult = await run({ url: echo.url, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }) }, echo.child.pid!, CONNECTION_LEVELS[0]!);
+  const echoResult = await run(
+    {
+      url: echo.url,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }),
+    },
+    echo.child.pid!,
+    CONNECTION_LEVELS[0]!,
+  );
   echo.child.kill();
-  console.log(`${`express JSON echo, ${CONNECTION_LEVELS[0]} conn`.padEnd(32)} ${echoResult.rps.toFixed(0).padStart(6)} req/s  p50 ${String(echoResult.p50).padStart(4)} ms  p99 ${String(echoResult.p99).padStart(4)} ms${cpuText(echoResult)}`);
+  console.log(
+    `${`express JSON echo, ${CONNECTION_LEVELS[0]} conn`.padEnd(32)} ${echoResult.rps.toFixed(0).padStart(6)} req/s  p50 ${String(echoResult.p50).padStart(4)} ms  p99 ${String(echoResult.p99).padStart(4)} ms${cpuText(echoResult)}`,
+  );
   await benchService('orders, store in memory', ':memory:', echoResult);
   if (process.env.BENCH_ONLY !== 'memory') {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-'));
@@ -199,7 +282,9 @@ async function main(): Promise<void> {
       await fs.rm(dir, { recursive: true, force: true });
     }
   }
-  console.log('targets: server CPU per order ≤ 3× the echo in memory, ≤ 4× on disk; p99 < 50 ms at 50 connections; every request answered (no errors or timeouts; shed load is 429/503)');
+  console.log(
+    'targets: server CPU per order ≤ 3× the echo in memory, ≤ 4× on disk; p99 < 50 ms at 50 connections; every request answered (no errors or timeouts; shed load is 429/503)',
+  );
 }
 
 main().catch((err) => {

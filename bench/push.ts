@@ -69,14 +69,17 @@ interface WorkerReport {
 function bareClient(baseUrl: string, onOrder: (o: OrderPush) => void, onFrame: () => void): Promise<WebSocket> {
   const prefix = '42/v2/trade,';
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/socket.io/?EIO=4&transport=websocket`, { perMessageDeflate: false });
+    const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/socket.io/?EIO=4&transport=websocket`, {
+      perMessageDeflate: false,
+    });
     ws.on('message', (data: Buffer) => {
       const text = data.toString();
       if (text.startsWith(prefix)) {
         onFrame();
         const [event, payload] = JSON.parse(text.slice(prefix.length)) as [string, unknown];
         if (event === 'order.updated') onOrder(payload as OrderPush);
-        else if (event === 'updates.batch') for (const r of (payload as BatchPush).records) if (r.event === 'order.updated') onOrder(r.data);
+        else if (event === 'updates.batch')
+          for (const r of (payload as BatchPush).records) if (r.event === 'order.updated') onOrder(r.data);
       } else if (text === '2') ws.send('3');
       else if (text[0] === '0') ws.send(`40/v2/trade,${JSON.stringify(auth())}`);
       else if (text.startsWith('40/v2/trade,')) resolve(ws);
@@ -120,7 +123,12 @@ async function clientWorker(): Promise<void> {
       Array.from({ length: Math.min(50, count - i) }, (_, j) =>
         i + j < sioCount
           ? new Promise<void>((resolve, reject) => {
-              const s: Socket<ServerToClientEvents, ClientToServerEvents> = io(`${baseUrl}/v2/trade`, { auth: auth(), transports: ['websocket'], forceNew: true, reconnection: false });
+              const s: Socket<ServerToClientEvents, ClientToServerEvents> = io(`${baseUrl}/v2/trade`, {
+                auth: auth(),
+                transports: ['websocket'],
+                forceNew: true,
+                reconnection: false,
+              });
               const rx = receiver(true);
               s.on('order.updated', (o) => {
                 onFrame();
@@ -146,7 +154,16 @@ async function clientWorker(): Promise<void> {
         if (s instanceof WebSocket) s.terminate();
         else s.disconnect();
       }
-      parentPort!.postMessage({ type: 'report', report: { received, frames, outOfOrder, histogram: [...histogram], sio: { received: sioReceived, histogram: [...sioHistogram] } } satisfies WorkerReport });
+      parentPort!.postMessage({
+        type: 'report',
+        report: {
+          received,
+          frames,
+          outOfOrder,
+          histogram: [...histogram],
+          sio: { received: sioReceived, histogram: [...sioHistogram] },
+        } satisfies WorkerReport,
+      });
     }
   });
 }
@@ -160,11 +177,13 @@ function percentile(h: number[], total: number, p: number): number {
   return Infinity;
 }
 
-
 /** The cores this process may run on (its affinity list, from taskset), or null without taskset. */
 function allowedCores(): number[] | null {
   try {
-    const list = execFileSync('taskset', ['-c', '-p', String(process.pid)], { encoding: 'utf8' }).split(':').pop()!.trim();
+    const list = execFileSync('taskset', ['-c', '-p', String(process.pid)], { encoding: 'utf8' })
+      .split(':')
+      .pop()!
+      .trim();
     return list.split(',').flatMap((part) => {
       const [a, b] = part.split('-').map(Number) as [number, number | undefined];
       return Array.from({ length: (b ?? a) - a + 1 }, (_, i) => a + i);
@@ -187,20 +206,43 @@ function pin(pid: number, cores: string): boolean {
 async function main(): Promise<void> {
   const allowed = allowedCores();
   const cores = allowed?.length ?? os.availableParallelism();
-  console.log(`bench:push — ${CLIENTS} clients in one partner's room (${WORKERS} client threads), ${RATE} updates/s for ${DURATION_S} s, ${BATCH_MS > 0 ? `updates.batch every ${BATCH_MS} ms (auth.batch_ms)` : 'separate order.updated events'}, node ${process.version}, ${cores} cores`);
+  console.log(
+    `bench:push — ${CLIENTS} clients in one partner's room (${WORKERS} client threads), ${RATE} updates/s for ${DURATION_S} s, ${BATCH_MS > 0 ? `updates.batch every ${BATCH_MS} ms (auth.batch_ms)` : 'separate order.updated events'}, node ${process.version}, ${cores} cores`,
+  );
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-push-'));
-  const svc = await spawnService({ DATA_DIR: dataDir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MIN: '0', SIM_INITIAL_PUSD: '100000000' }, 30_000, process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
+  const svc = await spawnService(
+    {
+      DATA_DIR: dataDir,
+      MASTER_API_KEY: KEY,
+      SIM_REPLAY: 'off',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_MIN: '0',
+      SIM_INITIAL_PUSD: '100000000',
+    },
+    30_000,
+    process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
+  );
   const servicePid = svc.child.pid!;
   const serviceCores = Math.max(1, Math.min(SERVICE_CORES, cores - 1));
   const [mine, theirs] = [allowed?.slice(0, serviceCores).join(','), allowed?.slice(serviceCores).join(',')];
   const pinned = cores > 2 && allowed !== null && pin(servicePid, mine!) && pin(process.pid, theirs!);
-  if (pinned) console.log(`cores: service pinned to ${mine}, clients and load to ${theirs} (taskset -a): they share no core`);
-  else console.log(`cores: ${cores}${cores > 2 ? ' (taskset unavailable)' : ''}: service and the ${CLIENTS} clients share them — the latency figures include the clients' CPU`);
+  if (pinned)
+    console.log(`cores: service pinned to ${mine}, clients and load to ${theirs} (taskset -a): they share no core`);
+  else
+    console.log(
+      `cores: ${cores}${cores > 2 ? ' (taskset unavailable)' : ''}: service and the ${CLIENTS} clients share them — the latency figures include the clients' CPU`,
+    );
   const workers: Worker[] = [];
   try {
     const H = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
-    await fetch(`${svc.baseUrl}/v2/trade/users`, { method: 'POST', headers: { ...H, 'idempotency-key': randomUUID() }, body: JSON.stringify({ partner_user_id: 'pusher' }) });
-    const markets = (await (await fetch(`${svc.baseUrl}/v2/trade/markets?limit=100`, { headers: H })).json()) as { markets: { tokens: { token_id: string }[]; tick_size: string }[] };
+    await fetch(`${svc.baseUrl}/v2/trade/users`, {
+      method: 'POST',
+      headers: { ...H, 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ partner_user_id: 'pusher' }),
+    });
+    const markets = (await (await fetch(`${svc.baseUrl}/v2/trade/markets?limit=100`, { headers: H })).json()) as {
+      markets: { tokens: { token_id: string }[]; tick_size: string }[];
+    };
     const tokens = markets.markets.filter((m) => m.tick_size === '0.01').map((m) => m.tokens[0]!.token_id);
 
     const t0 = Date.now();
@@ -235,14 +277,23 @@ async function main(): Promise<void> {
       const due = start + i * intervalMs;
       const wait = due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const body = { symbol: tokens[i % tokens.length], side: 'buy', type: 'LIMIT', price: `0.0${1 + (i % 5)}`, size: '5' };
+      const body = {
+        symbol: tokens[i % tokens.length],
+        side: 'buy',
+        type: 'LIMIT',
+        price: `0.0${1 + (i % 5)}`,
+        size: '5',
+      };
       inFlight.push(
-        fetch(`${svc.baseUrl}/v2/trade/order`, { method: 'POST', headers: { ...H, 'x-partner-user-id': 'pusher', 'idempotency-key': randomUUID() }, body: JSON.stringify(body) })
-          .then(async (r) => {
-            const o = (await r.json()) as { revision?: number };
-            if (r.status === 200 && o.revision) produced += o.revision;
-            else failed++;
-          }),
+        fetch(`${svc.baseUrl}/v2/trade/order`, {
+          method: 'POST',
+          headers: { ...H, 'x-partner-user-id': 'pusher', 'idempotency-key': randomUUID() },
+          body: JSON.stringify(body),
+        }).then(async (r) => {
+          const o = (await r.json()) as { revision?: number };
+          if (r.status === 200 && o.revision) produced += o.revision;
+          else failed++;
+        }),
       );
     }
     await Promise.all(inFlight);
@@ -250,15 +301,20 @@ async function main(): Promise<void> {
     // wait until every client has everything (or 10 s of silence)
     const expected = produced * CLIENTS;
     let got = 0;
-    for (let quiet = 0, prev = -1; quiet < 20; ) {
-      got = (await Promise.all(workers.map((_, w) => ask<{ received: number }>(w, 'count', 'count')))).reduce((a, m) => a + m.received, 0);
+    for (let quiet = 0, prev = -1; quiet < 20;) {
+      got = (await Promise.all(workers.map((_, w) => ask<{ received: number }>(w, 'count', 'count')))).reduce(
+        (a, m) => a + m.received,
+        0,
+      );
       if (got >= expected) break;
       quiet = got === prev ? quiet + 1 : 0;
       prev = got;
       await new Promise((r) => setTimeout(r, 500));
     }
     const cpu1 = cpuMs(servicePid);
-    const reports = (await Promise.all(workers.map((_, w) => ask<{ report: WorkerReport }>(w, 'report', 'report')))).map((m) => m.report);
+    const reports = (
+      await Promise.all(workers.map((_, w) => ask<{ report: WorkerReport }>(w, 'report', 'report')))
+    ).map((m) => m.report);
     const histogram = new Array<number>(BUCKETS).fill(0);
     const sioHistogram = new Array<number>(BUCKETS).fill(0);
     let received = 0;
@@ -275,12 +331,26 @@ async function main(): Promise<void> {
     }
     let max = 0;
     histogram.forEach((n, i) => n && (max = (i + 1) * BUCKET_MS));
-    console.log(`produced ${produced} updates in ${elapsedS.toFixed(1)} s (${(produced / elapsedS).toFixed(0)} updates/s; ${failed} requests failed), ${expected} deliveries expected`);
-    console.log(`delivery latency persist → client: p50 ${percentile(histogram, received, 0.5).toFixed(1)} ms, p99 ${percentile(histogram, received, 0.99).toFixed(1)} ms, max ${max.toFixed(1)} ms (target p99 < 50 ms)`);
-    if (SIO_CLIENTS > 0) console.log(`  of which the ${SIO_CLIENTS} socket.io-client clients: p50 ${percentile(sioHistogram, sioReceived, 0.5).toFixed(1)} ms, p99 ${percentile(sioHistogram, sioReceived, 0.99).toFixed(1)} ms`);
-    console.log(`updates lost: ${expected - received} of ${expected}; out of order or duplicated: ${outOfOrder} (target 0)`);
-    console.log(`frames: ${(frames / CLIENTS / elapsedS).toFixed(1)} a second per client (${(received / Math.max(1, frames)).toFixed(2)} updates a frame)`);
-    if (cpu0 !== null && cpu1 !== null) console.log(`service CPU: ${(((cpu1 - cpu0) * 1000) / Math.max(1, received)).toFixed(1)} ms per 1,000 deliveries (${((cpu1 - cpu0) / 1000 / elapsedS).toFixed(2)} cores busy, orders and pushes)`);
+    console.log(
+      `produced ${produced} updates in ${elapsedS.toFixed(1)} s (${(produced / elapsedS).toFixed(0)} updates/s; ${failed} requests failed), ${expected} deliveries expected`,
+    );
+    console.log(
+      `delivery latency persist → client: p50 ${percentile(histogram, received, 0.5).toFixed(1)} ms, p99 ${percentile(histogram, received, 0.99).toFixed(1)} ms, max ${max.toFixed(1)} ms (target p99 < 50 ms)`,
+    );
+    if (SIO_CLIENTS > 0)
+      console.log(
+        `  of which the ${SIO_CLIENTS} socket.io-client clients: p50 ${percentile(sioHistogram, sioReceived, 0.5).toFixed(1)} ms, p99 ${percentile(sioHistogram, sioReceived, 0.99).toFixed(1)} ms`,
+      );
+    console.log(
+      `updates lost: ${expected - received} of ${expected}; out of order or duplicated: ${outOfOrder} (target 0)`,
+    );
+    console.log(
+      `frames: ${(frames / CLIENTS / elapsedS).toFixed(1)} a second per client (${(received / Math.max(1, frames)).toFixed(2)} updates a frame)`,
+    );
+    if (cpu0 !== null && cpu1 !== null)
+      console.log(
+        `service CPU: ${(((cpu1 - cpu0) * 1000) / Math.max(1, received)).toFixed(1)} ms per 1,000 deliveries (${((cpu1 - cpu0) / 1000 / elapsedS).toFixed(2)} cores busy, orders and pushes)`,
+      );
   } finally {
     for (const w of workers) await w.terminate();
     svc.child.kill('SIGTERM');

@@ -32,15 +32,23 @@ const ORDERS = Number(process.env.BENCH_ORDERS ?? 1_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 64);
 
 async function main(): Promise<void> {
-  console.log(`bench:replay — ${STRATEGIES} armed STOP_LOSS, ${ORDERS} resting LIMIT buys, batches of ${BATCH} events, node ${process.version}, ${os.cpus().length} cores`);
+  console.log(
+    `bench:replay — ${STRATEGIES} armed STOP_LOSS, ${ORDERS} resting LIMIT buys, batches of ${BATCH} events, node ${process.version}, ${os.cpus().length} cores`,
+  );
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-replay-'));
   try {
     const catalogue = loadCatalogue();
     const capture = catalogue.capture!;
     // SIM_CAPTURE_SPEED 1 (real time): the capture clock barely moves; the bench drives the capture itself
     const config = loadConfig({
-      DATA_DIR: dir, LOG_LEVEL: 'silent', MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef', SIM_REPLAY: 'off', SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1',
-      SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000',
+      DATA_DIR: dir,
+      LOG_LEVEL: 'silent',
+      MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef',
+      SIM_REPLAY: 'off',
+      SIM_CAPTURE: 'on',
+      SIM_CAPTURE_SPEED: '1',
+      SIM_MAKER_REFILL_MS: '3600000',
+      SIM_INITIAL_PUSD: '1000000',
     });
     const s: Services = (await startServices(config, createLogger('silent'), { catalogue })).services;
     const venue = s.venue as SimVenue;
@@ -50,22 +58,31 @@ async function main(): Promise<void> {
     const { user: bidder } = await s.users.provision('demo', 'bidder', null);
     const tokens = [...catalogue.captureTokens!];
     const ledger = (venue as unknown as { ledger: Ledger }).ledger;
-    for (const t of tokens) ledger.walletOf(user._id).positions.set(t, { shares: dec(1_000), reserved: dec(0), cost: dec(0) });
+    for (const t of tokens)
+      ledger.walletOf(user._id).positions.set(t, { shares: dec(1_000), reserved: dec(0), cost: dec(0) });
 
     const t0 = performance.now();
     for (let i = 0; i < STRATEGIES; i++) {
       const token = tokens[2 * (i % (tokens.length / 2))]!; // first outcome (Up) of each market
       // every captured bid is at 0.99 or above: half the stops (at 0.99) fire when a bid appears, the others wait for the resolution
       const level = i % 2 ? str(dec('0.30').plus(dec('0.01').times(i % 40))) : '0.99';
-      await s.strategies.start('demo', s.strategies.check(user._id, { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }));
+      await s.strategies.start(
+        'demo',
+        s.strategies.check(user._id, { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }),
+      );
     }
     for (let i = 0; i < ORDERS; i++) {
       const token = tokens[2 * (i % (tokens.length / 2)) + 1]!; // second outcome (Down): a low bid there is no stop's trigger
       const price = str(dec('0.01').times(1 + (i % 10))); // 0.01 … 0.10
-      await s.orders.place('demo', s.orders.check(bidder._id, { symbol: token, side: 'buy', type: 'LIMIT', price, size: '5' }));
+      await s.orders.place(
+        'demo',
+        s.orders.check(bidder._id, { symbol: token, side: 'buy', type: 'LIMIT', price, size: '5' }),
+      );
     }
     const armedBefore = (await s.actors.find({ kind: 'strategy', status: 'ACTIVE' })).length;
-    console.log(`set-up: ${armedBefore} of ${STRATEGIES} strategies armed (ACTIVE) and ${ORDERS} orders resting in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `set-up: ${armedBefore} of ${STRATEGIES} strategies armed (ACTIVE) and ${ORDERS} orders resting in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
 
     let fills = 0;
     let resolvedCancels = 0;
@@ -106,25 +123,40 @@ async function main(): Promise<void> {
     const all = await s.actors.find({ kind: 'strategy' });
     const byStatus: Record<string, number> = {};
     for (const r of all) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
-    const byResolution = (r: (typeof all)[number]) => r.status === 'CANCELED' && (r.view as { message?: string }).message === 'market resolved';
+    const byResolution = (r: (typeof all)[number]) =>
+      r.status === 'CANCELED' && (r.view as { message?: string }).message === 'market resolved';
     // fired: the stop triggered (it planned its sell: a child sequence number was used), whatever came after
     // (a stop that fired as its market resolved ends CANCELED, market resolved, its sell refused there)
-    const firedOf = (r: (typeof all)[number]) => ((s.host.storedSnapshot(r) as { context?: { seq?: number } }).context?.seq ?? 0) > 0; // the stored form read back (engine/actor-host.ts SnapshotForm)
+    const firedOf = (r: (typeof all)[number]) =>
+      ((s.host.storedSnapshot(r) as { context?: { seq?: number } }).context?.seq ?? 0) > 0; // the stored form read back (engine/actor-host.ts SnapshotForm)
     const fired = all.filter(firedOf).length;
     const firedThenResolved = all.filter((r) => firedOf(r) && byResolution(r)).length;
     const endedByResolution = all.filter(byResolution).length;
     const resolvedMarkets = catalogue.markets.filter((m) => venue.marketStatus(m.conditionId)?.resolved).length;
 
     const perSec = (ms: number) => Math.round(applied / (ms / 1000)).toLocaleString('en-US');
-    const cpuUs = (c: NodeJS.CpuUsage) => `${((c.user + c.system) / applied).toFixed(1)} µs/event = ${Math.round((applied * 1e6) / (c.user + c.system)).toLocaleString('en-US')} events per CPU second`;
-    console.log(`capture events applied: ${applied} (levels, trade prints, tick changes, resolutions); skipped ${capture.skips.errorRows} error rows, ${capture.skips.unusable} unusable`);
-    console.log(`venue, in memory (every event applied to books, ledger, order states): ${perSec(memMs)} events/s (${memMs.toFixed(0)} ms; CPU ${cpuUs(cpuMem)}) — goal ≥ 50,000/s`);
-    console.log(`venue, durable (journal entries written, reports and book changes delivered to the engine): ${perSec(venueMs)} events/s (${venueMs.toFixed(0)} ms; CPU ${cpuUs(cpuVenue)})`);
-    console.log(`end to end (engine done with every report and trigger): ${perSec(e2eMs)} events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)})`);
-    console.log(`strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market resolved); ended CANCELED by resolution: ${endedByResolution}; by status: ${JSON.stringify(byStatus)}`);
+    const cpuUs = (c: NodeJS.CpuUsage) =>
+      `${((c.user + c.system) / applied).toFixed(1)} µs/event = ${Math.round((applied * 1e6) / (c.user + c.system)).toLocaleString('en-US')} events per CPU second`;
+    console.log(
+      `capture events applied: ${applied} (levels, trade prints, tick changes, resolutions); skipped ${capture.skips.errorRows} error rows, ${capture.skips.unusable} unusable`,
+    );
+    console.log(
+      `venue, in memory (every event applied to books, ledger, order states): ${perSec(memMs)} events/s (${memMs.toFixed(0)} ms; CPU ${cpuUs(cpuMem)}) — goal ≥ 50,000/s`,
+    );
+    console.log(
+      `venue, durable (journal entries written, reports and book changes delivered to the engine): ${perSec(venueMs)} events/s (${venueMs.toFixed(0)} ms; CPU ${cpuUs(cpuVenue)})`,
+    );
+    console.log(
+      `end to end (engine done with every report and trigger): ${perSec(e2eMs)} events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)})`,
+    );
+    console.log(
+      `strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market resolved); ended CANCELED by resolution: ${endedByResolution}; by status: ${JSON.stringify(byStatus)}`,
+    );
     const failed = all.find((r) => r.status === 'FAILED');
     if (failed) console.log(`a fired stop that FAILED says: ${(failed.view as { message?: string }).message}`);
-    console.log(`user fills: ${fills}; resting orders canceled by resolution: ${resolvedCancels}; markets resolved: ${resolvedMarkets}`);
+    console.log(
+      `user fills: ${fills}; resting orders canceled by resolution: ${resolvedCancels}; markets resolved: ${resolvedMarkets}`,
+    );
     await s.stop();
   } finally {
     await fs.rm(dir, { recursive: true, force: true });

@@ -14,7 +14,13 @@
  * per operation, then the medians, the spread (min–max of the rounds, the machine's noise) and the
  * ratio. `BENCH_ROUNDS` (7) and `BENCH_MS` (time per round and stepper, 1000) override.
  */
-import { createActor, type ActorScope, type AnyEventObject, type AnyMachineSnapshot, type AnyStateMachine } from 'xstate';
+import {
+  createActor,
+  type ActorScope,
+  type AnyEventObject,
+  type AnyMachineSnapshot,
+  type AnyStateMachine,
+} from 'xstate';
 import { PureStepper, persistedSnapshotJson } from '../engine/actor-host.js';
 import { orderMachine, type OrderInput } from '../machines/order.js';
 import { stopLossMachine } from '../machines/stop-loss.js';
@@ -47,16 +53,35 @@ class ScopeStepper implements Stepper {
   constructor(private readonly logic: AnyStateMachine) {
     const self = createActor(logic);
     this.scope = {
-      self, id: '', sessionId: '', system: self.system, defer: () => {}, logger: () => {}, stopChild: () => {}, emit: () => {},
+      self,
+      id: '',
+      sessionId: '',
+      system: self.system,
+      defer: () => {},
+      logger: () => {},
+      stopChild: () => {},
+      emit: () => {},
       actionExecutor: (a: unknown) => void this.sink.push(a as ExecutableAction),
     } as unknown as ActorScope<AnyMachineSnapshot, AnyEventObject>;
   }
 
   initial(input: unknown): Step {
     if (this.template) {
-      const contextOf = this.logic.config.context as (args: { input: unknown; self: unknown; spawn: unknown }) => Record<string, unknown>;
+      const contextOf = this.logic.config.context as (args: {
+        input: unknown;
+        self: unknown;
+        spawn: unknown;
+      }) => Record<string, unknown>;
       try {
-        const context = { ...contextOf({ input, self: this.scope.self, spawn: () => { throw new Error('spawn'); } }) };
+        const context = {
+          ...contextOf({
+            input,
+            self: this.scope.self,
+            spawn: () => {
+              throw new Error('spawn');
+            },
+          }),
+        };
         return [{ ...this.template, context } as AnyMachineSnapshot, []];
       } catch {
         // XState's path below
@@ -64,7 +89,8 @@ class ScopeStepper implements Stepper {
     }
     const actions: ExecutableAction[] = (this.sink = []);
     const snapshot = this.logic.getInitialSnapshot(this.scope as never, input as never) as AnyMachineSnapshot;
-    if (this.template === undefined && snapshot.status !== 'error') this.template = inert(this.logic, snapshot, actions) ? snapshot : null;
+    if (this.template === undefined && snapshot.status !== 'error')
+      this.template = inert(this.logic, snapshot, actions) ? snapshot : null;
     return [snapshot, actions];
   }
 
@@ -89,14 +115,19 @@ function inert(logic: AnyStateMachine, snapshot: AnyMachineSnapshot, actions: Ex
   const nodes = (snapshot as unknown as { _nodes: Node[] })._nodes;
   const entered = new Set<Node>();
   const enter = (n: Node): boolean => {
-    if (n.entry.length > 0 || (n.always?.length ?? 0) > 0 || n.config.after || n.config.invoke || n.config.always) return false;
+    if (n.entry.length > 0 || (n.always?.length ?? 0) > 0 || n.config.after || n.config.invoke || n.config.always)
+      return false;
     entered.add(n);
     if (n.type === 'parallel') return Object.values(n.states).every(enter);
     if (n.type !== 'compound') return true;
     const initial = n.config.initial;
     return typeof initial === 'string' && !!n.states[initial] && enter(n.states[initial]);
   };
-  return enter((logic as unknown as { root: Node }).root) && entered.size === nodes.length && nodes.every((n) => entered.has(n));
+  return (
+    enter((logic as unknown as { root: Node }).root) &&
+    entered.size === nodes.length &&
+    nodes.every((n) => entered.has(n))
+  );
 }
 
 /** STOP_LOSS inputs as the strategy service checks them (one user, four tokens, distinct record ids). */
@@ -110,8 +141,19 @@ async function stopLossInputs(n: number): Promise<StrategyInput[]> {
 }
 
 const ORDER: OrderInput = {
-  orderId: 'ord_bench', userId: 'usr_bench', tokenId: '1234567890', side: 'buy', type: 'LIMIT', price: '0.5', size: '10', quoteAmount: null,
-  timeInForce: 'GTC', expiresAtMs: null, clientOrderId: null, metadata: null, createdAtMs: 1_700_000_000_000,
+  orderId: 'ord_bench',
+  userId: 'usr_bench',
+  tokenId: '1234567890',
+  side: 'buy',
+  type: 'LIMIT',
+  price: '0.5',
+  size: '10',
+  quoteAmount: null,
+  timeInForce: 'GTC',
+  expiresAtMs: null,
+  clientOrderId: null,
+  metadata: null,
+  createdAtMs: 1_700_000_000_000,
 };
 const ORDER_EVENTS: AnyEventObject[] = [
   { type: 'venue.accepted', resting: true },
@@ -144,22 +186,34 @@ const fmt = (x: number): string => Math.round(x).toLocaleString('en-US');
 const STEPPERS = { old: 'old (hand-built scope, template)', now: 'new (public API)' };
 
 /** Alternating rounds of `old` and `now`, then the medians and spreads. */
-function compare(title: string, per: number, ops: { old: (i: number) => void; now: (i: number) => void }, labels: { old: string; now: string } = STEPPERS): void {
+function compare(
+  title: string,
+  per: number,
+  ops: { old: (i: number) => void; now: (i: number) => void },
+  labels: { old: string; now: string } = STEPPERS,
+): void {
   const width = Math.max(labels.old.length, labels.now.length);
   console.log(`\n${title}`);
   const runs: Record<'old' | 'now', Sample[]> = { old: [], now: [] };
-  for (let i = 0; i < 2; i++) { round(ops.old, per); round(ops.now, per); } // warm-up
+  for (let i = 0; i < 2; i++) {
+    round(ops.old, per);
+    round(ops.now, per);
+  } // warm-up
   for (let r = 0; r < ROUNDS; r++) {
     for (const k of r % 2 === 0 ? (['old', 'now'] as const) : (['now', 'old'] as const)) {
       const s = round(ops[k], per);
       runs[k].push(s);
-      console.log(`  round ${r + 1} ${labels[k].padEnd(width)}  ${fmt(s.perSec).padStart(9)} /s  CPU ${s.cpuUs.toFixed(2).padStart(6)} µs`);
+      console.log(
+        `  round ${r + 1} ${labels[k].padEnd(width)}  ${fmt(s.perSec).padStart(9)} /s  CPU ${s.cpuUs.toFixed(2).padStart(6)} µs`,
+      );
     }
   }
   const line = (k: 'old' | 'now', label: string) => {
     const rates = runs[k].map((s) => s.perSec);
     const cpu = runs[k].map((s) => s.cpuUs);
-    console.log(`  ${label} median ${fmt(median(rates)).padStart(9)} /s (rounds ${fmt(Math.min(...rates))}–${fmt(Math.max(...rates))})  CPU median ${median(cpu).toFixed(2)} µs (${Math.min(...cpu).toFixed(2)}–${Math.max(...cpu).toFixed(2)})`);
+    console.log(
+      `  ${label} median ${fmt(median(rates)).padStart(9)} /s (rounds ${fmt(Math.min(...rates))}–${fmt(Math.max(...rates))})  CPU median ${median(cpu).toFixed(2)} µs (${Math.min(...cpu).toFixed(2)}–${Math.max(...cpu).toFixed(2)})`,
+    );
   };
   line('old', 'old');
   line('now', 'new');
@@ -180,7 +234,9 @@ async function main(): Promise<void> {
   const mask = inputs.length - 1;
   const steppers = { old: new ScopeStepper(stopLossMachine), now: new PureStepper(stopLossMachine) as Stepper };
   let sink = 0;
-  console.log(`bench:stepper — ${ROUNDS} rounds of ${ROUND_MS} ms per stepper, node ${process.version}, ${(await import('node:os')).availableParallelism()} cores (shared)`);
+  console.log(
+    `bench:stepper — ${ROUNDS} rounds of ${ROUND_MS} ms per stepper, node ${process.version}, ${(await import('node:os')).availableParallelism()} cores (shared)`,
+  );
   compare('STOP_LOSS initial snapshot (arming): one per operation', 1, {
     old: (i) => void (sink += steppers.old.initial(inputs[i & mask]).length),
     now: (i) => void (sink += steppers.now.initial(inputs[i & mask]).length),
@@ -196,16 +252,24 @@ async function main(): Promise<void> {
     }
     if (snap.value !== 'filled') throw new Error(`order ended in ${JSON.stringify(snap.value)}`);
   };
-  compare('order transitions (accepted resting, partial fill, last fill): one per operation', ORDER_EVENTS.length, { old: lifecycle('old'), now: lifecycle('now') });
+  compare('order transitions (accepted resting, partial fill, last fill): one per operation', ORDER_EVENTS.length, {
+    old: lifecycle('old'),
+    now: lifecycle('now'),
+  });
   compare('order initial snapshot (entry action submitToVenue): one per operation', 1, {
     old: () => void (sink += orders.old.initial(ORDER).length),
     now: () => void (sink += orders.now.initial(ORDER).length),
   });
   const filled = lifecycleEnd(orders.now, first.now);
-  compare('an order snapshot as the host stores it (no form): JSON text, one per operation', 1, {
-    old: () => void (sink += persistedSnapshotJson(orderMachine, filled).length),
-    now: () => void (sink += JSON.stringify(orderMachine.getPersistedSnapshot(filled)).length),
-  }, { old: 'host persistedSnapshotJson (built by hand)', now: 'JSON.stringify(getPersistedSnapshot())' });
+  compare(
+    'an order snapshot as the host stores it (no form): JSON text, one per operation',
+    1,
+    {
+      old: () => void (sink += persistedSnapshotJson(orderMachine, filled).length),
+      now: () => void (sink += JSON.stringify(orderMachine.getPersistedSnapshot(filled)).length),
+    },
+    { old: 'host persistedSnapshotJson (built by hand)', now: 'JSON.stringify(getPersistedSnapshot())' },
+  );
   if (sink < 0) console.log(sink);
 }
 

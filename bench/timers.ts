@@ -84,7 +84,9 @@ const machine = setup({
   context: ({ input }) => ({ id: input.id, deadlines: { due: input.dueMs } }),
   initial: 'armed',
   states: {
-    armed: { on: { 'timer.fired': { guard: 'isCurrent', target: 'fired', actions: [assign({ deadlines: {} }), 'record'] } } },
+    armed: {
+      on: { 'timer.fired': { guard: 'isCurrent', target: 'fired', actions: [assign({ deadlines: {} }), 'record'] } },
+    },
     fired: { type: 'final' },
   },
 });
@@ -161,7 +163,13 @@ async function main(): Promise<void> {
   const repo = await ActorRepository.open(store);
   const host = new ActorHost(repo, timers, systemClock, log);
   hostRef.current = host;
-  host.register({ machineId: 'bench-timer', version: 1, kind: 'bench', logic: machine, statusOf: (s) => String(s.value).toUpperCase() });
+  host.register({
+    machineId: 'bench-timer',
+    version: 1,
+    kind: 'bench',
+    logic: machine,
+    statusOf: (s) => String(s.value).toUpperCase(),
+  });
   await timers.start();
   try {
     times = new Float64Array(new SharedArrayBuffer(TIMERS * 3 * 8));
@@ -176,15 +184,31 @@ async function main(): Promise<void> {
       const dueMs = dueOf(i);
       times[i * 3 + DUE] = dueMs;
       setTimeout(() => (control[i] = nowMs()), dueMs - Date.now());
-      await host.create<typeof machine>('bench-timer', { id: `bt-${i}`, input: { id: `bt-${i}`, dueMs }, partnerId: 'bench', ownerUserId: null });
+      await host.create<typeof machine>('bench-timer', {
+        id: `bt-${i}`,
+        input: { id: `bt-${i}`, dueMs },
+        partnerId: 'bench',
+        ownerUserId: null,
+      });
       if (Date.now() > dueMs) armedLate++;
     }
     const armS = (performance.now() - t0) / 1000;
-    console.log(`armed ${TIMERS} in ${armS.toFixed(1)} s (${(TIMERS / armS).toFixed(0)}/s), first due ${LEAD_S} s after the start; armed after their due time: ${armedLate}`);
+    console.log(
+      `armed ${TIMERS} in ${armS.toFixed(1)} s (${(TIMERS / armS).toFixed(0)}/s), first due ${LEAD_S} s after the start; armed after their due time: ${armedLate}`,
+    );
     const cpu0 = process.cpuUsage();
     const watchdog = new Worker(WATCHDOG, {
       eval: true,
-      workerData: { times: times.buffer, counts: counts.buffer, control: control.buffer, n: TIMERS, lastDueMs: dueOf(TIMERS - 1), graceS: GRACE_S, startMs: nowMs(), cpu0: cpu0.user + cpu0.system },
+      workerData: {
+        times: times.buffer,
+        counts: counts.buffer,
+        control: control.buffer,
+        n: TIMERS,
+        lastDueMs: dueOf(TIMERS - 1),
+        graceS: GRACE_S,
+        startMs: nowMs(),
+        cpu0: cpu0.user + cpu0.system,
+      },
     });
     await new Promise<void>((resolve, reject) => {
       watchdog.once('message', () => resolve());

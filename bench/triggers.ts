@@ -59,7 +59,13 @@ function memory(): Memory {
 }
 
 async function start(dir: string): Promise<Services> {
-  const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef', SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' });
+  const config = loadConfig({
+    DATA_DIR: dir,
+    LOG_LEVEL: 'silent',
+    MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef',
+    SIM_REPLAY: 'off',
+    SIM_MAKER_REFILL_MS: '3600000',
+  });
   const { services } = await startServices(config, createLogger('silent'), { catalogue });
   return services;
 }
@@ -74,7 +80,18 @@ async function wiggle(s: Services, mover: string, token: string): Promise<void> 
   const t = s.venue.touch(token);
   const info = s.venue.token(token)!;
   const price = str(t.bid!.plus(info.tickSize));
-  await s.venue.submit({ orderId: `mv-${token.slice(0, 8)}-${n}`, userId: mover, tokenId: token, side: 'buy', kind: 'limit', price, size: str(info.minSize), quoteAmount: null, timeInForce: 'GTC', postOnly: false });
+  await s.venue.submit({
+    orderId: `mv-${token.slice(0, 8)}-${n}`,
+    userId: mover,
+    tokenId: token,
+    side: 'buy',
+    kind: 'limit',
+    price,
+    size: str(info.minSize),
+    quoteAmount: null,
+    timeInForce: 'GTC',
+    postOnly: false,
+  });
   await s.venue.cancel(`mv-${token.slice(0, 8)}-${n}`, { code: 'USER_CANCELED', message: 'canceled by user' });
 }
 
@@ -118,7 +135,13 @@ async function arm(s: Services, userId: string, tokens: string[], from: number, 
     const bid = s.venue.touch(token).bid!;
     const trailing = i % 2 === 1;
     const body: OrderRequest = trailing
-      ? { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '5', execution: { high_water_mark: str(bid.plus('0.05')), trailing_offset: '0.1' } }
+      ? {
+          symbol: token,
+          side: 'sell',
+          type: 'TRAILING_STOP',
+          size: '5',
+          execution: { high_water_mark: str(bid.plus('0.05')), trailing_offset: '0.1' },
+        }
       : { symbol: token, side: 'sell', type: 'STOP_LOSS', price: str(bid.minus('0.05')), size: '5' };
     await s.strategies.start('demo', s.strategies.check(userId, body));
   };
@@ -129,19 +152,37 @@ async function arm(s: Services, userId: string, tokens: string[], from: number, 
 }
 
 async function main(): Promise<void> {
-  console.log(`bench:triggers — ${ARMED} armed over ${TOKENS} tokens, ${CONCURRENCY} at a time, node ${process.version}, ${os.cpus().length} cores, heap limit ${Math.round((await import('node:v8')).getHeapStatistics().heap_size_limit / 2 ** 20)} MB`);
+  console.log(
+    `bench:triggers — ${ARMED} armed over ${TOKENS} tokens, ${CONCURRENCY} at a time, node ${process.version}, ${os.cpus().length} cores, heap limit ${Math.round((await import('node:v8')).getHeapStatistics().heap_size_limit / 2 ** 20)} MB`,
+  );
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-triggers-'));
   try {
     let s = await start(dir);
     const { user } = await s.users.provision('demo', 'bench', null);
     const { user: mover } = await s.users.provision('demo', 'mover', null);
     const tokens = catalogue.markets
-      .filter((m) => m.tokens.length && s.venue.touch(m.tokens[0]!.tokenId).bid?.gt('0.2') && s.venue.touch(m.tokens[0]!.tokenId).bid?.lt('0.8'))
+      .filter(
+        (m) =>
+          m.tokens.length &&
+          s.venue.touch(m.tokens[0]!.tokenId).bid?.gt('0.2') &&
+          s.venue.touch(m.tokens[0]!.tokenId).bid?.lt('0.8'),
+      )
       .slice(0, TOKENS)
       .map((m) => m.tokens[0]!.tokenId);
     // shares to sell: 5 in each token (stops do not reserve shares)
     for (const t of tokens) {
-      await s.venue.submit({ orderId: `seed-${t.slice(0, 10)}`, userId: user._id, tokenId: t, side: 'buy', kind: 'limit', price: '0.99', size: '5', quoteAmount: null, timeInForce: 'IOC', postOnly: false });
+      await s.venue.submit({
+        orderId: `seed-${t.slice(0, 10)}`,
+        userId: user._id,
+        tokenId: t,
+        side: 'buy',
+        kind: 'limit',
+        price: '0.99',
+        size: '5',
+        quoteAmount: null,
+        timeInForce: 'IOC',
+        postOnly: false,
+      });
     }
     const before = memory();
     const small = Math.min(1_000, ARMED);
@@ -159,15 +200,21 @@ async function main(): Promise<void> {
     const after = memory();
     const perUpdateLarge = await timeUpdates(s, mover._id, tokens);
     const indexLarge = timeIndex(s, tokens);
-    console.log(`armed ${ARMED} in ${armSeconds.toFixed(1)} s (the book updates at ${small} included): ${Math.round(armRate)} strategies a second after the first ${small} (target ≥ 20,000), CPU ${armCpuUs.toFixed(0)} µs each (${Math.round(1e6 / armCpuUs)} a second on one free core); index holds ${s.strategies.triggers.size}`);
+    console.log(
+      `armed ${ARMED} in ${armSeconds.toFixed(1)} s (the book updates at ${small} included): ${Math.round(armRate)} strategies a second after the first ${small} (target ≥ 20,000), CPU ${armCpuUs.toFixed(0)} µs each (${Math.round(1e6 / armCpuUs)} a second on one free core); index holds ${s.strategies.triggers.size}`,
+    );
     console.log(
       `book update (venue place/cancel + trigger check), CPU time: ${perUpdateSmall.cpu.toFixed(1)} µs with ${small} armed, ${perUpdateLarge.cpu.toFixed(1)} µs with ${ARMED} armed — ratio ${(perUpdateLarge.cpu / perUpdateSmall.cpu).toFixed(2)} (target ≤ 1.2); ` +
         `wall clock ${perUpdateSmall.wall.toFixed(1)} → ${perUpdateLarge.wall.toFixed(1)} µs (ratio ${(perUpdateLarge.wall / perUpdateSmall.wall).toFixed(2)})`,
     );
-    console.log(`trigger index alone per touch change: ${indexSmall.toFixed(2)} µs with ${small}, ${indexLarge.toFixed(2)} µs with ${ARMED} — ratio ${(indexLarge / indexSmall).toFixed(2)}`);
+    console.log(
+      `trigger index alone per touch change: ${indexSmall.toFixed(2)} µs with ${small}, ${indexLarge.toFixed(2)} µs with ${ARMED} — ratio ${(indexLarge / indexSmall).toFixed(2)}`,
+    );
     const heapPer = (after.heap - before.heap) / ARMED;
     const rssPer = (after.rss - before.rss) / ARMED;
-    console.log(`memory per armed strategy: heap ${(heapPer / 1024).toFixed(2)} KB, RSS ${(rssPer / 1024).toFixed(2)} KB (target < 1.5 KB)`);
+    console.log(
+      `memory per armed strategy: heap ${(heapPer / 1024).toFixed(2)} KB, RSS ${(rssPer / 1024).toFixed(2)} KB (target < 1.5 KB)`,
+    );
     const kb = (bytes: number) => `${(bytes / ARMED / 1024).toFixed(2)} KB`;
     console.log(
       `  RSS breakdown per armed strategy: heapUsed ${kb(after.heap - before.heap)}, heapTotal ${kb(after.heapTotal - before.heapTotal)} (committed but free after GC ${kb(after.heapTotal - after.heap - (before.heapTotal - before.heap))}), ` +
@@ -184,11 +231,15 @@ async function main(): Promise<void> {
       v8flags.setFlagsFromString('--no-compact-on-every-full-gc');
       await new Promise((r) => setTimeout(r, 2_000)); // freed pages are unmapped by a background thread
       const c = process.memoryUsage();
-      console.log(`  after one compacting full GC: RSS ${kb(c.rss - before.rss)}, heapTotal ${kb(c.heapTotal - before.heapTotal)}, heapUsed ${kb(c.heapUsed - before.heap)} per armed strategy`);
+      console.log(
+        `  after one compacting full GC: RSS ${kb(c.rss - before.rss)}, heapTotal ${kb(c.heapTotal - before.heapTotal)}, heapUsed ${kb(c.heapUsed - before.heap)} per armed strategy`,
+      );
     }
     const v8 = await import('node:v8');
     const spaces = v8.getHeapSpaceStatistics().filter((sp) => sp.space_size > 2 ** 20);
-    console.log(`  V8 spaces after (committed / used MB): ${spaces.map((sp) => `${sp.space_name} ${Math.round(sp.space_size / 2 ** 20)}/${Math.round(sp.space_used_size / 2 ** 20)}`).join(', ')}`);
+    console.log(
+      `  V8 spaces after (committed / used MB): ${spaces.map((sp) => `${sp.space_name} ${Math.round(sp.space_size / 2 ** 20)}/${Math.round(sp.space_used_size / 2 ** 20)}`).join(', ')}`,
+    );
     await s.stop();
     // a restart is a new process: the stopped services' heap (gigabytes at a million armed) is
     // dropped first, not marked by every collection of the start-up
@@ -198,7 +249,9 @@ async function main(): Promise<void> {
     s = await start(dir);
     const restoreSeconds = (performance.now() - beforeRestore) / 1000;
     const p = s.startPhasesMs;
-    console.log(`restart: ${s.restoredAtStart} actors restored and re-armed in ${restoreSeconds.toFixed(1)} s (target < 30 s): store opened and loaded ${(p.open / 1000).toFixed(1)} s, actors restored ${(p.restore / 1000).toFixed(1)} s, reconciled ${(p.reconcile / 1000).toFixed(1)} s; index holds ${s.strategies.triggers.size}`);
+    console.log(
+      `restart: ${s.restoredAtStart} actors restored and re-armed in ${restoreSeconds.toFixed(1)} s (target < 30 s): store opened and loaded ${(p.open / 1000).toFixed(1)} s, actors restored ${(p.restore / 1000).toFixed(1)} s, reconciled ${(p.reconcile / 1000).toFixed(1)} s; index holds ${s.strategies.triggers.size}`,
+    );
     // the owner's list (GET of a user's strategies: ActorRepository.findOwned, newest first, a page
     // of 50 and the total), each right after one more strategy is armed: an `ownerKey` index range
     const PAGES = 20;
@@ -209,7 +262,9 @@ async function main(): Promise<void> {
       if (records.length !== 50 || total < ARMED) throw new Error(`findOwned gave ${records.length} of ${total}`);
     }
     const pageCpu = process.cpuUsage(c2);
-    console.log(`owner's list after each arming (findOwned, limit 50, with the total of ${ARMED + PAGES}): CPU ${((pageCpu.user + pageCpu.system) / PAGES / 1000).toFixed(2)} ms per arming + page`);
+    console.log(
+      `owner's list after each arming (findOwned, limit 50, with the total of ${ARMED + PAGES}): CPU ${((pageCpu.user + pageCpu.system) / PAGES / 1000).toFixed(2)} ms per arming + page`,
+    );
     await s.stop();
   } finally {
     await fs.rm(dir, { recursive: true, force: true });

@@ -1,5 +1,16 @@
 import { EventEmitter } from 'node:events';
-import { createActor, initialTransition, transition, type AnyActorRef, type AnyEventObject, type AnyStateNode, type AnyMachineSnapshot, type AnyStateMachine, type SnapshotFrom, type InputFrom } from 'xstate';
+import {
+  createActor,
+  initialTransition,
+  transition,
+  type AnyActorRef,
+  type AnyEventObject,
+  type AnyStateNode,
+  type AnyMachineSnapshot,
+  type AnyStateMachine,
+  type SnapshotFrom,
+  type InputFrom,
+} from 'xstate';
 import type { Clock } from './clock.js';
 import { backoffMs } from './backoff.js';
 import { RevisionConflictError, UnknownActorError } from './errors.js';
@@ -33,7 +44,10 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
    */
   passivate?(snapshot: SnapshotFrom<TLogic>): boolean;
   /** REST read model of a snapshot (defaults to `{}`); derived on every read, never stored (its `type` is). */
-  viewOf?(snapshot: SnapshotFrom<TLogic>, meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number }): Record<string, unknown>;
+  viewOf?(
+    snapshot: SnapshotFrom<TLogic>,
+    meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number },
+  ): Record<string, unknown>;
   /**
    * The view's `type` (stored with the record for filtering), when it can be had without the whole
    * view: then a new actor's view is derived only if someone reads its record's `view`.
@@ -104,7 +118,9 @@ export interface SnapshotForm {
    * Fields computed from the record's ids and the context, left out when equal (JSON-equal) to
    * what they compute. A derivation reads only fields stored, defaulted or derived before it.
    */
-  derived?: ReadonlyArray<readonly [key: string, derive: (context: Record<string, unknown>, ids: RecordIds) => unknown]>;
+  derived?: ReadonlyArray<
+    readonly [key: string, derive: (context: Record<string, unknown>, ids: RecordIds) => unknown]
+  >;
   /**
    * A new object holding every field of {@link defaults} at its default (fresh arrays and
    * objects), as an object literal builds it: what reading back starts from (faster than copying
@@ -156,7 +172,12 @@ export interface TimerFiredEvent {
   atMs: number;
 }
 
-type ExecutableAction = { type: string; params?: unknown; info?: unknown; exec?: ((info: never, params: never) => void) | undefined };
+type ExecutableAction = {
+  type: string;
+  params?: unknown;
+  info?: unknown;
+  exec?: ((info: never, params: never) => void) | undefined;
+};
 
 /**
  * Writes that belong with each persisted step of one actor ({@link ActorHost.bindStepWrites}):
@@ -212,9 +233,13 @@ export class PureStepper {
       const fast = this.initialFromTemplate(this.template, input);
       if (fast) return [fast, []];
     }
-    const [snapshot, actions] = initialTransition(this.logic, input as never) as [AnyMachineSnapshot, ExecutableAction[]];
+    const [snapshot, actions] = initialTransition(this.logic, input as never) as [
+      AnyMachineSnapshot,
+      ExecutableAction[],
+    ];
     // an input the context refuses (an error snapshot) tells nothing: the next one decides
-    if (this.template === undefined && snapshot.status !== 'error') this.template = inertInitial(this.logic, snapshot, actions) ? snapshot : null;
+    if (this.template === undefined && snapshot.status !== 'error')
+      this.template = inertInitial(this.logic, snapshot, actions) ? snapshot : null;
     return [snapshot, actions];
   }
 
@@ -231,7 +256,11 @@ export class PureStepper {
    * snapshot, children) exactly as before.
    */
   private initialFromTemplate(template: AnyMachineSnapshot, input: unknown): AnyMachineSnapshot | null {
-    const contextOf = this.logic.config.context as (args: { input: unknown; self: unknown; spawn: unknown }) => Record<string, unknown>;
+    const contextOf = this.logic.config.context as (args: {
+      input: unknown;
+      self: unknown;
+      spawn: unknown;
+    }) => Record<string, unknown>;
     let context: Record<string, unknown>;
     try {
       // a copy with the same fields as XState's `Object.assign({}, …)`, made by a spread: adding
@@ -269,21 +298,27 @@ function inertInitial(logic: AnyStateMachine, snapshot: AnyMachineSnapshot, acti
  * transitions alone gives, and nothing on the way acts on entry.
  */
 function enteredInertly(node: AnyStateNode, value: unknown): boolean {
-  if (node.entry.length > 0 || (node.always?.length ?? 0) > 0 || node.after.length > 0 || node.invoke.length > 0) return false;
+  if (node.entry.length > 0 || (node.always?.length ?? 0) > 0 || node.after.length > 0 || node.invoke.length > 0)
+    return false;
   if (node.type === 'parallel') {
     if (typeof value !== 'object' || value === null) return false;
     const keys = Object.keys(node.states);
     if (Object.keys(value).length !== keys.length) return false;
     return keys.every((k) => k in value && enteredInertly(node.states[k]!, (value as Record<string, unknown>)[k]));
   }
-  if (node.type !== 'compound') return node.type === 'atomic' || node.type === 'final' ? value === undefined || (typeof value === 'object' && value !== null && Object.keys(value).length === 0) : false;
+  if (node.type !== 'compound')
+    return node.type === 'atomic' || node.type === 'final'
+      ? value === undefined || (typeof value === 'object' && value !== null && Object.keys(value).length === 0)
+      : false;
   const initial = node.initial;
   const child = initial.target.length === 1 ? initial.target[0] : undefined;
   if (initial.actions.length > 0 || !child || node.states[child.key] !== child) return false;
   if (typeof value === 'string') return value === child.key && enteredInertly(child, undefined);
   if (typeof value !== 'object' || value === null) return false;
   const keys = Object.keys(value);
-  return keys.length === 1 && keys[0] === child.key && enteredInertly(child, (value as Record<string, unknown>)[child.key]);
+  return (
+    keys.length === 1 && keys[0] === child.key && enteredInertly(child, (value as Record<string, unknown>)[child.key])
+  );
 }
 
 interface Live {
@@ -317,9 +352,19 @@ function slim(r: ActorRecord): ActorRecord {
  */
 function bareRecord(record: ActorRecord): Omit<ActorRecord, 'view'> {
   const r = {
-    _id: record._id, machineId: record.machineId, machineVersion: record.machineVersion, snapshot: record.snapshot, revision: record.revision,
-    kind: record.kind, status: record.status, final: record.final, partnerId: record.partnerId, ownerUserId: record.ownerUserId,
-    createdAtMs: record.createdAtMs, updatedAtMs: record.updatedAtMs, quarantine: record.quarantine,
+    _id: record._id,
+    machineId: record.machineId,
+    machineVersion: record.machineVersion,
+    snapshot: record.snapshot,
+    revision: record.revision,
+    kind: record.kind,
+    status: record.status,
+    final: record.final,
+    partnerId: record.partnerId,
+    ownerUserId: record.ownerUserId,
+    createdAtMs: record.createdAtMs,
+    updatedAtMs: record.updatedAtMs,
+    quarantine: record.quarantine,
   } as Omit<ActorRecord, 'view'>;
   // the optional fields added only when present (a `delete` would make the object a dictionary)
   if (record.type !== undefined) r.type = record.type;
@@ -355,7 +400,12 @@ function lazyViewSet(this: LazyRecord, v: Record<string, unknown>): void {
 }
 
 /** The accessor of `view` (one object: the getter and setter are the same for every record). */
-const LAZY_VIEW_ACCESSOR: PropertyDescriptor = { enumerable: true, configurable: true, get: lazyViewGet, set: lazyViewSet };
+const LAZY_VIEW_ACCESSOR: PropertyDescriptor = {
+  enumerable: true,
+  configurable: true,
+  get: lazyViewGet,
+  set: lazyViewSet,
+};
 
 /**
  * A copy of `record` whose `view` is derived on first read, then kept: most records a write
@@ -372,7 +422,12 @@ const LAZY_VIEW_ACCESSOR: PropertyDescriptor = { enumerable: true, configurable:
  */
 function withLazyView(record: ActorRecord, derive: () => Record<string, unknown>): ActorRecord {
   const r = bareRecord(record);
-  Object.defineProperty(r, LAZY_VIEW, { value: { derive, view: undefined } satisfies LazyViewSlot, enumerable: false, writable: false, configurable: false });
+  Object.defineProperty(r, LAZY_VIEW, {
+    value: { derive, view: undefined } satisfies LazyViewSlot,
+    enumerable: false,
+    writable: false,
+    configurable: false,
+  });
   Object.defineProperty(r, 'view', LAZY_VIEW_ACCESSOR);
   return r as ActorRecord;
 }
@@ -404,7 +459,9 @@ export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachi
   for (const _ in children) return JSON.stringify(logic.getPersistedSnapshot(snapshot));
   const history: Record<string, Array<{ id: string }>> = {};
   const hv = snapshot.historyValue as Record<string, unknown> | undefined;
-  if (hv && typeof hv === 'object') for (const k in hv) if (Array.isArray(hv[k])) history[k] = (hv[k] as Array<{ id: string }>).map((n) => ({ id: n.id }));
+  if (hv && typeof hv === 'object')
+    for (const k in hv)
+      if (Array.isArray(hv[k])) history[k] = (hv[k] as Array<{ id: string }>).map((n) => ({ id: n.id }));
   return JSON.stringify({
     status: snapshot.status,
     output: snapshot.output,
@@ -448,7 +505,11 @@ function freshDefault(v: unknown): unknown {
  * packed), or XState's form ({@link persistedSnapshotJson}) when the definition has none, the
  * actor has children or its context lacks a field the form names.
  */
-export function storedSnapshotJson(def: Pick<ActorDefinition, 'logic' | 'form'>, snapshot: AnyMachineSnapshot, ids: RecordIds): string {
+export function storedSnapshotJson(
+  def: Pick<ActorDefinition, 'logic' | 'form'>,
+  snapshot: AnyMachineSnapshot,
+  ids: RecordIds,
+): string {
   const form = def.form;
   const children = snapshot.children as Record<string, unknown>;
   if (!form) return persistedSnapshotJson(def.logic, snapshot);
@@ -468,20 +529,29 @@ export function storedSnapshotJson(def: Pick<ActorDefinition, 'logic' | 'form'>,
 }
 
 /** The derivations of each form by field (built once per form). */
-const derivations = new WeakMap<SnapshotForm, Map<string, (context: Record<string, unknown>, ids: RecordIds) => unknown>>();
+const derivations = new WeakMap<
+  SnapshotForm,
+  Map<string, (context: Record<string, unknown>, ids: RecordIds) => unknown>
+>();
 
 /** The history value as XState persists it (state node ids), or undefined when empty. */
 function persistedHistory(snapshot: AnyMachineSnapshot): Record<string, Array<{ id: string }>> | undefined {
   const hv = snapshot.historyValue as Record<string, unknown> | undefined;
   let history: Record<string, Array<{ id: string }>> | undefined;
   if (hv && typeof hv === 'object') {
-    for (const k in hv) if (Array.isArray(hv[k])) (history ??= {})[k] = (hv[k] as Array<{ id: string }>).map((n) => ({ id: n.id }));
+    for (const k in hv)
+      if (Array.isArray(hv[k])) (history ??= {})[k] = (hv[k] as Array<{ id: string }>).map((n) => ({ id: n.id }));
   }
   return history;
 }
 
 /** Whether derivation `f` gives `v` (a derivation that throws gives nothing: the field is stored). */
-function derives(f: (context: Record<string, unknown>, ids: RecordIds) => unknown, v: unknown, context: Record<string, unknown>, ids: RecordIds): boolean {
+function derives(
+  f: (context: Record<string, unknown>, ids: RecordIds) => unknown,
+  v: unknown,
+  context: Record<string, unknown>,
+  ids: RecordIds,
+): boolean {
   try {
     return sameJson(v, f(context, ids));
   } catch {
@@ -490,7 +560,13 @@ function derives(f: (context: Record<string, unknown>, ids: RecordIds) => unknow
 }
 
 /** The snapshot in positional form `form` (see {@link SnapshotForm}), or XState's when its context does not fit. */
-function positionalSnapshotJson(logic: AnyStateMachine, form: SnapshotForm, fields: NonNullable<SnapshotForm['fields']>, snapshot: AnyMachineSnapshot, ids: RecordIds): string {
+function positionalSnapshotJson(
+  logic: AnyStateMachine,
+  form: SnapshotForm,
+  fields: NonNullable<SnapshotForm['fields']>,
+  snapshot: AnyMachineSnapshot,
+  ids: RecordIds,
+): string {
   const context = persistContext(snapshot.context) as Record<string, unknown>;
   let slotted = slotKeys.get(form);
   if (!slotted) slotKeys.set(form, (slotted = new Set(fields.map((f) => (typeof f === 'string' ? f : f.key)))));
@@ -539,7 +615,12 @@ function freshContext(form: SnapshotForm, stored: Record<string, unknown>): Reco
 }
 
 /** Reads back a snapshot stored in positional form (see {@link SnapshotForm}). */
-function unpackPositional(stored: unknown[], form: SnapshotForm, fields: NonNullable<SnapshotForm['fields']>, ids: RecordIds): PersistedSnapshot {
+function unpackPositional(
+  stored: unknown[],
+  form: SnapshotForm,
+  fields: NonNullable<SnapshotForm['fields']>,
+  ids: RecordIds,
+): PersistedSnapshot {
   const n = fields.length;
   const rest = (stored[n + 2] ?? {}) as Record<string, unknown>;
   const envelope = (stored[n + 3] ?? {}) as PersistedSnapshot;
@@ -568,7 +649,12 @@ function unpackPositional(stored: unknown[], form: SnapshotForm, fields: NonNull
  * fields of `slotted` (a positional form's slots), or null when it lacks (or holds `undefined`
  * in) a field the form names: then it is stored in XState's form, so the round trip stays exact.
  */
-function packContext(form: SnapshotForm, context: Record<string, unknown>, ids: RecordIds, slotted?: ReadonlySet<string>): Record<string, unknown> | null {
+function packContext(
+  form: SnapshotForm,
+  context: Record<string, unknown>,
+  ids: RecordIds,
+  slotted?: ReadonlySet<string>,
+): Record<string, unknown> | null {
   let derive = derivations.get(form);
   if (!derive) derivations.set(form, (derive = new Map(form.derived ?? [])));
   const defaults = form.defaults;
@@ -594,7 +680,11 @@ function packContext(form: SnapshotForm, context: Record<string, unknown>, ids: 
  * @param forms the form of each stored version (the definition's), or null when it has none.
  * @throws {Error} on text that is not JSON, or a `form` version no form reads.
  */
-export function unpackSnapshot(json: string, forms: SnapshotForm | null | undefined, ids: RecordIds): PersistedSnapshot {
+export function unpackSnapshot(
+  json: string,
+  forms: SnapshotForm | null | undefined,
+  ids: RecordIds,
+): PersistedSnapshot {
   const stored = JSON.parse(json) as PersistedSnapshot & { form?: unknown };
   if (Array.isArray(stored)) {
     const form = formOfVersion(forms, stored[0]);
@@ -603,7 +693,8 @@ export function unpackSnapshot(json: string, forms: SnapshotForm | null | undefi
   }
   if (stored === null || typeof stored !== 'object' || stored.form === undefined) return stored;
   const form = formOfVersion(forms, stored.form);
-  if (!form || form.fields) throw new Error(`snapshot stored in form ${String(stored.form)}, which no definition reads`);
+  if (!form || form.fields)
+    throw new Error(`snapshot stored in form ${String(stored.form)}, which no definition reads`);
   const packed = (stored.context ?? {}) as Record<string, unknown>;
   const derived = form.derived ?? [];
   const context = freshContext(form, packed);
@@ -666,7 +757,13 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (!def?.viewOf) return {};
       // the persisted snapshot (status, value, context) is what the view functions read
       try {
-        return def.viewOf(unpackSnapshot(r.snapshot, def.form, r) as never, { id: r._id, status: r.status, createdAtMs: r.createdAtMs, updatedAtMs: r.updatedAtMs, revision: r.revision });
+        return def.viewOf(unpackSnapshot(r.snapshot, def.form, r) as never, {
+          id: r._id,
+          status: r.status,
+          createdAtMs: r.createdAtMs,
+          updatedAtMs: r.updatedAtMs,
+          revision: r.revision,
+        });
       } catch (err) {
         this.log.error({ err, actorId: r._id }, 'read model of a stored snapshot failed');
         return { id: r._id, status: r.status, error: 'unreadable snapshot' };
@@ -692,7 +789,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * Persists one step of actor `id` with `write`, and with the writes bound to it when there are:
    * then in one transaction, `write` given its unit of work.
    */
-  private persist(id: string, write: (tx?: UnitOfWork) => Promise<ActorRecord>, outOf: (record: ActorRecord) => ActorRecord): Promise<ActorRecord> {
+  private persist(
+    id: string,
+    write: (tx?: UnitOfWork) => Promise<ActorRecord>,
+    outOf: (record: ActorRecord) => ActorRecord,
+  ): Promise<ActorRecord> {
     const bound = this.stepWrites.get(id);
     if (!bound) return write();
     return this.repo.transaction(async (tx) => {
@@ -723,21 +824,33 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const meta = { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 };
       const deriveView = () => def.viewOf?.(snapshot, meta) ?? {};
       const outOf = (r: ActorRecord) => (def.typeOf ? withLazyView(r, deriveView) : r);
-      const record = await this.persist(args.id, (tx) => this.repo.insert({
-        _id: args.id,
-        machineId,
-        machineVersion: def.version,
-        snapshot: storedSnapshotJson(def, snapshot, { _id: args.id, ownerUserId: args.ownerUserId, createdAtMs: now }),
-        kind: def.kind,
-        status,
-        // with typeOf, only the type (stored) now: the view when someone reads it
-        view: def.typeOf ? { type: def.typeOf(snapshot) } : deriveView(),
-        final: snapshot.status !== 'active',
-        partnerId: args.partnerId,
-        ownerUserId: args.ownerUserId,
-        createdAtMs: now,
-        updatedAtMs: now,
-      }, tx), outOf);
+      const record = await this.persist(
+        args.id,
+        (tx) =>
+          this.repo.insert(
+            {
+              _id: args.id,
+              machineId,
+              machineVersion: def.version,
+              snapshot: storedSnapshotJson(def, snapshot, {
+                _id: args.id,
+                ownerUserId: args.ownerUserId,
+                createdAtMs: now,
+              }),
+              kind: def.kind,
+              status,
+              // with typeOf, only the type (stored) now: the view when someone reads it
+              view: def.typeOf ? { type: def.typeOf(snapshot) } : deriveView(),
+              final: snapshot.status !== 'active',
+              partnerId: args.partnerId,
+              ownerUserId: args.ownerUserId,
+              createdAtMs: now,
+              updatedAtMs: now,
+            },
+            tx,
+          ),
+        outOf,
+      );
       const live: Live = { def, record: slim(record), snapshot, json: record.snapshot };
       const out = outOf(record);
       this.keep(live);
@@ -765,7 +878,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /** Resolves once every event queued so far for `id` has been handled. */
   async whenQuiet(id: string): Promise<void> {
     // Actions may queue further events while we wait: loop until the queue is quiet.
-    for (let q = this.queues.get(id); q; ) {
+    for (let q = this.queues.get(id); q;) {
       await q.catch(() => undefined);
       const next = this.queues.get(id);
       if (next === q) break;
@@ -788,7 +901,9 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * `JSON.parse(record.snapshot)`, which may be packed).
    * @throws {Error} when the snapshot is not JSON or its form is unknown.
    */
-  storedSnapshot(record: Pick<ActorRecord, 'snapshot' | 'machineId' | '_id' | 'ownerUserId' | 'createdAtMs'>): PersistedSnapshot {
+  storedSnapshot(
+    record: Pick<ActorRecord, 'snapshot' | 'machineId' | '_id' | 'ownerUserId' | 'createdAtMs'>,
+  ): PersistedSnapshot {
     return unpackSnapshot(record.snapshot, this.defs.get(record.machineId)?.form, record);
   }
 
@@ -816,7 +931,17 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /** A live actor's record with its read model, derived again from the snapshot (not kept in memory). */
   private full(l: Live): ActorRecord {
     const r = l.record;
-    return { ...r, view: l.def.viewOf?.(l.snapshot as never, { id: r._id, status: r.status, createdAtMs: r.createdAtMs, updatedAtMs: r.updatedAtMs, revision: r.revision }) ?? {} };
+    return {
+      ...r,
+      view:
+        l.def.viewOf?.(l.snapshot as never, {
+          id: r._id,
+          status: r.status,
+          createdAtMs: r.createdAtMs,
+          updatedAtMs: r.updatedAtMs,
+          revision: r.revision,
+        }) ?? {},
+    };
   }
 
   /** Ids of the live (non-final) actors of `kind`. */
@@ -834,7 +959,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /** Keeps a live actor in memory, unless it is final or its definition lets it passivate. */
   private keep(l: Live): void {
     const id = l.record._id;
-    const dormant = l.def.passivate?.(l.snapshot as never) === true && Object.keys(deadlinesOf(l.snapshot)).length === 0;
+    const dormant =
+      l.def.passivate?.(l.snapshot as never) === true && Object.keys(deadlinesOf(l.snapshot)).length === 0;
     if (l.record.final || dormant) this.live.delete(id);
     else this.live.set(id, l);
     if (l.record.final) {
@@ -884,7 +1010,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         quarantined++;
         continue;
       }
-      for (const [name, atMs] of Object.entries(deadlinesOf(live.snapshot))) await this.timers.schedule(record._id, name, atMs);
+      for (const [name, atMs] of Object.entries(deadlinesOf(live.snapshot)))
+        await this.timers.schedule(record._id, name, atMs);
       this.emit('restored', { record: live.record, context: live.snapshot.context, dormant: false });
       this.keep(live);
       restored++;
@@ -898,14 +1025,19 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    */
   private dormantContext(record: ActorRecord): unknown {
     const def = this.defs.get(record.machineId);
-    if (!def?.passivate || (record.machineVersion !== def.version && !(def.restorableVersions ?? []).includes(record.machineVersion))) return null;
+    if (
+      !def?.passivate ||
+      (record.machineVersion !== def.version && !(def.restorableVersions ?? []).includes(record.machineVersion))
+    )
+      return null;
     let persisted: PersistedSnapshot;
     try {
       persisted = unpackSnapshot(record.snapshot, def.form, record);
     } catch {
       return null; // load() quarantines it
     }
-    if (persisted?.status !== 'active' || typeof persisted.context !== 'object' || persisted.context === null) return null;
+    if (persisted?.status !== 'active' || typeof persisted.context !== 'object' || persisted.context === null)
+      return null;
     if (Object.keys(deadlinesOf(persisted)).length > 0 || def.passivate(persisted as never) !== true) return null;
     return persisted.context;
   }
@@ -990,7 +1122,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         const [after, acts] = stepper.transition(next, p.event);
         // Nothing happened: nothing to persist. (A re-entry can return the same snapshot object
         // *with* entry actions to run, so the actions decide, not object identity.)
-        if (acts.length === 0 && (after === next || (after.value === next.value && after.context === next.context))) continue;
+        if (acts.length === 0 && (after === next || (after.value === next.value && after.context === next.context)))
+          continue;
         next = after;
         actions.push(...acts);
         events.push(p.event);
@@ -1008,7 +1141,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       // that told strategies what they already knew gave them revisions no client ever saw. The
       // comparison is with the current snapshot written the same way (a restored actor's stored
       // text may order its fields otherwise).
-      if (actions.length === 0 && live.record.machineVersion === def.version && snapshotJson === (live.json ??= storedSnapshotJson(def, live.snapshot, live.record))) {
+      if (
+        actions.length === 0 &&
+        live.record.machineVersion === def.version &&
+        snapshotJson === (live.json ??= storedSnapshotJson(def, live.snapshot, live.record))
+      ) {
         const same: Live = { def, record: live.record, snapshot: next, json: snapshotJson };
         this.keep(same);
         return this.full(same);
@@ -1016,17 +1153,32 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       try {
         const status = def.statusOf(next);
         const updatedAtMs = this.clock.now();
-        const meta = { id, status, createdAtMs: live.record.createdAtMs, updatedAtMs, revision: live.record.revision + 1 };
+        const meta = {
+          id,
+          status,
+          createdAtMs: live.record.createdAtMs,
+          updatedAtMs,
+          revision: live.record.revision + 1,
+        };
         const outOf = (r: ActorRecord) => withLazyView(r, () => def.viewOf?.(next, meta) ?? {});
         const current = live.record;
-        const record = await this.persist(id, (tx) => this.repo.update(current, {
-          snapshot: snapshotJson,
-          status,
-          view: NO_VIEW,
-          final: next.status !== 'active',
-          updatedAtMs,
-          machineVersion: def.version,
-        }, tx), outOf);
+        const record = await this.persist(
+          id,
+          (tx) =>
+            this.repo.update(
+              current,
+              {
+                snapshot: snapshotJson,
+                status,
+                view: NO_VIEW,
+                final: next.status !== 'active',
+                updatedAtMs,
+                machineVersion: def.version,
+              },
+              tx,
+            ),
+          outOf,
+        );
         const updated: Live = { def, record: slim(record), snapshot: next, json: snapshotJson };
         const out = outOf(record);
         this.keep(updated);
@@ -1123,7 +1275,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     const repair = this.timerRepairs.get(id) ?? { attempt: 0, timer: null };
     repair.attempt++;
     this.timerRepairs.set(id, repair);
-    if (repair.attempt === 1 || repair.attempt % 20 === 0) this.log.error({ err, actorId: id, attempt: repair.attempt }, 'arming timers failed; repairing in the background');
+    if (repair.attempt === 1 || repair.attempt % 20 === 0)
+      this.log.error(
+        { err, actorId: id, attempt: repair.attempt },
+        'arming timers failed; repairing in the background',
+      );
     if (repair.timer) clearTimeout(repair.timer);
     const delay = backoffMs(repair.attempt, 100, 30_000);
     repair.timer = setTimeout(() => {

@@ -4,7 +4,14 @@ import { DuplicateKeyError, errors } from './errors.js';
 import type { Collection, Store } from './store/port.js';
 
 /** Additive scopes of spec part 5. */
-export const SCOPES = ['trade.read', 'trade.execute', 'trade.cancel', 'trade.withdraw', 'trade.combos', 'trade.users'] as const;
+export const SCOPES = [
+  'trade.read',
+  'trade.execute',
+  'trade.cancel',
+  'trade.withdraw',
+  'trade.combos',
+  'trade.users',
+] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** Scopes a per-user key may hold: everything but provisioning, which is partner-level. */
@@ -66,8 +73,13 @@ function newKeyId(): string {
 function principalOf(doc: ApiKeyDoc | null): Readonly<Principal> | null {
   if (!doc) return null;
   return Object.freeze({
-    keyId: doc._id, partnerId: doc.partnerId, kind: doc.kind, userId: doc.userId, scopes: Object.freeze([...doc.scopes]) as Scope[],
-    expiresAtMs: doc.expiresAtMs, createdAtMs: doc.createdAtMs,
+    keyId: doc._id,
+    partnerId: doc.partnerId,
+    kind: doc.kind,
+    userId: doc.userId,
+    scopes: Object.freeze([...doc.scopes]) as Scope[],
+    expiresAtMs: doc.expiresAtMs,
+    createdAtMs: doc.createdAtMs,
   });
 }
 
@@ -80,7 +92,8 @@ export const KEY_CACHE_MS = 5_000;
 const KEY_CACHE_SIZE = 10_000;
 
 /** Whether a cached key read at `entry.readAtMs` may still be trusted at `now` (epoch ms): read within {@link KEY_CACHE_MS}, and not in the future (a clock set back). */
-const fresh = (entry: { readAtMs: number }, now: number): boolean => now - entry.readAtMs < KEY_CACHE_MS && entry.readAtMs <= now;
+const fresh = (entry: { readAtMs: number }, now: number): boolean =>
+  now - entry.readAtMs < KEY_CACHE_MS && entry.readAtMs <= now;
 
 /** A key read from the store (or its absence), as cached by hash and, when known, by token. */
 interface CachedKey {
@@ -144,8 +157,16 @@ export class ApiKeyService {
     if (configured) {
       const id = `key_env_${partnerId}`;
       await this.keys.replaceOne({
-        _id: id, partnerId, kind: 'master', userId: null, scopes: [...SCOPES], hash: sha256(configured),
-        source: 'env', createdAtMs: now, expiresAtMs: null, revokedAtMs: null,
+        _id: id,
+        partnerId,
+        kind: 'master',
+        userId: null,
+        scopes: [...SCOPES],
+        hash: sha256(configured),
+        source: 'env',
+        createdAtMs: now,
+        expiresAtMs: null,
+        revokedAtMs: null,
       });
       return null;
     }
@@ -153,8 +174,16 @@ export class ApiKeyService {
     if (existing) return null;
     const token = newToken();
     await this.keys.insertOne({
-      _id: newKeyId(), partnerId, kind: 'master', userId: null, scopes: [...SCOPES], hash: sha256(token),
-      source: 'generated', createdAtMs: now, expiresAtMs: null, revokedAtMs: null,
+      _id: newKeyId(),
+      partnerId,
+      kind: 'master',
+      userId: null,
+      scopes: [...SCOPES],
+      hash: sha256(token),
+      source: 'generated',
+      createdAtMs: now,
+      expiresAtMs: null,
+      revokedAtMs: null,
     });
     return token;
   }
@@ -174,7 +203,8 @@ export class ApiKeyService {
       throw errors.unauthorized('unknown API key');
     }
     if (entry.live) {
-      if (this.byToken.size >= KEY_CACHE_SIZE && !this.byToken.has(token)) this.byToken.delete(this.byToken.keys().next().value!);
+      if (this.byToken.size >= KEY_CACHE_SIZE && !this.byToken.has(token))
+        this.byToken.delete(this.byToken.keys().next().value!);
       this.byToken.set(token, entry);
     }
     return this.principalOf(entry, this.clock.now());
@@ -238,7 +268,12 @@ export class ApiKeyService {
    * @returns the stored key and the token (shown once).
    * @throws {DomainError} `INVALID_REQUEST` for an expiry in the past.
    */
-  async mintUserKey(partnerId: string, userId: string, scopes: Scope[], expiresAtMs: number | null): Promise<{ doc: ApiKeyDoc; token: string }> {
+  async mintUserKey(
+    partnerId: string,
+    userId: string,
+    scopes: Scope[],
+    expiresAtMs: number | null,
+  ): Promise<{ doc: ApiKeyDoc; token: string }> {
     const now = this.clock.now();
     if (expiresAtMs !== null && expiresAtMs <= now) {
       throw errors.badRequest(`expires_at must be epoch milliseconds in the future; received ${expiresAtMs}`);
@@ -246,8 +281,16 @@ export class ApiKeyService {
     for (;;) {
       const token = newToken();
       const doc: ApiKeyDoc = {
-        _id: newKeyId(), partnerId, kind: 'user', userId, scopes: [...new Set(scopes)], hash: sha256(token),
-        source: 'minted', createdAtMs: now, expiresAtMs, revokedAtMs: null,
+        _id: newKeyId(),
+        partnerId,
+        kind: 'user',
+        userId,
+        scopes: [...new Set(scopes)],
+        hash: sha256(token),
+        source: 'minted',
+        createdAtMs: now,
+        expiresAtMs,
+        revokedAtMs: null,
       };
       try {
         await this.keys.insertOne(doc);
@@ -268,8 +311,12 @@ export class ApiKeyService {
   async revoke(partnerId: string, keyId: string): Promise<ApiKeyDoc> {
     const doc = await this.keys.findOne({ _id: keyId, partnerId });
     if (!doc) throw errors.notFound(`no API key ${keyId}`);
-    if (doc.source === 'env') throw errors.conflict('the MASTER_API_KEY key is set by configuration and cannot be revoked here');
-    if (doc.kind === 'master') throw errors.conflict("the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out");
+    if (doc.source === 'env')
+      throw errors.conflict('the MASTER_API_KEY key is set by configuration and cannot be revoked here');
+    if (doc.kind === 'master')
+      throw errors.conflict(
+        "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out",
+      );
     if (doc.revokedAtMs !== null) return doc;
     const revokedAtMs = this.clock.now();
     await this.keys.updateOne({ _id: keyId }, { revokedAtMs });

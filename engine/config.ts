@@ -26,34 +26,207 @@ export interface SettingSpec {
 
 /** Every setting the service reads. After a change, run `npm run docs:config`. */
 export const SETTINGS = [
-  { env: 'PORT', type: 'port', default: '8080', description: 'TCP port the HTTP server listens on (0 = any free port).' },
+  {
+    env: 'PORT',
+    type: 'port',
+    default: '8080',
+    description: 'TCP port the HTTP server listens on (0 = any free port).',
+  },
   { env: 'HOST', type: 'string', default: '127.0.0.1', description: 'Interface the HTTP server binds to.' },
-  { env: 'DATA_DIR', type: 'path', default: './var', description: 'Folder of the SQLite store (`store.sqlite`, used when MONGODB_URI is unset) and of the first-start master key file; `:memory:` keeps the store in memory (benchmarks, demos).' },
-  { env: 'MONGODB_URI', type: 'url', description: 'MongoDB connection string; when set the service stores everything in MongoDB instead of SQLite.', secret: true },
-  { env: 'MONGODB_DB', type: 'string', default: 'partner_trading', description: 'Database name used on MongoDB when the URI names none.' },
-  { env: 'MONGODB_WRITE_CONCERN', type: 'writeConcern', default: 'majority', description: 'Write concern `w` of every MongoDB write: `majority`, or a number of members (1 = the primary alone). A different `w` in the URI stops the start.' },
-  { env: 'MONGODB_JOURNAL', type: 'onoff', default: 'on', description: 'on: a MongoDB write is acknowledged only once it is in the on-disk journal (write concern `j: true`). A contradicting `journal` / `j` in the URI stops the start.' },
-  { env: 'MONGODB_ALLOW_STANDALONE', type: 'onoff', default: 'off', description: 'on: accept a standalone MongoDB server (no replica set); off: refuse to start on one, since majority writes and retryable writes need a replica set.' },
-  { env: 'MASTER_API_KEY', type: 'string', description: 'Master API key of PARTNER_ID with every scope. Unset: one is generated on first start, printed once and kept hashed.', secret: true },
+  {
+    env: 'DATA_DIR',
+    type: 'path',
+    default: './var',
+    description:
+      'Folder of the SQLite store (`store.sqlite`, used when MONGODB_URI is unset) and of the first-start master key file; `:memory:` keeps the store in memory (benchmarks, demos).',
+  },
+  {
+    env: 'MONGODB_URI',
+    type: 'url',
+    description: 'MongoDB connection string; when set the service stores everything in MongoDB instead of SQLite.',
+    secret: true,
+  },
+  {
+    env: 'MONGODB_DB',
+    type: 'string',
+    default: 'partner_trading',
+    description: 'Database name used on MongoDB when the URI names none.',
+  },
+  {
+    env: 'MONGODB_WRITE_CONCERN',
+    type: 'writeConcern',
+    default: 'majority',
+    description:
+      'Write concern `w` of every MongoDB write: `majority`, or a number of members (1 = the primary alone). A different `w` in the URI stops the start.',
+  },
+  {
+    env: 'MONGODB_JOURNAL',
+    type: 'onoff',
+    default: 'on',
+    description:
+      'on: a MongoDB write is acknowledged only once it is in the on-disk journal (write concern `j: true`). A contradicting `journal` / `j` in the URI stops the start.',
+  },
+  {
+    env: 'MONGODB_ALLOW_STANDALONE',
+    type: 'onoff',
+    default: 'off',
+    description:
+      'on: accept a standalone MongoDB server (no replica set); off: refuse to start on one, since majority writes and retryable writes need a replica set.',
+  },
+  {
+    env: 'MASTER_API_KEY',
+    type: 'string',
+    description:
+      'Master API key of PARTNER_ID with every scope. Unset: one is generated on first start, printed once and kept hashed.',
+    secret: true,
+  },
   { env: 'PARTNER_ID', type: 'string', default: 'demo', description: 'Partner that the master key belongs to.' },
-  { env: 'LOG_LEVEL', type: 'level', default: 'info', description: 'pino log level: fatal, error, warn, info, debug, trace or silent.' },
-  { env: 'SCHEDULER_POLL_MS', type: 'int', default: '1000', min: 50, max: 60000, description: 'How often the scheduler scans for due timers (ms); timers due sooner are also woken by its notification channel.' },
-  { env: 'SHUTDOWN_GRACE_MS', type: 'int', default: '10000', min: 0, max: 600000, description: 'How long a graceful shutdown (SIGTERM/SIGINT) waits for in-flight work before exiting (ms).' },
-  { env: 'SIM_REPLAY', type: 'onoff', default: 'on', description: 'on: the MSTR token follows its recorded price path; off: every book stays static (deterministic tests).' },
-  { env: 'SIM_REPLAY_SPEED', type: 'int', default: '600', min: 1, max: 1000000, description: 'Replay time compression of the MSTR price path: recorded seconds per real second (600 = one 10-minute point per second).' },
-  { env: 'SIM_CAPTURE', type: 'onoff', default: 'on', description: 'on: the 112 markets of the WebSocket capture (data/ws-capture-2026-02-20.csv) follow it on the capture clock (SIM_CAPTURE_SPEED): captured book levels, trade prints, tick-size changes, resolutions; the replay stops at the end of the capture (no loop), and a restart resumes where it was. off: those markets are quoted like the static ones and never change by themselves.' },
-  { env: 'SIM_CAPTURE_SPEED', type: 'int', default: '1', min: 1, max: 1000000, description: 'Capture seconds per real second of the WebSocket capture replay: 1 = real time (a 15-minute market lives 15 minutes and resolves as it did); 600 plays the 6.5 hours in 39 s.' },
-  { env: 'SIM_CONTROL', type: 'onoff', default: 'off', description: 'on: the simulated venue\'s control endpoint `POST /v2/sim/markets/{condition_id}/resolve` exists (master key only): how tests and demos resolve a market. off: it answers 404. Never on in production.' },
-  { env: 'SIM_INITIAL_PUSD', type: 'decimal', default: '10000', description: 'pUSD every provisioned user starts with on the simulated venue (dollars).' },
-  { env: 'SIM_MAKER_LEVELS', type: 'int', default: '5', min: 1, max: 50, description: 'Price levels the simulated liquidity provider quotes on each side of every book.' },
-  { env: 'SIM_MAKER_REFILL_MS', type: 'int', default: '5000', min: 0, max: 3600000, description: 'Delay before the simulated liquidity provider refills a book after its quotes were taken (ms).' },
-  { env: 'SIM_BLOCK_DELAY_MS', type: 'int', default: '2000', min: 0, max: 3600000, description: 'Simulated block delay of a withdrawal: how long after its debit the transfer confirms (or reverts), through the durable scheduler (ms).' },
-  { env: 'RATE_LIMIT_PER_MIN', type: 'int', default: '600', min: 0, max: 10000000, description: 'Requests per minute per API key (per client address for public routes); beyond it 429 with Retry-After. 0 turns rate limiting off (benchmarks).' },
-  { env: 'BODY_LIMIT_BYTES', type: 'int', default: '65536', min: 1024, max: 10485760, description: 'Largest accepted JSON request body; larger bodies answer 413.' },
-  { env: 'WRITE_CONCURRENCY', type: 'int', default: '64', min: 0, max: 100000, description: 'Mutating requests (POST, PATCH, DELETE) handled at once; more wait in a queue. 0 = no limit (requests still wait for LOOP_BUDGET_MS when it is not 0).' },
-  { env: 'WRITE_QUEUE_LENGTH', type: 'int', default: '512', min: 0, max: 1000000, description: 'Mutating requests that may wait for one of the WRITE_CONCURRENCY slots; beyond it 503 `overloaded` with Retry-After at once.' },
-  { env: 'WRITE_QUEUE_WAIT_MS', type: 'int', default: '2000', min: 1, max: 600000, description: 'Longest a mutating request waits in that queue (ms); then 503 `overloaded` with Retry-After, nothing changed.' },
-  { env: 'LOOP_BUDGET_MS', type: 'int', default: '4', min: 0, max: 1000, description: 'Mutating-request work started per event-loop iteration (ms); once spent, further requests wait in the WRITE_QUEUE_LENGTH queue for a later iteration, so the loop comes back often to accept new connections (Node 20 accepts one per iteration). 0 = no budget.' },
+  {
+    env: 'LOG_LEVEL',
+    type: 'level',
+    default: 'info',
+    description: 'pino log level: fatal, error, warn, info, debug, trace or silent.',
+  },
+  {
+    env: 'SCHEDULER_POLL_MS',
+    type: 'int',
+    default: '1000',
+    min: 50,
+    max: 60000,
+    description:
+      'How often the scheduler scans for due timers (ms); timers due sooner are also woken by its notification channel.',
+  },
+  {
+    env: 'SHUTDOWN_GRACE_MS',
+    type: 'int',
+    default: '10000',
+    min: 0,
+    max: 600000,
+    description: 'How long a graceful shutdown (SIGTERM/SIGINT) waits for in-flight work before exiting (ms).',
+  },
+  {
+    env: 'SIM_REPLAY',
+    type: 'onoff',
+    default: 'on',
+    description:
+      'on: the MSTR token follows its recorded price path; off: every book stays static (deterministic tests).',
+  },
+  {
+    env: 'SIM_REPLAY_SPEED',
+    type: 'int',
+    default: '600',
+    min: 1,
+    max: 1000000,
+    description:
+      'Replay time compression of the MSTR price path: recorded seconds per real second (600 = one 10-minute point per second).',
+  },
+  {
+    env: 'SIM_CAPTURE',
+    type: 'onoff',
+    default: 'on',
+    description:
+      'on: the 112 markets of the WebSocket capture (data/ws-capture-2026-02-20.csv) follow it on the capture clock (SIM_CAPTURE_SPEED): captured book levels, trade prints, tick-size changes, resolutions; the replay stops at the end of the capture (no loop), and a restart resumes where it was. off: those markets are quoted like the static ones and never change by themselves.',
+  },
+  {
+    env: 'SIM_CAPTURE_SPEED',
+    type: 'int',
+    default: '1',
+    min: 1,
+    max: 1000000,
+    description:
+      'Capture seconds per real second of the WebSocket capture replay: 1 = real time (a 15-minute market lives 15 minutes and resolves as it did); 600 plays the 6.5 hours in 39 s.',
+  },
+  {
+    env: 'SIM_CONTROL',
+    type: 'onoff',
+    default: 'off',
+    description:
+      "on: the simulated venue's control endpoint `POST /v2/sim/markets/{condition_id}/resolve` exists (master key only): how tests and demos resolve a market. off: it answers 404. Never on in production.",
+  },
+  {
+    env: 'SIM_INITIAL_PUSD',
+    type: 'decimal',
+    default: '10000',
+    description: 'pUSD every provisioned user starts with on the simulated venue (dollars).',
+  },
+  {
+    env: 'SIM_MAKER_LEVELS',
+    type: 'int',
+    default: '5',
+    min: 1,
+    max: 50,
+    description: 'Price levels the simulated liquidity provider quotes on each side of every book.',
+  },
+  {
+    env: 'SIM_MAKER_REFILL_MS',
+    type: 'int',
+    default: '5000',
+    min: 0,
+    max: 3600000,
+    description: 'Delay before the simulated liquidity provider refills a book after its quotes were taken (ms).',
+  },
+  {
+    env: 'SIM_BLOCK_DELAY_MS',
+    type: 'int',
+    default: '2000',
+    min: 0,
+    max: 3600000,
+    description:
+      'Simulated block delay of a withdrawal: how long after its debit the transfer confirms (or reverts), through the durable scheduler (ms).',
+  },
+  {
+    env: 'RATE_LIMIT_PER_MIN',
+    type: 'int',
+    default: '600',
+    min: 0,
+    max: 10000000,
+    description:
+      'Requests per minute per API key (per client address for public routes); beyond it 429 with Retry-After. 0 turns rate limiting off (benchmarks).',
+  },
+  {
+    env: 'BODY_LIMIT_BYTES',
+    type: 'int',
+    default: '65536',
+    min: 1024,
+    max: 10485760,
+    description: 'Largest accepted JSON request body; larger bodies answer 413.',
+  },
+  {
+    env: 'WRITE_CONCURRENCY',
+    type: 'int',
+    default: '64',
+    min: 0,
+    max: 100000,
+    description:
+      'Mutating requests (POST, PATCH, DELETE) handled at once; more wait in a queue. 0 = no limit (requests still wait for LOOP_BUDGET_MS when it is not 0).',
+  },
+  {
+    env: 'WRITE_QUEUE_LENGTH',
+    type: 'int',
+    default: '512',
+    min: 0,
+    max: 1000000,
+    description:
+      'Mutating requests that may wait for one of the WRITE_CONCURRENCY slots; beyond it 503 `overloaded` with Retry-After at once.',
+  },
+  {
+    env: 'WRITE_QUEUE_WAIT_MS',
+    type: 'int',
+    default: '2000',
+    min: 1,
+    max: 600000,
+    description:
+      'Longest a mutating request waits in that queue (ms); then 503 `overloaded` with Retry-After, nothing changed.',
+  },
+  {
+    env: 'LOOP_BUDGET_MS',
+    type: 'int',
+    default: '4',
+    min: 0,
+    max: 1000,
+    description:
+      'Mutating-request work started per event-loop iteration (ms); once spent, further requests wait in the WRITE_QUEUE_LENGTH queue for a later iteration, so the loop comes back often to accept new connections (Node 20 accepts one per iteration). 0 = no budget.',
+  },
 ] as const satisfies readonly SettingSpec[];
 
 type SettingName = (typeof SETTINGS)[number]['env'];

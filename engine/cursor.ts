@@ -47,7 +47,9 @@ export class CursorCodec {
       decipher.setAuthTag(raw.subarray(12, 28));
       return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as T;
     } catch {
-      throw errors.badRequest('cursor is not valid: send back next_cursor exactly as received, with the API key that received it');
+      throw errors.badRequest(
+        'cursor is not valid: send back next_cursor exactly as received, with the API key that received it',
+      );
     }
   }
 }

@@ -51,9 +51,27 @@ export type DomainCode =
 
 /** Every {@link DomainCode}, for exhaustive checks (the API's mapping test). */
 export const DOMAIN_CODES: readonly DomainCode[] = [
-  'INVALID_REQUEST', 'PRICE_IN_CENTS', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'INSUFFICIENT_BALANCE', 'NOT_ENOUGH_SHARES',
-  'ORDER_CROSSES_BOOK', 'NO_LIQUIDITY', 'MARKET_CLOSED', 'WOULD_TRIGGER_IMMEDIATELY', 'VENUE_REJECTED', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE',
-  'NOT_IMPLEMENTED', 'UNAVAILABLE', 'MARKET_NOT_RESOLVED', 'NOTHING_TO_REDEEM', 'SHARES_RESERVED', 'NEG_RISK_MISMATCH',
+  'INVALID_REQUEST',
+  'PRICE_IN_CENTS',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'CONFLICT',
+  'INSUFFICIENT_BALANCE',
+  'NOT_ENOUGH_SHARES',
+  'ORDER_CROSSES_BOOK',
+  'NO_LIQUIDITY',
+  'MARKET_CLOSED',
+  'WOULD_TRIGGER_IMMEDIATELY',
+  'VENUE_REJECTED',
+  'IDEMPOTENCY_KEY_REUSED',
+  'IDEMPOTENCY_KEY_IN_USE',
+  'NOT_IMPLEMENTED',
+  'UNAVAILABLE',
+  'MARKET_NOT_RESOLVED',
+  'NOTHING_TO_REDEEM',
+  'SHARES_RESERVED',
+  'NEG_RISK_MISMATCH',
 ];
 
 /** Optional details of a {@link DomainError}. */
@@ -97,14 +115,22 @@ export const errors = {
   /** `CONFLICT`: the current state refuses it (409). */
   conflict: (message: string) => new DomainError('CONFLICT', message),
   /** `NOT_IMPLEMENTED`: `what` is part of the v2 specification but not built (501). */
-  notImplemented: (what: string) => new DomainError('NOT_IMPLEMENTED', `${what} is part of the v2 specification but is not available on this service yet`),
+  notImplemented: (what: string) =>
+    new DomainError(
+      'NOT_IMPLEMENTED',
+      `${what} is part of the v2 specification but is not available on this service yet`,
+    ),
   /** `UNAVAILABLE`: not now (503); `retryAfterSec` when a retry is worth it. */
-  unavailable: (message: string, retryAfterSec?: number) => new DomainError('UNAVAILABLE', message, retryAfterSec !== undefined ? { retryAfterSec } : {}),
+  unavailable: (message: string, retryAfterSec?: number) =>
+    new DomainError('UNAVAILABLE', message, retryAfterSec !== undefined ? { retryAfterSec } : {}),
 };
 
 /** Store write lost an optimistic-concurrency race: the revision on disk moved on. */
 export class RevisionConflictError extends Error {
-  constructor(readonly id: string, readonly expectedRevision: number) {
+  constructor(
+    readonly id: string,
+    readonly expectedRevision: number,
+  ) {
     super(`revision conflict on ${id}: expected revision ${expectedRevision}`);
     this.name = 'RevisionConflictError';
   }

@@ -96,7 +96,11 @@ export type IdempotencyClaim = { kind: 'replay'; response: ReplayedResponse } | 
 
 /** The response a record holds (a `done` one, or a `running` one with an answer so far). */
 function storedResponse(doc: IdempotencyDoc): ReplayedResponse {
-  return { status: doc.status!, body: doc.body === null ? undefined : JSON.parse(doc.body), headers: doc.headers ?? {} };
+  return {
+    status: doc.status!,
+    body: doc.body === null ? undefined : JSON.parse(doc.body),
+    headers: doc.headers ?? {},
+  };
 }
 
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same body. */
@@ -126,12 +130,19 @@ export function canonicalJson(value: unknown): string {
 
 /** `IDEMPOTENCY_KEY_REUSED` (API: 422): the key was used for another request. */
 function reused(): DomainError {
-  return new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different request (method, path, user or body); send a fresh UUID for a new operation');
+  return new DomainError(
+    'IDEMPOTENCY_KEY_REUSED',
+    'this Idempotency-Key was already used for a different request (method, path, user or body); send a fresh UUID for a new operation',
+  );
 }
 
 /** `IDEMPOTENCY_KEY_IN_USE` (API: 409, Retry-After 1): the first request with this key is still running. */
 function inUse(): DomainError {
-  return new DomainError('IDEMPOTENCY_KEY_IN_USE', 'a request with this Idempotency-Key is still being processed; retry shortly to receive its response', { retryAfterSec: 1 });
+  return new DomainError(
+    'IDEMPOTENCY_KEY_IN_USE',
+    'a request with this Idempotency-Key is still being processed; retry shortly to receive its response',
+    { retryAfterSec: 1 },
+  );
 }
 
 /**
@@ -183,7 +194,12 @@ export class IdempotencyService {
    * @param options.claimsInMemory - hold claims of running requests in memory (default: on
    *   SQLite, which one process owns); false stores them, as several processes need.
    */
-  static async open(store: Store, clock: Clock, log: Logger, options: { claimsInMemory?: boolean } = {}): Promise<IdempotencyService> {
+  static async open(
+    store: Store,
+    clock: Clock,
+    log: Logger,
+    options: { claimsInMemory?: boolean } = {},
+  ): Promise<IdempotencyService> {
     const docs = await store.collection<IdempotencyDoc>(RECORDS, [
       { fields: ['expiresAt'], expireAfterSeconds: 0, adapters: ['mongodb'] },
       { fields: ['expiresAtMs'], adapters: ['sqlite'] },
@@ -194,7 +210,10 @@ export class IdempotencyService {
     const svc = new IdempotencyService(docs, clock, log, options.claimsInMemory ?? local, !local);
     if (local) {
       await svc.sweep();
-      svc.sweeper = setInterval(() => void svc.sweep().catch((err) => log.error({ err }, 'idempotency sweep failed')), SWEEP_EVERY_MS);
+      svc.sweeper = setInterval(
+        () => void svc.sweep().catch((err) => log.error({ err }, 'idempotency sweep failed')),
+        SWEEP_EVERY_MS,
+      );
       svc.sweeper.unref();
     }
     return svc;
@@ -222,9 +241,14 @@ export class IdempotencyService {
   static keyOf(header: string | string[] | undefined): string {
     const key = Array.isArray(header) ? header[0] : header;
     if (key === undefined || key === '') {
-      throw errors.badRequest('the Idempotency-Key header is required on every POST, PATCH and DELETE: send a fresh UUID v4 per operation, the same one when retrying');
+      throw errors.badRequest(
+        'the Idempotency-Key header is required on every POST, PATCH and DELETE: send a fresh UUID v4 per operation, the same one when retrying',
+      );
     }
-    if (!UUID.test(key)) throw errors.badRequest(`Idempotency-Key must be a UUID (for example ${'3f0c9a4e-8b1d-4c52-9e7a-2d6f1b0a9c31'}); received ${JSON.stringify(key.slice(0, 80))}`);
+    if (!UUID.test(key))
+      throw errors.badRequest(
+        `Idempotency-Key must be a UUID (for example ${'3f0c9a4e-8b1d-4c52-9e7a-2d6f1b0a9c31'}); received ${JSON.stringify(key.slice(0, 80))}`,
+      );
     return key.toLowerCase();
   }
 
@@ -235,15 +259,30 @@ export class IdempotencyService {
    * @throws {DomainError} `IDEMPOTENCY_KEY_IN_USE` while the first request with this key still runs; `IDEMPOTENCY_KEY_REUSED` when the key was
    *   used for a different request.
    */
-  async begin(keyId: string, key: string, request: { method: string; path: string; userId: string | null; body: unknown }): Promise<IdempotencyClaim> {
+  async begin(
+    keyId: string,
+    key: string,
+    request: { method: string; path: string; userId: string | null; body: unknown },
+  ): Promise<IdempotencyClaim> {
     const _id = sha256(`${keyId}\u0000${key}`);
-    const fingerprint = sha256(`${request.method.toUpperCase()} ${request.path}\u0000${request.userId ?? ''}\u0000${canonicalJson(request.body)}`);
+    const fingerprint = sha256(
+      `${request.method.toUpperCase()} ${request.path}\u0000${request.userId ?? ''}\u0000${canonicalJson(request.body)}`,
+    );
     if (this.running) return this.beginInMemory(keyId, _id, fingerprint);
     for (let attempt = 0; attempt < 3; attempt++) {
       const now = this.clock.now();
       const doc: IdempotencyDoc = {
-        _id, keyId, fingerprint, state: 'running', leaseUntilMs: now + IDEMPOTENCY_LEASE_MS, status: null, body: null, headers: null,
-        createdAtMs: now, expiresAtMs: now + IDEMPOTENCY_TTL_MS, expiresAt: new Date(now + IDEMPOTENCY_TTL_MS),
+        _id,
+        keyId,
+        fingerprint,
+        state: 'running',
+        leaseUntilMs: now + IDEMPOTENCY_LEASE_MS,
+        status: null,
+        body: null,
+        headers: null,
+        createdAtMs: now,
+        expiresAtMs: now + IDEMPOTENCY_TTL_MS,
+        expiresAt: new Date(now + IDEMPOTENCY_TTL_MS),
       };
       try {
         await this.docs.insertOne(doc);
@@ -259,7 +298,10 @@ export class IdempotencyService {
       if (stale) {
         // Take over an expired record or an abandoned claim, unless another retry got there first.
         const { _id: _same, ...fields } = doc;
-        const taken = await this.docs.updateOne({ _id, state: existing.state, leaseUntilMs: existing.leaseUntilMs, expiresAtMs: existing.expiresAtMs }, fields);
+        const taken = await this.docs.updateOne(
+          { _id, state: existing.state, leaseUntilMs: existing.leaseUntilMs, expiresAtMs: existing.expiresAtMs },
+          fields,
+        );
         if (taken === 1) return this.claim(doc);
         continue;
       }
@@ -267,7 +309,9 @@ export class IdempotencyService {
       if (existing.state === 'running' && !abandoned) throw inUse();
       return { kind: 'replay', response: storedResponse(existing) };
     }
-    throw new DomainError('IDEMPOTENCY_KEY_IN_USE', 'this Idempotency-Key is contended; retry shortly', { retryAfterSec: 1 });
+    throw new DomainError('IDEMPOTENCY_KEY_IN_USE', 'this Idempotency-Key is contended; retry shortly', {
+      retryAfterSec: 1,
+    });
   }
 
   /** {@link begin} with the claim held in memory (SQLite: one process owns the store). */
@@ -300,9 +344,16 @@ export class IdempotencyService {
     const answerKey = (doc: IdempotencyDoc) => `${doc.status}\u0000${doc.body}\u0000${JSON.stringify(doc.headers)}`;
     const recordOf = (res: ReplayedResponse, state: IdempotencyDoc['state'], at: number): IdempotencyDoc => {
       const doc: IdempotencyDoc = {
-        _id, keyId, fingerprint, state, leaseUntilMs: claim.leaseUntilMs, status: res.status,
-        body: bodyText(res), headers: res.headers,
-        createdAtMs: at, expiresAtMs: at + IDEMPOTENCY_TTL_MS,
+        _id,
+        keyId,
+        fingerprint,
+        state,
+        leaseUntilMs: claim.leaseUntilMs,
+        status: res.status,
+        body: bodyText(res),
+        headers: res.headers,
+        createdAtMs: at,
+        expiresAtMs: at + IDEMPOTENCY_TTL_MS,
       };
       if (this.ttlDates) doc.expiresAt = new Date(at + IDEMPOTENCY_TTL_MS);
       return doc;
@@ -341,7 +392,12 @@ export class IdempotencyService {
     return {
       kind: 'execute',
       recordWith: async (tx, res) => {
-        await tx.collection<IdempotencyDoc>(RECORDS).updateOne({ _id: doc._id, leaseUntilMs: doc.leaseUntilMs }, { status: res.status, body: bodyText(res), headers: res.headers });
+        await tx
+          .collection<IdempotencyDoc>(RECORDS)
+          .updateOne(
+            { _id: doc._id, leaseUntilMs: doc.leaseUntilMs },
+            { status: res.status, body: bodyText(res), headers: res.headers },
+          );
       },
       complete: async (res) => {
         await this.docs.updateOne(

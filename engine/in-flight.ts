@@ -24,10 +24,12 @@ export class InFlight {
   track(id: string, p: Promise<unknown>): void {
     let set = this.byActor.get(id);
     if (!set) this.byActor.set(id, (set = new Set()));
-    const done = p.catch((err) => this.log.error({ err, actorId: id }, this.what)).finally(() => {
-      set!.delete(done);
-      if (set!.size === 0 && this.byActor.get(id) === set) this.byActor.delete(id);
-    });
+    const done = p
+      .catch((err) => this.log.error({ err, actorId: id }, this.what))
+      .finally(() => {
+        set!.delete(done);
+        if (set!.size === 0 && this.byActor.get(id) === set) this.byActor.delete(id);
+      });
     set.add(done);
   }
 

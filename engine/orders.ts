@@ -4,7 +4,15 @@ import { backoffMs } from './backoff.js';
 import { randomUUID } from 'node:crypto';
 import type { SnapshotFrom } from 'xstate';
 import {
-  ORDER_MACHINE_VERSION, ORDER_RESTORABLE_VERSIONS, ORDER_STATUS, orderMachine, USER_CANCEL, type OrderContext, type OrderEvent, type OrderInput, type OrderState,
+  ORDER_MACHINE_VERSION,
+  ORDER_RESTORABLE_VERSIONS,
+  ORDER_STATUS,
+  orderMachine,
+  USER_CANCEL,
+  type OrderContext,
+  type OrderEvent,
+  type OrderInput,
+  type OrderState,
 } from '../machines/order.js';
 import type { OrderRequest } from '../schemas/orders.js';
 import type { ActorHost } from './actor-host.js';
@@ -12,7 +20,15 @@ import type { Clock } from './clock.js';
 import { dec, Dec, str, ZERO } from './decimal.js';
 import { DomainError, DuplicateKeyError, errors, UnknownActorError } from './errors.js';
 import type { Logger } from './logger.js';
-import { checkMarketLiquidity, checkMarketSellMinimum, checkMinQuote, checkPrice, checkRestingMinimum, checkShares, RiskEngine } from './risk.js';
+import {
+  checkMarketLiquidity,
+  checkMarketSellMinimum,
+  checkMinQuote,
+  checkPrice,
+  checkRestingMinimum,
+  checkShares,
+  RiskEngine,
+} from './risk.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
 import type { CancelReason, VenuePort, VenueReport } from './venue/port.js';
 import { OPEN_STATUSES as OPEN_ORDER_STATUSES } from '../machines/order.js';
@@ -25,13 +41,17 @@ type OrderSnapshot = SnapshotFrom<typeof orderMachine>;
 /**
  * The REST view of an order (spec 2.3 fields and the open-orders row), derived from its snapshot.
  */
-export function orderView(s: OrderSnapshot, meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number }): Record<string, unknown> {
+export function orderView(
+  s: OrderSnapshot,
+  meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number },
+): Record<string, unknown> {
   const c = s.context as OrderContext;
   const final = s.status !== 'active';
   // nothing filled (most orders, most of the time): no decimal arithmetic
   const unfilled = c.filledSize === '0';
   const filled = unfilled ? ZERO : dec(c.filledSize);
-  const remaining = c.size === null ? (final ? '0' : null) : final ? '0' : unfilled ? str(dec(c.size)) : str(dec(c.size).minus(filled));
+  const remaining =
+    c.size === null ? (final ? '0' : null) : final ? '0' : unfilled ? str(dec(c.size)) : str(dec(c.size).minus(filled));
   const view: Record<string, unknown> = {
     type: orderTypeOf(c),
     order_id: meta.id,
@@ -48,7 +68,8 @@ export function orderView(s: OrderSnapshot, meta: { id: string; status: string; 
     avg_price: null,
     average_price: null,
     builder_code_used: null,
-    time_in_force: c.expiresAtMs !== null ? 'GTD' : c.type === 'MARKET' && c.timeInForce !== 'FOK' ? 'IOC' : c.timeInForce,
+    time_in_force:
+      c.expiresAtMs !== null ? 'GTD' : c.type === 'MARKET' && c.timeInForce !== 'FOK' ? 'IOC' : c.timeInForce,
     expiration: c.expiresAtMs,
     client_order_id: c.clientOrderId,
     metadata: c.metadata,
@@ -59,7 +80,8 @@ export function orderView(s: OrderSnapshot, meta: { id: string; status: string; 
     updated_at: meta.updatedAtMs,
     revision: meta.revision,
   };
-  if (!unfilled && filled.gt(0)) view.avg_price = view.average_price = str(dec(c.matchedAmount).div(filled).toDecimalPlaces(6));
+  if (!unfilled && filled.gt(0))
+    view.avg_price = view.average_price = str(dec(c.matchedAmount).div(filled).toDecimalPlaces(6));
   if (c.reason) view.message = c.reason;
   // why it ended canceled or expired (or is being canceled): a code to decide on, and its message
   if (c.cancelReason && (meta.status === 'CANCELED' || meta.status === 'EXPIRED' || meta.status === 'PENDING_CANCEL')) {
@@ -80,7 +102,14 @@ function eventOf(r: VenueReport): OrderEvent {
     case 'venue.accepted':
       return { type: r.type, resting: r.resting };
     case 'venue.filled':
-      return { type: r.type, tradeId: r.tradeId, price: r.price, size: r.size, liquidity: r.liquidity, completes: r.completes };
+      return {
+        type: r.type,
+        tradeId: r.tradeId,
+        price: r.price,
+        size: r.size,
+        liquidity: r.liquidity,
+        completes: r.completes,
+      };
     case 'venue.canceled':
       return { type: r.type, reason: { code: r.code ?? 'VENUE_CANCELED', message: r.reason } };
     case 'venue.expired':
@@ -109,7 +138,15 @@ function venueRefusal(c: Pick<OrderContext, 'error' | 'reason'>): DomainError {
 }
 
 /** Request fields of strategy types that a LIMIT or MARKET order must not carry. */
-const STRATEGY_ONLY_FIELDS = ['condition_id', 'outcome', 'offset_ticks', 'budget_usdc', 'price_floor', 'price_ceiling', 'execution'] as const;
+const STRATEGY_ONLY_FIELDS = [
+  'condition_id',
+  'outcome',
+  'offset_ticks',
+  'budget_usdc',
+  'price_floor',
+  'price_ceiling',
+  'execution',
+] as const;
 
 /**
  * Hosts CLOB order actors: checks an order against the market and the wallet (a
@@ -189,7 +226,7 @@ export class OrderService {
       // the venue hands over an operation's reports in one synchronous burst: let the rest of it
       // join the queue before the first delivery
       await Promise.resolve();
-      for (let attempt = 1; q.length > 0; ) {
+      for (let attempt = 1; q.length > 0;) {
         // every report queued so far goes to the actor at once, so that the host handles them as
         // one batch (one write for accepted + filled of an order that crossed); they
         // are taken off the queue only once delivered, in order
@@ -205,10 +242,14 @@ export class OrderService {
         }
         const err = (results[delivered] as PromiseRejectedResult).reason as unknown;
         if (err instanceof UnknownActorError) {
-          this.log.error({ err, orderId, report: q.shift() }, 'venue report for an order the service does not know: dropped');
+          this.log.error(
+            { err, orderId, report: q.shift() },
+            'venue report for an order the service does not know: dropped',
+          );
           continue;
         }
-        if (attempt === 1 || attempt % 20 === 0) this.log.error({ err, orderId, attempt }, 'venue report not delivered to its order; retrying');
+        if (attempt === 1 || attempt % 20 === 0)
+          this.log.error({ err, orderId, attempt }, 'venue report not delivered to its order; retrying');
         this.failingReports.add(orderId);
         await sleep(backoffMs(attempt, 50, 5000));
         attempt++;
@@ -243,8 +284,11 @@ export class OrderService {
     const forbid = (field: string, why: string) => {
       if ((body as Record<string, unknown>)[field] !== undefined) throw errors.badRequest(`${field} ${why}`);
     };
-    if ((body.take_profit || body.stop_loss) && body.side !== 'buy') throw errors.badRequest('take_profit / stop_loss brackets attach to buy LIMIT or MARKET entries only');
-    for (const f of STRATEGY_ONLY_FIELDS) if ((body as Record<string, unknown>)[f] !== undefined) throw errors.badRequest(`${f} is not used by ${typeName} orders`);
+    if ((body.take_profit || body.stop_loss) && body.side !== 'buy')
+      throw errors.badRequest('take_profit / stop_loss brackets attach to buy LIMIT or MARKET entries only');
+    for (const f of STRATEGY_ONLY_FIELDS)
+      if ((body as Record<string, unknown>)[f] !== undefined)
+        throw errors.badRequest(`${f} is not used by ${typeName} orders`);
     if (body.time_in_force !== undefined && body.expiration !== undefined) {
       throw errors.badRequest('time_in_force cannot be combined with expiration: an order with expiration is GTD');
     }
@@ -252,7 +296,9 @@ export class OrderService {
     if (isMarket) {
       forbid('price', 'is not used by MARKET orders (they take the book; use LIMIT with IOC for a price cap)');
       if (body.time_in_force !== undefined && body.time_in_force !== 'IOC' && body.time_in_force !== 'FOK') {
-        throw errors.badRequest(`time_in_force ${body.time_in_force} is not used by MARKET orders: they are IOC (the default) or FOK (all or nothing)`);
+        throw errors.badRequest(
+          `time_in_force ${body.time_in_force} is not used by MARKET orders: they are IOC (the default) or FOK (all or nothing)`,
+        );
       }
       forbid('expiration', 'is not used by MARKET orders');
     } else {
@@ -263,14 +309,21 @@ export class OrderService {
     let quote: Dec | null = null;
     if (isMarket && body.side === 'buy') {
       forbid('size', 'is not used by a MARKET buy: send quote_amount (dollars)');
-      if (body.quote_amount === undefined) throw errors.badRequest('quote_amount (dollars) is required for a MARKET buy');
+      if (body.quote_amount === undefined)
+        throw errors.badRequest('quote_amount (dollars) is required for a MARKET buy');
       quote = checkMinQuote(body.quote_amount, ' for a MARKET order');
     } else {
       forbid('quote_amount', `is not used by a ${body.type} ${body.side}: send size (shares)`);
       if (body.size === undefined) throw errors.badRequest(`size (shares) is required for a ${body.type} ${body.side}`);
       size = checkShares('size', body.size);
     }
-    const tif = isMarket ? (body.time_in_force === 'FOK' ? 'FOK' : 'IOC') : body.expiration !== undefined ? 'GTD' : (body.time_in_force ?? 'GTC');
+    const tif = isMarket
+      ? body.time_in_force === 'FOK'
+        ? 'FOK'
+        : 'IOC'
+      : body.expiration !== undefined
+        ? 'GTD'
+        : (body.time_in_force ?? 'GTC');
     if (tif === 'GTC' || tif === 'GTD') checkRestingMinimum('size', size!, body.size!, info);
     if (body.expiration !== undefined) this.risk.expiration(body.expiration);
     const input: OrderInput = {
@@ -331,11 +384,21 @@ export class OrderService {
    *   the venue rejected it (the REJECTED order stays on record) the code of its verdict
    *   ({@link venueRefusal}).
    */
-  async place(partnerId: string, input: OrderInput, extra: Partial<OrderInput> = {}, beforeCreate?: () => Promise<void>): Promise<ActorRecord> {
+  async place(
+    partnerId: string,
+    input: OrderInput,
+    extra: Partial<OrderInput> = {},
+    beforeCreate?: () => Promise<void>,
+  ): Promise<ActorRecord> {
     const rec = await this.exclusive(input.userId, async () => {
       this.risk.orderFunds(input);
       if (beforeCreate) await beforeCreate();
-      await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input: { ...input, ...extra }, partnerId, ownerUserId: input.userId });
+      await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, {
+        id: input.orderId,
+        input: { ...input, ...extra },
+        partnerId,
+        ownerUserId: input.userId,
+      });
       await this.whenQuiet(input.orderId);
       return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
     });
@@ -359,16 +422,29 @@ export class OrderService {
   async placeLadder(partnerId: string, inputs: readonly OrderInput[]): Promise<ActorRecord[]> {
     const first = inputs[0]!;
     return this.exclusive(first.userId, async () => {
-      const existing = await Promise.all(inputs.map(async (i) => this.host.recordOf(i.orderId) ?? (await this.actors.get(i.orderId))));
+      const existing = await Promise.all(
+        inputs.map(async (i) => this.host.recordOf(i.orderId) ?? (await this.actors.get(i.orderId))),
+      );
       if (existing.some((r) => r?.status === 'REJECTED')) {
-        throw errors.conflict('an earlier attempt of this request was refused and its ladder canceled: send it again with a new Idempotency-Key');
+        throw errors.conflict(
+          'an earlier attempt of this request was refused and its ladder canceled: send it again with a new Idempotency-Key',
+        );
       }
       const missing = inputs.filter((_, i) => !existing[i]);
-      const need = missing.reduce((sum, o) => sum.plus(o.side === 'sell' ? dec(o.size!) : dec(o.price!).times(dec(o.size!))), ZERO);
+      const need = missing.reduce(
+        (sum, o) => sum.plus(o.side === 'sell' ? dec(o.size!) : dec(o.price!).times(dec(o.size!))),
+        ZERO,
+      );
       if (missing.length) this.risk.funds(first.userId, first.tokenId, first.side, need, 'this ladder');
       const out: ActorRecord[] = [];
       for (const [i, input] of inputs.entries()) {
-        if (!existing[i]) await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
+        if (!existing[i])
+          await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, {
+            id: input.orderId,
+            input,
+            partnerId,
+            ownerUserId: input.userId,
+          });
         await this.whenQuiet(input.orderId);
         const rec = this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
         if (rec.status === 'REJECTED') {
@@ -379,7 +455,11 @@ export class OrderService {
             });
           }
           const err = venueRefusal(JSON.parse(rec.snapshot).context as OrderContext);
-          throw new DomainError(err.code, `rungs[${i}] (price ${input.price}) was refused, the ladder canceled: ${err.message}`, err.details);
+          throw new DomainError(
+            err.code,
+            `rungs[${i}] (price ${input.price}) was refused, the ladder canceled: ${err.message}`,
+            err.details,
+          );
         }
         out.push(rec);
       }
@@ -401,7 +481,12 @@ export class OrderService {
       const existing = this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId));
       if (!existing) this.risk.checkChild(input);
       try {
-        await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
+        await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, {
+          id: input.orderId,
+          input,
+          partnerId,
+          ownerUserId: input.userId,
+        });
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err;
       }
@@ -450,7 +535,8 @@ export class OrderService {
       if (!state) {
         this.track(rec._id, this.host.send(rec._id, { type: 'venue.unknown' }));
       } else {
-        if (state.status !== 'rejected') this.track(rec._id, this.host.send(rec._id, { type: 'venue.accepted', resting: state.status === 'open' }));
+        if (state.status !== 'rejected')
+          this.track(rec._id, this.host.send(rec._id, { type: 'venue.accepted', resting: state.status === 'open' }));
         for (const f of state.fills) this.track(rec._id, this.host.send(rec._id, eventOf(f)));
         if (state.final) this.track(rec._id, this.host.send(rec._id, eventOf(state.final)));
       }
@@ -482,7 +568,11 @@ export class OrderService {
       .filter((r) => {
         const tokenId = String((r.view as { symbol?: unknown }).symbol);
         if (filter.tokenId !== undefined && tokenId !== filter.tokenId) return false;
-        if (filter.conditionId !== undefined && this.venue.token(tokenId)?.conditionId.toLowerCase() !== filter.conditionId.toLowerCase()) return false;
+        if (
+          filter.conditionId !== undefined &&
+          this.venue.token(tokenId)?.conditionId.toLowerCase() !== filter.conditionId.toLowerCase()
+        )
+          return false;
         return true;
       })
       .map((r) => r._id);
@@ -510,11 +600,22 @@ export class OrderService {
         try {
           const rec = await this.cancel(userId, orderId);
           const done = rec.final && rec.status !== 'CANCELED';
-          out[i] = { orderId, outcome: done ? 'already_done' : 'canceled', record: rec, message: done ? `order ${orderId} ended ${rec.status} before the cancel took effect` : null };
+          out[i] = {
+            orderId,
+            outcome: done ? 'already_done' : 'canceled',
+            record: rec,
+            message: done ? `order ${orderId} ended ${rec.status} before the cancel took effect` : null,
+          };
         } catch (err) {
           if (!(err instanceof DomainError)) throw err;
           if (err.code === 'NOT_FOUND') out[i] = { orderId, outcome: 'not_found', record: null, message: err.message };
-          else if (err.code === 'CONFLICT') out[i] = { orderId, outcome: 'already_done', record: await this.getOwned(userId, orderId), message: err.message };
+          else if (err.code === 'CONFLICT')
+            out[i] = {
+              orderId,
+              outcome: 'already_done',
+              record: await this.getOwned(userId, orderId),
+              message: err.message,
+            };
           else throw err;
         }
       }

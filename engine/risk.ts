@@ -84,9 +84,11 @@ export function checkPrice(field: string, raw: string, step: Dec): Dec {
   // the common case, memoized by the identity of the (memoized) parse and the tick
   if (onTick(p, step) && p.gte(PRICE_MIN) && p.lte(PRICE_MAX)) return p;
   if (p.gt(1)) throw new DomainError('PRICE_IN_CENTS', centsMessage(raw));
-  if (p.lt(PRICE_MIN) || p.gt(PRICE_MAX)) throw errors.badRequest(`${field} must be a decimal probability 0.001–0.999; received ${raw}`);
+  if (p.lt(PRICE_MIN) || p.gt(PRICE_MAX))
+    throw errors.badRequest(`${field} must be a decimal probability 0.001–0.999; received ${raw}`);
   if (!p.mod(step).isZero()) throw errors.badRequest(`${field} ${raw} is not on this market's tick size ${str(step)}`);
-  if (p.lt(step) || p.gt(ONE.minus(step))) throw errors.badRequest(`${field} must lie between ${str(step)} and ${str(ONE.minus(step))} on this market`);
+  if (p.lt(step) || p.gt(ONE.minus(step)))
+    throw errors.badRequest(`${field} must lie between ${str(step)} and ${str(ONE.minus(step))} on this market`);
   return p;
 }
 
@@ -98,7 +100,8 @@ export function checkPrice(field: string, raw: string, step: Dec): Dec {
 export function checkTrailingOffset(raw: string): Dec {
   const o = dec(raw);
   if (o.gt(1)) throw new DomainError('PRICE_IN_CENTS', centsMessage(raw));
-  if (o.lte(0) || o.gte(1)) throw errors.badRequest('execution.trailing_offset must be a decimal probability between 0 and 1 (exclusive)');
+  if (o.lte(0) || o.gte(1))
+    throw errors.badRequest('execution.trailing_offset must be a decimal probability between 0 and 1 (exclusive)');
   return o;
 }
 
@@ -120,7 +123,10 @@ export function checkShares(field: string, raw: string): Dec {
  * @throws {DomainError} `INVALID_REQUEST` `<field> <size> is below this market's minimum of <min> shares for resting orders`.
  */
 export function checkRestingMinimum(field: string, size: Dec, shown: string, market: Pick<TokenInfo, 'minSize'>): void {
-  if (size.lt(market.minSize)) throw errors.badRequest(`${field} ${shown} is below this market's minimum of ${str(market.minSize)} shares for resting orders`);
+  if (size.lt(market.minSize))
+    throw errors.badRequest(
+      `${field} ${shown} is below this market's minimum of ${str(market.minSize)} shares for resting orders`,
+    );
 }
 
 /**
@@ -142,7 +148,9 @@ export function checkMinQuote(raw: string, what: string): Dec {
  */
 export function checkMarketSellMinimum(bid: Dec | undefined, size: Dec, shown: string): void {
   if (bid && bid.times(size).lt(MIN_NOTIONAL_USD)) {
-    throw errors.badRequest(`a MARKET sell must be worth at least $1 at the best bid (${str(bid)}); size ${shown} is worth $${str(bid.times(size))}`);
+    throw errors.badRequest(
+      `a MARKET sell must be worth at least $1 at the best bid (${str(bid)}); size ${shown} is worth $${str(bid.times(size))}`,
+    );
   }
 }
 
@@ -156,7 +164,10 @@ export function checkMarketSellMinimum(bid: Dec | undefined, size: Dec, shown: s
 export function checkMarketLiquidity(side: Side, touch: { bid?: unknown; ask?: unknown }): void {
   const other = side === 'buy' ? touch.ask : touch.bid;
   if (other === undefined || other === null) {
-    throw new DomainError('NO_LIQUIDITY', `the book has no ${side === 'buy' ? 'ask' : 'bid'} for a MARKET ${side} to take; nothing was placed`);
+    throw new DomainError(
+      'NO_LIQUIDITY',
+      `the book has no ${side === 'buy' ? 'ask' : 'bid'} for a MARKET ${side} to take; nothing was placed`,
+    );
   }
 }
 
@@ -167,7 +178,10 @@ export function checkMarketLiquidity(side: Side, touch: { bid?: unknown; ask?: u
  */
 export function checkIcebergClip(clip: Dec, size: Dec, price: Dec, market: Pick<TokenInfo, 'minSize'>): void {
   if (!clip.lt(size)) throw errors.badRequest(`execution.clip_size ${str(clip)} must be less than size ${str(size)}`);
-  if (clip.times(price).lt(MIN_NOTIONAL_USD)) throw errors.badRequest(`each ICEBERG slice must be worth at least $1: clip_size × price = $${str(clip.times(price))}`);
+  if (clip.times(price).lt(MIN_NOTIONAL_USD))
+    throw errors.badRequest(
+      `each ICEBERG slice must be worth at least $1: clip_size × price = $${str(clip.times(price))}`,
+    );
   checkRestingMinimum('execution.clip_size', clip, str(clip), market);
 }
 
@@ -184,7 +198,10 @@ export { crossesBook };
  */
 export function checkPostOnly(side: Side, price: Dec, touch: TouchText, subject: string): void {
   if (crossesBook(side, price, touch)) {
-    throw new DomainError('ORDER_CROSSES_BOOK', `${subject} post-only: price ${str(price)} would take liquidity (touch ${touch.bid ?? '-'} / ${touch.ask ?? '-'})`);
+    throw new DomainError(
+      'ORDER_CROSSES_BOOK',
+      `${subject} post-only: price ${str(price)} would take liquidity (touch ${touch.bid ?? '-'} / ${touch.ask ?? '-'})`,
+    );
   }
 }
 
@@ -197,7 +214,8 @@ export function checkPostOnly(side: Side, price: Dec, touch: TouchText, subject:
  */
 export function checkFunds(avail: Available, side: Side, need: Dec, what = 'this buy'): void {
   if (side === 'buy') {
-    if (avail.usd.lt(need)) throw new DomainError('INSUFFICIENT_BALANCE', insufficientBalanceMessage(what, need, avail.usd));
+    if (avail.usd.lt(need))
+      throw new DomainError('INSUFFICIENT_BALANCE', insufficientBalanceMessage(what, need, avail.usd));
   } else if (avail.shares.lt(need)) {
     throw new DomainError('NOT_ENOUGH_SHARES', notEnoughSharesMessage(avail.held, avail.reservedShares));
   }
@@ -216,8 +234,13 @@ export function checkExpiration(expiration: number, nowMs: number): void {
   if (ok(expiration)) return;
   const hint = [expiration * 1000, Math.round(expiration / 1000)].find((t) => t !== expiration && ok(t));
   const hintText = hint !== undefined ? ` — did you mean ${hint} (milliseconds)?` : '';
-  if (expiration <= nowMs) throw errors.badRequest(`expiration must be a future time in Unix epoch milliseconds; received ${expiration}${hintText}`);
-  throw errors.badRequest(`expiration must be at most 365 days ahead (at most ${horizon} in Unix epoch milliseconds); received ${expiration}${hintText}`);
+  if (expiration <= nowMs)
+    throw errors.badRequest(
+      `expiration must be a future time in Unix epoch milliseconds; received ${expiration}${hintText}`,
+    );
+  throw errors.badRequest(
+    `expiration must be at most 365 days ahead (at most ${horizon} in Unix epoch milliseconds); received ${expiration}${hintText}`,
+  );
 }
 
 /** A TWAP's shape as the slice rules see it. */
@@ -243,8 +266,14 @@ export interface TwapPlan {
  */
 export function checkTwapDuration(durationSec: number, intervalSec: number): number {
   const durationMs = Math.round(durationSec * 1000);
-  if (Math.abs(durationMs - durationSec * 1000) > 1e-6) throw errors.badRequest(`execution.duration_sec has at most 3 decimals (whole milliseconds); received ${durationSec}`);
-  if (durationSec < intervalSec) throw errors.badRequest(`execution.duration_sec (${durationSec}) must be at least execution.interval_sec (${intervalSec})`);
+  if (Math.abs(durationMs - durationSec * 1000) > 1e-6)
+    throw errors.badRequest(
+      `execution.duration_sec has at most 3 decimals (whole milliseconds); received ${durationSec}`,
+    );
+  if (durationSec < intervalSec)
+    throw errors.badRequest(
+      `execution.duration_sec (${durationSec}) must be at least execution.interval_sec (${intervalSec})`,
+    );
   return durationMs;
 }
 
@@ -254,13 +283,19 @@ export function checkTwapDuration(durationSec: number, intervalSec: number): num
  */
 export function checkTwapSlices(p: TwapPlan, market: Pick<TokenInfo, 'minSize'>): void {
   if (p.slices > TWAP_MAX_SLICES) {
-    throw errors.badRequest(`a TWAP has at most ${TWAP_MAX_SLICES} slices: duration_sec ${p.durationSec} / interval_sec ${p.intervalSec} makes ${p.slices}; raise execution.interval_sec`);
+    throw errors.badRequest(
+      `a TWAP has at most ${TWAP_MAX_SLICES} slices: duration_sec ${p.durationSec} / interval_sec ${p.intervalSec} makes ${p.slices}; raise execution.interval_sec`,
+    );
   }
   if (p.sliceSize.lt(MIN_SHARES)) {
-    throw errors.badRequest(`each TWAP slice must be at least 0.01 shares: ${str(p.size)} shares over ${p.slices} slices is less; send a larger size or fewer slices (raise execution.interval_sec)`);
+    throw errors.badRequest(
+      `each TWAP slice must be at least 0.01 shares: ${str(p.size)} shares over ${p.slices} slices is less; send a larger size or fewer slices (raise execution.interval_sec)`,
+    );
   }
   if (p.passive && p.sliceSize.lt(market.minSize)) {
-    throw errors.badRequest(`passive TWAP slices rest on the book, so each must be at least this market's minimum of ${str(market.minSize)} shares: ${str(p.size)} shares over ${p.slices} slices is ${str(p.sliceSize)} per slice; send a larger size or fewer slices`);
+    throw errors.badRequest(
+      `passive TWAP slices rest on the book, so each must be at least this market's minimum of ${str(market.minSize)} shares: ${str(p.size)} shares over ${p.slices} slices is ${str(p.sliceSize)} per slice; send a larger size or fewer slices`,
+    );
   }
 }
 
@@ -288,10 +323,16 @@ export type RiskVenue = Pick<VenuePort, 'token' | 'touch' | 'available'> & Parti
  * strategy request and child order on one of its tokens is refused.
  * @throws {DomainError} `MARKET_CLOSED` (422) naming the market and, once resolved, the winner.
  */
-export function checkMarketOpen(info: Pick<TokenInfo, 'conditionId' | 'tokenId'>, status: MarketStatus | undefined): void {
+export function checkMarketOpen(
+  info: Pick<TokenInfo, 'conditionId' | 'tokenId'>,
+  status: MarketStatus | undefined,
+): void {
   if (!status?.closed) return;
   const why = status.resolved ? `resolved (winning token ${status.winningTokenId})` : 'closed';
-  throw new DomainError('MARKET_CLOSED', `market ${info.conditionId} of token ${info.tokenId} is ${why}: it takes no new orders`);
+  throw new DomainError(
+    'MARKET_CLOSED',
+    `market ${info.conditionId} of token ${info.tokenId} is ${why}: it takes no new orders`,
+  );
 }
 
 /**
@@ -313,7 +354,8 @@ export class RiskEngine {
    */
   market(symbol: string): TokenInfo {
     const info = this.venue.token(symbol);
-    if (!info) throw errors.badRequest(`symbol ${symbol} is not an outcome token of this venue (see GET /v2/trade/markets)`);
+    if (!info)
+      throw errors.badRequest(`symbol ${symbol} is not an outcome token of this venue (see GET /v2/trade/markets)`);
     checkMarketOpen(info, this.venue.marketStatus?.(info.conditionId));
     return info;
   }
@@ -353,7 +395,12 @@ export class RiskEngine {
    * @throws {DomainError} `INSUFFICIENT_BALANCE`, `NOT_ENOUGH_SHARES`.
    */
   orderFunds(o: RiskOrder): void {
-    const need = o.side === 'sell' ? dec(o.size!) : o.quoteAmount !== null ? dec(o.quoteAmount) : dec(o.price!).times(dec(o.size!));
+    const need =
+      o.side === 'sell'
+        ? dec(o.size!)
+        : o.quoteAmount !== null
+          ? dec(o.quoteAmount)
+          : dec(o.price!).times(dec(o.size!));
     this.funds(o.userId, o.tokenId, o.side, need);
   }
 

@@ -65,7 +65,11 @@ export interface StartOptions {
  * key, and starts the scheduler.
  * @returns the services and, when a master key was generated on this start, its token (to print once).
  */
-export async function startServices(config: Config, log: Logger, options: StartOptions = {}): Promise<{ services: Services; generatedMasterKey: string | null }> {
+export async function startServices(
+  config: Config,
+  log: Logger,
+  options: StartOptions = {},
+): Promise<{ services: Services; generatedMasterKey: string | null }> {
   const clock = options.clock ?? systemClock;
   const t0 = performance.now();
   const store = options.store ?? (await openStore(config, log));
@@ -81,9 +85,17 @@ export async function startServices(config: Config, log: Logger, options: StartO
   const generatedMasterKey = await keys.ensureMasterKey(config.partnerId, config.masterApiKey);
   const catalogue = options.catalogue ?? loadCatalogue();
   const venue = await SimVenue.open({
-    catalogue, store, clock, log,
-    initialPusd: config.simInitialPusd, liquidityLevels: config.simLiquidityLevels, refillMs: config.simLiquidityRefillMs,
-    replay: config.simReplay, replaySpeed: config.simReplaySpeed, captureReplay: config.simCapture, captureSpeed: config.simCaptureSpeed,
+    catalogue,
+    store,
+    clock,
+    log,
+    initialPusd: config.simInitialPusd,
+    liquidityLevels: config.simLiquidityLevels,
+    refillMs: config.simLiquidityRefillMs,
+    replay: config.simReplay,
+    replaySpeed: config.simReplaySpeed,
+    captureReplay: config.simCapture,
+    captureSpeed: config.simCaptureSpeed,
   });
   const orders = new OrderService(host, actors, venue, clock, log);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
@@ -94,11 +106,33 @@ export async function startServices(config: Config, log: Logger, options: StartO
   const reconciled = await orders.reconcile();
   const strategiesReconciled = await strategies.reconcile();
   const walletReconciled = await wallet.reconcile();
-  const startPhasesMs = { open: Math.round(t1 - t0), restore: Math.round(t2 - t1), reconcile: Math.round(performance.now() - t2) };
-  log.info({ restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled, startPhasesMs }, 'actors restored and reconciled with the venue');
+  const startPhasesMs = {
+    open: Math.round(t1 - t0),
+    restore: Math.round(t2 - t1),
+    reconcile: Math.round(performance.now() - t2),
+  };
+  log.info(
+    { restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled, startPhasesMs },
+    'actors restored and reconciled with the venue',
+  );
   await timers.start();
   const services: Services = {
-    config, log, clock, store, actors, host, timers, keys, users, catalogue, venue, orders, strategies, wallet, idempotency, cursors,
+    config,
+    log,
+    clock,
+    store,
+    actors,
+    host,
+    timers,
+    keys,
+    users,
+    catalogue,
+    venue,
+    orders,
+    strategies,
+    wallet,
+    idempotency,
+    cursors,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,
@@ -121,8 +155,14 @@ export async function startServices(config: Config, log: Logger, options: StartO
  * @param out - where the plain block goes: the logger's own destination (`api/main.ts`), so it
  *   is queued in order with the JSON log lines and never lands inside one; stdout by default.
  */
-export function announceMasterKey(config: Config, token: string, out: { write(text: string): unknown } = process.stdout): void {
-  out.write(`\nMASTER_API_KEY for partner '${config.partnerId}' (shown once, kept nowhere: copy it now):\n${token}\n\n`);
+export function announceMasterKey(
+  config: Config,
+  token: string,
+  out: { write(text: string): unknown } = process.stdout,
+): void {
+  out.write(
+    `\nMASTER_API_KEY for partner '${config.partnerId}' (shown once, kept nowhere: copy it now):\n${token}\n\n`,
+  );
 }
 
 /** Closes the HTTP server: stops accepting and ends idle keep-alive connections. */

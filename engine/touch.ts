@@ -16,5 +16,7 @@ export interface Touch {
  * or above the ask, a sell at or below the bid. An empty far side never crosses.
  */
 export function crossesBook(side: 'buy' | 'sell', price: Dec | string, touch: Touch): boolean {
-  return side === 'buy' ? touch.ask !== null && dec(touch.ask).lte(price) : touch.bid !== null && dec(touch.bid).gte(price);
+  return side === 'buy'
+    ? touch.ask !== null && dec(touch.ask).lte(price)
+    : touch.bid !== null && dec(touch.bid).gte(price);
 }

@@ -204,14 +204,26 @@ export class TriggerIndex {
     };
     const prev = this.byId.get(id);
     this.inDelivery.delete(id);
-    if (!reg.any && reg.bidAtOrBelow === null && reg.bidAbove === null && reg.askBelow === null && reg.askAtOrAbove === null) {
+    if (
+      !reg.any &&
+      reg.bidAtOrBelow === null &&
+      reg.bidAbove === null &&
+      reg.askBelow === null &&
+      reg.askAtOrAbove === null
+    ) {
       this.unlink(id);
       return prev !== undefined;
     }
     if (
-      prev && prev.tokenId === tokenId && prev.any === reg.any && prev.bidAtOrBelow === reg.bidAtOrBelow && prev.bidAbove === reg.bidAbove &&
-      prev.askBelow === reg.askBelow && prev.askAtOrAbove === reg.askAtOrAbove
-    ) return false;
+      prev &&
+      prev.tokenId === tokenId &&
+      prev.any === reg.any &&
+      prev.bidAtOrBelow === reg.bidAtOrBelow &&
+      prev.bidAbove === reg.bidAbove &&
+      prev.askBelow === reg.askBelow &&
+      prev.askAtOrAbove === reg.askAtOrAbove
+    )
+      return false;
     this.unlink(id);
     this.link(id, reg);
     return true;
@@ -318,8 +330,10 @@ export class TriggerIndex {
     const bid = touch.bid !== null ? micro(touch.bid, 'exact') : null;
     const ask = touch.ask !== null ? micro(touch.ask, 'exact') : null;
     const holds =
-      (bid !== null && ((reg.bidAtOrBelow !== null && bid <= reg.bidAtOrBelow) || (reg.bidAbove !== null && bid > reg.bidAbove))) ||
-      (ask !== null && ((reg.askBelow !== null && ask < reg.askBelow) || (reg.askAtOrAbove !== null && ask >= reg.askAtOrAbove)));
+      (bid !== null &&
+        ((reg.bidAtOrBelow !== null && bid <= reg.bidAtOrBelow) || (reg.bidAbove !== null && bid > reg.bidAbove))) ||
+      (ask !== null &&
+        ((reg.askBelow !== null && ask < reg.askBelow) || (reg.askAtOrAbove !== null && ask >= reg.askAtOrAbove)));
     if (holds) this.hold(id);
     return holds;
   }

@@ -89,7 +89,11 @@ export class UserService {
    * @param email - the user's address; null: none given.
    * @returns the user as it now is and whether this call created it.
    */
-  async provision(partnerId: string, partnerUserId: string, email: string | null): Promise<{ user: UserDoc; created: boolean }> {
+  async provision(
+    partnerId: string,
+    partnerUserId: string,
+    email: string | null,
+  ): Promise<{ user: UserDoc; created: boolean }> {
     const existing = await this.users.findOne({ partnerId, partnerUserId });
     if (existing) return { user: await this.withEmail(existing, email), created: false };
     // A fresh secp256k1 key (no mnemonic: HD derivation costs ~15 ms and the key is not kept).

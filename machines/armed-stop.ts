@@ -20,8 +20,22 @@
  */
 import { and, assign } from 'xstate';
 import {
-  assignShared, need, nextChildId, placeFailedEndPatch, placeFailedPatch, placeFailureText, placingOrder, PLACE_RETRIES, strategySetup, touchOf,
-  type ChildOrder, type KeepsSharedFields, type StrategyBaseContext, type StrategyInput, type Touch, type Watch,
+  assignShared,
+  need,
+  nextChildId,
+  placeFailedEndPatch,
+  placeFailedPatch,
+  placeFailureText,
+  placingOrder,
+  PLACE_RETRIES,
+  strategySetup,
+  touchOf,
+  type ChildOrder,
+  type KeepsSharedFields,
+  type StrategyBaseContext,
+  type StrategyInput,
+  type Touch,
+  type Watch,
 } from './strategy-kit.js';
 import { given } from './input.js';
 
@@ -60,73 +74,136 @@ export interface ArmedStopSpec<C extends ArmedStopContext> {
 }
 
 /** Builds the machine of an armed stop (states and statuses: the table above). */
-export function armedStopMachine<C extends ArmedStopContext>(spec: ArmedStopSpec<C>, ...noNarrowing: KeepsSharedFields<C>) {
+export function armedStopMachine<C extends ArmedStopContext>(
+  spec: ArmedStopSpec<C>,
+  ...noNarrowing: KeepsSharedFields<C>
+) {
   const what = spec.orderName;
-  return strategySetup<C>(...noNarrowing).extend({
-    actions: {
-      /** The order could not be placed: armed again (the engine re-checks the watch against the touch), a warning says so. */
-      rearm: assignShared<C>((c, e) => {
-        const patch = placeFailedPatch(c);
-        return { ...patch, watch: spec.watch(c), warnings: [...c.warnings, `${what} could not be placed (${placeFailureText(e)}): armed again (retry ${patch.placeFailures} of ${PLACE_RETRIES})`] };
-      }),
-      endNotPlaced: assignShared<C>((c, e) => placeFailedEndPatch(c, e, what)),
-      follow: assign(({ context, event }) => (event.type === 'book.touch' && spec.follows ? spec.follows.patch(context, touchOf(event)) : {})),
-      fire: assignShared<C>((c, e) => {
-        const touch = e.type === 'book.touch' ? touchOf(e) : c.lastTouch;
-        const price = need(spec.side === 'sell' ? touch.bid : touch.ask, 'the touch that fired');
-        const placing: ChildOrder = {
-          orderId: nextChildId(c), side: spec.side, pricing: { kind: 'limit', price }, size: spec.size(c, price), timeInForce: 'GTC', postOnly: false, isStopLoss: spec.isStopLoss,
-        };
-        const message = spec.firedMessage(c, { price, orderId: placing.orderId, size: placing.size });
-        return { seq: c.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing, message };
-      }),
-    },
-    guards: {
-      fires: ({ context, event }) => event.type === 'book.touch' && spec.fires(context, touchOf(event)),
-      follows: ({ context, event }) => event.type === 'book.touch' && spec.follows !== undefined && spec.follows.when(context, touchOf(event)),
-    },
-  }).createMachine({
-    id: spec.id,
-    context: ({ input }) => spec.context(given(input)),
-    initial: 'armed',
-    states: {
-      armed: {
-        on: {
-          'book.touch': [
-            { guard: 'fires', target: 'triggered', actions: 'fire', description: spec.firesWhen },
-            ...(spec.follows ? [{ guard: 'follows', actions: 'follow', description: spec.follows.description } as const] : []),
-          ],
-          'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled before it triggered' } }], description: 'DELETE strategy while untriggered' },
-        },
+  return strategySetup<C>(...noNarrowing)
+    .extend({
+      actions: {
+        /** The order could not be placed: armed again (the engine re-checks the watch against the touch), a warning says so. */
+        rearm: assignShared<C>((c, e) => {
+          const patch = placeFailedPatch(c);
+          return {
+            ...patch,
+            watch: spec.watch(c),
+            warnings: [
+              ...c.warnings,
+              `${what} could not be placed (${placeFailureText(e)}): armed again (retry ${patch.placeFailures} of ${PLACE_RETRIES})`,
+            ],
+          };
+        }),
+        endNotPlaced: assignShared<C>((c, e) => placeFailedEndPatch(c, e, what)),
+        follow: assign(({ context, event }) =>
+          event.type === 'book.touch' && spec.follows ? spec.follows.patch(context, touchOf(event)) : {},
+        ),
+        fire: assignShared<C>((c, e) => {
+          const touch = e.type === 'book.touch' ? touchOf(e) : c.lastTouch;
+          const price = need(spec.side === 'sell' ? touch.bid : touch.ask, 'the touch that fired');
+          const placing: ChildOrder = {
+            orderId: nextChildId(c),
+            side: spec.side,
+            pricing: { kind: 'limit', price },
+            size: spec.size(c, price),
+            timeInForce: 'GTC',
+            postOnly: false,
+            isStopLoss: spec.isStopLoss,
+          };
+          const message = spec.firedMessage(c, { price, orderId: placing.orderId, size: placing.size });
+          return { seq: c.seq + 1, working: placing.orderId, lastTouch: touch, watch: {}, placing, message };
+        }),
       },
-      triggered: {
-        entry: { type: 'placeOrder', params: placingOrder },
-        meta: { noCancel: 'has triggered and its order is working', cancelWorking: true },
-        on: {
-          'order.placeFailed': [
-            { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: `${what} could not be placed, again: give up` },
-            { guard: 'workingPlaceFailed', target: 'armed', actions: 'rearm', description: `${what} could not be placed: armed again` },
-          ],
-          'order.updated': [
-            {
-              guard: 'workingChildEndedByResolution', target: 'canceled', actions: ['recordChild', 'endMarketResolved', 'clearWatchAndDeadlines'],
-              description: `the market resolved while ${what} was working: the venue canceled it, the resolution ended the strategy (filled_size shows what it sold or bought before)`,
+      guards: {
+        fires: ({ context, event }) => event.type === 'book.touch' && spec.fires(context, touchOf(event)),
+        follows: ({ context, event }) =>
+          event.type === 'book.touch' && spec.follows !== undefined && spec.follows.when(context, touchOf(event)),
+      },
+    })
+    .createMachine({
+      id: spec.id,
+      context: ({ input }) => spec.context(given(input)),
+      initial: 'armed',
+      states: {
+        armed: {
+          on: {
+            'book.touch': [
+              { guard: 'fires', target: 'triggered', actions: 'fire', description: spec.firesWhen },
+              ...(spec.follows
+                ? [{ guard: 'follows', actions: 'follow', description: spec.follows.description } as const]
+                : []),
+            ],
+            'strategy.cancel': {
+              target: 'canceled',
+              actions: [
+                'clearWatchAndDeadlines',
+                { type: 'endWith', params: { reason: 'canceled before it triggered' } },
+              ],
+              description: 'DELETE strategy while untriggered',
             },
-            { guard: 'workingChildDone', target: 'done', actions: ['recordChild', { type: 'endWith', params: { reason: spec.doneReason } }], description: `${what} finished` },
-            { actions: 'recordChild', description: `fill or status change of ${what}` },
-          ],
-          'order.refused': [
-            { guard: 'workingMarketClosed', target: 'canceled', actions: ['endMarketResolved', 'clearWatchAndDeadlines'], description: `the market resolved before ${what} got there: ended by the resolution` },
-            { guard: 'workingRefused', target: 'failed', actions: 'endWithRefusal', description: `the venue refused ${what}` },
-          ],
+          },
         },
+        triggered: {
+          entry: { type: 'placeOrder', params: placingOrder },
+          meta: { noCancel: 'has triggered and its order is working', cancelWorking: true },
+          on: {
+            'order.placeFailed': [
+              {
+                guard: and(['workingPlaceFailed', 'retriesExhausted']),
+                target: 'failed',
+                actions: 'endNotPlaced',
+                description: `${what} could not be placed, again: give up`,
+              },
+              {
+                guard: 'workingPlaceFailed',
+                target: 'armed',
+                actions: 'rearm',
+                description: `${what} could not be placed: armed again`,
+              },
+            ],
+            'order.updated': [
+              {
+                guard: 'workingChildEndedByResolution',
+                target: 'canceled',
+                actions: ['recordChild', 'endMarketResolved', 'clearWatchAndDeadlines'],
+                description: `the market resolved while ${what} was working: the venue canceled it, the resolution ended the strategy (filled_size shows what it sold or bought before)`,
+              },
+              {
+                guard: 'workingChildDone',
+                target: 'done',
+                actions: ['recordChild', { type: 'endWith', params: { reason: spec.doneReason } }],
+                description: `${what} finished`,
+              },
+              { actions: 'recordChild', description: `fill or status change of ${what}` },
+            ],
+            'order.refused': [
+              {
+                guard: 'workingMarketClosed',
+                target: 'canceled',
+                actions: ['endMarketResolved', 'clearWatchAndDeadlines'],
+                description: `the market resolved before ${what} got there: ended by the resolution`,
+              },
+              {
+                guard: 'workingRefused',
+                target: 'failed',
+                actions: 'endWithRefusal',
+                description: `the venue refused ${what}`,
+              },
+            ],
+          },
+        },
+        done: { type: 'final' },
+        canceled: { type: 'final' },
+        failed: { type: 'final' },
       },
-      done: { type: 'final' },
-      canceled: { type: 'final' },
-      failed: { type: 'final' },
-    },
-  });
+    });
 }
 
 /** REST status of each state of an armed stop. */
-export const ARMED_STOP_STATUS = { armed: 'ACTIVE', triggered: 'TRIGGERED', done: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED' } as const;
+export const ARMED_STOP_STATUS = {
+  armed: 'ACTIVE',
+  triggered: 'TRIGGERED',
+  done: 'COMPLETED',
+  canceled: 'CANCELED',
+  failed: 'FAILED',
+} as const;

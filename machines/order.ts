@@ -80,7 +80,14 @@ export interface OrderContext extends Required<OrderInput> {
 
 export type OrderEvent =
   | { type: 'venue.accepted'; resting: boolean }
-  | { type: 'venue.filled'; tradeId: string; price: string; size: string; liquidity: 'maker' | 'taker'; completes: boolean }
+  | {
+      type: 'venue.filled';
+      tradeId: string;
+      price: string;
+      size: string;
+      liquidity: 'maker' | 'taker';
+      completes: boolean;
+    }
   | { type: 'venue.canceled'; reason: CancelReason }
   | { type: 'venue.expired' }
   | { type: 'venue.rejected'; error: string; reason: string }
@@ -110,8 +117,16 @@ export function requestedCancelReason(c: Pick<OrderContext, 'cancelReason' | 'pa
 /** The venue command of an order. */
 export function venueOrderOf(c: OrderContext): VenueOrder {
   return {
-    orderId: c.orderId, userId: c.userId, tokenId: c.tokenId, side: c.side, kind: c.type === 'MARKET' ? 'market' : 'limit',
-    price: c.price, size: c.size, quoteAmount: c.quoteAmount, timeInForce: c.type === 'MARKET' && c.timeInForce !== 'FOK' ? 'IOC' : c.timeInForce, postOnly: c.postOnly ?? false,
+    orderId: c.orderId,
+    userId: c.userId,
+    tokenId: c.tokenId,
+    side: c.side,
+    kind: c.type === 'MARKET' ? 'market' : 'limit',
+    price: c.price,
+    size: c.size,
+    quoteAmount: c.quoteAmount,
+    timeInForce: c.type === 'MARKET' && c.timeInForce !== 'FOK' ? 'IOC' : c.timeInForce,
+    postOnly: c.postOnly ?? false,
   };
 }
 
@@ -134,16 +149,24 @@ export const orderMachine = setup({
       const e = event as FillEvent;
       return {
         filledSize: dec(context.filledSize).plus(dec(e.size)).toFixed(),
-        matchedAmount: dec(context.matchedAmount).plus(dec(e.price).times(dec(e.size))).toFixed(),
+        matchedAmount: dec(context.matchedAmount)
+          .plus(dec(e.price).times(dec(e.size)))
+          .toFixed(),
         tradeIds: [...context.tradeIds, e.tradeId],
       };
     }),
     /** The venue's cancel: its reason is why the order ended. */
-    recordCancel: assign(({ event }) => (event.type === 'venue.canceled' ? { reason: event.reason.message, cancelReason: event.reason } : {})),
+    recordCancel: assign(({ event }) =>
+      event.type === 'venue.canceled' ? { reason: event.reason.message, cancelReason: event.reason } : {},
+    ),
     recordExpiry: assign({ reason: EXPIRED_REASON.message, cancelReason: EXPIRED_REASON }),
     /** The cancel asked for; a repeat while one is on its way keeps the first. */
-    recordCancelRequest: assign(({ context, event }) => (event.type === 'order.cancel' && !context.cancelReason ? { cancelReason: event.reason } : {})),
-    recordRejection: assign(({ event }) => (event.type === 'venue.rejected' ? { error: event.error, reason: event.reason } : {})),
+    recordCancelRequest: assign(({ context, event }) =>
+      event.type === 'order.cancel' && !context.cancelReason ? { cancelReason: event.reason } : {},
+    ),
+    recordRejection: assign(({ event }) =>
+      event.type === 'venue.rejected' ? { error: event.error, reason: event.reason } : {},
+    ),
     clearDeadlines: assign({ deadlines: () => ({}) }),
     markCancelRequested: assign({ cancelRequested: true }),
   },
@@ -152,9 +175,12 @@ export const orderMachine = setup({
     completesOrder: ({ context, event }) => {
       if (event.type !== 'venue.filled') return false;
       // Sized orders count their shares; a dollar-sized MARKET buy relies on the venue's flag.
-      return context.size !== null ? dec(context.filledSize).plus(dec(event.size)).gte(dec(context.size)) : event.completes;
+      return context.size !== null
+        ? dec(context.filledSize).plus(dec(event.size)).gte(dec(context.size))
+        : event.completes;
     },
-    isCurrentExpiry: ({ context, event }) => event.type === 'timer.fired' && event.name === 'expiry' && context.deadlines.expiry === event.atMs,
+    isCurrentExpiry: ({ context, event }) =>
+      event.type === 'timer.fired' && event.name === 'expiry' && context.deadlines.expiry === event.atMs,
     cancelWasRequested: ({ context }) => context.cancelRequested,
     isResting: ({ event }) => event.type === 'venue.accepted' && event.resting,
   },
@@ -185,54 +211,157 @@ export const orderMachine = setup({
       entry: { type: 'submitToVenue', params: ({ context }) => ({ order: venueOrderOf(context) }) },
       on: {
         'venue.accepted': [
-          { guard: 'cancelWasRequested', target: 'canceling', description: 'acknowledged after the user asked to cancel: cancel now' },
+          {
+            guard: 'cancelWasRequested',
+            target: 'canceling',
+            description: 'acknowledged after the user asked to cancel: cancel now',
+          },
           { target: 'live', description: 'the venue acknowledged the order' },
         ],
         'venue.filled': [
-          { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'filled in full on arrival' },
-          { guard: 'isNewFill', target: 'partially_filled', actions: 'recordFill', description: 'partly filled on arrival' },
+          {
+            guard: and(['isNewFill', 'completesOrder']),
+            target: 'filled',
+            actions: ['recordFill', 'clearDeadlines'],
+            description: 'filled in full on arrival',
+          },
+          {
+            guard: 'isNewFill',
+            target: 'partially_filled',
+            actions: 'recordFill',
+            description: 'partly filled on arrival',
+          },
         ],
-        'venue.rejected': { target: 'rejected', actions: ['recordRejection', 'clearDeadlines'], description: 'the venue refused the order' },
-        'venue.canceled': { target: 'canceled', actions: ['recordCancel', 'clearDeadlines'], description: 'FOK/IOC/market with nothing to fill' },
-        'venue.unknown': { target: 'submitted', reenter: true, description: 'reconciliation: the venue never saw it, submit again' },
-        'order.cancel': { actions: ['markCancelRequested', 'recordCancelRequest'], description: 'cancel once the venue acknowledges' },
+        'venue.rejected': {
+          target: 'rejected',
+          actions: ['recordRejection', 'clearDeadlines'],
+          description: 'the venue refused the order',
+        },
+        'venue.canceled': {
+          target: 'canceled',
+          actions: ['recordCancel', 'clearDeadlines'],
+          description: 'FOK/IOC/market with nothing to fill',
+        },
+        'venue.unknown': {
+          target: 'submitted',
+          reenter: true,
+          description: 'reconciliation: the venue never saw it, submit again',
+        },
+        'order.cancel': {
+          actions: ['markCancelRequested', 'recordCancelRequest'],
+          description: 'cancel once the venue acknowledges',
+        },
       },
     },
     live: {
       on: {
         'venue.filled': [
-          { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'filled in full' },
+          {
+            guard: and(['isNewFill', 'completesOrder']),
+            target: 'filled',
+            actions: ['recordFill', 'clearDeadlines'],
+            description: 'filled in full',
+          },
           { guard: 'isNewFill', target: 'partially_filled', actions: 'recordFill', description: 'partial fill' },
         ],
-        'venue.canceled': { target: 'canceled', actions: ['recordCancel', 'clearDeadlines'], description: 'canceled by the venue (IOC remainder, self-trade prevention)' },
-        'venue.expired': { target: 'expired', actions: ['recordExpiry', 'clearDeadlines'], description: 'GTD expiry took effect' },
-        'order.cancel': { target: 'canceling', actions: 'recordCancelRequest', description: 'the user or its strategy asks to cancel' },
-        'timer.fired': { guard: 'isCurrentExpiry', actions: ['clearDeadlines', { type: 'expireAtVenue', params: ({ context }) => ({ orderId: context.orderId }) }], description: 'GTD expiration reached' },
+        'venue.canceled': {
+          target: 'canceled',
+          actions: ['recordCancel', 'clearDeadlines'],
+          description: 'canceled by the venue (IOC remainder, self-trade prevention)',
+        },
+        'venue.expired': {
+          target: 'expired',
+          actions: ['recordExpiry', 'clearDeadlines'],
+          description: 'GTD expiry took effect',
+        },
+        'order.cancel': {
+          target: 'canceling',
+          actions: 'recordCancelRequest',
+          description: 'the user or its strategy asks to cancel',
+        },
+        'timer.fired': {
+          guard: 'isCurrentExpiry',
+          actions: [
+            'clearDeadlines',
+            { type: 'expireAtVenue', params: ({ context }) => ({ orderId: context.orderId }) },
+          ],
+          description: 'GTD expiration reached',
+        },
       },
     },
     partially_filled: {
       on: {
         'venue.filled': [
-          { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'last fill' },
+          {
+            guard: and(['isNewFill', 'completesOrder']),
+            target: 'filled',
+            actions: ['recordFill', 'clearDeadlines'],
+            description: 'last fill',
+          },
           { guard: 'isNewFill', actions: 'recordFill', description: 'another partial fill' },
         ],
-        'venue.canceled': { target: 'canceled', actions: ['recordCancel', 'clearDeadlines'], description: 'remainder canceled by the venue' },
-        'venue.expired': { target: 'expired', actions: ['recordExpiry', 'clearDeadlines'], description: 'GTD expiry took effect on the remainder' },
-        'order.cancel': { target: 'canceling', actions: 'recordCancelRequest', description: 'the user or its strategy asks to cancel the remainder' },
-        'timer.fired': { guard: 'isCurrentExpiry', actions: ['clearDeadlines', { type: 'expireAtVenue', params: ({ context }) => ({ orderId: context.orderId }) }], description: 'GTD expiration reached' },
+        'venue.canceled': {
+          target: 'canceled',
+          actions: ['recordCancel', 'clearDeadlines'],
+          description: 'remainder canceled by the venue',
+        },
+        'venue.expired': {
+          target: 'expired',
+          actions: ['recordExpiry', 'clearDeadlines'],
+          description: 'GTD expiry took effect on the remainder',
+        },
+        'order.cancel': {
+          target: 'canceling',
+          actions: 'recordCancelRequest',
+          description: 'the user or its strategy asks to cancel the remainder',
+        },
+        'timer.fired': {
+          guard: 'isCurrentExpiry',
+          actions: [
+            'clearDeadlines',
+            { type: 'expireAtVenue', params: ({ context }) => ({ orderId: context.orderId }) },
+          ],
+          description: 'GTD expiration reached',
+        },
       },
     },
     canceling: {
-      entry: { type: 'cancelAtVenue', params: ({ context }) => ({ orderId: context.orderId, reason: requestedCancelReason(context) }) },
+      entry: {
+        type: 'cancelAtVenue',
+        params: ({ context }) => ({ orderId: context.orderId, reason: requestedCancelReason(context) }),
+      },
       on: {
         'venue.filled': [
-          { guard: and(['isNewFill', 'completesOrder']), target: 'filled', actions: ['recordFill', 'clearDeadlines'], description: 'filled before the cancel arrived' },
+          {
+            guard: and(['isNewFill', 'completesOrder']),
+            target: 'filled',
+            actions: ['recordFill', 'clearDeadlines'],
+            description: 'filled before the cancel arrived',
+          },
           { guard: 'isNewFill', actions: 'recordFill', description: 'partial fill racing the cancel' },
         ],
-        'venue.canceled': { target: 'canceled', actions: ['recordCancel', 'clearDeadlines'], description: 'cancel confirmed' },
-        'venue.expired': { target: 'expired', actions: ['recordExpiry', 'clearDeadlines'], description: 'expired before the cancel arrived' },
-        'venue.accepted': { guard: 'isResting', target: 'canceling', reenter: true, description: 'reconciliation after a restart: the order still rests, so the cancel is sent again (restoring does not re-run entry actions)' },
-        'order.cancel': { target: 'canceling', reenter: true, description: 'asked again (a retry): the cancel is sent again' },
+        'venue.canceled': {
+          target: 'canceled',
+          actions: ['recordCancel', 'clearDeadlines'],
+          description: 'cancel confirmed',
+        },
+        'venue.expired': {
+          target: 'expired',
+          actions: ['recordExpiry', 'clearDeadlines'],
+          description: 'expired before the cancel arrived',
+        },
+        'venue.accepted': {
+          guard: 'isResting',
+          target: 'canceling',
+          reenter: true,
+          description:
+            'reconciliation after a restart: the order still rests, so the cancel is sent again (restoring does not re-run entry actions)',
+        },
+        'order.cancel': {
+          target: 'canceling',
+          reenter: true,
+          description: 'asked again (a retry): the cancel is sent again',
+        },
       },
     },
     filled: { type: 'final' },
@@ -259,4 +388,3 @@ export type OrderStatus = (typeof ORDER_STATUS)[OrderState];
 
 /** Statuses of orders still working at the venue (GET orders/open). */
 export const OPEN_STATUSES: OrderStatus[] = ['SUBMITTED', 'LIVE', 'PARTIALLY_FILLED', 'PENDING_CANCEL'];
-

@@ -28,8 +28,25 @@
 import { assign } from 'xstate';
 import { Dec } from '../engine/decimal.js';
 import {
-  baseContext, d, floorShares, floorTick, isWorkingChildDone, need, nextChildId, placingOrder, retryActions, retryingChild, strategySetup, whenChildOff, cancelWorking, cancelWorkingOnEnd,
-  type ChildOrder, type StrategyBaseContext, type StrategyContext, type StrategyInput, type Touch,
+  baseContext,
+  d,
+  floorShares,
+  floorTick,
+  isWorkingChildDone,
+  need,
+  nextChildId,
+  placingOrder,
+  retryActions,
+  retryingChild,
+  strategySetup,
+  whenChildOff,
+  cancelWorking,
+  cancelWorkingOnEnd,
+  type ChildOrder,
+  type StrategyBaseContext,
+  type StrategyContext,
+  type StrategyInput,
+  type Touch,
 } from './strategy-kit.js';
 import { given } from './input.js';
 
@@ -61,7 +78,10 @@ export function pegOffsetPrice(c: Pick<StrategyContext, 'offsetTicks'>): Dec {
 }
 
 /** The peg price at this touch, or null when no price fits (empty book, ceiling/floor out of reach). */
-export function pegPrice(c: Pick<StrategyContext, 'tickSize' | 'offsetTicks' | 'priceFloor' | 'priceCeiling'>, t: Touch): string | null {
+export function pegPrice(
+  c: Pick<StrategyContext, 'tickSize' | 'offsetTicks' | 'priceFloor' | 'priceCeiling'>,
+  t: Touch,
+): string | null {
   const tick = d(c.tickSize);
   let base: Dec | null = t.bid !== null ? d(t.bid) : t.ask !== null ? d(t.ask).minus(tick) : null;
   if (base === null) return null;
@@ -80,83 +100,169 @@ function affordable(c: PeggedContext, price: string): Dec {
 
 const retry = retryingChild('pegging', 'order');
 
-export const peggedMachine = strategySetup<PeggedContext>().extend({
-  actions: {
-    ...retryActions<PeggedContext>(() => 'the pegged order'),
-    planPeg: assign(({ context }) => {
-      const price = need(pegPrice(context, context.lastTouch), 'a peg price');
-      const placing: ChildOrder = {
-        orderId: nextChildId(context), side: 'buy', pricing: { kind: 'limit', price }, size: affordable(context, price).toFixed(), timeInForce: 'GTC', postOnly: true, isStopLoss: false,
-      };
-      // the message follows the peg: the one written at acceptance (which says why the first price) until it moves
-      const message = context.seq > 0 ? { message: `PEGGED: $${context.quoteAmount} budget, resting at ${price}` } : {};
-      return { seq: context.seq + 1, working: placing.orderId, workingPrice: price, pendingSize: placing.size, watch: { any: true }, placing, ...message };
-    }),
-    waitForBook: assign({ working: null, workingPrice: null, watch: { any: true } }),
-    clearWorking: assign({ working: null, workingPrice: null }),
-  },
-  guards: {
-    childFilled: ({ context, event }) => isWorkingChildDone(context, event) && event.type === 'order.updated' && event.status === 'FILLED',
-    noPegPrice: ({ context }) => pegPrice(context, context.lastTouch) === null,
-    budgetSpent: ({ context }) => {
-      const price = pegPrice(context, context.lastTouch);
-      return price !== null && affordable(context, price).lt(context.minSize);
+export const peggedMachine = strategySetup<PeggedContext>()
+  .extend({
+    actions: {
+      ...retryActions<PeggedContext>(() => 'the pegged order'),
+      planPeg: assign(({ context }) => {
+        const price = need(pegPrice(context, context.lastTouch), 'a peg price');
+        const placing: ChildOrder = {
+          orderId: nextChildId(context),
+          side: 'buy',
+          pricing: { kind: 'limit', price },
+          size: affordable(context, price).toFixed(),
+          timeInForce: 'GTC',
+          postOnly: true,
+          isStopLoss: false,
+        };
+        // the message follows the peg: the one written at acceptance (which says why the first price) until it moves
+        const message =
+          context.seq > 0 ? { message: `PEGGED: $${context.quoteAmount} budget, resting at ${price}` } : {};
+        return {
+          seq: context.seq + 1,
+          working: placing.orderId,
+          workingPrice: price,
+          pendingSize: placing.size,
+          watch: { any: true },
+          placing,
+          ...message,
+        };
+      }),
+      waitForBook: assign({ working: null, workingPrice: null, watch: { any: true } }),
+      clearWorking: assign({ working: null, workingPrice: null }),
     },
-    pegMoved: ({ context, event }) => {
-      if (event.type !== 'book.touch') return false;
-      // on the tick the touch carries (a tick-size change applies at once)
-      const price = pegPrice({ ...context, tickSize: event.tickSize ?? context.tickSize }, { bid: event.bid, ask: event.ask });
-      return price !== context.workingPrice;
+    guards: {
+      childFilled: ({ context, event }) =>
+        isWorkingChildDone(context, event) && event.type === 'order.updated' && event.status === 'FILLED',
+      noPegPrice: ({ context }) => pegPrice(context, context.lastTouch) === null,
+      budgetSpent: ({ context }) => {
+        const price = pegPrice(context, context.lastTouch);
+        return price !== null && affordable(context, price).lt(context.minSize);
+      },
+      pegMoved: ({ context, event }) => {
+        if (event.type !== 'book.touch') return false;
+        // on the tick the touch carries (a tick-size change applies at once)
+        const price = pegPrice(
+          { ...context, tickSize: event.tickSize ?? context.tickSize },
+          { bid: event.bid, ask: event.ask },
+        );
+        return price !== context.workingPrice;
+      },
     },
-  },
-}).createMachine({
-  id: 'pegged',
-  context: ({ input }) => peggedContext(given(input)),
-  initial: 'pegging',
-  states: {
-    pegging: {
-      always: [
-        { guard: 'noPegPrice', target: 'waiting', actions: 'waitForBook', description: 'no price within the floor/ceiling: wait for the book' },
-        { guard: 'budgetSpent', target: 'completed', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'budget spent (what is left cannot buy the minimum size)' } }], description: 'budget spent' },
-        { target: 'working', actions: ['planPeg', { type: 'placeOrder', params: placingOrder }], description: 'rest at the peg price' },
-      ],
-    },
-    working: {
-      on: {
-        'book.touch': [
-          { guard: 'pegMoved', target: 'repegging', actions: ['recordTouch', { type: 'cancelOrder', params: cancelWorking('REPEGGED', 'the touch moved the peg price: re-placed at the new one') }], description: 'the touch moved the peg price: cancel and re-place' },
-          { actions: 'recordTouch', description: 'peg price unchanged' },
+  })
+  .createMachine({
+    id: 'pegged',
+    context: ({ input }) => peggedContext(given(input)),
+    initial: 'pegging',
+    states: {
+      pegging: {
+        always: [
+          {
+            guard: 'noPegPrice',
+            target: 'waiting',
+            actions: 'waitForBook',
+            description: 'no price within the floor/ceiling: wait for the book',
+          },
+          {
+            guard: 'budgetSpent',
+            target: 'completed',
+            actions: [
+              'clearWatchAndDeadlines',
+              { type: 'endWith', params: { reason: 'budget spent (what is left cannot buy the minimum size)' } },
+            ],
+            description: 'budget spent',
+          },
+          {
+            target: 'working',
+            actions: ['planPeg', { type: 'placeOrder', params: placingOrder }],
+            description: 'rest at the peg price',
+          },
         ],
-        'order.updated': [
-          { guard: 'childFilled', target: 'pegging', actions: 'recordChild', description: 'filled: place the next tranche or finish' },
-          { guard: 'workingChildDone', target: 'canceled', actions: ['recordChild', 'clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'the pegged order was canceled outside the strategy' } }], description: 'the order ended without filling (DELETE order)' },
-          { actions: 'recordChild', description: 'partial fill' },
-        ],
-        ...retry.whenNotPlaced,
-        'strategy.cancel': { target: 'canceling', actions: [{ type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, { type: 'cancelOrder', params: cancelWorkingOnEnd }], description: 'DELETE strategy' },
       },
-    },
-    repegging: {
-      tags: ['cancelingChild'],
-      on: {
-        ...whenChildOff('pegging', { actions: 'recordChild', description: 'the old order is off the book: re-peg' }, { actions: 'clearWorking', description: 'the old order was never placed: re-peg' }),
-        'book.touch': { actions: 'recordTouch', description: 'the touch moved again' },
-        'strategy.cancel': { target: 'canceling', actions: { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }, description: 'DELETE strategy while re-pegging' },
+      working: {
+        on: {
+          'book.touch': [
+            {
+              guard: 'pegMoved',
+              target: 'repegging',
+              actions: [
+                'recordTouch',
+                {
+                  type: 'cancelOrder',
+                  params: cancelWorking('REPEGGED', 'the touch moved the peg price: re-placed at the new one'),
+                },
+              ],
+              description: 'the touch moved the peg price: cancel and re-place',
+            },
+            { actions: 'recordTouch', description: 'peg price unchanged' },
+          ],
+          'order.updated': [
+            {
+              guard: 'childFilled',
+              target: 'pegging',
+              actions: 'recordChild',
+              description: 'filled: place the next tranche or finish',
+            },
+            {
+              guard: 'workingChildDone',
+              target: 'canceled',
+              actions: [
+                'recordChild',
+                'clearWatchAndDeadlines',
+                { type: 'endWith', params: { reason: 'the pegged order was canceled outside the strategy' } },
+              ],
+              description: 'the order ended without filling (DELETE order)',
+            },
+            { actions: 'recordChild', description: 'partial fill' },
+          ],
+          ...retry.whenNotPlaced,
+          'strategy.cancel': {
+            target: 'canceling',
+            actions: [
+              { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } },
+              { type: 'cancelOrder', params: cancelWorkingOnEnd },
+            ],
+            description: 'DELETE strategy',
+          },
+        },
       },
-    },
-    waiting: {
-      on: {
-        'book.touch': { target: 'pegging', actions: 'recordTouch', description: 'the book changed: try again' },
-        ...retry.whileWaiting,
+      repegging: {
+        tags: ['cancelingChild'],
+        on: {
+          ...whenChildOff(
+            'pegging',
+            { actions: 'recordChild', description: 'the old order is off the book: re-peg' },
+            { actions: 'clearWorking', description: 'the old order was never placed: re-peg' },
+          ),
+          'book.touch': { actions: 'recordTouch', description: 'the touch moved again' },
+          'strategy.cancel': {
+            target: 'canceling',
+            actions: { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } },
+            description: 'DELETE strategy while re-pegging',
+          },
+        },
       },
+      waiting: {
+        on: {
+          'book.touch': { target: 'pegging', actions: 'recordTouch', description: 'the book changed: try again' },
+          ...retry.whileWaiting,
+        },
+      },
+      ...retry.states,
+      completed: { type: 'final' },
+      canceled: { type: 'final' },
+      failed: { type: 'final' },
     },
-    ...retry.states,
-    completed: { type: 'final' },
-    canceled: { type: 'final' },
-    failed: { type: 'final' },
-  },
-});
+  });
 
 export const PEGGED_STATUS = {
-  pegging: 'ACTIVE', working: 'ACTIVE', repegging: 'ACTIVE', waiting: 'PENDING', retrying: 'ACTIVE', canceling: 'ACTIVE', completed: 'COMPLETED', canceled: 'CANCELED', failed: 'FAILED',
+  pegging: 'ACTIVE',
+  working: 'ACTIVE',
+  repegging: 'ACTIVE',
+  waiting: 'PENDING',
+  retrying: 'ACTIVE',
+  canceling: 'ACTIVE',
+  completed: 'COMPLETED',
+  canceled: 'CANCELED',
+  failed: 'FAILED',
 } as const;

@@ -17,7 +17,15 @@
  * what is particular to STOP_LOSS: a fixed level (nothing follows the touch), the sell at the bid.
  */
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, d, need, strategySnapshotForm, type StrategyContext, type StrategyDerivation, type StrategyInput } from './strategy-kit.js';
+import {
+  baseContext,
+  d,
+  need,
+  strategySnapshotForm,
+  type StrategyContext,
+  type StrategyDerivation,
+  type StrategyInput,
+} from './strategy-kit.js';
 
 /** Context of a STOP_LOSS: its armed level is `price` (= `triggerPrice`), it sells `size` shares. */
 export interface StopLossContext extends ArmedStopContext {
@@ -32,7 +40,12 @@ export function stopLossMessage(c: Pick<StrategyContext, 'size' | 'price'>): str
 
 function stopLossContext(input: StrategyInput): StopLossContext {
   const price = need(input.price, 'STOP_LOSS price');
-  return Object.assign(baseContext(input), { price, size: need(input.size, 'STOP_LOSS size'), triggerPrice: price, watch: { bidAtOrBelow: price } });
+  return Object.assign(baseContext(input), {
+    price,
+    size: need(input.size, 'STOP_LOSS size'),
+    triggerPrice: price,
+    watch: { bidAtOrBelow: price },
+  });
 }
 
 export const stopLossMachine = armedStopMachine<StopLossContext>({
@@ -44,7 +57,8 @@ export const stopLossMachine = armedStopMachine<StopLossContext>({
   side: 'sell',
   isStopLoss: true,
   size: (c) => c.size,
-  firedMessage: (c, f) => `STOP_LOSS triggered: the best bid ${f.price} reached the armed level ${c.price}; placed sell order ${f.orderId} of ${f.size} shares at ${f.price}`,
+  firedMessage: (c, f) =>
+    `STOP_LOSS triggered: the best bid ${f.price} reached the armed level ${c.price}; placed sell order ${f.orderId} of ${f.size} shares at ${f.price}`,
   watch: (c) => ({ bidAtOrBelow: c.price }),
   doneReason: 'the stop-loss sell order is done',
 });
@@ -62,4 +76,8 @@ const STOP_LOSS_DERIVED: readonly StrategyDerivation[] = [
  * `size`; form 2 stores `[2, value, tokenId, price, size, [bid, ask], createdAtMs]` (a sell: `side`
  * "sell" by default; the slots as machines/strategy-kit.ts `strategySnapshotForm` encodes them).
  */
-export const STOP_LOSS_FORM = strategySnapshotForm('STOP_LOSS', STOP_LOSS_DERIVED, { fields: ['price', 'size'], defaults: { side: 'sell' }, derived: STOP_LOSS_DERIVED });
+export const STOP_LOSS_FORM = strategySnapshotForm('STOP_LOSS', STOP_LOSS_DERIVED, {
+  fields: ['price', 'size'],
+  defaults: { side: 'sell' },
+  derived: STOP_LOSS_DERIVED,
+});

@@ -199,7 +199,15 @@ export type StrategyEvent =
    * resolved (the order's cancel code `MARKET_RESOLVED`, turned into this flag by the engine,
    * engine/strategies/child-orders.ts), not by the user or the strategy.
    */
-  | { type: 'order.updated'; orderId: string; status: string; filledSize: string; matchedAmount: string; final: boolean; marketResolved?: boolean }
+  | {
+      type: 'order.updated';
+      orderId: string;
+      status: string;
+      filledSize: string;
+      matchedAmount: string;
+      final: boolean;
+      marketResolved?: boolean;
+    }
   | { type: 'order.refused'; orderId: string; error: string; reason: string }
   /**
    * The engine could not place child order `orderId` (a store write failed, …), or found it
@@ -229,9 +237,27 @@ export const STRATEGY_CONTEXT_DEFAULTS: Readonly<Record<string, unknown>> = Obje
 /** A new object with every field of {@link STRATEGY_CONTEXT_DEFAULTS} at its default (fresh `[]` / `{}`). */
 function strategyContextDefaults(): Record<string, unknown> {
   return {
-    price: null, size: null, quoteAmount: null, execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null,
-    filledSize: '0', matchedAmount: '0', children: [], working: null, seq: 0, slicesDone: 0, triggerPrice: null, watch: {}, deadlines: {},
-    endReason: null, workingPrice: null, pendingSize: null, placing: null,
+    price: null,
+    size: null,
+    quoteAmount: null,
+    execution: {},
+    warnings: [],
+    message: null,
+    clientOrderId: null,
+    metadata: null,
+    filledSize: '0',
+    matchedAmount: '0',
+    children: [],
+    working: null,
+    seq: 0,
+    slicesDone: 0,
+    triggerPrice: null,
+    watch: {},
+    deadlines: {},
+    endReason: null,
+    workingPrice: null,
+    pendingSize: null,
+    placing: null,
   };
 }
 
@@ -239,7 +265,10 @@ function strategyContextDefaults(): Record<string, unknown> {
 export const STRATEGY_FORM_VERSION = 2;
 
 /** A derived field of a strategy's stored form: its value from the record's ids and the context. */
-export type StrategyDerivation = readonly [key: keyof StrategyContext & string, derive: (c: StrategyContext, ids: RecordIds) => unknown];
+export type StrategyDerivation = readonly [
+  key: keyof StrategyContext & string,
+  derive: (c: StrategyContext, ids: RecordIds) => unknown,
+];
 
 /**
  * The touch in a slot of the positional form: `{bid, ask}` as `[bid, ask]`; anything else (null,
@@ -269,7 +298,9 @@ export const TOUCH_CODEC: FieldCodec = Object.freeze({
 export const CREATED_AT_CODEC: FieldCodec = Object.freeze({
   key: 'createdAtMs',
   encode(v: unknown, ids: RecordIds): unknown {
-    return typeof v === 'number' && Number.isSafeInteger(v) && Number.isSafeInteger(ids.createdAtMs - v) ? ids.createdAtMs - v : [v];
+    return typeof v === 'number' && Number.isSafeInteger(v) && Number.isSafeInteger(ids.createdAtMs - v)
+      ? ids.createdAtMs - v
+      : [v];
   },
   decode(stored: unknown, ids: RecordIds): unknown {
     return Array.isArray(stored) ? stored[0] : ids.createdAtMs - (stored as number);
@@ -352,7 +383,11 @@ const FORM2_DEFAULTS = Object.freeze({ tickSize: '0.01', minSize: '5' });
  * out) is still read, as `older`; never change it.
  * @param derivedV1 the type's derivations of form 1 (frozen with it).
  */
-export function strategySnapshotForm(type: StrategyType, derivedV1: readonly StrategyDerivation[] = [], spec: StrategyFormSpec = {}): SnapshotForm {
+export function strategySnapshotForm(
+  type: StrategyType,
+  derivedV1: readonly StrategyDerivation[] = [],
+  spec: StrategyFormSpec = {},
+): SnapshotForm {
   const form1 = objectForm(1, type, {}, derivedV1);
   const extra = { ...FORM2_DEFAULTS, ...spec.defaults };
   const fields: Array<string | FieldCodec> = ['side' in extra ? [] : ['side'], spec.fields ?? []].flat();
@@ -366,7 +401,12 @@ export function strategySnapshotForm(type: StrategyType, derivedV1: readonly Str
  * {@link STRATEGY_CONTEXT_DEFAULTS} (`type` at `type`) and `extra`, and the derivations of
  * `recordId` / `userId` (the record's ids) and `lastTouch` (`touch`) followed by `derived`.
  */
-function objectForm(version: number, type: StrategyType, extra: Readonly<Record<string, unknown>>, derived: readonly StrategyDerivation[]): SnapshotForm {
+function objectForm(
+  version: number,
+  type: StrategyType,
+  extra: Readonly<Record<string, unknown>>,
+  derived: readonly StrategyDerivation[],
+): SnapshotForm {
   const all: StrategyDerivation[] = [
     ['recordId', (_c, ids) => ids._id],
     ['userId', (_c, ids) => ids.ownerUserId],
@@ -414,14 +454,32 @@ export const TRAILING_OFFSET_DERIVATIONS: readonly StrategyDerivation[] = [
  * Form-2 derivation of a decimal field (a mark, a ceiling, an offset) from `execution.<name>`
  * (canonical decimal), or `orElse` without it.
  */
-export function fromExecution(key: keyof StrategyContext & string, name: string, orElse: (c: StrategyContext) => unknown = () => undefined): StrategyDerivation {
+export function fromExecution(
+  key: keyof StrategyContext & string,
+  name: string,
+  orElse: (c: StrategyContext) => unknown = () => undefined,
+): StrategyDerivation {
   return [key, (c) => (executionOf(c)[name] !== undefined ? canonicalDecimal(executionOf(c)[name]) : orElse(c))];
 }
 
 /** Fields of {@link StrategyContext} that only some machines have (each machine's context type makes its own required). */
 type MachineSpecificKey =
-  | 'offsetPct' | 'offsetAbs' | 'highWaterMark' | 'lowWaterMark' | 'intervalMs' | 'durationMs' | 'slicesTotal' | 'passive'
-  | 'clipSize' | 'tolerancePct' | 'offsetTicks' | 'priceFloor' | 'priceCeiling' | 'entryOrderId' | 'legs' | 'entryFilled';
+  | 'offsetPct'
+  | 'offsetAbs'
+  | 'highWaterMark'
+  | 'lowWaterMark'
+  | 'intervalMs'
+  | 'durationMs'
+  | 'slicesTotal'
+  | 'passive'
+  | 'clipSize'
+  | 'tolerancePct'
+  | 'offsetTicks'
+  | 'priceFloor'
+  | 'priceCeiling'
+  | 'entryOrderId'
+  | 'legs'
+  | 'entryFilled';
 
 /**
  * What every strategy machine's context holds: the shared actions and guards below read and
@@ -456,11 +514,26 @@ export function baseContext(input: StrategyInput): StrategyContext {
   // armed strategy). The fields come out in the order `{...input, filledSize, …}` gives them:
   // the input's (common ones first, as engine/strategies/requests.ts builds it), then the defaults.
   const c = {
-    recordId: input.recordId, userId: input.userId, type: input.type, side: input.side, tokenId: input.tokenId, tickSize: input.tickSize, minSize: input.minSize,
-    price: input.price, size: input.size, quoteAmount: input.quoteAmount, execution: input.execution, warnings: input.warnings, message: input.message,
-    clientOrderId: input.clientOrderId, metadata: input.metadata, createdAtMs: input.createdAtMs, touch: input.touch,
+    recordId: input.recordId,
+    userId: input.userId,
+    type: input.type,
+    side: input.side,
+    tokenId: input.tokenId,
+    tickSize: input.tickSize,
+    minSize: input.minSize,
+    price: input.price,
+    size: input.size,
+    quoteAmount: input.quoteAmount,
+    execution: input.execution,
+    warnings: input.warnings,
+    message: input.message,
+    clientOrderId: input.clientOrderId,
+    metadata: input.metadata,
+    createdAtMs: input.createdAtMs,
+    touch: input.touch,
   } as StrategyContext;
-  for (const k in input) if (!(k in c)) (c as unknown as Record<string, unknown>)[k] = (input as unknown as Record<string, unknown>)[k];
+  for (const k in input)
+    if (!(k in c)) (c as unknown as Record<string, unknown>)[k] = (input as unknown as Record<string, unknown>)[k];
   c.filledSize = ZERO;
   c.matchedAmount = ZERO;
   c.children = [];
@@ -499,7 +572,11 @@ export function touchOf(e: Extract<StrategyEvent, { type: 'book.touch' }>): Touc
  * tick above the bid, a sell one tick below the ask — never crossing the other side, capped by its
  * limit; an empty book leaves the limit.
  */
-export function childOrderPrice(c: Pick<StrategyBaseContext, 'tickSize'>, order: Pick<ChildOrder, 'side' | 'pricing'>, t: Touch): Dec {
+export function childOrderPrice(
+  c: Pick<StrategyBaseContext, 'tickSize'>,
+  order: Pick<ChildOrder, 'side' | 'pricing'>,
+  t: Touch,
+): Dec {
   if (order.pricing.kind === 'limit') return d(order.pricing.price);
   const limit = d(order.pricing.limit);
   const tick = d(c.tickSize);
@@ -516,9 +593,20 @@ export function childOrderPrice(c: Pick<StrategyBaseContext, 'tickSize'>, order:
 }
 
 /** Applies a child-order update: replaces that child's state and recomputes the totals. */
-export function applyChildUpdate(c: StrategyBaseContext, e: Extract<StrategyEvent, { type: 'order.updated' }>): BasePatch {
-  const state: ChildState = { orderId: e.orderId, status: e.status, filledSize: e.filledSize, matchedAmount: e.matchedAmount, final: e.final };
-  const children = c.children.some((x) => x.orderId === e.orderId) ? c.children.map((x) => (x.orderId === e.orderId ? state : x)) : [...c.children, state];
+export function applyChildUpdate(
+  c: StrategyBaseContext,
+  e: Extract<StrategyEvent, { type: 'order.updated' }>,
+): BasePatch {
+  const state: ChildState = {
+    orderId: e.orderId,
+    status: e.status,
+    filledSize: e.filledSize,
+    matchedAmount: e.matchedAmount,
+    final: e.final,
+  };
+  const children = c.children.some((x) => x.orderId === e.orderId)
+    ? c.children.map((x) => (x.orderId === e.orderId ? state : x))
+    : [...c.children, state];
   let filled = new Dec(0);
   let matched = new Dec(0);
   for (const x of children) {
@@ -595,7 +683,13 @@ export function retriesExhausted(c: StrategyBaseContext): boolean {
 
 /** Patch of `order.placeFailed` of the working child: no child works; one more failure counted. */
 export function placeFailedPatch(c: StrategyBaseContext): BasePatch & { placeFailures: number } {
-  return { working: null, workingPrice: null, pendingSize: null, placing: null, placeFailures: (c.placeFailures ?? 0) + 1 };
+  return {
+    working: null,
+    workingPrice: null,
+    pendingSize: null,
+    placing: null,
+    placeFailures: (c.placeFailures ?? 0) + 1,
+  };
 }
 
 /**
@@ -616,7 +710,12 @@ export function placeRetryPatch(c: StrategyBaseContext, e: StrategyEvent, what: 
 /** Patch of `order.placeFailed` that ends the strategy: the reason goes to `message`. */
 export function placeFailedEndPatch(c: StrategyBaseContext, e: StrategyEvent, what: string): BasePatch {
   const n = (c.placeFailures ?? 0) + 1;
-  return { ...placeFailedPatch(c), watch: {}, deadlines: {}, endReason: `${what} could not be placed (${n} attempt${n === 1 ? '' : 's'}): ${placeFailureText(e)}` };
+  return {
+    ...placeFailedPatch(c),
+    watch: {},
+    deadlines: {},
+    endReason: `${what} could not be placed (${n} attempt${n === 1 ? '' : 's'}): ${placeFailureText(e)}`,
+  };
 }
 
 /** The update is about the working child and it is done. */
@@ -641,11 +740,27 @@ export function isCurrentTimer(c: StrategyBaseContext, e: StrategyEvent, name: s
  * it has in {@link StrategyBaseContext}); {@link strategySetup} refuses a context type that does.
  */
 type SharedKey =
-  | 'children' | 'filledSize' | 'matchedAmount' | 'working' | 'workingPrice' | 'pendingSize' | 'placing' | 'placeFailures'
-  | 'warnings' | 'watch' | 'deadlines' | 'endReason' | 'lastTouch' | 'seq' | 'slicesDone' | 'message' | 'tickSize';
+  | 'children'
+  | 'filledSize'
+  | 'matchedAmount'
+  | 'working'
+  | 'workingPrice'
+  | 'pendingSize'
+  | 'placing'
+  | 'placeFailures'
+  | 'warnings'
+  | 'watch'
+  | 'deadlines'
+  | 'endReason'
+  | 'lastTouch'
+  | 'seq'
+  | 'slicesDone'
+  | 'message'
+  | 'tickSize';
 
 /** `[]` when context type `C` keeps every shared field as it is (else `[never]`: no call compiles). */
-export type KeepsSharedFields<C> = Pick<StrategyBaseContext, SharedKey> extends Pick<C, SharedKey & keyof C> ? [] : [never];
+export type KeepsSharedFields<C> =
+  Pick<StrategyBaseContext, SharedKey> extends Pick<C, SharedKey & keyof C> ? [] : [never];
 
 /** A patch of shared fields, which fits every machine's context. */
 export type BasePatch = Partial<Pick<StrategyBaseContext, SharedKey>>;
@@ -657,7 +772,9 @@ export interface BaseArgs {
 }
 
 /** Params of `placeOrder` for the child being placed (`context.placing`). */
-export const placingOrder = ({ context }: { context: StrategyBaseContext }): { order: ChildOrder } => ({ order: need(context.placing, 'the child order being placed') });
+export const placingOrder = ({ context }: { context: StrategyBaseContext }): { order: ChildOrder } => ({
+  order: need(context.placing, 'the child order being placed'),
+});
 /** Params of `cancelOrder`: the child order and the reason recorded on it. */
 export interface CancelOrderParams {
   orderId: string;
@@ -677,7 +794,10 @@ export function cancelWorking(code: CancelCode, why: string) {
 
 /** Params of `cancelOrder` for the working child when the strategy ends on `strategy.cancel`: DELETE strategy, or the engine's reason (its market closed). */
 export const cancelWorkingOnEnd = ({ context, event }: BaseArgs): CancelOrderParams =>
-  cancelWorking('STRATEGY_CANCELED', event.type === 'strategy.cancel' && event.reason ? `ended: ${event.reason}` : 'canceled by DELETE strategy')({ context });
+  cancelWorking(
+    'STRATEGY_CANCELED',
+    event.type === 'strategy.cancel' && event.reason ? `ended: ${event.reason}` : 'canceled by DELETE strategy',
+  )({ context });
 
 /** Guards every strategy machine may use. */
 export const strategyGuards = {
@@ -696,10 +816,14 @@ export const strategyGuards = {
  * one value shared by machines of different context types: XState types its `self` by the
  * machine's context. So each machine's setup builds its own, from one definition.)
  */
-export function assignShared<C extends StrategyBaseContext, P = undefined>(patch: (c: C, e: StrategyEvent, params: P) => BasePatch) {
+export function assignShared<C extends StrategyBaseContext, P = undefined>(
+  patch: (c: C, e: StrategyEvent, params: P) => BasePatch,
+) {
   // C extends StrategyBaseContext without narrowing a SharedKey (strategySetup checks it), so a
   // patch of shared fields is a patch of C
-  return assign<C, StrategyEvent, P, StrategyEvent, never>(({ context, event }, params) => patch(context, event, params) as Partial<C>);
+  return assign<C, StrategyEvent, P, StrategyEvent, never>(
+    ({ context, event }, params) => patch(context, event, params) as Partial<C>,
+  );
 }
 
 /**
@@ -718,7 +842,9 @@ export function strategySetup<C extends StrategyBaseContext>(..._noNarrowing: Ke
       /** Side effect: cancel a child CLOB order, recording why on it. */
       cancelOrder: (_, _params: CancelOrderParams) => {},
       recordChild: assignShared<C>((c, e) => (e.type === 'order.updated' ? applyChildUpdate(c, e) : {})),
-      endWith: assignShared<C, { reason: string }>((_c, e, params) => ({ endReason: e.type === 'strategy.cancel' && e.reason ? e.reason : params.reason })),
+      endWith: assignShared<C, { reason: string }>((_c, e, params) => ({
+        endReason: e.type === 'strategy.cancel' && e.reason ? e.reason : params.reason,
+      })),
       endWithRefusal: assignShared<C>((_c, e) => refusalPatch(e)),
       /** The working child was refused because its market resolved first: the strategy ends CANCELED, `market resolved`. */
       endMarketResolved: assignShared<C>(() => ({ endReason: MARKET_RESOLVED_MESSAGE, working: null })),
@@ -735,14 +861,22 @@ export function strategySetup<C extends StrategyBaseContext>(..._noNarrowing: Ke
 export function retryActions<C extends StrategyBaseContext>(what: (c: C) => string) {
   return {
     /** A report of a child (the working one exists: the failures in a row end). */
-    recordChild: assignShared<C>((c, e) => (e.type === 'order.updated' ? { ...applyChildUpdate(c, e), ...(e.orderId === c.working ? { placeFailures: 0 } : {}) } : {})),
+    recordChild: assignShared<C>((c, e) =>
+      e.type === 'order.updated'
+        ? { ...applyChildUpdate(c, e), ...(e.orderId === c.working ? { placeFailures: 0 } : {}) }
+        : {},
+    ),
     /** Not placed: retry after {@link placeRetryDelayMs}; no watch meanwhile. */
     scheduleRetry: assignShared<C>((c, e) => ({ ...placeRetryPatch(c, e, what(c)), watch: {} })),
     endNotPlaced: assignShared<C>((c, e) => placeFailedEndPatch(c, e, what(c))),
     /** The working order was never placed: no child works. */
     notPlaced: assignShared<C>((c) => placeFailedPatch(c)),
-    clearRetry: assignShared<C>((c) => ({ deadlines: Object.fromEntries(Object.entries(c.deadlines).filter(([k]) => k !== 'retry')) })),
-    recordTouch: assignShared<C>((_c, e) => (e.type === 'book.touch' ? { lastTouch: touchOf(e), ...(e.tickSize ? { tickSize: e.tickSize } : {}) } : {})),
+    clearRetry: assignShared<C>((c) => ({
+      deadlines: Object.fromEntries(Object.entries(c.deadlines).filter(([k]) => k !== 'retry')),
+    })),
+    recordTouch: assignShared<C>((_c, e) =>
+      e.type === 'book.touch' ? { lastTouch: touchOf(e), ...(e.tickSize ? { tickSize: e.tickSize } : {}) } : {},
+    ),
   };
 }
 
@@ -754,13 +888,22 @@ export function retryActions<C extends StrategyBaseContext>(what: (c: C) => stri
  * the state's `on`, next to what is particular to it (PEGGED `repegging`, TWAP `rolling` and
  * `canceling`, the `canceling` of {@link retryingChild}).
  */
-export function whenChildOff<const T extends string, const D, const N>(target: T, done: { actions: D; description: string }, neverPlaced: { actions: N; description: string }) {
+export function whenChildOff<const T extends string, const D, const N>(
+  target: T,
+  done: { actions: D; description: string },
+  neverPlaced: { actions: N; description: string },
+) {
   return {
     'order.updated': [
       { guard: 'workingChildDone', target, actions: done.actions, description: done.description },
       { actions: 'recordChild', description: 'fill racing the cancel' },
     ],
-    'order.placeFailed': { guard: 'workingPlaceFailed', target, actions: neverPlaced.actions, description: neverPlaced.description },
+    'order.placeFailed': {
+      guard: 'workingPlaceFailed',
+      target,
+      actions: neverPlaced.actions,
+      description: neverPlaced.description,
+    },
   } as const;
 }
 
@@ -776,26 +919,64 @@ export function retryingChild<S extends string>(placeState: S, child: string) {
     /** `working.on`: a post-only crossing waits for the book, any other refusal fails; not placed → `retrying`, or `failed` once the retries are spent. */
     whenNotPlaced: {
       'order.refused': [
-        { guard: 'workingCrossed', target: 'waiting', actions: 'waitForBook', description: `the ${child} would have crossed (the touch moved under it): wait for the book` },
-        { guard: 'workingMarketClosed', target: 'canceled', actions: ['endMarketResolved', 'clearWatchAndDeadlines'], description: `the market resolved before the ${child} got there: ended by the resolution` },
-        { guard: 'workingRefused', target: 'failed', actions: ['endWithRefusal', 'clearWatchAndDeadlines'], description: `the venue refused the ${child} (risk): permanent` },
+        {
+          guard: 'workingCrossed',
+          target: 'waiting',
+          actions: 'waitForBook',
+          description: `the ${child} would have crossed (the touch moved under it): wait for the book`,
+        },
+        {
+          guard: 'workingMarketClosed',
+          target: 'canceled',
+          actions: ['endMarketResolved', 'clearWatchAndDeadlines'],
+          description: `the market resolved before the ${child} got there: ended by the resolution`,
+        },
+        {
+          guard: 'workingRefused',
+          target: 'failed',
+          actions: ['endWithRefusal', 'clearWatchAndDeadlines'],
+          description: `the venue refused the ${child} (risk): permanent`,
+        },
       ],
       'order.placeFailed': [
-        { guard: and(['workingPlaceFailed', 'retriesExhausted']), target: 'failed', actions: 'endNotPlaced', description: `the ${child} could not be placed, again: give up` },
-        { guard: 'workingPlaceFailed', target: 'retrying', actions: 'scheduleRetry', description: `the ${child} could not be placed: retry later` },
+        {
+          guard: and(['workingPlaceFailed', 'retriesExhausted']),
+          target: 'failed',
+          actions: 'endNotPlaced',
+          description: `the ${child} could not be placed, again: give up`,
+        },
+        {
+          guard: 'workingPlaceFailed',
+          target: 'retrying',
+          actions: 'scheduleRetry',
+          description: `the ${child} could not be placed: retry later`,
+        },
       ],
     },
     /** `waiting.on` (waiting for the book), besides the touch: a late report is recorded; DELETE strategy cancels at once. */
     whileWaiting: {
       'order.updated': { actions: 'recordChild', description: 'a late report' },
-      'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting' },
+      'strategy.cancel': {
+        target: 'canceled',
+        actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }],
+        description: 'DELETE strategy while waiting',
+      },
     },
     states: {
       retrying: {
         on: {
-          'timer.fired': { guard: 'retryTime', target: placeState, actions: 'clearRetry', description: `retry the ${child}` },
+          'timer.fired': {
+            guard: 'retryTime',
+            target: placeState,
+            actions: 'clearRetry',
+            description: `retry the ${child}`,
+          },
           'order.updated': { actions: 'recordChild', description: 'a late report' },
-          'strategy.cancel': { target: 'canceled', actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }], description: 'DELETE strategy while waiting to retry' },
+          'strategy.cancel': {
+            target: 'canceled',
+            actions: ['clearWatchAndDeadlines', { type: 'endWith', params: { reason: 'canceled by DELETE strategy' } }],
+            description: 'DELETE strategy while waiting to retry',
+          },
         },
       },
       canceling: {

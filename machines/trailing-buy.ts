@@ -18,7 +18,19 @@
  */
 import { Dec } from '../engine/decimal.js';
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, canonicalDecimal, d, floorShares, fromExecution, need, strategySnapshotForm, TRAILING_OFFSET_DERIVATIONS, type StrategyContext, type StrategyDerivation, type StrategyInput } from './strategy-kit.js';
+import {
+  baseContext,
+  canonicalDecimal,
+  d,
+  floorShares,
+  fromExecution,
+  need,
+  strategySnapshotForm,
+  TRAILING_OFFSET_DERIVATIONS,
+  type StrategyContext,
+  type StrategyDerivation,
+  type StrategyInput,
+} from './strategy-kit.js';
 
 /** Context of a TRAILING_BUY: spends `quoteAmount` dollars; `triggerPrice` = the entry level; `price` = the ceiling. */
 export interface TrailingBuyContext extends ArmedStopContext {
@@ -32,7 +44,11 @@ export interface TrailingBuyContext extends ArmedStopContext {
 /** Entry level of a trailing buy for a low-water mark. */
 export function trailingBuyLevel(c: Pick<StrategyContext, 'offsetPct' | 'offsetAbs'>, mark: string): string {
   const m = d(mark);
-  return (c.offsetPct != null ? m.times(new Dec(100).plus(c.offsetPct)).div(100) : m.plus(need(c.offsetAbs, 'trailing offset'))).toFixed();
+  return (
+    c.offsetPct != null
+      ? m.times(new Dec(100).plus(c.offsetPct)).div(100)
+      : m.plus(need(c.offsetAbs, 'trailing offset'))
+  ).toFixed();
 }
 
 /**
@@ -40,7 +56,10 @@ export function trailingBuyLevel(c: Pick<StrategyContext, 'offsetPct' | 'offsetA
  * its `trigger_price` (both come from {@link trailingBuyLevel} of the current low-water mark).
  * @param note why the mark is what it is ("seeded from the ask", "followed the ask down"), or null.
  */
-export function trailingBuyMessage(c: Pick<StrategyContext, 'quoteAmount' | 'triggerPrice' | 'lowWaterMark' | 'priceCeiling'>, note: string | null): string {
+export function trailingBuyMessage(
+  c: Pick<StrategyContext, 'quoteAmount' | 'triggerPrice' | 'lowWaterMark' | 'priceCeiling'>,
+  note: string | null,
+): string {
   return `TRAILING_BUY armed: buys $${c.quoteAmount} when the ask bounces to ${c.triggerPrice} (low-water mark ${c.lowWaterMark}${note ? `, ${note}` : ''})${c.priceCeiling ? `, never above ${c.priceCeiling}` : ''}`;
 }
 
@@ -53,7 +72,10 @@ function trailingBuyContext(input: StrategyInput): TrailingBuyContext {
   const lowWaterMark = need(input.lowWaterMark, 'TRAILING_BUY low-water mark');
   const triggerPrice = trailingBuyLevel(input, lowWaterMark);
   return Object.assign(baseContext(input), {
-    quoteAmount: need(input.quoteAmount, 'TRAILING_BUY quote_amount'), lowWaterMark, price: input.priceCeiling ?? null, triggerPrice,
+    quoteAmount: need(input.quoteAmount, 'TRAILING_BUY quote_amount'),
+    lowWaterMark,
+    price: input.priceCeiling ?? null,
+    triggerPrice,
     watch: { askBelow: lowWaterMark, askAtOrAbove: triggerPrice },
   });
 }
@@ -70,7 +92,13 @@ export const trailingBuyMachine = armedStopMachine<TrailingBuyContext>({
       const ask = need(t.ask, 'the ask below the mark');
       const triggerPrice = trailingBuyLevel(c, ask);
       const message = trailingBuyMessage({ ...c, lowWaterMark: ask, triggerPrice }, 'followed the ask down');
-      return { lowWaterMark: ask, triggerPrice, message, lastTouch: t, watch: { askBelow: ask, askAtOrAbove: triggerPrice } };
+      return {
+        lowWaterMark: ask,
+        triggerPrice,
+        message,
+        lastTouch: t,
+        watch: { askBelow: ask, askAtOrAbove: triggerPrice },
+      };
     },
     description: 'a new low: the mark and the entry level follow the ask down',
   },
@@ -94,16 +122,23 @@ const WATCH: StrategyDerivation = ['watch', (c) => ({ askBelow: c.lowWaterMark, 
  * or the ask it was seeded from), the offsets, the ceiling (`price`) and the entry level follow
  * from `execution` as engine/strategies/requests.ts reads it, and so does the message.
  */
-export const TRAILING_BUY_FORM = strategySnapshotForm('TRAILING_BUY', [WATCH, ['message', (c) => trailingBuyMessage(c, null)]], {
-  fields: ['quoteAmount', 'execution'],
-  defaults: { side: 'buy' },
-  derived: [
-    fromExecution('lowWaterMark', 'low_water_mark', (c) => canonicalDecimal(c.touch?.ask)),
-    ...TRAILING_OFFSET_DERIVATIONS,
-    fromExecution('priceCeiling', 'price_ceiling', () => null),
-    ['price', (c) => c.priceCeiling ?? null],
-    ['triggerPrice', (c) => trailingBuyLevel(c, need(c.lowWaterMark, 'low-water mark'))],
-    WATCH,
-    ['message', (c) => trailingBuyMessage(c, c.execution?.low_water_mark === undefined ? 'seeded from the ask' : null)],
-  ],
-});
+export const TRAILING_BUY_FORM = strategySnapshotForm(
+  'TRAILING_BUY',
+  [WATCH, ['message', (c) => trailingBuyMessage(c, null)]],
+  {
+    fields: ['quoteAmount', 'execution'],
+    defaults: { side: 'buy' },
+    derived: [
+      fromExecution('lowWaterMark', 'low_water_mark', (c) => canonicalDecimal(c.touch?.ask)),
+      ...TRAILING_OFFSET_DERIVATIONS,
+      fromExecution('priceCeiling', 'price_ceiling', () => null),
+      ['price', (c) => c.priceCeiling ?? null],
+      ['triggerPrice', (c) => trailingBuyLevel(c, need(c.lowWaterMark, 'low-water mark'))],
+      WATCH,
+      [
+        'message',
+        (c) => trailingBuyMessage(c, c.execution?.low_water_mark === undefined ? 'seeded from the ask' : null),
+      ],
+    ],
+  },
+);

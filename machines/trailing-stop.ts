@@ -19,7 +19,17 @@
  */
 import { Dec } from '../engine/decimal.js';
 import { armedStopMachine, ARMED_STOP_STATUS, type ArmedStopContext } from './armed-stop.js';
-import { baseContext, d, fromExecution, need, strategySnapshotForm, TRAILING_OFFSET_DERIVATIONS, type StrategyContext, type StrategyDerivation, type StrategyInput } from './strategy-kit.js';
+import {
+  baseContext,
+  d,
+  fromExecution,
+  need,
+  strategySnapshotForm,
+  TRAILING_OFFSET_DERIVATIONS,
+  type StrategyContext,
+  type StrategyDerivation,
+  type StrategyInput,
+} from './strategy-kit.js';
 
 /** Context of a TRAILING_STOP: sells `size` shares; `price` = `triggerPrice` = the level the mark implies. */
 export interface TrailingStopContext extends ArmedStopContext {
@@ -32,7 +42,10 @@ export interface TrailingStopContext extends ArmedStopContext {
 /** Trigger level of a trailing stop for a high-water mark. */
 export function trailingStopLevel(c: Pick<StrategyContext, 'offsetPct' | 'offsetAbs'>, mark: string): string {
   const m = d(mark);
-  const level = c.offsetPct != null ? m.times(new Dec(100).minus(c.offsetPct)).div(100) : m.minus(need(c.offsetAbs, 'trailing offset'));
+  const level =
+    c.offsetPct != null
+      ? m.times(new Dec(100).minus(c.offsetPct)).div(100)
+      : m.minus(need(c.offsetAbs, 'trailing offset'));
   return Dec.max(0, level).toFixed();
 }
 
@@ -40,14 +53,23 @@ export function trailingStopLevel(c: Pick<StrategyContext, 'offsetPct' | 'offset
  * The `message` of an armed TRAILING_STOP: names the level it sells at, which is always its
  * `trigger_price`, and the high-water mark it trails (decimal probabilities).
  */
-export function trailingStopMessage(c: Pick<StrategyContext, 'triggerPrice' | 'highWaterMark'>, note: string | null = null): string {
+export function trailingStopMessage(
+  c: Pick<StrategyContext, 'triggerPrice' | 'highWaterMark'>,
+  note: string | null = null,
+): string {
   return `TRAILING_STOP armed at ${c.triggerPrice} (high-water mark ${c.highWaterMark}${note ? `, ${note}` : ''}); follows the bid up`;
 }
 
 function trailingStopContext(input: StrategyInput): TrailingStopContext {
   const highWaterMark = need(input.highWaterMark, 'TRAILING_STOP high-water mark');
   const triggerPrice = trailingStopLevel(input, highWaterMark);
-  return Object.assign(baseContext(input), { size: need(input.size, 'TRAILING_STOP size'), highWaterMark, price: triggerPrice, triggerPrice, watch: { bidAtOrBelow: triggerPrice, bidAbove: highWaterMark } });
+  return Object.assign(baseContext(input), {
+    size: need(input.size, 'TRAILING_STOP size'),
+    highWaterMark,
+    price: triggerPrice,
+    triggerPrice,
+    watch: { bidAtOrBelow: triggerPrice, bidAbove: highWaterMark },
+  });
 }
 
 export const trailingStopMachine = armedStopMachine<TrailingStopContext>({
@@ -62,7 +84,14 @@ export const trailingStopMachine = armedStopMachine<TrailingStopContext>({
       const bid = need(t.bid, 'the bid above the mark');
       const triggerPrice = trailingStopLevel(c, bid);
       const message = trailingStopMessage({ triggerPrice, highWaterMark: bid }, 'followed the bid up');
-      return { highWaterMark: bid, triggerPrice, price: triggerPrice, message, lastTouch: t, watch: { bidAtOrBelow: triggerPrice, bidAbove: bid } };
+      return {
+        highWaterMark: bid,
+        triggerPrice,
+        price: triggerPrice,
+        message,
+        lastTouch: t,
+        watch: { bidAtOrBelow: triggerPrice, bidAbove: bid },
+      };
     },
     description: 'a new high: the mark and the armed level follow the bid up',
   },

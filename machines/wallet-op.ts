@@ -60,11 +60,20 @@ export const WALLET_OP_MACHINE_VERSION = 1;
 export function walletOpOf(c: WalletOpInput): WalletOp {
   if (c.type === 'REDEEM') {
     return {
-      kind: 'redeem', opId: c.opId, userId: c.userId, conditionId: c.conditionId,
+      kind: 'redeem',
+      opId: c.opId,
+      userId: c.userId,
+      conditionId: c.conditionId,
       ...(c.tokenId ? { tokenId: c.tokenId, ...(c.amount !== null ? { amount: c.amount } : {}) } : {}),
     };
   }
-  return { kind: c.type === 'SPLIT' ? 'split' : 'merge', opId: c.opId, userId: c.userId, conditionId: c.conditionId, amount: c.amount! };
+  return {
+    kind: c.type === 'SPLIT' ? 'split' : 'merge',
+    opId: c.opId,
+    userId: c.userId,
+    conditionId: c.conditionId,
+    amount: c.amount!,
+  };
 }
 
 export const walletOpMachine = setup({
@@ -73,7 +82,9 @@ export const walletOpMachine = setup({
     /** Side effect: apply the operation at the venue (idempotent by op id). */
     applyAtVenue: (_, _params: { op: WalletOp }) => {},
     recordResult: assign({ result: ({ event }) => (event.type === 'venue.applied' ? event.result : null) }),
-    recordRefusal: assign(({ event }) => (event.type === 'venue.refused' ? { error: event.error, reason: event.reason } : {})),
+    recordRefusal: assign(({ event }) =>
+      event.type === 'venue.refused' ? { error: event.error, reason: event.reason } : {},
+    ),
   },
 }).createMachine({
   id: 'walletOp',
@@ -84,8 +95,16 @@ export const walletOpMachine = setup({
       entry: { type: 'applyAtVenue', params: ({ context }) => ({ op: walletOpOf(context) }) },
       on: {
         'venue.applied': { target: 'done', actions: 'recordResult', description: 'the venue applied it' },
-        'venue.refused': { target: 'failed', actions: 'recordRefusal', description: 'the venue refused it (nothing changed)' },
-        'venue.retry': { target: 'submitting', reenter: true, description: 'start-up: apply again (the venue answers a repeat with its result)' },
+        'venue.refused': {
+          target: 'failed',
+          actions: 'recordRefusal',
+          description: 'the venue refused it (nothing changed)',
+        },
+        'venue.retry': {
+          target: 'submitting',
+          reenter: true,
+          description: 'start-up: apply again (the venue answers a repeat with its result)',
+        },
       },
     },
     done: { type: 'final' },
@@ -94,5 +113,9 @@ export const walletOpMachine = setup({
 });
 
 /** REST status of each state. */
-export const WALLET_OP_STATUS = { submitting: 'PENDING', done: 'CONFIRMED', failed: 'FAILED' } as const satisfies Record<string, string>;
+export const WALLET_OP_STATUS = {
+  submitting: 'PENDING',
+  done: 'CONFIRMED',
+  failed: 'FAILED',
+} as const satisfies Record<string, string>;
 export type WalletOpState = keyof typeof WALLET_OP_STATUS;

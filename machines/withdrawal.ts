@@ -84,45 +84,114 @@ export const withdrawalMachine = setup({
     /** Side effect: return the amount of a reverted transfer (idempotent by op id). */
     creditAtVenue: (_, _params: { op: WalletOp }) => {},
     recordDebit: assign(({ context, event }) =>
-      event.type === 'venue.debited' ? { debit: event.result, deadlines: { confirm: event.result.atMs + context.blockDelayMs } } : {},
+      event.type === 'venue.debited'
+        ? { debit: event.result, deadlines: { confirm: event.result.atMs + context.blockDelayMs } }
+        : {},
     ),
     recordCredit: assign({ credit: ({ event }) => (event.type === 'venue.credited' ? event.result : null) }),
-    recordRefusal: assign(({ event }) => (event.type === 'venue.refused' ? { error: event.error, reason: event.reason } : {})),
-    recordConfirmed: assign(({ event }) => ({ settledAtMs: event.type === 'timer.fired' ? event.atMs : null, deadlines: {} })),
+    recordRefusal: assign(({ event }) =>
+      event.type === 'venue.refused' ? { error: event.error, reason: event.reason } : {},
+    ),
+    recordConfirmed: assign(({ event }) => ({
+      settledAtMs: event.type === 'timer.fired' ? event.atMs : null,
+      deadlines: {},
+    })),
     recordReverted: assign(({ context, event }) => ({
-      settledAtMs: event.type === 'timer.fired' ? event.atMs : null, deadlines: {}, error: 'TRANSFER_REVERTED', reason: context.revertReason,
+      settledAtMs: event.type === 'timer.fired' ? event.atMs : null,
+      deadlines: {},
+      error: 'TRANSFER_REVERTED',
+      reason: context.revertReason,
     })),
   },
   guards: {
-    confirmDue: ({ context, event }) => event.type === 'timer.fired' && event.name === 'confirm' && context.deadlines.confirm === event.atMs,
+    confirmDue: ({ context, event }) =>
+      event.type === 'timer.fired' && event.name === 'confirm' && context.deadlines.confirm === event.atMs,
     reverts: ({ context }) => context.revertReason !== null,
   },
 }).createMachine({
   id: 'withdrawal',
-  context: ({ input }) => ({ ...given(input), debit: null, credit: null, settledAtMs: null, error: null, reason: null, deadlines: {} }),
+  context: ({ input }) => ({
+    ...given(input),
+    debit: null,
+    credit: null,
+    settledAtMs: null,
+    error: null,
+    reason: null,
+    deadlines: {},
+  }),
   initial: 'debiting',
   states: {
     debiting: {
-      entry: { type: 'debitAtVenue', params: ({ context }) => ({ op: { kind: 'withdraw', opId: debitOpId(context.withdrawalId), userId: context.userId, amount: context.amount } }) },
+      entry: {
+        type: 'debitAtVenue',
+        params: ({ context }) => ({
+          op: {
+            kind: 'withdraw',
+            opId: debitOpId(context.withdrawalId),
+            userId: context.userId,
+            amount: context.amount,
+          },
+        }),
+      },
       on: {
-        'venue.debited': { target: 'pending', actions: 'recordDebit', description: 'the amount left the wallet; the transfer waits for its block' },
-        'venue.refused': { target: 'rejected', actions: 'recordRefusal', description: 'the wallet could not cover it (nothing taken)' },
-        'venue.retry': { target: 'debiting', reenter: true, description: 'start-up: debit again (a repeat answers the recorded debit)' },
+        'venue.debited': {
+          target: 'pending',
+          actions: 'recordDebit',
+          description: 'the amount left the wallet; the transfer waits for its block',
+        },
+        'venue.refused': {
+          target: 'rejected',
+          actions: 'recordRefusal',
+          description: 'the wallet could not cover it (nothing taken)',
+        },
+        'venue.retry': {
+          target: 'debiting',
+          reenter: true,
+          description: 'start-up: debit again (a repeat answers the recorded debit)',
+        },
       },
     },
     pending: {
       on: {
         'timer.fired': [
-          { guard: and(['confirmDue', 'reverts']), target: 'refunding', actions: 'recordReverted', description: 'block mined, the transfer reverted: refund' },
-          { guard: 'confirmDue', target: 'confirmed', actions: 'recordConfirmed', description: 'block mined: the transfer is confirmed' },
+          {
+            guard: and(['confirmDue', 'reverts']),
+            target: 'refunding',
+            actions: 'recordReverted',
+            description: 'block mined, the transfer reverted: refund',
+          },
+          {
+            guard: 'confirmDue',
+            target: 'confirmed',
+            actions: 'recordConfirmed',
+            description: 'block mined: the transfer is confirmed',
+          },
         ],
       },
     },
     refunding: {
-      entry: { type: 'creditAtVenue', params: ({ context }) => ({ op: { kind: 'credit', opId: creditOpId(context.withdrawalId), userId: context.userId, amount: context.amount } }) },
+      entry: {
+        type: 'creditAtVenue',
+        params: ({ context }) => ({
+          op: {
+            kind: 'credit',
+            opId: creditOpId(context.withdrawalId),
+            userId: context.userId,
+            amount: context.amount,
+          },
+        }),
+      },
       on: {
-        'venue.credited': { target: 'failed', actions: 'recordCredit', description: 'the amount is back in the wallet' },
-        'venue.retry': { target: 'refunding', reenter: true, description: 'start-up: refund again (a repeat answers the recorded refund)' },
+        'venue.credited': {
+          target: 'failed',
+          actions: 'recordCredit',
+          description: 'the amount is back in the wallet',
+        },
+        'venue.retry': {
+          target: 'refunding',
+          reenter: true,
+          description: 'start-up: refund again (a repeat answers the recorded refund)',
+        },
       },
     },
     confirmed: { type: 'final' },
@@ -133,6 +202,11 @@ export const withdrawalMachine = setup({
 
 /** REST status of each state. */
 export const WITHDRAWAL_STATUS = {
-  debiting: 'PENDING', pending: 'PENDING', refunding: 'PENDING', confirmed: 'CONFIRMED', failed: 'FAILED', rejected: 'FAILED',
+  debiting: 'PENDING',
+  pending: 'PENDING',
+  refunding: 'PENDING',
+  confirmed: 'CONFIRMED',
+  failed: 'FAILED',
+  rejected: 'FAILED',
 } as const satisfies Record<string, string>;
 export type WithdrawalState = keyof typeof WITHDRAWAL_STATUS;

@@ -8,7 +8,14 @@ export const ComboQuoteRequest = {
   additionalProperties: false,
   required: ['leg_position_ids', 'notional_usd'],
   properties: {
-    leg_position_ids: { type: 'array', minItems: 2, maxItems: 10, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 100 }, description: '2 to 10 YES position ids.' },
+    leg_position_ids: {
+      type: 'array',
+      minItems: 2,
+      maxItems: 10,
+      uniqueItems: true,
+      items: { type: 'string', minLength: 1, maxLength: 100 },
+      description: '2 to 10 YES position ids.',
+    },
     notional_usd: { type: 'number', exclusiveMinimum: 0, maximum: 1000000, description: 'Dollars.' },
     side: { const: 'BUY', description: 'Only BUY exists for combos.' },
   },
@@ -38,7 +45,10 @@ export const ComboAcceptRequest = {
   type: 'object',
   additionalProperties: false,
   required: ['combo_order_id', 'quote_id'],
-  properties: { combo_order_id: { type: 'string', minLength: 1, maxLength: 100 }, quote_id: { type: 'string', minLength: 1, maxLength: 100 } },
+  properties: {
+    combo_order_id: { type: 'string', minLength: 1, maxLength: 100 },
+    quote_id: { type: 'string', minLength: 1, maxLength: 100 },
+  },
 } as const;
 
 export const ComboAcceptResponse = {
@@ -46,7 +56,11 @@ export const ComboAcceptResponse = {
   type: 'object',
   additionalProperties: false,
   required: ['combo_order_id', 'status', 'transaction_hash'],
-  properties: { combo_order_id: { type: 'string' }, status: { const: 'EXECUTED' }, transaction_hash: { type: 'string' } },
+  properties: {
+    combo_order_id: { type: 'string' },
+    status: { const: 'EXECUTED' },
+    transaction_hash: { type: 'string' },
+  },
 } as const;
 
 /** POST /v2/trade/combo/redeem body: exactly one identifier. */
@@ -54,7 +68,10 @@ export const ComboRedeemRequest = {
   $id: 'ComboRedeemRequest',
   type: 'object',
   additionalProperties: false,
-  properties: { combo_order_id: { type: 'string', minLength: 1, maxLength: 100 }, combo_position_id: { type: 'string', minLength: 1, maxLength: 100 } },
+  properties: {
+    combo_order_id: { type: 'string', minLength: 1, maxLength: 100 },
+    combo_position_id: { type: 'string', minLength: 1, maxLength: 100 },
+  },
   oneOf: [{ required: ['combo_order_id'] }, { required: ['combo_position_id'] }],
 } as const;
 
@@ -63,7 +80,12 @@ export const ComboRedeemResponse = {
   type: 'object',
   additionalProperties: false,
   required: ['combo_order_id', 'status', 'payout_usd', 'transaction_hash'],
-  properties: { combo_order_id: { type: 'string' }, status: { const: 'REDEEMED' }, payout_usd: { type: 'number', description: 'pUSD.' }, transaction_hash: { type: 'string' } },
+  properties: {
+    combo_order_id: { type: 'string' },
+    status: { const: 'REDEEMED' },
+    payout_usd: { type: 'number', description: 'pUSD.' },
+    transaction_hash: { type: 'string' },
+  },
 } as const;
 
 /** One combo position (spec 2.5 gives its id and status values; the rest is ours). */
@@ -83,4 +105,9 @@ export const ComboPosition = {
   },
 } as const;
 
-export const ComboPositionsPage = offsetPage('ComboPositionsPage', 'positions', { $ref: 'ComboPosition' } as const, 'Combo positions, newest first (limit ≤ 500).');
+export const ComboPositionsPage = offsetPage(
+  'ComboPositionsPage',
+  'positions',
+  { $ref: 'ComboPosition' } as const,
+  'Combo positions, newest first (limit ≤ 500).',
+);

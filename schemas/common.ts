@@ -31,7 +31,12 @@ export const PageFields = {
 } as const;
 
 /** Epoch milliseconds (every timestamp of this API that is a number). */
-export const EpochMs = { type: 'integer', minimum: 0, maximum: 253402300799999, description: 'Unix epoch milliseconds (at most 253402300799999, the last millisecond of the year 9999).' } as const;
+export const EpochMs = {
+  type: 'integer',
+  minimum: 0,
+  maximum: 253402300799999,
+  description: 'Unix epoch milliseconds (at most 253402300799999, the last millisecond of the year 9999).',
+} as const;
 
 /** GET /healthz response. */
 export const Health = {
@@ -47,8 +52,16 @@ export const Health = {
       required: ['adapter', 'ok'],
       properties: {
         adapter: { enum: ['mongodb', 'sqlite'] },
-        ok: { type: 'boolean', description: 'false when the store does not answer, or cannot make writes durable (then mutating requests answer 503 `unavailable` with `Retry-After`).' },
-        error: { type: 'string', description: 'Why writes cannot be made durable, while that lasts (e.g. a data file that cannot be appended to: its writes wait and are retried, never dropped).' },
+        ok: {
+          type: 'boolean',
+          description:
+            'false when the store does not answer, or cannot make writes durable (then mutating requests answer 503 `unavailable` with `Retry-After`).',
+        },
+        error: {
+          type: 'string',
+          description:
+            'Why writes cannot be made durable, while that lasts (e.g. a data file that cannot be appended to: its writes wait and are retried, never dropped).',
+        },
       },
     },
     scheduler: {
@@ -57,14 +70,19 @@ export const Health = {
       required: ['running', 'failing_timers'],
       properties: {
         running: { type: 'boolean' },
-        failing_timers: { type: 'integer', minimum: 0, description: 'Timers whose delivery or arming failed and that are being retried (0 when healthy).' },
+        failing_timers: {
+          type: 'integer',
+          minimum: 0,
+          description: 'Timers whose delivery or arming failed and that are being retried (0 when healthy).',
+        },
       },
     },
     venue: {
       type: 'object',
       additionalProperties: false,
       required: ['ok', 'pending_writes'],
-      description: 'The venue\'s durability: `ok` false while a journal write is failing (order placement and cancels then answer 503 with `Retry-After`; the writes are retried in order and nothing acknowledged is lost).',
+      description:
+        "The venue's durability: `ok` false while a journal write is failing (order placement and cancels then answer 503 with `Retry-After`; the writes are retried in order and nothing acknowledged is lost).",
       properties: {
         ok: { type: 'boolean' },
         pending_writes: { type: 'integer', minimum: 0, description: 'Venue journal entries not yet written.' },
@@ -75,7 +93,8 @@ export const Health = {
       type: 'object',
       additionalProperties: false,
       required: ['retrying', 'abandoned'],
-      description: 'Events on their way to orders and strategies (venue reports, child orders\' changes, price triggers). `retrying`: deliveries that failed (a store write) and wait for a retry with backoff, now. `abandoned`: deliveries to strategies given up after every retry since start (each logged at error); those strategies are brought up to date by the reconciliation at the next start, so health stays `degraded` until then.',
+      description:
+        "Events on their way to orders and strategies (venue reports, child orders' changes, price triggers). `retrying`: deliveries that failed (a store write) and wait for a retry with backoff, now. `abandoned`: deliveries to strategies given up after every retry since start (each logged at error); those strategies are brought up to date by the reconciliation at the next start, so health stays `degraded` until then.",
       properties: { retrying: { type: 'integer', minimum: 0 }, abandoned: { type: 'integer', minimum: 0 } },
     },
     uptime_ms: { type: 'integer', minimum: 0 },
@@ -108,7 +127,8 @@ export const PATTERN_TEXT: Readonly<Record<string, string>> = {
 export const Address = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' } as const;
 
 /** The required fields of an offset/limit envelope whose list is under `key`. */
-export const pageRequired = <K extends string>(key: K) => [key, 'count', 'total', 'limit', 'offset', 'has_more'] as const;
+export const pageRequired = <K extends string>(key: K) =>
+  [key, 'count', 'total', 'limit', 'offset', 'has_more'] as const;
 
 /** Offset/limit page envelope with `items` under `key` (spec 2.9). */
 export function offsetPage<K extends string, I extends object>(id: string, key: K, items: I, description: string) {
@@ -118,6 +138,8 @@ export function offsetPage<K extends string, I extends object>(id: string, key: 
     type: 'object',
     additionalProperties: false,
     required: pageRequired(key),
-    properties: { [key]: { type: 'array', items }, ...PageFields } as { [P in K]: { type: 'array'; items: I } } & typeof PageFields,
+    properties: { [key]: { type: 'array', items }, ...PageFields } as {
+      [P in K]: { type: 'array'; items: I };
+    } & typeof PageFields,
   } as const;
 }

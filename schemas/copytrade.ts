@@ -4,7 +4,10 @@ const Level = {
   type: 'object',
   additionalProperties: false,
   required: ['trigger_bps', 'portion_bps'],
-  properties: { trigger_bps: { type: 'integer', minimum: 1, maximum: 9999 }, portion_bps: { type: 'integer', minimum: 1, maximum: 9999 } },
+  properties: {
+    trigger_bps: { type: 'integer', minimum: 1, maximum: 9999 },
+    portion_bps: { type: 'integer', minimum: 1, maximum: 9999 },
+  },
 } as const;
 
 /**
@@ -31,7 +34,9 @@ export const CopytradeRequest = {
     buy_insufficient_usdc_action: { const: 'BUY_MAX' },
     buy_time_in_force: { const: 'GTC' },
     sell_order_type: { enum: ['MARKET', 'LIMIT'] },
-    sell_size_mode: { enum: ['PCT_OF_LEADER_TRADE', 'PCT_OF_POSITION', 'FIXED_SHARES', 'FIXED_USD', 'MIRROR_LEADER_PCT'] },
+    sell_size_mode: {
+      enum: ['PCT_OF_LEADER_TRADE', 'PCT_OF_POSITION', 'FIXED_SHARES', 'FIXED_USD', 'MIRROR_LEADER_PCT'],
+    },
     sell_size_value: { type: 'number', minimum: 0 },
     sell_insufficient_shares_action: { const: 'SELL_MAX' },
     market_ids_include: { type: 'array', maxItems: 1000, items: { type: 'string' } },

@@ -1,7 +1,9 @@
 import type { FromSchema } from 'json-schema-to-ts';
 import { EpochMs } from './common.js';
 
-const Scope = { enum: ['trade.read', 'trade.execute', 'trade.cancel', 'trade.withdraw', 'trade.combos', 'trade.users'] } as const;
+const Scope = {
+  enum: ['trade.read', 'trade.execute', 'trade.cancel', 'trade.withdraw', 'trade.combos', 'trade.users'],
+} as const;
 
 /** POST /v2/trade/users body (spec 2.7). `partner_user_id` is required: it is the idempotency key of provisioning. */
 export const UserCreateRequest = {
@@ -11,7 +13,13 @@ export const UserCreateRequest = {
   required: ['partner_user_id'],
   properties: {
     partner_user_id: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:@-]+$' },
-    email: { type: 'string', format: 'email', maxLength: 254, description: "The user's address. On a later call for an existing partner_user_id, a different email replaces the stored one (200, created: false); omitted, it stays as it is." },
+    email: {
+      type: 'string',
+      format: 'email',
+      maxLength: 254,
+      description:
+        "The user's address. On a later call for an existing partner_user_id, a different email replaces the stored one (200, created: false); omitted, it stays as it is.",
+    },
   },
 } as const;
 export type UserCreateRequest = FromSchema<typeof UserCreateRequest>;
@@ -26,8 +34,16 @@ export const UserResponse = {
     platform_user_id: { type: 'string', format: 'uuid' },
     partner_user_id: { type: 'string' },
     email: { type: ['string', 'null'] },
-    eoa_address: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$', description: 'EIP-55 checksummed address of the embedded wallet.' },
-    safe_address: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$', description: 'EIP-55 checksummed counterfactual Safe address derived from the EOA.' },
+    eoa_address: {
+      type: 'string',
+      pattern: '^0x[0-9a-fA-F]{40}$',
+      description: 'EIP-55 checksummed address of the embedded wallet.',
+    },
+    safe_address: {
+      type: 'string',
+      pattern: '^0x[0-9a-fA-F]{40}$',
+      description: 'EIP-55 checksummed counterfactual Safe address derived from the EOA.',
+    },
     created: { type: 'boolean' },
     created_at: EpochMs,
   },
@@ -64,8 +80,14 @@ export const ApiKeyCreated = {
   required: ['key_id', 'scopes', 'expires_at', 'partner_user_id'],
   properties: {
     key_id: { type: 'string' },
-    api_key: { type: 'string', description: 'Bearer token; in the first answer only (never in a replay), stored only as a hash.' },
-    message: { type: 'string', description: 'On a replay only, instead of api_key: the token is shown once and not kept.' },
+    api_key: {
+      type: 'string',
+      description: 'Bearer token; in the first answer only (never in a replay), stored only as a hash.',
+    },
+    message: {
+      type: 'string',
+      description: 'On a replay only, instead of api_key: the token is shown once and not kept.',
+    },
     scopes: { type: 'array', items: Scope },
     expires_at: { anyOf: [EpochMs, { type: 'null' }] },
     partner_user_id: { type: 'string' },
@@ -95,7 +117,8 @@ export const AccountResponse = {
       type: 'object',
       additionalProperties: false,
       required: ['id', 'slug', 'display_name'],
-      description: 'The partner the key belongs to. Its id (PARTNER_ID) is also its slug and display name: no other name is configured.',
+      description:
+        'The partner the key belongs to. Its id (PARTNER_ID) is also its slug and display name: no other name is configured.',
       properties: { id: { type: 'string' }, slug: { type: 'string' }, display_name: { type: 'string' } },
     },
     api_key: {
@@ -103,12 +126,20 @@ export const AccountResponse = {
       additionalProperties: false,
       required: ['id', 'key_id', 'kind', 'scopes', 'rate_limit_per_min', 'last4', 'created_at', 'expires_at'],
       properties: {
-        id: { type: 'string', description: 'The key\'s id (the same as `key_id`).' },
+        id: { type: 'string', description: "The key's id (the same as `key_id`)." },
         key_id: { type: 'string' },
         kind: { enum: ['master', 'user'] },
         scopes: { type: 'array', items: Scope },
-        rate_limit_per_min: { type: 'integer', minimum: 0, description: 'Requests per minute this key may make (RATE_LIMIT_PER_MIN); 0 when no limit applies.' },
-        last4: { type: 'string', maxLength: 4, description: 'The last 4 characters of the key, to tell keys apart (the key itself is never stored).' },
+        rate_limit_per_min: {
+          type: 'integer',
+          minimum: 0,
+          description: 'Requests per minute this key may make (RATE_LIMIT_PER_MIN); 0 when no limit applies.',
+        },
+        last4: {
+          type: 'string',
+          maxLength: 4,
+          description: 'The last 4 characters of the key, to tell keys apart (the key itself is never stored).',
+        },
         created_at: EpochMs,
         expires_at: { anyOf: [EpochMs, { type: 'null' }] },
       },
@@ -117,7 +148,12 @@ export const AccountResponse = {
       description: 'The wallet of the bound user (as `user` names it); null without one.',
       anyOf: [
         { type: 'null' },
-        { type: 'object', additionalProperties: false, required: ['eoa_address', 'safe_address'], properties: { eoa_address: { type: 'string' }, safe_address: { type: 'string' } } },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['eoa_address', 'safe_address'],
+          properties: { eoa_address: { type: 'string' }, safe_address: { type: 'string' } },
+        },
       ],
     },
     binding: {
@@ -128,7 +164,11 @@ export const AccountResponse = {
           type: 'object',
           additionalProperties: false,
           required: ['id', 'partner_user_id', 'platform_user_id'],
-          properties: { id: { type: 'string', description: 'The binding\'s id: the user\'s `platform_user_id`.' }, partner_user_id: { type: 'string' }, platform_user_id: { type: 'string' } },
+          properties: {
+            id: { type: 'string', description: "The binding's id: the user's `platform_user_id`." },
+            partner_user_id: { type: 'string' },
+            platform_user_id: { type: 'string' },
+          },
         },
       ],
     },

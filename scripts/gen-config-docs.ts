@@ -16,10 +16,14 @@ export const CONFIG_DOCS_PATH = 'docs/configuration.md';
 /** The values a setting accepts, as a sentence ('' when its meaning already says it). */
 function accepted(s: SettingSpec): string {
   switch (s.type) {
-    case 'port': return ' Integer 0–65535.';
-    case 'int': return ` Integer ${s.min}–${s.max}.`;
-    case 'onoff': return ' `on` or `off`.';
-    default: return '';
+    case 'port':
+      return ' Integer 0–65535.';
+    case 'int':
+      return ` Integer ${s.min}–${s.max}.`;
+    case 'onoff':
+      return ' `on` or `off`.';
+    default:
+      return '';
   }
 }
 
@@ -34,7 +38,8 @@ function cell(text: string): string {
  */
 export function renderConfigDocs(): string {
   const rows = (SETTINGS as readonly SettingSpec[]).map(
-    (s) => `| \`${s.env}\` | ${cell(s.description + accepted(s))} | ${s.default === undefined ? 'unset' : `\`${cell(s.default)}\``} |`,
+    (s) =>
+      `| \`${s.env}\` | ${cell(s.description + accepted(s))} | ${s.default === undefined ? 'unset' : `\`${cell(s.default)}\``} |`,
   );
   const secrets = (SETTINGS as readonly SettingSpec[]).filter((s) => s.secret).map((s) => `\`${s.env}\``);
   return [
@@ -52,7 +57,7 @@ export function renderConfigDocs(): string {
     ...rows,
     '',
     'Which store a setting selects, and what MongoDB and `DATA_DIR` require of the machine, is in',
-    '[operations.md](operations.md). The simulated venue\'s settings (`SIM_*`) are explained in',
+    "[operations.md](operations.md). The simulated venue's settings (`SIM_*`) are explained in",
     '[orders-and-venue.md](orders-and-venue.md); the load-shedding settings (`WRITE_*`,',
     '`LOOP_BUDGET_MS`) in [api.md](api.md#load-shedding) and [architecture.md](architecture.md#load-shedding-and-fairness).',
     '',

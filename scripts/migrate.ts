@@ -63,7 +63,10 @@ async function readNedbFile(filename: string): Promise<Doc[]> {
  * @throws {MigrateRefusedError} when the SQLite store holds documents and `force` is not set.
  * @throws {DataDirLockedError} when a live process (a running service) holds `dir`.
  */
-export async function migrateNedbDir(dir: string, options: { force?: boolean; now?: () => number } = {}): Promise<MigrateResult> {
+export async function migrateNedbDir(
+  dir: string,
+  options: { force?: boolean; now?: () => number } = {},
+): Promise<MigrateResult> {
   const now = options.now ?? Date.now;
   const names = await nedbCollections(dir);
   if (names.length === 0) return { imported: {}, importedBefore: null, movedTo: null };
@@ -74,10 +77,16 @@ export async function migrateNedbDir(dir: string, options: { force?: boolean; no
   try {
     importedBefore = store.importedAt(NEDB_IMPORT);
     if (importedBefore === null) {
-      const held = (store.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'`).pluck().all() as string[])
-        .filter((t) => store.db.prepare(`SELECT 1 FROM "${t}" LIMIT 1`).get() !== undefined);
+      const held = (
+        store.db
+          .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'`)
+          .pluck()
+          .all() as string[]
+      ).filter((t) => store.db.prepare(`SELECT 1 FROM "${t}" LIMIT 1`).get() !== undefined);
       if (held.length > 0 && !options.force) {
-        throw new MigrateRefusedError(`${path.join(dir, SQLITE_FILE)} already holds documents (${held.join(', ')}): nothing imported; --force imports over them (a document with the same _id is replaced)`);
+        throw new MigrateRefusedError(
+          `${path.join(dir, SQLITE_FILE)} already holds documents (${held.join(', ')}): nothing imported; --force imports over them (a document with the same _id is replaced)`,
+        );
       }
       const files = new Map<string, Doc[]>();
       for (const name of names) files.set(name, await readNedbFile(path.join(dir, `${name}.db`)));
@@ -99,7 +108,8 @@ export async function migrateNedbDir(dir: string, options: { force?: boolean; no
   await fs.mkdir(movedTo, { mode: DATA_DIR_MODE });
   for (const entry of await fs.readdir(dir)) {
     // the data files and NeDB's temporary copies (`<file>~`) of the collections imported
-    if (names.some((n) => entry === `${n}.db` || entry === `${n}.db~`)) await fs.rename(path.join(dir, entry), path.join(movedTo, entry));
+    if (names.some((n) => entry === `${n}.db` || entry === `${n}.db~`))
+      await fs.rename(path.join(dir, entry), path.join(movedTo, entry));
   }
   return { imported, importedBefore, movedTo };
 }
@@ -109,7 +119,11 @@ async function main(argv: string[]): Promise<number> {
   const usage = 'usage: npm run migrate -- <DATA_DIR> [--force]';
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    });
   } catch (err) {
     process.stderr.write(`cannot migrate: ${(err as Error).message}\n${usage}\n`);
     return 1;
@@ -124,16 +138,24 @@ async function main(argv: string[]): Promise<number> {
     if (!r.movedTo) {
       process.stdout.write(`nothing to import: ${dir} holds no data file of the older embedded store\n`);
     } else if (r.importedBefore !== null) {
-      process.stdout.write(`already imported into ${path.join(dir, SQLITE_FILE)} at ${new Date(r.importedBefore).toISOString()}; the old files are now in ${r.movedTo}\n`);
+      process.stdout.write(
+        `already imported into ${path.join(dir, SQLITE_FILE)} at ${new Date(r.importedBefore).toISOString()}; the old files are now in ${r.movedTo}\n`,
+      );
     } else {
       const counts = Object.entries(r.imported).map(([c, n]) => `${c} ${n}`);
       const total = Object.values(r.imported).reduce((a, b) => a + b, 0);
-      process.stdout.write(`imported ${total} documents into ${path.join(dir, SQLITE_FILE)} (${counts.join(', ')}); the old files are now in ${r.movedTo}\n`);
+      process.stdout.write(
+        `imported ${total} documents into ${path.join(dir, SQLITE_FILE)} (${counts.join(', ')}); the old files are now in ${r.movedTo}\n`,
+      );
     }
     return 0;
   } catch (err) {
     const known = err instanceof MigrateRefusedError || err instanceof DataDirLockedError;
-    process.stderr.write(known ? `cannot migrate: ${(err as Error).message}\n` : `cannot migrate: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      known
+        ? `cannot migrate: ${(err as Error).message}\n`
+        : `cannot migrate: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     return 1;
   }
 }

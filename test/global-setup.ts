@@ -8,7 +8,9 @@ import type { TestProject } from 'vitest/node';
  * provided to the tests as `mongodbMemoryUri`, see test/mongo.ts) and stops it at the end.
  */
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | void> {
-  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
+    stdio: 'inherit',
+  });
   project.provide('mongodbMemoryUri', '');
   if (process.env.TEST_STORE === 'sqlite' || process.env.MONGODB_URI || !process.env.MONGOMS_SYSTEM_BINARY) return;
   const { MongoMemoryReplSet } = await import('mongodb-memory-server');

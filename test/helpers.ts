@@ -33,12 +33,25 @@ export interface TestService {
    * POST, PATCH and DELETE get a fresh `Idempotency-Key` unless `idempotencyKey` names one
    * (null = send none).
    */
-  call(method: string, path: string, opts?: { body?: unknown; token?: string | null; headers?: Record<string, string>; idempotencyKey?: string | null }): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    opts?: { body?: unknown; token?: string | null; headers?: Record<string, string>; idempotencyKey?: string | null },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  return loadConfig({ PORT: '0', LOG_LEVEL: 'silent', MASTER_API_KEY: MASTER_KEY, SCHEDULER_POLL_MS: '200', SIM_REPLAY: 'off', SIM_CAPTURE: 'off', RATE_LIMIT_PER_MIN: '0', ...overrides });
+  return loadConfig({
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    MASTER_API_KEY: MASTER_KEY,
+    SCHEDULER_POLL_MS: '200',
+    SIM_REPLAY: 'off',
+    SIM_CAPTURE: 'off',
+    RATE_LIMIT_PER_MIN: '0',
+    ...overrides,
+  });
 }
 
 let databases = 0;
@@ -48,13 +61,18 @@ async function defaultTestStore(env: Record<string, string> = {}): Promise<Store
   const mongoUri = mongoTestUri();
   if (!mongoUri) return SqliteStore.open(null);
   const db = `pts_t_${process.pid}_${++databases}_${randomUUID().slice(0, 8)}`;
-  const store = (await openStore(testConfig({ ...env, MONGODB_URI: withDatabase(mongoUri, db), MONGODB_ALLOW_STANDALONE: 'on' }), createLogger('silent'))) as MongoStore;
+  const store = (await openStore(
+    testConfig({ ...env, MONGODB_URI: withDatabase(mongoUri, db), MONGODB_ALLOW_STANDALONE: 'on' }),
+    createLogger('silent'),
+  )) as MongoStore;
   store.onClose(() => store.database.dropDatabase().then(() => {}));
   return store;
 }
 
 /** @param opts.log - the services' logger (default: silent); a test reading log lines passes one writing to an array. */
-export async function startTestService(opts: { clock?: Clock | ManualClock; store?: Store; env?: Record<string, string>; log?: Logger } = {}): Promise<TestService> {
+export async function startTestService(
+  opts: { clock?: Clock | ManualClock; store?: Store; env?: Record<string, string>; log?: Logger } = {},
+): Promise<TestService> {
   const config = testConfig(opts.env);
   const clock = opts.clock ?? systemClock;
   const store = opts.store ?? (await defaultTestStore(opts.env));
@@ -72,7 +90,8 @@ export async function startTestService(opts: { clock?: Clock | ManualClock; stor
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       const token = o.token === undefined ? MASTER_KEY : o.token;
       if (token !== null) headers.authorization = `Bearer ${token}`;
-      if (method !== 'GET' && o.idempotencyKey !== null) headers['idempotency-key'] ??= o.idempotencyKey ?? randomUUID();
+      if (method !== 'GET' && o.idempotencyKey !== null)
+        headers['idempotency-key'] ??= o.idempotencyKey ?? randomUUID();
       let body: string | undefined;
       if (o.body !== undefined) {
         headers['content-type'] ??= 'application/json';
@@ -98,7 +117,10 @@ export async function startTestService(opts: { clock?: Clock | ManualClock; stor
 
 const routeMatchers = [...ROUTES, ...SIM_ROUTES].flatMap((r) => {
   const toRe = (p: string) => new RegExp(`^${p.replace(/:\w+/g, '[^/]+')}$`);
-  return [{ route: r, re: toRe(r.path) }, ...(r.v1 ? [{ route: r, re: toRe(r.path.replace(/^\/v2\//, '/v1/')) }] : [])].map((x) => ({ ...x, method: r.method.toUpperCase() }));
+  return [
+    { route: r, re: toRe(r.path) },
+    ...(r.v1 ? [{ route: r, re: toRe(r.path.replace(/^\/v2\//, '/v1/')) }] : []),
+  ].map((x) => ({ ...x, method: r.method.toUpperCase() }));
 });
 
 /**
@@ -111,13 +133,18 @@ export function checkResponse(method: string, url: string, status: number, body:
   const m = routeMatchers.find((x) => x.method === method.toUpperCase() && x.re.test(path));
   if (status >= 300 && !m?.route.responses?.[status]) {
     const v = validatorFor(ErrorEnvelope);
-    if (!v(body)) throw new Error(`${method} ${url} → ${status}: body is not the error envelope: ${JSON.stringify(body)} ${JSON.stringify(v.errors)}`);
+    if (!v(body))
+      throw new Error(
+        `${method} ${url} → ${status}: body is not the error envelope: ${JSON.stringify(body)} ${JSON.stringify(v.errors)}`,
+      );
     return;
   }
   if (!m) throw new Error(`${method} ${url} → ${status} matches no route of the route table`);
   const schema = m.route.responses?.[status];
   if (!schema) throw new Error(`${method} ${url} → ${status}: the route table declares no ${status} response`);
   const v = validatorFor(schema);
-  if (!v(body)) throw new Error(`${method} ${url} → ${status}: body does not match its schema: ${JSON.stringify(v.errors)}`);
-  if (body !== null && typeof body === 'object' && 'error' in body) throw new Error(`${method} ${url} → ${status}: a successful body carries \`error\``);
+  if (!v(body))
+    throw new Error(`${method} ${url} → ${status}: body does not match its schema: ${JSON.stringify(v.errors)}`);
+  if (body !== null && typeof body === 'object' && 'error' in body)
+    throw new Error(`${method} ${url} → ${status}: a successful body carries \`error\``);
 }

@@ -26,12 +26,18 @@ describe('checkInvariants', () => {
     await tr.buyShares('alice', token, 20);
     await tr.post('alice', { symbol: token, side: 'sell', type: 'LIMIT', price: px(f.ask + 0.05), size: '5' });
     await tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(f.bid - 0.05), size: '5' });
-    expect((await tr.post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: '0.05', size: '5' })).status).toBe(200);
+    expect(
+      (await tr.post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: '0.05', size: '5' })).status,
+    ).toBe(200);
     userId = (svc.services.venue as SimVenue).walletRows().find((w) => w.positions.length > 0)!.userId;
   });
   afterAll(() => svc.close());
 
-  const planted = async (plant: () => () => void, message: RegExp, acknowledged: Iterable<string> = tr.acknowledged) => {
+  const planted = async (
+    plant: () => () => void,
+    message: RegExp,
+    acknowledged: Iterable<string> = tr.acknowledged,
+  ) => {
     const undo = plant();
     try {
       await expect(checkInvariants(svc.services, { acknowledged, timeoutMs: 200 })).rejects.toThrow(message);
@@ -71,10 +77,15 @@ describe('checkInvariants', () => {
 
   it('finds shares a wallet operation did not make (per-condition conservation: YES ≠ NO in existence)', async () => {
     const m = svc.services.venue.markets().find((x) => x.tokens.some((t) => t.tokenId === token))!;
-    const r = await svc.call('POST', '/v2/trade/positions/split', { headers: tr.as('bob'), body: { condition_id: m.conditionId, amount: '4' } });
+    const r = await svc.call('POST', '/v2/trade/positions/split', {
+      headers: tr.as('bob'),
+      body: { condition_id: m.conditionId, amount: '4' },
+    });
     expect(r.status).toBe(200);
     await checkInvariants(svc.services, { acknowledged: tr.acknowledged });
-    const bob = (svc.services.venue as SimVenue).walletRows().find((w) => w.positions.some(([t, shares]) => t === m.tokens[1]!.tokenId && new Dec(shares).eq(4)))!;
+    const bob = (svc.services.venue as SimVenue)
+      .walletRows()
+      .find((w) => w.positions.some(([t, shares]) => t === m.tokens[1]!.tokenId && new Dec(shares).eq(4)))!;
     const p = liveWallet(bob.userId).positions.get(m.tokens[1]!.tokenId)!;
     await planted(() => {
       p.shares = p.shares.plus(2);
@@ -83,13 +94,18 @@ describe('checkInvariants', () => {
   });
 
   it('finds an acknowledged id that is not in the store', async () => {
-    await planted(() => () => undefined, /acknowledged ord_nowhere is not in the store/, [...tr.acknowledged, 'ord_nowhere']);
+    await planted(() => () => undefined, /acknowledged ord_nowhere is not in the store/, [
+      ...tr.acknowledged,
+      'ord_nowhere',
+    ]);
   });
 
   it('finds an armed strategy missing from the trigger index', async () => {
     const triggers = svc.services.strategies.triggers;
     const id = triggers.idsOn(token).find((x) => triggers.has(x))!;
-    const { watch } = svc.services.host.storedSnapshot((await svc.services.actors.get(id))!).context as { watch: Parameters<typeof triggers.set>[2] };
+    const { watch } = svc.services.host.storedSnapshot((await svc.services.actors.get(id))!).context as {
+      watch: Parameters<typeof triggers.set>[2];
+    };
     await planted(() => {
       triggers.remove(id);
       return () => void triggers.set(id, token, watch);

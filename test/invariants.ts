@@ -59,17 +59,37 @@ export interface InvariantOptions {
   skip?: Array<'money' | 'strategies' | 'acknowledged'>;
 }
 
-interface VenueFill { tradeId: string; price: string; size: string }
+interface VenueFill {
+  tradeId: string;
+  price: string;
+  size: string;
+}
 interface VenueEntryLike {
-  order: { orderId: string; userId: string; tokenId: string; side: 'buy' | 'sell'; kind: 'limit' | 'market'; price: string | null; timeInForce: string };
+  order: {
+    orderId: string;
+    userId: string;
+    tokenId: string;
+    side: 'buy' | 'sell';
+    kind: 'limit' | 'market';
+    price: string | null;
+    timeInForce: string;
+  };
   status: 'open' | 'filled' | 'canceled' | 'expired' | 'rejected';
   remaining: Dec | null;
   reservedUsd: Dec;
   reservedShares: Dec;
   fills: VenueFill[];
 }
-interface WalletLike { pusd: Dec; reserved: Dec; positions: Map<string, { shares: Dec; reserved: Dec; cost: Dec }> }
-interface RestingLike { orderId: string; userId: string; remaining: Dec }
+interface WalletLike {
+  pusd: Dec;
+  reserved: Dec;
+  positions: Map<string, { shares: Dec; reserved: Dec; cost: Dec }>;
+}
+interface RestingLike {
+  orderId: string;
+  userId: string;
+  remaining: Dec;
+}
 interface VenueInternals {
   wallets: Map<string, WalletLike>;
   orders: Map<string, VenueEntryLike>;
@@ -87,12 +107,26 @@ function internalsOf(services: Services): VenueInternals {
   const v = simVenueOf(services);
   const wallets = new Map<string, WalletLike>();
   for (const w of v.walletRows()) {
-    wallets.set(w.userId, { pusd: d(w.pusd), reserved: d(w.reserved), positions: new Map(w.positions.map(([t, shares, reserved, cost]) => [t, { shares: d(shares), reserved: d(reserved), cost: d(cost) }])) });
+    wallets.set(w.userId, {
+      pusd: d(w.pusd),
+      reserved: d(w.reserved),
+      positions: new Map(
+        w.positions.map(([t, shares, reserved, cost]) => [
+          t,
+          { shares: d(shares), reserved: d(reserved), cost: d(cost) },
+        ]),
+      ),
+    });
   }
   const orders = new Map<string, VenueEntryLike>();
   for (const r of v.orderRows()) {
     orders.set(r.order.orderId, {
-      order: r.order, status: r.status, remaining: r.remaining === null ? null : d(r.remaining), reservedUsd: d(r.reservedUsd), reservedShares: d(r.reservedShares), fills: r.fills,
+      order: r.order,
+      status: r.status,
+      remaining: r.remaining === null ? null : d(r.remaining),
+      reservedUsd: d(r.reservedUsd),
+      reservedShares: d(r.reservedShares),
+      fills: r.fills,
     });
   }
   return { wallets, orders, resting: v.restingOrders() };
@@ -125,16 +159,32 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
   // the stored snapshot in XState's form, whichever form it is stored in (engine/actor-host.ts SnapshotForm)
   const ctxOf = (r: Omit<ActorRecord, 'view'>) => services.host.storedSnapshot(r).context as Record<string, any>;
 
-  if (!skip.has('money')) out.push(...moneyViolations(services, venue, records.filter((r) => r.kind === 'order'), ctxOf, records.filter((r) => r.kind === 'wallet' || r.kind === 'withdrawal')));
+  if (!skip.has('money'))
+    out.push(
+      ...moneyViolations(
+        services,
+        venue,
+        records.filter((r) => r.kind === 'order'),
+        ctxOf,
+        records.filter((r) => r.kind === 'wallet' || r.kind === 'withdrawal'),
+      ),
+    );
   if (!skip.has('strategies')) {
-    const jobs = await (await services.store.collection<{ _id: string; data?: { actorId: string; timerName: string; atMs: number } }>('agendaJobs')).find({});
-    const armed = new Set(jobs.filter((j) => j.data).map((j) => `${j.data!.actorId}/${j.data!.timerName}/${j.data!.atMs}`));
+    const jobs = await (
+      await services.store.collection<{ _id: string; data?: { actorId: string; timerName: string; atMs: number } }>(
+        'agendaJobs',
+      )
+    ).find({});
+    const armed = new Set(
+      jobs.filter((j) => j.data).map((j) => `${j.data!.actorId}/${j.data!.timerName}/${j.data!.atMs}`),
+    );
     for (const r of records) {
       if (r.final || r.quarantine) continue;
       const c = ctxOf(r);
       const deadlines = Object.entries((c.deadlines ?? {}) as Record<string, number>);
       for (const [name, at] of deadlines) {
-        if (!armed.has(`${r._id}/${name}/${at}`)) out.push(`${r.kind} ${r._id} (${r.status}) has deadline ${name} at ${at} but no timer job is armed for it`);
+        if (!armed.has(`${r._id}/${name}/${at}`))
+          out.push(`${r.kind} ${r._id} (${r.status}) has deadline ${name} at ${at} but no timer job is armed for it`);
       }
       if (r.kind !== 'strategy') continue;
       const working = c.working as string | null;
@@ -142,13 +192,21 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
       const openChildren = ((c.children ?? []) as Array<{ orderId: string; final: boolean }>).filter((x) => !x.final);
       for (const ch of openChildren) {
         const o = byId.get(ch.orderId);
-        if (o?.final) out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) believes child ${ch.orderId} is working, but that order is ${o.status} (final): a missed update`);
+        if (o?.final)
+          out.push(
+            `strategy ${r._id} (${r.machineId}, ${r.status}) believes child ${ch.orderId} is working, but that order is ${o.status} (final): a missed update`,
+          );
       }
       // an armed price watch is in the trigger index, and does not already hold (it would have fired)
       const w = (c.watch ?? {}) as Record<string, unknown>;
-      const levels = (['bidAtOrBelow', 'bidAbove', 'askBelow', 'askAtOrAbove'] as const).filter((k) => typeof w[k] === 'string');
+      const levels = (['bidAtOrBelow', 'bidAbove', 'askBelow', 'askAtOrAbove'] as const).filter(
+        (k) => typeof w[k] === 'string',
+      );
       if (levels.length || w.any === true) {
-        if (!services.strategies.triggers.has(r._id)) out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)} but is not in the trigger index: it can never fire`);
+        if (!services.strategies.triggers.has(r._id))
+          out.push(
+            `strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)} but is not in the trigger index: it can never fire`,
+          );
         const t = services.venue.touch(c.tokenId as string);
         const holds = levels.filter((k) => {
           const lv = d(w[k] as string);
@@ -157,19 +215,32 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
           if (k === 'askBelow') return t.ask !== undefined && t.ask.lt(lv);
           return t.ask !== undefined && t.ask.gte(lv);
         });
-        if (holds.length) out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)}, which holds at the touch ${t.bid}/${t.ask}, yet it has not fired`);
+        if (holds.length)
+          out.push(
+            `strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)}, which holds at the touch ${t.bid}/${t.ask}, yet it has not fired`,
+          );
       }
       const entry = c.entryOrderId ? byId.get(c.entryOrderId as string) : undefined;
       const pendingEntry = entry !== undefined && !entry.final;
-      let alive = watch || deadlines.length > 0 || pendingEntry || openChildren.some((ch) => byId.get(ch.orderId)?.final === false);
+      let alive =
+        watch ||
+        deadlines.length > 0 ||
+        pendingEntry ||
+        openChildren.some((ch) => byId.get(ch.orderId)?.final === false);
       if (working) {
         const o = byId.get(working);
-        if (!o) out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) works order ${working}, which does not exist`);
-        else if (o.final) out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) works order ${working}, which is ${o.status} (final)`);
+        if (!o)
+          out.push(`strategy ${r._id} (${r.machineId}, ${r.status}) works order ${working}, which does not exist`);
+        else if (o.final)
+          out.push(
+            `strategy ${r._id} (${r.machineId}, ${r.status}) works order ${working}, which is ${o.status} (final)`,
+          );
         else alive = true;
       }
       if (!alive) {
-        out.push(`strategy ${r._id} (${r.machineId}, ${r.status}, state ${JSON.stringify(services.host.storedSnapshot(r).value)}) is in a working state with nothing working: no live child order, no watch, no deadline`);
+        out.push(
+          `strategy ${r._id} (${r.machineId}, ${r.status}, state ${JSON.stringify(services.host.storedSnapshot(r).value)}) is in a working state with nothing working: no live child order, no watch, no deadline`,
+        );
       }
     }
   }
@@ -190,7 +261,10 @@ function moneyViolations(
   const initial = d(services.config.simInitialPusd);
   const recordOf = new Map(orderRecords.map((r) => [r._id, r]));
   const users = [...venue.wallets.keys()].filter((u) => u !== LIQUIDITY_PROVIDER_ID);
-  const exp = new Map<string, { pusd: Dec; shares: Map<string, Dec>; reservedUsd: Dec; reservedShares: Map<string, Dec> }>();
+  const exp = new Map<
+    string,
+    { pusd: Dec; shares: Map<string, Dec>; reservedUsd: Dec; reservedShares: Map<string, Dec> }
+  >();
   const expOf = (u: string) => {
     let e = exp.get(u);
     if (!e) exp.set(u, (e = { pusd: initial, shares: new Map(), reservedUsd: d(0), reservedShares: new Map() }));
@@ -203,7 +277,18 @@ function moneyViolations(
     add(e.shares, token, side === 'buy' ? size : size.neg());
   };
   // trades by base id (T<seq>-<n>), for pairing and the maker's ledger
-  const trades = new Map<string, Array<{ orderId: string; user: string; side: 'buy' | 'sell'; token: string; price: string; size: string; leg: string }>>();
+  const trades = new Map<
+    string,
+    Array<{
+      orderId: string;
+      user: string;
+      side: 'buy' | 'sell';
+      token: string;
+      price: string;
+      size: string;
+      leg: string;
+    }>
+  >();
   let makerPusd = d(0);
   const makerShares = new Map<string, Dec>();
 
@@ -220,18 +305,30 @@ function moneyViolations(
       applyTrade(o.userId, o.side, o.tokenId, size, notional);
       const base = f.tradeId.replace(/-[tm]$/, '');
       const list = trades.get(base) ?? [];
-      list.push({ orderId: id, user: o.userId, side: o.side, token: o.tokenId, price: f.price, size: f.size, leg: f.tradeId.slice(-1) });
+      list.push({
+        orderId: id,
+        user: o.userId,
+        side: o.side,
+        token: o.tokenId,
+        price: f.price,
+        size: f.size,
+        leg: f.tradeId.slice(-1),
+      });
       trades.set(base, list);
     }
     // no negative or stale reservation; open orders reserve exactly what they need
-    if (e.reservedUsd.lt(0) || e.reservedShares.lt(0)) out.push(`venue order ${id} reserves a negative amount (${e.reservedUsd} pUSD, ${e.reservedShares} shares)`);
+    if (e.reservedUsd.lt(0) || e.reservedShares.lt(0))
+      out.push(`venue order ${id} reserves a negative amount (${e.reservedUsd} pUSD, ${e.reservedShares} shares)`);
     if (e.status === 'open') {
       expOf(o.userId).reservedUsd = expOf(o.userId).reservedUsd.plus(e.reservedUsd);
       add(expOf(o.userId).reservedShares, o.tokenId, e.reservedShares);
       if (o.side === 'buy' && o.kind === 'limit' && e.remaining && !e.reservedUsd.eq(d(o.price!).times(e.remaining))) {
-        out.push(`open buy ${id} reserves $${e.reservedUsd} but needs price ${o.price} × remaining ${e.remaining} = $${d(o.price!).times(e.remaining)}`);
+        out.push(
+          `open buy ${id} reserves $${e.reservedUsd} but needs price ${o.price} × remaining ${e.remaining} = $${d(o.price!).times(e.remaining)}`,
+        );
       }
-      if (o.side === 'sell' && e.remaining && !e.reservedShares.eq(e.remaining)) out.push(`open sell ${id} reserves ${e.reservedShares} shares but has ${e.remaining} remaining`);
+      if (o.side === 'sell' && e.remaining && !e.reservedShares.eq(e.remaining))
+        out.push(`open sell ${id} reserves ${e.reservedShares} shares but has ${e.remaining} remaining`);
     } else if (!e.reservedUsd.isZero() || !e.reservedShares.isZero()) {
       out.push(`venue order ${id} is ${e.status} but still reserves $${e.reservedUsd} and ${e.reservedShares} shares`);
     }
@@ -239,9 +336,14 @@ function moneyViolations(
     const rec = recordOf.get(id);
     if (rec) {
       const c = ctxOf(rec);
-      if (rec.final && e.status === 'open') out.push(`order ${id} is ${rec.status} (final) in the store but still open at the venue`);
-      if (!d(c.filledSize).eq(filled)) out.push(`order ${id} records filled ${c.filledSize}, the venue filled ${filled} (a fill report lost or applied twice)`);
-      else if (!d(c.matchedAmount).eq(matched)) out.push(`order ${id} records matched $${c.matchedAmount}, the venue $${matched}`);
+      if (rec.final && e.status === 'open')
+        out.push(`order ${id} is ${rec.status} (final) in the store but still open at the venue`);
+      if (!d(c.filledSize).eq(filled))
+        out.push(
+          `order ${id} records filled ${c.filledSize}, the venue filled ${filled} (a fill report lost or applied twice)`,
+        );
+      else if (!d(c.matchedAmount).eq(matched))
+        out.push(`order ${id} records matched $${c.matchedAmount}, the venue $${matched}`);
     } else if (!id.startsWith('mm-')) {
       out.push(`the venue holds order ${id} (${e.status}) that has no order record`);
     }
@@ -251,7 +353,8 @@ function moneyViolations(
   for (const r of orderRecords) {
     if (venue.orders.has(r._id)) continue;
     const c = ctxOf(r);
-    if (!r.final && !r.quarantine) out.push(`order ${r._id} is ${r.status} (not final) in the store but unknown to the venue`);
+    if (!r.final && !r.quarantine)
+      out.push(`order ${r._id} is ${r.status} (not final) in the store but unknown to the venue`);
     if (d(c.filledSize).gt(0)) {
       applyTrade(c.userId, c.side, c.tokenId, d(c.filledSize), d(c.matchedAmount));
       forgotten.push(c);
@@ -260,15 +363,17 @@ function moneyViolations(
   // a forgotten order's trades: with the maker when no other user holds the other leg
   const legs = new Set<string>();
   const knownLegs = new Map<string, string>(); // trade leg id → size, of orders the venue still holds
-  for (const e of venue.orders.values()) for (const f of e.fills) {
-    legs.add(f.tradeId);
-    knownLegs.set(f.tradeId, f.size);
-  }
+  for (const e of venue.orders.values())
+    for (const f of e.fills) {
+      legs.add(f.tradeId);
+      knownLegs.set(f.tradeId, f.size);
+    }
   const forgottenLegs = new Set<string>();
-  for (const c of forgotten) for (const t of c.tradeIds as string[]) {
-    legs.add(t);
-    forgottenLegs.add(t);
-  }
+  for (const c of forgotten)
+    for (const t of c.tradeIds as string[]) {
+      legs.add(t);
+      forgottenLegs.add(t);
+    }
   const otherLeg = (t: string) => t.replace(/-([tm])$/, (_m, x: string) => (x === 't' ? '-m' : '-t'));
   /** Full sets minted (+) or merged (−) by complementary trades between users, by condition. */
   const matchSets = new Map<string, Dec>();
@@ -312,21 +417,32 @@ function moneyViolations(
     const [a, b] = legs;
     const kind = complementary(base);
     const pairs = kind
-      ? a!.side === b!.side && a!.side === (kind === 'mint' ? 'buy' : 'sell') && services.venue.token(a!.token)?.complementTokenId === b!.token && d(a!.price).plus(b!.price).eq(1)
+      ? a!.side === b!.side &&
+        a!.side === (kind === 'mint' ? 'buy' : 'sell') &&
+        services.venue.token(a!.token)?.complementTokenId === b!.token &&
+        d(a!.price).plus(b!.price).eq(1)
       : a!.side !== b!.side && a!.token === b!.token && a!.price === b!.price;
     if (legs.length !== 2 || a!.leg === b!.leg || !pairs || !d(a!.size).eq(b!.size)) {
       out.push(`trade ${base} does not pair: ${JSON.stringify(legs)}`);
     } else countSets(base, a!.token, d(a!.size));
   }
   // wallet operations: each recorded result moves the wallet it names
-  interface OpResultLike { opId: string; kind: string; conditionId: string | null; pusdDelta: string; shares: { tokenId: string; delta: string }[] }
+  interface OpResultLike {
+    opId: string;
+    kind: string;
+    conditionId: string | null;
+    pusdDelta: string;
+    shares: { tokenId: string; delta: string }[];
+  }
   let opsPusd = d(0);
   const opsShares = new Map<string, Dec>();
   const setsOf = new Map<string, Dec>(); // condition → Σ splits − Σ merges
   const burned = new Map<string, Dec>(); // token → shares burned by redeems
   for (const r of walletRecords) {
     const c = ctxOf(r);
-    const results = (r.kind === 'wallet' ? [c.result] : [c.debit, c.credit]).filter((x): x is OpResultLike => x !== null && x !== undefined);
+    const results = (r.kind === 'wallet' ? [c.result] : [c.debit, c.credit]).filter(
+      (x): x is OpResultLike => x !== null && x !== undefined,
+    );
     for (const res of results) {
       const e = expOf(c.userId as string);
       e.pusd = e.pusd.plus(res.pusdDelta);
@@ -339,9 +455,12 @@ function moneyViolations(
       if (res.kind === 'split') add(setsOf, res.conditionId!, d(res.shares[0]!.delta));
       if (res.kind === 'merge') add(setsOf, res.conditionId!, d(res.shares[0]!.delta));
     }
-    if (r.kind === 'wallet' && r.status === 'CONFIRMED' && !c.result) out.push(`wallet operation ${r._id} is CONFIRMED without a result`);
-    if (r.kind === 'withdrawal' && r.status === 'CONFIRMED' && (!c.debit || c.credit)) out.push(`withdrawal ${r._id} is CONFIRMED but debited ${Boolean(c.debit)}, refunded ${Boolean(c.credit)}`);
-    if (r.kind === 'withdrawal' && r.status === 'FAILED' && c.debit && !c.credit) out.push(`withdrawal ${r._id} FAILED after its debit but was not refunded`);
+    if (r.kind === 'wallet' && r.status === 'CONFIRMED' && !c.result)
+      out.push(`wallet operation ${r._id} is CONFIRMED without a result`);
+    if (r.kind === 'withdrawal' && r.status === 'CONFIRMED' && (!c.debit || c.credit))
+      out.push(`withdrawal ${r._id} is CONFIRMED but debited ${Boolean(c.debit)}, refunded ${Boolean(c.credit)}`);
+    if (r.kind === 'withdrawal' && r.status === 'FAILED' && c.debit && !c.credit)
+      out.push(`withdrawal ${r._id} FAILED after its debit but was not refunded`);
   }
   // every wallet explained by its trades; nothing negative; reservations
   let totalPusd = d(0);
@@ -350,18 +469,28 @@ function moneyViolations(
     const w = venue.wallets.get(u)!;
     const e = expOf(u);
     totalPusd = totalPusd.plus(w.pusd);
-    if (!w.pusd.eq(e.pusd)) out.push(`user ${u}: pUSD ${w.pusd}, its trades explain ${e.pusd} (initial ${initial}) — off by ${w.pusd.minus(e.pusd)}`);
-    if (w.pusd.lt(0) || w.reserved.lt(0) || w.pusd.minus(w.reserved).lt(0)) out.push(`user ${u}: negative pUSD balance/reserved/available (${w.pusd} / ${w.reserved})`);
-    if (!w.reserved.eq(e.reservedUsd)) out.push(`user ${u}: ${w.reserved} pUSD reserved, its open orders reserve ${e.reservedUsd}`);
+    if (!w.pusd.eq(e.pusd))
+      out.push(
+        `user ${u}: pUSD ${w.pusd}, its trades explain ${e.pusd} (initial ${initial}) — off by ${w.pusd.minus(e.pusd)}`,
+      );
+    if (w.pusd.lt(0) || w.reserved.lt(0) || w.pusd.minus(w.reserved).lt(0))
+      out.push(`user ${u}: negative pUSD balance/reserved/available (${w.pusd} / ${w.reserved})`);
+    if (!w.reserved.eq(e.reservedUsd))
+      out.push(`user ${u}: ${w.reserved} pUSD reserved, its open orders reserve ${e.reservedUsd}`);
     const tokens = new Set([...w.positions.keys(), ...e.shares.keys()]);
     for (const t of tokens) {
       const p = w.positions.get(t) ?? { shares: d(0), reserved: d(0), cost: d(0) };
       add(totalShares, t, p.shares);
       const want = e.shares.get(t) ?? d(0);
-      if (!p.shares.eq(want)) out.push(`user ${u} token …${t.slice(-8)}: ${p.shares} shares, its trades explain ${want}`);
-      if (p.shares.lt(0) || p.reserved.lt(0) || p.shares.minus(p.reserved).lt(0) || p.cost.lt(0)) out.push(`user ${u} token …${t.slice(-8)}: negative position (${p.shares} shares, ${p.reserved} reserved, cost ${p.cost})`);
+      if (!p.shares.eq(want))
+        out.push(`user ${u} token …${t.slice(-8)}: ${p.shares} shares, its trades explain ${want}`);
+      if (p.shares.lt(0) || p.reserved.lt(0) || p.shares.minus(p.reserved).lt(0) || p.cost.lt(0))
+        out.push(
+          `user ${u} token …${t.slice(-8)}: negative position (${p.shares} shares, ${p.reserved} reserved, cost ${p.cost})`,
+        );
       const res = e.reservedShares.get(t) ?? d(0);
-      if (!p.reserved.eq(res)) out.push(`user ${u} token …${t.slice(-8)}: ${p.reserved} shares reserved, its open sells reserve ${res}`);
+      if (!p.reserved.eq(res))
+        out.push(`user ${u} token …${t.slice(-8)}: ${p.reserved} shares reserved, its open sells reserve ${res}`);
     }
   }
   for (const u of exp.keys()) if (!venue.wallets.has(u)) out.push(`user ${u} has trades but no wallet`);
@@ -371,7 +500,9 @@ function moneyViolations(
   if (ledgerComplete) {
     const minted = [...matchSets.values()].reduce((x, y) => x.plus(y), d(0));
     if (!totalPusd.plus(makerPusd).plus(minted).eq(expected.plus(opsPusd))) {
-      out.push(`pUSD not conserved: users hold ${totalPusd}, the maker took ${makerPusd} net, wallet operations moved ${opsPusd}, trades between users minted ${minted} full sets net, total ${totalPusd.plus(makerPusd).plus(minted)} ≠ ${users.length} × ${initial} + ${opsPusd} = ${expected.plus(opsPusd)}`);
+      out.push(
+        `pUSD not conserved: users hold ${totalPusd}, the maker took ${makerPusd} net, wallet operations moved ${opsPusd}, trades between users minted ${minted} full sets net, total ${totalPusd.plus(makerPusd).plus(minted)} ≠ ${users.length} × ${initial} + ${opsPusd} = ${expected.plus(opsPusd)}`,
+      );
     }
     const setsMatched = (t: string) => matchSets.get(services.venue.token(t)?.conditionId ?? '') ?? d(0);
     for (const [t, s] of totalShares) {
@@ -379,7 +510,9 @@ function moneyViolations(
       const ops = opsShares.get(t) ?? d(0);
       // users hold what the maker sold net (makerShares is the maker's side: negative = sold) plus what wallet operations and complementary trades made
       if (!s.eq(sold.neg().plus(ops).plus(setsMatched(t)))) {
-        out.push(`token …${t.slice(-8)}: users hold ${s} shares, the maker sold ${sold.neg()} net, wallet operations made ${ops}, complementary trades minted ${setsMatched(t)} net`);
+        out.push(
+          `token …${t.slice(-8)}: users hold ${s} shares, the maker sold ${sold.neg()} net, wallet operations made ${ops}, complementary trades minted ${setsMatched(t)} net`,
+        );
       }
     }
     // conservation per condition: shares in existence (held + burned − minted by the maker) = sets split − merged, YES = NO
@@ -396,11 +529,21 @@ function moneyViolations(
       // cannot is merging more than was split plus minted: held + burned < 0 for some token
       for (const tk of m.tokens) {
         const splitAndMinted = sets.minus(makerShares.get(tk.tokenId) ?? d(0));
-        if (splitAndMinted.lt(0)) out.push(`condition …${c.slice(-8)}: more ${tk.outcome} merged than split and minted by the maker (${splitAndMinted})`);
+        if (splitAndMinted.lt(0))
+          out.push(
+            `condition …${c.slice(-8)}: more ${tk.outcome} merged than split and minted by the maker (${splitAndMinted})`,
+          );
       }
-      const existence = m.tokens.map((tk) => (totalShares.get(tk.tokenId) ?? d(0)).plus(burned.get(tk.tokenId) ?? d(0)).plus(makerShares.get(tk.tokenId) ?? d(0)));
+      const existence = m.tokens.map((tk) =>
+        (totalShares.get(tk.tokenId) ?? d(0))
+          .plus(burned.get(tk.tokenId) ?? d(0))
+          .plus(makerShares.get(tk.tokenId) ?? d(0)),
+      );
       for (const [i, tk] of m.tokens.entries()) {
-        if (!existence[i]!.eq(sets)) out.push(`condition …${c.slice(-8)}: ${existence[i]} ${tk.outcome} shares in existence (held + burned − minted by the maker), ${sets} sets split − merged (by wallet operations and complementary trades)`);
+        if (!existence[i]!.eq(sets))
+          out.push(
+            `condition …${c.slice(-8)}: ${existence[i]} ${tk.outcome} shares in existence (held + burned − minted by the maker), ${sets} sets split − merged (by wallet operations and complementary trades)`,
+          );
       }
     }
   }
@@ -409,10 +552,14 @@ function moneyViolations(
   for (const r of venue.resting) if (r.userId !== LIQUIDITY_PROVIDER_ID) inBooks.set(r.orderId, r);
   for (const [id, e] of venue.orders) {
     if (e.order.userId === LIQUIDITY_PROVIDER_ID) continue;
-    const rests = e.status === 'open' && e.order.kind === 'limit' && (e.order.timeInForce === 'GTC' || e.order.timeInForce === 'GTD');
+    const rests =
+      e.status === 'open' &&
+      e.order.kind === 'limit' &&
+      (e.order.timeInForce === 'GTC' || e.order.timeInForce === 'GTD');
     const r = inBooks.get(id);
     if (rests && !r) out.push(`open order ${id} is not in the book`);
-    if (rests && r && e.remaining && !r.remaining.eq(e.remaining)) out.push(`order ${id} rests ${r.remaining} in the book, the venue says ${e.remaining} remain`);
+    if (rests && r && e.remaining && !r.remaining.eq(e.remaining))
+      out.push(`order ${id} rests ${r.remaining} in the book, the venue says ${e.remaining} remain`);
     if (!rests && r) out.push(`order ${id} is ${e.status} but rests in the book`);
     inBooks.delete(id);
   }
@@ -436,7 +583,8 @@ export async function checkInvariants(services: Services | Services[], opts: Inv
       for (const v of await violations(s, opts)) found.push(all.length > 1 ? `[service ${i}] ${v}` : v);
     }
     if (found.length === 0) return;
-    if (performance.now() >= end) throw new Error(`invariants violated (${found.length}):\n  - ${found.join('\n  - ')}`);
+    if (performance.now() >= end)
+      throw new Error(`invariants violated (${found.length}):\n  - ${found.join('\n  - ')}`);
     await sleep(100);
   }
 }

@@ -21,7 +21,10 @@ export function runToExit(args: string[], env: Record<string, string>): Promise<
   return new Promise((resolve) => {
     const inherited: NodeJS.ProcessEnv = { ...process.env };
     delete inherited.MONGODB_URI;
-    const child = spawn(process.execPath, args, { env: { ...inherited, LOG_LEVEL: 'info', HOST: '127.0.0.1', SIM_REPLAY: 'off', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      env: { ...inherited, LOG_LEVEL: 'info', HOST: '127.0.0.1', SIM_REPLAY: 'off', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -44,7 +47,11 @@ export interface ServiceProcess {
  * `MONGODB_URI` of the test run's own environment is not inherited (these suites are about the
  * process and its `DATA_DIR`; on one shared database their services would hold each other's engine lease).
  */
-export async function spawnService(env: Record<string, string>, timeoutMs = 15_000, nodeArgs: string[] = []): Promise<ServiceProcess> {
+export async function spawnService(
+  env: Record<string, string>,
+  timeoutMs = 15_000,
+  nodeArgs: string[] = [],
+): Promise<ServiceProcess> {
   // `env.PORT` starts it on that port (a restart where its clients were connected)
   const port = env.PORT !== undefined ? Number(env.PORT) : await freePort();
   const inherited: NodeJS.ProcessEnv = { ...process.env };

@@ -133,7 +133,8 @@ const FINAL = new Set(['FILLED', 'CANCELED', 'EXPIRED', 'REJECTED', 'COMPLETED',
 
 /** Progress of a strategy as [done, total, label]. @param {Row} s @returns {[number, number, string]} */
 function progress(s) {
-  if (s.type === 'TWAP' && s.slices_total) return [s.slices_done ?? 0, s.slices_total, `${s.slices_done ?? 0}/${s.slices_total} slices`];
+  if (s.type === 'TWAP' && s.slices_total)
+    return [s.slices_done ?? 0, s.slices_total, `${s.slices_done ?? 0}/${s.slices_total} slices`];
   const size = Number(s.size ?? 0);
   const filled = Number(s.filled_size ?? 0);
   if (s.type === 'ICEBERG') return [filled, size || 1, `${s.slices_done ?? 0} clips, ${filled}/${size}`];
@@ -143,15 +144,17 @@ function progress(s) {
 
 /** Fills a row; a question cell wraps. @param {HTMLTableRowElement} tr @param {Array<string | HTMLElement>} cells */
 function fill(tr, cells) {
-  tr.replaceChildren(...cells.map((c) => {
-    const td = document.createElement('td');
-    if (typeof c === 'string') td.textContent = c;
-    else {
-      td.append(c);
-      if (c.dataset.tokenQuestion) td.className = 'question';
-    }
-    return td;
-  }));
+  tr.replaceChildren(
+    ...cells.map((c) => {
+      const td = document.createElement('td');
+      if (typeof c === 'string') td.textContent = c;
+      else {
+        td.append(c);
+        if (c.dataset.tokenQuestion) td.className = 'question';
+      }
+      return td;
+    }),
+  );
 }
 
 /** @param {string} status */
@@ -164,16 +167,19 @@ function statusCell(status) {
 
 /** Remembers the question and outcome of each token of market `m`. @param {{ condition_id: string; question: string; tokens: { token_id: string; outcome: string }[] }} m */
 function learnMarket(m) {
-  for (const t of m.tokens) tokenInfo.set(t.token_id, { question: m.question, outcome: t.outcome, condition_id: m.condition_id });
+  for (const t of m.tokens)
+    tokenInfo.set(t.token_id, { question: m.question, outcome: t.outcome, condition_id: m.condition_id });
 }
 
 /** Writes what is known of `tokenId` into its question and outcome cells (and the chart's title). @param {string} tokenId */
 function relabel(tokenId) {
   const info = tokenInfo.get(tokenId);
   const id = CSS.escape(tokenId);
-  for (const el of document.querySelectorAll(`[data-token-question="${id}"]`)) el.textContent = info?.question || short(tokenId);
+  for (const el of document.querySelectorAll(`[data-token-question="${id}"]`))
+    el.textContent = info?.question || short(tokenId);
   for (const el of document.querySelectorAll(`[data-token-outcome="${id}"]`)) el.textContent = info?.outcome || '–';
-  if (tokenId === chartToken) $('chart-token').textContent = info ? `${info.question} — ${info.outcome}` : `token ${short(tokenId)}`;
+  if (tokenId === chartToken)
+    $('chart-token').textContent = info ? `${info.question} — ${info.outcome}` : `token ${short(tokenId)}`;
 }
 
 /** Looks up the markets of the tokens queued since the last call, up to 100 tokens a request. */
@@ -222,14 +228,49 @@ function strategyCells(s) {
   p.max = total;
   p.value = done;
   bar.append(p, ` ${label}`);
-  const marks = [s.high_water_mark && `HWM ${s.high_water_mark}`, s.low_water_mark && `LWM ${s.low_water_mark}`, s.trigger_price && `trigger ${s.trigger_price}`].filter(Boolean).join(' · ');
-  return [short(s.record_id), s.type, statusCell(s.status), s.side, ...tokenCells(s.symbol), text(s.price), bar, text(s.filled_size), text(s.executed_price), marks || '–', time(s.updated_at)];
+  const marks = [
+    s.high_water_mark && `HWM ${s.high_water_mark}`,
+    s.low_water_mark && `LWM ${s.low_water_mark}`,
+    s.trigger_price && `trigger ${s.trigger_price}`,
+  ]
+    .filter(Boolean)
+    .join(' · ');
+  return [
+    short(s.record_id),
+    s.type,
+    statusCell(s.status),
+    s.side,
+    ...tokenCells(s.symbol),
+    text(s.price),
+    bar,
+    text(s.filled_size),
+    text(s.executed_price),
+    marks || '–',
+    time(s.updated_at),
+  ];
 }
 
 /** @param {Row} o */
 function orderCells(o) {
-  const flags = [o.is_stop_loss && 'stop-loss', o.is_take_profit && 'take-profit', o.record_id && `of ${short(o.record_id)}`].filter(Boolean).join(' · ');
-  return [short(o.order_id), o.type, statusCell(o.status), o.side, ...tokenCells(o.symbol), text(o.price), text(o.size ?? (o.quote_amount && `$${o.quote_amount}`)), text(o.filled_size), flags || '–', time(o.updated_at)];
+  const flags = [
+    o.is_stop_loss && 'stop-loss',
+    o.is_take_profit && 'take-profit',
+    o.record_id && `of ${short(o.record_id)}`,
+  ]
+    .filter(Boolean)
+    .join(' · ');
+  return [
+    short(o.order_id),
+    o.type,
+    statusCell(o.status),
+    o.side,
+    ...tokenCells(o.symbol),
+    text(o.price),
+    text(o.size ?? (o.quote_amount && `$${o.quote_amount}`)),
+    text(o.filled_size),
+    flags || '–',
+    time(o.updated_at),
+  ];
 }
 
 /**
@@ -292,7 +333,8 @@ function marketCell(p) {
 function valuation(p) {
   const m = marketStates.get(p.condition_id);
   const given = p.cur_price !== undefined && p.cur_price !== null ? units(p.cur_price) : null;
-  const mark = given ?? (m?.resolved ? (m.winning_token_id === p.token_id ? ONE : 0n) : (mids.get(p.token_id)?.mid ?? null));
+  const mark =
+    given ?? (m?.resolved ? (m.winning_token_id === p.token_id ? ONE : 0n) : (mids.get(p.token_id)?.mid ?? null));
   if (p.cash_pnl !== undefined && p.cash_pnl !== null) return { mark, pnl: units(p.cash_pnl) };
   if (mark === null) return { mark, pnl: null };
   const size = units(p.size);
@@ -302,7 +344,10 @@ function valuation(p) {
 
 /** Whether the dashboard needs the live book of `p`'s token to value it (the server sent no mark, and the market did not resolve). @param {HeldPosition} p */
 function needsBook(p) {
-  return (p.cur_price === undefined || p.cur_price === null || p.cash_pnl === undefined || p.cash_pnl === null) && !marketStates.get(p.condition_id)?.resolved;
+  return (
+    (p.cur_price === undefined || p.cur_price === null || p.cash_pnl === undefined || p.cash_pnl === null) &&
+    !marketStates.get(p.condition_id)?.resolved
+  );
 }
 
 /** Draws one position row (removes it when nothing is held any more). @param {HeldPosition} p @param {boolean} flash */
@@ -316,7 +361,12 @@ function drawPosition(p, flash) {
     return;
   }
   positions.set(p.token_id, p);
-  if (p.question) learnMarket({ condition_id: p.condition_id, question: p.question, tokens: [{ token_id: p.token_id, outcome: p.outcome }] });
+  if (p.question)
+    learnMarket({
+      condition_id: p.condition_id,
+      question: p.question,
+      tokens: [{ token_id: p.token_id, outcome: p.outcome }],
+    });
   if (needsBook(p)) wantBook(p.token_id, 'mark');
   else dropBook(p.token_id, 'mark');
   if (!tr) {
@@ -334,7 +384,16 @@ function drawPosition(p, flash) {
   pnlCell.className = pnl === null ? '' : pnl > 0n ? 'pnl-up' : pnl < 0n ? 'pnl-down' : '';
   pnlCell.textContent = pnl === null ? '–' : signedUsd(pnl);
   if (pnl !== null) pnlCell.title = `$${decimal(pnl)}`;
-  fill(tr, [...tokenCells(p.token_id), p.size, p.available, p.avg_price, `$${p.cost_usd}`, mark === null ? '–' : decimal(mark), pnlCell, marketCell(p)]);
+  fill(tr, [
+    ...tokenCells(p.token_id),
+    p.size,
+    p.available,
+    p.avg_price,
+    `$${p.cost_usd}`,
+    mark === null ? '–' : decimal(mark),
+    pnlCell,
+    marketCell(p),
+  ]);
   if (flash) {
     tr.classList.remove('flash');
     void tr.offsetWidth;
@@ -428,11 +487,30 @@ function drawLevels() {
   for (const s of strategies.values()) {
     if (s.symbol !== chartToken || FINAL.has(s.status)) continue;
     const level = s.trigger_price ?? s.price;
-    if (level) priceLines.push(series.createPriceLine({ price: Number(level), color: '#f0b429', lineStyle: 2, lineWidth: 1, axisLabelVisible: true, title: `${s.type} ${short(s.record_id)}` }));
+    if (level)
+      priceLines.push(
+        series.createPriceLine({
+          price: Number(level),
+          color: '#f0b429',
+          lineStyle: 2,
+          lineWidth: 1,
+          axisLabelVisible: true,
+          title: `${s.type} ${short(s.record_id)}`,
+        }),
+      );
   }
   for (const o of orders.values()) {
     if (o.symbol !== chartToken || FINAL.has(o.status) || !o.price) continue;
-    priceLines.push(series.createPriceLine({ price: Number(o.price), color: o.side === 'buy' ? '#3fb68b' : '#ff5d5d', lineStyle: 1, lineWidth: 1, axisLabelVisible: false, title: `${o.side} ${o.size ?? ''}` }));
+    priceLines.push(
+      series.createPriceLine({
+        price: Number(o.price),
+        color: o.side === 'buy' ? '#3fb68b' : '#ff5d5d',
+        lineStyle: 1,
+        lineWidth: 1,
+        axisLabelVisible: false,
+        title: `${o.side} ${o.size ?? ''}`,
+      }),
+    );
   }
   levelPrices = priceLines.map((l) => l.options().price);
 }
@@ -467,7 +545,12 @@ async function selectToken(tokenId) {
     });
   }
   if (series) chart.removeSeries(series);
-  series = chart.addSeries(LightweightCharts.LineSeries, { color: '#4c9aff', lineWidth: 2, priceFormat: { type: 'price', precision: 3, minMove: 0.001 }, autoscaleInfoProvider: autoscaleWithLevels });
+  series = chart.addSeries(LightweightCharts.LineSeries, {
+    color: '#4c9aff',
+    lineWidth: 2,
+    priceFormat: { type: 'price', precision: 3, minMove: 0.001 },
+    autoscaleInfoProvider: autoscaleWithLevels,
+  });
   priceLines = [];
   drawLevels();
   // a book already subscribed (a held token) is not pushed again: plot its last mid at once
@@ -492,7 +575,8 @@ function onBook(b) {
   else mids.set(b.token_id, { mid, at: b.at });
   const held = positions.get(b.token_id);
   if (held && needsBook(held)) drawPosition(held, false);
-  if (b.token_id === chartToken && series && mid !== null) series.update({ time: Math.floor(b.at / 1000), value: Number(decimal(mid)) });
+  if (b.token_id === chartToken && series && mid !== null)
+    series.update({ time: Math.floor(b.at / 1000), value: Number(decimal(mid)) });
 }
 
 /** @param {boolean} on @param {string} label */
@@ -539,9 +623,13 @@ async function start() {
   if (account.api_key.kind === 'master' && !account.user) return askPartnerUser();
   show('board');
   const bound = account.user?.partner_user_id;
-  $('who').textContent = `user ${bound ?? '–'} · partner ${account.partner_id} · ${account.api_key.kind === 'master' ? 'master key' : 'user key'}`;
+  $('who').textContent =
+    `user ${bound ?? '–'} · partner ${account.partner_id} · ${account.api_key.kind === 'master' ? 'master key' : 'user key'}`;
   $('who').dataset.user = bound ?? '';
-  socket = io(API, { auth: partnerUserId ? { token, partner_user_id: partnerUserId } : { token }, transports: ['websocket'] });
+  socket = io(API, {
+    auth: partnerUserId ? { token, partner_user_id: partnerUserId } : { token },
+    transports: ['websocket'],
+  });
   socket.on('connect', async () => {
     setConnection(true, socket?.recovered ? 'live (recovered)' : 'live');
     if (socket?.recovered) return;
@@ -560,7 +648,8 @@ async function start() {
   socket.on('disconnect', (reason) => setConnection(false, `disconnected (${reason})`));
   socket.on('connect_error', (err) => {
     setConnection(false, err.message);
-    if (err.message === 'unauthorized' || err.message === 'forbidden') logout(`${err.message}: ${/** @type {any} */ (err).data?.message ?? ''}`);
+    if (err.message === 'unauthorized' || err.message === 'forbidden')
+      logout(`${err.message}: ${/** @type {any} */ (err).data?.message ?? ''}`);
   });
   socket.on('strategy.updated', (s) => upsert('strategies', strategies, s.record_id, s, true));
   socket.on('order.updated', (o) => upsert('orders', orders, o.order_id, o, true));
@@ -578,7 +667,8 @@ function forgetBoard() {
   for (const rows of [strategies, orders, positions, marketStates, bookWants, mids]) rows.clear();
   walletRevision.balance = 0;
   walletRevision.position = 0;
-  for (const table of ['strategies', 'orders', 'positions']) /** @type {HTMLElement} */ ($(table).querySelector('tbody')).replaceChildren();
+  for (const table of ['strategies', 'orders', 'positions'])
+    /** @type {HTMLElement} */ ($(table).querySelector('tbody')).replaceChildren();
   if (chart) chart.remove();
   chart = null;
   series = null;

@@ -19,7 +19,12 @@ export function marketBody(venue: VenuePort, m: MarketInfo): MarketBody {
     slug: m.slug,
     tokens: m.tokens.map((t) => {
       const last = venue.book(t.tokenId, 1)?.lastTradePrice;
-      return { token_id: t.tokenId, outcome: t.outcome, winner: s?.resolved ? s.winningTokenId === t.tokenId : null, last_trade_price: last ?? null };
+      return {
+        token_id: t.tokenId,
+        outcome: t.outcome,
+        winner: s?.resolved ? s.winningTokenId === t.tokenId : null,
+        last_trade_price: last ?? null,
+      };
     }),
     tick_size: str(m.tickSize),
     min_size: str(m.minSize),
@@ -106,14 +111,29 @@ export function positionBody(venue: VenuePort, userId: string, pos: WalletView['
     cash_pnl: value === null ? null : str(value.minus(dec(pos.costUsd))),
     realized_pnl: pos.realizedPnl ?? '0',
     redeemable: resolved && size.gt(0),
-    mergeable: info !== undefined && dec(pos.available).gt(0) && venue.available(userId, info.complementTokenId).shares.gt(0),
+    mergeable:
+      info !== undefined && dec(pos.available).gt(0) && venue.available(userId, info.complementTokenId).shares.gt(0),
     market_resolved: resolved,
   };
 }
 
 /** The REST shape of a book (GET /v2/trade/book, `book.updated`): levels best first, decimal strings, the current tick, the last trade print (null while none was seen). */
-export function bookBody(view: BookView): { token_id: string; tick_size: string; min_size: string; bids: BookView['bids']; asks: BookView['asks']; last_trade_price: string | null } {
-  return { token_id: view.tokenId, tick_size: view.tickSize, min_size: view.minSize, bids: view.bids, asks: view.asks, last_trade_price: view.lastTradePrice ?? null };
+export function bookBody(view: BookView): {
+  token_id: string;
+  tick_size: string;
+  min_size: string;
+  bids: BookView['bids'];
+  asks: BookView['asks'];
+  last_trade_price: string | null;
+} {
+  return {
+    token_id: view.tokenId,
+    tick_size: view.tickSize,
+    min_size: view.minSize,
+    bids: view.bids,
+    asks: view.asks,
+    last_trade_price: view.lastTradePrice ?? null,
+  };
 }
 
 /** GET /v2/trade/book?token_id=&depth=: levels best first (depth ≤ 100, default 20). */

@@ -29,7 +29,13 @@ const ORDER_ACTIONS: ReadonlySet<string> = new Set(['cancel', 'cancel-batch', 'c
  */
 export function orderIdParam(req: Request): string {
   const id = String(req.params.order_id);
-  if (ORDER_ACTIONS.has(id)) throw new ApiError(405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}; allowed: POST, OPTIONS`, { Allow: 'POST, OPTIONS' });
+  if (ORDER_ACTIONS.has(id))
+    throw new ApiError(
+      405,
+      'method_not_allowed',
+      `${req.method} is not allowed on ${req.path}; allowed: POST, OPTIONS`,
+      { Allow: 'POST, OPTIONS' },
+    );
   return id;
 }
 
@@ -46,7 +52,13 @@ function cancelResponse(outcomes: CancelOutcome[]): HandlerResult {
     counts[o.outcome]++;
     if (o.outcome === 'canceled') cancelled.push(o.orderId);
     else notCancelled.push({ order_id: o.orderId, reason: o.message ?? o.outcome });
-    return { order_id: o.orderId, outcome: o.outcome, status: o.record?.status ?? null, order: o.record?.view ?? null, ...(o.message !== null ? { message: o.message } : {}) };
+    return {
+      order_id: o.orderId,
+      outcome: o.outcome,
+      status: o.record?.status ?? null,
+      order: o.record?.view ?? null,
+      ...(o.message !== null ? { message: o.message } : {}),
+    };
   });
   return { status: 200, body: { cancelled, not_cancelled: notCancelled, count: cancelled.length, results, counts } };
 }
@@ -79,12 +91,19 @@ const CANCEL_ALL_FILTERS: ReadonlySet<string> = new Set(['symbol', 'condition_id
 export const cancelAll: Handler = async ({ req, services, user }) => {
   requireVenue(services);
   const body = req.body as unknown;
-  if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body) || Object.keys(body).length > 0)) {
-    throw errors.badRequest('cancel-all takes no body: send its filters (symbol, condition_id) as query parameters; nothing was canceled');
+  if (
+    body !== undefined &&
+    (body === null || typeof body !== 'object' || Array.isArray(body) || Object.keys(body).length > 0)
+  ) {
+    throw errors.badRequest(
+      'cancel-all takes no body: send its filters (symbol, condition_id) as query parameters; nothing was canceled',
+    );
   }
   const unknown = Object.keys(req.query as object).filter((k) => !CANCEL_ALL_FILTERS.has(k));
   if (unknown.length) {
-    throw errors.badRequest(`unknown query parameter ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}: cancel-all takes only symbol, condition_id and venue; nothing was canceled`);
+    throw errors.badRequest(
+      `unknown query parameter ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}: cancel-all takes only symbol, condition_id and venue; nothing was canceled`,
+    );
   }
   const q = req.query as { symbol?: string; condition_id?: string };
   const ids = await services.orders.openOrderIds(user!._id, {
@@ -127,14 +146,25 @@ export const placeBatch: Handler = async ({ req, services, user, resourceSeed })
   const inputs = body.rungs.map((r, i) => {
     let input;
     try {
-      input = services.orders.check(userId, { symbol: body.symbol, side: body.side, type: 'LIMIT', price: r.price, size: r.size });
+      input = services.orders.check(userId, {
+        symbol: body.symbol,
+        side: body.side,
+        type: 'LIMIT',
+        price: r.price,
+        size: r.size,
+      });
     } catch (err) {
       throw rungError(err, i);
     }
     const same = prices.get(input.price!);
-    if (same !== undefined) throw errors.badRequest(`rungs[${i}].price ${input.price} repeats rungs[${same}].price: each rung has a price of its own`);
+    if (same !== undefined)
+      throw errors.badRequest(
+        `rungs[${i}].price ${input.price} repeats rungs[${same}].price: each rung has a price of its own`,
+      );
     prices.set(input.price!, i);
-    return resourceSeed ? { ...input, orderId: `ord_${IdempotencyService.resourceSeed(resourceSeed, String(i), userId, 'rung')}` } : input;
+    return resourceSeed
+      ? { ...input, orderId: `ord_${IdempotencyService.resourceSeed(resourceSeed, String(i), userId, 'rung')}` }
+      : input;
   });
   const recs = await services.orders.placeLadder(user!.partnerId, inputs);
   return { status: 200, body: { orders: recs.map((r) => r.view), count: recs.length } };

@@ -33,14 +33,20 @@ async function interruptedAttempt(services: Services, userId: string, seed: stri
     if (!bracket) return { status: 200, body: view, headers: REPLAYED };
     const c = JSON.parse(bracket.snapshot).context as StrategyContext;
     const warnings = [...((view.warnings as string[] | undefined) ?? []), ...c.warnings];
-    return { status: 200, body: { ...view, brackets: bracketsView(c, bracket._id), ...(warnings.length ? { warnings } : {}) }, headers: REPLAYED };
+    return {
+      status: 200,
+      body: { ...view, brackets: bracketsView(c, bracket._id), ...(warnings.length ? { warnings } : {}) },
+      headers: REPLAYED,
+    };
   }
   const record = inMemory[1] ?? stored?.get(ids[1]!) ?? (stored ? null : await get(ids[1]!));
   if (record && record.ownerUserId === userId) {
     if ((record.view as { type?: string }).type === 'BRACKET') {
       // the bracket was created, the process died before its entry was placed: nothing traded,
       // and start-up reconciliation ended the bracket
-      throw errors.conflict('an earlier attempt of this request was interrupted before its entry order was placed: nothing was placed; send it again with a new Idempotency-Key');
+      throw errors.conflict(
+        'an earlier attempt of this request was interrupted before its entry order was placed: nothing was placed; send it again with a new Idempotency-Key',
+      );
     }
     return { status: 200, body: strategyResponse(record), headers: REPLAYED };
   }
@@ -72,7 +78,10 @@ export const placeOrder: Handler = async ({ req, services, user, resourceSeed, a
   }
   if (body.type === 'TAKE_PROFIT') {
     // spec part 3: a real CLOB sell placed at once, on open orders with is_take_profit: true
-    const input = { ...services.orders.check(user!._id, { ...body, type: 'LIMIT' }, 'TAKE_PROFIT'), ...(ids.orderId ? { orderId: ids.orderId } : {}) };
+    const input = {
+      ...services.orders.check(user!._id, { ...body, type: 'LIMIT' }, 'TAKE_PROFIT'),
+      ...(ids.orderId ? { orderId: ids.orderId } : {}),
+    };
     if (ids.orderId) answerFrom?.(ids.orderId, orderAnswer);
     const rec = await services.orders.place(user!.partnerId, input, { isTakeProfit: true });
     return orderAnswer(rec);
@@ -96,7 +105,15 @@ export const listStrategies: Handler = async ({ req, services, user }) => {
   if (req.query.status !== undefined) filter.status = String(req.query.status);
   if (req.query.type !== undefined) filter.type = String(req.query.type);
   const { records, total } = await services.actors.findOwned(user!._id, filter, { skip: p.offset, limit: p.limit });
-  return { status: 200, body: page('strategies', records.map((r) => r.view), total, p) };
+  return {
+    status: 200,
+    body: page(
+      'strategies',
+      records.map((r) => r.view),
+      total,
+      p,
+    ),
+  };
 };
 
 /** DELETE /v2/trade/strategies/{record_id}: cancels while untriggered; 409 once a stop executes. */
@@ -109,8 +126,20 @@ export const cancelStrategy: Handler = async ({ req, services, user }) => {
 /** GET /v2/trade/orders/open (spec 4.6): the user's working orders, newest first, offset/limit. */
 export const openOrders: Handler = async ({ req, services, user }) => {
   const p = pageQuery(req, 500);
-  const { records, total } = await services.actors.findOwned(user!._id, { kind: 'order', status: { $in: OPEN_STATUSES } }, { skip: p.offset, limit: p.limit });
-  return { status: 200, body: page('orders', records.map((r) => r.view), total, p) };
+  const { records, total } = await services.actors.findOwned(
+    user!._id,
+    { kind: 'order', status: { $in: OPEN_STATUSES } },
+    { skip: p.offset, limit: p.limit },
+  );
+  return {
+    status: 200,
+    body: page(
+      'orders',
+      records.map((r) => r.view),
+      total,
+      p,
+    ),
+  };
 };
 
 /** DELETE /v2/trade/orders/{order_id}: cancels one order; 404 when not the user's, 409 when done. */
@@ -129,7 +158,10 @@ export const cancelOrder: Handler = async ({ req, services, user }) => {
 function activityCursor(services: Services, cursor: string, userId: string, apiToken: string): string {
   const k = services.cursors.open<{ k: unknown }>(cursor, apiToken).k;
   if (typeof k !== 'string') throw errors.badRequest('cursor is not valid: send back next_cursor exactly as received');
-  if (!k.startsWith(`${userId}|`)) throw errors.badRequest("cursor belongs to another user's activity: send back the next_cursor this user's previous page returned");
+  if (!k.startsWith(`${userId}|`))
+    throw errors.badRequest(
+      "cursor belongs to another user's activity: send back the next_cursor this user's previous page returned",
+    );
   return k;
 }
 
@@ -140,8 +172,15 @@ function activityCursor(services: Services, cursor: string, userId: string, apiT
  */
 export const activity: Handler = async ({ req, services, user }) => {
   const limit = req.query.limit === undefined ? 50 : Number(req.query.limit);
-  const before = typeof req.query.cursor === 'string' ? activityCursor(services, req.query.cursor, user!._id, bearerToken(req) ?? '') : undefined;
-  const { records } = await services.actors.findOwned(user!._id, { kind: { $in: ['order', 'strategy', 'wallet', 'withdrawal'] } }, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
+  const before =
+    typeof req.query.cursor === 'string'
+      ? activityCursor(services, req.query.cursor, user!._id, bearerToken(req) ?? '')
+      : undefined;
+  const { records } = await services.actors.findOwned(
+    user!._id,
+    { kind: { $in: ['order', 'strategy', 'wallet', 'withdrawal'] } },
+    { limit: limit + 1, ...(before !== undefined ? { before } : {}) },
+  );
   const items = records.slice(0, limit);
   const more = records.length > limit;
   return {
@@ -150,12 +189,26 @@ export const activity: Handler = async ({ req, services, user }) => {
       activity: items.map((r) => {
         const v = r.view as Record<string, unknown>;
         const row: Record<string, unknown> = {
-          kind: r.kind, id: r._id, type: v.type, status: r.status, side: v.side ?? null, symbol: r.kind === 'withdrawal' ? v.token : (v.symbol ?? v.condition_id),
-          price: v.price ?? null, size: v.size ?? null, filled_size: v.filled_size ?? null, created_at: r.createdAtMs, updated_at: r.updatedAtMs,
+          kind: r.kind,
+          id: r._id,
+          type: v.type,
+          status: r.status,
+          side: v.side ?? null,
+          symbol: r.kind === 'withdrawal' ? v.token : (v.symbol ?? v.condition_id),
+          price: v.price ?? null,
+          size: v.size ?? null,
+          filled_size: v.filled_size ?? null,
+          created_at: r.createdAtMs,
+          updated_at: r.updatedAtMs,
         };
         // wallet operations and withdrawals: the amount (a redeem's payout) and the transaction hash; orders: why a cancel happened
-        if (r.kind === 'wallet' || r.kind === 'withdrawal') Object.assign(row, { amount: v.payout_usd ?? v.amount ?? null, transaction_hash: v.transaction_hash ?? null });
-        if (r.kind === 'order') Object.assign(row, { cancel_code: v.cancel_code ?? null, cancel_reason: v.cancel_reason ?? null });
+        if (r.kind === 'wallet' || r.kind === 'withdrawal')
+          Object.assign(row, {
+            amount: v.payout_usd ?? v.amount ?? null,
+            transaction_hash: v.transaction_hash ?? null,
+          });
+        if (r.kind === 'order')
+          Object.assign(row, { cancel_code: v.cancel_code ?? null, cancel_reason: v.cancel_reason ?? null });
         return row;
       }),
       next_cursor: more ? services.cursors.seal({ k: items.at(-1)!.ownerKey }, bearerToken(req) ?? '') : null,

@@ -1,14 +1,25 @@
 import { KEY_SHOWN_ONCE, USER_KEY_SCOPES, type Scope } from '../../engine/auth.js';
 import { errors } from '../../engine/errors.js';
 import { userView } from '../../engine/users.js';
-import type { AccountResponse, ApiKeyCreated, ApiKeyCreateRequest, ApiKeyRevoked, UserCreateRequest, UserResponse } from '../../schemas/users.js';
+import type {
+  AccountResponse,
+  ApiKeyCreated,
+  ApiKeyCreateRequest,
+  ApiKeyRevoked,
+  UserCreateRequest,
+  UserResponse,
+} from '../../schemas/users.js';
 import { bearerToken } from '../auth.js';
 import type { Handler } from '../context.js';
 
 /** POST /v2/trade/users (spec 2.7, 4.3): 201 on creation, 200 with `created: false` after. */
 export const provisionUser: Handler = async ({ req, services, principal }) => {
   const body = req.body as UserCreateRequest;
-  const { user, created } = await services.users.provision(principal!.partnerId, body.partner_user_id, body.email ?? null);
+  const { user, created } = await services.users.provision(
+    principal!.partnerId,
+    body.partner_user_id,
+    body.email ?? null,
+  );
   const out: UserResponse = { ...userView(user), created };
   return { status: created ? 201 : 200, body: out };
 };
@@ -24,8 +35,18 @@ export const mintUserKey: Handler = async ({ req, services, principal }) => {
   const scopes = body.scopes as Scope[];
   const beyond = scopes.filter((s) => !USER_KEY_SCOPES.includes(s) || !principal!.scopes.includes(s));
   if (beyond.length) throw errors.forbidden(`cannot grant ${beyond.join(', ')} with this key`);
-  const { doc, token } = await services.keys.mintUserKey(principal!.partnerId, user._id, scopes, body.expires_at ?? null);
-  const shown: Omit<ApiKeyCreated, 'api_key' | 'message'> = { key_id: doc._id, scopes: doc.scopes, expires_at: doc.expiresAtMs, partner_user_id: user.partnerUserId };
+  const { doc, token } = await services.keys.mintUserKey(
+    principal!.partnerId,
+    user._id,
+    scopes,
+    body.expires_at ?? null,
+  );
+  const shown: Omit<ApiKeyCreated, 'api_key' | 'message'> = {
+    key_id: doc._id,
+    scopes: doc.scopes,
+    expires_at: doc.expiresAtMs,
+    partner_user_id: user.partnerUserId,
+  };
   const out: ApiKeyCreated = { ...shown, api_key: token };
   // the token is shown once: a replay of this request gets the key's description without it
   const replay: ApiKeyCreated = { ...shown, message: KEY_SHOWN_ONCE };
@@ -50,9 +71,15 @@ export const account: Handler = async ({ req, services, principal, user }) => {
     partner_id: p.partnerId,
     partner: { id: p.partnerId, slug: p.partnerId, display_name: p.partnerId },
     api_key: {
-      id: p.keyId, key_id: p.keyId, kind: p.kind, scopes: p.scopes, rate_limit_per_min: services.config.rateLimitPerMin,
+      id: p.keyId,
+      key_id: p.keyId,
+      kind: p.kind,
+      scopes: p.scopes,
+      rate_limit_per_min: services.config.rateLimitPerMin,
       // the request's own token (authenticated above): its last 4 characters, never stored
-      last4: (bearerToken(req) ?? '').slice(-4), created_at: p.createdAtMs, expires_at: p.expiresAtMs,
+      last4: (bearerToken(req) ?? '').slice(-4),
+      created_at: p.createdAtMs,
+      expires_at: p.expiresAtMs,
     },
     wallet: user ? { eoa_address: user.eoaAddress, safe_address: user.safeAddress } : null,
     binding: user ? { id: user._id, partner_user_id: user.partnerUserId, platform_user_id: user._id } : null,

@@ -10,7 +10,13 @@ const REPLAYED = { 'Idempotent-Replayed': 'true' };
 function walletOp(type: WalletOpType): Handler {
   return async ({ req, services, user, resourceSeed }): Promise<HandlerResult> => {
     requireVenue(services);
-    const { record, replayed } = await services.wallet.operate(user!.partnerId, user!._id, type, req.body as WalletOpBody, resourceSeed);
+    const { record, replayed } = await services.wallet.operate(
+      user!.partnerId,
+      user!._id,
+      type,
+      req.body as WalletOpBody,
+      resourceSeed,
+    );
     return { status: 200, body: record.view, ...(replayed ? { headers: REPLAYED } : {}) };
   };
 }
@@ -22,7 +28,12 @@ export const redeemPositions = walletOp('REDEEM');
 /** POST /v2/trade/withdraw (spec 4.6): 200 with the withdrawal, PENDING until its block. */
 export const withdraw: Handler = async ({ req, services, user, resourceSeed }) => {
   requireVenue(services);
-  const { record, replayed } = await services.wallet.withdraw(user!.partnerId, user!._id, req.body as WithdrawBody, resourceSeed);
+  const { record, replayed } = await services.wallet.withdraw(
+    user!.partnerId,
+    user!._id,
+    req.body as WithdrawBody,
+    resourceSeed,
+  );
   return { status: 200, body: record.view, ...(replayed ? { headers: REPLAYED } : {}) };
 };
 
@@ -37,8 +48,19 @@ export const listWithdrawals: Handler = async ({ req, services, user }) => {
   const p = pageQuery(req, 500);
   const status = typeof req.query.status === 'string' ? req.query.status : undefined;
   const { records, total } = await services.wallet.withdrawals(user!._id, p, status);
-  return { status: 200, body: page('withdrawals', records.map((r) => r.view), total, p) };
+  return {
+    status: 200,
+    body: page(
+      'withdrawals',
+      records.map((r) => r.view),
+      total,
+      p,
+    ),
+  };
 };
 
 /** GET /v2/trade/balances/withdrawable (spec 2.8, 4.5). */
-export const withdrawableBalances: Handler = async ({ services, user }) => ({ status: 200, body: { balances: services.wallet.withdrawable(user!._id) } });
+export const withdrawableBalances: Handler = async ({ services, user }) => ({
+  status: 200,
+  body: { balances: services.wallet.withdrawable(user!._id) },
+});

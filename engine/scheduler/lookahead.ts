@@ -92,13 +92,24 @@ export class LookaheadRepository implements JobRepository {
     const pending = this.wakes.get(jobName);
     if (pending && pending.atMs <= atMs) return;
     if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => {
-      this.wakes.delete(jobName);
-      if (this.channel.state !== 'connected') return;
-      // Agenda fills its queue for `jobName` on a notification due before its next scan
-      const now = new Date();
-      this.channel.publish({ jobId: `wake:${jobName}` as unknown as JobId, jobName, nextRunAt: now, priority: 0, timestamp: now }).catch(() => undefined);
-    }, Math.max(0, atMs - Date.now()));
+    const timer = setTimeout(
+      () => {
+        this.wakes.delete(jobName);
+        if (this.channel.state !== 'connected') return;
+        // Agenda fills its queue for `jobName` on a notification due before its next scan
+        const now = new Date();
+        this.channel
+          .publish({
+            jobId: `wake:${jobName}` as unknown as JobId,
+            jobName,
+            nextRunAt: now,
+            priority: 0,
+            timestamp: now,
+          })
+          .catch(() => undefined);
+      },
+      Math.max(0, atMs - Date.now()),
+    );
     timer.unref();
     this.wakes.set(jobName, { atMs, timer });
   }
@@ -120,12 +131,20 @@ export class LookaheadRepository implements JobRepository {
         return;
       }
       const now = new Date();
-      this.channel.publish({ jobId: `kick:${jobName}` as unknown as JobId, jobName, nextRunAt: now, priority: 0, timestamp: now }).catch(() => undefined);
+      this.channel
+        .publish({ jobId: `kick:${jobName}` as unknown as JobId, jobName, nextRunAt: now, priority: 0, timestamp: now })
+        .catch(() => undefined);
     };
     setTimeout(fire, Math.max(0, dueMs + 1 - Date.now())).unref();
   }
 
-  async getNextJobToRun(jobName: string, nextScanAt: Date, lockDeadline: Date, now: Date | undefined, options: JobRepositoryOptions | undefined): Promise<JobParameters | undefined> {
+  async getNextJobToRun(
+    jobName: string,
+    nextScanAt: Date,
+    lockDeadline: Date,
+    now: Date | undefined,
+    options: JobRepositoryOptions | undefined,
+  ): Promise<JobParameters | undefined> {
     const horizon = new Date(Math.min(nextScanAt.getTime(), Date.now() + this.lockAheadMs));
     const job = await this.inner.getNextJobToRun(jobName, horizon, lockDeadline, now, options);
     if (job) {
@@ -137,12 +156,17 @@ export class LookaheadRepository implements JobRepository {
     // the queue fill ends here: wake up for the next job due before the next poll
     // (first in a short window: at a high rate the next one is near, and the store sorts fewer)
     const near = new Date(Math.min(nextScanAt.getTime(), horizon.getTime() + NEAR_WINDOW_MS));
-    const next = (near > horizon ? await this.nextDueAt(jobName, horizon, near) : null) ?? (nextScanAt > near ? await this.nextDueAt(jobName, near, nextScanAt) : null);
+    const next =
+      (near > horizon ? await this.nextDueAt(jobName, horizon, near) : null) ??
+      (nextScanAt > near ? await this.nextDueAt(jobName, near, nextScanAt) : null);
     if (next) this.wakeAt(jobName, next.getTime() - this.lockAheadMs);
     return undefined;
   }
 
-  async saveJob<DATA = unknown>(job: JobParameters<DATA>, options: JobRepositoryOptions | undefined): Promise<JobParameters<DATA>> {
+  async saveJob<DATA = unknown>(
+    job: JobParameters<DATA>,
+    options: JobRepositoryOptions | undefined,
+  ): Promise<JobParameters<DATA>> {
     return this.inner.saveJob(job, options);
   }
 

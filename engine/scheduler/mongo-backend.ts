@@ -1,5 +1,11 @@
 import { MongoBackend } from '@agendajs/mongo-backend';
-import { InMemoryNotificationChannel, type AgendaBackend, type JobLogger, type JobRepository, type NotificationChannel } from 'agenda';
+import {
+  InMemoryNotificationChannel,
+  type AgendaBackend,
+  type JobLogger,
+  type JobRepository,
+  type NotificationChannel,
+} from 'agenda';
 import type { CreateIndexesOptions, Db, Document, ObjectId } from 'mongodb';
 import type { Logger } from '../logger.js';
 import type { NextDueAt } from './lookahead.js';
@@ -68,7 +74,14 @@ export async function ensureJobIndexes(c: IndexableCollection, indexes: JobIndex
       const groups = await c
         .aggregate([
           { $match: ix.options.partialFilterExpression ?? {} },
-          { $group: { _id: Object.fromEntries(fields.map((f, i) => [`k${i}`, `$${f}`])), ids: { $push: '$_id' }, keep: { $max: '$_id' }, n: { $sum: 1 } } },
+          {
+            $group: {
+              _id: Object.fromEntries(fields.map((f, i) => [`k${i}`, `$${f}`])),
+              ids: { $push: '$_id' },
+              keep: { $max: '$_id' },
+              n: { $sum: 1 },
+            },
+          },
           { $match: { n: { $gt: 1 } } },
         ])
         .toArray();
@@ -76,7 +89,10 @@ export async function ensureJobIndexes(c: IndexableCollection, indexes: JobIndex
         const extra = (g.ids as ObjectId[]).filter((id) => String(id) !== String(g.keep));
         removed += (await c.deleteMany({ _id: { $in: extra } })).deletedCount;
       }
-      log?.warn({ index: ix.options.name, removed }, `${AGENDA_JOBS}: removed ${removed} duplicate job(s) to build the unique index ${ix.options.name}`);
+      log?.warn(
+        { index: ix.options.name, removed },
+        `${AGENDA_JOBS}: removed ${removed} duplicate job(s) to build the unique index ${ix.options.name}`,
+      );
       await c.createIndex(ix.key, ix.options);
     }
   }
@@ -160,7 +176,10 @@ export function mongoTimerBackend(db: Db, jobName: string, log?: Logger): Notify
 
 /** The part of a driver collection {@link mongoNextDueAt} uses. */
 export interface DueQueryCollection {
-  findOne(filter: Document, options: { sort: Record<string, 1 | -1>; projection: Record<string, 1> }): Promise<Document | null>;
+  findOne(
+    filter: Document,
+    options: { sort: Record<string, 1 | -1>; projection: Record<string, 1> },
+  ): Promise<Document | null>;
 }
 
 /**
@@ -168,7 +187,12 @@ export interface DueQueryCollection {
  * ({@link NextDueAt} on MongoDB): one query on Agenda's `findAndLockNextJobIndex` (`name` equal,
  * then `nextRunAt` as range and sort).
  */
-export async function mongoNextDueAt(c: DueQueryCollection, name: string, after: Date, until: Date): Promise<Date | null> {
+export async function mongoNextDueAt(
+  c: DueQueryCollection,
+  name: string,
+  after: Date,
+  until: Date,
+): Promise<Date | null> {
   const next = await c.findOne(
     { name, nextRunAt: { $gt: after, $lte: until } },
     { sort: { nextRunAt: 1 }, projection: { nextRunAt: 1 } },

@@ -32,7 +32,8 @@ function flattenData(data: unknown, prefix = 'data'): Filter {
   const out: Filter = {};
   for (const [k, v] of Object.entries(data as Record<string, unknown>)) {
     const key = `${prefix}.${k}`;
-    if (v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date)) Object.assign(out, flattenData(v, key));
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date))
+      Object.assign(out, flattenData(v, key));
     else out[key] = v;
   }
   return out;
@@ -61,7 +62,11 @@ export class StoreJobRepository implements JobRepository {
   constructor(private readonly store: Store) {}
 
   async connect(): Promise<void> {
-    this.jobs = await this.store.collection<StoredJob>('agendaJobs', [{ fields: ['name', 'nextRunAt'] }, { fields: ['data.actorId'] }, { fields: ['nextRunAt'], adapters: ['sqlite'] }]);
+    this.jobs = await this.store.collection<StoredJob>('agendaJobs', [
+      { fields: ['name', 'nextRunAt'] },
+      { fields: ['data.actorId'] },
+      { fields: ['nextRunAt'], adapters: ['sqlite'] },
+    ]);
   }
 
   async queryJobs(options: JobsQueryOptions = {}): Promise<JobsResult> {
@@ -78,7 +83,8 @@ export class StoreJobRepository implements JobRepository {
       return { ...p, _id: p._id!, state: computeJobState(p, now) };
     });
     if (options.search) all = all.filter((j) => j.name.toLowerCase().includes(options.search!.toLowerCase()));
-    if (options.state) all = all.filter((j) => (options.state === 'paused' ? j.disabled === true : j.state === options.state));
+    if (options.state)
+      all = all.filter((j) => (options.state === 'paused' ? j.disabled === true : j.state === options.state));
     const skip = options.skip ?? 0;
     const page = options.limit ? all.slice(skip, skip + options.limit) : all.slice(skip);
     return { jobs: page, total: all.length };
@@ -88,7 +94,17 @@ export class StoreJobRepository implements JobRepository {
     const { jobs } = await this.queryJobs();
     const byName = new Map<string, JobsOverview>();
     for (const j of jobs) {
-      const o = byName.get(j.name) ?? { name: j.name, total: 0, running: 0, scheduled: 0, queued: 0, completed: 0, failed: 0, repeating: 0, paused: 0 };
+      const o = byName.get(j.name) ?? {
+        name: j.name,
+        total: 0,
+        running: 0,
+        scheduled: 0,
+        queued: 0,
+        completed: 0,
+        failed: 0,
+        repeating: 0,
+        paused: 0,
+      };
       o.total++;
       o[j.state]++;
       if (j.disabled) o.paused++;
@@ -135,7 +151,10 @@ export class StoreJobRepository implements JobRepository {
     return this.jobs.deleteMany({});
   }
 
-  async saveJob<DATA = unknown>(job: JobParameters<DATA>, options?: JobRepositoryOptions): Promise<JobParameters<DATA>> {
+  async saveJob<DATA = unknown>(
+    job: JobParameters<DATA>,
+    options?: JobRepositoryOptions,
+  ): Promise<JobParameters<DATA>> {
     const { _id, unique, uniqueOpts, ...props } = job;
     const fields: Record<string, unknown> = {
       ...props,
@@ -221,7 +240,10 @@ export class StoreJobRepository implements JobRepository {
    * index, of which only the first is copied.
    */
   async nextDueAt(jobName: string, after: Date, until: Date): Promise<Date | null> {
-    const [next] = await this.jobs.find({ name: jobName, nextRunAt: { $gt: after, $lte: until } }, { sort: { nextRunAt: 1 }, limit: 1 });
+    const [next] = await this.jobs.find(
+      { name: jobName, nextRunAt: { $gt: after, $lte: until } },
+      { sort: { nextRunAt: 1 }, limit: 1 },
+    );
     return next?.nextRunAt ? new Date(next.nextRunAt) : null;
   }
 
@@ -244,7 +266,8 @@ export class StoreJobRepository implements JobRepository {
     // A conditional update can lose to a concurrent locker; try the next candidate then.
     for (let attempt = 0; attempt < 5; attempt++) {
       const candidate =
-        (await this.jobs.find({ ...due, lockedAt: null }, { limit: 1 }))[0] ?? (await this.jobs.find({ ...due, lockedAt: { $lte: lockDeadline } }, { limit: 1 }))[0];
+        (await this.jobs.find({ ...due, lockedAt: null }, { limit: 1 }))[0] ??
+        (await this.jobs.find({ ...due, lockedAt: { $lte: lockDeadline } }, { limit: 1 }))[0];
       if (!candidate) return undefined;
       const stillLockable = candidate.lockedAt == null ? { lockedAt: null } : { lockedAt: candidate.lockedAt };
       const matched = await this.jobs.updateOne(

@@ -34,7 +34,10 @@ export function timerRetryDelayMs(attempt: number): number {
 const SCHEDULE_ATTEMPTS = 5;
 
 function isDuplicateKey(err: unknown): boolean {
-  return err instanceof DuplicateKeyError || (typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000);
+  return (
+    err instanceof DuplicateKeyError ||
+    (typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000)
+  );
 }
 
 /**
@@ -63,7 +66,9 @@ cacheAgendaDebugColors();
  * otherwise our backend over the store port (which has its own channel).
  */
 export function timerBackend(store: Store, log?: Logger): AgendaBackend {
-  return store instanceof MongoStore ? mongoTimerBackend(store.database, TIMER_JOB, log) : new StoreAgendaBackend(store);
+  return store instanceof MongoStore
+    ? mongoTimerBackend(store.database, TIMER_JOB, log)
+    : new StoreAgendaBackend(store);
 }
 
 /**
@@ -106,7 +111,11 @@ export class TimerService {
     this.ready = inner instanceof NotifyingBackend ? () => inner.ready() : () => Promise.resolve();
     // lock only what is due now and wake Agenda just before the next one (./lookahead.ts)
     const nextDueAt: NextDueAt | undefined =
-      inner instanceof StoreAgendaBackend ? (name, after, until) => inner.repository.nextDueAt(name, after, until) : inner instanceof NotifyingBackend ? inner.nextDueAt : undefined;
+      inner instanceof StoreAgendaBackend
+        ? (name, after, until) => inner.repository.nextDueAt(name, after, until)
+        : inner instanceof NotifyingBackend
+          ? inner.nextDueAt
+          : undefined;
     const channel = inner.notificationChannel;
     this.lookahead = nextDueAt && channel ? new LookaheadBackend(inner, channel, nextDueAt) : null;
     const backend = this.lookahead ?? inner;

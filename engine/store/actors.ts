@@ -161,18 +161,40 @@ export class ActorRepository {
     // fields named one by one: an object rest (`{view, ...rest}`) is slow in V8
     const view = record.view;
     const stored: StoredRecord = {
-      _id: record._id, machineId: record.machineId, machineVersion: record.machineVersion, snapshot: record.snapshot, kind: record.kind,
-      status: record.status, final: record.final, partnerId: record.partnerId, ownerUserId: record.ownerUserId,
-      createdAtMs: record.createdAtMs, updatedAtMs: record.updatedAtMs,
-      type: typeof view.type === 'string' ? view.type : null, revision: 1, quarantine: null,
+      _id: record._id,
+      machineId: record.machineId,
+      machineVersion: record.machineVersion,
+      snapshot: record.snapshot,
+      kind: record.kind,
+      status: record.status,
+      final: record.final,
+      partnerId: record.partnerId,
+      ownerUserId: record.ownerUserId,
+      createdAtMs: record.createdAtMs,
+      updatedAtMs: record.updatedAtMs,
+      type: typeof view.type === 'string' ? view.type : null,
+      revision: 1,
+      quarantine: null,
     };
     if (record.ownerUserId !== null) stored.ownerKey = ownerKeyOf(record.ownerUserId, record.createdAtMs, record._id);
     await this.within(tx).insertOne(stored);
     // built field by field: an object spread of `stored` makes a hidden class per record
     const out: ActorRecord = {
-      _id: stored._id, machineId: stored.machineId, machineVersion: stored.machineVersion, snapshot: stored.snapshot, kind: stored.kind,
-      status: stored.status, final: stored.final, partnerId: stored.partnerId, ownerUserId: stored.ownerUserId,
-      createdAtMs: stored.createdAtMs, updatedAtMs: stored.updatedAtMs, type: stored.type, revision: 1, quarantine: null, view,
+      _id: stored._id,
+      machineId: stored.machineId,
+      machineVersion: stored.machineVersion,
+      snapshot: stored.snapshot,
+      kind: stored.kind,
+      status: stored.status,
+      final: stored.final,
+      partnerId: stored.partnerId,
+      ownerUserId: stored.ownerUserId,
+      createdAtMs: stored.createdAtMs,
+      updatedAtMs: stored.updatedAtMs,
+      type: stored.type,
+      revision: 1,
+      quarantine: null,
+      view,
     };
     if (stored.ownerKey !== undefined) out.ownerKey = stored.ownerKey;
     return out;
@@ -185,12 +207,18 @@ export class ActorRepository {
    */
   async update(
     current: ActorRecord,
-    patch: Pick<ActorRecord, 'snapshot' | 'status' | 'view' | 'final' | 'updatedAtMs'> & Partial<Pick<ActorRecord, 'machineVersion'>>,
+    patch: Pick<ActorRecord, 'snapshot' | 'status' | 'view' | 'final' | 'updatedAtMs'> &
+      Partial<Pick<ActorRecord, 'machineVersion'>>,
     tx?: UnitOfWork,
   ): Promise<ActorRecord> {
     const next: ActorRecord = { ...current, ...patch, revision: current.revision + 1 };
     // the stored fields named one by one (no object rest: slow in V8; the view is never stored)
-    const set: Record<string, unknown> = { snapshot: patch.snapshot, status: patch.status, final: patch.final, updatedAtMs: patch.updatedAtMs };
+    const set: Record<string, unknown> = {
+      snapshot: patch.snapshot,
+      status: patch.status,
+      final: patch.final,
+      updatedAtMs: patch.updatedAtMs,
+    };
     if (patch.machineVersion !== undefined) set.machineVersion = patch.machineVersion;
     set.revision = next.revision;
     const matched = await this.within(tx).updateOne({ _id: current._id, revision: current.revision }, set);
@@ -210,7 +238,10 @@ export class ActorRepository {
 
   /** The records of `ids` that exist (one query), by id. */
   async getMany(ids: string[]): Promise<Map<string, ActorRecord>> {
-    const docs = ids.length === 1 ? [await this.c.findOne({ _id: ids[0] })].filter((d) => d !== null) : await this.c.find({ _id: { $in: ids } });
+    const docs =
+      ids.length === 1
+        ? [await this.c.findOne({ _id: ids[0] })].filter((d) => d !== null)
+        : await this.c.find({ _id: { $in: ids } });
     return new Map(docs.map((d) => [d._id, this.withView(d)]));
   }
 
@@ -222,7 +253,10 @@ export class ActorRepository {
 
   /** Every actor to bring back at start-up: not final, not quarantined (views not derived: the host restores them). */
   async findRestorable(): Promise<ActorRecord[]> {
-    return (await this.c.find({ final: false, quarantine: null }, { sort: { createdAtMs: 1 } })).map((d) => ({ ...d, view: {} }));
+    return (await this.c.find({ final: false, quarantine: null }, { sort: { createdAtMs: 1 } })).map((d) => ({
+      ...d,
+      view: {},
+    }));
   }
 
   /**
@@ -248,10 +282,17 @@ export class ActorRepository {
    * continues after the record whose `ownerKey` it is (keyset paging).
    * @returns the page and the total count matching.
    */
-  async findOwned(ownerUserId: string, filter: Filter, options: { skip?: number; limit?: number; before?: string } = {}): Promise<{ records: ActorRecord[]; total: number }> {
+  async findOwned(
+    ownerUserId: string,
+    filter: Filter,
+    options: { skip?: number; limit?: number; before?: string } = {},
+  ): Promise<{ records: ActorRecord[]; total: number }> {
     const upper = `${ownerUserId}|\uffff`;
     const { before, ...paging } = options;
-    const q = { ...filter, ownerKey: { $gt: `${ownerUserId}|`, $lt: before !== undefined && before < upper ? before : upper } };
+    const q = {
+      ...filter,
+      ownerKey: { $gt: `${ownerUserId}|`, $lt: before !== undefined && before < upper ? before : upper },
+    };
     const [docs, total] = await Promise.all([this.c.find(q, { sort: { ownerKey: -1 }, ...paging }), this.c.count(q)]);
     return { records: this.withViews(docs), total };
   }

@@ -44,17 +44,27 @@ export async function prepareDataDir(dir: string, log?: Logger | null): Promise<
       await fs.chmod(p, to);
       tightened.push(p);
     } catch (err) {
-      log?.warn({ path: p, mode: (st.mode & 0o777).toString(8), err: (err as Error).message }, `DATA_DIR: ${p} is readable by other local users (mode ${(st.mode & 0o777).toString(8)}) and could not be changed to ${to.toString(8)}: change its mode or owner`);
+      log?.warn(
+        { path: p, mode: (st.mode & 0o777).toString(8), err: (err as Error).message },
+        `DATA_DIR: ${p} is readable by other local users (mode ${(st.mode & 0o777).toString(8)}) and could not be changed to ${to.toString(8)}: change its mode or owner`,
+      );
     }
   };
   await tighten(dir, true);
   for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
     if (entry.isFile() || entry.isDirectory()) await tighten(path.join(dir, entry.name), entry.isDirectory());
   }
-  if (tightened.length) log?.warn({ dir, tightened }, `DATA_DIR: ${tightened.length} path(s) under ${dir} were readable by other local users; now ${DATA_DIR_MODE.toString(8)} (folders) / ${DATA_FILE_MODE.toString(8)} (files)`);
+  if (tightened.length)
+    log?.warn(
+      { dir, tightened },
+      `DATA_DIR: ${tightened.length} path(s) under ${dir} were readable by other local users; now ${DATA_DIR_MODE.toString(8)} (folders) / ${DATA_FILE_MODE.toString(8)} (files)`,
+    );
   const keyFile = path.join(dir, OLD_MASTER_KEY_FILE);
   if (await fs.stat(keyFile).catch(() => null)) {
-    log?.warn({ file: keyFile }, `DATA_DIR: ${keyFile} holds a master API key in clear, written by an older version (this one writes no secret): copy the key somewhere safe, then delete the file`);
+    log?.warn(
+      { file: keyFile },
+      `DATA_DIR: ${keyFile} holds a master API key in clear, written by an older version (this one writes no secret): copy the key somewhere safe, then delete the file`,
+    );
   }
   return tightened;
 }

@@ -29,7 +29,9 @@ export { OldStoreDataError } from './sqlite.js';
 export async function openStore(config: Config, log: Logger): Promise<Store> {
   if (config.mongodbUri) {
     const store = await MongoStore.open(config.mongodbUri, config.mongodbDb, {
-      w: config.mongodbWriteConcern, journal: config.mongodbJournal, allowStandalone: config.mongodbAllowStandalone,
+      w: config.mongodbWriteConcern,
+      journal: config.mongodbJournal,
+      allowStandalone: config.mongodbAllowStandalone,
     });
     try {
       const lease = await takeEngineLease(store, { log });

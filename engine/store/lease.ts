@@ -59,7 +59,9 @@ export class EngineLeaseHeldError extends Error {
   ) {
     super(
       `${location} is in use by another engine process` +
-        (holder ? ` (pid ${holder.pid} on ${holder.host}, instance ${holder.instanceId}, since ${new Date(holder.startedAtMs).toISOString()})` : '') +
+        (holder
+          ? ` (pid ${holder.pid} on ${holder.host}, instance ${holder.instanceId}, since ${new Date(holder.startedAtMs).toISOString()})`
+          : '') +
         ': one engine process per database; stop it, or give this one another database (its lease expires ' +
         `${LEASE_TTL_MS / 1000} s after it stops renewing)`,
     );
@@ -122,7 +124,11 @@ export async function takeEngineLease(store: Store, options: LeaseOptions = {}):
   // acknowledged (SQLite answers writes after their commit, reads see them at once) must not take it as dead
   heldHere.add(owner.instanceId);
   try {
-    await leases.updateOne({ _id: ENGINE_LEASE_ID, expiresAtMs: { $lt: now() } }, { owner, expiresAtMs }, { upsert: true });
+    await leases.updateOne(
+      { _id: ENGINE_LEASE_ID, expiresAtMs: { $lt: now() } },
+      { owner, expiresAtMs },
+      { upsert: true },
+    );
   } catch (err) {
     if (!(err instanceof DuplicateKeyError)) {
       heldHere.delete(owner.instanceId);
@@ -134,12 +140,18 @@ export async function takeEngineLease(store: Store, options: LeaseOptions = {}):
     const takenOver =
       held !== null &&
       holderIsDead(held.owner) &&
-      (await leases.updateOne({ _id: ENGINE_LEASE_ID, 'owner.instanceId': held.owner.instanceId }, { owner, expiresAtMs })) === 1;
+      (await leases.updateOne(
+        { _id: ENGINE_LEASE_ID, 'owner.instanceId': held.owner.instanceId },
+        { owner, expiresAtMs },
+      )) === 1;
     if (!takenOver) {
       heldHere.delete(owner.instanceId);
       throw new EngineLeaseHeldError(store.location, held?.owner ?? null, held?.expiresAtMs ?? null);
     }
-    options.log?.warn({ previous: held.owner }, `engine lease: took over the lease of pid ${held.owner.pid}, which no longer runs on this host`);
+    options.log?.warn(
+      { previous: held.owner },
+      `engine lease: took over the lease of pid ${held.owner.pid}, which no longer runs on this host`,
+    );
   }
 
   const onLost =
@@ -158,20 +170,27 @@ export async function takeEngineLease(store: Store, options: LeaseOptions = {}):
     const attemptAtMs = now();
     let matched: number;
     try {
-      matched = await leases.updateOne({ _id: ENGINE_LEASE_ID, 'owner.instanceId': owner.instanceId }, { expiresAtMs: attemptAtMs + ttlMs });
+      matched = await leases.updateOne(
+        { _id: ENGINE_LEASE_ID, 'owner.instanceId': owner.instanceId },
+        { expiresAtMs: attemptAtMs + ttlMs },
+      );
     } catch (err) {
       if (attemptAtMs + renewMs < expiresAtMs) {
         options.log?.warn({ err: (err as Error).message }, 'engine lease: renewal failed; retrying at the next tick');
         return;
       }
-      return lose(`could not renew the engine lease of ${store.location} before it expired (${(err as Error).message})`);
+      return lose(
+        `could not renew the engine lease of ${store.location} before it expired (${(err as Error).message})`,
+      );
     }
     if (released) return;
     if (matched === 0) {
       const other = await leases.findOne({ _id: ENGINE_LEASE_ID }).catch(() => null);
       return lose(
         `the engine lease of ${store.location} was taken by another process` +
-          (other ? ` (pid ${other.owner.pid} on ${other.owner.host}, instance ${other.owner.instanceId})` : ' (lease document gone)'),
+          (other
+            ? ` (pid ${other.owner.pid} on ${other.owner.host}, instance ${other.owner.instanceId})`
+            : ' (lease document gone)'),
       );
     }
     expiresAtMs = attemptAtMs + ttlMs;

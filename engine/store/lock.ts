@@ -120,7 +120,12 @@ export async function lockDataDir(dir: string, options: LockOptions = {}): Promi
       throw new Error(`lost the lock on DATA_DIR ${dir} (${err.message}): another process may now use it; stopping`);
     });
   const attempt = (retries: number) =>
-    lockfile.lock(dir, { lockfilePath: lockPath, stale: staleMs, retries: retries ? { retries, factor: 1, minTimeout: 250, maxTimeout: 250 } : 0, onCompromised });
+    lockfile.lock(dir, {
+      lockfilePath: lockPath,
+      stale: staleMs,
+      retries: retries ? { retries, factor: 1, minTimeout: 250, maxTimeout: 250 } : 0,
+      onCompromised,
+    });
   let release: () => Promise<void>;
   try {
     release = await attempt(0);

@@ -1,4 +1,14 @@
-import { MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError, type ClientSession, type Db, type Collection as MongoCollection, type Document, type MongoClientOptions } from 'mongodb';
+import {
+  MongoClient,
+  MongoNetworkError,
+  MongoServerError,
+  MongoServerSelectionError,
+  type ClientSession,
+  type Db,
+  type Collection as MongoCollection,
+  type Document,
+  type MongoClientOptions,
+} from 'mongodb';
 import { ConnectionString } from 'mongodb-connection-string-url';
 import { DuplicateKeyError } from '../errors.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store, UnitOfWork } from './port.js';
@@ -116,7 +126,10 @@ export const DEFAULT_WRITE_SETTINGS: MongoWriteSettings = { w: 'majority', journ
  * (on) unless the URI says `retryWrites=false`.
  * @returns options for `new MongoClient(uri, options)`.
  */
-export function mongoClientOptions(write: MongoWriteSettings = DEFAULT_WRITE_SETTINGS, serverSelectionTimeoutMS = 10_000): MongoClientOptions {
+export function mongoClientOptions(
+  write: MongoWriteSettings = DEFAULT_WRITE_SETTINGS,
+  serverSelectionTimeoutMS = 10_000,
+): MongoClientOptions {
   return { serverSelectionTimeoutMS, writeConcern: { w: write.w, journal: write.journal } };
 }
 
@@ -164,7 +177,9 @@ export class MongoUnreachableError extends MongoStoreRefusedError {
     } catch {
       /* the driver parsed it; keep the placeholder */
     }
-    super(`no MongoDB server of MONGODB_URI (${hosts}) answered: ${cause.message.split('\n')[0]}; check that the servers run and are reachable from here`);
+    super(
+      `no MongoDB server of MONGODB_URI (${hosts}) answered: ${cause.message.split('\n')[0]}; check that the servers run and are reachable from here`,
+    );
     this.name = 'MongoUnreachableError';
   }
 }
@@ -199,7 +214,10 @@ export function standaloneRefusal(hello: Document, allowStandalone: boolean): st
  * Why the write concern the driver ended up with differs from the one asked for, or null when it
  * does not (a `journal=false` or `j=` option in the URI overrides the client options in the driver).
  */
-export function writeConcernMismatch(wanted: MongoWriteSettings, effective: { w?: unknown; journal?: unknown } | undefined): string | null {
+export function writeConcernMismatch(
+  wanted: MongoWriteSettings,
+  effective: { w?: unknown; journal?: unknown } | undefined,
+): string | null {
   const w = effective?.w;
   const journal = effective?.journal === true;
   if (w === wanted.w && journal === wanted.journal) return null;
@@ -240,7 +258,10 @@ export class MongoStore implements Store {
    * @throws the driver's error when the URI does not parse.
    */
   static async open(uri: string, defaultDb: string, options: MongoOpenOptions = {}): Promise<MongoStore> {
-    const write: MongoWriteSettings = { w: options.w ?? DEFAULT_WRITE_SETTINGS.w, journal: options.journal ?? DEFAULT_WRITE_SETTINGS.journal };
+    const write: MongoWriteSettings = {
+      w: options.w ?? DEFAULT_WRITE_SETTINGS.w,
+      journal: options.journal ?? DEFAULT_WRITE_SETTINGS.journal,
+    };
     const dbName = databaseOf(uri, defaultDb);
     const client = new MongoClient(uri, mongoClientOptions(write, options.serverSelectionTimeoutMS));
     try {
@@ -253,7 +274,9 @@ export class MongoStore implements Store {
         .connect()
         .then(() => admin.command({ hello: 1 }).catch(() => admin.command({ isMaster: 1 })))
         .catch((err: unknown) => {
-          throw err instanceof MongoServerSelectionError || err instanceof MongoNetworkError ? new MongoUnreachableError(uri, err) : err;
+          throw err instanceof MongoServerSelectionError || err instanceof MongoNetworkError
+            ? new MongoUnreachableError(uri, err)
+            : err;
         });
       const refusal = standaloneRefusal(hello, options.allowStandalone ?? false);
       if (refusal) throw new MongoStoreRefusedError(refusal);
@@ -290,14 +313,18 @@ export class MongoStore implements Store {
    */
   async transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
     const unit = (session: ClientSession | null): UnitOfWork => ({
-      collection: <T extends Doc>(name: string): Collection<T> => new MongoDocCollection<T>(this.db.collection<Doc>(name), session),
+      collection: <T extends Doc>(name: string): Collection<T> =>
+        new MongoDocCollection<T>(this.db.collection<Doc>(name), session),
     });
     if (!this.transactional) return fn(unit(null));
     return this.client.withSession(async (session) => {
       let result: R;
-      await session.withTransaction(async () => {
-        result = await fn(unit(session));
-      }, { writeConcern: { w: this.write.w, journal: this.write.journal } });
+      await session.withTransaction(
+        async () => {
+          result = await fn(unit(session));
+        },
+        { writeConcern: { w: this.write.w, journal: this.write.journal } },
+      );
       return result!;
     });
   }

@@ -63,7 +63,9 @@ export function holdsDate(v: unknown): boolean {
 /** A document from its JSON text ({@link encode}'s Dates turned back into Dates). */
 function decode<T>(text: string): T {
   if (!text.includes(DATE_MARK_JSON)) return JSON.parse(text) as T;
-  return JSON.parse(text, (_key, value: unknown) => (typeof value === 'string' && value.startsWith(DATE_MARK) ? new Date(value.slice(DATE_MARK.length)) : value)) as T;
+  return JSON.parse(text, (_key, value: unknown) =>
+    typeof value === 'string' && value.startsWith(DATE_MARK) ? new Date(value.slice(DATE_MARK.length)) : value,
+  ) as T;
 }
 
 /** A field name as a JSON path literal (`a.b` → `$."a"."b"`); names are code's, never a client's. */
@@ -79,7 +81,8 @@ const paths = new Map<string, string>();
 function pathOf(field: string): string {
   const parts = field.split('.');
   for (const p of parts) {
-    if (p === '' || /["'\\]/.test(p) || [...p].some((ch) => ch < ' ')) throw new Error(`store: field name ${JSON.stringify(field)} cannot be queried`);
+    if (p === '' || /["'\\]/.test(p) || [...p].some((ch) => ch < ' '))
+      throw new Error(`store: field name ${JSON.stringify(field)} cannot be queried`);
   }
   return `$${parts.map((p) => `."${p}"`).join('')}`;
 }
@@ -102,7 +105,11 @@ function param(v: unknown): SqlValue {
 }
 
 const isOperatorObject = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date) && Object.keys(v).some((k) => k.startsWith('$'));
+  v !== null &&
+  typeof v === 'object' &&
+  !Array.isArray(v) &&
+  !(v instanceof Date) &&
+  Object.keys(v).some((k) => k.startsWith('$'));
 
 /** A filter turned into a SQL condition with its parameters (values are always parameters). */
 interface Where {
@@ -186,11 +193,15 @@ export function whereOf(filter: Filter): Where {
   for (const [k, v] of Object.entries(filter)) {
     if (k === '$or') {
       if (!Array.isArray(v) || v.length === 0) throw new Error('store: $or needs a non-empty array');
-      terms.push(`(${v.map((branch) => {
-        const w = whereOf(branch as Filter);
-        params.push(...w.params);
-        return `(${w.sql})`;
-      }).join(' OR ')})`);
+      terms.push(
+        `(${v
+          .map((branch) => {
+            const w = whereOf(branch as Filter);
+            params.push(...w.params);
+            return `(${w.sql})`;
+          })
+          .join(' OR ')})`,
+      );
     } else if (k.startsWith('$')) throw new Error(`store: operator ${k} is not in the port's filter subset`);
     else if (isOperatorObject(v)) terms.push(operators(k, v, params));
     else terms.push(equals(k, v, params));
@@ -329,7 +340,8 @@ class Writer {
    * @throws {Error} when `scope` is not the open transaction (it ended).
    */
   write<R>(op: () => R, scope: TxScope | null = null): Promise<R> {
-    if (scope !== null && scope !== this.current) return Promise.reject(new Error('store: a write through a transaction that has ended'));
+    if (scope !== null && scope !== this.current)
+      return Promise.reject(new Error('store: a write through a transaction that has ended'));
     if (this.current !== null && scope === null) {
       return new Promise<R>((resolve, reject) => this.held.push(() => this.write(op).then(resolve, reject)));
     }
@@ -543,7 +555,10 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   async insertOne(doc: T): Promise<void> {
     const text = encode(doc);
-    await this.store.writer.write(() => this.st(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?)`).run(doc._id, text), this.scope);
+    await this.store.writer.write(
+      () => this.st(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?)`).run(doc._id, text),
+      this.scope,
+    );
   }
 
   /** All or none (a savepoint inside the batch). */
@@ -560,7 +575,8 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   async findOne(filter: Filter): Promise<T | null> {
     const id = filter._id;
     let row: { doc: string } | undefined;
-    if (typeof id === 'string' && Object.keys(filter).length === 1) row = this.st(`SELECT doc FROM ${this.table} WHERE id = ?`).get(id) as typeof row;
+    if (typeof id === 'string' && Object.keys(filter).length === 1)
+      row = this.st(`SELECT doc FROM ${this.table} WHERE id = ?`).get(id) as typeof row;
     else {
       const w = whereOf(filter);
       row = this.st(`SELECT doc FROM ${this.table} WHERE ${w.sql} LIMIT 1`).get(...w.params) as typeof row;
@@ -582,13 +598,19 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     const q = this.selectOf(filter, options);
-    const rows = this.st(q.sql).pluck().all(...q.params) as string[];
+    const rows = this.st(q.sql)
+      .pluck()
+      .all(...q.params) as string[];
     return rows.map((text) => decode<T>(text));
   }
 
   async count(filter: Filter): Promise<number> {
     const w = whereOf(filter);
-    return (this.st(`SELECT count(*) FROM ${this.table} WHERE ${w.sql}`).pluck().get(...w.params) as number) ?? 0;
+    return (
+      (this.st(`SELECT count(*) FROM ${this.table} WHERE ${w.sql}`)
+        .pluck()
+        .get(...w.params) as number) ?? 0
+    );
   }
 
   async updateOne(filter: Filter, set: Record<string, unknown>, options: { upsert?: boolean } = {}): Promise<number> {
@@ -625,15 +647,21 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   async replaceOne(doc: T): Promise<void> {
     const text = encode(doc);
-    await this.store.writer.write(() =>
-      this.st(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`).run(doc._id, text),
+    await this.store.writer.write(
+      () =>
+        this.st(
+          `INSERT INTO ${this.table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
+        ).run(doc._id, text),
       this.scope,
     );
   }
 
   async deleteMany(filter: Filter): Promise<number> {
     const w = whereOf(filter);
-    return this.store.writer.write(() => this.st(`DELETE FROM ${this.table} WHERE ${w.sql}`).run(...w.params).changes, this.scope);
+    return this.store.writer.write(
+      () => this.st(`DELETE FROM ${this.table} WHERE ${w.sql}`).run(...w.params).changes,
+      this.scope,
+    );
   }
 }
 
@@ -652,7 +680,10 @@ export async function nedbCollections(dir: string): Promise<string[]> {
     if (err.code === 'ENOENT') return [];
     throw err;
   });
-  return names.filter((f) => NEDB_FILE.test(f)).map((f) => f.slice(0, -3)).sort();
+  return names
+    .filter((f) => NEDB_FILE.test(f))
+    .map((f) => f.slice(0, -3))
+    .sort();
 }
 
 /**
@@ -748,14 +779,25 @@ export class SqliteStore implements Store {
    * @throws {OldStoreDataError} when `dir` holds data files of the older embedded store (NeDB's
    *   `<collection>.db`) and this database records no import of them (see {@link NEDB_IMPORT}).
    */
-  static async open(dir: string | null, options: { lock?: boolean; log?: Logger; checkpointBytes?: number; oldStoreFiles?: boolean } & LockOptions = {}): Promise<SqliteStore> {
+  static async open(
+    dir: string | null,
+    options: { lock?: boolean; log?: Logger; checkpointBytes?: number; oldStoreFiles?: boolean } & LockOptions = {},
+  ): Promise<SqliteStore> {
     const { lock, log, checkpointBytes, oldStoreFiles, ...lockOptions } = options;
     if (!dir) return new SqliteStore(new Sqlite(':memory:'), null, null, log ?? null);
     const file = path.join(dir, SQLITE_FILE);
     // the older embedded store's files, unless imported before: refused before the folder is
     // changed in any way (modes, lock, a database beside them)
     const oldFiles = await nedbCollections(dir);
-    if (!oldStoreFiles && oldFiles.length > 0 && !(await fs.access(file).then(() => true, () => false))) throw new OldStoreDataError(dir);
+    if (
+      !oldStoreFiles &&
+      oldFiles.length > 0 &&
+      !(await fs.access(file).then(
+        () => true,
+        () => false,
+      ))
+    )
+      throw new OldStoreDataError(dir);
     await prepareDataDir(dir, log);
     const held = lock ? await lockDataDir(dir, lockOptions) : null;
     try {
@@ -773,7 +815,12 @@ export class SqliteStore implements Store {
         db.pragma(`journal_size_limit = ${Math.floor(checkpointBytes ?? CHECKPOINT_BYTES)}`);
         db.exec('BEGIN IMMEDIATE; COMMIT'); // the WAL file exists from here on
         db.exec('CREATE TABLE IF NOT EXISTS "_imports" (id TEXT PRIMARY KEY, atMs INTEGER NOT NULL)');
-        if (!oldStoreFiles && oldFiles.length > 0 && !db.prepare('SELECT 1 FROM "_imports" WHERE id = ?').get(NEDB_IMPORT)) throw new OldStoreDataError(dir);
+        if (
+          !oldStoreFiles &&
+          oldFiles.length > 0 &&
+          !db.prepare('SELECT 1 FROM "_imports" WHERE id = ?').get(NEDB_IMPORT)
+        )
+          throw new OldStoreDataError(dir);
         const files = await openSyncFiles(dir, file);
         return new SqliteStore(db, file, held, log ?? null, files, checkpointBytes);
       } catch (err) {
@@ -803,7 +850,8 @@ export class SqliteStore implements Store {
   }
 
   async collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Promise<Collection<T>> {
-    if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) throw new Error(`store: collection name ${JSON.stringify(name)} is not an identifier`);
+    if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name))
+      throw new Error(`store: collection name ${JSON.stringify(name)} is not an identifier`);
     let c = this.collections.get(name);
     const ddl: string[] = [];
     if (!c) {
@@ -825,7 +873,9 @@ export class SqliteStore implements Store {
     const sweep = () => {
       if (this.closed) return;
       const w = whereOf({ [field]: { $lte: new Date(Date.now() - seconds * 1000) } });
-      this.writer.write(() => this.statement(`DELETE FROM "${table}" WHERE ${w.sql}`).run(...w.params)).catch((err: unknown) => this.log?.error({ err, table }, 'store: TTL sweep failed'));
+      this.writer
+        .write(() => this.statement(`DELETE FROM "${table}" WHERE ${w.sql}`).run(...w.params))
+        .catch((err: unknown) => this.log?.error({ err, table }, 'store: TTL sweep failed'));
     };
     const timer = setInterval(sweep, TTL_SWEEP_MS);
     timer.unref();
@@ -864,7 +914,13 @@ export class SqliteStore implements Store {
   async recordImport(id: string, atMs: number, tx?: UnitOfWork): Promise<void> {
     const scope = tx === undefined ? null : this.units.get(tx);
     if (scope === undefined) throw new Error('store: recordImport was given a unit of work of another store');
-    await this.writer.write(() => this.statement('INSERT INTO "_imports" (id, atMs) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET atMs = excluded.atMs').run(id, atMs), scope);
+    await this.writer.write(
+      () =>
+        this.statement(
+          'INSERT INTO "_imports" (id, atMs) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET atMs = excluded.atMs',
+        ).run(id, atMs),
+      scope,
+    );
   }
 
   async ping(): Promise<boolean> {

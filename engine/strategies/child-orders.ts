@@ -1,5 +1,10 @@
 import type { OrderContext, OrderInput } from '../../machines/order.js';
-import { childOrderPrice, type ChildOrder, type StrategyContext, type StrategyEvent } from '../../machines/strategy-kit.js';
+import {
+  childOrderPrice,
+  type ChildOrder,
+  type StrategyContext,
+  type StrategyEvent,
+} from '../../machines/strategy-kit.js';
 import type { OrderView } from '../../schemas/orders.js';
 import type { ActorChange, ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
@@ -82,18 +87,43 @@ export class ChildOrderRouter {
       const rec = await this.actors.get(c.recordId);
       const partnerId = rec?.partnerId ?? 'unknown';
       const input: OrderInput = {
-        orderId: order.orderId, userId: c.userId, tokenId: c.tokenId, side: order.side, type: 'LIMIT',
+        orderId: order.orderId,
+        userId: c.userId,
+        tokenId: c.tokenId,
+        side: order.side,
+        type: 'LIMIT',
         // priced on the market's current tick (it may have changed since the strategy started)
-        price: str(childOrderPrice({ tickSize: this.orders.risk.tickOf(c.tokenId) ?? c.tickSize }, order, this.orders.risk.touch(c.tokenId))), size: order.size, quoteAmount: null, timeInForce: order.timeInForce, expiresAtMs: null,
-        clientOrderId: null, metadata: null, createdAtMs: this.clock.now(), isStopLoss: order.isStopLoss, isTakeProfit: order.isTakeProfit ?? false,
+        price: str(
+          childOrderPrice(
+            { tickSize: this.orders.risk.tickOf(c.tokenId) ?? c.tickSize },
+            order,
+            this.orders.risk.touch(c.tokenId),
+          ),
+        ),
+        size: order.size,
+        quoteAmount: null,
+        timeInForce: order.timeInForce,
+        expiresAtMs: null,
+        clientOrderId: null,
+        metadata: null,
+        createdAtMs: this.clock.now(),
+        isStopLoss: order.isStopLoss,
+        isTakeProfit: order.isTakeProfit ?? false,
         // every leg of a bracket carries its bracket's id, like the entry does
-        parentId: c.recordId, bracketId: c.type === 'BRACKET' ? c.recordId : null, postOnly: order.postOnly,
+        parentId: c.recordId,
+        bracketId: c.type === 'BRACKET' ? c.recordId : null,
+        postOnly: order.postOnly,
       };
       placed = await this.orders.placeChild(partnerId, input);
     } catch (err) {
       if (err instanceof DomainError) {
         // refused by risk (engine/risk.ts): permanent, like the venue's verdict; nothing was created
-        await this.sendToStrategy(c.recordId, { type: 'order.refused', orderId: order.orderId, error: refusalCode(err), reason: err.message });
+        await this.sendToStrategy(c.recordId, {
+          type: 'order.refused',
+          orderId: order.orderId,
+          error: refusalCode(err),
+          reason: err.message,
+        });
         return;
       }
       this.log.error({ err, recordId: c.recordId, orderId: order.orderId }, 'child order could not be placed');
@@ -101,7 +131,13 @@ export class ChildOrderRouter {
       const existing = await this.actors.get(order.orderId).catch(() => null);
       if (existing) return this.forwardOrder(existing);
       const reason = err instanceof Error ? err.message : String(err);
-      await this.sendToStrategy(c.recordId, { type: 'order.placeFailed', orderId: order.orderId, error: 'placement_failed', reason, atMs: this.clock.now() });
+      await this.sendToStrategy(c.recordId, {
+        type: 'order.placeFailed',
+        orderId: order.orderId,
+        error: 'placement_failed',
+        reason,
+        atMs: this.clock.now(),
+      });
       return;
     }
     // The order's changes reach the strategy through onChanged; a duplicate (restart) is resent here.
@@ -126,15 +162,26 @@ export class ChildOrderRouter {
       this.deliveries.failed++;
       if (attempt >= DELIVERY_RETRIES) {
         this.deliveries.abandoned++;
-        this.log.error({ err, recordId, orderId, attempts: attempt + 1 }, 'cancel of a child order abandoned after every retry: canceled again at the next start-up');
+        this.log.error(
+          { err, recordId, orderId, attempts: attempt + 1 },
+          'cancel of a child order abandoned after every retry: canceled again at the next start-up',
+        );
         return;
       }
       this.log.warn({ err, recordId, orderId, attempt: attempt + 1 }, 'cancel of a child order failed: retrying');
-      this.deliveries.later(deliveryDelayMs(attempt + 1), () => this.cancelChild(recordId, orderId, reason, attempt + 1));
+      this.deliveries.later(deliveryDelayMs(attempt + 1), () =>
+        this.cancelChild(recordId, orderId, reason, attempt + 1),
+      );
       return;
     }
     if (rec === null) {
-      await this.sendToStrategy(recordId, { type: 'order.placeFailed', orderId, error: 'not_placed', reason: 'the order was never placed', atMs: this.clock.now() });
+      await this.sendToStrategy(recordId, {
+        type: 'order.placeFailed',
+        orderId,
+        error: 'not_placed',
+        reason: 'the order was never placed',
+        atMs: this.clock.now(),
+      });
     } else if (rec.final) {
       this.forwardOrder(rec);
     }
@@ -165,7 +212,12 @@ export class ChildOrderRouter {
     }
     const v = rec.view as OrderLinks;
     return {
-      type: 'order.updated', orderId: rec._id, status: rec.status, filledSize: String(v.filled_size ?? '0'), matchedAmount: String(v.matched_amount ?? '0'), final: rec.final,
+      type: 'order.updated',
+      orderId: rec._id,
+      status: rec.status,
+      filledSize: String(v.filled_size ?? '0'),
+      matchedAmount: String(v.matched_amount ?? '0'),
+      final: rec.final,
       ...(canceledByResolution(rec) ? { marketResolved: true } : {}),
     };
   }
@@ -183,17 +235,28 @@ export class ChildOrderRouter {
    *   state, so that a retried report never takes the strategy back to an older one); null =
    *   nothing to send any more.
    */
-  async sendToStrategy(id: string, event: StrategyEvent, refresh?: () => Promise<StrategyEvent | null>, attempt = 0): Promise<void> {
+  async sendToStrategy(
+    id: string,
+    event: StrategyEvent,
+    refresh?: () => Promise<StrategyEvent | null>,
+    attempt = 0,
+  ): Promise<void> {
     try {
       await this.host.send(id, event);
     } catch (err) {
       this.deliveries.failed++;
       if (attempt >= DELIVERY_RETRIES) {
         this.deliveries.abandoned++;
-        this.log.error({ err, recordId: id, event: event.type, attempts: attempt + 1 }, 'delivery to a strategy abandoned after every retry');
+        this.log.error(
+          { err, recordId: id, event: event.type, attempts: attempt + 1 },
+          'delivery to a strategy abandoned after every retry',
+        );
         return;
       }
-      this.log.warn({ err, recordId: id, event: event.type, attempt: attempt + 1 }, 'delivery to a strategy failed: retrying');
+      this.log.warn(
+        { err, recordId: id, event: event.type, attempt: attempt + 1 },
+        'delivery to a strategy failed: retrying',
+      );
       this.deliveries.later(deliveryDelayMs(attempt + 1), async () => {
         const again = refresh ? await refresh().catch(() => event) : event;
         if (again) await this.sendToStrategy(id, again, refresh, attempt + 1);

@@ -32,7 +32,9 @@ export class Deliveries {
 
   /** Tracks a command: {@link idle} and `whenQuiet` wait for it; a rejection is logged, never thrown. */
   track(p: Promise<unknown>): void {
-    const done = p.catch((err) => this.log.error({ err }, 'strategy command failed')).finally(() => this.inFlight.delete(done));
+    const done = p
+      .catch((err) => this.log.error({ err }, 'strategy command failed'))
+      .finally(() => this.inFlight.delete(done));
     this.inFlight.add(done);
   }
 

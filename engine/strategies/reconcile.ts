@@ -24,26 +24,60 @@ export interface ReconcileDeps {
  * entry never came; then every registered watch meets the current touch.
  * @returns how many live strategies were reconciled.
  */
-export async function reconcileStrategies({ host, actors, clock, router, feed, deliveries }: ReconcileDeps): Promise<number> {
+export async function reconcileStrategies({
+  host,
+  actors,
+  clock,
+  router,
+  feed,
+  deliveries,
+}: ReconcileDeps): Promise<number> {
   const ids = host.liveIds('strategy');
   for (const id of ids) {
     const c = host.snapshotOf(id)?.context as StrategyContext | undefined;
-    if (c?.type === 'BRACKET' && c.entryOrderId && c.legs && Object.values(c.legs).every((l) => l.status === 'WAITING')) {
+    if (
+      c?.type === 'BRACKET' &&
+      c.entryOrderId &&
+      c.legs &&
+      Object.values(c.legs).every((l) => l.status === 'WAITING')
+    ) {
       // a bracket still waiting for its entry: tell it the entry's state, or that it never came
       const entry = host.recordOf(c.entryOrderId) ?? (await actors.get(c.entryOrderId));
       if (entry) router.forwardOrder(entry);
-      else deliveries.track(router.sendToStrategy(id, { type: 'order.refused', orderId: c.entryOrderId, error: 'rejected', reason: 'the entry was never placed (the process stopped first)' }));
+      else
+        deliveries.track(
+          router.sendToStrategy(id, {
+            type: 'order.refused',
+            orderId: c.entryOrderId,
+            error: 'rejected',
+            reason: 'the entry was never placed (the process stopped first)',
+          }),
+        );
       continue;
     }
     if (!c?.working) continue;
     const child = host.recordOf(c.working) ?? (await actors.get(c.working));
     if (child) router.forwardOrder(child);
     else if (c.placing?.orderId === c.working) deliveries.track(router.placeChild(c, c.placing));
-    else deliveries.track(router.sendToStrategy(id, { type: 'order.placeFailed', orderId: c.working, error: 'not_placed', reason: 'the order was never placed', atMs: clock.now() }));
+    else
+      deliveries.track(
+        router.sendToStrategy(id, {
+          type: 'order.placeFailed',
+          orderId: c.working,
+          error: 'not_placed',
+          reason: 'the order was never placed',
+          atMs: clock.now(),
+        }),
+      );
     // a cancel persisted but not carried out before the process stopped (or given up): again (an
     // order that heard the first keeps that one's reason)
     if (host.snapshotOf(id)?.hasTag('cancelingChild') && !child?.final) {
-      deliveries.track(router.cancelChild(id, c.working, { code: 'STRATEGY_CANCELED', message: `${c.type} ${id}: ${c.endReason ?? 'canceling its order'} (canceled again at start-up)` }));
+      deliveries.track(
+        router.cancelChild(id, c.working, {
+          code: 'STRATEGY_CANCELED',
+          message: `${c.type} ${id}: ${c.endReason ?? 'canceling its order'} (canceled again at start-up)`,
+        }),
+      );
     }
   }
   await deliveries.idle();

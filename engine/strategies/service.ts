@@ -4,7 +4,15 @@ import { icebergMachine, ICEBERG_STATUS } from '../../machines/iceberg.js';
 import type { OrderInput } from '../../machines/order.js';
 import { peggedMachine, PEGGED_STATUS } from '../../machines/pegged.js';
 import { stopLossMachine, STOP_LOSS_FORM, STOP_LOSS_STATUS } from '../../machines/stop-loss.js';
-import { STRATEGY_MACHINE_VERSION, strategySnapshotForm, type CancelOrderParams, type ChildOrder, type StrategyContext, type StrategyInput, type StrategyType } from '../../machines/strategy-kit.js';
+import {
+  STRATEGY_MACHINE_VERSION,
+  strategySnapshotForm,
+  type CancelOrderParams,
+  type ChildOrder,
+  type StrategyContext,
+  type StrategyInput,
+  type StrategyType,
+} from '../../machines/strategy-kit.js';
 import { trailingBuyMachine, TRAILING_BUY_FORM, TRAILING_BUY_STATUS } from '../../machines/trailing-buy.js';
 import { trailingStopMachine, TRAILING_STOP_FORM, TRAILING_STOP_STATUS } from '../../machines/trailing-stop.js';
 import { twapMachine, TWAP_STATUS } from '../../machines/twap.js';
@@ -30,13 +38,41 @@ type Snapshot = SnapshotFrom<AnyStateMachine>;
  * Machine id, machine, status table and stored form of each strategy type. BRACKET snapshots
  * stay in XState's form (api/handlers/orders.ts reads a bracket's stored context directly).
  */
-const DEFINITIONS: Record<StrategyType, { machineId: string; logic: AnyStateMachine; status: Record<string, string>; form?: SnapshotForm }> = {
-  STOP_LOSS: { machineId: 'strategy.stop_loss', logic: stopLossMachine, status: STOP_LOSS_STATUS, form: STOP_LOSS_FORM },
-  TRAILING_STOP: { machineId: 'strategy.trailing_stop', logic: trailingStopMachine, status: TRAILING_STOP_STATUS, form: TRAILING_STOP_FORM },
-  TRAILING_BUY: { machineId: 'strategy.trailing_buy', logic: trailingBuyMachine, status: TRAILING_BUY_STATUS, form: TRAILING_BUY_FORM },
+const DEFINITIONS: Record<
+  StrategyType,
+  { machineId: string; logic: AnyStateMachine; status: Record<string, string>; form?: SnapshotForm }
+> = {
+  STOP_LOSS: {
+    machineId: 'strategy.stop_loss',
+    logic: stopLossMachine,
+    status: STOP_LOSS_STATUS,
+    form: STOP_LOSS_FORM,
+  },
+  TRAILING_STOP: {
+    machineId: 'strategy.trailing_stop',
+    logic: trailingStopMachine,
+    status: TRAILING_STOP_STATUS,
+    form: TRAILING_STOP_FORM,
+  },
+  TRAILING_BUY: {
+    machineId: 'strategy.trailing_buy',
+    logic: trailingBuyMachine,
+    status: TRAILING_BUY_STATUS,
+    form: TRAILING_BUY_FORM,
+  },
   TWAP: { machineId: 'strategy.twap', logic: twapMachine, status: TWAP_STATUS, form: strategySnapshotForm('TWAP') },
-  ICEBERG: { machineId: 'strategy.iceberg', logic: icebergMachine, status: ICEBERG_STATUS, form: strategySnapshotForm('ICEBERG') },
-  PEGGED: { machineId: 'strategy.pegged', logic: peggedMachine, status: PEGGED_STATUS, form: strategySnapshotForm('PEGGED') },
+  ICEBERG: {
+    machineId: 'strategy.iceberg',
+    logic: icebergMachine,
+    status: ICEBERG_STATUS,
+    form: strategySnapshotForm('ICEBERG'),
+  },
+  PEGGED: {
+    machineId: 'strategy.pegged',
+    logic: peggedMachine,
+    status: PEGGED_STATUS,
+    form: strategySnapshotForm('PEGGED'),
+  },
   BRACKET: { machineId: 'strategy.bracket', logic: bracketMachine, status: BRACKET_STATUS },
 };
 
@@ -74,7 +110,13 @@ export class StrategyService {
   ) {
     this.deliveries = new Deliveries(log);
     this.router = new ChildOrderRouter(host, actors, orders, clock, log, this.deliveries);
-    this.feed = new TriggerFeed(host, (tokenId) => orders.risk.touch(tokenId), log, this.deliveries, (tokenId) => orders.risk.tickOf(tokenId));
+    this.feed = new TriggerFeed(
+      host,
+      (tokenId) => orders.risk.touch(tokenId),
+      log,
+      this.deliveries,
+      (tokenId) => orders.risk.tickOf(tokenId),
+    );
     this.requests = new StrategyRequests(orders.risk, clock);
     for (const [, def] of Object.entries(DEFINITIONS)) {
       host.register({
@@ -83,8 +125,10 @@ export class StrategyService {
         kind: 'strategy',
         logic: def.logic.provide({
           actions: {
-            placeOrder: ({ context }: { context: StrategyContext }, { order }: { order: ChildOrder }) => this.deliveries.track(this.router.placeChild(context, order)),
-            cancelOrder: ({ context }: { context: StrategyContext }, { orderId, reason }: CancelOrderParams) => this.deliveries.track(this.router.cancelChild(context.recordId, orderId, reason)),
+            placeOrder: ({ context }: { context: StrategyContext }, { order }: { order: ChildOrder }) =>
+              this.deliveries.track(this.router.placeChild(context, order)),
+            cancelOrder: ({ context }: { context: StrategyContext }, { orderId, reason }: CancelOrderParams) =>
+              this.deliveries.track(this.router.cancelChild(context.recordId, orderId, reason)),
           },
         }),
         statusOf: (s) => def.status[String(s.value)] ?? 'ACTIVE',
@@ -100,7 +144,8 @@ export class StrategyService {
     }
     host.on('changed', (c) => this.onChanged(c));
     host.on('restored', ({ record, context }) => {
-      if (record.kind === 'strategy') this.triggers.set(record._id, (context as StrategyContext).tokenId, (context as StrategyContext).watch);
+      if (record.kind === 'strategy')
+        this.triggers.set(record._id, (context as StrategyContext).tokenId, (context as StrategyContext).watch);
     });
     venue.onBook((tokenId) => this.feed.onBook(tokenId));
     venue.onMarket((conditionId) => this.onMarket(conditionId));
@@ -232,14 +277,23 @@ export class StrategyService {
    * @returns the entry's record and the bracket's legs (spec 2.3 `brackets`) and warnings.
    * @throws {DomainError} what the order service's placement throws (risk refusals, engine/risk.ts).
    */
-  async placeWithBrackets(partnerId: string, entry: OrderInput, bracket: StrategyInput): Promise<{ entry: ActorRecord; brackets: BracketsView; warnings: string[] }> {
+  async placeWithBrackets(
+    partnerId: string,
+    entry: OrderInput,
+    bracket: StrategyInput,
+  ): Promise<{ entry: ActorRecord; brackets: BracketsView; warnings: string[] }> {
     let rec: ActorRecord;
     let created = false;
     try {
       // the bracket is created in the user's placement queue once the entry passed its wallet
       // check there: an entry refused for funds leaves no BRACKET record either
       rec = await this.orders.place(partnerId, { ...entry, bracketId: bracket.recordId }, {}, async () => {
-        await this.host.create(DEFINITIONS.BRACKET.machineId, { id: bracket.recordId, input: bracket, partnerId, ownerUserId: bracket.userId });
+        await this.host.create(DEFINITIONS.BRACKET.machineId, {
+          id: bracket.recordId,
+          input: bracket,
+          partnerId,
+          ownerUserId: bracket.userId,
+        });
         created = true;
       });
     } finally {
@@ -247,7 +301,11 @@ export class StrategyService {
     }
     const c = this.host.snapshotOf(bracket.recordId)?.context as StrategyContext | undefined;
     const b = c ?? (this.host.storedSnapshot((await this.actors.get(bracket.recordId))!).context as StrategyContext);
-    return { entry: this.host.recordOf(rec._id) ?? rec, brackets: bracketsView(b, bracket.recordId), warnings: b.warnings };
+    return {
+      entry: this.host.recordOf(rec._id) ?? rec,
+      brackets: bracketsView(b, bracket.recordId),
+      warnings: b.warnings,
+    };
   }
 
   /**
@@ -263,7 +321,11 @@ export class StrategyService {
     try {
       await this.host.create(def.machineId, { id: input.recordId, input, partnerId, ownerUserId: input.userId });
       await this.whenQuiet(input.recordId);
-      return this.host.recordOf(input.recordId) ?? this.starting.get(input.recordId) ?? (await this.actors.get(input.recordId))!;
+      return (
+        this.host.recordOf(input.recordId) ??
+        this.starting.get(input.recordId) ??
+        (await this.actors.get(input.recordId))!
+      );
     } finally {
       this.starting.delete(input.recordId);
     }
@@ -289,9 +351,12 @@ export class StrategyService {
     }
     await this.whenQuiet(recordId);
     const after = this.host.recordOf(recordId) ?? (await this.actors.get(recordId))!;
-    if (after.status === 'CANCELED' || (!after.final && this.host.snapshotOf(recordId)?.hasTag('canceling'))) return after;
+    if (after.status === 'CANCELED' || (!after.final && this.host.snapshotOf(recordId)?.hasTag('canceling')))
+      return after;
     const message = (after.view as { message?: string }).message;
-    throw errors.conflict(`strategy ${recordId} is ${after.status}${message ? `: ${message}` : ''}; it was not canceled`);
+    throw errors.conflict(
+      `strategy ${recordId} is ${after.status}${message ? `: ${message}` : ''}; it was not canceled`,
+    );
   }
 
   /** The live snapshot of a strategy, or its stored one restored (a passivated strategy). */
@@ -309,7 +374,9 @@ export class StrategyService {
     const meta = metas.find((m) => m?.noCancel);
     const c = snapshot.context as StrategyContext;
     if (!meta) return `strategy ${recordId} cannot be canceled in its current state (${String(snapshot.value)})`;
-    const hint = meta.cancelWorking ? `: cancel its order with DELETE /v2/trade/orders/${c.working ?? c.children.at(-1)?.orderId ?? '{order_id}'}` : '';
+    const hint = meta.cancelWorking
+      ? `: cancel its order with DELETE /v2/trade/orders/${c.working ?? c.children.at(-1)?.orderId ?? '{order_id}'}`
+      : '';
     return `strategy ${recordId} ${meta.noCancel}${hint}`;
   }
 
@@ -319,8 +386,16 @@ export class StrategyService {
    * @returns how many live strategies were reconciled.
    */
   async reconcile(): Promise<number> {
-    const n = await reconcileStrategies({ host: this.host, actors: this.actors, clock: this.clock, router: this.router, feed: this.feed, deliveries: this.deliveries });
-    for (const m of this.venue.markets()) if (this.venue.marketStatus(m.conditionId)?.closed) this.onMarket(m.conditionId);
+    const n = await reconcileStrategies({
+      host: this.host,
+      actors: this.actors,
+      clock: this.clock,
+      router: this.router,
+      feed: this.feed,
+      deliveries: this.deliveries,
+    });
+    for (const m of this.venue.markets())
+      if (this.venue.marketStatus(m.conditionId)?.closed) this.onMarket(m.conditionId);
     return n;
   }
 }

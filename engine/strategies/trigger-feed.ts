@@ -30,13 +30,17 @@ export class TriggerFeed {
    * new or changed watch is checked against the touch at once and delivered if it holds.
    */
   syncWatch(rec: ActorRecord, context?: StrategyContext, checkNow = true): void {
-    const c = context ?? (this.host.snapshotOf(rec._id)?.context as StrategyContext | undefined) ?? (this.host.storedSnapshot(rec).context as StrategyContext);
+    const c =
+      context ??
+      (this.host.snapshotOf(rec._id)?.context as StrategyContext | undefined) ??
+      (this.host.storedSnapshot(rec).context as StrategyContext);
     if (rec.final) {
       this.triggers.remove(rec._id);
       return;
     }
     const changed = this.triggers.set(rec._id, c.tokenId, c.watch);
-    if (checkNow && changed && Object.keys(c.watch ?? {}).length) this.deliver(c.tokenId, this.touchOf(c.tokenId), [rec._id], true);
+    if (checkNow && changed && Object.keys(c.watch ?? {}).length)
+      this.deliver(c.tokenId, this.touchOf(c.tokenId), [rec._id], true);
   }
 
   /** A book update of `tokenId` (VenuePort `onBook`): the strategies whose level it crossed get the touch. */
@@ -75,7 +79,12 @@ export class TriggerFeed {
     let rec: ActorRecord;
     try {
       const tickSize = this.tickOf(tokenId);
-      rec = await this.host.send(id, { type: 'book.touch', bid: touch.bid, ask: touch.ask, ...(tickSize ? { tickSize } : {}) });
+      rec = await this.host.send(id, {
+        type: 'book.touch',
+        bid: touch.bid,
+        ask: touch.ask,
+        ...(tickSize ? { tickSize } : {}),
+      });
     } catch (err) {
       this.deliveries.failed++;
       // the host's snapshot is the persisted one (a failure after the write leaves the new one);
@@ -85,7 +94,10 @@ export class TriggerFeed {
       else this.triggers.rearm(id, held);
       if (attempt >= DELIVERY_RETRIES) {
         this.deliveries.abandoned++;
-        this.log.error({ err, recordId: id, attempts: attempt + 1 }, 'price trigger not delivered after every retry: armed again, it fires at the next touch change');
+        this.log.error(
+          { err, recordId: id, attempts: attempt + 1 },
+          'price trigger not delivered after every retry: armed again, it fires at the next touch change',
+        );
         return;
       }
       this.log.warn({ err, recordId: id, attempt: attempt + 1 }, 'price trigger not delivered: armed again, retrying');

@@ -68,7 +68,9 @@ export function strategyView(
     slices_total: c.type === 'TWAP' ? (c.slicesTotal ?? null) : null,
     next_slice_at: c.deadlines.slice ?? null,
     ...(c.type === 'BRACKET' ? { entry_order_id: c.entryOrderId ?? null, brackets: bracketsView(c, meta.id) } : {}),
-    order_ids: c.children.map((x) => x.orderId).concat(c.working && !c.children.some((x) => x.orderId === c.working) ? [c.working] : []),
+    order_ids: c.children
+      .map((x) => x.orderId)
+      .concat(c.working && !c.children.some((x) => x.orderId === c.working) ? [c.working] : []),
     client_order_id: c.clientOrderId,
     metadata: c.metadata,
     message: c.endReason ?? c.message ?? undefined,
@@ -86,12 +88,25 @@ export function strategyView(
 export function strategyResponse(rec: ActorRecord): StrategyResponse {
   const v = rec.view as StrategyView;
   return {
-    type: v.type, order_id: null, record_id: rec._id, status: rec.status, side: v.side, symbol: v.symbol,
+    type: v.type,
+    order_id: null,
+    record_id: rec._id,
+    status: rec.status,
+    side: v.side,
+    symbol: v.symbol,
     // spec 2.4: `filled_size` is null until execution, as the strategy's own record shows it
-    price: v.price, size: v.size, quote_amount: v.quote_amount, filled_size: v.filled_size ?? null,
+    price: v.price,
+    size: v.size,
+    quote_amount: v.quote_amount,
+    filled_size: v.filled_size ?? null,
     remaining_size: v.remaining_size ?? null,
-    matched_amount: v.matched_amount ?? null, builder_code_used: null, client_order_id: v.client_order_id, metadata: v.metadata,
-    created_at: rec.createdAtMs, updated_at: rec.updatedAtMs, revision: rec.revision,
+    matched_amount: v.matched_amount ?? null,
+    builder_code_used: null,
+    client_order_id: v.client_order_id,
+    metadata: v.metadata,
+    created_at: rec.createdAtMs,
+    updated_at: rec.updatedAtMs,
+    revision: rec.revision,
     ...(v.message ? { message: v.message } : {}),
     ...(v.warnings?.length ? { warnings: v.warnings } : {}),
   };

@@ -99,7 +99,10 @@ export class OrderBook {
   depth(side: Side, maxLevels: number): { price: Dec; size: Dec }[] {
     return this.levels(side)
       .slice(0, maxLevels)
-      .map((l) => ({ price: l.price, size: l.orders.reduce((s, o) => s.plus(o.remaining), l.orders[0]!.remaining.times(0)) }));
+      .map((l) => ({
+        price: l.price,
+        size: l.orders.reduce((s, o) => s.plus(o.remaining), l.orders[0]!.remaining.times(0)),
+      }));
   }
 
   /** Number of resting orders (both sides). */

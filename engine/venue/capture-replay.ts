@@ -74,7 +74,14 @@ export class CaptureReplay {
     this.startedAtMs = this.o.clock.now();
     const s = this.o.capture.skips;
     this.o.log.info(
-      { events: this.o.capture.events.length, resumedAt: this.next, markets: this.o.capture.markets.length, speed: this.o.speed, spanMs: this.o.capture.endMs - this.o.capture.startMs, skipped: s },
+      {
+        events: this.o.capture.events.length,
+        resumedAt: this.next,
+        markets: this.o.capture.markets.length,
+        speed: this.o.speed,
+        spanMs: this.o.capture.endMs - this.o.capture.startMs,
+        skipped: s,
+      },
       `capture replay started; skipped ${s.errorRows} error rows, ${s.unusable} rows with N/A or missing values, ${s.malformed} malformed rows (${s.naValues} N/A values seen)`,
     );
     this.step();
@@ -112,7 +119,10 @@ export class CaptureReplay {
       const batch = events.slice(this.next, end);
       this.next = end;
       // a partial batch reached the time of its last event (as runToEnd's batches)
-      this.o.apply(batch, { next: end, recordedMs: more ? events[end - 1]!.atMs : Math.min(upTo, this.o.capture.endMs) });
+      this.o.apply(batch, {
+        next: end,
+        recordedMs: more ? events[end - 1]!.atMs : Math.min(upTo, this.o.capture.endMs),
+      });
     }
     if (more && !this.continuation) {
       this.continuation = setImmediate(() => {

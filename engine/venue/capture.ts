@@ -104,9 +104,26 @@ export function questionOf(slug: string): string {
 }
 
 const COLUMNS = [
-  'event_slug', 'timestamp_ms', 'timestamp_iso', 'timestamp_est', 'event_type', 'price', 'size', 'size_change', 'side', 'best_bid', 'best_ask',
-  'token_id', 'is_winning_token', 'outcome', 'time_since_ticker_change_ms', 'ticker_changed_recently', 'old_tick_size', 'new_tick_size',
-  'market_resolved', 'error_message',
+  'event_slug',
+  'timestamp_ms',
+  'timestamp_iso',
+  'timestamp_est',
+  'event_type',
+  'price',
+  'size',
+  'size_change',
+  'side',
+  'best_bid',
+  'best_ask',
+  'token_id',
+  'is_winning_token',
+  'outcome',
+  'time_since_ticker_change_ms',
+  'ticker_changed_recently',
+  'old_tick_size',
+  'new_tick_size',
+  'market_resolved',
+  'error_message',
 ] as const;
 const col = Object.fromEntries(COLUMNS.map((c, i) => [c, i])) as Record<(typeof COLUMNS)[number], number>;
 
@@ -136,7 +153,11 @@ export function parseCapture(text: string): Capture {
   const skips: CaptureSkips = { errorRows: 0, unusable: 0, naValues: 0, malformed: 0, losingResolutionRows: 0 };
   const bySlug = new Map<string, CaptureMarket>();
   const tokenSlug = new Map<string, string>();
-  const rows: { ev: CaptureEvent | { kind: 'resolvedToken'; atMs: number; slug: string; tokenId: string }; n: number; touch?: Touch }[] = [];
+  const rows: {
+    ev: CaptureEvent | { kind: 'resolvedToken'; atMs: number; slug: string; tokenId: string };
+    n: number;
+    touch?: Touch;
+  }[] = [];
   const lines = text.split(/\r?\n/);
   for (let n = 1; n < lines.length; n++) {
     const line = lines[n]!;
@@ -161,7 +182,11 @@ export function parseCapture(text: string): Capture {
     }
     // every row with a token names its market
     let m = bySlug.get(slug);
-    if (!m) bySlug.set(slug, (m = { slug, conditionId: conditionIdOf(slug), question: questionOf(slug), tokens: [], firstSeenMs: atMs }));
+    if (!m)
+      bySlug.set(
+        slug,
+        (m = { slug, conditionId: conditionIdOf(slug), question: questionOf(slug), tokens: [], firstSeenMs: atMs }),
+      );
     m.firstSeenMs = Math.min(m.firstSeenMs, atMs);
     if (!tokenSlug.has(tokenId)) {
       tokenSlug.set(tokenId, slug);
@@ -179,7 +204,18 @@ export function parseCapture(text: string): Capture {
           break;
         }
         const touch = { bid: probabilityCell(c[col.best_bid]), ask: probabilityCell(c[col.best_ask]) };
-        rows.push({ ev: { kind: 'level', atMs, tokenId, side: type === 'bid' ? 'buy' : 'sell', price, size: size.toDecimalPlaces(2) }, n, touch });
+        rows.push({
+          ev: {
+            kind: 'level',
+            atMs,
+            tokenId,
+            side: type === 'bid' ? 'buy' : 'sell',
+            price,
+            size: size.toDecimalPlaces(2),
+          },
+          n,
+          touch,
+        });
         break;
       }
       case 'last_trade_price': {
@@ -221,7 +257,8 @@ export function parseCapture(text: string): Capture {
       if (!ev.price.mod(tick).isZero()) {
         const finer = dec(10).pow(-Math.max(ev.price.decimalPlaces(), 3));
         tickOf.set(slug, finer);
-        for (const t of bySlug.get(slug)!.tokens) events.push({ kind: 'tick', atMs: ev.atMs, tokenId: t.tokenId, tickSize: finer, inferred: true });
+        for (const t of bySlug.get(slug)!.tokens)
+          events.push({ kind: 'tick', atMs: ev.atMs, tokenId: t.tokenId, tickSize: finer, inferred: true });
         inferredTicks++;
       }
     }
@@ -234,7 +271,12 @@ export function parseCapture(text: string): Capture {
     const slug = ev.kind === 'resolvedToken' ? ev.slug : ev.kind === 'resolved' ? '' : tokenSlug.get(ev.tokenId)!;
     if (!listed.has(slug)) continue;
     if (ev.kind === 'tick') tickOf.set(slug, ev.tickSize);
-    push(ev.kind === 'resolvedToken' ? { kind: 'resolved', atMs: ev.atMs, conditionId: bySlug.get(slug)!.conditionId, winningTokenId: ev.tokenId } : ev, slug);
+    push(
+      ev.kind === 'resolvedToken'
+        ? { kind: 'resolved', atMs: ev.atMs, conditionId: bySlug.get(slug)!.conditionId, winningTokenId: ev.tokenId }
+        : ev,
+      slug,
+    );
     if (ev.kind !== 'level') continue;
     let book = books.get(ev.tokenId);
     if (!book) books.set(ev.tokenId, (book = newReplayBook()));
@@ -243,11 +285,22 @@ export function parseCapture(text: string): Capture {
     const nx = rows[i + 1]?.ev;
     if (!touch || (nx?.kind === 'level' && nx.tokenId === ev.tokenId && nx.atMs === ev.atMs)) continue;
     for (const l of shapeTouch(book, touch)) {
-      push({ kind: 'level', atMs: ev.atMs, tokenId: ev.tokenId, side: l.side, price: l.price, size: l.size, touch: true }, slug);
+      push(
+        { kind: 'level', atMs: ev.atMs, tokenId: ev.tokenId, side: l.side, price: l.price, size: l.size, touch: true },
+        slug,
+      );
       touchLevels++;
     }
   }
-  return { markets, events, startMs: events[0]?.atMs ?? 0, endMs: events.at(-1)?.atMs ?? 0, skips, inferredTicks, touchLevels };
+  return {
+    markets,
+    events,
+    startMs: events[0]?.atMs ?? 0,
+    endMs: events.at(-1)?.atMs ?? 0,
+    skips,
+    inferredTicks,
+    touchLevels,
+  };
 }
 
 /** A row's `best_bid` / `best_ask` (null: `N/A`, empty or not a price). */
@@ -303,12 +356,16 @@ function shapeTouch(book: ReplayBook, touch: Touch): { side: Side; price: Dec; s
   };
   const zero = dec(0);
   for (const l of [...book.levels.values()]) {
-    const inside = l.side === 'buy'
-      ? (bid !== null && l.price.gt(bid)) || (ask !== null && l.price.gte(ask))
-      : (ask !== null && l.price.lt(ask)) || (bid !== null && l.price.lte(bid));
+    const inside =
+      l.side === 'buy'
+        ? (bid !== null && l.price.gt(bid)) || (ask !== null && l.price.gte(ask))
+        : (ask !== null && l.price.lt(ask)) || (bid !== null && l.price.lte(bid));
     if (inside) set(l.side, l.price, zero);
   }
-  for (const [side, price] of [['buy', bid], ['sell', ask]] as const) {
+  for (const [side, price] of [
+    ['buy', bid],
+    ['sell', ask],
+  ] as const) {
     if (!price) continue;
     const prev = book.synthetic[side];
     if (prev && !prev.eq(price)) set(side, prev, zero);

@@ -156,7 +156,9 @@ const CHUNK_ENVELOPE_BYTES = 1024;
 const chunkId = (generation: number, n: number) => `cp:${generation}:${n}`;
 
 function rowsOf(doc: { rows?: string; wallets?: WalletRow[]; orders?: OrderRow[] }): StateRows {
-  return doc.rows !== undefined ? (JSON.parse(doc.rows) as StateRows) : { wallets: doc.wallets ?? [], orders: doc.orders ?? [] };
+  return doc.rows !== undefined
+    ? (JSON.parse(doc.rows) as StateRows)
+    : { wallets: doc.wallets ?? [], orders: doc.orders ?? [] };
 }
 
 const EMPTY_CHUNK = '{"wallets":[],"orders":[]}';
@@ -219,7 +221,12 @@ function chunkBuilder(maxBytes: number): { add(wallet: boolean, row: unknown): v
  * ledger's and matching engine's `rowJson`, which reuse what did not change); `markets` and
  * `capture` are serialized here when present.
  */
-export function stateRowsJson(wallets: readonly string[], orders: readonly string[], markets?: MarketRow[], capture?: CaptureRow): string {
+export function stateRowsJson(
+  wallets: readonly string[],
+  orders: readonly string[],
+  markets?: MarketRow[],
+  capture?: CaptureRow,
+): string {
   return (
     `{"wallets":[${wallets.join(',')}],"orders":[${orders.join(',')}]` +
     `${markets ? `,"markets":${JSON.stringify(markets)}` : ''}${capture ? `,"capture":${JSON.stringify(capture)}` : ''}}`
@@ -309,7 +316,11 @@ export class VenueJournal {
    * outstanding.
    */
   get health(): VenueHealth {
-    return { ok: this.writeError === null, pendingWrites: this.pendingWrites, error: this.writeError ?? this.checkpointError };
+    return {
+      ok: this.writeError === null,
+      pendingWrites: this.pendingWrites,
+      error: this.writeError ?? this.checkpointError,
+    };
   }
 
   /** The seq the next entry gets. */
@@ -383,7 +394,11 @@ export class VenueJournal {
       } catch (err) {
         const first = this.writeError === null;
         this.writeError = `journal write failed: ${(err as Error).message}`;
-        if (first || attempt % 20 === 0) this.o.log.error({ err, seq: docs[0]!.seq, entries: docs.length, attempt }, 'venue journal write failed; venue degraded, retrying');
+        if (first || attempt % 20 === 0)
+          this.o.log.error(
+            { err, seq: docs[0]!.seq, entries: docs.length, attempt },
+            'venue journal write failed; venue degraded, retrying',
+          );
         await sleep(backoffMs(attempt, 50, 5000));
       }
     }
@@ -424,7 +439,10 @@ export class VenueJournal {
       this.checkpointError = null;
     } catch (err) {
       this.checkpointError = `checkpoint failed: ${(err as Error).message}`;
-      this.o.log.error({ err }, 'venue checkpoint failed; the journal keeps everything, retried at the next checkpoint');
+      this.o.log.error(
+        { err },
+        'venue checkpoint failed; the journal keeps everything, retried at the next checkpoint',
+      );
     }
   }
 
@@ -445,14 +463,17 @@ export class VenueJournal {
       let orders = 0;
       for (let n = 0; n < cp.chunks; n++) {
         const chunk = (await this.state.findOne({ _id: chunkId(cp.generation, n) })) as ChunkDoc | null;
-        if (!chunk) throw new Error(`venue checkpoint generation ${cp.generation}: chunk ${n} of ${cp.chunks} is missing`);
+        if (!chunk)
+          throw new Error(`venue checkpoint generation ${cp.generation}: chunk ${n} of ${cp.chunks} is missing`);
         const rows = rowsOf(chunk);
         wallets += rows.wallets.length;
         orders += rows.orders.length;
         apply(rows);
       }
       if (wallets !== cp.walletCount || orders !== cp.orderCount) {
-        throw new Error(`venue checkpoint generation ${cp.generation}: ${wallets} wallets and ${orders} orders read, ${cp.walletCount} and ${cp.orderCount} written`);
+        throw new Error(
+          `venue checkpoint generation ${cp.generation}: ${wallets} wallets and ${orders} orders read, ${cp.walletCount} and ${cp.orderCount} written`,
+        );
       }
       this.generation = cp.generation;
       if (cp.markets !== undefined) apply({ wallets: [], orders: [], markets: JSON.parse(cp.markets) as MarketRow[] });
@@ -499,7 +520,9 @@ export class VenueJournal {
    * @throws the first failed write (the journal still holds everything; the next checkpoint takes a new generation).
    */
   checkpoint(): Promise<void> {
-    const run = this.checkpoints.then(() => this.writeCheckpoint({ state: this.o.snapshot(), seq: this.seq }, this.tail));
+    const run = this.checkpoints.then(() =>
+      this.writeCheckpoint({ state: this.o.snapshot(), seq: this.seq }, this.tail),
+    );
     this.checkpoints = run.catch(() => undefined);
     return run;
   }
@@ -511,14 +534,27 @@ export class VenueJournal {
   private async writeCheckpoint(taken: TakenState, covered: Promise<unknown>): Promise<void> {
     const { orderSeq, wallets, orders, markets, capture } = taken.state;
     const seq = taken.seq;
-    const chunks = await chunkRows({ wallets, orders }, (this.o.checkpointChunkBytes ?? CHECKPOINT_CHUNK_BYTES) - CHUNK_ENVELOPE_BYTES);
+    const chunks = await chunkRows(
+      { wallets, orders },
+      (this.o.checkpointChunkBytes ?? CHECKPOINT_CHUNK_BYTES) - CHUNK_ENVELOPE_BYTES,
+    );
     const generation = ++this.generation; // a failed attempt's chunks are never reused: they go at step 3
     for (let n = 0; n < chunks.length; n++) {
       await this.state.replaceOne({ _id: chunkId(generation, n), generation, n, rows: chunks[n]! });
       chunks[n] = ''; // written: let it go
     }
     await covered; // never names state whose journal entries are not all written
-    await this.state.replaceOne({ _id: 'checkpoint', generation, seq, orderSeq, chunks: chunks.length, walletCount: wallets.length, orderCount: orders.length, ...(markets?.length ? { markets: JSON.stringify(markets) } : {}), ...(capture ? { capture: JSON.stringify(capture) } : {}) });
+    await this.state.replaceOne({
+      _id: 'checkpoint',
+      generation,
+      seq,
+      orderSeq,
+      chunks: chunks.length,
+      walletCount: wallets.length,
+      orderCount: orders.length,
+      ...(markets?.length ? { markets: JSON.stringify(markets) } : {}),
+      ...(capture ? { capture: JSON.stringify(capture) } : {}),
+    });
     await this.state.deleteMany({ generation: { $lt: generation } });
     // in slices by _id (= padded seq, indexed everywhere): one long removal would stall every other write
     for (let upTo = this.journalFrom + JOURNAL_DELETE_CHUNK - 1; ; upTo += JOURNAL_DELETE_CHUNK) {

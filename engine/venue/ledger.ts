@@ -2,7 +2,6 @@ import { Dec, dec, str, USD_DP, ZERO } from '../decimal.js';
 import { insufficientBalanceMessage, notEnoughSharesMessage } from '../risk.js';
 import type { Available, VenueOrder, WalletOpRefusal, WalletOpResult, WalletView } from './port.js';
 
-
 /**
  * Account id of the simulated liquidity provider (see `liquidity.ts`): unlimited inventory, so
  * the ledger keeps no wallet for it, settles none of its fills and never persists it. The stored
@@ -89,12 +88,22 @@ interface PositionJson {
 
 /** {@link PositionJson} of a position now. */
 function positionJson(tokenId: string, p: Position): PositionJson {
-  return { tokenId, position: p, shares: p.shares, reserved: p.reserved, cost: p.cost, realized: p.realized, json: JSON.stringify(tupleOf(tokenId, p)) };
+  return {
+    tokenId,
+    position: p,
+    shares: p.shares,
+    reserved: p.reserved,
+    cost: p.cost,
+    realized: p.realized,
+    json: JSON.stringify(tupleOf(tokenId, p)),
+  };
 }
 
 /** A position's journal tuple: `realized` is written only when not 0, so rows of positions that never realized stay as before. */
 function tupleOf(tokenId: string, p: Position): WalletRow['positions'][number] {
-  return p.realized && !p.realized.isZero() ? [tokenId, str(p.shares), str(p.reserved), str(p.cost), str(p.realized)] : [tokenId, str(p.shares), str(p.reserved), str(p.cost)];
+  return p.realized && !p.realized.isZero()
+    ? [tokenId, str(p.shares), str(p.reserved), str(p.cost), str(p.realized)]
+    : [tokenId, str(p.shares), str(p.reserved), str(p.cost)];
 }
 
 /** Adds `pnl` dollars to the realized PnL of `p`. */
@@ -173,7 +182,11 @@ export class Ledger {
       positions: [...w.positions.entries()]
         .filter(([, p]) => p.shares.gt(0))
         .map(([tokenId, p]) => ({
-          tokenId, size: str(p.shares), reserved: str(p.reserved), available: str(p.shares.minus(p.reserved)), costUsd: str(p.cost.toDecimalPlaces(USD_DP, Dec.ROUND_HALF_EVEN)),
+          tokenId,
+          size: str(p.shares),
+          reserved: str(p.reserved),
+          available: str(p.shares.minus(p.reserved)),
+          costUsd: str(p.cost.toDecimalPlaces(USD_DP, Dec.ROUND_HALF_EVEN)),
           ...(p.realized ? { realizedPnl: str(p.realized.toDecimalPlaces(USD_DP, Dec.ROUND_HALF_EVEN)) } : {}),
         })),
     };
@@ -216,12 +229,14 @@ export class Ledger {
     if (order.side === 'buy') {
       const usd = order.kind === 'market' ? dec(order.quoteAmount!) : price!.times(size!);
       const free = this.freeUsd(w);
-      if (free.lt(usd)) return { error: 'INSUFFICIENT_BALANCE', reason: insufficientBalanceMessage('this buy', usd, free) };
+      if (free.lt(usd))
+        return { error: 'INSUFFICIENT_BALANCE', reason: insufficientBalanceMessage('this buy', usd, free) };
       return { usd, shares: ZERO };
     }
     const p = w.positions.get(order.tokenId);
     const free = p ? p.shares.minus(p.reserved) : ZERO;
-    if (free.lt(size!)) return { error: 'INSUFFICIENT_SHARES', reason: notEnoughSharesMessage(p?.shares ?? ZERO, p?.reserved ?? ZERO) };
+    if (free.lt(size!))
+      return { error: 'INSUFFICIENT_SHARES', reason: notEnoughSharesMessage(p?.shares ?? ZERO, p?.reserved ?? ZERO) };
     return { usd: ZERO, shares: size! };
   }
 
@@ -298,7 +313,9 @@ export class Ledger {
   pusdRefusal(userId: string, amount: Dec, what: string): WalletOpRefusal | null {
     const w = this.walletOf(userId);
     const free = w.pusd.minus(w.reserved);
-    return free.lt(amount) ? { error: 'INSUFFICIENT_BALANCE', reason: insufficientBalanceMessage(what, amount, free) } : null;
+    return free.lt(amount)
+      ? { error: 'INSUFFICIENT_BALANCE', reason: insufficientBalanceMessage(what, amount, free) }
+      : null;
   }
 
   /** Why `userId` cannot merge `amount` full sets of `tokenIds` (free shares of each), or null. */
@@ -328,11 +345,26 @@ export class Ledger {
     let held = ZERO;
     for (const t of tokenIds) {
       const p = w.positions.get(t);
-      if (p?.reserved.gt(0)) return { error: 'SHARES_RESERVED', reason: `${str(p.reserved)} shares of outcome token ${t} are reserved by open sells: cancel them before redeeming` };
+      if (p?.reserved.gt(0))
+        return {
+          error: 'SHARES_RESERVED',
+          reason: `${str(p.reserved)} shares of outcome token ${t} are reserved by open sells: cancel them before redeeming`,
+        };
       held = held.plus(p?.shares ?? ZERO);
     }
-    if (held.isZero()) return { error: 'NOTHING_TO_REDEEM', reason: tokenIds.length === 1 ? `no shares of outcome token ${tokenIds[0]} to redeem` : 'no shares of this market to redeem' };
-    if (amount && held.lt(amount)) return { error: 'INSUFFICIENT_SHARES', reason: `Not enough shares to redeem ${str(amount)} — holding ${str(held)} of outcome token ${tokenIds[0]}` };
+    if (held.isZero())
+      return {
+        error: 'NOTHING_TO_REDEEM',
+        reason:
+          tokenIds.length === 1
+            ? `no shares of outcome token ${tokenIds[0]} to redeem`
+            : 'no shares of this market to redeem',
+      };
+    if (amount && held.lt(amount))
+      return {
+        error: 'INSUFFICIENT_SHARES',
+        reason: `Not enough shares to redeem ${str(amount)} — holding ${str(held)} of outcome token ${tokenIds[0]}`,
+      };
     return null;
   }
 
@@ -347,7 +379,14 @@ export class Ledger {
       p.shares = p.shares.plus(amount);
       p.cost = p.cost.plus(i < tokenIds.length - 1 ? part : amount.minus(part.times(tokenIds.length - 1)));
     });
-    return this.recordOp(w, meta, 'split', conditionId, amount.neg(), tokenIds.map((t) => [t, amount]));
+    return this.recordOp(
+      w,
+      meta,
+      'split',
+      conditionId,
+      amount.neg(),
+      tokenIds.map((t) => [t, amount]),
+    );
   }
 
   /** Merge: `amount` free shares of each token of the condition become `amount` dollars of pUSD. */
@@ -363,7 +402,14 @@ export class Ledger {
       p.shares = p.shares.minus(amount);
     });
     w.pusd = w.pusd.plus(amount);
-    return this.recordOp(w, meta, 'merge', conditionId, amount, tokenIds.map((t) => [t, amount.neg()]));
+    return this.recordOp(
+      w,
+      meta,
+      'merge',
+      conditionId,
+      amount,
+      tokenIds.map((t) => [t, amount.neg()]),
+    );
   }
 
   /**
@@ -371,7 +417,14 @@ export class Ledger {
    * shares of `only.tokenId`); each share of `winningTokenId` pays $1. The result lists every token
    * of `tokenIds` (delta 0 for one left alone).
    */
-  redeem(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], winningTokenId: string | null, only?: { tokenId: string; amount?: Dec }): WalletOpResult {
+  redeem(
+    userId: string,
+    meta: OpMeta,
+    conditionId: string,
+    tokenIds: readonly string[],
+    winningTokenId: string | null,
+    only?: { tokenId: string; amount?: Dec },
+  ): WalletOpResult {
     const w = this.walletOf(userId);
     let payout = ZERO;
     const burned: [string, Dec][] = [];
@@ -398,9 +451,20 @@ export class Ledger {
     return this.recordOp(w, meta, kind, null, delta, []);
   }
 
-  private recordOp(w: Wallet, meta: OpMeta, kind: WalletOpResult['kind'], conditionId: string | null, pusdDelta: Dec, shares: [string, Dec][]): WalletOpResult {
+  private recordOp(
+    w: Wallet,
+    meta: OpMeta,
+    kind: WalletOpResult['kind'],
+    conditionId: string | null,
+    pusdDelta: Dec,
+    shares: [string, Dec][],
+  ): WalletOpResult {
     const result: WalletOpResult = {
-      opId: meta.opId, kind, transactionHash: meta.transactionHash, atMs: meta.atMs, conditionId,
+      opId: meta.opId,
+      kind,
+      transactionHash: meta.transactionHash,
+      atMs: meta.atMs,
+      conditionId,
       pusdDelta: str(pusdDelta),
       shares: shares.map(([tokenId, d]) => ({ tokenId, delta: str(d) })),
       pusdBalance: str(w.pusd),
@@ -420,7 +484,9 @@ export class Ledger {
     const positions: WalletRow['positions'] = [];
     for (const [t, p] of w.positions) positions.push(this.positionRow(t, p));
     return {
-      userId, pusd: str(w.pusd), reserved: str(w.reserved),
+      userId,
+      pusd: str(w.pusd),
+      reserved: str(w.reserved),
       positions,
       ...(w.ops?.size ? { ops: [...w.ops.values()] } : {}),
     };
@@ -482,12 +548,23 @@ export class Ledger {
    * decimal strings are made once per change, not once per journal entry. Amounts are immutable
    * `Dec`s replaced on change, so identity tells whether the tuple is current.
    */
-  private readonly positionRows = new WeakMap<Position, { shares: Dec; reserved: Dec; cost: Dec; realized: Dec | undefined; row: WalletRow['positions'][number] }>();
+  private readonly positionRows = new WeakMap<
+    Position,
+    { shares: Dec; reserved: Dec; cost: Dec; realized: Dec | undefined; row: WalletRow['positions'][number] }
+  >();
 
   /** `[tokenId, shares, reserved, cost, realized?]` of a position (a shared tuple: never modify it). */
   private positionRow(tokenId: string, p: Position): WalletRow['positions'][number] {
     const c = this.positionRows.get(p);
-    if (c && c.shares === p.shares && c.reserved === p.reserved && c.cost === p.cost && c.realized === p.realized && c.row[0] === tokenId) return c.row;
+    if (
+      c &&
+      c.shares === p.shares &&
+      c.reserved === p.reserved &&
+      c.cost === p.cost &&
+      c.realized === p.realized &&
+      c.row[0] === tokenId
+    )
+      return c.row;
     const row = tupleOf(tokenId, p);
     this.positionRows.set(p, { shares: p.shares, reserved: p.reserved, cost: p.cost, realized: p.realized, row });
     return row;
@@ -508,8 +585,14 @@ export class Ledger {
   /** Replaces the wallet of a row (recovery: a later row of the same user overwrites). */
   load(r: WalletRow): void {
     this.wallets.set(r.userId, {
-      pusd: dec(r.pusd), reserved: dec(r.reserved),
-      positions: new Map(r.positions.map(([t, s, res, c, pnl]) => [t, { shares: dec(s), reserved: dec(res), cost: dec(c), ...(pnl !== undefined ? { realized: dec(pnl) } : {}) }])),
+      pusd: dec(r.pusd),
+      reserved: dec(r.reserved),
+      positions: new Map(
+        r.positions.map(([t, s, res, c, pnl]) => [
+          t,
+          { shares: dec(s), reserved: dec(res), cost: dec(c), ...(pnl !== undefined ? { realized: dec(pnl) } : {}) },
+        ]),
+      ),
       ...(r.ops?.length ? { ops: new Map(r.ops.map((o) => [o.opId, o])) } : {}),
     });
   }

@@ -150,7 +150,13 @@ export class LiquidityProvider {
     const tick = info.tickSize;
     const memo = this.ladders.get(info.tokenId);
     if (memo && memo.ref === ref && memo.tick === tick) return memo.out;
-    const out = this.makeLadder(info, ref, tick).map(([side, price, size]): LadderLevel => ({ side, price, size, priceStr: str(price), sizeStr: str(size) }));
+    const out = this.makeLadder(info, ref, tick).map(([side, price, size]): LadderLevel => ({
+      side,
+      price,
+      size,
+      priceStr: str(price),
+      sizeStr: str(size),
+    }));
     this.ladders.set(info.tokenId, { ref, tick, out });
     return out;
   }
@@ -163,7 +169,10 @@ export class LiquidityProvider {
     let sizes = this.ladderSizes.get(info.tokenId);
     if (sizes === undefined) {
       sizes = [];
-      const sizeOf = (side: string, k: number) => dec(50 + 25 * hashInt(`${info.tokenId}:${side}:${k}`, 40)).times(k === 1 ? 1 : 1 + k / 2).toDecimalPlaces(0);
+      const sizeOf = (side: string, k: number) =>
+        dec(50 + 25 * hashInt(`${info.tokenId}:${side}:${k}`, 40))
+          .times(k === 1 ? 1 : 1 + k / 2)
+          .toDecimalPlaces(0);
       for (let k = 1; k <= this.o.levels; k++) sizes.push([sizeOf('b', k), sizeOf('a', k)]);
       this.ladderSizes.set(info.tokenId, sizes);
     }
@@ -202,7 +211,23 @@ export class LiquidityProvider {
     }
     const orderId = `mm-${++this.quoteSeq}`;
     levels.set(key, { orderId, side, price, size });
-    this.matching.quote(tx, { orderId, userId: LIQUIDITY_PROVIDER_ID, tokenId, side, kind: 'limit', price: str(price), size: str(size), quoteAmount: null, timeInForce: 'GTC', postOnly: false }, price, size);
+    this.matching.quote(
+      tx,
+      {
+        orderId,
+        userId: LIQUIDITY_PROVIDER_ID,
+        tokenId,
+        side,
+        kind: 'limit',
+        price: str(price),
+        size: str(size),
+        quoteAmount: null,
+        timeInForce: 'GTC',
+        postOnly: false,
+      },
+      price,
+      size,
+    );
   }
 
   /**
@@ -246,7 +271,11 @@ export class LiquidityProvider {
    * against a damaged journal). Levels in `levels` come in the order of their last capture event.
    * @returns how many levels were placed.
    */
-  rebuildCaptured(tx: Tx, levels: readonly { tokenId: string; side: Side; price: Dec; size: Dec; idx: number }[], taken: ReadonlyMap<string, CapturedLevelRow>): number {
+  rebuildCaptured(
+    tx: Tx,
+    levels: readonly { tokenId: string; side: Side; price: Dec; size: Dec; idx: number }[],
+    taken: ReadonlyMap<string, CapturedLevelRow>,
+  ): number {
     const userBest = new Map<string, { bid: Dec | undefined; ask: Dec | undefined }>();
     let placed = 0;
     for (const l of levels) {
@@ -257,7 +286,14 @@ export class LiquidityProvider {
       if (row && row.at > l.idx) size = dec(row.size);
       if (size.lte(0)) continue;
       let best = userBest.get(l.tokenId);
-      if (!best) userBest.set(l.tokenId, (best = { bid: this.matching.bestUserPrice(l.tokenId, 'buy'), ask: this.matching.bestUserPrice(l.tokenId, 'sell') }));
+      if (!best)
+        userBest.set(
+          l.tokenId,
+          (best = {
+            bid: this.matching.bestUserPrice(l.tokenId, 'buy'),
+            ask: this.matching.bestUserPrice(l.tokenId, 'sell'),
+          }),
+        );
       if (l.side === 'sell' ? best.bid?.gte(l.price) : best.ask?.lte(l.price)) continue;
       this.setCapturedLevel(tx, l.tokenId, l.side, l.price, size);
       if (row && row.at > l.idx) this.takenLevels.set(lk, row);
@@ -284,9 +320,23 @@ export class LiquidityProvider {
     const info = this.o.catalogue.tokens.get(tokenId);
     if (!info || !this.matching.withdrawQuotes(tx, tokenId)) return;
     for (const { side, price, size, priceStr, sizeStr } of this.ladder(info)) {
-      this.matching.quote(tx, {
-        orderId: `mm-${++this.quoteSeq}`, userId: LIQUIDITY_PROVIDER_ID, tokenId, side, kind: 'limit', price: priceStr, size: sizeStr, quoteAmount: null, timeInForce: 'GTC', postOnly: false,
-      }, price, size);
+      this.matching.quote(
+        tx,
+        {
+          orderId: `mm-${++this.quoteSeq}`,
+          userId: LIQUIDITY_PROVIDER_ID,
+          tokenId,
+          side,
+          kind: 'limit',
+          price: priceStr,
+          size: sizeStr,
+          quoteAmount: null,
+          timeInForce: 'GTC',
+          postOnly: false,
+        },
+        price,
+        size,
+      );
     }
   }
 
@@ -305,7 +355,7 @@ export class LiquidityProvider {
     const pts = this.o.catalogue.replay.points;
     const first = pts[0]!.tSec;
     const span = pts[pts.length - 1]!.tSec - first;
-    const recorded = first + ((this.o.clock.now() / 1000) * this.o.replaySpeed) % span;
+    const recorded = first + (((this.o.clock.now() / 1000) * this.o.replaySpeed) % span);
     let lo = 0;
     let hi = pts.length - 1;
     while (lo < hi) {

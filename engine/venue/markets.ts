@@ -73,7 +73,17 @@ const num = (n: number) => dec(String(n));
 export function loadCatalogue(options: { capture?: boolean } = {}): Catalogue {
   const raw = JSON.parse(fs.readFileSync(dataFile(MARKETS_FILE), 'utf8')) as { markets: RawMarket[] };
   const hist = JSON.parse(fs.readFileSync(dataFile(REPLAY_FILE), 'utf8')) as {
-    market: { question: string; condition_id: string; token_id: string; outcome: string; complement_token_id: string; minimum_tick_size: number; minimum_order_size: number; end_date_iso: string; neg_risk: boolean };
+    market: {
+      question: string;
+      condition_id: string;
+      token_id: string;
+      outcome: string;
+      complement_token_id: string;
+      minimum_tick_size: number;
+      minimum_order_size: number;
+      end_date_iso: string;
+      neg_risk: boolean;
+    };
     history: { t: number; p: number }[];
   };
   const markets: MarketInfo[] = raw.markets.map((m) => ({
@@ -123,8 +133,13 @@ export function loadCatalogue(options: { capture?: boolean } = {}): Catalogue {
   for (const m of markets) {
     for (const [i, t] of m.tokens.entries()) {
       tokens.set(t.tokenId, {
-        tokenId: t.tokenId, outcome: t.outcome, conditionId: m.conditionId, question: m.question,
-        referencePrice: t.price, tickSize: m.tickSize, minSize: m.minSize,
+        tokenId: t.tokenId,
+        outcome: t.outcome,
+        conditionId: m.conditionId,
+        question: m.question,
+        referencePrice: t.price,
+        tickSize: m.tickSize,
+        minSize: m.minSize,
         complementTokenId: m.tokens[1 - i]!.tokenId,
       });
     }

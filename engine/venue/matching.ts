@@ -1,7 +1,16 @@
 import { Dec, dec, ONE, onTick, SIZE_DP, str, ZERO } from '../decimal.js';
 import { OrderBook, priceKey, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
-import type { CancelReason, FillReport, Side, TokenInfo, Touch, VenueOrder, VenueOrderState, VenueReport } from './port.js';
+import type {
+  CancelReason,
+  FillReport,
+  Side,
+  TokenInfo,
+  Touch,
+  VenueOrder,
+  VenueOrderState,
+  VenueReport,
+} from './port.js';
 
 /**
  * What one venue operation did, collected while it runs in memory: the facade then journals the
@@ -30,7 +39,17 @@ export interface Tx {
 
 /** A fresh, empty transaction. @param atMs epoch ms. */
 export function newTx(seq: number, atMs: number): Tx {
-  return { seq, atMs, users: new Set(), orders: new Set(), tokens: new Set(), reports: [], trades: 0, liquidityTaken: new Set(), markets: new Set() };
+  return {
+    seq,
+    atMs,
+    users: new Set(),
+    orders: new Set(),
+    tokens: new Set(),
+    reports: [],
+    trades: 0,
+    liquidityTaken: new Set(),
+    markets: new Set(),
+  };
 }
 
 /** An order resting in a book, as {@link MatchingEngine.resting} lists it (a copy: changing it changes nothing). */
@@ -109,7 +128,12 @@ export function mirror(price: Dec): Dec {
 }
 
 /** One side of a book as levels `{price, size}`, best first, with the complement's opposite side mirrored in and merged by price. */
-function mergedLevels(own: { price: Dec; size: Dec }[], mirrored: { price: Dec; size: Dec }[], side: Side, maxLevels: number): { price: Dec; size: Dec }[] {
+function mergedLevels(
+  own: { price: Dec; size: Dec }[],
+  mirrored: { price: Dec; size: Dec }[],
+  side: Side,
+  maxLevels: number,
+): { price: Dec; size: Dec }[] {
   if (!mirrored.length) return own;
   const byKey = new Map<number, { price: Dec; size: Dec }>();
   for (const l of own) byKey.set(priceKey(l.price), { price: l.price, size: l.size });
@@ -182,7 +206,10 @@ export class MatchingEngine {
    * Aggregated levels of `tokenId` (best first, at most `maxLevels` per side), or null when
    * unknown: its own orders and its complement's mirrored (see the class comment), merged by price.
    */
-  depth(tokenId: string, maxLevels: number): { bids: { price: Dec; size: Dec }[]; asks: { price: Dec; size: Dec }[] } | null {
+  depth(
+    tokenId: string,
+    maxLevels: number,
+  ): { bids: { price: Dec; size: Dec }[]; asks: { price: Dec; size: Dec }[] } | null {
     const book = this.books.get(tokenId);
     if (!book) return null;
     const comp = this.complementBook(tokenId);
@@ -222,8 +249,10 @@ export class MatchingEngine {
     const consider = (price: Dec) => {
       if (best === undefined || (side === 'buy' ? price.gt(best) : price.lt(best))) best = price;
     };
-    for (const r of this.books.get(tokenId)?.all() ?? []) if (r.userId !== LIQUIDITY_PROVIDER_ID && r.side === side) consider(r.price);
-    for (const r of this.complementBook(tokenId)?.all() ?? []) if (r.userId !== LIQUIDITY_PROVIDER_ID && r.side !== side) consider(mirror(r.price));
+    for (const r of this.books.get(tokenId)?.all() ?? [])
+      if (r.userId !== LIQUIDITY_PROVIDER_ID && r.side === side) consider(r.price);
+    for (const r of this.complementBook(tokenId)?.all() ?? [])
+      if (r.userId !== LIQUIDITY_PROVIDER_ID && r.side !== side) consider(mirror(r.price));
     return best;
   }
 
@@ -235,7 +264,17 @@ export class MatchingEngine {
     const out: RestingOrder[] = [];
     for (const [tokenId, book] of this.books) {
       for (const levels of [book.bids, book.asks]) {
-        for (const l of levels) for (const r of l.orders) out.push({ tokenId, orderId: r.orderId, userId: r.userId, side: r.side, price: r.price, remaining: r.remaining, seq: r.seq });
+        for (const l of levels)
+          for (const r of l.orders)
+            out.push({
+              tokenId,
+              orderId: r.orderId,
+              userId: r.userId,
+              side: r.side,
+              price: r.price,
+              remaining: r.remaining,
+              seq: r.seq,
+            });
       }
     }
     return out;
@@ -280,7 +319,8 @@ export class MatchingEngine {
       tx.reports.push(e.final);
     };
     if (!info) return reject('invalid_request', `unknown token ${order.tokenId}`);
-    if (this.closed.has(order.tokenId)) return reject('market_closed', `the market of token ${order.tokenId} is closed or resolved`);
+    if (this.closed.has(order.tokenId))
+      return reject('market_closed', `the market of token ${order.tokenId} is closed or resolved`);
     const book = this.books.get(order.tokenId)!;
     this.ledger.walletOf(order.userId); // a user's first order opens the wallet, even a refused one
     const price = order.price === null ? null : dec(order.price);
@@ -291,14 +331,24 @@ export class MatchingEngine {
     if (order.postOnly && price) {
       const t = this.touch(order.tokenId);
       const opp = order.side === 'buy' ? t.ask : t.bid;
-      if (opp && (order.side === 'buy' ? opp.lte(price) : opp.gte(price))) return reject('order crosses book', 'post-only order would take liquidity');
+      if (opp && (order.side === 'buy' ? opp.lte(price) : opp.gte(price)))
+        return reject('order crosses book', 'post-only order would take liquidity');
     }
     const need = this.ledger.requirement(order, price, size);
     if ('error' in need) return reject(need.error, need.reason);
     // FOK: all or nothing against what could trade (own orders excluded).
-    if (order.timeInForce === 'FOK' && !(size ? this.fillable(book, order, price, size) : this.quoteFillable(book, order, dec(order.quoteAmount!)))) {
+    if (
+      order.timeInForce === 'FOK' &&
+      !(size ? this.fillable(book, order, price, size) : this.quoteFillable(book, order, dec(order.quoteAmount!)))
+    ) {
       const e = this.newEntry(order, 'canceled', size);
-      e.final = { type: 'venue.canceled', orderId: order.orderId, reason: 'FOK order could not be filled in full', code: 'FOK_NOT_FILLED', atMs: tx.atMs };
+      e.final = {
+        type: 'venue.canceled',
+        orderId: order.orderId,
+        reason: 'FOK order could not be filled in full',
+        code: 'FOK_NOT_FILLED',
+        atMs: tx.atMs,
+      };
       tx.orders.add(order.orderId);
       tx.reports.push({ type: 'venue.accepted', orderId: order.orderId, atMs: tx.atMs, resting: false }, e.final);
       return;
@@ -318,13 +368,28 @@ export class MatchingEngine {
     }
     const ioc = order.kind === 'market' ? 'market orders are IOC' : 'IOC';
     if (e.fills.length === 0) {
-      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: order.orderId, reason: `no liquidity at an acceptable price (${ioc})`, code: 'IOC_REMAINDER', atMs: tx.atMs });
-    } else if (quoteLeft && !(this.next(book, this.complementBook(book.tokenId), 'buy') === undefined && quoteLeft.gte(dec('0.01')))) {
+      this.close(tx, e, 'canceled', {
+        type: 'venue.canceled',
+        orderId: order.orderId,
+        reason: `no liquidity at an acceptable price (${ioc})`,
+        code: 'IOC_REMAINDER',
+        atMs: tx.atMs,
+      });
+    } else if (
+      quoteLeft &&
+      !(this.next(book, this.complementBook(book.tokenId), 'buy') === undefined && quoteLeft.gte(dec('0.01')))
+    ) {
       // A market buy that spent its amount, up to less than one hundredth of a share: complete.
       e.fills[e.fills.length - 1]!.completes = true;
       this.close(tx, e, 'filled', null);
     } else {
-      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: order.orderId, reason: `unfilled remainder canceled (${ioc})`, code: 'IOC_REMAINDER', atMs: tx.atMs });
+      this.close(tx, e, 'canceled', {
+        type: 'venue.canceled',
+        orderId: order.orderId,
+        reason: `unfilled remainder canceled (${ioc})`,
+        code: 'IOC_REMAINDER',
+        atMs: tx.atMs,
+      });
     }
   }
 
@@ -332,7 +397,13 @@ export class MatchingEngine {
   cancel(tx: Tx, orderId: string, reason: CancelReason): void {
     const e = this.orders.get(orderId);
     if (!e || e.status !== 'open') return;
-    this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId, reason: reason.message, code: reason.code, atMs: tx.atMs });
+    this.close(tx, e, 'canceled', {
+      type: 'venue.canceled',
+      orderId,
+      reason: reason.message,
+      code: reason.code,
+      atMs: tx.atMs,
+    });
   }
 
   /** Expires an open order (`venue.expired`); nothing when it is not open. */
@@ -380,7 +451,14 @@ export class MatchingEngine {
     if (!book) return;
     for (const r of [...book.all()]) {
       const e = this.orders.get(r.orderId);
-      if (e) this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: r.orderId, reason: reason.message, code: reason.code, atMs: tx.atMs });
+      if (e)
+        this.close(tx, e, 'canceled', {
+          type: 'venue.canceled',
+          orderId: r.orderId,
+          reason: reason.message,
+          code: reason.code,
+          atMs: tx.atMs,
+        });
       else book.remove(r.orderId);
     }
     tx.tokens.add(tokenId);
@@ -404,7 +482,13 @@ export class MatchingEngine {
     for (const r of [...book.all()]) {
       const e = this.orders.get(r.orderId);
       if (!e || r.price.mod(tick).isZero()) continue;
-      this.close(tx, e, 'canceled', { type: 'venue.canceled', orderId: r.orderId, reason: reason.message, code: reason.code, atMs: tx.atMs });
+      this.close(tx, e, 'canceled', {
+        type: 'venue.canceled',
+        orderId: r.orderId,
+        reason: reason.message,
+        code: reason.code,
+        atMs: tx.atMs,
+      });
       n++;
     }
     return n;
@@ -426,7 +510,15 @@ export class MatchingEngine {
 
   private rest(book: OrderBook, e: OrderEntry, price: Dec): void {
     const o = e.order;
-    book.add({ orderId: o.orderId, userId: o.userId, side: o.side, price, key: priceKey(price), remaining: e.remaining!, seq: e.seq });
+    book.add({
+      orderId: o.orderId,
+      userId: o.userId,
+      side: o.side,
+      price,
+      key: priceKey(price),
+      remaining: e.remaining!,
+      seq: e.seq,
+    });
   }
 
   /** Whether `size` shares could trade now at `price` or better (market: any price), complement included. */
@@ -505,8 +597,15 @@ export class MatchingEngine {
 
   private newEntry(order: VenueOrder, status: OrderEntry['status'], size: Dec | null): OrderEntry {
     const e: OrderEntry = {
-      order, status, remaining: size, reservedUsd: ZERO, reservedShares: ZERO, fills: [], final: null,
-      updatedAtMs: this.now(), seq: ++this.seq,
+      order,
+      status,
+      remaining: size,
+      reservedUsd: ZERO,
+      reservedShares: ZERO,
+      fills: [],
+      final: null,
+      updatedAtMs: this.now(),
+      seq: ++this.seq,
     };
     if (order.userId !== LIQUIDITY_PROVIDER_ID) this.orders.set(order.orderId, e);
     return e;
@@ -530,7 +629,14 @@ export class MatchingEngine {
         const resting = this.orders.get(head.orderId);
         meet.book.remove(head.orderId);
         tx.tokens.add(meet.book.tokenId);
-        if (resting) this.close(tx, resting, 'canceled', { type: 'venue.canceled', orderId: head.orderId, reason: 'self-trade prevention', code: 'SELF_TRADE_PREVENTION', atMs: tx.atMs });
+        if (resting)
+          this.close(tx, resting, 'canceled', {
+            type: 'venue.canceled',
+            orderId: head.orderId,
+            reason: 'self-trade prevention',
+            code: 'SELF_TRADE_PREVENTION',
+            atMs: tx.atMs,
+          });
         continue;
       }
       let qty = head.remaining;
@@ -574,7 +680,14 @@ export class MatchingEngine {
     this.ledger.settle(o, e, px, qty);
     if (e.remaining) e.remaining = e.remaining.minus(qty);
     const fill: FillReport = {
-      type: 'venue.filled', orderId: o.orderId, tradeId, price: str(px), size: str(qty), liquidity, completes: e.remaining?.lte(0) ?? false, atMs: tx.atMs,
+      type: 'venue.filled',
+      orderId: o.orderId,
+      tradeId,
+      price: str(px),
+      size: str(qty),
+      liquidity,
+      completes: e.remaining?.lte(0) ?? false,
+      atMs: tx.atMs,
     };
     e.fills.push(fill);
     e.updatedAtMs = tx.atMs;
@@ -601,15 +714,23 @@ export class MatchingEngine {
 
   /** Forgets finished orders that were released, or finished more than `retainMs` before `nowMs`. */
   forgetDone(nowMs: number, retainMs: number): void {
-    for (const [id, e] of this.orders) if (e.status !== 'open' && (e.released || nowMs - e.updatedAtMs > retainMs)) this.orders.delete(id);
+    for (const [id, e] of this.orders)
+      if (e.status !== 'open' && (e.released || nowMs - e.updatedAtMs > retainMs)) this.orders.delete(id);
   }
 
   /** The row of a known order. */
   row(orderId: string): OrderRow {
     const e = this.orders.get(orderId)!;
     return {
-      order: e.order, status: e.status, remaining: e.remaining ? str(e.remaining) : null, reservedUsd: str(e.reservedUsd),
-      reservedShares: str(e.reservedShares), fills: e.fills, final: e.final, updatedAtMs: e.updatedAtMs, seq: e.seq,
+      order: e.order,
+      status: e.status,
+      remaining: e.remaining ? str(e.remaining) : null,
+      reservedUsd: str(e.reservedUsd),
+      reservedShares: str(e.reservedShares),
+      fills: e.fills,
+      final: e.final,
+      updatedAtMs: e.updatedAtMs,
+      seq: e.seq,
     };
   }
 
@@ -646,8 +767,15 @@ export class MatchingEngine {
   /** Replaces the record of a row's order (recovery); the books are rebuilt by {@link restoreBooks}. */
   load(r: OrderRow): void {
     this.orders.set(r.order.orderId, {
-      order: r.order, status: r.status, remaining: r.remaining === null ? null : dec(r.remaining), reservedUsd: dec(r.reservedUsd),
-      reservedShares: dec(r.reservedShares), fills: r.fills, final: r.final, updatedAtMs: r.updatedAtMs, seq: r.seq,
+      order: r.order,
+      status: r.status,
+      remaining: r.remaining === null ? null : dec(r.remaining),
+      reservedUsd: dec(r.reservedUsd),
+      reservedShares: dec(r.reservedShares),
+      fills: r.fills,
+      final: r.final,
+      updatedAtMs: r.updatedAtMs,
+      seq: r.seq,
     });
     this.seq = Math.max(this.seq, r.seq);
   }
@@ -662,7 +790,9 @@ export class MatchingEngine {
    * time priority. @returns how many.
    */
   restoreBooks(): number {
-    const resting = [...this.orders.values()].filter((e) => e.status === 'open' && e.remaining && (e.order.timeInForce === 'GTC' || e.order.timeInForce === 'GTD'));
+    const resting = [...this.orders.values()].filter(
+      (e) => e.status === 'open' && e.remaining && (e.order.timeInForce === 'GTC' || e.order.timeInForce === 'GTD'),
+    );
     resting.sort((a, b) => a.seq - b.seq);
     for (const e of resting) {
       const book = this.books.get(e.order.tokenId);

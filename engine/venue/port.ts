@@ -63,8 +63,20 @@ export interface FillReport {
  * - `EXPIRED`: a GTD order's expiration; `VENUE_CANCELED`: a cancel the venue recorded without a code.
  */
 export type CancelCode =
-  | 'USER_CANCELED' | 'STRATEGY_CANCELED' | 'SLICE_ROLLED' | 'DURATION_OVER' | 'REPEGGED' | 'PRICE_DRIFTED' | 'BRACKET_STOP_FIRED'
-  | 'MARKET_RESOLVED' | 'TICK_SIZE_CHANGED' | 'SELF_TRADE_PREVENTION' | 'IOC_REMAINDER' | 'FOK_NOT_FILLED' | 'EXPIRED' | 'VENUE_CANCELED';
+  | 'USER_CANCELED'
+  | 'STRATEGY_CANCELED'
+  | 'SLICE_ROLLED'
+  | 'DURATION_OVER'
+  | 'REPEGGED'
+  | 'PRICE_DRIFTED'
+  | 'BRACKET_STOP_FIRED'
+  | 'MARKET_RESOLVED'
+  | 'TICK_SIZE_CHANGED'
+  | 'SELF_TRADE_PREVENTION'
+  | 'IOC_REMAINDER'
+  | 'FOK_NOT_FILLED'
+  | 'EXPIRED'
+  | 'VENUE_CANCELED';
 
 /** A cancel's reason: {@link CancelCode} and a human message. */
 export interface CancelReason {
@@ -110,7 +122,14 @@ export interface BookView {
 export interface WalletView {
   pusd: { balance: string; reserved: string; available: string };
   /** `realizedPnl`: dollars (6 decimals) realized by sells, merges and redeems of the token; absent when none. */
-  positions: { tokenId: string; size: string; reserved: string; available: string; costUsd: string; realizedPnl?: string }[];
+  positions: {
+    tokenId: string;
+    size: string;
+    reserved: string;
+    available: string;
+    costUsd: string;
+    realizedPnl?: string;
+  }[];
 }
 
 /** An outcome token: an order book of its own. */
@@ -197,10 +216,25 @@ export interface VenueHealth {
  * the recorded result.
  */
 export type WalletOp =
-  | { kind: 'split'; opId: string; userId: string; conditionId: string; /** Dollars = full sets of shares (≤ 6 decimals). */ amount: string }
-  | { kind: 'merge'; opId: string; userId: string; conditionId: string; /** Full sets of shares = dollars (≤ 6 decimals). */ amount: string }
   | {
-      kind: 'redeem'; opId: string; userId: string; conditionId: string;
+      kind: 'split';
+      opId: string;
+      userId: string;
+      conditionId: string;
+      /** Dollars = full sets of shares (≤ 6 decimals). */ amount: string;
+    }
+  | {
+      kind: 'merge';
+      opId: string;
+      userId: string;
+      conditionId: string;
+      /** Full sets of shares = dollars (≤ 6 decimals). */ amount: string;
+    }
+  | {
+      kind: 'redeem';
+      opId: string;
+      userId: string;
+      conditionId: string;
       /** Redeem only this outcome token of the condition; every outcome when absent. */
       tokenId?: string;
       /** Shares of `tokenId` to redeem (≤ 6 decimals); all of them when absent. */

@@ -5,14 +5,35 @@ import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import type { CaptureEvent } from './capture.js';
 import { CaptureReplay, type CapturePosition } from './capture-replay.js';
-import { stateRowsJson, VenueJournal, type CapturedLevelRow, type CaptureRow, type CheckpointState, type MarketRow } from './journal.js';
+import {
+  stateRowsJson,
+  VenueJournal,
+  type CapturedLevelRow,
+  type CaptureRow,
+  type CheckpointState,
+  type MarketRow,
+} from './journal.js';
 import { Ledger, LIQUIDITY_PROVIDER_ID, type WalletRow } from './ledger.js';
 import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
 import { MatchingEngine, newTx, type OrderRow, type RestingOrder, type Tx } from './matching.js';
 import type {
-  Available, BookView, CancelReason, MarketInfo, MarketStatus, TokenInfo, Touch, VenueHealth, VenueOrder, VenueOrderState, VenuePort, VenueReport, WalletOp, WalletOpRefusal,
-  WalletOpResult, WalletView,
+  Available,
+  BookView,
+  CancelReason,
+  MarketInfo,
+  MarketStatus,
+  TokenInfo,
+  Touch,
+  VenueHealth,
+  VenueOrder,
+  VenueOrderState,
+  VenuePort,
+  VenueReport,
+  WalletOp,
+  WalletOpRefusal,
+  WalletOpResult,
+  WalletView,
 } from './port.js';
 import { VenueOpRefused } from './port.js';
 
@@ -50,9 +71,15 @@ export interface SimVenueOptions {
 }
 
 /** Reason of the `venue.canceled` report of a resting order whose price is off a new tick. */
-export const TICK_CHANGED_REASON: CancelReason = Object.freeze({ code: 'TICK_SIZE_CHANGED', message: 'tick size changed' });
+export const TICK_CHANGED_REASON: CancelReason = Object.freeze({
+  code: 'TICK_SIZE_CHANGED',
+  message: 'tick size changed',
+});
 /** Reason of the `venue.canceled` report of a resting order on a market that resolved. */
-export const MARKET_RESOLVED_REASON: CancelReason = Object.freeze({ code: 'MARKET_RESOLVED', message: 'market resolved' });
+export const MARKET_RESOLVED_REASON: CancelReason = Object.freeze({
+  code: 'MARKET_RESOLVED',
+  message: 'market resolved',
+});
 
 /**
  * How long a finished order nobody released is kept (a safety net: the order service releases
@@ -122,8 +149,14 @@ export class SimVenue implements VenuePort {
     this.matching = new MatchingEngine(o.catalogue.tokens, this.ledger, () => o.clock.now());
     this.liquidity = new LiquidityProvider(
       {
-        catalogue: o.catalogue, clock: o.clock, levels: o.liquidityLevels, refillMs: o.refillMs, replay: o.replay, replaySpeed: o.replaySpeed,
-        replayTickMs: o.replayTickMs, run: (fn) => this.background(fn),
+        catalogue: o.catalogue,
+        clock: o.clock,
+        levels: o.liquidityLevels,
+        refillMs: o.refillMs,
+        replay: o.replay,
+        replaySpeed: o.replaySpeed,
+        replayTickMs: o.replayTickMs,
+        run: (fn) => this.background(fn),
         captureDriven: o.captureReplay && o.catalogue.capture ? o.catalogue.captureTokens : undefined,
       },
       this.matching,
@@ -133,7 +166,12 @@ export class SimVenue implements VenuePort {
   /** Opens the venue: rebuilds user state from the store, quotes the liquidity, starts the replay. */
   static async open(o: SimVenueOptions): Promise<SimVenue> {
     const v = new SimVenue(o);
-    v.journal = await VenueJournal.open({ store: o.store, log: o.log, checkpointEvery: o.checkpointEvery, snapshot: () => v.snapshot() });
+    v.journal = await VenueJournal.open({
+      store: o.store,
+      log: o.log,
+      checkpointEvery: o.checkpointEvery,
+      snapshot: () => v.snapshot(),
+    });
     await v.recover();
     v.liquidity.start();
     v.startCaptureReplay();
@@ -201,7 +239,12 @@ export class SimVenue implements VenuePort {
     const lv = (side: { price: Dec; size: Dec }[]) => side.map((l) => ({ price: str(l.price), size: str(l.size) }));
     const last = this.lastTrades.get(tokenId);
     return {
-      tokenId, tickSize: str(info.tickSize), minSize: str(info.minSize), bids: lv(levels.bids), asks: lv(levels.asks), ...(last ? { lastTradePrice: str(last) } : {}),
+      tokenId,
+      tickSize: str(info.tickSize),
+      minSize: str(info.minSize),
+      bids: lv(levels.bids),
+      asks: lv(levels.asks),
+      ...(last ? { lastTradePrice: str(last) } : {}),
     };
   }
 
@@ -228,11 +271,15 @@ export class SimVenue implements VenuePort {
   async resolveMarket(conditionId: string, winningTokenId: string): Promise<'resolved' | 'already'> {
     const m = this.marketsById.get(conditionId);
     if (!m) throw new VenueRejection('not_found', `no market ${conditionId}`);
-    if (!m.tokens.some((t) => t.tokenId === winningTokenId)) throw new VenueRejection('invalid_request', `token ${winningTokenId} is not an outcome of market ${conditionId}`);
+    if (!m.tokens.some((t) => t.tokenId === winningTokenId))
+      throw new VenueRejection('invalid_request', `token ${winningTokenId} is not an outcome of market ${conditionId}`);
     const known = this.statuses.get(conditionId);
     if (known?.resolved) {
       if (known.winningTokenId === winningTokenId) return 'already';
-      throw new VenueRejection('conflict', `market ${conditionId} already resolved with winner ${known.winningTokenId}`);
+      throw new VenueRejection(
+        'conflict',
+        `market ${conditionId} already resolved with winner ${known.winningTokenId}`,
+      );
     }
     await this.runMarketOp((tx) => this.applyResolution(tx, m, winningTokenId));
     return 'resolved';
@@ -272,14 +319,16 @@ export class SimVenue implements VenuePort {
       for (const ev of events) {
         switch (ev.kind) {
           case 'level':
-            if (!this.matching.isClosed(ev.tokenId)) this.liquidity.setCapturedLevel(tx, ev.tokenId, ev.side, ev.price, ev.size);
+            if (!this.matching.isClosed(ev.tokenId))
+              this.liquidity.setCapturedLevel(tx, ev.tokenId, ev.side, ev.price, ev.size);
             break;
           case 'trade':
             this.lastTrades.set(ev.tokenId, ev.price);
             break;
           case 'tick': {
             const info = this.token(ev.tokenId);
-            if (info && !info.tickSize.eq(ev.tickSize) && !this.matching.isClosed(ev.tokenId)) this.applyTick(tx, info.conditionId, ev.tickSize);
+            if (info && !info.tickSize.eq(ev.tickSize) && !this.matching.isClosed(ev.tokenId))
+              this.applyTick(tx, info.conditionId, ev.tickSize);
             break;
           }
           case 'resolved': {
@@ -320,13 +369,23 @@ export class SimVenue implements VenuePort {
       this.execute((tx) => {
         placed = this.liquidity.rebuildCaptured(tx, [...last.values()], this.recoveredTaken);
       }).catch((err: unknown) => this.o.log.error({ err }, 'capture books rebuild failed'));
-      this.o.log.info({ next: from.next, recordedMs: from.recordedMs, levels: placed, taken: this.recoveredTaken.size }, 'capture replay resumes where the previous run was; books rebuilt');
+      this.o.log.info(
+        { next: from.next, recordedMs: from.recordedMs, levels: placed, taken: this.recoveredTaken.size },
+        'capture replay resumes where the previous run was; books rebuilt',
+      );
     }
     this.recoveredTaken.clear();
     this.captureReplay = new CaptureReplay({
-      capture, clock: this.o.clock, log: this.o.log, speed: this.o.captureSpeed ?? 1, tickMs: this.o.captureTickMs, resumeFrom: from,
+      capture,
+      clock: this.o.clock,
+      log: this.o.log,
+      speed: this.o.captureSpeed ?? 1,
+      tickMs: this.o.captureTickMs,
+      resumeFrom: from,
       apply: (events, position) => {
-        this.applyCaptureEvents(events, position).catch((err: unknown) => this.o.log.error({ err }, 'capture replay batch failed'));
+        this.applyCaptureEvents(events, position).catch((err: unknown) =>
+          this.o.log.error({ err }, 'capture replay batch failed'),
+        );
       },
     });
     this.captureReplay.start();
@@ -341,7 +400,13 @@ export class SimVenue implements VenuePort {
   }
 
   private applyResolution(tx: Tx, m: MarketInfo, winningTokenId: string): void {
-    this.statuses.set(m.conditionId, { conditionId: m.conditionId, closed: true, resolved: true, winningTokenId, resolvedAtMs: tx.atMs });
+    this.statuses.set(m.conditionId, {
+      conditionId: m.conditionId,
+      closed: true,
+      resolved: true,
+      winningTokenId,
+      resolvedAtMs: tx.atMs,
+    });
     for (const t of m.tokens) {
       this.matching.closeToken(tx, t.tokenId, MARKET_RESOLVED_REASON);
       this.liquidity.forgetCaptured(t.tokenId);
@@ -365,7 +430,14 @@ export class SimVenue implements VenuePort {
   private marketRow(conditionId: string): MarketRow {
     const m = this.marketsById.get(conditionId)!;
     const s = this.marketStatus(conditionId)!;
-    return { conditionId, tickSize: str(m.tickSize), closed: s.closed, resolved: s.resolved, winningTokenId: s.winningTokenId, resolvedAtMs: s.resolvedAtMs };
+    return {
+      conditionId,
+      tickSize: str(m.tickSize),
+      closed: s.closed,
+      resolved: s.resolved,
+      winningTokenId: s.winningTokenId,
+      resolvedAtMs: s.resolvedAtMs,
+    };
   }
 
   /** Recovery: a journaled market row back in force (tick of the market and its tokens, status, closed books). */
@@ -380,7 +452,13 @@ export class SimVenue implements VenuePort {
       if (info) info.tickSize = tick;
     }
     if (r.closed || r.resolved) {
-      this.statuses.set(r.conditionId, { conditionId: r.conditionId, closed: r.closed, resolved: r.resolved, winningTokenId: r.winningTokenId, resolvedAtMs: r.resolvedAtMs });
+      this.statuses.set(r.conditionId, {
+        conditionId: r.conditionId,
+        closed: r.closed,
+        resolved: r.resolved,
+        winningTokenId: r.winningTokenId,
+        resolvedAtMs: r.resolvedAtMs,
+      });
       const tx = newTx(0, this.o.clock.now());
       for (const t of m.tokens) this.matching.closeToken(tx, t.tokenId, MARKET_RESOLVED_REASON);
     }
@@ -407,7 +485,11 @@ export class SimVenue implements VenuePort {
     const capture = this.captureRow(tx, this.capturePos?.next !== posBefore);
     let durable = this.journal.written();
     if (tx.users.size || tx.orders.size || tx.markets.size || capture) {
-      durable = this.journal.append(tx.seq, tx.atMs, this.entryJson(tx, tx.markets.size ? [...tx.markets].map((c) => this.marketRow(c)) : undefined, capture));
+      durable = this.journal.append(
+        tx.seq,
+        tx.atMs,
+        this.entryJson(tx, tx.markets.size ? [...tx.markets].map((c) => this.marketRow(c)) : undefined, capture),
+      );
     }
     return durable.then(() => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
@@ -523,15 +605,33 @@ export class SimVenue implements VenuePort {
       const meta = { opId: op.opId, atMs: tx.atMs, transactionHash: walletOpHash(op) };
       switch (op.kind) {
         case 'split':
-          result = this.ledger.split(op.userId, meta, op.conditionId, this.conditionTokens(op.conditionId)!, dec(op.amount));
+          result = this.ledger.split(
+            op.userId,
+            meta,
+            op.conditionId,
+            this.conditionTokens(op.conditionId)!,
+            dec(op.amount),
+          );
           break;
         case 'merge':
-          result = this.ledger.merge(op.userId, meta, op.conditionId, this.conditionTokens(op.conditionId)!, dec(op.amount));
+          result = this.ledger.merge(
+            op.userId,
+            meta,
+            op.conditionId,
+            this.conditionTokens(op.conditionId)!,
+            dec(op.amount),
+          );
           break;
         case 'redeem':
           result = this.ledger.redeem(
-            op.userId, meta, op.conditionId, this.conditionTokens(op.conditionId)!, this.marketStatus(op.conditionId)!.winningTokenId,
-            op.tokenId === undefined ? undefined : { tokenId: op.tokenId, ...(op.amount === undefined ? {} : { amount: dec(op.amount) }) },
+            op.userId,
+            meta,
+            op.conditionId,
+            this.conditionTokens(op.conditionId)!,
+            this.marketStatus(op.conditionId)!.winningTokenId,
+            op.tokenId === undefined
+              ? undefined
+              : { tokenId: op.tokenId, ...(op.amount === undefined ? {} : { amount: dec(op.amount) }) },
           );
           break;
         default:
@@ -547,14 +647,23 @@ export class SimVenue implements VenuePort {
 
   /** Why `op` cannot run now, or null. Changes nothing. */
   walletOpRefusal(op: WalletOp): WalletOpRefusal | null {
-    if (op.kind === 'withdraw' || op.kind === 'credit') return op.kind === 'withdraw' ? this.ledger.pusdRefusal(op.userId, dec(op.amount), 'this withdrawal') : null;
+    if (op.kind === 'withdraw' || op.kind === 'credit')
+      return op.kind === 'withdraw' ? this.ledger.pusdRefusal(op.userId, dec(op.amount), 'this withdrawal') : null;
     const tokens = this.conditionTokens(op.conditionId);
     if (!tokens) return { error: 'UNKNOWN_MARKET', reason: `no market ${op.conditionId}` };
     if (op.kind === 'split') return this.ledger.pusdRefusal(op.userId, dec(op.amount), 'this split');
     if (op.kind === 'merge') return this.ledger.mergeRefusal(op.userId, tokens, dec(op.amount));
-    if (!this.marketStatus(op.conditionId)!.resolved) return { error: 'MARKET_NOT_RESOLVED', reason: `market ${op.conditionId} is not resolved yet: nothing can be redeemed before resolution` };
+    if (!this.marketStatus(op.conditionId)!.resolved)
+      return {
+        error: 'MARKET_NOT_RESOLVED',
+        reason: `market ${op.conditionId} is not resolved yet: nothing can be redeemed before resolution`,
+      };
     if (op.tokenId === undefined) return this.ledger.redeemRefusal(op.userId, tokens);
-    if (!tokens.includes(op.tokenId)) return { error: 'UNKNOWN_MARKET', reason: `outcome token ${op.tokenId} is not a token of market ${op.conditionId}` };
+    if (!tokens.includes(op.tokenId))
+      return {
+        error: 'UNKNOWN_MARKET',
+        reason: `outcome token ${op.tokenId} is not a token of market ${op.conditionId}`,
+      };
     return this.ledger.redeemRefusal(op.userId, [op.tokenId], op.amount === undefined ? undefined : dec(op.amount));
   }
 
@@ -633,7 +742,10 @@ export class SimVenue implements VenuePort {
     });
     this.matching.advanceOrderSeq(orderSeq);
     const resting = this.matching.restoreBooks();
-    this.o.log.info({ seq: this.journal.lastSeq, wallets: this.ledger.size, orders: this.matching.size, resting, replayed }, 'venue state recovered');
+    this.o.log.info(
+      { seq: this.journal.lastSeq, wallets: this.ledger.size, orders: this.matching.size, resting, replayed },
+      'venue state recovered',
+    );
     if (replayed) await this.journal.checkpoint();
   }
 
@@ -641,7 +753,10 @@ export class SimVenue implements VenuePort {
   private snapshot(): CheckpointState {
     this.matching.forgetDone(this.o.clock.now(), RETAIN_DONE_MS);
     return {
-      orderSeq: this.matching.orderSeq, wallets: this.ledger.rowsJson(), orders: this.matching.rowsJson(), markets: [...this.changedMarkets].map((c) => this.marketRow(c)),
+      orderSeq: this.matching.orderSeq,
+      wallets: this.ledger.rowsJson(),
+      orders: this.matching.rowsJson(),
+      markets: [...this.changedMarkets].map((c) => this.marketRow(c)),
       ...(this.capturePos ? { capture: { ...this.capturePos, levels: this.liquidity.takenCapturedLevels() } } : {}),
     };
   }

@@ -3,10 +3,24 @@ import { randomUUID } from 'node:crypto';
 import { getAddress, keccak256, toUtf8Bytes, ZeroAddress } from 'ethers';
 import type { SnapshotFrom } from 'xstate';
 import {
-  WALLET_OP_MACHINE_VERSION, WALLET_OP_STATUS, walletOpMachine, walletOpOf, type WalletOpContext, type WalletOpInput, type WalletOpState, type WalletOpType,
+  WALLET_OP_MACHINE_VERSION,
+  WALLET_OP_STATUS,
+  walletOpMachine,
+  walletOpOf,
+  type WalletOpContext,
+  type WalletOpInput,
+  type WalletOpState,
+  type WalletOpType,
 } from '../../machines/wallet-op.js';
 import {
-  creditOpId, debitOpId, WITHDRAWAL_MACHINE_VERSION, WITHDRAWAL_STATUS, withdrawalMachine, type WithdrawalContext, type WithdrawalInput, type WithdrawalState,
+  creditOpId,
+  debitOpId,
+  WITHDRAWAL_MACHINE_VERSION,
+  WITHDRAWAL_STATUS,
+  withdrawalMachine,
+  type WithdrawalContext,
+  type WithdrawalInput,
+  type WithdrawalState,
 } from '../../machines/withdrawal.js';
 import type { ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
@@ -32,7 +46,11 @@ export const WITHDRAWAL_KIND = 'withdrawal';
  * simulated venue's own constant (keccak256 of "pUSD (simulated venue)", last 20 bytes, EIP-55):
  * the wallet holds no other ERC20 token (outcome tokens are ERC1155 positions, not withdrawable).
  */
-export const PUSD_TOKEN = { address: getAddress(`0x${keccak256(toUtf8Bytes('pUSD (simulated venue)')).slice(-40)}`), symbol: 'pUSD', decimals: USD_DP } as const;
+export const PUSD_TOKEN = {
+  address: getAddress(`0x${keccak256(toUtf8Bytes('pUSD (simulated venue)')).slice(-40)}`),
+  symbol: 'pUSD',
+  decimals: USD_DP,
+} as const;
 
 /** Revert reason of a transfer to the zero address: the simulated chain's failure case (documented). */
 export const ZERO_ADDRESS_REVERT = 'ERC20: transfer to the zero address';
@@ -42,7 +60,11 @@ type WithdrawalSnapshot = SnapshotFrom<typeof withdrawalMachine>;
 type Meta = { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number };
 
 /** The reference product's transaction `state` of each REST `status`. */
-const TX_STATE: Readonly<Record<string, string>> = { PENDING: 'STATE_PENDING', CONFIRMED: 'STATE_CONFIRMED', FAILED: 'STATE_FAILED' };
+const TX_STATE: Readonly<Record<string, string>> = {
+  PENDING: 'STATE_PENDING',
+  CONFIRMED: 'STATE_CONFIRMED',
+  FAILED: 'STATE_FAILED',
+};
 
 /** Body of POST /v2/trade/positions/split, /merge, /redeem (schemas/wallet.ts `SplitMergeRequest`, `RedeemRequest`). */
 export interface WalletOpBody {
@@ -66,7 +88,10 @@ export interface WithdrawBody {
 }
 
 /** Adds `failure_code` and `message` to a view when the operation failed (`error` set in its context). */
-function withFailure(view: Record<string, unknown>, c: { error: string | null; reason: string | null }): Record<string, unknown> {
+function withFailure(
+  view: Record<string, unknown>,
+  c: { error: string | null; reason: string | null },
+): Record<string, unknown> {
   if (c.error) {
     view.failure_code = c.error;
     view.message = c.reason;
@@ -81,7 +106,11 @@ function withFailure(view: Record<string, unknown>, c: { error: string | null; r
  * and `payout_base_units` (the payout in pUSD base units, 6 decimals). Amounts are decimal
  * strings: dollars and shares.
  */
-export function walletOpView(s: WalletOpSnapshot, meta: Meta, venue?: Pick<VenuePort, 'token' | 'market'>): Record<string, unknown> {
+export function walletOpView(
+  s: WalletOpSnapshot,
+  meta: Meta,
+  venue?: Pick<VenuePort, 'token' | 'market'>,
+): Record<string, unknown> {
   const c = s.context as WalletOpContext;
   const r = c.result;
   const view: Record<string, unknown> = {
@@ -94,7 +123,12 @@ export function walletOpView(s: WalletOpSnapshot, meta: Meta, venue?: Pick<Venue
     outcome_index: c.outcomeIndex ?? null,
     amount: c.amount,
     payout_usd: c.type === 'REDEEM' && r ? r.pusdDelta : null,
-    payout_base_units: c.type === 'REDEEM' && r ? dec(r.pusdDelta).times(10 ** USD_DP).toFixed(0) : null,
+    payout_base_units:
+      c.type === 'REDEEM' && r
+        ? dec(r.pusdDelta)
+            .times(10 ** USD_DP)
+            .toFixed(0)
+        : null,
     transaction_hash: r?.transactionHash ?? null,
     pusd_delta: r?.pusdDelta ?? null,
     pusd_balance: r?.pusdBalance ?? null,
@@ -171,7 +205,8 @@ export class WalletService {
         venue.walletOp(op).then(
           (r) => this.host.send(actorId, ok(r) as never),
           (err: unknown) => {
-            if (err instanceof VenueOpRefused) return this.host.send(actorId, { type: 'venue.refused', error: err.error, reason: err.message });
+            if (err instanceof VenueOpRefused)
+              return this.host.send(actorId, { type: 'venue.refused', error: err.error, reason: err.message });
             throw err;
           },
         ),
@@ -192,8 +227,10 @@ export class WalletService {
       kind: WITHDRAWAL_KIND,
       logic: withdrawalMachine.provide({
         actions: {
-          debitAtVenue: ({ context }, { op }) => apply(context.withdrawalId, op, (result) => ({ type: 'venue.debited', result })),
-          creditAtVenue: ({ context }, { op }) => apply(context.withdrawalId, op, (result) => ({ type: 'venue.credited', result })),
+          debitAtVenue: ({ context }, { op }) =>
+            apply(context.withdrawalId, op, (result) => ({ type: 'venue.debited', result })),
+          creditAtVenue: ({ context }, { op }) =>
+            apply(context.withdrawalId, op, (result) => ({ type: 'venue.credited', result })),
         },
       }),
       statusOf: (s) => WITHDRAWAL_STATUS[s.value as WithdrawalState],
@@ -251,7 +288,9 @@ export class WalletService {
       return { record: (await this.recordOf(opId))!, replayed: true };
     }
     if (type === 'REDEEM' && body.amount !== undefined && body.outcome_index === undefined) {
-      throw errors.badRequest('amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to redeem every share)');
+      throw errors.badRequest(
+        'amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to redeem every share)',
+      );
     }
     const amount = body.amount === undefined ? null : str(checkTokenAmount('amount', body.amount, USD_DP));
     // hex is case-insensitive (the schema takes A-F, as cancel-all's filter does); the venue's ids are lower case
@@ -259,7 +298,9 @@ export class WalletService {
     if (!market) throw errors.notFound(`no market ${body.condition_id} (see GET /v2/trade/markets)`);
     const outcome = body.outcome_index === undefined ? null : market.tokens[body.outcome_index];
     if (outcome === undefined) {
-      throw errors.badRequest(`outcome_index ${body.outcome_index} is not an outcome of market ${market.conditionId}: ${market.tokens.map((t, i) => `${i} = ${t.outcome}`).join(', ')}`);
+      throw errors.badRequest(
+        `outcome_index ${body.outcome_index} is not an outcome of market ${market.conditionId}: ${market.tokens.map((t, i) => `${i} = ${t.outcome}`).join(', ')}`,
+      );
     }
     if (body.neg_risk_market !== undefined && body.neg_risk_market !== market.negRisk) {
       throw new DomainError(
@@ -268,12 +309,22 @@ export class WalletService {
       );
     }
     const input: WalletOpInput = {
-      opId, userId, type, conditionId: market.conditionId, amount, createdAtMs: this.clock.now(),
+      opId,
+      userId,
+      type,
+      conditionId: market.conditionId,
+      amount,
+      createdAtMs: this.clock.now(),
       ...(outcome ? { outcomeIndex: body.outcome_index!, tokenId: outcome.tokenId } : {}),
     };
     const record = await this.orders.exclusive(userId, async () => {
       checkWalletOp(this.venue, walletOpOf(input));
-      await this.host.create<typeof walletOpMachine>(WALLET_OP_MACHINE_ID, { id: opId, input, partnerId, ownerUserId: userId });
+      await this.host.create<typeof walletOpMachine>(WALLET_OP_MACHINE_ID, {
+        id: opId,
+        input,
+        partnerId,
+        ownerUserId: userId,
+      });
       await this.whenQuiet(opId);
       return (await this.recordOf(opId))!;
     });
@@ -295,7 +346,12 @@ export class WalletService {
    * @throws {DomainError} `INVALID_REQUEST` (also `to` and `to_address` naming different addresses),
    *   `INSUFFICIENT_BALANCE` (nothing changes).
    */
-  async withdraw(partnerId: string, userId: string, body: WithdrawBody, seed: string | null): Promise<{ record: ActorRecord; replayed: boolean }> {
+  async withdraw(
+    partnerId: string,
+    userId: string,
+    body: WithdrawBody,
+    seed: string | null,
+  ): Promise<{ record: ActorRecord; replayed: boolean }> {
     const id = `wd_${seed ?? randomUUID()}`;
     const earlier = await this.recordOf(id);
     if (earlier && earlier.ownerUserId === userId) {
@@ -304,13 +360,23 @@ export class WalletService {
     }
     const { field, address: toAddress } = destination(body);
     // an ERC20 transfer to the token's own contract succeeds on chain and the tokens are lost for good
-    if (toAddress === PUSD_TOKEN.address) throw errors.badRequest(`${field} ${toAddress} is the ${PUSD_TOKEN.symbol} token contract itself: tokens sent there cannot be recovered; send them to a wallet address`);
+    if (toAddress === PUSD_TOKEN.address)
+      throw errors.badRequest(
+        `${field} ${toAddress} is the ${PUSD_TOKEN.symbol} token contract itself: tokens sent there cannot be recovered; send them to a wallet address`,
+      );
     if (body.token !== undefined && checksummed('token', body.token) !== PUSD_TOKEN.address) {
-      throw errors.badRequest(`token ${body.token} is not withdrawable from this wallet (GET /v2/trade/balances/withdrawable lists the tokens: pUSD ${PUSD_TOKEN.address})`);
+      throw errors.badRequest(
+        `token ${body.token} is not withdrawable from this wallet (GET /v2/trade/balances/withdrawable lists the tokens: pUSD ${PUSD_TOKEN.address})`,
+      );
     }
     const amount = str(checkTokenAmount('amount', body.amount, PUSD_TOKEN.decimals));
     const input: WithdrawalInput = {
-      withdrawalId: id, userId, toAddress, token: PUSD_TOKEN.address, symbol: PUSD_TOKEN.symbol, amount,
+      withdrawalId: id,
+      userId,
+      toAddress,
+      token: PUSD_TOKEN.address,
+      symbol: PUSD_TOKEN.symbol,
+      amount,
       transactionHash: walletOpHash({ kind: 'withdraw', opId: id, userId }),
       blockDelayMs: this.o.blockDelayMs,
       revertReason: toAddress === ZeroAddress ? ZERO_ADDRESS_REVERT : null,
@@ -318,35 +384,60 @@ export class WalletService {
     };
     const record = await this.orders.exclusive(userId, async () => {
       checkWalletOp(this.venue, { kind: 'withdraw', opId: debitOpId(id), userId, amount });
-      await this.host.create<typeof withdrawalMachine>(WITHDRAWAL_MACHINE_ID, { id, input, partnerId, ownerUserId: userId });
+      await this.host.create<typeof withdrawalMachine>(WITHDRAWAL_MACHINE_ID, {
+        id,
+        input,
+        partnerId,
+        ownerUserId: userId,
+      });
       await this.whenQuiet(id);
       return (await this.recordOf(id))!;
     });
     const c = JSON.parse(record.snapshot).context as WithdrawalContext;
-    if (record.status === 'FAILED' && c.debit === null) throw walletOpError({ error: c.error ?? 'rejected', reason: c.reason ?? 'refused by the venue' });
+    if (record.status === 'FAILED' && c.debit === null)
+      throw walletOpError({ error: c.error ?? 'rejected', reason: c.reason ?? 'refused by the venue' });
     return { record, replayed: false };
   }
 
   /** A withdrawal of `userId`. @throws {DomainError} `NOT_FOUND` when there is none of this user. */
   async withdrawal(userId: string, id: string): Promise<ActorRecord> {
     const rec = await this.recordOf(id);
-    if (!rec || rec.kind !== WITHDRAWAL_KIND || rec.ownerUserId !== userId) throw errors.notFound(`no withdrawal ${id}`);
+    if (!rec || rec.kind !== WITHDRAWAL_KIND || rec.ownerUserId !== userId)
+      throw errors.notFound(`no withdrawal ${id}`);
     return rec;
   }
 
   /** The withdrawals of `userId`, newest first (optionally of one status). */
-  async withdrawals(userId: string, paging: { offset: number; limit: number }, status?: string): Promise<{ records: ActorRecord[]; total: number }> {
-    return this.actors.findOwned(userId, { kind: WITHDRAWAL_KIND, ...(status ? { status } : {}) }, { skip: paging.offset, limit: paging.limit });
+  async withdrawals(
+    userId: string,
+    paging: { offset: number; limit: number },
+    status?: string,
+  ): Promise<{ records: ActorRecord[]; total: number }> {
+    return this.actors.findOwned(
+      userId,
+      { kind: WITHDRAWAL_KIND, ...(status ? { status } : {}) },
+      { skip: paging.offset, limit: paging.limit },
+    );
   }
 
   /**
    * Withdrawable ERC20 balances of `userId` (spec 2.8): pUSD not reserved by open buys (a pending
    * withdrawal has already left it), zero balances dropped; `balance` and `value_usd` in dollars.
    */
-  withdrawable(userId: string): { token: string; symbol: string; decimals: number; balance: string; value_usd: string }[] {
+  withdrawable(
+    userId: string,
+  ): { token: string; symbol: string; decimals: number; balance: string; value_usd: string }[] {
     const free = dec(this.venue.wallet(userId).pusd.available);
     if (free.lte(0)) return [];
-    return [{ token: PUSD_TOKEN.address, symbol: PUSD_TOKEN.symbol, decimals: PUSD_TOKEN.decimals, balance: str(free), value_usd: str(free) }];
+    return [
+      {
+        token: PUSD_TOKEN.address,
+        symbol: PUSD_TOKEN.symbol,
+        decimals: PUSD_TOKEN.decimals,
+        balance: str(free),
+        value_usd: str(free),
+      },
+    ];
   }
 
   /**
@@ -380,7 +471,9 @@ function destination(body: Pick<WithdrawBody, 'to' | 'to_address'>): { field: 't
   const to = body.to === undefined ? undefined : checksummed('to', body.to);
   const alias = body.to_address === undefined ? undefined : checksummed('to_address', body.to_address);
   if (to !== undefined && alias !== undefined && to !== alias) {
-    throw errors.badRequest(`to ${body.to} and to_address ${body.to_address} name different addresses: send one of them (to_address is an alias of to)`);
+    throw errors.badRequest(
+      `to ${body.to} and to_address ${body.to_address} name different addresses: send one of them (to_address is an alias of to)`,
+    );
   }
   if (to !== undefined) return { field: 'to', address: to };
   if (alias !== undefined) return { field: 'to_address', address: alias };
@@ -396,6 +489,8 @@ export function checksummed(field: string, raw: string): string {
   try {
     return getAddress(raw);
   } catch {
-    throw errors.badRequest(`${field} ${raw} is not a valid address (a mixed-case address must carry a valid EIP-55 checksum)`);
+    throw errors.badRequest(
+      `${field} ${raw} is not a valid address (a mixed-case address must carry a valid EIP-55 checksum)`,
+    );
   }
 }

@@ -25,10 +25,14 @@ interface Run {
  */
 async function hammer(loopBudgetMs: number, connections: number, perConnection: number, burnMs: number): Promise<Run> {
   const app = express();
-  app.post('/work', admission({ concurrency: 64, queueLength: 10_000, queueWaitMs: 600_000, loopBudgetMs }), (_req, res) => {
-    burn(burnMs);
-    res.json({ ok: true });
-  });
+  app.post(
+    '/work',
+    admission({ concurrency: 64, queueLength: 10_000, queueWaitMs: 600_000, loopBudgetMs }),
+    (_req, res) => {
+      burn(burnMs);
+      res.json({ ok: true });
+    },
+  );
   const server = http.createServer(app);
   let answered = 0;
   const answeredAtAccept: number[] = [];
@@ -51,9 +55,11 @@ async function hammer(loopBudgetMs: number, connections: number, perConnection: 
       req.end();
     });
   try {
-    await Promise.all(Array.from({ length: connections }, async () => {
-      for (let i = 0; i < perConnection; i++) await post();
-    }));
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        for (let i = 0; i < perConnection; i++) await post();
+      }),
+    );
   } finally {
     agent.destroy();
     await new Promise((resolve) => server.close(resolve));

@@ -1,5 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AdmissionGate, LoopBudget, MAX_RELEASES_PER_ITERATION, type AdmissionLimits, type LoopRuntime } from '../../api/admission.js';
+import {
+  AdmissionGate,
+  LoopBudget,
+  MAX_RELEASES_PER_ITERATION,
+  type AdmissionLimits,
+  type LoopRuntime,
+} from '../../api/admission.js';
 
 /**
  * An event loop the test drives: an injected clock (ms) and a check phase that runs the callbacks
@@ -49,7 +55,13 @@ function probe(loop: FakeLoop, gate: AdmissionGate): Probe {
   return p;
 }
 
-const limits = (over: Partial<AdmissionLimits> = {}): AdmissionLimits => ({ concurrency: 64, queueLength: 512, queueWaitMs: 2000, loopBudgetMs: 4, ...over });
+const limits = (over: Partial<AdmissionLimits> = {}): AdmissionLimits => ({
+  concurrency: 64,
+  queueLength: 512,
+  queueWaitMs: 2000,
+  loopBudgetMs: 4,
+  ...over,
+});
 
 describe('LoopBudget (injected clock and check phase)', () => {
   it('a window opens at the first take, allows work while less than budgetMs has passed, and closes at the next check phase', () => {

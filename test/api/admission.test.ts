@@ -18,18 +18,36 @@ function holdProvisioning(svc: TestService): void {
  * A provisioning POST (of a `held…` id) that holds its admission slot, running, until `finish` is
  * called (its body is sent at once: a request waiting for its body holds no slot).
  */
-function heldPost(baseUrl: string, path: string, body: { partner_user_id: string }): { finish(): void; abort(): void; answer: Promise<{ status: number; body: any; retryAfter: string | undefined }> } {
+function heldPost(
+  baseUrl: string,
+  path: string,
+  body: { partner_user_id: string },
+): { finish(): void; abort(): void; answer: Promise<{ status: number; body: any; retryAfter: string | undefined }> } {
   const url = new URL(baseUrl + path);
   const text = JSON.stringify(body);
   const req = http.request({
-    host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
-    headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'idempotency-key': randomUUID() },
+    host: url.hostname,
+    port: url.port,
+    path: url.pathname,
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${MASTER_KEY}`,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      'idempotency-key': randomUUID(),
+    },
   });
   const answer = new Promise<{ status: number; body: any; retryAfter: string | undefined }>((resolve, reject) => {
     req.on('response', (res) => {
       let data = '';
       res.on('data', (d) => (data += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body: data ? JSON.parse(data) : undefined, retryAfter: res.headers['retry-after'] as string | undefined }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          body: data ? JSON.parse(data) : undefined,
+          retryAfter: res.headers['retry-after'] as string | undefined,
+        }),
+      );
     });
     req.on('error', reject);
   });
@@ -40,7 +58,9 @@ function heldPost(baseUrl: string, path: string, body: { partner_user_id: string
 describe('load shedding of mutating requests, through real HTTP', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startTestService({ env: { WRITE_CONCURRENCY: '1', WRITE_QUEUE_LENGTH: '1', WRITE_QUEUE_WAIT_MS: '300' } });
+    svc = await startTestService({
+      env: { WRITE_CONCURRENCY: '1', WRITE_QUEUE_LENGTH: '1', WRITE_QUEUE_WAIT_MS: '300' },
+    });
     holdProvisioning(svc);
   });
   afterAll(async () => svc?.close());
@@ -53,7 +73,10 @@ describe('load shedding of mutating requests, through real HTTP', () => {
     const t0 = Date.now();
     const shed = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'shed' } });
     expect(shed.status).toBe(503);
-    expect(shed.body).toEqual({ error: 'overloaded', message: expect.stringMatching(/at capacity .*1 requests running and 1 waiting.*nothing was changed/) });
+    expect(shed.body).toEqual({
+      error: 'overloaded',
+      message: expect.stringMatching(/at capacity .*1 requests running and 1 waiting.*nothing was changed/),
+    });
     expect(shed.headers.get('retry-after')).toBe('1');
     expect(Date.now() - t0).toBeLessThan(250); // at once, not after the queue wait
     // reads are not limited
@@ -69,7 +92,8 @@ describe('load shedding of mutating requests, through real HTTP', () => {
     expect(ok.body.partner_user_id).toBe('held-first');
     // nothing was created for the shed requests: provisioning them now creates them (201, not 200);
     // the slot is free again, so they run
-    for (const id of ['queued', 'shed']) expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: id } })).status).toBe(201);
+    for (const id of ['queued', 'shed'])
+      expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: id } })).status).toBe(201);
   });
 
   it('a queued request runs when the slot frees within WRITE_QUEUE_WAIT_MS; a client that leaves frees its slot', async () => {
@@ -93,12 +117,25 @@ describe('load shedding of mutating requests, through real HTTP', () => {
 
   it('a client sending its body slowly (or never) holds no write slot: other writes run meanwhile', async () => {
     const url = new URL(svc.baseUrl);
-    const slow = http.request({ host: url.hostname, port: url.port, path: '/v2/trade/users', method: 'POST', headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', 'content-length': '100', 'idempotency-key': randomUUID() } });
+    const slow = http.request({
+      host: url.hostname,
+      port: url.port,
+      path: '/v2/trade/users',
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${MASTER_KEY}`,
+        'content-type': 'application/json',
+        'content-length': '100',
+        'idempotency-key': randomUUID(),
+      },
+    });
     slow.on('error', () => undefined);
     slow.flushHeaders();
     await new Promise((r) => setTimeout(r, 100));
     try {
-      expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'beside-slow' } })).status).toBe(201);
+      expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'beside-slow' } })).status).toBe(
+        201,
+      );
     } finally {
       slow.destroy();
     }
@@ -109,17 +146,24 @@ describe('per-iteration work budget (LOOP_BUDGET_MS) through real HTTP: shed req
   let svc: TestService;
   beforeAll(async () => {
     // no concurrency limit: requests wait only for the 1 ms budget, in a queue of 2
-    svc = await startTestService({ env: { WRITE_CONCURRENCY: '0', WRITE_QUEUE_LENGTH: '2', WRITE_QUEUE_WAIT_MS: '2000', LOOP_BUDGET_MS: '1' } });
+    svc = await startTestService({
+      env: { WRITE_CONCURRENCY: '0', WRITE_QUEUE_LENGTH: '2', WRITE_QUEUE_WAIT_MS: '2000', LOOP_BUDGET_MS: '1' },
+    });
   });
   afterAll(async () => svc?.close());
 
   it('a burst of provisioning requests: each answered 201, or 503 overloaded with Retry-After having created nothing', async () => {
     const ids = Array.from({ length: 40 }, (_, i) => `burst-${i}`);
-    const answers = await Promise.all(ids.map((id) => svc.call('POST', '/v2/trade/users', { body: { partner_user_id: id } })));
+    const answers = await Promise.all(
+      ids.map((id) => svc.call('POST', '/v2/trade/users', { body: { partner_user_id: id } })),
+    );
     for (const a of answers) {
       expect([201, 503]).toContain(a.status);
       if (a.status === 503) {
-        expect(a.body).toEqual({ error: 'overloaded', message: expect.stringMatching(/at capacity .*waiting.*nothing was changed/) });
+        expect(a.body).toEqual({
+          error: 'overloaded',
+          message: expect.stringMatching(/at capacity .*waiting.*nothing was changed/),
+        });
         expect(a.headers.get('retry-after')).toBe('1');
       }
     }

@@ -27,7 +27,10 @@ describe('authentication caches through HTTP', () => {
     for (let i = 0; i < 3; i++) expect((await svc.call('GET', '/v2/trade/account', { token })).status).toBe(200);
     expect((await svc.call('DELETE', `/v2/trade/api-keys/${keyId}`)).status).toBe(200);
     const refused = await svc.call('GET', '/v2/trade/account', { token });
-    expect([refused.status, refused.body]).toEqual([401, { error: 'unauthorized', message: 'API key has been revoked' }]);
+    expect([refused.status, refused.body]).toEqual([
+      401,
+      { error: 'unauthorized', message: 'API key has been revoked' },
+    ]);
   });
 
   it('a cached key expires at its expires_at to the millisecond', async () => {
@@ -44,7 +47,10 @@ describe('authentication caches through HTTP', () => {
     const { token } = await mint({ scopes: ['trade.read'] });
     expect((await svc.call('GET', '/v2/trade/balances', { token })).status).toBe(200);
     const refused = await svc.call('DELETE', '/v2/trade/orders/ord_x', { token });
-    expect([refused.status, refused.body]).toEqual([403, { error: 'forbidden', message: 'this endpoint needs the trade.cancel scope' }]);
+    expect([refused.status, refused.body]).toEqual([
+      403,
+      { error: 'forbidden', message: 'this endpoint needs the trade.cancel scope' },
+    ]);
   });
 
   it('an unknown user is not remembered: provisioned, it is found on the next request', async () => {

@@ -21,8 +21,10 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
   const resolved = capture.events.filter((e) => e.kind === 'resolved');
   let dir: string;
   let svc: TestService;
-  const start = async () => startTestService({ store: await SqliteStore.open(dir), env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1000000' } });
-  const captureMarkets = async () => (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets as any[];
+  const start = async () =>
+    startTestService({ store: await SqliteStore.open(dir), env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1000000' } });
+  const captureMarkets = async () =>
+    (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets as any[];
 
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-capture-'));
@@ -34,13 +36,23 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
   });
 
   it('replays to the end and stops: 104 markets resolved with the captured winners, ticks 0.001 where the capture changed them, last trade prints; orders there 422', async () => {
-    const markets = await poll('capture replayed', captureMarkets, (ms) => ms.filter((m) => m.resolved).length === resolved.length);
+    const markets = await poll(
+      'capture replayed',
+      captureMarkets,
+      (ms) => ms.filter((m) => m.resolved).length === resolved.length,
+    );
     expect((svc.services.venue as SimVenue).capture!.done).toBe(true);
     for (const r of resolved) {
       if (r.kind !== 'resolved') continue;
-      expect(markets.find((m) => m.condition_id === r.conditionId)).toMatchObject({ closed: true, resolved: true, winning_token_id: r.winningTokenId });
+      expect(markets.find((m) => m.condition_id === r.conditionId)).toMatchObject({
+        closed: true,
+        resolved: true,
+        winning_token_id: r.winningTokenId,
+      });
     }
-    const ticked = new Set(capture.events.filter((e) => e.kind === 'tick').map((e) => (e as { tokenId: string }).tokenId));
+    const ticked = new Set(
+      capture.events.filter((e) => e.kind === 'tick').map((e) => (e as { tokenId: string }).tokenId),
+    );
     const withTick = markets.filter((m) => m.tokens.some((t: any) => ticked.has(t.token_id)));
     expect(withTick.length).toBeGreaterThan(0);
     for (const m of withTick) expect(m.tick_size).toBe('0.001');
@@ -49,17 +61,24 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
     expect(open).toHaveLength(112 - resolved.length);
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });
     const closed = markets.find((m) => m.resolved)!;
-    const r = await svc.call('POST', '/v2/trade/order', { body: { symbol: closed.tokens[0].token_id, side: 'buy', type: 'LIMIT', price: '0.5', size: '10' }, headers: { 'x-partner-user-id': 'carol' } });
+    const r = await svc.call('POST', '/v2/trade/order', {
+      body: { symbol: closed.tokens[0].token_id, side: 'buy', type: 'LIMIT', price: '0.5', size: '10' },
+      headers: { 'x-partner-user-id': 'carol' },
+    });
     expect(r).toMatchObject({ status: 422, body: { error: 'MARKET_CLOSED' } });
     // an open market's book is the captured levels (no ladder of the liquidity provider), near 0.99 on
     // the recorded token; the other token's book shows them mirrored (complementary matching)
-    const mirrored = (levels: { price: string; size: string }[]) => levels.map((l) => ({ price: new Dec(1).minus(l.price).toFixed(), size: l.size }));
+    const mirrored = (levels: { price: string; size: string }[]) =>
+      levels.map((l) => ({ price: new Dec(1).minus(l.price).toFixed(), size: l.size }));
     let withLevels = 0;
     for (const m of open) {
-      const [a, b] = await Promise.all(m.tokens.map(async (t: any) => (await svc.call('GET', `/v2/trade/book?token_id=${t.token_id}`)).body));
+      const [a, b] = await Promise.all(
+        m.tokens.map(async (t: any) => (await svc.call('GET', `/v2/trade/book?token_id=${t.token_id}`)).body),
+      );
       expect(b.bids).toEqual(mirrored(a.asks));
       expect(b.asks).toEqual(mirrored(a.bids));
-      for (const l of [...a.bids, ...a.asks, ...b.bids, ...b.asks]) expect(Number(l.price) >= 0.9 || Number(l.price) <= 0.1, l.price).toBe(true);
+      for (const l of [...a.bids, ...a.asks, ...b.bids, ...b.asks])
+        expect(Number(l.price) >= 0.9 || Number(l.price) <= 0.1, l.price).toBe(true);
       if (a.bids.length + a.asks.length) withLevels++;
     }
     expect(withLevels).toBeGreaterThan(0);
@@ -72,7 +91,15 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
     const replay = (svc.services.venue as SimVenue).capture!;
     expect(replay.done).toBe(true);
     const after = await captureMarkets();
-    const view = (ms: any[]) => ms.map((m) => [m.condition_id, m.resolved, m.winning_token_id, m.tick_size, m.resolved_at, m.tokens.map((t: any) => t.last_trade_price)]);
+    const view = (ms: any[]) =>
+      ms.map((m) => [
+        m.condition_id,
+        m.resolved,
+        m.winning_token_id,
+        m.tick_size,
+        m.resolved_at,
+        m.tokens.map((t: any) => t.last_trade_price),
+      ]);
     expect(view(after)).toEqual(view(before));
   });
 });

@@ -36,7 +36,8 @@ describe("the capture replay's touch is the captured best_bid / best_ask (real s
   const touchAt = new Map<number, { bid: string; ask: string }>();
   for (const line of fs.readFileSync(path.join('data', CAPTURE_FILE), 'utf8').split('\n')) {
     const f = line.split(',');
-    if (f[0] === SLUG && f[11] === up && (f[4] === 'bid' || f[4] === 'ask')) touchAt.set(Number(f[1]), { bid: f[9]!, ask: f[10]! });
+    if (f[0] === SLUG && f[11] === up && (f[4] === 'bid' || f[4] === 'ask'))
+      touchAt.set(Number(f[1]), { bid: f[9]!, ask: f[10]! });
   }
   let applied = 0;
   const venue = () => svc.services.venue as SimVenue;
@@ -46,7 +47,8 @@ describe("the capture replay's touch is the captured best_bid / best_ask (real s
     await venue().applyCaptureEvents(u);
     return { atMs: u[0]!.atMs, ...touchAt.get(u[0]!.atMs)! };
   };
-  const balance = async (u: string) => dec((await svc.call('GET', '/v2/trade/balances', { headers: tr.as(u) })).body.balance);
+  const balance = async (u: string) =>
+    dec((await svc.call('GET', '/v2/trade/balances', { headers: tr.as(u) })).body.balance);
 
   beforeAll(async () => {
     svc = await startTestService({ env: { SIM_CONTROL: 'on', SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
@@ -61,10 +63,16 @@ describe("the capture replay's touch is the captured best_bid / best_ask (real s
     expect(await applyNext()).toEqual({ atMs: 1771620041030, bid: '0.93', ask: '0.95' });
     expect(await tr.book(up)).toMatchObject({
       bids: [{ price: '0.93', size: CAPTURE_TOUCH_SIZE }],
-      asks: [{ price: '0.95', size: CAPTURE_TOUCH_SIZE }, { price: '0.99', size: '5637.62' }],
+      asks: [
+        { price: '0.95', size: CAPTURE_TOUCH_SIZE },
+        { price: '0.99', size: '5637.62' },
+      ],
     });
     expect(await tr.book(down)).toMatchObject({
-      bids: [{ price: '0.05', size: CAPTURE_TOUCH_SIZE }, { price: '0.01', size: '5637.62' }],
+      bids: [
+        { price: '0.05', size: CAPTURE_TOUCH_SIZE },
+        { price: '0.01', size: '5637.62' },
+      ],
       asks: [{ price: '0.07', size: CAPTURE_TOUCH_SIZE }],
     });
   });
@@ -86,11 +94,17 @@ describe("the capture replay's touch is the captured best_bid / best_ask (real s
       }
       expect(await tr.strategy('alice', stop.body.record_id)).toMatchObject({ status: 'ACTIVE' });
     }
-    const done = await poll('the stop fired and its sell filled', () => tr.strategy('alice', stop.body.record_id), (s) => s?.status === 'COMPLETED');
+    const done = await poll(
+      'the stop fired and its sell filled',
+      () => tr.strategy('alice', stop.body.record_id),
+      (s) => s?.status === 'COMPLETED',
+    );
     expect(done).toMatchObject({ status: 'COMPLETED', filled_size: '10' });
     // the sell of Down at its bid 0.04 met Up's ask at 0.96: full sets merged, 0.04 a share to alice
     expect((await balance('alice')).minus(before).toFixed()).toBe('0.4');
-    expect((await svc.call('GET', '/v2/trade/positions', { headers: tr.as('alice') })).body.positions).toEqual([expect.objectContaining({ token_id: down, size: '10' })]);
+    expect((await svc.call('GET', '/v2/trade/positions', { headers: tr.as('alice') })).body.positions).toEqual([
+      expect.objectContaining({ token_id: down, size: '10' }),
+    ]);
   });
 
   it("through the rest of the market's life every update's captured touch is Up's book touch (an N/A side aside), up to the ask at 0.999", async () => {

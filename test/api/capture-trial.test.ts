@@ -31,7 +31,10 @@ describe('capture trial: strategies on a capture market whose tick changes', () 
   it('PEGGED follows the touch on the current tick after a tick change 0.01 → 0.001, and its message names where it rests', async () => {
     const up = market.tokens[0].token_id as string;
     const res = await post('alice', { symbol: up, side: 'buy', type: 'PEGGED', budget_usdc: '5' });
-    expect(res).toMatchObject({ status: 200, body: { type: 'PEGGED', status: 'ACTIVE', message: 'PEGGED: $5 budget, resting at 0.49 (at the touch)' } });
+    expect(res).toMatchObject({
+      status: 200,
+      body: { type: 'PEGGED', status: 'ACTIVE', message: 'PEGGED: $5 budget, resting at 0.49 (at the touch)' },
+    });
     const id = res.body.record_id as string;
     await svc.services.strategies.whenQuiet(id);
     await (svc.services.venue as SimVenue).changeTickSize(up, dec('0.001'));
@@ -44,9 +47,13 @@ describe('capture trial: strategies on a capture market whose tick changes', () 
       async () => (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body,
       (b: any) => b.orders.some((o: any) => o.record_id === id && o.price === '0.495'),
     );
-    expect(open.orders.filter((o: any) => o.record_id === id)).toEqual([expect.objectContaining({ price: '0.495', status: 'LIVE', size: '10.1' })]);
+    expect(open.orders.filter((o: any) => o.record_id === id)).toEqual([
+      expect.objectContaining({ price: '0.495', status: 'LIVE', size: '10.1' }),
+    ]);
     await svc.services.strategies.whenQuiet(id);
-    const rec = (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find((s: any) => s.record_id === id);
+    const rec = (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find(
+      (s: any) => s.record_id === id,
+    );
     expect(rec).toMatchObject({ status: 'ACTIVE', message: 'PEGGED: $5 budget, resting at 0.495' });
   });
 
@@ -54,15 +61,29 @@ describe('capture trial: strategies on a capture market whose tick changes', () 
     const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
     const m = page.markets.find((x: any) => /^eth-15min-up-or-down-/.test(x.slug) && !x.resolved);
     const up = m.tokens[0].token_id as string;
-    const res = await post('alice', { symbol: up, side: 'buy', type: 'TWAP', price: '0.5', size: '30', execution: { interval_sec: 10, duration_sec: 30, passive: true } });
+    const res = await post('alice', {
+      symbol: up,
+      side: 'buy',
+      type: 'TWAP',
+      price: '0.5',
+      size: '30',
+      execution: { interval_sec: 10, duration_sec: 30, passive: true },
+    });
     expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE' } });
     const id = res.body.record_id as string;
-    await poll('the first slice rests', async () => (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body, (b: any) => b.orders.some((o: any) => o.record_id === id));
+    await poll(
+      'the first slice rests',
+      async () => (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body,
+      (b: any) => b.orders.some((o: any) => o.record_id === id),
+    );
     const r = await svc.call('POST', `/v2/sim/markets/${m.condition_id}/resolve`, { body: { winning_token_id: up } });
     expect(r).toMatchObject({ status: 200, body: { resolved: true, winning_token_id: up } });
     const rec = await poll(
       'the TWAP ended',
-      async () => (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find((s: any) => s.record_id === id),
+      async () =>
+        (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find(
+          (s: any) => s.record_id === id,
+        ),
       (x: any) => x.status !== 'ACTIVE',
     );
     expect(rec).toMatchObject({ type: 'TWAP', status: 'CANCELED', message: 'market resolved' });
@@ -74,7 +95,12 @@ describe('capture trial: strategies on a capture market whose tick changes', () 
     const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
     const m = page.markets.find((x: any) => /^sol-15min-up-or-down-/.test(x.slug) && !x.resolved);
     const [up, down] = m.tokens.map((t: any) => t.token_id as string);
-    expect(await svc.call('POST', '/v2/trade/positions/split', { body: { condition_id: m.condition_id, amount: '20' }, headers: as('alice') })).toMatchObject({ status: 200 });
+    expect(
+      await svc.call('POST', '/v2/trade/positions/split', {
+        body: { condition_id: m.condition_id, amount: '20' },
+        headers: as('alice'),
+      }),
+    ).toMatchObject({ status: 200 });
     const res = await post('alice', { symbol: up, side: 'sell', type: 'STOP_LOSS', price: '0.45', size: '10' });
     expect(res).toMatchObject({ status: 200, body: { type: 'STOP_LOSS', status: 'ACTIVE' } });
     const id = res.body.record_id as string;
@@ -90,12 +116,18 @@ describe('capture trial: strategies on a capture market whose tick changes', () 
     await Promise.all([moved, resolved]);
     const rec = await poll(
       'the stop ended',
-      async () => (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find((s: any) => s.record_id === id),
+      async () =>
+        (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find(
+          (s: any) => s.record_id === id,
+        ),
       (x: any) => !['ACTIVE', 'TRIGGERED'].includes(x.status),
     );
     expect(rec).toMatchObject({ type: 'STOP_LOSS', status: 'CANCELED', message: 'market resolved' });
     // the shares are still there to redeem (the sell never traded)
-    const red = await svc.call('POST', '/v2/trade/positions/redeem', { body: { condition_id: m.condition_id }, headers: as('alice') });
+    const red = await svc.call('POST', '/v2/trade/positions/redeem', {
+      body: { condition_id: m.condition_id },
+      headers: as('alice'),
+    });
     expect(red).toMatchObject({ status: 200, body: { type: 'REDEEM', payout_usd: '20' } });
   });
 });
@@ -112,8 +144,19 @@ describe('capture trial: the captured book levels are on the tick the market sho
   it('sol 10:15 (no tick_size_change in the capture, levels in 0.001 steps) shows tick 0.001 (inferred from its levels), and open books hold only levels on the tick of their market', async () => {
     const capture = loadCatalogue().capture!;
     const slug = 'sol-15min-up-or-down-10:15';
-    expect(capture.events.some((e) => e.kind === 'tick' && !e.inferred && capture.markets.find((m) => m.slug === slug)!.tokens.some((t) => t.tokenId === e.tokenId))).toBe(false);
-    await poll('capture replayed', async () => (svc.services.venue as SimVenue).capture!.done, (d) => d);
+    expect(
+      capture.events.some(
+        (e) =>
+          e.kind === 'tick' &&
+          !e.inferred &&
+          capture.markets.find((m) => m.slug === slug)!.tokens.some((t) => t.tokenId === e.tokenId),
+      ),
+    ).toBe(false);
+    await poll(
+      'capture replayed',
+      async () => (svc.services.venue as SimVenue).capture!.done,
+      (d) => d,
+    );
     const markets = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets as any[];
     expect(markets.find((m) => m.slug === slug)).toMatchObject({ tick_size: '0.001', resolved: true });
     // every level of every open capture book is on the tick its market shows

@@ -25,22 +25,37 @@ describe('a strategy child order refused by risk', () => {
     const ask = book.asks[0].price as string;
     // 3 IOC slices at the ask; the request is covered ($100)
     const size = String(Math.floor(60 / Number(ask)));
-    const res = await post({ symbol: token, side: 'buy', type: 'TWAP', price: ask, size, execution: { interval_sec: 10, duration_sec: 30 } });
+    const res = await post({
+      symbol: token,
+      side: 'buy',
+      type: 'TWAP',
+      price: ask,
+      size,
+      execution: { interval_sec: 10, duration_sec: 30 },
+    });
     expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE' } });
     const id = res.body.record_id;
     await svc.services.strategies.idle();
     // carol then commits every free dollar to a resting buy: the next slice is no longer covered
     const free = (await svc.call('GET', '/v2/trade/balances', { headers })).body.available as string;
     const restSize = String(Math.floor(Number(free) / 0.01));
-    expect((await post({ symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: restSize })).body.status).toBe('LIVE');
+    expect((await post({ symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: restSize })).body.status).toBe(
+      'LIVE',
+    );
     const left = (await svc.call('GET', '/v2/trade/balances', { headers })).body.available as string;
     const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
     const sliceId = `ord_${id}_${c.seq + 1}`;
     await svc.services.host.deliverTimer({ actorId: id, timerName: 'slice', atMs: c.deadlines.slice! });
     await svc.services.strategies.idle();
-    const s = (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers })).body.strategies.find((x: any) => x.record_id === id);
+    const s = (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers })).body.strategies.find(
+      (x: any) => x.record_id === id,
+    );
     expect(s.status).toBe('FAILED');
-    expect(s.message).toMatch(new RegExp(`^order refused: INSUFFICIENT_BALANCE — this buy needs \\$[0-9.]+ pUSD; available \\$${left.replace('.', '\\.')}$`));
+    expect(s.message).toMatch(
+      new RegExp(
+        `^order refused: INSUFFICIENT_BALANCE — this buy needs \\$[0-9.]+ pUSD; available \\$${left.replace('.', '\\.')}$`,
+      ),
+    );
     // the refused slice was never created: no record, nothing REJECTED, only the first slice on record
     expect(await svc.services.actors.get(sliceId)).toBeNull();
     const act = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers })).body.activity as any[];

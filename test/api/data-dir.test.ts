@@ -13,8 +13,7 @@ async function filesOf(dir: string): Promise<Array<{ file: string; mode: number 
     if (e.isDirectory()) {
       expect((await fs.stat(p)).mode & 0o777, p).toBe(0o700);
       out.push(...(await filesOf(p)));
-    }
-    else if (e.isFile()) out.push({ file: p, mode: (await fs.stat(p)).mode & 0o777 });
+    } else if (e.isFile()) out.push({ file: p, mode: (await fs.stat(p)).mode & 0o777 });
   }
   return out;
 }
@@ -46,22 +45,46 @@ describe('DATA_DIR at rest', () => {
     const call = async (method: string, p: string, body?: unknown, idem: string = randomUUID()) => {
       const res = await fetch(svc.baseUrl + p, {
         method,
-        headers: { authorization: `Bearer ${master}`, 'content-type': 'application/json', ...(method === 'GET' ? {} : { 'idempotency-key': idem }) },
+        headers: {
+          authorization: `Bearer ${master}`,
+          'content-type': 'application/json',
+          ...(method === 'GET' ? {} : { 'idempotency-key': idem }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       return { status: res.status, body: (await res.json()) as any, replayed: res.headers.get('idempotent-replayed') };
     };
     expect((await call('POST', '/v2/trade/users', { partner_user_id: 'alice' })).status).toBe(201);
     const idem = randomUUID();
-    const minted = await call('POST', '/v2/trade/users/alice/api-keys', { scopes: ['trade.read', 'trade.withdraw'] }, idem);
+    const minted = await call(
+      'POST',
+      '/v2/trade/users/alice/api-keys',
+      { scopes: ['trade.read', 'trade.withdraw'] },
+      idem,
+    );
     expect(minted.status).toBe(201);
     const token: string = minted.body.api_key;
     expect(token).toMatch(/^pts_/);
     expect((await call('DELETE', `/v2/trade/api-keys/${minted.body.key_id}`)).status).toBe(200);
-    const replay = await call('POST', '/v2/trade/users/alice/api-keys', { scopes: ['trade.read', 'trade.withdraw'] }, idem);
-    expect(replay).toMatchObject({ status: 201, replayed: 'true', body: { key_id: minted.body.key_id, message: expect.stringMatching(/shown once/) } });
+    const replay = await call(
+      'POST',
+      '/v2/trade/users/alice/api-keys',
+      { scopes: ['trade.read', 'trade.withdraw'] },
+      idem,
+    );
+    expect(replay).toMatchObject({
+      status: 201,
+      replayed: 'true',
+      body: { key_id: minted.body.key_id, message: expect.stringMatching(/shown once/) },
+    });
     expect(replay.body.api_key).toBeUndefined();
-    expect((await fetch(`${svc.baseUrl}/v2/trade/activity`, { headers: { authorization: `Bearer ${master}`, 'x-partner-user-id': 'alice' } })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${svc.baseUrl}/v2/trade/activity`, {
+          headers: { authorization: `Bearer ${master}`, 'x-partner-user-id': 'alice' },
+        })
+      ).status,
+    ).toBe(200);
 
     const check = async () => {
       expect((await fs.stat(dir)).mode & 0o777).toBe(0o700);
@@ -94,7 +117,10 @@ describe('DATA_DIR at rest', () => {
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as { level: number; msg: string; tightened?: string[] })
       .find((l) => l.msg.startsWith('DATA_DIR:'));
-    expect(warn).toMatchObject({ level: 40, msg: `DATA_DIR: 2 path(s) under ${dir} were readable by other local users; now 700 (folders) / 600 (files)` });
+    expect(warn).toMatchObject({
+      level: 40,
+      msg: `DATA_DIR: 2 path(s) under ${dir} were readable by other local users; now 700 (folders) / 600 (files)`,
+    });
     expect(warn!.tightened).toEqual([dir, path.join(dir, 'store.sqlite')]);
     await stop(svc);
   });

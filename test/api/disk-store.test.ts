@@ -20,7 +20,10 @@ describe('on the on-disk store', () => {
 
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-disk-'));
-    svc = await startTestService({ store: await SqliteStore.open(dir), env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' } });
+    svc = await startTestService({
+      store: await SqliteStore.open(dir),
+      env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' },
+    });
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
     markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
   });
@@ -31,8 +34,21 @@ describe('on the on-disk store', () => {
 
   it('DELETE of a working ICEBERG or PEGGED answers 200 with the record CANCELED (its order canceled first), not ACTIVE', async () => {
     const { token, bid } = await freshToken(0.3, 0.6);
-    const iceberg = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid - 0.05), size: '100', execution: { clip_size: '20' } }, headers: alice });
-    const peg = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '20' }, headers: alice });
+    const iceberg = await svc.call('POST', '/v2/trade/order', {
+      body: {
+        symbol: token,
+        side: 'buy',
+        type: 'ICEBERG',
+        price: px(bid - 0.05),
+        size: '100',
+        execution: { clip_size: '20' },
+      },
+      headers: alice,
+    });
+    const peg = await svc.call('POST', '/v2/trade/order', {
+      body: { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '20' },
+      headers: alice,
+    });
     for (const r of [iceberg, peg]) {
       expect(r.body.status).toBe('ACTIVE');
       const del = await svc.call('DELETE', `/v2/trade/strategies/${r.body.record_id}`, { headers: alice });

@@ -8,7 +8,15 @@ import { ROUTES, SIM_ROUTES } from '../../api/routes.js';
 
 /** Every mounted (method, path) of the route table, in mounting order (api/app.ts `createApp`). */
 const MOUNTED: Array<[method: 'get' | 'post' | 'patch' | 'delete', path: string]> = [
-  ...ROUTES.flatMap((r) => (r.v1 ? [[r.method, r.path], [r.method, r.path.replace(/^\/v2\//, '/v1/')]] : [[r.method, r.path]]) as Array<[typeof r.method, string]>),
+  ...ROUTES.flatMap(
+    (r) =>
+      (r.v1
+        ? [
+            [r.method, r.path],
+            [r.method, r.path.replace(/^\/v2\//, '/v1/')],
+          ]
+        : [[r.method, r.path]]) as Array<[typeof r.method, string]>,
+  ),
   ...SIM_ROUTES.map((r) => [r.method, r.path] as [typeof r.method, string]),
 ];
 
@@ -58,7 +66,17 @@ describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, witho
   });
 
   it('answers every method on every path of the table (and its near misses) exactly as Express alone, through the real HTTP path', async () => {
-    const paths = new Set<string>(['/', '/v2/trade', '/v2/trade/', '/v2/trade/orders/', '/v2/trade/orders//x', '/nope', '/v2/trade/orders/open/', '/v2/trade/orders/%ff', '/v2/trade/orders/a%2Fb']);
+    const paths = new Set<string>([
+      '/',
+      '/v2/trade',
+      '/v2/trade/',
+      '/v2/trade/orders/',
+      '/v2/trade/orders//x',
+      '/nope',
+      '/v2/trade/orders/open/',
+      '/v2/trade/orders/%ff',
+      '/v2/trade/orders/a%2Fb',
+    ]);
     for (const [, path] of MOUNTED) {
       const filled = path.replace(/:[A-Za-z_]+/g, 'abc');
       paths.add(filled);
@@ -70,13 +88,17 @@ describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, witho
     let viaDispatch = 0;
     for (const path of paths) {
       for (const method of ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE', 'OPTIONS', 'PUT']) {
-        const [a, b] = await Promise.all([fetch(plain.url + path, { method }), fetch(dispatched.url + path, { method })]);
+        const [a, b] = await Promise.all([
+          fetch(plain.url + path, { method }),
+          fetch(dispatched.url + path, { method }),
+        ]);
         const what = `${method} ${path}`;
         expect(b.status, what).toBe(a.status);
         expect(await b.text(), what).toBe(await a.text());
         expect(b.headers.get('allow'), what).toBe(a.headers.get('allow'));
         if (b.headers.get('x-via') === 'dispatch') viaDispatch++;
-        else if (a.status === 200 && method !== 'OPTIONS' && !path.includes('%')) throw new Error(`${what} was not dispatched`);
+        else if (a.status === 200 && method !== 'OPTIONS' && !path.includes('%'))
+          throw new Error(`${what} was not dispatched`);
       }
     }
     expect(viaDispatch).toBeGreaterThan(MOUNTED.length);
@@ -84,7 +106,10 @@ describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, witho
 
   it('keeps mounting order: an earlier parametrised route wins over a later exact one, an earlier exact one over a later parametrised one', async () => {
     const dispatcher = new RouteDispatcher();
-    const says = (what: string): RequestHandler => (_req, res) => void res.json(what);
+    const says =
+      (what: string): RequestHandler =>
+      (_req, res) =>
+        void res.json(what);
     dispatcher.add('get', '/a/:id', [says('param a')]);
     dispatcher.add('get', '/a/fixed', [says('exact a')]);
     dispatcher.add('get', '/b/fixed', [says('exact b')]);
@@ -109,9 +134,19 @@ describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, witho
 
   it('a handler that throws, rejects or passes an error reaches the error middleware; next() after the last handler continues', async () => {
     const dispatcher = new RouteDispatcher();
-    dispatcher.add('get', '/throw', [() => { throw Object.assign(new Error('thrown'), { status: 418 }); }]);
-    dispatcher.add('get', '/reject', [async () => { throw Object.assign(new Error('rejected'), { status: 409 }); }]);
-    dispatcher.add('get', '/next-err', [(_req, _res, next) => next(Object.assign(new Error('passed'), { status: 422 }))]);
+    dispatcher.add('get', '/throw', [
+      () => {
+        throw Object.assign(new Error('thrown'), { status: 418 });
+      },
+    ]);
+    dispatcher.add('get', '/reject', [
+      async () => {
+        throw Object.assign(new Error('rejected'), { status: 409 });
+      },
+    ]);
+    dispatcher.add('get', '/next-err', [
+      (_req, _res, next) => next(Object.assign(new Error('passed'), { status: 422 })),
+    ]);
     dispatcher.add('get', '/through', [(_req, _res, next) => next()]);
     const app = express();
     app.use(dispatcher.middleware());
@@ -119,7 +154,12 @@ describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, witho
     app.use(onError);
     const s = await listen(app);
     try {
-      for (const [path, status, error] of [['/throw', 418, 'thrown'], ['/reject', 409, 'rejected'], ['/next-err', 422, 'passed'], ['/through', 404, 'fell through']] as const) {
+      for (const [path, status, error] of [
+        ['/throw', 418, 'thrown'],
+        ['/reject', 409, 'rejected'],
+        ['/next-err', 422, 'passed'],
+        ['/through', 404, 'fell through'],
+      ] as const) {
         const res = await fetch(s.url + path);
         expect([res.status, await res.json()], path).toEqual([status, { error }]);
       }
@@ -142,7 +182,9 @@ describe('jsonBody (api/json-body.ts): the fast path reads what express.json rea
     return app;
   };
   beforeAll(async () => {
-    general = await listen(parserApp(express.json({ limit: LIMIT, strict: true, type: ['application/json', 'application/*+json'] })));
+    general = await listen(
+      parserApp(express.json({ limit: LIMIT, strict: true, type: ['application/json', 'application/*+json'] })),
+    );
     fast = await listen(parserApp(jsonBody(LIMIT)));
   });
   afterAll(async () => {
@@ -152,10 +194,32 @@ describe('jsonBody (api/json-body.ts): the fast path reads what express.json rea
 
   it('the same body or the same error type, status and text, for every content type and body', async () => {
     const bodies: Array<string | Uint8Array<ArrayBuffer>> = [
-      '{"a":1}', '[1,2]', ' \n\t{"a":"é€𝄞"}', '\ufeff{"bom":true}', '', ' ', 'null', '1', '"x"', 'true', '{"a":', '{"a":1}x', 'x',
-      `{"pad":"${'a'.repeat(LIMIT)}"}`, `{"pad":"${'a'.repeat(LIMIT - 10)}"}`, new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+      '{"a":1}',
+      '[1,2]',
+      ' \n\t{"a":"é€𝄞"}',
+      '\ufeff{"bom":true}',
+      '',
+      ' ',
+      'null',
+      '1',
+      '"x"',
+      'true',
+      '{"a":',
+      '{"a":1}x',
+      'x',
+      `{"pad":"${'a'.repeat(LIMIT)}"}`,
+      `{"pad":"${'a'.repeat(LIMIT - 10)}"}`,
+      new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
     ];
-    const types = ['application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'application/merge-patch+json', 'text/plain', 'APPLICATION/JSON', undefined];
+    const types = [
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/json; charset=latin1',
+      'application/merge-patch+json',
+      'text/plain',
+      'APPLICATION/JSON',
+      undefined,
+    ];
     for (const body of bodies) {
       for (const type of types) {
         const init: RequestInit = { method: 'POST', body, headers: type ? { 'content-type': type } : {} };
@@ -171,11 +235,20 @@ describe('jsonBody (api/json-body.ts): the fast path reads what express.json rea
     for (const app of [general, fast]) {
       const url = new URL(`${app.url}/p`);
       const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const req = http.request({ host: url.hostname, port: url.port, path: '/p', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength('{"a":"€€€"}') } }, (res) => {
-          let text = '';
-          res.on('data', (d) => (text += d));
-          res.on('end', () => resolve({ status: res.statusCode!, text }));
-        });
+        const req = http.request(
+          {
+            host: url.hostname,
+            port: url.port,
+            path: '/p',
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength('{"a":"€€€"}') },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (d) => (text += d));
+            res.on('end', () => resolve({ status: res.statusCode!, text }));
+          },
+        );
         req.on('error', reject);
         req.write('{"a":"');
         setTimeout(() => req.end('€€€"}'), 30);

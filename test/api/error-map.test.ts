@@ -19,14 +19,24 @@ describe('domain error → HTTP (api/error-map.ts)', () => {
 
   it.each([
     ['INVALID_REQUEST', 'x', 400, 'invalid_request'],
-    ['PRICE_IN_CENTS', 'price must be a decimal probability 0.001–0.999; received 72 — did you mean 0.72?', 400, 'price must be a decimal probability 0.001–0.999; received 72 — did you mean 0.72?'],
+    [
+      'PRICE_IN_CENTS',
+      'price must be a decimal probability 0.001–0.999; received 72 — did you mean 0.72?',
+      400,
+      'price must be a decimal probability 0.001–0.999; received 72 — did you mean 0.72?',
+    ],
     ['UNAUTHORIZED', 'x', 401, 'unauthorized'],
     ['FORBIDDEN', 'x', 403, 'forbidden'],
     ['NOT_FOUND', 'x', 404, 'not_found'],
     ['CONFLICT', 'x', 409, 'conflict'],
     ['IDEMPOTENCY_KEY_IN_USE', 'x', 409, 'idempotency_key_in_use'],
     ['INSUFFICIENT_BALANCE', 'this buy needs $5 pUSD; available $1', 422, 'INSUFFICIENT_BALANCE'],
-    ['NOT_ENOUGH_SHARES', 'Not enough shares to place this sell — holding 3', 422, 'Not enough shares to place this sell — holding 3'],
+    [
+      'NOT_ENOUGH_SHARES',
+      'Not enough shares to place this sell — holding 3',
+      422,
+      'Not enough shares to place this sell — holding 3',
+    ],
     ['ORDER_CROSSES_BOOK', 'x', 422, 'order crosses book'],
     ['NO_LIQUIDITY', 'x', 422, 'NO_LIQUIDITY'],
     ['WOULD_TRIGGER_IMMEDIATELY', 'x', 422, 'WOULD_TRIGGER_IMMEDIATELY'],
@@ -40,10 +50,19 @@ describe('domain error → HTTP (api/error-map.ts)', () => {
     expect(httpOf(new DomainError(code, message))).toEqual({ status, error, message, headers: {} });
   });
 
-  it('VENUE_REJECTED answers 422 with the venue\'s code; retryAfterSec becomes Retry-After', () => {
-    expect(httpOf(new DomainError('VENUE_REJECTED', 'price off the tick', { venueError: 'invalid_request' }))).toMatchObject({ status: 422, error: 'invalid_request' });
-    expect(httpOf(errors.unavailable('journal failing', 1))).toEqual({ status: 503, error: 'unavailable', message: 'journal failing', headers: { 'Retry-After': '1' } });
-    expect(httpOf(new DomainError('IDEMPOTENCY_KEY_IN_USE', 'x', { retryAfterSec: 1 })).headers).toEqual({ 'Retry-After': '1' });
+  it("VENUE_REJECTED answers 422 with the venue's code; retryAfterSec becomes Retry-After", () => {
+    expect(
+      httpOf(new DomainError('VENUE_REJECTED', 'price off the tick', { venueError: 'invalid_request' })),
+    ).toMatchObject({ status: 422, error: 'invalid_request' });
+    expect(httpOf(errors.unavailable('journal failing', 1))).toEqual({
+      status: 503,
+      error: 'unavailable',
+      message: 'journal failing',
+      headers: { 'Retry-After': '1' },
+    });
+    expect(httpOf(new DomainError('IDEMPOTENCY_KEY_IN_USE', 'x', { retryAfterSec: 1 })).headers).toEqual({
+      'Retry-After': '1',
+    });
   });
 
   it('anything else is not an answer (the middleware makes it a 500)', () => {

@@ -25,8 +25,14 @@ const ENV = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
 const RECOVER_MS = 2000;
 
 /** Store writes a rule can aim at. */
-const actorInsert = (id: string | RegExp) => (i: OpInfo) => i.collection === 'actors' && i.op === 'insertOne' && (typeof id === 'string' ? i.doc?._id === id : id.test(i.doc?._id ?? ''));
-const actorUpdate = (id: string | RegExp) => (i: OpInfo) => i.collection === 'actors' && i.op === 'updateOne' && (typeof id === 'string' ? i.filter?._id === id : id.test(String(i.filter?._id)));
+const actorInsert = (id: string | RegExp) => (i: OpInfo) =>
+  i.collection === 'actors' &&
+  i.op === 'insertOne' &&
+  (typeof id === 'string' ? i.doc?._id === id : id.test(i.doc?._id ?? ''));
+const actorUpdate = (id: string | RegExp) => (i: OpInfo) =>
+  i.collection === 'actors' &&
+  i.op === 'updateOne' &&
+  (typeof id === 'string' ? i.filter?._id === id : id.test(String(i.filter?._id)));
 
 interface Ctx {
   svc: TestService;
@@ -53,14 +59,30 @@ async function recoverAndCheck({ svc, store, tr }: Ctx, timeoutMs = RECOVER_MS):
   store.clear();
   await checkInvariants(svc.services, { acknowledged: tr.acknowledged, timeoutMs });
   // the fault is over: health says so
-  await poll('health ok', () => svc.call('GET', '/healthz'), (h) => h.status === 200, timeoutMs);
-  expect((await svc.call('GET', '/healthz')).body).toMatchObject({ status: 'ok', store: { ok: true }, scheduler: { running: true } });
+  await poll(
+    'health ok',
+    () => svc.call('GET', '/healthz'),
+    (h) => h.status === 200,
+    timeoutMs,
+  );
+  expect((await svc.call('GET', '/healthz')).body).toMatchObject({
+    status: 'ok',
+    store: { ok: true },
+    scheduler: { running: true },
+  });
 }
 
 /** The system still trades after the fault: an IOC buy fills and a resting order cancels. */
 async function stillTrades({ tr }: Ctx): Promise<void> {
   const { token, bid } = await tr.freshToken(0.2, 0.7);
-  const r = await tr.post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '5', time_in_force: 'IOC' });
+  const r = await tr.post('bob', {
+    symbol: token,
+    side: 'buy',
+    type: 'LIMIT',
+    price: '0.99',
+    size: '5',
+    time_in_force: 'IOC',
+  });
   expect(r).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });
   const rest = await tr.post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '5' });
   expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
@@ -71,10 +93,19 @@ describe('orders under store faults', () => {
     const ctx = await setup();
     const { token } = await ctx.tr.freshToken();
     ctx.store.failWhen(actorInsert(/^ord_/), { times: 1 });
-    const r = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+    const r = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: '10',
+      time_in_force: 'IOC',
+    });
     expect(r.status).toBeGreaterThanOrEqual(500);
     expect(ctx.store.faults('actors')).toBe(1);
-    expect((await ctx.svc.call('GET', '/v2/trade/positions', { headers: ctx.tr.as('alice') })).body.positions).toEqual([]);
+    expect((await ctx.svc.call('GET', '/v2/trade/positions', { headers: ctx.tr.as('alice') })).body.positions).toEqual(
+      [],
+    );
     await recoverAndCheck(ctx);
     await stillTrades(ctx);
     await recoverAndCheck(ctx);
@@ -87,11 +118,23 @@ describe('orders under store faults', () => {
     const ctx = await setup();
     const { token } = await ctx.tr.freshToken();
     ctx.store.failWhen(actorUpdate(/^ord_/), { times: 1 });
-    const r = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+    const r = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: '10',
+      time_in_force: 'IOC',
+    });
     expect(ctx.store.faults('actors')).toBe(1);
     if (r.status === 200) {
       const id = r.body.order_id as string;
-      await poll('the order shows its fill', () => ctx.tr.order('alice', id), (o) => o.status === 'FILLED', RECOVER_MS);
+      await poll(
+        'the order shows its fill',
+        () => ctx.tr.order('alice', id),
+        (o) => o.status === 'FILLED',
+        RECOVER_MS,
+      );
     }
     await recoverAndCheck(ctx);
   });
@@ -99,7 +142,13 @@ describe('orders under store faults', () => {
   it('a failed record write on cancel: DELETE fails, the order stays LIVE and cancels on retry', async () => {
     const ctx = await setup();
     const { token, bid } = await ctx.tr.freshToken();
-    const r = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '10' });
+    const r = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: px(bid - 0.05),
+      size: '10',
+    });
     const id = r.body.order_id as string;
     ctx.store.failWhen(actorUpdate(id), { times: 1 });
     const del = await ctx.svc.call('DELETE', `/v2/trade/orders/${id}`, { headers: ctx.tr.as('alice') });
@@ -117,7 +166,14 @@ describe('orders under store faults', () => {
     const ctx = await setup();
     const { token } = await ctx.tr.freshToken();
     ctx.store.failNth('venueJournal', 'insertOne', 1);
-    const r = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+    const r = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: '10',
+      time_in_force: 'IOC',
+    });
     expect(r).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '10' } });
     ctx.store.enabled = false;
     await stillTrades(ctx);
@@ -132,14 +188,37 @@ describe('orders under store faults', () => {
     const { token } = await ctx.tr.freshToken();
     expect(await ctx.svc.call('GET', '/healthz')).toMatchObject({ status: 200, body: { status: 'ok' } });
     ctx.store.failWhen((i) => i.collection === 'venueJournal');
-    const caught = ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
-    await poll('health degraded', () => ctx.svc.call('GET', '/healthz'), (h) => h.status === 503, 10_000);
-    expect(await ctx.svc.call('GET', '/healthz')).toMatchObject({ status: 503, body: { status: 'degraded', venue: { ok: false } } });
-    const refused = await ctx.svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' }, headers: ctx.tr.as('alice') });
+    const caught = ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: '10',
+      time_in_force: 'IOC',
+    });
+    await poll(
+      'health degraded',
+      () => ctx.svc.call('GET', '/healthz'),
+      (h) => h.status === 503,
+      10_000,
+    );
+    expect(await ctx.svc.call('GET', '/healthz')).toMatchObject({
+      status: 503,
+      body: { status: 'degraded', venue: { ok: false } },
+    });
+    const refused = await ctx.svc.call('POST', '/v2/trade/order', {
+      body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' },
+      headers: ctx.tr.as('alice'),
+    });
     expect(refused).toMatchObject({ status: 503, body: { error: 'unavailable' } });
     ctx.store.enabled = false;
     expect(await caught).toMatchObject({ status: 200, body: { status: 'FILLED' } });
-    await poll('health ok again', () => ctx.svc.call('GET', '/healthz'), (h) => h.status === 200, 10_000);
+    await poll(
+      'health ok again',
+      () => ctx.svc.call('GET', '/healthz'),
+      (h) => h.status === 200,
+      10_000,
+    );
     await stillTrades(ctx);
     await recoverAndCheck(ctx);
   });
@@ -149,14 +228,27 @@ describe('stops under store faults', () => {
   async function armedStop(ctx: Ctx) {
     const { token, bid } = await ctx.tr.freshToken(0.3, 0.7);
     await ctx.tr.buyShares('alice', token, 10);
-    const res = await ctx.tr.post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid - 0.01), size: '10' });
+    const res = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'sell',
+      type: 'STOP_LOSS',
+      price: px(bid - 0.01),
+      size: '10',
+    });
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     /** bob sells through the top bid: the bid falls to the stop level */
     const fire = async () => {
       const b = await ctx.tr.book(token);
       const size = b.bids.filter((l) => Number(l.price) >= bid).reduce((a, l) => a + Number(l.size), 0);
       await ctx.tr.buyShares('bob', token, size);
-      const r = await ctx.tr.post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: px(bid), size: String(size), time_in_force: 'IOC' });
+      const r = await ctx.tr.post('bob', {
+        symbol: token,
+        side: 'sell',
+        type: 'LIMIT',
+        price: px(bid),
+        size: String(size),
+        time_in_force: 'IOC',
+      });
       expect(r.body.status).toBe('FILLED');
     };
     return { id: res.body.record_id as string, token, bid, fire };
@@ -171,7 +263,12 @@ describe('stops under store faults', () => {
     await stop.fire();
     expect(ctx.store.faults('actors')).toBe(1);
     ctx.store.enabled = false;
-    await poll('stop completed', () => ctx.tr.strategy('alice', stop.id), (s) => s.status === 'COMPLETED', RECOVER_MS);
+    await poll(
+      'stop completed',
+      () => ctx.tr.strategy('alice', stop.id),
+      (s) => s.status === 'COMPLETED',
+      RECOVER_MS,
+    );
     await recoverAndCheck(ctx);
   });
 
@@ -184,7 +281,12 @@ describe('stops under store faults', () => {
     await stop.fire();
     expect(ctx.store.faults('actors')).toBe(1);
     ctx.store.enabled = false;
-    const s = await poll('stop ended', () => ctx.tr.strategy('alice', stop.id), (x) => ['COMPLETED', 'FAILED'].includes(x.status), RECOVER_MS);
+    const s = await poll(
+      'stop ended',
+      () => ctx.tr.strategy('alice', stop.id),
+      (x) => ['COMPLETED', 'FAILED'].includes(x.status),
+      RECOVER_MS,
+    );
     if (s.status === 'FAILED') expect(s.message).toMatch(/\w/);
     await recoverAndCheck(ctx);
   });
@@ -201,15 +303,31 @@ describe('TWAP under store faults (real scheduler, controlled clock)', () => {
     clock = useTestClock();
     const ctx = await setup();
     const { token, ask } = await ctx.tr.freshToken(0.25, 0.6);
-    const res = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask + 0.03), execution: { interval_sec: 10, duration_sec: 30 } });
+    const res = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'TWAP',
+      size: '30',
+      price: px(ask + 0.03),
+      execution: { interval_sec: 10, duration_sec: 30 },
+    });
     const id = res.body.record_id as string;
     // the next two writes of the TWAP's record (the slice-2 timer delivery and its retry) fail
     const rule = ctx.store.failWhen(actorUpdate(id), { times: 2 });
     clock.jump(10_000);
-    await poll('slice 2 after retries', () => ctx.tr.strategy('alice', id), (s) => s.slices_done === 2, 15_000);
+    await poll(
+      'slice 2 after retries',
+      () => ctx.tr.strategy('alice', id),
+      (s) => s.slices_done === 2,
+      15_000,
+    );
     expect(rule.fired).toBe(2);
     clock.jump(10_000);
-    const s = await poll('completed', () => ctx.tr.strategy('alice', id), (x) => x.status === 'COMPLETED');
+    const s = await poll(
+      'completed',
+      () => ctx.tr.strategy('alice', id),
+      (x) => x.status === 'COMPLETED',
+    );
     expect(s).toMatchObject({ filled_size: '30', slices_done: 3 });
     await recoverAndCheck(ctx);
   });
@@ -220,16 +338,32 @@ describe('TWAP under store faults (real scheduler, controlled clock)', () => {
     clock = useTestClock();
     const ctx = await setup();
     const { token, ask } = await ctx.tr.freshToken(0.25, 0.6);
-    const res = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask + 0.03), execution: { interval_sec: 10, duration_sec: 30 } });
+    const res = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'TWAP',
+      size: '30',
+      price: px(ask + 0.03),
+      execution: { interval_sec: 10, duration_sec: 30 },
+    });
     const id = res.body.record_id as string;
     ctx.store.failWhen(actorInsert(`ord_${id}_2`), { times: 1 });
     clock.jump(10_000);
-    await poll('slice 2 attempted', async () => ctx.store.faults('actors'), (n) => n === 1);
+    await poll(
+      'slice 2 attempted',
+      async () => ctx.store.faults('actors'),
+      (n) => n === 1,
+    );
     ctx.store.enabled = false;
     clock.jump(10_000);
     await sleep(500);
     clock.jump(10_000);
-    const s = await poll('ended', () => ctx.tr.strategy('alice', id), (x) => x.status !== 'ACTIVE', RECOVER_MS);
+    const s = await poll(
+      'ended',
+      () => ctx.tr.strategy('alice', id),
+      (x) => x.status !== 'ACTIVE',
+      RECOVER_MS,
+    );
     expect(['COMPLETED', 'FAILED']).toContain(s.status);
     await recoverAndCheck(ctx);
   });
@@ -242,12 +376,23 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
     const { token, bid } = await ctx.tr.freshToken(0.25, 0.6);
     await ctx.tr.buyShares('bob', token, 10);
     const price = px(bid + 0.01);
-    const res = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price, size: '30', execution: { clip_size: '10' } });
+    const res = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'ICEBERG',
+      price,
+      size: '30',
+      execution: { clip_size: '10' },
+    });
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     const id = res.body.record_id as string;
     ctx.store.failWhen(actorInsert(`ord_${id}_2`), { times: 1 });
     await ctx.tr.takeChildren('alice', id, 'bob');
-    await poll('clip 2 attempted', async () => ctx.store.faults('actors'), (n) => n === 1);
+    await poll(
+      'clip 2 attempted',
+      async () => ctx.store.faults('actors'),
+      (n) => n === 1,
+    );
     await recoverAndCheck(ctx);
   });
 
@@ -255,12 +400,22 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
   it('PEGGED: the re-pegged order cannot be placed once; the peg retries or ends with the reason', async () => {
     const ctx = await setup();
     const { token, bid } = await ctx.tr.freshToken(0.25, 0.6);
-    const res = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '20', price_ceiling: Number(px(bid + 0.02)) });
+    const res = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'PEGGED',
+      budget_usdc: '20',
+      price_ceiling: Number(px(bid + 0.02)),
+    });
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     const id = res.body.record_id as string;
     ctx.store.failWhen(actorInsert(`ord_${id}_2`), { times: 1 });
     await ctx.tr.post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid + 0.01), size: '5' }); // the touch moves: re-peg
-    await poll('re-peg attempted', async () => ctx.store.faults('actors'), (n) => n === 1);
+    await poll(
+      're-peg attempted',
+      async () => ctx.store.faults('actors'),
+      (n) => n === 1,
+    );
     await recoverAndCheck(ctx);
   });
 
@@ -269,7 +424,13 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
   it('PEGGED: a re-peg whose record write fails once still ends pegged at the new touch', async () => {
     const ctx = await setup();
     const { token, bid } = await ctx.tr.freshToken(0.25, 0.6);
-    const res = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '20', price_ceiling: Number(px(bid + 0.02)) });
+    const res = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'PEGGED',
+      budget_usdc: '20',
+      price_ceiling: Number(px(bid + 0.02)),
+    });
     const id = res.body.record_id as string;
     ctx.store.failWhen(actorUpdate(id), { times: 1 });
     // bob improves the bid by one tick (the spread is two ticks: bid + 0.02 would take the ask)
@@ -287,7 +448,15 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
     const ctx = await setup();
     const { token, bid, ask } = await ctx.tr.freshToken(0.3, 0.7);
     ctx.store.failWhen(actorInsert(/^ord_stg_.*_1$/), { times: 1 });
-    const res = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: px(ask + 0.1) }, stop_loss: { price: px(bid - 0.05) } });
+    const res = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: px(ask),
+      size: '10',
+      take_profit: { price: px(ask + 0.1) },
+      stop_loss: { price: px(bid - 0.05) },
+    });
     expect(res).toMatchObject({ status: 200, body: { status: 'FILLED' } });
     expect(ctx.store.faults('actors')).toBe(1);
     await recoverAndCheck(ctx);
@@ -295,18 +464,33 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
     expect(s.brackets.stop_loss).toMatchObject({ status: 'ARMED' });
   });
 
-  it('bracket: the entry\'s cancel write fails once; DELETE again cancels it and the bracket ends CANCELED', async () => {
+  it("bracket: the entry's cancel write fails once; DELETE again cancels it and the bracket ends CANCELED", async () => {
     const ctx = await setup();
     const { token, bid, ask } = await ctx.tr.freshToken(0.3, 0.7);
-    const res = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.02), size: '10', take_profit: { price: px(ask + 0.1) }, stop_loss: { price: px(bid - 0.1) } });
+    const res = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: px(bid - 0.02),
+      size: '10',
+      take_profit: { price: px(ask + 0.1) },
+      stop_loss: { price: px(bid - 0.1) },
+    });
     expect(res).toMatchObject({ status: 200, body: { status: 'LIVE' } });
     const entry = res.body.order_id as string;
     ctx.store.failWhen(actorUpdate(entry), { times: 1 });
     const del = await ctx.svc.call('DELETE', `/v2/trade/orders/${entry}`, { headers: ctx.tr.as('alice') });
     expect(del.status).toBeGreaterThanOrEqual(500);
     ctx.store.enabled = false;
-    expect(await ctx.svc.call('DELETE', `/v2/trade/orders/${entry}`, { headers: ctx.tr.as('alice') })).toMatchObject({ status: 200, body: { status: 'CANCELED' } });
-    await poll('bracket canceled', () => ctx.tr.strategy('alice', res.body.bracket_id), (s) => s.status === 'CANCELED');
+    expect(await ctx.svc.call('DELETE', `/v2/trade/orders/${entry}`, { headers: ctx.tr.as('alice') })).toMatchObject({
+      status: 200,
+      body: { status: 'CANCELED' },
+    });
+    await poll(
+      'bracket canceled',
+      () => ctx.tr.strategy('alice', res.body.bracket_id),
+      (s) => s.status === 'CANCELED',
+    );
     await recoverAndCheck(ctx);
   });
 });
@@ -322,17 +506,63 @@ describe('seed-driven fault schedules (fast-check)', () => {
       }
     };
     const { token, bid } = await ctx.tr.freshToken(0.3, 0.7);
-    await attempt(() => ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '20', time_in_force: 'IOC' }));
-    await attempt(() => ctx.tr.post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '400', time_in_force: 'IOC' }));
-    const rest = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.1), size: '10' });
-    if (rest.status === 200) await attempt(() => ctx.svc.call('DELETE', `/v2/trade/orders/${rest.body.order_id}`, { headers: ctx.tr.as('alice') }));
-    await attempt(() => ctx.tr.post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid - 0.01), size: '10' }));
-    const ice = await ctx.tr.post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid + 0.01), size: '20', execution: { clip_size: '10' } });
+    await attempt(() =>
+      ctx.tr.post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '20',
+        time_in_force: 'IOC',
+      }),
+    );
+    await attempt(() =>
+      ctx.tr.post('bob', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '400',
+        time_in_force: 'IOC',
+      }),
+    );
+    const rest = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: px(bid - 0.1),
+      size: '10',
+    });
+    if (rest.status === 200)
+      await attempt(() =>
+        ctx.svc.call('DELETE', `/v2/trade/orders/${rest.body.order_id}`, { headers: ctx.tr.as('alice') }),
+      );
+    await attempt(() =>
+      ctx.tr.post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid - 0.01), size: '10' }),
+    );
+    const ice = await ctx.tr.post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'ICEBERG',
+      price: px(bid + 0.01),
+      size: '20',
+      execution: { clip_size: '10' },
+    });
     // bob sells through the top bid (fires the stop) after hitting the iceberg's clip
     if (ice.status === 200) await attempt(() => ctx.tr.takeChildren('alice', ice.body.record_id, 'bob'));
     const b = await ctx.tr.book(token);
     const size = b.bids.filter((l) => Number(l.price) >= bid).reduce((a, l) => a + Number(l.size), 0);
-    if (size > 0) await attempt(() => ctx.tr.post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: px(bid), size: String(Math.min(size, 390)), time_in_force: 'IOC' }));
+    if (size > 0)
+      await attempt(() =>
+        ctx.tr.post('bob', {
+          symbol: token,
+          side: 'sell',
+          type: 'LIMIT',
+          price: px(bid),
+          size: String(Math.min(size, 390)),
+          time_in_force: 'IOC',
+        }),
+      );
   }
 
   it('random delays on every write (no failures): after the session the invariants hold', async () => {
@@ -340,7 +570,13 @@ describe('seed-driven fault schedules (fast-check)', () => {
       fc.asyncProperty(fc.integer({ min: 1, max: 2 ** 31 - 1 }), async (seed) => {
         const ctx = await setup();
         try {
-          ctx.store.add({ effect: 'delay', delayMs: 15, probability: 0.3, seed, ops: ['insertOne', 'updateOne', 'replaceOne', 'deleteMany'] });
+          ctx.store.add({
+            effect: 'delay',
+            delayMs: 15,
+            probability: 0.3,
+            seed,
+            ops: ['insertOne', 'updateOne', 'replaceOne', 'deleteMany'],
+          });
           await session(ctx);
           await recoverAndCheck(ctx);
         } finally {

@@ -20,7 +20,10 @@ function expectError(res: { status: number; body: any }, status: number, error: 
 }
 
 /** Fills `:params` with harmless values. */
-const concrete = (path: string) => path.replace(/:(\w+)/g, (_, p: string) => (p === 'address' ? '0x0000000000000000000000000000000000000001' : `x-${p}`));
+const concrete = (path: string) =>
+  path.replace(/:(\w+)/g, (_, p: string) =>
+    p === 'address' ? '0x0000000000000000000000000000000000000001' : `x-${p}`,
+  );
 
 describe('API foundation', () => {
   let svc: TestService;
@@ -33,19 +36,41 @@ describe('API foundation', () => {
     const res = await svc.call('GET', '/healthz', { token: null });
     expect(res.status).toBe(200);
     expectSchema(Health, res.body);
-    expect(res.body).toMatchObject({ status: 'ok', store: { adapter: svc.services.store.adapter, ok: true }, scheduler: { running: true } });
+    expect(res.body).toMatchObject({
+      status: 'ok',
+      store: { adapter: svc.services.store.adapter, ok: true },
+      scheduler: { running: true },
+    });
     expect(res.headers.get('x-request-id')).toBeTruthy();
   });
 
   it('answers unknown routes, malformed JSON, oversized and non-JSON bodies in the envelope', async () => {
     expectError(await svc.call('GET', '/v2/trade/nope'), 404, 'not_found');
-    expectError(await svc.call('POST', '/v2/trade/users', { body: '{"partner_user_id":' }), 400, 'invalid_request', /malformed JSON/);
-    expectError(await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'x', pad: 'a'.repeat(70_000) } }), 413, 'payload_too_large');
-    expectError(await svc.call('POST', '/v2/trade/users', { body: 'partner_user_id=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
+    expectError(
+      await svc.call('POST', '/v2/trade/users', { body: '{"partner_user_id":' }),
+      400,
+      'invalid_request',
+      /malformed JSON/,
+    );
+    expectError(
+      await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'x', pad: 'a'.repeat(70_000) } }),
+      413,
+      'payload_too_large',
+    );
+    expectError(
+      await svc.call('POST', '/v2/trade/users', {
+        body: 'partner_user_id=x',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('provisions users idempotently: 201 then 200 with created:false, same addresses', async () => {
-    const first = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice', email: 'alice@example.com' } });
+    const first = await svc.call('POST', '/v2/trade/users', {
+      body: { partner_user_id: 'alice', email: 'alice@example.com' },
+    });
     expect(first.status).toBe(201);
     expectSchema(UserResponse, first.body);
     expect(first.body.created).toBe(true);
@@ -61,15 +86,32 @@ describe('API foundation', () => {
   });
 
   it('provisioning concurrently for one partner_user_id creates one user', async () => {
-    const results = await Promise.all(Array.from({ length: 10 }, () => svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'racer' } })));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'racer' } })),
+    );
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
     expect(new Set(results.map((r) => r.body.platform_user_id)).size).toBe(1);
   });
 
   it('validates the user body: bad email, unknown property, missing id', async () => {
-    expectError(await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'c', email: 'nope' } }), 400, 'invalid_request', /email must match format "email"/);
-    expectError(await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'c', wallet: 1 } }), 400, 'invalid_request', /unknown property 'wallet'/);
-    expectError(await svc.call('POST', '/v2/trade/users', { body: {} }), 400, 'invalid_request', /partner_user_id is required/);
+    expectError(
+      await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'c', email: 'nope' } }),
+      400,
+      'invalid_request',
+      /email must match format "email"/,
+    );
+    expectError(
+      await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'c', wallet: 1 } }),
+      400,
+      'invalid_request',
+      /unknown property 'wallet'/,
+    );
+    expectError(
+      await svc.call('POST', '/v2/trade/users', { body: {} }),
+      400,
+      'invalid_request',
+      /partner_user_id is required/,
+    );
   });
 
   it('mints a per-user key (shown once) that sees only its user, and revokes it', async () => {
@@ -81,9 +123,23 @@ describe('API foundation', () => {
     const acct = await svc.call('GET', '/v2/trade/account', { token });
     expect(acct.status).toBe(200);
     expectSchema(AccountResponse, acct.body);
-    expect(acct.body).toMatchObject({ partner_id: 'demo', api_key: { kind: 'user', scopes: ['trade.read'], key_id: minted.body.key_id }, user: { partner_user_id: 'carol' } });
-    expectError(await svc.call('GET', '/v2/trade/account', { token, headers: { 'x-partner-user-id': 'alice' } }), 403, 'forbidden', /bound to another user/);
-    expectError(await svc.call('POST', '/v2/trade/users', { token, body: { partner_user_id: 'z' } }), 403, 'forbidden', /trade\.users/);
+    expect(acct.body).toMatchObject({
+      partner_id: 'demo',
+      api_key: { kind: 'user', scopes: ['trade.read'], key_id: minted.body.key_id },
+      user: { partner_user_id: 'carol' },
+    });
+    expectError(
+      await svc.call('GET', '/v2/trade/account', { token, headers: { 'x-partner-user-id': 'alice' } }),
+      403,
+      'forbidden',
+      /bound to another user/,
+    );
+    expectError(
+      await svc.call('POST', '/v2/trade/users', { token, body: { partner_user_id: 'z' } }),
+      403,
+      'forbidden',
+      /trade\.users/,
+    );
     const revoked = await svc.call('DELETE', `/v2/trade/api-keys/${minted.body.key_id}`);
     expect(revoked.status).toBe(200);
     expect(revoked.body).toMatchObject({ key_id: minted.body.key_id, revoked: true });
@@ -93,22 +149,47 @@ describe('API foundation', () => {
   });
 
   it('refuses to mint partner scopes or expired keys, and for unknown users', async () => {
-    expectError(await svc.call('POST', '/v2/trade/users/carol/api-keys', { body: { scopes: ['trade.users'] } }), 400, 'invalid_request', /scopes\.0 must be one of/);
-    expectError(await svc.call('POST', '/v2/trade/users/carol/api-keys', { body: { scopes: ['trade.read'], expires_at: 5 } }), 400, 'invalid_request', /expires_at/);
-    expectError(await svc.call('POST', '/v2/trade/users/nobody/api-keys', { body: { scopes: ['trade.read'] } }), 404, 'not_found');
+    expectError(
+      await svc.call('POST', '/v2/trade/users/carol/api-keys', { body: { scopes: ['trade.users'] } }),
+      400,
+      'invalid_request',
+      /scopes\.0 must be one of/,
+    );
+    expectError(
+      await svc.call('POST', '/v2/trade/users/carol/api-keys', { body: { scopes: ['trade.read'], expires_at: 5 } }),
+      400,
+      'invalid_request',
+      /expires_at/,
+    );
+    expectError(
+      await svc.call('POST', '/v2/trade/users/nobody/api-keys', { body: { scopes: ['trade.read'] } }),
+      404,
+      'not_found',
+    );
   });
 
   it('expired per-user keys answer 401', async () => {
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'dave' } });
-    const minted = await svc.call('POST', '/v2/trade/users/dave/api-keys', { body: { scopes: ['trade.read'], expires_at: Date.now() + 150 } });
+    const minted = await svc.call('POST', '/v2/trade/users/dave/api-keys', {
+      body: { scopes: ['trade.read'], expires_at: Date.now() + 150 },
+    });
     expect((await svc.call('GET', '/v2/trade/account', { token: minted.body.api_key })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 200));
-    expectError(await svc.call('GET', '/v2/trade/account', { token: minted.body.api_key }), 401, 'unauthorized', /expired/);
+    expectError(
+      await svc.call('GET', '/v2/trade/account', { token: minted.body.api_key }),
+      401,
+      'unauthorized',
+      /expired/,
+    );
   });
 
   it('master key on user-bound routes: X-Partner-User-Id missing → 400, unknown → 404', async () => {
     expectError(await svc.call('GET', '/v2/trade/orders/open'), 400, 'invalid_request', /X-Partner-User-Id/);
-    expectError(await svc.call('GET', '/v2/trade/orders/open', { headers: { 'x-partner-user-id': 'ghost' } }), 404, 'not_found');
+    expectError(
+      await svc.call('GET', '/v2/trade/orders/open', { headers: { 'x-partner-user-id': 'ghost' } }),
+      404,
+      'not_found',
+    );
     const acct = await svc.call('GET', '/v2/trade/account', { headers: { 'x-partner-user-id': 'alice' } });
     expect(acct.body.user.partner_user_id).toBe('alice');
   });
@@ -129,22 +210,29 @@ describe('API foundation', () => {
     });
 
     const guarded = ROUTES.filter((r) => r.scope !== null);
-    it.each(guarded.flatMap((r) => [r, ...(r.v1 ? [{ ...r, path: r.path.replace('/v2/', '/v1/') }] : [])]).map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))(
-      '%s: 401 without, with a bad, with a revoked token; 403 without its scope',
-      async (_name, route) => {
-        const path = concrete(route.path);
-        const m = route.method.toUpperCase();
-        expectError(await svc.call(m, path, { token: null }), 401, 'unauthorized');
-        expectError(await svc.call(m, path, { token: 'pts_this_is_not_a_key_at_all' }), 401, 'unauthorized');
-        expectError(await svc.call(m, path, { token: 'not a token' }), 401, 'unauthorized');
-        expectError(await svc.call(m, path, { token: revokedToken }), 401, 'unauthorized');
-        expectError(await svc.call(m, path, { token: tokensLacking.get(route.scope!)! }), 403, 'forbidden');
+    it.each(
+      guarded
+        .flatMap((r) => [r, ...(r.v1 ? [{ ...r, path: r.path.replace('/v2/', '/v1/') }] : [])])
+        .map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const),
+    )('%s: 401 without, with a bad, with a revoked token; 403 without its scope', async (_name, route) => {
+      const path = concrete(route.path);
+      const m = route.method.toUpperCase();
+      expectError(await svc.call(m, path, { token: null }), 401, 'unauthorized');
+      expectError(await svc.call(m, path, { token: 'pts_this_is_not_a_key_at_all' }), 401, 'unauthorized');
+      expectError(await svc.call(m, path, { token: 'not a token' }), 401, 'unauthorized');
+      expectError(await svc.call(m, path, { token: revokedToken }), 401, 'unauthorized');
+      expectError(await svc.call(m, path, { token: tokensLacking.get(route.scope!)! }), 403, 'forbidden');
+    });
+
+    it.each(ROUTES.filter((r) => !r.handler).map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))(
+      '%s is not built yet: 501 in the envelope',
+      async (_n, route) => {
+        const res = await svc.call(route.method.toUpperCase(), concrete(route.path), {
+          headers: { 'x-partner-user-id': 'matrix' },
+          body: route.method === 'get' || route.method === 'delete' ? undefined : (route.example ?? {}),
+        });
+        expectError(res, 501, 'not_implemented');
       },
     );
-
-    it.each(ROUTES.filter((r) => !r.handler).map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))('%s is not built yet: 501 in the envelope', async (_n, route) => {
-      const res = await svc.call(route.method.toUpperCase(), concrete(route.path), { headers: { 'x-partner-user-id': 'matrix' }, body: route.method === 'get' || route.method === 'delete' ? undefined : (route.example ?? {}) });
-      expectError(res, 501, 'not_implemented');
-    });
   });
 });

@@ -11,7 +11,10 @@ import { MASTER_KEY, startTestService, testConfig, type TestService } from '../h
 /** Sends a request whose body is announced but never sent; resolves with the status (or null on timeout). */
 function statusWithoutBody(baseUrl: string, path: string, headers: Record<string, string>): Promise<number | null> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(1 << 20), ...headers } });
+    const req = http.request(`${baseUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': String(1 << 20), ...headers },
+    });
     const timer = setTimeout(() => {
       req.destroy();
       resolve(null);
@@ -55,16 +58,28 @@ describe('HTTP layer hardening', () => {
     // The 1 MB body is announced and never sent: the answer comes without waiting for it.
     expect(await statusWithoutBody(svc.baseUrl, '/v2/trade/users', {})).toBe(401);
     // With a valid token the body checks apply, the size limit included.
-    expect((await svc.call('POST', '/v2/trade/users', { body: '{"partner_user_id":' })).body).toEqual({ error: 'invalid_request', message: 'malformed JSON body' });
-    expect((await svc.call('POST', '/v2/trade/users', { body: 'x', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
-    expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'x', pad: 'a'.repeat(1 << 20) } })).body).toEqual({ error: 'payload_too_large', message: 'request body is larger than the limit' });
+    expect((await svc.call('POST', '/v2/trade/users', { body: '{"partner_user_id":' })).body).toEqual({
+      error: 'invalid_request',
+      message: 'malformed JSON body',
+    });
+    expect(
+      (await svc.call('POST', '/v2/trade/users', { body: 'x', headers: { 'content-type': 'text/plain' } })).status,
+    ).toBe(415);
+    expect(
+      (await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'x', pad: 'a'.repeat(1 << 20) } })).body,
+    ).toEqual({ error: 'payload_too_large', message: 'request body is larger than the limit' });
     // Valid JSON that is not an object is not "malformed": it says what is wrong
     for (const body of ['null', '123', '"x"']) {
-      expect((await svc.call('POST', '/v2/trade/users', { body })).body).toEqual({ error: 'invalid_request', message: 'the JSON body must be an object' });
+      expect((await svc.call('POST', '/v2/trade/users', { body })).body).toEqual({
+        error: 'invalid_request',
+        message: 'the JSON body must be an object',
+      });
     }
     // A body whose Content-Encoding stream is corrupt is the client's fault: 400, never a 500.
     for (const enc of ['gzip', 'deflate', 'br']) {
-      expect(await svc.call('POST', '/v2/trade/users', { body: 'xx', headers: { 'content-encoding': enc } })).toMatchObject({
+      expect(
+        await svc.call('POST', '/v2/trade/users', { body: 'xx', headers: { 'content-encoding': enc } }),
+      ).toMatchObject({
         status: 400,
         body: { error: 'invalid_request', message: expect.stringMatching(/could not be read/) },
       });
@@ -77,7 +92,8 @@ describe('HTTP layer hardening', () => {
   it('the rate limit still applies to unauthenticated requests', async () => {
     const limited = await startTestService({ env: { RATE_LIMIT_PER_MIN: '2' } });
     try {
-      for (let i = 0; i < 2; i++) expect((await limited.call('POST', '/v2/trade/users', { token: null, body: '{' })).status).toBe(401);
+      for (let i = 0; i < 2; i++)
+        expect((await limited.call('POST', '/v2/trade/users', { token: null, body: '{' })).status).toBe(401);
       const res = await limited.call('POST', '/v2/trade/users', { token: null, body: '{' });
       expect(res.status).toBe(429);
       expect(res.body.error).toBe('rate_limited');
@@ -88,7 +104,10 @@ describe('HTTP layer hardening', () => {
 
   it('a malformed percent-escape in the URL path is a 400 that names the path, not the body', async () => {
     const r = await svc.call('GET', '/v2/trade/orders/%ff', { headers: { 'x-partner-user-id': 'hq' } });
-    expect(r).toMatchObject({ status: 400, body: { error: 'invalid_request', message: 'the URL path has a malformed percent-escape' } });
+    expect(r).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_request', message: 'the URL path has a malformed percent-escape' },
+    });
   });
 
   it('DELETE /v2/trade/orders/ (an empty order id) is 404, never cancel-all', async () => {
@@ -98,7 +117,16 @@ describe('HTTP layer hardening', () => {
       expect(res.body).toEqual({ error: 'not_found', message: `no route DELETE /${v}/trade/orders/` });
       // cancel-all itself stays where it is (built; this user has no open orders)
       const all = await svc.call('DELETE', `/${v}/trade/orders`, { headers: as });
-      expect([all.status, all.body]).toEqual([200, { cancelled: [], not_cancelled: [], count: 0, results: [], counts: { canceled: 0, not_found: 0, already_done: 0 } }]);
+      expect([all.status, all.body]).toEqual([
+        200,
+        {
+          cancelled: [],
+          not_cancelled: [],
+          count: 0,
+          results: [],
+          counts: { canceled: 0, not_found: 0, already_done: 0 },
+        },
+      ]);
     }
     expect((await svc.call('GET', '/v2/trade/account')).status).toBe(200);
     // paths match exactly, case included
@@ -111,37 +139,70 @@ describe('HTTP layer hardening', () => {
     expect(me.body.api_key.kind).toBe('master');
     const res = await svc.call('DELETE', `/v2/trade/api-keys/${me.body.api_key.key_id}`, { token });
     expect(res.status).toBe(409);
-    expect(res.body).toEqual({ error: 'conflict', message: "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out" });
+    expect(res.body).toEqual({
+      error: 'conflict',
+      message:
+        "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out",
+    });
     expect((await svc.call('GET', '/v2/trade/account', { token })).status).toBe(200);
-    expect((await svc.call('DELETE', '/v2/trade/api-keys/key_env_demo')).body).toEqual({ error: 'conflict', message: 'the MASTER_API_KEY key is set by configuration and cannot be revoked here' });
+    expect((await svc.call('DELETE', '/v2/trade/api-keys/key_env_demo')).body).toEqual({
+      error: 'conflict',
+      message: 'the MASTER_API_KEY key is set by configuration and cannot be revoked here',
+    });
   });
 
   it('an epoch-ms field is bounded: a key expiry of 1e300 is a 400 naming the field, changing nothing', async () => {
-    const res = await svc.call('POST', '/v2/trade/users/hq/api-keys', { body: { scopes: ['trade.read'], expires_at: 1e300 } });
-    expect(res).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/expires_at must be <= 253402300799999|expires_at must be at most 253402300799999/) } });
+    const res = await svc.call('POST', '/v2/trade/users/hq/api-keys', {
+      body: { scopes: ['trade.read'], expires_at: 1e300 },
+    });
+    expect(res).toMatchObject({
+      status: 400,
+      body: {
+        error: 'invalid_request',
+        message: expect.stringMatching(
+          /expires_at must be <= 253402300799999|expires_at must be at most 253402300799999/,
+        ),
+      },
+    });
   });
 
   it('integer query parameters take decimal digits only, on every list', async () => {
-    const lists = ROUTES.filter((r) => r.method === 'get' && r.query && Object.values(r.query.properties).some((p) => (p as { type?: string }).type === 'integer'));
+    const lists = ROUTES.filter(
+      (r) =>
+        r.method === 'get' &&
+        r.query &&
+        Object.values(r.query.properties).some((p) => (p as { type?: string }).type === 'integer'),
+    );
     expect(lists.map((r) => r.path)).toContain('/v2/trade/activity');
     for (const route of lists) {
       const path = route.path.replace(':address', '0x0000000000000000000000000000000000000001');
-      const ints = Object.entries(route.query!.properties).filter(([, p]) => (p as { type?: string }).type === 'integer').map(([n]) => n);
+      const ints = Object.entries(route.query!.properties)
+        .filter(([, p]) => (p as { type?: string }).type === 'integer')
+        .map(([n]) => n);
       const base = route.query!.required?.includes('token_id') ? 'token_id=1&' : '';
       for (const name of ints) {
         for (const bad of ['0x10', '1e2', '%2B5', '5.0', '+5', '']) {
           const res = await svc.call('GET', `${path}?${base}${name}=${bad}`, { headers: as });
           const shown = JSON.stringify(decodeURIComponent(bad.replace(/\+/g, ' ')));
           expect(res.status, `${path} ${name}=${bad}`).toBe(400);
-          expect(res.body, `${path} ${name}=${bad}`).toEqual({ error: 'invalid_request', message: `query parameter ${name} must be an integer in decimal digits; received ${shown}` });
+          expect(res.body, `${path} ${name}=${bad}`).toEqual({
+            error: 'invalid_request',
+            message: `query parameter ${name} must be an integer in decimal digits; received ${shown}`,
+          });
         }
       }
     }
     const ok = await svc.call('GET', '/v2/trade/markets?limit=2&offset=0');
     expect(ok.status).toBe(200);
     expect(ok.body.markets).toHaveLength(2);
-    expect((await svc.call('GET', '/v2/trade/markets?limit=0')).body).toEqual({ error: 'invalid_request', message: 'query parameter limit must be at least 1' });
-    expect((await svc.call('GET', '/v2/trade/markets?limit=1&limit=2')).body).toEqual({ error: 'invalid_request', message: 'query parameter limit must be an integer in decimal digits; received more than one value' });
+    expect((await svc.call('GET', '/v2/trade/markets?limit=0')).body).toEqual({
+      error: 'invalid_request',
+      message: 'query parameter limit must be at least 1',
+    });
+    expect((await svc.call('GET', '/v2/trade/markets?limit=1&limit=2')).body).toEqual({
+      error: 'invalid_request',
+      message: 'query parameter limit must be an integer in decimal digits; received more than one value',
+    });
   });
 
   it('nosniff on every response, no-store on authenticated routes, a CSP that lets JSON load nothing', async () => {
@@ -153,13 +214,22 @@ describe('HTTP layer hardening', () => {
     const refused = await svc.call('GET', '/v2/trade/account', { token: null });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('cache-control')).toBe('no-store');
-    for (const path of ['/healthz', '/v2/trade/openapi.json', '/v2/trade/nope', '/dashboard', '/dashboard/dashboard.js', '/socket.io/socket.io.min.js']) {
+    for (const path of [
+      '/healthz',
+      '/v2/trade/openapi.json',
+      '/v2/trade/nope',
+      '/dashboard',
+      '/dashboard/dashboard.js',
+      '/socket.io/socket.io.min.js',
+    ]) {
       const res = await fetch(svc.baseUrl + path);
       expect(res.headers.get('x-content-type-options'), path).toBe('nosniff');
       expect(res.headers.get('cache-control') ?? '', path).not.toContain('no-store');
     }
     const page = await fetch(`${svc.baseUrl}/dashboard`);
-    expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'none';script-src 'self';script-src-attr 'none';style-src 'self'( 'sha256-[\w+/=]+')?;img-src 'self' data:;connect-src 'self';base-uri 'none';form-action 'self';frame-ancestors 'none';object-src 'none'$/);
+    expect(page.headers.get('content-security-policy')).toMatch(
+      /^default-src 'none';script-src 'self';script-src-attr 'none';style-src 'self'( 'sha256-[\w+/=]+')?;img-src 'self' data:;connect-src 'self';base-uri 'none';form-action 'self';frame-ancestors 'none';object-src 'none'$/,
+    );
   });
 });
 
@@ -186,11 +256,27 @@ describe('request log lines', () => {
     await fetch(`${base}/v2/trade/markets?limit=0x10`, { headers: { authorization: `Bearer ${MASTER_KEY}` } });
     await fetch(`${base}/healthz?x=200`);
     await new Promise((r) => setImmediate(r));
-    expect(lineOf('/v2/trade/account?x=401')).toMatchObject({ level: 30, res: { statusCode: 401 }, error: 'unauthorized', error_message: 'missing Authorization: Bearer <API_KEY> header', msg: 'request completed' });
+    expect(lineOf('/v2/trade/account?x=401')).toMatchObject({
+      level: 30,
+      res: { statusCode: 401 },
+      error: 'unauthorized',
+      error_message: 'missing Authorization: Bearer <API_KEY> header',
+      msg: 'request completed',
+    });
     const notBuilt = lineOf('/v2/trade/trades?x=501')!;
-    expect(notBuilt).toMatchObject({ level: 30, res: { statusCode: 501 }, error: 'not_implemented', msg: 'request completed' });
+    expect(notBuilt).toMatchObject({
+      level: 30,
+      res: { statusCode: 501 },
+      error: 'not_implemented',
+      msg: 'request completed',
+    });
     expect(notBuilt.err).toBeUndefined();
-    expect(lineOf('/v2/trade/markets?limit=0x10')).toMatchObject({ level: 30, res: { statusCode: 400 }, error: 'invalid_request', error_message: 'query parameter limit must be an integer in decimal digits; received "0x10"' });
+    expect(lineOf('/v2/trade/markets?limit=0x10')).toMatchObject({
+      level: 30,
+      res: { statusCode: 400 },
+      error: 'invalid_request',
+      error_message: 'query parameter limit must be an integer in decimal digits; received "0x10"',
+    });
     expect(lineOf('/healthz?x=200')).toMatchObject({ level: 30, res: { statusCode: 200 } });
     expect(lineOf('/healthz?x=200')!.error).toBeUndefined();
   });
@@ -216,13 +302,21 @@ describe('request log lines', () => {
     const server = http.createServer(app);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
-      const res = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/boom?x=1`, { headers: { 'x-request-id': 'req-boom-1' } });
+      const res = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/boom?x=1`, {
+        headers: { 'x-request-id': 'req-boom-1' },
+      });
       expect(res.status).toBe(500);
       expect(res.headers.get('x-request-id')).toBe('req-boom-1');
       await new Promise((r) => setImmediate(r));
       const unhandled = lines.find((l) => l.msg === 'unhandled error' && l.req?.id === 'req-boom-1');
-      expect(unhandled).toMatchObject({ level: 50, req: { id: 'req-boom-1', method: 'GET', url: '/boom?x=1' }, err: { message: 'boom' } });
-      expect(lines.filter((l) => l.req?.id === 'req-boom-1' && l.res)).toMatchObject([{ level: 50, res: { statusCode: 500 }, msg: 'request errored' }]);
+      expect(unhandled).toMatchObject({
+        level: 50,
+        req: { id: 'req-boom-1', method: 'GET', url: '/boom?x=1' },
+        err: { message: 'boom' },
+      });
+      expect(lines.filter((l) => l.req?.id === 'req-boom-1' && l.res)).toMatchObject([
+        { level: 50, res: { statusCode: 500 }, msg: 'request errored' },
+      ]);
     } finally {
       await new Promise((r) => server.close(r));
     }
@@ -232,7 +326,9 @@ describe('request log lines', () => {
     const base = `http://127.0.0.1:${httpSvc.port}`;
     await fetch(`${base}/v2/trade/account?api_key=${MASTER_KEY}&limit=5&access%5Ftoken=${MASTER_KEY}`);
     await new Promise((r) => setImmediate(r));
-    expect(lineOf('/v2/trade/account?api_key=[redacted]&limit=5&access%5Ftoken=[redacted]')).toMatchObject({ res: { statusCode: 401 } });
+    expect(lineOf('/v2/trade/account?api_key=[redacted]&limit=5&access%5Ftoken=[redacted]')).toMatchObject({
+      res: { statusCode: 401 },
+    });
     expect(JSON.stringify(lines)).not.toContain(MASTER_KEY);
   });
 });

@@ -4,7 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 
 /** One raw HTTP exchange: writes `chunks` (a number = pause in ms), optionally half-closes, and returns all bytes read until the server closes (or `waitMs`). */
-function raw(port: number, chunks: Array<string | Buffer | number>, opts: { halfClose?: boolean; waitMs?: number } = {}): Promise<{ text: string; closedByServer: boolean; ms: number }> {
+function raw(
+  port: number,
+  chunks: Array<string | Buffer | number>,
+  opts: { halfClose?: boolean; waitMs?: number } = {},
+): Promise<{ text: string; closedByServer: boolean; ms: number }> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
     const s = net.connect(port, '127.0.0.1', () => {
@@ -39,7 +43,8 @@ function responses(text: string): Array<{ status: number; headers: Record<string
     const end = rest.indexOf('\r\n\r\n');
     const lines = rest.slice(0, end).split('\r\n');
     const headers: Record<string, string> = {};
-    for (const l of lines.slice(1)) headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
+    for (const l of lines.slice(1))
+      headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
     const len = Number(headers['content-length'] ?? 0);
     out.push({ status: Number(lines[0]!.split(' ')[1]), headers, body: rest.slice(end + 4, end + 4 + len) });
     rest = rest.slice(end + 4 + len);
@@ -50,7 +55,11 @@ function responses(text: string): Array<{ status: number; headers: Record<string
 /** A raw request: headers as given (arrays repeat a header), Content-Length from the body unless given. */
 function request(method: string, path: string, headers: Record<string, string | string[]>, body = ''): string {
   const all: Record<string, string | string[]> = { Host: 'x', ...headers };
-  if (body && !Object.keys(all).some((k) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding')) all['Content-Length'] = String(Buffer.byteLength(body));
+  if (
+    body &&
+    !Object.keys(all).some((k) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding')
+  )
+    all['Content-Length'] = String(Buffer.byteLength(body));
   let head = `${method} ${path} HTTP/1.1\r\n`;
   for (const [k, v] of Object.entries(all)) for (const one of ([] as string[]).concat(v)) head += `${k}: ${one}\r\n`;
   return `${head}\r\n${body}`;
@@ -63,9 +72,16 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
   const user = 'trial';
   const auth = { Authorization: `Bearer ${MASTER_KEY}`, 'X-Partner-User-Id': user };
   const orderBody = (size = '10') => JSON.stringify({ symbol, side: 'buy', type: 'LIMIT', price: '0.01', size });
-  const openOrders = async () => (await svc.call('GET', '/v2/trade/orders/open?limit=500', { headers: { 'x-partner-user-id': user } })).body.orders as Array<{ size: string }>;
+  const openOrders = async () =>
+    (await svc.call('GET', '/v2/trade/orders/open?limit=500', { headers: { 'x-partner-user-id': user } })).body
+      .orders as Array<{ size: string }>;
   const post = (body: string, extra: Record<string, string | string[]> = {}) =>
-    request('POST', '/v2/trade/order', { ...auth, 'Content-Type': 'application/json', 'Idempotency-Key': randomUUID(), ...extra }, body);
+    request(
+      'POST',
+      '/v2/trade/order',
+      { ...auth, 'Content-Type': 'application/json', 'Idempotency-Key': randomUUID(), ...extra },
+      body,
+    );
 
   beforeAll(async () => {
     svc = await startTestService();
@@ -79,7 +95,16 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
     const cases: Array<[string, number, string]> = [
       ['FOO /v2/trade/order HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
       [request('POST', '/v2/trade/order', { ...auth, 'Content-Length': '+10' }, '{}'), 400, 'invalid_request'],
-      [request('POST', '/v2/trade/order', { ...auth, 'Content-Length': '5', 'Transfer-Encoding': 'chunked' }, '0\r\n\r\n'), 400, 'invalid_request'],
+      [
+        request(
+          'POST',
+          '/v2/trade/order',
+          { ...auth, 'Content-Length': '5', 'Transfer-Encoding': 'chunked' },
+          '0\r\n\r\n',
+        ),
+        400,
+        'invalid_request',
+      ],
       [request('GET', `/v2/trade/orders/open?x=${'a'.repeat(20_000)}`, auth), 431, 'request_header_fields_too_large'],
     ];
     for (const [bytes, status, error] of cases) {
@@ -114,7 +139,12 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
   });
 
   it('pipelined requests on one keep-alive socket are answered in the order sent, an invalid one in its place', async () => {
-    const r = await raw(port, [post(orderBody('12')) + post('{bad') + request('GET', '/v2/trade/account', auth) + post(orderBody('13'), { Connection: 'close' })]);
+    const r = await raw(port, [
+      post(orderBody('12')) +
+        post('{bad') +
+        request('GET', '/v2/trade/account', auth) +
+        post(orderBody('13'), { Connection: 'close' }),
+    ]);
     const answers = responses(r.text);
     expect(answers.map((a) => a.status)).toEqual([200, 400, 200, 200]);
     expect(JSON.parse(answers[0]!.body).size).toBe('12');
@@ -129,9 +159,21 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
     const [answer] = responses(r.text);
     expect(answer?.status).toBe(413);
     expect(answer?.headers.connection).toBe('close');
-    expect(JSON.parse(answer!.body)).toEqual({ error: 'payload_too_large', message: 'request body is larger than the limit' });
+    expect(JSON.parse(answer!.body)).toEqual({
+      error: 'payload_too_large',
+      message: 'request body is larger than the limit',
+    });
     // through a real client sending the whole body too
-    const res = await fetch(`${svc.baseUrl}/v2/trade/order`, { method: 'POST', headers: { authorization: `Bearer ${MASTER_KEY}`, 'x-partner-user-id': user, 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: 'x'.repeat(1_000_000) });
+    const res = await fetch(`${svc.baseUrl}/v2/trade/order`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${MASTER_KEY}`,
+        'x-partner-user-id': user,
+        'content-type': 'application/json',
+        'idempotency-key': randomUUID(),
+      },
+      body: 'x'.repeat(1_000_000),
+    });
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({ error: 'payload_too_large', message: 'request body is larger than the limit' });
     expect(await openOrders()).toEqual([]);
@@ -139,29 +181,50 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
 
   it('two Authorization headers are a 401 (Node would silently keep the first); two X-Partner-User-Id a 400; nothing placed', async () => {
     for (const second of [`Bearer ${MASTER_KEY}`, 'Bearer pts_some_other_key_000000000000']) {
-      const r = await raw(port, [post(orderBody(), { Authorization: [`Bearer ${MASTER_KEY}`, second], Connection: 'close' })]);
+      const r = await raw(port, [
+        post(orderBody(), { Authorization: [`Bearer ${MASTER_KEY}`, second], Connection: 'close' }),
+      ]);
       const [answer] = responses(r.text);
       expect(answer?.status).toBe(401);
-      expect(JSON.parse(answer!.body)).toEqual({ error: 'unauthorized', message: 'send exactly one Authorization header' });
+      expect(JSON.parse(answer!.body)).toEqual({
+        error: 'unauthorized',
+        message: 'send exactly one Authorization header',
+      });
     }
-    const r = await raw(port, [post(orderBody(), { 'X-Partner-User-Id': [user, 'someone-else'], Connection: 'close' })]);
+    const r = await raw(port, [
+      post(orderBody(), { 'X-Partner-User-Id': [user, 'someone-else'], Connection: 'close' }),
+    ]);
     const [answer] = responses(r.text);
     expect(answer?.status).toBe(400);
-    expect(JSON.parse(answer!.body)).toEqual({ error: 'invalid_request', message: 'send the X-Partner-User-Id header once' });
+    expect(JSON.parse(answer!.body)).toEqual({
+      error: 'invalid_request',
+      message: 'send the X-Partner-User-Id header once',
+    });
     expect(await openOrders()).toEqual([]);
   });
 
   it('another method on a route path is 405 with Allow in the envelope; OPTIONS there is 204 with Allow; unknown paths stay 404', async () => {
-    const put = await fetch(`${svc.baseUrl}/v2/trade/order`, { method: 'PUT', headers: { authorization: `Bearer ${MASTER_KEY}` } });
+    const put = await fetch(`${svc.baseUrl}/v2/trade/order`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${MASTER_KEY}` },
+    });
     expect(put.status).toBe(405);
     expect(put.headers.get('allow')).toBe('POST, OPTIONS');
-    expect(await put.json()).toEqual({ error: 'method_not_allowed', message: 'PUT is not allowed on /v2/trade/order; allowed: POST, OPTIONS' });
+    expect(await put.json()).toEqual({
+      error: 'method_not_allowed',
+      message: 'PUT is not allowed on /v2/trade/order; allowed: POST, OPTIONS',
+    });
     const head = await fetch(`${svc.baseUrl}/v2/trade/order`, { method: 'HEAD' });
     expect([head.status, head.headers.get('allow')]).toEqual([405, 'POST, OPTIONS']);
     const options = await fetch(`${svc.baseUrl}/v2/trade/orders/ord_123`, { method: 'OPTIONS' });
     expect(options.status).toBe(204);
     expect(options.headers.get('allow')).toBe('GET, HEAD, DELETE, OPTIONS');
-    for (const [method, path] of [['OPTIONS', '/nope'], ['PUT', '/v2/trade/order/'], ['DELETE', '/v2/trade/orders/'], ['GET', '//v2/trade/order']] as const) {
+    for (const [method, path] of [
+      ['OPTIONS', '/nope'],
+      ['PUT', '/v2/trade/order/'],
+      ['DELETE', '/v2/trade/orders/'],
+      ['GET', '//v2/trade/order'],
+    ] as const) {
       const res = await fetch(`${svc.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${MASTER_KEY}` } });
       expect(res.status, `${method} ${path}`).toBe(404);
       expect((await res.json()).error).toBe('not_found');
@@ -178,7 +241,11 @@ describe('load shedding under clients that retry at once', () => {
   afterAll(() => svc.close());
 
   it('a shed request is answered 503 overloaded with Retry-After and Connection: close (a retry must connect again), nothing changed', async () => {
-    const auth = { Authorization: `Bearer ${MASTER_KEY}`, 'X-Partner-User-Id': 'shed', 'Content-Type': 'application/json' };
+    const auth = {
+      Authorization: `Bearer ${MASTER_KEY}`,
+      'X-Partner-User-Id': 'shed',
+      'Content-Type': 'application/json',
+    };
     // holds the one write slot: a cancel-all whose handler waits until released
     const orders = svc.services.orders;
     const openOrderIds = orders.openOrderIds.bind(orders);
@@ -187,10 +254,15 @@ describe('load shedding under clients that retry at once', () => {
       await new Promise<void>((r) => (release = r));
       return openOrderIds(...args);
     }) as typeof orders.openOrderIds;
-    const holder = fetch(`${svc.baseUrl}/v2/trade/orders`, { method: 'DELETE', headers: { authorization: `Bearer ${MASTER_KEY}`, 'x-partner-user-id': 'shed', 'idempotency-key': randomUUID() } });
+    const holder = fetch(`${svc.baseUrl}/v2/trade/orders`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${MASTER_KEY}`, 'x-partner-user-id': 'shed', 'idempotency-key': randomUUID() },
+    });
     await new Promise((r) => setTimeout(r, 200));
     try {
-      const r = await raw(svc.http.port, [request('POST', '/v2/trade/order', { ...auth, 'Idempotency-Key': randomUUID() }, '{}')]);
+      const r = await raw(svc.http.port, [
+        request('POST', '/v2/trade/order', { ...auth, 'Idempotency-Key': randomUUID() }, '{}'),
+      ]);
       const answers = responses(r.text);
       expect(answers.map((a) => a.status)).toEqual([503]);
       expect(answers[0]!.headers['retry-after']).toBe('1');
@@ -202,7 +274,11 @@ describe('load shedding under clients that retry at once', () => {
       orders.openOrderIds = openOrderIds;
     }
     expect((await holder).status).toBe(200);
-    expect((await svc.call('GET', '/v2/trade/activity', { headers: { 'x-partner-user-id': 'shed' } })).body.activity).toEqual([]);
-    expect((await svc.call('GET', '/v2/trade/orders/open', { headers: { 'x-partner-user-id': 'shed' } })).body.orders).toEqual([]);
+    expect(
+      (await svc.call('GET', '/v2/trade/activity', { headers: { 'x-partner-user-id': 'shed' } })).body.activity,
+    ).toEqual([]);
+    expect(
+      (await svc.call('GET', '/v2/trade/orders/open', { headers: { 'x-partner-user-id': 'shed' } })).body.orders,
+    ).toEqual([]);
   });
 });

@@ -3,7 +3,12 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toApiError } from '../../api/errors.js';
 import { ManualClock } from '../../engine/clock.js';
-import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS, IdempotencyService, canonicalJson } from '../../engine/idempotency.js';
+import {
+  IDEMPOTENCY_LEASE_MS,
+  IDEMPOTENCY_TTL_MS,
+  IdempotencyService,
+  canonicalJson,
+} from '../../engine/idempotency.js';
 import { createLogger } from '../../engine/logger.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
@@ -13,7 +18,8 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
   let token: string;
   const as = { 'x-partner-user-id': 'idem' };
   const order = (price = '0.05') => ({ symbol: token, side: 'buy', type: 'LIMIT', price, size: '5' });
-  const openCount = async () => (await svc.call('GET', '/v2/trade/orders/open?limit=500', { headers: as })).body.total as number;
+  const openCount = async () =>
+    (await svc.call('GET', '/v2/trade/orders/open?limit=500', { headers: as })).body.total as number;
 
   beforeAll(async () => {
     svc = await startTestService();
@@ -26,12 +32,21 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
   it('is required on POST, PATCH and DELETE: missing or not a UUID → 400, nothing done', async () => {
     const before = await openCount();
     const missing = await svc.call('POST', '/v2/trade/order', { body: order(), headers: as, idempotencyKey: null });
-    expect(missing).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/Idempotency-Key header is required/) } });
+    expect(missing).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_request', message: expect.stringMatching(/Idempotency-Key header is required/) },
+    });
     const bad = await svc.call('POST', '/v2/trade/order', { body: order(), headers: as, idempotencyKey: 'retry-1' });
-    expect(bad).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/Idempotency-Key must be a UUID/) } });
+    expect(bad).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_request', message: expect.stringMatching(/Idempotency-Key must be a UUID/) },
+    });
     const del = await svc.call('DELETE', '/v2/trade/orders/ord_x', { headers: as, idempotencyKey: null });
     expect(del.status).toBe(400);
-    const users = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'nokey' }, idempotencyKey: null });
+    const users = await svc.call('POST', '/v2/trade/users', {
+      body: { partner_user_id: 'nokey' },
+      idempotencyKey: null,
+    });
     expect(users.status).toBe(400);
     expect(await openCount()).toBe(before);
     // GET needs none
@@ -45,7 +60,14 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
     const buys = [
       order('0.04'),
       { ...order('0.03'), take_profit: { price: '0.5' }, stop_loss: { price: '0.01' } },
-      { symbol: token, side: 'buy', type: 'TWAP', size: '10', price: '0.02', execution: { interval_sec: 10, duration_sec: 20, passive: true } },
+      {
+        symbol: token,
+        side: 'buy',
+        type: 'TWAP',
+        size: '10',
+        price: '0.02',
+        execution: { interval_sec: 10, duration_sec: 20, passive: true },
+      },
     ];
     for (const body of buys) {
       const key = randomUUID();
@@ -53,7 +75,8 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
       expect(first.status).toBe(200);
       await forget();
       const openBefore = await openCount();
-      const activityBefore = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as })).body.activity.length;
+      const activityBefore = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as })).body.activity
+        .length;
       const again = await svc.call('POST', '/v2/trade/order', { body, headers: as, idempotencyKey: key });
       expect(again.status).toBe(200);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
@@ -61,7 +84,9 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
       expect(again.body.record_id).toBe(first.body.record_id);
       if (first.body.brackets) expect(Object.keys(again.body.brackets)).toEqual(Object.keys(first.body.brackets));
       expect(await openCount()).toBe(openBefore);
-      expect((await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as })).body.activity.length).toBe(activityBefore);
+      expect((await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as })).body.activity.length).toBe(
+        activityBefore,
+      );
       // and from then on the stored replay
       const third = await svc.call('POST', '/v2/trade/order', { body, headers: as, idempotencyKey: key });
       expect(third.headers.get('idempotent-replayed')).toBe('true');
@@ -85,14 +110,26 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
     expect(await openCount()).toBe(before + 1);
     // the same holds for DELETE and for user provisioning (201 replayed as 201)
     const delKey = randomUUID();
-    const c1 = await svc.call('DELETE', `/v2/trade/orders/${first.body.order_id}`, { headers: as, idempotencyKey: delKey });
-    const c2 = await svc.call('DELETE', `/v2/trade/orders/${first.body.order_id}`, { headers: as, idempotencyKey: delKey });
+    const c1 = await svc.call('DELETE', `/v2/trade/orders/${first.body.order_id}`, {
+      headers: as,
+      idempotencyKey: delKey,
+    });
+    const c2 = await svc.call('DELETE', `/v2/trade/orders/${first.body.order_id}`, {
+      headers: as,
+      idempotencyKey: delKey,
+    });
     expect(c1).toMatchObject({ status: 200, body: { status: 'CANCELED' } });
     expect(c2).toMatchObject({ status: 200, body: c1.body });
     expect(c2.headers.get('idempotent-replayed')).toBe('true');
     const uKey = randomUUID();
-    const u1 = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'idem-new' }, idempotencyKey: uKey });
-    const u2 = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'idem-new' }, idempotencyKey: uKey });
+    const u1 = await svc.call('POST', '/v2/trade/users', {
+      body: { partner_user_id: 'idem-new' },
+      idempotencyKey: uKey,
+    });
+    const u2 = await svc.call('POST', '/v2/trade/users', {
+      body: { partner_user_id: 'idem-new' },
+      idempotencyKey: uKey,
+    });
     expect(u1.status).toBe(201);
     expect(u2).toMatchObject({ status: 201, body: u1.body });
   });
@@ -100,7 +137,9 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
   it('the same key with a different request answers 422 and does nothing', async () => {
     const key = randomUUID();
     const before = await openCount();
-    expect((await svc.call('POST', '/v2/trade/order', { body: order('0.04'), headers: as, idempotencyKey: key })).status).toBe(200);
+    expect(
+      (await svc.call('POST', '/v2/trade/order', { body: order('0.04'), headers: as, idempotencyKey: key })).status,
+    ).toBe(200);
     const other = await svc.call('POST', '/v2/trade/order', { body: order('0.03'), headers: as, idempotencyKey: key });
     expect(other).toMatchObject({ status: 422, body: { error: 'idempotency_key_reused' } });
     // another path with the same key is a different request too
@@ -110,11 +149,17 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
   });
 
   it('keys are scoped to the API token: another key may reuse the value', async () => {
-    const minted = await svc.call('POST', '/v2/trade/users/idem/api-keys', { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } });
+    const minted = await svc.call('POST', '/v2/trade/users/idem/api-keys', {
+      body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] },
+    });
     expect(minted.status).toBe(201);
     const key = randomUUID();
     const a = await svc.call('POST', '/v2/trade/order', { body: order('0.02'), headers: as, idempotencyKey: key });
-    const b = await svc.call('POST', '/v2/trade/order', { body: order('0.02'), token: minted.body.api_key, idempotencyKey: key });
+    const b = await svc.call('POST', '/v2/trade/order', {
+      body: order('0.02'),
+      token: minted.body.api_key,
+      idempotencyKey: key,
+    });
     expect(a.status).toBe(200);
     expect(b.status).toBe(200);
     expect(b.headers.get('idempotent-replayed')).toBeNull();
@@ -123,7 +168,11 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
 
   it('a refused request is not kept: its retry runs (4xx changes nothing)', async () => {
     const key = randomUUID();
-    const bad = await svc.call('POST', '/v2/trade/order', { body: { ...order(), price: '72' }, headers: as, idempotencyKey: key });
+    const bad = await svc.call('POST', '/v2/trade/order', {
+      body: { ...order(), price: '72' },
+      headers: as,
+      idempotencyKey: key,
+    });
     expect(bad.status).toBe(400);
     const fixed = await svc.call('POST', '/v2/trade/order', { body: order('0.01'), headers: as, idempotencyKey: key });
     expect(fixed.status).toBe(200);
@@ -132,7 +181,11 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
   it('50 concurrent requests with one key create exactly one order; the rest replay or answer 409', async () => {
     const key = randomUUID();
     const before = await openCount();
-    const all = await Promise.all(Array.from({ length: 50 }, () => svc.call('POST', '/v2/trade/order', { body: order('0.03'), headers: as, idempotencyKey: key })));
+    const all = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        svc.call('POST', '/v2/trade/order', { body: order('0.03'), headers: as, idempotencyKey: key }),
+      ),
+    );
     const statuses = all.map((r) => r.status);
     expect(statuses.every((s) => s === 200 || s === 409)).toBe(true);
     const ids = new Set(all.filter((r) => r.status === 200).map((r) => r.body.order_id));
@@ -166,7 +219,10 @@ describe.each([
     svc.close();
     // "restart": a new service over the same store replays
     const again = await IdempotencyService.open(store, clock, log, { claimsInMemory });
-    expect(await again.begin('key_1', key, req)).toEqual({ kind: 'replay', response: { status: 200, body: { ok: true }, headers: {} } });
+    expect(await again.begin('key_1', key, req)).toEqual({
+      kind: 'replay',
+      response: { status: 200, body: { ok: true }, headers: {} },
+    });
     // 24 h later the record is gone: the key is fresh again
     clock.advance(IDEMPOTENCY_TTL_MS + 1);
     expect(await again.sweep()).toBe(1);
@@ -179,18 +235,23 @@ describe.each([
     const taken = await again.begin('key_1', k2, req);
     expect(taken.kind).toBe('execute');
     // the same key on another request → 422 while running and once done; abandon frees the key
-    await expect(again.begin('key_1', k2, { ...req, body: { a: 2 } }).catch(toApiError)).resolves.toMatchObject({ status: 422 });
+    await expect(again.begin('key_1', k2, { ...req, body: { a: 2 } }).catch(toApiError)).resolves.toMatchObject({
+      status: 422,
+    });
     if (taken.kind === 'execute') await taken.abandon();
     const k2Again = await again.begin('key_1', k2, { ...req, body: { a: 2 } });
-    if (k2Again.kind === 'execute') await k2Again.complete({ status: 201, body: { n: 2 }, headers: { Location: '/x' } });
+    if (k2Again.kind === 'execute')
+      await k2Again.complete({ status: 201, body: { n: 2 }, headers: { Location: '/x' } });
     await expect(again.begin('key_1', k2, req).catch(toApiError)).resolves.toMatchObject({ status: 422 });
-    expect(await again.begin('key_1', k2, { ...req, body: { a: 2 } })).toEqual({ kind: 'replay', response: { status: 201, body: { n: 2 }, headers: { Location: '/x' } } });
+    expect(await again.begin('key_1', k2, { ...req, body: { a: 2 } })).toEqual({
+      kind: 'replay',
+      response: { status: 201, body: { n: 2 }, headers: { Location: '/x' } },
+    });
     // keys are scoped to the API key
     expect((await again.begin('key_2', k2, req)).kind).toBe('execute');
     again.close();
     await store.close();
   });
-
 });
 
 describe('canonical JSON', () => {
@@ -211,9 +272,21 @@ describe('canonical JSON', () => {
       return JSON.stringify(value) ?? 'null';
     };
     const value = fc.letrec((tie) => ({
-      any: fc.oneof(fc.constant(null), fc.constant(undefined), fc.boolean(), fc.double(), fc.integer(), fc.string(), fc.array(tie('any'), { maxLength: 4 }), fc.dictionary(fc.string(), tie('any'), { maxKeys: 5 })),
+      any: fc.oneof(
+        fc.constant(null),
+        fc.constant(undefined),
+        fc.boolean(),
+        fc.double(),
+        fc.integer(),
+        fc.string(),
+        fc.array(tie('any'), { maxLength: 4 }),
+        fc.dictionary(fc.string(), tie('any'), { maxKeys: 5 }),
+      ),
     })).any;
-    fc.assert(fc.property(value, (v) => canonicalJson(v) === reference(v)), { numRuns: 500 });
+    fc.assert(
+      fc.property(value, (v) => canonicalJson(v) === reference(v)),
+      { numRuns: 500 },
+    );
   });
 });
 
@@ -231,7 +304,10 @@ describe('rate limit (spec part 8)', () => {
       expect(r.headers.get('ratelimit-policy')).toMatch(/q=5; w=60/);
     }
     const over = await svc.call('GET', '/v2/trade/account');
-    expect(over).toMatchObject({ status: 429, body: { error: 'rate_limited', message: expect.stringMatching(/5 requests per minute/) } });
+    expect(over).toMatchObject({
+      status: 429,
+      body: { error: 'rate_limited', message: expect.stringMatching(/5 requests per minute/) },
+    });
     expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(over.headers.get('ratelimit')).toMatch(/r=0/);
     // another key has its own budget; /healthz is never limited

@@ -21,8 +21,15 @@ describe('market resolution and tick change through the real API', () => {
   let market: any;
   const as = (u: string) => ({ 'x-partner-user-id': u });
   const post = (u: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(u) });
-  const start = async () => startTestService({ store: await SqliteStore.open(dir), env: { SIM_CONTROL: 'on', SIM_MAKER_REFILL_MS: '3600000' } });
-  const marketNow = async () => (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets.find((m: any) => m.condition_id === market.condition_id);
+  const start = async () =>
+    startTestService({
+      store: await SqliteStore.open(dir),
+      env: { SIM_CONTROL: 'on', SIM_MAKER_REFILL_MS: '3600000' },
+    });
+  const marketNow = async () =>
+    (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets.find(
+      (m: any) => m.condition_id === market.condition_id,
+    );
 
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-resolve-'));
@@ -30,11 +37,19 @@ describe('market resolution and tick change through the real API', () => {
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
     const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
     market = page.markets.find((m: any) => /^btc-15min-up-or-down-/.test(m.slug));
-    expect(market).toMatchObject({ condition_id: expect.stringMatching(/^0x[0-9a-f]{64}$/), question: expect.stringMatching(/^BTC Up or Down/), tick_size: '0.01', min_size: '5', closed: false, resolved: false, winning_token_id: null });
+    expect(market).toMatchObject({
+      condition_id: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      question: expect.stringMatching(/^BTC Up or Down/),
+      tick_size: '0.01',
+      min_size: '5',
+      closed: false,
+      resolved: false,
+      winning_token_id: null,
+    });
     expect(market.tokens.map((t: any) => t.outcome)).toEqual(['Up', 'Down']);
   });
 
-  it('before resolution each token\'s winner is null (not yet known), and last_trade_price is null while no trade print was seen (markets and book)', async () => {
+  it("before resolution each token's winner is null (not yet known), and last_trade_price is null while no trade print was seen (markets and book)", async () => {
     expect(market.tokens).toEqual([
       { token_id: market.tokens[0].token_id, outcome: 'Up', winner: null, last_trade_price: null },
       { token_id: market.tokens[1].token_id, outcome: 'Down', winner: null, last_trade_price: null },
@@ -63,7 +78,9 @@ describe('market resolution and tick change through the real API', () => {
   it('the simulation control is absent (404) unless SIM_CONTROL=on', async () => {
     const off = await startTestService();
     try {
-      const r = await off.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, { body: { winning_token_id: market.tokens[0].token_id } });
+      const r = await off.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, {
+        body: { winning_token_id: market.tokens[0].token_id },
+      });
       expect(r.status).toBe(404);
     } finally {
       await off.close();
@@ -74,7 +91,13 @@ describe('market resolution and tick change through the real API', () => {
     const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
     const eth = page.markets.find((m: any) => /^eth-15min-up-or-down-/.test(m.slug));
     const token = eth.tokens[0].token_id as string;
-    const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', execution: { interval_sec: 10, duration_sec: 30, passive: true } });
+    const res = await post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'TWAP',
+      size: '30',
+      execution: { interval_sec: 10, duration_sec: 30, passive: true },
+    });
     expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE' } });
     const id = res.body.record_id as string;
     await svc.services.strategies.whenQuiet(id);
@@ -94,7 +117,14 @@ describe('market resolution and tick change through the real API', () => {
     const up = market.tokens[0].token_id as string;
     const down = market.tokens[1].token_id as string;
     // shares to protect with a stop
-    const buy = await post('alice', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.55', size: '20', time_in_force: 'IOC' });
+    const buy = await post('alice', {
+      symbol: up,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.55',
+      size: '20',
+      time_in_force: 'IOC',
+    });
     expect(buy).toMatchObject({ status: 200, body: { status: 'FILLED' } });
     // tick change 0.01 → 0.001: new orders checked against it at once, the book and markets show it
     await (svc.services.venue as SimVenue).changeTickSize(up, dec('0.001'));
@@ -105,72 +135,165 @@ describe('market resolution and tick change through the real API', () => {
     const stop = await post('alice', { symbol: up, side: 'sell', type: 'STOP_LOSS', price: '0.3', size: '10' });
     expect(stop).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
 
-    const userKey = (await svc.call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } })).body.api_key as string;
-    const asUser = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, { body: { winning_token_id: up }, token: userKey });
+    const userKey = (
+      await svc.call('POST', '/v2/trade/users/alice/api-keys', {
+        body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] },
+      })
+    ).body.api_key as string;
+    const asUser = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, {
+      body: { winning_token_id: up },
+      token: userKey,
+    });
     expect(asUser).toMatchObject({ status: 403, body: { error: 'forbidden' } }); // a partner user's key never reaches the control
-    const bad = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, { body: { winning_token_id: '42' } });
+    const bad = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, {
+      body: { winning_token_id: '42' },
+    });
     expect(bad).toMatchObject({ status: 400, body: { error: 'invalid_request' } });
-    const res = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, { body: { winning_token_id: up } });
-    expect(res).toMatchObject({ status: 200, body: { closed: true, resolved: true, winning_token_id: up, tokens: [{ token_id: up, winner: true }, { token_id: down, winner: false }] } });
-    const other = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, { body: { winning_token_id: down } });
+    const res = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, {
+      body: { winning_token_id: up },
+    });
+    expect(res).toMatchObject({
+      status: 200,
+      body: {
+        closed: true,
+        resolved: true,
+        winning_token_id: up,
+        tokens: [
+          { token_id: up, winner: true },
+          { token_id: down, winner: false },
+        ],
+      },
+    });
+    const other = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, {
+      body: { winning_token_id: down },
+    });
     expect(other).toMatchObject({ status: 409, body: { error: 'conflict' } });
 
-    const order = await poll('resting order canceled', async () => svc.services.actors.get(resting.body.order_id), (r) => r?.status === 'CANCELED');
-    expect(order!.view).toMatchObject({ status: 'CANCELED', message: 'market resolved', cancel_code: 'MARKET_RESOLVED', cancel_reason: 'market resolved' });
-    expect(await svc.call('GET', `/v2/trade/orders/${resting.body.order_id}`, { headers: as('alice') })).toMatchObject({ status: 200, body: { status: 'CANCELED', cancel_code: 'MARKET_RESOLVED' } });
-    const strategies = async () => (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as('alice') })).body.strategies;
-    const ended = await poll('stop canceled', strategies, (l: any[]) => l.find((s) => s.record_id === stop.body.record_id)?.status === 'CANCELED');
-    expect(ended.find((s: any) => s.record_id === stop.body.record_id)).toMatchObject({ status: 'CANCELED', message: 'market resolved' });
+    const order = await poll(
+      'resting order canceled',
+      async () => svc.services.actors.get(resting.body.order_id),
+      (r) => r?.status === 'CANCELED',
+    );
+    expect(order!.view).toMatchObject({
+      status: 'CANCELED',
+      message: 'market resolved',
+      cancel_code: 'MARKET_RESOLVED',
+      cancel_reason: 'market resolved',
+    });
+    expect(await svc.call('GET', `/v2/trade/orders/${resting.body.order_id}`, { headers: as('alice') })).toMatchObject({
+      status: 200,
+      body: { status: 'CANCELED', cancel_code: 'MARKET_RESOLVED' },
+    });
+    const strategies = async () =>
+      (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as('alice') })).body.strategies;
+    const ended = await poll(
+      'stop canceled',
+      strategies,
+      (l: any[]) => l.find((s) => s.record_id === stop.body.record_id)?.status === 'CANCELED',
+    );
+    expect(ended.find((s: any) => s.record_id === stop.body.record_id)).toMatchObject({
+      status: 'CANCELED',
+      message: 'market resolved',
+    });
 
     for (const symbol of [up, down]) {
       const refused = await post('alice', { symbol, side: 'buy', type: 'LIMIT', price: '0.5', size: '10' });
-      expect(refused).toMatchObject({ status: 422, body: { error: 'MARKET_CLOSED', message: expect.stringMatching(/resolved/) } });
+      expect(refused).toMatchObject({
+        status: 422,
+        body: { error: 'MARKET_CLOSED', message: expect.stringMatching(/resolved/) },
+      });
     }
     const refusedStop = await post('alice', { symbol: up, side: 'sell', type: 'STOP_LOSS', price: '0.3', size: '10' });
     expect(refusedStop).toMatchObject({ status: 422, body: { error: 'MARKET_CLOSED' } });
-    expect(await marketNow()).toMatchObject({ closed: true, resolved: true, winning_token_id: up, tick_size: '0.001', resolved_at: expect.any(Number) });
+    expect(await marketNow()).toMatchObject({
+      closed: true,
+      resolved: true,
+      winning_token_id: up,
+      tick_size: '0.001',
+      resolved_at: expect.any(Number),
+    });
     expect((await svc.call('GET', `/v2/trade/book?token_id=${up}`)).body).toMatchObject({ bids: [], asks: [] });
 
     // restart on the same store: the resolution and the tick come back from the journal
     await svc.close();
     svc = await start();
     expect(await marketNow()).toMatchObject({ closed: true, resolved: true, winning_token_id: up, tick_size: '0.001' });
-    expect((await svc.call('GET', `/v2/trade/book?token_id=${up}`)).body).toMatchObject({ tick_size: '0.001', bids: [], asks: [] });
-    expect(await post('alice', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.5', size: '10' })).toMatchObject({ status: 422, body: { error: 'MARKET_CLOSED' } });
+    expect((await svc.call('GET', `/v2/trade/book?token_id=${up}`)).body).toMatchObject({
+      tick_size: '0.001',
+      bids: [],
+      asks: [],
+    });
+    expect(await post('alice', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.5', size: '10' })).toMatchObject({
+      status: 422,
+      body: { error: 'MARKET_CLOSED' },
+    });
     expect(svc.services.venue.marketStatus(market.condition_id)).toMatchObject({ resolved: true, winningTokenId: up });
   });
 
   it('a STOP_LOSS that fired and whose sell rests when the market resolves ends CANCELED, market resolved (not COMPLETED with 0 filled)', async () => {
     // one provider level a side, no refill: the test empties the bids, then its own bid is the touch
-    const own = await startTestService({ env: { SIM_CONTROL: 'on', SIM_MAKER_LEVELS: '1', SIM_MAKER_REFILL_MS: '3600000' } });
+    const own = await startTestService({
+      env: { SIM_CONTROL: 'on', SIM_MAKER_LEVELS: '1', SIM_MAKER_REFILL_MS: '3600000' },
+    });
     try {
       const u = { 'x-partner-user-id': 'dora' };
       await own.call('POST', '/v2/trade/users', { body: { partner_user_id: 'dora' } });
-      const m = (await own.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets.find((x: any) => /^sol-15min-up-or-down-/.test(x.slug)) ?? (await own.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets[5];
+      const m =
+        (await own.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets.find((x: any) =>
+          /^sol-15min-up-or-down-/.test(x.slug),
+        ) ?? (await own.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets[5];
       const up = m.tokens[0].token_id as string;
-      expect(await own.call('POST', '/v2/trade/positions/split', { body: { condition_id: m.condition_id, amount: '1100' }, headers: u })).toMatchObject({ status: 200 });
+      expect(
+        await own.call('POST', '/v2/trade/positions/split', {
+          body: { condition_id: m.condition_id, amount: '1100' },
+          headers: u,
+        }),
+      ).toMatchObject({ status: 200 });
       // armed first (the touch 0.4x is above its level), then the test empties the bids
-      const stop = await own.call('POST', '/v2/trade/order', { body: { symbol: up, side: 'sell', type: 'STOP_LOSS', price: '0.3', size: '10' }, headers: u });
+      const stop = await own.call('POST', '/v2/trade/order', {
+        body: { symbol: up, side: 'sell', type: 'STOP_LOSS', price: '0.3', size: '10' },
+        headers: u,
+      });
       expect(stop).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
       const id = stop.body.record_id as string;
       const bid = (await own.call('GET', `/v2/trade/book?token_id=${up}`)).body.bids[0];
-      const dump = await own.call('POST', '/v2/trade/order', { body: { symbol: up, side: 'sell', type: 'LIMIT', price: '0.01', size: bid.size, time_in_force: 'IOC' }, headers: u });
+      const dump = await own.call('POST', '/v2/trade/order', {
+        body: { symbol: up, side: 'sell', type: 'LIMIT', price: '0.01', size: bid.size, time_in_force: 'IOC' },
+        headers: u,
+      });
       expect(dump).toMatchObject({ status: 200, body: { status: 'FILLED' } });
       expect((await own.call('GET', `/v2/trade/book?token_id=${up}`)).body.bids).toEqual([]);
       // dora's own bid at 0.2 is the touch: the stop fires at it; self-trade prevention cancels that bid, so the sell rests, 0 filled
-      const ownBid = await own.call('POST', '/v2/trade/order', { body: { symbol: up, side: 'buy', type: 'LIMIT', price: '0.2', size: '5' }, headers: u });
+      const ownBid = await own.call('POST', '/v2/trade/order', {
+        body: { symbol: up, side: 'buy', type: 'LIMIT', price: '0.2', size: '5' },
+        headers: u,
+      });
       expect(ownBid).toMatchObject({ status: 200, body: { status: 'LIVE' } });
-      const strategy = async () => (await own.call('GET', '/v2/trade/strategies?limit=500', { headers: u })).body.strategies.find((x: any) => x.record_id === id);
+      const strategy = async () =>
+        (await own.call('GET', '/v2/trade/strategies?limit=500', { headers: u })).body.strategies.find(
+          (x: any) => x.record_id === id,
+        );
       await poll('stop fired, its sell resting', strategy, (x: any) => x?.status === 'TRIGGERED');
       await own.services.strategies.whenQuiet(id);
-      expect((await own.call('GET', `/v2/trade/book?token_id=${up}`)).body.asks[0]).toEqual({ price: '0.2', size: '10' });
-      const res = await own.call('POST', `/v2/sim/markets/${m.condition_id}/resolve`, { body: { winning_token_id: m.tokens[1].token_id } });
+      expect((await own.call('GET', `/v2/trade/book?token_id=${up}`)).body.asks[0]).toEqual({
+        price: '0.2',
+        size: '10',
+      });
+      const res = await own.call('POST', `/v2/sim/markets/${m.condition_id}/resolve`, {
+        body: { winning_token_id: m.tokens[1].token_id },
+      });
       expect(res.status).toBe(200);
       const ended = await poll('stop ended', strategy, (x: any) => x?.status !== 'TRIGGERED');
       expect(ended).toMatchObject({ status: 'CANCELED', message: 'market resolved' });
       // the strategy decided on the sell's cancel code, recorded from the venue's report
-      expect(await own.call('GET', `/v2/trade/orders/${ended.order_ids[0]}`, { headers: u })).toMatchObject({ status: 200, body: { status: 'CANCELED', is_stop_loss: true, cancel_code: 'MARKET_RESOLVED', message: 'market resolved' } });
-      expect(await own.call('GET', `/v2/trade/orders/${ownBid.body.order_id}`, { headers: u })).toMatchObject({ status: 200, body: { status: 'CANCELED', cancel_code: 'SELF_TRADE_PREVENTION', message: 'self-trade prevention' } });
+      expect(await own.call('GET', `/v2/trade/orders/${ended.order_ids[0]}`, { headers: u })).toMatchObject({
+        status: 200,
+        body: { status: 'CANCELED', is_stop_loss: true, cancel_code: 'MARKET_RESOLVED', message: 'market resolved' },
+      });
+      expect(await own.call('GET', `/v2/trade/orders/${ownBid.body.order_id}`, { headers: u })).toMatchObject({
+        status: 200,
+        body: { status: 'CANCELED', cancel_code: 'SELF_TRADE_PREVENTION', message: 'self-trade prevention' },
+      });
     } finally {
       await own.close();
     }

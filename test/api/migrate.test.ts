@@ -45,13 +45,17 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
 
     const refused = await runToExit(['dist/api/main.js'], { DATA_DIR: dir, PORT: '0' });
     expect(refused.code).toBe(1);
-    expect(refused.out.trim()).toBe(`cannot start: DATA_DIR ${dir} holds data of the older embedded store: import it with \`npm run migrate -- ${dir}\``);
+    expect(refused.out.trim()).toBe(
+      `cannot start: DATA_DIR ${dir} holds data of the older embedded store: import it with \`npm run migrate -- ${dir}\``,
+    );
     expect((await fs.readdir(dir)).sort()).toEqual(before); // nothing made beside the old files
 
     const imported = await migrate(dir);
     expect(imported.code, imported.out).toBe(0);
     expect(imported.out.trim()).toMatch(
-      new RegExp(`^imported \\d+ documents into ${dir}/store\\.sqlite \\(actors 4, .*apiKeys 2, .*users 2, .*\\); the old files are now in ${dir}/nedb-imported-[0-9TZ-]+$`),
+      new RegExp(
+        `^imported \\d+ documents into ${dir}/store\\.sqlite \\(actors 4, .*apiKeys 2, .*users 2, .*\\); the old files are now in ${dir}/nedb-imported-[0-9TZ-]+$`,
+      ),
     );
     const after = await fs.readdir(dir);
     expect(after.filter((f) => f.endsWith('.db'))).toEqual([]);
@@ -60,12 +64,22 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
 
     // run again: nothing left to import, nothing changed
     const again = await migrate(dir);
-    expect(again).toEqual({ code: 0, out: `nothing to import: ${dir} holds no data file of the older embedded store\n` });
+    expect(again).toEqual({
+      code: 0,
+      out: `nothing to import: ${dir} holds no data file of the older embedded store\n`,
+    });
 
-    child = await spawnService({ DATA_DIR: dir, SIM_REPLAY: 'off', SIM_CAPTURE: 'off', SIM_MAKER_REFILL_MS: '3600000' });
+    child = await spawnService({
+      DATA_DIR: dir,
+      SIM_REPLAY: 'off',
+      SIM_CAPTURE: 'off',
+      SIM_MAKER_REFILL_MS: '3600000',
+    });
     const master = (await fs.readFile(path.join(dir, 'master-api-key'), 'utf8')).trim();
     const get = async (url: string, token: string, user?: string) => {
-      const res = await fetch(child!.baseUrl + url, { headers: { authorization: `Bearer ${token}`, ...(user ? { 'x-partner-user-id': user } : {}) } });
+      const res = await fetch(child!.baseUrl + url, {
+        headers: { authorization: `Bearer ${token}`, ...(user ? { 'x-partner-user-id': user } : {}) },
+      });
       return { status: res.status, body: (await res.json()) as any };
     };
     for (const user of ['alice', 'bob']) {
@@ -75,25 +89,38 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     }
     // the per-user key minted by the old version
     const alice = facts.alice_api_key!;
-    expect((await get('/v2/trade/account', alice)).body).toMatchObject({ api_key: { kind: 'user' }, user: { partner_user_id: 'alice' } });
+    expect((await get('/v2/trade/account', alice)).body).toMatchObject({
+      api_key: { kind: 'user' },
+      user: { partner_user_id: 'alice' },
+    });
     const open = await get('/v2/trade/orders/open', alice);
     expect(open.status).toBe(200);
-    expect(open.body.orders.map((o: any) => [o.order_id, o.status, o.price, o.size])).toEqual([[facts.resting_order_id, 'LIVE', '0.01', '10']]);
+    expect(open.body.orders.map((o: any) => [o.order_id, o.status, o.price, o.size])).toEqual([
+      [facts.resting_order_id, 'LIVE', '0.01', '10'],
+    ]);
     const filled = await get(`/v2/trade/orders/${facts.filled_order_id}`, alice);
     expect([filled.status, filled.body.status, filled.body.filled_size]).toEqual([200, 'FILLED', '38.46']);
     const strategies = await get('/v2/trade/strategies', alice);
-    expect(strategies.body.strategies.map((s: any) => [s.record_id, s.type, s.status, s.price, s.size])).toEqual([[facts.stop_loss_record_id, 'STOP_LOSS', 'ACTIVE', '0.05', '10']]);
+    expect(strategies.body.strategies.map((s: any) => [s.record_id, s.type, s.status, s.price, s.size])).toEqual([
+      [facts.stop_loss_record_id, 'STOP_LOSS', 'ACTIVE', '0.05', '10'],
+    ]);
     const positions = await get('/v2/trade/positions', alice);
     expect(positions.body.positions.map((p: any) => [p.condition_id, p.outcome, p.size])).toEqual([
       [facts.condition_id, 'Yes', '41.46'], // 38.46 bought + 3 split
       [facts.condition_id, 'No', '3'],
     ]);
-    expect((await get('/v2/trade/balances', alice)).body).toMatchObject({ balance: facts.pusd_balance, reserved: '0.1' });
+    expect((await get('/v2/trade/balances', alice)).body).toMatchObject({
+      balance: facts.pusd_balance,
+      reserved: '0.1',
+    });
     child.child.kill('SIGTERM');
     expect(await child.exited).toBe(0);
 
     // the books balance on the imported data
-    svc = await startTestService({ store: await SqliteStore.open(dir, { lock: true }), env: { SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' } });
+    svc = await startTestService({
+      store: await SqliteStore.open(dir, { lock: true }),
+      env: { SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' },
+    });
     await checkInvariants(svc.services);
   });
 
@@ -103,19 +130,26 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     await (await store.collection('users')).insertOne({ _id: 'someone-else' });
     await store.close();
     const refused = await migrate(dir);
-    expect(refused).toEqual({ code: 1, out: `cannot migrate: ${dir}/store.sqlite already holds documents (users): nothing imported; --force imports over them (a document with the same _id is replaced)\n` });
+    expect(refused).toEqual({
+      code: 1,
+      out: `cannot migrate: ${dir}/store.sqlite already holds documents (users): nothing imported; --force imports over them (a document with the same _id is replaced)\n`,
+    });
     expect((await fs.readdir(dir)).filter((f) => f.endsWith('.db'))).toContain('users.db');
 
     const held = await SqliteStore.open(dir, { lock: true, oldStoreFiles: true });
     const locked = await migrate(dir, '--force');
     await held.close();
     expect(locked.code).toBe(1);
-    expect(locked.out).toMatch(new RegExp(`^cannot migrate: DATA_DIR ${dir} is in use by another process \\(pid ${process.pid} `));
+    expect(locked.out).toMatch(
+      new RegExp(`^cannot migrate: DATA_DIR ${dir} is in use by another process \\(pid ${process.pid} `),
+    );
 
     const forced = await migrate(dir, '--force');
     expect(forced.code, forced.out).toBe(0);
     const check = await SqliteStore.open(dir);
-    expect((await (await check.collection('users')).find({}, { sort: { _id: 1 } })).map((u) => u._id)).toContain('someone-else');
+    expect((await (await check.collection('users')).find({}, { sort: { _id: 1 } })).map((u) => u._id)).toContain(
+      'someone-else',
+    );
     expect(await (await check.collection('users')).count({})).toBe(3);
     await check.close();
   });
@@ -134,7 +168,11 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     // the migrate command then only moves the files aside
     const moved = await migrate(dir);
     expect(moved.code, moved.out).toBe(0);
-    expect(moved.out).toMatch(new RegExp(`^already imported into ${dir}/store\\.sqlite at 2023-11-14T22:13:20\\.000Z; the old files are now in ${dir}/nedb-imported-`));
+    expect(moved.out).toMatch(
+      new RegExp(
+        `^already imported into ${dir}/store\\.sqlite at 2023-11-14T22:13:20\\.000Z; the old files are now in ${dir}/nedb-imported-`,
+      ),
+    );
     expect((await fs.readdir(dir)).filter((f) => f.endsWith('.db'))).toEqual([]);
   });
 });

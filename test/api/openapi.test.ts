@@ -35,7 +35,11 @@ describe('OpenAPI 3.1 document (GET /v2/trade/openapi.json)', () => {
     const file = path.join(dir, 'openapi.json');
     await fs.writeFile(file, JSON.stringify(doc));
     try {
-      const { stdout, stderr } = await run(process.execPath, ['node_modules/@redocly/cli/bin/cli.js', 'lint', file, '--config', 'redocly.yaml', '--format', 'json'], { maxBuffer: 64 << 20 });
+      const { stdout, stderr } = await run(
+        process.execPath,
+        ['node_modules/@redocly/cli/bin/cli.js', 'lint', file, '--config', 'redocly.yaml', '--format', 'json'],
+        { maxBuffer: 64 << 20 },
+      );
       const report = JSON.parse(stdout.slice(stdout.indexOf('{'))) as { totals: { errors: number; warnings: number } };
       expect(report.totals, stderr).toEqual(expect.objectContaining({ errors: 0, warnings: 0 }));
     } finally {

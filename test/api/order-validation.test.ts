@@ -20,8 +20,12 @@ describe('order validation', () => {
   const as = (u: string) => ({ 'x-partner-user-id': u });
   const post = (u: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(u) });
   const book = async (t: string) => (await svc.call('GET', `/v2/trade/book?token_id=${t}&depth=10`)).body;
-  const activity = async (u: string) => (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as(u) })).body.activity as any[];
-  const strategy = async (u: string, id: string) => (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as(u) })).body.strategies.find((s: any) => s.record_id === id);
+  const activity = async (u: string) =>
+    (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as(u) })).body.activity as any[];
+  const strategy = async (u: string, id: string) =>
+    (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as(u) })).body.strategies.find(
+      (s: any) => s.record_id === id,
+    );
   /** A 0.01-tick token with a two-tick spread whose best bid lies in [minBid, maxBid], books untouched. */
   const freshToken = tokenPicker(() => markets, book);
   /** Posts `body` as `u` and expects `status`/`error`/`message`, with nothing new in `u`'s activity. */
@@ -44,15 +48,31 @@ describe('order validation', () => {
   afterAll(() => svc.close());
 
   describe('expiration has a horizon (365 days) and every accepted expiry is scheduled', () => {
-    it.each([[8700000000000000], [1e300], [Date.now() + 366 * DAY_MS]])('expiration %d → 400 naming the horizon, nothing changes', async (expiration) => {
-      const { token, bid } = await freshToken();
-      await refused('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '10', expiration }, 400, 'invalid_request', /^expiration must be at most 365 days ahead \(at most \d+ in Unix epoch milliseconds\); received /);
-    });
+    it.each([[8700000000000000], [1e300], [Date.now() + 366 * DAY_MS]])(
+      'expiration %d → 400 naming the horizon, nothing changes',
+      async (expiration) => {
+        const { token, bid } = await freshToken();
+        await refused(
+          'alice',
+          { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '10', expiration },
+          400,
+          'invalid_request',
+          /^expiration must be at most 365 days ahead \(at most \d+ in Unix epoch milliseconds\); received /,
+        );
+      },
+    );
 
     it('a GTD expiry 364 days ahead rests LIVE and its expiry timer is a scheduler job at exactly that time', async () => {
       const { token, bid } = await freshToken();
       const expiration = Date.now() + 364 * DAY_MS;
-      const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '10', expiration });
+      const res = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: px(bid - 0.05),
+        size: '10',
+        expiration,
+      });
       expect(res).toMatchObject({ status: 200, body: { status: 'LIVE', time_in_force: 'GTD', expiration } });
       const jobs = await (await svc.services.store.collection<any>('agendaJobs')).find({});
       const job = jobs.find((j) => j.data?.actorId === res.body.order_id);
@@ -63,21 +83,52 @@ describe('order validation', () => {
     it('an expiry in microseconds gets the millisecond value suggested', async () => {
       const { token, bid } = await freshToken();
       const ms = Date.now() + DAY_MS;
-      await refused('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '10', expiration: ms * 1000 }, 400, 'invalid_request', new RegExp(`— did you mean ${ms} \\(milliseconds\\)\\?$`));
+      await refused(
+        'alice',
+        { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '10', expiration: ms * 1000 },
+        400,
+        'invalid_request',
+        new RegExp(`— did you mean ${ms} \\(milliseconds\\)\\?$`),
+      );
     });
   });
 
   describe('a TWAP that cannot work is refused, saying why', () => {
     const twap = (token: string, patch: Record<string, unknown>, execution: Record<string, unknown> = {}) => ({
-      symbol: token, side: 'buy', type: 'TWAP', size: '30', ...patch, execution: { interval_sec: 10, duration_sec: 30, ...execution },
+      symbol: token,
+      side: 'buy',
+      type: 'TWAP',
+      size: '30',
+      ...patch,
+      execution: { interval_sec: 10, duration_sec: 30, ...execution },
     });
     it.each([
-      [{ size: '0.01' }, {}, 'each TWAP slice must be at least 0.01 shares: 0.01 shares over 3 slices is less; send a larger size or fewer slices (raise execution.interval_sec)'],
-      [{ size: '0.02' }, {}, 'each TWAP slice must be at least 0.01 shares: 0.02 shares over 3 slices is less; send a larger size or fewer slices (raise execution.interval_sec)'],
+      [
+        { size: '0.01' },
+        {},
+        'each TWAP slice must be at least 0.01 shares: 0.01 shares over 3 slices is less; send a larger size or fewer slices (raise execution.interval_sec)',
+      ],
+      [
+        { size: '0.02' },
+        {},
+        'each TWAP slice must be at least 0.01 shares: 0.02 shares over 3 slices is less; send a larger size or fewer slices (raise execution.interval_sec)',
+      ],
       [{}, { duration_sec: 1e12 }, 'execution.duration_sec must be at most 604800'],
-      [{}, { duration_sec: 604800 }, 'a TWAP has at most 1000 slices: duration_sec 604800 / interval_sec 10 makes 60480; raise execution.interval_sec'],
-      [{}, { duration_sec: 30.0005 }, 'execution.duration_sec has at most 3 decimals (whole milliseconds); received 30.0005'],
-      [{ size: '6' }, { passive: true }, /^passive TWAP slices rest on the book, so each must be at least this market's minimum of 5 shares: 6 shares over 3 slices is 2 per slice/],
+      [
+        {},
+        { duration_sec: 604800 },
+        'a TWAP has at most 1000 slices: duration_sec 604800 / interval_sec 10 makes 60480; raise execution.interval_sec',
+      ],
+      [
+        {},
+        { duration_sec: 30.0005 },
+        'execution.duration_sec has at most 3 decimals (whole milliseconds); received 30.0005',
+      ],
+      [
+        { size: '6' },
+        { passive: true },
+        /^passive TWAP slices rest on the book, so each must be at least this market's minimum of 5 shares: 6 shares over 3 slices is 2 per slice/,
+      ],
     ])('%j execution %j → 400', async (patch, execution, message) => {
       const { token } = await freshToken();
       await refused('alice', twap(token, patch, execution), 400, 'invalid_request', message);
@@ -88,32 +139,120 @@ describe('order validation', () => {
       const res = await post('alice', twap(token, { size: '0.03' }));
       expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE', size: '0.03' } });
       const week = await post('alice', twap(token, { size: '10' }, { interval_sec: 86400, duration_sec: 604800 }));
-      expect(week).toMatchObject({ status: 200, body: { type: 'TWAP', message: expect.stringMatching(/in 7 slices every 86400 s/) } });
-      for (const id of [res.body.record_id, week.body.record_id]) await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
+      expect(week).toMatchObject({
+        status: 200,
+        body: { type: 'TWAP', message: expect.stringMatching(/in 7 slices every 86400 s/) },
+      });
+      for (const id of [res.body.record_id, week.body.record_id])
+        await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
     });
   });
 
   describe('a field the type does not use is refused, naming it (TWAP clip_size / randomize_pct: warnings, spec 2.2.2)', () => {
     it('STOP_LOSS execution.trailing_offset_pct, ICEBERG execution.interval_sec, TRAILING_BUY execution.clip_size, STOP_LOSS quote_amount → 400', async () => {
       const { token, bid, ask } = await freshToken(0.3);
-      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '20', time_in_force: 'IOC' });
-      await refused('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid - 0.05), size: '5', execution: { trailing_offset_pct: 5 } }, 400, 'invalid_request',
-        'execution.trailing_offset_pct is not used by STOP_LOSS orders (they take no execution object)');
-      await refused('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid - 0.05), size: '50', execution: { clip_size: '10', interval_sec: 10 } }, 400, 'invalid_request',
-        'execution.interval_sec is not used by ICEBERG orders (ICEBERG takes execution.clip_size, execution.price_tolerance_pct)');
-      await refused('alice', { symbol: token, side: 'buy', type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset: '0.02', clip_size: '5' } }, 400, 'invalid_request',
-        'execution.clip_size is not used by TRAILING_BUY orders (TRAILING_BUY takes execution.trailing_offset_pct, execution.trailing_offset, execution.low_water_mark, execution.price_ceiling)');
-      await refused('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid - 0.05), size: '5', quote_amount: '5' }, 400, 'invalid_request', /^quote_amount is not used by STOP_LOSS orders/);
-      await refused('alice', { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '5', execution: { high_water_mark: px(ask), trailing_offset: '0.05', low_water_mark: '0.1' } }, 400, 'invalid_request',
-        /^execution\.low_water_mark is not used by TRAILING_STOP orders/);
-      await refused('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', execution: { interval_sec: 10, duration_sec: 30, trailing_offset_pct: 5 } }, 400, 'invalid_request',
-        /^execution\.trailing_offset_pct is not used by TWAP orders/);
+      await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '20',
+        time_in_force: 'IOC',
+      });
+      await refused(
+        'alice',
+        {
+          symbol: token,
+          side: 'sell',
+          type: 'STOP_LOSS',
+          price: px(bid - 0.05),
+          size: '5',
+          execution: { trailing_offset_pct: 5 },
+        },
+        400,
+        'invalid_request',
+        'execution.trailing_offset_pct is not used by STOP_LOSS orders (they take no execution object)',
+      );
+      await refused(
+        'alice',
+        {
+          symbol: token,
+          side: 'buy',
+          type: 'ICEBERG',
+          price: px(bid - 0.05),
+          size: '50',
+          execution: { clip_size: '10', interval_sec: 10 },
+        },
+        400,
+        'invalid_request',
+        'execution.interval_sec is not used by ICEBERG orders (ICEBERG takes execution.clip_size, execution.price_tolerance_pct)',
+      );
+      await refused(
+        'alice',
+        {
+          symbol: token,
+          side: 'buy',
+          type: 'TRAILING_BUY',
+          quote_amount: '5',
+          execution: { trailing_offset: '0.02', clip_size: '5' },
+        },
+        400,
+        'invalid_request',
+        'execution.clip_size is not used by TRAILING_BUY orders (TRAILING_BUY takes execution.trailing_offset_pct, execution.trailing_offset, execution.low_water_mark, execution.price_ceiling)',
+      );
+      await refused(
+        'alice',
+        { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid - 0.05), size: '5', quote_amount: '5' },
+        400,
+        'invalid_request',
+        /^quote_amount is not used by STOP_LOSS orders/,
+      );
+      await refused(
+        'alice',
+        {
+          symbol: token,
+          side: 'sell',
+          type: 'TRAILING_STOP',
+          size: '5',
+          execution: { high_water_mark: px(ask), trailing_offset: '0.05', low_water_mark: '0.1' },
+        },
+        400,
+        'invalid_request',
+        /^execution\.low_water_mark is not used by TRAILING_STOP orders/,
+      );
+      await refused(
+        'alice',
+        {
+          symbol: token,
+          side: 'buy',
+          type: 'TWAP',
+          size: '30',
+          execution: { interval_sec: 10, duration_sec: 30, trailing_offset_pct: 5 },
+        },
+        400,
+        'invalid_request',
+        /^execution\.trailing_offset_pct is not used by TWAP orders/,
+      );
     });
 
     it('TWAP clip_size and randomize_pct stay accepted with a warnings entry each', async () => {
       const { token } = await freshToken();
-      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', execution: { interval_sec: 10, duration_sec: 30, clip_size: '5', randomize_pct: 10 } });
-      expect(res).toMatchObject({ status: 200, body: { warnings: ['execution.clip_size is ignored for TWAP orders', 'execution.randomize_pct is ignored for TWAP orders'] } });
+      const res = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'TWAP',
+        size: '30',
+        execution: { interval_sec: 10, duration_sec: 30, clip_size: '5', randomize_pct: 10 },
+      });
+      expect(res).toMatchObject({
+        status: 200,
+        body: {
+          warnings: [
+            'execution.clip_size is ignored for TWAP orders',
+            'execution.randomize_pct is ignored for TWAP orders',
+          ],
+        },
+      });
       await svc.call('DELETE', `/v2/trade/strategies/${res.body.record_id}`, { headers: as('alice') });
     });
   });
@@ -121,20 +260,67 @@ describe('order validation', () => {
   describe('every price field of spec 2.1 sent in cents gets the cents message (error and message)', () => {
     it('price_floor / price_ceiling (PEGGED), bracket prices, execution.* prices, strategy prices', async () => {
       const { token, bid, ask } = await freshToken(0.3, 0.6);
-      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '20', time_in_force: 'IOC' });
+      await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '20',
+        time_in_force: 'IOC',
+      });
       const cases: unknown[] = [
         { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '10', price_ceiling: 72 },
         { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '10', price_floor: 72 },
-        { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: '0.9' }, stop_loss: { price: '72' } },
+        {
+          symbol: token,
+          side: 'buy',
+          type: 'LIMIT',
+          price: px(ask),
+          size: '10',
+          take_profit: { price: '0.9' },
+          stop_loss: { price: '72' },
+        },
         { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: '72' } },
         { symbol: token, side: 'sell', type: 'STOP_LOSS', price: '72', size: '5' },
         { symbol: token, side: 'sell', type: 'TAKE_PROFIT', price: '72', size: '5' },
-        { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '5', execution: { high_water_mark: '72', trailing_offset: '0.05' } },
-        { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '5', price: '72', execution: { trailing_offset: '0.05' } },
-        { symbol: token, side: 'buy', type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset: '0.02', low_water_mark: '72' } },
-        { symbol: token, side: 'buy', type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset: '0.02', price_ceiling: '72' } },
+        {
+          symbol: token,
+          side: 'sell',
+          type: 'TRAILING_STOP',
+          size: '5',
+          execution: { high_water_mark: '72', trailing_offset: '0.05' },
+        },
+        {
+          symbol: token,
+          side: 'sell',
+          type: 'TRAILING_STOP',
+          size: '5',
+          price: '72',
+          execution: { trailing_offset: '0.05' },
+        },
+        {
+          symbol: token,
+          side: 'buy',
+          type: 'TRAILING_BUY',
+          quote_amount: '5',
+          execution: { trailing_offset: '0.02', low_water_mark: '72' },
+        },
+        {
+          symbol: token,
+          side: 'buy',
+          type: 'TRAILING_BUY',
+          quote_amount: '5',
+          execution: { trailing_offset: '0.02', price_ceiling: '72' },
+        },
         { symbol: token, side: 'buy', type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset: '72' } },
-        { symbol: token, side: 'buy', type: 'TWAP', price: '72', size: '30', execution: { interval_sec: 10, duration_sec: 30 } },
+        {
+          symbol: token,
+          side: 'buy',
+          type: 'TWAP',
+          price: '72',
+          size: '30',
+          execution: { interval_sec: 10, duration_sec: 30 },
+        },
         { symbol: token, side: 'buy', type: 'ICEBERG', price: '72', size: '50', execution: { clip_size: '10' } },
       ];
       for (const body of cases) await refused('alice', body, 400, CENTS_72, CENTS_72);
@@ -142,13 +328,26 @@ describe('order validation', () => {
       // cents message too, not a 422 about funds
       await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'pauper' } });
       const free = Number((await svc.call('GET', '/v2/trade/balances', { headers: as('pauper') })).body.available);
-      const all = await post('pauper', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: String(free / 0.01) });
+      const all = await post('pauper', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.01',
+        size: String(free / 0.01),
+      });
       expect(all).toMatchObject({ status: 200, body: { status: 'LIVE' } });
       expect((await svc.call('GET', '/v2/trade/balances', { headers: as('pauper') })).body.available).toBe('0');
       for (const body of cases) await refused('pauper', body, 400, CENTS_72, CENTS_72);
       await svc.call('DELETE', `/v2/trade/orders/${all.body.order_id}`, { headers: as('pauper') });
       // in range, a PEGGED ceiling as a number still works
-      const ok = await post('alice', { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '10', price_floor: 0.1, price_ceiling: Number(px(bid)) });
+      const ok = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'PEGGED',
+        budget_usdc: '10',
+        price_floor: 0.1,
+        price_ceiling: Number(px(bid)),
+      });
       expect(ok).toMatchObject({ status: 200, body: { type: 'PEGGED' } });
       await svc.call('DELETE', `/v2/trade/strategies/${ok.body.record_id}`, { headers: as('alice') });
     });
@@ -157,10 +356,31 @@ describe('order validation', () => {
   describe('messages a partner reads', () => {
     it('TAKE_PROFIT with execution names TAKE_PROFIT; a PEGGED capped by its ceiling says so instead of "at the touch"', async () => {
       const { token, bid } = await freshToken(0.3, 0.6);
-      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
-      await refused('alice', { symbol: token, side: 'sell', type: 'TAKE_PROFIT', price: '0.9', size: '5', execution: {} }, 400, 'invalid_request', 'execution is not used by TAKE_PROFIT orders');
-      const capped = await post('alice', { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '10', price_ceiling: 0.05 });
-      expect(capped.body.message).toBe(`PEGGED: $10 budget, resting at 0.05 (below the best bid ${px(bid)}: capped by price_ceiling)`);
+      await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '10',
+        time_in_force: 'IOC',
+      });
+      await refused(
+        'alice',
+        { symbol: token, side: 'sell', type: 'TAKE_PROFIT', price: '0.9', size: '5', execution: {} },
+        400,
+        'invalid_request',
+        'execution is not used by TAKE_PROFIT orders',
+      );
+      const capped = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'PEGGED',
+        budget_usdc: '10',
+        price_ceiling: 0.05,
+      });
+      expect(capped.body.message).toBe(
+        `PEGGED: $10 budget, resting at 0.05 (below the best bid ${px(bid)}: capped by price_ceiling)`,
+      );
       await svc.call('DELETE', `/v2/trade/strategies/${capped.body.record_id}`, { headers: as('alice') });
       const atTouch = await post('alice', { symbol: token, side: 'buy', type: 'PEGGED', budget_usdc: '10' });
       expect(atTouch.body.message).toBe(`PEGGED: $10 budget, resting at ${px(bid)} (at the touch)`);
@@ -171,28 +391,67 @@ describe('order validation', () => {
   describe('a stop that would fire at once is 422 WOULD_TRIGGER_IMMEDIATELY', () => {
     it('STOP_LOSS at the bid, TRAILING_STOP whose level the bid reached', async () => {
       const { token, bid } = await freshToken(0.4);
-      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
-      await refused('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid), size: '10' }, 422, 'WOULD_TRIGGER_IMMEDIATELY',
-        `STOP_LOSS price ${px(bid)} is at or above the best bid ${px(bid)}: it would trigger at once; sell with LIMIT or MARKET instead`);
-      await refused('alice', { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '10', execution: { high_water_mark: px(bid + 0.1), trailing_offset: '0.05' } }, 422, 'WOULD_TRIGGER_IMMEDIATELY',
-        /^TRAILING_STOP would trigger at once/);
+      await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '10',
+        time_in_force: 'IOC',
+      });
+      await refused(
+        'alice',
+        { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid), size: '10' },
+        422,
+        'WOULD_TRIGGER_IMMEDIATELY',
+        `STOP_LOSS price ${px(bid)} is at or above the best bid ${px(bid)}: it would trigger at once; sell with LIMIT or MARKET instead`,
+      );
+      await refused(
+        'alice',
+        {
+          symbol: token,
+          side: 'sell',
+          type: 'TRAILING_STOP',
+          size: '10',
+          execution: { high_water_mark: px(bid + 0.1), trailing_offset: '0.05' },
+        },
+        422,
+        'WOULD_TRIGGER_IMMEDIATELY',
+        /^TRAILING_STOP would trigger at once/,
+      );
     });
   });
 
   describe('a MARKET order on an empty side of the book', () => {
     it('is 422 NO_LIQUIDITY and changes nothing; the other side still trades', async () => {
       const { token } = await freshToken();
-      const tick = Number(markets.flatMap((m: any) => m.tokens.map((t: any) => ({ ...t, tick: m.tick_size }))).find((t: any) => t.token_id === token).tick);
+      const tick = Number(
+        markets
+          .flatMap((m: any) => m.tokens.map((t: any) => ({ ...t, tick: m.tick_size })))
+          .find((t: any) => t.token_id === token).tick,
+      );
       // the liquidity provider quotes no ask above 1 − tick: reference 1 − tick leaves the ask side empty
       await (svc.services.venue as SimVenue).setReference(token, dec(1 - tick));
       expect((await book(token)).asks).toEqual([]);
-      await refused('alice', { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' }, 422, 'NO_LIQUIDITY', 'the book has no ask for a MARKET buy to take; nothing was placed');
+      await refused(
+        'alice',
+        { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' },
+        422,
+        'NO_LIQUIDITY',
+        'the book has no ask for a MARKET buy to take; nothing was placed',
+      );
       // reference at one tick: no bid to sell into
       await (svc.services.venue as SimVenue).setReference(token, dec(tick));
       expect((await book(token)).bids).toEqual([]);
       const bought = await post('alice', { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' });
       expect(bought).toMatchObject({ status: 200, body: { status: 'FILLED' } });
-      await refused('alice', { symbol: token, side: 'sell', type: 'MARKET', size: '10' }, 422, 'NO_LIQUIDITY', 'the book has no bid for a MARKET sell to take; nothing was placed');
+      await refused(
+        'alice',
+        { symbol: token, side: 'sell', type: 'MARKET', size: '10' },
+        422,
+        'NO_LIQUIDITY',
+        'the book has no bid for a MARKET sell to take; nothing was placed',
+      );
     });
   });
 
@@ -201,39 +460,89 @@ describe('order validation', () => {
       const { token } = await freshToken();
       const text = 'price must be a decimal probability 0.001–0.999; received 1000';
       await refused('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '1000', size: '10' }, 400, text, text);
-      await refused('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '72', size: '10' }, 400, CENTS_72, CENTS_72);
+      await refused(
+        'alice',
+        { symbol: token, side: 'buy', type: 'LIMIT', price: '72', size: '10' },
+        400,
+        CENTS_72,
+        CENTS_72,
+      );
       const small = 'price must be a decimal probability 0.001–0.999; received 1.5 — did you mean 0.015?';
-      await refused('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '1.5', size: '10' }, 400, small, small);
+      await refused(
+        'alice',
+        { symbol: token, side: 'buy', type: 'LIMIT', price: '1.5', size: '10' },
+        400,
+        small,
+        small,
+      );
     });
 
     it('expiration 1000: no "did you mean 1000000" (a time in the past)', async () => {
       const { token, bid } = await freshToken();
-      await refused('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '10', expiration: 1000 }, 400, 'invalid_request',
-        'expiration must be a future time in Unix epoch milliseconds; received 1000');
+      await refused(
+        'alice',
+        { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '10', expiration: 1000 },
+        400,
+        'invalid_request',
+        'expiration must be a future time in Unix epoch milliseconds; received 1000',
+      );
     });
 
     it('a triggered STOP_LOSS says it triggered and names the order it placed', async () => {
       const { token, bid, bids } = await freshToken(0.3);
-      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '2000', time_in_force: 'IOC' });
+      await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '2000',
+        time_in_force: 'IOC',
+      });
       const level = px(bid - 0.01);
       const size = String(Number(bids.find((l: any) => l.price === level)?.size ?? 0) + 50); // more than the bid there: the rest rests
       const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size });
       expect(res.body.message).toBe(`STOP_LOSS armed: sells ${size} shares when the best bid reaches ${level}`);
       // bob takes the top bid level away: the best bid falls to the armed level
       const top = (await book(token)).bids[0];
-      await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: top.size, time_in_force: 'IOC' });
-      expect((await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: top.price, size: top.size, time_in_force: 'IOC' })).body.status).toBe('FILLED');
+      await post('bob', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: top.size,
+        time_in_force: 'IOC',
+      });
+      expect(
+        (
+          await post('bob', {
+            symbol: token,
+            side: 'sell',
+            type: 'LIMIT',
+            price: top.price,
+            size: top.size,
+            time_in_force: 'IOC',
+          })
+        ).body.status,
+      ).toBe('FILLED');
       await svc.services.strategies.idle();
       const s = await strategy('alice', res.body.record_id);
       expect(s).toMatchObject({ status: 'TRIGGERED', order_ids: [expect.any(String)] });
-      expect(s.message).toBe(`STOP_LOSS triggered: the best bid ${level} reached the armed level ${level}; placed sell order ${s.order_ids[0]} of ${size} shares at ${level}`);
+      expect(s.message).toBe(
+        `STOP_LOSS triggered: the best bid ${level} reached the armed level ${level}; placed sell order ${s.order_ids[0]} of ${size} shares at ${level}`,
+      );
       await svc.call('DELETE', `/v2/trade/orders/${s.order_ids[0]}`, { headers: as('alice') });
     });
 
     it('a TRAILING_BUY names the level of its trigger_price, also after the mark followed the ask down (exact numbers)', async () => {
       const { token, ask } = await freshToken(0.3, 0.6);
       // a low-water mark above the ask: at once the mark follows the ask down, and the level with it
-      const res = await post('alice', { symbol: token, side: 'buy', type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset: '0.02', low_water_mark: px(ask + 0.1) } });
+      const res = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'TRAILING_BUY',
+        quote_amount: '5',
+        execution: { trailing_offset: '0.02', low_water_mark: px(ask + 0.1) },
+      });
       expect(res.status).toBe(200);
       const s = await strategy('alice', res.body.record_id);
       expect(s).toMatchObject({ status: 'ACTIVE', low_water_mark: px(ask), trigger_price: px(ask + 0.02) });
@@ -241,11 +550,20 @@ describe('order validation', () => {
       expect(s.message).toBe(text);
       expect(res.body.message).toBe(text);
       // a seeded one: mark = ask, level = ask × 1.1 with a percent offset
-      const seeded = await post('alice', { symbol: token, side: 'buy', type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset_pct: 10 } });
+      const seeded = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'TRAILING_BUY',
+        quote_amount: '5',
+        execution: { trailing_offset_pct: 10 },
+      });
       const level = String(Number((ask * 1.1).toFixed(4)));
       expect((await strategy('alice', seeded.body.record_id)).trigger_price).toBe(level);
-      expect(seeded.body.message).toBe(`TRAILING_BUY armed: buys $5 when the ask bounces to ${level} (low-water mark ${px(ask)}, seeded from the ask)`);
-      for (const id of [res.body.record_id, seeded.body.record_id]) await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
+      expect(seeded.body.message).toBe(
+        `TRAILING_BUY armed: buys $5 when the ask bounces to ${level} (low-water mark ${px(ask)}, seeded from the ask)`,
+      );
+      for (const id of [res.body.record_id, seeded.body.record_id])
+        await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
     });
   });
 });
@@ -264,24 +582,39 @@ describe('concurrent buys beyond the balance', () => {
     const headers = { 'x-partner-user-id': 'carol' };
     // $500 each: 10000 shares at 0.05, resting (below the bid): the funds stay reserved
     const results = await Promise.all(
-      Array.from({ length: 30 }, () => svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.05', size: '10000' }, headers })),
+      Array.from({ length: 30 }, () =>
+        svc.call('POST', '/v2/trade/order', {
+          body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.05', size: '10000' },
+          headers,
+        }),
+      ),
     );
     const ok = results.filter((r) => r.status === 200);
     const refusedRes = results.filter((r) => r.status !== 200);
     expect(ok).toHaveLength(20);
     for (const r of ok) expect(r.body).toMatchObject({ status: 'LIVE', price: '0.05', size: '10000' });
     expect(refusedRes).toHaveLength(10);
-    for (const r of refusedRes) expect(r).toMatchObject({ status: 422, body: { error: 'INSUFFICIENT_BALANCE', message: 'this buy needs $500 pUSD; available $0' } });
+    for (const r of refusedRes)
+      expect(r).toMatchObject({
+        status: 422,
+        body: { error: 'INSUFFICIENT_BALANCE', message: 'this buy needs $500 pUSD; available $0' },
+      });
     const act = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers })).body.activity;
     expect(act).toHaveLength(20);
     expect(act.every((a: any) => a.kind === 'order' && a.status === 'LIVE')).toBe(true);
-    expect((await svc.call('GET', '/v2/trade/balances', { headers })).body).toMatchObject({ balance: '10000', reserved: '10000', available: '0' });
+    expect((await svc.call('GET', '/v2/trade/balances', { headers })).body).toMatchObject({
+      balance: '10000',
+      reserved: '10000',
+      available: '0',
+    });
   });
 
   it('the race made certain: 30 orders checked first, then placed at once: the 10 over the balance are refused in the placement queue, no REJECTED order', async () => {
     const created = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'dave' } });
     const user = (await svc.services.users.byId(created.body.platform_user_id))!;
-    const token = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets.find((m: any) => m.tick_size === '0.01').tokens[0].token_id;
+    const token = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets.find(
+      (m: any) => m.tick_size === '0.01',
+    ).tokens[0].token_id;
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.05', size: '10000' } as const;
     // every check passes (nothing is reserved yet): only the placement can still refuse
     const inputs = Array.from({ length: 30 }, () => svc.services.orders.check(user._id, body));
@@ -289,8 +622,14 @@ describe('concurrent buys beyond the balance', () => {
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(20);
     const refusals = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason);
     expect(refusals).toHaveLength(10);
-    for (const e of refusals) expect(toApiError(e)).toMatchObject({ status: 422, error: 'INSUFFICIENT_BALANCE', message: 'this buy needs $500 pUSD; available $0' });
-    const act = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: { 'x-partner-user-id': 'dave' } })).body.activity;
+    for (const e of refusals)
+      expect(toApiError(e)).toMatchObject({
+        status: 422,
+        error: 'INSUFFICIENT_BALANCE',
+        message: 'this buy needs $500 pUSD; available $0',
+      });
+    const act = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: { 'x-partner-user-id': 'dave' } }))
+      .body.activity;
     expect(act).toHaveLength(20);
     expect(act.filter((a: any) => a.status === 'REJECTED')).toEqual([]);
   });

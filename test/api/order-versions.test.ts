@@ -26,12 +26,22 @@ describe('order snapshots of machine version 1 restore on version 2', () => {
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
     const markets = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets as any[];
-    const { token, bid } = await tokenPicker(() => markets, async (t) => (await svc!.call('GET', `/v2/trade/book?token_id=${t}`)).body)(0.2, 0.8);
-    const place = () => svc!.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.1), size: '10' }, headers: as });
+    const { token, bid } = await tokenPicker(
+      () => markets,
+      async (t) => (await svc!.call('GET', `/v2/trade/book?token_id=${t}`)).body,
+    )(0.2, 0.8);
+    const place = () =>
+      svc!.call('POST', '/v2/trade/order', {
+        body: { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.1), size: '10' },
+        headers: as,
+      });
     const live = await place();
     const done = await place();
     expect([live.body.status, done.body.status]).toEqual(['LIVE', 'LIVE']);
-    expect(await svc.call('DELETE', `/v2/trade/orders/${done.body.order_id}`, { headers: as })).toMatchObject({ status: 200, body: { status: 'CANCELED', cancel_code: 'USER_CANCELED' } });
+    expect(await svc.call('DELETE', `/v2/trade/orders/${done.body.order_id}`, { headers: as })).toMatchObject({
+      status: 200,
+      body: { status: 'CANCELED', cancel_code: 'USER_CANCELED' },
+    });
     await svc.close();
     svc = undefined;
 
@@ -50,10 +60,18 @@ describe('order snapshots of machine version 1 restore on version 2', () => {
     const before = await svc.call('GET', `/v2/trade/orders/${done.body.order_id}`, { headers: as });
     expect(before).toMatchObject({ status: 200, body: { status: 'CANCELED', message: 'canceled by user' } });
     expect(before.body.cancel_code).toBeUndefined();
-    expect(await svc.call('GET', `/v2/trade/orders/${live.body.order_id}`, { headers: as })).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(await svc.call('GET', `/v2/trade/orders/${live.body.order_id}`, { headers: as })).toMatchObject({
+      status: 200,
+      body: { status: 'LIVE' },
+    });
     expect(await svc.call('DELETE', `/v2/trade/orders/${live.body.order_id}`, { headers: as })).toMatchObject({
       status: 200,
-      body: { status: 'CANCELED', cancel_code: 'USER_CANCELED', cancel_reason: 'canceled by user', message: 'canceled by user' },
+      body: {
+        status: 'CANCELED',
+        cancel_code: 'USER_CANCELED',
+        cancel_reason: 'canceled by user',
+        message: 'canceled by user',
+      },
     });
   }, 60_000);
 });

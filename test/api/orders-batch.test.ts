@@ -25,9 +25,16 @@ describe('batch cancel, cancel-all and one order', () => {
   });
   afterAll(() => svc?.close());
 
-  const batch = (u: string, body: unknown, idempotencyKey?: string) => svc.call('POST', '/v2/trade/orders/cancel', { body, headers: as(u), ...(idempotencyKey ? { idempotencyKey } : {}) });
-  const cancelAll = (u: string, query = '', idempotencyKey?: string) => svc.call('DELETE', `/v2/trade/orders${query}`, { headers: as(u), ...(idempotencyKey ? { idempotencyKey } : {}) });
-  const getOrder = (u: string, id: string) => svc.call('GET', `/v2/trade/orders/${encodeURIComponent(id)}`, { headers: as(u) });
+  const batch = (u: string, body: unknown, idempotencyKey?: string) =>
+    svc.call('POST', '/v2/trade/orders/cancel', {
+      body,
+      headers: as(u),
+      ...(idempotencyKey ? { idempotencyKey } : {}),
+    });
+  const cancelAll = (u: string, query = '', idempotencyKey?: string) =>
+    svc.call('DELETE', `/v2/trade/orders${query}`, { headers: as(u), ...(idempotencyKey ? { idempotencyKey } : {}) });
+  const getOrder = (u: string, id: string) =>
+    svc.call('GET', `/v2/trade/orders/${encodeURIComponent(id)}`, { headers: as(u) });
   /** A resting buy of `u` far below the touch (stays LIVE). */
   const rest = async (u: string, token: string, price = '0.02', size = '5') => {
     const r = await tr.post(u, { symbol: token, side: 'buy', type: 'LIMIT', price, size });
@@ -37,22 +44,53 @@ describe('batch cancel, cancel-all and one order', () => {
   const openIds = async (u: string) => (await tr.openOrders(u)).map((o) => o.order_id).sort();
   const reserved = async (u: string) => (await svc.call('GET', '/v2/trade/balances', { headers: as(u) })).body.reserved;
 
-  it('a batch of live, partly filled, filled, canceled, unknown, malformed, strategy and another user\'s ids: one outcome each, nothing fails the batch', async () => {
+  it("a batch of live, partly filled, filled, canceled, unknown, malformed, strategy and another user's ids: one outcome each, nothing fails the batch", async () => {
     const a = await tr.freshToken(0.3, 0.6);
     await tr.buyShares('bob', a.token, 20);
     const live = await rest('alice', a.token);
     const partial = await rest('alice', a.token, px(a.bid + 0.01), '10');
-    const hit = await tr.post('bob', { symbol: a.token, side: 'sell', type: 'LIMIT', price: px(a.bid + 0.01), size: '4', time_in_force: 'IOC' });
+    const hit = await tr.post('bob', {
+      symbol: a.token,
+      side: 'sell',
+      type: 'LIMIT',
+      price: px(a.bid + 0.01),
+      size: '4',
+      time_in_force: 'IOC',
+    });
     expect(hit.body).toMatchObject({ status: 'FILLED', filled_size: '4' });
-    const filled = await tr.post('alice', { symbol: a.token, side: 'buy', type: 'LIMIT', price: '0.99', size: '5', time_in_force: 'IOC' });
+    const filled = await tr.post('alice', {
+      symbol: a.token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: '5',
+      time_in_force: 'IOC',
+    });
     expect(filled.body.status).toBe('FILLED');
     const earlier = await rest('alice', a.token, '0.03');
     expect((await svc.call('DELETE', `/v2/trade/orders/${earlier}`, { headers: as('alice') })).status).toBe(200);
-    const stop = await tr.post('alice', { symbol: a.token, side: 'sell', type: 'STOP_LOSS', price: px(a.bid - 0.1), size: '5' });
+    const stop = await tr.post('alice', {
+      symbol: a.token,
+      side: 'sell',
+      type: 'STOP_LOSS',
+      price: px(a.bid - 0.1),
+      size: '5',
+    });
     expect(stop.status).toBe(200);
     const bobs = await rest('bob', a.token, '0.04');
 
-    const ids = [live, partial, filled.body.order_id, earlier, 'ord_00000000-0000-4000-8000-000000000000', '../not an id', '', stop.body.record_id, bobs, live];
+    const ids = [
+      live,
+      partial,
+      filled.body.order_id,
+      earlier,
+      'ord_00000000-0000-4000-8000-000000000000',
+      '../not an id',
+      '',
+      stop.body.record_id,
+      bobs,
+      live,
+    ];
     const res = await batch('alice', { order_ids: ids });
     expect(res.status).toBe(200);
     expect(res.body.counts).toEqual({ canceled: 2, not_found: 5, already_done: 2 });
@@ -68,9 +106,17 @@ describe('batch cancel, cancel-all and one order', () => {
       [bobs, 'not_found', null],
     ]);
     // each result carries the order as DELETE order answers it, and why it was not canceled
-    expect(res.body.results[1].order).toMatchObject({ order_id: partial, status: 'CANCELED', filled_size: '4', remaining_size: '0' });
+    expect(res.body.results[1].order).toMatchObject({
+      order_id: partial,
+      status: 'CANCELED',
+      filled_size: '4',
+      remaining_size: '0',
+    });
     expect(res.body.results[0]).not.toHaveProperty('message');
-    expect(res.body.results[2]).toMatchObject({ order: { order_id: filled.body.order_id, status: 'FILLED' }, message: expect.stringMatching(/already FILLED/) });
+    expect(res.body.results[2]).toMatchObject({
+      order: { order_id: filled.body.order_id, status: 'FILLED' },
+      message: expect.stringMatching(/already FILLED/),
+    });
     expect(res.body.results[8]).toMatchObject({ order: null, message: `no order ${bobs}` });
     // the other user's order and the stop strategy are untouched; alice's reservations are released
     expect(await openIds('bob')).toEqual([bobs]);
@@ -80,20 +126,37 @@ describe('batch cancel, cancel-all and one order', () => {
     await cancelAll('bob');
   });
 
-  it('a strategy\'s child order (a passive TWAP slice) is canceled as DELETE order cancels it: the TWAP goes on', async () => {
+  it("a strategy's child order (a passive TWAP slice) is canceled as DELETE order cancels it: the TWAP goes on", async () => {
     const t = await tr.freshToken(0.3, 0.6);
-    const twap = await tr.post('carol', { symbol: t.token, side: 'buy', type: 'TWAP', size: '20', price: px(t.bid), execution: { interval_sec: 60, duration_sec: 240, passive: true } });
+    const twap = await tr.post('carol', {
+      symbol: t.token,
+      side: 'buy',
+      type: 'TWAP',
+      size: '20',
+      price: px(t.bid),
+      execution: { interval_sec: 60, duration_sec: 240, passive: true },
+    });
     expect(twap.status).toBe(200);
-    const slices = await poll('the first slice rests', () => tr.openOrders('carol'), (o) => o.length === 1);
+    const slices = await poll(
+      'the first slice rests',
+      () => tr.openOrders('carol'),
+      (o) => o.length === 1,
+    );
     expect(slices[0].record_id).toBe(twap.body.record_id);
     const res = await batch('carol', { order_ids: [slices[0].order_id] });
-    expect([res.status, res.body.results[0].outcome, res.body.results[0].order.record_id]).toEqual([200, 'canceled', twap.body.record_id]);
+    expect([res.status, res.body.results[0].outcome, res.body.results[0].order.record_id]).toEqual([
+      200,
+      'canceled',
+      twap.body.record_id,
+    ]);
     expect(await tr.openOrders('carol')).toEqual([]);
     expect((await tr.strategy('carol', twap.body.record_id)).status).toBe('ACTIVE');
-    expect((await svc.call('DELETE', `/v2/trade/strategies/${twap.body.record_id}`, { headers: as('carol') })).status).toBe(200);
+    expect(
+      (await svc.call('DELETE', `/v2/trade/strategies/${twap.body.record_id}`, { headers: as('carol') })).status,
+    ).toBe(200);
   });
 
-  it('cancel-all narrowed by symbol, then by condition_id, then all; another user\'s orders stay', async () => {
+  it("cancel-all narrowed by symbol, then by condition_id, then all; another user's orders stay", async () => {
     const a = await tr.freshToken(0.3, 0.6);
     const b = await tr.freshToken(0.3, 0.6);
     const infoA = svc.services.venue.token(a.token)!;
@@ -121,7 +184,11 @@ describe('batch cancel, cancel-all and one order', () => {
     expect(await openIds('dave')).toEqual([onB]);
 
     const all = await cancelAll('dave');
-    expect([all.status, all.body.results.map((r: any) => [r.order_id, r.outcome]), all.body.counts]).toEqual([200, [[onB, 'canceled']], { ...NONE, canceled: 1 }]);
+    expect([all.status, all.body.results.map((r: any) => [r.order_id, r.outcome]), all.body.counts]).toEqual([
+      200,
+      [[onB, 'canceled']],
+      { ...NONE, canceled: 1 },
+    ]);
     expect(await openIds('dave')).toEqual([]);
     expect(await reserved('dave')).toBe('0');
     expect(await openIds('bob')).toEqual([bobs]);
@@ -145,7 +212,13 @@ describe('batch cancel, cancel-all and one order', () => {
     const a = await tr.freshToken(0.3, 0.6);
     const o = await rest('carol', a.token);
     const before = await svc.call('GET', '/v2/trade/activity?limit=200', { headers: as('carol') });
-    for (const q of [`?token_id=${a.token}`, '?foo=bar', `?symbol[]=${a.token}`, `?Symbol=${a.token}`, `?symbol=${a.token}&market=x`]) {
+    for (const q of [
+      `?token_id=${a.token}`,
+      '?foo=bar',
+      `?symbol[]=${a.token}`,
+      `?Symbol=${a.token}`,
+      `?symbol=${a.token}&market=x`,
+    ]) {
       const bad = await cancelAll('carol', q);
       expect([q, bad.status, bad.body.error]).toEqual([q, 400, 'invalid_request']);
       expect(bad.body.message).toMatch(/unknown query parameter .*nothing was canceled/);
@@ -175,17 +248,29 @@ describe('batch cancel, cancel-all and one order', () => {
     expect(all.body.results.map((r: any) => [r.order_id, r.outcome])).toEqual([[o2, 'canceled']]);
     const o3 = await rest('alice', a.token);
     const allAgain = await cancelAll('alice', `?symbol=${a.token}`, k2);
-    expect([allAgain.status, allAgain.headers.get('idempotent-replayed'), allAgain.body]).toEqual([200, 'true', all.body]);
+    expect([allAgain.status, allAgain.headers.get('idempotent-replayed'), allAgain.body]).toEqual([
+      200,
+      'true',
+      all.body,
+    ]);
     expect(await openIds('alice')).toEqual([o3]); // the replay canceled nothing
     const otherQuery = await cancelAll('alice', '', k2);
     expect([otherQuery.status, otherQuery.body.error]).toEqual([422, 'idempotency_key_reused']);
     expect(await openIds('alice')).toEqual([o3]);
     // Idempotency-Key is required on both
     for (const r of [
-      await svc.call('POST', '/v2/trade/orders/cancel', { body: { order_ids: [o3] }, headers: as('alice'), idempotencyKey: null }),
+      await svc.call('POST', '/v2/trade/orders/cancel', {
+        body: { order_ids: [o3] },
+        headers: as('alice'),
+        idempotencyKey: null,
+      }),
       await svc.call('DELETE', '/v2/trade/orders', { headers: as('alice'), idempotencyKey: null }),
     ]) {
-      expect([r.status, r.body.error, r.body.message]).toEqual([400, 'invalid_request', expect.stringMatching(/Idempotency-Key header is required/)]);
+      expect([r.status, r.body.error, r.body.message]).toEqual([
+        400,
+        'invalid_request',
+        expect.stringMatching(/Idempotency-Key header is required/),
+      ]);
     }
     expect(await openIds('alice')).toEqual([o3]);
     await cancelAll('alice');
@@ -193,10 +278,18 @@ describe('batch cancel, cancel-all and one order', () => {
 
   it.each([
     ['an empty batch', () => ({ order_ids: [] }), /order_ids must NOT have fewer than 1 items/],
-    ['101 ids', (o: string) => ({ order_ids: [o, ...Array.from({ length: 100 }, (_, i) => `ord_${i}`)] }), /order_ids must NOT have more than 100 items/],
+    [
+      '101 ids',
+      (o: string) => ({ order_ids: [o, ...Array.from({ length: 100 }, (_, i) => `ord_${i}`)] }),
+      /order_ids must NOT have more than 100 items/,
+    ],
     ['no order_ids', () => ({}), /order_ids is required/],
     ['a non-string id', (o: string) => ({ order_ids: [o, 7] }), /order_ids\.1 must be string/],
-    ['an id over 256 characters', (o: string) => ({ order_ids: [o, 'x'.repeat(257)] }), /order_ids\.1 must NOT have more than 256 characters/],
+    [
+      'an id over 256 characters',
+      (o: string) => ({ order_ids: [o, 'x'.repeat(257)] }),
+      /order_ids\.1 must NOT have more than 256 characters/,
+    ],
     ['an unknown property', (o: string) => ({ order_ids: [o], all: true }), /unknown property 'all'/],
   ])('400 for %s, and nothing is canceled', async (_what, body, message) => {
     const a = await tr.freshToken(0.3, 0.6);
@@ -213,10 +306,14 @@ describe('batch cancel, cancel-all and one order', () => {
     const o = await rest('alice', a.token);
     const ids = [o, ...Array.from({ length: 99 }, (_, i) => `ord_unknown_${i}`)];
     const res = await batch('alice', { order_ids: ids });
-    expect([res.status, res.body.results.length, res.body.counts]).toEqual([200, 100, { canceled: 1, not_found: 99, already_done: 0 }]);
+    expect([res.status, res.body.results.length, res.body.counts]).toEqual([
+      200,
+      100,
+      { canceled: 1, not_found: 99, already_done: 0 },
+    ]);
   });
 
-  it('GET one order through its lifecycle: LIVE, PARTIALLY_FILLED, CANCELED; FILLED; EXPIRED; the open-orders row\'s shape; 404 for another user\'s, a strategy\'s or an unknown id', async () => {
+  it("GET one order through its lifecycle: LIVE, PARTIALLY_FILLED, CANCELED; FILLED; EXPIRED; the open-orders row's shape; 404 for another user's, a strategy's or an unknown id", async () => {
     const a = await tr.freshToken(0.3, 0.6);
     await tr.buyShares('bob', a.token, 20);
     const id = await rest('alice', a.token, px(a.bid + 0.01), '10');
@@ -224,9 +321,22 @@ describe('batch cancel, cancel-all and one order', () => {
     expect([live.status, live.body.status]).toEqual([200, 'LIVE']);
     expect(live.body).toEqual((await tr.openOrders('alice')).find((r) => r.order_id === id));
 
-    await tr.post('bob', { symbol: a.token, side: 'sell', type: 'LIMIT', price: px(a.bid + 0.01), size: '3', time_in_force: 'IOC' });
+    await tr.post('bob', {
+      symbol: a.token,
+      side: 'sell',
+      type: 'LIMIT',
+      price: px(a.bid + 0.01),
+      size: '3',
+      time_in_force: 'IOC',
+    });
     const partial = await getOrder('alice', id);
-    expect(partial.body).toMatchObject({ order_id: id, status: 'PARTIALLY_FILLED', filled_size: '3', remaining_size: '7', avg_price: px(a.bid + 0.01) });
+    expect(partial.body).toMatchObject({
+      order_id: id,
+      status: 'PARTIALLY_FILLED',
+      filled_size: '3',
+      remaining_size: '7',
+      avg_price: px(a.bid + 0.01),
+    });
     expect(partial.body.revision).toBeGreaterThan(live.body.revision);
 
     const del = await svc.call('DELETE', `/v2/trade/orders/${id}`, { headers: as('alice') });
@@ -234,26 +344,62 @@ describe('batch cancel, cancel-all and one order', () => {
     expect([canceled.status, canceled.body]).toEqual([200, del.body]);
     expect(canceled.body).toMatchObject({ status: 'CANCELED', filled_size: '3', remaining_size: '0' });
 
-    const ioc = await tr.post('alice', { symbol: a.token, side: 'buy', type: 'LIMIT', price: '0.99', size: '5', time_in_force: 'IOC' });
+    const ioc = await tr.post('alice', {
+      symbol: a.token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: '5',
+      time_in_force: 'IOC',
+    });
     expect((await getOrder('alice', ioc.body.order_id)).body).toEqual(ioc.body);
 
-    const gtd = await tr.post('alice', { symbol: a.token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5', expiration: Date.now() + 400 });
+    const gtd = await tr.post('alice', {
+      symbol: a.token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.02',
+      size: '5',
+      expiration: Date.now() + 400,
+    });
     expect((await getOrder('alice', gtd.body.order_id)).body).toMatchObject({ status: 'LIVE', time_in_force: 'GTD' });
-    const expired = await poll('the GTD order expires', () => getOrder('alice', gtd.body.order_id), (r) => r.body.status === 'EXPIRED');
-    expect(expired.body).toMatchObject({ order_id: gtd.body.order_id, status: 'EXPIRED', remaining_size: '0', expiration: gtd.body.expiration });
+    const expired = await poll(
+      'the GTD order expires',
+      () => getOrder('alice', gtd.body.order_id),
+      (r) => r.body.status === 'EXPIRED',
+    );
+    expect(expired.body).toMatchObject({
+      order_id: gtd.body.order_id,
+      status: 'EXPIRED',
+      remaining_size: '0',
+      expiration: gtd.body.expiration,
+    });
 
-    const stop = await tr.post('alice', { symbol: a.token, side: 'sell', type: 'STOP_LOSS', price: px(a.bid - 0.1), size: '5' });
-    for (const [u, oid] of [['bob', id], ['alice', 'ord_nope'], ['alice', stop.body.record_id]]) {
+    const stop = await tr.post('alice', {
+      symbol: a.token,
+      side: 'sell',
+      type: 'STOP_LOSS',
+      price: px(a.bid - 0.1),
+      size: '5',
+    });
+    for (const [u, oid] of [
+      ['bob', id],
+      ['alice', 'ord_nope'],
+      ['alice', stop.body.record_id],
+    ]) {
       const r = await getOrder(u!, oid!);
       expect([r.status, r.body]).toEqual([404, { error: 'not_found', message: `no order ${oid}` }]);
     }
-    expect((await svc.call('DELETE', `/v2/trade/strategies/${stop.body.record_id}`, { headers: as('alice') })).status).toBe(200);
+    expect(
+      (await svc.call('DELETE', `/v2/trade/strategies/${stop.body.record_id}`, { headers: as('alice') })).status,
+    ).toBe(200);
   });
 
   it('scopes: trade.cancel for batch and cancel-all, trade.read for GET one order', async () => {
     const a = await tr.freshToken(0.3, 0.6);
     const o = await rest('alice', a.token);
-    const mint = async (scopes: string[]) => (await svc.call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes } })).body.api_key as string;
+    const mint = async (scopes: string[]) =>
+      (await svc.call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes } })).body.api_key as string;
     const readOnly = await mint(['trade.read']);
     const cancelOnly = await mint(['trade.cancel']);
     const forbidden = [
@@ -293,14 +439,25 @@ describe('a batch cancel caught by a store fault', () => {
   it('fails as a whole (5xx, nothing stored for replay); its retry with the same key runs and reports what the first attempt canceled as already_done', async () => {
     const a = await tr.freshToken(0.3, 0.6);
     const ids: string[] = [];
-    for (const p of ['0.02', '0.03', '0.04']) ids.push((await tr.post('alice', { symbol: a.token, side: 'buy', type: 'LIMIT', price: p, size: '5' })).body.order_id);
+    for (const p of ['0.02', '0.03', '0.04'])
+      ids.push(
+        (await tr.post('alice', { symbol: a.token, side: 'buy', type: 'LIMIT', price: p, size: '5' })).body.order_id,
+      );
     const key = randomUUID();
     store.failWhen((i) => i.collection === 'actors' && i.filter?._id === ids[1], { ops: ['findOne'] });
-    const failed = await svc.call('POST', '/v2/trade/orders/cancel', { body: { order_ids: ids }, headers: tr.as('alice'), idempotencyKey: key });
+    const failed = await svc.call('POST', '/v2/trade/orders/cancel', {
+      body: { order_ids: ids },
+      headers: tr.as('alice'),
+      idempotencyKey: key,
+    });
     expect([failed.status, failed.body.error]).toEqual([500, 'internal_error']); // as DELETE order answers a store fault
     store.clear();
     expect((await tr.openOrders('alice')).map((o) => o.order_id)).toEqual([ids[1]]);
-    const retry = await svc.call('POST', '/v2/trade/orders/cancel', { body: { order_ids: ids }, headers: tr.as('alice'), idempotencyKey: key });
+    const retry = await svc.call('POST', '/v2/trade/orders/cancel', {
+      body: { order_ids: ids },
+      headers: tr.as('alice'),
+      idempotencyKey: key,
+    });
     expect([retry.status, retry.headers.get('idempotent-replayed')]).toEqual([200, null]);
     expect(retry.body.results.map((r: any) => [r.order_id, r.outcome, r.status])).toEqual([
       [ids[0], 'already_done', 'CANCELED'],

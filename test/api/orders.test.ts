@@ -9,7 +9,12 @@ function expectSchema(schema: object, body: unknown): void {
   const v = validatorFor(schema);
   expect(v(body), JSON.stringify(v.errors)).toBe(true);
 }
-function expectError(res: { status: number; body: any }, status: number, error: string | RegExp, message?: RegExp): void {
+function expectError(
+  res: { status: number; body: any },
+  status: number,
+  error: string | RegExp,
+  message?: RegExp,
+): void {
   expect(res.status, JSON.stringify(res.body)).toBe(status);
   expectSchema(ErrorEnvelope, res.body);
   if (typeof error === 'string') expect(res.body.error).toBe(error);
@@ -52,7 +57,7 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     expect(p2.body.markets[0].question).toMatch(/MicroStrategy/);
   });
 
-  it('a LIMIT buy that crosses the ask fills at the book\'s prices; balances and positions change by exactly the fill', async () => {
+  it("a LIMIT buy that crosses the ask fills at the book's prices; balances and positions change by exactly the fill", async () => {
     const before = await book();
     const ask0 = before.asks[0];
     const bal0 = await svc.call('GET', '/v2/trade/balances', { headers: as('alice') });
@@ -61,55 +66,137 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10' });
     expect(res.status).toBe(200);
     expectSchema(OrderResponse, res.body);
-    expect(res.body).toMatchObject({ type: 'LIMIT', status: 'FILLED', record_id: null, side: 'buy', price: '0.99', size: '10', filled_size: '10', remaining_size: '0', avg_price: ask0.price, builder_code_used: null });
+    expect(res.body).toMatchObject({
+      type: 'LIMIT',
+      status: 'FILLED',
+      record_id: null,
+      side: 'buy',
+      price: '0.99',
+      size: '10',
+      filled_size: '10',
+      remaining_size: '0',
+      avg_price: ask0.price,
+      builder_code_used: null,
+    });
     const cost = (Number(ask0.price) * 10).toFixed(2);
     expect(Number(res.body.matched_amount).toFixed(2)).toBe(cost);
     const bal = await svc.call('GET', '/v2/trade/balances', { headers: as('alice') });
     expect(Number(bal.body.balance).toFixed(2)).toBe((10000 - Number(cost)).toFixed(2));
     const pos = await svc.call('GET', '/v2/trade/positions', { headers: as('alice') });
     expectSchema(PositionsPage, pos.body);
-    expect(pos.body.positions).toEqual([expect.objectContaining({ token_id: token, size: '10', avg_price: ask0.price })]);
+    expect(pos.body.positions).toEqual([
+      expect.objectContaining({ token_id: token, size: '10', avg_price: ask0.price }),
+    ]);
     expect((await book()).asks[0].size).toBe(String(Number(ask0.size) - 10));
   });
 
   it('a GTC bid below the touch rests, shows in open orders, and cancels; 404 for another user, 409 when done', async () => {
-    const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '20', client_order_id: 'c-1' });
-    expect(res.body).toMatchObject({ status: 'LIVE', filled_size: '0', remaining_size: '20', time_in_force: 'GTC', client_order_id: 'c-1' });
+    const res = await post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.01',
+      size: '20',
+      client_order_id: 'c-1',
+    });
+    expect(res.body).toMatchObject({
+      status: 'LIVE',
+      filled_size: '0',
+      remaining_size: '20',
+      time_in_force: 'GTC',
+      client_order_id: 'c-1',
+    });
     const open = await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') });
     expectSchema(OpenOrdersPage, open.body);
-    expect(open.body.orders).toEqual([expect.objectContaining({ order_id: res.body.order_id, is_stop_loss: false, is_take_profit: false })]);
+    expect(open.body.orders).toEqual([
+      expect.objectContaining({ order_id: res.body.order_id, is_stop_loss: false, is_take_profit: false }),
+    ]);
     expect((await svc.call('GET', '/v2/trade/balances', { headers: as('alice') })).body.reserved).toBe('0.2');
-    expectError(await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('bob') }), 404, 'not_found');
+    expectError(
+      await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('bob') }),
+      404,
+      'not_found',
+    );
     const del = await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') });
     expect(del.status).toBe(200);
     expectSchema(OrderView, del.body);
-    expect(del.body).toMatchObject({ status: 'CANCELED', cancel_code: 'USER_CANCELED', cancel_reason: 'canceled by user', message: 'canceled by user' });
-    expect(await svc.call('GET', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') })).toMatchObject({ status: 200, body: { status: 'CANCELED', cancel_code: 'USER_CANCELED' } });
+    expect(del.body).toMatchObject({
+      status: 'CANCELED',
+      cancel_code: 'USER_CANCELED',
+      cancel_reason: 'canceled by user',
+      message: 'canceled by user',
+    });
+    expect(await svc.call('GET', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') })).toMatchObject({
+      status: 200,
+      body: { status: 'CANCELED', cancel_code: 'USER_CANCELED' },
+    });
     const activity = await svc.call('GET', '/v2/trade/activity', { headers: as('alice') });
     expect(activity.status).toBe(200);
-    expect(activity.body.activity.find((a: any) => a.id === res.body.order_id)).toMatchObject({ status: 'CANCELED', cancel_code: 'USER_CANCELED', cancel_reason: 'canceled by user' });
+    expect(activity.body.activity.find((a: any) => a.id === res.body.order_id)).toMatchObject({
+      status: 'CANCELED',
+      cancel_code: 'USER_CANCELED',
+      cancel_reason: 'canceled by user',
+    });
     expect((await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.total).toBe(0);
     expect((await svc.call('GET', '/v2/trade/balances', { headers: as('alice') })).body.reserved).toBe('0');
-    expectError(await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') }), 409, 'conflict', /already CANCELED/);
+    expectError(
+      await svc.call('DELETE', `/v2/trade/orders/${res.body.order_id}`, { headers: as('alice') }),
+      409,
+      'conflict',
+      /already CANCELED/,
+    );
     expectError(await svc.call('DELETE', '/v2/trade/orders/ord_nope', { headers: as('alice') }), 404, 'not_found');
   });
 
   it('IOC reports the actual filled_size; FOK fills all or nothing', async () => {
     const b = await book(fineToken);
     const ask = b.asks[0];
-    const ioc = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: ask.price, size: String(Number(ask.size) + 7), time_in_force: 'IOC' });
-    expect(ioc.body).toMatchObject({ status: 'CANCELED', filled_size: ask.size, remaining_size: '0', time_in_force: 'IOC' });
+    const ioc = await post('bob', {
+      symbol: fineToken,
+      side: 'buy',
+      type: 'LIMIT',
+      price: ask.price,
+      size: String(Number(ask.size) + 7),
+      time_in_force: 'IOC',
+    });
+    expect(ioc.body).toMatchObject({
+      status: 'CANCELED',
+      filled_size: ask.size,
+      remaining_size: '0',
+      time_in_force: 'IOC',
+    });
     const b2 = await book(fineToken);
-    const fokTooBig = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: b2.asks[0].price, size: String(Number(b2.asks[0].size) + 1), time_in_force: 'FOK' });
+    const fokTooBig = await post('bob', {
+      symbol: fineToken,
+      side: 'buy',
+      type: 'LIMIT',
+      price: b2.asks[0].price,
+      size: String(Number(b2.asks[0].size) + 1),
+      time_in_force: 'FOK',
+    });
     expect(fokTooBig.body).toMatchObject({ status: 'CANCELED', filled_size: '0' });
-    const fok = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: b2.asks[0].price, size: b2.asks[0].size, time_in_force: 'FOK' });
+    const fok = await post('bob', {
+      symbol: fineToken,
+      side: 'buy',
+      type: 'LIMIT',
+      price: b2.asks[0].price,
+      size: b2.asks[0].size,
+      time_in_force: 'FOK',
+    });
     expect(fok.body).toMatchObject({ status: 'FILLED', filled_size: b2.asks[0].size });
   });
 
-  it('the venue\'s answer to an order (accepted, its fills, its end) is one write of the order: revision 2', async () => {
+  it("the venue's answer to an order (accepted, its fills, its end) is one write of the order: revision 2", async () => {
     const b = await book(fineToken);
     const ask = b.asks[0];
-    const ioc = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: ask.price, size: String(Number(ask.size) + 3), time_in_force: 'IOC' });
+    const ioc = await post('bob', {
+      symbol: fineToken,
+      side: 'buy',
+      type: 'LIMIT',
+      price: ask.price,
+      size: String(Number(ask.size) + 3),
+      time_in_force: 'IOC',
+    });
     expect(ioc.body).toMatchObject({ status: 'CANCELED', filled_size: ask.size, revision: 2 });
     const resting = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: '0.01', size: '5' });
     expect(resting.body).toMatchObject({ status: 'LIVE', revision: 2 });
@@ -119,7 +206,14 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
 
   it('MARKET buy of $5 fills; MARKET sell by size', async () => {
     const buy = await post('bob', { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' });
-    expect(buy.body).toMatchObject({ type: 'MARKET', status: 'FILLED', price: null, size: null, quote_amount: '5', time_in_force: 'IOC' });
+    expect(buy.body).toMatchObject({
+      type: 'MARKET',
+      status: 'FILLED',
+      price: null,
+      size: null,
+      quote_amount: '5',
+      time_in_force: 'IOC',
+    });
     expect(Number(buy.body.matched_amount)).toBeLessThanOrEqual(5);
     expect(Number(buy.body.matched_amount)).toBeGreaterThan(4.9);
     const sell = await post('bob', { symbol: token, side: 'sell', type: 'MARKET', size: '10' });
@@ -127,7 +221,14 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
   });
 
   it('a GTD order expires at its time through the scheduler', async () => {
-    const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5', expiration: Date.now() + 400 });
+    const res = await post('alice', {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.02',
+      size: '5',
+      expiration: Date.now() + 400,
+    });
     expect(res.body).toMatchObject({ status: 'LIVE', time_in_force: 'GTD' });
     for (let i = 0; i < 100; i++) {
       const rec = await svc.services.actors.get(res.body.order_id);
@@ -144,9 +245,19 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     [{ price: '0.505' }, 400, 'invalid_request', /not on this market's tick size 0\.01/],
     [{ size: '4' }, 400, 'invalid_request', /minimum of 5 shares/],
     [{ size: '5.555' }, 400, 'invalid_request', /at most 2 decimals/],
-    [{ time_in_force: 'GTC', expiration: Date.now() + 60_000 }, 400, 'invalid_request', /cannot be combined with expiration/],
+    [
+      { time_in_force: 'GTC', expiration: Date.now() + 60_000 },
+      400,
+      'invalid_request',
+      /cannot be combined with expiration/,
+    ],
     // seconds for a future time: the millisecond value is suggested (only when it is itself valid)
-    [{ expiration: Math.floor(Date.now() / 1000) + 86_400 }, 400, 'invalid_request', /did you mean \d+000 \(milliseconds\)\?/],
+    [
+      { expiration: Math.floor(Date.now() / 1000) + 86_400 },
+      400,
+      'invalid_request',
+      /did you mean \d+000 \(milliseconds\)\?/,
+    ],
     [{ surprise: 1 }, 400, 'invalid_request', /unknown property 'surprise'/],
     [{ execution: { clip_size: '5' } }, 400, 'invalid_request', /execution is not used by LIMIT/],
     [{ take_profit: { price: '0.9', extra: 1 } }, 400, 'invalid_request', /take_profit: unknown property 'extra'/],
@@ -154,7 +265,10 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     [{ size: '2000000' }, 422, 'INSUFFICIENT_BALANCE', /needs \$20000 pUSD/],
     [{ side: 'sell', size: '1000' }, 422, /^Not enough shares to place this sell — holding 10/],
   ])('LIMIT %j → %i %s', async (patch, status, error, message?) => {
-    const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10', ...patch } as Record<string, unknown>;
+    const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10', ...patch } as Record<
+      string,
+      unknown
+    >;
     for (const k of Object.keys(body)) if (body[k] === undefined) delete body[k];
     const openBefore = (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.total;
     expectError(await post('alice', body), status as number, error as string, message as RegExp | undefined);
@@ -166,7 +280,10 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     [{ side: 'buy' }, /^quote_amount is required for a MARKET buy \(dollars\)$/],
     [{ side: 'buy', quote_amount: '5', price: '0.5' }, /price is not used by MARKET/],
     [{ side: 'sell' }, /^size is required for a MARKET sell \(shares\)$/],
-    [{ side: 'buy', quote_amount: '5', time_in_force: 'GTC' }, /^time_in_force GTC is not used by MARKET orders: they are IOC \(the default\) or FOK \(all or nothing\)$/],
+    [
+      { side: 'buy', quote_amount: '5', time_in_force: 'GTC' },
+      /^time_in_force GTC is not used by MARKET orders: they are IOC \(the default\) or FOK \(all or nothing\)$/,
+    ],
   ])('MARKET %j → 400', async (patch, message) => {
     expectError(await post('bob', { symbol: token, type: 'MARKET', ...patch }), 400, 'invalid_request', message);
   });
@@ -175,8 +292,13 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     // bob buys 10 and 13 shares (fills at the book's asks), then sells 7: 7/size of the cost is a
     // decimal that does not end (unrounded, cost_usd would carry 38 decimals)
     const t = fineToken;
-    for (const size of ['10', '13']) expect((await post('bob', { symbol: t, side: 'buy', type: 'LIMIT', price: '0.99', size })).body.status).toBe('FILLED');
-    const before = (await svc.call('GET', '/v2/trade/positions', { headers: as('bob') })).body.positions.find((p: any) => p.token_id === t);
+    for (const size of ['10', '13'])
+      expect((await post('bob', { symbol: t, side: 'buy', type: 'LIMIT', price: '0.99', size })).body.status).toBe(
+        'FILLED',
+      );
+    const before = (await svc.call('GET', '/v2/trade/positions', { headers: as('bob') })).body.positions.find(
+      (p: any) => p.token_id === t,
+    );
     const sold = await post('bob', { symbol: t, side: 'sell', type: 'MARKET', size: '7' });
     expect(sold.body).toMatchObject({ status: 'FILLED', filled_size: '7' });
     const pos = await svc.call('GET', '/v2/trade/positions', { headers: as('bob') });
@@ -189,6 +311,11 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
   });
 
   it('unknown symbols 400 (brackets: test/api/strategies.test.ts)', async () => {
-    expectError(await post('bob', { symbol: '999', side: 'buy', type: 'LIMIT', price: '0.5', size: '10' }), 400, 'invalid_request', /not an outcome token/);
+    expectError(
+      await post('bob', { symbol: '999', side: 'buy', type: 'LIMIT', price: '0.5', size: '10' }),
+      400,
+      'invalid_request',
+      /not an outcome token/,
+    );
   });
 });

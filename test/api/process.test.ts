@@ -41,7 +41,10 @@ describe('the service process', () => {
 
     // The master key is a plain block of its own, never inside a JSON line, before the API answers.
     const key = await printedMasterKey(first);
-    const lines = first.output().split('\n').filter((l) => l.trim() !== '');
+    const lines = first
+      .output()
+      .split('\n')
+      .filter((l) => l.trim() !== '');
     const keyAt = lines.indexOf(key);
     expect(keyAt).toBeGreaterThan(0);
     expect(lines[keyAt - 1]).toMatch(/^MASTER_API_KEY for partner 'demo' \(shown once/);
@@ -51,11 +54,15 @@ describe('the service process', () => {
     const other = await tmp();
     const second = await runToExit(['dist/api/main.js'], { DATA_DIR: dir, PORT: '0' });
     expect(second.code).toBe(1);
-    expect(second.out.trim().split('\n').at(-1)).toBe(`cannot start: DATA_DIR ${dir} is in use by another process (pid ${first.child.pid} on ${os.hostname()}): the SQLite store belongs to one process; stop it, or give this one another DATA_DIR (or MONGODB_URI)`);
+    expect(second.out.trim().split('\n').at(-1)).toBe(
+      `cannot start: DATA_DIR ${dir} is in use by another process (pid ${first.child.pid} on ${os.hostname()}): the SQLite store belongs to one process; stop it, or give this one another DATA_DIR (or MONGODB_URI)`,
+    );
 
     const taken = await runToExit(['dist/api/main.js'], { DATA_DIR: other, PORT: port });
     expect(taken.code).toBe(1);
-    expect(taken.out).toBe(`cannot start: port ${port} on 127.0.0.1 is already in use: stop the process holding it or set PORT to a free port\n`);
+    expect(taken.out).toBe(
+      `cannot start: port ${port} on 127.0.0.1 is already in use: stop the process holding it or set PORT to a free port\n`,
+    );
     expect(await fs.readdir(other)).toEqual([]); // nothing opened, no key minted
     expect((await fetch(`${first.baseUrl}/healthz`)).status).toBe(200);
   });
@@ -65,7 +72,11 @@ describe('the service process', () => {
       const script = `import('./dist/api/fatal.js').then(async (f) => { const { createLogger } = await import('./dist/engine/logger.js'); f.installFatalHandlers(createLogger('info')); ${fault}; setTimeout(() => console.log('still running'), 2000); })`;
       const { code, out } = await runToExit(['-e', script], {});
       expect(code).toBe(1);
-      const fatal = JSON.parse(out.trim().split('\n')[0]!) as { level: number; err: { message: string; stack: string }; msg: string };
+      const fatal = JSON.parse(out.trim().split('\n')[0]!) as {
+        level: number;
+        err: { message: string; stack: string };
+        msg: string;
+      };
       expect(fatal).toMatchObject({ level: 60, err: { message: 'boom' } });
       expect(fatal.msg).toMatch(/^(unhandledRejection|uncaughtException): exiting/);
       expect(out).not.toContain('still running');
@@ -86,7 +97,9 @@ describe('the service process', () => {
     expect(code).toBe(1);
     const fatal = JSON.parse(out.trim().split('\n')[0]!) as { level: number; err: { message: string } };
     expect(fatal.level).toBe(60);
-    expect(fatal.err.message).toMatch(/the engine lease of \(memory\) was taken by another process \(pid 4242 on other-host, instance thief\).*stopping/);
+    expect(fatal.err.message).toMatch(
+      /the engine lease of \(memory\) was taken by another process \(pid 4242 on other-host, instance thief\).*stopping/,
+    );
     expect(out).not.toContain('still running');
   });
 
@@ -100,26 +113,33 @@ describe('the service process', () => {
     expect(code).toBe(1);
     const lines = out.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^cannot start: no MongoDB server of MONGODB_URI \(127\.0\.0\.1:1,127\.0\.0\.1:2\) answered: .+; check that the servers run and are reachable from here$/);
+    expect(lines[0]).toMatch(
+      /^cannot start: no MongoDB server of MONGODB_URI \(127\.0\.0\.1:1,127\.0\.0\.1:2\) answered: .+; check that the servers run and are reachable from here$/,
+    );
     expect(out).not.toContain('s3cret');
   });
 
   const mongoUri = mongoTestUri();
-  it.skipIf(!mongoUri)(`on MongoDB a second process on the same database refuses to start naming the holder; a kill -9'd holder is taken over at once${mongoUri ? '' : ` — skipped: ${MONGO_SKIP_REASON}`}`, async () => {
-    const db = `pts_proc_${process.pid}_${Date.now()}`;
-    databases.push(db);
-    const env = { MONGODB_URI: withDatabase(mongoUri!, db), MONGODB_ALLOW_STANDALONE: 'on', SIM_REPLAY: 'off' };
-    const first = await spawnService({ ...env, DATA_DIR: await tmp() });
-    running.push(first);
-    const second = await runToExit(['dist/api/main.js'], { ...env, DATA_DIR: await tmp(), PORT: '0' });
-    expect(second.code).toBe(1);
-    expect(second.out.trim().split('\n').at(-1)).toMatch(
-      new RegExp(`^cannot start: mongodb database ${db} is in use by another engine process \\(pid ${first.child.pid} on ${os.hostname()}, instance [0-9a-f-]+, since [0-9T:.-]+Z\\): one engine process per database`),
-    );
-    first.child.kill('SIGKILL');
-    await first.exited;
-    const third = await spawnService({ ...env, DATA_DIR: await tmp() });
-    running.push(third);
-    expect((await fetch(`${third.baseUrl}/healthz`)).status).toBe(200);
-  });
+  it.skipIf(!mongoUri)(
+    `on MongoDB a second process on the same database refuses to start naming the holder; a kill -9'd holder is taken over at once${mongoUri ? '' : ` — skipped: ${MONGO_SKIP_REASON}`}`,
+    async () => {
+      const db = `pts_proc_${process.pid}_${Date.now()}`;
+      databases.push(db);
+      const env = { MONGODB_URI: withDatabase(mongoUri!, db), MONGODB_ALLOW_STANDALONE: 'on', SIM_REPLAY: 'off' };
+      const first = await spawnService({ ...env, DATA_DIR: await tmp() });
+      running.push(first);
+      const second = await runToExit(['dist/api/main.js'], { ...env, DATA_DIR: await tmp(), PORT: '0' });
+      expect(second.code).toBe(1);
+      expect(second.out.trim().split('\n').at(-1)).toMatch(
+        new RegExp(
+          `^cannot start: mongodb database ${db} is in use by another engine process \\(pid ${first.child.pid} on ${os.hostname()}, instance [0-9a-f-]+, since [0-9T:.-]+Z\\): one engine process per database`,
+        ),
+      );
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const third = await spawnService({ ...env, DATA_DIR: await tmp() });
+      running.push(third);
+      expect((await fetch(`${third.baseUrl}/healthz`)).status).toBe(200);
+    },
+  );
 });

@@ -35,20 +35,43 @@ describe('live updates across a kill -9 restart (child process, same port)', () 
     const call = async (base: string, method: string, p: string, body?: unknown, user?: string) => {
       const extra: Record<string, string> = method === 'POST' ? { 'idempotency-key': randomUUID() } : {};
       if (user) extra['x-partner-user-id'] = user;
-      const r = await fetch(base + p, { method, headers: { ...headers, ...extra }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const r = await fetch(base + p, {
+        method,
+        headers: { ...headers, ...extra },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       return { status: r.status, body: (await r.json()) as any };
     };
     expect((await call(first.baseUrl, 'POST', '/v2/trade/users', { partner_user_id: 'ann' })).status).toBe(201);
-    const token = (await call(first.baseUrl, 'GET', '/v2/trade/markets?limit=50')).body.markets.find((m: any) => m.tick_size === '0.01').tokens[0].token_id;
+    const token = (await call(first.baseUrl, 'GET', '/v2/trade/markets?limit=50')).body.markets.find(
+      (m: any) => m.tick_size === '0.01',
+    ).tokens[0].token_id;
     const resyncs: Array<{ reason: string }> = [];
     const orders: any[] = [];
-    client = connect(`${first.baseUrl}/v2/trade`, { auth: { token: key }, transports: ['websocket'], forceNew: true, reconnectionDelay: 100, reconnectionDelayMax: 200 });
+    client = connect(`${first.baseUrl}/v2/trade`, {
+      auth: { token: key },
+      transports: ['websocket'],
+      forceNew: true,
+      reconnectionDelay: 100,
+      reconnectionDelayMax: 200,
+    });
     client.on('resync.required', (info) => resyncs.push(info));
     client.on('order.updated', (o) => orders.push(o));
     await new Promise<void>((r) => client!.once('connect', () => r()));
-    const placed = await call(first.baseUrl, 'POST', '/v2/trade/order', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5' }, 'ann');
+    const placed = await call(
+      first.baseUrl,
+      'POST',
+      '/v2/trade/order',
+      { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5' },
+      'ann',
+    );
     expect(placed.status, JSON.stringify(placed.body)).toBe(200);
-    await poll('the order pushed', async () => orders.some((o) => o.order_id === placed.body.order_id), (ok) => ok, 10_000);
+    await poll(
+      'the order pushed',
+      async () => orders.some((o) => o.order_id === placed.body.order_id),
+      (ok) => ok,
+      10_000,
+    );
     // a brief drop of the transport: recovered, no resync
     client.io.engine.close();
     await new Promise<void>((r) => client!.once('connect', () => r()));
@@ -61,11 +84,27 @@ describe('live updates across a kill -9 restart (child process, same port)', () 
     procs.push(second);
     await new Promise<void>((r) => client!.once('connect', () => r()));
     expect(client.recovered).toBe(false);
-    await poll('resync.required received', async () => resyncs.length > 0, (ok) => ok, 10_000);
+    await poll(
+      'resync.required received',
+      async () => resyncs.length > 0,
+      (ok) => ok,
+      10_000,
+    );
     expect(resyncs).toEqual([{ reason: RESYNC_REASON }]);
     // what REST shows is what the client reloads; later updates flow again
-    const again = await call(second.baseUrl, 'POST', '/v2/trade/order', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '6' }, 'ann');
-    await poll('the order pushed', async () => orders.some((o) => o.order_id === again.body.order_id), (ok) => ok, 10_000);
+    const again = await call(
+      second.baseUrl,
+      'POST',
+      '/v2/trade/order',
+      { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '6' },
+      'ann',
+    );
+    await poll(
+      'the order pushed',
+      async () => orders.some((o) => o.order_id === again.body.order_id),
+      (ok) => ok,
+      10_000,
+    );
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   }, 60_000);

@@ -33,7 +33,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { timerJobIndexes } from '../../engine/scheduler/mongo-backend.js';
 import { TIMER_JOB } from '../../engine/scheduler/timers.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
-import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store, StoreAdapter, UnitOfWork } from '../../engine/store/port.js';
+import type {
+  Collection,
+  Doc,
+  Filter,
+  FindOptions,
+  IndexSpec,
+  Store,
+  StoreAdapter,
+  UnitOfWork,
+} from '../../engine/store/port.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { poll, sleep, Trading, px, useTestClock } from './trading-kit.js';
 
@@ -62,7 +71,10 @@ function shapeOf(collection: string, op: Op, filter: Filter, sort?: FindOptions[
       continue;
     }
     if (v === null || (typeof v === 'object' && (v as Record<string, unknown>).$exists === false)) s.missing.push(k);
-    const ops = v !== null && typeof v === 'object' && !(v instanceof Date) && !Array.isArray(v) ? Object.keys(v).filter((x) => x.startsWith('$')) : [];
+    const ops =
+      v !== null && typeof v === 'object' && !(v instanceof Date) && !Array.isArray(v)
+        ? Object.keys(v).filter((x) => x.startsWith('$'))
+        : [];
     if (ops.length === 0 || (ops.length === 1 && ops[0] === '$eq')) s.eq.push(k);
     else if (ops.length === 1 && ops[0] === '$in') s.in.push(k);
     else s.range.push(k);
@@ -110,8 +122,10 @@ function serves(ix: Ix, q: Shape): string | null {
 const EXEMPT: Record<string, string> = {
   'actors find {ownerKey:range, ownerUserId:range}':
     'one-time backfill at the first open of a database (records from before ownerKey); `migrations` records it as done',
-  'actors find {type:range}': 'one-time backfill at the first open of a database (records from before `type`); `migrations` records it as done',
-  'idempotencyKeys find {status}': 'one-time removal of minted keys from stored responses at the first open of a database (records live 24 h); `migrations` records it as done',
+  'actors find {type:range}':
+    'one-time backfill at the first open of a database (records from before `type`); `migrations` records it as done',
+  'idempotencyKeys find {status}':
+    'one-time removal of minted keys from stored responses at the first open of a database (records live 24 h); `migrations` records it as done',
 };
 
 /**
@@ -123,18 +137,70 @@ const EXEMPT: Record<string, string> = {
  * `getQueueSize`, `queryJobs` and `getJobsOverview` serve Agenda's dashboard/stats, unused here.
  */
 const AGENDA_MONGO_QUERIES: Shape[] = [
-  { collection: 'agendaJobs', op: 'deleteMany', eq: ['data.actorId', 'data.timerName', 'name'], in: [], range: [], missing: [], sort: [] },
-  { collection: 'agendaJobs', op: 'deleteMany', eq: ['data.actorId', 'name'], in: [], range: [], missing: [], sort: [] },
-  { collection: 'agendaJobs', op: 'updateOne', eq: ['name'], in: [], range: ['disabled', 'lockedAt', 'nextRunAt'], missing: [], sort: [['nextRunAt', 1], ['priority', -1]] },
+  {
+    collection: 'agendaJobs',
+    op: 'deleteMany',
+    eq: ['data.actorId', 'data.timerName', 'name'],
+    in: [],
+    range: [],
+    missing: [],
+    sort: [],
+  },
+  {
+    collection: 'agendaJobs',
+    op: 'deleteMany',
+    eq: ['data.actorId', 'name'],
+    in: [],
+    range: [],
+    missing: [],
+    sort: [],
+  },
+  {
+    collection: 'agendaJobs',
+    op: 'updateOne',
+    eq: ['name'],
+    in: [],
+    range: ['disabled', 'lockedAt', 'nextRunAt'],
+    missing: [],
+    sort: [
+      ['nextRunAt', 1],
+      ['priority', -1],
+    ],
+  },
   { collection: 'agendaJobs', op: 'findOne', eq: ['_id'], in: [], range: [], missing: [], sort: [] },
   // ours, beside Agenda's (engine/scheduler/mongo-backend.ts mongoNextDueAt): when the next job is due
-  { collection: 'agendaJobs', op: 'findOne', eq: ['name'], in: [], range: ['nextRunAt'], missing: [], sort: [['nextRunAt', 1]] },
-  { collection: 'agendaJobs', op: 'updateOne', eq: ['_id', 'name'], in: [], range: ['disabled', 'lockedAt'], missing: [], sort: [] },
+  {
+    collection: 'agendaJobs',
+    op: 'findOne',
+    eq: ['name'],
+    in: [],
+    range: ['nextRunAt'],
+    missing: [],
+    sort: [['nextRunAt', 1]],
+  },
+  {
+    collection: 'agendaJobs',
+    op: 'updateOne',
+    eq: ['_id', 'name'],
+    in: [],
+    range: ['disabled', 'lockedAt'],
+    missing: [],
+    sort: [],
+  },
 ];
 
 /** Agenda's own index (MongoJobRepository.connect, `ensureIndex` on by default) and ours. */
 const AGENDA_MONGO_INDEXES: Ix[] = [
-  { name: 'findAndLockNextJobIndex', fields: [['name', 1], ['nextRunAt', 1], ['priority', -1], ['lockedAt', 1], ['disabled', 1]] },
+  {
+    name: 'findAndLockNextJobIndex',
+    fields: [
+      ['name', 1],
+      ['nextRunAt', 1],
+      ['priority', -1],
+      ['lockedAt', 1],
+      ['disabled', 1],
+    ],
+  },
   ...timerJobIndexes(TIMER_JOB).map((ix) => ({ name: ix.options.name, fields: Object.entries(ix.key) })),
 ];
 
@@ -196,7 +262,11 @@ class RecordingStore implements Store {
 function mongoIndexes(specs: IndexSpec[]): Ix[] {
   return specs
     .filter((s) => !s.adapters || s.adapters.includes('mongodb'))
-    .map((s) => ({ name: `{${s.fields.join(', ')}}${s.unique ? ' unique' : ''}${s.sparse ? ' sparse' : ''}${s.adapters ? ` [${s.adapters.join(',')}]` : ''}`, fields: s.fields.map((x) => [x, 1] as [string, 1]), ...(s.sparse ? { sparse: true } : {}) }));
+    .map((s) => ({
+      name: `{${s.fields.join(', ')}}${s.unique ? ' unique' : ''}${s.sparse ? ' sparse' : ''}${s.adapters ? ` [${s.adapters.join(',')}]` : ''}`,
+      fields: s.fields.map((x) => [x, 1] as [string, 1]),
+      ...(s.sparse ? { sparse: true } : {}),
+    }));
 }
 
 /** The service of a scenario run (replaced by its restart). */
@@ -219,7 +289,9 @@ async function runScenarios(run: Run): Promise<void> {
   const call = svc.call.bind(svc);
   // users and keys: provision (again: found), mint, use, revoke
   await call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
-  const minted = await call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } });
+  const minted = await call('POST', '/v2/trade/users/alice/api-keys', {
+    body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] },
+  });
   expect(minted.status).toBe(201);
   expect((await call('GET', '/v2/trade/account', { token: minted.body.api_key })).status).toBe(200);
   expect((await call('DELETE', `/v2/trade/api-keys/${minted.body.key_id}`)).status).toBe(200);
@@ -231,8 +303,12 @@ async function runScenarios(run: Run): Promise<void> {
   const body = { symbol: a.token, side: 'buy', type: 'LIMIT', price: px(a.bid - 0.05), size: '5' };
   const rest = await call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
   expect(rest.status).toBe(200);
-  expect((await call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key })).body).toEqual(rest.body);
-  expect((await call('DELETE', `/v2/trade/orders/${rest.body.order_id}`, { headers: tr.as('alice') })).status).toBe(200);
+  expect((await call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key })).body).toEqual(
+    rest.body,
+  );
+  expect((await call('DELETE', `/v2/trade/orders/${rest.body.order_id}`, { headers: tr.as('alice') })).status).toBe(
+    200,
+  );
   await tr.post('alice', { symbol: a.token, side: 'buy', type: 'MARKET', size: '5' });
   await tr.post('alice', { symbol: a.token, side: 'sell', type: 'TAKE_PROFIT', price: px(a.ask + 0.05), size: '10' });
   await tr.post('alice', { symbol: a.token, side: 'buy', type: 'LIMIT', price: px(a.bid - 0.06), size: '5' });
@@ -243,12 +319,39 @@ async function runScenarios(run: Run): Promise<void> {
   await tr.buyShares('alice', s.token, 500);
   const strategies = [
     { symbol: s.token, side: 'sell', type: 'STOP_LOSS', price: px(s.bid - 0.1), size: '10' },
-    { symbol: s.token, side: 'sell', type: 'TRAILING_STOP', size: '10', execution: { high_water_mark: px(s.bid), trailing_offset: '0.03' } },
-    { symbol: s.token, side: 'buy', type: 'TRAILING_BUY', quote_amount: '5', execution: { trailing_offset: '0.02', price_ceiling: '0.95' } },
+    {
+      symbol: s.token,
+      side: 'sell',
+      type: 'TRAILING_STOP',
+      size: '10',
+      execution: { high_water_mark: px(s.bid), trailing_offset: '0.03' },
+    },
+    {
+      symbol: s.token,
+      side: 'buy',
+      type: 'TRAILING_BUY',
+      quote_amount: '5',
+      execution: { trailing_offset: '0.02', price_ceiling: '0.95' },
+    },
     { symbol: s.token, side: 'buy', type: 'TWAP', size: '10', execution: { interval_sec: 10, duration_sec: 30 } },
-    { symbol: s.token, side: 'buy', type: 'ICEBERG', price: px(s.bid - 0.02), size: '30', execution: { clip_size: '10' } },
+    {
+      symbol: s.token,
+      side: 'buy',
+      type: 'ICEBERG',
+      price: px(s.bid - 0.02),
+      size: '30',
+      execution: { clip_size: '10' },
+    },
     { symbol: s.token, side: 'buy', type: 'PEGGED', budget_usdc: '20', price_ceiling: Number(px(s.bid + 0.01)) },
-    { symbol: s.token, side: 'buy', type: 'LIMIT', price: px(s.bid - 0.03), size: '10', take_profit: { price: px(s.ask + 0.1) }, stop_loss: { price: px(s.bid - 0.2) } },
+    {
+      symbol: s.token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: px(s.bid - 0.03),
+      size: '10',
+      take_profit: { price: px(s.ask + 0.1) },
+      stop_loss: { price: px(s.bid - 0.2) },
+    },
   ];
   const ids: string[] = [];
   for (const b of strategies) {
@@ -259,14 +362,22 @@ async function runScenarios(run: Run): Promise<void> {
   await svc.services.strategies.idle();
   // the TWAP's slices come from its timers
   clock.jump(11_000);
-  await poll('TWAP slices', () => tr.strategy('alice', ids[3]!), (x) => (x?.order_ids?.length ?? 0) >= 2, 20_000);
+  await poll(
+    'TWAP slices',
+    () => tr.strategy('alice', ids[3]!),
+    (x) => (x?.order_ids?.length ?? 0) >= 2,
+    20_000,
+  );
   // reads: strategies by status and type, open orders, activity pages with a cursor
   await call('GET', '/v2/trade/strategies?status=ACTIVE', { headers: tr.as('alice') });
   await call('GET', '/v2/trade/strategies?type=ICEBERG', { headers: tr.as('alice') });
   await call('GET', '/v2/trade/strategies?type=ICEBERG&status=ACTIVE', { headers: tr.as('alice') });
   await tr.openOrders('alice');
   const first = await call('GET', '/v2/trade/activity?limit=2', { headers: tr.as('alice') });
-  if (first.body.next_cursor) await call('GET', `/v2/trade/activity?limit=2&cursor=${encodeURIComponent(first.body.next_cursor)}`, { headers: tr.as('alice') });
+  if (first.body.next_cursor)
+    await call('GET', `/v2/trade/activity?limit=2&cursor=${encodeURIComponent(first.body.next_cursor)}`, {
+      headers: tr.as('alice'),
+    });
   await call('DELETE', `/v2/trade/strategies/${ids[0]}`, { headers: tr.as('alice') });
   await call('DELETE', `/v2/trade/strategies/${ids[5]}`, { headers: tr.as('alice') });
   await svc.services.strategies.idle();
@@ -308,52 +419,168 @@ function scenarioService(adapter: StoreAdapter): { run: Run; sqlite: () => Sqlit
 describe('every query the store port runs on MongoDB has an index that serves it', () => {
   const { run } = scenarioService('mongodb');
 
-  it('runs the scenarios, then checks each recorded query against the declared indexes', { timeout: 120_000 }, async () => {
-    const store = run.store;
-    await runScenarios(run);
+  it(
+    'runs the scenarios, then checks each recorded query against the declared indexes',
+    { timeout: 120_000 },
+    async () => {
+      const store = run.store;
+      await runScenarios(run);
 
-    // the check
-    const rows: string[] = [];
-    const unserved: string[] = [];
-    const all = [...store.shapes.values()].filter((q) => q.collection !== 'agendaJobs').concat(AGENDA_MONGO_QUERIES);
-    all.sort((x, y) => keyOf(x).localeCompare(keyOf(y)));
-    for (const q of all) {
-      const key = keyOf(q);
-      let how: string | null = null;
-      if (q.eq.includes('_id') || q.in.includes('_id') || q.range.includes('_id')) how = '_id (primary key)';
-      else {
-        const candidates = q.collection === 'agendaJobs' ? AGENDA_MONGO_INDEXES : mongoIndexes(store.indexes.get(q.collection) ?? []);
-        for (const ix of candidates) if ((how = serves(ix, q))) break;
+      // the check
+      const rows: string[] = [];
+      const unserved: string[] = [];
+      const all = [...store.shapes.values()].filter((q) => q.collection !== 'agendaJobs').concat(AGENDA_MONGO_QUERIES);
+      all.sort((x, y) => keyOf(x).localeCompare(keyOf(y)));
+      for (const q of all) {
+        const key = keyOf(q);
+        let how: string | null = null;
+        if (q.eq.includes('_id') || q.in.includes('_id') || q.range.includes('_id')) how = '_id (primary key)';
+        else {
+          const candidates =
+            q.collection === 'agendaJobs' ? AGENDA_MONGO_INDEXES : mongoIndexes(store.indexes.get(q.collection) ?? []);
+          for (const ix of candidates) if ((how = serves(ix, q))) break;
+        }
+        if (!how && EXEMPT[key]) how = `scan accepted: ${EXEMPT[key]}`;
+        if (!how) unserved.push(key);
+        rows.push(`${key.padEnd(95)} → ${how ?? 'NO INDEX'}`);
       }
-      if (!how && EXEMPT[key]) how = `scan accepted: ${EXEMPT[key]}`;
-      if (!how) unserved.push(key);
-      rows.push(`${key.padEnd(95)} → ${how ?? 'NO INDEX'}`);
-    }
-    console.log(`\nqueries the port runs on MongoDB → the index that serves them\n${rows.join('\n')}\n`);
-    const declared = [...store.indexes].filter(([c]) => c !== 'agendaJobs').map(([c, specs]) => `  ${c}: ${mongoIndexes(specs).map((i) => i.name).join('; ') || '(only _id)'}`);
-    declared.push(`  agendaJobs (Agenda's MongoBackend; not through the port): ${AGENDA_MONGO_INDEXES.map((i) => `${i.name} {${i.fields.map(([f, d]) => `${f}${d < 0 ? ':-1' : ''}`).join(', ')}}`).join('; ')}`);
-    console.log(`declared indexes (MongoDB):\n${declared.join('\n')}\n`);
-    expect(unserved).toEqual([]);
-    // the scenarios reached what they were meant to
-    for (const c of ['actors', 'users', 'apiKeys', 'idempotencyKeys', 'venueJournal', 'venueState', 'secrets']) expect(all.some((q) => q.collection === c), c).toBe(true);
-    expect(all.some((q) => q.collection === 'actors' && q.sort.some(([f]) => f === 'ownerKey'))).toBe(true);
-    expect(all.some((q) => q.collection === 'actors' && q.sort.some(([f]) => f === 'createdAtMs'))).toBe(true);
-  });
+      console.log(`\nqueries the port runs on MongoDB → the index that serves them\n${rows.join('\n')}\n`);
+      const declared = [...store.indexes]
+        .filter(([c]) => c !== 'agendaJobs')
+        .map(
+          ([c, specs]) =>
+            `  ${c}: ${
+              mongoIndexes(specs)
+                .map((i) => i.name)
+                .join('; ') || '(only _id)'
+            }`,
+        );
+      declared.push(
+        `  agendaJobs (Agenda's MongoBackend; not through the port): ${AGENDA_MONGO_INDEXES.map((i) => `${i.name} {${i.fields.map(([f, d]) => `${f}${d < 0 ? ':-1' : ''}`).join(', ')}}`).join('; ')}`,
+      );
+      console.log(`declared indexes (MongoDB):\n${declared.join('\n')}\n`);
+      expect(unserved).toEqual([]);
+      // the scenarios reached what they were meant to
+      for (const c of ['actors', 'users', 'apiKeys', 'idempotencyKeys', 'venueJournal', 'venueState', 'secrets'])
+        expect(
+          all.some((q) => q.collection === c),
+          c,
+        ).toBe(true);
+      expect(all.some((q) => q.collection === 'actors' && q.sort.some(([f]) => f === 'ownerKey'))).toBe(true);
+      expect(all.some((q) => q.collection === 'actors' && q.sort.some(([f]) => f === 'createdAtMs'))).toBe(true);
+    },
+  );
 
   it('the rule: equality prefix then sort; an unbounded or sort-breaking index does not serve', () => {
     const q = shapeOf('actors', 'find', { final: false, quarantine: null }, { createdAtMs: 1 });
-    expect(serves({ name: 'fq', fields: [['final', 1], ['quarantine', 1]] }, q)).toBeNull(); // sorts in memory
+    expect(
+      serves(
+        {
+          name: 'fq',
+          fields: [
+            ['final', 1],
+            ['quarantine', 1],
+          ],
+        },
+        q,
+      ),
+    ).toBeNull(); // sorts in memory
     expect(serves({ name: 'c', fields: [['createdAtMs', 1]] }, q)).toBeNull(); // equality fields not in it
-    expect(serves({ name: 'fqc', fields: [['final', 1], ['quarantine', 1], ['createdAtMs', 1], ['_id', 1]] }, q)).toBe('fqc');
-    const back = shapeOf('actors', 'find', { kind: 'order', final: false, quarantine: null }, { createdAtMs: -1, _id: -1 });
-    expect(serves({ name: 'k', fields: [['kind', 1], ['final', 1], ['quarantine', 1], ['createdAtMs', 1], ['_id', 1]] }, back)).toBe('k');
-    expect(serves({ name: 'mixed', fields: [['kind', 1], ['final', 1], ['quarantine', 1], ['createdAtMs', 1], ['_id', -1]] }, back)).toBeNull();
-    const owned = shapeOf('actors', 'find', { kind: { $in: ['order', 'strategy'] }, ownerKey: { $gt: 'u|', $lt: 'u|\uffff' } }, { ownerKey: -1 });
-    expect(serves({ name: 'ko', fields: [['kind', 1], ['ownerKey', 1]] }, owned)).toBe('ko (merge of $in ranges)');
+    expect(
+      serves(
+        {
+          name: 'fqc',
+          fields: [
+            ['final', 1],
+            ['quarantine', 1],
+            ['createdAtMs', 1],
+            ['_id', 1],
+          ],
+        },
+        q,
+      ),
+    ).toBe('fqc');
+    const back = shapeOf(
+      'actors',
+      'find',
+      { kind: 'order', final: false, quarantine: null },
+      { createdAtMs: -1, _id: -1 },
+    );
+    expect(
+      serves(
+        {
+          name: 'k',
+          fields: [
+            ['kind', 1],
+            ['final', 1],
+            ['quarantine', 1],
+            ['createdAtMs', 1],
+            ['_id', 1],
+          ],
+        },
+        back,
+      ),
+    ).toBe('k');
+    expect(
+      serves(
+        {
+          name: 'mixed',
+          fields: [
+            ['kind', 1],
+            ['final', 1],
+            ['quarantine', 1],
+            ['createdAtMs', 1],
+            ['_id', -1],
+          ],
+        },
+        back,
+      ),
+    ).toBeNull();
+    const owned = shapeOf(
+      'actors',
+      'find',
+      { kind: { $in: ['order', 'strategy'] }, ownerKey: { $gt: 'u|', $lt: 'u|\uffff' } },
+      { ownerKey: -1 },
+    );
+    expect(
+      serves(
+        {
+          name: 'ko',
+          fields: [
+            ['kind', 1],
+            ['ownerKey', 1],
+          ],
+        },
+        owned,
+      ),
+    ).toBe('ko (merge of $in ranges)');
     expect(serves({ name: 'o', fields: [['ownerKey', 1]] }, owned)).toBeNull();
     const countOwned = shapeOf('actors', 'count', { kind: 'order', ownerKey: { $gt: 'u|', $lt: 'u|\uffff' } });
-    expect(serves({ name: 'kfq', fields: [['kind', 1], ['final', 1], ['quarantine', 1]] }, countOwned)).toBeNull(); // every order of every user
-    expect(serves({ name: 'ko', fields: [['kind', 1], ['ownerKey', 1]] }, countOwned)).toBe('ko');
+    expect(
+      serves(
+        {
+          name: 'kfq',
+          fields: [
+            ['kind', 1],
+            ['final', 1],
+            ['quarantine', 1],
+          ],
+        },
+        countOwned,
+      ),
+    ).toBeNull(); // every order of every user
+    expect(
+      serves(
+        {
+          name: 'ko',
+          fields: [
+            ['kind', 1],
+            ['ownerKey', 1],
+          ],
+        },
+        countOwned,
+      ),
+    ).toBe('ko');
     const migration = shapeOf('actors', 'find', { ownerUserId: { $ne: null }, ownerKey: { $exists: false } });
     expect(serves({ name: 'o', fields: [['ownerKey', 1]], sparse: true }, migration)).toBeNull();
     const range = shapeOf('venueJournal', 'find', { seq: { $gt: 5 } }, { seq: 1 });
@@ -366,9 +593,18 @@ describe('every query the store port runs on MongoDB has an index that serves it
  * (the first pattern that matches the statement).
  */
 const SQLITE_EXEMPT: Array<[RegExp, string]> = [
-  [/FROM "actors" WHERE .*"ownerUserId".*IS NOT NULL.*json_type/, 'one-time backfill at the first open of a database (records from before ownerKey); `migrations` records it as done'],
-  [/FROM "actors" WHERE json_type\(doc, '\$\."type"'\) IS NULL/, 'one-time backfill at the first open of a database (records from before `type`); `migrations` records it as done'],
-  [/FROM "idempotencyKeys" WHERE json_extract\(doc, '\$\."status"'\) = \?/, 'one-time removal of minted keys from stored responses at the first open of a database (records live 24 h); `migrations` records it as done'],
+  [
+    /FROM "actors" WHERE .*"ownerUserId".*IS NOT NULL.*json_type/,
+    'one-time backfill at the first open of a database (records from before ownerKey); `migrations` records it as done',
+  ],
+  [
+    /FROM "actors" WHERE json_type\(doc, '\$\."type"'\) IS NULL/,
+    'one-time backfill at the first open of a database (records from before `type`); `migrations` records it as done',
+  ],
+  [
+    /FROM "idempotencyKeys" WHERE json_extract\(doc, '\$\."status"'\) = \?/,
+    'one-time removal of minted keys from stored responses at the first open of a database (records live 24 h); `migrations` records it as done',
+  ],
 ];
 
 describe('on SQLite every query the API runs is an index search, never a scan of a collection table', () => {
@@ -383,7 +619,9 @@ describe('on SQLite every query the API runs is an index search, never a scan of
     for (const sql of sqlite.preparedSql()) {
       if (!/^(SELECT|UPDATE|DELETE)/.test(sql)) continue;
       const n = (sql.match(/\?/g) ?? []).length;
-      const plan = (sqlite.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<null>(n).fill(null)) as Array<{ detail: string }>).map((r) => r.detail);
+      const plan = (
+        sqlite.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<null>(n).fill(null)) as Array<{ detail: string }>
+      ).map((r) => r.detail);
       // a scan of a collection table, or of a whole index of one ("SCAN t USING [COVERING] INDEX")
       const scan = plan.find((d) => /^SCAN /.test(d) && tables.has(d.split(' ')[1]!));
       const exempt = scan ? SQLITE_EXEMPT.find(([re]) => re.test(sql)) : undefined;
@@ -392,6 +630,10 @@ describe('on SQLite every query the API runs is an index search, never a scan of
     }
     console.log(`\nstatements the SQLite store ran → their plan\n${rows.join('\n')}\n`);
     expect(scans).toEqual([]);
-    for (const c of ['actors', 'users', 'apiKeys', 'idempotencyKeys', 'venueJournal', 'agendaJobs']) expect(rows.some((r) => r.includes(`"${c}"`)), c).toBe(true);
+    for (const c of ['actors', 'users', 'apiKeys', 'idempotencyKeys', 'venueJournal', 'agendaJobs'])
+      expect(
+        rows.some((r) => r.includes(`"${c}"`)),
+        c,
+      ).toBe(true);
   });
 });

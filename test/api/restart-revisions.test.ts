@@ -28,19 +28,43 @@ describe('a restart with nothing changed keeps revisions (SQLite store on disk)'
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' }, headers: as });
     const markets = (await svc.call('GET', '/v2/trade/markets?limit=80')).body.markets as any[];
-    const pick = tokenPicker(() => markets, async (t) => (await svc!.call('GET', `/v2/trade/book?token_id=${t}`)).body);
+    const pick = tokenPicker(
+      () => markets,
+      async (t) => (await svc!.call('GET', `/v2/trade/book?token_id=${t}`)).body,
+    );
     const picks = [await pick(0.21, 0.59), await pick(0.21, 0.59), await pick(0.21, 0.59)];
     const post = async (body: unknown) => {
       const r = await svc!.call('POST', '/v2/trade/order', { body, headers: as });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       return r.body;
     };
-    await post({ symbol: picks[0]!.token, side: 'buy', type: 'ICEBERG', price: px(picks[0]!.bid - 0.05), size: '30', execution: { clip_size: '10' } });
-    await post({ symbol: picks[1]!.token, side: 'buy', type: 'PEGGED', budget_usdc: '20', price_ceiling: Number(px(picks[1]!.bid + 0.01)) });
+    await post({
+      symbol: picks[0]!.token,
+      side: 'buy',
+      type: 'ICEBERG',
+      price: px(picks[0]!.bid - 0.05),
+      size: '30',
+      execution: { clip_size: '10' },
+    });
+    await post({
+      symbol: picks[1]!.token,
+      side: 'buy',
+      type: 'PEGGED',
+      budget_usdc: '20',
+      price_ceiling: Number(px(picks[1]!.bid + 0.01)),
+    });
     // a buy entry resting below the touch, with brackets waiting for it
-    await post({ symbol: picks[2]!.token, side: 'buy', type: 'LIMIT', price: px(picks[2]!.bid - 0.05), size: '10', take_profit: { price: px(picks[2]!.ask + 0.1) } });
+    await post({
+      symbol: picks[2]!.token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: px(picks[2]!.bid - 0.05),
+      size: '10',
+      take_profit: { price: px(picks[2]!.ask + 0.1) },
+    });
     await svc.services.strategies.idle();
-    const list = async () => (await svc!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies as any[];
+    const list = async () =>
+      (await svc!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies as any[];
     const before = await list();
     expect(before.map((s) => s.type).sort()).toEqual(['BRACKET', 'ICEBERG', 'PEGGED']);
     expect(before.every((s) => s.status === 'ACTIVE' || s.status === 'PENDING')).toBe(true);

@@ -31,19 +31,55 @@ const settle = () => new Promise((r) => setTimeout(r, 20));
 describe('a store holding minted keys in stored responses (written before replays left them out)', () => {
   it('the first start removes them, keeping the rest of the record, and records that it did', async () => {
     const store = await SqliteStore.open(null);
-    const docs = await store.collection<{ _id: string; status: number; body: string } & Record<string, unknown>>('idempotencyKeys');
-    const minted = { key_id: 'key_old', api_key: 'pts_old_minted_secret_0123456789', scopes: ['trade.read'], expires_at: null, partner_user_id: 'alice' };
-    const base = { keyId: 'key_env_demo', fingerprint: 'f', state: 'done', leaseUntilMs: 0, headers: {}, createdAtMs: Date.now(), expiresAtMs: Date.now() + 3_600_000 };
+    const docs = await store.collection<{ _id: string; status: number; body: string } & Record<string, unknown>>(
+      'idempotencyKeys',
+    );
+    const minted = {
+      key_id: 'key_old',
+      api_key: 'pts_old_minted_secret_0123456789',
+      scopes: ['trade.read'],
+      expires_at: null,
+      partner_user_id: 'alice',
+    };
+    const base = {
+      keyId: 'key_env_demo',
+      fingerprint: 'f',
+      state: 'done',
+      leaseUntilMs: 0,
+      headers: {},
+      createdAtMs: Date.now(),
+      expiresAtMs: Date.now() + 3_600_000,
+    };
     await docs.insertOne({ _id: 'mint', ...base, status: 201, body: JSON.stringify(minted) });
-    await docs.insertOne({ _id: 'user', ...base, status: 201, body: JSON.stringify({ partner_user_id: 'alice', created: true }) });
+    await docs.insertOne({
+      _id: 'user',
+      ...base,
+      status: 201,
+      body: JSON.stringify({ partner_user_id: 'alice', created: true }),
+    });
     const svc = await startTestService({ store });
     try {
-      const after = await (await svc.services.store.collection<{ _id: string; body: string }>('idempotencyKeys')).find({});
+      const after = await (
+        await svc.services.store.collection<{ _id: string; body: string }>('idempotencyKeys')
+      ).find({});
       expect(JSON.stringify(after)).not.toContain(minted.api_key);
       const mint = after.find((d) => d._id === 'mint')!;
-      expect(JSON.parse(mint.body)).toEqual({ key_id: 'key_old', scopes: ['trade.read'], expires_at: null, partner_user_id: 'alice', message: KEY_SHOWN_ONCE });
-      expect(JSON.parse(after.find((d) => d._id === 'user')!.body)).toEqual({ partner_user_id: 'alice', created: true });
-      expect(await (await svc.services.store.collection('migrations')).findOne({ _id: 'idempotencyKeys: minted api keys removed from stored responses' })).not.toBeNull();
+      expect(JSON.parse(mint.body)).toEqual({
+        key_id: 'key_old',
+        scopes: ['trade.read'],
+        expires_at: null,
+        partner_user_id: 'alice',
+        message: KEY_SHOWN_ONCE,
+      });
+      expect(JSON.parse(after.find((d) => d._id === 'user')!.body)).toEqual({
+        partner_user_id: 'alice',
+        created: true,
+      });
+      expect(
+        await (
+          await svc.services.store.collection('migrations')
+        ).findOne({ _id: 'idempotencyKeys: minted api keys removed from stored responses' }),
+      ).not.toBeNull();
     } finally {
       await svc.close();
     }
@@ -56,16 +92,26 @@ describe('security', () => {
   const port = () => svc.http.port;
   beforeAll(async () => {
     svc = await startTestService({ log: capturingLogger(lines) });
-    for (const u of ['alice', 'bob']) await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u, email: `${u}@example.com` } });
+    for (const u of ['alice', 'bob'])
+      await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u, email: `${u}@example.com` } });
   });
   afterAll(() => svc.close());
 
   it('a replayed key mint answers 201 without the api_key (shown once), also after revocation; the key was never stored', async () => {
     const idem = randomUUID();
-    const mint = () => svc.call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes: ['trade.read', 'trade.withdraw'] }, idempotencyKey: idem });
+    const mint = () =>
+      svc.call('POST', '/v2/trade/users/alice/api-keys', {
+        body: { scopes: ['trade.read', 'trade.withdraw'] },
+        idempotencyKey: idem,
+      });
     const first = await mint();
     expect(first.status).toBe(201);
-    expect(first.body).toMatchObject({ key_id: expect.stringMatching(/^key_/), api_key: expect.stringMatching(/^pts_/), scopes: ['trade.read', 'trade.withdraw'], partner_user_id: 'alice' });
+    expect(first.body).toMatchObject({
+      key_id: expect.stringMatching(/^key_/),
+      api_key: expect.stringMatching(/^pts_/),
+      scopes: ['trade.read', 'trade.withdraw'],
+      partner_user_id: 'alice',
+    });
     expect(first.body.message).toBeUndefined();
     const token: string = first.body.api_key;
     expect((await svc.call('GET', '/v2/trade/account', { token })).status).toBe(200);
@@ -73,9 +119,18 @@ describe('security', () => {
     const live = await mint();
     expect(live.status).toBe(201);
     expect(live.headers.get('idempotent-replayed')).toBe('true');
-    expect(live.body).toEqual({ key_id: first.body.key_id, scopes: ['trade.read', 'trade.withdraw'], expires_at: null, partner_user_id: 'alice', message: KEY_SHOWN_ONCE });
+    expect(live.body).toEqual({
+      key_id: first.body.key_id,
+      scopes: ['trade.read', 'trade.withdraw'],
+      expires_at: null,
+      partner_user_id: 'alice',
+      message: KEY_SHOWN_ONCE,
+    });
 
-    expect((await svc.call('DELETE', `/v2/trade/api-keys/${first.body.key_id}`)).body).toMatchObject({ key_id: first.body.key_id, revoked: true });
+    expect((await svc.call('DELETE', `/v2/trade/api-keys/${first.body.key_id}`)).body).toMatchObject({
+      key_id: first.body.key_id,
+      revoked: true,
+    });
     const revoked = await mint();
     expect(revoked.status).toBe(201);
     expect(revoked.headers.get('idempotent-replayed')).toBe('true');
@@ -116,7 +171,9 @@ describe('security', () => {
     const url = `/v2/trade/book?token_id=${token}&client_secret=s1&access-token=s2&key[]=s3&+key=s4&key%20=s5&token%00=s6&x=1;key=s7&${MASTER_KEY}&monkey=m&token_id_hint=h`;
     expect((await svc.call('GET', url)).status).toBe(200);
     // a request id that holds an API key is not echoed; a user id header holding one is not logged in the error message
-    const res = await fetch(`${svc.baseUrl}/v2/trade/balances`, { headers: { authorization: `Bearer ${MASTER_KEY}`, 'x-request-id': MASTER_KEY, 'x-partner-user-id': MASTER_KEY } });
+    const res = await fetch(`${svc.baseUrl}/v2/trade/balances`, {
+      headers: { authorization: `Bearer ${MASTER_KEY}`, 'x-request-id': MASTER_KEY, 'x-partner-user-id': MASTER_KEY },
+    });
     expect(res.status).toBe(404);
     expect(res.headers.get('x-request-id')).not.toContain('pts_');
     await settle();
@@ -126,12 +183,15 @@ describe('security', () => {
       `/v2/trade/book?token_id=${token}&client_secret=[redacted]&access-token=[redacted]&key[]=[redacted]&+key=[redacted]&key%20=[redacted]&token%00=[redacted]&x=1;key=[redacted]&pts_[redacted]&monkey=m&token_id_hint=h`,
     );
     const balances = own.find((l) => l.req?.url === '/v2/trade/balances');
-    expect(balances).toMatchObject({ res: { statusCode: 404 }, error_message: expect.stringContaining('pts_[redacted]') });
+    expect(balances).toMatchObject({
+      res: { statusCode: 404 },
+      error_message: expect.stringContaining('pts_[redacted]'),
+    });
     expect(JSON.stringify(own)).not.toContain(MASTER_KEY);
     for (const s of ['s1', 's2', 's3', 's4', 's5', 's6', 's7']) expect(book?.req.url).not.toContain(`=${s}`);
   });
 
-  it('Socket.IO\'s HTTP answers (handshake, refusal) get one log line each', async () => {
+  it("Socket.IO's HTTP answers (handshake, refusal) get one log line each", async () => {
     const before = lines.length;
     expect((await fetch(`${svc.baseUrl}/socket.io/?EIO=4&transport=polling&api_key=${MASTER_KEY}`)).status).toBe(200);
     expect((await fetch(`${svc.baseUrl}/socket.io/?EIO=99&transport=polling`)).status).toBe(400);
@@ -149,9 +209,15 @@ describe('security', () => {
     const malformed = await rawExchange(port(), 'THIS IS NOT HTTP\r\n\r\n');
     expect(malformed).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(malformed).toContain('{"error":"invalid_request","message":"malformed HTTP request"}');
-    const both = await rawExchange(port(), 'POST /v2/trade/users HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
+    const both = await rawExchange(
+      port(),
+      'POST /v2/trade/users HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    );
     expect(both).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
-    const huge = await rawExchange(port(), `GET /v2/trade/markets?token=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    const huge = await rawExchange(
+      port(),
+      `GET /v2/trade/markets?token=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    );
     expect(huge).toMatch(/^HTTP\/1\.1 431 /);
     await settle();
     const refused = lines.slice(before).filter((l) => l.msg === 'request refused by the HTTP parser');
@@ -161,7 +227,10 @@ describe('security', () => {
       [30, 400, 'invalid_request'],
       [30, 431, 'request_header_fields_too_large'],
     ]);
-    expect(refused[0]).toMatchObject({ error_message: 'malformed HTTP request', parserError: expect.stringMatching(/^HPE_/) });
+    expect(refused[0]).toMatchObject({
+      error_message: 'malformed HTTP request',
+      parserError: expect.stringMatching(/^HPE_/),
+    });
     expect(JSON.stringify(refused)).not.toContain('aaaaaaaa'); // the raw request is not logged
   });
 
@@ -176,8 +245,12 @@ describe('security', () => {
       await settle();
       expect(own).toHaveLength(1);
       expect(own[0]).toMatchObject({
-        level: 40, req: { method: 'GET', url: '/v2/trade/account?api_key=[redacted]' }, res: { statusCode: 503 },
-        error: 'unavailable', error_message: 'the service is starting; retry shortly', msg: 'request completed',
+        level: 40,
+        req: { method: 'GET', url: '/v2/trade/account?api_key=[redacted]' },
+        res: { statusCode: 503 },
+        error: 'unavailable',
+        error_message: 'the service is starting; retry shortly',
+        msg: 'request completed',
       });
     } finally {
       await closeServer(server);
@@ -185,10 +258,19 @@ describe('security', () => {
   });
 
   it("another user's activity cursor answers 400; the owner's pages on", async () => {
-    const token = (await svc.call('GET', '/v2/trade/markets?limit=5')).body.markets.find((m: any) => m.tick_size === '0.01').tokens[0].token_id;
+    const token = (await svc.call('GET', '/v2/trade/markets?limit=5')).body.markets.find(
+      (m: any) => m.tick_size === '0.01',
+    ).tokens[0].token_id;
     const alice = { 'x-partner-user-id': 'alice' };
     for (const price of ['0.01', '0.02', '0.03']) {
-      expect((await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price, size: '5' }, headers: alice })).status).toBe(200);
+      expect(
+        (
+          await svc.call('POST', '/v2/trade/order', {
+            body: { symbol: token, side: 'buy', type: 'LIMIT', price, size: '5' },
+            headers: alice,
+          })
+        ).status,
+      ).toBe(200);
     }
     const first = await svc.call('GET', '/v2/trade/activity?limit=1', { headers: alice });
     const cursor = first.body.next_cursor as string;
@@ -196,18 +278,37 @@ describe('security', () => {
     const own = await svc.call('GET', `/v2/trade/activity?limit=1&cursor=${cursor}`, { headers: alice });
     expect(own.status).toBe(200);
     expect(own.body.activity).toHaveLength(1);
-    const foreign = await svc.call('GET', `/v2/trade/activity?limit=1&cursor=${cursor}`, { headers: { 'x-partner-user-id': 'bob' } });
-    expect(foreign).toMatchObject({ status: 400, body: { error: 'invalid_request', message: expect.stringMatching(/^cursor belongs to another user/) } });
+    const foreign = await svc.call('GET', `/v2/trade/activity?limit=1&cursor=${cursor}`, {
+      headers: { 'x-partner-user-id': 'bob' },
+    });
+    expect(foreign).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_request', message: expect.stringMatching(/^cursor belongs to another user/) },
+    });
   });
 
   it('provisioning an existing partner_user_id with another email updates it (200, created: false); without email it stays', async () => {
-    const created = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol', email: 'carol@old.example' } });
+    const created = await svc.call('POST', '/v2/trade/users', {
+      body: { partner_user_id: 'carol', email: 'carol@old.example' },
+    });
     expect(created).toMatchObject({ status: 201, body: { created: true, email: 'carol@old.example' } });
-    const changed = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol', email: 'carol@new.example' } });
-    expect(changed).toMatchObject({ status: 200, body: { created: false, email: 'carol@new.example', platform_user_id: created.body.platform_user_id, eoa_address: created.body.eoa_address } });
+    const changed = await svc.call('POST', '/v2/trade/users', {
+      body: { partner_user_id: 'carol', email: 'carol@new.example' },
+    });
+    expect(changed).toMatchObject({
+      status: 200,
+      body: {
+        created: false,
+        email: 'carol@new.example',
+        platform_user_id: created.body.platform_user_id,
+        eoa_address: created.body.eoa_address,
+      },
+    });
     const omitted = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });
     expect(omitted).toMatchObject({ status: 200, body: { created: false, email: 'carol@new.example' } });
     // the acting user read afterwards (cached or not) shows the new address
-    expect((await svc.call('GET', '/v2/trade/account', { headers: { 'x-partner-user-id': 'carol' } })).body.user).toMatchObject({ email: 'carol@new.example' });
+    expect(
+      (await svc.call('GET', '/v2/trade/account', { headers: { 'x-partner-user-id': 'carol' } })).body.user,
+    ).toMatchObject({ email: 'carol@new.example' });
   });
 });

@@ -28,12 +28,22 @@ describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
 
   it('every acknowledged order is there after the restart; nothing half-written', { timeout: 60_000 }, async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-crash-'));
-    child = await spawnService({ DATA_DIR: dir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' });
+    child = await spawnService({
+      DATA_DIR: dir,
+      MASTER_API_KEY: KEY,
+      SIM_REPLAY: 'off',
+      SIM_MAKER_REFILL_MS: '3600000',
+    });
     const base = child.baseUrl;
     const call = async (method: string, p: string, body?: unknown) => {
       const r = await fetch(base + p, {
         method,
-        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-partner-user-id': 'burst', ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }) },
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          'content-type': 'application/json',
+          'x-partner-user-id': 'burst',
+          ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       return { status: r.status, body: (await r.json()) as any };
@@ -65,20 +75,30 @@ describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
     await burst;
     expect(sent).toBeGreaterThan(acknowledged.size); // some were in flight when it died
 
-    svc = await startTestService({ store: await SqliteStore.open(dir, { lock: true }), env: { MASTER_API_KEY: KEY, SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' } });
+    svc = await startTestService({
+      store: await SqliteStore.open(dir, { lock: true }),
+      env: { MASTER_API_KEY: KEY, SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' },
+    });
     // each order's steps and the answer of the request that created it commit together: every
     // order has its stored answer (but a REJECTED one: its request answered 4xx, which is not
     // kept), and no answer names an order that is not there
-    const orders = await (await svc.services.store.collection<{ _id: string; status: string }>('actors')).find({ kind: 'order' });
-    const answers = new Set((await (await svc.services.store.collection<{ _id: string; body: string | null }>('idempotencyKeys')).find({}))
-      .map((d) => (d.body === null ? undefined : (JSON.parse(d.body) as { order_id?: string }).order_id))
-      .filter((id): id is string => typeof id === 'string'));
+    const orders = await (
+      await svc.services.store.collection<{ _id: string; status: string }>('actors')
+    ).find({ kind: 'order' });
+    const answers = new Set(
+      (await (await svc.services.store.collection<{ _id: string; body: string | null }>('idempotencyKeys')).find({}))
+        .map((d) => (d.body === null ? undefined : (JSON.parse(d.body) as { order_id?: string }).order_id))
+        .filter((id): id is string => typeof id === 'string'),
+    );
     expect(orders.length).toBeGreaterThanOrEqual(acknowledged.size);
     expect(orders.filter((o) => o.status !== 'REJECTED' && !answers.has(o._id))).toEqual([]);
     const ids = new Set(orders.map((o) => o._id));
     expect([...answers].filter((id) => !ids.has(id))).toEqual([]);
     for (const id of acknowledged) {
-      const got = await svc.call('GET', `/v2/trade/orders/${id}`, { token: KEY, headers: { 'x-partner-user-id': 'burst' } });
+      const got = await svc.call('GET', `/v2/trade/orders/${id}`, {
+        token: KEY,
+        headers: { 'x-partner-user-id': 'burst' },
+      });
       expect(got.status, id).toBe(200);
       expect(got.body.order_id).toBe(id);
     }

@@ -15,25 +15,35 @@ import { Trading } from './trading-kit.js';
 const ENV = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
 
 /** The idempotency record's writes: `running` with an answer (with a step), `done` (the request completed). */
-const answerWrite = (state: 'running' | 'done') => (i: OpInfo) => i.collection === 'idempotencyKeys' && i.op === 'replaceOne' && (i.doc as { state?: string } | undefined)?.state === state;
-const actorInsert = (prefix: string) => (i: OpInfo) => i.collection === 'actors' && i.op === 'insertOne' && String(i.doc?._id).startsWith(prefix);
+const answerWrite = (state: 'running' | 'done') => (i: OpInfo) =>
+  i.collection === 'idempotencyKeys' &&
+  i.op === 'replaceOne' &&
+  (i.doc as { state?: string } | undefined)?.state === state;
+const actorInsert = (prefix: string) => (i: OpInfo) =>
+  i.collection === 'actors' && i.op === 'insertOne' && String(i.doc?._id).startsWith(prefix);
 
-describe('a request\'s answer and the actor step that produced it commit together', () => {
+describe("a request's answer and the actor step that produced it commit together", () => {
   const running: TestService[] = [];
   afterEach(async () => {
     for (const s of running.splice(0)) await s.close().catch(() => undefined);
   });
 
-  async function setup(): Promise<{ svc: TestService; store: FaultyStore; tr: Trading; stored: (name: string, prefix: string) => Promise<number> }> {
+  async function setup(): Promise<{
+    svc: TestService;
+    store: FaultyStore;
+    tr: Trading;
+    stored: (name: string, prefix: string) => Promise<number>;
+  }> {
     const store = new FaultyStore(await SqliteStore.open(null));
     const svc = await startTestService({ store, env: ENV });
     running.push(svc);
     const tr = await new Trading(() => svc).init(['alice', 'bob']);
-    const stored = async (name: string, prefix: string) => (await (await store.collection(name)).find({})).filter((d) => d._id.startsWith(prefix)).length;
+    const stored = async (name: string, prefix: string) =>
+      (await (await store.collection(name)).find({})).filter((d) => d._id.startsWith(prefix)).length;
     return { svc, store, tr, stored };
   }
 
-  it('the answer\'s write fails with the order\'s creation: neither lands; the retry with the same key places it once', async () => {
+  it("the answer's write fails with the order's creation: neither lands; the retry with the same key places it once", async () => {
     const { svc, store, tr, stored } = await setup();
     const { token, bid } = await tr.freshToken();
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: (bid - 0.05).toFixed(2), size: '5' };
@@ -55,7 +65,7 @@ describe('a request\'s answer and the actor step that produced it commit togethe
     expect((await tr.openOrders('alice')).map((o) => o.order_id)).toEqual([retry.body.order_id]);
   });
 
-  it('the answer\'s write fails with the step that records the fill: that step is rolled back whole, delivered again, and the request answers the fill', async () => {
+  it("the answer's write fails with the step that records the fill: that step is rolled back whole, delivered again, and the request answers the fill", async () => {
     const { svc, store, tr } = await setup();
     const { token } = await tr.freshToken();
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '5', time_in_force: 'IOC' };
@@ -65,13 +75,15 @@ describe('a request\'s answer and the actor step that produced it commit togethe
     expect(fill.fired).toBe(1);
     expect(first).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });
     // two steps persisted (creation, fill): the failed attempt of the second left nothing
-    expect(await (await store.collection('actors')).find({ _id: first.body.order_id })).toMatchObject([{ revision: 2, status: 'FILLED' }]);
+    expect(await (await store.collection('actors')).find({ _id: first.body.order_id })).toMatchObject([
+      { revision: 2, status: 'FILLED' },
+    ]);
     const replay = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
     expect(replay).toMatchObject({ status: 200, body: first.body });
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
   });
 
-  it('the order\'s insert fails: no answer is stored either; the retry with the same key runs and places it', async () => {
+  it("the order's insert fails: no answer is stored either; the retry with the same key runs and places it", async () => {
     const { svc, store, tr, stored } = await setup();
     const { token } = await tr.freshToken();
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '5', time_in_force: 'IOC' };
@@ -86,7 +98,7 @@ describe('a request\'s answer and the actor step that produced it commit togethe
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
   });
 
-  it('the answer stored with the steps is the request\'s record: a new process (restart) replays it and places nothing again', async () => {
+  it("the answer stored with the steps is the request's record: a new process (restart) replays it and places nothing again", async () => {
     const inner = await SqliteStore.open(null);
     const first = new FaultyStore(inner, { keepOpen: true });
     const svc = await startTestService({ store: first, env: ENV });
@@ -98,9 +110,13 @@ describe('a request\'s answer and the actor step that produced it commit togethe
     const placed = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
     expect(placed).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });
     // written by the order's steps, in their transactions; the completion had nothing to add
-    const records = await (await inner.collection<{ _id: string; state: string; body: string }>('idempotencyKeys')).find({});
+    const records = await (
+      await inner.collection<{ _id: string; state: string; body: string }>('idempotencyKeys')
+    ).find({});
     const mine = records.filter((r) => r.body?.includes(placed.body.order_id));
-    expect(mine.map((r) => ({ state: r.state, body: JSON.parse(r.body) }))).toEqual([{ state: 'running', body: placed.body }]);
+    expect(mine.map((r) => ({ state: r.state, body: JSON.parse(r.body) }))).toEqual([
+      { state: 'running', body: placed.body },
+    ]);
     await svc.close();
     const again = await startTestService({ store: inner, env: ENV });
     running.push(again);
@@ -112,7 +128,7 @@ describe('a request\'s answer and the actor step that produced it commit togethe
     expect(positions).toMatchObject([{ size: '5' }]); // bought once
   });
 
-  it('a strategy: the answer\'s write fails with its creation: neither lands; the retry with the same key arms it once', async () => {
+  it("a strategy: the answer's write fails with its creation: neither lands; the retry with the same key arms it once", async () => {
     const { svc, store, tr, stored } = await setup();
     const { token, bid } = await tr.freshToken(0.3, 0.7);
     await tr.buyShares('alice', token, 10);

@@ -26,27 +26,45 @@ describe('venue journal failure over REST', () => {
   });
 
   it('health degraded and 503 for venue operations while it lasts; the caught order completes after; nothing lost', async () => {
-    expect((await svc.call('GET', '/healthz')).body).toMatchObject({ status: 'ok', venue: { ok: true, pending_writes: 0 } });
+    expect((await svc.call('GET', '/healthz')).body).toMatchObject({
+      status: 'ok',
+      venue: { ok: true, pending_writes: 0 },
+    });
     store.failWhen((i) => i.collection === 'venueJournal');
-    const caught = svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10' }, headers: alice });
-    let health = (await svc.call('GET', '/healthz'));
+    const caught = svc.call('POST', '/v2/trade/order', {
+      body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10' },
+      headers: alice,
+    });
+    let health = await svc.call('GET', '/healthz');
     for (let i = 0; i < 100 && health.status === 200; i++) {
       await new Promise((r) => setTimeout(r, 20));
       health = await svc.call('GET', '/healthz');
     }
     expect(health.status).toBe(503);
-    expect(health.body).toMatchObject({ status: 'degraded', venue: { ok: false, pending_writes: 1, error: expect.stringMatching(/journal write failed/) } });
+    expect(health.body).toMatchObject({
+      status: 'degraded',
+      venue: { ok: false, pending_writes: 1, error: expect.stringMatching(/journal write failed/) },
+    });
 
-    const refused = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10' }, headers: alice });
+    const refused = await svc.call('POST', '/v2/trade/order', {
+      body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10' },
+      headers: alice,
+    });
     expect(refused.status).toBe(503);
-    expect(refused.body).toEqual({ error: 'unavailable', message: expect.stringMatching(/venue cannot record operations right now.*nothing was changed/) });
+    expect(refused.body).toEqual({
+      error: 'unavailable',
+      message: expect.stringMatching(/venue cannot record operations right now.*nothing was changed/),
+    });
     expect(refused.headers.get('retry-after')).toBe('1');
 
     store.clear();
     const placed = await caught;
     expect(placed.status).toBe(200);
     expect(placed.body).toMatchObject({ status: 'LIVE', size: '10', price: '0.01' });
-    expect((await svc.call('GET', '/healthz')).body).toMatchObject({ status: 'ok', venue: { ok: true, pending_writes: 0 } });
+    expect((await svc.call('GET', '/healthz')).body).toMatchObject({
+      status: 'ok',
+      venue: { ok: true, pending_writes: 0 },
+    });
     // the refused request left nothing; the caught one is there once
     const activity = (await svc.call('GET', '/v2/trade/activity', { headers: alice })).body.activity;
     expect(activity.map((a: { id: string }) => a.id)).toEqual([placed.body.order_id]);
@@ -56,7 +74,10 @@ describe('venue journal failure over REST', () => {
   it('a timer that cannot be armed: the order is placed all the same (persisted means done), health shows it, the repair arms it and the GTD order expires on time', async () => {
     store.failWhen((i) => i.collection === 'agendaJobs');
     const expiration = Date.now() + 1500;
-    const placed = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10', expiration }, headers: alice });
+    const placed = await svc.call('POST', '/v2/trade/order', {
+      body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10', expiration },
+      headers: alice,
+    });
     expect(placed.status).toBe(200);
     expect(placed.body).toMatchObject({ status: 'LIVE', time_in_force: 'GTD', expiration });
     const health = await svc.call('GET', '/healthz');
@@ -66,7 +87,9 @@ describe('venue journal failure over REST', () => {
     let order = placed.body;
     for (let i = 0; i < 150 && order.status !== 'EXPIRED'; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      order = (await svc.call('GET', '/v2/trade/activity', { headers: alice })).body.activity.find((a: { id: string }) => a.id === placed.body.order_id);
+      order = (await svc.call('GET', '/v2/trade/activity', { headers: alice })).body.activity.find(
+        (a: { id: string }) => a.id === placed.body.order_id,
+      );
     }
     expect(order.status).toBe('EXPIRED');
     expect(Date.now()).toBeGreaterThanOrEqual(expiration);

@@ -22,27 +22,49 @@ describe('TWAP survives kill -9 (child process, SQLite store on disk)', () => {
 
   it('finishes after a restart with every slice placed exactly once', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-twap-'));
-    const env = { DATA_DIR: dir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000', SCHEDULER_POLL_MS: '200' };
+    const env = {
+      DATA_DIR: dir,
+      MASTER_API_KEY: KEY,
+      SIM_REPLAY: 'off',
+      SIM_MAKER_REFILL_MS: '3600000',
+      SCHEDULER_POLL_MS: '200',
+    };
     svc = await spawnService(env);
     const call = async (base: string, method: string, p: string, body?: unknown) => {
       const r = await fetch(base + p, {
         method,
-        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-partner-user-id': 'twapper', ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }) },
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          'content-type': 'application/json',
+          'x-partner-user-id': 'twapper',
+          ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       return { status: r.status, body: (await r.json()) as any };
     };
     await call(svc.baseUrl, 'POST', '/v2/trade/users', { partner_user_id: 'twapper' });
-    const market = (await call(svc.baseUrl, 'GET', '/v2/trade/markets?limit=20')).body.markets.find((m: any) => m.tick_size === '0.01');
+    const market = (await call(svc.baseUrl, 'GET', '/v2/trade/markets?limit=20')).body.markets.find(
+      (m: any) => m.tick_size === '0.01',
+    );
     const token = market.tokens[0].token_id;
     const ask = (await call(svc.baseUrl, 'GET', `/v2/trade/book?token_id=${token}`)).body.asks[0].price;
-    const res = await call(svc.baseUrl, 'POST', '/v2/trade/order', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: ask, execution: { interval_sec: 10, duration_sec: 30 } });
+    const res = await call(svc.baseUrl, 'POST', '/v2/trade/order', {
+      symbol: token,
+      side: 'buy',
+      type: 'TWAP',
+      size: '30',
+      price: ask,
+      execution: { interval_sec: 10, duration_sec: 30 },
+    });
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE', record_id: expect.any(String) } });
     const id = res.body.record_id as string;
-    const record = async (base: string) => (await call(base, 'GET', '/v2/trade/strategies')).body.strategies.find((s: any) => s.record_id === id);
+    const record = async (base: string) =>
+      (await call(base, 'GET', '/v2/trade/strategies')).body.strategies.find((s: any) => s.record_id === id);
 
     // wait for the second slice, then kill -9
-    for (let i = 0; i < 150 && (await record(svc.baseUrl)).slices_done < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 150 && (await record(svc.baseUrl)).slices_done < 2; i++)
+      await new Promise((r) => setTimeout(r, 100));
     expect((await record(svc.baseUrl)).slices_done).toBe(2);
     svc.child.kill('SIGKILL');
     await svc.exited;
@@ -55,7 +77,9 @@ describe('TWAP survives kill -9 (child process, SQLite store on disk)', () => {
     }
     expect(s).toMatchObject({ status: 'COMPLETED', slices_done: 3, slices_total: 3, filled_size: '30' });
     expect(s.order_ids).toEqual([`ord_${id}_1`, `ord_${id}_2`, `ord_${id}_3`]);
-    const activity = (await call(svc.baseUrl, 'GET', '/v2/trade/activity?limit=200')).body.activity.filter((a: any) => a.kind === 'order');
+    const activity = (await call(svc.baseUrl, 'GET', '/v2/trade/activity?limit=200')).body.activity.filter(
+      (a: any) => a.kind === 'order',
+    );
     expect(activity.map((a: any) => a.id).sort()).toEqual([...s.order_ids].sort());
     expect(activity.map((a: any) => Number(a.size)).sort()).toEqual([10, 10, 10]);
     const balances = (await call(svc.baseUrl, 'GET', '/v2/trade/balances')).body;

@@ -29,12 +29,18 @@ export function useTestClock(): { jump(ms: number): void; restore(): void } {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `fn` until `ok` holds (real time; generous default), else throws with the last value. */
-export async function poll<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
+export async function poll<T>(
+  what: string,
+  fn: () => Promise<T>,
+  ok: (v: T) => boolean,
+  timeoutMs = 15_000,
+): Promise<T> {
   const end = performance.now() + timeoutMs;
   for (;;) {
     const v = await fn();
     if (ok(v)) return v;
-    if (performance.now() > end) throw new Error(`${what}: not reached within ${timeoutMs} ms; last: ${JSON.stringify(v)}`);
+    if (performance.now() > end)
+      throw new Error(`${what}: not reached within ${timeoutMs} ms; last: ${JSON.stringify(v)}`);
     await sleep(50);
   }
 }
@@ -61,7 +67,10 @@ interface BookBody {
  * [minBid, maxBid] with a two-tick spread, skipping the ones handed out before (each scenario
  * trades on a book of its own). Shared by every REST scenario test.
  */
-export function tokenPicker(markets: () => any[], book: (tokenId: string) => Promise<BookBody>): (minBid?: number, maxBid?: number) => Promise<Fresh> {
+export function tokenPicker(
+  markets: () => any[],
+  book: (tokenId: string) => Promise<BookBody>,
+): (minBid?: number, maxBid?: number) => Promise<Fresh> {
   let next = 0;
   return async (minBid = 0.2, maxBid = 0.9) => {
     const list = markets();
@@ -94,8 +103,22 @@ export async function sellThrough(
 ): Promise<void> {
   const b = await book(token);
   const size = b.bids.filter((l) => Number(l.price) >= Number(p)).reduce((a, l) => a + Number(l.size), 0);
-  await post(seller, { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: String(size), time_in_force: 'IOC' });
-  const r = await post(seller, { symbol: token, side: 'sell', type: 'LIMIT', price: p, size: String(size), time_in_force: 'IOC' });
+  await post(seller, {
+    symbol: token,
+    side: 'buy',
+    type: 'LIMIT',
+    price: '0.99',
+    size: String(size),
+    time_in_force: 'IOC',
+  });
+  const r = await post(seller, {
+    symbol: token,
+    side: 'sell',
+    type: 'LIMIT',
+    price: p,
+    size: String(size),
+    time_in_force: 'IOC',
+  });
   if (r.body.status !== 'FILLED') throw new Error(`selling through ${p} did not fill: ${JSON.stringify(r.body)}`);
 }
 
@@ -104,7 +127,10 @@ export class Trading {
   /** Ids answered with 2xx (order_id, record_id, bracket_id). */
   readonly acknowledged = new Set<string>();
   private markets: any[] = [];
-  private readonly pick = tokenPicker(() => this.markets, (t) => this.book(t));
+  private readonly pick = tokenPicker(
+    () => this.markets,
+    (t) => this.book(t),
+  );
 
   constructor(private readonly svc: () => TestService) {}
 
@@ -122,26 +148,35 @@ export class Trading {
   /** POST /v2/trade/order; remembers the ids of a 200. */
   async post(u: string, body: unknown): Promise<{ status: number; body: any }> {
     const r = await this.svc().call('POST', '/v2/trade/order', { body, headers: this.as(u) });
-    if (r.status === 200) for (const k of ['order_id', 'record_id', 'bracket_id']) if (typeof r.body[k] === 'string') this.acknowledged.add(r.body[k]);
+    if (r.status === 200)
+      for (const k of ['order_id', 'record_id', 'bracket_id'])
+        if (typeof r.body[k] === 'string') this.acknowledged.add(r.body[k]);
     return r;
   }
 
-  async book(t: string): Promise<{ bids: Array<{ price: string; size: string }>; asks: Array<{ price: string; size: string }> }> {
+  async book(
+    t: string,
+  ): Promise<{ bids: Array<{ price: string; size: string }>; asks: Array<{ price: string; size: string }> }> {
     return (await this.svc().call('GET', `/v2/trade/book?token_id=${t}&depth=10`)).body;
   }
 
   async strategy(u: string, id: string): Promise<any> {
-    return (await this.svc().call('GET', '/v2/trade/strategies?limit=500', { headers: this.as(u) })).body.strategies.find((s: any) => s.record_id === id);
+    return (
+      await this.svc().call('GET', '/v2/trade/strategies?limit=500', { headers: this.as(u) })
+    ).body.strategies.find((s: any) => s.record_id === id);
   }
 
   async strategies(u: string, ids: string[]): Promise<any[]> {
-    const all = (await this.svc().call('GET', '/v2/trade/strategies?limit=500', { headers: this.as(u) })).body.strategies;
+    const all = (await this.svc().call('GET', '/v2/trade/strategies?limit=500', { headers: this.as(u) })).body
+      .strategies;
     return ids.map((id) => all.find((s: any) => s.record_id === id));
   }
 
   /** An order as the activity feed shows it (kind, status, size, filled_size, price). */
   async order(u: string, id: string): Promise<any> {
-    return (await this.svc().call('GET', '/v2/trade/activity?limit=200', { headers: this.as(u) })).body.activity.find((a: any) => a.id === id);
+    return (await this.svc().call('GET', '/v2/trade/activity?limit=200', { headers: this.as(u) })).body.activity.find(
+      (a: any) => a.id === id,
+    );
   }
 
   /** GET /v2/trade/orders/{order_id} as `u`: status and body (404 while the order does not exist). */
@@ -160,18 +195,37 @@ export class Trading {
 
   /** `u` buys `size` shares of `token` at any price (IOC at 0.99). */
   async buyShares(u: string, token: string, size: number): Promise<void> {
-    const r = await this.post(u, { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: String(size), time_in_force: 'IOC' });
+    const r = await this.post(u, {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: String(size),
+      time_in_force: 'IOC',
+    });
     if (r.body.status !== 'FILLED') throw new Error(`could not buy ${size} shares: ${JSON.stringify(r.body)}`);
   }
 
   /** `taker` trades against every open order of `u` belonging to strategy `recordId` (fills them; `part` caps the size). */
-  async takeChildren(u: string, recordId: string, taker: string, part?: (remaining: number) => number): Promise<number> {
+  async takeChildren(
+    u: string,
+    recordId: string,
+    taker: string,
+    part?: (remaining: number) => number,
+  ): Promise<number> {
     let n = 0;
     for (const o of (await this.openOrders(u)).filter((x) => x.record_id === recordId)) {
       const rem = Number(o.remaining_size);
       const size = part ? part(rem) : rem;
       if (size <= 0) continue;
-      const r = await this.post(taker, { symbol: o.symbol, side: o.side === 'buy' ? 'sell' : 'buy', type: 'LIMIT', price: o.price, size: String(size), time_in_force: 'IOC' });
+      const r = await this.post(taker, {
+        symbol: o.symbol,
+        side: o.side === 'buy' ? 'sell' : 'buy',
+        type: 'LIMIT',
+        price: o.price,
+        size: String(size),
+        time_in_force: 'IOC',
+      });
       if (r.status !== 200) throw new Error(`taking ${o.order_id}: ${JSON.stringify(r.body)}`);
       n++;
     }

@@ -20,7 +20,12 @@ describe('kill -9 in the middle of trading, then restart (child process, SQLite 
     const call = async (base: string, method: string, p: string, body?: unknown) => {
       const r = await fetch(base + p, {
         method,
-        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-partner-user-id': 'trader', ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }) },
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          'content-type': 'application/json',
+          'x-partner-user-id': 'trader',
+          ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       return { status: r.status, body: (await r.json()) as any };
@@ -31,14 +36,30 @@ describe('kill -9 in the middle of trading, then restart (child process, SQLite 
     const resting: string[] = [];
     for (const t of tokens) {
       const book = (await call(svc.baseUrl, 'GET', `/v2/trade/book?token_id=${t}`)).body;
-      const fill = await call(svc.baseUrl, 'POST', '/v2/trade/order', { symbol: t, side: 'buy', type: 'LIMIT', price: book.asks[0].price, size: '7' });
+      const fill = await call(svc.baseUrl, 'POST', '/v2/trade/order', {
+        symbol: t,
+        side: 'buy',
+        type: 'LIMIT',
+        price: book.asks[0].price,
+        size: '7',
+      });
       expect(fill.body.status).toBe('FILLED');
-      const rest = await call(svc.baseUrl, 'POST', '/v2/trade/order', { symbol: t, side: 'buy', type: 'LIMIT', price: '0.01', size: '9' });
+      const rest = await call(svc.baseUrl, 'POST', '/v2/trade/order', {
+        symbol: t,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.01',
+        size: '9',
+      });
       expect(rest.body.status).toBe('LIVE');
       resting.push(rest.body.order_id);
     }
     // a burst in flight while the process dies
-    const burst = tokens.map((t) => call(svc.baseUrl, 'POST', '/v2/trade/order', { symbol: t, side: 'buy', type: 'MARKET', quote_amount: '2' }).catch(() => null));
+    const burst = tokens.map((t) =>
+      call(svc.baseUrl, 'POST', '/v2/trade/order', { symbol: t, side: 'buy', type: 'MARKET', quote_amount: '2' }).catch(
+        () => null,
+      ),
+    );
     await new Promise((r) => setTimeout(r, 5));
     svc.child.kill('SIGKILL');
     await svc.exited;
@@ -48,7 +69,10 @@ describe('kill -9 in the middle of trading, then restart (child process, SQLite 
     const balances = (await call(again.baseUrl, 'GET', '/v2/trade/balances')).body;
     const positions = (await call(again.baseUrl, 'GET', '/v2/trade/positions')).body.positions;
     const open = (await call(again.baseUrl, 'GET', '/v2/trade/orders/open')).body;
-    expect(open.orders.filter((o: any) => !resting.includes(o.order_id)), 'orders open that should not be').toEqual([]);
+    expect(
+      open.orders.filter((o: any) => !resting.includes(o.order_id)),
+      'orders open that should not be',
+    ).toEqual([]);
     expect(open.orders.map((o: any) => o.order_id).sort()).toEqual([...resting].sort());
     expect(balances.reserved).toBe('0.27');
     for (const t of tokens) {
@@ -73,11 +97,18 @@ describe('SIM_REPLAY=on moves the MSTR token along its recorded path', () => {
   it('the touch of the MSTR token changes over time', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-replay-'));
     try {
-      const svc = await spawnService({ DATA_DIR: dir, MASTER_API_KEY: KEY, SIM_REPLAY: 'on', SIM_REPLAY_SPEED: '30000' });
+      const svc = await spawnService({
+        DATA_DIR: dir,
+        MASTER_API_KEY: KEY,
+        SIM_REPLAY: 'on',
+        SIM_REPLAY_SPEED: '30000',
+      });
       const mstr = '111128191581505463501777127559667396812474366956707382672202929745167742497287';
       const seen = new Set<string>();
       for (let i = 0; i < 40 && seen.size < 2; i++) {
-        const r = await fetch(`${svc.baseUrl}/v2/trade/book?token_id=${mstr}&depth=1`, { headers: { authorization: `Bearer ${KEY}` } });
+        const r = await fetch(`${svc.baseUrl}/v2/trade/book?token_id=${mstr}&depth=1`, {
+          headers: { authorization: `Bearer ${KEY}` },
+        });
         const b = (await r.json()) as any;
         seen.add(`${b.bids[0]?.price}/${b.asks[0]?.price}`);
         await new Promise((res) => setTimeout(res, 250));

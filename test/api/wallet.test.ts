@@ -18,10 +18,22 @@ const OTHER = '0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359';
  * request property it declares, and the fields its 200 answer requires.
  */
 const REFERENCE_SHAPES: Record<string, { request: string[]; response: string[] }> = {
-  '/v2/trade/positions/redeem': { request: ['condition_id', 'outcome_index', 'neg_risk_market', 'amount', 'venue'], response: ['transaction_hash', 'state', 'condition_id', 'outcome_index', 'neg_risk_market', 'payout_base_units'] },
-  '/v2/trade/positions/split': { request: ['venue', 'condition_id', 'amount', 'neg_risk_market'], response: ['transaction_hash', 'state', 'condition_id', 'amount', 'neg_risk_market'] },
-  '/v2/trade/positions/merge': { request: ['venue', 'condition_id', 'amount', 'neg_risk_market'], response: ['transaction_hash', 'state', 'condition_id', 'amount', 'neg_risk_market'] },
-  '/v2/trade/withdraw': { request: ['venue', 'to', 'amount', 'token'], response: ['transaction_hash', 'state', 'to', 'amount', 'token'] },
+  '/v2/trade/positions/redeem': {
+    request: ['condition_id', 'outcome_index', 'neg_risk_market', 'amount', 'venue'],
+    response: ['transaction_hash', 'state', 'condition_id', 'outcome_index', 'neg_risk_market', 'payout_base_units'],
+  },
+  '/v2/trade/positions/split': {
+    request: ['venue', 'condition_id', 'amount', 'neg_risk_market'],
+    response: ['transaction_hash', 'state', 'condition_id', 'amount', 'neg_risk_market'],
+  },
+  '/v2/trade/positions/merge': {
+    request: ['venue', 'condition_id', 'amount', 'neg_risk_market'],
+    response: ['transaction_hash', 'state', 'condition_id', 'amount', 'neg_risk_market'],
+  },
+  '/v2/trade/withdraw': {
+    request: ['venue', 'to', 'amount', 'token'],
+    response: ['transaction_hash', 'state', 'to', 'amount', 'token'],
+  },
 };
 
 /**
@@ -36,19 +48,31 @@ describe('wallet operations (REST)', () => {
   const used = new Set<string>();
   /** A market of the catalogue not used by an earlier test (0.01 tick, binary; neg-risk or not when `negRisk` is given). */
   const market = (negRisk?: boolean) => {
-    const m = markets.find((x) => !used.has(x.condition_id) && x.tick_size === '0.01' && x.tokens.length === 2 && (negRisk === undefined || x.neg_risk === negRisk))!;
+    const m = markets.find(
+      (x) =>
+        !used.has(x.condition_id) &&
+        x.tick_size === '0.01' &&
+        x.tokens.length === 2 &&
+        (negRisk === undefined || x.neg_risk === negRisk),
+    )!;
     used.add(m.condition_id);
     return m as { condition_id: string; neg_risk: boolean; tokens: { token_id: string; outcome: string }[] };
   };
   const as = (u: string) => ({ 'x-partner-user-id': u });
-  const post = (u: string, path: string, body: unknown, idempotencyKey?: string) => svc.call('POST', `/v2/trade${path}`, { body, headers: as(u), ...(idempotencyKey ? { idempotencyKey } : {}) });
+  const post = (u: string, path: string, body: unknown, idempotencyKey?: string) =>
+    svc.call('POST', `/v2/trade${path}`, { body, headers: as(u), ...(idempotencyKey ? { idempotencyKey } : {}) });
   const get = (u: string, path: string) => svc.call('GET', `/v2/trade${path}`, { headers: as(u) });
-  const pusd = async (u: string) => (await get(u, '/balances')).body as { balance: string; reserved: string; available: string };
-  const shares = async (u: string, token: string) => ((await get(u, '/positions?limit=500')).body.positions.find((p: any) => p.token_id === token)?.size as string | undefined) ?? '0';
+  const pusd = async (u: string) =>
+    (await get(u, '/balances')).body as { balance: string; reserved: string; available: string };
+  const shares = async (u: string, token: string) =>
+    ((await get(u, '/positions?limit=500')).body.positions.find((p: any) => p.token_id === token)?.size as
+      string | undefined) ?? '0';
   const activity = async (u: string) => (await get(u, '/activity?limit=200')).body.activity as any[];
 
   beforeAll(async () => {
-    svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '300' } });
+    svc = await startTestService({
+      env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '300' },
+    });
     await tr.init(['alice', 'bob', 'carol', 'dave', 'erin', 'fay', 'gus', 'hal']);
     markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
   });
@@ -60,7 +84,13 @@ describe('wallet operations (REST)', () => {
     const split = await post('alice', '/positions/split', { condition_id: m.condition_id, amount: '25.5' });
     expect(split.status).toBe(200);
     expect(split.body).toMatchObject({
-      type: 'SPLIT', status: 'CONFIRMED', condition_id: m.condition_id, amount: '25.5', payout_usd: null, pusd_delta: '-25.5', pusd_balance: '974.5',
+      type: 'SPLIT',
+      status: 'CONFIRMED',
+      condition_id: m.condition_id,
+      amount: '25.5',
+      payout_usd: null,
+      pusd_delta: '-25.5',
+      pusd_balance: '974.5',
       tokens: [
         { token_id: yes!.token_id, outcome: yes!.outcome, shares_delta: '25.5', balance: '25.5' },
         { token_id: no!.token_id, outcome: no!.outcome, shares_delta: '25.5', balance: '25.5' },
@@ -70,18 +100,45 @@ describe('wallet operations (REST)', () => {
     expect(await shares('alice', yes!.token_id)).toBe('25.5');
     const merge = await post('alice', '/positions/merge', { condition_id: m.condition_id, amount: '25.5' });
     expect(merge.status).toBe(200);
-    expect(merge.body).toMatchObject({ type: 'MERGE', status: 'CONFIRMED', pusd_delta: '25.5', pusd_balance: '1000', tokens: [{ shares_delta: '-25.5', balance: '0' }, { shares_delta: '-25.5', balance: '0' }] });
+    expect(merge.body).toMatchObject({
+      type: 'MERGE',
+      status: 'CONFIRMED',
+      pusd_delta: '25.5',
+      pusd_balance: '1000',
+      tokens: [
+        { shares_delta: '-25.5', balance: '0' },
+        { shares_delta: '-25.5', balance: '0' },
+      ],
+    });
     expect(merge.body.transaction_hash).toMatch(HASH);
     expect(merge.body.transaction_hash).not.toBe(split.body.transaction_hash);
     expect(await pusd('alice')).toEqual({ currency: 'pUSD', balance: '1000', reserved: '0', available: '1000' });
     const rows = await activity('alice');
     expect(rows.slice(0, 2)).toMatchObject([
-      { kind: 'wallet', id: merge.body.operation_id, type: 'MERGE', status: 'CONFIRMED', side: null, symbol: m.condition_id, amount: '25.5', transaction_hash: merge.body.transaction_hash },
-      { kind: 'wallet', id: split.body.operation_id, type: 'SPLIT', status: 'CONFIRMED', side: null, symbol: m.condition_id, amount: '25.5', transaction_hash: split.body.transaction_hash },
+      {
+        kind: 'wallet',
+        id: merge.body.operation_id,
+        type: 'MERGE',
+        status: 'CONFIRMED',
+        side: null,
+        symbol: m.condition_id,
+        amount: '25.5',
+        transaction_hash: merge.body.transaction_hash,
+      },
+      {
+        kind: 'wallet',
+        id: split.body.operation_id,
+        type: 'SPLIT',
+        status: 'CONFIRMED',
+        side: null,
+        symbol: m.condition_id,
+        amount: '25.5',
+        transaction_hash: split.body.transaction_hash,
+      },
     ]);
   });
 
-  it('a condition_id in upper-case hex (the schema takes A-F) names the same market: split, merge and redeem find it, the answer carries the market\'s spelling', async () => {
+  it("a condition_id in upper-case hex (the schema takes A-F) names the same market: split, merge and redeem find it, the answer carries the market's spelling", async () => {
     const m = market();
     const upper = `0x${m.condition_id.slice(2).toUpperCase()}`;
     const split = await post('erin', '/positions/split', { condition_id: upper, amount: '2' });
@@ -90,7 +147,10 @@ describe('wallet operations (REST)', () => {
     expect([merge.status, merge.body.condition_id, merge.body.pusd_delta]).toEqual([200, m.condition_id, '2']);
     const redeem = await post('erin', '/positions/redeem', { condition_id: upper });
     expect([redeem.status, redeem.body.error]).toEqual([409, 'MARKET_NOT_RESOLVED']);
-    expect((await activity('erin')).slice(0, 2).map((r) => [r.type, r.symbol])).toEqual([['MERGE', m.condition_id], ['SPLIT', m.condition_id]]);
+    expect((await activity('erin')).slice(0, 2).map((r) => [r.type, r.symbol])).toEqual([
+      ['MERGE', m.condition_id],
+      ['SPLIT', m.condition_id],
+    ]);
   });
 
   it('the same Idempotency-Key answers the same operation once (Idempotent-Replayed), the transaction hash is deterministic', async () => {
@@ -110,23 +170,38 @@ describe('wallet operations (REST)', () => {
     const before = { pusd: await pusd('carol'), rows: (await activity('carol')).length };
     const tooMuch = await post('carol', '/positions/split', { condition_id: m.condition_id, amount: '1000.01' });
     expect(tooMuch.status).toBe(422);
-    expect(tooMuch.body).toEqual({ error: 'INSUFFICIENT_BALANCE', message: 'this split needs $1000.01 pUSD; available $1000' });
+    expect(tooMuch.body).toEqual({
+      error: 'INSUFFICIENT_BALANCE',
+      message: 'this split needs $1000.01 pUSD; available $1000',
+    });
     const merge = await post('carol', '/positions/merge', { condition_id: m.condition_id, amount: '1' });
     expect(merge.status).toBe(422);
     expect(merge.body.error).toMatch(/^Not enough shares to merge 1 — holding 0 of outcome token/);
     expect((await post('carol', '/positions/split', { condition_id: m.condition_id, amount: '0' })).status).toBe(400);
-    expect((await post('carol', '/positions/split', { condition_id: m.condition_id, amount: '1.0000001' })).status).toBe(400);
-    expect((await post('carol', '/positions/split', { condition_id: `0x${'cd'.repeat(32)}`, amount: '1' })).status).toBe(404);
+    expect(
+      (await post('carol', '/positions/split', { condition_id: m.condition_id, amount: '1.0000001' })).status,
+    ).toBe(400);
+    expect(
+      (await post('carol', '/positions/split', { condition_id: `0x${'cd'.repeat(32)}`, amount: '1' })).status,
+    ).toBe(404);
     expect(await pusd('carol')).toEqual(before.pusd);
     expect((await activity('carol')).length).toBe(before.rows);
     // shares reserved by an open sell cannot be merged
     expect((await post('carol', '/positions/split', { condition_id: m.condition_id, amount: '10' })).status).toBe(200);
-    const sell = await tr.post('carol', { symbol: m.tokens[0]!.token_id, side: 'sell', type: 'LIMIT', price: '0.99', size: '8' });
+    const sell = await tr.post('carol', {
+      symbol: m.tokens[0]!.token_id,
+      side: 'sell',
+      type: 'LIMIT',
+      price: '0.99',
+      size: '8',
+    });
     expect(sell.body.status).toBe('LIVE');
     const rows = (await activity('carol')).length;
     const reserved = await post('carol', '/positions/merge', { condition_id: m.condition_id, amount: '3' });
     expect(reserved.status).toBe(422);
-    expect(reserved.body.error).toMatch(/^Not enough shares to merge 3 — holding 10 of outcome token \d+, of which 8 reserved by open sells$/);
+    expect(reserved.body.error).toMatch(
+      /^Not enough shares to merge 3 — holding 10 of outcome token \d+, of which 8 reserved by open sells$/,
+    );
     expect((await post('carol', '/positions/merge', { condition_id: m.condition_id, amount: '2' })).status).toBe(200);
     expect((await activity('carol')).length).toBe(rows + 1);
   });
@@ -144,8 +219,18 @@ describe('wallet operations (REST)', () => {
     const r = await post('dave', '/positions/redeem', { condition_id: m.condition_id });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({
-      type: 'REDEEM', status: 'CONFIRMED', state: 'STATE_CONFIRMED', outcome_index: null, amount: null, payout_usd: '14', payout_base_units: '14000000', pusd_delta: '14',
-      tokens: [{ token_id: yes!.token_id, shares_delta: '-14', balance: '0' }, { token_id: no!.token_id, shares_delta: '-4', balance: '0' }],
+      type: 'REDEEM',
+      status: 'CONFIRMED',
+      state: 'STATE_CONFIRMED',
+      outcome_index: null,
+      amount: null,
+      payout_usd: '14',
+      payout_base_units: '14000000',
+      pusd_delta: '14',
+      tokens: [
+        { token_id: yes!.token_id, shares_delta: '-14', balance: '0' },
+        { token_id: no!.token_id, shares_delta: '-4', balance: '0' },
+      ],
     });
     expect(r.body.transaction_hash).toMatch(HASH);
     expect(dec((await pusd('dave')).balance) - before).toBeCloseTo(14, 9);
@@ -158,14 +243,24 @@ describe('wallet operations (REST)', () => {
     await tr.buyShares('dave', m2.tokens[1]!.token_id, 6);
     await (svc.services.venue as SimVenue).resolveMarket(m2.condition_id, m2.tokens[0]!.token_id);
     const lose = await post('dave', '/positions/redeem', { condition_id: m2.condition_id });
-    expect(lose.body).toMatchObject({ status: 'CONFIRMED', payout_usd: '0', tokens: [{ shares_delta: '0' }, { shares_delta: '-6', balance: '0' }] });
+    expect(lose.body).toMatchObject({
+      status: 'CONFIRMED',
+      payout_usd: '0',
+      tokens: [{ shares_delta: '0' }, { shares_delta: '-6', balance: '0' }],
+    });
     expect((await activity('dave'))[0]).toMatchObject({ kind: 'wallet', type: 'REDEEM', amount: '0' });
   });
 
   it('redeem after an open sell: resolution cancels the sell (market resolved), its shares are free again and redeem pays them', async () => {
     const m = market();
     await post('dave', '/positions/split', { condition_id: m.condition_id, amount: '10' });
-    const sell = await tr.post('dave', { symbol: m.tokens[0]!.token_id, side: 'sell', type: 'LIMIT', price: '0.99', size: '5' });
+    const sell = await tr.post('dave', {
+      symbol: m.tokens[0]!.token_id,
+      side: 'sell',
+      type: 'LIMIT',
+      price: '0.99',
+      size: '5',
+    });
     expect(sell.status).toBe(200);
     await (svc.services.venue as SimVenue).resolveMarket(m.condition_id, m.tokens[0]!.token_id);
     const r = await post('dave', '/positions/redeem', { condition_id: m.condition_id });
@@ -178,7 +273,9 @@ describe('wallet operations (REST)', () => {
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'zed' } });
     const w = await get('erin', '/balances/withdrawable');
     expect(w.status).toBe(200);
-    expect(w.body).toEqual({ balances: [{ token: PUSD_TOKEN.address, symbol: 'pUSD', decimals: 6, balance: '1000', value_usd: '1000' }] });
+    expect(w.body).toEqual({
+      balances: [{ token: PUSD_TOKEN.address, symbol: 'pUSD', decimals: 6, balance: '1000', value_usd: '1000' }],
+    });
     // all of it withdrawn: the zero balance is dropped
     const all = await post('zed', '/withdraw', { to_address: GOOD, amount: '1000' });
     expect(all.status).toBe(200);
@@ -190,7 +287,15 @@ describe('wallet operations (REST)', () => {
     const bad = await post('erin', '/withdraw', { to_address: BAD, amount: '1' });
     expect(bad.status).toBe(400);
     expect(bad.body.message).toMatch(/EIP-55 checksum/);
-    expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '1', token: '0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174' })).status).toBe(400);
+    expect(
+      (
+        await post('erin', '/withdraw', {
+          to_address: GOOD,
+          amount: '1',
+          token: '0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174',
+        })
+      ).status,
+    ).toBe(400);
     expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '0' })).status).toBe(400);
     // the token contract itself (what /balances/withdrawable lists as `token`), in any spelling
     const pusdToken = (await get('erin', '/balances/withdrawable')).body.balances[0].token as string;
@@ -202,10 +307,18 @@ describe('wallet operations (REST)', () => {
     expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '0.0000001' })).status).toBe(400);
     const poor = await post('erin', '/withdraw', { to_address: GOOD, amount: '1000.5' });
     expect(poor.status).toBe(422);
-    expect(poor.body).toEqual({ error: 'INSUFFICIENT_BALANCE', message: 'this withdrawal needs $1000.5 pUSD; available $1000' });
+    expect(poor.body).toEqual({
+      error: 'INSUFFICIENT_BALANCE',
+      message: 'this withdrawal needs $1000.5 pUSD; available $1000',
+    });
     // trade.execute is not enough: trade.withdraw is granted explicitly
-    const k = await svc.call('POST', '/v2/trade/users/erin/api-keys', { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } });
-    const denied = await svc.call('POST', '/v2/trade/withdraw', { token: k.body.api_key, body: { to_address: GOOD, amount: '1' } });
+    const k = await svc.call('POST', '/v2/trade/users/erin/api-keys', {
+      body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] },
+    });
+    const denied = await svc.call('POST', '/v2/trade/withdraw', {
+      token: k.body.api_key,
+      body: { to_address: GOOD, amount: '1' },
+    });
     expect(denied.status).toBe(403);
     expect(denied.body.error).toBe('forbidden');
     expect((await activity('erin')).length).toBe(before);
@@ -213,36 +326,81 @@ describe('wallet operations (REST)', () => {
   });
 
   it('withdraw: the amount leaves at once, PENDING → CONFIRMED after the block delay (real scheduler), readable afterwards, a WITHDRAWAL activity row', async () => {
-    const k = await svc.call('POST', '/v2/trade/users/erin/api-keys', { body: { scopes: ['trade.read', 'trade.withdraw'] } });
-    const w = await svc.call('POST', '/v2/trade/withdraw', { token: k.body.api_key, body: { to_address: GOOD.toLowerCase(), amount: '100.25', token: PUSD_TOKEN.address.toLowerCase() } });
+    const k = await svc.call('POST', '/v2/trade/users/erin/api-keys', {
+      body: { scopes: ['trade.read', 'trade.withdraw'] },
+    });
+    const w = await svc.call('POST', '/v2/trade/withdraw', {
+      token: k.body.api_key,
+      body: { to_address: GOOD.toLowerCase(), amount: '100.25', token: PUSD_TOKEN.address.toLowerCase() },
+    });
     expect(w.status).toBe(200);
-    expect(w.body).toMatchObject({ type: 'WITHDRAWAL', status: 'PENDING', to_address: GOOD, token: PUSD_TOKEN.address, symbol: 'pUSD', amount: '100.25', settled_at: null, refunded: false });
+    expect(w.body).toMatchObject({
+      type: 'WITHDRAWAL',
+      status: 'PENDING',
+      to_address: GOOD,
+      token: PUSD_TOKEN.address,
+      symbol: 'pUSD',
+      amount: '100.25',
+      settled_at: null,
+      refunded: false,
+    });
     expect(w.body.transaction_hash).toMatch(HASH);
     expect(w.body.confirms_at).toBeGreaterThan(w.body.created_at);
     expect(await pusd('erin')).toMatchObject({ balance: '899.75', available: '899.75' });
     expect((await get('erin', '/balances/withdrawable')).body.balances[0].balance).toBe('899.75');
     const id = w.body.withdrawal_id as string;
-    const done = await poll('withdrawal confirmed', async () => (await get('erin', `/withdrawals/${id}`)).body, (b) => b.status === 'CONFIRMED');
-    expect(done).toMatchObject({ withdrawal_id: id, status: 'CONFIRMED', transaction_hash: w.body.transaction_hash, confirms_at: null, refunded: false });
+    const done = await poll(
+      'withdrawal confirmed',
+      async () => (await get('erin', `/withdrawals/${id}`)).body,
+      (b) => b.status === 'CONFIRMED',
+    );
+    expect(done).toMatchObject({
+      withdrawal_id: id,
+      status: 'CONFIRMED',
+      transaction_hash: w.body.transaction_hash,
+      confirms_at: null,
+      refunded: false,
+    });
     expect(done.settled_at).toBeGreaterThanOrEqual(w.body.confirms_at);
     expect((await pusd('erin')).balance).toBe('899.75');
     const list = await get('erin', '/withdrawals?status=CONFIRMED');
     expect(list.body).toMatchObject({ total: 1, withdrawals: [{ withdrawal_id: id }] });
-    expect((await activity('erin'))[0]).toMatchObject({ kind: 'withdrawal', id, type: 'WITHDRAWAL', status: 'CONFIRMED', side: null, symbol: PUSD_TOKEN.address, amount: '100.25', transaction_hash: w.body.transaction_hash });
+    expect((await activity('erin'))[0]).toMatchObject({
+      kind: 'withdrawal',
+      id,
+      type: 'WITHDRAWAL',
+      status: 'CONFIRMED',
+      side: null,
+      symbol: PUSD_TOKEN.address,
+      amount: '100.25',
+      transaction_hash: w.body.transaction_hash,
+    });
     expect((await get('alice', `/withdrawals/${id}`)).status).toBe(404);
   });
 
   it('withdraw to the zero address: the simulated transfer reverts → FAILED with the amount returned', async () => {
-    const w = await post('erin', '/withdraw', { to_address: '0x0000000000000000000000000000000000000000', amount: '50' });
+    const w = await post('erin', '/withdraw', {
+      to_address: '0x0000000000000000000000000000000000000000',
+      amount: '50',
+    });
     expect(w.status).toBe(200);
     expect(w.body.status).toBe('PENDING');
     expect((await pusd('erin')).balance).toBe('849.75');
-    const failed = await poll('withdrawal failed', async () => (await get('erin', `/withdrawals/${w.body.withdrawal_id}`)).body, (b) => b.status === 'FAILED');
-    expect(failed).toMatchObject({ status: 'FAILED', failure_code: 'TRANSFER_REVERTED', message: 'ERC20: transfer to the zero address', refunded: true });
+    const failed = await poll(
+      'withdrawal failed',
+      async () => (await get('erin', `/withdrawals/${w.body.withdrawal_id}`)).body,
+      (b) => b.status === 'FAILED',
+    );
+    expect(failed).toMatchObject({
+      status: 'FAILED',
+      failure_code: 'TRANSFER_REVERTED',
+      message: 'ERC20: transfer to the zero address',
+      refunded: true,
+    });
     expect((await pusd('erin')).balance).toBe('899.75');
   });
 
-  it('the served OpenAPI document takes every request property of the reference product\'s wallet bodies and answers every field its 200 requires', async () => {
+  it("the served OpenAPI document takes every request property of the reference product's wallet bodies and answers every field its 200 requires", async () => {
     const doc = (await svc.call('GET', '/v2/trade/openapi.json', { token: null })).body;
     const deref = (x: any) => (x.$ref ? doc.components.schemas[x.$ref.split('/').pop()] : x);
     for (const [path, ref] of Object.entries(REFERENCE_SHAPES)) {
@@ -256,55 +414,124 @@ describe('wallet operations (REST)', () => {
     }
   });
 
-  it('split and merge take the reference product\'s bodies (neg_risk_market, venue) and answer its state and neg_risk_market beside our fields', async () => {
+  it("split and merge take the reference product's bodies (neg_risk_market, venue) and answer its state and neg_risk_market beside our fields", async () => {
     const m = market(false);
     // the reference pages' example bodies, the placeholder condition id replaced by a market of ours
-    const split = await post('fay', '/positions/split', { condition_id: m.condition_id, amount: '100.00', neg_risk_market: false });
+    const split = await post('fay', '/positions/split', {
+      condition_id: m.condition_id,
+      amount: '100.00',
+      neg_risk_market: false,
+    });
     expect(split.status).toBe(200);
     expect(split.body).toMatchObject({
-      type: 'SPLIT', status: 'CONFIRMED', state: 'STATE_CONFIRMED', condition_id: m.condition_id, amount: '100', neg_risk_market: false, outcome_index: null,
-      payout_usd: null, payout_base_units: null, pusd_delta: '-100', pusd_balance: '900',
+      type: 'SPLIT',
+      status: 'CONFIRMED',
+      state: 'STATE_CONFIRMED',
+      condition_id: m.condition_id,
+      amount: '100',
+      neg_risk_market: false,
+      outcome_index: null,
+      payout_usd: null,
+      payout_base_units: null,
+      pusd_delta: '-100',
+      pusd_balance: '900',
     });
     expect(split.body.transaction_hash).toMatch(HASH);
-    const merge = await post('fay', '/positions/merge', { condition_id: m.condition_id, amount: '100', neg_risk_market: false });
+    const merge = await post('fay', '/positions/merge', {
+      condition_id: m.condition_id,
+      amount: '100',
+      neg_risk_market: false,
+    });
     expect(merge.status).toBe(200);
-    expect(merge.body).toMatchObject({ type: 'MERGE', status: 'CONFIRMED', state: 'STATE_CONFIRMED', condition_id: m.condition_id, amount: '100', neg_risk_market: false, pusd_delta: '100', pusd_balance: '1000' });
-    const withVenue = await post('fay', '/positions/split', { venue: 'polymarket', condition_id: m.condition_id, amount: '1', neg_risk_market: false });
+    expect(merge.body).toMatchObject({
+      type: 'MERGE',
+      status: 'CONFIRMED',
+      state: 'STATE_CONFIRMED',
+      condition_id: m.condition_id,
+      amount: '100',
+      neg_risk_market: false,
+      pusd_delta: '100',
+      pusd_balance: '1000',
+    });
+    const withVenue = await post('fay', '/positions/split', {
+      venue: 'polymarket',
+      condition_id: m.condition_id,
+      amount: '1',
+      neg_risk_market: false,
+    });
     expect([withVenue.status, withVenue.body.state]).toEqual([200, 'STATE_CONFIRMED']);
-    const other = await post('fay', '/positions/split', { venue: 'predictfun', condition_id: m.condition_id, amount: '1' });
+    const other = await post('fay', '/positions/split', {
+      venue: 'predictfun',
+      condition_id: m.condition_id,
+      amount: '1',
+    });
     expect(other.status).toBe(400);
     expect(other.body).toEqual({ error: 'invalid_request', message: 'venue must be one of "polymarket"' });
   });
 
-  it('neg_risk_market must match the market (GET /markets neg_risk): a mismatch is 422 NEG_RISK_MISMATCH and changes nothing; omitted, the market\'s own routing', async () => {
+  it("neg_risk_market must match the market (GET /markets neg_risk): a mismatch is 422 NEG_RISK_MISMATCH and changes nothing; omitted, the market's own routing", async () => {
     const plain = market(false);
     const neg = market(true);
-    const listed = (await svc.call('GET', `/v2/trade/markets?token_id=${plain.tokens[0]!.token_id},${neg.tokens[0]!.token_id}`)).body.markets;
-    expect(listed.map((x: any) => [x.condition_id, x.neg_risk])).toEqual([[plain.condition_id, false], [neg.condition_id, true]]);
+    const listed = (
+      await svc.call('GET', `/v2/trade/markets?token_id=${plain.tokens[0]!.token_id},${neg.tokens[0]!.token_id}`)
+    ).body.markets;
+    expect(listed.map((x: any) => [x.condition_id, x.neg_risk])).toEqual([
+      [plain.condition_id, false],
+      [neg.condition_id, true],
+    ]);
     const before = { pusd: await pusd('fay'), rows: (await activity('fay')).length };
     for (const path of ['/positions/split', '/positions/merge']) {
-      const wrong = await post('fay', path, { condition_id: neg.condition_id, amount: '100.00', neg_risk_market: false });
-      expect([path, wrong.status, wrong.body]).toEqual([path, 422, {
-        error: 'NEG_RISK_MISMATCH',
-        message: `market ${neg.condition_id} is a neg-risk market (routed through the NegRiskAdapter): send neg_risk_market true, or omit it (GET /v2/trade/markets shows neg_risk)`,
-      }]);
+      const wrong = await post('fay', path, {
+        condition_id: neg.condition_id,
+        amount: '100.00',
+        neg_risk_market: false,
+      });
+      expect([path, wrong.status, wrong.body]).toEqual([
+        path,
+        422,
+        {
+          error: 'NEG_RISK_MISMATCH',
+          message: `market ${neg.condition_id} is a neg-risk market (routed through the NegRiskAdapter): send neg_risk_market true, or omit it (GET /v2/trade/markets shows neg_risk)`,
+        },
+      ]);
     }
-    const notNeg = await post('fay', '/positions/redeem', { condition_id: plain.condition_id, outcome_index: 0, neg_risk_market: true });
-    expect([notNeg.status, notNeg.body]).toEqual([422, {
-      error: 'NEG_RISK_MISMATCH',
-      message: `market ${plain.condition_id} is not a neg-risk market: send neg_risk_market false, or omit it (GET /v2/trade/markets shows neg_risk)`,
-    }]);
+    const notNeg = await post('fay', '/positions/redeem', {
+      condition_id: plain.condition_id,
+      outcome_index: 0,
+      neg_risk_market: true,
+    });
+    expect([notNeg.status, notNeg.body]).toEqual([
+      422,
+      {
+        error: 'NEG_RISK_MISMATCH',
+        message: `market ${plain.condition_id} is not a neg-risk market: send neg_risk_market false, or omit it (GET /v2/trade/markets shows neg_risk)`,
+      },
+    ]);
     expect(await pusd('fay')).toEqual(before.pusd);
     expect((await activity('fay')).length).toBe(before.rows);
-    const right = await post('fay', '/positions/split', { condition_id: neg.condition_id, amount: '5', neg_risk_market: true });
+    const right = await post('fay', '/positions/split', {
+      condition_id: neg.condition_id,
+      amount: '5',
+      neg_risk_market: true,
+    });
     expect(right.status).toBe(200);
-    expect(right.body).toMatchObject({ type: 'SPLIT', state: 'STATE_CONFIRMED', neg_risk_market: true, pusd_delta: '-5' });
+    expect(right.body).toMatchObject({
+      type: 'SPLIT',
+      state: 'STATE_CONFIRMED',
+      neg_risk_market: true,
+      pusd_delta: '-5',
+    });
     const omitted = await post('fay', '/positions/merge', { condition_id: neg.condition_id, amount: '5' });
     expect(omitted.status).toBe(200);
-    expect(omitted.body).toMatchObject({ type: 'MERGE', state: 'STATE_CONFIRMED', neg_risk_market: true, pusd_delta: '5' });
+    expect(omitted.body).toMatchObject({
+      type: 'MERGE',
+      state: 'STATE_CONFIRMED',
+      neg_risk_market: true,
+      pusd_delta: '5',
+    });
   });
 
-  it('redeem takes the reference product\'s body: outcome_index burns that outcome only ($1 a winning share, $0 a losing one), amount part of it; payout_base_units in 6-decimal base units', async () => {
+  it("redeem takes the reference product's body: outcome_index burns that outcome only ($1 a winning share, $0 a losing one), amount part of it; payout_base_units in 6-decimal base units", async () => {
     const m = market(false);
     const [yes, no] = m.tokens;
     expect((await post('gus', '/positions/split', { condition_id: m.condition_id, amount: '10' })).status).toBe(200);
@@ -316,68 +543,162 @@ describe('wallet operations (REST)', () => {
     // refusals first: none changes anything
     const before = { pusd: await pusd('gus'), rows: (await activity('gus')).length };
     const noSuch = await post('gus', '/positions/redeem', { ...reference, outcome_index: 2 });
-    expect([noSuch.status, noSuch.body]).toEqual([400, { error: 'invalid_request', message: `outcome_index 2 is not an outcome of market ${m.condition_id}: 0 = ${yes!.outcome}, 1 = ${no!.outcome}` }]);
+    expect([noSuch.status, noSuch.body]).toEqual([
+      400,
+      {
+        error: 'invalid_request',
+        message: `outcome_index 2 is not an outcome of market ${m.condition_id}: 0 = ${yes!.outcome}, 1 = ${no!.outcome}`,
+      },
+    ]);
     const negative = await post('gus', '/positions/redeem', { ...reference, outcome_index: -1 });
-    expect([negative.status, negative.body]).toEqual([400, { error: 'invalid_request', message: 'outcome_index must be at least 0' }]);
+    expect([negative.status, negative.body]).toEqual([
+      400,
+      { error: 'invalid_request', message: 'outcome_index must be at least 0' },
+    ]);
     const loose = await post('gus', '/positions/redeem', { condition_id: m.condition_id, amount: '1' });
-    expect([loose.status, loose.body]).toEqual([400, { error: 'invalid_request', message: 'amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to redeem every share)' }]);
+    expect([loose.status, loose.body]).toEqual([
+      400,
+      {
+        error: 'invalid_request',
+        message:
+          'amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to redeem every share)',
+      },
+    ]);
     const tooMany = await post('gus', '/positions/redeem', { ...reference, outcome_index: 1, amount: '11' });
-    expect([tooMany.status, tooMany.body]).toEqual([422, { error: `Not enough shares to redeem 11 — holding 10 of outcome token ${no!.token_id}`, message: `Not enough shares to redeem 11 — holding 10 of outcome token ${no!.token_id}` }]);
+    expect([tooMany.status, tooMany.body]).toEqual([
+      422,
+      {
+        error: `Not enough shares to redeem 11 — holding 10 of outcome token ${no!.token_id}`,
+        message: `Not enough shares to redeem 11 — holding 10 of outcome token ${no!.token_id}`,
+      },
+    ]);
     expect(await pusd('gus')).toEqual(before.pusd);
     expect((await activity('gus')).length).toBe(before.rows);
     // part of the winning outcome, then the rest with the reference's body
     const part = await post('gus', '/positions/redeem', { ...reference, amount: '4' });
     expect(part.status).toBe(200);
     expect(part.body).toMatchObject({
-      type: 'REDEEM', status: 'CONFIRMED', state: 'STATE_CONFIRMED', condition_id: m.condition_id, outcome_index: 0, neg_risk_market: false, amount: '4',
-      payout_usd: '4', payout_base_units: '4000000', pusd_delta: '4',
-      tokens: [{ token_id: yes!.token_id, shares_delta: '-4', balance: '6' }, { token_id: no!.token_id, shares_delta: '0', balance: '10' }],
+      type: 'REDEEM',
+      status: 'CONFIRMED',
+      state: 'STATE_CONFIRMED',
+      condition_id: m.condition_id,
+      outcome_index: 0,
+      neg_risk_market: false,
+      amount: '4',
+      payout_usd: '4',
+      payout_base_units: '4000000',
+      pusd_delta: '4',
+      tokens: [
+        { token_id: yes!.token_id, shares_delta: '-4', balance: '6' },
+        { token_id: no!.token_id, shares_delta: '0', balance: '10' },
+      ],
     });
     const rest = await post('gus', '/positions/redeem', reference);
     expect(rest.status).toBe(200);
     expect(rest.body).toMatchObject({
-      state: 'STATE_CONFIRMED', outcome_index: 0, neg_risk_market: false, amount: null, payout_usd: '6', payout_base_units: '6000000',
-      tokens: [{ shares_delta: '-6', balance: '0' }, { shares_delta: '0', balance: '10' }],
+      state: 'STATE_CONFIRMED',
+      outcome_index: 0,
+      neg_risk_market: false,
+      amount: null,
+      payout_usd: '6',
+      payout_base_units: '6000000',
+      tokens: [
+        { shares_delta: '-6', balance: '0' },
+        { shares_delta: '0', balance: '10' },
+      ],
     });
     expect(rest.body.transaction_hash).toMatch(HASH);
     const again = await post('gus', '/positions/redeem', reference);
-    expect([again.status, again.body]).toEqual([422, { error: 'NOTHING_TO_REDEEM', message: `no shares of outcome token ${yes!.token_id} to redeem` }]);
+    expect([again.status, again.body]).toEqual([
+      422,
+      { error: 'NOTHING_TO_REDEEM', message: `no shares of outcome token ${yes!.token_id} to redeem` },
+    ]);
     // the losing outcome redeems to $0
     const lose = await post('gus', '/positions/redeem', { ...reference, outcome_index: 1 });
     expect(lose.status).toBe(200);
-    expect(lose.body).toMatchObject({ outcome_index: 1, payout_usd: '0', payout_base_units: '0', tokens: [{ shares_delta: '0', balance: '0' }, { shares_delta: '-10', balance: '0' }] });
+    expect(lose.body).toMatchObject({
+      outcome_index: 1,
+      payout_usd: '0',
+      payout_base_units: '0',
+      tokens: [
+        { shares_delta: '0', balance: '0' },
+        { shares_delta: '-10', balance: '0' },
+      ],
+    });
     expect((await pusd('gus')).balance).toBe('1000');
-    expect((await activity('gus')).slice(0, 3).map((r) => [r.type, r.amount])).toEqual([['REDEEM', '0'], ['REDEEM', '6'], ['REDEEM', '4']]);
+    expect((await activity('gus')).slice(0, 3).map((r) => [r.type, r.amount])).toEqual([
+      ['REDEEM', '0'],
+      ['REDEEM', '6'],
+      ['REDEEM', '4'],
+    ]);
   });
 
-  it('withdraw takes the reference product\'s body {to, amount}: to_address is its alias (both only when the same address); the answer carries to and state', async () => {
+  it("withdraw takes the reference product's body {to, amount}: to_address is its alias (both only when the same address); the answer carries to and state", async () => {
     // the reference page's example bodies, the placeholder addresses replaced by real ones
     const w = await post('hal', '/withdraw', { to: GOOD, amount: '250.00' });
     expect(w.status).toBe(200);
-    expect(w.body).toMatchObject({ type: 'WITHDRAWAL', status: 'PENDING', state: 'STATE_PENDING', to: GOOD, to_address: GOOD, amount: '250', token: PUSD_TOKEN.address });
+    expect(w.body).toMatchObject({
+      type: 'WITHDRAWAL',
+      status: 'PENDING',
+      state: 'STATE_PENDING',
+      to: GOOD,
+      to_address: GOOD,
+      amount: '250',
+      token: PUSD_TOKEN.address,
+    });
     expect(w.body.transaction_hash).toMatch(HASH);
-    const done = await poll('withdrawal confirmed', async () => (await get('hal', `/withdrawals/${w.body.withdrawal_id}`)).body, (b) => b.status === 'CONFIRMED');
+    const done = await poll(
+      'withdrawal confirmed',
+      async () => (await get('hal', `/withdrawals/${w.body.withdrawal_id}`)).body,
+      (b) => b.status === 'CONFIRMED',
+    );
     expect(done).toMatchObject({ status: 'CONFIRMED', state: 'STATE_CONFIRMED', to: GOOD });
     const token = await post('hal', '/withdraw', { to: GOOD, amount: '50.00', token: PUSD_TOKEN.address });
     expect(token.status).toBe(200);
     expect(token.body).toMatchObject({ state: 'STATE_PENDING', to: GOOD, amount: '50', token: PUSD_TOKEN.address });
     // both names, one address in two spellings: taken
-    const both = await post('hal', '/withdraw', { to: GOOD.toLowerCase(), to_address: GOOD, amount: '1', venue: 'polymarket' });
+    const both = await post('hal', '/withdraw', {
+      to: GOOD.toLowerCase(),
+      to_address: GOOD,
+      amount: '1',
+      venue: 'polymarket',
+    });
     expect(both.status).toBe(200);
     expect(both.body).toMatchObject({ to: GOOD, to_address: GOOD, amount: '1' });
     expect((await pusd('hal')).balance).toBe('699');
     // refusals change nothing
     const before = (await activity('hal')).length;
     const differ = await post('hal', '/withdraw', { to: GOOD, to_address: OTHER, amount: '1' });
-    expect([differ.status, differ.body]).toEqual([400, { error: 'invalid_request', message: `to ${GOOD} and to_address ${OTHER} name different addresses: send one of them (to_address is an alias of to)` }]);
+    expect([differ.status, differ.body]).toEqual([
+      400,
+      {
+        error: 'invalid_request',
+        message: `to ${GOOD} and to_address ${OTHER} name different addresses: send one of them (to_address is an alias of to)`,
+      },
+    ]);
     const none = await post('hal', '/withdraw', { amount: '1' });
-    expect([none.status, none.body]).toEqual([400, { error: 'invalid_request', message: 'to or to_address is required' }]);
+    expect([none.status, none.body]).toEqual([
+      400,
+      { error: 'invalid_request', message: 'to or to_address is required' },
+    ]);
     const bad = await post('hal', '/withdraw', { to: BAD, amount: '1' });
-    expect([bad.status, bad.body]).toEqual([400, { error: 'invalid_request', message: `to ${BAD} is not a valid address (a mixed-case address must carry a valid EIP-55 checksum)` }]);
+    expect([bad.status, bad.body]).toEqual([
+      400,
+      {
+        error: 'invalid_request',
+        message: `to ${BAD} is not a valid address (a mixed-case address must carry a valid EIP-55 checksum)`,
+      },
+    ]);
     const self = await post('hal', '/withdraw', { to: PUSD_TOKEN.address, amount: '1' });
-    expect([self.status, self.body.message]).toEqual([400, `to ${PUSD_TOKEN.address} is the pUSD token contract itself: tokens sent there cannot be recovered; send them to a wallet address`]);
+    expect([self.status, self.body.message]).toEqual([
+      400,
+      `to ${PUSD_TOKEN.address} is the pUSD token contract itself: tokens sent there cannot be recovered; send them to a wallet address`,
+    ]);
     const venue = await post('hal', '/withdraw', { to: GOOD, amount: '1', venue: 'predictfun' });
-    expect([venue.status, venue.body]).toEqual([400, { error: 'invalid_request', message: 'venue must be one of "polymarket"' }]);
+    expect([venue.status, venue.body]).toEqual([
+      400,
+      { error: 'invalid_request', message: 'venue must be one of "polymarket"' },
+    ]);
     expect((await activity('hal')).length).toBe(before);
     expect((await pusd('hal')).balance).toBe('699');
   });

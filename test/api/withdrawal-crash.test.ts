@@ -24,24 +24,41 @@ describe('withdrawal survives kill -9', () => {
 
   it('ends CONFIRMED or FAILED exactly once after a restart, balances agree', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-wd-'));
-    const env = { DATA_DIR: dir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '1500', SCHEDULER_POLL_MS: '200' };
+    const env = {
+      DATA_DIR: dir,
+      MASTER_API_KEY: KEY,
+      SIM_REPLAY: 'off',
+      SIM_INITIAL_PUSD: '1000',
+      SIM_BLOCK_DELAY_MS: '1500',
+      SCHEDULER_POLL_MS: '200',
+    };
     svc = await spawnService(env);
     const call = async (base: string, method: string, p: string, body?: unknown) => {
       const r = await fetch(base + p, {
         method,
-        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-partner-user-id': 'w', ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }) },
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          'content-type': 'application/json',
+          'x-partner-user-id': 'w',
+          ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       return { status: r.status, body: (await r.json()) as any };
     };
     await call(svc.baseUrl, 'POST', '/v2/trade/users', { partner_user_id: 'w' });
     const a = await call(svc.baseUrl, 'POST', '/v2/trade/withdraw', { to_address: TO, amount: '100' });
-    const b = await call(svc.baseUrl, 'POST', '/v2/trade/withdraw', { to_address: '0x0000000000000000000000000000000000000000', amount: '50' });
+    const b = await call(svc.baseUrl, 'POST', '/v2/trade/withdraw', {
+      to_address: '0x0000000000000000000000000000000000000000',
+      amount: '50',
+    });
     expect(a.body.status).toBe('PENDING');
     expect(b.body.status).toBe('PENDING');
     expect((await call(svc.baseUrl, 'GET', '/v2/trade/balances')).body.balance).toBe('850');
     // a burst in flight while the process dies
-    const burst = Array.from({ length: 8 }, () => call(svc!.baseUrl, 'POST', '/v2/trade/withdraw', { to_address: TO, amount: '10' }).catch(() => null));
+    const burst = Array.from({ length: 8 }, () =>
+      call(svc!.baseUrl, 'POST', '/v2/trade/withdraw', { to_address: TO, amount: '10' }).catch(() => null),
+    );
     await new Promise((r) => setTimeout(r, 5));
     svc.child.kill('SIGKILL');
     await svc.exited;
@@ -58,13 +75,19 @@ describe('withdrawal survives kill -9', () => {
     expect(list.map((w) => w.status).filter((s) => s === 'PENDING')).toEqual([]);
     const byId = new Map(list.map((w) => [w.withdrawal_id, w]));
     expect(byId.get(a.body.withdrawal_id)).toMatchObject({ status: 'CONFIRMED', refunded: false });
-    expect(byId.get(b.body.withdrawal_id)).toMatchObject({ status: 'FAILED', refunded: true, failure_code: 'TRANSFER_REVERTED' });
+    expect(byId.get(b.body.withdrawal_id)).toMatchObject({
+      status: 'FAILED',
+      refunded: true,
+      failure_code: 'TRANSFER_REVERTED',
+    });
     const confirmed = list.filter((w) => w.status === 'CONFIRMED').reduce((s, w) => s + Number(w.amount), 0);
     const balance = (await call(base, 'GET', '/v2/trade/balances')).body;
     expect(Number(balance.balance)).toBeCloseTo(1000 - confirmed, 9);
     expect(balance.reserved).toBe('0');
     // exactly one activity row per withdrawal
-    const rows = (await call(base, 'GET', '/v2/trade/activity?limit=200')).body.activity.filter((r: any) => r.type === 'WITHDRAWAL');
+    const rows = (await call(base, 'GET', '/v2/trade/activity?limit=200')).body.activity.filter(
+      (r: any) => r.type === 'WITHDRAWAL',
+    );
     expect(rows.map((r: any) => r.id).sort()).toEqual([...byId.keys()].sort());
     svc.child.kill('SIGTERM');
     expect(await svc.exited).toBe(0);

@@ -13,13 +13,15 @@ function makeMachine(effects: string[]) {
     types: {
       context: {} as { n: number; deadlines: Record<string, number> },
       input: {} as { n: number; expiresAtMs: number },
-      events: {} as { type: 'bump' } | { type: 'finish' } | { type: 'again' } | { type: 'timer.fired'; name: string; atMs: number },
+      events: {} as
+        { type: 'bump' } | { type: 'finish' } | { type: 'again' } | { type: 'timer.fired'; name: string; atMs: number },
     },
     actions: {
       record: (_, p: { what: string }) => void effects.push(p.what),
     },
     guards: {
-      isCurrentExpiry: ({ context, event }) => event.type === 'timer.fired' && context.deadlines[event.name] === event.atMs,
+      isCurrentExpiry: ({ context, event }) =>
+        event.type === 'timer.fired' && context.deadlines[event.name] === event.atMs,
     },
   }).createMachine({
     id: 'test',
@@ -30,7 +32,13 @@ function makeMachine(effects: string[]) {
       open: {
         entry: [{ type: 'record', params: { what: 'open entered' } }],
         on: {
-          bump: { actions: [assign({ n: ({ context }) => context.n + 1 }), { type: 'record', params: ({ context }) => ({ what: `bump ${context.n}` }) }, emit({ type: 'bumped' })] },
+          bump: {
+            actions: [
+              assign({ n: ({ context }) => context.n + 1 }),
+              { type: 'record', params: ({ context }) => ({ what: `bump ${context.n}` }) },
+              emit({ type: 'bumped' }),
+            ],
+          },
           finish: { target: 'done', actions: assign({ deadlines: {} }) },
           again: { target: 'open', reenter: true },
           'timer.fired': { guard: 'isCurrentExpiry', target: 'expired', actions: assign({ deadlines: {} }) },
@@ -68,7 +76,10 @@ async function setupHost(store?: SqliteStore, version = 1) {
   const effects: string[] = [];
   const host = new ActorHost(repo, timers, clock, createLogger('silent'));
   host.register({
-    machineId: 'test', version, kind: 'order', logic: makeMachine(effects),
+    machineId: 'test',
+    version,
+    kind: 'order',
+    logic: makeMachine(effects),
     statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
   });
   const changes: ActorChange[] = [];
@@ -79,7 +90,12 @@ async function setupHost(store?: SqliteStore, version = 1) {
 describe('ActorHost', () => {
   it('creates, persists, then runs actions, arms deadlines and emits a change', async () => {
     const { host, repo, timers, effects, changes } = await setupHost();
-    const rec = await host.create('test', { id: 'a1', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    const rec = await host.create('test', {
+      id: 'a1',
+      input: { n: 1, expiresAtMs: 2_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
     expect(rec).toMatchObject({ revision: 1, status: 'LIVE', final: false, kind: 'order' });
     expect(effects).toEqual(['entered', 'open entered']);
     expect(timers.armed.get('a1/expiry')).toBe(2_000_000);
@@ -87,18 +103,29 @@ describe('ActorHost', () => {
     expect((await repo.get('a1'))?.revision).toBe(1);
   });
 
-  it('derives the view of the records a write produces on first read only, equal to viewOf; with typeOf the stored type is the view\'s', async () => {
+  it("derives the view of the records a write produces on first read only, equal to viewOf; with typeOf the stored type is the view's", async () => {
     const { host, repo } = await setupHost();
     const views: string[] = [];
     host.register({
-      machineId: 'viewed', version: 1, kind: 'order', logic: makeMachine([]),
+      machineId: 'viewed',
+      version: 1,
+      kind: 'order',
+      logic: makeMachine([]),
       statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
-      viewOf: (s, meta) => (views.push(`${meta.revision}`), { type: 'LIMIT', n: (s.context as { n: number }).n, revision: meta.revision, updated_at: meta.updatedAtMs }),
+      viewOf: (s, meta) => (
+        views.push(`${meta.revision}`),
+        { type: 'LIMIT', n: (s.context as { n: number }).n, revision: meta.revision, updated_at: meta.updatedAtMs }
+      ),
       typeOf: () => 'LIMIT',
     });
     const changes: ActorChange[] = [];
     host.on('changed', (c) => changes.push(c));
-    const created = await host.create('viewed', { id: 'v1', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    const created = await host.create('viewed', {
+      id: 'v1',
+      input: { n: 1, expiresAtMs: 2_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
     const bumped = await host.send('v1', { type: 'bump' });
     expect(views).toEqual([]); // nobody read a view yet
     expect(created.view).toEqual({ type: 'LIMIT', n: 1, revision: 1, updated_at: 1_000_000 });
@@ -126,7 +153,7 @@ describe('ActorHost', () => {
     expect(changes.at(-1)?.emitted).toEqual([{ type: 'bumped' }]);
   });
 
-  it('whenIdle resolves once every actor\'s queue has run out, events queued meanwhile by listeners included', async () => {
+  it("whenIdle resolves once every actor's queue has run out, events queued meanwhile by listeners included", async () => {
     const { host, repo } = await setupHost();
     await host.whenIdle(); // nothing queued: resolves at once
     await host.create('test', { id: 'i1', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
@@ -192,8 +219,18 @@ describe('ActorHost', () => {
 
   it('restores live actors in a new host without re-running entry actions, and re-arms timers', async () => {
     const first = await setupHost();
-    await first.host.create('test', { id: 'a6', input: { n: 3, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
-    await first.host.create('test', { id: 'a7', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    await first.host.create('test', {
+      id: 'a6',
+      input: { n: 3, expiresAtMs: 3_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
+    await first.host.create('test', {
+      id: 'a7',
+      input: { n: 0, expiresAtMs: 3_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
     await first.host.send('a7', { type: 'finish' });
 
     const second = await setupHost(first.store);
@@ -207,19 +244,46 @@ describe('ActorHost', () => {
 
   it('quarantines a snapshot that no longer restores, and keeps it', async () => {
     const first = await setupHost();
-    await first.host.create('test', { id: 'a8', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
-    await first.host.create('test', { id: 'a9', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    await first.host.create('test', {
+      id: 'a8',
+      input: { n: 0, expiresAtMs: 3_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
+    await first.host.create('test', {
+      id: 'a9',
+      input: { n: 0, expiresAtMs: 3_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
     const a9 = (await first.repo.get('a9'))!;
-    await first.repo.update(a9, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }), status: 'LIVE', view: {}, final: false, updatedAtMs: 1 });
+    await first.repo.update(a9, {
+      snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }),
+      status: 'LIVE',
+      view: {},
+      final: false,
+      updatedAtMs: 1,
+    });
 
     const second = await setupHost(first.store, 2); // a new machine version that does not restore v1
     expect(await second.host.restoreAll()).toEqual({ restored: 0, quarantined: 2 });
     expect((await second.repo.get('a8'))?.quarantine?.reason).toMatch(/v1 does not restore on v2/);
 
     const third = await setupHost(await SqliteStore.open(null));
-    await third.host.create('test', { id: 'b1', input: { n: 0, expiresAtMs: 3_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    await third.host.create('test', {
+      id: 'b1',
+      input: { n: 0, expiresAtMs: 3_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
     const b1 = (await third.repo.get('b1'))!;
-    await third.repo.update(b1, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }), status: 'LIVE', view: {}, final: false, updatedAtMs: 1 });
+    await third.repo.update(b1, {
+      snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }),
+      status: 'LIVE',
+      view: {},
+      final: false,
+      updatedAtMs: 1,
+    });
     const fourth = await setupHost(third.store);
     expect(await fourth.host.restoreAll()).toEqual({ restored: 0, quarantined: 1 });
     expect((await fourth.repo.get('b1'))?.quarantine?.reason).toMatch(/does not exist/);
@@ -231,7 +295,10 @@ describe('ActorHost', () => {
     const host = new ActorHost(repo, new FakeTimers(), new ManualClock(1_000_000), createLogger('silent'));
     const effects: string[] = [];
     const def = {
-      machineId: 'test', version: 1, kind: 'strategy', logic: makeMachine(effects),
+      machineId: 'test',
+      version: 1,
+      kind: 'strategy',
+      logic: makeMachine(effects),
       statusOf: (s: { value: unknown }) => String(s.value).toUpperCase(),
       viewOf: (s: { context: { n: number } }) => ({ n: s.context.n }),
       passivate: (s: { context: { n: number } }) => s.context.n >= 2,
@@ -243,8 +310,13 @@ describe('ActorHost', () => {
     await host.create('test', { id: 'p2', input: { n: 5, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
     expect(host.snapshotOf('p2')).not.toBeNull();
     // no deadline and n >= 2: passivated after each change, reloaded for the next event
-    const noDeadline = setup({ types: { context: {} as { n: number; deadlines: Record<string, number> }, events: {} as { type: 'bump' } } }).createMachine({
-      id: 'idle', context: { n: 2, deadlines: {} }, initial: 'open', states: { open: { on: { bump: { actions: assign({ n: ({ context }) => context.n + 1 }) } } } },
+    const noDeadline = setup({
+      types: { context: {} as { n: number; deadlines: Record<string, number> }, events: {} as { type: 'bump' } },
+    }).createMachine({
+      id: 'idle',
+      context: { n: 2, deadlines: {} },
+      initial: 'open',
+      states: { open: { on: { bump: { actions: assign({ n: ({ context }) => context.n + 1 }) } } } },
     });
     host.register({ ...def, machineId: 'idle', logic: noDeadline } as never);
     await host.create('idle', { id: 'p3', input: {} as never, partnerId: 'p', ownerUserId: 'u' });
@@ -258,7 +330,9 @@ describe('ActorHost', () => {
     host2.register(def as never);
     host2.register({ ...def, machineId: 'idle', logic: noDeadline } as never);
     const restored: string[] = [];
-    host2.on('restored', ({ record, context, dormant }) => restored.push(`${record._id} ${dormant ? 'dormant' : 'live'} n=${(context as { n: number }).n}`));
+    host2.on('restored', ({ record, context, dormant }) =>
+      restored.push(`${record._id} ${dormant ? 'dormant' : 'live'} n=${(context as { n: number }).n}`),
+    );
     await host2.restoreAll();
     expect(restored.sort()).toEqual(['p2 live n=5', 'p3 dormant n=3']);
     expect(host2.snapshotOf('p3')).toBeNull();
@@ -269,18 +343,45 @@ describe('ActorHost', () => {
     const store = await SqliteStore.open(null);
     const repo = await ActorRepository.open(store);
     const clock = new ManualClock(1_000_000);
-    const idle = setup({ types: { context: {} as { n: number; deadlines: Record<string, number> }, input: {} as { n: number }, events: {} as { type: 'bump' } } }).createMachine({
-      id: 'idle', context: ({ input }) => ({ n: input.n, deadlines: {} }), initial: 'open', states: { open: { on: { bump: { actions: assign({ n: ({ context }) => context.n + 1 }) } } } },
+    const idle = setup({
+      types: {
+        context: {} as { n: number; deadlines: Record<string, number> },
+        input: {} as { n: number },
+        events: {} as { type: 'bump' },
+      },
+    }).createMachine({
+      id: 'idle',
+      context: ({ input }) => ({ n: input.n, deadlines: {} }),
+      initial: 'open',
+      states: { open: { on: { bump: { actions: assign({ n: ({ context }) => context.n + 1 }) } } } },
     });
-    const def = { machineId: 'idle', version: 1, kind: 'strategy', logic: idle, statusOf: () => 'ACTIVE', viewOf: (s: { context: { n: number } }) => ({ n: s.context.n }), passivate: () => true };
+    const def = {
+      machineId: 'idle',
+      version: 1,
+      kind: 'strategy',
+      logic: idle,
+      statusOf: () => 'ACTIVE',
+      viewOf: (s: { context: { n: number } }) => ({ n: s.context.n }),
+      passivate: () => true,
+    };
     const host = new ActorHost(repo, new FakeTimers(), clock, createLogger('silent'));
     host.register(def as never);
-    for (const [id, n] of [['d3', 3], ['d1', 1], ['d2', 2]] as const) {
+    for (const [id, n] of [
+      ['d3', 3],
+      ['d1', 1],
+      ['d2', 2],
+    ] as const) {
       clock.advance(1);
       await host.create('idle', { id, input: { n } as never, partnerId: 'p', ownerUserId: 'u' });
     }
     const d2 = (await repo.get('d2'))!;
-    await repo.update(d2, { snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: { n: 2, deadlines: {} } }), status: 'ACTIVE', view: {}, final: false, updatedAtMs: 1 });
+    await repo.update(d2, {
+      snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: { n: 2, deadlines: {} } }),
+      status: 'ACTIVE',
+      view: {},
+      final: false,
+      updatedAtMs: 1,
+    });
 
     const host2 = new ActorHost(repo, new FakeTimers(), clock, createLogger('silent'));
     host2.register(def as never);
@@ -305,7 +406,12 @@ describe('ActorHost', () => {
     const later: ActorChange[] = [];
     host.on('changed', (c) => later.push(c));
     timers.failing = true;
-    const rec = await host.create('test', { id: 't19', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    const rec = await host.create('test', {
+      id: 't19',
+      input: { n: 1, expiresAtMs: 2_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
     expect(rec).toMatchObject({ revision: 1, status: 'LIVE' });
     // the entry actions ran, every listener heard of it, the timer waits for repair
     expect(effects).toEqual(['entered', 'open entered']);
@@ -330,9 +436,25 @@ describe('persistedSnapshotJson: the text XState’s getPersistedSnapshot gives,
     const { createActor } = await import('xstate');
     const same = (logic: Parameters<typeof persistedSnapshotJson>[0], s: Parameters<typeof persistedSnapshotJson>[1]) =>
       expect(persistedSnapshotJson(logic, s)).toBe(JSON.stringify(logic.getPersistedSnapshot(s)));
-    const logic = orderMachine.provide({ actions: { submitToVenue: () => {}, cancelAtVenue: () => {}, expireAtVenue: () => {} } });
+    const logic = orderMachine.provide({
+      actions: { submitToVenue: () => {}, cancelAtVenue: () => {}, expireAtVenue: () => {} },
+    });
     const actor = createActor(logic, {
-      input: { orderId: 'ord_1', userId: 'u', tokenId: 't', side: 'buy', type: 'LIMIT', price: '0.5', size: '10', quoteAmount: null, timeInForce: 'GTC', expiresAtMs: null, clientOrderId: null, metadata: '{"a":1}', createdAtMs: 1 },
+      input: {
+        orderId: 'ord_1',
+        userId: 'u',
+        tokenId: 't',
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.5',
+        size: '10',
+        quoteAmount: null,
+        timeInForce: 'GTC',
+        expiresAtMs: null,
+        clientOrderId: null,
+        metadata: '{"a":1}',
+        createdAtMs: 1,
+      },
     }).start();
     same(logic, actor.getSnapshot());
     actor.send({ type: 'venue.accepted', resting: true });
@@ -342,11 +464,17 @@ describe('persistedSnapshotJson: the text XState’s getPersistedSnapshot gives,
     actor.send({ type: 'venue.filled', tradeId: 'tr2', price: '0.5', size: '6', liquidity: 'maker', completes: true });
     same(logic, actor.getSnapshot());
     // history and parallel states, a nested context with an array
-    const m = setup({ types: { context: {} as { n: number; list: Array<{ a: number[] }>; ref: unknown } } }).createMachine({
+    const m = setup({
+      types: { context: {} as { n: number; list: Array<{ a: number[] }>; ref: unknown } },
+    }).createMachine({
       context: { n: 0, list: [{ a: [1, 2] }], ref: null },
       initial: 'on',
       states: {
-        on: { initial: 'a', states: { a: { on: { NEXT: 'b' } }, b: {}, hist: { type: 'history', history: 'deep' } }, on: { OFF: 'off' } },
+        on: {
+          initial: 'a',
+          states: { a: { on: { NEXT: 'b' } }, b: {}, hist: { type: 'history', history: 'deep' } },
+          on: { OFF: 'off' },
+        },
         off: { type: 'parallel', states: { x: {}, y: {} }, on: { BACK: 'on.hist' } },
       },
     });
@@ -357,7 +485,10 @@ describe('persistedSnapshotJson: the text XState’s getPersistedSnapshot gives,
     a.send({ type: 'BACK' });
     same(m, a.getSnapshot());
     // an actor reference in context is persisted as XState does it
-    const withRef = setup({ types: { context: {} as { ref: unknown } } }).createMachine({ context: { ref: null }, on: { SET: { actions: assign({ ref: () => createActor(m) }) } } });
+    const withRef = setup({ types: { context: {} as { ref: unknown } } }).createMachine({
+      context: { ref: null },
+      on: { SET: { actions: assign({ ref: () => createActor(m) }) } },
+    });
     const b = createActor(withRef).start();
     b.send({ type: 'SET' });
     same(withRef, b.getSnapshot());
@@ -375,12 +506,37 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
     const { peggedMachine } = await import('../../machines/pegged.js');
     const { strategySnapshotForm, STRATEGY_CONTEXT_DEFAULTS } = await import('../../machines/strategy-kit.js');
     const kinds: Array<{ logic: AnyStateMachine; form: typeof STOP_LOSS_FORM; type: string; states: string[] }> = [
-      { logic: stopLossMachine, form: STOP_LOSS_FORM, type: 'STOP_LOSS', states: ['armed', 'triggered', 'done', 'canceled', 'failed'] },
-      { logic: trailingStopMachine, form: TRAILING_STOP_FORM, type: 'TRAILING_STOP', states: ['armed', 'triggered', 'done', 'canceled', 'failed'] },
-      { logic: trailingBuyMachine, form: TRAILING_BUY_FORM, type: 'TRAILING_BUY', states: ['armed', 'triggered', 'done', 'canceled', 'failed'] },
+      {
+        logic: stopLossMachine,
+        form: STOP_LOSS_FORM,
+        type: 'STOP_LOSS',
+        states: ['armed', 'triggered', 'done', 'canceled', 'failed'],
+      },
+      {
+        logic: trailingStopMachine,
+        form: TRAILING_STOP_FORM,
+        type: 'TRAILING_STOP',
+        states: ['armed', 'triggered', 'done', 'canceled', 'failed'],
+      },
+      {
+        logic: trailingBuyMachine,
+        form: TRAILING_BUY_FORM,
+        type: 'TRAILING_BUY',
+        states: ['armed', 'triggered', 'done', 'canceled', 'failed'],
+      },
       { logic: twapMachine, form: strategySnapshotForm('TWAP'), type: 'TWAP', states: ['working', 'completed'] },
-      { logic: icebergMachine, form: strategySnapshotForm('ICEBERG'), type: 'ICEBERG', states: Object.keys(icebergMachine.root.states) },
-      { logic: peggedMachine, form: strategySnapshotForm('PEGGED'), type: 'PEGGED', states: Object.keys(peggedMachine.root.states) },
+      {
+        logic: icebergMachine,
+        form: strategySnapshotForm('ICEBERG'),
+        type: 'ICEBERG',
+        states: Object.keys(icebergMachine.root.states),
+      },
+      {
+        logic: peggedMachine,
+        form: strategySnapshotForm('PEGGED'),
+        type: 'PEGGED',
+        states: Object.keys(peggedMachine.root.states),
+      },
     ];
     expect(STOP_LOSS_FORM.version).toBe(2);
     expect(STOP_LOSS_FORM.older?.map((f) => f.version)).toEqual([1]);
@@ -401,24 +557,75 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
     );
     // each default field at its default or not; the derived ones at their derivation or not
     const other: Record<string, fc.Arbitrary<unknown>> = {
-      side: fc.constantFrom('sell', 'buy'), tickSize: fc.constantFrom('0.01', '0.001'), minSize: fc.constantFrom('5', '1'),
-      price: fc.option(price, { nil: null }), size: fc.option(fc.constantFrom('5', '10.5'), { nil: null }), quoteAmount: fc.option(fc.constant('12'), { nil: null }),
-      execution, warnings: fc.constantFrom([], ['w']),
-      message: fc.option(fc.constantFrom('m', '', 'STOP_LOSS armed: sells 5 shares when the best bid reaches 0.7', 'TRAILING_STOP armed at 0.7 (high-water mark 0.8); follows the bid up',
-        'TRAILING_BUY armed: buys $12 when the ask bounces to 0.6 (low-water mark 0.5, seeded from the ask)', 'TRAILING_BUY armed: buys $12 when the ask bounces to 0.6 (low-water mark 0.5)'), { nil: null }),
-      clientOrderId: fc.option(fc.constant('c1'), { nil: null }), metadata: fc.option(fc.constant('{}'), { nil: null }), filledSize: fc.constantFrom('0', '2'), matchedAmount: fc.constantFrom('0', '1.1'),
-      children: fc.constantFrom([], [{ orderId: 'o', status: 'LIVE', filledSize: '0', matchedAmount: '0', final: false }]), working: fc.option(fc.constant('o'), { nil: null }),
-      seq: fc.constantFrom(0, 1), slicesDone: fc.constantFrom(0, 3), triggerPrice: fc.option(price, { nil: null }),
-      watch: fc.constantFrom({}, { bidAtOrBelow: '0.5' }, { bidAtOrBelow: '0.7', bidAbove: '0.8' }, { askBelow: '0.5', askAtOrAbove: '0.6' }),
-      deadlines: fc.constantFrom({}, { slice: 5 }), endReason: fc.option(fc.constant('e'), { nil: null }), workingPrice: fc.option(price, { nil: null }),
-      pendingSize: fc.option(fc.constant('1'), { nil: null }), placing: fc.constantFrom(null, { orderId: 'o', side: 'sell', pricing: { kind: 'limit', price: '0.5' }, size: '5', timeInForce: 'GTC', postOnly: false, isStopLoss: true }),
+      side: fc.constantFrom('sell', 'buy'),
+      tickSize: fc.constantFrom('0.01', '0.001'),
+      minSize: fc.constantFrom('5', '1'),
+      price: fc.option(price, { nil: null }),
+      size: fc.option(fc.constantFrom('5', '10.5'), { nil: null }),
+      quoteAmount: fc.option(fc.constant('12'), { nil: null }),
+      execution,
+      warnings: fc.constantFrom([], ['w']),
+      message: fc.option(
+        fc.constantFrom(
+          'm',
+          '',
+          'STOP_LOSS armed: sells 5 shares when the best bid reaches 0.7',
+          'TRAILING_STOP armed at 0.7 (high-water mark 0.8); follows the bid up',
+          'TRAILING_BUY armed: buys $12 when the ask bounces to 0.6 (low-water mark 0.5, seeded from the ask)',
+          'TRAILING_BUY armed: buys $12 when the ask bounces to 0.6 (low-water mark 0.5)',
+        ),
+        { nil: null },
+      ),
+      clientOrderId: fc.option(fc.constant('c1'), { nil: null }),
+      metadata: fc.option(fc.constant('{}'), { nil: null }),
+      filledSize: fc.constantFrom('0', '2'),
+      matchedAmount: fc.constantFrom('0', '1.1'),
+      children: fc.constantFrom(
+        [],
+        [{ orderId: 'o', status: 'LIVE', filledSize: '0', matchedAmount: '0', final: false }],
+      ),
+      working: fc.option(fc.constant('o'), { nil: null }),
+      seq: fc.constantFrom(0, 1),
+      slicesDone: fc.constantFrom(0, 3),
+      triggerPrice: fc.option(price, { nil: null }),
+      watch: fc.constantFrom(
+        {},
+        { bidAtOrBelow: '0.5' },
+        { bidAtOrBelow: '0.7', bidAbove: '0.8' },
+        { askBelow: '0.5', askAtOrAbove: '0.6' },
+      ),
+      deadlines: fc.constantFrom({}, { slice: 5 }),
+      endReason: fc.option(fc.constant('e'), { nil: null }),
+      workingPrice: fc.option(price, { nil: null }),
+      pendingSize: fc.option(fc.constant('1'), { nil: null }),
+      placing: fc.constantFrom(null, {
+        orderId: 'o',
+        side: 'sell',
+        pricing: { kind: 'limit', price: '0.5' },
+        size: '5',
+        timeInForce: 'GTC',
+        postOnly: false,
+        isStopLoss: true,
+      }),
     };
     const createdAtMs = 1_795_000_000_123;
     const arb = fc.record({
       kind: fc.constantFrom(...kinds),
       v1: fc.boolean(),
-      tokenId: fc.constantFrom('t1', '41583919731714354912849507182398941127545694257513505398713274521520484370640', '0', '007', '255', '-1', '1e3'),
-      ids: fc.record({ _id: fc.constantFrom('stg_1', 'stg_2'), ownerUserId: fc.constantFrom('u1', 'u2', null), createdAtMs: fc.constantFrom(createdAtMs, createdAtMs + 1) }),
+      tokenId: fc.constantFrom(
+        't1',
+        '41583919731714354912849507182398941127545694257513505398713274521520484370640',
+        '0',
+        '007',
+        '255',
+        '-1',
+        '1e3',
+      ),
+      ids: fc.record({
+        _id: fc.constantFrom('stg_1', 'stg_2'),
+        ownerUserId: fc.constantFrom('u1', 'u2', null),
+        createdAtMs: fc.constantFrom(createdAtMs, createdAtMs + 1),
+      }),
       recordId: fc.constantFrom('stg_1', 'stg_x'),
       userId: fc.constantFrom('u1', 'u3'),
       touch,
@@ -430,21 +637,37 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
       offsetAbs: fc.option(fc.constant('0.1'), { nil: null }),
       priceCeiling: fc.option(fc.constantFrom('0.7', '0.8'), { nil: null }),
       placeFailures: fc.option(fc.constant(1), { nil: undefined }),
-      lacks: fc.option(fc.constantFrom(...Object.keys(STRATEGY_CONTEXT_DEFAULTS), 'tokenId', 'touch', 'createdAtMs', 'offsetAbs'), { nil: undefined, freq: 2 }),
+      lacks: fc.option(
+        fc.constantFrom(...Object.keys(STRATEGY_CONTEXT_DEFAULTS), 'tokenId', 'touch', 'createdAtMs', 'offsetAbs'),
+        { nil: undefined, freq: 2 },
+      ),
       state: fc.nat(5),
     });
     let positional = 0;
     fc.assert(
       fc.property(arb, (a) => {
         const context: Record<string, unknown> = {
-          recordId: a.recordId, userId: a.userId, type: a.kind.type, tokenId: a.tokenId, createdAtMs,
-          touch: a.touch, lastTouch: a.lastTouch ?? (a.touch === null ? null : { ...a.touch }), ...a.fields, highWaterMark: a.highWaterMark, lowWaterMark: a.lowWaterMark,
-          offsetPct: a.offsetPct, offsetAbs: a.offsetAbs, priceCeiling: a.priceCeiling,
+          recordId: a.recordId,
+          userId: a.userId,
+          type: a.kind.type,
+          tokenId: a.tokenId,
+          createdAtMs,
+          touch: a.touch,
+          lastTouch: a.lastTouch ?? (a.touch === null ? null : { ...a.touch }),
+          ...a.fields,
+          highWaterMark: a.highWaterMark,
+          lowWaterMark: a.lowWaterMark,
+          offsetPct: a.offsetPct,
+          offsetAbs: a.offsetAbs,
+          priceCeiling: a.priceCeiling,
           ...(a.placeFailures !== undefined ? { placeFailures: a.placeFailures } : {}),
         };
         if (a.lacks) delete context[a.lacks]; // a context without a field the form names: stored whole
         const form = a.v1 ? a.kind.form.older![0]! : a.kind.form;
-        const snapshot = a.kind.logic.resolveState({ value: a.kind.states[a.state % a.kind.states.length]!, context: context as never });
+        const snapshot = a.kind.logic.resolveState({
+          value: a.kind.states[a.state % a.kind.states.length]!,
+          context: context as never,
+        });
         const stored = storedSnapshotJson({ logic: a.kind.logic, form }, snapshot, a.ids);
         const parsed = JSON.parse(stored);
         if (Array.isArray(parsed)) positional++;
@@ -469,27 +692,101 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
     const { getInitialSnapshot, transition } = await import('xstate');
     const token = '41583919731714354912849507182398941127545694257513505398713274521520484370640';
     const base = {
-      recordId: 'stg_9b2f6c1e-5d1a-4a57-9a43-0c6f3f1e2d7a', userId: 'usr_1', side: 'sell', tokenId: token, tickSize: '0.01', minSize: '5', price: null, size: null, quoteAmount: null,
-      execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null, createdAtMs: 1_795_375_296_441, touch: { bid: '0.76', ask: '0.78' },
+      recordId: 'stg_9b2f6c1e-5d1a-4a57-9a43-0c6f3f1e2d7a',
+      userId: 'usr_1',
+      side: 'sell',
+      tokenId: token,
+      tickSize: '0.01',
+      minSize: '5',
+      price: null,
+      size: null,
+      quoteAmount: null,
+      execution: {},
+      warnings: [],
+      message: null,
+      clientOrderId: null,
+      metadata: null,
+      createdAtMs: 1_795_375_296_441,
+      touch: { bid: '0.76', ask: '0.78' },
     };
     const ids = { _id: base.recordId, ownerUserId: 'usr_1', createdAtMs: base.createdAtMs };
     const cases = [
-      { logic: stopLossMachine, form: STOP_LOSS_FORM, input: { ...base, type: 'STOP_LOSS', price: '0.71', size: '5', message: 'STOP_LOSS armed: sells 5 shares when the best bid reaches 0.71' }, move: { bid: '0.70', ask: '0.72' } },
       {
-        logic: trailingStopMachine, form: TRAILING_STOP_FORM, move: { bid: '0.85', ask: '0.87' },
-        input: { ...base, type: 'TRAILING_STOP', size: '5', execution: { high_water_mark: '0.8', trailing_offset: '0.1' }, highWaterMark: '0.8', offsetPct: null, offsetAbs: '0.1', message: 'TRAILING_STOP armed at 0.7 (high-water mark 0.8); follows the bid up' },
+        logic: stopLossMachine,
+        form: STOP_LOSS_FORM,
+        input: {
+          ...base,
+          type: 'STOP_LOSS',
+          price: '0.71',
+          size: '5',
+          message: 'STOP_LOSS armed: sells 5 shares when the best bid reaches 0.71',
+        },
+        move: { bid: '0.70', ask: '0.72' },
       },
       {
-        logic: trailingStopMachine, form: TRAILING_STOP_FORM, move: { bid: '0.85', ask: '0.87' },
-        input: { ...base, type: 'TRAILING_STOP', size: '5', execution: { high_water_mark: '0.8', trailing_offset_pct: 10 }, highWaterMark: '0.8', offsetPct: '10', offsetAbs: null, message: 'TRAILING_STOP armed at 0.72 (high-water mark 0.8); follows the bid up' },
+        logic: trailingStopMachine,
+        form: TRAILING_STOP_FORM,
+        move: { bid: '0.85', ask: '0.87' },
+        input: {
+          ...base,
+          type: 'TRAILING_STOP',
+          size: '5',
+          execution: { high_water_mark: '0.8', trailing_offset: '0.1' },
+          highWaterMark: '0.8',
+          offsetPct: null,
+          offsetAbs: '0.1',
+          message: 'TRAILING_STOP armed at 0.7 (high-water mark 0.8); follows the bid up',
+        },
       },
       {
-        logic: trailingBuyMachine, form: TRAILING_BUY_FORM, move: { bid: '0.70', ask: '0.72' },
-        input: { ...base, type: 'TRAILING_BUY', side: 'buy', quoteAmount: '20', execution: { trailing_offset: '0.05' }, lowWaterMark: '0.78', priceCeiling: null, offsetPct: null, offsetAbs: '0.05', message: 'TRAILING_BUY armed: buys $20 when the ask bounces to 0.83 (low-water mark 0.78, seeded from the ask)' },
+        logic: trailingStopMachine,
+        form: TRAILING_STOP_FORM,
+        move: { bid: '0.85', ask: '0.87' },
+        input: {
+          ...base,
+          type: 'TRAILING_STOP',
+          size: '5',
+          execution: { high_water_mark: '0.8', trailing_offset_pct: 10 },
+          highWaterMark: '0.8',
+          offsetPct: '10',
+          offsetAbs: null,
+          message: 'TRAILING_STOP armed at 0.72 (high-water mark 0.8); follows the bid up',
+        },
       },
       {
-        logic: trailingBuyMachine, form: TRAILING_BUY_FORM, move: { bid: '0.70', ask: '0.72' },
-        input: { ...base, type: 'TRAILING_BUY', side: 'buy', quoteAmount: '20', execution: { low_water_mark: '0.8', trailing_offset_pct: '5', price_ceiling: '0.9' }, lowWaterMark: '0.8', priceCeiling: '0.9', offsetPct: '5', offsetAbs: null, message: 'TRAILING_BUY armed: buys $20 when the ask bounces to 0.84 (low-water mark 0.8), never above 0.9' },
+        logic: trailingBuyMachine,
+        form: TRAILING_BUY_FORM,
+        move: { bid: '0.70', ask: '0.72' },
+        input: {
+          ...base,
+          type: 'TRAILING_BUY',
+          side: 'buy',
+          quoteAmount: '20',
+          execution: { trailing_offset: '0.05' },
+          lowWaterMark: '0.78',
+          priceCeiling: null,
+          offsetPct: null,
+          offsetAbs: '0.05',
+          message:
+            'TRAILING_BUY armed: buys $20 when the ask bounces to 0.83 (low-water mark 0.78, seeded from the ask)',
+        },
+      },
+      {
+        logic: trailingBuyMachine,
+        form: TRAILING_BUY_FORM,
+        move: { bid: '0.70', ask: '0.72' },
+        input: {
+          ...base,
+          type: 'TRAILING_BUY',
+          side: 'buy',
+          quoteAmount: '20',
+          execution: { low_water_mark: '0.8', trailing_offset_pct: '5', price_ceiling: '0.9' },
+          lowWaterMark: '0.8',
+          priceCeiling: '0.9',
+          offsetPct: '5',
+          offsetAbs: null,
+          message: 'TRAILING_BUY armed: buys $20 when the ask bounces to 0.84 (low-water mark 0.8), never above 0.9',
+        },
       },
     ];
     for (const k of cases) {
@@ -509,7 +806,11 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
       expect(JSON.parse(armed)).toHaveLength(7);
       expect(JSON.parse(armed)[6]).toBe(0); // created when the record was
       expect(JSON.parse(armed)[2]).toHaveLength(43); // the token id in base64url
-      for (const e of [{ type: 'book.touch', ...k.move }, { type: 'book.touch', bid: '0.01', ask: '0.99' }, { type: 'strategy.cancel' }]) {
+      for (const e of [
+        { type: 'book.touch', ...k.move },
+        { type: 'book.touch', bid: '0.01', ask: '0.99' },
+        { type: 'strategy.cancel' },
+      ]) {
         snap = transition(k.logic as never, snap as never, e as never)[0];
         exact(snap);
       }
@@ -520,7 +821,13 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
     const { unpackSnapshot } = await import('../../engine/actor-host.js');
     const { STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
     const ids = { _id: 'stg_1', ownerUserId: 'u', createdAtMs: 1 };
-    const xstate = { status: 'active', value: 'armed', historyValue: {}, context: { recordId: 'stg_1', working: null, watch: { bidAtOrBelow: '0.5' } }, children: {} };
+    const xstate = {
+      status: 'active',
+      value: 'armed',
+      historyValue: {},
+      context: { recordId: 'stg_1', working: null, watch: { bidAtOrBelow: '0.5' } },
+      children: {},
+    };
     expect(unpackSnapshot(JSON.stringify(xstate), STOP_LOSS_FORM, ids)).toStrictEqual(xstate);
     expect(unpackSnapshot(JSON.stringify(xstate), null, ids)).toStrictEqual(xstate);
     expect(() => unpackSnapshot('{"form":3,"value":"armed","context":{}}', STOP_LOSS_FORM, ids)).toThrow(/form 3/);
@@ -543,39 +850,94 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
     const { icebergMachine } = await import('../../machines/iceberg.js');
     const { peggedMachine } = await import('../../machines/pegged.js');
     const base = {
-      recordId: 'stg1', userId: 'u1', side: 'sell', tokenId: '123', tickSize: '0.01', minSize: '5', price: null, size: null, quoteAmount: null, execution: {},
-      warnings: [], message: null, clientOrderId: null, metadata: null, createdAtMs: 0, touch: { bid: '0.55', ask: '0.57' },
+      recordId: 'stg1',
+      userId: 'u1',
+      side: 'sell',
+      tokenId: '123',
+      tickSize: '0.01',
+      minSize: '5',
+      price: null,
+      size: null,
+      quoteAmount: null,
+      execution: {},
+      warnings: [],
+      message: null,
+      clientOrderId: null,
+      metadata: null,
+      createdAtMs: 0,
+      touch: { bid: '0.55', ask: '0.57' },
     };
     const price = fc.constantFrom('0.5', '0.45', '0.123456');
     const input = fc.oneof(
-      fc.record({ type: fc.constant('STOP_LOSS'), price: fc.option(price, { nil: null }), size: fc.constantFrom('5', '10.5') }), // price null: the context throws
-      fc.record({ type: fc.constant('TRAILING_STOP'), size: fc.constant('5'), highWaterMark: price, offsetAbs: fc.option(fc.constant('0.1'), { nil: null }), offsetPct: fc.option(fc.constant('10'), { nil: null }) }),
-      fc.record({ type: fc.constant('TRAILING_BUY'), side: fc.constant('buy'), price: fc.constant('0.9'), quoteAmount: fc.constant('10'), lowWaterMark: price, offsetAbs: fc.constant('0.1'), offsetPct: fc.constant(null) }),
-      fc.record({ type: fc.constant('TWAP'), price: price, size: fc.constant('20'), intervalMs: fc.constant(60_000), durationMs: fc.constant(300_000), slicesTotal: fc.constant(5), passive: fc.boolean() }),
+      fc.record({
+        type: fc.constant('STOP_LOSS'),
+        price: fc.option(price, { nil: null }),
+        size: fc.constantFrom('5', '10.5'),
+      }), // price null: the context throws
+      fc.record({
+        type: fc.constant('TRAILING_STOP'),
+        size: fc.constant('5'),
+        highWaterMark: price,
+        offsetAbs: fc.option(fc.constant('0.1'), { nil: null }),
+        offsetPct: fc.option(fc.constant('10'), { nil: null }),
+      }),
+      fc.record({
+        type: fc.constant('TRAILING_BUY'),
+        side: fc.constant('buy'),
+        price: fc.constant('0.9'),
+        quoteAmount: fc.constant('10'),
+        lowWaterMark: price,
+        offsetAbs: fc.constant('0.1'),
+        offsetPct: fc.constant(null),
+      }),
+      fc.record({
+        type: fc.constant('TWAP'),
+        price: price,
+        size: fc.constant('20'),
+        intervalMs: fc.constant(60_000),
+        durationMs: fc.constant(300_000),
+        slicesTotal: fc.constant(5),
+        passive: fc.boolean(),
+      }),
     );
-    const machines: Record<string, AnyStateMachine> = { STOP_LOSS: stopLossMachine, TRAILING_STOP: trailingStopMachine, TRAILING_BUY: trailingBuyMachine, TWAP: twapMachine, ICEBERG: icebergMachine, PEGGED: peggedMachine };
+    const machines: Record<string, AnyStateMachine> = {
+      STOP_LOSS: stopLossMachine,
+      TRAILING_STOP: trailingStopMachine,
+      TRAILING_BUY: trailingBuyMachine,
+      TWAP: twapMachine,
+      ICEBERG: icebergMachine,
+      PEGGED: peggedMachine,
+    };
     const steppers = new Map<AnyStateMachine, InstanceType<typeof PureStepper>>();
     fc.assert(
-      fc.property(input, fc.constantFrom<Array<{ type: string; [k: string]: unknown }>>({ type: 'book.touch', bid: '0.4', ask: '0.42' }, { type: 'book.touch', bid: '0.7', ask: '0.72' }, { type: 'strategy.cancel' }), (extra, event) => {
-        const logic = machines[extra.type]!;
-        const inp = { ...base, ...extra };
-        let stepper = steppers.get(logic);
-        if (!stepper) steppers.set(logic, (stepper = new PureStepper(logic)));
-        const [mine, myActions] = stepper.initial(inp);
-        const [theirs, theirActions] = initialTransition(logic, inp as never);
-        expect(mine.status).toBe(theirs.status);
-        expect(mine.value).toStrictEqual(theirs.value);
-        expect(mine.context).toStrictEqual(theirs.context);
-        expect([...mine.tags]).toStrictEqual([...theirs.tags]);
-        expect(myActions.map((a) => a.type)).toStrictEqual(theirActions.map((a) => a.type));
-        if (theirs.status !== 'active') return;
-        expect(persistedSnapshotJson(logic, mine)).toBe(persistedSnapshotJson(logic, theirs));
-        expect(mine.can(event as never)).toBe(theirs.can(event as never));
-        const [a, aActions] = stepper.transition(mine, event as never);
-        const [b, bActions] = transition(logic, theirs, event as never);
-        expect(persistedSnapshotJson(logic, a)).toBe(persistedSnapshotJson(logic, b));
-        expect(aActions.map((x) => x.type)).toStrictEqual(bActions.map((x) => x.type));
-      }),
+      fc.property(
+        input,
+        fc.constantFrom<Array<{ type: string; [k: string]: unknown }>>(
+          { type: 'book.touch', bid: '0.4', ask: '0.42' },
+          { type: 'book.touch', bid: '0.7', ask: '0.72' },
+          { type: 'strategy.cancel' },
+        ),
+        (extra, event) => {
+          const logic = machines[extra.type]!;
+          const inp = { ...base, ...extra };
+          let stepper = steppers.get(logic);
+          if (!stepper) steppers.set(logic, (stepper = new PureStepper(logic)));
+          const [mine, myActions] = stepper.initial(inp);
+          const [theirs, theirActions] = initialTransition(logic, inp as never);
+          expect(mine.status).toBe(theirs.status);
+          expect(mine.value).toStrictEqual(theirs.value);
+          expect(mine.context).toStrictEqual(theirs.context);
+          expect([...mine.tags]).toStrictEqual([...theirs.tags]);
+          expect(myActions.map((a) => a.type)).toStrictEqual(theirActions.map((a) => a.type));
+          if (theirs.status !== 'active') return;
+          expect(persistedSnapshotJson(logic, mine)).toBe(persistedSnapshotJson(logic, theirs));
+          expect(mine.can(event as never)).toBe(theirs.can(event as never));
+          const [a, aActions] = stepper.transition(mine, event as never);
+          const [b, bActions] = transition(logic, theirs, event as never);
+          expect(persistedSnapshotJson(logic, a)).toBe(persistedSnapshotJson(logic, b));
+          expect(aActions.map((x) => x.type)).toStrictEqual(bActions.map((x) => x.type));
+        },
+      ),
       { numRuns: 300 },
     );
     // the template is taken for the armed stops, not for a machine whose initial state acts (TWAP's first slice)
@@ -583,7 +945,8 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
     expect(steppers.get(twapMachine)!.usesTemplate).toBe(false);
     const effects: string[] = [];
     const entryActs = new PureStepper(makeMachine(effects));
-    for (let i = 0; i < 2; i++) expect(entryActs.initial({ n: i, expiresAtMs: 5 })[1].map((a) => a.type)).toStrictEqual(['record', 'record']);
+    for (let i = 0; i < 2; i++)
+      expect(entryActs.initial({ n: i, expiresAtMs: 5 })[1].map((a) => a.type)).toStrictEqual(['record', 'record']);
     expect(effects).toStrictEqual([]); // collected, never run
   });
   it('takes the template only where entering the initial states alone gives the state, with nothing done on the way (nested and parallel states)', async () => {
@@ -593,14 +956,26 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
     const states = (leaf: object) => ({
       outer: {
         initial: 'inner',
-        states: { inner: { type: 'parallel' as const, states: { a: { initial: 'a1', states: { a1: leaf, a2: {} } }, b: {} } }, other: {} },
+        states: {
+          inner: { type: 'parallel' as const, states: { a: { initial: 'a1', states: { a1: leaf, a2: {} } }, b: {} } },
+          other: {},
+        },
       },
       elsewhere: {},
     });
-    const make = (leaf: object) => setup({ types: { context: {} as C, input: {} as C } }).createMachine({ context: ({ input }: { input: C }) => ({ n: input.n }), initial: 'outer', states: states(leaf) } as never) as unknown as AnyStateMachine;
+    const make = (leaf: object) =>
+      setup({ types: { context: {} as C, input: {} as C } }).createMachine({
+        context: ({ input }: { input: C }) => ({ n: input.n }),
+        initial: 'outer',
+        states: states(leaf),
+      } as never) as unknown as AnyStateMachine;
     const cases: Array<[string, AnyStateMachine, boolean]> = [
       ['inert', make({}), true],
-      ['an eventless transition on the way', make({ always: { target: 'a2', guard: ({ context }: { context: C }) => context.n > 1 } }), false],
+      [
+        'an eventless transition on the way',
+        make({ always: { target: 'a2', guard: ({ context }: { context: C }) => context.n > 1 } }),
+        false,
+      ],
       ['a delayed transition', make({ after: { 1000: 'a2' } }), false],
       ['an entry assignment', make({ entry: assign({ n: 0 }) }), false],
     ];
@@ -612,7 +987,10 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
         expect(mine.value, what).toStrictEqual(theirs.value);
         expect(mine.context, what).toStrictEqual(theirs.context);
         expect(persistedSnapshotJson(logic, mine), what).toBe(persistedSnapshotJson(logic, theirs));
-        expect(actions.map((a) => a.type), what).toStrictEqual(theirActions.map((a) => a.type));
+        expect(
+          actions.map((a) => a.type),
+          what,
+        ).toStrictEqual(theirActions.map((a) => a.type));
       }
       expect(stepper.usesTemplate, what).toBe(inert);
     }

@@ -21,16 +21,21 @@ describe('decimal memoization', () => {
   it('onTick and str agree with the direct decimal.js rule and toFixed, memoized or not (fast-check)', () => {
     const ticks = [dec('0.01'), dec('0.001'), dec('0.1')];
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 1100 }), fc.integer({ min: 0, max: 2 }), fc.boolean(), (thousandths, t, viaParse) => {
-        const raw = (thousandths / 1000).toFixed(3);
-        const price = viaParse ? dec(raw) : new Dec(raw);
-        const tick = ticks[t]!;
-        const direct = price.gte(tick) && price.lte(new Dec(1).minus(tick)) && price.mod(tick).isZero();
-        expect(onTick(price, tick)).toBe(direct);
-        expect(onTick(price, tick)).toBe(direct); // memoized verdict
-        expect(str(price)).toBe(price.toFixed());
-        expect(str(price.plus(ZERO))).toBe(price.toFixed());
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 1100 }),
+        fc.integer({ min: 0, max: 2 }),
+        fc.boolean(),
+        (thousandths, t, viaParse) => {
+          const raw = (thousandths / 1000).toFixed(3);
+          const price = viaParse ? dec(raw) : new Dec(raw);
+          const tick = ticks[t]!;
+          const direct = price.gte(tick) && price.lte(new Dec(1).minus(tick)) && price.mod(tick).isZero();
+          expect(onTick(price, tick)).toBe(direct);
+          expect(onTick(price, tick)).toBe(direct); // memoized verdict
+          expect(str(price)).toBe(price.toFixed());
+          expect(str(price.plus(ZERO))).toBe(price.toFixed());
+        },
+      ),
       { numRuns: 500 },
     );
     expect(str(ZERO)).toBe('0');

@@ -23,7 +23,8 @@ interface Write {
 /** The `actors` insert or update `info` is, as a {@link Write} (null: another operation). */
 function writeOf(info: OpInfo): Write | null {
   if (info.collection !== 'actors') return null;
-  if (info.op === 'insertOne') return { op: 'insert', id: String(info.doc?._id), doc: (info.doc ?? {}) as Record<string, unknown> };
+  if (info.op === 'insertOne')
+    return { op: 'insert', id: String(info.doc?._id), doc: (info.doc ?? {}) as Record<string, unknown> };
   if (info.op === 'updateOne') return { op: 'update', id: String(info.filter?._id), doc: info.set ?? {} };
   return null;
 }
@@ -43,7 +44,8 @@ function actorsRule(match: (w: Write) => boolean, times: number): Partial<FaultR
 }
 
 /** The next `times` `actors` writes matching `match` fail (shared FaultyStore, test/engine/store/faulty-store.ts). */
-const failWrites = (store: FaultyStore, match: (w: Write) => boolean, times = 1): ActiveRule => store.add({ ...actorsRule(match, times) });
+const failWrites = (store: FaultyStore, match: (w: Write) => boolean, times = 1): ActiveRule =>
+  store.add({ ...actorsRule(match, times) });
 
 /** The next `actors` write matching `match` waits until `release()` (with `fail`: then it fails). */
 const holdWrite = (store: FaultyStore, match: (w: Write) => boolean): HeldRule => store.hold(actorsRule(match, 1));
@@ -64,8 +66,12 @@ describe('strategy engine failures become state', () => {
   const as = (u: string) => ({ 'x-partner-user-id': u });
   const post = (u: string, body: unknown) => svc.call('POST', '/v2/trade/order', { body, headers: as(u) });
   const book = async (t: string) => (await svc.call('GET', `/v2/trade/book?token_id=${t}&depth=10`)).body;
-  const strategy = async (u: string, id: string) => (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as(u) })).body.strategies.find((s: any) => s.record_id === id);
-  const openOrders = async (u: string) => (await svc.call('GET', '/v2/trade/orders/open', { headers: as(u) })).body.orders;
+  const strategy = async (u: string, id: string) =>
+    (await svc.call('GET', '/v2/trade/strategies?limit=500', { headers: as(u) })).body.strategies.find(
+      (s: any) => s.record_id === id,
+    );
+  const openOrders = async (u: string) =>
+    (await svc.call('GET', '/v2/trade/orders/open', { headers: as(u) })).body.orders;
   const idle = () => svc.services.strategies.idle();
   const stateOf = (id: string) => String(svc.services.host.snapshotOf(id)?.value);
   /** A 0.01-tick token with a two-tick spread whose best bid lies in [minBid, maxBid], books untouched. */
@@ -86,7 +92,14 @@ describe('strategy engine failures become state', () => {
   describe('15: a fired price trigger is delivered or armed again', () => {
     it('the stop whose touch could not be written (store fault) still fires: retried against the current touch, counted', async () => {
       const { token, bid } = await freshToken(0.3);
-      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+      await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '10',
+        time_in_force: 'IOC',
+      });
       const level = px(bid - 0.01);
       const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
       expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
@@ -97,12 +110,24 @@ describe('strategy engine failures become state', () => {
       await idle();
       expect(fault.hits).toEqual([id]);
       expect(svc.services.strategies.deliveryFailures).toBe(failuresBefore + 1);
-      expect(await strategy('alice', id)).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: level, order_ids: [`ord_${id}_1`] });
+      expect(await strategy('alice', id)).toMatchObject({
+        status: 'COMPLETED',
+        filled_size: '10',
+        executed_price: level,
+        order_ids: [`ord_${id}_1`],
+      });
     });
 
     it('a persistent fault: after every retry the stop stays armed (counted as abandoned), and fires at the next touch once the store heals', async () => {
       const { token, bid } = await freshToken(0.3);
-      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+      await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '10',
+        time_in_force: 'IOC',
+      });
       const level = px(bid - 0.01);
       const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
       const id = res.body.record_id;
@@ -117,9 +142,16 @@ describe('strategy engine failures become state', () => {
       fault.remove(); // the store heals
       // the next touch change fires it: bob offers below the ask (the bid is still at the level)
       await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
-      expect((await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: px(bid + 0.01), size: '5' })).body.status).toBe('LIVE');
+      expect(
+        (await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: px(bid + 0.01), size: '5' })).body
+          .status,
+      ).toBe('LIVE');
       await idle();
-      expect(await strategy('alice', id)).toMatchObject({ status: 'COMPLETED', filled_size: '10', order_ids: [`ord_${id}_1`] });
+      expect(await strategy('alice', id)).toMatchObject({
+        status: 'COMPLETED',
+        filled_size: '10',
+        order_ids: [`ord_${id}_1`],
+      });
     });
   });
 
@@ -128,14 +160,25 @@ describe('strategy engine failures become state', () => {
       const { token, ask } = await freshToken(0.2, 0.6);
       // the first slice's order cannot be written
       const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
-      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 30 } });
+      const res = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'TWAP',
+        size: '30',
+        price: px(ask),
+        execution: { interval_sec: 10, duration_sec: 30 },
+      });
       expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
       const id = res.body.record_id;
       expect(fault.hits).toEqual([`ord_${id}_1`]);
       await idle();
       let s = await strategy('alice', id);
       expect(s).toMatchObject({ status: 'ACTIVE', slices_done: 1, filled_size: null, order_ids: [] });
-      expect(s.warnings).toEqual([expect.stringMatching(/^slice 1 of 3 could not be placed \(placement_failed — injected store fault: insert of ord_stg_.*_1\): its shares roll into the next slices$/)]);
+      expect(s.warnings).toEqual([
+        expect.stringMatching(
+          /^slice 1 of 3 could not be placed \(placement_failed — injected store fault: insert of ord_stg_.*_1\): its shares roll into the next slices$/,
+        ),
+      ]);
       expect(stateOf(id)).toBe('waiting');
       for (const k of [2, 3]) {
         const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
@@ -144,13 +187,25 @@ describe('strategy engine failures become state', () => {
         expect((await strategy('alice', id)).slices_done).toBe(k);
       }
       s = await strategy('alice', id);
-      expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '30', message: 'all shares traded', order_ids: [`ord_${id}_2`, `ord_${id}_3`] });
+      expect(s).toMatchObject({
+        status: 'COMPLETED',
+        filled_size: '30',
+        message: 'all shares traded',
+        order_ids: [`ord_${id}_2`, `ord_${id}_3`],
+      });
     });
 
     it('TWAP: no slice can be placed → FAILED at the end time with the reason in message (not ACTIVE with nothing working)', async () => {
       const { token, ask } = await freshToken(0.2, 0.6);
       const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_\d$/.test(w.id), 3);
-      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 30 } });
+      const res = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'TWAP',
+        size: '30',
+        price: px(ask),
+        execution: { interval_sec: 10, duration_sec: 30 },
+      });
       const id = res.body.record_id;
       for (const name of ['slice', 'slice', 'end']) {
         const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
@@ -159,7 +214,11 @@ describe('strategy engine failures become state', () => {
       }
       expect(fault.hits).toEqual([`ord_${id}_1`, `ord_${id}_2`, `ord_${id}_3`]);
       const s = await strategy('alice', id);
-      expect(s).toMatchObject({ status: 'FAILED', filled_size: null, message: 'duration over; 3 slices could not be placed and nothing filled (see warnings)' });
+      expect(s).toMatchObject({
+        status: 'FAILED',
+        filled_size: null,
+        message: 'duration over; 3 slices could not be placed and nothing filled (see warnings)',
+      });
       expect(s.warnings).toHaveLength(3);
     });
 
@@ -169,38 +228,72 @@ describe('strategy engine failures become state', () => {
       // the TWAP's first write after its creation fails three times: every report of its only slice
       // (SUBMITTED, FILLED, and the placement's own) is lost unless retried
       const fault = failWrites(store, (w) => w.op === 'update' && /^stg_/.test(w.id) && w.doc.revision === 2, 3);
-      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '10', price: px(ask), execution: { interval_sec: 10, duration_sec: 10 } });
+      const res = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'TWAP',
+        size: '10',
+        price: px(ask),
+        execution: { interval_sec: 10, duration_sec: 10 },
+      });
       const id = res.body.record_id;
       await idle();
       expect(fault.hits).toEqual([id, id, id]);
       expect(svc.services.strategies.deliveryFailures).toBeGreaterThanOrEqual(failuresBefore + 3);
-      expect(await strategy('alice', id)).toMatchObject({ status: 'COMPLETED', filled_size: '10', order_ids: [`ord_${id}_1`] });
+      expect(await strategy('alice', id)).toMatchObject({
+        status: 'COMPLETED',
+        filled_size: '10',
+        order_ids: [`ord_${id}_1`],
+      });
     });
 
     it('ICEBERG: a clip not placed is retried (ACTIVE, warning, retry timer), then works', async () => {
       const { token, bid } = await freshToken(0.2, 0.6);
       const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
-      const res = await post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid), size: '30', execution: { clip_size: '10' } });
+      const res = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'ICEBERG',
+        price: px(bid),
+        size: '30',
+        execution: { clip_size: '10' },
+      });
       expect(res.status).toBe(200);
       const id = res.body.record_id;
       expect(fault.hits).toEqual([`ord_${id}_1`]);
       await idle();
       let s = await strategy('alice', id);
-      expect(s).toMatchObject({ status: 'ACTIVE', warnings: [expect.stringMatching(/^clip 1 could not be placed \(placement_failed — .*\): retry 1 of 2$/)] });
+      expect(s).toMatchObject({
+        status: 'ACTIVE',
+        warnings: [expect.stringMatching(/^clip 1 could not be placed \(placement_failed — .*\): retry 1 of 2$/)],
+      });
       expect(stateOf(id)).toBe('retrying');
       const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
       await svc.services.host.deliverTimer({ actorId: id, timerName: 'retry', atMs: c.deadlines.retry! });
       await idle();
       s = await strategy('alice', id);
       expect(s).toMatchObject({ status: 'ACTIVE', order_ids: [`ord_${id}_2`] });
-      expect((await openOrders('alice')).find((o: any) => o.order_id === `ord_${id}_2`)).toMatchObject({ size: '10', price: px(bid), record_id: id });
-      expect((await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') })).body).toMatchObject({ status: 'CANCELED' });
+      expect((await openOrders('alice')).find((o: any) => o.order_id === `ord_${id}_2`)).toMatchObject({
+        size: '10',
+        price: px(bid),
+        record_id: id,
+      });
+      expect((await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') })).body).toMatchObject({
+        status: 'CANCELED',
+      });
     });
 
     it('ICEBERG canceled while its clip is being placed, and the placement fails: the cancel still ends it CANCELED (no hang)', async () => {
       const { token, bid } = await freshToken(0.2, 0.6);
       const held = holdWrite(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
-      const created = post('alice', { symbol: token, side: 'buy', type: 'ICEBERG', price: px(bid), size: '30', execution: { clip_size: '10' } });
+      const created = post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'ICEBERG',
+        price: px(bid),
+        size: '30',
+        execution: { clip_size: '10' },
+      });
       await until(() => held.hits.length === 1, 'the clip reached the store');
       const id = held.hits[0]!.slice(4, -2);
       expect(stateOf(id)).toBe('working');
@@ -209,26 +302,54 @@ describe('strategy engine failures become state', () => {
       held.release(true);
       expect(await del).toMatchObject({ status: 200, body: { record_id: id, status: 'CANCELED' } });
       expect((await created).status).toBe(200);
-      expect(await strategy('alice', id)).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy', order_ids: [] });
+      expect(await strategy('alice', id)).toMatchObject({
+        status: 'CANCELED',
+        message: 'canceled by DELETE strategy',
+        order_ids: [],
+      });
       expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
     });
 
     it('BRACKET: a take-profit not placed → its leg FAILED with the error (and a warning), the stop stays armed', async () => {
       const { token, ask } = await freshToken(0.3, 0.7);
       const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
-      const res = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: px(ask + 0.1) }, stop_loss: { price: '0.1' } });
+      const res = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: px(ask),
+        size: '10',
+        take_profit: { price: px(ask + 0.1) },
+        stop_loss: { price: '0.1' },
+      });
       expect(res).toMatchObject({ status: 200, body: { status: 'FILLED' } });
       const rid = res.body.bracket_id;
       expect(fault.hits).toEqual([`ord_${rid}_1`]);
       await idle();
       const s = await strategy('alice', rid);
-      expect(s).toMatchObject({ status: 'ACTIVE', brackets: { take_profit: { status: 'FAILED', error: expect.stringMatching(/^not placed: placement_failed — injected store fault/) }, stop_loss: { status: 'ARMED', size: '10' } } });
+      expect(s).toMatchObject({
+        status: 'ACTIVE',
+        brackets: {
+          take_profit: {
+            status: 'FAILED',
+            error: expect.stringMatching(/^not placed: placement_failed — injected store fault/),
+          },
+          stop_loss: { status: 'ARMED', size: '10' },
+        },
+      });
       expect(s.warnings).toEqual([expect.stringMatching(/^bracket take_profit failed: not placed: placement_failed/)]);
     });
 
     it('STOP_LOSS: a triggered sell not placed re-arms the stop, which fires again while the bid is at its level', async () => {
       const { token, bid } = await freshToken(0.3);
-      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+      await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '10',
+        time_in_force: 'IOC',
+      });
       const level = px(bid - 0.01);
       const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
       const id = res.body.record_id;
@@ -238,17 +359,31 @@ describe('strategy engine failures become state', () => {
       expect(fault.hits).toEqual([`ord_${id}_1`]);
       const s = await strategy('alice', id);
       expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', order_ids: [`ord_${id}_2`] });
-      expect(s.warnings).toEqual([expect.stringMatching(/^the stop-loss sell could not be placed \(placement_failed — .*\): armed again \(retry 1 of 2\)$/)]);
+      expect(s.warnings).toEqual([
+        expect.stringMatching(
+          /^the stop-loss sell could not be placed \(placement_failed — .*\): armed again \(retry 1 of 2\)$/,
+        ),
+      ]);
     });
   });
 
   describe('18: DELETE strategy answers what the machine decided', () => {
     it('a TWAP in its finishing step (last slice being canceled): DELETE → 200 and the record ends CANCELED', async () => {
       const { token, ask, bid } = await freshToken(0.2, 0.6);
-      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 10, passive: true } });
+      const res = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'TWAP',
+        size: '30',
+        price: px(ask),
+        execution: { interval_sec: 10, duration_sec: 10, passive: true },
+      });
       const id = res.body.record_id;
       await idle();
-      expect((await openOrders('alice')).find((o: any) => o.order_id === `ord_${id}_1`)).toMatchObject({ status: 'LIVE', price: px(bid + 0.01) });
+      expect((await openOrders('alice')).find((o: any) => o.order_id === `ord_${id}_1`)).toMatchObject({
+        status: 'LIVE',
+        price: px(bid + 0.01),
+      });
       // the slice's cancel is held in the store: the TWAP stays in its finishing step
       const held = holdWrite(store, isStrategyUpdate(`ord_${id}_1`));
       const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
@@ -265,7 +400,14 @@ describe('strategy engine failures become state', () => {
 
     it('the cancel of the working slice fails (store fault): retried, the TWAP ends CANCELED instead of waiting in canceling', async () => {
       const { token, ask } = await freshToken(0.2, 0.6);
-      const res = await post('alice', { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: px(ask), execution: { interval_sec: 10, duration_sec: 30, passive: true } });
+      const res = await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'TWAP',
+        size: '30',
+        price: px(ask),
+        execution: { interval_sec: 10, duration_sec: 30, passive: true },
+      });
       const id = res.body.record_id;
       await idle();
       const fault = failWrites(store, isStrategyUpdate(`ord_${id}_1`), 2); // the slice's order.cancel cannot be written, twice
@@ -281,7 +423,15 @@ describe('strategy engine failures become state', () => {
     it('a BRACKET whose take-profit is being placed: DELETE → 200, the take-profit is canceled once placed, the record ends CANCELED', async () => {
       const { token, ask } = await freshToken(0.3, 0.7);
       const held = holdWrite(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
-      const entry = post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '10', take_profit: { price: px(ask + 0.1) }, stop_loss: { price: '0.1' } });
+      const entry = post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: px(ask),
+        size: '10',
+        take_profit: { price: px(ask + 0.1) },
+        stop_loss: { price: '0.1' },
+      });
       await until(() => held.hits.length === 1, 'the take-profit reached the store');
       const tp = held.hits[0]!;
       const rid = tp.slice(4, -2);
@@ -292,13 +442,24 @@ describe('strategy engine failures become state', () => {
       expect(await del).toMatchObject({ status: 200, body: { record_id: rid, status: 'CANCELED' } });
       expect((await entry).body).toMatchObject({ status: 'FILLED', bracket_id: rid });
       const s = await strategy('alice', rid);
-      expect(s).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy', brackets: { take_profit: { order_id: tp, status: 'CANCELED' }, stop_loss: { status: 'CANCELED' } } });
+      expect(s).toMatchObject({
+        status: 'CANCELED',
+        message: 'canceled by DELETE strategy',
+        brackets: { take_profit: { order_id: tp, status: 'CANCELED' }, stop_loss: { status: 'CANCELED' } },
+      });
       expect((await openOrders('alice')).some((o: any) => o.order_id === tp)).toBe(false);
     });
 
     it('a stop that has triggered: DELETE → 409 with the reason (the machine refuses), the record unchanged', async () => {
       const { token, bid, bids } = await freshToken(0.3);
-      await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '2000', time_in_force: 'IOC' });
+      await post('alice', {
+        symbol: token,
+        side: 'buy',
+        type: 'LIMIT',
+        price: '0.99',
+        size: '2000',
+        time_in_force: 'IOC',
+      });
       const level = px(bid - 0.01);
       const size = String(Number(bids.find((l: any) => l.price === level)?.size ?? 0) + 50);
       const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size });
@@ -307,7 +468,13 @@ describe('strategy engine failures become state', () => {
       const before = await strategy('alice', res.body.record_id);
       expect(before.status).toBe('TRIGGERED');
       const del = await svc.call('DELETE', `/v2/trade/strategies/${res.body.record_id}`, { headers: as('alice') });
-      expect(del).toMatchObject({ status: 409, body: { error: 'conflict', message: `strategy ${res.body.record_id} has triggered and its order is working: cancel its order with DELETE /v2/trade/orders/${before.order_ids[0]}` } });
+      expect(del).toMatchObject({
+        status: 409,
+        body: {
+          error: 'conflict',
+          message: `strategy ${res.body.record_id} has triggered and its order is working: cancel its order with DELETE /v2/trade/orders/${before.order_ids[0]}`,
+        },
+      });
       expect((await strategy('alice', res.body.record_id)).revision).toBe(before.revision);
     });
   });
@@ -321,10 +488,22 @@ describe('start-up reconciliation', () => {
     let svc = await startTestService({ store: first, env });
     const as = { 'x-partner-user-id': 'carol' };
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });
-    const m = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets.find((x: any) => x.tick_size === '0.01');
+    const m = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets.find(
+      (x: any) => x.tick_size === '0.01',
+    );
     const token = m.tokens[0].token_id;
     const ask = (await svc.call('GET', `/v2/trade/book?token_id=${token}`)).body.asks[0].price;
-    const res = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'TWAP', size: '30', price: ask, execution: { interval_sec: 10, duration_sec: 30, passive: true } }, headers: as });
+    const res = await svc.call('POST', '/v2/trade/order', {
+      body: {
+        symbol: token,
+        side: 'buy',
+        type: 'TWAP',
+        size: '30',
+        price: ask,
+        execution: { interval_sec: 10, duration_sec: 30, passive: true },
+      },
+      headers: as,
+    });
     const id = res.body.record_id;
     await svc.services.strategies.idle();
     const fault = failWrites(first, (w) => w.op === 'update' && w.id === `ord_${id}_1`, 1000);
@@ -338,8 +517,14 @@ describe('start-up reconciliation', () => {
     svc = await startTestService({ store: new FaultyStore(inner), env });
     try {
       await svc.services.strategies.idle();
-      const s = (await svc.call('GET', '/v2/trade/strategies', { headers: as })).body.strategies.find((x: any) => x.record_id === id);
-      expect(s).toMatchObject({ status: 'CANCELED', message: 'canceled by DELETE strategy', order_ids: [`ord_${id}_1`] });
+      const s = (await svc.call('GET', '/v2/trade/strategies', { headers: as })).body.strategies.find(
+        (x: any) => x.record_id === id,
+      );
+      expect(s).toMatchObject({
+        status: 'CANCELED',
+        message: 'canceled by DELETE strategy',
+        order_ids: [`ord_${id}_1`],
+      });
       expect((await svc.call('GET', '/v2/trade/orders/open', { headers: as })).body.orders).toEqual([]);
     } finally {
       await svc.close();

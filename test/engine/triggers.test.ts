@@ -69,7 +69,15 @@ describe('TriggerIndex against a naive model (property)', () => {
     readonly last = new Map<string, Touch>();
 
     private static same(a: Reg, b: Reg): boolean {
-      return a.tokenId === b.tokenId && (a.watch.any === true) === (b.watch.any === true) && LEVELS.every((k) => (a.watch[k] === undefined ? b.watch[k] === undefined : b.watch[k] !== undefined && Number(a.watch[k]) === Number(b.watch[k])));
+      return (
+        a.tokenId === b.tokenId &&
+        (a.watch.any === true) === (b.watch.any === true) &&
+        LEVELS.every((k) =>
+          a.watch[k] === undefined
+            ? b.watch[k] === undefined
+            : b.watch[k] !== undefined && Number(a.watch[k]) === Number(b.watch[k]),
+        )
+      );
     }
     private static holds(w: Watch, t: Touch, withAny: boolean): boolean {
       const bid = t.bid === null ? null : Number(t.bid);
@@ -107,7 +115,9 @@ describe('TriggerIndex against a naive model (property)', () => {
       const last = this.last.get(tokenId);
       if (!last || (!force && last.bid === t.bid && last.ask === t.ask)) return [];
       this.last.set(tokenId, t);
-      const out = [...this.armed].filter(([, r]) => r.tokenId === tokenId && Model.holds(r.watch, t, true)).map(([id]) => id);
+      const out = [...this.armed]
+        .filter(([, r]) => r.tokenId === tokenId && Model.holds(r.watch, t, true))
+        .map(([id]) => id);
       for (const id of out) this.hold(id);
       return out;
     }
@@ -136,20 +146,52 @@ describe('TriggerIndex against a naive model (property)', () => {
    * (trailing marks) and some written with a trailing zero ("0.450"): the index parses them itself.
    */
   const price = fc
-    .tuple(fc.oneof({ arbitrary: fc.integer({ min: 400, max: 600 }).map((n) => String(n / 1000)), weight: 4 }, { arbitrary: fc.integer({ min: 400_000, max: 600_000 }).map((n) => String(n / 1e6)), weight: 1 }), fc.boolean())
+    .tuple(
+      fc.oneof(
+        { arbitrary: fc.integer({ min: 400, max: 600 }).map((n) => String(n / 1000)), weight: 4 },
+        { arbitrary: fc.integer({ min: 400_000, max: 600_000 }).map((n) => String(n / 1e6)), weight: 1 },
+      ),
+      fc.boolean(),
+    )
     .map(([p, pad]) => (pad && p.includes('.') && p.split('.')[1]!.length < 6 ? `${p}0` : p));
   const side = fc.option(price, { nil: null, freq: 6 });
   const touchArb = fc.record({ bid: side, ask: side });
   /** A watch: any subset of the four levels; `any` now and then (iceberg drift, pegged). */
   const watchArb = fc.record(
-    { bidAtOrBelow: price, bidAbove: price, askBelow: price, askAtOrAbove: price, any: fc.constantFrom(true, false, false, false) },
+    {
+      bidAtOrBelow: price,
+      bidAbove: price,
+      askBelow: price,
+      askAtOrAbove: price,
+      any: fc.constantFrom(true, false, false, false),
+    },
     { requiredKeys: [] },
   );
   const op = fc.oneof(
-    { arbitrary: fc.record({ kind: fc.constant('set' as const), id: ids, tokenId: tokens, watch: watchArb }), weight: 4 },
+    {
+      arbitrary: fc.record({ kind: fc.constant('set' as const), id: ids, tokenId: tokens, watch: watchArb }),
+      weight: 4,
+    },
     { arbitrary: fc.record({ kind: fc.constant('remove' as const), id: ids }), weight: 1 },
-    { arbitrary: fc.record({ kind: fc.constant('fire' as const), tokenId: tokens, touch: touchArb, force: fc.boolean() }), weight: 5 },
-    { arbitrary: fc.record({ kind: fc.constant('fireOne' as const), id: ids, tokenId: tokens, touch: touchArb, withAny: fc.boolean() }), weight: 2 },
+    {
+      arbitrary: fc.record({
+        kind: fc.constant('fire' as const),
+        tokenId: tokens,
+        touch: touchArb,
+        force: fc.boolean(),
+      }),
+      weight: 5,
+    },
+    {
+      arbitrary: fc.record({
+        kind: fc.constant('fireOne' as const),
+        id: ids,
+        tokenId: tokens,
+        touch: touchArb,
+        withAny: fc.boolean(),
+      }),
+      weight: 2,
+    },
     { arbitrary: fc.record({ kind: fc.constant('delivered' as const), id: ids, withToken: fc.boolean() }), weight: 2 },
     { arbitrary: fc.record({ kind: fc.constant('rearm' as const), id: ids, withToken: fc.boolean() }), weight: 2 },
   );
@@ -175,7 +217,9 @@ describe('TriggerIndex against a naive model (property)', () => {
               break;
             }
             case 'fireOne':
-              expect(index.fireOne(o.id, o.tokenId, o.touch, o.withAny)).toBe(model.fireOne(o.id, o.tokenId, o.touch, o.withAny));
+              expect(index.fireOne(o.id, o.tokenId, o.touch, o.withAny)).toBe(
+                model.fireOne(o.id, o.tokenId, o.touch, o.withAny),
+              );
               break;
             case 'delivered':
               expect(index.held(o.id) !== undefined).toBe(model.held.has(o.id));
@@ -204,17 +248,29 @@ describe('TriggerIndex against a naive model (property)', () => {
   });
 
   it('many strategies registered before the next book update (a restart) fire as one by one would (the sorted merge of pending insertions)', () => {
-    const many = fc.array(fc.record({ n: fc.integer({ min: 0, max: 299 }), tokenId: tokens, watch: watchArb }), { minLength: 40, maxLength: 400 });
-    const later = fc.array(fc.oneof(
-      fc.record({ kind: fc.constant('fire' as const), tokenId: tokens, touch: touchArb }),
-      fc.record({ kind: fc.constant('remove' as const), n: fc.integer({ min: 0, max: 299 }) }),
-      fc.record({ kind: fc.constant('set' as const), n: fc.integer({ min: 0, max: 299 }), tokenId: tokens, watch: watchArb }),
-    ), { maxLength: 40 });
+    const many = fc.array(fc.record({ n: fc.integer({ min: 0, max: 299 }), tokenId: tokens, watch: watchArb }), {
+      minLength: 40,
+      maxLength: 400,
+    });
+    const later = fc.array(
+      fc.oneof(
+        fc.record({ kind: fc.constant('fire' as const), tokenId: tokens, touch: touchArb }),
+        fc.record({ kind: fc.constant('remove' as const), n: fc.integer({ min: 0, max: 299 }) }),
+        fc.record({
+          kind: fc.constant('set' as const),
+          n: fc.integer({ min: 0, max: 299 }),
+          tokenId: tokens,
+          watch: watchArb,
+        }),
+      ),
+      { maxLength: 40 },
+    );
     fc.assert(
       fc.property(many, later, (sets, ops) => {
         const index = new TriggerIndex();
         const model = new Model();
-        for (const o of sets) expect(index.set(`s${o.n}`, o.tokenId, o.watch)).toBe(model.set(`s${o.n}`, o.tokenId, o.watch));
+        for (const o of sets)
+          expect(index.set(`s${o.n}`, o.tokenId, o.watch)).toBe(model.set(`s${o.n}`, o.tokenId, o.watch));
         for (const o of ops) {
           if (o.kind === 'fire') {
             const fired = index.fire(o.tokenId, o.touch);
@@ -227,8 +283,16 @@ describe('TriggerIndex against a naive model (property)', () => {
           expect(index.size).toBe(model.armed.size);
         }
         for (const tokenId of ['t1', 't2']) {
-          const fired = [...index.fire(tokenId, { bid: '0.001', ask: '0.999' }, true), ...index.fire(tokenId, { bid: '0.999', ask: '0.001' }, true)].sort();
-          expect(fired).toEqual([...model.fire(tokenId, { bid: '0.001', ask: '0.999' }, true), ...model.fire(tokenId, { bid: '0.999', ask: '0.001' }, true)].sort());
+          const fired = [
+            ...index.fire(tokenId, { bid: '0.001', ask: '0.999' }, true),
+            ...index.fire(tokenId, { bid: '0.999', ask: '0.001' }, true),
+          ].sort();
+          expect(fired).toEqual(
+            [
+              ...model.fire(tokenId, { bid: '0.001', ask: '0.999' }, true),
+              ...model.fire(tokenId, { bid: '0.999', ask: '0.001' }, true),
+            ].sort(),
+          );
         }
       }),
       { numRuns: 150 },
@@ -239,11 +303,18 @@ describe('TriggerIndex against a naive model (property)', () => {
 /** The index parses prices to micro-units itself; the same as decimal.js, rounding included. */
 describe('micro (property)', () => {
   it('equals the decimal.js result for any decimal string (exact up to 6 places, rounded beyond)', () => {
-    const decimal = fc.tuple(fc.integer({ min: 0, max: 2 }), fc.string({ unit: fc.constantFrom(...'0123456789'.split('')), minLength: 0, maxLength: 9 })).map(([i, f]) => (f ? `${i}.${f}` : String(i)));
+    const decimal = fc
+      .tuple(
+        fc.integer({ min: 0, max: 2 }),
+        fc.string({ unit: fc.constantFrom(...'0123456789'.split('')), minLength: 0, maxLength: 9 }),
+      )
+      .map(([i, f]) => (f ? `${i}.${f}` : String(i)));
     fc.assert(
       fc.property(decimal, fc.constantFrom('floor' as const, 'ceil' as const, 'exact' as const), (p, round) => {
         const x = new Dec(p).times(1_000_000);
-        expect(micro(p, round)).toBe((round === 'ceil' ? x.ceil() : round === 'floor' ? x.floor() : x.round()).toNumber());
+        expect(micro(p, round)).toBe(
+          (round === 'ceil' ? x.ceil() : round === 'floor' ? x.floor() : x.round()).toNumber(),
+        );
       }),
       { numRuns: 2000 },
     );

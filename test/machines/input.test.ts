@@ -13,8 +13,16 @@ import { walletOpMachine } from '../../machines/wallet-op.js';
 import { withdrawalMachine } from '../../machines/withdrawal.js';
 
 const machines: Record<string, AnyStateMachine> = {
-  order: orderMachine, stopLoss: stopLossMachine, trailingStop: trailingStopMachine, trailingBuy: trailingBuyMachine, twap: twapMachine,
-  iceberg: icebergMachine, pegged: peggedMachine, bracket: bracketMachine, walletOp: walletOpMachine, withdrawal: withdrawalMachine,
+  order: orderMachine,
+  stopLoss: stopLossMachine,
+  trailingStop: trailingStopMachine,
+  trailingBuy: trailingBuyMachine,
+  twap: twapMachine,
+  iceberg: icebergMachine,
+  pegged: peggedMachine,
+  bracket: bracketMachine,
+  walletOp: walletOpMachine,
+  withdrawal: withdrawalMachine,
 };
 
 describe('every machine refuses a missing input with NO_INPUT (the throwaway actor of each pure step stays cheap)', () => {

@@ -9,9 +9,23 @@ import { TRAILING_BUY_STATUS, trailingBuyMachine } from '../../machines/trailing
 import { TRAILING_STOP_STATUS, trailingStopMachine } from '../../machines/trailing-stop.js';
 
 const base: StrategyInput = {
-  recordId: 'stg1', userId: 'u1', type: 'STOP_LOSS', side: 'sell', tokenId: '123', tickSize: '0.01', minSize: '5',
-  price: null, size: null, quoteAmount: null, execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null,
-  createdAtMs: 0, touch: { bid: '0.55', ask: '0.57' },
+  recordId: 'stg1',
+  userId: 'u1',
+  type: 'STOP_LOSS',
+  side: 'sell',
+  tokenId: '123',
+  tickSize: '0.01',
+  minSize: '5',
+  price: null,
+  size: null,
+  quoteAmount: null,
+  execution: {},
+  warnings: [],
+  message: null,
+  clientOrderId: null,
+  metadata: null,
+  createdAtMs: 0,
+  touch: { bid: '0.55', ask: '0.57' },
 };
 
 /** Save → JSON → restore, then the event (as the actor host does between events). */
@@ -28,8 +42,27 @@ function step(machine: AnyStateMachine, snapshot: unknown, event: StrategyEvent)
 describe('strategy.cancel with a reason (market resolved)', () => {
   const cases: Array<[string, AnyStateMachine, Record<string, string>, StrategyInput]> = [
     ['STOP_LOSS', stopLossMachine, STOP_LOSS_STATUS, { ...base, price: '0.5', size: '10' }],
-    ['TRAILING_STOP', trailingStopMachine, TRAILING_STOP_STATUS, { ...base, type: 'TRAILING_STOP', size: '10', highWaterMark: '0.6', offsetAbs: '0.05', offsetPct: null }],
-    ['TRAILING_BUY', trailingBuyMachine, TRAILING_BUY_STATUS, { ...base, type: 'TRAILING_BUY', side: 'buy', quoteAmount: '10', lowWaterMark: '0.4', offsetAbs: null, offsetPct: '12.5', priceCeiling: '0.5' }],
+    [
+      'TRAILING_STOP',
+      trailingStopMachine,
+      TRAILING_STOP_STATUS,
+      { ...base, type: 'TRAILING_STOP', size: '10', highWaterMark: '0.6', offsetAbs: '0.05', offsetPct: null },
+    ],
+    [
+      'TRAILING_BUY',
+      trailingBuyMachine,
+      TRAILING_BUY_STATUS,
+      {
+        ...base,
+        type: 'TRAILING_BUY',
+        side: 'buy',
+        quoteAmount: '10',
+        lowWaterMark: '0.4',
+        offsetAbs: null,
+        offsetPct: '12.5',
+        priceCeiling: '0.5',
+      },
+    ],
   ];
   it.each(cases)('%s armed → CANCELED with message `market resolved`', (_name, machine, status, input) => {
     const [s0] = initialTransition(machine, input);
@@ -42,10 +75,22 @@ describe('strategy.cancel with a reason (market resolved)', () => {
   });
 
   it('PEGGED with a working order: cancels it and ends CANCELED with the reason', () => {
-    const input: StrategyInput = { ...base, type: 'PEGGED', side: 'buy', quoteAmount: '10', offsetTicks: 0, priceFloor: null, priceCeiling: null, touch: { bid: '0.49', ask: '0.51' } };
+    const input: StrategyInput = {
+      ...base,
+      type: 'PEGGED',
+      side: 'buy',
+      quoteAmount: '10',
+      offsetTicks: 0,
+      priceFloor: null,
+      priceCeiling: null,
+      touch: { bid: '0.49', ask: '0.51' },
+    };
     const [s0] = initialTransition(peggedMachine, input);
     let s = s0;
-    s = step(peggedMachine, peggedMachine.getPersistedSnapshot(s), { type: 'strategy.cancel', reason: 'market resolved' });
+    s = step(peggedMachine, peggedMachine.getPersistedSnapshot(s), {
+      type: 'strategy.cancel',
+      reason: 'market resolved',
+    });
     expect((s.context as StrategyContext).endReason).toBe('market resolved');
     expect(['CANCELED', 'ACTIVE']).toContain((PEGGED_STATUS as Record<string, string>)[String(s.value)] ?? 'ACTIVE');
   });
@@ -60,21 +105,49 @@ describe('a child order refused market_closed ends the strategy CANCELED (market
   it('STOP_LOSS: fires at the touch, its sell refused market_closed → CANCELED, market resolved; another refusal still FAILED', () => {
     const input: StrategyInput = { ...base, price: '0.5', size: '10' };
     const [s0] = initialTransition(stopLossMachine, input);
-    const s1 = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s0), { type: 'book.touch', bid: '0.5', ask: '0.52' });
+    const s1 = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s0), {
+      type: 'book.touch',
+      bid: '0.5',
+      ask: '0.52',
+    });
     expect(STOP_LOSS_STATUS[String(s1.value) as keyof typeof STOP_LOSS_STATUS]).toBe('TRIGGERED');
     const working = (s1.context as StrategyContext).working!;
-    const closed = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s1), { type: 'order.refused', orderId: working, error: 'market_closed', reason: 'market is resolved' });
+    const closed = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s1), {
+      type: 'order.refused',
+      orderId: working,
+      error: 'market_closed',
+      reason: 'market is resolved',
+    });
     expect(STOP_LOSS_STATUS[String(closed.value) as keyof typeof STOP_LOSS_STATUS]).toBe('CANCELED');
     expect((closed.context as StrategyContext).endReason).toBe('market resolved');
-    const other = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s1), { type: 'order.refused', orderId: working, error: 'INSUFFICIENT_SHARES', reason: 'x' });
+    const other = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s1), {
+      type: 'order.refused',
+      orderId: working,
+      error: 'INSUFFICIENT_SHARES',
+      reason: 'x',
+    });
     expect(STOP_LOSS_STATUS[String(other.value) as keyof typeof STOP_LOSS_STATUS]).toBe('FAILED');
   });
 
   it('PEGGED: its order refused market_closed → CANCELED, market resolved', () => {
-    const input: StrategyInput = { ...base, type: 'PEGGED', side: 'buy', quoteAmount: '10', offsetTicks: 0, priceFloor: null, priceCeiling: null, touch: { bid: '0.49', ask: '0.51' } };
+    const input: StrategyInput = {
+      ...base,
+      type: 'PEGGED',
+      side: 'buy',
+      quoteAmount: '10',
+      offsetTicks: 0,
+      priceFloor: null,
+      priceCeiling: null,
+      touch: { bid: '0.49', ask: '0.51' },
+    };
     const [s0] = initialTransition(peggedMachine, input);
     const working = (s0.context as StrategyContext).working!;
-    const s1 = step(peggedMachine, peggedMachine.getPersistedSnapshot(s0), { type: 'order.refused', orderId: working, error: 'market_closed', reason: 'market is resolved' });
+    const s1 = step(peggedMachine, peggedMachine.getPersistedSnapshot(s0), {
+      type: 'order.refused',
+      orderId: working,
+      error: 'market_closed',
+      reason: 'market is resolved',
+    });
     expect((PEGGED_STATUS as Record<string, string>)[String(s1.value)]).toBe('CANCELED');
     expect((s1.context as StrategyContext).endReason).toBe('market resolved');
   });
@@ -82,16 +155,57 @@ describe('a child order refused market_closed ends the strategy CANCELED (market
 
 describe('BRACKET: the stop-loss sell refused market_closed', () => {
   it('ends CANCELED, market resolved, both legs CANCELED (not FAILED)', () => {
-    const legOf = (price: string, requestedSize: string | null) => ({ price, requestedSize, size: null, order_id: null, id: null, status: 'WAITING', error: null });
-    const input: StrategyInput = { ...base, type: 'BRACKET', side: 'sell', price: '0.4', entryOrderId: 'ord_e1', legs: { take_profit: legOf('0.7', null), stop_loss: legOf('0.4', null) } };
+    const legOf = (price: string, requestedSize: string | null) => ({
+      price,
+      requestedSize,
+      size: null,
+      order_id: null,
+      id: null,
+      status: 'WAITING',
+      error: null,
+    });
+    const input: StrategyInput = {
+      ...base,
+      type: 'BRACKET',
+      side: 'sell',
+      price: '0.4',
+      entryOrderId: 'ord_e1',
+      legs: { take_profit: legOf('0.7', null), stop_loss: legOf('0.4', null) },
+    };
     let [s] = initialTransition(bracketMachine, input);
     const go = (e: StrategyEvent) => (s = step(bracketMachine, bracketMachine.getPersistedSnapshot(s), e));
-    go({ type: 'order.updated', orderId: 'ord_e1', status: 'FILLED', filledSize: '10', matchedAmount: '5', final: true });
-    go({ type: 'order.updated', orderId: (s.context as StrategyContext).working!, status: 'LIVE', filledSize: '0', matchedAmount: '0', final: false });
+    go({
+      type: 'order.updated',
+      orderId: 'ord_e1',
+      status: 'FILLED',
+      filledSize: '10',
+      matchedAmount: '5',
+      final: true,
+    });
+    go({
+      type: 'order.updated',
+      orderId: (s.context as StrategyContext).working!,
+      status: 'LIVE',
+      filledSize: '0',
+      matchedAmount: '0',
+      final: false,
+    });
     go({ type: 'book.touch', bid: '0.4', ask: '0.42' });
-    go({ type: 'order.updated', orderId: 'ord_stg1_1', status: 'CANCELED', filledSize: '0', matchedAmount: '0', final: true });
+    go({
+      type: 'order.updated',
+      orderId: 'ord_stg1_1',
+      status: 'CANCELED',
+      filledSize: '0',
+      matchedAmount: '0',
+      final: true,
+    });
     expect(BRACKET_STATUS[String(s.value) as keyof typeof BRACKET_STATUS]).toBe('TRIGGERED');
-    go({ type: 'order.refused', orderId: (s.context as StrategyContext).working!, error: 'market_closed', reason: 'market is resolved' });
+    go({
+      type: 'order.refused',
+      orderId: (s.context as StrategyContext).working!,
+      error: 'market_closed',
+      reason: 'market is resolved',
+    });
     expect(BRACKET_STATUS[String(s.value) as keyof typeof BRACKET_STATUS]).toBe('CANCELED');
     expect((s.context as StrategyContext).endReason).toBe('market resolved');
     const legs = (s.context as unknown as { legs: Record<string, { status: string }> }).legs;
@@ -107,23 +221,50 @@ describe('BRACKET: the stop-loss sell refused market_closed', () => {
  */
 describe('a fired stop whose order the resolution canceled ends CANCELED (market resolved)', () => {
   const cases: Array<[string, AnyStateMachine, Record<string, string>, StrategyInput, StrategyEvent]> = [
-    ['STOP_LOSS', stopLossMachine, STOP_LOSS_STATUS, { ...base, price: '0.5', size: '10' }, { type: 'book.touch', bid: '0.5', ask: '0.52' }],
-    ['TRAILING_STOP', trailingStopMachine, TRAILING_STOP_STATUS, { ...base, type: 'TRAILING_STOP', size: '10', highWaterMark: '0.6', offsetAbs: '0.05', offsetPct: null }, { type: 'book.touch', bid: '0.54', ask: '0.56' }],
+    [
+      'STOP_LOSS',
+      stopLossMachine,
+      STOP_LOSS_STATUS,
+      { ...base, price: '0.5', size: '10' },
+      { type: 'book.touch', bid: '0.5', ask: '0.52' },
+    ],
+    [
+      'TRAILING_STOP',
+      trailingStopMachine,
+      TRAILING_STOP_STATUS,
+      { ...base, type: 'TRAILING_STOP', size: '10', highWaterMark: '0.6', offsetAbs: '0.05', offsetPct: null },
+      { type: 'book.touch', bid: '0.54', ask: '0.56' },
+    ],
   ];
-  it.each(cases)('%s: fired, its sell canceled by the resolution (0 filled) → CANCELED, market resolved; canceled otherwise → COMPLETED', (_name, machine, status, input, fire) => {
-    expect(MARKET_RESOLVED_REASON.code).toBe('MARKET_RESOLVED'); // the venue's code is what the engine recognises (never its prose)
-    const [s0] = initialTransition(machine, input);
-    const s1 = step(machine, machine.getPersistedSnapshot(s0), fire);
-    expect(status[String(s1.value)]).toBe('TRIGGERED');
-    const working = (s1.context as StrategyContext).working!;
-    const update = { type: 'order.updated', orderId: working, status: 'CANCELED', filledSize: '0', matchedAmount: '0', final: true } as const;
-    const resolved = step(machine, machine.getPersistedSnapshot(s1), { ...update, marketResolved: true });
-    expect(status[String(resolved.value)]).toBe('CANCELED');
-    expect(resolved.context as StrategyContext).toMatchObject({ endReason: 'market resolved', working: null, filledSize: '0', children: [{ orderId: working, status: 'CANCELED', final: true }] });
-    // after save → JSON → restore it stays ended: a late report changes nothing
-    const late = step(machine, machine.getPersistedSnapshot(resolved), { ...update, marketResolved: true });
-    expect(status[String(late.value)]).toBe('CANCELED');
-    const other = step(machine, machine.getPersistedSnapshot(s1), update);
-    expect(status[String(other.value)]).toBe('COMPLETED');
-  });
+  it.each(cases)(
+    '%s: fired, its sell canceled by the resolution (0 filled) → CANCELED, market resolved; canceled otherwise → COMPLETED',
+    (_name, machine, status, input, fire) => {
+      expect(MARKET_RESOLVED_REASON.code).toBe('MARKET_RESOLVED'); // the venue's code is what the engine recognises (never its prose)
+      const [s0] = initialTransition(machine, input);
+      const s1 = step(machine, machine.getPersistedSnapshot(s0), fire);
+      expect(status[String(s1.value)]).toBe('TRIGGERED');
+      const working = (s1.context as StrategyContext).working!;
+      const update = {
+        type: 'order.updated',
+        orderId: working,
+        status: 'CANCELED',
+        filledSize: '0',
+        matchedAmount: '0',
+        final: true,
+      } as const;
+      const resolved = step(machine, machine.getPersistedSnapshot(s1), { ...update, marketResolved: true });
+      expect(status[String(resolved.value)]).toBe('CANCELED');
+      expect(resolved.context as StrategyContext).toMatchObject({
+        endReason: 'market resolved',
+        working: null,
+        filledSize: '0',
+        children: [{ orderId: working, status: 'CANCELED', final: true }],
+      });
+      // after save → JSON → restore it stays ended: a late report changes nothing
+      const late = step(machine, machine.getPersistedSnapshot(resolved), { ...update, marketResolved: true });
+      expect(status[String(late.value)]).toBe('CANCELED');
+      const other = step(machine, machine.getPersistedSnapshot(s1), update);
+      expect(status[String(other.value)]).toBe('COMPLETED');
+    },
+  );
 });

@@ -6,8 +6,19 @@ import { ORDER_STATUS, orderMachine, type OrderEvent, type OrderInput } from '..
 type Snap = SnapshotFrom<typeof orderMachine>;
 
 const input: OrderInput = {
-  orderId: 'ord_1', userId: 'u1', tokenId: '123', side: 'buy', type: 'LIMIT', price: '0.5', size: '10', quoteAmount: null,
-  timeInForce: 'GTD', expiresAtMs: 5_000, clientOrderId: null, metadata: null, createdAtMs: 1_000,
+  orderId: 'ord_1',
+  userId: 'u1',
+  tokenId: '123',
+  side: 'buy',
+  type: 'LIMIT',
+  price: '0.5',
+  size: '10',
+  quoteAmount: null,
+  timeInForce: 'GTD',
+  expiresAtMs: 5_000,
+  clientOrderId: null,
+  metadata: null,
+  createdAtMs: 1_000,
 };
 
 const EVENTS: OrderEvent[] = [
@@ -44,7 +55,8 @@ function runActions(actions: Array<{ exec?: unknown; info?: unknown; params?: un
   for (const a of actions) (a.exec as ((i: unknown, p: unknown) => void) | undefined)?.(a.info, a.params);
 }
 
-const serializeState = (s: Snap) => JSON.stringify([s.value, s.context.cancelRequested, s.context.filledSize, s.context.deadlines]);
+const serializeState = (s: Snap) =>
+  JSON.stringify([s.value, s.context.cancelRequested, s.context.filledSize, s.context.deadlines]);
 
 describe('order machine (model-based)', () => {
   const paths = getSimplePaths(orderMachine, { input, events: EVENTS, serializeState });
@@ -65,7 +77,8 @@ describe('order machine (model-based)', () => {
     const expected: string[] = [];
     for (const [from, node] of Object.entries(orderMachine.config.states ?? {})) {
       for (const [ev, t] of Object.entries(node.on ?? {})) {
-        for (const tr of [t].flat() as Array<{ target?: string }>) expected.push(`${from} --${ev}--> ${tr.target ?? from}`);
+        for (const tr of [t].flat() as Array<{ target?: string }>)
+          expected.push(`${from} --${ev}--> ${tr.target ?? from}`);
       }
     }
     for (const e of expected) {
@@ -76,25 +89,28 @@ describe('order machine (model-based)', () => {
     }
   });
 
-  it.each(paths.map((p, i) => [i, p.steps.map((s) => s.event.type).join(' → '), p] as const))('path %i: %s — replays with a save/restore between steps', (_i, _name, path) => {
-    const log: string[] = [];
-    const machine = recording(log);
-    let [s, actions] = initialTransition(machine, input);
-    runActions(actions);
-    for (const step of path.steps.slice(1)) {
-      s = roundTrip(machine, s);
-      [s, actions] = transition(machine, s, step.event);
+  it.each(paths.map((p, i) => [i, p.steps.map((s) => s.event.type).join(' → '), p] as const))(
+    'path %i: %s — replays with a save/restore between steps',
+    (_i, _name, path) => {
+      const log: string[] = [];
+      const machine = recording(log);
+      let [s, actions] = initialTransition(machine, input);
       runActions(actions);
-      expect(serializeState(s)).toBe(serializeState(step.state));
-    }
-    expect(s.value).toEqual(path.state.value);
-    expect(ORDER_STATUS[s.value as keyof typeof ORDER_STATUS]).toBeDefined();
-    expect(log[0]).toBe('submit');
-    // invariants on every path (the event alphabet may over-fill: that is the venue's fault, not a state)
-    if (s.value === 'filled') expect(Number(s.context.filledSize)).toBeGreaterThanOrEqual(10);
-    if (s.value === 'partially_filled') expect(Number(s.context.filledSize)).toBeLessThan(10);
-    if (s.status === 'done') expect(s.context.deadlines).toEqual({});
-  });
+      for (const step of path.steps.slice(1)) {
+        s = roundTrip(machine, s);
+        [s, actions] = transition(machine, s, step.event);
+        runActions(actions);
+        expect(serializeState(s)).toBe(serializeState(step.state));
+      }
+      expect(s.value).toEqual(path.state.value);
+      expect(ORDER_STATUS[s.value as keyof typeof ORDER_STATUS]).toBeDefined();
+      expect(log[0]).toBe('submit');
+      // invariants on every path (the event alphabet may over-fill: that is the venue's fault, not a state)
+      if (s.value === 'filled') expect(Number(s.context.filledSize)).toBeGreaterThanOrEqual(10);
+      if (s.value === 'partially_filled') expect(Number(s.context.filledSize)).toBeLessThan(10);
+      if (s.status === 'done') expect(s.context.deadlines).toEqual({});
+    },
+  );
 
   it('ignores a duplicate fill and a stale timer', () => {
     const [s0] = initialTransition(orderMachine, input);
@@ -143,7 +159,7 @@ describe('order machine: the reason of a cancel', () => {
     return orderMachine.provide({ actions: { cancelAtVenue: (_, p) => void sent.push(p) } });
   }
 
-  it('a strategy\'s cancel goes to the venue with its reason, survives save → restore, and the venue\'s report of it is what the order ends with; a repeat keeps the first', () => {
+  it("a strategy's cancel goes to the venue with its reason, survives save → restore, and the venue's report of it is what the order ends with; a repeat keeps the first", () => {
     const sent: Array<{ orderId: string; reason: unknown }> = [];
     const m = withReasons(sent);
     let [s] = initialTransition(m, { ...input, parentId: 'stg_1' });
@@ -154,19 +170,26 @@ describe('order machine: the reason of a cancel', () => {
     expect([s.value, sent]).toEqual(['canceling', [{ orderId: 'ord_1', reason: STRATEGY }]]);
     [s, a] = transition(m, roundTrip(m, s), EVENTS[8]!); // the user's DELETE arrives while it is canceling: sent again, same reason
     runActions(a);
-    expect(sent).toEqual([{ orderId: 'ord_1', reason: STRATEGY }, { orderId: 'ord_1', reason: STRATEGY }]);
+    expect(sent).toEqual([
+      { orderId: 'ord_1', reason: STRATEGY },
+      { orderId: 'ord_1', reason: STRATEGY },
+    ]);
     [s] = transition(m, roundTrip(m, s), { type: 'venue.canceled', reason: STRATEGY });
     expect([s.value, s.context.cancelReason, s.context.reason]).toEqual(['canceled', STRATEGY, STRATEGY.message]);
   });
 
-  it('a cancel the venue made on its own (market resolved) is recorded with the venue\'s code; an expiry as EXPIRED', () => {
+  it("a cancel the venue made on its own (market resolved) is recorded with the venue's code; an expiry as EXPIRED", () => {
     const resolved = { code: 'MARKET_RESOLVED', message: 'market resolved' } as const;
     let [s] = initialTransition(orderMachine, input);
     [s] = transition(orderMachine, s, EVENTS[0]!);
     const [c] = transition(orderMachine, roundTrip(orderMachine, s), { type: 'venue.canceled', reason: resolved });
     expect([c.value, c.context.cancelReason]).toEqual(['canceled', resolved]);
     const [e] = transition(orderMachine, roundTrip(orderMachine, s), EVENTS[5]!);
-    expect([e.value, e.context.cancelReason, e.context.reason]).toEqual(['expired', { code: 'EXPIRED', message: 'expired' }, 'expired']);
+    expect([e.value, e.context.cancelReason, e.context.reason]).toEqual([
+      'expired',
+      { code: 'EXPIRED', message: 'expired' },
+      'expired',
+    ]);
   });
 
   it('a snapshot of machine version 1 (no cancelReason) caught canceling sends the cancel again with the reason its origin implies', () => {

@@ -1,18 +1,43 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { armedStopMachine, type ArmedStopContext } from '../../machines/armed-stop.js';
-import { baseContext, childOrderPrice, d, need, strategySetup, type ChildOrder, type StrategyBaseContext, type StrategyEvent, type StrategyInput } from '../../machines/strategy-kit.js';
+import {
+  baseContext,
+  childOrderPrice,
+  d,
+  need,
+  strategySetup,
+  type ChildOrder,
+  type StrategyBaseContext,
+  type StrategyEvent,
+  type StrategyInput,
+} from '../../machines/strategy-kit.js';
 
 const input: StrategyInput = {
-  recordId: 'stg1', userId: 'u1', type: 'STOP_LOSS', side: 'sell', tokenId: '123', tickSize: '0.01', minSize: '5',
-  price: '0.5', size: '10', quoteAmount: null, execution: {}, warnings: [], message: null, clientOrderId: null, metadata: null,
-  createdAtMs: 0, touch: { bid: '0.55', ask: '0.57' },
+  recordId: 'stg1',
+  userId: 'u1',
+  type: 'STOP_LOSS',
+  side: 'sell',
+  tokenId: '123',
+  tickSize: '0.01',
+  minSize: '5',
+  price: '0.5',
+  size: '10',
+  quoteAmount: null,
+  execution: {},
+  warnings: [],
+  message: null,
+  clientOrderId: null,
+  metadata: null,
+  createdAtMs: 0,
+  touch: { bid: '0.55', ask: '0.57' },
 };
 
 describe('childOrderPrice (a child order priced at the touch the engine read)', () => {
   const c = { tickSize: '0.01' };
   const passive = (side: 'buy' | 'sell', limit: string) => ({ side, pricing: { kind: 'passive', limit } }) as const;
-  const price = (order: Pick<ChildOrder, 'side' | 'pricing'>, bid: string | null, ask: string | null) => childOrderPrice(c, order, { bid, ask }).toFixed();
+  const price = (order: Pick<ChildOrder, 'side' | 'pricing'>, bid: string | null, ask: string | null) =>
+    childOrderPrice(c, order, { bid, ask }).toFixed();
 
   it('prices a limit child at its price, whatever the touch', () => {
     expect(price({ side: 'buy', pricing: { kind: 'limit', price: '0.42' } }, '0.5', '0.6')).toBe('0.42');
@@ -57,11 +82,19 @@ describe('armedStopMachine (the factory of STOP_LOSS, TRAILING_STOP and TRAILING
   });
   const run = () => {
     const placed: ChildOrder[] = [];
-    const actor = createActor(machine.provide({ actions: { placeOrder: (_, { order }) => void placed.push(order) } }), { input }).start();
+    const actor = createActor(machine.provide({ actions: { placeOrder: (_, { order }) => void placed.push(order) } }), {
+      input,
+    }).start();
     return { actor, placed };
   };
   const touch = (bid: string): StrategyEvent => ({ type: 'book.touch', bid, ask: '0.6' });
-  const notPlaced = (orderId: string): StrategyEvent => ({ type: 'order.placeFailed', orderId, error: 'placement_failed', reason: 'store', atMs: 1000 });
+  const notPlaced = (orderId: string): StrategyEvent => ({
+    type: 'order.placeFailed',
+    orderId,
+    error: 'placement_failed',
+    reason: 'store',
+    atMs: 1000,
+  });
 
   it('fires once the touch meets the level: one GTC LIMIT order at the touch, with the message of the spec', () => {
     const { actor, placed } = run();
@@ -70,8 +103,23 @@ describe('armedStopMachine (the factory of STOP_LOSS, TRAILING_STOP and TRAILING
     actor.send(touch('0.49'));
     const s = actor.getSnapshot();
     expect(s.value).toBe('triggered');
-    expect(placed).toEqual([{ orderId: 'ord_stg1_1', side: 'sell', pricing: { kind: 'limit', price: '0.49' }, size: '10', timeInForce: 'GTC', postOnly: false, isStopLoss: true }]);
-    expect(s.context).toMatchObject({ working: 'ord_stg1_1', seq: 1, watch: {}, message: 'fired ord_stg1_1 10@0.49 (level 0.5)' });
+    expect(placed).toEqual([
+      {
+        orderId: 'ord_stg1_1',
+        side: 'sell',
+        pricing: { kind: 'limit', price: '0.49' },
+        size: '10',
+        timeInForce: 'GTC',
+        postOnly: false,
+        isStopLoss: true,
+      },
+    ]);
+    expect(s.context).toMatchObject({
+      working: 'ord_stg1_1',
+      seq: 1,
+      watch: {},
+      message: 'fired ord_stg1_1 10@0.49 (level 0.5)',
+    });
     expect(s.can({ type: 'strategy.cancel' })).toBe(false);
   });
 
@@ -83,7 +131,9 @@ describe('armedStopMachine (the factory of STOP_LOSS, TRAILING_STOP and TRAILING
       const s = actor.getSnapshot();
       expect(s.value).toBe('armed');
       expect(s.context.watch).toEqual({ bidAtOrBelow: '0.5' });
-      expect(s.context.warnings.at(-1)).toBe(`the test sell could not be placed (placement_failed — store): armed again (retry ${n} of 2)`);
+      expect(s.context.warnings.at(-1)).toBe(
+        `the test sell could not be placed (placement_failed — store): armed again (retry ${n} of 2)`,
+      );
     }
     actor.send(touch('0.49'));
     actor.send(notPlaced('ord_stg1_3'));
@@ -96,9 +146,20 @@ describe('armedStopMachine (the factory of STOP_LOSS, TRAILING_STOP and TRAILING
   it('ends done when its order is done, canceled when DELETE comes while armed', () => {
     const a = run().actor;
     a.send(touch('0.49'));
-    a.send({ type: 'order.updated', orderId: 'ord_stg1_1', status: 'FILLED', filledSize: '10', matchedAmount: '4.9', final: true });
+    a.send({
+      type: 'order.updated',
+      orderId: 'ord_stg1_1',
+      status: 'FILLED',
+      filledSize: '10',
+      matchedAmount: '4.9',
+      final: true,
+    });
     expect(a.getSnapshot().value).toBe('done');
-    expect(a.getSnapshot().context).toMatchObject({ filledSize: '10', endReason: 'the test sell is done', working: null });
+    expect(a.getSnapshot().context).toMatchObject({
+      filledSize: '10',
+      endReason: 'the test sell is done',
+      working: null,
+    });
     const b = run().actor;
     b.send({ type: 'strategy.cancel' });
     expect(b.getSnapshot().value).toBe('canceled');
@@ -148,21 +209,36 @@ describe('form-2 codecs and canonical decimals (the stored form of strategy snap
     const { TOUCH_CODEC, CREATED_AT_CODEC } = await import('../../machines/strategy-kit.js');
     const ids = (createdAtMs: number) => ({ _id: 'stg_1', ownerUserId: null, createdAtMs });
     const side = fc.option(fc.constantFrom('0.5', '0.51'), { nil: null });
-    const touch = fc.oneof(fc.record({ bid: side, ask: side }), fc.constantFrom(null, { bid: '0.5' }, { bid: '0.5', ask: null, type: 'book.touch' }, { bid: 1, ask: '0.5' }));
+    const touch = fc.oneof(
+      fc.record({ bid: side, ask: side }),
+      fc.constantFrom(null, { bid: '0.5' }, { bid: '0.5', ask: null, type: 'book.touch' }, { bid: 1, ask: '0.5' }),
+    );
     fc.assert(
-      fc.property(touch, fc.integer({ min: 0, max: 2e12 }), fc.oneof(fc.integer({ min: 0, max: 2e12 }), fc.constantFrom(1.5, null, '5')), (t, recordMs, ms) => {
-        const slot = TOUCH_CODEC.encode(t, ids(recordMs));
-        expect(TOUCH_CODEC.decode(JSON.parse(JSON.stringify(slot)), ids(recordMs))).toStrictEqual(JSON.parse(JSON.stringify(t)));
-        const at = CREATED_AT_CODEC.encode(ms, ids(recordMs));
-        expect(CREATED_AT_CODEC.decode(JSON.parse(JSON.stringify(at)), ids(recordMs))).toStrictEqual(ms);
-      }),
+      fc.property(
+        touch,
+        fc.integer({ min: 0, max: 2e12 }),
+        fc.oneof(fc.integer({ min: 0, max: 2e12 }), fc.constantFrom(1.5, null, '5')),
+        (t, recordMs, ms) => {
+          const slot = TOUCH_CODEC.encode(t, ids(recordMs));
+          expect(TOUCH_CODEC.decode(JSON.parse(JSON.stringify(slot)), ids(recordMs))).toStrictEqual(
+            JSON.parse(JSON.stringify(t)),
+          );
+          const at = CREATED_AT_CODEC.encode(ms, ids(recordMs));
+          expect(CREATED_AT_CODEC.decode(JSON.parse(JSON.stringify(at)), ids(recordMs))).toStrictEqual(ms);
+        },
+      ),
     );
     const { TOKEN_ID_CODEC } = await import('../../machines/strategy-kit.js');
-    const token = fc.oneof(fc.bigInt({ min: 0n, max: 2n ** 256n }).map(String), fc.string(), fc.constantFrom('007', '-1', '1e3', ''));
+    const token = fc.oneof(
+      fc.bigInt({ min: 0n, max: 2n ** 256n }).map(String),
+      fc.string(),
+      fc.constantFrom('007', '-1', '1e3', ''),
+    );
     fc.assert(
       fc.property(token, (t) => {
         const slot = TOKEN_ID_CODEC.encode(t, ids(0));
-        if (/^[1-9][0-9]*$/.test(t) && t.length > 60) expect((slot as string).length).toBeLessThanOrEqual(Math.ceil(t.length * 0.57));
+        if (/^[1-9][0-9]*$/.test(t) && t.length > 60)
+          expect((slot as string).length).toBeLessThanOrEqual(Math.ceil(t.length * 0.57));
         expect(TOKEN_ID_CODEC.decode(JSON.parse(JSON.stringify(slot)), ids(0))).toBe(t);
       }),
       { numRuns: 1000 },

@@ -14,7 +14,10 @@ import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
  */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const present = existsSync(CHROMIUM);
-if (!present && !process.env.CI) console.warn(`test/web/dashboard.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`);
+if (!present && !process.env.CI)
+  console.warn(
+    `test/web/dashboard.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`,
+  );
 const ARTIFACTS = path.resolve('test-artifacts');
 
 describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', () => {
@@ -45,7 +48,8 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     return p;
   };
   /** The texts of a table row's cells. */
-  const cells = (p: Page, row: string) => p.$eval(row, (tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
+  const cells = (p: Page, row: string) =>
+    p.$eval(row, (tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
   /** Mid of `tokenId`'s book (best bid and ask), as the dashboard marks a position. */
   const midOf = async (tokenId: string) => {
     const b = (await svc.call('GET', `/v2/trade/book?token_id=${tokenId}&depth=1`)).body;
@@ -56,8 +60,14 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     if (!present) throw new Error(`Chromium not found at ${CHROMIUM}: .ci/run installs Debian's chromium`);
     svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' } });
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
-    key = (await svc.call('POST', '/v2/trade/users/alice/api-keys', { body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] } })).body.api_key;
-    const markets = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter((m: any) => m.tick_size === '0.01');
+    key = (
+      await svc.call('POST', '/v2/trade/users/alice/api-keys', {
+        body: { scopes: ['trade.read', 'trade.execute', 'trade.cancel'] },
+      })
+    ).body.api_key;
+    const markets = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter(
+      (m: any) => m.tick_size === '0.01',
+    );
     market = markets[0];
     token = market.tokens[0].token_id;
     // a token quoted well inside (0.2, 0.8): its levels below can sit far from the mid on both sides
@@ -70,7 +80,15 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     mkdirSync(ARTIFACTS, { recursive: true });
@@ -88,7 +106,10 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     expect(await page.evaluate(() => Object.keys(sessionStorage))).toContain('pts.dashboard.key');
 
     // an order placed over REST: its row appears, LIVE, then CANCELED after DELETE, without reload
-    const placed = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' } });
+    const placed = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' },
+    });
     expect(placed.status).toBe(200);
     const row = `#orders tr[data-id="${placed.body.order_id}"]`;
     await page.waitForSelector(`${row}[data-status="LIVE"]`, { timeout: 5_000 });
@@ -96,7 +117,10 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await page.waitForSelector(`${row}[data-status="CANCELED"]`, { timeout: 5_000 });
 
     // a TWAP of 3 slices: the progress bar advances slice by slice
-    const twap = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: token, side: 'buy', type: 'TWAP', size: '30', execution: { interval_sec: 10, duration_sec: 30 } } });
+    const twap = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: token, side: 'buy', type: 'TWAP', size: '30', execution: { interval_sec: 10, duration_sec: 30 } },
+    });
     expect(twap.body.status).toBe('ACTIVE');
     const id = twap.body.record_id as string;
     const bar = `#strategies tr[data-id="${id}"] progress`;
@@ -141,7 +165,10 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.fill('#api-key', key);
     await p.click('#connect');
     await p.waitForSelector('#connection.on', { timeout: 10_000 }); // the websocket connected
-    const placed = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.03', size: '10' } });
+    const placed = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.03', size: '10' },
+    });
     await p.waitForSelector(`#orders tr[data-id="${placed.body.order_id}"]`, { timeout: 5_000 });
     await p.click(`#orders tr[data-id="${placed.body.order_id}"]`);
     await p.waitForFunction(() => document.querySelector('#chart canvas') !== null, undefined, { timeout: 5_000 });
@@ -151,13 +178,20 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
 
   it('shows the balance and positions with question and outcome, updated live, and marks a resolved market', async () => {
     const p = await loggedIn(key);
-    await p.waitForFunction(() => document.querySelector('#balance-balance')?.textContent !== '–', undefined, { timeout: 5_000 }); // loaded over REST
+    await p.waitForFunction(() => document.querySelector('#balance-balance')?.textContent !== '–', undefined, {
+      timeout: 5_000,
+    }); // loaded over REST
     const shownBefore = await p.textContent('#balance-available');
-    const bought = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' } });
+    const bought = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' },
+    });
     expect(bought.status).toBe(200);
     const balance = (await svc.call('GET', '/v2/trade/balances', { headers: as })).body;
     expect(shownBefore).not.toBe(`$${balance.available}`);
-    const held = (await svc.call('GET', '/v2/trade/positions', { headers: as })).body.positions.find((x: any) => x.token_id === token);
+    const held = (await svc.call('GET', '/v2/trade/positions', { headers: as })).body.positions.find(
+      (x: any) => x.token_id === token,
+    );
     const row = `#positions tr[data-id="${token}"]`;
     // live, without reload: the balance and the position with its market's question and outcome
     await expect.poll(() => p.textContent('#balance-available'), { timeout: 5_000 }).toBe(`$${balance.available}`);
@@ -166,68 +200,112 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     const mid = await midOf(token);
     const pnl = new Dec(held.size).times(mid).minus(held.cost_usd).toDecimalPlaces(2, Dec.ROUND_HALF_UP);
     const pnlText = `${pnl.isPos() && !pnl.isZero() ? '+' : pnl.isNeg() && !pnl.isZero() ? '-' : ''}$${pnl.abs().toFixed(2)}`;
-    await expect.poll(() => cells(p, row), { timeout: 5_000 }).toEqual(
-      [held.question, held.outcome, held.size, held.available, held.avg_price, `$${held.cost_usd}`, mid.toString(), pnlText, 'open'],
-    );
+    await expect
+      .poll(() => cells(p, row), { timeout: 5_000 })
+      .toEqual([
+        held.question,
+        held.outcome,
+        held.size,
+        held.available,
+        held.avg_price,
+        `$${held.cost_usd}`,
+        mid.toString(),
+        pnlText,
+        'open',
+      ]);
     // the market resolves for this outcome: the row is marked resolved, won
     await (svc.services.venue as SimVenue).resolveMarket(held.condition_id, token);
     await p.waitForSelector(`${row}[data-market="resolved"]`, { timeout: 5_000 });
     expect(await p.textContent(`${row} td:last-child`)).toBe('resolved: won ($1 a share)');
     // resolved for this outcome: marked at $1 a share
     const won = new Dec(held.size).minus(held.cost_usd).toDecimalPlaces(2, Dec.ROUND_HALF_UP);
-    await expect.poll(() => cells(p, row).then((c) => c.slice(6, 8)), { timeout: 5_000 }).toEqual(['1', `${won.isNeg() ? '-' : '+'}$${won.abs().toFixed(2)}`]);
+    await expect
+      .poll(() => cells(p, row).then((c) => c.slice(6, 8)), { timeout: 5_000 })
+      .toEqual(['1', `${won.isNeg() ? '-' : '+'}$${won.abs().toFixed(2)}`]);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-positions-resolved.png'), fullPage: true });
     // a reload shows the same from REST and the markets.subscribe acknowledgement
     await p.reload();
     await p.waitForSelector(`${row}[data-market="resolved"]`, { timeout: 10_000 });
-    expect(await p.textContent('#balance-balance')).toBe(`$${(await svc.call('GET', '/v2/trade/balances', { headers: as })).body.balance}`);
+    expect(await p.textContent('#balance-balance')).toBe(
+      `$${(await svc.call('GET', '/v2/trade/balances', { headers: as })).body.balance}`,
+    );
     await p.close();
   }, 60_000);
 
-  it('the header shows the bound user; strategies and orders show their market\'s question and outcome, not a token id', async () => {
+  it("the header shows the bound user; strategies and orders show their market's question and outcome, not a token id", async () => {
     const p = await loggedIn(key);
     expect(await p.textContent('#who')).toMatch(/^user alice · partner \S+ · user key$/);
-    const other = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter((m: any) => m.tick_size === '0.01')[2]; // not chartToken's
+    const other = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter(
+      (m: any) => m.tick_size === '0.01',
+    )[2]; // not chartToken's
     const [yes, no] = other.tokens;
-    const limit = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: no.token_id, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' } });
-    const twap = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: yes.token_id, side: 'buy', type: 'TWAP', size: '30', execution: { interval_sec: 600, duration_sec: 1800 } } });
+    const limit = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: no.token_id, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' },
+    });
+    const twap = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: {
+        symbol: yes.token_id,
+        side: 'buy',
+        type: 'TWAP',
+        size: '30',
+        execution: { interval_sec: 600, duration_sec: 1800 },
+      },
+    });
     expect([limit.status, twap.body.status]).toEqual([200, 'ACTIVE']);
     const orderRow = `#orders tr[data-id="${limit.body.order_id}"]`;
     const strategyRow = `#strategies tr[data-id="${twap.body.record_id}"]`;
     // columns 5 and 6: the market's question and the outcome (the token id on hover)
-    await expect.poll(() => cells(p, orderRow).then((c) => c.slice(4, 6)), { timeout: 5_000 }).toEqual([other.question, no.outcome]);
-    await expect.poll(() => cells(p, strategyRow).then((c) => c.slice(4, 6)), { timeout: 5_000 }).toEqual([other.question, yes.outcome]);
+    await expect
+      .poll(() => cells(p, orderRow).then((c) => c.slice(4, 6)), { timeout: 5_000 })
+      .toEqual([other.question, no.outcome]);
+    await expect
+      .poll(() => cells(p, strategyRow).then((c) => c.slice(4, 6)), { timeout: 5_000 })
+      .toEqual([other.question, yes.outcome]);
     expect(await p.getAttribute(`${orderRow} [data-token-question]`, 'title')).toBe(`token ${no.token_id}`);
     // the chart's title names the charted outcome too
     await p.click(orderRow);
-    await expect.poll(() => p.textContent('#chart-token'), { timeout: 5_000 }).toBe(`${other.question} — ${no.outcome}`);
+    await expect
+      .poll(() => p.textContent('#chart-token'), { timeout: 5_000 })
+      .toBe(`${other.question} — ${no.outcome}`);
     // after a reload (rows from REST) the same
     await p.reload();
     await p.waitForSelector('#connection.on', { timeout: 10_000 });
-    await expect.poll(() => cells(p, orderRow).then((c) => c.slice(4, 6)), { timeout: 5_000 }).toEqual([other.question, no.outcome]);
+    await expect
+      .poll(() => cells(p, orderRow).then((c) => c.slice(4, 6)), { timeout: 5_000 })
+      .toEqual([other.question, no.outcome]);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-names.png'), fullPage: true });
     expect((await svc.call('DELETE', `/v2/trade/orders/${limit.body.order_id}`, { headers: as })).status).toBe(200);
     expect((await svc.call('DELETE', `/v2/trade/strategies/${twap.body.record_id}`, { headers: as })).status).toBe(200);
     await p.close();
   }, 60_000);
 
-  it('Forget key forgets the board: the next key\'s user sees none of the previous user\'s rows, positions or chart', async () => {
+  it("Forget key forgets the board: the next key's user sees none of the previous user's rows, positions or chart", async () => {
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'bob' } });
-    const bobKey = (await svc.call('POST', '/v2/trade/users/bob/api-keys', { body: { scopes: ['trade.read'] } })).body.api_key;
+    const bobKey = (await svc.call('POST', '/v2/trade/users/bob/api-keys', { body: { scopes: ['trade.read'] } })).body
+      .api_key;
     const p = await loggedIn(key);
-    const placed = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' } });
+    const placed = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' },
+    });
     expect(placed.status).toBe(200);
     const row = `#orders tr[data-id="${placed.body.order_id}"]`;
     await p.waitForSelector(row, { timeout: 5_000 });
     await p.click(row);
-    await expect.poll(() => p.evaluate(() => (window as any).dashboardChart.token()), { timeout: 5_000 }).toBe(chartToken);
+    await expect
+      .poll(() => p.evaluate(() => (window as any).dashboardChart.token()), { timeout: 5_000 })
+      .toBe(chartToken);
     await p.click('#logout');
     await p.fill('#api-key', bobKey);
     await p.click('#connect');
     await p.waitForSelector('#connection.on', { timeout: 10_000 });
     await expect.poll(() => p.textContent('#who'), { timeout: 5_000 }).toMatch(/^user bob /);
     expect(await p.$(row)).toBeNull();
-    expect(await p.$$eval('#orders tbody tr, #strategies tbody tr, #positions tbody tr', (rows) => rows.length)).toBe(0);
+    expect(await p.$$eval('#orders tbody tr, #strategies tbody tr, #positions tbody tr', (rows) => rows.length)).toBe(
+      0,
+    );
     expect(await p.evaluate(() => (window as any).dashboardChart.token())).toBeNull();
     expect((await svc.call('DELETE', `/v2/trade/orders/${placed.body.order_id}`, { headers: as })).status).toBe(200);
     await p.close();
@@ -254,58 +332,87 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 30_000);
 
-  it('the chart\'s scale takes in armed levels and working prices far from the mid', async () => {
-    const bought = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'buy', type: 'MARKET', quote_amount: '10' } });
+  it("the chart's scale takes in armed levels and working prices far from the mid", async () => {
+    const bought = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: chartToken, side: 'buy', type: 'MARKET', quote_amount: '10' },
+    });
     expect(bought.status).toBe(200);
     const mid = Number(await midOf(chartToken));
-    const stop = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'sell', type: 'STOP_LOSS', price: '0.03', size: '5' } });
-    const take = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'sell', type: 'TAKE_PROFIT', price: '0.97', size: '5' } });
-    const limit = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' } });
+    const stop = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: chartToken, side: 'sell', type: 'STOP_LOSS', price: '0.03', size: '5' },
+    });
+    const take = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: chartToken, side: 'sell', type: 'TAKE_PROFIT', price: '0.97', size: '5' },
+    });
+    const limit = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' },
+    });
     expect([stop.status, take.status, limit.status]).toEqual([200, 200, 200]);
     const p = await loggedIn(key);
     await p.waitForSelector(`#orders tr[data-id="${limit.body.order_id}"]`, { timeout: 5_000 });
     await p.click(`#orders tr[data-id="${limit.body.order_id}"]`);
-    await expect.poll(() => p.evaluate(() => (window as any).dashboardChart.levels().sort()), { timeout: 5_000 }).toEqual([0.02, 0.03, 0.97]);
+    await expect
+      .poll(() => p.evaluate(() => (window as any).dashboardChart.levels().sort()), { timeout: 5_000 })
+      .toEqual([0.02, 0.03, 0.97]);
     // every level and the mid fall inside the plot's height (a price off the scale has no coordinate)
-    const inView = (prices: number[]) => p.evaluate((xs) => {
-      const c = (window as any).dashboardChart;
-      const h = c.height();
-      return xs.map((x) => {
-        const y = c.coordinate(x);
-        return h > 0 && y !== null && y >= 0 && y <= h;
-      });
-    }, prices);
+    const inView = (prices: number[]) =>
+      p.evaluate((xs) => {
+        const c = (window as any).dashboardChart;
+        const h = c.height();
+        return xs.map((x) => {
+          const y = c.coordinate(x);
+          return h > 0 && y !== null && y >= 0 && y <= h;
+        });
+      }, prices);
     await expect.poll(() => inView([0.02, 0.03, 0.97, mid]), { timeout: 5_000 }).toEqual([true, true, true, true]);
     // a level armed while the chart is shown, lower still (the book does not change): the scale widens to it
-    const lower = await svc.call('POST', '/v2/trade/order', { headers: as, body: { symbol: chartToken, side: 'sell', type: 'STOP_LOSS', price: '0.01', size: '5' } });
+    const lower = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: chartToken, side: 'sell', type: 'STOP_LOSS', price: '0.01', size: '5' },
+    });
     expect(lower.status).toBe(200);
-    await expect.poll(() => p.evaluate(() => (window as any).dashboardChart.levels().sort()), { timeout: 5_000 }).toEqual([0.01, 0.02, 0.03, 0.97]);
-    await expect.poll(() => inView([0.01, 0.02, 0.03, 0.97, mid]), { timeout: 5_000 }).toEqual([true, true, true, true, true]);
+    await expect
+      .poll(() => p.evaluate(() => (window as any).dashboardChart.levels().sort()), { timeout: 5_000 })
+      .toEqual([0.01, 0.02, 0.03, 0.97]);
+    await expect
+      .poll(() => inView([0.01, 0.02, 0.03, 0.97, mid]), { timeout: 5_000 })
+      .toEqual([true, true, true, true, true]);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-levels.png'), fullPage: true });
-    for (const id of [stop.body.record_id, lower.body.record_id]) expect((await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as })).status).toBe(200);
-    for (const id of [limit.body.order_id, take.body.order_id]) expect((await svc.call('DELETE', `/v2/trade/orders/${id}`, { headers: as })).status).toBe(200);
+    for (const id of [stop.body.record_id, lower.body.record_id])
+      expect((await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as })).status).toBe(200);
+    for (const id of [limit.body.order_id, take.body.order_id])
+      expect((await svc.call('DELETE', `/v2/trade/orders/${id}`, { headers: as })).status).toBe(200);
     await p.close();
   }, 60_000);
 
-  it('positions show the server\'s cur_price and cash_pnl when the rows carry them', async () => {
-    const p = await loggingIn(key, (page) => page.route(/\/v2\/trade\/positions\?/, async (route) => {
-      const response = await route.fetch();
-      const body = await response.json();
-      body.positions = body.positions.map((x: any) => ({ ...x, cur_price: '0.615', cash_pnl: '-1.235' }));
-      await route.fulfill({ response, json: body });
-    }));
+  it("positions show the server's cur_price and cash_pnl when the rows carry them", async () => {
+    const p = await loggingIn(key, (page) =>
+      page.route(/\/v2\/trade\/positions\?/, async (route) => {
+        const response = await route.fetch();
+        const body = await response.json();
+        body.positions = body.positions.map((x: any) => ({ ...x, cur_price: '0.615', cash_pnl: '-1.235' }));
+        await route.fulfill({ response, json: body });
+      }),
+    );
     await p.waitForSelector('#positions tbody tr', { timeout: 10_000 });
     const rows = await p.$$eval('#positions tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-id')));
     expect(rows.length).toBeGreaterThan(0);
-    for (const id of rows) expect(await cells(p, `#positions tr[data-id="${id}"]`).then((c) => [c[6], c[7]])).toEqual(['0.615', '-$1.24']);
+    for (const id of rows)
+      expect(await cells(p, `#positions tr[data-id="${id}"]`).then((c) => [c[6], c[7]])).toEqual(['0.615', '-$1.24']);
     await p.close();
   }, 30_000);
 
   it('serves its icon: the page links one and /favicon.ico answers with it, so nothing the page asks for is a 404', async () => {
     const failed: string[] = [];
-    const p = await loggedIn(key, async (page) => page.on('response', (r) => {
-      if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
-    }));
+    const p = await loggedIn(key, async (page) =>
+      page.on('response', (r) => {
+        if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+      }),
+    );
     const href = await p.$eval('link[rel=icon]', (l) => (l as HTMLLinkElement).href);
     for (const url of [href, `${svc.baseUrl}/favicon.ico`]) {
       const r = await fetch(url);

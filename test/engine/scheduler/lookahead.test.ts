@@ -43,9 +43,18 @@ describe('LookaheadRepository', () => {
   it('locks only what is due within LOCK_AHEAD_MS, not everything due before the next poll, and wakes the processor just before the next one', async () => {
     const { inner, repo, published } = await setup();
     const now = Date.now();
-    await inner.saveJob({ name: 'j', priority: 0, nextRunAt: new Date(now + 80), type: 'normal', data: { actorId: 'soon' } }, undefined);
-    await inner.saveJob({ name: 'j', priority: 0, nextRunAt: new Date(now + 300), type: 'normal', data: { actorId: 'later' } }, undefined);
-    await inner.saveJob({ name: 'j', priority: 0, nextRunAt: new Date(now + 700), type: 'normal', data: { actorId: 'last' } }, undefined);
+    await inner.saveJob(
+      { name: 'j', priority: 0, nextRunAt: new Date(now + 80), type: 'normal', data: { actorId: 'soon' } },
+      undefined,
+    );
+    await inner.saveJob(
+      { name: 'j', priority: 0, nextRunAt: new Date(now + 300), type: 'normal', data: { actorId: 'later' } },
+      undefined,
+    );
+    await inner.saveJob(
+      { name: 'j', priority: 0, nextRunAt: new Date(now + 700), type: 'normal', data: { actorId: 'last' } },
+      undefined,
+    );
     const nextScanAt = new Date(now + 1000);
     const lockDeadline = new Date(now - 60_000);
     const first = await repo.getNextJobToRun('j', nextScanAt, lockDeadline, undefined, undefined);
@@ -70,7 +79,10 @@ describe('LookaheadRepository', () => {
 
   it('a job moved to its retry time (saveJobState, unlocked) gets a wake of its own', async () => {
     const { inner, repo, published } = await setup();
-    const job = await inner.saveJob({ name: 'j', priority: 0, nextRunAt: new Date(Date.now() + 3_600_000), type: 'normal', data: { actorId: 'r' } }, undefined);
+    const job = await inner.saveJob(
+      { name: 'j', priority: 0, nextRunAt: new Date(Date.now() + 3_600_000), type: 'normal', data: { actorId: 'r' } },
+      undefined,
+    );
     const retryAt = Date.now() + LOCK_AHEAD_MS + 100;
     await repo.saveJobState({ ...job, nextRunAt: new Date(retryAt), lockedAt: undefined }, undefined);
     await waitFor(() => published.length === 1, 2000);
@@ -79,8 +91,19 @@ describe('LookaheadRepository', () => {
 
   it('after stop() no wake is published', async () => {
     const { inner, repo, published } = await setup();
-    await inner.saveJob({ name: 'j', priority: 0, nextRunAt: new Date(Date.now() + LOCK_AHEAD_MS + 100), type: 'normal', data: { actorId: 's' } }, undefined);
-    expect(await repo.getNextJobToRun('j', new Date(Date.now() + 1000), new Date(0), undefined, undefined)).toBeUndefined();
+    await inner.saveJob(
+      {
+        name: 'j',
+        priority: 0,
+        nextRunAt: new Date(Date.now() + LOCK_AHEAD_MS + 100),
+        type: 'normal',
+        data: { actorId: 's' },
+      },
+      undefined,
+    );
+    expect(
+      await repo.getNextJobToRun('j', new Date(Date.now() + 1000), new Date(0), undefined, undefined),
+    ).toBeUndefined();
     repo.stop();
     await sleep(LOCK_AHEAD_MS + 200);
     expect(published).toHaveLength(0);
@@ -96,7 +119,12 @@ describe('TimerService with the lookahead', () => {
   it('a timer due in 300 ms fires on time with a one-minute poll (only the wake can deliver it), once', async () => {
     const store = await SqliteStore.open(null);
     const fired: Array<TimerData & { atDeliveryMs: number }> = [];
-    const timers = new TimerService(store, async (t) => void fired.push({ ...t, atDeliveryMs: Date.now() }), log, 60_000);
+    const timers = new TimerService(
+      store,
+      async (t) => void fired.push({ ...t, atDeliveryMs: Date.now() }),
+      log,
+      60_000,
+    );
     await timers.start();
     drains.push(() => timers.drain(1000));
     const at = Date.now() + 300;
@@ -228,7 +256,10 @@ describe('mongoNextDueAt', () => {
 describe("Agenda's debug loggers", () => {
   it('the colour decision is made once at load (a logger per processor step does not call isatty), as DEBUG_COLORS would', () => {
     // importing engine/scheduler/timers.ts (above) set it on the `debug` module Agenda loads
-    const debug = createRequire(createRequire(import.meta.url).resolve('agenda'))('debug') as { inspectOpts: Record<string, unknown>; useColors(): boolean };
+    const debug = createRequire(createRequire(import.meta.url).resolve('agenda'))('debug') as {
+      inspectOpts: Record<string, unknown>;
+      useColors(): boolean;
+    };
     expect(typeof debug.inspectOpts.colors).toBe('boolean');
     expect(debug.useColors()).toBe(debug.inspectOpts.colors);
   });

@@ -5,7 +5,11 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../../engine/logger.js';
 import { StoreJobRepository } from '../../../engine/scheduler/store-backend.js';
 import {
-  ensureJobIndexes, mongoTimerBackend, NotifyingBackend, timerJobIndexes, type IndexableCollection,
+  ensureJobIndexes,
+  mongoTimerBackend,
+  NotifyingBackend,
+  timerJobIndexes,
+  type IndexableCollection,
 } from '../../../engine/scheduler/mongo-backend.js';
 import { TIMER_JOB, timerBackend, TimerService, type TimerData } from '../../../engine/scheduler/timers.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
@@ -30,7 +34,13 @@ const waitFor = async (pred: () => boolean, timeoutMs: number): Promise<boolean>
 /** A backend shaped like Agenda's MongoBackend (a repository, no notification channel) over the SQLite store. */
 async function pollingOnlyBackend(): Promise<AgendaBackend> {
   const repository = new StoreJobRepository(await SqliteStore.open(null));
-  return { name: 'polling only', repository, notificationChannel: undefined, connect: () => repository.connect(), disconnect: async () => undefined };
+  return {
+    name: 'polling only',
+    repository,
+    notificationChannel: undefined,
+    connect: () => repository.connect(),
+    disconnect: async () => undefined,
+  };
 }
 
 describe('timers on MongoDB: the backend', () => {
@@ -50,7 +60,9 @@ describe('timers on MongoDB: the backend', () => {
     expect(b.repository).toBeInstanceOf(MongoJobRepository);
     expect(b.repository).toBe(b.inner.repository);
     expect(b.ownsConnection).toBe(false); // the store's client is closed by the store
-    expect(mongoTimerBackend(client.db('pts'), TIMER_JOB).notificationChannel).toBeInstanceOf(InMemoryNotificationChannel);
+    expect(mongoTimerBackend(client.db('pts'), TIMER_JOB).notificationChannel).toBeInstanceOf(
+      InMemoryNotificationChannel,
+    );
   });
 
   it('Agenda publishes a saved job to the channel and runs a due-now job at once; without the channel it waits for the poll', async () => {
@@ -114,7 +126,11 @@ function fakeJobs(docs: Document[]) {
         seen.add(k);
         return false;
       });
-      if (options.unique && dup && dirty) throw new MongoServerError({ message: 'E11000 duplicate key error collection: pts.agendaJobs index: actorTimer', code: 11000 });
+      if (options.unique && dup && dirty)
+        throw new MongoServerError({
+          message: 'E11000 duplicate key error collection: pts.agendaJobs index: actorTimer',
+          code: 11000,
+        });
       return options.name!;
     },
     aggregate(pipeline) {
@@ -127,7 +143,10 @@ function fakeJobs(docs: Document[]) {
         if (String(d._id) > String(g.keep)) g.keep = d._id;
         groups.set(k, g);
       }
-      return { toArray: async () => [...groups.values()].filter((g) => g.ids.length > 1).map((g) => ({ ...g, n: g.ids.length })) };
+      return {
+        toArray: async () =>
+          [...groups.values()].filter((g) => g.ids.length > 1).map((g) => ({ ...g, n: g.ids.length })),
+      };
     },
     async deleteMany(filter) {
       calls.push(`deleteMany ${filter._id.$in.length}`);
@@ -152,8 +171,20 @@ describe('timers on MongoDB: the agendaJobs indexes', () => {
 
   it('jobs written before the index that break it: keeps the newest per (actor, timer), removes the others, then builds it', async () => {
     const id = (n: number) => new ObjectId(n.toString(16).padStart(24, '0'));
-    const job = (n: number, actorId: string, timerName: string, name = TIMER_JOB) => ({ _id: id(n), name, data: { actorId, timerName, atMs: n } });
-    const { c, calls, docs } = fakeJobs([job(1, 'a', 'x'), job(3, 'a', 'x'), job(2, 'a', 'x'), job(4, 'a', 'y'), job(5, 'b', 'x'), job(6, 'b', 'x'), job(7, 'z', 'z', 'other')]);
+    const job = (n: number, actorId: string, timerName: string, name = TIMER_JOB) => ({
+      _id: id(n),
+      name,
+      data: { actorId, timerName, atMs: n },
+    });
+    const { c, calls, docs } = fakeJobs([
+      job(1, 'a', 'x'),
+      job(3, 'a', 'x'),
+      job(2, 'a', 'x'),
+      job(4, 'a', 'y'),
+      job(5, 'b', 'x'),
+      job(6, 'b', 'x'),
+      job(7, 'z', 'z', 'other'),
+    ]);
     expect(await ensureJobIndexes(c, timerJobIndexes(TIMER_JOB), log)).toBe(3);
     expect(docs.map((d) => d.data.atMs).sort()).toEqual([3, 4, 6, 7]);
     expect(calls.filter((x) => x.startsWith('createIndex'))).toHaveLength(2);

@@ -141,10 +141,15 @@ describe('TimerService on the SQLite store', () => {
     const store = await SqliteStore.open(null);
     const repo = new StoreJobRepository(store);
     await repo.connect();
-    const job = await repo.saveJob({ name: 'j', priority: 0, nextRunAt: new Date(Date.now() - 1), type: 'normal', data: { actorId: 'z' } }, undefined);
+    const job = await repo.saveJob(
+      { name: 'j', priority: 0, nextRunAt: new Date(Date.now() - 1), type: 'normal', data: { actorId: 'z' } },
+      undefined,
+    );
     const now = new Date();
     const takers = await Promise.all(
-      [1, 2, 3].map(() => repo.getNextJobToRun('j', new Date(now.getTime() + 1000), new Date(now.getTime() - 600_000), now, undefined)),
+      [1, 2, 3].map(() =>
+        repo.getNextJobToRun('j', new Date(now.getTime() + 1000), new Date(now.getTime() - 600_000), now, undefined),
+      ),
     );
     expect(takers.filter(Boolean)).toHaveLength(1);
     expect(await repo.lockJob(job, undefined)).toBeUndefined();

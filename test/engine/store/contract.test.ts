@@ -38,10 +38,15 @@ for (const adapter of adapters()) {
 
     it('inserts, finds with filters, sorts, skips and limits', async () => {
       const c = await store.collection<Item>('items', [{ fields: ['owner', 'n'] }]);
-      for (let i = 0; i < 10; i++) await c.insertOne({ _id: `i${i}`, owner: i % 2 ? 'odd' : 'even', n: i, tag: null, nested: { k: `k${i}` } });
+      for (let i = 0; i < 10; i++)
+        await c.insertOne({ _id: `i${i}`, owner: i % 2 ? 'odd' : 'even', n: i, tag: null, nested: { k: `k${i}` } });
       expect(await c.count({ owner: 'odd' })).toBe(5);
       expect((await c.find({ owner: 'even' }, { sort: { n: -1 }, skip: 1, limit: 2 })).map((d) => d.n)).toEqual([6, 4]);
-      expect((await c.find({ n: { $gte: 3, $lt: 6 } }, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['i3', 'i4', 'i5']);
+      expect((await c.find({ n: { $gte: 3, $lt: 6 } }, { sort: { n: 1 } })).map((d) => d._id)).toEqual([
+        'i3',
+        'i4',
+        'i5',
+      ]);
       expect((await c.find({ _id: { $in: ['i1', 'i9', 'zz'] } }, { sort: { n: 1 } })).map((d) => d.n)).toEqual([1, 9]);
       expect(await c.count({ n: { $nin: [0, 1] }, owner: { $ne: 'odd' } })).toBe(4);
       expect(await c.count({ $or: [{ n: 0 }, { 'nested.k': 'k7' }] })).toBe(2);
@@ -58,7 +63,13 @@ for (const adapter of adapters()) {
         { _id: 'm3', owner: 'o', n: 3 },
       ]);
       expect((await c.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['m1', 'm2', 'm3']);
-      await expect(c.insertMany!([{ _id: 'm4', owner: 'o', n: 4 }, { _id: 'm2', owner: 'o', n: 5 }, { _id: 'm6', owner: 'o', n: 6 }])).rejects.toBeInstanceOf(DuplicateKeyError);
+      await expect(
+        c.insertMany!([
+          { _id: 'm4', owner: 'o', n: 4 },
+          { _id: 'm2', owner: 'o', n: 5 },
+          { _id: 'm6', owner: 'o', n: 6 },
+        ]),
+      ).rejects.toBeInstanceOf(DuplicateKeyError);
       const ids = (await c.find({}, { sort: { n: 1 } })).map((d) => d._id);
       // SQLite: all or none; MongoDB: the prefix before the duplicate
       expect(store.adapter !== 'mongodb' ? ids : ids.filter((id) => id !== 'm4')).toEqual(['m1', 'm2', 'm3']);
@@ -101,14 +112,37 @@ for (const adapter of adapters()) {
     it('actor repository: revisions guard writes (optimistic concurrency)', async () => {
       const repo = await ActorRepository.open(store);
       const rec = await repo.insert({
-        _id: 'act-1', machineId: 'm', machineVersion: 1, snapshot: '{"value":"a"}', kind: 'order', status: 'LIVE', view: {},
-        final: false, partnerId: 'p', ownerUserId: 'u', createdAtMs: 1, updatedAtMs: 1,
+        _id: 'act-1',
+        machineId: 'm',
+        machineVersion: 1,
+        snapshot: '{"value":"a"}',
+        kind: 'order',
+        status: 'LIVE',
+        view: {},
+        final: false,
+        partnerId: 'p',
+        ownerUserId: 'u',
+        createdAtMs: 1,
+        updatedAtMs: 1,
       });
       expect(rec.revision).toBe(1);
-      const r2 = await repo.update(rec, { snapshot: '{"value":"b"}', status: 'FILLED', view: {}, final: true, updatedAtMs: 2 });
+      const r2 = await repo.update(rec, {
+        snapshot: '{"value":"b"}',
+        status: 'FILLED',
+        view: {},
+        final: true,
+        updatedAtMs: 2,
+      });
       expect(r2.revision).toBe(2);
-      await expect(repo.update(rec, { snapshot: '{}', status: 'X', view: {}, final: false, updatedAtMs: 3 })).rejects.toBeInstanceOf(RevisionConflictError);
-      expect(await repo.get('act-1')).toMatchObject({ revision: 2, status: 'FILLED', final: true, snapshot: '{"value":"b"}' });
+      await expect(
+        repo.update(rec, { snapshot: '{}', status: 'X', view: {}, final: false, updatedAtMs: 3 }),
+      ).rejects.toBeInstanceOf(RevisionConflictError);
+      expect(await repo.get('act-1')).toMatchObject({
+        revision: 2,
+        status: 'FILLED',
+        final: true,
+        snapshot: '{"value":"b"}',
+      });
       await expect(repo.insert({ ...rec })).rejects.toBeInstanceOf(DuplicateKeyError);
       expect((await repo.findRestorable()).map((r) => r._id)).not.toContain('act-1');
     });
@@ -119,7 +153,9 @@ for (const adapter of adapters()) {
       await c.insertOne({ _id: 'sa', owner: 'o', n: 10, tag: 'u1|002' });
       await c.insertOne({ _id: 'sb', owner: 'o', n: 11, tag: 'u1|010' });
       await c.insertOne({ _id: 'sc', owner: 'o', n: 12, tag: 'u2|001' });
-      await expect(c.insertOne({ _id: 'sd', owner: 'o', n: 13, tag: 'u1|002' })).rejects.toBeInstanceOf(DuplicateKeyError);
+      await expect(c.insertOne({ _id: 'sd', owner: 'o', n: 13, tag: 'u1|002' })).rejects.toBeInstanceOf(
+        DuplicateKeyError,
+      );
       const range = { tag: { $gt: 'u1|', $lt: 'u1|\uffff' } };
       expect((await c.find(range, { sort: { tag: -1 } })).map((d) => d._id)).toEqual(['sb', 'sa']);
       expect(await c.count(range)).toBe(2);
@@ -127,27 +163,56 @@ for (const adapter of adapters()) {
 
     it("actor repository: a user's actors are an index range, newest first", async () => {
       const repo = await ActorRepository.open(store);
-      const base = { machineId: 'm', machineVersion: 1, snapshot: '{}', view: {}, final: false, partnerId: 'p', updatedAtMs: 1 };
+      const base = {
+        machineId: 'm',
+        machineVersion: 1,
+        snapshot: '{}',
+        view: {},
+        final: false,
+        partnerId: 'p',
+        updatedAtMs: 1,
+      };
       await repo.insert({ ...base, _id: 'own-1', kind: 'order', status: 'LIVE', ownerUserId: 'uA', createdAtMs: 10 });
       await repo.insert({ ...base, _id: 'own-2', kind: 'order', status: 'FILLED', ownerUserId: 'uA', createdAtMs: 20 });
-      await repo.insert({ ...base, _id: 'own-3', kind: 'strategy', status: 'ACTIVE', ownerUserId: 'uA', createdAtMs: 30 });
+      await repo.insert({
+        ...base,
+        _id: 'own-3',
+        kind: 'strategy',
+        status: 'ACTIVE',
+        ownerUserId: 'uA',
+        createdAtMs: 30,
+      });
       await repo.insert({ ...base, _id: 'own-4', kind: 'order', status: 'LIVE', ownerUserId: 'uAB', createdAtMs: 40 });
       const all = await repo.findOwned('uA', {});
       expect(all).toMatchObject({ total: 3 });
       expect(all.records.map((r) => r._id)).toEqual(['own-3', 'own-2', 'own-1']);
       const orders = await repo.findOwned('uA', { kind: 'order', status: { $in: ['LIVE'] } }, { skip: 0, limit: 10 });
       expect(orders.records.map((r) => r._id)).toEqual(['own-1']);
-      expect((await repo.findOwned('uA', { kind: 'order' }, { skip: 1, limit: 1 })).records.map((r) => r._id)).toEqual(['own-1']);
+      expect((await repo.findOwned('uA', { kind: 'order' }, { skip: 1, limit: 1 })).records.map((r) => r._id)).toEqual([
+        'own-1',
+      ]);
     });
 
     it('actor repository: quarantined actors are kept but not restorable', async () => {
       const repo = await ActorRepository.open(store);
       await repo.insert({
-        _id: 'act-q', machineId: 'm', machineVersion: 1, snapshot: '{}', kind: 'order', status: 'LIVE', view: {},
-        final: false, partnerId: 'p', ownerUserId: null, createdAtMs: 5, updatedAtMs: 5,
+        _id: 'act-q',
+        machineId: 'm',
+        machineVersion: 1,
+        snapshot: '{}',
+        kind: 'order',
+        status: 'LIVE',
+        view: {},
+        final: false,
+        partnerId: 'p',
+        ownerUserId: null,
+        createdAtMs: 5,
+        updatedAtMs: 5,
       });
       expect((await repo.findRestorable()).map((r) => r._id)).toContain('act-q');
-      expect((await repo.findRestorableUnordered()).map((r) => r._id).sort()).toEqual((await repo.findRestorable()).map((r) => r._id).sort());
+      expect((await repo.findRestorableUnordered()).map((r) => r._id).sort()).toEqual(
+        (await repo.findRestorable()).map((r) => r._id).sort(),
+      );
       await repo.quarantine('act-q', 'broken', 6);
       expect((await repo.findRestorable()).map((r) => r._id)).not.toContain('act-q');
       expect((await repo.findRestorableUnordered()).map((r) => r._id)).not.toContain('act-q');
@@ -159,7 +224,9 @@ for (const adapter of adapters()) {
       await Promise.all(Array.from({ length: 200 }, (_, i) => c.insertOne({ _id: `b${i}`, owner: 'burst', n: 0 })));
       // 5 rounds of 200 concurrent updates: each document ends at n = 5
       for (let round = 1; round <= 5; round++) {
-        const matched = await Promise.all(Array.from({ length: 200 }, (_, i) => c.updateOne({ _id: `b${i}`, n: round - 1 }, { n: round })));
+        const matched = await Promise.all(
+          Array.from({ length: 200 }, (_, i) => c.updateOne({ _id: `b${i}`, n: round - 1 }, { n: round })),
+        );
         expect(matched.every((m) => m === 1)).toBe(true);
       }
       await Promise.all(Array.from({ length: 50 }, (_, i) => c.deleteMany({ _id: `b${i}` })));
@@ -185,32 +252,44 @@ for (const adapter of adapters()) {
       if (!atomic) return;
       // a write from outside (another request), issued while the transaction runs, is not undone by its rollback
       let go!: () => void;
-      const outside = new Promise<void>((resolve) => (go = resolve)).then(() => b.insertOne({ _id: 'y-out', owner: 'o', n: 9 }));
-      await expect(store.transaction(async (tx) => {
-        const ta = tx.collection<Item>('txa');
-        await ta.insertOne({ _id: 'x2', owner: 'o', n: 2 });
-        await tx.collection<Item>('txb').deleteMany({ _id: 'y1' });
-        go();
-        await new Promise((resolve) => setImmediate(resolve));
-        await ta.updateOne({ _id: 'x0' }, { tag: 'lost' });
-        await ta.insertOne({ _id: 'x3', owner: 'o', n: 1 }); // unique n: DuplicateKeyError
-      })).rejects.toBeInstanceOf(DuplicateKeyError);
+      const outside = new Promise<void>((resolve) => (go = resolve)).then(() =>
+        b.insertOne({ _id: 'y-out', owner: 'o', n: 9 }),
+      );
+      await expect(
+        store.transaction(async (tx) => {
+          const ta = tx.collection<Item>('txa');
+          await ta.insertOne({ _id: 'x2', owner: 'o', n: 2 });
+          await tx.collection<Item>('txb').deleteMany({ _id: 'y1' });
+          go();
+          await new Promise((resolve) => setImmediate(resolve));
+          await ta.updateOne({ _id: 'x0' }, { tag: 'lost' });
+          await ta.insertOne({ _id: 'x3', owner: 'o', n: 1 }); // unique n: DuplicateKeyError
+        }),
+      ).rejects.toBeInstanceOf(DuplicateKeyError);
       await outside;
       expect((await a.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['x0', 'x1']);
       expect(await a.findOne({ _id: 'x0' })).toMatchObject({ tag: 'in-tx' });
       expect((await b.find({}, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['y1', 'y-out']);
       // a unit of work passed on (withUnit) extends it; concurrent transactions each commit whole
-      await Promise.all([1, 2, 3].map((k) => store.transaction(async (tx) => {
-        await tx.collection<Item>('txa').insertOne({ _id: `c${k}`, owner: 'c', n: 10 + k });
-        await withUnit(store, tx, (same) => same.collection<Item>('txb').insertOne({ _id: `c${k}`, owner: 'c', n: k }));
-      })));
+      await Promise.all(
+        [1, 2, 3].map((k) =>
+          store.transaction(async (tx) => {
+            await tx.collection<Item>('txa').insertOne({ _id: `c${k}`, owner: 'c', n: 10 + k });
+            await withUnit(store, tx, (same) =>
+              same.collection<Item>('txb').insertOne({ _id: `c${k}`, owner: 'c', n: k }),
+            );
+          }),
+        ),
+      );
       expect(await a.count({ owner: 'c' })).toBe(3);
       expect(await b.count({ owner: 'c' })).toBe(3);
       // the one given a unit that fails takes its writes back with it
-      await expect(store.transaction(async (tx) => {
-        await withUnit(store, tx, (same) => same.collection<Item>('txb').insertOne({ _id: 'c9', owner: 'c', n: 9 }));
-        throw new Error('step failed');
-      })).rejects.toThrow('step failed');
+      await expect(
+        store.transaction(async (tx) => {
+          await withUnit(store, tx, (same) => same.collection<Item>('txb').insertOne({ _id: 'c9', owner: 'c', n: 9 }));
+          throw new Error('step failed');
+        }),
+      ).rejects.toThrow('step failed');
       expect(await b.findOne({ _id: 'c9' })).toBeNull();
     });
 

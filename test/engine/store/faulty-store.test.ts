@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { FaultyStore, InjectedFault, prng } from './faulty-store.js';
 
-interface Row { _id: string; n: number }
+interface Row {
+  _id: string;
+  n: number;
+}
 
 async function open() {
   const store = new FaultyStore(await SqliteStore.open(null));
@@ -23,7 +26,10 @@ describe('FaultyStore (fault injection over the store port)', () => {
     expect(await c.updateOne({ _id: 'a' }, { n: 3 })).toBe(1);
     expect(rule).toMatchObject({ matched: 3, fired: 1 });
     expect(store.faults('things')).toBe(1);
-    expect(store.log[0]).toMatchObject({ info: { collection: 'things', op: 'updateOne', set: { n: 2 } }, effect: 'fail' });
+    expect(store.log[0]).toMatchObject({
+      info: { collection: 'things', op: 'updateOne', set: { n: 2 } },
+      effect: 'fail',
+    });
   });
 
   it('fails writes matching a predicate; `after` applies the write and still reports failure; reads pass', async () => {
@@ -54,7 +60,13 @@ describe('FaultyStore (fault injection over the store port)', () => {
       const { store, c } = await open();
       store.failRandomly({ seed, probability: 0.3, collections: ['things'] });
       const out: boolean[] = [];
-      for (let i = 0; i < 40; i++) out.push(await c.insertOne({ _id: `k${i}`, n: i }).then(() => true, () => false));
+      for (let i = 0; i < 40; i++)
+        out.push(
+          await c.insertOne({ _id: `k${i}`, n: i }).then(
+            () => true,
+            () => false,
+          ),
+        );
       return out;
     };
     const a = await pattern(42);

@@ -38,7 +38,11 @@ export interface OpInfo {
 
 /** The error an injected failure throws. */
 export class InjectedFault extends Error {
-  constructor(readonly info: OpInfo, readonly rule: string, message?: string) {
+  constructor(
+    readonly info: OpInfo,
+    readonly rule: string,
+    message?: string,
+  ) {
     super(message ?? `injected fault (${rule}): ${info.op} on ${info.collection}`);
     this.name = 'InjectedFault';
   }
@@ -109,11 +113,17 @@ class Active implements ActiveRule {
   /** effect 'hold': resolves (go on) or rejects (fail) when released. */
   gate: Promise<void> | null = null;
   readonly random: (() => number) | null;
-  constructor(readonly rule: FaultRule, private readonly owner: FaultyStore) {
+  constructor(
+    readonly rule: FaultRule,
+    private readonly owner: FaultyStore,
+  ) {
     this.random = rule.probability !== undefined ? prng(rule.seed ?? 1) : null;
   }
   get label(): string {
-    return this.rule.name ?? `${this.rule.effect ?? 'fail'} ${this.rule.ops?.join('/') ?? 'writes'} on ${this.rule.collections?.join('/') ?? 'any collection'}${this.rule.nth ? ` #${this.rule.nth.join(',')}` : ''}`;
+    return (
+      this.rule.name ??
+      `${this.rule.effect ?? 'fail'} ${this.rule.ops?.join('/') ?? 'writes'} on ${this.rule.collections?.join('/') ?? 'any collection'}${this.rule.nth ? ` #${this.rule.nth.join(',')}` : ''}`
+    );
   }
   matches(info: OpInfo): boolean {
     const r = this.rule;
@@ -178,7 +188,13 @@ export class FaultyStore implements Store {
   }
 
   /** Writes of `collections` fail with `probability`, reproducibly from `seed`. */
-  failRandomly(o: { seed: number; probability: number; collections?: string[]; ops?: StoreOp[]; when?: 'before' | 'after' }): ActiveRule {
+  failRandomly(o: {
+    seed: number;
+    probability: number;
+    collections?: string[];
+    ops?: StoreOp[];
+    when?: 'before' | 'after';
+  }): ActiveRule {
     return this.add({ name: `random(seed ${o.seed}, p ${o.probability})`, ...o });
   }
 
@@ -194,7 +210,9 @@ export class FaultyStore implements Store {
    */
   hold(extra: Partial<FaultRule> = {}): HeldRule {
     let release!: (fail?: boolean) => void;
-    const gate = new Promise<void>((resolve, reject) => (release = (fail) => (fail ? reject(new Error('released as failed')) : resolve())));
+    const gate = new Promise<void>(
+      (resolve, reject) => (release = (fail) => (fail ? reject(new Error('released as failed')) : resolve())),
+    );
     gate.catch(() => undefined);
     const a = new Active({ times: 1, ...extra, effect: 'hold' }, this);
     a.gate = gate;
@@ -231,12 +249,14 @@ export class FaultyStore implements Store {
       a.hits.push(String(info.doc?._id ?? info.filter?._id));
       if (effect === 'delay') await new Promise((r) => setTimeout(r, a.rule.delayMs ?? 0));
       else if (effect === 'hold' && a.rule.when === 'after') holdsAfter.push(a);
-      else if (effect === 'hold') await a.gate!.catch(() => Promise.reject(new InjectedFault(info, a.label, a.rule.message?.(info))));
+      else if (effect === 'hold')
+        await a.gate!.catch(() => Promise.reject(new InjectedFault(info, a.label, a.rule.message?.(info))));
       else if ((a.rule.when ?? 'before') === 'before') throw new InjectedFault(info, a.label, a.rule.message?.(info));
       else failAfter ??= a;
     }
     const result = await forward();
-    for (const a of holdsAfter) await a.gate!.catch(() => Promise.reject(new InjectedFault(info, a.label, a.rule.message?.(info))));
+    for (const a of holdsAfter)
+      await a.gate!.catch(() => Promise.reject(new InjectedFault(info, a.label, a.rule.message?.(info))));
     if (failAfter) throw new InjectedFault(info, failAfter.label, failAfter.rule.message?.(info));
     return result;
   }
@@ -256,11 +276,18 @@ export class FaultyStore implements Store {
     return {
       insertOne: (doc) => this.run({ collection: name, op: 'insertOne', doc }, () => inner.insertOne(doc)),
       // several journal entries in one write: a rule sees the first document
-      ...(inner.insertMany ? { insertMany: (docs: T[]) => this.run({ collection: name, op: 'insertMany', doc: docs[0] }, () => inner.insertMany!(docs)) } : {}),
+      ...(inner.insertMany
+        ? {
+            insertMany: (docs: T[]) =>
+              this.run({ collection: name, op: 'insertMany', doc: docs[0] }, () => inner.insertMany!(docs)),
+          }
+        : {}),
       findOne: (filter) => this.run({ collection: name, op: 'findOne', filter }, () => inner.findOne(filter)),
-      find: (filter, options?: FindOptions) => this.run({ collection: name, op: 'find', filter }, () => inner.find(filter, options)),
+      find: (filter, options?: FindOptions) =>
+        this.run({ collection: name, op: 'find', filter }, () => inner.find(filter, options)),
       count: (filter) => this.run({ collection: name, op: 'count', filter }, () => inner.count(filter)),
-      updateOne: (filter, set, options) => this.run({ collection: name, op: 'updateOne', filter, set }, () => inner.updateOne(filter, set, options)),
+      updateOne: (filter, set, options) =>
+        this.run({ collection: name, op: 'updateOne', filter, set }, () => inner.updateOne(filter, set, options)),
       replaceOne: (doc) => this.run({ collection: name, op: 'replaceOne', doc }, () => inner.replaceOne(doc)),
       deleteMany: (filter) => this.run({ collection: name, op: 'deleteMany', filter }, () => inner.deleteMany(filter)),
     };
@@ -268,7 +295,9 @@ export class FaultyStore implements Store {
 
   /** The inner store's transaction, its collections' operations run through the rules too. */
   transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
-    return this.inner.transaction((tx) => fn({ collection: <T extends Doc>(name: string) => this.wrap(name, tx.collection<T>(name)) }));
+    return this.inner.transaction((tx) =>
+      fn({ collection: <T extends Doc>(name: string) => this.wrap(name, tx.collection<T>(name)) }),
+    );
   }
 
   ping(): Promise<boolean> {

@@ -6,8 +6,22 @@ import { createLogger } from '../../../engine/logger.js';
 import { openStore } from '../../../engine/store/index.js';
 import { MongoStore } from '../../../engine/store/mongo.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
-import { ENGINE_LEASE_ID, EngineLeaseHeldError, EngineLeaseLostError, LEASE_COLLECTION, takeEngineLease, type LeaseDoc } from '../../../engine/store/lease.js';
-import { collectionWhenOpen, type Collection, type Doc, type IndexSpec, type Store, type UnitOfWork } from '../../../engine/store/port.js';
+import {
+  ENGINE_LEASE_ID,
+  EngineLeaseHeldError,
+  EngineLeaseLostError,
+  LEASE_COLLECTION,
+  takeEngineLease,
+  type LeaseDoc,
+} from '../../../engine/store/lease.js';
+import {
+  collectionWhenOpen,
+  type Collection,
+  type Doc,
+  type IndexSpec,
+  type Store,
+  type UnitOfWork,
+} from '../../../engine/store/port.js';
 
 /** One engine process per database, through the store port (here the SQLite adapter). */
 describe('engine lease', () => {
@@ -20,19 +34,26 @@ describe('engine lease', () => {
   afterEach(async () => {
     for (const s of stores.splice(0)) await s.close();
   });
-  const doc = async (store: Store) => (await store.collection<LeaseDoc>(LEASE_COLLECTION)).findOne({ _id: ENGINE_LEASE_ID });
+  const doc = async (store: Store) =>
+    (await store.collection<LeaseDoc>(LEASE_COLLECTION)).findOne({ _id: ENGINE_LEASE_ID });
 
   it('takes the lease {_id: engine, owner: {pid, host, startedAtMs, instanceId}, expiresAtMs}; a second taker is refused naming the holder; release frees it', async () => {
     const store = await open();
     let t = 1_000_000;
     const now = () => t;
     const a = await takeEngineLease(store, { now, ttlMs: 15_000 });
-    expect(await doc(store)).toEqual({ _id: 'engine', owner: { pid: process.pid, host: os.hostname(), startedAtMs: 1_000_000, instanceId: a.owner.instanceId }, expiresAtMs: 1_015_000 });
+    expect(await doc(store)).toEqual({
+      _id: 'engine',
+      owner: { pid: process.pid, host: os.hostname(), startedAtMs: 1_000_000, instanceId: a.owner.instanceId },
+      expiresAtMs: 1_015_000,
+    });
 
     t += 14_999;
     const second = takeEngineLease(store, { now });
     await expect(second).rejects.toBeInstanceOf(EngineLeaseHeldError);
-    await expect(second).rejects.toThrow(`${store.location} is in use by another engine process (pid ${process.pid} on ${os.hostname()}, instance ${a.owner.instanceId}`);
+    await expect(second).rejects.toThrow(
+      `${store.location} is in use by another engine process (pid ${process.pid} on ${os.hostname()}, instance ${a.owner.instanceId}`,
+    );
 
     await a.release();
     expect(await doc(store)).toBeNull();
@@ -67,7 +88,9 @@ describe('engine lease', () => {
 
     await expect(a.renew()).rejects.toBeInstanceOf(EngineLeaseLostError);
     expect(lostA).toHaveLength(1);
-    expect(lostA[0]!.message).toMatch(new RegExp(`was taken by another process \\(pid ${process.pid} on .*instance ${b.owner.instanceId}\\).*stopping`));
+    expect(lostA[0]!.message).toMatch(
+      new RegExp(`was taken by another process \\(pid ${process.pid} on .*instance ${b.owner.instanceId}\\).*stopping`),
+    );
     await a.release(); // lost: leaves b's lease alone
     expect((await doc(store))?.owner.instanceId).toBe(b.owner.instanceId);
     await b.release();
@@ -92,33 +115,53 @@ describe('engine lease', () => {
         ...leases,
         findOne: leases.findOne.bind(leases),
         deleteMany: leases.deleteMany.bind(leases),
-        updateOne: (...args: Parameters<typeof leases.updateOne>) => (failing ? Promise.reject(new Error('connection reset')) : leases.updateOne(...args)),
+        updateOne: (...args: Parameters<typeof leases.updateOne>) =>
+          failing ? Promise.reject(new Error('connection reset')) : leases.updateOne(...args),
       }),
     });
     let t = 0;
     const lost: Error[] = [];
-    const a = await takeEngineLease(store, { now: () => t, ttlMs: 15_000, renewMs: 5_000, onLost: (e) => lost.push(e) });
+    const a = await takeEngineLease(store, {
+      now: () => t,
+      ttlMs: 15_000,
+      renewMs: 5_000,
+      onLost: (e) => lost.push(e),
+    });
     failing = true;
     t = 5_000;
     await a.renew(); // 5 s + 5 s < 15 s: kept, retried next tick
     expect(lost).toHaveLength(0);
     t = 10_000;
     await expect(a.renew()).rejects.toBeInstanceOf(EngineLeaseLostError);
-    expect(lost[0]!.message).toMatch(/could not renew the engine lease of .* before it expired \(connection reset\).*stopping/);
+    expect(lost[0]!.message).toMatch(
+      /could not renew the engine lease of .* before it expired \(connection reset\).*stopping/,
+    );
   });
 
   it('takes over at once the live lease of a process of this host that no longer runs (kill -9 and restart); a live remote holder is refused', async () => {
     const store = await open();
     const leases = await store.collection<LeaseDoc>(LEASE_COLLECTION);
-    const deadPid = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
+    const deadPid = Number(
+      spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout,
+    );
     const future = Date.now() + 60_000;
-    await leases.insertOne({ _id: 'engine', owner: { pid: deadPid, host: os.hostname(), startedAtMs: 1, instanceId: 'dead' }, expiresAtMs: future });
+    await leases.insertOne({
+      _id: 'engine',
+      owner: { pid: deadPid, host: os.hostname(), startedAtMs: 1, instanceId: 'dead' },
+      expiresAtMs: future,
+    });
     const a = await takeEngineLease(store);
     expect((await doc(store))?.owner).toMatchObject({ pid: process.pid, instanceId: a.owner.instanceId });
     await a.release();
 
-    await leases.insertOne({ _id: 'engine', owner: { pid: deadPid, host: 'other-host', startedAtMs: 1, instanceId: 'remote' }, expiresAtMs: future });
-    await expect(takeEngineLease(store)).rejects.toThrow(`(pid ${deadPid} on other-host, instance remote, since 1970-01-01T00:00:00.001Z)`);
+    await leases.insertOne({
+      _id: 'engine',
+      owner: { pid: deadPid, host: 'other-host', startedAtMs: 1, instanceId: 'remote' },
+      expiresAtMs: future,
+    });
+    await expect(takeEngineLease(store)).rejects.toThrow(
+      `(pid ${deadPid} on other-host, instance remote, since 1970-01-01T00:00:00.001Z)`,
+    );
   });
 
   it('openStore on MongoDB passes the write settings, takes the lease, refuses a second engine (closing its client) and releases the lease at close', async () => {
@@ -133,7 +176,8 @@ describe('engine lease', () => {
         return db.collection<T>(name, indexes);
       }
       ping = async () => true;
-      transaction = <R>(fn: (tx: UnitOfWork) => Promise<R>) => fn({ collection: (name) => collectionWhenOpen(db.collection(name)) });
+      transaction = <R>(fn: (tx: UnitOfWork) => Promise<R>) =>
+        fn({ collection: (name) => collectionWhenOpen(db.collection(name)) });
       writeFailure = () => null;
       onClose(fn: () => Promise<void>) {
         this.hooks.push(fn);
@@ -150,9 +194,17 @@ describe('engine lease', () => {
       return c as unknown as MongoStore;
     });
     try {
-      const config = loadConfig({ MONGODB_URI: 'mongodb://h1:27017,h2:27017/db?replicaSet=rs0', MONGODB_WRITE_CONCERN: '2', MONGODB_JOURNAL: 'off' });
+      const config = loadConfig({
+        MONGODB_URI: 'mongodb://h1:27017,h2:27017/db?replicaSet=rs0',
+        MONGODB_WRITE_CONCERN: '2',
+        MONGODB_JOURNAL: 'off',
+      });
       const first = await openStore(config, createLogger('silent'));
-      expect(spy).toHaveBeenCalledWith('mongodb://h1:27017,h2:27017/db?replicaSet=rs0', 'partner_trading', { w: 2, journal: false, allowStandalone: false });
+      expect(spy).toHaveBeenCalledWith('mongodb://h1:27017,h2:27017/db?replicaSet=rs0', 'partner_trading', {
+        w: 2,
+        journal: false,
+        allowStandalone: false,
+      });
       expect((await doc(db))?.owner.pid).toBe(process.pid);
 
       const second = openStore(config, createLogger('silent'));

@@ -9,7 +9,11 @@ import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { DataDirLockedError, openStore } from '../../../engine/store/index.js';
 import { LOCK_NAME, OWNER_NAME, lockDataDir } from '../../../engine/store/lock.js';
 
-const exists = (p: string) => fs.stat(p).then(() => true, () => false);
+const exists = (p: string) =>
+  fs.stat(p).then(
+    () => true,
+    () => false,
+  );
 
 describe('DATA_DIR lock', () => {
   const dirs: string[] = [];
@@ -27,11 +31,16 @@ describe('DATA_DIR lock', () => {
     const config = loadConfig({ DATA_DIR: dir });
     const store = await openStore(config, createLogger('silent'));
     expect(await exists(path.join(dir, LOCK_NAME))).toBe(true);
-    expect(JSON.parse(await fs.readFile(path.join(dir, OWNER_NAME), 'utf8'))).toMatchObject({ pid: process.pid, host: os.hostname() });
+    expect(JSON.parse(await fs.readFile(path.join(dir, OWNER_NAME), 'utf8'))).toMatchObject({
+      pid: process.pid,
+      host: os.hostname(),
+    });
 
     const second = openStore(config, createLogger('silent'));
     await expect(second).rejects.toBeInstanceOf(DataDirLockedError);
-    await expect(second).rejects.toThrow(`DATA_DIR ${dir} is in use by another process (pid ${process.pid} on ${os.hostname()})`);
+    await expect(second).rejects.toThrow(
+      `DATA_DIR ${dir} is in use by another process (pid ${process.pid} on ${os.hostname()})`,
+    );
 
     await store.close();
     expect(await exists(path.join(dir, LOCK_NAME))).toBe(false);
@@ -62,26 +71,36 @@ describe('DATA_DIR lock', () => {
     expect(await exists(path.join(dir, LOCK_NAME))).toBe(false);
   });
 
-  it.runIf(process.platform === 'linux')('takes over at once the lock of a killed process that is still a zombie (not yet reaped by its parent)', async () => {
-    const dir = await tmp();
-    // the background sleep's parent execs into another sleep that never reaps it: killed, it stays a zombie
-    const parent = spawn('sh', ['-c', 'sleep 60 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
-    try {
-      const zombiePid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
-      process.kill(zombiePid, 'SIGKILL');
-      // a zombie, or (when the shell reaped it before its exec) gone: either way a dead owner
-      const state = async () => (await fs.readFile(`/proc/${zombiePid}/stat`, 'utf8').catch(() => ') gone'));
-      for (let i = 0; i < 100 && !/\) (Z|gone)/.test(await state()); i++) await new Promise((r) => setTimeout(r, 10));
-      expect(await state()).toMatch(/\) (Z|gone)/);
-      await fs.mkdir(path.join(dir, LOCK_NAME)); // fresh mtime: not stale by age
-      await fs.writeFile(path.join(dir, OWNER_NAME), JSON.stringify({ pid: zombiePid, host: os.hostname(), since: 1 }));
-      const lock = await lockDataDir(dir);
-      expect(JSON.parse(await fs.readFile(path.join(dir, OWNER_NAME), 'utf8'))).toMatchObject({ pid: process.pid });
-      await lock.release();
-    } finally {
-      parent.kill('SIGKILL');
-    }
-  });
+  it.runIf(process.platform === 'linux')(
+    'takes over at once the lock of a killed process that is still a zombie (not yet reaped by its parent)',
+    async () => {
+      const dir = await tmp();
+      // the background sleep's parent execs into another sleep that never reaps it: killed, it stays a zombie
+      const parent = spawn('sh', ['-c', 'sleep 60 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      try {
+        const zombiePid = Number(
+          await new Promise<string>((resolve) =>
+            parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim())),
+          ),
+        );
+        process.kill(zombiePid, 'SIGKILL');
+        // a zombie, or (when the shell reaped it before its exec) gone: either way a dead owner
+        const state = async () => await fs.readFile(`/proc/${zombiePid}/stat`, 'utf8').catch(() => ') gone');
+        for (let i = 0; i < 100 && !/\) (Z|gone)/.test(await state()); i++) await new Promise((r) => setTimeout(r, 10));
+        expect(await state()).toMatch(/\) (Z|gone)/);
+        await fs.mkdir(path.join(dir, LOCK_NAME)); // fresh mtime: not stale by age
+        await fs.writeFile(
+          path.join(dir, OWNER_NAME),
+          JSON.stringify({ pid: zombiePid, host: os.hostname(), since: 1 }),
+        );
+        const lock = await lockDataDir(dir);
+        expect(JSON.parse(await fs.readFile(path.join(dir, OWNER_NAME), 'utf8'))).toMatchObject({ pid: process.pid });
+        await lock.release();
+      } finally {
+        parent.kill('SIGKILL');
+      }
+    },
+  );
 
   it('takes over a stale lock whose owner is unknown (not refreshed for longer than the stale time)', async () => {
     const dir = await tmp();

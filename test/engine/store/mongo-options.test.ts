@@ -1,7 +1,15 @@
 import { Db, MongoClient } from 'mongodb';
 import { describe, expect, it, vi } from 'vitest';
 import {
-  databaseOf, DEFAULT_WRITE_SETTINGS, mongoClientOptions, MongoStore, MongoStoreRefusedError, standaloneRefusal, topologyOf, uriWriteConcernConflict, writeConcernMismatch,
+  databaseOf,
+  DEFAULT_WRITE_SETTINGS,
+  mongoClientOptions,
+  MongoStore,
+  MongoStoreRefusedError,
+  standaloneRefusal,
+  topologyOf,
+  uriWriteConcernConflict,
+  writeConcernMismatch,
 } from '../../../engine/store/mongo.js';
 
 /** Everything MongoStore.open decides before and after connecting, no server needed. */
@@ -9,10 +17,18 @@ describe('MongoDB connection string: the database name', () => {
   it.each([
     ['seed list with ports and a replica set', 'mongodb://h1:27017,h2:27017/db?replicaSet=rs0', 'db'],
     ['mongodb+srv', 'mongodb+srv://cluster0.example.net/prod', 'prod'],
-    ['mongodb+srv with credentials and options', 'mongodb+srv://app:s%40cret%2F1@cluster0.example.net/prod?retryWrites=true&w=majority', 'prod'],
+    [
+      'mongodb+srv with credentials and options',
+      'mongodb+srv://app:s%40cret%2F1@cluster0.example.net/prod?retryWrites=true&w=majority',
+      'prod',
+    ],
     ['no database, no slash', 'mongodb://h1:27017', 'fallback_db'],
     ['no database, slash and options', 'mongodb://h1:27017,h2:27018/?replicaSet=rs0&authSource=admin', 'fallback_db'],
-    ['credentials with %-escapes and a seed list', 'mongodb://us%3Aer:p%40ss%2Fw%3Ard@h1:27017,h2:27017,h3:27017/trading?replicaSet=rs0&authSource=admin', 'trading'],
+    [
+      'credentials with %-escapes and a seed list',
+      'mongodb://us%3Aer:p%40ss%2Fw%3Ard@h1:27017,h2:27017,h3:27017/trading?replicaSet=rs0&authSource=admin',
+      'trading',
+    ],
     ['IPv6 hosts', 'mongodb://[::1]:27017,[::1]:27018/v6db?replicaSet=rs0', 'v6db'],
     ['a database name with %-escapes', 'mongodb://h1:27017/my%20db%2Dx?tls=true', 'my db-x'],
     ['a unix socket host', 'mongodb://%2Ftmp%2Fmongodb-27017.sock/sockdb', 'sockdb'],
@@ -42,7 +58,9 @@ describe('MongoDB connection string: the database name', () => {
   it('when connecting fails the client is closed and the error propagates (no server at this port)', async () => {
     const close = vi.spyOn(MongoClient.prototype, 'close');
     try {
-      await expect(MongoStore.open('mongodb://127.0.0.1:1,127.0.0.1:2/db?replicaSet=rs0', 'd', { serverSelectionTimeoutMS: 300 })).rejects.toThrow(/ECONNREFUSED|Server selection timed out/);
+      await expect(
+        MongoStore.open('mongodb://127.0.0.1:1,127.0.0.1:2/db?replicaSet=rs0', 'd', { serverSelectionTimeoutMS: 300 }),
+      ).rejects.toThrow(/ECONNREFUSED|Server selection timed out/);
       expect(close).toHaveBeenCalledTimes(1);
     } finally {
       close.mockRestore();
@@ -53,8 +71,14 @@ describe('MongoDB connection string: the database name', () => {
 describe('MongoDB write concern and deployment checks', () => {
   it('sets w: majority and journal: true explicitly by default', () => {
     expect(DEFAULT_WRITE_SETTINGS).toEqual({ w: 'majority', journal: true });
-    expect(mongoClientOptions()).toEqual({ serverSelectionTimeoutMS: 10_000, writeConcern: { w: 'majority', journal: true } });
-    expect(mongoClientOptions({ w: 2, journal: false }, 500)).toEqual({ serverSelectionTimeoutMS: 500, writeConcern: { w: 2, journal: false } });
+    expect(mongoClientOptions()).toEqual({
+      serverSelectionTimeoutMS: 10_000,
+      writeConcern: { w: 'majority', journal: true },
+    });
+    expect(mongoClientOptions({ w: 2, journal: false }, 500)).toEqual({
+      serverSelectionTimeoutMS: 500,
+      writeConcern: { w: 2, journal: false },
+    });
   });
 
   it('the driver takes these options: its effective write concern is the one asked for, retryable writes on', () => {
@@ -78,12 +102,16 @@ describe('MongoDB write concern and deployment checks', () => {
     ['mongodb://h1:27017/db?j=true&w=majority', { w: 'majority', journal: false }, /j=true \(MONGODB_JOURNAL=off\)/],
   ] as const)('a URI write concern that contradicts the settings is refused: %s', (uri, write, message) => {
     expect(uriWriteConcernConflict(uri, write)).toMatch(message);
-    expect(uriWriteConcernConflict(uri, write)).toMatch(/contradicts the settings: remove it from the URI or change the settings$/);
+    expect(uriWriteConcernConflict(uri, write)).toMatch(
+      /contradicts the settings: remove it from the URI or change the settings$/,
+    );
   });
 
   it('a journal=false in the URI (which beats the client option in the driver) is found and refused at open', async () => {
     const c = new MongoClient('mongodb://h1:27017/db?journal=false', mongoClientOptions());
-    expect(writeConcernMismatch(DEFAULT_WRITE_SETTINGS, c.options.writeConcern)).toMatch(/w=majority journal=false.*ask for w=majority journal=true/);
+    expect(writeConcernMismatch(DEFAULT_WRITE_SETTINGS, c.options.writeConcern)).toMatch(
+      /w=majority journal=false.*ask for w=majority journal=true/,
+    );
     const close = vi.spyOn(MongoClient.prototype, 'close');
     try {
       const opening = MongoStore.open('mongodb://127.0.0.1:1/db?journal=false', 'd', { serverSelectionTimeoutMS: 300 });
@@ -116,14 +144,18 @@ describe('MongoDB write concern and deployment checks', () => {
     const connect = vi.spyOn(MongoClient.prototype, 'connect').mockImplementation(async function (this: MongoClient) {
       return this;
     });
-    const admin = vi.spyOn(Db.prototype, 'admin').mockReturnValue({ command: async () => ({ isWritablePrimary: true, maxWireVersion: 21 }) } as never);
+    const admin = vi
+      .spyOn(Db.prototype, 'admin')
+      .mockReturnValue({ command: async () => ({ isWritablePrimary: true, maxWireVersion: 21 }) } as never);
     const close = vi.spyOn(MongoClient.prototype, 'close').mockResolvedValue();
     try {
       const opening = MongoStore.open('mongodb://h1:27017,h2:27017/db?replicaSet=rs0', 'd');
       await expect(opening).rejects.toBeInstanceOf(MongoStoreRefusedError);
       await expect(opening).rejects.toThrow(/standalone server/);
       expect(close).toHaveBeenCalledTimes(1);
-      const store = await MongoStore.open('mongodb://h1:27017,h2:27017/db?replicaSet=rs0', 'd', { allowStandalone: true });
+      const store = await MongoStore.open('mongodb://h1:27017,h2:27017/db?replicaSet=rs0', 'd', {
+        allowStandalone: true,
+      });
       expect(store.location).toBe('mongodb database db');
       expect(close).toHaveBeenCalledTimes(1);
       await store.close();

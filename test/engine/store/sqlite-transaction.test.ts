@@ -7,8 +7,15 @@ import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { FaultyStore, InjectedFault } from './faulty-store.js';
 
 /** Runs `script` (ES module code, run from the worktree: it imports dist/) with `DIR` set; resolves once its output contains `until`. */
-function runUntil(script: string, dir: string, until: string): Promise<{ child: ChildProcess; out: () => string; exited: Promise<unknown> }> {
-  const child = spawn(process.execPath, ['-e', script], { env: { ...process.env, DIR: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+function runUntil(
+  script: string,
+  dir: string,
+  until: string,
+): Promise<{ child: ChildProcess; out: () => string; exited: Promise<unknown> }> {
+  const child = spawn(process.execPath, ['-e', script], {
+    env: { ...process.env, DIR: dir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise((resolve) => child.on('exit', resolve));
@@ -46,10 +53,13 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     await store.close();
   });
 
-  it('kill -9 while writing across checkpoints: every acknowledged write is there, the file is intact', { timeout: 60_000 }, async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-cp-'));
-    dirs.push(dir);
-    const script = `import('./dist/engine/store/sqlite.js').then(async ({ SqliteStore }) => {
+  it(
+    'kill -9 while writing across checkpoints: every acknowledged write is there, the file is intact',
+    { timeout: 60_000 },
+    async () => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-cp-'));
+      dirs.push(dir);
+      const script = `import('./dist/engine/store/sqlite.js').then(async ({ SqliteStore }) => {
       const store = await SqliteStore.open(process.env.DIR, { checkpointBytes: 256 * 1024 });
       const c = await store.collection('docs', [{ fields: ['n'], unique: true }]);
       for (let wave = 0; ; wave++) {
@@ -57,17 +67,18 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
         console.log('acked ' + (wave + 1) * 50 + ' checkpoints ' + store.writer.checkpoints);
       }
     })`;
-    const run = await runUntil(script, dir, 'checkpoints 3');
-    await new Promise((r) => setTimeout(r, 30));
-    run.child.kill('SIGKILL');
-    await run.exited;
-    const acked = Math.max(...[...run.out().matchAll(/acked (\d+)/g)].map((m) => Number(m[1])));
-    const store = await SqliteStore.open(dir);
-    expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok');
-    const c = await store.collection<{ _id: string; n: number }>('docs');
-    expect(await c.count({ n: { $lt: acked } })).toBe(acked);
-    await store.close();
-  });
+      const run = await runUntil(script, dir, 'checkpoints 3');
+      await new Promise((r) => setTimeout(r, 30));
+      run.child.kill('SIGKILL');
+      await run.exited;
+      const acked = Math.max(...[...run.out().matchAll(/acked (\d+)/g)].map((m) => Number(m[1])));
+      const store = await SqliteStore.open(dir);
+      expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok');
+      const c = await store.collection<{ _id: string; n: number }>('docs');
+      expect(await c.count({ n: { $lt: acked } })).toBe(acked);
+      await store.close();
+    },
+  );
 
   it('a write that fails inside the transaction (injected) undoes the writes before it', async () => {
     const store = new FaultyStore(await SqliteStore.open(null));
@@ -75,11 +86,13 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     const records = await store.collection<{ _id: string; n: number }>('records');
     store.failNth('records', 'insertOne', 1);
     type Row = { _id: string; n: number };
-    await expect(store.transaction(async (tx) => {
-      await tx.collection<Row>('steps').insertOne({ _id: 's1', n: 1 });
-      await tx.collection<Row>('steps').updateOne({ _id: 's1' }, { n: 2 });
-      await tx.collection<Row>('records').insertOne({ _id: 'r1', n: 1 });
-    })).rejects.toBeInstanceOf(InjectedFault);
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.collection<Row>('steps').insertOne({ _id: 's1', n: 1 });
+        await tx.collection<Row>('steps').updateOne({ _id: 's1' }, { n: 2 });
+        await tx.collection<Row>('records').insertOne({ _id: 'r1', n: 1 });
+      }),
+    ).rejects.toBeInstanceOf(InjectedFault);
     expect(await steps.count({})).toBe(0);
     expect(await records.count({})).toBe(0);
     await store.transaction(async (tx) => {
@@ -91,12 +104,15 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     await store.close();
   });
 
-  it('kill -9 between two writes of a transaction: after the restart neither is there; an earlier completed one is whole', { timeout: 30_000 }, async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-tx-'));
-    dirs.push(dir);
-    // the first transaction completes; the second stops between its writes until killed, while a
-    // write from outside waits for it
-    const script = `import('./dist/engine/store/sqlite.js').then(async ({ SqliteStore }) => {
+  it(
+    'kill -9 between two writes of a transaction: after the restart neither is there; an earlier completed one is whole',
+    { timeout: 30_000 },
+    async () => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-tx-'));
+      dirs.push(dir);
+      // the first transaction completes; the second stops between its writes until killed, while a
+      // write from outside waits for it
+      const script = `import('./dist/engine/store/sqlite.js').then(async ({ SqliteStore }) => {
       const store = await SqliteStore.open(process.env.DIR);
       const steps = await store.collection('steps');
       const records = await store.collection('records');
@@ -118,16 +134,17 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
       void records.insertOne({ _id: 'outside', n: 1 });
       setImmediate(() => setImmediate(() => console.log('between')));
     })`;
-    const run = await runUntil(script, dir, 'between');
-    expect(run.out()).toContain('committed');
-    run.child.kill('SIGKILL');
-    await run.exited;
+      const run = await runUntil(script, dir, 'between');
+      expect(run.out()).toContain('committed');
+      run.child.kill('SIGKILL');
+      await run.exited;
 
-    const store = await SqliteStore.open(dir);
-    const steps = await store.collection<{ _id: string; n: number }>('steps');
-    const records = await store.collection<{ _id: string; n: number }>('records');
-    expect(await steps.find({}, { sort: { _id: 1 } })).toEqual([{ _id: 's1', n: 1 }]);
-    expect(await records.find({}, { sort: { _id: 1 } })).toEqual([{ _id: 'r1', n: 1 }]);
-    await store.close();
-  });
+      const store = await SqliteStore.open(dir);
+      const steps = await store.collection<{ _id: string; n: number }>('steps');
+      const records = await store.collection<{ _id: string; n: number }>('records');
+      expect(await steps.find({}, { sort: { _id: 1 } })).toEqual([{ _id: 's1', n: 1 }]);
+      expect(await records.find({}, { sort: { _id: 1 } })).toEqual([{ _id: 'r1', n: 1 }]);
+      await store.close();
+    },
+  );
 });

@@ -27,13 +27,32 @@ for (const adapter of adapters()) {
 
     it('an _id update keeps every index consistent, whether its keys changed or not', async () => {
       store = await adapter.open();
-      const c = await store.collection<Rec>('recs', [{ fields: ['owner'] }, { fields: ['key'], unique: true, sparse: true }, { fields: ['rank'] }]);
-      for (let i = 0; i < 20; i++) await c.insertOne({ _id: `r${i}`, owner: `o${i % 3}`, rank: i, ...(i % 2 ? { key: `k${i}` } : {}), meta: { tags: [`t${i}`] }, revision: 1 });
+      const c = await store.collection<Rec>('recs', [
+        { fields: ['owner'] },
+        { fields: ['key'], unique: true, sparse: true },
+        { fields: ['rank'] },
+      ]);
+      for (let i = 0; i < 20; i++)
+        await c.insertOne({
+          _id: `r${i}`,
+          owner: `o${i % 3}`,
+          rank: i,
+          ...(i % 2 ? { key: `k${i}` } : {}),
+          meta: { tags: [`t${i}`] },
+          revision: 1,
+        });
       // keys unchanged (owner, key, rank): the entries are replaced in place
       expect(await c.updateOne({ _id: 'r5', revision: 1 }, { meta: { tags: ['x'] }, revision: 2 })).toBe(1);
       // keys changed: owner moves, key appears on an even record, rank changes
       expect(await c.updateOne({ _id: 'r4', revision: 1 }, { owner: 'o9', key: 'k4', rank: 100, revision: 2 })).toBe(1);
-      expect(await c.findOne({ _id: 'r5' })).toEqual({ _id: 'r5', owner: 'o2', rank: 5, key: 'k5', meta: { tags: ['x'] }, revision: 2 });
+      expect(await c.findOne({ _id: 'r5' })).toEqual({
+        _id: 'r5',
+        owner: 'o2',
+        rank: 5,
+        key: 'k5',
+        meta: { tags: ['x'] },
+        revision: 2,
+      });
       expect((await c.find({ owner: 'o2' })).map((d) => d._id).sort()).toEqual(['r11', 'r14', 'r17', 'r2', 'r5', 'r8']);
       expect((await c.find({ key: 'k5' })).map((d) => d.meta)).toEqual([{ tags: ['x'] }]);
       expect((await c.find({ owner: 'o9' })).map((d) => d._id)).toEqual(['r4']);
@@ -47,7 +66,9 @@ for (const adapter of adapters()) {
       const c = await store.collection<Rec>('recs');
       expect(await c.updateOne({ _id: 'r5', revision: 1 }, { rank: -1, revision: 2 })).toBe(0);
       expect(await c.updateOne({ _id: 'nope' }, { rank: -1 })).toBe(0);
-      await expect(c.updateOne({ _id: 'r7', revision: 1 }, { key: 'k5', revision: 2 })).rejects.toBeInstanceOf(DuplicateKeyError);
+      await expect(c.updateOne({ _id: 'r7', revision: 1 }, { key: 'k5', revision: 2 })).rejects.toBeInstanceOf(
+        DuplicateKeyError,
+      );
       expect(await c.findOne({ _id: 'r7' })).toMatchObject({ key: 'k7', revision: 1 });
       expect((await c.find({ key: 'k7' })).map((d) => d._id)).toEqual(['r7']);
       expect((await c.find({ key: 'k5' })).map((d) => d._id)).toEqual(['r5']);
@@ -80,9 +101,20 @@ for (const adapter of adapters()) {
     it.runIf(adapter.durable)('reads back after a re-open exactly what was acknowledged', async () => {
       await store.close();
       store = await adapter.open();
-      const c = await store.collection<Rec>('recs', [{ fields: ['owner'] }, { fields: ['key'], unique: true, sparse: true }, { fields: ['rank'] }]);
+      const c = await store.collection<Rec>('recs', [
+        { fields: ['owner'] },
+        { fields: ['key'], unique: true, sparse: true },
+        { fields: ['rank'] },
+      ]);
       expect(await c.count({})).toBe(22);
-      expect(await c.findOne({ _id: 'r5' })).toEqual({ _id: 'r5', owner: 'o2', rank: 5, key: 'k5', meta: { tags: ['x'] }, revision: 2 });
+      expect(await c.findOne({ _id: 'r5' })).toEqual({
+        _id: 'r5',
+        owner: 'o2',
+        rank: 5,
+        key: 'k5',
+        meta: { tags: ['x'] },
+        revision: 2,
+      });
       expect(await c.findOne({ _id: 'r4' })).toMatchObject({ owner: 'o9', key: 'k4', rank: 100, revision: 2 });
       expect(await c.findOne({ _id: 'r7' })).toMatchObject({ key: 'k7', revision: 1 });
       expect((await c.findOne({ _id: 'c1' }))!.meta).toEqual({ tags: ['b'] });

@@ -24,8 +24,18 @@ async function aliceWithShares(svc: TestService): Promise<{ token: string; bid: 
   const as = { 'x-partner-user-id': 'alice' };
   await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' }, headers: as });
   const markets = (await svc.call('GET', '/v2/trade/markets?limit=50')).body.markets as any[];
-  const { token, bid } = await tokenPicker(() => markets, async (t) => (await svc.call('GET', `/v2/trade/book?token_id=${t}`)).body)(0.31, 0.79);
-  expect((await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' }, headers: as })).status).toBe(200);
+  const { token, bid } = await tokenPicker(
+    () => markets,
+    async (t) => (await svc.call('GET', `/v2/trade/book?token_id=${t}`)).body,
+  )(0.31, 0.79);
+  expect(
+    (
+      await svc.call('POST', '/v2/trade/order', {
+        body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' },
+        headers: as,
+      })
+    ).status,
+  ).toBe(200);
   return { token, bid };
 }
 
@@ -51,15 +61,35 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const { token, bid } = await aliceWithShares(svc);
     const level = String(Number((bid - 0.05).toFixed(2)));
-    const res = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }, headers: as });
+    const res = await svc.call('POST', '/v2/trade/order', {
+      body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' },
+      headers: as,
+    });
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     const id = res.body.record_id as string;
-    const list = async () => (await svc!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies.find((s: any) => s.record_id === id);
+    const list = async () =>
+      (await svc!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies.find(
+        (s: any) => s.record_id === id,
+      );
     const before = await list();
-    expect(before).toMatchObject({ status: 'ACTIVE', price: level, trigger_price: level, size: '5', message: `STOP_LOSS armed: sells 5 shares when the best bid reaches ${level}` });
+    expect(before).toMatchObject({
+      status: 'ACTIVE',
+      price: level,
+      trigger_price: level,
+      size: '5',
+      message: `STOP_LOSS armed: sells 5 shares when the best bid reaches ${level}`,
+    });
 
     // compact: no default, no derived field, no id
-    const actors = async (s: TestService) => s.services.store.collection<{ _id: string; snapshot: string; machineId: string; ownerUserId: string; createdAtMs: number; type: string | null }>('actors');
+    const actors = async (s: TestService) =>
+      s.services.store.collection<{
+        _id: string;
+        snapshot: string;
+        machineId: string;
+        ownerUserId: string;
+        createdAtMs: number;
+        type: string | null;
+      }>('actors');
     const rec = (await (await actors(svc)).findOne({ _id: id }))!;
     // the stored `type` (the host's typeOf: the view is derived only when read) is the view's
     expect(rec.type).toBe(before.type);
@@ -68,11 +98,29 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     // form 2: [2, value, tokenId, price, size, [bid, ask], ms from the request to the record] and nothing else (tick 0.01, min size 5)
     const packedToken = TOKEN_ID_CODEC.encode(token, { _id: id, ownerUserId: null, createdAtMs: 0 });
     expect(packedToken).toMatch(/^[\w-]{1,43}$/); // the venue's decimal token id, in base64url
-    expect(compact).toEqual([2, 'armed', packedToken, level, '5', [expect.any(String), expect.any(String)], expect.any(Number)]);
+    expect(compact).toEqual([
+      2,
+      'armed',
+      packedToken,
+      level,
+      '5',
+      [expect.any(String), expect.any(String)],
+      expect.any(Number),
+    ]);
     expect(rec.snapshot.length).toBeLessThan(100);
     const restored = svc.services.host.storedSnapshot(rec).context as Record<string, any>;
-    const c = { tickSize: restored.tickSize, minSize: restored.minSize, createdAtMs: restored.createdAtMs, touch: restored.touch };
-    expect(c).toEqual({ tickSize: '0.01', minSize: '5', createdAtMs: rec.createdAtMs - compact[6], touch: { bid: compact[5][0], ask: compact[5][1] } });
+    const c = {
+      tickSize: restored.tickSize,
+      minSize: restored.minSize,
+      createdAtMs: restored.createdAtMs,
+      touch: restored.touch,
+    };
+    expect(c).toEqual({
+      tickSize: '0.01',
+      minSize: '5',
+      createdAtMs: rec.createdAtMs - compact[6],
+      touch: { bid: compact[5][0], ask: compact[5][1] },
+    });
     await svc.close();
     svc = undefined;
 
@@ -94,19 +142,40 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
 
     const del = await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as });
     expect(del.status).toBe(200);
-    expect(await list()).toMatchObject({ status: 'CANCELED', message: 'canceled before it triggered', price: level, trigger_price: level });
+    expect(await list()).toMatchObject({
+      status: 'CANCELED',
+      message: 'canceled before it triggered',
+      price: level,
+      trigger_price: level,
+    });
     const after = JSON.parse((await (await actors(svc)).findOne({ _id: id }))!.snapshot);
-    expect(after).toEqual([2, 'canceled', packedToken, level, '5', [c.touch.bid, c.touch.ask], compact[6], { watch: {}, endReason: 'canceled before it triggered' }, { status: 'done' }]);
+    expect(after).toEqual([
+      2,
+      'canceled',
+      packedToken,
+      level,
+      '5',
+      [c.touch.bid, c.touch.ask],
+      compact[6],
+      { watch: {}, endReason: 'canceled before it triggered' },
+      { status: 'done' },
+    ]);
     expect(svc.services.strategies.triggers.has(id)).toBe(false);
     await svc.close();
     svc = undefined;
 
     // a second stop stored in form 1 (the compact form written before form 2) restores, reads the same, cancels and is written in form 2
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
-    const res2 = await svc.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }, headers: as });
+    const res2 = await svc.call('POST', '/v2/trade/order', {
+      body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' },
+      headers: as,
+    });
     expect(res2).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     const id2 = res2.body.record_id as string;
-    const list2 = async () => (await svc!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies.find((s: any) => s.record_id === id2);
+    const list2 = async () =>
+      (await svc!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies.find(
+        (s: any) => s.record_id === id2,
+      );
     const before2 = await list2();
     const rec2 = (await (await actors(svc)).findOne({ _id: id2 }))!;
     const t2 = JSON.parse(rec2.snapshot)[5] as [string, string];
@@ -121,9 +190,24 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect(await list2()).toEqual(before2);
     expect((await (await actors(svc)).findOne({ _id: id2 }))!.snapshot).toBe(form1);
     expect((await svc.call('DELETE', `/v2/trade/strategies/${id2}`, { headers: as })).status).toBe(200);
-    expect(await list2()).toMatchObject({ status: 'CANCELED', message: 'canceled before it triggered', price: level, trigger_price: level });
+    expect(await list2()).toMatchObject({
+      status: 'CANCELED',
+      message: 'canceled before it triggered',
+      price: level,
+      trigger_price: level,
+    });
     const after2 = JSON.parse((await (await actors(svc)).findOne({ _id: id2 }))!.snapshot);
-    expect(after2).toEqual([2, 'canceled', packedToken, level, '5', t2, 7, { watch: {}, endReason: 'canceled before it triggered' }, { status: 'done' }]);
+    expect(after2).toEqual([
+      2,
+      'canceled',
+      packedToken,
+      level,
+      '5',
+      t2,
+      7,
+      { watch: {}, endReason: 'canceled before it triggered' },
+      { status: 'done' },
+    ]);
     expect(svc.services.strategies.triggers.has(id2)).toBe(false);
   }, 60_000);
 
@@ -135,14 +219,30 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
       const { token, bid } = await aliceWithShares(s2);
       const mark = String(Number((bid + 0.02).toFixed(2)));
       const execution = { high_water_mark: mark, trailing_offset: '0.1' };
-      const res = await s2.call('POST', '/v2/trade/order', { body: { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '5', execution }, headers: as });
+      const res = await s2.call('POST', '/v2/trade/order', {
+        body: { symbol: token, side: 'sell', type: 'TRAILING_STOP', size: '5', execution },
+        headers: as,
+      });
       expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
       const id = res.body.record_id as string;
-      const list = async () => (await s2!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies.find((s: any) => s.record_id === id);
+      const list = async () =>
+        (await s2!.call('GET', '/v2/trade/strategies?limit=50', { headers: as })).body.strategies.find(
+          (s: any) => s.record_id === id,
+        );
       const before = await list();
       expect(before).toMatchObject({ high_water_mark: mark, trigger_price: String(Number((bid - 0.08).toFixed(2))) });
-      const rec = (await (await s2.services.store.collection<{ _id: string; snapshot: string }>('actors')).findOne({ _id: id }))!;
-      expect(JSON.parse(rec.snapshot)).toEqual([2, 'armed', TOKEN_ID_CODEC.encode(token, { _id: id, ownerUserId: null, createdAtMs: 0 }), '5', execution, [expect.any(String), expect.any(String)], expect.any(Number)]);
+      const rec = (await (
+        await s2.services.store.collection<{ _id: string; snapshot: string }>('actors')
+      ).findOne({ _id: id }))!;
+      expect(JSON.parse(rec.snapshot)).toEqual([
+        2,
+        'armed',
+        TOKEN_ID_CODEC.encode(token, { _id: id, ownerUserId: null, createdAtMs: 0 }),
+        '5',
+        execution,
+        [expect.any(String), expect.any(String)],
+        expect.any(Number),
+      ]);
       await s2.close();
       s2 = await startTestService({ store: await SqliteStore.open(tdir), env });
       expect(s2.services.strategies.triggers.has(id)).toBe(true);

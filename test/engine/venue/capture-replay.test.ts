@@ -13,8 +13,15 @@ const silent = { info: () => undefined, warn: () => undefined, error: () => unde
 
 function capture(n: number, startMs: number, stepMs: number): Capture {
   const events: CaptureEvent[] = [];
-  for (let i = 0; i < n; i++) events.push({ kind: 'trade', atMs: startMs + i * stepMs, tokenId: 't', price: dec('0.5') });
-  return { markets: [], events, startMs, endMs: startMs + (n - 1) * stepMs, skips: { errorRows: 0, unusable: 0, malformed: 0, naValues: 0 } } as unknown as Capture;
+  for (let i = 0; i < n; i++)
+    events.push({ kind: 'trade', atMs: startMs + i * stepMs, tokenId: 't', price: dec('0.5') });
+  return {
+    markets: [],
+    events,
+    startMs,
+    endMs: startMs + (n - 1) * stepMs,
+    skips: { errorRows: 0, unusable: 0, malformed: 0, naValues: 0 },
+  } as unknown as Capture;
 }
 
 const nextTurn = () => new Promise<void>((r) => setImmediate(r));
@@ -25,7 +32,15 @@ describe('CaptureReplay batches (no long venue operation)', () => {
     const cap = capture(2_000, 0, 1);
     const batches: { events: CaptureEvent[]; position: CapturePosition }[] = [];
     // resumed at capture time 2,000 ms: every event is due at the start
-    const replay = new CaptureReplay({ capture: cap, clock, log: silent, speed: 1, maxBatch: 500, resumeFrom: { next: 0, recordedMs: 2_000 }, apply: (events, position) => batches.push({ events, position }) });
+    const replay = new CaptureReplay({
+      capture: cap,
+      clock,
+      log: silent,
+      speed: 1,
+      maxBatch: 500,
+      resumeFrom: { next: 0, recordedMs: 2_000 },
+      apply: (events, position) => batches.push({ events, position }),
+    });
     replay.start();
     expect(batches).toHaveLength(1); // the first batch at once, the rest in later turns
     expect(batches[0]!.events).toHaveLength(500);
@@ -43,7 +58,15 @@ describe('CaptureReplay batches (no long venue operation)', () => {
     const clock = new ManualClock(1_000_000);
     const cap = capture(2_000, 0, 1);
     let applied = 0;
-    const replay = new CaptureReplay({ capture: cap, clock, log: silent, speed: 1, maxBatch: 500, resumeFrom: { next: 0, recordedMs: 5_000 }, apply: (events) => (applied += events.length) });
+    const replay = new CaptureReplay({
+      capture: cap,
+      clock,
+      log: silent,
+      speed: 1,
+      maxBatch: 500,
+      resumeFrom: { next: 0, recordedMs: 5_000 },
+      apply: (events) => (applied += events.length),
+    });
     replay.start();
     replay.stop();
     await nextTurn();
@@ -56,7 +79,13 @@ describe('CaptureReplay batches (no long venue operation)', () => {
     const clock = new ManualClock(0);
     const cap = capture(100, 0, 10);
     const sizes: number[] = [];
-    const replay = new CaptureReplay({ capture: cap, clock, log: silent, speed: 1, apply: (events) => sizes.push(events.length) });
+    const replay = new CaptureReplay({
+      capture: cap,
+      clock,
+      log: silent,
+      speed: 1,
+      apply: (events) => sizes.push(events.length),
+    });
     replay.start(); // the event at capture time 0
     clock.advance(500);
     replay.step();

@@ -13,7 +13,14 @@ import { A, B, binaryCaptureCatalogue, C } from './capture-fixture.js';
 
 const T0 = 1_700_000_000_000;
 
-const lvl = (atMs: number, side: 'buy' | 'sell', price: string, size: string): CaptureEvent => ({ kind: 'level', atMs, tokenId: A, side, price: dec(price), size: dec(size) });
+const lvl = (atMs: number, side: 'buy' | 'sell', price: string, size: string): CaptureEvent => ({
+  kind: 'level',
+  atMs,
+  tokenId: A,
+  side,
+  price: dec(price),
+  size: dec(size),
+});
 const trade = (atMs: number, price: string): CaptureEvent => ({ kind: 'trade', atMs, tokenId: A, price: dec(price) });
 
 /**
@@ -21,23 +28,45 @@ const trade = (atMs: number, price: string): CaptureEvent => ({ kind: 'trade', a
  * gone, an ask 0.70 × 40 (trade 0.65); second 5 a bid 0.20 × 30 (trade 0.68); second 10 A wins.
  */
 const EVENTS: CaptureEvent[] = [
-  lvl(T0, 'sell', '0.6', '50'), trade(T0, '0.55'),
-  lvl(T0 + 1000, 'sell', '0.6', '0'), lvl(T0 + 1000, 'sell', '0.7', '40'), trade(T0 + 1000, '0.65'),
-  lvl(T0 + 5000, 'buy', '0.2', '30'), trade(T0 + 5000, '0.68'),
+  lvl(T0, 'sell', '0.6', '50'),
+  trade(T0, '0.55'),
+  lvl(T0 + 1000, 'sell', '0.6', '0'),
+  lvl(T0 + 1000, 'sell', '0.7', '40'),
+  trade(T0 + 1000, '0.65'),
+  lvl(T0 + 5000, 'buy', '0.2', '30'),
+  trade(T0 + 5000, '0.68'),
   { kind: 'resolved', atMs: T0 + 10_000, conditionId: C, winningTokenId: A },
 ];
 
-
 let n = 0;
 const ioc = (side: 'buy' | 'sell', price: string, size: string): VenueOrder => ({
-  orderId: `ord_${++n}`, userId: 'u', tokenId: A, side, kind: 'limit', price, size, quoteAmount: null, timeInForce: 'IOC', postOnly: false,
+  orderId: `ord_${++n}`,
+  userId: 'u',
+  tokenId: A,
+  side,
+  kind: 'limit',
+  price,
+  size,
+  quoteAmount: null,
+  timeInForce: 'IOC',
+  postOnly: false,
 });
 
 /** Opens the venue on `dir` with the capture replay on, real time (1 capture second per clock second), driven by the test's clock. */
 async function open(dir: string, clock: ManualClock, events = EVENTS) {
   const venue = await SimVenue.open({
-    catalogue: binaryCaptureCatalogue('0.01', events, T0, events.at(-1)!.atMs), store: await SqliteStore.open(dir), clock, log: createLogger('silent'),
-    initialPusd: '1000', liquidityLevels: 0, refillMs: 3_600_000, replay: false, replaySpeed: 600, captureReplay: true, captureSpeed: 1, captureTickMs: 3_600_000,
+    catalogue: binaryCaptureCatalogue('0.01', events, T0, events.at(-1)!.atMs),
+    store: await SqliteStore.open(dir),
+    clock,
+    log: createLogger('silent'),
+    initialPusd: '1000',
+    liquidityLevels: 0,
+    refillMs: 3_600_000,
+    replay: false,
+    replaySpeed: 600,
+    captureReplay: true,
+    captureSpeed: 1,
+    captureTickMs: 3_600_000,
   });
   const reports: VenueReport[] = [];
   venue.onReport((r) => reports.push(r));
@@ -79,7 +108,11 @@ describe('capture replay: a restart resumes where the previous run was', () => {
       const second = await open(dir, clock);
       await settle();
       expect(second.venue.capture!.applied).toBe(applied);
-      expect(second.venue.book(A)).toMatchObject({ asks: [{ price: '0.7', size: '25' }], bids: [], lastTradePrice: '0.65' });
+      expect(second.venue.book(A)).toMatchObject({
+        asks: [{ price: '0.7', size: '25' }],
+        bids: [],
+        lastTradePrice: '0.65',
+      });
       // the stale 0.60 ask of the first second does not fill a buy placed after the replay moved past it
       await second.venue.submit(ioc('buy', '0.65', '10'));
       expect(second.reports.filter((r) => r.type === 'venue.filled')).toEqual([]);
@@ -93,7 +126,11 @@ describe('capture replay: a restart resumes where the previous run was', () => {
       clock.advance(1_000);
       second.venue.capture!.step();
       await settle();
-      expect(second.venue.book(A)).toMatchObject({ bids: [{ price: '0.2', size: '30' }], asks: [{ price: '0.7', size: '25' }], lastTradePrice: '0.68' });
+      expect(second.venue.book(A)).toMatchObject({
+        bids: [{ price: '0.2', size: '30' }],
+        asks: [{ price: '0.7', size: '25' }],
+        lastTradePrice: '0.68',
+      });
       clock.advance(5_000);
       second.venue.capture!.step();
       await settle();
@@ -131,22 +168,63 @@ describe('capture replay: a restart resumes where the previous run was', () => {
   });
 
   it("the levels made from the rows' best_bid / best_ask resume as they were left (what a user took of the synthetic touch stays taken)", async () => {
-    const HEADER = 'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,old_tick_size,new_tick_size,market_resolved,error_message';
-    const row = (ms: number, type: string, price: string, size: string, bid: string, ask: string, token = A) => ['q', ms, '', '', type, price, size, '', '', bid, ask, token, 'false', token === A ? 'Up' : 'Down', '', 'false', '', '', 'false', ''].join(',');
-    const { events } = parseCapture([
-      HEADER, row(T0 - 1, 'market_open', '', '', '', '', B), row(T0, 'ask', '0.99', '5000', '0.93', '0.95'), row(T0 + 1000, 'ask', '0.99', '4000', '0.94', '0.96'), row(T0 + 2000, 'bid', '0.9', '30', '0.95', '0.97'),
-    ].join('\n'));
+    const HEADER =
+      'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,old_tick_size,new_tick_size,market_resolved,error_message';
+    const row = (ms: number, type: string, price: string, size: string, bid: string, ask: string, token = A) =>
+      [
+        'q',
+        ms,
+        '',
+        '',
+        type,
+        price,
+        size,
+        '',
+        '',
+        bid,
+        ask,
+        token,
+        'false',
+        token === A ? 'Up' : 'Down',
+        '',
+        'false',
+        '',
+        '',
+        'false',
+        '',
+      ].join(',');
+    const { events } = parseCapture(
+      [
+        HEADER,
+        row(T0 - 1, 'market_open', '', '', '', '', B),
+        row(T0, 'ask', '0.99', '5000', '0.93', '0.95'),
+        row(T0 + 1000, 'ask', '0.99', '4000', '0.94', '0.96'),
+        row(T0 + 2000, 'bid', '0.9', '30', '0.95', '0.97'),
+      ].join('\n'),
+    );
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-resume-'));
     dirs.push(dir);
     const clock = new ManualClock(5_000);
     const first = await open(dir, clock, events);
     await settle();
-    expect(first.venue.book(A)).toMatchObject({ bids: [{ price: '0.93', size: '100' }], asks: [{ price: '0.95', size: '100' }, { price: '0.99', size: '5000' }] });
+    expect(first.venue.book(A)).toMatchObject({
+      bids: [{ price: '0.93', size: '100' }],
+      asks: [
+        { price: '0.95', size: '100' },
+        { price: '0.99', size: '5000' },
+      ],
+    });
     clock.advance(1_000);
     first.venue.capture!.step();
     await settle();
     await first.venue.submit(ioc('buy', '0.96', '30')); // 30 of the synthetic ask at 0.96
-    const left = { bids: [{ price: '0.94', size: '100' }], asks: [{ price: '0.96', size: '70' }, { price: '0.99', size: '4000' }] };
+    const left = {
+      bids: [{ price: '0.94', size: '100' }],
+      asks: [
+        { price: '0.96', size: '70' },
+        { price: '0.99', size: '4000' },
+      ],
+    };
     expect(first.venue.book(A)).toMatchObject(left);
     first.venue.capture!.stop();
     const second = await open(dir, clock, events); // no close: kill -9
@@ -155,7 +233,16 @@ describe('capture replay: a restart resumes where the previous run was', () => {
     clock.advance(1_000);
     second.venue.capture!.step();
     await settle();
-    expect(second.venue.book(A)).toMatchObject({ bids: [{ price: '0.95', size: '100' }, { price: '0.9', size: '30' }], asks: [{ price: '0.97', size: '100' }, { price: '0.99', size: '4000' }] });
+    expect(second.venue.book(A)).toMatchObject({
+      bids: [
+        { price: '0.95', size: '100' },
+        { price: '0.9', size: '30' },
+      ],
+      asks: [
+        { price: '0.97', size: '100' },
+        { price: '0.99', size: '4000' },
+      ],
+    });
     await second.venue.close();
   });
 });

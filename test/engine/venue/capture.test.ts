@@ -1,14 +1,56 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CAPTURE_FILE, conditionIdOf, parseCapture, questionOf, type CaptureEvent } from '../../../engine/venue/capture.js';
+import {
+  CAPTURE_FILE,
+  conditionIdOf,
+  parseCapture,
+  questionOf,
+  type CaptureEvent,
+} from '../../../engine/venue/capture.js';
 import { loadCatalogue } from '../../../engine/venue/markets.js';
 
 const HEADER =
   'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,old_tick_size,new_tick_size,market_resolved,error_message';
 const SLUG = 'btc-15min-up-or-down-09:15';
-const row = (ms: number, type: string, token: string, outcome: string, f: { price?: string; size?: string; bid?: string; ask?: string; win?: string; oldTick?: string; newTick?: string; err?: string } = {}) =>
-  [SLUG, ms, 'iso', 'est', type, f.price ?? '', f.size ?? '', '', '', f.bid ?? '', f.ask ?? '', token, f.win ?? 'false', outcome, '', 'false', f.oldTick ?? '', f.newTick ?? '', 'false', f.err ?? ''].join(',');
+const row = (
+  ms: number,
+  type: string,
+  token: string,
+  outcome: string,
+  f: {
+    price?: string;
+    size?: string;
+    bid?: string;
+    ask?: string;
+    win?: string;
+    oldTick?: string;
+    newTick?: string;
+    err?: string;
+  } = {},
+) =>
+  [
+    SLUG,
+    ms,
+    'iso',
+    'est',
+    type,
+    f.price ?? '',
+    f.size ?? '',
+    '',
+    '',
+    f.bid ?? '',
+    f.ask ?? '',
+    token,
+    f.win ?? 'false',
+    outcome,
+    '',
+    'false',
+    f.oldTick ?? '',
+    f.newTick ?? '',
+    'false',
+    f.err ?? '',
+  ].join(',');
 
 describe('capture parser', () => {
   it('skips error rows, N/A and missing values, repeated headers; sorts by time; rounds sizes; resolves on the winning row', () => {
@@ -31,8 +73,25 @@ describe('capture parser', () => {
     ].join('\n');
     const c = parseCapture(text);
     expect(c.skips).toEqual({ errorRows: 1, unusable: 2, naValues: 4, malformed: 2, losingResolutionRows: 1 });
-    expect(c.markets).toEqual([{ slug: SLUG, conditionId: conditionIdOf(SLUG), question: 'BTC Up or Down - 15 minutes from 09:15 ET', tokens: [{ tokenId: '1', outcome: 'Up' }, { tokenId: '2', outcome: 'Down' }], firstSeenMs: 100 }]);
-    expect(c.events.map((e) => [e.kind, e.atMs])).toEqual([['level', 200], ['level', 300], ['tick', 400], ['trade', 410], ['resolved', 500]]);
+    expect(c.markets).toEqual([
+      {
+        slug: SLUG,
+        conditionId: conditionIdOf(SLUG),
+        question: 'BTC Up or Down - 15 minutes from 09:15 ET',
+        tokens: [
+          { tokenId: '1', outcome: 'Up' },
+          { tokenId: '2', outcome: 'Down' },
+        ],
+        firstSeenMs: 100,
+      },
+    ]);
+    expect(c.events.map((e) => [e.kind, e.atMs])).toEqual([
+      ['level', 200],
+      ['level', 300],
+      ['tick', 400],
+      ['trade', 410],
+      ['resolved', 500],
+    ]);
     expect(c.events[1]).toMatchObject({ side: 'buy', tokenId: '1' });
     expect(String((c.events[1] as { size: unknown }).size)).toBe('232.59');
     expect(c.events[4]).toEqual({ kind: 'resolved', atMs: 500, conditionId: conditionIdOf(SLUG), winningTokenId: '1' });
@@ -62,7 +121,12 @@ describe('capture parser', () => {
     const count = (k: string) => c.events.filter((e) => e.kind === k).length;
     // 292 captured tick changes, plus 2 × 2 inferred where levels move in 0.001 steps before (or without) one
     // 3,039 bid and 3,472 ask rows, plus 4,989 level events made from their best_bid / best_ask
-    expect([count('level'), count('trade'), count('tick'), count('resolved')]).toEqual([3039 + 3472 + 4989, 9406, 292 + 4, 104]);
+    expect([count('level'), count('trade'), count('tick'), count('resolved')]).toEqual([
+      3039 + 3472 + 4989,
+      9406,
+      292 + 4,
+      104,
+    ]);
     expect(c.touchLevels).toBe(4989);
     expect(c.inferredTicks).toBe(2);
     expect(c.events.filter((e) => e.kind === 'tick' && !e.inferred)).toHaveLength(292);
@@ -85,17 +149,28 @@ describe('capture parser', () => {
       }
       return Object.fromEntries([...out].sort());
     };
-    const levels = (...rows: string[]) => parseCapture([HEADER, row(100, 'market_open', '1', 'Up'), row(101, 'market_open', '2', 'Down'), ...rows].join('\n'));
+    const levels = (...rows: string[]) =>
+      parseCapture(
+        [HEADER, row(100, 'market_open', '1', 'Up'), row(101, 'market_open', '2', 'Down'), ...rows].join('\n'),
+      );
 
     it('a synthetic level of 100 shares at each side of the touch; replay levels inside it go; one synthetic level per side; a captured level at the touch is the touch', () => {
       const c = levels(
         row(200, 'ask', '1', 'Up', { price: '0.99', size: '5000', bid: '0.93', ask: '0.95' }),
         row(300, 'ask', '1', 'Up', { price: '0.99', size: '4000', bid: '0.94', ask: '0.96' }),
       );
-      expect(c.events.filter((e) => e.kind === 'level' && e.touch).map((e) => e.kind === 'level' && [e.atMs, e.side, e.price.toFixed(), e.size.toFixed()])).toEqual([
-        [200, 'buy', '0.93', '100'], [200, 'sell', '0.95', '100'],
+      expect(
+        c.events
+          .filter((e) => e.kind === 'level' && e.touch)
+          .map((e) => e.kind === 'level' && [e.atMs, e.side, e.price.toFixed(), e.size.toFixed()]),
+      ).toEqual([
+        [200, 'buy', '0.93', '100'],
+        [200, 'sell', '0.95', '100'],
         // the touch moved up: the old synthetic ask is inside it, the old synthetic bid is replaced
-        [300, 'sell', '0.95', '0'], [300, 'buy', '0.93', '0'], [300, 'buy', '0.94', '100'], [300, 'sell', '0.96', '100'],
+        [300, 'sell', '0.95', '0'],
+        [300, 'buy', '0.93', '0'],
+        [300, 'buy', '0.94', '100'],
+        [300, 'sell', '0.96', '100'],
       ]);
       expect(restingAfter(c.events)).toEqual({ 'buy 0.94': '100', 'sell 0.96': '100', 'sell 0.99': '4000' });
       expect(c.touchLevels).toBe(6);
@@ -126,7 +201,11 @@ describe('capture parser', () => {
         row(400, 'bid', '1', 'Up', { price: '0.40', size: '7', bid: '0.45', ask: '0.60' }),
         row(400, 'bid', '1', 'Up', { price: '0.45', size: '8', bid: '0.45', ask: '0.60' }),
       );
-      expect(x.events.filter((e) => e.kind === 'level' && e.touch && e.atMs >= 300).map((e) => e.kind === 'level' && [e.side, e.price.toFixed(), e.size.toFixed()])).toEqual([['buy', '0.5', '0']]);
+      expect(
+        x.events
+          .filter((e) => e.kind === 'level' && e.touch && e.atMs >= 300)
+          .map((e) => e.kind === 'level' && [e.side, e.price.toFixed(), e.size.toFixed()]),
+      ).toEqual([['buy', '0.5', '0']]);
       expect(restingAfter(x.events)).toEqual({ 'buy 0.4': '7', 'buy 0.45': '8', 'sell 0.6': '100', 'sell 0.99': '10' });
     });
 

@@ -33,16 +33,48 @@ function catalogue(): Catalogue {
   const tick = dec('0.01');
   const min = dec(5);
   const market = (yes: string, no: string, c: string) => ({
-    conditionId: c, question: `${c}?`, slug: c, endDateIso: null, tickSize: tick, minSize: min, negRisk: false,
-    tokens: [{ tokenId: yes, outcome: 'Yes', price: dec('0.5') }, { tokenId: no, outcome: 'No', price: dec('0.5') }],
+    conditionId: c,
+    question: `${c}?`,
+    slug: c,
+    endDateIso: null,
+    tickSize: tick,
+    minSize: min,
+    negRisk: false,
+    tokens: [
+      { tokenId: yes, outcome: 'Yes', price: dec('0.5') },
+      { tokenId: no, outcome: 'No', price: dec('0.5') },
+    ],
   });
   const info = (tokenId: string, outcome: string, c: string, complementTokenId: string) =>
-    [tokenId, { tokenId, outcome, conditionId: c, question: `${c}?`, referencePrice: dec('0.5'), tickSize: tick, minSize: min, complementTokenId }] as const;
+    [
+      tokenId,
+      {
+        tokenId,
+        outcome,
+        conditionId: c,
+        question: `${c}?`,
+        referencePrice: dec('0.5'),
+        tickSize: tick,
+        minSize: min,
+        complementTokenId,
+      },
+    ] as const;
   const [a, b, c, d] = TOKENS as [string, string, string, string];
   return {
     markets: [market(a, b, '0xc1'), market(c, d, '0xc2')],
-    tokens: new Map([info(a, 'Yes', '0xc1', b), info(b, 'No', '0xc1', a), info(c, 'Yes', '0xc2', d), info(d, 'No', '0xc2', c)]),
-    replay: { tokenId: a, points: [{ tSec: 0, price: dec('0.5') }, { tSec: 600, price: dec('0.6') }] },
+    tokens: new Map([
+      info(a, 'Yes', '0xc1', b),
+      info(b, 'No', '0xc1', a),
+      info(c, 'Yes', '0xc2', d),
+      info(d, 'No', '0xc2', c),
+    ]),
+    replay: {
+      tokenId: a,
+      points: [
+        { tSec: 0, price: dec('0.5') },
+        { tSec: 600, price: dec('0.6') },
+      ],
+    },
   };
 }
 
@@ -61,17 +93,45 @@ const inside = (v: SimVenue) => v as unknown as Internals;
 
 function openVenue(store: Store): Promise<SimVenue> {
   return SimVenue.open({
-    catalogue: catalogue(), store, clock: new ManualClock(1_000), log, initialPusd: '1000',
-    liquidityLevels: 0, refillMs: 60_000, replay: false, replaySpeed: 1,
+    catalogue: catalogue(),
+    store,
+    clock: new ManualClock(1_000),
+    log,
+    initialPusd: '1000',
+    liquidityLevels: 0,
+    refillMs: 60_000,
+    replay: false,
+    replaySpeed: 1,
   });
 }
 
 const userId = (u: number) => `0x${u.toString(16).padStart(40, '0')}`;
-const orderId = (u: number, k: number) => `${u.toString(16).padStart(8, '0')}-0000-4000-8000-${k.toString(16).padStart(12, '0')}`;
+const orderId = (u: number, k: number) =>
+  `${u.toString(16).padStart(8, '0')}-0000-4000-8000-${k.toString(16).padStart(12, '0')}`;
 const price = (cents: number) => (cents / 100).toFixed(2);
 
-function limit(u: number, k: number, tokenId: string, side: 'buy' | 'sell', px: string, size: number, extra: Partial<VenueOrder> = {}): VenueOrder {
-  return { orderId: orderId(u, k), userId: userId(u), tokenId, side, kind: 'limit', price: px, size: String(size), quoteAmount: null, timeInForce: 'GTC', postOnly: false, ...extra };
+function limit(
+  u: number,
+  k: number,
+  tokenId: string,
+  side: 'buy' | 'sell',
+  px: string,
+  size: number,
+  extra: Partial<VenueOrder> = {},
+): VenueOrder {
+  return {
+    orderId: orderId(u, k),
+    userId: userId(u),
+    tokenId,
+    side,
+    kind: 'limit',
+    price: px,
+    size: String(size),
+    quoteAmount: null,
+    timeInForce: 'GTC',
+    postOnly: false,
+    ...extra,
+  };
 }
 
 /**
@@ -86,8 +146,22 @@ function buildState(venue: SimVenue, users: number, from = 0): void {
   for (let u = from; u < from + users; u++) {
     const own = TOKENS[u % TOKENS.length]!;
     ledger.walletOf(userId(u)).positions.set(own, { shares: dec(200), reserved: ZERO, cost: dec(97.5) });
-    for (let k = 0; k < 3; k++) place(limit(u, k, TOKENS[(u + k) % TOKENS.length]!, 'buy', price(1 + ((u * 7 + k * 13) % 45)), 5 + ((u + k) % 20)));
-    for (let k = 3; k < 5; k++) place(limit(u, k, own, 'sell', price(55 + ((u * 3 + k * 11) % 45)), 5 + ((u * k) % 30), k === 4 ? { timeInForce: 'GTD' } : {}));
+    for (let k = 0; k < 3; k++)
+      place(
+        limit(u, k, TOKENS[(u + k) % TOKENS.length]!, 'buy', price(1 + ((u * 7 + k * 13) % 45)), 5 + ((u + k) % 20)),
+      );
+    for (let k = 3; k < 5; k++)
+      place(
+        limit(
+          u,
+          k,
+          own,
+          'sell',
+          price(55 + ((u * 3 + k * 11) % 45)),
+          5 + ((u * k) % 30),
+          k === 4 ? { timeInForce: 'GTD' } : {},
+        ),
+      );
     if (u % 5 === 0) place(limit(u, 5, TOKENS[(u + 1) % TOKENS.length]!, 'buy', '0.99', 40, { timeInForce: 'IOC' }));
   }
 }
@@ -98,7 +172,9 @@ function stateOf(venue: SimVenue) {
     wallets: venue.walletRows(),
     orders: venue.orderRows(),
     orderSeq: venue.orderSeq,
-    books: venue.restingOrders().map((r) => [r.tokenId, r.side, r.price.toString(), r.orderId, r.userId, r.remaining.toString(), r.seq]),
+    books: venue
+      .restingOrders()
+      .map((r) => [r.tokenId, r.side, r.price.toString(), r.orderId, r.userId, r.remaining.toString(), r.seq]),
   };
 }
 
@@ -161,7 +237,9 @@ describe('venue checkpoints: many bounded documents', () => {
   }
 
   async function stateDocs(store: Store) {
-    const c = await store.collection<Doc & { generation?: number; chunks?: number; seq?: number; rows?: unknown }>('venueState');
+    const c = await store.collection<Doc & { generation?: number; chunks?: number; seq?: number; rows?: unknown }>(
+      'venueState',
+    );
     return c.find({}, { sort: { _id: 1 } });
   }
 
@@ -172,7 +250,9 @@ describe('venue checkpoints: many bounded documents', () => {
     expect(pointer).toMatchObject({ generation: expect.any(Number), chunks: expect.any(Number) });
     expect(pointer.rows).toBeUndefined();
     const chunks = docs.filter((d) => d._id !== 'checkpoint');
-    expect(chunks.map((d) => d._id).sort()).toEqual(Array.from({ length: pointer.chunks! }, (_, n) => `cp:${pointer.generation}:${n}`).sort());
+    expect(chunks.map((d) => d._id).sort()).toEqual(
+      Array.from({ length: pointer.chunks! }, (_, n) => `cp:${pointer.generation}:${n}`).sort(),
+    );
     const journal = await store.collection('venueJournal');
     expect(await journal.count({ seq: { $lte: pointer.seq } })).toBe(0);
     return pointer;
@@ -193,7 +273,9 @@ describe('venue checkpoints: many bounded documents', () => {
       await first.close(); // writes the checkpoint
       const written = Date.now();
       const expected = stateOf(first);
-      const stateBytes = Buffer.byteLength(JSON.stringify({ wallets: expected.wallets, orders: expected.orders } satisfies StateRows));
+      const stateBytes = Buffer.byteLength(
+        JSON.stringify({ wallets: expected.wallets, orders: expected.orders } satisfies StateRows),
+      );
       expect(stateBytes).toBeGreaterThan(16 * MiB);
       expect(m.maxBson).toBeLessThanOrEqual(CHECKPOINT_CHUNK_BYTES);
       expect(m.chunkWrites).toBeGreaterThanOrEqual(17);
@@ -214,7 +296,11 @@ describe('venue checkpoints: many bounded documents', () => {
     });
   }
 
-  const crashPoints: Array<{ name: string; fault: (s: FaultyStore) => void; leftovers: (docs: Array<Doc & { generation?: number }>, journalLeft: number) => void }> = [
+  const crashPoints: Array<{
+    name: string;
+    fault: (s: FaultyStore) => void;
+    leftovers: (docs: Array<Doc & { generation?: number }>, journalLeft: number) => void;
+  }> = [
     {
       name: 'after 2 chunks of the new generation',
       fault: (s) => s.failNth('venueState', 'replaceOne', 3),
@@ -264,9 +350,14 @@ describe('venue checkpoints: many bounded documents', () => {
         // > 500 journaled operations after it (two deletion slices): new orders, fills, cancels
         for (let k = 0; k < 600; k++) {
           const seller = { userId: userId(k % 2_000) }; // sells the token it holds; the buys take them
-          await first.submit(k % 2 ? limit(30_000 + k, 0, TOKENS[k % 4]!, 'buy', '0.60', 5) : limit(30_000 + k, 0, TOKENS[k % 4]!, 'sell', '0.50', 5, seller));
+          await first.submit(
+            k % 2
+              ? limit(30_000 + k, 0, TOKENS[k % 4]!, 'buy', '0.60', 5)
+              : limit(30_000 + k, 0, TOKENS[k % 4]!, 'sell', '0.50', 5, seller),
+          );
         }
-        for (let u = 0; u < 20; u++) await first.cancel(orderId(u, 1), { code: 'USER_CANCELED', message: 'canceled by user' });
+        for (let u = 0; u < 20; u++)
+          await first.cancel(orderId(u, 1), { code: 'USER_CANCELED', message: 'canceled by user' });
         cp.fault(store);
         await expect(inside(first).journal.checkpoint()).rejects.toThrow(InjectedFault);
         const expected = stateOf(first);
@@ -306,7 +397,8 @@ describe('venue checkpoints: many bounded documents', () => {
         await state.replaceOne({ _id: 'checkpoint', seq: j.lastSeq, orderSeq: first.orderSeq, ...rows });
         await (await inner.collection('venueJournal')).deleteMany({});
         // then more journaled operations, and the process dies
-        for (let k = 0; k < 10; k++) await first.submit(limit(60_000 + k, 0, TOKENS[k % 4]!, 'sell', '0.04', 5, { userId: userId(k) }));
+        for (let k = 0; k < 10; k++)
+          await first.submit(limit(60_000 + k, 0, TOKENS[k % 4]!, 'sell', '0.04', 5, { userId: userId(k) }));
         await first.cancel(orderId(50_000, 0), { code: 'USER_CANCELED', message: 'canceled by user' });
         const expected = stateOf(first);
         inside(first).liquidity.stop();
@@ -314,7 +406,12 @@ describe('venue checkpoints: many bounded documents', () => {
         const second = await openVenue(again); // restores the old document, replays, then checkpoints in the new format
         expectSameState(stateOf(second), expected);
         const pointer = await expectClean(again);
-        expect(pointer).toMatchObject({ generation: 1, chunks: 1, walletCount: expected.wallets.length, orderCount: expected.orders.length });
+        expect(pointer).toMatchObject({
+          generation: 1,
+          chunks: 1,
+          walletCount: expected.wallets.length,
+          orderCount: expected.orders.length,
+        });
         await second.close();
         const third = await openVenue(again);
         expectSameState(stateOf(third), expected);
@@ -325,22 +422,46 @@ describe('venue checkpoints: many bounded documents', () => {
 });
 
 describe('VenueJournal checkpoint chunks', () => {
-  const wallet = (i: number): WalletRow => ({ userId: `u${i}`, pusd: `${1000 - i}`, reserved: '1.5', positions: [[TOKENS[0]!, '10', '0', '5.25']] });
+  const wallet = (i: number): WalletRow => ({
+    userId: `u${i}`,
+    pusd: `${1000 - i}`,
+    reserved: '1.5',
+    positions: [[TOKENS[0]!, '10', '0', '5.25']],
+  });
   const order = (i: number, fills = 0): OrderRow => ({
-    order: limit(i, 0, TOKENS[1]!, 'buy', '0.25', 10), status: fills ? 'filled' : 'open', remaining: fills ? '0' : '10', reservedUsd: '2.5', reservedShares: '0',
-    fills: Array.from({ length: fills }, (_, n) => ({ type: 'venue.filled', orderId: orderId(i, 0), tradeId: `T${i}-${n}`, price: '0.25', size: '0.01', liquidity: 'maker', completes: false, atMs: 5 })),
-    final: null, updatedAtMs: 7, seq: i,
+    order: limit(i, 0, TOKENS[1]!, 'buy', '0.25', 10),
+    status: fills ? 'filled' : 'open',
+    remaining: fills ? '0' : '10',
+    reservedUsd: '2.5',
+    reservedShares: '0',
+    fills: Array.from({ length: fills }, (_, n) => ({
+      type: 'venue.filled',
+      orderId: orderId(i, 0),
+      tradeId: `T${i}-${n}`,
+      price: '0.25',
+      size: '0.01',
+      liquidity: 'maker',
+      completes: false,
+      atMs: 5,
+    })),
+    final: null,
+    updatedAtMs: 7,
+    seq: i,
   });
 
   it('chunkRows: chunks of at most the bound, in order; a row larger than the bound alone in its chunk', async () => {
-    const rows: StateRows = { wallets: Array.from({ length: 50 }, (_, i) => wallet(i)), orders: [...Array.from({ length: 50 }, (_, i) => order(i)), order(99, 60), order(100)] };
+    const rows: StateRows = {
+      wallets: Array.from({ length: 50 }, (_, i) => wallet(i)),
+      orders: [...Array.from({ length: 50 }, (_, i) => order(i)), order(99, 60), order(100)],
+    };
     const big = Buffer.byteLength(JSON.stringify(order(99, 60)));
     expect(big).toBeGreaterThan(4000);
     const chunks = await chunkRows(rows, 4000);
     const parsed = chunks.map((c) => JSON.parse(c) as StateRows);
     expect({ wallets: parsed.flatMap((p) => p.wallets), orders: parsed.flatMap((p) => p.orders) }).toEqual(rows);
     for (const [n, c] of chunks.entries()) {
-      const alone = parsed[n]!.orders.length === 1 && parsed[n]!.wallets.length === 0 && parsed[n]!.orders[0]!.seq === 99;
+      const alone =
+        parsed[n]!.orders.length === 1 && parsed[n]!.wallets.length === 0 && parsed[n]!.orders[0]!.seq === 99;
       expect(Buffer.byteLength(c)).toBeLessThanOrEqual(alone ? big + 100 : 4000);
     }
     expect(parsed.some((p) => p.orders.length === 1 && p.orders[0]!.seq === 99)).toBe(true);
@@ -349,7 +470,10 @@ describe('VenueJournal checkpoint chunks', () => {
 
   it('recover: follows the pointer chunk by chunk, removes chunks of other generations, refuses a missing chunk', async () => {
     const store = await SqliteStore.open(null);
-    const rows: StateRows = { wallets: Array.from({ length: 40 }, (_, i) => wallet(i)), orders: Array.from({ length: 40 }, (_, i) => order(i)) };
+    const rows: StateRows = {
+      wallets: Array.from({ length: 40 }, (_, i) => wallet(i)),
+      orders: Array.from({ length: 40 }, (_, i) => order(i)),
+    };
     const snapshot = () => ({ orderSeq: 40, ...structuredClone(rows) });
     const j1 = await VenueJournal.open({ store, log, snapshot, checkpointChunkBytes: 3000 });
     await j1.recover(() => undefined);
@@ -365,7 +489,10 @@ describe('VenueJournal checkpoint chunks', () => {
     await state.replaceOne({ _id: 'cp:1:7', generation: 1, n: 7, rows: '{"wallets":[],"orders":[]}' } as Doc);
     const seen: StateRows = { wallets: [], orders: [] };
     const j2 = await VenueJournal.open({ store, log, snapshot });
-    expect(await j2.recover((r) => (seen.wallets.push(...r.wallets), seen.orders.push(...r.orders)))).toEqual({ orderSeq: 40, replayed: 0 });
+    expect(await j2.recover((r) => (seen.wallets.push(...r.wallets), seen.orders.push(...r.orders)))).toEqual({
+      orderSeq: 40,
+      replayed: 0,
+    });
     expect(seen).toEqual(rows);
     expect(await state.count({})).toBe(1 + pointer.chunks!);
     expect(await state.count({ generation: { $ne: 2 } })).toBe(0);

@@ -83,7 +83,9 @@ describe('VenueJournal checkpoint beside the journal', () => {
     let state = 0; // the venue's state: the seq of the last operation applied
     const orders = (n: number) => Array.from({ length: n }, (_, i) => ({ order: { orderId: `o${i}` }, at: state }));
     const journal = await VenueJournal.open({
-      store, log, checkpointEvery: 3,
+      store,
+      log,
+      checkpointEvery: 3,
       snapshot: () => ({ orderSeq: state, wallets: [], orders: orders(1200) as never }), // > one slice: serialized across event-loop turns
     });
     const stateDocs = await store.inner.collection<{ _id: string; seq?: number; rows?: string }>('venueState');

@@ -11,7 +11,19 @@ describe('ledger wallet operations', () => {
   it('split then merge returns the same pUSD; cost basis half each, removed on merge; results are signed deltas with balances after', () => {
     const l = new Ledger('100');
     const s = l.split('u', meta('s1'), 'c', [Y, N], dec('30'));
-    expect(s).toMatchObject({ kind: 'split', pusdDelta: '-30', pusdBalance: '70', shares: [{ tokenId: Y, delta: '30' }, { tokenId: N, delta: '30' }], positions: [{ tokenId: Y, size: '30' }, { tokenId: N, size: '30' }] });
+    expect(s).toMatchObject({
+      kind: 'split',
+      pusdDelta: '-30',
+      pusdBalance: '70',
+      shares: [
+        { tokenId: Y, delta: '30' },
+        { tokenId: N, delta: '30' },
+      ],
+      positions: [
+        { tokenId: Y, size: '30' },
+        { tokenId: N, size: '30' },
+      ],
+    });
     expect(l.view('u').positions.map((p) => p.costUsd)).toEqual(['15', '15']);
     expect(l.mergeRefusal('u', [Y, N], dec('30.01'))?.error).toBe('INSUFFICIENT_SHARES');
     const m = l.merge('u', meta('m1'), 'c', [Y, N], dec('10'));
@@ -26,34 +38,85 @@ describe('ledger wallet operations', () => {
   it('refusals: free pUSD (not reserved by buys), free shares, reserved shares block a redeem, nothing to redeem', () => {
     const l = new Ledger('100');
     l.load({ userId: 'u', pusd: '100', reserved: '60', positions: [[Y, '10', '4', '5']] });
-    expect(l.pusdRefusal('u', dec('40.01'), 'this split')).toEqual({ error: 'INSUFFICIENT_BALANCE', reason: 'this split needs $40.01 pUSD; available $40' });
+    expect(l.pusdRefusal('u', dec('40.01'), 'this split')).toEqual({
+      error: 'INSUFFICIENT_BALANCE',
+      reason: 'this split needs $40.01 pUSD; available $40',
+    });
     expect(l.pusdRefusal('u', dec('40'), 'this split')).toBeNull();
-    expect(l.mergeRefusal('u', [Y, N], dec('1'))?.reason).toMatch(/^Not enough shares to merge 1 — holding 0 of outcome token no$/);
+    expect(l.mergeRefusal('u', [Y, N], dec('1'))?.reason).toMatch(
+      /^Not enough shares to merge 1 — holding 0 of outcome token no$/,
+    );
     expect(l.redeemRefusal('u', [Y, N])?.error).toBe('SHARES_RESERVED');
     expect(l.redeemRefusal('v', [Y, N])?.error).toBe('NOTHING_TO_REDEEM');
   });
 
   it('redeem burns both tokens: $1 per winning share, $0 per losing share', () => {
     const l = new Ledger('0');
-    l.load({ userId: 'u', pusd: '0', reserved: '0', positions: [[Y, '7.5', '0', '3'], [N, '2', '0', '1']] });
+    l.load({
+      userId: 'u',
+      pusd: '0',
+      reserved: '0',
+      positions: [
+        [Y, '7.5', '0', '3'],
+        [N, '2', '0', '1'],
+      ],
+    });
     const r = l.redeem('u', meta('r'), 'c', [Y, N], Y);
-    expect(r).toMatchObject({ pusdDelta: '7.5', pusdBalance: '7.5', shares: [{ tokenId: Y, delta: '-7.5' }, { tokenId: N, delta: '-2' }] });
+    expect(r).toMatchObject({
+      pusdDelta: '7.5',
+      pusdBalance: '7.5',
+      shares: [
+        { tokenId: Y, delta: '-7.5' },
+        { tokenId: N, delta: '-2' },
+      ],
+    });
     expect(l.view('u').positions).toEqual([]);
     // realized: 7.5 × $1 − 3 on the winner, 0 − 1 on the loser (kept with the emptied positions)
-    expect(l.row('u').positions).toEqual([[Y, '0', '0', '0', '4.5'], [N, '0', '0', '0', '-1']]);
+    expect(l.row('u').positions).toEqual([
+      [Y, '0', '0', '0', '4.5'],
+      [N, '0', '0', '0', '-1'],
+    ]);
   });
 
-  it('redeem of one outcome: only that token\'s shares (all, or an amount) burn, its cost basis leaves in proportion; the other token is listed unchanged', () => {
+  it("redeem of one outcome: only that token's shares (all, or an amount) burn, its cost basis leaves in proportion; the other token is listed unchanged", () => {
     const l = new Ledger('0');
-    l.load({ userId: 'u', pusd: '0', reserved: '0', positions: [[Y, '10', '0', '6'], [N, '2', '0', '1']] });
-    expect(l.redeemRefusal('u', [Y], dec('10.5'))).toEqual({ error: 'INSUFFICIENT_SHARES', reason: 'Not enough shares to redeem 10.5 — holding 10 of outcome token yes' });
+    l.load({
+      userId: 'u',
+      pusd: '0',
+      reserved: '0',
+      positions: [
+        [Y, '10', '0', '6'],
+        [N, '2', '0', '1'],
+      ],
+    });
+    expect(l.redeemRefusal('u', [Y], dec('10.5'))).toEqual({
+      error: 'INSUFFICIENT_SHARES',
+      reason: 'Not enough shares to redeem 10.5 — holding 10 of outcome token yes',
+    });
     const part = l.redeem('u', meta('r1'), 'c', [Y, N], Y, { tokenId: Y, amount: dec('4') });
-    expect(part).toMatchObject({ pusdDelta: '4', pusdBalance: '4', shares: [{ tokenId: Y, delta: '-4' }, { tokenId: N, delta: '0' }], positions: [{ size: '6' }, { size: '2' }] });
+    expect(part).toMatchObject({
+      pusdDelta: '4',
+      pusdBalance: '4',
+      shares: [
+        { tokenId: Y, delta: '-4' },
+        { tokenId: N, delta: '0' },
+      ],
+      positions: [{ size: '6' }, { size: '2' }],
+    });
     // realized on the winner: 4 × $1 − 4/10 of its $6 cost
-    expect(l.row('u').positions).toEqual([[Y, '6', '0', '3.6', '1.6'], [N, '2', '0', '1']]);
+    expect(l.row('u').positions).toEqual([
+      [Y, '6', '0', '3.6', '1.6'],
+      [N, '2', '0', '1'],
+    ]);
     l.redeem('u', meta('r2'), 'c', [Y, N], Y, { tokenId: N });
-    expect(l.row('u').positions).toEqual([[Y, '6', '0', '3.6', '1.6'], [N, '0', '0', '0', '-1']]);
-    expect(l.redeemRefusal('u', [N])).toEqual({ error: 'NOTHING_TO_REDEEM', reason: 'no shares of outcome token no to redeem' });
+    expect(l.row('u').positions).toEqual([
+      [Y, '6', '0', '3.6', '1.6'],
+      [N, '0', '0', '0', '-1'],
+    ]);
+    expect(l.redeemRefusal('u', [N])).toEqual({
+      error: 'NOTHING_TO_REDEEM',
+      reason: 'no shares of outcome token no to redeem',
+    });
   });
 
   it('remembers each op with the wallet row (a repeat after recovery finds it), forgets it on release or after OP_RETAIN_MS', () => {

@@ -8,8 +8,25 @@ const T = 'tok';
 const USERS = ['u0', 'u1', 'u2'];
 
 let n = 0;
-function order(userId: string, side: 'buy' | 'sell', price: string | null, size: string | null, quoteAmount: string | null = null): VenueOrder {
-  return { orderId: `o${++n}`, userId, tokenId: T, side, kind: price === null ? 'market' : 'limit', price, size, quoteAmount, timeInForce: 'GTC', postOnly: false };
+function order(
+  userId: string,
+  side: 'buy' | 'sell',
+  price: string | null,
+  size: string | null,
+  quoteAmount: string | null = null,
+): VenueOrder {
+  return {
+    orderId: `o${++n}`,
+    userId,
+    tokenId: T,
+    side,
+    kind: price === null ? 'market' : 'limit',
+    price,
+    size,
+    quoteAmount,
+    timeInForce: 'GTC',
+    postOnly: false,
+  };
 }
 
 /** A ledger where every user holds 100 pUSD and 50 shares of T bought for $20. */
@@ -48,8 +65,13 @@ function checkInvariants(l: Ledger, open: Open[]): void {
     const p = w.positions.get(T)!;
     pusd = pusd.plus(w.pusd);
     shares = shares.plus(p.shares);
-    expect(w.reserved.gte(0) && w.reserved.lte(w.pusd), `${u} pUSD ${str(w.pusd)} reserved ${str(w.reserved)}`).toBe(true);
-    expect(p.reserved.gte(0) && p.reserved.lte(p.shares), `${u} shares ${str(p.shares)} reserved ${str(p.reserved)}`).toBe(true);
+    expect(w.reserved.gte(0) && w.reserved.lte(w.pusd), `${u} pUSD ${str(w.pusd)} reserved ${str(w.reserved)}`).toBe(
+      true,
+    );
+    expect(
+      p.reserved.gte(0) && p.reserved.lte(p.shares),
+      `${u} shares ${str(p.shares)} reserved ${str(p.reserved)}`,
+    ).toBe(true);
     expect(p.cost.gte(0), `${u} cost ${str(p.cost)}`).toBe(true);
     // the cost basis is kept in micro-dollars (pUSD's 6 decimals)
     expect(p.cost.decimalPlaces() <= 6, `${u} cost ${str(p.cost)}`).toBe(true);
@@ -64,8 +86,14 @@ function checkInvariants(l: Ledger, open: Open[]): void {
 describe('ledger: reservations and trade settlement', () => {
   it('refuses what the wallet cannot cover, with the venue’s messages, and changes nothing', () => {
     const l = new Ledger('10');
-    expect(l.requirement(order('b', 'buy', '0.5', '30'), dec('0.5'), dec(30))).toEqual({ error: 'INSUFFICIENT_BALANCE', reason: 'this buy needs $15 pUSD; available $10' });
-    expect(l.requirement(order('b', 'sell', '0.5', '1'), dec('0.5'), dec(1))).toEqual({ error: 'INSUFFICIENT_SHARES', reason: 'Not enough shares to place this sell — holding 0' });
+    expect(l.requirement(order('b', 'buy', '0.5', '30'), dec('0.5'), dec(30))).toEqual({
+      error: 'INSUFFICIENT_BALANCE',
+      reason: 'this buy needs $15 pUSD; available $10',
+    });
+    expect(l.requirement(order('b', 'sell', '0.5', '1'), dec('0.5'), dec(1))).toEqual({
+      error: 'INSUFFICIENT_SHARES',
+      reason: 'Not enough shares to place this sell — holding 0',
+    });
     expect(l.view('b')).toEqual({ pusd: { balance: '10', reserved: '0', available: '10' }, positions: [] });
   });
 
@@ -80,7 +108,9 @@ describe('ledger: reservations and trade settlement', () => {
     expect(l.view('u0').pusd).toEqual({ balance: '98', reserved: '3.6', available: '94.4' });
     expect(l.view('u0').positions).toEqual([{ tokenId: T, size: '54', reserved: '0', available: '54', costUsd: '22' }]);
     // the seller's average cost goes out with the shares: 20 × 4 / 50
-    expect(l.view('u1').positions).toEqual([{ tokenId: T, size: '46', reserved: '6', available: '40', costUsd: '18.4', realizedPnl: '0.4' }]); // 4 × 0.5 − 1.6
+    expect(l.view('u1').positions).toEqual([
+      { tokenId: T, size: '46', reserved: '6', available: '40', costUsd: '18.4', realizedPnl: '0.4' },
+    ]); // 4 × 0.5 − 1.6
     l.release(buy.order, buy);
     l.release(sell.order, sell);
     expect(avail(l, 'u0')).toEqual({ usd: '98', shares: '54', held: '54', reservedShares: '0' });
@@ -112,7 +142,14 @@ describe('ledger: reservations and trade settlement', () => {
     // 20 shares take out round6(cost × 20 / shares); what stays is exact to the micro-dollar
     const out = cost.times(20).div(shares).toDecimalPlaces(6, Dec.ROUND_HALF_EVEN);
     const view = l.view('u0').positions[0]!;
-    expect(view).toEqual({ tokenId: T, size: str(shares.minus(20)), reserved: '0', available: str(shares.minus(20)), costUsd: str(cost.minus(out)), realizedPnl: str(dec('6.2').minus(out)) });
+    expect(view).toEqual({
+      tokenId: T,
+      size: str(shares.minus(20)),
+      reserved: '0',
+      available: str(shares.minus(20)),
+      costUsd: str(cost.minus(out)),
+      realizedPnl: str(dec('6.2').minus(out)),
+    });
     expect(dec(view.costUsd).decimalPlaces()).toBeLessThanOrEqual(6);
     // selling every share takes out the whole cost
     const rest = reserveOrNull(l, order('u0', 'sell', '0.31', str(shares.minus(20))))!;
@@ -132,13 +169,27 @@ describe('ledger: reservations and trade settlement', () => {
 
   it('a row shows each position as it is now; a position whose amounts did not change keeps its tuple', () => {
     const l = seeded();
-    l.load({ userId: 'u0', pusd: '100', reserved: '0', positions: [[T, '50', '0', '20'], ['other', '7', '0', '3.5']] });
+    l.load({
+      userId: 'u0',
+      pusd: '100',
+      reserved: '0',
+      positions: [
+        [T, '50', '0', '20'],
+        ['other', '7', '0', '3.5'],
+      ],
+    });
     const before = l.row('u0');
-    expect(before.positions).toEqual([[T, '50', '0', '20'], ['other', '7', '0', '3.5']]);
+    expect(before.positions).toEqual([
+      [T, '50', '0', '20'],
+      ['other', '7', '0', '3.5'],
+    ]);
     const buy = reserveOrNull(l, order('u0', 'buy', '0.25', '8'))!;
     l.settle(buy.order, buy, dec('0.2'), dec('3'));
     const after = l.row('u0');
-    expect(after.positions).toEqual([[T, '53', '0', '20.6'], ['other', '7', '0', '3.5']]);
+    expect(after.positions).toEqual([
+      [T, '53', '0', '20.6'],
+      ['other', '7', '0', '3.5'],
+    ]);
     expect(after.positions[1]).toBe(before.positions[1]); // unchanged: not made again
     expect(after.positions[0]).not.toBe(before.positions[0]);
     expect(before.positions[0]).toEqual([T, '50', '0', '20']); // an earlier row is never changed
@@ -169,8 +220,23 @@ describe('ledger: reservations and trade settlement', () => {
     const step = fc.oneof(
       { arbitrary: fc.record({ t: fc.constant('buy' as const), u: fc.nat(2), price, size }), weight: 2 },
       { arbitrary: fc.record({ t: fc.constant('sell' as const), u: fc.nat(2), price, size }), weight: 2 },
-      { arbitrary: fc.record({ t: fc.constant('marketBuy' as const), u: fc.nat(2), usd: fc.integer({ min: 1, max: 4000 }).map((c) => dec(c).div(100)) }), weight: 1 },
-      { arbitrary: fc.record({ t: fc.constant('fill' as const), a: fc.nat(), b: fc.nat(), frac: fc.integer({ min: 1, max: 100 }) }), weight: 4 },
+      {
+        arbitrary: fc.record({
+          t: fc.constant('marketBuy' as const),
+          u: fc.nat(2),
+          usd: fc.integer({ min: 1, max: 4000 }).map((c) => dec(c).div(100)),
+        }),
+        weight: 1,
+      },
+      {
+        arbitrary: fc.record({
+          t: fc.constant('fill' as const),
+          a: fc.nat(),
+          b: fc.nat(),
+          frac: fc.integer({ min: 1, max: 100 }),
+        }),
+        weight: 4,
+      },
       { arbitrary: fc.record({ t: fc.constant('release' as const), a: fc.nat() }), weight: 1 },
     );
     fc.assert(
@@ -192,7 +258,8 @@ describe('ledger: reservations and trade settlement', () => {
             const sl = sells[s.b % sells.length]!;
             if (b.order.userId === sl.order.userId) continue;
             // the ledger does not care who rested: a price a limit buy accepts (its limit or lower); a market buy pays at most its dollars
-            const px = b.order.kind === 'limit' ? Dec.min(dec(b.order.price!), dec(sl.order.price!)) : dec(sl.order.price!);
+            const px =
+              b.order.kind === 'limit' ? Dec.min(dec(b.order.price!), dec(sl.order.price!)) : dec(sl.order.price!);
             let qty = Dec.min(sl.left!, b.left ?? b.reservedUsd.div(px).toDecimalPlaces(2, Dec.ROUND_DOWN));
             qty = qty.times(s.frac).div(100).toDecimalPlaces(2, Dec.ROUND_DOWN);
             if (qty.lte(0)) continue;

@@ -11,18 +11,42 @@ import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
 import { A, B, binaryCaptureCatalogue, C } from './capture-fixture.js';
 
-
-
 let n = 0;
-function order(userId: string, side: 'buy' | 'sell', price: string, size: string, extra: Partial<VenueOrder> = {}): VenueOrder {
-  return { orderId: `ord_${++n}`, userId, tokenId: A, side, kind: 'limit', price, size, quoteAmount: null, timeInForce: 'GTC', postOnly: false, ...extra };
+function order(
+  userId: string,
+  side: 'buy' | 'sell',
+  price: string,
+  size: string,
+  extra: Partial<VenueOrder> = {},
+): VenueOrder {
+  return {
+    orderId: `ord_${++n}`,
+    userId,
+    tokenId: A,
+    side,
+    kind: 'limit',
+    price,
+    size,
+    quoteAmount: null,
+    timeInForce: 'GTC',
+    postOnly: false,
+    ...extra,
+  };
 }
 
 async function openVenue(dir: string | null = null) {
   const store = await SqliteStore.open(dir);
   const venue = await SimVenue.open({
-    catalogue: binaryCaptureCatalogue('0.001'), store, clock: new ManualClock(1_000), log: createLogger('silent'),
-    initialPusd: '1000', liquidityLevels: 0, refillMs: 3_600_000, replay: false, replaySpeed: 1, captureReplay: true,
+    catalogue: binaryCaptureCatalogue('0.001'),
+    store,
+    clock: new ManualClock(1_000),
+    log: createLogger('silent'),
+    initialPusd: '1000',
+    liquidityLevels: 0,
+    refillMs: 3_600_000,
+    replay: false,
+    replaySpeed: 1,
+    captureReplay: true,
   });
   const reports: VenueReport[] = [];
   const markets: string[] = [];
@@ -31,7 +55,14 @@ async function openVenue(dir: string | null = null) {
   return { venue, reports, markets };
 }
 
-const level = (side: 'buy' | 'sell', price: string, size: string, tokenId = A): CaptureEvent => ({ kind: 'level', atMs: 1, tokenId, side, price: dec(price), size: dec(size) });
+const level = (side: 'buy' | 'sell', price: string, size: string, tokenId = A): CaptureEvent => ({
+  kind: 'level',
+  atMs: 1,
+  tokenId,
+  side,
+  price: dec(price),
+  size: dec(size),
+});
 
 describe('simulated venue: capture levels, tick-size changes, resolution', () => {
   const dirs: string[] = [];
@@ -41,12 +72,27 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
 
   it('captured levels are the book; what a user takes is gone until the capture updates that level; size 0 removes it; trade prints set the last-trade price', async () => {
     const { venue } = await openVenue();
-    await venue.applyCaptureEvents([level('buy', '0.95', '100'), level('sell', '0.97', '50'), level('sell', '0.98', '70'), { kind: 'trade', atMs: 1, tokenId: A, price: dec('0.96') }]);
-    expect(venue.book(A)).toMatchObject({ bids: [{ price: '0.95', size: '100' }], asks: [{ price: '0.97', size: '50' }, { price: '0.98', size: '70' }], lastTradePrice: '0.96' });
+    await venue.applyCaptureEvents([
+      level('buy', '0.95', '100'),
+      level('sell', '0.97', '50'),
+      level('sell', '0.98', '70'),
+      { kind: 'trade', atMs: 1, tokenId: A, price: dec('0.96') },
+    ]);
+    expect(venue.book(A)).toMatchObject({
+      bids: [{ price: '0.95', size: '100' }],
+      asks: [
+        { price: '0.97', size: '50' },
+        { price: '0.98', size: '70' },
+      ],
+      lastTradePrice: '0.96',
+    });
     await venue.submit(order('u', 'buy', '0.97', '20', { timeInForce: 'IOC' }));
     expect(venue.book(A)!.asks[0]).toEqual({ price: '0.97', size: '30' });
     await venue.applyCaptureEvents([level('sell', '0.98', '75')]); // another level: 0.97 stays taken
-    expect(venue.book(A)!.asks).toEqual([{ price: '0.97', size: '30' }, { price: '0.98', size: '75' }]);
+    expect(venue.book(A)!.asks).toEqual([
+      { price: '0.97', size: '30' },
+      { price: '0.98', size: '75' },
+    ]);
     await venue.applyCaptureEvents([level('sell', '0.97', '50')]); // the capture updates it: back to its captured size
     expect(venue.book(A)!.asks[0]).toEqual({ price: '0.97', size: '50' });
     await venue.applyCaptureEvents([level('sell', '0.97', '0')]);
@@ -59,7 +105,9 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     const o = order('u', 'buy', '0.9', '10');
     await venue.submit(o);
     await venue.applyCaptureEvents([level('sell', '0.9', '4')]);
-    expect(reports.filter((r) => r.type === 'venue.filled' && r.orderId === o.orderId)).toMatchObject([{ price: '0.9', size: '4', liquidity: 'maker' }]);
+    expect(reports.filter((r) => r.type === 'venue.filled' && r.orderId === o.orderId)).toMatchObject([
+      { price: '0.9', size: '4', liquidity: 'maker' },
+    ]);
     expect(venue.book(A)!.bids).toEqual([{ price: '0.9', size: '6' }]);
   });
 
@@ -74,13 +122,19 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     expect(venue.token(A)!.tickSize.toString()).toBe('0.01');
     expect(venue.token(B)!.tickSize.toString()).toBe('0.01');
     expect(venue.markets()[0]!.tickSize.toString()).toBe('0.01');
-    expect(venue.orderState(offTick.orderId)).toMatchObject({ status: 'canceled', final: { type: 'venue.canceled', reason: 'tick size changed' } });
+    expect(venue.orderState(offTick.orderId)).toMatchObject({
+      status: 'canceled',
+      final: { type: 'venue.canceled', reason: 'tick size changed' },
+    });
     expect(venue.orderState(onTick.orderId)!.status).toBe('open');
     expect(venue.book(A)).toMatchObject({ tickSize: '0.01', bids: [{ price: '0.5', size: '10' }] });
     expect(venue.wallet('u').pusd.reserved).toBe('5'); // the canceled order's reservation is released
     const late = order('u', 'buy', '0.515', '10');
     await venue.submit(late);
-    expect(reports.find((r) => r.orderId === late.orderId)).toMatchObject({ type: 'venue.rejected', reason: expect.stringMatching(/not on the tick 0.01/) });
+    expect(reports.find((r) => r.orderId === late.orderId)).toMatchObject({
+      type: 'venue.rejected',
+      reason: expect.stringMatching(/not on the tick 0.01/),
+    });
   });
 
   it('resolution: resting orders canceled (market resolved), new orders rejected, status resolved; survives kill -9 (journal) and a checkpoint', async () => {
@@ -92,12 +146,23 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     await venue.changeTickSize(A, dec('0.01'));
     expect(await venue.resolveMarket(C, A)).toBe('resolved');
     expect(markets).toEqual([C, C]);
-    expect(venue.orderState(resting.orderId)).toMatchObject({ status: 'canceled', final: { reason: 'market resolved' } });
+    expect(venue.orderState(resting.orderId)).toMatchObject({
+      status: 'canceled',
+      final: { reason: 'market resolved' },
+    });
     expect(venue.wallet('u').pusd).toMatchObject({ balance: '1000', reserved: '0' });
-    expect(venue.marketStatus(C)).toMatchObject({ closed: true, resolved: true, winningTokenId: A, resolvedAtMs: 1_000 });
+    expect(venue.marketStatus(C)).toMatchObject({
+      closed: true,
+      resolved: true,
+      winningTokenId: A,
+      resolvedAtMs: 1_000,
+    });
     const late = order('u', 'buy', '0.4', '10', { tokenId: B });
     await venue.submit(late);
-    expect(reports.find((r) => r.orderId === late.orderId)).toMatchObject({ type: 'venue.rejected', error: 'market_closed' });
+    expect(reports.find((r) => r.orderId === late.orderId)).toMatchObject({
+      type: 'venue.rejected',
+      error: 'market_closed',
+    });
     expect(await venue.resolveMarket(C, A)).toBe('already');
     await expect(venue.resolveMarket(C, B)).rejects.toMatchObject({ error: 'conflict' });
     await venue.applyCaptureEvents([level('sell', '0.97', '50')]); // capture levels of a closed market are ignored
@@ -114,7 +179,10 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     expect(third.venue.book(B)!.tickSize).toBe('0.01');
     const again = order('u', 'buy', '0.4', '10');
     await third.venue.submit(again);
-    expect(third.reports.find((r) => r.orderId === again.orderId)).toMatchObject({ type: 'venue.rejected', error: 'market_closed' });
+    expect(third.reports.find((r) => r.orderId === again.orderId)).toMatchObject({
+      type: 'venue.rejected',
+      error: 'market_closed',
+    });
   });
 
   it('capture events: tick change and resolution apply from the capture; a resolution of the capture is journaled', async () => {

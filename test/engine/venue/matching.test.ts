@@ -6,20 +6,39 @@ import { MatchingEngine, newTx, type Tx } from '../../../engine/venue/matching.j
 import type { TokenInfo, VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 
 const A = 'A';
-const TOKENS = new Map<string, TokenInfo>([[A, { tokenId: A, outcome: 'Yes', conditionId: 'c', question: 'Q?', tickSize: dec('0.01'), minSize: dec(5), complementTokenId: 'B' }]]);
+const TOKENS = new Map<string, TokenInfo>([
+  [
+    A,
+    {
+      tokenId: A,
+      outcome: 'Yes',
+      conditionId: 'c',
+      question: 'Q?',
+      tickSize: dec('0.01'),
+      minSize: dec(5),
+      complementTokenId: 'B',
+    },
+  ],
+]);
 const USERS = ['u0', 'u1', 'u2'];
 
 /**
  * A matching engine over `tokens` and a ledger where every user holds 100 pUSD and 50 shares of
  * each token (by default the single token A).
  */
-function engine(tokens: ReadonlyMap<string, TokenInfo> = TOKENS): { m: MatchingEngine; l: Ledger; run: (fn: (tx: Tx) => void) => Tx } {
+function engine(tokens: ReadonlyMap<string, TokenInfo> = TOKENS): {
+  m: MatchingEngine;
+  l: Ledger;
+  run: (fn: (tx: Tx) => void) => Tx;
+} {
   const l = new Ledger('100');
-  for (const u of USERS) l.load({ userId: u, pusd: '100', reserved: '0', positions: [...tokens.keys()].map((t) => [t, '50', '0', '25']) });
+  for (const u of USERS)
+    l.load({ userId: u, pusd: '100', reserved: '0', positions: [...tokens.keys()].map((t) => [t, '50', '0', '25']) });
   const m = new MatchingEngine(tokens, l, () => 5);
   let seq = 0;
   return {
-    m, l,
+    m,
+    l,
     run: (fn) => {
       const tx = newTx(++seq, 1_000 + seq);
       fn(tx);
@@ -38,8 +57,26 @@ function recovered(m: MatchingEngine, l: Ledger, tokens: ReadonlyMap<string, Tok
 }
 
 let n = 0;
-function limit(userId: string, side: 'buy' | 'sell', price: string, size: string, extra: Partial<VenueOrder> = {}): VenueOrder {
-  return { orderId: `o${++n}`, userId, tokenId: A, side, kind: 'limit', price, size, quoteAmount: null, timeInForce: 'GTC', postOnly: false, ...extra };
+function limit(
+  userId: string,
+  side: 'buy' | 'sell',
+  price: string,
+  size: string,
+  extra: Partial<VenueOrder> = {},
+): VenueOrder {
+  return {
+    orderId: `o${++n}`,
+    userId,
+    tokenId: A,
+    side,
+    kind: 'limit',
+    price,
+    size,
+    quoteAmount: null,
+    timeInForce: 'GTC',
+    postOnly: false,
+    ...extra,
+  };
 }
 
 /** Random orders (or cancels, `cancel` ≠ null) on `tokens`, limit prices `minCents`–`maxCents`. */
@@ -57,10 +94,26 @@ function randomOrder(tokens: string[], minCents: number, maxCents: number) {
 }
 
 /** The venue order of a {@link randomOrder} (a market buy spends `size` dollars). */
-function venueOrder(o: { u: number; token: string; side: 'buy' | 'sell'; cents: number; size: string; tif: 'GTC' | 'GTD' | 'IOC' | 'FOK' | 'MARKET'; postOnly: boolean }): VenueOrder {
-  const base = o.tif === 'MARKET'
-    ? { ...limit(USERS[o.u]!, o.side, '0', '0'), kind: 'market' as const, price: null, size: o.side === 'buy' ? null : o.size, quoteAmount: o.side === 'buy' ? o.size : null, timeInForce: 'IOC' as const }
-    : limit(USERS[o.u]!, o.side, str(dec(o.cents).div(100)), o.size, { timeInForce: o.tif, postOnly: o.postOnly });
+function venueOrder(o: {
+  u: number;
+  token: string;
+  side: 'buy' | 'sell';
+  cents: number;
+  size: string;
+  tif: 'GTC' | 'GTD' | 'IOC' | 'FOK' | 'MARKET';
+  postOnly: boolean;
+}): VenueOrder {
+  const base =
+    o.tif === 'MARKET'
+      ? {
+          ...limit(USERS[o.u]!, o.side, '0', '0'),
+          kind: 'market' as const,
+          price: null,
+          size: o.side === 'buy' ? null : o.size,
+          quoteAmount: o.side === 'buy' ? o.size : null,
+          timeInForce: 'IOC' as const,
+        }
+      : limit(USERS[o.u]!, o.side, str(dec(o.cents).div(100)), o.size, { timeInForce: o.tif, postOnly: o.postOnly });
   return { ...base, tokenId: o.token };
 }
 
@@ -69,12 +122,22 @@ function venueOrder(o: { u: number; token: string; side: 'buy' | 'sell'; cents: 
  * first report is the acceptance or rejection, no touch of `tokens` is crossed and `check` holds.
  * @returns every report, in order.
  */
-function play(m: MatchingEngine, run: (fn: (tx: Tx) => void) => Tx, orders: (Parameters<typeof venueOrder>[0] & { cancel: number | null })[], tokens: string[], check = () => {}): VenueReport[] {
+function play(
+  m: MatchingEngine,
+  run: (fn: (tx: Tx) => void) => Tx,
+  orders: (Parameters<typeof venueOrder>[0] & { cancel: number | null })[],
+  tokens: string[],
+  check = () => {},
+): VenueReport[] {
   const ids: string[] = [];
   const reports: VenueReport[] = [];
   for (const o of orders) {
     if (o.cancel !== null && ids.length) {
-      reports.push(...run((tx) => m.cancel(tx, ids[o.cancel! % ids.length]!, { code: 'USER_CANCELED', message: 'canceled by user' })).reports);
+      reports.push(
+        ...run((tx) =>
+          m.cancel(tx, ids[o.cancel! % ids.length]!, { code: 'USER_CANCELED', message: 'canceled by user' }),
+        ).reports,
+      );
       continue;
     }
     const vo = venueOrder(o);
@@ -100,7 +163,13 @@ describe('matching engine', () => {
     run((tx) => m.place(tx, s2));
     const b = limit('u0', 'buy', '0.51', '8');
     const tx = run((t) => m.place(t, b));
-    expect(tx.reports.map((r) => [r.type, r.orderId, r.type === 'venue.filled' ? `${r.tradeId} ${r.liquidity} ${r.size}@${r.price}` : ''])).toEqual([
+    expect(
+      tx.reports.map((r) => [
+        r.type,
+        r.orderId,
+        r.type === 'venue.filled' ? `${r.tradeId} ${r.liquidity} ${r.size}@${r.price}` : '',
+      ]),
+    ).toEqual([
       ['venue.accepted', b.orderId, ''],
       ['venue.filled', b.orderId, 'T3-1-t taker 5@0.5'],
       ['venue.filled', s1.orderId, 'T3-1-m maker 5@0.5'],
@@ -137,7 +206,9 @@ describe('matching engine', () => {
     const copy = recovered(m, l, TOKENS);
     const tx = newTx(9, 9);
     copy.place(tx, limit('u0', 'buy', '0.55', '5'));
-    expect(tx.reports.filter((r) => r.type === 'venue.filled' && r.liquidity === 'maker').map((r) => r.orderId)).toEqual([first.orderId]);
+    expect(
+      tx.reports.filter((r) => r.type === 'venue.filled' && r.liquidity === 'maker').map((r) => r.orderId),
+    ).toEqual([first.orderId]);
   });
 
   it('any order sequence: the book never crosses, reservations match the open orders, pUSD and shares are conserved', () => {
@@ -154,7 +225,9 @@ describe('matching engine', () => {
           const p = w.positions.get(A)!;
           pusd = pusd.plus(w.pusd);
           shares = shares.plus(p.shares);
-          expect(w.reserved.gte(0) && w.reserved.lte(w.pusd) && p.reserved.gte(0) && p.reserved.lte(p.shares)).toBe(true);
+          expect(w.reserved.gte(0) && w.reserved.lte(w.pusd) && p.reserved.gte(0) && p.reserved.lte(p.shares)).toBe(
+            true,
+          );
           const mine = open.filter((r) => r.order.userId === u);
           expect(str(w.reserved)).toBe(str(mine.reduce((s, r) => s.plus(r.reservedUsd), ZERO)));
           expect(str(p.reserved)).toBe(str(mine.reduce((s, r) => s.plus(r.reservedShares), ZERO)));
@@ -175,15 +248,40 @@ describe('matching engine', () => {
 const B = 'B';
 /** Both outcomes of one market: A and its complement B. */
 const PAIR = new Map<string, TokenInfo>([
-  [A, { tokenId: A, outcome: 'Yes', conditionId: 'c', question: 'Q?', tickSize: dec('0.01'), minSize: dec(5), complementTokenId: B }],
-  [B, { tokenId: B, outcome: 'No', conditionId: 'c', question: 'Q?', tickSize: dec('0.01'), minSize: dec(5), complementTokenId: A }],
+  [
+    A,
+    {
+      tokenId: A,
+      outcome: 'Yes',
+      conditionId: 'c',
+      question: 'Q?',
+      tickSize: dec('0.01'),
+      minSize: dec(5),
+      complementTokenId: B,
+    },
+  ],
+  [
+    B,
+    {
+      tokenId: B,
+      outcome: 'No',
+      conditionId: 'c',
+      question: 'Q?',
+      tickSize: dec('0.01'),
+      minSize: dec(5),
+      complementTokenId: A,
+    },
+  ],
 ]);
 
 /** A matching engine over both outcomes, every user holding 100 pUSD and 50 shares of each. */
 const pairEngine = () => engine(PAIR);
 
 const on = (tokenId: string, o: VenueOrder): VenueOrder => ({ ...o, tokenId });
-const fills = (tx: Tx) => tx.reports.flatMap((r) => (r.type === 'venue.filled' ? [`${r.orderId} ${r.tradeId} ${r.liquidity} ${r.size}@${r.price}`] : []));
+const fills = (tx: Tx) =>
+  tx.reports.flatMap((r) =>
+    r.type === 'venue.filled' ? [`${r.orderId} ${r.tradeId} ${r.liquidity} ${r.size}@${r.price}`] : [],
+  );
 
 describe('complementary matching (mint, merge)', () => {
   it('a buy of A at p crosses a resting buy of B at ≥ 1 − p: a full set minted, the maker at its price, the taker at 1 − it', () => {
@@ -195,7 +293,10 @@ describe('complementary matching (mint, merge)', () => {
     expect(str(m.touch(A).ask!)).toBe('0.55');
     const yesBuy = on(A, limit('u0', 'buy', '0.6', '4', { timeInForce: 'IOC' }));
     const tx = run((t) => m.place(t, yesBuy));
-    expect(fills(tx)).toEqual([`${yesBuy.orderId} T2-1-mint-t taker 4@0.55`, `${noBid.orderId} T2-1-mint-m maker 4@0.45`]);
+    expect(fills(tx)).toEqual([
+      `${yesBuy.orderId} T2-1-mint-t taker 4@0.55`,
+      `${noBid.orderId} T2-1-mint-m maker 4@0.45`,
+    ]);
     expect([...tx.tokens].sort()).toEqual([A, B]);
     // each buyer paid its price and got its token; the two payments (4 × $1) back the minted sets
     expect(l.view('u0').pusd.balance).toBe('97.8');
@@ -214,7 +315,10 @@ describe('complementary matching (mint, merge)', () => {
     expect(m.depth(A, 5)!.bids.map((x) => `${str(x.size)}@${str(x.price)}`)).toEqual(['10@0.7']);
     const yesSell = on(A, limit('u0', 'sell', '0.65', '10'));
     const tx = run((t) => m.place(t, yesSell));
-    expect(fills(tx)).toEqual([`${yesSell.orderId} T2-1-merge-t taker 10@0.7`, `${noAsk.orderId} T2-1-merge-m maker 10@0.3`]);
+    expect(fills(tx)).toEqual([
+      `${yesSell.orderId} T2-1-merge-t taker 10@0.7`,
+      `${noAsk.orderId} T2-1-merge-m maker 10@0.3`,
+    ]);
     expect(l.view('u0').pusd.balance).toBe('107');
     expect(l.view('u1').pusd.balance).toBe('103');
     expect(l.view('u0').positions.find((p) => p.tokenId === A)?.size).toBe('40');
@@ -230,7 +334,11 @@ describe('complementary matching (mint, merge)', () => {
     expect(m.depth(A, 5)!.asks.map((x) => `${str(x.size)}@${str(x.price)}`)).toEqual(['5@0.54', '10@0.56']);
     expect(m.depth(B, 5)!.bids.map((x) => `${str(x.size)}@${str(x.price)}`)).toEqual(['5@0.46', '10@0.44']);
     const tx = run((t) => m.place(t, on(A, limit('u0', 'buy', '0.56', '15'))));
-    expect(fills(tx).filter((f) => f.includes('maker')).map((f) => f.split(' ')[0])).toEqual([noBidB.orderId, ownAsk.orderId, noBidA.orderId]);
+    expect(
+      fills(tx)
+        .filter((f) => f.includes('maker'))
+        .map((f) => f.split(' ')[0]),
+    ).toEqual([noBidB.orderId, ownAsk.orderId, noBidA.orderId]);
   });
 
   it('self-trade prevention across the books: a user never mints or merges with itself; its resting order is canceled', () => {
@@ -239,7 +347,10 @@ describe('complementary matching (mint, merge)', () => {
     run((tx) => m.place(tx, own));
     const tx = run((t) => m.place(t, on(A, limit('u0', 'buy', '0.5', '5', { timeInForce: 'IOC' }))));
     expect(fills(tx)).toEqual([]);
-    expect(tx.reports.find((r) => r.orderId === own.orderId)).toMatchObject({ type: 'venue.canceled', reason: 'self-trade prevention' });
+    expect(tx.reports.find((r) => r.orderId === own.orderId)).toMatchObject({
+      type: 'venue.canceled',
+      reason: 'self-trade prevention',
+    });
   });
 
   it('after recovery the restored books of both outcomes match as before, time priority across them kept', () => {
@@ -253,8 +364,10 @@ describe('complementary matching (mint, merge)', () => {
     const tx = newTx(9, 9);
     copy.place(tx, on(A, limit('u0', 'buy', '0.55', '7')));
     expect(fills(tx)).toEqual([
-      expect.stringMatching(/ T9-1-mint-t taker 5@0.55$/), `${first.orderId} T9-1-mint-m maker 5@0.45`,
-      expect.stringMatching(/ T9-2-t taker 2@0.55$/), `${second.orderId} T9-2-m maker 2@0.55`,
+      expect.stringMatching(/ T9-1-mint-t taker 5@0.55$/),
+      `${first.orderId} T9-1-mint-m maker 5@0.45`,
+      expect.stringMatching(/ T9-2-t taker 2@0.55$/),
+      `${second.orderId} T9-2-m maker 2@0.55`,
     ]);
   });
 
@@ -299,7 +412,9 @@ describe('complementary matching (mint, merge)', () => {
             const p = w.positions.get(t)!;
             shares[t] = shares[t]!.plus(p.shares);
             expect(p.reserved.gte(0) && p.reserved.lte(p.shares)).toBe(true);
-            expect(str(p.reserved)).toBe(str(mine.filter((r) => r.order.tokenId === t).reduce((s, r) => s.plus(r.reservedShares), ZERO)));
+            expect(str(p.reserved)).toBe(
+              str(mine.filter((r) => r.order.tokenId === t).reduce((s, r) => s.plus(r.reservedShares), ZERO)),
+            );
           }
         }
         // each minted set took $1 out of the wallets, each merged one gave $1 back; both tokens move together

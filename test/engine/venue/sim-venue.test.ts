@@ -19,25 +19,96 @@ function catalogue(): Catalogue {
   const tick = dec('0.01');
   const min = dec(5);
   return {
-    markets: [{ conditionId: '0xc', question: 'Q?', slug: 'q', endDateIso: null, tickSize: tick, minSize: min, negRisk: false, tokens: [{ tokenId: A, outcome: 'Yes', price: dec('0.5') }, { tokenId: B, outcome: 'No', price: dec('0.5') }] }],
+    markets: [
+      {
+        conditionId: '0xc',
+        question: 'Q?',
+        slug: 'q',
+        endDateIso: null,
+        tickSize: tick,
+        minSize: min,
+        negRisk: false,
+        tokens: [
+          { tokenId: A, outcome: 'Yes', price: dec('0.5') },
+          { tokenId: B, outcome: 'No', price: dec('0.5') },
+        ],
+      },
+    ],
     tokens: new Map([
-      [A, { tokenId: A, outcome: 'Yes', conditionId: '0xc', question: 'Q?', referencePrice: dec('0.5'), tickSize: tick, minSize: min, complementTokenId: B }],
-      [B, { tokenId: B, outcome: 'No', conditionId: '0xc', question: 'Q?', referencePrice: dec('0.5'), tickSize: tick, minSize: min, complementTokenId: A }],
+      [
+        A,
+        {
+          tokenId: A,
+          outcome: 'Yes',
+          conditionId: '0xc',
+          question: 'Q?',
+          referencePrice: dec('0.5'),
+          tickSize: tick,
+          minSize: min,
+          complementTokenId: B,
+        },
+      ],
+      [
+        B,
+        {
+          tokenId: B,
+          outcome: 'No',
+          conditionId: '0xc',
+          question: 'Q?',
+          referencePrice: dec('0.5'),
+          tickSize: tick,
+          minSize: min,
+          complementTokenId: A,
+        },
+      ],
     ]),
-    replay: { tokenId: A, points: [{ tSec: 0, price: dec('0.5') }, { tSec: 600, price: dec('0.6') }] },
+    replay: {
+      tokenId: A,
+      points: [
+        { tSec: 0, price: dec('0.5') },
+        { tSec: 600, price: dec('0.6') },
+      ],
+    },
   };
 }
 
 let n = 0;
-function order(userId: string, side: 'buy' | 'sell', price: string | null, size: string | null, extra: Partial<VenueOrder> = {}): VenueOrder {
-  return { orderId: `ord_${++n}`, userId, tokenId: A, side, kind: price === null ? 'market' : 'limit', price, size, quoteAmount: null, timeInForce: 'GTC', postOnly: false, ...extra };
+function order(
+  userId: string,
+  side: 'buy' | 'sell',
+  price: string | null,
+  size: string | null,
+  extra: Partial<VenueOrder> = {},
+): VenueOrder {
+  return {
+    orderId: `ord_${++n}`,
+    userId,
+    tokenId: A,
+    side,
+    kind: price === null ? 'market' : 'limit',
+    price,
+    size,
+    quoteAmount: null,
+    timeInForce: 'GTC',
+    postOnly: false,
+    ...extra,
+  };
 }
 
-async function openVenue(opts: { dir?: string | null; liquidityLevels?: number; initial?: string; store?: Store } = {}) {
+async function openVenue(
+  opts: { dir?: string | null; liquidityLevels?: number; initial?: string; store?: Store } = {},
+) {
   const store = opts.store ?? (await SqliteStore.open(opts.dir ?? null));
   const venue = await SimVenue.open({
-    catalogue: catalogue(), store, clock: new ManualClock(1_000), log: createLogger('silent'),
-    initialPusd: opts.initial ?? '1000', liquidityLevels: opts.liquidityLevels ?? 0, refillMs: 60_000, replay: false, replaySpeed: 1,
+    catalogue: catalogue(),
+    store,
+    clock: new ManualClock(1_000),
+    log: createLogger('silent'),
+    initialPusd: opts.initial ?? '1000',
+    liquidityLevels: opts.liquidityLevels ?? 0,
+    refillMs: 60_000,
+    replay: false,
+    replaySpeed: 1,
   });
   const reports: VenueReport[] = [];
   venue.onReport((r) => reports.push(r));
@@ -71,7 +142,11 @@ describe('simulated venue: matching engine', () => {
     const taker = order('b', 'buy', '0.56', '18');
     await venue.submit(taker);
     const fills = reports.filter((r) => r.type === 'venue.filled' && r.orderId === taker.orderId);
-    expect(fills.map((f) => f.type === 'venue.filled' && [f.price, f.size, f.liquidity])).toEqual([['0.54', '5', 'taker'], ['0.55', '10', 'taker'], ['0.55', '3', 'taker']]);
+    expect(fills.map((f) => f.type === 'venue.filled' && [f.price, f.size, f.liquidity])).toEqual([
+      ['0.54', '5', 'taker'],
+      ['0.55', '10', 'taker'],
+      ['0.55', '3', 'taker'],
+    ]);
     expect(venue.orderState(o1.orderId)?.status).toBe('filled');
     expect(venue.orderState(o2.orderId)?.fills.map((f) => f.size)).toEqual(['3']);
     expect(venue.book(A)?.asks).toEqual([{ price: '0.55', size: '7' }]);
@@ -103,7 +178,11 @@ describe('simulated venue: matching engine', () => {
     expect(venue.wallet('c').pusd.reserved).toBe('0');
     await venue.submit(ioc);
     expect(venue.orderState(ioc.orderId)?.fills.map((f) => f.size)).toEqual(['10']);
-    expect(reports.at(-1)).toMatchObject({ type: 'venue.canceled', orderId: ioc.orderId, reason: expect.stringMatching(/IOC/) });
+    expect(reports.at(-1)).toMatchObject({
+      type: 'venue.canceled',
+      orderId: ioc.orderId,
+      reason: expect.stringMatching(/IOC/),
+    });
     expect(venue.wallet('b').pusd).toEqual({ balance: '994', reserved: '0', available: '994' });
     expect(venue.book(A)?.bids).toEqual([]);
   });
@@ -117,7 +196,10 @@ describe('simulated venue: matching engine', () => {
     await venue.submit(m);
     const st = venue.orderState(m.orderId)!;
     expect(st.status).toBe('filled');
-    expect(st.fills.map((f) => [f.price, f.size])).toEqual([['0.5', '10'], ['0.6', '5']]);
+    expect(st.fills.map((f) => [f.price, f.size])).toEqual([
+      ['0.5', '10'],
+      ['0.6', '5'],
+    ]);
     expect(st.fills.at(-1)?.completes).toBe(true);
     expect(venue.wallet('b').pusd.balance).toBe('992');
     const sell = order('b', 'sell', null, '5', { kind: 'market', timeInForce: 'IOC' });
@@ -135,7 +217,9 @@ describe('simulated venue: matching engine', () => {
     await venue.submit(other);
     const buy = order('u', 'buy', '0.51', '10');
     await venue.submit(buy);
-    expect(reports.find((r) => r.orderId === own.orderId && r.type === 'venue.canceled')).toMatchObject({ reason: 'self-trade prevention' });
+    expect(reports.find((r) => r.orderId === own.orderId && r.type === 'venue.canceled')).toMatchObject({
+      reason: 'self-trade prevention',
+    });
     expect(venue.orderState(buy.orderId)?.fills.map((f) => f.price)).toEqual(['0.51']);
   });
 
@@ -144,7 +228,11 @@ describe('simulated venue: matching engine', () => {
     await venue.submit(order('b', 'buy', '0.5', '30'));
     expect(reports.at(-1)).toMatchObject({ type: 'venue.rejected', error: 'INSUFFICIENT_BALANCE' });
     await venue.submit(order('b', 'sell', '0.5', '1'));
-    expect(reports.at(-1)).toMatchObject({ type: 'venue.rejected', error: 'INSUFFICIENT_SHARES', reason: 'Not enough shares to place this sell — holding 0' });
+    expect(reports.at(-1)).toMatchObject({
+      type: 'venue.rejected',
+      error: 'INSUFFICIENT_SHARES',
+      reason: 'Not enough shares to place this sell — holding 0',
+    });
     await venue.submit(order('b', 'buy', '0.3', '10'));
     await venue.submit(order('c', 'sell', '0.3', '5', { postOnly: true }));
     expect(reports.at(-1)).toMatchObject({ type: 'venue.rejected', error: 'order crosses book' });
@@ -178,7 +266,10 @@ describe('simulated venue: matching engine', () => {
     await venue.submit(o); // rests inside the spread
     await venue.setReference(A, dec('0.45'));
     expect(venue.orderState(o.orderId)?.status).toBe('filled');
-    expect(reports.filter((r) => r.orderId === o.orderId && r.type === 'venue.filled')[0]).toMatchObject({ liquidity: 'maker', price: '0.5' });
+    expect(reports.filter((r) => r.orderId === o.orderId && r.type === 'venue.filled')[0]).toMatchObject({
+      liquidity: 'maker',
+      price: '0.5',
+    });
   });
 
   it('state survives a restart: resting orders rest, wallets unchanged, no fill applied twice', async () => {
@@ -231,7 +322,10 @@ describe('simulated venue: matching engine', () => {
     expect(second.venue.orderState(filledToo.orderId)?.status).toBe('filled');
     expect(second.venue.orderState(resting.orderId)?.status).toBe('open');
     expect(second.venue.wallet('b')).toEqual(wallet);
-    expect(second.venue.book(A)?.bids).toEqual([{ price: '0.3', size: '10' }, { price: '0.01', size: '5500' }]);
+    expect(second.venue.book(A)?.bids).toEqual([
+      { price: '0.3', size: '10' },
+      { price: '0.01', size: '5500' },
+    ]);
   });
 
   it('a failing journal write: venue degraded, later operations wait in order, nothing lost; recovers by itself', async () => {
@@ -252,7 +346,11 @@ describe('simulated venue: matching engine', () => {
       await new Promise((r) => setTimeout(r, 200));
       // not acknowledged: no report went out, the venue says why
       expect(reports.filter((r) => r.orderId === a.orderId || r.orderId === b.orderId)).toEqual([]);
-      expect(venue.health).toMatchObject({ ok: false, pendingWrites: 2, error: expect.stringMatching(/journal write failed: injected fault/) });
+      expect(venue.health).toMatchObject({
+        ok: false,
+        pendingWrites: 2,
+        error: expect.stringMatching(/journal write failed: injected fault/),
+      });
       journalDown.remove();
       await Promise.all([pa, pb]);
       expect(venue.health).toEqual({ ok: true, pendingWrites: 0, error: null });

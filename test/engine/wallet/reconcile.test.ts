@@ -31,7 +31,8 @@ describe('wallet operations caught mid-way are finished at start-up, exactly onc
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const idOf = async (u: string) => {
       await svc!.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
-      return (await svc!.call('GET', '/v2/trade/account', { headers: { 'x-partner-user-id': u } })).body.user.platform_user_id as string;
+      return (await svc!.call('GET', '/v2/trade/account', { headers: { 'x-partner-user-id': u } })).body.user
+        .platform_user_id as string;
     };
     // two users: each user's operations queue behind each other, and these never get their answer
     const userId = await idOf('r');
@@ -46,17 +47,29 @@ describe('wallet operations caught mid-way are finished at start-up, exactly onc
     };
     void svc.services.wallet.operate('demo', userId, 'SPLIT', { condition_id: condition, amount: '30' }, 'seed-split');
     void svc.services.wallet.withdraw('demo', other, { to_address: TO, amount: '70' }, 'seed-wd');
-    await poll('both applied at the venue', async () => [venue.wallet(userId).pusd.balance, venue.wallet(other).pusd.balance], (b) => b[0] === '970' && b[1] === '930');
+    await poll(
+      'both applied at the venue',
+      async () => [venue.wallet(userId).pusd.balance, venue.wallet(other).pusd.balance],
+      (b) => b[0] === '970' && b[1] === '930',
+    );
     const stuck = await svc.services.actors.find({ ownerUserId: { $in: [userId, other] } });
     expect(stuck.map((r) => r.status).sort()).toEqual(['PENDING', 'PENDING']);
     await svc.close();
 
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const get = (u: string, p: string) => svc!.call('GET', `/v2/trade${p}`, { headers: { 'x-partner-user-id': u } });
-    const wd = await poll('withdrawal confirmed', async () => (await get('s', '/withdrawals/wd_seed-wd')).body, (b) => b.status === 'CONFIRMED');
+    const wd = await poll(
+      'withdrawal confirmed',
+      async () => (await get('s', '/withdrawals/wd_seed-wd')).body,
+      (b) => b.status === 'CONFIRMED',
+    );
     expect(wd).toMatchObject({ amount: '70', refunded: false });
-    expect((await get('s', '/activity')).body.activity).toMatchObject([{ id: 'wd_seed-wd', type: 'WITHDRAWAL', status: 'CONFIRMED' }]);
-    expect((await get('r', '/activity')).body.activity).toMatchObject([{ id: 'wop_seed-split', type: 'SPLIT', status: 'CONFIRMED', amount: '30' }]);
+    expect((await get('s', '/activity')).body.activity).toMatchObject([
+      { id: 'wd_seed-wd', type: 'WITHDRAWAL', status: 'CONFIRMED' },
+    ]);
+    expect((await get('r', '/activity')).body.activity).toMatchObject([
+      { id: 'wop_seed-split', type: 'SPLIT', status: 'CONFIRMED', amount: '30' },
+    ]);
     expect((await get('r', '/balances')).body.balance).toBe('970');
     expect((await get('s', '/balances')).body.balance).toBe('930');
     const positions = (await get('r', '/positions')).body.positions;
