@@ -508,14 +508,16 @@ function moneyViolations(
     for (const [t, s] of totalShares) {
       const sold = makerShares.get(t) ?? d(0);
       const ops = opsShares.get(t) ?? d(0);
-      // users hold what the maker sold net (makerShares is the maker's side: negative = sold) plus what wallet operations and complementary trades made
+      // users hold what the maker sold net (makerShares is the maker's side:
+      // negative = sold) plus what wallet operations and complementary trades made
       if (!s.eq(sold.neg().plus(ops).plus(setsMatched(t)))) {
         out.push(
           `token …${t.slice(-8)}: users hold ${s} shares, the maker sold ${sold.neg()} net, wallet operations made ${ops}, complementary trades minted ${setsMatched(t)} net`,
         );
       }
     }
-    // conservation per condition: shares in existence (held + burned − minted by the maker) = sets split − merged, YES = NO
+    // conservation per condition: shares in existence (held +
+    // burned − minted by the maker) = sets split − merged, YES = NO
     const conditions = new Set<string>([...setsOf.keys()]);
     for (const t of [...totalShares.keys(), ...burned.keys()]) {
       const c = services.venue.token(t)?.conditionId;

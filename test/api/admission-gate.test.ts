@@ -33,7 +33,10 @@ class FakeLoop {
 interface Probe {
   admitted: number[];
   shed: { id: number; why: string }[];
-  /** Arrival of request `id`, whose work takes `workMs` of the clock and, unless `hold`, finishes at once (store in memory). */
+  /**
+   * Arrival of request `id`, whose work takes `workMs` of the
+   * clock and, unless `hold`, finishes at once (store in memory).
+   */
   arrive(id: number, opts?: { workMs?: number; hold?: boolean; gone?: () => boolean }): void;
 }
 
@@ -125,7 +128,8 @@ describe('AdmissionGate: per-iteration budget, FIFO, concurrency, shedding (inje
     expect(p.admitted).toEqual([0, 1, 2, 3]);
     loop.checkPhase(); // window closed, a new one: 4 and 5 released
     expect(p.admitted).toEqual([0, 1, 2, 3, 4, 5]);
-    for (let id = 6; id < 12; id++) p.arrive(id, { workMs: 3 }); // next poll phase, window of the check phase still open: 6 at 2 ms
+    // next poll phase, window of the check phase still open: 6 at 2 ms
+    for (let id = 6; id < 12; id++) p.arrive(id, { workMs: 3 });
     p.arrive(12, { workMs: 0.1 });
     loop.checkPhase();
     loop.checkPhase();
@@ -151,7 +155,8 @@ describe('AdmissionGate: per-iteration budget, FIFO, concurrency, shedding (inje
     const loop = new FakeLoop();
     const gate = new AdmissionGate(limits({ queueLength: 10_000 }), loop.runtime);
     const p = probe(loop, gate);
-    for (let id = 0; id < 5000; id++) p.arrive(id, { workMs: 0.001 }); // cheap requests: the budget lets thousands through
+    // cheap requests: the budget lets thousands through
+    for (let id = 0; id < 5000; id++) p.arrive(id, { workMs: 0.001 });
     const ran: number[] = [];
     while (gate.waitingCount > 0) ran.push(loop.checkPhase());
     expect(Math.max(...ran)).toBeLessThanOrEqual(MAX_RELEASES_PER_ITERATION + 1); // + the sentinel

@@ -68,7 +68,8 @@ describe('load shedding of mutating requests, through real HTTP', () => {
   it('over WRITE_CONCURRENCY + WRITE_QUEUE_LENGTH: 503 overloaded with Retry-After at once; a queued request gets one after WRITE_QUEUE_WAIT_MS; nothing is created', async () => {
     const first = heldPost(svc.baseUrl, '/v2/trade/users', { partner_user_id: 'held-first' }); // takes the one slot
     await new Promise((r) => setTimeout(r, 100));
-    const queued = svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'queued' } }); // waits in the queue of 1
+    // waits in the queue of 1
+    const queued = svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'queued' } });
     await new Promise((r) => setTimeout(r, 50));
     const t0 = Date.now();
     const shed = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'shed' } });

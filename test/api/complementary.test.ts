@@ -19,7 +19,9 @@ describe('complementary matching: both outcomes of a market trade against one bo
   let svc: TestService;
   const tr = new Trading(() => svc);
   const capture = loadCatalogue().capture!;
-  /** Capture markets whose first event is more than an hour into the capture (untouched by the replay here), Up first. */
+  /**
+   * Capture markets whose first event is more than an hour into the capture (untouched by the replay here), Up first.
+   */
   const quiet = capture.markets.filter((m) => {
     const first = capture.events.find((e) =>
       e.kind === 'resolved' ? e.conditionId === m.conditionId : m.tokens.some((t) => t.tokenId === e.tokenId),

@@ -410,7 +410,8 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     const id = res.body.record_id as string;
     ctx.store.failWhen(actorInsert(`ord_${id}_2`), { times: 1 });
-    await ctx.tr.post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid + 0.01), size: '5' }); // the touch moves: re-peg
+    // the touch moves: re-peg
+    await ctx.tr.post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid + 0.01), size: '5' });
     await poll(
       're-peg attempted',
       async () => ctx.store.faults('actors'),

@@ -3,7 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 
-/** One raw HTTP exchange: writes `chunks` (a number = pause in ms), optionally half-closes, and returns all bytes read until the server closes (or `waitMs`). */
+/**
+ * One raw HTTP exchange: writes `chunks` (a number = pause in ms), optionally
+ * half-closes, and returns all bytes read until the server closes (or `waitMs`).
+ */
 function raw(
   port: number,
   chunks: Array<string | Buffer | number>,

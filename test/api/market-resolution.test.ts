@@ -144,7 +144,8 @@ describe('market resolution and tick change through the real API', () => {
       body: { winning_token_id: up },
       token: userKey,
     });
-    expect(asUser).toMatchObject({ status: 403, body: { error: 'forbidden' } }); // a partner user's key never reaches the control
+    // a partner user's key never reaches the control
+    expect(asUser).toMatchObject({ status: 403, body: { error: 'forbidden' } });
     const bad = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, {
       body: { winning_token_id: '42' },
     });
@@ -263,7 +264,8 @@ describe('market resolution and tick change through the real API', () => {
       });
       expect(dump).toMatchObject({ status: 200, body: { status: 'FILLED' } });
       expect((await own.call('GET', `/v2/trade/book?token_id=${up}`)).body.bids).toEqual([]);
-      // dora's own bid at 0.2 is the touch: the stop fires at it; self-trade prevention cancels that bid, so the sell rests, 0 filled
+      // dora's own bid at 0.2 is the touch: the stop fires at it;
+      // self-trade prevention cancels that bid, so the sell rests, 0 filled
       const ownBid = await own.call('POST', '/v2/trade/order', {
         body: { symbol: up, side: 'buy', type: 'LIMIT', price: '0.2', size: '5' },
         headers: u,

@@ -499,7 +499,8 @@ describe('order validation', () => {
         time_in_force: 'IOC',
       });
       const level = px(bid - 0.01);
-      const size = String(Number(bids.find((l: any) => l.price === level)?.size ?? 0) + 50); // more than the bid there: the rest rests
+      // more than the bid there: the rest rests
+      const size = String(Number(bids.find((l: any) => l.price === level)?.size ?? 0) + 50);
       const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size });
       expect(res.body.message).toBe(`STOP_LOSS armed: sells ${size} shares when the best bid reaches ${level}`);
       // bob takes the top bid level away: the best bid falls to the armed level

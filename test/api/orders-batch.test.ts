@@ -450,7 +450,8 @@ describe('a batch cancel caught by a store fault', () => {
       headers: tr.as('alice'),
       idempotencyKey: key,
     });
-    expect([failed.status, failed.body.error]).toEqual([500, 'internal_error']); // as DELETE order answers a store fault
+    // as DELETE order answers a store fault
+    expect([failed.status, failed.body.error]).toEqual([500, 'internal_error']);
     store.clear();
     expect((await tr.openOrders('alice')).map((o) => o.order_id)).toEqual([ids[1]]);
     const retry = await svc.call('POST', '/v2/trade/orders/cancel', {

@@ -286,7 +286,8 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(separate).toEqual([]); // a batched connection gets no separate record events
     expect(batches.every((b) => b.batch_ms === 50)).toBe(true);
     const mine = flat().filter((u) => finals.has(u.order_id));
-    // nothing lost, order kept: per order revisions 1..n, and the same records, in the same order, as the separate events
+    // nothing lost, order kept: per order revisions 1..n, and the
+    // same records, in the same order, as the separate events
     for (const id of ids)
       expect(
         mine.filter((u) => u.order_id === id).map((u) => u.revision),

@@ -19,7 +19,8 @@
  *   sort in memory; every range field of the query is a field of the index too (after the sort:
  *   MongoDB's equality-sort-range order, or as the sort field itself), so the scan is bounded by
  *   all of the query and nothing it reads is filtered out afterwards. With no equality fields,
- *   the index starts with the sort field or a range field of the query. A sparse index does not serve a query that looks for documents
+ *   the index starts with the sort field or a range field of the query.
+ *   A sparse index does not serve a query that looks for documents
  *   missing one of its fields (`$exists: false`, `null`): they are not in it.
  * - queries in {@link EXEMPT} are accepted as scans, each for the reason given there.
  *
@@ -67,7 +68,8 @@ function shapeOf(collection: string, op: Op, filter: Filter, sort?: FindOptions[
   const s: Shape = { collection, op, eq: [], in: [], range: [], missing: [], sort: Object.entries(sort ?? {}) };
   for (const [k, v] of Object.entries(filter)) {
     if (k === '$or') {
-      s.range.push('$or'); // no index rule for it: a port query with $or is reported unserved (only the store-port Agenda backend has one)
+      // no index rule for it: a port query with $or is reported unserved (only the store-port Agenda backend has one)
+      s.range.push('$or');
       continue;
     }
     if (v === null || (typeof v === 'object' && (v as Record<string, unknown>).$exists === false)) s.missing.push(k);
@@ -99,7 +101,8 @@ interface Ix {
 function serves(ix: Ix, q: Shape): string | null {
   const eqAll = new Set([...q.eq, ...q.in]);
   const f = ix.fields;
-  if (ix.sparse && f.some(([name]) => q.missing.includes(name))) return null; // the documents it looks for are not in it
+  // the documents it looks for are not in it
+  if (ix.sparse && f.some(([name]) => q.missing.includes(name))) return null;
   let k = 0;
   while (k < f.length && eqAll.has(f[k]![0])) k++;
   if (k !== eqAll.size) return null; // every equality field, and only those, first

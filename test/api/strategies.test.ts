@@ -516,7 +516,8 @@ describe('managed strategies over REST', () => {
       });
       expect(s.brackets.take_profit).toMatchObject({ status: 'CANCELED', error: null });
       expect(s.brackets.stop_loss).toMatchObject({ order_id: `ord_${rid}_2`, status: 'FILLED' });
-      // the take-profit says why it was canceled (one cancels the other), not "canceled by user"; both legs carry the bracket's id
+      // the take-profit says why it was canceled (one cancels the
+      // other), not "canceled by user"; both legs carry the bracket's id
       expect(await svc.call('GET', `/v2/trade/orders/ord_${rid}_1`, { headers: as('alice') })).toMatchObject({
         status: 200,
         body: {

@@ -46,7 +46,9 @@ describe('wallet operations (REST)', () => {
   const tr = new Trading(() => svc);
   let markets: any[];
   const used = new Set<string>();
-  /** A market of the catalogue not used by an earlier test (0.01 tick, binary; neg-risk or not when `negRisk` is given). */
+  /**
+   * A market of the catalogue not used by an earlier test (0.01 tick, binary; neg-risk or not when `negRisk` is given).
+   */
   const market = (negRisk?: boolean) => {
     const m = markets.find(
       (x) =>

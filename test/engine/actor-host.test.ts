@@ -672,7 +672,8 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
         const parsed = JSON.parse(stored);
         if (Array.isArray(parsed)) positional++;
         if (!a.lacks && a.touch?.bid !== '0.5') expect(a.v1 ? parsed.form : parsed[0]).toBe(a.v1 ? 1 : 2);
-        if (a.lacks && a.lacks in STRATEGY_CONTEXT_DEFAULTS) expect(parsed.form).toBeUndefined(); // stored whole, in XState's form
+        // stored whole, in XState's form
+        if (a.lacks && a.lacks in STRATEGY_CONTEXT_DEFAULTS) expect(parsed.form).toBeUndefined();
         // read with the current form (which reads form 1 and XState's too)
         const back = JSON.parse(JSON.stringify(unpackSnapshot(stored, a.kind.form, a.ids)));
         expect(back).toStrictEqual(JSON.parse(persistedSnapshotJson(a.kind.logic, snapshot)));
@@ -831,8 +832,10 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
     expect(unpackSnapshot(JSON.stringify(xstate), STOP_LOSS_FORM, ids)).toStrictEqual(xstate);
     expect(unpackSnapshot(JSON.stringify(xstate), null, ids)).toStrictEqual(xstate);
     expect(() => unpackSnapshot('{"form":3,"value":"armed","context":{}}', STOP_LOSS_FORM, ids)).toThrow(/form 3/);
-    expect(() => unpackSnapshot('{"form":2,"value":"armed","context":{}}', STOP_LOSS_FORM, ids)).toThrow(/form 2/); // form 2 is positional
-    expect(() => unpackSnapshot('[1,"armed","t","0.5","5",null]', STOP_LOSS_FORM, ids)).toThrow(/form 1/); // form 1 is an object
+    // form 2 is positional
+    expect(() => unpackSnapshot('{"form":2,"value":"armed","context":{}}', STOP_LOSS_FORM, ids)).toThrow(/form 2/);
+    // form 1 is an object
+    expect(() => unpackSnapshot('[1,"armed","t","0.5","5",null]', STOP_LOSS_FORM, ids)).toThrow(/form 1/);
     expect(() => unpackSnapshot('[3,"armed"]', STOP_LOSS_FORM, ids)).toThrow(/form 3/);
     expect(() => unpackSnapshot('{"form":1,"value":"armed","context":{}}', null, ids)).toThrow(/form 1/);
     expect(() => unpackSnapshot('[2,"armed","t","0.5","5",null]', null, ids)).toThrow(/form 2/);

@@ -410,7 +410,8 @@ describe('strategy engine failures become state', () => {
       });
       const id = res.body.record_id;
       await idle();
-      const fault = failWrites(store, isStrategyUpdate(`ord_${id}_1`), 2); // the slice's order.cancel cannot be written, twice
+      // the slice's order.cancel cannot be written, twice
+      const fault = failWrites(store, isStrategyUpdate(`ord_${id}_1`), 2);
       const del = await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
       expect(del.status).toBe(200); // accepted: the TWAP is canceling (tag canceling) and certainly ends CANCELED
       expect(svc.services.host.snapshotOf(id)?.hasTag('canceling') ?? del.body.status === 'CANCELED').toBe(true);

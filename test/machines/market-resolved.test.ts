@@ -239,7 +239,8 @@ describe('a fired stop whose order the resolution canceled ends CANCELED (market
   it.each(cases)(
     '%s: fired, its sell canceled by the resolution (0 filled) → CANCELED, market resolved; canceled otherwise → COMPLETED',
     (_name, machine, status, input, fire) => {
-      expect(MARKET_RESOLVED_REASON.code).toBe('MARKET_RESOLVED'); // the venue's code is what the engine recognises (never its prose)
+      // the venue's code is what the engine recognises (never its prose)
+      expect(MARKET_RESOLVED_REASON.code).toBe('MARKET_RESOLVED');
       const [s0] = initialTransition(machine, input);
       const s1 = step(machine, machine.getPersistedSnapshot(s0), fire);
       expect(status[String(s1.value)]).toBe('TRIGGERED');

@@ -168,7 +168,8 @@ describe('order machine: the reason of a cancel', () => {
     [s, a] = transition(m, roundTrip(m, s), { type: 'order.cancel', reason: STRATEGY });
     runActions(a);
     expect([s.value, sent]).toEqual(['canceling', [{ orderId: 'ord_1', reason: STRATEGY }]]);
-    [s, a] = transition(m, roundTrip(m, s), EVENTS[8]!); // the user's DELETE arrives while it is canceling: sent again, same reason
+    // the user's DELETE arrives while it is canceling: sent again, same reason
+    [s, a] = transition(m, roundTrip(m, s), EVENTS[8]!);
     runActions(a);
     expect(sent).toEqual([
       { orderId: 'ord_1', reason: STRATEGY },

@@ -397,7 +397,8 @@ for (const c of CASES) {
         for (const [ev, t] of Object.entries(node.on ?? {})) {
           for (const tr of [t].flat() as Array<{ target?: string }>) {
             const to = tr.target ?? from;
-            if (to === from || transient.has(to)) continue; // self and via-transient transitions are checked by the replays
+            // self and via-transient transitions are checked by the replays
+            if (to === from || transient.has(to)) continue;
             expect(covered, `${from} --${ev}--> ${to}`).toContain(`${from} --${ev}--> ${to}`);
           }
         }

@@ -243,7 +243,8 @@ describe('form-2 codecs and canonical decimals (the stored form of strategy snap
       }),
       { numRuns: 1000 },
     );
-    expect(TOUCH_CODEC.encode([1, 2], ids(0))).toBeUndefined(); // an array would read back as a touch: no slot (XState's form)
+    // an array would read back as a touch: no slot (XState's form)
+    expect(TOUCH_CODEC.encode([1, 2], ids(0))).toBeUndefined();
     expect(CREATED_AT_CODEC.encode(1_000, ids(1_003))).toBe(3);
   });
 });

@@ -165,7 +165,8 @@ describe('engine lease', () => {
   });
 
   it('openStore on MongoDB passes the write settings, takes the lease, refuses a second engine (closing its client) and releases the lease at close', async () => {
-    // MongoStore.open stands in for the driver (no server here): each "client" is a view of one in-memory SQLite database.
+    // MongoStore.open stands in for the driver (no server here):
+    // each "client" is a view of one in-memory SQLite database.
     const db = await open();
     class FakeMongo implements Store {
       readonly adapter = 'mongodb' as const;

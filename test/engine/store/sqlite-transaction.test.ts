@@ -6,7 +6,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { FaultyStore, InjectedFault } from './faulty-store.js';
 
-/** Runs `script` (ES module code, run from the worktree: it imports dist/) with `DIR` set; resolves once its output contains `until`. */
+/**
+ * Runs `script` (ES module code, run from the worktree: it imports
+ * dist/) with `DIR` set; resolves once its output contains `until`.
+ */
 function runUntil(
   script: string,
   dir: string,

@@ -39,7 +39,10 @@ async function aliceWithShares(svc: TestService): Promise<{ token: string; bid: 
   return { token, bid };
 }
 
-/** Writes `snapshot` as the stored snapshot of actor `id` in the (closed) store of `dir`, as an older version would have. */
+/**
+ * Writes `snapshot` as the stored snapshot of actor `id` in
+ * the (closed) store of `dir`, as an older version would have.
+ */
 async function storeSnapshot(dir: string, id: string, snapshot: string): Promise<void> {
   const raw = await SqliteStore.open(dir);
   expect(await (await raw.collection<{ _id: string }>('actors')).updateOne({ _id: id }, { snapshot })).toBe(1);
@@ -95,7 +98,8 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect(rec.type).toBe(before.type);
     expect(before.type).toBe('STOP_LOSS');
     const compact = JSON.parse(rec.snapshot);
-    // form 2: [2, value, tokenId, price, size, [bid, ask], ms from the request to the record] and nothing else (tick 0.01, min size 5)
+    // form 2: [2, value, tokenId, price, size, [bid, ask], ms from the
+    // request to the record] and nothing else (tick 0.01, min size 5)
     const packedToken = TOKEN_ID_CODEC.encode(token, { _id: id, ownerUserId: null, createdAtMs: 0 });
     expect(packedToken).toMatch(/^[\w-]{1,43}$/); // the venue's decimal token id, in base64url
     expect(compact).toEqual([
@@ -164,7 +168,8 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     await svc.close();
     svc = undefined;
 
-    // a second stop stored in form 1 (the compact form written before form 2) restores, reads the same, cancels and is written in form 2
+    // a second stop stored in form 1 (the compact form written before
+    // form 2) restores, reads the same, cancels and is written in form 2
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const res2 = await svc.call('POST', '/v2/trade/order', {
       body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' },

@@ -52,7 +52,10 @@ const ioc = (side: 'buy' | 'sell', price: string, size: string): VenueOrder => (
   postOnly: false,
 });
 
-/** Opens the venue on `dir` with the capture replay on, real time (1 capture second per clock second), driven by the test's clock. */
+/**
+ * Opens the venue on `dir` with the capture replay on, real time
+ * (1 capture second per clock second), driven by the test's clock.
+ */
 async function open(dir: string, clock: ManualClock, events = EVENTS) {
   const venue = await SimVenue.open({
     catalogue: binaryCaptureCatalogue('0.01', events, T0, events.at(-1)!.atMs),

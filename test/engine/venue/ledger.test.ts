@@ -257,7 +257,8 @@ describe('ledger: reservations and trade settlement', () => {
             const b = buys[s.a % buys.length]!;
             const sl = sells[s.b % sells.length]!;
             if (b.order.userId === sl.order.userId) continue;
-            // the ledger does not care who rested: a price a limit buy accepts (its limit or lower); a market buy pays at most its dollars
+            // the ledger does not care who rested: a price a limit buy accepts
+            // (its limit or lower); a market buy pays at most its dollars
             const px =
               b.order.kind === 'limit' ? Dec.min(dec(b.order.price!), dec(sl.order.price!)) : dec(sl.order.price!);
             let qty = Dec.min(sl.left!, b.left ?? b.reservedUsd.div(px).toDecimalPlaces(2, Dec.ROUND_DOWN));

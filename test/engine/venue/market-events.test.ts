@@ -191,7 +191,8 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     await venue.walletOp({ kind: 'split', opId: 'seed-s', userId: seller, conditionId: C, amount: '10' });
     await venue.applyCaptureEvents([{ kind: 'tick', atMs: 2, tokenId: A, tickSize: dec('0.01') }]);
     expect(venue.book(A)!.tickSize).toBe('0.01');
-    await venue.applyCaptureEvents([{ kind: 'tick', atMs: 3, tokenId: A, tickSize: dec('0.01') }]); // no change: no market event
+    // no change: no market event
+    await venue.applyCaptureEvents([{ kind: 'tick', atMs: 3, tokenId: A, tickSize: dec('0.01') }]);
     expect(markets).toEqual([C]);
     await venue.applyCaptureEvents([{ kind: 'resolved', atMs: 4, conditionId: C, winningTokenId: B }]);
     expect(venue.marketStatus(C)).toMatchObject({ resolved: true, winningTokenId: B });

@@ -312,7 +312,8 @@ describe('simulated venue: matching engine', () => {
     first.venue.release(filled.orderId); // its actor recorded the fill
     first.venue.release(resting.orderId); // still working: ignored
     const wallet = first.venue.wallet('b');
-    for (let i = 0; i < 1100; i++) await first.venue.submit(order('c', 'buy', '0.01', '5')); // journal > 2 deletion slices
+    // journal > 2 deletion slices
+    for (let i = 0; i < 1100; i++) await first.venue.submit(order('c', 'buy', '0.01', '5'));
     await first.venue.close(); // writes a checkpoint
     const journal = await first.store.collection('venueJournal');
     expect(await journal.count({})).toBe(0);
