@@ -137,7 +137,8 @@ export function checkResponse(method: string, url: string, status: number, body:
     const v = validatorFor(ErrorEnvelope);
     if (!v(body))
       throw new Error(
-        `${method} ${url} → ${status}: body is not the error envelope: ${JSON.stringify(body)} ${JSON.stringify(v.errors)}`,
+        `${method} ${url} → ${status}: body is not the error envelope: ${JSON.stringify(body)} ` +
+          `${JSON.stringify(v.errors)}`,
       );
     return;
   }

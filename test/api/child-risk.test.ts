@@ -53,7 +53,8 @@ describe('a strategy child order refused by risk', () => {
     expect(s.status).toBe('FAILED');
     expect(s.message).toMatch(
       new RegExp(
-        `^order refused: INSUFFICIENT_BALANCE — this buy needs \\$[0-9.]+ pUSD; available \\$${left.replace('.', '\\.')}$`,
+        `^order refused: INSUFFICIENT_BALANCE — this buy needs \\$[0-9.]+ pUSD; available ` +
+          `\\$${left.replace('.', '\\.')}$`,
       ),
     );
     // the refused slice was never created: no record, nothing REJECTED, only the first slice on record

@@ -142,7 +142,8 @@ describe('HTTP layer hardening', () => {
     expect(res.body).toEqual({
       error: 'conflict',
       message:
-        "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out",
+        "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it " +
+        'would lock the partner out',
     });
     expect((await svc.call('GET', '/v2/trade/account', { token })).status).toBe(200);
     expect((await svc.call('DELETE', '/v2/trade/api-keys/key_env_demo')).body).toEqual({

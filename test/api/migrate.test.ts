@@ -46,7 +46,8 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     const refused = await runToExit(['dist/api/main.js'], { DATA_DIR: dir, PORT: '0' });
     expect(refused.code).toBe(1);
     expect(refused.out.trim()).toBe(
-      `cannot start: DATA_DIR ${dir} holds data of the older embedded store: import it with \`npm run migrate -- ${dir}\``,
+      `cannot start: DATA_DIR ${dir} holds data of the older embedded store: import it with \`npm run ` +
+        `migrate -- ${dir}\``,
     );
     expect((await fs.readdir(dir)).sort()).toEqual(before); // nothing made beside the old files
 
@@ -54,7 +55,8 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     expect(imported.code, imported.out).toBe(0);
     expect(imported.out.trim()).toMatch(
       new RegExp(
-        `^imported \\d+ documents into ${dir}/store\\.sqlite \\(actors 4, .*apiKeys 2, .*users 2, .*\\); the old files are now in ${dir}/nedb-imported-[0-9TZ-]+$`,
+        `^imported \\d+ documents into ${dir}/store\\.sqlite \\(actors 4, .*apiKeys 2, .*users 2, .*\\); ` +
+          `the old files are now in ${dir}/nedb-imported-[0-9TZ-]+$`,
       ),
     );
     const after = await fs.readdir(dir);
@@ -132,7 +134,9 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     const refused = await migrate(dir);
     expect(refused).toEqual({
       code: 1,
-      out: `cannot migrate: ${dir}/store.sqlite already holds documents (users): nothing imported; --force imports over them (a document with the same _id is replaced)\n`,
+      out:
+        `cannot migrate: ${dir}/store.sqlite already holds documents (users): nothing imported; --force ` +
+        `imports over them (a document with the same _id is replaced)\n`,
     });
     expect((await fs.readdir(dir)).filter((f) => f.endsWith('.db'))).toContain('users.db');
 
@@ -170,7 +174,8 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     expect(moved.code, moved.out).toBe(0);
     expect(moved.out).toMatch(
       new RegExp(
-        `^already imported into ${dir}/store\\.sqlite at 2023-11-14T22:13:20\\.000Z; the old files are now in ${dir}/nedb-imported-`,
+        `^already imported into ${dir}/store\\.sqlite at 2023-11-14T22:13:20\\.000Z; the old files are now ` +
+          `in ${dir}/nedb-imported-`,
       ),
     );
     expect((await fs.readdir(dir)).filter((f) => f.endsWith('.db'))).toEqual([]);

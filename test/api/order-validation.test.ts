@@ -106,18 +106,21 @@ describe('order validation', () => {
       [
         { size: '0.01' },
         {},
-        'each TWAP slice must be at least 0.01 shares: 0.01 shares over 3 slices is less; send a larger size or fewer slices (raise execution.interval_sec)',
+        'each TWAP slice must be at least 0.01 shares: 0.01 shares over 3 slices is less; send a larger ' +
+          'size or fewer slices (raise execution.interval_sec)',
       ],
       [
         { size: '0.02' },
         {},
-        'each TWAP slice must be at least 0.01 shares: 0.02 shares over 3 slices is less; send a larger size or fewer slices (raise execution.interval_sec)',
+        'each TWAP slice must be at least 0.01 shares: 0.02 shares over 3 slices is less; send a larger ' +
+          'size or fewer slices (raise execution.interval_sec)',
       ],
       [{}, { duration_sec: 1e12 }, 'execution.duration_sec must be at most 604800'],
       [
         {},
         { duration_sec: 604800 },
-        'a TWAP has at most 1000 slices: duration_sec 604800 / interval_sec 10 makes 60480; raise execution.interval_sec',
+        'a TWAP has at most 1000 slices: duration_sec 604800 / interval_sec 10 makes 60480; raise ' +
+          'execution.interval_sec',
       ],
       [
         {},
@@ -185,7 +188,8 @@ describe('order validation', () => {
         },
         400,
         'invalid_request',
-        'execution.interval_sec is not used by ICEBERG orders (ICEBERG takes execution.clip_size, execution.price_tolerance_pct)',
+        'execution.interval_sec is not used by ICEBERG orders (ICEBERG takes execution.clip_size, ' +
+          'execution.price_tolerance_pct)',
       );
       await refused(
         'alice',
@@ -198,7 +202,9 @@ describe('order validation', () => {
         },
         400,
         'invalid_request',
-        'execution.clip_size is not used by TRAILING_BUY orders (TRAILING_BUY takes execution.trailing_offset_pct, execution.trailing_offset, execution.low_water_mark, execution.price_ceiling)',
+        'execution.clip_size is not used by TRAILING_BUY orders (TRAILING_BUY takes ' +
+          'execution.trailing_offset_pct, execution.trailing_offset, execution.low_water_mark, ' +
+          'execution.price_ceiling)',
       );
       await refused(
         'alice',
@@ -404,7 +410,8 @@ describe('order validation', () => {
         { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid), size: '10' },
         422,
         'WOULD_TRIGGER_IMMEDIATELY',
-        `STOP_LOSS price ${px(bid)} is at or above the best bid ${px(bid)}: it would trigger at once; sell with LIMIT or MARKET instead`,
+        `STOP_LOSS price ${px(bid)} is at or above the best bid ${px(bid)}: it would trigger at once; sell ` +
+          `with LIMIT or MARKET instead`,
       );
       await refused(
         'alice',
@@ -529,7 +536,8 @@ describe('order validation', () => {
       const s = await strategy('alice', res.body.record_id);
       expect(s).toMatchObject({ status: 'TRIGGERED', order_ids: [expect.any(String)] });
       expect(s.message).toBe(
-        `STOP_LOSS triggered: the best bid ${level} reached the armed level ${level}; placed sell order ${s.order_ids[0]} of ${size} shares at ${level}`,
+        `STOP_LOSS triggered: the best bid ${level} reached the armed level ${level}; placed sell order ` +
+          `${s.order_ids[0]} of ${size} shares at ${level}`,
       );
       await svc.call('DELETE', `/v2/trade/orders/${s.order_ids[0]}`, { headers: as('alice') });
     });
@@ -547,7 +555,9 @@ describe('order validation', () => {
       expect(res.status).toBe(200);
       const s = await strategy('alice', res.body.record_id);
       expect(s).toMatchObject({ status: 'ACTIVE', low_water_mark: px(ask), trigger_price: px(ask + 0.02) });
-      const text = `TRAILING_BUY armed: buys $5 when the ask bounces to ${px(ask + 0.02)} (low-water mark ${px(ask)}, followed the ask down)`;
+      const text =
+        `TRAILING_BUY armed: buys $5 when the ask bounces to ${px(ask + 0.02)} (low-water mark ${px(ask)}, ` +
+        `followed the ask down)`;
       expect(s.message).toBe(text);
       expect(res.body.message).toBe(text);
       // a seeded one: mark = ask, level = ask × 1.1 with a percent offset

@@ -55,13 +55,16 @@ describe('the service process', () => {
     const second = await runToExit(['dist/api/main.js'], { DATA_DIR: dir, PORT: '0' });
     expect(second.code).toBe(1);
     expect(second.out.trim().split('\n').at(-1)).toBe(
-      `cannot start: DATA_DIR ${dir} is in use by another process (pid ${first.child.pid} on ${os.hostname()}): the SQLite store belongs to one process; stop it, or give this one another DATA_DIR (or MONGODB_URI)`,
+      `cannot start: DATA_DIR ${dir} is in use by another process (pid ${first.child.pid} on ` +
+        `${os.hostname()}): the SQLite store belongs to one process; stop it, or give this one another ` +
+        `DATA_DIR (or MONGODB_URI)`,
     );
 
     const taken = await runToExit(['dist/api/main.js'], { DATA_DIR: other, PORT: port });
     expect(taken.code).toBe(1);
     expect(taken.out).toBe(
-      `cannot start: port ${port} on 127.0.0.1 is already in use: stop the process holding it or set PORT to a free port\n`,
+      `cannot start: port ${port} on 127.0.0.1 is already in use: stop the process holding it or set PORT ` +
+        `to a free port\n`,
     );
     expect(await fs.readdir(other)).toEqual([]); // nothing opened, no key minted
     expect((await fetch(`${first.baseUrl}/healthz`)).status).toBe(200);
@@ -69,7 +72,10 @@ describe('the service process', () => {
 
   it('an unhandled rejection or uncaught exception is logged at fatal and exits 1', async () => {
     for (const fault of ['Promise.reject(new Error("boom"))', 'setTimeout(() => { throw new Error("boom") }, 0)']) {
-      const script = `import('./dist/api/fatal.js').then(async (f) => { const { createLogger } = await import('./dist/engine/logger.js'); f.installFatalHandlers(createLogger('info')); ${fault}; setTimeout(() => console.log('still running'), 2000); })`;
+      const script =
+        `import('./dist/api/fatal.js').then(async (f) => { const { createLogger } = await ` +
+        `import('./dist/engine/logger.js'); f.installFatalHandlers(createLogger('info')); ${fault}; ` +
+        `setTimeout(() => console.log('still running'), 2000); })`;
       const { code, out } = await runToExit(['-e', script], {});
       expect(code).toBe(1);
       const fatal = JSON.parse(out.trim().split('\n')[0]!) as {
@@ -132,7 +138,9 @@ describe('the service process', () => {
       expect(second.code).toBe(1);
       expect(second.out.trim().split('\n').at(-1)).toMatch(
         new RegExp(
-          `^cannot start: mongodb database ${db} is in use by another engine process \\(pid ${first.child.pid} on ${os.hostname()}, instance [0-9a-f-]+, since [0-9T:.-]+Z\\): one engine process per database`,
+          `^cannot start: mongodb database ${db} is in use by another engine process \\(pid ` +
+            `${first.child.pid} on ${os.hostname()}, instance [0-9a-f-]+, since [0-9T:.-]+Z\\): one engine ` +
+            `process per database`,
         ),
       );
       first.child.kill('SIGKILL');

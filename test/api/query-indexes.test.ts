@@ -128,7 +128,8 @@ const EXEMPT: Record<string, string> = {
   'actors find {type:range}':
     'one-time backfill at the first open of a database (records from before `type`); `migrations` records it as done',
   'idempotencyKeys find {status}':
-    'one-time removal of minted keys from stored responses at the first open of a database (records live 24 h); `migrations` records it as done',
+    'one-time removal of minted keys from stored responses at the first open of a database (records live ' +
+    '24 h); `migrations` records it as done',
 };
 
 /**
@@ -606,7 +607,8 @@ const SQLITE_EXEMPT: Array<[RegExp, string]> = [
   ],
   [
     /FROM "idempotencyKeys" WHERE json_extract\(doc, '\$\."status"'\) = \?/,
-    'one-time removal of minted keys from stored responses at the first open of a database (records live 24 h); `migrations` records it as done',
+    'one-time removal of minted keys from stored responses at the first open of a database (records live ' +
+      '24 h); `migrations` records it as done',
   ],
 ];
 

@@ -502,7 +502,8 @@ describe('managed strategies over REST', () => {
       });
       // the message follows the state: what protects the filled shares now
       expect((await strategy('alice', rid)).message).toBe(
-        `brackets: entry ${res.body.order_id} filled 10 shares; take-profit of 10 shares at ${tp}, stop-loss of 10 shares armed at ${sl} on the best bid`,
+        `brackets: entry ${res.body.order_id} filled 10 shares; take-profit of 10 shares at ${tp}, ` +
+          `stop-loss of 10 shares armed at ${sl} on the best bid`,
       );
       // the bid falls to the stop: the take-profit (holding the shares) is canceled, then the stop sells
       await sellThrough(token, px(bid));

@@ -493,7 +493,9 @@ describe('wallet operations (REST)', () => {
         422,
         {
           error: 'NEG_RISK_MISMATCH',
-          message: `market ${neg.condition_id} is a neg-risk market (routed through the NegRiskAdapter): send neg_risk_market true, or omit it (GET /v2/trade/markets shows neg_risk)`,
+          message:
+            `market ${neg.condition_id} is a neg-risk market (routed through the NegRiskAdapter): send ` +
+            `neg_risk_market true, or omit it (GET /v2/trade/markets shows neg_risk)`,
         },
       ]);
     }
@@ -506,7 +508,9 @@ describe('wallet operations (REST)', () => {
       422,
       {
         error: 'NEG_RISK_MISMATCH',
-        message: `market ${plain.condition_id} is not a neg-risk market: send neg_risk_market false, or omit it (GET /v2/trade/markets shows neg_risk)`,
+        message:
+          `market ${plain.condition_id} is not a neg-risk market: send neg_risk_market false, or omit it ` +
+          `(GET /v2/trade/markets shows neg_risk)`,
       },
     ]);
     expect(await pusd('fay')).toEqual(before.pusd);
@@ -549,7 +553,8 @@ describe('wallet operations (REST)', () => {
       400,
       {
         error: 'invalid_request',
-        message: `outcome_index 2 is not an outcome of market ${m.condition_id}: 0 = ${yes!.outcome}, 1 = ${no!.outcome}`,
+        message:
+          `outcome_index 2 is not an outcome of market ${m.condition_id}: 0 = ${yes!.outcome}, 1 = ` + `${no!.outcome}`,
       },
     ]);
     const negative = await post('gus', '/positions/redeem', { ...reference, outcome_index: -1 });
@@ -563,7 +568,8 @@ describe('wallet operations (REST)', () => {
       {
         error: 'invalid_request',
         message:
-          'amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to redeem every share)',
+          'amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to ' +
+          'redeem every share)',
       },
     ]);
     const tooMany = await post('gus', '/positions/redeem', { ...reference, outcome_index: 1, amount: '11' });
@@ -675,7 +681,9 @@ describe('wallet operations (REST)', () => {
       400,
       {
         error: 'invalid_request',
-        message: `to ${GOOD} and to_address ${OTHER} name different addresses: send one of them (to_address is an alias of to)`,
+        message:
+          `to ${GOOD} and to_address ${OTHER} name different addresses: send one of them (to_address is an ` +
+          `alias of to)`,
       },
     ]);
     const none = await post('hal', '/withdraw', { amount: '1' });
@@ -694,7 +702,8 @@ describe('wallet operations (REST)', () => {
     const self = await post('hal', '/withdraw', { to: PUSD_TOKEN.address, amount: '1' });
     expect([self.status, self.body.message]).toEqual([
       400,
-      `to ${PUSD_TOKEN.address} is the pUSD token contract itself: tokens sent there cannot be recovered; send them to a wallet address`,
+      `to ${PUSD_TOKEN.address} is the pUSD token contract itself: tokens sent there cannot be recovered; ` +
+        `send them to a wallet address`,
     ]);
     const venue = await post('hal', '/withdraw', { to: GOOD, amount: '1', venue: 'predictfun' });
     expect([venue.status, venue.body]).toEqual([

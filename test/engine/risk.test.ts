@@ -178,7 +178,8 @@ describe('engine/risk.ts: sizes and notional (spec 2.2.2, part 8)', () => {
       /^a TWAP has at most 1000 slices/,
     );
     expect(refusal(() => checkTwapSlices({ ...plan, size: dec('0.02'), sliceSize: dec(0) }, market)).message).toBe(
-      'each TWAP slice must be at least 0.01 shares: 0.02 shares over 3 slices is less; send a larger size or fewer slices (raise execution.interval_sec)',
+      'each TWAP slice must be at least 0.01 shares: 0.02 shares over 3 slices is less; send a larger size ' +
+        'or fewer slices (raise execution.interval_sec)',
     );
     expect(
       refusal(() => checkTwapSlices({ ...plan, size: dec(6), sliceSize: dec(2), passive: true }, market)).message,

@@ -473,7 +473,9 @@ describe('strategy engine failures become state', () => {
         status: 409,
         body: {
           error: 'conflict',
-          message: `strategy ${res.body.record_id} has triggered and its order is working: cancel its order with DELETE /v2/trade/orders/${before.order_ids[0]}`,
+          message:
+            `strategy ${res.body.record_id} has triggered and its order is working: cancel its order with ` +
+            `DELETE /v2/trade/orders/${before.order_ids[0]}`,
         },
       });
       expect((await strategy('alice', res.body.record_id)).revision).toBe(before.revision);

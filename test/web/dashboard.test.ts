@@ -16,7 +16,8 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const present = existsSync(CHROMIUM);
 if (!present && !process.env.CI)
   console.warn(
-    `test/web/dashboard.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`,
+    `test/web/dashboard.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set ` +
+      `CHROMIUM_PATH)`,
   );
 const ARTIFACTS = path.resolve('test-artifacts');
 

@@ -165,7 +165,8 @@ describe('timers on MongoDB: the agendaJobs indexes', () => {
     const { c, calls } = fakeJobs([]);
     expect(await ensureJobIndexes(c, timerJobIndexes(TIMER_JOB))).toBe(0);
     expect(calls).toEqual([
-      `createIndex {"name":1,"data.actorId":1,"data.timerName":1} {"name":"actorTimer","unique":true,"partialFilterExpression":{"name":"${TIMER_JOB}"}}`,
+      `createIndex {"name":1,"data.actorId":1,"data.timerName":1} ` +
+        `{"name":"actorTimer","unique":true,"partialFilterExpression":{"name":"${TIMER_JOB}"}}`,
     ]);
   });
 

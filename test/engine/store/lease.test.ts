@@ -52,7 +52,8 @@ describe('engine lease', () => {
     const second = takeEngineLease(store, { now });
     await expect(second).rejects.toBeInstanceOf(EngineLeaseHeldError);
     await expect(second).rejects.toThrow(
-      `${store.location} is in use by another engine process (pid ${process.pid} on ${os.hostname()}, instance ${a.owner.instanceId}`,
+      `${store.location} is in use by another engine process (pid ${process.pid} on ${os.hostname()}, ` +
+        `instance ${a.owner.instanceId}`,
     );
 
     await a.release();

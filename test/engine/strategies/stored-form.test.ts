@@ -132,7 +132,8 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     const xstateForm =
       `{"status":"active","value":"armed","historyValue":{},"context":{"recordId":"${id}","userId":"${rec.ownerUserId}","type":"STOP_LOSS","side":"sell",` +
       `"tokenId":"${token}","tickSize":"${c.tickSize}","minSize":"${c.minSize}","price":"${level}","size":"5","quoteAmount":null,"execution":{},"warnings":[],` +
-      `"message":"STOP_LOSS armed: sells 5 shares when the best bid reaches ${level}","clientOrderId":null,"metadata":null,"createdAtMs":${c.createdAtMs},` +
+      (`"message":"STOP_LOSS armed: sells 5 shares when the best bid reaches ` +
+        `${level}","clientOrderId":null,"metadata":null,"createdAtMs":${c.createdAtMs},`) +
       `"touch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"filledSize":"0","matchedAmount":"0","children":[],"working":null,"seq":0,"slicesDone":0,` +
       `"lastTouch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"triggerPrice":"${level}","watch":{"bidAtOrBelow":"${level}"},"deadlines":{},"endReason":null,` +
       `"workingPrice":null,"pendingSize":null,"placing":null},"children":{}}`;

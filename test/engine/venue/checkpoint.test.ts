@@ -289,8 +289,10 @@ describe('venue checkpoints: many bounded documents', () => {
       expect(pointer.chunks).toBe(m.chunkWrites);
       inside(second).liquidity.stop();
       console.info(
-        `[checkpoint ${v.name}] state ${(stateBytes / MiB).toFixed(1)} MiB (${expected.wallets.length} wallets, ${expected.orders.length} orders) in ${pointer.chunks} chunks; ` +
-          `largest document ${(m.maxBson / MiB).toFixed(3)} MiB BSON (${m.maxBsonId}), largest JSON text ${(m.maxLine / MiB).toFixed(3)} MiB; ` +
+        `[checkpoint ${v.name}] state ${(stateBytes / MiB).toFixed(1)} MiB (${expected.wallets.length} ` +
+          `wallets, ${expected.orders.length} orders) in ${pointer.chunks} chunks; ` +
+          (`largest document ${(m.maxBson / MiB).toFixed(3)} MiB BSON (${m.maxBsonId}), largest JSON text ` +
+            `${(m.maxLine / MiB).toFixed(3)} MiB; `) +
           `build ${built - t0} ms, checkpoint ${written - built} ms, restore ${restored - t1} ms`,
       );
     });
