@@ -67,7 +67,7 @@ const limits = (over: Partial<AdmissionLimits> = {}): AdmissionLimits => ({
 });
 
 describe('LoopBudget (injected clock and check phase)', () => {
-  it('a window opens at the first take, allows work while less than budgetMs has passed, and closes at the next check phase', () => {
+  it('a window opens at the first take, allows work under budgetMs, closes at the next check phase', () => {
     const loop = new FakeLoop();
     const budget = new LoopBudget(4, loop.runtime);
     loop.nowMs = 1000; // idle time before the window is not counted
@@ -102,7 +102,7 @@ describe('AdmissionGate: per-iteration budget, FIFO, concurrency, shedding (inje
   beforeEach(() => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] }));
   afterEach(() => vi.useRealTimers());
 
-  it('requests of one poll phase run at once until the budget is spent; the rest are released in later check phases, at most the budget per phase, in arrival order', () => {
+  it('one poll phase runs until the budget is spent; the rest follow in later check phases, in order', () => {
     const loop = new FakeLoop();
     const gate = new AdmissionGate(limits(), loop.runtime);
     const p = probe(loop, gate);
@@ -190,7 +190,7 @@ describe('AdmissionGate: per-iteration budget, FIFO, concurrency, shedding (inje
     expect(p.admitted).toEqual([0, 1, 2, 3]);
   });
 
-  it('queue full: 503 at once naming the cause; queue wait over: 503 after queueWaitMs; neither runs; a client that left is dropped', () => {
+  it('queue full: 503 at once naming it; wait over: 503 after queueWaitMs; neither runs; gone dropped', () => {
     const loop = new FakeLoop();
     const gate = new AdmissionGate(limits({ queueLength: 2, queueWaitMs: 300 }), loop.runtime);
     const p = probe(loop, gate);

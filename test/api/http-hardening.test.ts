@@ -282,7 +282,7 @@ describe('request log lines', () => {
     expect(lineOf('/healthz?x=200')!.error).toBeUndefined();
   });
 
-  it('a 503 (degraded health, a refusal while the store is down) is a WARN line without a stack, not an ERROR', async () => {
+  it('a 503 (degraded health, store down) is a WARN line without a stack, not an ERROR', async () => {
     const base = `http://127.0.0.1:${httpSvc.port}`;
     await services.timers.drain(1000); // the scheduler stops: health is degraded
     expect((await fetch(`${base}/healthz?x=503`)).status).toBe(503);
@@ -292,7 +292,7 @@ describe('request log lines', () => {
     expect(line.err).toBeUndefined();
   });
 
-  it('an unexpected error is logged through req.log, bound to its request (id, method, url), and answered 500', async () => {
+  it('an unexpected error is logged through req.log, bound to its request, and answered 500', async () => {
     const app = createApp(services);
     app.get('/boom', () => {
       throw new Error('boom');

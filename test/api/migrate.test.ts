@@ -38,7 +38,7 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     return dir;
   };
 
-  it('refuses with one line, imports in one command, then serves the users, keys, orders, strategy and positions', async () => {
+  it('refuses with one line, imports in one command, then serves users, keys, orders and positions', async () => {
     const dir = await copyOfFixture();
     const before = (await fs.readdir(dir)).sort();
     expect(before).toContain('users.db');
@@ -126,7 +126,7 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     await checkInvariants(svc.services);
   });
 
-  it('refuses to import over a store that already holds documents unless --force; a service on the folder makes it refuse', async () => {
+  it('refuses to import over a store holding documents unless --force, and while a service runs', async () => {
     const dir = await copyOfFixture();
     const store = await SqliteStore.open(dir, { oldStoreFiles: true });
     await (await store.collection('users')).insertOne({ _id: 'someone-else' });
@@ -158,7 +158,7 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     await check.close();
   });
 
-  it('a database that records the import starts beside the old files (imported before their files were moved); one that does not is refused', async () => {
+  it('a database that records the import starts beside the old files; one that does not is refused', async () => {
     const dir = await copyOfFixture();
     const unmarked = await SqliteStore.open(dir, { oldStoreFiles: true });
     await unmarked.close();

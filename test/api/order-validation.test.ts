@@ -62,7 +62,7 @@ describe('order validation', () => {
       },
     );
 
-    it('a GTD expiry 364 days ahead rests LIVE and its expiry timer is a scheduler job at exactly that time', async () => {
+    it('a GTD expiry 364 days ahead rests LIVE; its expiry timer is a scheduler job at exactly that time', async () => {
       const { token, bid } = await freshToken();
       const expiration = Date.now() + 364 * DAY_MS;
       const res = await post('alice', {
@@ -137,7 +137,7 @@ describe('order validation', () => {
       await refused('alice', twap(token, patch, execution), 400, 'invalid_request', message);
     });
 
-    it('the smallest TWAP that can work is accepted: 0.03 shares over 3 IOC slices, and a 7-day one with few slices', async () => {
+    it('the smallest workable TWAP is accepted: 0.03 shares over 3 IOC slices; a 7-day one, few slices', async () => {
       const { token } = await freshToken();
       const res = await post('alice', twap(token, { size: '0.03' }));
       expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE', size: '0.03' } });
@@ -151,8 +151,8 @@ describe('order validation', () => {
     });
   });
 
-  describe('a field the type does not use is refused, naming it (TWAP clip_size / randomize_pct: warnings, spec 2.2.2)', () => {
-    it('STOP_LOSS execution.trailing_offset_pct, ICEBERG execution.interval_sec, TRAILING_BUY execution.clip_size, STOP_LOSS quote_amount → 400', async () => {
+  describe('a field the type does not use is refused, naming it (TWAP clip_size / randomize_pct: warnings)', () => {
+    it('execution fields and quote_amount a type does not use → 400 (STOP_LOSS, ICEBERG, TRAILING_BUY)', async () => {
       const { token, bid, ask } = await freshToken(0.3);
       await post('alice', {
         symbol: token,
@@ -360,7 +360,7 @@ describe('order validation', () => {
   });
 
   describe('messages a partner reads', () => {
-    it('TAKE_PROFIT with execution names TAKE_PROFIT; a PEGGED capped by its ceiling says so instead of "at the touch"', async () => {
+    it('TAKE_PROFIT with execution names TAKE_PROFIT; a PEGGED capped by its ceiling says so', async () => {
       const { token, bid } = await freshToken(0.3, 0.6);
       await post('alice', {
         symbol: token,
@@ -542,7 +542,7 @@ describe('order validation', () => {
       await svc.call('DELETE', `/v2/trade/orders/${s.order_ids[0]}`, { headers: as('alice') });
     });
 
-    it('a TRAILING_BUY names the level of its trigger_price, also after the mark followed the ask down (exact numbers)', async () => {
+    it('a TRAILING_BUY names its trigger_price level, also after the mark followed the ask down', async () => {
       const { token, ask } = await freshToken(0.3, 0.6);
       // a low-water mark above the ask: at once the mark follows the ask down, and the level with it
       const res = await post('alice', {
@@ -587,7 +587,7 @@ describe('concurrent buys beyond the balance', () => {
   });
   afterAll(() => svc.close());
 
-  it('30 concurrent $500 buys by a $10,000 user: 20 succeed, 10 get one 422 INSUFFICIENT_BALANCE wording, activity shows the 20 only', async () => {
+  it('30 concurrent $500 buys by a $10,000 user: 20 succeed, 10 get one 422 wording, activity has 20', async () => {
     const markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
     const token = markets.find((m: any) => m.tick_size === '0.01').tokens[0].token_id;
     const headers = { 'x-partner-user-id': 'carol' };
@@ -620,7 +620,7 @@ describe('concurrent buys beyond the balance', () => {
     });
   });
 
-  it('the race made certain: 30 orders checked first, then placed at once: the 10 over the balance are refused in the placement queue, no REJECTED order', async () => {
+  it('30 orders checked first, then placed at once: the 10 over the balance refused, no REJECTED order', async () => {
     const created = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'dave' } });
     const user = (await svc.services.users.byId(created.body.platform_user_id))!;
     const token = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets.find(

@@ -33,7 +33,7 @@ describe('the service process', () => {
     }
   });
 
-  it('a second process on the same DATA_DIR refuses to start with one line naming the folder; a taken port fails before a key is minted', async () => {
+  it('a second process on one DATA_DIR refuses with one line; a taken port fails before a key is minted', async () => {
     const dir = await tmp();
     const first = await spawnService({ DATA_DIR: dir, LOG_LEVEL: 'info', SIM_REPLAY: 'off' });
     running.push(first);
@@ -109,7 +109,7 @@ describe('the service process', () => {
     expect(out).not.toContain('still running');
   });
 
-  it('a MONGODB_URI whose seed list answers nowhere stops the start with one `cannot start:` line, no stack, exit 1', async () => {
+  it('a MONGODB_URI whose seed list answers nowhere: one `cannot start:` line, no stack, exit 1', async () => {
     const { code, out } = await runToExit(['dist/api/main.js'], {
       MONGODB_URI: 'mongodb://app:s3cret@127.0.0.1:1,127.0.0.1:2/pts?replicaSet=rs0&serverSelectionTimeoutMS=300',
       DATA_DIR: await tmp(),

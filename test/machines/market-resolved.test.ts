@@ -102,7 +102,7 @@ describe('strategy.cancel with a reason (market resolved)', () => {
  * CANCELED with message `market resolved`, not FAILED.
  */
 describe('a child order refused market_closed ends the strategy CANCELED (market resolved)', () => {
-  it('STOP_LOSS: fires at the touch, its sell refused market_closed → CANCELED, market resolved; another refusal still FAILED', () => {
+  it('STOP_LOSS: its sell refused market_closed → CANCELED, market resolved; another refusal FAILED', () => {
     const input: StrategyInput = { ...base, price: '0.5', size: '10' };
     const [s0] = initialTransition(stopLossMachine, input);
     const s1 = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s0), {

@@ -123,7 +123,7 @@ describe('armedStopMachine (the factory of STOP_LOSS, TRAILING_STOP and TRAILING
     expect(s.can({ type: 'strategy.cancel' })).toBe(false);
   });
 
-  it('re-arms (its watch back, a warning) when the order is not placed, and fails on the third failure in a row', () => {
+  it('re-arms (watch back, a warning) when the order is not placed; fails on the third failure in a row', () => {
     const { actor, placed } = run();
     for (const n of [1, 2]) {
       actor.send(touch('0.49'));

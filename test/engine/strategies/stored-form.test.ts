@@ -58,7 +58,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
   });
   const as = { 'x-partner-user-id': 'alice' };
 
-  it('a STOP_LOSS stored in XState’s form or in form 1 (as snapshots before) restores armed, reads the same, cancels, and is written back in form 2', async () => {
+  it('a STOP_LOSS in XState’s form or form 1 restores armed, reads the same, cancels, saves form 2', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-form-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
@@ -217,7 +217,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect(svc.services.strategies.triggers.has(id2)).toBe(false);
   }, 60_000);
 
-  it('a TRAILING_STOP is stored in form 2 as its slots only (the mark, offsets and level follow from execution), and restarts armed the same', async () => {
+  it('a TRAILING_STOP is stored in form 2 as its slots only (the rest from execution), restarts the same', async () => {
     const tdir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-form2-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
     let s2: TestService | undefined = await startTestService({ store: await SqliteStore.open(tdir), env });

@@ -117,7 +117,7 @@ describe('ledger: reservations and trade settlement', () => {
     expect(avail(l, 'u1')).toEqual({ usd: '102', shares: '46', held: '46', reservedShares: '0' });
   });
 
-  it('the cost basis a sell takes out is the average cost in micro-dollars: cost_usd never carries more than 6 decimals', () => {
+  it('a sell takes out the average cost in micro-dollars: cost_usd never carries more than 6 decimals', () => {
     const l = new Ledger('100');
     l.load({ userId: 'u0', pusd: '100', reserved: '0', positions: [[T, '50', '0', '20']] });
     l.load({ userId: 'u1', pusd: '100', reserved: '0', positions: [[T, '200', '0', '80']] });
