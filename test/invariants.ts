@@ -478,7 +478,8 @@ function moneyViolations(
     totalPusd = totalPusd.plus(w.pusd);
     if (!w.pusd.eq(e.pusd))
       out.push(
-        `user ${u}: pUSD ${w.pusd}, its trades explain ${e.pusd} (initial ${initial}) — off by ${w.pusd.minus(e.pusd)}`,
+        `user ${u}: pUSD ${w.pusd}, its trades explain ${e.pusd} (initial ${initial}) — off by ` +
+          `${w.pusd.minus(e.pusd)}`,
       );
     if (w.pusd.lt(0) || w.reserved.lt(0) || w.pusd.minus(w.reserved).lt(0))
       out.push(`user ${u}: negative pUSD balance/reserved/available (${w.pusd} / ${w.reserved})`);

@@ -229,7 +229,11 @@ describe('HTTP layer hardening', () => {
     }
     const page = await fetch(`${svc.baseUrl}/dashboard`);
     expect(page.headers.get('content-security-policy')).toMatch(
-      /^default-src 'none';script-src 'self';script-src-attr 'none';style-src 'self'( 'sha256-[\w+/=]+')?;img-src 'self' data:;connect-src 'self';base-uri 'none';form-action 'self';frame-ancestors 'none';object-src 'none'$/,
+      new RegExp(
+        "^default-src 'none';script-src 'self';script-src-attr 'none';style-src 'self'( " +
+          "'sha256-[\\w+/=]+')?;img-src 'self' data:;connect-src 'self';base-uri 'none';form-action " +
+          "'self';frame-ancestors 'none';object-src 'none'$",
+      ),
     );
   });
 });

@@ -130,7 +130,10 @@ describe('order validation', () => {
       [
         { size: '6' },
         { passive: true },
-        /^passive TWAP slices rest on the book, so each must be at least this market's minimum of 5 shares: 6 shares over 3 slices is 2 per slice/,
+        new RegExp(
+          "^passive TWAP slices rest on the book, so each must be at least this market's minimum of 5 " +
+            'shares: 6 shares over 3 slices is 2 per slice',
+        ),
       ],
     ])('%j execution %j → 400', async (patch, execution, message) => {
       const { token } = await freshToken();

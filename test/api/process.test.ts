@@ -91,12 +91,21 @@ describe('the service process', () => {
 
   it('a process whose engine lease is taken by another stops: FATAL naming it, exit 1', async () => {
     // Through the store port on SQLite, with the default onLost of the service.
-    const script = `Promise.all([import('./dist/api/fatal.js'), import('./dist/engine/logger.js'), import('./dist/engine/store/sqlite.js'), import('./dist/engine/store/lease.js')]).then(async ([f, l, e, lease]) => {
+    const script = `Promise.all([
+      import('./dist/api/fatal.js'),
+      import('./dist/engine/logger.js'),
+      import('./dist/engine/store/sqlite.js'),
+      import('./dist/engine/store/lease.js'),
+    ]).then(async ([f, l, e, lease]) => {
       f.installFatalHandlers(l.createLogger('info'));
       const store = await e.SqliteStore.open(null);
       await lease.takeEngineLease(store, { renewMs: 50 });
       const c = await store.collection('leases');
-      await c.replaceOne({ _id: 'engine', owner: { pid: 4242, host: 'other-host', startedAtMs: 1, instanceId: 'thief' }, expiresAtMs: Date.now() + 60000 });
+      await c.replaceOne({
+        _id: 'engine',
+        owner: { pid: 4242, host: 'other-host', startedAtMs: 1, instanceId: 'thief' },
+        expiresAtMs: Date.now() + 60000,
+      });
       setTimeout(() => console.log('still running'), 2000);
     })`;
     const { code, out } = await runToExit(['-e', script], {});
@@ -104,7 +113,10 @@ describe('the service process', () => {
     const fatal = JSON.parse(out.trim().split('\n')[0]!) as { level: number; err: { message: string } };
     expect(fatal.level).toBe(60);
     expect(fatal.err.message).toMatch(
-      /the engine lease of \(memory\) was taken by another process \(pid 4242 on other-host, instance thief\).*stopping/,
+      new RegExp(
+        'the engine lease of \\(memory\\) was taken by another process \\(pid 4242 on other-host, instance ' +
+          'thief\\).*stopping',
+      ),
     );
     expect(out).not.toContain('still running');
   });
@@ -120,14 +132,18 @@ describe('the service process', () => {
     const lines = out.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      /^cannot start: no MongoDB server of MONGODB_URI \(127\.0\.0\.1:1,127\.0\.0\.1:2\) answered: .+; check that the servers run and are reachable from here$/,
+      new RegExp(
+        '^cannot start: no MongoDB server of MONGODB_URI \\(127\\.0\\.0\\.1:1,127\\.0\\.0\\.1:2\\) answered: ' +
+          '.+; check that the servers run and are reachable from here$',
+      ),
     );
     expect(out).not.toContain('s3cret');
   });
 
   const mongoUri = mongoTestUri();
   it.skipIf(!mongoUri)(
-    `on MongoDB a second process on the same database refuses to start naming the holder; a kill -9'd holder is taken over at once${mongoUri ? '' : ` — skipped: ${MONGO_SKIP_REASON}`}`,
+    `on MongoDB a second process on one database refuses, naming the holder; a kill -9'd one is taken over` +
+      (mongoUri ? '' : ` — skipped: ${MONGO_SKIP_REASON}`),
     async () => {
       const db = `pts_proc_${process.pid}_${Date.now()}`;
       databases.push(db);

@@ -87,8 +87,11 @@ function shapeOf(collection: string, op: Op, filter: Filter, sort?: FindOptions[
   return s;
 }
 
-const keyOf = (s: Shape) =>
-  `${s.collection} ${s.op} {${[...s.eq, ...s.in.map((f) => `${f}:$in`), ...s.range.map((f) => `${f}:range`)].join(', ')}}${s.sort.length ? ` sort {${s.sort.map(([f, d]) => `${f}:${d}`).join(', ')}}` : ''}`;
+const keyOf = (s: Shape) => {
+  const fields = [...s.eq, ...s.in.map((f) => `${f}:$in`), ...s.range.map((f) => `${f}:range`)].join(', ');
+  const sort = s.sort.length ? ` sort {${s.sort.map(([f, d]) => `${f}:${d}`).join(', ')}}` : '';
+  return `${s.collection} ${s.op} {${fields}}${sort}`;
+};
 
 /** An index as the rule sees it. */
 interface Ix {
@@ -267,7 +270,9 @@ function mongoIndexes(specs: IndexSpec[]): Ix[] {
   return specs
     .filter((s) => !s.adapters || s.adapters.includes('mongodb'))
     .map((s) => ({
-      name: `{${s.fields.join(', ')}}${s.unique ? ' unique' : ''}${s.sparse ? ' sparse' : ''}${s.adapters ? ` [${s.adapters.join(',')}]` : ''}`,
+      name:
+        `{${s.fields.join(', ')}}${s.unique ? ' unique' : ''}${s.sparse ? ' sparse' : ''}` +
+        `${s.adapters ? ` [${s.adapters.join(',')}]` : ''}`,
       fields: s.fields.map((x) => [x, 1] as [string, 1]),
       ...(s.sparse ? { sparse: true } : {}),
     }));
@@ -459,9 +464,10 @@ describe('every query the store port runs on MongoDB has an index that serves it
                 .join('; ') || '(only _id)'
             }`,
         );
-      declared.push(
-        `  agendaJobs (Agenda's MongoBackend; not through the port): ${AGENDA_MONGO_INDEXES.map((i) => `${i.name} {${i.fields.map(([f, d]) => `${f}${d < 0 ? ':-1' : ''}`).join(', ')}}`).join('; ')}`,
-      );
+      const agenda = AGENDA_MONGO_INDEXES.map(
+        (i) => `${i.name} {${i.fields.map(([f, d]) => `${f}${d < 0 ? ':-1' : ''}`).join(', ')}}`,
+      ).join('; ');
+      declared.push(`  agendaJobs (Agenda's MongoBackend; not through the port): ${agenda}`);
       console.log(`declared indexes (MongoDB):\n${declared.join('\n')}\n`);
       expect(unserved).toEqual([]);
       // the scenarios reached what they were meant to

@@ -151,12 +151,16 @@ describe('security', () => {
 
   it('credential-named query parameters are redacted (any case, percent-escaped), nothing else', async () => {
     const token = (await svc.call('GET', '/v2/trade/markets?limit=1')).body.markets[0].tokens[0].token_id as string;
-    const url = `/v2/trade/book?token_id=${token}&depth=1&Bearer=${MASTER_KEY}&TOKEN=t1&access%5Ftoken=t2&ApiKey=t3&key=t4&signature=t5&Password=t6&auth=t7&secret=t8&authorization=t9&keyword=k&token_ids=x`;
+    const url =
+      `/v2/trade/book?token_id=${token}&depth=1&Bearer=${MASTER_KEY}&TOKEN=t1&access%5Ftoken=t2&ApiKey=t3&key=t4` +
+      '&signature=t5&Password=t6&auth=t7&secret=t8&authorization=t9&keyword=k&token_ids=x';
     expect((await svc.call('GET', url)).status).toBe(200);
     await settle();
     const line = lines.find((l) => l.req?.url?.startsWith('/v2/trade/book?') && l.res);
     expect(line?.req.url).toBe(
-      `/v2/trade/book?token_id=${token}&depth=1&Bearer=[redacted]&TOKEN=[redacted]&access%5Ftoken=[redacted]&ApiKey=[redacted]&key=[redacted]&signature=[redacted]&Password=[redacted]&auth=[redacted]&secret=[redacted]&authorization=[redacted]&keyword=k&token_ids=x`,
+      `/v2/trade/book?token_id=${token}&depth=1&Bearer=[redacted]&TOKEN=[redacted]&access%5Ftoken=[redacted]` +
+        '&ApiKey=[redacted]&key=[redacted]&signature=[redacted]&Password=[redacted]&auth=[redacted]' +
+        '&secret=[redacted]&authorization=[redacted]&keyword=k&token_ids=x',
     );
     expect(JSON.stringify(lines)).not.toContain(MASTER_KEY);
     // a malformed escape in a parameter name is logged as sent, and the request answered
@@ -168,7 +172,9 @@ describe('security', () => {
   it('a parameter ending in a credential word, or an API key anywhere in a line, is redacted', async () => {
     const token = (await svc.call('GET', '/v2/trade/markets?limit=1')).body.markets[0].tokens[0].token_id as string;
     const before = lines.length;
-    const url = `/v2/trade/book?token_id=${token}&client_secret=s1&access-token=s2&key[]=s3&+key=s4&key%20=s5&token%00=s6&x=1;key=s7&${MASTER_KEY}&monkey=m&token_id_hint=h`;
+    const url =
+      `/v2/trade/book?token_id=${token}&client_secret=s1&access-token=s2&key[]=s3&+key=s4&key%20=s5&token%00=s6` +
+      `&x=1;key=s7&${MASTER_KEY}&monkey=m&token_id_hint=h`;
     expect((await svc.call('GET', url)).status).toBe(200);
     // a request id that holds an API key is not echoed; a user id header holding one is not logged in the error message
     const res = await fetch(`${svc.baseUrl}/v2/trade/balances`, {
@@ -180,7 +186,9 @@ describe('security', () => {
     const own = lines.slice(before);
     const book = own.find((l) => l.req?.url?.startsWith('/v2/trade/book?'));
     expect(book?.req.url).toBe(
-      `/v2/trade/book?token_id=${token}&client_secret=[redacted]&access-token=[redacted]&key[]=[redacted]&+key=[redacted]&key%20=[redacted]&token%00=[redacted]&x=1;key=[redacted]&pts_[redacted]&monkey=m&token_id_hint=h`,
+      `/v2/trade/book?token_id=${token}&client_secret=[redacted]&access-token=[redacted]&key[]=[redacted]` +
+        '&+key=[redacted]&key%20=[redacted]&token%00=[redacted]&x=1;key=[redacted]&pts_[redacted]' +
+        '&monkey=m&token_id_hint=h',
     );
     const balances = own.find((l) => l.req?.url === '/v2/trade/balances');
     expect(balances).toMatchObject({

@@ -554,7 +554,7 @@ describe('wallet operations (REST)', () => {
       {
         error: 'invalid_request',
         message:
-          `outcome_index 2 is not an outcome of market ${m.condition_id}: 0 = ${yes!.outcome}, 1 = ` + `${no!.outcome}`,
+          `outcome_index 2 is not an outcome of market ${m.condition_id}: ` + `0 = ${yes!.outcome}, 1 = ${no!.outcome}`,
       },
     ]);
     const negative = await post('gus', '/positions/redeem', { ...reference, outcome_index: -1 });

@@ -184,7 +184,10 @@ describe('engine/risk.ts: sizes and notional (spec 2.2.2, part 8)', () => {
     expect(
       refusal(() => checkTwapSlices({ ...plan, size: dec(6), sliceSize: dec(2), passive: true }, market)).message,
     ).toMatch(
-      /^passive TWAP slices rest on the book, so each must be at least this market's minimum of 5 shares: 6 shares over 3 slices is 2 per slice/,
+      new RegExp(
+        "^passive TWAP slices rest on the book, so each must be at least this market's minimum of 5 shares: " +
+          '6 shares over 3 slices is 2 per slice',
+      ),
     );
   });
 });

@@ -176,7 +176,10 @@ describe('strategy engine failures become state', () => {
       expect(s).toMatchObject({ status: 'ACTIVE', slices_done: 1, filled_size: null, order_ids: [] });
       expect(s.warnings).toEqual([
         expect.stringMatching(
-          /^slice 1 of 3 could not be placed \(placement_failed — injected store fault: insert of ord_stg_.*_1\): its shares roll into the next slices$/,
+          new RegExp(
+            '^slice 1 of 3 could not be placed \\(placement_failed — injected store fault: insert of ' +
+              'ord_stg_.*_1\\): its shares roll into the next slices$',
+          ),
         ),
       ]);
       expect(stateOf(id)).toBe('waiting');

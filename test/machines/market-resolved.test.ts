@@ -237,7 +237,7 @@ describe('a fired stop whose order the resolution canceled ends CANCELED (market
     ],
   ];
   it.each(cases)(
-    '%s: fired, its sell canceled by the resolution (0 filled) → CANCELED, market resolved; canceled otherwise → COMPLETED',
+    '%s: fired, its sell canceled by the resolution (0 filled) → CANCELED, market resolved; else COMPLETED',
     (_name, machine, status, input, fire) => {
       // the venue's code is what the engine recognises (never its prose)
       expect(MARKET_RESOLVED_REASON.code).toBe('MARKET_RESOLVED');

@@ -200,7 +200,8 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     // marked at the mid of the book: unrealized PnL = size × mid − cost, to the cent
     const mid = await midOf(token);
     const pnl = new Dec(held.size).times(mid).minus(held.cost_usd).toDecimalPlaces(2, Dec.ROUND_HALF_UP);
-    const pnlText = `${pnl.isPos() && !pnl.isZero() ? '+' : pnl.isNeg() && !pnl.isZero() ? '-' : ''}$${pnl.abs().toFixed(2)}`;
+    const sign = pnl.isPos() && !pnl.isZero() ? '+' : pnl.isNeg() && !pnl.isZero() ? '-' : '';
+    const pnlText = `${sign}$${pnl.abs().toFixed(2)}`;
     await expect
       .poll(() => cells(p, row), { timeout: 5_000 })
       .toEqual([

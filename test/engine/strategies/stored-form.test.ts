@@ -130,12 +130,16 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
 
     // the text the service stored until now (XState's persisted snapshot), for the same stop
     const xstateForm =
-      `{"status":"active","value":"armed","historyValue":{},"context":{"recordId":"${id}","userId":"${rec.ownerUserId}","type":"STOP_LOSS","side":"sell",` +
-      `"tokenId":"${token}","tickSize":"${c.tickSize}","minSize":"${c.minSize}","price":"${level}","size":"5","quoteAmount":null,"execution":{},"warnings":[],` +
+      `{"status":"active","value":"armed","historyValue":{},"context":{"recordId":"${id}",` +
+      `"userId":"${rec.ownerUserId}","type":"STOP_LOSS","side":"sell",` +
+      `"tokenId":"${token}","tickSize":"${c.tickSize}","minSize":"${c.minSize}","price":"${level}",` +
+      `"size":"5","quoteAmount":null,"execution":{},"warnings":[],` +
       (`"message":"STOP_LOSS armed: sells 5 shares when the best bid reaches ` +
         `${level}","clientOrderId":null,"metadata":null,"createdAtMs":${c.createdAtMs},`) +
-      `"touch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"filledSize":"0","matchedAmount":"0","children":[],"working":null,"seq":0,"slicesDone":0,` +
-      `"lastTouch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"triggerPrice":"${level}","watch":{"bidAtOrBelow":"${level}"},"deadlines":{},"endReason":null,` +
+      `"touch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"filledSize":"0","matchedAmount":"0",` +
+      `"children":[],"working":null,"seq":0,"slicesDone":0,` +
+      `"lastTouch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"triggerPrice":"${level}",` +
+      `"watch":{"bidAtOrBelow":"${level}"},"deadlines":{},"endReason":null,` +
       `"workingPrice":null,"pendingSize":null,"placing":null},"children":{}}`;
     await storeSnapshot(dir, id, xstateForm);
 
@@ -188,7 +192,8 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     await svc.close();
     svc = undefined;
     const form1 =
-      `{"form":1,"value":"armed","context":{"side":"sell","tokenId":"${token}","tickSize":"0.01","minSize":"5","price":"${level}","size":"5",` +
+      `{"form":1,"value":"armed","context":{"side":"sell","tokenId":"${token}","tickSize":"0.01",` +
+      `"minSize":"5","price":"${level}","size":"5",` +
       `"createdAtMs":${rec2.createdAtMs - 7},"touch":{"bid":"${t2[0]}","ask":"${t2[1]}"}}}`;
     await storeSnapshot(dir, id2, form1);
     svc = await startTestService({ store: await SqliteStore.open(dir), env });

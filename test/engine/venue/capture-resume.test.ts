@@ -172,7 +172,9 @@ describe('capture replay: a restart resumes where the previous run was', () => {
 
   it("levels made from the rows' best_bid / best_ask resume as left (taken synthetic touch stays taken)", async () => {
     const HEADER =
-      'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,old_tick_size,new_tick_size,market_resolved,error_message';
+      'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,' +
+      'best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,' +
+      'old_tick_size,new_tick_size,market_resolved,error_message';
     const row = (ms: number, type: string, price: string, size: string, bid: string, ask: string, token = A) =>
       [
         'q',

@@ -11,7 +11,9 @@ import {
 import { loadCatalogue } from '../../../engine/venue/markets.js';
 
 const HEADER =
-  'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,old_tick_size,new_tick_size,market_resolved,error_message';
+  'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,' +
+  'best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,' +
+  'old_tick_size,new_tick_size,market_resolved,error_message';
 const SLUG = 'btc-15min-up-or-down-09:15';
 const row = (
   ms: number,

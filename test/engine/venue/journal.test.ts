@@ -86,7 +86,8 @@ describe('VenueJournal checkpoint beside the journal', () => {
       store,
       log,
       checkpointEvery: 3,
-      snapshot: () => ({ orderSeq: state, wallets: [], orders: orders(1200) as never }), // > one slice: serialized across event-loop turns
+      // > one slice: serialized across event-loop turns
+      snapshot: () => ({ orderSeq: state, wallets: [], orders: orders(1200) as never }),
     });
     const stateDocs = await store.inner.collection<{ _id: string; seq?: number; rows?: string }>('venueState');
     // entry 3 (the one the checkpoint covers) is held in flight
