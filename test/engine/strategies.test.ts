@@ -118,7 +118,7 @@ describe('strategy engine failures become state', () => {
       });
     });
 
-    it('a persistent fault: the stop stays armed (abandoned, counted), fires at the next touch once well', async () => {
+    it('a lasting fault: the stop stays armed (abandoned, counted), fires at the next touch once healed', async () => {
       const { token, bid } = await freshToken(0.3);
       await post('alice', {
         symbol: token,

@@ -156,7 +156,7 @@ describe('capture parser', () => {
         [HEADER, row(100, 'market_open', '1', 'Up'), row(101, 'market_open', '2', 'Down'), ...rows].join('\n'),
       );
 
-    it('a synthetic 100-share level each side of the touch, replay levels inside it go; a level at it is it', () => {
+    it('a synthetic 100-share level each side of the touch; replay levels inside go; one at the touch is it', () => {
       const c = levels(
         row(200, 'ask', '1', 'Up', { price: '0.99', size: '5000', bid: '0.93', ask: '0.95' }),
         row(300, 'ask', '1', 'Up', { price: '0.99', size: '4000', bid: '0.94', ask: '0.96' }),

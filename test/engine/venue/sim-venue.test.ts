@@ -329,7 +329,7 @@ describe('simulated venue: matching engine', () => {
     ]);
   });
 
-  it('a failing journal write: degraded, later operations wait in order, nothing lost; recovers alone', async () => {
+  it('a failing journal write: degraded, later operations wait in order, nothing lost; self-recovers', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
     dirs.push(dir);
     const store = new FaultyStore(await SqliteStore.open(dir));
