@@ -69,7 +69,9 @@ async function defaultTestStore(env: Record<string, string> = {}): Promise<Store
   return store;
 }
 
-/** @param opts.log - the services' logger (default: silent); a test reading log lines passes one writing to an array. */
+/**
+ * @param opts.log - the services' logger (default: silent); a test reading log lines passes one writing to an array.
+ */
 export async function startTestService(
   opts: { clock?: Clock | ManualClock; store?: Store; env?: Record<string, string>; log?: Logger } = {},
 ): Promise<TestService> {
@@ -135,7 +137,8 @@ export function checkResponse(method: string, url: string, status: number, body:
     const v = validatorFor(ErrorEnvelope);
     if (!v(body))
       throw new Error(
-        `${method} ${url} → ${status}: body is not the error envelope: ${JSON.stringify(body)} ${JSON.stringify(v.errors)}`,
+        `${method} ${url} → ${status}: body is not the error envelope: ${JSON.stringify(body)} ` +
+          `${JSON.stringify(v.errors)}`,
       );
     return;
   }

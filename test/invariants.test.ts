@@ -87,10 +87,16 @@ describe('checkInvariants', () => {
       .walletRows()
       .find((w) => w.positions.some(([t, shares]) => t === m.tokens[1]!.tokenId && new Dec(shares).eq(4)))!;
     const p = liveWallet(bob.userId).positions.get(m.tokens[1]!.tokenId)!;
-    await planted(() => {
-      p.shares = p.shares.plus(2);
-      return () => void (p.shares = p.shares.minus(2));
-    }, /condition …\w+: 6 \w+ shares in existence \(held \+ burned − minted by the maker\), 4 sets split − merged/);
+    await planted(
+      () => {
+        p.shares = p.shares.plus(2);
+        return () => void (p.shares = p.shares.minus(2));
+      },
+      new RegExp(
+        'condition …\\w+: 6 \\w+ shares in existence \\(held \\+ burned − minted by the maker\\), 4 sets split ' +
+          '− merged',
+      ),
+    );
   });
 
   it('finds an acknowledged id that is not in the store', async () => {

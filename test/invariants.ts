@@ -194,7 +194,8 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
         const o = byId.get(ch.orderId);
         if (o?.final)
           out.push(
-            `strategy ${r._id} (${r.machineId}, ${r.status}) believes child ${ch.orderId} is working, but that order is ${o.status} (final): a missed update`,
+            `strategy ${r._id} (${r.machineId}, ${r.status}) believes child ${ch.orderId} is working, but ` +
+              `that order is ${o.status} (final): a missed update`,
           );
       }
       // an armed price watch is in the trigger index, and does not already hold (it would have fired)
@@ -205,7 +206,8 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
       if (levels.length || w.any === true) {
         if (!services.strategies.triggers.has(r._id))
           out.push(
-            `strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)} but is not in the trigger index: it can never fire`,
+            `strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)} but is not in ` +
+              `the trigger index: it can never fire`,
           );
         const t = services.venue.touch(c.tokenId as string);
         const holds = levels.filter((k) => {
@@ -217,7 +219,8 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
         });
         if (holds.length)
           out.push(
-            `strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)}, which holds at the touch ${t.bid}/${t.ask}, yet it has not fired`,
+            `strategy ${r._id} (${r.machineId}, ${r.status}) watches ${JSON.stringify(w)}, which holds at ` +
+              `the touch ${t.bid}/${t.ask}, yet it has not fired`,
           );
       }
       const entry = c.entryOrderId ? byId.get(c.entryOrderId as string) : undefined;
@@ -239,7 +242,9 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
       }
       if (!alive) {
         out.push(
-          `strategy ${r._id} (${r.machineId}, ${r.status}, state ${JSON.stringify(services.host.storedSnapshot(r).value)}) is in a working state with nothing working: no live child order, no watch, no deadline`,
+          `strategy ${r._id} (${r.machineId}, ${r.status}, state ` +
+            `${JSON.stringify(services.host.storedSnapshot(r).value)}) is in a working state with nothing ` +
+            `working: no live child order, no watch, no deadline`,
         );
       }
     }
@@ -324,7 +329,8 @@ function moneyViolations(
       add(expOf(o.userId).reservedShares, o.tokenId, e.reservedShares);
       if (o.side === 'buy' && o.kind === 'limit' && e.remaining && !e.reservedUsd.eq(d(o.price!).times(e.remaining))) {
         out.push(
-          `open buy ${id} reserves $${e.reservedUsd} but needs price ${o.price} × remaining ${e.remaining} = $${d(o.price!).times(e.remaining)}`,
+          `open buy ${id} reserves $${e.reservedUsd} but needs price ${o.price} × remaining ${e.remaining} ` +
+            `= $${d(o.price!).times(e.remaining)}`,
         );
       }
       if (o.side === 'sell' && e.remaining && !e.reservedShares.eq(e.remaining))
@@ -340,7 +346,8 @@ function moneyViolations(
         out.push(`order ${id} is ${rec.status} (final) in the store but still open at the venue`);
       if (!d(c.filledSize).eq(filled))
         out.push(
-          `order ${id} records filled ${c.filledSize}, the venue filled ${filled} (a fill report lost or applied twice)`,
+          `order ${id} records filled ${c.filledSize}, the venue filled ${filled} (a fill report lost or ` +
+            `applied twice)`,
         );
       else if (!d(c.matchedAmount).eq(matched))
         out.push(`order ${id} records matched $${c.matchedAmount}, the venue $${matched}`);
@@ -471,7 +478,8 @@ function moneyViolations(
     totalPusd = totalPusd.plus(w.pusd);
     if (!w.pusd.eq(e.pusd))
       out.push(
-        `user ${u}: pUSD ${w.pusd}, its trades explain ${e.pusd} (initial ${initial}) — off by ${w.pusd.minus(e.pusd)}`,
+        `user ${u}: pUSD ${w.pusd}, its trades explain ${e.pusd} (initial ${initial}) — off by ` +
+          `${w.pusd.minus(e.pusd)}`,
       );
     if (w.pusd.lt(0) || w.reserved.lt(0) || w.pusd.minus(w.reserved).lt(0))
       out.push(`user ${u}: negative pUSD balance/reserved/available (${w.pusd} / ${w.reserved})`);
@@ -486,7 +494,8 @@ function moneyViolations(
         out.push(`user ${u} token …${t.slice(-8)}: ${p.shares} shares, its trades explain ${want}`);
       if (p.shares.lt(0) || p.reserved.lt(0) || p.shares.minus(p.reserved).lt(0) || p.cost.lt(0))
         out.push(
-          `user ${u} token …${t.slice(-8)}: negative position (${p.shares} shares, ${p.reserved} reserved, cost ${p.cost})`,
+          `user ${u} token …${t.slice(-8)}: negative position (${p.shares} shares, ${p.reserved} reserved, ` +
+            `cost ${p.cost})`,
         );
       const res = e.reservedShares.get(t) ?? d(0);
       if (!p.reserved.eq(res))
@@ -501,21 +510,27 @@ function moneyViolations(
     const minted = [...matchSets.values()].reduce((x, y) => x.plus(y), d(0));
     if (!totalPusd.plus(makerPusd).plus(minted).eq(expected.plus(opsPusd))) {
       out.push(
-        `pUSD not conserved: users hold ${totalPusd}, the maker took ${makerPusd} net, wallet operations moved ${opsPusd}, trades between users minted ${minted} full sets net, total ${totalPusd.plus(makerPusd).plus(minted)} ≠ ${users.length} × ${initial} + ${opsPusd} = ${expected.plus(opsPusd)}`,
+        `pUSD not conserved: users hold ${totalPusd}, the maker took ${makerPusd} net, wallet operations ` +
+          `moved ${opsPusd}, trades between users minted ${minted} full sets net, total ` +
+          `${totalPusd.plus(makerPusd).plus(minted)} ≠ ${users.length} × ${initial} + ${opsPusd} = ` +
+          `${expected.plus(opsPusd)}`,
       );
     }
     const setsMatched = (t: string) => matchSets.get(services.venue.token(t)?.conditionId ?? '') ?? d(0);
     for (const [t, s] of totalShares) {
       const sold = makerShares.get(t) ?? d(0);
       const ops = opsShares.get(t) ?? d(0);
-      // users hold what the maker sold net (makerShares is the maker's side: negative = sold) plus what wallet operations and complementary trades made
+      // users hold what the maker sold net (makerShares is the maker's side:
+      // negative = sold) plus what wallet operations and complementary trades made
       if (!s.eq(sold.neg().plus(ops).plus(setsMatched(t)))) {
         out.push(
-          `token …${t.slice(-8)}: users hold ${s} shares, the maker sold ${sold.neg()} net, wallet operations made ${ops}, complementary trades minted ${setsMatched(t)} net`,
+          `token …${t.slice(-8)}: users hold ${s} shares, the maker sold ${sold.neg()} net, wallet ` +
+            `operations made ${ops}, complementary trades minted ${setsMatched(t)} net`,
         );
       }
     }
-    // conservation per condition: shares in existence (held + burned − minted by the maker) = sets split − merged, YES = NO
+    // conservation per condition: shares in existence (held +
+    // burned − minted by the maker) = sets split − merged, YES = NO
     const conditions = new Set<string>([...setsOf.keys()]);
     for (const t of [...totalShares.keys(), ...burned.keys()]) {
       const c = services.venue.token(t)?.conditionId;
@@ -531,7 +546,8 @@ function moneyViolations(
         const splitAndMinted = sets.minus(makerShares.get(tk.tokenId) ?? d(0));
         if (splitAndMinted.lt(0))
           out.push(
-            `condition …${c.slice(-8)}: more ${tk.outcome} merged than split and minted by the maker (${splitAndMinted})`,
+            `condition …${c.slice(-8)}: more ${tk.outcome} merged than split and minted by the maker ` +
+              `(${splitAndMinted})`,
           );
       }
       const existence = m.tokens.map((tk) =>
@@ -542,7 +558,9 @@ function moneyViolations(
       for (const [i, tk] of m.tokens.entries()) {
         if (!existence[i]!.eq(sets))
           out.push(
-            `condition …${c.slice(-8)}: ${existence[i]} ${tk.outcome} shares in existence (held + burned − minted by the maker), ${sets} sets split − merged (by wallet operations and complementary trades)`,
+            `condition …${c.slice(-8)}: ${existence[i]} ${tk.outcome} shares in existence (held + burned − ` +
+              `minted by the maker), ${sets} sets split − merged (by wallet operations and complementary ` +
+              `trades)`,
           );
       }
     }

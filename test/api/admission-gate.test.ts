@@ -33,7 +33,10 @@ class FakeLoop {
 interface Probe {
   admitted: number[];
   shed: { id: number; why: string }[];
-  /** Arrival of request `id`, whose work takes `workMs` of the clock and, unless `hold`, finishes at once (store in memory). */
+  /**
+   * Arrival of request `id`, whose work takes `workMs` of the
+   * clock and, unless `hold`, finishes at once (store in memory).
+   */
   arrive(id: number, opts?: { workMs?: number; hold?: boolean; gone?: () => boolean }): void;
 }
 
@@ -64,7 +67,7 @@ const limits = (over: Partial<AdmissionLimits> = {}): AdmissionLimits => ({
 });
 
 describe('LoopBudget (injected clock and check phase)', () => {
-  it('a window opens at the first take, allows work while less than budgetMs has passed, and closes at the next check phase', () => {
+  it('a window opens at the first take, allows work under budgetMs, closes at the next check phase', () => {
     const loop = new FakeLoop();
     const budget = new LoopBudget(4, loop.runtime);
     loop.nowMs = 1000; // idle time before the window is not counted
@@ -99,7 +102,7 @@ describe('AdmissionGate: per-iteration budget, FIFO, concurrency, shedding (inje
   beforeEach(() => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] }));
   afterEach(() => vi.useRealTimers());
 
-  it('requests of one poll phase run at once until the budget is spent; the rest are released in later check phases, at most the budget per phase, in arrival order', () => {
+  it('one poll phase runs until the budget is spent; the rest follow in later check phases, in order', () => {
     const loop = new FakeLoop();
     const gate = new AdmissionGate(limits(), loop.runtime);
     const p = probe(loop, gate);
@@ -125,7 +128,8 @@ describe('AdmissionGate: per-iteration budget, FIFO, concurrency, shedding (inje
     expect(p.admitted).toEqual([0, 1, 2, 3]);
     loop.checkPhase(); // window closed, a new one: 4 and 5 released
     expect(p.admitted).toEqual([0, 1, 2, 3, 4, 5]);
-    for (let id = 6; id < 12; id++) p.arrive(id, { workMs: 3 }); // next poll phase, window of the check phase still open: 6 at 2 ms
+    // next poll phase, window of the check phase still open: 6 at 2 ms
+    for (let id = 6; id < 12; id++) p.arrive(id, { workMs: 3 });
     p.arrive(12, { workMs: 0.1 });
     loop.checkPhase();
     loop.checkPhase();
@@ -151,7 +155,8 @@ describe('AdmissionGate: per-iteration budget, FIFO, concurrency, shedding (inje
     const loop = new FakeLoop();
     const gate = new AdmissionGate(limits({ queueLength: 10_000 }), loop.runtime);
     const p = probe(loop, gate);
-    for (let id = 0; id < 5000; id++) p.arrive(id, { workMs: 0.001 }); // cheap requests: the budget lets thousands through
+    // cheap requests: the budget lets thousands through
+    for (let id = 0; id < 5000; id++) p.arrive(id, { workMs: 0.001 });
     const ran: number[] = [];
     while (gate.waitingCount > 0) ran.push(loop.checkPhase());
     expect(Math.max(...ran)).toBeLessThanOrEqual(MAX_RELEASES_PER_ITERATION + 1); // + the sentinel
@@ -185,7 +190,7 @@ describe('AdmissionGate: per-iteration budget, FIFO, concurrency, shedding (inje
     expect(p.admitted).toEqual([0, 1, 2, 3]);
   });
 
-  it('queue full: 503 at once naming the cause; queue wait over: 503 after queueWaitMs; neither runs; a client that left is dropped', () => {
+  it('queue full: 503 at once naming it; wait over: 503 after queueWaitMs; neither runs; gone dropped', () => {
     const loop = new FakeLoop();
     const gate = new AdmissionGate(limits({ queueLength: 2, queueWaitMs: 300 }), loop.runtime);
     const p = probe(loop, gate);

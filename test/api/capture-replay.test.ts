@@ -35,7 +35,7 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  it('replays to the end and stops: 104 markets resolved with the captured winners, ticks 0.001 where the capture changed them, last trade prints; orders there 422', async () => {
+  it('replays to the end: 104 markets resolved, captured ticks and last trades applied; orders there 422', async () => {
     const markets = await poll(
       'capture replayed',
       captureMarkets,
@@ -84,7 +84,7 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
     expect(withLevels).toBeGreaterThan(0);
   });
 
-  it('a restart resumes at the journaled position (the end: nothing applied again); resolutions, ticks and last trade prints stay, nothing resolves twice', async () => {
+  it('a restart resumes at the journaled position (the end): state stays, nothing resolves twice', async () => {
     const before = await captureMarkets();
     await svc.close();
     svc = await start();

@@ -59,7 +59,7 @@ describe("the capture replay's touch is the captured best_bid / best_ask (real s
     await svc?.close();
   });
 
-  it("Up's book shows the captured touch (a synthetic level of 100 shares besides the captured 0.99 ask); Down shows it mirrored", async () => {
+  it("Up's book shows the captured touch (a synthetic 100-share level at 0.99 ask); Down mirrors it", async () => {
     expect(await applyNext()).toEqual({ atMs: 1771620041030, bid: '0.93', ask: '0.95' });
     expect(await tr.book(up)).toMatchObject({
       bids: [{ price: '0.93', size: CAPTURE_TOUCH_SIZE }],
@@ -77,7 +77,7 @@ describe("the capture replay's touch is the captured best_bid / best_ask (real s
     });
   });
 
-  it("a Down STOP_LOSS armed below Down's bid (1 − Up's best ask) fires when Up's captured best ask rises to 0.96; its sell merges against Up's ask", async () => {
+  it("a Down STOP_LOSS fires when Up's captured best ask rises to 0.96; its sell merges against Up's ask", async () => {
     // Down shares first: a MARKET buy takes Down's ask at 0.07 (Up's bid at 0.93: a full set minted)
     const buy = await tr.post('alice', { symbol: down, side: 'buy', type: 'MARKET', quote_amount: '1.4' });
     expect(buy).toMatchObject({ status: 200, body: { type: 'MARKET', status: 'FILLED', filled_size: '20' } });
@@ -107,7 +107,7 @@ describe("the capture replay's touch is the captured best_bid / best_ask (real s
     ]);
   });
 
-  it("through the rest of the market's life every update's captured touch is Up's book touch (an N/A side aside), up to the ask at 0.999", async () => {
+  it("every later update's captured touch is Up's book touch (N/A sides aside), up to the 0.999 ask", async () => {
     const seen: string[] = [];
     while (applied < updates.length) {
       const t = await applyNext();

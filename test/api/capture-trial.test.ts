@@ -28,7 +28,7 @@ describe('capture trial: strategies on a capture market whose tick changes', () 
     await svc.close();
   });
 
-  it('PEGGED follows the touch on the current tick after a tick change 0.01 → 0.001, and its message names where it rests', async () => {
+  it('PEGGED follows the touch on the new tick after a 0.01 → 0.001 change; its message names where', async () => {
     const up = market.tokens[0].token_id as string;
     const res = await post('alice', { symbol: up, side: 'buy', type: 'PEGGED', budget_usdc: '5' });
     expect(res).toMatchObject({
@@ -57,7 +57,7 @@ describe('capture trial: strategies on a capture market whose tick changes', () 
     expect(rec).toMatchObject({ status: 'ACTIVE', message: 'PEGGED: $5 budget, resting at 0.495' });
   });
 
-  it('a TWAP whose slice rests when its market resolves ends CANCELED with message market resolved (not DELETE strategy)', async () => {
+  it('a TWAP whose slice rests at resolution ends CANCELED, message market resolved (not DELETE)', async () => {
     const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
     const m = page.markets.find((x: any) => /^eth-15min-up-or-down-/.test(x.slug) && !x.resolved);
     const up = m.tokens[0].token_id as string;
@@ -91,7 +91,7 @@ describe('capture trial: strategies on a capture market whose tick changes', () 
     expect(open.filter((o: any) => o.record_id === id)).toEqual([]);
   });
 
-  it('a STOP_LOSS that fires as its market resolves ends CANCELED, market resolved (its sell refused market_closed), not FAILED', async () => {
+  it('a STOP_LOSS firing as its market resolves ends CANCELED, market resolved (not FAILED)', async () => {
     const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
     const m = page.markets.find((x: any) => /^sol-15min-up-or-down-/.test(x.slug) && !x.resolved);
     const [up, down] = m.tokens.map((t: any) => t.token_id as string);
@@ -141,7 +141,7 @@ describe('capture trial: the captured book levels are on the tick the market sho
     await svc.close();
   });
 
-  it('sol 10:15 (no tick_size_change in the capture, levels in 0.001 steps) shows tick 0.001 (inferred from its levels), and open books hold only levels on the tick of their market', async () => {
+  it('sol 10:15 (no tick change, 0.001 levels) shows tick 0.001; open books hold levels on their tick', async () => {
     const capture = loadCatalogue().capture!;
     const slug = 'sol-15min-up-or-down-10:15';
     expect(

@@ -18,7 +18,7 @@ describe('a strategy child order refused by risk', () => {
   });
   afterAll(() => svc.close());
 
-  it('a TWAP slice the wallet no longer covers: the TWAP ends FAILED with INSUFFICIENT_BALANCE, no REJECTED order, the slice never exists', async () => {
+  it('a TWAP slice the wallet no longer covers: FAILED, INSUFFICIENT_BALANCE, no REJECTED order', async () => {
     const markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
     const token = markets.find((m: any) => m.tick_size === '0.01').tokens[0].token_id;
     const book = (await svc.call('GET', `/v2/trade/book?token_id=${token}&depth=10`)).body;
@@ -53,7 +53,8 @@ describe('a strategy child order refused by risk', () => {
     expect(s.status).toBe('FAILED');
     expect(s.message).toMatch(
       new RegExp(
-        `^order refused: INSUFFICIENT_BALANCE — this buy needs \\$[0-9.]+ pUSD; available \\$${left.replace('.', '\\.')}$`,
+        `^order refused: INSUFFICIENT_BALANCE — this buy needs \\$[0-9.]+ pUSD; available ` +
+          `\\$${left.replace('.', '\\.')}$`,
       ),
     );
     // the refused slice was never created: no record, nothing REJECTED, only the first slice on record

@@ -15,11 +15,13 @@ import { poll, Trading } from './trading-kit.js';
  * {@link SimVenue.applyCaptureEvents} (the replay's own path) on markets the replay (real time)
  * does not reach during the test. The shared invariant check runs after the scenarios.
  */
-describe('complementary matching: both outcomes of a market trade against one book (real service, capture replay on)', () => {
+describe('complementary matching: both outcomes trade against one book (real service, capture replay)', () => {
   let svc: TestService;
   const tr = new Trading(() => svc);
   const capture = loadCatalogue().capture!;
-  /** Capture markets whose first event is more than an hour into the capture (untouched by the replay here), Up first. */
+  /**
+   * Capture markets whose first event is more than an hour into the capture (untouched by the replay here), Up first.
+   */
   const quiet = capture.markets.filter((m) => {
     const first = capture.events.find((e) =>
       e.kind === 'resolved' ? e.conditionId === m.conditionId : m.tokens.some((t) => t.tokenId === e.tokenId),
@@ -45,7 +47,7 @@ describe('complementary matching: both outcomes of a market trade against one bo
     await svc?.close();
   });
 
-  it('the unrecorded outcome shows the recorded one mirrored; a STOP_LOSS on it fires when the recorded one moves to 0.99, and its sell merges', async () => {
+  it('the unrecorded outcome mirrors the recorded one; a STOP_LOSS on it fires at 0.99 and merges', async () => {
     const [up, down] = quiet[0]!.tokens.map((t) => t.tokenId) as [string, string];
     await venue().applyCaptureEvents([
       level(up, 'buy', '0.48', 100),
@@ -98,7 +100,7 @@ describe('complementary matching: both outcomes of a market trade against one bo
     );
   });
 
-  it('a resting Up buy at 0.01 fills against a Down buy at 0.99 (a full set minted from both payments, the maker at its price)', async () => {
+  it("a resting Up buy at 0.01 fills against a Down buy at 0.99 (a full set minted, maker's price)", async () => {
     const [up, down] = quiet[1]!.tokens.map((t) => t.tokenId) as [string, string];
     const rest = await tr.post('carol', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.01', size: '5' });
     expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
@@ -136,7 +138,7 @@ describe('complementary matching: both outcomes of a market trade against one bo
     expect(await tr.book(up)).toMatchObject({ bids: [], asks: [] });
   });
 
-  it('a TWAP buy on the unrecorded outcome prices off its mirrored ask and fills against the recorded bids (full sets minted)', async () => {
+  it('a TWAP buy on the unrecorded outcome prices off its mirrored ask, fills the recorded bids', async () => {
     const [up, down] = quiet[2]!.tokens.map((t) => t.tokenId) as [string, string];
     await venue().applyCaptureEvents([level(up, 'buy', '0.3', 500), level(up, 'sell', '0.4', 500)]);
     const res = await tr.post('bob', {
@@ -161,7 +163,7 @@ describe('complementary matching: both outcomes of a market trade against one bo
     expect((await tr.book(down)).asks[0]).toEqual({ price: '0.7', size: '470' });
   });
 
-  it("a user's own resting orders count for its triggers (the book is public): a STOP_LOSS at or above its own best bid, or the bid its own Down ask makes, is refused WOULD_TRIGGER_IMMEDIATELY", async () => {
+  it('own resting orders count for triggers: a STOP_LOSS at/above own bids is WOULD_TRIGGER_IMMEDIATELY', async () => {
     const fresh = await tr.freshToken(0.3, 0.6);
     const market = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets.find(
       (m: any) => m.tokens[0].token_id === fresh.token,

@@ -37,7 +37,7 @@ describe('DATA_DIR at rest', () => {
     for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
   });
 
-  it('the folder is 0700 and every file 0600; a minted key (live or revoked, replayed) is in no file, nor the master key', async () => {
+  it('folder 0700, files 0600; no minted key (live, revoked, replayed) nor the master key in any file', async () => {
     const dir = path.join(await tmp(), 'var'); // made by the service
     const svc = await spawnService({ DATA_DIR: dir, SIM_REPLAY: 'off', SIM_CAPTURE: 'off' });
     running.push(svc);
@@ -125,7 +125,7 @@ describe('DATA_DIR at rest', () => {
     await stop(svc);
   });
 
-  it('a master key file an older version left in DATA_DIR is named in a WARN line (this version writes no secret)', async () => {
+  it('a master key file an older version left in DATA_DIR is named in a WARN line', async () => {
     const dir = await tmp();
     await fs.writeFile(path.join(dir, 'master-api-key'), 'pts_old\n', { mode: 0o600 });
     const svc = await spawnService({ DATA_DIR: dir, SIM_REPLAY: 'off', SIM_CAPTURE: 'off', LOG_LEVEL: 'warn' });

@@ -32,7 +32,7 @@ describe('on the on-disk store', () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  it('DELETE of a working ICEBERG or PEGGED answers 200 with the record CANCELED (its order canceled first), not ACTIVE', async () => {
+  it('DELETE of a working ICEBERG or PEGGED answers 200 with the record CANCELED, not ACTIVE', async () => {
     const { token, bid } = await freshToken(0.3, 0.6);
     const iceberg = await svc.call('POST', '/v2/trade/order', {
       body: {

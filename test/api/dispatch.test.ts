@@ -65,7 +65,7 @@ describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, witho
     await dispatched.close();
   });
 
-  it('answers every method on every path of the table (and its near misses) exactly as Express alone, through the real HTTP path', async () => {
+  it('answers every method on every path (and near misses) exactly as Express alone, over HTTP', async () => {
     const paths = new Set<string>([
       '/',
       '/v2/trade',
@@ -104,7 +104,7 @@ describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, witho
     expect(viaDispatch).toBeGreaterThan(MOUNTED.length);
   });
 
-  it('keeps mounting order: an earlier parametrised route wins over a later exact one, an earlier exact one over a later parametrised one', async () => {
+  it('keeps mounting order: an earlier route wins, parametrised over exact and exact over parametrised', async () => {
     const dispatcher = new RouteDispatcher();
     const says =
       (what: string): RequestHandler =>
@@ -132,7 +132,7 @@ describe('RouteDispatcher (api/dispatch.ts): the route Express would pick, witho
     expect(() => new RouteDispatcher().add('get', '/files/*path', [])).toThrow(/unsupported path syntax/);
   });
 
-  it('a handler that throws, rejects or passes an error reaches the error middleware; next() after the last handler continues', async () => {
+  it('throw, reject or next(err) reach the error middleware; next() after the last handler continues', async () => {
     const dispatcher = new RouteDispatcher();
     dispatcher.add('get', '/throw', [
       () => {

@@ -162,7 +162,7 @@ describe('orders under store faults', () => {
 
   // a failed journal write is retried in order until it lands; the request it
   // belongs to is answered once its entry is written, so what it acknowledges is never lost.
-  it('a venue journal write fails once: the write is retried, the IOC is answered once durable, nothing lost', async () => {
+  it('a venue journal write fails once: retried, the IOC answered once durable, nothing lost', async () => {
     const ctx = await setup();
     const { token } = await ctx.tr.freshToken();
     ctx.store.failNth('venueJournal', 'insertOne', 1);
@@ -334,7 +334,7 @@ describe('TWAP under store faults (real scheduler, controlled clock)', () => {
 
   // a slice that cannot be placed (its record insert fails): were that only logged, the TWAP would wait in `working`
   // for an order that does not exist, and never place the next slices.
-  it('a slice that cannot be placed: the TWAP goes on with the next slice (or ends FAILED with the reason)', async () => {
+  it('a slice that cannot be placed: the TWAP goes on with the next slice (or ends FAILED, reason)', async () => {
     clock = useTestClock();
     const ctx = await setup();
     const { token, ask } = await ctx.tr.freshToken(0.25, 0.6);
@@ -410,7 +410,8 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     const id = res.body.record_id as string;
     ctx.store.failWhen(actorInsert(`ord_${id}_2`), { times: 1 });
-    await ctx.tr.post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid + 0.01), size: '5' }); // the touch moves: re-peg
+    // the touch moves: re-peg
+    await ctx.tr.post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid + 0.01), size: '5' });
     await poll(
       're-peg attempted',
       async () => ctx.store.faults('actors'),
@@ -444,7 +445,7 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
 
   // a bracket whose take-profit cannot be placed (its record insert fails) must not stay in placing_take_profit
   // working a missing order with its stop never armed.
-  it('bracket: the take-profit cannot be placed once; the bracket records the leg error and arms its stop', async () => {
+  it('bracket: the take-profit cannot be placed once; the bracket records the leg error, arms its stop', async () => {
     const ctx = await setup();
     const { token, bid, ask } = await ctx.tr.freshToken(0.3, 0.7);
     ctx.store.failWhen(actorInsert(/^ord_stg_.*_1$/), { times: 1 });
@@ -464,7 +465,7 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
     expect(s.brackets.stop_loss).toMatchObject({ status: 'ARMED' });
   });
 
-  it("bracket: the entry's cancel write fails once; DELETE again cancels it and the bracket ends CANCELED", async () => {
+  it("bracket: the entry's cancel write fails once; DELETE again cancels it, the bracket ends CANCELED", async () => {
     const ctx = await setup();
     const { token, bid, ask } = await ctx.tr.freshToken(0.3, 0.7);
     const res = await ctx.tr.post('alice', {

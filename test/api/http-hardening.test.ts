@@ -142,7 +142,8 @@ describe('HTTP layer hardening', () => {
     expect(res.body).toEqual({
       error: 'conflict',
       message:
-        "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out",
+        "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it " +
+        'would lock the partner out',
     });
     expect((await svc.call('GET', '/v2/trade/account', { token })).status).toBe(200);
     expect((await svc.call('DELETE', '/v2/trade/api-keys/key_env_demo')).body).toEqual({
@@ -228,7 +229,11 @@ describe('HTTP layer hardening', () => {
     }
     const page = await fetch(`${svc.baseUrl}/dashboard`);
     expect(page.headers.get('content-security-policy')).toMatch(
-      /^default-src 'none';script-src 'self';script-src-attr 'none';style-src 'self'( 'sha256-[\w+/=]+')?;img-src 'self' data:;connect-src 'self';base-uri 'none';form-action 'self';frame-ancestors 'none';object-src 'none'$/,
+      new RegExp(
+        "^default-src 'none';script-src 'self';script-src-attr 'none';style-src 'self'( " +
+          "'sha256-[\\w+/=]+')?;img-src 'self' data:;connect-src 'self';base-uri 'none';form-action " +
+          "'self';frame-ancestors 'none';object-src 'none'$",
+      ),
     );
   });
 });
@@ -281,7 +286,7 @@ describe('request log lines', () => {
     expect(lineOf('/healthz?x=200')!.error).toBeUndefined();
   });
 
-  it('a 503 (degraded health, a refusal while the store is down) is a WARN line without a stack, not an ERROR', async () => {
+  it('a 503 (degraded health, store down) is a WARN line without a stack, not an ERROR', async () => {
     const base = `http://127.0.0.1:${httpSvc.port}`;
     await services.timers.drain(1000); // the scheduler stops: health is degraded
     expect((await fetch(`${base}/healthz?x=503`)).status).toBe(503);
@@ -291,7 +296,7 @@ describe('request log lines', () => {
     expect(line.err).toBeUndefined();
   });
 
-  it('an unexpected error is logged through req.log, bound to its request (id, method, url), and answered 500', async () => {
+  it('an unexpected error is logged through req.log, bound to its request, and answered 500', async () => {
     const app = createApp(services);
     app.get('/boom', () => {
       throw new Error('boom');

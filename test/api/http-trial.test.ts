@@ -3,7 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 
-/** One raw HTTP exchange: writes `chunks` (a number = pause in ms), optionally half-closes, and returns all bytes read until the server closes (or `waitMs`). */
+/**
+ * One raw HTTP exchange: writes `chunks` (a number = pause in ms), optionally
+ * half-closes, and returns all bytes read until the server closes (or `waitMs`).
+ */
 function raw(
   port: number,
   chunks: Array<string | Buffer | number>,
@@ -91,7 +94,7 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
   });
   afterAll(() => svc.close());
 
-  it("a request Node's HTTP parser refuses is answered in the error envelope with Connection: close (400, 431), not a bare status line", async () => {
+  it("a request Node's parser refuses is answered in the envelope with Connection: close (400, 431)", async () => {
     const cases: Array<[string, number, string]> = [
       ['FOO /v2/trade/order HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
       [request('POST', '/v2/trade/order', { ...auth, 'Content-Length': '+10' }, '{}'), 400, 'invalid_request'],
@@ -119,7 +122,7 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
     expect(await openOrders()).toEqual([]);
   });
 
-  it('a body shorter than its Content-Length, then the client half-closes: 400 in the envelope, nothing placed', async () => {
+  it('a body shorter than its Content-Length, then half-close: 400 in the envelope, nothing placed', async () => {
     const full = post(orderBody());
     const r = await raw(port, [full.slice(0, full.length - 10)], { halfClose: true });
     const [answer] = responses(r.text);
@@ -128,7 +131,7 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
     expect(await openOrders()).toEqual([]);
   });
 
-  it('bytes that are not HTTP after a complete order: the order is answered 200 (it was placed), then the connection closes', async () => {
+  it('non-HTTP bytes after a complete order: the order is answered 200, then the connection closes', async () => {
     const r = await raw(port, [post(orderBody('11')) + 'GARBAGE\r\n\r\n']);
     const answers = responses(r.text);
     expect(answers.map((a) => a.status)).toEqual([200]);
@@ -138,7 +141,7 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
     await svc.call('DELETE', '/v2/trade/orders', { headers: { 'x-partner-user-id': user } });
   });
 
-  it('pipelined requests on one keep-alive socket are answered in the order sent, an invalid one in its place', async () => {
+  it('pipelined requests on one socket are answered in the order sent, an invalid one in its place', async () => {
     const r = await raw(port, [
       post(orderBody('12')) +
         post('{bad') +
@@ -152,7 +155,7 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
     await svc.call('DELETE', '/v2/trade/orders', { headers: { 'x-partner-user-id': user } });
   });
 
-  it('a Content-Length over BODY_LIMIT_BYTES is answered 413 at once, before the body arrives, with Connection: close', async () => {
+  it('a Content-Length over BODY_LIMIT_BYTES: 413 at once, before the body, with Connection: close', async () => {
     const head = post('', { 'Content-Length': String(10 * 1024 * 1024) });
     // only the headers and a few bytes are sent: the answer must not wait for the other 10 MiB
     const r = await raw(port, [head, '{"a":'], { waitMs: 2_000 });
@@ -179,7 +182,7 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
     expect(await openOrders()).toEqual([]);
   });
 
-  it('two Authorization headers are a 401 (Node would silently keep the first); two X-Partner-User-Id a 400; nothing placed', async () => {
+  it('two Authorization headers are a 401; two X-Partner-User-Id a 400; nothing placed', async () => {
     for (const second of [`Bearer ${MASTER_KEY}`, 'Bearer pts_some_other_key_000000000000']) {
       const r = await raw(port, [
         post(orderBody(), { Authorization: [`Bearer ${MASTER_KEY}`, second], Connection: 'close' }),
@@ -203,7 +206,7 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
     expect(await openOrders()).toEqual([]);
   });
 
-  it('another method on a route path is 405 with Allow in the envelope; OPTIONS there is 204 with Allow; unknown paths stay 404', async () => {
+  it('another method on a route is 405 with Allow; OPTIONS there 204 with Allow; unknown paths 404', async () => {
     const put = await fetch(`${svc.baseUrl}/v2/trade/order`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${MASTER_KEY}` },
@@ -240,7 +243,7 @@ describe('load shedding under clients that retry at once', () => {
   });
   afterAll(() => svc.close());
 
-  it('a shed request is answered 503 overloaded with Retry-After and Connection: close (a retry must connect again), nothing changed', async () => {
+  it('a shed request is answered 503 with Retry-After and Connection: close, nothing changed', async () => {
     const auth = {
       Authorization: `Bearer ${MASTER_KEY}`,
       'X-Partner-User-Id': 'shed',

@@ -53,7 +53,7 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
     expect((await svc.call('GET', '/v2/trade/balances', { headers: as })).status).toBe(200);
   });
 
-  it('a retry after a crash between the order and the recording of its response finds what the first attempt placed (LIMIT, bracket, strategy), places nothing again', async () => {
+  it('a retry after a crash before the response was recorded finds what was placed, places nothing', async () => {
     // the crash window: the order is durable, its response was never recorded (the claim of a
     // running request is in memory on SQLite and dies with the process)
     const forget = async () => (await svc.services.store.collection('idempotencyKeys')).deleteMany({});
@@ -94,7 +94,7 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
     }
   });
 
-  it('a retry of a completed request replays status and body with Idempotent-Replayed: true and does nothing again', async () => {
+  it('a retry of a completed request replays status and body (Idempotent-Replayed), does nothing again', async () => {
     const key = randomUUID();
     const before = await openCount();
     const first = await svc.call('POST', '/v2/trade/order', { body: order(), headers: as, idempotencyKey: key });
@@ -260,7 +260,7 @@ describe('canonical JSON', () => {
     expect(canonicalJson({ a: '1' })).not.toBe(canonicalJson({ a: 1 }));
   });
 
-  it('is the same text as the earlier implementation gave (stored fingerprints of earlier records keep matching)', () => {
+  it('is the same text as the earlier implementation gave (stored fingerprints keep matching)', () => {
     // the implementation the stored fingerprints were computed with
     const reference = (value: unknown): string => {
       if (Array.isArray(value)) return `[${value.map(reference).join(',')}]`;

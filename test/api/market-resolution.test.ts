@@ -49,7 +49,7 @@ describe('market resolution and tick change through the real API', () => {
     expect(market.tokens.map((t: any) => t.outcome)).toEqual(['Up', 'Down']);
   });
 
-  it("before resolution each token's winner is null (not yet known), and last_trade_price is null while no trade print was seen (markets and book)", async () => {
+  it('before resolution: winner null, last_trade_price null until a trade print (markets and book)', async () => {
     expect(market.tokens).toEqual([
       { token_id: market.tokens[0].token_id, outcome: 'Up', winner: null, last_trade_price: null },
       { token_id: market.tokens[1].token_id, outcome: 'Down', winner: null, last_trade_price: null },
@@ -57,7 +57,7 @@ describe('market resolution and tick change through the real API', () => {
     const book = await svc.call('GET', `/v2/trade/book?token_id=${market.tokens[0].token_id}`);
     expect(book).toMatchObject({ status: 200, body: { token_id: market.tokens[0].token_id, last_trade_price: null } });
   });
-  it('GET /v2/trade/markets?token_id= lists only the markets of those tokens (one id, or several comma-separated); a malformed list is a 400', async () => {
+  it("GET /v2/trade/markets?token_id= lists only those tokens' markets; a malformed list is a 400", async () => {
     const [up, down] = market.tokens.map((t: any) => t.token_id as string);
     const one = await svc.call('GET', `/v2/trade/markets?token_id=${down}`);
     expect(one).toMatchObject({ status: 200, body: { markets: [market], total: 1, offset: 0, has_more: false } });
@@ -87,7 +87,7 @@ describe('market resolution and tick change through the real API', () => {
     }
   });
 
-  it('strategies price on the current tick: a TWAP slice after a tick change 0.01 → 0.001 is one 0.001 tick inside the touch', async () => {
+  it('strategies price on the current tick: a TWAP slice after 0.01 → 0.001 is one tick inside', async () => {
     const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body;
     const eth = page.markets.find((m: any) => /^eth-15min-up-or-down-/.test(m.slug));
     const token = eth.tokens[0].token_id as string;
@@ -113,7 +113,7 @@ describe('market resolution and tick change through the real API', () => {
     expect(after.children[0]!.orderId).not.toBe(second.orderId);
   });
 
-  it('tick change, then resolution: resting order canceled (market resolved), new orders 422 MARKET_CLOSED, armed STOP_LOSS CANCELED; restart keeps both', async () => {
+  it('tick change, resolution: resting canceled, new orders 422, STOP_LOSS CANCELED; restart keeps both', async () => {
     const up = market.tokens[0].token_id as string;
     const down = market.tokens[1].token_id as string;
     // shares to protect with a stop
@@ -144,7 +144,8 @@ describe('market resolution and tick change through the real API', () => {
       body: { winning_token_id: up },
       token: userKey,
     });
-    expect(asUser).toMatchObject({ status: 403, body: { error: 'forbidden' } }); // a partner user's key never reaches the control
+    // a partner user's key never reaches the control
+    expect(asUser).toMatchObject({ status: 403, body: { error: 'forbidden' } });
     const bad = await svc.call('POST', `/v2/sim/markets/${market.condition_id}/resolve`, {
       body: { winning_token_id: '42' },
     });
@@ -230,7 +231,7 @@ describe('market resolution and tick change through the real API', () => {
     expect(svc.services.venue.marketStatus(market.condition_id)).toMatchObject({ resolved: true, winningTokenId: up });
   });
 
-  it('a STOP_LOSS that fired and whose sell rests when the market resolves ends CANCELED, market resolved (not COMPLETED with 0 filled)', async () => {
+  it('a fired STOP_LOSS whose sell rests at resolution ends CANCELED, market resolved (not COMPLETED)', async () => {
     // one provider level a side, no refill: the test empties the bids, then its own bid is the touch
     const own = await startTestService({
       env: { SIM_CONTROL: 'on', SIM_MAKER_LEVELS: '1', SIM_MAKER_REFILL_MS: '3600000' },
@@ -263,7 +264,8 @@ describe('market resolution and tick change through the real API', () => {
       });
       expect(dump).toMatchObject({ status: 200, body: { status: 'FILLED' } });
       expect((await own.call('GET', `/v2/trade/book?token_id=${up}`)).body.bids).toEqual([]);
-      // dora's own bid at 0.2 is the touch: the stop fires at it; self-trade prevention cancels that bid, so the sell rests, 0 filled
+      // dora's own bid at 0.2 is the touch: the stop fires at it;
+      // self-trade prevention cancels that bid, so the sell rests, 0 filled
       const ownBid = await own.call('POST', '/v2/trade/order', {
         body: { symbol: up, side: 'buy', type: 'LIMIT', price: '0.2', size: '5' },
         headers: u,

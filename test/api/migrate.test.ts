@@ -38,7 +38,7 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     return dir;
   };
 
-  it('refuses with one line, imports in one command, then serves the users, keys, orders, strategy and positions', async () => {
+  it('refuses with one line, imports in one command, then serves users, keys, orders and positions', async () => {
     const dir = await copyOfFixture();
     const before = (await fs.readdir(dir)).sort();
     expect(before).toContain('users.db');
@@ -46,7 +46,8 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     const refused = await runToExit(['dist/api/main.js'], { DATA_DIR: dir, PORT: '0' });
     expect(refused.code).toBe(1);
     expect(refused.out.trim()).toBe(
-      `cannot start: DATA_DIR ${dir} holds data of the older embedded store: import it with \`npm run migrate -- ${dir}\``,
+      `cannot start: DATA_DIR ${dir} holds data of the older embedded store: import it with \`npm run ` +
+        `migrate -- ${dir}\``,
     );
     expect((await fs.readdir(dir)).sort()).toEqual(before); // nothing made beside the old files
 
@@ -54,7 +55,8 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     expect(imported.code, imported.out).toBe(0);
     expect(imported.out.trim()).toMatch(
       new RegExp(
-        `^imported \\d+ documents into ${dir}/store\\.sqlite \\(actors 4, .*apiKeys 2, .*users 2, .*\\); the old files are now in ${dir}/nedb-imported-[0-9TZ-]+$`,
+        `^imported \\d+ documents into ${dir}/store\\.sqlite \\(actors 4, .*apiKeys 2, .*users 2, .*\\); ` +
+          `the old files are now in ${dir}/nedb-imported-[0-9TZ-]+$`,
       ),
     );
     const after = await fs.readdir(dir);
@@ -124,7 +126,7 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     await checkInvariants(svc.services);
   });
 
-  it('refuses to import over a store that already holds documents unless --force; a service on the folder makes it refuse', async () => {
+  it('refuses to import over a store holding documents unless --force, and while a service runs', async () => {
     const dir = await copyOfFixture();
     const store = await SqliteStore.open(dir, { oldStoreFiles: true });
     await (await store.collection('users')).insertOne({ _id: 'someone-else' });
@@ -132,7 +134,9 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     const refused = await migrate(dir);
     expect(refused).toEqual({
       code: 1,
-      out: `cannot migrate: ${dir}/store.sqlite already holds documents (users): nothing imported; --force imports over them (a document with the same _id is replaced)\n`,
+      out:
+        `cannot migrate: ${dir}/store.sqlite already holds documents (users): nothing imported; --force ` +
+        `imports over them (a document with the same _id is replaced)\n`,
     });
     expect((await fs.readdir(dir)).filter((f) => f.endsWith('.db'))).toContain('users.db');
 
@@ -154,7 +158,7 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     await check.close();
   });
 
-  it('a database that records the import starts beside the old files (imported before their files were moved); one that does not is refused', async () => {
+  it('a database that records the import starts beside the old files; one that does not is refused', async () => {
     const dir = await copyOfFixture();
     const unmarked = await SqliteStore.open(dir, { oldStoreFiles: true });
     await unmarked.close();
@@ -170,7 +174,8 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     expect(moved.code, moved.out).toBe(0);
     expect(moved.out).toMatch(
       new RegExp(
-        `^already imported into ${dir}/store\\.sqlite at 2023-11-14T22:13:20\\.000Z; the old files are now in ${dir}/nedb-imported-`,
+        `^already imported into ${dir}/store\\.sqlite at 2023-11-14T22:13:20\\.000Z; the old files are now ` +
+          `in ${dir}/nedb-imported-`,
       ),
     );
     expect((await fs.readdir(dir)).filter((f) => f.endsWith('.db'))).toEqual([]);

@@ -62,7 +62,7 @@ describe('order validation', () => {
       },
     );
 
-    it('a GTD expiry 364 days ahead rests LIVE and its expiry timer is a scheduler job at exactly that time', async () => {
+    it('a GTD expiry 364 days ahead rests LIVE; its expiry timer is a scheduler job at exactly that time', async () => {
       const { token, bid } = await freshToken();
       const expiration = Date.now() + 364 * DAY_MS;
       const res = await post('alice', {
@@ -106,18 +106,21 @@ describe('order validation', () => {
       [
         { size: '0.01' },
         {},
-        'each TWAP slice must be at least 0.01 shares: 0.01 shares over 3 slices is less; send a larger size or fewer slices (raise execution.interval_sec)',
+        'each TWAP slice must be at least 0.01 shares: 0.01 shares over 3 slices is less; send a larger ' +
+          'size or fewer slices (raise execution.interval_sec)',
       ],
       [
         { size: '0.02' },
         {},
-        'each TWAP slice must be at least 0.01 shares: 0.02 shares over 3 slices is less; send a larger size or fewer slices (raise execution.interval_sec)',
+        'each TWAP slice must be at least 0.01 shares: 0.02 shares over 3 slices is less; send a larger ' +
+          'size or fewer slices (raise execution.interval_sec)',
       ],
       [{}, { duration_sec: 1e12 }, 'execution.duration_sec must be at most 604800'],
       [
         {},
         { duration_sec: 604800 },
-        'a TWAP has at most 1000 slices: duration_sec 604800 / interval_sec 10 makes 60480; raise execution.interval_sec',
+        'a TWAP has at most 1000 slices: duration_sec 604800 / interval_sec 10 makes 60480; raise ' +
+          'execution.interval_sec',
       ],
       [
         {},
@@ -127,14 +130,17 @@ describe('order validation', () => {
       [
         { size: '6' },
         { passive: true },
-        /^passive TWAP slices rest on the book, so each must be at least this market's minimum of 5 shares: 6 shares over 3 slices is 2 per slice/,
+        new RegExp(
+          "^passive TWAP slices rest on the book, so each must be at least this market's minimum of 5 " +
+            'shares: 6 shares over 3 slices is 2 per slice',
+        ),
       ],
     ])('%j execution %j → 400', async (patch, execution, message) => {
       const { token } = await freshToken();
       await refused('alice', twap(token, patch, execution), 400, 'invalid_request', message);
     });
 
-    it('the smallest TWAP that can work is accepted: 0.03 shares over 3 IOC slices, and a 7-day one with few slices', async () => {
+    it('the smallest workable TWAP is accepted: 0.03 shares over 3 IOC slices; a 7-day one, few slices', async () => {
       const { token } = await freshToken();
       const res = await post('alice', twap(token, { size: '0.03' }));
       expect(res).toMatchObject({ status: 200, body: { type: 'TWAP', status: 'ACTIVE', size: '0.03' } });
@@ -148,8 +154,8 @@ describe('order validation', () => {
     });
   });
 
-  describe('a field the type does not use is refused, naming it (TWAP clip_size / randomize_pct: warnings, spec 2.2.2)', () => {
-    it('STOP_LOSS execution.trailing_offset_pct, ICEBERG execution.interval_sec, TRAILING_BUY execution.clip_size, STOP_LOSS quote_amount → 400', async () => {
+  describe('a field the type does not use is refused, naming it (TWAP clip_size / randomize_pct: warnings)', () => {
+    it('execution fields and quote_amount a type does not use → 400 (STOP_LOSS, ICEBERG, TRAILING_BUY)', async () => {
       const { token, bid, ask } = await freshToken(0.3);
       await post('alice', {
         symbol: token,
@@ -185,7 +191,8 @@ describe('order validation', () => {
         },
         400,
         'invalid_request',
-        'execution.interval_sec is not used by ICEBERG orders (ICEBERG takes execution.clip_size, execution.price_tolerance_pct)',
+        'execution.interval_sec is not used by ICEBERG orders (ICEBERG takes execution.clip_size, ' +
+          'execution.price_tolerance_pct)',
       );
       await refused(
         'alice',
@@ -198,7 +205,9 @@ describe('order validation', () => {
         },
         400,
         'invalid_request',
-        'execution.clip_size is not used by TRAILING_BUY orders (TRAILING_BUY takes execution.trailing_offset_pct, execution.trailing_offset, execution.low_water_mark, execution.price_ceiling)',
+        'execution.clip_size is not used by TRAILING_BUY orders (TRAILING_BUY takes ' +
+          'execution.trailing_offset_pct, execution.trailing_offset, execution.low_water_mark, ' +
+          'execution.price_ceiling)',
       );
       await refused(
         'alice',
@@ -354,7 +363,7 @@ describe('order validation', () => {
   });
 
   describe('messages a partner reads', () => {
-    it('TAKE_PROFIT with execution names TAKE_PROFIT; a PEGGED capped by its ceiling says so instead of "at the touch"', async () => {
+    it('TAKE_PROFIT with execution names TAKE_PROFIT; a PEGGED capped by its ceiling says so', async () => {
       const { token, bid } = await freshToken(0.3, 0.6);
       await post('alice', {
         symbol: token,
@@ -404,7 +413,8 @@ describe('order validation', () => {
         { symbol: token, side: 'sell', type: 'STOP_LOSS', price: px(bid), size: '10' },
         422,
         'WOULD_TRIGGER_IMMEDIATELY',
-        `STOP_LOSS price ${px(bid)} is at or above the best bid ${px(bid)}: it would trigger at once; sell with LIMIT or MARKET instead`,
+        `STOP_LOSS price ${px(bid)} is at or above the best bid ${px(bid)}: it would trigger at once; sell ` +
+          `with LIMIT or MARKET instead`,
       );
       await refused(
         'alice',
@@ -499,7 +509,8 @@ describe('order validation', () => {
         time_in_force: 'IOC',
       });
       const level = px(bid - 0.01);
-      const size = String(Number(bids.find((l: any) => l.price === level)?.size ?? 0) + 50); // more than the bid there: the rest rests
+      // more than the bid there: the rest rests
+      const size = String(Number(bids.find((l: any) => l.price === level)?.size ?? 0) + 50);
       const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size });
       expect(res.body.message).toBe(`STOP_LOSS armed: sells ${size} shares when the best bid reaches ${level}`);
       // bob takes the top bid level away: the best bid falls to the armed level
@@ -528,12 +539,13 @@ describe('order validation', () => {
       const s = await strategy('alice', res.body.record_id);
       expect(s).toMatchObject({ status: 'TRIGGERED', order_ids: [expect.any(String)] });
       expect(s.message).toBe(
-        `STOP_LOSS triggered: the best bid ${level} reached the armed level ${level}; placed sell order ${s.order_ids[0]} of ${size} shares at ${level}`,
+        `STOP_LOSS triggered: the best bid ${level} reached the armed level ${level}; placed sell order ` +
+          `${s.order_ids[0]} of ${size} shares at ${level}`,
       );
       await svc.call('DELETE', `/v2/trade/orders/${s.order_ids[0]}`, { headers: as('alice') });
     });
 
-    it('a TRAILING_BUY names the level of its trigger_price, also after the mark followed the ask down (exact numbers)', async () => {
+    it('a TRAILING_BUY names its trigger_price level, also after the mark followed the ask down', async () => {
       const { token, ask } = await freshToken(0.3, 0.6);
       // a low-water mark above the ask: at once the mark follows the ask down, and the level with it
       const res = await post('alice', {
@@ -546,7 +558,9 @@ describe('order validation', () => {
       expect(res.status).toBe(200);
       const s = await strategy('alice', res.body.record_id);
       expect(s).toMatchObject({ status: 'ACTIVE', low_water_mark: px(ask), trigger_price: px(ask + 0.02) });
-      const text = `TRAILING_BUY armed: buys $5 when the ask bounces to ${px(ask + 0.02)} (low-water mark ${px(ask)}, followed the ask down)`;
+      const text =
+        `TRAILING_BUY armed: buys $5 when the ask bounces to ${px(ask + 0.02)} (low-water mark ${px(ask)}, ` +
+        `followed the ask down)`;
       expect(s.message).toBe(text);
       expect(res.body.message).toBe(text);
       // a seeded one: mark = ask, level = ask × 1.1 with a percent offset
@@ -576,7 +590,7 @@ describe('concurrent buys beyond the balance', () => {
   });
   afterAll(() => svc.close());
 
-  it('30 concurrent $500 buys by a $10,000 user: 20 succeed, 10 get one 422 INSUFFICIENT_BALANCE wording, activity shows the 20 only', async () => {
+  it('30 concurrent $500 buys by a $10,000 user: 20 succeed, 10 get one 422 wording, activity has 20', async () => {
     const markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
     const token = markets.find((m: any) => m.tick_size === '0.01').tokens[0].token_id;
     const headers = { 'x-partner-user-id': 'carol' };
@@ -609,7 +623,7 @@ describe('concurrent buys beyond the balance', () => {
     });
   });
 
-  it('the race made certain: 30 orders checked first, then placed at once: the 10 over the balance are refused in the placement queue, no REJECTED order', async () => {
+  it('30 orders checked first, then placed at once: the 10 over the balance refused, no REJECTED order', async () => {
     const created = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'dave' } });
     const user = (await svc.services.users.byId(created.body.platform_user_id))!;
     const token = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets.find(

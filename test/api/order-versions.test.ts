@@ -20,7 +20,7 @@ describe('order snapshots of machine version 1 restore on version 2', () => {
   });
   const as = { 'x-partner-user-id': 'alice' };
 
-  it('a LIVE and a CANCELED order written by version 1: the LIVE one cancels as USER_CANCELED, the CANCELED one reads unchanged', async () => {
+  it('version 1 orders: the LIVE one cancels as USER_CANCELED, the CANCELED one reads unchanged', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-order-v1-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
     svc = await startTestService({ store: await SqliteStore.open(dir), env });

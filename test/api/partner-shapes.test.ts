@@ -43,7 +43,7 @@ describe('shapes partners copy from the reference product', () => {
   });
   afterAll(() => svc?.close());
 
-  it('positions carry symbol, the mark at the mid, unrealized and realized PnL, redeemable, mergeable and market_resolved', async () => {
+  it('positions carry symbol, mid mark, unrealized and realized PnL, redeemable, mergeable, resolved', async () => {
     const a = await tr.freshToken(0.3, 0.6);
     const ask = dec(a.asks[0]!.price);
     const mid = dec(a.bids[0]!.price).plus(ask).div(2);
@@ -117,7 +117,7 @@ describe('shapes partners copy from the reference product', () => {
     });
   });
 
-  it('GET /v2/trade/account carries the api_key (id, scopes, rate_limit_per_min, last4), the wallet, the partner, the binding and the user', async () => {
+  it('GET /v2/trade/account carries the api_key, the wallet, the partner, the binding and the user', async () => {
     const minted = await svc.call('POST', '/v2/trade/users/quinn/api-keys', {
       body: { scopes: ['trade.read', 'trade.execute'] },
     });
@@ -155,7 +155,7 @@ describe('shapes partners copy from the reference product', () => {
     ]).toEqual([200, null, null, null, 'master']);
   });
 
-  it('POST /orders/cancel-batch and /orders/cancel-all answer cancelled, not_cancelled and count; the older paths answer the same; cancel-all is never an order id', async () => {
+  it('cancel-batch and cancel-all answer cancelled, not_cancelled, count; older paths the same', async () => {
     const a = await tr.freshToken(0.3, 0.6);
     const rest = async (price: string) => {
       const r = await tr.post('rita', { symbol: a.token, side: 'buy', type: 'LIMIT', price, size: '5' });

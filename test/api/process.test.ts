@@ -33,7 +33,7 @@ describe('the service process', () => {
     }
   });
 
-  it('a second process on the same DATA_DIR refuses to start with one line naming the folder; a taken port fails before a key is minted', async () => {
+  it('a second process on one DATA_DIR refuses with one line; a taken port fails before a key is minted', async () => {
     const dir = await tmp();
     const first = await spawnService({ DATA_DIR: dir, LOG_LEVEL: 'info', SIM_REPLAY: 'off' });
     running.push(first);
@@ -55,13 +55,16 @@ describe('the service process', () => {
     const second = await runToExit(['dist/api/main.js'], { DATA_DIR: dir, PORT: '0' });
     expect(second.code).toBe(1);
     expect(second.out.trim().split('\n').at(-1)).toBe(
-      `cannot start: DATA_DIR ${dir} is in use by another process (pid ${first.child.pid} on ${os.hostname()}): the SQLite store belongs to one process; stop it, or give this one another DATA_DIR (or MONGODB_URI)`,
+      `cannot start: DATA_DIR ${dir} is in use by another process (pid ${first.child.pid} on ` +
+        `${os.hostname()}): the SQLite store belongs to one process; stop it, or give this one another ` +
+        `DATA_DIR (or MONGODB_URI)`,
     );
 
     const taken = await runToExit(['dist/api/main.js'], { DATA_DIR: other, PORT: port });
     expect(taken.code).toBe(1);
     expect(taken.out).toBe(
-      `cannot start: port ${port} on 127.0.0.1 is already in use: stop the process holding it or set PORT to a free port\n`,
+      `cannot start: port ${port} on 127.0.0.1 is already in use: stop the process holding it or set PORT ` +
+        `to a free port\n`,
     );
     expect(await fs.readdir(other)).toEqual([]); // nothing opened, no key minted
     expect((await fetch(`${first.baseUrl}/healthz`)).status).toBe(200);
@@ -69,7 +72,10 @@ describe('the service process', () => {
 
   it('an unhandled rejection or uncaught exception is logged at fatal and exits 1', async () => {
     for (const fault of ['Promise.reject(new Error("boom"))', 'setTimeout(() => { throw new Error("boom") }, 0)']) {
-      const script = `import('./dist/api/fatal.js').then(async (f) => { const { createLogger } = await import('./dist/engine/logger.js'); f.installFatalHandlers(createLogger('info')); ${fault}; setTimeout(() => console.log('still running'), 2000); })`;
+      const script =
+        `import('./dist/api/fatal.js').then(async (f) => { const { createLogger } = await ` +
+        `import('./dist/engine/logger.js'); f.installFatalHandlers(createLogger('info')); ${fault}; ` +
+        `setTimeout(() => console.log('still running'), 2000); })`;
       const { code, out } = await runToExit(['-e', script], {});
       expect(code).toBe(1);
       const fatal = JSON.parse(out.trim().split('\n')[0]!) as {
@@ -85,12 +91,21 @@ describe('the service process', () => {
 
   it('a process whose engine lease is taken by another stops: FATAL naming it, exit 1', async () => {
     // Through the store port on SQLite, with the default onLost of the service.
-    const script = `Promise.all([import('./dist/api/fatal.js'), import('./dist/engine/logger.js'), import('./dist/engine/store/sqlite.js'), import('./dist/engine/store/lease.js')]).then(async ([f, l, e, lease]) => {
+    const script = `Promise.all([
+      import('./dist/api/fatal.js'),
+      import('./dist/engine/logger.js'),
+      import('./dist/engine/store/sqlite.js'),
+      import('./dist/engine/store/lease.js'),
+    ]).then(async ([f, l, e, lease]) => {
       f.installFatalHandlers(l.createLogger('info'));
       const store = await e.SqliteStore.open(null);
       await lease.takeEngineLease(store, { renewMs: 50 });
       const c = await store.collection('leases');
-      await c.replaceOne({ _id: 'engine', owner: { pid: 4242, host: 'other-host', startedAtMs: 1, instanceId: 'thief' }, expiresAtMs: Date.now() + 60000 });
+      await c.replaceOne({
+        _id: 'engine',
+        owner: { pid: 4242, host: 'other-host', startedAtMs: 1, instanceId: 'thief' },
+        expiresAtMs: Date.now() + 60000,
+      });
       setTimeout(() => console.log('still running'), 2000);
     })`;
     const { code, out } = await runToExit(['-e', script], {});
@@ -98,12 +113,15 @@ describe('the service process', () => {
     const fatal = JSON.parse(out.trim().split('\n')[0]!) as { level: number; err: { message: string } };
     expect(fatal.level).toBe(60);
     expect(fatal.err.message).toMatch(
-      /the engine lease of \(memory\) was taken by another process \(pid 4242 on other-host, instance thief\).*stopping/,
+      new RegExp(
+        'the engine lease of \\(memory\\) was taken by another process \\(pid 4242 on other-host, instance ' +
+          'thief\\).*stopping',
+      ),
     );
     expect(out).not.toContain('still running');
   });
 
-  it('a MONGODB_URI whose seed list answers nowhere stops the start with one `cannot start:` line, no stack, exit 1', async () => {
+  it('a MONGODB_URI whose seed list answers nowhere: one `cannot start:` line, no stack, exit 1', async () => {
     const { code, out } = await runToExit(['dist/api/main.js'], {
       MONGODB_URI: 'mongodb://app:s3cret@127.0.0.1:1,127.0.0.1:2/pts?replicaSet=rs0&serverSelectionTimeoutMS=300',
       DATA_DIR: await tmp(),
@@ -114,14 +132,18 @@ describe('the service process', () => {
     const lines = out.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      /^cannot start: no MongoDB server of MONGODB_URI \(127\.0\.0\.1:1,127\.0\.0\.1:2\) answered: .+; check that the servers run and are reachable from here$/,
+      new RegExp(
+        '^cannot start: no MongoDB server of MONGODB_URI \\(127\\.0\\.0\\.1:1,127\\.0\\.0\\.1:2\\) answered: ' +
+          '.+; check that the servers run and are reachable from here$',
+      ),
     );
     expect(out).not.toContain('s3cret');
   });
 
   const mongoUri = mongoTestUri();
   it.skipIf(!mongoUri)(
-    `on MongoDB a second process on the same database refuses to start naming the holder; a kill -9'd holder is taken over at once${mongoUri ? '' : ` — skipped: ${MONGO_SKIP_REASON}`}`,
+    `on MongoDB a second process on one database refuses, naming the holder; a kill -9'd one is taken over` +
+      (mongoUri ? '' : ` — skipped: ${MONGO_SKIP_REASON}`),
     async () => {
       const db = `pts_proc_${process.pid}_${Date.now()}`;
       databases.push(db);
@@ -132,7 +154,9 @@ describe('the service process', () => {
       expect(second.code).toBe(1);
       expect(second.out.trim().split('\n').at(-1)).toMatch(
         new RegExp(
-          `^cannot start: mongodb database ${db} is in use by another engine process \\(pid ${first.child.pid} on ${os.hostname()}, instance [0-9a-f-]+, since [0-9T:.-]+Z\\): one engine process per database`,
+          `^cannot start: mongodb database ${db} is in use by another engine process \\(pid ` +
+            `${first.child.pid} on ${os.hostname()}, instance [0-9a-f-]+, since [0-9T:.-]+Z\\): one engine ` +
+            `process per database`,
         ),
       );
       first.child.kill('SIGKILL');

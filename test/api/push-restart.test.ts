@@ -24,7 +24,7 @@ describe('live updates across a kill -9 restart (child process, same port)', () 
     if (dir) await fs.rm(dir, { recursive: true, force: true });
   });
 
-  it('a client that reconnects after a restart is not recovered and gets resync.required first; a brief drop without restart gets none', async () => {
+  it('a reconnect after a restart is not recovered and gets resync.required; a brief drop gets none', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-push-restart-'));
     const key = 'pts_push_restart_master_key_0123456789abcdef';
     const env = { DATA_DIR: dir, MASTER_API_KEY: key, SIM_REPLAY: 'off' };

@@ -112,7 +112,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(ok.connected).toBe(true);
   });
 
-  it('a per-user key gets its own order.updated within 100 ms of the REST response, and nothing of other users; a master key sees its partner', async () => {
+  it("a user key gets its own order.updated within 100 ms, nothing of others; a master key its partner's", async () => {
     const alice = await open({ token: keys.alice!.api_key });
     const bob = await open({ token: keys.bob!.api_key });
     const master = await open({ token: (await import('../helpers.js')).MASTER_KEY });
@@ -156,7 +156,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(ga.some((u) => u.order_id === res2.body.order_id)).toBe(false);
   });
 
-  it('a burst of 1,000+ updates arrives complete and in order: per record, revisions 1, 2, 3, … without gaps', async () => {
+  it('a burst of 1,000+ updates arrives complete and in order: per record revisions 1, 2, 3, … no gaps', async () => {
     const alice = await open({ token: keys.alice!.api_key });
     const got = collect(alice);
     const ids: string[] = [];
@@ -227,7 +227,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     });
   });
 
-  it('book.subscribe: the current book at once, then book.updated with a revision per change; unknown tokens refused', async () => {
+  it('book.subscribe: the book at once, then book.updated with a revision per change; unknown refused', async () => {
     const s = await open({ token: keys.bob!.api_key });
     const books: BookPush[] = [];
     s.on('book.updated', (b) => books.push(b));
@@ -247,7 +247,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(await s.emitWithAck('book.unsubscribe', { token_id: token })).toEqual({ ok: true, token_id: token });
   });
 
-  it('updates.batch (opt-in auth.batch_ms): every record of a burst, in order, revisions without gaps, in fewer frames; separate-event clients unchanged', async () => {
+  it('updates.batch (opt-in batch_ms): a burst whole, in order, no gaps, fewer frames; others unchanged', async () => {
     const plain = await open({ token: keys.alice!.api_key });
     const batched = await open({ token: keys.alice!.api_key, batch_ms: 50 });
     const gotPlain = collect(plain);
@@ -286,7 +286,8 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(separate).toEqual([]); // a batched connection gets no separate record events
     expect(batches.every((b) => b.batch_ms === 50)).toBe(true);
     const mine = flat().filter((u) => finals.has(u.order_id));
-    // nothing lost, order kept: per order revisions 1..n, and the same records, in the same order, as the separate events
+    // nothing lost, order kept: per order revisions 1..n, and the
+    // same records, in the same order, as the separate events
     for (const id of ids)
       expect(
         mine.filter((u) => u.order_id === id).map((u) => u.revision),
@@ -302,7 +303,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(framesWithMine).toBeLessThan(mine.length / 2);
   });
 
-  it('updates.batch with connection-state recovery: a batch sent while the client was away arrives after it reconnects', async () => {
+  it('updates.batch with recovery: a batch sent while the client was away arrives after it reconnects', async () => {
     const s = await open(
       { token: keys.alice!.api_key, batch_ms: 5 },
       { reconnection: true, reconnectionDelay: 200, reconnectionDelayMax: 200 },
@@ -335,7 +336,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     }
   });
 
-  it('balance.updated and position.updated: the REST shapes, with question and outcome, to the user only; batched too', async () => {
+  it('balance.updated and position.updated: the REST shapes, to the user only; batched too', async () => {
     const alice = await open({ token: keys.alice!.api_key });
     const aliceBatched = await open({ token: keys.alice!.api_key, batch_ms: 5 });
     const bob = await open({ token: keys.bob!.api_key });
@@ -403,7 +404,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     });
   });
 
-  it('withdrawal.updated: PENDING then CONFIRMED (or FAILED, refunded) as GET /withdrawals/{id} returns it, to its user and partner only; batched too', async () => {
+  it('withdrawal.updated: PENDING then CONFIRMED (or FAILED) as GET returns it, to user and partner', async () => {
     const alice = await open({ token: keys.alice!.api_key });
     const aliceBatched = await open({ token: keys.alice!.api_key, batch_ms: 5 });
     const bob = await open({ token: keys.bob!.api_key });
@@ -453,7 +454,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(b).toEqual([]);
   });
 
-  it('markets.subscribe refuses a request that is not an object (number, string, array, null) with invalid_request and does not join', async () => {
+  it('markets.subscribe refuses a non-object request with invalid_request and does not join', async () => {
     const s = await open({ token: keys.bob!.api_key });
     for (const req of [5, 'x', [], null]) {
       expect([req, await s.emitWithAck('markets.subscribe', req as never)]).toEqual([
@@ -464,7 +465,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(await s.emitWithAck('markets.subscribe', {})).toEqual({ ok: true, markets: [] });
   });
 
-  it('market.updated: subscribers get the market as GET /markets lists it, marked resolved with its winner', async () => {
+  it('market.updated: subscribers get the market as GET /markets lists it, resolved with its winner', async () => {
     const s = await open({ token: keys.bob!.api_key });
     const other = await open({ token: keys.alice!.api_key });
     const got: MarketPush[] = [];
@@ -506,7 +507,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(await s.emitWithAck('markets.unsubscribe', {})).toEqual({ ok: true, markets: [] });
   });
 
-  it('markets.subscribe with condition ids delivers market.updated of those markets only; without ids, of every market; unsubscribe by id or all', async () => {
+  it('markets.subscribe by condition ids delivers those markets only; without ids every one; unsubscribe', async () => {
     const venue = svc.services.venue as SimVenue;
     const listed = ((await svc.call('GET', '/v2/trade/markets?limit=200')).body.markets as any[]).filter(
       (m) => m.tokens.length === 2 && !m.closed && m.tick_size === '0.01' && m.tokens[0].token_id !== token,
@@ -552,7 +553,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect([gotNamed.length, gotAll.length]).toEqual([2, 4]);
   });
 
-  it('split, merge and redeem are pushed as wallet_operation.updated (the POST answer with its revision) to the owner and the partner, batched like the others', async () => {
+  it('split, merge and redeem push wallet_operation.updated to the owner and the partner, batched too', async () => {
     const alice = await open({ token: keys.alice!.api_key });
     const bob = await open({ token: keys.bob!.api_key });
     const master = await open({ token: (await import('../helpers.js')).MASTER_KEY });

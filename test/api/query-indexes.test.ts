@@ -19,7 +19,8 @@
  *   sort in memory; every range field of the query is a field of the index too (after the sort:
  *   MongoDB's equality-sort-range order, or as the sort field itself), so the scan is bounded by
  *   all of the query and nothing it reads is filtered out afterwards. With no equality fields,
- *   the index starts with the sort field or a range field of the query. A sparse index does not serve a query that looks for documents
+ *   the index starts with the sort field or a range field of the query.
+ *   A sparse index does not serve a query that looks for documents
  *   missing one of its fields (`$exists: false`, `null`): they are not in it.
  * - queries in {@link EXEMPT} are accepted as scans, each for the reason given there.
  *
@@ -67,7 +68,8 @@ function shapeOf(collection: string, op: Op, filter: Filter, sort?: FindOptions[
   const s: Shape = { collection, op, eq: [], in: [], range: [], missing: [], sort: Object.entries(sort ?? {}) };
   for (const [k, v] of Object.entries(filter)) {
     if (k === '$or') {
-      s.range.push('$or'); // no index rule for it: a port query with $or is reported unserved (only the store-port Agenda backend has one)
+      // no index rule for it: a port query with $or is reported unserved (only the store-port Agenda backend has one)
+      s.range.push('$or');
       continue;
     }
     if (v === null || (typeof v === 'object' && (v as Record<string, unknown>).$exists === false)) s.missing.push(k);
@@ -85,8 +87,11 @@ function shapeOf(collection: string, op: Op, filter: Filter, sort?: FindOptions[
   return s;
 }
 
-const keyOf = (s: Shape) =>
-  `${s.collection} ${s.op} {${[...s.eq, ...s.in.map((f) => `${f}:$in`), ...s.range.map((f) => `${f}:range`)].join(', ')}}${s.sort.length ? ` sort {${s.sort.map(([f, d]) => `${f}:${d}`).join(', ')}}` : ''}`;
+const keyOf = (s: Shape) => {
+  const fields = [...s.eq, ...s.in.map((f) => `${f}:$in`), ...s.range.map((f) => `${f}:range`)].join(', ');
+  const sort = s.sort.length ? ` sort {${s.sort.map(([f, d]) => `${f}:${d}`).join(', ')}}` : '';
+  return `${s.collection} ${s.op} {${fields}}${sort}`;
+};
 
 /** An index as the rule sees it. */
 interface Ix {
@@ -99,7 +104,8 @@ interface Ix {
 function serves(ix: Ix, q: Shape): string | null {
   const eqAll = new Set([...q.eq, ...q.in]);
   const f = ix.fields;
-  if (ix.sparse && f.some(([name]) => q.missing.includes(name))) return null; // the documents it looks for are not in it
+  // the documents it looks for are not in it
+  if (ix.sparse && f.some(([name]) => q.missing.includes(name))) return null;
   let k = 0;
   while (k < f.length && eqAll.has(f[k]![0])) k++;
   if (k !== eqAll.size) return null; // every equality field, and only those, first
@@ -125,7 +131,8 @@ const EXEMPT: Record<string, string> = {
   'actors find {type:range}':
     'one-time backfill at the first open of a database (records from before `type`); `migrations` records it as done',
   'idempotencyKeys find {status}':
-    'one-time removal of minted keys from stored responses at the first open of a database (records live 24 h); `migrations` records it as done',
+    'one-time removal of minted keys from stored responses at the first open of a database (records live ' +
+    '24 h); `migrations` records it as done',
 };
 
 /**
@@ -263,7 +270,9 @@ function mongoIndexes(specs: IndexSpec[]): Ix[] {
   return specs
     .filter((s) => !s.adapters || s.adapters.includes('mongodb'))
     .map((s) => ({
-      name: `{${s.fields.join(', ')}}${s.unique ? ' unique' : ''}${s.sparse ? ' sparse' : ''}${s.adapters ? ` [${s.adapters.join(',')}]` : ''}`,
+      name:
+        `{${s.fields.join(', ')}}${s.unique ? ' unique' : ''}${s.sparse ? ' sparse' : ''}` +
+        `${s.adapters ? ` [${s.adapters.join(',')}]` : ''}`,
       fields: s.fields.map((x) => [x, 1] as [string, 1]),
       ...(s.sparse ? { sparse: true } : {}),
     }));
@@ -455,9 +464,10 @@ describe('every query the store port runs on MongoDB has an index that serves it
                 .join('; ') || '(only _id)'
             }`,
         );
-      declared.push(
-        `  agendaJobs (Agenda's MongoBackend; not through the port): ${AGENDA_MONGO_INDEXES.map((i) => `${i.name} {${i.fields.map(([f, d]) => `${f}${d < 0 ? ':-1' : ''}`).join(', ')}}`).join('; ')}`,
-      );
+      const agenda = AGENDA_MONGO_INDEXES.map(
+        (i) => `${i.name} {${i.fields.map(([f, d]) => `${f}${d < 0 ? ':-1' : ''}`).join(', ')}}`,
+      ).join('; ');
+      declared.push(`  agendaJobs (Agenda's MongoBackend; not through the port): ${agenda}`);
       console.log(`declared indexes (MongoDB):\n${declared.join('\n')}\n`);
       expect(unserved).toEqual([]);
       // the scenarios reached what they were meant to
@@ -603,7 +613,8 @@ const SQLITE_EXEMPT: Array<[RegExp, string]> = [
   ],
   [
     /FROM "idempotencyKeys" WHERE json_extract\(doc, '\$\."status"'\) = \?/,
-    'one-time removal of minted keys from stored responses at the first open of a database (records live 24 h); `migrations` records it as done',
+    'one-time removal of minted keys from stored responses at the first open of a database (records live ' +
+      '24 h); `migrations` records it as done',
   ],
 ];
 

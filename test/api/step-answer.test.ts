@@ -43,7 +43,7 @@ describe("a request's answer and the actor step that produced it commit together
     return { svc, store, tr, stored };
   }
 
-  it("the answer's write fails with the order's creation: neither lands; the retry with the same key places it once", async () => {
+  it("the answer's write fails with the order's creation: neither lands; the retry places it once", async () => {
     const { svc, store, tr, stored } = await setup();
     const { token, bid } = await tr.freshToken();
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: (bid - 0.05).toFixed(2), size: '5' };
@@ -65,7 +65,7 @@ describe("a request's answer and the actor step that produced it commit together
     expect((await tr.openOrders('alice')).map((o) => o.order_id)).toEqual([retry.body.order_id]);
   });
 
-  it("the answer's write fails with the step that records the fill: that step is rolled back whole, delivered again, and the request answers the fill", async () => {
+  it("the answer's write fails with the fill's step: rolled back whole, redelivered, the fill answered", async () => {
     const { svc, store, tr } = await setup();
     const { token } = await tr.freshToken();
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '5', time_in_force: 'IOC' };
@@ -83,7 +83,7 @@ describe("a request's answer and the actor step that produced it commit together
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
   });
 
-  it("the order's insert fails: no answer is stored either; the retry with the same key runs and places it", async () => {
+  it("the order's insert fails: no answer is stored either; the retry with the same key places it", async () => {
     const { svc, store, tr, stored } = await setup();
     const { token } = await tr.freshToken();
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '5', time_in_force: 'IOC' };
@@ -98,7 +98,7 @@ describe("a request's answer and the actor step that produced it commit together
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
   });
 
-  it("the answer stored with the steps is the request's record: a new process (restart) replays it and places nothing again", async () => {
+  it("the answer stored with the steps is the request's record: after a restart it replays, places none", async () => {
     const inner = await SqliteStore.open(null);
     const first = new FaultyStore(inner, { keepOpen: true });
     const svc = await startTestService({ store: first, env: ENV });
@@ -128,7 +128,7 @@ describe("a request's answer and the actor step that produced it commit together
     expect(positions).toMatchObject([{ size: '5' }]); // bought once
   });
 
-  it("a strategy: the answer's write fails with its creation: neither lands; the retry with the same key arms it once", async () => {
+  it("a strategy: the answer's write fails with its creation: neither lands; the retry arms it once", async () => {
     const { svc, store, tr, stored } = await setup();
     const { token, bid } = await tr.freshToken(0.3, 0.7);
     await tr.buyShares('alice', token, 10);

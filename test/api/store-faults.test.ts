@@ -25,7 +25,7 @@ describe('venue journal failure over REST', () => {
     await svc.close();
   });
 
-  it('health degraded and 503 for venue operations while it lasts; the caught order completes after; nothing lost', async () => {
+  it('health degraded and 503 for venue operations meanwhile; the caught order completes; nothing lost', async () => {
     expect((await svc.call('GET', '/healthz')).body).toMatchObject({
       status: 'ok',
       venue: { ok: true, pending_writes: 0 },
@@ -71,7 +71,7 @@ describe('venue journal failure over REST', () => {
     expect((await svc.call('GET', '/v2/trade/balances', { headers: alice })).body).toMatchObject({ reserved: '0.1' });
   });
 
-  it('a timer that cannot be armed: the order is placed all the same (persisted means done), health shows it, the repair arms it and the GTD order expires on time', async () => {
+  it('a timer that cannot be armed: the order stands, health shows it, the repair arms it, GTD expires', async () => {
     store.failWhen((i) => i.collection === 'agendaJobs');
     const expiration = Date.now() + 1500;
     const placed = await svc.call('POST', '/v2/trade/order', {

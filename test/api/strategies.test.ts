@@ -33,7 +33,7 @@ describe('managed strategies over REST', () => {
   });
   afterAll(() => svc.close());
 
-  it('STOP_LOSS: armed (ACTIVE), fires into a real sell with is_stop_loss when the bid reaches it; DELETE then answers 409', async () => {
+  it('STOP_LOSS: armed, fires into a sell with is_stop_loss when the bid reaches it; DELETE then 409', async () => {
     const { token, bid } = await freshToken(0.3);
     await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
     const level = px(bid - 0.01);
@@ -82,7 +82,7 @@ describe('managed strategies over REST', () => {
     expect(del).toMatchObject({ status: 409, body: { error: 'conflict' } });
   });
 
-  it('a triggered stop whose sell rests shows on open orders with is_stop_loss: true; DELETE strategy → 409 naming DELETE order', async () => {
+  it("a triggered stop's resting sell shows is_stop_loss: true; DELETE strategy → 409 naming the order", async () => {
     const { token, bid, bids } = await freshToken(0.3);
     await post('alice', {
       symbol: token,
@@ -141,7 +141,7 @@ describe('managed strategies over REST', () => {
     ).toBe(409);
   });
 
-  it('TRAILING_STOP: follows the bid up and fires exactly when it falls back by the offset (exact numbers)', async () => {
+  it('TRAILING_STOP: follows the bid up, fires exactly when it falls back by the offset (exact numbers)', async () => {
     const { token, bid } = await freshToken(0.4);
     const b = px(bid);
     await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
@@ -239,7 +239,7 @@ describe('managed strategies over REST', () => {
     expect(s).toMatchObject({ status: 'COMPLETED', executed_price: a(0.02), filled_size: shares });
   });
 
-  it('TWAP interval 10 s, duration 30 s: 3 slices on schedule whose sizes add up to the order; price derived and echoed', async () => {
+  it('TWAP 10 s / 30 s: 3 slices on schedule adding up to the order; price derived and echoed', async () => {
     const { token, ask } = await freshToken(0.2, 0.6);
     const res = await post('alice', {
       symbol: token,
@@ -286,7 +286,7 @@ describe('managed strategies over REST', () => {
     expect((await strategy('alice', id)).revision).toBe(s.revision);
   });
 
-  it('ICEBERG: one clip at a time on open orders, parent totals on the record; a crossing price → 422 order crosses book', async () => {
+  it('ICEBERG: one clip at a time, parent totals on the record; a crossing price → 422 crosses book', async () => {
     const { token, bid, ask } = await freshToken(0.2, 0.6);
     const crossing = await post('alice', {
       symbol: token,
@@ -388,7 +388,7 @@ describe('managed strategies over REST', () => {
     ).toHaveLength(0);
   });
 
-  it('PEGGED: rests at the touch, re-pegs when the touch moves, within its ceiling; DELETE cancels it and its order', async () => {
+  it('PEGGED: rests at the touch, re-pegs within its ceiling; DELETE cancels it and its order', async () => {
     const { token, bid } = await freshToken(0.2, 0.6);
     const res = await post('alice', {
       symbol: token,
@@ -456,7 +456,7 @@ describe('managed strategies over REST', () => {
       expect(r.body.filled_size).toBe(String(size));
     };
 
-    it('a filled LIMIT entry places its take-profit at once and arms its stop; the stop fires: take-profit canceled, the shares sold', async () => {
+    it('a filled LIMIT entry places its take-profit, arms its stop; the stop fires: take-profit canceled', async () => {
       const { token, bid, ask } = await freshToken(0.3, 0.7);
       const tp = px(ask + 0.1);
       const sl = px(bid - 0.01);
@@ -502,7 +502,8 @@ describe('managed strategies over REST', () => {
       });
       // the message follows the state: what protects the filled shares now
       expect((await strategy('alice', rid)).message).toBe(
-        `brackets: entry ${res.body.order_id} filled 10 shares; take-profit of 10 shares at ${tp}, stop-loss of 10 shares armed at ${sl} on the best bid`,
+        `brackets: entry ${res.body.order_id} filled 10 shares; take-profit of 10 shares at ${tp}, ` +
+          `stop-loss of 10 shares armed at ${sl} on the best bid`,
       );
       // the bid falls to the stop: the take-profit (holding the shares) is canceled, then the stop sells
       await sellThrough(token, px(bid));
@@ -516,7 +517,8 @@ describe('managed strategies over REST', () => {
       });
       expect(s.brackets.take_profit).toMatchObject({ status: 'CANCELED', error: null });
       expect(s.brackets.stop_loss).toMatchObject({ order_id: `ord_${rid}_2`, status: 'FILLED' });
-      // the take-profit says why it was canceled (one cancels the other), not "canceled by user"; both legs carry the bracket's id
+      // the take-profit says why it was canceled (one cancels the
+      // other), not "canceled by user"; both legs carry the bracket's id
       expect(await svc.call('GET', `/v2/trade/orders/ord_${rid}_1`, { headers: as('alice') })).toMatchObject({
         status: 200,
         body: {
@@ -560,7 +562,7 @@ describe('managed strategies over REST', () => {
       });
     });
 
-    it('partial fills: legs follow the filled quantity; a positive size protects part; a leg below the minimum fails with error and warning, the entry stands', async () => {
+    it('partial fills: legs follow the filled size; a leg below the minimum fails, the entry stands', async () => {
       const { token, ask, asks } = await freshToken(0.3, 0.7);
       const depth = Number(asks[0]!.size);
       const res = await post('alice', {
@@ -648,7 +650,7 @@ describe('managed strategies over REST', () => {
       });
     });
 
-    it('start-up reconciliation ends a bracket whose entry was never placed (the process stopped in between)', async () => {
+    it('start-up reconciliation ends a bracket whose entry was never placed (process stopped between)', async () => {
       const { token } = await freshToken(0.3, 0.7);
       const firstOrder = (await svc.call('GET', '/v2/trade/activity?limit=1', { headers: as('alice') })).body
         .activity[0];

@@ -118,7 +118,7 @@ describe('timers through the real scheduler (controlled clock)', () => {
     await checkInvariants(svc.services, { acknowledged: tr.acknowledged });
   });
 
-  it('a passive slice rests until the next slice time, is canceled there and its unfilled part rolls on; the end time cancels the last', async () => {
+  it('a passive slice rests until the next slice, is canceled there, its rest rolls on; the end cancels', async () => {
     const { token } = await tr.freshToken(0.25, 0.6);
     await tr.buyShares('bob', token, 100);
     const res = await tr.post('alice', {
@@ -224,7 +224,7 @@ describe('a TWAP survives a restart mid-way and finishes through the real schedu
     if (dir) await fs.rm(dir, { recursive: true, force: true });
   });
 
-  it('3 of 5 slices before the stop, the other 2 after the restart (one came due while down); COMPLETED in full', async () => {
+  it('3 of 5 slices before the stop, 2 after the restart (one due while down); COMPLETED in full', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-timers-'));
     svc = await startTestService({ store: await SqliteStore.open(dir), env: ENV });
     const tr = await new Trading(() => svc!).init(['alice']);

@@ -206,7 +206,9 @@ export class Trading {
     if (r.body.status !== 'FILLED') throw new Error(`could not buy ${size} shares: ${JSON.stringify(r.body)}`);
   }
 
-  /** `taker` trades against every open order of `u` belonging to strategy `recordId` (fills them; `part` caps the size). */
+  /**
+   * `taker` trades against every open order of `u` belonging to strategy `recordId` (fills them; `part` caps the size).
+   */
   async takeChildren(
     u: string,
     recordId: string,

@@ -46,7 +46,9 @@ describe('wallet operations (REST)', () => {
   const tr = new Trading(() => svc);
   let markets: any[];
   const used = new Set<string>();
-  /** A market of the catalogue not used by an earlier test (0.01 tick, binary; neg-risk or not when `negRisk` is given). */
+  /**
+   * A market of the catalogue not used by an earlier test (0.01 tick, binary; neg-risk or not when `negRisk` is given).
+   */
   const market = (negRisk?: boolean) => {
     const m = markets.find(
       (x) =>
@@ -78,7 +80,7 @@ describe('wallet operations (REST)', () => {
   });
   afterAll(() => svc.close());
 
-  it('split then merge: pUSD → YES + NO → the same pUSD; each answers a simulated on-chain result and is an activity row', async () => {
+  it('split then merge: pUSD → YES + NO → same pUSD; each a simulated on-chain result and activity', async () => {
     const m = market();
     const [yes, no] = m.tokens;
     const split = await post('alice', '/positions/split', { condition_id: m.condition_id, amount: '25.5' });
@@ -138,7 +140,7 @@ describe('wallet operations (REST)', () => {
     ]);
   });
 
-  it("a condition_id in upper-case hex (the schema takes A-F) names the same market: split, merge and redeem find it, the answer carries the market's spelling", async () => {
+  it('an upper-case hex condition_id names the same market for split, merge, redeem; answer keeps ours', async () => {
     const m = market();
     const upper = `0x${m.condition_id.slice(2).toUpperCase()}`;
     const split = await post('erin', '/positions/split', { condition_id: upper, amount: '2' });
@@ -153,7 +155,7 @@ describe('wallet operations (REST)', () => {
     ]);
   });
 
-  it('the same Idempotency-Key answers the same operation once (Idempotent-Replayed), the transaction hash is deterministic', async () => {
+  it('the same Idempotency-Key answers the same operation once (replayed), the tx hash is deterministic', async () => {
     const m = market();
     const key = randomUUID();
     const a = await post('bob', '/positions/split', { condition_id: m.condition_id, amount: '3' }, key);
@@ -165,7 +167,7 @@ describe('wallet operations (REST)', () => {
     expect((await pusd('bob')).balance).toBe('997');
   });
 
-  it('refusals change nothing (balances, activity): INSUFFICIENT_BALANCE, Not enough shares to merge, shares reserved by open sells, bad amount, unknown market', async () => {
+  it('refusals change nothing: balance, shares to merge, reserved shares, bad amount, unknown market', async () => {
     const m = market();
     const before = { pusd: await pusd('carol'), rows: (await activity('carol')).length };
     const tooMuch = await post('carol', '/positions/split', { condition_id: m.condition_id, amount: '1000.01' });
@@ -206,7 +208,7 @@ describe('wallet operations (REST)', () => {
     expect((await activity('carol')).length).toBe(rows + 1);
   });
 
-  it('redeem: 409 MARKET_NOT_RESOLVED before resolution; after it each winning share pays $1 and a losing position $0; then NOTHING_TO_REDEEM', async () => {
+  it('redeem: 409 before resolution; then a winning share pays $1, a loser $0; then NOTHING_TO_REDEEM', async () => {
     const m = market();
     const [yes, no] = m.tokens;
     await tr.buyShares('dave', yes!.token_id, 10);
@@ -251,7 +253,7 @@ describe('wallet operations (REST)', () => {
     expect((await activity('dave'))[0]).toMatchObject({ kind: 'wallet', type: 'REDEEM', amount: '0' });
   });
 
-  it('redeem after an open sell: resolution cancels the sell (market resolved), its shares are free again and redeem pays them', async () => {
+  it('redeem after an open sell: resolution cancels the sell, its shares are free and redeem pays them', async () => {
     const m = market();
     await post('dave', '/positions/split', { condition_id: m.condition_id, amount: '10' });
     const sell = await tr.post('dave', {
@@ -282,7 +284,7 @@ describe('wallet operations (REST)', () => {
     expect((await get('zed', '/balances/withdrawable')).body).toEqual({ balances: [] });
   });
 
-  it('withdraw: refusals (bad checksum, unknown token, amount, INSUFFICIENT_BALANCE, scope) change nothing', async () => {
+  it('withdraw: refusals (checksum, unknown token, amount, INSUFFICIENT_BALANCE, scope) change nothing', async () => {
     const before = (await activity('erin')).length;
     const bad = await post('erin', '/withdraw', { to_address: BAD, amount: '1' });
     expect(bad.status).toBe(400);
@@ -325,7 +327,7 @@ describe('wallet operations (REST)', () => {
     expect((await pusd('erin')).balance).toBe('1000');
   });
 
-  it('withdraw: the amount leaves at once, PENDING → CONFIRMED after the block delay (real scheduler), readable afterwards, a WITHDRAWAL activity row', async () => {
+  it('withdraw: leaves at once, PENDING → CONFIRMED after the block delay, readable, an activity row', async () => {
     const k = await svc.call('POST', '/v2/trade/users/erin/api-keys', {
       body: { scopes: ['trade.read', 'trade.withdraw'] },
     });
@@ -400,7 +402,7 @@ describe('wallet operations (REST)', () => {
     expect((await pusd('erin')).balance).toBe('899.75');
   });
 
-  it("the served OpenAPI document takes every request property of the reference product's wallet bodies and answers every field its 200 requires", async () => {
+  it('the OpenAPI document takes every property of the reference wallet bodies and answers its 200s', async () => {
     const doc = (await svc.call('GET', '/v2/trade/openapi.json', { token: null })).body;
     const deref = (x: any) => (x.$ref ? doc.components.schemas[x.$ref.split('/').pop()] : x);
     for (const [path, ref] of Object.entries(REFERENCE_SHAPES)) {
@@ -414,7 +416,7 @@ describe('wallet operations (REST)', () => {
     }
   });
 
-  it("split and merge take the reference product's bodies (neg_risk_market, venue) and answer its state and neg_risk_market beside our fields", async () => {
+  it('split and merge take the reference bodies (neg_risk_market, venue), answer its state beside ours', async () => {
     const m = market(false);
     // the reference pages' example bodies, the placeholder condition id replaced by a market of ours
     const split = await post('fay', '/positions/split', {
@@ -469,7 +471,7 @@ describe('wallet operations (REST)', () => {
     expect(other.body).toEqual({ error: 'invalid_request', message: 'venue must be one of "polymarket"' });
   });
 
-  it("neg_risk_market must match the market (GET /markets neg_risk): a mismatch is 422 NEG_RISK_MISMATCH and changes nothing; omitted, the market's own routing", async () => {
+  it('neg_risk_market must match the market: else 422 NEG_RISK_MISMATCH, nothing changed; may be omitted', async () => {
     const plain = market(false);
     const neg = market(true);
     const listed = (
@@ -491,7 +493,9 @@ describe('wallet operations (REST)', () => {
         422,
         {
           error: 'NEG_RISK_MISMATCH',
-          message: `market ${neg.condition_id} is a neg-risk market (routed through the NegRiskAdapter): send neg_risk_market true, or omit it (GET /v2/trade/markets shows neg_risk)`,
+          message:
+            `market ${neg.condition_id} is a neg-risk market (routed through the NegRiskAdapter): send ` +
+            `neg_risk_market true, or omit it (GET /v2/trade/markets shows neg_risk)`,
         },
       ]);
     }
@@ -504,7 +508,9 @@ describe('wallet operations (REST)', () => {
       422,
       {
         error: 'NEG_RISK_MISMATCH',
-        message: `market ${plain.condition_id} is not a neg-risk market: send neg_risk_market false, or omit it (GET /v2/trade/markets shows neg_risk)`,
+        message:
+          `market ${plain.condition_id} is not a neg-risk market: send neg_risk_market false, or omit it ` +
+          `(GET /v2/trade/markets shows neg_risk)`,
       },
     ]);
     expect(await pusd('fay')).toEqual(before.pusd);
@@ -531,7 +537,7 @@ describe('wallet operations (REST)', () => {
     });
   });
 
-  it("redeem takes the reference product's body: outcome_index burns that outcome only ($1 a winning share, $0 a losing one), amount part of it; payout_base_units in 6-decimal base units", async () => {
+  it('redeem takes the reference body: outcome_index burns one outcome, amount part of it; base units', async () => {
     const m = market(false);
     const [yes, no] = m.tokens;
     expect((await post('gus', '/positions/split', { condition_id: m.condition_id, amount: '10' })).status).toBe(200);
@@ -547,7 +553,8 @@ describe('wallet operations (REST)', () => {
       400,
       {
         error: 'invalid_request',
-        message: `outcome_index 2 is not an outcome of market ${m.condition_id}: 0 = ${yes!.outcome}, 1 = ${no!.outcome}`,
+        message:
+          `outcome_index 2 is not an outcome of market ${m.condition_id}: ` + `0 = ${yes!.outcome}, 1 = ${no!.outcome}`,
       },
     ]);
     const negative = await post('gus', '/positions/redeem', { ...reference, outcome_index: -1 });
@@ -561,7 +568,8 @@ describe('wallet operations (REST)', () => {
       {
         error: 'invalid_request',
         message:
-          'amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to redeem every share)',
+          'amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to ' +
+          'redeem every share)',
       },
     ]);
     const tooMany = await post('gus', '/positions/redeem', { ...reference, outcome_index: 1, amount: '11' });
@@ -633,7 +641,7 @@ describe('wallet operations (REST)', () => {
     ]);
   });
 
-  it("withdraw takes the reference product's body {to, amount}: to_address is its alias (both only when the same address); the answer carries to and state", async () => {
+  it('withdraw takes the reference body {to, amount}: to_address an alias; answers to and state', async () => {
     // the reference page's example bodies, the placeholder addresses replaced by real ones
     const w = await post('hal', '/withdraw', { to: GOOD, amount: '250.00' });
     expect(w.status).toBe(200);
@@ -673,7 +681,9 @@ describe('wallet operations (REST)', () => {
       400,
       {
         error: 'invalid_request',
-        message: `to ${GOOD} and to_address ${OTHER} name different addresses: send one of them (to_address is an alias of to)`,
+        message:
+          `to ${GOOD} and to_address ${OTHER} name different addresses: send one of them (to_address is an ` +
+          `alias of to)`,
       },
     ]);
     const none = await post('hal', '/withdraw', { amount: '1' });
@@ -692,7 +702,8 @@ describe('wallet operations (REST)', () => {
     const self = await post('hal', '/withdraw', { to: PUSD_TOKEN.address, amount: '1' });
     expect([self.status, self.body.message]).toEqual([
       400,
-      `to ${PUSD_TOKEN.address} is the pUSD token contract itself: tokens sent there cannot be recovered; send them to a wallet address`,
+      `to ${PUSD_TOKEN.address} is the pUSD token contract itself: tokens sent there cannot be recovered; ` +
+        `send them to a wallet address`,
     ]);
     const venue = await post('hal', '/withdraw', { to: GOOD, amount: '1', venue: 'predictfun' });
     expect([venue.status, venue.body]).toEqual([
@@ -703,7 +714,7 @@ describe('wallet operations (REST)', () => {
     expect((await pusd('hal')).balance).toBe('699');
   });
 
-  it('the shared invariant check holds over all of the above (wallet operations and conservation per condition)', async () => {
+  it('the shared invariant check holds over all of the above (wallet operations, conservation)', async () => {
     await checkInvariants(svc.services, { acknowledged: tr.acknowledged });
   });
 });

@@ -103,7 +103,7 @@ describe('ActorHost', () => {
     expect((await repo.get('a1'))?.revision).toBe(1);
   });
 
-  it("derives the view of the records a write produces on first read only, equal to viewOf; with typeOf the stored type is the view's", async () => {
+  it("derives the view of a write's records on first read only, equal to viewOf; typeOf gives its type", async () => {
     const { host, repo } = await setupHost();
     const views: string[] = [];
     host.register({
@@ -153,7 +153,7 @@ describe('ActorHost', () => {
     expect(changes.at(-1)?.emitted).toEqual([{ type: 'bumped' }]);
   });
 
-  it("whenIdle resolves once every actor's queue has run out, events queued meanwhile by listeners included", async () => {
+  it("whenIdle resolves once every actor's queue has run out, events queued by listeners included", async () => {
     const { host, repo } = await setupHost();
     await host.whenIdle(); // nothing queued: resolves at once
     await host.create('test', { id: 'i1', input: { n: 1, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
@@ -289,7 +289,7 @@ describe('ActorHost', () => {
     expect((await fourth.repo.get('b1'))?.quarantine?.reason).toMatch(/does not exist/);
   });
 
-  it('passivates actors whose definition allows it (no deadline): they leave memory, the next event reloads them, restore reports them', async () => {
+  it('passivates actors that allow it (no deadline): they leave memory, the next event reloads them', async () => {
     const store = await SqliteStore.open(null);
     const repo = await ActorRepository.open(store);
     const host = new ActorHost(repo, new FakeTimers(), new ManualClock(1_000_000), createLogger('silent'));
@@ -339,7 +339,7 @@ describe('ActorHost', () => {
     expect(host2.snapshotOf('p2')).not.toBeNull();
   });
 
-  it('restores dormant actors lazily: in creation order, no snapshot built until the next event, which quarantines one that no longer restores', async () => {
+  it('restores dormant actors lazily, in creation order; the next event quarantines one that fails', async () => {
     const store = await SqliteStore.open(null);
     const repo = await ActorRepository.open(store);
     const clock = new ManualClock(1_000_000);
@@ -398,7 +398,7 @@ describe('ActorHost', () => {
     expect((await repo.get('d2'))?.quarantine?.reason).toMatch(/does not exist/);
   });
 
-  it('persisted means done: a timer that cannot be armed and a changed listener that throws neither fail the step nor skip its actions', async () => {
+  it('persisted means done: a timer not armed or a throwing listener neither fails nor skips the step', async () => {
     const { host, timers, effects, changes } = await setupHost();
     host.on('changed', () => {
       throw new Error('a listener fails');
@@ -430,7 +430,7 @@ describe('ActorHost', () => {
 });
 
 describe('persistedSnapshotJson: the text XState’s getPersistedSnapshot gives, built directly', () => {
-  it('equals JSON.stringify(getPersistedSnapshot) along an order’s life, with history and parallel states, and with an actor ref in context', async () => {
+  it('equals JSON.stringify(getPersistedSnapshot) along an order’s life (history, parallel, actor ref)', async () => {
     const { persistedSnapshotJson } = await import('../../engine/actor-host.js');
     const { orderMachine } = await import('../../machines/order.js');
     const { createActor } = await import('xstate');
@@ -496,7 +496,7 @@ describe('persistedSnapshotJson: the text XState’s getPersistedSnapshot gives,
 });
 
 describe('stored snapshot forms: packed context, read back exactly; XState’s form still read', () => {
-  it('a strategy context packed by its form (2, and 1 as stored before) and read back equals the persisted snapshot, whatever its fields and state (property)', async () => {
+  it('a strategy context packed by its form (2, or 1) reads back as the persisted snapshot (property)', async () => {
     const { persistedSnapshotJson, storedSnapshotJson, unpackSnapshot } = await import('../../engine/actor-host.js');
     const { stopLossMachine, STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
     const { trailingStopMachine, TRAILING_STOP_FORM } = await import('../../machines/trailing-stop.js');
@@ -672,7 +672,8 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
         const parsed = JSON.parse(stored);
         if (Array.isArray(parsed)) positional++;
         if (!a.lacks && a.touch?.bid !== '0.5') expect(a.v1 ? parsed.form : parsed[0]).toBe(a.v1 ? 1 : 2);
-        if (a.lacks && a.lacks in STRATEGY_CONTEXT_DEFAULTS) expect(parsed.form).toBeUndefined(); // stored whole, in XState's form
+        // stored whole, in XState's form
+        if (a.lacks && a.lacks in STRATEGY_CONTEXT_DEFAULTS) expect(parsed.form).toBeUndefined();
         // read with the current form (which reads form 1 and XState's too)
         const back = JSON.parse(JSON.stringify(unpackSnapshot(stored, a.kind.form, a.ids)));
         expect(back).toStrictEqual(JSON.parse(persistedSnapshotJson(a.kind.logic, snapshot)));
@@ -684,7 +685,7 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
     expect(positional).toBeGreaterThan(250);
   });
 
-  it('form 2 of the contexts the machines make (armed, followed, fired, canceled): exact, and ~45 % shorter than form 1', async () => {
+  it('form 2 of the contexts the machines make: exact, and ~45 % shorter than form 1', async () => {
     const { persistedSnapshotJson, storedSnapshotJson, unpackSnapshot } = await import('../../engine/actor-host.js');
     const { stopLossMachine, STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
     const { trailingStopMachine, TRAILING_STOP_FORM } = await import('../../machines/trailing-stop.js');
@@ -817,7 +818,7 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
     }
   });
 
-  it('reads XState’s form as it is; refuses a form version it does not know (the host quarantines such an actor)', async () => {
+  it('reads XState’s form as it is; refuses an unknown form version (the host quarantines it)', async () => {
     const { unpackSnapshot } = await import('../../engine/actor-host.js');
     const { STOP_LOSS_FORM } = await import('../../machines/stop-loss.js');
     const ids = { _id: 'stg_1', ownerUserId: 'u', createdAtMs: 1 };
@@ -831,16 +832,18 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
     expect(unpackSnapshot(JSON.stringify(xstate), STOP_LOSS_FORM, ids)).toStrictEqual(xstate);
     expect(unpackSnapshot(JSON.stringify(xstate), null, ids)).toStrictEqual(xstate);
     expect(() => unpackSnapshot('{"form":3,"value":"armed","context":{}}', STOP_LOSS_FORM, ids)).toThrow(/form 3/);
-    expect(() => unpackSnapshot('{"form":2,"value":"armed","context":{}}', STOP_LOSS_FORM, ids)).toThrow(/form 2/); // form 2 is positional
-    expect(() => unpackSnapshot('[1,"armed","t","0.5","5",null]', STOP_LOSS_FORM, ids)).toThrow(/form 1/); // form 1 is an object
+    // form 2 is positional
+    expect(() => unpackSnapshot('{"form":2,"value":"armed","context":{}}', STOP_LOSS_FORM, ids)).toThrow(/form 2/);
+    // form 1 is an object
+    expect(() => unpackSnapshot('[1,"armed","t","0.5","5",null]', STOP_LOSS_FORM, ids)).toThrow(/form 1/);
     expect(() => unpackSnapshot('[3,"armed"]', STOP_LOSS_FORM, ids)).toThrow(/form 3/);
     expect(() => unpackSnapshot('{"form":1,"value":"armed","context":{}}', null, ids)).toThrow(/form 1/);
     expect(() => unpackSnapshot('[2,"armed","t","0.5","5",null]', null, ids)).toThrow(/form 2/);
   });
 });
 
-describe('PureStepper.initial (arming rate): the initial snapshot made once per machine, then with each new context', () => {
-  it('equals XState’s initialTransition for every strategy machine and input, and steps on the same; a machine with entry actions or a context that throws keeps XState’s path', async () => {
+describe('PureStepper.initial (arming rate): the initial snapshot made once per machine, then per context', () => {
+  it('equals XState’s initialTransition for every strategy machine; entry actions keep XState’s path', async () => {
     const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
     const { initialTransition, transition } = await import('xstate');
     const { stopLossMachine } = await import('../../machines/stop-loss.js');
@@ -949,7 +952,7 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
       expect(entryActs.initial({ n: i, expiresAtMs: 5 })[1].map((a) => a.type)).toStrictEqual(['record', 'record']);
     expect(effects).toStrictEqual([]); // collected, never run
   });
-  it('takes the template only where entering the initial states alone gives the state, with nothing done on the way (nested and parallel states)', async () => {
+  it('takes the template only where entering the initial states alone gives the state, doing nothing', async () => {
     const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
     const { initialTransition } = await import('xstate');
     type C = { n: number };

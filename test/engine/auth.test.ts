@@ -6,7 +6,7 @@ import { SqliteStore } from '../../engine/store/sqlite.js';
 import { FaultyStore } from './store/faulty-store.js';
 
 describe('ApiKeyService: cached authentication (spec part 5)', () => {
-  it('a revocation here applies at once, expiry applies on time, a change made by another process within KEY_CACHE_MS', async () => {
+  it("a revocation here applies at once, expiry on time, another process's change within KEY_CACHE_MS", async () => {
     const clock = new ManualClock(1_800_000_000_000);
     const store = await SqliteStore.open(null);
     const keys = await ApiKeyService.open(store, clock);
@@ -45,7 +45,7 @@ describe('ApiKeyService: cached authentication (spec part 5)', () => {
     expect((await keys.authenticate(later.token)).keyId).toBe(later.doc._id);
     await store.close();
   });
-  it('a token seen before is answered from its cache entry, and still refused on the very next call once revoked or expired', async () => {
+  it('a token seen before is answered from cache, and refused on the very next call once revoked/expired', async () => {
     const clock = new ManualClock(1_800_000_000_000);
     const store = new FaultyStore(await SqliteStore.open(null));
     const keys = await ApiKeyService.open(store, clock);

@@ -28,7 +28,10 @@ describe('configuration', () => {
     [
       'MONGODB_URI',
       'mongodb+srv://h1:27017,h2/db',
-      /MONGODB_URI is not a valid connection string \(mongodb\+srv URI cannot have multiple service names\); got \(hidden\)/,
+      new RegExp(
+        'MONGODB_URI is not a valid connection string \\(mongodb\\+srv URI cannot have multiple service ' +
+          'names\\); got \\(hidden\\)',
+      ),
     ],
     ['MONGODB_WRITE_CONCERN', 'all', /MONGODB_WRITE_CONCERN must be majority or a number of members 1-99/],
     ['MONGODB_WRITE_CONCERN', '0', /MONGODB_WRITE_CONCERN must be majority or a number of members 1-99/],

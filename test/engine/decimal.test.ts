@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { dec, Dec, onTick, str, ZERO } from '../../engine/decimal.js';
 
 describe('decimal memoization', () => {
-  it('dec of a string: one shared immutable parse; arithmetic on it leaves it unchanged; a non-decimal still throws', () => {
+  it('dec of a string: one shared immutable parse; arithmetic leaves it unchanged; a non-decimal throws', () => {
     const a = dec('0.05');
     expect(dec('0.05')).toBe(a);
     expect(str(a.times(dec('5')))).toBe('0.25');

@@ -45,7 +45,7 @@ const fine = dec('0.001');
 const thousandths = (lo: number, hi: number) => fc.integer({ min: lo, max: hi }).map((n) => str(dec(n).div(1000)));
 
 describe('engine/risk.ts: price (spec 2.1, part 8)', () => {
-  it('any price above 1 gets the cents message of spec 2.1 as PRICE_IN_CENTS, with the hint only when n/100 is a price', () => {
+  it('any price above 1 gets the cents message as PRICE_IN_CENTS, the hint only when n/100 is a price', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1001, max: 10_000_000 }).map((n) => str(dec(n).div(1000))),
@@ -63,7 +63,7 @@ describe('engine/risk.ts: price (spec 2.1, part 8)', () => {
     expect(centsMessage('1000')).toBe('price must be a decimal probability 0.001–0.999; received 1000');
   });
 
-  it('0.001–0.999 on the step is accepted; outside the range, off the tick → INVALID_REQUEST naming the field', () => {
+  it('0.001–0.999 on the step is accepted; outside the range, off the tick → INVALID_REQUEST', () => {
     fc.assert(
       fc.property(thousandths(1, 999), (raw) => {
         expect(checkPrice('price', raw, fine).eq(raw)).toBe(true);
@@ -164,7 +164,7 @@ describe('engine/risk.ts: sizes and notional (spec 2.2.2, part 8)', () => {
     );
   });
 
-  it('TWAP: duration in whole ms and at least the interval; at most 1000 slices; slices of 0.01 shares; passive slices of the market minimum', () => {
+  it('TWAP: whole ms, duration ≥ interval; ≤ 1000 slices; slices ≥ 0.01 shares, passive ≥ market min', () => {
     expect(refusal(() => checkTwapDuration(30.0005, 10)).message).toBe(
       'execution.duration_sec has at most 3 decimals (whole milliseconds); received 30.0005',
     );
@@ -178,12 +178,16 @@ describe('engine/risk.ts: sizes and notional (spec 2.2.2, part 8)', () => {
       /^a TWAP has at most 1000 slices/,
     );
     expect(refusal(() => checkTwapSlices({ ...plan, size: dec('0.02'), sliceSize: dec(0) }, market)).message).toBe(
-      'each TWAP slice must be at least 0.01 shares: 0.02 shares over 3 slices is less; send a larger size or fewer slices (raise execution.interval_sec)',
+      'each TWAP slice must be at least 0.01 shares: 0.02 shares over 3 slices is less; send a larger size ' +
+        'or fewer slices (raise execution.interval_sec)',
     );
     expect(
       refusal(() => checkTwapSlices({ ...plan, size: dec(6), sliceSize: dec(2), passive: true }, market)).message,
     ).toMatch(
-      /^passive TWAP slices rest on the book, so each must be at least this market's minimum of 5 shares: 6 shares over 3 slices is 2 per slice/,
+      new RegExp(
+        "^passive TWAP slices rest on the book, so each must be at least this market's minimum of 5 shares: " +
+          '6 shares over 3 slices is 2 per slice',
+      ),
     );
   });
 });
@@ -196,7 +200,7 @@ describe('engine/risk.ts: wallet, crossing, expiration', () => {
     reservedShares: dec(reserved),
   });
 
-  it('a buy needs its dollars, a sell its free shares: INSUFFICIENT_BALANCE / NOT_ENOUGH_SHARES with the one wording', () => {
+  it('a buy needs its dollars, a sell its free shares: INSUFFICIENT_BALANCE / NOT_ENOUGH_SHARES', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 1e9 }), fc.integer({ min: 0, max: 1e9 }), (a, n) => {
         const have = dec(a).div(1e6);
@@ -294,7 +298,7 @@ describe('engine/risk.ts: RiskEngine (venue reads) and child orders', () => {
     });
   });
 
-  it("a child order passes price, tick, post-only and the wallet; its resting minimum is the request's business", () => {
+  it("a child order passes price, tick, post-only and wallet; its resting minimum is the request's", () => {
     risk.checkChild(child);
     risk.checkChild({ ...child, size: '1' }); // below the market minimum: not refused for a child
     expect(refusal(() => risk.checkChild({ ...child, price: '0.415' })).code).toBe('INVALID_REQUEST');

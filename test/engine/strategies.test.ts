@@ -90,7 +90,7 @@ describe('strategy engine failures become state', () => {
   afterAll(() => svc.close());
 
   describe('15: a fired price trigger is delivered or armed again', () => {
-    it('the stop whose touch could not be written (store fault) still fires: retried against the current touch, counted', async () => {
+    it('the stop whose touch could not be written still fires: retried on the current touch, counted', async () => {
       const { token, bid } = await freshToken(0.3);
       await post('alice', {
         symbol: token,
@@ -118,7 +118,7 @@ describe('strategy engine failures become state', () => {
       });
     });
 
-    it('a persistent fault: after every retry the stop stays armed (counted as abandoned), and fires at the next touch once the store heals', async () => {
+    it('a lasting fault: the stop stays armed (abandoned, counted), fires at the next touch once healed', async () => {
       const { token, bid } = await freshToken(0.3);
       await post('alice', {
         symbol: token,
@@ -156,7 +156,7 @@ describe('strategy engine failures become state', () => {
   });
 
   describe('16: a child order that cannot be placed reaches its strategy', () => {
-    it('TWAP: a slice not placed is lost (warning), its shares roll into the next slices, and the TWAP completes', async () => {
+    it('TWAP: a slice not placed is lost (warning), its shares roll into the next, the TWAP completes', async () => {
       const { token, ask } = await freshToken(0.2, 0.6);
       // the first slice's order cannot be written
       const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
@@ -176,7 +176,10 @@ describe('strategy engine failures become state', () => {
       expect(s).toMatchObject({ status: 'ACTIVE', slices_done: 1, filled_size: null, order_ids: [] });
       expect(s.warnings).toEqual([
         expect.stringMatching(
-          /^slice 1 of 3 could not be placed \(placement_failed — injected store fault: insert of ord_stg_.*_1\): its shares roll into the next slices$/,
+          new RegExp(
+            '^slice 1 of 3 could not be placed \\(placement_failed — injected store fault: insert of ' +
+              'ord_stg_.*_1\\): its shares roll into the next slices$',
+          ),
         ),
       ]);
       expect(stateOf(id)).toBe('waiting');
@@ -195,7 +198,7 @@ describe('strategy engine failures become state', () => {
       });
     });
 
-    it('TWAP: no slice can be placed → FAILED at the end time with the reason in message (not ACTIVE with nothing working)', async () => {
+    it('TWAP: no slice can be placed → FAILED at the end time with the reason in message (not ACTIVE)', async () => {
       const { token, ask } = await freshToken(0.2, 0.6);
       const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_\d$/.test(w.id), 3);
       const res = await post('alice', {
@@ -222,7 +225,7 @@ describe('strategy engine failures become state', () => {
       expect(s.warnings).toHaveLength(3);
     });
 
-    it("a child's report that could not be written is retried with the child's latest state: the TWAP does not wait forever", async () => {
+    it("a child's report that could not be written is retried with its latest state: no TWAP hangs", async () => {
       const { token, ask } = await freshToken(0.2, 0.6);
       const failuresBefore = svc.services.strategies.deliveryFailures;
       // the TWAP's first write after its creation fails three times: every report of its only slice
@@ -283,7 +286,7 @@ describe('strategy engine failures become state', () => {
       });
     });
 
-    it('ICEBERG canceled while its clip is being placed, and the placement fails: the cancel still ends it CANCELED (no hang)', async () => {
+    it('ICEBERG canceled while its clip is being placed, the placement failing: still ends CANCELED', async () => {
       const { token, bid } = await freshToken(0.2, 0.6);
       const held = holdWrite(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
       const created = post('alice', {
@@ -310,7 +313,7 @@ describe('strategy engine failures become state', () => {
       expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
     });
 
-    it('BRACKET: a take-profit not placed → its leg FAILED with the error (and a warning), the stop stays armed', async () => {
+    it('BRACKET: a take-profit not placed → its leg FAILED with the error (a warning), the stop armed', async () => {
       const { token, ask } = await freshToken(0.3, 0.7);
       const fault = failWrites(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
       const res = await post('alice', {
@@ -340,7 +343,7 @@ describe('strategy engine failures become state', () => {
       expect(s.warnings).toEqual([expect.stringMatching(/^bracket take_profit failed: not placed: placement_failed/)]);
     });
 
-    it('STOP_LOSS: a triggered sell not placed re-arms the stop, which fires again while the bid is at its level', async () => {
+    it("STOP_LOSS: a triggered sell not placed re-arms the stop, which fires again at the bid's level", async () => {
       const { token, bid } = await freshToken(0.3);
       await post('alice', {
         symbol: token,
@@ -368,7 +371,7 @@ describe('strategy engine failures become state', () => {
   });
 
   describe('18: DELETE strategy answers what the machine decided', () => {
-    it('a TWAP in its finishing step (last slice being canceled): DELETE → 200 and the record ends CANCELED', async () => {
+    it('a TWAP in its finishing step (last slice canceling): DELETE → 200, the record ends CANCELED', async () => {
       const { token, ask, bid } = await freshToken(0.2, 0.6);
       const res = await post('alice', {
         symbol: token,
@@ -398,7 +401,7 @@ describe('strategy engine failures become state', () => {
       expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
     });
 
-    it('the cancel of the working slice fails (store fault): retried, the TWAP ends CANCELED instead of waiting in canceling', async () => {
+    it('the cancel of the working slice fails: retried, the TWAP ends CANCELED, not stuck in canceling', async () => {
       const { token, ask } = await freshToken(0.2, 0.6);
       const res = await post('alice', {
         symbol: token,
@@ -410,7 +413,8 @@ describe('strategy engine failures become state', () => {
       });
       const id = res.body.record_id;
       await idle();
-      const fault = failWrites(store, isStrategyUpdate(`ord_${id}_1`), 2); // the slice's order.cancel cannot be written, twice
+      // the slice's order.cancel cannot be written, twice
+      const fault = failWrites(store, isStrategyUpdate(`ord_${id}_1`), 2);
       const del = await svc.call('DELETE', `/v2/trade/strategies/${id}`, { headers: as('alice') });
       expect(del.status).toBe(200); // accepted: the TWAP is canceling (tag canceling) and certainly ends CANCELED
       expect(svc.services.host.snapshotOf(id)?.hasTag('canceling') ?? del.body.status === 'CANCELED').toBe(true);
@@ -420,7 +424,7 @@ describe('strategy engine failures become state', () => {
       expect((await openOrders('alice')).some((o: any) => o.order_id.startsWith(`ord_${id}`))).toBe(false);
     });
 
-    it('a BRACKET whose take-profit is being placed: DELETE → 200, the take-profit is canceled once placed, the record ends CANCELED', async () => {
+    it('a BRACKET placing its take-profit: DELETE → 200, the take-profit canceled once placed', async () => {
       const { token, ask } = await freshToken(0.3, 0.7);
       const held = holdWrite(store, (w) => w.op === 'insert' && /^ord_stg_.*_1$/.test(w.id));
       const entry = post('alice', {
@@ -450,7 +454,7 @@ describe('strategy engine failures become state', () => {
       expect((await openOrders('alice')).some((o: any) => o.order_id === tp)).toBe(false);
     });
 
-    it('a stop that has triggered: DELETE → 409 with the reason (the machine refuses), the record unchanged', async () => {
+    it('a triggered stop: DELETE → 409 with the reason (the machine refuses), record unchanged', async () => {
       const { token, bid, bids } = await freshToken(0.3);
       await post('alice', {
         symbol: token,
@@ -472,7 +476,9 @@ describe('strategy engine failures become state', () => {
         status: 409,
         body: {
           error: 'conflict',
-          message: `strategy ${res.body.record_id} has triggered and its order is working: cancel its order with DELETE /v2/trade/orders/${before.order_ids[0]}`,
+          message:
+            `strategy ${res.body.record_id} has triggered and its order is working: cancel its order with ` +
+            `DELETE /v2/trade/orders/${before.order_ids[0]}`,
         },
       });
       expect((await strategy('alice', res.body.record_id)).revision).toBe(before.revision);
@@ -481,7 +487,7 @@ describe('strategy engine failures become state', () => {
 });
 
 describe('start-up reconciliation', () => {
-  it('a TWAP whose slice cancel was given up (store fault) is canceled at the next start: CANCELED, nothing left working', async () => {
+  it('a TWAP whose slice cancel was given up is canceled at the next start: CANCELED, nothing working', async () => {
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
     const inner = await SqliteStore.open(null);
     const first = new FaultyStore(inner, { keepOpen: true });

@@ -21,7 +21,7 @@ describe('TriggerIndex: fired triggers are delivered or armed again', () => {
     expect(t.fireOne('s1', 'tok', touch('0.48', '0.5'))).toBe(true);
   });
 
-  it('delivered drops only the hold it was given: a later firing stays held; rearm of a strategy armed meanwhile changes nothing', () => {
+  it('delivered drops only its own hold: a later firing stays held; rearm of one armed meanwhile is a no-op', () => {
     const t = new TriggerIndex();
     t.set('s1', 'tok', { bidAtOrBelow: '0.5' });
     t.fire('tok', touch('0.5', '0.52'));
@@ -247,7 +247,7 @@ describe('TriggerIndex against a naive model (property)', () => {
     );
   });
 
-  it('many strategies registered before the next book update (a restart) fire as one by one would (the sorted merge of pending insertions)', () => {
+  it('many strategies registered before the next book update (a restart) fire as one by one would', () => {
     const many = fc.array(fc.record({ n: fc.integer({ min: 0, max: 299 }), tokenId: tokens, watch: watchArb }), {
       minLength: 40,
       maxLength: 400,

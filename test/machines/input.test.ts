@@ -25,7 +25,7 @@ const machines: Record<string, AnyStateMachine> = {
   withdrawal: withdrawalMachine,
 };
 
-describe('every machine refuses a missing input with NO_INPUT (the throwaway actor of each pure step stays cheap)', () => {
+describe("every machine refuses a missing input with NO_INPUT (each pure step's throwaway actor stays cheap)", () => {
   for (const [name, machine] of Object.entries(machines)) {
     it(name, () => {
       // what XState's transition() / initialTransition() build on every call: an actor without input

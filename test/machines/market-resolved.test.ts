@@ -102,7 +102,7 @@ describe('strategy.cancel with a reason (market resolved)', () => {
  * CANCELED with message `market resolved`, not FAILED.
  */
 describe('a child order refused market_closed ends the strategy CANCELED (market resolved)', () => {
-  it('STOP_LOSS: fires at the touch, its sell refused market_closed → CANCELED, market resolved; another refusal still FAILED', () => {
+  it('STOP_LOSS: its sell refused market_closed → CANCELED, market resolved; another refusal FAILED', () => {
     const input: StrategyInput = { ...base, price: '0.5', size: '10' };
     const [s0] = initialTransition(stopLossMachine, input);
     const s1 = step(stopLossMachine, stopLossMachine.getPersistedSnapshot(s0), {
@@ -237,9 +237,10 @@ describe('a fired stop whose order the resolution canceled ends CANCELED (market
     ],
   ];
   it.each(cases)(
-    '%s: fired, its sell canceled by the resolution (0 filled) → CANCELED, market resolved; canceled otherwise → COMPLETED',
+    '%s: fired, its sell canceled by the resolution (0 filled) → CANCELED, market resolved; else COMPLETED',
     (_name, machine, status, input, fire) => {
-      expect(MARKET_RESOLVED_REASON.code).toBe('MARKET_RESOLVED'); // the venue's code is what the engine recognises (never its prose)
+      // the venue's code is what the engine recognises (never its prose)
+      expect(MARKET_RESOLVED_REASON.code).toBe('MARKET_RESOLVED');
       const [s0] = initialTransition(machine, input);
       const s1 = step(machine, machine.getPersistedSnapshot(s0), fire);
       expect(status[String(s1.value)]).toBe('TRIGGERED');

@@ -159,7 +159,7 @@ describe('order machine: the reason of a cancel', () => {
     return orderMachine.provide({ actions: { cancelAtVenue: (_, p) => void sent.push(p) } });
   }
 
-  it("a strategy's cancel goes to the venue with its reason, survives save → restore, and the venue's report of it is what the order ends with; a repeat keeps the first", () => {
+  it("a strategy's cancel carries its reason through save → restore; the venue's report ends the order", () => {
     const sent: Array<{ orderId: string; reason: unknown }> = [];
     const m = withReasons(sent);
     let [s] = initialTransition(m, { ...input, parentId: 'stg_1' });
@@ -168,7 +168,8 @@ describe('order machine: the reason of a cancel', () => {
     [s, a] = transition(m, roundTrip(m, s), { type: 'order.cancel', reason: STRATEGY });
     runActions(a);
     expect([s.value, sent]).toEqual(['canceling', [{ orderId: 'ord_1', reason: STRATEGY }]]);
-    [s, a] = transition(m, roundTrip(m, s), EVENTS[8]!); // the user's DELETE arrives while it is canceling: sent again, same reason
+    // the user's DELETE arrives while it is canceling: sent again, same reason
+    [s, a] = transition(m, roundTrip(m, s), EVENTS[8]!);
     runActions(a);
     expect(sent).toEqual([
       { orderId: 'ord_1', reason: STRATEGY },
@@ -178,7 +179,7 @@ describe('order machine: the reason of a cancel', () => {
     expect([s.value, s.context.cancelReason, s.context.reason]).toEqual(['canceled', STRATEGY, STRATEGY.message]);
   });
 
-  it("a cancel the venue made on its own (market resolved) is recorded with the venue's code; an expiry as EXPIRED", () => {
+  it('a cancel the venue made itself (market resolved) is recorded with its code; an expiry as EXPIRED', () => {
     const resolved = { code: 'MARKET_RESOLVED', message: 'market resolved' } as const;
     let [s] = initialTransition(orderMachine, input);
     [s] = transition(orderMachine, s, EVENTS[0]!);
@@ -192,7 +193,7 @@ describe('order machine: the reason of a cancel', () => {
     ]);
   });
 
-  it('a snapshot of machine version 1 (no cancelReason) caught canceling sends the cancel again with the reason its origin implies', () => {
+  it("a version 1 snapshot (no cancelReason) caught canceling resends the cancel with its origin's reason", () => {
     for (const [parentId, reason] of [
       ['stg_9', { code: 'STRATEGY_CANCELED', message: 'canceled by its strategy stg_9' }],
       [null, { code: 'USER_CANCELED', message: 'canceled by user' }],

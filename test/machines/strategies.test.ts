@@ -397,14 +397,15 @@ for (const c of CASES) {
         for (const [ev, t] of Object.entries(node.on ?? {})) {
           for (const tr of [t].flat() as Array<{ target?: string }>) {
             const to = tr.target ?? from;
-            if (to === from || transient.has(to)) continue; // self and via-transient transitions are checked by the replays
+            // self and via-transient transitions are checked by the replays
+            if (to === from || transient.has(to)) continue;
             expect(covered, `${from} --${ev}--> ${to}`).toContain(`${from} --${ev}--> ${to}`);
           }
         }
       }
     });
 
-    it(`replays ${paths.length} paths (a shortest path to every reachable state, then every event from it) with a save → JSON → restore between steps`, () => {
+    it(`replays ${paths.length} paths (to every reachable state, then each event), save → restore between`, () => {
       for (const path of paths) {
         log.length = 0;
         let [s, actions] = initialTransition(machine, c.input) as unknown as [
@@ -433,7 +434,7 @@ for (const c of CASES) {
   });
 }
 
-describe('the reason a strategy gives each cancel of its child order (save → JSON → restore between events)', () => {
+describe('the reason a strategy gives each cancel of its child order (save → restore between events)', () => {
   /** Runs `events` from the start of `input`'s machine; returns the cancels sent (order id and reason). */
   function cancels(machine: AnyStateMachine, input: StrategyInput, events: StrategyEvent[]): CancelOrderParams[] {
     const sent: CancelOrderParams[] = [];
@@ -462,7 +463,7 @@ describe('the reason a strategy gives each cancel of its child order (save → J
     passive: true,
   };
 
-  it('TWAP: the slice time rolls the slice (SLICE_ROLLED), the end time cancels the last (DURATION_OVER), DELETE strategy or the engine end it (STRATEGY_CANCELED)', () => {
+  it('TWAP: SLICE_ROLLED at the slice time, DURATION_OVER at the end, STRATEGY_CANCELED by DELETE', () => {
     expect(cancels(twapMachine, twap, [timer('slice', 10_000)])).toEqual([
       {
         orderId: 'ord_stg1_1',
@@ -505,7 +506,7 @@ describe('the reason a strategy gives each cancel of its child order (save → J
     ]);
   });
 
-  it('BRACKET: the stop fires while the take-profit works: the take-profit is canceled as BRACKET_STOP_FIRED, naming the stop', () => {
+  it('BRACKET: the stop fires while the take-profit works: it is canceled as BRACKET_STOP_FIRED', () => {
     const input = {
       ...base,
       type: 'BRACKET' as const,

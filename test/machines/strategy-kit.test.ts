@@ -123,7 +123,7 @@ describe('armedStopMachine (the factory of STOP_LOSS, TRAILING_STOP and TRAILING
     expect(s.can({ type: 'strategy.cancel' })).toBe(false);
   });
 
-  it('re-arms (its watch back, a warning) when the order is not placed, and fails on the third failure in a row', () => {
+  it('re-arms (watch back, a warning) when the order is not placed; fails on the third failure in a row', () => {
     const { actor, placed } = run();
     for (const n of [1, 2]) {
       actor.send(touch('0.49'));
@@ -243,7 +243,8 @@ describe('form-2 codecs and canonical decimals (the stored form of strategy snap
       }),
       { numRuns: 1000 },
     );
-    expect(TOUCH_CODEC.encode([1, 2], ids(0))).toBeUndefined(); // an array would read back as a touch: no slot (XState's form)
+    // an array would read back as a touch: no slot (XState's form)
+    expect(TOUCH_CODEC.encode([1, 2], ids(0))).toBeUndefined();
     expect(CREATED_AT_CODEC.encode(1_000, ids(1_003))).toBe(3);
   });
 });

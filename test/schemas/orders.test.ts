@@ -45,11 +45,14 @@ describe('OrderRequest: per-type rules of spec 2.2.2 with messages that name the
     ],
     [
       { type: 'TRAILING_STOP', side: 'sell', size: '10', execution: { trailing_offset_pct: 5 } },
-      'price or execution.high_water_mark is required for TRAILING_STOP orders (size, execution.trailing_offset_pct or execution.trailing_offset, and execution.high_water_mark or price)',
+      'price or execution.high_water_mark is required for TRAILING_STOP orders (size, ' +
+        'execution.trailing_offset_pct or execution.trailing_offset, and execution.high_water_mark or price)',
     ],
     [
       { type: 'TRAILING_STOP', side: 'sell', size: '10', price: '0.6', execution: {} },
-      'execution.trailing_offset_pct or execution.trailing_offset is required for TRAILING_STOP orders (size, execution.trailing_offset_pct or execution.trailing_offset, and execution.high_water_mark or price)',
+      'execution.trailing_offset_pct or execution.trailing_offset is required for TRAILING_STOP orders ' +
+        '(size, execution.trailing_offset_pct or execution.trailing_offset, and execution.high_water_mark or ' +
+        'price)',
     ],
     [
       {
@@ -62,7 +65,8 @@ describe('OrderRequest: per-type rules of spec 2.2.2 with messages that name the
     ],
     [
       { type: 'TRAILING_BUY', execution: { trailing_offset_pct: 5 } },
-      'quote_amount is required for TRAILING_BUY orders (quote_amount, and execution.trailing_offset_pct or execution.trailing_offset)',
+      'quote_amount is required for TRAILING_BUY orders (quote_amount, and execution.trailing_offset_pct ' +
+        'or execution.trailing_offset)',
     ],
     [
       { type: 'STOP_LOSS', price: '0.4', size: '5' },
@@ -74,7 +78,8 @@ describe('OrderRequest: per-type rules of spec 2.2.2 with messages that name the
     ],
     [
       { type: 'TWAP', size: '10', execution: { interval_sec: 10, duration_sec: 30 }, take_profit: { price: '0.9' } },
-      'type must be one of "LIMIT", "MARKET" for brackets (take_profit / stop_loss attach to buy LIMIT or MARKET entries only)',
+      'type must be one of "LIMIT", "MARKET" for brackets (take_profit / stop_loss attach to buy LIMIT or ' +
+        'MARKET entries only)',
     ],
     [
       { type: 'LIMIT', side: 'sell', price: '0.5', size: '5', stop_loss: { price: '0.3' } },

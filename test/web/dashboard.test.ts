@@ -16,7 +16,8 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const present = existsSync(CHROMIUM);
 if (!present && !process.env.CI)
   console.warn(
-    `test/web/dashboard.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`,
+    `test/web/dashboard.test.ts skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set ` +
+      `CHROMIUM_PATH)`,
   );
 const ARTIFACTS = path.resolve('test-artifacts');
 
@@ -98,7 +99,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await svc?.close();
   });
 
-  it('logs in with a key; an order placed over REST appears and changes status live; a TWAP progress bar advances', async () => {
+  it('logs in with a key; a REST order appears and changes status live; a TWAP progress bar advances', async () => {
     await page.goto(`${svc.baseUrl}/dashboard`);
     await page.fill('#api-key', key);
     await page.click('#connect');
@@ -176,7 +177,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 30_000);
 
-  it('shows the balance and positions with question and outcome, updated live, and marks a resolved market', async () => {
+  it('shows balance and positions with question and outcome, updated live; marks a resolved market', async () => {
     const p = await loggedIn(key);
     await p.waitForFunction(() => document.querySelector('#balance-balance')?.textContent !== '–', undefined, {
       timeout: 5_000,
@@ -199,7 +200,8 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     // marked at the mid of the book: unrealized PnL = size × mid − cost, to the cent
     const mid = await midOf(token);
     const pnl = new Dec(held.size).times(mid).minus(held.cost_usd).toDecimalPlaces(2, Dec.ROUND_HALF_UP);
-    const pnlText = `${pnl.isPos() && !pnl.isZero() ? '+' : pnl.isNeg() && !pnl.isZero() ? '-' : ''}$${pnl.abs().toFixed(2)}`;
+    const sign = pnl.isPos() && !pnl.isZero() ? '+' : pnl.isNeg() && !pnl.isZero() ? '-' : '';
+    const pnlText = `${sign}$${pnl.abs().toFixed(2)}`;
     await expect
       .poll(() => cells(p, row), { timeout: 5_000 })
       .toEqual([
@@ -232,7 +234,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 60_000);
 
-  it("the header shows the bound user; strategies and orders show their market's question and outcome, not a token id", async () => {
+  it('the header shows the bound user; strategies and orders show question and outcome, not a token id', async () => {
     const p = await loggedIn(key);
     expect(await p.textContent('#who')).toMatch(/^user alice · partner \S+ · user key$/);
     const other = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter(
@@ -281,7 +283,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 60_000);
 
-  it("Forget key forgets the board: the next key's user sees none of the previous user's rows, positions or chart", async () => {
+  it("Forget key forgets the board: the next key's user sees none of the previous user's data", async () => {
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'bob' } });
     const bobKey = (await svc.call('POST', '/v2/trade/users/bob/api-keys', { body: { scopes: ['trade.read'] } })).body
       .api_key;
@@ -311,7 +313,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 30_000);
 
-  it('a master key without a partner user id gets a field asking for one (no raw API error), is asked again for an unknown id, then watches that user', async () => {
+  it('a master key without a user id gets a field asking for one, again for an unknown id, then watches', async () => {
     const p = await loggingIn(MASTER_KEY);
     await p.waitForSelector('#pick-user:not([hidden])', { timeout: 10_000 });
     expect(await p.isHidden('#board')).toBe(true);
@@ -406,7 +408,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 30_000);
 
-  it('serves its icon: the page links one and /favicon.ico answers with it, so nothing the page asks for is a 404', async () => {
+  it('serves its icon: the page links one and /favicon.ico answers it, so nothing it asks for is a 404', async () => {
     const failed: string[] = [];
     const p = await loggedIn(key, async (page) =>
       page.on('response', (r) => {

@@ -40,7 +40,7 @@ describe('LookaheadRepository', () => {
     return { inner, repo, published };
   }
 
-  it('locks only what is due within LOCK_AHEAD_MS, not everything due before the next poll, and wakes the processor just before the next one', async () => {
+  it('locks only what is due within LOCK_AHEAD_MS and wakes the processor just before the next one', async () => {
     const { inner, repo, published } = await setup();
     const now = Date.now();
     await inner.saveJob(
@@ -135,7 +135,7 @@ describe('TimerService with the lookahead', () => {
     expect(fired).toHaveLength(1);
   });
 
-  it('with 100 timers due within the next second, only the few due now are locked at any time; all fire once', async () => {
+  it('with 100 timers due within a second, only the few due now are locked at any time; all fire once', async () => {
     const store = await SqliteStore.open(null);
     const jobs = new StoreJobRepository(store);
     await jobs.connect();
@@ -163,7 +163,7 @@ describe('TimerService with the lookahead', () => {
     expect(Math.max(...lockedAtDelivery)).toBeLessThanOrEqual(40);
   });
 
-  it('500 timers already due when the scheduler starts (it was down): all fire once, never more than LOCK_LIMIT locked, fills resumed as runs end', async () => {
+  it('500 timers due at start: all fire once, never more than LOCK_LIMIT locked, fills resumed', async () => {
     const store = await SqliteStore.open(null);
     const jobs = await store.collection('agendaJobs');
     const lockedAtDelivery: number[] = [];
@@ -189,7 +189,7 @@ describe('TimerService with the lookahead', () => {
     expect(Math.max(...lockedAtDelivery)).toBeLessThanOrEqual(LOCK_LIMIT);
   });
 
-  it('a timer canceled after Agenda locked it ahead of its time is not delivered (the firing of a removed job is dropped)', async () => {
+  it('a timer canceled after Agenda locked it ahead of time is not delivered (its firing is dropped)', async () => {
     const store = await SqliteStore.open(null);
     const jobs = await store.collection('agendaJobs');
     const fired: TimerData[] = [];
@@ -231,7 +231,7 @@ describe('TimerService with the lookahead', () => {
 });
 
 describe('mongoNextDueAt', () => {
-  it('asks for the earliest job of the name due in (after, until], sorted on nextRunAt (served by findAndLockNextJobIndex)', async () => {
+  it('asks for the earliest job of the name due in (after, until], sorted on nextRunAt (indexed)', async () => {
     const calls: unknown[] = [];
     const due = new Date(2_000_000);
     const c: DueQueryCollection = {
@@ -254,7 +254,7 @@ describe('mongoNextDueAt', () => {
 });
 
 describe("Agenda's debug loggers", () => {
-  it('the colour decision is made once at load (a logger per processor step does not call isatty), as DEBUG_COLORS would', () => {
+  it('the colour decision is made once at load (no isatty per processor step), as DEBUG_COLORS would', () => {
     // importing engine/scheduler/timers.ts (above) set it on the `debug` module Agenda loads
     const debug = createRequire(createRequire(import.meta.url).resolve('agenda'))('debug') as {
       inspectOpts: Record<string, unknown>;

@@ -48,7 +48,7 @@ describe('timers on MongoDB: the backend', () => {
   const client = new MongoClient('mongodb://127.0.0.1:9/pts', { serverSelectionTimeoutMS: 200 });
   afterAll(() => client.close());
 
-  it("the backend built for a MongoStore is Agenda's MongoBackend on agendaJobs plus an in-process notification channel", () => {
+  it("the backend for a MongoStore is Agenda's MongoBackend on agendaJobs plus an in-process channel", () => {
     // a MongoStore as MongoStore.open makes it, minus the connection
     const store = Object.create(MongoStore.prototype, { db: { value: client.db('pts') } }) as MongoStore;
     const backend = timerBackend(store, log);
@@ -65,7 +65,7 @@ describe('timers on MongoDB: the backend', () => {
     );
   });
 
-  it('Agenda publishes a saved job to the channel and runs a due-now job at once; without the channel it waits for the poll', async () => {
+  it('Agenda publishes a saved job and runs a due-now job at once; without the channel it waits a poll', async () => {
     for (const notify of [true, false]) {
       const inner = await pollingOnlyBackend();
       const backend = notify ? new NotifyingBackend(inner) : inner;
@@ -98,7 +98,7 @@ describe('timers on MongoDB: the backend', () => {
     }
   });
 
-  it('ready() rejects with why the backend could not connect or prepare, and connect() itself never rejects (Agenda calls it unawaited)', async () => {
+  it('ready() rejects with why the backend could not connect or prepare; connect() never rejects', async () => {
     const inner = await pollingOnlyBackend();
     const failing = new NotifyingBackend(inner, async () => {
       throw new Error('index build failed');
@@ -165,11 +165,12 @@ describe('timers on MongoDB: the agendaJobs indexes', () => {
     const { c, calls } = fakeJobs([]);
     expect(await ensureJobIndexes(c, timerJobIndexes(TIMER_JOB))).toBe(0);
     expect(calls).toEqual([
-      `createIndex {"name":1,"data.actorId":1,"data.timerName":1} {"name":"actorTimer","unique":true,"partialFilterExpression":{"name":"${TIMER_JOB}"}}`,
+      `createIndex {"name":1,"data.actorId":1,"data.timerName":1} ` +
+        `{"name":"actorTimer","unique":true,"partialFilterExpression":{"name":"${TIMER_JOB}"}}`,
     ]);
   });
 
-  it('jobs written before the index that break it: keeps the newest per (actor, timer), removes the others, then builds it', async () => {
+  it('jobs that break the index: keeps the newest per (actor, timer), removes the others, builds it', async () => {
     const id = (n: number) => new ObjectId(n.toString(16).padStart(24, '0'));
     const job = (n: number, actorId: string, timerName: string, name = TIMER_JOB) => ({
       _id: id(n),
@@ -209,7 +210,7 @@ describe('TimerService.schedule under a unique (actor, timer) index', () => {
     return store.collection('agendaJobs');
   }
 
-  it('concurrent schedules of one timer all succeed and leave exactly one job where a unique index is enforced (schedule retries on the duplicate key)', async () => {
+  it('concurrent schedules of one timer succeed, one job left under a unique index (duplicate retried)', async () => {
     const store = await SqliteStore.open(null);
     // the SQLite store enforces unique compound indexes: it stands in for MongoDB's actorTimer here
     await store.collection('agendaJobs', [{ fields, unique: true }]);

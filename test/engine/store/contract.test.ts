@@ -55,7 +55,7 @@ for (const adapter of adapters()) {
       expect(await c.findOne({ _id: 'missing' })).toBeNull();
     });
 
-    it('insertMany: inserts in order as one write; a taken _id throws DuplicateKeyError and leaves no gap', async () => {
+    it('insertMany: in order as one write; a taken _id throws DuplicateKeyError, leaves no gap', async () => {
       const c = await store.collection<Item>('many', [{ fields: ['n'], unique: true }]);
       await c.insertMany!([
         { _id: 'm1', owner: 'o', n: 1 },
@@ -233,7 +233,7 @@ for (const adapter of adapters()) {
       expect(await c.count({ owner: 'burst', n: 5 })).toBe(150);
     });
 
-    it('transaction: every write made through its unit of work commits together, or none does when it throws (a standalone MongoDB: not atomic)', async () => {
+    it('transaction: its writes commit together, or none when it throws (standalone MongoDB: not atomic)', async () => {
       const atomic = store.adapter === 'sqlite' || (store.adapter === 'mongodb' && (store as MongoStore).transactional);
       const a = await store.collection<Item>('txa', [{ fields: ['n'], unique: true }]);
       const b = await store.collection<Item>('txb');

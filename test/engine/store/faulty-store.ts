@@ -122,7 +122,9 @@ class Active implements ActiveRule {
   get label(): string {
     return (
       this.rule.name ??
-      `${this.rule.effect ?? 'fail'} ${this.rule.ops?.join('/') ?? 'writes'} on ${this.rule.collections?.join('/') ?? 'any collection'}${this.rule.nth ? ` #${this.rule.nth.join(',')}` : ''}`
+      `${this.rule.effect ?? 'fail'} ${this.rule.ops?.join('/') ?? 'writes'} ` +
+        `on ${this.rule.collections?.join('/') ?? 'any collection'}` +
+        (this.rule.nth ? ` #${this.rule.nth.join(',')}` : '')
     );
   }
   matches(info: OpInfo): boolean {

@@ -37,7 +37,7 @@ describe('engine lease', () => {
   const doc = async (store: Store) =>
     (await store.collection<LeaseDoc>(LEASE_COLLECTION)).findOne({ _id: ENGINE_LEASE_ID });
 
-  it('takes the lease {_id: engine, owner: {pid, host, startedAtMs, instanceId}, expiresAtMs}; a second taker is refused naming the holder; release frees it', async () => {
+  it('takes the lease {_id: engine, owner, expiresAtMs}; a second taker refused, naming the holder', async () => {
     const store = await open();
     let t = 1_000_000;
     const now = () => t;
@@ -52,7 +52,8 @@ describe('engine lease', () => {
     const second = takeEngineLease(store, { now });
     await expect(second).rejects.toBeInstanceOf(EngineLeaseHeldError);
     await expect(second).rejects.toThrow(
-      `${store.location} is in use by another engine process (pid ${process.pid} on ${os.hostname()}, instance ${a.owner.instanceId}`,
+      `${store.location} is in use by another engine process (pid ${process.pid} on ${os.hostname()}, ` +
+        `instance ${a.owner.instanceId}`,
     );
 
     await a.release();
@@ -71,7 +72,7 @@ describe('engine lease', () => {
     await (won[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof takeEngineLease>>>).value.release();
   });
 
-  it('renewal pushes the expiry forward; a lease whose expiry passed (holder died) is taken over, and the old holder then loses it', async () => {
+  it('renewal pushes the expiry forward; an expired lease is taken over, and the old holder loses it', async () => {
     const store = await open();
     let t = 0;
     const now = () => t;
@@ -106,7 +107,7 @@ describe('engine lease', () => {
     await a.release();
   });
 
-  it('a renewal that fails is retried while the lease is still valid, and is lost (fatal) once it would expire first', async () => {
+  it('a failed renewal is retried while the lease is valid, lost (fatal) once it would expire first', async () => {
     const inner = await open();
     let failing = false;
     const leases = await inner.collection<LeaseDoc>(LEASE_COLLECTION);
@@ -138,7 +139,7 @@ describe('engine lease', () => {
     );
   });
 
-  it('takes over at once the live lease of a process of this host that no longer runs (kill -9 and restart); a live remote holder is refused', async () => {
+  it('takes over the lease of a dead process of this host (kill -9) at once; a live remote one refused', async () => {
     const store = await open();
     const leases = await store.collection<LeaseDoc>(LEASE_COLLECTION);
     const deadPid = Number(
@@ -164,8 +165,9 @@ describe('engine lease', () => {
     );
   });
 
-  it('openStore on MongoDB passes the write settings, takes the lease, refuses a second engine (closing its client) and releases the lease at close', async () => {
-    // MongoStore.open stands in for the driver (no server here): each "client" is a view of one in-memory SQLite database.
+  it('openStore on MongoDB: write settings, the lease, a second engine refused (client closed), released', async () => {
+    // MongoStore.open stands in for the driver (no server here):
+    // each "client" is a view of one in-memory SQLite database.
     const db = await open();
     class FakeMongo implements Store {
       readonly adapter = 'mongodb' as const;

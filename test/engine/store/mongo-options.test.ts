@@ -107,7 +107,7 @@ describe('MongoDB write concern and deployment checks', () => {
     );
   });
 
-  it('a journal=false in the URI (which beats the client option in the driver) is found and refused at open', async () => {
+  it('a journal=false in the URI (it beats the client option in the driver) is found and refused at open', async () => {
     const c = new MongoClient('mongodb://h1:27017/db?journal=false', mongoClientOptions());
     expect(writeConcernMismatch(DEFAULT_WRITE_SETTINGS, c.options.writeConcern)).toMatch(
       /w=majority journal=false.*ask for w=majority journal=true/,
@@ -140,7 +140,7 @@ describe('MongoDB write concern and deployment checks', () => {
     expect(standaloneRefusal({ msg: 'isdbgrid' }, false)).toBeNull();
   });
 
-  it('MongoStore.open refuses a standalone server after connecting (hello without setName) and closes the client; allowStandalone opens', async () => {
+  it('MongoStore.open refuses a standalone server (no setName), closes the client; allowStandalone opens', async () => {
     const connect = vi.spyOn(MongoClient.prototype, 'connect').mockImplementation(async function (this: MongoClient) {
       return this;
     });

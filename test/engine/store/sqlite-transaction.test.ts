@@ -6,7 +6,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { FaultyStore, InjectedFault } from './faulty-store.js';
 
-/** Runs `script` (ES module code, run from the worktree: it imports dist/) with `DIR` set; resolves once its output contains `until`. */
+/**
+ * Runs `script` (ES module code, run from the worktree: it imports
+ * dist/) with `DIR` set; resolves once its output contains `until`.
+ */
 function runUntil(
   script: string,
   dir: string,
@@ -63,7 +66,11 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
       const store = await SqliteStore.open(process.env.DIR, { checkpointBytes: 256 * 1024 });
       const c = await store.collection('docs', [{ fields: ['n'], unique: true }]);
       for (let wave = 0; ; wave++) {
-        await Promise.all(Array.from({ length: 50 }, (_, i) => c.insertOne({ _id: 'd' + (wave * 50 + i), n: wave * 50 + i, pad: 'x'.repeat(500) })));
+        await Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            c.insertOne({ _id: 'd' + (wave * 50 + i), n: wave * 50 + i, pad: 'x'.repeat(500) }),
+          ),
+        );
         console.log('acked ' + (wave + 1) * 50 + ' checkpoints ' + store.writer.checkpoints);
       }
     })`;
@@ -105,7 +112,7 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
   });
 
   it(
-    'kill -9 between two writes of a transaction: after the restart neither is there; an earlier completed one is whole',
+    'kill -9 between two writes of a transaction: after the restart neither is there; an earlier one is whole',
     { timeout: 30_000 },
     async () => {
       const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-tx-'));

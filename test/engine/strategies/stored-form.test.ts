@@ -39,7 +39,10 @@ async function aliceWithShares(svc: TestService): Promise<{ token: string; bid: 
   return { token, bid };
 }
 
-/** Writes `snapshot` as the stored snapshot of actor `id` in the (closed) store of `dir`, as an older version would have. */
+/**
+ * Writes `snapshot` as the stored snapshot of actor `id` in
+ * the (closed) store of `dir`, as an older version would have.
+ */
 async function storeSnapshot(dir: string, id: string, snapshot: string): Promise<void> {
   const raw = await SqliteStore.open(dir);
   expect(await (await raw.collection<{ _id: string }>('actors')).updateOne({ _id: id }, { snapshot })).toBe(1);
@@ -55,7 +58,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
   });
   const as = { 'x-partner-user-id': 'alice' };
 
-  it('a STOP_LOSS stored in XState’s form or in form 1 (as snapshots before) restores armed, reads the same, cancels, and is written back in form 2', async () => {
+  it('a STOP_LOSS in XState’s form or form 1 restores armed, reads the same, cancels, saves form 2', async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-form-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
@@ -95,7 +98,8 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect(rec.type).toBe(before.type);
     expect(before.type).toBe('STOP_LOSS');
     const compact = JSON.parse(rec.snapshot);
-    // form 2: [2, value, tokenId, price, size, [bid, ask], ms from the request to the record] and nothing else (tick 0.01, min size 5)
+    // form 2: [2, value, tokenId, price, size, [bid, ask], ms from the
+    // request to the record] and nothing else (tick 0.01, min size 5)
     const packedToken = TOKEN_ID_CODEC.encode(token, { _id: id, ownerUserId: null, createdAtMs: 0 });
     expect(packedToken).toMatch(/^[\w-]{1,43}$/); // the venue's decimal token id, in base64url
     expect(compact).toEqual([
@@ -126,11 +130,16 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
 
     // the text the service stored until now (XState's persisted snapshot), for the same stop
     const xstateForm =
-      `{"status":"active","value":"armed","historyValue":{},"context":{"recordId":"${id}","userId":"${rec.ownerUserId}","type":"STOP_LOSS","side":"sell",` +
-      `"tokenId":"${token}","tickSize":"${c.tickSize}","minSize":"${c.minSize}","price":"${level}","size":"5","quoteAmount":null,"execution":{},"warnings":[],` +
-      `"message":"STOP_LOSS armed: sells 5 shares when the best bid reaches ${level}","clientOrderId":null,"metadata":null,"createdAtMs":${c.createdAtMs},` +
-      `"touch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"filledSize":"0","matchedAmount":"0","children":[],"working":null,"seq":0,"slicesDone":0,` +
-      `"lastTouch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"triggerPrice":"${level}","watch":{"bidAtOrBelow":"${level}"},"deadlines":{},"endReason":null,` +
+      `{"status":"active","value":"armed","historyValue":{},"context":{"recordId":"${id}",` +
+      `"userId":"${rec.ownerUserId}","type":"STOP_LOSS","side":"sell",` +
+      `"tokenId":"${token}","tickSize":"${c.tickSize}","minSize":"${c.minSize}","price":"${level}",` +
+      `"size":"5","quoteAmount":null,"execution":{},"warnings":[],` +
+      (`"message":"STOP_LOSS armed: sells 5 shares when the best bid reaches ` +
+        `${level}","clientOrderId":null,"metadata":null,"createdAtMs":${c.createdAtMs},`) +
+      `"touch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"filledSize":"0","matchedAmount":"0",` +
+      `"children":[],"working":null,"seq":0,"slicesDone":0,` +
+      `"lastTouch":{"bid":"${c.touch.bid}","ask":"${c.touch.ask}"},"triggerPrice":"${level}",` +
+      `"watch":{"bidAtOrBelow":"${level}"},"deadlines":{},"endReason":null,` +
       `"workingPrice":null,"pendingSize":null,"placing":null},"children":{}}`;
     await storeSnapshot(dir, id, xstateForm);
 
@@ -164,7 +173,8 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     await svc.close();
     svc = undefined;
 
-    // a second stop stored in form 1 (the compact form written before form 2) restores, reads the same, cancels and is written in form 2
+    // a second stop stored in form 1 (the compact form written before
+    // form 2) restores, reads the same, cancels and is written in form 2
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const res2 = await svc.call('POST', '/v2/trade/order', {
       body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' },
@@ -182,7 +192,8 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     await svc.close();
     svc = undefined;
     const form1 =
-      `{"form":1,"value":"armed","context":{"side":"sell","tokenId":"${token}","tickSize":"0.01","minSize":"5","price":"${level}","size":"5",` +
+      `{"form":1,"value":"armed","context":{"side":"sell","tokenId":"${token}","tickSize":"0.01",` +
+      `"minSize":"5","price":"${level}","size":"5",` +
       `"createdAtMs":${rec2.createdAtMs - 7},"touch":{"bid":"${t2[0]}","ask":"${t2[1]}"}}}`;
     await storeSnapshot(dir, id2, form1);
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
@@ -211,7 +222,7 @@ describe('strategy snapshots: compact stored form, XState form still restores', 
     expect(svc.services.strategies.triggers.has(id2)).toBe(false);
   }, 60_000);
 
-  it('a TRAILING_STOP is stored in form 2 as its slots only (the mark, offsets and level follow from execution), and restarts armed the same', async () => {
+  it('a TRAILING_STOP is stored in form 2 as its slots only (the rest from execution), restarts the same', async () => {
     const tdir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-form2-'));
     const env = { SIM_MAKER_REFILL_MS: '3600000', SIM_REPLAY: 'off' };
     let s2: TestService | undefined = await startTestService({ store: await SqliteStore.open(tdir), env });

@@ -52,7 +52,10 @@ const ioc = (side: 'buy' | 'sell', price: string, size: string): VenueOrder => (
   postOnly: false,
 });
 
-/** Opens the venue on `dir` with the capture replay on, real time (1 capture second per clock second), driven by the test's clock. */
+/**
+ * Opens the venue on `dir` with the capture replay on, real time
+ * (1 capture second per clock second), driven by the test's clock.
+ */
 async function open(dir: string, clock: ManualClock, events = EVENTS) {
   const venue = await SimVenue.open({
     catalogue: binaryCaptureCatalogue('0.01', events, T0, events.at(-1)!.atMs),
@@ -83,7 +86,7 @@ describe('capture replay: a restart resumes where the previous run was', () => {
   });
 
   for (const mode of ['kill -9 (journal only)', 'graceful (checkpoint)'] as const) {
-    it(`${mode}: continues from the journaled position; taken liquidity stays taken; stale levels never come back; the last trade price never goes back`, async () => {
+    it(`${mode}: resumes at the journaled position; taken stays taken; stale levels, prints stay gone`, async () => {
       const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-resume-'));
       dirs.push(dir);
       const clock = new ManualClock(5_000);
@@ -167,9 +170,11 @@ describe('capture replay: a restart resumes where the previous run was', () => {
     await second.venue.close();
   });
 
-  it("the levels made from the rows' best_bid / best_ask resume as they were left (what a user took of the synthetic touch stays taken)", async () => {
+  it("levels made from the rows' best_bid / best_ask resume as left (taken synthetic touch stays taken)", async () => {
     const HEADER =
-      'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,old_tick_size,new_tick_size,market_resolved,error_message';
+      'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,' +
+      'best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,' +
+      'old_tick_size,new_tick_size,market_resolved,error_message';
     const row = (ms: number, type: string, price: string, size: string, bid: string, ask: string, token = A) =>
       [
         'q',

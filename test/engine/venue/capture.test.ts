@@ -11,7 +11,9 @@ import {
 import { loadCatalogue } from '../../../engine/venue/markets.js';
 
 const HEADER =
-  'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,old_tick_size,new_tick_size,market_resolved,error_message';
+  'event_slug,timestamp_ms,timestamp_iso,timestamp_est,event_type,price,size,size_change,side,best_bid,' +
+  'best_ask,token_id,is_winning_token,outcome,time_since_ticker_change_ms,ticker_changed_recently,' +
+  'old_tick_size,new_tick_size,market_resolved,error_message';
 const SLUG = 'btc-15min-up-or-down-09:15';
 const row = (
   ms: number,
@@ -53,7 +55,7 @@ const row = (
   ].join(',');
 
 describe('capture parser', () => {
-  it('skips error rows, N/A and missing values, repeated headers; sorts by time; rounds sizes; resolves on the winning row', () => {
+  it('skips error rows, N/A, missing values, repeated headers; sorts by time; rounds sizes; resolves', () => {
     const text = [
       HEADER,
       row(100, 'market_open', '1', 'Up'),
@@ -154,7 +156,7 @@ describe('capture parser', () => {
         [HEADER, row(100, 'market_open', '1', 'Up'), row(101, 'market_open', '2', 'Down'), ...rows].join('\n'),
       );
 
-    it('a synthetic level of 100 shares at each side of the touch; replay levels inside it go; one synthetic level per side; a captured level at the touch is the touch', () => {
+    it('a synthetic 100-share level each side of the touch; replay levels inside go; one at the touch is it', () => {
       const c = levels(
         row(200, 'ask', '1', 'Up', { price: '0.99', size: '5000', bid: '0.93', ask: '0.95' }),
         row(300, 'ask', '1', 'Up', { price: '0.99', size: '4000', bid: '0.94', ask: '0.96' }),
@@ -182,7 +184,7 @@ describe('capture parser', () => {
       expect(restingAfter(d.events)).toEqual({ 'buy 0.98': '100', 'sell 0.99': '4000' });
     });
 
-    it('a bid touch at a captured ask removes it (the touch crosses it); N/A leaves that side alone; a crossed touch and same-millisecond rows', () => {
+    it('a bid touch at a captured ask removes it; N/A leaves that side; a crossed touch, same-ms rows', () => {
       const c = levels(
         row(200, 'ask', '1', 'Up', { price: '0.99', size: '5000', bid: '0.97', ask: '0.98' }),
         // no asks left in the real book (N/A): the bid at 0.99 takes the touch, asks at or below it go
@@ -209,7 +211,7 @@ describe('capture parser', () => {
       expect(restingAfter(x.events)).toEqual({ 'buy 0.4': '7', 'buy 0.45': '8', 'sell 0.6': '100', 'sell 0.99': '10' });
     });
 
-    it('the real capture: after every book update that carries a touch, the replayed levels show exactly that touch', () => {
+    it('the real capture: after every update carrying a touch, the replayed levels show exactly that touch', () => {
       const c = loadCatalogue().capture!;
       const touchOf = new Map<string, [string, string]>();
       for (const line of fs.readFileSync(path.join('data', CAPTURE_FILE), 'utf8').split('\n')) {

@@ -259,7 +259,7 @@ describe('venue checkpoints: many bounded documents', () => {
   }
 
   for (const v of variants) {
-    it(`a venue state over 16 MiB checkpoints and restores exactly, no document over ${CHECKPOINT_CHUNK_BYTES / MiB} MiB (${v.name})`, async () => {
+    it(`a state over 16 MiB checkpoints and restores exactly, in chunks under the limit (${v.name})`, async () => {
       const t0 = Date.now();
       const { inner, reopen } = await storeFor(v.disk);
       const store = new FaultyStore(inner, { keepOpen: true });
@@ -289,8 +289,10 @@ describe('venue checkpoints: many bounded documents', () => {
       expect(pointer.chunks).toBe(m.chunkWrites);
       inside(second).liquidity.stop();
       console.info(
-        `[checkpoint ${v.name}] state ${(stateBytes / MiB).toFixed(1)} MiB (${expected.wallets.length} wallets, ${expected.orders.length} orders) in ${pointer.chunks} chunks; ` +
-          `largest document ${(m.maxBson / MiB).toFixed(3)} MiB BSON (${m.maxBsonId}), largest JSON text ${(m.maxLine / MiB).toFixed(3)} MiB; ` +
+        `[checkpoint ${v.name}] state ${(stateBytes / MiB).toFixed(1)} MiB (${expected.wallets.length} ` +
+          `wallets, ${expected.orders.length} orders) in ${pointer.chunks} chunks; ` +
+          (`largest document ${(m.maxBson / MiB).toFixed(3)} MiB BSON (${m.maxBsonId}), largest JSON text ` +
+            `${(m.maxLine / MiB).toFixed(3)} MiB; `) +
           `build ${built - t0} ms, checkpoint ${written - built} ms, restore ${restored - t1} ms`,
       );
     });
@@ -340,7 +342,7 @@ describe('venue checkpoints: many bounded documents', () => {
 
   for (const v of variants) {
     for (const cp of crashPoints) {
-      it(`a checkpoint cut short ${cp.name}: the restart restores the exact state and removes the leftovers (${v.name})`, async () => {
+      it(`a checkpoint cut short ${cp.name}: restart restores exactly, removes the leftovers (${v.name})`, async () => {
         const { inner, reopen } = await storeFor(v.disk);
         const store = new FaultyStore(inner, { keepOpen: true });
         const first = await openVenue(store);
@@ -383,7 +385,7 @@ describe('venue checkpoints: many bounded documents', () => {
 
   for (const v of variants) {
     for (const legacy of ['rows as one JSON string', 'rows as fields'] as const) {
-      it(`a checkpoint in the older one-document form (${legacy}) restores; the next one is chunked (${v.name})`, async () => {
+      it(`an older one-document checkpoint (${legacy}) restores; the next is chunked (${v.name})`, async () => {
         const { inner, reopen } = await storeFor(v.disk);
         const first = await openVenue(inner);
         buildState(first, 300);
@@ -468,7 +470,7 @@ describe('VenueJournal checkpoint chunks', () => {
     expect(await chunkRows({ wallets: [], orders: [] }, 4000)).toEqual([]);
   });
 
-  it('recover: follows the pointer chunk by chunk, removes chunks of other generations, refuses a missing chunk', async () => {
+  it('recover: follows the pointer chunk by chunk, removes other generations, refuses a missing chunk', async () => {
     const store = await SqliteStore.open(null);
     const rows: StateRows = {
       wallets: Array.from({ length: 40 }, (_, i) => wallet(i)),

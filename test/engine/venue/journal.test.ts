@@ -24,7 +24,7 @@ async function storedSeqs(store: FaultyStore): Promise<number[]> {
 }
 
 describe('VenueJournal group commit', () => {
-  it('entries appended while a write is in flight are written together in one insertMany, each acknowledged only once stored', async () => {
+  it('entries appended during a write go together in one insertMany, each acknowledged once stored', async () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const acked: number[] = [];
@@ -43,7 +43,7 @@ describe('VenueJournal group commit', () => {
     expect(journal.health).toMatchObject({ ok: true, pendingWrites: 0 });
   });
 
-  it('a failing batch write is retried (health not ok meanwhile) and the entries behind it wait; nothing is lost or reordered', async () => {
+  it('a failing batch write is retried (health not ok), entries behind it wait; none lost or reordered', async () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const done = [journal.append(1, 1, rows(1))];
@@ -63,7 +63,7 @@ describe('VenueJournal group commit', () => {
     expect(journal.health).toMatchObject({ ok: true, pendingWrites: 0, error: null });
   });
 
-  it('an ambiguous batch write (stored, then reported failed) is retried and recognised as landed by its duplicate keys', async () => {
+  it('an ambiguous batch write (stored, reported failed) is retried, found landed by its duplicate keys', async () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const done = [journal.append(1, 1, rows(1))];
@@ -78,7 +78,7 @@ describe('VenueJournal group commit', () => {
 });
 
 describe('VenueJournal checkpoint beside the journal', () => {
-  it('a due checkpoint takes the state at its entry, lets later entries be written meanwhile, and names that entry only once it is written', async () => {
+  it('a due checkpoint takes the state at its entry, lets later entries be written, names it once done', async () => {
     const store = new FaultyStore(await SqliteStore.open(null));
     let state = 0; // the venue's state: the seq of the last operation applied
     const orders = (n: number) => Array.from({ length: n }, (_, i) => ({ order: { orderId: `o${i}` }, at: state }));
@@ -86,7 +86,8 @@ describe('VenueJournal checkpoint beside the journal', () => {
       store,
       log,
       checkpointEvery: 3,
-      snapshot: () => ({ orderSeq: state, wallets: [], orders: orders(1200) as never }), // > one slice: serialized across event-loop turns
+      // > one slice: serialized across event-loop turns
+      snapshot: () => ({ orderSeq: state, wallets: [], orders: orders(1200) as never }),
     });
     const stateDocs = await store.inner.collection<{ _id: string; seq?: number; rows?: string }>('venueState');
     // entry 3 (the one the checkpoint covers) is held in flight

@@ -8,7 +8,7 @@ const meta = (opId: string, atMs = 1_000) => ({ opId, atMs, transactionHash: `0x
 
 /** The ledger's wallet operations: split, merge, redeem, withdrawal debit and refund. */
 describe('ledger wallet operations', () => {
-  it('split then merge returns the same pUSD; cost basis half each, removed on merge; results are signed deltas with balances after', () => {
+  it('split then merge returns the same pUSD; cost basis half each, removed on merge; signed deltas', () => {
     const l = new Ledger('100');
     const s = l.split('u', meta('s1'), 'c', [Y, N], dec('30'));
     expect(s).toMatchObject({
@@ -35,7 +35,7 @@ describe('ledger wallet operations', () => {
     expect(l.view('u')).toEqual({ pusd: { balance: '100', reserved: '0', available: '100' }, positions: [] });
   });
 
-  it('refusals: free pUSD (not reserved by buys), free shares, reserved shares block a redeem, nothing to redeem', () => {
+  it('refusals: free pUSD (not reserved), free shares, reserved shares block a redeem, nothing to redeem', () => {
     const l = new Ledger('100');
     l.load({ userId: 'u', pusd: '100', reserved: '60', positions: [[Y, '10', '4', '5']] });
     expect(l.pusdRefusal('u', dec('40.01'), 'this split')).toEqual({
@@ -78,7 +78,7 @@ describe('ledger wallet operations', () => {
     ]);
   });
 
-  it("redeem of one outcome: only that token's shares (all, or an amount) burn, its cost basis leaves in proportion; the other token is listed unchanged", () => {
+  it('redeem of one outcome burns only its shares, its cost basis in proportion; the other unchanged', () => {
     const l = new Ledger('0');
     l.load({
       userId: 'u',
@@ -119,7 +119,7 @@ describe('ledger wallet operations', () => {
     });
   });
 
-  it('remembers each op with the wallet row (a repeat after recovery finds it), forgets it on release or after OP_RETAIN_MS', () => {
+  it('remembers each op with the wallet row (found after recovery), forgets on release or OP_RETAIN_MS', () => {
     const l = new Ledger('100');
     const d = l.transfer('u', meta('wd:debit'), 'withdraw', dec('25'));
     expect(d).toMatchObject({ kind: 'withdraw', pusdDelta: '-25', pusdBalance: '75', conditionId: null });

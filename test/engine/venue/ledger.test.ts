@@ -117,7 +117,7 @@ describe('ledger: reservations and trade settlement', () => {
     expect(avail(l, 'u1')).toEqual({ usd: '102', shares: '46', held: '46', reservedShares: '0' });
   });
 
-  it('the cost basis a sell takes out is the average cost in micro-dollars: cost_usd never carries more than 6 decimals', () => {
+  it('a sell takes out the average cost in micro-dollars: cost_usd never carries more than 6 decimals', () => {
     const l = new Ledger('100');
     l.load({ userId: 'u0', pusd: '100', reserved: '0', positions: [[T, '50', '0', '20']] });
     l.load({ userId: 'u1', pusd: '100', reserved: '0', positions: [[T, '200', '0', '80']] });
@@ -257,7 +257,8 @@ describe('ledger: reservations and trade settlement', () => {
             const b = buys[s.a % buys.length]!;
             const sl = sells[s.b % sells.length]!;
             if (b.order.userId === sl.order.userId) continue;
-            // the ledger does not care who rested: a price a limit buy accepts (its limit or lower); a market buy pays at most its dollars
+            // the ledger does not care who rested: a price a limit buy accepts
+            // (its limit or lower); a market buy pays at most its dollars
             const px =
               b.order.kind === 'limit' ? Dec.min(dec(b.order.price!), dec(sl.order.price!)) : dec(sl.order.price!);
             let qty = Dec.min(sl.left!, b.left ?? b.reservedUsd.div(px).toDecimalPlaces(2, Dec.ROUND_DOWN));

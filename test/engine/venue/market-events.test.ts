@@ -70,7 +70,7 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     for (const d of dirs.splice(0)) await fs.rm(d, { recursive: true, force: true });
   });
 
-  it('captured levels are the book; what a user takes is gone until the capture updates that level; size 0 removes it; trade prints set the last-trade price', async () => {
+  it('captured levels are the book; taken stays gone until the capture updates it; trades set last price', async () => {
     const { venue } = await openVenue();
     await venue.applyCaptureEvents([
       level('buy', '0.95', '100'),
@@ -111,7 +111,7 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     expect(venue.book(A)!.bids).toEqual([{ price: '0.9', size: '6' }]);
   });
 
-  it('tick change: new orders checked against it at once; resting orders on the new tick keep price and priority, the others are canceled (tick size changed)', async () => {
+  it('tick change: applies at once; resting orders on the new tick stay, the others canceled', async () => {
     const { venue, reports, markets } = await openVenue();
     const onTick = order('u', 'buy', '0.5', '10');
     const offTick = order('u', 'buy', '0.505', '10');
@@ -137,7 +137,7 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     });
   });
 
-  it('resolution: resting orders canceled (market resolved), new orders rejected, status resolved; survives kill -9 (journal) and a checkpoint', async () => {
+  it('resolution: resting canceled, new rejected, status resolved; survives kill -9 and a checkpoint', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-market-'));
     dirs.push(dir);
     const { venue, reports, markets } = await openVenue(dir);
@@ -185,13 +185,14 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     });
   });
 
-  it('capture events: tick change and resolution apply from the capture; a resolution of the capture is journaled', async () => {
+  it('capture events: tick change and resolution apply from the capture; a resolution is journaled', async () => {
     const { venue, markets } = await openVenue();
     const seller = 's';
     await venue.walletOp({ kind: 'split', opId: 'seed-s', userId: seller, conditionId: C, amount: '10' });
     await venue.applyCaptureEvents([{ kind: 'tick', atMs: 2, tokenId: A, tickSize: dec('0.01') }]);
     expect(venue.book(A)!.tickSize).toBe('0.01');
-    await venue.applyCaptureEvents([{ kind: 'tick', atMs: 3, tokenId: A, tickSize: dec('0.01') }]); // no change: no market event
+    // no change: no market event
+    await venue.applyCaptureEvents([{ kind: 'tick', atMs: 3, tokenId: A, tickSize: dec('0.01') }]);
     expect(markets).toEqual([C]);
     await venue.applyCaptureEvents([{ kind: 'resolved', atMs: 4, conditionId: C, winningTokenId: B }]);
     expect(venue.marketStatus(C)).toMatchObject({ resolved: true, winningTokenId: B });

@@ -155,7 +155,7 @@ function play(
 }
 
 describe('matching engine', () => {
-  it('one operation: accepted, then each fill taker side first, trade ids from the operation seq; what changed is in the tx', () => {
+  it('one operation: accepted, then each fill taker first, trade ids from the seq; the tx has the changes', () => {
     const { m, run } = engine();
     const s1 = limit('u1', 'sell', '0.5', '5');
     const s2 = limit('u2', 'sell', '0.51', '5');
@@ -211,7 +211,7 @@ describe('matching engine', () => {
     ).toEqual([first.orderId]);
   });
 
-  it('any order sequence: the book never crosses, reservations match the open orders, pUSD and shares are conserved', () => {
+  it('any order sequence: book never crosses, reservations match open orders, pUSD and shares conserved', () => {
     const order = randomOrder([A], 40, 60);
     fc.assert(
       fc.property(fc.array(order, { minLength: 10, maxLength: 60 }), (orders) => {
@@ -284,7 +284,7 @@ const fills = (tx: Tx) =>
   );
 
 describe('complementary matching (mint, merge)', () => {
-  it('a buy of A at p crosses a resting buy of B at ≥ 1 − p: a full set minted, the maker at its price, the taker at 1 − it', () => {
+  it('a buy of A at p crosses a resting buy of B at ≥ 1 − p: a full set minted, maker at its price', () => {
     const { m, l, run } = pairEngine();
     const noBid = on(B, limit('u1', 'buy', '0.45', '10'));
     run((tx) => m.place(tx, noBid));
@@ -306,7 +306,7 @@ describe('complementary matching (mint, merge)', () => {
     expect(m.depth(A, 5)!.asks.map((x) => `${str(x.size)}@${str(x.price)}`)).toEqual(['6@0.55']);
   });
 
-  it('a sell of A at p crosses a resting sell of B at ≤ 1 − p: a full set merged, each seller gets its price', () => {
+  it('a sell of A at p crosses a resting sell of B at ≤ 1 − p: a full set merged, each at its price', () => {
     const { m, l, run } = pairEngine();
     const noAsk = on(B, limit('u1', 'sell', '0.3', '10'));
     run((tx) => m.place(tx, noAsk));
@@ -341,7 +341,7 @@ describe('complementary matching (mint, merge)', () => {
     ).toEqual([noBidB.orderId, ownAsk.orderId, noBidA.orderId]);
   });
 
-  it('self-trade prevention across the books: a user never mints or merges with itself; its resting order is canceled', () => {
+  it('self-trade prevention across books: never mints or merges with itself; its resting order canceled', () => {
     const { m, run } = pairEngine();
     const own = on(B, limit('u0', 'buy', '0.5', '5'));
     run((tx) => m.place(tx, own));
@@ -382,7 +382,7 @@ describe('complementary matching (mint, merge)', () => {
     expect(po.reports[0]).toMatchObject({ type: 'venue.rejected', error: 'order crosses book' });
   });
 
-  it('any order sequence on both outcomes: no merged book crosses, reservations match, pUSD + full sets and shares are conserved', () => {
+  it('any sequence on both outcomes: no merged book crosses, reservations match, everything conserved', () => {
     const order = randomOrder([A, B], 35, 65);
     let complementary = 0;
     fc.assert(

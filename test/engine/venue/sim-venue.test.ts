@@ -248,7 +248,7 @@ describe('simulated venue: matching engine', () => {
     expect(venue.wallet('b').pusd.reserved).toBe('4');
   });
 
-  it('the liquidity provider seeds several levels each side around the reference, never crossed or locked', async () => {
+  it('the liquidity provider seeds several levels each side of the reference, never crossed or locked', async () => {
     const { venue } = await openVenue({ liquidityLevels: 5 });
     const book = venue.book(A)!;
     expect(book.bids.map((l) => l.price)).toEqual(['0.49', '0.48', '0.47', '0.46', '0.45']);
@@ -260,7 +260,7 @@ describe('simulated venue: matching engine', () => {
     expect(moved.bids[0]!.price).toBe('0.59');
   });
 
-  it('a liquidity provider re-quote takes user orders its new prices cross (how the replay moves hit orders)', async () => {
+  it('a liquidity provider re-quote takes user orders its new prices cross (how replay hits orders)', async () => {
     const { venue, reports } = await openVenue({ liquidityLevels: 3 });
     const o = order('b', 'buy', '0.5', '10');
     await venue.submit(o); // rests inside the spread
@@ -296,7 +296,7 @@ describe('simulated venue: matching engine', () => {
     expect(third.venue.orderState(rest.orderId)?.status).toBe('filled');
   });
 
-  it('checkpoints keep working and unreleased finished orders, forget released ones, and compact the journal', async () => {
+  it('checkpoints keep working and unreleased finished orders, forget released ones, compact the journal', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
     dirs.push(dir);
     const first = await openVenue({ dir });
@@ -312,7 +312,8 @@ describe('simulated venue: matching engine', () => {
     first.venue.release(filled.orderId); // its actor recorded the fill
     first.venue.release(resting.orderId); // still working: ignored
     const wallet = first.venue.wallet('b');
-    for (let i = 0; i < 1100; i++) await first.venue.submit(order('c', 'buy', '0.01', '5')); // journal > 2 deletion slices
+    // journal > 2 deletion slices
+    for (let i = 0; i < 1100; i++) await first.venue.submit(order('c', 'buy', '0.01', '5'));
     await first.venue.close(); // writes a checkpoint
     const journal = await first.store.collection('venueJournal');
     expect(await journal.count({})).toBe(0);
@@ -328,7 +329,7 @@ describe('simulated venue: matching engine', () => {
     ]);
   });
 
-  it('a failing journal write: venue degraded, later operations wait in order, nothing lost; recovers by itself', async () => {
+  it('a failing journal write: degraded, later operations wait in order, nothing lost; self-recovers', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
     dirs.push(dir);
     const store = new FaultyStore(await SqliteStore.open(dir));

@@ -24,7 +24,7 @@ describe('wallet operations caught mid-way are finished at start-up, exactly onc
     for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
   });
 
-  it('split and withdrawal applied at the venue, unanswered, then restarted: CONFIRMED once, balances agree', async () => {
+  it('split and withdrawal applied at the venue, unanswered, restarted: CONFIRMED once, balances agree', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-wallet-'));
     dirs.push(dir);
     const env = { SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '100', SIM_MAKER_REFILL_MS: '3600000' };
