@@ -63,7 +63,8 @@ const LOOP_BLOCKS_MODULE = fileURLToPath(new URL('./loop-blocks.mjs', import.met
 const BLOCK_BINS = [10, 20, 50, 100];
 
 /**
- * `event-loop blocks ≥10 ms: 12  ≥20: 3  ≥50: 0  ≥100: 0  (by CPU ≥10: 9  ≥20: 1  ≥50: 0; max 24.1 ms; …)`:
+ * `event-loop blocks ≥10 ms: 12  ≥20: 3  ≥50: 0  ≥100: 0`
+ * `(by CPU ≥10: 9  ≥20: 1  ≥50: 0; max 24.1 ms; …)`:
  * the blocks that ended within the run. Less noisy than p99 on a shared machine: a block holds
  * every in-flight request, whatever else the cores do.
  */

@@ -37,7 +37,7 @@ export const EXPIRATION_HORIZON_MS = 365 * 24 * 60 * 60 * 1000;
 /** TWAP bound (README): at most 1000 slices; `execution.duration_sec` ≤ 7 days is a schema rule. */
 export const TWAP_MAX_SLICES = 1000;
 
-// ── wording ─────────────────────────────────────────────────────────────────────────────────
+// ── wording ───────────────────────────────
 
 /**
  * The cents message of spec 2.1, to the letter, for any price field above 1 (spec 2.1 names
@@ -71,7 +71,7 @@ export function notEnoughSharesMessage(held: Dec, reserved: Dec): string {
   );
 }
 
-// ── pure rules ──────────────────────────────────────────────────────────────────────────────
+// ── pure rules ────────────────────────────
 
 /**
  * A price field (spec 2.1: every field of its first row): above 1 → the cents message; outside
@@ -310,7 +310,7 @@ export function checkTwapSlices(p: TwapPlan, market: Pick<TokenInfo, 'minSize'>)
   }
 }
 
-// ── the engine ──────────────────────────────────────────────────────────────────────────────
+// ── the engine ────────────────────────────
 
 /** A concrete CLOB order as risk checks it (the order actor's input, engine/orders.ts `OrderInput`). */
 export interface RiskOrder {
@@ -451,7 +451,7 @@ export function refusalCode(err: DomainError): string {
   }
 }
 
-// ── wallet operations ────────────────────────────────────────────────────────────
+// ── wallet operations ─────────────────────
 
 /**
  * A token amount in human units (dollars for pUSD; dollars = full sets for split and merge):

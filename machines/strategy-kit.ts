@@ -748,7 +748,7 @@ export function isCurrentTimer(c: StrategyBaseContext, e: StrategyEvent, name: s
   return e.type === 'timer.fired' && e.name === name && c.deadlines[name] === e.atMs;
 }
 
-// ── the shared setup ────────────────────────────────────────────────────────────────────────────
+// ── the shared setup ──────────────────────
 
 /**
  * Fields the shared actions write. No machine's context type narrows them (each keeps the type
