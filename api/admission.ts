@@ -10,7 +10,9 @@ export const OVERLOADED_RETRY_AFTER_SEC = 1;
  */
 export const MAX_RELEASES_PER_ITERATION = 256;
 
-/** Limits of {@link admission} (settings WRITE_CONCURRENCY, WRITE_QUEUE_LENGTH, WRITE_QUEUE_WAIT_MS, LOOP_BUDGET_MS). */
+/**
+ * Limits of {@link admission} (settings WRITE_CONCURRENCY, WRITE_QUEUE_LENGTH, WRITE_QUEUE_WAIT_MS, LOOP_BUDGET_MS).
+ */
 export interface AdmissionLimits {
   /** Requests handled at once; 0 = no limit. */
   concurrency: number;
@@ -209,7 +211,8 @@ export class AdmissionGate {
   /** One check-phase callback of a batch: releases the head of the queue if a slot and the budget allow. */
   private releaseOne(batch: { released: number; stopped: boolean }, last: boolean, size: number): void {
     if (!batch.stopped) {
-      while (this.queue.length > 0 && this.queue[0]!.ticket.gone()) clearTimeout(this.queue.shift()!.timer); // the client left while waiting
+      // the client left while waiting
+      while (this.queue.length > 0 && this.queue[0]!.ticket.gone()) clearTimeout(this.queue.shift()!.timer);
       if (this.queue.length > 0 && this.running < this.concurrency && this.budget.take()) {
         const w = this.queue.shift()!;
         clearTimeout(w.timer);

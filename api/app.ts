@@ -153,7 +153,8 @@ function mount(
     }
     // the claim first: a duplicate of a request still running is a 409, a completed one replays,
     // even while the store cannot take writes
-    // a mutating route with query parameters (DELETE /v2/trade/orders?symbol=…): the query is part of "the same request"
+    // a mutating route with query parameters (DELETE
+    // /v2/trade/orders?symbol=…): the query is part of "the same request"
     const request = route.query ? { body: req.body ?? {}, query: req.query as unknown } : (req.body ?? {});
     const claim = await services.idempotency.begin(principal.keyId, idempotencyKey, {
       method: req.method,
@@ -235,7 +236,10 @@ const MAY_NAME_SECRET = /auth|bearer|token|key|secret|password|signature|pts_|%/
 /** An API key of this service (`pts_` + 43 base64url characters), wherever it appears. */
 const API_TOKEN = /pts_[A-Za-z0-9_-]{20,}/g;
 
-/** A query parameter's name as the application reads it (`+` is a space, percent-escapes decoded); a malformed escape keeps it raw. */
+/**
+ * A query parameter's name as the application reads it (`+` is a
+ * space, percent-escapes decoded); a malformed escape keeps it raw.
+ */
 function paramName(raw: string): string {
   const spaced = raw.replace(/\+/g, ' ');
   try {
@@ -245,7 +249,10 @@ function paramName(raw: string): string {
   }
 }
 
-/** Whether a query parameter's name names a credential: the whole name, or its last word, is one of {@link SECRET_WORDS}. */
+/**
+ * Whether a query parameter's name names a credential: the
+ * whole name, or its last word, is one of {@link SECRET_WORDS}.
+ */
 function namesSecret(raw: string): boolean {
   const name = paramName(raw).toLowerCase();
   if (SECRET_WORDS.has(name.trim())) return true;
@@ -304,7 +311,8 @@ function rateLimiter(perMinute: number): RequestHandler {
         new ApiError(
           429,
           'rate_limited',
-          `more than ${options.limit} requests per minute for this API key; wait for Retry-After seconds, add jitter, do not retry in a tight loop`,
+          `more than ${options.limit} requests per minute for this API key; wait for ` +
+            `Retry-After seconds, add jitter, do not retry in a tight loop`,
         ),
       );
     },

@@ -22,7 +22,8 @@ export function requireVenue(services: Services): void {
   const h = services.venue.health;
   if (!h.ok)
     throw unavailable(
-      `the venue cannot record operations right now (${h.error ?? 'store unavailable'}); nothing was changed, retry later`,
+      `the venue cannot record operations right now ` +
+        `(${h.error ?? 'store unavailable'}); nothing was changed, retry later`,
     );
 }
 

@@ -54,8 +54,8 @@ export const FAVICON = '/favicon.ico';
 
 /**
  * The live dashboard: `GET /dashboard` and its static assets — the page, its script, style and
- * icon (web/; the icon also at {@link FAVICON}), and lightweight-charts' standalone build from node_modules. The Socket.IO client
- * is served by the push server at `/socket.io/socket.io.min.js`. Public: the page holds no data;
+ * icon (web/; the icon also at {@link FAVICON}), and lightweight-charts' standalone build from node_modules. The
+ * Socket.IO client is served by the push server at `/socket.io/socket.io.min.js`. Public: the page holds no data;
  * the operator pastes an API key, which stays in the tab's session storage. Served under
  * {@link dashboardCsp}.
  */

@@ -15,7 +15,9 @@ interface DispatchEntry {
   order: number;
 }
 
-/** Whether `path` (a URL pathname, split on `/`) matches the route's segments; the raw (undecoded) parameters, or null. */
+/**
+ * Whether `path` (a URL pathname, split on `/`) matches the route's segments; the raw (undecoded) parameters, or null.
+ */
 function matchSegments(segments: string[], parts: string[]): Record<string, string> | null {
   if (parts.length !== segments.length) return null;
   let params: Record<string, string> | null = null;

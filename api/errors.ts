@@ -53,7 +53,10 @@ export const notFoundHandler: RequestHandler = (req) => {
   throw errors.notFound(`no route ${req.method} ${req.path}`);
 };
 
-/** Whether `text` is valid JSON (body-parser's strict mode refuses a valid `null`, `1` or `"x"` body as a parse failure). */
+/**
+ * Whether `text` is valid JSON (body-parser's strict mode
+ * refuses a valid `null`, `1` or `"x"` body as a parse failure).
+ */
 function isJson(text: unknown): boolean {
   if (typeof text !== 'string') return false;
   try {

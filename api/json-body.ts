@@ -1,6 +1,9 @@
 import express, { type RequestHandler } from 'express';
 
-/** A failure shaped as body-parser's (its `type`, `status`, and for a parse failure the `body`), mapped by api/errors.ts. */
+/**
+ * A failure shaped as body-parser's (its `type`, `status`, and
+ * for a parse failure the `body`), mapped by api/errors.ts.
+ */
 function bodyError(message: string, type: string, body?: string): Error {
   const status = type === 'entity.too.large' ? 413 : 400;
   return Object.assign(new Error(message), {
@@ -27,8 +30,8 @@ const DECIMAL_LENGTH = /^[0-9]{1,15}$/;
 /**
  * The JSON body parser of the API: `express.json({limit, strict: true, type: application/json
  * and application/*+json})` — 413 `entity.too.large` over `limitBytes` (on the fast path below
- * at once, before the body is read, when `Content-Length` announces more, with `Connection: close`), 400 `entity.parse.failed`
- * for malformed JSON or a JSON value that is not an object or array, 415 for a charset or
+ * at once, before the body is read, when `Content-Length` announces more, with `Connection: close`), 400
+ * `entity.parse.failed` for malformed JSON or a JSON value that is not an object or array, 415 for a charset or
  * encoding it cannot read — with a fast path for the common request: a
  * `Content-Type` of exactly `application/json` (or `application/json; charset=utf-8`), a
  * `Content-Length` and no `Content-Encoding` are read and parsed here, without

@@ -3,8 +3,8 @@
  * variable), binds the HTTP port (a taken port stops with one line naming it, before anything
  * else happens), starts services (a DATA_DIR held by another process stops with one line naming
  * the folder, a MongoDB database held by another engine process stops with one line naming the
- * holder, a standalone MongoDB server is refused unless allowed), serves, and shuts down gracefully on SIGTERM/SIGINT: stop accepting, drain the
- * scheduler, flush the store. An uncaught exception or unhandled rejection is fatal (exit 1).
+ * holder, a standalone MongoDB server is refused unless allowed), serves, and shuts down gracefully on SIGTERM/SIGINT:
+ * stop accepting, drain the scheduler, flush the store. An uncaught exception or unhandled rejection is fatal (exit 1).
  */
 import { loadConfig, ConfigError } from '../engine/config.js';
 import { createLogger, logDestination } from '../engine/logger.js';

@@ -5,19 +5,38 @@ import { ROUTES } from './routes.js';
 
 /** Meaning of each error status (spec part 7), for the shared error responses. */
 const ERROR_STATUSES: Record<number, string> = {
-  400: 'Invalid request: a malformed or missing field, header or parameter; price out of range (the cents message of spec 2.1); `limit` above the endpoint maximum; a missing or non-UUID `Idempotency-Key`. `error` is `invalid_request` unless the spec names a string (`invalid window`).',
-  401: 'Unauthorized: missing, malformed (or more than one `Authorization` header), unknown, expired or revoked API key.',
+  400:
+    'Invalid request: a malformed or missing field, header or parameter; price out of range (the cents ' +
+    'message of spec 2.1); `limit` above the endpoint maximum; a missing or non-UUID `Idempotency-Key`. ' +
+    '`error` is `invalid_request` unless the spec names a string (`invalid window`).',
+  401:
+    'Unauthorized: missing, malformed (or more than one `Authorization` ' +
+    'header), unknown, expired or revoked API key.',
   403: "Forbidden: the key lacks the endpoint's scope, or a per-user key names another user.",
   404: 'Not found: no such route, resource, or user (`X-Partner-User-Id`); also a resource of another user.',
-  409: 'Conflict: the resource is in a state that forbids this (already final; an active copytrade for that leader; a strategy already executing); or `idempotency_key_in_use` while the first request with that key still runs (with `Retry-After`).',
+  409:
+    'Conflict: the resource is in a state that forbids this (already final; an active copytrade ' +
+    'for that leader; a strategy already executing); or `idempotency_key_in_use` while the first ' +
+    'request with that key still runs (with `Retry-After`).',
   410: 'Gone: `QUOTE_EXPIRED` (combo accept after `expires_at`): re-quote.',
-  413: 'Request body larger than BODY_LIMIT_BYTES (answered at once, with `Connection: close`, when `Content-Length` announces it).',
+  413:
+    'Request body larger than BODY_LIMIT_BYTES (answered at once, with ' +
+    '`Connection: close`, when `Content-Length` announces it).',
   415: 'Request body is not application/json.',
-  422: 'Business rule: `INSUFFICIENT_BALANCE`, `NO_LIQUIDITY`, `order crosses book`, `WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the touch has already reached), `Not enough shares to place this sell — holding <X>`, or `idempotency_key_reused` (the key was used for a different request).',
+  422:
+    'Business rule: `INSUFFICIENT_BALANCE`, `NO_LIQUIDITY`, `order crosses book`, `WOULD_TRIGGER_IMMEDIATELY` (a ' +
+    'STOP_LOSS or TRAILING_STOP whose level the touch has already reached), ' +
+    '`Not enough shares to place this sell — holding <X>`, or `idempotency_key_reused` (the key was used for a ' +
+    'different request).',
   429: 'Rate limit exceeded (RATE_LIMIT_PER_MIN per API key): wait at least `Retry-After` seconds, with jitter.',
   500: 'Server fault: retry with exponential backoff.',
   501: 'Part of the v2 specification, not available on this service yet.',
-  503: '`unavailable`, with `Retry-After` (seconds): the service cannot take this now and changed nothing; retry after the delay. Statements: data not ready, poll later. Orders and cancels: the venue cannot record operations (a store fault; `GET /healthz` shows `venue.ok: false`) or the service is still starting. `overloaded` (every POST, PATCH and DELETE): the service is at capacity (WRITE_CONCURRENCY requests running, WRITE_QUEUE_LENGTH waiting, or no slot within WRITE_QUEUE_WAIT_MS); the request was not run.',
+  503:
+    '`unavailable`, with `Retry-After` (seconds): the service cannot take this now and changed nothing; retry ' +
+    'after the delay. Statements: data not ready, poll later. Orders and cancels: the venue cannot record ' +
+    'operations (a store fault; `GET /healthz` shows `venue.ok: false`) or the service is still starting. ' +
+    '`overloaded` (every POST, PATCH and DELETE): the service is at capacity (WRITE_CONCURRENCY requests running, ' +
+    'WRITE_QUEUE_LENGTH waiting, or no slot within WRITE_QUEUE_WAIT_MS); the request was not run.',
 };
 
 const TAGS: Record<string, string> = {
@@ -33,24 +52,61 @@ const TAGS: Record<string, string> = {
 const DESCRIPTION = `Partner trading API for prediction-market outcome tokens (spec v2.0).
 
 Conventions:
-- Prices are decimal probabilities 0.001–0.999 (never cents); sizes are shares; \`quote_amount\` and \`budget_usdc\` are US dollars. Quantities travel as decimal strings.
-- Timestamps (\`created_at\`, \`updated_at\`, \`expiration\`, \`expires_at\` of keys) are Unix epoch milliseconds; combo \`expires_at\` is ISO 8601.
-- Every non-2xx body is \`{error, message?}\`: branch on the status, then on \`error\`. Successful bodies never carry \`error\` and may carry \`warnings\`.
-- Every POST, PATCH and DELETE needs an \`Idempotency-Key\` (a UUID v4 per operation, the same when retrying). Keys are scoped to the API key; a retry of a completed request returns the original status and body with \`Idempotent-Replayed: true\` (a key mint's replay without its \`api_key\`, which is shown once: a \`message\` says so); the same key on a different request answers 422 \`idempotency_key_reused\`; a duplicate while the first still runs answers 409 \`idempotency_key_in_use\`. Successful responses are kept 24 hours; refused requests are not kept.
-- HTTP: a path of this document with a method it does not list answers 405 \`method_not_allowed\` with \`Allow\`; \`OPTIONS\` on it answers 204 with \`Allow\` (no authentication). A request the HTTP parser cannot read (malformed request line or header, \`Content-Length\` with \`Transfer-Encoding\`) answers 400 \`invalid_request\`, an over-long URL or headers (16 KiB) 431 \`request_header_fields_too_large\`, both in the error envelope with \`Connection: close\`.
-- Authentication comes first: without a valid token the answer is 401 whatever the body (malformed, not JSON, too large); the body is read only after the key and its scope are checked. Responses of authenticated endpoints carry \`Cache-Control: no-store\`.
+- Prices are decimal probabilities 0.001–0.999 (never cents); sizes are shares; \`quote_amount\` and \`budget_usdc\` \
+are US dollars. Quantities travel as decimal strings.
+- Timestamps (\`created_at\`, \`updated_at\`, \`expiration\`, \`expires_at\` of keys) are Unix epoch milliseconds; \
+combo \`expires_at\` is ISO 8601.
+- Every non-2xx body is \`{error, message?}\`: branch on the status, then on \`error\`. Successful bodies never carry \
+\`error\` and may carry \`warnings\`.
+- Every POST, PATCH and DELETE needs an \`Idempotency-Key\` (a UUID v4 per operation, the same when retrying). Keys \
+are scoped to the API key; a retry of a completed request returns the original status and body with \
+\`Idempotent-Replayed: true\` (a key mint's replay without its \`api_key\`, which is shown once: a \`message\` says \
+so); the same key on a different request answers 422 \`idempotency_key_reused\`; a duplicate while the first still \
+runs answers 409 \`idempotency_key_in_use\`. Successful responses are kept 24 hours; refused requests are not kept.
+- HTTP: a path of this document with a method it does not list answers 405 \`method_not_allowed\` with \`Allow\`; \
+\`OPTIONS\` on it answers 204 with \`Allow\` (no authentication). A request the HTTP parser cannot read (malformed \
+request line or header, \`Content-Length\` with \`Transfer-Encoding\`) answers 400 \`invalid_request\`, an over-long \
+URL or headers (16 KiB) 431 \`request_header_fields_too_large\`, both in the error envelope with \`Connection: close\`.
+- Authentication comes first: without a valid token the answer is 401 whatever the body (malformed, not JSON, too \
+large); the body is read only after the key and its scope are checked. Responses of authenticated endpoints carry \
+\`Cache-Control: no-store\`.
 - Master keys act for a user with the \`X-Partner-User-Id\` header; per-user keys act for their bound user.
-- Rate limit: RATE_LIMIT_PER_MIN requests per minute per API key (default 600); 429 with \`Retry-After\` and the IETF \`RateLimit\` / \`RateLimit-Policy\` headers.
-- Load shedding: when the service is at capacity a POST, PATCH or DELETE answers 503 \`overloaded\` with \`Retry-After\` (seconds) before anything runs; retry after the delay with jitter, with the same \`Idempotency-Key\`.
-- Endpoints of the specification that this service does not provide yet answer 501 after authentication and input checks.
+- Rate limit: RATE_LIMIT_PER_MIN requests per minute per API key (default 600); 429 with \`Retry-After\` and the IETF \
+\`RateLimit\` / \`RateLimit-Policy\` headers.
+- Load shedding: when the service is at capacity a POST, PATCH or DELETE answers 503 \`overloaded\` with \
+\`Retry-After\` (seconds) before anything runs; retry after the delay with jitter, with the same \`Idempotency-Key\`.
+- Endpoints of the specification that this service does not provide yet answer 501 after authentication and input \
+checks.
 - \`/v1/trade/*\` mounts reads, cancels and user provisioning with the same behaviour.
 
 Live updates (Socket.IO 4, same host and port, namespace \`/v2/trade\`; see the README):
-- Connect with \`io(base + '/v2/trade', { auth: { token: API_KEY, partner_user_id?, batch_ms? } })\`. A per-user key sees its user; a master key sees all of its partner's users, or one named by \`partner_user_id\`. The key needs \`trade.read\`. A refused handshake ends in \`connect_error\` with \`message\` = the error string (\`unauthorized\`, \`forbidden\`, \`not_found\`, \`invalid_request\`) and \`data\` = the error envelope. Revoked keys are disconnected at once, expiring keys when they expire.
-- Server events: \`order.updated\` (an OrderView), \`strategy.updated\` (a StrategyRecord), \`withdrawal.updated\` (a WithdrawalView), \`wallet_operation.updated\` (a WalletOpResponse: split, merge, redeem), each plus \`revision\` (increases by one per persisted change of that record: a gap means a missed update, re-read over REST), \`platform_user_id\` and \`updated_at\`; \`book.updated\` (a BookResponse of 10 levels a side plus a per-token \`revision\` and \`at\`) for tokens subscribed with \`book.subscribe\` \`{token_id}\` (acknowledged \`{ok: true, token_id}\` or \`{ok: false, error, message}\`; \`book.unsubscribe\` stops it).
-- \`balance.updated\` (a BalancesResponse plus a per-user \`revision\`, \`platform_user_id\`, \`at\`) and \`position.updated\` (\`{positions, revision, platform_user_id, at}\`: the positions that changed, each a PositionsPage item; a position sold or redeemed to nothing comes once with \`size\` "0") after venue operations that changed the user's wallet, to that user's connections only (a master key sees them with \`partner_user_id\`). \`market.updated\` (a MarketsPage item plus \`closed\`, \`resolved\`, \`winning_token_id\`, a per-market \`revision\` and \`at\`) when a market's tick size changes or it closes or resolves, to connections subscribed to that market with \`markets.subscribe\` \`{condition_ids}\` (calls add up; acknowledged \`{ok: true, markets}\` with the named markets' current state) or to every market with \`markets.subscribe\` \`{}\`; \`markets.unsubscribe\` \`{condition_ids?}\` stops the named markets, or all.
-- Batched delivery (opt-in): with \`auth.batch_ms\` (1 to 1000) the connection receives its \`order.updated\`, \`strategy.updated\`, \`withdrawal.updated\`, \`wallet_operation.updated\`, \`balance.updated\` and \`position.updated\` as \`updates.batch\` \`{records: [{event, data}], batch_ms}\`: one frame per window of that many milliseconds per room, records in the order the separate events would have come, none dropped or merged, each with its own revision. Without it, nothing changes.
-- An update is pushed only after it is persisted, in write order per record. Connection-state recovery: a client that reconnects within 2 minutes gets the updates it missed.`;
+- Connect with \`io(base + '/v2/trade', { auth: { token: API_KEY, partner_user_id?, batch_ms? } })\`. A per-user key \
+sees its user; a master key sees all of its partner's users, or one named by \`partner_user_id\`. The key needs \
+\`trade.read\`. A refused handshake ends in \`connect_error\` with \`message\` = the error string (\`unauthorized\`, \
+\`forbidden\`, \`not_found\`, \`invalid_request\`) and \`data\` = the error envelope. Revoked keys are disconnected at \
+once, expiring keys when they expire.
+- Server events: \`order.updated\` (an OrderView), \`strategy.updated\` (a StrategyRecord), \`withdrawal.updated\` (a \
+WithdrawalView), \`wallet_operation.updated\` (a WalletOpResponse: split, merge, redeem), each plus \`revision\` \
+(increases by one per persisted change of that record: a gap means a missed update, re-read over REST), \
+\`platform_user_id\` and \`updated_at\`; \`book.updated\` (a BookResponse of 10 levels a side plus a per-token \
+\`revision\` and \`at\`) for tokens subscribed with \`book.subscribe\` \`{token_id}\` (acknowledged \`{ok: true, \
+token_id}\` or \`{ok: false, error, message}\`; \`book.unsubscribe\` stops it).
+- \`balance.updated\` (a BalancesResponse plus a per-user \`revision\`, \`platform_user_id\`, \`at\`) and \
+\`position.updated\` (\`{positions, revision, platform_user_id, at}\`: the positions that changed, each a \
+PositionsPage item; a position sold or redeemed to nothing comes once with \`size\` "0") after venue operations that \
+changed the user's wallet, to that user's connections only (a master key sees them with \`partner_user_id\`). \
+\`market.updated\` (a MarketsPage item plus \`closed\`, \`resolved\`, \`winning_token_id\`, a per-market \`revision\` \
+and \`at\`) when a market's tick size changes or it closes or resolves, to connections subscribed to that market with \
+\`markets.subscribe\` \`{condition_ids}\` (calls add up; acknowledged \`{ok: true, markets}\` with the named markets' \
+current state) or to every market with \`markets.subscribe\` \`{}\`; \`markets.unsubscribe\` \`{condition_ids?}\` \
+stops the named markets, or all.
+- Batched delivery (opt-in): with \`auth.batch_ms\` (1 to 1000) the connection receives its \`order.updated\`, \
+\`strategy.updated\`, \`withdrawal.updated\`, \`wallet_operation.updated\`, \`balance.updated\` and \
+\`position.updated\` as \`updates.batch\` \`{records: [{event, data}], batch_ms}\`: one frame per window of that many \
+milliseconds per room, records in the order the separate events would have come, none dropped or merged, each with its \
+own revision. Without it, nothing changes.
+- An update is pushed only after it is persisted, in write order per record. Connection-state recovery: a client that \
+reconnects within 2 minutes gets the updates it missed.`;
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
@@ -126,7 +182,8 @@ function operation(route: RouteSpec, path: string, v1: boolean): Record<string, 
   if (route.path !== '/healthz') errorStatuses.add(429);
   if (route.body) [413, 415].forEach((s) => errorStatuses.add(s));
   if (route.user === 'required' || route.user === 'optional') errorStatuses.add(404);
-  if (mutating) [409, 422, 503].forEach((s) => errorStatuses.add(s)); // 503 `overloaded`: load shedding (api/admission.ts)
+  // 503 `overloaded`: load shedding (api/admission.ts)
+  if (mutating) [409, 422, 503].forEach((s) => errorStatuses.add(s));
   if (!route.handler) errorStatuses.add(501);
   for (const s of [...errorStatuses].sort()) responses[String(s)] = { $ref: `#/components/responses/E${s}` };
 
@@ -212,7 +269,9 @@ export function buildOpenApi(): Record<string, unknown> {
         bearerAuth: {
           type: 'http',
           scheme: 'bearer',
-          description: `API key as \`Authorization: Bearer <API_KEY>\`. Scopes (additive; listed per operation): ${SCOPES.join(', ')}.`,
+          description:
+            `API key as \`Authorization: Bearer <API_KEY>\`. Scopes (additive; ` +
+            `listed per operation): ${SCOPES.join(', ')}.`,
         },
       },
       parameters: {
@@ -228,7 +287,8 @@ export function buildOpenApi(): Record<string, unknown> {
           in: 'header',
           required: false,
           description:
-            'With a master key: the partner_user_id this request acts for (required on user-bound endpoints). Per-user keys may omit it.',
+            'With a master key: the partner_user_id this request acts for (required on ' +
+            'user-bound endpoints). Per-user keys may omit it.',
           schema: { type: 'string', minLength: 1, maxLength: 128 },
         },
       },

@@ -122,7 +122,10 @@ export interface PositionItem {
   avg_price: string;
   /** Cost basis, dollars. */
   cost_usd: string;
-  /** Mark price, decimal probability: the book's mid; once resolved 1 (winner) or 0; null when the token has no price at all. */
+  /**
+   * Mark price, decimal probability: the book's mid; once resolved
+   * 1 (winner) or 0; null when the token has no price at all.
+   */
   cur_price: string | null;
   /** size × cur_price, dollars (null without a mark). */
   current_value: string | null;
@@ -201,9 +204,9 @@ export type BatchedRecord =
 /**
  * `updates.batch` (opt-in): a connection that asks for it in the handshake
  * (`auth.batch_ms`, 1 to 1000) receives its `order.updated`, `strategy.updated`,
- * `withdrawal.updated`, `wallet_operation.updated`, `balance.updated` and `position.updated` pushes coalesced: one `updates.batch` per room per
- * window of `batch_ms` milliseconds (the window opens at the first record), its records in the
- * order the separate events would have come, nothing dropped or merged, each with its own
+ * `withdrawal.updated`, `wallet_operation.updated`, `balance.updated` and `position.updated` pushes coalesced: one
+ * `updates.batch` per room per window of `batch_ms` milliseconds (the window opens at the first record), its records in
+ * the order the separate events would have come, nothing dropped or merged, each with its own
  * revision. Such a connection receives none of those events separately; `book.updated` and
  * `market.updated` are unchanged.
  */
@@ -253,7 +256,10 @@ export interface ClientToServerEvents {
    * closed and resolved markets before any change.
    */
   'markets.subscribe': (request: { condition_ids?: string[] }, ack: (result: MarketsAck) => void) => void;
-  /** Stops `market.updated` for the markets named in `condition_ids`, or, without them, for every market (named ones and all). */
+  /**
+   * Stops `market.updated` for the markets named in `condition_ids`,
+   * or, without them, for every market (named ones and all).
+   */
   'markets.unsubscribe': (request: { condition_ids?: string[] }, ack: (result: MarketsAck) => void) => void;
 }
 

@@ -22,7 +22,9 @@ type PushSocket = Socket<ClientToServerEvents, ServerToClientEvents, Record<stri
 
 /** The reason `resync.required` gives (a reconnection whose session could not be recovered). */
 export const RESYNC_REASON =
-  'this connection could not be recovered (the service restarted, the client was away longer than 2 minutes, or it had received no update yet to resume from): updates made meanwhile are not replayed; read the current orders, strategies, withdrawals, wallet operations (activity), balances and positions through REST';
+  'this connection could not be recovered (the service restarted, the client was away longer than 2 minutes, or ' +
+  'it had received no update yet to resume from): updates made meanwhile are not replayed; read the current ' +
+  'orders, strategies, withdrawals, wallet operations (activity), balances and positions through REST';
 
 /** How long a dropped connection can come back and get what it missed (connection-state recovery). */
 export const RECOVERY_WINDOW_MS = 2 * 60_000;
@@ -411,7 +413,9 @@ export function attachPush(httpServer: HttpServer, services: Services): PushServ
 
   // ---- market.updated: to the market's subscribers and those of every market, coalesced per turn ----
 
-  /** A market as GET /v2/trade/markets lists it, with its lifecycle (venue `marketStatus`); undefined when not listed. */
+  /**
+   * A market as GET /v2/trade/markets lists it, with its lifecycle (venue `marketStatus`); undefined when not listed.
+   */
   function marketPush(conditionId: string, revision: number, at: number): MarketPush | undefined {
     const m = venue.market(conditionId);
     if (!m) return undefined;

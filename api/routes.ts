@@ -87,12 +87,15 @@ function paged(max: number, extra: Record<string, object> = {}): NonNullable<Rou
     },
   };
 }
-/** GET /v2/trade/markets `token_id`: only the markets of these outcome tokens (one id or up to 100, comma-separated). */
+/**
+ * GET /v2/trade/markets `token_id`: only the markets of these outcome tokens (one id or up to 100, comma-separated).
+ */
 const MARKET_TOKEN_FILTER = {
   type: 'string',
   pattern: '^[0-9]{1,100}(,[0-9]{1,100}){0,99}$',
   description:
-    'Only the markets listing these outcome tokens: one token id, or up to 100 separated by commas (a market once, in the order of its first token; unknown ids match nothing).',
+    'Only the markets listing these outcome tokens: one token id, or up to 100 separated by commas (a ' +
+    'market once, in the order of its first token; unknown ids match nothing).',
 };
 const ADDRESS_PATH = {
   address: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$', description: 'Trader wallet address.' },
@@ -108,20 +111,27 @@ const COMPOUND_CURSOR = {
 
 /** What every batch cancel and cancel-all answers (schemas/wallet.ts BatchCancelResponse). */
 const CANCEL_SHAPE =
-  '200 `{cancelled, not_cancelled, count, results, counts}`: `cancelled` the ids this request canceled, `not_cancelled` `{order_id, reason}` for the others, `count` how many were canceled; ' +
-  "`results` one outcome per order (`canceled`, `already_done`: already final, or filled or expired before the cancel took effect; `not_found`: unknown, malformed, a strategy `record_id`, another user's order) with the order, and `counts` per outcome. ";
+  '200 `{cancelled, not_cancelled, count, results, counts}`: `cancelled` the ids this request canceled, ' +
+  '`not_cancelled` `{order_id, reason}` for the others, `count` how many were canceled; ' +
+  '`results` one outcome per order (`canceled`, `already_done`: already final, or filled or ' +
+  'expired before the cancel took effect; `not_found`: unknown, malformed, a strategy `record_id`, ' +
+  "another user's order) with the order, and `counts` per outcome. ";
 
-/** POST /v2/trade/orders/cancel-batch and its alias POST /v2/trade/orders/cancel (the path and summary are each row's). */
+/**
+ * POST /v2/trade/orders/cancel-batch and its alias POST /v2/trade/orders/cancel (the path and summary are each row's).
+ */
 const CANCEL_BATCH = {
   method: 'post',
   scope: 'trade.cancel',
   user: 'required',
   tag: 'trade.cancel',
   description:
-    `Cancels up to ${BATCH_CANCEL_MAX} orders, each exactly as DELETE /v2/trade/orders/{order_id} would (a strategy's child order included: its strategy reacts as to that cancel). ` +
+    `Cancels up to ${BATCH_CANCEL_MAX} orders, each exactly as DELETE /v2/trade/orders/{order_id} would ` +
+    `(a strategy's child order included: its strategy reacts as to that cancel). ` +
     CANCEL_SHAPE +
     'Orders in the order sent, a repeated id once; one id never fails the batch. ' +
-    `400 when the body is not \`{order_ids: [1 to ${BATCH_CANCEL_MAX} strings], venue?}\`. A retry with the same Idempotency-Key returns the first response and cancels nothing again. ` +
+    `400 when the body is not \`{order_ids: [1 to ${BATCH_CANCEL_MAX} strings], venue?}\`. A retry with ` +
+    `the same Idempotency-Key returns the first response and cancels nothing again. ` +
     'POST /v2/trade/orders/cancel-batch and POST /v2/trade/orders/cancel are the same endpoint.',
   body: BatchCancelRequest,
   example: { order_ids: ['ord_5f1c2d9e-0b7a-4c1e-9d3f-2a6b8c4e1f00'] },
@@ -131,18 +141,26 @@ const CANCEL_BATCH = {
   v1: true,
 } as const satisfies Omit<RouteSpec, 'path' | 'summary'>;
 
-/** POST /v2/trade/orders/cancel-all and its alias DELETE /v2/trade/orders (the method, path and summary are each row's). */
+/**
+ * POST /v2/trade/orders/cancel-all and its alias DELETE /v2/trade/orders (the method, path and summary are each row's).
+ */
 const CANCEL_ALL = {
   scope: 'trade.cancel',
   user: 'required',
   tag: 'trade.cancel',
   description:
-    "Cancels every open order of the bound user (the rows of GET /v2/trade/orders/open, strategies' child orders included: each strategy reacts as to DELETE order; strategies themselves are not canceled), " +
-    'narrowed by `symbol` (outcome token id) and/or `condition_id` (market: both its tokens); both given = orders matching both. No body. ' +
+    "Cancels every open order of the bound user (the rows of GET /v2/trade/orders/open, strategies' child " +
+    'orders included: each strategy reacts as to DELETE order; strategies themselves are not canceled), ' +
+    'narrowed by `symbol` (outcome token id) and/or `condition_id` (market: both ' +
+    'its tokens); both given = orders matching both. No body. ' +
     CANCEL_SHAPE +
-    'Orders newest first; none found: empty lists, `count` 0. No limit on the number of orders. Orders placed while it runs are not included. ' +
-    'POST /v2/trade/orders/cancel-all and DELETE /v2/trade/orders are the same endpoint; `cancel-all` is never read as an order id (GET or DELETE /v2/trade/orders/cancel-all: 405). ' +
-    '`DELETE /v2/trade/orders/` (trailing slash) is a 404, never cancel-all. Any other query parameter (a misspelt filter) is a 400 that cancels nothing. A retry with the same Idempotency-Key (and the same query) returns the first response and cancels nothing again.',
+    'Orders newest first; none found: empty lists, `count` 0. No limit on the number ' +
+    'of orders. Orders placed while it runs are not included. ' +
+    'POST /v2/trade/orders/cancel-all and DELETE /v2/trade/orders are the same endpoint; `cancel-all` is ' +
+    'never read as an order id (GET or DELETE /v2/trade/orders/cancel-all: 405). ' +
+    '`DELETE /v2/trade/orders/` (trailing slash) is a 404, never cancel-all. Any other query parameter ' +
+    '(a misspelt filter) is a 400 that cancels nothing. A retry with the same Idempotency-Key (and the ' +
+    'same query) returns the first response and cancels nothing again.',
   query: {
     properties: {
       symbol: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Only orders on this outcome token.' },
@@ -252,11 +270,16 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.execute',
     summary: 'Place an order or start a managed strategy',
     description:
-      'Body: spec 2.2 with the per-type rules of 2.2.2. 400: price out of range (any price field above 1 gets the cents message of spec 2.1 as `error` and `message`), missing field, tick, minimum size, ' +
-      'an `execution` field the type does not use (named; TWAP `clip_size` / `randomize_pct` / `price_tolerance_pct` are ignored with a `warnings` entry instead), `expiration` in the past or more than 365 days ahead, ' +
-      'a TWAP over 7 days or 1000 slices or whose slices would be under 0.01 shares (passive: under the market minimum). ' +
-      '422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `order crosses book` (ICEBERG), `NO_LIQUIDITY`, `MARKET_CLOSED` (the market closed or resolved), ' +
-      "`WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the best bid already reached; the best bid is the book's, the user's own resting orders included). A refused request changes nothing.",
+      'Body: spec 2.2 with the per-type rules of 2.2.2. 400: price out of range (any price field above 1 gets ' +
+      'the cents message of spec 2.1 as `error` and `message`), missing field, tick, minimum size, ' +
+      'an `execution` field the type does not use (named; TWAP `clip_size` / `randomize_pct` / ' +
+      '`price_tolerance_pct` are ignored with a `warnings` entry instead), `expiration` in the past or more than ' +
+      '365 days ahead, a TWAP over 7 days or 1000 slices or whose slices would be under ' +
+      '0.01 shares (passive: under the market minimum). ' +
+      '422: `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, ' +
+      '`order crosses book` (ICEBERG), `NO_LIQUIDITY`, `MARKET_CLOSED` (the market closed or resolved), ' +
+      '`WOULD_TRIGGER_IMMEDIATELY` (a STOP_LOSS or TRAILING_STOP whose level the best bid already reached; the ' +
+      "best bid is the book's, the user's own resting orders included). A refused request changes nothing.",
     body: OrderRequest,
     example: {
       symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992',
@@ -278,12 +301,19 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.execute',
     summary: `Place a ladder of 1 to ${ORDER_BATCH_MAX} limit orders, all or none`,
     description:
-      `1 to ${ORDER_BATCH_MAX} GTC LIMIT orders on one outcome token (\`symbol\`) and \`side\`, one per rung \`{price, size}\`, each at its own price. ` +
-      'Every rung is checked as a LIMIT order of POST /v2/trade/order, and the wallet must cover all of them together (a buy ladder its notional at the limit prices, a sell ladder its shares): ' +
-      'a refusal changes nothing and its message names the rung (`rungs[2]: …`; 400, 422 `INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `MARKET_CLOSED`); a repeated price is a 400. ' +
-      'Then the rungs are placed in order; should the venue refuse one, the ones placed before it are canceled and the answer is that refusal naming the rung (422): never a partial ladder. ' +
-      'A rung that crosses the book trades at once like any LIMIT order (what it traded stays traded if the ladder is canceled). ' +
-      "200 `{orders, count}`: each rung's order, in the rungs' order. A retry with the same Idempotency-Key returns the first answer; a retry after a crash finds the rungs already placed.",
+      `1 to ${ORDER_BATCH_MAX} GTC LIMIT orders on one outcome token (\`symbol\`) and ` +
+      `\`side\`, one per rung \`{price, size}\`, each at its own price. ` +
+      'Every rung is checked as a LIMIT order of POST /v2/trade/order, and the wallet must cover all of them ' +
+      'together (a buy ladder its notional at the limit prices, a sell ladder its shares): ' +
+      'a refusal changes nothing and its message names the rung (`rungs[2]: …`; 400, 422 ' +
+      '`INSUFFICIENT_BALANCE`, `Not enough shares to place this sell — holding <X>`, `MARKET_CLOSED`); a ' +
+      'repeated price is a 400. ' +
+      'Then the rungs are placed in order; should the venue refuse one, the ones placed before it are ' +
+      'canceled and the answer is that refusal naming the rung (422): never a partial ladder. ' +
+      'A rung that crosses the book trades at once like any LIMIT order (what ' +
+      'it traded stays traded if the ladder is canceled). ' +
+      "200 `{orders, count}`: each rung's order, in the rungs' order. A retry with the same Idempotency-Key " +
+      'returns the first answer; a retry after a crash finds the rungs already placed.',
     body: OrderBatchRequest,
     example: {
       symbol: '104173557214744537570424345347209544585775842950109756851652855913015295701992',
@@ -330,8 +360,10 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.read',
     summary: 'One order in any state',
     description:
-      'One CLOB order of the bound user by `order_id`, whatever its state: working (SUBMITTED, LIVE, PARTIALLY_FILLED, PENDING_CANCEL) or finished (FILLED, CANCELED, EXPIRED, REJECTED), ' +
-      "strategies' child orders included; the same view as the rows of GET /v2/trade/orders/open. 404 `not_found` for an unknown id, a strategy `record_id` (GET /v2/trade/strategies) or another user's order.",
+      'One CLOB order of the bound user by `order_id`, whatever its state: working (SUBMITTED, LIVE, ' +
+      'PARTIALLY_FILLED, PENDING_CANCEL) or finished (FILLED, CANCELED, EXPIRED, REJECTED), ' +
+      "strategies' child orders included; the same view as the rows of GET /v2/trade/orders/open. 404 " +
+      "`not_found` for an unknown id, a strategy `record_id` (GET /v2/trade/strategies) or another user's order.",
     responses: { 200: OrderView },
     errors: [404],
     handler: getOrder,
@@ -403,7 +435,9 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.read',
     summary: 'Withdrawable ERC20 balances',
     description:
-      'Spec 2.8: the pUSD not reserved by open buys (a pending withdrawal has already left it); zero balances are dropped. `token` is what POST /withdraw takes: pUSD of the simulated venue. Outcome tokens are ERC1155 positions (GET /positions), not listed.',
+      'Spec 2.8: the pUSD not reserved by open buys (a pending withdrawal has already left it); zero ' +
+      'balances are dropped. `token` is what POST /withdraw takes: pUSD of the simulated venue. ' +
+      'Outcome tokens are ERC1155 positions (GET /positions), not listed.',
     responses: { 200: WithdrawableBalances },
     errors: [404],
     handler: withdrawableBalances,
@@ -448,7 +482,16 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.execute',
     summary: 'Redeem a resolved position',
     description:
-      "The reference product's body `{condition_id, outcome_index, neg_risk_market, amount?}`: burns the shares of outcome `outcome_index` (index in the market's `tokens`; `amount` of them, or all) and pays $1 per winning share, $0 per losing share, in pUSD (`payout_usd`, and `payout_base_units` in 6-decimal base units). Without `outcome_index` (only `condition_id` is required here) every outcome the user holds is redeemed. `neg_risk_market`, optional here, must match the market (GET /markets `neg_risk`). Neg-risk markets too (the NegRiskAdapter on chain; same effect). 400 an `outcome_index` the market does not have, or `amount` without `outcome_index`; 404 unknown market; 409 `MARKET_NOT_RESOLVED` before resolution; 422 `NEG_RISK_MISMATCH`, `NOTHING_TO_REDEEM` (no shares), `Not enough shares to redeem …` (`amount` above the shares held), `SHARES_RESERVED` (open sells reserve shares: cancel them first). A refusal changes nothing. Activity row `REDEEM`.",
+      "The reference product's body `{condition_id, outcome_index, neg_risk_market, amount?}`: burns the shares " +
+      "of outcome `outcome_index` (index in the market's `tokens`; `amount` of them, or all) and pays $1 per " +
+      'winning share, $0 per losing share, in pUSD (`payout_usd`, and `payout_base_units` in 6-decimal base ' +
+      'units). Without `outcome_index` (only `condition_id` is required here) every outcome the user holds is ' +
+      'redeemed. `neg_risk_market`, optional here, must match the market (GET /markets `neg_risk`). Neg-risk ' +
+      'markets too (the NegRiskAdapter on chain; same effect). 400 an `outcome_index` the market does not have, ' +
+      'or `amount` without `outcome_index`; 404 unknown market; 409 `MARKET_NOT_RESOLVED` before resolution; 422 ' +
+      '`NEG_RISK_MISMATCH`, `NOTHING_TO_REDEEM` (no shares), `Not enough shares to redeem …` (`amount` above the ' +
+      'shares held), `SHARES_RESERVED` (open sells reserve shares: cancel them first). A refusal changes ' +
+      'nothing. Activity row `REDEEM`.',
     body: RedeemRequest,
     example: { condition_id: `0x${'ab'.repeat(32)}`, outcome_index: 0, neg_risk_market: false },
     responses: { 200: WalletOpResponse },
@@ -463,7 +506,10 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.execute',
     summary: 'Split pUSD into outcome tokens',
     description:
-      "`amount` dollars of pUSD (at most 6 decimals) become `amount` shares of each outcome token of the market (cost basis: half the amount each). Neg-risk markets too: `neg_risk_market` (the reference product's field; optional here) must match the market when sent. 404 unknown market; 422 `NEG_RISK_MISMATCH`, `INSUFFICIENT_BALANCE` (free pUSD, not reserved by open buys). Activity row `SPLIT`.",
+      '`amount` dollars of pUSD (at most 6 decimals) become `amount` shares of each outcome token of the market ' +
+      "(cost basis: half the amount each). Neg-risk markets too: `neg_risk_market` (the reference product's " +
+      'field; optional here) must match the market when sent. 404 unknown market; 422 `NEG_RISK_MISMATCH`, ' +
+      '`INSUFFICIENT_BALANCE` (free pUSD, not reserved by open buys). Activity row `SPLIT`.',
     body: SplitMergeRequest,
     example: { condition_id: `0x${'ab'.repeat(32)}`, amount: '100.00', neg_risk_market: false },
     responses: { 200: WalletOpResponse },
@@ -478,7 +524,11 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.execute',
     summary: 'Merge outcome tokens into pUSD',
     description:
-      '`amount` shares of each outcome token of the market become `amount` dollars of pUSD. `neg_risk_market` (optional here) must match the market when sent. 404 unknown market; 422 `NEG_RISK_MISMATCH`, `Not enough shares to merge <amount> — holding <X> of outcome token <id>[, of which <Y> reserved by open sells]` (shares reserved by open sells cannot be merged). Activity row `MERGE`.',
+      '`amount` shares of each outcome token of the market become `amount` dollars of pUSD. `neg_risk_market` ' +
+      '(optional here) must match the market when sent. 404 unknown market; 422 `NEG_RISK_MISMATCH`, ' +
+      '`Not enough shares to merge <amount> — holding <X> of outcome token <id>' +
+      '[, of which <Y> reserved by open sells]` (shares reserved by open sells cannot be merged). ' +
+      'Activity row `MERGE`.',
     body: SplitMergeRequest,
     example: { condition_id: `0x${'ab'.repeat(32)}`, amount: '100', neg_risk_market: false },
     responses: { 200: WalletOpResponse },
@@ -493,7 +543,16 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.withdraw',
     summary: 'Withdraw to an external address',
     description:
-      'Body: `to` (an address; a mixed-case one must carry a valid EIP-55 checksum; `to_address` is its alias: one of them, or both naming the same address, else 400), `amount` (dollars, at most 6 decimals), `token` (optional: a token address of GET /balances/withdrawable; pUSD when omitted). The amount leaves the available balance at once; 200 with the withdrawal `PENDING` (`state` `STATE_PENDING`; `to` and `to_address` both carry the destination), which confirms after the simulated block delay (SIM_BLOCK_DELAY_MS) → `CONFIRMED`, or `FAILED` with the amount returned when the transfer reverts (the simulated chain reverts a transfer to the zero address). Read it at GET /withdrawals/{withdrawal_id}. 400 bad address, token or amount, or a destination that is the token contract itself (tokens sent there are lost); 422 `INSUFFICIENT_BALANCE`. Activity row `WITHDRAWAL`. Scope `trade.withdraw` only (`trade.execute` is not enough).',
+      'Body: `to` (an address; a mixed-case one must carry a valid EIP-55 checksum; `to_address` is its alias: ' +
+      'one of them, or both naming the same address, else 400), `amount` (dollars, at most 6 decimals), `token` ' +
+      '(optional: a token address of GET /balances/withdrawable; pUSD when omitted). The amount leaves the ' +
+      'available balance at once; 200 with the withdrawal `PENDING` (`state` `STATE_PENDING`; `to` and ' +
+      '`to_address` both carry the destination), which confirms after the simulated block delay ' +
+      '(SIM_BLOCK_DELAY_MS) → `CONFIRMED`, or `FAILED` with the amount returned when the transfer reverts (the ' +
+      'simulated chain reverts a transfer to the zero address). Read it at GET /withdrawals/{withdrawal_id}. 400 ' +
+      'bad address, token or amount, or a destination that is the token contract itself (tokens sent there are ' +
+      'lost); 422 `INSUFFICIENT_BALANCE`. Activity row `WITHDRAWAL`. Scope `trade.withdraw` only ' +
+      '(`trade.execute` is not enough).',
     body: WithdrawRequest,
     example: { to: '0x00000000000000000000000000000000000000aa', amount: '250.00' },
     responses: { 200: WithdrawalView },
@@ -613,8 +672,12 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.read',
     summary: 'Order book of one outcome token',
     description:
-      "What can trade against the token, complementary matching included: `bids` are its own bids plus the other outcome's asks at 1 − price (a sell of the other outcome at q merges with a sell of this one at 1 − q), " +
-      "`asks` its own asks plus the other outcome's bids at 1 − price (a buy of the other at q mints full sets with a buy of this one at 1 − q). Levels at the same price are merged (sizes summed), so the two outcomes' books mirror each other.",
+      'What can trade against the token, complementary matching included: `bids` are its own bids plus the ' +
+      "other outcome's asks at 1 − price (a sell of the other outcome at q merges with a sell of this one at " +
+      '1 − q), ' +
+      "`asks` its own asks plus the other outcome's bids at 1 − price (a buy of the other at q " +
+      'mints full sets with a buy of this one at 1 − q). Levels at the same price are merged ' +
+      "(sizes summed), so the two outcomes' books mirror each other.",
     query: {
       properties: {
         token_id: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Outcome token id.' },

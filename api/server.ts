@@ -124,7 +124,8 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, lo
     return;
   }
   const inFlight = s._httpMessage;
-  // its request's body was cut short (the client closed mid-body, or sent fewer bytes than announced): the broken request is that one
+  // its request's body was cut short (the client closed mid-body, or
+  // sent fewer bytes than announced): the broken request is that one
   const brokenIsInFlight = inFlight && !inFlight.req.complete;
   if (brokenIsInFlight && inFlight.headersSent) {
     s.destroy();
@@ -164,7 +165,8 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, lo
     'request refused by the HTTP parser',
   );
   s.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; ` +
+      `charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
   );
   s.destroySoon(); // once the answer is flushed
@@ -181,7 +183,10 @@ function expressReadyClasses(): { Request: typeof IncomingMessage; Response: typ
   class Response extends ServerResponse {}
   return { Request, Response: Response as unknown as typeof ServerResponse };
 }
-/** Per server of {@link bindHttp}: its request and response classes, and its start-up answer (removed once the API is attached). */
+/**
+ * Per server of {@link bindHttp}: its request and response classes,
+ * and its start-up answer (removed once the API is attached).
+ */
 const serverClasses = new WeakMap<
   Server,
   ReturnType<typeof expressReadyClasses> & { starting: (req: IncomingMessage, res: ServerResponse) => void }

@@ -51,12 +51,18 @@ export function describeError(e: ErrorObject, root: object = {}): string {
   const rule = ruleOf(root, e.schemaPath);
   const forRule = rule ? ` for ${rule}` : '';
   switch (e.keyword) {
-    case 'additionalProperties':
-      return `${where === 'body' ? '' : `${where}: `}unknown property '${(e.params as { additionalProperty: string }).additionalProperty}'`;
-    case 'required':
-      return `${where === 'body' ? '' : `${where}.`}${(e.params as { missingProperty: string }).missingProperty} is required${forRule}`;
-    case 'enum':
-      return `${where} must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((x) => JSON.stringify(x)).join(', ')}${forRule}`;
+    case 'additionalProperties': {
+      const name = (e.params as { additionalProperty: string }).additionalProperty;
+      return `${where === 'body' ? '' : `${where}: `}unknown property '${name}'`;
+    }
+    case 'required': {
+      const name = (e.params as { missingProperty: string }).missingProperty;
+      return `${where === 'body' ? '' : `${where}.`}${name} is required${forRule}`;
+    }
+    case 'enum': {
+      const allowed = (e.params as { allowedValues: unknown[] }).allowedValues.map((x) => JSON.stringify(x));
+      return `${where} must be one of ${allowed.join(', ')}${forRule}`;
+    }
     case 'maximum':
       return `${where} must be at most ${(e.params as { limit: number }).limit}${forRule}`;
     case 'minimum':

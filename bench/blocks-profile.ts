@@ -1,9 +1,9 @@
 /**
  * What ran in the service's long event-loop blocks: reads a V8 CPU profile
  * (`BENCH_CPU_PROF=<dir> npm run bench:orders`) and the block list `bench/loop-blocks.mjs` wrote
- * beside it (only those within the load runs, when the file lists them), and prints, over the samples inside blocks of at least `minMs`, the functions by self
- * time and the project's functions by total time (their callees included); then, for each of the
- * longest blocks, its leading project functions and the garbage collections that ended in it.
+ * beside it (only those within the load runs, when the file lists them), and prints, over the samples inside blocks of
+ * at least `minMs`, the functions by self time and the project's functions by total time (their callees included);
+ * then, for each of the longest blocks, its leading project functions and the garbage collections that ended in it.
  *
  * `npx tsx bench/blocks-profile.ts <file.cpuprofile> <loop-blocks….json> [minMs=20] [longest=10]`
  * (`BLOCKS_BY=cpu`: blocks by the CPU time the process used in them rather than by their length)
@@ -121,7 +121,8 @@ console.log(`project functions, total time:\n${top(all.total, 25, all.n)}`);
 for (const b of [...blocks].sort((a, c) => c.ms - a.ms).slice(0, longest)) {
   const r = tally(b.fromUs, b.toUs);
   console.log(
-    `\nblock ${b.ms} ms (CPU ${b.cpuMs ?? '?'} ms) at ${new Date(b.atMs).toISOString()}  GC: ${b.gc.map((g) => `${g.kind} ${g.ms} ms`).join(', ') || 'none ≥ 1 ms'}  (${r.n} samples)`,
+    `\nblock ${b.ms} ms (CPU ${b.cpuMs ?? '?'} ms) at ${new Date(b.atMs).toISOString()}  ` +
+      `GC: ${b.gc.map((g) => `${g.kind} ${g.ms} ms`).join(', ') || 'none ≥ 1 ms'}  (${r.n} samples)`,
   );
   console.log(`self:\n${top(r.self, 6, r.n)}\nproject, total:\n${top(r.total, 8, r.n)}`);
 }

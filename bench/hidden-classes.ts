@@ -28,9 +28,8 @@ let differs = 0;
 function check(what: string, seen: unknown, expected: unknown): void {
   const ok = isDeepStrictEqual(seen, expected);
   if (!ok) differs++;
-  console.log(
-    `  ${ok ? 'as built ' : 'DIFFERS  '} ${what}: ${JSON.stringify(seen)}${ok ? '' : ` (expected ${JSON.stringify(expected)})`}`,
-  );
+  const expectedText = ok ? '' : ` (expected ${JSON.stringify(expected)})`;
+  console.log(`  ${ok ? 'as built ' : 'DIFFERS  '} ${what}: ${JSON.stringify(seen)}${expectedText}`);
 }
 
 async function main(): Promise<void> {

@@ -10,8 +10,8 @@
  * used meanwhile (`cpuMs`, all its threads: far below `ms` when the machine's other work held the
  * process off its core, rather than the process itself), and its monotonic window
  * (`fromUs` / `toUs`, the clock of V8's CPU profiles, to find what ran in it), with the garbage
- * collections (≥ 1 ms) that ended inside it (kind, ms). The list (and every such collection) is written as JSON to the file when the
- * process exits (`process.exit` or the end of the loop).
+ * collections (≥ 1 ms) that ended inside it (kind, ms). The list (and every such collection) is written as JSON to
+ * the file when the process exits (`process.exit` or the end of the loop).
  *
  * It also times every HTTP request inside the service (from its `request` event to the response's
  * `finish`): `slowest` lists the 50 slowest (end `atMs`, `ms`, method and path), so that a long
@@ -25,7 +25,10 @@ const file = process.env.BENCH_LOOP_BLOCKS;
 const thresholdMs = Number(process.env.BENCH_LOOP_BLOCK_MS ?? 10);
 
 if (file) {
-  /** @type {{ atMs: number; ms: number; cpuMs: number; fromUs: number; toUs: number; gc: { kind: string; ms: number }[] }[]} */
+  /**
+   * @type {{ atMs: number; ms: number; cpuMs: number; fromUs: number; toUs: number;
+   *   gc: { kind: string; ms: number }[] }[]}
+   */
   const blocks = [];
   /** @type {{ endUs: number; kind: string; ms: number }[]} */
   const gcs = [];

@@ -63,7 +63,8 @@ const LOOP_BLOCKS_MODULE = fileURLToPath(new URL('./loop-blocks.mjs', import.met
 const BLOCK_BINS = [10, 20, 50, 100];
 
 /**
- * `event-loop blocks ≥10 ms: 12  ≥20: 3  ≥50: 0  ≥100: 0  (by CPU ≥10: 9  ≥20: 1  ≥50: 0; max 24.1 ms; …)`:
+ * `event-loop blocks ≥10 ms: 12  ≥20: 3  ≥50: 0  ≥100: 0`
+ * `(by CPU ≥10: 9  ≥20: 1  ≥50: 0; max 24.1 ms; …)`:
  * the blocks that ended within the run. Less noisy than p99 on a shared machine: a block holds
  * every in-flight request, whatever else the cores do.
  */
@@ -84,9 +85,13 @@ function blocksText(blocks: LoopBlock[], slowest: { atMs: number; ms: number }[]
     .reduce((m, g) => Math.max(m, g.ms), 0);
   const served = slowest.filter((x) => x.atMs >= r.fromMs && x.atMs <= r.toMs);
   const serverMax = served.length
-    ? `; in the service: slowest request ${served[0]!.ms.toFixed(1)} ms, 10th ${served[Math.min(9, served.length - 1)]!.ms.toFixed(1)} ms`
+    ? `; in the service: slowest request ${served[0]!.ms.toFixed(1)} ms, ` +
+      `10th ${served[Math.min(9, served.length - 1)]!.ms.toFixed(1)} ms`
     : '';
-  return `event-loop blocks ${bins}  (by CPU ${cpuBins}; max ${max.toFixed(1)} ms; ${majors.length} with a major GC${majors.length ? `, longest GC ${majorMax.toFixed(1)} ms` : ''}${serverMax})`;
+  return (
+    `event-loop blocks ${bins}  (by CPU ${cpuBins}; max ${max.toFixed(1)} ms; ${majors.length} with a major ` +
+    `GC${majors.length ? `, longest GC ${majorMax.toFixed(1)} ms` : ''}${serverMax})`
+  );
 }
 
 /**
@@ -140,14 +145,19 @@ const answersText = (r: Result) => {
     .filter(([c]) => !c.startsWith('2'))
     .map(([c, n]) => `${c}: ${n}`)
     .join(', ');
-  return `errors ${r.errors}${kinds ? ` (${kinds})` : ''}  timeouts ${r.timeouts}  non-2xx ${r.non2xx}${non2xx ? ` (${non2xx})` : ''}`;
+  return (
+    `errors ${r.errors}${kinds ? ` (${kinds})` : ''}  timeouts ${r.timeouts}  ` +
+    `non-2xx ${r.non2xx}${non2xx ? ` (${non2xx})` : ''}`
+  );
 };
 
 const cpuText = (r: Result) => (r.cpuUsPerReq === null ? '' : `  server CPU ${r.cpuUsPerReq.toFixed(0)} µs/req`);
 
 async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const src = `import express from 'express'; const app = express(); app.use(express.json()); app.post('/echo', (req, res) => res.json(req.body)); app.listen(${port}, '127.0.0.1', () => console.log('up'));`;
+  const src =
+    `import express from 'express'; const app = express(); app.use(express.json()); app.post('/echo', (req, ` +
+    `res) => res.json(req.body)); app.listen(${port}, '127.0.0.1', () => console.log('up'));`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', src], {
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: process.cwd(),
@@ -230,7 +240,9 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
         ? `  CPU ${(result.cpuUsPerReq / echo.cpuUsPerReq).toFixed(1)}× echo`
         : '';
     console.log(
-      `${`${label}, ${connections} conn`.padEnd(32)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${String(result.p50).padStart(4)} ms  p99 ${String(result.p99).padStart(4)} ms  max ${String(result.max).padStart(5)} ms` +
+      `${`${label}, ${connections} conn`.padEnd(32)} ${result.rps.toFixed(0).padStart(6)} ` +
+        `req/s  p50 ${String(result.p50).padStart(4)} ms  ` +
+        `p99 ${String(result.p99).padStart(4)} ms  max ${String(result.max).padStart(5)} ms` +
         `${cpuText(result)}${cpuRatio}\n${' '.repeat(34)}${answersText(result)}`,
     );
   }
@@ -256,7 +268,8 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
 
 async function main(): Promise<void> {
   console.log(
-    `bench:orders — ${CONNECTION_LEVELS.join(', ')} connections, ${DURATION_S} s per run, request timeout ${TIMEOUT_S} s, node ${process.version}, ${os.cpus().length} cores`,
+    `bench:orders — ${CONNECTION_LEVELS.join(', ')} connections, ${DURATION_S} s per run, request ` +
+      `timeout ${TIMEOUT_S} s, node ${process.version}, ${os.cpus().length} cores`,
   );
   const echo = await startEcho();
   const echoResult = await run(
@@ -271,7 +284,9 @@ async function main(): Promise<void> {
   );
   echo.child.kill();
   console.log(
-    `${`express JSON echo, ${CONNECTION_LEVELS[0]} conn`.padEnd(32)} ${echoResult.rps.toFixed(0).padStart(6)} req/s  p50 ${String(echoResult.p50).padStart(4)} ms  p99 ${String(echoResult.p99).padStart(4)} ms${cpuText(echoResult)}`,
+    `${`express JSON echo, ${CONNECTION_LEVELS[0]} conn`.padEnd(32)} ` +
+      `${echoResult.rps.toFixed(0).padStart(6)} req/s  p50 ${String(echoResult.p50).padStart(4)} ms  ` +
+      `p99 ${String(echoResult.p99).padStart(4)} ms${cpuText(echoResult)}`,
   );
   await benchService('orders, store in memory', ':memory:', echoResult);
   if (process.env.BENCH_ONLY !== 'memory') {
@@ -283,7 +298,8 @@ async function main(): Promise<void> {
     }
   }
   console.log(
-    'targets: server CPU per order ≤ 3× the echo in memory, ≤ 4× on disk; p99 < 50 ms at 50 connections; every request answered (no errors or timeouts; shed load is 429/503)',
+    'targets: server CPU per order ≤ 3× the echo in memory, ≤ 4× on disk; p99 < 50 ms at 50 ' +
+      'connections; every request answered (no errors or timeouts; shed load is 429/503)',
   );
 }
 

@@ -207,7 +207,10 @@ async function main(): Promise<void> {
   const allowed = allowedCores();
   const cores = allowed?.length ?? os.availableParallelism();
   console.log(
-    `bench:push — ${CLIENTS} clients in one partner's room (${WORKERS} client threads), ${RATE} updates/s for ${DURATION_S} s, ${BATCH_MS > 0 ? `updates.batch every ${BATCH_MS} ms (auth.batch_ms)` : 'separate order.updated events'}, node ${process.version}, ${cores} cores`,
+    `bench:push — ${CLIENTS} clients in one partner's room (${WORKERS} client threads), ${RATE} updates/s ` +
+      `for ${DURATION_S} s, ` +
+      (BATCH_MS > 0 ? `updates.batch every ${BATCH_MS} ms (auth.batch_ms)` : 'separate order.updated events') +
+      `, node ${process.version}, ${cores} cores`,
   );
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-push-'));
   const svc = await spawnService(
@@ -230,7 +233,8 @@ async function main(): Promise<void> {
     console.log(`cores: service pinned to ${mine}, clients and load to ${theirs} (taskset -a): they share no core`);
   else
     console.log(
-      `cores: ${cores}${cores > 2 ? ' (taskset unavailable)' : ''}: service and the ${CLIENTS} clients share them — the latency figures include the clients' CPU`,
+      `cores: ${cores}${cores > 2 ? ' (taskset unavailable)' : ''}: service and the ${CLIENTS} ` +
+        `clients share them — the latency figures include the clients' CPU`,
     );
   const workers: Worker[] = [];
   try {
@@ -251,7 +255,9 @@ async function main(): Promise<void> {
       const count = Math.floor(CLIENTS / WORKERS) + (w < CLIENTS % WORKERS ? 1 : 0);
       const sioCount = Math.floor(SIO_CLIENTS / WORKERS) + (w < SIO_CLIENTS % WORKERS ? 1 : 0);
       // the worker runs this file too, through tsx's loader registered inside the worker
-      const boot = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
+      const boot =
+        `import('tsx/esm/api').then(({ register }) => { register(); return ` +
+        `import(${JSON.stringify(import.meta.url)}); })`;
       const worker = new Worker(boot, { eval: true, workerData: { baseUrl: svc.baseUrl, count, sioCount } });
       workers.push(worker);
       worker.on('message', (m) => messages[w]?.(m));
@@ -332,24 +338,30 @@ async function main(): Promise<void> {
     let max = 0;
     histogram.forEach((n, i) => n && (max = (i + 1) * BUCKET_MS));
     console.log(
-      `produced ${produced} updates in ${elapsedS.toFixed(1)} s (${(produced / elapsedS).toFixed(0)} updates/s; ${failed} requests failed), ${expected} deliveries expected`,
+      `produced ${produced} updates in ${elapsedS.toFixed(1)} s (${(produced / elapsedS).toFixed(0)} ` +
+        `updates/s; ${failed} requests failed), ${expected} deliveries expected`,
     );
     console.log(
-      `delivery latency persist → client: p50 ${percentile(histogram, received, 0.5).toFixed(1)} ms, p99 ${percentile(histogram, received, 0.99).toFixed(1)} ms, max ${max.toFixed(1)} ms (target p99 < 50 ms)`,
+      `delivery latency persist → client: p50 ${percentile(histogram, received, 0.5).toFixed(1)} ms, ` +
+        `p99 ${percentile(histogram, received, 0.99).toFixed(1)} ms, max ${max.toFixed(1)} ms (target p99 < 50 ms)`,
     );
     if (SIO_CLIENTS > 0)
       console.log(
-        `  of which the ${SIO_CLIENTS} socket.io-client clients: p50 ${percentile(sioHistogram, sioReceived, 0.5).toFixed(1)} ms, p99 ${percentile(sioHistogram, sioReceived, 0.99).toFixed(1)} ms`,
+        `  of which the ${SIO_CLIENTS} socket.io-client clients: ` +
+          `p50 ${percentile(sioHistogram, sioReceived, 0.5).toFixed(1)} ms, ` +
+          `p99 ${percentile(sioHistogram, sioReceived, 0.99).toFixed(1)} ms`,
       );
     console.log(
       `updates lost: ${expected - received} of ${expected}; out of order or duplicated: ${outOfOrder} (target 0)`,
     );
     console.log(
-      `frames: ${(frames / CLIENTS / elapsedS).toFixed(1)} a second per client (${(received / Math.max(1, frames)).toFixed(2)} updates a frame)`,
+      `frames: ${(frames / CLIENTS / elapsedS).toFixed(1)} a second per client ` +
+        `(${(received / Math.max(1, frames)).toFixed(2)} updates a frame)`,
     );
     if (cpu0 !== null && cpu1 !== null)
       console.log(
-        `service CPU: ${(((cpu1 - cpu0) * 1000) / Math.max(1, received)).toFixed(1)} ms per 1,000 deliveries (${((cpu1 - cpu0) / 1000 / elapsedS).toFixed(2)} cores busy, orders and pushes)`,
+        `service CPU: ${(((cpu1 - cpu0) * 1000) / Math.max(1, received)).toFixed(1)} ms per 1,000 deliveries ` +
+          `(${((cpu1 - cpu0) / 1000 / elapsedS).toFixed(2)} cores busy, orders and pushes)`,
       );
   } finally {
     for (const w of workers) await w.terminate();

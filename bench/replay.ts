@@ -33,7 +33,8 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 64);
 
 async function main(): Promise<void> {
   console.log(
-    `bench:replay — ${STRATEGIES} armed STOP_LOSS, ${ORDERS} resting LIMIT buys, batches of ${BATCH} events, node ${process.version}, ${os.cpus().length} cores`,
+    `bench:replay — ${STRATEGIES} armed STOP_LOSS, ${ORDERS} resting LIMIT buys, batches ` +
+      `of ${BATCH} events, node ${process.version}, ${os.cpus().length} cores`,
   );
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-replay-'));
   try {
@@ -64,7 +65,8 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     for (let i = 0; i < STRATEGIES; i++) {
       const token = tokens[2 * (i % (tokens.length / 2))]!; // first outcome (Up) of each market
-      // every captured bid is at 0.99 or above: half the stops (at 0.99) fire when a bid appears, the others wait for the resolution
+      // every captured bid is at 0.99 or above: half the stops (at 0.99)
+      // fire when a bid appears, the others wait for the resolution
       const level = i % 2 ? str(dec('0.30').plus(dec('0.01').times(i % 40))) : '0.99';
       await s.strategies.start(
         'demo',
@@ -72,7 +74,8 @@ async function main(): Promise<void> {
       );
     }
     for (let i = 0; i < ORDERS; i++) {
-      const token = tokens[2 * (i % (tokens.length / 2)) + 1]!; // second outcome (Down): a low bid there is no stop's trigger
+      // second outcome (Down): a low bid there is no stop's trigger
+      const token = tokens[2 * (i % (tokens.length / 2)) + 1]!;
       const price = str(dec('0.01').times(1 + (i % 10))); // 0.01 … 0.10
       await s.orders.place(
         'demo',
@@ -81,7 +84,8 @@ async function main(): Promise<void> {
     }
     const armedBefore = (await s.actors.find({ kind: 'strategy', status: 'ACTIVE' })).length;
     console.log(
-      `set-up: ${armedBefore} of ${STRATEGIES} strategies armed (ACTIVE) and ${ORDERS} orders resting in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      `set-up: ${armedBefore} of ${STRATEGIES} strategies armed (ACTIVE) and ${ORDERS} ` +
+        `orders resting in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
 
     let fills = 0;
@@ -128,7 +132,8 @@ async function main(): Promise<void> {
     // fired: the stop triggered (it planned its sell: a child sequence number was used), whatever came after
     // (a stop that fired as its market resolved ends CANCELED, market resolved, its sell refused there)
     const firedOf = (r: (typeof all)[number]) =>
-      ((s.host.storedSnapshot(r) as { context?: { seq?: number } }).context?.seq ?? 0) > 0; // the stored form read back (engine/actor-host.ts SnapshotForm)
+      // the stored form read back (engine/actor-host.ts SnapshotForm)
+      ((s.host.storedSnapshot(r) as { context?: { seq?: number } }).context?.seq ?? 0) > 0;
     const fired = all.filter(firedOf).length;
     const firedThenResolved = all.filter((r) => firedOf(r) && byResolution(r)).length;
     const endedByResolution = all.filter(byResolution).length;
@@ -136,26 +141,34 @@ async function main(): Promise<void> {
 
     const perSec = (ms: number) => Math.round(applied / (ms / 1000)).toLocaleString('en-US');
     const cpuUs = (c: NodeJS.CpuUsage) =>
-      `${((c.user + c.system) / applied).toFixed(1)} µs/event = ${Math.round((applied * 1e6) / (c.user + c.system)).toLocaleString('en-US')} events per CPU second`;
+      `${((c.user + c.system) / applied).toFixed(1)} µs/event ` +
+      `= ${Math.round((applied * 1e6) / (c.user + c.system)).toLocaleString('en-US')} events per ` +
+      `CPU second`;
     console.log(
-      `capture events applied: ${applied} (levels, trade prints, tick changes, resolutions); skipped ${capture.skips.errorRows} error rows, ${capture.skips.unusable} unusable`,
+      `capture events applied: ${applied} (levels, trade prints, tick changes, resolutions); ` +
+        `skipped ${capture.skips.errorRows} error rows, ${capture.skips.unusable} unusable`,
     );
     console.log(
-      `venue, in memory (every event applied to books, ledger, order states): ${perSec(memMs)} events/s (${memMs.toFixed(0)} ms; CPU ${cpuUs(cpuMem)}) — goal ≥ 50,000/s`,
+      `venue, in memory (every event applied to books, ledger, order states): ${perSec(memMs)} ` +
+        `events/s (${memMs.toFixed(0)} ms; CPU ${cpuUs(cpuMem)}) — goal ≥ 50,000/s`,
     );
     console.log(
-      `venue, durable (journal entries written, reports and book changes delivered to the engine): ${perSec(venueMs)} events/s (${venueMs.toFixed(0)} ms; CPU ${cpuUs(cpuVenue)})`,
+      `venue, durable (journal entries written, reports and book changes delivered to the ` +
+        `engine): ${perSec(venueMs)} events/s (${venueMs.toFixed(0)} ms; CPU ${cpuUs(cpuVenue)})`,
     );
     console.log(
-      `end to end (engine done with every report and trigger): ${perSec(e2eMs)} events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)})`,
+      `end to end (engine done with every report and trigger): ${perSec(e2eMs)} ` +
+        `events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)})`,
     );
     console.log(
-      `strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market resolved); ended CANCELED by resolution: ${endedByResolution}; by status: ${JSON.stringify(byStatus)}`,
+      `strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market ` +
+        `resolved); ended CANCELED by resolution: ${endedByResolution}; by status: ${JSON.stringify(byStatus)}`,
     );
     const failed = all.find((r) => r.status === 'FAILED');
     if (failed) console.log(`a fired stop that FAILED says: ${(failed.view as { message?: string }).message}`);
     console.log(
-      `user fills: ${fills}; resting orders canceled by resolution: ${resolvedCancels}; markets resolved: ${resolvedMarkets}`,
+      `user fills: ${fills}; resting orders canceled by ` +
+        `resolution: ${resolvedCancels}; markets resolved: ${resolvedMarkets}`,
     );
     await s.stop();
   } finally {

@@ -166,7 +166,9 @@ interface Sample {
   cpuUs: number;
 }
 
-/** Runs `op` (which does `per` operations) for {@link ROUND_MS}: operations a second (wall) and CPU µs per operation. */
+/**
+ * Runs `op` (which does `per` operations) for {@link ROUND_MS}: operations a second (wall) and CPU µs per operation.
+ */
 function round(op: (i: number) => void, per: number): Sample {
   let n = 0;
   const c0 = process.cpuUsage();
@@ -204,7 +206,8 @@ function compare(
       const s = round(ops[k], per);
       runs[k].push(s);
       console.log(
-        `  round ${r + 1} ${labels[k].padEnd(width)}  ${fmt(s.perSec).padStart(9)} /s  CPU ${s.cpuUs.toFixed(2).padStart(6)} µs`,
+        `  round ${r + 1} ${labels[k].padEnd(width)}  ${fmt(s.perSec).padStart(9)} /s  ` +
+          `CPU ${s.cpuUs.toFixed(2).padStart(6)} µs`,
       );
     }
   }
@@ -212,7 +215,10 @@ function compare(
     const rates = runs[k].map((s) => s.perSec);
     const cpu = runs[k].map((s) => s.cpuUs);
     console.log(
-      `  ${label} median ${fmt(median(rates)).padStart(9)} /s (rounds ${fmt(Math.min(...rates))}–${fmt(Math.max(...rates))})  CPU median ${median(cpu).toFixed(2)} µs (${Math.min(...cpu).toFixed(2)}–${Math.max(...cpu).toFixed(2)})`,
+      `  ${label} median ${fmt(median(rates)).padStart(9)} /s ` +
+        `(rounds ${fmt(Math.min(...rates))}–${fmt(Math.max(...rates))})  CPU ` +
+        `median ${median(cpu).toFixed(2)} µs ` +
+        `(${Math.min(...cpu).toFixed(2)}–${Math.max(...cpu).toFixed(2)})`,
     );
   };
   line('old', 'old');
@@ -235,7 +241,9 @@ async function main(): Promise<void> {
   const steppers = { old: new ScopeStepper(stopLossMachine), now: new PureStepper(stopLossMachine) as Stepper };
   let sink = 0;
   console.log(
-    `bench:stepper — ${ROUNDS} rounds of ${ROUND_MS} ms per stepper, node ${process.version}, ${(await import('node:os')).availableParallelism()} cores (shared)`,
+    `bench:stepper — ${ROUNDS} rounds of ${ROUND_MS} ms per stepper, ` +
+      `node ${process.version}, ${(await import('node:os')).availableParallelism()} cores ` +
+      `(shared)`,
   );
   compare('STOP_LOSS initial snapshot (arming): one per operation', 1, {
     old: (i) => void (sink += steppers.old.initial(inputs[i & mask]).length),

@@ -105,9 +105,15 @@ const out = (line) => fs.writeSync(1, line + '\\n');
 function pct(v, p) { return v.length ? v[Math.min(v.length - 1, Math.max(0, Math.ceil(p * v.length) - 1))] : NaN; }
 function figures(label, values) {
   const v = Float64Array.from(values).sort();
-  return label + ': p50 ' + pct(v, 0.5).toFixed(1) + ' ms, p99 ' + pct(v, 0.99).toFixed(1) + ' ms, max ' + (v.length ? v[v.length - 1] : NaN).toFixed(1) + ' ms';
+  const max = v.length ? v[v.length - 1] : NaN;
+  return label + ': p50 ' + pct(v, 0.5).toFixed(1) + ' ms, p99 ' + pct(v, 0.99).toFixed(1) + ' ms, max ' +
+    max.toFixed(1) + ' ms';
 }
-const handled = () => { let n = 0; for (let i = 0; i < w.n; i++) if (Atomics.load(counts, i * 2 + 1) > 0) n++; return n; };
+const handled = () => {
+  let n = 0;
+  for (let i = 0; i < w.n; i++) if (Atomics.load(counts, i * 2 + 1) > 0) n++;
+  return n;
+};
 function report() {
   const sink = [], actor = [];
   let lost = 0, twice = 0, early = 0;
@@ -123,9 +129,11 @@ function report() {
   const floor = [];
   for (let i = 0; i < w.n; i++) if (control[i] > 0) floor.push(control[i] - times[i * 3]);
   out(figures('floor: a plain setTimeout at the same due times', floor));
-  out('delivered ' + sink.length + ' of ' + w.n + '; lost ' + lost + ' (not handled within ' + w.graceS + ' s after the last due time); fired twice ' + twice + '; early ' + early);
+  out('delivered ' + sink.length + ' of ' + w.n + '; lost ' + lost + ' (not handled within ' + w.graceS +
+    ' s after the last due time); fired twice ' + twice + '; early ' + early);
   const cpuS = (process.cpuUsage().user + process.cpuUsage().system - w.cpu0) / 1e6;
-  out('process CPU while firing: ' + ((cpuS / wallS) * 100).toFixed(0) + ' % of one core over ' + wallS.toFixed(1) + ' s (both threads), ' + ((cpuS * 1000) / w.n).toFixed(2) + ' ms per timer');
+  out('process CPU while firing: ' + ((cpuS / wallS) * 100).toFixed(0) + ' % of one core over ' + wallS.toFixed(1) +
+    ' s (both threads), ' + ((cpuS * 1000) / w.n).toFixed(2) + ' ms per timer');
   const v = Float64Array.from(sink).sort();
   const met = pct(v, 0.99) < 50 && lost === 0 && twice === 0;
   out('goal (p99 < 50 ms, 0 lost, 0 fired twice): ' + (met ? 'met' : 'NOT met'));
@@ -150,7 +158,8 @@ async function main(): Promise<void> {
   const dir = DISK ? await fs.mkdtemp(path.join(os.tmpdir(), 'pts-timers-')) : null;
   const config = loadConfig({ ...process.env, DATA_DIR: dir ?? ':memory:', LOG_LEVEL: 'silent', MONGODB_URI: '' });
   console.log(
-    `bench:timers — ${TIMERS} timers due over ${SPAN_S} s, store ${DISK ? 'on disk' : 'in memory'}, SCHEDULER_POLL_MS ${config.schedulerPollMs}, node ${process.version}, ${os.cpus().length} cores`,
+    `bench:timers — ${TIMERS} timers due over ${SPAN_S} s, store ${DISK ? 'on disk' : 'in memory'}, ` +
+      `SCHEDULER_POLL_MS ${config.schedulerPollMs}, node ${process.version}, ${os.cpus().length} cores`,
   );
   const log = createLogger('silent');
   const store = await openStore(config, log);
@@ -194,7 +203,8 @@ async function main(): Promise<void> {
     }
     const armS = (performance.now() - t0) / 1000;
     console.log(
-      `armed ${TIMERS} in ${armS.toFixed(1)} s (${(TIMERS / armS).toFixed(0)}/s), first due ${LEAD_S} s after the start; armed after their due time: ${armedLate}`,
+      `armed ${TIMERS} in ${armS.toFixed(1)} s (${(TIMERS / armS).toFixed(0)}/s), first ` +
+        `due ${LEAD_S} s after the start; armed after their due time: ${armedLate}`,
     );
     const cpu0 = process.cpuUsage();
     const watchdog = new Worker(WATCHDOG, {

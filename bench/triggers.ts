@@ -121,7 +121,8 @@ function timeIndex(s: Services, tokens: string[]): number {
     const k = i % tokens.length;
     const tt = touches[k]!;
     // alternate between two touches that fire nothing
-    fired += idx.fire(tokens[k]!, i % 2 ? tt : { bid: tt.bid, ask: `${tt.ask}0` }).length; // same prices, new strings: a full check
+    // same prices, new strings: a full check
+    fired += idx.fire(tokens[k]!, i % 2 ? tt : { bid: tt.bid, ask: `${tt.ask}0` }).length;
   }
   if (fired) throw new Error(`bench book updates fired ${fired} strategies`);
   return ((performance.now() - t0) * 1000) / N;
@@ -153,7 +154,9 @@ async function arm(s: Services, userId: string, tokens: string[], from: number, 
 
 async function main(): Promise<void> {
   console.log(
-    `bench:triggers — ${ARMED} armed over ${TOKENS} tokens, ${CONCURRENCY} at a time, node ${process.version}, ${os.cpus().length} cores, heap limit ${Math.round((await import('node:v8')).getHeapStatistics().heap_size_limit / 2 ** 20)} MB`,
+    `bench:triggers — ${ARMED} armed over ${TOKENS} tokens, ${CONCURRENCY} at a time, ` +
+      `node ${process.version}, ${os.cpus().length} cores, ` +
+      `heap limit ${Math.round((await import('node:v8')).getHeapStatistics().heap_size_limit / 2 ** 20)} MB`,
   );
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-triggers-'));
   try {
@@ -201,25 +204,41 @@ async function main(): Promise<void> {
     const perUpdateLarge = await timeUpdates(s, mover._id, tokens);
     const indexLarge = timeIndex(s, tokens);
     console.log(
-      `armed ${ARMED} in ${armSeconds.toFixed(1)} s (the book updates at ${small} included): ${Math.round(armRate)} strategies a second after the first ${small} (target ≥ 20,000), CPU ${armCpuUs.toFixed(0)} µs each (${Math.round(1e6 / armCpuUs)} a second on one free core); index holds ${s.strategies.triggers.size}`,
+      `armed ${ARMED} in ${armSeconds.toFixed(1)} s (the book updates at ${small} ` +
+        `included): ${Math.round(armRate)} strategies a second after the first ${small} (target ≥ 20,000), ` +
+        `CPU ${armCpuUs.toFixed(0)} µs each (${Math.round(1e6 / armCpuUs)} a second on one free core); ` +
+        `index holds ${s.strategies.triggers.size}`,
     );
     console.log(
-      `book update (venue place/cancel + trigger check), CPU time: ${perUpdateSmall.cpu.toFixed(1)} µs with ${small} armed, ${perUpdateLarge.cpu.toFixed(1)} µs with ${ARMED} armed — ratio ${(perUpdateLarge.cpu / perUpdateSmall.cpu).toFixed(2)} (target ≤ 1.2); ` +
-        `wall clock ${perUpdateSmall.wall.toFixed(1)} → ${perUpdateLarge.wall.toFixed(1)} µs (ratio ${(perUpdateLarge.wall / perUpdateSmall.wall).toFixed(2)})`,
+      `book update (venue place/cancel + trigger check), CPU time: ${perUpdateSmall.cpu.toFixed(1)} µs ` +
+        `with ${small} armed, ${perUpdateLarge.cpu.toFixed(1)} µs with ${ARMED} armed — ` +
+        `ratio ${(perUpdateLarge.cpu / perUpdateSmall.cpu).toFixed(2)} (target ≤ 1.2); ` +
+        `wall clock ${perUpdateSmall.wall.toFixed(1)} → ${perUpdateLarge.wall.toFixed(1)} µs ` +
+        `(ratio ${(perUpdateLarge.wall / perUpdateSmall.wall).toFixed(2)})`,
     );
     console.log(
-      `trigger index alone per touch change: ${indexSmall.toFixed(2)} µs with ${small}, ${indexLarge.toFixed(2)} µs with ${ARMED} — ratio ${(indexLarge / indexSmall).toFixed(2)}`,
+      `trigger index alone per touch change: ${indexSmall.toFixed(2)} µs ` +
+        `with ${small}, ${indexLarge.toFixed(2)} µs with ${ARMED} — ` +
+        `ratio ${(indexLarge / indexSmall).toFixed(2)}`,
     );
     const heapPer = (after.heap - before.heap) / ARMED;
     const rssPer = (after.rss - before.rss) / ARMED;
     console.log(
-      `memory per armed strategy: heap ${(heapPer / 1024).toFixed(2)} KB, RSS ${(rssPer / 1024).toFixed(2)} KB (target < 1.5 KB)`,
+      `memory per armed strategy: heap ${(heapPer / 1024).toFixed(2)} KB, ` +
+        `RSS ${(rssPer / 1024).toFixed(2)} KB (target < 1.5 KB)`,
     );
     const kb = (bytes: number) => `${(bytes / ARMED / 1024).toFixed(2)} KB`;
+    const rest = after.rss - before.rss - (after.heapTotal - before.heapTotal) - (after.external - before.external);
     console.log(
-      `  RSS breakdown per armed strategy: heapUsed ${kb(after.heap - before.heap)}, heapTotal ${kb(after.heapTotal - before.heapTotal)} (committed but free after GC ${kb(after.heapTotal - after.heap - (before.heapTotal - before.heap))}), ` +
-        `external ${kb(after.external - before.external)} (arrayBuffers ${kb(after.arrayBuffers - before.arrayBuffers)}), rest (code, malloc arenas, stacks) ${kb(after.rss - before.rss - (after.heapTotal - before.heapTotal) - (after.external - before.external))}; ` +
-        `totals after: rss ${Math.round(after.rss / 2 ** 20)} MB, heapTotal ${Math.round(after.heapTotal / 2 ** 20)} MB, heapUsed ${Math.round(after.heap / 2 ** 20)} MB`,
+      `  RSS breakdown per armed strategy: heapUsed ${kb(after.heap - before.heap)}, ` +
+        `heapTotal ${kb(after.heapTotal - before.heapTotal)} ` +
+        `(committed but free after GC ${kb(after.heapTotal - after.heap - (before.heapTotal - before.heap))}), ` +
+        `external ${kb(after.external - before.external)} ` +
+        `(arrayBuffers ${kb(after.arrayBuffers - before.arrayBuffers)}), ` +
+        `rest (code, malloc arenas, stacks) ${kb(rest)}; ` +
+        `totals after: rss ${Math.round(after.rss / 2 ** 20)} MB, ` +
+        `heapTotal ${Math.round(after.heapTotal / 2 ** 20)} MB, ` +
+        `heapUsed ${Math.round(after.heap / 2 ** 20)} MB`,
     );
     if (process.env.BENCH_COMPACT === '1') {
       // diagnostic (opt-in: it changes the figures after it): the heap committed but free after
@@ -232,13 +251,17 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 2_000)); // freed pages are unmapped by a background thread
       const c = process.memoryUsage();
       console.log(
-        `  after one compacting full GC: RSS ${kb(c.rss - before.rss)}, heapTotal ${kb(c.heapTotal - before.heapTotal)}, heapUsed ${kb(c.heapUsed - before.heap)} per armed strategy`,
+        `  after one compacting full GC: RSS ${kb(c.rss - before.rss)}, ` +
+          `heapTotal ${kb(c.heapTotal - before.heapTotal)}, ` +
+          `heapUsed ${kb(c.heapUsed - before.heap)} per armed strategy`,
       );
     }
     const v8 = await import('node:v8');
     const spaces = v8.getHeapSpaceStatistics().filter((sp) => sp.space_size > 2 ** 20);
+    const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
     console.log(
-      `  V8 spaces after (committed / used MB): ${spaces.map((sp) => `${sp.space_name} ${Math.round(sp.space_size / 2 ** 20)}/${Math.round(sp.space_used_size / 2 ** 20)}`).join(', ')}`,
+      `  V8 spaces after (committed / used MB): ` +
+        spaces.map((sp) => `${sp.space_name} ${mb(sp.space_size)}/${mb(sp.space_used_size)}`).join(', '),
     );
     await s.stop();
     // a restart is a new process: the stopped services' heap (gigabytes at a million armed) is
@@ -250,7 +273,10 @@ async function main(): Promise<void> {
     const restoreSeconds = (performance.now() - beforeRestore) / 1000;
     const p = s.startPhasesMs;
     console.log(
-      `restart: ${s.restoredAtStart} actors restored and re-armed in ${restoreSeconds.toFixed(1)} s (target < 30 s): store opened and loaded ${(p.open / 1000).toFixed(1)} s, actors restored ${(p.restore / 1000).toFixed(1)} s, reconciled ${(p.reconcile / 1000).toFixed(1)} s; index holds ${s.strategies.triggers.size}`,
+      `restart: ${s.restoredAtStart} actors restored and re-armed in ${restoreSeconds.toFixed(1)} s (target < ` +
+        `30 s): store opened and loaded ${(p.open / 1000).toFixed(1)} s, actors ` +
+        `restored ${(p.restore / 1000).toFixed(1)} s, reconciled ${(p.reconcile / 1000).toFixed(1)} s; ` +
+        `index holds ${s.strategies.triggers.size}`,
     );
     // the owner's list (GET of a user's strategies: ActorRepository.findOwned, newest first, a page
     // of 50 and the total), each right after one more strategy is armed: an `ownerKey` index range
@@ -263,7 +289,8 @@ async function main(): Promise<void> {
     }
     const pageCpu = process.cpuUsage(c2);
     console.log(
-      `owner's list after each arming (findOwned, limit 50, with the total of ${ARMED + PAGES}): CPU ${((pageCpu.user + pageCpu.system) / PAGES / 1000).toFixed(2)} ms per arming + page`,
+      `owner's list after each arming (findOwned, limit 50, with the total of ${ARMED + PAGES}): ` +
+        `CPU ${((pageCpu.user + pageCpu.system) / PAGES / 1000).toFixed(2)} ms per arming + page`,
     );
     await s.stop();
   } finally {

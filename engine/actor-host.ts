@@ -112,7 +112,10 @@ export interface FieldCodec {
 export interface SnapshotForm {
   /** Stored as `form`. */
   version: number;
-  /** Fields every context of the kind has, with the value they are left out at (JSON values; objects and arrays only empty). */
+  /**
+   * Fields every context of the kind has, with the value they are
+   * left out at (JSON values; objects and arrays only empty).
+   */
   defaults: Readonly<Record<string, unknown>>;
   /**
    * Fields computed from the record's ids and the context, left out when equal (JSON-equal) to

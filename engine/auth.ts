@@ -52,7 +52,8 @@ export interface Principal {
  * never kept, so it cannot be shown again.
  */
 export const KEY_SHOWN_ONCE =
-  'this request was already answered: the api_key is shown once, in that first answer, and is not kept (only its hash is); if it was lost, revoke this key_id and mint a new key with a new Idempotency-Key';
+  'this request was already answered: the api_key is shown once, in that first answer, and is not kept (only ' +
+  'its hash is); if it was lost, revoke this key_id and mint a new key with a new Idempotency-Key';
 
 const TOKEN_SHAPE = /^[A-Za-z0-9._~+/=-]{16,512}$/;
 
@@ -91,7 +92,10 @@ function principalOf(doc: ApiKeyDoc | null): Readonly<Principal> | null {
 export const KEY_CACHE_MS = 5_000;
 const KEY_CACHE_SIZE = 10_000;
 
-/** Whether a cached key read at `entry.readAtMs` may still be trusted at `now` (epoch ms): read within {@link KEY_CACHE_MS}, and not in the future (a clock set back). */
+/**
+ * Whether a cached key read at `entry.readAtMs` may still be trusted at `now` (epoch
+ * ms): read within {@link KEY_CACHE_MS}, and not in the future (a clock set back).
+ */
 const fresh = (entry: { readAtMs: number }, now: number): boolean =>
   now - entry.readAtMs < KEY_CACHE_MS && entry.readAtMs <= now;
 
@@ -241,7 +245,8 @@ export class ApiKeyService {
     if (hit && fresh(hit, now)) return hit;
     const generation = this.generation;
     const doc = await this.keys.findOne({ hash });
-    if (generation !== this.generation) return { hash, doc, readAtMs: now, principal: principalOf(doc), live: false }; // a key changed meanwhile: used once, not kept
+    // a key changed meanwhile: used once, not kept
+    if (generation !== this.generation) return { hash, doc, readAtMs: now, principal: principalOf(doc), live: false };
     if (this.cache.size >= KEY_CACHE_SIZE && !this.cache.has(hash)) this.forget(this.cache.keys().next().value!, false);
     this.forget(hash, false);
     const entry: CachedKey = { hash, doc, readAtMs: now, principal: principalOf(doc), live: true };
@@ -315,7 +320,8 @@ export class ApiKeyService {
       throw errors.conflict('the MASTER_API_KEY key is set by configuration and cannot be revoked here');
     if (doc.kind === 'master')
       throw errors.conflict(
-        "the partner's master key cannot be revoked here: it is the partner's way in, and revoking it would lock the partner out",
+        "the partner's master key cannot be revoked here: it is the partner's " +
+          'way in, and revoking it would lock the partner out',
       );
     if (doc.revokedAtMs !== null) return doc;
     const revokedAtMs = this.clock.now();

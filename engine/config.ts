@@ -38,7 +38,8 @@ export const SETTINGS = [
     type: 'path',
     default: './var',
     description:
-      'Folder of the SQLite store (`store.sqlite`, used when MONGODB_URI is unset) and of the first-start master key file; `:memory:` keeps the store in memory (benchmarks, demos).',
+      'Folder of the SQLite store (`store.sqlite`, used when MONGODB_URI is unset) and of the first-start ' +
+      'master key file; `:memory:` keeps the store in memory (benchmarks, demos).',
   },
   {
     env: 'MONGODB_URI',
@@ -57,27 +58,31 @@ export const SETTINGS = [
     type: 'writeConcern',
     default: 'majority',
     description:
-      'Write concern `w` of every MongoDB write: `majority`, or a number of members (1 = the primary alone). A different `w` in the URI stops the start.',
+      'Write concern `w` of every MongoDB write: `majority`, or a number of members (1 = ' +
+      'the primary alone). A different `w` in the URI stops the start.',
   },
   {
     env: 'MONGODB_JOURNAL',
     type: 'onoff',
     default: 'on',
     description:
-      'on: a MongoDB write is acknowledged only once it is in the on-disk journal (write concern `j: true`). A contradicting `journal` / `j` in the URI stops the start.',
+      'on: a MongoDB write is acknowledged only once it is in the on-disk journal (write concern ' +
+      '`j: true`). A contradicting `journal` / `j` in the URI stops the start.',
   },
   {
     env: 'MONGODB_ALLOW_STANDALONE',
     type: 'onoff',
     default: 'off',
     description:
-      'on: accept a standalone MongoDB server (no replica set); off: refuse to start on one, since majority writes and retryable writes need a replica set.',
+      'on: accept a standalone MongoDB server (no replica set); off: refuse to start on one, ' +
+      'since majority writes and retryable writes need a replica set.',
   },
   {
     env: 'MASTER_API_KEY',
     type: 'string',
     description:
-      'Master API key of PARTNER_ID with every scope. Unset: one is generated on first start, printed once and kept hashed.',
+      'Master API key of PARTNER_ID with every scope. Unset: one is ' +
+      'generated on first start, printed once and kept hashed.',
     secret: true,
   },
   { env: 'PARTNER_ID', type: 'string', default: 'demo', description: 'Partner that the master key belongs to.' },
@@ -94,7 +99,8 @@ export const SETTINGS = [
     min: 50,
     max: 60000,
     description:
-      'How often the scheduler scans for due timers (ms); timers due sooner are also woken by its notification channel.',
+      'How often the scheduler scans for due timers (ms); timers due ' +
+      'sooner are also woken by its notification channel.',
   },
   {
     env: 'SHUTDOWN_GRACE_MS',
@@ -118,14 +124,18 @@ export const SETTINGS = [
     min: 1,
     max: 1000000,
     description:
-      'Replay time compression of the MSTR price path: recorded seconds per real second (600 = one 10-minute point per second).',
+      'Replay time compression of the MSTR price path: recorded seconds per ' +
+      'real second (600 = one 10-minute point per second).',
   },
   {
     env: 'SIM_CAPTURE',
     type: 'onoff',
     default: 'on',
     description:
-      'on: the 112 markets of the WebSocket capture (data/ws-capture-2026-02-20.csv) follow it on the capture clock (SIM_CAPTURE_SPEED): captured book levels, trade prints, tick-size changes, resolutions; the replay stops at the end of the capture (no loop), and a restart resumes where it was. off: those markets are quoted like the static ones and never change by themselves.',
+      'on: the 112 markets of the WebSocket capture (data/ws-capture-2026-02-20.csv) follow it on the capture ' +
+      'clock (SIM_CAPTURE_SPEED): captured book levels, trade prints, tick-size changes, resolutions; the ' +
+      'replay stops at the end of the capture (no loop), and a restart resumes where it was. off: those markets ' +
+      'are quoted like the static ones and never change by themselves.',
   },
   {
     env: 'SIM_CAPTURE_SPEED',
@@ -134,14 +144,16 @@ export const SETTINGS = [
     min: 1,
     max: 1000000,
     description:
-      'Capture seconds per real second of the WebSocket capture replay: 1 = real time (a 15-minute market lives 15 minutes and resolves as it did); 600 plays the 6.5 hours in 39 s.',
+      'Capture seconds per real second of the WebSocket capture replay: 1 = real time (a 15-minute market ' +
+      'lives 15 minutes and resolves as it did); 600 plays the 6.5 hours in 39 s.',
   },
   {
     env: 'SIM_CONTROL',
     type: 'onoff',
     default: 'off',
     description:
-      "on: the simulated venue's control endpoint `POST /v2/sim/markets/{condition_id}/resolve` exists (master key only): how tests and demos resolve a market. off: it answers 404. Never on in production.",
+      "on: the simulated venue's control endpoint `POST /v2/sim/markets/{condition_id}/resolve` exists (master " +
+      'key only): how tests and demos resolve a market. off: it answers 404. Never on in production.',
   },
   {
     env: 'SIM_INITIAL_PUSD',
@@ -172,7 +184,8 @@ export const SETTINGS = [
     min: 0,
     max: 3600000,
     description:
-      'Simulated block delay of a withdrawal: how long after its debit the transfer confirms (or reverts), through the durable scheduler (ms).',
+      'Simulated block delay of a withdrawal: how long after its debit the transfer ' +
+      'confirms (or reverts), through the durable scheduler (ms).',
   },
   {
     env: 'RATE_LIMIT_PER_MIN',
@@ -181,7 +194,8 @@ export const SETTINGS = [
     min: 0,
     max: 10000000,
     description:
-      'Requests per minute per API key (per client address for public routes); beyond it 429 with Retry-After. 0 turns rate limiting off (benchmarks).',
+      'Requests per minute per API key (per client address for public routes); beyond it ' +
+      '429 with Retry-After. 0 turns rate limiting off (benchmarks).',
   },
   {
     env: 'BODY_LIMIT_BYTES',
@@ -198,7 +212,8 @@ export const SETTINGS = [
     min: 0,
     max: 100000,
     description:
-      'Mutating requests (POST, PATCH, DELETE) handled at once; more wait in a queue. 0 = no limit (requests still wait for LOOP_BUDGET_MS when it is not 0).',
+      'Mutating requests (POST, PATCH, DELETE) handled at once; more wait in a queue. 0 = no ' +
+      'limit (requests still wait for LOOP_BUDGET_MS when it is not 0).',
   },
   {
     env: 'WRITE_QUEUE_LENGTH',
@@ -207,7 +222,8 @@ export const SETTINGS = [
     min: 0,
     max: 1000000,
     description:
-      'Mutating requests that may wait for one of the WRITE_CONCURRENCY slots; beyond it 503 `overloaded` with Retry-After at once.',
+      'Mutating requests that may wait for one of the WRITE_CONCURRENCY slots; ' +
+      'beyond it 503 `overloaded` with Retry-After at once.',
   },
   {
     env: 'WRITE_QUEUE_WAIT_MS',
@@ -225,7 +241,9 @@ export const SETTINGS = [
     min: 0,
     max: 1000,
     description:
-      'Mutating-request work started per event-loop iteration (ms); once spent, further requests wait in the WRITE_QUEUE_LENGTH queue for a later iteration, so the loop comes back often to accept new connections (Node 20 accepts one per iteration). 0 = no budget.',
+      'Mutating-request work started per event-loop iteration (ms); once spent, further requests wait ' +
+      'in the WRITE_QUEUE_LENGTH queue for a later iteration, so the loop comes back often to accept new ' +
+      'connections (Node 20 accepts one per iteration). 0 = no budget.',
   },
 ] as const satisfies readonly SettingSpec[];
 

@@ -46,7 +46,10 @@ export type DomainCode =
   | 'NOTHING_TO_REDEEM'
   /** A redeem while open sells reserve shares of the market: cancel them first. */
   | 'SHARES_RESERVED'
-  /** A split, merge or redeem whose `neg_risk_market` does not match the market (routing through the NegRiskAdapter or not). */
+  /**
+   * A split, merge or redeem whose `neg_risk_market` does not
+   * match the market (routing through the NegRiskAdapter or not).
+   */
   | 'NEG_RISK_MISMATCH';
 
 /** Every {@link DomainCode}, for exhaustive checks (the API's mapping test). */

@@ -132,7 +132,8 @@ export function canonicalJson(value: unknown): string {
 function reused(): DomainError {
   return new DomainError(
     'IDEMPOTENCY_KEY_REUSED',
-    'this Idempotency-Key was already used for a different request (method, path, user or body); send a fresh UUID for a new operation',
+    'this Idempotency-Key was already used for a different request (method, path, ' +
+      'user or body); send a fresh UUID for a new operation',
   );
 }
 
@@ -230,7 +231,11 @@ export class IdempotencyService {
    */
   static resourceSeed(keyId: string, key: string, userId: string | null, path: string): string {
     const hex = sha256(`${keyId}\u0000${key}\u0000${userId ?? ''}\u0000${path}`);
-    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${'89ab'[parseInt(hex[16]!, 16) % 4]}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+    const variant = '89ab'[parseInt(hex[16]!, 16) % 4];
+    return (
+      `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-` +
+      `${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+    );
   }
 
   /**
@@ -242,12 +247,14 @@ export class IdempotencyService {
     const key = Array.isArray(header) ? header[0] : header;
     if (key === undefined || key === '') {
       throw errors.badRequest(
-        'the Idempotency-Key header is required on every POST, PATCH and DELETE: send a fresh UUID v4 per operation, the same one when retrying',
+        'the Idempotency-Key header is required on every POST, PATCH and DELETE: send a ' +
+          'fresh UUID v4 per operation, the same one when retrying',
       );
     }
     if (!UUID.test(key))
       throw errors.badRequest(
-        `Idempotency-Key must be a UUID (for example ${'3f0c9a4e-8b1d-4c52-9e7a-2d6f1b0a9c31'}); received ${JSON.stringify(key.slice(0, 80))}`,
+        `Idempotency-Key must be a UUID (for example ${'3f0c9a4e-8b1d-4c52-9e7a-2d6f1b0a9c31'}); ` +
+          `received ${JSON.stringify(key.slice(0, 80))}`,
       );
     return key.toLowerCase();
   }
@@ -256,8 +263,8 @@ export class IdempotencyService {
    * Claims `key` for a request, or finds its stored response.
    * @param keyId - id of the API key that sent the request (the scope of idempotency keys).
    * @param request - what makes two requests "the same": method, path, acting user, parsed body.
-   * @throws {DomainError} `IDEMPOTENCY_KEY_IN_USE` while the first request with this key still runs; `IDEMPOTENCY_KEY_REUSED` when the key was
-   *   used for a different request.
+   * @throws {DomainError} `IDEMPOTENCY_KEY_IN_USE` while the first request with this key still runs;
+   *   `IDEMPOTENCY_KEY_REUSED` when the key was used for a different request.
    */
   async begin(
     keyId: string,
@@ -266,7 +273,8 @@ export class IdempotencyService {
   ): Promise<IdempotencyClaim> {
     const _id = sha256(`${keyId}\u0000${key}`);
     const fingerprint = sha256(
-      `${request.method.toUpperCase()} ${request.path}\u0000${request.userId ?? ''}\u0000${canonicalJson(request.body)}`,
+      `${request.method.toUpperCase()} ${request.path}\u0000` +
+        `${request.userId ?? ''}\u0000${canonicalJson(request.body)}`,
     );
     if (this.running) return this.beginInMemory(keyId, _id, fingerprint);
     for (let attempt = 0; attempt < 3; attempt++) {

@@ -297,7 +297,8 @@ export class OrderService {
       forbid('price', 'is not used by MARKET orders (they take the book; use LIMIT with IOC for a price cap)');
       if (body.time_in_force !== undefined && body.time_in_force !== 'IOC' && body.time_in_force !== 'FOK') {
         throw errors.badRequest(
-          `time_in_force ${body.time_in_force} is not used by MARKET orders: they are IOC (the default) or FOK (all or nothing)`,
+          `time_in_force ${body.time_in_force} is not used by MARKET orders: ` +
+            `they are IOC (the default) or FOK (all or nothing)`,
         );
       }
       forbid('expiration', 'is not used by MARKET orders');
@@ -427,7 +428,8 @@ export class OrderService {
       );
       if (existing.some((r) => r?.status === 'REJECTED')) {
         throw errors.conflict(
-          'an earlier attempt of this request was refused and its ladder canceled: send it again with a new Idempotency-Key',
+          'an earlier attempt of this request was refused and its ladder ' +
+            'canceled: send it again with a new Idempotency-Key',
         );
       }
       const missing = inputs.filter((_, i) => !existing[i]);

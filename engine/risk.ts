@@ -37,7 +37,7 @@ export const EXPIRATION_HORIZON_MS = 365 * 24 * 60 * 60 * 1000;
 /** TWAP bound (README): at most 1000 slices; `execution.duration_sec` ≤ 7 days is a schema rule. */
 export const TWAP_MAX_SLICES = 1000;
 
-// ── wording ─────────────────────────────────────────────────────────────────────────────────
+// ── wording ───────────────────────────────
 
 /**
  * The cents message of spec 2.1, to the letter, for any price field above 1 (spec 2.1 names
@@ -65,10 +65,13 @@ export function insufficientBalanceMessage(what: string, need: Dec, available: D
  * part reserved by open sells named after it when there is one.
  */
 export function notEnoughSharesMessage(held: Dec, reserved: Dec): string {
-  return `Not enough shares to place this sell — holding ${str(held)}${reserved.gt(0) ? `, of which ${str(reserved)} reserved by open sells` : ''}`;
+  return (
+    `Not enough shares to place this sell — ` +
+    `holding ${str(held)}${reserved.gt(0) ? `, of which ${str(reserved)} reserved by open sells` : ''}`
+  );
 }
 
-// ── pure rules ──────────────────────────────────────────────────────────────────────────────
+// ── pure rules ────────────────────────────
 
 /**
  * A price field (spec 2.1: every field of its first row): above 1 → the cents message; outside
@@ -120,7 +123,8 @@ export function checkShares(field: string, raw: string): Dec {
  * The market's minimum for resting orders (spec 2.2.2 bracket rules, part 8: per market, usually
  * 5 shares).
  * @param shown the size as the message shows it.
- * @throws {DomainError} `INVALID_REQUEST` `<field> <size> is below this market's minimum of <min> shares for resting orders`.
+ * @throws {DomainError} `INVALID_REQUEST`
+ *   `<field> <size> is below this market's minimum of <min> shares for resting orders`.
  */
 export function checkRestingMinimum(field: string, size: Dec, shown: string, market: Pick<TokenInfo, 'minSize'>): void {
   if (size.lt(market.minSize))
@@ -149,7 +153,8 @@ export function checkMinQuote(raw: string, what: string): Dec {
 export function checkMarketSellMinimum(bid: Dec | undefined, size: Dec, shown: string): void {
   if (bid && bid.times(size).lt(MIN_NOTIONAL_USD)) {
     throw errors.badRequest(
-      `a MARKET sell must be worth at least $1 at the best bid (${str(bid)}); size ${shown} is worth $${str(bid.times(size))}`,
+      `a MARKET sell must be worth at least $1 at the best bid (${str(bid)}); ` +
+        `size ${shown} is worth $${str(bid.times(size))}`,
     );
   }
 }
@@ -200,7 +205,8 @@ export function checkPostOnly(side: Side, price: Dec, touch: TouchText, subject:
   if (crossesBook(side, price, touch)) {
     throw new DomainError(
       'ORDER_CROSSES_BOOK',
-      `${subject} post-only: price ${str(price)} would take liquidity (touch ${touch.bid ?? '-'} / ${touch.ask ?? '-'})`,
+      `${subject} post-only: price ${str(price)} would take liquidity ` +
+        `(touch ${touch.bid ?? '-'} / ${touch.ask ?? '-'})`,
     );
   }
 }
@@ -239,7 +245,8 @@ export function checkExpiration(expiration: number, nowMs: number): void {
       `expiration must be a future time in Unix epoch milliseconds; received ${expiration}${hintText}`,
     );
   throw errors.badRequest(
-    `expiration must be at most 365 days ahead (at most ${horizon} in Unix epoch milliseconds); received ${expiration}${hintText}`,
+    `expiration must be at most 365 days ahead (at most ${horizon} in Unix ` +
+      `epoch milliseconds); received ${expiration}${hintText}`,
   );
 }
 
@@ -284,22 +291,26 @@ export function checkTwapDuration(durationSec: number, intervalSec: number): num
 export function checkTwapSlices(p: TwapPlan, market: Pick<TokenInfo, 'minSize'>): void {
   if (p.slices > TWAP_MAX_SLICES) {
     throw errors.badRequest(
-      `a TWAP has at most ${TWAP_MAX_SLICES} slices: duration_sec ${p.durationSec} / interval_sec ${p.intervalSec} makes ${p.slices}; raise execution.interval_sec`,
+      `a TWAP has at most ${TWAP_MAX_SLICES} slices: duration_sec ${p.durationSec} / ` +
+        `interval_sec ${p.intervalSec} makes ${p.slices}; raise execution.interval_sec`,
     );
   }
   if (p.sliceSize.lt(MIN_SHARES)) {
     throw errors.badRequest(
-      `each TWAP slice must be at least 0.01 shares: ${str(p.size)} shares over ${p.slices} slices is less; send a larger size or fewer slices (raise execution.interval_sec)`,
+      `each TWAP slice must be at least 0.01 shares: ${str(p.size)} shares over ${p.slices} slices is ` +
+        `less; send a larger size or fewer slices (raise execution.interval_sec)`,
     );
   }
   if (p.passive && p.sliceSize.lt(market.minSize)) {
     throw errors.badRequest(
-      `passive TWAP slices rest on the book, so each must be at least this market's minimum of ${str(market.minSize)} shares: ${str(p.size)} shares over ${p.slices} slices is ${str(p.sliceSize)} per slice; send a larger size or fewer slices`,
+      `passive TWAP slices rest on the book, so each must be at least this market's minimum ` +
+        `of ${str(market.minSize)} shares: ${str(p.size)} shares over ${p.slices} slices ` +
+        `is ${str(p.sliceSize)} per slice; send a larger size or fewer slices`,
     );
   }
 }
 
-// ── the engine ──────────────────────────────────────────────────────────────────────────────
+// ── the engine ────────────────────────────
 
 /** A concrete CLOB order as risk checks it (the order actor's input, engine/orders.ts `OrderInput`). */
 export interface RiskOrder {
@@ -440,7 +451,7 @@ export function refusalCode(err: DomainError): string {
   }
 }
 
-// ── wallet operations ────────────────────────────────────────────────────────────
+// ── wallet operations ─────────────────────
 
 /**
  * A token amount in human units (dollars for pUSD; dollars = full sets for split and merge):

@@ -153,13 +153,17 @@ export class UserService {
   /**
    * {@link byId} / {@link byPartnerUserId} without waiting, for a user read before (a user's
    * only change, its email, replaces the cached copy): the user, or undefined when the store must be read.
-   * @param partnerUserId - with `partnerId`: look up by the partner's id; without: `idOrPartner` is the `platform_user_id`.
+   * @param partnerUserId - with `partnerId`: look up by the partner's id; without: `idOrPartner` is
+   *   the `platform_user_id`.
    */
   cached(idOrPartner: string, partnerUserId?: string): UserDoc | undefined {
     return this.cache.get(partnerUserId === undefined ? idOrPartner : `${idOrPartner}\u0000${partnerUserId}`);
   }
 
-  /** A bounded cache spares the store a read per request (a user changes only through {@link withEmail}, which updates it). */
+  /**
+   * A bounded cache spares the store a read per request (a user
+   * changes only through {@link withEmail}, which updates it).
+   */
   private remember(u: UserDoc): void {
     if (this.cache.size >= USER_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(u._id, u);

@@ -6,10 +6,15 @@
  *
  * | state     | REST status | final | events → next state                                                  |
  * |-----------|-------------|-------|----------------------------------------------------------------------|
- * | armed     | ACTIVE      | no    | touch meets the level → triggered (`fire`); touch moves the level (`follow`); cancel → canceled |
- * | triggered | TRIGGERED   | no    | order done → done (canceled by its market's resolution → canceled, `market resolved`); refused → failed (market closed first → canceled, `market resolved`); placeFailed → armed (retry) / failed (retries exhausted) |
+ * | armed     | ACTIVE      | no    | touch meets the level → triggered (`fire`); touch moves the level    |
+ * |           |             |       | (`follow`); cancel → canceled                                        |
+ * | triggered | TRIGGERED   | no    | order done → done (canceled by its market's resolution → canceled,   |
+ * |           |             |       | `market resolved`); refused → failed (market closed first →          |
+ * |           |             |       | canceled, `market resolved`); placeFailed → armed (retry) / failed   |
+ * |           |             |       | (retries exhausted)                                                  |
  * | done      | COMPLETED   | yes   | the order is done (filled, or ended by the user)                      |
- * | canceled  | CANCELED    | yes   | DELETE strategy while armed, or its market resolved (armed, its order refused, or its order canceled by the resolution) |
+ * | canceled  | CANCELED    | yes   | DELETE strategy while armed, or its market resolved (armed, its      |
+ * |           |             |       | order refused, or its order canceled by the resolution)              |
  * | failed    | FAILED      | yes   | the venue refused the order, or it was not placed 3 times in a row    |
  *
  * After the trigger, an order that cannot be placed (`order.placeFailed`: transient) re-arms the
@@ -82,7 +87,10 @@ export function armedStopMachine<C extends ArmedStopContext>(
   return strategySetup<C>(...noNarrowing)
     .extend({
       actions: {
-        /** The order could not be placed: armed again (the engine re-checks the watch against the touch), a warning says so. */
+        /**
+         * The order could not be placed: armed again (the engine
+         * re-checks the watch against the touch), a warning says so.
+         */
         rearm: assignShared<C>((c, e) => {
           const patch = placeFailedPatch(c);
           return {
@@ -90,7 +98,8 @@ export function armedStopMachine<C extends ArmedStopContext>(
             watch: spec.watch(c),
             warnings: [
               ...c.warnings,
-              `${what} could not be placed (${placeFailureText(e)}): armed again (retry ${patch.placeFailures} of ${PLACE_RETRIES})`,
+              `${what} could not be placed (${placeFailureText(e)}): armed again ` +
+                `(retry ${patch.placeFailures} of ${PLACE_RETRIES})`,
             ],
           };
         }),
@@ -166,7 +175,9 @@ export function armedStopMachine<C extends ArmedStopContext>(
                 guard: 'workingChildEndedByResolution',
                 target: 'canceled',
                 actions: ['recordChild', 'endMarketResolved', 'clearWatchAndDeadlines'],
-                description: `the market resolved while ${what} was working: the venue canceled it, the resolution ended the strategy (filled_size shows what it sold or bought before)`,
+                description:
+                  `the market resolved while ${what} was working: the venue canceled it, the resolution ` +
+                  `ended the strategy (filled_size shows what it sold or bought before)`,
               },
               {
                 guard: 'workingChildDone',

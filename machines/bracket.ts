@@ -23,12 +23,15 @@
  * | state               | REST status | final | how it gets there                                       |
  * |---------------------|-------------|-------|---------------------------------------------------------|
  * | awaiting_entry      | PENDING     | no    | accepted with its entry; waits for the entry to end      |
- * | placing_take_profit | ACTIVE      | no    | the entry filled: the take-profit sell goes out (placed/refused/placeFailed → protecting) |
+ * | placing_take_profit | ACTIVE      | no    | the entry filled: the take-profit sell goes out         |
+ * |                     |             |       | (placed/refused/placeFailed → protecting)               |
  * | protecting          | ACTIVE      | no    | take-profit resting and/or stop armed                    |
  * | stopping            | TRIGGERED   | no    | bid reached the stop: the take-profit is being canceled  |
  * | selling             | TRIGGERED   | no    | the stop-loss sell works                                 |
  * | completed           | COMPLETED   | yes   | nothing left to protect                                  |
- * | canceled            | CANCELED    | yes   | DELETE strategy, the entry filled nothing, or the market resolved (the stop-loss sell refused `market_closed`) |
+ * | canceled            | CANCELED    | yes   | DELETE strategy, the entry filled nothing, or the       |
+ * |                     |             |       | market resolved (the stop-loss sell refused             |
+ * |                     |             |       | `market_closed`)                                        |
  * | canceling           | ACTIVE      | no    | DELETE strategy: the take-profit is being canceled        |
  * | failed              | FAILED      | yes   | the stop-loss sell was refused or could not be placed     |
  */
@@ -61,7 +64,8 @@ import { given } from './input.js';
 function stopFiredCancel({ context: c }: { context: BracketContext }) {
   return cancelWorking(
     'BRACKET_STOP_FIRED',
-    `stop-loss fired (best bid ${c.lastTouch.bid ?? '-'} reached ${c.triggerPrice ?? '-'}): take-profit canceled, one cancels the other`,
+    `stop-loss fired (best bid ${c.lastTouch.bid ?? '-'} reached ${c.triggerPrice ?? '-'}): ` +
+      `take-profit canceled, one cancels the other`,
   )({ context: c });
 }
 
@@ -140,7 +144,9 @@ export const bracketMachine = strategySetup<BracketContext>()
           const size = protectedShares(tp, c.entryFilled);
           legs.take_profit = { ...tp, size: size.toFixed() };
           if (size.lt(c.minSize)) {
-            const error = `take-profit of ${size.toFixed()} shares is below this market's minimum of ${c.minSize} shares for resting orders: not placed`;
+            const error =
+              `take-profit of ${size.toFixed()} shares is below this market's minimum ` +
+              `of ${c.minSize} shares for resting orders: not placed`;
             legs.take_profit = { ...legs.take_profit, status: 'FAILED', error };
             warnings.push(`bracket take_profit failed: ${error}`);
           }
@@ -155,7 +161,9 @@ export const bracketMachine = strategySetup<BracketContext>()
           legs.stop_loss &&
             `stop-loss of ${legs.stop_loss.size} shares armed at ${legs.stop_loss.price} on the best bid`,
         ].filter(Boolean);
-        const message = `brackets: entry ${c.entryOrderId} filled ${c.entryFilled} shares; ${parts.length ? parts.join(', ') : 'no leg could be placed'}`;
+        const message =
+          `brackets: entry ${c.entryOrderId} filled ${c.entryFilled} ` +
+          `shares; ${parts.length ? parts.join(', ') : 'no leg could be placed'}`;
         return { legs, warnings, message };
       }),
       planTakeProfit: assign(({ context: c }) => {
@@ -223,7 +231,10 @@ export const bracketMachine = strategySetup<BracketContext>()
       recordTrigger: assign(({ context: c, event }) => {
         const touch = event.type === 'book.touch' ? { bid: event.bid, ask: event.ask } : c.lastTouch;
         const price = legOf(c, 'stop_loss').price;
-        const message = `brackets: stop-loss triggered: the best bid ${touch.bid ?? '-'} reached ${price}; ${c.legs.take_profit?.order_id && c.legs.take_profit.status !== 'FAILED' ? 'the take-profit is canceled and ' : ''}the protected shares are sold at the bid`;
+        const takeProfitWorks = c.legs.take_profit?.order_id && c.legs.take_profit.status !== 'FAILED';
+        const message =
+          `brackets: stop-loss triggered: the best bid ${touch.bid ?? '-'} reached ${price}; ` +
+          `${takeProfitWorks ? 'the take-profit is canceled and ' : ''}the protected shares are sold at the bid`;
         return {
           watch: {},
           lastTouch: touch,

@@ -15,7 +15,9 @@
  * | state     | REST status | final | events → next state                                                     |
  * |-----------|-------------|-------|-------------------------------------------------------------------------|
  * | placing   | ACTIVE      | no    | (transient) → working / waiting / completed                              |
- * | working   | ACTIVE      | no    | clip filled → placing; clip ended unfilled → canceled; crossed → waiting; refused → failed (market closed → canceled); placeFailed → retrying / failed; drift, cancel → canceling |
+ * | working   | ACTIVE      | no    | clip filled → placing; clip ended unfilled → canceled; crossed →        |
+ * |           |             |       | waiting; refused → failed (market closed → canceled); placeFailed →     |
+ * |           |             |       | retrying / failed; drift, cancel → canceling                            |
  * | waiting   | PENDING     | no    | touch uncrossed → placing; drift, cancel → canceled                      |
  * | retrying  | ACTIVE      | no    | retry timer → placing; cancel → canceled                                 |
  * | canceling | ACTIVE      | no    | tag `canceling`: clip off the book (or placeFailed) → canceled           |
@@ -62,7 +64,9 @@ function icebergContext(input: StrategyInput): IcebergContext {
   });
 }
 
-/** A post-only clip at `price` would take liquidity at this touch (engine/touch.ts `crossesBook`, the rule risk uses). */
+/**
+ * A post-only clip at `price` would take liquidity at this touch (engine/touch.ts `crossesBook`, the rule risk uses).
+ */
 const clipWouldCross = (c: Pick<IcebergContext, 'side' | 'price'>, t: Touch): boolean =>
   crossesBook(c.side, c.price, t);
 

@@ -355,7 +355,8 @@ export const orderMachine = setup({
           target: 'canceling',
           reenter: true,
           description:
-            'reconciliation after a restart: the order still rests, so the cancel is sent again (restoring does not re-run entry actions)',
+            'reconciliation after a restart: the order still rests, so the cancel is ' +
+            'sent again (restoring does not re-run entry actions)',
         },
         'order.cancel': {
           target: 'canceling',

@@ -16,7 +16,9 @@
  * | state     | REST status | final | events → next state                                                  |
  * |-----------|-------------|-------|----------------------------------------------------------------------|
  * | pegging   | ACTIVE      | no    | (transient) → working / waiting / completed                           |
- * | working   | ACTIVE      | no    | filled → pegging; ended unfilled → canceled; peg moved → repegging; crossed → waiting; refused → failed (market closed → canceled); placeFailed → retrying / failed; cancel → canceling |
+ * | working   | ACTIVE      | no    | filled → pegging; ended unfilled → canceled; peg moved → repegging;  |
+ * |           |             |       | crossed → waiting; refused → failed (market closed → canceled);      |
+ * |           |             |       | placeFailed → retrying / failed; cancel → canceling                  |
  * | repegging | ACTIVE      | no    | old order off the book (or placeFailed) → pegging; cancel → canceling |
  * | waiting   | PENDING     | no    | touch → pegging; cancel → canceled                                    |
  * | retrying  | ACTIVE      | no    | retry timer → pegging; cancel → canceled                              |

@@ -58,7 +58,8 @@ export const stopLossMachine = armedStopMachine<StopLossContext>({
   isStopLoss: true,
   size: (c) => c.size,
   firedMessage: (c, f) =>
-    `STOP_LOSS triggered: the best bid ${f.price} reached the armed level ${c.price}; placed sell order ${f.orderId} of ${f.size} shares at ${f.price}`,
+    `STOP_LOSS triggered: the best bid ${f.price} reached the armed level ${c.price}; ` +
+    `placed sell order ${f.orderId} of ${f.size} shares at ${f.price}`,
   watch: (c) => ({ bidAtOrBelow: c.price }),
   doneReason: 'the stop-loss sell order is done',
 });

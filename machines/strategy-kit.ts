@@ -27,7 +27,9 @@ import { Dec } from '../engine/decimal.js';
 import type { Touch } from '../engine/touch.js';
 import type { CancelCode, CancelReason } from '../engine/venue/port.js';
 
-/** Best bid and ask of the strategy's token (engine/touch.ts, pure), decimal probabilities (null: that side is empty). */
+/**
+ * Best bid and ask of the strategy's token (engine/touch.ts, pure), decimal probabilities (null: that side is empty).
+ */
 export type { Touch };
 
 /**
@@ -175,7 +177,9 @@ export interface StrategyContext extends StrategyInput {
   workingPrice: string | null;
   /** Size of the child order being placed (shares). */
   pendingSize: string | null;
-  /** The child order being placed: kept so that start-up reconciliation can place it again if the process died first. */
+  /**
+   * The child order being placed: kept so that start-up reconciliation can place it again if the process died first.
+   */
   placing: ChildOrder | null;
   /** BRACKET: shares the entry filled. */
   entryFilled?: string;
@@ -354,7 +358,10 @@ const DECIMAL_INTEGER = /^(?:0|[1-9][0-9]{0,199})$/;
 
 /** What one strategy type's stored form (form 2) adds to the shared one ({@link strategySnapshotForm}). */
 export interface StrategyFormSpec {
-  /** Fields stored by position after `tokenId` (besides `touch`, last): those the type always has and that are rarely at a default. */
+  /**
+   * Fields stored by position after `tokenId` (besides `touch`, last):
+   * those the type always has and that are rarely at a default.
+   */
   fields?: ReadonlyArray<keyof StrategyContext & string>;
   /** Defaults of the type besides {@link STRATEGY_CONTEXT_DEFAULTS} (e.g. `side` for a type that only sells). */
   defaults?: Readonly<Record<string, unknown>>;
@@ -362,7 +369,10 @@ export interface StrategyFormSpec {
   derived?: readonly StrategyDerivation[];
 }
 
-/** Defaults of every form-2 strategy context besides {@link STRATEGY_CONTEXT_DEFAULTS}: the usual market's tick and minimum size. */
+/**
+ * Defaults of every form-2 strategy context besides
+ * {@link STRATEGY_CONTEXT_DEFAULTS}: the usual market's tick and minimum size.
+ */
 const FORM2_DEFAULTS = Object.freeze({ tickSize: '0.01', minSize: '5' });
 
 /**
@@ -370,9 +380,9 @@ const FORM2_DEFAULTS = Object.freeze({ tickSize: '0.01', minSize: '5' });
  * form {@link STRATEGY_FORM_VERSION} (2): positional (engine/actor-host.ts `SnapshotForm`
  * `fields`): `[2, value, side, tokenId, …spec.fields, touch, createdAtMs]` (`side` only when
  * `spec.defaults` has none; the token id in base64url: {@link TOKEN_ID_CODEC}; the touch as
- * `[bid, ask]`; `createdAtMs` as the milliseconds to the record's: {@link CREATED_AT_CODEC}), then an object of the other fields not left out: those at
- * their default ({@link STRATEGY_CONTEXT_DEFAULTS}, `type` at `type`, `tickSize` "0.01",
- * `minSize` "5", `spec.defaults`), `recordId` / `userId` when they are the record's `_id` /
+ * `[bid, ask]`; `createdAtMs` as the milliseconds to the record's: {@link CREATED_AT_CODEC}), then an object of the
+ * other fields not left out: those at their default ({@link STRATEGY_CONTEXT_DEFAULTS}, `type` at `type`, `tickSize`
+ * "0.01", `minSize` "5", `spec.defaults`), `recordId` / `userId` when they are the record's `_id` /
  * `ownerUserId`, `lastTouch` when it is `touch`, the type's `derived` fields when they are what
  * their derivation gives. A STOP_LOSS just armed is stored as
  * `[2,"armed","W--qHGK7NfcMrsElZUneRABlZyG90Wf9PXyOgWLvyNA","0.71","5",["0.76","0.78"],1]` (86
@@ -462,7 +472,9 @@ export function fromExecution(
   return [key, (c) => (executionOf(c)[name] !== undefined ? canonicalDecimal(executionOf(c)[name]) : orElse(c))];
 }
 
-/** Fields of {@link StrategyContext} that only some machines have (each machine's context type makes its own required). */
+/**
+ * Fields of {@link StrategyContext} that only some machines have (each machine's context type makes its own required).
+ */
 type MachineSpecificKey =
   | 'offsetPct'
   | 'offsetAbs'
@@ -643,7 +655,10 @@ export const CROSSES_BOOK = 'order crosses book';
 export const MARKET_CLOSED = 'market_closed';
 export const MARKET_RESOLVED_MESSAGE = 'market resolved';
 
-/** A placement that failed (`order.placeFailed`) is retried this many times; the next failure in a row ends the strategy FAILED. */
+/**
+ * A placement that failed (`order.placeFailed`) is retried this
+ * many times; the next failure in a row ends the strategy FAILED.
+ */
 export const PLACE_RETRIES = 2;
 
 /** Delay before retry `n` (1, 2, …) of a failed placement: 1 s, 2 s, 4 s, … */
@@ -733,7 +748,7 @@ export function isCurrentTimer(c: StrategyBaseContext, e: StrategyEvent, name: s
   return e.type === 'timer.fired' && e.name === name && c.deadlines[name] === e.atMs;
 }
 
-// ── the shared setup ────────────────────────────────────────────────────────────────────────────
+// ── the shared setup ──────────────────────
 
 /**
  * Fields the shared actions write. No machine's context type narrows them (each keeps the type
@@ -792,7 +807,10 @@ export function cancelWorking(code: CancelCode, why: string) {
   });
 }
 
-/** Params of `cancelOrder` for the working child when the strategy ends on `strategy.cancel`: DELETE strategy, or the engine's reason (its market closed). */
+/**
+ * Params of `cancelOrder` for the working child when the strategy ends on
+ * `strategy.cancel`: DELETE strategy, or the engine's reason (its market closed).
+ */
 export const cancelWorkingOnEnd = ({ context, event }: BaseArgs): CancelOrderParams =>
   cancelWorking(
     'STRATEGY_CANCELED',
@@ -846,7 +864,9 @@ export function strategySetup<C extends StrategyBaseContext>(..._noNarrowing: Ke
         endReason: e.type === 'strategy.cancel' && e.reason ? e.reason : params.reason,
       })),
       endWithRefusal: assignShared<C>((_c, e) => refusalPatch(e)),
-      /** The working child was refused because its market resolved first: the strategy ends CANCELED, `market resolved`. */
+      /**
+       * The working child was refused because its market resolved first: the strategy ends CANCELED, `market resolved`.
+       */
       endMarketResolved: assignShared<C>(() => ({ endReason: MARKET_RESOLVED_MESSAGE, working: null })),
       clearWatchAndDeadlines: assignShared<C>(() => ({ watch: {}, deadlines: {} })),
     },
@@ -916,7 +936,10 @@ export function whenChildOff<const T extends string, const D, const N>(
  */
 export function retryingChild<S extends string>(placeState: S, child: string) {
   return {
-    /** `working.on`: a post-only crossing waits for the book, any other refusal fails; not placed → `retrying`, or `failed` once the retries are spent. */
+    /**
+     * `working.on`: a post-only crossing waits for the book, any other refusal
+     * fails; not placed → `retrying`, or `failed` once the retries are spent.
+     */
     whenNotPlaced: {
       'order.refused': [
         {
@@ -953,7 +976,10 @@ export function retryingChild<S extends string>(placeState: S, child: string) {
         },
       ],
     },
-    /** `waiting.on` (waiting for the book), besides the touch: a late report is recorded; DELETE strategy cancels at once. */
+    /**
+     * `waiting.on` (waiting for the book), besides the touch: a
+     * late report is recorded; DELETE strategy cancels at once.
+     */
     whileWaiting: {
       'order.updated': { actions: 'recordChild', description: 'a late report' },
       'strategy.cancel': {

@@ -60,7 +60,11 @@ export function trailingBuyMessage(
   c: Pick<StrategyContext, 'quoteAmount' | 'triggerPrice' | 'lowWaterMark' | 'priceCeiling'>,
   note: string | null,
 ): string {
-  return `TRAILING_BUY armed: buys $${c.quoteAmount} when the ask bounces to ${c.triggerPrice} (low-water mark ${c.lowWaterMark}${note ? `, ${note}` : ''})${c.priceCeiling ? `, never above ${c.priceCeiling}` : ''}`;
+  return (
+    `TRAILING_BUY armed: buys $${c.quoteAmount} when the ask bounces to ${c.triggerPrice} ` +
+    `(low-water mark ${c.lowWaterMark}${note ? `, ${note}` : ''})` +
+    `${c.priceCeiling ? `, never above ${c.priceCeiling}` : ''}`
+  );
 }
 
 /** Ask at or above the entry level and not above the ceiling. */
@@ -106,7 +110,8 @@ export const trailingBuyMachine = armedStopMachine<TrailingBuyContext>({
   isStopLoss: false,
   size: (c, ask) => floorShares(d(c.quoteAmount).div(ask)).toFixed(),
   firedMessage: (c, f) =>
-    `TRAILING_BUY triggered: the ask bounced to ${f.price} (entry level ${c.triggerPrice}, low-water mark ${c.lowWaterMark}); placed buy order ${f.orderId} of ${f.size} shares at ${f.price}`,
+    `TRAILING_BUY triggered: the ask bounced to ${f.price} (entry level ${c.triggerPrice}, ` +
+    `low-water mark ${c.lowWaterMark}); placed buy order ${f.orderId} of ${f.size} shares at ${f.price}`,
   watch: (c) => ({ askBelow: c.lowWaterMark, askAtOrAbove: c.triggerPrice }),
   doneReason: 'the entry order is done',
 });

@@ -57,7 +57,10 @@ export function trailingStopMessage(
   c: Pick<StrategyContext, 'triggerPrice' | 'highWaterMark'>,
   note: string | null = null,
 ): string {
-  return `TRAILING_STOP armed at ${c.triggerPrice} (high-water mark ${c.highWaterMark}${note ? `, ${note}` : ''}); follows the bid up`;
+  return (
+    `TRAILING_STOP armed at ${c.triggerPrice} ` +
+    `(high-water mark ${c.highWaterMark}${note ? `, ${note}` : ''}); follows the bid up`
+  );
 }
 
 function trailingStopContext(input: StrategyInput): TrailingStopContext {
@@ -99,7 +102,8 @@ export const trailingStopMachine = armedStopMachine<TrailingStopContext>({
   isStopLoss: true,
   size: (c) => c.size,
   firedMessage: (c, f) =>
-    `TRAILING_STOP triggered: the best bid ${f.price} fell to the armed level ${c.triggerPrice} (high-water mark ${c.highWaterMark}); placed sell order ${f.orderId} of ${f.size} shares at ${f.price}`,
+    `TRAILING_STOP triggered: the best bid ${f.price} fell to the armed level ${c.triggerPrice} ` +
+    `(high-water mark ${c.highWaterMark}); placed sell order ${f.orderId} of ${f.size} shares at ${f.price}`,
   watch: (c) => ({ bidAtOrBelow: c.triggerPrice, bidAbove: c.highWaterMark }),
   doneReason: 'the trailing-stop sell order is done',
 });

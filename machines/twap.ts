@@ -18,10 +18,15 @@
  * | state     | REST status | final | events → next state                                                    |
  * |-----------|-------------|-------|------------------------------------------------------------------------|
  * | slicing   | ACTIVE      | no    | (transient) decides the next slice → working / waiting / completed     |
- * | working   | ACTIVE      | no    | slice done → waiting; refused → failed (market closed → canceled); placeFailed → waiting (slice lost); slice time → rolling; end → finishing; cancel → canceling |
- * | waiting   | ACTIVE      | no    | slice time → slicing; end → completed (failed if slices were lost and nothing filled); cancel → canceled |
- * | rolling   | ACTIVE      | no    | previous slice off the book (or placeFailed) → slicing; end → finishing; cancel → canceling |
- * | finishing | ACTIVE      | no    | last slice off the book (or placeFailed) → completed (failed as above); cancel → canceling |
+ * | working   | ACTIVE      | no    | slice done → waiting; refused → failed (market closed → canceled);     |
+ * |           |             |       | placeFailed → waiting (slice lost); slice time → rolling; end →        |
+ * |           |             |       | finishing; cancel → canceling                                          |
+ * | waiting   | ACTIVE      | no    | slice time → slicing; end → completed (failed if slices were lost and  |
+ * |           |             |       | nothing filled); cancel → canceled                                     |
+ * | rolling   | ACTIVE      | no    | previous slice off the book (or placeFailed) → slicing; end →          |
+ * |           |             |       | finishing; cancel → canceling                                          |
+ * | finishing | ACTIVE      | no    | last slice off the book (or placeFailed) → completed (failed as        |
+ * |           |             |       | above); cancel → canceling                                             |
  * | canceling | ACTIVE      | no    | tag `canceling`: the working slice off the book (or placeFailed) → canceled |
  * | completed | COMPLETED   | yes   | all traded, or the duration is over                                    |
  * | canceled  | CANCELED    | yes   | DELETE strategy, or its market resolved (`message` says which)          |
@@ -107,7 +112,8 @@ export const twapMachine = strategySetup<TwapContext>()
         ...placeFailedPatch(c),
         warnings: [
           ...c.warnings,
-          `slice ${c.slicesDone} of ${c.slicesTotal} could not be placed (${placeFailureText(event)}): its shares roll into the next slices`,
+          `slice ${c.slicesDone} of ${c.slicesTotal} could not be placed ` +
+            `(${placeFailureText(event)}): its shares roll into the next slices`,
         ],
       })),
       /**
@@ -121,7 +127,8 @@ export const twapMachine = strategySetup<TwapContext>()
         deadlines: {},
         endReason:
           (c.placeFailures ?? 0) > 0
-            ? `duration over; ${c.placeFailures} slice${c.placeFailures === 1 ? '' : 's'} could not be placed${new Dec(c.filledSize).isZero() ? ' and nothing filled' : ''} (see warnings)`
+            ? `duration over; ${c.placeFailures} slice${c.placeFailures === 1 ? '' : 's'} could not be ` +
+              `placed${new Dec(c.filledSize).isZero() ? ' and nothing filled' : ''} (see warnings)`
             : 'duration over',
       })),
       /** Counts the slice, names its order, and arms the next slice time. */

@@ -9,7 +9,8 @@
  *
  * | state      | REST status | final | on                                                |
  * |------------|-------------|-------|---------------------------------------------------|
- * | submitting | `PENDING`   | no    | venue.applied → done; venue.refused → failed; venue.retry → submitting (re-entered) |
+ * | submitting | `PENDING`   | no    | venue.applied → done; venue.refused → failed;     |
+ * |            |             |       | venue.retry → submitting (re-entered)             |
  * | done       | `CONFIRMED` | yes   |                                                   |
  * | failed     | `FAILED`    | yes   |                                                   |
  */

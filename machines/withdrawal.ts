@@ -15,8 +15,10 @@
  *
  * | state     | REST status | final | on                                                                   |
  * |-----------|-------------|-------|----------------------------------------------------------------------|
- * | debiting  | `PENDING`   | no    | venue.debited → pending (deadline armed); venue.refused → rejected; venue.retry → debiting |
- * | pending   | `PENDING`   | no    | timer.fired(confirm, current) → confirmed, or → refunding when the transfer reverts |
+ * | debiting  | `PENDING`   | no    | venue.debited → pending (deadline armed); venue.refused → rejected;  |
+ * |           |             |       | venue.retry → debiting                                               |
+ * | pending   | `PENDING`   | no    | timer.fired(confirm, current) → confirmed, or → refunding when the   |
+ * |           |             |       | transfer reverts                                                     |
  * | refunding | `PENDING`   | no    | venue.credited → failed; venue.retry → refunding                     |
  * | confirmed | `CONFIRMED` | yes   |                                                                      |
  * | failed    | `FAILED`    | yes   | (amount returned)                                                    |

@@ -55,12 +55,14 @@ export const Health = {
         ok: {
           type: 'boolean',
           description:
-            'false when the store does not answer, or cannot make writes durable (then mutating requests answer 503 `unavailable` with `Retry-After`).',
+            'false when the store does not answer, or cannot make writes durable (then mutating requests answer ' +
+            '503 `unavailable` with `Retry-After`).',
         },
         error: {
           type: 'string',
           description:
-            'Why writes cannot be made durable, while that lasts (e.g. a data file that cannot be appended to: its writes wait and are retried, never dropped).',
+            'Why writes cannot be made durable, while that lasts (e.g. a data file that cannot be appended to: ' +
+            'its writes wait and are retried, never dropped).',
         },
       },
     },
@@ -82,7 +84,8 @@ export const Health = {
       additionalProperties: false,
       required: ['ok', 'pending_writes'],
       description:
-        "The venue's durability: `ok` false while a journal write is failing (order placement and cancels then answer 503 with `Retry-After`; the writes are retried in order and nothing acknowledged is lost).",
+        "The venue's durability: `ok` false while a journal write is failing (order placement and cancels then " +
+        'answer 503 with `Retry-After`; the writes are retried in order and nothing acknowledged is lost).',
       properties: {
         ok: { type: 'boolean' },
         pending_writes: { type: 'integer', minimum: 0, description: 'Venue journal entries not yet written.' },
@@ -94,7 +97,11 @@ export const Health = {
       additionalProperties: false,
       required: ['retrying', 'abandoned'],
       description:
-        "Events on their way to orders and strategies (venue reports, child orders' changes, price triggers). `retrying`: deliveries that failed (a store write) and wait for a retry with backoff, now. `abandoned`: deliveries to strategies given up after every retry since start (each logged at error); those strategies are brought up to date by the reconciliation at the next start, so health stays `degraded` until then.",
+        "Events on their way to orders and strategies (venue reports, child orders' changes, price triggers). " +
+        '`retrying`: deliveries that failed (a store write) and wait for a retry with backoff, now. `abandoned`: ' +
+        'deliveries to strategies given up after every retry since start (each logged at error); those ' +
+        'strategies are brought up to date by the reconciliation at the next start, so health stays `degraded` ' +
+        'until then.',
       properties: { retrying: { type: 'integer', minimum: 0 }, abandoned: { type: 'integer', minimum: 0 } },
     },
     uptime_ms: { type: 'integer', minimum: 0 },

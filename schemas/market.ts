@@ -13,7 +13,8 @@ export const BookResponse = {
     tick_size: {
       ...Dec,
       description:
-        "Current tick of the market (decimal probability): it can change during the market's life (0.01 → 0.001); new orders are checked against it.",
+        "Current tick of the market (decimal probability): it can change during the market's life (0.01 → " +
+        '0.001); new orders are checked against it.',
     },
     min_size: Dec,
     last_trade_price: {
@@ -74,7 +75,8 @@ export const MarketItem = {
           winner: {
             type: ['boolean', 'null'],
             description:
-              'null until the market resolved (not yet known: not "lost"); then true for the winning token, false for the other.',
+              'null until the market resolved (not yet known: not "lost"); then true for the winning token, ' +
+              'false for the other.',
           },
           last_trade_price: {
             ...Dec,
@@ -90,7 +92,8 @@ export const MarketItem = {
     neg_risk: {
       type: 'boolean',
       description:
-        'A neg-risk market (on chain its split, merge and redeem go through the NegRiskAdapter): what `neg_risk_market` of POST /v2/trade/positions/split, /merge and /redeem must say when sent.',
+        'A neg-risk market (on chain its split, merge and redeem go through the NegRiskAdapter): what ' +
+        '`neg_risk_market` of POST /v2/trade/positions/split, /merge and /redeem must say when sent.',
     },
     closed: {
       type: 'boolean',
@@ -199,7 +202,9 @@ export const PositionsPage = {
             ...Dec,
             type: ['string', 'null'],
             description:
-              'Mark price (decimal probability): the mid of the best bid and ask; once the market resolved 1 for the winning token, 0 for the other; without both sides the last trade print, else the one side quoted; null when the token has no price at all.',
+              'Mark price (decimal probability): the mid of the best bid and ask; once the market resolved 1 ' +
+              'for the winning token, 0 for the other; without both sides the last trade print, else the one ' +
+              'side quoted; null when the token has no price at all.',
           },
           current_value: {
             ...Dec,
@@ -210,12 +215,15 @@ export const PositionsPage = {
             ...Dec,
             type: ['string', 'null'],
             description:
-              'Unrealized PnL at the mark: current_value − cost_usd, dollars (negative for a loss); null without a mark.',
+              'Unrealized PnL at the mark: current_value − cost_usd, dollars (negative for a loss); null ' +
+              'without a mark.',
           },
           realized_pnl: {
             ...Dec,
             description:
-              "PnL realized on this token by sells (price received − average cost), merges (each token's share of the dollars paid − its cost) and redeems ($1 or $0 a share − cost), dollars (negative for a loss).",
+              "PnL realized on this token by sells (price received − average cost), merges (each token's share " +
+              'of the dollars paid − its cost) and redeems ($1 or $0 a share − cost), dollars (negative for ' +
+              'a loss).',
           },
           redeemable: {
             type: 'boolean',

@@ -52,14 +52,18 @@ const OrderRequestBase = {
     time_in_force: {
       enum: ['GTC', 'IOC', 'FOK'],
       description:
-        'LIMIT: GTC by default (GTD when `expiration` is set), IOC or FOK. MARKET: IOC (the default: fills what the book offers, cancels the rest) or FOK (the whole size, or the whole quote amount of a buy, at once, else canceled with nothing filled); GTC on a MARKET is a 400.',
+        'LIMIT: GTC by default (GTD when `expiration` is set), IOC or FOK. MARKET: IOC (the default: fills what ' +
+        'the book offers, cancels the rest) or FOK (the whole size, or the whole quote amount of a buy, at once, ' +
+        'else canceled with nothing filled); GTC on a MARKET is a 400.',
     },
-    // no schema maximum: engine/risk.ts bounds it (365 days ahead) with a message that can suggest the millisecond value
+    // no schema maximum: engine/risk.ts bounds it (365 days ahead)
+    // with a message that can suggest the millisecond value
     expiration: {
       type: 'integer',
       minimum: 0,
       description:
-        'GTD expiry, Unix epoch milliseconds, in the future and at most 365 days ahead (else 400); incompatible with time_in_force.',
+        'GTD expiry, Unix epoch milliseconds, in the future and at most 365 days ahead (else 400); incompatible ' +
+        'with time_in_force.',
     },
     condition_id: { type: 'string', maxLength: 100 },
     outcome: { enum: ['yes', 'no'] },
@@ -69,20 +73,25 @@ const OrderRequestBase = {
     price_floor: {
       type: 'number',
       description:
-        'PEGGED lowest chase price, decimal probability 0.001–0.999 (a value above 1 is refused with the cents message of spec 2.1).',
+        'PEGGED lowest chase price, decimal probability 0.001–0.999 (a value above 1 is refused with the cents ' +
+        'message of spec 2.1).',
     },
     price_ceiling: {
       type: 'number',
       description:
-        'PEGGED highest chase price, decimal probability 0.001–0.999 (a value above 1 is refused with the cents message of spec 2.1).',
+        'PEGGED highest chase price, decimal probability 0.001–0.999 (a value above 1 is refused with the cents ' +
+        'message of spec 2.1).',
     },
     execution: {
       type: 'object',
       additionalProperties: false,
       description:
-        'Strategy parameters (spec 2.2.1). Each type takes only its own fields — TWAP: interval_sec, duration_sec, passive; ICEBERG: clip_size, price_tolerance_pct; ' +
-        'TRAILING_STOP: trailing_offset_pct or trailing_offset, high_water_mark; TRAILING_BUY: trailing_offset_pct or trailing_offset, low_water_mark, price_ceiling. ' +
-        'Any other field is refused with 400 naming it, except TWAP clip_size, randomize_pct and price_tolerance_pct, which are ignored with a `warnings` entry (spec 2.2.2). ' +
+        'Strategy parameters (spec 2.2.1). Each type takes only its own fields — TWAP: interval_sec, ' +
+        'duration_sec, passive; ICEBERG: clip_size, price_tolerance_pct; ' +
+        'TRAILING_STOP: trailing_offset_pct or trailing_offset, high_water_mark; TRAILING_BUY: ' +
+        'trailing_offset_pct or trailing_offset, low_water_mark, price_ceiling. ' +
+        'Any other field is refused with 400 naming it, except TWAP clip_size, randomize_pct and ' +
+        'price_tolerance_pct, which are ignored with a `warnings` entry (spec 2.2.2). ' +
         'LIMIT, MARKET, TAKE_PROFIT, STOP_LOSS and PEGGED take no execution object.',
       properties: {
         duration_sec: {
@@ -90,7 +99,9 @@ const OrderRequestBase = {
           exclusiveMinimum: 0,
           maximum: 604800,
           description:
-            'TWAP run length in seconds (at most 604800 = 7 days, whole milliseconds); at most 1000 slices (duration_sec / interval_sec). Each slice must be at least 0.01 shares (size / slices), and a passive slice at least the market minimum size.',
+            'TWAP run length in seconds (at most 604800 = 7 days, whole milliseconds); at most 1000 slices ' +
+            '(duration_sec / interval_sec). Each slice must be at least 0.01 shares (size / slices), and a ' +
+            'passive slice at least the market minimum size.',
         },
         clip_size: SharesString,
         interval_sec: { type: 'integer', minimum: 10, maximum: 604800 },
@@ -162,7 +173,8 @@ export const ORDER_TYPE_RULES = [
   {
     if: isType(['TRAILING_STOP']),
     ...THEN(
-      'TRAILING_STOP orders (size, execution.trailing_offset_pct or execution.trailing_offset, and execution.high_water_mark or price)',
+      'TRAILING_STOP orders (size, execution.trailing_offset_pct or execution.trailing_offset, and ' +
+        'execution.high_water_mark or price)',
       {
         required: ['size', 'execution'],
         properties: { execution: OFFSET },
@@ -216,7 +228,8 @@ const orderProperties = {
   status: {
     type: 'string',
     description:
-      'CLOB orders: SUBMITTED, LIVE, PARTIALLY_FILLED, PENDING_CANCEL, FILLED, CANCELED, EXPIRED, REJECTED (one per order-machine state).',
+      'CLOB orders: SUBMITTED, LIVE, PARTIALLY_FILLED, PENDING_CANCEL, FILLED, CANCELED, EXPIRED, REJECTED (one ' +
+      'per order-machine state).',
   },
   side: { enum: ['buy', 'sell'] },
   symbol: { type: 'string' },
@@ -264,14 +277,21 @@ const orderProperties = {
       'VENUE_CANCELED',
     ],
     description:
-      'CANCELED, EXPIRED and PENDING_CANCEL orders: why. `USER_CANCELED` only when the user asked (DELETE order, cancel-batch, cancel-all); `STRATEGY_CANCELED` (its strategy ended: DELETE strategy, market closed), ' +
-      "`SLICE_ROLLED` / `DURATION_OVER` (TWAP), `REPEGGED` (PEGGED), `PRICE_DRIFTED` (ICEBERG), `BRACKET_STOP_FIRED` (a take-profit canceled because its bracket's stop fired); the venue's `MARKET_RESOLVED`, " +
-      '`TICK_SIZE_CHANGED`, `SELF_TRADE_PREVENTION`, `IOC_REMAINDER`, `FOK_NOT_FILLED`; `EXPIRED` (GTD); `VENUE_CANCELED` (a cancel recorded without a code). Absent on orders canceled before codes were recorded.',
+      'CANCELED, EXPIRED and PENDING_CANCEL orders: why. `USER_CANCELED` only when the user asked (DELETE ' +
+      'order, cancel-batch, cancel-all); `STRATEGY_CANCELED` (its strategy ended: DELETE strategy, market ' +
+      'closed), ' +
+      '`SLICE_ROLLED` / `DURATION_OVER` (TWAP), `REPEGGED` (PEGGED), `PRICE_DRIFTED` (ICEBERG), ' +
+      "`BRACKET_STOP_FIRED` (a take-profit canceled because its bracket's stop fired); the venue's " +
+      '`MARKET_RESOLVED`, ' +
+      '`TICK_SIZE_CHANGED`, `SELF_TRADE_PREVENTION`, `IOC_REMAINDER`, `FOK_NOT_FILLED`; `EXPIRED` (GTD); ' +
+      '`VENUE_CANCELED` (a cancel recorded without a code). Absent on orders canceled before codes were ' +
+      'recorded.',
   },
   cancel_reason: {
     type: 'string',
     description:
-      'With `cancel_code`: the reason in words (which strategy and why, the bracket whose stop fired, `market resolved`, `expired`, `canceled by user`).',
+      'With `cancel_code`: the reason in words (which strategy and why, the bracket whose stop fired, ' +
+      '`market resolved`, `expired`, `canceled by user`).',
   },
   warnings: {
     type: 'array',
@@ -282,7 +302,8 @@ const orderProperties = {
     type: 'object',
     additionalProperties: false,
     description:
-      'Bracket legs of a buy entry (spec 2.3): placed once the entry ends with shares filled, sized by the filled quantity; best-effort (a failed leg sets `error` and a `warnings` entry, the entry stands).',
+      'Bracket legs of a buy entry (spec 2.3): placed once the entry ends with shares filled, sized by the ' +
+      'filled quantity; best-effort (a failed leg sets `error` and a `warnings` entry, the entry stands).',
     properties: { take_profit: { $ref: 'BracketResult' }, stop_loss: { $ref: 'BracketResult' } },
   },
 } as const;
@@ -306,7 +327,8 @@ export const BracketResult = {
     status: {
       type: ['string', 'null'],
       description:
-        "WAITING (for the entry to end), ARMED (stop), TRIGGERED (stop fired), the leg order's status (LIVE, FILLED, …), FAILED, CANCELED.",
+        "WAITING (for the entry to end), ARMED (stop), TRIGGERED (stop fired), the leg order's status (LIVE, " +
+        'FILLED, …), FAILED, CANCELED.',
     },
     error: { type: ['string', 'null'], description: 'Why the leg failed; null otherwise.' },
     price: { type: 'string', description: 'Leg price (decimal probability).' },
@@ -372,7 +394,8 @@ export const OrderBatchRequest = {
       type: 'array',
       minItems: 1,
       maxItems: ORDER_BATCH_MAX,
-      description: `1 to ${ORDER_BATCH_MAX} orders, each at its own price (a repeated price is a 400); placed in this order.`,
+      description:
+        `1 to ${ORDER_BATCH_MAX} orders, each at its own price ` + '(a repeated price is a 400); placed in this order.',
       items: {
         type: 'object',
         additionalProperties: false,
@@ -395,7 +418,8 @@ export const OrderBatchResponse = {
       type: 'array',
       items: { $ref: 'OrderView' },
       description:
-        'The order of each rung, as GET /v2/trade/orders/{order_id} shows it once the venue answered (LIVE, or PARTIALLY_FILLED / FILLED when the rung crossed the book).',
+        'The order of each rung, as GET /v2/trade/orders/{order_id} shows it once the venue answered (LIVE, or ' +
+        'PARTIALLY_FILLED / FILLED when the rung crossed the book).',
     },
     count: { type: 'integer', minimum: 1, description: 'Orders placed (the number of rungs).' },
   },

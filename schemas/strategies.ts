@@ -44,7 +44,9 @@ export const StrategyRecord = {
     status: {
       enum: STRATEGY_STATUSES,
       description:
-        'PENDING: accepted, waiting for its first action (a start time, a book); ACTIVE: working or armed; TRIGGERED: a stop fired and its CLOB order works (see order_ids); COMPLETED: done (filled, or budget spent); CANCELED: by DELETE or drift tolerance; FAILED: could not continue (see message).',
+        'PENDING: accepted, waiting for its first action (a start time, a book); ACTIVE: working or armed; ' +
+        'TRIGGERED: a stop fired and its CLOB order works (see order_ids); COMPLETED: done (filled, or budget ' +
+        'spent); CANCELED: by DELETE or drift tolerance; FAILED: could not continue (see message).',
     },
     side: { enum: ['buy', 'sell'] },
     symbol: { type: 'string', description: 'Outcome token id.' },
@@ -59,7 +61,8 @@ export const StrategyRecord = {
     remaining_size: {
       ...NullableString,
       description:
-        'Shares not yet filled (size − filled_size, "0" once all traded); null when sized in dollars. The same as in the order response of this strategy.',
+        'Shares not yet filled (size − filled_size, "0" once all traded); null when sized in dollars. The same ' +
+        'as in the order response of this strategy.',
     },
     executed_price: { ...NullableString, description: 'Average fill price; null until execution.' },
     matched_amount: { ...NullableString, description: 'Dollars traded so far.' },

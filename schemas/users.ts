@@ -18,7 +18,8 @@ export const UserCreateRequest = {
       format: 'email',
       maxLength: 254,
       description:
-        "The user's address. On a later call for an existing partner_user_id, a different email replaces the stored one (200, created: false); omitted, it stays as it is.",
+        "The user's address. On a later call for an existing partner_user_id, a different email replaces the " +
+        'stored one (200, created: false); omitted, it stays as it is.',
     },
   },
 } as const;
@@ -118,7 +119,8 @@ export const AccountResponse = {
       additionalProperties: false,
       required: ['id', 'slug', 'display_name'],
       description:
-        'The partner the key belongs to. Its id (PARTNER_ID) is also its slug and display name: no other name is configured.',
+        'The partner the key belongs to. Its id (PARTNER_ID) is also its slug and display name: no other name ' +
+        'is configured.',
       properties: { id: { type: 'string' }, slug: { type: 'string' }, display_name: { type: 'string' } },
     },
     api_key: {

@@ -36,7 +36,8 @@ const WalletVenue = {
 const TxState = {
   enum: ['STATE_PENDING', 'STATE_CONFIRMED', 'STATE_FAILED'],
   description:
-    "The reference product's transaction state, from `status`: PENDING → `STATE_PENDING` (broadcast, its block not yet in), CONFIRMED → `STATE_CONFIRMED`, FAILED → `STATE_FAILED`.",
+    "The reference product's transaction state, from `status`: PENDING → `STATE_PENDING` (broadcast, its block " +
+    'not yet in), CONFIRMED → `STATE_CONFIRMED`, FAILED → `STATE_FAILED`.',
 } as const;
 
 /**
@@ -54,7 +55,8 @@ export const WithdrawRequest = {
     to: {
       ...Address,
       description:
-        "External destination address (the reference product's name). One of `to` and `to_address` is required; both must then name the same address.",
+        "External destination address (the reference product's name). One of `to` and `to_address` is required; " +
+        'both must then name the same address.',
     },
     to_address: { ...Address, description: "Alias of `to` (this service's earlier name)." },
     amount: { ...DecimalString, description: 'Human units of the token (dollars for pUSD).' },
@@ -91,7 +93,9 @@ export const WithdrawalView = {
     status: {
       enum: ['PENDING', 'CONFIRMED', 'FAILED'],
       description:
-        'PENDING: the amount left the available balance, the transfer waits for its block (SIM_BLOCK_DELAY_MS). CONFIRMED: transferred. FAILED: reverted on chain (the amount is back: `refunded: true`) or refused before anything was taken.',
+        'PENDING: the amount left the available balance, the transfer waits for its block (SIM_BLOCK_DELAY_MS). ' +
+        'CONFIRMED: transferred. FAILED: reverted on chain (the amount is back: `refunded: true`) or refused ' +
+        'before anything was taken.',
     },
     state: TxState,
     to: {
@@ -116,7 +120,8 @@ export const WithdrawalView = {
     failure_code: {
       type: 'string',
       description:
-        'FAILED only: `TRANSFER_REVERTED` (the simulated chain reverts a transfer to the zero address) or the refusal code (`INSUFFICIENT_BALANCE`). `message` says why.',
+        'FAILED only: `TRANSFER_REVERTED` (the simulated chain reverts a transfer to the zero address) or the ' +
+        'refusal code (`INSUFFICIENT_BALANCE`). `message` says why.',
     },
     message: { type: ['string', 'null'] },
     created_at: { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' },
@@ -170,17 +175,20 @@ export const WalletOpResponse = {
     neg_risk_market: {
       type: 'boolean',
       description:
-        "Whether the market is a neg-risk market (on chain: routed through the NegRiskAdapter). A request's `neg_risk_market`, when sent, equals it (a mismatch is refused, 422).",
+        "Whether the market is a neg-risk market (on chain: routed through the NegRiskAdapter). A request's " +
+        '`neg_risk_market`, when sent, equals it (a mismatch is refused, 422).',
     },
     outcome_index: {
       type: ['integer', 'null'],
       description:
-        "Redeem of one outcome: the index (in the market's `tokens`) of the outcome redeemed. Null for split and merge, and for a redeem of every outcome (sent without `outcome_index`).",
+        "Redeem of one outcome: the index (in the market's `tokens`) of the outcome redeemed. Null for split " +
+        'and merge, and for a redeem of every outcome (sent without `outcome_index`).',
     },
     amount: {
       type: ['string', 'null'],
       description:
-        'Split / merge: dollars = full sets of shares. Redeem: the shares redeemed when `amount` was sent, else null (the whole balance).',
+        'Split / merge: dollars = full sets of shares. Redeem: the shares redeemed when `amount` was sent, else ' +
+        'null (the whole balance).',
     },
     payout_usd: {
       type: ['string', 'null'],
@@ -190,7 +198,8 @@ export const WalletOpResponse = {
       type: ['string', 'null'],
       pattern: '^[0-9]+$',
       description:
-        'Redeem: `payout_usd` in pUSD base units (6 decimals: "500000000" is $500), the reference product\'s field; null otherwise.',
+        'Redeem: `payout_usd` in pUSD base units (6 decimals: "500000000" is $500), the reference product\'s ' +
+        'field; null otherwise.',
     },
     transaction_hash: {
       type: ['string', 'null'],
@@ -205,7 +214,8 @@ export const WalletOpResponse = {
     tokens: {
       type: 'array',
       description:
-        'Both outcome tokens of the market: signed share change and shares held after (a redeem of one outcome leaves the other unchanged: `shares_delta` "0").',
+        'Both outcome tokens of the market: signed share change and shares held after (a redeem of one outcome ' +
+        'leaves the other unchanged: `shares_delta` "0").',
       items: {
         type: 'object',
         additionalProperties: false,
@@ -239,8 +249,10 @@ const ConditionId = {
 const NegRiskMarket = {
   type: 'boolean',
   description:
-    'Whether the market is neg-risk (GET /v2/trade/markets `neg_risk`); on chain it routes the operation through the NegRiskAdapter. Optional here (the reference product requires it): ' +
-    "when sent it must match the market, else 422 `NEG_RISK_MISMATCH` (nothing changes); when omitted the market's own routing is used.",
+    'Whether the market is neg-risk (GET /v2/trade/markets `neg_risk`); on chain it routes the operation ' +
+    'through the NegRiskAdapter. Optional here (the reference product requires it): ' +
+    'when sent it must match the market, else 422 `NEG_RISK_MISMATCH` (nothing changes); when omitted the ' +
+    "market's own routing is used.",
 } as const;
 
 /**
@@ -259,14 +271,16 @@ export const RedeemRequest = {
       type: 'integer',
       minimum: 0,
       description:
-        "The outcome to redeem: its index in the market's `tokens` (0 = the first, e.g. Yes; 1 = the second). Only that outcome's shares are burned: $1 each when it won, $0 when it lost. " +
+        "The outcome to redeem: its index in the market's `tokens` (0 = the first, e.g. Yes; 1 = the second). " +
+        "Only that outcome's shares are burned: $1 each when it won, $0 when it lost. " +
         'An index the market does not have: 400. Omitted: every outcome the user holds is redeemed.',
     },
     neg_risk_market: NegRiskMarket,
     amount: {
       ...DecimalString,
       description:
-        'Shares of `outcome_index` to redeem (at most 6 decimals, at most the shares held); the whole position when omitted. Needs `outcome_index` (400 without).',
+        'Shares of `outcome_index` to redeem (at most 6 decimals, at most the shares held); the whole position ' +
+        'when omitted. Needs `outcome_index` (400 without).',
     },
     venue: WalletVenue,
   },
@@ -311,8 +325,10 @@ export const BatchCancelRequest = {
       maxItems: BATCH_CANCEL_MAX,
       items: { type: 'string', maxLength: 256 },
       description:
-        `Order ids (\`order_id\` of POST /v2/trade/order or GET /v2/trade/orders/open), 1 to ${BATCH_CANCEL_MAX}, each a string of at most 256 characters. ` +
-        "A repeated id is answered once. An id that is unknown, malformed, a strategy `record_id` or another user's order is `not_found`, never a 400.",
+        `Order ids (\`order_id\` of POST /v2/trade/order or GET /v2/trade/orders/open), 1 ` +
+        `to ${BATCH_CANCEL_MAX}, each a string of at most 256 characters. ` +
+        'A repeated id is answered once. An id that is unknown, malformed, a strategy `record_id` or another ' +
+        "user's order is `not_found`, never a 400.",
     },
   },
 } as const;
@@ -328,8 +344,10 @@ const CancelOutcome = {
     outcome: {
       enum: ['canceled', 'not_found', 'already_done'],
       description:
-        '`canceled`: the cancel took effect (status CANCELED; PENDING_CANCEL while the venue has not confirmed). `already_done`: the order was already final, ' +
-        "or filled or expired before the cancel took effect (`status` says which). `not_found`: no order of this user has that id (unknown, malformed, a strategy record, another user's).",
+        '`canceled`: the cancel took effect (status CANCELED; PENDING_CANCEL while the venue has not ' +
+        'confirmed). `already_done`: the order was already final, ' +
+        'or filled or expired before the cancel took effect (`status` says which). `not_found`: no order of ' +
+        "this user has that id (unknown, malformed, a strategy record, another user's).",
     },
     status: { type: ['string', 'null'], description: "The order's status after the attempt; null when not found." },
     order: {
@@ -374,7 +392,8 @@ export const BatchCancelResponse = {
       type: 'array',
       items: CancelOutcome,
       description:
-        'Batch: one per distinct id, in the order sent. Cancel-all: one per open order it found, newest first (empty when none).',
+        'Batch: one per distinct id, in the order sent. Cancel-all: one per open order it found, newest first ' +
+        '(empty when none).',
     },
     counts: {
       type: 'object',
@@ -426,7 +445,8 @@ export const ActivityItem = {
     cancel_code: {
       type: ['string', 'null'],
       description:
-        'Orders ended or ending by a cancel (CANCELED, EXPIRED, PENDING_CANCEL): why, as on the order (`USER_CANCELED`, `MARKET_RESOLVED`, `EXPIRED`, …).',
+        'Orders ended or ending by a cancel (CANCELED, EXPIRED, PENDING_CANCEL): why, as on the order ' +
+        '(`USER_CANCELED`, `MARKET_RESOLVED`, `EXPIRED`, …).',
     },
     cancel_reason: { type: ['string', 'null'], description: 'The same cancel in words, as on the order.' },
     created_at: { type: 'integer', minimum: 0, description: 'Unix epoch milliseconds.' },

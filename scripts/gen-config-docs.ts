@@ -39,7 +39,8 @@ function cell(text: string): string {
 export function renderConfigDocs(): string {
   const rows = (SETTINGS as readonly SettingSpec[]).map(
     (s) =>
-      `| \`${s.env}\` | ${cell(s.description + accepted(s))} | ${s.default === undefined ? 'unset' : `\`${cell(s.default)}\``} |`,
+      `| \`${s.env}\` | ${cell(s.description + accepted(s))} ` +
+      `| ${s.default === undefined ? 'unset' : `\`${cell(s.default)}\``} |`,
   );
   const secrets = (SETTINGS as readonly SettingSpec[]).filter((s) => s.secret).map((s) => `\`${s.env}\``);
   return [
@@ -59,7 +60,8 @@ export function renderConfigDocs(): string {
     'Which store a setting selects, and what MongoDB and `DATA_DIR` require of the machine, is in',
     "[operations.md](operations.md). The simulated venue's settings (`SIM_*`) are explained in",
     '[orders-and-venue.md](orders-and-venue.md); the load-shedding settings (`WRITE_*`,',
-    '`LOOP_BUDGET_MS`) in [api.md](api.md#load-shedding) and [architecture.md](architecture.md#load-shedding-and-fairness).',
+    '`LOOP_BUDGET_MS`) in [api.md](api.md#load-shedding) and ' +
+      '[architecture.md](architecture.md#load-shedding-and-fairness).',
     '',
   ].join('\n');
 }

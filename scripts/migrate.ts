@@ -85,7 +85,8 @@ export async function migrateNedbDir(
       ).filter((t) => store.db.prepare(`SELECT 1 FROM "${t}" LIMIT 1`).get() !== undefined);
       if (held.length > 0 && !options.force) {
         throw new MigrateRefusedError(
-          `${path.join(dir, SQLITE_FILE)} already holds documents (${held.join(', ')}): nothing imported; --force imports over them (a document with the same _id is replaced)`,
+          `${path.join(dir, SQLITE_FILE)} already holds documents (${held.join(', ')}): nothing ` +
+            `imported; --force imports over them (a document with the same _id is replaced)`,
         );
       }
       const files = new Map<string, Doc[]>();
@@ -139,13 +140,15 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`nothing to import: ${dir} holds no data file of the older embedded store\n`);
     } else if (r.importedBefore !== null) {
       process.stdout.write(
-        `already imported into ${path.join(dir, SQLITE_FILE)} at ${new Date(r.importedBefore).toISOString()}; the old files are now in ${r.movedTo}\n`,
+        `already imported into ${path.join(dir, SQLITE_FILE)} ` +
+          `at ${new Date(r.importedBefore).toISOString()}; the old files are now in ${r.movedTo}\n`,
       );
     } else {
       const counts = Object.entries(r.imported).map(([c, n]) => `${c} ${n}`);
       const total = Object.values(r.imported).reduce((a, b) => a + b, 0);
       process.stdout.write(
-        `imported ${total} documents into ${path.join(dir, SQLITE_FILE)} (${counts.join(', ')}); the old files are now in ${r.movedTo}\n`,
+        `imported ${total} documents into ${path.join(dir, SQLITE_FILE)} ` +
+          `(${counts.join(', ')}); the old files are now in ${r.movedTo}\n`,
       );
     }
     return 0;

@@ -40,7 +40,10 @@ const strategies = new Map();
 const orders = new Map();
 /** The user's positions by token id (REST item shape). @type {Map<string, HeldPosition>} */
 const positions = new Map();
-/** Lifecycle of the markets of those positions, by condition id (from markets.subscribe and market.updated). @type {Map<string, MarketPush>} */
+/**
+ * Lifecycle of the markets of those positions, by condition id (from markets.subscribe and market.updated).
+ * @type {Map<string, MarketPush>}
+ */
 const marketStates = new Map();
 /** Last balance / position revision applied (a push older than what is shown is ignored). */
 const walletRevision = { balance: 0, position: 0 };
@@ -54,9 +57,15 @@ let series = null;
 let priceLines = [];
 /** Prices of the lines drawn on the chart: its autoscale takes them in. @type {number[]} */
 let levelPrices = [];
-/** Why each token's book is subscribed ('chart', 'mark'); unsubscribed when no reason is left. @type {Map<string, Set<string>>} */
+/**
+ * Why each token's book is subscribed ('chart', 'mark'); unsubscribed when no reason is left.
+ * @type {Map<string, Set<string>>}
+ */
 const bookWants = new Map();
-/** Mid price of the subscribed books, in scaled units ({@link units}), and its time (epoch ms), by token id. @type {Map<string, { mid: bigint; at: number }>} */
+/**
+ * Mid price of the subscribed books, in scaled units ({@link units}), and its time (epoch ms), by token id.
+ * @type {Map<string, { mid: bigint; at: number }>}
+ */
 const mids = new Map();
 /** Question and outcome of each outcome token seen, by token id. @type {Map<string, TokenInfo>} */
 const tokenInfo = new Map();
@@ -78,11 +87,19 @@ function units(v) {
 }
 /** `n / d` (d > 0) rounded half away from zero. @param {bigint} n @param {bigint} d */
 const divRound = (n, d) => (n < 0n ? -((-n + d / 2n) / d) : (n + d / 2n) / d);
-/** `u` rounded half away from zero to `dp` places, as an integer count of 10^-dp. @param {bigint} u @param {number} dp */
+/**
+ * `u` rounded half away from zero to `dp` places, as an integer count of 10^-dp.
+ * @param {bigint} u
+ * @param {number} dp
+ */
 const rounded = (u, dp) => divRound(u, 10n ** BigInt(PLACES - dp));
 /** The product of two scaled values (rounded half away from zero). @param {bigint} a @param {bigint} b */
 const times = (a, b) => divRound(a * b, ONE);
-/** `u` as a decimal string with `dp` places (rounded), or with its significant places when `dp` is omitted. @param {bigint} u @param {number} [dp] */
+/**
+ * `u` as a decimal string with `dp` places (rounded), or with its significant places when `dp` is omitted.
+ * @param {bigint} u
+ * @param {number} [dp]
+ */
 function decimal(u, dp) {
   const r = rounded(u, dp ?? PLACES);
   const places = dp ?? PLACES;
@@ -165,13 +182,19 @@ function statusCell(status) {
   return span;
 }
 
-/** Remembers the question and outcome of each token of market `m`. @param {{ condition_id: string; question: string; tokens: { token_id: string; outcome: string }[] }} m */
+/**
+ * Remembers the question and outcome of each token of market `m`.
+ * @param {{ condition_id: string; question: string; tokens: { token_id: string; outcome: string }[] }} m
+ */
 function learnMarket(m) {
   for (const t of m.tokens)
     tokenInfo.set(t.token_id, { question: m.question, outcome: t.outcome, condition_id: m.condition_id });
 }
 
-/** Writes what is known of `tokenId` into its question and outcome cells (and the chart's title). @param {string} tokenId */
+/**
+ * Writes what is known of `tokenId` into its question and outcome cells (and the chart's title).
+ * @param {string} tokenId
+ */
 function relabel(tokenId) {
   const info = tokenInfo.get(tokenId);
   const id = CSS.escape(tokenId);
@@ -206,7 +229,11 @@ function askToken(tokenId) {
   tokenQueue.add(tokenId);
 }
 
-/** The question and outcome cells of `tokenId` (the token id until looked up; its full id on hover). @param {string} tokenId @returns {[HTMLElement, HTMLElement]} */
+/**
+ * The question and outcome cells of `tokenId` (the token id until looked up; its full id on hover).
+ * @param {string} tokenId
+ * @returns {[HTMLElement, HTMLElement]}
+ */
 function tokenCells(tokenId) {
   const question = document.createElement('span');
   question.dataset.tokenQuestion = tokenId;
@@ -275,7 +302,11 @@ function orderCells(o) {
 
 /**
  * Applies a record to a table: inserts or updates its row (newest first), unless it is older.
- * @param {'strategies' | 'orders'} table @param {Map<string, Row>} rows @param {string} id @param {Row} rec @param {boolean} flash
+ * @param {'strategies' | 'orders'} table
+ * @param {Map<string, Row>} rows
+ * @param {string} id
+ * @param {Row} rec
+ * @param {boolean} flash
  */
 function upsert(table, rows, id, rec, flash) {
   const prev = rows.get(id);
@@ -309,7 +340,10 @@ function showBalance(b) {
   $('balance-available').textContent = `$${b.available}`;
 }
 
-/** The market status cell of a position: open, closed, or resolved with whether this outcome won. @param {PositionItem} p */
+/**
+ * The market status cell of a position: open, closed, or resolved with whether this outcome won.
+ * @param {PositionItem} p
+ */
 function marketCell(p) {
   const m = marketStates.get(p.condition_id);
   const span = document.createElement('span');
@@ -342,7 +376,11 @@ function valuation(p) {
   return { mark, pnl: times(size, mark) - cost };
 }
 
-/** Whether the dashboard needs the live book of `p`'s token to value it (the server sent no mark, and the market did not resolve). @param {HeldPosition} p */
+/**
+ * Whether the dashboard needs the live book of `p`'s token to value
+ * it (the server sent no mark, and the market did not resolve).
+ * @param {HeldPosition} p
+ */
 function needsBook(p) {
   return (
     (p.cur_price === undefined || p.cur_price === null || p.cash_pnl === undefined || p.cash_pnl === null) &&
@@ -401,7 +439,10 @@ function drawPosition(p, flash) {
   }
 }
 
-/** Asks for the lifecycle of markets not known yet (and for market.updated from now on). @param {string[]} conditionIds */
+/**
+ * Asks for the lifecycle of markets not known yet (and for market.updated from now on).
+ * @param {string[]} conditionIds
+ */
 async function watchMarkets(conditionIds) {
   const missing = [...new Set(conditionIds)].filter((id) => id && !marketStates.has(id));
   if (!socket || !missing.length) return;
@@ -454,7 +495,10 @@ async function loadWallet() {
   }
 }
 
-/** Subscribes to `tokenId`'s book on the current connection (the chart's title says why it failed). @param {string} tokenId */
+/**
+ * Subscribes to `tokenId`'s book on the current connection (the chart's title says why it failed).
+ * @param {string} tokenId
+ */
 async function subscribeBook(tokenId) {
   if (!socket) return;
   const ack = await socket.emitWithAck('book.subscribe', { token_id: tokenId });
@@ -470,7 +514,11 @@ function wantBook(tokenId, why) {
   if (first && socket?.connected) void subscribeBook(tokenId);
 }
 
-/** Drops reason `why` for `tokenId`'s book; unsubscribes when none is left. @param {string} tokenId @param {string} why */
+/**
+ * Drops reason `why` for `tokenId`'s book; unsubscribes when none is left.
+ * @param {string} tokenId
+ * @param {string} why
+ */
 function dropBook(tokenId, why) {
   const wants = bookWants.get(tokenId);
   if (!wants?.delete(why) || wants.size) return;
@@ -559,7 +607,11 @@ async function selectToken(tokenId) {
   wantBook(tokenId, 'chart');
 }
 
-/** Mid of a book in scaled units: the middle of the best bid and ask, else the one side quoted, else the last trade; null when none. @param {BookPush} b */
+/**
+ * Mid of a book in scaled units: the middle of the best bid and ask,
+ * else the one side quoted, else the last trade; null when none.
+ * @param {BookPush} b
+ */
 function bookMid(b) {
   const bid = b.bids[0] ? units(b.bids[0].price) : null;
   const ask = b.asks[0] ? units(b.asks[0].price) : null;
@@ -586,7 +638,10 @@ function setConnection(on, label) {
   el.textContent = label;
 }
 
-/** Shows one of the three views: the login form, the partner-user prompt of a master key, the board. @param {'login' | 'pick-user' | 'board'} view */
+/**
+ * Shows one of the three views: the login form, the partner-user prompt of a master key, the board.
+ * @param {'login' | 'pick-user' | 'board'} view
+ */
 function show(view) {
   $('login').hidden = view !== 'login';
   $('pick-user').hidden = view !== 'pick-user';
@@ -624,7 +679,8 @@ async function start() {
   show('board');
   const bound = account.user?.partner_user_id;
   $('who').textContent =
-    `user ${bound ?? '–'} · partner ${account.partner_id} · ${account.api_key.kind === 'master' ? 'master key' : 'user key'}`;
+    `user ${bound ?? '–'} · partner ${account.partner_id} ` +
+    `· ${account.api_key.kind === 'master' ? 'master key' : 'user key'}`;
   $('who').dataset.user = bound ?? '';
   socket = io(API, {
     auth: partnerUserId ? { token, partner_user_id: partnerUserId } : { token },

@@ -4,8 +4,8 @@ import type { Handler } from '../context.js';
 /**
  * GET /healthz (public): store, scheduler and venue status; 200 when all are fine, else 503 with
  * `status: "degraded"` and the part at fault (failures are visible, not only logged).
- * Degraded when the store does not answer or cannot make writes durable, the scheduler is not running, a timer's delivery or
- * arming is failing, the venue's journal writes are failing, an event is being redelivered to an
+ * Degraded when the store does not answer or cannot make writes durable, the scheduler is not running, a timer's
+ * delivery or arming is failing, the venue's journal writes are failing, an event is being redelivered to an
  * order or a strategy, or a delivery to a strategy was given up (until the next start reconciles it).
  */
 export const health: Handler = async ({ services }) => {

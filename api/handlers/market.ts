@@ -117,7 +117,10 @@ export function positionBody(venue: VenuePort, userId: string, pos: WalletView['
   };
 }
 
-/** The REST shape of a book (GET /v2/trade/book, `book.updated`): levels best first, decimal strings, the current tick, the last trade print (null while none was seen). */
+/**
+ * The REST shape of a book (GET /v2/trade/book, `book.updated`): levels best first,
+ * decimal strings, the current tick, the last trade print (null while none was seen).
+ */
 export function bookBody(view: BookView): {
   token_id: string;
   tick_size: string;

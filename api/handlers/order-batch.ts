@@ -64,8 +64,8 @@ function cancelResponse(outcomes: CancelOutcome[]): HandlerResult {
 }
 
 /**
- * POST /v2/trade/orders/cancel-batch and POST /v2/trade/orders/cancel `{order_ids}` [trade.cancel]: cancels up to 100 orders of the
- * bound user, each as DELETE /v2/trade/orders/{order_id} would; 200 with one outcome per distinct
+ * POST /v2/trade/orders/cancel-batch and POST /v2/trade/orders/cancel `{order_ids}` [trade.cancel]: cancels up to 100
+ * orders of the bound user, each as DELETE /v2/trade/orders/{order_id} would; 200 with one outcome per distinct
  * id (`canceled`, `not_found`, `already_done`): one id never fails the batch. 400 only for a body
  * that is not the schema (empty, over 100 ids, not strings).
  */
@@ -79,8 +79,8 @@ export const cancelBatch: Handler = async ({ req, services, user }) => {
 const CANCEL_ALL_FILTERS: ReadonlySet<string> = new Set(['symbol', 'condition_id', 'venue']);
 
 /**
- * POST /v2/trade/orders/cancel-all and DELETE /v2/trade/orders [trade.cancel]: cancels every open order of the bound user (the rows of
- * GET /v2/trade/orders/open, strategies' child orders included), narrowed by the query `symbol`
+ * POST /v2/trade/orders/cancel-all and DELETE /v2/trade/orders [trade.cancel]: cancels every open order of the bound
+ * user (the rows of GET /v2/trade/orders/open, strategies' child orders included), narrowed by the query `symbol`
  * (outcome token id) and/or `condition_id` (market). 200 with one outcome per order found
  * (none: empty `results`). Orders placed while it runs are not included.
  * @throws {DomainError} `INVALID_REQUEST` (400) for any other query parameter (a misspelt filter,
@@ -102,7 +102,8 @@ export const cancelAll: Handler = async ({ req, services, user }) => {
   const unknown = Object.keys(req.query as object).filter((k) => !CANCEL_ALL_FILTERS.has(k));
   if (unknown.length) {
     throw errors.badRequest(
-      `unknown query parameter ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}: cancel-all takes only symbol, condition_id and venue; nothing was canceled`,
+      `unknown query parameter ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}: ` +
+        `cancel-all takes only symbol, condition_id and venue; nothing was canceled`,
     );
   }
   const q = req.query as { symbol?: string; condition_id?: string };

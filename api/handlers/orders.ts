@@ -45,7 +45,8 @@ async function interruptedAttempt(services: Services, userId: string, seed: stri
       // the bracket was created, the process died before its entry was placed: nothing traded,
       // and start-up reconciliation ended the bracket
       throw errors.conflict(
-        'an earlier attempt of this request was interrupted before its entry order was placed: nothing was placed; send it again with a new Idempotency-Key',
+        'an earlier attempt of this request was interrupted before its entry order was ' +
+          'placed: nothing was placed; send it again with a new Idempotency-Key',
       );
     }
     return { status: 200, body: strategyResponse(record), headers: REPLAYED };
@@ -201,7 +202,8 @@ export const activity: Handler = async ({ req, services, user }) => {
           created_at: r.createdAtMs,
           updated_at: r.updatedAtMs,
         };
-        // wallet operations and withdrawals: the amount (a redeem's payout) and the transaction hash; orders: why a cancel happened
+        // wallet operations and withdrawals: the amount (a redeem's
+        // payout) and the transaction hash; orders: why a cancel happened
         if (r.kind === 'wallet' || r.kind === 'withdrawal')
           Object.assign(row, {
             amount: v.payout_usd ?? v.amount ?? null,

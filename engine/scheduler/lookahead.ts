@@ -220,7 +220,9 @@ export class LookaheadRepository implements JobRepository {
   }
 }
 
-/** A backend whose repository is a {@link LookaheadRepository} over another backend's; the rest is the other backend's. */
+/**
+ * A backend whose repository is a {@link LookaheadRepository} over another backend's; the rest is the other backend's.
+ */
 export class LookaheadBackend implements AgendaBackend {
   readonly name: string;
   readonly repository: LookaheadRepository;

@@ -4,8 +4,8 @@ import type { Logger } from '../logger.js';
 
 /**
  * Modes of `DATA_DIR` and what lives in it. The folder holds the store's data files (API key
- * hashes, every user's activity): only the service's own user may enter it or read them. Every adapter that writes under
- * `DATA_DIR` creates its folders with {@link DATA_DIR_MODE} and its files with {@link DATA_FILE_MODE}
+ * hashes, every user's activity): only the service's own user may enter it or read them. Every adapter that writes
+ * under `DATA_DIR` creates its folders with {@link DATA_DIR_MODE} and its files with {@link DATA_FILE_MODE}
  * (passed as the `mode` of `open` / `writeFile` / `mkdir`, so a file is never readable by others,
  * not even for an instant), and calls {@link prepareDataDir} once before writing.
  */
@@ -46,7 +46,8 @@ export async function prepareDataDir(dir: string, log?: Logger | null): Promise<
     } catch (err) {
       log?.warn(
         { path: p, mode: (st.mode & 0o777).toString(8), err: (err as Error).message },
-        `DATA_DIR: ${p} is readable by other local users (mode ${(st.mode & 0o777).toString(8)}) and could not be changed to ${to.toString(8)}: change its mode or owner`,
+        `DATA_DIR: ${p} is readable by other local users (mode ${(st.mode & 0o777).toString(8)}) and ` +
+          `could not be changed to ${to.toString(8)}: change its mode or owner`,
       );
     }
   };
@@ -57,13 +58,15 @@ export async function prepareDataDir(dir: string, log?: Logger | null): Promise<
   if (tightened.length)
     log?.warn(
       { dir, tightened },
-      `DATA_DIR: ${tightened.length} path(s) under ${dir} were readable by other local users; now ${DATA_DIR_MODE.toString(8)} (folders) / ${DATA_FILE_MODE.toString(8)} (files)`,
+      `DATA_DIR: ${tightened.length} path(s) under ${dir} were readable by other local users; ` +
+        `now ${DATA_DIR_MODE.toString(8)} (folders) / ${DATA_FILE_MODE.toString(8)} (files)`,
     );
   const keyFile = path.join(dir, OLD_MASTER_KEY_FILE);
   if (await fs.stat(keyFile).catch(() => null)) {
     log?.warn(
       { file: keyFile },
-      `DATA_DIR: ${keyFile} holds a master API key in clear, written by an older version (this one writes no secret): copy the key somewhere safe, then delete the file`,
+      `DATA_DIR: ${keyFile} holds a master API key in clear, written by an older version (this one ` +
+        `writes no secret): copy the key somewhere safe, then delete the file`,
     );
   }
   return tightened;

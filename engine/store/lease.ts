@@ -8,7 +8,10 @@ import type { Store } from './port.js';
 /** instanceIds of the leases this process holds (its own pid in a lease is a former life otherwise). */
 const heldHere = new Set<string>();
 
-/** Whether `holder` certainly is a process that no longer runs: of this host, and its pid gone (or a zombie), or this very pid in a former life (a container restarted). */
+/**
+ * Whether `holder` certainly is a process that no longer runs: of this host, and its
+ * pid gone (or a zombie), or this very pid in a former life (a container restarted).
+ */
 function holderIsDead(holder: LeaseOwner): boolean {
   if (holder.host !== os.hostname()) return false;
   if (holder.pid === process.pid) return !heldHere.has(holder.instanceId);
@@ -60,7 +63,8 @@ export class EngineLeaseHeldError extends Error {
     super(
       `${location} is in use by another engine process` +
         (holder
-          ? ` (pid ${holder.pid} on ${holder.host}, instance ${holder.instanceId}, since ${new Date(holder.startedAtMs).toISOString()})`
+          ? ` (pid ${holder.pid} on ${holder.host}, instance ${holder.instanceId}, ` +
+            `since ${new Date(holder.startedAtMs).toISOString()})`
           : '') +
         ': one engine process per database; stop it, or give this one another database (its lease expires ' +
         `${LEASE_TTL_MS / 1000} s after it stops renewing)`,

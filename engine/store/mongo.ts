@@ -148,7 +148,10 @@ export function uriWriteConcernConflict(uri: string, wanted: MongoWriteSettings)
     }
   }
   if (conflicts.length === 0) return null;
-  return `MONGODB_URI's write concern ${conflicts.join(', ')} contradicts the settings: remove it from the URI or change the settings`;
+  return (
+    `MONGODB_URI's write concern ${conflicts.join(', ')} contradicts the ` +
+    `settings: remove it from the URI or change the settings`
+  );
 }
 
 /**
@@ -178,7 +181,8 @@ export class MongoUnreachableError extends MongoStoreRefusedError {
       /* the driver parsed it; keep the placeholder */
     }
     super(
-      `no MongoDB server of MONGODB_URI (${hosts}) answered: ${cause.message.split('\n')[0]}; check that the servers run and are reachable from here`,
+      `no MongoDB server of MONGODB_URI (${hosts}) answered: ${cause.message.split('\n')[0]}; ` +
+        `check that the servers run and are reachable from here`,
     );
     this.name = 'MongoUnreachableError';
   }
@@ -222,7 +226,8 @@ export function writeConcernMismatch(
   const journal = effective?.journal === true;
   if (w === wanted.w && journal === wanted.journal) return null;
   return (
-    `MONGODB_URI's options give write concern w=${String(w)} journal=${journal}, but MONGODB_WRITE_CONCERN / MONGODB_JOURNAL ask for ` +
+    `MONGODB_URI's options give write concern w=${String(w)} journal=${journal}, ` +
+    `but MONGODB_WRITE_CONCERN / MONGODB_JOURNAL ask for ` +
     `w=${wanted.w} journal=${wanted.journal}: remove w / journal / j from the URI or change the settings`
   );
 }

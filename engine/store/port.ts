@@ -1,7 +1,7 @@
 /**
  * Storage port. Two adapters implement it: MongoDB (engine/store/mongo.ts, when `MONGODB_URI` is
- * set) and SQLite (engine/store/sqlite.ts, the default: a file in `DATA_DIR`, or memory). They speak the same small subset of the MongoDB query language, so code
- * above the port never knows which one it runs on. The contract suite
+ * set) and SQLite (engine/store/sqlite.ts, the default: a file in `DATA_DIR`, or memory). They speak the same small
+ * subset of the MongoDB query language, so code above the port never knows which one it runs on. The contract suite
  * `test/engine/store/contract.test.ts` runs against each.
  */
 
@@ -94,8 +94,8 @@ export interface Store {
    *   meanwhile wait until it ends.
    * - MongoDB: a session's `withTransaction` with the store's write concern (`fn` may run again on
    *   a transient error; a write that fails inside aborts the whole transaction, so `fn` must let
-   *   such an error propagate, never catch it and go on). On a standalone server (`MONGODB_ALLOW_STANDALONE=on`), which has no
-   *   transactions, `fn` runs without one: its writes land one by one.
+   *   such an error propagate, never catch it and go on). On a standalone server (`MONGODB_ALLOW_STANDALONE=on`), which
+   *   has no transactions, `fn` runs without one: its writes land one by one.
    */
   transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R>;
   /** Cheap liveness check for /healthz. */

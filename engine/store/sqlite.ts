@@ -362,7 +362,9 @@ class Writer {
     if (!this.db.inTransaction) this.db.exec('BEGIN IMMEDIATE');
   }
 
-  /** After a failed statement: when SQLite rolled the whole transaction back (I/O error, disk full), the batch failed. */
+  /**
+   * After a failed statement: when SQLite rolled the whole transaction back (I/O error, disk full), the batch failed.
+   */
   private abortedBy(err: unknown): void {
     if (this.batch && !this.db.inTransaction) {
       const b = this.batch;
@@ -633,7 +635,8 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     // a lookup by _id: the row is the one with that id when the rest matches
     const sql = byId
       ? `UPDATE ${this.table} SET doc = ${setSql} WHERE ${w.sql}`
-      : `UPDATE ${this.table} SET doc = ${setSql} WHERE rowid = (SELECT rowid FROM ${this.table} WHERE ${w.sql} LIMIT 1)`;
+      : `UPDATE ${this.table} SET doc = ${setSql} WHERE rowid = (SELECT ` +
+        `rowid FROM ${this.table} WHERE ${w.sql} LIMIT 1)`;
     const upsert = options.upsert ? encode(expandDotted({ ...equalityFields(filter), ...set })) : null;
     return this.store.writer.write(() => {
       const n = this.st(sql).run(...values, ...w.params).changes;
@@ -724,13 +727,20 @@ async function openSyncFiles(dir: string, file: string): Promise<SyncFiles> {
   };
 }
 
-/** The SQL of an index ({@link fieldSql} of each field; partial for a sparse one: documents with none of the fields are left out). */
+/**
+ * The SQL of an index ({@link fieldSql} of each field; partial for
+ * a sparse one: documents with none of the fields are left out).
+ */
 export function indexSql(table: string, ix: IndexSpec): string {
   const date = ix.expireAfterSeconds !== undefined;
   const exprs = ix.fields.map((f) => fieldSql(f));
-  const name = `ix_${table}_${ix.fields.join('_').replace(/[^A-Za-z0-9_]/g, '_')}${ix.unique ? '_u' : ''}${ix.sparse ? '_s' : ''}${date ? '_ttl' : ''}`;
+  const name =
+    `ix_${table}_${ix.fields.join('_').replace(/[^A-Za-z0-9_]/g, '_')}` +
+    `${ix.unique ? '_u' : ''}${ix.sparse ? '_s' : ''}${date ? '_ttl' : ''}`;
   const where = ix.sparse ? ` WHERE ${exprs.map((e) => `${e} IS NOT NULL`).join(' OR ')}` : '';
-  return `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS "${name}" ON "${table}" (${exprs.join(', ')})${where}`;
+  return (
+    `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS "${name}" ` + `ON "${table}" (${exprs.join(', ')})${where}`
+  );
 }
 
 /**

@@ -27,7 +27,10 @@ function rejectionOf(rec: ActorRecord): { error: string; reason: string } {
   }
 }
 
-/** Whether a finished CANCELED order was canceled by its market's resolution (its cancel code `MARKET_RESOLVED`, never the prose). */
+/**
+ * Whether a finished CANCELED order was canceled by its market's
+ * resolution (its cancel code `MARKET_RESOLVED`, never the prose).
+ */
 function canceledByResolution(rec: ActorRecord): boolean {
   if (!rec.final || rec.status !== 'CANCELED') return false;
   try {
@@ -204,7 +207,10 @@ export class ChildOrderRouter {
     }
   }
 
-  /** The strategy event of an order's state: `order.refused` (by the venue's error code, never its prose) or `order.updated`. */
+  /**
+   * The strategy event of an order's state: `order.refused` (by
+   * the venue's error code, never its prose) or `order.updated`.
+   */
   orderEvent(rec: ActorRecord): StrategyEvent {
     if (rec.status === 'REJECTED') {
       const { error, reason } = rejectionOf(rec);

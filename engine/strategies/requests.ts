@@ -124,13 +124,15 @@ export class StrategyRequests {
       if (!used.length) {
         const first = Object.keys(body.execution)[0];
         throw errors.badRequest(
-          `${first !== undefined ? `execution.${first}` : 'execution'} is not used by ${type} orders (they take no execution object)`,
+          `${first !== undefined ? `execution.${first}` : 'execution'} is not used ` +
+            `by ${type} orders (they take no execution object)`,
         );
       }
       for (const f of Object.keys(body.execution)) {
         if (!used.includes(f) && !warned.includes(f))
           throw errors.badRequest(
-            `execution.${f} is not used by ${type} orders (${type} takes ${used.map((u) => `execution.${u}`).join(', ')})`,
+            `execution.${f} is not used by ${type} orders (${type} ` +
+              `takes ${used.map((u) => `execution.${u}`).join(', ')})`,
           );
       }
     }
@@ -171,7 +173,8 @@ export class StrategyRequests {
         if (touchNow.bid !== null && dec(touchNow.bid).lte(price)) {
           throw new DomainError(
             'WOULD_TRIGGER_IMMEDIATELY',
-            `STOP_LOSS price ${str(price)} is at or above the best bid ${touchNow.bid}: it would trigger at once; sell with LIMIT or MARKET instead`,
+            `STOP_LOSS price ${str(price)} is at or above the best bid ${touchNow.bid}: it ` +
+              `would trigger at once; sell with LIMIT or MARKET instead`,
           );
         }
         // the input is `base` completed in place (as a spread would order its fields): an object
@@ -196,7 +199,8 @@ export class StrategyRequests {
         if (touchNow.bid !== null && dec(touchNow.bid).lte(level)) {
           throw new DomainError(
             'WOULD_TRIGGER_IMMEDIATELY',
-            `TRAILING_STOP would trigger at once: the best bid ${touchNow.bid} is at or below the armed level ${level} (mark ${str(mark)})`,
+            `TRAILING_STOP would trigger at once: the best bid ${touchNow.bid} is at or ` +
+              `below the armed level ${level} (mark ${str(mark)})`,
           );
         }
         base.size = str(size);
@@ -230,7 +234,8 @@ export class StrategyRequests {
             : null;
         if (ceiling && ceiling.lt(entry)) {
           throw errors.badRequest(
-            `execution.price_ceiling ${str(ceiling)} is below the entry ${entry} that the offset implies from the low-water mark ${str(mark)}: it could never fire`,
+            `execution.price_ceiling ${str(ceiling)} is below the entry ${entry} that the offset ` +
+              `implies from the low-water mark ${str(mark)}: it could never fire`,
           );
         }
         this.needDollars(userId, body.symbol, quote); // after every rule of the request: a 400 comes first
@@ -299,7 +304,10 @@ export class StrategyRequests {
           durationMs,
           slicesTotal: n,
           passive: ex.passive === true,
-          message: `TWAP: ${str(size)} shares in ${n} slices every ${interval} s, limit ${str(price)}${derived ? ` (derived from the live touch: best ${body.side === 'buy' ? 'ask' : 'bid'})` : ''}`,
+          message:
+            `TWAP: ${str(size)} shares in ${n} slices every ${interval} s, ` +
+            `limit ${str(price)}` +
+            (derived ? ` (derived from the live touch: best ${body.side === 'buy' ? 'ask' : 'bid'})` : ''),
         };
       }
       case 'ICEBERG': {
@@ -359,9 +367,11 @@ export class StrategyRequests {
           peg === null
             ? ''
             : target !== null && dec(peg).lt(target)
-              ? ` (below the best bid ${touchNow.bid}: capped by ${ceiling && dec(peg).eq(ceiling) ? 'price_ceiling' : "the market's tick"})`
+              ? ` (below the best bid ${touchNow.bid}: capped ` +
+                `by ${ceiling && dec(peg).eq(ceiling) ? 'price_ceiling' : "the market's tick"})`
               : target !== null && dec(peg).gt(target)
-                ? ` (above the best bid minus the offset: raised to ${floor && dec(peg).eq(floor) ? 'price_floor' : "the market's tick"})`
+                ? ` (above the best bid minus the offset: raised ` +
+                  `to ${floor && dec(peg).eq(floor) ? 'price_floor' : "the market's tick"})`
                 : input.offsetTicks
                   ? ` (${input.offsetTicks} ticks of 0.001 from the touch)`
                   : ' (at the touch)';
@@ -369,7 +379,8 @@ export class StrategyRequests {
           ...input,
           message:
             peg === null
-              ? `PEGGED: $${str(budget)} budget, nothing resting yet: waiting for a best bid that puts the peg within price_floor / price_ceiling and below the ask`
+              ? `PEGGED: $${str(budget)} budget, nothing resting yet: waiting for a best bid that ` +
+                `puts the peg within price_floor / price_ceiling and below the ask`
               : `PEGGED: $${str(budget)} budget, resting at ${peg}${where}`,
         };
       }

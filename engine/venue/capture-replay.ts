@@ -82,7 +82,8 @@ export class CaptureReplay {
         spanMs: this.o.capture.endMs - this.o.capture.startMs,
         skipped: s,
       },
-      `capture replay started; skipped ${s.errorRows} error rows, ${s.unusable} rows with N/A or missing values, ${s.malformed} malformed rows (${s.naValues} N/A values seen)`,
+      `capture replay started; skipped ${s.errorRows} error rows, ${s.unusable} rows with N/A or ` +
+        `missing values, ${s.malformed} malformed rows (${s.naValues} N/A values seen)`,
     );
     this.step();
     if (this.done) return;

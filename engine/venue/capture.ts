@@ -44,7 +44,9 @@ export interface CaptureSkips {
   errorRows: number;
   /** Rows of a known type whose needed value was `N/A`, empty or not a number. */
   unusable: number;
-  /** `N/A` values met in any column (best_bid/best_ask mostly: an `N/A` touch leaves that side of the book as it is). */
+  /**
+   * `N/A` values met in any column (best_bid/best_ask mostly: an `N/A` touch leaves that side of the book as it is).
+   */
   naValues: number;
   /** Rows of an unknown `event_type`, repeated headers, rows with too few columns. */
   malformed: number;

@@ -68,7 +68,9 @@ export interface ChunkInput {
   orders: readonly (OrderRow | string)[];
 }
 
-/** The state a checkpoint writes, taken when the checkpoint is due (rows possibly as their JSON: {@link ChunkInput}). */
+/**
+ * The state a checkpoint writes, taken when the checkpoint is due (rows possibly as their JSON: {@link ChunkInput}).
+ */
 export interface CheckpointState extends Omit<StateRows, 'wallets' | 'orders'>, ChunkInput {
   /** The matching engine's last time-priority sequence number. */
   orderSeq: number;
@@ -229,7 +231,8 @@ export function stateRowsJson(
 ): string {
   return (
     `{"wallets":[${wallets.join(',')}],"orders":[${orders.join(',')}]` +
-    `${markets ? `,"markets":${JSON.stringify(markets)}` : ''}${capture ? `,"capture":${JSON.stringify(capture)}` : ''}}`
+    `${markets ? `,"markets":${JSON.stringify(markets)}` : ''}` +
+    `${capture ? `,"capture":${JSON.stringify(capture)}` : ''}}`
   );
 }
 
@@ -472,7 +475,8 @@ export class VenueJournal {
       }
       if (wallets !== cp.walletCount || orders !== cp.orderCount) {
         throw new Error(
-          `venue checkpoint generation ${cp.generation}: ${wallets} wallets and ${orders} orders read, ${cp.walletCount} and ${cp.orderCount} written`,
+          `venue checkpoint generation ${cp.generation}: ${wallets} wallets and ${orders} ` +
+            `orders read, ${cp.walletCount} and ${cp.orderCount} written`,
         );
       }
       this.generation = cp.generation;

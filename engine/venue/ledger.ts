@@ -99,7 +99,10 @@ function positionJson(tokenId: string, p: Position): PositionJson {
   };
 }
 
-/** A position's journal tuple: `realized` is written only when not 0, so rows of positions that never realized stay as before. */
+/**
+ * A position's journal tuple: `realized` is written only when not
+ * 0, so rows of positions that never realized stay as before.
+ */
 function tupleOf(tokenId: string, p: Position): WalletRow['positions'][number] {
   return p.realized && !p.realized.isZero()
     ? [tokenId, str(p.shares), str(p.reserved), str(p.cost), str(p.realized)]
@@ -195,7 +198,10 @@ export class Ledger {
   /** Free pUSD of each wallet, with the balance and reservation it was computed from (by identity). */
   private readonly freeUsdMemo = new WeakMap<Wallet, { pusd: Dec; reserved: Dec; free: Dec }>();
 
-  /** Free pUSD of `w` (balance − reserved), dollars; remade only when either changed (both checks of every order read it). */
+  /**
+   * Free pUSD of `w` (balance − reserved), dollars; remade only
+   * when either changed (both checks of every order read it).
+   */
   private freeUsd(w: Wallet): Dec {
     const m = this.freeUsdMemo.get(w);
     if (m && m.pusd === w.pusd && m.reserved === w.reserved) return m.free;
@@ -329,7 +335,9 @@ export class Ledger {
         const reserved = p?.reserved ?? ZERO;
         return {
           error: 'INSUFFICIENT_SHARES',
-          reason: `Not enough shares to merge ${str(amount)} — holding ${str(held)} of outcome token ${t}${reserved.gt(0) ? `, of which ${str(reserved)} reserved by open sells` : ''}`,
+          reason:
+            `Not enough shares to merge ${str(amount)} — holding ${str(held)} of outcome ` +
+            `token ${t}${reserved.gt(0) ? `, of which ${str(reserved)} reserved by open sells` : ''}`,
         };
       }
     }
@@ -348,7 +356,9 @@ export class Ledger {
       if (p?.reserved.gt(0))
         return {
           error: 'SHARES_RESERVED',
-          reason: `${str(p.reserved)} shares of outcome token ${t} are reserved by open sells: cancel them before redeeming`,
+          reason:
+            `${str(p.reserved)} shares of outcome token ${t} are reserved by ` +
+            `open sells: cancel them before redeeming`,
         };
       held = held.plus(p?.shares ?? ZERO);
     }
@@ -392,7 +402,8 @@ export class Ledger {
   /** Merge: `amount` free shares of each token of the condition become `amount` dollars of pUSD. */
   merge(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], amount: Dec): WalletOpResult {
     const w = this.walletOf(userId);
-    // the amount paid out is shared evenly in micro-dollars (as split shares its cost); the last token takes what rounding left
+    // the amount paid out is shared evenly in micro-dollars (as split
+    // shares its cost); the last token takes what rounding left
     const part = amount.div(tokenIds.length).toDecimalPlaces(USD_DP, Dec.ROUND_DOWN);
     tokenIds.forEach((t, i) => {
       const p = this.positionOf(w, t);
@@ -501,7 +512,10 @@ export class Ledger {
     const w = this.walletOf(userId);
     const positions = this.positionsJson(w);
     const ops = w.ops?.size ? `,"ops":${JSON.stringify([...w.ops.values()])}` : '';
-    return `{"userId":${JSON.stringify(userId)},"pusd":"${str(w.pusd)}","reserved":"${str(w.reserved)}","positions":[${positions}]${ops}}`;
+    return (
+      `{"userId":${JSON.stringify(userId)},"pusd":"${str(w.pusd)}","reserved":"${str(w.reserved)}",` +
+      `"positions":[${positions}]${ops}}`
+    );
   }
 
   /**

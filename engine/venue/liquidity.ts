@@ -77,7 +77,10 @@ export class LiquidityProvider {
   private readonly captured = new Map<string, Map<number, { orderId: string; side: Side; price: Dec; size: Dec }>>();
   /** Capture tokens whose captured levels an operation set (synced by {@link syncCaptured}). */
   private readonly capturedDirty = new Set<string>();
-  /** Captured levels users traded with and the capture did not set again since: `tokenId|side|price` → row (checkpointed). */
+  /**
+   * Captured levels users traded with and the capture did not
+   * set again since: `tokenId|side|price` → row (checkpointed).
+   */
   private readonly takenLevels = new Map<string, CapturedLevelRow>();
 
   /** The quoted token of each token's market (its first outcome), by token id. */

@@ -127,7 +127,10 @@ export function mirror(price: Dec): Dec {
   return m;
 }
 
-/** One side of a book as levels `{price, size}`, best first, with the complement's opposite side mirrored in and merged by price. */
+/**
+ * One side of a book as levels `{price, size}`, best first, with
+ * the complement's opposite side mirrored in and merged by price.
+ */
 function mergedLevels(
   own: { price: Dec; size: Dec }[],
   mirrored: { price: Dec; size: Dec }[],
@@ -744,8 +747,10 @@ export class MatchingEngine {
     const orderJson = (e.orderJson ??= JSON.stringify(e.order));
     const remaining = e.remaining ? `"${str(e.remaining)}"` : 'null';
     return (
-      `{"order":${orderJson},"status":"${e.status}","remaining":${remaining},"reservedUsd":"${str(e.reservedUsd)}","reservedShares":"${str(e.reservedShares)}",` +
-      `"fills":${e.fills.length ? JSON.stringify(e.fills) : '[]'},"final":${e.final ? JSON.stringify(e.final) : 'null'},"updatedAtMs":${e.updatedAtMs},"seq":${e.seq}}`
+      `{"order":${orderJson},"status":"${e.status}","remaining":${remaining},` +
+      `"reservedUsd":"${str(e.reservedUsd)}","reservedShares":"${str(e.reservedShares)}",` +
+      `"fills":${e.fills.length ? JSON.stringify(e.fills) : '[]'},` +
+      `"final":${e.final ? JSON.stringify(e.final) : 'null'},"updatedAtMs":${e.updatedAtMs},"seq":${e.seq}}`
     );
   }
 

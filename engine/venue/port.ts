@@ -259,7 +259,9 @@ export interface WalletOpResult {
   atMs: number;
   /** The condition of a split, merge or redeem; null for pUSD transfers. */
   conditionId: string | null;
-  /** Signed pUSD change, dollars (split −amount, merge +amount, redeem +payout, withdraw −amount, credit +amount). */
+  /**
+   * Signed pUSD change, dollars (split −amount, merge +amount, redeem +payout, withdraw −amount, credit +amount).
+   */
   pusdDelta: string;
   /** Signed share change per outcome token of the condition (both tokens, in the market's order). */
   shares: { tokenId: string; delta: string }[];

@@ -391,7 +391,10 @@ export class SimVenue implements VenuePort {
     this.captureReplay.start();
   }
 
-  /** The journal row of the capture replay after an operation: position, and the captured levels users traded with in it. */
+  /**
+   * The journal row of the capture replay after an operation:
+   * position, and the captured levels users traded with in it.
+   */
   private captureRow(tx: Tx, positionMoved: boolean): CaptureRow | undefined {
     if (!this.capturePos) return undefined;
     const levels = this.liquidity.syncCaptured(tx, this.capturePos.next);
@@ -715,7 +718,9 @@ export class SimVenue implements VenuePort {
     return out;
   }
 
-  /** The JSON of an operation's journal entry: the touched wallets and orders, then `markets` and `capture` when given. */
+  /**
+   * The JSON of an operation's journal entry: the touched wallets and orders, then `markets` and `capture` when given.
+   */
   private entryJson(tx: Tx, markets: MarketRow[] | undefined, capture: CaptureRow | undefined): string {
     const wallets: string[] = [];
     for (const u of tx.users) wallets.push(this.ledger.rowJson(u));

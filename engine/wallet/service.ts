@@ -289,7 +289,8 @@ export class WalletService {
     }
     if (type === 'REDEEM' && body.amount !== undefined && body.outcome_index === undefined) {
       throw errors.badRequest(
-        'amount of a redeem counts shares of one outcome: send outcome_index with it (or omit amount to redeem every share)',
+        'amount of a redeem counts shares of one outcome: send outcome_index ' +
+          'with it (or omit amount to redeem every share)',
       );
     }
     const amount = body.amount === undefined ? null : str(checkTokenAmount('amount', body.amount, USD_DP));
@@ -299,13 +300,18 @@ export class WalletService {
     const outcome = body.outcome_index === undefined ? null : market.tokens[body.outcome_index];
     if (outcome === undefined) {
       throw errors.badRequest(
-        `outcome_index ${body.outcome_index} is not an outcome of market ${market.conditionId}: ${market.tokens.map((t, i) => `${i} = ${t.outcome}`).join(', ')}`,
+        `outcome_index ${body.outcome_index} is not an outcome of ` +
+          `market ${market.conditionId}: ${market.tokens.map((t, i) => `${i} = ${t.outcome}`).join(', ')}`,
       );
     }
     if (body.neg_risk_market !== undefined && body.neg_risk_market !== market.negRisk) {
       throw new DomainError(
         'NEG_RISK_MISMATCH',
-        `market ${market.conditionId} is ${market.negRisk ? 'a neg-risk market (routed through the NegRiskAdapter): send neg_risk_market true' : 'not a neg-risk market: send neg_risk_market false'}, or omit it (GET /v2/trade/markets shows neg_risk)`,
+        `market ${market.conditionId} is ` +
+          (market.negRisk
+            ? 'a neg-risk market (routed through the NegRiskAdapter): send neg_risk_market true'
+            : 'not a neg-risk market: send neg_risk_market false') +
+          ', or omit it (GET /v2/trade/markets shows neg_risk)',
       );
     }
     const input: WalletOpInput = {
@@ -362,11 +368,13 @@ export class WalletService {
     // an ERC20 transfer to the token's own contract succeeds on chain and the tokens are lost for good
     if (toAddress === PUSD_TOKEN.address)
       throw errors.badRequest(
-        `${field} ${toAddress} is the ${PUSD_TOKEN.symbol} token contract itself: tokens sent there cannot be recovered; send them to a wallet address`,
+        `${field} ${toAddress} is the ${PUSD_TOKEN.symbol} token contract itself: tokens ` +
+          `sent there cannot be recovered; send them to a wallet address`,
       );
     if (body.token !== undefined && checksummed('token', body.token) !== PUSD_TOKEN.address) {
       throw errors.badRequest(
-        `token ${body.token} is not withdrawable from this wallet (GET /v2/trade/balances/withdrawable lists the tokens: pUSD ${PUSD_TOKEN.address})`,
+        `token ${body.token} is not withdrawable from this wallet (GET ` +
+          `/v2/trade/balances/withdrawable lists the tokens: pUSD ${PUSD_TOKEN.address})`,
       );
     }
     const amount = str(checkTokenAmount('amount', body.amount, PUSD_TOKEN.decimals));
@@ -472,7 +480,8 @@ function destination(body: Pick<WithdrawBody, 'to' | 'to_address'>): { field: 't
   const alias = body.to_address === undefined ? undefined : checksummed('to_address', body.to_address);
   if (to !== undefined && alias !== undefined && to !== alias) {
     throw errors.badRequest(
-      `to ${body.to} and to_address ${body.to_address} name different addresses: send one of them (to_address is an alias of to)`,
+      `to ${body.to} and to_address ${body.to_address} name different ` +
+        `addresses: send one of them (to_address is an alias of to)`,
     );
   }
   if (to !== undefined) return { field: 'to', address: to };
