@@ -2,9 +2,9 @@
  * `npm run bench:orders`: drives POST /v2/trade/order with LIMIT orders (auth,
  * validation, actor, matching, persistence) over loopback with autocannon, and in the same run a
  * bare Express JSON echo; prints both throughputs, p50/p99 latency and the ratio, once with the
- * SQLite store in memory and once on disk. Targets at 50 connections: ratio ≥ 0.5 in memory,
- * ≥ 0.2 on disk, p99 < 50 ms. Each order is persisted before its response (by construction: the
- * actor host writes before it resolves).
+ * SQLite store in memory and once on disk. Targets at 50 connections: the service's CPU per order
+ * ≤ 2× the echo's per request in memory, ≤ 3× on disk, p99 < 50 ms. Each order is persisted before
+ * its response (by construction: the actor host writes before it resolves).
  *
  * Server and echo run as child processes so that the load generator does not share their core.
  */
@@ -298,7 +298,7 @@ async function main(): Promise<void> {
     }
   }
   console.log(
-    'targets: server CPU per order ≤ 3× the echo in memory, ≤ 4× on disk; p99 < 50 ms at 50 ' +
+    'targets: server CPU per order ≤ 2× the echo in memory, ≤ 3× on disk; p99 < 50 ms at 50 ' +
       'connections; every request answered (no errors or timeouts; shed load is 429/503)',
   );
 }

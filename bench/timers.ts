@@ -7,7 +7,8 @@
  * - the same for a plain `setTimeout` per timer at the same due times: the floor this process's
  *   event loop gets (on a shared machine, mostly other processes' CPU use);
  * - delivered, lost (not delivered within a grace period after the last due time) and fired twice;
- * - whether the goal is met: p99 < 50 ms at the sink, 0 lost, 0 fired twice.
+ * - whether the goal is met: p99 < 50 ms at the sink, 0 lost, 0 fired twice; and the target on
+ *   disk: p99 < 15 ms at the actor.
  *
  * Each timer belongs to its own tiny actor (one deadline, final on `timer.fired`), created through
  * `ActorHost.create`, which persists it and arms the deadline from `context.deadlines`. Arming runs
@@ -19,7 +20,8 @@
  * after the report (SIGKILL: tsx relays SIGTERM through the busy event loop).
  *
  * In-process, one Node process. Knobs: BENCH_TIMERS (10000), BENCH_SPAN_S (60), BENCH_LEAD_S
- * (lead before the first due time, 20), BENCH_GRACE_S (10), BENCH_STORE=disk (SQLite store on
+ * (lead before the first due time, 20), BENCH_GRACE_S (10), BENCH_ARM_CONCURRENCY (actors created at
+ * a time while arming, 64), BENCH_STORE=disk (SQLite store on
  * disk in a temp DATA_DIR; in memory by default), SCHEDULER_POLL_MS (as the service reads it).
  */
 import fs from 'node:fs/promises';
@@ -39,6 +41,8 @@ const TIMERS = Number(process.env.BENCH_TIMERS ?? 10_000);
 const SPAN_S = Number(process.env.BENCH_SPAN_S ?? 60);
 const LEAD_S = Number(process.env.BENCH_LEAD_S ?? 20);
 const GRACE_S = Number(process.env.BENCH_GRACE_S ?? 10);
+/** Actors created at a time while arming. */
+const ARM_CONCURRENCY = Number(process.env.BENCH_ARM_CONCURRENCY ?? 64);
 const DISK = process.env.BENCH_STORE === 'disk';
 
 /**
@@ -137,6 +141,8 @@ function report() {
   const v = Float64Array.from(sink).sort();
   const met = pct(v, 0.99) < 50 && lost === 0 && twice === 0;
   out('goal (p99 < 50 ms, 0 lost, 0 fired twice): ' + (met ? 'met' : 'NOT met'));
+  const va = Float64Array.from(actor).sort();
+  out('target on disk (lateness p99 at the actor < 15 ms): ' + (pct(va, 0.99) < 15 ? 'met' : 'NOT met'));
 }
 const deadline = w.lastDueMs + w.graceS * 1000;
 const tick = setInterval(() => {
@@ -189,18 +195,24 @@ async function main(): Promise<void> {
     const dueOf = (i: number): number => firstDueMs + Math.floor((i * SPAN_S * 1000) / TIMERS);
     const t0 = performance.now();
     let armedLate = 0;
-    for (let i = 0; i < TIMERS; i++) {
-      const dueMs = dueOf(i);
-      times[i * 3 + DUE] = dueMs;
-      setTimeout(() => (control[i] = nowMs()), dueMs - Date.now());
-      await host.create<typeof machine>('bench-timer', {
-        id: `bt-${i}`,
-        input: { id: `bt-${i}`, dueMs },
-        partnerId: 'bench',
-        ownerUserId: null,
-      });
-      if (Date.now() > dueMs) armedLate++;
-    }
+    // ARM_CONCURRENCY creations at a time, as concurrent requests make them: on disk each waits
+    // for its commit's WAL fsync, so one at a time the arming would run into the firing
+    let next = 0;
+    const armer = async () => {
+      for (let i = next++; i < TIMERS; i = next++) {
+        const dueMs = dueOf(i);
+        times[i * 3 + DUE] = dueMs;
+        setTimeout(() => (control[i] = nowMs()), dueMs - Date.now());
+        await host.create<typeof machine>('bench-timer', {
+          id: `bt-${i}`,
+          input: { id: `bt-${i}`, dueMs },
+          partnerId: 'bench',
+          ownerUserId: null,
+        });
+        if (Date.now() > dueMs) armedLate++;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, ARM_CONCURRENCY) }, armer));
     const armS = (performance.now() - t0) / 1000;
     console.log(
       `armed ${TIMERS} in ${armS.toFixed(1)} s (${(TIMERS / armS).toFixed(0)}/s), first ` +
