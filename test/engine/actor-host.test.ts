@@ -6,6 +6,7 @@ import { ManualClock } from '../../engine/clock.js';
 import { createLogger } from '../../engine/logger.js';
 import { ActorRepository } from '../../engine/store/actors.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
+import { baseStrategyInput } from '../machines/strategy-input.js';
 
 /** A small machine with a deadline, an action and an emitted event: enough to exercise the host. */
 function makeMachine(effects: string[]) {
@@ -852,24 +853,7 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
     const { twapMachine } = await import('../../machines/twap.js');
     const { icebergMachine } = await import('../../machines/iceberg.js');
     const { peggedMachine } = await import('../../machines/pegged.js');
-    const base = {
-      recordId: 'stg1',
-      userId: 'u1',
-      side: 'sell',
-      tokenId: '123',
-      tickSize: '0.01',
-      minSize: '5',
-      price: null,
-      size: null,
-      quoteAmount: null,
-      execution: {},
-      warnings: [],
-      message: null,
-      clientOrderId: null,
-      metadata: null,
-      createdAtMs: 0,
-      touch: { bid: '0.55', ask: '0.57' },
-    };
+    const { type: _type, ...base } = baseStrategyInput;
     const price = fc.constantFrom('0.5', '0.45', '0.123456');
     const input = fc.oneof(
       fc.record({

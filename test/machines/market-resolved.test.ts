@@ -7,26 +7,9 @@ import { type StrategyContext, type StrategyEvent, type StrategyInput } from '..
 import { MARKET_RESOLVED_REASON } from '../../engine/venue/sim-venue.js';
 import { TRAILING_BUY_STATUS, trailingBuyMachine } from '../../machines/trailing-buy.js';
 import { TRAILING_STOP_STATUS, trailingStopMachine } from '../../machines/trailing-stop.js';
+import { baseStrategyInput } from './strategy-input.js';
 
-const base: StrategyInput = {
-  recordId: 'stg1',
-  userId: 'u1',
-  type: 'STOP_LOSS',
-  side: 'sell',
-  tokenId: '123',
-  tickSize: '0.01',
-  minSize: '5',
-  price: null,
-  size: null,
-  quoteAmount: null,
-  execution: {},
-  warnings: [],
-  message: null,
-  clientOrderId: null,
-  metadata: null,
-  createdAtMs: 0,
-  touch: { bid: '0.55', ask: '0.57' },
-};
+const base = baseStrategyInput;
 
 /** Save → JSON → restore, then the event (as the actor host does between events). */
 function step(machine: AnyStateMachine, snapshot: unknown, event: StrategyEvent) {

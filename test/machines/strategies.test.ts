@@ -15,26 +15,9 @@ import {
 import { TRAILING_BUY_STATUS, trailingBuyMachine } from '../../machines/trailing-buy.js';
 import { TRAILING_STOP_STATUS, trailingStopMachine } from '../../machines/trailing-stop.js';
 import { TWAP_STATUS, twapMachine } from '../../machines/twap.js';
+import { baseStrategyInput } from './strategy-input.js';
 
-const base: StrategyInput = {
-  recordId: 'stg1',
-  userId: 'u1',
-  type: 'STOP_LOSS',
-  side: 'sell',
-  tokenId: '123',
-  tickSize: '0.01',
-  minSize: '5',
-  price: null,
-  size: null,
-  quoteAmount: null,
-  execution: {},
-  warnings: [],
-  message: null,
-  clientOrderId: null,
-  metadata: null,
-  createdAtMs: 0,
-  touch: { bid: '0.55', ask: '0.57' },
-};
+const base = baseStrategyInput;
 const touch = (bid: string | null, ask: string | null): StrategyEvent => ({ type: 'book.touch', bid, ask });
 const upd = (n: number, status: string, filled: string, matched: string, final: boolean): StrategyEvent => ({
   type: 'order.updated',
