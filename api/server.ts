@@ -41,6 +41,18 @@ function noSniff(req: IncomingMessage, res: ServerResponse): void {
   nosniff(req, res, () => {});
 }
 
+/**
+ * The fields of a log line for an answer given outside the application (the start-up 503,
+ * Socket.IO's transport), shaped as the application's request lines: `req` with the URL as logged
+ * ({@link loggableUrl}) and `res.statusCode`.
+ */
+function answerLine(
+  req: IncomingMessage,
+  status: number,
+): { req: { method?: string; url: string }; res: { statusCode: number } } {
+  return { req: { method: req.method, url: loggableUrl(req.url ?? '') }, res: { statusCode: status } };
+}
+
 const STARTING = { error: 'unavailable', message: 'the service is starting; retry shortly' };
 
 /**
@@ -53,12 +65,7 @@ function starting(log: Logger | null): (req: IncomingMessage, res: ServerRespons
     res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
     res.end(JSON.stringify(STARTING));
     log?.[requestLogLevel(503)](
-      {
-        req: { method: req.method, url: loggableUrl(req.url ?? '') },
-        res: { statusCode: 503 },
-        error: STARTING.error,
-        error_message: STARTING.message,
-      },
+      { ...answerLine(req, 503), error: STARTING.error, error_message: STARTING.message },
       'request completed',
     );
   };
@@ -76,11 +83,7 @@ function socketIoLog(log: Logger): (req: IncomingMessage, res: ServerResponse) =
     const startMs = Date.now();
     res.once('finish', () => {
       const status = res.statusCode;
-      const line = {
-        req: { method: req.method, url: loggableUrl(req.url ?? '') },
-        res: { statusCode: status },
-        responseTime: Date.now() - startMs,
-      };
+      const line = { ...answerLine(req, status), responseTime: Date.now() - startMs };
       log[requestLogLevel(status)](status >= 400 ? { ...line, error: 'transport_refused' } : line, 'request completed');
     });
   };
