@@ -1,0 +1,158 @@
+/**
+ * The trade history's records: every fill, every tape trade and every cash movement is a fact with a
+ * position on a simulated chain (2-second blocks), so that public reads, statements, leaderboards and
+ * copies are built from records alone. Spec 2.9, 4.6, 4.7.
+ *
+ * Three collections, each row carrying its chain position (`blockTimestamp`, `logIndex`,
+ * `transactionHash`). The pair (`blockTimestamp`, `logIndex`) is one chain event: a trade's tape row
+ * and its parties' fills share it, every other trade and every cash movement has its own, so the
+ * pair orders the records of all three collections in one total order (the chain's):
+ * - `trades` ({@link TapeTrade}): the market tape, one row per trade (users' trades, the liquidity
+ *   provider's, the capture's prints, the loaded real history);
+ * - `traderFills` ({@link TraderFill}): one row per party with a wallet in a trade, in that party's own
+ *   terms (its token, side and price: with complementary matching the maker may hold the other outcome);
+ * - `cashMoves` ({@link CashMove}): pUSD and share movements that are not trades (the initial credit,
+ *   split, merge, redeem, withdrawals and their refunds, combo and copytrade cash).
+ *
+ * Quantities are decimal strings: prices in decimal probability, sizes in shares, amounts in dollars
+ * (pUSD, at most 6 decimals). Addresses are lower-case `0x` + 40 hex.
+ */
+
+/** Seconds between two simulated blocks. */
+export const BLOCK_SECONDS = 2;
+
+/** The fixed wallet of the simulated liquidity provider (its trades are on the tape under it). */
+export const LIQUIDITY_PROVIDER_ADDRESS = '0x00000000000000000000000000000000000a11ce';
+
+/** Where a record of the trade history comes from. */
+export type RecordSource =
+  /** A trade or cash movement of this service's venue (users and the liquidity provider). */
+  | 'venue'
+  /** A trade print of the market-data capture: anonymous (no wallets). */
+  | 'capture'
+  /** A row of the real Polymarket history loaded at start (data/). */
+  | 'history';
+
+/** Position of a record on the simulated chain. */
+export interface ChainPosition {
+  /** Block time, integer seconds since the epoch (a multiple of {@link BLOCK_SECONDS} for venue records). */
+  blockTimestamp: number;
+  /** Index of the event in its block (0-based; a trade's tape row and fills share one). */
+  logIndex: number;
+  /** `0x` + 64 hex; the records of one venue operation share it (one transaction can hold several fills). */
+  transactionHash: string;
+}
+
+/** One trade on the market tape (collection `trades`, `_id` = {@link TapeTrade.tradeId}). */
+export interface TapeTrade extends ChainPosition {
+  _id: string;
+  /** Unique trade id (the venue's; `<transactionHash>:<logIndex>` for loaded history). */
+  tradeId: string;
+  /** When it traded, epoch ms. */
+  atMs: number;
+  conditionId: string;
+  /** The taker's outcome token. */
+  tokenId: string;
+  /** Outcome name of `tokenId` ("Yes", "Up", …). */
+  outcome: string;
+  /** The taker's side. */
+  side: 'BUY' | 'SELL';
+  /** Price of `tokenId`, decimal probability. */
+  price: string;
+  /** Shares. */
+  size: string;
+  /** price × size, dollars. */
+  notionalUsd: string;
+  /** Fee paid by the taker, dollars ("0" when none). */
+  feeUsd: string;
+  /** Maker's wallet; null on an anonymous print. */
+  maker: string | null;
+  /** Taker's wallet; null on an anonymous print. */
+  taker: string | null;
+  source: RecordSource;
+}
+
+/** One party's side of a trade (collection `traderFills`, `_id` = `<tradeId>:<role>`). */
+export interface TraderFill extends ChainPosition {
+  _id: string;
+  tradeId: string;
+  /** The party's wallet (lower-case). */
+  address: string;
+  /** This service's user id of the party; null for the liquidity provider and loaded history. */
+  userId: string | null;
+  /** The order of the party that filled; null when it had none (liquidity provider, history). */
+  orderId: string | null;
+  role: 'maker' | 'taker';
+  atMs: number;
+  conditionId: string;
+  /** The party's outcome token. */
+  tokenId: string;
+  outcome: string;
+  /** The party's side. */
+  side: 'BUY' | 'SELL';
+  /** Price of the party's token, decimal probability. */
+  price: string;
+  /** Shares. */
+  size: string;
+  /** price × size, dollars. */
+  notionalUsd: string;
+  /** Fee this party paid, dollars. */
+  feeUsd: string;
+  source: RecordSource;
+}
+
+/** Kinds of {@link CashMove}. */
+export type CashMoveKind =
+  | 'credit'
+  | 'split'
+  | 'merge'
+  | 'redeem'
+  | 'withdraw'
+  | 'withdraw_refund'
+  | 'combo_debit'
+  | 'combo_payout'
+  | 'copytrade';
+
+/** A pUSD or share movement that is not a trade (collection `cashMoves`, `_id` = the operation's id). */
+export interface CashMove extends ChainPosition {
+  _id: string;
+  address: string;
+  userId: string | null;
+  kind: CashMoveKind;
+  atMs: number;
+  /** The condition of a split, merge or redeem (or the combo's id for combo cash); null otherwise. */
+  conditionId: string | null;
+  /** Signed pUSD change, dollars. */
+  pusdDelta: string;
+  /**
+   * Signed share changes. A split acquires both outcomes (their cost basis: the dollars paid, shared
+   * by the outcomes' prices at the time, else equally), a merge and a redeem dispose of shares
+   * (proceeds: the dollars received, likewise shared).
+   */
+  shares: { tokenId: string; delta: string; outcome: string }[];
+  source: RecordSource;
+}
+
+/** Collection names. */
+export const TRADES = 'trades';
+export const TRADER_FILLS = 'traderFills';
+export const CASH_MOVES = 'cashMoves';
+
+/** Everything one venue operation recorded, handed to {@link TradeHistoryFeed} listeners after commit. */
+export interface RecordedBatch {
+  trades: TapeTrade[];
+  fills: TraderFill[];
+  cash: CashMove[];
+}
+
+/**
+ * The feed the aggregates (positions, PnL, leaderboard, statements) are kept up to date from:
+ * each batch once committed, in chain order; {@link TradeHistoryFeed.replay} hands the history
+ * recorded so far in the same order (at start, before live batches).
+ */
+export interface TradeHistoryFeed {
+  /** Subscribes to batches committed from now on. */
+  onRecorded(listener: (batch: RecordedBatch) => void): void;
+  /** Every record so far in chain order, in batches of at most `batchSize` records. */
+  replay(visit: (batch: RecordedBatch) => void | Promise<void>, batchSize?: number): Promise<void>;
+}
