@@ -18,6 +18,8 @@
  * (pUSD, at most 6 decimals). Addresses are lower-case `0x` + 40 hex.
  */
 
+import type { IndexSpec } from '../store/port.js';
+
 /** Seconds between two simulated blocks. */
 export const BLOCK_SECONDS = 2;
 
@@ -156,3 +158,23 @@ export interface TradeHistoryFeed {
   /** Every record so far in chain order, in batches of at most `batchSize` records. */
   replay(visit: (batch: RecordedBatch) => void | Promise<void>, batchSize?: number): Promise<void>;
 }
+
+/**
+ * Indexes of the three collections (opened with them at start, by whoever opens them first; the
+ * history's writer and its readers pass the same list). Chain order is (`blockTimestamp`, `logIndex`).
+ */
+export const HISTORY_INDEXES: Record<string, IndexSpec[]> = {
+  [TRADES]: [
+    { fields: ['blockTimestamp', 'logIndex'] },
+    { fields: ['conditionId', 'blockTimestamp', 'logIndex'] },
+    { fields: ['tokenId', 'blockTimestamp', 'logIndex'] },
+  ],
+  [TRADER_FILLS]: [
+    { fields: ['address', 'blockTimestamp', 'logIndex'] },
+    { fields: ['blockTimestamp', 'logIndex'] },
+  ],
+  [CASH_MOVES]: [
+    { fields: ['address', 'blockTimestamp', 'logIndex'] },
+    { fields: ['blockTimestamp', 'logIndex'] },
+  ],
+};
