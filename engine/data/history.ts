@@ -37,6 +37,14 @@ export function chainOrder<T extends { blockTimestamp: number; logIndex: number;
   return a.blockTimestamp - b.blockTimestamp || a.logIndex - b.logIndex || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
 }
 
+/** A chain position as ordered. */
+type Position = { blockTimestamp: number; logIndex: number };
+
+/** Whether `a` comes strictly before `b` on the chain. */
+function before(a: Position, b: Position): boolean {
+  return a.blockTimestamp < b.blockTimestamp || (a.blockTimestamp === b.blockTimestamp && a.logIndex < b.logIndex);
+}
+
 /** The chain-order sort of the store's queries. */
 const CHAIN_SORT = { blockTimestamp: 1, logIndex: 1, _id: 1 } as const;
 
@@ -155,10 +163,9 @@ export class TradeHistory implements TradeHistoryFeed {
         const c = await cursors.cash.peek();
         // the earliest head goes first; a trade's tape row before its fills (same position)
         let best: 'trades' | 'fills' | 'cash' | undefined;
-        let pos: { blockTimestamp: number; logIndex: number } | undefined;
-        const consider = (k: 'trades' | 'fills' | 'cash', r: { blockTimestamp: number; logIndex: number } | undefined) => {
-          if (!r) return;
-          if (!pos || r.blockTimestamp < pos.blockTimestamp || (r.blockTimestamp === pos.blockTimestamp && r.logIndex < pos.logIndex)) {
+        let pos: Position | undefined;
+        const consider = (k: 'trades' | 'fills' | 'cash', r: Position | undefined) => {
+          if (r && (!pos || before(r, pos))) {
             best = k;
             pos = r;
           }
