@@ -39,7 +39,10 @@ export interface Tx {
   liquidityTaken: Set<string>;
   /** Markets (condition ids) whose tick or status changed: journaled with the operation. */
   markets: Set<string>;
-  /** The venue's chain sequence (positions of trades and wallet operations); null: positions made up from the operation alone. */
+  /**
+   * The venue's chain sequence (positions of trades and wallet operations); null: positions made up
+   * from the operation alone.
+   */
   chain: ChainClock | null;
   /** The operation's simulated transaction hash, once one of its events needed it. */
   hash?: string;

@@ -296,7 +296,7 @@ describe('simulated venue: matching engine', () => {
     expect(third.venue.orderState(rest.orderId)?.status).toBe('filled');
   });
 
-  it('chain positions: both sides of a trade share one; a restart (kill -9 or close) re-reports it and never reuses a position', async () => {
+  it('chain positions: the two sides of a trade share one; a restart keeps it, reuses none', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
     dirs.push(dir);
     const positions = (rs: VenueReport[]) =>
