@@ -6,6 +6,9 @@ import {
   type TapeTrade,
   type TraderFill,
 } from '../../engine/data/records.js';
+import type { RecordedBatch } from '../../engine/data/records.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
+import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { px, Trading } from './trading-kit.js';
 
@@ -133,5 +136,42 @@ describe('trade history: fills made through REST are recorded with their chain p
       blockTimestamp: rows[0]!.blockTimestamp,
       logIndex: rows[0]!.logIndex,
     });
+  });
+});
+
+describe('trade history: a fill, its order step and its records commit together', () => {
+  let svc: TestService;
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it("a fault between the history's writes: the order step rolls back whole, is redelivered, lands once", async () => {
+    const store = new FaultyStore(await SqliteStore.open(null));
+    svc = await startTestService({ store, env: { SIM_MAKER_REFILL_MS: '3600000' } });
+    const tr = await new Trading(() => svc).init(['alice']);
+    const heard: RecordedBatch[] = [];
+    svc.services.history.onRecorded((b) => heard.push(b));
+    const f = await tr.freshToken();
+    // the tape row is written, then the first fill's insert fails: nothing of the step may stay
+    const fault = store.failNth(TRADER_FILLS, 'insertOne', 1, { times: 1 });
+    const buy = await tr.post('alice', {
+      symbol: f.token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: px(f.ask),
+      size: '5',
+      time_in_force: 'IOC',
+    });
+    expect(fault.fired).toBe(1);
+    expect(buy).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });
+    const tradeId = buy.body.fills[0].trade_id.replace(/-t$/, '');
+    expect(await (await store.collection('actors')).find({ _id: buy.body.order_id })).toMatchObject([
+      { revision: 2, status: 'FILLED' },
+    ]);
+    expect(await (await store.collection(TRADES)).count({ _id: tradeId })).toBe(1);
+    expect(await (await store.collection(TRADER_FILLS)).count({ tradeId })).toBe(2);
+    // the failed attempt told nobody: the committed rows were handed on once
+    expect(heard.flatMap((b) => b.trades.map((t) => t._id))).toEqual([tradeId]);
+    expect(heard.flatMap((b) => b.fills.map((x) => x._id)).sort()).toEqual([`${tradeId}:maker`, `${tradeId}:taker`]);
   });
 });
