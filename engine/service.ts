@@ -19,6 +19,8 @@ import type { VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
 import { HistoryRecorder } from './data/recorder.js';
+import { MarketRegistry } from './data/markets.js';
+import { loadRealHistory } from './data/real-history.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -42,6 +44,8 @@ export interface Services {
   cursors: CursorCodec;
   /** The trade history (tape trades, trader fills, cash movements) and its feed of committed records. */
   history: TradeHistory;
+  /** Question, outcome and slug of the venue's markets and of the loaded real history's (data reads). */
+  markets: MarketRegistry;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
@@ -102,6 +106,8 @@ export async function startServices(
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
   });
+  const markets = new MarketRegistry(venue);
+  const realHistory = await loadRealHistory(store, history, markets, clock);
   const recorder = new HistoryRecorder(history, users, venue);
   const orders = new OrderService(host, actors, venue, clock, log, recorder);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
@@ -118,7 +124,15 @@ export async function startServices(
     reconcile: Math.round(performance.now() - t2),
   };
   log.info(
-    { restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled, startPhasesMs },
+    {
+      restored,
+      quarantined,
+      reconciled,
+      strategies: strategiesReconciled,
+      wallet: walletReconciled,
+      realHistory,
+      startPhasesMs,
+    },
     'actors restored and reconciled with the venue',
   );
   await timers.start();
@@ -140,6 +154,7 @@ export async function startServices(
     idempotency,
     cursors,
     history,
+    markets,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,
