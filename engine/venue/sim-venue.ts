@@ -36,7 +36,7 @@ import type {
   WalletOpResult,
   WalletView,
 } from './port.js';
-import { VenueOpRefused } from './port.js';
+import { initialCreditOpId, VenueOpRefused } from './port.js';
 
 /** Options of the simulated venue (from SIM_* settings). */
 export interface SimVenueOptions {
@@ -646,6 +646,26 @@ export class SimVenue implements VenuePort {
       }
       tx.users.add(op.userId);
     }).then(() => result!);
+  }
+
+  openWallet(userId: string): Promise<WalletOpResult | null> {
+    const opId = initialCreditOpId(userId);
+    const done = this.ledger.opResult(userId, opId);
+    if (done) return this.journal.written().then(() => done);
+    let result: WalletOpResult | null = null;
+    return this.execute((tx) => {
+      if (this.ledger.has(userId)) return;
+      const { blockTimestamp, logIndex } = nextPosition(tx);
+      const meta = {
+        opId,
+        atMs: tx.atMs,
+        transactionHash: walletOpHash({ kind: 'credit', opId, userId }),
+        blockTimestamp,
+        logIndex,
+      };
+      result = this.ledger.open(userId, meta);
+      if (result) tx.users.add(userId);
+    }).then(() => result);
   }
 
   releaseWalletOp(userId: string, opId: string): void {
