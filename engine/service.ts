@@ -105,6 +105,9 @@ export async function startServices(
     replaySpeed: config.simReplaySpeed,
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
+    recordPrints: async (trades) => {
+      await history.recordAlone({ trades, fills: [], cash: [] });
+    },
   });
   const markets = new MarketRegistry(venue);
   const realHistory = await loadRealHistory(store, history, markets, clock);

@@ -9,7 +9,9 @@ import {
   type TraderFill,
 } from '../../engine/data/records.js';
 import type { RecordedBatch } from '../../engine/data/records.js';
+import { dec } from '../../engine/decimal.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { poll, px, Trading } from './trading-kit.js';
@@ -239,5 +241,39 @@ describe('trade history: cash movements (credit, split, merge, withdrawal and it
     const positions = cash.map((c) => `${c.blockTimestamp}:${c.logIndex}`);
     expect(new Set(positions).size).toBe(cash.length);
     expect(cash.every((c) => c.blockTimestamp % 2 === 0 && /^0x[0-9a-f]{64}$/.test(c.transactionHash))).toBe(true);
+  });
+});
+
+describe("trade history: the capture's trade prints are anonymous tape rows", () => {
+  let svc: TestService;
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it('a print with a size is a tape row without wallets at a chain position; one without a size is not', async () => {
+    svc = await startTestService({ env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
+    const venue = svc.services.venue as SimVenue;
+    const capture = svc.services.catalogue.capture!;
+    const tokenId = capture.markets.at(-1)!.tokens[0]!.tokenId;
+    const atMs = capture.startMs;
+    await venue.applyCaptureEvents([
+      { kind: 'trade', atMs, tokenId, price: dec('0.42'), size: dec('12.5'), side: 'sell' },
+      { kind: 'trade', atMs, tokenId, price: dec('0.43') },
+      { kind: 'trade', atMs, tokenId, price: dec('0.44'), size: dec('2'), side: 'buy' },
+    ]);
+    const rows = await (
+      await svc.services.store.collection<TapeTrade>(TRADES)
+    ).find({ tokenId, source: 'capture' }, { sort: { blockTimestamp: 1, logIndex: 1 } });
+    expect(rows).toMatchObject([
+      { side: 'SELL', price: '0.42', size: '12.5', notionalUsd: '5.25', maker: null, taker: null, feeUsd: '0' },
+      { side: 'BUY', price: '0.44', size: '2', notionalUsd: '0.88', maker: null, taker: null },
+    ]);
+    expect(rows[0]!.transactionHash).toBe(rows[1]!.transactionHash); // one venue operation
+    expect(rows[1]!.logIndex).toBe(rows[0]!.logIndex + 1);
+    expect(rows[0]).toMatchObject({
+      conditionId: capture.markets.at(-1)!.conditionId,
+      blockTimestamp: expect.any(Number),
+    });
+    expect(venue.book(tokenId)?.lastTradePrice).toBe('0.44');
   });
 });
