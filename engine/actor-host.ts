@@ -55,6 +55,21 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
    */
   typeOf?(snapshot: SnapshotFrom<TLogic>): string | null;
   /**
+   * Whether `snapshot` is the actor's end (its record `final`: not restored at start-up, its venue
+   * state released), for a machine whose end state still takes an event (an order CANCELED takes a
+   * fill the venue reports late). Default: XState's status is not `active` (a final state).
+   */
+  isFinal?(snapshot: SnapshotFrom<TLogic>): boolean;
+  /** Whether a record already final still takes `event` (it is loaded from the store for it). Default: none. */
+  takesWhenFinal?(event: AnyEventObject): boolean;
+  /**
+   * Records that belong with a step of this kind (what the step produced: an order's new fills),
+   * given the snapshot before and after it: the writes to make with the step's unit of work, so
+   * the step and they commit together or not at all; null when the step has none (then it needs no
+   * transaction). Pure of side effects itself; the writes must write only through `tx`.
+   */
+  stepWritesOf?(next: SnapshotFrom<TLogic>, previous: SnapshotFrom<TLogic>): KindStepWrites | null;
+  /**
    * The compact stored form of this kind's snapshots (see {@link SnapshotForm}); absent: XState's
    * persisted snapshot as it is. Snapshots stored in either form restore either way.
    */
@@ -189,6 +204,12 @@ type ExecutableAction = {
  * `tx` and wait for nothing else (another actor, the venue): other writes wait meanwhile.
  */
 export type StepWrites = (tx: UnitOfWork, record: ActorRecord) => Promise<void>;
+
+/**
+ * Writes of a kind's step ({@link ActorDefinition.stepWritesOf}): made through `tx`; they may
+ * resolve with what to run once the transaction committed (handing the records on to listeners).
+ */
+export type KindStepWrites = (tx: UnitOfWork) => Promise<(() => void) | void>;
 
 interface Pending {
   event: AnyEventObject;
@@ -714,6 +735,11 @@ export function unpackSnapshot(
   };
 }
 
+/** Whether `snapshot` ends its actor, by the definition's rule ({@link ActorDefinition.isFinal}). */
+function isFinal(def: ActorDefinition, snapshot: AnyMachineSnapshot): boolean {
+  return def.isFinal ? def.isFinal(snapshot as never) : snapshot.status !== 'active';
+}
+
 /** Context convention: `deadlines` maps timer name → epoch ms. */
 function deadlinesOf(snapshot: { context?: unknown }): Record<string, number> {
   const d = (snapshot.context as { deadlines?: Record<string, number> } | undefined)?.deadlines;
@@ -789,21 +815,33 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   /**
-   * Persists one step of actor `id` with `write`, and with the writes bound to it when there are:
-   * then in one transaction, `write` given its unit of work.
+   * Persists one step of actor `id` with `write`, and with the writes bound to it and its kind's
+   * writes (`own`) when there are: then in one transaction, `write` given its unit of work; what
+   * the kind's writes resolved with runs once it committed.
    */
-  private persist(
+  private async persist(
     id: string,
     write: (tx?: UnitOfWork) => Promise<ActorRecord>,
     outOf: (record: ActorRecord) => ActorRecord,
+    own: KindStepWrites | null = null,
   ): Promise<ActorRecord> {
     const bound = this.stepWrites.get(id);
-    if (!bound) return write();
-    return this.repo.transaction(async (tx) => {
+    if (!bound && !own) return write();
+    let committed: (() => void) | undefined;
+    const record = await this.repo.transaction(async (tx) => {
       const record = await write(tx);
-      await bound(tx, outOf(record));
+      committed = own ? ((await own(tx)) ?? undefined) : undefined;
+      if (bound) await bound(tx, outOf(record));
       return record;
     });
+    if (committed) {
+      try {
+        committed();
+      } catch (err) {
+        this.log.error({ err, actorId: id }, 'what follows a committed step failed');
+      }
+    }
+    return record;
   }
 
   /** Registers a kind of actor. Must happen before {@link restoreAll}. */
@@ -844,7 +882,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
               status,
               // with typeOf, only the type (stored) now: the view when someone reads it
               view: def.typeOf ? { type: def.typeOf(snapshot) } : deriveView(),
-              final: snapshot.status !== 'active',
+              final: isFinal(def, snapshot),
               partnerId: args.partnerId,
               ownerUserId: args.ownerUserId,
               createdAtMs: now,
@@ -1111,7 +1149,9 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (!live) {
         const record = await this.repo.getStored(id);
         if (!record) throw new UnknownActorError(id);
-        if (record.final || record.quarantine) return record;
+        if (record.quarantine) return record;
+        const takes = this.defs.get(record.machineId)?.takesWhenFinal;
+        if (record.final && !(takes && batch.some((p) => takes(p.event)))) return record;
         const loaded = await this.load(record);
         if (!loaded) return (await this.repo.get(id))!;
         live = loaded;
@@ -1122,6 +1162,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const events: AnyEventObject[] = [];
       for (const p of batch) {
         if (next.status !== 'active') break; // reached a final state earlier in this batch
+        if (isFinal(live.def, next) && !live.def.takesWhenFinal?.(p.event)) continue; // ended: only what it takes
         const [after, acts] = stepper.transition(next, p.event);
         // Nothing happened: nothing to persist. (A re-entry can return the same snapshot object
         // *with* entry actions to run, so the actions decide, not object identity.)
@@ -1174,13 +1215,14 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
                 snapshot: snapshotJson,
                 status,
                 view: NO_VIEW,
-                final: next.status !== 'active',
+                final: isFinal(def, next),
                 updatedAtMs,
                 machineVersion: def.version,
               },
               tx,
             ),
           outOf,
+          def.stepWritesOf?.(next, live.snapshot) ?? null,
         );
         const updated: Live = { def, record: slim(record), snapshot: next, json: snapshotJson };
         const out = outOf(record);

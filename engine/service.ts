@@ -15,8 +15,12 @@ import { OrderService } from './orders.js';
 import { StrategyService } from './strategies/service.js';
 import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
-import type { VenuePort } from './venue/port.js';
+import { initialCreditOpId, type VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
+import { TradeHistory } from './data/history.js';
+import { HistoryRecorder } from './data/recorder.js';
+import { MarketRegistry } from './data/markets.js';
+import { loadRealHistory } from './data/real-history.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -38,6 +42,10 @@ export interface Services {
   wallet: WalletService;
   idempotency: IdempotencyService;
   cursors: CursorCodec;
+  /** The trade history (tape trades, trader fills, cash movements) and its feed of committed records. */
+  history: TradeHistory;
+  /** Question, outcome and slug of the venue's markets and of the loaded real history's (data reads). */
+  markets: MarketRegistry;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
@@ -78,6 +86,7 @@ export async function startServices(
   const users = await UserService.open(store, clock);
   const idempotency = await IdempotencyService.open(store, clock, log);
   const cursors = await CursorCodec.open(store);
+  const history = await TradeHistory.open(store);
   const hostRef: { current?: ActorHost } = {};
   const timers = new TimerService(store, (t) => hostRef.current!.deliverTimer(t), log, config.schedulerPollMs);
   const host = new ActorHost(actors, timers, clock, log);
@@ -96,10 +105,37 @@ export async function startServices(
     replaySpeed: config.simReplaySpeed,
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
+    recordPrints: config.tradeHistory
+      ? async (trades) => {
+          await history.recordAlone({ trades, fills: [], cash: [] });
+        }
+      : undefined,
   });
-  const orders = new OrderService(host, actors, venue, clock, log);
+  const markets = new MarketRegistry(venue);
+  const realHistory = config.tradeHistory ? await loadRealHistory(store, history, markets, clock) : null;
+  const recorder = config.tradeHistory ? new HistoryRecorder(history, users, venue) : undefined;
+  const orders = new OrderService(host, actors, venue, clock, log, recorder);
+  // a new user's wallet opens with the initial pUSD: a credit on the chain, recorded in the history
+  users.onCreated(async (user) => {
+    try {
+      const credit = await venue.openWallet(user._id);
+      if (credit && recorder) await recorder.recordCash(store, user._id, 'credit', credit);
+      venue.releaseWalletOp(user._id, initialCreditOpId(user._id));
+    } catch (err) {
+      log.error({ err, userId: user._id }, 'the initial credit of a new wallet was not recorded');
+    }
+  });
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
-  const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
+  const wallet = new WalletService(
+    host,
+    actors,
+    venue,
+    orders,
+    clock,
+    log,
+    { blockDelayMs: config.simBlockDelayMs },
+    recorder,
+  );
   const t1 = performance.now();
   const { restored, quarantined } = await host.restoreAll();
   const t2 = performance.now();
@@ -112,7 +148,15 @@ export async function startServices(
     reconcile: Math.round(performance.now() - t2),
   };
   log.info(
-    { restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled, startPhasesMs },
+    {
+      restored,
+      quarantined,
+      reconciled,
+      strategies: strategiesReconciled,
+      wallet: walletReconciled,
+      realHistory,
+      startPhasesMs,
+    },
     'actors restored and reconciled with the venue',
   );
   await timers.start();
@@ -133,6 +177,8 @@ export async function startServices(
     wallet,
     idempotency,
     cursors,
+    history,
+    markets,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,

@@ -49,6 +49,9 @@ export interface OpMeta {
   atMs: number;
   /** `0x` + 64 hex. */
   transactionHash: string;
+  /** Position on the simulated chain (engine/venue/chain.ts). */
+  blockTimestamp?: number;
+  logIndex?: number;
 }
 
 /**
@@ -159,6 +162,22 @@ export class Ledger {
       this.wallets.set(userId, w);
     }
     return w;
+  }
+
+  /** Whether `userId` has a wallet. */
+  has(userId: string): boolean {
+    return this.wallets.has(userId);
+  }
+
+  /**
+   * Opens the wallet of `userId` with the initial pUSD and records that as a `credit` operation
+   * (`meta.opId`), so the chain shows where the money came from.
+   * @returns its result, or null when the wallet was open already (its initial pUSD went unrecorded).
+   */
+  open(userId: string, meta: OpMeta): WalletOpResult | null {
+    if (this.wallets.has(userId)) return null;
+    const w = this.walletOf(userId);
+    return this.recordOp(w, meta, 'credit', null, dec(this.initialPusd), []);
   }
 
   private positionOf(w: Wallet, tokenId: string): Position {
@@ -474,6 +493,7 @@ export class Ledger {
       opId: meta.opId,
       kind,
       transactionHash: meta.transactionHash,
+      ...(meta.blockTimestamp !== undefined ? { blockTimestamp: meta.blockTimestamp, logIndex: meta.logIndex } : {}),
       atMs: meta.atMs,
       conditionId,
       pusdDelta: str(pusdDelta),

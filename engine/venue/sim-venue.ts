@@ -3,8 +3,10 @@ import type { Clock } from '../clock.js';
 import { dec, str, type Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
+import type { TapeTrade } from '../data/records.js';
 import type { CaptureEvent } from './capture.js';
 import { CaptureReplay, type CapturePosition } from './capture-replay.js';
+import { ChainClock } from './chain.js';
 import {
   stateRowsJson,
   VenueJournal,
@@ -16,7 +18,7 @@ import {
 import { Ledger, LIQUIDITY_PROVIDER_ID, type WalletRow } from './ledger.js';
 import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
-import { MatchingEngine, newTx, type OrderRow, type RestingOrder, type Tx } from './matching.js';
+import { MatchingEngine, newTx, nextPosition, type OrderRow, type RestingOrder, type Tx } from './matching.js';
 import type {
   Available,
   BookView,
@@ -35,7 +37,7 @@ import type {
   WalletOpResult,
   WalletView,
 } from './port.js';
-import { VenueOpRefused } from './port.js';
+import { initialCreditOpId, VenueOpRefused } from './port.js';
 
 /** Options of the simulated venue (from SIM_* settings). */
 export interface SimVenueOptions {
@@ -68,6 +70,11 @@ export interface SimVenueOptions {
   captureTickMs?: number;
   /** Capture seconds per real second of the capture replay (SIM_CAPTURE_SPEED; default 1 = real time). */
   captureSpeed?: number;
+  /**
+   * Records the capture's trade prints of one venue operation as anonymous tape rows (the trade
+   * history), once the operation is journaled: one call per capture batch. Absent: not recorded.
+   */
+  recordPrints?: (prints: TapeTrade[]) => Promise<void>;
 }
 
 /** Reason of the `venue.canceled` report of a resting order whose price is off a new tick. */
@@ -142,6 +149,8 @@ export class SimVenue implements VenuePort {
   private capturePos: CapturePosition | null = null;
   /** Recovery: journaled captured levels users traded with (latest per level), for the rebuild. */
   private readonly recoveredTaken = new Map<string, CapturedLevelRow>();
+  /** The simulated chain's sequence: positions of trades and wallet operations (journaled). */
+  private readonly chain = new ChainClock();
 
   private constructor(private readonly o: SimVenueOptions) {
     for (const m of o.catalogue.markets) this.marketsById.set(m.conditionId, m);
@@ -316,7 +325,7 @@ export class SimVenue implements VenuePort {
   applyCaptureEvents(events: readonly CaptureEvent[], position?: CapturePosition): Promise<void> {
     return this.runMarketOp((tx) => {
       if (position) this.capturePos = { next: position.next, recordedMs: position.recordedMs };
-      for (const ev of events) {
+      for (const [i, ev] of events.entries()) {
         switch (ev.kind) {
           case 'level':
             if (!this.matching.isClosed(ev.tokenId))
@@ -324,6 +333,8 @@ export class SimVenue implements VenuePort {
             break;
           case 'trade':
             this.lastTrades.set(ev.tokenId, ev.price);
+            if (this.o.recordPrints && ev.size?.gt(0))
+              this.addPrint(tx, ev, position ? `capture:${position.next - events.length + i}` : null);
             break;
           case 'tick': {
             const info = this.token(ev.tokenId);
@@ -338,6 +349,36 @@ export class SimVenue implements VenuePort {
           }
         }
       }
+    });
+  }
+
+  /**
+   * A trade print of the capture as an anonymous tape row (no wallets) at the next chain position.
+   * @param id - the capture event's index as `capture:<n>` (a replay applies each once), or null
+   *   (scripted events, tests): the operation's transaction and log index then name it.
+   */
+  private addPrint(tx: Tx, ev: Extract<CaptureEvent, { kind: 'trade' }>, id: string | null): void {
+    const info = this.token(ev.tokenId);
+    if (!info) return;
+    const pos = nextPosition(tx);
+    const size = ev.size!;
+    const tradeId = id ?? `capture:${pos.transactionHash}:${pos.logIndex}`;
+    tx.prints.push({
+      _id: tradeId,
+      tradeId,
+      ...pos,
+      atMs: tx.atMs,
+      conditionId: info.conditionId,
+      tokenId: ev.tokenId,
+      outcome: info.outcome,
+      side: ev.side === 'sell' ? 'SELL' : 'BUY',
+      price: str(ev.price),
+      size: str(size),
+      notionalUsd: str(ev.price.times(size).toDecimalPlaces(6)),
+      feeUsd: '0',
+      maker: null,
+      taker: null,
+      source: 'capture',
     });
   }
 
@@ -473,7 +514,7 @@ export class SimVenue implements VenuePort {
    * market rows, then reports, book, wallet and market notifications, in that order.
    */
   private runMarketOp(fn: (tx: Tx) => void): Promise<void> {
-    const tx = newTx(this.journal.nextSeq, this.o.clock.now());
+    const tx = newTx(this.journal.nextSeq, this.o.clock.now(), this.chain);
     const posBefore = this.capturePos?.next;
     try {
       fn(tx);
@@ -487,18 +528,22 @@ export class SimVenue implements VenuePort {
     for (const c of tx.markets) this.changedMarkets.add(c);
     const capture = this.captureRow(tx, this.capturePos?.next !== posBefore);
     let durable = this.journal.written();
-    if (tx.users.size || tx.orders.size || tx.markets.size || capture) {
+    if (tx.users.size || tx.orders.size || tx.markets.size || capture || tx.positioned) {
       durable = this.journal.append(
         tx.seq,
         tx.atMs,
         this.entryJson(tx, tx.markets.size ? [...tx.markets].map((c) => this.marketRow(c)) : undefined, capture),
       );
     }
-    return durable.then(() => {
+    return durable.then(async () => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
       for (const t of this.booksChanged(tx)) for (const l of this.bookListeners) l(t);
       for (const u of tx.users) for (const l of this.walletListeners) l(u);
       for (const c of tx.markets) for (const l of this.marketListeners) l(c);
+      if (tx.prints.length)
+        await this.o.recordPrints!(tx.prints).catch((err: unknown) =>
+          this.o.log.error({ err, prints: tx.prints.length }, 'trade prints of the capture not recorded'),
+        );
     });
   }
 
@@ -605,7 +650,8 @@ export class SimVenue implements VenuePort {
     if (refusal) return Promise.reject(new VenueOpRefused(refusal.error, refusal.reason));
     let result: WalletOpResult | undefined;
     return this.execute((tx) => {
-      const meta = { opId: op.opId, atMs: tx.atMs, transactionHash: walletOpHash(op) };
+      const { blockTimestamp, logIndex } = nextPosition(tx);
+      const meta = { opId: op.opId, atMs: tx.atMs, transactionHash: walletOpHash(op), blockTimestamp, logIndex };
       switch (op.kind) {
         case 'split':
           result = this.ledger.split(
@@ -642,6 +688,26 @@ export class SimVenue implements VenuePort {
       }
       tx.users.add(op.userId);
     }).then(() => result!);
+  }
+
+  openWallet(userId: string): Promise<WalletOpResult | null> {
+    const opId = initialCreditOpId(userId);
+    const done = this.ledger.opResult(userId, opId);
+    if (done) return this.journal.written().then(() => done);
+    let result: WalletOpResult | null = null;
+    return this.execute((tx) => {
+      if (this.ledger.has(userId)) return;
+      const { blockTimestamp, logIndex } = nextPosition(tx);
+      const meta = {
+        opId,
+        atMs: tx.atMs,
+        transactionHash: walletOpHash({ kind: 'credit', opId, userId }),
+        blockTimestamp,
+        logIndex,
+      };
+      result = this.ledger.open(userId, meta);
+      if (result) tx.users.add(userId);
+    }).then(() => result);
   }
 
   releaseWalletOp(userId: string, opId: string): void {
@@ -682,7 +748,7 @@ export class SimVenue implements VenuePort {
    * then its reports and book notifications, in that order.
    */
   private execute(fn: (tx: Tx) => void): Promise<void> {
-    const tx = newTx(this.journal.nextSeq, this.o.clock.now());
+    const tx = newTx(this.journal.nextSeq, this.o.clock.now(), this.chain);
     try {
       fn(tx);
     } catch (err) {
@@ -694,7 +760,7 @@ export class SimVenue implements VenuePort {
     tx.users.delete(LIQUIDITY_PROVIDER_ID);
     const capture = this.captureRow(tx, false);
     let durable = this.journal.written();
-    if (tx.users.size || tx.orders.size || capture) {
+    if (tx.users.size || tx.orders.size || capture || tx.positioned) {
       durable = this.journal.append(tx.seq, tx.atMs, this.entryJson(tx, undefined, capture));
     }
     return durable.then(() => {
@@ -726,7 +792,7 @@ export class SimVenue implements VenuePort {
     for (const u of tx.users) wallets.push(this.ledger.rowJson(u));
     const orders: string[] = [];
     for (const id of tx.orders) orders.push(this.matching.rowJson(id));
-    return stateRowsJson(wallets, orders, markets, capture);
+    return stateRowsJson(wallets, orders, markets, capture, tx.positioned ? this.chain.row : undefined);
   }
 
   /** Runs an operation nobody awaits (liquidity refill, replay); a failure is logged. */
@@ -740,6 +806,7 @@ export class SimVenue implements VenuePort {
       rows.wallets.forEach((w) => this.ledger.load(w));
       rows.orders.forEach((o) => this.matching.load(o));
       rows.markets?.forEach((m) => this.loadMarketRow(m));
+      if (rows.chain) this.chain.load(rows.chain);
       if (rows.capture) {
         this.capturePos = { next: rows.capture.next, recordedMs: rows.capture.recordedMs };
         for (const l of rows.capture.levels ?? []) this.recoveredTaken.set(`${l.tokenId}|${l.side}|${l.price}`, l);
@@ -762,6 +829,7 @@ export class SimVenue implements VenuePort {
       wallets: this.ledger.rowsJson(),
       orders: this.matching.rowsJson(),
       markets: [...this.changedMarkets].map((c) => this.marketRow(c)),
+      chain: this.chain.row,
       ...(this.capturePos ? { capture: { ...this.capturePos, levels: this.liquidity.takenCapturedLevels() } } : {}),
     };
   }
