@@ -257,7 +257,9 @@ describe('request log lines', () => {
   it('a 4xx or a 501 is an INFO line carrying status, `error` and message, with no stack; a 2xx is INFO', async () => {
     const base = `http://127.0.0.1:${httpSvc.port}`;
     await fetch(`${base}/v2/trade/account?x=401`);
-    await fetch(`${base}/v2/trade/trades?x=501`, { headers: { authorization: `Bearer ${MASTER_KEY}` } });
+    await fetch(`${base}/v2/trade/traders/0x0000000000000000000000000000000000000001/statements/r1?r1_limit=501`, {
+      headers: { authorization: `Bearer ${MASTER_KEY}` },
+    });
     await fetch(`${base}/v2/trade/markets?limit=0x10`, { headers: { authorization: `Bearer ${MASTER_KEY}` } });
     await fetch(`${base}/healthz?x=200`);
     await new Promise((r) => setImmediate(r));
@@ -268,7 +270,7 @@ describe('request log lines', () => {
       error_message: 'missing Authorization: Bearer <API_KEY> header',
       msg: 'request completed',
     });
-    const notBuilt = lineOf('/v2/trade/trades?x=501')!;
+    const notBuilt = lineOf('/v2/trade/traders/0x0000000000000000000000000000000000000001/statements/r1?r1_limit=501')!;
     expect(notBuilt).toMatchObject({
       level: 30,
       res: { statusCode: 501 },

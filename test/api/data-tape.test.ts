@@ -1,0 +1,223 @@
+/**
+ * The trade reads over HTTP: GET /v2/trade/trades (the market tape) and GET
+ * /v2/trade/traders/{address}/trades (a trader's fills), their compound cursor, filters and refusals.
+ * The history is written through the store port, as the history's writer stores it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HISTORY_INDEXES, TRADER_FILLS, TRADES, type TapeTrade, type TraderFill } from '../../engine/data/records.js';
+import type { Collection } from '../../engine/store/port.js';
+import { startTestService, type TestService } from '../helpers.js';
+
+const ALICE = '0x' + 'a1'.repeat(20);
+const BOB = '0x' + 'b2'.repeat(20);
+const T0 = 1_780_000_000;
+
+describe('trade reads over HTTP', () => {
+  let svc: TestService;
+  let trades: Collection<TapeTrade>;
+  let fills: Collection<TraderFill>;
+  let market: { condition_id: string; question: string; slug: string; tokens: { token_id: string; outcome: string }[] };
+  let seq = 0;
+
+  /**
+   * Stores one trade at (ts, logIndex): its tape row and its parties' fills (maker `maker`, taker
+   * `taker`; the maker on the same token, opposite side).
+   */
+  async function record(
+    ts: number,
+    logIndex: number,
+    o: { maker?: string; taker?: string; side?: 'BUY' | 'SELL'; token?: number } = {},
+  ) {
+    const n = ++seq;
+    const tok = market.tokens[o.token ?? 0]!;
+    const side = o.side ?? (n % 2 ? 'BUY' : 'SELL');
+    const price = (0.3 + (n % 50) / 100).toFixed(2);
+    const pos = { blockTimestamp: ts, logIndex, transactionHash: '0x' + n.toString(16).padStart(64, '0') };
+    const base = {
+      ...pos,
+      tradeId: `t${n}`,
+      atMs: ts * 1000,
+      conditionId: market.condition_id,
+      tokenId: tok.token_id,
+      outcome: tok.outcome,
+      price,
+      size: '10',
+      notionalUsd: (Number(price) * 10).toFixed(1),
+      source: 'venue' as const,
+    };
+    const maker = o.maker ?? BOB;
+    const taker = o.taker ?? ALICE;
+    await trades.insertOne({ ...base, _id: base.tradeId, side, feeUsd: '0.01', maker, taker });
+    const fill = (address: string, role: 'maker' | 'taker'): TraderFill => ({
+      ...base,
+      _id: `${base.tradeId}:${role}`,
+      address,
+      userId: null,
+      orderId: null,
+      role,
+      side: role === 'taker' ? side : side === 'BUY' ? 'SELL' : 'BUY',
+      feeUsd: role === 'taker' ? '0.01' : '0',
+    });
+    await fills.insertOne(fill(maker, 'maker'));
+    await fills.insertOne(fill(taker, 'taker'));
+    return base.tradeId;
+  }
+
+  const get = (path: string) => svc.call('GET', path);
+
+  /** Every page of `path` (limit `limit`), with the request made between pages. */
+  async function pageAll(path: string, limit: number, between?: (page: number) => Promise<void>) {
+    const seen: any[] = [];
+    let cursor = '';
+    for (let page = 0; ; page++) {
+      const sep = path.includes('?') ? '&' : '?';
+      const res = await get(`${path}${sep}limit=${limit}${cursor}`);
+      expect(res.status).toBe(200);
+      seen.push(...res.body.trades);
+      if (res.body.next_cursor === null) {
+        expect(res.body.next_cursor_log_idx).toBeNull();
+        return { rows: seen, pages: page + 1 };
+      }
+      cursor = `&cursor_ts=${res.body.next_cursor}&next_cursor_log_idx=${res.body.next_cursor_log_idx}`;
+      await between?.(page);
+    }
+  }
+
+  const chainDesc = (rows: any[]) =>
+    rows.every(
+      (r, i) =>
+        i === 0 ||
+        rows[i - 1].block_timestamp > r.block_timestamp ||
+        (rows[i - 1].block_timestamp === r.block_timestamp && rows[i - 1].log_index >= r.log_index),
+    );
+
+  beforeAll(async () => {
+    svc = await startTestService();
+    trades = await svc.services.store.collection<TapeTrade>(TRADES, HISTORY_INDEXES[TRADES]);
+    fills = await svc.services.store.collection<TraderFill>(TRADER_FILLS, HISTORY_INDEXES[TRADER_FILLS]);
+    market = (await get('/v2/trade/markets?limit=1')).body.markets[0];
+  });
+  afterAll(() => svc.close());
+
+  it('an empty tape: no rows, next_cursor null', async () => {
+    const res = await get('/v2/trade/trades');
+    expect([res.status, res.body]).toEqual([
+      200,
+      { trades: [], count: 0, next_cursor: null, next_cursor_log_idx: null },
+    ]);
+  });
+
+  it('pages through the tape newest first while new trades arrive: neither skips nor repeats one', async () => {
+    // blocks of 1 to 4 trades each
+    const ids: string[] = [];
+    let ts = T0;
+    for (let i = 0; i < 95; ts += 2)
+      for (let li = 0, k = 1 + (ts % 4); li < k && i < 95; li++, i++) ids.push(await record(ts, li));
+    const head = ts;
+    let arriving = 0;
+    const { rows, pages } = await pageAll('/v2/trade/trades', 10, async () => {
+      // two new trades land at the head (later blocks) between every two pages
+      await record(head + 2 * ++arriving, 0);
+      await record(head + 2 * arriving, 1);
+    });
+    expect(pages).toBe(10);
+    expect(rows.map((r) => r.trade_id)).toEqual([...ids].reverse());
+    expect(chainDesc(rows)).toBe(true);
+    const first = rows.at(-1);
+    expect(first).toEqual({
+      trade_id: ids[0],
+      block_timestamp: T0,
+      log_index: 0,
+      transaction_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      ts: new Date(T0 * 1000).toISOString(),
+      market_id: market.condition_id,
+      question: market.question,
+      slug: market.slug,
+      outcome: market.tokens[0]!.outcome,
+      token_id: market.tokens[0]!.token_id,
+      side: 'BUY',
+      price: '0.31',
+      shares: '10',
+      usdc_amount: '3.1',
+      fee_usd: '0.01',
+      event_type: 'TRADE',
+      source: 'venue',
+      maker: BOB,
+      taker: ALICE,
+    });
+    // the new ones are on the next read's first page
+    const now = await get('/v2/trade/trades?limit=3');
+    expect(now.body.trades.map((r: any) => [r.block_timestamp, r.log_index])).toEqual([
+      [head + 2 * arriving, 1],
+      [head + 2 * arriving, 0],
+      [head + 2 * (arriving - 1), 1],
+    ]);
+    expect([now.body.count, now.body.next_cursor, now.body.next_cursor_log_idx]).toEqual([
+      3,
+      head + 2 * (arriving - 1),
+      1,
+    ]);
+  });
+
+  it('filters the tape by market, token and side', async () => {
+    const other = await record(T0 + 100_001, 0, { token: 1, side: 'SELL' });
+    const byToken = await pageAll(`/v2/trade/trades?token_id=${market.tokens[1]!.token_id}`, 50);
+    expect(byToken.rows.map((r) => r.trade_id)).toEqual([other]);
+    const byMarket = await get(
+      `/v2/trade/trades?market_id=${market.condition_id.toUpperCase().replace('0X', '0x')}&limit=2`,
+    );
+    expect(byMarket.body.trades.map((r: any) => r.market_id)).toEqual([market.condition_id, market.condition_id]);
+    const sells = await pageAll('/v2/trade/trades?side=SELL', 7);
+    expect(sells.rows.length).toBeGreaterThan(40);
+    expect(sells.rows.every((r) => r.side === 'SELL')).toBe(true);
+    expect(chainDesc(sells.rows)).toBe(true);
+    expect(new Set(sells.rows.map((r) => r.trade_id)).size).toBe(sells.rows.length);
+    const all = await pageAll('/v2/trade/trades', 500);
+    expect(sells.rows.map((r) => r.trade_id)).toEqual(all.rows.filter((r) => r.side === 'SELL').map((r) => r.trade_id));
+    // a token of another market than the one asked for
+    const mismatch = await get(`/v2/trade/trades?token_id=${market.tokens[1]!.token_id}&market_id=0x${'0'.repeat(64)}`);
+    expect([mismatch.status, mismatch.body.trades, mismatch.body.next_cursor]).toEqual([200, [], null]);
+  });
+
+  it("a trader's trades: own side and role, any case in, lower case out; self-trade rows together", async () => {
+    const carol = '0x' + 'c3'.repeat(20);
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++)
+      ids.push(await record(T0 + 200_000 + 2 * i, 0, { maker: carol, taker: i === 2 ? carol : ALICE, side: 'BUY' }));
+    const upper = `/v2/trade/traders/0x${'C3'.repeat(20)}/trades`;
+    const { rows, pages } = await pageAll(upper, 1);
+    expect(pages).toBe(6);
+    // one row per page, but the trade with carol on both sides is one page of two rows
+    expect(rows.map((r) => r.trade_id)).toEqual([ids[5], ids[4], ids[3], ids[2], ids[2], ids[1], ids[0]]);
+    expect([rows[3].role, rows[4].role].sort()).toEqual(['maker', 'taker']);
+    expect(rows.every((r) => r.address === carol)).toBe(true);
+    expect(rows.find((r) => r.role === 'maker')).toMatchObject({ side: 'SELL', fee_usd: '0' });
+    const takers = await pageAll(`${upper}?taker_only=true`, 2);
+    expect(takers.rows.map((r) => [r.trade_id, r.role, r.side, r.fee_usd])).toEqual([[ids[2], 'taker', 'BUY', '0.01']]);
+    const none = await get(`/v2/trade/traders/0x${'d4'.repeat(20)}/trades`);
+    expect([none.status, none.body]).toEqual([
+      200,
+      { trades: [], count: 0, next_cursor: null, next_cursor_log_idx: null },
+    ]);
+  });
+
+  it('refuses a lone cursor half, a limit above 500, a bad address, unknown parameters: 400 naming it', async () => {
+    const cases: Array<[string, RegExp]> = [
+      ['/v2/trade/trades?cursor_ts=5', /cursor_ts and next_cursor_log_idx go together/],
+      ['/v2/trade/trades?next_cursor_log_idx=5', /cursor_ts and next_cursor_log_idx go together/],
+      [`/v2/trade/traders/${ALICE}/trades?cursor_ts=5`, /cursor_ts and next_cursor_log_idx go together/],
+      ['/v2/trade/trades?limit=501', /limit must be at most 500/],
+      ['/v2/trade/trades?limit=0', /limit must be at least 1/],
+      ['/v2/trade/trades?side=buy', /side must be one of "BUY", "SELL"/],
+      ['/v2/trade/trades?cursor=abc', /unknown query parameter "cursor": this endpoint takes limit, cursor_ts/],
+      [`/v2/trade/traders/${ALICE}/trades?cursorr_ts=5`, /unknown query parameter "cursorr_ts"/],
+      [`/v2/trade/traders/${ALICE}/trades?takerOnly=true`, /unknown query parameter "takerOnly"/],
+      ['/v2/trade/traders/0xabc/trades', /address/],
+    ];
+    for (const [path, message] of cases) {
+      const res = await get(path);
+      expect([path, res.status, res.body.error]).toEqual([path, 400, 'invalid_request']);
+      expect(res.body.message).toMatch(message);
+    }
+  });
+});
