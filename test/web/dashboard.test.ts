@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { Dec } from '../../engine/decimal.js';
+import { HISTORY_INDEXES, TRADES, type TapeTrade } from '../../engine/data/records.js';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 
 /**
@@ -390,6 +391,55 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
       expect((await svc.call('DELETE', `/v2/trade/orders/${id}`, { headers: as })).status).toBe(200);
     await p.close();
   }, 60_000);
+
+  it("the chart plots the token's recent trades from the tape, one point per second", async () => {
+    const trades = await svc.services.store.collection<TapeTrade>(TRADES, HISTORY_INDEXES[TRADES]);
+    const now = Math.floor(Date.now() / 1000);
+    const at = [
+      [now - 10, 0, '0.41'],
+      [now - 6, 0, '0.43'],
+      [now - 6, 1, '0.44'],
+      [now - 2, 0, '0.42'],
+    ] as const;
+    for (const [ts, logIndex, price] of at)
+      await trades.insertOne({
+        _id: `chart-${ts}-${logIndex}`,
+        tradeId: `chart-${ts}-${logIndex}`,
+        blockTimestamp: ts,
+        logIndex,
+        transactionHash: `0x${'0'.repeat(54)}${String(ts).padStart(10, '0')}`,
+        atMs: ts * 1000,
+        conditionId: `0x${'0'.repeat(64)}`,
+        tokenId: chartToken,
+        outcome: 'Yes',
+        side: 'BUY',
+        price,
+        size: '5',
+        notionalUsd: '2.1',
+        feeUsd: '0',
+        maker: null,
+        taker: null,
+        source: 'capture',
+      });
+    const order = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' },
+    });
+    expect(order.status).toBe(200);
+    const p = await loggedIn(key);
+    await p.waitForSelector(`#orders tr[data-id="${order.body.order_id}"]`, { timeout: 5_000 });
+    await p.click(`#orders tr[data-id="${order.body.order_id}"]`);
+    await expect
+      .poll(() => p.evaluate(() => (window as any).dashboardChart.trades()), { timeout: 5_000 })
+      .toEqual([
+        { time: now - 10, value: 0.41 },
+        { time: now - 6, value: 0.44 },
+        { time: now - 2, value: 0.42 },
+      ]);
+    await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-trades.png'), fullPage: true });
+    expect((await svc.call('DELETE', `/v2/trade/orders/${order.body.order_id}`, { headers: as })).status).toBe(200);
+    await p.close();
+  }, 30_000);
 
   it("positions show the server's cur_price and cash_pnl when the rows carry them", async () => {
     const p = await loggingIn(key, (page) =>
