@@ -10,7 +10,7 @@
  * p99 < 20 ms, and the same p99 at both sizes (a page costs O(limit), not O(history)).
  *
  * `BENCH_FILLS=20000 npm run bench:data` is a quick run; the full one stores 1M trades (2M fills,
- * about 1.5 GB on disk) and takes a while. The cost of recording fills on order throughput is
+ * about 2.2 GB on disk) and takes a while. The cost of recording fills on order throughput is
  * bench:orders' (printed at the end: how to compare).
  */
 import fs from 'node:fs/promises';
@@ -203,7 +203,12 @@ async function main(): Promise<void> {
       const t = performance.now();
       await populate(dir, stored, n);
       stored = n;
-      console.log(`  ${n.toLocaleString('en')} trades stored (${((performance.now() - t) / 1000).toFixed(1)} s)`);
+      const files = await fs.readdir(dir);
+      const bytes = (await Promise.all(files.map((f) => fs.stat(path.join(dir, f))))).reduce((a, x) => a + x.size, 0);
+      console.log(
+        `  ${n.toLocaleString('en')} trades stored (${((performance.now() - t) / 1000).toFixed(1)} s; ` +
+          `${(bytes / 1e6).toFixed(0)} MB on disk)`,
+      );
       results.push(await run(dir, n));
     }
   } finally {
