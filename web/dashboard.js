@@ -58,9 +58,7 @@ let series = null;
 let tradeSeries = null;
 /** Its points, one per second (the time unit): the last trade. @type {{ time: number; value: number }[]} */
 let tradePoints = [];
-/** The charted token's last trade print seen on its book, to read the tape again when it changes. */
-let lastPrint = /** @type {string | null | undefined} */ (undefined);
-/** A tape read waiting (several prints close together make one read). @type {ReturnType<typeof setTimeout> | null} */
+/** A tape read waiting (book changes close together make one read). @type {ReturnType<typeof setTimeout> | null} */
 let tradesTimer = null;
 /** Trades of the charted token read from the tape. */
 const TRADES_SHOWN = 200;
@@ -622,7 +620,6 @@ async function selectToken(tokenId) {
     autoscaleInfoProvider: autoscaleWithLevels,
   });
   tradePoints = [];
-  lastPrint = undefined;
   void loadTrades(tokenId);
   priceLines = [];
   drawLevels();
@@ -653,13 +650,13 @@ async function loadTrades(tokenId) {
   tradeSeries.setData(tradePoints);
 }
 
-/** Reads the charted token's tape again soon (a new trade print was seen on its book). */
+/** Reads the charted token's tape again in a second (the book changes of that second make one read). */
 function tradesChanged() {
   if (tradesTimer) return;
   tradesTimer = setTimeout(() => {
     tradesTimer = null;
     if (chartToken) void loadTrades(chartToken);
-  }, 300);
+  }, 1000);
 }
 
 /**
@@ -684,10 +681,8 @@ function onBook(b) {
   if (held && needsBook(held)) drawPosition(held, false);
   if (b.token_id === chartToken && series && mid !== null)
     series.update({ time: Math.floor(b.at / 1000), value: Number(decimal(mid)) });
-  if (b.token_id === chartToken) {
-    if (lastPrint !== undefined && b.last_trade_price !== lastPrint) tradesChanged();
-    lastPrint = b.last_trade_price;
-  }
+  // a trade changes the book: read the tape again (at most once a second while the book moves)
+  if (b.token_id === chartToken) tradesChanged();
 }
 
 /** @param {boolean} on @param {string} label */

@@ -1,18 +1,171 @@
 /**
  * The trade reads over HTTP: GET /v2/trade/trades (the market tape) and GET
  * /v2/trade/traders/{address}/trades (a trader's fills), their compound cursor, filters and refusals.
- * The history is written through the store port, as the history's writer stores it.
+ * Fills are made through REST orders; edge cases REST does not make (a trader on both sides of one
+ * trade, blocks of several trades at chosen times) are written through the store port as the
+ * history's writer stores them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HISTORY_INDEXES, TRADER_FILLS, TRADES, type TapeTrade, type TraderFill } from '../../engine/data/records.js';
 import type { Collection } from '../../engine/store/port.js';
 import { startTestService, type TestService } from '../helpers.js';
+import { px, Trading } from './trading-kit.js';
 
 const ALICE = '0x' + 'a1'.repeat(20);
 const BOB = '0x' + 'b2'.repeat(20);
 const T0 = 1_780_000_000;
 
-describe('trade reads over HTTP', () => {
+/**
+ * Every page of `path` (limit `limit`) read from `svc`, following next_cursor, with `between` run
+ * after each page but the last.
+ */
+async function pageAll(svc: TestService, path: string, limit: number, between?: (page: number) => Promise<void>) {
+  const seen: any[] = [];
+  let cursor = '';
+  for (let page = 0; ; page++) {
+    const sep = path.includes('?') ? '&' : '?';
+    const res = await svc.call('GET', `${path}${sep}limit=${limit}${cursor}`);
+    expect(res.status).toBe(200);
+    seen.push(...res.body.trades);
+    if (res.body.next_cursor === null) {
+      expect(res.body.next_cursor_log_idx).toBeNull();
+      return { rows: seen, pages: page + 1 };
+    }
+    cursor = `&cursor_ts=${res.body.next_cursor}&next_cursor_log_idx=${res.body.next_cursor_log_idx}`;
+    await between?.(page);
+  }
+}
+
+/** Whether `rows` are in descending chain order. */
+const chainDesc = (rows: any[]) =>
+  rows.every(
+    (r, i) =>
+      i === 0 ||
+      rows[i - 1].block_timestamp > r.block_timestamp ||
+      (rows[i - 1].block_timestamp === r.block_timestamp && rows[i - 1].log_index >= r.log_index),
+  );
+
+/** A row's chain position. */
+const position = (r: { block_timestamp: number; log_index: number; transaction_hash: string }) => ({
+  block_timestamp: r.block_timestamp,
+  log_index: r.log_index,
+  transaction_hash: r.transaction_hash,
+});
+
+describe('trade reads of fills made through REST orders', () => {
+  let svc: TestService;
+  const tr = new Trading(() => svc);
+  const address: Record<string, string> = {};
+
+  beforeAll(async () => {
+    svc = await startTestService();
+    await tr.init([]);
+    for (const u of ['alice', 'bob']) {
+      const r = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+      address[u] = r.body.safe_address.toLowerCase();
+    }
+  });
+  afterAll(() => svc.close());
+
+  /** `u` buys `size` shares of `token` at the asks (IOC): the order's taker fills. */
+  const take = async (u: string, token: string, size = 5) => {
+    const r = await tr.post(u, {
+      symbol: token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: String(size),
+      time_in_force: 'IOC',
+    });
+    expect(r.status).toBe(200);
+    return r.body.fills as any[];
+  };
+
+  it("a trade between two users is on the tape and in both traders' trades, at one chain position", async () => {
+    const f = await tr.freshToken();
+    await tr.buyShares('bob', f.token, 20);
+    const price = px(f.bid + 0.01);
+    const rest = await tr.post('alice', { symbol: f.token, side: 'buy', type: 'LIMIT', price, size: '10' });
+    expect(rest.status).toBe(200);
+    const sell = await tr.post('bob', {
+      symbol: f.token,
+      side: 'sell',
+      type: 'LIMIT',
+      price,
+      size: '6',
+      time_in_force: 'IOC',
+    });
+    expect(sell).toMatchObject({ status: 200, body: { status: 'FILLED' } });
+    const fill = sell.body.fills[0];
+    const tape = await svc.call('GET', `/v2/trade/trades?token_id=${f.token}&limit=1`);
+    const market = (await svc.call('GET', `/v2/trade/markets?token_id=${f.token}`)).body.markets[0];
+    const common = {
+      ...position(fill),
+      trade_id: fill.trade_id.replace(/-t$/, ''),
+      ts: new Date(fill.block_timestamp * 1000).toISOString(),
+      market_id: market.condition_id,
+      question: market.question,
+      slug: market.slug,
+      token_id: f.token,
+      outcome: market.tokens.find((t: any) => t.token_id === f.token).outcome,
+      price,
+      shares: '6',
+      usdc_amount: String(Number((Number(price) * 6).toFixed(6))),
+      event_type: 'TRADE',
+      source: 'venue',
+    };
+    expect([tape.status, tape.body.trades]).toEqual([
+      200,
+      [{ ...common, side: 'SELL', fee_usd: '0', maker: address.alice, taker: address.bob }],
+    ]);
+    // any case in the path, lower case out
+    const alice = await svc.call('GET', `/v2/trade/traders/${address.alice!.toUpperCase().replace('0X', '0x')}/trades`);
+    const bob = await svc.call('GET', `/v2/trade/traders/${address.bob}/trades?limit=1`);
+    expect(alice.body.trades[0]).toEqual({
+      ...common,
+      side: 'BUY',
+      fee_usd: '0',
+      address: address.alice,
+      role: 'maker',
+    });
+    expect(bob.body.trades[0]).toEqual({ ...common, side: 'SELL', fee_usd: '0', address: address.bob, role: 'taker' });
+    const takerOnly = await svc.call(
+      'GET',
+      `/v2/trade/traders/${address.alice}/trades?taker_only=true&token_id=${f.token}`,
+    );
+    expect([takerOnly.status, takerOnly.body.trades]).toEqual([200, []]);
+    await svc.call('DELETE', `/v2/trade/orders/${rest.body.order_id}`, { headers: tr.as('alice') });
+  });
+
+  it('paging 10 pages while new fills arrive neither skips nor repeats one (the tape and a trader)', async () => {
+    const f = await tr.freshToken();
+    const fills: any[] = [];
+    while (fills.length < 50) fills.push(...(await take('bob', f.token)));
+    const expected = [...fills]
+      .sort((a, b) => a.block_timestamp - b.block_timestamp || a.log_index - b.log_index)
+      .reverse()
+      .map((x) => x.trade_id.replace(/-t$/, ''));
+    const arrived: string[] = [];
+    const tape = await pageAll(svc, `/v2/trade/trades?token_id=${f.token}`, 5, async () => {
+      for (const x of await take('bob', f.token)) arrived.push(x.trade_id.replace(/-t$/, ''));
+    });
+    expect(tape.pages).toBeGreaterThanOrEqual(10);
+    expect(tape.rows.map((r) => r.trade_id)).toEqual(expected);
+    expect(chainDesc(tape.rows)).toBe(true);
+    // the fills that arrived meanwhile are ahead of the first page's cursor: the next first page has them
+    const head = await pageAll(svc, `/v2/trade/trades?token_id=${f.token}`, 500);
+    expect(head.rows.map((r) => r.trade_id)).toEqual([...[...arrived].reverse(), ...expected]);
+    // bob's own fills on that token, paged the same way while more arrive
+    const before = head.rows.map((r) => r.trade_id);
+    const mine = await pageAll(svc, `/v2/trade/traders/${address.bob}/trades?token_id=${f.token}`, 5, async () => {
+      await take('bob', f.token);
+    });
+    expect(mine.pages).toBeGreaterThanOrEqual(10);
+    expect(mine.rows.map((r) => [r.trade_id, r.role, r.side])).toEqual(before.map((id) => [id, 'taker', 'BUY']));
+  });
+});
+
+describe('trade reads of records written through the store port (edge cases REST does not make)', () => {
   let svc: TestService;
   let trades: Collection<TapeTrade>;
   let fills: Collection<TraderFill>;
@@ -65,32 +218,6 @@ describe('trade reads over HTTP', () => {
 
   const get = (path: string) => svc.call('GET', path);
 
-  /** Every page of `path` (limit `limit`), with the request made between pages. */
-  async function pageAll(path: string, limit: number, between?: (page: number) => Promise<void>) {
-    const seen: any[] = [];
-    let cursor = '';
-    for (let page = 0; ; page++) {
-      const sep = path.includes('?') ? '&' : '?';
-      const res = await get(`${path}${sep}limit=${limit}${cursor}`);
-      expect(res.status).toBe(200);
-      seen.push(...res.body.trades);
-      if (res.body.next_cursor === null) {
-        expect(res.body.next_cursor_log_idx).toBeNull();
-        return { rows: seen, pages: page + 1 };
-      }
-      cursor = `&cursor_ts=${res.body.next_cursor}&next_cursor_log_idx=${res.body.next_cursor_log_idx}`;
-      await between?.(page);
-    }
-  }
-
-  const chainDesc = (rows: any[]) =>
-    rows.every(
-      (r, i) =>
-        i === 0 ||
-        rows[i - 1].block_timestamp > r.block_timestamp ||
-        (rows[i - 1].block_timestamp === r.block_timestamp && rows[i - 1].log_index >= r.log_index),
-    );
-
   beforeAll(async () => {
     svc = await startTestService();
     trades = await svc.services.store.collection<TapeTrade>(TRADES, HISTORY_INDEXES[TRADES]);
@@ -115,7 +242,7 @@ describe('trade reads over HTTP', () => {
       for (let li = 0, k = 1 + (ts % 4); li < k && i < 95; li++, i++) ids.push(await record(ts, li));
     const head = ts;
     let arriving = 0;
-    const { rows, pages } = await pageAll('/v2/trade/trades', 10, async () => {
+    const { rows, pages } = await pageAll(svc, '/v2/trade/trades', 10, async () => {
       // two new trades land at the head (later blocks) between every two pages
       await record(head + 2 * ++arriving, 0);
       await record(head + 2 * arriving, 1);
@@ -161,18 +288,18 @@ describe('trade reads over HTTP', () => {
 
   it('filters the tape by market, token and side', async () => {
     const other = await record(T0 + 100_001, 0, { token: 1, side: 'SELL' });
-    const byToken = await pageAll(`/v2/trade/trades?token_id=${market.tokens[1]!.token_id}`, 50);
+    const byToken = await pageAll(svc, `/v2/trade/trades?token_id=${market.tokens[1]!.token_id}`, 50);
     expect(byToken.rows.map((r) => r.trade_id)).toEqual([other]);
     const byMarket = await get(
       `/v2/trade/trades?market_id=${market.condition_id.toUpperCase().replace('0X', '0x')}&limit=2`,
     );
     expect(byMarket.body.trades.map((r: any) => r.market_id)).toEqual([market.condition_id, market.condition_id]);
-    const sells = await pageAll('/v2/trade/trades?side=SELL', 7);
+    const sells = await pageAll(svc, '/v2/trade/trades?side=SELL', 7);
     expect(sells.rows.length).toBeGreaterThan(40);
     expect(sells.rows.every((r) => r.side === 'SELL')).toBe(true);
     expect(chainDesc(sells.rows)).toBe(true);
     expect(new Set(sells.rows.map((r) => r.trade_id)).size).toBe(sells.rows.length);
-    const all = await pageAll('/v2/trade/trades', 500);
+    const all = await pageAll(svc, '/v2/trade/trades', 500);
     expect(sells.rows.map((r) => r.trade_id)).toEqual(all.rows.filter((r) => r.side === 'SELL').map((r) => r.trade_id));
     // a token of another market than the one asked for
     const mismatch = await get(`/v2/trade/trades?token_id=${market.tokens[1]!.token_id}&market_id=0x${'0'.repeat(64)}`);
@@ -185,14 +312,14 @@ describe('trade reads over HTTP', () => {
     for (let i = 0; i < 6; i++)
       ids.push(await record(T0 + 200_000 + 2 * i, 0, { maker: carol, taker: i === 2 ? carol : ALICE, side: 'BUY' }));
     const upper = `/v2/trade/traders/0x${'C3'.repeat(20)}/trades`;
-    const { rows, pages } = await pageAll(upper, 1);
+    const { rows, pages } = await pageAll(svc, upper, 1);
     expect(pages).toBe(6);
     // one row per page, but the trade with carol on both sides is one page of two rows
     expect(rows.map((r) => r.trade_id)).toEqual([ids[5], ids[4], ids[3], ids[2], ids[2], ids[1], ids[0]]);
     expect([rows[3].role, rows[4].role].sort()).toEqual(['maker', 'taker']);
     expect(rows.every((r) => r.address === carol)).toBe(true);
     expect(rows.find((r) => r.role === 'maker')).toMatchObject({ side: 'SELL', fee_usd: '0' });
-    const takers = await pageAll(`${upper}?taker_only=true`, 2);
+    const takers = await pageAll(svc, `${upper}?taker_only=true`, 2);
     expect(takers.rows.map((r) => [r.trade_id, r.role, r.side, r.fee_usd])).toEqual([[ids[2], 'taker', 'BUY', '0.01']]);
     const none = await get(`/v2/trade/traders/0x${'d4'.repeat(20)}/trades`);
     expect([none.status, none.body]).toEqual([

@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { Dec } from '../../engine/decimal.js';
-import { HISTORY_INDEXES, TRADES, type TapeTrade } from '../../engine/data/records.js';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 
 /**
@@ -392,50 +391,38 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 60_000);
 
-  it("the chart plots the token's recent trades from the tape, one point per second", async () => {
-    const trades = await svc.services.store.collection<TapeTrade>(TRADES, HISTORY_INDEXES[TRADES]);
-    const now = Math.floor(Date.now() / 1000);
-    const at = [
-      [now - 10, 0, '0.41'],
-      [now - 6, 0, '0.43'],
-      [now - 6, 1, '0.44'],
-      [now - 2, 0, '0.42'],
-    ] as const;
-    for (const [ts, logIndex, price] of at)
-      await trades.insertOne({
-        _id: `chart-${ts}-${logIndex}`,
-        tradeId: `chart-${ts}-${logIndex}`,
-        blockTimestamp: ts,
-        logIndex,
-        transactionHash: `0x${'0'.repeat(54)}${String(ts).padStart(10, '0')}`,
-        atMs: ts * 1000,
-        conditionId: `0x${'0'.repeat(64)}`,
-        tokenId: chartToken,
-        outcome: 'Yes',
-        side: 'BUY',
-        price,
-        size: '5',
-        notionalUsd: '2.1',
-        feeUsd: '0',
-        maker: null,
-        taker: null,
-        source: 'capture',
+  it("the chart plots the token's recent trades from the tape, one point per second, and new ones live", async () => {
+    /** What the chart should show: the tape's last 200 trades of the token, per block second its last price. */
+    const expected = async () => {
+      const tape = (await svc.call('GET', `/v2/trade/trades?token_id=${chartToken}&limit=200`)).body.trades;
+      const bySecond = new Map<number, number>();
+      for (const t of [...tape].reverse()) bySecond.set(t.block_timestamp, Number(t.price));
+      return [...bySecond].map(([time, value]) => ({ time, value }));
+    };
+    const buy = (size: string) =>
+      svc.call('POST', '/v2/trade/order', {
+        headers: as,
+        body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.99', size, time_in_force: 'IOC' },
       });
+    expect((await buy('5')).body.status).toBe('FILLED');
     const order = await svc.call('POST', '/v2/trade/order', {
       headers: as,
       body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' },
     });
     expect(order.status).toBe(200);
+    const before = await expected();
+    expect(before.length).toBeGreaterThan(0);
     const p = await loggedIn(key);
     await p.waitForSelector(`#orders tr[data-id="${order.body.order_id}"]`, { timeout: 5_000 });
     await p.click(`#orders tr[data-id="${order.body.order_id}"]`);
-    await expect
-      .poll(() => p.evaluate(() => (window as any).dashboardChart.trades()), { timeout: 5_000 })
-      .toEqual([
-        { time: now - 10, value: 0.41 },
-        { time: now - 6, value: 0.44 },
-        { time: now - 2, value: 0.42 },
-      ]);
+    const shown = () => p.evaluate(() => (window as any).dashboardChart.trades());
+    await expect.poll(shown, { timeout: 5_000 }).toEqual(before);
+    // a trade made while the chart is shown (through several ask levels: a new last trade price) appears
+    await new Promise((r) => setTimeout(r, 2_100)); // the next block
+    expect((await buy('400')).body.fills.length).toBeGreaterThan(0);
+    const after = await expected();
+    expect(after.length).toBeGreaterThan(before.length);
+    await expect.poll(shown, { timeout: 5_000 }).toEqual(after);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-trades.png'), fullPage: true });
     expect((await svc.call('DELETE', `/v2/trade/orders/${order.body.order_id}`, { headers: as })).status).toBe(200);
     await p.close();
