@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { HISTORY_INDEXES, TRADER_FILLS, TRADES, type TapeTrade, type TraderFill } from '../engine/data/records.js';
 import { SqliteStore } from '../engine/store/sqlite.js';
+import { prng } from '../test/engine/store/faulty-store.js';
 import { spawnService } from '../test/process.js';
 
 const FILLS = Number(process.env.BENCH_FILLS ?? 1_000_000);
@@ -28,18 +29,6 @@ const BATCH = 10_000;
 const KEY = 'pts_bench_master_key_0123456789abcdef';
 const T0 = 1_767_225_600; // 2026-01-01T00:00:00Z
 const TARGET_P99_MS = 20;
-
-/** A deterministic generator (mulberry32): the same history on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
 const addressOf = (i: number) => `0x${hex(i + 1, 40)}`;
@@ -62,7 +51,7 @@ async function populate(dir: string, from: number, to: number): Promise<void> {
     const tapeRows: TapeTrade[] = [];
     const fillRows: TraderFill[] = [];
     for (let i = start; i < Math.min(to, start + BATCH); i++) {
-      const rnd = random(i + 1);
+      const rnd = prng(i + 1); // the same history on every run
       // block b holds trades ⌈2.5·b⌉ … ⌈2.5·(b+1)⌉ − 1
       const block = Math.floor(i / 2.5);
       const logIndex = i - Math.ceil(block * 2.5);

@@ -55,31 +55,16 @@ const position = (r: { block_timestamp: number; log_index: number; transaction_h
 describe('trade reads of fills made through REST orders', () => {
   let svc: TestService;
   const tr = new Trading(() => svc);
-  const address: Record<string, string> = {};
+  const address = tr.address;
 
   beforeAll(async () => {
     svc = await startTestService();
-    await tr.init([]);
-    for (const u of ['alice', 'bob']) {
-      const r = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
-      address[u] = r.body.safe_address.toLowerCase();
-    }
+    await tr.init(['alice', 'bob']);
   });
   afterAll(() => svc.close());
 
-  /** `u` buys `size` shares of `token` at the asks (IOC): the order's taker fills. */
-  const take = async (u: string, token: string, size = 5) => {
-    const r = await tr.post(u, {
-      symbol: token,
-      side: 'buy',
-      type: 'LIMIT',
-      price: '0.99',
-      size: String(size),
-      time_in_force: 'IOC',
-    });
-    expect(r.status).toBe(200);
-    return r.body.fills as any[];
-  };
+  /** `u` buys 5 shares of `token` at the asks: the order's taker fills. */
+  const take = async (u: string, token: string) => (await tr.buyShares(u, token, 5)).fills as any[];
 
   it("a trade between two users is on the tape and in both traders' trades, at one chain position", async () => {
     const f = await tr.freshToken();
