@@ -159,7 +159,10 @@ export function validateParams(
   const unknown =
     where === 'query parameter' ? Object.keys(values).filter((k) => !Object.hasOwn(spec.properties, k)) : [];
   if (unknown.length) {
-    const names = unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ');
+    // an API key sent as a parameter name is not echoed (nor logged with the message)
+    const names = unknown
+      .map((k) => JSON.stringify(k.slice(0, 40).replace(/pts_[\w-]*/g, 'pts_[redacted]')))
+      .join(', ');
     const known = Object.keys(spec.properties);
     throw new ApiError(
       400,
