@@ -1,14 +1,17 @@
 import { cursorOf, TapeReader, type ChainPage, type TapeQuery } from '../../engine/data/tape.js';
 import type { ChainPosition, TapeTrade, TraderFill } from '../../engine/data/records.js';
-import type { VenuePort } from '../../engine/venue/port.js';
+import type { MarketRegistry } from '../../engine/data/markets.js';
 import type { Handler } from '../context.js';
 
 /** Default `limit` of the trade reads (the reference product's). */
 export const TRADES_DEFAULT_LIMIT = 100;
 
-/** The fields of a tape row or a fill that every trade row shows (schemas/data.ts `tradeFields`). */
-function tradeFields(venue: VenuePort, r: TapeTrade | TraderFill) {
-  const market = venue.market(r.conditionId);
+/**
+ * The fields of a tape row or a fill that every trade row shows (schemas/data.ts `tradeFields`);
+ * question and slug from `markets` (the venue's listing, else the loaded history's).
+ */
+function tradeFields(markets: MarketRegistry, r: TapeTrade | TraderFill) {
+  const market = markets.marketOf(r.conditionId);
   return {
     trade_id: r.tradeId,
     block_timestamp: r.blockTimestamp,
@@ -69,7 +72,7 @@ export const listTrades: Handler = async ({ req, services }) => {
   const page = await tape.tradesPage(tapeQuery(req.query as Record<string, unknown>));
   return {
     status: 200,
-    body: envelope(page, (t) => ({ ...tradeFields(services.venue, t), maker: t.maker, taker: t.taker })),
+    body: envelope(page, (t) => ({ ...tradeFields(services.markets, t), maker: t.maker, taker: t.taker })),
   };
 };
 
@@ -86,6 +89,6 @@ export const listTraderTrades: Handler = async ({ req, services }) => {
   const page = await tape.traderPage(address, { ...tapeQuery(query), takerOnly: query.taker_only === true });
   return {
     status: 200,
-    body: envelope(page, (f) => ({ ...tradeFields(services.venue, f), address: f.address, role: f.role })),
+    body: envelope(page, (f) => ({ ...tradeFields(services.markets, f), address: f.address, role: f.role })),
   };
 };

@@ -5,15 +5,20 @@
  * trade, blocks of several trades at chosen times) are written through the store port as the
  * history's writer stores them.
  */
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HISTORY_INDEXES, TRADER_FILLS, TRADES, type TapeTrade, type TraderFill } from '../../engine/data/records.js';
+import { LEADER_TRADES_FILE } from '../../engine/data/real-history.js';
 import type { Collection } from '../../engine/store/port.js';
+import { dataFile } from '../../engine/venue/markets.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { px, Trading } from './trading-kit.js';
 
 const ALICE = '0x' + 'a1'.repeat(20);
 const BOB = '0x' + 'b2'.repeat(20);
 const T0 = 1_780_000_000;
+/** The wallet of the real leader history in data/ (470 fills). */
+const LEADER = '0xb77b6ef359f02192fb077227499f9f853d4870a5';
 
 /**
  * Every page of `path` (limit `limit`) read from `svc`, following next_cursor, with `between` run
@@ -122,6 +127,47 @@ describe('trade reads of fills made through REST orders', () => {
     await svc.call('DELETE', `/v2/trade/orders/${rest.body.order_id}`, { headers: tr.as('alice') });
   });
 
+  it("the leader wallet's 470 real fills, newest first, with their real prices, sizes and times", async () => {
+    const [head, ...lines] = fs.readFileSync(dataFile(LEADER_TRADES_FILE), 'utf8').trim().split('\n');
+    const cols = head!.split(',');
+    const file = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [cols[i], v])));
+    const leader = `/v2/trade/traders/${LEADER.toUpperCase().replace('0X', '0x')}/trades`;
+    const { rows, pages } = await pageAll(svc, leader, 100);
+    expect([rows.length, pages]).toEqual([470, 5]);
+    expect(chainDesc(rows)).toBe(true);
+    const byHash = new Map(rows.map((r) => [r.transaction_hash, r]));
+    for (const r of file)
+      expect(byHash.get(r.transaction_hash), r.transaction_hash).toMatchObject({
+        address: LEADER,
+        role: 'taker',
+        source: 'history',
+        block_timestamp: Number(r.timestamp),
+        ts: new Date(Number(r.timestamp) * 1000).toISOString(),
+        side: r.side,
+        price: r.price,
+        shares: r.size,
+        token_id: r.asset,
+        market_id: r.condition_id,
+        outcome: r.outcome,
+      });
+    // the newest fill first, its market named from the history's own fields
+    expect(rows[0]).toMatchObject({
+      transaction_hash: '0xc46cbad2a1fc296085c400730f63ab66a9aa7d944c5d5dbded99b8e1eca6a3bb',
+      block_timestamp: 1771678938,
+      price: '0.999',
+      shares: '4.99',
+      usdc_amount: '4.98501',
+      question: svc.services.markets.marketOf(file[0]!.condition_id!)!.question,
+    });
+    // on the tape too, anonymous on the maker's side
+    const tape = await svc.call('GET', `/v2/trade/trades?token_id=${file[0]!.asset}&limit=500`);
+    expect(tape.body.trades.find((t: any) => t.transaction_hash === rows[0].transaction_hash)).toMatchObject({
+      maker: null,
+      taker: LEADER,
+      source: 'history',
+    });
+  });
+
   it('paging 10 pages while new fills arrive neither skips nor repeats one (the tape and a trader)', async () => {
     const f = await tr.freshToken();
     const fills: any[] = [];
@@ -211,8 +257,8 @@ describe('trade reads of records written through the store port (edge cases REST
   });
   afterAll(() => svc.close());
 
-  it('an empty tape: no rows, next_cursor null', async () => {
-    const res = await get('/v2/trade/trades');
+  it('a market without trades: an empty last page', async () => {
+    const res = await get(`/v2/trade/trades?market_id=${market.condition_id}`);
     expect([res.status, res.body]).toEqual([
       200,
       { trades: [], count: 0, next_cursor: null, next_cursor_log_idx: null },
@@ -227,15 +273,18 @@ describe('trade reads of records written through the store port (edge cases REST
       for (let li = 0, k = 1 + (ts % 4); li < k && i < 95; li++, i++) ids.push(await record(ts, li));
     const head = ts;
     let arriving = 0;
+    const before = await pageAll(svc, '/v2/trade/trades', 500);
     const { rows, pages } = await pageAll(svc, '/v2/trade/trades', 10, async () => {
       // two new trades land at the head (later blocks) between every two pages
       await record(head + 2 * ++arriving, 0);
       await record(head + 2 * arriving, 1);
     });
-    expect(pages).toBe(10);
-    expect(rows.map((r) => r.trade_id)).toEqual([...ids].reverse());
+    // these trades, then the older ones already there (the real history loaded at start)
+    expect(pages).toBe(Math.ceil(before.rows.length / 10));
+    expect(rows.map((r) => r.trade_id)).toEqual(before.rows.map((r) => r.trade_id));
+    expect(rows.slice(0, 95).map((r) => r.trade_id)).toEqual([...ids].reverse());
     expect(chainDesc(rows)).toBe(true);
-    const first = rows.at(-1);
+    const first = rows[94];
     expect(first).toEqual({
       trade_id: ids[0],
       block_timestamp: T0,
