@@ -145,9 +145,10 @@ const TAKER_ONLY = {
 const TAPE_PAGING =
   'Chain order is (block_timestamp, log_index), newest first. Page by the compound cursor: `next_cursor` ' +
   "(a block_timestamp; null at the end) and `next_cursor_log_idx` of a page are the next request's `cursor_ts` " +
-  'and `next_cursor_log_idx` (one without the other → 400); new trades arriving meanwhile land before the ' +
-  'cursor, so paging neither skips nor repeats a row. A page holds `limit` rows (one more when its last trade ' +
-  'has the trader on both sides: two rows of one position are never split). The filters the index does not ' +
+  'and `next_cursor_log_idx` (one without the other → 400); trades recorded meanwhile are newer than ' +
+  'every row already read, so paging neither skips nor repeats a row. A page holds `limit` rows (one more ' +
+  'when its last trade has the trader on both sides: two rows of one position are never split). The filters ' +
+  'the index does not ' +
   "serve (`side`, `taker_only`, and `market_id`/`token_id` on a trader's trades) are applied to a scan of at " +
   `most ${SCAN_FACTOR} × limit rows: such a page may hold fewer rows, even none, while next_cursor is not null; ` +
   'page on until it is null. Numbers are decimal strings, prices decimal probability. An unknown query ' +
