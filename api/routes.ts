@@ -140,7 +140,7 @@ const TAPE_QUERY = {
 const TAKER_ONLY = {
   type: 'boolean',
   description: 'true: only the fills where the trader was the taker (default false: both roles).',
-};
+} as const;
 /** How the trade reads page (spec 2.9, 4.7), for their OpenAPI descriptions. */
 const TAPE_PAGING =
   'Chain order is (block_timestamp, log_index), newest first. Page by the compound cursor: `next_cursor` ' +
@@ -148,9 +148,9 @@ const TAPE_PAGING =
   'and `next_cursor_log_idx` (one without the other → 400); trades recorded meanwhile are newer than ' +
   'every row already read, so paging neither skips nor repeats a row. A page holds `limit` rows (one more ' +
   'when its last trade has the trader on both sides: two rows of one position are never split). The filters ' +
-  'the index does not ' +
-  "serve (`side`, `taker_only`, and `market_id`/`token_id` on a trader's trades) are applied to a scan of at " +
-  `most ${SCAN_FACTOR} × limit rows: such a page may hold fewer rows, even none, while next_cursor is not null; ` +
+  "the index does not serve (`side`, `taker_only`, and `market_id`/`token_id` on a trader's trades or with " +
+  `\`address\`) are applied to a scan of at most ${SCAN_FACTOR} × limit rows: such a page may hold fewer rows, ` +
+  'even none, while next_cursor is not null; ' +
   'page on until it is null. Numbers are decimal strings, prices decimal probability. An unknown query ' +
   'parameter → 400 naming it.';
 
@@ -792,7 +792,19 @@ export const ROUTES: RouteSpec[] = [
       `its fixed wallet ${LIQUIDITY_PROVIDER_ADDRESS}), the market-data capture's prints (anonymous: \`maker\` ` +
       'and `taker` null) and the loaded real history; `side`, `price` and `fee_usd` are the taker’s. ' +
       TAPE_PAGING,
-    query: { properties: TAPE_QUERY },
+    query: {
+      properties: {
+        ...TAPE_QUERY,
+        address: {
+          type: 'string',
+          pattern: '^0x[0-9a-fA-F]{40}$',
+          description:
+            'Only the trades this wallet (any case) was a party to, as maker or taker (the tape rows of ' +
+            'GET /v2/trade/traders/{address}/trades).',
+        },
+        taker_only: { ...TAKER_ONLY, description: 'With address: true keeps the trades that wallet took.' },
+      },
+    },
     responses: { 200: TradesPage },
     handler: listTrades,
   },

@@ -1,6 +1,7 @@
 import { cursorOf, TapeReader, type ChainPage, type TapeQuery } from '../../engine/data/tape.js';
 import type { ChainPosition, TapeTrade, TraderFill } from '../../engine/data/records.js';
 import type { MarketRegistry } from '../../engine/data/markets.js';
+import { errors } from '../../engine/errors.js';
 import type { Handler } from '../context.js';
 
 /** Default `limit` of the trade reads (the reference product's). */
@@ -64,12 +65,20 @@ function envelope<T extends ChainPosition>(page: ChainPage<T>, show: (row: T) =>
 
 /**
  * GET /v2/trade/trades [trade.read]: the market tape, newest first, by compound cursor; filters
- * `market_id`, `token_id`, `side` (the taker's).
- * @throws {DomainError} `INVALID_REQUEST` (400) when only one of `cursor_ts`, `next_cursor_log_idx` is sent.
+ * `market_id`, `token_id`, `side` (the taker's), and `address` (the trades that wallet was a party
+ * to, any case) with `taker_only` (those it took).
+ * @throws {DomainError} `INVALID_REQUEST` (400) when only one of `cursor_ts`, `next_cursor_log_idx` is
+ *   sent, or `taker_only` without `address`.
  */
 export const listTrades: Handler = async ({ req, services }) => {
+  const query = req.query as Record<string, unknown>;
   const tape = await TapeReader.of(services.store);
-  const page = await tape.tradesPage(tapeQuery(req.query as Record<string, unknown>));
+  const address = typeof query.address === 'string' ? query.address.toLowerCase() : null;
+  if (query.taker_only !== undefined && address === null)
+    throw errors.badRequest('taker_only needs address: it keeps the trades that wallet took');
+  const page = address
+    ? await tape.walletTradesPage(address, { ...tapeQuery(query), takerOnly: query.taker_only === true })
+    : await tape.tradesPage(tapeQuery(query));
   return {
     status: 200,
     body: envelope(page, (t) => ({ ...tradeFields(services.markets, t), maker: t.maker, taker: t.taker })),

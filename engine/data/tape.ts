@@ -106,15 +106,14 @@ async function chainScan<T extends ChainPosition & Doc>(
 
 /**
  * A page of at most `limit` rows kept by `keep` (one more when the last position holds two rows)
- * out of `scanned`, the first `n` rows after the cursor (fewer: the history ends there).
+ * out of `scanned`, the rows after the cursor in chain order; `exhausted`: the history ends there.
  */
 function assemble<T extends ChainPosition>(
   scanned: T[],
-  n: number,
+  exhausted: boolean,
   limit: number,
   keep: ((row: T) => boolean) | null,
 ): ChainPage<T> {
-  const exhausted = scanned.length < n;
   const groups: T[][] = [];
   for (const row of scanned) {
     const g = groups.at(-1);
@@ -176,7 +175,7 @@ export class TapeReader {
     // a token belongs to one market: its first row tells whether it is the market asked for
     if (q.tokenId && q.conditionId && scanned.length && scanned[0]!.conditionId !== q.conditionId)
       return { rows: [], next: null };
-    return assemble(scanned, n, q.limit, keep);
+    return assemble(scanned, scanned.length < n, q.limit, keep);
   }
 
   /**
@@ -191,6 +190,31 @@ export class TapeReader {
     if (q.takerOnly) conds.push((f) => f.role === 'taker');
     const keep = conds.length ? (f: TraderFill) => conds.every((c) => c(f)) : null;
     const n = scanSize(q.limit, keep !== null);
-    return assemble(await chainScan(this.fills, { address }, q.cursor, n), n, q.limit, keep);
+    const scanned = await chainScan(this.fills, { address }, q.cursor, n);
+    return assemble(scanned, scanned.length < n, q.limit, keep);
+  }
+
+  /**
+   * A page of the tape rows of the trades `address` (lower-case) was a party to, newest first: its
+   * fills' walk (as {@link TapeReader.traderPage}), each fill's trade read by id (one row for a trade
+   * it was on both sides of). Market, token and side are the tape row's (the taker's), and
+   * `takerOnly` keeps the trades it took; all are filters of the scan.
+   */
+  async walletTradesPage(address: string, q: TraderTapeQuery): Promise<ChainPage<TapeTrade>> {
+    const filtered = Boolean(q.conditionId || q.tokenId || q.side || q.takerOnly);
+    const n = scanSize(q.limit, filtered);
+    const fills = await chainScan(this.fills, { address }, q.cursor, n);
+    const ids = [...new Set(fills.map((f) => f.tradeId))];
+    const byId = new Map((ids.length ? await this.trades.find({ _id: { $in: ids } }) : []).map((t) => [t._id, t]));
+    const rows = ids.map((id) => byId.get(id)).filter((t): t is TapeTrade => t !== undefined);
+    const taken = new Set(fills.filter((f) => f.role === 'taker').map((f) => f.tradeId));
+    const keep = filtered
+      ? (t: TapeTrade) =>
+          (!q.conditionId || t.conditionId === q.conditionId) &&
+          (!q.tokenId || t.tokenId === q.tokenId) &&
+          (!q.side || t.side === q.side) &&
+          (!q.takerOnly || taken.has(t.tradeId))
+      : null;
+    return assemble(rows, fills.length < n, q.limit, keep);
   }
 }

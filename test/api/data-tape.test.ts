@@ -124,6 +124,16 @@ describe('trade reads of fills made through REST orders', () => {
       `/v2/trade/traders/${address.alice}/trades?taker_only=true&token_id=${f.token}`,
     );
     expect([takerOnly.status, takerOnly.body.trades]).toEqual([200, []]);
+    // the tape rows of a wallet's trades: the same row, for the maker as for the taker
+    const asMaker = await svc.call(
+      'GET',
+      `/v2/trade/trades?address=${address.alice!.toUpperCase().replace('0X', '0x')}`,
+    );
+    expect(asMaker.body.trades[0]).toEqual(tape.body.trades[0]);
+    const took = (u: string) =>
+      svc.call('GET', `/v2/trade/trades?address=${address[u]}&taker_only=true&token_id=${f.token}`);
+    expect((await took('bob')).body.trades.map((t: any) => t.trade_id)).toContain(common.trade_id);
+    expect((await took('alice')).body.trades).toEqual([]);
     await svc.call('DELETE', `/v2/trade/orders/${rest.body.order_id}`, { headers: tr.as('alice') });
   });
 
@@ -353,6 +363,11 @@ describe('trade reads of records written through the store port (edge cases REST
     expect([rows[3].role, rows[4].role].sort()).toEqual(['maker', 'taker']);
     expect(rows.every((r) => r.address === carol)).toBe(true);
     expect(rows.find((r) => r.role === 'maker')).toMatchObject({ side: 'SELL', fee_usd: '0' });
+    // the tape rows of carol's trades: one per trade, the one she was on both sides of once
+    const tapeRows = await pageAll(svc, `/v2/trade/trades?address=${carol}`, 1);
+    expect([tapeRows.pages, tapeRows.rows.map((r) => r.trade_id)]).toEqual([6, [...ids].reverse()]);
+    const takenByCarol = await pageAll(svc, `/v2/trade/trades?address=${carol}&taker_only=true`, 3);
+    expect(takenByCarol.rows.map((r) => [r.trade_id, r.maker, r.taker])).toEqual([[ids[2], carol, carol]]);
     const takers = await pageAll(svc, `${upper}?taker_only=true`, 2);
     expect(takers.rows.map((r) => [r.trade_id, r.role, r.side, r.fee_usd])).toEqual([[ids[2], 'taker', 'BUY', '0.01']]);
     const none = await get(`/v2/trade/traders/0x${'d4'.repeat(20)}/trades`);
@@ -368,6 +383,8 @@ describe('trade reads of records written through the store port (edge cases REST
       ['/v2/trade/trades?next_cursor_log_idx=5', /cursor_ts and next_cursor_log_idx go together/],
       [`/v2/trade/traders/${ALICE}/trades?cursor_ts=5`, /cursor_ts and next_cursor_log_idx go together/],
       ['/v2/trade/trades?limit=501', /limit must be at most 500/],
+      ['/v2/trade/trades?taker_only=true', /taker_only needs address/],
+      ['/v2/trade/trades?address=0x12', /address/],
       ['/v2/trade/trades?limit=0', /limit must be at least 1/],
       ['/v2/trade/trades?side=buy', /side must be one of "BUY", "SELL"/],
       ['/v2/trade/trades?cursor=abc', /unknown query parameter "cursor": this endpoint takes limit, cursor_ts/],

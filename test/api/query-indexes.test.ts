@@ -389,10 +389,14 @@ async function runScenarios(run: Run): Promise<void> {
     });
   // the trade reads: the tape and a trader's fills, each filter, first page and after a cursor
   const trader = `/v2/trade/traders/0x${'a1'.repeat(20)}/trades`;
+  const wallet = `/v2/trade/trades?address=${tr.address.alice}`;
   for (const q of ['', `token_id=${a.token}`, `market_id=0x${'ab'.repeat(32)}`, 'side=SELL', 'taker_only=true'])
     for (const cursor of ['', 'cursor_ts=4000000000&next_cursor_log_idx=3'])
-      for (const path of q === 'taker_only=true' ? [trader] : ['/v2/trade/trades', trader]) {
-        const res = await call('GET', `${path}?${[q, cursor].filter(Boolean).join('&')}`);
+      for (const path of q === 'taker_only=true' ? [trader, wallet] : ['/v2/trade/trades', trader, wallet]) {
+        const res = await call(
+          'GET',
+          `${path}${path.includes('?') ? '&' : '?'}${[q, cursor].filter(Boolean).join('&')}`,
+        );
         expect(res.status).toBe(200);
       }
   await call('DELETE', `/v2/trade/strategies/${ids[0]}`, { headers: tr.as('alice') });
