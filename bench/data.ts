@@ -151,6 +151,7 @@ function reads(n: number): Record<string, string> {
     "busy trader's trades, first page": `/v2/trade/traders/${BUSY}/trades?limit=100`,
     "busy trader's trades, deep page": `/v2/trade/traders/${BUSY}/trades?limit=100&${deep}`,
     "a trader's trades, taker only": `/v2/trade/traders/${BUSY}/trades?limit=100&taker_only=true`,
+    "busy wallet's trades as tape rows (/trades?address=)": `/v2/trade/trades?limit=100&address=${BUSY}`,
     "busy trader's positions": `/v2/trade/traders/${BUSY}/positions?limit=100`,
     'leaderboard 30d': '/v2/trade/leaderboard?window=30d&limit=100',
   };
