@@ -61,7 +61,7 @@ export interface RouteSpec {
   body?: object;
   /**
    * Query parameters as JSON Schema properties (validated with type coercion before the
-   * handler, and before the 501 of an unbuilt endpoint; unknown parameters are ignored).
+   * handler, and before the 501 of an unbuilt endpoint; a parameter not declared here is a 400 naming it).
    */
   query?: {
     properties: Record<string, object>;

@@ -71,6 +71,9 @@ URL or headers (16 KiB) 431 \`request_header_fields_too_large\`, both in the err
 large); the body is read only after the key and its scope are checked. Responses of authenticated endpoints carry \
 \`Cache-Control: no-store\`.
 - Master keys act for a user with the \`X-Partner-User-Id\` header; per-user keys act for their bound user.
+- Query parameters: an endpoint that lists its query parameters refuses any other one (a misspelt \`cursorr\` or \
+\`ofset\` would otherwise serve page 1 again) with 400 \`invalid_request\` whose message names it and the ones the \
+endpoint takes.
 - Rate limit: RATE_LIMIT_PER_MIN requests per minute per API key (default 600); 429 with \`Retry-After\` and the IETF \
 \`RateLimit\` / \`RateLimit-Policy\` headers.
 - Load shedding: when the service is at capacity a POST, PATCH or DELETE answers 503 \`overloaded\` with \

@@ -43,14 +43,17 @@ import {
   RedeemRequest,
   SplitMergeRequest,
   StatementsPage,
-  TradesPage,
   WalletOpResponse,
   WithdrawableBalances,
   WithdrawalsPage,
   WithdrawalView,
   WithdrawRequest,
 } from '../schemas/wallet.js';
+import { TradesPage, TraderTradesPage } from '../schemas/data.js';
+import { SCAN_FACTOR } from '../engine/data/tape.js';
+import { LIQUIDITY_PROVIDER_ADDRESS } from '../engine/data/records.js';
 import type { RouteSpec } from './context.js';
+import { listTrades, listTraderTrades, TRADES_DEFAULT_LIMIT } from './handlers/data-tape.js';
 import { health } from './handlers/health.js';
 import { openapiDocument } from './handlers/openapi.js';
 import { account, mintUserKey, provisionUser, revokeKey } from './handlers/users.js';
@@ -104,10 +107,52 @@ const COMPOUND_CURSOR = {
   cursor_ts: {
     type: 'integer',
     minimum: 0,
-    description: 'Exclusive upper bound on block_timestamp, from next_cursor; send with next_cursor_log_idx.',
+    maximum: 1e12,
+    description:
+      'next_cursor of the previous page: with next_cursor_log_idx, the page starts strictly after the row at ' +
+      '(block_timestamp, log_index) = (cursor_ts, next_cursor_log_idx) in chain order, i.e. block_timestamp < ' +
+      'cursor_ts, or block_timestamp = cursor_ts and log_index < next_cursor_log_idx. Send both or neither (400).',
   },
-  next_cursor_log_idx: { type: 'integer', minimum: 0, description: 'Tie-breaker; send with cursor_ts.' },
+  next_cursor_log_idx: {
+    type: 'integer',
+    minimum: 0,
+    maximum: 1e9,
+    description: 'next_cursor_log_idx of the previous page (the tie-breaker within a block); send with cursor_ts.',
+  },
 };
+/** Query of the trade reads (GET /v2/trade/trades, /traders/{address}/trades). */
+const TAPE_QUERY = {
+  limit: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 500,
+    description: `Page size, 1 to 500 (default ${TRADES_DEFAULT_LIMIT}); above 500 → 400.`,
+  },
+  ...COMPOUND_CURSOR,
+  market_id: {
+    type: 'string',
+    pattern: '^0x[0-9a-fA-F]{64}$',
+    description: 'Only trades of this market (condition id).',
+  },
+  token_id: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Only trades of this outcome token.' },
+  side: { enum: ['BUY', 'SELL'], description: 'Only trades of this side.' },
+};
+const TAKER_ONLY = {
+  type: 'boolean',
+  description: 'true: only the fills where the trader was the taker (default false: both roles).',
+} as const;
+/** How the trade reads page (spec 2.9, 4.7), for their OpenAPI descriptions. */
+const TAPE_PAGING =
+  'Chain order is (block_timestamp, log_index), newest first. Page by the compound cursor: `next_cursor` ' +
+  "(a block_timestamp; null at the end) and `next_cursor_log_idx` of a page are the next request's `cursor_ts` " +
+  'and `next_cursor_log_idx` (one without the other → 400); trades recorded meanwhile are newer than ' +
+  'every row already read, so paging neither skips nor repeats a row. A page holds `limit` rows (one more ' +
+  'when its last trade has the trader on both sides: two rows of one position are never split). The filters ' +
+  "the index does not serve (`side`, `taker_only`, and `market_id`/`token_id` on a trader's trades or with " +
+  `\`address\`) are applied to a scan of at most ${SCAN_FACTOR} × limit rows: such a page may hold fewer rows, ` +
+  'even none, while next_cursor is not null; ' +
+  'page on until it is null. Numbers are decimal strings, prices decimal probability. An unknown query ' +
+  'parameter → 400 naming it.';
 
 /** What every batch cancel and cancel-all answers (schemas/wallet.ts BatchCancelResponse). */
 const CANCEL_SHAPE =
@@ -725,9 +770,15 @@ export const ROUTES: RouteSpec[] = [
     scope: 'trade.read',
     user: 'none',
     tag: 'trade.read',
-    summary: "A trader's trades",
-    query: { properties: { limit: { type: 'integer', minimum: 1, maximum: 500 }, ...COMPOUND_CURSOR } },
-    responses: { 200: TradesPage },
+    summary: "A trader's trades, newest first (compound cursor)",
+    description:
+      "Every fill of the wallet `address` (any case; rows answer it lower-case), in the trader's own terms: " +
+      'its token, side, price and fee, and its `role` (maker or taker; a trader on both sides of one trade ' +
+      'has two rows). Any public address: one that never traded has an empty page. ' +
+      TAPE_PAGING,
+    query: { properties: { ...TAPE_QUERY, taker_only: TAKER_ONLY } },
+    responses: { 200: TraderTradesPage },
+    handler: listTraderTrades,
   },
   {
     method: 'get',
@@ -735,9 +786,27 @@ export const ROUTES: RouteSpec[] = [
     scope: 'trade.read',
     user: 'none',
     tag: 'trade.read',
-    summary: 'Trades',
-    query: { properties: { limit: { type: 'integer', minimum: 1, maximum: 500 }, ...COMPOUND_CURSOR } },
+    summary: 'The market tape: every trade, newest first (compound cursor)',
+    description:
+      "One row per trade: this service's venue (its users' trades, and those of the liquidity provider under " +
+      `its fixed wallet ${LIQUIDITY_PROVIDER_ADDRESS}), the market-data capture's prints (anonymous: \`maker\` ` +
+      'and `taker` null) and the loaded real history; `side`, `price` and `fee_usd` are the taker’s. ' +
+      TAPE_PAGING,
+    query: {
+      properties: {
+        ...TAPE_QUERY,
+        address: {
+          type: 'string',
+          pattern: '^0x[0-9a-fA-F]{40}$',
+          description:
+            'Only the trades this wallet (any case) was a party to, as maker or taker (the tape rows of ' +
+            'GET /v2/trade/traders/{address}/trades).',
+        },
+        taker_only: { ...TAKER_ONLY, description: 'With address: true keeps the trades that wallet took.' },
+      },
+    },
     responses: { 200: TradesPage },
+    handler: listTrades,
   },
   {
     method: 'get',

@@ -131,11 +131,14 @@ const DECIMAL_INTEGER = /^-?[0-9]{1,30}$/;
 
 /**
  * Validates request parameters (`where` = `query parameter` or `path parameter`) against a route's
- * declared properties; unknown query parameters are ignored. An `integer` parameter must be
- * written in decimal digits (AJV's coercion alone would take `0x10`, `1e2`, `+5` or `5.0`).
+ * declared properties. A parameter the route does not declare is refused: a misspelt cursor or
+ * filter would otherwise be ignored and the client served page 1, or every row, again. An `integer`
+ * parameter must be written in decimal digits (AJV's coercion alone would take `0x10`, `1e2`, `+5`
+ * or `5.0`).
  * @returns the coerced values.
- * @throws {ApiError} 400 naming the parameter and the rule; its `error` is `errorStrings[param]`
- *   when the route names one (for example `invalid window`), else `invalid_request`.
+ * @throws {ApiError} 400 naming the parameter and the rule (an unknown one: `unknown query parameter
+ *   "<name>"` and the names the route takes); its `error` is `errorStrings[param]` when the route
+ *   names one (for example `invalid window`), else `invalid_request`.
  */
 export function validateParams(
   spec: { properties: Record<string, object>; required?: string[]; errorStrings?: Record<string, string> },
@@ -151,6 +154,22 @@ export function validateParams(
       additionalProperties: true,
     });
     paramValidators.set(spec, v);
+  }
+  // path parameters are the route's own; query names are the client's
+  const unknown =
+    where === 'query parameter' ? Object.keys(values).filter((k) => !Object.hasOwn(spec.properties, k)) : [];
+  if (unknown.length) {
+    // an API key sent as a parameter name is not echoed (nor logged with the message)
+    const names = unknown
+      .map((k) => JSON.stringify(k.slice(0, 40).replace(/pts_[\w-]*/g, 'pts_[redacted]')))
+      .join(', ');
+    const known = Object.keys(spec.properties);
+    throw new ApiError(
+      400,
+      'invalid_request',
+      `unknown ${where}${unknown.length > 1 ? 's' : ''} ${names}: ` +
+        (known.length ? `this endpoint takes ${known.join(', ')}` : `this endpoint takes none`),
+    );
   }
   for (const [name, prop] of Object.entries(spec.properties)) {
     const raw = values[name];

@@ -11,6 +11,7 @@ import {
   ComboRedeemResponse,
 } from './combos.js';
 import { CopytradeRequest, CopytradeResponse } from './copytrade.js';
+import { TapeTradeItem, TradesPage, TraderTradeItem, TraderTradesPage } from './data.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from './market.js';
 import {
   BracketResult,
@@ -39,7 +40,6 @@ import {
   RedeemRequest,
   SplitMergeRequest,
   StatementsPage,
-  TradesPage,
   WalletOpResponse,
   WithdrawableBalances,
   WithdrawalsPage,
@@ -88,7 +88,10 @@ export const namedSchemas = {
   BatchCancelResponse,
   ActivityItem,
   ActivityPage,
+  TapeTradeItem,
   TradesPage,
+  TraderTradeItem,
+  TraderTradesPage,
   StatementsPage,
   WalletOpResponse,
   WithdrawalView,

@@ -469,19 +469,6 @@ export const ActivityPage = {
   },
 } as const;
 
-/** Trade-history page envelope (spec 2.9: compound cursor). */
-export const TradesPage = {
-  $id: 'TradesPage',
-  type: 'object',
-  additionalProperties: false,
-  required: ['trades', 'next_cursor', 'next_cursor_log_idx'],
-  properties: {
-    trades: { type: 'array', items: { type: 'object' } },
-    next_cursor: { type: ['integer', 'null'], description: 'Block timestamp; send as cursor_ts. Null at the end.' },
-    next_cursor_log_idx: { type: ['integer', 'null'], description: 'Tie-breaker; send with cursor_ts.' },
-  },
-} as const;
-
 /** Statement page envelope (spec 2.9): offset/limit plus nested R1 paging. */
 export const StatementsPage = {
   ...offsetPage('StatementsPage', 'statements', { type: 'object' } as const, 'Statement rows.'),

@@ -4,7 +4,8 @@
  * market's question and outcome, the mark and unrealized PnL at the mid, and whether the market
  * closed or resolved), strategies and orders (named by question and outcome, looked up by token id
  * through `GET /v2/trade/markets?token_id=`), updated by the Socket.IO pushes of namespace
- * /v2/trade, and a price chart of one token whose scale takes in its armed levels and working
+ * /v2/trade, and a price chart of one token (the mid of its book, and its recent trades from the
+ * tape, `GET /v2/trade/trades?token_id=`) whose scale takes in its armed levels and working
  * prices. A master key is asked which partner user to watch. Plain browser JavaScript,
  * type-checked by `npm run typecheck` against the event map the server uses
  * (api/push-events.ts). The API key lives in this tab's session storage only. Money shown is
@@ -53,6 +54,14 @@ let chartToken = null;
 let chart = null;
 /** @type {any} */
 let series = null;
+/** The charted token's recent trades (dots beside the mid's line). @type {any} */
+let tradeSeries = null;
+/** Its points, one per second (the time unit): the last trade. @type {{ time: number; value: number }[]} */
+let tradePoints = [];
+/** A tape read waiting (book changes close together make one read). @type {ReturnType<typeof setTimeout> | null} */
+let tradesTimer = null;
+/** Trades of the charted token read from the tape. */
+const TRADES_SHOWN = 200;
 /** @type {any[]} */
 let priceLines = [];
 /** Prices of the lines drawn on the chart: its autoscale takes them in. @type {number[]} */
@@ -599,12 +608,55 @@ async function selectToken(tokenId) {
     priceFormat: { type: 'price', precision: 3, minMove: 0.001 },
     autoscaleInfoProvider: autoscaleWithLevels,
   });
+  if (tradeSeries) chart.removeSeries(tradeSeries);
+  tradeSeries = chart.addSeries(LightweightCharts.LineSeries, {
+    color: '#f5a623',
+    lineVisible: false,
+    pointMarkersVisible: true,
+    pointMarkersRadius: 3,
+    lastValueVisible: false,
+    priceLineVisible: false,
+    priceFormat: { type: 'price', precision: 3, minMove: 0.001 },
+    autoscaleInfoProvider: autoscaleWithLevels,
+  });
+  tradePoints = [];
+  void loadTrades(tokenId);
   priceLines = [];
   drawLevels();
   // a book already subscribed (a held token) is not pushed again: plot its last mid at once
   const last = mids.get(tokenId);
   if (last) series.update({ time: Math.floor(last.at / 1000), value: Number(decimal(last.mid)) });
   wantBook(tokenId, 'chart');
+}
+
+/**
+ * Plots the last {@link TRADES_SHOWN} trades of `tokenId` from the tape (newest first there), one
+ * point per second: the price of the second's last trade. A failed read leaves the points shown.
+ * @param {string} tokenId
+ */
+async function loadTrades(tokenId) {
+  /** @type {{ trades: { block_timestamp: number; price: string }[] }} */
+  let body;
+  try {
+    body = await get(`/trades?token_id=${tokenId}&limit=${TRADES_SHOWN}`);
+  } catch {
+    return;
+  }
+  if (tokenId !== chartToken || !tradeSeries) return;
+  /** @type {Map<number, number>} */
+  const bySecond = new Map();
+  for (const t of [...body.trades].reverse()) bySecond.set(t.block_timestamp, Number(t.price));
+  tradePoints = [...bySecond].map(([time, value]) => ({ time, value }));
+  tradeSeries.setData(tradePoints);
+}
+
+/** Reads the charted token's tape again in a second (the book changes of that second make one read). */
+function tradesChanged() {
+  if (tradesTimer) return;
+  tradesTimer = setTimeout(() => {
+    tradesTimer = null;
+    if (chartToken) void loadTrades(chartToken);
+  }, 1000);
 }
 
 /**
@@ -629,6 +681,8 @@ function onBook(b) {
   if (held && needsBook(held)) drawPosition(held, false);
   if (b.token_id === chartToken && series && mid !== null)
     series.update({ time: Math.floor(b.at / 1000), value: Number(decimal(mid)) });
+  // a trade changes the book: read the tape again (at most once a second while the book moves)
+  if (b.token_id === chartToken) tradesChanged();
 }
 
 /** @param {boolean} on @param {string} label */
@@ -728,6 +782,8 @@ function forgetBoard() {
   if (chart) chart.remove();
   chart = null;
   series = null;
+  tradeSeries = null;
+  tradePoints = [];
   priceLines = [];
   levelPrices = [];
   chartToken = null;
@@ -756,6 +812,8 @@ Object.defineProperty(window, 'dashboardChart', {
   value: Object.freeze({
     token: () => chartToken,
     levels: () => [...levelPrices],
+    /** The tape's trades plotted: `{time, value}` (block second, price), oldest first. */
+    trades: () => tradePoints.map((x) => ({ ...x })),
     /** @param {number} price */
     coordinate: (price) => series?.priceToCoordinate(price) ?? null,
     height: () => chart?.paneSize().height ?? 0,

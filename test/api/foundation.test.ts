@@ -234,5 +234,32 @@ describe('API foundation', () => {
         expectError(res, 501, 'not_implemented');
       },
     );
+
+    // a misspelt cursor or offset must not serve page 1 again: every route with a query (every paged
+    // read, every data read) refuses a parameter it does not declare, and names it
+    it.each(
+      ROUTES.filter((r) => r.query)
+        .flatMap((r) => [r, ...(r.v1 ? [{ ...r, path: r.path.replace('/v2/', '/v1/') }] : [])])
+        .map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const),
+    )('%s: an unknown query parameter is a 400 naming it, and changes nothing', async (_n, route) => {
+      const before = await svc.call('GET', '/v2/trade/activity?limit=200', {
+        headers: { 'x-partner-user-id': 'matrix' },
+      });
+      for (const q of ['cursorr=abc', 'ofset=10&limit=1', 'Limit=5']) {
+        const res = await svc.call(route.method.toUpperCase(), `${concrete(route.path)}?${q}`, {
+          headers: { 'x-partner-user-id': 'matrix' },
+        });
+        const name = q.split('&')[0]!.split('=')[0]!;
+        expectError(
+          res,
+          400,
+          'invalid_request',
+          new RegExp(`^unknown query parameters? "${name}"(, "\\w+")*: this endpoint takes \\w`),
+        );
+      }
+      expect(
+        (await svc.call('GET', '/v2/trade/activity?limit=200', { headers: { 'x-partner-user-id': 'matrix' } })).body,
+      ).toEqual(before.body);
+    });
   });
 });

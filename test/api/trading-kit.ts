@@ -126,6 +126,8 @@ export async function sellThrough(
 export class Trading {
   /** Ids answered with 2xx (order_id, record_id, bracket_id). */
   readonly acknowledged = new Set<string>();
+  /** Each provisioned user's wallet (`safe_address`, lower-case), by partner user id. */
+  readonly address: Record<string, string> = {};
   private markets: any[] = [];
   private readonly pick = tokenPicker(
     () => this.markets,
@@ -136,7 +138,10 @@ export class Trading {
 
   /** Loads the market list and provisions `users`. */
   async init(users: string[]): Promise<this> {
-    for (const u of users) await this.svc().call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+    for (const u of users) {
+      const r = await this.svc().call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+      this.address[u] = String(r.body.safe_address).toLowerCase();
+    }
     this.markets = (await this.svc().call('GET', '/v2/trade/markets?limit=500')).body.markets;
     return this;
   }
@@ -193,8 +198,8 @@ export class Trading {
     return this.pick(minBid, maxBid);
   }
 
-  /** `u` buys `size` shares of `token` at any price (IOC at 0.99). */
-  async buyShares(u: string, token: string, size: number): Promise<void> {
+  /** `u` buys `size` shares of `token` at any price (IOC at 0.99). @returns the order's answer (its `fills`). */
+  async buyShares(u: string, token: string, size: number): Promise<any> {
     const r = await this.post(u, {
       symbol: token,
       side: 'buy',
@@ -204,6 +209,7 @@ export class Trading {
       time_in_force: 'IOC',
     });
     if (r.body.status !== 'FILLED') throw new Error(`could not buy ${size} shares: ${JSON.stringify(r.body)}`);
+    return r.body;
   }
 
   /**

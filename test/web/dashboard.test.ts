@@ -391,6 +391,43 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 60_000);
 
+  it("the chart plots the token's recent trades from the tape, one point per second, and new ones live", async () => {
+    /** What the chart should show: the tape's last 200 trades of the token, per block second its last price. */
+    const expected = async () => {
+      const tape = (await svc.call('GET', `/v2/trade/trades?token_id=${chartToken}&limit=200`)).body.trades;
+      const bySecond = new Map<number, number>();
+      for (const t of [...tape].reverse()) bySecond.set(t.block_timestamp, Number(t.price));
+      return [...bySecond].map(([time, value]) => ({ time, value }));
+    };
+    const buy = (size: string) =>
+      svc.call('POST', '/v2/trade/order', {
+        headers: as,
+        body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.99', size, time_in_force: 'IOC' },
+      });
+    expect((await buy('5')).body.status).toBe('FILLED');
+    const order = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' },
+    });
+    expect(order.status).toBe(200);
+    const before = await expected();
+    expect(before.length).toBeGreaterThan(0);
+    const p = await loggedIn(key);
+    await p.waitForSelector(`#orders tr[data-id="${order.body.order_id}"]`, { timeout: 5_000 });
+    await p.click(`#orders tr[data-id="${order.body.order_id}"]`);
+    const shown = () => p.evaluate(() => (window as any).dashboardChart.trades());
+    await expect.poll(shown, { timeout: 5_000 }).toEqual(before);
+    // a trade made while the chart is shown (through several ask levels: a new last trade price) appears
+    await new Promise((r) => setTimeout(r, 2_100)); // the next block
+    expect((await buy('400')).body.fills.length).toBeGreaterThan(0);
+    const after = await expected();
+    expect(after.length).toBeGreaterThan(before.length);
+    await expect.poll(shown, { timeout: 5_000 }).toEqual(after);
+    await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-trades.png'), fullPage: true });
+    expect((await svc.call('DELETE', `/v2/trade/orders/${order.body.order_id}`, { headers: as })).status).toBe(200);
+    await p.close();
+  }, 30_000);
+
   it("positions show the server's cur_price and cash_pnl when the rows carry them", async () => {
     const p = await loggingIn(key, (page) =>
       page.route(/\/v2\/trade\/positions\?/, async (route) => {
