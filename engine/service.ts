@@ -17,6 +17,7 @@ import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
 import type { VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
+import { TradeHistory } from './data/history.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -38,6 +39,8 @@ export interface Services {
   wallet: WalletService;
   idempotency: IdempotencyService;
   cursors: CursorCodec;
+  /** The trade history (tape trades, trader fills, cash movements) and its feed of committed records. */
+  history: TradeHistory;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
@@ -78,6 +81,7 @@ export async function startServices(
   const users = await UserService.open(store, clock);
   const idempotency = await IdempotencyService.open(store, clock, log);
   const cursors = await CursorCodec.open(store);
+  const history = await TradeHistory.open(store);
   const hostRef: { current?: ActorHost } = {};
   const timers = new TimerService(store, (t) => hostRef.current!.deliverTimer(t), log, config.schedulerPollMs);
   const host = new ActorHost(actors, timers, clock, log);
@@ -133,6 +137,7 @@ export async function startServices(
     wallet,
     idempotency,
     cursors,
+    history,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,
