@@ -18,6 +18,7 @@ import { SimVenue } from './venue/sim-venue.js';
 import type { VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
+import { Portfolio, venueFacts } from './data/portfolio.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -41,6 +42,8 @@ export interface Services {
   cursors: CursorCodec;
   /** The trade history (tape trades, trader fills, cash movements) and its feed of committed records. */
   history: TradeHistory;
+  /** Every trader's FIFO positions, PnL, volume and windowed figures, kept up to date from {@link history}. */
+  portfolio: Portfolio;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
@@ -101,6 +104,7 @@ export async function startServices(
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
   });
+  const portfolio = await Portfolio.open(history, venueFacts(venue), clock);
   const orders = new OrderService(host, actors, venue, clock, log);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
   const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
@@ -138,6 +142,7 @@ export async function startServices(
     idempotency,
     cursors,
     history,
+    portfolio,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,

@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TraderFill } from '../../engine/data/records.js';
+import { startTestService, type TestService } from '../helpers.js';
+
+let svc: TestService;
+let token: { tokenId: string; conditionId: string; outcome: string; question: string; slug: string };
+
+const WINNER = '0x' + '1a'.repeat(20);
+const LOSER = '0x' + '2b'.repeat(20);
+const TWIN = '0x' + '3c'.repeat(20);
+
+let seq = 0;
+/** Records one fill of `address` through the trade history (its feed keeps the aggregates). */
+async function fill(address: string, side: 'BUY' | 'SELL', size: string, price: string, fee = '0'): Promise<void> {
+  seq++;
+  const s = Math.floor(Date.now() / 1000);
+  const f: TraderFill = {
+    _id: `pf-${seq}:taker`,
+    tradeId: `pf-${seq}`,
+    blockTimestamp: s - (s % 2),
+    logIndex: seq,
+    transactionHash: '0x' + seq.toString(16).padStart(64, '0'),
+    address,
+    userId: null,
+    orderId: null,
+    role: 'taker',
+    atMs: Date.now(),
+    conditionId: token.conditionId,
+    tokenId: token.tokenId,
+    outcome: token.outcome,
+    side,
+    price,
+    size,
+    notionalUsd: String(Number(price) * Number(size)),
+    feeUsd: fee,
+    source: 'venue',
+  };
+  await svc.services.history.recordAlone({ trades: [], fills: [f], cash: [] });
+}
+
+beforeAll(async () => {
+  svc = await startTestService();
+  const m = svc.services.venue.markets()[0]!;
+  const t = m.tokens[0]!;
+  token = { tokenId: t.tokenId, conditionId: m.conditionId, outcome: t.outcome, question: m.question, slug: m.slug };
+  // the winner gains 2 on 10 shares, the loser loses 5 on 100, the twin gains 2 as well
+  await fill(WINNER, 'BUY', '10', '0.4');
+  await fill(WINNER, 'SELL', '10', '0.6');
+  await fill(LOSER, 'BUY', '100', '0.5');
+  await fill(LOSER, 'SELL', '100', '0.45');
+  await fill(TWIN, 'BUY', '4', '0.2');
+  await fill(TWIN, 'SELL', '4', '0.7');
+  await fill(TWIN, 'BUY', '5', '0.3', '0.01');
+});
+
+afterAll(async () => {
+  await svc?.close();
+});
+
+describe('GET /v2/trade/leaderboard', () => {
+  it('ranks by realized PnL over all with competition ranks, and by volume when asked', async () => {
+    const byPnl = await svc.call('GET', '/v2/trade/leaderboard?window=all');
+    expect(byPnl.status).toBe(200);
+    expect(byPnl.body.window).toBe('all');
+    expect(byPnl.body.mode).toBe('pnl');
+    expect(byPnl.body.leaderboard.map((r: any) => [r.rank, r.address, r.pnl])).toEqual([
+      [1, WINNER, '2'],
+      [1, TWIN, '2'],
+      [3, LOSER, '-5'],
+    ]);
+    expect(byPnl.body.total).toBe(3);
+    const byVolume = await svc.call('GET', '/v2/trade/leaderboard?window=all&mode=volume');
+    expect(byVolume.status).toBe(200);
+    expect(byVolume.body.leaderboard.map((r: any) => [r.rank, r.address, r.volume, r.trades])).toEqual([
+      [1, LOSER, '95', 2],
+      [2, WINNER, '10', 2],
+      [3, TWIN, '5.1', 3],
+    ]);
+  });
+
+  it('over a finite window, PnL is the change of marked equity net of flows', async () => {
+    const r = await svc.call('GET', '/v2/trade/leaderboard?window=1d&limit=2&offset=1');
+    expect(r.status).toBe(200);
+    const mark = svc.services.portfolio.mark(token.tokenId)!;
+    // the twin still holds 5 shares bought for 1.51: its equity moved by 2 − 1.51 + 5 × mark
+    const twin = mark.times(5).plus('0.49').toDecimalPlaces(6).toFixed();
+    const all = (await svc.call('GET', '/v2/trade/leaderboard?window=1d')).body.leaderboard;
+    expect(all.find((x: any) => x.address === TWIN).pnl).toBe(String(Number(twin)));
+    expect(r.body).toMatchObject({ count: 2, total: 3, limit: 2, offset: 1, has_more: false });
+  });
+
+  it('answers 400 invalid window for another window, and 400 for a limit above 500', async () => {
+    const bad = await svc.call('GET', '/v2/trade/leaderboard?window=2d');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe('invalid window');
+    const big = await svc.call('GET', '/v2/trade/leaderboard?limit=501');
+    expect(big.status).toBe(400);
+  });
+});
+
+describe('trader reads', () => {
+  it("positions: FIFO size, cost, marks and PnL, open and closed, the market's question and slug", async () => {
+    const r = await svc.call('GET', `/v2/trade/traders/${TWIN.toUpperCase().replace('0X', '0x')}/positions`);
+    expect(r.status).toBe(200);
+    expect(r.body.trader).toBe(TWIN);
+    const [p] = r.body.positions;
+    expect(p).toMatchObject({
+      token_id: token.tokenId,
+      condition_id: token.conditionId,
+      question: token.question,
+      slug: token.slug,
+      status: 'open',
+      size: '5',
+      avg_price: '0.302',
+      cost: '1.51',
+      realized_pnl: '2',
+      total_bought: '9',
+      redeemable: false,
+    });
+    expect(Number(p.unrealized_pnl)).toBeCloseTo(Number(p.current_value) - 1.51, 6);
+    const closed = await svc.call('GET', `/v2/trade/traders/${WINNER}/positions?status=closed`);
+    expect(closed.body.positions.map((x: any) => [x.status, x.size, x.realized_pnl])).toEqual([['closed', '0', '2']]);
+    const open = await svc.call('GET', `/v2/trade/traders/${WINNER}/positions?status=open`);
+    expect(open.body).toMatchObject({ positions: [], total: 0, status: 'open' });
+    expect((await svc.call('GET', `/v2/trade/traders/${WINNER}/positions?limit=1001`)).status).toBe(400);
+    expect((await svc.call('GET', `/v2/trade/traders/0x12/positions`)).status).toBe(400);
+  });
+
+  it('summary, pnl, metrics and categories', async () => {
+    const s = await svc.call('GET', `/v2/trade/traders/${LOSER}`);
+    expect(s.status).toBe(200);
+    expect(s.body).toMatchObject({
+      trader: LOSER,
+      window: 'all',
+      pnl: '-5',
+      realized_pnl: '-5',
+      unrealized_pnl: '0',
+      total_pnl: '-5',
+      volume: '95',
+      trades: 2,
+      win_rate: '0',
+      active_positions: 0,
+      closed_positions: 1,
+    });
+    const pnl = await svc.call('GET', `/v2/trade/traders/${WINNER}/pnl`);
+    expect(pnl.status).toBe(200);
+    expect(pnl.body.windows.map((w: any) => [w.window, w.pnl, w.realized_pnl])).toEqual([
+      ['1d', '2', '2'],
+      ['7d', '2', '2'],
+      ['30d', '2', '2'],
+      ['all', '2', '2'],
+    ]);
+    const m = await svc.call('GET', `/v2/trade/traders/${TWIN}/metrics?window=7d`);
+    expect(m.status).toBe(200);
+    expect(m.body).toMatchObject({ trades: 3, wins: 1, losses: 0, win_rate: '1', volume: '5.1', fees: '0.01' });
+    expect(m.body.average_trade).toBe('1.7');
+    const c = await svc.call('GET', `/v2/trade/traders/${LOSER}/categories`);
+    expect(c.status).toBe(200);
+    const category = /^[a-z0-9]+/i.exec(token.slug)?.[0]?.toLowerCase() ?? 'other';
+    expect(c.body.categories).toEqual([{ category, realized_pnl: '-5', volume: '95', trades: 2, win_rate: '0' }]);
+    const none = await svc.call('GET', `/v2/trade/traders/0x${'9'.repeat(40)}`);
+    expect(none.body).toMatchObject({ trades: 0, pnl: '0', first_trade_at: null });
+    expect((await svc.call('GET', `/v2/trade/traders/${LOSER}?window=1w`)).body.error).toBe('invalid window');
+  });
+});
