@@ -19,6 +19,7 @@ import type { VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
 import { Portfolio, venueFacts } from './data/portfolio.js';
+import { HistoryRecorder } from './data/recorder.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -105,7 +106,8 @@ export async function startServices(
     captureSpeed: config.simCaptureSpeed,
   });
   const portfolio = await Portfolio.open(history, venueFacts(venue), clock);
-  const orders = new OrderService(host, actors, venue, clock, log);
+  const recorder = new HistoryRecorder(history, users, venue);
+  const orders = new OrderService(host, actors, venue, clock, log, recorder);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
   const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
   const t1 = performance.now();
