@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Dec } from '../../engine/decimal.js';
 import type { TraderFill } from '../../engine/data/records.js';
+import { Trading } from './trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 let svc: TestService;
@@ -161,5 +163,132 @@ describe('trader reads', () => {
     const none = await svc.call('GET', `/v2/trade/traders/0x${'9'.repeat(40)}`);
     expect(none.body).toMatchObject({ trades: 0, pnl: '0', first_trade_at: null });
     expect((await svc.call('GET', `/v2/trade/traders/${LOSER}?window=1w`)).body.error).toBe('invalid window');
+  });
+});
+
+describe('through REST orders on the simulated venue', () => {
+  let rest: TestService;
+  const t = new Trading(() => rest);
+  const address: Record<string, string> = {};
+  let yes: string;
+  let no: string;
+  let conditionId: string;
+
+  /** Σ (price × size + fee) of the fills of order `id` of `u`, dollars. */
+  const paid = async (u: string, id: string) =>
+    ((await t.orderById(u, id)).body.fills as any[]).reduce(
+      (a, f) => a.plus(new Dec(f.price).times(f.size)).plus(f.fee_usd),
+      new Dec(0),
+    );
+
+  beforeAll(async () => {
+    rest = await startTestService({ env: { SIM_CONTROL: 'on', SIM_MAKER_REFILL_MS: '3600000' } });
+    for (const u of ['winner', 'loser'])
+      address[u] = (
+        await rest.call('POST', '/v2/trade/users', { body: { partner_user_id: u } })
+      ).body.safe_address.toLowerCase();
+    await t.init([]);
+    yes = (await t.freshToken()).token;
+    const market = (await rest.call('GET', `/v2/trade/markets?token_id=${yes}`)).body.markets[0];
+    conditionId = market.condition_id;
+    no = market.tokens.find((x: any) => x.token_id !== yes).token_id;
+  }, 30_000);
+
+  afterAll(async () => {
+    await rest?.close();
+  });
+
+  it('a winner ranks above a loser by PnL, the other way by volume; positions carry FIFO cost and PnL', async () => {
+    const buyYes = await t.post('winner', {
+      symbol: yes,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: '5',
+      time_in_force: 'IOC',
+    });
+    expect(buyYes.body.status).toBe('FILLED');
+    const buyNo = await t.post('loser', {
+      symbol: no,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: '20',
+      time_in_force: 'IOC',
+    });
+    expect(buyNo.body.status).toBe('FILLED');
+    const sellNo = await t.post('loser', {
+      symbol: no,
+      side: 'sell',
+      type: 'LIMIT',
+      price: '0.01',
+      size: '8',
+      time_in_force: 'IOC',
+    });
+    expect(sellNo.body.status).toBe('FILLED');
+    const winnerCost = await paid('winner', buyYes.body.order_id);
+    const loserCost = await paid('loser', buyNo.body.order_id);
+    const proceeds = ((await t.orderById('loser', sellNo.body.order_id)).body.fills as any[]).reduce(
+      (a, f) => a.plus(new Dec(f.price).times(f.size)).minus(f.fee_usd),
+      new Dec(0),
+    );
+    // FIFO: the 8 shares sold cost 8/20 of the one lot
+    const loserRealized = proceeds.minus(loserCost.times(8).div(20).toDecimalPlaces(6));
+    const lp = await rest.call('GET', `/v2/trade/traders/${address.loser}/positions`);
+    expect(lp.status).toBe(200);
+    expect(lp.body.positions).toEqual([
+      expect.objectContaining({
+        token_id: no,
+        condition_id: conditionId,
+        status: 'open',
+        size: '12',
+        cost: loserCost.minus(loserCost.times(8).div(20).toDecimalPlaces(6)).toFixed(),
+        realized_pnl: loserRealized.toFixed(),
+        total_bought: '20',
+        redeemable: false,
+      }),
+    ]);
+
+    // the market resolves for Yes: the winner's shares are worth $1, the loser's $0
+    const resolved = await rest.call('POST', `/v2/sim/markets/${conditionId}/resolve`, {
+      body: { winning_token_id: yes },
+    });
+    expect(resolved.status).toBe(200);
+    const winnerPnl = new Dec(5).minus(winnerCost);
+    const loserPnl = proceeds.minus(loserCost);
+    const byPnl = await rest.call('GET', '/v2/trade/leaderboard?window=1d');
+    expect(byPnl.status).toBe(200);
+    expect(byPnl.body.leaderboard.map((r: any) => [r.rank, r.address, r.pnl])).toEqual([
+      [1, address.winner, winnerPnl.toFixed()],
+      [2, address.loser, loserPnl.toFixed()],
+    ]);
+    const byVolume = await rest.call('GET', '/v2/trade/leaderboard?window=1d&mode=volume');
+    expect(byVolume.body.leaderboard.map((r: any) => [r.rank, r.address, r.trades > 0])).toEqual([
+      [1, address.loser, true],
+      [2, address.winner, true],
+    ]);
+    // over all, PnL is realized: the winner sold nothing (0), the loser realized its loss on 8 shares
+    const all = await rest.call('GET', '/v2/trade/leaderboard?window=all');
+    expect(all.body.leaderboard.map((r: any) => [r.address, r.pnl])).toEqual([
+      [address.winner, '0'],
+      [address.loser, loserRealized.toFixed()],
+    ]);
+    const wp = await rest.call(
+      'GET',
+      `/v2/trade/traders/${address.winner.toUpperCase().replace('0X', '0x')}/positions?status=open`,
+    );
+    expect(wp.body.trader).toBe(address.winner);
+    expect(wp.body.positions).toEqual([
+      expect.objectContaining({
+        token_id: yes,
+        size: '5',
+        cost: winnerCost.toFixed(),
+        cur_price: '1',
+        current_value: '5',
+        unrealized_pnl: winnerPnl.toFixed(),
+        redeemable: true,
+        market_resolved: true,
+      }),
+    ]);
   });
 });
