@@ -207,7 +207,8 @@ export class Portfolio {
   private hourList: number[] = [];
   private readonly windows: Record<FiniteWindow, SlidingWindow>;
   private readonly tape = new Map<string, PriceSeries>();
-  private readonly boards = new Map<Window, { atMs: number; version: number; rows: WindowFigures[] }>();
+  /** Ranked leaderboards by `<window>:<mode>`, with when and at which {@link version} they were computed. */
+  private readonly boards = new Map<string, { atMs: number; version: number; rows: readonly LeaderRow[] }>();
   /** Records applied so far (a cached leaderboard is stale once it moved). */
   private version = 0;
 
@@ -313,31 +314,31 @@ export class Portfolio {
    * The leaderboard of `window`: traders with a trade, split, merge or redeem in it (the liquidity
    * provider excluded),
    * ranked by PnL or by volume, descending, ties sharing a rank (competition ranks: 1, 2, 2, 4), equal
-   * rows in address order. Computed from the aggregates; kept for {@link BOARD_TTL_MS} while no record
-   * lands (marks move meanwhile).
+   * rows in address order. Computed from the aggregates; served again for {@link BOARD_TTL_MS} while no
+   * record lands (marks move meanwhile).
    */
-  leaderboard(window: Window, by: 'pnl' | 'volume'): LeaderRow[] {
+  leaderboard(window: Window, by: 'pnl' | 'volume'): readonly LeaderRow[] {
     const now = this.clock.now();
-    let board = this.boards.get(window);
-    if (!board || board.version !== this.version || now - board.atMs >= BOARD_TTL_MS || now < board.atMs) {
-      const rows: WindowFigures[] = [];
-      const addresses = window === 'all' ? this.traders.keys() : (this.slide(), this.windows[window].byAddress.keys());
-      for (const a of addresses) {
-        if (a === LIQUIDITY_PROVIDER_ADDRESS) continue;
-        const f = this.windowFigures(a, window);
-        if (f && (f.figures.trades > 0 || !f.figures.cash.isZero())) rows.push(f);
-      }
-      board = { atMs: now, version: this.version, rows };
-      this.boards.set(window, board);
+    const cacheKey = `${window}:${by}`;
+    const cached = this.boards.get(cacheKey);
+    if (cached && cached.version === this.version && now >= cached.atMs && now - cached.atMs < BOARD_TTL_MS)
+      return cached.rows;
+    const rows: WindowFigures[] = [];
+    const addresses = window === 'all' ? this.traders.keys() : (this.slide(), this.windows[window].byAddress.keys());
+    for (const a of addresses) {
+      if (a === LIQUIDITY_PROVIDER_ADDRESS) continue;
+      const f = this.windowFigures(a, window);
+      if (f && (f.figures.trades > 0 || !f.figures.cash.isZero())) rows.push(f);
     }
     const key = (r: WindowFigures) => (by === 'pnl' ? r.pnl : r.figures.volume);
-    const sorted = [...board.rows].sort((a, b) => key(b).comparedTo(key(a)) || (a.address < b.address ? -1 : 1));
-    const out: LeaderRow[] = [];
-    sorted.forEach((r, i) => {
-      const prev = out[i - 1];
-      out.push({ ...r, rank: prev && key(prev).eq(key(r)) ? prev.rank : i + 1 });
+    rows.sort((a, b) => key(b).comparedTo(key(a)) || (a.address < b.address ? -1 : 1));
+    const ranked: LeaderRow[] = [];
+    rows.forEach((r, i) => {
+      const prev = ranked[i - 1];
+      ranked.push({ ...r, rank: prev && key(prev).eq(key(r)) ? prev.rank : i + 1 });
     });
-    return out;
+    this.boards.set(cacheKey, { atMs: now, version: this.version, rows: ranked });
+    return ranked;
   }
 
   private agg(address: string, atMs: number): TraderAggregate {

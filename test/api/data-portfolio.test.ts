@@ -275,7 +275,7 @@ describe('through REST orders on the simulated venue', () => {
     ]);
     const wp = await rest.call(
       'GET',
-      `/v2/trade/traders/${address.winner.toUpperCase().replace('0X', '0x')}/positions?status=open`,
+      `/v2/trade/traders/${address.winner!.toUpperCase().replace('0X', '0x')}/positions?status=open`,
     );
     expect(wp.body.trader).toBe(address.winner);
     expect(wp.body.positions).toEqual([
