@@ -1,4 +1,8 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { Dec } from '../../engine/decimal.js';
 import type { TraderFill } from '../../engine/data/records.js';
 import { Trading } from './trading-kit.js';
@@ -181,8 +185,12 @@ describe('through REST orders on the simulated venue', () => {
       new Dec(0),
     );
 
+  const env = { SIM_CONTROL: 'on', SIM_MAKER_REFILL_MS: '3600000' };
+  let dir: string;
+
   beforeAll(async () => {
-    rest = await startTestService({ env: { SIM_CONTROL: 'on', SIM_MAKER_REFILL_MS: '3600000' } });
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-portfolio-'));
+    rest = await startTestService({ store: await SqliteStore.open(dir), env });
     for (const u of ['winner', 'loser'])
       address[u] = (
         await rest.call('POST', '/v2/trade/users', { body: { partner_user_id: u } })
@@ -196,6 +204,7 @@ describe('through REST orders on the simulated venue', () => {
 
   afterAll(async () => {
     await rest?.close();
+    await fs.rm(dir, { recursive: true, force: true });
   });
 
   it('a winner ranks above a loser by PnL, the other way by volume; positions carry FIFO cost and PnL', async () => {
@@ -291,4 +300,20 @@ describe('through REST orders on the simulated venue', () => {
       }),
     ]);
   });
+
+  it('a restart rebuilds the same aggregates from the stored history', async () => {
+    const reads = [
+      '/v2/trade/leaderboard?window=all',
+      '/v2/trade/leaderboard?window=7d&mode=volume',
+      `/v2/trade/traders/${address.loser}/positions`,
+      `/v2/trade/traders/${address.winner}`,
+      `/v2/trade/traders/${address.loser}/metrics`,
+    ];
+    const before = await Promise.all(reads.map((r) => rest.call('GET', r)));
+    await rest.close();
+    rest = await startTestService({ store: await SqliteStore.open(dir), env });
+    const after = await Promise.all(reads.map((r) => rest.call('GET', r)));
+    expect(after.map((r) => [r.status, r.body])).toEqual(before.map((r) => [r.status, r.body]));
+    expect(before[0]!.body.leaderboard.length).toBe(2);
+  }, 30_000);
 });
