@@ -18,8 +18,10 @@ import { SimVenue } from './venue/sim-venue.js';
 import type { VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
-import { Portfolio, venueFacts } from './data/portfolio.js';
+import { Portfolio, portfolioFacts } from './data/portfolio.js';
 import { HistoryRecorder } from './data/recorder.js';
+import { MarketRegistry } from './data/markets.js';
+import { loadRealHistory } from './data/real-history.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -43,6 +45,8 @@ export interface Services {
   cursors: CursorCodec;
   /** The trade history (tape trades, trader fills, cash movements) and its feed of committed records. */
   history: TradeHistory;
+  /** Question, outcome and slug of the venue's markets and of the loaded real history's (data reads). */
+  markets: MarketRegistry;
   /** Every trader's FIFO positions, PnL, volume and windowed figures, kept up to date from {@link history}. */
   portfolio: Portfolio;
   /** Epoch ms the services started. */
@@ -105,7 +109,9 @@ export async function startServices(
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
   });
-  const portfolio = await Portfolio.open(history, venueFacts(venue), clock);
+  const markets = new MarketRegistry(venue);
+  const realHistory = await loadRealHistory(store, history, markets, clock);
+  const portfolio = await Portfolio.open(history, portfolioFacts(venue, markets), clock);
   const recorder = new HistoryRecorder(history, users, venue);
   const orders = new OrderService(host, actors, venue, clock, log, recorder);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
@@ -122,7 +128,15 @@ export async function startServices(
     reconcile: Math.round(performance.now() - t2),
   };
   log.info(
-    { restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled, startPhasesMs },
+    {
+      restored,
+      quarantined,
+      reconciled,
+      strategies: strategiesReconciled,
+      wallet: walletReconciled,
+      realHistory,
+      startPhasesMs,
+    },
     'actors restored and reconciled with the venue',
   );
   await timers.start();
@@ -144,6 +158,7 @@ export async function startServices(
     idempotency,
     cursors,
     history,
+    markets,
     portfolio,
     startedAtMs: clock.now(),
     restoredAtStart: restored,

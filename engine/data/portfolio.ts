@@ -18,13 +18,15 @@
  *   hours before it (`blockTimestamp` of the records);
  * - flows: the initial credit, withdrawals and their refunds, copytrade transfers (they move cash in or
  *   out without being PnL).
- * - category: the market's tag from {@link MarketFacts}, else the leading word of its slug, else `other`.
+ * - category: the market's tag from {@link PortfolioFacts}, else the leading word of its event's slug (else
+ *   of its slug), else `other`.
  */
 
 import type { Decimal } from 'decimal.js';
 import type { Clock } from '../clock.js';
 import { Dec, dec, ONE, ZERO } from '../decimal.js';
 import type { VenuePort } from '../venue/port.js';
+import type { MarketRegistry } from './markets.js';
 import { chainOrder, LotBook, type Disposition, type PositionLots, type PriceOf } from './lots.js';
 import {
   LIQUIDITY_PROVIDER_ADDRESS,
@@ -52,6 +54,8 @@ export interface TokenFacts {
   conditionId: string;
   question: string;
   slug: string;
+  /** The slug of the market's event, when known. */
+  eventSlug?: string | null;
   outcome: string;
   /** The market's tag when the registry has one. */
   tag?: string | null;
@@ -61,8 +65,8 @@ export interface TokenFacts {
   winner: boolean | null;
 }
 
-/** The markets' facts and current marks (the venue's, see {@link venueFacts}). */
-export interface MarketFacts {
+/** The markets' facts and current marks (see {@link portfolioFacts}). */
+export interface PortfolioFacts {
   /** Facts of `tokenId`, or undefined when no registry knows it. */
   token(tokenId: string): TokenFacts | undefined;
   /** The current mark of `tokenId` (decimal probability), or null when it has none. */
@@ -84,19 +88,27 @@ export function venueMark(venue: VenuePort, tokenId: string): Decimal | null {
   return last !== undefined ? dec(last) : (bid ?? ask ?? null);
 }
 
-/** {@link MarketFacts} from the venue's listing (question, slug, outcome, resolution) and marks. */
-export function venueFacts(venue: VenuePort): MarketFacts {
+/**
+ * {@link PortfolioFacts} from the market registry (question, slug, event slug and outcome of the venue's
+ * markets and of the loaded history's), the venue's resolutions and its marks.
+ */
+export function portfolioFacts(
+  venue: VenuePort,
+  registry: Pick<MarketRegistry, 'tokenOf' | 'marketOf'>,
+): PortfolioFacts {
   return {
     token(tokenId) {
-      const info = venue.token(tokenId);
-      if (!info) return undefined;
-      const status = venue.marketStatus(info.conditionId);
+      const t = registry.tokenOf(tokenId);
+      if (!t) return undefined;
+      const m = registry.marketOf(t.conditionId);
+      const status = venue.marketStatus(t.conditionId);
       const resolved = status?.resolved ?? false;
       return {
-        conditionId: info.conditionId,
-        question: info.question,
-        slug: venue.market(info.conditionId)?.slug ?? '',
-        outcome: info.outcome,
+        conditionId: t.conditionId,
+        question: m?.question ?? '',
+        slug: m?.slug ?? '',
+        eventSlug: m?.eventSlug ?? null,
+        outcome: t.outcome,
         resolved,
         winner: resolved ? status?.winningTokenId === tokenId : null,
       };
@@ -105,10 +117,13 @@ export function venueFacts(venue: VenuePort): MarketFacts {
   };
 }
 
-/** The category of a market: its tag, else its slug's leading word (lower-case), else `other`. */
-export function categoryOf(facts: Pick<TokenFacts, 'tag' | 'slug'> | undefined): string {
+/**
+ * The category of a market: its tag, else the leading word of its event's slug (else of its own slug),
+ * lower-case, else `other`.
+ */
+export function categoryOf(facts: Pick<TokenFacts, 'tag' | 'slug' | 'eventSlug'> | undefined): string {
   if (facts?.tag) return facts.tag;
-  const word = /^[a-z0-9]+/i.exec(facts?.slug ?? '')?.[0];
+  const word = /^[a-z0-9]+/i.exec(facts?.eventSlug || facts?.slug || '')?.[0];
   return word ? word.toLowerCase() : 'other';
 }
 
@@ -217,7 +232,7 @@ export class Portfolio {
    * @param clock the window's "now".
    */
   constructor(
-    private readonly facts: MarketFacts,
+    private readonly facts: PortfolioFacts,
     private readonly clock: Clock,
   ) {
     const hour = Math.floor(clock.now() / 1000 / HOUR_S);
@@ -229,7 +244,7 @@ export class Portfolio {
    * Builds the aggregates from `feed`: subscribes, replays the history so far, then applies the batches
    * that were committed meanwhile (a record the replay already gave is not applied twice).
    */
-  static async open(feed: TradeHistoryFeed, facts: MarketFacts, clock: Clock): Promise<Portfolio> {
+  static async open(feed: TradeHistoryFeed, facts: PortfolioFacts, clock: Clock): Promise<Portfolio> {
     const p = new Portfolio(facts, clock);
     let pending: RecordedBatch[] | null = [];
     const pendingIds = new Set<string>();

@@ -44,6 +44,18 @@ async function fill(address: string, side: 'BUY' | 'SELL', size: string, price: 
   await svc.services.history.recordAlone({ trades: [], fills: [f], cash: [] });
 }
 
+/** The rows of `addresses`, in the board's order. */
+const only = (rows: any[], addresses: string[]) => rows.filter((r) => addresses.includes(r.address));
+
+/** Ranks are competition ranks of `key`, descending: a tie shares the rank, the next row's rank is its place. */
+function expectCompetitionRanks(rows: any[], key: 'pnl' | 'volume'): void {
+  rows.forEach((r, i) => {
+    const prev = rows[i - 1];
+    if (prev) expect(new Dec(prev[key]).gte(r[key])).toBe(true);
+    expect(r.rank).toBe(prev && new Dec(prev[key]).eq(r[key]) ? prev.rank : i + 1);
+  });
+}
+
 beforeAll(async () => {
   svc = await startTestService();
   const m = svc.services.venue.markets()[0]!;
@@ -65,22 +77,27 @@ afterAll(async () => {
 
 describe('GET /v2/trade/leaderboard', () => {
   it('ranks by realized PnL over all with competition ranks, and by volume when asked', async () => {
-    const byPnl = await svc.call('GET', '/v2/trade/leaderboard?window=all');
+    // the loaded real history's wallets are on the board too: check the ranks of all, the order of ours
+    const byPnl = await svc.call('GET', '/v2/trade/leaderboard?window=all&limit=500');
     expect(byPnl.status).toBe(200);
-    expect(byPnl.body.window).toBe('all');
-    expect(byPnl.body.mode).toBe('pnl');
-    expect(byPnl.body.leaderboard.map((r: any) => [r.rank, r.address, r.pnl])).toEqual([
-      [1, WINNER, '2'],
-      [1, TWIN, '2'],
-      [3, LOSER, '-5'],
+    expect(byPnl.body).toMatchObject({ window: 'all', mode: 'pnl', has_more: false });
+    expectCompetitionRanks(byPnl.body.leaderboard, 'pnl');
+    const ours = only(byPnl.body.leaderboard, [WINNER, LOSER, TWIN]);
+    expect(ours.map((r: any) => [r.address, r.pnl])).toEqual([
+      [WINNER, '2'],
+      [TWIN, '2'],
+      [LOSER, '-5'],
     ]);
-    expect(byPnl.body.total).toBe(3);
-    const byVolume = await svc.call('GET', '/v2/trade/leaderboard?window=all&mode=volume');
+    expect(ours[0].rank).toBe(ours[1].rank);
+    const byVolume = await svc.call('GET', '/v2/trade/leaderboard?window=all&mode=volume&limit=500');
     expect(byVolume.status).toBe(200);
-    expect(byVolume.body.leaderboard.map((r: any) => [r.rank, r.address, r.volume, r.trades])).toEqual([
-      [1, LOSER, '95', 2],
-      [2, WINNER, '10', 2],
-      [3, TWIN, '5.1', 3],
+    expectCompetitionRanks(byVolume.body.leaderboard, 'volume');
+    expect(
+      only(byVolume.body.leaderboard, [WINNER, LOSER, TWIN]).map((r: any) => [r.address, r.volume, r.trades]),
+    ).toEqual([
+      [LOSER, '95', 2],
+      [WINNER, '10', 2],
+      [TWIN, '5.1', 3],
     ]);
   });
 
@@ -167,6 +184,28 @@ describe('trader reads', () => {
     const none = await svc.call('GET', `/v2/trade/traders/0x${'9'.repeat(40)}`);
     expect(none.body).toMatchObject({ trades: 0, pnl: '0', first_trade_at: null });
     expect((await svc.call('GET', `/v2/trade/traders/${LOSER}?window=1w`)).body.error).toBe('invalid window');
+  });
+});
+
+describe('the loaded real history', () => {
+  it("the leader wallet's 470 buys make its positions, metrics and categories, its markets named", async () => {
+    const leader = '0xb77b6ef359f02192fb077227499f9f853d4870a5';
+    const m = await svc.call('GET', `/v2/trade/traders/${leader}/metrics`);
+    expect(m.status).toBe(200);
+    expect(m.body).toMatchObject({ trades: 470, wins: 0, losses: 0 });
+    const p = await svc.call('GET', `/v2/trade/traders/${leader}/positions?limit=1000`);
+    expect(p.status).toBe(200);
+    expect(p.body.total).toBe(p.body.count);
+    // every row a buy without fee: the open lots cost what was traded
+    const cost = (p.body.positions as any[]).reduce((a, x) => a.plus(x.cost), new Dec(0));
+    expect(cost.toFixed()).toBe(m.body.volume);
+    expect(p.body.positions.every((x: any) => x.status === 'open' && x.question !== '' && x.category !== 'other')).toBe(
+      true,
+    );
+    const c = await svc.call('GET', `/v2/trade/traders/${leader}/categories`);
+    expect(c.body.categories.reduce((a: number, x: any) => a + x.trades, 0)).toBe(470);
+    const s = await svc.call('GET', `/v2/trade/traders/${leader}`);
+    expect(s.body).toMatchObject({ trades: 470, active_positions: p.body.total, closed_positions: 0 });
   });
 });
 
@@ -277,8 +316,8 @@ describe('through REST orders on the simulated venue', () => {
       [2, address.winner, true],
     ]);
     // over all, PnL is realized: the winner sold nothing (0), the loser realized its loss on 8 shares
-    const all = await rest.call('GET', '/v2/trade/leaderboard?window=all');
-    expect(all.body.leaderboard.map((r: any) => [r.address, r.pnl])).toEqual([
+    const all = await rest.call('GET', '/v2/trade/leaderboard?window=all&limit=500');
+    expect(only(all.body.leaderboard, [address.winner!, address.loser!]).map((r: any) => [r.address, r.pnl])).toEqual([
       [address.winner, '0'],
       [address.loser, loserRealized.toFixed()],
     ]);
@@ -303,7 +342,7 @@ describe('through REST orders on the simulated venue', () => {
 
   it('a restart rebuilds the same aggregates from the stored history', async () => {
     const reads = [
-      '/v2/trade/leaderboard?window=all',
+      '/v2/trade/leaderboard?window=all&limit=500',
       '/v2/trade/leaderboard?window=7d&mode=volume',
       `/v2/trade/traders/${address.loser}/positions`,
       `/v2/trade/traders/${address.winner}`,
@@ -314,6 +353,6 @@ describe('through REST orders on the simulated venue', () => {
     rest = await startTestService({ store: await SqliteStore.open(dir), env });
     const after = await Promise.all(reads.map((r) => rest.call('GET', r)));
     expect(after.map((r) => [r.status, r.body])).toEqual(before.map((r) => [r.status, r.body]));
-    expect(before[0]!.body.leaderboard.length).toBe(2);
+    expect(only(before[0]!.body.leaderboard, [address.winner!, address.loser!]).length).toBe(2);
   }, 30_000);
 });

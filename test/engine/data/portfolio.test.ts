@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../engine/clock.js';
 import { Dec } from '../../../engine/decimal.js';
-import { Portfolio, type MarketFacts } from '../../../engine/data/portfolio.js';
+import { Portfolio, type PortfolioFacts } from '../../../engine/data/portfolio.js';
 import type { CashMove, RecordedBatch, TapeTrade, TradeHistoryFeed, TraderFill } from '../../../engine/data/records.js';
 
 const A = '0x' + 'a1'.repeat(20);
@@ -12,7 +12,7 @@ const DAY = 24 * HOUR;
 
 let seq = 0;
 const marks = new Map<string, Dec>();
-const facts: MarketFacts = {
+const facts: PortfolioFacts = {
   token: (tokenId) => ({
     conditionId: 'c',
     question: 'Will it?',
