@@ -823,8 +823,8 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.read',
     summary: "A trader's realized PnL and volume by market category",
     description:
-      "All time, by volume descending. A market's category is its tag, else the leading word of its slug, " +
-      'else `other`.',
+      "All time, by volume descending. A market's category is its tag, else the leading word of its event's " +
+      'slug (else of its own slug, lower-case), else `other` (`btc-5min-up-or-down-…` → `btc`).',
     query: { properties: {} },
     responses: { 200: TraderCategories },
     handler: traderCategories,

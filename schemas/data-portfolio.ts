@@ -49,7 +49,10 @@ export const TraderPosition = {
     outcome: { type: 'string' },
     question: { type: 'string', description: "The market's question ('' when no registry knows the market)." },
     slug: { type: 'string' },
-    category: { type: 'string', description: "The market's tag, else its slug's leading word, else `other`." },
+    category: {
+      type: 'string',
+      description: "The market's tag, else its event slug's (else its slug's) leading word, else `other`.",
+    },
     status: { enum: ['open', 'closed'], description: '`open` while shares are held, `closed` once none are.' },
     size: { ...Amount, description: 'Shares held (Σ open FIFO lots).' },
     avg_price: { ...Amount, description: 'cost / size (fees included), 6 decimals; "0" when closed.' },
