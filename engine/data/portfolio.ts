@@ -140,13 +140,15 @@ export class Figures {
   /** Trading cash (fills, splits, merges, redeems, combo cash), dollars. */
   cash: Decimal = ZERO;
 
-  /** Adds (`sign` 1) or removes (−1) `o`. */
+  /** Adds (`sign` 1) or removes (−1) `o` (zero figures cost nothing: most records move only a few). */
   add(o: Figures, sign: 1 | -1 = 1): void {
-    this.realized = this.realized.plus(o.realized.times(sign));
-    this.volume = this.volume.plus(o.volume.times(sign));
-    this.shares = this.shares.plus(o.shares.times(sign));
-    this.fees = this.fees.plus(o.fees.times(sign));
-    this.cash = this.cash.plus(o.cash.times(sign));
+    const move = (mine: Decimal, theirs: Decimal) =>
+      theirs.isZero() ? mine : sign === 1 ? mine.plus(theirs) : mine.minus(theirs);
+    this.realized = move(this.realized, o.realized);
+    this.volume = move(this.volume, o.volume);
+    this.shares = move(this.shares, o.shares);
+    this.fees = move(this.fees, o.fees);
+    this.cash = move(this.cash, o.cash);
     this.trades += o.trades * sign;
     this.wins += o.wins * sign;
     this.losses += o.losses * sign;
@@ -165,7 +167,10 @@ class Slice extends Figures {
 
   addSlice(o: Slice, sign: 1 | -1): void {
     this.add(o, sign);
-    for (const [t, d] of o.deltas) this.deltas.set(t, (this.deltas.get(t) ?? ZERO).plus(d.times(sign)));
+    for (const [t, d] of o.deltas) {
+      const mine = this.deltas.get(t) ?? ZERO;
+      this.deltas.set(t, sign === 1 ? mine.plus(d) : mine.minus(d));
+    }
   }
 }
 
@@ -222,6 +227,8 @@ export class Portfolio {
   private hourList: number[] = [];
   private readonly windows: Record<FiniteWindow, SlidingWindow>;
   private readonly tape = new Map<string, PriceSeries>();
+  /** Category by token id, once its market is known. */
+  private readonly categories = new Map<string, string>();
   /** Ranked leaderboards by `<window>:<mode>`, with when and at which {@link version} they were computed. */
   private readonly boards = new Map<string, { atMs: number; version: number; rows: readonly LeaderRow[] }>();
   /** Records applied so far (a cached leaderboard is stale once it moved). */
@@ -367,6 +374,17 @@ export class Portfolio {
     return a;
   }
 
+  /** The category of `tokenId`'s market (a market's facts do not change its category: kept per token). */
+  private categoryOfToken(tokenId: string): string {
+    let c = this.categories.get(tokenId);
+    if (c === undefined) {
+      const facts = this.facts.token(tokenId);
+      c = categoryOf(facts);
+      if (facts) this.categories.set(tokenId, c);
+    }
+    return c;
+  }
+
   private tapePrice(t: TapeTrade): void {
     const hour = Math.floor(t.blockTimestamp / HOUR_S);
     let s = this.tape.get(t.tokenId);
@@ -436,7 +454,7 @@ export class Portfolio {
     tokenId: string | undefined,
   ): void {
     const gains = new Map<string, Decimal>();
-    for (const d of ds) gains.set(d.tokenId, (gains.get(d.tokenId) ?? ZERO).plus(d.gain));
+    for (const d of ds) gains.set(d.tokenId, d.gain.plus(gains.get(d.tokenId) ?? ZERO));
     for (const g of gains.values()) {
       fig.realized = fig.realized.plus(g);
       if (g.gt(0)) fig.wins++;
@@ -444,8 +462,7 @@ export class Portfolio {
     }
     const a = this.agg(address, atMs);
     a.total.add(fig);
-    const facts = tokenId === undefined ? undefined : this.facts.token(tokenId);
-    const category = categoryOf(facts);
+    const category = tokenId === undefined ? categoryOf(undefined) : this.categoryOfToken(tokenId);
     let cat = a.categories.get(category);
     if (!cat) a.categories.set(category, (cat = new Figures()));
     cat.add(fig);
