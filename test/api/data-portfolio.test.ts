@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { Dec } from '../../engine/decimal.js';
 import type { TraderFill } from '../../engine/data/records.js';
-import { Trading } from './trading-kit.js';
+import { poll, Trading } from './trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 let svc: TestService;
@@ -338,6 +338,60 @@ describe('through REST orders on the simulated venue', () => {
         market_resolved: true,
       }),
     ]);
+  });
+
+  it("a redeem realizes the winner's gain: over all it ranks first, its position is closed", async () => {
+    const cost = new Dec(
+      (await rest.call('GET', `/v2/trade/traders/${address.winner}/positions`)).body.positions[0].cost,
+    );
+    const redeem = await rest.call('POST', '/v2/trade/positions/redeem', {
+      body: { condition_id: conditionId },
+      headers: t.as('winner'),
+    });
+    expect(redeem.status).toBe(200);
+    const gain = new Dec(5).minus(cost).toFixed();
+    const summary = await poll(
+      'the redeem realized',
+      () => rest.call('GET', `/v2/trade/traders/${address.winner}`),
+      (r) => r.body.realized_pnl === gain,
+    );
+    expect(summary.body).toMatchObject({ pnl: gain, active_positions: 0, closed_positions: 1, unrealized_pnl: '0' });
+    const all = await rest.call('GET', '/v2/trade/leaderboard?window=all&limit=500');
+    expect(only(all.body.leaderboard, [address.winner!, address.loser!]).map((r: any) => r.address)).toEqual([
+      address.winner,
+      address.loser,
+    ]);
+    const p = (await rest.call('GET', `/v2/trade/traders/${address.winner}/positions?status=closed`)).body;
+    expect(p.positions).toEqual([
+      expect.objectContaining({ token_id: yes, status: 'closed', size: '0', cost: '0', realized_pnl: gain }),
+    ]);
+  });
+
+  it('a split acquires both outcomes at half the dollars each (no price yet), a merge disposes of both', async () => {
+    const fresh = (await t.freshToken()).token;
+    const m = (await rest.call('GET', `/v2/trade/markets?token_id=${fresh}`)).body.markets[0];
+    const as = { headers: t.as('loser') };
+    const split = await rest.call('POST', '/v2/trade/positions/split', {
+      ...as,
+      body: { condition_id: m.condition_id, amount: '10' },
+    });
+    expect(split.status).toBe(200);
+    const merge = await rest.call('POST', '/v2/trade/positions/merge', {
+      ...as,
+      body: { condition_id: m.condition_id, amount: '4' },
+    });
+    expect(merge.status).toBe(200);
+    const rows = await poll(
+      'the split and the merge recorded',
+      async () =>
+        (await rest.call('GET', `/v2/trade/traders/${address.loser}/positions`)).body.positions.filter(
+          (x: any) => x.condition_id === m.condition_id,
+        ),
+      (r: any[]) => r.length === 2 && r.every((x) => x.size === '6'),
+    );
+    expect(rows.map((x: any) => [x.outcome, x.size, x.cost, x.avg_price, x.realized_pnl, x.total_bought])).toEqual(
+      m.tokens.map((tk: any) => [tk.outcome, '6', '3', '0.5', '0', '10']),
+    );
   });
 
   it('a restart rebuilds the same aggregates from the stored history', async () => {
