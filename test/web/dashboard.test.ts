@@ -395,6 +395,23 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 60_000);
 
+  it("positions show the server's cur_price and cash_pnl when the rows carry them", async () => {
+    const p = await loggingIn(key, (page) =>
+      page.route(/\/v2\/trade\/positions\?/, async (route) => {
+        const response = await route.fetch();
+        const body = await response.json();
+        body.positions = body.positions.map((x: any) => ({ ...x, cur_price: '0.615', cash_pnl: '-1.235' }));
+        await route.fulfill({ response, json: body });
+      }),
+    );
+    await p.waitForSelector('#positions tbody tr', { timeout: 10_000 });
+    const rows = await p.$$eval('#positions tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-id')));
+    expect(rows.length).toBeGreaterThan(0);
+    for (const id of rows)
+      expect(await cells(p, `#positions tr[data-id="${id}"]`).then((c) => [c[6], c[7]])).toEqual(['0.615', '-$1.24']);
+    await p.close();
+  }, 30_000);
+
   it('positions show the realized PnL of a partial sell beside the unrealized, live', async () => {
     const p = await loggedIn(key);
     const other = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter(
@@ -418,23 +435,6 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await expect
       .poll(() => cells(p, row).then((c) => [c[2], c[7], c[8]]), { timeout: 5_000 })
       .toEqual([after.size, signedUsd(after.cash_pnl), signedUsd(after.realized_pnl)]);
-    await p.close();
-  }, 30_000);
-
-  it("positions show the server's cur_price and cash_pnl when the rows carry them", async () => {
-    const p = await loggingIn(key, (page) =>
-      page.route(/\/v2\/trade\/positions\?/, async (route) => {
-        const response = await route.fetch();
-        const body = await response.json();
-        body.positions = body.positions.map((x: any) => ({ ...x, cur_price: '0.615', cash_pnl: '-1.235' }));
-        await route.fulfill({ response, json: body });
-      }),
-    );
-    await p.waitForSelector('#positions tbody tr', { timeout: 10_000 });
-    const rows = await p.$$eval('#positions tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-id')));
-    expect(rows.length).toBeGreaterThan(0);
-    for (const id of rows)
-      expect(await cells(p, `#positions tr[data-id="${id}"]`).then((c) => [c[6], c[7]])).toEqual(['0.615', '-$1.24']);
     await p.close();
   }, 30_000);
 
