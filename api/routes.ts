@@ -125,10 +125,23 @@ const PNL_MEANING =
   'not PnL. Over `all` it is the realized PnL: Σ over dispositions (sells, merges, redeems, FIFO) of proceeds ' +
   'net of fees − cost basis (fees included). Dollars, decimal strings.';
 /** `window` of the trader reads (default `all`). */
-const TRADER_WINDOW = {
-  enum: ['1d', '7d', '30d', 'all'],
-  description: 'Window of the figures (default `all`); another value → 400 `invalid window`.',
+const TRADER_WINDOW_QUERY = {
+  properties: {
+    window: {
+      enum: ['1d', '7d', '30d', 'all'],
+      description: 'Window of the figures (default `all`); another value → 400 `invalid window`.',
+    },
+  },
+  errorStrings: { window: 'invalid window' },
 };
+/** What every public read of one trader shares (GET, the address in the path, `trade.read`, no user). */
+const TRADER_READ = {
+  method: 'get',
+  params: ADDRESS_PATH,
+  scope: 'trade.read',
+  user: 'none',
+  tag: 'trade.read',
+} as const satisfies Partial<RouteSpec>;
 const COMPOUND_CURSOR = {
   cursor_ts: {
     type: 'integer',
@@ -749,12 +762,8 @@ export const ROUTES: RouteSpec[] = [
     handler: leaderboard,
   },
   {
-    method: 'get',
+    ...TRADER_READ,
     path: `${V2}/traders/:address/positions`,
-    params: ADDRESS_PATH,
-    scope: 'trade.read',
-    user: 'none',
-    tag: 'trade.read',
     summary: "A trader's positions (FIFO lots, marks, PnL)",
     description:
       'One row per outcome token the trader ever held, in first-acquisition order: shares held, average ' +
@@ -768,29 +777,21 @@ export const ROUTES: RouteSpec[] = [
     handler: traderPositions,
   },
   {
-    method: 'get',
+    ...TRADER_READ,
     path: `${V2}/traders/:address`,
-    params: ADDRESS_PATH,
-    scope: 'trade.read',
-    user: 'none',
-    tag: 'trade.read',
     summary: "A trader's summary: PnL, volume, trades, win rate, positions",
     description:
       'Figures over `window` (default `all`): `pnl` as on the leaderboard, realized PnL, fees, volume, fills ' +
       'and win rate; `unrealized_pnl`, `total_pnl` (all-time realized + unrealized) and the position counts ' +
       'are as of now. An address without records answers zeros. ' +
       PNL_MEANING,
-    query: { properties: { window: TRADER_WINDOW }, errorStrings: { window: 'invalid window' } },
+    query: TRADER_WINDOW_QUERY,
     responses: { 200: TraderSummary },
     handler: traderSummary,
   },
   {
-    method: 'get',
+    ...TRADER_READ,
     path: `${V2}/traders/:address/pnl`,
-    params: ADDRESS_PATH,
-    scope: 'trade.read',
-    user: 'none',
-    tag: 'trade.read',
     summary: "A trader's realized and unrealized PnL, and PnL by window",
     description:
       'All-time realized, unrealized at the current marks, and each window (1d, 7d, 30d, all). ' + PNL_MEANING,
@@ -799,28 +800,20 @@ export const ROUTES: RouteSpec[] = [
     handler: traderPnl,
   },
   {
-    method: 'get',
+    ...TRADER_READ,
     path: `${V2}/traders/:address/metrics`,
-    params: ADDRESS_PATH,
-    scope: 'trade.read',
-    user: 'none',
-    tag: 'trade.read',
     summary: "A trader's metrics: trades, win rate, volume, average trade",
     description:
       'Over `window` (default `all`): fills, wins and losses (a disposal of one token, by a sell, a merge or ' +
       'a redeem, with a positive or negative gain), win rate, volume, shares traded, average trade ' +
       '(volume / fills) and fees.',
-    query: { properties: { window: TRADER_WINDOW }, errorStrings: { window: 'invalid window' } },
+    query: TRADER_WINDOW_QUERY,
     responses: { 200: TraderMetrics },
     handler: traderMetrics,
   },
   {
-    method: 'get',
+    ...TRADER_READ,
     path: `${V2}/traders/:address/categories`,
-    params: ADDRESS_PATH,
-    scope: 'trade.read',
-    user: 'none',
-    tag: 'trade.read',
     summary: "A trader's realized PnL and volume by market category",
     description:
       "All time, by volume descending. A market's category is its tag, else the leading word of its event's " +

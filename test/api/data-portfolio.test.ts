@@ -217,6 +217,9 @@ describe('through REST orders on the simulated venue', () => {
   let no: string;
   let conditionId: string;
 
+  /** `u`'s IOC LIMIT order. */
+  const ioc = (u: string, symbol: string, side: 'buy' | 'sell', price: string, size: string) =>
+    t.post(u, { symbol, side, type: 'LIMIT', price, size, time_in_force: 'IOC' });
   /** Σ (price × size + fee) of the fills of order `id` of `u`, dollars. */
   const paid = async (u: string, id: string) =>
     ((await t.orderById(u, id)).body.fills as any[]).reduce(
@@ -247,32 +250,11 @@ describe('through REST orders on the simulated venue', () => {
   });
 
   it('a winner ranks above a loser by PnL, the other way by volume; positions carry FIFO cost and PnL', async () => {
-    const buyYes = await t.post('winner', {
-      symbol: yes,
-      side: 'buy',
-      type: 'LIMIT',
-      price: '0.99',
-      size: '5',
-      time_in_force: 'IOC',
-    });
+    const buyYes = await ioc('winner', yes, 'buy', '0.99', '5');
     expect(buyYes.body.status).toBe('FILLED');
-    const buyNo = await t.post('loser', {
-      symbol: no,
-      side: 'buy',
-      type: 'LIMIT',
-      price: '0.99',
-      size: '20',
-      time_in_force: 'IOC',
-    });
+    const buyNo = await ioc('loser', no, 'buy', '0.99', '20');
     expect(buyNo.body.status).toBe('FILLED');
-    const sellNo = await t.post('loser', {
-      symbol: no,
-      side: 'sell',
-      type: 'LIMIT',
-      price: '0.01',
-      size: '8',
-      time_in_force: 'IOC',
-    });
+    const sellNo = await ioc('loser', no, 'sell', '0.01', '8');
     expect(sellNo.body.status).toBe('FILLED');
     const winnerCost = await paid('winner', buyYes.body.order_id);
     const loserCost = await paid('loser', buyNo.body.order_id);
