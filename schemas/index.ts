@@ -12,6 +12,14 @@ import {
 } from './combos.js';
 import { CopytradeRequest, CopytradeResponse } from './copytrade.js';
 import { TapeTradeItem, TradesPage, TraderTradeItem, TraderTradesPage } from './data.js';
+import {
+  LeaderboardPage,
+  TraderCategories,
+  TraderMetrics,
+  TraderPnl,
+  TraderPositionsPage,
+  TraderSummary,
+} from './data-portfolio.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from './market.js';
 import {
   BracketResult,
@@ -96,4 +104,10 @@ export const namedSchemas = {
   WalletOpResponse,
   WithdrawalView,
   WithdrawalsPage,
+  TraderPositionsPage,
+  LeaderboardPage,
+  TraderSummary,
+  TraderPnl,
+  TraderMetrics,
+  TraderCategories,
 } as const;
