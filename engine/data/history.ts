@@ -219,7 +219,7 @@ class ChainCursor<T extends { _id: string; blockTimestamp: number; logIndex: num
             { blockTimestamp: l.blockTimestamp, logIndex: l.logIndex, _id: { $gt: l._id } },
           ],
         }
-      : {};
+      : { blockTimestamp: { $gte: 0 } }; // from the chain's start: an index range like the later pages
     this.page = await this.col.find(filter, { sort: CHAIN_SORT, limit: this.size });
     this.at = 0;
     if (this.page.length < this.size) this.done = true;

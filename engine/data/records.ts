@@ -161,14 +161,21 @@ export interface TradeHistoryFeed {
 
 /**
  * Indexes of the three collections (opened with them at start, by whoever opens them first; the
- * history's writer and its readers pass the same list). Chain order is (`blockTimestamp`, `logIndex`).
+ * history's writer and its readers pass the same list). Chain order is (`blockTimestamp`, `logIndex`), `_id`
+ * breaking ties (a trade's tape row and fills share a position; the replay walks in this order).
  */
 export const HISTORY_INDEXES: Record<string, IndexSpec[]> = {
   [TRADES]: [
-    { fields: ['blockTimestamp', 'logIndex'] },
+    { fields: ['blockTimestamp', 'logIndex', '_id'] },
     { fields: ['conditionId', 'blockTimestamp', 'logIndex'] },
     { fields: ['tokenId', 'blockTimestamp', 'logIndex'] },
   ],
-  [TRADER_FILLS]: [{ fields: ['address', 'blockTimestamp', 'logIndex'] }, { fields: ['blockTimestamp', 'logIndex'] }],
-  [CASH_MOVES]: [{ fields: ['address', 'blockTimestamp', 'logIndex'] }, { fields: ['blockTimestamp', 'logIndex'] }],
+  [TRADER_FILLS]: [
+    { fields: ['address', 'blockTimestamp', 'logIndex'] },
+    { fields: ['blockTimestamp', 'logIndex', '_id'] },
+  ],
+  [CASH_MOVES]: [
+    { fields: ['address', 'blockTimestamp', 'logIndex'] },
+    { fields: ['blockTimestamp', 'logIndex', '_id'] },
+  ],
 };
