@@ -11,6 +11,7 @@ import {
   ComboRedeemResponse,
 } from './combos.js';
 import { CopytradeRequest, CopytradeResponse } from './copytrade.js';
+import { Statement, StatementR1Page, StatementR1Row, StatementsPage, StatementUnavailable } from './data-statements.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from './market.js';
 import {
   BracketResult,
@@ -37,7 +38,6 @@ import {
   BatchCancelResponse,
   RedeemRequest,
   SplitMergeRequest,
-  StatementsPage,
   TradesPage,
   WalletOpResponse,
   WithdrawableBalances,
@@ -88,6 +88,10 @@ export const namedSchemas = {
   ActivityPage,
   TradesPage,
   StatementsPage,
+  Statement,
+  StatementR1Row,
+  StatementR1Page,
+  StatementUnavailable,
   WalletOpResponse,
   WithdrawalView,
   WithdrawalsPage,

@@ -1,4 +1,4 @@
-import { Address, DecimalString, offsetPage, pageRequired } from './common.js';
+import { Address, DecimalString, offsetPage } from './common.js';
 
 /** GET /v2/trade/balances/withdrawable response (spec 2.8): zero balances are dropped. */
 export const WithdrawableBalances = {
@@ -479,15 +479,5 @@ export const TradesPage = {
     trades: { type: 'array', items: { type: 'object' } },
     next_cursor: { type: ['integer', 'null'], description: 'Block timestamp; send as cursor_ts. Null at the end.' },
     next_cursor_log_idx: { type: ['integer', 'null'], description: 'Tie-breaker; send with cursor_ts.' },
-  },
-} as const;
-
-/** Statement page envelope (spec 2.9): offset/limit plus nested R1 paging. */
-export const StatementsPage = {
-  ...offsetPage('StatementsPage', 'statements', { type: 'object' } as const, 'Statement rows.'),
-  required: [...pageRequired('statements'), 'has_more_r1'],
-  properties: {
-    ...offsetPage('StatementsPage', 'statements', { type: 'object' } as const, '').properties,
-    has_more_r1: { type: 'boolean' },
   },
 } as const;
