@@ -209,9 +209,7 @@ export interface OpenPosition<N> {
  * Open lots of `state` as a statement shows them: per token (first-acquisition order) its shares
  * and cost, dollars.
  */
-export function positionsOf(
-  state: LedgerState,
-): OpenPosition<string>[] {
+export function positionsOf(state: LedgerState): OpenPosition<string>[] {
   const byToken = new Map<string, OpenPosition<Decimal>>();
   for (const l of state.lots) {
     const p = byToken.get(l.tokenId) ?? { ...l, shares: ZERO, cost: ZERO };
@@ -437,6 +435,9 @@ export interface PageWindow {
   offset: number;
 }
 
+/** The part of the scheduler statements use (TimerService). */
+export type JobScheduler = Pick<TimerService, 'defineJob' | 'scheduleJob'>;
+
 /** Whether the statement of a day is there, and when it is due. */
 export interface StatementAvailability {
   generated: boolean;
@@ -462,7 +463,7 @@ export class StatementService {
     private readonly runs: Collection<RunDoc>,
     private readonly fills: Collection<TraderFill>,
     private readonly cash: Collection<CashMove>,
-    private readonly timers: TimerService,
+    private readonly timers: JobScheduler,
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly prices: MovePrices,
@@ -479,7 +480,7 @@ export class StatementService {
    */
   static async open(
     store: Store,
-    timers: TimerService,
+    timers: JobScheduler,
     clock: Clock,
     log: Logger,
     prices: MovePrices,
@@ -602,10 +603,7 @@ export class StatementService {
    * @returns the page and the total.
    */
   async list(address: string, page: PageWindow): Promise<{ items: StatementDoc[]; total: number }> {
-    const items = await this.statements.find(
-      { address },
-      { sort: { date: -1 }, skip: page.offset, limit: page.limit },
-    );
+    const items = await this.statements.find({ address }, { sort: { date: -1 }, skip: page.offset, limit: page.limit });
     return { items, total: await this.statements.count({ address }) };
   }
 
@@ -615,10 +613,7 @@ export class StatementService {
    * trader has no statement on or before `day`.
    */
   async statementOn(address: string, day: string): Promise<StatementDoc | null> {
-    const [latest] = await this.statements.find(
-      { address, date: { $lte: day } },
-      { sort: { date: -1 }, limit: 1 },
-    );
+    const [latest] = await this.statements.find({ address, date: { $lte: day } }, { sort: { date: -1 }, limit: 1 });
     if (!latest) return null;
     return latest.date === day ? latest : idleStatement(latest, day);
   }
@@ -628,11 +623,7 @@ export class StatementService {
    * `day` is null; each statement's in chain order.
    * @returns the page and the total.
    */
-  async r1(
-    address: string,
-    day: string | null,
-    page: PageWindow,
-  ): Promise<{ rows: StatementR1Doc[]; total: number }> {
+  async r1(address: string, day: string | null, page: PageWindow): Promise<{ rows: StatementR1Doc[]; total: number }> {
     const filter = day === null ? { address } : { address, date: day };
     const rows = await this.rows.find(filter, { sort: { date: 1, seq: 1 }, skip: page.offset, limit: page.limit });
     return { rows, total: await this.rows.count(filter) };
