@@ -18,6 +18,9 @@ import { SimVenue } from './venue/sim-venue.js';
 import type { VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
+import { HistoryRecorder } from './data/recorder.js';
+import { MarketRegistry } from './data/markets.js';
+import { loadRealHistory } from './data/real-history.js';
 import { resolvedPrices, StatementService } from './data/statements.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
@@ -44,6 +47,8 @@ export interface Services {
   cursors: CursorCodec;
   /** The trade history (tape trades, trader fills, cash movements) and its feed of committed records. */
   history: TradeHistory;
+  /** Question, outcome and slug of the venue's markets and of the loaded real history's (data reads). */
+  markets: MarketRegistry;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
@@ -104,7 +109,10 @@ export async function startServices(
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
   });
-  const orders = new OrderService(host, actors, venue, clock, log);
+  const markets = new MarketRegistry(venue);
+  const realHistory = await loadRealHistory(store, history, markets, clock);
+  const recorder = new HistoryRecorder(history, users, venue);
+  const orders = new OrderService(host, actors, venue, clock, log, recorder);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
   const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
   const statements = await StatementService.open(store, timers, clock, log, resolvedPrices(venue));
@@ -120,7 +128,15 @@ export async function startServices(
     reconcile: Math.round(performance.now() - t2),
   };
   log.info(
-    { restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled, startPhasesMs },
+    {
+      restored,
+      quarantined,
+      reconciled,
+      strategies: strategiesReconciled,
+      wallet: walletReconciled,
+      realHistory,
+      startPhasesMs,
+    },
     'actors restored and reconciled with the venue',
   );
   await timers.start();
@@ -144,6 +160,7 @@ export async function startServices(
     idempotency,
     cursors,
     history,
+    markets,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,

@@ -47,7 +47,7 @@ type Op =
   | { k: 'split' | 'merge'; t: number; m: number; amount: number }
   | { k: 'resolve'; m: number; winner: 0 | 1 }
   | { k: 'redeem'; t: number; m: number }
-  | { k: 'deposit' | 'withdraw' | 'refund' | 'combo'; t: number; amount: number }
+  | { k: 'flow'; kind: 'deposit' | 'withdraw' | 'refund' | 'combo'; t: number; amount: number }
   | { k: 'wait'; hours: number };
 
 const trader = fc.integer({ min: 0, max: TRADERS.length - 1 });
@@ -79,7 +79,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.record({
-      k: fc.constantFrom('deposit' as const, 'withdraw' as const, 'refund' as const, 'combo' as const),
+      k: fc.constant('flow' as const),
+      kind: fc.constantFrom('deposit' as const, 'withdraw' as const, 'refund' as const, 'combo' as const),
       t: trader,
       amount: fc.integer({ min: 1, max: 100_000 }),
     }),
@@ -146,11 +147,11 @@ function recordsOf(ops: Op[]): {
       continue;
     }
     const t = TRADERS[o.t]!;
-    if (o.k === 'deposit' || o.k === 'withdraw' || o.k === 'refund' || o.k === 'combo') {
+    if (o.k === 'flow') {
       const kind = (
         { deposit: 'credit', withdraw: 'withdraw', refund: 'withdraw_refund', combo: 'combo_payout' } as const
-      )[o.k];
-      move(t, kind, o.k === 'withdraw' ? cents(o.amount).neg() : cents(o.amount), null, []);
+      )[o.kind];
+      move(t, kind, o.kind === 'withdraw' ? cents(o.amount).neg() : cents(o.amount), null, []);
       continue;
     }
     const m = MARKETS[o.m]!;
@@ -304,7 +305,7 @@ describe('daily statements', () => {
 
   it('runs due only for closed days past the grace, catches up missed days, skips days without records', async () => {
     const ops: Op[] = [
-      { k: 'deposit', t: 0, amount: 10_000 },
+      { k: 'flow', kind: 'deposit', t: 0, amount: 10_000 },
       { k: 'buy', t: 0, m: 0, o: 0, size: 1000, price: 40, fee: 0 },
       { k: 'wait', hours: 72 },
       { k: 'sell', t: 0, m: 0, o: 0, size: 500, price: 60, fee: 0 },
