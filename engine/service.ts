@@ -168,6 +168,7 @@ export async function startServices(
       idempotency.close();
       strategies.stop();
       await strategies.idle();
+      statements.stop();
       await timers.drain(config.shutdownGraceMs);
       await venue.close();
       await store.close();

@@ -47,6 +47,8 @@ const DAY_SEC = 86_400;
 export const LONG_TERM_DAYS = 365;
 /** Seconds of history read at once while a day is generated. */
 const WINDOW_SEC = 3_600;
+/** Documents (statements and rows) written in one transaction while a day is generated. */
+const WRITE_BATCH = 5_000;
 
 /** One open lot as a statement carries it into the next day. Decimal strings (shares, dollars). */
 export interface StoredLot {
@@ -455,6 +457,8 @@ export interface StatementAvailability {
 export class StatementService {
   /** Every closed day up to this one is generated; null before the first run. */
   private through: string | null;
+  /** Set by {@link stop}. */
+  private stopping = false;
 
   private constructor(
     private readonly store: Store,
@@ -509,6 +513,7 @@ export class StatementService {
   /** One run of the job: {@link runDue}, then the next run at the next day's due time. */
   private async runJob(): Promise<void> {
     await this.runDue();
+    if (this.stopping) return;
     await this.timers.scheduleJob(STATEMENTS_JOB, statementDueMs(nextDay(lastDueDay(this.clock.now()))));
   }
 
@@ -535,12 +540,21 @@ export class StatementService {
       const next = await this.recordDayFrom(dayStartSec(day));
       if (next === null || next > target) break;
       const traders = await this.generateDay(next);
+      if (traders === null) return this.through;
       this.log.info({ date: next, traders }, 'statements generated');
       await this.setThrough(next);
       day = nextDay(next);
     }
     await this.setThrough(target);
     return this.through;
+  }
+
+  /**
+   * Stops a run under way at the next window or day (the service is shutting down: the scheduler
+   * drains its running jobs); the next start catches up from where it stopped.
+   */
+  stop(): void {
+    this.stopping = true;
   }
 
   /** The day of the first record at or after `sec` (epoch seconds), or null. */
@@ -560,13 +574,16 @@ export class StatementService {
 
   /**
    * Generates (again) the statements of `day` of every trader with a record that day, from the
-   * previous statement of each; each trader's statement and rows are written in one transaction.
-   * @returns how many traders had records.
+   * previous statement of each; written in transactions of at most {@link WRITE_BATCH} documents, each
+   * trader's statement with its rows.
+   * @returns how many traders had records; null when {@link stop} interrupted it (nothing or part written:
+   *   the day is generated again).
    */
-  async generateDay(day: string): Promise<number> {
+  async generateDay(day: string): Promise<number | null> {
     const start = dayStartSec(day);
     const builders = new Map<string, DayStatement>();
     for (let from = start; from < start + DAY_SEC; from += WINDOW_SEC) {
+      if (this.stopping) return null;
       const range = { blockTimestamp: { $gte: from, $lt: from + WINDOW_SEC } };
       const sort = { sort: { blockTimestamp: 1, logIndex: 1 } as const };
       const fills = await this.fills.find(range, sort);
@@ -584,18 +601,33 @@ export class StatementService {
         b.apply(r, 'kind' in r ? this.prices(r) : undefined);
       }
     }
-    for (const b of builders.values()) {
-      const { statement, rows } = b.finish();
-      await this.store.transaction(async (tx) => {
-        const s = tx.collection<StatementDoc>(STATEMENTS);
-        const r = tx.collection<StatementR1Doc>(STATEMENT_R1);
+    // written in few transactions (each trader's statement with its rows): a commit is a sync on disk
+    let batch: { statement: StatementDoc; rows: StatementR1Doc[] }[] = [];
+    let size = 0;
+    for (const [i, b] of [...builders.values()].entries()) {
+      const done = b.finish();
+      batch.push(done);
+      size += 1 + done.rows.length;
+      if (size < WRITE_BATCH && i < builders.size - 1) continue;
+      await this.write(day, batch);
+      batch = [];
+      size = 0;
+    }
+    return builders.size;
+  }
+
+  /** Writes statements of `day` with their rows (replacing the rows they had) in one transaction. */
+  private async write(day: string, batch: { statement: StatementDoc; rows: StatementR1Doc[] }[]): Promise<void> {
+    await this.store.transaction(async (tx) => {
+      const s = tx.collection<StatementDoc>(STATEMENTS);
+      const r = tx.collection<StatementR1Doc>(STATEMENT_R1);
+      for (const { statement, rows } of batch) {
         await s.replaceOne(statement);
         await r.deleteMany({ address: statement.address, date: day });
         if (rows.length && r.insertMany) await r.insertMany(rows);
         else for (const row of rows) await r.insertOne(row);
-      });
-    }
-    return builders.size;
+      }
+    });
   }
 
   /**
