@@ -26,7 +26,7 @@ import type { Clock } from '../clock.js';
 import { dec, ONE, str, ZERO } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { TimerService } from '../scheduler/timers.js';
-import type { Collection, Store } from '../store/port.js';
+import type { Collection, Sort, Store } from '../store/port.js';
 import type { VenuePort } from '../venue/port.js';
 import { chainOrder, LotBook, type DisposalKind, type Disposition, type LotEvent, type PriceOf } from './lots.js';
 import { CASH_MOVES, HISTORY_INDEXES, TRADER_FILLS, type CashMove, type TraderFill } from './records.js';
@@ -657,7 +657,8 @@ export class StatementService {
    */
   async r1(address: string, day: string | null, page: PageWindow): Promise<{ rows: StatementR1Doc[]; total: number }> {
     const filter = day === null ? { address } : { address, date: day };
-    const rows = await this.rows.find(filter, { sort: { date: 1, seq: 1 }, skip: page.offset, limit: page.limit });
+    const sort: Sort = day === null ? { date: 1, seq: 1 } : { seq: 1 };
+    const rows = await this.rows.find(filter, { sort, skip: page.offset, limit: page.limit });
     return { rows, total: await this.rows.count(filter) };
   }
 }
