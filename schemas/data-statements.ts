@@ -3,7 +3,7 @@
  * and /statements/r1. Dollars, shares and prices are decimal strings (signed where they can be
  * negative); addresses are lower-case.
  */
-import { offsetPage, pageRequired } from './common.js';
+import { offsetPage, PageFields, pageRequired } from './common.js';
 
 /** A dollar amount that can be negative, as a decimal string. */
 const SignedUsd = { type: 'string', pattern: '^-?[0-9]+(\\.[0-9]+)?$', maxLength: 64 } as const;
@@ -217,18 +217,15 @@ export const StatementR1Page = {
   type: 'object',
   additionalProperties: false,
   description:
-    'R1 rows of one statement (`date`) or of all (oldest first), in chain order; `limit` and `offset` are the ' +
-    '`r1_limit` and `r1_offset` used.',
-  required: ['trader', 'date', 'rows', 'count', 'total', 'limit', 'offset', 'has_more_r1'],
+    'R1 rows of one statement (`date`) or of all (oldest first), in chain order, as an offset/limit page: ' +
+    '`limit` and `offset` are the `r1_limit` and `r1_offset` used.',
+  required: ['trader', 'date', ...pageRequired('rows'), 'has_more_r1'],
   properties: {
     trader: Trader,
     date: { anyOf: [Day, { type: 'null' }], description: 'The statement; null for every statement.' },
     rows: { type: 'array', items: { $ref: 'StatementR1Row' } },
-    count: { type: 'integer', minimum: 0, description: 'Rows on this page.' },
-    total: { type: 'integer', minimum: 0 },
-    limit: { type: 'integer', minimum: 1 },
-    offset: { type: 'integer', minimum: 0 },
-    has_more_r1: { type: 'boolean' },
+    ...PageFields,
+    has_more_r1: { type: 'boolean', description: 'Rows past this page (the same as `has_more`).' },
   },
 } as const;
 

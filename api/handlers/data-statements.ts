@@ -205,11 +205,7 @@ export const traderStatementR1: Handler = async ({ req, services }) => {
     body: {
       trader: address,
       date,
-      rows: rows.map(r1View),
-      count: rows.length,
-      total,
-      limit: r1p.limit,
-      offset: r1p.offset,
+      ...page('rows', rows.map(r1View), total, r1p),
       has_more_r1: r1p.offset + rows.length < total,
     },
   };
