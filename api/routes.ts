@@ -1,4 +1,4 @@
-import { ErrorEnvelope, Health } from '../schemas/common.js';
+import { DAY_PATTERN, ErrorEnvelope, Health } from '../schemas/common.js';
 import {
   ComboAcceptRequest,
   ComboAcceptResponse,
@@ -759,7 +759,11 @@ export const ROUTES: RouteSpec[] = [
       'due) while that day is not generated (today, or the job has not run yet). What the figures mean and ' +
       'the identity they keep: the `Statement` schema.',
     query: paged(500, {
-      date: { type: 'string', description: 'Only the statement of this UTC day (YYYY-MM-DD).' },
+      date: {
+        type: 'string',
+        pattern: DAY_PATTERN,
+        description: 'Only the statement of this UTC day (YYYY-MM-DD).',
+      },
       r1_limit: {
         type: 'integer',
         minimum: 1,
@@ -789,7 +793,11 @@ export const ROUTES: RouteSpec[] = [
       'generated.',
     query: {
       properties: {
-        date: { type: 'string', description: 'Only the rows of the statement of this UTC day (YYYY-MM-DD).' },
+        date: {
+          type: 'string',
+          pattern: DAY_PATTERN,
+          description: 'Only the rows of the statement of this UTC day (YYYY-MM-DD).',
+        },
         r1_limit: {
           type: 'integer',
           minimum: 1,

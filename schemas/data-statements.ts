@@ -3,13 +3,13 @@
  * and /statements/r1. Dollars, shares and prices are decimal strings (signed where they can be
  * negative); addresses are lower-case.
  */
-import { offsetPage, PageFields, pageRequired } from './common.js';
+import { DAY_PATTERN, offsetPage, PageFields, pageRequired } from './common.js';
 
 /** A dollar amount that can be negative, as a decimal string. */
 const SignedUsd = { type: 'string', pattern: '^-?[0-9]+(\\.[0-9]+)?$', maxLength: 64 } as const;
 /** A non-negative dollar or share amount, as a decimal string. */
 const Amount = { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', maxLength: 64 } as const;
-const Day = { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'UTC day, YYYY-MM-DD.' } as const;
+const Day = { type: 'string', pattern: DAY_PATTERN, description: 'UTC day, YYYY-MM-DD.' } as const;
 const Instant = { type: 'string', format: 'date-time', description: 'ISO 8601, UTC.' } as const;
 const Trader = { type: 'string', pattern: '^0x[0-9a-f]{40}$', description: 'The trader (lower-case).' } as const;
 const TxHash = { type: 'string', pattern: '^0x[0-9a-fA-F]{1,64}$' } as const;

@@ -154,6 +154,10 @@ describe('statements over REST (real scheduler, controlled clock)', () => {
     expect((await statements('?r1_limit=5001')).status).toBe(400);
     expect((await r1('?r1_limit=5&limit=6')).status).toBe(400);
     expect((await statements('?date=2026-02-30')).status).toBe(400);
+    expect((await r1('?date=yesterday')).body).toMatchObject({
+      error: 'invalid_request',
+      message: expect.stringMatching(/date must be a UTC day written YYYY-MM-DD/),
+    });
     expect((await statements('', '0x123')).status).toBe(400);
     const bob = (await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'bob' } })).body.safe_address;
     const none = await statements(`?date=${dayOfSec(Math.floor(Date.now() / 1000) - 5 * 86_400)}`, bob);
