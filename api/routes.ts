@@ -12,6 +12,14 @@ import { CopytradeRequest, CopytradeResponse } from '../schemas/copytrade.js';
 import { StatementR1Page, StatementsPage, StatementUnavailable } from '../schemas/data-statements.js';
 import { STATEMENT_GRACE_MS } from '../engine/data/statements.js';
 import {
+  LeaderboardPage,
+  TraderCategories,
+  TraderMetrics,
+  TraderPnl,
+  TraderPositionsPage,
+  TraderSummary,
+} from '../schemas/data-portfolio.js';
+import {
   BalancesResponse,
   BookResponse,
   MarketsPage,
@@ -68,6 +76,14 @@ import {
   withdrawableBalances,
 } from './handlers/wallet.js';
 import { resolveMarket } from './handlers/sim-control.js';
+import {
+  leaderboard,
+  traderCategories,
+  traderMetrics,
+  traderPnl,
+  traderPositions,
+  traderSummary,
+} from './handlers/data-portfolio.js';
 import { R1_LIMIT_MAX, traderStatementR1, traderStatements } from './handlers/data-statements.js';
 
 export { ErrorEnvelope };
@@ -102,6 +118,32 @@ const MARKET_TOKEN_FILTER = {
 const ADDRESS_PATH = {
   address: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$', description: 'Trader wallet address.' },
 };
+/** What PnL means over a window (the leaderboard's and the trader reads' descriptions). */
+const PNL_MEANING =
+  'PnL over a finite window (`1d`, `7d`, `30d`: the current hour and the 24, 168 or 720 whole hours before ' +
+  'it, by block time) is the change of marked equity net of flows: the trading cash of the window (fills net ' +
+  'of fees, splits, merges, redeems) + positions held now at the current marks − positions held at the ' +
+  "window's start at the marks then (the tape's last trade before it); deposits and withdrawals are flows, " +
+  'not PnL. Over `all` it is the realized PnL: Σ over dispositions (sells, merges, redeems, FIFO) of proceeds ' +
+  'net of fees − cost basis (fees included). Dollars, decimal strings.';
+/** `window` of the trader reads (default `all`). */
+const TRADER_WINDOW_QUERY = {
+  properties: {
+    window: {
+      enum: ['1d', '7d', '30d', 'all'],
+      description: 'Window of the figures (default `all`); another value → 400 `invalid window`.',
+    },
+  },
+  errorStrings: { window: 'invalid window' },
+};
+/** What every public read of one trader shares (GET, the address in the path, `trade.read`, no user). */
+const TRADER_READ = {
+  method: 'get',
+  params: ADDRESS_PATH,
+  scope: 'trade.read',
+  user: 'none',
+  tag: 'trade.read',
+} as const satisfies Partial<RouteSpec>;
 const COMPOUND_CURSOR = {
   cursor_ts: {
     type: 'integer',
@@ -699,26 +741,88 @@ export const ROUTES: RouteSpec[] = [
     scope: 'trade.read',
     user: 'none',
     tag: 'trade.read',
-    summary: 'Leaderboard',
+    summary: 'Leaderboard: traders ranked by PnL (default) or volume over a window',
+    description:
+      'Traders with a trade, split, merge or redeem in the window (the liquidity provider excluded), ranked ' +
+      'by `mode`: `pnl` (default) or `volume`, descending, with competition ranks (ties share a rank, the ' +
+      'next rank skips: 1, 2, 2, 4; tied rows in address order). ' +
+      PNL_MEANING +
+      ' Volume: Σ notional of the fills in the window (splits, merges and redeems are not volume); `trades`: ' +
+      'fills in the window. Served from aggregates kept up to date as records land; marks are re-read at most ' +
+      'once a second.',
     query: {
       ...paged(500, {
         window: {
           enum: ['1d', '7d', '30d', 'all'],
-          description: 'Ranking window; another value → 400 `invalid window`.',
+          description: 'Ranking window (default `30d`); another value → 400 `invalid window`.',
         },
+        mode: { enum: ['pnl', 'volume'], description: 'Rank by `pnl` (default) or by `volume`.' },
       }),
       errorStrings: { window: 'invalid window' },
     },
+    responses: { 200: LeaderboardPage },
+    handler: leaderboard,
   },
   {
-    method: 'get',
+    ...TRADER_READ,
     path: `${V2}/traders/:address/positions`,
-    params: ADDRESS_PATH,
-    scope: 'trade.read',
-    user: 'none',
-    tag: 'trade.read',
-    summary: "A trader's positions",
-    query: paged(1000),
+    summary: "A trader's positions (FIFO lots, marks, PnL)",
+    description:
+      'One row per outcome token the trader ever held, in first-acquisition order: shares held, average ' +
+      'price and cost of the open FIFO lots (fees included), the current mark and value, unrealized and ' +
+      'realized PnL, `redeemable` once the market resolved. `status`: `open` (shares held), `closed` (none ' +
+      'held) or `all` (default). The address may be sent in any case; the answer is lower-case.',
+    query: paged(1000, {
+      status: { enum: ['open', 'closed', 'all'], description: 'Which positions (default `all`).' },
+    }),
+    responses: { 200: TraderPositionsPage },
+    handler: traderPositions,
+  },
+  {
+    ...TRADER_READ,
+    path: `${V2}/traders/:address`,
+    summary: "A trader's summary: PnL, volume, trades, win rate, positions",
+    description:
+      'Figures over `window` (default `all`): `pnl` as on the leaderboard, realized PnL, fees, volume, fills ' +
+      'and win rate; `unrealized_pnl`, `total_pnl` (all-time realized + unrealized) and the position counts ' +
+      'are as of now. An address without records answers zeros. ' +
+      PNL_MEANING,
+    query: TRADER_WINDOW_QUERY,
+    responses: { 200: TraderSummary },
+    handler: traderSummary,
+  },
+  {
+    ...TRADER_READ,
+    path: `${V2}/traders/:address/pnl`,
+    summary: "A trader's realized and unrealized PnL, and PnL by window",
+    description:
+      'All-time realized, unrealized at the current marks, and each window (1d, 7d, 30d, all). ' + PNL_MEANING,
+    query: { properties: {} },
+    responses: { 200: TraderPnl },
+    handler: traderPnl,
+  },
+  {
+    ...TRADER_READ,
+    path: `${V2}/traders/:address/metrics`,
+    summary: "A trader's metrics: trades, win rate, volume, average trade",
+    description:
+      'Over `window` (default `all`): fills, wins and losses (a disposal of one token, by a sell, a merge or ' +
+      'a redeem, with a positive or negative gain), win rate, volume, shares traded, average trade ' +
+      '(volume / fills) and fees.',
+    query: TRADER_WINDOW_QUERY,
+    responses: { 200: TraderMetrics },
+    handler: traderMetrics,
+  },
+  {
+    ...TRADER_READ,
+    path: `${V2}/traders/:address/categories`,
+    summary: "A trader's realized PnL and volume by market category",
+    description:
+      "All time, by volume descending. A market's category is its tag, else the leading word of its event's " +
+      'slug (else of its own slug, lower-case), else `other` (`btc-5min-up-or-down-…` → `btc`).',
+    query: { properties: {} },
+    responses: { 200: TraderCategories },
+    handler: traderCategories,
   },
   {
     method: 'get',

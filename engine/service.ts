@@ -18,6 +18,7 @@ import { SimVenue } from './venue/sim-venue.js';
 import { initialCreditOpId, type VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
+import { Portfolio, portfolioFacts } from './data/portfolio.js';
 import { HistoryRecorder } from './data/recorder.js';
 import { MarketRegistry } from './data/markets.js';
 import { loadRealHistory } from './data/real-history.js';
@@ -49,6 +50,8 @@ export interface Services {
   history: TradeHistory;
   /** Question, outcome and slug of the venue's markets and of the loaded real history's (data reads). */
   markets: MarketRegistry;
+  /** Every trader's FIFO positions, PnL, volume and windowed figures, kept up to date from {@link history}. */
+  portfolio: Portfolio;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
@@ -114,6 +117,7 @@ export async function startServices(
   });
   const markets = new MarketRegistry(venue);
   const realHistory = await loadRealHistory(store, history, markets, clock);
+  const portfolio = await Portfolio.open(history, portfolioFacts(venue, markets), clock);
   const recorder = new HistoryRecorder(history, users, venue);
   const orders = new OrderService(host, actors, venue, clock, log, recorder);
   // a new user's wallet opens with the initial pUSD: a credit on the chain, recorded in the history
@@ -183,6 +187,7 @@ export async function startServices(
     cursors,
     history,
     markets,
+    portfolio,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,

@@ -11,6 +11,14 @@ import {
   ComboRedeemResponse,
 } from './combos.js';
 import { CopytradeRequest, CopytradeResponse } from './copytrade.js';
+import {
+  LeaderboardPage,
+  TraderCategories,
+  TraderMetrics,
+  TraderPnl,
+  TraderPositionsPage,
+  TraderSummary,
+} from './data-portfolio.js';
 import { Statement, StatementR1Page, StatementR1Row, StatementsPage, StatementUnavailable } from './data-statements.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from './market.js';
 import {
@@ -97,4 +105,10 @@ export const namedSchemas = {
   WalletOpResponse,
   WithdrawalView,
   WithdrawalsPage,
+  TraderPositionsPage,
+  LeaderboardPage,
+  TraderSummary,
+  TraderPnl,
+  TraderMetrics,
+  TraderCategories,
 } as const;

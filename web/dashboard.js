@@ -1,8 +1,8 @@
 // @ts-check
 /**
  * Live dashboard: the bound user in the header; the user's pUSD balance and positions (with each
- * market's question and outcome, the mark and unrealized PnL at the mid, and whether the market
- * closed or resolved), strategies and orders (named by question and outcome, looked up by token id
+ * market's question and outcome, the mark and unrealized PnL at the mid, the realized PnL, and whether the
+ * market closed or resolved), strategies and orders (named by question and outcome, looked up by token id
  * through `GET /v2/trade/markets?token_id=`), updated by the Socket.IO pushes of namespace
  * /v2/trade, and a price chart of one token whose scale takes in its armed levels and working
  * prices. A master key is asked which partner user to watch. Plain browser JavaScript,
@@ -388,6 +388,18 @@ function needsBook(p) {
   );
 }
 
+/**
+ * A signed PnL cell: to the cent, green above zero, red below, the exact amount as its title; `–` when unknown.
+ * @param {bigint | null} pnl
+ */
+function pnlSpan(pnl) {
+  const span = document.createElement('span');
+  span.className = pnl === null ? '' : pnl > 0n ? 'pnl-up' : pnl < 0n ? 'pnl-down' : '';
+  span.textContent = pnl === null ? '–' : signedUsd(pnl);
+  if (pnl !== null) span.title = `$${decimal(pnl)}`;
+  return span;
+}
+
 /** Draws one position row (removes it when nothing is held any more). @param {HeldPosition} p @param {boolean} flash */
 function drawPosition(p, flash) {
   const tbody = /** @type {HTMLTableSectionElement} */ ($('positions').querySelector('tbody'));
@@ -418,10 +430,8 @@ function drawPosition(p, flash) {
   tr.dataset.market = m?.resolved ? 'resolved' : m?.closed ? 'closed' : 'open';
   tr.classList.toggle('m-resolved', Boolean(m?.resolved));
   const { mark, pnl } = valuation(p);
-  const pnlCell = document.createElement('span');
-  pnlCell.className = pnl === null ? '' : pnl > 0n ? 'pnl-up' : pnl < 0n ? 'pnl-down' : '';
-  pnlCell.textContent = pnl === null ? '–' : signedUsd(pnl);
-  if (pnl !== null) pnlCell.title = `$${decimal(pnl)}`;
+  const pnlCell = pnlSpan(pnl);
+  const realizedCell = pnlSpan(p.realized_pnl === undefined ? null : units(p.realized_pnl));
   fill(tr, [
     ...tokenCells(p.token_id),
     p.size,
@@ -430,6 +440,7 @@ function drawPosition(p, flash) {
     `$${p.cost_usd}`,
     mark === null ? '–' : decimal(mark),
     pnlCell,
+    realizedCell,
     marketCell(p),
   ]);
   if (flash) {

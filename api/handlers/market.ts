@@ -1,6 +1,7 @@
 import { Dec, dec, str, USD_DP } from '../../engine/decimal.js';
 import { errors } from '../../engine/errors.js';
-import type { BookView, MarketInfo, MarketStatus, VenuePort, WalletView } from '../../engine/venue/port.js';
+import { venueMark } from '../../engine/data/portfolio.js';
+import type { BookView, MarketInfo, VenuePort, WalletView } from '../../engine/venue/port.js';
 import type { Handler } from '../context.js';
 import type { MarketBody, PositionItem } from '../push-events.js';
 import { page, pageQuery } from '../paging.js';
@@ -71,19 +72,6 @@ export const markets: Handler = async ({ req, services }) => {
 export type PositionBody = PositionItem;
 
 /**
- * The mark of `tokenId`, decimal probability: 1 or 0 once its market resolved (winner or not),
- * else the mid of its best bid and ask, else its last trade print, else the one side quoted;
- * null when it has no price at all.
- */
-function markPrice(venue: VenuePort, tokenId: string, resolved: MarketStatus | undefined): Dec | null {
-  if (resolved?.resolved) return dec(resolved.winningTokenId === tokenId ? 1 : 0);
-  const { bid, ask } = venue.touch(tokenId);
-  if (bid && ask) return bid.plus(ask).div(2);
-  const last = venue.book(tokenId, 1)?.lastTradePrice;
-  return last !== undefined ? dec(last) : (bid ?? ask ?? null);
-}
-
-/**
  * The REST shape of one position of `userId`, with its market's question and outcome from the
  * venue, its mark and PnL (dollars, 6 decimals: `cash_pnl` unrealized at the mark, `realized_pnl`
  * from the ledger) and what the user can do with it (`redeemable`, `mergeable`).
@@ -93,7 +81,7 @@ export function positionBody(venue: VenuePort, userId: string, pos: WalletView['
   const size = dec(pos.size);
   const status = info ? venue.marketStatus(info.conditionId) : undefined;
   const resolved = status?.resolved ?? false;
-  const mark = markPrice(venue, pos.tokenId, status);
+  const mark = venueMark(venue, pos.tokenId);
   const value = mark === null ? null : size.times(mark).toDecimalPlaces(USD_DP, Dec.ROUND_HALF_EVEN);
   return {
     token_id: pos.tokenId,

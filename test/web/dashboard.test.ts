@@ -51,6 +51,11 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
   /** The texts of a table row's cells. */
   const cells = (p: Page, row: string) =>
     p.$eval(row, (tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
+  /** Signed dollars to the cent as the dashboard writes them: `+$1.25`, `-$0.40`, `$0.00`. */
+  const signedUsd = (d: Dec | string) => {
+    const c = new Dec(d).toDecimalPlaces(2, Dec.ROUND_HALF_UP);
+    return `${c.isZero() ? '' : c.isPos() ? '+' : '-'}$${c.abs().toFixed(2)}`;
+  };
   /** Mid of `tokenId`'s book (best bid and ask), as the dashboard marks a position. */
   const midOf = async (tokenId: string) => {
     const b = (await svc.call('GET', `/v2/trade/book?token_id=${tokenId}&depth=1`)).body;
@@ -199,9 +204,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.waitForSelector(`${row}[data-market="open"]`, { timeout: 5_000 });
     // marked at the mid of the book: unrealized PnL = size × mid − cost, to the cent
     const mid = await midOf(token);
-    const pnl = new Dec(held.size).times(mid).minus(held.cost_usd).toDecimalPlaces(2, Dec.ROUND_HALF_UP);
-    const sign = pnl.isPos() && !pnl.isZero() ? '+' : pnl.isNeg() && !pnl.isZero() ? '-' : '';
-    const pnlText = `${sign}$${pnl.abs().toFixed(2)}`;
+    const pnlText = signedUsd(new Dec(held.size).times(mid).minus(held.cost_usd));
     await expect
       .poll(() => cells(p, row), { timeout: 5_000 })
       .toEqual([
@@ -213,6 +216,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
         `$${held.cost_usd}`,
         mid.toString(),
         pnlText,
+        '$0.00',
         'open',
       ]);
     // the market resolves for this outcome: the row is marked resolved, won
@@ -405,6 +409,32 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     expect(rows.length).toBeGreaterThan(0);
     for (const id of rows)
       expect(await cells(p, `#positions tr[data-id="${id}"]`).then((c) => [c[6], c[7]])).toEqual(['0.615', '-$1.24']);
+    await p.close();
+  }, 30_000);
+
+  it('positions show the realized PnL of a partial sell beside the unrealized, live', async () => {
+    const p = await loggedIn(key);
+    const other = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter(
+      (m: any) => m.tick_size === '0.01',
+    )[1].tokens[0].token_id;
+    const row = `#positions tr[data-id="${other}"]`;
+    const buy = { symbol: other, side: 'buy', type: 'MARKET', quote_amount: '5' };
+    expect((await svc.call('POST', '/v2/trade/order', { headers: as, body: buy })).status).toBe(200);
+    await p.waitForSelector(row, { timeout: 5_000 });
+    const before = (await svc.call('GET', '/v2/trade/positions', { headers: as })).body.positions.find(
+      (x: any) => x.token_id === other,
+    );
+    const half = new Dec(before.size).div(2).toDecimalPlaces(2, Dec.ROUND_DOWN).toString();
+    const sell = { symbol: other, side: 'sell', type: 'LIMIT', price: '0.01', size: half, time_in_force: 'IOC' };
+    const sold = await svc.call('POST', '/v2/trade/order', { headers: as, body: sell });
+    expect(sold.body.status).toBe('FILLED');
+    const after = (await svc.call('GET', '/v2/trade/positions', { headers: as })).body.positions.find(
+      (x: any) => x.token_id === other,
+    );
+    expect(new Dec(after.realized_pnl).isZero()).toBe(false);
+    await expect
+      .poll(() => cells(p, row).then((c) => [c[2], c[7], c[8]]), { timeout: 5_000 })
+      .toEqual([after.size, signedUsd(after.cash_pnl), signedUsd(after.realized_pnl)]);
     await p.close();
   }, 30_000);
 

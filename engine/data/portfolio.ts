@@ -1,0 +1,533 @@
+/**
+ * Every trader's aggregates, kept up to date as the trade history's records land (fed by a
+ * {@link TradeHistoryFeed}: {@link Portfolio.open} replays the history, then follows committed
+ * batches): FIFO positions ({@link LotBook}), realized PnL, volume, trade count, fees, wins and losses,
+ * per-category figures, and hourly buckets that slide the 1d / 7d / 30d windows forward, so a
+ * leaderboard or a trader's figures never scan the history.
+ *
+ * Definitions (the API documents the same):
+ * - realized PnL: Σ gains of the dispositions (proceeds − FIFO cost basis, fees included on both sides);
+ * - unrealized PnL: open lots at the current mark ({@link venueMark}) − their cost;
+ * - a trade: one fill of the trader; volume: Σ notional of its fills (splits, merges and redeems are
+ *   not volume);
+ * - a win (loss): a disposal (a sell fill, a merge, a redeem) of one token with a positive (negative) gain;
+ * - over a finite window, PnL is the change of marked equity net of flows: trading cash in the
+ *   window (fills, splits, merges, redeems, combo cash) + positions now at today's marks − positions at
+ *   the window's start at the marks then (the tape's last price before the start); over `all` it is
+ *   the realized PnL. Windows are whole hours: a window of N hours holds the current hour and the N
+ *   hours before it (`blockTimestamp` of the records);
+ * - flows: the initial credit, withdrawals and their refunds, copytrade transfers (they move cash in or
+ *   out without being PnL).
+ * - category: the market's tag from {@link PortfolioFacts}, else the leading word of its event's slug (else
+ *   of its slug), else `other`.
+ */
+
+import type { Decimal } from 'decimal.js';
+import type { Clock } from '../clock.js';
+import { Dec, dec, ONE, ZERO } from '../decimal.js';
+import type { VenuePort } from '../venue/port.js';
+import type { MarketRegistry } from './markets.js';
+import { chainOrder, LotBook, type Disposition, type PositionLots, type PriceOf } from './lots.js';
+import {
+  LIQUIDITY_PROVIDER_ADDRESS,
+  type CashMove,
+  type CashMoveKind,
+  type RecordedBatch,
+  type TapeTrade,
+  type TradeHistoryFeed,
+  type TraderFill,
+} from './records.js';
+
+/** Ranking windows (spec 4.6). */
+export type Window = '1d' | '7d' | '30d' | 'all';
+export const WINDOWS: readonly Window[] = ['1d', '7d', '30d', 'all'];
+type FiniteWindow = Exclude<Window, 'all'>;
+/** Hours of each finite window. */
+const WINDOW_HOURS: Record<FiniteWindow, number> = { '1d': 24, '7d': 7 * 24, '30d': 30 * 24 };
+const HOUR_S = 3600;
+
+/** Cash movements that move money in or out of a wallet without being PnL. */
+const FLOW_KINDS: ReadonlySet<CashMoveKind> = new Set(['credit', 'withdraw', 'withdraw_refund', 'copytrade']);
+
+/** What the aggregates need to know of a token's market (display, category, resolution). */
+export interface TokenFacts {
+  conditionId: string;
+  question: string;
+  slug: string;
+  /** The slug of the market's event, when known. */
+  eventSlug?: string | null;
+  outcome: string;
+  /** The market's tag when the registry has one. */
+  tag?: string | null;
+  /** Whether the market resolved. */
+  resolved: boolean;
+  /** Whether this token won (null until resolved). */
+  winner: boolean | null;
+}
+
+/** The markets' facts and current marks (see {@link portfolioFacts}). */
+export interface PortfolioFacts {
+  /** Facts of `tokenId`, or undefined when no registry knows it. */
+  token(tokenId: string): TokenFacts | undefined;
+  /** The current mark of `tokenId` (decimal probability), or null when it has none. */
+  mark(tokenId: string): Decimal | null;
+}
+
+/**
+ * The mark of `tokenId` on the venue, decimal probability: 1 or 0 once its market resolved (winner
+ * or not), else the mid of its best bid and ask, else its last trade print, else the one side quoted;
+ * null when it has no price at all.
+ */
+export function venueMark(venue: VenuePort, tokenId: string): Decimal | null {
+  const info = venue.token(tokenId);
+  const status = info ? venue.marketStatus(info.conditionId) : undefined;
+  if (status?.resolved) return status.winningTokenId === tokenId ? ONE : ZERO;
+  const { bid, ask } = venue.touch(tokenId);
+  if (bid && ask) return bid.plus(ask).div(2);
+  const last = venue.book(tokenId, 1)?.lastTradePrice;
+  return last !== undefined ? dec(last) : (bid ?? ask ?? null);
+}
+
+/**
+ * {@link PortfolioFacts} from the market registry (question, slug, event slug and outcome of the venue's
+ * markets and of the loaded history's), the venue's resolutions and its marks.
+ */
+export function portfolioFacts(
+  venue: VenuePort,
+  registry: Pick<MarketRegistry, 'tokenOf' | 'marketOf'>,
+): PortfolioFacts {
+  return {
+    token(tokenId) {
+      const t = registry.tokenOf(tokenId);
+      if (!t) return undefined;
+      const m = registry.marketOf(t.conditionId);
+      const status = venue.marketStatus(t.conditionId);
+      const resolved = status?.resolved ?? false;
+      return {
+        conditionId: t.conditionId,
+        question: m?.question ?? '',
+        slug: m?.slug ?? '',
+        eventSlug: m?.eventSlug ?? null,
+        outcome: t.outcome,
+        resolved,
+        winner: resolved ? status?.winningTokenId === tokenId : null,
+      };
+    },
+    mark: (tokenId) => venueMark(venue, tokenId),
+  };
+}
+
+/**
+ * The category of a market: its tag, else the leading word of its event's slug (else of its own slug),
+ * lower-case, else `other`.
+ */
+export function categoryOf(facts: Pick<TokenFacts, 'tag' | 'slug' | 'eventSlug'> | undefined): string {
+  if (facts?.tag) return facts.tag;
+  const word = /^[a-z0-9]+/i.exec(facts?.eventSlug || facts?.slug || '')?.[0];
+  return word ? word.toLowerCase() : 'other';
+}
+
+/** Running figures of a trader (all time, one category, or one hour / window). */
+export class Figures {
+  realized: Decimal = ZERO;
+  volume: Decimal = ZERO;
+  /** Shares traded (Σ fill sizes). */
+  shares: Decimal = ZERO;
+  fees: Decimal = ZERO;
+  trades = 0;
+  wins = 0;
+  losses = 0;
+  /** Trading cash (fills, splits, merges, redeems, combo cash), dollars. */
+  cash: Decimal = ZERO;
+
+  /** Adds (`sign` 1) or removes (−1) `o` (zero figures cost nothing: most records move only a few). */
+  add(o: Figures, sign: 1 | -1 = 1): void {
+    const move = (mine: Decimal, theirs: Decimal) =>
+      theirs.isZero() ? mine : sign === 1 ? mine.plus(theirs) : mine.minus(theirs);
+    this.realized = move(this.realized, o.realized);
+    this.volume = move(this.volume, o.volume);
+    this.shares = move(this.shares, o.shares);
+    this.fees = move(this.fees, o.fees);
+    this.cash = move(this.cash, o.cash);
+    this.trades += o.trades * sign;
+    this.wins += o.wins * sign;
+    this.losses += o.losses * sign;
+  }
+
+  /** wins / (wins + losses), 0 when no disposal was won or lost. */
+  winRate(): Decimal {
+    const n = this.wins + this.losses;
+    return n === 0 ? ZERO : new Dec(this.wins).div(n);
+  }
+}
+
+/** Figures of one trader in one hour or window, with its share changes per token. */
+class Slice extends Figures {
+  readonly deltas = new Map<string, Decimal>();
+
+  addSlice(o: Slice, sign: 1 | -1): void {
+    this.add(o, sign);
+    for (const [t, d] of o.deltas) {
+      const mine = this.deltas.get(t) ?? ZERO;
+      this.deltas.set(t, sign === 1 ? mine.plus(d) : mine.minus(d));
+    }
+  }
+}
+
+/** One trader's aggregates. */
+export interface TraderAggregate {
+  address: string;
+  /** All time. */
+  total: Figures;
+  /** Deposits, withdrawals and refunds, copytrade transfers: Σ signed pUSD, dollars. */
+  flows: Decimal;
+  /** Per category, all time. */
+  categories: Map<string, Figures>;
+  firstAtMs: number;
+  lastAtMs: number;
+}
+
+/** One trader's figures over a window. */
+export interface WindowFigures {
+  address: string;
+  window: Window;
+  /** PnL as defined for the window (module TSDoc). */
+  pnl: Decimal;
+  figures: Figures;
+}
+
+/** A ranked leaderboard row. */
+export interface LeaderRow extends WindowFigures {
+  /** Competition rank (1, 2, 2, 4). */
+  rank: number;
+}
+
+/** A sliding window's figures per trader and the first hour it holds. */
+interface SlidingWindow {
+  hours: number;
+  fromHour: number;
+  byAddress: Map<string, Slice>;
+}
+
+/** Prices of a token from the tape, by hour (the last trade of each hour), hours ascending. */
+interface PriceSeries {
+  hours: number[];
+  prices: Decimal[];
+}
+
+/** How long a computed leaderboard is served before marks are read again, ms. */
+const BOARD_TTL_MS = 1000;
+
+/** Every trader's aggregates; see the module TSDoc for what each figure means. */
+export class Portfolio {
+  readonly lots = new LotBook();
+  private readonly traders = new Map<string, TraderAggregate>();
+  private readonly hourly = new Map<number, Map<string, Slice>>();
+  /** Hours of {@link hourly}, ascending. */
+  private hourList: number[] = [];
+  private readonly windows: Record<FiniteWindow, SlidingWindow>;
+  private readonly tape = new Map<string, PriceSeries>();
+  /** Category by token id, once its market is known. */
+  private readonly categories = new Map<string, string>();
+  /** Ranked leaderboards by `<window>:<mode>`, with when and at which {@link version} they were computed. */
+  private readonly boards = new Map<string, { atMs: number; version: number; rows: readonly LeaderRow[] }>();
+  /** Records applied so far (a cached leaderboard is stale once it moved). */
+  private version = 0;
+
+  /**
+   * @param facts markets' facts and marks.
+   * @param clock the window's "now".
+   */
+  constructor(
+    private readonly facts: PortfolioFacts,
+    private readonly clock: Clock,
+  ) {
+    const hour = Math.floor(clock.now() / 1000 / HOUR_S);
+    const w = (hours: number): SlidingWindow => ({ hours, fromHour: hour - hours + 1, byAddress: new Map() });
+    this.windows = { '1d': w(WINDOW_HOURS['1d']), '7d': w(WINDOW_HOURS['7d']), '30d': w(WINDOW_HOURS['30d']) };
+  }
+
+  /**
+   * Builds the aggregates from `feed`: subscribes, replays the history so far, then applies the batches
+   * that were committed meanwhile (a record the replay already gave is not applied twice).
+   */
+  static async open(feed: TradeHistoryFeed, facts: PortfolioFacts, clock: Clock): Promise<Portfolio> {
+    const p = new Portfolio(facts, clock);
+    let pending: RecordedBatch[] | null = [];
+    const pendingIds = new Set<string>();
+    feed.onRecorded((batch) => {
+      if (!pending) return p.apply(batch);
+      pending.push(batch);
+      for (const r of [...batch.fills, ...batch.cash]) pendingIds.add(r._id);
+    });
+    await feed.replay((batch) => {
+      const dup = (r: { _id: string }) => pendingIds.has(r._id);
+      p.apply({
+        trades: batch.trades,
+        fills: batch.fills.filter((r) => !dup(r)),
+        cash: batch.cash.filter((r) => !dup(r)),
+      });
+    });
+    const live = pending;
+    pending = null;
+    for (const batch of live) p.apply(batch);
+    return p;
+  }
+
+  /** A trader's aggregates, or undefined when no record names it. */
+  trader(address: string): TraderAggregate | undefined {
+    return this.traders.get(address);
+  }
+
+  /** Every position `address` ever had (first acquisition order). */
+  positions(address: string): PositionLots[] {
+    return this.lots.positions(address);
+  }
+
+  /** Facts of a token: the registry's, else what its records said. */
+  tokenFacts(tokenId: string): TokenFacts | undefined {
+    return this.facts.token(tokenId);
+  }
+
+  /** The current mark of `tokenId`: the venue's, else the tape's last price, else null. */
+  mark(tokenId: string): Decimal | null {
+    const m = this.facts.mark(tokenId);
+    if (m !== null) return m;
+    const s = this.tape.get(tokenId);
+    return s?.prices[s.prices.length - 1] ?? null;
+  }
+
+  /** Unrealized PnL of `address`: Σ over open positions of shares × mark − cost (unmarked ones count 0). */
+  unrealized(address: string): Decimal {
+    let u = ZERO;
+    for (const p of this.lots.positions(address)) {
+      if (p.shares.isZero()) continue;
+      const m = this.mark(p.tokenId);
+      if (m !== null) u = u.plus(p.shares.times(m).minus(p.cost));
+    }
+    return u;
+  }
+
+  /** Applies a committed batch (records in chain order). */
+  apply(batch: RecordedBatch): void {
+    for (const t of batch.trades) this.tapePrice(t);
+    for (const r of chainOrder(batch)) {
+      if ('kind' in r) this.applyCash(r);
+      else this.applyFill(r);
+      this.version++;
+    }
+  }
+
+  /**
+   * The figures of `address` over `window` (all time for `all`), at the clock's now.
+   * @returns null when the trader has no record (in the window, for a finite one).
+   */
+  windowFigures(address: string, window: Window): WindowFigures | null {
+    const agg = this.traders.get(address);
+    if (!agg) return null;
+    if (window === 'all') return { address, window, pnl: agg.total.realized, figures: agg.total };
+    this.slide();
+    const slice = this.windows[window].byAddress.get(address);
+    if (!slice) return null;
+    return { address, window, pnl: this.equityChange(address, slice, this.windows[window].fromHour), figures: slice };
+  }
+
+  /**
+   * The leaderboard of `window`: traders with a trade, split, merge or redeem in it (the liquidity
+   * provider excluded),
+   * ranked by PnL or by volume, descending, ties sharing a rank (competition ranks: 1, 2, 2, 4), equal
+   * rows in address order. Computed from the aggregates; served again for {@link BOARD_TTL_MS} while no
+   * record lands (marks move meanwhile).
+   */
+  leaderboard(window: Window, by: 'pnl' | 'volume'): readonly LeaderRow[] {
+    const now = this.clock.now();
+    const cacheKey = `${window}:${by}`;
+    const cached = this.boards.get(cacheKey);
+    if (cached && cached.version === this.version && now >= cached.atMs && now - cached.atMs < BOARD_TTL_MS)
+      return cached.rows;
+    const rows: WindowFigures[] = [];
+    const addresses = window === 'all' ? this.traders.keys() : (this.slide(), this.windows[window].byAddress.keys());
+    for (const a of addresses) {
+      if (a === LIQUIDITY_PROVIDER_ADDRESS) continue;
+      const f = this.windowFigures(a, window);
+      if (f && (f.figures.trades > 0 || !f.figures.cash.isZero())) rows.push(f);
+    }
+    const key = (r: WindowFigures) => (by === 'pnl' ? r.pnl : r.figures.volume);
+    rows.sort((a, b) => key(b).comparedTo(key(a)) || (a.address < b.address ? -1 : 1));
+    const ranked: LeaderRow[] = [];
+    rows.forEach((r, i) => {
+      const prev = ranked[i - 1];
+      ranked.push({ ...r, rank: prev && key(prev).eq(key(r)) ? prev.rank : i + 1 });
+    });
+    this.boards.set(cacheKey, { atMs: now, version: this.version, rows: ranked });
+    return ranked;
+  }
+
+  private agg(address: string, atMs: number): TraderAggregate {
+    let a = this.traders.get(address);
+    if (!a) {
+      a = { address, total: new Figures(), flows: ZERO, categories: new Map(), firstAtMs: atMs, lastAtMs: atMs };
+      this.traders.set(address, a);
+    }
+    a.firstAtMs = Math.min(a.firstAtMs, atMs);
+    a.lastAtMs = Math.max(a.lastAtMs, atMs);
+    return a;
+  }
+
+  /** The category of `tokenId`'s market (a market's facts do not change its category: kept per token). */
+  private categoryOfToken(tokenId: string): string {
+    let c = this.categories.get(tokenId);
+    if (c === undefined) {
+      const facts = this.facts.token(tokenId);
+      c = categoryOf(facts);
+      if (facts) this.categories.set(tokenId, c);
+    }
+    return c;
+  }
+
+  private tapePrice(t: TapeTrade): void {
+    const hour = Math.floor(t.blockTimestamp / HOUR_S);
+    let s = this.tape.get(t.tokenId);
+    if (!s) this.tape.set(t.tokenId, (s = { hours: [], prices: [] }));
+    const last = s.hours.length - 1;
+    if (last >= 0 && s.hours[last] === hour) s.prices[last] = dec(t.price);
+    else if (last < 0 || (s.hours[last] ?? 0) < hour) {
+      s.hours.push(hour);
+      s.prices.push(dec(t.price));
+    } // an older print than the series' last hour changes no mark
+  }
+
+  /** The tape's price of `tokenId` before `hour` (the last trade of an earlier hour), or undefined. */
+  private priceBefore(tokenId: string, hour: number): Decimal | undefined {
+    const s = this.tape.get(tokenId);
+    if (!s) return undefined;
+    let lo = 0;
+    let hi = s.hours.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((s.hours[mid] ?? 0) < hour) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo === 0 ? undefined : s.prices[lo - 1];
+  }
+
+  private applyFill(f: TraderFill): void {
+    const ds = this.lots.applyFill(f);
+    const fig = new Slice();
+    const notional = dec(f.notionalUsd);
+    const fee = dec(f.feeUsd);
+    const size = dec(f.size);
+    fig.trades = 1;
+    fig.volume = notional;
+    fig.shares = size;
+    fig.fees = fee;
+    fig.cash = f.side === 'BUY' ? notional.plus(fee).neg() : notional.minus(fee);
+    fig.deltas.set(f.tokenId, f.side === 'BUY' ? size : size.neg());
+    this.book(f.address, f.atMs, f.blockTimestamp, fig, ds, f.tokenId);
+  }
+
+  private applyCash(c: CashMove): void {
+    if (FLOW_KINDS.has(c.kind)) {
+      const a = this.agg(c.address, c.atMs);
+      a.flows = a.flows.plus(dec(c.pusdDelta));
+      return;
+    }
+    const priceOf: PriceOf = (tokenId) => {
+      const f = this.facts.token(tokenId);
+      if (f?.resolved) return f.winner ? ONE : ZERO;
+      return this.priceBefore(tokenId, Number.MAX_SAFE_INTEGER);
+    };
+    const ds = this.lots.applyCashMove(c, priceOf);
+    const fig = new Slice();
+    fig.cash = dec(c.pusdDelta);
+    for (const s of c.shares) fig.deltas.set(s.tokenId, (fig.deltas.get(s.tokenId) ?? ZERO).plus(dec(s.delta)));
+    this.book(c.address, c.atMs, c.blockTimestamp, fig, ds, c.shares[0]?.tokenId);
+  }
+
+  /** Adds a record's figures (and its dispositions' gains, wins, losses) to the trader, its category, its hour. */
+  private book(
+    address: string,
+    atMs: number,
+    blockTimestamp: number,
+    fig: Slice,
+    ds: Disposition[],
+    tokenId: string | undefined,
+  ): void {
+    const gains = new Map<string, Decimal>();
+    for (const d of ds) gains.set(d.tokenId, d.gain.plus(gains.get(d.tokenId) ?? ZERO));
+    for (const g of gains.values()) {
+      fig.realized = fig.realized.plus(g);
+      if (g.gt(0)) fig.wins++;
+      else if (g.lt(0)) fig.losses++;
+    }
+    const a = this.agg(address, atMs);
+    a.total.add(fig);
+    const category = tokenId === undefined ? categoryOf(undefined) : this.categoryOfToken(tokenId);
+    let cat = a.categories.get(category);
+    if (!cat) a.categories.set(category, (cat = new Figures()));
+    cat.add(fig);
+
+    this.slide();
+    const hour = Math.floor(blockTimestamp / HOUR_S);
+    const oldest = this.windows['30d'].fromHour;
+    if (hour < oldest) return;
+    let bucket = this.hourly.get(hour);
+    if (!bucket) {
+      this.hourly.set(hour, (bucket = new Map()));
+      this.hourList.push(hour);
+      if (hour < (this.hourList[this.hourList.length - 2] ?? hour)) this.hourList.sort((x, y) => x - y);
+    }
+    let s = bucket.get(address);
+    if (!s) bucket.set(address, (s = new Slice()));
+    s.addSlice(fig, 1);
+    for (const w of Object.values(this.windows)) {
+      if (hour < w.fromHour) continue;
+      let ws = w.byAddress.get(address);
+      if (!ws) w.byAddress.set(address, (ws = new Slice()));
+      ws.addSlice(fig, 1);
+    }
+  }
+
+  /** Moves each window's start to the clock's hour, removing the hours that left it. */
+  private slide(): void {
+    const hour = Math.floor(this.clock.now() / 1000 / HOUR_S);
+    for (const w of Object.values(this.windows)) {
+      const from = hour - w.hours + 1;
+      if (from <= w.fromHour) continue;
+      for (const h of this.hourList) {
+        if (h >= from) break;
+        if (h < w.fromHour) continue;
+        for (const [address, s] of this.hourly.get(h) ?? []) {
+          const ws = w.byAddress.get(address);
+          if (!ws) continue;
+          ws.addSlice(s, -1);
+          if (ws.trades === 0 && ws.wins === 0 && ws.losses === 0 && ws.cash.isZero()) w.byAddress.delete(address);
+        }
+      }
+      w.fromHour = from;
+    }
+    const oldest = this.windows['30d'].fromHour;
+    while (this.hourList.length && (this.hourList[0] ?? oldest) < oldest) {
+      this.hourly.delete(this.hourList.shift()!);
+    }
+  }
+
+  /**
+   * Change of marked equity net of flows since the start of hour `fromHour`: trading cash in the
+   * window + Σ positions now × marks now − Σ positions then × marks then (the tape's price before the
+   * window; a token with no such price is taken at today's mark, so it changes nothing).
+   */
+  private equityChange(address: string, slice: Slice, fromHour: number): Decimal {
+    let pnl = slice.cash;
+    const tokens = new Set(slice.deltas.keys());
+    for (const p of this.lots.positions(address)) if (!p.shares.isZero()) tokens.add(p.tokenId);
+    for (const t of tokens) {
+      const now = this.lots.position(address, t)?.shares ?? ZERO;
+      const then = now.minus(slice.deltas.get(t) ?? ZERO);
+      const markNow = this.mark(t) ?? ZERO;
+      const markThen = then.isZero() ? ZERO : (this.priceBefore(t, fromHour) ?? markNow);
+      pnl = pnl.plus(now.times(markNow)).minus(then.times(markThen));
+    }
+    return pnl;
+  }
+}

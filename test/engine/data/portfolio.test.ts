@@ -1,0 +1,162 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../engine/clock.js';
+import { Dec } from '../../../engine/decimal.js';
+import { Portfolio, type PortfolioFacts } from '../../../engine/data/portfolio.js';
+import type { CashMove, RecordedBatch, TapeTrade, TradeHistoryFeed, TraderFill } from '../../../engine/data/records.js';
+
+const A = '0x' + 'a1'.repeat(20);
+const B = '0x' + 'b2'.repeat(20);
+const T = '777';
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+let seq = 0;
+const marks = new Map<string, Dec>();
+const facts: PortfolioFacts = {
+  token: (tokenId) => ({
+    conditionId: 'c',
+    question: 'Will it?',
+    slug: 'sports-final',
+    outcome: 'Yes',
+    tag: tokenId === T ? null : 'politics',
+    resolved: false,
+    winner: null,
+  }),
+  mark: (tokenId) => marks.get(tokenId) ?? null,
+};
+
+function at(ms: number) {
+  seq++;
+  const s = Math.floor(ms / 1000);
+  return { blockTimestamp: s - (s % 2), logIndex: seq, transactionHash: `0x${seq}`, atMs: ms };
+}
+
+function fill(address: string, side: 'BUY' | 'SELL', size: string, price: string, ms: number): TraderFill {
+  return {
+    ...at(ms),
+    _id: `f${seq}`,
+    tradeId: `t${seq}`,
+    address,
+    userId: null,
+    orderId: null,
+    role: 'taker',
+    conditionId: 'c',
+    tokenId: T,
+    outcome: 'Yes',
+    side,
+    price,
+    size,
+    notionalUsd: new Dec(price).times(size).toFixed(),
+    feeUsd: '0',
+    source: 'venue',
+  };
+}
+
+function print(price: string, ms: number): TapeTrade {
+  const p = at(ms);
+  return {
+    ...p,
+    _id: `p${seq}`,
+    tradeId: `p${seq}`,
+    conditionId: 'c',
+    tokenId: T,
+    outcome: 'Yes',
+    side: 'BUY',
+    price,
+    size: '1',
+    notionalUsd: price,
+    feeUsd: '0',
+    maker: null,
+    taker: null,
+    source: 'capture',
+  };
+}
+
+function credit(address: string, usd: string, ms: number): CashMove {
+  return {
+    ...at(ms),
+    _id: `c${seq}`,
+    address,
+    userId: null,
+    kind: 'credit',
+    conditionId: null,
+    pusdDelta: usd,
+    shares: [],
+    source: 'venue',
+  };
+}
+
+const batch = (b: Partial<RecordedBatch>): RecordedBatch => ({ trades: [], fills: [], cash: [], ...b });
+
+describe('Portfolio', () => {
+  it('slides the windows forward as time passes: a day-old trade leaves 1d, stays in 7d and all', () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    const p = new Portfolio(facts, clock);
+    const t0 = clock.now();
+    marks.set(T, new Dec('0.5'));
+    p.apply(batch({ cash: [credit(A, '100', t0)] }));
+    p.apply(batch({ fills: [fill(A, 'BUY', '10', '0.4', t0), fill(A, 'SELL', '10', '0.6', t0)] }));
+    p.apply(batch({ fills: [fill(B, 'BUY', '100', '0.5', t0), fill(B, 'SELL', '100', '0.45', t0)] }));
+    expect(p.leaderboard('1d', 'pnl').map((r) => [r.rank, r.address, r.pnl.toFixed()])).toEqual([
+      [1, A, '2'],
+      [2, B, '-5'],
+    ]);
+    expect(p.leaderboard('1d', 'volume').map((r) => r.address)).toEqual([B, A]);
+    clock.advance(DAY + HOUR);
+    expect(p.leaderboard('1d', 'pnl')).toEqual([]);
+    expect(p.windowFigures(A, '1d')).toBeNull();
+    expect(p.leaderboard('7d', 'pnl').map((r) => [r.address, r.pnl.toFixed(), r.figures.trades])).toEqual([
+      [A, '2', 2],
+      [B, '-5', 2],
+    ]);
+    clock.advance(7 * DAY);
+    expect(p.leaderboard('7d', 'pnl')).toEqual([]);
+    expect(p.leaderboard('30d', 'pnl').length).toBe(2);
+    expect(p.leaderboard('all', 'pnl').map((r) => [r.address, r.pnl.toFixed()])).toEqual([
+      [A, '2'],
+      [B, '-5'],
+    ]);
+    // the credit is a flow: not PnL, not on the board by itself
+    expect(p.trader(A)!.flows.toFixed()).toBe('100');
+  });
+
+  it("a finite window's PnL is the change of marked equity net of flows: held shares move with the marks", () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    const p = new Portfolio(facts, clock);
+    const t0 = clock.now();
+    // bought 10 at 0.4 three days ago; the tape printed 0.45 two days ago; marked at 0.7 now
+    p.apply(batch({ fills: [fill(A, 'BUY', '10', '0.4', t0 - 3 * DAY)], trades: [print('0.45', t0 - 2 * DAY)] }));
+    // a small trade today puts it on the 1d board
+    p.apply(batch({ fills: [fill(A, 'BUY', '1', '0.6', t0)] }));
+    marks.set(T, new Dec('0.7'));
+    // 1d: −0.6 of cash, 11 × 0.7 now − 10 × 0.45 then = 2.6
+    expect(p.windowFigures(A, '1d')!.pnl.toFixed()).toBe('2.6');
+    // 7d: −4.6 of cash + 7.7 − 0 = 3.1 (nothing was held a week ago)
+    expect(p.windowFigures(A, '7d')!.pnl.toFixed()).toBe('3.1');
+    // all: realized only
+    expect(p.windowFigures(A, 'all')!.pnl.toFixed()).toBe('0');
+    expect(p.unrealized(A).toFixed()).toBe('3.1');
+    expect([...p.trader(A)!.categories.keys()]).toEqual(['sports']);
+  });
+
+  it('open() replays the history, then live batches, a record the replay gave applied once', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    const t0 = clock.now();
+    const first = fill(A, 'BUY', '10', '0.4', t0);
+    const live = fill(A, 'SELL', '4', '0.5', t0);
+    let listener: ((b: RecordedBatch) => void) | undefined;
+    const feed: TradeHistoryFeed = {
+      onRecorded: (l) => (listener = l),
+      async replay(visit) {
+        // a batch commits while the replay runs, and the replay sees it too
+        listener!(batch({ fills: [live] }));
+        await visit(batch({ fills: [first, live] }));
+      },
+    };
+    const p = await Portfolio.open(feed, facts, clock);
+    expect(p.positions(A)[0]!.shares.toFixed()).toBe('6');
+    listener!(batch({ fills: [fill(A, 'SELL', '1', '0.5', t0)] }));
+    expect(p.positions(A)[0]!.shares.toFixed()).toBe('5');
+    expect(p.trader(A)!.total.realized.toFixed()).toBe('0.5');
+  });
+});
