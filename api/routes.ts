@@ -796,7 +796,9 @@ export const ROUTES: RouteSpec[] = [
     path: `${V2}/traders/:address/pnl`,
     summary: "A trader's realized and unrealized PnL, and PnL by window",
     description:
-      'All-time realized, unrealized at the current marks, and each window (1d, 7d, 30d, all). ' + PNL_MEANING,
+      'All-time realized, unrealized at the current marks, each window (1d, 7d, 30d, all), and the cumulative ' +
+      'realized PnL at the end of each UTC day with a disposition (`series`). ' +
+      PNL_MEANING,
     query: { properties: {} },
     responses: { 200: TraderPnl },
     handler: traderPnl,

@@ -169,12 +169,27 @@ export const TraderPnl = {
   $id: 'TraderPnl',
   type: 'object',
   additionalProperties: false,
-  required: ['trader', 'realized_pnl', 'unrealized_pnl', 'windows'],
+  required: ['trader', 'realized_pnl', 'unrealized_pnl', 'windows', 'series'],
   properties: {
     trader: Address,
     realized_pnl: { ...SignedUsd, description: 'All time.' },
     unrealized_pnl: { ...SignedUsd, description: 'Open positions at the current marks − their cost.' },
     windows: { type: 'array', items: PnlWindow, description: 'One entry per window: 1d, 7d, 30d, all.' },
+    series: {
+      type: 'array',
+      description:
+        'Cumulative realized PnL at the end of each UTC day with a disposition, oldest first (an equity ' +
+        "curve's realized part; the last point is `realized_pnl`).",
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['ts', 'pnl'],
+        properties: {
+          ts: { type: 'integer', minimum: 0, description: 'Start of the UTC day, Unix seconds.' },
+          pnl: SignedUsd,
+        },
+      },
+    },
   },
 } as const;
 

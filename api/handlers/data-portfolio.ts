@@ -128,7 +128,10 @@ export const traderSummary: Handler = async ({ req, services }) => {
   };
 };
 
-/** GET /v2/trade/traders/{address}/pnl: realized and unrealized PnL, and each window's PnL. */
+/**
+ * GET /v2/trade/traders/{address}/pnl: realized and unrealized PnL, each window's PnL, and the daily
+ * series of cumulative realized PnL.
+ */
 export const traderPnl: Handler = async ({ req, services }) => {
   const trader = traderOf(req.params);
   const portfolio = services.portfolio;
@@ -149,6 +152,7 @@ export const traderPnl: Handler = async ({ req, services }) => {
       realized_pnl: usd(portfolio.trader(trader)?.total.realized ?? ZERO),
       unrealized_pnl: usd(portfolio.unrealized(trader)),
       windows,
+      series: portfolio.realizedSeries(trader).map((p) => ({ ts: p.day * 86_400, pnl: usd(p.cumulative) })),
     },
   };
 };

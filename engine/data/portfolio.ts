@@ -45,6 +45,7 @@ type FiniteWindow = Exclude<Window, 'all'>;
 /** Hours of each finite window. */
 const WINDOW_HOURS: Record<FiniteWindow, number> = { '1d': 24, '7d': 7 * 24, '30d': 30 * 24 };
 const HOUR_S = 3600;
+const DAY_S = 24 * HOUR_S;
 
 /** Cash movements that move money in or out of a wallet without being PnL. */
 const FLOW_KINDS: ReadonlySet<CashMoveKind> = new Set(['credit', 'withdraw', 'withdraw_refund', 'copytrade']);
@@ -183,6 +184,8 @@ export interface TraderAggregate {
   flows: Decimal;
   /** Per category, all time. */
   categories: Map<string, Figures>;
+  /** Realized PnL by UTC day (days since the epoch, by block time) of the days with a disposition. */
+  realizedByDay: Map<number, Decimal>;
   firstAtMs: number;
   lastAtMs: number;
 }
@@ -279,6 +282,16 @@ export class Portfolio {
     return this.traders.get(address);
   }
 
+  /**
+   * The cumulative realized PnL of `address` at the end of each UTC day with a disposition, days
+   * ascending (`day`: days since the epoch). An equity curve's realized part.
+   */
+  realizedSeries(address: string): { day: number; cumulative: Decimal }[] {
+    const days = [...(this.traders.get(address)?.realizedByDay ?? [])].sort(([a], [b]) => a - b);
+    let sum = ZERO;
+    return days.map(([day, r]) => ({ day, cumulative: (sum = sum.plus(r)) }));
+  }
+
   /** Every position `address` ever had (first acquisition order). */
   positions(address: string): PositionLots[] {
     return this.lots.positions(address);
@@ -366,7 +379,15 @@ export class Portfolio {
   private agg(address: string, atMs: number): TraderAggregate {
     let a = this.traders.get(address);
     if (!a) {
-      a = { address, total: new Figures(), flows: ZERO, categories: new Map(), firstAtMs: atMs, lastAtMs: atMs };
+      a = {
+        address,
+        total: new Figures(),
+        flows: ZERO,
+        categories: new Map(),
+        realizedByDay: new Map(),
+        firstAtMs: atMs,
+        lastAtMs: atMs,
+      };
       this.traders.set(address, a);
     }
     a.firstAtMs = Math.min(a.firstAtMs, atMs);
@@ -462,6 +483,10 @@ export class Portfolio {
     }
     const a = this.agg(address, atMs);
     a.total.add(fig);
+    if (!fig.realized.isZero()) {
+      const day = Math.floor(blockTimestamp / DAY_S);
+      a.realizedByDay.set(day, fig.realized.plus(a.realizedByDay.get(day) ?? ZERO));
+    }
     const category = tokenId === undefined ? categoryOf(undefined) : this.categoryOfToken(tokenId);
     let cat = a.categories.get(category);
     if (!cat) a.categories.set(category, (cat = new Figures()));

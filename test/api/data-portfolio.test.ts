@@ -167,6 +167,8 @@ describe('trader reads', () => {
     });
     const pnl = await svc.call('GET', `/v2/trade/traders/${WINNER}/pnl`);
     expect(pnl.status).toBe(200);
+    const today = Math.floor(Date.now() / 86_400_000) * 86_400;
+    expect(pnl.body.series).toEqual([{ ts: today, pnl: '2' }]);
     expect(pnl.body.windows.map((w: any) => [w.window, w.pnl, w.realized_pnl])).toEqual([
       ['1d', '2', '2'],
       ['7d', '2', '2'],
@@ -338,6 +340,8 @@ describe('through REST orders on the simulated venue', () => {
       (r) => r.body.realized_pnl === gain,
     );
     expect(summary.body).toMatchObject({ pnl: gain, active_positions: 0, closed_positions: 1, unrealized_pnl: '0' });
+    const series = (await rest.call('GET', `/v2/trade/traders/${address.winner}/pnl`)).body.series;
+    expect(series.at(-1).pnl).toBe(gain);
     const all = await rest.call('GET', '/v2/trade/leaderboard?window=all&limit=500');
     expect(only(all.body.leaderboard, [address.winner!, address.loser!]).map((r: any) => r.address)).toEqual([
       address.winner,

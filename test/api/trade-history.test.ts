@@ -12,6 +12,7 @@ import type { RecordedBatch } from '../../engine/data/records.js';
 import { dec } from '../../engine/decimal.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
+import type { VenueReport } from '../../engine/venue/port.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { poll, px, Trading } from './trading-kit.js';
@@ -113,6 +114,73 @@ describe('trade history: fills made through REST are recorded with their chain p
     ]);
     const orderIds = (await fillsOf(tradeId)).map((x) => x.orderId);
     expect(orderIds).toEqual([rest.body.order_id, take.body.order_id]);
+  });
+
+  it('a fill the venue reports after the cancel: recorded on the CANCELED order and in the history', async () => {
+    const f = await tr.freshToken();
+    const price = px(f.bid - 0.05);
+    const rest = await tr.post('alice', { symbol: f.token, side: 'buy', type: 'LIMIT', price, size: '10' });
+    expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    const canceled = await svc.call('DELETE', `/v2/trade/orders/${rest.body.order_id}`, { headers: tr.as('alice') });
+    expect(canceled).toMatchObject({ status: 200, body: { status: 'CANCELED', filled_size: '0' } });
+    // a real venue can report a trade that matched before the cancel took effect: the port's report
+    const aliceId = (await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } })).body
+      .platform_user_id;
+    const report = (r: VenueReport) => {
+      const venue = svc.services.venue as unknown as { reportListeners: ((r: VenueReport) => void)[] };
+      for (const l of venue.reportListeners) l(r);
+    };
+    const late: VenueReport = {
+      type: 'venue.filled',
+      orderId: rest.body.order_id,
+      tradeId: 'Tlate-1-m',
+      price,
+      size: '3',
+      liquidity: 'maker',
+      completes: false,
+      atMs: Date.now(),
+      trade: {
+        id: 'Tlate-1',
+        blockTimestamp: 1_000_000_000,
+        logIndex: 0,
+        transactionHash: `0x${'1'.repeat(64)}`,
+        size: '3',
+        feeUsd: '0',
+        maker: {
+          userId: aliceId,
+          orderId: rest.body.order_id,
+          tokenId: f.token,
+          side: 'buy',
+          price,
+        },
+        taker: { userId: null, orderId: null, tokenId: f.token, side: 'sell', price },
+      },
+    };
+    report(late);
+    await svc.services.orders.whenQuiet(rest.body.order_id);
+    await svc.services.host.whenIdle();
+    const after = await tr.orderById('alice', rest.body.order_id);
+    expect(after).toMatchObject({
+      status: 200,
+      body: {
+        status: 'CANCELED',
+        filled_size: '3',
+        cancel_code: 'USER_CANCELED',
+        revision: canceled.body.revision + 1,
+      },
+    });
+    expect(after.body.fills).toMatchObject([{ trade_id: 'Tlate-1-m', size: '3', block_timestamp: 1_000_000_000 }]);
+    expect(await fillsOf('Tlate-1')).toMatchObject([
+      { role: 'maker', address: address.alice, orderId: rest.body.order_id, size: '3' },
+      { role: 'taker', address: LIQUIDITY_PROVIDER_ADDRESS },
+    ]);
+    // delivered again: nothing changes
+    report(late);
+    await svc.services.host.whenIdle();
+    expect((await tr.orderById('alice', rest.body.order_id)).body).toMatchObject({
+      filled_size: '3',
+      revision: after.body.revision,
+    });
   });
 
   it("a trade with the liquidity provider: the user's fill, the provider's fill and the tape row", async () => {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../engine/clock.js';
 import { Dec } from '../../../engine/decimal.js';
@@ -158,5 +159,47 @@ describe('Portfolio', () => {
     listener!(batch({ fills: [fill(A, 'SELL', '1', '0.5', t0)] }));
     expect(p.positions(A)[0]!.shares.toFixed()).toBe('5');
     expect(p.trader(A)!.total.realized.toFixed()).toBe('0.5');
+  });
+
+  it('with every record inside the window, its PnL is realized + unrealized (property)', () => {
+    const U = '888';
+    const op = fc.record({
+      kind: fc.constantFrom('BUY' as const, 'SELL' as const, 'split' as const, 'merge' as const),
+      token: fc.constantFrom(T, U),
+      size: fc.integer({ min: 1, max: 3000 }),
+      cents: fc.integer({ min: 1, max: 99 }),
+    });
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 99 }), (ops, mark) => {
+        const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+        const p = new Portfolio(facts, clock);
+        marks.set(T, new Dec(mark).div(100));
+        marks.set(U, new Dec(100 - mark).div(100));
+        const held = (t: string) => p.lots.position(A, t)?.shares ?? new Dec(0);
+        for (const o of ops) {
+          // disposals never exceed what is held here (shares held before the window are another test's)
+          const most = o.kind === 'SELL' ? held(o.token) : o.kind === 'merge' ? Dec.min(held(T), held(U)) : null;
+          const wanted = new Dec(o.size).div(100);
+          if (most && most.isZero()) continue;
+          const size = (most ? Dec.min(most, wanted) : wanted).toFixed();
+          if (o.kind === 'BUY' || o.kind === 'SELL') {
+            const f = { ...fill(A, o.kind, size, new Dec(o.cents).div(100).toFixed(), clock.now()), tokenId: o.token };
+            p.apply(batch({ fills: [{ ...f, feeUsd: new Dec(o.cents).div(1000).toFixed() }] }));
+          } else {
+            const sign = o.kind === 'split' ? 1 : -1;
+            const c: CashMove = {
+              ...credit(A, new Dec(size).times(-sign).toFixed(), clock.now()),
+              kind: o.kind,
+              conditionId: 'c',
+              shares: [T, U].map((tokenId) => ({ tokenId, outcome: 'x', delta: new Dec(size).times(sign).toFixed() })),
+            };
+            p.apply(batch({ cash: [c] }));
+          }
+        }
+        const w = p.windowFigures(A, '7d');
+        if (w) expect(w.pnl.toFixed()).toBe(p.trader(A)!.total.realized.plus(p.unrealized(A)).toFixed());
+      }),
+      { numRuns: 200 },
+    );
   });
 });
