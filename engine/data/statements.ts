@@ -26,7 +26,7 @@ import type { Clock } from '../clock.js';
 import { dec, ONE, str, ZERO } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { TimerService } from '../scheduler/timers.js';
-import type { Collection, Sort, Store } from '../store/port.js';
+import type { Collection, Sort, Store, UnitOfWork } from '../store/port.js';
 import type { VenuePort } from '../venue/port.js';
 import { chainOrder, LotBook, type DisposalKind, type Disposition, type LotEvent, type PriceOf } from './lots.js';
 import { CASH_MOVES, HISTORY_INDEXES, TRADER_FILLS, type CashMove, type TraderFill } from './records.js';
@@ -45,10 +45,18 @@ export const STATEMENT_GRACE_MS = 60_000;
 const DAY_SEC = 86_400;
 /** Disposals held longer than this many days are long-term. */
 export const LONG_TERM_DAYS = 365;
-/** Seconds of history read at once while a day is generated. */
-const WINDOW_SEC = 3_600;
-/** Documents (statements and rows) written in one transaction while a day is generated. */
-const WRITE_BATCH = 5_000;
+/**
+ * The job shares the event loop with the API: it reads a day in windows of this many seconds of
+ * history, hands the loop back every {@link YIELD_EVERY} records, and writes at most
+ * {@link WRITE_BATCH} documents per transaction, so that no step of it holds a request up for long
+ * (the store's calls return at once on SQLite, and awaiting them lets no request in).
+ */
+const WINDOW_SEC = 300;
+const YIELD_EVERY = 256;
+const WRITE_BATCH = 500;
+
+/** Lets the event loop run what waits (requests, timers) before going on. */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** One open lot as a statement carries it into the next day. Decimal strings (shares, dollars). */
 export interface StoredLot {
@@ -299,6 +307,9 @@ export class DayStatement {
   private redemptions = ZERO;
   private volume = ZERO;
   private trades = 0;
+  private realized = ZERO;
+  private proceeds = ZERO;
+  private basis = ZERO;
 
   /**
    * @param opening - the ledger at the close of the trader's previous statement; null for a first one.
@@ -332,7 +343,7 @@ export class DayStatement {
       else if (r.kind === 'withdraw_refund') this.refunds = this.refunds.plus(delta);
       else if (r.kind === 'redeem') this.redemptions = this.redemptions.plus(delta);
       else if (r.kind !== 'split' && r.kind !== 'merge') this.other = this.other.plus(delta);
-      this.dispositions.push(...this.book.applyCashMove(r, priceOf));
+      this.dispose(this.book.applyCashMove(r, priceOf));
       return;
     }
     const notional = dec(r.notionalUsd);
@@ -341,32 +352,27 @@ export class DayStatement {
     this.fees = this.fees.plus(fee);
     this.volume = this.volume.plus(notional);
     this.trades++;
-    this.dispositions.push(...this.book.applyFill(r.feeUsd === '0' ? r : { ...r, feeUsd: '0' }));
+    this.dispose(this.book.applyFill(r.feeUsd === '0' ? r : { ...r, feeUsd: '0' }));
   }
 
-  /** The statement and its R1 rows (in chain order). */
-  finish(): { statement: StatementDoc; rows: StatementR1Doc[] } {
-    const lots: StoredLot[] = [];
-    let cost = ZERO;
-    for (const p of this.book.positions(this.address))
-      for (const l of p.lots()) {
-        lots.push({
-          conditionId: p.conditionId,
-          tokenId: p.tokenId,
-          outcome: p.outcome,
-          shares: str(l.shares),
-          cost: str(l.cost),
-          acquired: l.acquired,
-        });
-        cost = cost.plus(l.cost);
-      }
-    let realized = ZERO;
-    let proceeds = ZERO;
-    let basis = ZERO;
-    const rows = this.dispositions.map((d, seq): StatementR1Doc => {
-      realized = realized.plus(d.gain);
-      proceeds = proceeds.plus(d.proceeds);
-      basis = basis.plus(d.costBasis);
+  private dispose(ds: Disposition[]): void {
+    for (const d of ds) {
+      this.dispositions.push(d);
+      this.realized = this.realized.plus(d.gain);
+      this.proceeds = this.proceeds.plus(d.proceeds);
+      this.basis = this.basis.plus(d.costBasis);
+    }
+  }
+
+  /** How many R1 rows the statement has. */
+  get rowCount(): number {
+    return this.dispositions.length;
+  }
+
+  /** R1 rows `from` … `from + count − 1` (seq order, which is chain order). */
+  rows(from: number, count: number): StatementR1Doc[] {
+    return this.dispositions.slice(from, from + count).map((d, i): StatementR1Doc => {
+      const seq = from + i;
       return {
         _id: r1Id(this.address, this.date, seq),
         address: this.address,
@@ -384,6 +390,24 @@ export class DayStatement {
         disposed: d.disposed,
       };
     });
+  }
+
+  /** The statement (its R1 rows: {@link rows}). */
+  finish(): StatementDoc {
+    const lots: StoredLot[] = [];
+    let cost = ZERO;
+    for (const p of this.book.positions(this.address))
+      for (const l of p.lots()) {
+        lots.push({
+          conditionId: p.conditionId,
+          tokenId: p.tokenId,
+          outcome: p.outcome,
+          shares: str(l.shares),
+          cost: str(l.cost),
+          acquired: l.acquired,
+        });
+        cost = cost.plus(l.cost);
+      }
     const statement: StatementDoc = {
       _id: `${this.address}:${this.date}`,
       address: this.address,
@@ -396,22 +420,55 @@ export class DayStatement {
       withdrawals: str(this.withdrawals),
       withdrawalRefunds: str(this.refunds),
       otherFlows: str(this.other),
-      realizedPnl: str(realized),
-      proceeds: str(proceeds),
-      costBasis: str(basis),
+      realizedPnl: str(this.realized),
+      proceeds: str(this.proceeds),
+      costBasis: str(this.basis),
       fees: str(this.fees),
       redemptions: str(this.redemptions),
       volume: str(this.volume),
       tradeCount: this.trades,
-      r1Count: rows.length,
+      r1Count: this.dispositions.length,
       closing: { cash: str(this.cash), lots },
     };
-    return { statement, rows };
+    return statement;
   }
 }
 
 function r1Id(address: string, date: string, seq: number): string {
   return `${address}:${date}:${String(seq).padStart(9, '0')}`;
+}
+
+/**
+ * Writes queued in transactions of about `size` documents each, in the order queued; the event loop
+ * runs between two transactions.
+ */
+class BatchWriter {
+  private ops: ((tx: UnitOfWork) => Promise<unknown>)[] = [];
+  private docs = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly size: number,
+  ) {}
+
+  /** Queues `op` (writing `docs` documents); commits the queue once it holds `size` documents. */
+  async add(docs: number, op: (tx: UnitOfWork) => Promise<unknown>): Promise<void> {
+    this.ops.push(op);
+    this.docs += docs;
+    if (this.docs >= this.size) await this.flush();
+  }
+
+  /** Commits what is queued, in one transaction. */
+  async flush(): Promise<void> {
+    if (this.ops.length === 0) return;
+    const ops = this.ops;
+    this.ops = [];
+    this.docs = 0;
+    await this.store.transaction(async (tx) => {
+      for (const op of ops) await op(tx);
+    });
+    await yieldToLoop();
+  }
 }
 
 /** Prices of a cash movement's outcomes for {@link DayStatement.apply}, when known. */
@@ -574,8 +631,8 @@ export class StatementService {
 
   /**
    * Generates (again) the statements of `day` of every trader with a record that day, from the
-   * previous statement of each; written in transactions of at most {@link WRITE_BATCH} documents, each
-   * trader's statement with its rows.
+   * previous statement of each; written in transactions of about {@link WRITE_BATCH} documents, a
+   * trader's R1 rows before its statement.
    * @returns how many traders had records; null when {@link stop} interrupted it (nothing or part written:
    *   the day is generated again).
    */
@@ -584,11 +641,13 @@ export class StatementService {
     const builders = new Map<string, DayStatement>();
     for (let from = start; from < start + DAY_SEC; from += WINDOW_SEC) {
       if (this.stopping) return null;
+      await yieldToLoop();
       const range = { blockTimestamp: { $gte: from, $lt: from + WINDOW_SEC } };
       const sort = { sort: { blockTimestamp: 1, logIndex: 1 } as const };
       const fills = await this.fills.find(range, sort);
       const cash = await this.cash.find(range, sort);
-      for (const r of chainOrder({ fills, cash })) {
+      for (const [i, r] of chainOrder({ fills, cash }).entries()) {
+        if (i % YIELD_EVERY === YIELD_EVERY - 1) await yieldToLoop();
         let b = builders.get(r.address);
         if (!b) {
           const [previous] = await this.statements.find(
@@ -601,33 +660,26 @@ export class StatementService {
         b.apply(r, 'kind' in r ? this.prices(r) : undefined);
       }
     }
-    // written in few transactions (each trader's statement with its rows): a commit is a sync on disk
-    let batch: { statement: StatementDoc; rows: StatementR1Doc[] }[] = [];
-    let size = 0;
-    for (const [i, b] of [...builders.values()].entries()) {
-      const done = b.finish();
-      batch.push(done);
-      size += 1 + done.rows.length;
-      if (size < WRITE_BATCH && i < builders.size - 1) continue;
-      await this.write(day, batch);
-      batch = [];
-      size = 0;
-    }
-    return builders.size;
-  }
-
-  /** Writes statements of `day` with their rows (replacing the rows they had) in one transaction. */
-  private async write(day: string, batch: { statement: StatementDoc; rows: StatementR1Doc[] }[]): Promise<void> {
-    await this.store.transaction(async (tx) => {
-      const s = tx.collection<StatementDoc>(STATEMENTS);
-      const r = tx.collection<StatementR1Doc>(STATEMENT_R1);
-      for (const { statement, rows } of batch) {
-        await s.replaceOne(statement);
-        await r.deleteMany({ address: statement.address, date: day });
-        if (rows.length && r.insertMany) await r.insertMany(rows);
-        else for (const row of rows) await r.insertOne(row);
+    // written in few transactions (a commit is a sync on disk), none of more than WRITE_BATCH documents;
+    // a trader's rows before its statement (a stored statement has all its rows)
+    const writes = new BatchWriter(this.store, WRITE_BATCH);
+    for (const b of builders.values()) {
+      const statement = b.finish();
+      await writes.add(1, (tx) =>
+        tx.collection<StatementR1Doc>(STATEMENT_R1).deleteMany({ address: b.address, date: day }),
+      );
+      for (let from = 0; from < b.rowCount; from += WRITE_BATCH) {
+        const rows = b.rows(from, WRITE_BATCH);
+        await writes.add(rows.length, async (tx) => {
+          const c = tx.collection<StatementR1Doc>(STATEMENT_R1);
+          if (c.insertMany) await c.insertMany(rows);
+          else for (const row of rows) await c.insertOne(row);
+        });
       }
-    });
+      await writes.add(1, (tx) => tx.collection<StatementDoc>(STATEMENTS).replaceOne(statement));
+    }
+    await writes.flush();
+    return builders.size;
   }
 
   /**
