@@ -616,11 +616,17 @@ export class StatementService {
 
   /** The day of the first record at or after `sec` (epoch seconds), or null. */
   private async recordDayFrom(sec: number): Promise<string | null> {
+    const first = await this.firstRecordSec(sec);
+    return first === null ? null : dayOfSec(first);
+  }
+
+  /** The block time (epoch seconds) of the first record at or after `sec`, or null. */
+  private async firstRecordSec(sec: number): Promise<number | null> {
     const options = { sort: { blockTimestamp: 1, logIndex: 1 } as const, limit: 1 };
     const [f] = await this.fills.find({ blockTimestamp: { $gte: sec } }, options);
     const [c] = await this.cash.find({ blockTimestamp: { $gte: sec } }, options);
     const first = Math.min(f?.blockTimestamp ?? Infinity, c?.blockTimestamp ?? Infinity);
-    return first === Infinity ? null : dayOfSec(first);
+    return first === Infinity ? null : first;
   }
 
   private async setThrough(day: string): Promise<void> {
@@ -642,6 +648,10 @@ export class StatementService {
     for (let from = start; from < start + DAY_SEC; from += WINDOW_SEC) {
       if (this.stopping) return null;
       await yieldToLoop();
+      // a stretch without records is skipped, not read window by window
+      const next = await this.firstRecordSec(from);
+      if (next === null || next >= start + DAY_SEC) break;
+      from = next;
       const range = { blockTimestamp: { $gte: from, $lt: from + WINDOW_SEC } };
       const sort = { sort: { blockTimestamp: 1, logIndex: 1 } as const };
       const fills = await this.fills.find(range, sort);

@@ -18,6 +18,16 @@ import { poll, Trading, useTestClock } from './trading-kit.js';
 const ENV = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '200' };
 const DESTINATION = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
 const sum = (xs: string[]) => xs.reduce((a, x) => a.plus(x), new Dec(0));
+/**
+ * Waits until the statements job has caught up with the clock (its run at start): the clock must
+ * not jump while a job runs (Agenda would take its lock for an expired one).
+ */
+const caughtUp = (svc: TestService) =>
+  poll(
+    'statements job caught up',
+    async () => svc.services.statements.generatedThrough(),
+    (through) => through === lastDueDay(Date.now()),
+  );
 /** How far to jump the test clock to reach 01:00 UTC of the next day. */
 const toNextDay = () => (Math.floor(Date.now() / 86_400_000) + 1) * 86_400_000 + 3_600_000 - Date.now();
 
@@ -31,6 +41,7 @@ describe('statements over REST (real scheduler, controlled clock)', () => {
   beforeAll(async () => {
     clock = useTestClock();
     svc = await startTestService({ env: ENV });
+    await caughtUp(svc);
     // trade from 01:00 of the next UTC day on: the whole scenario falls within one day
     clock.jump(toNextDay());
     await tr.init(['alice', 'bob']);
@@ -175,6 +186,7 @@ describe('statements after downtime (restart on the SQLite store on disk, real s
       let svc: TestService | undefined;
       try {
         svc = await startTestService({ env: ENV, store: await SqliteStore.open(dir) });
+        await caughtUp(svc);
         clock.jump(toNextDay());
         const tr = new Trading(() => svc!);
         await tr.init(['carol']);
@@ -182,6 +194,7 @@ describe('statements after downtime (restart on the SQLite store on disk, real s
           .safe_address as string;
         await tr.buyShares('carol', (await tr.freshToken()).token, 10);
         const day = dayOfSec(Math.floor(Date.now() / 1000));
+        await caughtUp(svc);
         await svc.close();
         svc = undefined;
         // down for three days: the job's run due after that day never happened
