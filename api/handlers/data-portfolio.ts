@@ -63,9 +63,8 @@ export const traderPositions: Handler = async ({ req, services }) => {
   const p = pageQuery(req, 1000);
   const trader = traderOf(req.params);
   const status = typeof req.query.status === 'string' ? req.query.status : 'all';
-  const all = services.portfolio
-    .positions(trader)
-    .filter((x) => status === 'all' || (status === 'open') === x.shares.gt(0));
+  const every = services.portfolio.positions(trader);
+  const all = status === 'all' ? every : every.filter((x) => (status === 'open') === x.shares.gt(0));
   const items = all.slice(p.offset, p.offset + p.limit).map((x) => positionBody(services.portfolio, x));
   return { status: 200, body: { trader, status, ...page('positions', items, all.length, p) } };
 };

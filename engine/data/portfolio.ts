@@ -349,15 +349,16 @@ export class Portfolio {
    * The leaderboard of `window`: traders with a trade, split, merge or redeem in it (the liquidity
    * provider excluded),
    * ranked by PnL or by volume, descending, ties sharing a rank (competition ranks: 1, 2, 2, 4), equal
-   * rows in address order. Computed from the aggregates; served again for {@link BOARD_TTL_MS} while no
-   * record lands (marks move meanwhile).
+   * rows in address order. Computed from the aggregates and served again while no record lands (a
+   * finite window's for at most {@link BOARD_TTL_MS}: its PnL follows the marks).
    */
   leaderboard(window: Window, by: 'pnl' | 'volume'): readonly LeaderRow[] {
     const now = this.clock.now();
     const cacheKey = `${window}:${by}`;
     const cached = this.boards.get(cacheKey);
-    if (cached && cached.version === this.version && now >= cached.atMs && now - cached.atMs < BOARD_TTL_MS)
-      return cached.rows;
+    // `all` ranks realized figures only (no marks): it changes only when a record lands
+    const fresh = window === 'all' || (now >= (cached?.atMs ?? 0) && now - (cached?.atMs ?? 0) < BOARD_TTL_MS);
+    if (cached && cached.version === this.version && fresh) return cached.rows;
     const rows: WindowFigures[] = [];
     const addresses = window === 'all' ? this.traders.keys() : (this.slide(), this.windows[window].byAddress.keys());
     for (const a of addresses) {
