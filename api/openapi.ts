@@ -172,11 +172,19 @@ function operation(route: RouteSpec, path: string, v1: boolean): Record<string, 
     responses[status] = {
       description:
         Number(status) >= 300
-          ? 'Not ready: the same body, naming the part at fault.'
+          ? ((schema as { description?: string }).description ?? 'Not ready: the same body, naming the part at fault.')
           : route.handler
             ? 'Success.'
             : 'Success (once built).',
       ...(mutating ? { headers: { 'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' } } } : {}),
+      // a body that says when to retry (`retry_after`) comes with the same in `Retry-After`
+      ...('retry_after' in ((schema as { properties?: object }).properties ?? {})
+        ? {
+            headers: {
+              'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+            },
+          }
+        : {}),
       content: { 'application/json': { schema: schemaRef(schema) } },
     };
   }

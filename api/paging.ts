@@ -7,7 +7,11 @@ export interface PageRequest {
   offset: number;
 }
 
-function intParam(req: Request, name: string): number | undefined {
+/**
+ * Query parameter `name` as a non-negative integer; undefined when absent.
+ * @throws {DomainError} `INVALID_REQUEST` (400) when it is not one.
+ */
+export function intParam(req: Request, name: string): number | undefined {
   const raw = req.query[name] as unknown;
   if (raw === undefined) return undefined;
   if (typeof raw === 'number' && Number.isInteger(raw) && raw >= 0) return raw; // coerced by the route's query schema

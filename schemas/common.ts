@@ -121,6 +121,9 @@ export const SharesString = { type: 'string', pattern: '^[0-9]+(\\.[0-9]{1,2}0*)
 /** At most 6 decimals (pUSD is a 6-decimal token), trailing zeros aside; a MARKET buy's `quote_amount`. */
 export const USD_DECIMALS_PATTERN = '^[^.]*(\\.[0-9]{1,6}0*)?$';
 
+/** A UTC day written `YYYY-MM-DD` (a statement's day). */
+export const DAY_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}$';
+
 /**
  * What a failed `pattern` says (api/validation.ts): the rule, for the patterns whose regular
  * expression would tell a client nothing.
@@ -128,6 +131,7 @@ export const USD_DECIMALS_PATTERN = '^[^.]*(\\.[0-9]{1,6}0*)?$';
 export const PATTERN_TEXT: Readonly<Record<string, string>> = {
   [SharesString.pattern]: 'must be a decimal string of shares with at most 2 decimals',
   [USD_DECIMALS_PATTERN]: 'has at most 6 decimals (pUSD)',
+  [DAY_PATTERN]: 'must be a UTC day written YYYY-MM-DD',
 };
 
 /** An EVM address (any case on input; responses are EIP-55 checksummed). */

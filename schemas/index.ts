@@ -20,6 +20,7 @@ import {
   TraderPositionsPage,
   TraderSummary,
 } from './data-portfolio.js';
+import { Statement, StatementR1Page, StatementR1Row, StatementsPage, StatementUnavailable } from './data-statements.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from './market.js';
 import {
   BracketResult,
@@ -47,7 +48,6 @@ import {
   BatchCancelResponse,
   RedeemRequest,
   SplitMergeRequest,
-  StatementsPage,
   WalletOpResponse,
   WithdrawableBalances,
   WithdrawalsPage,
@@ -101,6 +101,10 @@ export const namedSchemas = {
   TraderTradeItem,
   TraderTradesPage,
   StatementsPage,
+  Statement,
+  StatementR1Row,
+  StatementR1Page,
+  StatementUnavailable,
   WalletOpResponse,
   WithdrawalView,
   WithdrawalsPage,

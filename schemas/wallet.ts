@@ -1,4 +1,4 @@
-import { Address, DecimalString, offsetPage, pageRequired } from './common.js';
+import { Address, DecimalString, offsetPage } from './common.js';
 
 /** GET /v2/trade/balances/withdrawable response (spec 2.8): zero balances are dropped. */
 export const WithdrawableBalances = {
@@ -466,15 +466,5 @@ export const ActivityPage = {
       type: ['string', 'null'],
       description: 'Opaque: send back as `cursor`; never parse. Null at the end.',
     },
-  },
-} as const;
-
-/** Statement page envelope (spec 2.9): offset/limit plus nested R1 paging. */
-export const StatementsPage = {
-  ...offsetPage('StatementsPage', 'statements', { type: 'object' } as const, 'Statement rows.'),
-  required: [...pageRequired('statements'), 'has_more_r1'],
-  properties: {
-    ...offsetPage('StatementsPage', 'statements', { type: 'object' } as const, '').properties,
-    has_more_r1: { type: 'boolean' },
   },
 } as const;

@@ -22,6 +22,12 @@ export interface TimerData {
   atMs: number;
 }
 
+/** Payload of a service job's run ({@link TimerService.defineJob}). */
+interface ServiceJobData {
+  /** When the run was due, epoch ms. */
+  atMs: number;
+}
+
 /** Receives due timers. Must be idempotent: a timer may fire twice (crash between run and save). */
 export type TimerSink = (timer: TimerData) => Promise<void>;
 
@@ -143,7 +149,13 @@ export class TimerService {
     );
     this.agenda.on('error', (err) => this.log.error({ err }, 'scheduler error'));
     this.agenda.on('fail', (err: unknown, job: unknown) => {
-      const data = (job as Job<TimerData>)?.attrs?.data;
+      const attrs = (job as Job<TimerData> | undefined)?.attrs;
+      if (attrs && attrs.name !== TIMER_JOB) {
+        this.failingJobs.add(`job:${attrs.name}`);
+        this.log.warn({ err, job: attrs.name }, 'scheduled job failed; retrying with backoff');
+        return;
+      }
+      const data = attrs?.data;
       if (data) this.failingJobs.add(`${data.actorId}/${data.timerName}`);
       this.log.warn({ err, job: data }, 'timer delivery failed; retrying with backoff');
     });
@@ -190,6 +202,35 @@ export class TimerService {
     await this.ready();
     await this.agenda.cancel({ name: TIMER_JOB, data: { actorId, timerName } });
     this.failingJobs.delete(`${actorId}/${timerName}`);
+  }
+
+  /**
+   * Defines job `name`, a job of the service's own (not an actor's timer): `run` receives the
+   * epoch ms the run was due at. A run that rejects is retried with backoff
+   * ({@link timerRetryDelayMs}) and counted in {@link failing} meanwhile. Call before {@link start}.
+   */
+  defineJob(name: string, run: (dueAtMs: number) => Promise<void>): void {
+    this.agenda.define<ServiceJobData>(
+      name,
+      async (job: Job<ServiceJobData>) => {
+        // a run locked ahead of time whose document was replaced since (re-armed) is dropped
+        if (job.attrs._id !== undefined && !(await this.agenda.db.getJobById(String(job.attrs._id)))) return;
+        await run(job.attrs.data.atMs);
+        this.failingJobs.delete(`job:${name}`);
+      },
+      { backoff: (ctx) => timerRetryDelayMs(ctx.attempt) },
+    );
+  }
+
+  /**
+   * Arms the run of job `name` (see {@link defineJob}) at `atMs` (epoch ms), replacing the armed
+   * one if any: one document per arming, as for timers (a job re-armed by its own run is not undone
+   * by Agenda's write-back of the run).
+   */
+  async scheduleJob(name: string, atMs: number): Promise<void> {
+    await this.ready();
+    await this.agenda.cancel({ name });
+    await this.agenda.create<ServiceJobData>(name, { atMs }).schedule(new Date(atMs)).save();
   }
 
   /** Disarms every timer of `actorId`. */

@@ -399,6 +399,10 @@ async function runScenarios(run: Run): Promise<void> {
         );
         expect(res.status).toBe(200);
       }
+  // statements of a loaded history wallet: its list, one day (stored), its R1 rows, and all of them
+  const leader = '/v2/trade/traders/0xb77b6ef359f02192fb077227499f9f853d4870a5/statements';
+  for (const q of ['?limit=2', '?date=2026-02-21', '/r1?date=2026-02-21', '/r1?r1_limit=5'])
+    await call('GET', leader + q);
   await call('DELETE', `/v2/trade/strategies/${ids[0]}`, { headers: tr.as('alice') });
   await call('DELETE', `/v2/trade/strategies/${ids[5]}`, { headers: tr.as('alice') });
   await svc.services.strategies.idle();

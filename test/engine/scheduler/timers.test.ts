@@ -123,6 +123,29 @@ describe('TimerService on the SQLite store', () => {
     expect(timers.failing).toBe(0);
   });
 
+  it('a service job runs at its time, re-arms itself, and a failed run is retried (`failing` meanwhile)', async () => {
+    const store = await SqliteStore.open(null);
+    const timers = new TimerService(store, async () => undefined, log, 200);
+    const runs: number[] = [];
+    timers.defineJob('service.job', async (dueAtMs) => {
+      runs.push(dueAtMs);
+      if (runs.length === 2) throw new Error('store down');
+      if (runs.length < 4) await timers.scheduleJob('service.job', Date.now() + 50);
+    });
+    await timers.start();
+    cleanups.push(() => timers.drain(1000));
+    const first = Date.now();
+    await timers.scheduleJob('service.job', first);
+    await waitFor(() => timers.failing === 1);
+    await waitFor(() => runs.length === 4);
+    expect(runs[0]).toBe(first);
+    expect(runs[2]).toBe(runs[1]); // the failed run again, not a new one
+    expect(runs[3]).toBeGreaterThan(runs[2]!);
+    expect(timers.failing).toBe(0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(runs).toHaveLength(4);
+  });
+
   it('keeps timers across a restart of the process (disk store)', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-timers-'));
     cleanups.push(() => fs.rm(dir, { recursive: true, force: true }));
