@@ -17,6 +17,7 @@ import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
 import type { VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
+import { ComboService } from './combos/service.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -36,6 +37,8 @@ export interface Services {
   strategies: StrategyService;
   /** Split, merge, redeem, withdrawals, withdrawable balances. */
   wallet: WalletService;
+  /** Combos: quotes, accepts, resolution by the legs' markets, redeems, positions. */
+  combos: ComboService;
   idempotency: IdempotencyService;
   cursors: CursorCodec;
   /** Epoch ms the services started. */
@@ -100,19 +103,29 @@ export async function startServices(
   const orders = new OrderService(host, actors, venue, clock, log);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
   const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
+  const combos = new ComboService(host, actors, venue, orders, clock, log);
   const t1 = performance.now();
   const { restored, quarantined } = await host.restoreAll();
   const t2 = performance.now();
   const reconciled = await orders.reconcile();
   const strategiesReconciled = await strategies.reconcile();
   const walletReconciled = await wallet.reconcile();
+  const combosReconciled = await combos.reconcile();
   const startPhasesMs = {
     open: Math.round(t1 - t0),
     restore: Math.round(t2 - t1),
     reconcile: Math.round(performance.now() - t2),
   };
   log.info(
-    { restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled, startPhasesMs },
+    {
+      restored,
+      quarantined,
+      reconciled,
+      strategies: strategiesReconciled,
+      wallet: walletReconciled,
+      combos: combosReconciled,
+      startPhasesMs,
+    },
     'actors restored and reconciled with the venue',
   );
   await timers.start();
@@ -131,6 +144,7 @@ export async function startServices(
     orders,
     strategies,
     wallet,
+    combos,
     idempotency,
     cursors,
     startedAtMs: clock.now(),
