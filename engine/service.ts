@@ -18,6 +18,8 @@ import { SimVenue } from './venue/sim-venue.js';
 import type { VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { ComboService } from './combos/service.js';
+import { TradeHistory } from './data/history.js';
+import { HistoryRecorder } from './data/recorder.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -41,6 +43,8 @@ export interface Services {
   combos: ComboService;
   idempotency: IdempotencyService;
   cursors: CursorCodec;
+  /** The trade history (tape trades, trader fills, cash movements) and its feed of committed records. */
+  history: TradeHistory;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
@@ -81,6 +85,7 @@ export async function startServices(
   const users = await UserService.open(store, clock);
   const idempotency = await IdempotencyService.open(store, clock, log);
   const cursors = await CursorCodec.open(store);
+  const history = await TradeHistory.open(store);
   const hostRef: { current?: ActorHost } = {};
   const timers = new TimerService(store, (t) => hostRef.current!.deliverTimer(t), log, config.schedulerPollMs);
   const host = new ActorHost(actors, timers, clock, log);
@@ -100,7 +105,8 @@ export async function startServices(
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
   });
-  const orders = new OrderService(host, actors, venue, clock, log);
+  const recorder = new HistoryRecorder(history, users, venue);
+  const orders = new OrderService(host, actors, venue, clock, log, recorder);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
   const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
   const combos = new ComboService(host, actors, venue, orders, clock, log);
@@ -147,6 +153,7 @@ export async function startServices(
     combos,
     idempotency,
     cursors,
+    history,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,
