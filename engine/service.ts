@@ -109,7 +109,7 @@ export async function startServices(
   const orders = new OrderService(host, actors, venue, clock, log, recorder);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
   const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
-  const combos = new ComboService(host, actors, venue, orders, clock, log);
+  const combos = new ComboService(host, actors, venue, orders, clock, log, { recorder, history });
   const t1 = performance.now();
   const { restored, quarantined } = await host.restoreAll();
   const t2 = performance.now();

@@ -10,7 +10,10 @@ import {
   type ComboInput,
   type ComboState,
 } from '../../machines/combo.js';
-import type { ActorHost } from '../actor-host.js';
+import type { ActorHost, KindStepWrites } from '../actor-host.js';
+import type { TradeHistory } from '../data/history.js';
+import type { HistoryRecorder } from '../data/recorder.js';
+import type { CashMove } from '../data/records.js';
 import type { Clock } from '../clock.js';
 import { dec, Dec, str, USD_DP } from '../decimal.js';
 import { DomainError, errors } from '../errors.js';
@@ -109,9 +112,54 @@ export function comboView(s: ComboSnapshot, meta: Meta, venue?: Pick<VenuePort, 
 }
 
 /**
+ * The trade history's record of a combo's cash (engine/data/records.ts): its buy (`combo_debit`,
+ * notional + fee out) or its redeem (`combo_payout`), at the operation's chain position; null for a
+ * result without one.
+ */
+function comboCash(r: WalletOpResult, userId: string, address: string): CashMove | null {
+  if (r.blockTimestamp === undefined || r.logIndex === undefined) return null;
+  return {
+    _id: r.opId,
+    blockTimestamp: r.blockTimestamp,
+    logIndex: r.logIndex,
+    transactionHash: r.transactionHash,
+    address,
+    userId,
+    kind: r.kind === 'combo_buy' ? 'combo_debit' : 'combo_payout',
+    atMs: r.atMs,
+    conditionId: r.combo?.comboId ?? r.conditionId,
+    pusdDelta: r.pusdDelta,
+    shares: [],
+    source: 'venue',
+  };
+}
+
+/**
+ * The writes of a combo step that recorded its buy or its redeem: the cash movement, in the step's
+ * transaction (the combo and its cash record commit together); null for any other step.
+ */
+function cashWrites(
+  history: { recorder: HistoryRecorder; history: TradeHistory } | undefined,
+  next: ComboSnapshot,
+  previous: ComboSnapshot,
+): KindStepWrites | null {
+  const n = next.context as ComboContext;
+  const p = previous.context as ComboContext;
+  const r = n.buy && !p.buy ? n.buy : n.redeem && !p.redeem ? n.redeem : null;
+  if (!history || !r) return null;
+  return async (tx) => {
+    const move = comboCash(r, n.userId, await history.recorder.addressOf(tx, n.userId));
+    if (!move) return;
+    const fresh = await history.history.record(tx, { trades: [], fills: [], cash: [move] });
+    return () => history.history.published(fresh);
+  };
+}
+
+/**
  * Combos (spec 1, 2.5, 3, 4.2): multi-leg parlays bought by request for quote. Each combo is an
  * actor (`machines/combo.ts`) created by its quote; the accept moves the money at the venue in one
- * operation (notional + fee out of the wallet, the combo's shares into it: one journal entry),
+ * operation (notional + fee out of the wallet, the combo's shares into it: one journal entry; the
+ * trade history's cash record is written in the step that records it),
  * a leg's market resolving moves every combo holding it, a won combo is redeemed for $1 a share.
  * Checks that would refuse run in the user's placement queue (shared with orders and wallet
  * operations) before the actor moves, so a refusal changes nothing.
@@ -128,6 +176,7 @@ export class ComboService {
     private readonly orders: OrderService,
     private readonly clock: Clock,
     private readonly log: Logger,
+    history?: { recorder: HistoryRecorder; history: TradeHistory },
   ) {
     this.inFlight = new InFlight(host, log, 'combo operation failed at the venue; retried at the next start');
     const apply = (actorId: string, op: WalletOp) =>
@@ -154,6 +203,7 @@ export class ComboService {
       }),
       statusOf: (s) => COMBO_STATUS[s.value as ComboState],
       viewOf: (s, meta) => comboView(s, meta, venue),
+      stepWritesOf: (next, previous) => cashWrites(history, next, previous),
     });
     host.on('changed', (c) => {
       const r = c.record;

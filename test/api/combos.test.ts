@@ -247,6 +247,14 @@ describe('combos through the real API', () => {
     expect(twice.status).toBe(409);
     expect(await balance('alice')).toBe(dec(before).plus(String(q.taker_shares)).toString());
     expect(await combo('alice', id)).toMatchObject({ status: 'REDEEMED', payout_usd: String(q.taker_shares) });
+    // the trade history's cash movements: the buy and the payout, at their chain positions
+    const moves = await (await svc.services.store.collection<any>('cashMoves')).find({ conditionId: id });
+    expect(moves.map((m: any) => [m._id, m.kind, m.pusdDelta, m.userId, m.source])).toEqual([
+      [`${id}:buy`, 'combo_debit', '-12.12', expect.any(String), 'venue'],
+      [`${id}:redeem`, 'combo_payout', String(q.taker_shares), expect.any(String), 'venue'],
+    ]);
+    expect(moves[1].transactionHash).toBe(r.body.transaction_hash);
+    expect(moves[0].blockTimestamp).toBeLessThanOrEqual(moves[1].blockTimestamp);
   });
 
   it('a losing leg: RESOLVED_LOSS, redeem refused (422 COMBO_LOST); both ids or neither → 400', async () => {
