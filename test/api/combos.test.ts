@@ -32,7 +32,7 @@ describe('combos through the real API', () => {
 
   beforeAll(async () => {
     clock = useTestClock();
-    svc = await startTestService({ env: { SIM_CONTROL: 'on' } });
+    svc = await startTestService({ env: { SIM_CONTROL: 'on', SIM_MAKER_REFILL_MS: '3600000' } });
     for (const u of ['alice', 'bob', 'carol'])
       await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
     const page = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets as any[];
@@ -132,6 +132,25 @@ describe('combos through the real API', () => {
     );
     expect((await quote('carol', legs, Number(largest))).status).toBe(200);
     expect(await balance('carol')).toBe(free);
+  });
+
+  it('quote: 422 NO_LIQUIDITY when a leg has no ask to price from', async () => {
+    const [a, b] = fresh(2);
+    const book = (await svc.call('GET', `/v2/trade/book?token_id=${b!.yes}&depth=100`)).body;
+    const size = book.asks.reduce((x: number, l: any) => x + Number(l.size), 0);
+    const taken = await call('bob', 'POST', '/v2/trade/order', {
+      symbol: b!.yes,
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.99',
+      size: String(size),
+      time_in_force: 'IOC',
+    });
+    expect(taken.body.status).toBe('FILLED');
+    expect((await svc.call('GET', `/v2/trade/book?token_id=${b!.yes}`)).body.asks).toEqual([]);
+    const r = await quote('alice', [a!.yes, b!.yes], 10);
+    expect(r).toMatchObject({ status: 422, body: { error: 'NO_LIQUIDITY' } });
+    expect(r.body.message).toBe(`no maker quoted: leg_position_ids[1] ${b!.yes} has no ask to price from`);
   });
 
   it('accept: 200 EXECUTED, notional + fee debited once; another key 409; the same key replays', async () => {
