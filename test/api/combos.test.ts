@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { io as connect, type Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClientToServerEvents, ComboPush, ServerToClientEvents } from '../../api/push-events.js';
 import { dec } from '../../engine/decimal.js';
-import { startTestService, type TestService } from '../helpers.js';
+import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 import { checkInvariants } from '../invariants.js';
 import { poll, useTestClock } from './trading-kit.js';
 
@@ -266,6 +268,19 @@ describe('combos through the real API', () => {
     expect(twice.status).toBe(409);
     expect(await balance('alice')).toBe(dec(before).plus(String(q.taker_shares)).toString());
     expect(await combo('alice', id)).toMatchObject({ status: 'REDEEMED', payout_usd: String(q.taker_shares) });
+    // the activity feed: one row per combo from its quote on, in its latest state
+    const activity = (await call('alice', 'GET', '/v2/trade/activity?limit=200')).body.activity as any[];
+    expect(activity.find((a) => a.id === id)).toMatchObject({
+      kind: 'combo',
+      type: 'COMBO',
+      status: 'REDEEMED',
+      side: 'buy',
+      symbol: won.combo_position_id,
+      size: String(q.taker_shares),
+      amount: String(q.taker_shares),
+      transaction_hash: r.body.transaction_hash,
+    });
+    expect(activity.filter((a) => a.kind === 'combo').map((a) => a.status)).toContain('EXPIRED');
     // the trade history's cash movements: the buy and the payout, at their chain positions
     const moves = await (await svc.services.store.collection<any>('cashMoves')).find({ conditionId: id });
     expect(moves.map((m: any) => [m._id, m.kind, m.pusdDelta, m.userId, m.source])).toEqual([
@@ -301,6 +316,49 @@ describe('combos through the real API', () => {
     const page = (await call('bob', 'GET', '/v2/trade/combo/positions?status=RESOLVED_LOSS&limit=500')).body;
     expect(page).toMatchObject({ total: 1, limit: 500, offset: 0 });
     expect((await call('bob', 'GET', '/v2/trade/combo/positions?limit=501')).status).toBe(400);
+  });
+
+  it('combo.updated pushes each persisted change of a combo to its owner, with its revision', async () => {
+    const socket: Socket<ServerToClientEvents, ClientToServerEvents> = connect(`${svc.baseUrl}/v2/trade`, {
+      auth: { token: MASTER_KEY, partner_user_id: 'carol' },
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: false,
+    });
+    try {
+      await new Promise<void>((ok, fail) => {
+        socket.once('connect', ok);
+        socket.once('connect_error', fail);
+      });
+      const got: ComboPush[] = [];
+      socket.on('combo.updated', (c) => got.push(c));
+      const legs = fresh(2);
+      const q = (
+        await quote(
+          'carol',
+          legs.map((m) => m.yes),
+          4,
+        )
+      ).body;
+      expect((await accept('carol', q)).status).toBe(200);
+      await resolve(legs[0]!, legs[0]!.yes);
+      await resolve(legs[1]!, legs[1]!.yes);
+      const mine = () => got.filter((c) => c.combo_order_id === q.combo_order_id);
+      await poll(
+        'pushed up to RESOLVED_WIN',
+        async () => mine().map((c) => c.status),
+        (s) => s.at(-1) === 'RESOLVED_WIN',
+      );
+      expect(mine().map((c) => c.status)).toEqual(['QUOTED', 'EXECUTED', 'OPEN', 'PARTIAL', 'RESOLVED_WIN']);
+      expect(mine().map((c) => c.revision)).toEqual([1, 2, 3, 4, 5]);
+      const { revision: _r, platform_user_id: owner, updated_at: _u, ...last } = mine().at(-1)!;
+      expect(owner).toEqual(expect.any(String));
+      // the REST view but the live marks; `updated_at` is epoch ms on every push (PushMeta)
+      const { current_value_usd: _v, legs: restLegs, updated_at: _t, ...rest } = await combo('carol', q.combo_order_id);
+      expect({ ...rest, legs: restLegs.map(({ current_price: _p, ...l }: any) => l) }).toEqual(last);
+    } finally {
+      socket.close();
+    }
   });
 
   it('money is conserved with the combos (the venue holds each combo from its buy to its redeem)', async () => {
