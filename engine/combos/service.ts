@@ -22,7 +22,7 @@ import type { Logger } from '../logger.js';
 import type { OrderService } from '../orders.js';
 import { checkComboLegs, checkWalletOp, insufficientBalanceMessage, walletOpError } from '../risk.js';
 import type { ActorRecord, ActorRepository } from '../store/actors.js';
-import { VenueOpRefused, type VenuePort, type WalletOp, type WalletOpResult } from '../venue/port.js';
+import type { VenuePort, WalletOp, WalletOpResult } from '../venue/port.js';
 import { walletOpHash } from '../venue/sim-venue.js';
 import { eventKeyOf, largestAffordableNotional, priceCombo, QUOTE_TTL_MS } from './pricing.js';
 
@@ -180,17 +180,7 @@ export class ComboService {
   ) {
     this.inFlight = new InFlight(host, log, 'combo operation failed at the venue; retried at the next start');
     const apply = (actorId: string, op: WalletOp) =>
-      this.inFlight.track(
-        actorId,
-        venue.walletOp(op).then(
-          (result: WalletOpResult) => this.host.send(actorId, { type: 'venue.applied', result }),
-          (err: unknown) => {
-            if (err instanceof VenueOpRefused)
-              return this.host.send(actorId, { type: 'venue.refused', error: err.error, reason: err.message });
-            throw err;
-          },
-        ),
-      );
+      this.inFlight.walletOp(venue, actorId, op, (result) => ({ type: 'venue.applied', result }));
     host.register({
       machineId: COMBO_MACHINE_ID,
       version: COMBO_MACHINE_VERSION,
