@@ -15,11 +15,13 @@ import { OrderService } from './orders.js';
 import { StrategyService } from './strategies/service.js';
 import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
-import type { VenuePort } from './venue/port.js';
+import { initialCreditOpId, type VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { ComboService } from './combos/service.js';
 import { TradeHistory } from './data/history.js';
 import { HistoryRecorder } from './data/recorder.js';
+import { MarketRegistry } from './data/markets.js';
+import { loadRealHistory } from './data/real-history.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -45,6 +47,8 @@ export interface Services {
   cursors: CursorCodec;
   /** The trade history (tape trades, trader fills, cash movements) and its feed of committed records. */
   history: TradeHistory;
+  /** Question, outcome and slug of the venue's markets and of the loaded real history's (data reads). */
+  markets: MarketRegistry;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
@@ -104,12 +108,36 @@ export async function startServices(
     replaySpeed: config.simReplaySpeed,
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
+    recordPrints: async (trades) => {
+      await history.recordAlone({ trades, fills: [], cash: [] });
+    },
   });
+  const markets = new MarketRegistry(venue);
+  const realHistory = await loadRealHistory(store, history, markets, clock);
   const recorder = new HistoryRecorder(history, users, venue);
   const orders = new OrderService(host, actors, venue, clock, log, recorder);
+  // a new user's wallet opens with the initial pUSD: a credit on the chain, recorded in the history
+  users.onCreated(async (user) => {
+    try {
+      const credit = await venue.openWallet(user._id);
+      if (credit) await recorder.recordCash(store, user._id, 'credit', credit);
+      venue.releaseWalletOp(user._id, initialCreditOpId(user._id));
+    } catch (err) {
+      log.error({ err, userId: user._id }, 'the initial credit of a new wallet was not recorded');
+    }
+  });
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
-  const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
-  const combos = new ComboService(host, actors, venue, orders, clock, log, { recorder, history });
+  const wallet = new WalletService(
+    host,
+    actors,
+    venue,
+    orders,
+    clock,
+    log,
+    { blockDelayMs: config.simBlockDelayMs },
+    recorder,
+  );
+  const combos = new ComboService(host, actors, venue, orders, clock, log, recorder);
   const t1 = performance.now();
   const { restored, quarantined } = await host.restoreAll();
   const t2 = performance.now();
@@ -130,6 +158,7 @@ export async function startServices(
       strategies: strategiesReconciled,
       wallet: walletReconciled,
       combos: combosReconciled,
+      realHistory,
       startPhasesMs,
     },
     'actors restored and reconciled with the venue',
@@ -154,6 +183,7 @@ export async function startServices(
     idempotency,
     cursors,
     history,
+    markets,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,

@@ -11,9 +11,7 @@ import {
   type ComboState,
 } from '../../machines/combo.js';
 import type { ActorHost, KindStepWrites } from '../actor-host.js';
-import type { TradeHistory } from '../data/history.js';
 import type { HistoryRecorder } from '../data/recorder.js';
-import type { CashMove } from '../data/records.js';
 import type { Clock } from '../clock.js';
 import { dec, Dec, str, USD_DP } from '../decimal.js';
 import { DomainError, errors } from '../errors.js';
@@ -22,7 +20,7 @@ import type { Logger } from '../logger.js';
 import type { OrderService } from '../orders.js';
 import { checkComboLegs, checkWalletOp, insufficientBalanceMessage, walletOpError } from '../risk.js';
 import type { ActorRecord, ActorRepository } from '../store/actors.js';
-import type { VenuePort, WalletOp, WalletOpResult } from '../venue/port.js';
+import type { VenuePort, WalletOp } from '../venue/port.js';
 import { walletOpHash } from '../venue/sim-venue.js';
 import { eventKeyOf, largestAffordableNotional, priceCombo, QUOTE_TTL_MS } from './pricing.js';
 
@@ -112,47 +110,21 @@ export function comboView(s: ComboSnapshot, meta: Meta, venue?: Pick<VenuePort, 
 }
 
 /**
- * The trade history's record of a combo's cash (engine/data/records.ts): its buy (`combo_debit`,
- * notional + fee out) or its redeem (`combo_payout`), at the operation's chain position; null for a
- * result without one.
- */
-function comboCash(r: WalletOpResult, userId: string, address: string): CashMove | null {
-  if (r.blockTimestamp === undefined || r.logIndex === undefined) return null;
-  return {
-    _id: r.opId,
-    blockTimestamp: r.blockTimestamp,
-    logIndex: r.logIndex,
-    transactionHash: r.transactionHash,
-    address,
-    userId,
-    kind: r.kind === 'combo_buy' ? 'combo_debit' : 'combo_payout',
-    atMs: r.atMs,
-    conditionId: r.combo?.comboId ?? r.conditionId,
-    pusdDelta: r.pusdDelta,
-    shares: [],
-    source: 'venue',
-  };
-}
-
-/**
- * The writes of a combo step that recorded its buy or its redeem: the cash movement, in the step's
- * transaction (the combo and its cash record commit together); null for any other step.
+ * The writes of a combo step that recorded its buy or its redeem: its cash movement in the trade
+ * history (`combo_debit`, `combo_payout`), in the step's transaction (the combo and its cash record
+ * commit together); null for any other step.
  */
 function cashWrites(
-  history: { recorder: HistoryRecorder; history: TradeHistory } | undefined,
+  recorder: HistoryRecorder | undefined,
   next: ComboSnapshot,
   previous: ComboSnapshot,
 ): KindStepWrites | null {
   const n = next.context as ComboContext;
   const p = previous.context as ComboContext;
-  const r = n.buy && !p.buy ? n.buy : n.redeem && !p.redeem ? n.redeem : null;
-  if (!history || !r) return null;
-  return async (tx) => {
-    const move = comboCash(r, n.userId, await history.recorder.addressOf(tx, n.userId));
-    if (!move) return;
-    const fresh = await history.history.record(tx, { trades: [], fills: [], cash: [move] });
-    return () => history.history.published(fresh);
-  };
+  if (!recorder) return null;
+  if (n.buy && !p.buy) return recorder.cashWrites(n.userId, 'combo_debit', n.buy);
+  if (n.redeem && !p.redeem) return recorder.cashWrites(n.userId, 'combo_payout', n.redeem);
+  return null;
 }
 
 /**
@@ -176,7 +148,7 @@ export class ComboService {
     private readonly orders: OrderService,
     private readonly clock: Clock,
     private readonly log: Logger,
-    history?: { recorder: HistoryRecorder; history: TradeHistory },
+    recorder?: HistoryRecorder,
   ) {
     this.inFlight = new InFlight(host, log, 'combo operation failed at the venue; retried at the next start');
     const apply = (actorId: string, op: WalletOp) =>
@@ -193,7 +165,7 @@ export class ComboService {
       }),
       statusOf: (s) => COMBO_STATUS[s.value as ComboState],
       viewOf: (s, meta) => comboView(s, meta, venue),
-      stepWritesOf: (next, previous) => cashWrites(history, next, previous),
+      stepWritesOf: (next, previous) => cashWrites(recorder, next, previous),
     });
     host.on('changed', (c) => {
       const r = c.record;
