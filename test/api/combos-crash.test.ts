@@ -8,7 +8,7 @@ import { startTestService, type TestService } from '../helpers.js';
 import { checkInvariants, waitIdle } from '../invariants.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
-import { spawnService, type ServiceProcess } from '../process.js';
+import { processCaller, spawnService, type ServiceProcess } from '../process.js';
 
 const KEY = 'pts_combo_crash_master_key_0123456789';
 const ENV = {
@@ -18,28 +18,6 @@ const ENV = {
   SIM_MAKER_REFILL_MS: '3600000',
   SIM_CONTROL: 'on',
 };
-
-/** Requests to a spawned service as partner user `dana` (master key), each POST with its own key unless given. */
-const caller =
-  (base: string) =>
-  async (
-    method: string,
-    p: string,
-    body?: unknown,
-    key: string = randomUUID(),
-  ): Promise<{ status: number; body: any }> => {
-    const r = await fetch(base + p, {
-      method,
-      headers: {
-        authorization: `Bearer ${KEY}`,
-        'content-type': 'application/json',
-        'x-partner-user-id': 'dana',
-        ...(method === 'GET' ? {} : { 'idempotency-key': key }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: (await r.json()) as any };
-  };
 
 /**
  * `kill -9` of a spawned service (SQLite on disk) while combo accepts are in flight: after the
@@ -70,7 +48,7 @@ describe('kill -9 between combo accepts and their answers', () => {
 
   it('each combo executed once or not at all; the same key returns that outcome', { timeout: 60_000 }, async () => {
     child = await spawnService({ DATA_DIR: dir, ...ENV });
-    const call = caller(child.baseUrl);
+    const call = processCaller(child.baseUrl, KEY, 'dana');
     expect((await call('POST', '/v2/trade/users', { partner_user_id: 'dana' })).status).toBe(201);
     const markets = (await call('GET', '/v2/trade/markets?limit=40')).body.markets as any[];
     const yes = markets.map((m) => m.tokens[0].token_id as string);
