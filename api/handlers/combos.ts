@@ -1,4 +1,4 @@
-import type { ComboQuoteBody, ComboRedeemBody } from '../../engine/combos/service.js';
+import { comboIdOf, type ComboQuoteBody, type ComboRedeemBody } from '../../engine/combos/service.js';
 import { dec } from '../../engine/decimal.js';
 import type { ActorRecord } from '../../engine/store/actors.js';
 import { requireVenue } from '../availability.js';
@@ -77,7 +77,7 @@ export const comboRedeem: Handler = async ({ req, services, user, answerFrom }) 
   requireVenue(services);
   const body = req.body as ComboRedeemBody;
   const rec = await services.combos.redeem(user!._id, body, () =>
-    answerFrom?.(body.combo_order_id ?? `co_${body.combo_position_id!.replace(/^cp_/, '')}`, redeemAnswer),
+    answerFrom?.(body.combo_order_id ?? comboIdOf(body.combo_position_id!), redeemAnswer),
   );
   return redeemAnswer(rec);
 };

@@ -49,8 +49,8 @@ export interface ComboRedeemBody {
 
 /** The position id of a combo (`cp_…` for `co_…`): what GET /combo/positions shows and redeem takes. */
 export const positionIdOf = (comboId: string) => `cp_${comboId.replace(/^co_/, '')}`;
-/** The combo id of a position id. */
-const comboIdOf = (positionId: string) => `co_${positionId.replace(/^cp_/, '')}`;
+/** The combo id (`co_…`) of a position id (`cp_…`). */
+export const comboIdOf = (positionId: string) => `co_${positionId.replace(/^cp_/, '')}`;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
