@@ -1,4 +1,5 @@
 import { comboIdOf, type ComboQuoteBody, type ComboRedeemBody } from '../../engine/combos/service.js';
+import { num } from '../../engine/combos/pricing.js';
 import { dec } from '../../engine/decimal.js';
 import type { ActorRecord } from '../../engine/store/actors.js';
 import { requireVenue } from '../availability.js';
@@ -6,7 +7,7 @@ import type { Handler, HandlerResult } from '../context.js';
 import { page, pageQuery } from '../paging.js';
 
 /** A decimal string of a view as a JSON number (spec 2.5's number fields). */
-const n = (v: unknown) => Number(dec(v as string).toString());
+const n = (v: unknown) => num(dec(v as string));
 
 /**
  * POST /v2/trade/combo/quote (spec 2.5, 4.2): the maker's quote, with the fee, the independent price
@@ -33,7 +34,7 @@ export const comboQuote: Handler = async ({ req, services, user, resourceSeed })
       fee_usd: n(v.fee_usd),
       total_cost_usd: n(v.cost_usd),
       independent_price_cents: n(v.independent_price_cents),
-      margin_cents: Number(price.minus(independent).toDecimalPlaces(4).toString()),
+      margin_cents: num(price.minus(independent).toDecimalPlaces(4)),
       legs: (v.legs as { position_id: string; question: string | null }[]).map((l) => ({
         position_id: l.position_id,
         question: l.question,
