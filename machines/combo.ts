@@ -143,7 +143,12 @@ export const comboMachine = setup({
     })),
     recordLegs: assign(({ context, event }) => ({ legs: legsAfter(context.legs, event) })),
     recordBuy: assign({ buy: ({ event }) => (event.type === 'venue.applied' ? event.result : null) }),
-    recordRedeem: assign({ redeem: ({ event }) => (event.type === 'venue.applied' ? event.result : null) }),
+    recordRedeem: assign(({ event }) => ({
+      redeem: event.type === 'venue.applied' ? event.result : null,
+      // an earlier refused redeem's reason no longer applies
+      error: null,
+      reason: null,
+    })),
     recordRefusal: assign(({ event }) =>
       event.type === 'venue.refused' ? { error: event.error, reason: event.reason } : {},
     ),

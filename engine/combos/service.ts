@@ -319,6 +319,7 @@ export class ComboService {
     if (c.quoteId !== body.quote_id) throw errors.notFound(`no quote ${body.quote_id} of combo ${id}`);
     const rec = await this.orders.exclusive(userId, async () => {
       const cur = await this.get(userId, id);
+      if (cur.status === 'FAILED') throw failureOf(cur);
       if (cur.status !== 'QUOTED' && cur.status !== 'EXPIRED')
         throw errors.conflict(`quote ${c.quoteId} of combo ${id} was accepted already (status ${cur.status})`);
       const now = this.clock.now();
@@ -341,10 +342,7 @@ export class ComboService {
       await this.whenQuiet(id);
       return (await this.recordOf(id))!;
     });
-    if (rec.status === 'FAILED') {
-      const f = contextOf(rec);
-      throw walletOpError({ error: f.error ?? 'rejected', reason: f.reason ?? 'refused by the venue' });
-    }
+    if (rec.status === 'FAILED') throw failureOf(rec);
     return rec;
   }
 
@@ -368,10 +366,7 @@ export class ComboService {
       await this.whenQuiet(id);
       return (await this.recordOf(id))!;
     });
-    if (rec.status !== 'REDEEMED') {
-      const f = contextOf(rec);
-      throw walletOpError({ error: f.error ?? 'rejected', reason: f.reason ?? 'refused by the venue' });
-    }
+    if (rec.status !== 'REDEEMED') throw failureOf(rec);
     return rec;
   }
 
@@ -438,6 +433,12 @@ export class ComboService {
     }
     return n;
   }
+}
+
+/** The venue's refusal recorded on a combo (its accept or its redeem), as the domain error it answers. */
+function failureOf(rec: ActorRecord): DomainError {
+  const f = contextOf(rec);
+  return walletOpError({ error: f.error ?? 'rejected', reason: f.reason ?? 'refused by the venue' });
 }
 
 /**
