@@ -28,6 +28,9 @@ export const ERROR_MAP: Readonly<Record<DomainCode, { status: number; error: str
   NOTHING_TO_REDEEM: { status: 422, error: 'NOTHING_TO_REDEEM' },
   SHARES_RESERVED: { status: 422, error: 'SHARES_RESERVED' },
   NEG_RISK_MISMATCH: { status: 422, error: 'NEG_RISK_MISMATCH' },
+  QUOTE_EXPIRED: { status: 410, error: 'QUOTE_EXPIRED' },
+  COMBO_NOT_RESOLVED: { status: 409, error: 'COMBO_NOT_RESOLVED' },
+  COMBO_LOST: { status: 422, error: 'COMBO_LOST' },
 };
 
 /**

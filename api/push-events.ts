@@ -58,6 +58,16 @@ export type WalletOperationPush = PushMeta & {
   [field: string]: unknown;
 };
 
+/**
+ * `combo.updated`: a combo as `GET /v2/trade/combo/{combo_order_id}` returns it (ComboPosition:
+ * `combo_order_id`, `combo_position_id`, `status` `QUOTED` → `EXECUTED` → `OPEN` / `PARTIAL` →
+ * `RESOLVED_WIN` → `REDEEMED`, or `RESOLVED_LOSS`, `EXPIRED`; `legs` with each leg's `outcome`,
+ * `payout_usd`, …; without the live `current_price` / `current_value_usd`; `updated_at` in epoch ms
+ * as on every push) after each persisted change, to its owner's and partner's rooms like
+ * `order.updated`.
+ */
+export type ComboPush = PushMeta & { combo_order_id: string; status: string; [field: string]: unknown };
+
 /** One price level: decimal strings (probability, shares). */
 export interface BookLevel {
   price: string;
@@ -198,13 +208,15 @@ export type BatchedRecord =
   | { event: 'strategy.updated'; data: StrategyPush }
   | { event: 'withdrawal.updated'; data: WithdrawalPush }
   | { event: 'wallet_operation.updated'; data: WalletOperationPush }
+  | { event: 'combo.updated'; data: ComboPush }
   | { event: 'balance.updated'; data: BalancePush }
   | { event: 'position.updated'; data: PositionPush };
 
 /**
  * `updates.batch` (opt-in): a connection that asks for it in the handshake
  * (`auth.batch_ms`, 1 to 1000) receives its `order.updated`, `strategy.updated`,
- * `withdrawal.updated`, `wallet_operation.updated`, `balance.updated` and `position.updated` pushes coalesced: one
+ * `withdrawal.updated`, `wallet_operation.updated`, `combo.updated`, `balance.updated` and `position.updated`
+ * pushes coalesced: one
  * `updates.batch` per room per window of `batch_ms` milliseconds (the window opens at the first record), its records in
  * the order the separate events would have come, nothing dropped or merged, each with its own
  * revision. Such a connection receives none of those events separately; `book.updated` and
@@ -231,6 +243,7 @@ export interface ServerToClientEvents {
   'strategy.updated': (strategy: StrategyPush) => void;
   'withdrawal.updated': (withdrawal: WithdrawalPush) => void;
   'wallet_operation.updated': (operation: WalletOperationPush) => void;
+  'combo.updated': (combo: ComboPush) => void;
   'book.updated': (book: BookPush) => void;
   'balance.updated': (balance: BalancePush) => void;
   'position.updated': (positions: PositionPush) => void;
@@ -280,6 +293,7 @@ export const PUSH_EVENTS = {
     'strategy.updated',
     'withdrawal.updated',
     'wallet_operation.updated',
+    'combo.updated',
     'book.updated',
     'balance.updated',
     'position.updated',

@@ -6,6 +6,7 @@ import { ApiError, toApiError } from './errors.js';
 import { bookBody, marketBody, positionBody, type PositionBody } from './handlers/market.js';
 import type { Services } from '../engine/service.js';
 import { WALLET_OP_KIND, WITHDRAWAL_KIND } from '../engine/wallet/service.js';
+import { COMBO_KIND } from '../engine/combos/service.js';
 import type { WalletView } from '../engine/venue/port.js';
 import {
   PUSH_NAMESPACE,
@@ -53,6 +54,7 @@ const RECORD_EVENTS: Partial<Record<string, Exclude<RecordEvent, 'balance.update
   strategy: 'strategy.updated',
   [WITHDRAWAL_KIND]: 'withdrawal.updated',
   [WALLET_OP_KIND]: 'wallet_operation.updated',
+  [COMBO_KIND]: 'combo.updated',
 };
 
 /**
@@ -97,8 +99,9 @@ export interface PushServer {
  *   master keys that see the partner's users; an update goes to the owner's user room and to the
  *   partner room, never elsewhere.
  * - Each persisted actor change (the host's `changed`, emitted only after the write) becomes
- *   `order.updated`, `strategy.updated`, `withdrawal.updated` or `wallet_operation.updated` (split,
- *   merge, redeem) with the REST record and its revision; per record, order is the write order.
+ *   `order.updated`, `strategy.updated`, `withdrawal.updated`, `wallet_operation.updated` (split,
+ *   merge, redeem) or `combo.updated` with the REST record and its revision; per record, order is
+ *   the write order.
  * - Venue wallet changes (`onWallet`) become `balance.updated` / `position.updated` (only what
  *   changed, coalesced per user per event-loop turn) to the user's room; market changes
  *   (`onMarket`) become `market.updated` to the market's room `market:<condition_id>`

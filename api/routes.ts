@@ -2,6 +2,7 @@ import { DAY_PATTERN, ErrorEnvelope, Health } from '../schemas/common.js';
 import {
   ComboAcceptRequest,
   ComboAcceptResponse,
+  ComboPosition,
   ComboPositionsPage,
   ComboQuoteRequest,
   ComboQuoteResponse,
@@ -88,6 +89,7 @@ import {
   traderSummary,
 } from './handlers/data-portfolio.js';
 import { R1_LIMIT_MAX, traderStatementR1, traderStatements } from './handlers/data-statements.js';
+import { comboAccept, comboPositions, comboQuote, comboRedeem, getCombo } from './handlers/combos.js';
 
 export { ErrorEnvelope };
 
@@ -680,11 +682,22 @@ export const ROUTES: RouteSpec[] = [
     user: 'required',
     tag: 'trade.combos',
     summary: 'Request a combo quote (valid about 8.5 s)',
-    description: '422 `INSUFFICIENT_BALANCE` (message: dollars needed, largest affordable notional) or `NO_LIQUIDITY`.',
+    description:
+      "A simulated maker prices the blended YES share from each leg's best ask: the product over " +
+      "correlation groups (the capture's up/down markets of one window are one group, priced halfway " +
+      'between fully correlated, the lowest ask, and independent, the product; every other leg alone), ' +
+      'plus a margin of 2% a leg, rounded up to 0.1 cent and clamped to [1, 99] cents; ' +
+      '`independent_price_cents` (the plain product) and `margin_cents` show the margin. Fee: 1% of the ' +
+      'notional. `taker_shares` = notional / price; `expires_at` = now + 8.5 s. Priced afresh on every ' +
+      'call. 400 a leg repeated, a NO (second) outcome, two legs of one market (the leg named); 404 an ' +
+      'unknown token; 422 `MARKET_CLOSED` (a closed or resolved market), `NO_LIQUIDITY` (a leg without ' +
+      'an ask), `INSUFFICIENT_BALANCE` (free pUSD below notional + fee; message: dollars needed, largest ' +
+      'affordable notional).',
     body: ComboQuoteRequest,
     example: { leg_position_ids: ['pos_1', 'pos_2'], notional_usd: 10, side: 'BUY' },
     responses: { 200: ComboQuoteResponse },
     errors: [404, 422],
+    handler: comboQuote,
   },
   {
     method: 'post',
@@ -693,11 +706,18 @@ export const ROUTES: RouteSpec[] = [
     user: 'required',
     tag: 'trade.combos',
     summary: 'Accept a combo quote',
-    description: '410 `QUOTE_EXPIRED` after expires_at: re-quote.',
+    description:
+      'Before `expires_at`: notional + fee leave the wallet and the combo shares enter it in one venue ' +
+      'operation; 200 `EXECUTED` with the simulated transaction hash. After it: 410 `QUOTE_EXPIRED`, ' +
+      'nothing changes (decided by the time of the accept, not by any timer). The same quote accepted ' +
+      'again under another Idempotency-Key: 409; the same key replays the answer. 404 an unknown combo or ' +
+      "a quote_id that is not the combo's; 422 `INSUFFICIENT_BALANCE`, `MARKET_CLOSED` (a leg's market " +
+      'closed meanwhile). Lost answer: read GET /combo/{combo_order_id}.',
     body: ComboAcceptRequest,
     example: { combo_order_id: 'combo_1', quote_id: 'quote_1' },
     responses: { 200: ComboAcceptResponse },
-    errors: [404, 410, 422],
+    errors: [404, 409, 410, 422],
+    handler: comboAccept,
   },
   {
     method: 'post',
@@ -706,10 +726,16 @@ export const ROUTES: RouteSpec[] = [
     user: 'required',
     tag: 'trade.combos',
     summary: 'Redeem a winning combo',
+    description:
+      'Exactly one of `combo_order_id` and `combo_position_id` (both or neither: 400). A `RESOLVED_WIN` ' +
+      'combo pays its shares × $1 in pUSD at once (200 `REDEEMED`). Refused, changing nothing: 409 ' +
+      '`COMBO_NOT_RESOLVED` before every leg resolved, 422 `COMBO_LOST` after a leg lost, 409 `conflict` ' +
+      'once redeemed (a second redeem never pays twice) or for a combo never executed; 404 unknown.',
     body: ComboRedeemRequest,
     example: { combo_order_id: 'combo_1' },
     responses: { 200: ComboRedeemResponse },
     errors: [404, 409, 422],
+    handler: comboRedeem,
   },
   {
     method: 'get',
@@ -718,9 +744,26 @@ export const ROUTES: RouteSpec[] = [
     user: 'required',
     tag: 'trade.combos',
     summary: 'Combo positions',
+    description:
+      'Executed combos, newest first (REDEEMED ones too unless `status` filters), with their legs (token, ' +
+      'question, outcome, leg status, current price), legs total / resolved / pending, entry price, cost, ' +
+      'current value, `redeemable` and the payout once redeemed.',
     query: paged(500, { status: { enum: ['OPEN', 'PARTIAL', 'RESOLVED_WIN', 'RESOLVED_LOSS'] } }),
     responses: { 200: ComboPositionsPage },
     errors: [404],
+    handler: comboPositions,
+  },
+  {
+    method: 'get',
+    path: `${V2}/combo/:combo_order_id`,
+    scope: 'trade.combos',
+    user: 'required',
+    tag: 'trade.combos',
+    summary: 'One combo in any state',
+    description: 'The recovery handle after a lost answer: the combo as GET /combo/positions shows it. 404 unknown.',
+    responses: { 200: ComboPosition },
+    errors: [404],
+    handler: getCombo,
   },
 
   // Copytrade (spec 4.4)

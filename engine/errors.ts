@@ -50,7 +50,13 @@ export type DomainCode =
    * A split, merge or redeem whose `neg_risk_market` does not
    * match the market (routing through the NegRiskAdapter or not).
    */
-  | 'NEG_RISK_MISMATCH';
+  | 'NEG_RISK_MISMATCH'
+  /** A combo accept after the quote's `expires_at` (spec part 7: 410): re-quote. */
+  | 'QUOTE_EXPIRED'
+  /** A combo redeem while a leg has not resolved yet. */
+  | 'COMBO_NOT_RESOLVED'
+  /** A combo redeem after a leg lost: the combo pays nothing. */
+  | 'COMBO_LOST';
 
 /** Every {@link DomainCode}, for exhaustive checks (the API's mapping test). */
 export const DOMAIN_CODES: readonly DomainCode[] = [
@@ -75,6 +81,9 @@ export const DOMAIN_CODES: readonly DomainCode[] = [
   'NOTHING_TO_REDEEM',
   'SHARES_RESERVED',
   'NEG_RISK_MISMATCH',
+  'QUOTE_EXPIRED',
+  'COMBO_NOT_RESOLVED',
+  'COMBO_LOST',
 ];
 
 /** Optional details of a {@link DomainError}. */

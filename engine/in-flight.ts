@@ -1,5 +1,7 @@
+import type { AnyEventObject } from 'xstate';
 import type { ActorHost } from './actor-host.js';
 import type { Logger } from './logger.js';
+import { VenueOpRefused, type VenuePort, type WalletOp, type WalletOpResult } from './venue/port.js';
 
 /**
  * Side-effect promises in flight per actor (venue commands an actor's actions started, deliveries
@@ -31,6 +33,30 @@ export class InFlight {
         if (set!.size === 0 && this.byActor.get(id) === set) this.byActor.delete(id);
       });
     set.add(done);
+  }
+
+  /**
+   * Runs wallet operation `op` at `venue` for actor `id`, tracked: its result goes to the actor as
+   * the event `ok(result)`, a refusal as `venue.refused {error, reason}` (the venue's code and
+   * message); another failure is logged (the actor's start-up retry runs it again).
+   */
+  walletOp(
+    venue: Pick<VenuePort, 'walletOp'>,
+    id: string,
+    op: WalletOp,
+    ok: (result: WalletOpResult) => AnyEventObject,
+  ): void {
+    this.track(
+      id,
+      venue.walletOp(op).then(
+        (r) => this.host.send(id, ok(r)),
+        (err: unknown) => {
+          if (err instanceof VenueOpRefused)
+            return this.host.send(id, { type: 'venue.refused', error: err.error, reason: err.message });
+          throw err;
+        },
+      ),
+    );
   }
 
   /** Resolves when actor `id` has nothing queued at the host and nothing in flight here. */

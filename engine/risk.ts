@@ -19,7 +19,16 @@ import type { Clock } from './clock.js';
 import { dec, Dec, ONE, onTick, str } from './decimal.js';
 import { DomainError, errors } from './errors.js';
 import { crossesBook, type Touch } from './touch.js';
-import type { Available, MarketStatus, Side, TokenInfo, VenuePort, WalletOp, WalletOpRefusal } from './venue/port.js';
+import type {
+  Available,
+  MarketInfo,
+  MarketStatus,
+  Side,
+  TokenInfo,
+  VenuePort,
+  WalletOp,
+  WalletOpRefusal,
+} from './venue/port.js';
 
 /** Lowest price of any price field, decimal probability (spec 2.1, part 8). */
 export const PRICE_MIN = dec('0.001');
@@ -478,6 +487,9 @@ export function walletOpError(r: WalletOpRefusal): DomainError {
     case 'MARKET_NOT_RESOLVED':
     case 'NOTHING_TO_REDEEM':
     case 'SHARES_RESERVED':
+    case 'MARKET_CLOSED':
+    case 'COMBO_NOT_RESOLVED':
+    case 'COMBO_LOST':
       return new DomainError(r.error, r.reason);
     case 'INSUFFICIENT_SHARES':
       return new DomainError('NOT_ENOUGH_SHARES', r.reason);
@@ -496,4 +508,47 @@ export function walletOpError(r: WalletOpRefusal): DomainError {
 export function checkWalletOp(venue: Pick<VenuePort, 'walletOpRefusal'>, op: WalletOp): void {
   const r = venue.walletOpRefusal(op);
   if (r) throw walletOpError(r);
+}
+
+/**
+ * The legs of a combo quote (spec 2.5, 8): 2 to 10 YES outcome tokens of distinct, open markets.
+ * A market's YES token is its first outcome (`Yes`, or `Up` for the capture's up/down markets).
+ * @returns each leg's token and market, in the order sent.
+ * @throws {DomainError} `INVALID_REQUEST` naming the leg (a duplicate, the market's other outcome, a
+ *   second leg of one market), `NOT_FOUND` (a token the venue does not list), `MARKET_CLOSED` (a
+ *   market closed or resolved).
+ */
+export function checkComboLegs(
+  venue: Pick<VenuePort, 'token' | 'market' | 'marketStatus'>,
+  legIds: readonly string[],
+): { tokenId: string; market: MarketInfo }[] {
+  const seen = new Map<string, number>();
+  const markets = new Map<string, number>();
+  return legIds.map((id, i) => {
+    const leg = `leg_position_ids[${i}] ${id}`;
+    if (seen.has(id)) throw errors.badRequest(`${leg} repeats leg_position_ids[${seen.get(id)}]`);
+    seen.set(id, i);
+    const t = venue.token(id);
+    if (!t) throw errors.notFound(`${leg} is not an outcome token of this venue (see GET /v2/trade/markets)`);
+    const market = venue.market(t.conditionId)!;
+    const yes = market.tokens[0]!;
+    if (yes.tokenId !== id)
+      throw errors.badRequest(
+        `${leg} is the ${t.outcome} outcome of its market: a combo leg is a YES position ` +
+          `(the ${yes.outcome} token ${yes.tokenId})`,
+      );
+    if (markets.has(t.conditionId))
+      throw errors.badRequest(
+        `${leg} is of the same market (${t.conditionId}) as leg_position_ids[${markets.get(t.conditionId)}]: ` +
+          'each leg must be of a distinct market',
+      );
+    markets.set(t.conditionId, i);
+    const s = venue.marketStatus(t.conditionId);
+    if (s?.closed)
+      throw new DomainError(
+        'MARKET_CLOSED',
+        `${leg}: market ${t.conditionId} is ${s.resolved ? 'resolved' : 'closed'} and takes no new combos`,
+      );
+    return { tokenId: id, market };
+  });
 }

@@ -420,24 +420,31 @@ export const ActivityItem = {
   required: ['kind', 'id', 'type', 'status', 'side', 'symbol', 'created_at', 'updated_at'],
   properties: {
     kind: {
-      enum: ['order', 'strategy', 'wallet', 'withdrawal'],
-      description: '`wallet`: SPLIT, MERGE, REDEEM; `withdrawal`: WITHDRAWAL.',
+      enum: ['order', 'strategy', 'wallet', 'withdrawal', 'combo'],
+      description:
+        '`wallet`: SPLIT, MERGE, REDEEM; `withdrawal`: WITHDRAWAL; `combo`: COMBO from its quote on (QUOTED, ' +
+        'then EXPIRED, or its accept, resolution and redeem as its status).',
     },
-    id: { type: 'string', description: 'order_id, record_id, operation_id or withdrawal_id.' },
-    type: { type: 'string', description: 'Order or strategy type, or SPLIT, MERGE, REDEEM, WITHDRAWAL.' },
+    id: { type: 'string', description: 'order_id, record_id, operation_id, withdrawal_id or combo_order_id.' },
+    type: { type: 'string', description: 'Order or strategy type, or SPLIT, MERGE, REDEEM, WITHDRAWAL, COMBO.' },
     status: { type: 'string' },
     side: { enum: ['buy', 'sell', null], description: 'Null for wallet operations and withdrawals.' },
     symbol: {
       type: 'string',
-      description: 'Outcome token id; the condition id of a wallet operation; the token address of a withdrawal.',
+      description:
+        'Outcome token id; the condition id of a wallet operation; the token address of a withdrawal; the ' +
+        'combo_position_id of a combo.',
     },
     amount: {
       type: ['string', 'null'],
-      description: 'Wallet operations and withdrawals: the amount, dollars (redeem: the payout).',
+      description:
+        'Wallet operations and withdrawals: the amount, dollars (redeem: the payout); combos: the cost ' +
+        '(notional + fee), the payout once redeemed.',
     },
     transaction_hash: {
       type: ['string', 'null'],
-      description: 'Wallet operations and withdrawals: simulated transaction hash.',
+      description:
+        "Wallet operations, withdrawals and combos: simulated transaction hash (a combo's redeem once redeemed).",
     },
     price: { type: ['string', 'null'] },
     size: { type: ['string', 'null'] },

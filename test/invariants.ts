@@ -17,8 +17,10 @@
  *       - the maker's implicit ledger closes the books: Σ users pUSD + maker's net pUSD = users ×
  *         SIM_INITIAL_PUSD, and per token Σ users' shares = shares the maker sold net (reported);
  *       - wallet operations are explained by their actors' recorded results: a split, merge
- *         or redeem (`wallet` records, CONFIRMED) and a withdrawal's debit and refund (`withdrawal`
- *         records) each add their signed pUSD and share changes to the user's expected wallet;
+ *         or redeem (`wallet` records, CONFIRMED), a withdrawal's debit and refund (`withdrawal`
+ *         records) and a combo's buy and redeem (`combo` records) each add their signed pUSD and share
+ *         changes to the user's expected wallet; the venue holds a combo's shares from its buy until
+ *         its redeem, and a redeem pays $1 a share;
  *       - conservation per condition: the shares of each outcome token in existence (users' holdings
  *         + shares burned by redeems − what the maker sold net, i.e. minted on its own account) equal
  *         Σ splits − Σ merges of that condition + full sets minted − merged by complementary trades
@@ -166,7 +168,7 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
         venue,
         records.filter((r) => r.kind === 'order'),
         ctxOf,
-        records.filter((r) => r.kind === 'wallet' || r.kind === 'withdrawal'),
+        records.filter((r) => r.kind === 'wallet' || r.kind === 'withdrawal' || r.kind === 'combo'),
       ),
     );
   if (!skip.has('strategies')) {
@@ -253,6 +255,13 @@ async function violations(services: Services, opts: InvariantOptions): Promise<s
     for (const id of opts.acknowledged ?? []) if (!byId.has(id)) out.push(`acknowledged ${id} is not in the store`);
   }
   return out;
+}
+
+/** The shares of combo `comboId` the venue's ledger holds for `userId` (decimal string), if any. */
+function comboHeld(venue: SimVenue, userId: string, comboId: string): string | undefined {
+  for (const h of venue.comboHoldings())
+    if (h.userId === userId && h.comboId === comboId) return h.holding.shares.toString();
+  return undefined;
 }
 
 function moneyViolations(
@@ -447,9 +456,9 @@ function moneyViolations(
   const burned = new Map<string, Dec>(); // token → shares burned by redeems
   for (const r of walletRecords) {
     const c = ctxOf(r);
-    const results = (r.kind === 'wallet' ? [c.result] : [c.debit, c.credit]).filter(
-      (x): x is OpResultLike => x !== null && x !== undefined,
-    );
+    const results = (
+      r.kind === 'wallet' ? [c.result] : r.kind === 'combo' ? [c.buy, c.redeem] : [c.debit, c.credit]
+    ).filter((x): x is OpResultLike => x !== null && x !== undefined);
     for (const res of results) {
       const e = expOf(c.userId as string);
       e.pusd = e.pusd.plus(res.pusdDelta);
@@ -466,6 +475,15 @@ function moneyViolations(
       out.push(`wallet operation ${r._id} is CONFIRMED without a result`);
     if (r.kind === 'withdrawal' && r.status === 'CONFIRMED' && (!c.debit || c.credit))
       out.push(`withdrawal ${r._id} is CONFIRMED but debited ${Boolean(c.debit)}, refunded ${Boolean(c.credit)}`);
+    if (r.kind === 'combo') {
+      // the venue's combo position: held from the buy until the redeem, with the combo's shares
+      const held = services.venue instanceof SimVenue ? comboHeld(services.venue, c.userId, r._id) : undefined;
+      const want = c.buy && !c.redeem ? (c.shares as string) : undefined;
+      if ((held === undefined) !== (want === undefined) || (held && !d(held).eq(want!)))
+        out.push(`combo ${r._id} (${r.status}): the venue holds ${held ?? 'no'} shares, want ${want}`);
+      if (c.redeem && !d(c.redeem.pusdDelta).eq(c.shares))
+        out.push(`combo ${r._id} paid ${c.redeem.pusdDelta} for ${c.shares} shares`);
+    }
     if (r.kind === 'withdrawal' && r.status === 'FAILED' && c.debit && !c.credit)
       out.push(`withdrawal ${r._id} FAILED after its debit but was not refunded`);
   }

@@ -100,19 +100,27 @@ export async function printedMasterKey(svc: ServiceProcess): Promise<string> {
   }
 }
 
-/** A JSON call on a spawned service as one partner user (with the key given; a fresh Idempotency-Key on writes). */
-export type ProcessCall = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+/**
+ * A JSON call on a spawned service as one partner user (with the key given; on writes the
+ * Idempotency-Key given, else a fresh one).
+ */
+export type ProcessCall = (
+  method: string,
+  path: string,
+  body?: unknown,
+  idempotencyKey?: string,
+) => Promise<{ status: number; body: any }>;
 
 /** {@link ProcessCall} against `baseUrl` with `key`, as partner user `user`. */
 export function processCaller(baseUrl: string, key: string, user: string): ProcessCall {
-  return async (method, p, body) => {
+  return async (method, p, body, idempotencyKey) => {
     const r = await fetch(baseUrl + p, {
       method,
       headers: {
         authorization: `Bearer ${key}`,
         'content-type': 'application/json',
         'x-partner-user-id': user,
-        ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+        ...(method === 'GET' ? {} : { 'idempotency-key': idempotencyKey ?? randomUUID() }),
       },
       body: body === undefined ? undefined : JSON.stringify(body),
     });

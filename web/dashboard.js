@@ -3,7 +3,8 @@
  * Live dashboard: the bound user in the header; the user's pUSD balance and positions (with each
  * market's question and outcome, the mark and unrealized PnL at the mid, the realized PnL, and whether the
  * market closed or resolved), strategies and orders (named by question and outcome, looked up by token id
- * through `GET /v2/trade/markets?token_id=`), updated by the Socket.IO pushes of namespace
+ * through `GET /v2/trade/markets?token_id=`), combos (legs with how each resolved, status, payout;
+ * with a key holding `trade.combos`, else only what is pushed), updated by the Socket.IO pushes of namespace
  * /v2/trade, and a price chart of one token (the mid of its book, and its recent trades from the
  * tape, `GET /v2/trade/trades?token_id=`) whose scale takes in its armed levels and working
  * prices. A master key is asked which partner user to watch. Plain browser JavaScript,
@@ -39,6 +40,8 @@ let socket = null;
 const strategies = new Map();
 /** @type {Map<string, Row>} */
 const orders = new Map();
+/** Combos by combo_order_id. @type {Map<string, Row>} */
+const combos = new Map();
 /** The user's positions by token id (REST item shape). @type {Map<string, HeldPosition>} */
 const positions = new Map();
 /**
@@ -155,7 +158,16 @@ const short = (s) => (s ? (s.length > 14 ? `${s.slice(0, 6)}…${s.slice(-6)}` :
 const text = (v) => (v === null || v === undefined || v === '' ? '–' : String(v));
 /** @param {number} ms */
 const time = (ms) => new Date(ms).toLocaleTimeString();
-const FINAL = new Set(['FILLED', 'CANCELED', 'EXPIRED', 'REJECTED', 'COMPLETED', 'FAILED']);
+const FINAL = new Set([
+  'FILLED',
+  'CANCELED',
+  'EXPIRED',
+  'REJECTED',
+  'COMPLETED',
+  'FAILED',
+  'REDEEMED',
+  'RESOLVED_LOSS',
+]);
 
 /** Progress of a strategy as [done, total, label]. @param {Row} s @returns {[number, number, string]} */
 function progress(s) {
@@ -168,7 +180,11 @@ function progress(s) {
   return [FINAL.has(s.status) ? 1 : 0, 1, s.quote_amount ? `$${s.quote_amount}` : ''];
 }
 
-/** Fills a row; a question cell wraps. @param {HTMLTableRowElement} tr @param {Array<string | HTMLElement>} cells */
+/**
+ * Fills a row; a question cell (and a combo's legs) wraps.
+ * @param {HTMLTableRowElement} tr
+ * @param {Array<string | HTMLElement>} cells
+ */
 function fill(tr, cells) {
   tr.replaceChildren(
     ...cells.map((c) => {
@@ -176,7 +192,7 @@ function fill(tr, cells) {
       if (typeof c === 'string') td.textContent = c;
       else {
         td.append(c);
-        if (c.dataset.tokenQuestion) td.className = 'question';
+        if (c.dataset.tokenQuestion || c.dataset.legs) td.className = 'question';
       }
       return td;
     }),
@@ -310,8 +326,33 @@ function orderCells(o) {
 }
 
 /**
+ * A combo's cells: its legs by question with how each resolved (✓ won, ✗ lost, … pending), the
+ * shares at the entry price, the cost and the payout (dollars).
+ * @param {Row} c
+ */
+function comboCells(c) {
+  const mark = /** @param {string} s */ (s) => (s === 'WON' ? '✓' : s === 'LOST' ? '✗' : '…');
+  /** @type {{ position_id: string; question: string | null; status: string }[]} */
+  const legs = c.legs ?? [];
+  const list = document.createElement('span');
+  list.dataset.legs = String(legs.length);
+  list.textContent = legs.map((l) => `${mark(l.status)} ${l.question ?? short(l.position_id)}`).join(' · ');
+  return [
+    short(c.combo_order_id),
+    statusCell(c.status),
+    list,
+    `${c.legs_resolved ?? 0}/${c.legs_total ?? legs.length}`,
+    text(c.taker_shares),
+    c.price_cents === undefined ? '–' : `${c.price_cents}¢`,
+    c.cost_usd ? `$${c.cost_usd}` : '–',
+    c.payout_usd ? `$${c.payout_usd}` : '–',
+    time(c.updated_at),
+  ];
+}
+
+/**
  * Applies a record to a table: inserts or updates its row (newest first), unless it is older.
- * @param {'strategies' | 'orders'} table
+ * @param {'strategies' | 'orders' | 'combos'} table
  * @param {Map<string, Row>} rows
  * @param {string} id
  * @param {Row} rec
@@ -332,7 +373,7 @@ function upsert(table, rows, id, rec, flash) {
   tr.dataset.status = rec.status;
   tr.dataset.revision = String(rec.revision);
   tr.classList.toggle('done', FINAL.has(rec.status));
-  fill(tr, table === 'strategies' ? strategyCells(rec) : orderCells(rec));
+  fill(tr, table === 'strategies' ? strategyCells(rec) : table === 'combos' ? comboCells(rec) : orderCells(rec));
   if (flash) {
     tr.classList.remove('flash');
     void tr.offsetWidth;
@@ -761,6 +802,10 @@ async function start() {
       const [s, o] = await Promise.all([get('/strategies?limit=500'), get('/orders/open?limit=500')]);
       for (const r of [...s.strategies].reverse()) upsert('strategies', strategies, r.record_id, r, false);
       for (const r of [...o.orders].reverse()) upsert('orders', orders, r.order_id, r, false);
+      if (account.api_key.scopes?.includes('trade.combos')) {
+        const c = await get('/combo/positions?limit=500');
+        for (const r of [...c.positions].reverse()) upsert('combos', combos, r.combo_order_id, r, false);
+      }
     } catch (err) {
       setConnection(false, String(/** @type {Error} */ (err).message));
     }
@@ -774,6 +819,7 @@ async function start() {
   });
   socket.on('strategy.updated', (s) => upsert('strategies', strategies, s.record_id, s, true));
   socket.on('order.updated', (o) => upsert('orders', orders, o.order_id, o, true));
+  socket.on('combo.updated', (c) => upsert('combos', combos, c.combo_order_id, c, true));
   socket.on('book.updated', onBook);
   socket.on('balance.updated', onBalance);
   socket.on('position.updated', onPositions);
@@ -785,10 +831,10 @@ async function start() {
  * book subscriptions), so the next key's user never sees another user's records.
  */
 function forgetBoard() {
-  for (const rows of [strategies, orders, positions, marketStates, bookWants, mids]) rows.clear();
+  for (const rows of [strategies, orders, combos, positions, marketStates, bookWants, mids]) rows.clear();
   walletRevision.balance = 0;
   walletRevision.position = 0;
-  for (const table of ['strategies', 'orders', 'positions'])
+  for (const table of ['strategies', 'orders', 'combos', 'positions'])
     /** @type {HTMLElement} */ ($(table).querySelector('tbody')).replaceChildren();
   if (chart) chart.remove();
   chart = null;

@@ -1,6 +1,7 @@
 import { OPEN_STATUSES } from '../../machines/order.js';
 import { errors } from '../../engine/errors.js';
 import type { Services } from '../../engine/service.js';
+import { COMBO_KIND } from '../../engine/combos/service.js';
 import type { ActorRecord } from '../../engine/store/actors.js';
 import { bracketsView, strategyResponse } from '../../engine/strategies/views.js';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
@@ -179,7 +180,7 @@ export const activity: Handler = async ({ req, services, user }) => {
       : undefined;
   const { records } = await services.actors.findOwned(
     user!._id,
-    { kind: { $in: ['order', 'strategy', 'wallet', 'withdrawal'] } },
+    { kind: { $in: ['order', 'strategy', 'wallet', 'withdrawal', COMBO_KIND] } },
     { limit: limit + 1, ...(before !== undefined ? { before } : {}) },
   );
   const items = records.slice(0, limit);
@@ -208,6 +209,16 @@ export const activity: Handler = async ({ req, services, user }) => {
           Object.assign(row, {
             amount: v.payout_usd ?? v.amount ?? null,
             transaction_hash: v.transaction_hash ?? null,
+          });
+        // combos: the shares at the entry price, the cost (the payout once redeemed), the last transaction
+        if (r.kind === COMBO_KIND)
+          Object.assign(row, {
+            side: 'buy',
+            symbol: v.combo_position_id,
+            price: v.entry_price,
+            size: v.taker_shares,
+            amount: v.payout_usd ?? v.cost_usd,
+            transaction_hash: v.redeem_transaction_hash ?? v.transaction_hash,
           });
         if (r.kind === 'order')
           Object.assign(row, { cancel_code: v.cancel_code ?? null, cancel_reason: v.cancel_reason ?? null });

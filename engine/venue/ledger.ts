@@ -37,6 +37,17 @@ export interface Wallet {
    * instead of applying again. Kept until the client releases the op, at most {@link OP_RETAIN_MS}.
    */
   ops?: Map<string, WalletOpResult>;
+  /** Combo positions by combo id (absent = none): shares held, their cost, the legs' tokens. */
+  combos?: Map<string, ComboHolding>;
+}
+
+/** One combo position of a wallet: its YES shares pay $1 each when every leg's token wins. */
+export interface ComboHolding {
+  shares: Dec;
+  /** Dollars paid for it (notional + fee). */
+  cost: Dec;
+  /** The legs' outcome tokens. */
+  legs: string[];
 }
 
 /** How long the ledger remembers a wallet operation nobody released (a safety net), ms. */
@@ -112,6 +123,11 @@ function tupleOf(tokenId: string, p: Position): WalletRow['positions'][number] {
     : [tokenId, str(p.shares), str(p.reserved), str(p.cost)];
 }
 
+/** The journal rows of a wallet's combo positions. */
+function comboRows(combos: Map<string, ComboHolding>): NonNullable<WalletRow['combos']> {
+  return [...combos].map(([id, h]) => [id, str(h.shares), str(h.cost), h.legs]);
+}
+
 /** Adds `pnl` dollars to the realized PnL of `p`. */
 function realize(p: Position, pnl: Dec): void {
   p.realized = (p.realized ?? ZERO).plus(pnl);
@@ -128,6 +144,8 @@ export interface WalletRow {
   positions: [tokenId: string, shares: string, reserved: string, cost: string, realized?: string][];
   /** Wallet operations remembered for idempotency (absent in rows written before). */
   ops?: WalletOpResult[];
+  /** Combo positions: `[comboId, shares, cost, legs]` (absent when none). */
+  combos?: [comboId: string, shares: string, cost: string, legs: string[]][];
 }
 
 /**
@@ -473,6 +491,35 @@ export class Ledger {
     return this.recordOp(w, meta, 'redeem', conditionId, payout, burned);
   }
 
+  /** The combo position `comboId` of `userId`, if held. */
+  comboOf(userId: string, comboId: string): ComboHolding | undefined {
+    return this.wallets.get(userId)?.combos?.get(comboId);
+  }
+
+  /** Every combo position of every wallet (conservation checks). */
+  *comboHoldings(): Iterable<{ userId: string; comboId: string; holding: ComboHolding }> {
+    for (const [userId, w] of this.wallets)
+      for (const [comboId, holding] of w.combos ?? []) yield { userId, comboId, holding };
+  }
+
+  /** A combo bought: `cost` dollars leave the wallet, `shares` combo shares of `comboId` enter it. */
+  comboBuy(userId: string, meta: OpMeta, comboId: string, cost: Dec, shares: Dec, legs: string[]): WalletOpResult {
+    const w = this.walletOf(userId);
+    w.pusd = w.pusd.minus(cost);
+    (w.combos ??= new Map()).set(comboId, { shares, cost, legs: [...legs] });
+    return this.recordOp(w, meta, 'combo_buy', comboId, cost.neg(), [], { comboId, sharesDelta: str(shares) });
+  }
+
+  /** A won combo redeemed: its shares are burned and `payout` dollars credited. */
+  comboRedeem(userId: string, meta: OpMeta, comboId: string, payout: Dec): WalletOpResult {
+    const w = this.walletOf(userId);
+    const h = w.combos?.get(comboId);
+    w.combos?.delete(comboId);
+    w.pusd = w.pusd.plus(payout);
+    const sharesDelta = str((h?.shares ?? ZERO).neg());
+    return this.recordOp(w, meta, 'combo_redeem', comboId, payout, [], { comboId, sharesDelta });
+  }
+
   /** A withdrawal's debit (`amount` dollars leave the wallet) or its refund (`credit`). */
   transfer(userId: string, meta: OpMeta, kind: 'withdraw' | 'credit', amount: Dec): WalletOpResult {
     const w = this.walletOf(userId);
@@ -488,6 +535,7 @@ export class Ledger {
     conditionId: string | null,
     pusdDelta: Dec,
     shares: [string, Dec][],
+    combo?: WalletOpResult['combo'],
   ): WalletOpResult {
     const result: WalletOpResult = {
       opId: meta.opId,
@@ -500,6 +548,7 @@ export class Ledger {
       shares: shares.map(([tokenId, d]) => ({ tokenId, delta: str(d) })),
       pusdBalance: str(w.pusd),
       positions: shares.map(([tokenId]) => ({ tokenId, size: str(w.positions.get(tokenId)?.shares ?? ZERO) })),
+      ...(combo ? { combo } : {}),
     };
     w.ops ??= new Map();
     for (const [id, o] of w.ops) if (o.atMs < meta.atMs - OP_RETAIN_MS) w.ops.delete(id);
@@ -520,6 +569,7 @@ export class Ledger {
       reserved: str(w.reserved),
       positions,
       ...(w.ops?.size ? { ops: [...w.ops.values()] } : {}),
+      ...(w.combos?.size ? { combos: comboRows(w.combos) } : {}),
     };
   }
 
@@ -532,9 +582,10 @@ export class Ledger {
     const w = this.walletOf(userId);
     const positions = this.positionsJson(w);
     const ops = w.ops?.size ? `,"ops":${JSON.stringify([...w.ops.values()])}` : '';
+    const combos = w.combos?.size ? `,"combos":${JSON.stringify(comboRows(w.combos))}` : '';
     return (
       `{"userId":${JSON.stringify(userId)},"pusd":"${str(w.pusd)}","reserved":"${str(w.reserved)}",` +
-      `"positions":[${positions}]${ops}}`
+      `"positions":[${positions}]${ops}${combos}}`
     );
   }
 
@@ -628,6 +679,9 @@ export class Ledger {
         ]),
       ),
       ...(r.ops?.length ? { ops: new Map(r.ops.map((o) => [o.opId, o])) } : {}),
+      ...(r.combos?.length
+        ? { combos: new Map(r.combos.map(([id, sh, c, legs]) => [id, { shares: dec(sh), cost: dec(c), legs }])) }
+        : {}),
     });
   }
 }

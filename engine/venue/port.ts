@@ -277,7 +277,24 @@ export type WalletOp =
       amount?: string;
     }
   | { kind: 'withdraw'; opId: string; userId: string; /** Dollars of pUSD (≤ 6 decimals). */ amount: string }
-  | { kind: 'credit'; opId: string; userId: string; /** Dollars of pUSD (≤ 6 decimals). */ amount: string };
+  | { kind: 'credit'; opId: string; userId: string; /** Dollars of pUSD (≤ 6 decimals). */ amount: string }
+  | {
+      /** A combo bought (its accept): `amount` pUSD leave the wallet, `shares` combo shares enter it. */
+      kind: 'combo_buy';
+      opId: string;
+      userId: string;
+      comboId: string;
+      /** Dollars of pUSD: notional + fee (≤ 6 decimals). */ amount: string;
+      /** Combo shares credited. */ shares: string;
+      /** The legs' YES outcome tokens: each must be of an open market. */ legs: string[];
+    }
+  | {
+      /** A won combo redeemed: its shares are burned, $1 each is paid. */
+      kind: 'combo_redeem';
+      opId: string;
+      userId: string;
+      comboId: string;
+    };
 
 /** The kinds of {@link WalletOp}. */
 export type WalletOpKind = WalletOp['kind'];
@@ -297,7 +314,7 @@ export interface WalletOpResult {
   logIndex?: number;
   /** When the venue applied it, epoch ms. */
   atMs: number;
-  /** The condition of a split, merge or redeem; null for pUSD transfers. */
+  /** The condition of a split, merge or redeem (the combo's id for a combo operation); null for pUSD transfers. */
   conditionId: string | null;
   /**
    * Signed pUSD change, dollars (split −amount, merge +amount, redeem +payout, withdraw −amount, credit +amount).
@@ -309,6 +326,8 @@ export interface WalletOpResult {
   pusdBalance: string;
   /** Shares held after the operation of each token in `shares`. */
   positions: { tokenId: string; size: string }[];
+  /** A combo operation: the combo and its signed share change (`shares` and `positions` are then empty). */
+  combo?: { comboId: string; sharesDelta: string };
 }
 
 /** Why the venue refuses a wallet operation (nothing changed): a code and a human reason. */
@@ -317,7 +336,8 @@ export interface WalletOpRefusal {
    * `INSUFFICIENT_BALANCE` (pUSD), `INSUFFICIENT_SHARES` (free shares below a merge's amount),
    * `SHARES_RESERVED` (redeem while open sells reserve shares), `MARKET_NOT_RESOLVED`,
    * `INSUFFICIENT_SHARES` also for a redeem of more shares of one outcome than held,
-   * `NOTHING_TO_REDEEM`, `UNKNOWN_MARKET`.
+   * `NOTHING_TO_REDEEM`, `UNKNOWN_MARKET`; for combos also `MARKET_CLOSED` (a leg's market takes no
+   * new trades), `COMBO_NOT_RESOLVED` (a leg pending) and `COMBO_LOST` (a leg lost).
    */
   error: string;
   reason: string;

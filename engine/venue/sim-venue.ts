@@ -1,6 +1,6 @@
 import { keccak256, toUtf8Bytes } from 'ethers';
 import type { Clock } from '../clock.js';
-import { dec, str, type Dec } from '../decimal.js';
+import { dec, str, ZERO, type Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import type { TapeTrade } from '../data/records.js';
@@ -15,7 +15,7 @@ import {
   type CheckpointState,
   type MarketRow,
 } from './journal.js';
-import { Ledger, LIQUIDITY_PROVIDER_ID, type WalletRow } from './ledger.js';
+import { Ledger, LIQUIDITY_PROVIDER_ID, type ComboHolding, type WalletRow } from './ledger.js';
 import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
 import { MatchingEngine, newTx, nextPosition, type OrderRow, type RestingOrder, type Tx } from './matching.js';
@@ -683,6 +683,17 @@ export class SimVenue implements VenuePort {
               : { tokenId: op.tokenId, ...(op.amount === undefined ? {} : { amount: dec(op.amount) }) },
           );
           break;
+        case 'combo_buy':
+          result = this.ledger.comboBuy(op.userId, meta, op.comboId, dec(op.amount), dec(op.shares), op.legs);
+          break;
+        case 'combo_redeem':
+          result = this.ledger.comboRedeem(
+            op.userId,
+            meta,
+            op.comboId,
+            this.ledger.comboOf(op.userId, op.comboId)?.shares ?? ZERO,
+          );
+          break;
         default:
           result = this.ledger.transfer(op.userId, meta, op.kind, dec(op.amount));
       }
@@ -716,6 +727,7 @@ export class SimVenue implements VenuePort {
 
   /** Why `op` cannot run now, or null. Changes nothing. */
   walletOpRefusal(op: WalletOp): WalletOpRefusal | null {
+    if (op.kind === 'combo_buy' || op.kind === 'combo_redeem') return this.comboRefusal(op);
     if (op.kind === 'withdraw' || op.kind === 'credit')
       return op.kind === 'withdraw' ? this.ledger.pusdRefusal(op.userId, dec(op.amount), 'this withdrawal') : null;
     const tokens = this.conditionTokens(op.conditionId);
@@ -734,6 +746,36 @@ export class SimVenue implements VenuePort {
         reason: `outcome token ${op.tokenId} is not a token of market ${op.conditionId}`,
       };
     return this.ledger.redeemRefusal(op.userId, [op.tokenId], op.amount === undefined ? undefined : dec(op.amount));
+  }
+
+  /**
+   * Why a combo operation cannot run now, or null: a buy needs every leg's market open and the
+   * notional + fee in free pUSD; a redeem needs the combo held and every leg's token the winner of
+   * its resolved market (each share then pays $1).
+   */
+  private comboRefusal(op: Extract<WalletOp, { kind: 'combo_buy' | 'combo_redeem' }>): WalletOpRefusal | null {
+    if (op.kind === 'combo_buy') {
+      for (const t of op.legs) {
+        const m = this.token(t);
+        if (!m) return { error: 'UNKNOWN_MARKET', reason: `no outcome token ${t}` };
+        if (this.marketStatus(m.conditionId)!.closed)
+          return { error: 'MARKET_CLOSED', reason: `the market of leg ${t} (${m.conditionId}) is closed` };
+      }
+      return this.ledger.pusdRefusal(op.userId, dec(op.amount), 'this combo');
+    }
+    const h = this.ledger.comboOf(op.userId, op.comboId);
+    if (!h) return { error: 'NOTHING_TO_REDEEM', reason: `no shares of combo ${op.comboId} to redeem` };
+    for (const t of h.legs) {
+      const s = this.marketStatus(this.token(t)?.conditionId ?? '');
+      if (!s?.resolved) return { error: 'COMBO_NOT_RESOLVED', reason: `leg ${t} has not resolved yet` };
+      if (s.winningTokenId !== t) return { error: 'COMBO_LOST', reason: `leg ${t} lost: the combo pays nothing` };
+    }
+    return null;
+  }
+
+  /** Every combo position the ledger holds (conservation checks). */
+  comboHoldings(): Iterable<{ userId: string; comboId: string; holding: ComboHolding }> {
+    return this.ledger.comboHoldings();
   }
 
   /** The outcome tokens of a listed market, in the market's order; undefined when not listed. */

@@ -1,7 +1,7 @@
 import { InFlight } from '../in-flight.js';
 import { randomUUID } from 'node:crypto';
 import { getAddress, keccak256, toUtf8Bytes, ZeroAddress } from 'ethers';
-import type { SnapshotFrom } from 'xstate';
+import type { AnyEventObject, SnapshotFrom } from 'xstate';
 import {
   WALLET_OP_MACHINE_VERSION,
   WALLET_OP_STATUS,
@@ -31,7 +31,7 @@ import type { OrderService } from '../orders.js';
 import type { HistoryRecorder } from '../data/recorder.js';
 import { checkTokenAmount, checkWalletOp, walletOpError } from '../risk.js';
 import type { ActorRecord, ActorRepository } from '../store/actors.js';
-import { VenueOpRefused, type VenuePort, type WalletOp, type WalletOpResult } from '../venue/port.js';
+import type { VenuePort, WalletOp, WalletOpResult } from '../venue/port.js';
 import { walletOpHash } from '../venue/sim-venue.js';
 
 /** Machine id and kind of the split / merge / redeem actors. */
@@ -205,18 +205,8 @@ export class WalletService {
     recorder?: HistoryRecorder,
   ) {
     this.inFlight = new InFlight(host, log, 'wallet operation failed at the venue; retried at the next start');
-    const apply = (actorId: string, op: WalletOp, ok: (r: WalletOpResult) => object) =>
-      this.track(
-        actorId,
-        venue.walletOp(op).then(
-          (r) => this.host.send(actorId, ok(r) as never),
-          (err: unknown) => {
-            if (err instanceof VenueOpRefused)
-              return this.host.send(actorId, { type: 'venue.refused', error: err.error, reason: err.message });
-            throw err;
-          },
-        ),
-      );
+    const apply = (actorId: string, op: WalletOp, ok: (r: WalletOpResult) => AnyEventObject) =>
+      this.inFlight.walletOp(venue, actorId, op, ok);
     host.register({
       machineId: WALLET_OP_MACHINE_ID,
       version: WALLET_OP_MACHINE_VERSION,
@@ -267,10 +257,6 @@ export class WalletService {
         venue.releaseWalletOp(r.ownerUserId, creditOpId(r._id));
       }
     });
-  }
-
-  private track(id: string, p: Promise<unknown>): void {
-    this.inFlight.track(id, p);
   }
 
   /** Resolves when actor `id` has nothing queued or in flight (its response is then final). */

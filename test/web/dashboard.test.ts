@@ -238,6 +238,68 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 60_000);
 
+  it('shows combos with their legs, live from quote to redeem, and from REST after a reload', async () => {
+    const bob = { 'x-partner-user-id': 'bob' };
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'bob' } });
+    const bobKey = (
+      await svc.call('POST', '/v2/trade/users/bob/api-keys', { body: { scopes: ['trade.read', 'trade.combos'] } })
+    ).body.api_key;
+    const legs = ((await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets as any[])
+      .filter((m) => /^(btc|eth)-15min-up-or-down-12:00$/.test(m.slug))
+      .map((m) => ({
+        condition_id: m.condition_id as string,
+        yes: m.tokens[0].token_id as string,
+        question: m.question,
+      }));
+    expect(legs).toHaveLength(2);
+    const p = await loggedIn(bobKey);
+    const q = (
+      await svc.call('POST', '/v2/trade/combo/quote', {
+        headers: bob,
+        body: { leg_position_ids: legs.map((l) => l.yes), notional_usd: 5 },
+      })
+    ).body;
+    expect(
+      (
+        await svc.call('POST', '/v2/trade/combo/accept', {
+          headers: bob,
+          body: { combo_order_id: q.combo_order_id, quote_id: q.quote_id },
+        })
+      ).status,
+    ).toBe(200);
+    const row = `#combos tr[data-id="${q.combo_order_id}"]`;
+    await p.waitForSelector(`${row}[data-status="OPEN"]`, { timeout: 5_000 });
+    const venue = svc.services.venue as SimVenue;
+    await venue.resolveMarket(legs[0]!.condition_id, legs[0]!.yes);
+    await p.waitForSelector(`${row}[data-status="PARTIAL"]`, { timeout: 5_000 });
+    await venue.resolveMarket(legs[1]!.condition_id, legs[1]!.yes);
+    await p.waitForSelector(`${row}[data-status="RESOLVED_WIN"]`, { timeout: 5_000 });
+    const c = (await svc.call('GET', `/v2/trade/combo/${q.combo_order_id}`, { headers: bob })).body;
+    const shown = await cells(p, row);
+    expect(shown.slice(1, 8)).toEqual([
+      'RESOLVED_WIN',
+      legs.map((l) => `✓ ${l.question}`).join(' · '),
+      '2/2',
+      c.taker_shares,
+      `${c.price_cents}¢`,
+      `$${c.cost_usd}`,
+      '–',
+    ]);
+    const redeemed = await svc.call('POST', '/v2/trade/combo/redeem', {
+      headers: bob,
+      body: { combo_order_id: q.combo_order_id },
+    });
+    expect(redeemed.status).toBe(200);
+    await p.waitForSelector(`${row}[data-status="REDEEMED"]`, { timeout: 5_000 });
+    expect((await cells(p, row))[7]).toBe(`$${c.taker_shares}`);
+    await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-combos.png'), fullPage: true });
+    // a reload lists it from GET /combo/positions
+    await p.reload();
+    await p.waitForSelector(`${row}[data-status="REDEEMED"]`, { timeout: 10_000 });
+    expect((await cells(p, row))[7]).toBe(`$${c.taker_shares}`);
+    await p.close();
+  }, 60_000);
+
   it('the header shows the bound user; strategies and orders show question and outcome, not a token id', async () => {
     const p = await loggedIn(key);
     expect(await p.textContent('#who')).toMatch(/^user alice · partner \S+ · user key$/);
