@@ -212,16 +212,32 @@ export class ActorRepository {
     tx?: UnitOfWork,
   ): Promise<ActorRecord> {
     const next: ActorRecord = { ...current, ...patch, revision: current.revision + 1 };
-    // the stored fields named one by one (no object rest: slow in V8; the view is never stored)
-    const set: Record<string, unknown> = {
-      snapshot: patch.snapshot,
-      status: patch.status,
-      final: patch.final,
-      updatedAtMs: patch.updatedAtMs,
-    };
-    if (patch.machineVersion !== undefined) set.machineVersion = patch.machineVersion;
-    set.revision = next.revision;
-    const matched = await this.within(tx).updateOne({ _id: current._id, revision: current.revision }, set);
+    const c = this.within(tx);
+    const expected = { _id: current._id, revision: current.revision };
+    let matched: number;
+    if (c.replaceIf) {
+      // the whole record written at once (cheaper than setting most of its fields); every stored
+      // field of the record read is kept (a patch field given as undefined leaves it as it was),
+      // the view is never stored
+      const stored: Record<string, unknown> = {};
+      for (const k in next) {
+        if (k === 'view') continue;
+        const v = next[k as keyof ActorRecord];
+        stored[k] = v === undefined ? current[k as keyof ActorRecord] : v;
+      }
+      matched = await c.replaceIf(expected, stored as StoredRecord);
+    } else {
+      // the stored fields named one by one (no object rest: slow in V8)
+      const set: Record<string, unknown> = {
+        snapshot: patch.snapshot,
+        status: patch.status,
+        final: patch.final,
+        updatedAtMs: patch.updatedAtMs,
+      };
+      if (patch.machineVersion !== undefined) set.machineVersion = patch.machineVersion;
+      set.revision = next.revision;
+      matched = await c.updateOne(expected, set);
+    }
     if (matched === 0) throw new RevisionConflictError(current._id, current.revision);
     return next;
   }

@@ -99,6 +99,62 @@ for (const adapter of adapters()) {
       expect(await c.count({})).toBe(0);
     });
 
+    it('replaceIf: replaces the whole document only when it matches; unique indexes hold', async () => {
+      const c = await store.collection<Item>('repl', [{ fields: ['owner', 'n'], unique: true }, { fields: ['tag'] }]);
+      await c.insertOne({ _id: 'r1', owner: 'o', n: 1, tag: 'a', nested: { k: 'x' } });
+      await c.insertOne({ _id: 'r2', owner: 'o', n: 2 });
+      expect(await c.replaceIf!({ _id: 'r1', n: 5 }, { _id: 'r1', owner: 'o', n: 9 })).toBe(0);
+      expect(await c.findOne({ _id: 'r1' })).toEqual({ _id: 'r1', owner: 'o', n: 1, tag: 'a', nested: { k: 'x' } });
+      expect(await c.replaceIf!({ _id: 'missing' }, { _id: 'missing', owner: 'o', n: 7 })).toBe(0);
+      expect(await c.findOne({ _id: 'missing' })).toBeNull();
+      expect(await c.replaceIf!({ _id: 'r1', n: 1 }, { _id: 'r1', owner: 'p', n: 3, tag: 'b' })).toBe(1);
+      expect(await c.findOne({ _id: 'r1' })).toEqual({ _id: 'r1', owner: 'p', n: 3, tag: 'b' });
+      // the indexed fields are found by their new values only
+      expect((await c.find({ owner: 'p', n: 3 })).map((d) => d._id)).toEqual(['r1']);
+      expect(await c.count({ owner: 'o', n: 1 })).toBe(0);
+      expect(await c.count({ tag: 'a' })).toBe(0);
+      await expect(c.replaceIf!({ _id: 'r1' }, { _id: 'r1', owner: 'o', n: 2 })).rejects.toBeInstanceOf(
+        DuplicateKeyError,
+      );
+      expect(await c.findOne({ _id: 'r1' })).toMatchObject({ owner: 'p', n: 3 });
+    });
+
+    it('indexed fields follow every kind of update (a field, an object holding it, a field inside it)', async () => {
+      const c = await store.collection<Item>('nestix', [{ fields: ['nested.k'] }, { fields: ['n'] }]);
+      await c.insertOne({ _id: 'x', owner: 'o', n: 1, nested: { k: 'a' } });
+      await c.updateOne({ _id: 'x' }, { nested: { k: 'b' } });
+      expect((await c.find({ 'nested.k': 'b' })).map((d) => d._id)).toEqual(['x']);
+      await c.updateOne({ _id: 'x' }, { 'nested.k': 'c', n: 2 });
+      expect((await c.find({ 'nested.k': 'c', n: 2 })).map((d) => d._id)).toEqual(['x']);
+      expect(await c.count({ 'nested.k': { $in: ['a', 'b'] } })).toBe(0);
+      await c.updateOne({ _id: 'x' }, { nested: null as never });
+      expect(await c.count({ 'nested.k': null })).toBe(1);
+      await c.updateOne({ owner: 'o' }, { n: 4 });
+      expect(await c.count({ n: { $gt: 3 } })).toBe(1);
+      await c.updateOne({ _id: 'y', owner: 'q' }, { 'nested.k': 'u', n: 8 }, { upsert: true });
+      expect((await c.find({ 'nested.k': 'u', n: 8 })).map((d) => d._id)).toEqual(['y']);
+      await c.replaceOne({ _id: 'y', owner: 'q', n: 9 });
+      expect(await c.count({ 'nested.k': 'u' })).toBe(0);
+      expect(await c.count({ n: 9 })).toBe(1);
+      expect(await c.findOne({ _id: 'y' })).toEqual({ _id: 'y', owner: 'q', n: 9 });
+    });
+
+    it('indexed fields: $exists tells a missing field from a null one; Dates read back as Dates', async () => {
+      const c = await store.collection<Item>('exists', [{ fields: ['tag'] }, { fields: ['expiresAt'] }]);
+      await c.insertOne({ _id: 'e1', owner: 'o', n: 1, tag: 'a' });
+      await c.insertOne({ _id: 'e2', owner: 'o', n: 2, tag: null });
+      await c.insertOne({ _id: 'e3', owner: 'o', n: 3 });
+      expect((await c.find({ tag: { $exists: true } }, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['e1', 'e2']);
+      expect((await c.find({ tag: { $exists: false } })).map((d) => d._id)).toEqual(['e3']);
+      expect((await c.find({ tag: null }, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['e2', 'e3']);
+      const at = new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 6));
+      await c.updateOne({ _id: 'e4', owner: 'p' }, { n: 4, expiresAt: at }, { upsert: true });
+      const got = await c.findOne({ _id: 'e4' });
+      expect(got?.expiresAt).toBeInstanceOf(Date);
+      expect(got?.expiresAt?.getTime()).toBe(at.getTime());
+      expect(await c.count({ expiresAt: { $gte: at } })).toBe(1);
+    });
+
     it('stores Dates as Dates and accepts a TTL index', async () => {
       const c = await store.collection<Item>('ttl', [{ fields: ['expiresAt'], expireAfterSeconds: 0 }]);
       const later = new Date(Date.now() + 3_600_000);
