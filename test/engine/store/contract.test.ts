@@ -14,6 +14,13 @@ interface Item {
   expiresAt?: Date;
 }
 
+/** The ids {@link ActorRepository.restorable} reads, `page` at a time. */
+async function restorableIds(repo: ActorRepository, page: number): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const r of repo.restorable(page)) ids.push(r._id);
+  return ids;
+}
+
 for (const adapter of adapters()) {
   if (adapter.skip) {
     console.warn(`[store contract] skipping ${adapter.name}: ${adapter.skip}`);
@@ -266,13 +273,45 @@ for (const adapter of adapters()) {
         updatedAtMs: 5,
       });
       expect((await repo.findRestorable()).map((r) => r._id)).toContain('act-q');
-      expect((await repo.findRestorableUnordered()).map((r) => r._id).sort()).toEqual(
-        (await repo.findRestorable()).map((r) => r._id).sort(),
-      );
+      expect((await restorableIds(repo, 2)).sort()).toEqual((await repo.findRestorable()).map((r) => r._id).sort());
       await repo.quarantine('act-q', 'broken', 6);
       expect((await repo.findRestorable()).map((r) => r._id)).not.toContain('act-q');
-      expect((await repo.findRestorableUnordered()).map((r) => r._id)).not.toContain('act-q');
+      expect(await restorableIds(repo, 2)).not.toContain('act-q');
       expect((await repo.get('act-q'))?.quarantine).toEqual({ reason: 'broken', atMs: 6 });
+    });
+
+    it('actor repository: restorable() reads each restorable record once, in creation order, by pages', async () => {
+      const repo = await ActorRepository.open(store);
+      // 7 records created in one millisecond (more than a page), then 3 later; one final
+      const times = [20, 20, 20, 20, 20, 20, 20, 21, 22, 22];
+      for (const [i, t] of times.entries())
+        await repo.insert({
+          _id: `pg-${String.fromCharCode(106 - i)}`, // ids against creation order: j, i, h, …
+          machineId: 'm',
+          machineVersion: 1,
+          snapshot: '{}',
+          kind: 'order',
+          status: 'LIVE',
+          view: {},
+          final: i === 8,
+          partnerId: 'p',
+          ownerUserId: null,
+          createdAtMs: t,
+          updatedAtMs: t,
+        });
+      const expected = (await repo.findRestorable()).map((r) => r._id);
+      expect(expected.filter((id) => id.startsWith('pg-'))).toEqual([
+        'pg-d',
+        'pg-e',
+        'pg-f',
+        'pg-g',
+        'pg-h',
+        'pg-i',
+        'pg-j',
+        'pg-c',
+        'pg-a',
+      ]);
+      for (const page of [1, 3, 7, 100]) expect(await restorableIds(repo, page)).toEqual(expected);
     });
 
     it('concurrent writes all land, in order per document (group commit on disk)', async () => {
