@@ -1002,8 +1002,22 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     try {
       for await (const record of this.repo.restorable()) {
         if (created.has(record._id)) continue; // live already
-        if (await this.restoreOne(record)) restored++;
-        else quarantined++;
+        const dormant = this.dormantContext(record);
+        if (dormant !== null) {
+          this.emit('restored', { record, context: dormant, dormant: true });
+          restored++;
+          continue;
+        }
+        const live = await this.load(record);
+        if (!live) {
+          quarantined++;
+          continue;
+        }
+        for (const [name, atMs] of Object.entries(deadlinesOf(live.snapshot)))
+          await this.timers.schedule(record._id, name, atMs);
+        this.emit('restored', { record: live.record, context: live.snapshot.context, dormant: false });
+        this.keep(live);
+        restored++;
       }
     } finally {
       this.createdDuringRestore = null;
@@ -1013,22 +1027,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
 
   /** Ids of the actors created while {@link restoreAll} runs (live already), or null. */
   private createdDuringRestore: Set<string> | null = null;
-
-  /** Restores one record of {@link restoreAll}. @returns false when it was quarantined. */
-  private async restoreOne(record: ActorRecord): Promise<boolean> {
-    const dormant = this.dormantContext(record);
-    if (dormant !== null) {
-      this.emit('restored', { record, context: dormant, dormant: true });
-      return true;
-    }
-    const live = await this.load(record);
-    if (!live) return false;
-    for (const [name, atMs] of Object.entries(deadlinesOf(live.snapshot)))
-      await this.timers.schedule(record._id, name, atMs);
-    this.emit('restored', { record: live.record, context: live.snapshot.context, dormant: false });
-    this.keep(live);
-    return true;
-  }
 
   /**
    * The stored context of an actor that restores dormant (its version restores, its definition
