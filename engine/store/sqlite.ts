@@ -327,6 +327,12 @@ const OPTIMIZE_CHANGES = 100_000;
 /** Rows of each index ANALYZE samples (`PRAGMA analysis_limit`): statistics in milliseconds at any size. */
 const ANALYSIS_LIMIT = 1000;
 
+/**
+ * Rows below which a table keeps no statistics (see {@link Writer.optimize}): those of a small table
+ * tell the planner a scan is cheap, which stays in place while the table grows.
+ */
+const STATS_MIN_ROWS = 10_000;
+
 /** WAL bytes after which the writer checkpoints into the database file (default). */
 const CHECKPOINT_BYTES = 8 << 20;
 
@@ -510,12 +516,20 @@ class Writer {
    * ANALYZE sampling {@link ANALYSIS_LIMIT} rows of each index), outside any transaction. Without
    * them SQLite guesses that an equality on a few-valued field (an actor's `kind`) selects fewer
    * rows than a range of a unique key (a user's `ownerKey`), and reads every actor of that kind.
-   * A failure is ignored: the statistics only guide the planner.
+   * The statistics of a table under {@link STATS_MIN_ROWS} rows are dropped: the planner then
+   * assumes a large table, as for one never analyzed, instead of one of a few rows that a scan
+   * serves (which stays so until the next refresh, however large it grows meanwhile). A failure is
+   * ignored: the statistics only guide the planner.
    */
   optimize(): void {
     if (this.db.inTransaction) return;
     try {
       this.db.pragma('optimize = 0x10002');
+      if (!this.db.prepare("SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat1'").get()) return;
+      const dropped = this.db
+        .prepare('DELETE FROM sqlite_stat1 WHERE CAST(stat AS INTEGER) < ?')
+        .run(STATS_MIN_ROWS).changes;
+      if (dropped > 0) this.db.exec('ANALYZE sqlite_schema'); // the planner reloads the statistics
     } catch {
       /* the plans stay as they were */
     }
