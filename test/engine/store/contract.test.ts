@@ -14,6 +14,24 @@ interface Item {
   expiresAt?: Date;
 }
 
+/** A live order actor of no user, created at `atMs`, as the repository inserts it. */
+function unownedOrder(id: string, atMs: number) {
+  return {
+    _id: id,
+    machineId: 'm',
+    machineVersion: 1,
+    snapshot: '{}',
+    kind: 'order',
+    status: 'LIVE',
+    view: {},
+    final: false,
+    partnerId: 'p',
+    ownerUserId: null,
+    createdAtMs: atMs,
+    updatedAtMs: atMs,
+  };
+}
+
 /** The ids {@link ActorRepository.restorable} reads, `page` at a time. */
 async function restorableIds(repo: ActorRepository, page: number): Promise<string[]> {
   const ids: string[] = [];
@@ -258,20 +276,7 @@ for (const adapter of adapters()) {
 
     it('actor repository: quarantined actors are kept but not restorable', async () => {
       const repo = await ActorRepository.open(store);
-      await repo.insert({
-        _id: 'act-q',
-        machineId: 'm',
-        machineVersion: 1,
-        snapshot: '{}',
-        kind: 'order',
-        status: 'LIVE',
-        view: {},
-        final: false,
-        partnerId: 'p',
-        ownerUserId: null,
-        createdAtMs: 5,
-        updatedAtMs: 5,
-      });
+      await repo.insert(unownedOrder('act-q', 5));
       expect((await repo.findRestorable()).map((r) => r._id)).toContain('act-q');
       expect((await restorableIds(repo, 2)).sort()).toEqual((await repo.findRestorable()).map((r) => r._id).sort());
       await repo.quarantine('act-q', 'broken', 6);
@@ -285,20 +290,8 @@ for (const adapter of adapters()) {
       // 7 records created in one millisecond (more than a page), then 3 later; one final
       const times = [20, 20, 20, 20, 20, 20, 20, 21, 22, 22];
       for (const [i, t] of times.entries())
-        await repo.insert({
-          _id: `pg-${String.fromCharCode(106 - i)}`, // ids against creation order: j, i, h, …
-          machineId: 'm',
-          machineVersion: 1,
-          snapshot: '{}',
-          kind: 'order',
-          status: 'LIVE',
-          view: {},
-          final: i === 8,
-          partnerId: 'p',
-          ownerUserId: null,
-          createdAtMs: t,
-          updatedAtMs: t,
-        });
+        // ids against creation order: j, i, h, …
+        await repo.insert({ ...unownedOrder(`pg-${String.fromCharCode(106 - i)}`, t), final: i === 8 });
       const expected = (await repo.findRestorable()).map((r) => r._id);
       expect(expected.filter((id) => id.startsWith('pg-'))).toEqual([
         'pg-d',
