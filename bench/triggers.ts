@@ -24,12 +24,14 @@
  * Runs in-process (services without HTTP): arming a million over REST would measure the HTTP
  * stack. BENCH_ARMED overrides 100,000; a million needs a larger heap:
  * `BENCH_ARMED=1000000 NODE_OPTIONS=--max-old-space-size=12000 npm run bench:triggers`.
+ * `BENCH_RESTORE_PROF=<dir>` writes a V8 CPU profile of the restart alone (`restore.cpuprofile`).
  * Run with `node --expose-gc` for exact heap figures, and `--max-semi-space-size=64` (the npm
  * script does both): with a heap of a million stored records each young-generation collection
  * costs more, and a larger young generation runs fewer of them (at 300,000 armed, one run each on
  * the shared 2-core machine: book update CPU ratio 1.95 → 1.26, arming 139 → 116 µs of CPU each).
  */
 import fs from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../engine/config.js';
@@ -292,9 +294,21 @@ async function main(): Promise<void> {
     // dropped first, not marked by every collection of the start-up
     s = undefined as unknown as Services;
     memory();
+    const profiler = process.env.BENCH_RESTORE_PROF ? new Session() : null;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    }
     const beforeRestore = performance.now();
     s = await start(dir);
     const restoreSeconds = (performance.now() - beforeRestore) / 1000;
+    if (profiler) {
+      const { profile } = await profiler.post('Profiler.stop');
+      await fs.mkdir(process.env.BENCH_RESTORE_PROF!, { recursive: true });
+      await fs.writeFile(path.join(process.env.BENCH_RESTORE_PROF!, 'restore.cpuprofile'), JSON.stringify(profile));
+      profiler.disconnect();
+    }
     const p = s.startPhasesMs;
     console.log(
       `restart: ${s.restoredAtStart} actors restored and re-armed in ${restoreSeconds.toFixed(1)} s (target < ` +

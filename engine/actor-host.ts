@@ -892,6 +892,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
           ),
         outOf,
       );
+      this.createdDuringRestore?.add(args.id);
       const live: Live = { def, record: slim(record), snapshot, json: record.snapshot };
       const out = outOf(record);
       this.keep(live);
@@ -1034,31 +1035,36 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   async restoreAll(): Promise<{ restored: number; quarantined: number }> {
     let restored = 0;
     let quarantined = 0;
-    const records = await this.repo.findRestorableUnordered();
-    // creation order (stable), sorted here: the store's sort compares generically
-    records.sort((a, b) => a.createdAtMs - b.createdAtMs);
-    for (let i = 0; i < records.length; i++) {
-      const record = records[i]!;
-      records[i] = undefined as never; // let each record go once restored
-      const dormant = this.dormantContext(record);
-      if (dormant !== null) {
-        this.emit('restored', { record, context: dormant, dormant: true });
+    const created = new Set<string>();
+    this.createdDuringRestore = created;
+    try {
+      for await (const record of this.repo.restorable()) {
+        if (created.has(record._id)) continue; // live already
+        const dormant = this.dormantContext(record);
+        if (dormant !== null) {
+          this.emit('restored', { record, context: dormant, dormant: true });
+          restored++;
+          continue;
+        }
+        const live = await this.load(record);
+        if (!live) {
+          quarantined++;
+          continue;
+        }
+        for (const [name, atMs] of Object.entries(deadlinesOf(live.snapshot)))
+          await this.timers.schedule(record._id, name, atMs);
+        this.emit('restored', { record: live.record, context: live.snapshot.context, dormant: false });
+        this.keep(live);
         restored++;
-        continue;
       }
-      const live = await this.load(record);
-      if (!live) {
-        quarantined++;
-        continue;
-      }
-      for (const [name, atMs] of Object.entries(deadlinesOf(live.snapshot)))
-        await this.timers.schedule(record._id, name, atMs);
-      this.emit('restored', { record: live.record, context: live.snapshot.context, dormant: false });
-      this.keep(live);
-      restored++;
+    } finally {
+      this.createdDuringRestore = null;
     }
     return { restored, quarantined };
   }
+
+  /** Ids of the actors created while {@link restoreAll} runs (live already), or null. */
+  private createdDuringRestore: Set<string> | null = null;
 
   /**
    * The stored context of an actor that restores dormant (its version restores, its definition

@@ -99,6 +99,9 @@ const ACTOR_INDEXES: IndexSpec[] = [
 /** The collection of actor records. */
 const ACTORS = 'actors';
 
+/** Records read at a time by {@link ActorRepository.restorable}. */
+const RESTORE_PAGE = 5000;
+
 /** Revisioned actor-snapshot repository over the store port (optimistic concurrency). */
 export class ActorRepository {
   /**
@@ -212,16 +215,32 @@ export class ActorRepository {
     tx?: UnitOfWork,
   ): Promise<ActorRecord> {
     const next: ActorRecord = { ...current, ...patch, revision: current.revision + 1 };
-    // the stored fields named one by one (no object rest: slow in V8; the view is never stored)
-    const set: Record<string, unknown> = {
-      snapshot: patch.snapshot,
-      status: patch.status,
-      final: patch.final,
-      updatedAtMs: patch.updatedAtMs,
-    };
-    if (patch.machineVersion !== undefined) set.machineVersion = patch.machineVersion;
-    set.revision = next.revision;
-    const matched = await this.within(tx).updateOne({ _id: current._id, revision: current.revision }, set);
+    const c = this.within(tx);
+    const expected = { _id: current._id, revision: current.revision };
+    let matched: number;
+    if (c.replaceIf) {
+      // the whole record written at once (cheaper than setting most of its fields); every stored
+      // field of the record read is kept (a patch field given as undefined leaves it as it was),
+      // the view is never stored
+      const stored: Record<string, unknown> = {};
+      for (const k in next) {
+        if (k === 'view') continue;
+        const v = next[k as keyof ActorRecord];
+        stored[k] = v === undefined ? current[k as keyof ActorRecord] : v;
+      }
+      matched = await c.replaceIf(expected, stored as StoredRecord);
+    } else {
+      // the stored fields named one by one (no object rest: slow in V8)
+      const set: Record<string, unknown> = {
+        snapshot: patch.snapshot,
+        status: patch.status,
+        final: patch.final,
+        updatedAtMs: patch.updatedAtMs,
+      };
+      if (patch.machineVersion !== undefined) set.machineVersion = patch.machineVersion;
+      set.revision = next.revision;
+      matched = await c.updateOne(expected, set);
+    }
     if (matched === 0) throw new RevisionConflictError(current._id, current.revision);
     return next;
   }
@@ -260,13 +279,32 @@ export class ActorRepository {
   }
 
   /**
-   * {@link findRestorable} in no particular order: the caller sorts by `createdAtMs`
-   * with a numeric comparison (a second at a million records).
+   * {@link findRestorable} read `pageSize` records at a time, in the index's order (`createdAtMs`,
+   * then `_id`), so that the records restored need not all be held at once (views not derived).
+   * A record created while this runs may be read too, when created after the page it falls in.
    */
-  async findRestorableUnordered(): Promise<ActorRecord[]> {
-    const docs = (await this.c.find({ final: false, quarantine: null })) as ActorRecord[];
-    for (const d of docs) d.view = {};
-    return docs;
+  async *restorable(pageSize = RESTORE_PAGE): AsyncGenerator<ActorRecord> {
+    let after: { createdAtMs: number; _id: string } | null = null;
+    let limit = pageSize;
+    for (;;) {
+      const filter: Filter = { final: false, quarantine: null };
+      if (after) filter.createdAtMs = { $gte: after.createdAtMs };
+      const docs = await this.c.find(filter, { sort: { createdAtMs: 1, _id: 1 }, limit });
+      let fresh = 0;
+      for (const d of docs) {
+        // the page starts at the last one's time: those of that time up to it were read
+        if (after && (d.createdAtMs < after.createdAtMs || (d.createdAtMs === after.createdAtMs && d._id <= after._id)))
+          continue;
+        fresh++;
+        after = { createdAtMs: d.createdAtMs, _id: d._id };
+        const r = d as ActorRecord;
+        r.view = {};
+        yield r;
+      }
+      if (docs.length < limit) return;
+      // a page of one time only, all read already: the next one is larger, so it gets past that time
+      limit = fresh === 0 ? limit * 2 : pageSize;
+    }
   }
 
   async find(filter: Filter, options: { skip?: number; limit?: number } = {}): Promise<ActorRecord[]> {

@@ -80,6 +80,14 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  async replaceIf(filter: Filter, doc: T): Promise<number> {
+    try {
+      return (await this.c.replaceOne({ ...filter, _id: doc._id }, doc, this.inTx({}))).matchedCount;
+    } catch (err) {
+      rethrow(err);
+    }
+  }
+
   async deleteMany(filter: Filter): Promise<number> {
     return (await this.c.deleteMany(filter, this.inTx({}))).deletedCount;
   }

@@ -71,6 +71,14 @@ export interface Collection<T extends Doc> {
   updateOne(filter: Filter, set: Record<string, unknown>, options?: { upsert?: boolean }): Promise<number>;
   /** Replaces the document whose `_id` matches, inserting it when absent. */
   replaceOne(doc: T): Promise<void>;
+  /**
+   * Replaces the document `doc._id` with `doc` when it also matches `filter` (an expected revision,
+   * say): one write of the whole document, cheaper than {@link updateOne} of most of its fields.
+   * Optional: callers fall back to `updateOne` when a collection lacks it.
+   * @returns how many documents matched (0 or 1); 0 changes nothing.
+   * @throws {DuplicateKeyError} when the new document breaks a unique index.
+   */
+  replaceIf?(filter: Filter, doc: T): Promise<number>;
   /** @returns how many documents were removed. */
   deleteMany(filter: Filter): Promise<number>;
 }

@@ -88,11 +88,41 @@ function pathOf(field: string): string {
 }
 
 /**
- * The SQL expression of a field: `_id` is the primary key column, any other field is read from
- * the document. Indexes are built on exactly these expressions, so a query on the field can use them.
+ * Indexed fields of a collection kept in columns of their own: field name → quoted column name.
+ * The column holds the value {@link columnValue} gives (what `json_extract` reads from the document),
+ * written with the document, so an index on it is maintained without reading the document's JSON.
  */
-function fieldSql(field: string): string {
-  return field === '_id' ? 'id' : `json_extract(doc, '${jsonPath(field)}')`;
+type Columns = ReadonlyMap<string, string>;
+
+/** No column besides `id` and `doc`. */
+const NO_COLUMNS: Columns = new Map();
+
+/** The quoted name of the column of indexed field `field` (`"ix:data.actorId"`). */
+function columnName(field: string): string {
+  jsonPath(field); // refuses a name that cannot be queried
+  return `"ix:${field}"`;
+}
+
+/** The value of a (dotted) field of `doc` as its column holds it (null: missing or null). */
+function columnValue(doc: unknown, field: string): SqlValue {
+  let v: unknown = doc;
+  if (field.includes('.')) {
+    for (const p of field.split('.')) {
+      if (v === null || typeof v !== 'object' || Array.isArray(v)) return null;
+      v = (v as Record<string, unknown>)[p];
+    }
+  } else v = doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>)[field] : undefined;
+  return param(v);
+}
+
+/**
+ * The SQL expression of a field: `_id` is the primary key column, an indexed field its column
+ * (see {@link Columns}), any other field is read from the document. Indexes are built on exactly
+ * these expressions, so a query on the field can use them.
+ */
+function fieldSql(field: string, columns: Columns = NO_COLUMNS): string {
+  if (field === '_id') return 'id';
+  return columns.get(field) ?? `json_extract(doc, '${jsonPath(field)}')`;
 }
 
 /** A JavaScript value as a bound SQL parameter (booleans as 1 / 0, as JSON's are read back; objects as JSON text). */
@@ -118,20 +148,20 @@ interface Where {
 }
 
 /** `e = v` for a filter value without operators (null: missing or null, as MongoDB matches it). */
-function equals(field: string, v: unknown, params: SqlValue[]): string {
-  if (v === null || v === undefined) return `${fieldSql(field)} IS NULL`;
+function equals(field: string, v: unknown, params: SqlValue[], columns: Columns): string {
+  if (v === null || v === undefined) return `${fieldSql(field, columns)} IS NULL`;
   params.push(param(v));
-  return `${fieldSql(field)} = ?`;
+  return `${fieldSql(field, columns)} = ?`;
 }
 
 /** The condition of one field's operators (`{$gt: 1, $lt: 5}`), ANDed. */
-function operators(field: string, ops: Record<string, unknown>, params: SqlValue[]): string {
+function operators(field: string, ops: Record<string, unknown>, params: SqlValue[], columns: Columns): string {
   const terms: string[] = [];
   for (const [op, v] of Object.entries(ops)) {
-    const e = fieldSql(field);
+    const e = fieldSql(field, columns);
     switch (op) {
       case '$eq':
-        terms.push(equals(field, v, params));
+        terms.push(equals(field, v, params, columns));
         break;
       case '$ne':
         if (v === null || v === undefined) terms.push(`${e} IS NOT NULL`);
@@ -145,7 +175,7 @@ function operators(field: string, ops: Record<string, unknown>, params: SqlValue
         if (!Array.isArray(v)) throw new Error(`store: ${op} needs an array`);
         const values = v.filter((x) => x !== null && x !== undefined);
         const withNull = values.length < v.length;
-        const plain = fieldSql(field);
+        const plain = fieldSql(field, columns);
         params.push(JSON.stringify(values.map(param)));
         const list = `${plain} IN (SELECT value FROM json_each(?))`;
         if (op === '$in') terms.push(withNull ? `(${plain} IS NULL OR ${list})` : list);
@@ -171,10 +201,21 @@ function operators(field: string, ops: Record<string, unknown>, params: SqlValue
         }
         break;
       }
-      case '$exists':
-        if (field === '_id') terms.push(v ? '1' : '0');
-        else terms.push(`json_type(doc, '${jsonPath(field)}') IS ${v ? 'NOT ' : ''}NULL`);
+      case '$exists': {
+        if (field === '_id') {
+          terms.push(v ? '1' : '0');
+          break;
+        }
+        const inDoc = `json_type(doc, '${jsonPath(field)}')`;
+        const column = columns.get(field);
+        // a value held by its column only (see Table) is not in the document
+        if (column === undefined) terms.push(`${inDoc} IS ${v ? 'NOT ' : ''}NULL`);
+        else
+          terms.push(
+            v ? `(${column} IS NOT NULL OR ${inDoc} IS NOT NULL)` : `(${column} IS NULL AND ${inDoc} IS NULL)`,
+          );
         break;
+      }
       default:
         throw new Error(`store: operator ${op} is not in the port's filter subset`);
     }
@@ -185,9 +226,9 @@ function operators(field: string, ops: Record<string, unknown>, params: SqlValue
 /**
  * The SQL condition of a port filter (MongoDB syntax: equality, `$in`, `$nin`, `$ne`, `$lt`,
  * `$lte`, `$gt`, `$gte`, `$exists`, top-level `$or`). Equality on an array or object field compares
- * the whole value (no match of an array's elements).
+ * the whole value (no match of an array's elements). Fields in `columns` are read from their column.
  */
-export function whereOf(filter: Filter): Where {
+export function whereOf(filter: Filter, columns: Columns = NO_COLUMNS): Where {
   const params: SqlValue[] = [];
   const terms: string[] = [];
   for (const [k, v] of Object.entries(filter)) {
@@ -196,25 +237,25 @@ export function whereOf(filter: Filter): Where {
       terms.push(
         `(${v
           .map((branch) => {
-            const w = whereOf(branch as Filter);
+            const w = whereOf(branch as Filter, columns);
             params.push(...w.params);
             return `(${w.sql})`;
           })
           .join(' OR ')})`,
       );
     } else if (k.startsWith('$')) throw new Error(`store: operator ${k} is not in the port's filter subset`);
-    else if (isOperatorObject(v)) terms.push(operators(k, v, params));
-    else terms.push(equals(k, v, params));
+    else if (isOperatorObject(v)) terms.push(operators(k, v, params, columns));
+    else terms.push(equals(k, v, params, columns));
   }
   return { sql: terms.length ? terms.join(' AND ') : '1', params };
 }
 
 /** `ORDER BY` of a sort specification ('' when none). */
-function orderBy(sort: FindOptions['sort']): string {
+function orderBy(sort: FindOptions['sort'], columns: Columns): string {
   if (!sort) return '';
   const keys = Object.entries(sort);
   if (keys.length === 0) return '';
-  return ` ORDER BY ${keys.map(([f, d]) => `${fieldSql(f)} ${d === -1 ? 'DESC' : 'ASC'}`).join(', ')}`;
+  return ` ORDER BY ${keys.map(([f, d]) => `${fieldSql(f, columns)} ${d === -1 ? 'DESC' : 'ASC'}`).join(', ')}`;
 }
 
 /** Turns `{'a.b': 1}` into `{a: {b: 1}}` (the inserted document of an upsert). */
@@ -277,6 +318,21 @@ interface DiskSync {
   walBytes(): number;
 }
 
+/**
+ * Rows changed (SQLite's `total_changes()`) after which the writer first refreshes the query
+ * planner's statistics; then each time the rows changed since double (see {@link Writer.optimize}).
+ */
+const OPTIMIZE_CHANGES = 100_000;
+
+/** Rows of each index ANALYZE samples (`PRAGMA analysis_limit`): statistics in milliseconds at any size. */
+const ANALYSIS_LIMIT = 1000;
+
+/**
+ * Rows below which a table keeps no statistics (see {@link Writer.optimize}): those of a small table
+ * tell the planner a scan is cheap, which stays in place while the table grows.
+ */
+const STATS_MIN_ROWS = 10_000;
+
 /** WAL bytes after which the writer checkpoints into the database file (default). */
 const CHECKPOINT_BYTES = 8 << 20;
 
@@ -322,6 +378,8 @@ class Writer {
   commits = 0;
   /** Checkpoints made so far. */
   checkpoints = 0;
+  /** The transaction statements, prepared once (an `exec` parses its SQL on every call). */
+  private readonly control: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Statement>;
 
   /**
    * @param sync - the fsyncs of a store on disk; null in memory (a commit is done when COMMIT returns).
@@ -332,7 +390,16 @@ class Writer {
     private readonly db: Database,
     private readonly sync: DiskSync | null = null,
     private readonly checkpointBytes = CHECKPOINT_BYTES,
-  ) {}
+  ) {
+    this.control = {
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT tx'),
+      release: db.prepare('RELEASE tx'),
+      rollbackTo: db.prepare('ROLLBACK TO tx'),
+    };
+  }
 
   /**
    * Runs the synchronous write `op` in the current batch, as part of transaction `scope` when given.
@@ -359,7 +426,7 @@ class Writer {
 
   /** BEGIN when no SQLite transaction is open. */
   private begin(): void {
-    if (!this.db.inTransaction) this.db.exec('BEGIN IMMEDIATE');
+    if (!this.db.inTransaction) this.control.begin.run();
   }
 
   /**
@@ -407,13 +474,14 @@ class Writer {
       return;
     }
     try {
-      this.db.exec('COMMIT');
+      this.control.commit.run();
       this.commits++;
+      if (this.commits % 64 === 0) this.optimizeWhenGrown();
     } catch (err) {
       this.failed(err);
       if (this.db.inTransaction) {
         try {
-          this.db.exec('ROLLBACK');
+          this.control.rollback.run();
         } catch {
           /* already rolled back by SQLite */
         }
@@ -430,6 +498,41 @@ class Writer {
     // (the loop awaits before it ends, so it is never over before it is recorded here)
     if (this.syncWaiters.length > 0 && this.syncing === null) this.syncing = this.syncLoop();
     if (this.sync.walBytes() > this.checkpointBytes) this.checkpoint();
+  }
+
+  /** Rows changed when the statistics were last refreshed. */
+  private changesAtOptimize = 0;
+
+  /** {@link optimize} once the rows changed since the last time reach the threshold (doubling). */
+  private optimizeWhenGrown(): void {
+    const changes = this.db.prepare('SELECT total_changes()').pluck().get() as number;
+    if (changes - this.changesAtOptimize < Math.max(OPTIMIZE_CHANGES, this.changesAtOptimize)) return;
+    this.changesAtOptimize = changes;
+    this.optimize();
+  }
+
+  /**
+   * Refreshes the query planner's statistics where a table grew or shrank (`PRAGMA optimize`:
+   * ANALYZE sampling {@link ANALYSIS_LIMIT} rows of each index), outside any transaction. Without
+   * them SQLite guesses that an equality on a few-valued field (an actor's `kind`) selects fewer
+   * rows than a range of a unique key (a user's `ownerKey`), and reads every actor of that kind.
+   * The statistics of a table under {@link STATS_MIN_ROWS} rows are dropped: the planner then
+   * assumes a large table, as for one never analyzed, instead of one of a few rows that a scan
+   * serves (which stays so until the next refresh, however large it grows meanwhile). A failure is
+   * ignored: the statistics only guide the planner.
+   */
+  optimize(): void {
+    if (this.db.inTransaction) return;
+    try {
+      this.db.pragma('optimize = 0x10002');
+      if (!this.db.prepare("SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat1'").get()) return;
+      const dropped = this.db
+        .prepare('DELETE FROM sqlite_stat1 WHERE CAST(stat AS INTEGER) < ?')
+        .run(STATS_MIN_ROWS).changes;
+      if (dropped > 0) this.db.exec('ANALYZE sqlite_schema'); // the planner reloads the statistics
+    } catch {
+      /* the plans stay as they were */
+    }
   }
 
   private failed(err: unknown): void {
@@ -489,18 +592,24 @@ class Writer {
     else this.current = scope;
     let committed: Promise<void>;
     try {
-      this.begin();
-      this.db.exec('SAVEPOINT tx');
+      // the first writes of a batch need no savepoint: undoing them is rolling the batch back
+      const first = !this.db.inTransaction;
+      if (first) this.control.begin.run();
+      else this.control.savepoint.run();
       let result: R;
       try {
         result = await fn(scope);
       } catch (err) {
-        if (this.db.inTransaction) this.db.exec('ROLLBACK TO tx; RELEASE tx');
-        else this.abortedBy(err);
+        if (!this.db.inTransaction) this.abortedBy(err);
+        else if (first) this.control.rollback.run();
+        else {
+          this.control.rollbackTo.run();
+          this.control.release.run();
+        }
         throw err;
       }
       if (!this.db.inTransaction) throw new Error('store: the transaction was rolled back by SQLite (I/O error)');
-      this.db.exec('RELEASE tx');
+      if (!first) this.control.release.run();
       committed = this.committed();
       this.endScope();
       await committed;
@@ -533,22 +642,116 @@ class Writer {
   }
 }
 
-/** One collection: a table `(id TEXT PRIMARY KEY, doc TEXT)` holding each document as JSON. */
+/**
+ * A collection's table: `(id TEXT PRIMARY KEY, doc TEXT NOT NULL, …)`, each document as JSON, and a
+ * column per indexed field (see {@link Columns}) holding the field's value, written with the
+ * document. A top-level field whose value is a string or a number is held by its column only (left
+ * out of the JSON: stored once) and put back into the document when it is read; other values (a
+ * boolean, null, an object, a Date) stay in the JSON too, which is what a read takes when both hold
+ * the field (rows written before the column existed, or by `updateOne`, which sets both).
+ */
+class Table {
+  readonly quoted: string;
+  /** Indexed field → its column. */
+  readonly columns = new Map<string, string>();
+  /** The fields of {@link columns}, in their order. */
+  private fields: string[] = [];
+  /** Which of {@link fields} are top-level (their column may hold them alone). */
+  private top: boolean[] = [];
+  /** The top-level fields, in the order of their columns after `doc` in {@link selectList}. */
+  private topFields: string[] = [];
+  /** INSERT of a row ({@link row}'s values). */
+  insertSql = '';
+  /** INSERT of a row, replacing the row of the same id. */
+  replaceSql = '';
+  /** UPDATE of a row's document and columns, `WHERE id = ?` and a condition to append. */
+  rewriteSql = '';
+  /** What a read selects: `doc` and the columns of top-level fields ({@link fromRow} reads it). */
+  selectList = 'doc';
+
+  constructor(readonly name: string) {
+    this.quoted = `"${name}"`;
+    this.built();
+  }
+
+  /** Adds the column of `field` (already in the table). */
+  add(field: string): void {
+    this.columns.set(field, columnName(field));
+    this.built();
+  }
+
+  private built(): void {
+    const cols = [...this.columns.values()];
+    this.fields = [...this.columns.keys()];
+    this.top = this.fields.map((f) => !f.includes('.'));
+    this.topFields = this.fields.filter((f) => !f.includes('.'));
+    const names = ['id', 'doc', ...cols];
+    this.insertSql = `INSERT INTO ${this.quoted} (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`;
+    const sets = ['doc', ...cols].map((c) => `${c} = excluded.${c}`).join(', ');
+    this.replaceSql = `${this.insertSql} ON CONFLICT (id) DO UPDATE SET ${sets}`;
+    this.rewriteSql = `UPDATE ${this.quoted} SET ${['doc', ...cols].map((c) => `${c} = ?`).join(', ')} WHERE id = ?`;
+    this.selectList = ['doc', ...this.topFields.map((f) => this.columns.get(f)!)].join(', ');
+  }
+
+  /** The values of a row of {@link insertSql}: id, JSON text (less the fields held by columns alone), each column's. */
+  row(doc: Doc): SqlValue[] {
+    const out: SqlValue[] = [doc._id, null];
+    let alone: Set<string> | null = null;
+    const fields = this.fields;
+    for (let i = 0; i < fields.length; i++) {
+      const f = fields[i]!;
+      if (!this.top[i]) {
+        out.push(columnValue(doc, f));
+        continue;
+      }
+      const v = (doc as unknown as Record<string, unknown>)[f];
+      if (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) (alone ??= new Set()).add(f);
+      out.push(param(v));
+    }
+    if (alone === null) out[1] = encode(doc);
+    else {
+      const rest: Record<string, unknown> = {};
+      for (const k in doc) if (!alone.has(k)) rest[k] = (doc as unknown as Record<string, unknown>)[k];
+      out[1] = encode(rest);
+    }
+    return out;
+  }
+
+  /** A document from a row of {@link selectList} (read with `.raw()`). */
+  fromRow<T>(row: unknown[]): T {
+    const doc = decode<Record<string, unknown>>(row[0] as string);
+    const top = this.topFields;
+    for (let i = 0; i < top.length; i++) {
+      const v = row[i + 1];
+      if (v === null || top[i]! in doc) continue;
+      // a Date's text (an upsert's document is stored from its JSON): read back as a Date, as decode does
+      doc[top[i]!] = typeof v === 'string' && v.startsWith(DATE_MARK) ? new Date(v.slice(DATE_MARK.length)) : v;
+    }
+    return doc as T;
+  }
+}
+
+/** Whether setting field `key` (`$set`) changes field `field` (the same, one inside the other). */
+function touches(key: string, field: string): boolean {
+  return key === field || field.startsWith(`${key}.`) || key.startsWith(`${field}.`);
+}
+
+/** One collection: a {@link Table}. */
 class SqliteCollection<T extends Doc> implements Collection<T> {
   private readonly table: string;
 
   constructor(
     private readonly store: SqliteStore,
-    name: string,
+    readonly t: Table,
     /** The transaction this handle writes in (null: the store's own handle). */
     private readonly scope: TxScope | null = null,
   ) {
-    this.table = `"${name}"`;
+    this.table = t.quoted;
   }
 
   /** This collection with its writes in transaction `scope`. */
   within(scope: TxScope): SqliteCollection<T> {
-    return new SqliteCollection<T>(this.store, this.table.slice(1, -1), scope);
+    return new SqliteCollection<T>(this.store, this.t, scope);
   }
 
   private st(sql: string): Statement {
@@ -556,40 +759,40 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async insertOne(doc: T): Promise<void> {
-    const text = encode(doc);
-    await this.store.writer.write(
-      () => this.st(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?)`).run(doc._id, text),
-      this.scope,
-    );
+    const row = this.t.row(doc);
+    await this.store.writer.write(() => this.st(this.t.insertSql).run(row), this.scope);
   }
 
   /** All or none (a savepoint inside the batch). */
   async insertMany(docs: T[]): Promise<void> {
-    const texts = docs.map(encode);
+    const rows = docs.map((d) => this.t.row(d));
     await this.store.writer.write(() => {
-      const insert = this.st(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?)`);
+      const insert = this.st(this.t.insertSql);
       this.store.db.transaction(() => {
-        for (let i = 0; i < docs.length; i++) insert.run(docs[i]!._id, texts[i]!);
+        for (const row of rows) insert.run(row);
       })();
     }, this.scope);
   }
 
   async findOne(filter: Filter): Promise<T | null> {
     const id = filter._id;
-    let row: { doc: string } | undefined;
+    let row: unknown[] | undefined;
+    const select = `SELECT ${this.t.selectList} FROM ${this.table}`;
     if (typeof id === 'string' && Object.keys(filter).length === 1)
-      row = this.st(`SELECT doc FROM ${this.table} WHERE id = ?`).get(id) as typeof row;
+      row = this.st(`${select} WHERE id = ?`).raw().get(id) as typeof row;
     else {
-      const w = whereOf(filter);
-      row = this.st(`SELECT doc FROM ${this.table} WHERE ${w.sql} LIMIT 1`).get(...w.params) as typeof row;
+      const w = whereOf(filter, this.t.columns);
+      row = this.st(`${select} WHERE ${w.sql} LIMIT 1`)
+        .raw()
+        .get(...w.params) as typeof row;
     }
-    return row ? decode<T>(row.doc) : null;
+    return row ? this.t.fromRow<T>(row) : null;
   }
 
   /** The SELECT of {@link find} with its parameters (the query-plan test explains it). */
   selectOf(filter: Filter, options: FindOptions = {}): Where {
-    const w = whereOf(filter);
-    let sql = `SELECT doc FROM ${this.table} WHERE ${w.sql}${orderBy(options.sort)}`;
+    const w = whereOf(filter, this.t.columns);
+    let sql = `SELECT ${this.t.selectList} FROM ${this.table} WHERE ${w.sql}${orderBy(options.sort, this.t.columns)}`;
     const params = [...w.params];
     if (options.limit || options.skip) {
       sql += ' LIMIT ? OFFSET ?';
@@ -601,13 +804,13 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     const q = this.selectOf(filter, options);
     const rows = this.st(q.sql)
-      .pluck()
-      .all(...q.params) as string[];
-    return rows.map((text) => decode<T>(text));
+      .raw()
+      .all(...q.params) as unknown[][];
+    return rows.map((row) => this.t.fromRow<T>(row));
   }
 
   async count(filter: Filter): Promise<number> {
-    const w = whereOf(filter);
+    const w = whereOf(filter, this.t.columns);
     return (
       (this.st(`SELECT count(*) FROM ${this.table} WHERE ${w.sql}`)
         .pluck()
@@ -616,7 +819,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async updateOne(filter: Filter, set: Record<string, unknown>, options: { upsert?: boolean } = {}): Promise<number> {
-    const w = whereOf(filter);
+    const w = whereOf(filter, this.t.columns);
     const assigns: string[] = [];
     const values: SqlValue[] = [];
     for (const [k, v] of Object.entries(set)) {
@@ -631,36 +834,53 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
       }
     }
     const setSql = assigns.length ? `json_set(doc, ${assigns.join(', ')})` : 'doc';
+    // the columns of the fields the update changes: their value when the update gives it (the
+    // field or an object holding it), else read from the new document
+    const columnSets: string[] = [];
+    const columnValues: SqlValue[] = [];
+    for (const [field, column] of this.t.columns) {
+      const keys = Object.keys(set).filter((k) => k !== '_id' && touches(k, field));
+      if (keys.length === 0) continue;
+      const k = keys[0]!;
+      if (keys.length === 1 && !k.startsWith(`${field}.`)) {
+        columnSets.push(`${column} = ?`);
+        columnValues.push(k === field ? param(set[k]) : columnValue(set[k], field.slice(k.length + 1)));
+      } else {
+        columnSets.push(`${column} = json_extract(${setSql}, '${jsonPath(field)}')`);
+        columnValues.push(...values);
+      }
+    }
+    const sets = [`doc = ${setSql}`, ...columnSets].join(', ');
     const byId = typeof filter._id === 'string';
     // a lookup by _id: the row is the one with that id when the rest matches
     const sql = byId
-      ? `UPDATE ${this.table} SET doc = ${setSql} WHERE ${w.sql}`
-      : `UPDATE ${this.table} SET doc = ${setSql} WHERE rowid = (SELECT ` +
-        `rowid FROM ${this.table} WHERE ${w.sql} LIMIT 1)`;
+      ? `UPDATE ${this.table} SET ${sets} WHERE ${w.sql}`
+      : `UPDATE ${this.table} SET ${sets} WHERE rowid = (SELECT ` + `rowid FROM ${this.table} WHERE ${w.sql} LIMIT 1)`;
     const upsert = options.upsert ? encode(expandDotted({ ...equalityFields(filter), ...set })) : null;
     return this.store.writer.write(() => {
-      const n = this.st(sql).run(...values, ...w.params).changes;
+      const n = this.st(sql).run(...values, ...columnValues, ...w.params).changes;
       if (n > 0 || upsert === null) return n;
       const doc = JSON.parse(upsert) as { _id?: unknown };
       if (typeof doc._id !== 'string') throw new Error('store: an upsert needs an _id in its filter or update');
-      this.st(`INSERT INTO ${this.table} (id, doc) VALUES (?, ?)`).run(doc._id, upsert);
+      this.st(this.t.insertSql).run(this.t.row(doc as T));
       return 0;
     }, this.scope);
   }
 
   async replaceOne(doc: T): Promise<void> {
-    const text = encode(doc);
-    await this.store.writer.write(
-      () =>
-        this.st(
-          `INSERT INTO ${this.table} (id, doc) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
-        ).run(doc._id, text),
-      this.scope,
-    );
+    const row = this.t.row(doc);
+    await this.store.writer.write(() => this.st(this.t.replaceSql).run(row), this.scope);
+  }
+
+  async replaceIf(filter: Filter, doc: T): Promise<number> {
+    const w = whereOf(filter, this.t.columns);
+    const [id, ...values] = this.t.row(doc);
+    const sql = `${this.t.rewriteSql} AND ${w.sql}`;
+    return this.store.writer.write(() => this.st(sql).run(...values, id, ...w.params).changes, this.scope);
   }
 
   async deleteMany(filter: Filter): Promise<number> {
-    const w = whereOf(filter);
+    const w = whereOf(filter, this.t.columns);
     return this.store.writer.write(
       () => this.st(`DELETE FROM ${this.table} WHERE ${w.sql}`).run(...w.params).changes,
       this.scope,
@@ -728,18 +948,25 @@ async function openSyncFiles(dir: string, file: string): Promise<SyncFiles> {
 }
 
 /**
- * The SQL of an index ({@link fieldSql} of each field; partial for
- * a sparse one: documents with none of the fields are left out).
+ * The SQL of an index on the columns of its fields ({@link fieldSql}; partial for a sparse one:
+ * documents with none of the fields are left out), and its name.
  */
-export function indexSql(table: string, ix: IndexSpec): string {
-  const date = ix.expireAfterSeconds !== undefined;
-  const exprs = ix.fields.map((f) => fieldSql(f));
-  const name =
-    `ix_${table}_${ix.fields.join('_').replace(/[^A-Za-z0-9_]/g, '_')}` +
-    `${ix.unique ? '_u' : ''}${ix.sparse ? '_s' : ''}${date ? '_ttl' : ''}`;
+export function indexSql(table: string, ix: IndexSpec, columns: Columns): { sql: string; name: string } {
+  const exprs = ix.fields.map((f) => fieldSql(f, columns));
+  const name = `ic_${indexSuffix(table, ix)}`;
   const where = ix.sparse ? ` WHERE ${exprs.map((e) => `${e} IS NOT NULL`).join(' OR ')}` : '';
+  const sql =
+    `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS "${name}" ` +
+    `ON "${table}" (${exprs.join(', ')})${where}`;
+  return { sql, name };
+}
+
+/** What names an index of `table` (its fields and kind), after the prefix. */
+function indexSuffix(table: string, ix: IndexSpec): string {
+  const date = ix.expireAfterSeconds !== undefined;
   return (
-    `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS "${name}" ` + `ON "${table}" (${exprs.join(', ')})${where}`
+    `${table}_${ix.fields.join('_').replace(/[^A-Za-z0-9_]/g, '_')}` +
+    `${ix.unique ? '_u' : ''}${ix.sparse ? '_s' : ''}${date ? '_ttl' : ''}`
   );
 }
 
@@ -794,7 +1021,11 @@ export class SqliteStore implements Store {
     options: { lock?: boolean; log?: Logger; checkpointBytes?: number; oldStoreFiles?: boolean } & LockOptions = {},
   ): Promise<SqliteStore> {
     const { lock, log, checkpointBytes, oldStoreFiles, ...lockOptions } = options;
-    if (!dir) return new SqliteStore(new Sqlite(':memory:'), null, null, log ?? null);
+    if (!dir) {
+      const memory = new Sqlite(':memory:');
+      memory.pragma(`analysis_limit = ${ANALYSIS_LIMIT}`);
+      return new SqliteStore(memory, null, null, log ?? null);
+    }
     const file = path.join(dir, SQLITE_FILE);
     // the older embedded store's files, unless imported before: refused before the folder is
     // changed in any way (modes, lock, a database beside them)
@@ -822,6 +1053,7 @@ export class SqliteStore implements Store {
         // without a metadata commit), and the file grows past that size only when a checkpoint is due
         db.pragma('synchronous = OFF');
         db.pragma('wal_autocheckpoint = 0');
+        db.pragma(`analysis_limit = ${ANALYSIS_LIMIT}`);
         db.pragma(`journal_size_limit = ${Math.floor(checkpointBytes ?? CHECKPOINT_BYTES)}`);
         db.exec('BEGIN IMMEDIATE; COMMIT'); // the WAL file exists from here on
         db.exec('CREATE TABLE IF NOT EXISTS "_imports" (id TEXT PRIMARY KEY, atMs INTEGER NOT NULL)');
@@ -863,29 +1095,79 @@ export class SqliteStore implements Store {
     if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name))
       throw new Error(`store: collection name ${JSON.stringify(name)} is not an identifier`);
     let c = this.collections.get(name);
-    const ddl: string[] = [];
+    const fresh = !c;
     if (!c) {
-      ddl.push(`CREATE TABLE IF NOT EXISTS "${name}" (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
-      c = new SqliteCollection<Doc>(this, name);
+      c = new SqliteCollection<Doc>(this, new Table(name));
       this.collections.set(name, c);
     }
-    for (const ix of indexes) {
-      if (ix.adapters && !ix.adapters.includes('sqlite')) continue;
-      ddl.push(indexSql(name, ix));
-      if (ix.expireAfterSeconds !== undefined) this.sweepTtl(name, ix.fields[0]!, ix.expireAfterSeconds);
+    const table = c.t;
+    const specs = indexes.filter((ix) => !ix.adapters || ix.adapters.includes('sqlite'));
+    if (fresh || specs.length > 0) {
+      await this.writer.write(() => this.prepareTable(table, specs, fresh));
+      // statistics of a table opened with data and none (a database before them, or a crash)
+      this.writer.optimize();
     }
-    if (ddl.length) await this.writer.write(() => this.db.exec(ddl.join(';\n')));
+    for (const ix of specs)
+      if (ix.expireAfterSeconds !== undefined) this.sweepTtl(table, ix.fields[0]!, ix.expireAfterSeconds);
     return c as unknown as Collection<T>;
   }
 
+  /**
+   * Creates `table` when missing, with a column per field of `specs` (added to an existing table and
+   * filled from its documents when missing) and their indexes. Indexes on the documents' JSON made
+   * by earlier versions are dropped. On the first open of the table in this process (`first`),
+   * columns of fields no longer indexed are dropped with their indexes: a column is kept only
+   * while every write maintains it.
+   */
+  private prepareTable(table: Table, specs: IndexSpec[], first: boolean): void {
+    const db = this.db;
+    db.exec(`CREATE TABLE IF NOT EXISTS ${table.quoted} (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
+    const existing = new Set(
+      (db.prepare(`PRAGMA table_info(${table.quoted})`).all() as Array<{ name: string }>).map((r) => r.name),
+    );
+    const wanted = new Set(specs.flatMap((ix) => ix.fields).filter((f) => f !== '_id'));
+    if (first) {
+      for (const col of existing) {
+        if (!col.startsWith('ix:') || wanted.has(col.slice(3))) continue;
+        const quoted = `"${col}"`;
+        const field = col.slice(3);
+        // a value its column held alone goes back into the document first
+        if (!field.includes('.'))
+          db.exec(
+            `UPDATE ${table.quoted} SET doc = json_set(doc, '${jsonPath(field)}', ${quoted}) ` +
+              `WHERE ${quoted} IS NOT NULL AND json_type(doc, '${jsonPath(field)}') IS NULL`,
+          );
+        for (const ix of db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql LIKE ?")
+          .pluck()
+          .all(table.name, `%${quoted}%`) as string[])
+          db.exec(`DROP INDEX "${ix}"`);
+        db.exec(`ALTER TABLE ${table.quoted} DROP COLUMN ${quoted}`);
+      }
+    }
+    for (const field of wanted) {
+      if (table.columns.has(field)) continue;
+      const column = columnName(field);
+      if (!existing.has(column.slice(1, -1))) {
+        db.exec(`ALTER TABLE ${table.quoted} ADD COLUMN ${column}`);
+        db.exec(`UPDATE ${table.quoted} SET ${column} = json_extract(doc, '${jsonPath(field)}')`);
+      }
+      table.add(field);
+    }
+    for (const ix of specs) {
+      db.exec(`DROP INDEX IF EXISTS "ix_${indexSuffix(table.name, ix)}"`);
+      db.exec(indexSql(table.name, ix, table.columns).sql);
+    }
+  }
+
   /** Deletes the documents of `table` whose Date `field` is more than `seconds` ago, every minute. */
-  private sweepTtl(table: string, field: string, seconds: number): void {
+  private sweepTtl(table: Table, field: string, seconds: number): void {
     const sweep = () => {
       if (this.closed) return;
-      const w = whereOf({ [field]: { $lte: new Date(Date.now() - seconds * 1000) } });
+      const w = whereOf({ [field]: { $lte: new Date(Date.now() - seconds * 1000) } }, table.columns);
       this.writer
-        .write(() => this.statement(`DELETE FROM "${table}" WHERE ${w.sql}`).run(...w.params))
-        .catch((err: unknown) => this.log?.error({ err, table }, 'store: TTL sweep failed'));
+        .write(() => this.statement(`DELETE FROM ${table.quoted} WHERE ${w.sql}`).run(...w.params))
+        .catch((err: unknown) => this.log?.error({ err, table: table.name }, 'store: TTL sweep failed'));
     };
     const timer = setInterval(sweep, TTL_SWEEP_MS);
     timer.unref();

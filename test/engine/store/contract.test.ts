@@ -14,6 +14,31 @@ interface Item {
   expiresAt?: Date;
 }
 
+/** A live order actor of no user, created at `atMs`, as the repository inserts it. */
+function unownedOrder(id: string, atMs: number) {
+  return {
+    _id: id,
+    machineId: 'm',
+    machineVersion: 1,
+    snapshot: '{}',
+    kind: 'order',
+    status: 'LIVE',
+    view: {},
+    final: false,
+    partnerId: 'p',
+    ownerUserId: null,
+    createdAtMs: atMs,
+    updatedAtMs: atMs,
+  };
+}
+
+/** The ids {@link ActorRepository.restorable} reads, `page` at a time. */
+async function restorableIds(repo: ActorRepository, page: number): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const r of repo.restorable(page)) ids.push(r._id);
+  return ids;
+}
+
 for (const adapter of adapters()) {
   if (adapter.skip) {
     console.warn(`[store contract] skipping ${adapter.name}: ${adapter.skip}`);
@@ -97,6 +122,62 @@ for (const adapter of adapters()) {
       expect(await c.findOne({ _id: 'u' })).toEqual({ _id: 'u', owner: 'q', n: 7 });
       expect(await c.deleteMany({ owner: { $in: ['p', 'q'] } })).toBe(2);
       expect(await c.count({})).toBe(0);
+    });
+
+    it('replaceIf: replaces the whole document only when it matches; unique indexes hold', async () => {
+      const c = await store.collection<Item>('repl', [{ fields: ['owner', 'n'], unique: true }, { fields: ['tag'] }]);
+      await c.insertOne({ _id: 'r1', owner: 'o', n: 1, tag: 'a', nested: { k: 'x' } });
+      await c.insertOne({ _id: 'r2', owner: 'o', n: 2 });
+      expect(await c.replaceIf!({ _id: 'r1', n: 5 }, { _id: 'r1', owner: 'o', n: 9 })).toBe(0);
+      expect(await c.findOne({ _id: 'r1' })).toEqual({ _id: 'r1', owner: 'o', n: 1, tag: 'a', nested: { k: 'x' } });
+      expect(await c.replaceIf!({ _id: 'missing' }, { _id: 'missing', owner: 'o', n: 7 })).toBe(0);
+      expect(await c.findOne({ _id: 'missing' })).toBeNull();
+      expect(await c.replaceIf!({ _id: 'r1', n: 1 }, { _id: 'r1', owner: 'p', n: 3, tag: 'b' })).toBe(1);
+      expect(await c.findOne({ _id: 'r1' })).toEqual({ _id: 'r1', owner: 'p', n: 3, tag: 'b' });
+      // the indexed fields are found by their new values only
+      expect((await c.find({ owner: 'p', n: 3 })).map((d) => d._id)).toEqual(['r1']);
+      expect(await c.count({ owner: 'o', n: 1 })).toBe(0);
+      expect(await c.count({ tag: 'a' })).toBe(0);
+      await expect(c.replaceIf!({ _id: 'r1' }, { _id: 'r1', owner: 'o', n: 2 })).rejects.toBeInstanceOf(
+        DuplicateKeyError,
+      );
+      expect(await c.findOne({ _id: 'r1' })).toMatchObject({ owner: 'p', n: 3 });
+    });
+
+    it('indexed fields follow every kind of update (a field, an object holding it, a field inside it)', async () => {
+      const c = await store.collection<Item>('nestix', [{ fields: ['nested.k'] }, { fields: ['n'] }]);
+      await c.insertOne({ _id: 'x', owner: 'o', n: 1, nested: { k: 'a' } });
+      await c.updateOne({ _id: 'x' }, { nested: { k: 'b' } });
+      expect((await c.find({ 'nested.k': 'b' })).map((d) => d._id)).toEqual(['x']);
+      await c.updateOne({ _id: 'x' }, { 'nested.k': 'c', n: 2 });
+      expect((await c.find({ 'nested.k': 'c', n: 2 })).map((d) => d._id)).toEqual(['x']);
+      expect(await c.count({ 'nested.k': { $in: ['a', 'b'] } })).toBe(0);
+      await c.updateOne({ _id: 'x' }, { nested: null as never });
+      expect(await c.count({ 'nested.k': null })).toBe(1);
+      await c.updateOne({ owner: 'o' }, { n: 4 });
+      expect(await c.count({ n: { $gt: 3 } })).toBe(1);
+      await c.updateOne({ _id: 'y', owner: 'q' }, { 'nested.k': 'u', n: 8 }, { upsert: true });
+      expect((await c.find({ 'nested.k': 'u', n: 8 })).map((d) => d._id)).toEqual(['y']);
+      await c.replaceOne({ _id: 'y', owner: 'q', n: 9 });
+      expect(await c.count({ 'nested.k': 'u' })).toBe(0);
+      expect(await c.count({ n: 9 })).toBe(1);
+      expect(await c.findOne({ _id: 'y' })).toEqual({ _id: 'y', owner: 'q', n: 9 });
+    });
+
+    it('indexed fields: $exists tells a missing field from a null one; Dates read back as Dates', async () => {
+      const c = await store.collection<Item>('exists', [{ fields: ['tag'] }, { fields: ['expiresAt'] }]);
+      await c.insertOne({ _id: 'e1', owner: 'o', n: 1, tag: 'a' });
+      await c.insertOne({ _id: 'e2', owner: 'o', n: 2, tag: null });
+      await c.insertOne({ _id: 'e3', owner: 'o', n: 3 });
+      expect((await c.find({ tag: { $exists: true } }, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['e1', 'e2']);
+      expect((await c.find({ tag: { $exists: false } })).map((d) => d._id)).toEqual(['e3']);
+      expect((await c.find({ tag: null }, { sort: { n: 1 } })).map((d) => d._id)).toEqual(['e2', 'e3']);
+      const at = new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 6));
+      await c.updateOne({ _id: 'e4', owner: 'p' }, { n: 4, expiresAt: at }, { upsert: true });
+      const got = await c.findOne({ _id: 'e4' });
+      expect(got?.expiresAt).toBeInstanceOf(Date);
+      expect(got?.expiresAt?.getTime()).toBe(at.getTime());
+      expect(await c.count({ expiresAt: { $gte: at } })).toBe(1);
     });
 
     it('stores Dates as Dates and accepts a TTL index', async () => {
@@ -195,28 +276,35 @@ for (const adapter of adapters()) {
 
     it('actor repository: quarantined actors are kept but not restorable', async () => {
       const repo = await ActorRepository.open(store);
-      await repo.insert({
-        _id: 'act-q',
-        machineId: 'm',
-        machineVersion: 1,
-        snapshot: '{}',
-        kind: 'order',
-        status: 'LIVE',
-        view: {},
-        final: false,
-        partnerId: 'p',
-        ownerUserId: null,
-        createdAtMs: 5,
-        updatedAtMs: 5,
-      });
+      await repo.insert(unownedOrder('act-q', 5));
       expect((await repo.findRestorable()).map((r) => r._id)).toContain('act-q');
-      expect((await repo.findRestorableUnordered()).map((r) => r._id).sort()).toEqual(
-        (await repo.findRestorable()).map((r) => r._id).sort(),
-      );
+      expect((await restorableIds(repo, 2)).sort()).toEqual((await repo.findRestorable()).map((r) => r._id).sort());
       await repo.quarantine('act-q', 'broken', 6);
       expect((await repo.findRestorable()).map((r) => r._id)).not.toContain('act-q');
-      expect((await repo.findRestorableUnordered()).map((r) => r._id)).not.toContain('act-q');
+      expect(await restorableIds(repo, 2)).not.toContain('act-q');
       expect((await repo.get('act-q'))?.quarantine).toEqual({ reason: 'broken', atMs: 6 });
+    });
+
+    it('actor repository: restorable() reads each restorable record once, in creation order, by pages', async () => {
+      const repo = await ActorRepository.open(store);
+      // 7 records created in one millisecond (more than a page), then 3 later; one final
+      const times = [20, 20, 20, 20, 20, 20, 20, 21, 22, 22];
+      for (const [i, t] of times.entries())
+        // ids against creation order: j, i, h, …
+        await repo.insert({ ...unownedOrder(`pg-${String.fromCharCode(106 - i)}`, t), final: i === 8 });
+      const expected = (await repo.findRestorable()).map((r) => r._id);
+      expect(expected.filter((id) => id.startsWith('pg-'))).toEqual([
+        'pg-d',
+        'pg-e',
+        'pg-f',
+        'pg-g',
+        'pg-h',
+        'pg-i',
+        'pg-j',
+        'pg-c',
+        'pg-a',
+      ]);
+      for (const page of [1, 3, 7, 100]) expect(await restorableIds(repo, page)).toEqual(expected);
     });
 
     it('concurrent writes all land, in order per document (group commit on disk)', async () => {
