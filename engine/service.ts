@@ -18,6 +18,7 @@ import { SimVenue } from './venue/sim-venue.js';
 import type { VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
+import { CopytradeService } from './copytrade/service.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -41,6 +42,8 @@ export interface Services {
   cursors: CursorCodec;
   /** The trade history (tape trades, trader fills, cash movements) and its feed of committed records. */
   history: TradeHistory;
+  /** Copytrade subscriptions (engine/copytrade/service.ts). */
+  copytrade: CopytradeService;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
@@ -104,19 +107,39 @@ export async function startServices(
   const orders = new OrderService(host, actors, venue, clock, log);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
   const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
+  const copytrade = await CopytradeService.open({
+    store,
+    host,
+    actors,
+    router: strategies.childOrders,
+    venue,
+    users,
+    feed: history,
+    clock,
+    log,
+  });
   const t1 = performance.now();
   const { restored, quarantined } = await host.restoreAll();
   const t2 = performance.now();
   const reconciled = await orders.reconcile();
   const strategiesReconciled = await strategies.reconcile();
   const walletReconciled = await wallet.reconcile();
+  const copytradeLive = await copytrade.start();
   const startPhasesMs = {
     open: Math.round(t1 - t0),
     restore: Math.round(t2 - t1),
     reconcile: Math.round(performance.now() - t2),
   };
   log.info(
-    { restored, quarantined, reconciled, strategies: strategiesReconciled, wallet: walletReconciled, startPhasesMs },
+    {
+      restored,
+      quarantined,
+      reconciled,
+      strategies: strategiesReconciled,
+      wallet: walletReconciled,
+      copytrade: copytradeLive,
+      startPhasesMs,
+    },
     'actors restored and reconciled with the venue',
   );
   await timers.start();
@@ -138,12 +161,14 @@ export async function startServices(
     idempotency,
     cursors,
     history,
+    copytrade,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,
     async stop() {
       idempotency.close();
       strategies.stop();
+      await copytrade.idle();
       await strategies.idle();
       await timers.drain(config.shutdownGraceMs);
       await venue.close();

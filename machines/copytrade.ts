@@ -1,0 +1,540 @@
+/**
+ * A copytrade subscription (spec 2.6, 3, 4.4; issue 25): mirrors a leader's fills onto the
+ * follower's wallet, each fill exactly once.
+ *
+ * Pure: no I/O. The engine (engine/copytrade/service.ts) delivers each leader fill as
+ * `leader.fill` with what it read of the market and the follower's wallet (`env`), and provides
+ * two side effects through `.provide()`: `placeCopy` (a child order through the child-order router,
+ * its id derived from the fill's identity, so placing it again is harmless) and `writeHistory`
+ * (the history rows of a step, written idempotently by id; `history.written` then drops them from
+ * the context, so a crash in between writes them again at start-up).
+ *
+ * Exactly once: `watermark` is the chain position (`blockTimestamp`, `logIndex`) of the last
+ * leader fill handled; a fill at or before it, or older than the subscription, is ignored (a
+ * duplicate, a redelivery, the start-up replay of fills already handled). Handling a fill is one
+ * persisted step that advances the watermark and records the copy (in `working`, placed again by
+ * start-up reconciliation until its order reports) or the skip with its reason.
+ *
+ * The end date is data: `deadlines.end` = `copy_end_date` (epoch ms), a durable timer delivering
+ * a guarded `timer.fired`.
+ *
+ * | state    | REST status | final | on                                                                      |
+ * |----------|-------------|-------|-------------------------------------------------------------------------|
+ * | starting | (transient) | no    | → ended when `copy_end_date` is past, → paused when created PAUSED,     |
+ * |          |             |       | else → active                                                            |
+ * | active   | `ACTIVE`    | no    | leader.fill (new) → copy or skip by the rules (engine/copytrade/rules.ts)|
+ * |          |             |       | copytrade.status PAUSED → paused, DISABLED → disabled;                  |
+ * |          |             |       | timer.fired(end, current) → ended                                        |
+ * | paused   | `PAUSED`    | no    | leader.fill (new) → skip `paused`; status ACTIVE → active, DISABLED →    |
+ * |          |             |       | disabled; timer.fired(end) → ended                                       |
+ * | disabled | `DISABLED`  | no    | leader.fill (new) → skip `disabled`; status ACTIVE → active (re-enabled),|
+ * |          |             |       | PAUSED → paused; timer.fired(end) → ended                                |
+ * | ended    | `ENDED`     | no    | leader.fill (new) → skip `ended` (after `copy_end_date`); no status change|
+ * | deleted  | `DELETED`   | yes   | (soft-deleted: history and PnL kept)                                     |
+ *
+ * In every state but `deleted`: `copytrade.update` (settings; the end deadline follows
+ * `copy_end_date`), `copytrade.delete` → deleted, child order reports (`order.updated`,
+ * `order.refused`, `order.placeFailed`: the copy's position and PnL), `history.written`,
+ * `simulation.reset`.
+ */
+import { assign, setup } from 'xstate';
+import { dec, Dec, str, ZERO } from '../engine/decimal.js';
+import {
+  decideCopy,
+  inCopyWindow,
+  type CopyEnv,
+  type CopyOrder,
+  type CopySettings,
+  type LeaderFill,
+  type SkipReason,
+} from '../engine/copytrade/rules.js';
+import { given } from './input.js';
+
+/** Starting cash of a simulation's paper account, dollars. */
+export const PAPER_INITIAL_USD = '1000';
+
+/** Input of a subscription actor. */
+export interface CopytradeInput {
+  /** Actor id (`ct_…`). */
+  id: string;
+  userId: string;
+  /** The follower's wallet (its safe address), shown as `user_wallet` in history. */
+  userWallet: string;
+  settings: CopySettings;
+  /** Status asked for at creation (`status` of the request, ACTIVE by default). */
+  initialStatus: 'ACTIVE' | 'PAUSED';
+  /** Epoch ms; fills before it are not this subscription's. */
+  createdAtMs: number;
+}
+
+/** A copy whose order has not ended yet. */
+export interface WorkingCopy {
+  orderId: string;
+  /** History row of the copy. */
+  entryId: string;
+  side: 'buy' | 'sell';
+  tokenId: string;
+  /** The order as decided (placed again by start-up reconciliation while `reported` is false). */
+  order: CopyOrder;
+  /** An order report arrived: the order exists. */
+  reported: boolean;
+  /** Shares and dollars filled so far. */
+  filledSize: string;
+  matchedAmount: string;
+}
+
+/** A position the subscription's copies hold (average cost basis). */
+export interface CopyPosition {
+  shares: string;
+  /** Dollars paid for `shares`. */
+  costUsd: string;
+}
+
+/** One history row (collection `copytradeHistory`): a copy, a skip with its reason, or realized PnL. */
+export interface CopyHistoryEntry {
+  /**
+   * `<subscription>:<transactionHash>:<logIndex>` for a copy or skip; `<subscription>:pnl:…` for
+   * realized PnL.
+   */
+  _id: string;
+  copytradeId: string;
+  userId: string;
+  kind: 'copy' | 'skip' | 'realized';
+  /** Epoch ms of the decision. */
+  atMs: number;
+  isSimulation: boolean;
+  fill: LeaderFill | null;
+  reason: SkipReason | null;
+  detail: string | null;
+  orderId: string | null;
+  order: CopyOrder | null;
+  /** Realized PnL, dollars (kind `realized`). */
+  pnlUsd: string | null;
+}
+
+/** The paper account of a simulation. */
+export interface PaperAccount {
+  cashUsd: string;
+  realizedPnl: string;
+  positions: Record<string, CopyPosition>;
+}
+
+export interface CopytradeContext extends CopytradeInput {
+  watermark: { blockTimestamp: number; logIndex: number } | null;
+  working: WorkingCopy[];
+  /** The copy decided by the step being taken (its `placeCopy`), null after it. */
+  placing: WorkingCopy | null;
+  /** History rows not yet written (see `writeHistory`). */
+  pending: CopyHistoryEntry[];
+  copies: number;
+  skipped: Partial<Record<SkipReason, number>>;
+  /** Dollars spent on buys (paper dollars for a simulation). */
+  spentUsd: string;
+  realizedPnl: string;
+  positions: Record<string, CopyPosition>;
+  paper: PaperAccount;
+  /** Paper history rows written since the last reset. */
+  paperRows: number;
+  deadlines: { end?: number };
+  updatedAtMs: number;
+}
+
+export type CopytradeEvent =
+  | { type: 'leader.fill'; fill: LeaderFill; env: CopyEnv; atMs: number }
+  | { type: 'copytrade.status'; status: 'ACTIVE' | 'PAUSED' | 'DISABLED'; atMs: number }
+  | { type: 'copytrade.update'; settings: CopySettings; atMs: number }
+  | { type: 'copytrade.delete'; atMs: number }
+  | { type: 'simulation.reset'; atMs: number }
+  | { type: 'history.written'; ids: string[] }
+  | {
+      type: 'order.updated';
+      orderId: string;
+      status: string;
+      filledSize: string;
+      matchedAmount: string;
+      final: boolean;
+      atMs?: number;
+    }
+  | { type: 'order.refused'; orderId: string; error: string; reason: string }
+  | { type: 'order.placeFailed'; orderId: string; error: string; reason: string; atMs: number }
+  | { type: 'timer.fired'; name: string; atMs: number };
+
+/** Machine definition version, stored with every snapshot. */
+export const COPYTRADE_MACHINE_VERSION = 1;
+
+/** The copy order id of a leader fill for a subscription: the same fill always gives the same id. */
+export function copyOrderId(subscriptionId: string, fillKey: string): string {
+  return `ord_${subscriptionId}_${fillKey.replace(/^0x/, '').replace(':', '_')}`;
+}
+
+/** The history row id of a leader fill for a subscription. */
+export const historyId = (subscriptionId: string, fillKey: string) => `${subscriptionId}:${fillKey}`;
+
+/** Whether `fill` is new to the subscription: after its watermark and not older than it. */
+export function isNewFill(c: Pick<CopytradeContext, 'watermark' | 'createdAtMs'>, f: LeaderFill): boolean {
+  if (f.atMs < c.createdAtMs) return false;
+  const w = c.watermark;
+  return (
+    w === null ||
+    f.blockTimestamp > w.blockTimestamp ||
+    (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex)
+  );
+}
+
+/** The end deadline of settings: `copy_end_date` in epoch ms, when set. */
+function endDeadline(s: CopySettings): { end?: number } {
+  return s.copy_end_date === null ? {} : { end: Date.parse(s.copy_end_date) };
+}
+
+const HALF = dec('0.5');
+const addStr = (a: string, b: Dec) => str(dec(a).plus(b));
+
+/** The paper fill price of a copy: the midpoint of the touch, else the one side quoted. */
+function midOf(env: CopyEnv): Dec | null {
+  if (env.bid !== null && env.ask !== null) return dec(env.bid).plus(dec(env.ask)).times(HALF);
+  const one = env.bid ?? env.ask;
+  return one === null ? null : dec(one);
+}
+
+/** A fill of `shares` for `usd` applied to positions; for a sell, the PnL realized (average cost). */
+function applyFill(
+  positions: Record<string, CopyPosition>,
+  tokenId: string,
+  side: 'buy' | 'sell',
+  shares: Dec,
+  usd: Dec,
+): { positions: Record<string, CopyPosition>; realized: Dec } {
+  const p = positions[tokenId] ?? { shares: '0', costUsd: '0' };
+  const held = dec(p.shares);
+  const cost = dec(p.costUsd);
+  let next: CopyPosition;
+  let realized = ZERO;
+  if (side === 'buy') next = { shares: str(held.plus(shares)), costUsd: str(cost.plus(usd)) };
+  else {
+    // shares sold beyond what the copies bought (held before) carry no cost basis of this subscription
+    const sold = Dec.min(shares, held);
+    const costOut = held.isZero() ? ZERO : cost.times(sold).div(held).toDecimalPlaces(6);
+    realized = usd
+      .times(sold.isZero() ? ZERO : sold.div(shares))
+      .minus(costOut)
+      .toDecimalPlaces(6);
+    next = { shares: str(held.minus(sold)), costUsd: str(cost.minus(costOut)) };
+  }
+  const out = { ...positions };
+  if (dec(next.shares).isZero()) delete out[tokenId];
+  else out[tokenId] = next;
+  return { positions: out, realized };
+}
+
+function row(
+  c: CopytradeContext,
+  atMs: number,
+  fields: Partial<CopyHistoryEntry> & Pick<CopyHistoryEntry, '_id' | 'kind'>,
+): CopyHistoryEntry {
+  return {
+    copytradeId: c.id,
+    userId: c.userId,
+    atMs,
+    isSimulation: c.settings.is_simulation,
+    fill: null,
+    reason: null,
+    detail: null,
+    orderId: null,
+    order: null,
+    pnlUsd: null,
+    ...fields,
+  };
+}
+
+/** Context changes of a skip. */
+function skipped(c: CopytradeContext, f: LeaderFill, atMs: number, reason: SkipReason, detail: string) {
+  return {
+    watermark: { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex },
+    skipped: { ...c.skipped, [reason]: (c.skipped[reason] ?? 0) + 1 },
+    pending: [...c.pending, row(c, atMs, { _id: historyId(c.id, f.key), kind: 'skip', fill: f, reason, detail })],
+    updatedAtMs: atMs,
+  };
+}
+
+/** Context changes of a paper copy: filled at once at the midpoint on the paper account. */
+function paperCopy(c: CopytradeContext, f: LeaderFill, env: CopyEnv, order: CopyOrder, atMs: number) {
+  const mid = midOf(env)!;
+  const shares =
+    order.side === 'buy' ? dec(order.usd!).div(mid).toDecimalPlaces(2, Dec.ROUND_DOWN) : dec(order.shares!);
+  const usd = shares.times(mid).toDecimalPlaces(6);
+  const { positions, realized } = applyFill(c.paper.positions, order.tokenId, order.side, shares, usd);
+  const id = historyId(c.id, f.key);
+  const paid = { ...order, shares: str(shares), usd: str(usd), price: str(mid) };
+  const rows = [row(c, atMs, { _id: id, kind: 'copy', fill: f, order: paid })];
+  if (order.side === 'sell')
+    rows.push(row(c, atMs, { _id: `${c.id}:pnl:${id}`, kind: 'realized', pnlUsd: str(realized) }));
+  return {
+    watermark: { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex },
+    copies: c.copies + 1,
+    spentUsd: order.side === 'buy' ? addStr(c.spentUsd, usd) : c.spentUsd,
+    paper: {
+      cashUsd: str(order.side === 'buy' ? dec(c.paper.cashUsd).minus(usd) : dec(c.paper.cashUsd).plus(usd)),
+      realizedPnl: addStr(c.paper.realizedPnl, realized),
+      positions,
+    },
+    pending: [...c.pending, ...rows],
+    paperRows: c.paperRows + rows.length,
+    updatedAtMs: atMs,
+  };
+}
+
+/** The paper account's view of the wallet for the rules: its cash, its shares of the token. */
+function paperEnv(c: CopytradeContext, env: CopyEnv, tokenId: string): CopyEnv {
+  return { ...env, availableUsd: c.paper.cashUsd, availableShares: c.paper.positions[tokenId]?.shares ?? '0' };
+}
+
+const freshPaper = (): PaperAccount => ({ cashUsd: PAPER_INITIAL_USD, realizedPnl: '0', positions: {} });
+
+/** The `writeHistory` action of a step: every row not yet written. */
+const FLUSH = {
+  type: 'writeHistory',
+  params: ({ context }: { context: CopytradeContext }) => ({ rows: context.pending }),
+} as const;
+
+/** The `placeCopy` action of a step that decided a copy. */
+const PLACE = {
+  type: 'placeCopy',
+  params: ({ context }: { context: CopytradeContext }) => ({ copy: context.placing }),
+} as const;
+
+export const copytradeMachine = setup({
+  types: { context: {} as CopytradeContext, input: {} as CopytradeInput, events: {} as CopytradeEvent },
+  actions: {
+    /** Side effect: place the copy's child order (idempotent by order id); nothing when `copy` is null. */
+    placeCopy: (_, _params: { copy: WorkingCopy | null }) => {},
+    /** Side effect: write history rows (idempotent by `_id`), then send `history.written`; nothing when empty. */
+    writeHistory: (_, _params: { rows: CopyHistoryEntry[] }) => {},
+    /** A new leader fill on an active subscription: the rules decide (`placing`: the copy to place). */
+    handleFill: assign(({ context: c, event }) => {
+      if (event.type !== 'leader.fill') return {};
+      const { fill: f, atMs } = event;
+      const env = c.settings.is_simulation ? paperEnv(c, event.env, f.tokenId) : event.env;
+      const d = decideCopy(c.settings, f, env);
+      if ('skip' in d) return skipped(c, f, atMs, d.skip, d.detail);
+      if (c.settings.is_simulation)
+        return midOf(event.env) === null
+          ? skipped(c, f, atMs, 'no_liquidity', 'no midpoint to paper-fill at')
+          : paperCopy(c, f, event.env, d.copy, atMs);
+      const orderId = copyOrderId(c.id, f.key);
+      const entryId = historyId(c.id, f.key);
+      const copy: WorkingCopy = {
+        orderId,
+        entryId,
+        side: d.copy.side,
+        tokenId: d.copy.tokenId,
+        order: d.copy,
+        reported: false,
+        filledSize: '0',
+        matchedAmount: '0',
+      };
+      return {
+        watermark: { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex },
+        copies: c.copies + 1,
+        working: [...c.working, copy],
+        placing: copy,
+        pending: [...c.pending, row(c, atMs, { _id: entryId, kind: 'copy', fill: f, orderId, order: d.copy })],
+        updatedAtMs: atMs,
+      };
+    }),
+    placeDecided: assign({ placing: () => null }),
+    /** A new leader fill on a subscription that copies nothing now: skipped with the state's reason. */
+    skipFill: assign(({ context: c, event }, params: { reason: SkipReason }) =>
+      event.type === 'leader.fill'
+        ? skipped(c, event.fill, event.atMs, params.reason, `subscription is ${params.reason}`)
+        : {},
+    ),
+    /** A copy order's report: its fills move the position, a sell's realize PnL. */
+    applyReport: assign(({ context: c, event }) => {
+      if (event.type !== 'order.updated') return {};
+      const w = c.working.find((x) => x.orderId === event.orderId);
+      if (!w) return {};
+      const dShares = dec(event.filledSize).minus(dec(w.filledSize));
+      const dUsd = dec(event.matchedAmount).minus(dec(w.matchedAmount));
+      const rest = c.working.filter((x) => x !== w);
+      const working = event.final
+        ? rest
+        : [...rest, { ...w, reported: true, filledSize: event.filledSize, matchedAmount: event.matchedAmount }];
+      if (dShares.lte(ZERO)) return { working };
+      const { positions, realized } = applyFill(c.positions, w.tokenId, w.side, dShares, dUsd);
+      const atMs = event.atMs ?? c.updatedAtMs;
+      return {
+        working,
+        positions,
+        spentUsd: w.side === 'buy' ? addStr(c.spentUsd, dUsd) : c.spentUsd,
+        realizedPnl: addStr(c.realizedPnl, realized),
+        pending:
+          w.side === 'sell'
+            ? [
+                ...c.pending,
+                row(c, atMs, {
+                  _id: `${c.id}:pnl:${w.orderId}:${event.filledSize}`,
+                  kind: 'realized',
+                  pnlUsd: str(realized),
+                  orderId: w.orderId,
+                }),
+              ]
+            : c.pending,
+        updatedAtMs: atMs,
+      };
+    }),
+    /** A copy order refused (risk, the venue) or never placed: the copy becomes a skip `order_refused`. */
+    refuseCopy: assign(({ context: c, event }) => {
+      if (event.type !== 'order.refused' && event.type !== 'order.placeFailed') return {};
+      const w = c.working.find((x) => x.orderId === event.orderId);
+      if (!w || w.reported) return { working: c.working.filter((x) => x.orderId !== event.orderId) };
+      const atMs = event.type === 'order.placeFailed' ? event.atMs : c.updatedAtMs;
+      return {
+        working: c.working.filter((x) => x !== w),
+        copies: c.copies - 1,
+        skipped: { ...c.skipped, order_refused: (c.skipped.order_refused ?? 0) + 1 },
+        pending: [
+          ...c.pending,
+          row(c, atMs, {
+            _id: w.entryId,
+            kind: 'skip',
+            reason: 'order_refused',
+            detail: `${event.error}: ${event.reason}`,
+            orderId: w.orderId,
+            order: w.order,
+          }),
+        ],
+      };
+    }),
+    dropWritten: assign(({ context: c, event }) => {
+      if (event.type !== 'history.written') return {};
+      const ids = new Set(event.ids);
+      return { pending: c.pending.filter((r) => !ids.has(r._id)) };
+    }),
+    updateSettings: assign(({ event }) =>
+      event.type === 'copytrade.update'
+        ? { settings: event.settings, deadlines: endDeadline(event.settings), updatedAtMs: event.atMs }
+        : {},
+    ),
+    resetPaper: assign(({ event }) => ({
+      paper: freshPaper(),
+      paperRows: 0,
+      ...(event.type === 'simulation.reset' ? { updatedAtMs: event.atMs } : {}),
+    })),
+    touched: assign(({ event }) =>
+      'atMs' in event && typeof event.atMs === 'number' ? { updatedAtMs: event.atMs } : {},
+    ),
+    clearDeadlines: assign({ deadlines: () => ({}) }),
+  },
+  guards: {
+    newFill: ({ context, event }) => event.type === 'leader.fill' && isNewFill(context, event.fill),
+    endDue: ({ context, event }) =>
+      event.type === 'timer.fired' && event.name === 'end' && context.deadlines.end === event.atMs,
+    toActive: ({ event }) => event.type === 'copytrade.status' && event.status === 'ACTIVE',
+    toPaused: ({ event }) => event.type === 'copytrade.status' && event.status === 'PAUSED',
+    toDisabled: ({ event }) => event.type === 'copytrade.status' && event.status === 'DISABLED',
+    /** Created with a `copy_end_date` already past. */
+    endedAtCreation: ({ context }) =>
+      !inCopyWindow({ copy_start_date: null, copy_end_date: context.settings.copy_end_date }, context.createdAtMs),
+    createdPaused: ({ context }) => context.initialStatus === 'PAUSED',
+  },
+}).createMachine({
+  id: 'copytrade',
+  context: ({ input }) => {
+    const i = given(input);
+    return {
+      ...i,
+      watermark: null,
+      working: [],
+      placing: null,
+      pending: [],
+      copies: 0,
+      skipped: {},
+      spentUsd: '0',
+      realizedPnl: '0',
+      positions: {},
+      paper: freshPaper(),
+      paperRows: 0,
+      deadlines: endDeadline(i.settings),
+      updatedAtMs: i.createdAtMs,
+    };
+  },
+  initial: 'starting',
+  on: {
+    'copytrade.update': { actions: ['updateSettings', FLUSH], description: 'settings changed (PATCH)' },
+    'copytrade.delete': { target: '.deleted', actions: ['clearDeadlines', 'touched'], description: 'soft delete' },
+    'order.updated': { actions: ['applyReport', FLUSH], description: 'a copy order filled or ended' },
+    'order.refused': { actions: ['refuseCopy', FLUSH], description: 'a copy refused: recorded as a skip' },
+    'order.placeFailed': { actions: ['refuseCopy', FLUSH], description: 'a copy not placed: recorded as a skip' },
+    'history.written': { actions: 'dropWritten', description: 'history rows are in the store' },
+    'simulation.reset': { actions: 'resetPaper', description: 'paper account back to its start' },
+  },
+  states: {
+    starting: {
+      always: [
+        { guard: 'endedAtCreation', target: 'ended', actions: 'clearDeadlines' },
+        { guard: 'createdPaused', target: 'paused' },
+        { target: 'active' },
+      ],
+    },
+    active: {
+      on: {
+        'leader.fill': {
+          guard: 'newFill',
+          actions: ['handleFill', PLACE, 'placeDecided', FLUSH],
+          description: 'copy or skip by the rules',
+        },
+        'copytrade.status': [
+          { guard: 'toPaused', target: 'paused', actions: 'touched' },
+          { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
+        ],
+        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearDeadlines' },
+      },
+    },
+    paused: {
+      on: {
+        'leader.fill': {
+          guard: 'newFill',
+          actions: [{ type: 'skipFill', params: { reason: 'paused' } }, FLUSH],
+          description: 'no new copies while paused',
+        },
+        'copytrade.status': [
+          { guard: 'toActive', target: 'active', actions: 'touched' },
+          { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
+        ],
+        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearDeadlines' },
+      },
+    },
+    disabled: {
+      on: {
+        'leader.fill': {
+          guard: 'newFill',
+          actions: [{ type: 'skipFill', params: { reason: 'disabled' } }, FLUSH],
+        },
+        'copytrade.status': [
+          { guard: 'toActive', target: 'active', actions: 'touched' },
+          { guard: 'toPaused', target: 'paused', actions: 'touched' },
+        ],
+        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearDeadlines' },
+      },
+    },
+    ended: {
+      on: {
+        'leader.fill': {
+          guard: 'newFill',
+          actions: [{ type: 'skipFill', params: { reason: 'ended' } }, FLUSH],
+        },
+      },
+    },
+    deleted: { type: 'final' },
+  },
+});
+
+/** REST status of each state. */
+export const COPYTRADE_STATUS = {
+  starting: 'ACTIVE',
+  active: 'ACTIVE',
+  paused: 'PAUSED',
+  disabled: 'DISABLED',
+  ended: 'ENDED',
+  deleted: 'DELETED',
+} as const satisfies Record<string, string>;
