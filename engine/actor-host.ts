@@ -55,6 +55,13 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
    */
   typeOf?(snapshot: SnapshotFrom<TLogic>): string | null;
   /**
+   * Records that belong with a step of this kind (what the step produced: an order's new fills),
+   * given the snapshot before and after it: the writes to make with the step's unit of work, so
+   * the step and they commit together or not at all; null when the step has none (then it needs no
+   * transaction). Pure of side effects itself; the writes must write only through `tx`.
+   */
+  stepWritesOf?(next: SnapshotFrom<TLogic>, previous: SnapshotFrom<TLogic>): KindStepWrites | null;
+  /**
    * The compact stored form of this kind's snapshots (see {@link SnapshotForm}); absent: XState's
    * persisted snapshot as it is. Snapshots stored in either form restore either way.
    */
@@ -189,6 +196,12 @@ type ExecutableAction = {
  * `tx` and wait for nothing else (another actor, the venue): other writes wait meanwhile.
  */
 export type StepWrites = (tx: UnitOfWork, record: ActorRecord) => Promise<void>;
+
+/**
+ * Writes of a kind's step ({@link ActorDefinition.stepWritesOf}): made through `tx`; they may
+ * resolve with what to run once the transaction committed (handing the records on to listeners).
+ */
+export type KindStepWrites = (tx: UnitOfWork) => Promise<(() => void) | void>;
 
 interface Pending {
   event: AnyEventObject;
@@ -789,21 +802,33 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   /**
-   * Persists one step of actor `id` with `write`, and with the writes bound to it when there are:
-   * then in one transaction, `write` given its unit of work.
+   * Persists one step of actor `id` with `write`, and with the writes bound to it and its kind's
+   * writes (`own`) when there are: then in one transaction, `write` given its unit of work; what
+   * the kind's writes resolved with runs once it committed.
    */
-  private persist(
+  private async persist(
     id: string,
     write: (tx?: UnitOfWork) => Promise<ActorRecord>,
     outOf: (record: ActorRecord) => ActorRecord,
+    own: KindStepWrites | null = null,
   ): Promise<ActorRecord> {
     const bound = this.stepWrites.get(id);
-    if (!bound) return write();
-    return this.repo.transaction(async (tx) => {
+    if (!bound && !own) return write();
+    let committed: (() => void) | undefined;
+    const record = await this.repo.transaction(async (tx) => {
       const record = await write(tx);
-      await bound(tx, outOf(record));
+      committed = own ? ((await own(tx)) ?? undefined) : undefined;
+      if (bound) await bound(tx, outOf(record));
       return record;
     });
+    if (committed) {
+      try {
+        committed();
+      } catch (err) {
+        this.log.error({ err, actorId: id }, 'what follows a committed step failed');
+      }
+    }
+    return record;
   }
 
   /** Registers a kind of actor. Must happen before {@link restoreAll}. */
@@ -1181,6 +1206,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
               tx,
             ),
           outOf,
+          def.stepWritesOf?.(next, live.snapshot) ?? null,
         );
         const updated: Live = { def, record: slim(record), snapshot: next, json: snapshotJson };
         const out = outOf(record);

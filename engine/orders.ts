@@ -11,11 +11,13 @@ import {
   USER_CANCEL,
   type OrderContext,
   type OrderEvent,
+  type OrderFill,
   type OrderInput,
   type OrderState,
 } from '../machines/order.js';
 import type { OrderRequest } from '../schemas/orders.js';
 import type { ActorHost } from './actor-host.js';
+import type { HistoryRecorder } from './data/recorder.js';
 import type { Clock } from './clock.js';
 import { dec, Dec, str, ZERO } from './decimal.js';
 import { DomainError, DuplicateKeyError, errors, UnknownActorError } from './errors.js';
@@ -82,6 +84,7 @@ export function orderView(
   };
   if (!unfilled && filled.gt(0))
     view.avg_price = view.average_price = str(dec(c.matchedAmount).div(filled).toDecimalPlaces(6));
+  if (c.fills?.length) view.fills = c.fills.map(fillView);
   if (c.reason) view.message = c.reason;
   // why it ended canceled or expired (or is being canceled): a code to decide on, and its message
   if (c.cancelReason && (meta.status === 'CANCELED' || meta.status === 'EXPIRED' || meta.status === 'PENDING_CANCEL')) {
@@ -89,6 +92,30 @@ export function orderView(
     view.cancel_reason = c.cancelReason.message;
   }
   return view;
+}
+
+/** One fill of an order's view (`fills`): decimal strings, its chain position when known. */
+function fillView(f: OrderFill): Record<string, unknown> {
+  return {
+    trade_id: f.tradeId,
+    price: f.price,
+    size: f.size,
+    liquidity: f.liquidity,
+    fee_usd: f.feeUsd,
+    traded_at: f.atMs,
+    block_timestamp: f.trade?.blockTimestamp ?? null,
+    log_index: f.trade?.logIndex ?? null,
+    transaction_hash: f.trade?.transactionHash ?? null,
+  };
+}
+
+/** The history writes of an order step that added fills reported with their trade, or null. */
+function newFillWrites(recorder: HistoryRecorder, next: OrderSnapshot, previous: OrderSnapshot) {
+  const fills = next.context.fills ?? [];
+  const before = previous.context.fills?.length ?? 0;
+  if (fills.length <= before) return null;
+  const added = fills.slice(before).filter((f) => f.trade);
+  return added.length ? recorder.fillWrites(added) : null;
 }
 
 /** The `type` of an order's view: `TAKE_PROFIT` for a take-profit sell, else `LIMIT` / `MARKET`. */
@@ -109,6 +136,9 @@ function eventOf(r: VenueReport): OrderEvent {
         size: r.size,
         liquidity: r.liquidity,
         completes: r.completes,
+        atMs: r.atMs,
+        feeUsd: r.trade && r.liquidity === 'taker' ? r.trade.feeUsd : '0',
+        ...(r.trade ? { trade: r.trade } : {}),
       };
     case 'venue.canceled':
       return { type: r.type, reason: { code: r.code ?? 'VENUE_CANCELED', message: r.reason } };
@@ -165,6 +195,8 @@ export class OrderService {
     private readonly venue: VenuePort,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** Records each new fill in the trade history with the step that records it on the order; none: not recorded. */
+    recorder?: HistoryRecorder,
   ) {
     this.risk = new RiskEngine(venue, clock);
     this.inFlight = new InFlight(host, log, 'order command failed');
@@ -184,6 +216,7 @@ export class OrderService {
       statusOf: (s) => ORDER_STATUS[s.value as OrderState],
       viewOf: orderView,
       typeOf: (s) => orderTypeOf(s.context),
+      stepWritesOf: recorder ? (next, previous) => newFillWrites(recorder, next, previous) : undefined,
     });
     // once an order's actor has recorded its end, the venue need not remember the order
     host.on('changed', (c) => {

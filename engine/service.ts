@@ -18,6 +18,7 @@ import { SimVenue } from './venue/sim-venue.js';
 import type { VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
+import { HistoryRecorder } from './data/recorder.js';
 import { CopytradeService } from './copytrade/service.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
@@ -104,7 +105,8 @@ export async function startServices(
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
   });
-  const orders = new OrderService(host, actors, venue, clock, log);
+  const recorder = new HistoryRecorder(history, users, venue);
+  const orders = new OrderService(host, actors, venue, clock, log, recorder);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
   const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
   const copytrade = await CopytradeService.open({

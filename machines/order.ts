@@ -22,7 +22,7 @@
  */
 import { and, assign, setup } from 'xstate';
 import { dec } from '../engine/decimal.js';
-import type { CancelReason, Side, TimeInForce, VenueOrder } from '../engine/venue/port.js';
+import type { CancelReason, Side, TimeInForce, TradeFacts, VenueOrder } from '../engine/venue/port.js';
 import { given } from './input.js';
 
 /** Input of a new order actor; every quantity a decimal string. */
@@ -60,6 +60,23 @@ export interface OrderInput {
   postOnly?: boolean;
 }
 
+/** One fill as the order keeps it: decimal strings, the trade (chain position, both parties) when the venue gave it. */
+export interface OrderFill {
+  /** The venue's id of this order's side of the trade. */
+  tradeId: string;
+  /** Price of the order's token, decimal probability. */
+  price: string;
+  /** Shares. */
+  size: string;
+  liquidity: 'maker' | 'taker';
+  /** Fee this order paid, dollars. */
+  feeUsd: string;
+  /** When it traded, epoch ms (null when the report did not say: fills reported before it did). */
+  atMs: number | null;
+  /** The trade (chain position, size, both parties); null when the report carried none. */
+  trade: TradeFacts | null;
+}
+
 /** What placed a child order: a managed strategy or a copytrade subscription. */
 export type OrderParentKind = 'strategy' | 'copytrade';
 
@@ -72,6 +89,11 @@ export interface OrderContext extends Required<Omit<OrderInput, 'parentKind'>> {
   matchedAmount: string;
   /** Trade ids applied: a duplicate report is ignored. */
   tradeIds: string[];
+  /**
+   * The fills, in the order they arrived (absent in snapshots of machine versions 1 and 2, which
+   * kept only totals and trade ids).
+   */
+  fills?: OrderFill[];
   /** Last reason given by the venue (cancel, reject), or `expired`: the view's `message`. */
   reason: string | null;
   /**
@@ -96,6 +118,11 @@ export type OrderEvent =
       size: string;
       liquidity: 'maker' | 'taker';
       completes: boolean;
+      /** When it traded, epoch ms. */
+      atMs?: number;
+      /** Fee this order paid, dollars ("0" when absent). */
+      feeUsd?: string;
+      trade?: TradeFacts;
     }
   | { type: 'venue.canceled'; reason: CancelReason }
   | { type: 'venue.expired' }
@@ -104,10 +131,13 @@ export type OrderEvent =
   | { type: 'order.cancel'; reason: CancelReason }
   | { type: 'timer.fired'; name: string; atMs: number };
 
-/** Machine definition version, stored with every snapshot (2: `cancelReason` in context). */
-export const ORDER_MACHINE_VERSION = 2;
-/** Versions whose snapshots restore unchanged on this one (version 1 has no `cancelReason`). */
-export const ORDER_RESTORABLE_VERSIONS = [1];
+/** Machine definition version, stored with every snapshot (2: `cancelReason` in context; 3: `fills`). */
+export const ORDER_MACHINE_VERSION = 3;
+/**
+ * Versions whose snapshots restore unchanged on this one (version 1 has no `cancelReason`, 1 and 2
+ * no `fills`: their fills are the totals and trade ids, and later fills are added to an empty list).
+ */
+export const ORDER_RESTORABLE_VERSIONS = [1, 2];
 
 /** The reason of a cancel the user asked for (DELETE order, cancel-batch, cancel-all). */
 export const USER_CANCEL: CancelReason = Object.freeze({ code: 'USER_CANCELED', message: 'canceled by user' });
@@ -162,6 +192,18 @@ export const orderMachine = setup({
           .plus(dec(e.price).times(dec(e.size)))
           .toFixed(),
         tradeIds: [...context.tradeIds, e.tradeId],
+        fills: [
+          ...(context.fills ?? []),
+          {
+            tradeId: e.tradeId,
+            price: e.price,
+            size: e.size,
+            liquidity: e.liquidity,
+            feeUsd: e.feeUsd ?? '0',
+            atMs: e.atMs ?? null,
+            trade: e.trade ?? null,
+          },
+        ],
       };
     }),
     /** The venue's cancel: its reason is why the order ended. */
@@ -207,6 +249,7 @@ export const orderMachine = setup({
       filledSize: '0',
       matchedAmount: '0',
       tradeIds: [],
+      fills: [],
       reason: null,
       cancelReason: null,
       error: null,

@@ -245,6 +245,13 @@ const orderProperties = {
   avg_price: { type: ['string', 'null'], description: 'Average fill price, null before the first fill.' },
   average_price: { type: ['string', 'null'], description: 'The same as `avg_price` (the name some clients read).' },
   builder_code_used: { type: ['string', 'null'] },
+  fills: {
+    type: 'array',
+    description:
+      'The fills, in the order they arrived (absent before the first): each with its trade id, price, size, ' +
+      'maker or taker, fee and its position on the simulated chain (as in GET /v2/trade/trades).',
+    items: { $ref: 'OrderFill' },
+  },
   time_in_force: { enum: ['GTC', 'GTD', 'IOC', 'FOK'] },
   expiration: Nullable(EpochMs),
   client_order_id: { type: ['string', 'null'] },
@@ -305,6 +312,28 @@ const orderProperties = {
       'Bracket legs of a buy entry (spec 2.3): placed once the entry ends with shares filled, sized by the ' +
       'filled quantity; best-effort (a failed leg sets `error` and a `warnings` entry, the entry stands).',
     properties: { take_profit: { $ref: 'BracketResult' }, stop_loss: { $ref: 'BracketResult' } },
+  },
+} as const;
+
+/** One fill of an order (OrderView `fills`). */
+export const OrderFill = {
+  $id: 'OrderFill',
+  type: 'object',
+  additionalProperties: false,
+  required: ['trade_id', 'price', 'size', 'liquidity', 'fee_usd', 'traded_at', 'block_timestamp', 'log_index'],
+  properties: {
+    trade_id: { type: 'string', description: "The venue's id of this order's side of the trade." },
+    price: { type: 'string', description: "Price of the order's token (decimal probability)." },
+    size: { type: 'string', description: 'Shares.' },
+    liquidity: { enum: ['maker', 'taker'], description: 'Whether the order rested (maker) or took (taker).' },
+    fee_usd: { type: 'string', description: 'Fee this order paid, dollars ("0": the simulated venue charges none).' },
+    traded_at: Nullable(EpochMs),
+    block_timestamp: {
+      type: ['integer', 'null'],
+      description: 'Block of the trade on the simulated chain, integer seconds (2-second blocks).',
+    },
+    log_index: { type: ['integer', 'null'], description: 'Index of the trade in its block.' },
+    transaction_hash: { type: ['string', 'null'], description: 'Simulated transaction hash, `0x` + 64 hex.' },
   },
 } as const;
 

@@ -3,6 +3,7 @@ import { backoffMs } from '../backoff.js';
 import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Collection, Store } from '../store/port.js';
+import type { ChainRow } from './chain.js';
 import type { WalletRow } from './ledger.js';
 import type { OrderRow } from './matching.js';
 import type { VenueHealth } from './port.js';
@@ -57,6 +58,8 @@ export interface StateRows {
   markets?: MarketRow[];
   /** The capture replay's position (absent in entries that did not move it or take captured levels). */
   capture?: CaptureRow;
+  /** Where the chain's sequence is after the operation (absent in entries that took no chain position). */
+  chain?: ChainRow;
 }
 
 /**
@@ -123,6 +126,8 @@ interface CheckpointPointer {
   markets?: string;
   /** The capture replay's position and the captured levels users traded with, one JSON {@link CaptureRow}. */
   capture?: string;
+  /** Where the chain's sequence was. */
+  chain?: ChainRow;
 }
 
 /**
@@ -228,11 +233,13 @@ export function stateRowsJson(
   orders: readonly string[],
   markets?: MarketRow[],
   capture?: CaptureRow,
+  chain?: ChainRow,
 ): string {
   return (
     `{"wallets":[${wallets.join(',')}],"orders":[${orders.join(',')}]` +
     `${markets ? `,"markets":${JSON.stringify(markets)}` : ''}` +
-    `${capture ? `,"capture":${JSON.stringify(capture)}` : ''}}`
+    `${capture ? `,"capture":${JSON.stringify(capture)}` : ''}` +
+    `${chain ? `,"chain":{"block":${chain.block},"next":${chain.next}}` : ''}}`
   );
 }
 
@@ -482,6 +489,7 @@ export class VenueJournal {
       this.generation = cp.generation;
       if (cp.markets !== undefined) apply({ wallets: [], orders: [], markets: JSON.parse(cp.markets) as MarketRow[] });
       if (cp.capture !== undefined) apply({ wallets: [], orders: [], capture: JSON.parse(cp.capture) as CaptureRow });
+      if (cp.chain !== undefined) apply({ wallets: [], orders: [], chain: cp.chain });
     } else if (cp) {
       apply(rowsOf(cp));
     }
@@ -536,7 +544,7 @@ export class VenueJournal {
    * `covered` (that entry and every earlier one written) resolved.
    */
   private async writeCheckpoint(taken: TakenState, covered: Promise<unknown>): Promise<void> {
-    const { orderSeq, wallets, orders, markets, capture } = taken.state;
+    const { orderSeq, wallets, orders, markets, capture, chain } = taken.state;
     const seq = taken.seq;
     const chunks = await chunkRows(
       { wallets, orders },
@@ -558,6 +566,7 @@ export class VenueJournal {
       orderCount: orders.length,
       ...(markets?.length ? { markets: JSON.stringify(markets) } : {}),
       ...(capture ? { capture: JSON.stringify(capture) } : {}),
+      ...(chain ? { chain: { block: chain.block, next: chain.next } } : {}),
     });
     await this.state.deleteMany({ generation: { $lt: generation } });
     // in slices by _id (= padded seq, indexed everywhere): one long removal would stall every other write

@@ -49,6 +49,9 @@ export interface OpMeta {
   atMs: number;
   /** `0x` + 64 hex. */
   transactionHash: string;
+  /** Position on the simulated chain (engine/venue/chain.ts). */
+  blockTimestamp?: number;
+  logIndex?: number;
 }
 
 /**
@@ -474,6 +477,7 @@ export class Ledger {
       opId: meta.opId,
       kind,
       transactionHash: meta.transactionHash,
+      ...(meta.blockTimestamp !== undefined ? { blockTimestamp: meta.blockTimestamp, logIndex: meta.logIndex } : {}),
       atMs: meta.atMs,
       conditionId,
       pusdDelta: str(pusdDelta),

@@ -1,10 +1,14 @@
 import { Dec, dec, ONE, onTick, SIZE_DP, str, ZERO } from '../decimal.js';
 import { OrderBook, priceKey, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
+import { blockOf, operationHash, type ChainClock } from './chain.js';
+import type { ChainPosition } from '../data/records.js';
 import type {
   CancelReason,
   FillReport,
   Side,
+  TradeFacts,
+  TradeLeg,
   TokenInfo,
   Touch,
   VenueOrder,
@@ -35,13 +39,28 @@ export interface Tx {
   liquidityTaken: Set<string>;
   /** Markets (condition ids) whose tick or status changed: journaled with the operation. */
   markets: Set<string>;
+  /**
+   * The venue's chain sequence (positions of trades and wallet operations); null: positions made up
+   * from the operation alone.
+   */
+  chain: ChainClock | null;
+  /** The operation's simulated transaction hash, once one of its events needed it. */
+  hash?: string;
+  /** Whether the operation took chain positions (its journal entry then records where the sequence is). */
+  positioned: boolean;
 }
 
-/** A fresh, empty transaction. @param atMs epoch ms. */
-export function newTx(seq: number, atMs: number): Tx {
+/**
+ * A fresh, empty transaction. @param atMs epoch ms.
+ * @param chain - the venue's chain sequence; without it (tests of the matching alone) positions are
+ *   the operation's block and its trade count.
+ */
+export function newTx(seq: number, atMs: number, chain: ChainClock | null = null): Tx {
   return {
     seq,
     atMs,
+    chain,
+    positioned: false,
     users: new Set(),
     orders: new Set(),
     tokens: new Set(),
@@ -50,6 +69,14 @@ export function newTx(seq: number, atMs: number): Tx {
     liquidityTaken: new Set(),
     markets: new Set(),
   };
+}
+
+/** The chain position of the next event (trade, wallet operation) of operation `tx`. */
+export function nextPosition(tx: Tx): ChainPosition {
+  const hash = (tx.hash ??= operationHash(tx.seq));
+  tx.positioned = true;
+  if (tx.chain) return tx.chain.position(tx.atMs, hash);
+  return { blockTimestamp: blockOf(tx.atMs), logIndex: tx.trades, transactionHash: hash };
 }
 
 /** An order resting in a book, as {@link MatchingEngine.resting} lists it (a copy: changing it changes nothing). */
@@ -664,16 +691,36 @@ export class MatchingEngine {
     const tradeId = `T${tx.seq}-${++tx.trades}${meet.kind === 'normal' ? '' : `-${meet.kind}`}`;
     tx.tokens.add(book.tokenId);
     tx.tokens.add(meet.book.tokenId);
-    this.fill(tx, taker, meet.px, qty, `${tradeId}-t`, 'taker');
+    const leg = (userId: string, orderId: string, tokenId: string, side: Side, px: Dec): TradeLeg =>
+      userId === LIQUIDITY_PROVIDER_ID
+        ? { userId: null, orderId: null, tokenId, side, price: str(px) }
+        : { userId, orderId, tokenId, side, price: str(px) };
+    const facts: TradeFacts = {
+      id: tradeId,
+      ...nextPosition(tx),
+      size: str(qty),
+      feeUsd: '0',
+      taker: leg(taker.order.userId, taker.order.orderId, book.tokenId, taker.order.side, meet.px),
+      maker: leg(resting.userId, resting.orderId, meet.book.tokenId, resting.side, resting.price),
+    };
+    this.fill(tx, taker, meet.px, qty, `${tradeId}-t`, 'taker', facts);
     resting.remaining = resting.remaining.minus(qty);
     const restingEntry = this.orders.get(resting.orderId);
-    if (restingEntry) this.fill(tx, restingEntry, resting.price, qty, `${tradeId}-m`, 'maker');
+    if (restingEntry) this.fill(tx, restingEntry, resting.price, qty, `${tradeId}-m`, 'maker', facts);
     if (resting.remaining.lte(0)) meet.book.remove(resting.orderId);
     if (resting.userId === LIQUIDITY_PROVIDER_ID) tx.liquidityTaken.add(meet.book.tokenId);
   }
 
   /** One side of a trade: settles it in the ledger, records and reports the fill, ends a completed order. */
-  private fill(tx: Tx, e: OrderEntry, px: Dec, qty: Dec, tradeId: string, liquidity: 'maker' | 'taker'): void {
+  private fill(
+    tx: Tx,
+    e: OrderEntry,
+    px: Dec,
+    qty: Dec,
+    tradeId: string,
+    liquidity: 'maker' | 'taker',
+    trade: TradeFacts,
+  ): void {
     const o = e.order;
     if (o.userId === LIQUIDITY_PROVIDER_ID) {
       // a quote that takes (a re-quote or a captured level crossing user orders) takes only its size
@@ -691,6 +738,7 @@ export class MatchingEngine {
       liquidity,
       completes: e.remaining?.lte(0) ?? false,
       atMs: tx.atMs,
+      trade,
     };
     e.fills.push(fill);
     e.updatedAtMs = tx.atMs;

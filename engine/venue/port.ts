@@ -6,6 +6,7 @@
  * probability, sizes in shares, amounts in dollars (pUSD). The reads the engine computes with
  * (market data, ledger reads) are exact decimals ({@link Dec}).
  */
+import type { ChainPosition } from '../data/records.js';
 import type { Dec } from '../decimal.js';
 
 /** Side of an order: buy or sell outcome shares. */
@@ -32,6 +33,36 @@ export interface VenueOrder {
   postOnly: boolean;
 }
 
+/**
+ * One party of a trade in its own terms: with complementary matching the maker may hold the other
+ * outcome (a buy of Yes against a buy of No mints both), so each party has its token, side and price.
+ */
+export interface TradeLeg {
+  /** The party's user; null for the venue's liquidity provider. */
+  userId: string | null;
+  /** The party's order; null for the liquidity provider's quotes. */
+  orderId: string | null;
+  tokenId: string;
+  side: Side;
+  /** Price of `tokenId`, decimal probability. */
+  price: string;
+}
+
+/**
+ * A trade as the venue recorded it, shared by the fill reports of its two parties (the market
+ * tape's row): its position on the simulated chain, given when it matched and journaled with it.
+ */
+export interface TradeFacts extends ChainPosition {
+  /** The trade's id; each party's report's `tradeId` is it suffixed `-t` (taker) or `-m` (maker). */
+  id: string;
+  /** Shares traded. */
+  size: string;
+  /** Fee the taker paid, dollars ("0": the simulated venue charges none). */
+  feeUsd: string;
+  taker: TradeLeg;
+  maker: TradeLeg;
+}
+
 /** One fill of one order. */
 export interface FillReport {
   type: 'venue.filled';
@@ -48,6 +79,11 @@ export interface FillReport {
   completes: boolean;
   /** When the venue traded, epoch ms. */
   atMs: number;
+  /**
+   * The trade, with its chain position and both parties (absent in fills journaled before trades
+   * carried it: such a fill is not in the trade history).
+   */
+  trade?: TradeFacts;
 }
 
 /**
@@ -255,6 +291,10 @@ export interface WalletOpResult {
   kind: WalletOpKind;
   /** Simulated transaction hash: `0x` + 64 hex, keccak256 of the operation (deterministic). */
   transactionHash: string;
+  /** Its block on the simulated chain (integer seconds; absent in results recorded before positions existed). */
+  blockTimestamp?: number;
+  /** Its index in the block (absent likewise). */
+  logIndex?: number;
   /** When the venue applied it, epoch ms. */
   atMs: number;
   /** The condition of a split, merge or redeem; null for pUSD transfers. */

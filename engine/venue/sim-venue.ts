@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import type { CaptureEvent } from './capture.js';
 import { CaptureReplay, type CapturePosition } from './capture-replay.js';
+import { ChainClock } from './chain.js';
 import {
   stateRowsJson,
   VenueJournal,
@@ -16,7 +17,7 @@ import {
 import { Ledger, LIQUIDITY_PROVIDER_ID, type WalletRow } from './ledger.js';
 import { LiquidityProvider } from './liquidity.js';
 import type { Catalogue } from './markets.js';
-import { MatchingEngine, newTx, type OrderRow, type RestingOrder, type Tx } from './matching.js';
+import { MatchingEngine, newTx, nextPosition, type OrderRow, type RestingOrder, type Tx } from './matching.js';
 import type {
   Available,
   BookView,
@@ -142,6 +143,8 @@ export class SimVenue implements VenuePort {
   private capturePos: CapturePosition | null = null;
   /** Recovery: journaled captured levels users traded with (latest per level), for the rebuild. */
   private readonly recoveredTaken = new Map<string, CapturedLevelRow>();
+  /** The simulated chain's sequence: positions of trades and wallet operations (journaled). */
+  private readonly chain = new ChainClock();
 
   private constructor(private readonly o: SimVenueOptions) {
     for (const m of o.catalogue.markets) this.marketsById.set(m.conditionId, m);
@@ -473,7 +476,7 @@ export class SimVenue implements VenuePort {
    * market rows, then reports, book, wallet and market notifications, in that order.
    */
   private runMarketOp(fn: (tx: Tx) => void): Promise<void> {
-    const tx = newTx(this.journal.nextSeq, this.o.clock.now());
+    const tx = newTx(this.journal.nextSeq, this.o.clock.now(), this.chain);
     const posBefore = this.capturePos?.next;
     try {
       fn(tx);
@@ -487,7 +490,7 @@ export class SimVenue implements VenuePort {
     for (const c of tx.markets) this.changedMarkets.add(c);
     const capture = this.captureRow(tx, this.capturePos?.next !== posBefore);
     let durable = this.journal.written();
-    if (tx.users.size || tx.orders.size || tx.markets.size || capture) {
+    if (tx.users.size || tx.orders.size || tx.markets.size || capture || tx.positioned) {
       durable = this.journal.append(
         tx.seq,
         tx.atMs,
@@ -605,7 +608,8 @@ export class SimVenue implements VenuePort {
     if (refusal) return Promise.reject(new VenueOpRefused(refusal.error, refusal.reason));
     let result: WalletOpResult | undefined;
     return this.execute((tx) => {
-      const meta = { opId: op.opId, atMs: tx.atMs, transactionHash: walletOpHash(op) };
+      const { blockTimestamp, logIndex } = nextPosition(tx);
+      const meta = { opId: op.opId, atMs: tx.atMs, transactionHash: walletOpHash(op), blockTimestamp, logIndex };
       switch (op.kind) {
         case 'split':
           result = this.ledger.split(
@@ -682,7 +686,7 @@ export class SimVenue implements VenuePort {
    * then its reports and book notifications, in that order.
    */
   private execute(fn: (tx: Tx) => void): Promise<void> {
-    const tx = newTx(this.journal.nextSeq, this.o.clock.now());
+    const tx = newTx(this.journal.nextSeq, this.o.clock.now(), this.chain);
     try {
       fn(tx);
     } catch (err) {
@@ -694,7 +698,7 @@ export class SimVenue implements VenuePort {
     tx.users.delete(LIQUIDITY_PROVIDER_ID);
     const capture = this.captureRow(tx, false);
     let durable = this.journal.written();
-    if (tx.users.size || tx.orders.size || capture) {
+    if (tx.users.size || tx.orders.size || capture || tx.positioned) {
       durable = this.journal.append(tx.seq, tx.atMs, this.entryJson(tx, undefined, capture));
     }
     return durable.then(() => {
@@ -726,7 +730,7 @@ export class SimVenue implements VenuePort {
     for (const u of tx.users) wallets.push(this.ledger.rowJson(u));
     const orders: string[] = [];
     for (const id of tx.orders) orders.push(this.matching.rowJson(id));
-    return stateRowsJson(wallets, orders, markets, capture);
+    return stateRowsJson(wallets, orders, markets, capture, tx.positioned ? this.chain.row : undefined);
   }
 
   /** Runs an operation nobody awaits (liquidity refill, replay); a failure is logged. */
@@ -740,6 +744,7 @@ export class SimVenue implements VenuePort {
       rows.wallets.forEach((w) => this.ledger.load(w));
       rows.orders.forEach((o) => this.matching.load(o));
       rows.markets?.forEach((m) => this.loadMarketRow(m));
+      if (rows.chain) this.chain.load(rows.chain);
       if (rows.capture) {
         this.capturePos = { next: rows.capture.next, recordedMs: rows.capture.recordedMs };
         for (const l of rows.capture.levels ?? []) this.recoveredTaken.set(`${l.tokenId}|${l.side}|${l.price}`, l);
@@ -762,6 +767,7 @@ export class SimVenue implements VenuePort {
       wallets: this.ledger.rowsJson(),
       orders: this.matching.rowsJson(),
       markets: [...this.changedMarkets].map((c) => this.marketRow(c)),
+      chain: this.chain.row,
       ...(this.capturePos ? { capture: { ...this.capturePos, levels: this.liquidity.takenCapturedLevels() } } : {}),
     };
   }

@@ -296,6 +296,52 @@ describe('simulated venue: matching engine', () => {
     expect(third.venue.orderState(rest.orderId)?.status).toBe('filled');
   });
 
+  it('chain positions: the two sides of a trade share one; a restart keeps it, reuses none', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
+    dirs.push(dir);
+    const positions = (rs: VenueReport[]) =>
+      rs.flatMap((r) => (r.type === 'venue.filled' && r.trade ? [[r.trade.blockTimestamp, r.trade.logIndex]] : []));
+    const first = await openVenue({ dir });
+    const split = await first.venue.walletOp({
+      kind: 'split',
+      opId: 'op1',
+      userId: 's',
+      conditionId: '0xc',
+      amount: '20',
+    });
+    expect(split).toMatchObject({ blockTimestamp: 0, logIndex: 0 }); // the clock is at 1 s: block 0
+    const rest = order('b', 'buy', '0.3', '10');
+    await first.venue.submit(rest);
+    const sell = order('s', 'sell', '0.3', '4');
+    await first.venue.submit(sell);
+    const fills = first.reports.filter((r) => r.type === 'venue.filled');
+    expect(fills).toHaveLength(2);
+    const [t, m] = fills as Extract<VenueReport, { type: 'venue.filled' }>[];
+    expect(t!.trade).toEqual(m!.trade);
+    expect(t!.trade).toMatchObject({
+      blockTimestamp: 0,
+      logIndex: 1,
+      transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      size: '4',
+      feeUsd: '0',
+      taker: { userId: 's', orderId: sell.orderId, tokenId: A, side: 'sell', price: '0.3' },
+      maker: { userId: 'b', orderId: rest.orderId, tokenId: A, side: 'buy', price: '0.3' },
+    });
+    // no close(): as after kill -9; the fill is reported again with its position, the next trade comes after it
+    const second = await openVenue({ dir });
+    expect(second.venue.orderState(rest.orderId)?.fills[0]?.trade).toEqual(t!.trade);
+    await second.venue.submit(order('s', 'sell', '0.3', '3'));
+    await second.venue.close();
+    const third = await openVenue({ dir });
+    await third.venue.submit(order('s', 'sell', '0.3', '3'));
+    expect([...positions(second.reports), ...positions(third.reports)]).toEqual([
+      [0, 2],
+      [0, 2],
+      [0, 3],
+      [0, 3],
+    ]);
+  });
+
   it('checkpoints keep working and unreleased finished orders, forget released ones, compact the journal', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
     dirs.push(dir);

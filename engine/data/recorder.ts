@@ -1,0 +1,138 @@
+/**
+ * What the venue's facts become in the trade history (engine/data/records.ts): an order's fill
+ * becomes its party's {@link TraderFill}, the trade's {@link TapeTrade} and, when the other party
+ * is the liquidity provider (which has no actor to record its side), the provider's fill too.
+ * The writes are made by the step that records the fill on the order (the order kind's step
+ * writes, engine/actor-host.ts), so the order and its history commit together.
+ *
+ * A party's wallet is its user's `safe_address` (lower-case); the liquidity provider's is
+ * {@link LIQUIDITY_PROVIDER_ADDRESS}.
+ */
+import { keccak256, toUtf8Bytes } from 'ethers';
+import type { KindStepWrites } from '../actor-host.js';
+import { dec, str } from '../decimal.js';
+import type { UnitOfWork } from '../store/port.js';
+import type { UserDoc, UserService } from '../users.js';
+import type { TradeFacts, TradeLeg, VenuePort } from '../venue/port.js';
+import type { OrderFill } from '../../machines/order.js';
+import type { TradeHistory } from './history.js';
+import { LIQUIDITY_PROVIDER_ADDRESS, type RecordedBatch, type TapeTrade, type TraderFill } from './records.js';
+
+/** price × size in dollars, at most 6 decimals (decimal strings in and out). */
+export function notionalOf(price: string, size: string): string {
+  return str(dec(price).times(dec(size)).toDecimalPlaces(6));
+}
+
+/** Turns the venue's facts into history records and writes them with the step that produced them. */
+export class HistoryRecorder {
+  /** Wallet address by user id (a user's address never changes). */
+  private readonly addresses = new Map<string, string>();
+
+  constructor(
+    private readonly history: TradeHistory,
+    private readonly users: UserService,
+    private readonly venue: Pick<VenuePort, 'token'>,
+  ) {}
+
+  /**
+   * The wallet of `userId` as read inside `tx` (a user provisioned in the same process may not be
+   * cached yet): its Safe address in lower case. A user id with no user record (never the case
+   * for orders made through the API) gets a stable stand-in: the last 20 bytes of keccak256(id).
+   */
+  async addressOf(tx: UnitOfWork, userId: string): Promise<string> {
+    const known = this.addresses.get(userId);
+    if (known) return known;
+    const user = this.users.cached(userId) ?? (await tx.collection<UserDoc>('users').findOne({ _id: userId }));
+    const address = user ? user.safeAddress.toLowerCase() : `0x${keccak256(toUtf8Bytes(userId)).slice(-40)}`;
+    this.addresses.set(userId, address);
+    return address;
+  }
+
+  /** The wallet of a trade's party: its user's, or the liquidity provider's. */
+  private legAddress(tx: UnitOfWork, leg: TradeLeg): Promise<string> {
+    return leg.userId === null ? Promise.resolve(LIQUIDITY_PROVIDER_ADDRESS) : this.addressOf(tx, leg.userId);
+  }
+
+  /**
+   * The records of `fills` of one order (those the venue reported with their trade): each trade's
+   * tape row, the order's party's fill, and the liquidity provider's fill when it was the other party.
+   */
+  async fillRecords(tx: UnitOfWork, fills: readonly OrderFill[]): Promise<RecordedBatch> {
+    const out: RecordedBatch = { trades: [], fills: [], cash: [] };
+    for (const f of fills) {
+      const t = f.trade;
+      if (!t) continue;
+      const atMs = f.atMs ?? t.blockTimestamp * 1000;
+      const maker = await this.legAddress(tx, t.maker);
+      const taker = await this.legAddress(tx, t.taker);
+      out.trades.push(this.tapeRow(t, atMs, maker, taker));
+      const own = f.liquidity;
+      out.fills.push(this.fillRow(t, own, own === 'maker' ? maker : taker, atMs));
+      const other = own === 'maker' ? 'taker' : 'maker';
+      if (t[other].userId === null) out.fills.push(this.fillRow(t, other, LIQUIDITY_PROVIDER_ADDRESS, atMs));
+    }
+    return out;
+  }
+
+  /**
+   * The step writes of an order step that added `fills`: their records, written through the
+   * step's unit of work; once it committed, the feed's listeners hear of the rows that were new.
+   */
+  fillWrites(fills: readonly OrderFill[]): KindStepWrites {
+    return async (tx) => {
+      const fresh = await this.history.record(tx, await this.fillRecords(tx, fills));
+      return () => this.history.published(fresh);
+    };
+  }
+
+  /** The tape row of a trade: in the taker's terms. */
+  private tapeRow(t: TradeFacts, atMs: number, maker: string, taker: string): TapeTrade {
+    const token = this.venue.token(t.taker.tokenId);
+    return {
+      _id: t.id,
+      tradeId: t.id,
+      blockTimestamp: t.blockTimestamp,
+      logIndex: t.logIndex,
+      transactionHash: t.transactionHash,
+      atMs,
+      conditionId: token?.conditionId ?? '',
+      tokenId: t.taker.tokenId,
+      outcome: token?.outcome ?? '',
+      side: t.taker.side === 'buy' ? 'BUY' : 'SELL',
+      price: t.taker.price,
+      size: t.size,
+      notionalUsd: notionalOf(t.taker.price, t.size),
+      feeUsd: t.feeUsd,
+      maker,
+      taker,
+      source: 'venue',
+    };
+  }
+
+  /** One party's fill of a trade, in its own terms. */
+  private fillRow(t: TradeFacts, role: 'maker' | 'taker', address: string, atMs: number): TraderFill {
+    const leg = t[role];
+    const token = this.venue.token(leg.tokenId);
+    return {
+      _id: `${t.id}:${role}`,
+      tradeId: t.id,
+      blockTimestamp: t.blockTimestamp,
+      logIndex: t.logIndex,
+      transactionHash: t.transactionHash,
+      address,
+      userId: leg.userId,
+      orderId: leg.orderId,
+      role,
+      atMs,
+      conditionId: token?.conditionId ?? '',
+      tokenId: leg.tokenId,
+      outcome: token?.outcome ?? '',
+      side: leg.side === 'buy' ? 'BUY' : 'SELL',
+      price: leg.price,
+      size: t.size,
+      notionalUsd: notionalOf(leg.price, t.size),
+      feeUsd: role === 'taker' ? t.feeUsd : '0',
+      source: 'venue',
+    };
+  }
+}
