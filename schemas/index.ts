@@ -10,7 +10,20 @@ import {
   ComboRedeemRequest,
   ComboRedeemResponse,
 } from './combos.js';
-import { CopytradeRequest, CopytradeResponse } from './copytrade.js';
+import {
+  CopytradeDeleted,
+  CopytradeHistory,
+  CopytradeHistoryItem,
+  CopytradeList,
+  CopytradePatch,
+  CopytradePnl,
+  CopytradeRequest,
+  CopytradeReset,
+  CopytradeResponse,
+  CopytradeSimulation,
+  CopytradeStatusRequest,
+  CopytradeView,
+} from './copytrade.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from './market.js';
 import {
   BracketResult,
@@ -80,6 +93,16 @@ export const namedSchemas = {
   ComboPositionsPage,
   CopytradeRequest,
   CopytradeResponse,
+  CopytradePatch,
+  CopytradeStatusRequest,
+  CopytradeView,
+  CopytradeList,
+  CopytradeDeleted,
+  CopytradeHistoryItem,
+  CopytradeHistory,
+  CopytradePnl,
+  CopytradeSimulation,
+  CopytradeReset,
   WithdrawableBalances,
   WithdrawRequest,
   RedeemRequest,

@@ -450,9 +450,11 @@ export class CopytradeService {
         return this.host.recordOf(id) ?? (await this.actors.get(id))!;
       });
     this.creating.set(user._id, run);
-    void run.finally(() => {
-      if (this.creating.get(user._id) === run) this.creating.delete(user._id);
-    });
+    run
+      .finally(() => {
+        if (this.creating.get(user._id) === run) this.creating.delete(user._id);
+      })
+      .catch(() => {});
     return run;
   }
 
