@@ -9,8 +9,11 @@
  * (the history rows of a step, written idempotently by id; `history.written` then drops them from
  * the context, so a crash in between writes them again at start-up).
  *
- * Exactly once: `watermark` is the chain position (`blockTimestamp`, `logIndex`) of the last
- * leader fill handled; a fill at or before it, or older than the subscription, is ignored (a
+ * Exactly once: `watermark` is the highest chain position (`blockTimestamp`, `logIndex`) of the
+ * leader fills handled, `recent` the identities of the last {@link RECENT_FILLS} handled. A fill
+ * after the watermark is new; one at most {@link REORDER_SECONDS} of chain time before it is new
+ * unless `recent` holds it (fills of one transaction are recorded by several order steps, which
+ * may commit out of chain order); anything older, or older than the subscription, is ignored (a
  * duplicate, a redelivery, the start-up replay of fills already handled). Handling a fill is one
  * persisted step that advances the watermark and records the copy (in `working`, placed again by
  * start-up reconciliation until its order reports) or the skip with its reason.
@@ -121,6 +124,8 @@ export interface PaperAccount {
 
 export interface CopytradeContext extends CopytradeInput {
   watermark: { blockTimestamp: number; logIndex: number } | null;
+  /** Identities (`key`) of the last leader fills handled, oldest first. */
+  recent: string[];
   working: WorkingCopy[];
   /** The copy decided by the step being taken (its `placeCopy`), null after it. */
   placing: WorkingCopy | null;
@@ -170,15 +175,36 @@ export function copyOrderId(subscriptionId: string, fillKey: string): string {
 /** The history row id of a leader fill for a subscription. */
 export const historyId = (subscriptionId: string, fillKey: string) => `${subscriptionId}:${fillKey}`;
 
-/** Whether `fill` is new to the subscription: after its watermark and not older than it. */
-export function isNewFill(c: Pick<CopytradeContext, 'watermark' | 'createdAtMs'>, f: LeaderFill): boolean {
+/** Leader fill identities a subscription remembers (see the header). */
+export const RECENT_FILLS = 512;
+/** Chain seconds before the watermark within which a fill not in `recent` is still new. */
+export const REORDER_SECONDS = 120;
+
+/** Whether `fill` is new to the subscription (see the header). */
+export function isNewFill(c: Pick<CopytradeContext, 'watermark' | 'recent' | 'createdAtMs'>, f: LeaderFill): boolean {
   if (f.atMs < c.createdAtMs) return false;
   const w = c.watermark;
-  return (
+  if (
     w === null ||
     f.blockTimestamp > w.blockTimestamp ||
     (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex)
-  );
+  )
+    return true;
+  return f.blockTimestamp >= w.blockTimestamp - REORDER_SECONDS && !c.recent.includes(f.key);
+}
+
+/** The watermark and `recent` once `f` is handled. */
+function handled(c: Pick<CopytradeContext, 'watermark' | 'recent'>, f: LeaderFill) {
+  const w = c.watermark;
+  const after =
+    w === null ||
+    f.blockTimestamp > w.blockTimestamp ||
+    (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex);
+  const recent = [...c.recent, f.key];
+  return {
+    watermark: after ? { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex } : w,
+    recent: recent.length > RECENT_FILLS ? recent.slice(recent.length - RECENT_FILLS) : recent,
+  };
 }
 
 /** The end deadline of settings: `copy_end_date` in epoch ms, when set. */
@@ -249,7 +275,7 @@ function row(
 /** Context changes of a skip. */
 function skipped(c: CopytradeContext, f: LeaderFill, atMs: number, reason: SkipReason, detail: string) {
   return {
-    watermark: { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex },
+    ...handled(c, f),
     skipped: { ...c.skipped, [reason]: (c.skipped[reason] ?? 0) + 1 },
     pending: [...c.pending, row(c, atMs, { _id: historyId(c.id, f.key), kind: 'skip', fill: f, reason, detail })],
     updatedAtMs: atMs,
@@ -269,7 +295,7 @@ function paperCopy(c: CopytradeContext, f: LeaderFill, env: CopyEnv, order: Copy
   if (order.side === 'sell')
     rows.push(row(c, atMs, { _id: `${c.id}:pnl:${id}`, kind: 'realized', pnlUsd: str(realized) }));
   return {
-    watermark: { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex },
+    ...handled(c, f),
     copies: c.copies + 1,
     spentUsd: order.side === 'buy' ? addStr(c.spentUsd, usd) : c.spentUsd,
     paper: {
@@ -333,7 +359,7 @@ export const copytradeMachine = setup({
         matchedAmount: '0',
       };
       return {
-        watermark: { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex },
+        ...handled(c, f),
         copies: c.copies + 1,
         working: [...c.working, copy],
         placing: copy,
@@ -444,6 +470,7 @@ export const copytradeMachine = setup({
     return {
       ...i,
       watermark: null,
+      recent: [],
       working: [],
       placing: null,
       pending: [],

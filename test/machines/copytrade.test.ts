@@ -108,12 +108,22 @@ const leaderFill = (f: LeaderFill, e: CopyEnv = env): CopytradeEvent => ({
 });
 
 describe('copytrade machine', () => {
-  it('copies a new fill once: a duplicate and an older fill are ignored (watermark)', () => {
-    const r = run(input(), [leaderFill(fill(3)), leaderFill(fill(3)), leaderFill(fill(2))]);
+  it('copies a new fill once: duplicates and fills long before the watermark are ignored', () => {
+    const r = run(input(), [
+      leaderFill(fill(3)),
+      leaderFill(fill(3)),
+      leaderFill(fill(1, { blockTimestamp: 1_000 - 200 })),
+    ]);
     expect(r.status).toBe('ACTIVE');
     expect(r.placed).toEqual([copyOrderId('ct_1', fill(3).key)]);
     expect(r.s.context.copies).toBe(1);
     expect(r.s.context.working[0]?.order).toMatchObject({ side: 'buy', kind: 'MARKET_FOK', usd: '10' });
+    expect(r.s.context.watermark).toEqual({ blockTimestamp: 1_000, logIndex: 3 });
+  });
+
+  it('a fill recorded out of chain order (just before the watermark) is copied once, not dropped', () => {
+    const r = run(input(), [leaderFill(fill(3)), leaderFill(fill(2)), leaderFill(fill(2)), leaderFill(fill(3))]);
+    expect(r.placed).toEqual([copyOrderId('ct_1', fill(3).key), copyOrderId('ct_1', fill(2).key)]);
     expect(r.s.context.watermark).toEqual({ blockTimestamp: 1_000, logIndex: 3 });
   });
 

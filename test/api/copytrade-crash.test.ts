@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { TRADER_FILLS, type TraderFill } from '../../engine/data/records.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
+import { startTestService, type TestService } from '../helpers.js';
+import { spawnService, type ServiceProcess } from '../process.js';
+
+const KEY = 'pts_copytrade_crash_master_key_0123456789';
+const ENV = { MASTER_API_KEY: KEY, SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' };
+const FOLLOWERS = ['f1', 'f2', 'f3'];
+
+/**
+ * `kill -9` of a spawned service while a leader's burst of fills is being copied: after the
+ * restart every leader fill is in each follower's history exactly once (copied or skipped), every
+ * copy has exactly one order, and none is missing.
+ */
+describe('copytrade: kill -9 while copies are in flight', () => {
+  let dir: string;
+  let child: ServiceProcess | null = null;
+  let svc: TestService | null = null;
+  afterAll(async () => {
+    if (child && child.child.exitCode === null) child.child.kill('SIGKILL');
+    await svc?.close();
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('no leader fill copied twice or missed after the restart', { timeout: 90_000 }, async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-copytrade-crash-'));
+    child = await spawnService({ DATA_DIR: dir, ...ENV });
+    const call = async (u: string, method: string, p: string, body?: unknown) => {
+      const r = await fetch(child!.baseUrl + p, {
+        method,
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          'content-type': 'application/json',
+          'x-partner-user-id': u,
+          ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    const lead = await call('lead', 'POST', '/v2/trade/users', { partner_user_id: 'lead' });
+    expect(lead.status).toBe(201);
+    const subs: Record<string, string> = {};
+    for (const u of FOLLOWERS) {
+      expect((await call(u, 'POST', '/v2/trade/users', { partner_user_id: u })).status).toBe(201);
+      const s = await call(u, 'POST', '/v2/trade/copytrade', {
+        leader_address: lead.body.safe_address,
+        buy_order_type: 'ALL',
+        buy_size_mode: 'FIXED_USD_PER_TRADE',
+        buy_size_value: 1,
+        buy_insufficient_usdc_action: 'BUY_MAX',
+        buy_time_in_force: 'FOK',
+        sell_order_type: 'ALL',
+        sell_size_mode: 'MAX',
+        sell_insufficient_shares_action: 'SELL_MAX',
+      });
+      expect(s.status).toBe(201);
+      subs[u] = s.body.id;
+    }
+    const markets = (await call('lead', 'GET', '/v2/trade/markets?limit=4')).body.markets;
+    const tokens: string[] = markets.map((m: any) => m.tokens[0].token_id);
+
+    let acknowledged = 0;
+    const burst = (async () => {
+      for (let wave = 0; wave < 50; wave++) {
+        const results = await Promise.all(
+          tokens.map((t) =>
+            call('lead', 'POST', '/v2/trade/order', {
+              symbol: t,
+              side: 'buy',
+              type: 'MARKET',
+              quote_amount: '2',
+            }).catch(() => null),
+          ),
+        );
+        acknowledged += results.filter((r) => r?.status === 200).length;
+        if (results.some((r) => r === null)) return;
+      }
+    })();
+    while (acknowledged < 12) await new Promise((r) => setTimeout(r, 5));
+    child.child.kill('SIGKILL');
+    await child.exited;
+    await burst;
+
+    svc = await startTestService({ store: await SqliteStore.open(dir, { lock: true }), env: ENV });
+    await svc.services.copytrade.idle();
+    const leaderId = (await svc.services.users.byPartnerUserId(svc.services.config.partnerId, 'lead').catch(() => null))
+      ?._id;
+    const fills = await (await svc.services.store.collection<TraderFill>(TRADER_FILLS)).find({});
+    const leaderKeys = fills
+      .filter((f) => f.address === lead.body.safe_address.toLowerCase() || (leaderId && f.userId === leaderId))
+      .map((f) => `${f.transactionHash}:${f.logIndex}`);
+    expect(leaderKeys.length).toBeGreaterThanOrEqual(12);
+    for (const u of FOLLOWERS) {
+      const h = await svc.call('GET', `/v2/trade/copytrade/history?limit=200&copytrade_id=${subs[u]}`, {
+        token: KEY,
+        headers: { 'x-partner-user-id': u },
+      });
+      expect(h.status).toBe(200);
+      const rows: any[] = h.body.history;
+      const keys = rows.map((r) => `${r.leader_fill.transaction_hash}:${r.leader_fill.log_index}`);
+      expect(new Set(keys).size, u).toBe(keys.length);
+      expect(new Set(keys), u).toEqual(new Set(leaderKeys));
+      const copies = rows.filter((r) => r.result === 'COPIED');
+      expect(copies.length, u).toBeGreaterThan(0);
+      for (const c of copies) expect(c.order_status, c.order_id).toMatch(/FILLED|CANCELED/);
+      const one = await svc.call('GET', `/v2/trade/copytrade/${subs[u]}`, {
+        token: KEY,
+        headers: { 'x-partner-user-id': u },
+      });
+      expect(one.body.counters.copies + one.body.counters.skipped, u).toBe(leaderKeys.length);
+      // every copy is one order of the subscription (record_id), none twice
+      const orders = await svc.services.actors.findOwned(
+        (await svc.services.users.byPartnerUserId(svc.services.config.partnerId, u))._id,
+        { kind: 'order' },
+        { limit: 1000 },
+      );
+      const mine = orders.records.filter((o) => (o.view as any).record_id === subs[u]);
+      expect(mine.length, u).toBe(copies.length);
+    }
+  });
+});
