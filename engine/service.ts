@@ -20,6 +20,8 @@ import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
 import { HistoryRecorder } from './data/recorder.js';
 import { CopytradeService } from './copytrade/service.js';
+import { MarketRegistry } from './data/markets.js';
+import { loadRealHistory } from './data/real-history.js';
 
 /** Everything a request handler may use. Built once per process by {@link startServices}. */
 export interface Services {
@@ -45,6 +47,8 @@ export interface Services {
   history: TradeHistory;
   /** Copytrade subscriptions (engine/copytrade/service.ts). */
   copytrade: CopytradeService;
+  /** Question, outcome and slug of the venue's markets and of the loaded real history's (data reads). */
+  markets: MarketRegistry;
   /** Epoch ms the services started. */
   startedAtMs: number;
   /** Actors restored from the store at start-up. */
@@ -105,6 +109,8 @@ export async function startServices(
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
   });
+  const markets = new MarketRegistry(venue);
+  const realHistory = await loadRealHistory(store, history, markets, clock);
   const recorder = new HistoryRecorder(history, users, venue);
   const orders = new OrderService(host, actors, venue, clock, log, recorder);
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
@@ -140,6 +146,7 @@ export async function startServices(
       strategies: strategiesReconciled,
       wallet: walletReconciled,
       copytrade: copytradeLive,
+      realHistory,
       startPhasesMs,
     },
     'actors restored and reconciled with the venue',
@@ -164,6 +171,7 @@ export async function startServices(
     cursors,
     history,
     copytrade,
+    markets,
     startedAtMs: clock.now(),
     restoredAtStart: restored,
     startPhasesMs,

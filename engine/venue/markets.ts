@@ -35,7 +35,7 @@ export interface Catalogue {
 
 const DATA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'data');
 /** Project data folder, from both the sources (engine/venue) and the build (dist/engine/venue). */
-function dataFile(name: string): string {
+export function dataFile(name: string): string {
   for (const dir of [DATA_DIR, path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'data')]) {
     const p = path.join(dir, name);
     if (fs.existsSync(p)) return p;
