@@ -20,6 +20,7 @@ import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
 import { HistoryRecorder } from './data/recorder.js';
 import { CopytradeService } from './copytrade/service.js';
+import { LeaderReplay, leaderRows, withLeaderMarkets } from './copytrade/leader-replay.js';
 import { MarketRegistry } from './data/markets.js';
 import { loadRealHistory } from './data/real-history.js';
 
@@ -95,7 +96,9 @@ export async function startServices(
   const host = new ActorHost(actors, timers, clock, log);
   hostRef.current = host;
   const generatedMasterKey = await keys.ensureMasterKey(config.partnerId, config.masterApiKey);
-  const catalogue = options.catalogue ?? loadCatalogue();
+  const leader = config.copytradeLeaderReplay ? leaderRows() : null;
+  const baseCatalogue = options.catalogue ?? loadCatalogue();
+  const catalogue = leader ? withLeaderMarkets(baseCatalogue, leader) : baseCatalogue;
   const venue = await SimVenue.open({
     catalogue,
     store,
@@ -132,6 +135,13 @@ export async function startServices(
   const reconciled = await orders.reconcile();
   const strategiesReconciled = await strategies.reconcile();
   const walletReconciled = await wallet.reconcile();
+  const leaderReplay = leader
+    ? new LeaderReplay(store, history, leader, config.copytradeLeaderReplaySpeed, clock, log)
+    : null;
+  if (leaderReplay)
+    copytrade.onFollowed((address) => {
+      if (address === leaderReplay.wallet) void leaderReplay.start();
+    });
   const copytradeLive = await copytrade.start();
   const startPhasesMs = {
     open: Math.round(t1 - t0),
@@ -178,6 +188,7 @@ export async function startServices(
     async stop() {
       idempotency.close();
       strategies.stop();
+      leaderReplay?.stop();
       await copytrade.idle();
       await strategies.idle();
       await timers.drain(config.shutdownGraceMs);

@@ -145,6 +145,7 @@ export class CopytradeService {
   /** Creation per user, one at a time (the 409 check and the create are one step). */
   private readonly creating = new Map<string, Promise<unknown>>();
   private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly followed: ((leader: string) => void)[] = [];
 
   private constructor(
     private readonly host: ActorHost,
@@ -250,8 +251,14 @@ export class CopytradeService {
     return ids.length;
   }
 
+  /** Calls `listener` with a leader's address (lower case) whenever a subscription to it starts or is restored. */
+  onFollowed(listener: (leader: string) => void): void {
+    this.followed.push(listener);
+  }
+
   private index(id: string, c: CopytradeContext): void {
     const key = lower(c.settings.leader_address);
+    for (const l of this.followed) l(key);
     let set = this.byLeader.get(key);
     if (!set) this.byLeader.set(key, (set = new Set()));
     set.add(id);
