@@ -53,6 +53,7 @@ const RECORD_EVENTS: Partial<Record<string, Exclude<RecordEvent, 'balance.update
   strategy: 'strategy.updated',
   [WITHDRAWAL_KIND]: 'withdrawal.updated',
   [WALLET_OP_KIND]: 'wallet_operation.updated',
+  copytrade: 'copytrade.updated',
 };
 
 /**

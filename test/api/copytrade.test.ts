@@ -1,6 +1,8 @@
 import { getAddress } from 'ethers';
+import { io as connect } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '../helpers.js';
+import type { CopytradePush } from '../../api/push-events.js';
+import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
 import { poll, Trading } from './trading-kit.js';
 
 const BODY = {
@@ -92,6 +94,12 @@ describe('copytrade: a follower mirrors a leader user', () => {
     expect(Number(rows[0].amount)).toBeCloseTo(leaderUsd / 2, 5);
     const copy = await tr.orderById('follow', rows[0].order_id);
     expect(copy).toMatchObject({ status: 200, body: { status: 'FILLED', side: 'buy', record_id: id } });
+    // in the follower's activity, linked to the subscription
+    expect(await tr.order('follow', rows[0].order_id)).toMatchObject({
+      kind: 'order',
+      status: 'FILLED',
+      record_id: id,
+    });
 
     const sell = await tr.post('lead', { symbol: f.token, side: 'sell', type: 'MARKET', size: '10' });
     expect(sell).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '10' } });
@@ -117,6 +125,19 @@ describe('copytrade: a follower mirrors a leader user', () => {
 
   it('pause → the next fill is skipped and recorded as such; resume → the one after is copied', async () => {
     const id = (await svc.call('GET', '/v2/trade/copytrade', { headers: as('follow') })).body.copytrades[0].id;
+    // copytrade.updated pushes to the follower's connection
+    const pushes: CopytradePush[] = [];
+    const socket = connect(`${svc.baseUrl}/v2/trade`, {
+      auth: { token: MASTER_KEY, partner_user_id: 'follow' },
+      transports: ['websocket'],
+      forceNew: true,
+      reconnection: false,
+    });
+    socket.on('copytrade.updated', (p) => pushes.push(p));
+    await new Promise((resolve, reject) => {
+      socket.once('connect', () => resolve(null));
+      socket.once('connect_error', reject);
+    });
     const paused = await svc.call('PATCH', `/v2/trade/copytrade/${id}/status`, {
       body: { status: 'PAUSED' },
       headers: as('follow'),
@@ -147,6 +168,16 @@ describe('copytrade: a follower mirrors a leader user', () => {
     expect(copied[0]).toMatchObject({ result: 'COPIED', reason: null, side: 'BUY' });
     const one = await svc.call('GET', `/v2/trade/copytrade/${id}`, { headers: as('follow') });
     expect(one.body.counters).toMatchObject({ copies: 3, skipped: 1, skipped_by_reason: { paused: 1 } });
+    await poll(
+      'pushes',
+      async () => pushes,
+      (p) => p.some((x) => x.counters && (x.counters as any).copies === 3),
+    );
+    socket.disconnect();
+    expect(pushes.map((p) => p.status)).toContain('PAUSED');
+    expect(pushes[0]).toMatchObject({ id, platform_user_id: expect.any(String), revision: expect.any(Number) });
+    const revisions = pushes.map((p) => p.revision);
+    expect([...revisions].sort((a, b) => a - b)).toEqual(revisions);
   });
 
   it('a simulation trades nothing and shows paper PnL; reset clears it', async () => {
