@@ -35,10 +35,13 @@
  * | ended    | `ENDED`     | no    | leader.fill (new) → skip `ended` (after `copy_end_date`); no status change|
  * | deleted  | `DELETED`   | yes   | (soft-deleted: history and PnL kept)                                     |
  *
- * In every state but `deleted`: `copytrade.update` (settings; the end deadline follows
- * `copy_end_date`), `copytrade.delete` → deleted, child order reports (`order.updated`,
- * `order.refused`, `order.placeFailed`: the copy's position and PnL), `history.written`,
- * `simulation.reset`.
+ * In every state but `deleted` (so a PAUSED, DISABLED or ENDED subscription's positions keep their
+ * risk controls): `copytrade.update` (settings; the end deadline follows `copy_end_date`),
+ * `copytrade.delete` → deleted, child order reports (`order.updated`, `order.refused`,
+ * `order.placeFailed`: the copy's position and PnL), `history.written`, `simulation.reset`,
+ * `book.touch` of a held token (take-profit, stop-loss, close price: {@link riskLevels}) and
+ * `timer.fired(hold:<tokenId>, current)` (`max_hold_seconds`): a MARKET sell `ord_<id>_x<n>` of the
+ * position's portion, each level once per position, none while a copy works on that token.
  */
 import { assign, setup } from 'xstate';
 import { dec, Dec, str, ZERO } from '../engine/decimal.js';
@@ -91,6 +94,10 @@ export interface CopyPosition {
   shares: string;
   /** Dollars paid for `shares`. */
   costUsd: string;
+  /** When the position opened (its first copy's fill), epoch ms: the `max_hold_seconds` clock. */
+  openedAtMs?: number;
+  /** Risk-control levels that fired on it (`tp<i>`, `sl<i>`, `close`, `hold`): each fires once per position. */
+  done?: string[];
 }
 
 /** One history row (collection `copytradeHistory`): a copy, a skip with its reason, or realized PnL. */
@@ -140,7 +147,10 @@ export interface CopytradeContext extends CopytradeInput {
   paper: PaperAccount;
   /** Paper history rows written since the last reset. */
   paperRows: number;
-  deadlines: { end?: number };
+  /** `end` (copy_end_date) and `hold:<tokenId>` (max_hold_seconds of a position), epoch ms. */
+  deadlines: Record<string, number>;
+  /** Risk-control exit orders issued (the next id is `ord_<id>_x<exitSeq + 1>`). */
+  exitSeq: number;
   updatedAtMs: number;
 }
 
@@ -162,7 +172,9 @@ export type CopytradeEvent =
     }
   | { type: 'order.refused'; orderId: string; error: string; reason: string }
   | { type: 'order.placeFailed'; orderId: string; error: string; reason: string; atMs: number }
-  | { type: 'timer.fired'; name: string; atMs: number };
+  | { type: 'timer.fired'; name: string; atMs: number }
+  /** The touch of a token a position is held on (engine: when a risk-control level may have been reached). */
+  | { type: 'book.touch'; tokenId: string; bid: string | null; ask: string | null; atMs: number };
 
 /** Machine definition version, stored with every snapshot. */
 export const COPYTRADE_MACHINE_VERSION = 1;
@@ -229,13 +241,14 @@ function applyFill(
   side: 'buy' | 'sell',
   shares: Dec,
   usd: Dec,
+  atMs = 0,
 ): { positions: Record<string, CopyPosition>; realized: Dec } {
-  const p = positions[tokenId] ?? { shares: '0', costUsd: '0' };
+  const p: CopyPosition = positions[tokenId] ?? { shares: '0', costUsd: '0', openedAtMs: atMs, done: [] };
   const held = dec(p.shares);
   const cost = dec(p.costUsd);
   let next: CopyPosition;
   let realized = ZERO;
-  if (side === 'buy') next = { shares: str(held.plus(shares)), costUsd: str(cost.plus(usd)) };
+  if (side === 'buy') next = { ...p, shares: str(held.plus(shares)), costUsd: str(cost.plus(usd)) };
   else {
     // shares sold beyond what the copies bought (held before) carry no cost basis of this subscription
     const sold = Dec.min(shares, held);
@@ -244,7 +257,7 @@ function applyFill(
       .times(sold.isZero() ? ZERO : sold.div(shares))
       .minus(costOut)
       .toDecimalPlaces(6);
-    next = { shares: str(held.minus(sold)), costUsd: str(cost.minus(costOut)) };
+    next = { ...p, shares: str(held.minus(sold)), costUsd: str(cost.minus(costOut)) };
   }
   const out = { ...positions };
   if (dec(next.shares).isZero()) delete out[tokenId];
@@ -314,6 +327,108 @@ function paperEnv(c: CopytradeContext, env: CopyEnv, tokenId: string): CopyEnv {
   return { ...env, availableUsd: c.paper.cashUsd, availableShares: c.paper.positions[tokenId]?.shares ?? '0' };
 }
 
+const BPS = dec(10000);
+
+/**
+ * The deadlines after positions changed: `end` kept, one `hold:<tokenId>` per open position when
+ * `max_hold_seconds` is set (its opening time + the hold), none for a position closed or whose
+ * hold already fired.
+ */
+function holdDeadlines(c: CopytradeContext, positions: Record<string, CopyPosition>): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (c.deadlines.end !== undefined) out.end = c.deadlines.end;
+  const hold = c.settings.max_hold_seconds;
+  if (hold === null) return out;
+  for (const [t, p] of Object.entries(positions))
+    if (p.openedAtMs !== undefined && !(p.done ?? []).includes('hold')) out[`hold:${t}`] = p.openedAtMs + hold * 1000;
+  return out;
+}
+
+/**
+ * The risk-control levels of a position (spec 2.6; each once per position): take-profit `tp<i>` at
+ * average cost × (1 + trigger_bps / 10000), stop-loss `sl<i>` at average cost × (1 − trigger_bps /
+ * 10000), both selling `portion_bps` of the remaining shares; `close` at `close_at_price_cents` / 100,
+ * selling all. Prices are decimal probabilities compared with the best bid: a take-profit and
+ * `close` fire at a bid at or above their price, a stop-loss at a bid at or below it.
+ */
+export function riskLevels(
+  s: Pick<CopySettings, 'take_profit_levels' | 'stop_loss_levels' | 'close_at_price_cents'>,
+  p: CopyPosition,
+): { name: string; price: Dec; above: boolean; portionBps: number }[] {
+  const shares = dec(p.shares);
+  if (shares.lte(ZERO)) return [];
+  const avg = dec(p.costUsd).div(shares);
+  const done = new Set(p.done ?? []);
+  const out: { name: string; price: Dec; above: boolean; portionBps: number }[] = [];
+  s.take_profit_levels.forEach((l, i) =>
+    out.push({
+      name: `tp${i}`,
+      price: avg.times(BPS.plus(l.trigger_bps)).div(BPS),
+      above: true,
+      portionBps: l.portion_bps,
+    }),
+  );
+  s.stop_loss_levels.forEach((l, i) =>
+    out.push({
+      name: `sl${i}`,
+      price: avg.times(BPS.minus(l.trigger_bps)).div(BPS),
+      above: false,
+      portionBps: l.portion_bps,
+    }),
+  );
+  if (s.close_at_price_cents !== null)
+    out.push({ name: 'close', price: dec(s.close_at_price_cents).div(100), above: true, portionBps: 10000 });
+  return out.filter((l) => !done.has(l.name) && l.price.gt(ZERO));
+}
+
+/** Whether a copy of the subscription is working on `tokenId` (an exit waits for it to end). */
+const busyOn = (c: CopytradeContext, tokenId: string) => c.working.some((w) => w.tokenId === tokenId);
+
+/**
+ * Context changes of a risk-control exit on `tokenId`: the levels named fire (marked done), a
+ * MARKET sell of their portions of the remaining shares (all for `close` and `hold`) is decided
+ * (`placing`) and recorded in the history (kind `copy`, no leader fill, `detail` the levels).
+ */
+function exitFor(c: CopytradeContext, tokenId: string, names: string[], portionBps: number[], atMs: number) {
+  const p = c.positions[tokenId]!;
+  let left = dec(p.shares);
+  for (const bps of portionBps) left = left.minus(left.times(bps).div(BPS));
+  const sell = dec(p.shares).minus(left).toDecimalPlaces(2, Dec.ROUND_DOWN);
+  const positions = { ...c.positions, [tokenId]: { ...p, done: [...(p.done ?? []), ...names] } };
+  const base = { positions, deadlines: holdDeadlines(c, positions), updatedAtMs: atMs };
+  if (sell.lte(ZERO)) return base;
+  const seq = c.exitSeq + 1;
+  const orderId = `ord_${c.id}_x${seq}`;
+  const order: CopyOrder = { side: 'sell', tokenId, kind: 'MARKET', usd: null, shares: str(sell), price: null };
+  const entryId = `${c.id}:exit:${seq}`;
+  const copy: WorkingCopy = {
+    orderId,
+    entryId,
+    side: 'sell',
+    tokenId,
+    order,
+    reported: false,
+    filledSize: '0',
+    matchedAmount: '0',
+  };
+  return {
+    ...base,
+    exitSeq: seq,
+    working: [...c.working, copy],
+    placing: copy,
+    pending: [
+      ...c.pending,
+      row(c, atMs, {
+        _id: entryId,
+        kind: 'copy' as const,
+        orderId,
+        order,
+        detail: `risk control: ${names.join(', ')}`,
+      }),
+    ],
+  };
+}
+
 const freshPaper = (): PaperAccount => ({ cashUsd: PAPER_INITIAL_USD, realizedPnl: '0', positions: {} });
 
 /** The `writeHistory` action of a step: every row not yet written. */
@@ -368,6 +483,29 @@ export const copytradeMachine = setup({
       };
     }),
     placeDecided: assign({ placing: () => null }),
+    /** A touch of a held token: the levels it reached fire (take-profit, stop-loss, close price). */
+    checkLevels: assign(({ context: c, event }) => {
+      if (event.type !== 'book.touch' || event.bid === null) return {};
+      const p = c.positions[event.tokenId];
+      if (!p || busyOn(c, event.tokenId)) return {};
+      const bid = dec(event.bid);
+      const hit = riskLevels(c.settings, p).filter((l) => (l.above ? bid.gte(l.price) : bid.lte(l.price)));
+      if (hit.length === 0) return {};
+      return exitFor(
+        c,
+        event.tokenId,
+        hit.map((l) => l.name),
+        hit.map((l) => l.portionBps),
+        event.atMs,
+      );
+    }),
+    /** `max_hold_seconds` of a position ran out: it is sold whole. */
+    holdExpired: assign(({ context: c, event }) => {
+      if (event.type !== 'timer.fired' || !event.name.startsWith('hold:')) return {};
+      const tokenId = event.name.slice('hold:'.length);
+      if (!c.positions[tokenId] || c.deadlines[event.name] !== event.atMs) return {};
+      return exitFor(c, tokenId, ['hold'], [10000], event.atMs);
+    }),
     /** A new leader fill on a subscription that copies nothing now: skipped with the state's reason. */
     skipFill: assign(({ context: c, event }, params: { reason: SkipReason }) =>
       event.type === 'leader.fill'
@@ -386,11 +524,12 @@ export const copytradeMachine = setup({
         ? rest
         : [...rest, { ...w, reported: true, filledSize: event.filledSize, matchedAmount: event.matchedAmount }];
       if (dShares.lte(ZERO)) return { working };
-      const { positions, realized } = applyFill(c.positions, w.tokenId, w.side, dShares, dUsd);
       const atMs = event.atMs ?? c.updatedAtMs;
+      const { positions, realized } = applyFill(c.positions, w.tokenId, w.side, dShares, dUsd, atMs);
       return {
         working,
         positions,
+        deadlines: holdDeadlines(c, positions),
         spentUsd: w.side === 'buy' ? addStr(c.spentUsd, dUsd) : c.spentUsd,
         realizedPnl: addStr(c.realizedPnl, realized),
         pending:
@@ -414,9 +553,11 @@ export const copytradeMachine = setup({
       const w = c.working.find((x) => x.orderId === event.orderId);
       if (!w || w.reported) return { working: c.working.filter((x) => x.orderId !== event.orderId) };
       const atMs = event.type === 'order.placeFailed' ? event.atMs : c.updatedAtMs;
+      // a risk-control exit was not counted as a copy of a leader fill
+      const exit = w.entryId.includes(':exit:');
       return {
         working: c.working.filter((x) => x !== w),
-        copies: c.copies - 1,
+        copies: exit ? c.copies : c.copies - 1,
         skipped: { ...c.skipped, order_refused: (c.skipped.order_refused ?? 0) + 1 },
         pending: [
           ...c.pending,
@@ -436,9 +577,16 @@ export const copytradeMachine = setup({
       const ids = new Set(event.ids);
       return { pending: c.pending.filter((r) => !ids.has(r._id)) };
     }),
-    updateSettings: assign(({ event }) =>
+    updateSettings: assign(({ context, event }) =>
       event.type === 'copytrade.update'
-        ? { settings: event.settings, deadlines: endDeadline(event.settings), updatedAtMs: event.atMs }
+        ? {
+            settings: event.settings,
+            deadlines: {
+              ...holdDeadlines({ ...context, settings: event.settings, deadlines: {} }, context.positions),
+              ...endDeadline(event.settings),
+            },
+            updatedAtMs: event.atMs,
+          }
         : {},
     ),
     resetPaper: assign(({ event }) => ({
@@ -450,11 +598,17 @@ export const copytradeMachine = setup({
       'atMs' in event && typeof event.atMs === 'number' ? { updatedAtMs: event.atMs } : {},
     ),
     clearDeadlines: assign({ deadlines: () => ({}) }),
+    /** The end date passed: its deadline goes, the positions' hold deadlines stay. */
+    clearEnd: assign({
+      deadlines: ({ context }) => Object.fromEntries(Object.entries(context.deadlines).filter(([k]) => k !== 'end')),
+    }),
   },
   guards: {
     newFill: ({ context, event }) => event.type === 'leader.fill' && isNewFill(context, event.fill),
     endDue: ({ context, event }) =>
       event.type === 'timer.fired' && event.name === 'end' && context.deadlines.end === event.atMs,
+    holdDue: ({ context, event }) =>
+      event.type === 'timer.fired' && event.name.startsWith('hold:') && context.deadlines[event.name] === event.atMs,
     toActive: ({ event }) => event.type === 'copytrade.status' && event.status === 'ACTIVE',
     toPaused: ({ event }) => event.type === 'copytrade.status' && event.status === 'PAUSED',
     toDisabled: ({ event }) => event.type === 'copytrade.status' && event.status === 'DISABLED',
@@ -482,6 +636,7 @@ export const copytradeMachine = setup({
       paper: freshPaper(),
       paperRows: 0,
       deadlines: endDeadline(i.settings),
+      exitSeq: 0,
       updatedAtMs: i.createdAtMs,
     };
   },
@@ -494,11 +649,20 @@ export const copytradeMachine = setup({
     'order.placeFailed': { actions: ['refuseCopy', FLUSH], description: 'a copy not placed: recorded as a skip' },
     'history.written': { actions: 'dropWritten', description: 'history rows are in the store' },
     'simulation.reset': { actions: 'resetPaper', description: 'paper account back to its start' },
+    'book.touch': {
+      actions: ['checkLevels', PLACE, 'placeDecided', FLUSH],
+      description: "a position's take-profit, stop-loss or close price reached: sell (in every state but deleted)",
+    },
+    'timer.fired': {
+      guard: 'holdDue',
+      actions: ['holdExpired', PLACE, 'placeDecided', FLUSH],
+      description: "a position's max_hold_seconds ran out: sell it whole",
+    },
   },
   states: {
     starting: {
       always: [
-        { guard: 'endedAtCreation', target: 'ended', actions: 'clearDeadlines' },
+        { guard: 'endedAtCreation', target: 'ended', actions: 'clearEnd' },
         { guard: 'createdPaused', target: 'paused' },
         { target: 'active' },
       ],
@@ -514,7 +678,7 @@ export const copytradeMachine = setup({
           { guard: 'toPaused', target: 'paused', actions: 'touched' },
           { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
         ],
-        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearDeadlines' },
+        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
       },
     },
     paused: {
@@ -528,7 +692,7 @@ export const copytradeMachine = setup({
           { guard: 'toActive', target: 'active', actions: 'touched' },
           { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
         ],
-        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearDeadlines' },
+        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
       },
     },
     disabled: {
@@ -541,7 +705,7 @@ export const copytradeMachine = setup({
           { guard: 'toActive', target: 'active', actions: 'touched' },
           { guard: 'toPaused', target: 'paused', actions: 'touched' },
         ],
-        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearDeadlines' },
+        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
       },
     },
     ended: {

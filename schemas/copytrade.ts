@@ -243,7 +243,21 @@ export const CopytradeHistoryItem = {
         'below_min_trade_size, above_max_trade_size, no_liquidity, insufficient_pusd, insufficient_shares, ' +
         'no_position, below_market_minimum, order_refused.',
     },
+    detail: {
+      type: ['string', 'null'],
+      description: "Why, in words; `risk control: tp0, sl1, close, hold` on the sells of a position's risk controls.",
+    },
+    event_slug: { type: ['string', 'null'] },
+    market_title: { type: ['string', 'null'] },
+    token_id: { type: ['string', 'null'], description: "The leader's token, the one the copy trades." },
+    outcome: { type: ['string', 'null'] },
     side: { type: ['string', 'null'] },
+    shares: NUM_OR_NULL,
+    filled_size: NUM_OR_NULL,
+    leader_fill: {
+      type: ['object', 'null'],
+      description: "The leader's fill: transaction_hash and log_index (its identity), side, price, size, role.",
+    },
     order_type: { type: ['string', 'null'], description: "The leader's order type (taker: MARKET, maker: LIMIT)." },
     amount: { ...NUM_OR_NULL, description: 'Dollars of the copy.' },
     price: { ...NUM_OR_NULL, description: 'Decimal probability (never cents).' },

@@ -16,6 +16,7 @@
  */
 import { getAddress } from 'ethers';
 import {
+  riskLevels,
   copytradeMachine,
   COPYTRADE_MACHINE_VERSION,
   COPYTRADE_STATUS,
@@ -36,6 +37,7 @@ import type { Logger } from '../logger.js';
 import type { ActorRecord, ActorRepository } from '../store/actors.js';
 import type { Collection, Store } from '../store/port.js';
 import type { ChildOrderRouter } from '../strategies/child-orders.js';
+import { TriggerIndex } from '../triggers.js';
 import type { UserDoc, UserService } from '../users.js';
 import type { VenuePort } from '../venue/port.js';
 import type { CopyEnv, CopySettings, LeaderFill } from './rules.js';
@@ -146,6 +148,10 @@ export class CopytradeService {
   private readonly creating = new Map<string, Promise<unknown>>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly followed: ((leader: string) => void)[] = [];
+  /** Risk-control levels of the positions held, by `<subscription>|<tokenId>` (engine/triggers.ts). */
+  private readonly triggers = new TriggerIndex();
+  /** Tokens each subscription has levels registered on. */
+  private readonly watched = new Map<string, Set<string>>();
 
   private constructor(
     private readonly host: ActorHost,
@@ -182,6 +188,7 @@ export class CopytradeService {
     });
     host.on('changed', (c) => this.onChanged(c));
     feed.onRecorded((batch) => this.onRecorded(batch));
+    venue.onBook((tokenId) => this.onBook(tokenId));
   }
 
   /** Opens the history collection and registers the machine (before the host restores actors). */
@@ -259,6 +266,7 @@ export class CopytradeService {
   private index(id: string, c: CopytradeContext): void {
     const key = lower(c.settings.leader_address);
     for (const l of this.followed) l(key);
+    this.syncWatches(id, c);
     let set = this.byLeader.get(key);
     if (!set) this.byLeader.set(key, (set = new Set()));
     set.add(id);
@@ -269,6 +277,72 @@ export class CopytradeService {
     const ctx = c.snapshot.context as CopytradeContext;
     if (c.record.final) this.byLeader.get(lower(ctx.settings.leader_address))?.delete(c.record._id);
     else if (c.previousStatus === null) this.index(c.record._id, ctx);
+    this.syncWatches(c.record._id, c.record.final ? null : ctx);
+  }
+
+  // ---- risk controls of the positions (take-profit, stop-loss, close price) ----
+
+  /**
+   * Keeps the trigger index in step with a subscription's positions: per held token, the highest
+   * stop-loss price (`bidAtOrBelow`) and the lowest take-profit or close price (`bidAbove` one
+   * micro-dollar below it, so a bid at the price fires); a level already reached is delivered now.
+   */
+  private syncWatches(id: string, c: CopytradeContext | null): void {
+    const before = this.watched.get(id) ?? new Set<string>();
+    const now = new Set<string>();
+    for (const [tokenId, p] of Object.entries(c?.positions ?? {})) {
+      const levels = riskLevels(c!.settings, p);
+      const stops = levels.filter((l) => !l.above).map((l) => l.price);
+      const targets = levels.filter((l) => l.above).map((l) => l.price);
+      if (stops.length === 0 && targets.length === 0) continue;
+      now.add(tokenId);
+      const key = `${id}|${tokenId}`;
+      const changed = this.triggers.set(key, tokenId, {
+        ...(stops.length ? { bidAtOrBelow: str(Dec.max(...stops).toDecimalPlaces(6, Dec.ROUND_DOWN)) } : {}),
+        ...(targets.length
+          ? { bidAbove: str(Dec.max(ZERO, Dec.min(...targets).minus('0.000001')).toDecimalPlaces(6, Dec.ROUND_DOWN)) }
+          : {}),
+      });
+      if (changed && this.triggers.fireOne(key, tokenId, this.touchText(tokenId))) this.deliverTouch(key);
+    }
+    for (const t of before) if (!now.has(t)) this.triggers.remove(`${id}|${t}`);
+    if (now.size) this.watched.set(id, now);
+    else this.watched.delete(id);
+  }
+
+  private touchText(tokenId: string): { bid: string | null; ask: string | null } {
+    const t = this.venue.touch(tokenId);
+    return { bid: t.bid ? str(t.bid) : null, ask: t.ask ? str(t.ask) : null };
+  }
+
+  private onBook(tokenId: string): void {
+    if (this.watched.size === 0) return;
+    for (const key of this.triggers.fire(tokenId, this.touchText(tokenId))) this.deliverTouch(key);
+  }
+
+  /** Sends the touch of a fired level to its subscription, then registers its levels again. */
+  private deliverTouch(key: string): void {
+    const [id, tokenId] = key.split('|') as [string, string];
+    const touch = this.touchText(tokenId);
+    const run = async () => {
+      try {
+        await this.host.send(id, {
+          type: 'book.touch',
+          tokenId,
+          ...touch,
+          atMs: this.clock.now(),
+        } satisfies CopytradeEvent);
+        this.triggers.delivered(key);
+      } catch (err) {
+        this.log.error({ err, copytradeId: id, tokenId }, 'risk-control touch not delivered: armed again');
+        this.triggers.rearm(key);
+        return;
+      }
+      const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
+      this.triggers.remove(key);
+      this.syncWatches(id, c ?? null);
+    };
+    this.track(run());
   }
 
   // ---- leader fills ----
@@ -641,7 +715,7 @@ export class CopytradeService {
         market_title: market?.question ?? null,
         token_id: f?.tokenId ?? null,
         outcome: f?.outcome ?? null,
-        side: f?.side ?? null,
+        side: f?.side ?? (r.order ? r.order.side.toUpperCase() : null),
         order_type: f ? (f.role === 'taker' ? 'MARKET' : 'LIMIT') : null,
         result: r.kind === 'copy' ? 'COPIED' : 'SKIPPED',
         reason: r.reason,

@@ -29,7 +29,7 @@ describe('copytrade: a follower mirrors a leader user', () => {
 
   beforeAll(async () => {
     svc = await startTestService();
-    await tr.init(['lead', 'follow', 'paper']);
+    await tr.init(['lead', 'follow', 'paper', 'risk', 'hold']);
     const r = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'lead' } });
     leader = getAddress(r.body.safe_address);
   });
@@ -215,6 +215,30 @@ describe('copytrade: a follower mirrors a leader user', () => {
     expect(cleared.body).toMatchObject({ cash_usdc: '1000', positions: [] });
   });
 
+  it('risk controls: close_at_price_cents sells the position at once, max_hold_seconds by its timer', async () => {
+    const close = await subscribe('risk', { ...BODY, leader_address: leader, close_at_price_cents: 1 });
+    const hold = await subscribe('hold', { ...BODY, leader_address: leader, max_hold_seconds: 1 });
+    expect([close.status, hold.status]).toEqual([201, 201]);
+    const f = await tr.freshToken();
+    await tr.post('lead', { symbol: f.token, side: 'buy', type: 'MARKET', quote_amount: '20' });
+    for (const [u, name] of [
+      ['risk', 'close'],
+      ['hold', 'hold'],
+    ] as const) {
+      const rows = await poll(
+        `${name} exit`,
+        () => history(u),
+        (h) => h.length === 2 && h.every((r) => r.order_status === 'FILLED'),
+        5_000,
+      );
+      expect(rows[0]).toMatchObject({ result: 'COPIED', side: 'SELL', detail: `risk control: ${name}` });
+      expect(rows[1]).toMatchObject({ result: 'COPIED', side: 'BUY' });
+      expect(rows[0].shares).toBe((await tr.orderById(u, rows[1].order_id)).body.filled_size);
+      const positions = await svc.call('GET', '/v2/trade/positions', { headers: as(u) });
+      expect(positions.body.positions.filter((p: any) => p.asset === f.token && Number(p.size) > 0)).toEqual([]);
+    }
+  });
+
   it('PATCH changes settings, DELETE soft-deletes (history kept); 404 for another user', async () => {
     const id = (await svc.call('GET', '/v2/trade/copytrade', { headers: as('follow') })).body.copytrades[0].id;
     const patched = await svc.call('PATCH', `/v2/trade/copytrade/${id}`, {
@@ -232,8 +256,8 @@ describe('copytrade: a follower mirrors a leader user', () => {
     expect(del).toMatchObject({ status: 200, body: { ok: true } });
     const list = await svc.call('GET', '/v2/trade/copytrade', { headers: as('follow') });
     expect(list.body.copytrades).toEqual([]);
-    // the copies and the skip above, and the copy of the leader's buy of the simulation test
-    expect((await history('follow')).length).toBe(5);
+    // the copies and the skip above, and the copies of the leader's buys of the simulation and risk tests
+    expect((await history('follow')).length).toBe(6);
     const resubscribe = await subscribe('follow', { ...BODY, leader_address: leader });
     expect(resubscribe).toMatchObject({ status: 201, body: { status: 'ACTIVE' } });
   });

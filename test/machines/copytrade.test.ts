@@ -174,7 +174,7 @@ describe('copytrade machine', () => {
         atMs: 3,
       },
     ]);
-    expect(r.s.context.positions['111']).toEqual({ shares: '10', costUsd: '5' });
+    expect(r.s.context.positions['111']).toMatchObject({ shares: '10', costUsd: '5' });
     expect(r.s.context.realizedPnl).toBe('1');
     expect(r.s.context.spentUsd).toBe('10');
     expect(r.s.context.working).toEqual([]);
@@ -192,7 +192,7 @@ describe('copytrade machine', () => {
   it('a simulation paper-fills at the midpoint and places nothing', () => {
     const r = run(input({ is_simulation: true }), [leaderFill(fill(1))]);
     expect(r.placed).toEqual([]);
-    expect(r.s.context.paper.positions['111']).toEqual({ shares: '20', costUsd: '10' });
+    expect(r.s.context.paper.positions['111']).toMatchObject({ shares: '20', costUsd: '10' });
     expect(r.s.context.paper.cashUsd).toBe('990');
   });
 });
@@ -250,5 +250,64 @@ describe('copy rules', () => {
       skip: 'insufficient_shares',
     });
     expect(decideCopy(settings, f, env)).toMatchObject({ skip: 'no_position' });
+  });
+});
+
+describe('copytrade risk controls', () => {
+  const buyId = copyOrderId('ct_1', fill(1).key);
+  const bought: CopytradeEvent[] = [
+    leaderFill(fill(1)),
+    {
+      type: 'order.updated',
+      orderId: buyId,
+      status: 'FILLED',
+      filledSize: '20',
+      matchedAmount: '10',
+      final: true,
+      atMs: 5_000,
+    },
+  ];
+  const touch = (bid: string): CopytradeEvent => ({ type: 'book.touch', tokenId: '111', bid, ask: null, atMs: 6_000 });
+
+  it('take-profit and stop-loss levels fire once each against the average cost, selling their portion', () => {
+    const r = run(
+      input({
+        take_profit_levels: [{ trigger_bps: 2000, portion_bps: 5000 }],
+        stop_loss_levels: [{ trigger_bps: 3000, portion_bps: 10000 }],
+      }),
+      [...bought, touch('0.59'), touch('0.6'), touch('0.61')],
+    );
+    // average cost 0.5: take-profit at 0.6 sells half of the 20 shares, once
+    expect(r.placed).toEqual([buyId, 'ord_ct_1_x1']);
+    expect(r.s.context.working[0]?.order).toMatchObject({ side: 'sell', kind: 'MARKET', shares: '10' });
+    expect(r.s.context.positions['111']?.done).toEqual(['tp0']);
+    const sl = run(input({ stop_loss_levels: [{ trigger_bps: 3000, portion_bps: 10000 }] }), [
+      ...bought,
+      touch('0.35'),
+    ]);
+    expect(sl.s.context.working[0]?.order).toMatchObject({ shares: '20' });
+  });
+
+  it('close_at_price_cents sells everything; PAUSED positions keep their controls', () => {
+    const r = run(input({ close_at_price_cents: 55 }), [
+      ...bought,
+      { type: 'copytrade.status', status: 'PAUSED', atMs: 5_500 },
+      touch('0.55'),
+    ]);
+    expect(r.status).toBe('PAUSED');
+    expect(r.s.context.working[0]?.order).toMatchObject({ side: 'sell', shares: '20' });
+  });
+
+  it('max_hold_seconds: a durable deadline per position; its (current) timer sells it whole', () => {
+    const r = run(input({ max_hold_seconds: 60 }), bought);
+    expect(r.s.context.deadlines).toEqual({ 'hold:111': 65_000 });
+    const stale = run(input({ max_hold_seconds: 60 }), [...bought, { type: 'timer.fired', name: 'hold:111', atMs: 1 }]);
+    expect(stale.placed).toEqual([buyId]);
+    const due = run(input({ max_hold_seconds: 60 }), [
+      ...bought,
+      { type: 'timer.fired', name: 'hold:111', atMs: 65_000 },
+    ]);
+    expect(due.placed).toEqual([buyId, 'ord_ct_1_x1']);
+    expect(due.s.context.deadlines).toEqual({});
   });
 });
