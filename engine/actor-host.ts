@@ -55,6 +55,14 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
    */
   typeOf?(snapshot: SnapshotFrom<TLogic>): string | null;
   /**
+   * Whether `snapshot` is the actor's end (its record `final`: not restored at start-up, its venue
+   * state released), for a machine whose end state still takes an event (an order CANCELED takes a
+   * fill the venue reports late). Default: XState's status is not `active` (a final state).
+   */
+  isFinal?(snapshot: SnapshotFrom<TLogic>): boolean;
+  /** Whether a record already final still takes `event` (it is loaded from the store for it). Default: none. */
+  takesWhenFinal?(event: AnyEventObject): boolean;
+  /**
    * Records that belong with a step of this kind (what the step produced: an order's new fills),
    * given the snapshot before and after it: the writes to make with the step's unit of work, so
    * the step and they commit together or not at all; null when the step has none (then it needs no
@@ -727,6 +735,11 @@ export function unpackSnapshot(
   };
 }
 
+/** Whether `snapshot` ends its actor, by the definition's rule ({@link ActorDefinition.isFinal}). */
+function isFinal(def: ActorDefinition, snapshot: AnyMachineSnapshot): boolean {
+  return def.isFinal ? def.isFinal(snapshot as never) : snapshot.status !== 'active';
+}
+
 /** Context convention: `deadlines` maps timer name → epoch ms. */
 function deadlinesOf(snapshot: { context?: unknown }): Record<string, number> {
   const d = (snapshot.context as { deadlines?: Record<string, number> } | undefined)?.deadlines;
@@ -869,7 +882,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
               status,
               // with typeOf, only the type (stored) now: the view when someone reads it
               view: def.typeOf ? { type: def.typeOf(snapshot) } : deriveView(),
-              final: snapshot.status !== 'active',
+              final: isFinal(def, snapshot),
               partnerId: args.partnerId,
               ownerUserId: args.ownerUserId,
               createdAtMs: now,
@@ -1136,7 +1149,9 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (!live) {
         const record = await this.repo.getStored(id);
         if (!record) throw new UnknownActorError(id);
-        if (record.final || record.quarantine) return record;
+        if (record.quarantine) return record;
+        const takes = this.defs.get(record.machineId)?.takesWhenFinal;
+        if (record.final && !(takes && batch.some((p) => takes(p.event)))) return record;
         const loaded = await this.load(record);
         if (!loaded) return (await this.repo.get(id))!;
         live = loaded;
@@ -1147,6 +1162,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const events: AnyEventObject[] = [];
       for (const p of batch) {
         if (next.status !== 'active') break; // reached a final state earlier in this batch
+        if (isFinal(live.def, next) && !live.def.takesWhenFinal?.(p.event)) continue; // ended: only what it takes
         const [after, acts] = stepper.transition(next, p.event);
         // Nothing happened: nothing to persist. (A re-entry can return the same snapshot object
         // *with* entry actions to run, so the actions decide, not object identity.)
@@ -1199,7 +1215,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
                 snapshot: snapshotJson,
                 status,
                 view: NO_VIEW,
-                final: next.status !== 'active',
+                final: isFinal(def, next),
                 updatedAtMs,
                 machineVersion: def.version,
               },

@@ -33,7 +33,7 @@ import {
 } from './risk.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
 import type { CancelReason, VenuePort, VenueReport } from './venue/port.js';
-import { OPEN_STATUSES as OPEN_ORDER_STATUSES } from '../machines/order.js';
+import { isOrderFinal, OPEN_STATUSES as OPEN_ORDER_STATUSES } from '../machines/order.js';
 
 /** Machine id of the CLOB order actors. */
 export const ORDER_MACHINE_ID = 'order';
@@ -48,7 +48,7 @@ export function orderView(
   meta: { id: string; status: string; createdAtMs: number; updatedAtMs: number; revision: number },
 ): Record<string, unknown> {
   const c = s.context as OrderContext;
-  const final = s.status !== 'active';
+  const final = isOrderFinal(s);
   // nothing filled (most orders, most of the time): no decimal arithmetic
   const unfilled = c.filledSize === '0';
   const filled = unfilled ? ZERO : dec(c.filledSize);
@@ -216,6 +216,8 @@ export class OrderService {
       statusOf: (s) => ORDER_STATUS[s.value as OrderState],
       viewOf: orderView,
       typeOf: (s) => orderTypeOf(s.context),
+      isFinal: isOrderFinal,
+      takesWhenFinal: (e) => e.type === 'venue.filled',
       stepWritesOf: recorder ? (next, previous) => newFillWrites(recorder, next, previous) : undefined,
     });
     // once an order's actor has recorded its end, the venue need not remember the order

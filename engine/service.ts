@@ -15,7 +15,7 @@ import { OrderService } from './orders.js';
 import { StrategyService } from './strategies/service.js';
 import { loadCatalogue, type Catalogue } from './venue/markets.js';
 import { SimVenue } from './venue/sim-venue.js';
-import type { VenuePort } from './venue/port.js';
+import { initialCreditOpId, type VenuePort } from './venue/port.js';
 import { WalletService } from './wallet/service.js';
 import { TradeHistory } from './data/history.js';
 import { HistoryRecorder } from './data/recorder.js';
@@ -111,13 +111,35 @@ export async function startServices(
     replaySpeed: config.simReplaySpeed,
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
+    recordPrints: async (trades) => {
+      await history.recordAlone({ trades, fills: [], cash: [] });
+    },
   });
   const markets = new MarketRegistry(venue);
   const realHistory = await loadRealHistory(store, history, markets, clock);
   const recorder = new HistoryRecorder(history, users, venue);
   const orders = new OrderService(host, actors, venue, clock, log, recorder);
+  // a new user's wallet opens with the initial pUSD: a credit on the chain, recorded in the history
+  users.onCreated(async (user) => {
+    try {
+      const credit = await venue.openWallet(user._id);
+      if (credit) await recorder.recordCash(store, user._id, 'credit', credit);
+      venue.releaseWalletOp(user._id, initialCreditOpId(user._id));
+    } catch (err) {
+      log.error({ err, userId: user._id }, 'the initial credit of a new wallet was not recorded');
+    }
+  });
   const strategies = new StrategyService(host, actors, orders, venue, clock, log);
-  const wallet = new WalletService(host, actors, venue, orders, clock, log, { blockDelayMs: config.simBlockDelayMs });
+  const wallet = new WalletService(
+    host,
+    actors,
+    venue,
+    orders,
+    clock,
+    log,
+    { blockDelayMs: config.simBlockDelayMs },
+    recorder,
+  );
   const copytrade = await CopytradeService.open({
     store,
     host,

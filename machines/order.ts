@@ -16,9 +16,14 @@
  * | partially_filled | `PARTIALLY_FILLED` | no    |
  * | canceling        | `PENDING_CANCEL`   | no    |
  * | filled           | `FILLED`           | yes   |
- * | canceled         | `CANCELED`         | yes   |
+ * | canceled         | `CANCELED`         | yes¹  |
  * | expired          | `EXPIRED`          | yes   |
  * | rejected         | `REJECTED`         | yes   |
+ *
+ * ¹ The order's end (its record is final: {@link isOrderFinal}), yet `canceled` still takes one
+ * event: `(CANCELED, venue.filled)`, a fill the venue reports after the cancel (a real venue can:
+ * the trade matched before the cancel took effect), recorded on the order, which stays CANCELED
+ * (NautilusTrader's order state table has the same row). So `canceled` is not an XState final state.
  */
 import { and, assign, setup } from 'xstate';
 import { dec } from '../engine/decimal.js';
@@ -418,7 +423,15 @@ export const orderMachine = setup({
       },
     },
     filled: { type: 'final' },
-    canceled: { type: 'final' },
+    canceled: {
+      on: {
+        'venue.filled': {
+          guard: 'isNewFill',
+          actions: 'recordFill',
+          description: 'a fill the venue reports after the cancel: recorded, the order stays CANCELED',
+        },
+      },
+    },
     expired: { type: 'final' },
     rejected: { type: 'final' },
   },
@@ -438,6 +451,14 @@ export const ORDER_STATUS = {
 
 export type OrderState = keyof typeof ORDER_STATUS;
 export type OrderStatus = (typeof ORDER_STATUS)[OrderState];
+
+/** States that end an order (its record final): `canceled` too, though it still takes a late fill. */
+export const FINAL_ORDER_STATES: ReadonlySet<string> = new Set(['filled', 'canceled', 'expired', 'rejected']);
+
+/** Whether an order snapshot is the order's end ({@link FINAL_ORDER_STATES}). */
+export function isOrderFinal(s: { value: unknown }): boolean {
+  return FINAL_ORDER_STATES.has(String(s.value));
+}
 
 /** Statuses of orders still working at the venue (GET orders/open). */
 export const OPEN_STATUSES: OrderStatus[] = ['SUBMITTED', 'LIVE', 'PARTIALLY_FILLED', 'PENDING_CANCEL'];

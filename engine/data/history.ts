@@ -123,6 +123,22 @@ export class TradeHistory implements TradeHistoryFeed {
   }
 
   /**
+   * Writes a bulk of rows known to be idempotent by `_id` (a load of recorded history), each by
+   * `replaceOne` without reading first, in one transaction; the listeners are told the whole batch.
+   */
+  async load(batch: RecordedBatch): Promise<void> {
+    await this.store.transaction(async (tx) => {
+      const trades = tx.collection<TapeTrade>(TRADES);
+      for (const t of batch.trades) await trades.replaceOne(t);
+      const fills = tx.collection<TraderFill>(TRADER_FILLS);
+      for (const f of batch.fills) await fills.replaceOne(f);
+      const cash = tx.collection<CashMove>(CASH_MOVES);
+      for (const c of batch.cash) await cash.replaceOne(c);
+    });
+    this.published(batch);
+  }
+
+  /**
    * Hands rows that {@link record} wrote to the listeners: call once their transaction committed.
    * A listener that throws does not keep the batch from the others. An empty batch is not handed on.
    */

@@ -196,7 +196,7 @@ export async function loadRealHistory(
   for (const r of rows) markets.learn(r);
   const migrations = await store.collection<{ _id: string; atMs: number }>('migrations');
   if (await migrations.findOne({ _id: REAL_HISTORY_MIGRATION })) return { rows: rows.length, recorded: false };
-  await history.recordAlone(historyRecords(rows));
+  await history.load(historyRecords(rows));
   await migrations.replaceOne({ _id: REAL_HISTORY_MIGRATION, atMs: clock.now() });
   return { rows: rows.length, recorded: true };
 }

@@ -13,10 +13,18 @@ import type { KindStepWrites } from '../actor-host.js';
 import { dec, str } from '../decimal.js';
 import type { UnitOfWork } from '../store/port.js';
 import type { UserDoc, UserService } from '../users.js';
-import type { TradeFacts, TradeLeg, VenuePort } from '../venue/port.js';
+import { blockOf } from '../venue/chain.js';
+import type { TradeFacts, TradeLeg, VenuePort, WalletOpResult } from '../venue/port.js';
 import type { OrderFill } from '../../machines/order.js';
 import type { TradeHistory } from './history.js';
-import { LIQUIDITY_PROVIDER_ADDRESS, type RecordedBatch, type TapeTrade, type TraderFill } from './records.js';
+import {
+  LIQUIDITY_PROVIDER_ADDRESS,
+  type CashMove,
+  type CashMoveKind,
+  type RecordedBatch,
+  type TapeTrade,
+  type TraderFill,
+} from './records.js';
 
 /** price × size in dollars, at most 6 decimals (decimal strings in and out). */
 export function notionalOf(price: string, size: string): string {
@@ -83,6 +91,62 @@ export class HistoryRecorder {
       const fresh = await this.history.record(tx, await this.fillRecords(tx, fills));
       return () => this.history.published(fresh);
     };
+  }
+
+  /**
+   * The cash movement of a wallet operation's result (`_id` = its venue op id): its pUSD and share
+   * changes, its chain position (a result recorded before positions existed: its block, log index 0).
+   */
+  async cashRecord(tx: UnitOfWork, userId: string, kind: CashMoveKind, r: WalletOpResult): Promise<CashMove> {
+    return {
+      _id: r.opId,
+      address: await this.addressOf(tx, userId),
+      userId,
+      kind,
+      atMs: r.atMs,
+      conditionId: r.conditionId,
+      pusdDelta: r.pusdDelta,
+      shares: r.shares.map((x) => ({
+        tokenId: x.tokenId,
+        delta: x.delta,
+        outcome: this.venue.token(x.tokenId)?.outcome ?? '',
+      })),
+      blockTimestamp: r.blockTimestamp ?? blockOf(r.atMs),
+      logIndex: r.logIndex ?? 0,
+      transactionHash: r.transactionHash,
+      source: 'venue',
+    };
+  }
+
+  /**
+   * The step writes of a wallet step that recorded an operation's result: its cash movement,
+   * written through the step's unit of work; the feed hears of it once committed.
+   */
+  cashWrites(userId: string, kind: CashMoveKind, result: WalletOpResult): KindStepWrites {
+    return async (tx) => {
+      const fresh = await this.history.record(tx, {
+        trades: [],
+        fills: [],
+        cash: [await this.cashRecord(tx, userId, kind, result)],
+      });
+      return () => this.history.published(fresh);
+    };
+  }
+
+  /**
+   * Records the cash movement of an operation no actor step records (a new wallet's initial pUSD),
+   * in a transaction of its own, and hands it to the feed once committed.
+   */
+  async recordCash(
+    store: { transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> },
+    userId: string,
+    kind: CashMoveKind,
+    result: WalletOpResult,
+  ): Promise<void> {
+    const fresh = await store.transaction(async (tx) =>
+      this.history.record(tx, { trades: [], fills: [], cash: [await this.cashRecord(tx, userId, kind, result)] }),
+    );
+    this.history.published(fresh);
   }
 
   /** The tape row of a trade: in the taker's terms. */

@@ -169,12 +169,6 @@ export const HISTORY_INDEXES: Record<string, IndexSpec[]> = {
     { fields: ['conditionId', 'blockTimestamp', 'logIndex'] },
     { fields: ['tokenId', 'blockTimestamp', 'logIndex'] },
   ],
-  [TRADER_FILLS]: [
-    { fields: ['address', 'blockTimestamp', 'logIndex'] },
-    { fields: ['blockTimestamp', 'logIndex'] },
-  ],
-  [CASH_MOVES]: [
-    { fields: ['address', 'blockTimestamp', 'logIndex'] },
-    { fields: ['blockTimestamp', 'logIndex'] },
-  ],
+  [TRADER_FILLS]: [{ fields: ['address', 'blockTimestamp', 'logIndex'] }, { fields: ['blockTimestamp', 'logIndex'] }],
+  [CASH_MOVES]: [{ fields: ['address', 'blockTimestamp', 'logIndex'] }, { fields: ['blockTimestamp', 'logIndex'] }],
 };

@@ -16,8 +16,11 @@ export type CaptureEvent =
    * {@link shapeTouch}): the synthetic touch level, or a replay level the touch removed.
    */
   | { kind: 'level'; atMs: number; tokenId: string; side: Side; price: Dec; size: Dec; touch?: true }
-  /** A trade printed at `price` (the last-trade price of the token). */
-  | { kind: 'trade'; atMs: number; tokenId: string; price: Dec }
+  /**
+   * A trade printed at `price` (the last-trade price of the token), with its size (shares) and
+   * the taker's side when the row gives them.
+   */
+  | { kind: 'trade'; atMs: number; tokenId: string; price: Dec; size?: Dec; side?: Side }
   /**
    * The token's market changed its tick to `tickSize`. `inferred`: the capture has no
    * `tick_size_change` row for it, but a book level priced finer than the market's tick says the
@@ -226,7 +229,12 @@ export function parseCapture(text: string): Capture {
           skips.unusable++;
           break;
         }
-        rows.push({ ev: { kind: 'trade', atMs, tokenId, price }, n });
+        const size = decimalCell(c[col.size]);
+        const side = c[col.side] === 'BUY' ? 'buy' : c[col.side] === 'SELL' ? 'sell' : undefined;
+        rows.push({
+          ev: { kind: 'trade', atMs, tokenId, price, ...(size ? { size } : {}), ...(side ? { side } : {}) },
+          n,
+        });
         break;
       }
       case 'tick_size_change': {

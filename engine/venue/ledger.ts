@@ -164,6 +164,22 @@ export class Ledger {
     return w;
   }
 
+  /** Whether `userId` has a wallet. */
+  has(userId: string): boolean {
+    return this.wallets.has(userId);
+  }
+
+  /**
+   * Opens the wallet of `userId` with the initial pUSD and records that as a `credit` operation
+   * (`meta.opId`), so the chain shows where the money came from.
+   * @returns its result, or null when the wallet was open already (its initial pUSD went unrecorded).
+   */
+  open(userId: string, meta: OpMeta): WalletOpResult | null {
+    if (this.wallets.has(userId)) return null;
+    const w = this.walletOf(userId);
+    return this.recordOp(w, meta, 'credit', null, dec(this.initialPusd), []);
+  }
+
   private positionOf(w: Wallet, tokenId: string): Position {
     let p = w.positions.get(tokenId);
     if (!p) {

@@ -2,7 +2,7 @@ import { Dec, dec, ONE, onTick, SIZE_DP, str, ZERO } from '../decimal.js';
 import { OrderBook, priceKey, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
 import { blockOf, operationHash, type ChainClock } from './chain.js';
-import type { ChainPosition } from '../data/records.js';
+import type { ChainPosition, TapeTrade } from '../data/records.js';
 import type {
   CancelReason,
   FillReport,
@@ -48,6 +48,8 @@ export interface Tx {
   hash?: string;
   /** Whether the operation took chain positions (its journal entry then records where the sequence is). */
   positioned: boolean;
+  /** Trade prints of the capture applied by the operation: anonymous tape rows, recorded once it is journaled. */
+  prints: TapeTrade[];
 }
 
 /**
@@ -61,6 +63,7 @@ export function newTx(seq: number, atMs: number, chain: ChainClock | null = null
     atMs,
     chain,
     positioned: false,
+    prints: [],
     users: new Set(),
     orders: new Set(),
     tokens: new Set(),

@@ -374,6 +374,13 @@ export interface VenuePort {
    * @throws {VenueOpRefused} carrying a {@link WalletOpRefusal}.
    */
   walletOp(op: WalletOp): Promise<WalletOpResult>;
+  /**
+   * Opens the wallet of a new user with the venue's initial pUSD, as a `credit` operation (op id
+   * {@link initialCreditOpId}) with its chain position, once recorded; a repeat answers the recorded
+   * result while the venue remembers it.
+   * @returns the result, or null when the wallet was open before (nothing to record).
+   */
+  openWallet(userId: string): Promise<WalletOpResult | null>;
   /** Why the venue would refuse `op` now (the same rule {@link walletOp} applies), or null. Changes nothing. */
   walletOpRefusal(op: WalletOp): WalletOpRefusal | null;
   /** The client recorded the outcome of `opId` of `userId`: the venue may forget it (no retry will come). */
@@ -381,6 +388,9 @@ export interface VenuePort {
   /** Stops background work and waits until everything accepted is recorded (shutdown). */
   close(): Promise<void>;
 }
+
+/** The op id of a new wallet's initial pUSD credit ({@link VenuePort.openWallet}). */
+export const initialCreditOpId = (userId: string) => `initial:${userId}`;
 
 /** A wallet operation the venue refused (nothing changed): {@link WalletOpRefusal} as an error. */
 export class VenueOpRefused extends Error {

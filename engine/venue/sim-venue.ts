@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { dec, str, type Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
+import type { TapeTrade } from '../data/records.js';
 import type { CaptureEvent } from './capture.js';
 import { CaptureReplay, type CapturePosition } from './capture-replay.js';
 import { ChainClock } from './chain.js';
@@ -36,7 +37,7 @@ import type {
   WalletOpResult,
   WalletView,
 } from './port.js';
-import { VenueOpRefused } from './port.js';
+import { initialCreditOpId, VenueOpRefused } from './port.js';
 
 /** Options of the simulated venue (from SIM_* settings). */
 export interface SimVenueOptions {
@@ -69,6 +70,11 @@ export interface SimVenueOptions {
   captureTickMs?: number;
   /** Capture seconds per real second of the capture replay (SIM_CAPTURE_SPEED; default 1 = real time). */
   captureSpeed?: number;
+  /**
+   * Records the capture's trade prints of one venue operation as anonymous tape rows (the trade
+   * history), once the operation is journaled: one call per capture batch. Absent: not recorded.
+   */
+  recordPrints?: (prints: TapeTrade[]) => Promise<void>;
 }
 
 /** Reason of the `venue.canceled` report of a resting order whose price is off a new tick. */
@@ -319,7 +325,7 @@ export class SimVenue implements VenuePort {
   applyCaptureEvents(events: readonly CaptureEvent[], position?: CapturePosition): Promise<void> {
     return this.runMarketOp((tx) => {
       if (position) this.capturePos = { next: position.next, recordedMs: position.recordedMs };
-      for (const ev of events) {
+      for (const [i, ev] of events.entries()) {
         switch (ev.kind) {
           case 'level':
             if (!this.matching.isClosed(ev.tokenId))
@@ -327,6 +333,8 @@ export class SimVenue implements VenuePort {
             break;
           case 'trade':
             this.lastTrades.set(ev.tokenId, ev.price);
+            if (this.o.recordPrints && ev.size?.gt(0))
+              this.addPrint(tx, ev, position ? `capture:${position.next - events.length + i}` : null);
             break;
           case 'tick': {
             const info = this.token(ev.tokenId);
@@ -341,6 +349,36 @@ export class SimVenue implements VenuePort {
           }
         }
       }
+    });
+  }
+
+  /**
+   * A trade print of the capture as an anonymous tape row (no wallets) at the next chain position.
+   * @param id - the capture event's index as `capture:<n>` (a replay applies each once), or null
+   *   (scripted events, tests): the operation's transaction and log index then name it.
+   */
+  private addPrint(tx: Tx, ev: Extract<CaptureEvent, { kind: 'trade' }>, id: string | null): void {
+    const info = this.token(ev.tokenId);
+    if (!info) return;
+    const pos = nextPosition(tx);
+    const size = ev.size!;
+    const tradeId = id ?? `capture:${pos.transactionHash}:${pos.logIndex}`;
+    tx.prints.push({
+      _id: tradeId,
+      tradeId,
+      ...pos,
+      atMs: tx.atMs,
+      conditionId: info.conditionId,
+      tokenId: ev.tokenId,
+      outcome: info.outcome,
+      side: ev.side === 'sell' ? 'SELL' : 'BUY',
+      price: str(ev.price),
+      size: str(size),
+      notionalUsd: str(ev.price.times(size).toDecimalPlaces(6)),
+      feeUsd: '0',
+      maker: null,
+      taker: null,
+      source: 'capture',
     });
   }
 
@@ -497,11 +535,15 @@ export class SimVenue implements VenuePort {
         this.entryJson(tx, tx.markets.size ? [...tx.markets].map((c) => this.marketRow(c)) : undefined, capture),
       );
     }
-    return durable.then(() => {
+    return durable.then(async () => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
       for (const t of this.booksChanged(tx)) for (const l of this.bookListeners) l(t);
       for (const u of tx.users) for (const l of this.walletListeners) l(u);
       for (const c of tx.markets) for (const l of this.marketListeners) l(c);
+      if (tx.prints.length)
+        await this.o.recordPrints!(tx.prints).catch((err: unknown) =>
+          this.o.log.error({ err, prints: tx.prints.length }, 'trade prints of the capture not recorded'),
+        );
     });
   }
 
@@ -646,6 +688,26 @@ export class SimVenue implements VenuePort {
       }
       tx.users.add(op.userId);
     }).then(() => result!);
+  }
+
+  openWallet(userId: string): Promise<WalletOpResult | null> {
+    const opId = initialCreditOpId(userId);
+    const done = this.ledger.opResult(userId, opId);
+    if (done) return this.journal.written().then(() => done);
+    let result: WalletOpResult | null = null;
+    return this.execute((tx) => {
+      if (this.ledger.has(userId)) return;
+      const { blockTimestamp, logIndex } = nextPosition(tx);
+      const meta = {
+        opId,
+        atMs: tx.atMs,
+        transactionHash: walletOpHash({ kind: 'credit', opId, userId }),
+        blockTimestamp,
+        logIndex,
+      };
+      result = this.ledger.open(userId, meta);
+      if (result) tx.users.add(userId);
+    }).then(() => result);
   }
 
   releaseWalletOp(userId: string, opId: string): void {

@@ -28,6 +28,7 @@ import { dec, str, USD_DP } from '../decimal.js';
 import { DomainError, errors } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { OrderService } from '../orders.js';
+import type { HistoryRecorder } from '../data/recorder.js';
 import { checkTokenAmount, checkWalletOp, walletOpError } from '../risk.js';
 import type { ActorRecord, ActorRepository } from '../store/actors.js';
 import { VenueOpRefused, type VenuePort, type WalletOp, type WalletOpResult } from '../venue/port.js';
@@ -36,6 +37,9 @@ import { walletOpHash } from '../venue/sim-venue.js';
 /** Machine id and kind of the split / merge / redeem actors. */
 export const WALLET_OP_MACHINE_ID = 'wallet-op';
 export const WALLET_OP_KIND = 'wallet';
+
+/** The trade history's kind of each wallet operation's cash movement. */
+const CASH_KIND = { SPLIT: 'split', MERGE: 'merge', REDEEM: 'redeem' } as const;
 /** Machine id and kind of the withdrawal actors. */
 export const WITHDRAWAL_MACHINE_ID = 'withdrawal';
 export const WITHDRAWAL_KIND = 'withdrawal';
@@ -197,6 +201,8 @@ export class WalletService {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly o: WalletOptions,
+    /** Records each operation's cash movement with the step that records its result; none: not recorded. */
+    recorder?: HistoryRecorder,
   ) {
     this.inFlight = new InFlight(host, log, 'wallet operation failed at the venue; retried at the next start');
     const apply = (actorId: string, op: WalletOp, ok: (r: WalletOpResult) => object) =>
@@ -220,6 +226,13 @@ export class WalletService {
       }),
       statusOf: (s) => WALLET_OP_STATUS[s.value as WalletOpState],
       viewOf: (s, meta) => walletOpView(s, meta, venue),
+      stepWritesOf: recorder
+        ? (next, prev) => {
+            const r = next.context.result;
+            if (!r || prev.context.result) return null;
+            return recorder.cashWrites(next.context.userId, CASH_KIND[next.context.type], r);
+          }
+        : undefined,
     });
     host.register({
       machineId: WITHDRAWAL_MACHINE_ID,
@@ -235,6 +248,14 @@ export class WalletService {
       }),
       statusOf: (s) => WITHDRAWAL_STATUS[s.value as WithdrawalState],
       viewOf: withdrawalView,
+      stepWritesOf: recorder
+        ? (next, prev) => {
+            const c = next.context;
+            if (c.debit && !prev.context.debit) return recorder.cashWrites(c.userId, 'withdraw', c.debit);
+            if (c.credit && !prev.context.credit) return recorder.cashWrites(c.userId, 'withdraw_refund', c.credit);
+            return null;
+          }
+        : undefined,
     });
     // once an operation's actor recorded its end, the venue need not remember the operation
     host.on('changed', (c) => {

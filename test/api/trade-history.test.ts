@@ -1,16 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CASH_MOVES,
   LIQUIDITY_PROVIDER_ADDRESS,
+  type CashMove,
   TRADER_FILLS,
   TRADES,
   type TapeTrade,
   type TraderFill,
 } from '../../engine/data/records.js';
 import type { RecordedBatch } from '../../engine/data/records.js';
+import { dec } from '../../engine/decimal.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
+import type { VenueReport } from '../../engine/venue/port.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { px, Trading } from './trading-kit.js';
+import { poll, px, Trading } from './trading-kit.js';
 
 /**
  * The trade history through the real path: fills made by REST orders land, in the same store
@@ -111,6 +116,73 @@ describe('trade history: fills made through REST are recorded with their chain p
     expect(orderIds).toEqual([rest.body.order_id, take.body.order_id]);
   });
 
+  it('a fill the venue reports after the cancel: recorded on the CANCELED order and in the history', async () => {
+    const f = await tr.freshToken();
+    const price = px(f.bid - 0.05);
+    const rest = await tr.post('alice', { symbol: f.token, side: 'buy', type: 'LIMIT', price, size: '10' });
+    expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    const canceled = await svc.call('DELETE', `/v2/trade/orders/${rest.body.order_id}`, { headers: tr.as('alice') });
+    expect(canceled).toMatchObject({ status: 200, body: { status: 'CANCELED', filled_size: '0' } });
+    // a real venue can report a trade that matched before the cancel took effect: the port's report
+    const aliceId = (await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } })).body
+      .platform_user_id;
+    const report = (r: VenueReport) => {
+      const venue = svc.services.venue as unknown as { reportListeners: ((r: VenueReport) => void)[] };
+      for (const l of venue.reportListeners) l(r);
+    };
+    const late: VenueReport = {
+      type: 'venue.filled',
+      orderId: rest.body.order_id,
+      tradeId: 'Tlate-1-m',
+      price,
+      size: '3',
+      liquidity: 'maker',
+      completes: false,
+      atMs: Date.now(),
+      trade: {
+        id: 'Tlate-1',
+        blockTimestamp: 1_000_000_000,
+        logIndex: 0,
+        transactionHash: `0x${'1'.repeat(64)}`,
+        size: '3',
+        feeUsd: '0',
+        maker: {
+          userId: aliceId,
+          orderId: rest.body.order_id,
+          tokenId: f.token,
+          side: 'buy',
+          price,
+        },
+        taker: { userId: null, orderId: null, tokenId: f.token, side: 'sell', price },
+      },
+    };
+    report(late);
+    await svc.services.orders.whenQuiet(rest.body.order_id);
+    await svc.services.host.whenIdle();
+    const after = await tr.orderById('alice', rest.body.order_id);
+    expect(after).toMatchObject({
+      status: 200,
+      body: {
+        status: 'CANCELED',
+        filled_size: '3',
+        cancel_code: 'USER_CANCELED',
+        revision: canceled.body.revision + 1,
+      },
+    });
+    expect(after.body.fills).toMatchObject([{ trade_id: 'Tlate-1-m', size: '3', block_timestamp: 1_000_000_000 }]);
+    expect(await fillsOf('Tlate-1')).toMatchObject([
+      { role: 'maker', address: address.alice, orderId: rest.body.order_id, size: '3' },
+      { role: 'taker', address: LIQUIDITY_PROVIDER_ADDRESS },
+    ]);
+    // delivered again: nothing changes
+    report(late);
+    await svc.services.host.whenIdle();
+    expect((await tr.orderById('alice', rest.body.order_id)).body).toMatchObject({
+      filled_size: '3',
+      revision: after.body.revision,
+    });
+  });
+
   it("a trade with the liquidity provider: the user's fill, the provider's fill and the tape row", async () => {
     const f = await tr.freshToken();
     const buy = await tr.post('alice', {
@@ -173,5 +245,103 @@ describe('trade history: a fill, its order step and its records commit together'
     // the failed attempt told nobody: the committed rows were handed on once
     expect(heard.flatMap((b) => b.trades.map((t) => t._id))).toEqual([tradeId]);
     expect(heard.flatMap((b) => b.fills.map((x) => x._id)).sort()).toEqual([`${tradeId}:maker`, `${tradeId}:taker`]);
+  });
+});
+
+describe('trade history: cash movements (credit, split, merge, withdrawal and its refund) through REST', () => {
+  let svc: TestService;
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it('each operation is one cash row with its deltas and a chain position of its own', async () => {
+    svc = await startTestService({ env: { SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '200' } });
+    const tr = await new Trading(() => svc).init([]);
+    const created = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });
+    expect(created.status).toBe(201);
+    const address = created.body.safe_address.toLowerCase();
+    const as = tr.as('carol');
+    const market = (await svc.call('GET', '/v2/trade/markets?limit=5')).body.markets[0];
+    const [yes, no] = market.tokens.map((t: any) => t.token_id);
+    const post = (path: string, body: unknown) => svc.call('POST', `/v2/trade${path}`, { body, headers: as });
+    expect(await post('/positions/split', { condition_id: market.condition_id, amount: '20' })).toMatchObject({
+      status: 200,
+    });
+    expect(await post('/positions/merge', { condition_id: market.condition_id, amount: '5' })).toMatchObject({
+      status: 200,
+    });
+    const ok = await post('/withdraw', { to_address: '0x000000000000000000000000000000000000dEaD', amount: '10' });
+    const reverts = await post('/withdraw', { to_address: '0x0000000000000000000000000000000000000000', amount: '7' });
+    expect([ok.status, reverts.status]).toEqual([200, 200]);
+    await poll(
+      'withdrawal refunded',
+      async () => (await svc.call('GET', `/v2/trade/withdrawals/${reverts.body.withdrawal_id}`, { headers: as })).body,
+      (b) => b.status === 'FAILED',
+    );
+    const cash = await (
+      await svc.services.store.collection<CashMove>(CASH_MOVES)
+    ).find({ address }, { sort: { blockTimestamp: 1, logIndex: 1 } });
+    const userId = created.body.platform_user_id;
+    expect(cash.map((c) => [c.kind, c.pusdDelta, c.shares.map((x) => [x.tokenId, x.delta])])).toEqual([
+      ['credit', '1000', []],
+      [
+        'split',
+        '-20',
+        [
+          [yes, '20'],
+          [no, '20'],
+        ],
+      ],
+      [
+        'merge',
+        '5',
+        [
+          [yes, '-5'],
+          [no, '-5'],
+        ],
+      ],
+      ['withdraw', '-10', []],
+      ['withdraw', '-7', []],
+      ['withdraw_refund', '7', []],
+    ]);
+    expect(cash.every((c) => c.userId === userId && c.source === 'venue')).toBe(true);
+    expect(cash[1]).toMatchObject({ conditionId: market.condition_id, shares: [{ outcome: expect.any(String) }, {}] });
+    const positions = cash.map((c) => `${c.blockTimestamp}:${c.logIndex}`);
+    expect(new Set(positions).size).toBe(cash.length);
+    expect(cash.every((c) => c.blockTimestamp % 2 === 0 && /^0x[0-9a-f]{64}$/.test(c.transactionHash))).toBe(true);
+  });
+});
+
+describe("trade history: the capture's trade prints are anonymous tape rows", () => {
+  let svc: TestService;
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it('a print with a size is a tape row without wallets at a chain position; one without a size is not', async () => {
+    svc = await startTestService({ env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
+    const venue = svc.services.venue as SimVenue;
+    const capture = svc.services.catalogue.capture!;
+    const tokenId = capture.markets.at(-1)!.tokens[0]!.tokenId;
+    const atMs = capture.startMs;
+    await venue.applyCaptureEvents([
+      { kind: 'trade', atMs, tokenId, price: dec('0.42'), size: dec('12.5'), side: 'sell' },
+      { kind: 'trade', atMs, tokenId, price: dec('0.43') },
+      { kind: 'trade', atMs, tokenId, price: dec('0.44'), size: dec('2'), side: 'buy' },
+    ]);
+    const rows = await (
+      await svc.services.store.collection<TapeTrade>(TRADES)
+    ).find({ tokenId, source: 'capture' }, { sort: { blockTimestamp: 1, logIndex: 1 } });
+    expect(rows).toMatchObject([
+      { side: 'SELL', price: '0.42', size: '12.5', notionalUsd: '5.25', maker: null, taker: null, feeUsd: '0' },
+      { side: 'BUY', price: '0.44', size: '2', notionalUsd: '0.88', maker: null, taker: null },
+    ]);
+    expect(rows[0]!.transactionHash).toBe(rows[1]!.transactionHash); // one venue operation
+    expect(rows[1]!.logIndex).toBe(rows[0]!.logIndex + 1);
+    expect(rows[0]).toMatchObject({
+      conditionId: capture.markets.at(-1)!.conditionId,
+      blockTimestamp: expect.any(Number),
+    });
+    expect(venue.book(tokenId)?.lastTradePrice).toBe('0.44');
   });
 });

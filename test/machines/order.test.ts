@@ -56,7 +56,7 @@ function runActions(actions: Array<{ exec?: unknown; info?: unknown; params?: un
 }
 
 const serializeState = (s: Snap) =>
-  JSON.stringify([s.value, s.context.cancelRequested, s.context.filledSize, s.context.deadlines]);
+  JSON.stringify([s.value, s.context.cancelRequested, s.context.filledSize, s.context.deadlines, s.context.tradeIds]);
 
 describe('order machine (model-based)', () => {
   const paths = getSimplePaths(orderMachine, { input, events: EVENTS, serializeState });
