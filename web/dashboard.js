@@ -36,6 +36,8 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 let socket = null;
 /** Rows by id (record_id / order_id); a push older than what is shown is ignored. @type {Map<string, Row>} */
 const strategies = new Map();
+/** Copytrade subscriptions by id. @type {Map<string, Row>} */
+const copytrades = new Map();
 /** @type {Map<string, Row>} */
 const orders = new Map();
 /** The user's positions by token id (REST item shape). @type {Map<string, HeldPosition>} */
@@ -300,9 +302,68 @@ function orderCells(o) {
   ];
 }
 
+/** A copytrade subscription's row: leader, status, sizing, counters. @param {Row} c */
+function copytradeCells(c) {
+  const n = c.counters ?? {};
+  const reasons = Object.entries(n.skipped_by_reason ?? {})
+    .map(([why, k]) => `${why} ${k}`)
+    .join(', ');
+  const skips = document.createElement('span');
+  skips.textContent = String(n.skipped ?? 0);
+  skips.title = reasons || 'none';
+  return [
+    short(c.id),
+    c.leader_username || short(String(c.leader_address ?? '')),
+    statusCell(c.status),
+    `${c.buy_size_mode} ${c.buy_size_value}${c.is_simulation ? ' · paper' : ''}`,
+    String(n.copies ?? 0),
+    skips,
+    `$${n.spent_usd ?? '0'}`,
+    `$${n.realized_pnl ?? '0'}`,
+    time(c.updated_at),
+  ];
+}
+
+/** The history read in flight (one at a time; a push meanwhile asks for one more). @type {Promise<void> | null} */
+let copiesLoading = null;
+let copiesAgain = false;
+/** The latest copies and skips (GET /copytrade/history), read again after each copytrade push. */
+async function loadCopies() {
+  if (copiesLoading) {
+    copiesAgain = true;
+    return;
+  }
+  copiesLoading = (async () => {
+    do {
+      copiesAgain = false;
+      const h = await get('/copytrade/history?limit=20');
+      const tbody = /** @type {HTMLTableSectionElement} */ ($('copies').querySelector('tbody'));
+      tbody.replaceChildren(
+        ...h.history.map((/** @type {Row} */ r) => {
+          const tr = document.createElement('tr');
+          tr.dataset.id = r.id;
+          tr.dataset.result = r.result;
+          tr.addEventListener('click', () => selectToken(r.token_id ?? undefined));
+          fill(tr, [
+            time(r.created_at),
+            short(r.copytrade_id),
+            r.result === 'SKIPPED' ? `skipped: ${r.reason}` : r.detail || 'copied',
+            text(r.side),
+            ...(r.token_id ? tokenCells(r.token_id) : ['–', '–']),
+            r.amount ? `$${r.amount}` : r.shares ? `${r.shares} sh` : '–',
+            r.order_status ? statusCell(r.order_status) : r.is_simulation ? 'paper' : '–',
+          ]);
+          return tr;
+        }),
+      );
+    } while (copiesAgain);
+  })().finally(() => (copiesLoading = null));
+  await copiesLoading.catch(() => {});
+}
+
 /**
  * Applies a record to a table: inserts or updates its row (newest first), unless it is older.
- * @param {'strategies' | 'orders'} table
+ * @param {'strategies' | 'orders' | 'copytrades'} table
  * @param {Map<string, Row>} rows
  * @param {string} id
  * @param {Row} rec
@@ -323,7 +384,10 @@ function upsert(table, rows, id, rec, flash) {
   tr.dataset.status = rec.status;
   tr.dataset.revision = String(rec.revision);
   tr.classList.toggle('done', FINAL.has(rec.status));
-  fill(tr, table === 'strategies' ? strategyCells(rec) : orderCells(rec));
+  fill(
+    tr,
+    table === 'strategies' ? strategyCells(rec) : table === 'copytrades' ? copytradeCells(rec) : orderCells(rec),
+  );
   if (flash) {
     tr.classList.remove('flash');
     void tr.offsetWidth;
@@ -696,6 +760,9 @@ async function start() {
       const [s, o] = await Promise.all([get('/strategies?limit=500'), get('/orders/open?limit=500')]);
       for (const r of [...s.strategies].reverse()) upsert('strategies', strategies, r.record_id, r, false);
       for (const r of [...o.orders].reverse()) upsert('orders', orders, r.order_id, r, false);
+      const ct = await get('/copytrade');
+      for (const r of [...ct.copytrades].reverse()) upsert('copytrades', copytrades, r.id, r, false);
+      await loadCopies();
     } catch (err) {
       setConnection(false, String(/** @type {Error} */ (err).message));
     }
@@ -709,6 +776,10 @@ async function start() {
   });
   socket.on('strategy.updated', (s) => upsert('strategies', strategies, s.record_id, s, true));
   socket.on('order.updated', (o) => upsert('orders', orders, o.order_id, o, true));
+  socket.on('copytrade.updated', (c) => {
+    upsert('copytrades', copytrades, c.id, c, true);
+    void loadCopies();
+  });
   socket.on('book.updated', onBook);
   socket.on('balance.updated', onBalance);
   socket.on('position.updated', onPositions);
@@ -720,10 +791,10 @@ async function start() {
  * book subscriptions), so the next key's user never sees another user's records.
  */
 function forgetBoard() {
-  for (const rows of [strategies, orders, positions, marketStates, bookWants, mids]) rows.clear();
+  for (const rows of [strategies, orders, copytrades, positions, marketStates, bookWants, mids]) rows.clear();
   walletRevision.balance = 0;
   walletRevision.position = 0;
-  for (const table of ['strategies', 'orders', 'positions'])
+  for (const table of ['strategies', 'orders', 'copytrades', 'copies', 'positions'])
     /** @type {HTMLElement} */ ($(table).querySelector('tbody')).replaceChildren();
   if (chart) chart.remove();
   chart = null;
