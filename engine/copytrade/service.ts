@@ -44,6 +44,9 @@ import type { CopyEnv, CopySettings, LeaderFill } from './rules.js';
 
 /** Machine id of a subscription actor. */
 export const COPYTRADE_MACHINE_ID = 'copytrade';
+/** Order ids of a subscription's orders start with it (subscription ids are `ct_…`). */
+const COPY_ORDER_PREFIX = 'ord_ct_';
+
 /** Collection of the history rows. */
 export const COPYTRADE_HISTORY = 'copytradeHistory';
 
@@ -356,6 +359,9 @@ export class CopytradeService {
   private deliverBatch(batch: RecordedBatch): void {
     if (this.byLeader.size === 0) return;
     for (const f of batch.fills) {
+      // a subscription's own orders (copies, risk-control exits) are not copied again: chains and
+      // cycles of subscriptions cannot echo a fill back and forth
+      if (f.orderId?.startsWith(COPY_ORDER_PREFIX)) continue;
       const subs = this.subscriptionsOf(f);
       if (subs.length === 0) continue;
       const fill = leaderFillOf(f);
@@ -511,6 +517,8 @@ export class CopytradeService {
     initialStatus: 'ACTIVE' | 'PAUSED',
   ): Promise<ActorRecord> {
     const prev = this.creating.get(user._id) ?? Promise.resolve();
+    if ([user.eoaAddress, user.safeAddress].some((a) => lower(a) === lower(settings.leader_address)))
+      throw errors.badRequest('leader_address is one of your own wallets: a user cannot copy itself');
     const run = prev
       .catch(() => {})
       .then(async () => {

@@ -29,7 +29,7 @@ describe('copytrade: a follower mirrors a leader user', () => {
 
   beforeAll(async () => {
     svc = await startTestService();
-    await tr.init(['lead', 'follow', 'paper', 'risk', 'hold']);
+    await tr.init(['lead', 'follow', 'paper', 'risk', 'hold', 'chain']);
     const r = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'lead' } });
     leader = getAddress(r.body.safe_address);
   });
@@ -43,8 +43,11 @@ describe('copytrade: a follower mirrors a leader user', () => {
   const history = async (u: string) =>
     (await svc.call('GET', '/v2/trade/copytrade/history?limit=200', { headers: as(u) })).body.history as any[];
 
-  it('400 for unknown properties, a bad checksum, a missing field; nothing created', async () => {
+  it('400 for unknown properties, a bad checksum, a missing field, oneself; nothing created', async () => {
+    const own = (await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'follow' } })).body;
     const bad = [
+      { ...BODY, leader_address: own.safe_address },
+      { ...BODY, leader_address: own.eoa_address.toLowerCase() },
       { ...BODY, leader_address: leader, extra: 1 },
       { ...BODY, leader_address: leader.slice(0, -1) + (leader.endsWith('a') ? 'B' : 'a') },
       { ...BODY, leader_address: '0x1234' },
@@ -218,7 +221,10 @@ describe('copytrade: a follower mirrors a leader user', () => {
   it('risk controls: close_at_price_cents sells the position at once, max_hold_seconds by its timer', async () => {
     const close = await subscribe('risk', { ...BODY, leader_address: leader, close_at_price_cents: 1 });
     const hold = await subscribe('hold', { ...BODY, leader_address: leader, max_hold_seconds: 1 });
-    expect([close.status, hold.status]).toEqual([201, 201]);
+    // 'chain' follows 'follow': the copies 'follow' makes are not copied again (no echo along chains or cycles)
+    const followWallet = (await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'follow' } })).body;
+    const chain = await subscribe('chain', { ...BODY, leader_address: followWallet.safe_address });
+    expect([close.status, hold.status, chain.status]).toEqual([201, 201, 201]);
     const f = await tr.freshToken();
     await tr.post('lead', { symbol: f.token, side: 'buy', type: 'MARKET', quote_amount: '20' });
     for (const [u, name] of [
@@ -237,6 +243,8 @@ describe('copytrade: a follower mirrors a leader user', () => {
       const positions = await svc.call('GET', '/v2/trade/positions', { headers: as(u) });
       expect(positions.body.positions.filter((p: any) => p.asset === f.token && Number(p.size) > 0)).toEqual([]);
     }
+    expect((await history('follow')).filter((r) => r.token_id === f.token)).toHaveLength(1);
+    expect(await history('chain')).toEqual([]);
   });
 
   it('PATCH changes settings, DELETE soft-deletes (history kept); 404 for another user', async () => {
