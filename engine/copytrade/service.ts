@@ -16,6 +16,7 @@
  */
 import { getAddress } from 'ethers';
 import {
+  isNewFill,
   riskLevels,
   copytradeMachine,
   COPYTRADE_MACHINE_VERSION,
@@ -393,7 +394,8 @@ export class CopytradeService {
     for (let attempt = 1; ; attempt++) {
       try {
         const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
-        if (!c) return;
+        // the machine decides; this only spares a step for a fill it certainly ignores (the start-up replay)
+        if (!c || !isNewFill(c, fill)) return;
         await this.host.send(id, {
           type: 'leader.fill',
           fill,
