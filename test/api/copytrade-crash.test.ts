@@ -7,10 +7,28 @@ import { TRADER_FILLS, type TraderFill } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { spawnService, type ServiceProcess } from '../process.js';
+import { poll } from './trading-kit.js';
 
 const KEY = 'pts_copytrade_crash_master_key_0123456789';
 const ENV = { MASTER_API_KEY: KEY, SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' };
 const FOLLOWERS = ['f1', 'f2', 'f3'];
+
+/** REST calls to a spawned service with the master key, acting for user `u`. */
+function caller(baseUrl: string) {
+  return async (u: string, method: string, p: string, body?: unknown) => {
+    const r = await fetch(baseUrl + p, {
+      method,
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        'content-type': 'application/json',
+        'x-partner-user-id': u,
+        ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, body: (await r.json()) as any };
+  };
+}
 
 /**
  * `kill -9` of a spawned service while a leader's burst of fills is being copied: after the
@@ -30,19 +48,7 @@ describe('copytrade: kill -9 while copies are in flight', () => {
   it('no leader fill copied twice or missed after the restart', { timeout: 90_000 }, async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-copytrade-crash-'));
     child = await spawnService({ DATA_DIR: dir, ...ENV });
-    const call = async (u: string, method: string, p: string, body?: unknown) => {
-      const r = await fetch(child!.baseUrl + p, {
-        method,
-        headers: {
-          authorization: `Bearer ${KEY}`,
-          'content-type': 'application/json',
-          'x-partner-user-id': u,
-          ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: r.status, body: (await r.json()) as any };
-    };
+    const call = caller(child.baseUrl);
     const lead = await call('lead', 'POST', '/v2/trade/users', { partner_user_id: 'lead' });
     expect(lead.status).toBe(201);
     const subs: Record<string, string> = {};
@@ -123,5 +129,70 @@ describe('copytrade: kill -9 while copies are in flight', () => {
       const mine = orders.records.filter((o) => (o.view as any).record_id === subs[u]);
       expect(mine.length, u).toBe(copies.length);
     }
+  });
+});
+
+/**
+ * The real leader wallet replayed (COPYTRADE_LEADER_REPLAY) and `kill -9` while its fills are being
+ * copied: after the restart the replay continues from its durable cursor and each of the 470 fills
+ * is in the follower's history exactly once.
+ */
+describe('copytrade: kill -9 during the real leader wallet replay', () => {
+  let dir: string;
+  let child: ServiceProcess | null = null;
+  let svc: TestService | null = null;
+  afterAll(async () => {
+    if (child && child.child.exitCode === null) child.child.kill('SIGKILL');
+    await svc?.close();
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('each of the 470 fills copied or skipped once across the restart', { timeout: 120_000 }, async () => {
+    const replay = { ...ENV, COPYTRADE_LEADER_REPLAY: 'on', COPYTRADE_LEADER_REPLAY_SPEED: '20000' };
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-copytrade-replay-crash-'));
+    child = await spawnService({ DATA_DIR: dir, ...replay });
+    const call = caller(child.baseUrl);
+    expect((await call('f', 'POST', '/v2/trade/users', { partner_user_id: 'f' })).status).toBe(201);
+    const sub = await call('f', 'POST', '/v2/trade/copytrade', {
+      leader_address: '0xb77b6ef359f02192fb077227499f9f853d4870a5',
+      buy_order_type: 'ALL',
+      buy_size_mode: 'FIXED_USD_PER_TRADE',
+      buy_size_value: 1,
+      buy_insufficient_usdc_action: 'BUY_MAX',
+      buy_time_in_force: 'FOK',
+      sell_order_type: 'ALL',
+      sell_size_mode: 'MAX',
+      sell_insufficient_shares_action: 'SELL_MAX',
+    });
+    expect(sub.status).toBe(201);
+    const handled = async () => {
+      const r = await call('f', 'GET', `/v2/trade/copytrade/${sub.body.id}`);
+      return (r.body.counters.copies as number) + (r.body.counters.skipped as number);
+    };
+    // the replay runs (470 fills over ~5 s at this speed): kill it part-way
+    for (let n = 0; n < 40; n = await handled()) await new Promise((r) => setTimeout(r, 20));
+    child.child.kill('SIGKILL');
+    await child.exited;
+
+    svc = await startTestService({ store: await SqliteStore.open(dir, { lock: true }), env: replay });
+    const userId = (await svc.services.users.byPartnerUserId(svc.services.config.partnerId, 'f'))._id;
+    await poll(
+      'all 470 handled after the restart',
+      async () => (await svc!.services.copytrade.history(userId, 1000)).length,
+      (n) => n >= 470,
+      60_000,
+    );
+    await svc.services.copytrade.idle();
+    const rows = await svc.services.copytrade.history(userId, 1000);
+    const keys = new Set(rows.map((r) => `${r.fill!.transactionHash}:${r.fill!.logIndex}`));
+    expect(rows).toHaveLength(470);
+    expect(keys.size).toBe(470);
+    const one = await svc.call('GET', `/v2/trade/copytrade/${sub.body.id}`, {
+      token: KEY,
+      headers: { 'x-partner-user-id': 'f' },
+    });
+    expect(one.body.counters.copies + one.body.counters.skipped).toBe(470);
+    const orders = await svc.services.actors.findOwned(userId, { kind: 'order' }, { limit: 1000 });
+    expect(orders.records.length).toBe(rows.filter((r) => r.kind === 'copy').length);
   });
 });
