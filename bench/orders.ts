@@ -166,7 +166,17 @@ async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   return { url: `http://127.0.0.1:${port}/echo`, child };
 }
 
-async function benchService(label: string, dataDir: string, echo: Result): Promise<void> {
+/**
+ * Runs the service on `dataDir` (`:memory:` for the store in memory) at every connection level.
+ * @param env - more settings of the service (`TRADE_HISTORY=off`: the same run without recording).
+ * @returns the order throughput (req/s) of the first connection level.
+ */
+async function benchService(
+  label: string,
+  dataDir: string,
+  echo: Result,
+  env: Record<string, string> = {},
+): Promise<number> {
   // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service (open it in Chrome DevTools;
   // `tsx bench/blocks-profile.ts <profile> <blocks file>` lists what ran in the long blocks).
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
@@ -183,6 +193,7 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
       LOG_LEVEL: 'warn',
       RATE_LIMIT_PER_MIN: '0',
       BENCH_LOOP_BLOCKS: blocksFile,
+      ...env,
     },
     30_000,
     // BENCH_NODE_ARGS: more flags for the service (`--trace-gc`, `--max-semi-space-size=32`, …)
@@ -264,6 +275,7 @@ async function benchService(label: string, dataDir: string, echo: Result): Promi
   else await fs.rm(blocksFile, { force: true });
   for (const [name, r] of results)
     console.log(`${' '.repeat(34)}${name.replace(/^.*, /, '')}: ${blocksText(blocks, traced.slowest ?? [], r)}`);
+  return results[0]![1].rps;
 }
 
 async function main(): Promise<void> {
@@ -288,7 +300,15 @@ async function main(): Promise<void> {
       `${echoResult.rps.toFixed(0).padStart(6)} req/s  p50 ${String(echoResult.p50).padStart(4)} ms  ` +
       `p99 ${String(echoResult.p99).padStart(4)} ms${cpuText(echoResult)}`,
   );
-  await benchService('orders, store in memory', ':memory:', echoResult);
+  const recorded = await benchService('orders, store in memory', ':memory:', echoResult);
+  // what recording the trade history costs (target: at most 15 % of the order throughput)
+  if (process.env.BENCH_HISTORY !== 'skip') {
+    const bare = await benchService('orders, memory, no history', ':memory:', echoResult, { TRADE_HISTORY: 'off' });
+    console.log(
+      `trade history recording: ${recorded.toFixed(0)} req/s with, ${bare.toFixed(0)} without: ` +
+        `${(100 * (1 - recorded / bare)).toFixed(1)} % of the throughput (target ≤ 15 %)`,
+    );
+  }
   if (process.env.BENCH_ONLY !== 'memory') {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-'));
     try {

@@ -204,6 +204,15 @@ export const SETTINGS = [
       'confirms (or reverts), through the durable scheduler (ms).',
   },
   {
+    env: 'TRADE_HISTORY',
+    type: 'onoff',
+    default: 'on',
+    description:
+      'on: every fill, capture trade print and cash movement is recorded in the trade history with the step ' +
+      'that makes it (and the real history in data/ is loaded). off: nothing is recorded (to measure what ' +
+      'recording costs: `npm run bench:orders` runs both).',
+  },
+  {
     env: 'RATE_LIMIT_PER_MIN',
     type: 'int',
     default: '600',
@@ -304,6 +313,8 @@ export interface Config {
   simCaptureSpeed: number;
   /** Whether the simulation control endpoints exist (SIM_CONTROL). */
   simControl: boolean;
+  /** Whether fills, prints and cash movements are recorded in the trade history (TRADE_HISTORY). */
+  tradeHistory: boolean;
   simInitialPusd: string;
   simLiquidityLevels: number;
   simLiquidityRefillMs: number;
@@ -407,6 +418,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     simCapture: values.SIM_CAPTURE === 'on',
     simCaptureSpeed: values.SIM_CAPTURE_SPEED as number,
     simControl: values.SIM_CONTROL === 'on',
+    tradeHistory: values.TRADE_HISTORY === 'on',
     simInitialPusd: values.SIM_INITIAL_PUSD as string,
     simLiquidityLevels: values.SIM_MAKER_LEVELS as number,
     simLiquidityRefillMs: values.SIM_MAKER_REFILL_MS as number,

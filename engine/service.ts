@@ -111,19 +111,21 @@ export async function startServices(
     replaySpeed: config.simReplaySpeed,
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
-    recordPrints: async (trades) => {
-      await history.recordAlone({ trades, fills: [], cash: [] });
-    },
+    recordPrints: config.tradeHistory
+      ? async (trades) => {
+          await history.recordAlone({ trades, fills: [], cash: [] });
+        }
+      : undefined,
   });
   const markets = new MarketRegistry(venue);
-  const realHistory = await loadRealHistory(store, history, markets, clock);
-  const recorder = new HistoryRecorder(history, users, venue);
+  const realHistory = config.tradeHistory ? await loadRealHistory(store, history, markets, clock) : null;
+  const recorder = config.tradeHistory ? new HistoryRecorder(history, users, venue) : undefined;
   const orders = new OrderService(host, actors, venue, clock, log, recorder);
   // a new user's wallet opens with the initial pUSD: a credit on the chain, recorded in the history
   users.onCreated(async (user) => {
     try {
       const credit = await venue.openWallet(user._id);
-      if (credit) await recorder.recordCash(store, user._id, 'credit', credit);
+      if (credit && recorder) await recorder.recordCash(store, user._id, 'credit', credit);
       venue.releaseWalletOp(user._id, initialCreditOpId(user._id));
     } catch (err) {
       log.error({ err, userId: user._id }, 'the initial credit of a new wallet was not recorded');

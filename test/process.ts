@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 
 /** A free loopback port. */
@@ -97,4 +98,45 @@ export async function printedMasterKey(svc: ServiceProcess): Promise<string> {
     if (Date.now() > deadline) throw new Error(`no master key printed:\n${svc.output()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** A JSON call on a spawned service as one partner user (with the key given; a fresh Idempotency-Key on writes). */
+export type ProcessCall = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+
+/** {@link ProcessCall} against `baseUrl` with `key`, as partner user `user`. */
+export function processCaller(baseUrl: string, key: string, user: string): ProcessCall {
+  return async (method, p, body) => {
+    const r = await fetch(baseUrl + p, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        'x-partner-user-id': user,
+        ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, body: (await r.json()) as any };
+  };
+}
+
+/**
+ * Waves of concurrent `POST /v2/trade/order` of `orders` (at most 200 waves) until a request gets
+ * no answer (the process died): the order ids answered 200 are in `acknowledged` as they come.
+ */
+export function orderBurst(
+  call: ProcessCall,
+  orders: readonly unknown[],
+): { acknowledged: Set<string>; sent: () => number; done: Promise<void> } {
+  const acknowledged = new Set<string>();
+  let sent = 0;
+  const done = (async () => {
+    for (let wave = 0; wave < 200; wave++) {
+      sent += orders.length;
+      const results = await Promise.all(orders.map((o) => call('POST', '/v2/trade/order', o).catch(() => null)));
+      for (const r of results) if (r?.status === 200) acknowledged.add(r.body.order_id);
+      if (results.some((r) => r === null)) return;
+    }
+  })();
+  return { acknowledged, sent: () => sent, done };
 }

@@ -9,7 +9,7 @@
  * the rows new to the store, once their transaction has committed, in the order of the commits.
  */
 
-import type { Collection, Store, UnitOfWork } from '../store/port.js';
+import type { Collection, Doc, Store, UnitOfWork } from '../store/port.js';
 import {
   CASH_MOVES,
   HISTORY_INDEXES,
@@ -43,6 +43,15 @@ type Position = { blockTimestamp: number; logIndex: number };
 /** Whether `a` comes strictly before `b` on the chain. */
 function before(a: Position, b: Position): boolean {
   return a.blockTimestamp < b.blockTimestamp || (a.blockTimestamp === b.blockTimestamp && a.logIndex < b.logIndex);
+}
+
+/** Inserts each of `rows` whose `_id` is not in `col` yet, adding it to `fresh`. */
+async function insertNew<T extends Doc>(col: Collection<T>, rows: readonly T[], fresh: T[]): Promise<void> {
+  for (const r of rows) {
+    if (await col.findOne({ _id: r._id })) continue;
+    await col.insertOne(r);
+    fresh.push(r);
+  }
 }
 
 /** The chain-order sort of the store's queries. */
@@ -93,22 +102,8 @@ export class TradeHistory implements TradeHistoryFeed {
         await col.replaceOne(t);
       }
     }
-    if (batch.fills.length) {
-      const col = tx.collection<TraderFill>(TRADER_FILLS);
-      for (const f of batch.fills) {
-        if (await col.findOne({ _id: f._id })) continue;
-        await col.insertOne(f);
-        fresh.fills.push(f);
-      }
-    }
-    if (batch.cash.length) {
-      const col = tx.collection<CashMove>(CASH_MOVES);
-      for (const c of batch.cash) {
-        if (await col.findOne({ _id: c._id })) continue;
-        await col.insertOne(c);
-        fresh.cash.push(c);
-      }
-    }
+    if (batch.fills.length) await insertNew(tx.collection<TraderFill>(TRADER_FILLS), batch.fills, fresh.fills);
+    if (batch.cash.length) await insertNew(tx.collection<CashMove>(CASH_MOVES), batch.cash, fresh.cash);
     return fresh;
   }
 

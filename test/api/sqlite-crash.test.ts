@@ -1,12 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { TRADER_FILLS, TRADES, type TapeTrade, type TraderFill } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { checkInvariants } from '../invariants.js';
-import { spawnService, type ServiceProcess } from '../process.js';
+import { orderBurst, processCaller, spawnService, type ServiceProcess } from '../process.js';
 
 const KEY = 'pts_sqlite_crash_master_key_0123456789';
 
@@ -14,7 +14,9 @@ const KEY = 'pts_sqlite_crash_master_key_0123456789';
  * The SQLite store on disk (the default without MONGODB_URI) under `kill -9`: a burst of orders is
  * in flight when the process dies; after the restart every order the client was answered 200 for is
  * there, each order with the stored answer of the request that created it and no answer without
- * its order, and the invariant check (money conserved, acknowledged ids present) passes.
+ * its order, every fill of an acknowledged order is in the trade history exactly once (and no
+ * history row without its order's step), and the invariant check (money conserved, acknowledged
+ * ids present) passes.
  */
 describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
   let dir: string;
@@ -34,46 +36,27 @@ describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
       SIM_REPLAY: 'off',
       SIM_MAKER_REFILL_MS: '3600000',
     });
-    const base = child.baseUrl;
-    const call = async (method: string, p: string, body?: unknown) => {
-      const r = await fetch(base + p, {
-        method,
-        headers: {
-          authorization: `Bearer ${KEY}`,
-          'content-type': 'application/json',
-          'x-partner-user-id': 'burst',
-          ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: r.status, body: (await r.json()) as any };
-    };
+    const call = processCaller(child.baseUrl, KEY, 'burst');
     expect((await call('POST', '/v2/trade/users', { partner_user_id: 'burst' })).status).toBe(201);
     const markets = (await call('GET', '/v2/trade/markets?limit=4')).body.markets;
     const tokens: string[] = markets.map((m: any) => m.tokens[0].token_id);
     expect((await call('GET', `/v2/trade/book?token_id=${tokens[0]}`)).status).toBe(200); // the SQLite file is in use
     expect((await fs.readdir(dir)).filter((f) => f.startsWith('store.sqlite'))).toContain('store.sqlite');
 
-    const acknowledged = new Set<string>();
-    let sent = 0;
     // waves of concurrent orders (resting LIMITs and MARKET buys) until the process is killed
-    const burst = (async () => {
-      for (let wave = 0; wave < 200; wave++) {
-        const orders = tokens.flatMap((t) => [
-          { symbol: t, side: 'buy', type: 'LIMIT', price: '0.01', size: '3' },
-          { symbol: t, side: 'buy', type: 'MARKET', quote_amount: '1' },
-        ]);
-        sent += orders.length;
-        const results = await Promise.all(orders.map((o) => call('POST', '/v2/trade/order', o).catch(() => null)));
-        for (const r of results) if (r?.status === 200) acknowledged.add(r.body.order_id);
-        if (results.some((r) => r === null)) return;
-      }
-    })();
+    const burst = orderBurst(
+      call,
+      tokens.flatMap((t) => [
+        { symbol: t, side: 'buy', type: 'LIMIT', price: '0.01', size: '3' },
+        { symbol: t, side: 'buy', type: 'MARKET', quote_amount: '1' },
+      ]),
+    );
+    const { acknowledged } = burst;
     while (acknowledged.size < 40) await new Promise((r) => setTimeout(r, 5));
     child.child.kill('SIGKILL');
     await child.exited;
-    await burst;
-    expect(sent).toBeGreaterThan(acknowledged.size); // some were in flight when it died
+    await burst.done;
+    expect(burst.sent()).toBeGreaterThan(acknowledged.size); // some were in flight when it died
 
     svc = await startTestService({
       store: await SqliteStore.open(dir, { lock: true }),
@@ -94,6 +77,14 @@ describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
     expect(orders.filter((o) => o.status !== 'REJECTED' && !answers.has(o._id))).toEqual([]);
     const ids = new Set(orders.map((o) => o._id));
     expect([...answers].filter((id) => !ids.has(id))).toEqual([]);
+    // the trade history: every fill of every acknowledged order is in `trades` exactly once, with
+    // both parties' fills at its chain position (its order step wrote them with the fill)
+    await svc.services.host.whenIdle();
+    const tape = await (await svc.services.store.collection<TapeTrade>(TRADES)).find({ source: 'venue' });
+    const fills = await (await svc.services.store.collection<TraderFill>(TRADER_FILLS)).find({ source: 'venue' });
+    const tapeIds = tape.map((t) => t._id);
+    expect(new Set(tapeIds).size).toBe(tapeIds.length);
+    let filled = 0;
     for (const id of acknowledged) {
       const got = await svc.call('GET', `/v2/trade/orders/${id}`, {
         token: KEY,
@@ -101,7 +92,24 @@ describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
       });
       expect(got.status, id).toBe(200);
       expect(got.body.order_id).toBe(id);
+      for (const f of got.body.fills ?? []) {
+        const tradeId = String(f.trade_id).replace(/-[tm]$/, '');
+        expect(tapeIds.filter((t) => t === tradeId).length, tradeId).toBe(1);
+        const parties = fills.filter((x) => x.tradeId === tradeId);
+        expect(parties.map((x) => x.role).sort(), tradeId).toEqual(['maker', 'taker']);
+        const own = parties.find((x) => x.orderId === id);
+        expect(own, tradeId).toMatchObject({ blockTimestamp: f.block_timestamp, logIndex: f.log_index, size: f.size });
+        filled++;
+      }
     }
+    expect(filled).toBeGreaterThan(0); // the MARKET buys traded with the liquidity provider
+    // and no history row without the order step that recorded it
+    const recorded = new Set(
+      (await (await svc.services.store.collection<{ _id: string; snapshot: string }>('actors')).find({ kind: 'order' }))
+        .flatMap((o) => (JSON.parse(o.snapshot).context.fills ?? []) as { tradeId: string }[])
+        .map((f) => f.tradeId.replace(/-[tm]$/, '')),
+    );
+    expect(tapeIds.filter((t) => !recorded.has(t))).toEqual([]);
     await checkInvariants(svc.services, { acknowledged });
   });
 });

@@ -15,7 +15,7 @@ import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import type { VenueReport } from '../../engine/venue/port.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { poll, px, Trading } from './trading-kit.js';
+import { poll, px, Trading, type Fresh } from './trading-kit.js';
 
 /**
  * The trade history through the real path: fills made by REST orders land, in the same store
@@ -185,14 +185,7 @@ describe('trade history: fills made through REST are recorded with their chain p
 
   it("a trade with the liquidity provider: the user's fill, the provider's fill and the tape row", async () => {
     const f = await tr.freshToken();
-    const buy = await tr.post('alice', {
-      symbol: f.token,
-      side: 'buy',
-      type: 'LIMIT',
-      price: px(f.ask),
-      size: '5',
-      time_in_force: 'IOC',
-    });
+    const buy = await takeAsk(tr, 'alice', f);
     expect(buy).toMatchObject({ status: 200, body: { status: 'FILLED' } });
     const tradeId = buy.body.fills[0].trade_id.replace(/-t$/, '');
     const rows = await fillsOf(tradeId);
@@ -211,29 +204,33 @@ describe('trade history: fills made through REST are recorded with their chain p
   });
 });
 
-describe('trade history: a fill, its order step and its records commit together', () => {
-  let svc: TestService;
-  afterAll(async () => {
-    await svc?.close();
-  });
+/** `u` buys 5 shares of a fresh token at its ask (IOC): a trade with the liquidity provider. */
+function takeAsk(tr: Trading, u: string, f: Fresh) {
+  return tr.post(u, { symbol: f.token, side: 'buy', type: 'LIMIT', price: px(f.ask), size: '5', time_in_force: 'IOC' });
+}
 
+/** Services started by the tests below, each with settings of its own; closed at the end. */
+const running: TestService[] = [];
+afterAll(async () => {
+  for (const s of running.splice(0)) await s.close();
+});
+async function started(opts: Parameters<typeof startTestService>[0]): Promise<TestService> {
+  const svc = await startTestService(opts);
+  running.push(svc);
+  return svc;
+}
+
+describe('trade history: a fill, its order step and its records commit together', () => {
   it("a fault between the history's writes: the order step rolls back whole, is redelivered, lands once", async () => {
     const store = new FaultyStore(await SqliteStore.open(null));
-    svc = await startTestService({ store, env: { SIM_MAKER_REFILL_MS: '3600000' } });
+    const svc = await started({ store, env: { SIM_MAKER_REFILL_MS: '3600000' } });
     const tr = await new Trading(() => svc).init(['alice']);
     const heard: RecordedBatch[] = [];
     svc.services.history.onRecorded((b) => heard.push(b));
     const f = await tr.freshToken();
     // the tape row is written, then the first fill's insert fails: nothing of the step may stay
     const fault = store.failNth(TRADER_FILLS, 'insertOne', 1, { times: 1 });
-    const buy = await tr.post('alice', {
-      symbol: f.token,
-      side: 'buy',
-      type: 'LIMIT',
-      price: px(f.ask),
-      size: '5',
-      time_in_force: 'IOC',
-    });
+    const buy = await takeAsk(tr, 'alice', f);
     expect(fault.fired).toBe(1);
     expect(buy).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });
     const tradeId = buy.body.fills[0].trade_id.replace(/-t$/, '');
@@ -249,13 +246,8 @@ describe('trade history: a fill, its order step and its records commit together'
 });
 
 describe('trade history: cash movements (credit, split, merge, withdrawal and its refund) through REST', () => {
-  let svc: TestService;
-  afterAll(async () => {
-    await svc?.close();
-  });
-
   it('each operation is one cash row with its deltas and a chain position of its own', async () => {
-    svc = await startTestService({ env: { SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '200' } });
+    const svc = await started({ env: { SIM_INITIAL_PUSD: '1000', SIM_BLOCK_DELAY_MS: '200' } });
     const tr = await new Trading(() => svc).init([]);
     const created = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });
     expect(created.status).toBe(201);
@@ -313,13 +305,8 @@ describe('trade history: cash movements (credit, split, merge, withdrawal and it
 });
 
 describe("trade history: the capture's trade prints are anonymous tape rows", () => {
-  let svc: TestService;
-  afterAll(async () => {
-    await svc?.close();
-  });
-
   it('a print with a size is a tape row without wallets at a chain position; one without a size is not', async () => {
-    svc = await startTestService({ env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
+    const svc = await started({ env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
     const venue = svc.services.venue as SimVenue;
     const capture = svc.services.catalogue.capture!;
     const tokenId = capture.markets.at(-1)!.tokens[0]!.tokenId;
