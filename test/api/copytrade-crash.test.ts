@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { TRADER_FILLS, type TraderFill } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { spawnService, type ServiceProcess } from '../process.js';
+import { processCaller, spawnService, type ServiceProcess } from '../process.js';
 import { poll } from './trading-kit.js';
 
 const KEY = 'pts_copytrade_crash_master_key_0123456789';
@@ -15,19 +14,7 @@ const FOLLOWERS = ['f1', 'f2', 'f3'];
 
 /** REST calls to a spawned service with the master key, acting for user `u`. */
 function caller(baseUrl: string) {
-  return async (u: string, method: string, p: string, body?: unknown) => {
-    const r = await fetch(baseUrl + p, {
-      method,
-      headers: {
-        authorization: `Bearer ${KEY}`,
-        'content-type': 'application/json',
-        'x-partner-user-id': u,
-        ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, body: (await r.json()) as any };
-  };
+  return (u: string, method: string, p: string, body?: unknown) => processCaller(baseUrl, KEY, u)(method, p, body);
 }
 
 /**
