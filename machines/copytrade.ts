@@ -10,10 +10,11 @@
  * the context, so a crash in between writes them again at start-up).
  *
  * Exactly once: `watermark` is the highest chain position (`blockTimestamp`, `logIndex`) of the
- * leader fills handled, `recent` the identities of the last {@link RECENT_FILLS} handled. A fill
- * after the watermark is new; one at most {@link REORDER_SECONDS} of chain time before it is new
- * unless `recent` holds it (fills of one transaction are recorded by several order steps, which
- * may commit out of chain order); anything older, or older than the subscription, is ignored (a
+ * leader fills handled, `recent` the identities (and block) of those handled within
+ * {@link REORDER_SECONDS} of chain time before it (at most {@link RECENT_FILLS}). A fill after the
+ * watermark is new; one at most {@link REORDER_SECONDS} before it is new unless `recent` holds it
+ * (fills of one transaction are recorded by several order steps, which may commit out of chain
+ * order); anything older, or older than the subscription, is ignored (a
  * duplicate, a redelivery, the start-up replay of fills already handled). Handling a fill is one
  * persisted step that advances the watermark and records the copy (in `working`, placed again by
  * start-up reconciliation until its order reports) or the skip with its reason.
@@ -131,8 +132,8 @@ export interface PaperAccount {
 
 export interface CopytradeContext extends CopytradeInput {
   watermark: { blockTimestamp: number; logIndex: number } | null;
-  /** Identities (`key`) of the last leader fills handled, oldest first. */
-  recent: string[];
+  /** `[key, blockTimestamp]` of the leader fills handled within the reorder window, oldest first. */
+  recent: [string, number][];
   working: WorkingCopy[];
   /** The copy decided by the step being taken (its `placeCopy`), null after it. */
   placing: WorkingCopy | null;
@@ -187,8 +188,8 @@ export function copyOrderId(subscriptionId: string, fillKey: string): string {
 /** The history row id of a leader fill for a subscription. */
 export const historyId = (subscriptionId: string, fillKey: string) => `${subscriptionId}:${fillKey}`;
 
-/** Leader fill identities a subscription remembers (see the header). */
-export const RECENT_FILLS = 512;
+/** Most leader fill identities a subscription remembers (see the header). */
+export const RECENT_FILLS = 2048;
 /** Chain seconds before the watermark within which a fill not in `recent` is still new. */
 export const REORDER_SECONDS = 120;
 
@@ -202,7 +203,7 @@ export function isNewFill(c: Pick<CopytradeContext, 'watermark' | 'recent' | 'cr
     (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex)
   )
     return true;
-  return f.blockTimestamp >= w.blockTimestamp - REORDER_SECONDS && !c.recent.includes(f.key);
+  return f.blockTimestamp >= w.blockTimestamp - REORDER_SECONDS && !c.recent.some(([k]) => k === f.key);
 }
 
 /** The watermark and `recent` once `f` is handled. */
@@ -212,11 +213,10 @@ function handled(c: Pick<CopytradeContext, 'watermark' | 'recent'>, f: LeaderFil
     w === null ||
     f.blockTimestamp > w.blockTimestamp ||
     (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex);
-  const recent = [...c.recent, f.key];
-  return {
-    watermark: after ? { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex } : w,
-    recent: recent.length > RECENT_FILLS ? recent.slice(recent.length - RECENT_FILLS) : recent,
-  };
+  const watermark = after ? { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex } : w!;
+  const from = watermark.blockTimestamp - REORDER_SECONDS;
+  const recent: [string, number][] = [...c.recent.filter(([, b]) => b >= from), [f.key, f.blockTimestamp]];
+  return { watermark, recent: recent.length > RECENT_FILLS ? recent.slice(recent.length - RECENT_FILLS) : recent };
 }
 
 /** The end deadline of settings: `copy_end_date` in epoch ms, when set. */

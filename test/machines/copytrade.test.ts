@@ -311,3 +311,13 @@ describe('copytrade risk controls', () => {
     expect(due.s.context.deadlines).toEqual({});
   });
 });
+
+describe('copytrade watermark', () => {
+  it('remembers only the fills within the reorder window (a small snapshot), still refusing their redelivery', () => {
+    const late = fill(3, { blockTimestamp: 1_000 + 500 });
+    const r = run(input(), [leaderFill(fill(1)), leaderFill(fill(2)), leaderFill(late), leaderFill(fill(2))]);
+    expect(r.s.context.recent).toEqual([[late.key, 1_500]]);
+    // fill 2 (500 s before the watermark) is outside the window: ignored, not copied again
+    expect(r.placed).toEqual([fill(1).key, fill(2).key, late.key].map((k) => copyOrderId('ct_1', k)));
+  });
+});
