@@ -43,14 +43,19 @@ export interface MarketFacts {
 export class MarketRegistry {
   private readonly markets = new Map<string, MarketRef>();
   private readonly tokens = new Map<string, TokenRef>();
+  /** Markets whose question came from a row's title. */
+  private readonly titled = new Set<string>();
 
   constructor(private readonly venue: Pick<VenuePort, 'market' | 'token'>) {}
 
-  /** Makes the market and token of a history row known (the venue's own listing wins where both know one). */
+  /**
+   * Makes the market and token of a history row known. A row with a title names the market's
+   * question; until one does, the question is the event slug (or the slug, or the condition id).
+   */
   learn(f: MarketFacts): void {
     const conditionId = f.conditionId.toLowerCase();
     const known = this.markets.get(conditionId);
-    if (!known || (known.question === known.slug && f.title))
+    if (!known || (f.title && !this.titled.has(conditionId))) {
       this.markets.set(conditionId, {
         conditionId,
         question: f.title ?? f.eventSlug ?? f.slug ?? conditionId,
@@ -58,6 +63,8 @@ export class MarketRegistry {
         eventSlug: f.eventSlug ?? known?.eventSlug ?? null,
         listed: false,
       });
+      if (f.title) this.titled.add(conditionId);
+    }
     if (!this.tokens.has(f.tokenId))
       this.tokens.set(f.tokenId, { tokenId: f.tokenId, conditionId, outcome: f.outcome, outcomeIndex: f.outcomeIndex });
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { initialTransition, transition, type SnapshotFrom } from 'xstate';
 import { getSimplePaths } from 'xstate/graph';
+import { orderView } from '../../engine/orders.js';
 import { ORDER_STATUS, orderMachine, type OrderEvent, type OrderInput } from '../../machines/order.js';
 
 type Snap = SnapshotFrom<typeof orderMachine>;
@@ -111,6 +112,25 @@ describe('order machine (model-based)', () => {
       if (s.status === 'done') expect(s.context.deadlines).toEqual({});
     },
   );
+
+  it('a snapshot stored by version 2 (no fills in context) restores; fills from then on are listed', () => {
+    const [s0] = initialTransition(orderMachine, input);
+    const [s1] = transition(orderMachine, s0, EVENTS[0]!);
+    const [s2] = transition(orderMachine, s1, EVENTS[1]!);
+    const stored = JSON.parse(JSON.stringify(orderMachine.getPersistedSnapshot(s2)));
+    delete stored.context.fills; // as versions 1 and 2 stored it: totals and trade ids only
+    const [s3] = transition(orderMachine, orderMachine.resolveState(stored), EVENTS[2]!);
+    expect(s3.value).toBe('filled');
+    expect(s3.context).toMatchObject({ filledSize: '10', tradeIds: ['t1', 't2'] });
+    expect(s3.context.fills).toEqual([
+      { tradeId: 't2', price: '0.49', size: '6', liquidity: 'maker', feeUsd: '0', atMs: null, trade: null },
+    ]);
+    const meta = { id: 'ord_1', status: 'FILLED', createdAtMs: 1_000, updatedAtMs: 2_000, revision: 3 };
+    expect(orderView(s3, meta)).toMatchObject({
+      filled_size: '10',
+      fills: [{ trade_id: 't2', price: '0.49', size: '6', liquidity: 'maker', fee_usd: '0', block_timestamp: null }],
+    });
+  });
 
   it('ignores a duplicate fill and a stale timer', () => {
     const [s0] = initialTransition(orderMachine, input);
