@@ -90,7 +90,8 @@ sees its user; a master key sees all of its partner's users, or one named by \`p
 once, expiring keys when they expire.
 - Server events: \`order.updated\` (an OrderView), \`strategy.updated\` (a StrategyRecord), \`withdrawal.updated\` (a \
 WithdrawalView), \`wallet_operation.updated\` (a WalletOpResponse: split, merge, redeem), \`combo.updated\` (a \
-ComboPosition), each plus \`revision\` \
+ComboPosition), \`copytrade.updated\` (a \
+CopytradeView: a subscription with its counters, after each copy, skip or change), each plus \`revision\` \
 (increases by one per persisted change of that record: a gap means a missed update, re-read over REST), \
 \`platform_user_id\` and \`updated_at\`; \`book.updated\` (a BookResponse of 10 levels a side plus a per-token \
 \`revision\` and \`at\`) for tokens subscribed with \`book.subscribe\` \`{token_id}\` (acknowledged \`{ok: true, \
@@ -105,7 +106,7 @@ and \`at\`) when a market's tick size changes or it closes or resolves, to conne
 current state) or to every market with \`markets.subscribe\` \`{}\`; \`markets.unsubscribe\` \`{condition_ids?}\` \
 stops the named markets, or all.
 - Batched delivery (opt-in): with \`auth.batch_ms\` (1 to 1000) the connection receives its \`order.updated\`, \
-\`strategy.updated\`, \`withdrawal.updated\`, \`wallet_operation.updated\`, \`combo.updated\`, \`balance.updated\` and \
+\`strategy.updated\`, \`withdrawal.updated\`, \`wallet_operation.updated\`, \`combo.updated\`, \`copytrade.updated\`, \`balance.updated\` and \
 \`position.updated\` as \`updates.batch\` \`{records: [{event, data}], batch_ms}\`: one frame per window of that many \
 milliseconds per room, records in the order the separate events would have come, none dropped or merged, each with its \
 own revision. Without it, nothing changes.

@@ -68,6 +68,14 @@ export type WalletOperationPush = PushMeta & {
  */
 export type ComboPush = PushMeta & { combo_order_id: string; status: string; [field: string]: unknown };
 
+/**
+ * `copytrade.updated`: a copytrade subscription as `GET /v2/trade/copytrade/{id}` returns it
+ * (CopytradeView: `id`, `status`, the settings, `counters` with copies, skips by reason, dollars
+ * spent and realized PnL) after each persisted change (a leader fill copied or skipped, a copy's
+ * fill, a status or settings change), to its owner's and partner's rooms.
+ */
+export type CopytradePush = PushMeta & { id: string; status: string; [field: string]: unknown };
+
 /** One price level: decimal strings (probability, shares). */
 export interface BookLevel {
   price: string;
@@ -209,13 +217,14 @@ export type BatchedRecord =
   | { event: 'withdrawal.updated'; data: WithdrawalPush }
   | { event: 'wallet_operation.updated'; data: WalletOperationPush }
   | { event: 'combo.updated'; data: ComboPush }
+  | { event: 'copytrade.updated'; data: CopytradePush }
   | { event: 'balance.updated'; data: BalancePush }
   | { event: 'position.updated'; data: PositionPush };
 
 /**
  * `updates.batch` (opt-in): a connection that asks for it in the handshake
  * (`auth.batch_ms`, 1 to 1000) receives its `order.updated`, `strategy.updated`,
- * `withdrawal.updated`, `wallet_operation.updated`, `combo.updated`, `balance.updated` and `position.updated`
+ * `withdrawal.updated`, `wallet_operation.updated`, `combo.updated`, `copytrade.updated`, `balance.updated` and `position.updated`
  * pushes coalesced: one
  * `updates.batch` per room per window of `batch_ms` milliseconds (the window opens at the first record), its records in
  * the order the separate events would have come, nothing dropped or merged, each with its own
@@ -244,6 +253,7 @@ export interface ServerToClientEvents {
   'withdrawal.updated': (withdrawal: WithdrawalPush) => void;
   'wallet_operation.updated': (operation: WalletOperationPush) => void;
   'combo.updated': (combo: ComboPush) => void;
+  'copytrade.updated': (subscription: CopytradePush) => void;
   'book.updated': (book: BookPush) => void;
   'balance.updated': (balance: BalancePush) => void;
   'position.updated': (positions: PositionPush) => void;
@@ -294,6 +304,7 @@ export const PUSH_EVENTS = {
     'withdrawal.updated',
     'wallet_operation.updated',
     'combo.updated',
+    'copytrade.updated',
     'book.updated',
     'balance.updated',
     'position.updated',

@@ -55,6 +55,7 @@ const RECORD_EVENTS: Partial<Record<string, Exclude<RecordEvent, 'balance.update
   [WITHDRAWAL_KIND]: 'withdrawal.updated',
   [WALLET_OP_KIND]: 'wallet_operation.updated',
   [COMBO_KIND]: 'combo.updated',
+  copytrade: 'copytrade.updated',
 };
 
 /**

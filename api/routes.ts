@@ -9,7 +9,6 @@ import {
   ComboRedeemRequest,
   ComboRedeemResponse,
 } from '../schemas/combos.js';
-import { CopytradeRequest, CopytradeResponse } from '../schemas/copytrade.js';
 import { StatementR1Page, StatementsPage, StatementUnavailable } from '../schemas/data-statements.js';
 import { STATEMENT_GRACE_MS } from '../engine/data/statements.js';
 import {
@@ -20,6 +19,19 @@ import {
   TraderPositionsPage,
   TraderSummary,
 } from '../schemas/data-portfolio.js';
+import {
+  CopytradeDeleted,
+  CopytradeHistory,
+  CopytradeList,
+  CopytradePatch,
+  CopytradePnl,
+  CopytradeRequest,
+  CopytradeReset,
+  CopytradeResponse,
+  CopytradeSimulation,
+  CopytradeStatusRequest,
+  CopytradeView,
+} from '../schemas/copytrade.js';
 import {
   BalancesResponse,
   BookResponse,
@@ -90,6 +102,18 @@ import {
 } from './handlers/data-portfolio.js';
 import { R1_LIMIT_MAX, traderStatementR1, traderStatements } from './handlers/data-statements.js';
 import { comboAccept, comboPositions, comboQuote, comboRedeem, getCombo } from './handlers/combos.js';
+import {
+  copytradeHistory,
+  copytradePnl,
+  copytradeSimulation,
+  createCopytrade,
+  deleteCopytrade,
+  getCopytrade,
+  listCopytrades,
+  patchCopytrade,
+  resetCopytradeSimulation,
+  setCopytradeStatus,
+} from './handlers/copytrade.js';
 
 export { ErrorEnvelope };
 
@@ -766,7 +790,7 @@ export const ROUTES: RouteSpec[] = [
     handler: getCombo,
   },
 
-  // Copytrade (spec 4.4)
+  // Copytrade (spec 4.4; the other endpoints as the reference publishes them)
   {
     method: 'post',
     path: `${V2}/copytrade`,
@@ -774,14 +798,139 @@ export const ROUTES: RouteSpec[] = [
     user: 'required',
     tag: 'trade.execute',
     summary: 'Subscribe to a leader (409 when one is active)',
+    description:
+      "201 with the subscription's id and status. The follower is the bound user (per-user key, or master key " +
+      '+ X-Partner-User-Id). 409 `conflict` when this user already has an ACTIVE subscription to the leader ' +
+      '(a PAUSED or DISABLED one does not count). Copies are child orders of the subscription (`record_id` on ' +
+      'the order), each checked by the pre-trade risk rules like every order.',
     body: CopytradeRequest,
     example: {
       leader_address: '0x00000000000000000000000000000000000000bb',
+      buy_order_type: 'ALL',
       buy_size_mode: 'PCT_OF_LEADER_TRADE',
-      buy_size_value: 10,
+      buy_size_value: 50,
+      buy_insufficient_usdc_action: 'BUY_MAX',
+      sell_order_type: 'ALL',
+      sell_size_mode: 'PCT_OF_LEADER_TRADE',
+      sell_size_value: 50,
+      sell_insufficient_shares_action: 'SELL_MAX',
     },
     responses: { 201: CopytradeResponse },
     errors: [404, 409],
+    handler: createCopytrade,
+  },
+  {
+    method: 'get',
+    path: `${V2}/copytrade`,
+    scope: 'trade.read',
+    user: 'required',
+    tag: 'trade.read',
+    summary: 'Copytrade subscriptions (not deleted), newest first',
+    responses: { 200: CopytradeList },
+    errors: [404],
+    handler: listCopytrades,
+  },
+  {
+    method: 'get',
+    path: `${V2}/copytrade/history`,
+    scope: 'trade.read',
+    user: 'required',
+    tag: 'trade.read',
+    summary: 'Every copy and every skip (with its reason), newest first',
+    query: {
+      properties: {
+        limit: { type: 'integer', minimum: 1, maximum: 200, description: 'Rows (default 50, at most 200).' },
+        copytrade_id: { type: 'string', maxLength: 100, description: "Only this subscription's rows." },
+      },
+    },
+    responses: { 200: CopytradeHistory },
+    errors: [404],
+    handler: copytradeHistory,
+  },
+  {
+    method: 'get',
+    path: `${V2}/copytrade/pnl`,
+    scope: 'trade.read',
+    user: 'required',
+    tag: 'trade.read',
+    summary: 'Realized copytrade PnL: 24 h and lifetime, real and simulated (dollars)',
+    responses: { 200: CopytradePnl },
+    errors: [404],
+    handler: copytradePnl,
+  },
+  {
+    method: 'get',
+    path: `${V2}/copytrade/simulation`,
+    scope: 'trade.read',
+    user: 'required',
+    tag: 'trade.read',
+    summary: "The paper account of the user's simulation subscriptions, marked at the midpoint",
+    responses: { 200: CopytradeSimulation },
+    errors: [404],
+    handler: copytradeSimulation,
+  },
+  {
+    method: 'get',
+    path: `${V2}/copytrade/:id`,
+    scope: 'trade.read',
+    user: 'required',
+    tag: 'trade.read',
+    summary: 'One subscription with its counters (copies, skips by reason, dollars spent, PnL)',
+    responses: { 200: CopytradeView },
+    errors: [404],
+    handler: getCopytrade,
+  },
+  {
+    method: 'patch',
+    path: `${V2}/copytrade/:id`,
+    scope: 'trade.execute',
+    user: 'required',
+    tag: 'trade.execute',
+    summary: 'Change settings (not the leader; status has its own endpoint)',
+    body: CopytradePatch,
+    example: { buy_size_value: 25 },
+    responses: { 200: CopytradeView },
+    errors: [404],
+    handler: patchCopytrade,
+  },
+  {
+    method: 'patch',
+    path: `${V2}/copytrade/:id/status`,
+    scope: 'trade.execute',
+    user: 'required',
+    tag: 'trade.execute',
+    summary: 'Pause, resume or disable',
+    description:
+      'ACTIVE, PAUSED or DISABLED; a DISABLED subscription can be re-enabled (the reference pages disagree: ' +
+      'this service lets it). While PAUSED or DISABLED every leader fill is skipped and recorded as such. 409 ' +
+      'for an ENDED subscription, or when resuming would make a second ACTIVE one to the same leader.',
+    body: CopytradeStatusRequest,
+    example: { status: 'PAUSED' },
+    responses: { 200: CopytradeResponse },
+    errors: [404, 409],
+    handler: setCopytradeStatus,
+  },
+  {
+    method: 'delete',
+    path: `${V2}/copytrade/:id`,
+    scope: 'trade.execute',
+    user: 'required',
+    tag: 'trade.execute',
+    summary: 'Soft delete (history and PnL kept)',
+    responses: { 200: CopytradeDeleted },
+    errors: [404],
+    handler: deleteCopytrade,
+  },
+  {
+    method: 'post',
+    path: `${V2}/copytrade/:id/simulation/reset`,
+    scope: 'trade.execute',
+    user: 'required',
+    tag: 'trade.execute',
+    summary: "Reset a subscription's paper account (its paper history rows deleted)",
+    responses: { 200: CopytradeReset },
+    errors: [404],
+    handler: resetCopytradeSimulation,
   },
 
   // Market data the spec lacks

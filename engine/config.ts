@@ -118,6 +118,22 @@ export const SETTINGS = [
       'on: the MSTR token follows its recorded price path; off: every book stays static (deterministic tests).',
   },
   {
+    env: 'COPYTRADE_LEADER_REPLAY',
+    type: 'onoff',
+    default: 'off',
+    description:
+      'on: the real leader wallet of data/leader-wallet-trades-2026-02-21.csv is replayed as a live leader ' +
+      '(its 55 markets listed on the venue), starting when the first subscription to it exists (docs/api.md).',
+  },
+  {
+    env: 'COPYTRADE_LEADER_REPLAY_SPEED',
+    type: 'int',
+    default: '60',
+    min: 1,
+    max: 100000000,
+    description: 'Replay clock of the leader wallet: recorded seconds per real second (60: its 27.7 h in 28 min).',
+  },
+  {
     env: 'SIM_REPLAY_SPEED',
     type: 'int',
     default: '600',
@@ -288,6 +304,9 @@ export interface Config {
   loopBudgetMs: number;
   simReplay: boolean;
   simReplaySpeed: number;
+  /** Whether the real leader wallet is replayed (COPYTRADE_LEADER_REPLAY), and its speed. */
+  copytradeLeaderReplay: boolean;
+  copytradeLeaderReplaySpeed: number;
   /** Whether the WebSocket capture's markets follow the capture (SIM_CAPTURE). */
   simCapture: boolean;
   /** Capture seconds per real second of the capture replay (SIM_CAPTURE_SPEED; 1 = real time). */
@@ -394,6 +413,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     loopBudgetMs: values.LOOP_BUDGET_MS as number,
     simReplay: values.SIM_REPLAY === 'on',
     simReplaySpeed: values.SIM_REPLAY_SPEED as number,
+    copytradeLeaderReplay: values.COPYTRADE_LEADER_REPLAY === 'on',
+    copytradeLeaderReplaySpeed: values.COPYTRADE_LEADER_REPLAY_SPEED as number,
     simCapture: values.SIM_CAPTURE === 'on',
     simCaptureSpeed: values.SIM_CAPTURE_SPEED as number,
     simControl: values.SIM_CONTROL === 'on',

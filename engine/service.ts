@@ -21,6 +21,8 @@ import { ComboService } from './combos/service.js';
 import { TradeHistory } from './data/history.js';
 import { Portfolio, portfolioFacts } from './data/portfolio.js';
 import { HistoryRecorder } from './data/recorder.js';
+import { CopytradeService } from './copytrade/service.js';
+import { LeaderReplay, leaderRows, withLeaderMarkets } from './copytrade/leader-replay.js';
 import { MarketRegistry } from './data/markets.js';
 import { loadRealHistory } from './data/real-history.js';
 import { resolvedPrices, StatementService } from './data/statements.js';
@@ -51,6 +53,8 @@ export interface Services {
   cursors: CursorCodec;
   /** The trade history (tape trades, trader fills, cash movements) and its feed of committed records. */
   history: TradeHistory;
+  /** Copytrade subscriptions (engine/copytrade/service.ts). */
+  copytrade: CopytradeService;
   /** Question, outcome and slug of the venue's markets and of the loaded real history's (data reads). */
   markets: MarketRegistry;
   /** Every trader's FIFO positions, PnL, volume and windowed figures, kept up to date from {@link history}. */
@@ -101,7 +105,9 @@ export async function startServices(
   const host = new ActorHost(actors, timers, clock, log);
   hostRef.current = host;
   const generatedMasterKey = await keys.ensureMasterKey(config.partnerId, config.masterApiKey);
-  const catalogue = options.catalogue ?? loadCatalogue();
+  const leader = config.copytradeLeaderReplay ? leaderRows() : null;
+  const baseCatalogue = options.catalogue ?? loadCatalogue();
+  const catalogue = leader ? withLeaderMarkets(baseCatalogue, leader) : baseCatalogue;
   const venue = await SimVenue.open({
     catalogue,
     store,
@@ -148,6 +154,17 @@ export async function startServices(
   );
   const statements = await StatementService.open(store, timers, clock, log, resolvedPrices(venue));
   const combos = new ComboService(host, actors, venue, orders, clock, log, recorder);
+  const copytrade = await CopytradeService.open({
+    store,
+    host,
+    actors,
+    router: strategies.childOrders,
+    venue,
+    users,
+    feed: history,
+    clock,
+    log,
+  });
   const t1 = performance.now();
   const { restored, quarantined } = await host.restoreAll();
   const t2 = performance.now();
@@ -155,6 +172,14 @@ export async function startServices(
   const strategiesReconciled = await strategies.reconcile();
   const walletReconciled = await wallet.reconcile();
   const combosReconciled = await combos.reconcile();
+  const leaderReplay = leader
+    ? new LeaderReplay(store, history, leader, config.copytradeLeaderReplaySpeed, clock, log)
+    : null;
+  if (leaderReplay)
+    copytrade.onFollowed((address) => {
+      if (address === leaderReplay.wallet) void leaderReplay.start();
+    });
+  const copytradeLive = await copytrade.start();
   const startPhasesMs = {
     open: Math.round(t1 - t0),
     restore: Math.round(t2 - t1),
@@ -168,6 +193,7 @@ export async function startServices(
       strategies: strategiesReconciled,
       wallet: walletReconciled,
       combos: combosReconciled,
+      copytrade: copytradeLive,
       realHistory,
       startPhasesMs,
     },
@@ -195,6 +221,7 @@ export async function startServices(
     idempotency,
     cursors,
     history,
+    copytrade,
     markets,
     portfolio,
     startedAtMs: clock.now(),
@@ -203,6 +230,8 @@ export async function startServices(
     async stop() {
       idempotency.close();
       strategies.stop();
+      leaderReplay?.stop();
+      await copytrade.idle();
       await strategies.idle();
       statements.stop();
       await timers.drain(config.shutdownGraceMs);

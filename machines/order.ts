@@ -53,8 +53,12 @@ export interface OrderInput {
   /** Set on orders a stop strategy or bracket places (open orders show them). */
   isStopLoss?: boolean;
   isTakeProfit?: boolean;
-  /** Strategy (`record_id`) that placed this order, or null (its changes are reported to it). */
+  /**
+   * Strategy or copytrade subscription that placed this order (`record_id`), or null (its changes are
+   * reported to it); `parentKind` says which (absent: a strategy).
+   */
   parentId?: string | null;
+  parentKind?: OrderParentKind;
   /** Bracket (`record_id` of its BRACKET strategy) this buy entry carries; its changes are reported to it. */
   bracketId?: string | null;
   /** Refuse rather than take liquidity (`order crosses book`): ICEBERG clips, pegged and passive slices. */
@@ -78,7 +82,12 @@ export interface OrderFill {
   trade: TradeFacts | null;
 }
 
-export interface OrderContext extends Required<OrderInput> {
+/** What placed a child order: a managed strategy or a copytrade subscription. */
+export type OrderParentKind = 'strategy' | 'copytrade';
+
+export interface OrderContext extends Required<Omit<OrderInput, 'parentKind'>> {
+  /** Absent on strategies' orders (and in snapshots written before it existed): a strategy. */
+  parentKind?: OrderParentKind;
   /** Shares filled so far. */
   filledSize: string;
   /** Dollars traded so far (Σ price × size). */

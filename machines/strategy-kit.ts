@@ -56,7 +56,13 @@ export interface ChildOrder {
   pricing: ChildPricing;
   /** Shares. */
   size: string;
-  timeInForce: 'GTC' | 'IOC';
+  timeInForce: 'GTC' | 'IOC' | 'FOK';
+  /**
+   * MARKET: a market order (no limit price; `pricing` unused), sized by `size` (a sell) or by
+   * `quoteAmount` dollars (a buy). Absent: a LIMIT order.
+   */
+  type?: 'MARKET';
+  quoteAmount?: string;
   /** Refuse (rather than take liquidity) when the price would cross the book. */
   postOnly: boolean;
   isStopLoss: boolean;
@@ -211,6 +217,8 @@ export type StrategyEvent =
       matchedAmount: string;
       final: boolean;
       marketResolved?: boolean;
+      /** When the engine read the order's state, epoch ms. */
+      atMs?: number;
     }
   | { type: 'order.refused'; orderId: string; error: string; reason: string }
   /**

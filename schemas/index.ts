@@ -10,7 +10,6 @@ import {
   ComboRedeemRequest,
   ComboRedeemResponse,
 } from './combos.js';
-import { CopytradeRequest, CopytradeResponse } from './copytrade.js';
 import { TapeTradeItem, TradesPage, TraderTradeItem, TraderTradesPage } from './data.js';
 import {
   LeaderboardPage,
@@ -21,6 +20,20 @@ import {
   TraderSummary,
 } from './data-portfolio.js';
 import { Statement, StatementR1Page, StatementR1Row, StatementsPage, StatementUnavailable } from './data-statements.js';
+import {
+  CopytradeDeleted,
+  CopytradeHistory,
+  CopytradeHistoryItem,
+  CopytradeList,
+  CopytradePatch,
+  CopytradePnl,
+  CopytradeRequest,
+  CopytradeReset,
+  CopytradeResponse,
+  CopytradeSimulation,
+  CopytradeStatusRequest,
+  CopytradeView,
+} from './copytrade.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from './market.js';
 import {
   BracketResult,
@@ -88,6 +101,16 @@ export const namedSchemas = {
   ComboPositionsPage,
   CopytradeRequest,
   CopytradeResponse,
+  CopytradePatch,
+  CopytradeStatusRequest,
+  CopytradeView,
+  CopytradeList,
+  CopytradeDeleted,
+  CopytradeHistoryItem,
+  CopytradeHistory,
+  CopytradePnl,
+  CopytradeSimulation,
+  CopytradeReset,
   WithdrawableBalances,
   WithdrawRequest,
   RedeemRequest,

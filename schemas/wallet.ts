@@ -449,6 +449,11 @@ export const ActivityItem = {
     price: { type: ['string', 'null'] },
     size: { type: ['string', 'null'] },
     filled_size: { type: ['string', 'null'] },
+    record_id: {
+      type: ['string', 'null'],
+      description:
+        'Orders: the strategy or copytrade subscription that placed it (a copy: the subscription `id`), else null.',
+    },
     cancel_code: {
       type: ['string', 'null'],
       description:

@@ -38,6 +38,8 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 let socket = null;
 /** Rows by id (record_id / order_id); a push older than what is shown is ignored. @type {Map<string, Row>} */
 const strategies = new Map();
+/** Copytrade subscriptions by id. @type {Map<string, Row>} */
+const copytrades = new Map();
 /** @type {Map<string, Row>} */
 const orders = new Map();
 /** Combos by combo_order_id. @type {Map<string, Row>} */
@@ -325,6 +327,65 @@ function orderCells(o) {
   ];
 }
 
+/** A copytrade subscription's row: leader, status, sizing, counters. @param {Row} c */
+function copytradeCells(c) {
+  const n = c.counters ?? {};
+  const reasons = Object.entries(n.skipped_by_reason ?? {})
+    .map(([why, k]) => `${why} ${k}`)
+    .join(', ');
+  const skips = document.createElement('span');
+  skips.textContent = String(n.skipped ?? 0);
+  skips.title = reasons || 'none';
+  return [
+    short(c.id),
+    c.leader_username || short(String(c.leader_address ?? '')),
+    statusCell(c.status),
+    `${c.buy_size_mode} ${c.buy_size_value}${c.is_simulation ? ' · paper' : ''}`,
+    String(n.copies ?? 0),
+    skips,
+    `$${n.spent_usd ?? '0'}`,
+    `$${n.realized_pnl ?? '0'}`,
+    time(c.updated_at),
+  ];
+}
+
+/** The history read in flight (one at a time; a push meanwhile asks for one more). @type {Promise<void> | null} */
+let copiesLoading = null;
+let copiesAgain = false;
+/** The latest copies and skips (GET /copytrade/history), read again after each copytrade push. */
+async function loadCopies() {
+  if (copiesLoading) {
+    copiesAgain = true;
+    return;
+  }
+  copiesLoading = (async () => {
+    do {
+      copiesAgain = false;
+      const h = await get('/copytrade/history?limit=20');
+      const tbody = /** @type {HTMLTableSectionElement} */ ($('copies').querySelector('tbody'));
+      tbody.replaceChildren(
+        ...h.history.map((/** @type {Row} */ r) => {
+          const tr = document.createElement('tr');
+          tr.dataset.id = r.id;
+          tr.dataset.result = r.result;
+          tr.addEventListener('click', () => selectToken(r.token_id ?? undefined));
+          fill(tr, [
+            time(r.created_at),
+            short(r.copytrade_id),
+            r.result === 'SKIPPED' ? `skipped: ${r.reason}` : r.detail || 'copied',
+            text(r.side),
+            ...(r.token_id ? tokenCells(r.token_id) : ['–', '–']),
+            r.amount ? `$${r.amount}` : r.shares ? `${r.shares} sh` : '–',
+            r.order_status ? statusCell(r.order_status) : r.is_simulation ? 'paper' : '–',
+          ]);
+          return tr;
+        }),
+      );
+    } while (copiesAgain);
+  })().finally(() => (copiesLoading = null));
+  await copiesLoading.catch(() => {});
+}
+
 /**
  * A combo's cells: its legs by question with how each resolved (✓ won, ✗ lost, … pending), the
  * shares at the entry price, the cost and the payout (dollars).
@@ -352,7 +413,7 @@ function comboCells(c) {
 
 /**
  * Applies a record to a table: inserts or updates its row (newest first), unless it is older.
- * @param {'strategies' | 'orders' | 'combos'} table
+ * @param {'strategies' | 'orders' | 'combos' | 'copytrades'} table
  * @param {Map<string, Row>} rows
  * @param {string} id
  * @param {Row} rec
@@ -373,7 +434,16 @@ function upsert(table, rows, id, rec, flash) {
   tr.dataset.status = rec.status;
   tr.dataset.revision = String(rec.revision);
   tr.classList.toggle('done', FINAL.has(rec.status));
-  fill(tr, table === 'strategies' ? strategyCells(rec) : table === 'combos' ? comboCells(rec) : orderCells(rec));
+  fill(
+    tr,
+    table === 'strategies'
+      ? strategyCells(rec)
+      : table === 'combos'
+        ? comboCells(rec)
+        : table === 'copytrades'
+          ? copytradeCells(rec)
+          : orderCells(rec),
+  );
   if (flash) {
     tr.classList.remove('flash');
     void tr.offsetWidth;
@@ -806,6 +876,9 @@ async function start() {
         const c = await get('/combo/positions?limit=500');
         for (const r of [...c.positions].reverse()) upsert('combos', combos, r.combo_order_id, r, false);
       }
+      const ct = await get('/copytrade');
+      for (const r of [...ct.copytrades].reverse()) upsert('copytrades', copytrades, r.id, r, false);
+      await loadCopies();
     } catch (err) {
       setConnection(false, String(/** @type {Error} */ (err).message));
     }
@@ -820,6 +893,10 @@ async function start() {
   socket.on('strategy.updated', (s) => upsert('strategies', strategies, s.record_id, s, true));
   socket.on('order.updated', (o) => upsert('orders', orders, o.order_id, o, true));
   socket.on('combo.updated', (c) => upsert('combos', combos, c.combo_order_id, c, true));
+  socket.on('copytrade.updated', (c) => {
+    upsert('copytrades', copytrades, c.id, c, true);
+    void loadCopies();
+  });
   socket.on('book.updated', onBook);
   socket.on('balance.updated', onBalance);
   socket.on('position.updated', onPositions);
@@ -835,6 +912,10 @@ function forgetBoard() {
   walletRevision.balance = 0;
   walletRevision.position = 0;
   for (const table of ['strategies', 'orders', 'combos', 'positions'])
+    for (const rows of [strategies, orders, copytrades, positions, marketStates, bookWants, mids]) rows.clear();
+  walletRevision.balance = 0;
+  walletRevision.position = 0;
+  for (const table of ['strategies', 'orders', 'copytrades', 'copies', 'positions'])
     /** @type {HTMLElement} */ ($(table).querySelector('tbody')).replaceChildren();
   if (chart) chart.remove();
   chart = null;

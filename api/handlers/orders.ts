@@ -221,7 +221,11 @@ export const activity: Handler = async ({ req, services, user }) => {
             transaction_hash: v.redeem_transaction_hash ?? v.transaction_hash,
           });
         if (r.kind === 'order')
-          Object.assign(row, { cancel_code: v.cancel_code ?? null, cancel_reason: v.cancel_reason ?? null });
+          Object.assign(row, {
+            cancel_code: v.cancel_code ?? null,
+            cancel_reason: v.cancel_reason ?? null,
+            record_id: v.record_id ?? null,
+          });
         return row;
       }),
       next_cursor: more ? services.cursors.seal({ k: items.at(-1)!.ownerKey }, bearerToken(req) ?? '') : null,

@@ -1,4 +1,4 @@
-import type { OrderContext, OrderInput } from '../../machines/order.js';
+import type { OrderContext, OrderInput, OrderParentKind } from '../../machines/order.js';
 import {
   childOrderPrice,
   type ChildOrder,
@@ -40,6 +40,16 @@ function canceledByResolution(rec: ActorRecord): boolean {
   }
 }
 
+/**
+ * The parent a child order is placed for: a strategy (its context) or a copytrade subscription
+ * (`parentKind: 'copytrade'`, `type` `COPYTRADE`, `tokenId` the token of this copy). Tick size:
+ * the token's tick when the parent was created (the current one is used when the venue knows it).
+ */
+export type ChildParent = Pick<StrategyContext, 'recordId' | 'userId' | 'tokenId' | 'tickSize'> & {
+  type: string;
+  parentKind?: OrderParentKind;
+};
+
 /** The strategy links of an order's view (spec 2.3 `record_id`, `bracket_id`). */
 type OrderLinks = Pick<OrderView, 'record_id' | 'bracket_id' | 'filled_size' | 'matched_amount'>;
 
@@ -75,7 +85,7 @@ export class ChildOrderRouter {
    * (`placement_failed`) and decides (retry, next slice, FAILED); a cancel of the order waits for
    * this placement. Never throws.
    */
-  placeChild(c: StrategyContext, order: ChildOrder): Promise<void> {
+  placeChild(c: ChildParent, order: ChildOrder): Promise<void> {
     const p = this.tryPlaceChild(c, order);
     this.placements.set(order.orderId, p);
     void p.finally(() => {
@@ -84,7 +94,7 @@ export class ChildOrderRouter {
     return p;
   }
 
-  private async tryPlaceChild(c: StrategyContext, order: ChildOrder): Promise<void> {
+  private async tryPlaceChild(c: ChildParent, order: ChildOrder): Promise<void> {
     let placed: ActorRecord;
     try {
       const rec = await this.actors.get(c.recordId);
@@ -94,17 +104,20 @@ export class ChildOrderRouter {
         userId: c.userId,
         tokenId: c.tokenId,
         side: order.side,
-        type: 'LIMIT',
+        type: order.type ?? 'LIMIT',
         // priced on the market's current tick (it may have changed since the strategy started)
-        price: str(
-          childOrderPrice(
-            { tickSize: this.orders.risk.tickOf(c.tokenId) ?? c.tickSize },
-            order,
-            this.orders.risk.touch(c.tokenId),
-          ),
-        ),
-        size: order.size,
-        quoteAmount: null,
+        price:
+          order.type === 'MARKET'
+            ? null
+            : str(
+                childOrderPrice(
+                  { tickSize: this.orders.risk.tickOf(c.tokenId) ?? c.tickSize },
+                  order,
+                  this.orders.risk.touch(c.tokenId),
+                ),
+              ),
+        size: order.type === 'MARKET' && order.side === 'buy' ? null : order.size,
+        quoteAmount: order.type === 'MARKET' && order.side === 'buy' ? (order.quoteAmount ?? null) : null,
         timeInForce: order.timeInForce,
         expiresAtMs: null,
         clientOrderId: null,
@@ -114,6 +127,7 @@ export class ChildOrderRouter {
         isTakeProfit: order.isTakeProfit ?? false,
         // every leg of a bracket carries its bracket's id, like the entry does
         parentId: c.recordId,
+        ...(c.parentKind && c.parentKind !== 'strategy' ? { parentKind: c.parentKind } : {}),
         bracketId: c.type === 'BRACKET' ? c.recordId : null,
         postOnly: order.postOnly,
       };
@@ -225,6 +239,7 @@ export class ChildOrderRouter {
       matchedAmount: String(v.matched_amount ?? '0'),
       final: rec.final,
       ...(canceledByResolution(rec) ? { marketResolved: true } : {}),
+      atMs: this.clock.now(),
     };
   }
 

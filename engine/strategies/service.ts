@@ -187,6 +187,14 @@ export class StrategyService {
     }
   }
 
+  /**
+   * The child-order router: it serves any parent (a strategy, a copytrade subscription), and
+   * reports each child order's changes to the parent named by the order's `record_id`.
+   */
+  get childOrders(): ChildOrderRouter {
+    return this.router;
+  }
+
   /** The price-trigger index the feed keeps in step with every strategy's watch. */
   get triggers(): TriggerIndex {
     return this.feed.triggers;

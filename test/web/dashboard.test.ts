@@ -190,7 +190,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     const shownBefore = await p.textContent('#balance-available');
     const bought = await svc.call('POST', '/v2/trade/order', {
       headers: as,
-      body: { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' },
+      body: { symbol: chartToken, side: 'buy', type: 'MARKET', quote_amount: '5' },
     });
     expect(bought.status).toBe(200);
     const balance = (await svc.call('GET', '/v2/trade/balances', { headers: as })).body;
@@ -551,6 +551,44 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
       expect(await r.text()).toMatch(/^<svg /);
     }
     expect(failed).toEqual([]);
+    await p.close();
+  }, 30_000);
+
+  it('shows each copytrade subscription (leader, status, copies, skips, PnL) and its recent copies, live', async () => {
+    const leader = (await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'ct-leader' } })).body;
+    const p = await loggedIn(key);
+    const sub = await svc.call('POST', '/v2/trade/copytrade', {
+      headers: as,
+      body: {
+        leader_address: leader.safe_address,
+        leader_username: 'sharp',
+        buy_order_type: 'ALL',
+        buy_size_mode: 'FIXED_USD_PER_TRADE',
+        buy_size_value: 2,
+        buy_insufficient_usdc_action: 'BUY_MAX',
+        buy_time_in_force: 'FOK',
+        sell_order_type: 'ALL',
+        sell_size_mode: 'MAX',
+        sell_insufficient_shares_action: 'SELL_MAX',
+      },
+    });
+    expect(sub.status).toBe(201);
+    const row = `#copytrades tr[data-id="${sub.body.id}"]`;
+    await p.waitForSelector(`${row}[data-status="ACTIVE"]`, { timeout: 5_000 });
+    const bought = await svc.call('POST', '/v2/trade/order', {
+      headers: { 'x-partner-user-id': 'ct-leader' },
+      body: { symbol: chartToken, side: 'buy', type: 'MARKET', quote_amount: '5' },
+    });
+    expect(bought.status).toBe(200);
+    await expect.poll(async () => (await cells(p, row))[4], { timeout: 5_000 }).toBe('1');
+    expect((await cells(p, row)).slice(0, 4)).toEqual([expect.any(String), 'sharp', 'ACTIVE', 'FIXED_USD_PER_TRADE 2']);
+    await p.waitForSelector('#copies tr[data-result="COPIED"]', { timeout: 5_000 });
+    const copy = await cells(p, '#copies tr[data-result="COPIED"]');
+    expect(copy[2]).toBe('copied');
+    expect(copy[3]).toBe('BUY');
+    // the market named by its question, not by a token id
+    await expect.poll(async () => (await cells(p, '#copies tr[data-result="COPIED"]'))[4]).not.toMatch(/^\d|^–$/);
+    await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-copytrade.png'), fullPage: true });
     await p.close();
   }, 30_000);
 });

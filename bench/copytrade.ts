@@ -1,0 +1,250 @@
+/**
+ * `npm run bench:copytrade`: copytrade latency and exactly-once (issue 25 "Benchmark").
+ *
+ * 1. Latency, in process, SQLite on disk: one leader (a user of this service), BENCH_FOLLOWERS
+ *    (default 1000) followers each with an ACTIVE subscription ($1 FOK market buys); the leader
+ *    buys BENCH_LATENCY_FILLS (default 20) times, one at a time. For each leader fill: from the
+ *    moment its history row is committed to the moment the venue answered every copy (the copy's
+ *    order left SUBMITTED: live, filled or refused by the venue). Prints p50 / p99 / max per
+ *    fill (all copies) and per copy. Goal: p99 < 100 ms.
+ * 2. kill -9: the service as a child process (`dist/api/main.js`, SQLite on disk), the same
+ *    followers created over REST, a burst of BENCH_BURST (default 50) leader buys, `kill -9` once
+ *    half of them were answered, then a restart on the same DATA_DIR: per subscription, leader
+ *    fills missing from its history (lost) and copies with more than one order or rows for one
+ *    fill (duplicated), counted. Goal: 0 and 0.
+ *
+ * Develop with small sizes: `BENCH_FOLLOWERS=20 BENCH_BURST=10 npm run bench:copytrade`.
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { COPYTRADE_HISTORY } from '../engine/copytrade/service.js';
+import { settingsOfRequest } from '../engine/copytrade/requests.js';
+import { loadConfig } from '../engine/config.js';
+import { createLogger } from '../engine/logger.js';
+import { startServices, type Services } from '../engine/service.js';
+import type { TraderFill } from '../engine/data/records.js';
+import { TRADER_FILLS } from '../engine/data/records.js';
+import { copyOrderId, type CopyHistoryEntry } from '../machines/copytrade.js';
+import type { CopytradeRequest } from '../schemas/copytrade.js';
+
+/** A JSON answer's fields as this script reads them. */
+type Json = { safe_address?: string; markets?: unknown };
+
+const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 1000);
+const LATENCY_FILLS = Number(process.env.BENCH_LATENCY_FILLS ?? 20);
+const BURST = Number(process.env.BENCH_BURST ?? 50);
+const KEY = 'pts_bench_copytrade_master_key_0123456789';
+const ENV = { SIM_REPLAY: 'off', SIM_CAPTURE: 'off', SIM_MAKER_REFILL_MS: '50', LOG_LEVEL: 'warn' };
+
+const SUBSCRIPTION = {
+  buy_order_type: 'ALL',
+  buy_size_mode: 'FIXED_USD_PER_TRADE',
+  buy_size_value: 1,
+  buy_insufficient_usdc_action: 'BUY_MAX',
+  buy_time_in_force: 'FOK',
+  sell_order_type: 'ALL',
+  sell_size_mode: 'MAX',
+  sell_insufficient_shares_action: 'SELL_MAX',
+} as const;
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
+};
+const fmt = (xs: number[]) =>
+  `p50 ${pct(xs, 50).toFixed(1)} ms, p99 ${pct(xs, 99).toFixed(1)} ms, ` +
+  `max ${Math.max(...xs).toFixed(1)} ms (n=${xs.length})`;
+
+/** A token with asks to buy from (the first market's first token). */
+function tradableToken(s: Services): string {
+  for (const m of s.venue.markets()) {
+    const t = m.tokens[0]!.tokenId;
+    const touch = s.venue.touch(t);
+    if (touch.ask && touch.bid && touch.ask.lt(0.9) && touch.bid.gt(0.1)) return t;
+  }
+  throw new Error('no tradable token');
+}
+
+async function latency(): Promise<void> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-copytrade-'));
+  const config = loadConfig({ ...process.env, ...ENV, DATA_DIR: dir, MASTER_API_KEY: KEY });
+  const { services: s } = await startServices(config, createLogger('warn'));
+  try {
+    const partner = config.partnerId;
+    const leader = (await s.users.provision(partner, 'leader', null)).user;
+    const subs: string[] = [];
+    for (let i = 0; i < FOLLOWERS; i++) {
+      const u = (await s.users.provision(partner, `f${i}`, null)).user;
+      const body = { ...SUBSCRIPTION, leader_address: leader.safeAddress } as CopytradeRequest;
+      const rec = await s.copytrade.create(u, `ct_bench_${i}`, settingsOfRequest(body), 'ACTIVE');
+      subs.push(rec._id);
+    }
+    const token = tradableToken(s);
+    const leaderAddress = leader.safeAddress.toLowerCase();
+    const pending = new Map<string, { key: string; t0: number }>();
+    const perFill = new Map<string, { t0: number; left: number; done: (ms: number) => void }>();
+    const perCopy: number[] = [];
+    s.history.onRecorded((b) => {
+      for (const f of b.fills) {
+        if (f.address !== leaderAddress) continue;
+        const key = `${f.transactionHash}:${f.logIndex}`;
+        const t0 = performance.now();
+        for (const id of subs) pending.set(copyOrderId(id, key), { key, t0 });
+        const w = perFill.get('next');
+        if (w) {
+          perFill.delete('next');
+          perFill.set(key, { ...w, t0 });
+        }
+      }
+    });
+    s.host.on('changed', (c) => {
+      if (c.record.kind !== 'order' || c.record.status === 'SUBMITTED') return;
+      const p = pending.get(c.record._id);
+      if (!p) return;
+      pending.delete(c.record._id);
+      const ms = performance.now() - p.t0;
+      perCopy.push(ms);
+      const f = perFill.get(p.key);
+      if (f && --f.left === 0) f.done(ms);
+    });
+    const fills: number[] = [];
+    for (let i = 0; i < LATENCY_FILLS; i++) {
+      const all = new Promise<number>((resolve) => perFill.set('next', { t0: 0, left: FOLLOWERS, done: resolve }));
+      const input = s.orders.check(leader._id, { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' });
+      await s.orders.place(partner, input);
+      fills.push(await Promise.race([all, new Promise<number>((r) => setTimeout(() => r(NaN), 30_000))]));
+    }
+    console.log(`latency, ${FOLLOWERS} followers, ${LATENCY_FILLS} leader fills (store on disk)`);
+    console.log(`  leader fill → all copies answered by the venue: ${fmt(fills.filter((x) => !Number.isNaN(x)))}`);
+    console.log(`  leader fill → one copy answered: ${fmt(perCopy)}`);
+    console.log(`  fills not fully copied within 30 s: ${fills.filter((x) => Number.isNaN(x)).length}`);
+  } finally {
+    await s.stop();
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function killNine(): Promise<void> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-copytrade-kill-'));
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...ENV,
+    DATA_DIR: dir,
+    MASTER_API_KEY: KEY,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+  };
+  delete env.MONGODB_URI;
+  const child = spawn(process.execPath, ['dist/api/main.js'], { env, stdio: 'ignore' });
+  const exited = new Promise((r) => child.on('exit', r));
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${base}/healthz`)).status === 200) break;
+    } catch {
+      /* not up yet */
+    }
+    if (i > 400) throw new Error('service did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const call = async (u: string, method: string, p: string, body?: unknown) => {
+    const r = await fetch(base + p, {
+      method,
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        'content-type': 'application/json',
+        'x-partner-user-id': u,
+        ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, body: (await r.json()) as Record<string, unknown> & Json };
+  };
+  const leader = (await call('leader', 'POST', '/v2/trade/users', { partner_user_id: 'leader' })).body;
+  const follow = async (i: number) => {
+    await call(`f${i}`, 'POST', '/v2/trade/users', { partner_user_id: `f${i}` });
+    const r = await call(`f${i}`, 'POST', '/v2/trade/copytrade', {
+      ...SUBSCRIPTION,
+      leader_address: leader.safe_address,
+    });
+    if (r.status !== 201) throw new Error(`subscription ${i}: ${r.status} ${JSON.stringify(r.body)}`);
+  };
+  for (let i = 0; i < FOLLOWERS; i += 16)
+    await Promise.all(Array.from({ length: Math.min(16, FOLLOWERS - i) }, (_, k) => follow(i + k)));
+  const markets = (await call('leader', 'GET', '/v2/trade/markets?limit=20')).body.markets as {
+    tokens: { token_id: string }[];
+  }[];
+  const token = markets[0]!.tokens[0]!.token_id;
+  let answered = 0;
+  const burst = (async () => {
+    for (let i = 0; i < BURST; i++) {
+      const r = await call('leader', 'POST', '/v2/trade/order', {
+        symbol: token,
+        side: 'buy',
+        type: 'MARKET',
+        quote_amount: '2',
+      }).catch(() => null);
+      if (!r) return;
+      answered++;
+    }
+  })();
+  while (answered < Math.ceil(BURST / 2)) await new Promise((r) => setTimeout(r, 2));
+  child.kill('SIGKILL');
+  await exited;
+  await burst;
+
+  const config = loadConfig({ ...process.env, ...ENV, DATA_DIR: dir, MASTER_API_KEY: KEY });
+  const { services: s } = await startServices(config, createLogger('warn'));
+  try {
+    await s.copytrade.idle();
+    const address = String(leader.safe_address).toLowerCase();
+    const fills = await (await s.store.collection<TraderFill>(TRADER_FILLS)).find({ address });
+    const keys = new Set(fills.map((f) => `${f.transactionHash}:${f.logIndex}`));
+    const rows = await (await s.store.collection<CopyHistoryEntry>(COPYTRADE_HISTORY)).find({});
+    const orders = await s.actors.find({ kind: 'order' }, { limit: 10_000_000 });
+    const ordersBySub = new Map<string, number>();
+    for (const o of orders) {
+      const parent = (o.view as { record_id?: string | null }).record_id;
+      if (parent) ordersBySub.set(parent, (ordersBySub.get(parent) ?? 0) + 1);
+    }
+    const bySub = new Map<string, CopyHistoryEntry[]>();
+    for (const r of rows) if (r.kind !== 'realized') bySub.set(r.copytradeId, [...(bySub.get(r.copytradeId) ?? []), r]);
+    let lost = 0;
+    let duplicated = 0;
+    let copies = 0;
+    for (const [sub, rs] of bySub) {
+      const seen = new Set(rs.map((r) => `${r.fill!.transactionHash}:${r.fill!.logIndex}`));
+      for (const k of keys) if (!seen.has(k)) lost++;
+      duplicated += rs.length - seen.size;
+      const copied = rs.filter((r) => r.kind === 'copy').length;
+      copies += copied;
+      duplicated += Math.max(0, (ordersBySub.get(sub) ?? 0) - copied);
+    }
+    lost += (FOLLOWERS - bySub.size) * keys.size;
+    console.log(
+      `kill -9 during a burst of ${BURST} leader buys (${answered} answered before the kill), ${FOLLOWERS} followers`,
+    );
+    console.log(`  leader fills recorded: ${keys.size}; copies made: ${copies}; history rows: ${rows.length}`);
+    console.log(`  lost: ${lost}   duplicated: ${duplicated}   (goal 0 and 0)`);
+  } finally {
+    await s.stop();
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+await latency();
+await killNine();

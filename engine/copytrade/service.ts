@@ -1,0 +1,757 @@
+/**
+ * Copytrade subscriptions (spec 2.6, 3, 4.4; issue 25): the facade the API uses. Hosts one
+ * durable actor per subscription (machines/copytrade.ts), delivers every leader fill of the trade
+ * history (engine/data/records.ts `TradeHistoryFeed`) to the subscriptions of that leader, places
+ * copies through the child-order router (engine/strategies/child-orders.ts, like strategies' child
+ * orders: every copy passes engine/risk.ts) and keeps the history of copies and skips
+ * (collection `copytradeHistory`).
+ *
+ * Exactly once through restarts: each subscription's watermark (its last leader fill's chain
+ * position) is persisted with the step that handled the fill; at start-up, once every actor is
+ * restored, copies decided but never reported by their order are placed again (their order ids
+ * derive from the fill, so an order already placed is found, not doubled), history rows not yet
+ * written are written, and the history is replayed in chain order so that fills recorded while
+ * the process was down reach their subscriptions (those at or before a watermark are ignored by
+ * the machine); live fills wait until that replay is over.
+ */
+import { getAddress } from 'ethers';
+import {
+  isNewFill,
+  riskLevels,
+  copytradeMachine,
+  COPYTRADE_MACHINE_VERSION,
+  COPYTRADE_STATUS,
+  PAPER_INITIAL_USD,
+  type CopyHistoryEntry,
+  type CopytradeContext,
+  type CopytradeEvent,
+  type CopytradeInput,
+  type WorkingCopy,
+} from '../../machines/copytrade.js';
+import type { ChildOrder } from '../../machines/strategy-kit.js';
+import type { ActorChange, ActorHost } from '../actor-host.js';
+import type { Clock } from '../clock.js';
+import type { RecordedBatch, TradeHistoryFeed, TraderFill } from '../data/records.js';
+import { dec, Dec, str, ZERO } from '../decimal.js';
+import { errors } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { ActorRecord, ActorRepository } from '../store/actors.js';
+import type { Collection, Store } from '../store/port.js';
+import type { ChildOrderRouter } from '../strategies/child-orders.js';
+import { TriggerIndex } from '../triggers.js';
+import type { UserDoc, UserService } from '../users.js';
+import type { VenuePort } from '../venue/port.js';
+import type { CopyEnv, CopySettings, LeaderFill } from './rules.js';
+
+/** Machine id of a subscription actor. */
+export const COPYTRADE_MACHINE_ID = 'copytrade';
+/** Order ids of a subscription's orders start with it (subscription ids are `ct_…`). */
+const COPY_ORDER_PREFIX = 'ord_ct_';
+
+/** Collection of the history rows. */
+export const COPYTRADE_HISTORY = 'copytradeHistory';
+
+/** Tries of a leader fill's delivery to one subscription; beyond them the next start-up's replay delivers it. */
+const DELIVERY_ATTEMPTS = 5;
+
+/** Statuses a subscription can be moved to with PATCH …/status. */
+export type CopytradeStatusChange = 'ACTIVE' | 'PAUSED' | 'DISABLED';
+
+/**
+ * A subscription's view (GET, PATCH answers): the settings, system fields and counters. Numbers
+ * are decimal strings (the reference returns numeric fields as strings).
+ */
+export function subscriptionView(c: CopytradeContext, status: string, createdAtMs: number): Record<string, unknown> {
+  const s = c.settings;
+  const skippedTotal = Object.values(c.skipped).reduce((a, n) => a + (n ?? 0), 0);
+  return {
+    id: c.id,
+    status,
+    ...s,
+    created_at: new Date(createdAtMs).toISOString(),
+    updated_at: new Date(c.updatedAtMs).toISOString(),
+    counters: {
+      copies: c.copies,
+      skipped: skippedTotal,
+      skipped_by_reason: c.skipped,
+      spent_usd: c.spentUsd,
+      realized_pnl: s.is_simulation ? c.paper.realizedPnl : c.realizedPnl,
+      working_copies: c.working.length,
+    },
+  };
+}
+
+/** Lower-case `0x` address of a fill or a setting. */
+const lower = (a: string) => a.toLowerCase();
+
+/** The leader fill a subscription sees of a trader fill. */
+export function leaderFillOf(f: TraderFill): LeaderFill {
+  return {
+    key: `${f.transactionHash}:${f.logIndex}`,
+    transactionHash: f.transactionHash,
+    logIndex: f.logIndex,
+    blockTimestamp: f.blockTimestamp,
+    atMs: f.atMs,
+    conditionId: f.conditionId,
+    tokenId: f.tokenId,
+    outcome: f.outcome,
+    side: f.side,
+    role: f.role,
+    price: f.price,
+    size: f.size,
+    notionalUsd: f.notionalUsd,
+  };
+}
+
+/**
+ * Checks a leader address: `0x` + 40 hex; a mixed-case one must carry a valid EIP-55 checksum.
+ * @returns the checksummed address.
+ * @throws {DomainError} `INVALID_REQUEST`.
+ */
+export function checkLeaderAddress(raw: string): string {
+  if (!/^0x[0-9a-fA-F]{40}$/.test(raw))
+    throw errors.badRequest(`leader_address must be an address (0x and 40 hex digits); received ${raw}`);
+  const body = raw.slice(2);
+  const mixed = body !== body.toLowerCase() && body !== body.toUpperCase();
+  const checked = getAddress(raw.toLowerCase());
+  if (mixed && checked !== raw)
+    throw errors.badRequest(`leader_address ${raw} fails its EIP-55 checksum (did you mean ${checked}?)`);
+  return checked;
+}
+
+/** The paper account of a user's simulations (GET /v2/trade/copytrade/simulation). */
+export interface SimulationView {
+  initial_balance_usdc: string;
+  cash_usdc: string;
+  realized_pnl: string;
+  unrealized_pnl: string | null;
+  equity_usdc: string | null;
+  positions: {
+    token_id: string;
+    shares: string;
+    avg_cost: string;
+    cost_basis: string;
+    mark_price: string | null;
+    market_value: string | null;
+    unrealized_pnl: string | null;
+  }[];
+}
+
+/**
+ * The copytrade service. Open it with {@link CopytradeService.open}; call {@link start} after
+ * every actor was restored (it reconciles and replays, then goes live).
+ */
+export class CopytradeService {
+  /** Subscription ids by leader address (lower-case), live (non-final) ones only. */
+  private readonly byLeader = new Map<string, Set<string>>();
+  /** Leader fills received before {@link start} finished its replay. */
+  private buffered: RecordedBatch[] | null = [];
+  /** Delivery chain per subscription: fills reach one subscription in chain order. */
+  private readonly chains = new Map<string, Promise<void>>();
+  /** Creation per user, one at a time (the 409 check and the create are one step). */
+  private readonly creating = new Map<string, Promise<unknown>>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly followed: ((leader: string) => void)[] = [];
+  /** Risk-control levels of the positions held, by `<subscription>|<tokenId>` (engine/triggers.ts). */
+  private readonly triggers = new TriggerIndex();
+  /** Tokens each subscription has levels registered on. */
+  private readonly watched = new Map<string, Set<string>>();
+
+  private constructor(
+    private readonly host: ActorHost,
+    private readonly actors: ActorRepository,
+    private readonly rows: Collection<CopyHistoryEntry>,
+    private readonly router: ChildOrderRouter,
+    private readonly venue: VenuePort,
+    private readonly users: UserService,
+    private readonly feed: TradeHistoryFeed,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {
+    host.register({
+      machineId: COPYTRADE_MACHINE_ID,
+      version: COPYTRADE_MACHINE_VERSION,
+      kind: 'copytrade',
+      logic: copytradeMachine.provide({
+        actions: {
+          placeCopy: ({ context }: { context: CopytradeContext }, { copy }: { copy: WorkingCopy | null }) => {
+            if (copy) this.track(this.place(context, copy));
+          },
+          writeHistory: ({ context }: { context: CopytradeContext }, { rows }: { rows: CopyHistoryEntry[] }) => {
+            if (rows.length > 0) this.track(this.write(context.id, rows));
+          },
+        },
+      }),
+      statusOf: (s) => COPYTRADE_STATUS[s.value as keyof typeof COPYTRADE_STATUS] ?? 'ACTIVE',
+      viewOf: (s, meta) =>
+        subscriptionView(
+          s.context as CopytradeContext,
+          COPYTRADE_STATUS[s.value as keyof typeof COPYTRADE_STATUS],
+          meta.createdAtMs,
+        ),
+    });
+    host.on('changed', (c) => this.onChanged(c));
+    feed.onRecorded((batch) => this.onRecorded(batch));
+    venue.onBook((tokenId) => this.onBook(tokenId));
+  }
+
+  /** Opens the history collection and registers the machine (before the host restores actors). */
+  static async open(deps: {
+    store: Store;
+    host: ActorHost;
+    actors: ActorRepository;
+    router: ChildOrderRouter;
+    venue: VenuePort;
+    users: UserService;
+    feed: TradeHistoryFeed;
+    clock: Clock;
+    log: Logger;
+  }): Promise<CopytradeService> {
+    const rows = await deps.store.collection<CopyHistoryEntry>(COPYTRADE_HISTORY, [
+      { fields: ['userId', 'atMs'] },
+      { fields: ['copytradeId', 'atMs'] },
+    ]);
+    return new CopytradeService(
+      deps.host,
+      deps.actors,
+      rows,
+      deps.router,
+      deps.venue,
+      deps.users,
+      deps.feed,
+      deps.clock,
+      deps.log,
+    );
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+
+  /** Waits until every delivery, placement and history write started so far is over (tests, responses). */
+  async idle(): Promise<void> {
+    for (let i = 0; i < 100 && (this.inFlight.size > 0 || this.chains.size > 0); i++) {
+      await Promise.all([...this.inFlight, ...this.chains.values()]);
+      await this.host.whenIdle();
+    }
+  }
+
+  // ---- start-up ----
+
+  /**
+   * Start-up, after every actor was restored: indexes the live subscriptions by leader, places
+   * copies never reported, writes history rows not yet written, replays the trade history to the
+   * subscriptions (fills at or before a watermark are ignored), then delivers the fills that came
+   * in meanwhile and goes live.
+   * @returns the number of live subscriptions.
+   */
+  async start(): Promise<number> {
+    const ids = this.host.liveIds('copytrade');
+    for (const id of ids) {
+      const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
+      if (!c) continue;
+      this.index(id, c);
+      for (const w of c.working) if (!w.reported) this.track(this.place(c, w));
+      if (c.pending.length > 0) this.track(this.write(id, c.pending));
+    }
+    if (ids.length > 0) await this.feed.replay((batch) => this.deliverBatch(batch));
+    const waiting = this.buffered ?? [];
+    this.buffered = null;
+    for (const b of waiting) this.deliverBatch(b);
+    return ids.length;
+  }
+
+  /** Calls `listener` with a leader's address (lower case) whenever a subscription to it starts or is restored. */
+  onFollowed(listener: (leader: string) => void): void {
+    this.followed.push(listener);
+  }
+
+  private index(id: string, c: CopytradeContext): void {
+    const key = lower(c.settings.leader_address);
+    for (const l of this.followed) l(key);
+    this.syncWatches(id, c);
+    let set = this.byLeader.get(key);
+    if (!set) this.byLeader.set(key, (set = new Set()));
+    set.add(id);
+  }
+
+  private onChanged(c: ActorChange): void {
+    if (c.record.kind !== 'copytrade') return;
+    const ctx = c.snapshot.context as CopytradeContext;
+    if (c.record.final) this.byLeader.get(lower(ctx.settings.leader_address))?.delete(c.record._id);
+    else if (c.previousStatus === null) this.index(c.record._id, ctx);
+    this.syncWatches(c.record._id, c.record.final ? null : ctx);
+  }
+
+  // ---- risk controls of the positions (take-profit, stop-loss, close price) ----
+
+  /**
+   * Keeps the trigger index in step with a subscription's positions: per held token, the highest
+   * stop-loss price (`bidAtOrBelow`) and the lowest take-profit or close price (`bidAbove` one
+   * micro-dollar below it, so a bid at the price fires); a level already reached is delivered now.
+   */
+  private syncWatches(id: string, c: CopytradeContext | null): void {
+    const before = this.watched.get(id) ?? new Set<string>();
+    const now = new Set<string>();
+    for (const [tokenId, p] of Object.entries(c?.positions ?? {})) {
+      const levels = riskLevels(c!.settings, p);
+      const stops = levels.filter((l) => !l.above).map((l) => l.price);
+      const targets = levels.filter((l) => l.above).map((l) => l.price);
+      if (stops.length === 0 && targets.length === 0) continue;
+      now.add(tokenId);
+      const key = `${id}|${tokenId}`;
+      const changed = this.triggers.set(key, tokenId, {
+        ...(stops.length ? { bidAtOrBelow: str(Dec.max(...stops).toDecimalPlaces(6, Dec.ROUND_DOWN)) } : {}),
+        ...(targets.length
+          ? { bidAbove: str(Dec.max(ZERO, Dec.min(...targets).minus('0.000001')).toDecimalPlaces(6, Dec.ROUND_DOWN)) }
+          : {}),
+      });
+      if (changed && this.triggers.fireOne(key, tokenId, this.touchText(tokenId))) this.deliverTouch(key);
+    }
+    for (const t of before) if (!now.has(t)) this.triggers.remove(`${id}|${t}`);
+    if (now.size) this.watched.set(id, now);
+    else this.watched.delete(id);
+  }
+
+  private touchText(tokenId: string): { bid: string | null; ask: string | null } {
+    const t = this.venue.touch(tokenId);
+    return { bid: t.bid ? str(t.bid) : null, ask: t.ask ? str(t.ask) : null };
+  }
+
+  private onBook(tokenId: string): void {
+    if (this.watched.size === 0) return;
+    for (const key of this.triggers.fire(tokenId, this.touchText(tokenId))) this.deliverTouch(key);
+  }
+
+  /** Sends the touch of a fired level to its subscription, then registers its levels again. */
+  private deliverTouch(key: string): void {
+    const [id, tokenId] = key.split('|') as [string, string];
+    const touch = this.touchText(tokenId);
+    const run = async () => {
+      try {
+        await this.host.send(id, {
+          type: 'book.touch',
+          tokenId,
+          ...touch,
+          atMs: this.clock.now(),
+        } satisfies CopytradeEvent);
+        this.triggers.delivered(key);
+      } catch (err) {
+        this.log.error({ err, copytradeId: id, tokenId }, 'risk-control touch not delivered: armed again');
+        this.triggers.rearm(key);
+        return;
+      }
+      const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
+      this.triggers.remove(key);
+      this.syncWatches(id, c ?? null);
+    };
+    this.track(run());
+  }
+
+  // ---- leader fills ----
+
+  private onRecorded(batch: RecordedBatch): void {
+    if (this.buffered) this.buffered.push(batch);
+    else this.deliverBatch(batch);
+  }
+
+  /** Sends each fill of a leader to that leader's subscriptions (in chain order per subscription). */
+  private deliverBatch(batch: RecordedBatch): void {
+    if (this.byLeader.size === 0) return;
+    for (const f of batch.fills) {
+      // a subscription's own orders (copies, risk-control exits) are not copied again: chains and
+      // cycles of subscriptions cannot echo a fill back and forth
+      if (f.orderId?.startsWith(COPY_ORDER_PREFIX)) continue;
+      const subs = this.subscriptionsOf(f);
+      if (subs.length === 0) continue;
+      const fill = leaderFillOf(f);
+      for (const id of subs) this.deliver(id, fill);
+    }
+  }
+
+  /** Subscriptions following the wallet of `f`: by its address, and by the other address of its user. */
+  private subscriptionsOf(f: TraderFill): string[] {
+    const out = new Set(this.byLeader.get(lower(f.address)) ?? []);
+    const user: UserDoc | undefined = f.userId ? this.users.cached(f.userId) : undefined;
+    if (user) {
+      for (const a of [user.eoaAddress, user.safeAddress])
+        for (const id of this.byLeader.get(lower(a)) ?? []) out.add(id);
+    }
+    return [...out];
+  }
+
+  private deliver(id: string, fill: LeaderFill): void {
+    const prev = this.chains.get(id) ?? Promise.resolve();
+    const next = prev.then(() => this.sendFill(id, fill));
+    this.chains.set(id, next);
+    void next.finally(() => {
+      if (this.chains.get(id) === next) this.chains.delete(id);
+    });
+  }
+
+  private async sendFill(id: string, fill: LeaderFill): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
+        // the machine decides; this only spares a step for a fill it certainly ignores (the start-up replay)
+        if (!c || !isNewFill(c, fill)) return;
+        await this.host.send(id, {
+          type: 'leader.fill',
+          fill,
+          env: this.envOf(c.userId, fill),
+          atMs: this.clock.now(),
+        });
+        return;
+      } catch (err) {
+        if (attempt >= DELIVERY_ATTEMPTS) {
+          this.log.error(
+            { err, copytradeId: id, fill: fill.key },
+            'leader fill not delivered: the next start-up replays it',
+          );
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+      }
+    }
+  }
+
+  /** What the rules need to know of the market of `fill` and the follower's wallet, now. */
+  envOf(userId: string, fill: Pick<LeaderFill, 'tokenId' | 'conditionId'>): CopyEnv {
+    const token = this.venue.token(fill.tokenId);
+    const status = token ? this.venue.marketStatus(token.conditionId) : undefined;
+    const touch = this.venue.touch(fill.tokenId);
+    const available = token ? this.venue.available(userId, fill.tokenId) : null;
+    return {
+      market: !token ? 'unknown' : status?.resolved ? 'resolved' : status?.closed ? 'closed' : 'open',
+      tags: [],
+      minSize: token ? str(token.minSize) : '0',
+      bid: touch.bid ? str(touch.bid) : null,
+      ask: touch.ask ? str(touch.ask) : null,
+      availableUsd: available ? str(available.usd) : '0',
+      availableShares: available ? str(available.shares) : '0',
+    };
+  }
+
+  // ---- effects ----
+
+  private async place(c: CopytradeContext, w: WorkingCopy): Promise<void> {
+    const o = w.order;
+    const token = this.venue.token(o.tokenId);
+    const order: ChildOrder =
+      o.kind === 'LIMIT_GTC'
+        ? {
+            orderId: w.orderId,
+            side: 'buy',
+            pricing: { kind: 'limit', price: o.price! },
+            size: o.shares!,
+            timeInForce: 'GTC',
+            postOnly: false,
+            isStopLoss: false,
+          }
+        : {
+            orderId: w.orderId,
+            side: o.side,
+            type: 'MARKET',
+            pricing: { kind: 'limit', price: o.price ?? '0.5' },
+            size: o.shares ?? '0',
+            ...(o.usd !== null ? { quoteAmount: o.usd } : {}),
+            timeInForce: o.kind === 'MARKET_FOK' ? 'FOK' : 'IOC',
+            postOnly: false,
+            isStopLoss: false,
+          };
+    await this.router.placeChild(
+      {
+        recordId: c.id,
+        userId: c.userId,
+        tokenId: o.tokenId,
+        tickSize: token ? str(token.tickSize) : '0.01',
+        type: 'COPYTRADE',
+        parentKind: 'copytrade',
+      },
+      order,
+    );
+  }
+
+  private async write(id: string, rows: CopyHistoryEntry[]): Promise<void> {
+    try {
+      for (const r of rows) await this.rows.replaceOne(r);
+      await this.host.send(id, { type: 'history.written', ids: rows.map((r) => r._id) } satisfies CopytradeEvent);
+    } catch (err) {
+      this.log.error(
+        { err, copytradeId: id },
+        'copytrade history rows not written: written again at the next start-up',
+      );
+    }
+  }
+
+  // ---- API ----
+
+  private async owned(userId: string, id: string): Promise<ActorRecord> {
+    const rec = this.host.recordOf(id) ?? (await this.actors.get(id));
+    if (!rec || rec.kind !== 'copytrade' || rec.ownerUserId !== userId || rec.status === 'DELETED')
+      throw errors.notFound(`no copytrade subscription ${id}`);
+    return rec;
+  }
+
+  /** The user's ACTIVE subscription to `leader` other than `exceptId`, if any. */
+  private async activeTo(userId: string, leader: string, exceptId: string): Promise<ActorRecord | null> {
+    const filter = { kind: 'copytrade', status: 'ACTIVE' };
+    const { records } = await this.actors.findOwned(userId, filter, { limit: 1000 });
+    const key = lower(leader);
+    return records.find((r) => r._id !== exceptId && lower(this.contextOf(r).settings.leader_address) === key) ?? null;
+  }
+
+  private contextOf(rec: ActorRecord): CopytradeContext {
+    return (this.host.snapshotOf(rec._id)?.context ?? this.host.storedSnapshot(rec).context) as CopytradeContext;
+  }
+
+  /**
+   * Creates a subscription (POST /v2/trade/copytrade).
+   * @param id - the subscription id (`ct_…`, derived from the request's Idempotency-Key).
+   * @returns the record; an existing one of this id (a retry) as it is.
+   * @throws {DomainError} `CONFLICT` when the user has an ACTIVE subscription to that leader.
+   */
+  async create(
+    user: UserDoc,
+    id: string,
+    settings: CopySettings,
+    initialStatus: 'ACTIVE' | 'PAUSED',
+  ): Promise<ActorRecord> {
+    const prev = this.creating.get(user._id) ?? Promise.resolve();
+    if ([user.eoaAddress, user.safeAddress].some((a) => lower(a) === lower(settings.leader_address)))
+      throw errors.badRequest('leader_address is one of your own wallets: a user cannot copy itself');
+    const run = prev
+      .catch(() => {})
+      .then(async () => {
+        const existing = this.host.recordOf(id) ?? (await this.actors.get(id));
+        if (existing) return existing;
+        const clash = initialStatus === 'ACTIVE' ? await this.activeTo(user._id, settings.leader_address, id) : null;
+        if (clash)
+          throw errors.conflict(`an ACTIVE copytrade subscription to ${settings.leader_address} exists: ${clash._id}`);
+        const input: CopytradeInput = {
+          id,
+          userId: user._id,
+          userWallet: user.safeAddress,
+          settings,
+          initialStatus,
+          createdAtMs: this.clock.now(),
+        };
+        await this.host.create(COPYTRADE_MACHINE_ID, { id, input, partnerId: user.partnerId, ownerUserId: user._id });
+        return this.host.recordOf(id) ?? (await this.actors.get(id))!;
+      });
+    this.creating.set(user._id, run);
+    run
+      .finally(() => {
+        if (this.creating.get(user._id) === run) this.creating.delete(user._id);
+      })
+      .catch(() => {});
+    return run;
+  }
+
+  /** The user's subscriptions, ACTIVE, PAUSED, DISABLED and ENDED (deleted ones are left out), newest first. */
+  async list(userId: string): Promise<ActorRecord[]> {
+    return (await this.actors.findOwned(userId, { kind: 'copytrade', final: false }, { limit: 1000 })).records;
+  }
+
+  /**
+   * One subscription with its counters, and its open positions' unrealized PnL at the midpoint.
+   * @throws {DomainError} `NOT_FOUND`.
+   */
+  async get(userId: string, id: string): Promise<Record<string, unknown>> {
+    const rec = await this.owned(userId, id);
+    const c = this.contextOf(rec);
+    const view = rec.view as Record<string, unknown> & { counters: Record<string, unknown> };
+    const positions = c.settings.is_simulation ? c.paper.positions : c.positions;
+    let unrealized: Dec | null = ZERO;
+    for (const [tokenId, p] of Object.entries(positions)) {
+      const mid = this.midpoint(tokenId);
+      if (mid === null || unrealized === null) unrealized = null;
+      else unrealized = unrealized.plus(dec(p.shares).times(mid).minus(dec(p.costUsd)));
+    }
+    return {
+      ...view,
+      counters: { ...view.counters, unrealized_pnl: unrealized === null ? null : str(unrealized.toDecimalPlaces(6)) },
+    };
+  }
+
+  private midpoint(tokenId: string): Dec | null {
+    const t = this.venue.touch(tokenId);
+    if (t.bid && t.ask) return t.bid.plus(t.ask).div(2);
+    return t.bid ?? t.ask ?? null;
+  }
+
+  /**
+   * Changes settings (PATCH /v2/trade/copytrade/{id}); `leader_address` cannot change.
+   * @throws {DomainError} `NOT_FOUND`; `INVALID_REQUEST` for a change of leader.
+   */
+  async update(userId: string, id: string, patch: (current: CopySettings) => CopySettings): Promise<ActorRecord> {
+    const rec = await this.owned(userId, id);
+    const settings = patch(this.contextOf(rec).settings);
+    return this.host.send(id, { type: 'copytrade.update', settings, atMs: this.clock.now() } satisfies CopytradeEvent);
+  }
+
+  /**
+   * Moves a subscription to ACTIVE, PAUSED or DISABLED (PATCH …/status).
+   * @throws {DomainError} `NOT_FOUND`; `CONFLICT` when its state refuses it (ENDED), or when resuming
+   *   would make a second ACTIVE subscription to the same leader.
+   */
+  async setStatus(userId: string, id: string, status: CopytradeStatusChange): Promise<ActorRecord> {
+    const rec = await this.owned(userId, id);
+    if (rec.status === status) return rec;
+    if (status === 'ACTIVE') {
+      const clash = await this.activeTo(userId, this.contextOf(rec).settings.leader_address, id);
+      if (clash) throw errors.conflict(`an ACTIVE copytrade subscription to this leader exists: ${clash._id}`);
+    }
+    const event = { type: 'copytrade.status', status, atMs: this.clock.now() } as const;
+    const snap = this.host.snapshotOf(id);
+    if (!snap?.can(event))
+      throw errors.conflict(`copytrade subscription ${id} is ${rec.status}: it cannot become ${status}`);
+    return this.host.send(id, event);
+  }
+
+  /** Soft-deletes a subscription (history and PnL kept). @throws {DomainError} `NOT_FOUND`. */
+  async remove(userId: string, id: string): Promise<void> {
+    await this.owned(userId, id);
+    await this.host.send(id, { type: 'copytrade.delete', atMs: this.clock.now() } satisfies CopytradeEvent);
+  }
+
+  /**
+   * Copies and skips of the user, newest first (GET /v2/trade/copytrade/history).
+   * @param copytradeId - only this subscription's.
+   */
+  async history(userId: string, limit: number, copytradeId?: string): Promise<CopyHistoryEntry[]> {
+    const filter: Record<string, unknown> = { userId, kind: { $in: ['copy', 'skip'] } };
+    if (copytradeId) filter.copytradeId = copytradeId;
+    return this.rows.find(filter, { sort: { atMs: -1, _id: -1 }, limit });
+  }
+
+  /** Realized PnL, 24 h and lifetime, real and simulated (GET /v2/trade/copytrade/pnl). Dollars. */
+  async pnl(userId: string): Promise<Record<string, unknown>> {
+    const rows = await this.rows.find({ userId, kind: 'realized' });
+    const since = this.clock.now() - 24 * 3600_000;
+    const sum = (sim: boolean, recent: boolean) =>
+      str(
+        rows
+          .filter((r) => r.isSimulation === sim && (!recent || r.atMs >= since))
+          .reduce((a, r) => a.plus(dec(r.pnlUsd ?? '0')), ZERO),
+      );
+    return {
+      realized_pnl_24h: sum(false, true),
+      realized_pnl_lifetime: sum(false, false),
+      simulation: { realized_pnl_24h: sum(true, true), realized_pnl_lifetime: sum(true, false) },
+    };
+  }
+
+  /** The paper account over the user's simulation subscriptions, marked at the midpoint. */
+  async simulation(userId: string): Promise<SimulationView> {
+    const subs = (await this.list(userId)).map((r) => this.contextOf(r)).filter((c) => c.settings.is_simulation);
+    let cash = ZERO;
+    let realized = ZERO;
+    const merged = new Map<string, { shares: Dec; cost: Dec }>();
+    for (const c of subs) {
+      cash = cash.plus(dec(c.paper.cashUsd));
+      realized = realized.plus(dec(c.paper.realizedPnl));
+      for (const [t, p] of Object.entries(c.paper.positions)) {
+        const m = merged.get(t) ?? { shares: ZERO, cost: ZERO };
+        merged.set(t, { shares: m.shares.plus(dec(p.shares)), cost: m.cost.plus(dec(p.costUsd)) });
+      }
+    }
+    let unrealized: Dec | null = ZERO;
+    let value: Dec | null = ZERO;
+    const positions = [...merged].map(([tokenId, p]) => {
+      const mid = this.midpoint(tokenId);
+      const mv = mid === null ? null : p.shares.times(mid).toDecimalPlaces(6);
+      const u = mv === null ? null : mv.minus(p.cost);
+      unrealized = u === null || unrealized === null ? null : unrealized.plus(u);
+      value = mv === null || value === null ? null : value.plus(mv);
+      return {
+        token_id: tokenId,
+        shares: str(p.shares),
+        avg_cost: str(p.cost.div(p.shares).toDecimalPlaces(6)),
+        cost_basis: str(p.cost),
+        mark_price: mid === null ? null : str(mid),
+        market_value: mv === null ? null : str(mv),
+        unrealized_pnl: u === null ? null : str(u),
+      };
+    });
+    const u = unrealized as Dec | null;
+    const v = value as Dec | null;
+    return {
+      initial_balance_usdc: str(dec(PAPER_INITIAL_USD).times(subs.length)),
+      cash_usdc: str(cash),
+      realized_pnl: str(realized),
+      unrealized_pnl: u === null ? null : str(u),
+      equity_usdc: v === null ? null : str(cash.plus(v)),
+      positions,
+    };
+  }
+
+  /**
+   * Resets a subscription's paper account and deletes its paper history rows.
+   * @returns how many rows were deleted.
+   * @throws {DomainError} `NOT_FOUND`.
+   */
+  async resetSimulation(userId: string, id: string): Promise<number> {
+    await this.owned(userId, id);
+    await this.host.send(id, { type: 'simulation.reset', atMs: this.clock.now() } satisfies CopytradeEvent);
+    await this.idle();
+    return this.rows.deleteMany({ copytradeId: id, isSimulation: true });
+  }
+
+  /** The history row of the API (GET /v2/trade/copytrade/history). */
+  async historyView(rows: CopyHistoryEntry[]): Promise<Record<string, unknown>[]> {
+    const subs = new Map<string, CopytradeContext | null>();
+    const orderIds = rows.map((r) => r.orderId).filter((x): x is string => x !== null);
+    const orders = orderIds.length ? await this.actors.getMany(orderIds) : new Map<string, ActorRecord>();
+    const out: Record<string, unknown>[] = [];
+    for (const r of rows) {
+      if (!subs.has(r.copytradeId)) {
+        const rec = this.host.recordOf(r.copytradeId) ?? (await this.actors.get(r.copytradeId));
+        subs.set(r.copytradeId, rec ? this.contextOf(rec) : null);
+      }
+      const c = subs.get(r.copytradeId);
+      const f = r.fill;
+      const order = r.orderId ? (orders.get(r.orderId) ?? null) : null;
+      const ov = (order?.view ?? {}) as Record<string, unknown>;
+      const market = f ? this.venue.market(f.conditionId) : undefined;
+      out.push({
+        id: r._id,
+        copytrade_id: r.copytradeId,
+        leader_address: c?.settings.leader_address ?? null,
+        user_wallet: c?.userWallet ?? null,
+        market_id: f?.conditionId ?? null,
+        event_slug: market?.slug ?? null,
+        market_title: market?.question ?? null,
+        token_id: f?.tokenId ?? null,
+        outcome: f?.outcome ?? null,
+        side: f?.side ?? (r.order ? r.order.side.toUpperCase() : null),
+        order_type: f ? (f.role === 'taker' ? 'MARKET' : 'LIMIT') : null,
+        result: r.kind === 'copy' ? 'COPIED' : 'SKIPPED',
+        reason: r.reason,
+        detail: r.detail,
+        amount: r.order?.usd ?? (order ? String(ov.matched_amount ?? '0') : null),
+        shares: r.order?.shares ?? null,
+        price: r.order?.price ?? null,
+        order_id: r.orderId,
+        order_status: order ? order.status : null,
+        filled_size: order ? String(ov.filled_size ?? '0') : null,
+        leader_fill: f
+          ? {
+              transaction_hash: f.transactionHash,
+              log_index: f.logIndex,
+              side: f.side,
+              price: f.price,
+              size: f.size,
+              notional_usd: f.notionalUsd,
+              role: f.role,
+              at: new Date(f.atMs).toISOString(),
+            }
+          : null,
+        is_simulation: r.isSimulation,
+        created_at: new Date(r.atMs).toISOString(),
+      });
+    }
+    return out;
+  }
+}

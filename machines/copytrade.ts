@@ -1,0 +1,731 @@
+/**
+ * A copytrade subscription (spec 2.6, 3, 4.4; issue 25): mirrors a leader's fills onto the
+ * follower's wallet, each fill exactly once.
+ *
+ * Pure: no I/O. The engine (engine/copytrade/service.ts) delivers each leader fill as
+ * `leader.fill` with what it read of the market and the follower's wallet (`env`), and provides
+ * two side effects through `.provide()`: `placeCopy` (a child order through the child-order router,
+ * its id derived from the fill's identity, so placing it again is harmless) and `writeHistory`
+ * (the history rows of a step, written idempotently by id; `history.written` then drops them from
+ * the context, so a crash in between writes them again at start-up).
+ *
+ * Exactly once: `watermark` is the highest chain position (`blockTimestamp`, `logIndex`) of the
+ * leader fills handled, `recent` the identities (and block) of those handled within
+ * {@link REORDER_SECONDS} of chain time before it (at most {@link RECENT_FILLS}). A fill after the
+ * watermark is new; one at most {@link REORDER_SECONDS} before it is new unless `recent` holds it
+ * (fills of one transaction are recorded by several order steps, which may commit out of chain
+ * order); anything older, or older than the subscription, is ignored (a
+ * duplicate, a redelivery, the start-up replay of fills already handled). Handling a fill is one
+ * persisted step that advances the watermark and records the copy (in `working`, placed again by
+ * start-up reconciliation until its order reports) or the skip with its reason.
+ *
+ * The end date is data: `deadlines.end` = `copy_end_date` (epoch ms), a durable timer delivering
+ * a guarded `timer.fired`.
+ *
+ * | state    | REST status | final | on                                                                      |
+ * |----------|-------------|-------|-------------------------------------------------------------------------|
+ * | starting | (transient) | no    | → ended when `copy_end_date` is past, → paused when created PAUSED,     |
+ * |          |             |       | else → active                                                            |
+ * | active   | `ACTIVE`    | no    | leader.fill (new) → copy or skip by the rules (engine/copytrade/rules.ts)|
+ * |          |             |       | copytrade.status PAUSED → paused, DISABLED → disabled;                  |
+ * |          |             |       | timer.fired(end, current) → ended                                        |
+ * | paused   | `PAUSED`    | no    | leader.fill (new) → skip `paused`; status ACTIVE → active, DISABLED →    |
+ * |          |             |       | disabled; timer.fired(end) → ended                                       |
+ * | disabled | `DISABLED`  | no    | leader.fill (new) → skip `disabled`; status ACTIVE → active (re-enabled),|
+ * |          |             |       | PAUSED → paused; timer.fired(end) → ended                                |
+ * | ended    | `ENDED`     | no    | leader.fill (new) → skip `ended` (after `copy_end_date`); no status change|
+ * | deleted  | `DELETED`   | yes   | (soft-deleted: history and PnL kept)                                     |
+ *
+ * In every state but `deleted` (so a PAUSED, DISABLED or ENDED subscription's positions keep their
+ * risk controls): `copytrade.update` (settings; the end deadline follows `copy_end_date`),
+ * `copytrade.delete` → deleted, child order reports (`order.updated`, `order.refused`,
+ * `order.placeFailed`: the copy's position and PnL), `history.written`, `simulation.reset`,
+ * `book.touch` of a held token (take-profit, stop-loss, close price: {@link riskLevels}) and
+ * `timer.fired(hold:<tokenId>, current)` (`max_hold_seconds`): a MARKET sell `ord_<id>_x<n>` of the
+ * position's portion, each level once per position, none while a copy works on that token.
+ */
+import { assign, setup } from 'xstate';
+import { dec, Dec, str, ZERO } from '../engine/decimal.js';
+import {
+  decideCopy,
+  inCopyWindow,
+  type CopyEnv,
+  type CopyOrder,
+  type CopySettings,
+  type LeaderFill,
+  type SkipReason,
+} from '../engine/copytrade/rules.js';
+import { given } from './input.js';
+
+/** Starting cash of a simulation's paper account, dollars. */
+export const PAPER_INITIAL_USD = '1000';
+
+/** Input of a subscription actor. */
+export interface CopytradeInput {
+  /** Actor id (`ct_…`). */
+  id: string;
+  userId: string;
+  /** The follower's wallet (its safe address), shown as `user_wallet` in history. */
+  userWallet: string;
+  settings: CopySettings;
+  /** Status asked for at creation (`status` of the request, ACTIVE by default). */
+  initialStatus: 'ACTIVE' | 'PAUSED';
+  /** Epoch ms; fills before it are not this subscription's. */
+  createdAtMs: number;
+}
+
+/** A copy whose order has not ended yet. */
+export interface WorkingCopy {
+  orderId: string;
+  /** History row of the copy. */
+  entryId: string;
+  side: 'buy' | 'sell';
+  tokenId: string;
+  /** The order as decided (placed again by start-up reconciliation while `reported` is false). */
+  order: CopyOrder;
+  /** An order report arrived: the order exists. */
+  reported: boolean;
+  /** Shares and dollars filled so far. */
+  filledSize: string;
+  matchedAmount: string;
+}
+
+/** A position the subscription's copies hold (average cost basis). */
+export interface CopyPosition {
+  shares: string;
+  /** Dollars paid for `shares`. */
+  costUsd: string;
+  /** When the position opened (its first copy's fill), epoch ms: the `max_hold_seconds` clock. */
+  openedAtMs?: number;
+  /** Risk-control levels that fired on it (`tp<i>`, `sl<i>`, `close`, `hold`): each fires once per position. */
+  done?: string[];
+}
+
+/** One history row (collection `copytradeHistory`): a copy, a skip with its reason, or realized PnL. */
+export interface CopyHistoryEntry {
+  /**
+   * `<subscription>:<transactionHash>:<logIndex>` for a copy or skip; `<subscription>:pnl:…` for
+   * realized PnL.
+   */
+  _id: string;
+  copytradeId: string;
+  userId: string;
+  kind: 'copy' | 'skip' | 'realized';
+  /** Epoch ms of the decision. */
+  atMs: number;
+  isSimulation: boolean;
+  fill: LeaderFill | null;
+  reason: SkipReason | null;
+  detail: string | null;
+  orderId: string | null;
+  order: CopyOrder | null;
+  /** Realized PnL, dollars (kind `realized`). */
+  pnlUsd: string | null;
+}
+
+/** The paper account of a simulation. */
+export interface PaperAccount {
+  cashUsd: string;
+  realizedPnl: string;
+  positions: Record<string, CopyPosition>;
+}
+
+export interface CopytradeContext extends CopytradeInput {
+  watermark: { blockTimestamp: number; logIndex: number } | null;
+  /** `[key, blockTimestamp]` of the leader fills handled within the reorder window, oldest first. */
+  recent: [string, number][];
+  working: WorkingCopy[];
+  /** The copy decided by the step being taken (its `placeCopy`), null after it. */
+  placing: WorkingCopy | null;
+  /** History rows not yet written (see `writeHistory`). */
+  pending: CopyHistoryEntry[];
+  copies: number;
+  skipped: Partial<Record<SkipReason, number>>;
+  /** Dollars spent on buys (paper dollars for a simulation). */
+  spentUsd: string;
+  realizedPnl: string;
+  positions: Record<string, CopyPosition>;
+  paper: PaperAccount;
+  /** Paper history rows written since the last reset. */
+  paperRows: number;
+  /** `end` (copy_end_date) and `hold:<tokenId>` (max_hold_seconds of a position), epoch ms. */
+  deadlines: Record<string, number>;
+  /** Risk-control exit orders issued (the next id is `ord_<id>_x<exitSeq + 1>`). */
+  exitSeq: number;
+  updatedAtMs: number;
+}
+
+export type CopytradeEvent =
+  | { type: 'leader.fill'; fill: LeaderFill; env: CopyEnv; atMs: number }
+  | { type: 'copytrade.status'; status: 'ACTIVE' | 'PAUSED' | 'DISABLED'; atMs: number }
+  | { type: 'copytrade.update'; settings: CopySettings; atMs: number }
+  | { type: 'copytrade.delete'; atMs: number }
+  | { type: 'simulation.reset'; atMs: number }
+  | { type: 'history.written'; ids: string[] }
+  | {
+      type: 'order.updated';
+      orderId: string;
+      status: string;
+      filledSize: string;
+      matchedAmount: string;
+      final: boolean;
+      atMs?: number;
+    }
+  | { type: 'order.refused'; orderId: string; error: string; reason: string }
+  | { type: 'order.placeFailed'; orderId: string; error: string; reason: string; atMs: number }
+  | { type: 'timer.fired'; name: string; atMs: number }
+  /** The touch of a token a position is held on (engine: when a risk-control level may have been reached). */
+  | { type: 'book.touch'; tokenId: string; bid: string | null; ask: string | null; atMs: number };
+
+/** Machine definition version, stored with every snapshot. */
+export const COPYTRADE_MACHINE_VERSION = 1;
+
+/** The copy order id of a leader fill for a subscription: the same fill always gives the same id. */
+export function copyOrderId(subscriptionId: string, fillKey: string): string {
+  return `ord_${subscriptionId}_${fillKey.replace(/^0x/, '').replace(':', '_')}`;
+}
+
+/** The history row id of a leader fill for a subscription. */
+export const historyId = (subscriptionId: string, fillKey: string) => `${subscriptionId}:${fillKey}`;
+
+/** Most leader fill identities a subscription remembers (see the header). */
+export const RECENT_FILLS = 2048;
+/** Chain seconds before the watermark within which a fill not in `recent` is still new. */
+export const REORDER_SECONDS = 120;
+
+/** Whether `fill` is new to the subscription (see the header). */
+export function isNewFill(c: Pick<CopytradeContext, 'watermark' | 'recent' | 'createdAtMs'>, f: LeaderFill): boolean {
+  if (f.atMs < c.createdAtMs) return false;
+  const w = c.watermark;
+  if (
+    w === null ||
+    f.blockTimestamp > w.blockTimestamp ||
+    (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex)
+  )
+    return true;
+  return f.blockTimestamp >= w.blockTimestamp - REORDER_SECONDS && !c.recent.some(([k]) => k === f.key);
+}
+
+/** The watermark and `recent` once `f` is handled. */
+function handled(c: Pick<CopytradeContext, 'watermark' | 'recent'>, f: LeaderFill) {
+  const w = c.watermark;
+  const after =
+    w === null ||
+    f.blockTimestamp > w.blockTimestamp ||
+    (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex);
+  const watermark = after ? { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex } : w!;
+  const from = watermark.blockTimestamp - REORDER_SECONDS;
+  const recent: [string, number][] = [...c.recent.filter(([, b]) => b >= from), [f.key, f.blockTimestamp]];
+  return { watermark, recent: recent.length > RECENT_FILLS ? recent.slice(recent.length - RECENT_FILLS) : recent };
+}
+
+/** The end deadline of settings: `copy_end_date` in epoch ms, when set. */
+function endDeadline(s: CopySettings): { end?: number } {
+  return s.copy_end_date === null ? {} : { end: Date.parse(s.copy_end_date) };
+}
+
+const HALF = dec('0.5');
+const addStr = (a: string, b: Dec) => str(dec(a).plus(b));
+
+/** The paper fill price of a copy: the midpoint of the touch, else the one side quoted. */
+function midOf(env: CopyEnv): Dec | null {
+  if (env.bid !== null && env.ask !== null) return dec(env.bid).plus(dec(env.ask)).times(HALF);
+  const one = env.bid ?? env.ask;
+  return one === null ? null : dec(one);
+}
+
+/** A fill of `shares` for `usd` applied to positions; for a sell, the PnL realized (average cost). */
+function applyFill(
+  positions: Record<string, CopyPosition>,
+  tokenId: string,
+  side: 'buy' | 'sell',
+  shares: Dec,
+  usd: Dec,
+  atMs = 0,
+): { positions: Record<string, CopyPosition>; realized: Dec } {
+  const p: CopyPosition = positions[tokenId] ?? { shares: '0', costUsd: '0', openedAtMs: atMs, done: [] };
+  const held = dec(p.shares);
+  const cost = dec(p.costUsd);
+  let next: CopyPosition;
+  let realized = ZERO;
+  if (side === 'buy') next = { ...p, shares: str(held.plus(shares)), costUsd: str(cost.plus(usd)) };
+  else {
+    // shares sold beyond what the copies bought (held before) carry no cost basis of this subscription
+    const sold = Dec.min(shares, held);
+    const costOut = held.isZero() ? ZERO : cost.times(sold).div(held).toDecimalPlaces(6);
+    realized = usd
+      .times(sold.isZero() ? ZERO : sold.div(shares))
+      .minus(costOut)
+      .toDecimalPlaces(6);
+    next = { ...p, shares: str(held.minus(sold)), costUsd: str(cost.minus(costOut)) };
+  }
+  const out = { ...positions };
+  if (dec(next.shares).isZero()) delete out[tokenId];
+  else out[tokenId] = next;
+  return { positions: out, realized };
+}
+
+function row(
+  c: CopytradeContext,
+  atMs: number,
+  fields: Partial<CopyHistoryEntry> & Pick<CopyHistoryEntry, '_id' | 'kind'>,
+): CopyHistoryEntry {
+  return {
+    copytradeId: c.id,
+    userId: c.userId,
+    atMs,
+    isSimulation: c.settings.is_simulation,
+    fill: null,
+    reason: null,
+    detail: null,
+    orderId: null,
+    order: null,
+    pnlUsd: null,
+    ...fields,
+  };
+}
+
+/** Context changes of a skip. */
+function skipped(c: CopytradeContext, f: LeaderFill, atMs: number, reason: SkipReason, detail: string) {
+  return {
+    ...handled(c, f),
+    skipped: { ...c.skipped, [reason]: (c.skipped[reason] ?? 0) + 1 },
+    pending: [...c.pending, row(c, atMs, { _id: historyId(c.id, f.key), kind: 'skip', fill: f, reason, detail })],
+    updatedAtMs: atMs,
+  };
+}
+
+/** Context changes of a paper copy: filled at once at the midpoint on the paper account. */
+function paperCopy(c: CopytradeContext, f: LeaderFill, env: CopyEnv, order: CopyOrder, atMs: number) {
+  const mid = midOf(env)!;
+  const shares =
+    order.side === 'buy' ? dec(order.usd!).div(mid).toDecimalPlaces(2, Dec.ROUND_DOWN) : dec(order.shares!);
+  const usd = shares.times(mid).toDecimalPlaces(6);
+  const { positions, realized } = applyFill(c.paper.positions, order.tokenId, order.side, shares, usd);
+  const id = historyId(c.id, f.key);
+  const paid = { ...order, shares: str(shares), usd: str(usd), price: str(mid) };
+  const rows = [row(c, atMs, { _id: id, kind: 'copy', fill: f, order: paid })];
+  if (order.side === 'sell')
+    rows.push(row(c, atMs, { _id: `${c.id}:pnl:${id}`, kind: 'realized', pnlUsd: str(realized) }));
+  return {
+    ...handled(c, f),
+    copies: c.copies + 1,
+    spentUsd: order.side === 'buy' ? addStr(c.spentUsd, usd) : c.spentUsd,
+    paper: {
+      cashUsd: str(order.side === 'buy' ? dec(c.paper.cashUsd).minus(usd) : dec(c.paper.cashUsd).plus(usd)),
+      realizedPnl: addStr(c.paper.realizedPnl, realized),
+      positions,
+    },
+    pending: [...c.pending, ...rows],
+    paperRows: c.paperRows + rows.length,
+    updatedAtMs: atMs,
+  };
+}
+
+/** The paper account's view of the wallet for the rules: its cash, its shares of the token. */
+function paperEnv(c: CopytradeContext, env: CopyEnv, tokenId: string): CopyEnv {
+  return { ...env, availableUsd: c.paper.cashUsd, availableShares: c.paper.positions[tokenId]?.shares ?? '0' };
+}
+
+const BPS = dec(10000);
+
+/**
+ * The deadlines after positions changed: `end` kept, one `hold:<tokenId>` per open position when
+ * `max_hold_seconds` is set (its opening time + the hold), none for a position closed or whose
+ * hold already fired.
+ */
+function holdDeadlines(c: CopytradeContext, positions: Record<string, CopyPosition>): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (c.deadlines.end !== undefined) out.end = c.deadlines.end;
+  const hold = c.settings.max_hold_seconds;
+  if (hold === null) return out;
+  for (const [t, p] of Object.entries(positions))
+    if (p.openedAtMs !== undefined && !(p.done ?? []).includes('hold')) out[`hold:${t}`] = p.openedAtMs + hold * 1000;
+  return out;
+}
+
+/**
+ * The risk-control levels of a position (spec 2.6; each once per position): take-profit `tp<i>` at
+ * average cost × (1 + trigger_bps / 10000), stop-loss `sl<i>` at average cost × (1 − trigger_bps /
+ * 10000), both selling `portion_bps` of the remaining shares; `close` at `close_at_price_cents` / 100,
+ * selling all. Prices are decimal probabilities compared with the best bid: a take-profit and
+ * `close` fire at a bid at or above their price, a stop-loss at a bid at or below it.
+ */
+export function riskLevels(
+  s: Pick<CopySettings, 'take_profit_levels' | 'stop_loss_levels' | 'close_at_price_cents'>,
+  p: CopyPosition,
+): { name: string; price: Dec; above: boolean; portionBps: number }[] {
+  const shares = dec(p.shares);
+  if (shares.lte(ZERO)) return [];
+  const avg = dec(p.costUsd).div(shares);
+  const done = new Set(p.done ?? []);
+  const out: { name: string; price: Dec; above: boolean; portionBps: number }[] = [];
+  s.take_profit_levels.forEach((l, i) =>
+    out.push({
+      name: `tp${i}`,
+      price: avg.times(BPS.plus(l.trigger_bps)).div(BPS),
+      above: true,
+      portionBps: l.portion_bps,
+    }),
+  );
+  s.stop_loss_levels.forEach((l, i) =>
+    out.push({
+      name: `sl${i}`,
+      price: avg.times(BPS.minus(l.trigger_bps)).div(BPS),
+      above: false,
+      portionBps: l.portion_bps,
+    }),
+  );
+  if (s.close_at_price_cents !== null)
+    out.push({ name: 'close', price: dec(s.close_at_price_cents).div(100), above: true, portionBps: 10000 });
+  return out.filter((l) => !done.has(l.name) && l.price.gt(ZERO));
+}
+
+/** Whether a copy of the subscription is working on `tokenId` (an exit waits for it to end). */
+const busyOn = (c: CopytradeContext, tokenId: string) => c.working.some((w) => w.tokenId === tokenId);
+
+/**
+ * Context changes of a risk-control exit on `tokenId`: the levels named fire (marked done), a
+ * MARKET sell of their portions of the remaining shares (all for `close` and `hold`) is decided
+ * (`placing`) and recorded in the history (kind `copy`, no leader fill, `detail` the levels).
+ */
+function exitFor(c: CopytradeContext, tokenId: string, names: string[], portionBps: number[], atMs: number) {
+  const p = c.positions[tokenId]!;
+  let left = dec(p.shares);
+  for (const bps of portionBps) left = left.minus(left.times(bps).div(BPS));
+  const sell = dec(p.shares).minus(left).toDecimalPlaces(2, Dec.ROUND_DOWN);
+  const positions = { ...c.positions, [tokenId]: { ...p, done: [...(p.done ?? []), ...names] } };
+  const base = { positions, deadlines: holdDeadlines(c, positions), updatedAtMs: atMs };
+  if (sell.lte(ZERO)) return base;
+  const seq = c.exitSeq + 1;
+  const orderId = `ord_${c.id}_x${seq}`;
+  const order: CopyOrder = { side: 'sell', tokenId, kind: 'MARKET', usd: null, shares: str(sell), price: null };
+  const entryId = `${c.id}:exit:${seq}`;
+  const copy: WorkingCopy = {
+    orderId,
+    entryId,
+    side: 'sell',
+    tokenId,
+    order,
+    reported: false,
+    filledSize: '0',
+    matchedAmount: '0',
+  };
+  return {
+    ...base,
+    exitSeq: seq,
+    working: [...c.working, copy],
+    placing: copy,
+    pending: [
+      ...c.pending,
+      row(c, atMs, {
+        _id: entryId,
+        kind: 'copy' as const,
+        orderId,
+        order,
+        detail: `risk control: ${names.join(', ')}`,
+      }),
+    ],
+  };
+}
+
+const freshPaper = (): PaperAccount => ({ cashUsd: PAPER_INITIAL_USD, realizedPnl: '0', positions: {} });
+
+/** The `writeHistory` action of a step: every row not yet written. */
+const FLUSH = {
+  type: 'writeHistory',
+  params: ({ context }: { context: CopytradeContext }) => ({ rows: context.pending }),
+} as const;
+
+/** The `placeCopy` action of a step that decided a copy. */
+const PLACE = {
+  type: 'placeCopy',
+  params: ({ context }: { context: CopytradeContext }) => ({ copy: context.placing }),
+} as const;
+
+export const copytradeMachine = setup({
+  types: { context: {} as CopytradeContext, input: {} as CopytradeInput, events: {} as CopytradeEvent },
+  actions: {
+    /** Side effect: place the copy's child order (idempotent by order id); nothing when `copy` is null. */
+    placeCopy: (_, _params: { copy: WorkingCopy | null }) => {},
+    /** Side effect: write history rows (idempotent by `_id`), then send `history.written`; nothing when empty. */
+    writeHistory: (_, _params: { rows: CopyHistoryEntry[] }) => {},
+    /** A new leader fill on an active subscription: the rules decide (`placing`: the copy to place). */
+    handleFill: assign(({ context: c, event }) => {
+      if (event.type !== 'leader.fill') return {};
+      const { fill: f, atMs } = event;
+      const env = c.settings.is_simulation ? paperEnv(c, event.env, f.tokenId) : event.env;
+      const d = decideCopy(c.settings, f, env);
+      if ('skip' in d) return skipped(c, f, atMs, d.skip, d.detail);
+      if (c.settings.is_simulation)
+        return midOf(event.env) === null
+          ? skipped(c, f, atMs, 'no_liquidity', 'no midpoint to paper-fill at')
+          : paperCopy(c, f, event.env, d.copy, atMs);
+      const orderId = copyOrderId(c.id, f.key);
+      const entryId = historyId(c.id, f.key);
+      const copy: WorkingCopy = {
+        orderId,
+        entryId,
+        side: d.copy.side,
+        tokenId: d.copy.tokenId,
+        order: d.copy,
+        reported: false,
+        filledSize: '0',
+        matchedAmount: '0',
+      };
+      return {
+        ...handled(c, f),
+        copies: c.copies + 1,
+        working: [...c.working, copy],
+        placing: copy,
+        pending: [...c.pending, row(c, atMs, { _id: entryId, kind: 'copy', fill: f, orderId, order: d.copy })],
+        updatedAtMs: atMs,
+      };
+    }),
+    placeDecided: assign({ placing: () => null }),
+    /** A touch of a held token: the levels it reached fire (take-profit, stop-loss, close price). */
+    checkLevels: assign(({ context: c, event }) => {
+      if (event.type !== 'book.touch' || event.bid === null) return {};
+      const p = c.positions[event.tokenId];
+      if (!p || busyOn(c, event.tokenId)) return {};
+      const bid = dec(event.bid);
+      const hit = riskLevels(c.settings, p).filter((l) => (l.above ? bid.gte(l.price) : bid.lte(l.price)));
+      if (hit.length === 0) return {};
+      return exitFor(
+        c,
+        event.tokenId,
+        hit.map((l) => l.name),
+        hit.map((l) => l.portionBps),
+        event.atMs,
+      );
+    }),
+    /** `max_hold_seconds` of a position ran out: it is sold whole. */
+    holdExpired: assign(({ context: c, event }) => {
+      if (event.type !== 'timer.fired' || !event.name.startsWith('hold:')) return {};
+      const tokenId = event.name.slice('hold:'.length);
+      if (!c.positions[tokenId] || c.deadlines[event.name] !== event.atMs) return {};
+      return exitFor(c, tokenId, ['hold'], [10000], event.atMs);
+    }),
+    /** A new leader fill on a subscription that copies nothing now: skipped with the state's reason. */
+    skipFill: assign(({ context: c, event }, params: { reason: SkipReason }) =>
+      event.type === 'leader.fill'
+        ? skipped(c, event.fill, event.atMs, params.reason, `subscription is ${params.reason}`)
+        : {},
+    ),
+    /** A copy order's report: its fills move the position, a sell's realize PnL. */
+    applyReport: assign(({ context: c, event }) => {
+      if (event.type !== 'order.updated') return {};
+      const w = c.working.find((x) => x.orderId === event.orderId);
+      if (!w) return {};
+      const dShares = dec(event.filledSize).minus(dec(w.filledSize));
+      const dUsd = dec(event.matchedAmount).minus(dec(w.matchedAmount));
+      const rest = c.working.filter((x) => x !== w);
+      const working = event.final
+        ? rest
+        : [...rest, { ...w, reported: true, filledSize: event.filledSize, matchedAmount: event.matchedAmount }];
+      if (dShares.lte(ZERO)) return { working };
+      const atMs = event.atMs ?? c.updatedAtMs;
+      const { positions, realized } = applyFill(c.positions, w.tokenId, w.side, dShares, dUsd, atMs);
+      return {
+        working,
+        positions,
+        deadlines: holdDeadlines(c, positions),
+        spentUsd: w.side === 'buy' ? addStr(c.spentUsd, dUsd) : c.spentUsd,
+        realizedPnl: addStr(c.realizedPnl, realized),
+        pending:
+          w.side === 'sell'
+            ? [
+                ...c.pending,
+                row(c, atMs, {
+                  _id: `${c.id}:pnl:${w.orderId}:${event.filledSize}`,
+                  kind: 'realized',
+                  pnlUsd: str(realized),
+                  orderId: w.orderId,
+                }),
+              ]
+            : c.pending,
+        updatedAtMs: atMs,
+      };
+    }),
+    /** A copy order refused (risk, the venue) or never placed: the copy becomes a skip `order_refused`. */
+    refuseCopy: assign(({ context: c, event }) => {
+      if (event.type !== 'order.refused' && event.type !== 'order.placeFailed') return {};
+      const w = c.working.find((x) => x.orderId === event.orderId);
+      if (!w || w.reported) return { working: c.working.filter((x) => x.orderId !== event.orderId) };
+      const atMs = event.type === 'order.placeFailed' ? event.atMs : c.updatedAtMs;
+      // a risk-control exit was not counted as a copy of a leader fill
+      const exit = w.entryId.includes(':exit:');
+      return {
+        working: c.working.filter((x) => x !== w),
+        copies: exit ? c.copies : c.copies - 1,
+        skipped: { ...c.skipped, order_refused: (c.skipped.order_refused ?? 0) + 1 },
+        pending: [
+          ...c.pending,
+          row(c, atMs, {
+            _id: w.entryId,
+            kind: 'skip',
+            reason: 'order_refused',
+            detail: `${event.error}: ${event.reason}`,
+            orderId: w.orderId,
+            order: w.order,
+          }),
+        ],
+      };
+    }),
+    dropWritten: assign(({ context: c, event }) => {
+      if (event.type !== 'history.written') return {};
+      const ids = new Set(event.ids);
+      return { pending: c.pending.filter((r) => !ids.has(r._id)) };
+    }),
+    updateSettings: assign(({ context, event }) =>
+      event.type === 'copytrade.update'
+        ? {
+            settings: event.settings,
+            deadlines: {
+              ...holdDeadlines({ ...context, settings: event.settings, deadlines: {} }, context.positions),
+              ...endDeadline(event.settings),
+            },
+            updatedAtMs: event.atMs,
+          }
+        : {},
+    ),
+    resetPaper: assign(({ event }) => ({
+      paper: freshPaper(),
+      paperRows: 0,
+      ...(event.type === 'simulation.reset' ? { updatedAtMs: event.atMs } : {}),
+    })),
+    touched: assign(({ event }) =>
+      'atMs' in event && typeof event.atMs === 'number' ? { updatedAtMs: event.atMs } : {},
+    ),
+    clearDeadlines: assign({ deadlines: () => ({}) }),
+    /** The end date passed: its deadline goes, the positions' hold deadlines stay. */
+    clearEnd: assign({
+      deadlines: ({ context }) => Object.fromEntries(Object.entries(context.deadlines).filter(([k]) => k !== 'end')),
+    }),
+  },
+  guards: {
+    newFill: ({ context, event }) => event.type === 'leader.fill' && isNewFill(context, event.fill),
+    endDue: ({ context, event }) =>
+      event.type === 'timer.fired' && event.name === 'end' && context.deadlines.end === event.atMs,
+    holdDue: ({ context, event }) =>
+      event.type === 'timer.fired' && event.name.startsWith('hold:') && context.deadlines[event.name] === event.atMs,
+    toActive: ({ event }) => event.type === 'copytrade.status' && event.status === 'ACTIVE',
+    toPaused: ({ event }) => event.type === 'copytrade.status' && event.status === 'PAUSED',
+    toDisabled: ({ event }) => event.type === 'copytrade.status' && event.status === 'DISABLED',
+    /** Created with a `copy_end_date` already past. */
+    endedAtCreation: ({ context }) =>
+      !inCopyWindow({ copy_start_date: null, copy_end_date: context.settings.copy_end_date }, context.createdAtMs),
+    createdPaused: ({ context }) => context.initialStatus === 'PAUSED',
+  },
+}).createMachine({
+  id: 'copytrade',
+  context: ({ input }) => {
+    const i = given(input);
+    return {
+      ...i,
+      watermark: null,
+      recent: [],
+      working: [],
+      placing: null,
+      pending: [],
+      copies: 0,
+      skipped: {},
+      spentUsd: '0',
+      realizedPnl: '0',
+      positions: {},
+      paper: freshPaper(),
+      paperRows: 0,
+      deadlines: endDeadline(i.settings),
+      exitSeq: 0,
+      updatedAtMs: i.createdAtMs,
+    };
+  },
+  initial: 'starting',
+  on: {
+    'copytrade.update': { actions: ['updateSettings', FLUSH], description: 'settings changed (PATCH)' },
+    'copytrade.delete': { target: '.deleted', actions: ['clearDeadlines', 'touched'], description: 'soft delete' },
+    'order.updated': { actions: ['applyReport', FLUSH], description: 'a copy order filled or ended' },
+    'order.refused': { actions: ['refuseCopy', FLUSH], description: 'a copy refused: recorded as a skip' },
+    'order.placeFailed': { actions: ['refuseCopy', FLUSH], description: 'a copy not placed: recorded as a skip' },
+    'history.written': { actions: 'dropWritten', description: 'history rows are in the store' },
+    'simulation.reset': { actions: 'resetPaper', description: 'paper account back to its start' },
+    'book.touch': {
+      actions: ['checkLevels', PLACE, 'placeDecided', FLUSH],
+      description: "a position's take-profit, stop-loss or close price reached: sell (in every state but deleted)",
+    },
+    'timer.fired': {
+      guard: 'holdDue',
+      actions: ['holdExpired', PLACE, 'placeDecided', FLUSH],
+      description: "a position's max_hold_seconds ran out: sell it whole",
+    },
+  },
+  states: {
+    starting: {
+      always: [
+        { guard: 'endedAtCreation', target: 'ended', actions: 'clearEnd' },
+        { guard: 'createdPaused', target: 'paused' },
+        { target: 'active' },
+      ],
+    },
+    active: {
+      on: {
+        'leader.fill': {
+          guard: 'newFill',
+          actions: ['handleFill', PLACE, 'placeDecided', FLUSH],
+          description: 'copy or skip by the rules',
+        },
+        'copytrade.status': [
+          { guard: 'toPaused', target: 'paused', actions: 'touched' },
+          { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
+        ],
+        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
+      },
+    },
+    paused: {
+      on: {
+        'leader.fill': {
+          guard: 'newFill',
+          actions: [{ type: 'skipFill', params: { reason: 'paused' } }, FLUSH],
+          description: 'no new copies while paused',
+        },
+        'copytrade.status': [
+          { guard: 'toActive', target: 'active', actions: 'touched' },
+          { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
+        ],
+        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
+      },
+    },
+    disabled: {
+      on: {
+        'leader.fill': {
+          guard: 'newFill',
+          actions: [{ type: 'skipFill', params: { reason: 'disabled' } }, FLUSH],
+        },
+        'copytrade.status': [
+          { guard: 'toActive', target: 'active', actions: 'touched' },
+          { guard: 'toPaused', target: 'paused', actions: 'touched' },
+        ],
+        'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
+      },
+    },
+    ended: {
+      on: {
+        'leader.fill': {
+          guard: 'newFill',
+          actions: [{ type: 'skipFill', params: { reason: 'ended' } }, FLUSH],
+        },
+      },
+    },
+    deleted: { type: 'final' },
+  },
+});
+
+/** REST status of each state. */
+export const COPYTRADE_STATUS = {
+  starting: 'ACTIVE',
+  active: 'ACTIVE',
+  paused: 'PAUSED',
+  disabled: 'DISABLED',
+  ended: 'ENDED',
+  deleted: 'DELETED',
+} as const satisfies Record<string, string>;

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { leaderRows } from '../../engine/copytrade/leader-replay.js';
+import { startTestService, type TestService } from '../helpers.js';
+import { poll } from './trading-kit.js';
+
+/**
+ * The real leader wallet replayed on the replay clock (COPYTRADE_LEADER_REPLAY, at a speed that
+ * makes its 27.7 recorded hours a blink): each of its 470 fills reaches the follower's
+ * subscription and is copied or skipped, with its reason, exactly once; its markets trade on the venue.
+ */
+describe('copytrade: the real leader wallet replayed', () => {
+  let svc: TestService;
+  const rows = leaderRows();
+  const wallet = rows[0]!.wallet;
+
+  beforeAll(async () => {
+    svc = await startTestService({
+      env: { COPYTRADE_LEADER_REPLAY: 'on', COPYTRADE_LEADER_REPLAY_SPEED: '100000000' },
+    });
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'copier' } });
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it('every one of the 470 fills is copied or skipped once, with its reason', { timeout: 120_000 }, async () => {
+    expect(rows).toHaveLength(470);
+    const market = await svc.call('GET', `/v2/trade/book?token_id=${rows[0]!.tokenId}`);
+    expect(market).toMatchObject({ status: 200, body: { asks: expect.any(Array) } });
+    const headers = { 'x-partner-user-id': 'copier' };
+    const sub = await svc.call('POST', '/v2/trade/copytrade', {
+      headers,
+      body: {
+        leader_address: wallet,
+        buy_order_type: 'ALL',
+        buy_size_mode: 'FIXED_USD_PER_TRADE',
+        buy_size_value: 2,
+        buy_insufficient_usdc_action: 'SKIP',
+        buy_time_in_force: 'FOK',
+        sell_order_type: 'ALL',
+        sell_size_mode: 'MAX',
+        sell_insufficient_shares_action: 'SELL_MAX',
+      },
+    });
+    expect(sub).toMatchObject({ status: 201, body: { status: 'ACTIVE' } });
+    const one = await poll(
+      'all 470 handled',
+      async () => (await svc.call('GET', `/v2/trade/copytrade/${sub.body.id}`, { headers })).body,
+      (b) => b.counters.copies + b.counters.skipped === 470,
+      90_000,
+    );
+    await svc.services.copytrade.idle();
+    const history: any[] = [];
+    for (const r of await svc.services.copytrade.history(
+      (await svc.services.users.byPartnerUserId(svc.services.config.partnerId, 'copier'))._id,
+      1000,
+    ))
+      history.push(r);
+    expect(history).toHaveLength(470);
+    const keys = new Set(history.map((r) => `${r.fill.transactionHash}:${r.fill.logIndex}`));
+    expect(keys.size).toBe(470);
+    for (const r of history) {
+      if (r.kind === 'skip') expect(r.reason, JSON.stringify(r)).toMatch(/^[a-z_]+$/);
+      expect(r.fill.side).toBe('BUY');
+    }
+    expect(one.counters.copies).toBeGreaterThan(0);
+    expect(one.counters.skipped_by_reason.market_unknown ?? 0).toBe(0);
+    const api = await svc.call('GET', '/v2/trade/copytrade/history?limit=200', { headers });
+    expect(api.status).toBe(200);
+    expect(api.body.history).toHaveLength(200);
+    expect(api.body.history[0].leader_address.toLowerCase()).toBe(wallet);
+  });
+});
