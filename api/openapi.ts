@@ -106,7 +106,8 @@ and \`at\`) when a market's tick size changes or it closes or resolves, to conne
 current state) or to every market with \`markets.subscribe\` \`{}\`; \`markets.unsubscribe\` \`{condition_ids?}\` \
 stops the named markets, or all.
 - Batched delivery (opt-in): with \`auth.batch_ms\` (1 to 1000) the connection receives its \`order.updated\`, \
-\`strategy.updated\`, \`withdrawal.updated\`, \`wallet_operation.updated\`, \`combo.updated\`, \`copytrade.updated\`, \`balance.updated\` and \
+\`strategy.updated\`, \`withdrawal.updated\`, \`wallet_operation.updated\`, \`combo.updated\`, \
+\`copytrade.updated\`, \`balance.updated\` and \
 \`position.updated\` as \`updates.batch\` \`{records: [{event, data}], batch_ms}\`: one frame per window of that many \
 milliseconds per room, records in the order the separate events would have come, none dropped or merged, each with its \
 own revision. Without it, nothing changes.

@@ -224,8 +224,8 @@ export type BatchedRecord =
 /**
  * `updates.batch` (opt-in): a connection that asks for it in the handshake
  * (`auth.batch_ms`, 1 to 1000) receives its `order.updated`, `strategy.updated`,
- * `withdrawal.updated`, `wallet_operation.updated`, `combo.updated`, `copytrade.updated`, `balance.updated` and `position.updated`
- * pushes coalesced: one
+ * `withdrawal.updated`, `wallet_operation.updated`, `combo.updated`, `copytrade.updated`, `balance.updated`
+ * and `position.updated` pushes coalesced: one
  * `updates.batch` per room per window of `batch_ms` milliseconds (the window opens at the first record), its records in
  * the order the separate events would have come, nothing dropped or merged, each with its own
  * revision. Such a connection receives none of those events separately; `book.updated` and

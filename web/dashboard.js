@@ -908,14 +908,10 @@ async function start() {
  * book subscriptions), so the next key's user never sees another user's records.
  */
 function forgetBoard() {
-  for (const rows of [strategies, orders, combos, positions, marketStates, bookWants, mids]) rows.clear();
+  for (const rows of [strategies, orders, combos, copytrades, positions, marketStates, bookWants, mids]) rows.clear();
   walletRevision.balance = 0;
   walletRevision.position = 0;
-  for (const table of ['strategies', 'orders', 'combos', 'positions'])
-    for (const rows of [strategies, orders, copytrades, positions, marketStates, bookWants, mids]) rows.clear();
-  walletRevision.balance = 0;
-  walletRevision.position = 0;
-  for (const table of ['strategies', 'orders', 'copytrades', 'copies', 'positions'])
+  for (const table of ['strategies', 'orders', 'combos', 'copytrades', 'copies', 'positions'])
     /** @type {HTMLElement} */ ($(table).querySelector('tbody')).replaceChildren();
   if (chart) chart.remove();
   chart = null;
