@@ -1,6 +1,6 @@
 /**
  * The real leader wallet of `data/leader-wallet-trades-2026-02-21.csv` (470 fills on 55 short
- * crypto markets) replayed as a live leader (issue 25 item 3b), so that subscriptions to it copy
+ * crypto markets) replayed as a live leader, so that subscriptions to it copy
  * each fill as it comes.
  *
  * - Its markets are made tradable on the venue from the fills' own fields
