@@ -78,8 +78,6 @@ endpoint takes.
 \`RateLimit\` / \`RateLimit-Policy\` headers.
 - Load shedding: when the service is at capacity a POST, PATCH or DELETE answers 503 \`overloaded\` with \
 \`Retry-After\` (seconds) before anything runs; retry after the delay with jitter, with the same \`Idempotency-Key\`.
-- Endpoints of the specification that this service does not provide yet answer 501 after authentication and input \
-checks.
 - \`/v1/trade/*\` mounts reads, cancels and user provisioning with the same behaviour.
 
 Live updates (Socket.IO 4, same host and port, namespace \`/v2/trade\`; see the README):
@@ -246,24 +244,28 @@ export function buildOpenApi(): Record<string, unknown> {
       (paths[oaPath] ??= {})[route.method] = operation(route, p, v1);
     }
   }
+  // only the error answers some operation refers to (a route without a handler adds 501)
+  const referred = new Set([...JSON.stringify(paths).matchAll(/#\/components\/responses\/E(\d+)/g)].map((m) => m[1]));
   const errorResponses = Object.fromEntries(
-    Object.entries(ERROR_STATUSES).map(([status, description]) => [
-      `E${status}`,
-      {
-        description,
-        ...(status === '429' || status === '409'
-          ? {
-              headers: {
-                'Retry-After': {
-                  description: 'Seconds to wait before retrying.',
-                  schema: { type: 'integer', minimum: 0 },
+    Object.entries(ERROR_STATUSES)
+      .filter(([status]) => referred.has(status))
+      .map(([status, description]) => [
+        `E${status}`,
+        {
+          description,
+          ...(status === '429' || status === '409'
+            ? {
+                headers: {
+                  'Retry-After': {
+                    description: 'Seconds to wait before retrying.',
+                    schema: { type: 'integer', minimum: 0 },
+                  },
                 },
-              },
-            }
-          : {}),
-        content: { 'application/json': { schema: ref('ErrorEnvelope') } },
-      },
-    ]),
+              }
+            : {}),
+          content: { 'application/json': { schema: ref('ErrorEnvelope') } },
+        },
+      ]),
   );
   return {
     openapi: '3.1.0',

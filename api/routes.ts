@@ -1034,9 +1034,21 @@ export const ROUTES: RouteSpec[] = [
     summary: "A trader's realized and unrealized PnL, and PnL by window",
     description:
       'All-time realized, unrealized at the current marks, each window (1d, 7d, 30d, all), and the cumulative ' +
-      'realized PnL at the end of each UTC day with a disposition (`series`). ' +
+      'realized PnL at the end of each UTC day with a disposition (`series`) within `window` (default `30d`): ' +
+      'with `pnl_type` `realized` the realized curve only, `unrealized` one point (now: the open positions ' +
+      'at the current marks − their cost), `overall` (default) the realized curve with realized + unrealized now ' +
+      'as its last point. ' +
       PNL_MEANING,
-    query: { properties: {} },
+    query: {
+      properties: {
+        window: { ...TRADER_WINDOW_QUERY.properties.window, description: 'Window of `series` (default `30d`).' },
+        pnl_type: {
+          enum: ['realized', 'unrealized', 'overall'],
+          description: 'Which curve `series` is (default `overall`).',
+        },
+      },
+      errorStrings: { window: 'invalid window' },
+    },
     responses: { 200: TraderPnl },
     handler: traderPnl,
   },

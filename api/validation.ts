@@ -82,13 +82,35 @@ export function describeError(e: ErrorObject, root: object = {}): string {
   }
 }
 
+/** The fields a `oneOf` of `{required: [...]}` branches chooses between, or null for another `oneOf`. */
+function oneOfFields(root: object, schemaPath: string): string[] | null {
+  let node: unknown = root;
+  for (const key of schemaPath.replace(/^#\/?/, '').split('/').filter(Boolean))
+    node = node && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined;
+  if (!Array.isArray(node)) return null;
+  const names = node.map((b: { required?: unknown }) =>
+    Array.isArray(b?.required) && b.required.length === 1 ? String(b.required[0]) : null,
+  );
+  return names.every((n) => n !== null) ? (names as string[]) : null;
+}
+
 /**
- * AJV's errors as sentences: `if` wrappers are dropped, and the alternatives of an `anyOf` of
- * `required`s become one "a or b is required" sentence.
+ * AJV's errors as sentences: `if` wrappers are dropped, the alternatives of an `anyOf` of
+ * `required`s become one "a or b is required" sentence, and a `oneOf` of single `required`s (neither
+ * or both fields sent) one "send exactly one of a and b" sentence.
  */
 export function describeErrors(errs: ErrorObject[], root: object): string[] {
   const out: string[] = [];
   const grouped = new Set<ErrorObject>();
+  for (const e of errs) {
+    if (e.keyword !== 'oneOf') continue;
+    const names = oneOfFields(root, e.schemaPath);
+    if (!names) continue;
+    const base = fieldOf(e.instancePath);
+    out.push(`send exactly one of ${names.map((n) => (base === 'body' ? n : `${base}.${n}`)).join(' and ')}`);
+    errs.filter((x) => x.schemaPath.startsWith(`${e.schemaPath}/`)).forEach((x) => grouped.add(x));
+    grouped.add(e);
+  }
   for (const e of errs) {
     if (e.keyword !== 'anyOf') continue;
     const inner = errs.filter((x) => x !== e && x.schemaPath.startsWith(`${e.schemaPath}/`));

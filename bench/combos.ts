@@ -1,6 +1,6 @@
 /**
  * `npm run bench:combos`: combos through the real HTTP path (the service in-process on port 0, the
- * client `fetch` with keep-alive). Prints, against the issue's goals:
+ * client `fetch` with keep-alive). Prints, against the goals:
  * - quote latency with 2 legs and with 10 legs, p50 / p99 (goal p99 < 20 ms);
  * - accept latency, p50 / p99 (goal p99 < 30 ms), each accept of a fresh quote;
  * - resolution: `BENCH_COMBOS` open combos (2 legs each, from a pool of 10 markets) whose markets

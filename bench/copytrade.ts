@@ -1,5 +1,5 @@
 /**
- * `npm run bench:copytrade`: copytrade latency and exactly-once (issue 25 "Benchmark").
+ * `npm run bench:copytrade`: copytrade latency and exactly-once.
  *
  * 1. Latency, in process, SQLite on disk: one leader (a user of this service), BENCH_FOLLOWERS
  *    (default 1000) followers each with an ACTIVE subscription ($1 FOK market buys); the leader

@@ -773,6 +773,14 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   private readonly steppers = new Map<ActorDefinition, PureStepper>();
   /** Writes bound to every step of an actor, by actor id ({@link bindStepWrites}). */
   private readonly stepWrites = new Map<string, StepWrites>();
+  /**
+   * Settles once {@link restoreAll} has run. The services register their machines before it, so
+   * until then an actor whose machine is not registered yet (a venue report redelivered at start-up
+   * reaching a copy order's subscription) waits for it instead of being quarantined.
+   */
+  private readonly restoreRan: Promise<void>;
+  private markRestoreRan!: () => void;
+  private restoreFinished = false;
 
   constructor(
     private readonly repo: ActorRepository,
@@ -781,6 +789,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     private readonly log: Logger,
   ) {
     super();
+    this.restoreRan = new Promise<void>((resolve) => (this.markRestoreRan = resolve));
     repo.viewDeriver = (r) => {
       const def = this.defs.get(r.machineId);
       if (!def?.viewOf) return {};
@@ -1059,6 +1068,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       }
     } finally {
       this.createdDuringRestore = null;
+      this.restoreFinished = true;
+      this.markRestoreRan();
     }
     return { restored, quarantined };
   }
@@ -1156,6 +1167,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         const record = await this.repo.getStored(id);
         if (!record) throw new UnknownActorError(id);
         if (record.quarantine) return record;
+        if (!this.restoreFinished && !this.defs.has(record.machineId)) {
+          await this.restoreRan; // start-up: its machine registers before the restore
+          continue;
+        }
         const takes = this.defs.get(record.machineId)?.takesWhenFinal;
         if (record.final && !(takes && batch.some((p) => takes(p.event)))) return record;
         const loaded = await this.load(record);

@@ -177,7 +177,9 @@ export async function startServices(
   const walletReconciled = await wallet.reconcile();
   const combosReconciled = await combos.reconcile();
   const leaderReplay = leader
-    ? new LeaderReplay(store, history, leader, config.copytradeLeaderReplaySpeed, clock, log)
+    ? new LeaderReplay(store, history, leader, config.copytradeLeaderReplaySpeed, clock, log, (atMs, hash) =>
+        venue.chainPosition(atMs, hash),
+      )
     : null;
   if (leaderReplay)
     copytrade.onFollowed((address) => {

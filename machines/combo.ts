@@ -121,7 +121,7 @@ function legsAfter(legs: readonly ComboLeg[], event: ComboEvent): ComboLeg[] {
 export type ComboPositionStatus = 'OPEN' | 'PARTIAL' | 'RESOLVED_WIN' | 'RESOLVED_LOSS';
 
 /**
- * The position status the legs give (issue's rule): any leg lost → `RESOLVED_LOSS`; every leg won
+ * The position status the legs give : any leg lost → `RESOLVED_LOSS`; every leg won
  * → `RESOLVED_WIN`; some won, none lost → `PARTIAL`; none resolved → `OPEN`.
  */
 export function positionStatusOf(legs: readonly Pick<ComboLeg, 'outcome'>[]): ComboPositionStatus {

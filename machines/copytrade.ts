@@ -1,5 +1,5 @@
 /**
- * A copytrade subscription (spec 2.6, 3, 4.4; issue 25): mirrors a leader's fills onto the
+ * A copytrade subscription (spec 2.6, 3, 4.4): mirrors a leader's fills onto the
  * follower's wallet, each fill exactly once.
  *
  * Pure: no I/O. The engine (engine/copytrade/service.ts) delivers each leader fill as

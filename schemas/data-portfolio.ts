@@ -169,23 +169,30 @@ export const TraderPnl = {
   $id: 'TraderPnl',
   type: 'object',
   additionalProperties: false,
-  required: ['trader', 'realized_pnl', 'unrealized_pnl', 'windows', 'series'],
+  required: ['trader', 'realized_pnl', 'unrealized_pnl', 'windows', 'window', 'pnl_type', 'series'],
   properties: {
     trader: Address,
     realized_pnl: { ...SignedUsd, description: 'All time.' },
     unrealized_pnl: { ...SignedUsd, description: 'Open positions at the current marks − their cost.' },
     windows: { type: 'array', items: PnlWindow, description: 'One entry per window: 1d, 7d, 30d, all.' },
+    window: { enum: ['1d', '7d', '30d', 'all'], description: 'The window of `series`.' },
+    pnl_type: { enum: ['realized', 'unrealized', 'overall'], description: 'Which curve `series` is.' },
     series: {
       type: 'array',
       description:
-        'Cumulative realized PnL at the end of each UTC day with a disposition, oldest first (an equity ' +
-        "curve's realized part; the last point is `realized_pnl`).",
+        'Oldest first. `realized`: the cumulative realized PnL at the start of each UTC day with a disposition ' +
+        'in the window; `unrealized`: one point, now; `overall`: the realized points, then realized + ' +
+        'unrealized now.',
       items: {
         type: 'object',
         additionalProperties: false,
         required: ['ts', 'pnl'],
         properties: {
-          ts: { type: 'integer', minimum: 0, description: 'Start of the UTC day, Unix seconds.' },
+          ts: {
+            type: 'integer',
+            minimum: 0,
+            description: 'Start of the UTC day (now for the last point), Unix seconds.',
+          },
           pnl: SignedUsd,
         },
       },

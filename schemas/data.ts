@@ -32,10 +32,11 @@ const tradeFields = {
   fee_usd: { ...DecimalString, description: 'Fee paid, dollars ("0" when none).' },
   event_type: { const: 'TRADE', description: 'Always TRADE on these reads (cash movements are not trades).' },
   source: {
-    enum: ['venue', 'capture', 'history'],
+    enum: ['venue', 'capture', 'history', 'replay'],
     description:
       "`venue`: a trade of this service's venue (its users and the liquidity provider); `capture`: a trade print " +
-      'of the market-data capture (anonymous: no wallets); `history`: a row of the loaded real trade history.',
+      'of the market-data capture (anonymous: no wallets); `history`: a row of the loaded real trade history; ' +
+      '`replay`: a fill of the real leader wallet replayed live (`COPYTRADE_LEADER_REPLAY`) at its replay time.',
   },
 } as const;
 const tradeRequired = Object.keys(tradeFields) as Array<keyof typeof tradeFields>;

@@ -26,6 +26,9 @@ function windowOf(q: Record<string, unknown>, fallback: Window): Window {
   return (typeof q.window === 'string' ? q.window : fallback) as Window;
 }
 
+/** Length of each finite window, seconds. */
+const WINDOW_SECONDS = { '1d': 86_400, '7d': 7 * 86_400, '30d': 30 * 86_400 } as const;
+
 /** The REST shape of one FIFO position (schemas/data-portfolio.ts `TraderPosition`). */
 function positionBody(portfolio: Portfolio, p: PositionLots): Record<string, unknown> {
   const facts = portfolio.tokenFacts(p.tokenId);
@@ -134,6 +137,22 @@ export const traderSummary: Handler = async ({ req, services }) => {
 export const traderPnl: Handler = async ({ req, services }) => {
   const trader = traderOf(req.params);
   const portfolio = services.portfolio;
+  const window = windowOf(req.query, '30d');
+  const pnlType = typeof req.query.pnl_type === 'string' ? req.query.pnl_type : 'overall';
+  const nowS = Math.floor(services.clock.now() / 1000);
+  const fromS = window === 'all' ? 0 : nowS - WINDOW_SECONDS[window];
+  const realized = portfolio
+    .realizedSeries(trader)
+    .map((p) => ({ ts: p.day * 86_400, pnl: usd(p.cumulative) }))
+    .filter((p) => p.ts + 86_400 > fromS);
+  const unrealized = portfolio.unrealized(trader);
+  const allRealized = portfolio.trader(trader)?.total.realized ?? ZERO;
+  const series =
+    pnlType === 'realized'
+      ? realized
+      : pnlType === 'unrealized'
+        ? [{ ts: nowS, pnl: usd(unrealized) }]
+        : [...realized, { ts: nowS, pnl: usd(allRealized.plus(unrealized)) }];
   const windows = (['1d', '7d', '30d', 'all'] as const).map((window) => {
     const { pnl, f } = figuresOf(portfolio, trader, window);
     return {
@@ -148,10 +167,12 @@ export const traderPnl: Handler = async ({ req, services }) => {
     status: 200,
     body: {
       trader,
-      realized_pnl: usd(portfolio.trader(trader)?.total.realized ?? ZERO),
-      unrealized_pnl: usd(portfolio.unrealized(trader)),
+      realized_pnl: usd(allRealized),
+      unrealized_pnl: usd(unrealized),
       windows,
-      series: portfolio.realizedSeries(trader).map((p) => ({ ts: p.day * 86_400, pnl: usd(p.cumulative) })),
+      window,
+      pnl_type: pnlType,
+      series,
     },
   };
 };

@@ -292,10 +292,14 @@ export class ComboService {
     });
   }
 
-  /** The combo `id` of `userId`. @throws {DomainError} `NOT_FOUND` when there is none of this user. */
-  async get(userId: string, id: string): Promise<ActorRecord> {
+  /**
+   * The combo `id` of `userId`.
+   * @param asked - how the client named it, for the 404's message (default: `combo <id>`).
+   * @throws {DomainError} `NOT_FOUND` when there is none of this user.
+   */
+  async get(userId: string, id: string, asked = `combo ${id}`): Promise<ActorRecord> {
     const rec = await this.recordOf(id);
-    if (!rec || rec.kind !== COMBO_KIND || rec.ownerUserId !== userId) throw errors.notFound(`no combo ${id}`);
+    if (!rec || rec.kind !== COMBO_KIND || rec.ownerUserId !== userId) throw errors.notFound(`no ${asked}`);
     return rec;
   }
 
@@ -357,7 +361,7 @@ export class ComboService {
     if ((body.combo_order_id === undefined) === (body.combo_position_id === undefined))
       throw errors.badRequest('send exactly one of combo_order_id and combo_position_id');
     const id = body.combo_order_id ?? comboIdOf(body.combo_position_id!);
-    await this.get(userId, id);
+    await this.get(userId, id, body.combo_order_id ? undefined : `combo position ${body.combo_position_id}`);
     const rec = await this.orders.exclusive(userId, async () => {
       const cur = await this.get(userId, id);
       refuseRedeem(id, cur.status);

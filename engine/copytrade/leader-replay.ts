@@ -1,6 +1,6 @@
 /**
  * The real leader wallet of `data/leader-wallet-trades-2026-02-21.csv` (470 fills on 55 short
- * crypto markets) replayed as a live leader (issue 25 item 3b), so that subscriptions to it copy
+ * crypto markets) replayed as a live leader, so that subscriptions to it copy
  * each fill as it comes.
  *
  * - Its markets are made tradable on the venue from the fills' own fields
@@ -25,18 +25,15 @@ import type { Clock } from '../clock.js';
 import { parseLeaderCsv, LEADER_TRADES_FILE, type HistoryRow } from '../data/real-history.js';
 import type { TradeHistory } from '../data/history.js';
 import { notionalOf } from '../data/recorder.js';
-import type { RecordedBatch } from '../data/records.js';
+import type { ChainPosition, RecordedBatch } from '../data/records.js';
 import { dec, Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
-import { blockOf } from '../venue/chain.js';
 import { dataFile, type Catalogue, type CatalogueToken } from '../venue/markets.js';
 import type { MarketInfo } from '../venue/port.js';
 
 /** Collection of the replay cursor. */
 export const LEADER_REPLAY = 'copytradeLeaderReplay';
-/** Log index of replayed fill i: `LOG_INDEX_BASE + i`. */
-const LOG_INDEX_BASE = 100_000;
 
 /** The leader wallet's fills, in recorded order (timestamp, then file order). */
 export function leaderRows(): HistoryRow[] {
@@ -120,17 +117,28 @@ interface Cursor {
   startedAtMs: number;
 }
 
-/** The records of replayed fill `i` at `atMs`. */
-export function replayedRecords(rows: readonly HistoryRow[], i: number, atMs: number): RecordedBatch {
+/** The simulated transaction hash of replayed fill `i` (deterministic). */
+export function replayedHash(rows: readonly HistoryRow[], i: number): string {
+  return keccak256(toUtf8Bytes(`leader-replay:${rows[i]!.transactionHash}:${i}`));
+}
+
+/**
+ * The records of replayed fill `i` at `atMs`, at chain position `at` (given by the venue's chain
+ * sequence, so that replayed fills and the venue's own events share one chain order).
+ */
+export function replayedRecords(
+  rows: readonly HistoryRow[],
+  i: number,
+  atMs: number,
+  at: ChainPosition,
+): RecordedBatch {
   const r = rows[i]!;
-  const transactionHash = keccak256(toUtf8Bytes(`leader-replay:${r.transactionHash}:${i}`));
-  const logIndex = LOG_INDEX_BASE + i;
-  const tradeId = `${transactionHash}:${logIndex}`;
+  const tradeId = `${at.transactionHash}:0`;
   const common = {
     tradeId,
-    blockTimestamp: blockOf(atMs),
-    logIndex,
-    transactionHash,
+    blockTimestamp: at.blockTimestamp,
+    logIndex: at.logIndex,
+    transactionHash: at.transactionHash,
     atMs,
     conditionId: r.conditionId,
     tokenId: r.tokenId,
@@ -140,7 +148,7 @@ export function replayedRecords(rows: readonly HistoryRow[], i: number, atMs: nu
     size: r.size,
     notionalUsd: notionalOf(r.price, r.size),
     feeUsd: '0',
-    source: 'history' as const,
+    source: 'replay' as const,
   };
   return {
     trades: [{ _id: tradeId, ...common, maker: null, taker: r.wallet }],
@@ -163,6 +171,8 @@ export class LeaderReplay {
     private readonly speed: number,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** A position on the venue's chain for an event at `atMs` of transaction `hash` (`VenuePort.chainPosition`). */
+    private readonly positionOf: (atMs: number, hash: string) => ChainPosition,
   ) {}
 
   /** The replayed wallet (lower case). */
@@ -215,7 +225,8 @@ export class LeaderReplay {
   }
 
   private async emit(i: number): Promise<void> {
-    const batch = replayedRecords(this.rows, i, this.clock.now());
+    const atMs = this.clock.now();
+    const batch = replayedRecords(this.rows, i, atMs, this.positionOf(atMs, replayedHash(this.rows, i)));
     const next: Cursor = { ...this.cursor!, next: i + 1 };
     const fresh = await this.store.transaction(async (tx) => {
       const out = await this.history.record(tx, batch);

@@ -1,5 +1,5 @@
 /**
- * The copy rules of a copytrade subscription (issue 25 item 4, spec 2.6), pure: given the
+ * The copy rules of a copytrade subscription (spec 2.6 and the reference's copytrade pages), pure: given the
  * subscription's settings, one leader fill and what the engine read of the market and the
  * follower's wallet at delivery, the decision — copy (side, token, dollars or shares, order kind)
  * or skip (with its reason). The machine (machines/copytrade.ts) applies it in a step.

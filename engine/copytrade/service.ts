@@ -1,5 +1,5 @@
 /**
- * Copytrade subscriptions (spec 2.6, 3, 4.4; issue 25): the facade the API uses. Hosts one
+ * Copytrade subscriptions (spec 2.6, 3, 4.4): the facade the API uses. Hosts one
  * durable actor per subscription (machines/copytrade.ts), delivers every leader fill of the trade
  * history (engine/data/records.ts `TradeHistoryFeed`) to the subscriptions of that leader, places
  * copies through the child-order router (engine/strategies/child-orders.ts, like strategies' child

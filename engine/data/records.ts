@@ -33,7 +33,9 @@ export type RecordSource =
   /** A trade print of the market-data capture: anonymous (no wallets). */
   | 'capture'
   /** A row of the real Polymarket history loaded at start (data/). */
-  | 'history';
+  | 'history'
+  /** A fill of the real leader wallet replayed live (`COPYTRADE_LEADER_REPLAY`), at its replay time. */
+  | 'replay';
 
 /** Position of a record on the simulated chain. */
 export interface ChainPosition {

@@ -99,7 +99,8 @@ async function chainScan<T extends ChainPosition & Doc>(
     );
     if (rows.length >= n) return rows;
   }
-  const before = cursor ? { ...eq, blockTimestamp: { $lt: cursor.ts } } : eq;
+  // without a cursor, from the chain's head: an index range like a cursor's page
+  const before = { ...eq, blockTimestamp: cursor ? { $lt: cursor.ts } : { $gte: 0 } };
   rows.push(...(await coll.find(before, { sort: { blockTimestamp: -1, logIndex: -1 }, limit: n - rows.length })));
   return rows;
 }

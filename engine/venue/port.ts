@@ -359,6 +359,12 @@ export interface VenuePort {
    */
   release(orderId: string): void;
   /**
+   * The next position of the venue's chain sequence for an event recorded outside the venue (the
+   * leader replay's fills) at `atMs` (epoch ms) of transaction `transactionHash`: after every
+   * position given before, so such events and the venue's own share one chain order.
+   */
+  chainPosition(atMs: number, transactionHash: string): ChainPosition;
+  /**
    * Order book of `tokenId`, at most `depth` levels per side; null for an unknown token. It shows
    * what can trade against the token: the other outcome's orders are in it at 1 − their price
    * (complementary matching), merged by price with the token's own.

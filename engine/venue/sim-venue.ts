@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { dec, str, ZERO, type Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
-import type { TapeTrade } from '../data/records.js';
+import type { ChainPosition, TapeTrade } from '../data/records.js';
 import type { CaptureEvent } from './capture.js';
 import { CaptureReplay, type CapturePosition } from './capture-replay.js';
 import { ChainClock } from './chain.js';
@@ -567,6 +567,10 @@ export class SimVenue implements VenuePort {
 
   release(orderId: string): void {
     this.matching.release(orderId);
+  }
+
+  chainPosition(atMs: number, transactionHash: string): ChainPosition {
+    return this.chain.position(atMs, transactionHash);
   }
 
   // ---- audit reads (invariant checks, tests) ----------------------------------------------

@@ -8,7 +8,7 @@ import { checkInvariants } from '../invariants.js';
 import { poll } from './trading-kit.js';
 
 /**
- * The issue's acceptance with the capture's own resolutions: three legs of capture markets that
+ * The acceptance scenario with the capture's own resolutions: three legs of capture markets that
  * the capture resolves Up (btc, eth, sol 09:15), quoted (from the liquidity provider's books:
  * SIM_CAPTURE=off, so the replay's clock does not race the test) and accepted within the quote's
  * life; then the capture's `market_resolved` events of those markets are applied the way the

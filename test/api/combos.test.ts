@@ -312,7 +312,14 @@ describe('combos through the real API', () => {
     const r = await call('bob', 'POST', '/v2/trade/combo/redeem', { combo_order_id: q.combo_order_id });
     expect(r).toMatchObject({ status: 422, body: { error: 'COMBO_LOST' } });
     for (const body of [{}, { combo_order_id: q.combo_order_id, combo_position_id: lost.combo_position_id }])
-      expect((await call('bob', 'POST', '/v2/trade/combo/redeem', body)).status).toBe(400);
+      expect(await call('bob', 'POST', '/v2/trade/combo/redeem', body)).toMatchObject({
+        status: 400,
+        body: { error: 'invalid_request', message: 'send exactly one of combo_order_id and combo_position_id' },
+      });
+    expect(await call('bob', 'POST', '/v2/trade/combo/redeem', { combo_position_id: 'cp_nope' })).toMatchObject({
+      status: 404,
+      body: { error: 'not_found', message: 'no combo position cp_nope' },
+    });
     const page = (await call('bob', 'GET', '/v2/trade/combo/positions?status=RESOLVED_LOSS&limit=500')).body;
     expect(page).toMatchObject({ total: 1, limit: 500, offset: 0 });
     expect((await call('bob', 'GET', '/v2/trade/combo/positions?limit=501')).status).toBe(400);

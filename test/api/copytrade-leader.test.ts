@@ -70,4 +70,25 @@ describe('copytrade: the real leader wallet replayed', () => {
     expect(api.body.history).toHaveLength(200);
     expect(api.body.history[0].leader_address.toLowerCase()).toBe(wallet);
   });
+
+  it('replayed fills and the venue own trades share one chain order on the tape', async () => {
+    // the follower's copies are venue trades made while the replay ran: walk the whole tape
+    const seen: any[] = [];
+    let q = '';
+    for (;;) {
+      const page = await svc.call('GET', `/v2/trade/trades?limit=500${q}`);
+      expect(page.status).toBe(200);
+      seen.push(...page.body.trades);
+      if (page.body.next_cursor === null) break;
+      q = `&cursor_ts=${page.body.next_cursor}&next_cursor_log_idx=${page.body.next_cursor_log_idx}`;
+    }
+    const replayed = seen.filter((t) => t.source === 'replay');
+    expect(replayed).toHaveLength(470);
+    expect(seen.filter((t) => t.source === 'venue').length).toBeGreaterThan(0);
+    // newest first: positions never go back up, and no two rows share one
+    for (let i = 1; i < seen.length; i++) {
+      const [a, b] = [seen[i - 1], seen[i]];
+      expect(a.block_timestamp > b.block_timestamp || a.log_index > b.log_index, JSON.stringify([a, b])).toBe(true);
+    }
+  });
 });

@@ -166,10 +166,24 @@ describe('trader reads', () => {
       active_positions: 0,
       closed_positions: 1,
     });
-    const pnl = await svc.call('GET', `/v2/trade/traders/${WINNER}/pnl`);
+    const pnl = await svc.call('GET', `/v2/trade/traders/${WINNER}/pnl?pnl_type=realized`);
     expect(pnl.status).toBe(200);
     const today = Math.floor(Date.now() / 86_400_000) * 86_400;
-    expect(pnl.body.series).toEqual([{ ts: today, pnl: '2' }]);
+    expect(pnl.body).toMatchObject({ window: '30d', pnl_type: 'realized', series: [{ ts: today, pnl: '2' }] });
+    // the reference's own request: the realized curve, then realized + unrealized now
+    const overall = await svc.call('GET', `/v2/trade/traders/${WINNER}/pnl?window=30d&pnl_type=overall`);
+    expect(overall.body.series).toEqual([
+      { ts: today, pnl: '2' },
+      { ts: expect.any(Number), pnl: '2' },
+    ]);
+    expect(overall.body.series[1].ts).toBeGreaterThanOrEqual(today);
+    const unrealized = await svc.call('GET', `/v2/trade/traders/${WINNER}/pnl?pnl_type=unrealized&window=all`);
+    expect(unrealized.body).toMatchObject({ window: 'all', series: [{ pnl: '0' }] });
+    expect(await svc.call('GET', `/v2/trade/traders/${WINNER}/pnl?window=2d`)).toMatchObject({
+      status: 400,
+      body: { error: 'invalid window' },
+    });
+    expect((await svc.call('GET', `/v2/trade/traders/${WINNER}/pnl?pnl_type=net`)).status).toBe(400);
     expect(pnl.body.windows.map((w: any) => [w.window, w.pnl, w.realized_pnl])).toEqual([
       ['1d', '2', '2'],
       ['7d', '2', '2'],

@@ -290,6 +290,35 @@ describe('ActorHost', () => {
     expect((await fourth.repo.get('b1'))?.quarantine?.reason).toMatch(/does not exist/);
   });
 
+  it('an event before the start-up restore waits for its machine to register instead of quarantining', async () => {
+    const first = await setupHost();
+    await first.host.create('test', {
+      id: 'w1',
+      input: { n: 1, expiresAtMs: 3_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
+    // the next process: an event arrives (a venue report at start-up) before the machine registers
+    const repo = await ActorRepository.open(first.store);
+    const effects: string[] = [];
+    const host = new ActorHost(repo, new FakeTimers(), new ManualClock(1_000_000), createLogger('silent'));
+    const sent = host.send('w1', { type: 'bump' });
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await repo.get('w1'))?.quarantine).toBeNull();
+    host.register({
+      machineId: 'test',
+      version: 1,
+      kind: 'order',
+      logic: makeMachine(effects),
+      statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
+    });
+    expect(await host.restoreAll()).toEqual({ restored: 1, quarantined: 0 });
+    const r = await sent;
+    expect(JSON.parse(r.snapshot).context.n).toBe(2);
+    expect(effects).toEqual(['bump 2']);
+    expect((await repo.get('w1'))?.quarantine).toBeNull();
+  });
+
   it('passivates actors that allow it (no deadline): they leave memory, the next event reloads them', async () => {
     const store = await SqliteStore.open(null);
     const repo = await ActorRepository.open(store);

@@ -113,7 +113,7 @@ describe('capture parser', () => {
     expect(questionOf('something-else')).toBe('something-else');
   });
 
-  it('the real capture: 112 binary markets after the 1,001 others, the counts of the issue', () => {
+  it('the real capture: 112 binary markets after the 1,001 others, the counts of the capture README', () => {
     const cat = loadCatalogue();
     const c = cat.capture!;
     expect(c.markets).toHaveLength(112);
