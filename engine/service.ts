@@ -20,6 +20,7 @@ import { WalletService } from './wallet/service.js';
 import { ComboService } from './combos/service.js';
 import { TradeHistory } from './data/history.js';
 import { Portfolio, portfolioFacts } from './data/portfolio.js';
+import { storeSnapshots } from './data/portfolio-snapshots.js';
 import { HistoryRecorder } from './data/recorder.js';
 import { CopytradeService } from './copytrade/service.js';
 import { LeaderReplay, leaderRows, withLeaderMarkets } from './copytrade/leader-replay.js';
@@ -128,7 +129,10 @@ export async function startServices(
   });
   const markets = new MarketRegistry(venue);
   const realHistory = config.tradeHistory ? await loadRealHistory(store, history, markets, clock) : null;
-  const portfolio = await Portfolio.open(history, portfolioFacts(venue, markets), clock);
+  const portfolio = await Portfolio.open(history, portfolioFacts(venue, markets), clock, {
+    port: await storeSnapshots(store, history, () => clock.now()),
+    onError: (err, what) => log.warn({ err }, `portfolio snapshot ${what} failed`),
+  });
   const recorder = config.tradeHistory ? new HistoryRecorder(history, users, venue) : undefined;
   const orders = new OrderService(host, actors, venue, clock, log, recorder);
   // a new user's wallet opens with the initial pUSD: a credit on the chain, recorded in the history
@@ -237,6 +241,7 @@ export async function startServices(
       await strategies.idle();
       statements.stop();
       await timers.drain(config.shutdownGraceMs);
+      await portfolio.close();
       await venue.close();
       await store.close();
     },

@@ -22,6 +22,7 @@ import {
   COPYTRADE_MACHINE_VERSION,
   COPYTRADE_STATUS,
   PAPER_INITIAL_USD,
+  REORDER_SECONDS,
   type CopyHistoryEntry,
   type CopytradeContext,
   type CopytradeEvent,
@@ -40,6 +41,7 @@ import type { Collection, Store } from '../store/port.js';
 import type { ChildOrderRouter } from '../strategies/child-orders.js';
 import { TriggerIndex } from '../triggers.js';
 import type { UserDoc, UserService } from '../users.js';
+import { blockOf } from '../venue/chain.js';
 import type { VenuePort } from '../venue/port.js';
 import type { CopyEnv, CopySettings, LeaderFill } from './rules.js';
 
@@ -50,6 +52,15 @@ const COPY_ORDER_PREFIX = 'ord_ct_';
 
 /** Collection of the history rows. */
 export const COPYTRADE_HISTORY = 'copytradeHistory';
+
+/**
+ * The earliest block timestamp (chain seconds) of a fill the subscription may still take ({@link isNewFill}):
+ * {@link REORDER_SECONDS} before its watermark, or, before its first fill, the block of its creation
+ * (a fill's block is never earlier than the block of its time) less the same margin.
+ */
+export function replayStart(c: Pick<CopytradeContext, 'watermark' | 'createdAtMs'>): number {
+  return (c.watermark?.blockTimestamp ?? blockOf(c.createdAtMs)) - REORDER_SECONDS;
+}
 
 /** Tries of a leader fill's delivery to one subscription; beyond them the next start-up's replay delivers it. */
 const DELIVERY_ATTEMPTS = 5;
@@ -242,20 +253,24 @@ export class CopytradeService {
   /**
    * Start-up, after every actor was restored: indexes the live subscriptions by leader, places
    * copies never reported, writes history rows not yet written, replays the trade history to the
-   * subscriptions (fills at or before a watermark are ignored), then delivers the fills that came
-   * in meanwhile and goes live.
+   * subscriptions from the earliest fill any of them may still take ({@link replayStart}), then
+   * delivers the fills that came in meanwhile and goes live.
    * @returns the number of live subscriptions.
    */
   async start(): Promise<number> {
     const ids = this.host.liveIds('copytrade');
+    let from: number | undefined;
     for (const id of ids) {
       const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
       if (!c) continue;
       this.index(id, c);
       for (const w of c.working) if (!w.reported) this.track(this.place(c, w));
       if (c.pending.length > 0) this.track(this.write(id, c.pending));
+      from = Math.min(from ?? Infinity, replayStart(c));
     }
-    if (ids.length > 0) await this.feed.replay((batch) => this.deliverBatch(batch));
+    if (ids.length > 0) {
+      await this.feed.replay((batch) => this.deliverBatch(batch), undefined, { fromBlockTimestamp: from ?? 0 });
+    }
     const waiting = this.buffered ?? [];
     this.buffered = null;
     for (const b of waiting) this.deliverBatch(b);

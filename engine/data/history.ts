@@ -17,6 +17,7 @@ import {
   TRADES,
   type CashMove,
   type RecordedBatch,
+  type ReplayStart,
   type TapeTrade,
   type TradeHistoryFeed,
   type TraderFill,
@@ -157,12 +158,18 @@ export class TradeHistory implements TradeHistoryFeed {
    * {@inheritDoc TradeHistoryFeed.replay}
    * Reads the three collections in chain order, page by page (`batchSize` rows of each at a time,
    * keyed on the chain position, so a page costs O(batchSize)), merged into one chain-ordered stream.
+   * The first page starts at `from` (the chain's start without it): the same index range.
    */
-  async replay(visit: (batch: RecordedBatch) => void | Promise<void>, batchSize = 1000): Promise<void> {
+  async replay(
+    visit: (batch: RecordedBatch) => void | Promise<void>,
+    batchSize = 1000,
+    from?: ReplayStart,
+  ): Promise<void> {
+    const start = from?.fromBlockTimestamp ?? 0;
     const cursors = {
-      trades: new ChainCursor(this.trades, batchSize),
-      fills: new ChainCursor(this.fills, batchSize),
-      cash: new ChainCursor(this.cash, batchSize),
+      trades: new ChainCursor(this.trades, batchSize, start),
+      fills: new ChainCursor(this.fills, batchSize, start),
+      cash: new ChainCursor(this.cash, batchSize, start),
     };
     for (;;) {
       const heads = await Promise.all([cursors.trades.peek(), cursors.fills.peek(), cursors.cash.peek()]);
@@ -204,6 +211,8 @@ class ChainCursor<T extends { _id: string; blockTimestamp: number; logIndex: num
   constructor(
     private readonly col: Collection<T>,
     private readonly size: number,
+    /** The first block timestamp read. */
+    private readonly from: number,
   ) {}
 
   /** The next row without taking it, or undefined at the end. */
@@ -219,7 +228,7 @@ class ChainCursor<T extends { _id: string; blockTimestamp: number; logIndex: num
             { blockTimestamp: l.blockTimestamp, logIndex: l.logIndex, _id: { $gt: l._id } },
           ],
         }
-      : { blockTimestamp: { $gte: 0 } }; // from the chain's start: an index range like the later pages
+      : { blockTimestamp: { $gte: this.from } }; // an index range like the later pages
     this.page = await this.col.find(filter, { sort: CHAIN_SORT, limit: this.size });
     this.at = 0;
     if (this.page.length < this.size) this.done = true;

@@ -123,6 +123,12 @@ class Position implements PositionLots {
     return this.queue.slice(this.head);
   }
 
+  /** Sets the open lots (a position restored from a snapshot). */
+  restoreLots(lots: Lot[]): void {
+    this.queue = lots;
+    this.head = 0;
+  }
+
   acquire(at: LotEvent, shares: Decimal, cost: Decimal): void {
     this.queue.push({ acquired: at, shares, cost });
     this.shares = this.shares.plus(shares);
@@ -242,6 +248,31 @@ export class LotBook {
   /** Addresses with at least one position. */
   addresses(): IterableIterator<string> {
     return this.byAddress.keys();
+  }
+
+  /** Every position of every address (for a snapshot). */
+  *all(): IterableIterator<PositionLots> {
+    for (const tokens of this.byAddress.values()) yield* tokens.values();
+  }
+
+  /**
+   * Puts back a position as {@link all} gave it (a snapshot's), with its open lots, oldest first.
+   * Restore each (address, token) once, before any record is applied.
+   */
+  restore(p: Omit<PositionLots, 'lots'>, lots: Lot[]): void {
+    const q = this.slot(p.address, p.conditionId, p.tokenId, p.outcome, p.last);
+    q.restoreLots(lots);
+    Object.assign(q, {
+      shares: p.shares,
+      cost: p.cost,
+      realized: p.realized,
+      acquiredShares: p.acquiredShares,
+      acquiredCost: p.acquiredCost,
+      disposedShares: p.disposedShares,
+      uncoveredShares: p.uncoveredShares,
+      proceeds: p.proceeds,
+      fees: p.fees,
+    });
   }
 
   private slot(address: string, conditionId: string, tokenId: string, outcome: string, at: LotEvent): Position {

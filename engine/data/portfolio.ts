@@ -27,7 +27,15 @@ import type { Clock } from '../clock.js';
 import { Dec, dec, ONE, ZERO } from '../decimal.js';
 import type { VenuePort } from '../venue/port.js';
 import type { MarketRegistry } from './markets.js';
-import { chainOrder, LotBook, type Disposition, type PositionLots, type PriceOf } from './lots.js';
+import {
+  chainOrder,
+  LotBook,
+  type Disposition,
+  type Lot,
+  type LotEvent,
+  type PositionLots,
+  type PriceOf,
+} from './lots.js';
 import {
   LIQUIDITY_PROVIDER_ADDRESS,
   type CashMove,
@@ -218,6 +226,92 @@ interface PriceSeries {
   prices: Decimal[];
 }
 
+/** Version of {@link PortfolioSnapshot}'s layout: a snapshot of another version is ignored. */
+export const PORTFOLIO_SNAPSHOT_VERSION = 1;
+
+/**
+ * Chain seconds before the latest record applied that a snapshot replays again at start: a record
+ * that commits out of chain order (after a later one was applied) is not lost within it. The `_id`s
+ * applied in it are kept, so none is applied twice.
+ */
+export const SNAPSHOT_WINDOW_SECONDS = 300;
+
+/** Records of each history collection. */
+export interface RecordCounts {
+  trades: number;
+  fills: number;
+  cash: number;
+}
+
+/** Figures as decimal strings and counts: realized, volume, shares, fees, cash, trades, wins, losses. */
+type FiguresRow = [string, string, string, string, string, number, number, number];
+
+/**
+ * The aggregates as of a batch boundary, compact (decimal strings), JSON-safe: what {@link Portfolio.snapshot}
+ * gives and {@link Portfolio.open} starts from, replaying only the records at or after `fromBlockTimestamp`.
+ */
+export interface PortfolioSnapshot {
+  version: number;
+  /** The replay after this snapshot starts here (chain seconds): the window before the latest record applied. */
+  fromBlockTimestamp: number;
+  /** Records applied before `fromBlockTimestamp`: the stored history must hold as many, else it moved meanwhile. */
+  below: RecordCounts;
+  /** `<kind>:<_id>` (kind t, f or c) and block timestamp of the records applied at or after `fromBlockTimestamp`. */
+  applied: [string, number][];
+  /**
+   * Every position: address, token, condition, outcome, last event, figures (shares, cost, realized,
+   * acquired shares and cost, disposed and uncovered shares, proceeds, fees), open lots (acquisition, shares, cost).
+   */
+  positions: [string, string, string, string, LotEvent, string[], [LotEvent, string, string][]][];
+  /** Every trader: address, all-time figures, flows, per category, realized by day, first and last ms. */
+  traders: [string, FiguresRow, string, [string, FiguresRow][], [number, string][], number, number][];
+  /** Hourly slices of the 30d window: hour, then per address its figures and share deltas. */
+  hourly: [number, [string, FiguresRow, [string, string][]][]][];
+  /** Per token, the tape's hourly prices a window may still need: hours, prices. */
+  tape: [string, number[], string[]][];
+}
+
+const figuresRow = (f: Figures): FiguresRow => [
+  f.realized.toString(),
+  f.volume.toString(),
+  f.shares.toString(),
+  f.fees.toString(),
+  f.cash.toString(),
+  f.trades,
+  f.wins,
+  f.losses,
+];
+
+function fromRow<F extends Figures>(f: F, r: FiguresRow): F {
+  [f.realized, f.volume, f.shares, f.fees, f.cash] = [dec(r[0]), dec(r[1]), dec(r[2]), dec(r[3]), dec(r[4])];
+  [f.trades, f.wins, f.losses] = [r[5], r[6], r[7]];
+  return f;
+}
+
+/**
+ * Where {@link Portfolio} keeps its snapshots and how it checks one against the stored history
+ * (engine/data/portfolio-snapshots.ts over the store).
+ */
+export interface SnapshotPort {
+  /** The latest snapshot, or null. */
+  load(): Promise<PortfolioSnapshot | null>;
+  /** Replaces the snapshot. */
+  save(snapshot: PortfolioSnapshot): Promise<void>;
+  /** Records of each history collection before `blockTimestamp`. */
+  countBefore(blockTimestamp: number): Promise<RecordCounts>;
+}
+
+/** When {@link Portfolio} writes a snapshot while it runs (and at {@link Portfolio.close}). */
+export interface SnapshotOptions {
+  port: SnapshotPort;
+  /** After this many records applied since the last one. */
+  everyRecords?: number;
+  /** After this long since the last one (once a record landed), ms. */
+  everyMs?: number;
+  /** Told of a snapshot that failed to load or save (the aggregates are not affected). */
+  onError?: (err: unknown, what: 'load' | 'save') => void;
+}
+
 /** How long a computed leaderboard is served before marks are read again, ms. */
 const BOARD_TTL_MS = 1000;
 
@@ -236,6 +330,20 @@ export class Portfolio {
   private readonly boards = new Map<string, { atMs: number; version: number; rows: readonly LeaderRow[] }>();
   /** Records applied so far (a cached leaderboard is stale once it moved). */
   private version = 0;
+  /** The latest block timestamp applied. */
+  private maxBlock = -Infinity;
+  /** `<kind>:<_id>` → block timestamp of the records applied within {@link SNAPSHOT_WINDOW_SECONDS} of the latest. */
+  private readonly recent = new Map<string, number>();
+  /** {@link recent}'s size beyond which it is pruned. */
+  private pruneAt = 100_000;
+  /** Records applied, by kind. */
+  private readonly counts: RecordCounts = { trades: 0, fills: 0, cash: 0 };
+  private snapshots: SnapshotOptions | undefined;
+  private sinceSnapshot = 0;
+  private lastSnapshotMs = 0;
+  private saving: Promise<void> | null = null;
+  /** Where {@link open} replayed the history from: a snapshot's block timestamp, or null (the whole history). */
+  startedFrom: number | null = null;
 
   /**
    * @param facts markets' facts and marks.
@@ -251,30 +359,219 @@ export class Portfolio {
   }
 
   /**
-   * Builds the aggregates from `feed`: subscribes, replays the history so far, then applies the batches
-   * that were committed meanwhile (a record the replay already gave is not applied twice).
+   * Builds the aggregates from `feed`: subscribes, starts from the latest valid snapshot of
+   * `snapshots` (same version, and the stored history holds as many records before its position as
+   * it applied) or from nothing, replays the history after it (all of it without one), then applies
+   * the batches that were committed meanwhile (a record the replay already gave is not applied twice).
+   * With `snapshots`, writes a snapshot as records land (see {@link SnapshotOptions}) and at {@link close}.
    */
-  static async open(feed: TradeHistoryFeed, facts: PortfolioFacts, clock: Clock): Promise<Portfolio> {
-    const p = new Portfolio(facts, clock);
+  static async open(
+    feed: TradeHistoryFeed,
+    facts: PortfolioFacts,
+    clock: Clock,
+    snapshots?: SnapshotOptions,
+  ): Promise<Portfolio> {
+    let p = new Portfolio(facts, clock);
     let pending: RecordedBatch[] | null = [];
     const pendingIds = new Set<string>();
     feed.onRecorded((batch) => {
-      if (!pending) return p.apply(batch);
+      if (!pending) return p.applyLive(batch);
       pending.push(batch);
       for (const r of [...batch.fills, ...batch.cash]) pendingIds.add(r._id);
     });
-    await feed.replay((batch) => {
-      const dup = (r: { _id: string }) => pendingIds.has(r._id);
-      p.apply({
-        trades: batch.trades,
-        fills: batch.fills.filter((r) => !dup(r)),
-        cash: batch.cash.filter((r) => !dup(r)),
-      });
-    });
+    const snap = snapshots ? await Portfolio.validSnapshot(snapshots) : null;
+    if (snap) p = Portfolio.restore(snap, facts, clock);
+    await feed.replay(
+      (batch) => {
+        const dup = (r: { _id: string }) => pendingIds.has(r._id);
+        p.apply({
+          trades: batch.trades,
+          fills: batch.fills.filter((r) => !dup(r)),
+          cash: batch.cash.filter((r) => !dup(r)),
+        });
+      },
+      undefined,
+      snap ? { fromBlockTimestamp: snap.fromBlockTimestamp } : undefined,
+    );
     const live = pending;
     pending = null;
     for (const batch of live) p.apply(batch);
+    p.snapshots = snapshots;
+    p.lastSnapshotMs = clock.now();
+    p.startedFrom = snap?.fromBlockTimestamp ?? null;
     return p;
+  }
+
+  /** The snapshot of `o.port` when it can be started from, else null. */
+  private static async validSnapshot(o: SnapshotOptions): Promise<PortfolioSnapshot | null> {
+    try {
+      const snap = await o.port.load();
+      if (!snap || snap.version !== PORTFOLIO_SNAPSHOT_VERSION) return null;
+      const n = await o.port.countBefore(snap.fromBlockTimestamp);
+      const b = snap.below;
+      return n.trades === b.trades && n.fills === b.fills && n.cash === b.cash ? snap : null;
+    } catch (err) {
+      o.onError?.(err, 'load');
+      return null;
+    }
+  }
+
+  /**
+   * The aggregates now, at a batch boundary (every record handed so far applied), to start from
+   * with {@link open}: the tape is kept only as far back as a window may read it.
+   */
+  snapshot(): PortfolioSnapshot {
+    const from = Number.isFinite(this.maxBlock) ? this.maxBlock - SNAPSHOT_WINDOW_SECONDS : 0;
+    const below = { ...this.counts };
+    const applied: [string, number][] = [];
+    for (const [key, block] of this.recent) {
+      if (block < from) {
+        this.recent.delete(key);
+        continue;
+      }
+      applied.push([key, block]);
+      const kind = key[0] === 't' ? 'trades' : key[0] === 'f' ? 'fills' : 'cash';
+      below[kind]--;
+    }
+    const positions: PortfolioSnapshot['positions'] = [];
+    for (const q of this.lots.all()) {
+      const figures = [q.shares, q.cost, q.realized, q.acquiredShares, q.acquiredCost, q.disposedShares]
+        .concat([q.uncoveredShares, q.proceeds, q.fees])
+        .map(String);
+      const lots = q.lots().map((l): [LotEvent, string, string] => [l.acquired, String(l.shares), String(l.cost)]);
+      positions.push([q.address, q.tokenId, q.conditionId, q.outcome, q.last, figures, lots]);
+    }
+    this.slide();
+    const oldest = this.windows['30d'].fromHour;
+    const tape: PortfolioSnapshot['tape'] = [];
+    for (const [tokenId, series] of this.tape) {
+      let i = series.hours.findIndex((h) => h >= oldest);
+      i = i < 0 ? series.hours.length - 1 : Math.max(0, i - 1);
+      tape.push([tokenId, series.hours.slice(i), series.prices.slice(i).map(String)]);
+    }
+    return {
+      version: PORTFOLIO_SNAPSHOT_VERSION,
+      fromBlockTimestamp: from,
+      below,
+      applied,
+      positions,
+      traders: [...this.traders.values()].map((a) => [
+        a.address,
+        figuresRow(a.total),
+        a.flows.toString(),
+        [...a.categories].map(([c, f]) => [c, figuresRow(f)]),
+        [...a.realizedByDay].map(([d, r]) => [d, r.toString()]),
+        a.firstAtMs,
+        a.lastAtMs,
+      ]),
+      hourly: this.hourList.map((h) => [
+        h,
+        [...(this.hourly.get(h) ?? [])].map(([a, sl]) => [
+          a,
+          figuresRow(sl),
+          [...sl.deltas].map(([t, d]): [string, string] => [t, d.toString()]),
+        ]),
+      ]),
+      tape,
+    };
+  }
+
+  /** The aggregates of `snap` (see {@link snapshot}), the windows at the clock's now. */
+  private static restore(snap: PortfolioSnapshot, facts: PortfolioFacts, clock: Clock): Portfolio {
+    const p = new Portfolio(facts, clock);
+    for (const [address, tokenId, conditionId, outcome, last, f, lots] of snap.positions) {
+      const [shares, cost, realized, acquiredShares, acquiredCost, disposedShares, uncovered, proceeds, fees] = f.map(
+        (x) => dec(x),
+      );
+      p.lots.restore(
+        {
+          address,
+          tokenId,
+          conditionId,
+          outcome,
+          last,
+          shares: shares!,
+          cost: cost!,
+          realized: realized!,
+          acquiredShares: acquiredShares!,
+          acquiredCost: acquiredCost!,
+          disposedShares: disposedShares!,
+          uncoveredShares: uncovered!,
+          proceeds: proceeds!,
+          fees: fees!,
+        },
+        lots.map(([acquired, sh, c]): Lot => ({ acquired, shares: dec(sh), cost: dec(c) })),
+      );
+    }
+    for (const [address, total, flows, cats, days, firstAtMs, lastAtMs] of snap.traders) {
+      p.traders.set(address, {
+        address,
+        total: fromRow(new Figures(), total),
+        flows: dec(flows),
+        categories: new Map(cats.map(([c, f]) => [c, fromRow(new Figures(), f)])),
+        realizedByDay: new Map(days.map(([d, r]) => [d, dec(r)])),
+        firstAtMs,
+        lastAtMs,
+      });
+    }
+    const oldest = p.windows['30d'].fromHour;
+    for (const [hour, rows] of snap.hourly) {
+      if (hour < oldest) continue;
+      const bucket = new Map<string, Slice>();
+      for (const [address, f, deltas] of rows) {
+        const sl = fromRow(new Slice(), f);
+        for (const [t, d] of deltas) sl.deltas.set(t, dec(d));
+        bucket.set(address, sl);
+        for (const w of Object.values(p.windows)) {
+          if (hour < w.fromHour) continue;
+          let ws = w.byAddress.get(address);
+          if (!ws) w.byAddress.set(address, (ws = new Slice()));
+          ws.addSlice(sl, 1);
+        }
+      }
+      p.hourly.set(hour, bucket);
+      p.hourList.push(hour);
+    }
+    p.hourList.sort((x, y) => x - y);
+    for (const [tokenId, hours, prices] of snap.tape) p.tape.set(tokenId, { hours, prices: prices.map((x) => dec(x)) });
+    for (const [key, block] of snap.applied) p.recent.set(key, block);
+    Object.assign(p.counts, snap.below);
+    p.maxBlock = snap.fromBlockTimestamp + SNAPSHOT_WINDOW_SECONDS;
+    return p;
+  }
+
+  /** Applies a live batch, then writes a snapshot when one is due (after the batch, off its caller's path). */
+  private applyLive(batch: RecordedBatch): void {
+    this.apply(batch);
+    const o = this.snapshots;
+    if (!o || this.saving) return;
+    const due =
+      this.sinceSnapshot >= (o.everyRecords ?? 50_000) ||
+      (this.sinceSnapshot > 0 && this.clock.now() - this.lastSnapshotMs >= (o.everyMs ?? 60_000));
+    if (due) this.saving = new Promise((r) => setImmediate(r)).then(() => this.save());
+  }
+
+  /** Writes a snapshot now (a failure is told to `onError` and leaves the previous one). */
+  private async save(): Promise<void> {
+    const o = this.snapshots;
+    if (!o) return;
+    try {
+      const snap = this.snapshot();
+      this.sinceSnapshot = 0;
+      this.lastSnapshotMs = this.clock.now();
+      await o.port.save(snap);
+    } catch (err) {
+      o.onError?.(err, 'save');
+    } finally {
+      this.saving = null;
+    }
+  }
+
+  /** At a clean stop: waits for a snapshot being written, then writes one of the aggregates now. */
+  async close(): Promise<void> {
+    await this.saving;
+    await this.save();
+    this.snapshots = undefined;
   }
 
   /** A trader's aggregates, or undefined when no record names it. */
@@ -321,14 +618,37 @@ export class Portfolio {
     return u;
   }
 
-  /** Applies a committed batch (records in chain order). */
+  /**
+   * Applies a committed batch (records in chain order). A record applied already within
+   * {@link SNAPSHOT_WINDOW_SECONDS} of the latest one (by `_id`) is not applied again.
+   */
   apply(batch: RecordedBatch): void {
-    for (const t of batch.trades) this.tapePrice(t);
+    for (const t of batch.trades) if (this.fresh('t', t)) this.tapePrice(t);
     for (const r of chainOrder(batch)) {
-      if ('kind' in r) this.applyCash(r);
-      else this.applyFill(r);
+      if ('kind' in r) {
+        if (this.fresh('c', r)) this.applyCash(r);
+      } else if (this.fresh('f', r)) this.applyFill(r);
       this.version++;
     }
+  }
+
+  /** Whether `r` was not applied yet; notes it as applied. */
+  private fresh(kind: 't' | 'f' | 'c', r: { _id: string; blockTimestamp: number }): boolean {
+    const key = `${kind}:${r._id}`;
+    if (this.recent.has(key)) return false;
+    this.counts[kind === 't' ? 'trades' : kind === 'f' ? 'fills' : 'cash']++;
+    this.sinceSnapshot++;
+    if (r.blockTimestamp > this.maxBlock) this.maxBlock = r.blockTimestamp;
+    if (r.blockTimestamp >= this.maxBlock - SNAPSHOT_WINDOW_SECONDS) this.recent.set(key, r.blockTimestamp);
+    if (this.recent.size > this.pruneAt) this.prune();
+    return true;
+  }
+
+  /** Forgets the applied `_id`s more than {@link SNAPSHOT_WINDOW_SECONDS} before the latest record. */
+  private prune(): void {
+    const from = this.maxBlock - SNAPSHOT_WINDOW_SECONDS;
+    for (const [key, block] of this.recent) if (block < from) this.recent.delete(key);
+    this.pruneAt = Math.max(100_000, 2 * this.recent.size);
   }
 
   /**

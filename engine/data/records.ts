@@ -157,8 +157,16 @@ export interface RecordedBatch {
 export interface TradeHistoryFeed {
   /** Subscribes to batches committed from now on. */
   onRecorded(listener: (batch: RecordedBatch) => void): void;
-  /** Every record so far in chain order, in batches of at most `batchSize` records. */
-  replay(visit: (batch: RecordedBatch) => void | Promise<void>, batchSize?: number): Promise<void>;
+  /**
+   * Every record so far in chain order, in batches of at most `batchSize` records; with `from`, only
+   * the records at or after `from.fromBlockTimestamp` (chain seconds).
+   */
+  replay(visit: (batch: RecordedBatch) => void | Promise<void>, batchSize?: number, from?: ReplayStart): Promise<void>;
+}
+
+/** Where a {@link TradeHistoryFeed.replay} starts: the first block timestamp (chain seconds) it hands. */
+export interface ReplayStart {
+  fromBlockTimestamp: number;
 }
 
 /**

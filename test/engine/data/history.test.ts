@@ -152,4 +152,17 @@ describe('TradeHistory', () => {
     expect(sizes.every((n) => n <= 2)).toBe(true);
     expect(order.sort()).toEqual([...all].sort());
   });
+
+  it('replays from a block timestamp: the records at or after it, in chain order', async () => {
+    store = await SqliteStore.open(null);
+    const history = await TradeHistory.open(store);
+    const [t1, t2, t3] = [tape('T1', 100, 0), tape('T2', 102, 0), tape('T3', 104, 0)];
+    await history.recordAlone({ trades: [t1, t2, t3], fills: [fill(t1, 'taker'), fill(t3, 'taker')], cash: [] });
+    await history.recordAlone({ trades: [], fills: [], cash: [cash('c1', 101, 0), cash('c2', 102, 1)] });
+    const ids: string[] = [];
+    await history.replay((b) => void ids.push(...[...b.trades, ...b.fills, ...b.cash].map((r) => r._id)), 1, {
+      fromBlockTimestamp: 102,
+    });
+    expect(ids).toEqual(['T2', 'c2', 'T3', 'T3:taker']);
+  });
 });

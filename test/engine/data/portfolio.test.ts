@@ -2,7 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../engine/clock.js';
 import { Dec } from '../../../engine/decimal.js';
-import { Portfolio, type PortfolioFacts } from '../../../engine/data/portfolio.js';
+import {
+  Portfolio,
+  WINDOWS,
+  type PortfolioFacts,
+  type PortfolioSnapshot,
+  type SnapshotPort,
+} from '../../../engine/data/portfolio.js';
 import type { CashMove, RecordedBatch, TapeTrade, TradeHistoryFeed, TraderFill } from '../../../engine/data/records.js';
 
 const A = '0x' + 'a1'.repeat(20);
@@ -202,4 +208,113 @@ describe('Portfolio', () => {
       { numRuns: 200 },
     );
   });
+
+  it('snapshot + the replay after it = full replay, out-of-order commits included (property)', async () => {
+    const step = fc.record({
+      kind: fc.constantFrom('BUY' as const, 'SELL' as const, 'print' as const, 'credit' as const),
+      who: fc.constantFrom(A, B),
+      size: fc.integer({ min: 1, max: 500 }),
+      cents: fc.integer({ min: 1, max: 99 }),
+      // chain seconds after the previous record: two days of history over the run
+      gap: fc.integer({ min: 0, max: 200 }),
+      // committed after the next record (an out-of-order commit within the snapshot's window)
+      late: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 60 }), fc.nat(), async (steps, cut) => {
+        const clock = new ManualClock(Date.UTC(2026, 5, 3, 12));
+        marks.set(T, new Dec('0.42'));
+        let ms = clock.now() - 2 * DAY;
+        const records = steps.map((o) => {
+          ms += o.gap * 1000;
+          const price = new Dec(o.cents).div(100).toFixed();
+          const size = new Dec(o.size).div(10).toFixed();
+          if (o.kind === 'print') return batch({ trades: [print(price, ms)] });
+          if (o.kind === 'credit') return batch({ cash: [credit(o.who, size, ms)] });
+          return batch({ fills: [fill(o.who, o.kind, size, price, ms)] });
+        });
+        // commit order: a late record swaps with the next one, from the one before the snapshot on (the
+        // snapshot holds the later record, the earlier commits after it); before it, commits are in
+        // chain order (a live run applies out-of-order commits in commit order, a replay in chain order)
+        const k = cut % (records.length + 1);
+        const commits = [...records];
+        for (let i = Math.max(0, k - 1); i + 1 < commits.length; i++) {
+          if (steps[i]!.late) [commits[i], commits[i + 1]] = [commits[i + 1]!, commits[i]!];
+        }
+        const stored: RecordedBatch[] = [];
+        const rows = () => stored.flatMap((b) => [...b.trades, ...b.fills, ...b.cash]);
+        const listeners: ((b: RecordedBatch) => void)[] = [];
+        const feed: TradeHistoryFeed = {
+          onRecorded: (l) => void listeners.push(l),
+          async replay(visit, _size, from) {
+            const all = rows()
+              .filter((r) => r.blockTimestamp >= (from?.fromBlockTimestamp ?? 0))
+              .sort((a, b) => a.blockTimestamp - b.blockTimestamp || a.logIndex - b.logIndex);
+            for (const r of all) {
+              await visit(
+                'kind' in r ? batch({ cash: [r] }) : 'role' in r ? batch({ fills: [r] }) : batch({ trades: [r] }),
+              );
+            }
+          },
+        };
+        let saved: PortfolioSnapshot | null = null;
+        const port: SnapshotPort = {
+          load: async () => (saved ? (JSON.parse(JSON.stringify(saved)) as PortfolioSnapshot) : null),
+          save: async (snap) => void (saved = snap),
+          countBefore: async (b) => {
+            const before = (xs: { blockTimestamp: number }[]) => xs.filter((r) => r.blockTimestamp < b).length;
+            const all = stored;
+            return {
+              trades: before(all.flatMap((x) => x.trades)),
+              fills: before(all.flatMap((x) => x.fills)),
+              cash: before(all.flatMap((x) => x.cash)),
+            };
+          },
+        };
+        // the first run commits a prefix and snapshots it; the rest commits while it is down
+        const first = await Portfolio.open(feed, facts, clock, { port });
+        for (const b of commits.slice(0, k)) {
+          stored.push(b);
+          for (const l of listeners) l(b);
+        }
+        saved = first.snapshot();
+        stored.push(...commits.slice(k));
+        const restarted = await Portfolio.open(feed, facts, clock, { port });
+        expect(restarted.startedFrom).not.toBeNull();
+        // what the first run applied, in its commit order, then every other record once, in chain order
+        const once = new Portfolio(facts, clock);
+        for (const b of commits.slice(0, k)) once.apply(b);
+        for (const b of records.filter((r) => !commits.slice(0, k).includes(r))) once.apply(b);
+        expect(view(restarted)).toEqual(view(once));
+        // with the commits before the snapshot in chain order, that is the full replay
+        const full = await Portfolio.open(feed, facts, clock);
+        if (!(k > 0 && steps[k - 1]!.late)) expect(view(restarted)).toEqual(view(full));
+      }),
+      { numRuns: 150 },
+    );
+  });
 });
+
+/** Everything the API reads of the aggregates, as plain strings. */
+function view(p: Portfolio) {
+  const boards = WINDOWS.flatMap((w) =>
+    (['pnl', 'volume'] as const).map((by) =>
+      p.leaderboard(w, by).map((r) => [r.rank, r.address, r.pnl.toFixed(), r.figures.volume.toFixed()]),
+    ),
+  );
+  const traders = [A, B].map((a) => {
+    const t = p.trader(a);
+    return {
+      total: t && { ...t.total, categories: [...t.categories], days: [...t.realizedByDay], flows: t.flows.toFixed() },
+      positions: p.positions(a).map((x) => {
+        const { address, tokenId, shares, cost, realized, acquiredShares, acquiredCost, disposedShares } = x;
+        const more = [x.uncoveredShares, x.proceeds, x.fees, x.last, x.lots()];
+        return [address, tokenId, shares, cost, realized, acquiredShares, acquiredCost, disposedShares, ...more];
+      }),
+      series: p.realizedSeries(a),
+      unrealized: p.unrealized(a).toFixed(),
+      windows: WINDOWS.map((w) => p.windowFigures(a, w)),
+    };
+  });
+  return JSON.parse(JSON.stringify({ boards, traders })) as unknown;
+}
