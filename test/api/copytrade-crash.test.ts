@@ -6,7 +6,7 @@ import { TRADER_FILLS, type TraderFill } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { processCaller, spawnService, type ServiceProcess } from '../process.js';
-import { poll } from './trading-kit.js';
+import { poll, copyEveryFill } from './trading-kit.js';
 
 const KEY = 'pts_copytrade_crash_master_key_0123456789';
 const ENV = { MASTER_API_KEY: KEY, SIM_REPLAY: 'off', SIM_MAKER_REFILL_MS: '3600000' };
@@ -41,17 +41,7 @@ describe('copytrade: kill -9 while copies are in flight', () => {
     const subs: Record<string, string> = {};
     for (const u of FOLLOWERS) {
       expect((await call(u, 'POST', '/v2/trade/users', { partner_user_id: u })).status).toBe(201);
-      const s = await call(u, 'POST', '/v2/trade/copytrade', {
-        leader_address: lead.body.safe_address,
-        buy_order_type: 'ALL',
-        buy_size_mode: 'FIXED_USD_PER_TRADE',
-        buy_size_value: 1,
-        buy_insufficient_usdc_action: 'BUY_MAX',
-        buy_time_in_force: 'FOK',
-        sell_order_type: 'ALL',
-        sell_size_mode: 'MAX',
-        sell_insufficient_shares_action: 'SELL_MAX',
-      });
+      const s = await call(u, 'POST', '/v2/trade/copytrade', copyEveryFill(lead.body.safe_address, 1));
       expect(s.status).toBe(201);
       subs[u] = s.body.id;
     }
@@ -140,17 +130,12 @@ describe('copytrade: kill -9 during the real leader wallet replay', () => {
     child = await spawnService({ DATA_DIR: dir, ...replay });
     const call = caller(child.baseUrl);
     expect((await call('f', 'POST', '/v2/trade/users', { partner_user_id: 'f' })).status).toBe(201);
-    const sub = await call('f', 'POST', '/v2/trade/copytrade', {
-      leader_address: '0xb77b6ef359f02192fb077227499f9f853d4870a5',
-      buy_order_type: 'ALL',
-      buy_size_mode: 'FIXED_USD_PER_TRADE',
-      buy_size_value: 1,
-      buy_insufficient_usdc_action: 'BUY_MAX',
-      buy_time_in_force: 'FOK',
-      sell_order_type: 'ALL',
-      sell_size_mode: 'MAX',
-      sell_insufficient_shares_action: 'SELL_MAX',
-    });
+    const sub = await call(
+      'f',
+      'POST',
+      '/v2/trade/copytrade',
+      copyEveryFill('0xb77b6ef359f02192fb077227499f9f853d4870a5', 1),
+    );
     expect(sub.status).toBe(201);
     const handled = async () => {
       const r = await call('f', 'GET', `/v2/trade/copytrade/${sub.body.id}`);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leaderRows } from '../../engine/copytrade/leader-replay.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { poll } from './trading-kit.js';
+import { poll, copyEveryFill } from './trading-kit.js';
 
 /**
  * The real leader wallet replayed on the replay clock (COPYTRADE_LEADER_REPLAY, at a speed that
@@ -30,17 +30,7 @@ describe('copytrade: the real leader wallet replayed', () => {
     const headers = { 'x-partner-user-id': 'copier' };
     const sub = await svc.call('POST', '/v2/trade/copytrade', {
       headers,
-      body: {
-        leader_address: wallet,
-        buy_order_type: 'ALL',
-        buy_size_mode: 'FIXED_USD_PER_TRADE',
-        buy_size_value: 2,
-        buy_insufficient_usdc_action: 'SKIP',
-        buy_time_in_force: 'FOK',
-        sell_order_type: 'ALL',
-        sell_size_mode: 'MAX',
-        sell_insufficient_shares_action: 'SELL_MAX',
-      },
+      body: copyEveryFill(wallet, 2, { buy_insufficient_usdc_action: 'SKIP' }),
     });
     expect(sub).toMatchObject({ status: 201, body: { status: 'ACTIVE' } });
     const one = await poll(

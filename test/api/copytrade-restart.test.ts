@@ -7,7 +7,7 @@ import { TradeHistory } from '../../engine/data/history.js';
 import type { ReplayStart, TraderFill } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { poll } from './trading-kit.js';
+import { poll, copyEveryFill } from './trading-kit.js';
 
 const LEADER = '0x' + '4d'.repeat(20);
 const env = { SIM_MAKER_REFILL_MS: '3600000' };
@@ -63,17 +63,7 @@ describe('copytrade: the start-up replay begins at the subscriptions’ watermar
     expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'follower' } })).status).toBe(201);
     const sub = await svc.call('POST', '/v2/trade/copytrade', {
       ...as,
-      body: {
-        leader_address: LEADER,
-        buy_order_type: 'ALL',
-        buy_size_mode: 'FIXED_USD_PER_TRADE',
-        buy_size_value: 1,
-        buy_insufficient_usdc_action: 'BUY_MAX',
-        buy_time_in_force: 'FOK',
-        sell_order_type: 'ALL',
-        sell_size_mode: 'MAX',
-        sell_insufficient_shares_action: 'SELL_MAX',
-      },
+      body: copyEveryFill(LEADER, 1),
     });
     expect(sub.status).toBe(201);
     await leaderBuy(svc, 6, tokenId, m.conditionId, now + 2);

@@ -240,3 +240,23 @@ export class Trading {
     return n;
   }
 }
+
+/**
+ * A copytrade subscription body (POST /v2/trade/copytrade) that copies every fill of `leader`:
+ * each buy with `usd` dollars (FIXED_USD_PER_TRADE, FOK, BUY_MAX when pUSD is short), each sell of
+ * the whole position (MAX, SELL_MAX); `more` adds or overrides fields.
+ */
+export function copyEveryFill(leader: string, usd: number, more: Record<string, unknown> = {}) {
+  return {
+    leader_address: leader,
+    buy_order_type: 'ALL',
+    buy_size_mode: 'FIXED_USD_PER_TRADE',
+    buy_size_value: usd,
+    buy_insufficient_usdc_action: 'BUY_MAX',
+    buy_time_in_force: 'FOK',
+    sell_order_type: 'ALL',
+    sell_size_mode: 'MAX',
+    sell_insufficient_shares_action: 'SELL_MAX',
+    ...more,
+  };
+}

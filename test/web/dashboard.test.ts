@@ -1,4 +1,5 @@
 /// <reference lib="dom" />
+import { copyEveryFill } from '../api/trading-kit.js';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -559,18 +560,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     const p = await loggedIn(key);
     const sub = await svc.call('POST', '/v2/trade/copytrade', {
       headers: as,
-      body: {
-        leader_address: leader.safe_address,
-        leader_username: 'sharp',
-        buy_order_type: 'ALL',
-        buy_size_mode: 'FIXED_USD_PER_TRADE',
-        buy_size_value: 2,
-        buy_insufficient_usdc_action: 'BUY_MAX',
-        buy_time_in_force: 'FOK',
-        sell_order_type: 'ALL',
-        sell_size_mode: 'MAX',
-        sell_insufficient_shares_action: 'SELL_MAX',
-      },
+      body: copyEveryFill(leader.safe_address, 2, { leader_username: 'sharp' }),
     });
     expect(sub.status).toBe(201);
     const row = `#copytrades tr[data-id="${sub.body.id}"]`;
