@@ -38,7 +38,13 @@ const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 1000);
 const LATENCY_FILLS = Number(process.env.BENCH_LATENCY_FILLS ?? 20);
 const BURST = Number(process.env.BENCH_BURST ?? 50);
 const KEY = 'pts_bench_copytrade_master_key_0123456789';
-const ENV = { SIM_REPLAY: 'off', SIM_CAPTURE: 'off', SIM_MAKER_REFILL_MS: '50', LOG_LEVEL: 'warn' };
+const ENV = {
+  SIM_REPLAY: 'off',
+  SIM_CAPTURE: 'off',
+  SIM_MAKER_REFILL_MS: '50',
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_PER_MIN: '0',
+};
 
 const SUBSCRIPTION = {
   buy_order_type: 'ALL',
