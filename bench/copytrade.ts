@@ -30,6 +30,7 @@ import type { TraderFill } from '../engine/data/records.js';
 import { TRADER_FILLS } from '../engine/data/records.js';
 import { copyOrderId, type CopyHistoryEntry } from '../machines/copytrade.js';
 import type { CopytradeRequest } from '../schemas/copytrade.js';
+import { copyEveryFill } from '../test/api/trading-kit.js';
 
 /** A JSON answer's fields as this script reads them. */
 type Json = { safe_address?: string; markets?: unknown };
@@ -45,17 +46,6 @@ const ENV = {
   LOG_LEVEL: 'warn',
   RATE_LIMIT_PER_MIN: '0',
 };
-
-const SUBSCRIPTION = {
-  buy_order_type: 'ALL',
-  buy_size_mode: 'FIXED_USD_PER_TRADE',
-  buy_size_value: 1,
-  buy_insufficient_usdc_action: 'BUY_MAX',
-  buy_time_in_force: 'FOK',
-  sell_order_type: 'ALL',
-  sell_size_mode: 'MAX',
-  sell_insufficient_shares_action: 'SELL_MAX',
-} as const;
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -85,7 +75,7 @@ async function latency(): Promise<void> {
     const subs: string[] = [];
     for (let i = 0; i < FOLLOWERS; i++) {
       const u = (await s.users.provision(partner, `f${i}`, null)).user;
-      const body = { ...SUBSCRIPTION, leader_address: leader.safeAddress } as CopytradeRequest;
+      const body = copyEveryFill(leader.safeAddress, 1) as CopytradeRequest;
       const rec = await s.copytrade.create(u, `ct_bench_${i}`, settingsOfRequest(body), 'ACTIVE');
       subs.push(rec._id);
     }
@@ -183,10 +173,7 @@ async function killNine(): Promise<void> {
   const leader = (await call('leader', 'POST', '/v2/trade/users', { partner_user_id: 'leader' })).body;
   const follow = async (i: number) => {
     await call(`f${i}`, 'POST', '/v2/trade/users', { partner_user_id: `f${i}` });
-    const r = await call(`f${i}`, 'POST', '/v2/trade/copytrade', {
-      ...SUBSCRIPTION,
-      leader_address: leader.safe_address,
-    });
+    const r = await call(`f${i}`, 'POST', '/v2/trade/copytrade', copyEveryFill(String(leader.safe_address), 1));
     if (r.status !== 201) throw new Error(`subscription ${i}: ${r.status} ${JSON.stringify(r.body)}`);
   };
   for (let i = 0; i < FOLLOWERS; i += 16)
