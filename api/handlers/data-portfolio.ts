@@ -1,6 +1,13 @@
 import type { Decimal } from 'decimal.js';
 import { Dec, str, USD_DP, ZERO } from '../../engine/decimal.js';
-import { categoryOf, type Figures, type Portfolio, type Window } from '../../engine/data/portfolio.js';
+import {
+  categoryOf,
+  WINDOW_HOURS,
+  WINDOWS,
+  type Figures,
+  type Portfolio,
+  type Window,
+} from '../../engine/data/portfolio.js';
 import type { PositionLots } from '../../engine/data/lots.js';
 import type { Handler } from '../context.js';
 import { page, pageQuery } from '../paging.js';
@@ -25,9 +32,6 @@ function traderOf(params: Record<string, string | string[] | undefined>): string
 function windowOf(q: Record<string, unknown>, fallback: Window): Window {
   return (typeof q.window === 'string' ? q.window : fallback) as Window;
 }
-
-/** Length of each finite window, seconds. */
-const WINDOW_SECONDS = { '1d': 86_400, '7d': 7 * 86_400, '30d': 30 * 86_400 } as const;
 
 /** The REST shape of one FIFO position (schemas/data-portfolio.ts `TraderPosition`). */
 function positionBody(portfolio: Portfolio, p: PositionLots): Record<string, unknown> {
@@ -140,7 +144,7 @@ export const traderPnl: Handler = async ({ req, services }) => {
   const window = windowOf(req.query, '30d');
   const pnlType = typeof req.query.pnl_type === 'string' ? req.query.pnl_type : 'overall';
   const nowS = Math.floor(services.clock.now() / 1000);
-  const fromS = window === 'all' ? 0 : nowS - WINDOW_SECONDS[window];
+  const fromS = window === 'all' ? 0 : nowS - WINDOW_HOURS[window] * 3_600;
   const realized = portfolio
     .realizedSeries(trader)
     .map((p) => ({ ts: p.day * 86_400, pnl: usd(p.cumulative) }))
@@ -153,7 +157,7 @@ export const traderPnl: Handler = async ({ req, services }) => {
       : pnlType === 'unrealized'
         ? [{ ts: nowS, pnl: usd(unrealized) }]
         : [...realized, { ts: nowS, pnl: usd(allRealized.plus(unrealized)) }];
-  const windows = (['1d', '7d', '30d', 'all'] as const).map((window) => {
+  const windows = WINDOWS.map((window) => {
     const { pnl, f } = figuresOf(portfolio, trader, window);
     return {
       window,

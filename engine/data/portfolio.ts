@@ -51,7 +51,7 @@ export type Window = '1d' | '7d' | '30d' | 'all';
 export const WINDOWS: readonly Window[] = ['1d', '7d', '30d', 'all'];
 type FiniteWindow = Exclude<Window, 'all'>;
 /** Hours of each finite window. */
-const WINDOW_HOURS: Record<FiniteWindow, number> = { '1d': 24, '7d': 7 * 24, '30d': 30 * 24 };
+export const WINDOW_HOURS: Record<FiniteWindow, number> = { '1d': 24, '7d': 7 * 24, '30d': 30 * 24 };
 const HOUR_S = 3600;
 const DAY_S = 24 * HOUR_S;
 
