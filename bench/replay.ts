@@ -15,7 +15,11 @@
  * could sell them); strategies and orders are started through the engine's services, not REST.
  * BENCH_BATCH (default 64) = capture events per venue operation (the replay clock applies what
  * came due per tick as one operation; 1 = one operation per event).
+ * TRADE_HISTORY=off runs it without the trade history (prints and fills not recorded), for its cost.
+ * BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the measured replay (set-up excluded) to
+ * <dir>/replay.cpuprofile (open it in Chrome DevTools).
  */
+import { Session } from 'node:inspector/promises';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,6 +54,7 @@ async function main(): Promise<void> {
       SIM_CAPTURE_SPEED: '1',
       SIM_MAKER_REFILL_MS: '3600000',
       SIM_INITIAL_PUSD: '1000000',
+      TRADE_HISTORY: process.env.TRADE_HISTORY, // off: what recording fills and prints costs
     });
     const s: Services = (await startServices(config, createLogger('silent'), { catalogue })).services;
     const venue = s.venue as SimVenue;
@@ -94,6 +99,12 @@ async function main(): Promise<void> {
       if (r.type === 'venue.filled') fills++;
       else if (r.type === 'venue.canceled' && r.reason === 'market resolved') resolvedCancels++;
     });
+    const profiler = process.env.BENCH_CPU_PROF ? new Session() : null;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    }
     const cpu0 = process.cpuUsage();
     const start = performance.now();
     const events = capture.events;
@@ -123,6 +134,12 @@ async function main(): Promise<void> {
     }
     const e2eMs = performance.now() - start;
     const cpuAll = process.cpuUsage(cpu0);
+    if (profiler) {
+      const { profile } = await profiler.post('Profiler.stop');
+      await fs.mkdir(process.env.BENCH_CPU_PROF!, { recursive: true });
+      await fs.writeFile(path.join(process.env.BENCH_CPU_PROF!, 'replay.cpuprofile'), JSON.stringify(profile));
+      profiler.disconnect();
+    }
 
     const all = await s.actors.find({ kind: 'strategy' });
     const byStatus: Record<string, number> = {};
