@@ -103,3 +103,40 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
     expect(view(after)).toEqual(view(before));
   });
 });
+
+describe("a capture batch's trade prints (real service, SQLite on disk)", () => {
+  it("are written in the store commit of the batch's journal entry, and are on the tape", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-prints-'));
+    const store = await SqliteStore.open(dir);
+    // SIM_CAPTURE_SPEED 1: the capture clock barely moves; the test applies the batch itself
+    const svc = await startTestService({ store, env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
+    try {
+      const venue = svc.services.venue as SimVenue;
+      venue.capture!.stop();
+      await venue.whenWritten();
+      const capture = svc.services.catalogue.capture!;
+      const tokenId = capture.markets.at(-1)!.tokens[0]!.tokenId;
+      const atMs = capture.startMs;
+      const from = venue.capture!.applied;
+      const before = store.writer.commits;
+      await venue.applyCaptureEvents(
+        [
+          { kind: 'trade', atMs, tokenId, price: new Dec('0.42'), size: new Dec('12.5'), side: 'sell' },
+          { kind: 'trade', atMs, tokenId, price: new Dec('0.44'), size: new Dec('2'), side: 'buy' },
+        ],
+        { next: from + 2, recordedMs: atMs },
+      );
+      // the journal entry (position, chain) and both tape rows: one commit, one fsync of the WAL
+      expect(store.writer.commits - before).toBe(1);
+      const tape = await svc.call('GET', `/v2/trade/trades?token_id=${tokenId}&limit=10`);
+      expect(tape.status).toBe(200);
+      expect(tape.body.trades).toMatchObject([
+        { side: 'BUY', price: '0.44', shares: '2', maker: null, taker: null, source: 'capture' },
+        { side: 'SELL', price: '0.42', shares: '12.5', maker: null, taker: null, source: 'capture' },
+      ]);
+    } finally {
+      await svc.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
