@@ -27,6 +27,7 @@ import { loadConfig } from '../engine/config.js';
 import { dec, str } from '../engine/decimal.js';
 import { createLogger } from '../engine/logger.js';
 import { startServices, type Services } from '../engine/service.js';
+import { SqliteStore } from '../engine/store/sqlite.js';
 import type { Ledger } from '../engine/venue/ledger.js';
 import { loadCatalogue } from '../engine/venue/markets.js';
 import type { SimVenue } from '../engine/venue/sim-venue.js';
@@ -105,6 +106,8 @@ async function main(): Promise<void> {
       await profiler.post('Profiler.enable');
       await profiler.post('Profiler.start');
     }
+    const commitsOf = () => (s.store instanceof SqliteStore ? s.store.writer.commits : 0);
+    const commits0 = commitsOf();
     const cpu0 = process.cpuUsage();
     const start = performance.now();
     const events = capture.events;
@@ -124,6 +127,7 @@ async function main(): Promise<void> {
       cpuMem.system += d.system;
       await done;
     }
+    await venue.whenWritten(); // every journal entry written (each batch's promise says so already)
     applied = events.length - applied;
     const venueMs = performance.now() - start;
     const cpuVenue = process.cpuUsage(cpu0);
@@ -134,6 +138,7 @@ async function main(): Promise<void> {
     }
     const e2eMs = performance.now() - start;
     const cpuAll = process.cpuUsage(cpu0);
+    const commits = commitsOf() - commits0;
     if (profiler) {
       const { profile } = await profiler.post('Profiler.stop');
       await fs.mkdir(process.env.BENCH_CPU_PROF!, { recursive: true });
@@ -176,6 +181,10 @@ async function main(): Promise<void> {
     console.log(
       `end to end (engine done with every report and trigger): ${perSec(e2eMs)} ` +
         `events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)})`,
+    );
+    console.log(
+      `store commits during the replay (one WAL fsync each): ${commits} ` +
+        `(${(commits / Math.ceil(applied / BATCH)).toFixed(1)} a batch)`,
     );
     console.log(
       `strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market ` +
