@@ -15,6 +15,11 @@
  * could sell them); strategies and orders are started through the engine's services, not REST.
  * BENCH_BATCH (default 64) = capture events per venue operation (the replay clock applies what
  * came due per tick as one operation; 1 = one operation per event).
+ * BENCH_PACE=engine waits after each batch until the engine has done what it caused (strategies
+ * fired, their sells placed and filled, the venue's journal written), as on the replay clock at
+ * real speed: the fired and filled counts then do not depend on how many store commits a batch
+ * takes (by default the engine reacts while later batches are applied, and how far it gets before
+ * a market resolves depends on that), so they check that a change kept the behaviour.
  * TRADE_HISTORY=off runs it without the trade history (prints and fills not recorded), for its cost.
  * BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the measured replay (set-up excluded) to
  * <dir>/replay.cpuprofile (open it in Chrome DevTools).
@@ -35,6 +40,17 @@ import type { SimVenue } from '../engine/venue/sim-venue.js';
 const STRATEGIES = Number(process.env.BENCH_STRATEGIES ?? 1_000);
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 1_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 64);
+const PACE_ENGINE = process.env.BENCH_PACE === 'engine';
+
+/** Until the engine has done what the operations so far caused (strategies, their orders, the venue's journal). */
+async function engineDone(s: Services): Promise<void> {
+  for (let round = 0; round < 3; round++) {
+    await s.strategies.idle();
+    await s.host.whenIdle();
+    await (s.venue as SimVenue).whenWritten();
+    await new Promise((r) => setImmediate(r));
+  }
+}
 
 async function main(): Promise<void> {
   console.log(
@@ -126,6 +142,7 @@ async function main(): Promise<void> {
       cpuMem.user += d.user;
       cpuMem.system += d.system;
       await done;
+      if (PACE_ENGINE) await engineDone(s);
     }
     await venue.whenWritten(); // every journal entry written (each batch's promise says so already)
     applied = events.length - applied;
