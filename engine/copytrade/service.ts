@@ -7,16 +7,18 @@
  * (collection `copytradeHistory`).
  *
  * Exactly once through restarts: each subscription's watermark (its last leader fill's chain
- * position) is persisted with the step that handled the fill; at start-up, once every actor is
+ * position) is persisted with the step that handled the fill, and the step's history rows in the
+ * same transaction; at start-up, once every actor is
  * restored, copies decided but never reported by their order are placed again (their order ids
- * derive from the fill, so an order already placed is found, not doubled), history rows not yet
- * written are written, and the history is replayed in chain order so that fills recorded while
+ * derive from the fill, so an order already placed is found, not doubled), history rows a snapshot
+ * still holds are written again, and the history is replayed in chain order so that fills recorded while
  * the process was down reach their subscriptions (those at or before a watermark are ignored by
  * the machine); live fills wait until that replay is over.
  */
 import { getAddress } from 'ethers';
 import {
   isNewFill,
+  newHistoryRows,
   riskLevels,
   copytradeMachine,
   COPYTRADE_MACHINE_VERSION,
@@ -188,11 +190,20 @@ export class CopytradeService {
           placeCopy: ({ context }: { context: CopytradeContext }, { copy }: { copy: WorkingCopy | null }) => {
             if (copy) this.track(this.place(context, copy));
           },
-          writeHistory: ({ context }: { context: CopytradeContext }, { rows }: { rows: CopyHistoryEntry[] }) => {
-            if (rows.length > 0) this.track(this.write(context.id, rows));
+          clearHistory: ({ context }: { context: CopytradeContext }, { rows }: { rows: CopyHistoryEntry[] }) => {
+            if (rows.length > 0) this.track(this.clear(context.id, rows));
           },
         },
       }),
+      // a step's history rows commit with it: all or none (machines/copytrade.ts, "History rows")
+      stepWritesOf: (next, previous) => {
+        const rows = newHistoryRows(next.context as CopytradeContext, previous.context as CopytradeContext);
+        if (rows.length === 0) return null;
+        return async (tx) => {
+          const history = tx.collection<CopyHistoryEntry>(COPYTRADE_HISTORY);
+          for (const r of rows) await history.replaceOne(r);
+        };
+      },
       statusOf: (s) => COPYTRADE_STATUS[s.value as keyof typeof COPYTRADE_STATUS] ?? 'ACTIVE',
       viewOf: (s, meta) =>
         subscriptionView(
@@ -260,12 +271,17 @@ export class CopytradeService {
   async start(): Promise<number> {
     const ids = this.host.liveIds('copytrade');
     let from: number | undefined;
+    const contexts: CopytradeContext[] = [];
     for (const id of ids) {
       const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
-      if (!c) continue;
-      this.index(id, c);
+      if (c) contexts.push(c);
+    }
+    // rows first: a copy's report drops the rows before it from the context (a snapshot stored by an
+    // earlier version may hold rows never written)
+    await Promise.all(contexts.filter((c) => c.pending.length > 0).map((c) => this.write(c.id, c.pending)));
+    for (const c of contexts) {
+      this.index(c.id, c);
       for (const w of c.working) if (!w.reported) this.track(this.place(c, w));
-      if (c.pending.length > 0) this.track(this.write(id, c.pending));
       from = Math.min(from ?? Infinity, replayStart(c));
     }
     if (ids.length > 0) {
@@ -488,15 +504,27 @@ export class CopytradeService {
     );
   }
 
+  /** Writes history rows (idempotent by `_id`), then drops them from the context (start-up: see {@link start}). */
   private async write(id: string, rows: CopyHistoryEntry[]): Promise<void> {
     try {
-      for (const r of rows) await this.rows.replaceOne(r);
-      await this.host.send(id, { type: 'history.written', ids: rows.map((r) => r._id) } satisfies CopytradeEvent);
+      await Promise.all(rows.map((r) => this.rows.replaceOne(r)));
     } catch (err) {
       this.log.error(
         { err, copytradeId: id },
         'copytrade history rows not written: written again at the next start-up',
       );
+      return;
+    }
+    await this.clear(id, rows);
+  }
+
+  /** Drops history rows already in the store from the subscription's context (`history.written`). */
+  private async clear(id: string, rows: CopyHistoryEntry[]): Promise<void> {
+    try {
+      await this.host.send(id, { type: 'history.written', ids: rows.map((r) => r._id) } satisfies CopytradeEvent);
+    } catch (err) {
+      // harmless: they are in the store; the next step that drops rows, or the next start-up, drops them
+      this.log.warn({ err, copytradeId: id }, 'written copytrade history rows not dropped from the context');
     }
   }
 
