@@ -449,19 +449,39 @@ export class CopytradeService {
 
   /** What the rules need to know of the market of `fill` and the follower's wallet, now. */
   envOf(userId: string, fill: Pick<LeaderFill, 'tokenId' | 'conditionId'>): CopyEnv {
-    const token = this.venue.token(fill.tokenId);
-    const status = token ? this.venue.marketStatus(token.conditionId) : undefined;
-    const touch = this.venue.touch(fill.tokenId);
-    const available = token ? this.venue.available(userId, fill.tokenId) : null;
+    const market = this.marketEnv(fill.tokenId);
+    const available = market.market !== 'unknown' ? this.venue.available(userId, fill.tokenId) : null;
     return {
+      ...market,
+      availableUsd: available ? str(available.usd) : '0',
+      availableShares: available ? str(available.shares) : '0',
+    };
+  }
+
+  /** The market part of {@link envOf} by token, read once per turn of the event loop (see {@link marketEnv}). */
+  private readonly marketEnvs = new Map<string, Omit<CopyEnv, 'availableUsd' | 'availableShares'>>();
+
+  /**
+   * The market part of {@link envOf} for `tokenId`: its status, minimum and touch, the same for
+   * every follower a leader fill reaches in this turn of the event loop (one fill fans out to all
+   * its subscriptions in one turn), read once then.
+   */
+  private marketEnv(tokenId: string): Omit<CopyEnv, 'availableUsd' | 'availableShares'> {
+    let m = this.marketEnvs.get(tokenId);
+    if (m) return m;
+    if (this.marketEnvs.size === 0) setImmediate(() => this.marketEnvs.clear());
+    const token = this.venue.token(tokenId);
+    const status = token ? this.venue.marketStatus(token.conditionId) : undefined;
+    const touch = this.venue.touch(tokenId);
+    m = {
       market: !token ? 'unknown' : status?.resolved ? 'resolved' : status?.closed ? 'closed' : 'open',
       tags: [],
       minSize: token ? str(token.minSize) : '0',
       bid: touch.bid ? str(touch.bid) : null,
       ask: touch.ask ? str(touch.ask) : null,
-      availableUsd: available ? str(available.usd) : '0',
-      availableShares: available ? str(available.shares) : '0',
     };
+    this.marketEnvs.set(tokenId, m);
+    return m;
   }
 
   // ---- effects ----
@@ -469,6 +489,8 @@ export class CopytradeService {
   private async place(c: CopytradeContext, w: WorkingCopy): Promise<void> {
     const o = w.order;
     const token = this.venue.token(o.tokenId);
+    // the follower's partner is the subscription's (the router reads its record when the user is not cached)
+    const partnerId = this.users.cached(c.userId)?.partnerId;
     const order: ChildOrder =
       o.kind === 'LIMIT_GTC'
         ? {
