@@ -521,6 +521,7 @@ export class CopytradeService {
         tickSize: token ? str(token.tickSize) : '0.01',
         type: 'COPYTRADE',
         parentKind: 'copytrade',
+        ...(partnerId ? { partnerId } : {}),
       },
       order,
     );
@@ -682,12 +683,20 @@ export class CopytradeService {
   }
 
   /**
-   * Copies and skips of the user, newest first (GET /v2/trade/copytrade/history).
+   * Copies and skips of the user, newest first (by decision time, then id, descending: GET
+   * /v2/trade/copytrade/history).
    * @param copytradeId - only this subscription's.
+   * @param after - only the rows after this one in that order (the last row of the previous page).
    */
-  async history(userId: string, limit: number, copytradeId?: string): Promise<CopyHistoryEntry[]> {
+  async history(
+    userId: string,
+    limit: number,
+    copytradeId?: string,
+    after?: { atMs: number; id: string },
+  ): Promise<CopyHistoryEntry[]> {
     const filter: Record<string, unknown> = { userId, kind: { $in: ['copy', 'skip'] } };
     if (copytradeId) filter.copytradeId = copytradeId;
+    if (after) filter.$or = [{ atMs: { $lt: after.atMs } }, { atMs: after.atMs, _id: { $lt: after.id } }];
     return this.rows.find(filter, { sort: { atMs: -1, _id: -1 }, limit });
   }
 

@@ -1,11 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { COPYTRADE_HISTORY } from '../../engine/copytrade/service.js';
-import type { TraderFill } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import type { CopyHistoryEntry, CopytradeContext } from '../../machines/copytrade.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { copyEveryFill } from './trading-kit.js';
+import { copyEveryFill, recordLeaderBuy } from './trading-kit.js';
 
 const LEADER = '0x' + '5e'.repeat(20);
 const env = { SIM_MAKER_REFILL_MS: '3600000' };
@@ -38,28 +37,17 @@ describe('copytrade: a step and its history rows are all or none', () => {
       when: 'after',
     });
     const block = Math.floor(Date.now() / 1000) + 2;
-    const fill: TraderFill = {
-      _id: 'lead-1:taker',
-      tradeId: 'lead-1',
-      blockTimestamp: block,
-      logIndex: 1,
-      transactionHash: '0x' + '1'.padStart(64, 'e'),
-      address: LEADER,
-      userId: null,
-      orderId: null,
-      role: 'taker',
-      atMs: block * 1000,
-      conditionId: m.conditionId,
-      tokenId: m.tokens[0]!.tokenId,
-      outcome: 'Yes',
-      side: 'BUY',
-      price: '0.5',
-      size: '4',
-      notionalUsd: '2',
-      feeUsd: '0',
-      source: 'venue',
-    };
-    await svc.services.history.recordAlone({ trades: [], fills: [fill], cash: [] });
+    const fill = await recordLeaderBuy(
+      svc,
+      LEADER,
+      1,
+      { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId },
+      block,
+      {
+        size: '4',
+        notionalUsd: '2',
+      },
+    );
     await svc.services.copytrade.idle();
     expect(rule.hits.length).toBeGreaterThan(1); // every delivery attempt tried, and failed
 
