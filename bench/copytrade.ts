@@ -33,6 +33,7 @@ import { settingsOfRequest } from '../engine/copytrade/requests.js';
 import { loadConfig } from '../engine/config.js';
 import { createLogger } from '../engine/logger.js';
 import { startServices, type Services } from '../engine/service.js';
+import { SqliteStore } from '../engine/store/sqlite.js';
 import type { TraderFill } from '../engine/data/records.js';
 import { TRADER_FILLS } from '../engine/data/records.js';
 import { copyOrderId, type CopyHistoryEntry } from '../machines/copytrade.js';
@@ -230,6 +231,13 @@ async function killNine(): Promise<void> {
   child.kill('SIGKILL');
   await exited;
   await burst;
+  // what the killed process had made durable: copies in flight are those still to come
+  const dead = await SqliteStore.open(dir);
+  const atKill = {
+    fills: await (await dead.collection(TRADER_FILLS)).count({ address: String(leader.safe_address).toLowerCase() }),
+    rows: await (await dead.collection(COPYTRADE_HISTORY)).count({}),
+  };
+  await dead.close();
 
   const config = loadConfig({ ...process.env, ...ENV, DATA_DIR: dir, MASTER_API_KEY: KEY });
   const { services: s } = await startServices(config, createLogger('warn'));
@@ -264,7 +272,13 @@ async function killNine(): Promise<void> {
     console.log(
       `kill -9 during a burst of ${BURST} leader buys (${answered} answered before the kill), ${FOLLOWERS} followers`,
     );
-    console.log(`  leader fills recorded: ${keys.size}; copies made: ${copies}; history rows: ${rows.length}`);
+    console.log(
+      `  at the kill: ${atKill.fills} leader fills and ${atKill.rows} of their ${atKill.fills * FOLLOWERS} ` +
+        `copies or skips recorded (the rest in flight)`,
+    );
+    console.log(
+      `  after the restart: leader fills recorded: ${keys.size}; copies made: ${copies}; history rows: ${rows.length}`,
+    );
     const reasons = [...skips].map(([r, n]) => `${r} ${n}`).join(', ') || 'none';
     console.log(`  skipped (each recorded with its reason): ${reasons}`);
     console.log(`  lost: ${lost}   duplicated: ${duplicated}   (goal 0 and 0)`);
