@@ -323,6 +323,13 @@ export class CopytradeService {
    * micro-dollar below it, so a bid at the price fires); a level already reached is delivered now.
    */
   private syncWatches(id: string, c: CopytradeContext | null): void {
+    const s = c?.settings;
+    // nothing to watch, nothing watched: the usual subscription (no levels) costs no level arithmetic per step
+    if (
+      !this.watched.has(id) &&
+      (!s || (s.take_profit_levels.length === 0 && s.stop_loss_levels.length === 0 && s.close_at_price_cents === null))
+    )
+      return;
     const before = this.watched.get(id) ?? new Set<string>();
     const now = new Set<string>();
     for (const [tokenId, p] of Object.entries(c?.positions ?? {})) {
