@@ -277,11 +277,19 @@ export class CopytradeService {
       if (c) contexts.push(c);
     }
     // rows first: a copy's report drops the rows before it from the context (a snapshot stored by an
-    // earlier version may hold rows never written)
-    await Promise.all(contexts.filter((c) => c.pending.length > 0).map((c) => this.write(c.id, c.pending)));
+    // earlier version may hold rows never written); a subscription whose rows could not be written
+    // places its copies at the next start-up, after them
+    const unwritten = new Set<string>();
+    await Promise.all(
+      contexts
+        .filter((c) => c.pending.length > 0)
+        .map(async (c) => {
+          if (!(await this.write(c.id, c.pending))) unwritten.add(c.id);
+        }),
+    );
     for (const c of contexts) {
       this.index(c.id, c);
-      for (const w of c.working) if (!w.reported) this.track(this.place(c, w));
+      if (!unwritten.has(c.id)) for (const w of c.working) if (!w.reported) this.track(this.place(c, w));
       from = Math.min(from ?? Infinity, replayStart(c));
     }
     if (ids.length > 0) {
@@ -534,8 +542,11 @@ export class CopytradeService {
     );
   }
 
-  /** Writes history rows (idempotent by `_id`), then drops them from the context (start-up: see {@link start}). */
-  private async write(id: string, rows: CopyHistoryEntry[]): Promise<void> {
+  /**
+   * Writes history rows (idempotent by `_id`), then drops them from the context (start-up: see {@link start}).
+   * @returns whether they were written (a failure is logged).
+   */
+  private async write(id: string, rows: CopyHistoryEntry[]): Promise<boolean> {
     try {
       await Promise.all(rows.map((r) => this.rows.replaceOne(r)));
     } catch (err) {
@@ -543,9 +554,10 @@ export class CopytradeService {
         { err, copytradeId: id },
         'copytrade history rows not written: written again at the next start-up',
       );
-      return;
+      return false;
     }
     await this.clear(id, rows);
+    return true;
   }
 
   /** Drops history rows already in the store from the subscription's context (`history.written`). */
