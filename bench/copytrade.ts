@@ -233,9 +233,12 @@ async function killNine(): Promise<void> {
   await burst;
   // what the killed process had made durable: copies in flight are those still to come
   const dead = await SqliteStore.open(dir);
+  const actors = await dead.collection('actors');
   const atKill = {
     fills: await (await dead.collection(TRADER_FILLS)).count({ address: String(leader.safe_address).toLowerCase() }),
     rows: await (await dead.collection(COPYTRADE_HISTORY)).count({}),
+    orders: await actors.count({ kind: 'order' }),
+    open: await actors.count({ kind: 'order', final: false }),
   };
   await dead.close();
 
@@ -273,8 +276,10 @@ async function killNine(): Promise<void> {
       `kill -9 during a burst of ${BURST} leader buys (${answered} answered before the kill), ${FOLLOWERS} followers`,
     );
     console.log(
-      `  at the kill: ${atKill.fills} leader fills and ${atKill.rows} of their ${atKill.fills * FOLLOWERS} ` +
-        `copies or skips recorded (the rest in flight)`,
+      `  at the kill: ${atKill.fills} leader fills, ${atKill.rows} of their ${atKill.fills * FOLLOWERS} ` +
+        `copies or skips decided, ${atKill.orders} orders on record (the leader's included), ` +
+        `${atKill.open} of them not final; copies decided without an order yet: ` +
+        `${Math.max(0, atKill.rows - (atKill.orders - atKill.fills))} (in flight)`,
     );
     console.log(
       `  after the restart: leader fills recorded: ${keys.size}; copies made: ${copies}; history rows: ${rows.length}`,
