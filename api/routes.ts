@@ -841,6 +841,7 @@ export const ROUTES: RouteSpec[] = [
       properties: {
         limit: { type: 'integer', minimum: 1, maximum: 200, description: 'Rows (default 50, at most 200).' },
         copytrade_id: { type: 'string', maxLength: 100, description: "Only this subscription's rows." },
+        cursor: { type: 'string', maxLength: 512, description: 'next_cursor of the previous page; opaque.' },
       },
     },
     responses: { 200: CopytradeHistory },
