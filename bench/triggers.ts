@@ -41,7 +41,8 @@ import type { OrderRequest } from '../schemas/orders.js';
 /**
  * A module of the service as `npm run build` compiled it into dist/ (what `npm start` runs), typed
  * as its source: the engine measured is the production build, not tsx's on-the-fly transform of the
- * source (which wraps functions to keep their names, about 2 % of the arming CPU).
+ * source (which wraps functions to keep their names, about 2 % of the arming CPU). The npm script
+ * builds it first; run by hand, `npm run build` before.
  */
 async function built<T>(module: string): Promise<T> {
   return (await import(new URL(`../dist/${module}`, import.meta.url).href)) as T;
