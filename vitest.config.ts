@@ -7,5 +7,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // two test files at a time (vitest's default on two cores is one): the suite's slow files mostly
+    // wait on child processes, timers and sockets; every file uses port 0 and folders of its own
+    maxWorkers: 2,
   },
 });

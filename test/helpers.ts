@@ -50,6 +50,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     SIM_REPLAY: 'off',
     SIM_CAPTURE: 'off',
     RATE_LIMIT_PER_MIN: '0',
+    // a burst waits for its turn rather than being shed (503) when other test files load the machine;
+    // the admission tests set their own queue limits
+    WRITE_QUEUE_WAIT_MS: '30000',
     ...overrides,
   });
 }
