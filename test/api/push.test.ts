@@ -178,7 +178,10 @@ describe('Socket.IO namespace /v2/trade', () => {
     // one pass over what arrived per check (the service shares this process and its event loop)
     const lastRevisions = () => {
       const last = new Map<string, number>();
-      for (const u of got) if (u.order_id) last.set(u.order_id, Math.max(last.get(u.order_id) ?? 0, u.revision));
+      for (const u of got) {
+        const id = u.order_id as string | undefined;
+        if (id) last.set(id, Math.max(last.get(id) ?? 0, u.revision));
+      }
       return last;
     };
     await until(() => {
