@@ -6,7 +6,10 @@
  * leaderboard or a trader's figures never scan the history.
  *
  * Definitions (the API documents the same):
- * - realized PnL: Σ gains of the dispositions (proceeds − FIFO cost basis, fees included on both sides);
+ * - realized PnL: Σ gains of the dispositions (proceeds − FIFO cost basis, before fees: fees are
+ *   expensed, {@link LotBook}), the statements' definition; shares sold beyond the recorded lots
+ *   realize nothing (their cost basis is taken as their proceeds);
+ * - fees: Σ fees of the fills;
  * - unrealized PnL: open lots at the current mark ({@link venueMark}) − their cost;
  * - a trade: one fill of the trader; volume: Σ notional of its fills (splits, merges and redeems are
  *   not volume);
@@ -14,8 +17,8 @@
  * - over a finite window, PnL is the change of marked equity net of flows: trading cash in the
  *   window (fills, splits, merges, redeems, combo cash) + positions now at today's marks − positions at
  *   the window's start at the marks then (the tape's last price before the start); over `all` it is
- *   the realized PnL. Windows are whole hours: a window of N hours holds the current hour and the N
- *   hours before it (`blockTimestamp` of the records);
+ *   the realized PnL net of fees (realized − fees). Windows are whole hours: a window of N hours holds
+ *   the current hour and the N hours before it (`blockTimestamp` of the records);
  * - flows: the initial credit, withdrawals and their refunds, copytrade transfers (they move cash in or
  *   out without being PnL).
  * - category: the market's tag from {@link PortfolioFacts}, else the leading word of its event's slug (else
@@ -227,7 +230,7 @@ interface PriceSeries {
 }
 
 /** Version of {@link PortfolioSnapshot}'s layout: a snapshot of another version is ignored. */
-export const PORTFOLIO_SNAPSHOT_VERSION = 1;
+export const PORTFOLIO_SNAPSHOT_VERSION = 2;
 
 /**
  * Chain seconds before the latest record applied that a snapshot replays again at start: a record
@@ -260,7 +263,8 @@ export interface PortfolioSnapshot {
   applied: [string, number][];
   /**
    * Every position: address, token, condition, outcome, last event, figures (shares, cost, realized,
-   * acquired shares and cost, disposed and uncovered shares, proceeds, fees), open lots (acquisition, shares, cost).
+   * acquired shares and cost, disposed and uncovered shares, proceeds, fees, uncovered cost), open lots (acquisition,
+   * shares, cost).
    */
   positions: [string, string, string, string, LotEvent, string[], [LotEvent, string, string][]][];
   /** Every trader: address, all-time figures, flows, per category, realized by day, first and last ms. */
@@ -436,7 +440,7 @@ export class Portfolio {
     const positions: PortfolioSnapshot['positions'] = [];
     for (const q of this.lots.all()) {
       const figures = [q.shares, q.cost, q.realized, q.acquiredShares, q.acquiredCost, q.disposedShares]
-        .concat([q.uncoveredShares, q.proceeds, q.fees])
+        .concat([q.uncoveredShares, q.proceeds, q.fees, q.uncoveredCost])
         .map(String);
       const lots = q.lots().map((l): [LotEvent, string, string] => [l.acquired, String(l.shares), String(l.cost)]);
       positions.push([q.address, q.tokenId, q.conditionId, q.outcome, q.last, figures, lots]);
@@ -480,9 +484,8 @@ export class Portfolio {
   private static restore(snap: PortfolioSnapshot, facts: PortfolioFacts, clock: Clock): Portfolio {
     const p = new Portfolio(facts, clock);
     for (const [address, tokenId, conditionId, outcome, last, f, lots] of snap.positions) {
-      const [shares, cost, realized, acquiredShares, acquiredCost, disposedShares, uncovered, proceeds, fees] = f.map(
-        (x) => dec(x),
-      );
+      const [shares, cost, realized, acquiredShares, acquiredCost, disposedShares, uncovered, proceeds, fees, uncCost] =
+        f.map((x) => dec(x));
       p.lots.restore(
         {
           address,
@@ -497,6 +500,7 @@ export class Portfolio {
           acquiredCost: acquiredCost!,
           disposedShares: disposedShares!,
           uncoveredShares: uncovered!,
+          uncoveredCost: uncCost!,
           proceeds: proceeds!,
           fees: fees!,
         },
@@ -658,7 +662,7 @@ export class Portfolio {
   windowFigures(address: string, window: Window): WindowFigures | null {
     const agg = this.traders.get(address);
     if (!agg) return null;
-    if (window === 'all') return { address, window, pnl: agg.total.realized, figures: agg.total };
+    if (window === 'all') return { address, window, pnl: agg.total.realized.minus(agg.total.fees), figures: agg.total };
     this.slide();
     const slice = this.windows[window].byAddress.get(address);
     if (!slice) return null;
@@ -774,11 +778,15 @@ export class Portfolio {
       a.flows = a.flows.plus(dec(c.pusdDelta));
       return;
     }
-    const priceOf: PriceOf = (tokenId) => {
-      const f = this.facts.token(tokenId);
-      if (f?.resolved) return f.winner ? ONE : ZERO;
-      return this.priceBefore(tokenId, Number.MAX_SAFE_INTEGER);
-    };
+    // as the statements share a movement's dollars: a redeem of a resolved market by its outcomes'
+    // payouts (1 and 0), anything else by shares
+    const priceOf: PriceOf | undefined =
+      c.kind === 'redeem'
+        ? (tokenId) => {
+            const f = this.facts.token(tokenId);
+            return f?.resolved ? (f.winner ? ONE : ZERO) : undefined;
+          }
+        : undefined;
     const ds = this.lots.applyCashMove(c, priceOf);
     const fig = new Slice();
     fig.cash = dec(c.pusdDelta);
