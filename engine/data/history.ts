@@ -9,7 +9,7 @@
  * the rows new to the store, once their transaction has committed, in the order of the commits.
  */
 
-import type { Collection, Doc, Store, UnitOfWork } from '../store/port.js';
+import type { Collection, Doc, Filter, Store, UnitOfWork } from '../store/port.js';
 import {
   CASH_MOVES,
   HISTORY_INDEXES,
@@ -171,14 +171,17 @@ export class TradeHistory implements TradeHistoryFeed {
       fills: new ChainCursor(this.fills, batchSize, start),
       cash: new ChainCursor(this.cash, batchSize, start),
     };
+    const all = [cursors.trades, cursors.fills, cursors.cash];
     for (;;) {
-      const heads = await Promise.all([cursors.trades.peek(), cursors.fills.peek(), cursors.cash.peek()]);
+      const heads = await Promise.all(all.map((c) => c.peek()));
       if (heads.every((h) => h === undefined)) return;
       const out = emptyBatch();
       for (let n = 0; n < batchSize; n++) {
-        const t = await cursors.trades.peek();
-        const f = await cursors.fills.peek();
-        const c = await cursors.cash.peek();
+        // a cursor reads its next page only when its page ran out: most rows cost no await
+        if (all.some((c) => c.exhausted())) await Promise.all(all.map((c) => c.peek()));
+        const t = cursors.trades.head();
+        const f = cursors.fills.head();
+        const c = cursors.cash.head();
         // the earliest head goes first; a trade's tape row before its fills (same position)
         let best: 'trades' | 'fills' | 'cash' | undefined;
         let pos: Position | undefined;
@@ -215,24 +218,42 @@ class ChainCursor<T extends { _id: string; blockTimestamp: number; logIndex: num
     private readonly from: number,
   ) {}
 
-  /** The next row without taking it, or undefined at the end. */
+  /**
+   * The next row without taking it, or undefined at the end. A page after the last row read is up to
+   * three walks of the chain index, each one range (an `$or` of them would make SQLite merge the
+   * three ranges in full and sort them: O(history) a page): the rest of the last row's position
+   * (`_id` after it), the rest of its block (`logIndex` after it), then the later blocks.
+   */
   async peek(): Promise<T | undefined> {
     if (this.at < this.page.length) return this.page[this.at];
     if (this.done) return undefined;
     const l = this.last;
-    const filter = l
-      ? {
-          $or: [
-            { blockTimestamp: { $gt: l.blockTimestamp } },
-            { blockTimestamp: l.blockTimestamp, logIndex: { $gt: l.logIndex } },
-            { blockTimestamp: l.blockTimestamp, logIndex: l.logIndex, _id: { $gt: l._id } },
-          ],
-        }
-      : { blockTimestamp: { $gte: this.from } }; // an index range like the later pages
-    this.page = await this.col.find(filter, { sort: CHAIN_SORT, limit: this.size });
+    const ranges: Filter[] = l
+      ? [
+          { blockTimestamp: l.blockTimestamp, logIndex: l.logIndex, _id: { $gt: l._id } },
+          { blockTimestamp: l.blockTimestamp, logIndex: { $gt: l.logIndex } },
+          { blockTimestamp: { $gt: l.blockTimestamp } },
+        ]
+      : [{ blockTimestamp: { $gte: this.from } }];
+    const page: T[] = [];
+    for (const filter of ranges) {
+      page.push(...(await this.col.find(filter, { sort: CHAIN_SORT, limit: this.size - page.length })));
+      if (page.length >= this.size) break;
+    }
+    this.page = page;
     this.at = 0;
-    if (this.page.length < this.size) this.done = true;
-    return this.page[0];
+    if (page.length < this.size) this.done = true;
+    return page[0];
+  }
+
+  /** Whether the page read ran out while the collection may hold more (then {@link peek} reads the next one). */
+  exhausted(): boolean {
+    return this.at >= this.page.length && !this.done;
+  }
+
+  /** The next row of the page read (undefined at the end, or when {@link exhausted}). */
+  head(): T | undefined {
+    return this.page[this.at];
   }
 
   /** Takes the row {@link peek} gave. */

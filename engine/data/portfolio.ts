@@ -316,6 +316,18 @@ export interface SnapshotOptions {
   onError?: (err: unknown, what: 'load' | 'save') => void;
 }
 
+/** Records per batch of the history's replay at start (a page of each collection's index walk). */
+const REPLAY_BATCH = 5000;
+
+/** Addresses a slice of {@link Portfolio.snapshotSliced} serializes before the event loop runs again. */
+const SNAPSHOT_SLICE = 500;
+
+/** One address's rows of a {@link PortfolioSnapshot}. */
+interface AddressRows {
+  positions: PortfolioSnapshot['positions'];
+  trader: PortfolioSnapshot['traders'][number] | null;
+}
+
 /** How long a computed leaderboard is served before marks are read again, ms. */
 const BOARD_TTL_MS = 1000;
 
@@ -346,6 +358,8 @@ export class Portfolio {
   private sinceSnapshot = 0;
   private lastSnapshotMs = 0;
   private saving: Promise<void> | null = null;
+  /** Addresses touched while {@link snapshotSliced} runs (serialized again at its end); null otherwise. */
+  private dirty: Set<string> | null = null;
   /** Where {@link open} replayed the history from: a snapshot's block timestamp, or null (the whole history). */
   startedFrom: number | null = null;
 
@@ -394,7 +408,7 @@ export class Portfolio {
           cash: batch.cash.filter((r) => !dup(r)),
         });
       },
-      undefined,
+      REPLAY_BATCH,
       snap ? { fromBlockTimestamp: snap.fromBlockTimestamp } : undefined,
     );
     const live = pending;
@@ -425,6 +439,70 @@ export class Portfolio {
    * with {@link open}: the tape is kept only as far back as a window may read it.
    */
   snapshot(): PortfolioSnapshot {
+    const rows = new Map<string, AddressRows>();
+    for (const a of this.addressesHeld()) rows.set(a, this.rowsOf(a));
+    return this.assemble(rows);
+  }
+
+  /**
+   * {@link snapshot} without holding the event loop for long: the traders' rows (the bulk) are
+   * serialized {@link SNAPSHOT_SLICE} addresses at a time, the loop running between two slices while
+   * live batches keep landing; the addresses those batches touched meanwhile are serialized again
+   * at the end, with the rest (hourly buckets, tape, counts), in one synchronous step. The result is
+   * the aggregates at that step's batch boundary, as {@link snapshot} gives it.
+   */
+  async snapshotSliced(): Promise<PortfolioSnapshot> {
+    const dirty = new Set<string>();
+    this.dirty = dirty;
+    try {
+      const rows = new Map<string, AddressRows>();
+      let n = 0;
+      for (const a of [...this.addressesHeld()]) {
+        if (dirty.has(a)) continue; // serialized at the end
+        rows.set(a, this.rowsOf(a));
+        if (++n % SNAPSHOT_SLICE === 0) await new Promise<void>((r) => setImmediate(r));
+      }
+      for (const a of dirty) rows.set(a, this.rowsOf(a));
+      return this.assemble(rows);
+    } finally {
+      this.dirty = null;
+    }
+  }
+
+  /** Every address with an aggregate or a position. */
+  private addressesHeld(): Set<string> {
+    const out = new Set(this.traders.keys());
+    for (const a of this.lots.addresses()) out.add(a);
+    return out;
+  }
+
+  /** The snapshot rows of one address: its positions and its trader aggregate. */
+  private rowsOf(address: string): AddressRows {
+    const positions: PortfolioSnapshot['positions'] = [];
+    for (const q of this.lots.positions(address)) {
+      const figures = [q.shares, q.cost, q.realized, q.acquiredShares, q.acquiredCost, q.disposedShares]
+        .concat([q.uncoveredShares, q.proceeds, q.fees, q.uncoveredCost])
+        .map(String);
+      const lots = q.lots().map((l): [LotEvent, string, string] => [l.acquired, String(l.shares), String(l.cost)]);
+      positions.push([q.address, q.tokenId, q.conditionId, q.outcome, q.last, figures, lots]);
+    }
+    const a = this.traders.get(address);
+    const trader: PortfolioSnapshot['traders'][number] | null = a
+      ? [
+          a.address,
+          figuresRow(a.total),
+          a.flows.toString(),
+          [...a.categories].map(([c, f]) => [c, figuresRow(f)]),
+          [...a.realizedByDay].map(([d, r]) => [d, r.toString()]),
+          a.firstAtMs,
+          a.lastAtMs,
+        ]
+      : null;
+    return { positions, trader };
+  }
+
+  /** The snapshot of the aggregates now, the traders' rows given (every address held). */
+  private assemble(rows: Map<string, AddressRows>): PortfolioSnapshot {
     const from = Number.isFinite(this.maxBlock) ? this.maxBlock - SNAPSHOT_WINDOW_SECONDS : 0;
     const below = { ...this.counts };
     const applied: [string, number][] = [];
@@ -438,12 +516,10 @@ export class Portfolio {
       below[kind]--;
     }
     const positions: PortfolioSnapshot['positions'] = [];
-    for (const q of this.lots.all()) {
-      const figures = [q.shares, q.cost, q.realized, q.acquiredShares, q.acquiredCost, q.disposedShares]
-        .concat([q.uncoveredShares, q.proceeds, q.fees, q.uncoveredCost])
-        .map(String);
-      const lots = q.lots().map((l): [LotEvent, string, string] => [l.acquired, String(l.shares), String(l.cost)]);
-      positions.push([q.address, q.tokenId, q.conditionId, q.outcome, q.last, figures, lots]);
+    const traders: PortfolioSnapshot['traders'] = [];
+    for (const r of rows.values()) {
+      for (const q of r.positions) positions.push(q);
+      if (r.trader) traders.push(r.trader);
     }
     this.slide();
     const oldest = this.windows['30d'].fromHour;
@@ -459,15 +535,7 @@ export class Portfolio {
       below,
       applied,
       positions,
-      traders: [...this.traders.values()].map((a) => [
-        a.address,
-        figuresRow(a.total),
-        a.flows.toString(),
-        [...a.categories].map(([c, f]) => [c, figuresRow(f)]),
-        [...a.realizedByDay].map(([d, r]) => [d, r.toString()]),
-        a.firstAtMs,
-        a.lastAtMs,
-      ]),
+      traders,
       hourly: this.hourList.map((h) => [
         h,
         [...(this.hourly.get(h) ?? [])].map(([a, sl]) => [
@@ -560,8 +628,8 @@ export class Portfolio {
     const o = this.snapshots;
     if (!o) return;
     try {
-      const snap = this.snapshot();
       this.sinceSnapshot = 0;
+      const snap = await this.snapshotSliced();
       this.lastSnapshotMs = this.clock.now();
       await o.port.save(snap);
     } catch (err) {
@@ -702,6 +770,7 @@ export class Portfolio {
   }
 
   private agg(address: string, atMs: number): TraderAggregate {
+    this.dirty?.add(address);
     let a = this.traders.get(address);
     if (!a) {
       a = {

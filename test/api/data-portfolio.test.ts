@@ -416,8 +416,9 @@ describe('through REST orders on the simulated venue', () => {
     // a snapshot of another version is ignored: the whole history is replayed, to the same figures
     await rest.close();
     const store = await SqliteStore.open(dir);
-    const snaps = await store.collection<{ _id: string; json: string }>(PORTFOLIO_SNAPSHOTS);
-    const part = (await snaps.findOne({ _id: 'part:000000' }))!;
+    const snaps = await store.collection<{ _id: string; json: string; gen?: string }>(PORTFOLIO_SNAPSHOTS);
+    const { gen } = (await snaps.findOne({ _id: 'head' }))!;
+    const part = (await snaps.findOne({ _id: `part:${gen}:000000` }))!;
     await snaps.replaceOne({ ...part, json: part.json.replace(/^\{"version":\d+/, '{"version":0') });
     rest = await startTestService({ store, env });
     expect(rest.services.portfolio.startedFrom).toBeNull();
