@@ -46,13 +46,24 @@ function before(a: Position, b: Position): boolean {
   return a.blockTimestamp < b.blockTimestamp || (a.blockTimestamp === b.blockTimestamp && a.logIndex < b.logIndex);
 }
 
-/** Inserts each of `rows` whose `_id` is not in `col` yet, adding it to `fresh`. */
+/** The `_id`s of `rows` already in `col`: one read for the batch (a lookup by primary key each). */
+async function present<T extends Doc>(col: Collection<T>, rows: readonly T[]): Promise<Set<string>> {
+  if (rows.length === 1) return (await col.findOne({ _id: rows[0]!._id })) ? new Set([rows[0]!._id]) : new Set();
+  const found = await col.find({ _id: { $in: rows.map((r) => r._id) } });
+  return new Set(found.map((r) => r._id));
+}
+
+/**
+ * Inserts each of `rows` whose `_id` is not in `col` yet (one write for them all when the store can),
+ * adding it to `fresh`.
+ */
 async function insertNew<T extends Doc>(col: Collection<T>, rows: readonly T[], fresh: T[]): Promise<void> {
-  for (const r of rows) {
-    if (await col.findOne({ _id: r._id })) continue;
-    await col.insertOne(r);
-    fresh.push(r);
-  }
+  const there = await present(col, rows);
+  const seen = new Set<string>();
+  const news = rows.filter((r) => !there.has(r._id) && !seen.has(r._id) && seen.add(r._id));
+  if (news.length > 1 && col.insertMany) await col.insertMany(news);
+  else for (const r of news) await col.insertOne(r);
+  fresh.push(...news);
 }
 
 /** The chain-order sort of the store's queries. */
@@ -98,8 +109,12 @@ export class TradeHistory implements TradeHistoryFeed {
     const fresh = emptyBatch();
     if (batch.trades.length) {
       const col = tx.collection<TapeTrade>(TRADES);
+      const there = await present(col, batch.trades);
       for (const t of batch.trades) {
-        if (!(await col.findOne({ _id: t._id }))) fresh.trades.push(t);
+        if (!there.has(t._id)) {
+          there.add(t._id);
+          fresh.trades.push(t);
+        }
         await col.replaceOne(t);
       }
     }
