@@ -1,7 +1,7 @@
 /**
  * The {@link SnapshotPort} of the trader aggregates over the store: the collection
  * `portfolioSnapshots` holds the latest snapshot as a header document and its parts, each a JSON
- * document of a few thousand rows (a document stays far below MongoDB's 16 MB limit however large
+ * document of about 2 MB of rows (a document stays far below MongoDB's 16 MB limit however large
  * the aggregates grow), the header switched to a new snapshot's parts in one transaction; the
  * history's collections count the records before a snapshot's position.
  */
@@ -13,8 +13,8 @@ import type { PortfolioSnapshot, RecordCounts, SnapshotPort } from './portfolio.
 /** Collection of the snapshot's documents. */
 export const PORTFOLIO_SNAPSHOTS = 'portfolioSnapshots';
 
-/** Rows (positions or traders) per part document: a part is a JSON document of its own, some MB at most. */
-const PART_ROWS = 4000;
+/** Characters of JSON after which a part document is written (a part holds whole rows: a little more). */
+const PART_CHARS = 2_000_000;
 
 /** The header: which snapshot (its generation), in how many parts. */
 interface Head {
@@ -75,10 +75,21 @@ export async function storeSnapshots(store: Store, history: TradeHistory, now: (
         await yieldToLoop();
       };
       await write(JSON.stringify({ ...snapshot, positions: [], traders: [] }));
-      for (let i = 0; i < snapshot.positions.length; i += PART_ROWS)
-        await write(JSON.stringify({ positions: snapshot.positions.slice(i, i + PART_ROWS) }));
-      for (let i = 0; i < snapshot.traders.length; i += PART_ROWS)
-        await write(JSON.stringify({ traders: snapshot.traders.slice(i, i + PART_ROWS) }));
+      // rows serialized one at a time into parts of about PART_CHARS, the loop running after each part
+      for (const key of ['positions', 'traders'] as const) {
+        let rows: string[] = [];
+        let chars = 0;
+        for (const r of snapshot[key]) {
+          const json = JSON.stringify(r);
+          rows.push(json);
+          chars += json.length;
+          if (chars < PART_CHARS) continue;
+          await write(`{"${key}":[${rows.join(',')}]}`);
+          rows = [];
+          chars = 0;
+        }
+        if (rows.length) await write(`{"${key}":[${rows.join(',')}]}`);
+      }
       await store.transaction(async (tx) =>
         tx.collection<Head>(PORTFOLIO_SNAPSHOTS).replaceOne({ _id: 'head', gen, parts, savedAtMs }),
       );

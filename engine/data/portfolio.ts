@@ -319,8 +319,17 @@ export interface SnapshotOptions {
 /** Records per batch of the history's replay at start (a page of each collection's index walk). */
 const REPLAY_BATCH = 5000;
 
-/** Addresses a slice of {@link Portfolio.snapshotSliced} serializes before the event loop runs again. */
-const SNAPSHOT_SLICE = 500;
+/** How long a slice of {@link Portfolio.snapshotSliced} serializes before the event loop runs again, ms. */
+const SNAPSHOT_SLICE_MS = 8;
+
+/** The snapshot row of a position: its figures and open lots as decimal strings. */
+function positionRow(q: PositionLots): PortfolioSnapshot['positions'][number] {
+  const figures = [q.shares, q.cost, q.realized, q.acquiredShares, q.acquiredCost, q.disposedShares]
+    .concat([q.uncoveredShares, q.proceeds, q.fees, q.uncoveredCost])
+    .map(String);
+  const lots = q.lots().map((l): [LotEvent, string, string] => [l.acquired, String(l.shares), String(l.cost)]);
+  return [q.address, q.tokenId, q.conditionId, q.outcome, q.last, figures, lots];
+}
 
 /** One address's rows of a {@link PortfolioSnapshot}. */
 interface AddressRows {
@@ -446,21 +455,30 @@ export class Portfolio {
 
   /**
    * {@link snapshot} without holding the event loop for long: the traders' rows (the bulk) are
-   * serialized {@link SNAPSHOT_SLICE} addresses at a time, the loop running between two slices while
+   * serialized {@link SNAPSHOT_SLICE_MS} at a time, the loop running between two slices while
    * live batches keep landing; the addresses those batches touched meanwhile are serialized again
    * at the end, with the rest (hourly buckets, tape, counts), in one synchronous step. The result is
    * the aggregates at that step's batch boundary, as {@link snapshot} gives it.
+   * @param sliceMs how long a slice runs before the loop runs again, ms.
    */
-  async snapshotSliced(): Promise<PortfolioSnapshot> {
+  async snapshotSliced(sliceMs = SNAPSHOT_SLICE_MS): Promise<PortfolioSnapshot> {
     const dirty = new Set<string>();
     this.dirty = dirty;
     try {
       const rows = new Map<string, AddressRows>();
-      let n = 0;
+      let since = performance.now();
       for (const a of [...this.addressesHeld()]) {
         if (dirty.has(a)) continue; // serialized at the end
-        rows.set(a, this.rowsOf(a));
-        if (++n % SNAPSHOT_SLICE === 0) await new Promise<void>((r) => setImmediate(r));
+        // a busy trader holds thousands of positions: the loop may run between two of them (a
+        // change to the trader meanwhile marks it dirty: its rows are taken again at the end)
+        const positions: PortfolioSnapshot['positions'] = [];
+        for (const q of this.lots.positions(a)) {
+          positions.push(positionRow(q));
+          if (performance.now() - since < sliceMs) continue;
+          await new Promise<void>((r) => setImmediate(r));
+          since = performance.now();
+        }
+        rows.set(a, { positions, trader: this.traderRow(a) });
       }
       for (const a of dirty) rows.set(a, this.rowsOf(a));
       return this.assemble(rows);
@@ -478,16 +496,13 @@ export class Portfolio {
 
   /** The snapshot rows of one address: its positions and its trader aggregate. */
   private rowsOf(address: string): AddressRows {
-    const positions: PortfolioSnapshot['positions'] = [];
-    for (const q of this.lots.positions(address)) {
-      const figures = [q.shares, q.cost, q.realized, q.acquiredShares, q.acquiredCost, q.disposedShares]
-        .concat([q.uncoveredShares, q.proceeds, q.fees, q.uncoveredCost])
-        .map(String);
-      const lots = q.lots().map((l): [LotEvent, string, string] => [l.acquired, String(l.shares), String(l.cost)]);
-      positions.push([q.address, q.tokenId, q.conditionId, q.outcome, q.last, figures, lots]);
-    }
+    return { positions: this.lots.positions(address).map(positionRow), trader: this.traderRow(address) };
+  }
+
+  /** The snapshot row of a trader's aggregate, or null when it has none. */
+  private traderRow(address: string): PortfolioSnapshot['traders'][number] | null {
     const a = this.traders.get(address);
-    const trader: PortfolioSnapshot['traders'][number] | null = a
+    return a
       ? [
           a.address,
           figuresRow(a.total),
@@ -498,7 +513,6 @@ export class Portfolio {
           a.lastAtMs,
         ]
       : null;
-    return { positions, trader };
   }
 
   /** The snapshot of the aggregates now, the traders' rows given (every address held). */
@@ -830,13 +844,15 @@ export class Portfolio {
     const ds = this.lots.applyFill(f);
     const fig = new Slice();
     const notional = dec(f.notionalUsd);
-    const fee = dec(f.feeUsd);
+    // most fills pay no fee: no parse and no arithmetic for it (a replay applies millions)
+    const fee = f.feeUsd === '0' ? ZERO : dec(f.feeUsd);
     const size = dec(f.size);
     fig.trades = 1;
     fig.volume = notional;
     fig.shares = size;
     fig.fees = fee;
-    fig.cash = f.side === 'BUY' ? notional.plus(fee).neg() : notional.minus(fee);
+    const net = fee.isZero() ? notional : f.side === 'BUY' ? notional.plus(fee) : notional.minus(fee);
+    fig.cash = f.side === 'BUY' ? net.neg() : net;
     fig.deltas.set(f.tokenId, f.side === 'BUY' ? size : size.neg());
     this.book(f.address, f.atMs, f.blockTimestamp, fig, ds, f.tokenId);
   }
