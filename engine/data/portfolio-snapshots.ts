@@ -1,7 +1,7 @@
 /**
  * The {@link SnapshotPort} of the trader aggregates over the store: the collection
  * `portfolioSnapshots` holds the latest snapshot as a header document and its parts, each a JSON
- * document of about 2 MB of rows (a document stays far below MongoDB's 16 MB limit however large
+ * document of about 500 KB of rows (a document stays far below MongoDB's 16 MB limit however large
  * the aggregates grow), the header switched to a new snapshot's parts in one transaction; the
  * history's collections count the records before a snapshot's position.
  */
@@ -14,7 +14,7 @@ import type { PortfolioSnapshot, RecordCounts, SnapshotPort } from './portfolio.
 export const PORTFOLIO_SNAPSHOTS = 'portfolioSnapshots';
 
 /** Characters of JSON after which a part document is written (a part holds whole rows: a little more). */
-const PART_CHARS = 2_000_000;
+const PART_CHARS = 500_000;
 
 /** The header: which snapshot (its generation), in how many parts. */
 interface Head {
