@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import {
   createActor,
   initialTransition,
+  type ActorScope,
   transition,
   type AnyActorRef,
   type AnyEventObject,
@@ -218,12 +219,21 @@ interface Pending {
 }
 
 /**
- * XState's pure `initialTransition()` / `transition()`: each returns `[snapshot, actions]`, the
- * actions collected (built-in ones such as `assign` already resolved into the snapshot), never
- * executed; the host runs them after the write ({@link ActorHost}). XState builds a throwaway
- * actor for every call, whose initial snapshot it computes without input: the machines refuse that
- * cheaply (machines/input.ts); the actor still costs some 7 µs of CPU per step, 20 per initial
- * snapshot (bench:stepper).
+ * XState's pure stepping: each call returns `[snapshot, actions]`, the actions collected (built-in
+ * ones such as `assign` already resolved into the snapshot), never executed; the host runs them
+ * after the write ({@link ActorHost}).
+ *
+ * XState's `initialTransition()` / `transition()` build a throwaway actor, with two actor systems
+ * and an initial snapshot computed without input, for every call: some 8 µs of CPU per step and 20
+ * per initial snapshot of an order (bench:stepper), a tenth of an order's CPU in bench:orders. So
+ * for a machine without children the stepper calls the machine's own `getInitialSnapshot(scope,
+ * input)` / `transition(snapshot, event, scope)` (the `ActorLogic` interface) with one inert actor
+ * scope of its own, built once: the scope XState's functions build per call (xstate 5.x
+ * `createInertActorScope`: a `self` never started, no-op `defer` / `emit` / `stopChild`, an
+ * `actionExecutor` that collects), less the fresh system, which only matters to child actors
+ * registering in it. A step that leaves a child in the snapshot (an invoke or a spawn), or starts
+ * from one with children, is made again with XState's functions, and so is every later step of
+ * that machine: the shared scope's system is never given a child twice.
  *
  * Arming rate (a million armed stops): for a machine whose initial states do nothing but compute
  * the context, {@link initial} makes the snapshot after the first with public API too: the
@@ -240,7 +250,37 @@ export class PureStepper {
   /** The `self` the context function is given on the template path (an actor never started). */
   private self: AnyActorRef | undefined;
 
+  /** The inert actor scope the steps share (undefined: not built yet; null: the machine has children). */
+  private scope: ActorScope<AnyMachineSnapshot, AnyEventObject> | null | undefined;
+  /** Where the shared scope collects the actions of the step being made. */
+  private sink: ExecutableAction[] = [];
+
   constructor(private readonly logic: AnyStateMachine) {}
+
+  /** The shared inert scope, or null once a snapshot of this machine had children. */
+  private sharedScope(): ActorScope<AnyMachineSnapshot, AnyEventObject> | null {
+    if (this.scope === undefined) {
+      const self = (this.self ??= createActor(this.logic));
+      this.scope = {
+        self,
+        id: '',
+        sessionId: '',
+        system: self.system,
+        defer: () => {},
+        logger: () => {},
+        stopChild: () => {},
+        emit: () => {},
+        actionExecutor: (action) => void this.sink.push(action as ExecutableAction),
+      } as ActorScope<AnyMachineSnapshot, AnyEventObject>;
+    }
+    return this.scope;
+  }
+
+  /** Whether a snapshot has child actors (then its steps are XState's own, see the class). */
+  private static hasChildren(snapshot: AnyMachineSnapshot): boolean {
+    for (const _ in snapshot.children as Record<string, unknown>) return true;
+    return false;
+  }
 
   /**
    * Whether {@link initial} makes its snapshots from the template: true once an initial snapshot
@@ -257,10 +297,9 @@ export class PureStepper {
       const fast = this.initialFromTemplate(this.template, input);
       if (fast) return [fast, []];
     }
-    const [snapshot, actions] = initialTransition(this.logic, input as never) as [
-      AnyMachineSnapshot,
-      ExecutableAction[],
-    ];
+    let [snapshot, actions] = this.withSharedScope((scope) => this.logic.getInitialSnapshot(scope, input));
+    if (!snapshot)
+      [snapshot, actions] = initialTransition(this.logic, input as never) as [AnyMachineSnapshot, ExecutableAction[]];
     // an input the context refuses (an error snapshot) tells nothing: the next one decides
     if (this.template === undefined && snapshot.status !== 'error')
       this.template = inertInitial(this.logic, snapshot, actions) ? snapshot : null;
@@ -269,7 +308,35 @@ export class PureStepper {
 
   /** The snapshot after `event` and the actions the step collected. */
   transition(snapshot: AnyMachineSnapshot, event: AnyEventObject): [AnyMachineSnapshot, ExecutableAction[]] {
+    if (!PureStepper.hasChildren(snapshot)) {
+      const [next, actions] = this.withSharedScope((scope) => this.logic.transition(snapshot, event, scope));
+      if (next) return [next, actions];
+    } else this.scope = null;
     return transition(this.logic, snapshot as never, event) as [AnyMachineSnapshot, ExecutableAction[]];
+  }
+
+  /**
+   * `step` made with the shared scope, and the actions it collected; `[null, []]` when the machine
+   * needs XState's own functions (it has children: from now on, for every step).
+   */
+  private withSharedScope(
+    step: (scope: ActorScope<AnyMachineSnapshot, AnyEventObject>) => AnyMachineSnapshot,
+  ): [AnyMachineSnapshot | null, ExecutableAction[]] {
+    const scope = this.sharedScope();
+    if (scope === null) return [null, []];
+    const actions: ExecutableAction[] = [];
+    this.sink = actions;
+    let next: AnyMachineSnapshot;
+    try {
+      next = step(scope);
+    } finally {
+      this.sink = [];
+    }
+    if (PureStepper.hasChildren(next)) {
+      this.scope = null;
+      return [null, []];
+    }
+    return [next, actions];
   }
 
   /**

@@ -965,6 +965,66 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
       expect(entryActs.initial({ n: i, expiresAtMs: 5 })[1].map((a) => a.type)).toStrictEqual(['record', 'record']);
     expect(effects).toStrictEqual([]); // collected, never run
   });
+  it('a shared inert scope: order steps equal XState’s; a machine with children uses XState’s functions', async () => {
+    const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
+    const { initialTransition, transition, createMachine, fromPromise } = await import('xstate');
+    const { orderMachine } = await import('../../machines/order.js');
+    const order = {
+      orderId: 'ord_1',
+      userId: 'usr_1',
+      tokenId: '123',
+      side: 'buy',
+      type: 'LIMIT',
+      price: '0.5',
+      size: '10',
+      quoteAmount: null,
+      timeInForce: 'GTC',
+      expiresAtMs: null,
+      clientOrderId: null,
+      metadata: null,
+      createdAtMs: 1_700_000_000_000,
+    };
+    const events = fc.array(
+      fc.constantFrom<Array<{ type: string; [k: string]: unknown }>>(
+        { type: 'venue.accepted', resting: true },
+        { type: 'venue.filled', tradeId: 't1', price: '0.5', size: '4', liquidity: 'maker', completes: false },
+        { type: 'venue.filled', tradeId: 't2', price: '0.5', size: '6', liquidity: 'taker', completes: true },
+        { type: 'order.cancel', reason: { by: 'user' } },
+        { type: 'venue.canceled', reason: { by: 'user' } },
+        { type: 'venue.rejected', error: 'INSUFFICIENT_BALANCE', reason: 'no funds' },
+      ),
+      { maxLength: 5 },
+    );
+    const stepper = new PureStepper(orderMachine);
+    const types = (actions: Array<{ type: string }>) => actions.map((a) => a.type);
+    fc.assert(
+      fc.property(events, (evs) => {
+        let [mine, myActions] = stepper.initial(order);
+        let [theirs, theirActions] = initialTransition(orderMachine, order as never);
+        expect(types(myActions)).toStrictEqual(types(theirActions));
+        expect(persistedSnapshotJson(orderMachine, mine)).toBe(persistedSnapshotJson(orderMachine, theirs));
+        for (const e of evs) {
+          [mine, myActions] = stepper.transition(mine, e as never);
+          [theirs, theirActions] = transition(orderMachine, theirs, e as never);
+          expect(types(myActions)).toStrictEqual(types(theirActions));
+          expect(persistedSnapshotJson(orderMachine, mine)).toBe(persistedSnapshotJson(orderMachine, theirs));
+        }
+      }),
+      { numRuns: 100 },
+    );
+    // a machine whose step invokes a child: the snapshot XState's functions give, child included
+    const parent = createMachine({
+      initial: 'idle',
+      states: { idle: { on: { go: 'working' } }, working: { invoke: { id: 'job', src: fromPromise(async () => 1) } } },
+    }) as unknown as AnyStateMachine;
+    const withChild = new PureStepper(parent);
+    const [idle] = withChild.initial(undefined);
+    const [working] = withChild.transition(idle, { type: 'go' });
+    expect(working.value).toBe('working');
+    expect(Object.keys(working.children)).toStrictEqual(['job']);
+    const [again] = withChild.transition(withChild.initial(undefined)[0], { type: 'go' });
+    expect(Object.keys(again.children)).toStrictEqual(['job']);
+  });
   it('takes the template only where entering the initial states alone gives the state, doing nothing', async () => {
     const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
     const { initialTransition } = await import('xstate');
