@@ -894,21 +894,27 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * Persists one step of actor `id` with `write`, and with the writes bound to it and its kind's
    * writes (`own`) when there are: then in one transaction, `write` given its unit of work; what
    * the kind's writes resolved with runs once it committed.
+   * @returns the record written, as `outOf` gives it (the bound writes were given this same
+   *   object: its read model is derived once for both).
    */
   private async persist(
     id: string,
     write: (tx?: UnitOfWork) => Promise<ActorRecord>,
     outOf: (record: ActorRecord) => ActorRecord,
     own: KindStepWrites | null = null,
-  ): Promise<ActorRecord> {
+  ): Promise<{ record: ActorRecord; out: ActorRecord }> {
     const bound = this.stepWrites.get(id);
-    if (!bound && !own) return write();
+    if (!bound && !own) {
+      const record = await write();
+      return { record, out: outOf(record) };
+    }
     let committed: (() => void) | undefined;
-    const record = await this.repo.transaction(async (tx) => {
+    const written = await this.repo.transaction(async (tx) => {
       const record = await write(tx);
       committed = own ? ((await own(tx)) ?? undefined) : undefined;
-      if (bound) await bound(tx, outOf(record));
-      return record;
+      const out = outOf(record);
+      if (bound) await bound(tx, out);
+      return { record, out };
     });
     if (committed) {
       try {
@@ -917,7 +923,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         this.log.error({ err, actorId: id }, 'what follows a committed step failed');
       }
     }
-    return record;
+    return written;
   }
 
   /** Registers a kind of actor. Must happen before {@link restoreAll}. */
@@ -941,7 +947,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const meta = { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 };
       const deriveView = () => def.viewOf?.(snapshot, meta) ?? {};
       const outOf = (r: ActorRecord) => (def.typeOf ? withLazyView(r, deriveView) : r);
-      const record = await this.persist(
+      const { record, out } = await this.persist(
         args.id,
         (tx) =>
           this.repo.insert(
@@ -970,7 +976,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       );
       this.createdDuringRestore?.add(args.id);
       const live: Live = { def, record: slim(record), snapshot, json: record.snapshot };
-      const out = outOf(record);
       this.keep(live);
       await this.afterWrite(live, {}, actions, null, [], out);
       return out;
@@ -1294,7 +1299,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         };
         const outOf = (r: ActorRecord) => withLazyView(r, () => def.viewOf?.(next, meta) ?? {});
         const current = live.record;
-        const record = await this.persist(
+        const { record, out } = await this.persist(
           id,
           (tx) =>
             this.repo.update(
@@ -1313,7 +1318,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
           def.stepWritesOf?.(next, live.snapshot) ?? null,
         );
         const updated: Live = { def, record: slim(record), snapshot: next, json: snapshotJson };
-        const out = outOf(record);
         this.keep(updated);
         await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, out);
         return out;

@@ -4,7 +4,7 @@ import { assign, emit, setup, type AnyStateMachine } from 'xstate';
 import { ActorHost, type ActorChange, type TimerPort } from '../../engine/actor-host.js';
 import { ManualClock } from '../../engine/clock.js';
 import { createLogger } from '../../engine/logger.js';
-import { ActorRepository } from '../../engine/store/actors.js';
+import { ActorRepository, type ActorRecord } from '../../engine/store/actors.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { baseStrategyInput } from '../machines/strategy-input.js';
 
@@ -138,6 +138,38 @@ describe('ActorHost', () => {
     expect((await repo.get('v1'))!.type).toBe('LIMIT');
     bumped.view = { replaced: true };
     expect(bumped.view).toEqual({ replaced: true });
+  });
+
+  it('a step with bound writes derives its view once: the bound writes and the caller get one record', async () => {
+    const { host } = await setupHost();
+    const views: number[] = [];
+    host.register({
+      machineId: 'bound',
+      version: 1,
+      kind: 'order',
+      logic: makeMachine([]),
+      statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
+      viewOf: (s, meta) => (views.push(meta.revision), { type: 'LIMIT', n: (s.context as { n: number }).n }),
+      typeOf: () => 'LIMIT',
+    });
+    const given: ActorRecord[] = [];
+    const unbind = host.bindStepWrites('b1', async (_tx, record) => {
+      given.push(record);
+      expect(record.view).toEqual({ type: 'LIMIT', n: given.length });
+    });
+    const created = await host.create('bound', {
+      id: 'b1',
+      input: { n: 1, expiresAtMs: 2_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
+    const bumped = await host.send('b1', { type: 'bump' });
+    unbind();
+    expect(given).toStrictEqual([created, bumped]);
+    expect(given[0]).toBe(created);
+    expect(given[1]).toBe(bumped);
+    expect(bumped.view).toEqual({ type: 'LIMIT', n: 2 });
+    expect(views).toEqual([1, 2]); // once per step
   });
 
   it('persists every transition with the next revision before resolving', async () => {

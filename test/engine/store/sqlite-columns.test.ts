@@ -100,7 +100,7 @@ describe('the SQLite store: indexed fields in columns', () => {
     const store = await SqliteStore.open(null);
     type D = { _id: string; kind: string; n: number; ok: boolean };
     const c = await store.collection<D>('shaped');
-    await c.insertMany([
+    await c.insertMany!([
       { _id: 'a', kind: 'x', n: 1, ok: true },
       { _id: 'b', kind: 'x', n: 2, ok: false },
       { _id: 'c', kind: 'y', n: 2, ok: true },
@@ -120,8 +120,8 @@ describe('the SQLite store: indexed fields in columns', () => {
     await c.insertOne({ _id: 'd', kind: 'z', n: 3, ok: true });
     expect((await c.findOne({ kind: 'z', n: 3 }))?._id).toBe('d');
     expect((await c.find({ kind: 'x', n: 1 })).map((d) => d._id)).toStrictEqual(['a']);
-    expect(await c.replaceIf({ _id: 'd', kind: 'z' }, { _id: 'd', kind: 'w', n: 4, ok: false })).toBe(1);
-    expect(await c.replaceIf({ _id: 'd', kind: 'z' }, { _id: 'd', kind: 'v', n: 5, ok: false })).toBe(0);
+    expect(await c.replaceIf!({ _id: 'd', kind: 'z' }, { _id: 'd', kind: 'w', n: 4, ok: false })).toBe(1);
+    expect(await c.replaceIf!({ _id: 'd', kind: 'z' }, { _id: 'd', kind: 'v', n: 5, ok: false })).toBe(0);
     expect(await c.findOne({ _id: 'd' })).toStrictEqual({ _id: 'd', kind: 'w', n: 4, ok: false });
     expect(await c.deleteMany({ kind: 'w', ok: false })).toBe(1);
     // a few ids: each by its key (duplicates and missing ones as the query gives them)
