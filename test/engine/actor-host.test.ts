@@ -6,6 +6,7 @@ import { ManualClock } from '../../engine/clock.js';
 import { createLogger } from '../../engine/logger.js';
 import { ActorRepository, type ActorRecord } from '../../engine/store/actors.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
+import { baseOrderInput } from '../machines/order-input.js';
 import { baseStrategyInput } from '../machines/strategy-input.js';
 
 /** A small machine with a deadline, an action and an emitted event: enough to exercise the host. */
@@ -1001,21 +1002,7 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
     const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
     const { initialTransition, transition, createMachine, fromPromise } = await import('xstate');
     const { orderMachine } = await import('../../machines/order.js');
-    const order = {
-      orderId: 'ord_1',
-      userId: 'usr_1',
-      tokenId: '123',
-      side: 'buy',
-      type: 'LIMIT',
-      price: '0.5',
-      size: '10',
-      quoteAmount: null,
-      timeInForce: 'GTC',
-      expiresAtMs: null,
-      clientOrderId: null,
-      metadata: null,
-      createdAtMs: 1_700_000_000_000,
-    };
+    const order = baseOrderInput;
     const events = fc.array(
       fc.constantFrom<Array<{ type: string; [k: string]: unknown }>>(
         { type: 'venue.accepted', resting: true },
