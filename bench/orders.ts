@@ -23,6 +23,12 @@ const CONNECTION_LEVELS = (process.env.BENCH_CONNECTIONS ?? '50').split(',').map
 /** autocannon's per-request timeout (s): a request unanswered this long counts as a timeout. */
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 10);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+/**
+ * `BENCH_RATE`: requests a second over all connections (autocannon's `overallRate`; default: as
+ * fast as answered). Below saturation the CPU per request depends on the code, not on what else
+ * the cores run, so two builds compare on a busy machine.
+ */
+const RATE = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 const USERS = 50;
 const KEY = 'pts_bench_master_key_0123456789abcdef';
 
@@ -103,9 +109,8 @@ async function run(opts: autocannon.Options, serverPid: number, connections: num
   const fromMs = Date.now();
   const errorKinds: Record<string, number> = {};
   const r = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon({ connections, duration: DURATION_S, timeout: TIMEOUT_S, ...opts }, (err, result) =>
-      err ? reject(err) : resolve(result),
-    );
+    const limits = { connections, duration: DURATION_S, timeout: TIMEOUT_S, ...(RATE ? { overallRate: RATE } : {}) };
+    const instance = autocannon({ ...limits, ...opts }, (err, result) => (err ? reject(err) : resolve(result)));
     instance.on('reqError', (err: NodeJS.ErrnoException) => {
       const kind = err.code ?? err.message;
       errorKinds[kind] = (errorKinds[kind] ?? 0) + 1;
@@ -280,7 +285,8 @@ async function benchService(
 
 async function main(): Promise<void> {
   console.log(
-    `bench:orders — ${CONNECTION_LEVELS.join(', ')} connections, ${DURATION_S} s per run, request ` +
+    `bench:orders — ${CONNECTION_LEVELS.join(', ')} connections${RATE ? ` at ${RATE} req/s` : ''}, ` +
+      `${DURATION_S} s per run, request ` +
       `timeout ${TIMEOUT_S} s, node ${process.version}, ${os.cpus().length} cores`,
   );
   const echo = await startEcho();
