@@ -163,9 +163,11 @@ async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   const src =
     `import express from 'express'; const app = express(); app.use(express.json()); app.post('/echo', (req, ` +
     `res) => res.json(req.body)); app.listen(${port}, '127.0.0.1', () => console.log('up'));`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', src], {
+  // the echo carries the service's event-loop tracer too: the CPU ratio compares like with like
+  const child = spawn(process.execPath, ['--import', LOOP_BLOCKS_MODULE, '--input-type=module', '-e', src], {
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: process.cwd(),
+    env: { ...process.env, BENCH_LOOP_BLOCKS: path.join(os.tmpdir(), `loop-blocks-echo-${process.pid}.json`) },
   });
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
   return { url: `http://127.0.0.1:${port}/echo`, child };
