@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers.js';
-import { copyEveryFill, recordLeaderBuy } from './trading-kit.js';
+import { copyEveryFill, leaderBuy, recordLeaderBuy } from './trading-kit.js';
 
 const LEADER = '0x' + '6f'.repeat(20);
 const as = (u: string) => ({ headers: { 'x-partner-user-id': u } });
@@ -97,26 +97,7 @@ describe('copytrade: a refused copy keeps its leader fill in the history', () =>
     const m = svc.services.venue.markets()[0]!;
     const market = { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId };
     const block = Math.floor(Date.now() / 1000) + 2;
-    const fills = [1, 2].map((n) => ({
-      _id: `lead-${n}:taker`,
-      tradeId: `lead-${n}`,
-      blockTimestamp: block,
-      logIndex: n,
-      transactionHash: '0x' + n.toString(16).padStart(64, 'e'),
-      address: LEADER,
-      userId: null,
-      orderId: null,
-      role: 'taker' as const,
-      atMs: block * 1000,
-      ...market,
-      outcome: 'Yes',
-      side: 'BUY' as const,
-      price: '0.5',
-      size: '1',
-      notionalUsd: '0.5',
-      feeUsd: '0',
-      source: 'venue' as const,
-    }));
+    const fills = [1, 2].map((n) => leaderBuy(LEADER, n, market, block));
     await svc.services.history.recordAlone({ trades: [], fills, cash: [] });
     await svc.services.copytrade.idle();
     const h = await svc.call('GET', '/v2/trade/copytrade/history?limit=200', as('short'));
