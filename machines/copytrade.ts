@@ -91,6 +91,8 @@ export interface WorkingCopy {
   tokenId: string;
   /** The order as decided (placed again by start-up reconciliation while `reported` is false). */
   order: CopyOrder;
+  /** The leader fill copied (absent for a risk-control exit): a refusal's skip row names it too. */
+  fill?: LeaderFill;
   /**
    * A report of a fill of the order arrived (the order exists and traded; acceptance alone is no
    * step, see `reportNews`): a refusal after it leaves the copy a copy, one before makes it a skip.
@@ -510,6 +512,7 @@ export const copytradeMachine = setup({
         side: d.copy.side,
         tokenId: d.copy.tokenId,
         order: d.copy,
+        fill: f,
         reported: false,
         filledSize: '0',
         matchedAmount: '0',
@@ -606,6 +609,7 @@ export const copytradeMachine = setup({
           row(c, atMs, {
             _id: w.entryId,
             kind: 'skip',
+            fill: w.fill ?? null,
             reason: 'order_refused',
             detail: `${event.error}: ${event.reason}`,
             orderId: w.orderId,

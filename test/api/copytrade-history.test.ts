@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers.js';
-import { copyEveryFill, recordLeaderBuy } from './trading-kit.js';
+import { copyEveryFill, leaderBuy, recordLeaderBuy } from './trading-kit.js';
 
 const LEADER = '0x' + '6f'.repeat(20);
 const as = (u: string) => ({ headers: { 'x-partner-user-id': u } });
@@ -71,5 +71,58 @@ describe('copytrade: the history pages with a cursor', () => {
     }
     const again = await svc.call('GET', '/v2/trade/copytrade/history?limit=2', as('paged'));
     expect(again.body.history).toEqual(first.body.history);
+  });
+});
+
+/**
+ * A copy the venue or the risk rules refuse before any fill becomes a skip `order_refused`; its
+ * history row still names the leader fill it answers and that fill's market.
+ */
+describe('copytrade: a refused copy keeps its leader fill in the history', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000' } });
+    expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'short' } })).status).toBe(201);
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it('two leader buys in one batch, the second refused: a skip order_refused naming its leader fill', async () => {
+    const sub = await svc.call('POST', '/v2/trade/copytrade', {
+      ...as('short'),
+      body: copyEveryFill(LEADER, 1_000_000, { buy_time_in_force: 'GTC' }),
+    });
+    expect(sub.status).toBe(201);
+    const m = svc.services.venue.markets()[0]!;
+    const market = { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId };
+    const block = Math.floor(Date.now() / 1000) + 2;
+    const fills = [1, 2].map((n) => leaderBuy(LEADER, n, market, block));
+    await svc.services.history.recordAlone({ trades: [], fills, cash: [] });
+    await svc.services.copytrade.idle();
+    const h = await svc.call('GET', '/v2/trade/copytrade/history?limit=200', as('short'));
+    expect(h.status).toBe(200);
+    const [refused, copied] = h.body.history;
+    expect(copied).toMatchObject({ result: 'COPIED', leader_fill: { log_index: 1 } });
+    expect(refused).toMatchObject({
+      result: 'SKIPPED',
+      reason: 'order_refused',
+      detail: expect.stringMatching(/^INSUFFICIENT_BALANCE: /),
+      market_id: m.conditionId,
+      token_id: market.tokenId,
+      outcome: 'Yes',
+      side: 'BUY',
+      order_type: 'MARKET',
+      leader_fill: {
+        transaction_hash: fills[1]!.transactionHash,
+        log_index: 2,
+        side: 'BUY',
+        price: '0.5',
+        size: '1',
+        notional_usd: '0.5',
+        role: 'taker',
+      },
+    });
+    expect(h.body.next_cursor).toBeNull();
   });
 });

@@ -263,20 +263,18 @@ export function copyEveryFill(leader: string, usd: number, more: Record<string, 
 }
 
 /**
- * Records a taker buy of `leader` (a wallet that is no user of the service) through the trade
- * history, as its copytrade subscriptions receive it: fill `n` (log index `n`, transaction
- * `0x…n`) at chain second `block`, 1 share at 0.5 unless `over` says otherwise.
- * @returns the fill recorded.
+ * A taker buy of `leader` (a wallet that is no user of the service) as the trade history records
+ * it: fill `n` (log index `n`, transaction `0x…n`) at chain second `block`, 1 share at 0.5 unless
+ * `over` says otherwise.
  */
-export async function recordLeaderBuy(
-  svc: TestService,
+export function leaderBuy(
   leader: string,
   n: number,
   market: { conditionId: string; tokenId: string },
   block: number,
   over: Partial<TraderFill> = {},
-): Promise<TraderFill> {
-  const f: TraderFill = {
+): TraderFill {
+  return {
     _id: `lead-${n}:taker`,
     tradeId: `lead-${n}`,
     blockTimestamp: block,
@@ -298,6 +296,21 @@ export async function recordLeaderBuy(
     source: 'venue',
     ...over,
   };
+}
+
+/**
+ * Records {@link leaderBuy} `n` through the trade history, as its copytrade subscriptions receive it.
+ * @returns the fill recorded.
+ */
+export async function recordLeaderBuy(
+  svc: TestService,
+  leader: string,
+  n: number,
+  market: { conditionId: string; tokenId: string },
+  block: number,
+  over: Partial<TraderFill> = {},
+): Promise<TraderFill> {
+  const f = leaderBuy(leader, n, market, block, over);
   await svc.services.history.recordAlone({ trades: [], fills: [f], cash: [] });
   return f;
 }
