@@ -126,9 +126,28 @@ export class StoreJobRepository implements JobRepository {
     return this.jobs.count({ nextRunAt: { $lt: new Date() } });
   }
 
+  /**
+   * Removes the jobs `options` selects: at once for every later read and write, but without waiting
+   * for the commit, and with no write at all when none matches (a timer disarmed twice, Agenda's
+   * removal of a completed job its handler already removed).
+   *
+   * Why the commit is not waited for: a job is removed when its timer is disarmed, which the actor
+   * host does only after the actor's step that dropped or moved the deadline is on disk, or once it
+   * ran. If the process dies before the removal reaches the disk, the job fires again after the
+   * restart and the actor ignores it (its deadline no longer matches); a service job's run is
+   * repeated, as when the process dies between a run and its removal. Waiting put a second WAL fsync
+   * between every due time and the actor's actions (the lateness of bench:timers on disk). A job
+   * armed after the removal (re-arming: remove, then insert) commits with it or after it, so its
+   * acknowledgement covers the removal. A failed commit is the store's to report (health: store not
+   * writable), as for every write.
+   * @returns how many jobs matched.
+   */
   async removeJobs(options: RemoveJobsOptions): Promise<number> {
     const q = selectorOf(options);
-    return q ? this.jobs.deleteMany(q) : 0;
+    if (!q) return 0;
+    const matched = await this.jobs.count(q);
+    if (matched > 0) this.jobs.deleteMany(q).catch(() => undefined);
+    return matched;
   }
 
   private async setMany(options: RemoveJobsOptions, set: Record<string, unknown>): Promise<number> {
@@ -184,6 +203,9 @@ export class StoreJobRepository implements JobRepository {
   }
 
   async saveJobState(job: JobParameters, options?: JobRepositoryOptions): Promise<void> {
+    // The end of a run of a job removed while it ran (its timer was re-armed, and a new job document
+    // replaced it, or it was canceled) has no state left to save: nothing is written, no commit waited for.
+    if (!job.lockedAt && (await this.jobs.count({ _id: String(job._id) })) === 0) return;
     const write = this.jobs.updateOne(
       { _id: String(job._id), name: job.name },
       {
@@ -211,8 +233,6 @@ export class StoreJobRepository implements JobRepository {
       return;
     }
     await write;
-    // No match is normal here, not an error: a job removed while it ran (its timer was re-armed,
-    // and a new job document replaced it, or it was canceled) has no state left to save.
   }
 
   async lockJob(job: JobParameters, options?: JobRepositoryOptions): Promise<JobParameters | undefined> {
