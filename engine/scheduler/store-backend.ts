@@ -58,6 +58,8 @@ function selectorOf(options: RemoveJobsOptions): Filter | null {
  */
 export class StoreJobRepository implements JobRepository {
   private jobs!: Collection<StoredJob>;
+  /** The last lock time given (epoch ms); each lock gets a later one ({@link lockTime}). */
+  private lastLockMs = 0;
 
   constructor(private readonly store: Store) {}
 
@@ -235,14 +237,44 @@ export class StoreJobRepository implements JobRepository {
     await write;
   }
 
+  /** A lock time later than every one given before (so a lock read back is known as this repository's latest). */
+  private lockTime(now?: Date): Date {
+    this.lastLockMs = Math.max((now ?? new Date()).getTime(), this.lastLockMs + 1);
+    return new Date(this.lastLockMs);
+  }
+
+  /**
+   * Locks job `id` at `lockedAt` by the conditional update `filter`, and reads it back.
+   *
+   * The lock's commit is not waited for when the job read back holds this lock (the store applied
+   * the update at once): one process owns the database (the `DATA_DIR` lock), so a lock only keeps
+   * this process's own processor from taking the job twice, which needs it applied, not on disk.
+   * A lock lost in a crash leaves the job unlocked: it fires at the restart (a durable lock would
+   * delay it until the lock expired), and the actor ignores a firing it already handled. Waiting put
+   * an fsync per locked job, one job after another, in every queue fill. When the job read back
+   * holds another lock, or none yet (the store holds writes while a transaction runs), the update's
+   * own result decides.
+   * @returns the locked job, or null when the update matched nothing or the job is gone.
+   */
+  private async lock(filter: Filter, id: string, lockedAt: Date, by: string | null): Promise<StoredJob | null> {
+    const write = this.jobs.updateOne(filter, { lockedAt, lastModifiedBy: by });
+    const doc = await this.jobs.findOne({ _id: id });
+    if (doc?.lockedAt != null && new Date(doc.lockedAt).getTime() === lockedAt.getTime()) {
+      write.catch(() => undefined);
+      return doc;
+    }
+    if (!(await write)) return null;
+    return this.jobs.findOne({ _id: id });
+  }
+
   async lockJob(job: JobParameters, options?: JobRepositoryOptions): Promise<JobParameters | undefined> {
     if (!job._id) return undefined;
-    const matched = await this.jobs.updateOne(
+    const doc = await this.lock(
       { _id: String(job._id), name: job.name, lockedAt: null, nextRunAt: job.nextRunAt, disabled: { $ne: true } },
-      { lockedAt: new Date(), lastModifiedBy: options?.lastModifiedBy ?? null },
+      String(job._id),
+      this.lockTime(),
+      options?.lastModifiedBy ?? null,
     );
-    if (!matched) return undefined;
-    const doc = await this.jobs.findOne({ _id: String(job._id) });
     return doc ? toParams(doc) : undefined;
   }
 
@@ -290,13 +322,13 @@ export class StoreJobRepository implements JobRepository {
         (await this.jobs.find({ ...due, lockedAt: { $lte: lockDeadline } }, { limit: 1 }))[0];
       if (!candidate) return undefined;
       const stillLockable = candidate.lockedAt == null ? { lockedAt: null } : { lockedAt: candidate.lockedAt };
-      const matched = await this.jobs.updateOne(
+      // taken by another locker, or removed meanwhile (its timer was re-armed or canceled): next one
+      const locked = await this.lock(
         { _id: candidate._id, name: jobName, disabled: { $ne: true }, ...stillLockable },
-        { lockedAt: now ?? new Date(), lastModifiedBy: options?.lastModifiedBy ?? null },
+        candidate._id,
+        this.lockTime(now),
+        options?.lastModifiedBy ?? null,
       );
-      if (!matched) continue;
-      // removed between the lock and this read (its timer was re-armed or canceled): next one
-      const locked = await this.jobs.findOne({ _id: candidate._id });
       if (locked) return toParams(locked);
     }
     return undefined;

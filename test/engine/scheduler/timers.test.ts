@@ -197,6 +197,30 @@ describe('TimerService on the SQLite store', () => {
     await again.close();
   });
 
+  it('repository: a lock is applied at once, not waiting for its commit; behind a transaction it waits', async () => {
+    const store = await SqliteStore.open(null);
+    const repo = new StoreJobRepository(store);
+    await repo.connect();
+    const due = { name: 'j', priority: 0, nextRunAt: new Date(Date.now() - 1), type: 'normal' as const };
+    await repo.saveJob({ ...due, data: { actorId: 'l1' } }, undefined);
+    const second = await repo.saveJob({ ...due, data: { actorId: 'l2' } }, undefined);
+    const scanTo = () => new Date(Date.now() + 1000);
+    const expired = () => new Date(Date.now() - 600_000);
+    const before = store.writer.commits;
+    const first = await repo.getNextJobToRun('j', scanTo(), expired(), undefined, undefined);
+    expect(first?.lockedAt).toBeInstanceOf(Date);
+    expect(store.writer.commits).toBe(before); // answered before its commit
+    expect(await repo.lockJob(first!, undefined)).toBeUndefined(); // locked already
+    let release!: () => void;
+    const tx = store.transaction(() => new Promise<void>((r) => (release = r)));
+    const pending = repo.lockJob(second, undefined); // the store holds it until the transaction ends
+    await new Promise((r) => setTimeout(r, 20));
+    release();
+    await tx;
+    expect((await pending)?.lockedAt).toBeInstanceOf(Date);
+    expect(await repo.getNextJobToRun('j', scanTo(), expired(), undefined, undefined)).toBeUndefined();
+  });
+
   it('repository: a job is locked by one taker only', async () => {
     const store = await SqliteStore.open(null);
     const repo = new StoreJobRepository(store);
