@@ -8,7 +8,9 @@
  *   event loop gets (on a shared machine, mostly other processes' CPU use);
  * - delivered, lost (not delivered within a grace period after the last due time) and fired twice;
  * - whether the goal is met: p99 < 50 ms at the sink, 0 lost, 0 fired twice; and the target on
- *   disk: p99 < 15 ms at the actor.
+ *   disk: p99 < 15 ms at the actor;
+ * - on SQLite, the store's commits per timer while firing and its checkpoints (those that held the
+ *   writes among them).
  *
  * Each timer belongs to its own tiny actor (one deadline, final on `timer.fired`), created through
  * `ActorHost.create`, which persists it and arms the deadline from `context.deadlines`. Arming runs
