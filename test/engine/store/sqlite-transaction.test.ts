@@ -105,7 +105,8 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
       );
       largestWal = Math.max(largestWal, (await fs.stat(wal)).size);
     }
-    expect(store.writer.heldCheckpoints).toBeLessThan(store.writer.checkpoints / 2);
+    // at most every other one holds the writes (each after one that ran beside them)
+    expect(store.writer.heldCheckpoints).toBeLessThanOrEqual(store.writer.checkpoints / 2);
     expect(largestWal).toBeLessThan(3 * checkpointBytes);
     await store.close();
     const again = await SqliteStore.open(dir);
