@@ -345,10 +345,10 @@ const CHECKPOINT_BYTES = 8 << 20;
 const HELD_CHECKPOINT_FACTOR = 2;
 
 /**
- * After a checkpoint that left the WAL in use (writes came in while it ran), the next one waits
- * until the WAL has grown by this fraction of the checkpoint size (see {@link Writer.checkpoint}).
+ * Checkpoints that run beside the writes before one holds them, while the WAL is not started over
+ * (see {@link Writer.checkpoint}).
  */
-const CHECKPOINT_RETRY_FRACTION = 1 / 8;
+const UNHELD_CHECKPOINTS = 2;
 
 /** Writes waiting for one commit: they resolve together once it is done. */
 interface Batch {
@@ -396,8 +396,8 @@ class Writer {
   heldCheckpoints = 0;
   /** The checkpoint running on the worker, if any. */
   private checkpointing: Promise<void> | null = null;
-  /** WAL size (bytes) when the last checkpoint ended, while the WAL was not started over since (else 0). */
-  private walAfterCheckpoint = 0;
+  /** Checkpoints made since the WAL was last started over. */
+  private checkpointsInCycle = 0;
   /** Whether the writes are held for a checkpoint (see {@link checkpoint}). */
   private holding = false;
   /** The transaction statements, prepared once (an `exec` parses its SQL on every call). */
@@ -587,8 +587,8 @@ class Writer {
    * checkpointer's connection in a worker thread ({@link DiskSync.checkpoint}: the WAL synced first,
    * the database file synced after, and only then may a write start the WAL over), while writes go
    * on. SQLite starts the WAL over only when a checkpoint copied all of it and no write began while
-   * it ran; when one did, the WAL grows on, and the next checkpoint (once it grew by
-   * {@link CHECKPOINT_RETRY_FRACTION} of the checkpoint size) copies what came since. Past
+   * it ran; when one did, the WAL grows on (and an fsync of a growing file also commits its size),
+   * and the next checkpoint copies what came since. After {@link UNHELD_CHECKPOINTS} such, or past
    * {@link HELD_CHECKPOINT_FACTOR} times the checkpoint size, every write is held (as a transaction
    * scope holds them) until a checkpoint that starts after the running one, if any, has copied the
    * little that is left; the next write then starts the WAL over, so the WAL stays bounded under
@@ -597,10 +597,10 @@ class Writer {
   private checkpoint(): void {
     const bytes = this.sync!.walBytes();
     if (bytes <= this.checkpointBytes) {
-      if (this.checkpointing === null) this.walAfterCheckpoint = 0;
+      if (this.checkpointing === null) this.checkpointsInCycle = 0;
       return;
     }
-    const hold = bytes > HELD_CHECKPOINT_FACTOR * this.checkpointBytes;
+    const hold = bytes > HELD_CHECKPOINT_FACTOR * this.checkpointBytes || this.checkpointsInCycle >= UNHELD_CHECKPOINTS;
     if (hold && this.current === null && !this.holding) {
       const scope: TxScope = { id: ++this.nextScope };
       this.current = scope;
@@ -609,7 +609,6 @@ class Writer {
       return;
     }
     if (this.checkpointing !== null || hold) return;
-    if (bytes < this.walAfterCheckpoint + this.checkpointBytes * CHECKPOINT_RETRY_FRACTION) return;
     this.checkpointRun(this.checkpointNow(null));
   }
 
@@ -630,7 +629,7 @@ class Writer {
     } catch (err) {
       this.failed(err);
     } finally {
-      this.walAfterCheckpoint = this.sync!.walBytes();
+      this.checkpointsInCycle++;
       if (scope) {
         this.holding = false;
         if (this.current === scope) this.endScope();
