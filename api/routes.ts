@@ -153,8 +153,10 @@ const PNL_MEANING =
   'it, by block time) is the change of marked equity net of flows: the trading cash of the window (fills net ' +
   'of fees, splits, merges, redeems) + positions held now at the current marks − positions held at the ' +
   "window's start at the marks then (the tape's last trade before it); deposits and withdrawals are flows, " +
-  'not PnL. Over `all` it is the realized PnL: Σ over dispositions (sells, merges, redeems, FIFO) of proceeds ' +
-  'net of fees − cost basis (fees included). Dollars, decimal strings.';
+  'not PnL. Over `all` it is the realized PnL net of fees: Σ over dispositions (sells, merges, redeems, FIFO) ' +
+  "of proceeds − cost basis (`realized_pnl`, the statements' definition), − the fees of all fills. Shares " +
+  'disposed of beyond the recorded lots (the history starts after they were acquired) have an unknown cost ' +
+  'basis, taken as their proceeds: they realize no gain or loss, and count in volume. Dollars, decimal strings.';
 /** `window` of the trader reads (default `all`). */
 const TRADER_WINDOW_QUERY = {
   properties: {
@@ -841,6 +843,7 @@ export const ROUTES: RouteSpec[] = [
       properties: {
         limit: { type: 'integer', minimum: 1, maximum: 200, description: 'Rows (default 50, at most 200).' },
         copytrade_id: { type: 'string', maxLength: 100, description: "Only this subscription's rows." },
+        cursor: { type: 'string', maxLength: 512, description: 'next_cursor of the previous page; opaque.' },
       },
     },
     responses: { 200: CopytradeHistory },
@@ -1006,7 +1009,8 @@ export const ROUTES: RouteSpec[] = [
     summary: "A trader's positions (FIFO lots, marks, PnL)",
     description:
       'One row per outcome token the trader ever held, in first-acquisition order: shares held, average ' +
-      'price and cost of the open FIFO lots (fees included), the current mark and value, unrealized and ' +
+      'price and cost of the open FIFO lots (fees expensed, not in the lots), the current mark and value, ' +
+      'unrealized and ' +
       'realized PnL, `redeemable` once the market resolved. `status`: `open` (shares held), `closed` (none ' +
       'held) or `all` (default). The address may be sent in any case; the answer is lower-case.',
     query: paged(1000, {

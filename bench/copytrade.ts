@@ -6,18 +6,25 @@
  *    buys BENCH_LATENCY_FILLS (default 20) times, one at a time. For each leader fill: from the
  *    moment its history row is committed to the moment the venue answered every copy (the copy's
  *    order left SUBMITTED: live, filled or refused by the venue). Prints p50 / p99 / max per
- *    fill (all copies) and per copy. Goal: p99 < 100 ms.
+ *    fill (all copies) and per copy, and the process's CPU time per copy over the fan-out (from the
+ *    first leader order to the last copy settled). Goal: p99 < 100 ms.
  * 2. kill -9: the service as a child process (`dist/api/main.js`, SQLite on disk), the same
  *    followers created over REST, a burst of BENCH_BURST (default 50) leader buys, `kill -9` once
  *    half of them were answered, then a restart on the same DATA_DIR: per subscription, leader
  *    fills missing from its history (lost) and copies with more than one order or rows for one
  *    fill (duplicated), counted. Goal: 0 and 0.
  *
- * Develop with small sizes: `BENCH_FOLLOWERS=20 BENCH_BURST=10 npm run bench:copytrade`.
+ *    Skips are counted by their recorded reason. The script exits 1 when a copy was lost or
+ *    duplicated (or no leader fill was recorded at all).
+ *
+ * Develop with small sizes: `BENCH_FOLLOWERS=20 BENCH_BURST=10 npm run bench:copytrade`;
+ * `BENCH_ONLY=latency` or `BENCH_ONLY=kill` runs one part; `BENCH_CPU_PROF=<dir>` writes a V8 CPU
+ * profile of the latency part's fan-out (`copytrade-fanout.cpuprofile`).
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +33,7 @@ import { settingsOfRequest } from '../engine/copytrade/requests.js';
 import { loadConfig } from '../engine/config.js';
 import { createLogger } from '../engine/logger.js';
 import { startServices, type Services } from '../engine/service.js';
+import { SqliteStore } from '../engine/store/sqlite.js';
 import type { TraderFill } from '../engine/data/records.js';
 import { TRADER_FILLS } from '../engine/data/records.js';
 import { copyOrderId, type CopyHistoryEntry } from '../machines/copytrade.js';
@@ -38,6 +46,10 @@ type Json = { safe_address?: string; markets?: unknown };
 const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 1000);
 const LATENCY_FILLS = Number(process.env.BENCH_LATENCY_FILLS ?? 20);
 const BURST = Number(process.env.BENCH_BURST ?? 50);
+/** `latency` or `kill`: run that part alone. */
+const ONLY = process.env.BENCH_ONLY;
+/** A folder: a V8 CPU profile of the latency part's fan-out (the leader fills, not the set-up) goes there. */
+const PROF = process.env.BENCH_CPU_PROF;
 const KEY = 'pts_bench_copytrade_master_key_0123456789';
 const ENV = {
   SIM_REPLAY: 'off',
@@ -108,13 +120,33 @@ async function latency(): Promise<void> {
       if (f && --f.left === 0) f.done(ms);
     });
     const fills: number[] = [];
+    const profiler = PROF ? new Session() : null;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    }
+    const cpu0 = process.cpuUsage();
     for (let i = 0; i < LATENCY_FILLS; i++) {
       const all = new Promise<number>((resolve) => perFill.set('next', { t0: 0, left: FOLLOWERS, done: resolve }));
       const input = s.orders.check(leader._id, { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' });
       await s.orders.place(partner, input);
       fills.push(await Promise.race([all, new Promise<number>((r) => setTimeout(() => r(NaN), 30_000))]));
     }
+    await s.copytrade.idle();
+    const cpu = process.cpuUsage(cpu0);
+    if (profiler) {
+      const { profile } = await profiler.post('Profiler.stop');
+      await fs.mkdir(PROF!, { recursive: true });
+      await fs.writeFile(path.join(PROF!, 'copytrade-fanout.cpuprofile'), JSON.stringify(profile));
+      profiler.disconnect();
+    }
     console.log(`latency, ${FOLLOWERS} followers, ${LATENCY_FILLS} leader fills (store on disk)`);
+    const cpuUs = cpu.user + cpu.system;
+    console.log(
+      `  CPU of the process from the first leader order to the last copy settled: ${(cpuUs / 1000).toFixed(0)} ms, ` +
+        `${(cpuUs / Math.max(1, perCopy.length)).toFixed(0)} µs per copy (${perCopy.length} copies)`,
+    );
     console.log(`  leader fill → all copies answered by the venue: ${fmt(fills.filter((x) => !Number.isNaN(x)))}`);
     console.log(`  leader fill → one copy answered: ${fmt(perCopy)}`);
     console.log(`  fills not fully copied within 30 s: ${fills.filter((x) => Number.isNaN(x)).length}`);
@@ -199,6 +231,16 @@ async function killNine(): Promise<void> {
   child.kill('SIGKILL');
   await exited;
   await burst;
+  // what the killed process had made durable: copies in flight are those still to come
+  const dead = await SqliteStore.open(dir);
+  const actors = await dead.collection('actors');
+  const atKill = {
+    fills: await (await dead.collection(TRADER_FILLS)).count({ address: String(leader.safe_address).toLowerCase() }),
+    rows: await (await dead.collection(COPYTRADE_HISTORY)).count({}),
+    orders: await actors.count({ kind: 'order' }),
+    open: await actors.count({ kind: 'order', final: false }),
+  };
+  await dead.close();
 
   const config = loadConfig({ ...process.env, ...ENV, DATA_DIR: dir, MASTER_API_KEY: KEY });
   const { services: s } = await startServices(config, createLogger('warn'));
@@ -219,25 +261,38 @@ async function killNine(): Promise<void> {
     let lost = 0;
     let duplicated = 0;
     let copies = 0;
+    const skips = new Map<string, number>();
     for (const [sub, rs] of bySub) {
       const seen = new Set(rs.map((r) => `${r.fill!.transactionHash}:${r.fill!.logIndex}`));
       for (const k of keys) if (!seen.has(k)) lost++;
       duplicated += rs.length - seen.size;
       const copied = rs.filter((r) => r.kind === 'copy').length;
       copies += copied;
+      for (const r of rs) if (r.kind === 'skip') skips.set(r.reason!, (skips.get(r.reason!) ?? 0) + 1);
       duplicated += Math.max(0, (ordersBySub.get(sub) ?? 0) - copied);
     }
     lost += (FOLLOWERS - bySub.size) * keys.size;
     console.log(
       `kill -9 during a burst of ${BURST} leader buys (${answered} answered before the kill), ${FOLLOWERS} followers`,
     );
-    console.log(`  leader fills recorded: ${keys.size}; copies made: ${copies}; history rows: ${rows.length}`);
+    console.log(
+      `  at the kill: ${atKill.fills} leader fills, ${atKill.rows} of their ${atKill.fills * FOLLOWERS} ` +
+        `copies or skips decided, ${atKill.orders} orders on record (the leader's included), ` +
+        `${atKill.open} of them not final; copies decided without an order yet: ` +
+        `${Math.max(0, atKill.rows - (atKill.orders - atKill.fills))} (in flight)`,
+    );
+    console.log(
+      `  after the restart: leader fills recorded: ${keys.size}; copies made: ${copies}; history rows: ${rows.length}`,
+    );
+    const reasons = [...skips].map(([r, n]) => `${r} ${n}`).join(', ') || 'none';
+    console.log(`  skipped (each recorded with its reason): ${reasons}`);
     console.log(`  lost: ${lost}   duplicated: ${duplicated}   (goal 0 and 0)`);
+    if (lost > 0 || duplicated > 0 || keys.size === 0) process.exitCode = 1;
   } finally {
     await s.stop();
     await fs.rm(dir, { recursive: true, force: true });
   }
 }
 
-await latency();
-await killNine();
+if (ONLY !== 'kill') await latency();
+if (ONLY !== 'latency') await killNine();

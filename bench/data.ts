@@ -21,6 +21,7 @@ import { PORTFOLIO_SNAPSHOTS } from '../engine/data/portfolio-snapshots.js';
 import { SqliteStore } from '../engine/store/sqlite.js';
 import { prng } from '../test/engine/store/faulty-store.js';
 import { spawnService } from '../test/process.js';
+import { cpuMs } from './proc.js';
 
 const FILLS = Number(process.env.BENCH_FILLS ?? 1_000_000);
 const TRADERS = Number(process.env.BENCH_TRADERS ?? 20_000);
@@ -116,10 +117,15 @@ interface Stat {
   p50: number;
   p99: number;
   max: number;
+  /** The service's CPU time per request (all its threads, from /proc), ms; null where /proc is missing. */
+  cpu: number | null;
 }
 
-/** Latency of `SAMPLES` sequential GETs of `url` (after a warm-up), or the reason it was skipped. */
-async function measure(url: string): Promise<Stat | string> {
+/**
+ * Latency of `SAMPLES` sequential GETs of `url` (after a warm-up) and the CPU time the service
+ * (`pid`) spent per request meanwhile, or the reason it was skipped.
+ */
+async function measure(url: string, pid: number): Promise<Stat | string> {
   const get = async () => {
     const r = await fetch(url, { headers: { authorization: `Bearer ${KEY}` } });
     const body = await r.text();
@@ -130,14 +136,17 @@ async function measure(url: string): Promise<Stat | string> {
   if (first.status !== 200) return `skipped: ${first.status} ${first.body.slice(0, 200)}`;
   for (let i = 0; i < 20; i++) await get();
   const ms: number[] = [];
+  const cpu0 = cpuMs(pid);
   for (let i = 0; i < SAMPLES; i++) {
     const t = performance.now();
     await get();
     ms.push(performance.now() - t);
   }
+  const cpu1 = cpuMs(pid);
   ms.sort((a, b) => a - b);
   const at = (q: number) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]!;
-  return { p50: at(0.5), p99: at(0.99), max: ms.at(-1)! };
+  const cpu = cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) / SAMPLES;
+  return { p50: at(0.5), p99: at(0.99), max: ms.at(-1)!, cpu };
 }
 
 /** The reads measured on a history of `n` trades: name → path. */
@@ -180,14 +189,17 @@ async function statementsCaughtUp(baseUrl: string): Promise<void> {
   console.log(`    (statements job caught up ${((performance.now() - t) / 1000).toFixed(1)} s after the start)`);
 }
 
-/** Starts the service on `dir`: the process and how long it took to answer /healthz, ms. */
+/**
+ * Starts the service on `dir`: the process, how long it took to answer /healthz, and the CPU time
+ * it had used by then (all threads, from /proc; null where missing), ms.
+ */
 async function start(dir: string) {
   const t = performance.now();
   const svc = await spawnService(
     { DATA_DIR: dir, MASTER_API_KEY: KEY, SIM_REPLAY: 'off', RATE_LIMIT_PER_MIN: '0' },
     600_000,
   );
-  return { svc, ms: performance.now() - t };
+  return { svc, ms: performance.now() - t, cpu: svc.child.pid === undefined ? null : cpuMs(svc.child.pid) };
 }
 
 /** Removes the snapshot of the trader aggregates: the next start replays the whole history. */
@@ -203,11 +215,11 @@ async function dropSnapshot(dir: string): Promise<void> {
  */
 async function run(dir: string, n: number): Promise<Record<string, Stat | string>> {
   await dropSnapshot(dir);
-  const { svc, ms: first } = await start(dir);
+  const { svc, ms: first, cpu: firstCpu } = await start(dir);
   const out: Record<string, Stat | string> = {};
   try {
     await statementsCaughtUp(svc.baseUrl);
-    for (const [name, p] of Object.entries(reads(n))) out[name] = await measure(svc.baseUrl + p);
+    for (const [name, p] of Object.entries(reads(n))) out[name] = await measure(svc.baseUrl + p, svc.child.pid!);
   } finally {
     svc.child.kill('SIGTERM');
     await svc.exited;
@@ -215,8 +227,11 @@ async function run(dir: string, n: number): Promise<Record<string, Stat | string
   const again = await start(dir);
   again.svc.child.kill('SIGTERM');
   await again.svc.exited;
-  const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-  console.log(`  start-up: replaying the whole history ${secs(first)}, from the snapshot ${secs(again.ms)}`);
+  const secs = (ms: number, cpu: number | null) =>
+    `${(ms / 1000).toFixed(1)} s${cpu === null ? '' : ` (CPU ${(cpu / 1000).toFixed(1)} s)`}`;
+  console.log(
+    `  start-up: replaying the whole history ${secs(first, firstCpu)}, from the snapshot ${secs(again.ms, again.cpu)}`,
+  );
   return out;
 }
 
@@ -225,7 +240,8 @@ const fmt = (s: Stat | string | undefined) =>
     ? '–'
     : typeof s === 'string'
       ? s
-      : `p50 ${s.p50.toFixed(2)}  p99 ${s.p99.toFixed(2)}  max ${s.max.toFixed(1)} ms`;
+      : `p50 ${s.p50.toFixed(2)}  p99 ${s.p99.toFixed(2)}  max ${s.max.toFixed(1)} ms` +
+        (s.cpu === null ? '' : `  CPU ${(s.cpu * 1000).toFixed(0)} µs/req`);
 
 async function main(): Promise<void> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bench-data-'));

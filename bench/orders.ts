@@ -23,6 +23,12 @@ const CONNECTION_LEVELS = (process.env.BENCH_CONNECTIONS ?? '50').split(',').map
 /** autocannon's per-request timeout (s): a request unanswered this long counts as a timeout. */
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 10);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+/**
+ * `BENCH_RATE`: requests a second over all connections (autocannon's `overallRate`; default: as
+ * fast as answered). Below saturation the CPU per request depends on the code, not on what else
+ * the cores run, so two builds compare on a busy machine.
+ */
+const RATE = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 const USERS = 50;
 const KEY = 'pts_bench_master_key_0123456789abcdef';
 
@@ -103,9 +109,8 @@ async function run(opts: autocannon.Options, serverPid: number, connections: num
   const fromMs = Date.now();
   const errorKinds: Record<string, number> = {};
   const r = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon({ connections, duration: DURATION_S, timeout: TIMEOUT_S, ...opts }, (err, result) =>
-      err ? reject(err) : resolve(result),
-    );
+    const limits = { connections, duration: DURATION_S, timeout: TIMEOUT_S, ...(RATE ? { overallRate: RATE } : {}) };
+    const instance = autocannon({ ...limits, ...opts }, (err, result) => (err ? reject(err) : resolve(result)));
     instance.on('reqError', (err: NodeJS.ErrnoException) => {
       const kind = err.code ?? err.message;
       errorKinds[kind] = (errorKinds[kind] ?? 0) + 1;
@@ -158,9 +163,11 @@ async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   const src =
     `import express from 'express'; const app = express(); app.use(express.json()); app.post('/echo', (req, ` +
     `res) => res.json(req.body)); app.listen(${port}, '127.0.0.1', () => console.log('up'));`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', src], {
+  // the echo carries the service's event-loop tracer too: the CPU ratio compares like with like
+  const child = spawn(process.execPath, ['--import', LOOP_BLOCKS_MODULE, '--input-type=module', '-e', src], {
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: process.cwd(),
+    env: { ...process.env, BENCH_LOOP_BLOCKS: path.join(os.tmpdir(), `loop-blocks-echo-${process.pid}.json`) },
   });
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
   return { url: `http://127.0.0.1:${port}/echo`, child };
@@ -280,7 +287,8 @@ async function benchService(
 
 async function main(): Promise<void> {
   console.log(
-    `bench:orders — ${CONNECTION_LEVELS.join(', ')} connections, ${DURATION_S} s per run, request ` +
+    `bench:orders — ${CONNECTION_LEVELS.join(', ')} connections${RATE ? ` at ${RATE} req/s` : ''}, ` +
+      `${DURATION_S} s per run, request ` +
       `timeout ${TIMEOUT_S} s, node ${process.version}, ${os.cpus().length} cores`,
   );
   const echo = await startEcho();

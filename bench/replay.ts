@@ -15,7 +15,16 @@
  * could sell them); strategies and orders are started through the engine's services, not REST.
  * BENCH_BATCH (default 64) = capture events per venue operation (the replay clock applies what
  * came due per tick as one operation; 1 = one operation per event).
+ * BENCH_PACE=engine waits after each batch until the engine has done what it caused (strategies
+ * fired, their sells placed and filled, the venue's journal written), as on the replay clock at
+ * real speed: the fired and filled counts then do not depend on how many store commits a batch
+ * takes (by default the engine reacts while later batches are applied, and how far it gets before
+ * a market resolves depends on that), so they check that a change kept the behaviour.
+ * TRADE_HISTORY=off runs it without the trade history (prints and fills not recorded), for its cost.
+ * BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the measured replay (set-up excluded) to
+ * <dir>/replay.cpuprofile (open it in Chrome DevTools).
  */
+import { Session } from 'node:inspector/promises';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +32,7 @@ import { loadConfig } from '../engine/config.js';
 import { dec, str } from '../engine/decimal.js';
 import { createLogger } from '../engine/logger.js';
 import { startServices, type Services } from '../engine/service.js';
+import { SqliteStore } from '../engine/store/sqlite.js';
 import type { Ledger } from '../engine/venue/ledger.js';
 import { loadCatalogue } from '../engine/venue/markets.js';
 import type { SimVenue } from '../engine/venue/sim-venue.js';
@@ -30,6 +40,17 @@ import type { SimVenue } from '../engine/venue/sim-venue.js';
 const STRATEGIES = Number(process.env.BENCH_STRATEGIES ?? 1_000);
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 1_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 64);
+const PACE_ENGINE = process.env.BENCH_PACE === 'engine';
+
+/** Until the engine has done what the operations so far caused (strategies, their orders, the venue's journal). */
+async function engineDone(s: Services): Promise<void> {
+  for (let round = 0; round < 3; round++) {
+    await s.strategies.idle();
+    await s.host.whenIdle();
+    await (s.venue as SimVenue).whenWritten();
+    await new Promise((r) => setImmediate(r));
+  }
+}
 
 async function main(): Promise<void> {
   console.log(
@@ -50,6 +71,7 @@ async function main(): Promise<void> {
       SIM_CAPTURE_SPEED: '1',
       SIM_MAKER_REFILL_MS: '3600000',
       SIM_INITIAL_PUSD: '1000000',
+      TRADE_HISTORY: process.env.TRADE_HISTORY, // off: what recording fills and prints costs
     });
     const s: Services = (await startServices(config, createLogger('silent'), { catalogue })).services;
     const venue = s.venue as SimVenue;
@@ -94,6 +116,14 @@ async function main(): Promise<void> {
       if (r.type === 'venue.filled') fills++;
       else if (r.type === 'venue.canceled' && r.reason === 'market resolved') resolvedCancels++;
     });
+    const profiler = process.env.BENCH_CPU_PROF ? new Session() : null;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    }
+    const commitsOf = () => (s.store instanceof SqliteStore ? s.store.writer.commits : 0);
+    const commits0 = commitsOf();
     const cpu0 = process.cpuUsage();
     const start = performance.now();
     const events = capture.events;
@@ -112,7 +142,9 @@ async function main(): Promise<void> {
       cpuMem.user += d.user;
       cpuMem.system += d.system;
       await done;
+      if (PACE_ENGINE) await engineDone(s);
     }
+    await venue.whenWritten(); // every journal entry written (each batch's promise says so already)
     applied = events.length - applied;
     const venueMs = performance.now() - start;
     const cpuVenue = process.cpuUsage(cpu0);
@@ -123,6 +155,13 @@ async function main(): Promise<void> {
     }
     const e2eMs = performance.now() - start;
     const cpuAll = process.cpuUsage(cpu0);
+    const commits = commitsOf() - commits0;
+    if (profiler) {
+      const { profile } = await profiler.post('Profiler.stop');
+      await fs.mkdir(process.env.BENCH_CPU_PROF!, { recursive: true });
+      await fs.writeFile(path.join(process.env.BENCH_CPU_PROF!, 'replay.cpuprofile'), JSON.stringify(profile));
+      profiler.disconnect();
+    }
 
     const all = await s.actors.find({ kind: 'strategy' });
     const byStatus: Record<string, number> = {};
@@ -159,6 +198,10 @@ async function main(): Promise<void> {
     console.log(
       `end to end (engine done with every report and trigger): ${perSec(e2eMs)} ` +
         `events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)})`,
+    );
+    console.log(
+      `store commits during the replay (one WAL fsync each): ${commits} ` +
+        `(${(commits / Math.ceil(applied / BATCH)).toFixed(1)} a batch)`,
     );
     console.log(
       `strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market ` +

@@ -1,9 +1,8 @@
 /**
- * `npm run bench:stepper`: the actor host's pure stepper (engine/actor-host.ts `PureStepper`, on
- * XState's public `initialTransition()` / `transition()`) against the stepper it replaced
- * ({@link ScopeStepper} below: one hand-built actor scope per machine and a template for inert
- * initial snapshots, which read XState's private state-node list), in one process, on the same
- * machines and inputs:
+ * `npm run bench:stepper`: the actor host's pure stepper (engine/actor-host.ts `PureStepper`: one
+ * shared inert actor scope per machine without children, a template for inert initial snapshots)
+ * against XState's public pure functions `initialTransition()` / `transition()` (which build a
+ * throwaway actor and two actor systems per call), in one process, on the same machines and inputs:
  * - initial snapshots a second for STOP_LOSS inputs as the strategy service checks them (arming);
  * - transitions a second for an order's usual events (accepted resting, a partial fill, the last fill);
  * - initial snapshots a second for an order (its entry action: no template);
@@ -15,8 +14,8 @@
  * ratio. `BENCH_ROUNDS` (7) and `BENCH_MS` (time per round and stepper, 1000) override.
  */
 import {
-  createActor,
-  type ActorScope,
+  initialTransition,
+  transition,
   type AnyEventObject,
   type AnyMachineSnapshot,
   type AnyStateMachine,
@@ -38,96 +37,17 @@ interface Stepper {
   transition(snapshot: AnyMachineSnapshot, event: AnyEventObject): Step;
 }
 
-/**
- * The stepper the host had before it used XState's public pure functions, kept here only to be
- * measured against: it calls the machine's `getInitialSnapshot` / `transition` with one actor
- * scope built by hand per machine (XState's functions build a throwaway actor per call), and
- * makes the initial snapshot of a machine whose initial states do nothing from a template with
- * each new context (reading the snapshot's private `_nodes` to decide).
- */
-class ScopeStepper implements Stepper {
-  private readonly scope: ActorScope<AnyMachineSnapshot, AnyEventObject>;
-  private sink: ExecutableAction[] = [];
-  private template: AnyMachineSnapshot | null | undefined;
-
-  constructor(private readonly logic: AnyStateMachine) {
-    const self = createActor(logic);
-    this.scope = {
-      self,
-      id: '',
-      sessionId: '',
-      system: self.system,
-      defer: () => {},
-      logger: () => {},
-      stopChild: () => {},
-      emit: () => {},
-      actionExecutor: (a: unknown) => void this.sink.push(a as ExecutableAction),
-    } as unknown as ActorScope<AnyMachineSnapshot, AnyEventObject>;
-  }
+/** XState's own pure functions (`initialTransition`, `transition`): what the host's stepper is measured against. */
+class XStateStepper implements Stepper {
+  constructor(private readonly logic: AnyStateMachine) {}
 
   initial(input: unknown): Step {
-    if (this.template) {
-      const contextOf = this.logic.config.context as (args: {
-        input: unknown;
-        self: unknown;
-        spawn: unknown;
-      }) => Record<string, unknown>;
-      try {
-        const context = {
-          ...contextOf({
-            input,
-            self: this.scope.self,
-            spawn: () => {
-              throw new Error('spawn');
-            },
-          }),
-        };
-        return [{ ...this.template, context } as AnyMachineSnapshot, []];
-      } catch {
-        // XState's path below
-      }
-    }
-    const actions: ExecutableAction[] = (this.sink = []);
-    const snapshot = this.logic.getInitialSnapshot(this.scope as never, input as never) as AnyMachineSnapshot;
-    if (this.template === undefined && snapshot.status !== 'error')
-      this.template = inert(this.logic, snapshot, actions) ? snapshot : null;
-    return [snapshot, actions];
+    return initialTransition(this.logic, input as never) as unknown as Step;
   }
 
   transition(snapshot: AnyMachineSnapshot, event: AnyEventObject): Step {
-    const actions: ExecutableAction[] = (this.sink = []);
-    return [this.logic.transition(snapshot as never, event, this.scope as never) as AnyMachineSnapshot, actions];
+    return transition(this.logic, snapshot as never, event) as unknown as Step;
   }
-}
-
-interface Node {
-  type: string;
-  entry: unknown[];
-  always?: unknown[];
-  states: Record<string, Node>;
-  config: { after?: unknown; invoke?: unknown; always?: unknown; initial?: unknown };
-}
-
-/** Whether the initial snapshot of `logic` is the same for every input but its context (see {@link ScopeStepper}). */
-function inert(logic: AnyStateMachine, snapshot: AnyMachineSnapshot, actions: ExecutableAction[]): boolean {
-  if (typeof logic.config.context !== 'function' || snapshot.status !== 'active' || actions.length > 0) return false;
-  if (Object.keys(snapshot.children as object).length > 0) return false;
-  const nodes = (snapshot as unknown as { _nodes: Node[] })._nodes;
-  const entered = new Set<Node>();
-  const enter = (n: Node): boolean => {
-    if (n.entry.length > 0 || (n.always?.length ?? 0) > 0 || n.config.after || n.config.invoke || n.config.always)
-      return false;
-    entered.add(n);
-    if (n.type === 'parallel') return Object.values(n.states).every(enter);
-    if (n.type !== 'compound') return true;
-    const initial = n.config.initial;
-    return typeof initial === 'string' && !!n.states[initial] && enter(n.states[initial]);
-  };
-  return (
-    enter((logic as unknown as { root: Node }).root) &&
-    entered.size === nodes.length &&
-    nodes.every((n) => entered.has(n))
-  );
 }
 
 /** STOP_LOSS inputs as the strategy service checks them (one user, four tokens, distinct record ids). */
@@ -185,7 +105,7 @@ function round(op: (i: number) => void, per: number): Sample {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (x: number): string => Math.round(x).toLocaleString('en-US');
 
-const STEPPERS = { old: 'old (hand-built scope, template)', now: 'new (public API)' };
+const STEPPERS = { old: "XState's initialTransition / transition", now: 'host PureStepper' };
 
 /** Alternating rounds of `old` and `now`, then the medians and spreads. */
 function compare(
@@ -221,11 +141,13 @@ function compare(
         `(${Math.min(...cpu).toFixed(2)}–${Math.max(...cpu).toFixed(2)})`,
     );
   };
-  line('old', 'old');
-  line('now', 'new');
+  line('old', labels.old.padEnd(width));
+  line('now', labels.now.padEnd(width));
   const o = median(runs.old.map((s) => s.cpuUs));
   const nw = median(runs.now.map((s) => s.cpuUs));
-  console.log(`  new / old CPU per operation: ${(nw / o).toFixed(2)}×  (+${(nw - o).toFixed(2)} µs)`);
+  console.log(
+    `  ${labels.now} / ${labels.old}, CPU per operation: ${(nw / o).toFixed(2)}×  (${(nw - o).toFixed(2)} µs)`,
+  );
 }
 
 /** The snapshot after {@link ORDER_EVENTS}. */
@@ -238,7 +160,7 @@ function lifecycleEnd(stepper: Stepper, first: AnyMachineSnapshot): AnyMachineSn
 async function main(): Promise<void> {
   const inputs = await stopLossInputs(4096);
   const mask = inputs.length - 1;
-  const steppers = { old: new ScopeStepper(stopLossMachine), now: new PureStepper(stopLossMachine) as Stepper };
+  const steppers = { old: new XStateStepper(stopLossMachine), now: new PureStepper(stopLossMachine) as Stepper };
   let sink = 0;
   console.log(
     `bench:stepper — ${ROUNDS} rounds of ${ROUND_MS} ms per stepper, ` +
@@ -249,7 +171,7 @@ async function main(): Promise<void> {
     old: (i) => void (sink += steppers.old.initial(inputs[i & mask]).length),
     now: (i) => void (sink += steppers.now.initial(inputs[i & mask]).length),
   });
-  const orders = { old: new ScopeStepper(orderMachine), now: new PureStepper(orderMachine) as Stepper };
+  const orders = { old: new XStateStepper(orderMachine), now: new PureStepper(orderMachine) as Stepper };
   const first = { old: orders.old.initial(ORDER)[0], now: orders.now.initial(ORDER)[0] };
   const lifecycle = (k: 'old' | 'now') => () => {
     let snap = first[k];
@@ -273,10 +195,10 @@ async function main(): Promise<void> {
     'an order snapshot as the host stores it (no form): JSON text, one per operation',
     1,
     {
-      old: () => void (sink += persistedSnapshotJson(orderMachine, filled).length),
-      now: () => void (sink += JSON.stringify(orderMachine.getPersistedSnapshot(filled)).length),
+      old: () => void (sink += JSON.stringify(orderMachine.getPersistedSnapshot(filled)).length),
+      now: () => void (sink += persistedSnapshotJson(orderMachine, filled).length),
     },
-    { old: 'host persistedSnapshotJson (built by hand)', now: 'JSON.stringify(getPersistedSnapshot())' },
+    { old: 'JSON.stringify(getPersistedSnapshot())', now: 'host persistedSnapshotJson (built by hand)' },
   );
   if (sink < 0) console.log(sink);
 }

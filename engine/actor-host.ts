@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import {
   createActor,
   initialTransition,
+  type ActorScope,
   transition,
   type AnyActorRef,
   type AnyEventObject,
@@ -218,12 +219,21 @@ interface Pending {
 }
 
 /**
- * XState's pure `initialTransition()` / `transition()`: each returns `[snapshot, actions]`, the
- * actions collected (built-in ones such as `assign` already resolved into the snapshot), never
- * executed; the host runs them after the write ({@link ActorHost}). XState builds a throwaway
- * actor for every call, whose initial snapshot it computes without input: the machines refuse that
- * cheaply (machines/input.ts); the actor still costs some 7 µs of CPU per step, 20 per initial
- * snapshot (bench:stepper).
+ * XState's pure stepping: each call returns `[snapshot, actions]`, the actions collected (built-in
+ * ones such as `assign` already resolved into the snapshot), never executed; the host runs them
+ * after the write ({@link ActorHost}).
+ *
+ * XState's `initialTransition()` / `transition()` build a throwaway actor, with two actor systems
+ * and an initial snapshot computed without input, for every call: some 8 µs of CPU per step and 20
+ * per initial snapshot of an order (bench:stepper), a tenth of an order's CPU in bench:orders. So
+ * for a machine without children the stepper calls the machine's own `getInitialSnapshot(scope,
+ * input)` / `transition(snapshot, event, scope)` (the `ActorLogic` interface) with one inert actor
+ * scope of its own, built once: the scope XState's functions build per call (xstate 5.x
+ * `createInertActorScope`: a `self` never started, no-op `defer` / `emit` / `stopChild`, an
+ * `actionExecutor` that collects), less the fresh system, which only matters to child actors
+ * registering in it. A step that leaves a child in the snapshot (an invoke or a spawn), or starts
+ * from one with children, is made again with XState's functions, and so is every later step of
+ * that machine: the shared scope's system is never given a child twice.
  *
  * Arming rate (a million armed stops): for a machine whose initial states do nothing but compute
  * the context, {@link initial} makes the snapshot after the first with public API too: the
@@ -240,7 +250,37 @@ export class PureStepper {
   /** The `self` the context function is given on the template path (an actor never started). */
   private self: AnyActorRef | undefined;
 
+  /** The inert actor scope the steps share (undefined: not built yet; null: the machine has children). */
+  private scope: ActorScope<AnyMachineSnapshot, AnyEventObject> | null | undefined;
+  /** Where the shared scope collects the actions of the step being made. */
+  private sink: ExecutableAction[] = [];
+
   constructor(private readonly logic: AnyStateMachine) {}
+
+  /** The shared inert scope, or null once a snapshot of this machine had children. */
+  private sharedScope(): ActorScope<AnyMachineSnapshot, AnyEventObject> | null {
+    if (this.scope === undefined) {
+      const self = (this.self ??= createActor(this.logic));
+      this.scope = {
+        self,
+        id: '',
+        sessionId: '',
+        system: self.system,
+        defer: () => {},
+        logger: () => {},
+        stopChild: () => {},
+        emit: () => {},
+        actionExecutor: (action) => void this.sink.push(action as ExecutableAction),
+      } as ActorScope<AnyMachineSnapshot, AnyEventObject>;
+    }
+    return this.scope;
+  }
+
+  /** Whether a snapshot has child actors (then its steps are XState's own, see the class). */
+  private static hasChildren(snapshot: AnyMachineSnapshot): boolean {
+    for (const _ in snapshot.children as Record<string, unknown>) return true;
+    return false;
+  }
 
   /**
    * Whether {@link initial} makes its snapshots from the template: true once an initial snapshot
@@ -257,10 +297,9 @@ export class PureStepper {
       const fast = this.initialFromTemplate(this.template, input);
       if (fast) return [fast, []];
     }
-    const [snapshot, actions] = initialTransition(this.logic, input as never) as [
-      AnyMachineSnapshot,
-      ExecutableAction[],
-    ];
+    let [snapshot, actions] = this.withSharedScope((scope) => this.logic.getInitialSnapshot(scope, input));
+    if (!snapshot)
+      [snapshot, actions] = initialTransition(this.logic, input as never) as [AnyMachineSnapshot, ExecutableAction[]];
     // an input the context refuses (an error snapshot) tells nothing: the next one decides
     if (this.template === undefined && snapshot.status !== 'error')
       this.template = inertInitial(this.logic, snapshot, actions) ? snapshot : null;
@@ -269,7 +308,35 @@ export class PureStepper {
 
   /** The snapshot after `event` and the actions the step collected. */
   transition(snapshot: AnyMachineSnapshot, event: AnyEventObject): [AnyMachineSnapshot, ExecutableAction[]] {
+    if (!PureStepper.hasChildren(snapshot)) {
+      const [next, actions] = this.withSharedScope((scope) => this.logic.transition(snapshot, event, scope));
+      if (next) return [next, actions];
+    } else this.scope = null;
     return transition(this.logic, snapshot as never, event) as [AnyMachineSnapshot, ExecutableAction[]];
+  }
+
+  /**
+   * `step` made with the shared scope, and the actions it collected; `[null, []]` when the machine
+   * needs XState's own functions (it has children: from now on, for every step).
+   */
+  private withSharedScope(
+    step: (scope: ActorScope<AnyMachineSnapshot, AnyEventObject>) => AnyMachineSnapshot,
+  ): [AnyMachineSnapshot | null, ExecutableAction[]] {
+    const scope = this.sharedScope();
+    if (scope === null) return [null, []];
+    const actions: ExecutableAction[] = [];
+    this.sink = actions;
+    let next: AnyMachineSnapshot;
+    try {
+      next = step(scope);
+    } finally {
+      this.sink = [];
+    }
+    if (PureStepper.hasChildren(next)) {
+      this.scope = null;
+      return [null, []];
+    }
+    return [next, actions];
   }
 
   /**
@@ -827,21 +894,27 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * Persists one step of actor `id` with `write`, and with the writes bound to it and its kind's
    * writes (`own`) when there are: then in one transaction, `write` given its unit of work; what
    * the kind's writes resolved with runs once it committed.
+   * @returns the record written, as `outOf` gives it (the bound writes were given this same
+   *   object: its read model is derived once for both).
    */
   private async persist(
     id: string,
     write: (tx?: UnitOfWork) => Promise<ActorRecord>,
     outOf: (record: ActorRecord) => ActorRecord,
     own: KindStepWrites | null = null,
-  ): Promise<ActorRecord> {
+  ): Promise<{ record: ActorRecord; out: ActorRecord }> {
     const bound = this.stepWrites.get(id);
-    if (!bound && !own) return write();
+    if (!bound && !own) {
+      const record = await write();
+      return { record, out: outOf(record) };
+    }
     let committed: (() => void) | undefined;
-    const record = await this.repo.transaction(async (tx) => {
+    const written = await this.repo.transaction(async (tx) => {
       const record = await write(tx);
       committed = own ? ((await own(tx)) ?? undefined) : undefined;
-      if (bound) await bound(tx, outOf(record));
-      return record;
+      const out = outOf(record);
+      if (bound) await bound(tx, out);
+      return { record, out };
     });
     if (committed) {
       try {
@@ -850,7 +923,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         this.log.error({ err, actorId: id }, 'what follows a committed step failed');
       }
     }
-    return record;
+    return written;
   }
 
   /** Registers a kind of actor. Must happen before {@link restoreAll}. */
@@ -874,7 +947,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const meta = { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 };
       const deriveView = () => def.viewOf?.(snapshot, meta) ?? {};
       const outOf = (r: ActorRecord) => (def.typeOf ? withLazyView(r, deriveView) : r);
-      const record = await this.persist(
+      const { record, out } = await this.persist(
         args.id,
         (tx) =>
           this.repo.insert(
@@ -903,7 +976,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       );
       this.createdDuringRestore?.add(args.id);
       const live: Live = { def, record: slim(record), snapshot, json: record.snapshot };
-      const out = outOf(record);
       this.keep(live);
       await this.afterWrite(live, {}, actions, null, [], out);
       return out;
@@ -1227,7 +1299,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         };
         const outOf = (r: ActorRecord) => withLazyView(r, () => def.viewOf?.(next, meta) ?? {});
         const current = live.record;
-        const record = await this.persist(
+        const { record, out } = await this.persist(
           id,
           (tx) =>
             this.repo.update(
@@ -1246,7 +1318,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
           def.stepWritesOf?.(next, live.snapshot) ?? null,
         );
         const updated: Live = { def, record: slim(record), snapshot: next, json: snapshotJson };
-        const out = outOf(record);
         this.keep(updated);
         await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, out);
         return out;

@@ -662,7 +662,10 @@ export class OrderService {
         failed = true; // the others stop taking ids: the request fails as a whole, its retry goes on
         throw err;
       });
-    await Promise.all(Array.from({ length: Math.min(concurrency, ids.length) }, guarded));
+    // every worker settled before the request fails: the cancels already under way are done when
+    // its answer (and so its retry) comes
+    const settled = await Promise.allSettled(Array.from({ length: Math.min(concurrency, ids.length) }, guarded));
+    for (const s of settled) if (s.status === 'rejected') throw s.reason;
     return out;
   }
 }

@@ -5,9 +5,16 @@
  * Pure: no I/O. The engine (engine/copytrade/service.ts) delivers each leader fill as
  * `leader.fill` with what it read of the market and the follower's wallet (`env`), and provides
  * two side effects through `.provide()`: `placeCopy` (a child order through the child-order router,
- * its id derived from the fill's identity, so placing it again is harmless) and `writeHistory`
- * (the history rows of a step, written idempotently by id; `history.written` then drops them from
- * the context, so a crash in between writes them again at start-up).
+ * its id derived from the fill's identity, so placing it again is harmless) and `clearHistory`.
+ *
+ * History rows: a step's new rows (`pending`) are written with the step itself, in its store
+ * transaction (the engine's `stepWritesOf`: {@link newHistoryRows}), so a step and its rows commit
+ * together or not at all. Rows in a persisted snapshot are therefore in the store, and leave the
+ * context without a write of their own: the first report of a copy's order (`order.updated`,
+ * `order.refused`, `order.placeFailed`) drops every row up to the copy's own (they were persisted
+ * by the step that decided the copy, or earlier); rows no report will follow (skips, paper copies,
+ * realized PnL) are given to `clearHistory` ({@link rowsNoReportClears}), whose `history.written`
+ * drops them.
  *
  * Exactly once: `watermark` is the highest chain position (`blockTimestamp`, `logIndex`) of the
  * leader fills handled, `recent` the identities (and block) of those handled within
@@ -38,8 +45,9 @@
  *
  * In every state but `deleted` (so a PAUSED, DISABLED or ENDED subscription's positions keep their
  * risk controls): `copytrade.update` (settings; the end deadline follows `copy_end_date`),
- * `copytrade.delete` → deleted, child order reports (`order.updated`, `order.refused`,
- * `order.placeFailed`: the copy's position and PnL), `history.written`, `simulation.reset`,
+ * `copytrade.delete` → deleted, child order reports (`order.updated` when it tells something new
+ * of a working copy (a fill, its end), `order.refused`, `order.placeFailed`: the copy's position and PnL),
+ * `history.written`, `simulation.reset`,
  * `book.touch` of a held token (take-profit, stop-loss, close price: {@link riskLevels}) and
  * `timer.fired(hold:<tokenId>, current)` (`max_hold_seconds`): a MARKET sell `ord_<id>_x<n>` of the
  * position's portion, each level once per position, none while a copy works on that token.
@@ -83,7 +91,10 @@ export interface WorkingCopy {
   tokenId: string;
   /** The order as decided (placed again by start-up reconciliation while `reported` is false). */
   order: CopyOrder;
-  /** An order report arrived: the order exists. */
+  /**
+   * A report of a fill of the order arrived (the order exists and traded; acceptance alone is no
+   * step, see `reportNews`): a refusal after it leaves the copy a copy, one before makes it a skip.
+   */
   reported: boolean;
   /** Shares and dollars filled so far. */
   filledSize: string;
@@ -137,7 +148,7 @@ export interface CopytradeContext extends CopytradeInput {
   working: WorkingCopy[];
   /** The copy decided by the step being taken (its `placeCopy`), null after it. */
   placing: WorkingCopy | null;
-  /** History rows not yet written (see `writeHistory`). */
+  /** History rows of recent steps, in the store already, not yet dropped from the context (see the header). */
   pending: CopyHistoryEntry[];
   copies: number;
   skipped: Partial<Record<SkipReason, number>>;
@@ -187,6 +198,36 @@ export function copyOrderId(subscriptionId: string, fillKey: string): string {
 
 /** The history row id of a leader fill for a subscription. */
 export const historyId = (subscriptionId: string, fillKey: string) => `${subscriptionId}:${fillKey}`;
+
+/**
+ * The history rows of `next` that the step from `previous` made (the engine writes them with the
+ * step): those of `next.pending` not in `previous.pending` (the same objects: a step copies the
+ * array, never the rows; a row replaced under the same id is a new object).
+ */
+export function newHistoryRows(
+  next: Pick<CopytradeContext, 'pending'>,
+  previous: Pick<CopytradeContext, 'pending'>,
+): CopyHistoryEntry[] {
+  if (next.pending === previous.pending) return [];
+  const before = new Set(previous.pending);
+  return next.pending.filter((r) => !before.has(r));
+}
+
+/**
+ * The rows of `c.pending` that no coming order report drops: those after the row of the last copy
+ * whose order has not reported yet (a report drops every row up to its copy's row).
+ */
+export function rowsNoReportClears(c: Pick<CopytradeContext, 'pending' | 'working'>): CopyHistoryEntry[] {
+  const waiting = new Set(c.working.filter((w) => !w.reported).map((w) => w.entryId));
+  for (let i = c.pending.length - 1; i >= 0; i--) if (waiting.has(c.pending[i]!._id)) return c.pending.slice(i + 1);
+  return c.pending;
+}
+
+/** `pending` without the rows up to and including the row `entryId` (all of it when absent: nothing dropped). */
+function dropThrough(pending: CopyHistoryEntry[], entryId: string): CopyHistoryEntry[] {
+  const i = pending.findIndex((r) => r._id === entryId);
+  return i < 0 ? pending : pending.slice(i + 1);
+}
 
 /** Most leader fill identities a subscription remembers (see the header). */
 export const RECENT_FILLS = 2048;
@@ -431,10 +472,10 @@ function exitFor(c: CopytradeContext, tokenId: string, names: string[], portionB
 
 const freshPaper = (): PaperAccount => ({ cashUsd: PAPER_INITIAL_USD, realizedPnl: '0', positions: {} });
 
-/** The `writeHistory` action of a step: every row not yet written. */
+/** The `clearHistory` action of a step: the rows (written with the step) that no order report will drop. */
 const FLUSH = {
-  type: 'writeHistory',
-  params: ({ context }: { context: CopytradeContext }) => ({ rows: context.pending }),
+  type: 'clearHistory',
+  params: ({ context }: { context: CopytradeContext }) => ({ rows: rowsNoReportClears(context) }),
 } as const;
 
 /** The `placeCopy` action of a step that decided a copy. */
@@ -448,8 +489,8 @@ export const copytradeMachine = setup({
   actions: {
     /** Side effect: place the copy's child order (idempotent by order id); nothing when `copy` is null. */
     placeCopy: (_, _params: { copy: WorkingCopy | null }) => {},
-    /** Side effect: write history rows (idempotent by `_id`), then send `history.written`; nothing when empty. */
-    writeHistory: (_, _params: { rows: CopyHistoryEntry[] }) => {},
+    /** Side effect: send `history.written` for these rows (in the store with the step); nothing when empty. */
+    clearHistory: (_, _params: { rows: CopyHistoryEntry[] }) => {},
     /** A new leader fill on an active subscription: the rules decide (`placing`: the copy to place). */
     handleFill: assign(({ context: c, event }) => {
       if (event.type !== 'leader.fill') return {};
@@ -523,7 +564,8 @@ export const copytradeMachine = setup({
       const working = event.final
         ? rest
         : [...rest, { ...w, reported: true, filledSize: event.filledSize, matchedAmount: event.matchedAmount }];
-      if (dShares.lte(ZERO)) return { working };
+      const kept = w.reported ? c.pending : dropThrough(c.pending, w.entryId);
+      if (dShares.lte(ZERO)) return { working, pending: kept };
       const atMs = event.atMs ?? c.updatedAtMs;
       const { positions, realized } = applyFill(c.positions, w.tokenId, w.side, dShares, dUsd, atMs);
       return {
@@ -535,7 +577,7 @@ export const copytradeMachine = setup({
         pending:
           w.side === 'sell'
             ? [
-                ...c.pending,
+                ...kept,
                 row(c, atMs, {
                   _id: `${c.id}:pnl:${w.orderId}:${event.filledSize}`,
                   kind: 'realized',
@@ -543,7 +585,7 @@ export const copytradeMachine = setup({
                   orderId: w.orderId,
                 }),
               ]
-            : c.pending,
+            : kept,
         updatedAtMs: atMs,
       };
     }),
@@ -551,7 +593,7 @@ export const copytradeMachine = setup({
     refuseCopy: assign(({ context: c, event }) => {
       if (event.type !== 'order.refused' && event.type !== 'order.placeFailed') return {};
       const w = c.working.find((x) => x.orderId === event.orderId);
-      if (!w || w.reported) return { working: c.working.filter((x) => x.orderId !== event.orderId) };
+      if (!w || w.reported) return { working: c.working.filter((x) => x !== w) };
       const atMs = event.type === 'order.placeFailed' ? event.atMs : c.updatedAtMs;
       // a risk-control exit was not counted as a copy of a leader fill
       const exit = w.entryId.includes(':exit:');
@@ -560,7 +602,7 @@ export const copytradeMachine = setup({
         copies: exit ? c.copies : c.copies - 1,
         skipped: { ...c.skipped, order_refused: (c.skipped.order_refused ?? 0) + 1 },
         pending: [
-          ...c.pending,
+          ...dropThrough(c.pending, w.entryId),
           row(c, atMs, {
             _id: w.entryId,
             kind: 'skip',
@@ -605,6 +647,21 @@ export const copytradeMachine = setup({
   },
   guards: {
     newFill: ({ context, event }) => event.type === 'leader.fill' && isNewFill(context, event.fill),
+    /** The event's order is one of the working copies. */
+    working: ({ context, event }) =>
+      'orderId' in event && context.working.some((w) => w.orderId === (event as { orderId: string }).orderId),
+    /**
+     * A report that tells something new of a working copy: a fill, or its end. The order's
+     * acceptance alone (nothing filled yet) and a report repeated are no step: a copy then costs
+     * one step of its subscription for its decision and one for its (immediate) outcome.
+     */
+    reportNews: ({ context, event }) => {
+      if (event.type !== 'order.updated') return false;
+      const w = context.working.find((x) => x.orderId === event.orderId);
+      return (
+        w !== undefined && (event.final || event.filledSize !== w.filledSize || event.matchedAmount !== w.matchedAmount)
+      );
+    },
     endDue: ({ context, event }) =>
       event.type === 'timer.fired' && event.name === 'end' && context.deadlines.end === event.atMs,
     holdDue: ({ context, event }) =>
@@ -644,9 +701,21 @@ export const copytradeMachine = setup({
   on: {
     'copytrade.update': { actions: ['updateSettings', FLUSH], description: 'settings changed (PATCH)' },
     'copytrade.delete': { target: '.deleted', actions: ['clearDeadlines', 'touched'], description: 'soft delete' },
-    'order.updated': { actions: ['applyReport', FLUSH], description: 'a copy order filled or ended' },
-    'order.refused': { actions: ['refuseCopy', FLUSH], description: 'a copy refused: recorded as a skip' },
-    'order.placeFailed': { actions: ['refuseCopy', FLUSH], description: 'a copy not placed: recorded as a skip' },
+    'order.updated': {
+      guard: 'reportNews',
+      actions: ['applyReport', FLUSH],
+      description: 'a copy order filled or ended',
+    },
+    'order.refused': {
+      guard: 'working',
+      actions: ['refuseCopy', FLUSH],
+      description: 'a copy refused: recorded as a skip',
+    },
+    'order.placeFailed': {
+      guard: 'working',
+      actions: ['refuseCopy', FLUSH],
+      description: 'a copy not placed: recorded as a skip',
+    },
     'history.written': { actions: 'dropWritten', description: 'history rows are in the store' },
     'simulation.reset': { actions: 'resetPaper', description: 'paper account back to its start' },
     'book.touch': {

@@ -361,6 +361,25 @@ function remember(memo: Map<string, string>, key: string, value: string): void {
   memo.set(key, value);
 }
 
+/** A trailing order's level for a mark ({@link rememberedLevel}). */
+export type TrailingLevel = (c: Pick<StrategyContext, 'offsetPct' | 'offsetAbs'>, mark: string) => string;
+
+/**
+ * `level` remembered by its inputs (a pure memo, at most 10,000 entries): the percent or absolute
+ * offset and the mark, decimal strings. A trailing order's level is computed with decimals when it
+ * is checked, armed, stored and restored; marks lie on the tick grid and offsets are few, so a
+ * million restored trailing stops share a few thousand inputs. A level that throws is not remembered.
+ */
+export function rememberedLevel(level: TrailingLevel): TrailingLevel {
+  const memo = new Map<string, string>();
+  return (c, mark) => {
+    const key = `${c.offsetPct ?? ''}|${c.offsetAbs ?? ''}|${mark}`;
+    let v = memo.get(key);
+    if (v === undefined) remember(memo, key, (v = level(c, mark)));
+    return v;
+  };
+}
+
 /** A decimal integer as BigInt writes it (no sign, no leading zero), at most 200 digits. */
 const DECIMAL_INTEGER = /^(?:0|[1-9][0-9]{0,199})$/;
 

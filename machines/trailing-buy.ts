@@ -25,11 +25,13 @@ import {
   floorShares,
   fromExecution,
   need,
+  rememberedLevel,
   strategySnapshotForm,
   TRAILING_OFFSET_DERIVATIONS,
   type StrategyContext,
   type StrategyDerivation,
   type StrategyInput,
+  type TrailingLevel,
 } from './strategy-kit.js';
 
 /** Context of a TRAILING_BUY: spends `quoteAmount` dollars; `triggerPrice` = the entry level; `price` = the ceiling. */
@@ -41,15 +43,15 @@ export interface TrailingBuyContext extends ArmedStopContext {
   offsetAbs?: string | null;
 }
 
-/** Entry level of a trailing buy for a low-water mark. */
-export function trailingBuyLevel(c: Pick<StrategyContext, 'offsetPct' | 'offsetAbs'>, mark: string): string {
+/** Entry level of a trailing buy for a low-water mark (remembered: {@link rememberedLevel}). */
+export const trailingBuyLevel: TrailingLevel = rememberedLevel((c, mark) => {
   const m = d(mark);
   return (
     c.offsetPct != null
       ? m.times(new Dec(100).plus(c.offsetPct)).div(100)
       : m.plus(need(c.offsetAbs, 'trailing offset'))
   ).toFixed();
-}
+});
 
 /**
  * The `message` of an armed TRAILING_BUY: names the entry level it will buy at, which is always

@@ -24,11 +24,13 @@ import {
   d,
   fromExecution,
   need,
+  rememberedLevel,
   strategySnapshotForm,
   TRAILING_OFFSET_DERIVATIONS,
   type StrategyContext,
   type StrategyDerivation,
   type StrategyInput,
+  type TrailingLevel,
 } from './strategy-kit.js';
 
 /** Context of a TRAILING_STOP: sells `size` shares; `price` = `triggerPrice` = the level the mark implies. */
@@ -39,15 +41,15 @@ export interface TrailingStopContext extends ArmedStopContext {
   offsetAbs?: string | null;
 }
 
-/** Trigger level of a trailing stop for a high-water mark. */
-export function trailingStopLevel(c: Pick<StrategyContext, 'offsetPct' | 'offsetAbs'>, mark: string): string {
+/** Trigger level of a trailing stop for a high-water mark (remembered: {@link rememberedLevel}). */
+export const trailingStopLevel: TrailingLevel = rememberedLevel((c, mark) => {
   const m = d(mark);
   const level =
     c.offsetPct != null
       ? m.times(new Dec(100).minus(c.offsetPct)).div(100)
       : m.minus(need(c.offsetAbs, 'trailing offset'));
   return Dec.max(0, level).toFixed();
-}
+});
 
 /**
  * The `message` of an armed TRAILING_STOP: names the level it sells at, which is always its

@@ -272,8 +272,14 @@ export const CopytradeHistory = {
   $id: 'CopytradeHistory',
   type: 'object',
   additionalProperties: false,
-  required: ['history'],
-  properties: { history: { type: 'array', items: { $ref: 'CopytradeHistoryItem' } } },
+  required: ['history', 'next_cursor'],
+  properties: {
+    history: { type: 'array', items: { $ref: 'CopytradeHistoryItem' } },
+    next_cursor: {
+      type: ['string', 'null'],
+      description: 'Opaque: send back as `cursor` for the next (older) page; never parse. Null at the end.',
+    },
+  },
 } as const;
 
 export const CopytradePnl = {

@@ -55,8 +55,11 @@ export const TraderPosition = {
     },
     status: { enum: ['open', 'closed'], description: '`open` while shares are held, `closed` once none are.' },
     size: { ...Amount, description: 'Shares held (Σ open FIFO lots).' },
-    avg_price: { ...Amount, description: 'cost / size (fees included), 6 decimals; "0" when closed.' },
-    cost: { ...Amount, description: 'Cost of the shares held (their FIFO lots, fees included), dollars.' },
+    avg_price: { ...Amount, description: 'cost / size, 6 decimals; "0" when closed.' },
+    cost: {
+      ...Amount,
+      description: 'Cost of the shares held (their FIFO lots at their prices; fees expensed), dollars.',
+    },
     cur_price: {
       anyOf: [Amount, { type: 'null' }],
       description: 'Mark: 1 or 0 once resolved, else the mid, else the last trade; null when unpriced.',
@@ -65,7 +68,10 @@ export const TraderPosition = {
     unrealized_pnl: { ...SignedUsd, description: 'current_value − cost ("0" when unpriced or closed).' },
     realized_pnl: {
       ...SignedUsd,
-      description: 'Σ gains of the dispositions (proceeds net of fees − FIFO cost basis), dollars.',
+      description:
+        "Σ gains of the dispositions (proceeds − FIFO cost basis, before fees: the statements' R1 rows of the " +
+        'token add up to it). Shares disposed of beyond the recorded lots (acquired before the records) have an ' +
+        'unknown cost basis, taken as their proceeds: they realize no gain or loss. Dollars.',
     },
     total_bought: { ...Amount, description: 'Shares ever acquired (bought or split).' },
     redeemable: { type: 'boolean', description: 'The market resolved and shares are held.' },
@@ -139,7 +145,7 @@ export const TraderSummary = {
     pnl: { ...SignedUsd, description: "The window's PnL (as on the leaderboard)." },
     realized_pnl: { ...SignedUsd, description: 'Realized in the window.' },
     unrealized_pnl: { ...SignedUsd, description: 'Open positions at the current marks − their cost (now).' },
-    total_pnl: { ...SignedUsd, description: 'All-time realized + unrealized.' },
+    total_pnl: { ...SignedUsd, description: 'All-time realized + unrealized − all-time fees.' },
     fees: { ...Amount, description: 'Fees paid in the window.' },
     volume: { ...Amount, description: 'Σ notional of the fills in the window.' },
     trades: { type: 'integer', minimum: 0, description: 'Fills in the window.' },

@@ -35,7 +35,8 @@ export const StatementR1Row = {
     'A disposition (Form-8949 style): shares of one FIFO lot disposed of by a sell, a merge, a redeem or another ' +
     'share debit. `gain_loss` = `proceeds` − `cost_basis`, before fees (fees are a line of the statement). Shares ' +
     'disposed of beyond what the records show acquired (history that starts mid-life) have no acquisition: ' +
-    '`date_acquired`, `acquire_tx` and `term` null, `cost_basis` 0.',
+    '`date_acquired`, `acquire_tx` and `term` null, and an unknown cost basis taken as their proceeds ' +
+    '(`cost_basis` = `proceeds`, `gain_loss` 0): they realize no gain or loss.',
   required: [
     'date',
     'seq',
@@ -86,7 +87,8 @@ export const Statement = {
   description:
     "A trader's statement of one closed UTC day, built from the trade history's records. Balance = pUSD cash + " +
     'open positions at cost (FIFO, fees excluded). `net_flows` = `deposits` − `withdrawals` + ' +
-    '`withdrawal_refunds` + `other_flows` (combo and copytrade cash). Always: `opening_balance` + `net_flows` + ' +
+    '`withdrawal_refunds` + `other_flows` (combo and copytrade cash) + `unrecorded_cost_basis`. Always: ' +
+    '`opening_balance` + `net_flows` + ' +
     '`realized_pnl` − `fees` = `closing_balance`, and `realized_pnl` = Σ `gain_loss` of its R1 rows ' +
     '(`reconciliation.residual` is that difference: "0"). Splits buy lots, merges and redeems dispose of them ' +
     '(R1 rows); fees are expensed on their own line. A day without records of the trader carries the previous ' +
@@ -106,6 +108,7 @@ export const Statement = {
     'withdrawals',
     'withdrawal_refunds',
     'other_flows',
+    'unrecorded_cost_basis',
     'net_flows',
     'realized_pnl',
     'proceeds',
@@ -140,6 +143,13 @@ export const Statement = {
     withdrawals: { ...SignedUsd, description: 'pUSD withdrawn (positive).' },
     withdrawal_refunds: { ...SignedUsd, description: 'Refunds of failed withdrawals.' },
     other_flows: { ...SignedUsd, description: 'Combo and copytrade cash (signed).' },
+    unrecorded_cost_basis: {
+      ...Amount,
+      description:
+        'Cost basis of the shares disposed of beyond the recorded lots (the records start after they were ' +
+        'acquired: R1 rows without `acquired`). Their cost basis is unknown and taken as their proceeds, so ' +
+        'they realize no gain or loss; they enter the balance at that value, a flow.',
+    },
     net_flows: SignedUsd,
     realized_pnl: { ...SignedUsd, description: 'Σ `gain_loss` of the R1 rows (before fees).' },
     proceeds: { ...Amount, description: 'Σ `proceeds` of the R1 rows.' },

@@ -8,6 +8,7 @@ import { startServices, type Services } from '../engine/service.js';
 import { openStore } from '../engine/store/index.js';
 import type { MongoStore } from '../engine/store/mongo.js';
 import { SqliteStore } from '../engine/store/sqlite.js';
+import { loadCatalogue, type Catalogue } from '../engine/venue/markets.js';
 import { mongoTestUri, withDatabase } from './mongo.js';
 import type { Store } from '../engine/store/port.js';
 import { ROUTES, SIM_ROUTES } from '../api/routes.js';
@@ -50,6 +51,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     SIM_REPLAY: 'off',
     SIM_CAPTURE: 'off',
     RATE_LIMIT_PER_MIN: '0',
+    // a burst waits for its turn rather than being shed (503) when other test files load the machine;
+    // the admission tests set their own queue limits
+    WRITE_QUEUE_WAIT_MS: '30000',
     ...overrides,
   });
 }
@@ -69,6 +73,22 @@ async function defaultTestStore(env: Record<string, string> = {}): Promise<Store
   return store;
 }
 
+let parsedCatalogue: Catalogue | undefined;
+
+/**
+ * The project's catalogue (engine/venue/markets.ts `loadCatalogue`), read and parsed once per test
+ * file, as a copy of its own for each service: tick sizes are mutable (a tick-size change updates the
+ * market and token objects in place), the price path and the capture are only read.
+ */
+export function testCatalogue(): Catalogue {
+  parsedCatalogue ??= loadCatalogue();
+  return {
+    ...parsedCatalogue,
+    markets: parsedCatalogue.markets.map((m) => ({ ...m })),
+    tokens: new Map([...parsedCatalogue.tokens].map(([id, t]) => [id, { ...t }])),
+  };
+}
+
 /**
  * @param opts.log - the services' logger (default: silent); a test reading log lines passes one writing to an array.
  */
@@ -78,7 +98,11 @@ export async function startTestService(
   const config = testConfig(opts.env);
   const clock = opts.clock ?? systemClock;
   const store = opts.store ?? (await defaultTestStore(opts.env));
-  const { services } = await startServices(config, opts.log ?? createLogger('silent'), { store, clock });
+  const { services } = await startServices(config, opts.log ?? createLogger('silent'), {
+    store,
+    clock,
+    catalogue: testCatalogue(),
+  });
   const http = await startHttp(services, 0, '127.0.0.1');
   const server = http.server;
   const baseUrl = `http://127.0.0.1:${http.port}`;

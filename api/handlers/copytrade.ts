@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { settingsOfRequest, settingsPatched } from '../../engine/copytrade/requests.js';
+import { errors } from '../../engine/errors.js';
 import type { CopytradeStatusChange } from '../../engine/copytrade/service.js';
 import type { ActorRecord } from '../../engine/store/actors.js';
 import type { CopytradePatch, CopytradeRequest } from '../../schemas/copytrade.js';
+import { bearerToken } from '../auth.js';
 import type { Handler, HandlerResult } from '../context.js';
 
 /** The answer of POST /v2/trade/copytrade: 201 with the id and status (spec 2.6). */
@@ -50,12 +52,37 @@ export const deleteCopytrade: Handler = async ({ req, services, user }) => {
   return { status: 200, body: { ok: true } };
 };
 
-/** GET /v2/trade/copytrade/history: copies and skips, newest first. */
+/** The position a history cursor seals: the last row's time and id, and its user. */
+type HistoryCursor = { u: string; t: number; i: string };
+
+/**
+ * GET /v2/trade/copytrade/history: copies and skips, newest first, by pages of `limit` rows:
+ * `next_cursor` (opaque; null at the end) is the next request's `cursor`.
+ * @throws {DomainError} `INVALID_REQUEST` (400) for a cursor not issued to this API key, altered,
+ *   or issued to another user.
+ */
 export const copytradeHistory: Handler = async ({ req, services, user }) => {
   const limit = req.query.limit === undefined ? 50 : Number(req.query.limit);
   const only = typeof req.query.copytrade_id === 'string' ? req.query.copytrade_id : undefined;
-  const rows = await services.copytrade.history(user!._id, limit, only);
-  return { status: 200, body: { history: await services.copytrade.historyView(rows) } };
+  const token = bearerToken(req) ?? '';
+  let after: { atMs: number; id: string } | undefined;
+  if (typeof req.query.cursor === 'string') {
+    const c = services.cursors.open<HistoryCursor>(req.query.cursor, token);
+    if (c?.u !== user!._id || typeof c.t !== 'number' || typeof c.i !== 'string')
+      throw errors.badRequest("cursor is not valid: send back the next_cursor this user's previous page returned");
+    after = { atMs: c.t, id: c.i };
+  }
+  const rows = await services.copytrade.history(user!._id, limit + 1, only, after);
+  const shown = rows.slice(0, limit);
+  const last = shown.at(-1);
+  const next: HistoryCursor | null = rows.length > limit && last ? { u: user!._id, t: last.atMs, i: last._id } : null;
+  return {
+    status: 200,
+    body: {
+      history: await services.copytrade.historyView(shown),
+      next_cursor: next ? services.cursors.seal(next, token) : null,
+    },
+  };
 };
 
 /** GET /v2/trade/copytrade/pnl: realized PnL, 24 h and lifetime, real and simulated. */

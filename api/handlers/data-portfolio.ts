@@ -121,7 +121,7 @@ export const traderSummary: Handler = async ({ req, services }) => {
       pnl: usd(pnl),
       realized_pnl: usd(f?.realized ?? ZERO),
       unrealized_pnl: usd(unrealized),
-      total_pnl: usd((agg?.total.realized ?? ZERO).plus(unrealized)),
+      total_pnl: usd((agg?.total.realized ?? ZERO).plus(unrealized).minus(agg?.total.fees ?? ZERO)),
       fees: usd(f?.fees ?? ZERO),
       volume: usd(f?.volume ?? ZERO),
       trades: f?.trades ?? 0,

@@ -98,6 +98,7 @@ export function statementView(s: StatementDoc): Record<string, unknown> {
     withdrawals: s.withdrawals,
     withdrawal_refunds: s.withdrawalRefunds,
     other_flows: s.otherFlows,
+    unrecorded_cost_basis: s.unrecordedCost ?? '0',
     net_flows: str(netFlows(s)),
     realized_pnl: s.realizedPnl,
     proceeds: s.proceeds,

@@ -7,16 +7,18 @@
  * (collection `copytradeHistory`).
  *
  * Exactly once through restarts: each subscription's watermark (its last leader fill's chain
- * position) is persisted with the step that handled the fill; at start-up, once every actor is
+ * position) is persisted with the step that handled the fill, and the step's history rows in the
+ * same transaction; at start-up, once every actor is
  * restored, copies decided but never reported by their order are placed again (their order ids
- * derive from the fill, so an order already placed is found, not doubled), history rows not yet
- * written are written, and the history is replayed in chain order so that fills recorded while
+ * derive from the fill, so an order already placed is found, not doubled), history rows a snapshot
+ * still holds are written again, and the history is replayed in chain order so that fills recorded while
  * the process was down reach their subscriptions (those at or before a watermark are ignored by
  * the machine); live fills wait until that replay is over.
  */
 import { getAddress } from 'ethers';
 import {
   isNewFill,
+  newHistoryRows,
   riskLevels,
   copytradeMachine,
   COPYTRADE_MACHINE_VERSION,
@@ -188,11 +190,20 @@ export class CopytradeService {
           placeCopy: ({ context }: { context: CopytradeContext }, { copy }: { copy: WorkingCopy | null }) => {
             if (copy) this.track(this.place(context, copy));
           },
-          writeHistory: ({ context }: { context: CopytradeContext }, { rows }: { rows: CopyHistoryEntry[] }) => {
-            if (rows.length > 0) this.track(this.write(context.id, rows));
+          clearHistory: ({ context }: { context: CopytradeContext }, { rows }: { rows: CopyHistoryEntry[] }) => {
+            if (rows.length > 0) this.track(this.clear(context.id, rows));
           },
         },
       }),
+      // a step's history rows commit with it: all or none (machines/copytrade.ts, "History rows")
+      stepWritesOf: (next, previous) => {
+        const rows = newHistoryRows(next.context as CopytradeContext, previous.context as CopytradeContext);
+        if (rows.length === 0) return null;
+        return async (tx) => {
+          const history = tx.collection<CopyHistoryEntry>(COPYTRADE_HISTORY);
+          for (const r of rows) await history.replaceOne(r);
+        };
+      },
       statusOf: (s) => COPYTRADE_STATUS[s.value as keyof typeof COPYTRADE_STATUS] ?? 'ACTIVE',
       viewOf: (s, meta) =>
         subscriptionView(
@@ -260,12 +271,25 @@ export class CopytradeService {
   async start(): Promise<number> {
     const ids = this.host.liveIds('copytrade');
     let from: number | undefined;
+    const contexts: CopytradeContext[] = [];
     for (const id of ids) {
       const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
-      if (!c) continue;
-      this.index(id, c);
-      for (const w of c.working) if (!w.reported) this.track(this.place(c, w));
-      if (c.pending.length > 0) this.track(this.write(id, c.pending));
+      if (c) contexts.push(c);
+    }
+    // rows first: a copy's report drops the rows before it from the context (a snapshot stored by an
+    // earlier version may hold rows never written); a subscription whose rows could not be written
+    // places its copies at the next start-up, after them
+    const unwritten = new Set<string>();
+    await Promise.all(
+      contexts
+        .filter((c) => c.pending.length > 0)
+        .map(async (c) => {
+          if (!(await this.write(c.id, c.pending))) unwritten.add(c.id);
+        }),
+    );
+    for (const c of contexts) {
+      this.index(c.id, c);
+      if (!unwritten.has(c.id)) for (const w of c.working) if (!w.reported) this.track(this.place(c, w));
       from = Math.min(from ?? Infinity, replayStart(c));
     }
     if (ids.length > 0) {
@@ -307,6 +331,13 @@ export class CopytradeService {
    * micro-dollar below it, so a bid at the price fires); a level already reached is delivered now.
    */
   private syncWatches(id: string, c: CopytradeContext | null): void {
+    const s = c?.settings;
+    // nothing to watch, nothing watched: the usual subscription (no levels) costs no level arithmetic per step
+    if (
+      !this.watched.has(id) &&
+      (!s || (s.take_profit_levels.length === 0 && s.stop_loss_levels.length === 0 && s.close_at_price_cents === null))
+    )
+      return;
     const before = this.watched.get(id) ?? new Set<string>();
     const now = new Set<string>();
     for (const [tokenId, p] of Object.entries(c?.positions ?? {})) {
@@ -433,19 +464,39 @@ export class CopytradeService {
 
   /** What the rules need to know of the market of `fill` and the follower's wallet, now. */
   envOf(userId: string, fill: Pick<LeaderFill, 'tokenId' | 'conditionId'>): CopyEnv {
-    const token = this.venue.token(fill.tokenId);
-    const status = token ? this.venue.marketStatus(token.conditionId) : undefined;
-    const touch = this.venue.touch(fill.tokenId);
-    const available = token ? this.venue.available(userId, fill.tokenId) : null;
+    const market = this.marketEnv(fill.tokenId);
+    const available = market.market !== 'unknown' ? this.venue.available(userId, fill.tokenId) : null;
     return {
+      ...market,
+      availableUsd: available ? str(available.usd) : '0',
+      availableShares: available ? str(available.shares) : '0',
+    };
+  }
+
+  /** The market part of {@link envOf} by token, read once per turn of the event loop (see {@link marketEnv}). */
+  private readonly marketEnvs = new Map<string, Omit<CopyEnv, 'availableUsd' | 'availableShares'>>();
+
+  /**
+   * The market part of {@link envOf} for `tokenId`: its status, minimum and touch, the same for
+   * every follower a leader fill reaches in this turn of the event loop (one fill fans out to all
+   * its subscriptions in one turn), read once then.
+   */
+  private marketEnv(tokenId: string): Omit<CopyEnv, 'availableUsd' | 'availableShares'> {
+    let m = this.marketEnvs.get(tokenId);
+    if (m) return m;
+    if (this.marketEnvs.size === 0) setImmediate(() => this.marketEnvs.clear());
+    const token = this.venue.token(tokenId);
+    const status = token ? this.venue.marketStatus(token.conditionId) : undefined;
+    const touch = this.venue.touch(tokenId);
+    m = {
       market: !token ? 'unknown' : status?.resolved ? 'resolved' : status?.closed ? 'closed' : 'open',
       tags: [],
       minSize: token ? str(token.minSize) : '0',
       bid: touch.bid ? str(touch.bid) : null,
       ask: touch.ask ? str(touch.ask) : null,
-      availableUsd: available ? str(available.usd) : '0',
-      availableShares: available ? str(available.shares) : '0',
     };
+    this.marketEnvs.set(tokenId, m);
+    return m;
   }
 
   // ---- effects ----
@@ -453,6 +504,8 @@ export class CopytradeService {
   private async place(c: CopytradeContext, w: WorkingCopy): Promise<void> {
     const o = w.order;
     const token = this.venue.token(o.tokenId);
+    // the follower's partner is the subscription's (the router reads its record when the user is not cached)
+    const partnerId = this.users.cached(c.userId)?.partnerId;
     const order: ChildOrder =
       o.kind === 'LIMIT_GTC'
         ? {
@@ -483,20 +536,37 @@ export class CopytradeService {
         tickSize: token ? str(token.tickSize) : '0.01',
         type: 'COPYTRADE',
         parentKind: 'copytrade',
+        ...(partnerId ? { partnerId } : {}),
       },
       order,
     );
   }
 
-  private async write(id: string, rows: CopyHistoryEntry[]): Promise<void> {
+  /**
+   * Writes history rows (idempotent by `_id`), then drops them from the context (start-up: see {@link start}).
+   * @returns whether they were written (a failure is logged).
+   */
+  private async write(id: string, rows: CopyHistoryEntry[]): Promise<boolean> {
     try {
-      for (const r of rows) await this.rows.replaceOne(r);
-      await this.host.send(id, { type: 'history.written', ids: rows.map((r) => r._id) } satisfies CopytradeEvent);
+      await Promise.all(rows.map((r) => this.rows.replaceOne(r)));
     } catch (err) {
       this.log.error(
         { err, copytradeId: id },
         'copytrade history rows not written: written again at the next start-up',
       );
+      return false;
+    }
+    await this.clear(id, rows);
+    return true;
+  }
+
+  /** Drops history rows already in the store from the subscription's context (`history.written`). */
+  private async clear(id: string, rows: CopyHistoryEntry[]): Promise<void> {
+    try {
+      await this.host.send(id, { type: 'history.written', ids: rows.map((r) => r._id) } satisfies CopytradeEvent);
+    } catch (err) {
+      // harmless: they are in the store; the next step that drops rows, or the next start-up, drops them
+      this.log.warn({ err, copytradeId: id }, 'written copytrade history rows not dropped from the context');
     }
   }
 
@@ -632,12 +702,20 @@ export class CopytradeService {
   }
 
   /**
-   * Copies and skips of the user, newest first (GET /v2/trade/copytrade/history).
+   * Copies and skips of the user, newest first (by decision time, then id, descending: GET
+   * /v2/trade/copytrade/history).
    * @param copytradeId - only this subscription's.
+   * @param after - only the rows after this one in that order (the last row of the previous page).
    */
-  async history(userId: string, limit: number, copytradeId?: string): Promise<CopyHistoryEntry[]> {
+  async history(
+    userId: string,
+    limit: number,
+    copytradeId?: string,
+    after?: { atMs: number; id: string },
+  ): Promise<CopyHistoryEntry[]> {
     const filter: Record<string, unknown> = { userId, kind: { $in: ['copy', 'skip'] } };
     if (copytradeId) filter.copytradeId = copytradeId;
+    if (after) filter.$or = [{ atMs: { $lt: after.atMs } }, { atMs: after.atMs, _id: { $lt: after.id } }];
     return this.rows.find(filter, { sort: { atMs: -1, _id: -1 }, limit });
   }
 

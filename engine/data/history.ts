@@ -9,7 +9,7 @@
  * the rows new to the store, once their transaction has committed, in the order of the commits.
  */
 
-import type { Collection, Doc, Store, UnitOfWork } from '../store/port.js';
+import type { Collection, Doc, Filter, Store, UnitOfWork } from '../store/port.js';
 import {
   CASH_MOVES,
   HISTORY_INDEXES,
@@ -46,13 +46,24 @@ function before(a: Position, b: Position): boolean {
   return a.blockTimestamp < b.blockTimestamp || (a.blockTimestamp === b.blockTimestamp && a.logIndex < b.logIndex);
 }
 
-/** Inserts each of `rows` whose `_id` is not in `col` yet, adding it to `fresh`. */
+/** The `_id`s of `rows` already in `col`: one read for the batch (a lookup by primary key each). */
+async function present<T extends Doc>(col: Collection<T>, rows: readonly T[]): Promise<Set<string>> {
+  if (rows.length === 1) return (await col.findOne({ _id: rows[0]!._id })) ? new Set([rows[0]!._id]) : new Set();
+  const found = await col.find({ _id: { $in: rows.map((r) => r._id) } });
+  return new Set(found.map((r) => r._id));
+}
+
+/**
+ * Inserts each of `rows` whose `_id` is not in `col` yet (one write for them all when the store can),
+ * adding it to `fresh`.
+ */
 async function insertNew<T extends Doc>(col: Collection<T>, rows: readonly T[], fresh: T[]): Promise<void> {
-  for (const r of rows) {
-    if (await col.findOne({ _id: r._id })) continue;
-    await col.insertOne(r);
-    fresh.push(r);
-  }
+  const there = await present(col, rows);
+  const seen = new Set<string>();
+  const news = rows.filter((r) => !there.has(r._id) && !seen.has(r._id) && seen.add(r._id));
+  if (news.length > 1 && col.insertMany) await col.insertMany(news);
+  else for (const r of news) await col.insertOne(r);
+  fresh.push(...news);
 }
 
 /** The chain-order sort of the store's queries. */
@@ -98,8 +109,12 @@ export class TradeHistory implements TradeHistoryFeed {
     const fresh = emptyBatch();
     if (batch.trades.length) {
       const col = tx.collection<TapeTrade>(TRADES);
+      const there = await present(col, batch.trades);
       for (const t of batch.trades) {
-        if (!(await col.findOne({ _id: t._id }))) fresh.trades.push(t);
+        if (!there.has(t._id)) {
+          there.add(t._id);
+          fresh.trades.push(t);
+        }
         await col.replaceOne(t);
       }
     }
@@ -171,14 +186,17 @@ export class TradeHistory implements TradeHistoryFeed {
       fills: new ChainCursor(this.fills, batchSize, start),
       cash: new ChainCursor(this.cash, batchSize, start),
     };
+    const all = [cursors.trades, cursors.fills, cursors.cash];
     for (;;) {
-      const heads = await Promise.all([cursors.trades.peek(), cursors.fills.peek(), cursors.cash.peek()]);
+      const heads = await Promise.all(all.map((c) => c.peek()));
       if (heads.every((h) => h === undefined)) return;
       const out = emptyBatch();
       for (let n = 0; n < batchSize; n++) {
-        const t = await cursors.trades.peek();
-        const f = await cursors.fills.peek();
-        const c = await cursors.cash.peek();
+        // a cursor reads its next page only when its page ran out: most rows cost no await
+        if (all.some((c) => c.exhausted())) await Promise.all(all.map((c) => c.peek()));
+        const t = cursors.trades.head();
+        const f = cursors.fills.head();
+        const c = cursors.cash.head();
         // the earliest head goes first; a trade's tape row before its fills (same position)
         let best: 'trades' | 'fills' | 'cash' | undefined;
         let pos: Position | undefined;
@@ -215,24 +233,42 @@ class ChainCursor<T extends { _id: string; blockTimestamp: number; logIndex: num
     private readonly from: number,
   ) {}
 
-  /** The next row without taking it, or undefined at the end. */
+  /**
+   * The next row without taking it, or undefined at the end. A page after the last row read is up to
+   * three walks of the chain index, each one range (an `$or` of them would make SQLite merge the
+   * three ranges in full and sort them: O(history) a page): the rest of the last row's position
+   * (`_id` after it), the rest of its block (`logIndex` after it), then the later blocks.
+   */
   async peek(): Promise<T | undefined> {
     if (this.at < this.page.length) return this.page[this.at];
     if (this.done) return undefined;
     const l = this.last;
-    const filter = l
-      ? {
-          $or: [
-            { blockTimestamp: { $gt: l.blockTimestamp } },
-            { blockTimestamp: l.blockTimestamp, logIndex: { $gt: l.logIndex } },
-            { blockTimestamp: l.blockTimestamp, logIndex: l.logIndex, _id: { $gt: l._id } },
-          ],
-        }
-      : { blockTimestamp: { $gte: this.from } }; // an index range like the later pages
-    this.page = await this.col.find(filter, { sort: CHAIN_SORT, limit: this.size });
+    const ranges: Filter[] = l
+      ? [
+          { blockTimestamp: l.blockTimestamp, logIndex: l.logIndex, _id: { $gt: l._id } },
+          { blockTimestamp: l.blockTimestamp, logIndex: { $gt: l.logIndex } },
+          { blockTimestamp: { $gt: l.blockTimestamp } },
+        ]
+      : [{ blockTimestamp: { $gte: this.from } }];
+    const page: T[] = [];
+    for (const filter of ranges) {
+      page.push(...(await this.col.find(filter, { sort: CHAIN_SORT, limit: this.size - page.length })));
+      if (page.length >= this.size) break;
+    }
+    this.page = page;
     this.at = 0;
-    if (this.page.length < this.size) this.done = true;
-    return this.page[0];
+    if (page.length < this.size) this.done = true;
+    return page[0];
+  }
+
+  /** Whether the page read ran out while the collection may hold more (then {@link peek} reads the next one). */
+  exhausted(): boolean {
+    return this.at >= this.page.length && !this.done;
+  }
+
+  /** The next row of the page read (undefined at the end, or when {@link exhausted}). */
+  head(): T | undefined {
+    return this.page[this.at];
   }
 
   /** Takes the row {@link peek} gave. */

@@ -3,19 +3,25 @@
  * them, computed from the trade history's records alone (engine/data/records.ts). Pure: no I/O, no
  * clock; exact decimals (decimal.js).
  *
- * - A BUY fill acquires a lot: its shares, its cost = notional + fee.
- * - A SELL fill disposes of the oldest lots first; its proceeds = notional − fee, shared among the
+ * - A BUY fill acquires a lot: its shares, its cost = notional (price × size).
+ * - A SELL fill disposes of the oldest lots first; its proceeds = notional, shared among the
  *   lots it consumes by shares. Each consumed (part of a) lot is one {@link Disposition} (the R1 rows
  *   of statements: acquired at/in, disposed at/in, shares, proceeds, cost basis, gain).
+ * - Fees are expensed, never in a lot: a position counts its fills' fees on a line of their own
+ *   ({@link PositionLots.fees}), so realized PnL is before fees and the statements, the positions and
+ *   the leaderboard share one definition of it (Σ gains of the dispositions).
  * - A split (a {@link CashMove} with positive share deltas) acquires one lot per outcome; the dollars
  *   paid are their cost, shared by the outcomes' prices at the time (the caller's `priceOf`), else by
  *   shares (equally for a split's equal amounts).
  * - A merge or a redeem (negative share deltas) disposes of the oldest lots of each outcome; the
  *   dollars received are the proceeds, shared the same way (a redeem's resolved prices 1 and 0 give the
  *   winner everything, the loser's disposal realizes its cost as a loss).
- * - Disposing of more shares than held (the loaded history can start mid-life of a position) disposes
- *   of what is held, then records the rest as one disposition with a zero cost basis and no
- *   acquisition (`acquired` null).
+ * - Disposing of more shares than held (the recorded history can start mid-life of a position: the
+ *   shares were acquired before it) disposes of what is held, then records the rest as one
+ *   disposition without an acquisition (`acquired` null) whose cost basis is unknown: it is taken
+ *   equal to its proceeds, so it realizes no gain and no loss (a wallet that only sells shares bought
+ *   before the records does not show their whole proceeds as profit). Its shares and proceeds still
+ *   count (volume, proceeds); its cost basis is {@link PositionLots.uncoveredCost}.
  *
  * Dollar shares are rounded to {@link USD_DP} decimals, the last part taking the remainder, so that
  * sums are exact: Σ cost of acquisitions = open cost + Σ cost basis of dispositions, and realized PnL =
@@ -51,14 +57,14 @@ export interface Disposition {
   tokenId: string;
   outcome: string;
   kind: DisposalKind;
-  /** The acquisition; null for shares disposed of beyond what was held (zero cost basis). */
+  /** The acquisition; null for shares disposed of beyond what was held (cost basis = proceeds, no gain). */
   acquired: LotEvent | null;
   disposed: LotEvent;
   /** Shares disposed of (> 0). */
   shares: Decimal;
-  /** Dollars received for them (net of this part's share of the fee). */
+  /** Dollars received for them (their part of the notional, before fees). */
   proceeds: Decimal;
-  /** Dollars they cost (their part of the lot's cost, fee included). */
+  /** Dollars they cost (their part of the lot's cost, before fees; = proceeds when `acquired` is null). */
   costBasis: Decimal;
   /** proceeds − costBasis, dollars. */
   gain: Decimal;
@@ -82,11 +88,13 @@ export interface PositionLots {
   acquiredCost: Decimal;
   /** Shares ever disposed of (covered or not). */
   disposedShares: Decimal;
-  /** Shares disposed of beyond what was held (zero cost basis). */
+  /** Shares disposed of beyond what was held (their cost basis unknown: taken as their proceeds). */
   uncoveredShares: Decimal;
+  /** The cost basis given to {@link uncoveredShares} (their proceeds), dollars. */
+  uncoveredCost: Decimal;
   /** Dollars ever received from disposals. */
   proceeds: Decimal;
-  /** Fees paid on this token's fills, dollars. */
+  /** Fees paid on this token's fills (expensed: in no lot's cost or proceeds), dollars. */
   fees: Decimal;
   /** The last record that changed it. */
   last: LotEvent;
@@ -105,6 +113,7 @@ class Position implements PositionLots {
   acquiredCost: Decimal = ZERO;
   disposedShares: Decimal = ZERO;
   uncoveredShares: Decimal = ZERO;
+  uncoveredCost: Decimal = ZERO;
   proceeds: Decimal = ZERO;
   fees: Decimal = ZERO;
   /** Open lots from index {@link head} on (a queue: consumed lots are skipped, compacted now and then). */
@@ -167,7 +176,8 @@ class Position implements PositionLots {
     }
     if (left.gt(0)) {
       this.uncoveredShares = this.uncoveredShares.plus(left);
-      out.push(this.disposition(kind, null, at, left, proceedsLeft, ZERO));
+      this.uncoveredCost = this.uncoveredCost.plus(proceedsLeft);
+      out.push(this.disposition(kind, null, at, left, proceedsLeft, proceedsLeft));
     }
     this.disposedShares = this.disposedShares.plus(shares);
     this.proceeds = this.proceeds.plus(proceeds);
@@ -270,6 +280,7 @@ export class LotBook {
       acquiredCost: p.acquiredCost,
       disposedShares: p.disposedShares,
       uncoveredShares: p.uncoveredShares,
+      uncoveredCost: p.uncoveredCost,
       proceeds: p.proceeds,
       fees: p.fees,
     });
@@ -284,8 +295,8 @@ export class LotBook {
   }
 
   /**
-   * Applies one party's fill: a BUY acquires a lot (cost = notional + fee), a SELL disposes of the
-   * oldest lots (proceeds = notional − fee).
+   * Applies one party's fill: a BUY acquires a lot (cost = notional), a SELL disposes of the oldest
+   * lots (proceeds = notional); its fee is added to the position's `fees` (expensed).
    * @returns the SELL's dispositions (empty for a BUY).
    * @throws {Error} when a quantity is not a decimal string.
    */
@@ -294,13 +305,12 @@ export class LotBook {
     const p = this.slot(fill.address, fill.conditionId, fill.tokenId, fill.outcome, at);
     const size = dec(fill.size);
     const notional = dec(fill.notionalUsd);
-    const fee = dec(fill.feeUsd);
-    p.fees = p.fees.plus(fee);
+    if (fill.feeUsd !== '0') p.fees = p.fees.plus(dec(fill.feeUsd));
     if (fill.side === 'BUY') {
-      p.acquire(at, size, notional.plus(fee));
+      p.acquire(at, size, notional);
       return [];
     }
-    return p.dispose(at, 'SELL', size, notional.minus(fee));
+    return p.dispose(at, 'SELL', size, notional);
   }
 
   /**

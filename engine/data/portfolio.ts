@@ -6,7 +6,10 @@
  * leaderboard or a trader's figures never scan the history.
  *
  * Definitions (the API documents the same):
- * - realized PnL: Σ gains of the dispositions (proceeds − FIFO cost basis, fees included on both sides);
+ * - realized PnL: Σ gains of the dispositions (proceeds − FIFO cost basis, before fees: fees are
+ *   expensed, {@link LotBook}), the statements' definition; shares sold beyond the recorded lots
+ *   realize nothing (their cost basis is taken as their proceeds);
+ * - fees: Σ fees of the fills;
  * - unrealized PnL: open lots at the current mark ({@link venueMark}) − their cost;
  * - a trade: one fill of the trader; volume: Σ notional of its fills (splits, merges and redeems are
  *   not volume);
@@ -14,8 +17,8 @@
  * - over a finite window, PnL is the change of marked equity net of flows: trading cash in the
  *   window (fills, splits, merges, redeems, combo cash) + positions now at today's marks − positions at
  *   the window's start at the marks then (the tape's last price before the start); over `all` it is
- *   the realized PnL. Windows are whole hours: a window of N hours holds the current hour and the N
- *   hours before it (`blockTimestamp` of the records);
+ *   the realized PnL net of fees (realized − fees). Windows are whole hours: a window of N hours holds
+ *   the current hour and the N hours before it (`blockTimestamp` of the records);
  * - flows: the initial credit, withdrawals and their refunds, copytrade transfers (they move cash in or
  *   out without being PnL).
  * - category: the market's tag from {@link PortfolioFacts}, else the leading word of its event's slug (else
@@ -227,7 +230,7 @@ interface PriceSeries {
 }
 
 /** Version of {@link PortfolioSnapshot}'s layout: a snapshot of another version is ignored. */
-export const PORTFOLIO_SNAPSHOT_VERSION = 1;
+export const PORTFOLIO_SNAPSHOT_VERSION = 2;
 
 /**
  * Chain seconds before the latest record applied that a snapshot replays again at start: a record
@@ -260,7 +263,8 @@ export interface PortfolioSnapshot {
   applied: [string, number][];
   /**
    * Every position: address, token, condition, outcome, last event, figures (shares, cost, realized,
-   * acquired shares and cost, disposed and uncovered shares, proceeds, fees), open lots (acquisition, shares, cost).
+   * acquired shares and cost, disposed and uncovered shares, proceeds, fees, uncovered cost), open lots (acquisition,
+   * shares, cost).
    */
   positions: [string, string, string, string, LotEvent, string[], [LotEvent, string, string][]][];
   /** Every trader: address, all-time figures, flows, per category, realized by day, first and last ms. */
@@ -312,6 +316,27 @@ export interface SnapshotOptions {
   onError?: (err: unknown, what: 'load' | 'save') => void;
 }
 
+/** Records per batch of the history's replay at start (a page of each collection's index walk). */
+const REPLAY_BATCH = 5000;
+
+/** How long a slice of {@link Portfolio.snapshotSliced} serializes before the event loop runs again, ms. */
+const SNAPSHOT_SLICE_MS = 8;
+
+/** The snapshot row of a position: its figures and open lots as decimal strings. */
+function positionRow(q: PositionLots): PortfolioSnapshot['positions'][number] {
+  const figures = [q.shares, q.cost, q.realized, q.acquiredShares, q.acquiredCost, q.disposedShares]
+    .concat([q.uncoveredShares, q.proceeds, q.fees, q.uncoveredCost])
+    .map(String);
+  const lots = q.lots().map((l): [LotEvent, string, string] => [l.acquired, String(l.shares), String(l.cost)]);
+  return [q.address, q.tokenId, q.conditionId, q.outcome, q.last, figures, lots];
+}
+
+/** One address's rows of a {@link PortfolioSnapshot}. */
+interface AddressRows {
+  positions: PortfolioSnapshot['positions'];
+  trader: PortfolioSnapshot['traders'][number] | null;
+}
+
 /** How long a computed leaderboard is served before marks are read again, ms. */
 const BOARD_TTL_MS = 1000;
 
@@ -342,6 +367,8 @@ export class Portfolio {
   private sinceSnapshot = 0;
   private lastSnapshotMs = 0;
   private saving: Promise<void> | null = null;
+  /** Addresses touched while {@link snapshotSliced} runs (serialized again at its end); null otherwise. */
+  private dirty: Set<string> | null = null;
   /** Where {@link open} replayed the history from: a snapshot's block timestamp, or null (the whole history). */
   startedFrom: number | null = null;
 
@@ -390,7 +417,7 @@ export class Portfolio {
           cash: batch.cash.filter((r) => !dup(r)),
         });
       },
-      undefined,
+      REPLAY_BATCH,
       snap ? { fromBlockTimestamp: snap.fromBlockTimestamp } : undefined,
     );
     const live = pending;
@@ -421,6 +448,75 @@ export class Portfolio {
    * with {@link open}: the tape is kept only as far back as a window may read it.
    */
   snapshot(): PortfolioSnapshot {
+    const rows = new Map<string, AddressRows>();
+    for (const a of this.addressesHeld()) rows.set(a, this.rowsOf(a));
+    return this.assemble(rows);
+  }
+
+  /**
+   * {@link snapshot} without holding the event loop for long: the traders' rows (the bulk) are
+   * serialized {@link SNAPSHOT_SLICE_MS} at a time, the loop running between two slices while
+   * live batches keep landing; the addresses those batches touched meanwhile are serialized again
+   * at the end, with the rest (hourly buckets, tape, counts), in one synchronous step. The result is
+   * the aggregates at that step's batch boundary, as {@link snapshot} gives it.
+   * @param sliceMs how long a slice runs before the loop runs again, ms.
+   */
+  async snapshotSliced(sliceMs = SNAPSHOT_SLICE_MS): Promise<PortfolioSnapshot> {
+    const dirty = new Set<string>();
+    this.dirty = dirty;
+    try {
+      const rows = new Map<string, AddressRows>();
+      let since = performance.now();
+      for (const a of [...this.addressesHeld()]) {
+        if (dirty.has(a)) continue; // serialized at the end
+        // a busy trader holds thousands of positions: the loop may run between two of them (a
+        // change to the trader meanwhile marks it dirty: its rows are taken again at the end)
+        const positions: PortfolioSnapshot['positions'] = [];
+        for (const q of this.lots.positions(a)) {
+          positions.push(positionRow(q));
+          if (performance.now() - since < sliceMs) continue;
+          await new Promise<void>((r) => setImmediate(r));
+          since = performance.now();
+        }
+        rows.set(a, { positions, trader: this.traderRow(a) });
+      }
+      for (const a of dirty) rows.set(a, this.rowsOf(a));
+      return this.assemble(rows);
+    } finally {
+      this.dirty = null;
+    }
+  }
+
+  /** Every address with an aggregate or a position. */
+  private addressesHeld(): Set<string> {
+    const out = new Set(this.traders.keys());
+    for (const a of this.lots.addresses()) out.add(a);
+    return out;
+  }
+
+  /** The snapshot rows of one address: its positions and its trader aggregate. */
+  private rowsOf(address: string): AddressRows {
+    return { positions: this.lots.positions(address).map(positionRow), trader: this.traderRow(address) };
+  }
+
+  /** The snapshot row of a trader's aggregate, or null when it has none. */
+  private traderRow(address: string): PortfolioSnapshot['traders'][number] | null {
+    const a = this.traders.get(address);
+    return a
+      ? [
+          a.address,
+          figuresRow(a.total),
+          a.flows.toString(),
+          [...a.categories].map(([c, f]) => [c, figuresRow(f)]),
+          [...a.realizedByDay].map(([d, r]) => [d, r.toString()]),
+          a.firstAtMs,
+          a.lastAtMs,
+        ]
+      : null;
+  }
+
+  /** The snapshot of the aggregates now, the traders' rows given (every address held). */
+  private assemble(rows: Map<string, AddressRows>): PortfolioSnapshot {
     const from = Number.isFinite(this.maxBlock) ? this.maxBlock - SNAPSHOT_WINDOW_SECONDS : 0;
     const below = { ...this.counts };
     const applied: [string, number][] = [];
@@ -434,12 +530,10 @@ export class Portfolio {
       below[kind]--;
     }
     const positions: PortfolioSnapshot['positions'] = [];
-    for (const q of this.lots.all()) {
-      const figures = [q.shares, q.cost, q.realized, q.acquiredShares, q.acquiredCost, q.disposedShares]
-        .concat([q.uncoveredShares, q.proceeds, q.fees])
-        .map(String);
-      const lots = q.lots().map((l): [LotEvent, string, string] => [l.acquired, String(l.shares), String(l.cost)]);
-      positions.push([q.address, q.tokenId, q.conditionId, q.outcome, q.last, figures, lots]);
+    const traders: PortfolioSnapshot['traders'] = [];
+    for (const r of rows.values()) {
+      for (const q of r.positions) positions.push(q);
+      if (r.trader) traders.push(r.trader);
     }
     this.slide();
     const oldest = this.windows['30d'].fromHour;
@@ -455,15 +549,7 @@ export class Portfolio {
       below,
       applied,
       positions,
-      traders: [...this.traders.values()].map((a) => [
-        a.address,
-        figuresRow(a.total),
-        a.flows.toString(),
-        [...a.categories].map(([c, f]) => [c, figuresRow(f)]),
-        [...a.realizedByDay].map(([d, r]) => [d, r.toString()]),
-        a.firstAtMs,
-        a.lastAtMs,
-      ]),
+      traders,
       hourly: this.hourList.map((h) => [
         h,
         [...(this.hourly.get(h) ?? [])].map(([a, sl]) => [
@@ -480,9 +566,8 @@ export class Portfolio {
   private static restore(snap: PortfolioSnapshot, facts: PortfolioFacts, clock: Clock): Portfolio {
     const p = new Portfolio(facts, clock);
     for (const [address, tokenId, conditionId, outcome, last, f, lots] of snap.positions) {
-      const [shares, cost, realized, acquiredShares, acquiredCost, disposedShares, uncovered, proceeds, fees] = f.map(
-        (x) => dec(x),
-      );
+      const [shares, cost, realized, acquiredShares, acquiredCost, disposedShares, uncovered, proceeds, fees, uncCost] =
+        f.map((x) => dec(x));
       p.lots.restore(
         {
           address,
@@ -497,6 +582,7 @@ export class Portfolio {
           acquiredCost: acquiredCost!,
           disposedShares: disposedShares!,
           uncoveredShares: uncovered!,
+          uncoveredCost: uncCost!,
           proceeds: proceeds!,
           fees: fees!,
         },
@@ -556,8 +642,8 @@ export class Portfolio {
     const o = this.snapshots;
     if (!o) return;
     try {
-      const snap = this.snapshot();
       this.sinceSnapshot = 0;
+      const snap = await this.snapshotSliced();
       this.lastSnapshotMs = this.clock.now();
       await o.port.save(snap);
     } catch (err) {
@@ -658,7 +744,7 @@ export class Portfolio {
   windowFigures(address: string, window: Window): WindowFigures | null {
     const agg = this.traders.get(address);
     if (!agg) return null;
-    if (window === 'all') return { address, window, pnl: agg.total.realized, figures: agg.total };
+    if (window === 'all') return { address, window, pnl: agg.total.realized.minus(agg.total.fees), figures: agg.total };
     this.slide();
     const slice = this.windows[window].byAddress.get(address);
     if (!slice) return null;
@@ -698,6 +784,7 @@ export class Portfolio {
   }
 
   private agg(address: string, atMs: number): TraderAggregate {
+    this.dirty?.add(address);
     let a = this.traders.get(address);
     if (!a) {
       a = {
@@ -757,13 +844,15 @@ export class Portfolio {
     const ds = this.lots.applyFill(f);
     const fig = new Slice();
     const notional = dec(f.notionalUsd);
-    const fee = dec(f.feeUsd);
+    // most fills pay no fee: no parse and no arithmetic for it (a replay applies millions)
+    const fee = f.feeUsd === '0' ? ZERO : dec(f.feeUsd);
     const size = dec(f.size);
     fig.trades = 1;
     fig.volume = notional;
     fig.shares = size;
     fig.fees = fee;
-    fig.cash = f.side === 'BUY' ? notional.plus(fee).neg() : notional.minus(fee);
+    const net = fee.isZero() ? notional : f.side === 'BUY' ? notional.plus(fee) : notional.minus(fee);
+    fig.cash = f.side === 'BUY' ? net.neg() : net;
     fig.deltas.set(f.tokenId, f.side === 'BUY' ? size : size.neg());
     this.book(f.address, f.atMs, f.blockTimestamp, fig, ds, f.tokenId);
   }
@@ -774,11 +863,15 @@ export class Portfolio {
       a.flows = a.flows.plus(dec(c.pusdDelta));
       return;
     }
-    const priceOf: PriceOf = (tokenId) => {
-      const f = this.facts.token(tokenId);
-      if (f?.resolved) return f.winner ? ONE : ZERO;
-      return this.priceBefore(tokenId, Number.MAX_SAFE_INTEGER);
-    };
+    // as the statements share a movement's dollars: a redeem of a resolved market by its outcomes'
+    // payouts (1 and 0), anything else by shares
+    const priceOf: PriceOf | undefined =
+      c.kind === 'redeem'
+        ? (tokenId) => {
+            const f = this.facts.token(tokenId);
+            return f?.resolved ? (f.winner ? ONE : ZERO) : undefined;
+          }
+        : undefined;
     const ds = this.lots.applyCashMove(c, priceOf);
     const fig = new Slice();
     fig.cash = dec(c.pusdDelta);

@@ -11,11 +11,14 @@
  *   and flows only, never by a price). Cash is what the records moved: a BUY fill pays notional +
  *   fee, a SELL fill receives notional − fee, a cash movement moves `pusdDelta`.
  * - **fees** are expensed on their own line: the lots of a statement are fed its fills without
- *   fees, so R1 proceeds and cost bases, and the realized PnL they add up to, are before fees (the
- *   positions read, which capitalises fees into its lots, differs by the fees).
+ *   fees, so R1 proceeds and cost bases, and the realized PnL they add up to, are before fees (as
+ *   in the positions read and the leaderboard: the lot engine holds no fee).
  * - **flows** ({@link netFlows}): deposits (credits) − withdrawals + refunds of failed withdrawals
- *   + other cash (combo and copytrade cash). Splits, merges and redeems are not flows: a split buys
- *   lots (cash → cost), a merge or a redeem disposes of them (its proceeds realize a gain or loss).
+ *   + other cash (combo and copytrade cash) + the cost basis of shares disposed of beyond the
+ *   recorded lots (acquired before the records: their cost basis is taken as their proceeds, so they
+ *   realize nothing, and they enter the balance at that value, as shares brought in). Splits, merges
+ *   and redeems are not flows: a split buys lots (cash → cost), a merge or a redeem disposes of them
+ *   (its proceeds realize a gain or loss).
  *
  * Then, exactly: opening balance + flows + realized PnL − fees = closing balance, and realized PnL =
  * Σ of the R1 rows' gains; the closing state of a day is the opening state of the trader's next one.
@@ -94,6 +97,11 @@ export interface StatementDoc {
   withdrawalRefunds: string;
   /** Σ other cash: combo and copytrade (signed). */
   otherFlows: string;
+  /**
+   * Σ cost basis of the R1 rows without an acquisition (shares disposed of beyond the recorded lots:
+   * their proceeds), a flow. Absent on a statement stored before it existed: "0".
+   */
+  unrecordedCost?: string;
   /** Σ R1 gains (before fees). */
   realizedPnl: string;
   /** Σ R1 proceeds. */
@@ -129,7 +137,7 @@ export interface StatementR1Doc {
   proceeds: string;
   costBasis: string;
   gain: string;
-  /** Null when the shares were not acquired in the records (zero cost basis). */
+  /** Null when the shares were not acquired in the records (cost basis = proceeds, no gain). */
   acquired: LotEvent | null;
   disposed: LotEvent;
 }
@@ -182,14 +190,22 @@ export function lastDueDay(nowMs: number): string {
 }
 
 /** The flow fields of a statement. */
-type FlowFields = Pick<StatementDoc, 'deposits' | 'withdrawals' | 'withdrawalRefunds' | 'otherFlows'>;
+type FlowFields = Pick<
+  StatementDoc,
+  'deposits' | 'withdrawals' | 'withdrawalRefunds' | 'otherFlows' | 'unrecordedCost'
+>;
 
 /**
  * Flows of a statement, dollars: deposits − withdrawals + withdrawal refunds + other flows (what
- * moved pUSD in or out of the account without buying or selling positions).
+ * moved pUSD in or out of the account without buying or selling positions) + the cost basis of
+ * shares disposed of beyond the recorded lots (brought in from before the records).
  */
 export function netFlows(s: FlowFields): Decimal {
-  return dec(s.deposits).minus(dec(s.withdrawals)).plus(dec(s.withdrawalRefunds)).plus(dec(s.otherFlows));
+  return dec(s.deposits)
+    .minus(dec(s.withdrawals))
+    .plus(dec(s.withdrawalRefunds))
+    .plus(dec(s.otherFlows))
+    .plus(dec(s.unrecordedCost ?? '0'));
 }
 
 /**
@@ -248,6 +264,7 @@ export function idleStatement(previous: StatementDoc, date: string): StatementDo
     withdrawals: '0',
     withdrawalRefunds: '0',
     otherFlows: '0',
+    unrecordedCost: '0',
     realizedPnl: '0',
     proceeds: '0',
     costBasis: '0',
@@ -303,6 +320,7 @@ export class DayStatement {
   private withdrawals = ZERO;
   private refunds = ZERO;
   private other = ZERO;
+  private unrecorded = ZERO;
   private fees = ZERO;
   private redemptions = ZERO;
   private volume = ZERO;
@@ -352,7 +370,7 @@ export class DayStatement {
     this.fees = this.fees.plus(fee);
     this.volume = this.volume.plus(notional);
     this.trades++;
-    this.dispose(this.book.applyFill(r.feeUsd === '0' ? r : { ...r, feeUsd: '0' }));
+    this.dispose(this.book.applyFill(r));
   }
 
   private dispose(ds: Disposition[]): void {
@@ -361,6 +379,7 @@ export class DayStatement {
       this.realized = this.realized.plus(d.gain);
       this.proceeds = this.proceeds.plus(d.proceeds);
       this.basis = this.basis.plus(d.costBasis);
+      if (d.acquired === null) this.unrecorded = this.unrecorded.plus(d.costBasis);
     }
   }
 
@@ -420,6 +439,7 @@ export class DayStatement {
       withdrawals: str(this.withdrawals),
       withdrawalRefunds: str(this.refunds),
       otherFlows: str(this.other),
+      unrecordedCost: str(this.unrecorded),
       realizedPnl: str(this.realized),
       proceeds: str(this.proceeds),
       costBasis: str(this.basis),

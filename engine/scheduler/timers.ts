@@ -240,11 +240,24 @@ export class TimerService {
     for (const k of this.failingJobs) if (k.startsWith(`${actorId}/`)) this.failingJobs.delete(k);
   }
 
-  /** Stops taking new jobs and waits (up to `timeoutMs`) for running ones. */
+  /** Stops taking new jobs and waits (up to `timeoutMs`) for running ones, no longer than they run. */
   async drain(timeoutMs: number): Promise<void> {
     if (!this.started) return;
     this.started = false;
-    await this.agenda.drain({ timeout: timeoutMs });
+    // Agenda's drain looks at its running jobs again only on a job's `complete` event, which comes
+    // before that job's removal (removeOnComplete) ends: alone, the last job would hold it to the timeout
+    const ended = new AbortController();
+    const watch = setInterval(() => {
+      this.agenda.getRunningStats().then(
+        (s) => (Array.isArray(s.runningJobs) ? s.runningJobs.length : s.runningJobs) === 0 && ended.abort(),
+        () => ended.abort(),
+      );
+    }, 20);
+    try {
+      await this.agenda.drain({ timeout: timeoutMs, signal: ended.signal });
+    } finally {
+      clearInterval(watch);
+    }
     this.lookahead?.repository.stop();
   }
 }

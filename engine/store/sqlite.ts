@@ -251,6 +251,37 @@ export function whereOf(filter: Filter, columns: Columns = NO_COLUMNS): Where {
   return { sql: terms.length ? terms.join(' AND ') : '1', params };
 }
 
+/**
+ * The shape of a filter of plain equalities (every value a string, number, boolean or bigint; no
+ * operator, no null): its field names in order, which alone decide its SQL (`field = ?` each, see
+ * {@link whereOf}); null for any other filter. The hot paths (an actor's update by id and
+ * revision, a user by partner and id) come in a few such shapes, whose SQL is then built once
+ * ({@link Table.statementFor}).
+ */
+function plainShape(filter: Filter): string | null {
+  let shape = '';
+  for (const k in filter) {
+    if (k.charCodeAt(0) === 36 /* $ */) return null;
+    const t = typeof filter[k];
+    if (t !== 'string' && t !== 'number' && t !== 'boolean' && t !== 'bigint') return null;
+    shape += `${k}\u0000`;
+  }
+  return shape;
+}
+
+/** The parameters of a filter of {@link plainShape} (its values, in its order). */
+function plainParams(filter: Filter): SqlValue[] {
+  const params: SqlValue[] = [];
+  for (const k in filter) params.push(param(filter[k]));
+  return params;
+}
+
+/** Statements kept per table for filters of a {@link plainShape} (code's shapes: a few dozen). */
+const SHAPED_STATEMENTS = 128;
+
+/** Ids up to which `find({_id: {$in: ids}})` reads each by its key instead of one `json_each` query. */
+const FEW_IDS = 8;
+
 /** `ORDER BY` of a sort specification ('' when none). */
 function orderBy(sort: FindOptions['sort'], columns: Columns): string {
   if (!sort) return '';
@@ -349,6 +380,12 @@ const HELD_CHECKPOINT_FACTOR = 2;
  * (see {@link Writer.checkpoint}).
  */
 const UNHELD_CHECKPOINTS = 2;
+
+/**
+ * Event-loop turns a batch waits at most for more writes while they keep arriving (see
+ * `Writer.commitTurn`): in bench:orders a COMMIT then serves several orders instead of about two.
+ */
+const BATCH_TURNS = 3;
 
 /** Writes waiting for one commit: they resolve together once it is done. */
 interface Batch {
@@ -473,15 +510,37 @@ class Writer {
       });
       this.batch = { promise, resolve, reject };
     }
-    if (!this.scheduled) {
+    if (this.scheduled) this.joined++;
+    else {
       this.scheduled = true;
-      setImmediate(() => {
-        this.scheduled = false;
-        this.flush();
-      });
+      this.joined = 0;
+      this.waited = 0;
+      setImmediate(this.commitTurn);
     }
     return this.batch.promise;
   }
+
+  /** Writes that joined the scheduled batch since its commit was last considered ({@link commitTurn}). */
+  private joined = 0;
+  /** Event-loop turns the scheduled batch has waited so far. */
+  private waited = 0;
+
+  /**
+   * The check-phase callback of a scheduled commit: while writes keep joining the batch (the loop
+   * is busy with requests), the batch waits for the next turn, at most {@link BATCH_TURNS} turns,
+   * so that more writes share one COMMIT (each table page a batch changes is journaled and
+   * committed once however many writes change it); a batch nobody joined commits at once.
+   */
+  private readonly commitTurn = (): void => {
+    if (this.joined > 0 && this.waited < BATCH_TURNS) {
+      this.joined = 0;
+      this.waited++;
+      setImmediate(this.commitTurn);
+      return;
+    }
+    this.scheduled = false;
+    this.flush();
+  };
 
   /** COMMITs the batch now (unless a scope is open: then when it ends). */
   flush(): void {
@@ -722,6 +781,10 @@ class Table {
   rewriteSql = '';
   /** What a read selects: `doc` and the columns of top-level fields ({@link fromRow} reads it). */
   selectList = 'doc';
+  /** The SELECT of one document by id. */
+  selectByIdSql = '';
+  /** Statements of filters of a {@link plainShape}, by kind of statement and shape (see {@link statementFor}). */
+  private readonly shaped = new Map<string, Statement>();
 
   constructor(readonly name: string) {
     this.quoted = `"${name}"`;
@@ -745,6 +808,33 @@ class Table {
     this.replaceSql = `${this.insertSql} ON CONFLICT (id) DO UPDATE SET ${sets}`;
     this.rewriteSql = `UPDATE ${this.quoted} SET ${['doc', ...cols].map((c) => `${c} = ?`).join(', ')} WHERE id = ?`;
     this.selectList = ['doc', ...this.topFields.map((f) => this.columns.get(f)!)].join(', ');
+    this.selectByIdSql = `SELECT ${this.selectList} FROM ${this.quoted} WHERE id = ?`;
+    this.shaped.clear(); // the SQL of a field changes with its column
+  }
+
+  /**
+   * The statement `sqlOf(condition)` for `filter`, and its parameters: for a filter of a
+   * {@link plainShape}, kept per `kind` and shape, so that neither the condition nor the SQL text
+   * is built again (nor hashed to find the prepared statement); otherwise built as usual.
+   */
+  statementFor(
+    kind: string,
+    filter: Filter,
+    prepare: (sql: string) => Statement,
+    sqlOf: (where: string) => string,
+  ): { st: Statement; params: SqlValue[] } {
+    const shape = plainShape(filter);
+    if (shape === null) {
+      const w = whereOf(filter, this.columns);
+      return { st: prepare(sqlOf(w.sql)), params: w.params };
+    }
+    const key = `${kind}\u0001${shape}`;
+    let st = this.shaped.get(key);
+    if (st === undefined) {
+      st = prepare(sqlOf(whereOf(filter, this.columns).sql));
+      if (this.shaped.size < SHAPED_STATEMENTS) this.shaped.set(key, st);
+    }
+    return { st, params: plainParams(filter) };
   }
 
   /** The values of a row of {@link insertSql}: id, JSON text (less the fields held by columns alone), each column's. */
@@ -790,6 +880,22 @@ function touches(key: string, field: string): boolean {
   return key === field || field.startsWith(`${key}.`) || key.startsWith(`${field}.`);
 }
 
+/**
+ * The ids of a `find({_id: {$in: ids}})` without options, distinct and sorted, when they are at
+ * most {@link FEW_IDS} strings; null for any other query.
+ */
+function fewIds(filter: Filter, options: FindOptions): string[] | null {
+  if (options.sort || options.limit || options.skip) return null;
+  const cond = filter._id;
+  if (cond === null || typeof cond !== 'object' || Array.isArray(cond)) return null;
+  const list = (cond as Record<string, unknown>).$in;
+  if (!Array.isArray(list) || list.length > FEW_IDS) return null;
+  for (const k in filter) if (k !== '_id') return null;
+  for (const k in cond) if (k !== '$in') return null;
+  for (const id of list) if (typeof id !== 'string') return null;
+  return [...new Set(list as string[])].sort();
+}
+
 /** One collection: a {@link Table}. */
 class SqliteCollection<T extends Doc> implements Collection<T> {
   private readonly table: string;
@@ -822,6 +928,8 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     const rows = docs.map((d) => this.t.row(d));
     await this.store.writer.write(() => {
       const insert = this.st(this.t.insertSql);
+      // one row is all or none by itself: no savepoint
+      if (rows.length === 1) return void insert.run(rows[0]);
       this.store.db.transaction(() => {
         for (const row of rows) insert.run(row);
       })();
@@ -831,16 +939,22 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   async findOne(filter: Filter): Promise<T | null> {
     const id = filter._id;
     let row: unknown[] | undefined;
-    const select = `SELECT ${this.t.selectList} FROM ${this.table}`;
-    if (typeof id === 'string' && Object.keys(filter).length === 1)
-      row = this.st(`${select} WHERE id = ?`).raw().get(id) as typeof row;
+    if (typeof id === 'string' && Object.keys(filter).length === 1) row = this.byId(id);
     else {
-      const w = whereOf(filter, this.t.columns);
-      row = this.st(`${select} WHERE ${w.sql} LIMIT 1`)
-        .raw()
-        .get(...w.params) as typeof row;
+      const q = this.t.statementFor(
+        'findOne',
+        filter,
+        (sql) => this.st(sql),
+        (where) => `SELECT ${this.t.selectList} FROM ${this.table} WHERE ${where} LIMIT 1`,
+      );
+      row = q.st.raw().get(...q.params) as typeof row;
     }
     return row ? this.t.fromRow<T>(row) : null;
+  }
+
+  /** The row of the document with id `id` (as {@link Table.fromRow} reads it), or undefined. */
+  private byId(id: string): unknown[] | undefined {
+    return this.st(this.t.selectByIdSql).raw().get(id) as unknown[] | undefined;
   }
 
   /** The SELECT of {@link find} with its parameters (the query-plan test explains it). */
@@ -856,6 +970,16 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    const few = fewIds(filter, options);
+    if (few !== null) {
+      // a few ids (an API read of both candidates of a request's ids): each by its key, in id order
+      const out: T[] = [];
+      for (const id of few) {
+        const row = this.byId(id);
+        if (row) out.push(this.t.fromRow<T>(row));
+      }
+      return out;
+    }
     const q = this.selectOf(filter, options);
     const rows = this.st(q.sql)
       .raw()
@@ -864,12 +988,13 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async count(filter: Filter): Promise<number> {
-    const w = whereOf(filter, this.t.columns);
-    return (
-      (this.st(`SELECT count(*) FROM ${this.table} WHERE ${w.sql}`)
-        .pluck()
-        .get(...w.params) as number) ?? 0
+    const q = this.t.statementFor(
+      'count',
+      filter,
+      (sql) => this.st(sql),
+      (where) => `SELECT count(*) FROM ${this.table} WHERE ${where}`,
     );
+    return (q.st.pluck().get(...q.params) as number) ?? 0;
   }
 
   async updateOne(filter: Filter, set: Record<string, unknown>, options: { upsert?: boolean } = {}): Promise<number> {
@@ -927,18 +1052,27 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async replaceIf(filter: Filter, doc: T): Promise<number> {
-    const w = whereOf(filter, this.t.columns);
-    const [id, ...values] = this.t.row(doc);
-    const sql = `${this.t.rewriteSql} AND ${w.sql}`;
-    return this.store.writer.write(() => this.st(sql).run(...values, id, ...w.params).changes, this.scope);
+    const q = this.t.statementFor(
+      'replaceIf',
+      filter,
+      (sql) => this.st(sql),
+      (where) => `${this.t.rewriteSql} AND ${where}`,
+    );
+    const row = this.t.row(doc);
+    // the row's values but its id, then its id (`WHERE id = ?`), then the filter's
+    const values = row.slice(1);
+    values.push(row[0]!, ...q.params);
+    return this.store.writer.write(() => q.st.run(values).changes, this.scope);
   }
 
   async deleteMany(filter: Filter): Promise<number> {
-    const w = whereOf(filter, this.t.columns);
-    return this.store.writer.write(
-      () => this.st(`DELETE FROM ${this.table} WHERE ${w.sql}`).run(...w.params).changes,
-      this.scope,
+    const q = this.t.statementFor(
+      'deleteMany',
+      filter,
+      (sql) => this.st(sql),
+      (where) => `DELETE FROM ${this.table} WHERE ${where}`,
     );
+    return this.store.writer.write(() => q.st.run(...q.params).changes, this.scope);
   }
 }
 

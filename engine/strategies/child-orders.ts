@@ -48,6 +48,8 @@ function canceledByResolution(rec: ActorRecord): boolean {
 export type ChildParent = Pick<StrategyContext, 'recordId' | 'userId' | 'tokenId' | 'tickSize'> & {
   type: string;
   parentKind?: OrderParentKind;
+  /** The parent's partner, when the caller knows it (else read from the parent's record). */
+  partnerId?: string;
 };
 
 /** The strategy links of an order's view (spec 2.3 `record_id`, `bracket_id`). */
@@ -97,8 +99,7 @@ export class ChildOrderRouter {
   private async tryPlaceChild(c: ChildParent, order: ChildOrder): Promise<void> {
     let placed: ActorRecord;
     try {
-      const rec = await this.actors.get(c.recordId);
-      const partnerId = rec?.partnerId ?? 'unknown';
+      const partnerId = c.partnerId ?? (await this.actors.get(c.recordId))?.partnerId ?? 'unknown';
       const input: OrderInput = {
         orderId: order.orderId,
         userId: c.userId,

@@ -134,6 +134,8 @@ export class StrategyService {
         statusOf: (s) => def.status[String(s.value)] ?? 'ACTIVE',
         ...(def.form ? { form: def.form } : {}),
         viewOf: strategyView,
+        // the view's type without the view: a new strategy's view is derived only when read
+        typeOf: (s) => (s.context as StrategyContext).type,
         // armed and waiting only for a price (a stop, a trailing order): the trigger index finds
         // it by id, so it need not stay in memory (memory per armed strategy)
         passivate: (s) => {

@@ -72,7 +72,8 @@ export interface SimVenueOptions {
   captureSpeed?: number;
   /**
    * Records the capture's trade prints of one venue operation as anonymous tape rows (the trade
-   * history), once the operation is journaled: one call per capture batch. Absent: not recorded.
+   * history), called as the operation's journal entry is appended (both share a store commit): one
+   * call per capture batch, the batch's promise resolved once it is done. Absent: not recorded.
    */
   recordPrints?: (prints: TapeTrade[]) => Promise<void>;
 }
@@ -535,15 +536,20 @@ export class SimVenue implements VenuePort {
         this.entryJson(tx, tx.markets.size ? [...tx.markets].map((c) => this.marketRow(c)) : undefined, capture),
       );
     }
+    // The prints are written beside the journal entry, so that both share one store commit (one
+    // fsync a batch, not two in a row). A print is named by its capture index and replaced by it:
+    // when the entry is lost with a crash, the replay resumes before it and writes the same rows again.
+    const recorded = tx.prints.length
+      ? this.o.recordPrints!(tx.prints).catch((err: unknown) =>
+          this.o.log.error({ err, prints: tx.prints.length }, 'trade prints of the capture not recorded'),
+        )
+      : undefined;
     return durable.then(async () => {
       for (const r of tx.reports) for (const l of this.reportListeners) l(r);
       for (const t of this.booksChanged(tx)) for (const l of this.bookListeners) l(t);
       for (const u of tx.users) for (const l of this.walletListeners) l(u);
       for (const c of tx.markets) for (const l of this.marketListeners) l(c);
-      if (tx.prints.length)
-        await this.o.recordPrints!(tx.prints).catch((err: unknown) =>
-          this.o.log.error({ err, prints: tx.prints.length }, 'trade prints of the capture not recorded'),
-        );
+      await recorded;
     });
   }
 

@@ -103,3 +103,47 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
     expect(view(after)).toEqual(view(before));
   });
 });
+
+describe("a capture batch's trade prints (real service, SQLite on disk)", () => {
+  it("are written in the store commit of the batch's journal entry, and are on the tape", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-prints-'));
+    const store = await SqliteStore.open(dir);
+    // SIM_CAPTURE_SPEED 1: the capture clock barely moves; the test applies the batch itself
+    const svc = await startTestService({ store, env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
+    try {
+      const venue = svc.services.venue as SimVenue;
+      venue.capture!.stop();
+      await venue.whenWritten();
+      const capture = svc.services.catalogue.capture!;
+      const tokenId = capture.markets.at(-1)!.tokens[0]!.tokenId;
+      const atMs = capture.startMs;
+      const from = venue.capture!.applied;
+      // the journal entry (position, chain) and both tape rows: one commit, one fsync of the WAL. A
+      // background commit (a scheduler job) can land in the same window, so the batch gets a few tries:
+      // written in two commits, every try would count two or more.
+      const commitsPerTry: number[] = [];
+      for (let attempt = 1; attempt <= 5 && !commitsPerTry.includes(1); attempt++) {
+        await venue.whenWritten();
+        const before = store.writer.commits;
+        await venue.applyCaptureEvents(
+          [
+            { kind: 'trade', atMs, tokenId, price: new Dec('0.42'), size: new Dec('12.5'), side: 'sell' },
+            { kind: 'trade', atMs, tokenId, price: new Dec('0.44'), size: new Dec('2'), side: 'buy' },
+          ],
+          { next: from + 2 * attempt, recordedMs: atMs },
+        );
+        commitsPerTry.push(store.writer.commits - before);
+      }
+      expect(commitsPerTry).toContain(1);
+      const tape = await svc.call('GET', `/v2/trade/trades?token_id=${tokenId}&limit=2`);
+      expect(tape.status).toBe(200);
+      expect(tape.body.trades).toMatchObject([
+        { side: 'BUY', price: '0.44', shares: '2', maker: null, taker: null, source: 'capture' },
+        { side: 'SELL', price: '0.42', shares: '12.5', maker: null, taker: null, source: 'capture' },
+      ]);
+    } finally {
+      await svc.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});

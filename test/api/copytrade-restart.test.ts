@@ -4,40 +4,18 @@ import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { REORDER_SECONDS, type CopytradeContext } from '../../machines/copytrade.js';
 import { TradeHistory } from '../../engine/data/history.js';
-import type { ReplayStart, TraderFill } from '../../engine/data/records.js';
+import type { ReplayStart } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { poll, copyEveryFill } from './trading-kit.js';
+import { poll, copyEveryFill, recordLeaderBuy } from './trading-kit.js';
 
 const LEADER = '0x' + '4d'.repeat(20);
 const env = { SIM_MAKER_REFILL_MS: '3600000' };
 const as = { headers: { 'x-partner-user-id': 'follower' } };
 
 /** A buy of one share of `tokenId` by {@link LEADER} at chain second `block`, recorded through the trade history. */
-async function leaderBuy(svc: TestService, n: number, tokenId: string, conditionId: string, block: number) {
-  const f: TraderFill = {
-    _id: `lead-${n}:taker`,
-    tradeId: `lead-${n}`,
-    blockTimestamp: block,
-    logIndex: n,
-    transactionHash: '0x' + n.toString(16).padStart(64, 'e'),
-    address: LEADER,
-    userId: null,
-    orderId: null,
-    role: 'taker',
-    atMs: block * 1000,
-    conditionId,
-    tokenId,
-    outcome: 'Yes',
-    side: 'BUY',
-    price: '0.5',
-    size: '1',
-    notionalUsd: '0.5',
-    feeUsd: '0',
-    source: 'venue',
-  };
-  await svc.services.history.recordAlone({ trades: [], fills: [f], cash: [] });
-}
+const leaderBuy = (svc: TestService, n: number, tokenId: string, conditionId: string, block: number) =>
+  recordLeaderBuy(svc, LEADER, n, { tokenId, conditionId }, block);
 
 /**
  * A restart with a live subscription replays the trade history to it only from its watermark less

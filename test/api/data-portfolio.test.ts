@@ -62,8 +62,9 @@ beforeAll(async () => {
   const m = svc.services.venue.markets()[0]!;
   const t = m.tokens[0]!;
   token = { tokenId: t.tokenId, conditionId: m.conditionId, outcome: t.outcome, question: m.question, slug: m.slug };
-  // the winner gains 2 on 10 shares, the loser loses 5 on 100, the twin gains 2 as well
-  await fill(WINNER, 'BUY', '10', '0.4');
+  // the winner gains 2 on 10 shares, the loser loses 5 on 100, the twin gains 2 as well; the winner
+  // and the twin each pay a fee of 0.01 (expensed: the `all` PnL is realized − fees, 1.99 for both)
+  await fill(WINNER, 'BUY', '10', '0.4', '0.01');
   await fill(WINNER, 'SELL', '10', '0.6');
   await fill(LOSER, 'BUY', '100', '0.5');
   await fill(LOSER, 'SELL', '100', '0.45');
@@ -85,8 +86,8 @@ describe('GET /v2/trade/leaderboard', () => {
     expectCompetitionRanks(byPnl.body.leaderboard, 'pnl');
     const ours = only(byPnl.body.leaderboard, [WINNER, LOSER, TWIN]);
     expect(ours.map((r: any) => [r.address, r.pnl])).toEqual([
-      [WINNER, '2'],
-      [TWIN, '2'],
+      [WINNER, '1.99'],
+      [TWIN, '1.99'],
       [LOSER, '-5'],
     ]);
     expect(ours[0].rank).toBe(ours[1].rank);
@@ -135,13 +136,13 @@ describe('trader reads', () => {
       slug: token.slug,
       status: 'open',
       size: '5',
-      avg_price: '0.302',
-      cost: '1.51',
+      avg_price: '0.3',
+      cost: '1.5',
       realized_pnl: '2',
       total_bought: '9',
       redeemable: false,
     });
-    expect(Number(p.unrealized_pnl)).toBeCloseTo(Number(p.current_value) - 1.51, 6);
+    expect(Number(p.unrealized_pnl)).toBeCloseTo(Number(p.current_value) - 1.5, 6);
     const closed = await svc.call('GET', `/v2/trade/traders/${WINNER}/positions?status=closed`);
     expect(closed.body.positions.map((x: any) => [x.status, x.size, x.realized_pnl])).toEqual([['closed', '0', '2']]);
     const open = await svc.call('GET', `/v2/trade/traders/${WINNER}/positions?status=open`);
@@ -185,10 +186,10 @@ describe('trader reads', () => {
     });
     expect((await svc.call('GET', `/v2/trade/traders/${WINNER}/pnl?pnl_type=net`)).status).toBe(400);
     expect(pnl.body.windows.map((w: any) => [w.window, w.pnl, w.realized_pnl])).toEqual([
-      ['1d', '2', '2'],
-      ['7d', '2', '2'],
-      ['30d', '2', '2'],
-      ['all', '2', '2'],
+      ['1d', '1.99', '2'],
+      ['7d', '1.99', '2'],
+      ['30d', '1.99', '2'],
+      ['all', '1.99', '2'],
     ]);
     const m = await svc.call('GET', `/v2/trade/traders/${TWIN}/metrics?window=7d`);
     expect(m.status).toBe(200);
@@ -415,8 +416,9 @@ describe('through REST orders on the simulated venue', () => {
     // a snapshot of another version is ignored: the whole history is replayed, to the same figures
     await rest.close();
     const store = await SqliteStore.open(dir);
-    const snaps = await store.collection<{ _id: string; json: string }>(PORTFOLIO_SNAPSHOTS);
-    const part = (await snaps.findOne({ _id: 'part:000000' }))!;
+    const snaps = await store.collection<{ _id: string; json: string; gen?: string }>(PORTFOLIO_SNAPSHOTS);
+    const { gen } = (await snaps.findOne({ _id: 'head' }))!;
+    const part = (await snaps.findOne({ _id: `part:${gen}:000000` }))!;
     await snaps.replaceOne({ ...part, json: part.json.replace(/^\{"version":\d+/, '{"version":0') });
     rest = await startTestService({ store, env });
     expect(rest.services.portfolio.startedFrom).toBeNull();

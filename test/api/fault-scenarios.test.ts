@@ -496,6 +496,34 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
   });
 });
 
+describe('shutdown while a scheduled job runs', () => {
+  it('close() waits for the running job and returns once it ends, not at the shutdown grace', async () => {
+    const store = new FaultyStore(await SqliteStore.open(null));
+    // the removal of a completed one-time job (by id): the last thing Agenda does for a job it ran
+    const removal = store.hold({
+      collections: ['agendaJobs'],
+      ops: ['deleteMany'],
+      where: (i) => typeof i.filter?._id === 'string',
+    });
+    const svc = await startTestService({ store, env: { ...ENV, SHUTDOWN_GRACE_MS: '60000' } });
+    running.push(svc);
+    await poll(
+      "a job's removal held",
+      async () => removal.fired,
+      (n) => n === 1,
+    );
+    let closed = false;
+    const closing = svc.close().then(() => (closed = true));
+    await sleep(300);
+    expect(closed).toBe(false); // the job is still running: the drain waits for it
+    const released = performance.now();
+    removal.release();
+    await closing;
+    running.splice(running.indexOf(svc), 1);
+    expect(performance.now() - released).toBeLessThan(5_000);
+  });
+});
+
 describe('seed-driven fault schedules (fast-check)', () => {
   /** A small trading session: IOC buys, a resting order canceled, a stop fired, an iceberg clip taken. */
   async function session(ctx: Ctx): Promise<void> {

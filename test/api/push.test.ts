@@ -175,7 +175,19 @@ describe('Socket.IO namespace /v2/trade', () => {
         finals.set(r.body.order_id, d.body.revision);
       }),
     );
-    await until(() => ids.every((id) => got.some((u) => u.order_id === id && u.revision === finals.get(id))), 10_000);
+    // one pass over what arrived per check (the service shares this process and its event loop)
+    const lastRevisions = () => {
+      const last = new Map<string, number>();
+      for (const u of got) {
+        const id = u.order_id as string | undefined;
+        if (id) last.set(id, Math.max(last.get(id) ?? 0, u.revision));
+      }
+      return last;
+    };
+    await until(() => {
+      const last = lastRevisions();
+      return ids.every((id) => last.get(id) === finals.get(id));
+    }, 20_000);
     const byId = new Map<string, number[]>();
     for (const u of got)
       if (u.order_id && finals.has(u.order_id as string))
@@ -191,7 +203,7 @@ describe('Socket.IO namespace /v2/trade', () => {
         .filter((u) => finals.has(u.order_id as string) && u.revision === finals.get(u.order_id as string))
         .every((u) => u.status === 'CANCELED'),
     ).toBe(true);
-  });
+  }, 60_000);
 
   it('connection-state recovery: after a brief drop the client gets what it missed', async () => {
     const alice = await open(

@@ -149,6 +149,17 @@ describe('statements over REST (real scheduler, controlled clock)', () => {
     expect(new Dec(s.opening_balance).plus(s.net_flows).plus(s.realized_pnl).minus(s.fees).eq(s.closing_balance)).toBe(
       true,
     );
+    // the positions read realizes the same per token (one FIFO definition in every data read: fees
+    // expensed, a split's and a merge's dollars shared alike): Σ R1 gains of a token = its realized PnL
+    const positions = await svc.call('GET', `/v2/trade/traders/${alice}/positions?limit=1000`);
+    expect(positions.status).toBe(200);
+    const gains = new Map<string, Dec>();
+    for (const r of rows.body.rows)
+      gains.set(r.asset.token_id, (gains.get(r.asset.token_id) ?? new Dec(0)).plus(r.gain_loss));
+    expect(gains.size).toBe(2);
+    const realized = new Map<string, string>(positions.body.positions.map((p: any) => [p.token_id, p.realized_pnl]));
+    expect([...realized.keys()].sort()).toEqual([...gains.keys()].sort());
+    for (const [token, gain] of gains) expect(gain.eq(realized.get(token)!), `token ${token}`).toBe(true);
     // built from the records alone, its cash is the venue's
     const balance = (await svc.call('GET', '/v2/trade/balances', { headers: as })).body.balance;
     expect(new Dec(s.closing_cash).eq(balance)).toBe(true);

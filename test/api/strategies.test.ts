@@ -66,6 +66,12 @@ describe('managed strategies over REST', () => {
       executed_price: null,
       filled_size: null,
     });
+    // the type stored when it was armed (its view is derived only when read) serves the type filter
+    const stops = await svc.call('GET', '/v2/trade/strategies?type=STOP_LOSS&status=ACTIVE', { headers: as('alice') });
+    expect(stops).toMatchObject({
+      status: 200,
+      body: { strategies: expect.arrayContaining([expect.objectContaining({ record_id: id, type: 'STOP_LOSS' })]) },
+    });
     // the bid falls to the armed level: bob sells through the top bid level
     await sellThrough(token, px(bid));
     await whenQuiet();

@@ -228,8 +228,8 @@ describe('trade history: a fill, its order step and its records commit together'
     const heard: RecordedBatch[] = [];
     svc.services.history.onRecorded((b) => heard.push(b));
     const f = await tr.freshToken();
-    // the tape row is written, then the first fill's insert fails: nothing of the step may stay
-    const fault = store.failNth(TRADER_FILLS, 'insertOne', 1, { times: 1 });
+    // the tape row is written, then the insert of the two fills (one write) fails: nothing of the step may stay
+    const fault = store.failNth(TRADER_FILLS, 'insertMany', 1, { times: 1 });
     const buy = await takeAsk(tr, 'alice', f);
     expect(fault.fired).toBe(1);
     expect(buy).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });

@@ -4,6 +4,7 @@
  * got a 200 for (for the invariant check's "nothing acknowledged lost").
  */
 import { vi } from 'vitest';
+import type { TraderFill } from '../../engine/data/records.js';
 import type { TestService } from '../helpers.js';
 
 /**
@@ -259,4 +260,44 @@ export function copyEveryFill(leader: string, usd: number, more: Record<string, 
     sell_insufficient_shares_action: 'SELL_MAX',
     ...more,
   };
+}
+
+/**
+ * Records a taker buy of `leader` (a wallet that is no user of the service) through the trade
+ * history, as its copytrade subscriptions receive it: fill `n` (log index `n`, transaction
+ * `0x…n`) at chain second `block`, 1 share at 0.5 unless `over` says otherwise.
+ * @returns the fill recorded.
+ */
+export async function recordLeaderBuy(
+  svc: TestService,
+  leader: string,
+  n: number,
+  market: { conditionId: string; tokenId: string },
+  block: number,
+  over: Partial<TraderFill> = {},
+): Promise<TraderFill> {
+  const f: TraderFill = {
+    _id: `lead-${n}:taker`,
+    tradeId: `lead-${n}`,
+    blockTimestamp: block,
+    logIndex: n,
+    transactionHash: '0x' + n.toString(16).padStart(64, 'e'),
+    address: leader,
+    userId: null,
+    orderId: null,
+    role: 'taker',
+    atMs: block * 1000,
+    conditionId: market.conditionId,
+    tokenId: market.tokenId,
+    outcome: 'Yes',
+    side: 'BUY',
+    price: '0.5',
+    size: '1',
+    notionalUsd: '0.5',
+    feeUsd: '0',
+    source: 'venue',
+    ...over,
+  };
+  await svc.services.history.recordAlone({ trades: [], fills: [f], cash: [] });
+  return f;
 }

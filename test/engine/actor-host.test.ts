@@ -4,8 +4,9 @@ import { assign, emit, setup, type AnyStateMachine } from 'xstate';
 import { ActorHost, type ActorChange, type TimerPort } from '../../engine/actor-host.js';
 import { ManualClock } from '../../engine/clock.js';
 import { createLogger } from '../../engine/logger.js';
-import { ActorRepository } from '../../engine/store/actors.js';
+import { ActorRepository, type ActorRecord } from '../../engine/store/actors.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
+import { baseOrderInput } from '../machines/order-input.js';
 import { baseStrategyInput } from '../machines/strategy-input.js';
 
 /** A small machine with a deadline, an action and an emitted event: enough to exercise the host. */
@@ -138,6 +139,38 @@ describe('ActorHost', () => {
     expect((await repo.get('v1'))!.type).toBe('LIMIT');
     bumped.view = { replaced: true };
     expect(bumped.view).toEqual({ replaced: true });
+  });
+
+  it('a step with bound writes derives its view once: the bound writes and the caller get one record', async () => {
+    const { host } = await setupHost();
+    const views: number[] = [];
+    host.register({
+      machineId: 'bound',
+      version: 1,
+      kind: 'order',
+      logic: makeMachine([]),
+      statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
+      viewOf: (s, meta) => (views.push(meta.revision), { type: 'LIMIT', n: (s.context as { n: number }).n }),
+      typeOf: () => 'LIMIT',
+    });
+    const given: ActorRecord[] = [];
+    const unbind = host.bindStepWrites('b1', async (_tx, record) => {
+      given.push(record);
+      expect(record.view).toEqual({ type: 'LIMIT', n: given.length });
+    });
+    const created = await host.create('bound', {
+      id: 'b1',
+      input: { n: 1, expiresAtMs: 2_000_000 },
+      partnerId: 'p',
+      ownerUserId: 'u',
+    });
+    const bumped = await host.send('b1', { type: 'bump' });
+    unbind();
+    expect(given).toStrictEqual([created, bumped]);
+    expect(given[0]).toBe(created);
+    expect(given[1]).toBe(bumped);
+    expect(bumped.view).toEqual({ type: 'LIMIT', n: 2 });
+    expect(views).toEqual([1, 2]); // once per step
   });
 
   it('persists every transition with the next revision before resolving', async () => {
@@ -964,6 +997,52 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
     for (let i = 0; i < 2; i++)
       expect(entryActs.initial({ n: i, expiresAtMs: 5 })[1].map((a) => a.type)).toStrictEqual(['record', 'record']);
     expect(effects).toStrictEqual([]); // collected, never run
+  });
+  it('a shared inert scope: order steps equal XState’s; a machine with children uses XState’s functions', async () => {
+    const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
+    const { initialTransition, transition, createMachine, fromPromise } = await import('xstate');
+    const { orderMachine } = await import('../../machines/order.js');
+    const order = baseOrderInput;
+    const events = fc.array(
+      fc.constantFrom<Array<{ type: string; [k: string]: unknown }>>(
+        { type: 'venue.accepted', resting: true },
+        { type: 'venue.filled', tradeId: 't1', price: '0.5', size: '4', liquidity: 'maker', completes: false },
+        { type: 'venue.filled', tradeId: 't2', price: '0.5', size: '6', liquidity: 'taker', completes: true },
+        { type: 'order.cancel', reason: { by: 'user' } },
+        { type: 'venue.canceled', reason: { by: 'user' } },
+        { type: 'venue.rejected', error: 'INSUFFICIENT_BALANCE', reason: 'no funds' },
+      ),
+      { maxLength: 5 },
+    );
+    const stepper = new PureStepper(orderMachine);
+    const types = (actions: Array<{ type: string }>) => actions.map((a) => a.type);
+    fc.assert(
+      fc.property(events, (evs) => {
+        let [mine, myActions] = stepper.initial(order);
+        let [theirs, theirActions] = initialTransition(orderMachine, order as never);
+        expect(types(myActions)).toStrictEqual(types(theirActions));
+        expect(persistedSnapshotJson(orderMachine, mine)).toBe(persistedSnapshotJson(orderMachine, theirs));
+        for (const e of evs) {
+          [mine, myActions] = stepper.transition(mine, e as never);
+          [theirs, theirActions] = transition(orderMachine, theirs, e as never);
+          expect(types(myActions)).toStrictEqual(types(theirActions));
+          expect(persistedSnapshotJson(orderMachine, mine)).toBe(persistedSnapshotJson(orderMachine, theirs));
+        }
+      }),
+      { numRuns: 100 },
+    );
+    // a machine whose step invokes a child: the snapshot XState's functions give, child included
+    const parent = createMachine({
+      initial: 'idle',
+      states: { idle: { on: { go: 'working' } }, working: { invoke: { id: 'job', src: fromPromise(async () => 1) } } },
+    }) as unknown as AnyStateMachine;
+    const withChild = new PureStepper(parent);
+    const [idle] = withChild.initial(undefined);
+    const [working] = withChild.transition(idle, { type: 'go' });
+    expect(working.value).toBe('working');
+    expect(Object.keys(working.children)).toStrictEqual(['job']);
+    const [again] = withChild.transition(withChild.initial(undefined)[0], { type: 'go' });
+    expect(Object.keys(again.children)).toStrictEqual(['job']);
   });
   it('takes the template only where entering the initial states alone gives the state, doing nothing', async () => {
     const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');

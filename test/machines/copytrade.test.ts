@@ -5,6 +5,7 @@ import {
   COPYTRADE_STATUS,
   copyOrderId,
   copytradeMachine,
+  newHistoryRows,
   type CopytradeEvent,
   type CopytradeInput,
 } from '../../machines/copytrade.js';
@@ -83,7 +84,7 @@ function run(inp: CopytradeInput, events: CopytradeEvent[]) {
   const machine = copytradeMachine.provide({
     actions: {
       placeCopy: (_, p: { copy: { orderId: string } | null }) => void (p.copy && placed.push(p.copy.orderId)),
-      writeHistory: (_, p: { rows: { _id: string }[] }) => void written.push(...p.rows.map((r) => r._id)),
+      clearHistory: (_, p: { rows: { _id: string }[] }) => void written.push(...p.rows.map((r) => r._id)),
     },
   });
   let [s, actions] = initialTransition(machine, inp);
@@ -178,6 +179,31 @@ describe('copytrade machine', () => {
     expect(r.s.context.realizedPnl).toBe('1');
     expect(r.s.context.spentUsd).toBe('10');
     expect(r.s.context.working).toEqual([]);
+  });
+
+  it("a copy's rows leave the context with its order's first fill or end; acceptance and repeats are no step", () => {
+    const id = copyOrderId('ct_1', fill(1).key);
+    const paused = run(input(), [{ type: 'copytrade.status', status: 'PAUSED', atMs: 1 }, leaderFill(fill(0))]);
+    const r = run(input(), [leaderFill(fill(1))]);
+    // the step's rows are new to it (written with it); none is cleared by `clearHistory`: the report will
+    expect(newHistoryRows(r.s.context, { pending: [] }).map((x) => x._id)).toEqual([`ct_1:${fill(1).key}`]);
+    expect(r.written).toEqual([]);
+    expect(paused.written).toEqual([`ct_1:${fill(0).key}`]);
+    const accepted = {
+      type: 'order.updated',
+      orderId: id,
+      status: 'LIVE',
+      filledSize: '0',
+      matchedAmount: '0',
+    } as const;
+    const [same, acts] = transition(r.s.machine, r.s, { ...accepted, final: false });
+    expect(acts).toEqual([]);
+    expect(same.context).toBe(r.s.context);
+    const filled = { ...accepted, status: 'FILLED', filledSize: '20', matchedAmount: '10', final: true } as const;
+    const done = run(input(), [leaderFill(fill(1)), filled, filled]);
+    expect(done.s.context.pending).toEqual([]);
+    expect(done.s.context.working).toEqual([]);
+    expect(done.s.context.positions['111']).toMatchObject({ shares: '20', costUsd: '10' });
   });
 
   it('a refused copy becomes a skip with reason order_refused', () => {

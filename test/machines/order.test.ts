@@ -3,24 +3,11 @@ import { initialTransition, transition, type SnapshotFrom } from 'xstate';
 import { getSimplePaths } from 'xstate/graph';
 import { orderView } from '../../engine/orders.js';
 import { ORDER_STATUS, orderMachine, type OrderEvent, type OrderInput } from '../../machines/order.js';
+import { baseOrderInput } from './order-input.js';
 
 type Snap = SnapshotFrom<typeof orderMachine>;
 
-const input: OrderInput = {
-  orderId: 'ord_1',
-  userId: 'u1',
-  tokenId: '123',
-  side: 'buy',
-  type: 'LIMIT',
-  price: '0.5',
-  size: '10',
-  quoteAmount: null,
-  timeInForce: 'GTD',
-  expiresAtMs: 5_000,
-  clientOrderId: null,
-  metadata: null,
-  createdAtMs: 1_000,
-};
+const input: OrderInput = baseOrderInput;
 
 const EVENTS: OrderEvent[] = [
   { type: 'venue.accepted', resting: true },

@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { armedStopMachine, type ArmedStopContext } from '../../machines/armed-stop.js';
+import { trailingBuyLevel } from '../../machines/trailing-buy.js';
+import { trailingStopLevel } from '../../machines/trailing-stop.js';
 import {
   baseContext,
   childOrderPrice,
   d,
   need,
+  rememberedLevel,
   strategySetup,
   type ChildOrder,
   type StrategyBaseContext,
@@ -246,5 +249,31 @@ describe('form-2 codecs and canonical decimals (the stored form of strategy snap
     // an array would read back as a touch: no slot (XState's form)
     expect(TOUCH_CODEC.encode([1, 2], ids(0))).toBeUndefined();
     expect(CREATED_AT_CODEC.encode(1_000, ids(1_003))).toBe(3);
+  });
+});
+
+describe('rememberedLevel (the level of a trailing order, remembered by its inputs)', () => {
+  it('gives what the computation gives, for a percent and for an absolute offset of the same text', () => {
+    let computed = 0;
+    const level = rememberedLevel((c, mark) => {
+      computed++;
+      return c.offsetPct != null ? `${mark}-${c.offsetPct}%` : `${mark}-${need(c.offsetAbs, 'offset')}`;
+    });
+    expect(level({ offsetPct: '5', offsetAbs: null }, '0.6')).toBe('0.6-5%');
+    expect(level({ offsetPct: null, offsetAbs: '5' }, '0.6')).toBe('0.6-5');
+    expect(level({ offsetPct: '5', offsetAbs: null }, '0.6')).toBe('0.6-5%');
+    expect(computed).toBe(2);
+    // a level that throws is not remembered: it throws again
+    expect(() => level({ offsetPct: null, offsetAbs: null }, '0.6')).toThrow(/offset/);
+    expect(() => level({ offsetPct: null, offsetAbs: null }, '0.6')).toThrow(/offset/);
+  });
+
+  it('keeps the trailing levels exact (decimals), a second time from memory', () => {
+    for (let i = 0; i < 2; i++) {
+      expect(trailingStopLevel({ offsetPct: '10', offsetAbs: null }, '0.6')).toBe('0.54');
+      expect(trailingStopLevel({ offsetPct: null, offsetAbs: '0.1' }, '0.05')).toBe('0');
+      expect(trailingBuyLevel({ offsetPct: '5', offsetAbs: null }, '0.4')).toBe('0.42');
+      expect(trailingBuyLevel({ offsetPct: null, offsetAbs: '0.03' }, '0.4')).toBe('0.43');
+    }
   });
 });

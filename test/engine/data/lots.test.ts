@@ -63,7 +63,7 @@ function cash(kind: 'split' | 'merge' | 'redeem', pusdDelta: string, deltas: [st
 const sum = (ds: Disposition[], f: (d: Disposition) => Dec): Dec => ds.reduce((a, d) => a.plus(f(d)), ZERO);
 
 describe('FIFO lots', () => {
-  it('a sell disposes of the oldest lots first, splitting a lot and its cost by shares', () => {
+  it('a sell disposes of the oldest lots first, splitting a lot and its cost by shares; fees are expensed', () => {
     const book = new LotBook();
     const b1 = fill('BUY', 0, '10', '0.4', '0.1');
     const b2 = fill('BUY', 0, '10', '0.6');
@@ -73,23 +73,38 @@ describe('FIFO lots', () => {
     expect(
       ds.map((d) => [d.acquired?.transactionHash, d.shares.toFixed(), d.costBasis.toFixed(), d.proceeds.toFixed()]),
     ).toEqual([
-      [b1.transactionHash, '10', '4.1', '7.866667'],
-      [b2.transactionHash, '5', '3', '3.933333'],
+      [b1.transactionHash, '10', '4', '8'],
+      [b2.transactionHash, '5', '3', '4'],
     ]);
     const p = book.position(ADDR, TOKENS[0])!;
-    expect([p.shares.toFixed(), p.cost.toFixed(), p.realized.toFixed()]).toEqual(['5', '3', '4.7']);
+    // the fees (0.1 and 0.2) are in no lot's cost or proceeds: on the position's own line
+    expect([p.shares.toFixed(), p.cost.toFixed(), p.realized.toFixed(), p.fees.toFixed()]).toEqual([
+      '5',
+      '3',
+      '5',
+      '0.3',
+    ]);
     expect(p.lots().map((l) => [l.acquired.transactionHash, l.shares.toFixed()])).toEqual([[b2.transactionHash, '5']]);
   });
 
-  it('a sell of more than held records the rest with a zero cost basis and no acquisition', () => {
+  it('a sell of more than held records the rest without an acquisition, its cost basis its proceeds (no gain)', () => {
     const book = new LotBook();
-    book.applyFill(fill('BUY', 1, '2', '0.5'));
-    const ds = book.applyFill(fill('SELL', 1, '5', '0.5'));
+    book.applyFill(fill('BUY', 1, '2', '0.4'));
+    const ds = book.applyFill(fill('SELL', 1, '5', '0.6', '0.05'));
     expect(ds.map((d) => [d.acquired === null, d.shares.toFixed(), d.costBasis.toFixed(), d.gain.toFixed()])).toEqual([
-      [false, '2', '1', '0'],
-      [true, '3', '0', '1.5'],
+      [false, '2', '0.8', '0.4'],
+      [true, '3', '1.8', '0'],
     ]);
-    expect(book.position(ADDR, TOKENS[1])!.uncoveredShares.toFixed()).toBe('3');
+    const p = book.position(ADDR, TOKENS[1])!;
+    expect([p.uncoveredShares.toFixed(), p.uncoveredCost.toFixed(), p.realized.toFixed()]).toEqual(['3', '1.8', '0.4']);
+  });
+
+  it('a wallet that only sells shares bought before the records realizes nothing on them', () => {
+    const book = new LotBook();
+    const ds = [...book.applyFill(fill('SELL', 0, '1000', '0.9')), ...book.applyFill(fill('SELL', 0, '500', '0.95'))];
+    expect(ds.every((d) => d.acquired === null && d.gain.isZero())).toBe(true);
+    const p = book.position(ADDR, TOKENS[0])!;
+    expect([p.realized.toFixed(), p.proceeds.toFixed(), p.uncoveredCost.toFixed()]).toEqual(['0', '1375', '1375']);
   });
 
   it("a split's cost is shared by prices, else equally; a redeem at 1/0 gives the winner the payout", () => {
@@ -133,12 +148,14 @@ describe('FIFO lots', () => {
       fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
         const book = new LotBook();
         const ds: Disposition[] = [];
+        const fees: [Dec, Dec] = [ZERO, ZERO];
         for (const o of ops) {
           if (o.k === 'buy' || o.k === 'sell') {
             const size = new Dec(o.size).div(100).toFixed();
             const price = new Dec(o.price).div(100).toFixed();
             const fee = new Dec(o.fee).div(1000).toFixed();
             ds.push(...book.applyFill(fill(o.k === 'buy' ? 'BUY' : 'SELL', o.o, size, price, fee)));
+            fees[o.o] = fees[o.o].plus(fee);
           } else if (o.k === 'split' || o.k === 'merge') {
             const a = new Dec(o.amount).div(100);
             const priceOf = o.priced
@@ -168,12 +185,19 @@ describe('FIFO lots', () => {
           expect(p.acquiredShares.toFixed()).toBe(p.shares.plus(p.disposedShares).minus(p.uncoveredShares).toFixed());
           expect(sum(mine, (d) => d.shares).toFixed()).toBe(p.disposedShares.toFixed());
           expect(lots.reduce((a, l) => a.plus(l.shares), ZERO).toFixed()).toBe(p.shares.toFixed());
-          // cost in = open cost + disposed cost basis
-          expect(p.acquiredCost.toFixed()).toBe(p.cost.plus(sum(mine, (d) => d.costBasis)).toFixed());
+          // cost in (+ the basis taken for shares beyond the lots) = open cost + disposed cost basis
+          expect(p.acquiredCost.plus(p.uncoveredCost).toFixed()).toBe(
+            p.cost.plus(sum(mine, (d) => d.costBasis)).toFixed(),
+          );
+          const beyond = mine.filter((d) => d.acquired === null);
+          expect(beyond.every((d) => d.costBasis.eq(d.proceeds) && d.gain.isZero())).toBe(true);
+          expect(sum(beyond, (d) => d.costBasis).toFixed()).toBe(p.uncoveredCost.toFixed());
+          expect(sum(beyond, (d) => d.shares).toFixed()).toBe(p.uncoveredShares.toFixed());
           expect(lots.reduce((a, l) => a.plus(l.cost), ZERO).toFixed()).toBe(p.cost.toFixed());
           // realized = Σ gains, proceeds received = Σ proceeds
           expect(p.realized.toFixed()).toBe(sum(mine, (d) => d.gain).toFixed());
           expect(p.proceeds.toFixed()).toBe(sum(mine, (d) => d.proceeds).toFixed());
+          expect(p.fees.toFixed()).toBe(fees[p.tokenId === TOKENS[0] ? 0 : 1].toFixed());
           expect(lots.every((l) => l.shares.gt(0) && l.cost.gte(0))).toBe(true);
           expect(mine.every((d) => d.shares.gt(0) && d.costBasis.gte(0))).toBe(true);
         }

@@ -10,6 +10,9 @@ import {
   type SnapshotPort,
 } from '../../../engine/data/portfolio.js';
 import type { CashMove, RecordedBatch, TapeTrade, TradeHistoryFeed, TraderFill } from '../../../engine/data/records.js';
+import { TradeHistory } from '../../../engine/data/history.js';
+import { PORTFOLIO_SNAPSHOTS, storeSnapshots } from '../../../engine/data/portfolio-snapshots.js';
+import { SqliteStore } from '../../../engine/store/sqlite.js';
 
 const A = '0x' + 'a1'.repeat(20);
 const B = '0x' + 'b2'.repeat(20);
@@ -167,7 +170,7 @@ describe('Portfolio', () => {
     expect(p.trader(A)!.total.realized.toFixed()).toBe('0.5');
   });
 
-  it('with every record inside the window, its PnL is realized + unrealized (property)', () => {
+  it('with every record inside the window, its PnL is realized + unrealized − fees (property)', () => {
     const U = '888';
     const op = fc.record({
       kind: fc.constantFrom('BUY' as const, 'SELL' as const, 'split' as const, 'merge' as const),
@@ -203,7 +206,8 @@ describe('Portfolio', () => {
           }
         }
         const w = p.windowFigures(A, '7d');
-        if (w) expect(w.pnl.toFixed()).toBe(p.trader(A)!.total.realized.plus(p.unrealized(A)).toFixed());
+        const total = p.trader(A)?.total;
+        if (w) expect(w.pnl.toFixed()).toBe(total!.realized.plus(p.unrealized(A)).minus(total!.fees).toFixed());
       }),
       { numRuns: 200 },
     );
@@ -292,6 +296,61 @@ describe('Portfolio', () => {
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+describe('snapshots of large aggregates', () => {
+  /** A portfolio of `n` traders, each with one fill at a distinct chain position. */
+  function many(n: number, clock: ManualClock): Portfolio {
+    const p = new Portfolio(facts, clock);
+    const t0 = clock.now() - DAY;
+    for (let i = 0; i < n; i++) {
+      const who = '0x' + i.toString(16).padStart(40, '0');
+      p.apply(batch({ fills: [fill(who, i % 3 ? 'BUY' : 'SELL', String(1 + (i % 7)), '0.5', t0 + i * 2000)] }));
+    }
+    return p;
+  }
+
+  it('taken in slices while batches land, a snapshot is the aggregates at its end', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    const p = many(2_000, clock);
+    const first = '0x' + '0'.repeat(40);
+    const sliced = p.snapshotSliced(0); // the loop runs after every position
+    // the loop runs between slices: a trader already serialized trades again, a new one appears
+    await new Promise((r) => setImmediate(r));
+    p.apply(batch({ fills: [fill(first, 'BUY', '3', '0.25', clock.now())] }));
+    p.apply(batch({ fills: [fill(A, 'BUY', '2', '0.4', clock.now())] }));
+    const snap = await sliced;
+    expect(snap).toEqual(p.snapshot());
+    expect(snap.positions.filter((q) => q[0] === first)[0]![5][0]).toBe('3'); // sold 1 beyond its lots, then bought 3
+    expect(snap.traders.some((t) => t[0] === A)).toBe(true);
+  });
+
+  it('the store keeps a snapshot in parts and gives it back whole; a new one replaces it', async () => {
+    const store = await SqliteStore.open(null);
+    try {
+      const history = await TradeHistory.open(store);
+      const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+      const port = await storeSnapshots(store, history, () => clock.now());
+      const p = many(9_000, clock);
+      const snap = await p.snapshotSliced();
+      await port.save(snap);
+      expect(await port.load()).toEqual(snap);
+      p.apply(batch({ fills: [fill(A, 'BUY', '2', '0.4', clock.now())] }));
+      const next = p.snapshot();
+      await port.save(next);
+      expect(await port.load()).toEqual(next);
+      // the previous snapshot's parts are gone: a header and the parts of the current one
+      const docs = await (
+        await store.collection<{ _id: string; gen?: string; parts?: number }>(PORTFOLIO_SNAPSHOTS)
+      ).find({});
+      const head = docs.find((d) => d._id === 'head')!;
+      expect(head.parts).toBeGreaterThan(2);
+      expect(docs.filter((d) => d._id.startsWith(`part:${head.gen}:`)).length).toBe(head.parts);
+      expect(docs.length).toBe(head.parts! + 1);
+    } finally {
+      await store.close();
+    }
   });
 });
 

@@ -4,6 +4,7 @@ import { ManualClock } from '../../../engine/clock.js';
 import { Dec, ONE, ZERO } from '../../../engine/decimal.js';
 import type { Decimal } from 'decimal.js';
 import { createLogger } from '../../../engine/logger.js';
+import { Portfolio } from '../../../engine/data/portfolio.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { Store } from '../../../engine/store/port.js';
 import {
@@ -270,6 +271,35 @@ describe('daily statements', () => {
           const opening = new Dec(s.openingCash).plus(s.openingPositionsCost);
           const closing = new Dec(s.closingCash).plus(s.closingPositionsCost);
           expect(opening.plus(netFlows(s)).plus(s.realizedPnl).minus(s.fees).eq(closing)).toBe(true);
+        }
+        // the aggregates behind the positions read, fed the same records, realize per token what the
+        // statements' R1 rows do (one FIFO definition: fees expensed, shares beyond the lots realize nothing)
+        const portfolio = new Portfolio(
+          {
+            token: (tokenId) => {
+              const m = MARKETS.find((x) => x.tokens.includes(tokenId))!;
+              const winner = records.winners.get(m.conditionId);
+              return {
+                ...m,
+                question: '',
+                slug: '',
+                outcome: '',
+                resolved: winner !== undefined,
+                winner: winner === undefined ? null : winner === tokenId,
+              };
+            },
+            mark: () => null,
+          },
+          new ManualClock(statementDueMs(dayOfSec(last))),
+        );
+        portfolio.apply({ trades: [], fills: records.fills, cash: records.cash });
+        for (const t of TRADERS) {
+          const gains = new Map<string, Decimal>();
+          for (const s of statements.filter((x) => x.address === t))
+            for (const r of (await service.r1(t, s.date, { limit: 5000, offset: 0 })).rows)
+              gains.set(r.tokenId, (gains.get(r.tokenId) ?? ZERO).plus(r.gain));
+          for (const p of portfolio.positions(t))
+            expect(p.realized.toFixed(), `${t} ${p.tokenId}`).toBe((gains.get(p.tokenId) ?? ZERO).toFixed());
         }
         for (const t of TRADERS) {
           const mine = statements.filter((s) => s.address === t);

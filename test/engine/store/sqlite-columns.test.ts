@@ -96,6 +96,42 @@ describe('the SQLite store: indexed fields in columns', () => {
     db.close();
   });
 
+  it('plain-equality filters reuse their statement; a field that gets a column mid-run is read from it', async () => {
+    const store = await SqliteStore.open(null);
+    type D = { _id: string; kind: string; n: number; ok: boolean };
+    const c = await store.collection<D>('shaped');
+    await c.insertMany!([
+      { _id: 'a', kind: 'x', n: 1, ok: true },
+      { _id: 'b', kind: 'x', n: 2, ok: false },
+      { _id: 'c', kind: 'y', n: 2, ok: true },
+    ]);
+    // the same shape with other values: the answers of each
+    expect((await c.findOne({ kind: 'x', n: 2 }))?._id).toBe('b');
+    expect((await c.findOne({ kind: 'y', n: 2 }))?._id).toBe('c');
+    expect(await c.findOne({ kind: 'y', n: 1 })).toBeNull();
+    expect(await c.count({ ok: true })).toBe(2);
+    expect(await c.count({ ok: false })).toBe(1);
+    const prepared = store.preparedSql().length;
+    expect(await c.count({ ok: true, kind: 'x' })).toBe(1);
+    expect(await c.count({ ok: true, kind: 'y' })).toBe(1);
+    expect(store.preparedSql().length).toBe(prepared + 1); // one statement for the shape
+    // field `kind` indexed from now on: held by its column alone in new rows, still found by it
+    await store.collection<D>('shaped', [{ fields: ['kind'] }]);
+    await c.insertOne({ _id: 'd', kind: 'z', n: 3, ok: true });
+    expect((await c.findOne({ kind: 'z', n: 3 }))?._id).toBe('d');
+    expect((await c.find({ kind: 'x', n: 1 })).map((d) => d._id)).toStrictEqual(['a']);
+    expect(await c.replaceIf!({ _id: 'd', kind: 'z' }, { _id: 'd', kind: 'w', n: 4, ok: false })).toBe(1);
+    expect(await c.replaceIf!({ _id: 'd', kind: 'z' }, { _id: 'd', kind: 'v', n: 5, ok: false })).toBe(0);
+    expect(await c.findOne({ _id: 'd' })).toStrictEqual({ _id: 'd', kind: 'w', n: 4, ok: false });
+    expect(await c.deleteMany({ kind: 'w', ok: false })).toBe(1);
+    // a few ids: each by its key (duplicates and missing ones as the query gives them)
+    const ids = async (list: string[]) => (await c.find({ _id: { $in: list } })).map((d) => d._id);
+    expect(await ids(['c', 'a', 'nope', 'a'])).toStrictEqual(['a', 'c']);
+    expect(await ids([])).toStrictEqual([]);
+    expect(await ids(['d'])).toStrictEqual([]);
+    await store.close();
+  });
+
   it('a field no longer indexed loses its column at the next open; indexed again, it is filled again', async () => {
     const dir = await tempDir();
     let store = await SqliteStore.open(dir);

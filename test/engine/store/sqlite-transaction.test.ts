@@ -56,6 +56,43 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     await store.close();
   });
 
+  it('a batch waits a few loop turns while writes keep joining it; a lone write commits on the next turn', async () => {
+    const store = await SqliteStore.open(null);
+    const c = await store.collection<{ _id: string; n: number }>('turns');
+    // the next turn's check phase, after the scheduled commit has been considered (as the requests
+    // a busy loop reads in each turn)
+    const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const before = store.writer.commits;
+    // two writes in one turn, then one in each of the next two turns (a busy loop): one commit
+    const writes: Promise<void>[] = [c.insertOne({ _id: 't0', n: 0 }), c.insertOne({ _id: 't1', n: 1 })];
+    for (let i = 2; i < 4; i++) {
+      await nextTurn();
+      writes.push(c.insertOne({ _id: `t${i}`, n: i }));
+    }
+    await Promise.all(writes);
+    expect(store.writer.commits - before).toBe(1);
+    // a write nobody joins is committed in the same turn's check phase, as before
+    let answered = false;
+    const lone = c.insertOne({ _id: 'lone', n: 0 }).then(() => (answered = true));
+    await nextTurn();
+    await nextTurn();
+    expect(answered).toBe(true);
+    await lone;
+    expect(store.writer.commits - before).toBe(2);
+    // writes joining on every turn: the batch still commits after a few turns
+    let outcome: string | null = null;
+    void c.insertOne({ _id: 's0', n: 0 }).then(() => (outcome = 'committed'));
+    void c.insertOne({ _id: 's1', n: 1 });
+    let turns = 0;
+    for (let i = 2; outcome === null && i < 50; i++, turns++) {
+      await nextTurn();
+      void c.insertOne({ _id: `s${i}`, n: i });
+    }
+    expect(outcome).toBe('committed');
+    expect(turns).toBeLessThanOrEqual(4);
+    await store.close();
+  });
+
   it(
     'kill -9 while writing across checkpoints: every acknowledged write is there, the file is intact',
     { timeout: 60_000 },
