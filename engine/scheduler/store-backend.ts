@@ -58,6 +58,8 @@ function selectorOf(options: RemoveJobsOptions): Filter | null {
  */
 export class StoreJobRepository implements JobRepository {
   private jobs!: Collection<StoredJob>;
+  /** The last lock time given (epoch ms); each lock gets a later one ({@link lockTime}). */
+  private lastLockMs = 0;
 
   constructor(private readonly store: Store) {}
 
@@ -126,9 +128,28 @@ export class StoreJobRepository implements JobRepository {
     return this.jobs.count({ nextRunAt: { $lt: new Date() } });
   }
 
+  /**
+   * Removes the jobs `options` selects: at once for every later read and write, but without waiting
+   * for the commit, and with no write at all when none matches (a timer disarmed twice, Agenda's
+   * removal of a completed job its handler already removed).
+   *
+   * Why the commit is not waited for: a job is removed when its timer is disarmed, which the actor
+   * host does only after the actor's step that dropped or moved the deadline is on disk, or once it
+   * ran. If the process dies before the removal reaches the disk, the job fires again after the
+   * restart and the actor ignores it (its deadline no longer matches); a service job's run is
+   * repeated, as when the process dies between a run and its removal. Waiting put a second WAL fsync
+   * between every due time and the actor's actions (the lateness of bench:timers on disk). A job
+   * armed after the removal (re-arming: remove, then insert) commits with it or after it, so its
+   * acknowledgement covers the removal. A failed commit is the store's to report (health: store not
+   * writable), as for every write.
+   * @returns how many jobs matched.
+   */
   async removeJobs(options: RemoveJobsOptions): Promise<number> {
     const q = selectorOf(options);
-    return q ? this.jobs.deleteMany(q) : 0;
+    if (!q) return 0;
+    const matched = await this.jobs.count(q);
+    if (matched > 0) this.jobs.deleteMany(q).catch(() => undefined);
+    return matched;
   }
 
   private async setMany(options: RemoveJobsOptions, set: Record<string, unknown>): Promise<number> {
@@ -184,6 +205,9 @@ export class StoreJobRepository implements JobRepository {
   }
 
   async saveJobState(job: JobParameters, options?: JobRepositoryOptions): Promise<void> {
+    // The end of a run of a job removed while it ran (its timer was re-armed, and a new job document
+    // replaced it, or it was canceled) has no state left to save: nothing is written, no commit waited for.
+    if (!job.lockedAt && (await this.jobs.count({ _id: String(job._id) })) === 0) return;
     const write = this.jobs.updateOne(
       { _id: String(job._id), name: job.name },
       {
@@ -211,18 +235,46 @@ export class StoreJobRepository implements JobRepository {
       return;
     }
     await write;
-    // No match is normal here, not an error: a job removed while it ran (its timer was re-armed,
-    // and a new job document replaced it, or it was canceled) has no state left to save.
+  }
+
+  /** A lock time later than every one given before (so a lock read back is known as this repository's latest). */
+  private lockTime(now?: Date): Date {
+    this.lastLockMs = Math.max((now ?? new Date()).getTime(), this.lastLockMs + 1);
+    return new Date(this.lastLockMs);
+  }
+
+  /**
+   * Locks job `id` at `lockedAt` by the conditional update `filter`, and reads it back.
+   *
+   * The lock's commit is not waited for when the job read back holds this lock (the store applied
+   * the update at once): one process owns the database (the `DATA_DIR` lock), so a lock only keeps
+   * this process's own processor from taking the job twice, which needs it applied, not on disk.
+   * A lock lost in a crash leaves the job unlocked: it fires at the restart (a durable lock would
+   * delay it until the lock expired), and the actor ignores a firing it already handled. Waiting put
+   * an fsync per locked job, one job after another, in every queue fill. When the job read back
+   * holds another lock, or none yet (the store holds writes while a transaction runs), the update's
+   * own result decides.
+   * @returns the locked job, or null when the update matched nothing or the job is gone.
+   */
+  private async lock(filter: Filter, id: string, lockedAt: Date, by: string | null): Promise<StoredJob | null> {
+    const write = this.jobs.updateOne(filter, { lockedAt, lastModifiedBy: by });
+    const doc = await this.jobs.findOne({ _id: id });
+    if (doc?.lockedAt != null && new Date(doc.lockedAt).getTime() === lockedAt.getTime()) {
+      write.catch(() => undefined);
+      return doc;
+    }
+    if (!(await write)) return null;
+    return this.jobs.findOne({ _id: id });
   }
 
   async lockJob(job: JobParameters, options?: JobRepositoryOptions): Promise<JobParameters | undefined> {
     if (!job._id) return undefined;
-    const matched = await this.jobs.updateOne(
+    const doc = await this.lock(
       { _id: String(job._id), name: job.name, lockedAt: null, nextRunAt: job.nextRunAt, disabled: { $ne: true } },
-      { lockedAt: new Date(), lastModifiedBy: options?.lastModifiedBy ?? null },
+      String(job._id),
+      this.lockTime(),
+      options?.lastModifiedBy ?? null,
     );
-    if (!matched) return undefined;
-    const doc = await this.jobs.findOne({ _id: String(job._id) });
     return doc ? toParams(doc) : undefined;
   }
 
@@ -270,13 +322,13 @@ export class StoreJobRepository implements JobRepository {
         (await this.jobs.find({ ...due, lockedAt: { $lte: lockDeadline } }, { limit: 1 }))[0];
       if (!candidate) return undefined;
       const stillLockable = candidate.lockedAt == null ? { lockedAt: null } : { lockedAt: candidate.lockedAt };
-      const matched = await this.jobs.updateOne(
+      // taken by another locker, or removed meanwhile (its timer was re-armed or canceled): next one
+      const locked = await this.lock(
         { _id: candidate._id, name: jobName, disabled: { $ne: true }, ...stillLockable },
-        { lockedAt: now ?? new Date(), lastModifiedBy: options?.lastModifiedBy ?? null },
+        candidate._id,
+        this.lockTime(now),
+        options?.lastModifiedBy ?? null,
       );
-      if (!matched) continue;
-      // removed between the lock and this read (its timer was re-armed or canceled): next one
-      const locked = await this.jobs.findOne({ _id: candidate._id });
       if (locked) return toParams(locked);
     }
     return undefined;

@@ -7,6 +7,7 @@ import { cjsDefault } from '../interop.js';
 import type { Logger } from '../logger.js';
 import { DATA_FILE_MODE, prepareDataDir } from './data-dir.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
+import { Checkpointer, type CheckpointResult } from './sqlite-checkpointer.js';
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store, UnitOfWork } from './port.js';
 
 type Database = BetterSqlite3.Database;
@@ -334,17 +335,18 @@ function mapped<R>(fn: () => R): R {
 type TxScope = { readonly id: number };
 
 /**
- * The syncs of a store on disk, made off the event loop (libuv's thread pool): SQLite runs with
- * `synchronous=OFF` (a COMMIT only hands the WAL frames to the OS) and the writer fsyncs the WAL
- * itself before it answers the writes of a commit, and the database file after each checkpoint
- * before the WAL is reused, the order `synchronous=FULL` keeps, without blocking the event loop
- * for each fsync (about 10 ms a commit here).
+ * The syncs of a store on disk, made off the event loop: SQLite runs with `synchronous=OFF` on the
+ * writing connection (a COMMIT only hands the WAL frames to the OS) and the writer fsyncs the WAL
+ * itself (libuv's thread pool) before it answers the writes of a commit; checkpoints run on a
+ * connection of their own in a worker thread with `synchronous=FULL` ({@link Checkpointer}), which
+ * fsyncs the database file before the WAL may be reused: the order `synchronous=FULL` keeps,
+ * without blocking the event loop for an fsync (about 10 ms a commit here) or a checkpoint's copy.
  */
 interface DiskSync {
   /** fdatasync of the WAL file. */
   wal(): Promise<void>;
-  /** fdatasync of the database file. */
-  database(): Promise<void>;
+  /** A PASSIVE checkpoint on the worker's connection (WAL synced, copied, database file synced). */
+  checkpoint(): Promise<CheckpointResult>;
   /** Size of the WAL file (cut back to the checkpoint size when it is reset). */
   walBytes(): number;
 }
@@ -366,6 +368,18 @@ const STATS_MIN_ROWS = 10_000;
 
 /** WAL bytes after which the writer checkpoints into the database file (default). */
 const CHECKPOINT_BYTES = 8 << 20;
+
+/**
+ * WAL size, in multiples of the checkpoint size, past which a checkpoint holds the writes while it
+ * runs (see {@link Writer.checkpoint}).
+ */
+const HELD_CHECKPOINT_FACTOR = 2;
+
+/**
+ * Checkpoints that run beside the writes before one holds them, while the WAL is not started over
+ * (see {@link Writer.checkpoint}).
+ */
+const UNHELD_CHECKPOINTS = 2;
 
 /**
  * Event-loop turns a batch waits at most for more writes while they keep arriving (see
@@ -415,6 +429,14 @@ class Writer {
   commits = 0;
   /** Checkpoints made so far. */
   checkpoints = 0;
+  /** Of {@link checkpoints}, those that held the writes while they ran. */
+  heldCheckpoints = 0;
+  /** The checkpoint running on the worker, if any. */
+  private checkpointing: Promise<void> | null = null;
+  /** Checkpoints made since the WAL was last started over. */
+  private checkpointsInCycle = 0;
+  /** Whether the writes are held for a checkpoint (see {@link checkpoint}). */
+  private holding = false;
   /** The transaction statements, prepared once (an `exec` parses its SQL on every call). */
   private readonly control: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Statement>;
 
@@ -556,7 +578,7 @@ class Writer {
     if (b) this.syncWaiters.push(b);
     // (the loop awaits before it ends, so it is never over before it is recorded here)
     if (this.syncWaiters.length > 0 && this.syncing === null) this.syncing = this.syncLoop();
-    if (this.sync.walBytes() > this.checkpointBytes) this.checkpoint();
+    this.checkpoint();
   }
 
   /** Rows changed when the statistics were last refreshed. */
@@ -620,26 +642,58 @@ class Writer {
   }
 
   /**
-   * Copies the WAL into the database file, holding every write meanwhile (as a transaction scope
-   * does): the WAL synced first, the database file synced after, so the WAL is reset (by the next
-   * write) only once what it held is durable in the database file.
+   * Once the WAL is past the checkpoint size, copies it into the database file on the
+   * checkpointer's connection in a worker thread ({@link DiskSync.checkpoint}: the WAL synced first,
+   * the database file synced after, and only then may a write start the WAL over), while writes go
+   * on. SQLite starts the WAL over only when a checkpoint copied all of it and no write began while
+   * it ran; when one did, the WAL grows on (and an fsync of a growing file also commits its size),
+   * and the next checkpoint copies what came since. After {@link UNHELD_CHECKPOINTS} such, or past
+   * {@link HELD_CHECKPOINT_FACTOR} times the checkpoint size, every write is held (as a transaction
+   * scope holds them) until a checkpoint that starts after the running one, if any, has copied the
+   * little that is left; the next write then starts the WAL over, so the WAL stays bounded under
+   * any load.
    */
   private checkpoint(): void {
-    if (this.current !== null) return;
-    const scope: TxScope = { id: ++this.nextScope };
-    this.current = scope;
-    void (async () => {
-      try {
-        while (this.syncing) await this.syncing;
-        this.db.pragma('wal_checkpoint(PASSIVE)');
-        await this.sync!.database();
-        this.checkpoints++;
-      } catch (err) {
-        this.failed(err);
-      } finally {
+    const bytes = this.sync!.walBytes();
+    if (bytes <= this.checkpointBytes) {
+      if (this.checkpointing === null) this.checkpointsInCycle = 0;
+      return;
+    }
+    const hold = bytes > HELD_CHECKPOINT_FACTOR * this.checkpointBytes || this.checkpointsInCycle >= UNHELD_CHECKPOINTS;
+    if (hold && this.current === null && !this.holding) {
+      const scope: TxScope = { id: ++this.nextScope };
+      this.current = scope;
+      this.holding = true;
+      this.checkpointRun((this.checkpointing ?? Promise.resolve()).then(() => this.checkpointNow(scope)));
+      return;
+    }
+    if (this.checkpointing !== null || hold) return;
+    this.checkpointRun(this.checkpointNow(null));
+  }
+
+  /** Records `run` as the checkpoint running (until it ends, unless a later one was chained to it). */
+  private checkpointRun(run: Promise<void>): void {
+    this.checkpointing = run;
+    void run.then(() => {
+      if (this.checkpointing === run) this.checkpointing = null;
+    });
+  }
+
+  /** One checkpoint on the worker; with `scope` (the writes held meanwhile), ended with it. */
+  private async checkpointNow(scope: TxScope | null): Promise<void> {
+    try {
+      await this.sync!.checkpoint();
+      this.checkpoints++;
+      if (scope) this.heldCheckpoints++;
+    } catch (err) {
+      this.failed(err);
+    } finally {
+      this.checkpointsInCycle++;
+      if (scope) {
+        this.holding = false;
         if (this.current === scope) this.endScope();
       }
-    })();
+    }
   }
 
   /**
@@ -693,11 +747,11 @@ class Writer {
     }
   }
 
-  /** Waits until no scope is open, commits what is pending and waits for its fsync. */
+  /** Waits until no scope is open, commits what is pending and waits for its fsync (and a running checkpoint). */
   async drain(): Promise<void> {
     while (this.current !== null || this.scopes.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     this.flush();
-    while (this.syncing) await this.syncing;
+    while (this.syncing || this.checkpointing) await (this.syncing ?? this.checkpointing);
   }
 }
 
@@ -1055,29 +1109,30 @@ export class OldStoreDataError extends Error {
   }
 }
 
-/** {@link DiskSync} over open handles of the WAL and database files. */
+/** {@link DiskSync} over an open handle of the WAL file and a {@link Checkpointer}. */
 interface SyncFiles extends DiskSync {
+  /** Ends the checkpointer's connection (before the writing connection closes: it must be the last). */
+  stopCheckpoints(): Promise<void>;
+  /** Closes the WAL file's handle (after the writing connection closed). */
   close(): Promise<void>;
 }
 
-/** Opens the WAL and database files for their fsyncs (and syncs the folder that holds them). */
+/** Opens the WAL file for its fsyncs and the checkpointer of `file` (and syncs the folder that holds them). */
 async function openSyncFiles(dir: string, file: string): Promise<SyncFiles> {
   const wal = await fs.open(`${file}-wal`, 'r');
-  const database = await fs.open(file, 'r');
   const folder = await fs.open(dir, 'r');
   try {
     await folder.sync();
   } finally {
     await folder.close();
   }
+  const checkpointer = new Checkpointer(file);
   return {
     wal: () => wal.datasync(),
-    database: () => database.datasync(),
+    checkpoint: () => checkpointer.checkpoint(),
     walBytes: () => fstatSync(wal.fd).size,
-    close: async () => {
-      await wal.close();
-      await database.close();
-    },
+    stopCheckpoints: () => checkpointer.close(),
+    close: () => wal.close(),
   };
 }
 
@@ -1105,12 +1160,13 @@ function indexSuffix(table: string, ix: IndexSpec): string {
 }
 
 /**
- * The store on SQLite (better-sqlite3): one file `store.sqlite` in `DATA_DIR` (WAL mode,
- * `synchronous=FULL`: a write is acknowledged once its commit is synced to the WAL file), or in
- * memory. One table per collection; each {@link IndexSpec} is a real index on the document's
- * fields (unique; partial for sparse; a TTL index is swept by a periodic delete); the port's filter
- * subset is translated to SQL ({@link whereOf}). Concurrent writes share one commit (see
- * {@link Writer}). A store belongs to one process (the `DATA_DIR` lock).
+ * The store on SQLite (better-sqlite3): one file `store.sqlite` in `DATA_DIR` (WAL mode with
+ * `synchronous=FULL`'s guarantee, its syncs made off the event loop: a write is acknowledged once
+ * its commit is synced to the WAL file), or in memory. One table per collection; each
+ * {@link IndexSpec} is a real index on the document's fields (unique; partial for sparse; a TTL
+ * index is swept by a periodic delete); the port's filter subset is translated to SQL
+ * ({@link whereOf}). Concurrent writes share one commit (see {@link Writer}). A store belongs to
+ * one process (the `DATA_DIR` lock).
  */
 export class SqliteStore implements Store {
   readonly adapter = 'sqlite' as const;
@@ -1372,7 +1428,8 @@ export class SqliteStore implements Store {
     for (const t of this.sweepers.splice(0)) clearInterval(t);
     await this.writer.drain();
     this.closed = true;
-    // SQLite checkpoints and removes the WAL as it closes: with its own syncs
+    // SQLite checkpoints and removes the WAL as the last connection closes: with its own syncs
+    await this.files?.stopCheckpoints();
     if (this.files) this.db.pragma('synchronous = FULL');
     this.db.close();
     await this.files?.close();

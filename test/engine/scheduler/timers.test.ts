@@ -160,6 +160,67 @@ describe('TimerService on the SQLite store', () => {
     expect(fired[0]).toMatchObject({ actorId: 'a4', timerName: 'expiry' });
   });
 
+  it('a firing on disk: the disarm after the step waits for no commit, the end of the run writes nothing', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-timers-'));
+    cleanups.push(() => fs.rm(dir, { recursive: true, force: true }));
+    const store = await SqliteStore.open(dir);
+    const steps = await store.collection<{ _id: string; atMs: number }>('steps');
+    let afterStep = 0;
+    let disarmCommits = -1;
+    const timers: TimerService = new TimerService(
+      store,
+      async (t) => {
+        await steps.insertOne({ _id: t.actorId, atMs: t.atMs }); // the actor's step, on disk
+        afterStep = store.writer.commits;
+        await timers.cancel(t.actorId, t.timerName); // the actor host then disarms the deadline
+        disarmCommits = store.writer.commits - afterStep;
+      },
+      log,
+      60_000,
+    );
+    await timers.start();
+    await timers.schedule('d1', 'expiry', Date.now() + 150);
+    await waitFor(() => disarmCommits >= 0);
+    expect(disarmCommits).toBe(0);
+    await new Promise((r) => setTimeout(r, 300));
+    // the removal's commit only: Agenda's end-of-run state and its removal of the completed job
+    // find the job gone and write nothing
+    expect(store.writer.commits - afterStep).toBe(1);
+    await timers.drain(1000);
+    await store.close();
+
+    const again = await SqliteStore.open(dir);
+    const repo = new StoreJobRepository(again);
+    await repo.connect();
+    expect((await repo.queryJobs({ name: TIMER_JOB })).total).toBe(0);
+    expect(await (await again.collection('steps')).findOne({ _id: 'd1' })).toMatchObject({ _id: 'd1' });
+    await again.close();
+  });
+
+  it('repository: a lock is applied at once, not waiting for its commit; behind a transaction it waits', async () => {
+    const store = await SqliteStore.open(null);
+    const repo = new StoreJobRepository(store);
+    await repo.connect();
+    const due = { name: 'j', priority: 0, nextRunAt: new Date(Date.now() - 1), type: 'normal' as const };
+    await repo.saveJob({ ...due, data: { actorId: 'l1' } }, undefined);
+    const second = await repo.saveJob({ ...due, data: { actorId: 'l2' } }, undefined);
+    const scanTo = () => new Date(Date.now() + 1000);
+    const expired = () => new Date(Date.now() - 600_000);
+    const before = store.writer.commits;
+    const first = await repo.getNextJobToRun('j', scanTo(), expired(), undefined, undefined);
+    expect(first?.lockedAt).toBeInstanceOf(Date);
+    expect(store.writer.commits).toBe(before); // answered before its commit
+    expect(await repo.lockJob(first!, undefined)).toBeUndefined(); // locked already
+    let release!: () => void;
+    const tx = store.transaction(() => new Promise<void>((r) => (release = r)));
+    const pending = repo.lockJob(second, undefined); // the store holds it until the transaction ends
+    await new Promise((r) => setTimeout(r, 20));
+    release();
+    await tx;
+    expect((await pending)?.lockedAt).toBeInstanceOf(Date);
+    expect(await repo.getNextJobToRun('j', scanTo(), expired(), undefined, undefined)).toBeUndefined();
+  });
+
   it('repository: a job is locked by one taker only', async () => {
     const store = await SqliteStore.open(null);
     const repo = new StoreJobRepository(store);

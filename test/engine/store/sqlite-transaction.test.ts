@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { FaultyStore, InjectedFault } from './faulty-store.js';
 
@@ -123,6 +123,37 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
       await store.close();
     },
   );
+
+  it('checkpoints run beside the writes; under a steady stream the WAL stays bounded', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-ckpt-'));
+    dirs.push(dir);
+    const checkpointBytes = 256 * 1024;
+    const store = await SqliteStore.open(dir, { checkpointBytes });
+    const c = await store.collection<{ _id: string; n: number; pad: string }>('docs', [{ fields: ['n'] }]);
+    const wal = path.join(dir, 'store.sqlite-wal');
+    // the writing connection (the event loop's) never runs one: the worker thread's connection does
+    const pragmas = vi.spyOn(store.db, 'pragma');
+    let written = 0;
+    let largestWal = 0;
+    // a write always pending (each wave starts once the last one is answered): SQLite can start the
+    // WAL over only after a checkpoint that no write overlapped, which past twice the checkpoint
+    // size is one that holds the writes; the others run beside them
+    while (store.writer.checkpoints < 8) {
+      await Promise.all(
+        Array.from({ length: 20 }, () => c.insertOne({ _id: `d${written}`, n: written++, pad: 'x'.repeat(500) })),
+      );
+      largestWal = Math.max(largestWal, (await fs.stat(wal)).size);
+    }
+    // at most every other one holds the writes (each after one that ran beside them)
+    expect(store.writer.heldCheckpoints).toBeLessThanOrEqual(store.writer.checkpoints / 2);
+    expect(largestWal).toBeLessThan(3 * checkpointBytes);
+    expect(pragmas.mock.calls.filter(([sql]) => /checkpoint/i.test(String(sql)))).toEqual([]);
+    await store.close();
+    const again = await SqliteStore.open(dir);
+    expect(again.db.pragma('integrity_check', { simple: true })).toBe('ok');
+    expect(await (await again.collection('docs')).count({})).toBe(written);
+    await again.close();
+  });
 
   it('a write that fails inside the transaction (injected) undoes the writes before it', async () => {
     const store = new FaultyStore(await SqliteStore.open(null));
