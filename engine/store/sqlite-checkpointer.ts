@@ -62,10 +62,13 @@ export class Checkpointer {
     if (this.worker) return this.worker;
     const worker = new Worker(WORKER, {
       eval: true,
+      // the worker's code is plain CommonJS: none of the process's flags (loaders, --input-type) apply
+      execArgv: [],
       workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file: this.file },
     });
     worker.unref();
     worker.on('message', (msg: { ok?: CheckpointResult; error?: string }) => {
+      worker.unref();
       const p = this.pending;
       this.pending = null;
       if (msg.ok) p?.resolve(msg.ok);
@@ -93,6 +96,9 @@ export class Checkpointer {
     const worker = this.started();
     return new Promise<CheckpointResult>((resolve, reject) => {
       this.pending = { resolve, reject };
+      // referenced while it works: a process with nothing else to do waits for the answer instead of
+      // exiting in the middle of a shutdown that awaits it
+      worker.ref();
       worker.postMessage('checkpoint');
     });
   }
@@ -103,6 +109,7 @@ export class Checkpointer {
     this.worker = null;
     if (!worker) return;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.ref();
     worker.postMessage('close');
     await exited;
   }
