@@ -45,7 +45,7 @@ import { TriggerIndex } from '../triggers.js';
 import type { UserDoc, UserService } from '../users.js';
 import { blockOf } from '../venue/chain.js';
 import type { VenuePort } from '../venue/port.js';
-import type { CopyEnv, CopySettings, LeaderFill } from './rules.js';
+import type { CopyEnv, CopyOrder, CopySettings, LeaderFill } from './rules.js';
 
 /** Machine id of a subscription actor. */
 export const COPYTRADE_MACHINE_ID = 'copytrade';
@@ -462,15 +462,55 @@ export class CopytradeService {
     }
   }
 
-  /** What the rules need to know of the market of `fill` and the follower's wallet, now. */
+  /**
+   * What the rules need to know of the market of `fill` and the follower's wallet, now: the wallet's
+   * free dollars and shares less what the follower's copies decided but not yet at the venue will
+   * take (two leader fills in quick succession: the second is sized on what the first leaves).
+   */
   envOf(userId: string, fill: Pick<LeaderFill, 'tokenId' | 'conditionId'>): CopyEnv {
     const market = this.marketEnv(fill.tokenId);
     const available = market.market !== 'unknown' ? this.venue.available(userId, fill.tokenId) : null;
+    const unplaced = this.unplaced.get(userId);
+    const free = (amount: Dec, less: Dec | undefined): string => str(less ? Dec.max(ZERO, amount.minus(less)) : amount);
     return {
       ...market,
-      availableUsd: available ? str(available.usd) : '0',
-      availableShares: available ? str(available.shares) : '0',
+      availableUsd: available ? free(available.usd, unplaced?.usd) : '0',
+      availableShares: available ? free(available.shares, unplaced?.shares.get(fill.tokenId)) : '0',
     };
+  }
+
+  /**
+   * Dollars (buys) and shares by token (sells) of each follower's copies from their decision until
+   * their order's placement and venue command are over (see {@link envOf}).
+   */
+  private readonly unplaced = new Map<string, { usd: Dec; shares: Map<string, Dec> }>();
+
+  /** Counts copy `o` of `userId` as unplaced; the returned function takes it back. */
+  private holdUnplaced(userId: string, o: CopyOrder): () => void {
+    let u = this.unplaced.get(userId);
+    if (!u) this.unplaced.set(userId, (u = { usd: ZERO, shares: new Map() }));
+    const entry = u;
+    if (o.side === 'buy') {
+      const usd = o.usd !== null ? dec(o.usd) : dec(o.shares ?? '0').times(dec(o.price ?? '0'));
+      entry.usd = entry.usd.plus(usd);
+      return () => {
+        entry.usd = entry.usd.minus(usd);
+        this.forgetUnplaced(userId, entry);
+      };
+    }
+    const shares = dec(o.shares ?? '0');
+    entry.shares.set(o.tokenId, (entry.shares.get(o.tokenId) ?? ZERO).plus(shares));
+    return () => {
+      const left = (entry.shares.get(o.tokenId) ?? ZERO).minus(shares);
+      if (left.isZero()) entry.shares.delete(o.tokenId);
+      else entry.shares.set(o.tokenId, left);
+      this.forgetUnplaced(userId, entry);
+    };
+  }
+
+  private forgetUnplaced(userId: string, entry: { usd: Dec; shares: Map<string, Dec> }): void {
+    if (entry.usd.isZero() && entry.shares.size === 0 && this.unplaced.get(userId) === entry)
+      this.unplaced.delete(userId);
   }
 
   /** The market part of {@link envOf} by token, read once per turn of the event loop (see {@link marketEnv}). */
@@ -502,6 +542,17 @@ export class CopytradeService {
   // ---- effects ----
 
   private async place(c: CopytradeContext, w: WorkingCopy): Promise<void> {
+    const o = w.order;
+    const release = this.holdUnplaced(c.userId, o);
+    try {
+      await this.placeOrder(c, w);
+      await this.router.whenPlaced(w.orderId);
+    } finally {
+      release();
+    }
+  }
+
+  private async placeOrder(c: CopytradeContext, w: WorkingCopy): Promise<void> {
     const o = w.order;
     const token = this.venue.token(o.tokenId);
     // the follower's partner is the subscription's (the router reads its record when the user is not cached)

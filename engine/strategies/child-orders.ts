@@ -96,6 +96,14 @@ export class ChildOrderRouter {
     return p;
   }
 
+  /**
+   * Resolves when child order `orderId` has nothing queued or in flight: its placement and its
+   * venue command are over (the venue's balances reflect it). At once for an order never placed.
+   */
+  whenPlaced(orderId: string): Promise<void> {
+    return Promise.resolve(this.placements.get(orderId)).then(() => this.orders.whenQuiet(orderId));
+  }
+
   private async tryPlaceChild(c: ChildParent, order: ChildOrder): Promise<void> {
     let placed: ActorRecord;
     try {

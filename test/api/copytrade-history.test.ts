@@ -75,10 +75,11 @@ describe('copytrade: the history pages with a cursor', () => {
 });
 
 /**
- * A copy the venue or the risk rules refuse before any fill becomes a skip `order_refused`; its
- * history row still names the leader fill it answers and that fill's market.
+ * Two leader fills reach a follower before its first copy's order is at the venue: the second copy
+ * is sized on the dollars the first leaves (BUY_MAX), not on the same balance and then refused.
+ * (A copy refused before any fill names its leader fill too: test/machines/copytrade.test.ts.)
  */
-describe('copytrade: a refused copy keeps its leader fill in the history', () => {
+describe('copytrade: leader fills in quick succession', () => {
   let svc: TestService;
   beforeAll(async () => {
     svc = await startTestService({ env: { SIM_MAKER_REFILL_MS: '3600000' } });
@@ -88,7 +89,7 @@ describe('copytrade: a refused copy keeps its leader fill in the history', () =>
     await svc?.close();
   });
 
-  it('two leader buys in one batch, the second refused: a skip order_refused naming its leader fill', async () => {
+  it('two leader buys in one batch: the second copy is sized on what the first leaves, not refused', async () => {
     const sub = await svc.call('POST', '/v2/trade/copytrade', {
       ...as('short'),
       body: copyEveryFill(LEADER, 1_000_000, { buy_time_in_force: 'GTC' }),
@@ -102,26 +103,16 @@ describe('copytrade: a refused copy keeps its leader fill in the history', () =>
     await svc.services.copytrade.idle();
     const h = await svc.call('GET', '/v2/trade/copytrade/history?limit=200', as('short'));
     expect(h.status).toBe(200);
-    const [refused, copied] = h.body.history;
-    expect(copied).toMatchObject({ result: 'COPIED', leader_fill: { log_index: 1 } });
-    expect(refused).toMatchObject({
+    const [second, first] = h.body.history;
+    expect(first).toMatchObject({ result: 'COPIED', leader_fill: { log_index: 1 } });
+    // the first copy took the wallet's dollars: the second is a skip of the rules, with its leader fill
+    expect(second).toMatchObject({
       result: 'SKIPPED',
-      reason: 'order_refused',
-      detail: expect.stringMatching(/^INSUFFICIENT_BALANCE: /),
+      reason: expect.stringMatching(/^(insufficient_pusd|below_market_minimum)$/),
       market_id: m.conditionId,
       token_id: market.tokenId,
-      outcome: 'Yes',
       side: 'BUY',
-      order_type: 'MARKET',
-      leader_fill: {
-        transaction_hash: fills[1]!.transactionHash,
-        log_index: 2,
-        side: 'BUY',
-        price: '0.5',
-        size: '1',
-        notional_usd: '0.5',
-        role: 'taker',
-      },
+      leader_fill: { transaction_hash: fills[1]!.transactionHash, log_index: 2, side: 'BUY', price: '0.5', size: '1' },
     });
     expect(h.body.next_cursor).toBeNull();
   });

@@ -213,6 +213,8 @@ describe('copytrade machine', () => {
     ]);
     expect(r.s.context.copies).toBe(0);
     expect(r.s.context.skipped).toEqual({ order_refused: 1 });
+    // the skip row names the leader fill it answers, as every other row does
+    expect(r.s.context.pending.at(-1)).toMatchObject({ reason: 'order_refused', fill: { key: fill(1).key } });
   });
 
   it('a simulation paper-fills at the midpoint and places nothing', () => {
