@@ -210,12 +210,24 @@ async function dropSnapshot(dir: string): Promise<void> {
 }
 
 /**
- * Measures the reads on `dir`, then the start-up: the first start replays the whole history (no
- * snapshot of the aggregates), the restart after its clean stop starts from the snapshot it wrote.
+ * The start-ups on `dir`, then the reads: the first start replays the whole history (no snapshot of
+ * the aggregates: a bulk load invalidates it), and after its clean stop the restart starts from the
+ * snapshot it wrote, as a service restarts in production; the reads are measured on that restarted
+ * service, once the statements job has caught up (steady state: the catch-up after a full replay,
+ * which builds the aggregates' snapshot in the background, is a one-time cost of a bulk load).
  */
 async function run(dir: string, n: number): Promise<Record<string, Stat | string>> {
   await dropSnapshot(dir);
-  const { svc, ms: first, cpu: firstCpu } = await start(dir);
+  const { svc: cold, ms: first, cpu: firstCpu } = await start(dir);
+  await statementsCaughtUp(cold.baseUrl);
+  cold.child.kill('SIGTERM');
+  await cold.exited;
+  const { svc, ms: again, cpu: againCpu } = await start(dir);
+  const secs = (ms: number, cpu: number | null) =>
+    `${(ms / 1000).toFixed(1)} s${cpu === null ? '' : ` (CPU ${(cpu / 1000).toFixed(1)} s)`}`;
+  console.log(
+    `  start-up: replaying the whole history ${secs(first, firstCpu)}, from the snapshot ${secs(again, againCpu)}`,
+  );
   const out: Record<string, Stat | string> = {};
   try {
     await statementsCaughtUp(svc.baseUrl);
@@ -224,14 +236,6 @@ async function run(dir: string, n: number): Promise<Record<string, Stat | string
     svc.child.kill('SIGTERM');
     await svc.exited;
   }
-  const again = await start(dir);
-  again.svc.child.kill('SIGTERM');
-  await again.svc.exited;
-  const secs = (ms: number, cpu: number | null) =>
-    `${(ms / 1000).toFixed(1)} s${cpu === null ? '' : ` (CPU ${(cpu / 1000).toFixed(1)} s)`}`;
-  console.log(
-    `  start-up: replaying the whole history ${secs(first, firstCpu)}, from the snapshot ${secs(again.ms, again.cpu)}`,
-  );
   return out;
 }
 
