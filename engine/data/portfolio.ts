@@ -316,6 +316,14 @@ export interface SnapshotOptions {
   onError?: (err: unknown, what: 'load' | 'save') => void;
 }
 
+/**
+ * A periodic snapshot comes no sooner than this many times the last one's duration (its build and
+ * its write) after that one ended: the background work of snapshots stays under 1 % of the time
+ * whatever the history's size (at a million trades a snapshot takes tens of seconds, and the reads
+ * that run beside it are slower).
+ */
+export const SNAPSHOT_GAP_PER_DURATION = 100;
+
 /** Records per batch of the history's replay at start (a page of each collection's index walk). */
 const REPLAY_BATCH = 5000;
 
@@ -366,6 +374,8 @@ export class Portfolio {
   private snapshots: SnapshotOptions | undefined;
   private sinceSnapshot = 0;
   private lastSnapshotMs = 0;
+  /** How long the last snapshot took (build and write), ms of the injected clock. */
+  private lastSnapshotDurationMs = 0;
   private saving: Promise<void> | null = null;
   /** Addresses touched while {@link snapshotSliced} runs (serialized again at its end); null otherwise. */
   private dirty: Set<string> | null = null;
@@ -631,9 +641,11 @@ export class Portfolio {
     this.apply(batch);
     const o = this.snapshots;
     if (!o || this.saving) return;
+    const sinceMs = this.clock.now() - this.lastSnapshotMs;
     const due =
-      this.sinceSnapshot >= (o.everyRecords ?? 50_000) ||
-      (this.sinceSnapshot > 0 && this.clock.now() - this.lastSnapshotMs >= (o.everyMs ?? 60_000));
+      sinceMs >= SNAPSHOT_GAP_PER_DURATION * this.lastSnapshotDurationMs &&
+      (this.sinceSnapshot >= (o.everyRecords ?? 50_000) ||
+        (this.sinceSnapshot > 0 && sinceMs >= (o.everyMs ?? 60_000)));
     if (due) this.saving = new Promise((r) => setImmediate(r)).then(() => this.save());
   }
 
@@ -641,14 +653,17 @@ export class Portfolio {
   private async save(): Promise<void> {
     const o = this.snapshots;
     if (!o) return;
+    const startedMs = this.clock.now();
     try {
       this.sinceSnapshot = 0;
       const snap = await this.snapshotSliced();
-      this.lastSnapshotMs = this.clock.now();
       await o.port.save(snap);
     } catch (err) {
       o.onError?.(err, 'save');
     } finally {
+      // a failed attempt spaces the next one as a written snapshot does
+      this.lastSnapshotMs = this.clock.now();
+      this.lastSnapshotDurationMs = this.lastSnapshotMs - startedMs;
       this.saving = null;
     }
   }

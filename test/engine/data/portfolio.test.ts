@@ -4,6 +4,7 @@ import { ManualClock } from '../../../engine/clock.js';
 import { Dec } from '../../../engine/decimal.js';
 import {
   Portfolio,
+  SNAPSHOT_GAP_PER_DURATION,
   WINDOWS,
   type PortfolioFacts,
   type PortfolioSnapshot,
@@ -296,6 +297,39 @@ describe('Portfolio', () => {
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+describe('periodic snapshots', () => {
+  it('come no sooner than SNAPSHOT_GAP_PER_DURATION times the last one took, whatever the records', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    let listener: ((b: RecordedBatch) => void) | undefined;
+    const feed: TradeHistoryFeed = { onRecorded: (l) => (listener = l), replay: async () => {} };
+    const saves: number[] = [];
+    const port = {
+      load: async () => null,
+      countBefore: async () => ({ trades: 0, fills: 0, cash: 0 }),
+      // writing a snapshot takes 2 s of the clock
+      save: async () => {
+        saves.push(clock.now());
+        clock.advance(2_000);
+      },
+    };
+    const p = await Portfolio.open(feed, facts, clock, { port, everyRecords: 1, everyMs: 1 });
+    const land = async () => {
+      listener!(batch({ fills: [fill(A, 'BUY', '1', '0.4', clock.now())] }));
+      // a due snapshot starts on the next turn and is built in slices: let it end
+      for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+    };
+    await land(); // the first is due at once
+    expect(saves.length).toBe(1);
+    clock.advance(SNAPSHOT_GAP_PER_DURATION * 2_000 - 1);
+    await land(); // one ms short of the gap: not due, though everyRecords and everyMs are met
+    expect(saves.length).toBe(1);
+    clock.advance(1);
+    await land();
+    expect(saves.length).toBe(2);
+    expect(p.trader(A)).toBeDefined();
   });
 });
 
