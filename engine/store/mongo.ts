@@ -121,7 +121,7 @@ export interface MongoWriteSettings {
 export interface MongoOpenOptions extends Partial<MongoWriteSettings> {
   /** Accept a standalone server (no replica set): majority and retryable writes then do not hold. Default false. */
   allowStandalone?: boolean;
-  /** Server selection timeout (ms, default 10,000). */
+  /** Server selection timeout (ms); default the URI's `serverSelectionTimeoutMS`, else 10,000. */
   serverSelectionTimeoutMS?: number;
 }
 
@@ -130,15 +130,27 @@ export const DEFAULT_WRITE_SETTINGS: MongoWriteSettings = { w: 'majority', journ
 
 /**
  * The driver options the service connects with: the write concern set explicitly (never the
- * server's default) and the server selection timeout. Retryable writes are the driver's default
- * (on) unless the URI says `retryWrites=false`.
+ * server's default) and the server selection timeout (ms): `serverSelectionTimeoutMS` when given,
+ * else none when `uri` carries its own (the driver reads it there), else 10,000. Retryable writes are
+ * the driver's default (on) unless the URI says `retryWrites=false`.
  * @returns options for `new MongoClient(uri, options)`.
  */
 export function mongoClientOptions(
   write: MongoWriteSettings = DEFAULT_WRITE_SETTINGS,
-  serverSelectionTimeoutMS = 10_000,
+  serverSelectionTimeoutMS?: number,
+  uri?: string,
 ): MongoClientOptions {
-  return { serverSelectionTimeoutMS, writeConcern: { w: write.w, journal: write.journal } };
+  const writeConcern = { w: write.w, journal: write.journal };
+  if (serverSelectionTimeoutMS === undefined && uri !== undefined && uriHasOption(uri, 'serverSelectionTimeoutMS'))
+    return { writeConcern };
+  return { serverSelectionTimeoutMS: serverSelectionTimeoutMS ?? 10_000, writeConcern };
+}
+
+/** Whether connection string `uri` sets option `name` (case-insensitive, as the driver reads options). */
+function uriHasOption(uri: string, name: string): boolean {
+  const wanted = name.toLowerCase();
+  for (const key of new ConnectionString(uri).searchParams.keys()) if (key.toLowerCase() === wanted) return true;
+  return false;
 }
 
 /**
@@ -267,7 +279,7 @@ export class MongoStore implements Store {
    * @throws {MongoStoreRefusedError} on a standalone server without `allowStandalone`, or when the
    *   URI's options contradict the write concern asked for.
    * @throws {MongoUnreachableError} when no server of the seed list answers within the selection
-   *   timeout (10 s).
+   *   timeout (the URI's `serverSelectionTimeoutMS`, else 10 s).
    * @throws the driver's error when the URI does not parse.
    */
   static async open(uri: string, defaultDb: string, options: MongoOpenOptions = {}): Promise<MongoStore> {
@@ -276,7 +288,7 @@ export class MongoStore implements Store {
       journal: options.journal ?? DEFAULT_WRITE_SETTINGS.journal,
     };
     const dbName = databaseOf(uri, defaultDb);
-    const client = new MongoClient(uri, mongoClientOptions(write, options.serverSelectionTimeoutMS));
+    const client = new MongoClient(uri, mongoClientOptions(write, options.serverSelectionTimeoutMS, uri));
     try {
       const mismatch = uriWriteConcernConflict(uri, write) ?? writeConcernMismatch(write, client.options.writeConcern);
       if (mismatch) throw new MongoStoreRefusedError(mismatch);

@@ -81,6 +81,23 @@ describe('MongoDB write concern and deployment checks', () => {
     });
   });
 
+  it("keeps the URI's serverSelectionTimeoutMS unless the caller gives one", () => {
+    const uri = 'mongodb://h1:27017/db?replicaSet=rs0&serverselectiontimeoutms=2500';
+    expect(mongoClientOptions(DEFAULT_WRITE_SETTINGS, undefined, uri)).toEqual({
+      writeConcern: { w: 'majority', journal: true },
+    });
+    expect(new MongoClient(uri, mongoClientOptions(DEFAULT_WRITE_SETTINGS, undefined, uri)).options).toMatchObject({
+      serverSelectionTimeoutMS: 2500,
+    });
+    expect(new MongoClient(uri, mongoClientOptions(DEFAULT_WRITE_SETTINGS, 700, uri)).options).toMatchObject({
+      serverSelectionTimeoutMS: 700,
+    });
+    const plain = 'mongodb://h1:27017/db';
+    expect(new MongoClient(plain, mongoClientOptions(DEFAULT_WRITE_SETTINGS, undefined, plain)).options).toMatchObject({
+      serverSelectionTimeoutMS: 10_000,
+    });
+  });
+
   it('the driver takes these options: its effective write concern is the one asked for, retryable writes on', () => {
     for (const [uri, write] of [
       ['mongodb://h1:27017,h2:27017/db?replicaSet=rs0', DEFAULT_WRITE_SETTINGS],
