@@ -1021,8 +1021,9 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * the writes bound to them, in ONE store transaction: all or none. Once it committed, the
    * actors' snapshots are current and, in the plan's order (an actor at its first step or
    * creation), their actions run and `changed` is emitted, inside `effects` (a caller that gathers
-   * the venue commands those actions issue into one operation wraps them); then their timers are
-   * armed. When `plan` throws or the transaction fails, nothing changed and the error is rethrown.
+   * the venue commands those actions issue into one operation wraps them); then what the kinds'
+   * step writes resolved with runs, and their timers are armed. When `plan` throws or the
+   * transaction fails, nothing changed and the error is rethrown.
    * @param ids - every actor the plan steps or creates (their queues are held; order is free).
    * @returns the records written, by actor id (none for an actor the plan left unchanged).
    */
@@ -1160,13 +1161,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         }
         return out;
       });
-      for (const then of committed) {
-        try {
-          then();
-        } catch (err) {
-          this.log.error({ err }, 'what follows a committed batch failed');
-        }
-      }
       const result = new Map<string, ActorRecord>();
       const after: { live: Live; prev: Record<string, number>; w: (typeof written)[number] }[] = [];
       for (const w of written) {
@@ -1180,6 +1174,15 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         for (const { live, w } of after)
           this.runEffects(live, w.e.actions, w.e.live ? w.e.live.record.status : null, w.e.events, w.full);
       });
+      // what the kinds' writes hand on (the trade history's records to its listeners) follows the
+      // actors' own effects: the venue's answers reach every order of the batch first
+      for (const then of committed) {
+        try {
+          then();
+        } catch (err) {
+          this.log.error({ err }, 'what follows a committed batch failed');
+        }
+      }
       await Promise.all(
         after.filter((a) => this.timersChange(a.live, a.prev)).map((a) => this.armTimers(a.live, a.prev)),
       );

@@ -443,7 +443,6 @@ export class CopytradeService {
     const targets: string[] = [];
     const users = new Set<string>();
     const actorIds: string[] = [];
-    const partners = new Map<string, string>();
     for (const id of ids) {
       const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
       if (!c || !isNewFill(c, fill)) continue;
@@ -455,7 +454,7 @@ export class CopytradeService {
     const held: (() => void)[] = [];
     const placed: string[] = [];
     try {
-      for (const id of targets) partners.set(id, await this.partnerOf(id));
+      const partners = await this.partnersOf(targets);
       await this.orders.placeChildren(users, actorIds, (batch, place) => {
         const atMs = this.clock.now();
         for (const id of targets) {
@@ -494,11 +493,17 @@ export class CopytradeService {
     }
   }
 
-  /** The partner of subscription `id` (its follower's, read from the record when the user is not cached). */
-  private async partnerOf(id: string): Promise<string> {
-    const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
-    const cached = c ? this.users.cached(c.userId)?.partnerId : undefined;
-    return cached ?? (await this.actors.get(id))?.partnerId ?? 'unknown';
+  /** Partner of each subscription read so far (it never changes). */
+  private readonly partners = new Map<string, string>();
+
+  /** The partners of subscriptions `ids` (their followers'; records read, together, for those not known yet). */
+  private async partnersOf(ids: string[]): Promise<Map<string, string>> {
+    const missing = ids.filter((id) => !this.partners.has(id));
+    if (missing.length > 0) {
+      const recs = await this.actors.getMany(missing);
+      for (const id of missing) this.partners.set(id, recs.get(id)?.partnerId ?? 'unknown');
+    }
+    return this.partners;
   }
 
   /** Subscriptions following the wallet of `f`: by its address, and by the other address of its user. */
