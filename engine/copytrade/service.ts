@@ -32,6 +32,7 @@ import {
   type CopytradeInput,
   type WorkingCopy,
 } from '../../machines/copytrade.js';
+import type { OrderContext } from '../../machines/order.js';
 import type { ChildOrder } from '../../machines/strategy-kit.js';
 import type { ActorChange, ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
@@ -324,11 +325,65 @@ export class CopytradeService {
   }
 
   private onChanged(c: ActorChange): void {
+    if (c.record.kind === 'order') return this.onOrderChanged(c);
     if (c.record.kind !== 'copytrade') return;
     const ctx = c.snapshot.context as CopytradeContext;
     if (c.record.final) this.byLeader.get(lower(ctx.settings.leader_address))?.delete(c.record._id);
     else if (c.previousStatus === null) this.index(c.record._id, ctx);
     this.syncWatches(c.record._id, c.record.final ? null : ctx);
+  }
+
+  // ---- the copies' orders ----
+
+  /** Order reports on their way to subscriptions, by order, in the order they came; null between bursts. */
+  private reports: Map<string, { subscription: string; record: ActorRecord }> | null = null;
+
+  /**
+   * A subscription's order changed: the subscription hears of it (the child-order router leaves
+   * them to this service). The changes of one turn (the answers of one venue operation to the
+   * copies of a leader fill) reach their subscriptions as one batch ({@link deliverReports}). Its
+   * creation is no news to the subscription that decided it.
+   */
+  private onOrderChanged(c: ActorChange): void {
+    const o = c.snapshot.context as Pick<OrderContext, 'parentKind' | 'parentId'>;
+    if (o.parentKind !== 'copytrade' || !o.parentId || c.previousStatus === null) return;
+    if (!this.reports) {
+      this.reports = new Map();
+      queueMicrotask(() => this.deliverReports());
+    }
+    // the latest change of an order says everything the earlier ones of the burst said
+    this.reports.delete(c.record._id);
+    this.reports.set(c.record._id, { subscription: o.parentId, record: c.record });
+  }
+
+  /**
+   * Hands a burst of order changes to their subscriptions in ONE host batch (one transaction, the
+   * steps' history rows with them); when it fails (nothing of it happened), each goes through the
+   * router's retried delivery (its latest state at each try).
+   */
+  private deliverReports(): void {
+    const burst = [...this.reports!.values()];
+    this.reports = null;
+    const events = burst.map((r) => ({ subscription: r.subscription, event: this.router.orderEvent(r.record) }));
+    const run = this.host
+      .batch(
+        events.map((e) => e.subscription),
+        (b) => {
+          for (const e of events) b.step(e.subscription, e.event);
+        },
+      )
+      .catch((err: unknown) => {
+        this.log.warn({ err, orders: burst.length }, 'copy order reports not delivered together: one by one');
+        for (const [i, e] of events.entries()) {
+          const id = burst[i]!.record._id;
+          const latest = async () => {
+            const now = this.host.recordOf(id) ?? (await this.actors.get(id));
+            return now ? this.router.orderEvent(now) : null;
+          };
+          this.track(this.router.sendToStrategy(e.subscription, e.event, latest));
+        }
+      });
+    this.track(run);
   }
 
   // ---- risk controls of the positions (take-profit, stop-loss, close price) ----

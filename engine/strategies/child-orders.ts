@@ -260,8 +260,13 @@ export class ChildOrderRouter {
     };
   }
 
-  /** An order actor changed (ActorHost `changed`): its strategy and bracket hear of it. */
+  /**
+   * An order actor changed (ActorHost `changed`): its strategy and bracket hear of it. A copytrade
+   * subscription's orders are left to the copytrade service, which hands their changes over a
+   * burst at a time (engine/copytrade/service.ts).
+   */
   onOrderChanged(c: ActorChange): void {
+    if ((c.snapshot.context as OrderContext).parentKind === 'copytrade') return;
     const v = c.record.view as OrderLinks;
     if (v.record_id || v.bracket_id) this.forwardOrder(c.record);
   }
