@@ -2,9 +2,15 @@
  * Copytrade subscriptions (spec 2.6, 3, 4.4): the facade the API uses. Hosts one
  * durable actor per subscription (machines/copytrade.ts), delivers every leader fill of the trade
  * history (engine/data/records.ts `TradeHistoryFeed`) to the subscriptions of that leader, places
- * copies through the child-order router (engine/strategies/child-orders.ts, like strategies' child
- * orders: every copy passes engine/risk.ts) and keeps the history of copies and skips
- * (collection `copytradeHistory`).
+ * copies as child orders (every copy passes engine/risk.ts `checkChild`) and keeps the history of
+ * copies and skips (collection `copytradeHistory`).
+ *
+ * A leader fill's copies are one batch ({@link CopytradeService.copyAll}): the subscriptions'
+ * decisions, their history rows and the copies' orders commit in one store transaction and the
+ * orders go to the venue in one operation (`OrderService.placeChildren`); the orders' changes
+ * come back to the subscriptions a burst at a time. A copy decided outside a batch (the fallback
+ * of a failed batch, start-up re-placement, a risk-control sell) goes through the child-order
+ * router (engine/strategies/child-orders.ts), like strategies' child orders.
  *
  * Exactly once through restarts: each subscription's watermark (its last leader fill's chain
  * position) is persisted with the step that handled the fill, and the step's history rows in the
