@@ -546,12 +546,9 @@ export class CopytradeService {
       await Promise.all(targets.map((id) => this.sendFill(id, fill)));
       return;
     }
-    // each copy counts as unplaced (envOf) until its venue command is over
-    let i = 0;
-    for (const orderId of placed) {
-      const release = held[i++];
-      if (release) this.track(this.router.whenPlaced(orderId).finally(release));
-    }
+    // the batch's venue operation has taken the copies' dollars and shares (in memory, as it was
+    // submitted): the wallet's own balance says it from now on
+    for (const release of held) release();
   }
 
   /** Partner of each subscription read so far (it never changes). */
