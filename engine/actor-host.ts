@@ -234,6 +234,33 @@ export interface ActorBatch {
   create(machineId: string, args: { id: string; input: unknown; partnerId: string; ownerUserId: string | null }): void;
 }
 
+/**
+ * Holds the queues `keys` at once: joins each (through `join`, which queues `work` behind what it
+ * holds) with a task that waits for the release, all in one synchronous pass (two holders sharing
+ * keys then queue in one order on each: no deadlock between them), and resolves once every one of
+ * them has reached its turn.
+ * @returns the release: the queues go on.
+ */
+export async function holdQueues(
+  keys: Iterable<string>,
+  join: (key: string, work: () => Promise<void>) => void,
+): Promise<() => void> {
+  let release!: () => void;
+  const hold = new Promise<void>((resolve) => (release = resolve));
+  const ready: Promise<void>[] = [];
+  for (const key of keys)
+    ready.push(
+      new Promise<void>((started) =>
+        join(key, () => {
+          started();
+          return hold;
+        }),
+      ),
+    );
+  await Promise.all(ready);
+  return release;
+}
+
 /** One actor of a batch: stepped (`live` set) or created (`create` set). */
 interface BatchEntry {
   def: ActorDefinition;
@@ -1033,21 +1060,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     effects: (run: () => void) => void = (run) => run(),
   ): Promise<Map<string, ActorRecord>> {
     const held = new Set(ids);
-    let release!: () => void;
-    const hold = new Promise<void>((resolve) => (release = resolve));
-    // every queue is joined in one synchronous pass: two batches sharing actors queue in one order on each
-    const ready: Promise<void>[] = [];
-    for (const id of held)
-      ready.push(
-        new Promise<void>((started) => {
-          void this.enqueue(id, () => {
-            started();
-            return hold;
-          });
-        }),
-      );
+    const release = await holdQueues(held, (id, work) => void this.enqueue(id, work));
     try {
-      await Promise.all(ready);
       const entries = new Map<string, BatchEntry>();
       const mine = (id: string) => {
         if (!held.has(id)) throw new Error(`actor ${id} is not one of the batch's`);

@@ -16,7 +16,7 @@ import {
   type OrderState,
 } from '../machines/order.js';
 import type { OrderRequest } from '../schemas/orders.js';
-import type { ActorBatch, ActorHost } from './actor-host.js';
+import { holdQueues, type ActorBatch, type ActorHost } from './actor-host.js';
 import type { HistoryRecorder } from './data/recorder.js';
 import type { Clock } from './clock.js';
 import { dec, Dec, str, ZERO } from './decimal.js';
@@ -609,20 +609,8 @@ export class OrderService {
     actorIds: Iterable<string>,
     plan: (batch: ActorBatch, place: (partnerId: string, input: OrderInput) => void) => void,
   ): Promise<Map<string, ActorRecord>> {
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const queued: Promise<void>[] = [];
-    for (const u of new Set(userIds))
-      queued.push(
-        new Promise<void>((started) => {
-          void this.exclusive(u, () => {
-            started();
-            return gate;
-          });
-        }),
-      );
+    const open = await holdQueues(new Set(userIds), (u, work) => void this.exclusive(u, work));
     try {
-      await Promise.all(queued);
       return await this.host.batch(
         actorIds,
         (batch) =>

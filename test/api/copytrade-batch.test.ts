@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { COPYTRADE_HISTORY } from '../../engine/copytrade/service.js';
+import type { TraderFill } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { copyOrderId, type CopyHistoryEntry, type CopytradeContext } from '../../machines/copytrade.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
@@ -20,6 +21,13 @@ async function follow(svc: TestService, users: string[], body: (u: string) => Re
     ids.push(sub.body.id);
   }
   return ids;
+}
+
+/** LEADER's fill 1 (a buy of the first market's first token) recorded in the trade history. */
+function leaderBuyOnFirstMarket(svc: TestService, over: Partial<TraderFill> = {}) {
+  const m = svc.services.venue.markets()[0]!;
+  const market = { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId };
+  return recordLeaderBuy(svc, LEADER, 1, market, Math.floor(Date.now() / 1000) + 2, over);
 }
 
 /** The history of one follower's subscription, over HTTP. */
@@ -53,21 +61,12 @@ describe('copytrade: a leader fill copied as one batch is all or none', () => {
       svc = await startTestService({ store: faulty, env });
       const users = ['b0', 'b1', 'b2'];
       const ids = await follow(svc, users, () => copyEveryFill(LEADER, 1));
-      const m = svc.services.venue.markets()[0]!;
       const last = ids[2]!;
       const rule = faulty.failWhen(
         (i) => i.collection === COPYTRADE_HISTORY && i.op === 'replaceOne' && String(i.doc?._id).startsWith(last),
         { when: 'after' },
       );
-      const block = Math.floor(Date.now() / 1000) + 2;
-      const fill = await recordLeaderBuy(
-        svc,
-        LEADER,
-        1,
-        { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId },
-        block,
-        { size: '4', notionalUsd: '2' },
-      );
+      const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
       await svc.services.copytrade.idle();
       // the batch's transaction (its earlier writes rolled back with it), then the five attempts of the last one alone
       expect(rule.hits.length).toBe(6);
@@ -137,17 +136,9 @@ describe('copytrade: one batch, each subscription its own outcome', () => {
             ? copyEveryFill(LEADER, 1, { status: 'PAUSED' })
             : copyEveryFill(LEADER, 1),
       );
-      const m = svc.services.venue.markets()[0]!;
       const journal = await svc.services.store.collection<{ _id: string }>('venueJournal');
       const before = await journal.count({});
-      const block = Math.floor(Date.now() / 1000) + 2;
-      const fill = await recordLeaderBuy(
-        svc,
-        LEADER,
-        1,
-        { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId },
-        block,
-      );
+      const fill = await leaderBuyOnFirstMarket(svc);
       await svc.services.copytrade.idle();
       const [ok] = await historyOf(svc, 'ok', ids[0]!);
       expect(ok).toMatchObject({ result: 'COPIED', order_status: 'FILLED', leader_fill: { log_index: 1 } });
