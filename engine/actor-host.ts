@@ -212,6 +212,65 @@ export type StepWrites = (tx: UnitOfWork, record: ActorRecord) => Promise<void>;
  */
 export type KindStepWrites = (tx: UnitOfWork) => Promise<(() => void) | void>;
 
+/**
+ * What the plan of an {@link ActorHost.batch} calls: steps of live actors and creations of new
+ * ones, pure until the batch commits (a step computes the next snapshot, a creation the initial
+ * one; nothing is persisted, and no action runs, before the plan returns).
+ */
+export interface ActorBatch {
+  /** The snapshot of actor `id` as the batch has it so far (its steps in the batch taken), or null: not live. */
+  snapshotOf(id: string): AnyMachineSnapshot | null;
+  /**
+   * Steps live actor `id` with `event`, after the steps the batch already took of it (an event
+   * that changes nothing is not recorded; a final actor takes only what its definition lets it).
+   * @returns the snapshot after the event, or null when the actor is not live (nothing stepped).
+   * @throws {Error} when `id` is not one of the batch's ids.
+   */
+  step(id: string, event: AnyEventObject): AnyMachineSnapshot | null;
+  /**
+   * Creates actor `args.id` with the batch (its initial snapshot now, its record with the commit).
+   * @throws {Error} when `id` is not one of the batch's ids, or is live or created already.
+   */
+  create(machineId: string, args: { id: string; input: unknown; partnerId: string; ownerUserId: string | null }): void;
+}
+
+/**
+ * Holds the queues `keys` at once: joins each (through `join`, which queues `work` behind what it
+ * holds) with a task that waits for the release, all in one synchronous pass (two holders sharing
+ * keys then queue in one order on each: no deadlock between them), and resolves once every one of
+ * them has reached its turn.
+ * @returns the release: the queues go on.
+ */
+export async function holdQueues(
+  keys: Iterable<string>,
+  join: (key: string, work: () => Promise<void>) => void,
+): Promise<() => void> {
+  let release!: () => void;
+  const hold = new Promise<void>((resolve) => (release = resolve));
+  const ready: Promise<void>[] = [];
+  for (const key of keys)
+    ready.push(
+      new Promise<void>((started) =>
+        join(key, () => {
+          started();
+          return hold;
+        }),
+      ),
+    );
+  await Promise.all(ready);
+  return release;
+}
+
+/** One actor of a batch: stepped (`live` set) or created (`create` set). */
+interface BatchEntry {
+  def: ActorDefinition;
+  live: Live | null;
+  create: { machineId: string; partnerId: string; ownerUserId: string | null } | null;
+  snapshot: AnyMachineSnapshot;
+  actions: ExecutableAction[];
+  events: AnyEventObject[];
+}
+
 interface Pending {
   event: AnyEventObject;
   resolve(record: ActorRecord): void;
@@ -983,6 +1042,171 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   /**
+   * Steps and creates many actors as one unit of work. Holds the queues of actors `ids` (the
+   * events queued for them before are handled first; those sent meanwhile wait for the batch),
+   * runs `plan`, then persists every step and creation it made, with their kinds' step writes and
+   * the writes bound to them, in ONE store transaction: all or none. Once it committed, the
+   * actors' snapshots are current and, in the plan's order (an actor at its first step or
+   * creation), their actions run and `changed` is emitted, inside `effects` (a caller that gathers
+   * the venue commands those actions issue into one operation wraps them); then what the kinds'
+   * step writes resolved with runs, and their timers are armed. When `plan` throws or the
+   * transaction fails, nothing changed and the error is rethrown.
+   * @param ids - every actor the plan steps or creates (their queues are held; order is free).
+   * @returns the records written, by actor id (none for an actor the plan left unchanged).
+   */
+  async batch(
+    ids: Iterable<string>,
+    plan: (b: ActorBatch) => void | Promise<void>,
+    effects: (run: () => void) => void = (run) => run(),
+  ): Promise<Map<string, ActorRecord>> {
+    const held = new Set(ids);
+    const release = await holdQueues(held, (id, work) => void this.enqueue(id, work));
+    try {
+      const entries = new Map<string, BatchEntry>();
+      const mine = (id: string) => {
+        if (!held.has(id)) throw new Error(`actor ${id} is not one of the batch's`);
+      };
+      const api: ActorBatch = {
+        snapshotOf: (id) => entries.get(id)?.snapshot ?? this.live.get(id)?.snapshot ?? null,
+        step: (id, event) => {
+          mine(id);
+          let e = entries.get(id);
+          if (!e) {
+            const live = this.live.get(id);
+            if (!live) return null;
+            e = { def: live.def, live, create: null, snapshot: live.snapshot, actions: [], events: [] };
+            entries.set(id, e);
+          }
+          const next = e.snapshot;
+          if (next.status !== 'active') return next;
+          if (isFinal(e.def, next) && !e.def.takesWhenFinal?.(event)) return next;
+          const [after, acts] = this.stepperOf(e.def).transition(next, event);
+          if (acts.length === 0 && (after === next || (after.value === next.value && after.context === next.context)))
+            return next;
+          e.snapshot = after;
+          e.actions.push(...acts);
+          e.events.push(event);
+          return after;
+        },
+        create: (machineId, args) => {
+          mine(args.id);
+          if (entries.has(args.id) || this.live.has(args.id)) throw new Error(`actor ${args.id} exists already`);
+          const def = this.definition(machineId);
+          const [snapshot, actions] = this.stepperOf(def).initial(args.input);
+          entries.set(args.id, {
+            def,
+            live: null,
+            create: { machineId, partnerId: args.partnerId, ownerUserId: args.ownerUserId },
+            snapshot,
+            actions,
+            events: [],
+          });
+        },
+      };
+      await plan(api);
+      const work = [...entries].filter(([, e]) => e.create !== null || e.events.length > 0);
+      if (work.length === 0) return new Map();
+      const now = this.clock.now();
+      const committed: (() => void)[] = [];
+      const written = await this.repo.transaction(async (tx) => {
+        const out: { id: string; e: BatchEntry; record: ActorRecord; full: ActorRecord; json: string }[] = [];
+        for (const [id, e] of work) {
+          const { def, snapshot } = e;
+          let record: ActorRecord;
+          let full: ActorRecord;
+          if (e.create) {
+            const status = def.statusOf(snapshot);
+            const meta = { id, status, createdAtMs: now, updatedAtMs: now, revision: 1 };
+            const deriveView = () => def.viewOf?.(snapshot, meta) ?? {};
+            record = await this.repo.insert(
+              {
+                _id: id,
+                machineId: e.create.machineId,
+                machineVersion: def.version,
+                snapshot: storedSnapshotJson(def, snapshot, {
+                  _id: id,
+                  ownerUserId: e.create.ownerUserId,
+                  createdAtMs: now,
+                }),
+                kind: def.kind,
+                status,
+                view: def.typeOf ? { type: def.typeOf(snapshot) } : deriveView(),
+                final: isFinal(def, snapshot),
+                partnerId: e.create.partnerId,
+                ownerUserId: e.create.ownerUserId,
+                createdAtMs: now,
+                updatedAtMs: now,
+              },
+              tx,
+            );
+            full = def.typeOf ? withLazyView(record, deriveView) : record;
+          } else {
+            const current = e.live!.record;
+            const status = def.statusOf(snapshot);
+            const meta = {
+              id,
+              status,
+              createdAtMs: current.createdAtMs,
+              updatedAtMs: now,
+              revision: current.revision + 1,
+            };
+            record = await this.repo.update(
+              current,
+              {
+                snapshot: storedSnapshotJson(def, snapshot, current),
+                status,
+                view: NO_VIEW,
+                final: isFinal(def, snapshot),
+                updatedAtMs: now,
+                machineVersion: def.version,
+              },
+              tx,
+            );
+            const own = def.stepWritesOf?.(snapshot, e.live!.snapshot) ?? null;
+            if (own) {
+              const then = await own(tx);
+              if (then) committed.push(then);
+            }
+            full = withLazyView(record, () => def.viewOf?.(snapshot, meta) ?? {});
+          }
+          const bound = this.stepWrites.get(id);
+          if (bound) await bound(tx, full);
+          out.push({ id, e, record, full, json: record.snapshot });
+        }
+        return out;
+      });
+      const result = new Map<string, ActorRecord>();
+      const after: { live: Live; prev: Record<string, number>; w: (typeof written)[number] }[] = [];
+      for (const w of written) {
+        const live: Live = { def: w.e.def, record: slim(w.record), snapshot: w.e.snapshot, json: w.json };
+        if (w.e.create) this.createdDuringRestore?.add(w.id);
+        this.keep(live);
+        after.push({ live, prev: w.e.live ? deadlinesOf(w.e.live.snapshot) : {}, w });
+        result.set(w.id, w.full);
+      }
+      effects(() => {
+        for (const { live, w } of after)
+          this.runEffects(live, w.e.actions, w.e.live ? w.e.live.record.status : null, w.e.events, w.full);
+      });
+      // what the kinds' writes hand on (the trade history's records to its listeners) follows the
+      // actors' own effects: the venue's answers reach every order of the batch first
+      for (const then of committed) {
+        try {
+          then();
+        } catch (err) {
+          this.log.error({ err }, 'what follows a committed batch failed');
+        }
+      }
+      await Promise.all(
+        after.filter((a) => this.timersChange(a.live, a.prev)).map((a) => this.armTimers(a.live, a.prev)),
+      );
+      return result;
+    } finally {
+      release();
+    }
+  }
+
+  /**
    * Sends `event` to actor `id` through its queue.
    * @returns the persisted record after the event (unchanged revision when the event did nothing).
    * @throws {UnknownActorError} when no such actor exists; quarantined actors refuse events.
@@ -1354,6 +1578,22 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     events: AnyEventObject[],
     full: ActorRecord,
   ): Promise<void> {
+    // awaited only when there is something to arm: the actions otherwise run in the write's own turn
+    if (this.timersChange(live, prevDeadlines)) await this.armTimers(live, prevDeadlines);
+    this.runEffects(live, actions, previousStatus, events, full);
+  }
+
+  /** Whether a step of `live` from `prevDeadlines` arms or cancels a timer (or its timers await repair). */
+  private timersChange(live: Live, prevDeadlines: Record<string, number>): boolean {
+    if (this.timerRepairs.has(live.record._id)) return true;
+    const next = live.record.final ? {} : deadlinesOf(live.snapshot);
+    for (const name in next) if (prevDeadlines[name] !== next[name]) return true;
+    for (const name in prevDeadlines) if (!(name in next)) return true;
+    return false;
+  }
+
+  /** Arms and cancels the timers of `live` from its deadlines (a failure is repaired in the background). */
+  private async armTimers(live: Live, prevDeadlines: Record<string, number>): Promise<void> {
     const id = live.record._id;
     const nextDeadlines = live.record.final ? {} : deadlinesOf(live.snapshot);
     try {
@@ -1369,6 +1609,17 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     } catch (err) {
       this.timerArmingFailed(id, err);
     }
+  }
+
+  /** Runs the actions of a persisted step (each on its own) and emits `changed` (see {@link afterWrite}). */
+  private runEffects(
+    live: Live,
+    actions: ExecutableAction[],
+    previousStatus: string | null,
+    events: AnyEventObject[],
+    full: ActorRecord,
+  ): void {
+    const id = live.record._id;
     const emitted: AnyEventObject[] = [];
     for (const action of actions) {
       if (action.type === 'xstate.emit') {

@@ -16,7 +16,7 @@ import {
   type OrderState,
 } from '../machines/order.js';
 import type { OrderRequest } from '../schemas/orders.js';
-import type { ActorHost } from './actor-host.js';
+import { holdQueues, type ActorBatch, type ActorHost } from './actor-host.js';
 import type { HistoryRecorder } from './data/recorder.js';
 import type { Clock } from './clock.js';
 import { dec, Dec, str, ZERO } from './decimal.js';
@@ -32,7 +32,7 @@ import {
   RiskEngine,
 } from './risk.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
-import type { CancelReason, VenuePort, VenueReport } from './venue/port.js';
+import type { CancelReason, VenueOrder, VenuePort, VenueReport } from './venue/port.js';
 import { isOrderFinal, OPEN_STATUSES as OPEN_ORDER_STATUSES } from '../machines/order.js';
 
 /** Machine id of the CLOB order actors. */
@@ -208,7 +208,8 @@ export class OrderService {
       kind: 'order',
       logic: orderMachine.provide({
         actions: {
-          submitToVenue: (_, { order }) => track(order.orderId, venue.submit(order)),
+          submitToVenue: (_, { order }) =>
+            this.gathering ? this.gathering.push(order) : track(order.orderId, venue.submit(order)),
           cancelAtVenue: (_, { orderId, reason }) => track(orderId, venue.cancel(orderId, reason)),
           expireAtVenue: (_, { orderId }) => track(orderId, venue.expire(orderId)),
         },
@@ -228,6 +229,11 @@ export class OrderService {
       if (r.orderId.startsWith('ord_')) this.deliverReport(r);
     });
   }
+
+  /** The venue orders of a batch's new orders, gathered into one venue operation ({@link placeChildren}); else null. */
+  private gathering: VenueOrder[] | null = null;
+  /** Reports of one venue operation not yet handed over, by order ({@link deliverReport}); null between operations. */
+  private burst: Map<string, VenueReport[]> | null = null;
 
   /** Venue reports on their way to each order's actor, in the venue's order. */
   private readonly reportQueues = new Map<string, VenueReport[]>();
@@ -253,7 +259,56 @@ export class OrderService {
     }
     const q = [r];
     this.reportQueues.set(r.orderId, q);
-    this.track(r.orderId, this.drainReports(r.orderId, q));
+    // the venue hands over an operation's reports in one synchronous burst: the orders it reports
+    // on are stepped together once it is over ({@link deliverBurst})
+    if (!this.burst) {
+      this.burst = new Map();
+      queueMicrotask(() => this.deliverBurst());
+    }
+    this.burst.set(r.orderId, q);
+  }
+
+  /**
+   * Hands the reports of one venue operation to their orders: one order's through
+   * {@link drainReports}; several orders' as ONE host batch (one transaction for every order's
+   * step and its trade-history writes), each order's reports in the venue's order. What the batch
+   * could not take (an order not in memory, reports that came meanwhile) and, when the batch
+   * failed, all of it, goes on through {@link drainReports} (retried with backoff, never lost).
+   */
+  private deliverBurst(): void {
+    const burst = this.burst!;
+    this.burst = null;
+    if (burst.size === 1) {
+      for (const [id, q] of burst) this.track(id, this.drainReports(id, q));
+      return;
+    }
+    const taken = new Map<string, number>();
+    const run = this.host
+      .batch(burst.keys(), (b) => {
+        for (const [id, q] of burst) {
+          if (b.snapshotOf(id) === null) continue;
+          for (const r of q) b.step(id, eventOf(r));
+          taken.set(id, q.length);
+        }
+      })
+      .then(
+        () => true,
+        (err: unknown) => {
+          this.log.warn(
+            { err, orders: burst.size },
+            'venue reports of an operation not delivered together: one by one',
+          );
+          return false;
+        },
+      )
+      .then((ok) => {
+        for (const [id, q] of burst) {
+          if (ok) q.splice(0, taken.get(id) ?? 0);
+          if (q.length > 0) this.track(id, this.drainReports(id, q));
+          else if (this.reportQueues.get(id) === q) this.reportQueues.delete(id);
+        }
+      });
+    for (const id of burst.keys()) this.track(id, run);
   }
 
   private async drainReports(orderId: string, q: VenueReport[]): Promise<void> {
@@ -530,6 +585,55 @@ export class OrderService {
       await this.whenQuiet(input.orderId);
       return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
     });
+  }
+
+  /**
+   * Places child orders of many parents as one batch (the copies of one leader fill): in the
+   * placement queues of every user concerned ({@link exclusive}), `plan` steps the parents through
+   * `batch` and places each child with `place`, which checks it against risk
+   * ({@link RiskEngine.checkChild}, in the order called) and creates its actor in the batch; the
+   * parents' steps and the new orders then commit in ONE store transaction (all or none:
+   * {@link ActorHost.batch}), and every new order goes to the venue in ONE operation
+   * ({@link VenuePort.submitMany}). The venue's answers reach the orders as usual (one batch per
+   * operation: {@link deliverBurst}).
+   * @param userIds - the owners of every order `plan` may place (their queues are held meanwhile).
+   * @param actorIds - every actor `plan` steps or creates (the parents and the orders' ids).
+   * @param plan - `place(partnerId, input)` throws the risk refusal ({@link DomainError}: nothing
+   *   created for it; the plan records it on its parent) or `DuplicateKeyError` for an order id
+   *   that exists.
+   * @returns the records written, by id.
+   * @throws what the batch throws (a failed transaction: nothing of it happened).
+   */
+  async placeChildren(
+    userIds: Iterable<string>,
+    actorIds: Iterable<string>,
+    plan: (batch: ActorBatch, place: (partnerId: string, input: OrderInput) => void) => void,
+  ): Promise<Map<string, ActorRecord>> {
+    const open = await holdQueues(new Set(userIds), (u, work) => void this.exclusive(u, work));
+    try {
+      return await this.host.batch(
+        actorIds,
+        (batch) =>
+          plan(batch, (partnerId, input) => {
+            if (batch.snapshotOf(input.orderId) !== null) throw new DuplicateKeyError(`order ${input.orderId} exists`);
+            this.risk.checkChild(input);
+            batch.create(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
+          }),
+        (run) => {
+          const orders: VenueOrder[] = (this.gathering = []);
+          try {
+            run();
+          } finally {
+            this.gathering = null;
+          }
+          if (orders.length === 0) return;
+          const submitted = this.venue.submitMany(orders);
+          for (const o of orders) this.track(o.orderId, submitted);
+        },
+      );
+    } finally {
+      open();
+    }
   }
 
   /**

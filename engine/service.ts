@@ -163,6 +163,7 @@ export async function startServices(
     host,
     actors,
     router: strategies.childOrders,
+    orders,
     venue,
     users,
     feed: history,

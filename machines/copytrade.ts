@@ -5,7 +5,9 @@
  * Pure: no I/O. The engine (engine/copytrade/service.ts) delivers each leader fill as
  * `leader.fill` with what it read of the market and the follower's wallet (`env`), and provides
  * two side effects through `.provide()`: `placeCopy` (a child order through the child-order router,
- * its id derived from the fill's identity, so placing it again is harmless) and `clearHistory`.
+ * its id derived from the fill's identity, so placing it again is harmless; a copy decided in a
+ * leader fill's batch has its order created by that batch, in the step's own transaction, and
+ * `placeCopy` then does nothing) and `clearHistory`.
  *
  * History rows: a step's new rows (`pending`) are written with the step itself, in its store
  * transaction (the engine's `stepWritesOf`: {@link newHistoryRows}), so a step and its rows commit

@@ -2,9 +2,15 @@
  * Copytrade subscriptions (spec 2.6, 3, 4.4): the facade the API uses. Hosts one
  * durable actor per subscription (machines/copytrade.ts), delivers every leader fill of the trade
  * history (engine/data/records.ts `TradeHistoryFeed`) to the subscriptions of that leader, places
- * copies through the child-order router (engine/strategies/child-orders.ts, like strategies' child
- * orders: every copy passes engine/risk.ts) and keeps the history of copies and skips
- * (collection `copytradeHistory`).
+ * copies as child orders (every copy passes engine/risk.ts `checkChild`) and keeps the history of
+ * copies and skips (collection `copytradeHistory`).
+ *
+ * A leader fill's copies are one batch ({@link CopytradeService.copyAll}): the subscriptions'
+ * decisions, their history rows and the copies' orders commit in one store transaction and the
+ * orders go to the venue in one operation (`OrderService.placeChildren`); the orders' changes
+ * come back to the subscriptions a burst at a time. A copy decided outside a batch (the fallback
+ * of a failed batch, start-up re-placement, a risk-control sell) goes through the child-order
+ * router (engine/strategies/child-orders.ts), like strategies' child orders.
  *
  * Exactly once through restarts: each subscription's watermark (its last leader fill's chain
  * position) is persisted with the step that handled the fill, and the step's history rows in the
@@ -17,6 +23,7 @@
  */
 import { getAddress } from 'ethers';
 import {
+  copyOrderId,
   isNewFill,
   newHistoryRows,
   riskLevels,
@@ -31,16 +38,19 @@ import {
   type CopytradeInput,
   type WorkingCopy,
 } from '../../machines/copytrade.js';
+import type { OrderContext } from '../../machines/order.js';
 import type { ChildOrder } from '../../machines/strategy-kit.js';
 import type { ActorChange, ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
 import type { RecordedBatch, TradeHistoryFeed, TraderFill } from '../data/records.js';
 import { dec, Dec, str, ZERO } from '../decimal.js';
-import { errors } from '../errors.js';
+import { DomainError, errors } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { OrderService } from '../orders.js';
+import { refusalCode } from '../risk.js';
 import type { ActorRecord, ActorRepository } from '../store/actors.js';
 import type { Collection, Store } from '../store/port.js';
-import type { ChildOrderRouter } from '../strategies/child-orders.js';
+import type { ChildOrderRouter, ChildParent } from '../strategies/child-orders.js';
 import { TriggerIndex } from '../triggers.js';
 import type { UserDoc, UserService } from '../users.js';
 import { blockOf } from '../venue/chain.js';
@@ -159,8 +169,10 @@ export class CopytradeService {
   private readonly byLeader = new Map<string, Set<string>>();
   /** Leader fills received before {@link start} finished its replay. */
   private buffered: RecordedBatch[] | null = [];
-  /** Delivery chain per subscription: fills reach one subscription in chain order. */
-  private readonly chains = new Map<string, Promise<void>>();
+  /** The leader fills being copied ({@link copyAll}), one after another: fills reach a subscription in chain order. */
+  private fanOuts: Promise<void> = Promise.resolve();
+  /** Copies whose order a batch placed ({@link copyAll}): their `placeCopy` action places nothing. */
+  private readonly batched = new Set<string>();
   /** Creation per user, one at a time (the 409 check and the create are one step). */
   private readonly creating = new Map<string, Promise<unknown>>();
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -175,6 +187,7 @@ export class CopytradeService {
     private readonly actors: ActorRepository,
     private readonly rows: Collection<CopyHistoryEntry>,
     private readonly router: ChildOrderRouter,
+    private readonly orders: OrderService,
     private readonly venue: VenuePort,
     private readonly users: UserService,
     private readonly feed: TradeHistoryFeed,
@@ -188,7 +201,7 @@ export class CopytradeService {
       logic: copytradeMachine.provide({
         actions: {
           placeCopy: ({ context }: { context: CopytradeContext }, { copy }: { copy: WorkingCopy | null }) => {
-            if (copy) this.track(this.place(context, copy));
+            if (copy && !this.batched.delete(copy.orderId)) this.track(this.place(context, copy));
           },
           clearHistory: ({ context }: { context: CopytradeContext }, { rows }: { rows: CopyHistoryEntry[] }) => {
             if (rows.length > 0) this.track(this.clear(context.id, rows));
@@ -223,6 +236,7 @@ export class CopytradeService {
     host: ActorHost;
     actors: ActorRepository;
     router: ChildOrderRouter;
+    orders: OrderService;
     venue: VenuePort;
     users: UserService;
     feed: TradeHistoryFeed;
@@ -238,6 +252,7 @@ export class CopytradeService {
       deps.actors,
       rows,
       deps.router,
+      deps.orders,
       deps.venue,
       deps.users,
       deps.feed,
@@ -253,8 +268,8 @@ export class CopytradeService {
 
   /** Waits until every delivery, placement and history write started so far is over (tests, responses). */
   async idle(): Promise<void> {
-    for (let i = 0; i < 100 && (this.inFlight.size > 0 || this.chains.size > 0); i++) {
-      await Promise.all([...this.inFlight, ...this.chains.values()]);
+    for (let i = 0; i < 100 && this.inFlight.size > 0; i++) {
+      await Promise.all([...this.inFlight, this.fanOuts]);
       await this.host.whenIdle();
     }
   }
@@ -316,11 +331,65 @@ export class CopytradeService {
   }
 
   private onChanged(c: ActorChange): void {
+    if (c.record.kind === 'order') return this.onOrderChanged(c);
     if (c.record.kind !== 'copytrade') return;
     const ctx = c.snapshot.context as CopytradeContext;
     if (c.record.final) this.byLeader.get(lower(ctx.settings.leader_address))?.delete(c.record._id);
     else if (c.previousStatus === null) this.index(c.record._id, ctx);
     this.syncWatches(c.record._id, c.record.final ? null : ctx);
+  }
+
+  // ---- the copies' orders ----
+
+  /** Order reports on their way to subscriptions, by order, in the order they came; null between bursts. */
+  private reports: Map<string, { subscription: string; record: ActorRecord }> | null = null;
+
+  /**
+   * A subscription's order changed: the subscription hears of it (the child-order router leaves
+   * them to this service). The changes of one turn (the answers of one venue operation to the
+   * copies of a leader fill) reach their subscriptions as one batch ({@link deliverReports}). Its
+   * creation is no news to the subscription that decided it.
+   */
+  private onOrderChanged(c: ActorChange): void {
+    const o = c.snapshot.context as Pick<OrderContext, 'parentKind' | 'parentId'>;
+    if (o.parentKind !== 'copytrade' || !o.parentId || c.previousStatus === null) return;
+    if (!this.reports) {
+      this.reports = new Map();
+      queueMicrotask(() => this.deliverReports());
+    }
+    // the latest change of an order says everything the earlier ones of the burst said
+    this.reports.delete(c.record._id);
+    this.reports.set(c.record._id, { subscription: o.parentId, record: c.record });
+  }
+
+  /**
+   * Hands a burst of order changes to their subscriptions in ONE host batch (one transaction, the
+   * steps' history rows with them); when it fails (nothing of it happened), each goes through the
+   * router's retried delivery (its latest state at each try).
+   */
+  private deliverReports(): void {
+    const burst = [...this.reports!.values()];
+    this.reports = null;
+    const events = burst.map((r) => ({ subscription: r.subscription, event: this.router.orderEvent(r.record) }));
+    const run = this.host
+      .batch(
+        events.map((e) => e.subscription),
+        (b) => {
+          for (const e of events) b.step(e.subscription, e.event);
+        },
+      )
+      .catch((err: unknown) => {
+        this.log.warn({ err, orders: burst.length }, 'copy order reports not delivered together: one by one');
+        for (const [i, e] of events.entries()) {
+          const id = burst[i]!.record._id;
+          const latest = async () => {
+            const now = this.host.recordOf(id) ?? (await this.actors.get(id));
+            return now ? this.router.orderEvent(now) : null;
+          };
+          this.track(this.router.sendToStrategy(e.subscription, e.event, latest));
+        }
+      });
+    this.track(run);
   }
 
   // ---- risk controls of the positions (take-profit, stop-loss, close price) ----
@@ -412,8 +481,87 @@ export class CopytradeService {
       const subs = this.subscriptionsOf(f);
       if (subs.length === 0) continue;
       const fill = leaderFillOf(f);
-      for (const id of subs) this.deliver(id, fill);
+      const run = (this.fanOuts = this.fanOuts
+        .then(() => this.copyAll(subs, fill))
+        .catch((err: unknown) =>
+          this.log.error({ err, fill: fill.key }, 'leader fill not copied: replayed at the next start-up'),
+        ));
+      this.track(run);
     }
+  }
+
+  /**
+   * Copies leader fill `fill` to subscriptions `ids` as one batch (the critical path of a copy):
+   * each subscription new to the fill decides (its `leader.fill` step, the market read once for
+   * all), each copy is checked against risk in its follower's placement queue (a refusal is that
+   * subscription's `order.refused` step, the others go on), then every step, history row and new
+   * order commits in ONE transaction and the orders go to the venue in ONE operation
+   * (`OrderService.placeChildren`). When the batch fails (nothing of it happened), the fill is
+   * delivered to each subscription on its own ({@link sendFill}: retried, else replayed at the
+   * next start-up). Never throws.
+   */
+  private async copyAll(ids: string[], fill: LeaderFill): Promise<void> {
+    const targets: string[] = [];
+    const users = new Set<string>();
+    const actorIds: string[] = [];
+    for (const id of ids) {
+      const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
+      if (!c || !isNewFill(c, fill)) continue;
+      targets.push(id);
+      users.add(c.userId);
+      actorIds.push(id, copyOrderId(id, fill.key));
+    }
+    if (targets.length === 0) return;
+    const held: (() => void)[] = [];
+    const placed: string[] = [];
+    try {
+      const partners = await this.partnersOf(targets);
+      await this.orders.placeChildren(users, actorIds, (batch, place) => {
+        const atMs = this.clock.now();
+        for (const id of targets) {
+          const before = batch.snapshotOf(id)?.context as CopytradeContext | undefined;
+          if (!before || !isNewFill(before, fill)) continue;
+          const env = this.envOf(before.userId, fill);
+          const after = batch.step(id, { type: 'leader.fill', fill, env, atMs } satisfies CopytradeEvent);
+          const orderId = copyOrderId(id, fill.key);
+          const copy = (after?.context as CopytradeContext | undefined)?.working.find((w) => w.orderId === orderId);
+          if (!copy || before.working.some((w) => w.orderId === orderId)) continue;
+          this.batched.add(orderId);
+          placed.push(orderId);
+          try {
+            const { parent, order } = this.childOf(before, copy, partners.get(id)!);
+            place(parent.partnerId!, this.router.childInput(parent, order));
+            held.push(this.holdUnplaced(before.userId, copy.order));
+          } catch (err) {
+            if (!(err instanceof DomainError)) throw err;
+            const refusal = { type: 'order.refused', orderId, error: refusalCode(err), reason: err.message } as const;
+            batch.step(id, refusal satisfies CopytradeEvent);
+          }
+        }
+      });
+    } catch (err) {
+      for (const release of held) release();
+      for (const orderId of placed) this.batched.delete(orderId);
+      this.log.warn({ err, fill: fill.key, subscriptions: targets.length }, 'copies not placed as a batch: one by one');
+      await Promise.all(targets.map((id) => this.sendFill(id, fill)));
+      return;
+    }
+    // the batch's venue operation has taken the copies' dollars and shares (in memory, as it was
+    // submitted): the wallet's own balance says it from now on
+    for (const release of held) release();
+  }
+
+  /** Partner of each subscription read so far (it never changes). */
+  private readonly partners = new Map<string, string>();
+
+  /** The partners of subscriptions `ids` (their followers'; records read, together, for those not known yet). */
+  private async partnersOf(ids: string[]): Promise<Map<string, string>> {
+    const missing = ids.filter((id) => !this.partners.has(id));
+    if (missing.length > 0) {
+      const recs = await this.actors.getMany(missing);
+      for (const id of missing) this.partners.set(id, recs.get(id)?.partnerId ?? 'unknown');
+    }
+    return this.partners;
   }
 
   /** Subscriptions following the wallet of `f`: by its address, and by the other address of its user. */
@@ -425,15 +573,6 @@ export class CopytradeService {
         for (const id of this.byLeader.get(lower(a)) ?? []) out.add(id);
     }
     return [...out];
-  }
-
-  private deliver(id: string, fill: LeaderFill): void {
-    const prev = this.chains.get(id) ?? Promise.resolve();
-    const next = prev.then(() => this.sendFill(id, fill));
-    this.chains.set(id, next);
-    void next.finally(() => {
-      if (this.chains.get(id) === next) this.chains.delete(id);
-    });
   }
 
   private async sendFill(id: string, fill: LeaderFill): Promise<void> {
@@ -553,10 +692,19 @@ export class CopytradeService {
   }
 
   private async placeOrder(c: CopytradeContext, w: WorkingCopy): Promise<void> {
+    // the follower's partner is the subscription's (the router reads its record when the user is not cached)
+    const { parent, order } = this.childOf(c, w, this.users.cached(c.userId)?.partnerId);
+    await this.router.placeChild(parent, order);
+  }
+
+  /** The child order of copy `w` of subscription `c`, and its parent as the child-order router takes it. */
+  private childOf(
+    c: CopytradeContext,
+    w: WorkingCopy,
+    partnerId: string | undefined,
+  ): { parent: ChildParent; order: ChildOrder } {
     const o = w.order;
     const token = this.venue.token(o.tokenId);
-    // the follower's partner is the subscription's (the router reads its record when the user is not cached)
-    const partnerId = this.users.cached(c.userId)?.partnerId;
     const order: ChildOrder =
       o.kind === 'LIMIT_GTC'
         ? {
@@ -579,18 +727,16 @@ export class CopytradeService {
             postOnly: false,
             isStopLoss: false,
           };
-    await this.router.placeChild(
-      {
-        recordId: c.id,
-        userId: c.userId,
-        tokenId: o.tokenId,
-        tickSize: token ? str(token.tickSize) : '0.01',
-        type: 'COPYTRADE',
-        parentKind: 'copytrade',
-        ...(partnerId ? { partnerId } : {}),
-      },
-      order,
-    );
+    const parent: ChildParent = {
+      recordId: c.id,
+      userId: c.userId,
+      tokenId: o.tokenId,
+      tickSize: token ? str(token.tickSize) : '0.01',
+      type: 'COPYTRADE',
+      parentKind: 'copytrade',
+      ...(partnerId ? { partnerId } : {}),
+    };
+    return { parent, order };
   }
 
   /**

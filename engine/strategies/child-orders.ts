@@ -104,43 +104,51 @@ export class ChildOrderRouter {
     return Promise.resolve(this.placements.get(orderId)).then(() => this.orders.whenQuiet(orderId));
   }
 
+  /**
+   * The order input of child order `order` of parent `c`: priced on the market's current tick (it
+   * may have changed since the parent started), linked to its parent (`parentId`, `parentKind`,
+   * a bracket's id).
+   */
+  childInput(c: ChildParent, order: ChildOrder): OrderInput {
+    return {
+      orderId: order.orderId,
+      userId: c.userId,
+      tokenId: c.tokenId,
+      side: order.side,
+      type: order.type ?? 'LIMIT',
+      // priced on the market's current tick (it may have changed since the strategy started)
+      price:
+        order.type === 'MARKET'
+          ? null
+          : str(
+              childOrderPrice(
+                { tickSize: this.orders.risk.tickOf(c.tokenId) ?? c.tickSize },
+                order,
+                this.orders.risk.touch(c.tokenId),
+              ),
+            ),
+      size: order.type === 'MARKET' && order.side === 'buy' ? null : order.size,
+      quoteAmount: order.type === 'MARKET' && order.side === 'buy' ? (order.quoteAmount ?? null) : null,
+      timeInForce: order.timeInForce,
+      expiresAtMs: null,
+      clientOrderId: null,
+      metadata: null,
+      createdAtMs: this.clock.now(),
+      isStopLoss: order.isStopLoss,
+      isTakeProfit: order.isTakeProfit ?? false,
+      // every leg of a bracket carries its bracket's id, like the entry does
+      parentId: c.recordId,
+      ...(c.parentKind && c.parentKind !== 'strategy' ? { parentKind: c.parentKind } : {}),
+      bracketId: c.type === 'BRACKET' ? c.recordId : null,
+      postOnly: order.postOnly,
+    };
+  }
+
   private async tryPlaceChild(c: ChildParent, order: ChildOrder): Promise<void> {
     let placed: ActorRecord;
     try {
       const partnerId = c.partnerId ?? (await this.actors.get(c.recordId))?.partnerId ?? 'unknown';
-      const input: OrderInput = {
-        orderId: order.orderId,
-        userId: c.userId,
-        tokenId: c.tokenId,
-        side: order.side,
-        type: order.type ?? 'LIMIT',
-        // priced on the market's current tick (it may have changed since the strategy started)
-        price:
-          order.type === 'MARKET'
-            ? null
-            : str(
-                childOrderPrice(
-                  { tickSize: this.orders.risk.tickOf(c.tokenId) ?? c.tickSize },
-                  order,
-                  this.orders.risk.touch(c.tokenId),
-                ),
-              ),
-        size: order.type === 'MARKET' && order.side === 'buy' ? null : order.size,
-        quoteAmount: order.type === 'MARKET' && order.side === 'buy' ? (order.quoteAmount ?? null) : null,
-        timeInForce: order.timeInForce,
-        expiresAtMs: null,
-        clientOrderId: null,
-        metadata: null,
-        createdAtMs: this.clock.now(),
-        isStopLoss: order.isStopLoss,
-        isTakeProfit: order.isTakeProfit ?? false,
-        // every leg of a bracket carries its bracket's id, like the entry does
-        parentId: c.recordId,
-        ...(c.parentKind && c.parentKind !== 'strategy' ? { parentKind: c.parentKind } : {}),
-        bracketId: c.type === 'BRACKET' ? c.recordId : null,
-        postOnly: order.postOnly,
-      };
-      placed = await this.orders.placeChild(partnerId, input);
+      placed = await this.orders.placeChild(partnerId, this.childInput(c, order));
     } catch (err) {
       if (err instanceof DomainError) {
         // refused by risk (engine/risk.ts): permanent, like the venue's verdict; nothing was created
@@ -252,8 +260,13 @@ export class ChildOrderRouter {
     };
   }
 
-  /** An order actor changed (ActorHost `changed`): its strategy and bracket hear of it. */
+  /**
+   * An order actor changed (ActorHost `changed`): its strategy and bracket hear of it. A copytrade
+   * subscription's orders are left to the copytrade service, which hands their changes over a
+   * burst at a time (engine/copytrade/service.ts).
+   */
   onOrderChanged(c: ActorChange): void {
+    if ((c.snapshot.context as OrderContext).parentKind === 'copytrade') return;
     const v = c.record.view as OrderLinks;
     if (v.record_id || v.bracket_id) this.forwardOrder(c.record);
   }

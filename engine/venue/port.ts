@@ -347,6 +347,13 @@ export interface WalletOpRefusal {
 export interface VenuePort {
   /** Accepts a new order; reports follow on the stream before the promise resolves. */
   submit(order: VenueOrder): Promise<void>;
+  /**
+   * Accepts many new orders as ONE venue operation: each matched in turn, in the order given (each
+   * sees the books and balances the ones before it left), one durable record for all of them; the
+   * reports of all follow on the stream, in that order, before the promise resolves. An order
+   * already known is skipped (idempotent, as {@link submit}).
+   */
+  submitMany(orders: readonly VenueOrder[]): Promise<void>;
   /** Cancels a resting order; a `venue.canceled` report carrying `reason` follows (none if already done). */
   cancel(orderId: string, reason: CancelReason): Promise<void>;
   /** Expires a resting GTD order; a `venue.expired` report follows (none if already done). */

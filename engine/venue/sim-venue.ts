@@ -624,6 +624,16 @@ export class SimVenue implements VenuePort {
     return this.execute((tx) => this.matching.place(tx, order));
   }
 
+  /** See {@link VenuePort.submitMany}: one operation, so one journal entry (one store commit) for all. */
+  submitMany(orders: readonly VenueOrder[]): Promise<void> {
+    const ids = new Set<string>();
+    const fresh = orders.filter((o) => !this.matching.has(o.orderId) && !ids.has(o.orderId) && ids.add(o.orderId));
+    if (fresh.length === 0) return Promise.resolve();
+    return this.execute((tx) => {
+      for (const o of fresh) this.matching.place(tx, o);
+    });
+  }
+
   cancel(orderId: string, reason: CancelReason): Promise<void> {
     return this.execute((tx) => this.matching.cancel(tx, orderId, reason));
   }

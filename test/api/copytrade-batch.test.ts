@@ -1,0 +1,159 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { COPYTRADE_HISTORY } from '../../engine/copytrade/service.js';
+import type { TraderFill } from '../../engine/data/records.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
+import { copyOrderId, type CopyHistoryEntry, type CopytradeContext } from '../../machines/copytrade.js';
+import { FaultyStore } from '../engine/store/faulty-store.js';
+import { startTestService, type TestService } from '../helpers.js';
+import { copyEveryFill, recordLeaderBuy } from './trading-kit.js';
+
+const LEADER = '0x' + '7a'.repeat(20);
+const env = { SIM_MAKER_REFILL_MS: '3600000' };
+const as = (u: string) => ({ headers: { 'x-partner-user-id': u } });
+
+/** Creates `users` (partner user ids) and a subscription of each to LEADER; returns the subscription ids. */
+async function follow(svc: TestService, users: string[], body: (u: string) => Record<string, unknown>) {
+  const ids: string[] = [];
+  for (const u of users) {
+    expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } })).status).toBe(201);
+    const sub = await svc.call('POST', '/v2/trade/copytrade', { ...as(u), body: body(u) });
+    expect(sub.status).toBe(201);
+    ids.push(sub.body.id);
+  }
+  return ids;
+}
+
+/** LEADER's fill 1 (a buy of the first market's first token) recorded in the trade history. */
+function leaderBuyOnFirstMarket(svc: TestService, over: Partial<TraderFill> = {}) {
+  const m = svc.services.venue.markets()[0]!;
+  const market = { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId };
+  return recordLeaderBuy(svc, LEADER, 1, market, Math.floor(Date.now() / 1000) + 2, over);
+}
+
+/** The history of one follower's subscription, over HTTP. */
+async function historyOf(svc: TestService, u: string, id: string) {
+  const h = await svc.call('GET', `/v2/trade/copytrade/history?copytrade_id=${id}`, as(u));
+  expect(h.status).toBe(200);
+  return h.body.history as Record<string, any>[];
+}
+
+/**
+ * The copies of one leader fill are one batch: the subscriptions' steps, their history rows and the
+ * copies' orders commit in one transaction. A write that fails inside it (here the history row of
+ * the batch's last subscription, written and then reported failed) leaves none of it: the batch is
+ * then delivered one subscription at a time, where that failure stays that subscription's (nothing
+ * recorded, replayed at the next start-up) and the others copy the fill exactly once, their orders
+ * answered by the venue (an order left behind by a half-kept batch would never have reached it).
+ */
+describe('copytrade: a leader fill copied as one batch is all or none', () => {
+  let svc: TestService | undefined;
+  const inner = SqliteStore.open(null);
+  afterAll(async () => {
+    await svc?.close();
+    await (await inner).close();
+  });
+
+  it(
+    'a failure late in the batch leaves nothing of it; each follower gets the fill once',
+    { timeout: 90_000 },
+    async () => {
+      const faulty = new FaultyStore(await inner, { keepOpen: true });
+      svc = await startTestService({ store: faulty, env });
+      const users = ['b0', 'b1', 'b2'];
+      const ids = await follow(svc, users, () => copyEveryFill(LEADER, 1));
+      const last = ids[2]!;
+      const rule = faulty.failWhen(
+        (i) => i.collection === COPYTRADE_HISTORY && i.op === 'replaceOne' && String(i.doc?._id).startsWith(last),
+        { when: 'after' },
+      );
+      const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
+      await svc.services.copytrade.idle();
+      // the batch's transaction (its earlier writes rolled back with it), then the five attempts of the last one alone
+      expect(rule.hits.length).toBe(6);
+
+      for (const [i, u] of ['b0', 'b1'].entries()) {
+        const h = await historyOf(svc, u, ids[i]!);
+        expect(h).toHaveLength(1);
+        expect(h[0]).toMatchObject({
+          result: 'COPIED',
+          order_id: copyOrderId(ids[i]!, `${fill.transactionHash}:1`),
+          order_status: expect.not.stringMatching(/^SUBMITTED$/),
+          leader_fill: { transaction_hash: fill.transactionHash, log_index: 1 },
+        });
+      }
+      expect(await historyOf(svc, 'b2', last)).toEqual([]);
+      const one = await svc.call('GET', `/v2/trade/copytrade/${last}`, as('b2'));
+      expect(one).toMatchObject({ status: 200, body: { counters: { copies: 0, skipped: 0, working_copies: 0 } } });
+      const orders = await svc.services.actors.find({ kind: 'order' }, { limit: 100 });
+      expect(orders.map((o) => o._id).sort()).toEqual(
+        ids
+          .slice(0, 2)
+          .map((id) => copyOrderId(id, `${fill.transactionHash}:1`))
+          .sort(),
+      );
+      for (const o of orders) expect(svc.services.venue.orderState(o._id) ?? o.final).toBeTruthy();
+      const stored = (await svc.services.actors.get(last))!;
+      expect((svc.services.host.storedSnapshot(stored).context as CopytradeContext).watermark).toBeNull();
+
+      // the restart's replay copies it for the last one, once; the others still have it once
+      faulty.clear();
+      await svc.close();
+      svc = await startTestService({ store: new FaultyStore(await inner, { keepOpen: true }), env });
+      await svc.services.copytrade.idle();
+      for (const [i, u] of users.entries()) {
+        const h = await historyOf(svc, u, ids[i]!);
+        expect(h, u).toHaveLength(1);
+        expect(h[0]).toMatchObject({ leader_fill: { transaction_hash: fill.transactionHash, log_index: 1 } });
+      }
+      const rows = await (await (await inner).collection<CopyHistoryEntry>(COPYTRADE_HISTORY)).find({});
+      expect(rows.filter((r) => r.kind !== 'realized')).toHaveLength(3);
+      expect(await svc.services.actors.find({ kind: 'order' }, { limit: 100 })).toHaveLength(3);
+    },
+  );
+});
+
+/**
+ * In one batch each subscription's outcome is its own: a copy the follower cannot pay (SKIP when
+ * pUSD is short) is that subscription's skip, a PAUSED subscription records its skip, and the
+ * copies beside them are placed and filled, their orders at the venue in one operation (one
+ * journal entry for them all).
+ */
+describe('copytrade: one batch, each subscription its own outcome', () => {
+  let svc: TestService | undefined;
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it(
+    'two copies filled in one venue operation, one skipped short of pUSD, one while paused',
+    { timeout: 60_000 },
+    async () => {
+      svc = await startTestService({ env });
+      const ids = await follow(svc, ['ok', 'short', 'paused', 'ok2'], (u) =>
+        u === 'short'
+          ? copyEveryFill(LEADER, 1_000_000, { buy_insufficient_usdc_action: 'SKIP' })
+          : u === 'paused'
+            ? copyEveryFill(LEADER, 1, { status: 'PAUSED' })
+            : copyEveryFill(LEADER, 1),
+      );
+      const journal = await svc.services.store.collection<{ _id: string }>('venueJournal');
+      const before = await journal.count({});
+      const fill = await leaderBuyOnFirstMarket(svc);
+      await svc.services.copytrade.idle();
+      const [ok] = await historyOf(svc, 'ok', ids[0]!);
+      expect(ok).toMatchObject({ result: 'COPIED', order_status: 'FILLED', leader_fill: { log_index: 1 } });
+      const [ok2] = await historyOf(svc, 'ok2', ids[3]!);
+      expect(ok2).toMatchObject({ result: 'COPIED', order_status: 'FILLED', leader_fill: { log_index: 1 } });
+      const [short] = await historyOf(svc, 'short', ids[1]!);
+      expect(short).toMatchObject({
+        result: 'SKIPPED',
+        reason: 'insufficient_pusd',
+        order_id: null,
+        leader_fill: { transaction_hash: fill.transactionHash },
+      });
+      const [paused] = await historyOf(svc, 'paused', ids[2]!);
+      expect(paused).toMatchObject({ result: 'SKIPPED', reason: 'paused' });
+      expect(await journal.count({})).toBe(before + 1);
+    },
+  );
+});
