@@ -1,6 +1,6 @@
 /**
  * `npm run bench:replay`: replays the whole WebSocket capture
- * (data/ws-capture-2026-02-20.csv, 16,313 usable events) as fast as it goes into a started
+ * (data/ws-capture-2026-02-20.csv, 21,306 usable events) as fast as it goes into a started
  * service (in-process, SQLite store on disk, no HTTP) with 1,000 armed STOP_LOSS strategies
  * and 1,000 resting user LIMIT buys on the capture's tokens. Prints:
  * - capture events applied per second by the venue (in memory + journal + reports), goal ≥ 50,000/s;
@@ -22,9 +22,15 @@
  * a market resolves depends on that), so they check that a change kept the behaviour.
  * TRADE_HISTORY=off runs it without the trade history (prints and fills not recorded), for its cost.
  * BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the measured replay (set-up excluded) to
- * <dir>/replay.cpuprofile (open it in Chrome DevTools).
+ * <dir>/replay.cpuprofile (open it in Chrome DevTools). It samples wall time: on a busy machine the
+ * time the thread waited for a core lands on whatever native call was on the stack (process.cpuUsage,
+ * fdatasync); BENCH_PERF_CTL=<fifo> has `perf record --control fifo:<fifo> -D -1` sample CPU time
+ * of the measured replay only (run node with --perf-basic-prof for the JavaScript names).
+ * BENCH_MEMORY=1 keeps the store in memory (DATA_DIR=:memory:): the difference is what the disk costs.
+ * BENCH_KEEP=1 leaves the data folder in place (its path printed) to inspect the store afterwards.
  */
 import { Session } from 'node:inspector/promises';
+import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,6 +47,21 @@ const STRATEGIES = Number(process.env.BENCH_STRATEGIES ?? 1_000);
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 1_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 64);
 const PACE_ENGINE = process.env.BENCH_PACE === 'engine';
+
+/**
+ * CPU time of the main thread (the one the event loop runs on) so far, ms, from /proc (Linux; 0
+ * elsewhere): what bounds the wall time, the other threads (GC, compiler, fsyncs, the
+ * checkpointer) run beside it.
+ */
+function mainThreadCpuMs(): number {
+  try {
+    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
+  } catch {
+    return 0;
+  }
+}
 
 /** Until the engine has done what the operations so far caused (strategies, their orders, the venue's journal). */
 async function engineDone(s: Services): Promise<void> {
@@ -63,7 +84,7 @@ async function main(): Promise<void> {
     const capture = catalogue.capture!;
     // SIM_CAPTURE_SPEED 1 (real time): the capture clock barely moves; the bench drives the capture itself
     const config = loadConfig({
-      DATA_DIR: dir,
+      DATA_DIR: process.env.BENCH_MEMORY ? ':memory:' : dir,
       LOG_LEVEL: 'silent',
       MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef',
       SIM_REPLAY: 'off',
@@ -122,15 +143,23 @@ async function main(): Promise<void> {
       await profiler.post('Profiler.enable');
       await profiler.post('Profiler.start');
     }
+    // BENCH_PERF_CTL=<fifo>: `perf record --control fifo:<fifo> -D -1` samples the measured replay only
+    const perfCtl = process.env.BENCH_PERF_CTL;
+    if (perfCtl) await fs.writeFile(perfCtl, 'enable\n');
     const commitsOf = () => (s.store instanceof SqliteStore ? s.store.writer.commits : 0);
+    const checkpointsOf = (): [number, number] =>
+      s.store instanceof SqliteStore ? [s.store.writer.checkpoints, s.store.writer.heldCheckpoints] : [0, 0];
     const commits0 = commitsOf();
+    const [checkpoints0, held0] = checkpointsOf();
     const cpu0 = process.cpuUsage();
+    const main0 = mainThreadCpuMs();
     const start = performance.now();
     const events = capture.events;
     let applied = replay.applied;
     // one venue operation per batch, each awaited (journal written, reports and book changes
     // delivered) before the next, so the engine sees every batch's book, as on the replay clock
     let memMs = 0;
+    let waitMs = 0; // awaiting each batch's journal entry and its reports' delivery
     const cpuMem = { user: 0, system: 0 };
     for (let i = applied; i < events.length; i += BATCH) {
       const c = process.cpuUsage();
@@ -141,7 +170,9 @@ async function main(): Promise<void> {
       const d = process.cpuUsage(c);
       cpuMem.user += d.user;
       cpuMem.system += d.system;
+      const w = performance.now();
       await done;
+      waitMs += performance.now() - w;
       if (PACE_ENGINE) await engineDone(s);
     }
     await venue.whenWritten(); // every journal entry written (each batch's promise says so already)
@@ -155,7 +186,10 @@ async function main(): Promise<void> {
     }
     const e2eMs = performance.now() - start;
     const cpuAll = process.cpuUsage(cpu0);
+    const mainMs = mainThreadCpuMs() - main0;
     const commits = commitsOf() - commits0;
+    const [checkpoints1, held1] = checkpointsOf();
+    if (perfCtl) await fs.writeFile(perfCtl, 'disable\n');
     if (profiler) {
       const { profile } = await profiler.post('Profiler.stop');
       await fs.mkdir(process.env.BENCH_CPU_PROF!, { recursive: true });
@@ -197,11 +231,14 @@ async function main(): Promise<void> {
     );
     console.log(
       `end to end (engine done with every report and trigger): ${perSec(e2eMs)} ` +
-        `events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)})`,
+        `events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)}; the main thread's ` +
+        `${((mainMs * 1000) / applied).toFixed(1)} µs/event)`,
     );
     console.log(
       `store commits during the replay (one WAL fsync each): ${commits} ` +
-        `(${(commits / Math.ceil(applied / BATCH)).toFixed(1)} a batch)`,
+        `(${(commits / Math.ceil(applied / BATCH)).toFixed(1)} a batch); checkpoints ${checkpoints1 - checkpoints0} ` +
+        `(${held1 - held0} holding the writes); waiting for the batches' journal entries and reports ` +
+        `${waitMs.toFixed(0)} ms`,
     );
     console.log(
       `strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market ` +
@@ -215,7 +252,8 @@ async function main(): Promise<void> {
     );
     await s.stop();
   } finally {
-    await fs.rm(dir, { recursive: true, force: true });
+    if (process.env.BENCH_KEEP) console.log(`data folder kept: ${dir}`);
+    else await fs.rm(dir, { recursive: true, force: true });
   }
 }
 
