@@ -936,6 +936,16 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     }, this.scope);
   }
 
+  /** All or none; an `_id` taken (stored or earlier in `docs`) is skipped. */
+  async insertMissing(docs: T[]): Promise<boolean[]> {
+    const rows = docs.map((d) => this.t.row(d));
+    return this.store.writer.write(() => {
+      const insert = this.st(`${this.t.insertSql} ON CONFLICT (id) DO NOTHING`);
+      if (rows.length === 1) return [insert.run(rows[0]).changes === 1];
+      return this.store.db.transaction(() => rows.map((row) => insert.run(row).changes === 1))();
+    }, this.scope);
+  }
+
   async findOne(filter: Filter): Promise<T | null> {
     const id = filter._id;
     let row: unknown[] | undefined;
