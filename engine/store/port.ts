@@ -64,7 +64,8 @@ export interface Collection<T extends Doc> {
    * doc of the list), leaving the stored document of a taken `_id` as it is: an idempotent append
    * that needs no read first. Optional: callers fall back to a read and {@link insertOne} when a
    * collection lacks it.
-   * - SQLite: all or none (one statement a document in the batch: `INSERT … ON CONFLICT (id) DO NOTHING`).
+   * - SQLite: all or none (`INSERT … ON CONFLICT (id) DO NOTHING` a document; inside a transaction
+   *   a failure part way is undone by the transaction's rollback, so let the error propagate).
    * - MongoDB: one ordered bulk write of `$setOnInsert` upserts by `_id` (no failed write, so it is
    *   usable inside a transaction); outside one, a prefix may have landed when it throws.
    * @returns for each of `docs`, whether it was inserted.
