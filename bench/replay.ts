@@ -63,6 +63,18 @@ function mainThreadCpuMs(): number {
   }
 }
 
+/**
+ * Bytes the process has written so far (`wchar` of /proc/self/io, Linux; 0 elsewhere): on disk, the
+ * WAL frames of the commits and the checkpoints' copies into the database file.
+ */
+function writtenBytes(): number {
+  try {
+    return Number(/^wchar: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
 /** Until the engine has done what the operations so far caused (strategies, their orders, the venue's journal). */
 async function engineDone(s: Services): Promise<void> {
   for (let round = 0; round < 3; round++) {
@@ -153,6 +165,7 @@ async function main(): Promise<void> {
     const [checkpoints0, held0] = checkpointsOf();
     const cpu0 = process.cpuUsage();
     const main0 = mainThreadCpuMs();
+    const written0 = writtenBytes();
     const start = performance.now();
     const events = capture.events;
     let applied = replay.applied;
@@ -187,6 +200,7 @@ async function main(): Promise<void> {
     const e2eMs = performance.now() - start;
     const cpuAll = process.cpuUsage(cpu0);
     const mainMs = mainThreadCpuMs() - main0;
+    const written = writtenBytes() - written0;
     const commits = commitsOf() - commits0;
     const [checkpoints1, held1] = checkpointsOf();
     if (perfCtl) await fs.writeFile(perfCtl, 'disable\n');
@@ -238,7 +252,8 @@ async function main(): Promise<void> {
       `store commits during the replay (one WAL fsync each): ${commits} ` +
         `(${(commits / Math.ceil(applied / BATCH)).toFixed(1)} a batch); checkpoints ${checkpoints1 - checkpoints0} ` +
         `(${held1 - held0} holding the writes); waiting for the batches' journal entries and reports ` +
-        `${waitMs.toFixed(0)} ms`,
+        `${waitMs.toFixed(0)} ms; written ${(written / 1e6).toFixed(1)} MB (WAL and checkpoints: ` +
+        `${(written / 1024 / Math.max(commits, 1)).toFixed(0)} KB a commit)`,
     );
     console.log(
       `strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market ` +
