@@ -26,6 +26,7 @@
  * `BENCH_ARMED=1000000 NODE_OPTIONS=--max-old-space-size=12000 npm run bench:triggers`.
  * `BENCH_RESTORE_PROF=<dir>` writes a V8 CPU profile of the restart alone (`restore.cpuprofile`);
  * `BENCH_ARM_PROF=<dir>` one of the arming window after the first 1,000 (`arming.cpuprofile`).
+ * `BENCH_KEEP=1` keeps the data folder (its path is printed last) for a look at the stored rows.
  * Run with `node --expose-gc` for exact heap figures, and `--max-semi-space-size=64` (the npm
  * script does both): with a heap of a million stored records each young-generation collection
  * costs more, and a larger young generation runs fewer of them (at 300,000 armed, one run each on
@@ -367,7 +368,8 @@ async function main(): Promise<void> {
     );
     await s.stop();
   } finally {
-    await fs.rm(dir, { recursive: true, force: true });
+    if (process.env.BENCH_KEEP === '1') console.log(`data kept in ${dir}`);
+    else await fs.rm(dir, { recursive: true, force: true });
   }
 }
 
