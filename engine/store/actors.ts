@@ -121,6 +121,37 @@ const ACTORS = 'actors';
 /** Records read at a time by {@link ActorRepository.restorable}. */
 const RESTORE_PAGE = 5000;
 
+/**
+ * The records of `c` with `final` and no quarantine, `pageSize` at a time, in the order of the
+ * restore's index (`createdAtMs`, then `_id`). A record created while this runs may be read too,
+ * when created after the page it falls in.
+ */
+async function* inCreationOrder(
+  c: Collection<StoredRecord>,
+  final: boolean,
+  pageSize: number,
+): AsyncGenerator<StoredRecord[]> {
+  let after: { createdAtMs: number; _id: string } | null = null;
+  let limit = pageSize;
+  for (;;) {
+    const filter: Filter = { final, quarantine: null };
+    if (after) filter.createdAtMs = { $gte: after.createdAtMs };
+    const docs = await c.find(filter, { sort: { createdAtMs: 1, _id: 1 }, limit });
+    const page: StoredRecord[] = [];
+    for (const d of docs) {
+      // the page starts at the last one's time: those of that time up to it were read
+      if (after && (d.createdAtMs < after.createdAtMs || (d.createdAtMs === after.createdAtMs && d._id <= after._id)))
+        continue;
+      after = { createdAtMs: d.createdAtMs, _id: d._id };
+      page.push(d);
+    }
+    if (page.length > 0) yield page;
+    if (docs.length < limit) return;
+    // a page of one time only, all read already: the next one is larger, so it gets past that time
+    limit = page.length === 0 ? limit * 2 : pageSize;
+  }
+}
+
 /** Revisioned actor-snapshot repository over the store port (optimistic concurrency). */
 export class ActorRepository {
   /**
@@ -182,26 +213,24 @@ export class ActorRepository {
 
   /**
    * Rewrites each record that stores an `ownerKey` (the key of a user's range written before
-   * findOwned used `ownerUserId, createdAtMs, _id`) without it, {@link MIGRATION_PAGE} per
-   * transaction, in `_id` order: the record is then stored as this version stores it.
+   * findOwned used `ownerUserId, createdAtMs, _id`) without it, a page of {@link MIGRATION_PAGE} per
+   * transaction: the record is then stored as this version stores it. Live, then final records in
+   * creation order (on SQLite, about the order of the table's rows: each page rewrites a few table
+   * pages, where `_id` order would rewrite one per record), then the quarantined ones.
    */
   private static async dropOwnerKeys(store: Store, c: Collection<StoredRecord>): Promise<void> {
-    let after = '';
-    for (;;) {
-      const page = await c.find(
-        { _id: { $gt: after }, ownerKey: { $exists: true } },
-        { sort: { _id: 1 }, limit: MIGRATION_PAGE },
-      );
-      if (page.length === 0) return;
-      await store.transaction(async (tx) => {
+    const rewrite = (page: StoredRecord[]) =>
+      store.transaction(async (tx) => {
         const within = tx.collection<StoredRecord>(ACTORS);
         for (const r of page) {
+          if (!('ownerKey' in r)) continue;
           const { ownerKey: _dropped, ...rest } = r as StoredRecord & { ownerKey?: string };
           await within.replaceOne(rest);
         }
       });
-      after = page.at(-1)!._id;
-    }
+    for (const final of [false, true])
+      for await (const page of inCreationOrder(c, final, MIGRATION_PAGE)) await rewrite(page);
+    await rewrite(await c.find({ quarantine: { $ne: null }, ownerKey: { $exists: true } }));
   }
 
   /**
@@ -340,26 +369,12 @@ export class ActorRepository {
    * A record created while this runs may be read too, when created after the page it falls in.
    */
   async *restorable(pageSize = RESTORE_PAGE): AsyncGenerator<ActorRecord> {
-    let after: { createdAtMs: number; _id: string } | null = null;
-    let limit = pageSize;
-    for (;;) {
-      const filter: Filter = { final: false, quarantine: null };
-      if (after) filter.createdAtMs = { $gte: after.createdAtMs };
-      const docs = await this.c.find(filter, { sort: { createdAtMs: 1, _id: 1 }, limit });
-      let fresh = 0;
-      for (const d of docs) {
-        // the page starts at the last one's time: those of that time up to it were read
-        if (after && (d.createdAtMs < after.createdAtMs || (d.createdAtMs === after.createdAtMs && d._id <= after._id)))
-          continue;
-        fresh++;
-        after = { createdAtMs: d.createdAtMs, _id: d._id };
+    for await (const page of inCreationOrder(this.c, false, pageSize)) {
+      for (const d of page) {
         const r = d as ActorRecord;
         r.view = {};
         yield r;
       }
-      if (docs.length < limit) return;
-      // a page of one time only, all read already: the next one is larger, so it gets past that time
-      limit = fresh === 0 ? limit * 2 : pageSize;
     }
   }
 

@@ -127,6 +127,9 @@ function serves(ix: Ix, q: Shape): string | null {
  * Queries accepted as scans, with why. Keyed by {@link keyOf}.
  */
 const EXEMPT: Record<string, string> = {
+  'actors find {ownerKey:range, quarantine:range}':
+    'one-time rewrite of the quarantined records that stored an ownerKey, at the first open of a database ' +
+    'written before findOwned used ownerUserId; `migrations` records it as done',
   'actors find {type:range}':
     'one-time backfill at the first open of a database (records from before `type`); `migrations` records it as done',
   'idempotencyKeys find {status}':
@@ -627,6 +630,11 @@ const SQLITE_EXEMPT: Array<[RegExp, string]> = [
         'json_extract\\(doc, \'\\$\\."logIndex"\'\\) DESC LIMIT \\? OFFSET \\?$',
     ),
     'the first page of the whole tape: a walk of its chain-order index from the newest end, stopped by LIMIT',
+  ],
+  [
+    /FROM "actors" WHERE "ix:quarantine" IS NOT NULL AND json_type\(doc, '\$\."ownerKey"'\) IS NOT NULL$/,
+    'one-time rewrite of the quarantined records that stored an ownerKey, at the first open of a database ' +
+      'written before findOwned used ownerUserId; `migrations` records it as done',
   ],
   [
     /FROM "actors" WHERE json_type\(doc, '\$\."type"'\) IS NULL/,
