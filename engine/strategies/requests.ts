@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { uuidV7 } from '../ids.js';
 import type { OrderInput } from '../../machines/order.js';
 import { pegOffsetPrice, pegPrice } from '../../machines/pegged.js';
 import { stopLossMessage } from '../../machines/stop-loss.js';
@@ -138,8 +138,10 @@ export class StrategyRequests {
     }
     const touchNow = this.touchOf(body.symbol);
     const warnings: string[] = [];
+    const now = this.clock.now();
     const base: StrategyInput = {
-      recordId: `stg_${randomUUID()}`,
+      // time-ordered: the store's index on record ids grows at its end
+      recordId: `stg_${uuidV7(now)}`,
       userId,
       type,
       side: body.side,
@@ -154,7 +156,7 @@ export class StrategyRequests {
       message: null,
       clientOrderId: body.client_order_id ?? null,
       metadata: body.metadata ?? null,
-      createdAtMs: this.clock.now(),
+      createdAtMs: now,
       touch: touchNow,
     };
     const offsets = () => {
