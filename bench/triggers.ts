@@ -63,8 +63,8 @@ const UPDATES = 2_000;
  * Arming requests in flight. A request is answered once its commit is synced to the WAL (an fsync of
  * some 6 ms at the median and 30 ms at p90 on the 2-core machine), so a fleet arming 25,000 a second
  * has about 250 requests in flight (Little's law): 256. Commits then group about four times as many
- * inserts as at 64, which costs less CPU per armed strategy (100,000 armed, back to back, load ~10:
- * 78 µs at 64, 68 at 256, 65 at 1,024).
+ * inserts as at 64, which costs less CPU per armed strategy (100,000 armed, back to back, load ~5:
+ * 62 µs at 64, 53 at 256, 52 at 1,024).
  */
 const CONCURRENCY = Number(process.env.BENCH_ARM_CONCURRENCY ?? 256);
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
@@ -353,7 +353,8 @@ async function main(): Promise<void> {
         `index holds ${s.strategies.triggers.size}`,
     );
     // the owner's list (GET of a user's strategies: ActorRepository.findOwned, newest first, a page
-    // of 50 and the total), each right after one more strategy is armed: an `ownerKey` index range
+    // of 50 and the total), each right after one more strategy is armed: a range of the
+    // `ownerUserId, createdAtMs, _id` index
     const PAGES = 20;
     const c2 = process.cpuUsage();
     for (let i = 0; i < PAGES; i++) {

@@ -600,7 +600,8 @@ class Writer {
    * Refreshes the query planner's statistics where a table grew or shrank (`PRAGMA optimize`:
    * ANALYZE sampling {@link ANALYSIS_LIMIT} rows of each index), outside any transaction. Without
    * them SQLite guesses that an equality on a few-valued field (an actor's `kind`) selects fewer
-   * rows than a range of a unique key (a user's `ownerKey`), and reads every actor of that kind.
+   * rows than one user's range of an index (`ownerUserId, createdAtMs, _id`), and reads every actor
+   * of that kind.
    * The statistics of a table under {@link STATS_MIN_ROWS} rows are dropped: the planner then
    * assumes a large table, as for one never analyzed, instead of one of a few rows that a scan
    * serves (which stays so until the next refresh, however large it grows meanwhile). A failure is
