@@ -1,4 +1,4 @@
-import { uuidV7 } from '../ids.js';
+import { randomUUID } from 'node:crypto';
 import type { OrderInput } from '../../machines/order.js';
 import { pegOffsetPrice, pegPrice } from '../../machines/pegged.js';
 import { stopLossMessage } from '../../machines/stop-loss.js';
@@ -140,8 +140,7 @@ export class StrategyRequests {
     const warnings: string[] = [];
     const now = this.clock.now();
     const base: StrategyInput = {
-      // time-ordered: the store's index on record ids grows at its end
-      recordId: `stg_${uuidV7(now)}`,
+      recordId: `stg_${randomUUID()}`,
       userId,
       type,
       side: body.side,
