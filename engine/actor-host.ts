@@ -518,7 +518,6 @@ function bareRecord(record: ActorRecord): Omit<ActorRecord, 'view'> {
   } as Omit<ActorRecord, 'view'>;
   // the optional fields added only when present (a `delete` would make the object a dictionary)
   if (record.type !== undefined) r.type = record.type;
-  if (record.ownerKey !== undefined) r.ownerKey = record.ownerKey;
   return r;
 }
 

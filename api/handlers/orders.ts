@@ -2,7 +2,7 @@ import { OPEN_STATUSES } from '../../machines/order.js';
 import { errors } from '../../engine/errors.js';
 import type { Services } from '../../engine/service.js';
 import { COMBO_KIND } from '../../engine/combos/service.js';
-import type { ActorRecord } from '../../engine/store/actors.js';
+import { ActorRepository, type ActorRecord } from '../../engine/store/actors.js';
 import { bracketsView, strategyResponse } from '../../engine/strategies/views.js';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import type { OrderRequest } from '../../schemas/orders.js';
@@ -152,8 +152,8 @@ export const cancelOrder: Handler = async ({ req, services, user }) => {
 };
 
 /**
- * The position an activity cursor continues after: the `ownerKey` of the last row it was issued
- * with, which starts with its owner's id (engine/store/actors.ts), so a cursor names its user.
+ * The position an activity cursor continues after: `ActorRepository.positionOf` the last row it was
+ * issued with, which starts with its owner's id, so a cursor names its user.
  * @throws {DomainError} `INVALID_REQUEST` (400) for a cursor this service did not issue to this API
  *   key, or one issued to another user (it would otherwise page nothing and answer an empty 200).
  */
@@ -228,7 +228,9 @@ export const activity: Handler = async ({ req, services, user }) => {
           });
         return row;
       }),
-      next_cursor: more ? services.cursors.seal({ k: items.at(-1)!.ownerKey }, bearerToken(req) ?? '') : null,
+      next_cursor: more
+        ? services.cursors.seal({ k: ActorRepository.positionOf(items.at(-1)!) }, bearerToken(req) ?? '')
+        : null,
     },
   };
 };
