@@ -166,12 +166,20 @@ function mount(
     let result: HandlerResult;
     // the answer stored with the steps of the actors the handler names (one transaction per step)
     const unbind: Array<() => void> = [];
-    const answerFrom = (actorId: string, respond: (record: ActorRecord) => HandlerResult) => {
+    const answerFrom = (
+      actorId: string,
+      respond: (record: ActorRecord) => HandlerResult,
+      options?: { afterCreation?: boolean },
+    ) => {
       unbind.push(
-        services.host.bindStepWrites(actorId, (tx, record) => {
-          const r = respond(record);
-          return claim.recordWith(tx, { status: r.status, body: r.replayBody ?? r.body, headers: r.headers ?? {} });
-        }),
+        services.host.bindStepWrites(
+          actorId,
+          (tx, record) => {
+            const r = respond(record);
+            return claim.recordWith(tx, { status: r.status, body: r.replayBody ?? r.body, headers: r.headers ?? {} });
+          },
+          options,
+        ),
       );
     };
     try {

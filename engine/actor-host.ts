@@ -940,13 +940,21 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * transaction (`Store.transaction`), or neither does (the step then fails as a failed write
    * does). One binding per actor: a later one replaces it. The request that creates an actor uses
    * it to store its response with the steps that produce it (engine/idempotency.ts).
+   * @param options.afterCreation - leave the actor's creation out (it is then written alone, without
+   *   a transaction): for an actor whose creation is always followed by another step before the
+   *   caller answers, and found again by its id when a crash falls between the two.
    */
-  bindStepWrites(id: string, writes: StepWrites): () => void {
+  bindStepWrites(id: string, writes: StepWrites, options: { afterCreation?: boolean } = {}): () => void {
+    if (options.afterCreation) this.boundAfterCreation.add(writes);
     this.stepWrites.set(id, writes);
     return () => {
       if (this.stepWrites.get(id) === writes) this.stepWrites.delete(id);
+      this.boundAfterCreation.delete(writes);
     };
   }
+
+  /** Bound writes that leave the actor's creation out ({@link bindStepWrites}). */
+  private readonly boundAfterCreation = new WeakSet<StepWrites>();
 
   /**
    * Persists one step of actor `id` with `write`, and with the writes bound to it and its kind's
@@ -960,8 +968,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     write: (tx?: UnitOfWork) => Promise<ActorRecord>,
     outOf: (record: ActorRecord) => ActorRecord,
     own: KindStepWrites | null = null,
+    creation = false,
   ): Promise<{ record: ActorRecord; out: ActorRecord }> {
-    const bound = this.stepWrites.get(id);
+    let bound = this.stepWrites.get(id);
+    if (creation && bound && this.boundAfterCreation.has(bound)) bound = undefined;
     if (!bound && !own) {
       const record = await write();
       return { record, out: outOf(record) };
@@ -1031,6 +1041,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
             tx,
           ),
         outOf,
+        null,
+        true,
       );
       this.createdDuringRestore?.add(args.id);
       const live: Live = { def, record: slim(record), snapshot, json: record.snapshot };
