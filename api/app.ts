@@ -193,7 +193,11 @@ function mount(
     }
     for (const u of unbind) u();
     // serialized once: the stored response and the one sent are the same text
-    const bodyJson = result.body === undefined || req.method === 'GET' ? undefined : JSON.stringify(result.body);
+    // (the text a step stored with this very body when there is one)
+    const bodyJson =
+      result.body === undefined || req.method === 'GET'
+        ? undefined
+        : (claim.storedJson(result.body) ?? JSON.stringify(result.body));
     // an answer carrying a secret shown once is kept (and replayed) without it
     if ('replayBody' in result)
       await claim.complete({ status: result.status, body: result.replayBody, headers: result.headers ?? {} });

@@ -481,6 +481,12 @@ interface Live {
    * the same fields in another order; made when first needed ({@link ActorHost.step}).
    */
   json?: string;
+  /**
+   * The record of this step as its bound writes were given it ({@link ActorHost.bindStepWrites}),
+   * its read model derived for them: handed out once by {@link ActorHost.recordOf}, so the request
+   * waiting on the step answers with the same view object its stored answer was made of.
+   */
+  answered?: ActorRecord;
 }
 
 const NO_VIEW: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
@@ -1276,7 +1282,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    */
   recordOf(id: string): ActorRecord | null {
     const l = this.live.get(id) ?? this.recentlyFinal.get(id);
-    return l ? this.full(l) : null;
+    if (!l) return null;
+    const answered = l.answered;
+    if (answered === undefined) return this.full(l);
+    l.answered = undefined;
+    return answered;
   }
 
   /**
@@ -1553,6 +1563,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
           def.stepWritesOf?.(next, live.snapshot) ?? null,
         );
         const updated: Live = { def, record: slim(record), snapshot: next, json: snapshotJson };
+        if (this.stepWrites.has(id)) updated.answered = out;
         this.keep(updated);
         await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, out);
         return out;
