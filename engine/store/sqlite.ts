@@ -370,6 +370,15 @@ const ANALYSIS_LIMIT = 1000;
  */
 const STATS_MIN_ROWS = 10_000;
 
+/**
+ * Page size of a store in memory (bytes; SQLite's default is 4096). Every COMMIT of an in-memory
+ * database walks SQLite's page cache, which holds the whole database, so a commit costs in
+ * proportion to the pages the database has: at 40,000 orders a commit cost about 25 µs an order
+ * with 4 KiB pages and 10 µs with 8 KiB, the statements about the same (16 KiB pages make the
+ * statements dearer). A store on disk keeps the size its file was created with.
+ */
+const MEMORY_PAGE_SIZE = 8192;
+
 /** WAL bytes after which the writer checkpoints into the database file (default). */
 const CHECKPOINT_BYTES = 8 << 20;
 
@@ -1258,6 +1267,8 @@ export class SqliteStore implements Store {
     const { lock, log, checkpointBytes, oldStoreFiles, ...lockOptions } = options;
     if (!dir) {
       const memory = new Sqlite(':memory:');
+      // before any table exists (it is fixed from then on): see MEMORY_PAGE_SIZE
+      memory.pragma(`page_size = ${MEMORY_PAGE_SIZE}`);
       memory.pragma(`analysis_limit = ${ANALYSIS_LIMIT}`);
       return new SqliteStore(memory, null, null, log ?? null);
     }
