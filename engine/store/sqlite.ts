@@ -451,7 +451,10 @@ class Writer {
   /** Whether the writes are held for a checkpoint (see {@link checkpoint}). */
   private holding = false;
   /** The transaction statements, prepared once (an `exec` parses its SQL on every call). */
-  private readonly control: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Statement>;
+  private readonly control: Record<
+    'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo' | 'many' | 'releaseMany' | 'undoMany',
+    Statement
+  >;
 
   /**
    * @param sync - the fsyncs of a store on disk; null in memory (a commit is done when COMMIT returns).
@@ -470,7 +473,29 @@ class Writer {
       savepoint: db.prepare('SAVEPOINT tx'),
       release: db.prepare('RELEASE tx'),
       rollbackTo: db.prepare('ROLLBACK TO tx'),
+      many: db.prepare('SAVEPOINT many'),
+      releaseMany: db.prepare('RELEASE many'),
+      undoMany: db.prepare('ROLLBACK TO many'),
     };
+  }
+
+  /**
+   * Runs the synchronous statements of `op` all or none, inside the batch's open SQLite transaction
+   * (a savepoint of its own, with statements prepared once: better-sqlite3's `db.transaction()`
+   * builds its wrapper functions on every call). Only inside {@link write}'s `op`.
+   */
+  allOrNone(op: () => void): void {
+    this.control.many.run();
+    try {
+      op();
+    } catch (err) {
+      if (this.db.inTransaction) {
+        this.control.undoMany.run();
+        this.control.releaseMany.run();
+      }
+      throw err;
+    }
+    this.control.releaseMany.run();
   }
 
   /**
@@ -984,9 +1009,9 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
       const insert = this.st(this.t.insertSql);
       // one row is all or none by itself: no savepoint
       if (rows.length === 1) return void insert.run(rows[0]);
-      this.store.db.transaction(() => {
+      this.store.writer.allOrNone(() => {
         for (const row of rows) insert.run(row);
-      })();
+      });
     }, this.scope);
   }
 
