@@ -366,9 +366,13 @@ export class IdempotencyService {
       if (running.get(_id) === claim) running.delete(_id);
     };
     /** The last answer stored by recordWith (its status, body and headers as stored), or null. */
-    let recorded: string | null = null;
+    let recorded: IdempotencyDoc | null = null;
     const last = lastRecorded();
-    const answerKey = (doc: IdempotencyDoc) => `${doc.status}\u0000${doc.body}\u0000${JSON.stringify(doc.headers)}`;
+    /** Whether `doc` holds the answer of `earlier` (status, body and headers), compared field by field. */
+    const sameAnswer = (earlier: IdempotencyDoc, doc: IdempotencyDoc) =>
+      earlier.status === doc.status &&
+      earlier.body === doc.body &&
+      (earlier.headers === doc.headers || JSON.stringify(earlier.headers) === JSON.stringify(doc.headers));
     const recordOf = (res: ReplayedResponse, state: IdempotencyDoc['state'], at: number): IdempotencyDoc => {
       const doc: IdempotencyDoc = {
         _id,
@@ -389,7 +393,7 @@ export class IdempotencyService {
       kind: 'execute',
       recordWith: async (tx, res) => {
         const doc = recordOf(res, 'running', this.clock.now());
-        recorded = answerKey(doc);
+        recorded = doc;
         last.set(res.body, doc.body);
         await tx.collection<IdempotencyDoc>(RECORDS).replaceOne(doc);
       },
@@ -399,7 +403,7 @@ export class IdempotencyService {
           const doc = recordOf(res, 'done', this.clock.now());
           // The answer a step stored already: kept as it is (once the claim is released, a stored
           // `running` record with an answer replays like a `done` one; this process owns the store).
-          if (recorded === answerKey(doc)) return;
+          if (recorded !== null && sameAnswer(recorded, doc)) return;
           // an expired (or abandoned) record of this key, or the answer recorded so far, is replaced
           if (existing || recorded !== null) await this.docs.replaceOne(doc);
           else await this.docs.insertOne(doc);
