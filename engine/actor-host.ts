@@ -1187,7 +1187,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
             full = withLazyView(record, () => def.viewOf?.(snapshot, meta) ?? {});
           }
           const bound = this.stepWrites.get(id);
-          if (bound) await bound(tx, full);
+          if (bound && !(e.create && this.boundAfterCreation.has(bound))) await bound(tx, full);
           out.push({ id, e, record, full, json: record.snapshot });
         }
         return out;
@@ -1196,6 +1196,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const after: { live: Live; prev: Record<string, number>; w: (typeof written)[number] }[] = [];
       for (const w of written) {
         const live: Live = { def: w.e.def, record: slim(w.record), snapshot: w.e.snapshot, json: w.json };
+        if (this.stepWrites.has(w.id)) live.answered = w.full;
         if (w.e.create) this.createdDuringRestore?.add(w.id);
         this.keep(live);
         after.push({ live, prev: w.e.live ? deadlinesOf(w.e.live.snapshot) : {}, w });
