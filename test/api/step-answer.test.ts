@@ -85,6 +85,30 @@ describe("a request's answer and the actor step that produced it commit together
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
   });
 
+  it("an order crossing another user's: both step in one host batch, the taker's answer stored with it", async () => {
+    const { svc, store, tr } = await setup();
+    const { token, bid } = await tr.freshToken(0.3, 0.7);
+    await tr.buyShares('bob', token, 5);
+    const inside = (bid + 0.01).toFixed(2); // inside the two-tick spread: only bob's order is there
+    const rest = await tr.post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: inside, size: '5' });
+    expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    const body = { symbol: token, side: 'buy', type: 'LIMIT', price: inside, size: '5', time_in_force: 'IOC' };
+    const key = randomUUID();
+    const taken = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
+    expect(taken).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });
+    expect(await tr.order('bob', rest.body.order_id)).toMatchObject({ status: 'FILLED' });
+    const records = await (
+      await store.collection<{ _id: string; state: string; body: string }>('idempotencyKeys')
+    ).find({});
+    const mine = records.filter((r) => r.body?.includes(taken.body.order_id));
+    expect(mine.map((r) => ({ state: r.state, body: JSON.parse(r.body) }))).toEqual([
+      { state: 'running', body: taken.body },
+    ]);
+    const replay = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
+    expect(replay).toMatchObject({ status: 200, body: taken.body });
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+  });
+
   it("the order's insert fails: no answer is stored either; the retry with the same key places it", async () => {
     const { svc, store, tr, stored } = await setup();
     const { token } = await tr.freshToken();
