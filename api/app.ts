@@ -166,12 +166,20 @@ function mount(
     let result: HandlerResult;
     // the answer stored with the steps of the actors the handler names (one transaction per step)
     const unbind: Array<() => void> = [];
-    const answerFrom = (actorId: string, respond: (record: ActorRecord) => HandlerResult) => {
+    const answerFrom = (
+      actorId: string,
+      respond: (record: ActorRecord) => HandlerResult,
+      options?: { afterCreation?: boolean },
+    ) => {
       unbind.push(
-        services.host.bindStepWrites(actorId, (tx, record) => {
-          const r = respond(record);
-          return claim.recordWith(tx, { status: r.status, body: r.replayBody ?? r.body, headers: r.headers ?? {} });
-        }),
+        services.host.bindStepWrites(
+          actorId,
+          (tx, record) => {
+            const r = respond(record);
+            return claim.recordWith(tx, { status: r.status, body: r.replayBody ?? r.body, headers: r.headers ?? {} });
+          },
+          options,
+        ),
       );
     };
     try {
@@ -185,7 +193,11 @@ function mount(
     }
     for (const u of unbind) u();
     // serialized once: the stored response and the one sent are the same text
-    const bodyJson = result.body === undefined || req.method === 'GET' ? undefined : JSON.stringify(result.body);
+    // (the text a step stored with this very body when there is one)
+    const bodyJson =
+      result.body === undefined || req.method === 'GET'
+        ? undefined
+        : (claim.storedJson(result.body) ?? JSON.stringify(result.body));
     // an answer carrying a secret shown once is kept (and replayed) without it
     if ('replayBody' in result)
       await claim.complete({ status: result.status, body: result.replayBody, headers: result.headers ?? {} });
