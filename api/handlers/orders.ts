@@ -171,23 +171,31 @@ export const cancelStrategy: Handler = async ({ req, services, user }) => {
   return { status: 200, body: rec.view };
 };
 
-/** GET /v2/trade/orders/open (spec 4.6): the user's working orders, newest first, offset/limit. */
+/**
+ * GET /v2/trade/orders/open (spec 4.6): the user's working orders, newest first, offset/limit; only
+ * those on outcome token `token_id` when given (the reference product's filter).
+ */
 export const openOrders: Handler = async ({ req, services, user }) => {
   const p = pageQuery(req, 500);
-  const { records, total } = await services.actors.findOwned(
-    user!._id,
-    { kind: 'order', status: { $in: OPEN_STATUSES } },
-    { skip: p.offset, limit: p.limit },
-  );
-  return {
-    status: 200,
-    body: page(
-      'orders',
-      records.map((r) => r.view),
-      total,
-      p,
-    ),
-  };
+  const tokenId = (req.query as { token_id?: string }).token_id;
+  const open = { kind: 'order', status: { $in: OPEN_STATUSES } };
+  if (tokenId === undefined) {
+    const { records, total } = await services.actors.findOwned(user!._id, open, { skip: p.offset, limit: p.limit });
+    return {
+      status: 200,
+      body: page(
+        'orders',
+        records.map((r) => r.view),
+        total,
+        p,
+      ),
+    };
+  }
+  // the token is not a stored field of the order's record: the user's working orders (one index range)
+  // are matched on their views, then paged
+  const { records } = await services.actors.findOwned(user!._id, open);
+  const views = records.map((r) => r.view).filter((v) => (v as { symbol?: unknown }).symbol === tokenId);
+  return { status: 200, body: page('orders', views.slice(p.offset, p.offset + p.limit), views.length, p) };
 };
 
 /** DELETE /v2/trade/orders/{order_id}: cancels one order; 404 when not the user's, 409 when done. */
