@@ -85,6 +85,9 @@ export function endLater(res: Pick<Response, 'end'>, text: string): void {
 const PRINCIPAL = Symbol('principal');
 type WithPrincipal = Request & { [PRINCIPAL]?: Principal | null };
 
+/** The query of an endpoint that takes no query parameter: any name is unknown (400). */
+const NO_QUERY = { properties: {} };
+
 /**
  * Mounts one route. Every request goes the same way, so each endpoint (built or not, present or
  * future) gets the same contract: authenticate (401) → scope (403) → master-only (403) — all
@@ -108,6 +111,9 @@ function mount(
 ): void {
   const mutating = route.method !== 'get';
   const scope = route.scope;
+  // an authenticated endpoint that takes no query parameter refuses one (a misspelt filter is a 400
+  // everywhere); the public ones (health, the OpenAPI document) ignore them, as probes add their own
+  const query = route.query ?? (scope ? NO_QUERY : undefined);
   const admitted = (req: WithPrincipal, principal: Principal, next: NextFunction) => {
     requireScope(principal, scope!);
     if (route.masterOnly && principal.kind !== 'master')
@@ -135,9 +141,9 @@ function mount(
     const user = found instanceof Promise ? await found : found;
     const idempotencyKey = mutating ? IdempotencyService.keyOf(req.headers['idempotency-key']) : null;
     if (route.params) validateParams({ properties: route.params }, req.params, 'path parameter');
-    if (route.query)
+    if (query)
       Object.defineProperty(req, 'query', {
-        value: validateParams(route.query, req.query as Record<string, unknown>, 'query parameter'),
+        value: validateParams(query, req.query as Record<string, unknown>, 'query parameter'),
         writable: true,
       });
     if (route.body) req.body = validate(route.body, req.body ?? {});
@@ -166,12 +172,20 @@ function mount(
     let result: HandlerResult;
     // the answer stored with the steps of the actors the handler names (one transaction per step)
     const unbind: Array<() => void> = [];
-    const answerFrom = (actorId: string, respond: (record: ActorRecord) => HandlerResult) => {
+    const answerFrom = (
+      actorId: string,
+      respond: (record: ActorRecord) => HandlerResult,
+      options?: { afterCreation?: boolean },
+    ) => {
       unbind.push(
-        services.host.bindStepWrites(actorId, (tx, record) => {
-          const r = respond(record);
-          return claim.recordWith(tx, { status: r.status, body: r.replayBody ?? r.body, headers: r.headers ?? {} });
-        }),
+        services.host.bindStepWrites(
+          actorId,
+          (tx, record) => {
+            const r = respond(record);
+            return claim.recordWith(tx, { status: r.status, body: r.replayBody ?? r.body, headers: r.headers ?? {} });
+          },
+          options,
+        ),
       );
     };
     try {
@@ -185,7 +199,11 @@ function mount(
     }
     for (const u of unbind) u();
     // serialized once: the stored response and the one sent are the same text
-    const bodyJson = result.body === undefined || req.method === 'GET' ? undefined : JSON.stringify(result.body);
+    // (the text a step stored with this very body when there is one)
+    const bodyJson =
+      result.body === undefined || req.method === 'GET'
+        ? undefined
+        : (claim.storedJson(result.body) ?? JSON.stringify(result.body));
     // an answer carrying a secret shown once is kept (and replayed) without it
     if ('replayBody' in result)
       await claim.complete({ status: result.status, body: result.replayBody, headers: result.headers ?? {} });

@@ -21,9 +21,15 @@ export interface HandlerContext {
    * while the handler runs: each step the actor persists stores `respond(record)` as the request's
    * answer in the same transaction (`ActorHost.bindStepWrites`), so a crash after the step replays
    * that answer and never finds the step without it. `respond` must give what the handler returns
-   * for that record. Absent otherwise (nothing to bind).
+   * for that record. With `afterCreation`, the actor's creation is left out (see
+   * `ActorHost.bindStepWrites`): a crash right after it is answered from the actor found by its id.
+   * Absent otherwise (nothing to bind).
    */
-  answerFrom?: (actorId: string, respond: (record: ActorRecord) => HandlerResult) => void;
+  answerFrom?: (
+    actorId: string,
+    respond: (record: ActorRecord) => HandlerResult,
+    options?: { afterCreation?: boolean },
+  ) => void;
 }
 
 /** A handler's answer; the framework writes it as JSON. */

@@ -119,6 +119,9 @@ export { ErrorEnvelope };
 
 const V2 = '/v2/trade';
 
+/** The reference product's `venue` query parameter: `polymarket`, the default and only venue (others → 400). */
+const VENUE_QUERY = { enum: ['polymarket'], description: 'Venue; `polymarket` (the default and only venue).' };
+
 /** `limit` (1…max) and `offset` query parameters of an offset/limit list (spec 4.7, part 8). */
 function paged(max: number, extra: Record<string, object> = {}): NonNullable<RouteSpec['query']> {
   return {
@@ -286,7 +289,7 @@ const CANCEL_ALL = {
         pattern: '^0x[0-9a-fA-F]{64}$',
         description: 'Only orders on this market (condition).',
       },
-      venue: { enum: ['polymarket'], description: 'Venue; `polymarket` (the default and only venue).' },
+      venue: VENUE_QUERY,
     },
   },
   responses: { 200: BatchCancelResponse },
@@ -451,7 +454,10 @@ export const ROUTES: RouteSpec[] = [
     user: 'required',
     tag: 'trade.read',
     summary: 'Open orders (working CLOB orders, newest first)',
-    query: paged(500),
+    query: paged(500, {
+      token_id: { type: 'string', pattern: '^[0-9]{1,100}$', description: 'Only orders on this outcome token.' },
+      venue: VENUE_QUERY,
+    }),
     responses: { 200: OpenOrdersPage },
     errors: [404],
     handler: openOrders,
@@ -464,6 +470,7 @@ export const ROUTES: RouteSpec[] = [
     user: 'required',
     tag: 'trade.cancel',
     summary: 'Cancel one order',
+    query: { properties: { venue: VENUE_QUERY } },
     responses: { 200: OrderView },
     errors: [404, 409, 503],
     handler: cancelOrder,
@@ -539,6 +546,7 @@ export const ROUTES: RouteSpec[] = [
     user: 'required',
     tag: 'trade.read',
     summary: 'pUSD balance and reservations',
+    query: { properties: { venue: VENUE_QUERY } },
     responses: { 200: BalancesResponse },
     errors: [404],
     handler: balances,

@@ -26,6 +26,7 @@
  * `BENCH_ARMED=1000000 NODE_OPTIONS=--max-old-space-size=12000 npm run bench:triggers`.
  * `BENCH_RESTORE_PROF=<dir>` writes a V8 CPU profile of the restart alone (`restore.cpuprofile`);
  * `BENCH_ARM_PROF=<dir>` one of the arming window after the first 1,000 (`arming.cpuprofile`).
+ * `BENCH_KEEP=1` keeps the data folder (its path is printed last) for a look at the stored rows.
  * Run with `node --expose-gc` for exact heap figures, and `--max-semi-space-size=64` (the npm
  * script does both): with a heap of a million stored records each young-generation collection
  * costs more, and a larger young generation runs fewer of them (at 300,000 armed, one run each on
@@ -62,8 +63,8 @@ const UPDATES = 2_000;
  * Arming requests in flight. A request is answered once its commit is synced to the WAL (an fsync of
  * some 6 ms at the median and 30 ms at p90 on the 2-core machine), so a fleet arming 25,000 a second
  * has about 250 requests in flight (Little's law): 256. Commits then group about four times as many
- * inserts as at 64, which costs less CPU per armed strategy (100,000 armed, back to back, load ~10:
- * 78 µs at 64, 68 at 256, 65 at 1,024).
+ * inserts as at 64, which costs less CPU per armed strategy (100,000 armed, back to back, load ~5:
+ * 62 µs at 64, 53 at 256, 52 at 1,024).
  */
 const CONCURRENCY = Number(process.env.BENCH_ARM_CONCURRENCY ?? 256);
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
@@ -352,7 +353,8 @@ async function main(): Promise<void> {
         `index holds ${s.strategies.triggers.size}`,
     );
     // the owner's list (GET of a user's strategies: ActorRepository.findOwned, newest first, a page
-    // of 50 and the total), each right after one more strategy is armed: an `ownerKey` index range
+    // of 50 and the total), each right after one more strategy is armed: a range of the
+    // `ownerUserId, createdAtMs, _id` index
     const PAGES = 20;
     const c2 = process.cpuUsage();
     for (let i = 0; i < PAGES; i++) {
@@ -367,7 +369,8 @@ async function main(): Promise<void> {
     );
     await s.stop();
   } finally {
-    await fs.rm(dir, { recursive: true, force: true });
+    if (process.env.BENCH_KEEP === '1') console.log(`data kept in ${dir}`);
+    else await fs.rm(dir, { recursive: true, force: true });
   }
 }
 

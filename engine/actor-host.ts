@@ -481,6 +481,12 @@ interface Live {
    * the same fields in another order; made when first needed ({@link ActorHost.step}).
    */
   json?: string;
+  /**
+   * The record of this step as its bound writes were given it ({@link ActorHost.bindStepWrites}),
+   * its read model derived for them: handed out once by {@link ActorHost.recordOf}, so the request
+   * waiting on the step answers with the same view object its stored answer was made of.
+   */
+  answered?: ActorRecord;
 }
 
 const NO_VIEW: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
@@ -518,7 +524,6 @@ function bareRecord(record: ActorRecord): Omit<ActorRecord, 'view'> {
   } as Omit<ActorRecord, 'view'>;
   // the optional fields added only when present (a `delete` would make the object a dictionary)
   if (record.type !== undefined) r.type = record.type;
-  if (record.ownerKey !== undefined) r.ownerKey = record.ownerKey;
   return r;
 }
 
@@ -941,13 +946,21 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * transaction (`Store.transaction`), or neither does (the step then fails as a failed write
    * does). One binding per actor: a later one replaces it. The request that creates an actor uses
    * it to store its response with the steps that produce it (engine/idempotency.ts).
+   * @param options.afterCreation - leave the actor's creation out (it is then written alone, without
+   *   a transaction): for an actor whose creation is always followed by another step before the
+   *   caller answers, and found again by its id when a crash falls between the two.
    */
-  bindStepWrites(id: string, writes: StepWrites): () => void {
+  bindStepWrites(id: string, writes: StepWrites, options: { afterCreation?: boolean } = {}): () => void {
+    if (options.afterCreation) this.boundAfterCreation.add(writes);
     this.stepWrites.set(id, writes);
     return () => {
       if (this.stepWrites.get(id) === writes) this.stepWrites.delete(id);
+      this.boundAfterCreation.delete(writes);
     };
   }
+
+  /** Bound writes that leave the actor's creation out ({@link bindStepWrites}). */
+  private readonly boundAfterCreation = new WeakSet<StepWrites>();
 
   /**
    * Persists one step of actor `id` with `write`, and with the writes bound to it and its kind's
@@ -961,8 +974,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     write: (tx?: UnitOfWork) => Promise<ActorRecord>,
     outOf: (record: ActorRecord) => ActorRecord,
     own: KindStepWrites | null = null,
+    creation = false,
   ): Promise<{ record: ActorRecord; out: ActorRecord }> {
-    const bound = this.stepWrites.get(id);
+    let bound = this.stepWrites.get(id);
+    if (creation && bound && this.boundAfterCreation.has(bound)) bound = undefined;
     if (!bound && !own) {
       const record = await write();
       return { record, out: outOf(record) };
@@ -1032,6 +1047,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
             tx,
           ),
         outOf,
+        null,
+        true,
       );
       this.createdDuringRestore?.add(args.id);
       const live: Live = { def, record: slim(record), snapshot, json: record.snapshot };
@@ -1170,7 +1187,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
             full = withLazyView(record, () => def.viewOf?.(snapshot, meta) ?? {});
           }
           const bound = this.stepWrites.get(id);
-          if (bound) await bound(tx, full);
+          if (bound && !(e.create && this.boundAfterCreation.has(bound))) await bound(tx, full);
           out.push({ id, e, record, full, json: record.snapshot });
         }
         return out;
@@ -1179,6 +1196,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const after: { live: Live; prev: Record<string, number>; w: (typeof written)[number] }[] = [];
       for (const w of written) {
         const live: Live = { def: w.e.def, record: slim(w.record), snapshot: w.e.snapshot, json: w.json };
+        if (this.stepWrites.has(w.id)) live.answered = w.full;
         if (w.e.create) this.createdDuringRestore?.add(w.id);
         this.keep(live);
         after.push({ live, prev: w.e.live ? deadlinesOf(w.e.live.snapshot) : {}, w });
@@ -1265,7 +1283,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    */
   recordOf(id: string): ActorRecord | null {
     const l = this.live.get(id) ?? this.recentlyFinal.get(id);
-    return l ? this.full(l) : null;
+    if (!l) return null;
+    const answered = l.answered;
+    if (answered === undefined) return this.full(l);
+    l.answered = undefined;
+    return answered;
   }
 
   /**
@@ -1542,6 +1564,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
           def.stepWritesOf?.(next, live.snapshot) ?? null,
         );
         const updated: Live = { def, record: slim(record), snapshot: next, json: snapshotJson };
+        if (this.stepWrites.has(id)) updated.answered = out;
         this.keep(updated);
         await this.afterWrite(updated, prevDeadlines, actions, previousStatus, events, out);
         return out;

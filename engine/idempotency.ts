@@ -89,10 +89,28 @@ export interface ExecuteClaim {
   complete(res: ReplayedResponse): Promise<void>;
   abandon(): Promise<void>;
   recordWith(tx: UnitOfWork, res: ReplayedResponse): Promise<void>;
+  /**
+   * The JSON text the last `recordWith` stored for `body` when it was given this very object (the
+   * response then sends the same text without serializing it again); undefined otherwise.
+   */
+  storedJson(body: unknown): string | undefined;
 }
 
 /** What {@link IdempotencyService.begin} decided. */
 export type IdempotencyClaim = { kind: 'replay'; response: ReplayedResponse } | ExecuteClaim;
+
+/** The body last given to a claim's `recordWith` and the text stored for it ({@link ExecuteClaim.storedJson}). */
+function lastRecorded(): { set(body: unknown, text: string | null): void; get(body: unknown): string | undefined } {
+  let body: unknown;
+  let text: string | undefined;
+  return {
+    set(b, t) {
+      body = b;
+      text = t ?? undefined;
+    },
+    get: (b) => (b !== undefined && b === body ? text : undefined),
+  };
+}
 
 /** The response a record holds (a `done` one, or a `running` one with an answer so far). */
 function storedResponse(doc: IdempotencyDoc): ReplayedResponse {
@@ -348,8 +366,13 @@ export class IdempotencyService {
       if (running.get(_id) === claim) running.delete(_id);
     };
     /** The last answer stored by recordWith (its status, body and headers as stored), or null. */
-    let recorded: string | null = null;
-    const answerKey = (doc: IdempotencyDoc) => `${doc.status}\u0000${doc.body}\u0000${JSON.stringify(doc.headers)}`;
+    let recorded: IdempotencyDoc | null = null;
+    const last = lastRecorded();
+    /** Whether `doc` holds the answer of `earlier` (status, body and headers), compared field by field. */
+    const sameAnswer = (earlier: IdempotencyDoc, doc: IdempotencyDoc) =>
+      earlier.status === doc.status &&
+      earlier.body === doc.body &&
+      (earlier.headers === doc.headers || JSON.stringify(earlier.headers) === JSON.stringify(doc.headers));
     const recordOf = (res: ReplayedResponse, state: IdempotencyDoc['state'], at: number): IdempotencyDoc => {
       const doc: IdempotencyDoc = {
         _id,
@@ -370,15 +393,17 @@ export class IdempotencyService {
       kind: 'execute',
       recordWith: async (tx, res) => {
         const doc = recordOf(res, 'running', this.clock.now());
-        recorded = answerKey(doc);
+        recorded = doc;
+        last.set(res.body, doc.body);
         await tx.collection<IdempotencyDoc>(RECORDS).replaceOne(doc);
       },
+      storedJson: last.get,
       complete: async (res) => {
         try {
           const doc = recordOf(res, 'done', this.clock.now());
           // The answer a step stored already: kept as it is (once the claim is released, a stored
           // `running` record with an answer replays like a `done` one; this process owns the store).
-          if (recorded === answerKey(doc)) return;
+          if (recorded !== null && sameAnswer(recorded, doc)) return;
           // an expired (or abandoned) record of this key, or the answer recorded so far, is replaced
           if (existing || recorded !== null) await this.docs.replaceOne(doc);
           else await this.docs.insertOne(doc);
@@ -397,14 +422,18 @@ export class IdempotencyService {
   }
 
   private claim(doc: IdempotencyDoc): IdempotencyClaim {
+    const last = lastRecorded();
     return {
       kind: 'execute',
+      storedJson: last.get,
       recordWith: async (tx, res) => {
+        const body = bodyText(res);
+        last.set(res.body, body);
         await tx
           .collection<IdempotencyDoc>(RECORDS)
           .updateOne(
             { _id: doc._id, leaseUntilMs: doc.leaseUntilMs },
-            { status: res.status, body: bodyText(res), headers: res.headers },
+            { status: res.status, body, headers: res.headers },
           );
       },
       complete: async (res) => {

@@ -95,7 +95,7 @@ export async function startServices(
   const clock = options.clock ?? systemClock;
   const t0 = performance.now();
   const store = options.store ?? (await openStore(config, log));
-  const actors = await ActorRepository.open(store);
+  const actors = await ActorRepository.open(store, clock);
   const keys = await ApiKeyService.open(store, clock);
   const users = await UserService.open(store, clock);
   const idempotency = await IdempotencyService.open(store, clock, log);

@@ -1,14 +1,14 @@
 import { OPEN_STATUSES } from '../../machines/order.js';
-import { errors } from '../../engine/errors.js';
+import { DuplicateKeyError, errors } from '../../engine/errors.js';
 import type { Services } from '../../engine/service.js';
 import { COMBO_KIND } from '../../engine/combos/service.js';
-import type { ActorRecord } from '../../engine/store/actors.js';
+import { ActorRepository, type ActorRecord } from '../../engine/store/actors.js';
 import { bracketsView, strategyResponse } from '../../engine/strategies/views.js';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import type { OrderRequest } from '../../schemas/orders.js';
 import { requireVenue } from '../availability.js';
 import { orderIdParam } from './order-batch.js';
-import type { Handler, HandlerResult } from '../context.js';
+import type { Handler, HandlerContext, HandlerResult } from '../context.js';
 import { bearerToken } from '../auth.js';
 import { page, pageQuery } from '../paging.js';
 
@@ -56,12 +56,51 @@ async function interruptedAttempt(services: Services, userId: string, seed: stri
 }
 
 /** POST /v2/trade/order (spec 4.1): LIMIT and MARKET trade on the venue; other types are not built yet (501). */
-export const placeOrder: Handler = async ({ req, services, user, resourceSeed, answerFrom }) => {
+export const placeOrder: Handler = async (ctx) => {
+  const { req, services, user, resourceSeed } = ctx;
   const body = req.body as OrderRequest;
+  if (resourceSeed && isBareOrder(body)) {
+    // An earlier attempt of this request (same ids) is looked for only when this one fails: before
+    // this attempt creates its order (a check refused what the earlier one changed), or at the
+    // creation (the id is taken). Almost every request places a new order and reads nothing.
+    let creating = false;
+    try {
+      return await placeNew(ctx, body, () => {
+        creating = true;
+        return Promise.resolve();
+      });
+    } catch (err) {
+      if (creating && !(err instanceof DuplicateKeyError)) throw err;
+      const earlier = await interruptedAttempt(services, user!._id, resourceSeed);
+      if (earlier) return earlier;
+      throw err;
+    }
+  }
   if (resourceSeed) {
     const earlier = await interruptedAttempt(services, user!._id, resourceSeed);
     if (earlier) return earlier;
   }
+  return placeNew(ctx, body);
+};
+
+/** A LIMIT, MARKET or TAKE_PROFIT order without brackets: one order actor, created by {@link placeNew}'s `place`. */
+function isBareOrder(body: OrderRequest): boolean {
+  return (
+    (body.type === 'LIMIT' || body.type === 'MARKET' || body.type === 'TAKE_PROFIT') &&
+    body.take_profit === undefined &&
+    body.stop_loss === undefined
+  );
+}
+
+/**
+ * Places the order or starts the strategy of a request (ids from its `resourceSeed` when it has one).
+ * @param beforeCreate - for an order without brackets: runs once its checks passed, right before its creation.
+ */
+async function placeNew(
+  { services, user, resourceSeed, answerFrom }: HandlerContext,
+  body: OrderRequest,
+  beforeCreate?: () => Promise<void>,
+): Promise<HandlerResult> {
   requireVenue(services);
   const ids = resourceSeed ? { orderId: `ord_${resourceSeed}`, recordId: `stg_${resourceSeed}` } : {};
   if (body.type === 'LIMIT' || body.type === 'MARKET') {
@@ -74,8 +113,8 @@ export const placeOrder: Handler = async ({ req, services, user, resourceSeed, a
       const warnings = [...((view.warnings as string[] | undefined) ?? []), ...r.warnings];
       return { status: 200, body: { ...view, brackets: r.brackets, ...(warnings.length ? { warnings } : {}) } };
     }
-    if (ids.orderId) answerFrom?.(ids.orderId, orderAnswer);
-    const rec = await services.orders.place(user!.partnerId, input);
+    if (ids.orderId) answerFrom?.(ids.orderId, orderAnswer, ORDER_ANSWER);
+    const rec = await services.orders.place(user!.partnerId, input, {}, beforeCreate);
     return orderAnswer(rec);
   }
   if (body.type === 'TAKE_PROFIT') {
@@ -84,15 +123,22 @@ export const placeOrder: Handler = async ({ req, services, user, resourceSeed, a
       ...services.orders.check(user!._id, { ...body, type: 'LIMIT' }, 'TAKE_PROFIT'),
       ...(ids.orderId ? { orderId: ids.orderId } : {}),
     };
-    if (ids.orderId) answerFrom?.(ids.orderId, orderAnswer);
-    const rec = await services.orders.place(user!.partnerId, input, { isTakeProfit: true });
+    if (ids.orderId) answerFrom?.(ids.orderId, orderAnswer, ORDER_ANSWER);
+    const rec = await services.orders.place(user!.partnerId, input, { isTakeProfit: true }, beforeCreate);
     return orderAnswer(rec);
   }
   const input = { ...services.strategies.check(user!._id, body), ...(ids.recordId ? { recordId: ids.recordId } : {}) };
   if (ids.recordId) answerFrom?.(ids.recordId, strategyAnswer);
   const rec = await services.strategies.start(user!.partnerId, input);
   return strategyAnswer(rec);
-};
+}
+
+/**
+ * An order's answer is stored with its steps after its creation: the venue's answer always follows
+ * the creation before the request is answered, and a crash between the two leaves the order,
+ * which the retry finds by its id ({@link interruptedAttempt}) and answers with.
+ */
+const ORDER_ANSWER = { afterCreation: true };
 
 /** The answer of an order placed (without brackets): its view. */
 const orderAnswer = (rec: ActorRecord): HandlerResult => ({ status: 200, body: rec.view });
@@ -125,23 +171,31 @@ export const cancelStrategy: Handler = async ({ req, services, user }) => {
   return { status: 200, body: rec.view };
 };
 
-/** GET /v2/trade/orders/open (spec 4.6): the user's working orders, newest first, offset/limit. */
+/**
+ * GET /v2/trade/orders/open (spec 4.6): the user's working orders, newest first, offset/limit; only
+ * those on outcome token `token_id` when given (the reference product's filter).
+ */
 export const openOrders: Handler = async ({ req, services, user }) => {
   const p = pageQuery(req, 500);
-  const { records, total } = await services.actors.findOwned(
-    user!._id,
-    { kind: 'order', status: { $in: OPEN_STATUSES } },
-    { skip: p.offset, limit: p.limit },
-  );
-  return {
-    status: 200,
-    body: page(
-      'orders',
-      records.map((r) => r.view),
-      total,
-      p,
-    ),
-  };
+  const tokenId = (req.query as { token_id?: string }).token_id;
+  const open = { kind: 'order', status: { $in: OPEN_STATUSES } };
+  if (tokenId === undefined) {
+    const { records, total } = await services.actors.findOwned(user!._id, open, { skip: p.offset, limit: p.limit });
+    return {
+      status: 200,
+      body: page(
+        'orders',
+        records.map((r) => r.view),
+        total,
+        p,
+      ),
+    };
+  }
+  // the token is not a stored field of the order's record: the user's working orders (one index range)
+  // are matched on their views, then paged
+  const { records } = await services.actors.findOwned(user!._id, open);
+  const views = records.map((r) => r.view).filter((v) => (v as { symbol?: unknown }).symbol === tokenId);
+  return { status: 200, body: page('orders', views.slice(p.offset, p.offset + p.limit), views.length, p) };
 };
 
 /** DELETE /v2/trade/orders/{order_id}: cancels one order; 404 when not the user's, 409 when done. */
@@ -152,8 +206,8 @@ export const cancelOrder: Handler = async ({ req, services, user }) => {
 };
 
 /**
- * The position an activity cursor continues after: the `ownerKey` of the last row it was issued
- * with, which starts with its owner's id (engine/store/actors.ts), so a cursor names its user.
+ * The position an activity cursor continues after: `ActorRepository.positionOf` the last row it was
+ * issued with, which starts with its owner's id, so a cursor names its user.
  * @throws {DomainError} `INVALID_REQUEST` (400) for a cursor this service did not issue to this API
  *   key, or one issued to another user (it would otherwise page nothing and answer an empty 200).
  */
@@ -228,7 +282,9 @@ export const activity: Handler = async ({ req, services, user }) => {
           });
         return row;
       }),
-      next_cursor: more ? services.cursors.seal({ k: items.at(-1)!.ownerKey }, bearerToken(req) ?? '') : null,
+      next_cursor: more
+        ? services.cursors.seal({ k: ActorRepository.positionOf(items.at(-1)!) }, bearerToken(req) ?? '')
+        : null,
     },
   };
 };

@@ -1,5 +1,6 @@
+import { systemClock, type Clock } from '../clock.js';
 import { RevisionConflictError } from '../errors.js';
-import type { Collection, Filter, IndexSpec, Store, UnitOfWork } from './port.js';
+import type { Collection, CollectionLayout, Filter, IndexSpec, Store, UnitOfWork } from './port.js';
 
 /**
  * One persisted actor (order, strategy, combo quote, copytrade subscription): the latest snapshot
@@ -41,11 +42,6 @@ export interface ActorRecord {
   partnerId: string;
   /** Owning provisioned user (`platform_user_id`), or null for partner-level actors. */
   ownerUserId: string | null;
-  /**
-   * `<ownerUserId>|<createdAtMs, 15 digits>|<_id>` for owned actors (absent otherwise): one unique,
-   * creation-ordered key per actor, so a user's actors are an index range on either adapter.
-   */
-  ownerKey?: string;
   /** Epoch ms. */
   createdAtMs: number;
   /** Epoch ms. */
@@ -54,8 +50,21 @@ export interface ActorRecord {
   quarantine: { reason: string; atMs: number } | null;
 }
 
-function ownerKeyOf(ownerUserId: string, createdAtMs: number, id: string): string {
+/**
+ * A position in a user's actors, newest first (what {@link ActorRepository.findOwned}'s `before`
+ * continues after): `<ownerUserId>|<createdAtMs, 15 digits>|<_id>`, so it names its user.
+ */
+function positionText(ownerUserId: string, createdAtMs: number, id: string): string {
   return `${ownerUserId}|${String(createdAtMs).padStart(15, '0')}|${id}`;
+}
+
+/** A position of {@link positionText} read back, or null when `text` is not one of `ownerUserId`'s. */
+function parsePosition(ownerUserId: string, text: string): { createdAtMs: number; id: string } | null {
+  const prefix = `${ownerUserId}|`;
+  if (!text.startsWith(prefix)) return null;
+  const ms = text.slice(prefix.length, prefix.length + 15);
+  if (!/^\d{15}$/.test(ms) || text.charAt(prefix.length + 15) !== '|') return null;
+  return { createdAtMs: Number(ms), id: text.slice(prefix.length + 16) };
 }
 
 /** A record as stored: no read model. */
@@ -69,38 +78,79 @@ interface MigrationDoc {
   atMs: number;
 }
 
-/** The `migrations` record of the ownerKey / type backfill of {@link ActorRepository.open}. */
+/** The `migrations` record of the `type` backfill of {@link ActorRepository.open}. */
 const ACTORS_MIGRATION = 'actors: ownerKey and type backfilled';
+
+/** The `migrations` record of the rewrite of records that stored an `ownerKey` (see {@link ActorRepository.open}). */
+const OWNER_KEY_DROPPED = 'actors: ownerKey dropped';
+
+/** Records rewritten per transaction by the migration {@link OWNER_KEY_DROPPED}. */
+const MIGRATION_PAGE = 1000;
 
 /**
  * Indexes of `actors` (each query of {@link ActorRepository} has one on MongoDB;
  * `test/api/query-indexes.test.ts` checks it, and that each query is an index search on SQLite).
  * The low-cardinality ones are MongoDB's only (see `IndexSpec.adapters`): SQLite has the two of
- * the restore and the reconciliation, and serves findOwned from the `ownerKey` range (one user's actors).
+ * the restore and the reconciliation, and serves findOwned from one user's range of
+ * `ownerUserId, createdAtMs, _id`.
  * - `final, quarantine, createdAtMs, _id`: {@link ActorRepository.findRestorable} (start-up).
  * - `kind, final, quarantine, createdAtMs, _id`: the live orders of the reconciliation, newest first.
- * - `kind, ownerKey` / `kind, status, ownerKey` / `kind, type, ownerKey` /
- *   `kind, status, type, ownerKey`: {@link ActorRepository.findOwned} (pages and counts) of the
- *   activity feed, open orders and the strategy list with its status / type filters.
- * - `ownerKey` (unique, sparse): one key per owned actor; SQLite's findOwned index.
+ * - `ownerUserId, kind, createdAtMs, _id` / `…, kind, status, …` / `…, kind, type, …` /
+ *   `…, kind, status, type, …`: {@link ActorRepository.findOwned} (pages and counts) of the
+ *   activity feed, open orders and the strategy list with its status / type filters (MongoDB).
+ * - `ownerUserId, createdAtMs, _id`: SQLite's findOwned index.
  * - `partnerId, kind`: kept from before (no current query needs it).
  */
 const ACTOR_INDEXES: IndexSpec[] = [
   { fields: ['final', 'quarantine', 'createdAtMs', '_id'] },
   { fields: ['kind', 'final', 'quarantine', 'createdAtMs', '_id'] },
-  { fields: ['kind', 'ownerKey'], adapters: ['mongodb'] },
-  { fields: ['kind', 'status', 'ownerKey'], adapters: ['mongodb'] },
-  { fields: ['kind', 'type', 'ownerKey'], adapters: ['mongodb'] },
-  { fields: ['kind', 'status', 'type', 'ownerKey'], adapters: ['mongodb'] },
+  { fields: ['ownerUserId', 'kind', 'createdAtMs', '_id'], adapters: ['mongodb'] },
+  { fields: ['ownerUserId', 'kind', 'status', 'createdAtMs', '_id'], adapters: ['mongodb'] },
+  { fields: ['ownerUserId', 'kind', 'type', 'createdAtMs', '_id'], adapters: ['mongodb'] },
+  { fields: ['ownerUserId', 'kind', 'status', 'type', 'createdAtMs', '_id'], adapters: ['mongodb'] },
   { fields: ['partnerId', 'kind'], adapters: ['mongodb'] },
-  { fields: ['ownerKey'], unique: true, sparse: true },
+  { fields: ['ownerUserId', 'createdAtMs', '_id'], adapters: ['sqlite'] },
 ];
+
+/** How `actors` is stored: the snapshot, a long string, as it is (on SQLite a column of its own). */
+const ACTOR_LAYOUT: CollectionLayout = { textFields: ['snapshot'] };
 
 /** The collection of actor records. */
 const ACTORS = 'actors';
 
 /** Records read at a time by {@link ActorRepository.restorable}. */
 const RESTORE_PAGE = 5000;
+
+/**
+ * The records of `c` with `final` and no quarantine, `pageSize` at a time, in the order of the
+ * restore's index (`createdAtMs`, then `_id`). A record created while this runs may be read too,
+ * when created after the page it falls in.
+ */
+async function* inCreationOrder(
+  c: Collection<StoredRecord>,
+  final: boolean,
+  pageSize: number,
+): AsyncGenerator<StoredRecord[]> {
+  let after: { createdAtMs: number; _id: string } | null = null;
+  let limit = pageSize;
+  for (;;) {
+    const filter: Filter = { final, quarantine: null };
+    if (after) filter.createdAtMs = { $gte: after.createdAtMs };
+    const docs = await c.find(filter, { sort: { createdAtMs: 1, _id: 1 }, limit });
+    const page: StoredRecord[] = [];
+    for (const d of docs) {
+      // the page starts at the last one's time: those of that time up to it were read
+      if (after && (d.createdAtMs < after.createdAtMs || (d.createdAtMs === after.createdAtMs && d._id <= after._id)))
+        continue;
+      after = { createdAtMs: d.createdAtMs, _id: d._id };
+      page.push(d);
+    }
+    if (page.length > 0) yield page;
+    if (docs.length < limit) return;
+    // a page of one time only, all read already: the next one is larger, so it gets past that time
+    limit = page.length === 0 ? limit * 2 : pageSize;
+  }
+}
 
 /** Revisioned actor-snapshot repository over the store port (optimistic concurrency). */
 export class ActorRepository {
@@ -136,24 +186,61 @@ export class ActorRepository {
     return docs.map((d) => this.withView(d));
   }
 
-  static async open(store: Store): Promise<ActorRepository> {
-    const c = await store.collection<StoredRecord>(ACTORS, ACTOR_INDEXES);
+  /**
+   * Opens the repository on `store`, migrating records written by earlier versions (once: the
+   * `migrations` collection records it).
+   * @param clock - the time of the migrations' records.
+   */
+  static async open(store: Store, clock: Clock = systemClock): Promise<ActorRepository> {
+    const c = await store.collection<StoredRecord>(ACTORS, ACTOR_INDEXES, ACTOR_LAYOUT);
     // One-time migrations, recorded as done so that later starts do not scan every record again
-    // (neither query has an index). Both are idempotent: a crash before the
-    // record is written runs them again.
+    // (no query of theirs has an index). Each is idempotent: a crash before its record is written
+    // runs it again.
     const migrations = await store.collection<MigrationDoc>('migrations');
     if (!(await migrations.findOne({ _id: ACTORS_MIGRATION }))) {
-      // Records written before ownerKey existed get theirs now.
-      for (const r of await c.find({ ownerUserId: { $ne: null }, ownerKey: { $exists: false } })) {
-        await c.updateOne({ _id: r._id }, { ownerKey: ownerKeyOf(r.ownerUserId!, r.createdAtMs, r._id) });
-      }
       // Records written when the view was stored: keep its type as a field, drop the rest.
       for (const r of await c.find({ type: { $exists: false } })) {
         await c.updateOne({ _id: r._id }, { type: (r.view?.type as string | undefined) ?? null, view: null });
       }
-      await migrations.replaceOne({ _id: ACTORS_MIGRATION, atMs: Date.now() });
+      await migrations.replaceOne({ _id: ACTORS_MIGRATION, atMs: clock.now() });
+    }
+    if (!(await migrations.findOne({ _id: OWNER_KEY_DROPPED }))) {
+      await ActorRepository.dropOwnerKeys(store, c);
+      await migrations.replaceOne({ _id: OWNER_KEY_DROPPED, atMs: clock.now() });
     }
     return new ActorRepository(c, store);
+  }
+
+  /**
+   * Rewrites each record that stores an `ownerKey` (the key of a user's range written before
+   * findOwned used `ownerUserId, createdAtMs, _id`) without it, a page of {@link MIGRATION_PAGE} per
+   * transaction: the record is then stored as this version stores it. Live, then final records in
+   * creation order (on SQLite, about the order of the table's rows: each page rewrites a few table
+   * pages, where `_id` order would rewrite one per record), then the quarantined ones.
+   */
+  private static async dropOwnerKeys(store: Store, c: Collection<StoredRecord>): Promise<void> {
+    const rewrite = (page: StoredRecord[]) =>
+      store.transaction(async (tx) => {
+        const within = tx.collection<StoredRecord>(ACTORS);
+        for (const r of page) {
+          if (!('ownerKey' in r)) continue;
+          const { ownerKey: _dropped, ...rest } = r as StoredRecord & { ownerKey?: string };
+          await within.replaceOne(rest);
+        }
+      });
+    for (const final of [false, true])
+      for await (const page of inCreationOrder(c, final, MIGRATION_PAGE)) await rewrite(page);
+    await rewrite(await c.find({ quarantine: { $ne: null }, ownerKey: { $exists: true } }));
+  }
+
+  /**
+   * The position of `record` in its owner's actors, which {@link findOwned}'s `before` continues
+   * after (an activity cursor's content).
+   * @throws {Error} when the record has no owner.
+   */
+  static positionOf(record: Pick<ActorRecord, '_id' | 'ownerUserId' | 'createdAtMs'>): string {
+    if (record.ownerUserId === null) throw new Error(`actor ${record._id} has no owner`);
+    return positionText(record.ownerUserId, record.createdAtMs, record._id);
   }
 
   /**
@@ -179,27 +266,11 @@ export class ActorRepository {
       revision: 1,
       quarantine: null,
     };
-    if (record.ownerUserId !== null) stored.ownerKey = ownerKeyOf(record.ownerUserId, record.createdAtMs, record._id);
     await this.within(tx).insertOne(stored);
-    // built field by field: an object spread of `stored` makes a hidden class per record
-    const out: ActorRecord = {
-      _id: stored._id,
-      machineId: stored.machineId,
-      machineVersion: stored.machineVersion,
-      snapshot: stored.snapshot,
-      kind: stored.kind,
-      status: stored.status,
-      final: stored.final,
-      partnerId: stored.partnerId,
-      ownerUserId: stored.ownerUserId,
-      createdAtMs: stored.createdAtMs,
-      updatedAtMs: stored.updatedAtMs,
-      type: stored.type,
-      revision: 1,
-      quarantine: null,
-      view,
-    };
-    if (stored.ownerKey !== undefined) out.ownerKey = stored.ownerKey;
+    // the stored record itself with its view added last (one hidden class for every record; a
+    // copy would be one more object per actor created)
+    const out = stored as ActorRecord;
+    out.view = view;
     return out;
   }
 
@@ -284,26 +355,12 @@ export class ActorRepository {
    * A record created while this runs may be read too, when created after the page it falls in.
    */
   async *restorable(pageSize = RESTORE_PAGE): AsyncGenerator<ActorRecord> {
-    let after: { createdAtMs: number; _id: string } | null = null;
-    let limit = pageSize;
-    for (;;) {
-      const filter: Filter = { final: false, quarantine: null };
-      if (after) filter.createdAtMs = { $gte: after.createdAtMs };
-      const docs = await this.c.find(filter, { sort: { createdAtMs: 1, _id: 1 }, limit });
-      let fresh = 0;
-      for (const d of docs) {
-        // the page starts at the last one's time: those of that time up to it were read
-        if (after && (d.createdAtMs < after.createdAtMs || (d.createdAtMs === after.createdAtMs && d._id <= after._id)))
-          continue;
-        fresh++;
-        after = { createdAtMs: d.createdAtMs, _id: d._id };
+    for await (const page of inCreationOrder(this.c, false, pageSize)) {
+      for (const d of page) {
         const r = d as ActorRecord;
         r.view = {};
         yield r;
       }
-      if (docs.length < limit) return;
-      // a page of one time only, all read already: the next one is larger, so it gets past that time
-      limit = fresh === 0 ? limit * 2 : pageSize;
     }
   }
 
@@ -316,22 +373,44 @@ export class ActorRepository {
   }
 
   /**
-   * Actors of one user matching `filter`, newest first (an index range on `ownerKey`); `before`
-   * continues after the record whose `ownerKey` it is (keyset paging).
-   * @returns the page and the total count matching.
+   * Actors of one user matching `filter`, newest first (by `createdAtMs`, then `_id`: an index
+   * range on either adapter); `before` (a {@link positionOf}) continues after that record (keyset
+   * paging), and is ignored when it is not a position of this user's.
+   * @returns the page and the total count matching (after `before` when given).
    */
   async findOwned(
     ownerUserId: string,
     filter: Filter,
     options: { skip?: number; limit?: number; before?: string } = {},
   ): Promise<{ records: ActorRecord[]; total: number }> {
-    const upper = `${ownerUserId}|\uffff`;
-    const { before, ...paging } = options;
-    const q = {
-      ...filter,
-      ownerKey: { $gt: `${ownerUserId}|`, $lt: before !== undefined && before < upper ? before : upper },
-    };
-    const [docs, total] = await Promise.all([this.c.find(q, { sort: { ownerKey: -1 }, ...paging }), this.c.count(q)]);
-    return { records: this.withViews(docs), total };
+    const newestFirst = { sort: { createdAtMs: -1, _id: -1 } } as const;
+    const owned: Filter = { ...filter, ownerUserId };
+    const at = options.before === undefined ? null : parsePosition(ownerUserId, options.before);
+    if (at === null) {
+      const paging = { ...newestFirst, skip: options.skip, limit: options.limit };
+      const [docs, total] = await Promise.all([this.c.find(owned, paging), this.c.count(owned)]);
+      return { records: this.withViews(docs), total };
+    }
+    // after the position: those of its time with a lower id, then those of earlier times (two
+    // index ranges; no `$or`, which MongoDB could not bound by one index)
+    const same: Filter = { ...owned, createdAtMs: at.createdAtMs, _id: { $lt: at.id } };
+    const earlier: Filter = { ...owned, createdAtMs: { $lt: at.createdAtMs } };
+    const [sameCount, earlierCount] = await Promise.all([this.c.count(same), this.c.count(earlier)]);
+    const skip = options.skip ?? 0;
+    const limit = options.limit ?? Infinity;
+    const fromSame = Math.max(0, Math.min(limit, sameCount - skip));
+    const docs =
+      fromSame > 0 ? await this.c.find(same, { ...newestFirst, skip, limit: fromSame }) : ([] as StoredRecord[]);
+    if (docs.length < limit) {
+      const rest = limit - docs.length;
+      docs.push(
+        ...(await this.c.find(earlier, {
+          ...newestFirst,
+          skip: Math.max(0, skip - sameCount),
+          ...(Number.isFinite(rest) ? { limit: rest } : {}),
+        })),
+      );
+    }
+    return { records: this.withViews(docs), total: sameCount + earlierCount };
   }
 }

@@ -43,6 +43,20 @@ export interface IndexSpec {
   adapters?: Array<StoreAdapter>;
 }
 
+/**
+ * How a collection's documents may be laid out, beside its indexes (see {@link Store.collection}).
+ * A read gives the same document whatever the layout.
+ */
+export interface CollectionLayout {
+  /**
+   * Top-level fields holding long strings written as they are (an actor's serialized snapshot):
+   * SQLite keeps each in a column of its own, so the text is stored once and read as it is, never
+   * escaped inside the document's JSON nor parsed with it. MongoDB stores the document unchanged.
+   * A value that is not a string stays in the document.
+   */
+  textFields?: string[];
+}
+
 /** Which adapter a store is. */
 export type StoreAdapter = 'mongodb' | 'sqlite';
 
@@ -102,7 +116,11 @@ export interface Store {
   readonly adapter: StoreAdapter;
   /** Human-readable location (database name or folder), never credentials. */
   readonly location: string;
-  collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Promise<Collection<T>>;
+  /**
+   * Opens collection `name`, creating it with `indexes` (and the `layout` it is stored in) when
+   * needed. Pass the same declarations on every open of a collection.
+   */
+  collection<T extends Doc>(name: string, indexes?: IndexSpec[], layout?: CollectionLayout): Promise<Collection<T>>;
   /**
    * Runs `fn` with a unit of work `tx`: every write made through `tx.collection(name)` commits
    * together, or none does when `fn` throws (its error is rethrown). Resolves with `fn`'s result

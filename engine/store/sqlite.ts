@@ -8,7 +8,7 @@ import type { Logger } from '../logger.js';
 import { DATA_FILE_MODE, prepareDataDir } from './data-dir.js';
 import { lockDataDir, type DataDirLock, type LockOptions } from './lock.js';
 import { Checkpointer, type CheckpointResult } from './sqlite-checkpointer.js';
-import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store, UnitOfWork } from './port.js';
+import type { Collection, CollectionLayout, Doc, Filter, FindOptions, IndexSpec, Store, UnitOfWork } from './port.js';
 
 type Database = BetterSqlite3.Database;
 type Statement = BetterSqlite3.Statement;
@@ -89,16 +89,20 @@ function pathOf(field: string): string {
 }
 
 /**
- * Indexed fields of a collection kept in columns of their own: field name → quoted column name.
- * The column holds the value {@link columnValue} gives (what `json_extract` reads from the document),
- * written with the document, so an index on it is maintained without reading the document's JSON.
+ * Fields of a collection kept in columns of their own (its indexed fields and the text fields of its
+ * `CollectionLayout`): field name → quoted column name. The column holds the value
+ * {@link columnValue} gives (what `json_extract` reads from the document), written with the
+ * document, so an index on it is maintained without reading the document's JSON.
  */
 type Columns = ReadonlyMap<string, string>;
 
 /** No column besides `id` and `doc`. */
 const NO_COLUMNS: Columns = new Map();
 
-/** The quoted name of the column of indexed field `field` (`"ix:data.actorId"`). */
+/**
+ * The quoted name of the column of field `field` (`"ix:data.actorId"`; the prefix names every field
+ * column, indexed or not).
+ */
 function columnName(field: string): string {
   jsonPath(field); // refuses a name that cannot be queried
   return `"ix:${field}"`;
@@ -366,6 +370,15 @@ const ANALYSIS_LIMIT = 1000;
  */
 const STATS_MIN_ROWS = 10_000;
 
+/**
+ * Page size of a store in memory (bytes; SQLite's default is 4096). Every COMMIT of an in-memory
+ * database walks SQLite's page cache, which holds the whole database, so a commit costs in
+ * proportion to the pages the database has: at 40,000 orders a commit cost about 25 µs an order
+ * with 4 KiB pages and 10 µs with 8 KiB, the statements about the same (16 KiB pages make the
+ * statements dearer). A store on disk keeps the size its file was created with.
+ */
+const MEMORY_PAGE_SIZE = 8192;
+
 /** WAL bytes after which the writer checkpoints into the database file (default). */
 const CHECKPOINT_BYTES = 8 << 20;
 
@@ -438,7 +451,10 @@ class Writer {
   /** Whether the writes are held for a checkpoint (see {@link checkpoint}). */
   private holding = false;
   /** The transaction statements, prepared once (an `exec` parses its SQL on every call). */
-  private readonly control: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Statement>;
+  private readonly control: Record<
+    'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo' | 'many' | 'releaseMany' | 'undoMany',
+    Statement
+  >;
 
   /**
    * @param sync - the fsyncs of a store on disk; null in memory (a commit is done when COMMIT returns).
@@ -457,7 +473,29 @@ class Writer {
       savepoint: db.prepare('SAVEPOINT tx'),
       release: db.prepare('RELEASE tx'),
       rollbackTo: db.prepare('ROLLBACK TO tx'),
+      many: db.prepare('SAVEPOINT many'),
+      releaseMany: db.prepare('RELEASE many'),
+      undoMany: db.prepare('ROLLBACK TO many'),
     };
+  }
+
+  /**
+   * Runs the synchronous statements of `op` all or none, inside the batch's open SQLite transaction
+   * (a savepoint of its own, with statements prepared once: better-sqlite3's `db.transaction()`
+   * builds its wrapper functions on every call). Only inside {@link write}'s `op`.
+   */
+  allOrNone(op: () => void): void {
+    this.control.many.run();
+    try {
+      op();
+    } catch (err) {
+      if (this.db.inTransaction) {
+        this.control.undoMany.run();
+        this.control.releaseMany.run();
+      }
+      throw err;
+    }
+    this.control.releaseMany.run();
   }
 
   /**
@@ -596,7 +634,8 @@ class Writer {
    * Refreshes the query planner's statistics where a table grew or shrank (`PRAGMA optimize`:
    * ANALYZE sampling {@link ANALYSIS_LIMIT} rows of each index), outside any transaction. Without
    * them SQLite guesses that an equality on a few-valued field (an actor's `kind`) selects fewer
-   * rows than a range of a unique key (a user's `ownerKey`), and reads every actor of that kind.
+   * rows than one user's range of an index (`ownerUserId, createdAtMs, _id`), and reads every actor
+   * of that kind.
    * The statistics of a table under {@link STATS_MIN_ROWS} rows are dropped: the planner then
    * assumes a large table, as for one never analyzed, instead of one of a few rows that a scan
    * serves (which stays so until the next refresh, however large it grows meanwhile). A failure is
@@ -755,13 +794,18 @@ class Writer {
   }
 }
 
+/** Field columns a table may have (see {@link Table.row}). */
+const MAX_COLUMNS = 30;
+
 /**
  * A collection's table: `(id TEXT PRIMARY KEY, doc TEXT NOT NULL, …)`, each document as JSON, and a
- * column per indexed field (see {@link Columns}) holding the field's value, written with the
- * document. A top-level field whose value is a string or a number is held by its column only (left
- * out of the JSON: stored once) and put back into the document when it is read; other values (a
- * boolean, null, an object, a Date) stay in the JSON too, which is what a read takes when both hold
- * the field (rows written before the column existed, or by `updateOne`, which sets both).
+ * column per indexed field and per text field (see {@link Columns}) holding the field's value,
+ * written with the document. The `_id` is held by the `id` column only. A top-level field whose
+ * value is a string or a number is held by its column only (left out of the JSON: stored once, a
+ * string not escaped) and put back into the document when it is read; other values (a boolean,
+ * null, an object, a Date) stay in the JSON too, which is what a read takes when both hold the field
+ * (`updateOne` sets both). Rows written by earlier layouts (the `_id` or such a field in the JSON
+ * too) read the same.
  */
 class Table {
   readonly quoted: string;
@@ -773,14 +817,16 @@ class Table {
   private top: boolean[] = [];
   /** The top-level fields, in the order of their columns after `doc` in {@link selectList}. */
   private topFields: string[] = [];
+  /** Each of {@link fields}' position, by name (a bit of the fields a row's column holds alone). */
+  private position = new Map<string, number>();
   /** INSERT of a row ({@link row}'s values). */
   insertSql = '';
   /** INSERT of a row, replacing the row of the same id. */
   replaceSql = '';
   /** UPDATE of a row's document and columns, `WHERE id = ?` and a condition to append. */
   rewriteSql = '';
-  /** What a read selects: `doc` and the columns of top-level fields ({@link fromRow} reads it). */
-  selectList = 'doc';
+  /** What a read selects: `id`, `doc` and the columns of top-level fields ({@link fromRow} reads it). */
+  selectList = 'id, doc';
   /** The SELECT of one document by id. */
   selectByIdSql = '';
   /** Statements of filters of a {@link plainShape}, by kind of statement and shape (see {@link statementFor}). */
@@ -791,8 +837,12 @@ class Table {
     this.built();
   }
 
-  /** Adds the column of `field` (already in the table). */
+  /**
+   * Adds the column of `field` (already in the table).
+   * @throws {Error} past {@link MAX_COLUMNS} fields (a row's fields held alone are bits of a number).
+   */
   add(field: string): void {
+    if (this.columns.size >= MAX_COLUMNS) throw new Error(`store: table ${this.name} has too many field columns`);
     this.columns.set(field, columnName(field));
     this.built();
   }
@@ -802,12 +852,13 @@ class Table {
     this.fields = [...this.columns.keys()];
     this.top = this.fields.map((f) => !f.includes('.'));
     this.topFields = this.fields.filter((f) => !f.includes('.'));
+    this.position = new Map(this.fields.map((f, i) => [f, i]));
     const names = ['id', 'doc', ...cols];
     this.insertSql = `INSERT INTO ${this.quoted} (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`;
     const sets = ['doc', ...cols].map((c) => `${c} = excluded.${c}`).join(', ');
     this.replaceSql = `${this.insertSql} ON CONFLICT (id) DO UPDATE SET ${sets}`;
     this.rewriteSql = `UPDATE ${this.quoted} SET ${['doc', ...cols].map((c) => `${c} = ?`).join(', ')} WHERE id = ?`;
-    this.selectList = ['doc', ...this.topFields.map((f) => this.columns.get(f)!)].join(', ');
+    this.selectList = ['id', 'doc', ...this.topFields.map((f) => this.columns.get(f)!)].join(', ');
     this.selectByIdSql = `SELECT ${this.selectList} FROM ${this.quoted} WHERE id = ?`;
     this.shaped.clear(); // the SQL of a field changes with its column
   }
@@ -837,10 +888,14 @@ class Table {
     return { st, params: plainParams(filter) };
   }
 
-  /** The values of a row of {@link insertSql}: id, JSON text (less the fields held by columns alone), each column's. */
+  /**
+   * The values of a row of {@link insertSql}: id, JSON text (less the `_id` and the fields held by
+   * columns alone), each column's.
+   */
   row(doc: Doc): SqlValue[] {
     const out: SqlValue[] = [doc._id, null];
-    let alone: Set<string> | null = null;
+    /** Bit `i`: field `i` is held by its column alone. */
+    let alone = 0;
     const fields = this.fields;
     for (let i = 0; i < fields.length; i++) {
       const f = fields[i]!;
@@ -849,13 +904,18 @@ class Table {
         continue;
       }
       const v = (doc as unknown as Record<string, unknown>)[f];
-      if (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) (alone ??= new Set()).add(f);
+      if (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) alone |= 1 << i;
       out.push(param(v));
     }
-    if (alone === null) out[1] = encode(doc);
+    if (alone === 0) out[1] = withoutId(encode(doc), doc._id);
     else {
       const rest: Record<string, unknown> = {};
-      for (const k in doc) if (!alone.has(k)) rest[k] = (doc as unknown as Record<string, unknown>)[k];
+      const position = this.position;
+      for (const k in doc) {
+        if (k === '_id') continue;
+        const i = position.get(k);
+        if (i === undefined || (alone & (1 << i)) === 0) rest[k] = (doc as unknown as Record<string, unknown>)[k];
+      }
       out[1] = encode(rest);
     }
     return out;
@@ -863,16 +923,35 @@ class Table {
 
   /** A document from a row of {@link selectList} (read with `.raw()`). */
   fromRow<T>(row: unknown[]): T {
-    const doc = decode<Record<string, unknown>>(row[0] as string);
+    const doc = decode<Record<string, unknown>>(withId(row[1] as string, row[0] as string));
     const top = this.topFields;
     for (let i = 0; i < top.length; i++) {
-      const v = row[i + 1];
+      const v = row[i + 2];
       if (v === null || top[i]! in doc) continue;
       // a Date's text (an upsert's document is stored from its JSON): read back as a Date, as decode does
       doc[top[i]!] = typeof v === 'string' && v.startsWith(DATE_MARK) ? new Date(v.slice(DATE_MARK.length)) : v;
     }
     return doc as T;
   }
+}
+
+/** The start of the JSON text of a document whose first field is `_id` `id`. */
+function idHead(id: string): string {
+  return `{"_id":${JSON.stringify(id)}`;
+}
+
+/** JSON text of a document without its `_id` (which the row's `id` holds) when it is the first field, as it is made. */
+function withoutId(text: string, id: string): string {
+  const head = idHead(id);
+  if (!text.startsWith(head)) return text;
+  const next = text.charCodeAt(head.length);
+  return next === 44 /* , */ ? `{${text.slice(head.length + 1)}` : next === 125 /* } */ ? '{}' : text;
+}
+
+/** JSON text of a document with its `_id` (`id`) first, unless it holds one (a row of an earlier layout). */
+function withId(text: string, id: string): string {
+  if (text.startsWith('{"_id":')) return text;
+  return text.length === 2 ? `${idHead(id)}}` : `${idHead(id)},${text.slice(1)}`;
 }
 
 /** Whether setting field `key` (`$set`) changes field `field` (the same, one inside the other). */
@@ -930,9 +1009,9 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
       const insert = this.st(this.t.insertSql);
       // one row is all or none by itself: no savepoint
       if (rows.length === 1) return void insert.run(rows[0]);
-      this.store.db.transaction(() => {
+      this.store.writer.allOrNone(() => {
         for (const row of rows) insert.run(row);
-      })();
+      });
     }, this.scope);
   }
 
@@ -946,10 +1025,12 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     const rows = docs.map((d) => this.t.row(d));
     const insert = this.st(`${this.t.insertSql} ON CONFLICT (id) DO NOTHING`);
     const all = () => rows.map((row) => insert.run(row).changes === 1);
-    return this.store.writer.write(
-      rows.length === 1 || this.scope !== null ? all : () => this.store.db.transaction(all)(),
-      this.scope,
-    );
+    if (rows.length === 1 || this.scope !== null) return this.store.writer.write(all, this.scope);
+    return this.store.writer.write(() => {
+      let inserted: boolean[] = [];
+      this.store.writer.allOrNone(() => void (inserted = all()));
+      return inserted;
+    }, this.scope);
   }
 
   async findOne(filter: Filter): Promise<T | null> {
@@ -1229,6 +1310,8 @@ export class SqliteStore implements Store {
     const { lock, log, checkpointBytes, oldStoreFiles, ...lockOptions } = options;
     if (!dir) {
       const memory = new Sqlite(':memory:');
+      // before any table exists (it is fixed from then on): see MEMORY_PAGE_SIZE
+      memory.pragma(`page_size = ${MEMORY_PAGE_SIZE}`);
       memory.pragma(`analysis_limit = ${ANALYSIS_LIMIT}`);
       return new SqliteStore(memory, null, null, log ?? null);
     }
@@ -1297,9 +1380,16 @@ export class SqliteStore implements Store {
     return [...this.statements.keys()];
   }
 
-  async collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Promise<Collection<T>> {
+  async collection<T extends Doc>(
+    name: string,
+    indexes: IndexSpec[] = [],
+    layout: CollectionLayout = {},
+  ): Promise<Collection<T>> {
     if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name))
       throw new Error(`store: collection name ${JSON.stringify(name)} is not an identifier`);
+    const text = layout.textFields ?? [];
+    for (const f of text)
+      if (f.includes('.') || f === '_id') throw new Error(`store: ${JSON.stringify(f)} cannot be a text field`);
     let c = this.collections.get(name);
     const fresh = !c;
     if (!c) {
@@ -1308,8 +1398,8 @@ export class SqliteStore implements Store {
     }
     const table = c.t;
     const specs = indexes.filter((ix) => !ix.adapters || ix.adapters.includes('sqlite'));
-    if (fresh || specs.length > 0) {
-      await this.writer.write(() => this.prepareTable(table, specs, fresh));
+    if (fresh || specs.length > 0 || text.length > 0) {
+      await this.writer.write(() => this.prepareTable(table, specs, text, fresh));
       // statistics of a table opened with data and none (a database before them, or a crash)
       this.writer.optimize();
     }
@@ -1319,20 +1409,31 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Creates `table` when missing, with a column per field of `specs` (added to an existing table and
-   * filled from its documents when missing) and their indexes. Indexes on the documents' JSON made
-   * by earlier versions are dropped. On the first open of the table in this process (`first`),
-   * columns of fields no longer indexed are dropped with their indexes: a column is kept only
-   * while every write maintains it.
+   * Creates `table` when missing, with a column per field of `specs` and per text field (added to an
+   * existing table when missing, filled from its documents: a top-level string or number moves out
+   * of the document's JSON into its column, as {@link Table.row} writes it) and the indexes of
+   * `specs`. Indexes on the documents' JSON made by earlier versions are dropped. On the first open
+   * of the table in this process (`first`), the indexes no longer declared are dropped, and the
+   * columns of fields no longer indexed nor text fields with theirs: an index or a column is kept
+   * only while it is declared (the first open of a collection declares all of them).
    */
-  private prepareTable(table: Table, specs: IndexSpec[], first: boolean): void {
+  private prepareTable(table: Table, specs: IndexSpec[], textFields: string[], first: boolean): void {
     const db = this.db;
     db.exec(`CREATE TABLE IF NOT EXISTS ${table.quoted} (id TEXT PRIMARY KEY, doc TEXT NOT NULL)`);
     const existing = new Set(
       (db.prepare(`PRAGMA table_info(${table.quoted})`).all() as Array<{ name: string }>).map((r) => r.name),
     );
-    const wanted = new Set(specs.flatMap((ix) => ix.fields).filter((f) => f !== '_id'));
+    const wanted = new Set([...specs.flatMap((ix) => ix.fields), ...textFields].filter((f) => f !== '_id'));
     if (first) {
+      const declared = new Set(specs.map((ix) => `ic_${indexSuffix(table.name, ix)}`));
+      for (const ix of db
+        .prepare(
+          "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND " +
+            "(name LIKE 'ix\\_%' ESCAPE '\\' OR name LIKE 'ic\\_%' ESCAPE '\\')",
+        )
+        .pluck()
+        .all(table.name) as string[])
+        if (!declared.has(ix)) db.exec(`DROP INDEX "${ix}"`);
       for (const col of existing) {
         if (!col.startsWith('ix:') || wanted.has(col.slice(3))) continue;
         const quoted = `"${col}"`;
@@ -1356,7 +1457,13 @@ export class SqliteStore implements Store {
       const column = columnName(field);
       if (!existing.has(column.slice(1, -1))) {
         db.exec(`ALTER TABLE ${table.quoted} ADD COLUMN ${column}`);
-        db.exec(`UPDATE ${table.quoted} SET ${column} = json_extract(doc, '${jsonPath(field)}')`);
+        const p = `'${jsonPath(field)}'`;
+        db.exec(
+          field.includes('.')
+            ? `UPDATE ${table.quoted} SET ${column} = json_extract(doc, ${p})`
+            : `UPDATE ${table.quoted} SET ${column} = json_extract(doc, ${p}), doc = CASE WHEN ` +
+                `json_type(doc, ${p}) IN ('text', 'integer', 'real') THEN json_remove(doc, ${p}) ELSE doc END`,
+        );
       }
       table.add(field);
     }

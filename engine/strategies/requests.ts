@@ -138,6 +138,7 @@ export class StrategyRequests {
     }
     const touchNow = this.touchOf(body.symbol);
     const warnings: string[] = [];
+    const now = this.clock.now();
     const base: StrategyInput = {
       recordId: `stg_${randomUUID()}`,
       userId,
@@ -154,7 +155,7 @@ export class StrategyRequests {
       message: null,
       clientOrderId: body.client_order_id ?? null,
       metadata: body.metadata ?? null,
-      createdAtMs: this.clock.now(),
+      createdAtMs: now,
       touch: touchNow,
     };
     const offsets = () => {

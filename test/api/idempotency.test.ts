@@ -94,6 +94,25 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
     }
   });
 
+  it('a retry after a crash, refused by its checks now (the first holds the funds), answers the first', async () => {
+    const headers = { 'x-partner-user-id': 'idem-all-in' };
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'idem-all-in' } });
+    const usd = Number((await svc.call('GET', '/v2/trade/balances', { headers })).body.available);
+    // a resting buy at 0.01 taking every dollar: a second one is refused before it is created
+    const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: String(Math.floor(usd / 0.01)) };
+    const key = randomUUID();
+    const first = await svc.call('POST', '/v2/trade/order', { body, headers, idempotencyKey: key });
+    expect(first).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    const other = await svc.call('POST', '/v2/trade/order', { body, headers });
+    expect(other).toMatchObject({ status: 422, body: { error: 'INSUFFICIENT_BALANCE' } });
+    await (await svc.services.store.collection('idempotencyKeys')).deleteMany({}); // the crash window
+    const again = await svc.call('POST', '/v2/trade/order', { body, headers, idempotencyKey: key });
+    expect(again).toMatchObject({ status: 200, body: { order_id: first.body.order_id, status: 'LIVE' } });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const open = await svc.call('GET', '/v2/trade/orders/open', { headers });
+    expect(open.body.orders.map((o: any) => o.order_id)).toEqual([first.body.order_id]);
+  });
+
   it('a retry of a completed request replays status and body (Idempotent-Replayed), does nothing again', async () => {
     const key = randomUUID();
     const before = await openCount();

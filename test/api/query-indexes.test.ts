@@ -36,6 +36,7 @@ import { TIMER_JOB } from '../../engine/scheduler/timers.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import type {
   Collection,
+  CollectionLayout,
   Doc,
   Filter,
   FindOptions,
@@ -126,8 +127,9 @@ function serves(ix: Ix, q: Shape): string | null {
  * Queries accepted as scans, with why. Keyed by {@link keyOf}.
  */
 const EXEMPT: Record<string, string> = {
-  'actors find {ownerKey:range, ownerUserId:range}':
-    'one-time backfill at the first open of a database (records from before ownerKey); `migrations` records it as done',
+  'actors find {ownerKey:range, quarantine:range}':
+    'one-time rewrite of the quarantined records that stored an ownerKey, at the first open of a database ' +
+    'written before findOwned used ownerUserId; `migrations` records it as done',
   'actors find {type:range}':
     'one-time backfill at the first open of a database (records from before `type`); `migrations` records it as done',
   'idempotencyKeys find {status}':
@@ -232,11 +234,15 @@ class RecordingStore implements Store {
     this.shapes.set(keyOf(s), s);
   }
 
-  async collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Promise<Collection<T>> {
+  async collection<T extends Doc>(
+    name: string,
+    indexes: IndexSpec[] = [],
+    layout?: CollectionLayout,
+  ): Promise<Collection<T>> {
     const declared = this.indexes.get(name) ?? [];
     for (const ix of indexes) if (!declared.some((d) => JSON.stringify(d) === JSON.stringify(ix))) declared.push(ix);
     this.indexes.set(name, declared);
-    const c = await this.inner.collection<T>(name, indexes);
+    const c = await this.inner.collection<T>(name, indexes, layout);
     const rec = (op: Op, filter: Filter, sort?: FindOptions['sort']) => this.record(shapeOf(name, op, filter, sort));
     return {
       insertOne: (doc) => c.insertOne(doc),
@@ -492,7 +498,11 @@ describe('every query the store port runs on MongoDB has an index that serves it
           all.some((q) => q.collection === c),
           c,
         ).toBe(true);
-      expect(all.some((q) => q.collection === 'actors' && q.sort.some(([f]) => f === 'ownerKey'))).toBe(true);
+      // a user's actors, and those after an activity cursor
+      expect(all.some((q) => q.collection === 'actors' && q.eq.includes('ownerUserId') && q.sort.length > 0)).toBe(
+        true,
+      );
+      expect(all.some((q) => q.collection === 'actors' && q.range.includes('createdAtMs'))).toBe(true);
       expect(all.some((q) => q.collection === 'actors' && q.sort.some(([f]) => f === 'createdAtMs'))).toBe(true);
     },
   );
@@ -565,23 +575,29 @@ describe('every query the store port runs on MongoDB has an index that serves it
     const owned = shapeOf(
       'actors',
       'find',
-      { kind: { $in: ['order', 'strategy'] }, ownerKey: { $gt: 'u|', $lt: 'u|\uffff' } },
-      { ownerKey: -1 },
+      { kind: { $in: ['order', 'strategy'] }, ownerUserId: 'u', createdAtMs: { $lt: 5 } },
+      { createdAtMs: -1, _id: -1 },
     );
-    expect(
-      serves(
-        {
-          name: 'ko',
-          fields: [
-            ['kind', 1],
-            ['ownerKey', 1],
-          ],
-        },
-        owned,
-      ),
-    ).toBe('ko (merge of $in ranges)');
-    expect(serves({ name: 'o', fields: [['ownerKey', 1]] }, owned)).toBeNull();
-    const countOwned = shapeOf('actors', 'count', { kind: 'order', ownerKey: { $gt: 'u|', $lt: 'u|\uffff' } });
+    const ownerKind: Ix = {
+      name: 'uk',
+      fields: [
+        ['ownerUserId', 1],
+        ['kind', 1],
+        ['createdAtMs', 1],
+        ['_id', 1],
+      ],
+    };
+    expect(serves(ownerKind, owned)).toBe('uk (merge of $in ranges)');
+    const ownerOnly: Ix = {
+      name: 'u',
+      fields: [
+        ['ownerUserId', 1],
+        ['createdAtMs', 1],
+        ['_id', 1],
+      ],
+    };
+    expect(serves(ownerOnly, owned)).toBeNull(); // kind filtered after the scan
+    const countOwned = shapeOf('actors', 'count', { kind: 'order', ownerUserId: 'u' });
     expect(
       serves(
         {
@@ -595,20 +611,9 @@ describe('every query the store port runs on MongoDB has an index that serves it
         countOwned,
       ),
     ).toBeNull(); // every order of every user
-    expect(
-      serves(
-        {
-          name: 'ko',
-          fields: [
-            ['kind', 1],
-            ['ownerKey', 1],
-          ],
-        },
-        countOwned,
-      ),
-    ).toBe('ko');
-    const migration = shapeOf('actors', 'find', { ownerUserId: { $ne: null }, ownerKey: { $exists: false } });
-    expect(serves({ name: 'o', fields: [['ownerKey', 1]], sparse: true }, migration)).toBeNull();
+    expect(serves(ownerKind, countOwned)).toBe('uk');
+    const migration = shapeOf('actors', 'find', { type: { $exists: false } });
+    expect(serves({ name: 't', fields: [['type', 1]], sparse: true }, migration)).toBeNull();
     const range = shapeOf('venueJournal', 'find', { seq: { $gt: 5 } }, { seq: 1 });
     expect(serves({ name: 's', fields: [['seq', 1]] }, range)).toBe('s');
   });
@@ -627,8 +632,9 @@ const SQLITE_EXEMPT: Array<[RegExp, string]> = [
     'the first page of the whole tape: a walk of its chain-order index from the newest end, stopped by LIMIT',
   ],
   [
-    /FROM "actors" WHERE .*"ownerUserId".*IS NOT NULL.*json_type/,
-    'one-time backfill at the first open of a database (records from before ownerKey); `migrations` records it as done',
+    /FROM "actors" WHERE "ix:quarantine" IS NOT NULL AND json_type\(doc, '\$\."ownerKey"'\) IS NOT NULL$/,
+    'one-time rewrite of the quarantined records that stored an ownerKey, at the first open of a database ' +
+      'written before findOwned used ownerUserId; `migrations` records it as done',
   ],
   [
     /FROM "actors" WHERE json_type\(doc, '\$\."type"'\) IS NULL/,

@@ -298,6 +298,44 @@ for (const adapter of adapters()) {
       ]);
     });
 
+    it("actor repository: a user's actors after a position (keyset paging), ties in time by id", async () => {
+      const repo = await ActorRepository.open(store);
+      const base = { machineId: 'm', machineVersion: 1, snapshot: '[2]', view: {}, final: false, partnerId: 'p' };
+      const at = (id: string, createdAtMs: number, ownerUserId = 'uK') =>
+        repo.insert({ ...base, _id: id, kind: 'order', status: 'LIVE', ownerUserId, createdAtMs, updatedAtMs: 1 });
+      // newest first: k-5 (ms 30), k-4, k-3, k-2 (all ms 20, by id descending), k-1 (ms 10)
+      for (const [id, ms] of [
+        ['k-1', 10],
+        ['k-2', 20],
+        ['k-3', 20],
+        ['k-4', 20],
+        ['k-5', 30],
+      ] as const)
+        await at(id, ms);
+      await at('k-9', 15, 'uK2');
+      const ids = (p: { records: Array<{ _id: string }> }) => p.records.map((r) => r._id);
+      const first = await repo.findOwned('uK', { kind: 'order' }, { limit: 2 });
+      expect(first.total).toBe(5);
+      expect(ids(first)).toEqual(['k-5', 'k-4']);
+      const before = ActorRepository.positionOf(first.records[1]!);
+      expect(before.startsWith('uK|')).toBe(true);
+      const second = await repo.findOwned('uK', { kind: 'order' }, { limit: 2, before });
+      expect(second).toMatchObject({ total: 3 });
+      expect(ids(second)).toEqual(['k-3', 'k-2']);
+      const third = await repo.findOwned(
+        'uK',
+        { kind: 'order' },
+        { limit: 2, before: ActorRepository.positionOf(second.records[1]!) },
+      );
+      expect(ids(third)).toEqual(['k-1']);
+      // skip within and past the records of the position's time
+      expect(ids(await repo.findOwned('uK', {}, { before, skip: 1, limit: 2 }))).toEqual(['k-2', 'k-1']);
+      expect(ids(await repo.findOwned('uK', {}, { before, skip: 2 }))).toEqual(['k-1']);
+      expect(ids(await repo.findOwned('uK', {}, { before }))).toEqual(['k-3', 'k-2', 'k-1']);
+      // a position of another user's is no position of this one's: the list from the newest
+      expect(ids(await repo.findOwned('uK', {}, { before: 'uK2|000000000000015|k-9', limit: 1 }))).toEqual(['k-5']);
+    });
+
     it('actor repository: quarantined actors are kept but not restorable', async () => {
       const repo = await ActorRepository.open(store);
       await repo.insert(unownedOrder('act-q', 5));

@@ -17,7 +17,16 @@
  * waiting until the test releases it (then it runs, or fails); `{ keepOpen: true }` leaves the
  * wrapped store open on close() (a restart of the service on the same store).
  */
-import type { Collection, Doc, Filter, FindOptions, IndexSpec, Store, UnitOfWork } from '../../../engine/store/port.js';
+import type {
+  Collection,
+  CollectionLayout,
+  Doc,
+  Filter,
+  FindOptions,
+  IndexSpec,
+  Store,
+  UnitOfWork,
+} from '../../../engine/store/port.js';
 
 export type WriteOp = 'insertOne' | 'insertMany' | 'insertMissing' | 'updateOne' | 'replaceOne' | 'deleteMany';
 export type ReadOp = 'findOne' | 'find' | 'count';
@@ -270,8 +279,12 @@ export class FaultyStore implements Store {
     return result;
   }
 
-  async collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Promise<Collection<T>> {
-    const inner = await this.inner.collection<T>(name, indexes);
+  async collection<T extends Doc>(
+    name: string,
+    indexes?: IndexSpec[],
+    layout?: CollectionLayout,
+  ): Promise<Collection<T>> {
+    const inner = await this.inner.collection<T>(name, indexes, layout);
     let c = this.wrapped.get(name) as Collection<T> | undefined;
     if (!c) {
       c = this.wrap(name, inner);

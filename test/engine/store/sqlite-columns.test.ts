@@ -81,7 +81,16 @@ describe('the SQLite store: indexed fields in columns', () => {
 
     const { columns, indexes } = schemaOf(dir, 'actors');
     expect(columns).toEqual(
-      expect.arrayContaining(['id', 'doc', 'ix:final', 'ix:quarantine', 'ix:createdAtMs', 'ix:kind', 'ix:ownerKey']),
+      expect.arrayContaining([
+        'id',
+        'doc',
+        'ix:final',
+        'ix:quarantine',
+        'ix:createdAtMs',
+        'ix:kind',
+        'ix:ownerUserId',
+        'ix:snapshot',
+      ]),
     );
     expect(indexes.length).toBeGreaterThan(0);
     for (const sql of indexes) expect(sql).not.toContain('json_extract');
@@ -93,6 +102,17 @@ describe('the SQLite store: indexed fields in columns', () => {
       { id: 'a1', f: 0, c: 11, k: 'order' },
       { id: 'a2', f: 1, c: 12, k: 'order' },
     ]);
+    // rewritten as stored now: the snapshot and the owner in their columns, no ownerKey, no _id in the JSON
+    for (const row of db.prepare('SELECT doc, "ix:snapshot" AS s, "ix:ownerUserId" AS u FROM actors').all() as Array<{
+      doc: string;
+      s: string;
+      u: string;
+    }>) {
+      expect(row).toMatchObject({ s: '{}', u: 'u' });
+      expect(Object.keys(JSON.parse(row.doc) as object)).not.toEqual(
+        expect.arrayContaining([expect.stringMatching(/^(_id|ownerKey|snapshot|ownerUserId)$/)]),
+      );
+    }
     db.close();
   });
 
@@ -144,9 +164,9 @@ describe('the SQLite store: indexed fields in columns', () => {
     await store.close();
     expect(schemaOf(dir, 'things').columns).toEqual(['id', 'doc', 'ix:a', 'ix:b']);
 
-    // a string or a number is held by its column alone
+    // a string or a number is held by its column alone, the _id by the id column
     const db = new BetterSqlite3(path.join(dir, SQLITE_FILE), { readonly: true });
-    expect(db.prepare('SELECT doc FROM things WHERE id = ?').pluck().get('t2')).toBe('{"_id":"t2"}');
+    expect(db.prepare('SELECT doc FROM things WHERE id = ?').pluck().get('t2')).toBe('{}');
     db.close();
 
     // opened with the index on b only: a's column (no longer written) goes with its index, its values
@@ -171,7 +191,7 @@ describe('the SQLite store: indexed fields in columns', () => {
 });
 
 describe('the SQLite store: statistics for the query planner', () => {
-  it("with statistics, a user's list is a range of the ownerKey index, in order (no sort of a kind)", async () => {
+  it("with statistics, a user's list is a range of the owner's index, in order (no sort of a kind)", async () => {
     const dir = await tempDir();
     let store = await SqliteStore.open(dir);
     await ActorRepository.open(store);
@@ -187,7 +207,6 @@ describe('the SQLite store: statistics for the query planner', () => {
         final: false,
         partnerId: 'p',
         ownerUserId: `u${i % 3}`,
-        ownerKey: `u${i % 3}|${String(1000 + i).padStart(15, '0')}|s${i}`,
         createdAtMs: 1000 + i,
         updatedAtMs: 1000 + i,
         type: 'STOP_LOSS',
@@ -206,12 +225,12 @@ describe('the SQLite store: statistics for the query planner', () => {
     const sqlite = store as SqliteStore;
     const owned = sqlite
       .preparedSql()
-      .find((sql) => sql.startsWith('SELECT') && sql.includes('ORDER BY "ix:ownerKey" DESC'));
+      .find((sql) => sql.startsWith('SELECT') && sql.includes('ORDER BY "ix:createdAtMs" DESC, id DESC'));
     expect(owned).toBeDefined();
     const plan = (
-      sqlite.db.prepare(`EXPLAIN QUERY PLAN ${owned!}`).all(...Array<null>(5).fill(null)) as Array<{ detail: string }>
+      sqlite.db.prepare(`EXPLAIN QUERY PLAN ${owned!}`).all(...Array<null>(4).fill(null)) as Array<{ detail: string }>
     ).map((r) => r.detail);
-    expect(plan.join(' | ')).toMatch(/USING INDEX ic_actors_ownerKey_u_s/);
+    expect(plan.join(' | ')).toMatch(/USING INDEX ic_actors_ownerUserId_createdAtMs__id/);
     expect(plan.join(' | ')).not.toMatch(/TEMP B-TREE/);
 
     // a table of a few rows keeps none: its plans stay those of a large table, the size it may grow to

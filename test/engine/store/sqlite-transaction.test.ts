@@ -223,3 +223,22 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     },
   );
 });
+
+describe('the SQLite store in memory', () => {
+  it('has 8 KiB pages (a commit walks the page cache, the whole database); a file on disk keeps 4 KiB', async () => {
+    const memory = await SqliteStore.open(null);
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-page-size-'));
+    const disk = await SqliteStore.open(dir);
+    try {
+      const docs = await memory.collection<{ _id: string; n: number }>('docs');
+      await Promise.all(Array.from({ length: 50 }, (_, n) => docs.insertOne({ _id: `d${n}`, n })));
+      expect(await docs.count({})).toBe(50);
+      expect(memory.statement('PRAGMA page_size').pluck().get()).toBe(8192);
+      expect(disk.statement('PRAGMA page_size').pluck().get()).toBe(4096);
+    } finally {
+      await memory.close();
+      await disk.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
