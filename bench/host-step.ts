@@ -13,7 +13,8 @@
  * not the venue's. Prints, per round and as medians over `BENCH_ROUNDS` (3): CPU µs per creation
  * and per step of the process (all threads) and of the main thread (from /proc, 10 ms ticks), and
  * the wall rate. `BENCH_CPU_PROF=<dir>` writes a V8 CPU profile of the measured part of each store
- * (`host-step-memory.cpuprofile`, `host-step-disk.cpuprofile`). `BENCH_STORE=memory|disk` runs one.
+ * (`host-step-memory.cpuprofile`, `host-step-disk.cpuprofile`). `BENCH_STORE=memory|disk` runs one
+ * store, `BENCH_WAYS=send|batch` one way.
  * It prints figures; it judges nothing.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,6 +41,7 @@ const INFLIGHT = Number(process.env.BENCH_INFLIGHT ?? 64);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PROF_DIR = process.env.BENCH_CPU_PROF;
 const STORES = (process.env.BENCH_STORE ?? 'memory,disk').split(',') as Array<'memory' | 'disk'>;
+const WAYS = (process.env.BENCH_WAYS ?? 'send,batch').split(',') as Way[];
 
 const MACHINE = 'bench-order';
 
@@ -153,7 +155,7 @@ type Round = Record<Way, { create: Cost; step: Cost }>;
 async function round(s: Services, r: number): Promise<Round> {
   const now = s.clock.now();
   const out = {} as Round;
-  for (const way of r % 2 === 0 ? (['send', 'batch'] as const) : (['batch', 'send'] as const)) {
+  for (const way of r % 2 === 0 ? WAYS : [...WAYS].reverse()) {
     const ids = Array.from({ length: ACTORS }, (_, i) => `ord_bench_${way}_${r}_${i}`);
     const reports = new Map(ids.map((id) => [id, reportsOf(id, now)]));
     const base = { partnerId: 'demo', ownerUserId: 'usr_bench' };
@@ -224,7 +226,7 @@ async function runStore(store: 'memory' | 'disk'): Promise<void> {
     for (let r = 0; r < ROUNDS; r++) {
       const x = await round(s, r);
       rounds.push(x);
-      for (const way of ['send', 'batch'] as const)
+      for (const way of WAYS)
         console.log(`  round ${r + 1} ${way.padEnd(5)} create ${show(x[way].create)} | step ${show(x[way].step)}`);
     }
     if (session) {
@@ -232,7 +234,7 @@ async function runStore(store: 'memory' | 'disk'): Promise<void> {
       writeFileSync(path.join(PROF_DIR!, `host-step-${store}.cpuprofile`), JSON.stringify(profile));
       session.disconnect();
     }
-    for (const way of ['send', 'batch'] as const)
+    for (const way of WAYS)
       for (const what of ['create', 'step'] as const) {
         const m = (k: keyof Cost) => median(rounds.map((x) => x[way][what][k]));
         console.log(

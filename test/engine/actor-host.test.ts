@@ -1029,7 +1029,7 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
           expect(a.type).toBe(b.type);
           expect(a.exec).toBe(b.exec);
           expect(a.params).toStrictEqual(b.params);
-          const [ai, bi] = [a.info as Record<string, unknown>, b.info as Record<string, unknown>];
+          const [ai, bi] = [a.info as Record<string, unknown>, b.info as unknown as Record<string, unknown>];
           expect(ai.event).toStrictEqual(bi.event);
           expect(ai.context).toBe(mine.context);
         }
