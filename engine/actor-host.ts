@@ -591,6 +591,9 @@ interface Live {
 
 const NO_VIEW: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
+/** A settled promise: what an actor's first queued work runs after ({@link ActorHost.enqueue}). */
+const SETTLED: Promise<void> = Promise.resolve();
+
 /** How many recently final actors {@link ActorHost.recordOf} keeps answering for from memory. */
 const RECENTLY_FINAL = 1024;
 
@@ -1524,14 +1527,17 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     return def;
   }
 
+  /**
+   * Runs `work` after what actor `id` has queued. The queue holds a tail that never rejects (what
+   * follows runs whether the work before failed or not) and leaves the map when it settles last.
+   */
   private enqueue<R>(id: string, work: () => Promise<R>): Promise<R> {
-    const prev = this.queues.get(id) ?? Promise.resolve();
-    const next = prev.catch(() => undefined).then(work);
-    const tail = next.catch(() => undefined);
-    this.queues.set(id, tail);
-    void tail.then(() => {
+    const next = (this.queues.get(id) ?? SETTLED).then(work);
+    const done = (): void => {
       if (this.queues.get(id) === tail) this.queues.delete(id);
-    });
+    };
+    const tail: Promise<void> = next.then(done, done);
+    this.queues.set(id, tail);
     return next;
   }
 
@@ -1693,16 +1699,19 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * own: one that throws is logged and the others still run), and `changed` reaches every
    * listener (one that throws does not keep it from the others).
    */
-  private async afterWrite(
+  private afterWrite(
     live: Live,
     prevDeadlines: Record<string, number>,
     actions: ExecutableAction[],
     previousStatus: string | null,
     events: AnyEventObject[],
     full: ActorRecord,
-  ): Promise<void> {
-    // awaited only when there is something to arm: the actions otherwise run in the write's own turn
-    if (this.timersChange(live, prevDeadlines)) await this.armTimers(live, prevDeadlines);
+  ): Promise<void> | void {
+    // a promise only when there is something to arm: the actions otherwise run in the write's own turn
+    if (this.timersChange(live, prevDeadlines))
+      return this.armTimers(live, prevDeadlines).then(() =>
+        this.runEffects(live, actions, previousStatus, events, full),
+      );
     this.runEffects(live, actions, previousStatus, events, full);
   }
 
