@@ -1416,6 +1416,24 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     };
   }
 
+  /**
+   * A live actor's record for the senders of a step that wrote nothing: its read model derived
+   * only if one of them reads it (an event that changes nothing, a redelivered report, is seldom
+   * shown).
+   */
+  private answer(l: Live): ActorRecord {
+    const r = l.record;
+    const def = l.def;
+    const meta = {
+      id: r._id,
+      status: r.status,
+      createdAtMs: r.createdAtMs,
+      updatedAtMs: r.updatedAtMs,
+      revision: r.revision,
+    };
+    return withLazyView(r, () => def.viewOf?.(l.snapshot as never, meta) ?? {});
+  }
+
   /** Ids of the live (non-final) actors of `kind`. */
   liveIds(kind: string): string[] {
     const out: string[] = [];
@@ -1619,7 +1637,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       }
       if (events.length === 0) {
         this.keep(live);
-        return this.full(live);
+        return this.answer(live);
       }
       const prevDeadlines = deadlinesOf(live.snapshot);
       const previousStatus = live.record.status;
@@ -1637,7 +1655,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       ) {
         const same: Live = { def, record: live.record, snapshot: next, json: snapshotJson };
         this.keep(same);
-        return this.full(same);
+        return this.answer(same);
       }
       try {
         const status = def.statusOf(next);

@@ -136,6 +136,13 @@ describe('ActorHost', () => {
     expect(JSON.parse(JSON.stringify(changes[1]!.record)).view).toEqual(bumped.view);
     expect(views).toEqual(['1', '2']);
     expect(host.recordOf('v1')!.view).toEqual(bumped.view);
+    // an event that changes nothing answers the record as it is, its view derived when read
+    views.length = 0;
+    const unchanged = await host.send('v1', { type: 'timer.fired', name: 'expiry', atMs: 5 });
+    expect(views).toEqual([]);
+    expect(unchanged.revision).toBe(2);
+    expect(unchanged.view).toEqual(bumped.view);
+    expect(views).toEqual(['2']);
     expect((await repo.get('v1'))!.type).toBe('LIMIT');
     bumped.view = { replaced: true };
     expect(bumped.view).toEqual({ replaced: true });
