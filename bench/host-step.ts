@@ -22,7 +22,6 @@ import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AnyEventObject } from 'xstate';
-import { loadConfig } from '../engine/config.js';
 import { createLogger } from '../engine/logger.js';
 import { orderView } from '../engine/orders.js';
 import { startServices, type Services } from '../engine/service.js';
@@ -34,6 +33,7 @@ import {
   type OrderInput,
   type OrderState,
 } from '../machines/order.js';
+import { BENCH_ORDER, benchConfig } from './arming.js';
 import { mainThreadCpuMs } from './proc.js';
 
 const ACTORS = Number(process.env.BENCH_ACTORS ?? 5_000);
@@ -47,21 +47,7 @@ const MACHINE = 'bench-order';
 
 /** The order input of actor `id` (a GTC LIMIT buy of 10 shares). */
 function inputOf(id: string, now: number): OrderInput {
-  return {
-    orderId: id,
-    userId: 'usr_bench',
-    tokenId: '1234567890',
-    side: 'buy',
-    type: 'LIMIT',
-    price: '0.5',
-    size: '10',
-    quoteAmount: null,
-    timeInForce: 'GTC',
-    expiresAtMs: null,
-    clientOrderId: null,
-    metadata: null,
-    createdAtMs: now,
-  };
+  return { ...BENCH_ORDER, orderId: id, createdAtMs: now };
 }
 
 /** The reports every order takes, in order: accepted resting, a partial fill, the last fill. */
@@ -203,14 +189,7 @@ const show = (c: Cost) =>
 
 async function runStore(store: 'memory' | 'disk'): Promise<void> {
   const dir = store === 'disk' ? mkdtempSync(path.join(tmpdir(), 'bench-host-step-')) : null;
-  const config = loadConfig({
-    DATA_DIR: dir ?? ':memory:',
-    LOG_LEVEL: 'silent',
-    MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef',
-    SIM_REPLAY: 'off',
-    SIM_CAPTURE: 'off',
-    SIM_MAKER_REFILL_MS: '3600000',
-  });
+  const config = benchConfig(dir ?? ':memory:');
   const { services: s } = await startServices(config, createLogger('silent'), {});
   try {
     register(s);

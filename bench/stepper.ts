@@ -24,7 +24,7 @@ import { PureStepper, persistedSnapshotJson } from '../engine/actor-host.js';
 import { orderMachine, type OrderInput } from '../machines/order.js';
 import { stopLossMachine } from '../machines/stop-loss.js';
 import type { StrategyInput } from '../machines/strategy-kit.js';
-import { startArming } from './arming.js';
+import { BENCH_ORDER, startArming } from './arming.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const ROUND_MS = Number(process.env.BENCH_MS ?? 1000);
@@ -60,21 +60,7 @@ async function stopLossInputs(n: number): Promise<StrategyInput[]> {
   }
 }
 
-const ORDER: OrderInput = {
-  orderId: 'ord_bench',
-  userId: 'usr_bench',
-  tokenId: '1234567890',
-  side: 'buy',
-  type: 'LIMIT',
-  price: '0.5',
-  size: '10',
-  quoteAmount: null,
-  timeInForce: 'GTC',
-  expiresAtMs: null,
-  clientOrderId: null,
-  metadata: null,
-  createdAtMs: 1_700_000_000_000,
-};
+const ORDER: OrderInput = BENCH_ORDER;
 const ORDER_EVENTS: AnyEventObject[] = [
   { type: 'venue.accepted', resting: true },
   { type: 'venue.filled', tradeId: 't1', price: '0.5', size: '4', liquidity: 'maker', completes: false },
