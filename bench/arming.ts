@@ -2,11 +2,13 @@
  * What the in-process arming benches share (bench:stepper, bench:hidden-classes): services on an
  * in-memory store, one user holding shares of four tokens, and the requests arming a stop on them.
  */
-import { loadConfig } from '../engine/config.js';
+import { loadConfig, type Config } from '../engine/config.js';
 import { str } from '../engine/decimal.js';
 import { createLogger } from '../engine/logger.js';
 import { startServices, type Services } from '../engine/service.js';
+import type { OrderInput } from '../machines/order.js';
 import type { OrderRequest } from '../schemas/orders.js';
+import { baseOrderInput } from '../test/machines/order-input.js';
 
 export interface Arming {
   services: Services;
@@ -18,17 +20,34 @@ export interface Arming {
   body(i: number): OrderRequest;
 }
 
-/** Starts the services and provisions `partnerUserId` with shares to sell (stop them with `services.stop()`). */
-export async function startArming(partnerUserId: string): Promise<Arming> {
-  const config = loadConfig({
-    DATA_DIR: ':memory:',
+/**
+ * The settings of the services an in-process bench starts: the store in `dataDir` (`:memory:`:
+ * SQLite in memory), no logs, a fixed master key, no simulated market replay nor capture, the
+ * simulated makers refilling once an hour.
+ */
+export function benchConfig(dataDir: string): Config {
+  return loadConfig({
+    DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
     MASTER_API_KEY: 'pts_bench_master_key_0123456789abcdef',
     SIM_REPLAY: 'off',
     SIM_CAPTURE: 'off',
     SIM_MAKER_REFILL_MS: '3600000',
   });
-  const { services: s } = await startServices(config, createLogger('silent'), {});
+}
+
+/** The order the in-process benches step (bench:stepper, bench:host-step): a GTC LIMIT buy of 10 shares at 0.5. */
+export const BENCH_ORDER: OrderInput = {
+  ...baseOrderInput,
+  orderId: 'ord_bench',
+  timeInForce: 'GTC',
+  expiresAtMs: null,
+  createdAtMs: 1_700_000_000_000,
+};
+
+/** Starts the services and provisions `partnerUserId` with shares to sell (stop them with `services.stop()`). */
+export async function startArming(partnerUserId: string): Promise<Arming> {
+  const { services: s } = await startServices(benchConfig(':memory:'), createLogger('silent'), {});
   const userId = (await s.users.provision('demo', partnerUserId, null)).user._id;
   const tokens = s.venue
     .markets()

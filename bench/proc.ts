@@ -9,3 +9,18 @@ export function cpuMs(pid: number): number | null {
     return null;
   }
 }
+
+/**
+ * CPU time of the main thread (the one the event loop runs on) so far, ms, from /proc (Linux; 0
+ * elsewhere): what bounds the wall time, the other threads (GC, compiler, fsyncs, the
+ * checkpointer) run beside it.
+ */
+export function mainThreadCpuMs(): number {
+  try {
+    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
+  } catch {
+    return 0;
+  }
+}

@@ -29,8 +29,9 @@
  * BENCH_MEMORY=1 keeps the store in memory (DATA_DIR=:memory:): the difference is what the disk costs.
  * BENCH_KEEP=1 leaves the data folder in place (its path printed) to inspect the store afterwards.
  */
-import { Session } from 'node:inspector/promises';
 import { readFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { mainThreadCpuMs } from './proc.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,21 +48,6 @@ const STRATEGIES = Number(process.env.BENCH_STRATEGIES ?? 1_000);
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 1_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 64);
 const PACE_ENGINE = process.env.BENCH_PACE === 'engine';
-
-/**
- * CPU time of the main thread (the one the event loop runs on) so far, ms, from /proc (Linux; 0
- * elsewhere): what bounds the wall time, the other threads (GC, compiler, fsyncs, the
- * checkpointer) run beside it.
- */
-function mainThreadCpuMs(): number {
-  try {
-    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
-  } catch {
-    return 0;
-  }
-}
 
 /**
  * Bytes the process has written so far (`wchar` of /proc/self/io, Linux; 0 elsewhere): on disk, the

@@ -294,10 +294,15 @@ interface Pending {
  * from one with children, is made again with XState's functions, and so is every later step of
  * that machine: the shared scope's system is never given a child twice.
  *
- * Arming rate (a million armed stops): for a machine whose initial states do nothing but compute
- * the context, {@link initial} makes the snapshot after the first with public API too: the
- * machine's `config.context` function gives the context, `resolveState` the snapshot in the
- * first one's state (exported for its test, test/engine/actor-host.test.ts).
+ * Arming rate (a million armed stops) and order creation: for a machine whose initial states do
+ * nothing but compute the context and collect custom entry actions (an order's `submitToVenue`),
+ * {@link initial} makes the snapshot after the first with public API too: the machine's
+ * `config.context` function gives the context, `resolveState` the snapshot in the first one's
+ * state, and the entry actions are collected as XState collects them (their implementation from
+ * `implementations.actions`, their params from the new context). The context is then a fast-mode
+ * object (XState's initial `assign` copies the context function's object into a dictionary-mode one,
+ * which every later step of the actor copies, reads and writes as JSON more slowly). Exported for
+ * its test, test/engine/actor-host.test.ts.
  */
 export class PureStepper {
   /**
@@ -306,6 +311,10 @@ export class PureStepper {
    * once, then reused with each new context (null: not such a machine, or not known yet).
    */
   private template: AnyMachineSnapshot | null | undefined;
+  /** The entry actions of the template's states, in the order XState collects them ({@link initialEntries}). */
+  private entries: EntryItem[] = [];
+  /** The event XState gives the initial entry actions (`xstate.init`), its type. */
+  private initType = '';
   /** The `self` the context function is given on the template path (an actor never started). */
   private self: AnyActorRef | undefined;
 
@@ -354,15 +363,66 @@ export class PureStepper {
   initial(input: unknown): [AnyMachineSnapshot, ExecutableAction[]] {
     if (this.template) {
       const fast = this.initialFromTemplate(this.template, input);
-      if (fast) return [fast, []];
+      if (fast) {
+        if (this.entries.length === 0) return [fast, []];
+        const acts = this.entryActions(fast, input);
+        if (acts) return [fast, acts];
+      }
     }
     let [snapshot, actions] = this.withSharedScope((scope) => this.logic.getInitialSnapshot(scope, input));
     if (!snapshot)
       [snapshot, actions] = initialTransition(this.logic, input as never) as [AnyMachineSnapshot, ExecutableAction[]];
     // an input the context refuses (an error snapshot) tells nothing: the next one decides
-    if (this.template === undefined && snapshot.status !== 'error')
-      this.template = inertInitial(this.logic, snapshot, actions) ? snapshot : null;
+    if (this.template === undefined && snapshot.status !== 'error') this.template = this.templateOf(snapshot, actions);
     return [snapshot, actions];
+  }
+
+  /**
+   * `snapshot` (XState's first initial snapshot, `actions` its collected entry actions) as the
+   * template, or null: when its initial states do more than compute the context and collect
+   * custom entry actions, or when the entry actions made again from it ({@link entryActions}) are
+   * not those XState collected (type, implementation, params, arguments).
+   */
+  private templateOf(snapshot: AnyMachineSnapshot, actions: ExecutableAction[]): AnyMachineSnapshot | null {
+    const entries = initialEntries(this.logic, snapshot, actions);
+    if (entries === null) return null;
+    this.entries = entries;
+    if (entries.length === 0) return snapshot;
+    const event = actions[0]!.info as { event?: { type?: unknown; input?: unknown } } | undefined;
+    const init = event?.event;
+    if (!init || typeof init.type !== 'string' || Object.keys(init).join() !== 'type,input') return null;
+    this.initType = init.type;
+    const again = this.entryActions(snapshot, init.input);
+    if (!again || again.length !== actions.length) return null;
+    for (let i = 0; i < again.length; i++) {
+      const [a, b] = [again[i]!, actions[i]!];
+      const [ai, bi] = [a.info as Record<string, unknown>, b.info as Record<string, unknown>];
+      if (a.type !== b.type || a.exec !== b.exec || !sameJson(a.params, b.params)) return null;
+      if (ai.context !== bi.context || ai.self !== bi.self || ai.system !== bi.system) return null;
+    }
+    return snapshot;
+  }
+
+  /**
+   * The entry actions of a snapshot made from the template, as XState collects them (see
+   * `resolveAndExecuteActionsWithContext`, xstate 5.x): `{type, info: {context, event, self,
+   * system}, params, exec}`, the event `{type: 'xstate.init', input}`. Null when a params
+   * function throws: XState's own path then makes the snapshot.
+   */
+  private entryActions(snapshot: AnyMachineSnapshot, input: unknown): ExecutableAction[] | null {
+    const self = (this.self ??= createActor(this.logic));
+    const context = snapshot.context as unknown;
+    const event = { type: this.initType, input };
+    const out: ExecutableAction[] = [];
+    try {
+      for (const e of this.entries) {
+        const params = typeof e.params === 'function' ? (e.params as ParamsOf)({ context, event }) : e.params;
+        out.push({ type: e.type, info: { context, event, self, system: self.system }, params, exec: e.exec });
+      }
+    } catch {
+      return null;
+    }
+    return out;
   }
 
   /** The snapshot after `event` and the actions the step collected. */
@@ -429,32 +489,70 @@ function spawnRefused(): never {
   throw new Error('spawn in a context function: made by XState');
 }
 
+/** A params function of an entry action, as XState calls it. */
+type ParamsOf = (args: { context: unknown; event: AnyEventObject }) => unknown;
+
+/** An entry action of the template's states: its type, params (a value or a function) and implementation. */
+interface EntryItem {
+  type: string;
+  params: unknown;
+  exec: ExecutableAction['exec'];
+}
+
 /**
- * Whether `snapshot`, the initial snapshot XState made for `logic` (with `actions` collected), can
- * serve as a template for every input: the context comes from a function, the machine is active
- * with no children and no actions, and its state is the one initial transitions alone enter,
- * through states none of which has entry actions (assignments included), delayed, eventless or
- * invoked work or an initial transition with actions.
+ * The entry actions of `snapshot`, the initial snapshot XState made for `logic` (with `actions`
+ * collected), when it can serve as a template for every input, else null: the context comes from
+ * a function, the machine is active with no children, and its state is the one initial
+ * transitions alone enter, through states none of which has delayed, eventless or invoked work
+ * or an initial transition with actions, and whose entry actions are all custom ones (not XState's
+ * built-in actions such as `assign`, `raise`, `emit`, `sendTo`), listed in the order entered.
  */
-function inertInitial(logic: AnyStateMachine, snapshot: AnyMachineSnapshot, actions: ExecutableAction[]): boolean {
-  if (typeof logic.config.context !== 'function' || snapshot.status !== 'active' || actions.length > 0) return false;
-  for (const _ in snapshot.children as Record<string, unknown>) return false;
-  return enteredInertly(logic.root, snapshot.value);
+function initialEntries(
+  logic: AnyStateMachine,
+  snapshot: AnyMachineSnapshot,
+  actions: ExecutableAction[],
+): EntryItem[] | null {
+  if (typeof logic.config.context !== 'function' || snapshot.status !== 'active') return null;
+  for (const _ in snapshot.children as Record<string, unknown>) return null;
+  const entries: EntryItem[] = [];
+  if (!enteredInertly(logic, logic.root, snapshot.value, entries) || entries.length !== actions.length) return null;
+  return entries;
+}
+
+/**
+ * The entry items of `node` as {@link EntryItem}s added to `out`; false when one is a built-in
+ * action or an inline function (then XState's path makes every initial snapshot).
+ */
+function customEntries(logic: AnyStateMachine, node: AnyStateNode, out: EntryItem[]): boolean {
+  const impls = logic.implementations.actions as Record<string, unknown>;
+  for (const item of node.entry as unknown[]) {
+    if (typeof item !== 'string' && (typeof item !== 'object' || item === null)) return false;
+    const type = typeof item === 'string' ? item : (item as { type?: unknown }).type;
+    if (typeof type !== 'string') return false;
+    const impl = impls[type];
+    if (impl !== undefined && (typeof impl !== 'function' || 'resolve' in impl)) return false;
+    const params = typeof item === 'object' && 'params' in item ? (item as { params: unknown }).params : undefined;
+    out.push({ type, params, exec: impl as ExecutableAction['exec'] });
+  }
+  return true;
 }
 
 /**
  * Whether state node `node`, in state value `value` (its part of the snapshot's value: a child's
  * key, an object of children, or nothing for an atomic node), is what entering `node` by initial
- * transitions alone gives, and nothing on the way acts on entry.
+ * transitions alone gives, and nothing on the way acts on entry but custom entry actions (added to
+ * `entries` in the order entered).
  */
-function enteredInertly(node: AnyStateNode, value: unknown): boolean {
-  if (node.entry.length > 0 || (node.always?.length ?? 0) > 0 || node.after.length > 0 || node.invoke.length > 0)
-    return false;
+function enteredInertly(logic: AnyStateMachine, node: AnyStateNode, value: unknown, entries: EntryItem[]): boolean {
+  if ((node.always?.length ?? 0) > 0 || node.after.length > 0 || node.invoke.length > 0) return false;
+  if (!customEntries(logic, node, entries)) return false;
   if (node.type === 'parallel') {
     if (typeof value !== 'object' || value === null) return false;
     const keys = Object.keys(node.states);
     if (Object.keys(value).length !== keys.length) return false;
-    return keys.every((k) => k in value && enteredInertly(node.states[k]!, (value as Record<string, unknown>)[k]));
+    return keys.every(
+      (k) => k in value && enteredInertly(logic, node.states[k]!, (value as Record<string, unknown>)[k], entries),
+    );
   }
   if (node.type !== 'compound')
     return node.type === 'atomic' || node.type === 'final'
@@ -463,11 +561,13 @@ function enteredInertly(node: AnyStateNode, value: unknown): boolean {
   const initial = node.initial;
   const child = initial.target.length === 1 ? initial.target[0] : undefined;
   if (initial.actions.length > 0 || !child || node.states[child.key] !== child) return false;
-  if (typeof value === 'string') return value === child.key && enteredInertly(child, undefined);
+  if (typeof value === 'string') return value === child.key && enteredInertly(logic, child, undefined, entries);
   if (typeof value !== 'object' || value === null) return false;
   const keys = Object.keys(value);
   return (
-    keys.length === 1 && keys[0] === child.key && enteredInertly(child, (value as Record<string, unknown>)[child.key])
+    keys.length === 1 &&
+    keys[0] === child.key &&
+    enteredInertly(logic, child, (value as Record<string, unknown>)[child.key], entries)
   );
 }
 
@@ -490,6 +590,9 @@ interface Live {
 }
 
 const NO_VIEW: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+
+/** A settled promise: what an actor's first queued work runs after ({@link ActorHost.enqueue}). */
+const SETTLED: Promise<void> = Promise.resolve();
 
 /** How many recently final actors {@link ActorHost.recordOf} keeps answering for from memory. */
 const RECENTLY_FINAL = 1024;
@@ -1313,6 +1416,24 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     };
   }
 
+  /**
+   * A live actor's record for the senders of a step that wrote nothing: its read model derived
+   * only if one of them reads it (an event that changes nothing, a redelivered report, is seldom
+   * shown).
+   */
+  private answer(l: Live): ActorRecord {
+    const r = l.record;
+    const def = l.def;
+    const meta = {
+      id: r._id,
+      status: r.status,
+      createdAtMs: r.createdAtMs,
+      updatedAtMs: r.updatedAtMs,
+      revision: r.revision,
+    };
+    return withLazyView(r, () => def.viewOf?.(l.snapshot as never, meta) ?? {});
+  }
+
   /** Ids of the live (non-final) actors of `kind`. */
   liveIds(kind: string): string[] {
     const out: string[] = [];
@@ -1424,14 +1545,17 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     return def;
   }
 
+  /**
+   * Runs `work` after what actor `id` has queued. The queue holds a tail that never rejects (what
+   * follows runs whether the work before failed or not) and leaves the map when it settles last.
+   */
   private enqueue<R>(id: string, work: () => Promise<R>): Promise<R> {
-    const prev = this.queues.get(id) ?? Promise.resolve();
-    const next = prev.catch(() => undefined).then(work);
-    const tail = next.catch(() => undefined);
-    this.queues.set(id, tail);
-    void tail.then(() => {
+    const next = (this.queues.get(id) ?? SETTLED).then(work);
+    const done = (): void => {
       if (this.queues.get(id) === tail) this.queues.delete(id);
-    });
+    };
+    const tail: Promise<void> = next.then(done, done);
+    this.queues.set(id, tail);
     return next;
   }
 
@@ -1513,7 +1637,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       }
       if (events.length === 0) {
         this.keep(live);
-        return this.full(live);
+        return this.answer(live);
       }
       const prevDeadlines = deadlinesOf(live.snapshot);
       const previousStatus = live.record.status;
@@ -1531,7 +1655,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       ) {
         const same: Live = { def, record: live.record, snapshot: next, json: snapshotJson };
         this.keep(same);
-        return this.full(same);
+        return this.answer(same);
       }
       try {
         const status = def.statusOf(next);
@@ -1593,16 +1717,19 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * own: one that throws is logged and the others still run), and `changed` reaches every
    * listener (one that throws does not keep it from the others).
    */
-  private async afterWrite(
+  private afterWrite(
     live: Live,
     prevDeadlines: Record<string, number>,
     actions: ExecutableAction[],
     previousStatus: string | null,
     events: AnyEventObject[],
     full: ActorRecord,
-  ): Promise<void> {
-    // awaited only when there is something to arm: the actions otherwise run in the write's own turn
-    if (this.timersChange(live, prevDeadlines)) await this.armTimers(live, prevDeadlines);
+  ): Promise<void> | void {
+    // a promise only when there is something to arm: the actions otherwise run in the write's own turn
+    if (this.timersChange(live, prevDeadlines))
+      return this.armTimers(live, prevDeadlines).then(() =>
+        this.runEffects(live, actions, previousStatus, events, full),
+      );
     this.runEffects(live, actions, previousStatus, events, full);
   }
 

@@ -549,6 +549,9 @@ export class CopytradeService {
     // the batch's venue operation has taken the copies' dollars and shares (in memory, as it was
     // submitted): the wallet's own balance says it from now on
     for (const release of held) release();
+    // the venue's answers reach the orders apart (one host batch per venue operation): idle() waits
+    // for them too, so that a copy it reports on has its order's outcome
+    this.track(Promise.all(placed.map((orderId) => this.orders.whenQuiet(orderId))));
   }
 
   /** Partner of each subscription read so far (it never changes). */

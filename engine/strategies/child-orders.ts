@@ -266,9 +266,11 @@ export class ChildOrderRouter {
    * burst at a time (engine/copytrade/service.ts).
    */
   onOrderChanged(c: ActorChange): void {
-    if ((c.snapshot.context as OrderContext).parentKind === 'copytrade') return;
-    const v = c.record.view as OrderLinks;
-    if (v.record_id || v.bracket_id) this.forwardOrder(c.record);
+    const order = c.snapshot.context as OrderContext;
+    if (order.parentKind === 'copytrade') return;
+    // the view's `record_id` / `bracket_id`, read from the context: an order of no strategy
+    // (most of them) never has its view derived here
+    if (order.parentId || order.bracketId) this.forwardOrder(c.record);
   }
 
   /**

@@ -136,6 +136,13 @@ describe('ActorHost', () => {
     expect(JSON.parse(JSON.stringify(changes[1]!.record)).view).toEqual(bumped.view);
     expect(views).toEqual(['1', '2']);
     expect(host.recordOf('v1')!.view).toEqual(bumped.view);
+    // an event that changes nothing answers the record as it is, its view derived when read
+    views.length = 0;
+    const unchanged = await host.send('v1', { type: 'timer.fired', name: 'expiry', atMs: 5 });
+    expect(views).toEqual([]);
+    expect(unchanged.revision).toBe(2);
+    expect(unchanged.view).toEqual(bumped.view);
+    expect(views).toEqual(['2']);
     expect((await repo.get('v1'))!.type).toBe('LIMIT');
     bumped.view = { replaced: true };
     expect(bumped.view).toEqual({ replaced: true });
@@ -906,7 +913,7 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
 });
 
 describe('PureStepper.initial (arming rate): the initial snapshot made once per machine, then per context', () => {
-  it('equals XState’s initialTransition for every strategy machine; entry actions keep XState’s path', async () => {
+  it('equals XState’s initialTransition for every strategy machine; TWAP’s acting start keeps XState’s', async () => {
     const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
     const { initialTransition, transition } = await import('xstate');
     const { stopLossMachine } = await import('../../machines/stop-loss.js');
@@ -997,6 +1004,52 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
     for (let i = 0; i < 2; i++)
       expect(entryActs.initial({ n: i, expiresAtMs: 5 })[1].map((a) => a.type)).toStrictEqual(['record', 'record']);
     expect(effects).toStrictEqual([]); // collected, never run
+    expect(entryActs.usesTemplate).toBe(true); // custom entry actions only: collected from the template's states
+  });
+  it('an order’s initial snapshot from the template: XState’s snapshot and entry action', async () => {
+    const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
+    const { initialTransition } = await import('xstate');
+    const { orderMachine } = await import('../../machines/order.js');
+    const submitted: unknown[] = [];
+    const logic = orderMachine.provide({ actions: { submitToVenue: (_, p) => void submitted.push(p) } });
+    const input = fc.record({
+      orderId: fc.constantFrom('ord_a', 'ord_b'),
+      side: fc.constantFrom('buy', 'sell'),
+      type: fc.constantFrom('LIMIT', 'MARKET'),
+      timeInForce: fc.constantFrom('GTC', 'GTD', 'FOK', 'IOC'),
+      expiresAtMs: fc.option(fc.constant(1_700_000_060_000), { nil: null }),
+      parentId: fc.option(fc.constant('rec_1'), { nil: undefined }),
+      isStopLoss: fc.option(fc.boolean(), { nil: undefined }),
+      postOnly: fc.option(fc.boolean(), { nil: undefined }),
+    });
+    const stepper = new PureStepper(logic);
+    fc.assert(
+      fc.property(input, (extra) => {
+        const inp = { ...baseOrderInput, ...extra };
+        const [mine, myActions] = stepper.initial(inp);
+        const [theirs, theirActions] = initialTransition(logic, inp as never);
+        expect(persistedSnapshotJson(logic, mine)).toBe(persistedSnapshotJson(logic, theirs));
+        expect([...mine.tags]).toStrictEqual([...theirs.tags]);
+        expect(myActions.length).toBe(theirActions.length);
+        for (let i = 0; i < myActions.length; i++) {
+          const [a, b] = [myActions[i]!, theirActions[i]!];
+          expect(a.type).toBe(b.type);
+          expect(a.exec).toBe(b.exec);
+          expect(a.params).toStrictEqual(b.params);
+          const [ai, bi] = [a.info as Record<string, unknown>, b.info as unknown as Record<string, unknown>];
+          expect(ai.event).toStrictEqual(bi.event);
+          expect(ai.context).toBe(mine.context);
+        }
+        // run as the host runs them: the venue gets the order XState's action gives
+        submitted.length = 0;
+        for (const a of myActions) a.exec?.(a.info as never, a.params as never);
+        for (const a of theirActions) a.exec?.(a.info as never, a.params as never);
+        expect(submitted).toHaveLength(2);
+        expect(submitted[0]).toStrictEqual(submitted[1]);
+      }),
+      { numRuns: 200 },
+    );
+    expect(stepper.usesTemplate).toBe(true);
   });
   it('a shared inert scope: order steps equal XState’s; a machine with children uses XState’s functions', async () => {
     const { PureStepper, persistedSnapshotJson } = await import('../../engine/actor-host.js');
@@ -1073,6 +1126,13 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
       ],
       ['a delayed transition', make({ after: { 1000: 'a2' } }), false],
       ['an entry assignment', make({ entry: assign({ n: 0 }) }), false],
+      ['an entry emit', make({ entry: emit({ type: 'entered' }) }), false],
+      ['an inline entry function', make({ entry: () => {} }), false],
+      [
+        'a custom entry action with params (collected from the template)',
+        make({ entry: { type: 'note', params: ({ context }: { context: C }) => ({ n: context.n }) } }),
+        true,
+      ],
     ];
     for (const [what, logic, inert] of cases) {
       const stepper = new PureStepper(logic);
@@ -1083,9 +1143,9 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
         expect(mine.context, what).toStrictEqual(theirs.context);
         expect(persistedSnapshotJson(logic, mine), what).toBe(persistedSnapshotJson(logic, theirs));
         expect(
-          actions.map((a) => a.type),
+          actions.map((a) => [a.type, a.params, (a.info as { event?: unknown } | undefined)?.event]),
           what,
-        ).toStrictEqual(theirActions.map((a) => a.type));
+        ).toStrictEqual(theirActions.map((a) => [a.type, a.params, (a.info as { event?: unknown }).event]));
       }
       expect(stepper.usesTemplate, what).toBe(inert);
     }
