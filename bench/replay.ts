@@ -29,6 +29,7 @@
  * BENCH_MEMORY=1 keeps the store in memory (DATA_DIR=:memory:): the difference is what the disk costs.
  * BENCH_KEEP=1 leaves the data folder in place (its path printed) to inspect the store afterwards.
  */
+import { readFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { mainThreadCpuMs } from './proc.js';
 import fs from 'node:fs/promises';
@@ -47,6 +48,18 @@ const STRATEGIES = Number(process.env.BENCH_STRATEGIES ?? 1_000);
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 1_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 64);
 const PACE_ENGINE = process.env.BENCH_PACE === 'engine';
+
+/**
+ * Bytes the process has written so far (`wchar` of /proc/self/io, Linux; 0 elsewhere): on disk, the
+ * WAL frames of the commits and the checkpoints' copies into the database file.
+ */
+function writtenBytes(): number {
+  try {
+    return Number(/^wchar: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
 
 /** Until the engine has done what the operations so far caused (strategies, their orders, the venue's journal). */
 async function engineDone(s: Services): Promise<void> {
@@ -138,6 +151,7 @@ async function main(): Promise<void> {
     const [checkpoints0, held0] = checkpointsOf();
     const cpu0 = process.cpuUsage();
     const main0 = mainThreadCpuMs();
+    const written0 = writtenBytes();
     const start = performance.now();
     const events = capture.events;
     let applied = replay.applied;
@@ -172,6 +186,7 @@ async function main(): Promise<void> {
     const e2eMs = performance.now() - start;
     const cpuAll = process.cpuUsage(cpu0);
     const mainMs = mainThreadCpuMs() - main0;
+    const written = writtenBytes() - written0;
     const commits = commitsOf() - commits0;
     const [checkpoints1, held1] = checkpointsOf();
     if (perfCtl) await fs.writeFile(perfCtl, 'disable\n');
@@ -223,7 +238,8 @@ async function main(): Promise<void> {
       `store commits during the replay (one WAL fsync each): ${commits} ` +
         `(${(commits / Math.ceil(applied / BATCH)).toFixed(1)} a batch); checkpoints ${checkpoints1 - checkpoints0} ` +
         `(${held1 - held0} holding the writes); waiting for the batches' journal entries and reports ` +
-        `${waitMs.toFixed(0)} ms`,
+        `${waitMs.toFixed(0)} ms; written ${(written / 1e6).toFixed(1)} MB (WAL and checkpoints: ` +
+        `${(written / 1024 / Math.max(commits, 1)).toFixed(0)} KB a commit)`,
     );
     console.log(
       `strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market ` +

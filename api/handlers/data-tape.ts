@@ -53,6 +53,11 @@ function tapeQuery(query: Record<string, unknown>): TapeQuery {
   };
 }
 
+/** `q` with the outcome tokens of its market, when it reads a market's tape (see {@link TapeQuery.marketTokens}). */
+function withMarketTokens(q: TapeQuery, markets: MarketRegistry): TapeQuery {
+  return q.conditionId && !q.tokenId ? { ...q, marketTokens: markets.tokensOf(q.conditionId) } : q;
+}
+
 /** The compound-cursor envelope (spec 2.9) of `page`, its rows shown by `show`. */
 function envelope<T extends ChainPosition>(page: ChainPage<T>, show: (row: T) => unknown) {
   return {
@@ -78,7 +83,7 @@ export const listTrades: Handler = async ({ req, services }) => {
     throw errors.badRequest('taker_only needs address: it keeps the trades that wallet took');
   const page = address
     ? await tape.walletTradesPage(address, { ...tapeQuery(query), takerOnly: query.taker_only === true })
-    : await tape.tradesPage(tapeQuery(query));
+    : await tape.tradesPage(withMarketTokens(tapeQuery(query), services.markets));
   return {
     status: 200,
     body: envelope(page, (t) => ({ ...tradeFields(services.markets, t), maker: t.maker, taker: t.taker })),

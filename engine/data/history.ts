@@ -54,16 +54,28 @@ async function present<T extends Doc>(col: Collection<T>, rows: readonly T[]): P
 }
 
 /**
- * Inserts each of `rows` whose `_id` is not in `col` yet (one write for them all when the store can),
- * adding it to `fresh`.
+ * Inserts each of `rows` whose `_id` is not in `col` yet (nor earlier in `rows`), adding it to
+ * `fresh`; returns the rows left out (their `_id` was taken). One write with no read first when the
+ * store can ({@link Collection.insertMissing}), else a read of the batch's ids and an insert each.
  */
-async function insertNew<T extends Doc>(col: Collection<T>, rows: readonly T[], fresh: T[]): Promise<void> {
+async function insertNew<T extends Doc>(col: Collection<T>, rows: readonly T[], fresh: T[]): Promise<T[]> {
+  const taken: T[] = [];
+  if (col.insertMissing) {
+    const inserted = await col.insertMissing(rows as T[]);
+    for (let i = 0; i < rows.length; i++) (inserted[i] ? fresh : taken).push(rows[i]!);
+    return taken;
+  }
   const there = await present(col, rows);
   const seen = new Set<string>();
-  const news = rows.filter((r) => !there.has(r._id) && !seen.has(r._id) && seen.add(r._id));
-  if (news.length > 1 && col.insertMany) await col.insertMany(news);
-  else for (const r of news) await col.insertOne(r);
-  fresh.push(...news);
+  for (const r of rows) {
+    if (there.has(r._id) || seen.has(r._id)) taken.push(r);
+    else {
+      seen.add(r._id);
+      await col.insertOne(r);
+      fresh.push(r);
+    }
+  }
+  return taken;
 }
 
 /** The chain-order sort of the store's queries. */
@@ -109,14 +121,8 @@ export class TradeHistory implements TradeHistoryFeed {
     const fresh = emptyBatch();
     if (batch.trades.length) {
       const col = tx.collection<TapeTrade>(TRADES);
-      const there = await present(col, batch.trades);
-      for (const t of batch.trades) {
-        if (!there.has(t._id)) {
-          there.add(t._id);
-          fresh.trades.push(t);
-        }
-        await col.replaceOne(t);
-      }
+      // a tape row already there (the other party's step wrote it, or a capture print written again) is replaced
+      for (const t of await insertNew(col, batch.trades, fresh.trades)) await col.replaceOne(t);
     }
     if (batch.fills.length) await insertNew(tx.collection<TraderFill>(TRADER_FILLS), batch.fills, fresh.fills);
     if (batch.cash.length) await insertNew(tx.collection<CashMove>(CASH_MOVES), batch.cash, fresh.cash);

@@ -43,6 +43,8 @@ export interface MarketFacts {
 export class MarketRegistry {
   private readonly markets = new Map<string, MarketRef>();
   private readonly tokens = new Map<string, TokenRef>();
+  /** The tokens of each market of the history, in the order they became known. */
+  private readonly marketTokens = new Map<string, string[]>();
   /** Markets whose question came from a row's title. */
   private readonly titled = new Set<string>();
 
@@ -65,8 +67,23 @@ export class MarketRegistry {
       });
       if (f.title) this.titled.add(conditionId);
     }
-    if (!this.tokens.has(f.tokenId))
+    if (!this.tokens.has(f.tokenId)) {
       this.tokens.set(f.tokenId, { tokenId: f.tokenId, conditionId, outcome: f.outcome, outcomeIndex: f.outcomeIndex });
+      const list = this.marketTokens.get(conditionId);
+      if (list) list.push(f.tokenId);
+      else this.marketTokens.set(conditionId, [f.tokenId]);
+    }
+  }
+
+  /**
+   * The outcome tokens of market `conditionId` (any case): the venue's, and those the history made
+   * known under it; none for a market neither knows.
+   */
+  tokensOf(conditionId: string): string[] {
+    const id = conditionId.toLowerCase();
+    const listed = this.venue.market(id)?.tokens.map((t) => t.tokenId) ?? [];
+    const learned = this.marketTokens.get(id) ?? [];
+    return learned.length ? [...new Set([...listed, ...learned])] : listed;
   }
 
   /** The market `conditionId` (any case), or undefined when neither the venue nor the history knows it. */

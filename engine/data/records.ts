@@ -177,7 +177,7 @@ export interface ReplayStart {
 export const HISTORY_INDEXES: Record<string, IndexSpec[]> = {
   [TRADES]: [
     { fields: ['blockTimestamp', 'logIndex', '_id'] },
-    { fields: ['conditionId', 'blockTimestamp', 'logIndex'] },
+    // a market's tape is read token by token (engine/data/tape.ts): no index on the market
     { fields: ['tokenId', 'blockTimestamp', 'logIndex'] },
   ],
   [TRADER_FILLS]: [

@@ -7,8 +7,10 @@
  *   `logIndex < logIndex`, walking `logIndex` down), then the blocks before it
  *   (`blockTimestamp < ts`, walking (`blockTimestamp`, `logIndex`) down);
  * - without one, the newest rows.
- * Both walks are served by the indexes of {@link HISTORY_INDEXES} (an equality prefix — the trader,
- * the market or the token — then the chain position).
+ * Both walks are served by the indexes of {@link HISTORY_INDEXES} (an equality prefix — the trader
+ * or the token — then the chain position). A market's tape is the walks of its outcome tokens
+ * (O(limit) rows each), merged: the tape keeps no index of its own on the market, which would cost
+ * every print one more index entry (and its page written) to serve one read.
  *
  * Rows sharing one chain position (a trader who was both maker and taker of one trade) are never
  * split between two pages, so a cursor made of the last row's position neither skips nor repeats
@@ -43,6 +45,11 @@ export interface TapeQuery {
   cursor: ChainCursor | null;
   /** Only this market (condition id). */
   conditionId?: string;
+  /**
+   * The outcome tokens of `conditionId` (the market registry's, engine/data/markets.ts): the tape of
+   * a market is read token by token. None known: the market has no rows.
+   */
+  marketTokens?: readonly string[];
   /** Only this outcome token. */
   tokenId?: string;
   /** Only this side (the taker's on the tape, the trader's own on a trader's fills). */
@@ -136,6 +143,10 @@ function assemble<T extends ChainPosition>(
   return { rows, next: atEnd || !last ? null : { ts: last.blockTimestamp, logIndex: last.logIndex } };
 }
 
+/** Descending chain order of tape rows (one row a position). */
+const newestFirst = (a: ChainPosition, b: ChainPosition) =>
+  b.blockTimestamp - a.blockTimestamp || b.logIndex - a.logIndex;
+
 /** Rows a page reads: a row past `limit` tells whether the history goes on, another a second row at its position. */
 const scanSize = (limit: number, filtered: boolean) => (filtered ? SCAN_FACTOR * limit : limit) + 2;
 
@@ -164,15 +175,27 @@ export class TapeReader {
   }
 
   /**
-   * A page of the market tape, newest first. `tokenId` or else `conditionId` narrows the index
-   * walk; with both, a token of another market gives an empty last page. `side` (the taker's) is a
-   * filter of the scan (see the module header).
+   * A page of the market tape, newest first. `tokenId` narrows the index walk, or else
+   * `conditionId` to the walks of its `marketTokens`, merged; with both, a token of another market
+   * gives an empty last page. `side` (the taker's) is a filter of the scan (see the module header).
    */
   async tradesPage(q: TapeQuery): Promise<ChainPage<TapeTrade>> {
-    const eq: Filter = q.tokenId ? { tokenId: q.tokenId } : q.conditionId ? { conditionId: q.conditionId } : {};
     const keep = q.side ? (t: TapeTrade) => t.side === q.side : null;
     const n = scanSize(q.limit, keep !== null);
-    const scanned = await chainScan(this.trades, eq, q.cursor, n);
+    let scanned: TapeTrade[];
+    if (q.tokenId || !q.conditionId)
+      scanned = await chainScan(this.trades, q.tokenId ? { tokenId: q.tokenId } : {}, q.cursor, n);
+    else {
+      // each token's first n rows hold the market's first n: merged, the first n of them
+      const walks = await Promise.all(
+        [...new Set(q.marketTokens ?? [])].map((tokenId) => chainScan(this.trades, { tokenId }, q.cursor, n)),
+      );
+      scanned = walks
+        .flat()
+        .filter((t) => t.conditionId === q.conditionId)
+        .sort(newestFirst)
+        .slice(0, n);
+    }
     // a token belongs to one market: its first row tells whether it is the market asked for
     if (q.tokenId && q.conditionId && scanned.length && scanned[0]!.conditionId !== q.conditionId)
       return { rows: [], next: null };

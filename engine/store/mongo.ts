@@ -47,6 +47,29 @@ class MongoDocCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  /** `$setOnInsert` upserts by `_id`, ordered: a taken `_id` matches and changes nothing. */
+  async insertMissing(docs: T[]): Promise<boolean[]> {
+    if (docs.length === 0) return [];
+    try {
+      const res = await this.c.bulkWrite(
+        docs.map(({ _id, ...rest }) => ({
+          // the filter's `_id` is the new document's; `$setOnInsert` may not be empty
+          updateOne: {
+            filter: { _id },
+            update: { $setOnInsert: Object.keys(rest).length ? rest : { _id } },
+            upsert: true,
+          },
+        })),
+        this.inTx({ ordered: true }),
+      );
+      const inserted = docs.map(() => false);
+      for (const i of Object.keys(res.upsertedIds)) inserted[Number(i)] = true;
+      return inserted;
+    } catch (err) {
+      rethrow(err);
+    }
+  }
+
   async findOne(filter: Filter): Promise<T | null> {
     return (await this.c.findOne(filter, this.inTx({}))) as T | null;
   }

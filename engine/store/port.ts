@@ -73,6 +73,19 @@ export interface Collection<T extends Doc> {
    * @throws {DuplicateKeyError} when an `_id` or a unique key is taken (see above for what landed).
    */
   insertMany?(docs: T[]): Promise<void>;
+  /**
+   * Inserts, in order, each of `docs` whose `_id` is not taken (in the collection or by an earlier
+   * doc of the list), leaving the stored document of a taken `_id` as it is: an idempotent append
+   * that needs no read first. Optional: callers fall back to a read and {@link insertOne} when a
+   * collection lacks it.
+   * - SQLite: all or none (`INSERT … ON CONFLICT (id) DO NOTHING` a document; inside a transaction
+   *   a failure part way is undone by the transaction's rollback, so let the error propagate).
+   * - MongoDB: one ordered bulk write of `$setOnInsert` upserts by `_id` (no failed write, so it is
+   *   usable inside a transaction); outside one, a prefix may have landed when it throws.
+   * @returns for each of `docs`, whether it was inserted.
+   * @throws {DuplicateKeyError} when a unique index other than `_id` is taken.
+   */
+  insertMissing?(docs: T[]): Promise<boolean[]>;
   findOne(filter: Filter): Promise<T | null>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
   count(filter: Filter): Promise<number>;

@@ -229,7 +229,7 @@ describe('trade history: a fill, its order step and its records commit together'
     svc.services.history.onRecorded((b) => heard.push(b));
     const f = await tr.freshToken();
     // the tape row is written, then the insert of the two fills (one write) fails: nothing of the step may stay
-    const fault = store.failNth(TRADER_FILLS, 'insertMany', 1, { times: 1 });
+    const fault = store.failNth(TRADER_FILLS, 'insertMissing', 1, { times: 1 });
     const buy = await takeAsk(tr, 'alice', f);
     expect(fault.fired).toBe(1);
     expect(buy).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });

@@ -111,7 +111,7 @@ describe('TradeHistory', () => {
     const history = await TradeHistory.open(store);
     const t = tape('T1', 100, 0);
     // the tape row is written, then the fills' insert (one write for both) fails
-    const rule = faulty.failNth(TRADER_FILLS, 'insertMany', 1);
+    const rule = faulty.failNth(TRADER_FILLS, 'insertMissing', 1);
     await expect(
       history.recordAlone({ trades: [t], fills: [fill(t, 'maker'), fill(t, 'taker')], cash: [] }),
     ).rejects.toBeInstanceOf(InjectedFault);

@@ -101,6 +101,30 @@ for (const adapter of adapters()) {
       expect(ids).not.toContain('m6');
     });
 
+    it('insertMissing: inserts absent _ids in order, leaves taken ones stored; other unique keys throw', async () => {
+      const c = await store.collection<Item>('missing', [{ fields: ['n'], unique: true }]);
+      await c.insertOne({ _id: 'x2', owner: 'stored', n: 2 });
+      const inserted = await c.insertMissing!([
+        { _id: 'x1', owner: 'o', n: 1 },
+        { _id: 'x2', owner: 'again', n: 20 },
+        { _id: 'x3', owner: 'o', n: 3 },
+        { _id: 'x3', owner: 'twice', n: 30 },
+      ]);
+      expect(inserted).toEqual([true, false, true, false]);
+      expect(await c.find({}, { sort: { n: 1 } })).toEqual([
+        { _id: 'x1', owner: 'o', n: 1 },
+        { _id: 'x2', owner: 'stored', n: 2 },
+        { _id: 'x3', owner: 'o', n: 3 },
+      ]);
+      await store.transaction(async (tx) => {
+        expect(await tx.collection<Item>('missing').insertMissing!([{ _id: 'x4', owner: 'o', n: 4 }])).toEqual([true]);
+        expect(await tx.collection<Item>('missing').insertMissing!([{ _id: 'x4', owner: 'o', n: 4 }])).toEqual([false]);
+      });
+      expect(await c.count({})).toBe(4);
+      await expect(c.insertMissing!([{ _id: 'x5', owner: 'o', n: 1 }])).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await c.findOne({ _id: 'x5' })).toBeNull();
+    });
+
     it('rejects a duplicate _id and a unique-index violation with DuplicateKeyError', async () => {
       const c = await store.collection<Item>('uniq', [{ fields: ['owner', 'n'], unique: true }]);
       await c.insertOne({ _id: 'a', owner: 'x', n: 1 });

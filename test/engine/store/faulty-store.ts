@@ -28,10 +28,17 @@ import type {
   UnitOfWork,
 } from '../../../engine/store/port.js';
 
-export type WriteOp = 'insertOne' | 'insertMany' | 'updateOne' | 'replaceOne' | 'deleteMany';
+export type WriteOp = 'insertOne' | 'insertMany' | 'insertMissing' | 'updateOne' | 'replaceOne' | 'deleteMany';
 export type ReadOp = 'findOne' | 'find' | 'count';
 export type StoreOp = WriteOp | ReadOp;
-export const WRITE_OPS: readonly WriteOp[] = ['insertOne', 'insertMany', 'updateOne', 'replaceOne', 'deleteMany'];
+export const WRITE_OPS: readonly WriteOp[] = [
+  'insertOne',
+  'insertMany',
+  'insertMissing',
+  'updateOne',
+  'replaceOne',
+  'deleteMany',
+];
 
 /** One operation as a rule sees it. */
 export interface OpInfo {
@@ -295,6 +302,12 @@ export class FaultyStore implements Store {
         ? {
             insertMany: (docs: T[]) =>
               this.run({ collection: name, op: 'insertMany', doc: docs[0] }, () => inner.insertMany!(docs)),
+          }
+        : {}),
+      ...(inner.insertMissing
+        ? {
+            insertMissing: (docs: T[]) =>
+              this.run({ collection: name, op: 'insertMissing', doc: docs[0] }, () => inner.insertMissing!(docs)),
           }
         : {}),
       findOne: (filter) => this.run({ collection: name, op: 'findOne', filter }, () => inner.findOne(filter)),
