@@ -1342,6 +1342,9 @@ export class SqliteStore implements Store {
         // without a metadata commit), and the file grows past that size only when a checkpoint is due
         db.pragma('synchronous = OFF');
         db.pragma('wal_autocheckpoint = 0');
+        // a savepoint's statement journal (a transaction inside a batch) and temporary B-trees in
+        // memory: in files they were written out, megabytes per capture replay, for nothing a crash needs
+        db.pragma('temp_store = MEMORY');
         db.pragma(`analysis_limit = ${ANALYSIS_LIMIT}`);
         db.pragma(`journal_size_limit = ${Math.floor(checkpointBytes ?? CHECKPOINT_BYTES)}`);
         db.exec('BEGIN IMMEDIATE; COMMIT'); // the WAL file exists from here on

@@ -225,6 +225,17 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
 });
 
 describe('the SQLite store in memory', () => {
+  it("keeps a transaction's savepoint journal in memory on disk too (no temp file written per savepoint)", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-temp-store-'));
+    const disk = await SqliteStore.open(dir);
+    try {
+      expect(disk.statement('PRAGMA temp_store').pluck().get()).toBe(2);
+    } finally {
+      await disk.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('has 8 KiB pages (a commit walks the page cache, the whole database); a file on disk keeps 4 KiB', async () => {
     const memory = await SqliteStore.open(null);
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-page-size-'));
