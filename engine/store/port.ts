@@ -55,6 +55,11 @@ export interface CollectionLayout {
    * A value that is not a string stays in the document.
    */
   textFields?: string[];
+  /**
+   * Top-level fields that writes compare (an expected revision): SQLite keeps each in a column of
+   * its own, so that the condition reads no JSON. MongoDB stores the document unchanged.
+   */
+  columnFields?: string[];
 }
 
 /** Which adapter a store is. */

@@ -1390,9 +1390,9 @@ export class SqliteStore implements Store {
   ): Promise<Collection<T>> {
     if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name))
       throw new Error(`store: collection name ${JSON.stringify(name)} is not an identifier`);
-    const text = layout.textFields ?? [];
+    const text = [...(layout.textFields ?? []), ...(layout.columnFields ?? [])];
     for (const f of text)
-      if (f.includes('.') || f === '_id') throw new Error(`store: ${JSON.stringify(f)} cannot be a text field`);
+      if (f.includes('.') || f === '_id') throw new Error(`store: ${JSON.stringify(f)} cannot be a column field`);
     let c = this.collections.get(name);
     const fresh = !c;
     if (!c) {
