@@ -311,8 +311,9 @@ export class ActorRepository {
     const expected = { _id: current._id, revision: current.revision };
     let matched: number;
     if (c.replaceIf) {
-      // the whole record written at once (cheaper than setting most of its fields)
-      matched = await c.replaceIf(expected, next);
+      // the whole record written at once (cheaper than setting most of its fields); `current` is
+      // the record as stored at the revision expected, so only the columns that change are set
+      matched = await c.replaceIf(expected, next, current);
     } else {
       // the stored fields named one by one (no object rest: slow in V8)
       const set: Record<string, unknown> = {
