@@ -597,8 +597,13 @@ const SETTLED: Promise<void> = Promise.resolve();
 /** How many recently final actors {@link ActorHost.recordOf} keeps answering for from memory. */
 const RECENTLY_FINAL = 1024;
 
-/** The record as kept in memory for a live actor: its read model is derived on demand (memory per actor). */
+/**
+ * The record as kept in memory for a live actor: its read model is derived on demand (memory per
+ * actor). A plain record without a view (what the repository's update returns for the host's
+ * steps) is kept as it is: no copy per step.
+ */
 function slim(r: ActorRecord): ActorRecord {
+  if (!(LAZY_VIEW in r) && r.view === NO_VIEW) return r;
   const b = bareRecord(r) as ActorRecord;
   b.view = NO_VIEW;
   return b;

@@ -112,8 +112,11 @@ const ACTOR_INDEXES: IndexSpec[] = [
   { fields: ['ownerUserId', 'createdAtMs', '_id'], adapters: ['sqlite'] },
 ];
 
-/** How `actors` is stored: the snapshot, a long string, as it is (on SQLite a column of its own). */
-const ACTOR_LAYOUT: CollectionLayout = { textFields: ['snapshot'] };
+/**
+ * How `actors` is stored: the snapshot, a long string, as it is, and the revision every update
+ * compares (on SQLite each a column of its own).
+ */
+const ACTOR_LAYOUT: CollectionLayout = { textFields: ['snapshot'], columnFields: ['revision'] };
 
 /** The collection of actor records. */
 const ACTORS = 'actors';
@@ -285,35 +288,48 @@ export class ActorRepository {
       Partial<Pick<ActorRecord, 'machineVersion'>>,
     tx?: UnitOfWork,
   ): Promise<ActorRecord> {
-    const next: ActorRecord = { ...current, ...patch, revision: current.revision + 1 };
+    // the record written, built once field by field (in the order of a record read back, one hidden
+    // class for all): a patch field given as undefined leaves the field as it was; the view is added
+    // after the write (never stored), to this same object, which is what is returned
+    const next = {
+      _id: current._id,
+      machineId: current.machineId,
+      machineVersion: patch.machineVersion ?? current.machineVersion,
+      snapshot: patch.snapshot ?? current.snapshot,
+      revision: current.revision + 1,
+      kind: current.kind,
+      status: patch.status ?? current.status,
+      final: patch.final ?? current.final,
+      partnerId: current.partnerId,
+      ownerUserId: current.ownerUserId,
+      createdAtMs: current.createdAtMs,
+      updatedAtMs: patch.updatedAtMs ?? current.updatedAtMs,
+      quarantine: current.quarantine,
+    } as StoredRecord;
+    if (current.type !== undefined) next.type = current.type;
     const c = this.within(tx);
     const expected = { _id: current._id, revision: current.revision };
     let matched: number;
     if (c.replaceIf) {
-      // the whole record written at once (cheaper than setting most of its fields); every stored
-      // field of the record read is kept (a patch field given as undefined leaves it as it was),
-      // the view is never stored
-      const stored: Record<string, unknown> = {};
-      for (const k in next) {
-        if (k === 'view') continue;
-        const v = next[k as keyof ActorRecord];
-        stored[k] = v === undefined ? current[k as keyof ActorRecord] : v;
-      }
-      matched = await c.replaceIf(expected, stored as StoredRecord);
+      // the whole record written at once (cheaper than setting most of its fields); `current` is
+      // the record as stored at the revision expected, so only the columns that change are set
+      matched = await c.replaceIf(expected, next, current);
     } else {
       // the stored fields named one by one (no object rest: slow in V8)
       const set: Record<string, unknown> = {
-        snapshot: patch.snapshot,
-        status: patch.status,
-        final: patch.final,
-        updatedAtMs: patch.updatedAtMs,
+        snapshot: next.snapshot,
+        status: next.status,
+        final: next.final,
+        updatedAtMs: next.updatedAtMs,
       };
       if (patch.machineVersion !== undefined) set.machineVersion = patch.machineVersion;
       set.revision = next.revision;
       matched = await c.updateOne(expected, set);
     }
     if (matched === 0) throw new RevisionConflictError(current._id, current.revision);
-    return next;
+    const out = next as ActorRecord;
+    out.view = patch.view ?? current.view;
+    return out;
   }
 
   /** Marks an actor whose snapshot cannot be restored; it stays stored for inspection. */

@@ -55,6 +55,11 @@ export interface CollectionLayout {
    * A value that is not a string stays in the document.
    */
   textFields?: string[];
+  /**
+   * Top-level fields that writes compare (an expected revision): SQLite keeps each in a column of
+   * its own, so that the condition reads no JSON. MongoDB stores the document unchanged.
+   */
+  columnFields?: string[];
 }
 
 /** Which adapter a store is. */
@@ -102,10 +107,13 @@ export interface Collection<T extends Doc> {
    * Replaces the document `doc._id` with `doc` when it also matches `filter` (an expected revision,
    * say): one write of the whole document, cheaper than {@link updateOne} of most of its fields.
    * Optional: callers fall back to `updateOne` when a collection lacks it.
+   * @param previous - the document as stored when it matches `filter` (what the writer read at the
+   *   revision it expects), when known: SQLite then rewrites only the columns (and index entries) of
+   *   the fields whose value changed. MongoDB ignores it.
    * @returns how many documents matched (0 or 1); 0 changes nothing.
    * @throws {DuplicateKeyError} when the new document breaks a unique index.
    */
-  replaceIf?(filter: Filter, doc: T): Promise<number>;
+  replaceIf?(filter: Filter, doc: T, previous?: T): Promise<number>;
   /** @returns how many documents were removed. */
   deleteMany(filter: Filter): Promise<number>;
 }

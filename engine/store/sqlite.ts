@@ -823,8 +823,10 @@ class Table {
   insertSql = '';
   /** INSERT of a row, replacing the row of the same id. */
   replaceSql = '';
-  /** UPDATE of a row's document and columns, `WHERE id = ?` and a condition to append. */
-  rewriteSql = '';
+  /** UPDATEs of a row's document and some of its columns, by {@link rewriteSqlOf}'s mask. */
+  private readonly rewrites = new Map<number, string>();
+  /** The mask of every column of {@link fields} (see {@link rewriteSqlOf}). */
+  allColumns = 0;
   /** What a read selects: `id`, `doc` and the columns of top-level fields ({@link fromRow} reads it). */
   selectList = 'id, doc';
   /** The SELECT of one document by id. */
@@ -857,10 +859,54 @@ class Table {
     this.insertSql = `INSERT INTO ${this.quoted} (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`;
     const sets = ['doc', ...cols].map((c) => `${c} = excluded.${c}`).join(', ');
     this.replaceSql = `${this.insertSql} ON CONFLICT (id) DO UPDATE SET ${sets}`;
-    this.rewriteSql = `UPDATE ${this.quoted} SET ${['doc', ...cols].map((c) => `${c} = ?`).join(', ')} WHERE id = ?`;
+    this.rewrites.clear();
+    this.allColumns = 2 ** cols.length - 1;
     this.selectList = ['id', 'doc', ...this.topFields.map((f) => this.columns.get(f)!)].join(', ');
     this.selectByIdSql = `SELECT ${this.selectList} FROM ${this.quoted} WHERE id = ?`;
     this.shaped.clear(); // the SQL of a field changes with its column
+  }
+
+  /**
+   * The UPDATE of a row's document and of the columns of `mask` (bit `i`: the column of field `i`
+   * of {@link fields}), `WHERE id = ?` and a condition to append; its parameters are the JSON text,
+   * the values of those columns in their order, then the id ({@link rewriteValues}).
+   */
+  rewriteSqlOf(mask: number): string {
+    let sql = this.rewrites.get(mask);
+    if (sql === undefined) {
+      const sets = ['doc = ?'];
+      this.fields.forEach((f, i) => {
+        if (mask & (1 << i)) sets.push(`${this.columns.get(f)!} = ?`);
+      });
+      sql = `UPDATE ${this.quoted} SET ${sets.join(', ')} WHERE id = ?`;
+      this.rewrites.set(mask, sql);
+    }
+    return sql;
+  }
+
+  /**
+   * The mask ({@link rewriteSqlOf}) of the columns whose value in `row` (a {@link row}) differs from
+   * the one `previous` gives them: the columns a rewrite of `previous` into `row` must set.
+   */
+  changedColumns(row: SqlValue[], previous: Doc): number {
+    let mask = 0;
+    const fields = this.fields;
+    for (let i = 0; i < fields.length; i++) {
+      const f = fields[i]!;
+      const before = this.top[i]
+        ? param((previous as unknown as Record<string, unknown>)[f])
+        : columnValue(previous, f);
+      if (before !== row[i + 2]) mask |= 1 << i;
+    }
+    return mask;
+  }
+
+  /** The parameters of {@link rewriteSqlOf}`(mask)` for `row` (a {@link row}), before the condition's. */
+  rewriteValues(row: SqlValue[], mask: number): SqlValue[] {
+    const values: SqlValue[] = [row[1]!];
+    for (let i = 2; i < row.length; i++) if (mask & (1 << (i - 2))) values.push(row[i]!);
+    values.push(row[0]!);
+    return values;
   }
 
   /**
@@ -1148,17 +1194,23 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     await this.store.writer.write(() => this.st(this.t.replaceSql).run(row), this.scope);
   }
 
-  async replaceIf(filter: Filter, doc: T): Promise<number> {
-    const q = this.t.statementFor(
-      'replaceIf',
+  /**
+   * Rewrites the document and, given `previous`, only the columns whose value changed: an index
+   * entry of the row is then touched only when one of its fields changed (SQLite rewrites the
+   * entries of every index on a column an UPDATE sets, whatever its value).
+   */
+  async replaceIf(filter: Filter, doc: T, previous?: T): Promise<number> {
+    const t = this.t;
+    const row = t.row(doc);
+    const mask = previous === undefined ? t.allColumns : t.changedColumns(row, previous);
+    const q = t.statementFor(
+      `replaceIf\u0002${mask}`,
       filter,
       (sql) => this.st(sql),
-      (where) => `${this.t.rewriteSql} AND ${where}`,
+      (where) => `${t.rewriteSqlOf(mask)} AND ${where}`,
     );
-    const row = this.t.row(doc);
-    // the row's values but its id, then its id (`WHERE id = ?`), then the filter's
-    const values = row.slice(1);
-    values.push(row[0]!, ...q.params);
+    const values = t.rewriteValues(row, mask);
+    for (const p of q.params) values.push(p);
     return this.store.writer.write(() => q.st.run(values).changes, this.scope);
   }
 
@@ -1390,9 +1442,9 @@ export class SqliteStore implements Store {
   ): Promise<Collection<T>> {
     if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name))
       throw new Error(`store: collection name ${JSON.stringify(name)} is not an identifier`);
-    const text = layout.textFields ?? [];
+    const text = [...(layout.textFields ?? []), ...(layout.columnFields ?? [])];
     for (const f of text)
-      if (f.includes('.') || f === '_id') throw new Error(`store: ${JSON.stringify(f)} cannot be a text field`);
+      if (f.includes('.') || f === '_id') throw new Error(`store: ${JSON.stringify(f)} cannot be a column field`);
     let c = this.collections.get(name);
     const fresh = !c;
     if (!c) {

@@ -21,9 +21,9 @@ const PREVIOUS_ACTORS_SCHEMA = `
 
 /**
  * Rewrites the `actors` table of the store in `dir` (closed) as the previous layout stored it: the
- * document's JSON holding its `_id`, its snapshot (a JSON string inside the JSON) and its owner; a
- * column per indexed field, `ownerKey` (`<owner>|<createdAtMs, 15 digits>|<_id>`) among them, a
- * string or a number held by its column alone; and no record of this version's migration.
+ * document's JSON holding its `_id`, its snapshot (a JSON string inside the JSON), its owner and its
+ * revision; a column per indexed field, `ownerKey` (`<owner>|<createdAtMs, 15 digits>|<_id>`) among
+ * them, a string or a number held by its column alone; and no record of this version's migration.
  */
 function toPreviousLayout(dir: string): void {
   const db = new BetterSqlite3(path.join(dir, SQLITE_FILE));
@@ -31,7 +31,7 @@ function toPreviousLayout(dir: string): void {
     const rows = db
       .prepare(
         'SELECT id, doc, "ix:final" AS f, "ix:quarantine" AS q, "ix:createdAtMs" AS c, "ix:kind" AS k, ' +
-          '"ix:ownerUserId" AS u, "ix:snapshot" AS s FROM actors',
+          '"ix:ownerUserId" AS u, "ix:snapshot" AS s, "ix:revision" AS r FROM actors',
       )
       .all() as Array<{
       id: string;
@@ -42,12 +42,13 @@ function toPreviousLayout(dir: string): void {
       k: string;
       u: string | null;
       s: string;
+      r: number;
     }>;
     expect(rows.length).toBeGreaterThan(0);
     db.exec(`DROP TABLE actors; ${PREVIOUS_ACTORS_SCHEMA}`);
     const insert = db.prepare('INSERT INTO actors VALUES (?, ?, ?, ?, ?, ?, ?)');
     for (const r of rows) {
-      const doc = { _id: r.id, snapshot: r.s, ownerUserId: r.u, ...(JSON.parse(r.doc) as object) };
+      const doc = { _id: r.id, snapshot: r.s, ownerUserId: r.u, revision: r.r, ...(JSON.parse(r.doc) as object) };
       const ownerKey = r.u === null ? null : `${r.u}|${String(r.c).padStart(15, '0')}|${r.id}`;
       insert.run(r.id, JSON.stringify(doc), r.f, r.q, r.c, r.k, ownerKey);
     }

@@ -168,6 +168,31 @@ for (const adapter of adapters()) {
       expect(await c.findOne({ _id: 'r1' })).toMatchObject({ owner: 'p', n: 3 });
     });
 
+    it('replaceIf given the document as read: changed and unchanged fields read and match', async () => {
+      const c = await store.collection<Item>('replprev', [{ fields: ['owner', 'n'] }, { fields: ['tag'] }]);
+      const first: Item = { _id: 'p1', owner: 'o', n: 1, tag: 'a', nested: { k: 'x' } };
+      await c.insertOne(first);
+      const second: Item = { _id: 'p1', owner: 'o', n: 2, tag: 'a', nested: { k: 'y' } };
+      expect(await c.replaceIf!({ _id: 'p1', n: 1 }, second, first)).toBe(1);
+      expect(await c.findOne({ _id: 'p1' })).toEqual(second);
+      expect((await c.find({ owner: 'o', n: 2 })).map((d) => d._id)).toEqual(['p1']);
+      expect(await c.count({ owner: 'o', n: 1 })).toBe(0);
+      expect(await c.count({ tag: 'a' })).toBe(1);
+      // an indexed field dropped, one unchanged, one changed
+      const third: Item = { _id: 'p1', owner: 'q', n: 2 };
+      expect(await c.replaceIf!({ _id: 'p1', n: 1 }, third, first)).toBe(0);
+      expect(await c.replaceIf!({ _id: 'p1', n: 2 }, third, second)).toBe(1);
+      expect(await c.findOne({ _id: 'p1' })).toEqual(third);
+      expect(await c.count({ tag: 'a' })).toBe(0);
+      expect(await c.count({ tag: null })).toBe(1);
+      expect((await c.find({ owner: 'q', n: 2 })).map((d) => d._id)).toEqual(['p1']);
+      // nothing changed but the document
+      const same: Item = { _id: 'p1', owner: 'q', n: 2, nested: { k: 'z' } };
+      expect(await c.replaceIf!({ _id: 'p1' }, same, third)).toBe(1);
+      expect(await c.findOne({ _id: 'p1' })).toEqual(same);
+      expect((await c.find({ owner: 'q', n: 2 })).map((d) => d._id)).toEqual(['p1']);
+    });
+
     it('indexed fields follow every kind of update (a field, an object holding it, a field inside it)', async () => {
       const c = await store.collection<Item>('nestix', [{ fields: ['nested.k'] }, { fields: ['n'] }]);
       await c.insertOne({ _id: 'x', owner: 'o', n: 1, nested: { k: 'a' } });

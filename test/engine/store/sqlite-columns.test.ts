@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { RevisionConflictError } from '../../../engine/errors.js';
 import { ActorRepository } from '../../../engine/store/actors.js';
 import { SQLITE_FILE, SqliteStore } from '../../../engine/store/sqlite.js';
 
@@ -77,6 +78,15 @@ describe('the SQLite store: indexed fields in columns', () => {
     expect(owned.records.map((r) => r._id)).toEqual(['a2', 'a1', 'a0']);
     expect(owned.total).toBe(3);
     expect((await repo.findRestorable()).map((r) => r._id)).toEqual(['a0', 'a1']);
+    // the revision, now a column filled from the JSON, is what an update compares
+    const a0 = (await repo.get('a0'))!;
+    expect(a0.revision).toBe(1);
+    const step = { snapshot: '{}', status: 'OPEN', view: {}, final: false, updatedAtMs: 20 };
+    const a0next = await repo.update(a0, step);
+    expect(a0next).toMatchObject({ revision: 2, status: 'OPEN', createdAtMs: 10, type: 'LIMIT' });
+    await expect(repo.update(a0, step)).rejects.toBeInstanceOf(RevisionConflictError);
+    const { view: _v, ...stored } = a0next;
+    expect(await repo.getStored('a0')).toEqual({ ...stored, view: {} });
     await store.close();
 
     const { columns, indexes } = schemaOf(dir, 'actors');
@@ -90,19 +100,26 @@ describe('the SQLite store: indexed fields in columns', () => {
         'ix:kind',
         'ix:ownerUserId',
         'ix:snapshot',
+        'ix:revision',
       ]),
     );
     expect(indexes.length).toBeGreaterThan(0);
     for (const sql of indexes) expect(sql).not.toContain('json_extract');
     const db = new BetterSqlite3(path.join(dir, SQLITE_FILE), { readonly: true });
     expect(
-      db.prepare('SELECT id, "ix:final" AS f, "ix:createdAtMs" AS c, "ix:kind" AS k FROM actors ORDER BY id').all(),
+      db
+        .prepare(
+          'SELECT id, "ix:final" AS f, "ix:createdAtMs" AS c, "ix:kind" AS k, "ix:revision" AS r ' +
+            'FROM actors ORDER BY id',
+        )
+        .all(),
     ).toEqual([
-      { id: 'a0', f: 0, c: 10, k: 'order' },
-      { id: 'a1', f: 0, c: 11, k: 'order' },
-      { id: 'a2', f: 1, c: 12, k: 'order' },
+      { id: 'a0', f: 0, c: 10, k: 'order', r: 2 },
+      { id: 'a1', f: 0, c: 11, k: 'order', r: 1 },
+      { id: 'a2', f: 1, c: 12, k: 'order', r: 1 },
     ]);
-    // rewritten as stored now: the snapshot and the owner in their columns, no ownerKey, no _id in the JSON
+    // rewritten as stored now: the snapshot, the owner and the revision in their columns, no ownerKey,
+    // no _id in the JSON
     for (const row of db.prepare('SELECT doc, "ix:snapshot" AS s, "ix:ownerUserId" AS u FROM actors').all() as Array<{
       doc: string;
       s: string;
@@ -110,7 +127,7 @@ describe('the SQLite store: indexed fields in columns', () => {
     }>) {
       expect(row).toMatchObject({ s: '{}', u: 'u' });
       expect(Object.keys(JSON.parse(row.doc) as object)).not.toEqual(
-        expect.arrayContaining([expect.stringMatching(/^(_id|ownerKey|snapshot|ownerUserId)$/)]),
+        expect.arrayContaining([expect.stringMatching(/^(_id|ownerKey|snapshot|ownerUserId|revision)$/)]),
       );
     }
     db.close();
@@ -143,7 +160,19 @@ describe('the SQLite store: indexed fields in columns', () => {
     expect(await c.replaceIf!({ _id: 'd', kind: 'z' }, { _id: 'd', kind: 'w', n: 4, ok: false })).toBe(1);
     expect(await c.replaceIf!({ _id: 'd', kind: 'z' }, { _id: 'd', kind: 'v', n: 5, ok: false })).toBe(0);
     expect(await c.findOne({ _id: 'd' })).toStrictEqual({ _id: 'd', kind: 'w', n: 4, ok: false });
-    expect(await c.deleteMany({ kind: 'w', ok: false })).toBe(1);
+    // given the document as read, only the columns that change are set (an unchanged column's
+    // index entries are not rewritten)
+    const read = (await c.findOne({ _id: 'd' }))!;
+    expect(await c.replaceIf!({ _id: 'd', n: 4 }, { _id: 'd', kind: 'w', n: 6, ok: true }, read)).toBe(1);
+    expect(store.preparedSql()).toContain(
+      'UPDATE "shaped" SET doc = ? WHERE id = ? AND id = ? AND json_extract(doc, \'$."n"\') = ?',
+    );
+    expect(await c.findOne({ kind: 'w' })).toStrictEqual({ _id: 'd', kind: 'w', n: 6, ok: true });
+    await c.replaceIf!({ _id: 'd' }, { _id: 'd', kind: 'u', n: 6, ok: true }, { _id: 'd', kind: 'w', n: 6, ok: true });
+    expect(store.preparedSql()).toContain('UPDATE "shaped" SET doc = ?, "ix:kind" = ? WHERE id = ? AND id = ?');
+    expect((await c.find({ kind: 'u' })).map((d) => d._id)).toStrictEqual(['d']);
+    expect(await c.count({ kind: 'w' })).toBe(0);
+    expect(await c.deleteMany({ kind: 'u', ok: true })).toBe(1);
     // a few ids: each by its key (duplicates and missing ones as the query gives them)
     const ids = async (list: string[]) => (await c.find({ _id: { $in: list } })).map((d) => d._id);
     expect(await ids(['c', 'a', 'nope', 'a'])).toStrictEqual(['a', 'c']);
