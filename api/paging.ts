@@ -48,3 +48,23 @@ export function page<T>(key: string, items: T[], total: number, p: PageRequest):
     has_more: p.offset + items.length < total,
   };
 }
+
+/**
+ * A 200 answer of actor records' views (`{records, total}` as the store pages them) in the
+ * offset/limit envelope of {@link page}, under `key`.
+ */
+export function recordsPage(
+  key: string,
+  found: { records: readonly { view: Record<string, unknown> }[]; total: number },
+  p: PageRequest,
+): { status: 200; body: Record<string, unknown> } {
+  return {
+    status: 200,
+    body: page(
+      key,
+      found.records.map((r) => r.view),
+      found.total,
+      p,
+    ),
+  };
+}

@@ -10,7 +10,7 @@ import { requireVenue } from '../availability.js';
 import { orderIdParam } from './order-batch.js';
 import type { Handler, HandlerContext, HandlerResult } from '../context.js';
 import { bearerToken } from '../auth.js';
-import { page, pageQuery } from '../paging.js';
+import { page, pageQuery, recordsPage } from '../paging.js';
 
 const REPLAYED = { 'Idempotent-Replayed': 'true' };
 
@@ -152,16 +152,11 @@ export const listStrategies: Handler = async ({ req, services, user }) => {
   const filter: Record<string, unknown> = { kind: 'strategy' };
   if (req.query.status !== undefined) filter.status = String(req.query.status);
   if (req.query.type !== undefined) filter.type = String(req.query.type);
-  const { records, total } = await services.actors.findOwned(user!._id, filter, { skip: p.offset, limit: p.limit });
-  return {
-    status: 200,
-    body: page(
-      'strategies',
-      records.map((r) => r.view),
-      total,
-      p,
-    ),
-  };
+  return recordsPage(
+    'strategies',
+    await services.actors.findOwned(user!._id, filter, { skip: p.offset, limit: p.limit }),
+    p,
+  );
 };
 
 /** DELETE /v2/trade/strategies/{record_id}: cancels while untriggered; 409 once a stop executes. */
@@ -179,18 +174,12 @@ export const openOrders: Handler = async ({ req, services, user }) => {
   const p = pageQuery(req, 500);
   const tokenId = (req.query as { token_id?: string }).token_id;
   const open = { kind: 'order', status: { $in: OPEN_STATUSES } };
-  if (tokenId === undefined) {
-    const { records, total } = await services.actors.findOwned(user!._id, open, { skip: p.offset, limit: p.limit });
-    return {
-      status: 200,
-      body: page(
-        'orders',
-        records.map((r) => r.view),
-        total,
-        p,
-      ),
-    };
-  }
+  if (tokenId === undefined)
+    return recordsPage(
+      'orders',
+      await services.actors.findOwned(user!._id, open, { skip: p.offset, limit: p.limit }),
+      p,
+    );
   // the token is not a stored field of the order's record: the user's working orders (one index range)
   // are matched on their views, then paged
   const { records } = await services.actors.findOwned(user!._id, open);

@@ -2,7 +2,7 @@ import type { WalletOpType } from '../../machines/wallet-op.js';
 import type { WalletOpBody, WithdrawBody } from '../../engine/wallet/service.js';
 import { requireVenue } from '../availability.js';
 import type { Handler, HandlerResult } from '../context.js';
-import { page, pageQuery } from '../paging.js';
+import { pageQuery, recordsPage } from '../paging.js';
 
 const REPLAYED = { 'Idempotent-Replayed': 'true' };
 
@@ -47,16 +47,7 @@ export const getWithdrawal: Handler = async ({ req, services, user }) => {
 export const listWithdrawals: Handler = async ({ req, services, user }) => {
   const p = pageQuery(req, 500);
   const status = typeof req.query.status === 'string' ? req.query.status : undefined;
-  const { records, total } = await services.wallet.withdrawals(user!._id, p, status);
-  return {
-    status: 200,
-    body: page(
-      'withdrawals',
-      records.map((r) => r.view),
-      total,
-      p,
-    ),
-  };
+  return recordsPage('withdrawals', await services.wallet.withdrawals(user!._id, p, status), p);
 };
 
 /** GET /v2/trade/balances/withdrawable (spec 2.8, 4.5). */
