@@ -671,6 +671,74 @@ const LAZY_VIEW_ACCESSOR: PropertyDescriptor = {
 };
 
 /**
+ * The record a new actor of `def` is stored with at `now` (epoch ms), and how the record written
+ * becomes the callers' (with `typeOf`, only the type is stored: the view is derived when read).
+ */
+function creationOf(
+  def: ActorDefinition,
+  machineId: string,
+  args: { id: string; partnerId: string; ownerUserId: string | null },
+  snapshot: AnyMachineSnapshot,
+  now: number,
+): { doc: Omit<ActorRecord, 'revision' | 'quarantine'>; outOf: (r: ActorRecord) => ActorRecord } {
+  const status = def.statusOf(snapshot);
+  const meta = { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 };
+  const deriveView = () => def.viewOf?.(snapshot, meta) ?? {};
+  return {
+    doc: {
+      _id: args.id,
+      machineId,
+      machineVersion: def.version,
+      snapshot: storedSnapshotJson(def, snapshot, { _id: args.id, ownerUserId: args.ownerUserId, createdAtMs: now }),
+      kind: def.kind,
+      status,
+      view: def.typeOf ? { type: def.typeOf(snapshot) } : deriveView(),
+      final: isFinal(def, snapshot),
+      partnerId: args.partnerId,
+      ownerUserId: args.ownerUserId,
+      createdAtMs: now,
+      updatedAtMs: now,
+    },
+    outOf: (r) => (def.typeOf ? withLazyView(r, deriveView) : r),
+  };
+}
+
+/**
+ * The fields a step of actor `current` to `next` (stored as `snapshotJson`) writes at `now` (epoch
+ * ms), and how the record written becomes the callers' (its view derived when read).
+ */
+function stepOf(
+  def: ActorDefinition,
+  current: ActorRecord,
+  next: AnyMachineSnapshot,
+  snapshotJson: string,
+  now: number,
+): {
+  patch: Pick<ActorRecord, 'snapshot' | 'status' | 'view' | 'final' | 'updatedAtMs' | 'machineVersion'>;
+  outOf: (r: ActorRecord) => ActorRecord;
+} {
+  const status = def.statusOf(next);
+  const meta = {
+    id: current._id,
+    status,
+    createdAtMs: current.createdAtMs,
+    updatedAtMs: now,
+    revision: current.revision + 1,
+  };
+  return {
+    patch: {
+      snapshot: snapshotJson,
+      status,
+      view: NO_VIEW,
+      final: isFinal(def, next),
+      updatedAtMs: now,
+      machineVersion: def.version,
+    },
+    outOf: (r) => withLazyView(r, () => def.viewOf?.(next, meta) ?? {}),
+  };
+}
+
+/**
  * A copy of `record` whose `view` is derived on first read, then kept: most records a write
  * produces (the one each sender and each `changed` listener gets) are never shown, so deriving
  * the read model eagerly on every write would be wasted. Reads, spreads and JSON see an
@@ -1124,40 +1192,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     return this.enqueue(args.id, async () => {
       const def = this.definition(machineId);
       const [snapshot, actions] = this.stepperOf(def).initial(args.input);
-      const now = this.clock.now();
-      const status = def.statusOf(snapshot);
-      const meta = { id: args.id, status, createdAtMs: now, updatedAtMs: now, revision: 1 };
-      const deriveView = () => def.viewOf?.(snapshot, meta) ?? {};
-      const outOf = (r: ActorRecord) => (def.typeOf ? withLazyView(r, deriveView) : r);
-      const { record, out } = await this.persist(
-        args.id,
-        (tx) =>
-          this.repo.insert(
-            {
-              _id: args.id,
-              machineId,
-              machineVersion: def.version,
-              snapshot: storedSnapshotJson(def, snapshot, {
-                _id: args.id,
-                ownerUserId: args.ownerUserId,
-                createdAtMs: now,
-              }),
-              kind: def.kind,
-              status,
-              // with typeOf, only the type (stored) now: the view when someone reads it
-              view: def.typeOf ? { type: def.typeOf(snapshot) } : deriveView(),
-              final: isFinal(def, snapshot),
-              partnerId: args.partnerId,
-              ownerUserId: args.ownerUserId,
-              createdAtMs: now,
-              updatedAtMs: now,
-            },
-            tx,
-          ),
-        outOf,
-        null,
-        true,
-      );
+      const { doc, outOf } = creationOf(def, machineId, args, snapshot, this.clock.now());
+      const { record, out } = await this.persist(args.id, (tx) => this.repo.insert(doc, tx), outOf, null, true);
       this.createdDuringRestore?.add(args.id);
       const live: Live = { def, record: slim(record), snapshot, json: record.snapshot };
       this.keep(live);
@@ -1240,59 +1276,19 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
           let record: ActorRecord;
           let full: ActorRecord;
           if (e.create) {
-            const status = def.statusOf(snapshot);
-            const meta = { id, status, createdAtMs: now, updatedAtMs: now, revision: 1 };
-            const deriveView = () => def.viewOf?.(snapshot, meta) ?? {};
-            record = await this.repo.insert(
-              {
-                _id: id,
-                machineId: e.create.machineId,
-                machineVersion: def.version,
-                snapshot: storedSnapshotJson(def, snapshot, {
-                  _id: id,
-                  ownerUserId: e.create.ownerUserId,
-                  createdAtMs: now,
-                }),
-                kind: def.kind,
-                status,
-                view: def.typeOf ? { type: def.typeOf(snapshot) } : deriveView(),
-                final: isFinal(def, snapshot),
-                partnerId: e.create.partnerId,
-                ownerUserId: e.create.ownerUserId,
-                createdAtMs: now,
-                updatedAtMs: now,
-              },
-              tx,
-            );
-            full = def.typeOf ? withLazyView(record, deriveView) : record;
+            const { doc, outOf } = creationOf(def, e.create.machineId, { id, ...e.create }, snapshot, now);
+            record = await this.repo.insert(doc, tx);
+            full = outOf(record);
           } else {
             const current = e.live!.record;
-            const status = def.statusOf(snapshot);
-            const meta = {
-              id,
-              status,
-              createdAtMs: current.createdAtMs,
-              updatedAtMs: now,
-              revision: current.revision + 1,
-            };
-            record = await this.repo.update(
-              current,
-              {
-                snapshot: storedSnapshotJson(def, snapshot, current),
-                status,
-                view: NO_VIEW,
-                final: isFinal(def, snapshot),
-                updatedAtMs: now,
-                machineVersion: def.version,
-              },
-              tx,
-            );
+            const { patch, outOf } = stepOf(def, current, snapshot, storedSnapshotJson(def, snapshot, current), now);
+            record = await this.repo.update(current, patch, tx);
             const own = def.stepWritesOf?.(snapshot, e.live!.snapshot) ?? null;
             if (own) {
               const then = await own(tx);
               if (then) committed.push(then);
             }
-            full = withLazyView(record, () => def.viewOf?.(snapshot, meta) ?? {});
+            full = outOf(record);
           }
           const bound = this.stepWrites.get(id);
           if (bound && !(e.create && this.boundAfterCreation.has(bound))) await bound(tx, full);
@@ -1663,32 +1659,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         return this.answer(same);
       }
       try {
-        const status = def.statusOf(next);
-        const updatedAtMs = this.clock.now();
-        const meta = {
-          id,
-          status,
-          createdAtMs: live.record.createdAtMs,
-          updatedAtMs,
-          revision: live.record.revision + 1,
-        };
-        const outOf = (r: ActorRecord) => withLazyView(r, () => def.viewOf?.(next, meta) ?? {});
         const current = live.record;
+        const { patch, outOf } = stepOf(def, current, next, snapshotJson, this.clock.now());
         const { record, out } = await this.persist(
           id,
-          (tx) =>
-            this.repo.update(
-              current,
-              {
-                snapshot: snapshotJson,
-                status,
-                view: NO_VIEW,
-                final: isFinal(def, next),
-                updatedAtMs,
-                machineVersion: def.version,
-              },
-              tx,
-            ),
+          (tx) => this.repo.update(current, patch, tx),
           outOf,
           def.stepWritesOf?.(next, live.snapshot) ?? null,
         );
