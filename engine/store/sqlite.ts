@@ -1061,18 +1061,14 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     }, this.scope);
   }
 
-  /**
-   * All or none; an `_id` taken (stored or earlier in `docs`) is skipped. Inside a transaction its
-   * rollback is what undoes a failure part way, as for any write there: no savepoint of its own,
-   * whose sub-journal SQLite writes to a temporary file (about a third more bytes written per print
-   * in bench:replay).
-   */
+  /** All or none, as {@link insertMany}; an `_id` taken (stored or earlier in `docs`) is skipped. */
   async insertMissing(docs: T[]): Promise<boolean[]> {
     const rows = docs.map((d) => this.t.row(d));
     const insert = this.st(`${this.t.insertSql} ON CONFLICT (id) DO NOTHING`);
     const all = () => rows.map((row) => insert.run(row).changes === 1);
-    if (rows.length === 1 || this.scope !== null) return this.store.writer.write(all, this.scope);
     return this.store.writer.write(() => {
+      // one row is all or none by itself: no savepoint
+      if (rows.length === 1) return all();
       let inserted: boolean[] = [];
       this.store.writer.allOrNone(() => void (inserted = all()));
       return inserted;
