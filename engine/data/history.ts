@@ -46,35 +46,15 @@ function before(a: Position, b: Position): boolean {
   return a.blockTimestamp < b.blockTimestamp || (a.blockTimestamp === b.blockTimestamp && a.logIndex < b.logIndex);
 }
 
-/** The `_id`s of `rows` already in `col`: one read for the batch (a lookup by primary key each). */
-async function present<T extends Doc>(col: Collection<T>, rows: readonly T[]): Promise<Set<string>> {
-  if (rows.length === 1) return (await col.findOne({ _id: rows[0]!._id })) ? new Set([rows[0]!._id]) : new Set();
-  const found = await col.find({ _id: { $in: rows.map((r) => r._id) } });
-  return new Set(found.map((r) => r._id));
-}
-
 /**
  * Inserts each of `rows` whose `_id` is not in `col` yet (nor earlier in `rows`), adding it to
- * `fresh`; returns the rows left out (their `_id` was taken). One write with no read first when the
- * store can ({@link Collection.insertMissing}), else a read of the batch's ids and an insert each.
+ * `fresh`, in one write with no read first ({@link Collection.insertMissing}); returns the rows
+ * left out (their `_id` was taken).
  */
 async function insertNew<T extends Doc>(col: Collection<T>, rows: readonly T[], fresh: T[]): Promise<T[]> {
   const taken: T[] = [];
-  if (col.insertMissing) {
-    const inserted = await col.insertMissing(rows as T[]);
-    for (let i = 0; i < rows.length; i++) (inserted[i] ? fresh : taken).push(rows[i]!);
-    return taken;
-  }
-  const there = await present(col, rows);
-  const seen = new Set<string>();
-  for (const r of rows) {
-    if (there.has(r._id) || seen.has(r._id)) taken.push(r);
-    else {
-      seen.add(r._id);
-      await col.insertOne(r);
-      fresh.push(r);
-    }
-  }
+  const inserted = await col.insertMissing(rows as T[]);
+  for (let i = 0; i < rows.length; i++) (inserted[i] ? fresh : taken).push(rows[i]!);
   return taken;
 }
 

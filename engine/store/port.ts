@@ -81,16 +81,14 @@ export interface Collection<T extends Doc> {
   /**
    * Inserts, in order, each of `docs` whose `_id` is not taken (in the collection or by an earlier
    * doc of the list), leaving the stored document of a taken `_id` as it is: an idempotent append
-   * that needs no read first. Optional: callers fall back to a read and {@link insertOne} when a
-   * collection lacks it.
-   * - SQLite: all or none (`INSERT … ON CONFLICT (id) DO NOTHING` a document; inside a transaction
-   *   a failure part way is undone by the transaction's rollback, so let the error propagate).
+   * that needs no read first.
+   * - SQLite: all or none (`INSERT … ON CONFLICT (id) DO NOTHING` a document, several in a savepoint).
    * - MongoDB: one ordered bulk write of `$setOnInsert` upserts by `_id` (no failed write, so it is
    *   usable inside a transaction); outside one, a prefix may have landed when it throws.
    * @returns for each of `docs`, whether it was inserted.
    * @throws {DuplicateKeyError} when a unique index other than `_id` is taken.
    */
-  insertMissing?(docs: T[]): Promise<boolean[]>;
+  insertMissing(docs: T[]): Promise<boolean[]>;
   findOne(filter: Filter): Promise<T | null>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
   count(filter: Filter): Promise<number>;
@@ -183,6 +181,7 @@ export function withUnit<R>(store: Store, tx: UnitOfWork | undefined, fn: (tx: U
 export function collectionWhenOpen<T extends Doc>(opening: Promise<Collection<T>>): Collection<T> {
   return {
     insertOne: async (doc) => (await opening).insertOne(doc),
+    insertMissing: async (docs) => (await opening).insertMissing(docs),
     findOne: async (filter) => (await opening).findOne(filter),
     find: async (filter, options) => (await opening).find(filter, options),
     count: async (filter) => (await opening).count(filter),

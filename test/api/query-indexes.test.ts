@@ -246,6 +246,7 @@ class RecordingStore implements Store {
     const rec = (op: Op, filter: Filter, sort?: FindOptions['sort']) => this.record(shapeOf(name, op, filter, sort));
     return {
       insertOne: (doc) => c.insertOne(doc),
+      insertMissing: (docs) => c.insertMissing(docs), // by _id
       findOne: (filter) => (rec('findOne', filter), c.findOne(filter)),
       find: (filter, options) => (rec('find', filter, options?.sort), c.find(filter, options)),
       count: (filter) => (rec('count', filter), c.count(filter)),

@@ -304,12 +304,8 @@ export class FaultyStore implements Store {
               this.run({ collection: name, op: 'insertMany', doc: docs[0] }, () => inner.insertMany!(docs)),
           }
         : {}),
-      ...(inner.insertMissing
-        ? {
-            insertMissing: (docs: T[]) =>
-              this.run({ collection: name, op: 'insertMissing', doc: docs[0] }, () => inner.insertMissing!(docs)),
-          }
-        : {}),
+      insertMissing: (docs: T[]) =>
+        this.run({ collection: name, op: 'insertMissing', doc: docs[0] }, () => inner.insertMissing(docs)),
       findOne: (filter) => this.run({ collection: name, op: 'findOne', filter }, () => inner.findOne(filter)),
       find: (filter, options?: FindOptions) =>
         this.run({ collection: name, op: 'find', filter }, () => inner.find(filter, options)),
