@@ -778,6 +778,14 @@ function persistContext<T>(part: T): T {
   return (copy ?? part) as T;
 }
 
+/** A context value as XState persists it: an actor reference as `{xstate$$type: 1, id}`, inside too (copy on write). */
+function persistValue(value: unknown): unknown {
+  if (!value || typeof value !== 'object') return value;
+  if ('sessionId' in value && 'send' in value && 'ref' in value)
+    return { xstate$$type: 1, id: (value as unknown as { id: string }).id };
+  return persistContext(value);
+}
+
 /**
  * The JSON text of a snapshot as XState's `getPersistedSnapshot` makes it (same keys, same order:
  * `status`, `output`, `error`, `value`, `historyValue`, `context`, `children`), built directly when
@@ -845,8 +853,9 @@ export function storedSnapshotJson(
   const children = snapshot.children as Record<string, unknown>;
   if (!form) return persistedSnapshotJson(def.logic, snapshot);
   for (const _ in children) return persistedSnapshotJson(def.logic, snapshot);
-  if (form.fields) return positionalSnapshotJson(def.logic, form, form.fields, snapshot, ids);
-  const packed = packContext(form, persistContext(snapshot.context) as Record<string, unknown>, ids);
+  const plan = planOf(form);
+  if (form.fields) return positionalSnapshotJson(def.logic, plan, form.fields, snapshot, ids);
+  const packed = packContext(plan, snapshot.context as Record<string, unknown>, ids);
   if (packed === null) return persistedSnapshotJson(def.logic, snapshot);
   const out: Record<string, unknown> = { form: form.version };
   if (snapshot.status !== 'active') out.status = snapshot.status;
@@ -859,11 +868,45 @@ export function storedSnapshotJson(
   return JSON.stringify(out);
 }
 
-/** The derivations of each form by field (built once per form). */
-const derivations = new WeakMap<
-  SnapshotForm,
-  Map<string, (context: Record<string, unknown>, ids: RecordIds) => unknown>
->();
+/**
+ * What writing a form's snapshots needs, built once per form: each field the form names with what
+ * it does with it (a slot; a derivation; else its default), its fields with a default, its
+ * derivations in order.
+ */
+interface FormPlan {
+  version: number;
+  roles: Map<string, FieldRole>;
+  defaultKeys: readonly string[];
+  derivedKeys: readonly string[];
+}
+
+/** What a form does with a context field ({@link FormPlan}). */
+type FieldRole =
+  | { slot: true; derive: null; value: undefined }
+  | { slot: false; derive: (context: Record<string, unknown>, ids: RecordIds) => unknown; value: undefined }
+  | { slot: false; derive: null; value: unknown };
+
+/** The plan of each form ({@link planOf}). */
+const plans = new WeakMap<SnapshotForm, FormPlan>();
+
+/** The {@link FormPlan} of `form` (built on its first use). */
+function planOf(form: SnapshotForm): FormPlan {
+  let plan = plans.get(form);
+  if (plan) return plan;
+  const roles = new Map<string, FieldRole>();
+  for (const k in form.defaults) roles.set(k, { slot: false, derive: null, value: form.defaults[k] });
+  for (const [k, derive] of form.derived ?? []) roles.set(k, { slot: false, derive, value: undefined });
+  for (const f of form.fields ?? [])
+    roles.set(typeof f === 'string' ? f : f.key, { slot: true, derive: null, value: undefined });
+  plan = {
+    version: form.version,
+    roles,
+    defaultKeys: Object.keys(form.defaults),
+    derivedKeys: (form.derived ?? []).map(([k]) => k),
+  };
+  plans.set(form, plan);
+  return plan;
+}
 
 /** The history value as XState persists it (state node ids), or undefined when empty. */
 function persistedHistory(snapshot: AnyMachineSnapshot): Record<string, Array<{ id: string }>> | undefined {
@@ -893,19 +936,18 @@ function derives(
 /** The snapshot in positional form `form` (see {@link SnapshotForm}), or XState's when its context does not fit. */
 function positionalSnapshotJson(
   logic: AnyStateMachine,
-  form: SnapshotForm,
+  plan: FormPlan,
   fields: NonNullable<SnapshotForm['fields']>,
   snapshot: AnyMachineSnapshot,
   ids: RecordIds,
 ): string {
-  const context = persistContext(snapshot.context) as Record<string, unknown>;
-  let slotted = slotKeys.get(form);
-  if (!slotted) slotKeys.set(form, (slotted = new Set(fields.map((f) => (typeof f === 'string' ? f : f.key)))));
-  const packed = packContext(form, context, ids, slotted);
+  const context = snapshot.context as Record<string, unknown>;
+  const packed = packContext(plan, context, ids);
   if (packed === null) return persistedSnapshotJson(logic, snapshot);
-  const out: unknown[] = [form.version, snapshot.value];
-  for (const f of fields) {
-    const v = context[typeof f === 'string' ? f : f.key];
+  const out: unknown[] = [plan.version, snapshot.value];
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    const v = persistValue(context[typeof f === 'string' ? f : f.key]);
     const slot = v === undefined || typeof f === 'string' ? v : f.encode(v, ids);
     if (slot === undefined) return persistedSnapshotJson(logic, snapshot);
     out.push(slot);
@@ -925,9 +967,6 @@ function positionalSnapshotJson(
   if (envelope) out.push(envelope);
   return JSON.stringify(out);
 }
-
-/** The keys of the slots of each positional form (built once per form). */
-const slotKeys = new WeakMap<SnapshotForm, Set<string>>();
 
 /** The form of `forms` (or one of its older ones) that reads version `version`, or undefined. */
 function formOfVersion(forms: SnapshotForm | null | undefined, version: unknown): SnapshotForm | undefined {
@@ -975,32 +1014,29 @@ function unpackPositional(
 }
 
 /**
- * The context without what {@link SnapshotForm} `form` restores (its fields at their default, its
- * derived fields when they are what their derivation gives, fields holding `undefined`) nor the
- * fields of `slotted` (a positional form's slots), or null when it lacks (or holds `undefined`
- * in) a field the form names: then it is stored in XState's form, so the round trip stays exact.
+ * The context without what the form of `plan` restores (its fields at their default, its derived
+ * fields when they are what their derivation gives, its slots, fields holding `undefined`), as
+ * XState persists it ({@link persistValue}), or null when it lacks (or holds `undefined` in) a
+ * field the form names: then it is stored in XState's form, so the round trip stays exact.
  */
-function packContext(
-  form: SnapshotForm,
-  context: Record<string, unknown>,
-  ids: RecordIds,
-  slotted?: ReadonlySet<string>,
-): Record<string, unknown> | null {
-  let derive = derivations.get(form);
-  if (!derive) derivations.set(form, (derive = new Map(form.derived ?? [])));
-  const defaults = form.defaults;
-  for (const k in defaults) if (context[k] === undefined) return null;
-  for (const k of derive.keys()) if (context[k] === undefined) return null;
+function packContext(plan: FormPlan, context: Record<string, unknown>, ids: RecordIds): Record<string, unknown> | null {
+  const defaultKeys = plan.defaultKeys;
+  for (let i = 0; i < defaultKeys.length; i++) if (context[defaultKeys[i]!] === undefined) return null;
+  const derivedKeys = plan.derivedKeys;
+  for (let i = 0; i < derivedKeys.length; i++) if (context[derivedKeys[i]!] === undefined) return null;
+  const roles = plan.roles;
   const packed: Record<string, unknown> = {};
   for (const k in context) {
-    if (slotted?.has(k)) continue;
     const v = context[k];
     if (v === undefined) continue;
-    const f = derive.get(k);
-    if (f !== undefined) {
-      if (derives(f, v, context, ids)) continue;
-    } else if (k in defaults && sameJson(v, defaults[k])) continue;
-    packed[k] = v;
+    const role = roles.get(k);
+    if (role !== undefined) {
+      if (role.slot) continue;
+      if (role.derive !== null) {
+        if (derives(role.derive, v, context, ids)) continue;
+      } else if (v === role.value || sameJson(v, role.value)) continue;
+    }
+    packed[k] = persistValue(v);
   }
   return packed;
 }

@@ -6,6 +6,7 @@ import type { SnapshotFrom } from 'xstate';
 import {
   ORDER_MACHINE_VERSION,
   ORDER_RESTORABLE_VERSIONS,
+  ORDER_SNAPSHOT_FORM,
   ORDER_STATUS,
   orderMachine,
   USER_CANCEL,
@@ -205,6 +206,7 @@ export class OrderService {
       machineId: ORDER_MACHINE_ID,
       version: ORDER_MACHINE_VERSION,
       restorableVersions: ORDER_RESTORABLE_VERSIONS,
+      form: ORDER_SNAPSHOT_FORM,
       kind: 'order',
       logic: orderMachine.provide({
         actions: {
@@ -493,7 +495,7 @@ export class OrderService {
       await this.whenQuiet(input.orderId);
       return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
     });
-    if (rec.status === 'REJECTED') throw venueRefusal(JSON.parse(rec.snapshot).context as OrderContext);
+    if (rec.status === 'REJECTED') throw venueRefusal(this.host.storedSnapshot(rec).context as OrderContext);
     return rec;
   }
 
@@ -546,7 +548,7 @@ export class OrderService {
               if (!(e instanceof DomainError && e.code === 'CONFLICT')) throw e;
             });
           }
-          const err = venueRefusal(JSON.parse(rec.snapshot).context as OrderContext);
+          const err = venueRefusal(this.host.storedSnapshot(rec).context as OrderContext);
           throw new DomainError(
             err.code,
             `rungs[${i}] (price ${input.price}) was refused, the ladder canceled: ${err.message}`,

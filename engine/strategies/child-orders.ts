@@ -18,9 +18,9 @@ import type { CancelReason } from '../venue/port.js';
 import { DELIVERY_RETRIES, deliveryDelayMs, type Deliveries } from './deliveries.js';
 
 /** The venue's verdict on a REJECTED order, as codes (the order machine's `error`, `reason`). */
-function rejectionOf(rec: ActorRecord): { error: string; reason: string } {
+function rejectionOf(host: ActorHost, rec: ActorRecord): { error: string; reason: string } {
   try {
-    const c = JSON.parse(rec.snapshot).context as OrderContext;
+    const c = host.storedSnapshot(rec).context as OrderContext;
     return { error: c.error ?? 'rejected', reason: c.reason ?? '' };
   } catch {
     return { error: 'rejected', reason: '' };
@@ -31,10 +31,10 @@ function rejectionOf(rec: ActorRecord): { error: string; reason: string } {
  * Whether a finished CANCELED order was canceled by its market's
  * resolution (its cancel code `MARKET_RESOLVED`, never the prose).
  */
-function canceledByResolution(rec: ActorRecord): boolean {
+function canceledByResolution(host: ActorHost, rec: ActorRecord): boolean {
   if (!rec.final || rec.status !== 'CANCELED') return false;
   try {
-    return (JSON.parse(rec.snapshot).context as OrderContext).cancelReason?.code === 'MARKET_RESOLVED';
+    return (host.storedSnapshot(rec).context as OrderContext).cancelReason?.code === 'MARKET_RESOLVED';
   } catch {
     return false;
   }
@@ -244,7 +244,7 @@ export class ChildOrderRouter {
    */
   orderEvent(rec: ActorRecord): StrategyEvent {
     if (rec.status === 'REJECTED') {
-      const { error, reason } = rejectionOf(rec);
+      const { error, reason } = rejectionOf(this.host, rec);
       return { type: 'order.refused', orderId: rec._id, error, reason };
     }
     const v = rec.view as OrderLinks;
@@ -255,7 +255,7 @@ export class ChildOrderRouter {
       filledSize: String(v.filled_size ?? '0'),
       matchedAmount: String(v.matched_amount ?? '0'),
       final: rec.final,
-      ...(canceledByResolution(rec) ? { marketResolved: true } : {}),
+      ...(canceledByResolution(this.host, rec) ? { marketResolved: true } : {}),
       atMs: this.clock.now(),
     };
   }

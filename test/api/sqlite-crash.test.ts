@@ -3,7 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TRADER_FILLS, TRADES, type TapeTrade, type TraderFill } from '../../engine/data/records.js';
+import type { ActorRecord } from '../../engine/store/actors.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
+import type { OrderContext } from '../../machines/order.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { checkInvariants } from '../invariants.js';
 import { orderBurst, processCaller, spawnService, type ServiceProcess } from '../process.js';
@@ -104,9 +106,10 @@ describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
     }
     expect(filled).toBeGreaterThan(0); // the MARKET buys traded with the liquidity provider
     // and no history row without the order step that recorded it
+    const host = svc.services.host;
     const recorded = new Set(
-      (await (await svc.services.store.collection<{ _id: string; snapshot: string }>('actors')).find({ kind: 'order' }))
-        .flatMap((o) => (JSON.parse(o.snapshot).context.fills ?? []) as { tradeId: string }[])
+      (await (await svc.services.store.collection<ActorRecord>('actors')).find({ kind: 'order' }))
+        .flatMap((o) => (host.storedSnapshot(o).context as OrderContext).fills ?? [])
         .map((f) => f.tradeId.replace(/-[tm]$/, '')),
     );
     expect(tapeIds.filter((t) => !recorded.has(t))).toEqual([]);

@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { initialTransition, transition, type SnapshotFrom } from 'xstate';
 import { getSimplePaths } from 'xstate/graph';
+import { persistedSnapshotJson, storedSnapshotJson, unpackSnapshot } from '../../engine/actor-host.js';
 import { orderView } from '../../engine/orders.js';
-import { ORDER_STATUS, orderMachine, type OrderEvent, type OrderInput } from '../../machines/order.js';
+import {
+  ORDER_SNAPSHOT_FORM,
+  ORDER_STATUS,
+  orderMachine,
+  type OrderEvent,
+  type OrderInput,
+} from '../../machines/order.js';
 import { baseOrderInput } from './order-input.js';
 
 type Snap = SnapshotFrom<typeof orderMachine>;
@@ -99,6 +106,50 @@ describe('order machine (model-based)', () => {
       if (s.status === 'done') expect(s.context.deadlines).toEqual({});
     },
   );
+
+  it('every state of every path reads back exactly from the stored form, which is compact', () => {
+    const def = { logic: orderMachine, form: ORDER_SNAPSHOT_FORM };
+    const inputs: OrderInput[] = [
+      input,
+      { ...input, timeInForce: 'GTC', expiresAtMs: null },
+      { ...input, type: 'MARKET', price: null, size: null, quoteAmount: '12', timeInForce: 'IOC', expiresAtMs: null },
+      { ...input, clientOrderId: 'c1', metadata: 'm', isStopLoss: true, parentId: 'stg_1', parentKind: 'copytrade' },
+    ];
+    const idsOf = [
+      { _id: 'ord_1', ownerUserId: 'u1', createdAtMs: 1_003 },
+      { _id: 'ord_2', ownerUserId: null, createdAtMs: 900 },
+    ];
+    let checked = 0;
+    for (const start of inputs) {
+      for (const p of getSimplePaths(orderMachine, { input: start, events: EVENTS, serializeState })) {
+        let [s] = initialTransition(orderMachine, start);
+        for (const step of [null, ...p.steps.slice(1)]) {
+          if (step) [s] = transition(orderMachine, s, step.event);
+          const xstate = persistedSnapshotJson(orderMachine, s);
+          for (const ids of idsOf) {
+            const stored = storedSnapshotJson(def, s, ids);
+            const back = JSON.stringify(unpackSnapshot(stored, ORDER_SNAPSHOT_FORM, ids));
+            expect(JSON.parse(back)).toStrictEqual(JSON.parse(xstate));
+            expect(stored.length).toBeLessThan(xstate.length);
+            checked++;
+          }
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(100);
+    // a resting GTD order of its record's user: the slots, then what is not a default (its deadline derived)
+    const [live] = transition(orderMachine, initialTransition(orderMachine, input)[0], EVENTS[0]!);
+    expect(JSON.parse(storedSnapshotJson(def, live, idsOf[0]!))).toEqual([
+      1,
+      'live',
+      '123',
+      'buy',
+      '0.5',
+      '10',
+      3,
+      { timeInForce: 'GTD', expiresAtMs: 5_000 },
+    ]);
+  });
 
   it('a snapshot stored by version 2 (no fills in context) restores; fills from then on are listed', () => {
     const [s0] = initialTransition(orderMachine, input);
