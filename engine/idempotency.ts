@@ -3,7 +3,7 @@ import { KEY_SHOWN_ONCE } from './auth.js';
 import type { Clock } from './clock.js';
 import { DomainError, DuplicateKeyError, errors } from './errors.js';
 import type { Logger } from './logger.js';
-import type { Collection, Store, UnitOfWork } from './store/port.js';
+import type { Collection, CollectionLayout, Store, UnitOfWork } from './store/port.js';
 
 /** How long a completed request's response is kept for replay (spec 5.6: 24 h). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
@@ -76,6 +76,12 @@ function bodyText(res: ReplayedResponse): string | null {
 
 /** The collection of idempotency records. */
 const RECORDS = 'idempotencyKeys';
+
+/**
+ * How the records are stored: the answer's body, JSON text, as it is (on SQLite a column of its
+ * own: neither escaped into the record's JSON when written nor unescaped when read).
+ */
+const RECORD_LAYOUT: CollectionLayout = { textFields: ['body'] };
 
 /**
  * A claim to run a request: `complete` stores its response (state `done`), `abandon` forgets it.
@@ -219,10 +225,14 @@ export class IdempotencyService {
     log: Logger,
     options: { claimsInMemory?: boolean } = {},
   ): Promise<IdempotencyService> {
-    const docs = await store.collection<IdempotencyDoc>(RECORDS, [
-      { fields: ['expiresAt'], expireAfterSeconds: 0, adapters: ['mongodb'] },
-      { fields: ['expiresAtMs'], adapters: ['sqlite'] },
-    ]);
+    const docs = await store.collection<IdempotencyDoc>(
+      RECORDS,
+      [
+        { fields: ['expiresAt'], expireAfterSeconds: 0, adapters: ['mongodb'] },
+        { fields: ['expiresAtMs'], adapters: ['sqlite'] },
+      ],
+      RECORD_LAYOUT,
+    );
     await forgetStoredKeys(store, docs, clock);
     // SQLite belongs to one process (the DATA_DIR lock): claims in memory, sweep
     const local = store.adapter !== 'mongodb';

@@ -82,7 +82,9 @@ export interface CheckpointState extends Omit<StateRows, 'wallets' | 'orders'>, 
 /**
  * One journal entry (collection `venueJournal`, `_id` = seq padded to 12 digits). The rows travel
  * as one JSON string: the store then copies and checks a string instead of walking every nested
- * row (documents written before this carried the rows as fields, which {@link rowsOf} still reads).
+ * row, and keeps it as it is (a text field of the collection's layout: on SQLite a column of its
+ * own, never escaped into the document's JSON). Documents written before this carried the rows as
+ * fields, which {@link rowsOf} still reads.
  */
 interface JournalDoc {
   _id: string;
@@ -315,8 +317,12 @@ export class VenueJournal {
    * chunks; indexed on `generation`, which removes a generation's chunks).
    */
   static async open(o: JournalOptions): Promise<VenueJournal> {
-    const journal = await o.store.collection<JournalDoc>('venueJournal', [{ fields: ['seq'], unique: true }]);
-    const state = await o.store.collection<StateDoc>('venueState', [{ fields: ['generation'] }]);
+    const journal = await o.store.collection<JournalDoc>('venueJournal', [{ fields: ['seq'], unique: true }], {
+      textFields: ['rows'],
+    });
+    const state = await o.store.collection<StateDoc>('venueState', [{ fields: ['generation'] }], {
+      textFields: ['rows', 'markets', 'capture'],
+    });
     return new VenueJournal(o, journal, state);
   }
 

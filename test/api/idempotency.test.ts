@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toApiError } from '../../api/errors.js';
@@ -10,7 +14,7 @@ import {
   canonicalJson,
 } from '../../engine/idempotency.js';
 import { createLogger } from '../../engine/logger.js';
-import { SqliteStore } from '../../engine/store/sqlite.js';
+import { SQLITE_FILE, SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 describe('Idempotency-Key (spec 5.6) over REST', () => {
@@ -334,4 +338,73 @@ describe('rate limit (spec part 8)', () => {
     expect(other.status).toBe(401);
     expect((await svc.call('GET', '/healthz', { token: null })).status).toBe(200);
   });
+});
+
+/**
+ * On SQLite, a stored answer's body and a venue journal entry's rows (JSON text) are kept as they
+ * are, each in a column of its own, not escaped into the record's JSON; answers stored in the
+ * record's JSON (the layout before) still replay after the start that moves them out.
+ */
+describe('stored answers and journal rows as text columns (SQLite)', () => {
+  let dir: string;
+  let svc: TestService | undefined;
+  afterAll(async () => {
+    await svc?.close();
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  });
+  const as = { 'x-partner-user-id': 'cols' };
+
+  it('the body and the rows sit in their columns; an answer of the layout before replays', async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-idem-columns-'));
+    svc = await startTestService({ store: await SqliteStore.open(dir) });
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'cols' } });
+    const m = await svc.call('GET', '/v2/trade/markets?limit=50');
+    const token = m.body.markets.find((x: any) => x.tick_size === '0.01').tokens[0].token_id;
+    const key = randomUUID();
+    const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.05', size: '5' };
+    const first = await svc.call('POST', '/v2/trade/order', { body, headers: as, idempotencyKey: key });
+    expect([first.status, first.body.status]).toEqual([200, 'LIVE']);
+    // the journal, read while the service runs (its clean stop checkpoints and removes it)
+    const reader = new BetterSqlite3(path.join(dir, SQLITE_FILE), { readonly: true });
+    const entries = reader.prepare('SELECT doc, "ix:rows" AS rows FROM "venueJournal"').all() as Array<{
+      doc: string;
+      rows: string;
+    }>;
+    reader.close();
+    expect(entries.length).toBeGreaterThan(0);
+    for (const e of entries) {
+      expect(JSON.parse(e.doc)).not.toHaveProperty('rows');
+      expect(JSON.parse(e.rows)).toHaveProperty('wallets');
+    }
+    await svc.close();
+    svc = undefined;
+
+    const db = new BetterSqlite3(path.join(dir, SQLITE_FILE));
+    const chunks = db.prepare(`SELECT doc, "ix:rows" AS rows FROM "venueState" WHERE id LIKE 'cp:%'`).all() as Array<{
+      doc: string;
+      rows: string;
+    }>;
+    expect(chunks.length).toBeGreaterThan(0);
+    for (const c of chunks) {
+      expect(JSON.parse(c.doc)).not.toHaveProperty('rows');
+      expect(JSON.parse(c.rows)).toHaveProperty('orders');
+    }
+    const answers = db.prepare('SELECT doc, "ix:body" AS body FROM "idempotencyKeys"').all() as Array<{
+      doc: string;
+      body: string | null;
+    }>;
+    const answer = answers.find((a) => a.body?.includes(first.body.order_id))!;
+    expect(JSON.parse(answer.body!)).toEqual(first.body);
+    expect(JSON.parse(answer.doc)).not.toHaveProperty('body');
+    // the layout before: the body inside the record's JSON, no column
+    db.exec(`UPDATE "idempotencyKeys" SET doc = json_set(doc, '$.body', "ix:body")`);
+    db.exec('ALTER TABLE "idempotencyKeys" DROP COLUMN "ix:body"');
+    db.close();
+
+    svc = await startTestService({ store: await SqliteStore.open(dir) });
+    const retry = await svc.call('POST', '/v2/trade/order', { body, headers: as, idempotencyKey: key });
+    expect(retry).toMatchObject({ status: 200, body: first.body });
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect((await svc.call('GET', '/v2/trade/orders/open?limit=50', { headers: as })).body.total).toBe(1);
+  }, 60_000);
 });
