@@ -563,6 +563,39 @@ describe('persistedSnapshotJson: the text XState’s getPersistedSnapshot gives,
     b.send({ type: 'SET' });
     same(withRef, b.getSnapshot());
   });
+
+  it('a stored form persists actor references as XState does, in a slot, a kept field and nested', async () => {
+    const { persistedSnapshotJson, storedSnapshotJson, unpackSnapshot } = await import('../../engine/actor-host.js');
+    const { createActor } = await import('xstate');
+    const child = setup({}).createMachine({});
+    const m = setup({
+      types: { context: {} as { slot: unknown; kept: unknown; nested: unknown; plain: number } },
+    }).createMachine({
+      context: { slot: null, kept: null, nested: null, plain: 0 },
+      on: {
+        SET: {
+          actions: assign({
+            slot: () => createActor(child),
+            kept: () => createActor(child),
+            nested: () => ({ list: [createActor(child)] }),
+          }),
+        },
+      },
+    });
+    const a = createActor(m).start();
+    a.send({ type: 'SET' });
+    const ids = { _id: 'x', ownerUserId: null, createdAtMs: 1 };
+    for (const form of [
+      { version: 1, defaults: { plain: 0 }, fields: ['slot'] },
+      { version: 1, defaults: { plain: 0 } },
+    ]) {
+      const stored = storedSnapshotJson({ logic: m, form }, a.getSnapshot(), ids);
+      expect(stored).not.toContain('sessionId');
+      const back = JSON.parse(JSON.stringify(unpackSnapshot(stored, form, ids)));
+      expect(back).toStrictEqual(JSON.parse(persistedSnapshotJson(m, a.getSnapshot())));
+      expect(back.context.kept).toMatchObject({ xstate$$type: 1 });
+    }
+  });
 });
 
 describe('stored snapshot forms: packed context, read back exactly; XState’s form still read', () => {
