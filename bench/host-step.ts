@@ -29,6 +29,7 @@ import {
   isOrderFinal,
   orderMachine,
   ORDER_MACHINE_VERSION,
+  ORDER_SNAPSHOT_FORM,
   ORDER_STATUS,
   type OrderInput,
   type OrderState,
@@ -91,6 +92,7 @@ function register(s: Services): void {
     typeOf: (snap) => (snap.context.isTakeProfit ? 'TAKE_PROFIT' : snap.context.type),
     isFinal: isOrderFinal,
     takesWhenFinal: (e) => e.type === 'venue.filled',
+    form: ORDER_SNAPSHOT_FORM,
   });
 }
 

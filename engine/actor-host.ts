@@ -90,13 +90,16 @@ export interface RecordIds {
 /**
  * A context field a positional {@link SnapshotForm} stores in its slot through a codec: `encode`
  * gives the slot's JSON value (undefined: this value has none, the snapshot is then stored in
- * XState's form), `decode` gives the field back exactly (`decode(encode(v, ids), ids)` JSON-equal
- * to `v`); both may read the record's ids (a time stored as its distance to the record's, say).
+ * XState's form), `decode` gives the field back exactly (`decode(encode(v, ids, c), ids, c′)` JSON-equal
+ * to `v`); both may read the record's ids (a time stored as its distance to the record's, say) and
+ * the context (the host always passes it): `encode` the whole one, `decode` the one read back so far
+ * (the slots before its own, over the form's defaults), so a codec may leave out what an earlier slot
+ * holds.
  */
 export interface FieldCodec {
   key: string;
-  encode(value: unknown, ids: RecordIds): unknown;
-  decode(stored: unknown, ids: RecordIds): unknown;
+  encode(value: unknown, ids: RecordIds, context?: Readonly<Record<string, unknown>>): unknown;
+  decode(stored: unknown, ids: RecordIds, context?: Readonly<Record<string, unknown>>): unknown;
 }
 
 /**
@@ -948,7 +951,7 @@ function positionalSnapshotJson(
   for (let i = 0; i < fields.length; i++) {
     const f = fields[i]!;
     const v = persistValue(context[typeof f === 'string' ? f : f.key]);
-    const slot = v === undefined || typeof f === 'string' ? v : f.encode(v, ids);
+    const slot = v === undefined || typeof f === 'string' ? v : f.encode(v, ids, context);
     if (slot === undefined) return persistedSnapshotJson(logic, snapshot);
     out.push(slot);
   }
@@ -998,7 +1001,7 @@ function unpackPositional(
   for (let i = 0; i < n; i++) {
     const f = fields[i]!;
     if (typeof f === 'string') context[f] = stored[i + 2];
-    else context[f.key] = f.decode(stored[i + 2], ids);
+    else context[f.key] = f.decode(stored[i + 2], ids, context);
   }
   for (const k in rest) context[k] = rest[k];
   for (const [k, derive] of form.derived ?? []) if (!(k in rest)) context[k] = derive(context, ids);

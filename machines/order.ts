@@ -26,9 +26,9 @@
  * (NautilusTrader's order state table has the same row). So `canceled` is not an XState final state.
  */
 import { and, assign, setup } from 'xstate';
-import type { RecordIds, SnapshotForm } from '../engine/actor-host.js';
+import type { FieldCodec, RecordIds, SnapshotForm } from '../engine/actor-host.js';
 import { dec } from '../engine/decimal.js';
-import type { CancelReason, Side, TimeInForce, TradeFacts, VenueOrder } from '../engine/venue/port.js';
+import type { CancelReason, Side, TimeInForce, TradeFacts, TradeLeg, VenueOrder } from '../engine/venue/port.js';
 import { given } from './input.js';
 import { CREATED_AT_CODEC } from './strategy-kit.js';
 
@@ -489,7 +489,6 @@ function orderContextDefaults(): Record<string, unknown> {
     metadata: null,
     filledSize: '0',
     matchedAmount: '0',
-    fills: [],
     reason: null,
     cancelReason: null,
     error: null,
@@ -507,17 +506,132 @@ function fillTradeIds(c: Record<string, unknown>): string[] {
   return Array.isArray(c.fills) ? (c.fills as OrderFill[]).map((f) => f.tradeId) : [];
 }
 
+/** Whether `o` is a plain object with exactly `n` own enumerable keys (none of them holding `undefined`). */
+function hasKeys(o: unknown, n: number): o is Record<string, unknown> {
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) return false;
+  let k = 0;
+  for (const key in o) {
+    if ((o as Record<string, unknown>)[key] === undefined) return false;
+    k++;
+  }
+  return k === n;
+}
+
+const isText = (v: unknown): v is string => typeof v === 'string';
+/** A codec called without the context (the host always passes it): nothing is left out. */
+const NO_CONTEXT: Readonly<Record<string, unknown>> = Object.freeze({});
+const isTextOrNull = (v: unknown): v is string | null => v === null || typeof v === 'string';
+
+/**
+ * One fill in the `fills` slot ({@link FILLS_CODEC}): `[tradeId, price, size, liquidity, feeUsd,
+ * atMs]` without a trade, `[…, blockTimestamp, logIndex, transactionHash, tradeFeeUsd, other]` with
+ * one as the venue records it for this order (its id the trade id without `-t` / `-m`, its size the
+ * fill's, this order's leg `{record's user, record's id, the order's token and side, the fill's
+ * price}`), `other` the other leg as `[userId, orderId, side, price]` (its token appended when it
+ * is not the order's); undefined for any other shape (the fill is then kept as it is).
+ */
+function packFill(f: unknown, ids: RecordIds, c: Readonly<Record<string, unknown>>): unknown[] | undefined {
+  if (!hasKeys(f, 7)) return undefined;
+  const { tradeId, price, size, liquidity, feeUsd, atMs, trade } = f;
+  if (!isText(tradeId) || !isText(price) || !isText(size) || !isText(feeUsd)) return undefined;
+  if ((liquidity !== 'taker' && liquidity !== 'maker') || (atMs !== null && typeof atMs !== 'number')) return undefined;
+  const head: unknown[] = [tradeId, price, size, liquidity, feeUsd, atMs];
+  if (trade === null) return head;
+  if (!hasKeys(trade, 8)) return undefined;
+  const t = trade as unknown as TradeFacts;
+  const own = (liquidity === 'taker' ? t.taker : t.maker) as unknown;
+  const other = (liquidity === 'taker' ? t.maker : t.taker) as unknown;
+  if (!isText(t.id) || `${t.id}-${liquidity === 'taker' ? 't' : 'm'}` !== tradeId || t.size !== size) return undefined;
+  if (typeof t.blockTimestamp !== 'number' || typeof t.logIndex !== 'number') return undefined;
+  if (!isText(t.transactionHash) || !isText(t.feeUsd) || !hasKeys(own, 5) || !hasKeys(other, 5)) return undefined;
+  if (own.userId !== ids.ownerUserId || own.orderId !== ids._id || own.tokenId !== c.tokenId) return undefined;
+  if (own.side !== c.side || own.price !== price) return undefined;
+  const o = other as unknown as TradeLeg;
+  if (!isTextOrNull(o.userId) || !isTextOrNull(o.orderId) || !isText(o.tokenId) || !isText(o.side)) return undefined;
+  if (!isText(o.price)) return undefined;
+  const leg: unknown[] = [o.userId, o.orderId, o.side, o.price];
+  if (o.tokenId !== c.tokenId) leg.push(o.tokenId);
+  head.push(t.blockTimestamp, t.logIndex, t.transactionHash, t.feeUsd, leg);
+  return head;
+}
+
+/** A fill packed by {@link packFill}, read back. */
+function unpackFill(p: unknown[], ids: RecordIds, c: Readonly<Record<string, unknown>>): OrderFill {
+  const [tradeId, price, size, liquidity, feeUsd, atMs] = p as [
+    string,
+    string,
+    string,
+    'maker' | 'taker',
+    string,
+    number | null,
+  ];
+  const fill: OrderFill = { tradeId, price, size, liquidity, feeUsd, atMs, trade: null };
+  if (p.length === 6) return fill;
+  const o = p[10] as [string | null, string | null, Side, string, string?];
+  const own: TradeLeg = {
+    userId: ids.ownerUserId,
+    orderId: ids._id,
+    tokenId: c.tokenId as string,
+    side: c.side as Side,
+    price,
+  };
+  const other: TradeLeg = {
+    userId: o[0],
+    orderId: o[1],
+    tokenId: o[4] ?? (c.tokenId as string),
+    side: o[2],
+    price: o[3],
+  };
+  fill.trade = {
+    id: tradeId.slice(0, -2),
+    blockTimestamp: p[6] as number,
+    logIndex: p[7] as number,
+    transactionHash: p[8] as string,
+    size,
+    feeUsd: p[9] as string,
+    taker: liquidity === 'taker' ? own : other,
+    maker: liquidity === 'taker' ? other : own,
+  };
+  return fill;
+}
+
+/**
+ * `fills` in a slot of the order's stored form (after `tokenId` and `side`): `0` when there is
+ * none, else the list with each fill packed ({@link packFill}: the trade's parts this order's
+ * record and context hold are left out) or, when it has another shape, as it is (an object);
+ * anything else has no slot value (the snapshot is then stored in XState's form).
+ */
+export const FILLS_CODEC: FieldCodec = Object.freeze({
+  key: 'fills',
+  encode(v: unknown, ids: RecordIds, c: Readonly<Record<string, unknown>> = NO_CONTEXT): unknown {
+    if (!Array.isArray(v)) return undefined;
+    if (v.length === 0) return 0;
+    const out: unknown[] = [];
+    for (const f of v as unknown[]) {
+      const packed = packFill(f, ids, c);
+      if (packed === undefined && (f === null || typeof f !== 'object' || Array.isArray(f))) return undefined;
+      out.push(packed ?? f);
+    }
+    return out;
+  },
+  decode(stored: unknown, ids: RecordIds, c: Readonly<Record<string, unknown>> = NO_CONTEXT): unknown {
+    if (stored === 0) return [];
+    return (stored as unknown[]).map((f) => (Array.isArray(f) ? unpackFill(f, ids, c) : f));
+  },
+});
+
 /**
  * The stored form of order snapshots (bytes to encode, write, read and collect per order step),
  * form {@link ORDER_FORM_VERSION}: positional (engine/actor-host.ts `SnapshotForm` `fields`):
- * `[1, value, tokenId, side, price, size, createdAtMs]` (`createdAtMs` as the milliseconds to the
- * record's: {@link CREATED_AT_CODEC}), then an object of the other fields not left out: those at
- * their default ({@link orderContextDefaults}: `type` "LIMIT", `timeInForce` "GTC", the flags
- * false, the optional ids and texts null, nothing filled), `orderId` / `userId` when they are the
- * record's `_id` / `ownerUserId`, `tradeIds` when they are the fills' trade ids, `deadlines` when
- * they are the GTD expiry the order was created with (or none). A resting order just acknowledged
- * is stored as `[1,"live","4158…0640","buy","0.66","10",2]` (~115 characters; ~690 in XState's
- * form). Snapshots stored in XState's form (every order before this form) are read as they are.
+ * `[1, value, tokenId, side, price, size, createdAtMs, fills]` (`createdAtMs` as the milliseconds
+ * to the record's: {@link CREATED_AT_CODEC}; the fills packed: {@link FILLS_CODEC}), then an object
+ * of the other fields not left out: those at their default ({@link orderContextDefaults}: `type`
+ * "LIMIT", `timeInForce` "GTC", the flags false, the optional ids and texts null, nothing filled),
+ * `orderId` / `userId` when they are the record's `_id` / `ownerUserId`, `tradeIds` when they are
+ * the fills' trade ids, `deadlines` when they are the GTD expiry the order was created with (or
+ * none). A resting order just acknowledged is stored as `[1,"live","4158…0640","buy","0.66","10",2,0]`
+ * (~115 characters; ~690 in XState's form); a LIMIT buy filled at once by one trade in ~330 (~1,350).
+ * Snapshots stored in XState's form (every order before this form) are read as they are.
  */
 export const ORDER_SNAPSHOT_FORM: SnapshotForm = Object.freeze({
   version: ORDER_FORM_VERSION,
@@ -529,5 +643,5 @@ export const ORDER_SNAPSHOT_FORM: SnapshotForm = Object.freeze({
     ['deadlines', initialDeadlines],
   ] as const),
   fresh: orderContextDefaults,
-  fields: Object.freeze(['tokenId', 'side', 'price', 'size', CREATED_AT_CODEC]),
+  fields: Object.freeze(['tokenId', 'side', 'price', 'size', CREATED_AT_CODEC, FILLS_CODEC]),
 });

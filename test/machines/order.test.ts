@@ -147,7 +147,72 @@ describe('order machine (model-based)', () => {
       '0.5',
       '10',
       3,
+      0,
       { timeInForce: 'GTD', expiresAtMs: 5_000 },
+    ]);
+  });
+
+  it('fills and their trades read back exactly from the stored form, packed when as the venue records them', () => {
+    const def = { logic: orderMachine, form: ORDER_SNAPSHOT_FORM };
+    const ids = { _id: 'ord_1', ownerUserId: 'u1', createdAtMs: 1_003 };
+    const own = { userId: 'u1', orderId: 'ord_1', tokenId: '123', side: 'buy' as const, price: '0.5' };
+    const provider = { userId: null, orderId: null, tokenId: '123', side: 'sell' as const, price: '0.5' };
+    const trade = (id: string, size: string, taker: object, maker: object) => ({
+      id,
+      blockTimestamp: 1_700_000_000,
+      logIndex: 3,
+      transactionHash: '0xabc',
+      size,
+      feeUsd: '0',
+      taker,
+      maker,
+    });
+    const fill = (tradeId: string, size: string, liquidity: 'maker' | 'taker', facts: unknown) =>
+      ({
+        type: 'venue.filled',
+        tradeId,
+        price: '0.5',
+        size,
+        liquidity,
+        completes: false,
+        atMs: 9,
+        trade: facts,
+      }) as OrderEvent;
+    const cases: Array<[string, unknown, boolean]> = [
+      ['T1-1-t', trade('T1-1', '1', own, provider), true], // taker against the liquidity provider
+      ['T1-2-m', trade('T1-2', '1', { ...provider, userId: 'u2', orderId: 'ord_2', side: 'buy' }, own), true],
+      ['T1-3-mint-t', trade('T1-3-mint', '1', own, { ...provider, tokenId: '456', side: 'buy' }), true], // other token
+      ['T1-4-t', trade('T1-4', '2', own, provider), false], // the trade's size is not the fill's
+      ['T1-5-t', trade('T1-5', '1', { ...own, price: '0.49' }, provider), false], // own price differs
+      ['T1-6-t', trade('T1-6', '1', { ...own, orderId: 'ord_x' }, provider), false], // not this order's leg
+      ['T1-7-t', { ...trade('T1-7', '1', own, provider), extra: 1 }, false], // a field the form does not know
+      ['T1-8-t', undefined, true], // no trade in the report
+    ];
+    let [s] = initialTransition(orderMachine, input);
+    [s] = transition(orderMachine, s, EVENTS[0]!);
+    for (const [tradeId, facts, packed] of cases) {
+      [s] = transition(orderMachine, s, fill(tradeId, '1', tradeId.endsWith('-m') ? 'maker' : 'taker', facts));
+      const stored = storedSnapshotJson(def, s, ids);
+      const back = JSON.parse(JSON.stringify(unpackSnapshot(stored, ORDER_SNAPSHOT_FORM, ids)));
+      expect(back).toStrictEqual(JSON.parse(persistedSnapshotJson(orderMachine, s)));
+      const slot = JSON.parse(stored)[7] as unknown[];
+      expect(Array.isArray(slot.at(-1)), tradeId).toBe(packed);
+    }
+    expect(s.context.fills).toHaveLength(cases.length);
+    // the first fill, packed: the trade's parts the order holds left out
+    const first = (JSON.parse(storedSnapshotJson(def, s, ids))[7] as unknown[])[0];
+    expect(first).toEqual([
+      'T1-1-t',
+      '0.5',
+      '1',
+      'taker',
+      '0',
+      9,
+      1_700_000_000,
+      3,
+      '0xabc',
+      '0',
+      [null, null, 'sell', '0.5'],
     ]);
   });
 
