@@ -190,7 +190,7 @@ function mount(
     };
     try {
       requireWritable(services);
-      result = await route.handler({ ...ctx, answerFrom });
+      result = await route.handler({ ...ctx, answerFrom, firstAttemptAtMs: claim.atMs });
     } catch (err) {
       for (const u of unbind) u();
       // Only successes are kept (spec 5.6): a refused request changed nothing, so its retry runs.

@@ -17,6 +17,12 @@ export interface HandlerContext {
    */
   resourceSeed: string | null;
   /**
+   * On requests with an `Idempotency-Key`: when the first attempt of this request claimed the key
+   * (epoch ms; a retry gets the first attempt's time: `ExecuteClaim.atMs`), for time-ordered ids
+   * built with `resourceSeed` (`timeOrderedSeed`, engine/idempotency.ts). Absent otherwise.
+   */
+  firstAttemptAtMs?: number;
+  /**
    * On requests with an `Idempotency-Key`: binds the response to the steps of actor `actorId`
    * while the handler runs: each step the actor persists stores `respond(record)` as the request's
    * answer in the same transaction (`ActorHost.bindStepWrites`), so a crash after the step replays

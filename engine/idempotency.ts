@@ -84,6 +84,14 @@ const RECORDS = 'idempotencyKeys';
 const RECORD_LAYOUT: CollectionLayout = { textFields: ['body'] };
 
 /**
+ * What an abandoned claim leaves of a record a step had stored its answer in (that step created a
+ * resource): no answer and a lease already over, so the next attempt runs at once, as after a
+ * delete, but takes the record over with its first attempt's time (`ExecuteClaim.atMs`), and so
+ * names what that attempt created as it did.
+ */
+const UNANSWERED: Partial<IdempotencyDoc> = { status: null, body: null, headers: null, leaseUntilMs: 0 };
+
+/**
  * A claim to run a request: `complete` stores its response (state `done`), `abandon` forgets it.
  * `recordWith` stores the response the request will give as of now, inside a unit of work (the
  * actor step that produced it: `ActorHost.bindStepWrites`), so that step and its answer commit
@@ -92,6 +100,13 @@ const RECORD_LAYOUT: CollectionLayout = { textFields: ['body'] };
  */
 export interface ExecuteClaim {
   kind: 'execute';
+  /**
+   * When the first attempt of this request claimed its key (epoch ms): now for a new claim, the
+   * earlier attempt's time when this claim takes over its record (an abandoned or expired one).
+   * What a time-ordered id of the resource the request creates is built from
+   * ({@link timeOrderedSeed}), so that a retry names the same resource.
+   */
+  atMs: number;
   complete(res: ReplayedResponse): Promise<void>;
   abandon(): Promise<void>;
   recordWith(tx: UnitOfWork, res: ReplayedResponse): Promise<void>;
@@ -179,6 +194,18 @@ function sha256(text: string): string {
 }
 
 /**
+ * A time-ordered UUID (the layout of a UUIDv7): the first 48 bits are `atMs` (epoch ms), the last
+ * 74 bits come from `uuid` (any UUID: a {@link IdempotencyService.resourceSeed}, or a random one).
+ * Ids made this way sort by their time, so a store's index on them grows at its end (one page
+ * touched by the inserts of a commit, instead of one random page each); the same `atMs` and `uuid`
+ * give the same id.
+ */
+export function timeOrderedSeed(atMs: number, uuid: string): string {
+  const t = Math.max(0, Math.floor(atMs)).toString(16).padStart(12, '0').slice(-12);
+  return `${t.slice(0, 8)}-${t.slice(8, 12)}-7${uuid.slice(15)}`;
+}
+
+/**
  * `Idempotency-Key` handling of spec 5.6 for every POST, PATCH and DELETE:
  * - the header is required and must be a UUID (400 otherwise);
  * - keys are scoped to the API key that sent them;
@@ -251,7 +278,8 @@ export class IdempotencyService {
   /**
    * The id seed of whatever a request with this `Idempotency-Key` creates (a UUID derived from the
    * API key, the idempotency key, the acting user and the path): the order it places is
-   * `ord_<seed>`, the strategy `stg_<seed>`. A retry after a crash between the order's creation
+   * `ord_<seed>`, the strategy `stg_<timeOrderedSeed(claim's atMs, seed)>` (a retry takes over the
+   * first attempt's time with its record, `ExecuteClaim.atMs`). A retry after a crash between the order's creation
    * and the recording of its response (the claim of a running request is in memory on
    * SQLite; on MongoDB an abandoned claim is taken over after its lease) finds what the
    * first attempt created under the same id, and answers with it instead of doing it again
@@ -333,6 +361,8 @@ export class IdempotencyService {
       const stale = existing.expiresAtMs <= now || (abandoned && existing.status === null);
       if (stale) {
         // Take over an expired record or an abandoned claim, unless another retry got there first.
+        // the first attempt's time stays: what it created is named after it (timeOrderedSeed)
+        doc.createdAtMs = existing.createdAtMs;
         const { _id: _same, ...fields } = doc;
         const taken = await this.docs.updateOne(
           { _id, state: existing.state, leaseUntilMs: existing.leaseUntilMs, expiresAtMs: existing.expiresAtMs },
@@ -372,6 +402,8 @@ export class IdempotencyService {
     if (meanwhile && meanwhile !== held && meanwhile.leaseUntilMs > now) throw inUse(); // claimed while we read
     const claim = { fingerprint, leaseUntilMs: now + IDEMPOTENCY_LEASE_MS };
     running.set(_id, claim);
+    // the first attempt's time: that of the record this claim takes over (expired, or kept by an abandon)
+    const atMs = existing?.createdAtMs ?? now;
     const release = () => {
       if (running.get(_id) === claim) running.delete(_id);
     };
@@ -393,7 +425,7 @@ export class IdempotencyService {
         status: res.status,
         body: bodyText(res),
         headers: res.headers,
-        createdAtMs: at,
+        createdAtMs: atMs,
         expiresAtMs: at + IDEMPOTENCY_TTL_MS,
       };
       if (this.ttlDates) doc.expiresAt = new Date(at + IDEMPOTENCY_TTL_MS);
@@ -401,6 +433,7 @@ export class IdempotencyService {
     };
     return {
       kind: 'execute',
+      atMs,
       recordWith: async (tx, res) => {
         const doc = recordOf(res, 'running', this.clock.now());
         recorded = doc;
@@ -423,7 +456,7 @@ export class IdempotencyService {
       },
       abandon: async () => {
         try {
-          if (recorded !== null) await this.docs.deleteMany({ _id, state: 'running' });
+          if (recorded !== null) await this.docs.updateOne({ _id, state: 'running' }, UNANSWERED);
         } finally {
           release();
         }
@@ -433,12 +466,15 @@ export class IdempotencyService {
 
   private claim(doc: IdempotencyDoc): IdempotencyClaim {
     const last = lastRecorded();
+    let recorded = false;
     return {
       kind: 'execute',
+      atMs: doc.createdAtMs,
       storedJson: last.get,
       recordWith: async (tx, res) => {
         const body = bodyText(res);
         last.set(res.body, body);
+        recorded = true;
         await tx
           .collection<IdempotencyDoc>(RECORDS)
           .updateOne(
@@ -453,7 +489,9 @@ export class IdempotencyService {
         );
       },
       abandon: async () => {
-        await this.docs.deleteMany({ _id: doc._id, state: 'running', leaseUntilMs: doc.leaseUntilMs });
+        const mine = { _id: doc._id, state: 'running', leaseUntilMs: doc.leaseUntilMs };
+        if (recorded && (await this.docs.updateOne({ ...mine, status: { $ne: null } }, UNANSWERED)) === 1) return;
+        await this.docs.deleteMany(mine);
       },
     };
   }

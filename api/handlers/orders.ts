@@ -2,6 +2,7 @@ import { OPEN_STATUSES } from '../../machines/order.js';
 import { DuplicateKeyError, errors } from '../../engine/errors.js';
 import type { Services } from '../../engine/service.js';
 import { COMBO_KIND } from '../../engine/combos/service.js';
+import { timeOrderedSeed } from '../../engine/idempotency.js';
 import { ActorRepository, type ActorRecord } from '../../engine/store/actors.js';
 import { bracketsView, strategyResponse } from '../../engine/strategies/views.js';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
@@ -14,16 +15,38 @@ import { page, pageQuery, recordsPage } from '../paging.js';
 
 const REPLAYED = { 'Idempotent-Replayed': 'true' };
 
+/** The ids of what a request creates: {@link seededIds}. */
+interface SeededIds {
+  /** Its order, and the entry of a buy with brackets. */
+  orderId: string;
+  /** The BRACKET record of a buy with brackets (`stg_` and the order id's seed: engine/strategies/requests.ts). */
+  bracketId: string;
+  /** Its strategy: time-ordered (the first attempt's time), so the actors' id index grows at its end. */
+  recordId: string;
+}
+
 /**
- * What an earlier attempt of this request created (ids `ord_<seed>` / `stg_<seed>`, see
- * {@link IdempotencyService.resourceSeed}), answered as that attempt would have been, with
- * `Idempotent-Replayed: true`: the process died after creating it and before recording the
- * response, so the retry finds it instead of placing it again. Null when there is none.
+ * The ids of what a request with this `resourceSeed` ({@link IdempotencyService.resourceSeed}) and
+ * first attempt's time (`HandlerContext.firstAttemptAtMs`) creates: the same for every retry.
  */
-async function interruptedAttempt(services: Services, userId: string, seed: string): Promise<HandlerResult | null> {
+function seededIds(seed: string, firstAttemptAtMs: number | undefined): SeededIds {
+  const strategySeed = firstAttemptAtMs === undefined ? seed : timeOrderedSeed(firstAttemptAtMs, seed);
+  return { orderId: `ord_${seed}`, bracketId: `stg_${seed}`, recordId: `stg_${strategySeed}` };
+}
+
+/**
+ * What an earlier attempt of this request created ({@link seededIds}), answered as that attempt
+ * would have been, with `Idempotent-Replayed: true`: the process died after creating it and before
+ * recording the response, so the retry finds it instead of placing it again. Null when there is none.
+ */
+async function interruptedAttempt(
+  services: Services,
+  userId: string,
+  seeded: SeededIds,
+): Promise<HandlerResult | null> {
   const get = async (id: string) => services.host.recordOf(id) ?? (await services.actors.get(id));
-  // both candidates in one store read (every order request asks; almost always neither exists)
-  const ids = [`ord_${seed}`, `stg_${seed}`];
+  // the candidates in one store read (every order request asks; almost always none exists)
+  const ids = [seeded.orderId, seeded.bracketId, seeded.recordId];
   const inMemory = ids.map((id) => services.host.recordOf(id));
   const stored = inMemory.some((r) => r !== null) ? null : await services.actors.getMany(ids);
   const order = inMemory[0] ?? stored?.get(ids[0]!) ?? null;
@@ -40,7 +63,8 @@ async function interruptedAttempt(services: Services, userId: string, seed: stri
       headers: REPLAYED,
     };
   }
-  const record = inMemory[1] ?? stored?.get(ids[1]!) ?? (stored ? null : await get(ids[1]!));
+  const found = (i: number) => inMemory[i] ?? stored?.get(ids[i]!) ?? null;
+  const record = found(1) ?? found(2) ?? (stored ? null : ((await get(ids[1]!)) ?? (await get(ids[2]!))));
   if (record && record.ownerUserId === userId) {
     if ((record.view as { type?: string }).type === 'BRACKET') {
       // the bracket was created, the process died before its entry was placed: nothing traded,
@@ -57,8 +81,9 @@ async function interruptedAttempt(services: Services, userId: string, seed: stri
 
 /** POST /v2/trade/order (spec 4.1): LIMIT and MARKET trade on the venue; other types are not built yet (501). */
 export const placeOrder: Handler = async (ctx) => {
-  const { req, services, user, resourceSeed } = ctx;
+  const { req, services, user, resourceSeed, firstAttemptAtMs } = ctx;
   const body = req.body as OrderRequest;
+  const seeded = resourceSeed ? seededIds(resourceSeed, firstAttemptAtMs) : null;
   if (resourceSeed && isBareOrder(body)) {
     // An earlier attempt of this request (same ids) is looked for only when this one fails: before
     // this attempt creates its order (a check refused what the earlier one changed), or at the
@@ -71,13 +96,13 @@ export const placeOrder: Handler = async (ctx) => {
       });
     } catch (err) {
       if (creating && !(err instanceof DuplicateKeyError)) throw err;
-      const earlier = await interruptedAttempt(services, user!._id, resourceSeed);
+      const earlier = await interruptedAttempt(services, user!._id, seeded!);
       if (earlier) return earlier;
       throw err;
     }
   }
-  if (resourceSeed) {
-    const earlier = await interruptedAttempt(services, user!._id, resourceSeed);
+  if (seeded) {
+    const earlier = await interruptedAttempt(services, user!._id, seeded);
     if (earlier) return earlier;
   }
   return placeNew(ctx, body);
@@ -97,12 +122,12 @@ function isBareOrder(body: OrderRequest): boolean {
  * @param beforeCreate - for an order without brackets: runs once its checks passed, right before its creation.
  */
 async function placeNew(
-  { services, user, resourceSeed, answerFrom }: HandlerContext,
+  { services, user, resourceSeed, firstAttemptAtMs, answerFrom }: HandlerContext,
   body: OrderRequest,
   beforeCreate?: () => Promise<void>,
 ): Promise<HandlerResult> {
   requireVenue(services);
-  const ids = resourceSeed ? { orderId: `ord_${resourceSeed}`, recordId: `stg_${resourceSeed}` } : {};
+  const ids: Partial<SeededIds> = resourceSeed ? seededIds(resourceSeed, firstAttemptAtMs) : {};
   if (body.type === 'LIMIT' || body.type === 'MARKET') {
     const input = { ...services.orders.check(user!._id, body), ...(ids.orderId ? { orderId: ids.orderId } : {}) };
     const bracket = services.strategies.checkBrackets(user!._id, body, input);

@@ -16,6 +16,7 @@ import type { OrderRequest } from '../../schemas/orders.js';
 import type { Clock } from '../clock.js';
 import { dec, Dec, str } from '../decimal.js';
 import { DomainError, errors } from '../errors.js';
+import { timeOrderedSeed } from '../idempotency.js';
 import {
   checkIcebergClip,
   checkMinQuote,
@@ -140,7 +141,9 @@ export class StrategyRequests {
     const warnings: string[] = [];
     const now = this.clock.now();
     const base: StrategyInput = {
-      recordId: `stg_${randomUUID()}`,
+      // time-ordered: the actors' id index grows at its end (a request with an Idempotency-Key
+      // gets its id from that key and its first attempt's time instead: api/handlers/orders.ts)
+      recordId: `stg_${timeOrderedSeed(now, randomUUID())}`,
       userId,
       type,
       side: body.side,

@@ -12,6 +12,7 @@ import {
   IDEMPOTENCY_TTL_MS,
   IdempotencyService,
   canonicalJson,
+  timeOrderedSeed,
 } from '../../engine/idempotency.js';
 import { createLogger } from '../../engine/logger.js';
 import { SQLITE_FILE, SqliteStore } from '../../engine/store/sqlite.js';
@@ -59,20 +60,10 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
 
   it('a retry after a crash before the response was recorded finds what was placed, places nothing', async () => {
     // the crash window: the order is durable, its response was never recorded (the claim of a
-    // running request is in memory on SQLite and dies with the process)
+    // running request is in memory on SQLite and dies with the process). A strategy has no such
+    // window: its answer commits with its creation (test/api/step-answer.test.ts)
     const forget = async () => (await svc.services.store.collection('idempotencyKeys')).deleteMany({});
-    const buys = [
-      order('0.04'),
-      { ...order('0.03'), take_profit: { price: '0.5' }, stop_loss: { price: '0.01' } },
-      {
-        symbol: token,
-        side: 'buy',
-        type: 'TWAP',
-        size: '10',
-        price: '0.02',
-        execution: { interval_sec: 10, duration_sec: 20, passive: true },
-      },
-    ];
+    const buys = [order('0.04'), { ...order('0.03'), take_profit: { price: '0.5' }, stop_loss: { price: '0.01' } }];
     for (const body of buys) {
       const key = randomUUID();
       const first = await svc.call('POST', '/v2/trade/order', { body, headers: as, idempotencyKey: key });
@@ -273,6 +264,43 @@ describe.each([
     // keys are scoped to the API key
     expect((await again.begin('key_2', k2, req)).kind).toBe('execute');
     again.close();
+    await store.close();
+  });
+
+  it("gives the first attempt's time to retries: after an abandon past a step's answer, and an expiry", async () => {
+    const clock = new ManualClock(1_700_000_000_000);
+    const store = await SqliteStore.open(null);
+    const svc = await IdempotencyService.open(store, clock, createLogger('silent'), { claimsInMemory });
+    const req = { method: 'POST', path: '/v2/trade/order', userId: 'u', body: { a: 1 } };
+    const execute = async (key: string) => {
+      const c = await svc.begin('key_1', key, req);
+      if (c.kind !== 'execute') throw new Error(`expected an execute claim, got ${c.kind}`);
+      return c;
+    };
+    // abandoned before any step stored an answer: nothing was created, the key is forgotten
+    const fresh = randomUUID();
+    await (await execute(fresh)).abandon();
+    clock.advance(1_000);
+    expect((await execute(fresh)).atMs).toBe(1_700_000_001_000);
+    // a step stored its answer (it created something), then the request failed: the retry runs
+    // at once, with the first attempt's time (the id of what it created), and can answer
+    const key = randomUUID();
+    const first = await execute(key);
+    expect(first.atMs).toBe(1_700_000_001_000);
+    await store.transaction((tx) => first.recordWith(tx, { status: 200, body: { id: 1 }, headers: {} }));
+    await first.abandon();
+    clock.advance(5_000);
+    const retry = await execute(key);
+    expect(retry.atMs).toBe(first.atMs);
+    // the id built from it: the time's 48 bits first (it sorts by time), then the seed's last 74 bits
+    const seed = IdempotencyService.resourceSeed('key_1', key, 'u', '/v2/trade/order');
+    expect(timeOrderedSeed(retry.atMs, seed)).toBe(`018bcfe5-6be8-7${seed.slice(15)}`);
+    await retry.complete({ status: 200, body: { id: 1 }, headers: {} });
+    expect(await svc.begin('key_1', key, req)).toMatchObject({ kind: 'replay', response: { body: { id: 1 } } });
+    // expired, not swept yet: the retry still names what the first attempt created
+    clock.advance(IDEMPOTENCY_TTL_MS + 1);
+    expect((await execute(key)).atMs).toBe(first.atMs);
+    svc.close();
     await store.close();
   });
 });

@@ -154,6 +154,35 @@ describe("a request's answer and the actor step that produced it commit together
     expect(positions).toMatchObject([{ size: '5' }]); // bought once
   });
 
+  it("a strategy's id holds its first attempt's time; after a crash the retry replays it, arms none", async () => {
+    const inner = await SqliteStore.open(null);
+    const svc = await startTestService({ store: new FaultyStore(inner, { keepOpen: true }), env: ENV });
+    running.push(svc);
+    const tr = await new Trading(() => svc).init(['alice']);
+    const { token, bid } = await tr.freshToken(0.3, 0.7);
+    await tr.buyShares('alice', token, 10);
+    const body = { symbol: token, side: 'sell', type: 'STOP_LOSS', price: (bid - 0.1).toFixed(2), size: '10' };
+    const key = randomUUID();
+    const before = Date.now();
+    const armed = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
+    const after = Date.now();
+    expect(armed).toMatchObject({ status: 200, body: { type: 'STOP_LOSS', status: 'ACTIVE', record_id: /^stg_/ } });
+    // stg_ and a time-ordered UUID: its first 48 bits are the claim's time (epoch ms)
+    const id: string = armed.body.record_id;
+    expect(id).toMatch(/^stg_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const atMs = parseInt(id.slice(4, 12) + id.slice(13, 17), 16);
+    expect(atMs).toBeGreaterThanOrEqual(before);
+    expect(atMs).toBeLessThanOrEqual(after);
+    // the process dies (its claims in memory with it); the answer committed with the creation
+    await svc.close();
+    const again = await startTestService({ store: inner, env: ENV });
+    running.push(again);
+    const retry = await again.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
+    expect(retry).toMatchObject({ status: 200, body: { record_id: id, status: 'ACTIVE' } });
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect((await (await inner.collection('actors')).find({ kind: 'strategy' })).map((r) => r._id)).toEqual([id]);
+  });
+
   it("a strategy: the answer's write fails with its creation: neither lands; the retry arms it once", async () => {
     const { svc, store, tr, stored } = await setup();
     const { token, bid } = await tr.freshToken(0.3, 0.7);
