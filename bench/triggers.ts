@@ -183,22 +183,34 @@ async function stopProfile(session: Session | null, dir: string | undefined, fil
   session.disconnect();
 }
 
-/** Arms strategies `from` … `to` − 1, {@link CONCURRENCY} requests at a time. */
+/**
+ * Arms strategies `from` … `to` − 1, {@link CONCURRENCY} requests at a time. The request bodies
+ * (a STOP_LOSS 0.05 under the token's best bid, a TRAILING_STOP whose mark is 0.05 over it) are
+ * worked out once per token at the start (nothing fires while arming, so the touch stays): what a
+ * client does is not in the arming CPU; each request still gets a body object of its own, as a
+ * parsed request would.
+ */
 async function arm(s: Services, userId: string, tokens: string[], from: number, to: number): Promise<void> {
   let next = from;
-  const one = async (i: number) => {
-    const token = tokens[i % tokens.length]!;
+  const bodies = new Map<string, [OrderRequest, OrderRequest]>();
+  for (const token of tokens) {
     const bid = s.venue.touch(token).bid!;
-    const trailing = i % 2 === 1;
-    const body: OrderRequest = trailing
-      ? {
-          symbol: token,
-          side: 'sell',
-          type: 'TRAILING_STOP',
-          size: '5',
-          execution: { high_water_mark: str(bid.plus('0.05')), trailing_offset: '0.1' },
-        }
-      : { symbol: token, side: 'sell', type: 'STOP_LOSS', price: str(bid.minus('0.05')), size: '5' };
+    bodies.set(token, [
+      { symbol: token, side: 'sell', type: 'STOP_LOSS', price: str(bid.minus('0.05')), size: '5' },
+      {
+        symbol: token,
+        side: 'sell',
+        type: 'TRAILING_STOP',
+        size: '5',
+        execution: { high_water_mark: str(bid.plus('0.05')), trailing_offset: '0.1' },
+      },
+    ]);
+  }
+  const one = async (i: number) => {
+    const template = bodies.get(tokens[i % tokens.length]!)![i % 2]!;
+    const body: OrderRequest = template.execution
+      ? { ...template, execution: { ...template.execution } }
+      : { ...template };
     await s.strategies.start('demo', s.strategies.check(userId, body));
   };
   const worker = async () => {
