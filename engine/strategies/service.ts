@@ -329,7 +329,12 @@ export class StrategyService {
     // persisted record comes from `changed`, not from a store read (for arming throughput)
     this.starting.set(input.recordId, null);
     try {
-      await this.host.create(def.machineId, { id: input.recordId, input, partnerId, ownerUserId: input.userId });
+      const id = input.recordId;
+      const created = await this.host.create(def.machineId, { id, input, partnerId, ownerUserId: input.userId });
+      // armed and passivated by its creation, nothing since, no command in flight anywhere (a stop,
+      // a trailing order): nothing to wait for, and the record its creation wrote is its last
+      if (this.starting.get(id) === created && this.deliveries.inFlight.size === 0 && !this.host.recordOf(id))
+        return created;
       await this.whenQuiet(input.recordId);
       return (
         this.host.recordOf(input.recordId) ??
