@@ -201,9 +201,17 @@ function sha256(text: string): string {
  * give the same id.
  */
 export function timeOrderedSeed(atMs: number, uuid: string): string {
-  const t = Math.max(0, Math.floor(atMs)).toString(16).padStart(12, '0').slice(-12);
-  return `${t.slice(0, 8)}-${t.slice(8, 12)}-7${uuid.slice(15)}`;
+  if (atMs !== lastSeedMs) {
+    const t = Math.max(0, Math.floor(atMs)).toString(16).padStart(12, '0').slice(-12);
+    lastSeedPrefix = `${t.slice(0, 8)}-${t.slice(8, 12)}-7`;
+    lastSeedMs = atMs;
+  }
+  return lastSeedPrefix + uuid.slice(15);
 }
+
+/** The time part {@link timeOrderedSeed} made last, and its time: ids made in the same millisecond share it. */
+let lastSeedMs = Number.NaN;
+let lastSeedPrefix = '';
 
 /**
  * `Idempotency-Key` handling of spec 5.6 for every POST, PATCH and DELETE:
