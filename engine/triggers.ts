@@ -203,7 +203,7 @@ export class TriggerIndex {
       askAtOrAbove: watch?.askAtOrAbove !== undefined ? micro(watch.askAtOrAbove, 'ceil') : null,
     };
     const prev = this.byId.get(id);
-    this.inDelivery.delete(id);
+    if (this.inDelivery.size > 0) this.inDelivery.delete(id);
     if (
       !reg.any &&
       reg.bidAtOrBelow === null &&
@@ -211,7 +211,7 @@ export class TriggerIndex {
       reg.askBelow === null &&
       reg.askAtOrAbove === null
     ) {
-      this.unlink(id);
+      if (prev !== undefined) this.unlink(id);
       return prev !== undefined;
     }
     if (
@@ -224,7 +224,7 @@ export class TriggerIndex {
       prev.askAtOrAbove === reg.askAtOrAbove
     )
       return false;
-    this.unlink(id);
+    if (prev !== undefined) this.unlink(id); // a new strategy (arming) has nothing to take out
     this.link(id, reg);
     return true;
   }
