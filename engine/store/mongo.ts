@@ -347,6 +347,7 @@ export class MongoStore implements Store {
       await c.createIndex(Object.fromEntries(ix.fields.map((f) => [f, 1])), {
         unique: ix.unique ?? false,
         ...(ix.sparse ? { sparse: true } : {}),
+        ...(ix.where ? { partialFilterExpression: ix.where } : {}),
         ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
       });
     }

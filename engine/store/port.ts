@@ -37,6 +37,12 @@ export interface IndexSpec {
   /** TTL index: documents expire this many seconds after the (Date-valued) field. */
   expireAfterSeconds?: number;
   /**
+   * A partial index: only documents whose fields (of `fields`) hold these values are in it (SQLite
+   * `WHERE`, MongoDB `partialFilterExpression`). A query uses it when its filter holds the same
+   * values (equalities): an index that serves one kind of document costs the others no insert.
+   */
+  where?: Record<string, string | number | boolean>;
+  /**
    * Adapters that build this index (default: all): an index that serves a query of one adapter
    * only (a TTL stand-in swept on SQLite, a low-cardinality one MongoDB's planner wants).
    */

@@ -1288,7 +1288,12 @@ async function openSyncFiles(dir: string, file: string): Promise<SyncFiles> {
 export function indexSql(table: string, ix: IndexSpec, columns: Columns): { sql: string; name: string } {
   const exprs = ix.fields.map((f) => fieldSql(f, columns));
   const name = `ic_${indexSuffix(table, ix)}`;
-  const where = ix.sparse ? ` WHERE ${exprs.map((e) => `${e} IS NOT NULL`).join(' OR ')}` : '';
+  const terms = ix.sparse ? [exprs.map((e) => `${e} IS NOT NULL`).join(' OR ')] : [];
+  for (const [field, value] of Object.entries(ix.where ?? {})) {
+    if (!ix.fields.includes(field)) throw new Error(`store: index where ${field}: not one of the index's fields`);
+    terms.push(`${fieldSql(field, columns)} = ${sqlLiteral(value)}`);
+  }
+  const where = terms.length ? ` WHERE ${terms.map((t) => (terms.length > 1 ? `(${t})` : t)).join(' AND ')}` : '';
   const sql =
     `CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS "${name}" ` +
     `ON "${table}" (${exprs.join(', ')})${where}`;
@@ -1298,10 +1303,21 @@ export function indexSql(table: string, ix: IndexSpec, columns: Columns): { sql:
 /** What names an index of `table` (its fields and kind), after the prefix. */
 function indexSuffix(table: string, ix: IndexSpec): string {
   const date = ix.expireAfterSeconds !== undefined;
+  const where = Object.entries(ix.where ?? {}).map(([f, v]) => `_w_${f}_${String(v)}`);
   return (
-    `${table}_${ix.fields.join('_').replace(/[^A-Za-z0-9_]/g, '_')}` +
+    `${table}_${ix.fields.join('_')}${where.join('')}`.replace(/[^A-Za-z0-9_]/g, '_') +
     `${ix.unique ? '_u' : ''}${ix.sparse ? '_s' : ''}${date ? '_ttl' : ''}`
   );
+}
+
+/** A value of a partial index's `where` as an SQL literal, as {@link param} binds it (booleans as 1 / 0). */
+function sqlLiteral(v: string | number | boolean): string {
+  if (typeof v === 'boolean') return v ? '1' : '0';
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Error(`store: index where ${v}: not a finite number`);
+    return String(v);
+  }
+  return `'${v.replace(/'/g, "''")}'`;
 }
 
 /**

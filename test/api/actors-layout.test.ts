@@ -166,9 +166,25 @@ describe('actors stored by the previous layout: migrated at start, read and run 
       .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'actors'")
       .pluck()
       .all() as string[];
+    // the reconciliation's index (live orders) holds the orders only, instead of every actor
+    const ordersIndex = 'ic_actors_kind_final_quarantine_createdAtMs__id_w_kind_order';
+    const count = (sql: string) => db.prepare(sql).pluck().get() as number;
+    const indexed = count(`SELECT count(*) FROM actors INDEXED BY "${ordersIndex}" WHERE "ix:kind" = 'order'`);
+    const orders = count(`SELECT count(*) FROM actors WHERE "ix:kind" = 'order'`);
+    const plan = db
+      .prepare(
+        'EXPLAIN QUERY PLAN SELECT id, doc FROM "actors" WHERE "ix:kind" = ? AND "ix:final" = ? AND ' +
+          '"ix:quarantine" IS NULL ORDER BY "ix:createdAtMs" DESC, id DESC',
+      )
+      .all('order', 0) as Array<{ detail: string }>;
     db.close();
     expect(indexes).not.toContain('ic_actors_ownerKey_u_s');
     expect(indexes).toContain('ic_actors_ownerUserId_createdAtMs__id');
+    expect(indexes).not.toContain('ic_actors_kind_final_quarantine_createdAtMs__id');
+    expect(indexes).toContain(ordersIndex);
+    expect({ indexed, orders }).toEqual({ indexed: orders, orders: expect.any(Number) });
+    expect(orders).toBeGreaterThan(0);
+    expect(plan.map((r) => r.detail).join(' | ')).toContain(`USING INDEX ${ordersIndex}`);
 
     // once: the next start finds the migration recorded
     await start();

@@ -291,6 +291,19 @@ for (const adapter of adapters()) {
       expect(await c.count(range)).toBe(2);
     });
 
+    it('partial indexes (where) hold only the documents of those values; queries read them all', async () => {
+      const c = await store.collection<Item>('partial', [
+        { fields: ['owner', 'n'], unique: true, where: { owner: 'order' } },
+      ]);
+      await c.insertOne({ _id: 'p1', owner: 'order', n: 1 });
+      await expect(c.insertOne({ _id: 'p2', owner: 'order', n: 1 })).rejects.toBeInstanceOf(DuplicateKeyError);
+      // another owner is not in the index: its duplicates are not refused
+      await c.insertOne({ _id: 'p3', owner: 'strategy', n: 1 });
+      await c.insertOne({ _id: 'p4', owner: 'strategy', n: 1 });
+      expect((await c.find({ owner: 'order', n: 1 })).map((d) => d._id)).toEqual(['p1']);
+      expect(await c.count({ owner: 'strategy', n: 1 })).toBe(2);
+    });
+
     it("actor repository: a user's actors are an index range, newest first", async () => {
       const repo = await ActorRepository.open(store);
       const base = {
