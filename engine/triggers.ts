@@ -1,15 +1,34 @@
 import type { Touch, Watch } from '../machines/strategy-kit.js';
 import { Dec } from './decimal.js';
 
-const DECIMAL = /^(\d{1,9})(?:\.(\d{1,6}))?$/;
+/** Micro-units of one digit at each decimal place (index: places after the point, 0 … 6). */
+const PLACE = [1_000_000, 100_000, 10_000, 1_000, 100, 10, 1];
 
 /**
  * A price as integer micro-units (exact for prices with at most 6 decimals; never a float). The
- * common case (a plain decimal of at most 6 places) is parsed directly, the rest through Dec.
+ * common case, a plain decimal of 1 to 9 digits and at most 6 places (`\d{1,9}(\.\d{1,6})?`), is
+ * read digit by digit, with no allocation (it runs for every watch armed and every touch); the
+ * rest through Dec.
  */
 export function micro(price: string, round: 'floor' | 'ceil' | 'exact'): number {
-  const m = DECIMAL.exec(price);
-  if (m) return Number(m[1]) * 1_000_000 + (m[2] === undefined ? 0 : Number(m[2].padEnd(6, '0')));
+  const n = price.length;
+  let i = 0;
+  let units = 0;
+  for (let c = price.charCodeAt(0); i < n && c >= 48 && c <= 57; c = price.charCodeAt(++i)) units = units * 10 + c - 48;
+  let plain = i >= 1 && i <= 9;
+  if (plain && i < n) {
+    let places = 0;
+    let fraction = 0;
+    plain = price.charCodeAt(i) === 46;
+    for (i++; plain && i < n; i++) {
+      const c = price.charCodeAt(i);
+      plain = c >= 48 && c <= 57 && ++places <= 6;
+      fraction = fraction * 10 + c - 48;
+    }
+    if (plain && places > 0) return units * 1_000_000 + fraction * PLACE[places]!;
+    plain = false;
+  }
+  if (plain) return units * 1_000_000;
   const x = new Dec(price).times(1_000_000);
   return (round === 'ceil' ? x.ceil() : round === 'floor' ? x.floor() : x.round()).toNumber();
 }

@@ -319,4 +319,32 @@ describe('micro (property)', () => {
       { numRuns: 2000 },
     );
   });
+
+  it('reads any plain decimal of up to 9 integer digits as decimal.js does; other text goes to decimal.js', () => {
+    const digits = (min: number, max: number) =>
+      fc.string({ unit: fc.constantFrom(...'0123456789'.split('')), minLength: min, maxLength: max });
+    const text = fc.oneof(
+      fc.tuple(digits(1, 11), fc.option(digits(0, 8))).map(([i, f]) => (f === null ? i : `${i}.${f}`)),
+      fc.constantFrom('.5', '1.', '1e3', '-1', ' 1', '1 ', '0x10', '+1', '1.5.1', '', '00.000001', '999999999.999999'),
+    );
+    fc.assert(
+      fc.property(text, fc.constantFrom('floor' as const, 'ceil' as const, 'exact' as const), (p, round) => {
+        let expected: number | string;
+        try {
+          const x = new Dec(p).times(1_000_000);
+          expected = (round === 'ceil' ? x.ceil() : round === 'floor' ? x.floor() : x.round()).toNumber();
+        } catch {
+          expected = 'throws';
+        }
+        let got: number | string;
+        try {
+          got = micro(p, round);
+        } catch {
+          got = 'throws';
+        }
+        expect(got).toBe(expected);
+      }),
+      { numRuns: 3000 },
+    );
+  });
 });
