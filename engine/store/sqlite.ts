@@ -636,7 +636,7 @@ class Writer {
    * them SQLite guesses that an equality on a few-valued field (an actor's `kind`) selects fewer
    * rows than one user's range of an index (`ownerUserId, createdAtMs, _id`), and reads every actor
    * of that kind.
-   * The statistics of a table under {@link STATS_MIN_ROWS} rows are dropped: the planner then
+   * The statistics of a table under {@link STATS_MIN_ROWS} rows (its largest index) are dropped: the planner then
    * assumes a large table, as for one never analyzed, instead of one of a few rows that a scan
    * serves (which stays so until the next refresh, however large it grows meanwhile). A failure is
    * ignored: the statistics only guide the planner.
@@ -646,8 +646,14 @@ class Writer {
     try {
       this.db.pragma('optimize = 0x10002');
       if (!this.db.prepare("SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat1'").get()) return;
+      // by table (its largest index's count): a partial index of few entries in a large table (the
+      // live orders among a million armed strategies) keeps its statistics, or every refresh would
+      // analyze that table again
       const dropped = this.db
-        .prepare('DELETE FROM sqlite_stat1 WHERE CAST(stat AS INTEGER) < ?')
+        .prepare(
+          'DELETE FROM sqlite_stat1 WHERE tbl IN ' +
+            '(SELECT tbl FROM sqlite_stat1 GROUP BY tbl HAVING max(CAST(stat AS INTEGER)) < ?)',
+        )
         .run(STATS_MIN_ROWS).changes;
       if (dropped > 0) this.db.exec('ANALYZE sqlite_schema'); // the planner reloads the statistics
     } catch {
