@@ -1,6 +1,7 @@
 import { comboIdOf, type ComboQuoteBody, type ComboRedeemBody } from '../../engine/combos/service.js';
 import { num } from '../../engine/combos/pricing.js';
 import { dec } from '../../engine/decimal.js';
+import type { Services } from '../../engine/service.js';
 import type { ActorRecord } from '../../engine/store/actors.js';
 import { requireVenue } from '../availability.js';
 import type { Handler, HandlerResult } from '../context.js';
@@ -44,43 +45,49 @@ export const comboQuote: Handler = async ({ req, services, user, resourceSeed })
 };
 
 /** The answer of an accepted combo (what a replay of its Idempotency-Key returns too). */
-const acceptAnswer = (rec: ActorRecord): HandlerResult => {
-  const v = rec.view as Record<string, unknown>;
-  const hash = (JSON.parse(rec.snapshot) as { context: { buyTransactionHash: string } }).context.buyTransactionHash;
-  return { status: 200, body: { combo_order_id: v.combo_order_id, status: 'EXECUTED', transaction_hash: hash } };
-};
+const acceptAnswer =
+  (services: Services) =>
+  (rec: ActorRecord): HandlerResult => {
+    const v = rec.view as Record<string, unknown>;
+    const hash = services.combos.contextOf(rec).buyTransactionHash;
+    return { status: 200, body: { combo_order_id: v.combo_order_id, status: 'EXECUTED', transaction_hash: hash } };
+  };
 
 /** POST /v2/trade/combo/accept (spec 3, 4.2): 200 EXECUTED before `expires_at`, 410 `QUOTE_EXPIRED` after. */
 export const comboAccept: Handler = async ({ req, services, user, answerFrom }) => {
   requireVenue(services);
   const body = req.body as { combo_order_id: string; quote_id: string };
-  const rec = await services.combos.accept(user!._id, body, () => answerFrom?.(body.combo_order_id, acceptAnswer));
-  return acceptAnswer(rec);
+  const rec = await services.combos.accept(user!._id, body, () =>
+    answerFrom?.(body.combo_order_id, acceptAnswer(services)),
+  );
+  return acceptAnswer(services)(rec);
 };
 
 /** The answer of a redeemed combo: its shares × $1. */
-const redeemAnswer = (rec: ActorRecord): HandlerResult => {
-  const c = (JSON.parse(rec.snapshot) as { context: { shares: string; redeemTransactionHash: string } }).context;
-  const v = rec.view as Record<string, unknown>;
-  return {
-    status: 200,
-    body: {
-      combo_order_id: v.combo_order_id,
-      status: 'REDEEMED',
-      payout_usd: n(v.payout_usd ?? c.shares),
-      transaction_hash: c.redeemTransactionHash,
-    },
+const redeemAnswer =
+  (services: Services) =>
+  (rec: ActorRecord): HandlerResult => {
+    const c = services.combos.contextOf(rec);
+    const v = rec.view as Record<string, unknown>;
+    return {
+      status: 200,
+      body: {
+        combo_order_id: v.combo_order_id,
+        status: 'REDEEMED',
+        payout_usd: n(v.payout_usd ?? c.shares),
+        transaction_hash: c.redeemTransactionHash,
+      },
+    };
   };
-};
 
 /** POST /v2/trade/combo/redeem (spec 3, 4.2): a won combo pays its shares × $1 at once. */
 export const comboRedeem: Handler = async ({ req, services, user, answerFrom }) => {
   requireVenue(services);
   const body = req.body as ComboRedeemBody;
   const rec = await services.combos.redeem(user!._id, body, () =>
-    answerFrom?.(body.combo_order_id ?? comboIdOf(body.combo_position_id!), redeemAnswer),
+    answerFrom?.(body.combo_order_id ?? comboIdOf(body.combo_position_id!), redeemAnswer(services)),
   );
-  return redeemAnswer(rec);
+  return redeemAnswer(services)(rec);
 };
 
 /** GET /v2/trade/combo/positions (spec 2.5, 4.2, 4.7): offset/limit, optional status filter. */

@@ -55,7 +55,7 @@ async function interruptedAttempt(
     const bracketId = typeof view.bracket_id === 'string' ? view.bracket_id : null;
     const bracket = bracketId ? await get(bracketId) : null;
     if (!bracket) return { status: 200, body: view, headers: REPLAYED };
-    const c = JSON.parse(bracket.snapshot).context as StrategyContext;
+    const c = services.host.storedSnapshot(bracket).context as StrategyContext;
     const warnings = [...((view.warnings as string[] | undefined) ?? []), ...c.warnings];
     return {
       status: 200,

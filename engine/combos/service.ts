@@ -54,11 +54,6 @@ export const comboIdOf = (positionId: string) => `co_${positionId.replace(/^cp_/
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** The machine context of a stored combo record. */
-function contextOf(r: ActorRecord): ComboContext {
-  return (JSON.parse(r.snapshot) as { context: ComboContext }).context;
-}
-
 /**
  * REST view of a combo (GET /combo/{combo_order_id}, the positions list, pushes): the quote, its
  * legs with how each resolved, the position's status once executed, amounts as decimal strings
@@ -312,6 +307,11 @@ export class ComboService {
    *   `QUOTE_EXPIRED`, `CONFLICT` (the quote was accepted already, under another Idempotency-Key),
    *   `INSUFFICIENT_BALANCE`, `MARKET_CLOSED` (a leg's market closed meanwhile). Nothing changes.
    */
+  /** The machine context of a stored combo record, whichever form its snapshot is stored in. */
+  contextOf(r: ActorRecord): ComboContext {
+    return this.host.storedSnapshot(r).context as ComboContext;
+  }
+
   async accept(
     userId: string,
     body: { combo_order_id: string; quote_id: string },
@@ -319,11 +319,11 @@ export class ComboService {
   ): Promise<ActorRecord> {
     const id = body.combo_order_id;
     const first = await this.get(userId, id);
-    const c = contextOf(first);
+    const c = this.contextOf(first);
     if (c.quoteId !== body.quote_id) throw errors.notFound(`no quote ${body.quote_id} of combo ${id}`);
     const rec = await this.orders.exclusive(userId, async () => {
       const cur = await this.get(userId, id);
-      if (cur.status === 'FAILED') throw failureOf(cur);
+      if (cur.status === 'FAILED') throw failureOf(this.contextOf(cur));
       if (cur.status !== 'QUOTED' && cur.status !== 'EXPIRED')
         throw errors.conflict(`quote ${c.quoteId} of combo ${id} was accepted already (status ${cur.status})`);
       const now = this.clock.now();
@@ -346,7 +346,7 @@ export class ComboService {
       await this.whenQuiet(id);
       return (await this.recordOf(id))!;
     });
-    if (rec.status === 'FAILED') throw failureOf(rec);
+    if (rec.status === 'FAILED') throw failureOf(this.contextOf(rec));
     return rec;
   }
 
@@ -370,7 +370,7 @@ export class ComboService {
       await this.whenQuiet(id);
       return (await this.recordOf(id))!;
     });
-    if (rec.status !== 'REDEEMED') throw failureOf(rec);
+    if (rec.status !== 'REDEEMED') throw failureOf(this.contextOf(rec));
     return rec;
   }
 
@@ -439,9 +439,8 @@ export class ComboService {
   }
 }
 
-/** The venue's refusal recorded on a combo (its accept or its redeem), as the domain error it answers. */
-function failureOf(rec: ActorRecord): DomainError {
-  const f = contextOf(rec);
+/** The venue's refusal recorded on a combo's context (its accept or its redeem), as the domain error it answers. */
+function failureOf(f: ComboContext): DomainError {
   return walletOpError({ error: f.error ?? 'rejected', reason: f.reason ?? 'refused by the venue' });
 }
 

@@ -342,7 +342,7 @@ export class WalletService {
       return (await this.recordOf(opId))!;
     });
     if (record.status === 'FAILED') {
-      const c = JSON.parse(record.snapshot).context as WalletOpContext;
+      const c = this.host.storedSnapshot(record).context as WalletOpContext;
       throw walletOpError({ error: c.error ?? 'rejected', reason: c.reason ?? 'refused by the venue' });
     }
     return { record, replayed: false };
@@ -408,7 +408,7 @@ export class WalletService {
       await this.whenQuiet(id);
       return (await this.recordOf(id))!;
     });
-    const c = JSON.parse(record.snapshot).context as WithdrawalContext;
+    const c = this.host.storedSnapshot(record).context as WithdrawalContext;
     if (record.status === 'FAILED' && c.debit === null)
       throw walletOpError({ error: c.error ?? 'rejected', reason: c.reason ?? 'refused by the venue' });
     return { record, replayed: false };
