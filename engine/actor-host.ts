@@ -75,6 +75,11 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
    * persisted snapshot as it is. Snapshots stored in either form restore either way.
    */
   form?: SnapshotForm;
+  /**
+   * The context is plain JSON data, never an actor reference at any depth: stored without XState's
+   * `persistContext` walk (which visits every object of the context on every step). Default: false.
+   */
+  plainContext?: boolean;
 }
 
 /** What a {@link SnapshotForm} may derive context fields from besides the context: the record's ids. */
@@ -795,8 +800,9 @@ function persistValue(value: unknown): unknown {
  * the actor has no children (none of ours spawns): XState's version copies the snapshot with an
  * object rest that excludes keys, which V8 runs slowly and which costs more than the transition.
  * With children it defers to XState. `test/engine/actor-host.test.ts` compares both.
+ * @param plain - the context holds no actor reference ({@link ActorDefinition.plainContext}): not walked.
  */
-export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachineSnapshot): string {
+export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachineSnapshot, plain = false): string {
   const children = snapshot.children as Record<string, unknown>;
   for (const _ in children) return JSON.stringify(logic.getPersistedSnapshot(snapshot));
   const history: Record<string, Array<{ id: string }>> = {};
@@ -810,7 +816,7 @@ export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachi
     error: snapshot.error,
     value: snapshot.value,
     historyValue: history,
-    context: persistContext(snapshot.context),
+    context: plain ? snapshot.context : persistContext(snapshot.context),
     children: {},
   });
 }
@@ -848,13 +854,13 @@ function freshDefault(v: unknown): unknown {
  * actor has children or its context lacks a field the form names.
  */
 export function storedSnapshotJson(
-  def: Pick<ActorDefinition, 'logic' | 'form'>,
+  def: Pick<ActorDefinition, 'logic' | 'form' | 'plainContext'>,
   snapshot: AnyMachineSnapshot,
   ids: RecordIds,
 ): string {
   const form = def.form;
   const children = snapshot.children as Record<string, unknown>;
-  if (!form) return persistedSnapshotJson(def.logic, snapshot);
+  if (!form) return persistedSnapshotJson(def.logic, snapshot, def.plainContext);
   for (const _ in children) return persistedSnapshotJson(def.logic, snapshot);
   const plan = planOf(form);
   if (form.fields) return positionalSnapshotJson(def.logic, plan, form.fields, snapshot, ids);

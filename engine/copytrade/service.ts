@@ -217,6 +217,8 @@ export class CopytradeService {
           for (const r of rows) await history.replaceOne(r);
         };
       },
+      // settings, fills, copies, rows: plain data, never an actor reference
+      plainContext: true,
       statusOf: (s) => COPYTRADE_STATUS[s.value as keyof typeof COPYTRADE_STATUS] ?? 'ACTIVE',
       viewOf: (s, meta) =>
         subscriptionView(

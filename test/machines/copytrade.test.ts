@@ -223,6 +223,29 @@ describe('copytrade machine', () => {
     expect(r.s.context.paper.positions['111']).toMatchObject({ shares: '20', costUsd: '10' });
     expect(r.s.context.paper.cashUsd).toBe('990');
   });
+
+  it('its context is plain data: stored without the persistContext walk, the text is XState’s own', async () => {
+    const { persistedSnapshotJson } = await import('../../engine/actor-host.js');
+    const id = copyOrderId('ct_1', fill(1).key);
+    const filled = {
+      type: 'order.updated',
+      orderId: id,
+      status: 'FILLED',
+      filledSize: '20',
+      matchedAmount: '10',
+    } as const;
+    const lives = [
+      run(input(), [leaderFill(fill(1))]),
+      run(input(), [leaderFill(fill(1)), { ...filled, final: true }, leaderFill(fill(2, { side: 'SELL' }))]),
+      run(input({ is_simulation: true, take_profit_levels: [{ trigger_bps: 1000, portion_bps: 5000 }] }), [
+        leaderFill(fill(1)),
+        { type: 'copytrade.status', status: 'PAUSED', atMs: 1 },
+        leaderFill(fill(2)),
+      ]),
+    ];
+    for (const { s } of lives)
+      expect(persistedSnapshotJson(s.machine, s, true)).toBe(JSON.stringify(s.machine.getPersistedSnapshot(s)));
+  });
 });
 
 describe('copy rules', () => {
