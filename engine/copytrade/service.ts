@@ -344,7 +344,7 @@ export class CopytradeService {
   // ---- the copies' orders ----
 
   /** Order reports on their way to subscriptions, by order, in the order they came; null between bursts. */
-  private reports: Map<string, { subscription: string; record: ActorRecord }> | null = null;
+  private reports: Map<string, { subscription: string; record: ActorRecord; context: OrderContext }> | null = null;
 
   /**
    * A subscription's order changed: the subscription hears of it (the child-order router leaves
@@ -353,7 +353,7 @@ export class CopytradeService {
    * creation is no news to the subscription that decided it.
    */
   private onOrderChanged(c: ActorChange): void {
-    const o = c.snapshot.context as Pick<OrderContext, 'parentKind' | 'parentId'>;
+    const o = c.snapshot.context as OrderContext;
     if (o.parentKind !== 'copytrade' || !o.parentId || c.previousStatus === null) return;
     if (!this.reports) {
       this.reports = new Map();
@@ -361,7 +361,7 @@ export class CopytradeService {
     }
     // the latest change of an order says everything the earlier ones of the burst said
     this.reports.delete(c.record._id);
-    this.reports.set(c.record._id, { subscription: o.parentId, record: c.record });
+    this.reports.set(c.record._id, { subscription: o.parentId, record: c.record, context: o });
   }
 
   /**
@@ -372,7 +372,10 @@ export class CopytradeService {
   private deliverReports(): void {
     const burst = [...this.reports!.values()];
     this.reports = null;
-    const events = burst.map((r) => ({ subscription: r.subscription, event: this.router.orderEvent(r.record) }));
+    const events = burst.map((r) => ({
+      subscription: r.subscription,
+      event: this.router.orderEventOf(r.record, r.context),
+    }));
     const run = this.host
       .batch(
         events.map((e) => e.subscription),
