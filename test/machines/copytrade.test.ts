@@ -5,7 +5,9 @@ import {
   COPYTRADE_STATUS,
   copyOrderId,
   copytradeMachine,
+  historyDecides,
   newHistoryRows,
+  RECENT_FILLS,
   type CopytradeEvent,
   type CopytradeInput,
 } from '../../machines/copytrade.js';
@@ -370,5 +372,33 @@ describe('copytrade watermark', () => {
     expect(r.s.context.recent).toEqual([[late.key, 1_500]]);
     // fill 2 (500 s before the watermark) is outside the window: ignored, not copied again
     expect(r.placed).toEqual([fill(1).key, fill(2).key, late.key].map((k) => copyOrderId('ct_1', k)));
+  });
+
+  it('remembers at most RECENT_FILLS; an older one in the window is told apart by the event’s `handled`', () => {
+    const fills = Array.from({ length: RECENT_FILLS + 2 }, (_, i) => fill(i + 1, { blockTimestamp: 1_000 + i }));
+    const seen = run(
+      input(),
+      fills.map((f) => leaderFill(f)),
+    );
+    const c = seen.s.context;
+    expect(c.recent.map(([k]) => k)).toEqual(fills.slice(2).map((f) => f.key));
+    expect(c.recentCapped).toBe(1_001);
+    const first = fills[0]!;
+    expect([
+      historyDecides(c, first),
+      historyDecides(c, fills[5]!),
+      historyDecides(c, fill(99, { blockTimestamp: 1_050 })),
+    ]).toEqual([true, false, false]);
+    const again = (handled?: boolean) =>
+      run(input(), [
+        ...fills.map((f) => leaderFill(f)),
+        { ...leaderFill(first), ...(handled === undefined ? {} : { handled }) },
+      ]).placed.length;
+    // in the store already (or unknown): ignored; not in the store (recorded late): copied once
+    expect([again(true), again(undefined), again(false)]).toEqual([fills.length, fills.length, fills.length + 1]);
+    // a late fill of a block after every one left out needs no store: copied
+    const late = fill(200, { blockTimestamp: 1_005 });
+    expect(historyDecides(c, late)).toBe(false);
+    expect(run(input(), [...fills.map((f) => leaderFill(f)), leaderFill(late)]).placed).toHaveLength(fills.length + 1);
   });
 });
