@@ -75,6 +75,11 @@ export interface ActorDefinition<TLogic extends AnyStateMachine = AnyStateMachin
    * persisted snapshot as it is. Snapshots stored in either form restore either way.
    */
   form?: SnapshotForm;
+  /**
+   * The context is plain JSON data, never an actor reference at any depth: stored without XState's
+   * `persistContext` walk (which visits every object of the context on every step). Default: false.
+   */
+  plainContext?: boolean;
 }
 
 /** What a {@link SnapshotForm} may derive context fields from besides the context: the record's ids. */
@@ -795,8 +800,9 @@ function persistValue(value: unknown): unknown {
  * the actor has no children (none of ours spawns): XState's version copies the snapshot with an
  * object rest that excludes keys, which V8 runs slowly and which costs more than the transition.
  * With children it defers to XState. `test/engine/actor-host.test.ts` compares both.
+ * @param plain - the context holds no actor reference ({@link ActorDefinition.plainContext}): not walked.
  */
-export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachineSnapshot): string {
+export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachineSnapshot, plain = false): string {
   const children = snapshot.children as Record<string, unknown>;
   for (const _ in children) return JSON.stringify(logic.getPersistedSnapshot(snapshot));
   const history: Record<string, Array<{ id: string }>> = {};
@@ -810,7 +816,7 @@ export function persistedSnapshotJson(logic: AnyStateMachine, snapshot: AnyMachi
     error: snapshot.error,
     value: snapshot.value,
     historyValue: history,
-    context: persistContext(snapshot.context),
+    context: plain ? snapshot.context : persistContext(snapshot.context),
     children: {},
   });
 }
@@ -848,13 +854,13 @@ function freshDefault(v: unknown): unknown {
  * actor has children or its context lacks a field the form names.
  */
 export function storedSnapshotJson(
-  def: Pick<ActorDefinition, 'logic' | 'form'>,
+  def: Pick<ActorDefinition, 'logic' | 'form' | 'plainContext'>,
   snapshot: AnyMachineSnapshot,
   ids: RecordIds,
 ): string {
   const form = def.form;
   const children = snapshot.children as Record<string, unknown>;
-  if (!form) return persistedSnapshotJson(def.logic, snapshot);
+  if (!form) return persistedSnapshotJson(def.logic, snapshot, def.plainContext);
   for (const _ in children) return persistedSnapshotJson(def.logic, snapshot);
   const plan = planOf(form);
   if (form.fields) return positionalSnapshotJson(def.logic, plan, form.fields, snapshot, ids);
@@ -1247,8 +1253,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * runs `plan`, then persists every step and creation it made, with their kinds' step writes and
    * the writes bound to them, in ONE store transaction: all or none. Once it committed, the
    * actors' snapshots are current and, in the plan's order (an actor at its first step or
-   * creation), their actions run and `changed` is emitted, inside `effects` (a caller that gathers
-   * the venue commands those actions issue into one operation wraps them); then what the kinds'
+   * creation), their actions run inside `effects` (a caller that gathers the venue commands those
+   * actions issue into one operation wraps them), then `changed` is emitted for each; then what the kinds'
    * step writes resolved with runs, and their timers are armed. When `plan` throws or the
    * transaction fails, nothing changed and the error is rethrown.
    * @param ids - every actor the plan steps or creates (their queues are held; order is free).
@@ -1345,10 +1351,15 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         after.push({ live, prev: w.e.live ? deadlinesOf(w.e.live.snapshot) : {}, w });
         result.set(w.id, w.full);
       }
+      // every actor's actions first (a caller's `effects` gathers the venue commands they issue and
+      // sends them as one operation), then the `changed` listeners: what listens to the batch (the
+      // pushes, the parents' bookkeeping) follows the venue operation instead of delaying it
+      const emitted: AnyEventObject[][] = [];
       effects(() => {
-        for (const { live, w } of after)
-          this.runEffects(live, w.e.actions, w.e.live ? w.e.live.record.status : null, w.e.events, w.full);
+        for (const { live, w } of after) emitted.push(this.runActions(live, w.e.actions));
       });
+      for (const [i, { live, w }] of after.entries())
+        this.emitChanged(live, w.e.live ? w.e.live.record.status : null, w.e.events, emitted[i] ?? [], w.full);
       // what the kinds' writes hand on (the trade history's records to its listeners) follows the
       // actors' own effects: the venue's answers reach every order of the batch first
       for (const then of committed) {
@@ -1788,7 +1799,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     events: AnyEventObject[],
     full: ActorRecord,
   ): void {
-    const id = live.record._id;
+    this.emitChanged(live, previousStatus, events, this.runActions(live, actions), full);
+  }
+
+  /** Runs a step's actions (a failing one is logged); @returns the events they emitted (`xstate.emit`). */
+  private runActions(live: Live, actions: ExecutableAction[]): AnyEventObject[] {
     const emitted: AnyEventObject[] = [];
     for (const action of actions) {
       if (action.type === 'xstate.emit') {
@@ -1798,9 +1813,21 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       try {
         action.exec?.(action.info as never, action.params as never);
       } catch (err) {
-        this.log.error({ err, actorId: id, action: action.type }, 'actor action failed');
+        this.log.error({ err, actorId: live.record._id, action: action.type }, 'actor action failed');
       }
     }
+    return emitted;
+  }
+
+  /** Hands a step's change to the `changed` listeners (a failing one is logged). */
+  private emitChanged(
+    live: Live,
+    previousStatus: string | null,
+    events: AnyEventObject[],
+    emitted: AnyEventObject[],
+    full: ActorRecord,
+  ): void {
+    const id = live.record._id;
     const change: ActorChange = { record: full, snapshot: live.snapshot, previousStatus, events, emitted };
     for (const listener of this.listeners('changed')) {
       try {

@@ -19,14 +19,19 @@
  * drops them.
  *
  * Exactly once: `watermark` is the highest chain position (`blockTimestamp`, `logIndex`) of the
- * leader fills handled, `recent` the identities (and block) of those handled within
- * {@link REORDER_SECONDS} of chain time before it (at most {@link RECENT_FILLS}). A fill after the
- * watermark is new; one at most {@link REORDER_SECONDS} before it is new unless `recent` holds it
- * (fills of one transaction are recorded by several order steps, which may commit out of chain
- * order); anything older, or older than the subscription, is ignored (a
- * duplicate, a redelivery, the start-up replay of fills already handled). Handling a fill is one
- * persisted step that advances the watermark and records the copy (in `working`, placed again by
- * start-up reconciliation until its order reports) or the skip with its reason.
+ * leader fills handled, `recent` the identities (and block) of the last ones handled within
+ * {@link REORDER_SECONDS} of chain time before it: at most {@link RECENT_FILLS}, so that a busy
+ * leader does not make every step write thousands of them; `recentCapped` the latest block of one
+ * left out for that bound. A fill after the watermark is new; one at most {@link REORDER_SECONDS}
+ * before it (fills of one transaction are recorded by several order steps, which may commit out of
+ * chain order) is new unless `recent` holds it; when its block is at or before `recentCapped`,
+ * `recent` cannot tell, and the event's `handled` does: whether the store holds the subscription's
+ * history row of that fill (every handled fill has one, written with the step that handled it: the
+ * engine reads it for such a fill only, {@link historyDecides}; absent, the fill is taken as handled).
+ * Anything older, or older than the subscription, is ignored (a duplicate, a redelivery, the
+ * start-up replay of fills already handled). Handling a fill is one persisted step that advances
+ * the watermark and records the copy (in `working`, placed again by start-up reconciliation until
+ * its order reports) or the skip with its reason.
  *
  * The end date is data: `deadlines.end` = `copy_end_date` (epoch ms), a durable timer delivering
  * a guarded `timer.fired`.
@@ -147,8 +152,16 @@ export interface PaperAccount {
 
 export interface CopytradeContext extends CopytradeInput {
   watermark: { blockTimestamp: number; logIndex: number } | null;
-  /** `[key, blockTimestamp]` of the leader fills handled within the reorder window, oldest first. */
+  /**
+   * `[key, blockTimestamp]` of the last leader fills handled within the reorder window (at most
+   * {@link RECENT_FILLS}), oldest first.
+   */
   recent: [string, number][];
+  /**
+   * The latest block (chain seconds) of a fill within the reorder window left out of `recent` for
+   * its bound, or null (absent in snapshots of earlier versions: null).
+   */
+  recentCapped?: number | null;
   working: WorkingCopy[];
   /** The copy decided by the step being taken (its `placeCopy`), null after it. */
   placing: WorkingCopy | null;
@@ -171,7 +184,14 @@ export interface CopytradeContext extends CopytradeInput {
 }
 
 export type CopytradeEvent =
-  | { type: 'leader.fill'; fill: LeaderFill; env: CopyEnv; atMs: number }
+  | {
+      type: 'leader.fill';
+      fill: LeaderFill;
+      env: CopyEnv;
+      atMs: number;
+      /** Whether the store holds this subscription's history row of the fill (given when {@link historyDecides}). */
+      handled?: boolean;
+    }
   | { type: 'copytrade.status'; status: 'ACTIVE' | 'PAUSED' | 'DISABLED'; atMs: number }
   | { type: 'copytrade.update'; settings: CopySettings; atMs: number }
   | { type: 'copytrade.delete'; atMs: number }
@@ -234,34 +254,57 @@ function dropThrough(pending: CopyHistoryEntry[], entryId: string): CopyHistoryE
 }
 
 /** Most leader fill identities a subscription remembers (see the header). */
-export const RECENT_FILLS = 2048;
+export const RECENT_FILLS = 16;
 /** Chain seconds before the watermark within which a fill not in `recent` is still new. */
 export const REORDER_SECONDS = 120;
 
-/** Whether `fill` is new to the subscription (see the header). */
-export function isNewFill(c: Pick<CopytradeContext, 'watermark' | 'recent' | 'createdAtMs'>, f: LeaderFill): boolean {
-  if (f.atMs < c.createdAtMs) return false;
-  const w = c.watermark;
-  if (
-    w === null ||
-    f.blockTimestamp > w.blockTimestamp ||
-    (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex)
-  )
-    return true;
-  return f.blockTimestamp >= w.blockTimestamp - REORDER_SECONDS && !c.recent.some(([k]) => k === f.key);
+type Dedup = Pick<CopytradeContext, 'watermark' | 'recent' | 'recentCapped' | 'createdAtMs'>;
+
+/** Whether `f` is after the watermark `w` in chain order. */
+const afterMark = (w: CopytradeContext['watermark'], f: LeaderFill) =>
+  w === null ||
+  f.blockTimestamp > w.blockTimestamp ||
+  (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex);
+
+/**
+ * Whether only the store can tell if `f` was handled (see the header): a fill of the subscription's
+ * time, at or before its watermark, within the reorder window, not in `recent`, of a block at or
+ * before `recentCapped`. The engine then reads the fill's history row and gives `handled`.
+ */
+export function historyDecides(c: Dedup, f: LeaderFill): boolean {
+  const capped = c.recentCapped ?? null;
+  if (capped === null || f.blockTimestamp > capped || f.atMs < c.createdAtMs || afterMark(c.watermark, f)) return false;
+  return f.blockTimestamp >= c.watermark!.blockTimestamp - REORDER_SECONDS && !c.recent.some(([k]) => k === f.key);
 }
 
-/** The watermark and `recent` once `f` is handled. */
-function handled(c: Pick<CopytradeContext, 'watermark' | 'recent'>, f: LeaderFill) {
+/**
+ * Whether `fill` is new to the subscription (see the header).
+ * @param handledInStore - the event's `handled`, read when {@link historyDecides}; absent then: handled.
+ */
+export function isNewFill(c: Dedup, f: LeaderFill, handledInStore?: boolean): boolean {
+  if (f.atMs < c.createdAtMs) return false;
   const w = c.watermark;
-  const after =
-    w === null ||
-    f.blockTimestamp > w.blockTimestamp ||
-    (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex);
-  const watermark = after ? { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex } : w!;
+  if (afterMark(w, f)) return true;
+  if (f.blockTimestamp < w!.blockTimestamp - REORDER_SECONDS || c.recent.some(([k]) => k === f.key)) return false;
+  const capped = c.recentCapped ?? null;
+  return capped === null || f.blockTimestamp > capped || handledInStore === false;
+}
+
+/** The watermark, `recent` and `recentCapped` once `f` is handled. */
+function handled(c: Pick<CopytradeContext, 'watermark' | 'recent' | 'recentCapped'>, f: LeaderFill) {
+  const watermark = afterMark(c.watermark, f)
+    ? { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex }
+    : c.watermark!;
   const from = watermark.blockTimestamp - REORDER_SECONDS;
-  const recent: [string, number][] = [...c.recent.filter(([, b]) => b >= from), [f.key, f.blockTimestamp]];
-  return { watermark, recent: recent.length > RECENT_FILLS ? recent.slice(recent.length - RECENT_FILLS) : recent };
+  let recent: [string, number][] = [...c.recent.filter(([, b]) => b >= from), [f.key, f.blockTimestamp]];
+  let capped = c.recentCapped ?? null;
+  if (capped !== null && capped < from) capped = null;
+  if (recent.length > RECENT_FILLS) {
+    const out = recent.length - RECENT_FILLS;
+    for (let i = 0; i < out; i++) capped = Math.max(capped ?? -Infinity, recent[i]![1]);
+    recent = recent.slice(out);
+  }
+  return { watermark, recent, recentCapped: capped };
 }
 
 /** The end deadline of settings: `copy_end_date` in epoch ms, when set. */
@@ -652,7 +695,7 @@ export const copytradeMachine = setup({
     }),
   },
   guards: {
-    newFill: ({ context, event }) => event.type === 'leader.fill' && isNewFill(context, event.fill),
+    newFill: ({ context, event }) => event.type === 'leader.fill' && isNewFill(context, event.fill, event.handled),
     /** The event's order is one of the working copies. */
     working: ({ context, event }) =>
       'orderId' in event && context.working.some((w) => w.orderId === (event as { orderId: string }).orderId),
@@ -688,6 +731,7 @@ export const copytradeMachine = setup({
       ...i,
       watermark: null,
       recent: [],
+      recentCapped: null,
       working: [],
       placing: null,
       pending: [],

@@ -24,6 +24,8 @@
 import { getAddress } from 'ethers';
 import {
   copyOrderId,
+  historyDecides,
+  historyId,
   isNewFill,
   newHistoryRows,
   riskLevels,
@@ -217,6 +219,8 @@ export class CopytradeService {
           for (const r of rows) await history.replaceOne(r);
         };
       },
+      // settings, fills, copies, rows: plain data, never an actor reference
+      plainContext: true,
       statusOf: (s) => COPYTRADE_STATUS[s.value as keyof typeof COPYTRADE_STATUS] ?? 'ACTIVE',
       viewOf: (s, meta) =>
         subscriptionView(
@@ -342,7 +346,7 @@ export class CopytradeService {
   // ---- the copies' orders ----
 
   /** Order reports on their way to subscriptions, by order, in the order they came; null between bursts. */
-  private reports: Map<string, { subscription: string; record: ActorRecord }> | null = null;
+  private reports: Map<string, { subscription: string; record: ActorRecord; context: OrderContext }> | null = null;
 
   /**
    * A subscription's order changed: the subscription hears of it (the child-order router leaves
@@ -351,7 +355,7 @@ export class CopytradeService {
    * creation is no news to the subscription that decided it.
    */
   private onOrderChanged(c: ActorChange): void {
-    const o = c.snapshot.context as Pick<OrderContext, 'parentKind' | 'parentId'>;
+    const o = c.snapshot.context as OrderContext;
     if (o.parentKind !== 'copytrade' || !o.parentId || c.previousStatus === null) return;
     if (!this.reports) {
       this.reports = new Map();
@@ -359,7 +363,7 @@ export class CopytradeService {
     }
     // the latest change of an order says everything the earlier ones of the burst said
     this.reports.delete(c.record._id);
-    this.reports.set(c.record._id, { subscription: o.parentId, record: c.record });
+    this.reports.set(c.record._id, { subscription: o.parentId, record: c.record, context: o });
   }
 
   /**
@@ -370,7 +374,10 @@ export class CopytradeService {
   private deliverReports(): void {
     const burst = [...this.reports!.values()];
     this.reports = null;
-    const events = burst.map((r) => ({ subscription: r.subscription, event: this.router.orderEvent(r.record) }));
+    const events = burst.map((r) => ({
+      subscription: r.subscription,
+      event: this.router.orderEventOf(r.record, r.context),
+    }));
     const run = this.host
       .batch(
         events.map((e) => e.subscription),
@@ -504,9 +511,10 @@ export class CopytradeService {
     const targets: string[] = [];
     const users = new Set<string>();
     const actorIds: string[] = [];
+    const handled = await this.handledInStore(ids, fill);
     for (const id of ids) {
       const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
-      if (!c || !isNewFill(c, fill)) continue;
+      if (!c || !isNewFill(c, fill, handled.get(id))) continue;
       targets.push(id);
       users.add(c.userId);
       actorIds.push(id, copyOrderId(id, fill.key));
@@ -520,9 +528,17 @@ export class CopytradeService {
         const atMs = this.clock.now();
         for (const id of targets) {
           const before = batch.snapshotOf(id)?.context as CopytradeContext | undefined;
-          if (!before || !isNewFill(before, fill)) continue;
+          const known = handled.get(id);
+          if (!before || !isNewFill(before, fill, known)) continue;
           const env = this.envOf(before.userId, fill);
-          const after = batch.step(id, { type: 'leader.fill', fill, env, atMs } satisfies CopytradeEvent);
+          const event = {
+            type: 'leader.fill',
+            fill,
+            env,
+            atMs,
+            ...(known === undefined ? {} : { handled: known }),
+          } as const;
+          const after = batch.step(id, event satisfies CopytradeEvent);
           const orderId = copyOrderId(id, fill.key);
           const copy = (after?.context as CopytradeContext | undefined)?.working.find((w) => w.orderId === orderId);
           if (!copy || before.working.some((w) => w.orderId === orderId)) continue;
@@ -554,6 +570,24 @@ export class CopytradeService {
     this.track(Promise.all(placed.map((orderId) => this.orders.whenQuiet(orderId))));
   }
 
+  /**
+   * For the subscriptions of `ids` whose `recent` cannot tell whether they handled `fill`
+   * ({@link historyDecides}: rare, a fill late by more than `RECENT_FILLS` or the start-up replay of
+   * a busy leader), whether the store holds their history row of it (one read for all of them).
+   * @returns by subscription id, for those only.
+   */
+  private async handledInStore(ids: string[], fill: LeaderFill): Promise<Map<string, boolean>> {
+    const out = new Map<string, boolean>();
+    for (const id of ids) {
+      const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
+      if (c && historyDecides(c, fill)) out.set(id, false);
+    }
+    if (out.size === 0) return out;
+    const rowIds = [...out.keys()].map((id) => historyId(id, fill.key));
+    for (const r of await this.rows.find({ _id: { $in: rowIds } })) out.set(r.copytradeId, true);
+    return out;
+  }
+
   /** Partner of each subscription read so far (it never changes). */
   private readonly partners = new Map<string, string>();
 
@@ -581,15 +615,17 @@ export class CopytradeService {
   private async sendFill(id: string, fill: LeaderFill): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
+        const known = (await this.handledInStore([id], fill)).get(id);
         const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
         // the machine decides; this only spares a step for a fill it certainly ignores (the start-up replay)
-        if (!c || !isNewFill(c, fill)) return;
+        if (!c || !isNewFill(c, fill, known)) return;
         await this.host.send(id, {
           type: 'leader.fill',
           fill,
           env: this.envOf(c.userId, fill),
           atMs: this.clock.now(),
-        });
+          ...(known === undefined ? {} : { handled: known }),
+        } satisfies CopytradeEvent);
         return;
       } catch (err) {
         if (attempt >= DELIVERY_ATTEMPTS) {

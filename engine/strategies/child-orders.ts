@@ -8,7 +8,7 @@ import {
 import type { OrderView } from '../../schemas/orders.js';
 import type { ActorChange, ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
-import { str } from '../decimal.js';
+import { dec, str } from '../decimal.js';
 import { DomainError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { OrderService } from '../orders.js';
@@ -256,6 +256,28 @@ export class ChildOrderRouter {
       matchedAmount: String(v.matched_amount ?? '0'),
       final: rec.final,
       ...(canceledByResolution(this.host, rec) ? { marketResolved: true } : {}),
+      atMs: this.clock.now(),
+    };
+  }
+
+  /**
+   * {@link orderEvent} from the order's context as its step left it (an `ActorChange`'s snapshot):
+   * the same event, without deriving the order's whole view or parsing its stored snapshot.
+   * @param rec - the order's record at that step (status, final).
+   */
+  orderEventOf(rec: Pick<ActorRecord, '_id' | 'status' | 'final'>, c: OrderContext): StrategyEvent {
+    if (rec.status === 'REJECTED')
+      return { type: 'order.refused', orderId: rec._id, error: c.error ?? 'rejected', reason: c.reason ?? '' };
+    return {
+      type: 'order.updated',
+      orderId: rec._id,
+      status: rec.status,
+      filledSize: c.filledSize === '0' ? '0' : str(dec(c.filledSize)),
+      matchedAmount: c.matchedAmount,
+      final: rec.final,
+      ...(rec.final && rec.status === 'CANCELED' && c.cancelReason?.code === 'MARKET_RESOLVED'
+        ? { marketResolved: true }
+        : {}),
       atMs: this.clock.now(),
     };
   }

@@ -116,7 +116,7 @@ describe('copytrade: a leader fill copied as one batch is all or none', () => {
  * In one batch each subscription's outcome is its own: a copy the follower cannot pay (SKIP when
  * pUSD is short) is that subscription's skip, a PAUSED subscription records its skip, and the
  * copies beside them are placed and filled, their orders at the venue in one operation (one
- * journal entry for them all).
+ * journal entry for them all), which has started when the batch's `changed` listeners hear of them.
  */
 describe('copytrade: one batch, each subscription its own outcome', () => {
   let svc: TestService | undefined;
@@ -138,8 +138,18 @@ describe('copytrade: one batch, each subscription its own outcome', () => {
       );
       const journal = await svc.services.store.collection<{ _id: string }>('venueJournal');
       const before = await journal.count({});
+      // the batch's listeners hear of a new copy order once the venue operation holding it has started
+      const atCreation = new Map<string, boolean>();
+      svc.services.host.on('changed', (c) => {
+        if (c.record.kind === 'order' && c.previousStatus === null)
+          atCreation.set(c.record._id, svc!.services.venue.orderState(c.record._id) !== null);
+      });
       const fill = await leaderBuyOnFirstMarket(svc);
       await svc.services.copytrade.idle();
+      const copies = [ids[0]!, ids[3]!].map((id) => copyOrderId(id, `${fill.transactionHash}:1`));
+      expect(Object.fromEntries(copies.map((id) => [id, atCreation.get(id)]))).toEqual(
+        Object.fromEntries(copies.map((id) => [id, true])),
+      );
       const [ok] = await historyOf(svc, 'ok', ids[0]!);
       expect(ok).toMatchObject({ result: 'COPIED', order_status: 'FILLED', leader_fill: { log_index: 1 } });
       const [ok2] = await historyOf(svc, 'ok2', ids[3]!);

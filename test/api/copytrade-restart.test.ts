@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { REORDER_SECONDS, type CopytradeContext } from '../../machines/copytrade.js';
+import { RECENT_FILLS, REORDER_SECONDS, type CopytradeContext } from '../../machines/copytrade.js';
 import { TradeHistory } from '../../engine/data/history.js';
 import type { ReplayStart } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
@@ -81,4 +81,81 @@ describe('copytrade: the start-up replay begins at the subscriptions’ watermar
     const after = await history();
     expect([after.status, after.body.history.length]).toEqual([200, 1]);
   });
+});
+
+/**
+ * A subscription remembers only its last RECENT_FILLS leader fills of the reorder window: a fill
+ * older than those (recorded late, or replayed at start-up) is told apart by its history row in
+ * the store. A late fill never handled is copied; the restart's replay of the whole window copies
+ * none of them again.
+ */
+describe('copytrade: fills beyond the remembered ones are told apart by their history rows', () => {
+  let dir: string;
+  let svc: TestService | undefined;
+  afterAll(async () => {
+    await svc?.close();
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it(
+    'a late fill is copied once; the restart replays the window and copies nothing twice',
+    { timeout: 90_000 },
+    async () => {
+      dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-copytrade-recent-'));
+      svc = await startTestService({ store: await SqliteStore.open(dir), env });
+      const m = svc.services.venue.markets()[0]!;
+      const { tokenId } = m.tokens[0]!;
+      const now = Math.floor(Date.now() / 1000);
+      expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'follower' } })).status).toBe(201);
+      const sub = await svc.call('POST', '/v2/trade/copytrade', { ...as, body: copyEveryFill(LEADER, 1) });
+      expect(sub.status).toBe(201);
+      const id = sub.body.id as string;
+      const history = async () => {
+        const r = await svc!.call('GET', `/v2/trade/copytrade/history?copytrade_id=${id}&limit=100`, as);
+        expect(r.status).toBe(200);
+        return r.body.history as { leader_fill: { transaction_hash: string; log_index: number } }[];
+      };
+      const count = RECENT_FILLS + 4;
+      for (let n = 1; n <= count; n++) await leaderBuy(svc, n, tokenId, m.conditionId, now + 1 + n);
+      await poll(
+        'every leader fill handled',
+        () => history(),
+        (h) => h.length === count,
+      );
+      await svc.services.copytrade.idle();
+      const c = svc.services.host.snapshotOf(id)!.context as CopytradeContext;
+      expect(c.recent).toHaveLength(RECENT_FILLS);
+      expect(c.recentCapped).toBe(now + 1 + (count - RECENT_FILLS));
+
+      // recorded late: before the watermark, within the window, of a block `recent` no longer covers
+      const late = await leaderBuy(svc, 100, tokenId, m.conditionId, now + 3);
+      await poll(
+        'the late fill handled',
+        () => history(),
+        (h) => h.length === count + 1,
+      );
+      await svc.services.copytrade.idle();
+      const keys = (h: Awaited<ReturnType<typeof history>>) =>
+        h.map((r) => `${r.leader_fill.transaction_hash}:${r.leader_fill.log_index}`).sort();
+      const before = keys(await history());
+      expect(before).toContain(`${late.transactionHash}:100`);
+      expect(new Set(before).size).toBe(count + 1);
+      // each fill counted once, as a copy or a skip
+      const counted = async () => {
+        const one = await svc!.call('GET', `/v2/trade/copytrade/${id}`, as);
+        expect(one.status).toBe(200);
+        return one.body.counters.copies + one.body.counters.skipped;
+      };
+      expect(await counted()).toBe(count + 1);
+      await svc.close();
+
+      svc = await startTestService({ store: await SqliteStore.open(dir), env });
+      await svc.services.copytrade.idle();
+      expect(keys(await history())).toEqual(before);
+      expect(await counted()).toBe(count + 1);
+      const orders = await svc.services.actors.find({ kind: 'order' }, { limit: 1000 });
+      const copied = (await history()).filter((r) => (r as { result?: string }).result === 'COPIED').length;
+      expect(orders.filter((o) => o._id.startsWith(`ord_${id}_`))).toHaveLength(copied);
+    },
+  );
 });

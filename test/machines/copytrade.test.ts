@@ -5,7 +5,9 @@ import {
   COPYTRADE_STATUS,
   copyOrderId,
   copytradeMachine,
+  historyDecides,
   newHistoryRows,
+  RECENT_FILLS,
   type CopytradeEvent,
   type CopytradeInput,
 } from '../../machines/copytrade.js';
@@ -223,6 +225,29 @@ describe('copytrade machine', () => {
     expect(r.s.context.paper.positions['111']).toMatchObject({ shares: '20', costUsd: '10' });
     expect(r.s.context.paper.cashUsd).toBe('990');
   });
+
+  it('its context is plain data: stored without the persistContext walk, the text is XState’s own', async () => {
+    const { persistedSnapshotJson } = await import('../../engine/actor-host.js');
+    const id = copyOrderId('ct_1', fill(1).key);
+    const filled = {
+      type: 'order.updated',
+      orderId: id,
+      status: 'FILLED',
+      filledSize: '20',
+      matchedAmount: '10',
+    } as const;
+    const lives = [
+      run(input(), [leaderFill(fill(1))]),
+      run(input(), [leaderFill(fill(1)), { ...filled, final: true }, leaderFill(fill(2, { side: 'SELL' }))]),
+      run(input({ is_simulation: true, take_profit_levels: [{ trigger_bps: 1000, portion_bps: 5000 }] }), [
+        leaderFill(fill(1)),
+        { type: 'copytrade.status', status: 'PAUSED', atMs: 1 },
+        leaderFill(fill(2)),
+      ]),
+    ];
+    for (const { s } of lives)
+      expect(persistedSnapshotJson(s.machine, s, true)).toBe(JSON.stringify(s.machine.getPersistedSnapshot(s)));
+  });
 });
 
 describe('copy rules', () => {
@@ -347,5 +372,33 @@ describe('copytrade watermark', () => {
     expect(r.s.context.recent).toEqual([[late.key, 1_500]]);
     // fill 2 (500 s before the watermark) is outside the window: ignored, not copied again
     expect(r.placed).toEqual([fill(1).key, fill(2).key, late.key].map((k) => copyOrderId('ct_1', k)));
+  });
+
+  it('remembers at most RECENT_FILLS; an older one in the window is told apart by the event’s `handled`', () => {
+    const fills = Array.from({ length: RECENT_FILLS + 2 }, (_, i) => fill(i + 1, { blockTimestamp: 1_000 + i }));
+    const seen = run(
+      input(),
+      fills.map((f) => leaderFill(f)),
+    );
+    const c = seen.s.context;
+    expect(c.recent.map(([k]) => k)).toEqual(fills.slice(2).map((f) => f.key));
+    expect(c.recentCapped).toBe(1_001);
+    const first = fills[0]!;
+    expect([
+      historyDecides(c, first),
+      historyDecides(c, fills[5]!),
+      historyDecides(c, fill(99, { blockTimestamp: 1_050 })),
+    ]).toEqual([true, false, false]);
+    const again = (handled?: boolean) =>
+      run(input(), [
+        ...fills.map((f) => leaderFill(f)),
+        { ...leaderFill(first), ...(handled === undefined ? {} : { handled }) },
+      ]).placed.length;
+    // in the store already (or unknown): ignored; not in the store (recorded late): copied once
+    expect([again(true), again(undefined), again(false)]).toEqual([fills.length, fills.length, fills.length + 1]);
+    // a late fill of a block after every one left out needs no store: copied
+    const late = fill(200, { blockTimestamp: 1_005 });
+    expect(historyDecides(c, late)).toBe(false);
+    expect(run(input(), [...fills.map((f) => leaderFill(f)), leaderFill(late)]).placed).toHaveLength(fills.length + 1);
   });
 });
