@@ -424,11 +424,10 @@ export class SimVenue implements VenuePort {
       speed: this.o.captureSpeed ?? 1,
       tickMs: this.o.captureTickMs,
       resumeFrom: from,
-      apply: (events, position) => {
+      apply: (events, position) =>
         this.applyCaptureEvents(events, position).catch((err: unknown) =>
           this.o.log.error({ err }, 'capture replay batch failed'),
-        );
-      },
+        ),
     });
     this.captureReplay.start();
   }

@@ -39,7 +39,7 @@ describe('CaptureReplay batches (no long venue operation)', () => {
       speed: 1,
       maxBatch: 500,
       resumeFrom: { next: 0, recordedMs: 2_000 },
-      apply: (events, position) => batches.push({ events, position }),
+      apply: (events, position) => void batches.push({ events, position }),
     });
     replay.start();
     expect(batches).toHaveLength(1); // the first batch at once, the rest in later turns
@@ -65,7 +65,7 @@ describe('CaptureReplay batches (no long venue operation)', () => {
       speed: 1,
       maxBatch: 500,
       resumeFrom: { next: 0, recordedMs: 5_000 },
-      apply: (events) => (applied += events.length),
+      apply: (events) => void (applied += events.length),
     });
     replay.start();
     replay.stop();
@@ -84,12 +84,49 @@ describe('CaptureReplay batches (no long venue operation)', () => {
       clock,
       log: silent,
       speed: 1,
-      apply: (events) => sizes.push(events.length),
+      apply: (events) => void sizes.push(events.length),
     });
     replay.start(); // the event at capture time 0
     clock.advance(500);
     replay.step();
     expect(sizes).toEqual([1, 50]);
+    replay.stop();
+  });
+
+  it('runs at most maxInFlight batches ahead of their settlement, and goes on as each settles, in order', async () => {
+    const clock = new ManualClock(1_000_000);
+    const cap = capture(2_000, 0, 1);
+    const pending: (() => void)[] = [];
+    const batches: number[] = [];
+    const replay = new CaptureReplay({
+      capture: cap,
+      clock,
+      log: silent,
+      speed: 1,
+      maxBatch: 100,
+      maxInFlight: 3,
+      resumeFrom: { next: 0, recordedMs: 2_000 },
+      apply: (events, position) => {
+        batches.push(position.next);
+        return new Promise<void>((settle) => pending.push(settle));
+      },
+    });
+    replay.start();
+    for (let i = 0; i < 5; i++) await nextTurn();
+    // three applied, none settled: the replay waits although more are due
+    expect(batches).toEqual([100, 200, 300]);
+    expect(replay.batchesInFlight).toBe(3);
+    pending.shift()!(); // the oldest settles: one more goes
+    for (let i = 0; i < 5; i++) await nextTurn();
+    expect(batches).toEqual([100, 200, 300, 400]);
+    while (!replay.done) {
+      pending.shift()!();
+      await nextTurn();
+    }
+    for (const settle of pending.splice(0)) settle();
+    await replay.whenSettled();
+    expect(batches).toEqual(Array.from({ length: 20 }, (_, i) => (i + 1) * 100));
+    expect(replay.batchesInFlight).toBe(0);
     replay.stop();
   });
 });
