@@ -1250,6 +1250,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /**
    * Steps and creates many actors as one unit of work. Holds the queues of actors `ids` (the
    * events queued for them before are handled first; those sent meanwhile wait for the batch),
+   * loads those stored but not in memory (passivated ones; see {@link loadStored}),
    * runs `plan`, then persists every step and creation it made, with their kinds' step writes and
    * the writes bound to them, in ONE store transaction: all or none. Once it committed, the
    * actors' snapshots are current and, in the plan's order (an actor at its first step or
@@ -1268,6 +1269,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     const held = new Set(ids);
     const release = await holdQueues(held, (id, work) => void this.enqueue(id, work));
     try {
+      const loaded = await this.loadStored(held);
       const entries = new Map<string, BatchEntry>();
       const mine = (id: string) => {
         if (!held.has(id)) throw new Error(`actor ${id} is not one of the batch's`);
@@ -1310,6 +1312,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         },
       };
       await plan(api);
+      // loaded for the batch and left as they were: passivated again
+      for (const l of loaded) if (!entries.get(l.record._id)?.events.length) this.keep(l);
       const work = [...entries].filter(([, e]) => e.create !== null || e.events.length > 0);
       if (work.length === 0) return new Map();
       const now = this.clock.now();
@@ -1376,6 +1380,24 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     } finally {
       release();
     }
+  }
+
+  /**
+   * Brings the stored actors among `ids` that are not in memory (passivated ones) back to life,
+   * as a step would: those not final, not quarantined, whose machine is registered (the others
+   * stay out: a batch's plan sees no snapshot for them). Reads them one by one.
+   * @returns the actors loaded.
+   */
+  private async loadStored(ids: Iterable<string>): Promise<Live[]> {
+    const out: Live[] = [];
+    for (const id of ids) {
+      if (this.live.has(id)) continue;
+      const record = await this.repo.getStored(id);
+      if (!record || record.final || record.quarantine || !this.defs.has(record.machineId)) continue;
+      const live = await this.load(record);
+      if (live) out.push(live);
+    }
+    return out;
   }
 
   /**

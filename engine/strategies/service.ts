@@ -174,7 +174,27 @@ export class StrategyService {
     }
     for (const t of tokens) for (const id of this.triggers.idsOn(t)) ids.add(id);
     const reason = status.resolved ? MARKET_RESOLVED_MESSAGE : 'market closed';
-    for (const id of ids) this.deliveries.track(this.endForMarket(id, reason));
+    if (ids.size > 1) this.deliveries.track(this.endAllForMarket([...ids], reason));
+    else for (const id of ids) this.deliveries.track(this.endForMarket(id, reason));
+  }
+
+  /**
+   * {@link endForMarket} of several strategies as ONE host batch (one transaction for all their
+   * cancels); when the batch fails, one by one.
+   */
+  private async endAllForMarket(ids: string[], reason: string): Promise<void> {
+    const event = { type: 'strategy.cancel', reason };
+    try {
+      await this.host.batch(ids, (b) => {
+        for (const id of ids) {
+          const snapshot = b.snapshotOf(id); // null: final or gone, nothing to end
+          if (snapshot && !snapshot.hasTag('canceling') && snapshot.can(event)) b.step(id, event);
+        }
+      });
+    } catch (err) {
+      this.log.warn({ err, strategies: ids.length }, 'ending the strategies of a closed market together failed');
+      await Promise.all(ids.map((id) => this.endForMarket(id, reason)));
+    }
   }
 
   private async endForMarket(id: string, reason: string): Promise<void> {

@@ -62,10 +62,45 @@ export class TriggerFeed {
    * @param onlyIfHolds - a fresh or changed watch: only strategies whose condition already holds get it.
    */
   deliver(tokenId: string, touch: Touch, ids: string[], onlyIfHolds: boolean): void {
-    for (const id of ids) {
-      if (onlyIfHolds && !this.triggers.fireOne(id, tokenId, touch)) continue;
-      this.deliveries.track(this.deliverTouch(id, tokenId, touch, 0));
+    const due = onlyIfHolds ? ids.filter((id) => this.triggers.fireOne(id, tokenId, touch)) : ids;
+    if (due.length > 1) this.deliveries.track(this.deliverTogether(due, tokenId, touch));
+    else for (const id of due) this.deliveries.track(this.deliverTouch(id, tokenId, touch, 0));
+  }
+
+  /** The `book.touch` event of a touch of `tokenId`. */
+  private touchEvent(tokenId: string, touch: Touch): { type: 'book.touch'; bid: string | null; ask: string | null } {
+    const tickSize = this.tickOf(tokenId);
+    return { type: 'book.touch', bid: touch.bid, ask: touch.ask, ...(tickSize ? { tickSize } : {}) };
+  }
+
+  /**
+   * Delivers one fired touch to several strategies as ONE host batch (one transaction for all their
+   * steps), their watches registered again as {@link deliverTouch} does. Those the batch did not
+   * step (not in memory nor stored, or the touch changed nothing) and, when the batch failed, all of
+   * them go through {@link deliverTouch} one by one, with its retries.
+   */
+  private async deliverTogether(ids: string[], tokenId: string, touch: Touch): Promise<void> {
+    const held = new Map(ids.map((id) => [id, this.triggers.held(id)]));
+    const event = this.touchEvent(tokenId, touch);
+    let written: Map<string, ActorRecord> = new Map();
+    try {
+      written = await this.host.batch(ids, (b) => {
+        for (const id of ids) b.step(id, event);
+      });
+    } catch (err) {
+      this.log.warn({ err, strategies: ids.length }, 'price trigger not delivered together: one by one');
     }
+    const rest: Promise<void>[] = [];
+    for (const id of ids) {
+      const rec = written.get(id);
+      if (!rec) {
+        rest.push(this.deliverTouch(id, tokenId, touch, 0));
+        continue;
+      }
+      this.triggers.delivered(id, held.get(id));
+      this.syncWatch(rec, undefined, false);
+    }
+    await Promise.all(rest);
   }
 
   /**
@@ -78,13 +113,7 @@ export class TriggerFeed {
     const held = this.triggers.held(id);
     let rec: ActorRecord;
     try {
-      const tickSize = this.tickOf(tokenId);
-      rec = await this.host.send(id, {
-        type: 'book.touch',
-        bid: touch.bid,
-        ask: touch.ask,
-        ...(tickSize ? { tickSize } : {}),
-      });
+      rec = await this.host.send(id, this.touchEvent(tokenId, touch));
     } catch (err) {
       this.deliveries.failed++;
       // the host's snapshot is the persisted one (a failure after the write leaves the new one);
