@@ -116,6 +116,7 @@ export class StrategyService {
       log,
       this.deliveries,
       (tokenId) => orders.risk.tickOf(tokenId),
+      (tokenId) => venue.marketStatus(venue.token(tokenId)?.conditionId ?? '')?.closed === true,
     );
     this.requests = new StrategyRequests(orders.risk, clock);
     for (const [, def] of Object.entries(DEFINITIONS)) {

@@ -23,6 +23,8 @@ export class TriggerFeed {
     private readonly deliveries: Deliveries,
     /** The market's current tick of a token (decimal string; undefined when unknown): sent with each touch. */
     private readonly tickOf: (tokenId: string) => string | undefined = () => undefined,
+    /** Whether a token's market is closed (resolved) now, in the venue's memory. */
+    private readonly closedOf: (tokenId: string) => boolean = () => false,
   ) {}
 
   /**
@@ -63,8 +65,7 @@ export class TriggerFeed {
    */
   deliver(tokenId: string, touch: Touch, ids: string[], onlyIfHolds: boolean): void {
     const due = onlyIfHolds ? ids.filter((id) => this.triggers.fireOne(id, tokenId, touch)) : ids;
-    if (due.length > 1) this.deliveries.track(this.deliverTogether(due, tokenId, touch));
-    else for (const id of due) this.deliveries.track(this.deliverTouch(id, tokenId, touch, 0));
+    if (due.length > 0) this.deliveries.track(this.deliverTogether(due, tokenId, touch));
   }
 
   /** The `book.touch` event of a touch of `tokenId`. */
@@ -74,24 +75,36 @@ export class TriggerFeed {
   }
 
   /**
-   * Delivers one fired touch to several strategies as ONE host batch (one transaction for all their
-   * steps), their watches registered again as {@link deliverTouch} does. Those the batch did not
-   * step (not in memory nor stored, or the touch changed nothing) and, when the batch failed, all of
-   * them go through {@link deliverTouch} one by one, with its retries.
+   * Delivers one fired touch to the strategies `ids` as ONE host batch (one transaction for all
+   * their steps), their watches registered again as {@link deliverTouch} does. When the token's
+   * market has closed by the time the batch steps them (the venue resolved it after this touch;
+   * the book is empty now), the stale touch is not delivered: they are armed again and the
+   * market's end cancels them (a sell they would place now is refused, market closed). Those the
+   * batch did not step (not in memory nor stored, or the touch changed nothing) go through
+   * {@link deliverTouch} one by one; when the batch failed, each one's delivery failed
+   * ({@link notDelivered}: armed again, retried).
    */
   private async deliverTogether(ids: string[], tokenId: string, touch: Touch): Promise<void> {
     const held = new Map(ids.map((id) => [id, this.triggers.held(id)]));
     const event = this.touchEvent(tokenId, touch);
-    let written: Map<string, ActorRecord> = new Map();
+    let written: Map<string, ActorRecord>;
+    let closed = false;
     try {
       written = await this.host.batch(ids, (b) => {
-        for (const id of ids) b.step(id, event);
+        closed = this.closedOf(tokenId);
+        if (!closed) for (const id of ids) b.step(id, event);
       });
     } catch (err) {
-      this.log.warn({ err, strategies: ids.length }, 'price trigger not delivered together: one by one');
+      // nothing of the batch was written: each one's first delivery failed
+      for (const id of ids) this.notDelivered(id, tokenId, held.get(id), 0, err);
+      return;
     }
     const rest: Promise<void>[] = [];
     for (const id of ids) {
+      if (closed) {
+        this.triggers.rearm(id, held.get(id));
+        continue;
+      }
       const rec = written.get(id);
       if (!rec) {
         rest.push(this.deliverTouch(id, tokenId, touch, 0));
@@ -115,29 +128,39 @@ export class TriggerFeed {
     try {
       rec = await this.host.send(id, this.touchEvent(tokenId, touch));
     } catch (err) {
-      this.deliveries.failed++;
-      // the host's snapshot is the persisted one (a failure after the write leaves the new one);
-      // without it, the registration as it fired
-      const c = this.host.snapshotOf(id)?.context as StrategyContext | undefined;
-      if (c) this.triggers.set(id, c.tokenId, c.watch);
-      else this.triggers.rearm(id, held);
-      if (attempt >= DELIVERY_RETRIES) {
-        this.deliveries.abandoned++;
-        this.log.error(
-          { err, recordId: id, attempts: attempt + 1 },
-          'price trigger not delivered after every retry: armed again, it fires at the next touch change',
-        );
-        return;
-      }
-      this.log.warn({ err, recordId: id, attempt: attempt + 1 }, 'price trigger not delivered: armed again, retrying');
-      this.deliveries.later(deliveryDelayMs(attempt + 1), async () => {
-        const now = this.touchOf(tokenId);
-        if (this.triggers.fireOne(id, tokenId, now, true)) await this.deliverTouch(id, tokenId, now, attempt + 1);
-      });
+      this.notDelivered(id, tokenId, held, attempt, err);
       return;
     }
     this.triggers.delivered(id, held);
     // registered again, whether or not the touch changed anything (a change did so already)
     this.syncWatch(rec, undefined, false);
+  }
+
+  /**
+   * A fired touch could not be delivered to strategy `id` (attempt `attempt`, from 0): counted, the
+   * strategy armed again at once, and after a backoff the current touch is checked against it and
+   * delivered if its condition still holds, at most {@link DELIVERY_RETRIES} times.
+   * @param held - the registration held for it since it fired ({@link TriggerIndex.held}).
+   */
+  private notDelivered(id: string, tokenId: string, held: object | undefined, attempt: number, err: unknown): void {
+    this.deliveries.failed++;
+    // the host's snapshot is the persisted one (a failure after the write leaves the new one);
+    // without it, the registration as it fired
+    const c = this.host.snapshotOf(id)?.context as StrategyContext | undefined;
+    if (c) this.triggers.set(id, c.tokenId, c.watch);
+    else this.triggers.rearm(id, held);
+    if (attempt >= DELIVERY_RETRIES) {
+      this.deliveries.abandoned++;
+      this.log.error(
+        { err, recordId: id, attempts: attempt + 1 },
+        'price trigger not delivered after every retry: armed again, it fires at the next touch change',
+      );
+      return;
+    }
+    this.log.warn({ err, recordId: id, attempt: attempt + 1 }, 'price trigger not delivered: armed again, retrying');
+    this.deliveries.later(deliveryDelayMs(attempt + 1), async () => {
+      const now = this.touchOf(tokenId);
+      if (this.triggers.fireOne(id, tokenId, now, true)) await this.deliverTouch(id, tokenId, now, attempt + 1);
+    });
   }
 }

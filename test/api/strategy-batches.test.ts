@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { poll } from './trading-kit.js';
 
@@ -92,5 +93,53 @@ describe('fired stops and resolution cancels: one host batch each', () => {
     for (const x of ended)
       if ([...fired, ...armed].includes(x.record_id))
         expect(x).toMatchObject({ status: 'CANCELED', message: 'market resolved' });
+  });
+
+  it('a touch on a market resolved before its batch stepped is not delivered: the resolution ends it', async () => {
+    const markets = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets;
+    const m = markets.find((x: any) => x.condition_id !== market.condition_id && !x.resolved);
+    const token = m.tokens[0].token_id as string;
+    const bid = (await svc.call('GET', `/v2/trade/book?token_id=${token}`)).body.bids[0];
+    expect(
+      await svc.call('POST', '/v2/trade/positions/split', {
+        body: { condition_id: m.condition_id, amount: String(Math.ceil(Number(bid.size)) + 10) },
+        headers: u,
+      }),
+    ).toMatchObject({ status: 200 });
+    const r = await svc.call('POST', '/v2/trade/order', {
+      body: { symbol: token, side: 'sell', type: 'STOP_LOSS', price: '0.3', size: '10' },
+      headers: u,
+    });
+    expect(r).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
+    const id = r.body.record_id as string;
+    const venue = svc.services.venue as SimVenue;
+    // right after the strategies saw the book update that fires the stop (their listener comes
+    // first), the market resolves: the batch delivering the touch runs after that
+    let resolving: Promise<unknown> | null = null;
+    venue.onBook((t) => {
+      if (t === token && resolving === null && venue.touch(token).bid?.lte('0.3'))
+        resolving = venue.resolveMarket(m.condition_id, m.tokens[1].token_id);
+    });
+    const dump = await svc.call('POST', '/v2/trade/order', {
+      body: { symbol: token, side: 'sell', type: 'LIMIT', price: '0.01', size: bid.size, time_in_force: 'IOC' },
+      headers: u,
+    });
+    expect(dump).toMatchObject({ status: 200, body: { status: 'FILLED' } });
+    const own = await svc.call('POST', '/v2/trade/order', {
+      body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.2', size: '5' },
+      headers: u,
+    });
+    // the bid rested and made the touch; the resolution that followed canceled it
+    expect(own).toMatchObject({ status: 200, body: { status: expect.stringMatching(/^(LIVE|CANCELED)$/) } });
+    expect(resolving).not.toBeNull();
+    await resolving;
+    const ended = await poll(
+      'stop ended',
+      async () => (await strategies()).find((x) => x.record_id === id),
+      (x) => x?.status === 'CANCELED',
+    );
+    // ended by the resolution while armed (revision 2: created, canceled), without stepping on the
+    // stale touch first and then on its sell's refusal (market closed), which end the same
+    expect(ended).toMatchObject({ status: 'CANCELED', message: 'market resolved', order_ids: [], revision: 2 });
   });
 });
