@@ -1250,26 +1250,29 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /**
    * Steps and creates many actors as one unit of work. Holds the queues of actors `ids` (the
    * events queued for them before are handled first; those sent meanwhile wait for the batch),
-   * loads those stored but not in memory (passivated ones; see {@link loadStored}),
-   * runs `plan`, then persists every step and creation it made, with their kinds' step writes and
-   * the writes bound to them, in ONE store transaction: all or none. Once it committed, the
-   * actors' snapshots are current and, in the plan's order (an actor at its first step or
-   * creation), their actions run inside `effects` (a caller that gathers the venue commands those
-   * actions issue into one operation wraps them), then `changed` is emitted for each; then what the kinds'
-   * step writes resolved with runs, and their timers are armed. When `plan` throws or the
-   * transaction fails, nothing changed and the error is rethrown.
+   * with `options.loadStored` loads those stored but not in memory (passivated ones; see
+   * {@link loadStored}; without it the plan sees no snapshot for them), runs `plan`, then persists
+   * every step and creation it made, with their kinds' step writes and the writes bound to them,
+   * in ONE store transaction: all or none. Once it committed, the actors' snapshots are current
+   * and, in the plan's order (an actor at its first step or creation), their actions run inside
+   * `effects` (a caller that gathers the venue commands those actions issue into one operation
+   * wraps them), then `changed` is emitted for each; then what the kinds' step writes resolved with
+   * runs, and their timers are armed. When `plan` throws or the transaction fails, nothing changed
+   * and the error is rethrown.
    * @param ids - every actor the plan steps or creates (their queues are held; order is free).
+   * @param options.loadStored - load the passivated actors among `ids` first (a read each).
    * @returns the records written, by actor id (none for an actor the plan left unchanged).
    */
   async batch(
     ids: Iterable<string>,
     plan: (b: ActorBatch) => void | Promise<void>,
     effects: (run: () => void) => void = (run) => run(),
+    options: { loadStored?: boolean } = {},
   ): Promise<Map<string, ActorRecord>> {
     const held = new Set(ids);
     const release = await holdQueues(held, (id, work) => void this.enqueue(id, work));
     try {
-      const loaded = await this.loadStored(held);
+      const loaded = options.loadStored ? await this.loadStored(held) : [];
       const entries = new Map<string, BatchEntry>();
       const mine = (id: string) => {
         if (!held.has(id)) throw new Error(`actor ${id} is not one of the batch's`);

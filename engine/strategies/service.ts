@@ -186,12 +186,17 @@ export class StrategyService {
   private async endAllForMarket(ids: string[], reason: string): Promise<void> {
     const event = { type: 'strategy.cancel', reason };
     try {
-      await this.host.batch(ids, (b) => {
-        for (const id of ids) {
-          const snapshot = b.snapshotOf(id); // null: final or gone, nothing to end
-          if (snapshot && !snapshot.hasTag('canceling') && snapshot.can(event)) b.step(id, event);
-        }
-      });
+      await this.host.batch(
+        ids,
+        (b) => {
+          for (const id of ids) {
+            const snapshot = b.snapshotOf(id); // null: final or gone, nothing to end
+            if (snapshot && !snapshot.hasTag('canceling') && snapshot.can(event)) b.step(id, event);
+          }
+        },
+        undefined,
+        { loadStored: true }, // armed strategies are passivated
+      );
     } catch (err) {
       this.log.warn({ err, strategies: ids.length }, 'ending the strategies of a closed market together failed');
       await Promise.all(ids.map((id) => this.endForMarket(id, reason)));

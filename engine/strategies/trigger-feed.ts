@@ -90,10 +90,15 @@ export class TriggerFeed {
     let written: Map<string, ActorRecord>;
     let closed = false;
     try {
-      written = await this.host.batch(ids, (b) => {
-        closed = this.closedOf(tokenId);
-        if (!closed) for (const id of ids) b.step(id, event);
-      });
+      written = await this.host.batch(
+        ids,
+        (b) => {
+          closed = this.closedOf(tokenId);
+          if (!closed) for (const id of ids) b.step(id, event);
+        },
+        undefined,
+        { loadStored: true }, // armed stops are passivated
+      );
     } catch (err) {
       // nothing of the batch was written: each one's first delivery failed
       for (const id of ids) this.notDelivered(id, tokenId, held.get(id), 0, err);

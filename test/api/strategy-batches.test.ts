@@ -22,10 +22,10 @@ describe('fired stops and resolution cancels: one host batch each', () => {
     svc = await startTestService({ env: { SIM_CONTROL: 'on', SIM_MAKER_LEVELS: '1', SIM_MAKER_REFILL_MS: '3600000' } });
     const host = svc.services.host;
     const batch = host.batch.bind(host);
-    host.batch = (ids, plan, effects) => {
+    host.batch = (ids, ...rest) => {
       const list = [...ids];
       batches.push(list);
-      return batch(list, plan, effects);
+      return batch(list, ...rest);
     };
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'erin' } });
     const markets = (await svc.call('GET', '/v2/trade/markets?limit=500&offset=1001')).body.markets;
