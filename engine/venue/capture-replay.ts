@@ -47,7 +47,7 @@ export interface CaptureReplayOptions {
 export const MAX_EVENTS_PER_BATCH = 500;
 
 /** Default {@link CaptureReplayOptions.maxInFlight}. */
-export const MAX_BATCHES_IN_FLIGHT = 8;
+export const MAX_BATCHES_IN_FLIGHT = 16;
 
 /**
  * The replay clock of the WebSocket capture. The capture's first event
