@@ -158,6 +158,12 @@ export interface Store {
    * requests 503 meanwhile, and health is `degraded`.
    */
   writeFailure(): string | null;
+  /**
+   * Optional: commits the writes made so far now, instead of at the end of the group commit's
+   * window (SQLite: the next event-loop turns while writes keep joining). For a writer that others
+   * wait behind (the capture replay's journal entries); the writes still resolve once durable.
+   */
+  commitNow?(): void;
   /** Flushes pending writes and releases the database. */
   close(): Promise<void>;
 }

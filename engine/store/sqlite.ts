@@ -1614,6 +1614,11 @@ export class SqliteStore implements Store {
    * or null. It lapses by itself so that the API's refusal of writes meanwhile (503) cannot keep
    * the next commit, which would clear it, from ever being tried.
    */
+  /** {@inheritDoc Store.commitNow} */
+  commitNow(): void {
+    this.writer.flush();
+  }
+
   writeFailure(): string | null {
     const f = this.writer.failure;
     return f && Date.now() - this.writer.failedAtMs < FAILURE_SHOWN_MS ? `sqlite: ${f.message}` : null;

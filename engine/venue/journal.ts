@@ -360,6 +360,8 @@ export class VenueJournal {
    * append starts a batch of its own.
    */
   private openBatch: JournalDoc[] | null = null;
+  /** Whether an entry of {@link openBatch} asked for its write to commit at once (`append`'s `prompt`). */
+  private openBatchPrompt = false;
 
   /**
    * Appends entry `seq` (= {@link nextSeq}) after every earlier one; queues a checkpoint behind it
@@ -368,22 +370,31 @@ export class VenueJournal {
    * one write per entry would keep every venue operation behind the previous one's append).
    * @param atMs when the operation ran, epoch ms.
    * @param rows the entry's rows, or their JSON (see {@link stateRowsJson}).
+   * @param prompt the write holding this entry commits as soon as it is made ({@link Store.commitNow})
+   *   instead of waiting for other writes to join its commit: for an operation whose own
+   *   followers wait behind it (the capture replay's batches, which join the next write anyway).
    * @returns resolves once this entry (and every earlier one) is written (never rejects: a
    *   failing write is retried).
    */
-  append(seq: number, atMs: number, rows: StateRows | string): Promise<unknown> {
+  append(seq: number, atMs: number, rows: StateRows | string, prompt = false): Promise<unknown> {
     this.seq = seq;
     const doc: JournalDoc = { _id: pad(seq), seq, atMs, rows: typeof rows === 'string' ? rows : JSON.stringify(rows) };
     this.pendingWrites++;
     let durable: Promise<unknown>;
     if (this.openBatch) {
       this.openBatch.push(doc);
+      this.openBatchPrompt ||= prompt;
       durable = this.tail;
     } else {
       const batch = (this.openBatch = [doc]);
+      this.openBatchPrompt = prompt;
       durable = this.tail = this.tail.then(() => {
-        if (this.openBatch === batch) this.openBatch = null; // later entries start the next batch
-        return this.writeDurably(batch);
+        const now = this.openBatchPrompt;
+        if (this.openBatch === batch) {
+          this.openBatch = null; // later entries start the next batch
+          this.openBatchPrompt = false;
+        }
+        return this.writeDurably(batch, now);
       });
     }
     if (++this.sinceCheckpoint >= (this.o.checkpointEvery ?? 5000)) {
@@ -402,10 +413,13 @@ export class VenueJournal {
    * 5 s) until they land. An entry is self-contained (absolute states) and keyed by its seq, so a
    * retry of a write that did land is recognised by its duplicate key.
    */
-  private async writeDurably(docs: JournalDoc[]): Promise<void> {
+  private async writeDurably(docs: JournalDoc[], prompt = false): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.insertAll(docs);
+        // the rows go into the store's open commit at once (or when a transaction holding the writes ends)
+        const written = this.insertAll(docs);
+        if (prompt) this.o.store.commitNow?.();
+        await written;
         break;
       } catch (err) {
         const first = this.writeError === null;

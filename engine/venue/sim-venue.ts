@@ -291,7 +291,7 @@ export class SimVenue implements VenuePort {
         `market ${conditionId} already resolved with winner ${known.winningTokenId}`,
       );
     }
-    await this.runMarketOp((tx) => this.applyResolution(tx, m, winningTokenId));
+    await this.runMarketOp(false, (tx) => this.applyResolution(tx, m, winningTokenId));
     return 'resolved';
   }
 
@@ -305,7 +305,7 @@ export class SimVenue implements VenuePort {
   async changeTickSize(tokenId: string, tickSize: Dec): Promise<void> {
     const info = this.token(tokenId);
     if (!info) throw new VenueRejection('not_found', `no outcome token ${tokenId}`);
-    await this.runMarketOp((tx) => this.applyTick(tx, info.conditionId, tickSize));
+    await this.runMarketOp(false, (tx) => this.applyTick(tx, info.conditionId, tickSize));
   }
 
   /** The capture replay (null when SIM_CAPTURE is off or no capture is loaded): benchmark and tests. */
@@ -324,7 +324,7 @@ export class SimVenue implements VenuePort {
    *   and never applies them twice. Without it (tests) the position does not move.
    */
   applyCaptureEvents(events: readonly CaptureEvent[], position?: CapturePosition): Promise<void> {
-    return this.runMarketOp((tx) => {
+    return this.runMarketOp(true, (tx) => {
       if (position) this.capturePos = { next: position.next, recordedMs: position.recordedMs };
       for (const [i, ev] of events.entries()) {
         switch (ev.kind) {
@@ -512,8 +512,10 @@ export class SimVenue implements VenuePort {
    * Runs one operation that may change markets (capture batches, resolutions, tick changes), like
    * the order operations: in memory, then one journal entry with the touched wallets, orders and
    * market rows, then reports, book, wallet and market notifications, in that order.
+   * @param prompt - its journal entry's write commits at once (see {@link VenueJournal.append}):
+   *   the capture replay's batches, whose window of batches in flight waits for it.
    */
-  private runMarketOp(fn: (tx: Tx) => void): Promise<void> {
+  private runMarketOp(prompt: boolean, fn: (tx: Tx) => void): Promise<void> {
     const tx = newTx(this.journal.nextSeq, this.o.clock.now(), this.chain);
     const posBefore = this.capturePos?.next;
     try {
@@ -533,6 +535,7 @@ export class SimVenue implements VenuePort {
         tx.seq,
         tx.atMs,
         this.entryJson(tx, tx.markets.size ? [...tx.markets].map((c) => this.marketRow(c)) : undefined, capture),
+        prompt,
       );
     }
     // The prints are written beside the journal entry, so that both share one store commit (one

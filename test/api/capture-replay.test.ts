@@ -146,4 +146,36 @@ describe("a capture batch's trade prints (real service, SQLite on disk)", () => 
       await fs.rm(dir, { recursive: true, force: true });
     }
   });
+
+  it("commit at once, without waiting for the group commit's next event-loop turns", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-prints-'));
+    const store = await SqliteStore.open(dir);
+    const svc = await startTestService({ store, env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
+    try {
+      const venue = svc.services.venue as SimVenue;
+      venue.capture!.stop();
+      await venue.whenWritten();
+      const capture = svc.services.catalogue.capture!;
+      const tokenId = capture.markets.at(-1)!.tokens[0]!.tokenId;
+      const atMs = capture.startMs;
+      const from = venue.capture!.applied;
+      // the replay's window of batches waits for this commit: it is not held for other writes to join
+      const before = store.writer.commits;
+      const done = venue.applyCaptureEvents(
+        [{ kind: 'trade', atMs, tokenId, price: new Dec('0.42'), size: new Dec('3'), side: 'sell' }],
+        { next: from + 1, recordedMs: atMs },
+      );
+      for (let i = 0; i < 50; i++) await Promise.resolve(); // microtasks only: no event-loop turn
+      expect(store.writer.commits).toBeGreaterThan(before);
+      await done;
+      const tape = await svc.call('GET', `/v2/trade/trades?token_id=${tokenId}&limit=1`);
+      expect(tape).toMatchObject({
+        status: 200,
+        body: { trades: [{ price: '0.42', shares: '3', source: 'capture' }] },
+      });
+    } finally {
+      await svc.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
 });
