@@ -105,10 +105,23 @@ describe('the WebSocket capture replayed on the replay clock (real service)', ()
 });
 
 describe("a capture batch's trade prints (real service, SQLite on disk)", () => {
-  it("are written in the store commit of the batch's journal entry, and are on the tape", async () => {
+  /**
+   * A service on a fresh SQLite folder with the capture replay stopped (SIM_CAPTURE_SPEED 1: the
+   * capture clock barely moves; the test applies its batches itself), handed the capture's last
+   * market's first token, its start time and the replay's position; closed and removed after.
+   */
+  async function withStoppedReplay(
+    test: (o: {
+      svc: TestService;
+      store: SqliteStore;
+      venue: SimVenue;
+      tokenId: string;
+      atMs: number;
+      from: number;
+    }) => Promise<void>,
+  ): Promise<void> {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-prints-'));
     const store = await SqliteStore.open(dir);
-    // SIM_CAPTURE_SPEED 1: the capture clock barely moves; the test applies the batch itself
     const svc = await startTestService({ store, env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
     try {
       const venue = svc.services.venue as SimVenue;
@@ -116,8 +129,15 @@ describe("a capture batch's trade prints (real service, SQLite on disk)", () => 
       await venue.whenWritten();
       const capture = svc.services.catalogue.capture!;
       const tokenId = capture.markets.at(-1)!.tokens[0]!.tokenId;
-      const atMs = capture.startMs;
-      const from = venue.capture!.applied;
+      await test({ svc, store, venue, tokenId, atMs: capture.startMs, from: venue.capture!.applied });
+    } finally {
+      await svc.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  it("are written in the store commit of the batch's journal entry, and are on the tape", () =>
+    withStoppedReplay(async ({ svc, store, venue, tokenId, atMs, from }) => {
       // the journal entry (position, chain) and both tape rows: one commit, one fsync of the WAL. A
       // background commit (a scheduler job) can land in the same window, so the batch gets a few tries:
       // written in two commits, every try would count two or more.
@@ -141,24 +161,10 @@ describe("a capture batch's trade prints (real service, SQLite on disk)", () => 
         { side: 'BUY', price: '0.44', shares: '2', maker: null, taker: null, source: 'capture' },
         { side: 'SELL', price: '0.42', shares: '12.5', maker: null, taker: null, source: 'capture' },
       ]);
-    } finally {
-      await svc.close();
-      await fs.rm(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it("commit at once, without waiting for the group commit's next event-loop turns", async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-prints-'));
-    const store = await SqliteStore.open(dir);
-    const svc = await startTestService({ store, env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' } });
-    try {
-      const venue = svc.services.venue as SimVenue;
-      venue.capture!.stop();
-      await venue.whenWritten();
-      const capture = svc.services.catalogue.capture!;
-      const tokenId = capture.markets.at(-1)!.tokens[0]!.tokenId;
-      const atMs = capture.startMs;
-      const from = venue.capture!.applied;
+  it("commit at once, without waiting for the group commit's next event-loop turns", () =>
+    withStoppedReplay(async ({ svc, store, venue, tokenId, atMs, from }) => {
       // the replay's window of batches waits for this commit: it is not held for other writes to join
       const before = store.writer.commits;
       const done = venue.applyCaptureEvents(
@@ -173,9 +179,5 @@ describe("a capture batch's trade prints (real service, SQLite on disk)", () => 
         status: 200,
         body: { trades: [{ price: '0.42', shares: '3', source: 'capture' }] },
       });
-    } finally {
-      await svc.close();
-      await fs.rm(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
