@@ -1609,16 +1609,16 @@ export class SqliteStore implements Store {
     }
   }
 
-  /**
-   * The last commit or fsync failure, for 2 s after it happened or until a later commit succeeds,
-   * or null. It lapses by itself so that the API's refusal of writes meanwhile (503) cannot keep
-   * the next commit, which would clear it, from ever being tried.
-   */
   /** {@inheritDoc Store.commitNow} */
   commitNow(): void {
     this.writer.flush();
   }
 
+  /**
+   * The last commit or fsync failure, for 2 s after it happened or until a later commit succeeds,
+   * or null. It lapses by itself so that the API's refusal of writes meanwhile (503) cannot keep
+   * the next commit, which would clear it, from ever being tried.
+   */
   writeFailure(): string | null {
     const f = this.writer.failure;
     return f && Date.now() - this.writer.failedAtMs < FAILURE_SHOWN_MS ? `sqlite: ${f.message}` : null;
