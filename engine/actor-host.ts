@@ -1317,6 +1317,22 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       await plan(api);
       // loaded for the batch and left as they were: passivated again
       for (const l of loaded) if (!entries.get(l.record._id)?.events.length) this.keep(l);
+      // as a step: an actor whose stored snapshot would not change (no actions, the same stored
+      // text, its machine at its version) is not written (no new revision, no update pushed)
+      const storedJson = new Map<string, string>();
+      for (const [id, e] of entries) {
+        const live = e.live;
+        if (e.create || !live || e.events.length === 0) continue;
+        const json = storedSnapshotJson(e.def, e.snapshot, live.record);
+        if (
+          e.actions.length === 0 &&
+          live.record.machineVersion === e.def.version &&
+          json === (live.json ??= storedSnapshotJson(e.def, live.snapshot, live.record))
+        ) {
+          this.keep({ def: e.def, record: live.record, snapshot: e.snapshot, json });
+          e.events.length = 0;
+        } else storedJson.set(id, json);
+      }
       const work = [...entries].filter(([, e]) => e.create !== null || e.events.length > 0);
       if (work.length === 0) return new Map();
       const now = this.clock.now();
@@ -1333,7 +1349,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
             full = outOf(record);
           } else {
             const current = e.live!.record;
-            const { patch, outOf } = stepOf(def, current, snapshot, storedSnapshotJson(def, snapshot, current), now);
+            const json = storedJson.get(id) ?? storedSnapshotJson(def, snapshot, current);
+            const { patch, outOf } = stepOf(def, current, snapshot, json, now);
             record = await this.repo.update(current, patch, tx);
             const own = def.stepWritesOf?.(snapshot, e.live!.snapshot) ?? null;
             if (own) {
