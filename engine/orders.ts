@@ -489,7 +489,8 @@ export class OrderService {
       if (beforeCreate) await beforeCreate();
       await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, {
         id: input.orderId,
-        input: { ...input, ...extra },
+        // the checked input as it is when there is nothing to add (the machine's context copies it)
+        input: hasFields(extra) ? { ...input, ...extra } : input,
         partnerId,
         ownerUserId: input.userId,
       });
@@ -785,4 +786,10 @@ export interface CancelOutcome {
   record: ActorRecord | null;
   /** Why it was not canceled; null when it was. */
   message: string | null;
+}
+
+/** Whether `o` has an own enumerable field. */
+function hasFields(o: object): boolean {
+  for (const _ in o) return true;
+  return false;
 }
