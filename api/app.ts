@@ -11,7 +11,7 @@ import type { Services } from '../engine/service.js';
 import { admission } from './admission.js';
 import { requireWritable } from './availability.js';
 import { authenticate, requireScope, resolveUser } from './auth.js';
-import type { HandlerResult, RouteSpec } from './context.js';
+import type { HandlerContext, HandlerResult, RouteSpec } from './context.js';
 import { IdempotencyService } from '../engine/idempotency.js';
 import { dashboardRouter, FAVICON } from './dashboard.js';
 import { ApiError, errorHandler, notFoundHandler } from './errors.js';
@@ -152,10 +152,9 @@ function mount(
       idempotencyKey && principal
         ? IdempotencyService.resourceSeed(principal.keyId, idempotencyKey, user?._id ?? null, req.path)
         : null;
-    const ctx = { req, services, principal, user, resourceSeed };
     if (!idempotencyKey || !principal) {
       if (mutating) requireWritable(services);
-      return send(req, res, await route.handler(ctx));
+      return send(req, res, await route.handler({ req, services, principal, user, resourceSeed }));
     }
     // the claim first: a duplicate of a request still running is a 409, a completed one replays,
     // even while the store cannot take writes
@@ -190,7 +189,17 @@ function mount(
     };
     try {
       requireWritable(services);
-      result = await route.handler({ ...ctx, answerFrom, firstAttemptAtMs: claim.atMs });
+      // every field named: a spread of an object with fields added after it costs V8 (node 20) ~1 µs a field
+      const handlerCtx: HandlerContext = {
+        req,
+        services,
+        principal,
+        user,
+        resourceSeed,
+        answerFrom,
+        firstAttemptAtMs: claim.atMs,
+      };
+      result = await route.handler(handlerCtx);
     } catch (err) {
       for (const u of unbind) u();
       // Only successes are kept (spec 5.6): a refused request changed nothing, so its retry runs.

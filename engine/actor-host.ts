@@ -467,9 +467,9 @@ export class PureStepper {
   }
 
   /**
-   * XState's initial snapshot for `input`, made from `template`'s state (`getInitialSnapshot` builds
-   * an actor, a pre-initial snapshot, resolves an `assign` and enters the states each time): the
-   * context XState makes (a copy of what `context(...)` gives), the same configuration. Null when
+   * XState's initial snapshot for `input`, made from `template` (`getInitialSnapshot` builds an
+   * actor, a pre-initial snapshot, resolves an `assign` and enters the states each time): the
+   * context XState makes (a copy of what `context(...)` gives), the template's state otherwise. Null when
    * the context function throws or spawns: then XState's own path makes the snapshot (an error
    * snapshot, children) exactly as before.
    */
@@ -488,7 +488,11 @@ export class PureStepper {
     } catch {
       return null;
     }
-    return this.logic.resolveState({ value: template.value, context, historyValue: {} }) as AnyMachineSnapshot;
+    // the template with this context, as `resolveState({value, context})` would make it again (same
+    // state nodes, value, tags, status; fresh children and history) without resolving the state value
+    // and collecting the nodes and tags once more: a snapshot is an immutable plain object (XState makes
+    // a new one at each step, never changing the state nodes, value or tags of one in place)
+    return { ...template, context, children: {}, historyValue: {} };
   }
 }
 

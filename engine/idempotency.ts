@@ -145,6 +145,7 @@ function storedResponse(doc: IdempotencyDoc): ReplayedResponse {
 /** JSON with object keys sorted, so `{a,b}` and `{b,a}` are the same body. */
 export function canonicalJson(value: unknown): string {
   // built in one pass, without the intermediate arrays of entries (it runs on every mutating request)
+  if (typeof value === 'string') return JSON.stringify(value);
   if (Array.isArray(value)) {
     let out = '[';
     for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + canonicalJson(value[i]);
@@ -152,19 +153,51 @@ export function canonicalJson(value: unknown): string {
   }
   if (value !== null && typeof value === 'object') {
     const obj = value as Record<string, unknown>;
-    // the default sort orders by UTF-16 code units, as `<` does
-    const keys = Object.keys(obj).sort();
+    const keys = sortedKeys(Object.keys(obj));
     let out = '{';
     let first = true;
-    for (const k of keys) {
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
       const v = obj[k];
       if (v === undefined) continue;
-      out += `${first ? '' : ','}${JSON.stringify(k)}:${canonicalJson(v)}`;
+      out += `${first ? '' : ','}${quotedKey(k)}:${canonicalJson(v)}`;
       first = false;
     }
     return `${out}}`;
   }
   return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * `keys` sorted in place by UTF-16 code units (as `<` and the default `sort` order them): by insertion
+ * for the few keys of a request body (no comparator calls through `sort`), by `sort` beyond.
+ */
+function sortedKeys(keys: string[]): string[] {
+  if (keys.length > 16) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > k) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
+  return keys;
+}
+
+/** Keys as JSON strings, by key: request bodies repeat the same few field names. Bounded: filled up to its limit. */
+const quotedKeys = new Map<string, string>();
+const QUOTED_KEYS_MAX = 1024;
+
+/** `JSON.stringify(k)`, remembered for the first {@link QUOTED_KEYS_MAX} keys seen (short ones only). */
+function quotedKey(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = JSON.stringify(k);
+    if (quotedKeys.size < QUOTED_KEYS_MAX && k.length <= 64) quotedKeys.set(k, q);
+  }
+  return q;
 }
 
 /** `IDEMPOTENCY_KEY_REUSED` (API: 422): the key was used for another request. */

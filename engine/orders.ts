@@ -365,12 +365,13 @@ export class OrderService {
    * Validates a LIMIT or MARKET order against spec 2.1–2.2.2, the market and the wallet; the
    * rules themselves are engine/risk.ts's.
    * @param typeName - the type the client sent, for messages (a TAKE_PROFIT is checked as a LIMIT sell).
+   * @param orderId - the order's id (a request's seeded id: the same for its retries); a random one when absent.
    * @returns the actor input.
    * @throws {DomainError} `INVALID_REQUEST` (range, tick, minimum size, time in force),
    *   `PRICE_IN_CENTS`, `INSUFFICIENT_BALANCE`, `NOT_ENOUGH_SHARES`. Brackets are checked by the
    *   strategy service ({@link StrategyService.checkBrackets}).
    */
-  check(userId: string, body: OrderRequest, typeName: string = body.type): OrderInput {
+  check(userId: string, body: OrderRequest, typeName: string = body.type, orderId?: string): OrderInput {
     const info = this.risk.market(body.symbol);
     const isMarket = body.type === 'MARKET';
     const forbid = (field: string, why: string) => {
@@ -420,7 +421,7 @@ export class OrderService {
     if (tif === 'GTC' || tif === 'GTD') checkRestingMinimum('size', size!, body.size!, info);
     if (body.expiration !== undefined) this.risk.expiration(body.expiration);
     const input: OrderInput = {
-      orderId: `ord_${randomUUID()}`,
+      orderId: orderId ?? `ord_${randomUUID()}`,
       userId,
       tokenId: body.symbol,
       side: body.side,
@@ -488,7 +489,8 @@ export class OrderService {
       if (beforeCreate) await beforeCreate();
       await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, {
         id: input.orderId,
-        input: { ...input, ...extra },
+        // the checked input as it is when there is nothing to add (the machine's context copies it)
+        input: hasFields(extra) ? { ...input, ...extra } : input,
         partnerId,
         ownerUserId: input.userId,
       });
@@ -784,4 +786,10 @@ export interface CancelOutcome {
   record: ActorRecord | null;
   /** Why it was not canceled; null when it was. */
   message: string | null;
+}
+
+/** Whether `o` has an own enumerable field. */
+function hasFields(o: object): boolean {
+  for (const _ in o) return true;
+  return false;
 }

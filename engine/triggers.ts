@@ -357,6 +357,14 @@ export class TriggerIndex {
     return holds;
   }
 
+  /**
+   * Whether a watch was ever registered on `tokenId`: {@link fire} of a token without one does nothing
+   * and reads nothing of its touch, so a caller can skip computing that touch.
+   */
+  knowsToken(tokenId: string): boolean {
+    return this.tokens.has(tokenId);
+  }
+
   /** Tokens with at least one watch. */
   watchedTokens(): string[] {
     return [...this.tokens].filter(([, t]) => t.size > 0).map(([id]) => id);

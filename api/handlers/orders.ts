@@ -129,7 +129,7 @@ async function placeNew(
   requireVenue(services);
   const ids: Partial<SeededIds> = resourceSeed ? seededIds(resourceSeed, firstAttemptAtMs) : {};
   if (body.type === 'LIMIT' || body.type === 'MARKET') {
-    const input = { ...services.orders.check(user!._id, body), ...(ids.orderId ? { orderId: ids.orderId } : {}) };
+    const input = services.orders.check(user!._id, body, body.type, ids.orderId);
     const bracket = services.strategies.checkBrackets(user!._id, body, input);
     if (bracket) {
       // spec 2.2 bracket rules: placed after the entry, best-effort; a 200 may carry a failed leg
@@ -144,10 +144,7 @@ async function placeNew(
   }
   if (body.type === 'TAKE_PROFIT') {
     // spec part 3: a real CLOB sell placed at once, on open orders with is_take_profit: true
-    const input = {
-      ...services.orders.check(user!._id, { ...body, type: 'LIMIT' }, 'TAKE_PROFIT'),
-      ...(ids.orderId ? { orderId: ids.orderId } : {}),
-    };
+    const input = services.orders.check(user!._id, { ...body, type: 'LIMIT' }, 'TAKE_PROFIT', ids.orderId);
     if (ids.orderId) answerFrom?.(ids.orderId, orderAnswer, ORDER_ANSWER);
     const rec = await services.orders.place(user!.partnerId, input, { isTakeProfit: true }, beforeCreate);
     return orderAnswer(rec);

@@ -47,6 +47,8 @@ export class TriggerFeed {
 
   /** A book update of `tokenId` (VenuePort `onBook`): the strategies whose level it crossed get the touch. */
   onBook(tokenId: string): void {
+    // most book updates are of tokens no strategy watches: their touch (both books, mirrored) is not computed
+    if (!this.triggers.knowsToken(tokenId)) return;
     const touch = this.touchOf(tokenId);
     this.deliver(tokenId, touch, this.triggers.fire(tokenId, touch), false);
   }

@@ -8,7 +8,7 @@
  * it (never earlier than the last block given: a clock set back does not reorder the chain); its log
  * index counts the events of that block from 0.
  */
-import { keccak256, toUtf8Bytes } from 'ethers';
+import sha3 from 'js-sha3';
 import { BLOCK_SECONDS, type ChainPosition } from '../data/records.js';
 
 /** Where the chain's sequence is, as journaled: the last block given and the next log index in it. */
@@ -27,10 +27,12 @@ export function blockOf(atMs: number): number {
 
 /**
  * The simulated transaction hash of venue operation `seq` (its journal sequence number, never
- * reused): keccak256 of `venue-op:<seq>`, `0x` + 64 hex. The trades of one operation share it.
+ * reused): keccak256 of `venue-op:<seq>` (UTF-8), `0x` + 64 lowercase hex. The trades of one operation
+ * share it. js-sha3 hashes a short string in a few µs, about a quarter of ethers' `keccak256` (one hash
+ * per venue operation that trades).
  */
 export function operationHash(seq: number): string {
-  return keccak256(toUtf8Bytes(`venue-op:${seq}`));
+  return `0x${sha3.keccak256(`venue-op:${seq}`)}`;
 }
 
 /** The venue's chain sequence: hands out positions in chain order. */

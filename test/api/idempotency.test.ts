@@ -330,8 +330,14 @@ describe('canonical JSON', () => {
         fc.double(),
         fc.integer(),
         fc.string(),
+        fc.string({ unit: 'binary' }),
         fc.array(tie('any'), { maxLength: 4 }),
         fc.dictionary(fc.string(), tie('any'), { maxKeys: 5 }),
+        // any UTF-16 text as keys (lone surrogates, accents), and more keys than the insertion sort takes
+        fc.dictionary(fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' })), tie('any'), {
+          maxKeys: 8,
+        }),
+        fc.dictionary(fc.string({ maxLength: 2 }), fc.integer(), { minKeys: 15, maxKeys: 30 }),
       ),
     })).any;
     fc.assert(

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { IdempotencyService } from '../../engine/idempotency.js';
 import { validatorFor } from '../../api/validation.js';
 import { ErrorEnvelope } from '../../schemas/common.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from '../../schemas/market.js';
@@ -308,6 +309,27 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     expect(after).toMatchObject({ size: String(Number(before.size) - 7) });
     expect(after.cost_usd).toMatch(/^\d+(\.\d{1,6})?$/);
     expect(Math.abs(Number(after.cost_usd) - (Number(before.cost_usd) - Number(costOut)))).toBeLessThan(1e-9);
+  });
+
+  it("an order's id is ord_ + its request's resource seed (Idempotency-Key): LIMIT, TAKE_PROFIT", async () => {
+    const seeds = vi.spyOn(IdempotencyService, 'resourceSeed');
+    try {
+      const bid = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' });
+      expect(bid).toMatchObject({
+        status: 200,
+        body: { status: 'LIVE', order_id: `ord_${seeds.mock.results[0]!.value}` },
+      });
+      const buy = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' };
+      expect(await post('alice', buy)).toMatchObject({ status: 200, body: { status: 'FILLED' } });
+      const tp = await post('alice', { symbol: token, side: 'sell', type: 'TAKE_PROFIT', price: '0.98', size: '10' });
+      expect(tp).toMatchObject({
+        status: 200,
+        body: { status: 'LIVE', is_take_profit: true, order_id: `ord_${seeds.mock.results[2]!.value}` },
+      });
+      expect(seeds).toHaveBeenCalledTimes(3);
+    } finally {
+      seeds.mockRestore();
+    }
   });
 
   it('unknown symbols 400 (brackets: test/api/strategies.test.ts)', async () => {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { StrategyContext } from '../../machines/strategy-kit.js';
 import { sellThrough as sellThroughBids, tokenPicker } from './trading-kit.js';
 import { startTestService, type TestService } from '../helpers.js';
@@ -752,5 +752,33 @@ describe('managed strategies over REST', () => {
     const canceled = await svc.call('GET', '/v2/trade/strategies?status=CANCELED', { headers: as('alice') });
     expect(canceled.body.strategies.every((s: any) => s.status === 'CANCELED')).toBe(true);
     expect((await svc.call('GET', '/v2/trade/strategies?status=DONE', { headers: as('alice') })).status).toBe(400);
+  });
+
+  it('book updates of a token no strategy watches compute no touch; a watched token still fires its stop', async () => {
+    const { token, bid } = await freshToken(0.3);
+    const { token: other } = await freshToken(0.3);
+    await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
+    const level = px(bid - 0.01);
+    const res = await post('alice', { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '10' });
+    expect(res).toMatchObject({ status: 200, body: { type: 'STOP_LOSS', status: 'ACTIVE' } });
+    await whenQuiet();
+    const touch = vi.spyOn(svc.services.orders.risk, 'touch');
+    try {
+      // a trade and a resting order on the unwatched token: its book changes, no touch is computed for it
+      const ioc = { symbol: other, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' };
+      expect(await post('alice', ioc)).toMatchObject({ status: 200, body: { status: 'FILLED' } });
+      const rest = { symbol: other, side: 'buy', type: 'LIMIT', price: '0.05', size: '10', time_in_force: 'GTC' };
+      expect(await post('alice', rest)).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+      await whenQuiet();
+      expect(touch.mock.calls.filter(([t]) => t === other)).toHaveLength(0);
+      // the watched token's bid falls to the level: its touch is computed and the stop fires
+      await sellThrough(token, px(bid));
+      await whenQuiet();
+      expect(touch.mock.calls.filter(([t]) => t === token).length).toBeGreaterThan(0);
+    } finally {
+      touch.mockRestore();
+    }
+    const s = await strategy('alice', res.body.record_id);
+    expect(s).toMatchObject({ status: 'COMPLETED', filled_size: '10', executed_price: level });
   });
 });

@@ -1063,6 +1063,19 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
         const [theirs, theirActions] = initialTransition(logic, inp as never);
         expect(persistedSnapshotJson(logic, mine)).toBe(persistedSnapshotJson(logic, theirs));
         expect([...mine.tags]).toStrictEqual([...theirs.tags]);
+        // the same snapshot object as XState's, field by field; its own children and history objects
+        const { context: _m, machine: mm, _nodes: mn, ...myRest } = mine as unknown as Record<string, unknown>;
+        const { context: _t, machine: tm, _nodes: tn, ...theirRest } = theirs as unknown as Record<string, unknown>;
+        expect(Object.keys(mine)).toStrictEqual(Object.keys(theirs));
+        expect(myRest).toStrictEqual(theirRest);
+        expect(mm).toBe(tm);
+        expect((mn as Array<{ id: string }>).map((n) => n.id)).toStrictEqual(
+          (tn as Array<{ id: string }>).map((n) => n.id),
+        );
+        expect(mine.matches(theirs.value as never)).toBe(true);
+        const [again] = stepper.initial(inp);
+        expect(again.children).not.toBe(mine.children);
+        expect(again.historyValue).not.toBe(mine.historyValue);
         expect(myActions.length).toBe(theirActions.length);
         for (let i = 0; i < myActions.length; i++) {
           const [a, b] = [myActions[i]!, theirActions[i]!];

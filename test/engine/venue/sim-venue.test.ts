@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { keccak256, toUtf8Bytes } from 'ethers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../engine/clock.js';
 import { dec } from '../../../engine/decimal.js';
@@ -11,6 +12,7 @@ import { FaultyStore } from '../store/faulty-store.js';
 import type { Catalogue } from '../../../engine/venue/markets.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
+import { operationHash } from '../../../engine/venue/chain.js';
 
 const A = '111';
 const B = '222';
@@ -327,6 +329,9 @@ describe('simulated venue: matching engine', () => {
       taker: { userId: 's', orderId: sell.orderId, tokenId: A, side: 'sell', price: '0.3' },
       maker: { userId: 'b', orderId: rest.orderId, tokenId: A, side: 'buy', price: '0.3' },
     });
+    // the simulated transaction hash is keccak256 of `venue-op:<seq>` (ethers' reference computation)
+    const opHashes = Array.from({ length: 64 }, (_, seq) => keccak256(toUtf8Bytes(`venue-op:${seq}`)));
+    expect(opHashes).toContain(t!.trade!.transactionHash);
     // no close(): as after kill -9; the fill is reported again with its position, the next trade comes after it
     const second = await openVenue({ dir });
     expect(second.venue.orderState(rest.orderId)?.fills[0]?.trade).toEqual(t!.trade);
@@ -340,6 +345,21 @@ describe('simulated venue: matching engine', () => {
       [0, 3],
       [0, 3],
     ]);
+  });
+
+  it('operationHash is keccak256 of `venue-op:<seq>`, as ethers computes it, for every sequence number', () => {
+    for (const seq of [
+      0,
+      1,
+      9,
+      10,
+      99,
+      12_345,
+      2 ** 31,
+      Number.MAX_SAFE_INTEGER,
+      ...Array.from({ length: 500 }, (_, i) => i * 7919),
+    ])
+      expect(operationHash(seq)).toBe(keccak256(toUtf8Bytes(`venue-op:${seq}`)));
   });
 
   it('checkpoints keep working and unreleased finished orders, forget released ones, compact the journal', async () => {
