@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
 import net from 'node:net';
 
 /** A free loopback port. */
@@ -147,4 +148,21 @@ export function orderBurst(
     }
   })();
   return { acknowledged, sent: () => sent, done };
+}
+
+/**
+ * What a kill -9 test leaves behind, cleaned up: the child service killed (and awaited) if it still
+ * runs, the in-process service on its folder closed, the data folder removed.
+ */
+export async function cleanUpCrashTest(
+  child: ServiceProcess | null,
+  svc: { close(): Promise<void> } | null | undefined,
+  dir: string,
+): Promise<void> {
+  if (child && child.child.exitCode === null) {
+    child.child.kill('SIGKILL');
+    await child.exited;
+  }
+  await svc?.close();
+  if (dir) await fs.rm(dir, { recursive: true, force: true });
 }

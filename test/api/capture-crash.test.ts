@@ -7,7 +7,7 @@ import { SqliteStore } from '../../engine/store/sqlite.js';
 import { loadCatalogue } from '../../engine/venue/markets.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { processCaller, spawnService, type ServiceProcess } from '../process.js';
+import { processCaller, spawnService, type ServiceProcess, cleanUpCrashTest } from '../process.js';
 import { poll } from './trading-kit.js';
 
 const KEY = 'pts_capture_crash_master_key_0123456789';
@@ -24,11 +24,7 @@ describe('kill -9 during the capture replay (SQLite on disk)', () => {
   let dir = '';
   let child: ServiceProcess | null = null;
   let svc: TestService | null = null;
-  afterAll(async () => {
-    if (child && child.child.exitCode === null) child.child.kill('SIGKILL');
-    await svc?.close();
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => cleanUpCrashTest(child, svc, dir));
 
   it('resumes at the durable position; nothing applied twice or skipped', { timeout: 60_000 }, async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-capture-crash-'));

@@ -8,7 +8,7 @@ import { startTestService, type TestService } from '../helpers.js';
 import { checkInvariants, waitIdle } from '../invariants.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
-import { processCaller, spawnService, type ServiceProcess } from '../process.js';
+import { processCaller, spawnService, type ServiceProcess, cleanUpCrashTest } from '../process.js';
 
 const KEY = 'pts_combo_crash_master_key_0123456789';
 const ENV = {
@@ -34,11 +34,7 @@ describe('kill -9 between combo accepts and their answers', () => {
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-combo-crash-'));
   });
-  afterAll(async () => {
-    if (child && child.child.exitCode === null) child.child.kill('SIGKILL');
-    await svc?.close();
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => cleanUpCrashTest(child, svc, dir));
   const restart = async () => {
     child!.child.kill('SIGKILL');
     await child!.exited;

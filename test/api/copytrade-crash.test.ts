@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { TRADER_FILLS, type TraderFill } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { processCaller, spawnService, type ServiceProcess } from '../process.js';
+import { processCaller, spawnService, type ServiceProcess, cleanUpCrashTest } from '../process.js';
 import { poll, copyEveryFill } from './trading-kit.js';
 
 const KEY = 'pts_copytrade_crash_master_key_0123456789';
@@ -26,11 +26,7 @@ describe('copytrade: kill -9 while copies are in flight', () => {
   let dir: string;
   let child: ServiceProcess | null = null;
   let svc: TestService | null = null;
-  afterAll(async () => {
-    if (child && child.child.exitCode === null) child.child.kill('SIGKILL');
-    await svc?.close();
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => cleanUpCrashTest(child, svc, dir));
 
   it('no leader fill copied twice or missed after the restart', { timeout: 90_000 }, async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-copytrade-crash-'));
@@ -118,11 +114,7 @@ describe('copytrade: kill -9 during the real leader wallet replay', () => {
   let dir: string;
   let child: ServiceProcess | null = null;
   let svc: TestService | null = null;
-  afterAll(async () => {
-    if (child && child.child.exitCode === null) child.child.kill('SIGKILL');
-    await svc?.close();
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => cleanUpCrashTest(child, svc, dir));
 
   it('each of the 470 fills copied or skipped once across the restart', { timeout: 120_000 }, async () => {
     const replay = { ...ENV, COPYTRADE_LEADER_REPLAY: 'on', COPYTRADE_LEADER_REPLAY_SPEED: '20000' };

@@ -8,7 +8,7 @@ import { SqliteStore } from '../../engine/store/sqlite.js';
 import type { OrderContext } from '../../machines/order.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { checkInvariants } from '../invariants.js';
-import { orderBurst, processCaller, spawnService, type ServiceProcess } from '../process.js';
+import { orderBurst, processCaller, spawnService, type ServiceProcess, cleanUpCrashTest } from '../process.js';
 
 const KEY = 'pts_sqlite_crash_master_key_0123456789';
 
@@ -24,11 +24,7 @@ describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
   let dir: string;
   let child: ServiceProcess | null = null;
   let svc: TestService | null = null;
-  afterAll(async () => {
-    if (child && child.child.exitCode === null) child.child.kill('SIGKILL');
-    await svc?.close();
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => cleanUpCrashTest(child, svc, dir));
 
   it('every acknowledged order is there after the restart; nothing half-written', { timeout: 60_000 }, async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-crash-'));
