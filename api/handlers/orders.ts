@@ -84,19 +84,19 @@ export const placeOrder: Handler = async (ctx) => {
   const { req, services, user, resourceSeed, firstAttemptAtMs } = ctx;
   const body = req.body as OrderRequest;
   const seeded = resourceSeed ? seededIds(resourceSeed, firstAttemptAtMs) : null;
-  if (resourceSeed && isBareOrder(body)) {
+  if (seeded && isBareOrder(body)) {
     // An earlier attempt of this request (same ids) is looked for only when this one fails: before
     // this attempt creates its order (a check refused what the earlier one changed), or at the
     // creation (the id is taken). Almost every request places a new order and reads nothing.
     let creating = false;
     try {
-      return await placeNew(ctx, body, () => {
+      return await placeNew(ctx, body, seeded, () => {
         creating = true;
         return Promise.resolve();
       });
     } catch (err) {
       if (creating && !(err instanceof DuplicateKeyError)) throw err;
-      const earlier = await interruptedAttempt(services, user!._id, seeded!);
+      const earlier = await interruptedAttempt(services, user!._id, seeded);
       if (earlier) return earlier;
       throw err;
     }
@@ -105,7 +105,7 @@ export const placeOrder: Handler = async (ctx) => {
     const earlier = await interruptedAttempt(services, user!._id, seeded);
     if (earlier) return earlier;
   }
-  return placeNew(ctx, body);
+  return placeNew(ctx, body, seeded);
 };
 
 /** A LIMIT, MARKET or TAKE_PROFIT order without brackets: one order actor, created by {@link placeNew}'s `place`. */
@@ -118,16 +118,18 @@ function isBareOrder(body: OrderRequest): boolean {
 }
 
 /**
- * Places the order or starts the strategy of a request (ids from its `resourceSeed` when it has one).
+ * Places the order or starts the strategy of a request.
+ * @param seeded - the ids of what it creates ({@link seededIds}), when it has a `resourceSeed`.
  * @param beforeCreate - for an order without brackets: runs once its checks passed, right before its creation.
  */
 async function placeNew(
-  { services, user, resourceSeed, firstAttemptAtMs, answerFrom }: HandlerContext,
+  { services, user, answerFrom }: HandlerContext,
   body: OrderRequest,
+  seeded: SeededIds | null,
   beforeCreate?: () => Promise<void>,
 ): Promise<HandlerResult> {
   requireVenue(services);
-  const ids: Partial<SeededIds> = resourceSeed ? seededIds(resourceSeed, firstAttemptAtMs) : {};
+  const ids: Partial<SeededIds> = seeded ?? {};
   if (body.type === 'LIMIT' || body.type === 'MARKET') {
     const input = services.orders.check(user!._id, body, body.type, ids.orderId);
     const bracket = services.strategies.checkBrackets(user!._id, body, input);
