@@ -1321,18 +1321,13 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       await plan(api);
       // loaded for the batch and left as they were: passivated again
       for (const l of loaded) if (!entries.get(l.record._id)?.events.length) this.keep(l);
-      // as a step: an actor whose stored snapshot would not change (no actions, the same stored
-      // text, its machine at its version) is not written (no new revision, no update pushed)
+      // as a step: an actor whose stored snapshot would not change is not written
       const storedJson = new Map<string, string>();
       for (const [id, e] of entries) {
         const live = e.live;
         if (e.create || !live || e.events.length === 0) continue;
         const json = storedSnapshotJson(e.def, e.snapshot, live.record);
-        if (
-          e.actions.length === 0 &&
-          live.record.machineVersion === e.def.version &&
-          json === (live.json ??= storedSnapshotJson(e.def, live.snapshot, live.record))
-        ) {
+        if (this.changesNothing(live, json, e.actions)) {
           this.keep({ def: e.def, record: live.record, snapshot: e.snapshot, json });
           e.events.length = 0;
         } else storedJson.set(id, json);
@@ -1353,7 +1348,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
             full = outOf(record);
           } else {
             const current = e.live!.record;
-            const json = storedJson.get(id) ?? storedSnapshotJson(def, snapshot, current);
+            const json = storedJson.get(id)!; // every step entry left in the work has its text (above)
             const { patch, outOf } = stepOf(def, current, snapshot, json, now);
             record = await this.repo.update(current, patch, tx);
             const own = def.stepWritesOf?.(snapshot, e.live!.snapshot) ?? null;
@@ -1449,6 +1444,20 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (next === q) break;
       q = next;
     }
+  }
+
+  /**
+   * Whether a step of `live` to the snapshot stored as `json`, with `actions` to run, would change
+   * nothing persisted (no actions, the same stored text, the machine at its version): then nothing
+   * is written, no revision and no update pushed. The comparison is with the current snapshot
+   * written the same way (a restored actor's stored text may order its fields otherwise).
+   */
+  private changesNothing(live: Live, json: string, actions: readonly unknown[]): boolean {
+    return (
+      actions.length === 0 &&
+      live.record.machineVersion === live.def.version &&
+      json === (live.json ??= storedSnapshotJson(live.def, live.snapshot, live.record))
+    );
   }
 
   /**
@@ -1740,16 +1749,9 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const previousStatus = live.record.status;
       const def = live.def;
       const snapshotJson = storedSnapshotJson(def, next, live.record);
-      // Nothing persisted would change (no actions to run, the same stored snapshot, the machine
-      // at its version): no write, no new revision, no update pushed. A start-up reconciliation
-      // that told strategies what they already knew gave them revisions no client ever saw. The
-      // comparison is with the current snapshot written the same way (a restored actor's stored
-      // text may order its fields otherwise).
-      if (
-        actions.length === 0 &&
-        live.record.machineVersion === def.version &&
-        snapshotJson === (live.json ??= storedSnapshotJson(def, live.snapshot, live.record))
-      ) {
+      // nothing persisted would change: a start-up reconciliation that tells strategies what they
+      // already knew writes nothing
+      if (this.changesNothing(live, snapshotJson, actions)) {
         const same: Live = { def, record: live.record, snapshot: next, json: snapshotJson };
         this.keep(same);
         return this.answer(same);
