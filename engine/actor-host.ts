@@ -621,6 +621,13 @@ function slim(r: ActorRecord): ActorRecord {
   return b;
 }
 
+/** What a kind's `viewOf` is given of a record besides its snapshot. */
+function viewMeta(
+  r: Pick<ActorRecord, '_id' | 'status' | 'createdAtMs' | 'updatedAtMs' | 'revision'>,
+): Parameters<NonNullable<ActorDefinition['viewOf']>>[1] {
+  return { id: r._id, status: r.status, createdAtMs: r.createdAtMs, updatedAtMs: r.updatedAtMs, revision: r.revision };
+}
+
 /**
  * The stored fields of `record` (no `view`) in a new object, built field by field so that every
  * record copy has one of a few hidden classes (a spread at a site that sees many shapes makes
@@ -780,9 +787,7 @@ function persistContext<T>(part: T): T {
   let copy: Record<string, unknown> | unknown[] | undefined;
   for (const key in part) {
     const value = (part as Record<string, unknown>)[key];
-    if (!value || typeof value !== 'object') continue;
-    const ref = 'sessionId' in value && 'send' in value && 'ref' in value;
-    const next = ref ? { xstate$$type: 1, id: (value as unknown as { id: string }).id } : persistContext(value);
+    const next = persistValue(value);
     if (next === value) continue;
     copy ??= Array.isArray(part) ? part.slice() : { ...(part as Record<string, unknown>) };
     (copy as Record<string, unknown>)[key] = next;
@@ -1151,13 +1156,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (!def?.viewOf) return {};
       // the persisted snapshot (status, value, context) is what the view functions read
       try {
-        return def.viewOf(unpackSnapshot(r.snapshot, def.form, r) as never, {
-          id: r._id,
-          status: r.status,
-          createdAtMs: r.createdAtMs,
-          updatedAtMs: r.updatedAtMs,
-          revision: r.revision,
-        });
+        return def.viewOf(unpackSnapshot(r.snapshot, def.form, r) as never, viewMeta(r));
       } catch (err) {
         this.log.error({ err, actorId: r._id }, 'read model of a stored snapshot failed');
         return { id: r._id, status: r.status, error: 'unreadable snapshot' };
@@ -1509,17 +1508,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /** A live actor's record with its read model, derived again from the snapshot (not kept in memory). */
   private full(l: Live): ActorRecord {
     const r = l.record;
-    return {
-      ...r,
-      view:
-        l.def.viewOf?.(l.snapshot as never, {
-          id: r._id,
-          status: r.status,
-          createdAtMs: r.createdAtMs,
-          updatedAtMs: r.updatedAtMs,
-          revision: r.revision,
-        }) ?? {},
-    };
+    return { ...r, view: l.def.viewOf?.(l.snapshot as never, viewMeta(r)) ?? {} };
   }
 
   /**
@@ -1530,14 +1519,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   private answer(l: Live): ActorRecord {
     const r = l.record;
     const def = l.def;
-    const meta = {
-      id: r._id,
-      status: r.status,
-      createdAtMs: r.createdAtMs,
-      updatedAtMs: r.updatedAtMs,
-      revision: r.revision,
-    };
-    return withLazyView(r, () => def.viewOf?.(l.snapshot as never, meta) ?? {});
+    return withLazyView(r, () => def.viewOf?.(l.snapshot as never, viewMeta(r)) ?? {});
   }
 
   /** Ids of the live (non-final) actors of `kind`. */
