@@ -266,6 +266,10 @@ const afterMark = (w: CopytradeContext['watermark'], f: LeaderFill) =>
   f.blockTimestamp > w.blockTimestamp ||
   (f.blockTimestamp === w.blockTimestamp && f.logIndex > w.logIndex);
 
+/** Whether `f`, at or before the watermark, is within the reorder window and not in `recent`. */
+const unseenInWindow = (c: Dedup, f: LeaderFill) =>
+  f.blockTimestamp >= c.watermark!.blockTimestamp - REORDER_SECONDS && !c.recent.some(([k]) => k === f.key);
+
 /**
  * Whether only the store can tell if `f` was handled (see the header): a fill of the subscription's
  * time, at or before its watermark, within the reorder window, not in `recent`, of a block at or
@@ -274,7 +278,7 @@ const afterMark = (w: CopytradeContext['watermark'], f: LeaderFill) =>
 export function historyDecides(c: Dedup, f: LeaderFill): boolean {
   const capped = c.recentCapped ?? null;
   if (capped === null || f.blockTimestamp > capped || f.atMs < c.createdAtMs || afterMark(c.watermark, f)) return false;
-  return f.blockTimestamp >= c.watermark!.blockTimestamp - REORDER_SECONDS && !c.recent.some(([k]) => k === f.key);
+  return unseenInWindow(c, f);
 }
 
 /**
@@ -283,9 +287,8 @@ export function historyDecides(c: Dedup, f: LeaderFill): boolean {
  */
 export function isNewFill(c: Dedup, f: LeaderFill, handledInStore?: boolean): boolean {
   if (f.atMs < c.createdAtMs) return false;
-  const w = c.watermark;
-  if (afterMark(w, f)) return true;
-  if (f.blockTimestamp < w!.blockTimestamp - REORDER_SECONDS || c.recent.some(([k]) => k === f.key)) return false;
+  if (afterMark(c.watermark, f)) return true;
+  if (!unseenInWindow(c, f)) return false;
   const capped = c.recentCapped ?? null;
   return capped === null || f.blockTimestamp > capped || handledInStore === false;
 }
