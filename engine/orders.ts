@@ -703,24 +703,27 @@ export class OrderService {
   }
 
   /**
-   * Ids of the open orders of `userId` (the rows of GET /v2/trade/orders/open: strategies' child
-   * orders included), newest first, optionally narrowed to one outcome token and/or one market.
+   * The open orders of `userId` (the rows of GET /v2/trade/orders/open: strategies' child orders
+   * included), newest first, optionally narrowed to one outcome token and/or one market.
    * @param filter.tokenId - outcome token id (`symbol`); @param filter.conditionId - market (its tokens).
    */
-  async openOrderIds(userId: string, filter: { tokenId?: string; conditionId?: string } = {}): Promise<string[]> {
+  async openOrders(userId: string, filter: { tokenId?: string; conditionId?: string } = {}): Promise<ActorRecord[]> {
     const { records } = await this.actors.findOwned(userId, { kind: 'order', status: { $in: OPEN_ORDER_STATUSES } });
-    return records
-      .filter((r) => {
-        const tokenId = String((r.view as { symbol?: unknown }).symbol);
-        if (filter.tokenId !== undefined && tokenId !== filter.tokenId) return false;
-        if (
-          filter.conditionId !== undefined &&
-          this.venue.token(tokenId)?.conditionId.toLowerCase() !== filter.conditionId.toLowerCase()
-        )
-          return false;
-        return true;
-      })
-      .map((r) => r._id);
+    return records.filter((r) => {
+      const tokenId = String((r.view as { symbol?: unknown }).symbol);
+      if (filter.tokenId !== undefined && tokenId !== filter.tokenId) return false;
+      if (
+        filter.conditionId !== undefined &&
+        this.venue.token(tokenId)?.conditionId.toLowerCase() !== filter.conditionId.toLowerCase()
+      )
+        return false;
+      return true;
+    });
+  }
+
+  /** Ids of {@link openOrders}. */
+  async openOrderIds(userId: string, filter: { tokenId?: string; conditionId?: string } = {}): Promise<string[]> {
+    return (await this.openOrders(userId, filter)).map((r) => r._id);
   }
 
   /**

@@ -206,8 +206,7 @@ export const openOrders: Handler = async ({ req, services, user }) => {
     );
   // the token is not a stored field of the order's record: the user's working orders (one index range)
   // are matched on their views, then paged
-  const { records } = await services.actors.findOwned(user!._id, open);
-  const views = records.map((r) => r.view).filter((v) => (v as { symbol?: unknown }).symbol === tokenId);
+  const views = (await services.orders.openOrders(user!._id, { tokenId })).map((r) => r.view);
   return { status: 200, body: page('orders', views.slice(p.offset, p.offset + p.limit), views.length, p) };
 };
 
