@@ -57,10 +57,9 @@ const acceptAnswer =
 export const comboAccept: Handler = async ({ req, services, user, answerFrom }) => {
   requireVenue(services);
   const body = req.body as { combo_order_id: string; quote_id: string };
-  const rec = await services.combos.accept(user!._id, body, () =>
-    answerFrom?.(body.combo_order_id, acceptAnswer(services)),
-  );
-  return acceptAnswer(services)(rec);
+  const answer = acceptAnswer(services);
+  const rec = await services.combos.accept(user!._id, body, () => answerFrom?.(body.combo_order_id, answer));
+  return answer(rec);
 };
 
 /** The answer of a redeemed combo: its shares × $1. */
@@ -84,10 +83,11 @@ const redeemAnswer =
 export const comboRedeem: Handler = async ({ req, services, user, answerFrom }) => {
   requireVenue(services);
   const body = req.body as ComboRedeemBody;
+  const answer = redeemAnswer(services);
   const rec = await services.combos.redeem(user!._id, body, () =>
-    answerFrom?.(body.combo_order_id ?? comboIdOf(body.combo_position_id!), redeemAnswer(services)),
+    answerFrom?.(body.combo_order_id ?? comboIdOf(body.combo_position_id!), answer),
   );
-  return redeemAnswer(services)(rec);
+  return answer(rec);
 };
 
 /** GET /v2/trade/combo/positions (spec 2.5, 4.2, 4.7): offset/limit, optional status filter. */

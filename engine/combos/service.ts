@@ -298,6 +298,11 @@ export class ComboService {
     return rec;
   }
 
+  /** The machine context of a stored combo record, whichever form its snapshot is stored in. */
+  contextOf(r: ActorRecord): ComboContext {
+    return this.host.storedSnapshot(r).context as ComboContext;
+  }
+
   /**
    * Accept (spec 3, 4.2): before `expires_at` the combo executes: notional + fee leave the wallet
    * and the combo's shares enter it in one venue operation; answers once applied. `now >
@@ -307,11 +312,6 @@ export class ComboService {
    *   `QUOTE_EXPIRED`, `CONFLICT` (the quote was accepted already, under another Idempotency-Key),
    *   `INSUFFICIENT_BALANCE`, `MARKET_CLOSED` (a leg's market closed meanwhile). Nothing changes.
    */
-  /** The machine context of a stored combo record, whichever form its snapshot is stored in. */
-  contextOf(r: ActorRecord): ComboContext {
-    return this.host.storedSnapshot(r).context as ComboContext;
-  }
-
   async accept(
     userId: string,
     body: { combo_order_id: string; quote_id: string },
