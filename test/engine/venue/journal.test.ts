@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../engine/logger.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { VenueJournal, type StateRows } from '../../../engine/venue/journal.js';
-import { FaultyStore } from '../store/faulty-store.js';
+import { FaultyStore, type HeldRule } from '../store/faulty-store.js';
+import { poll } from '../../api/trading-kit.js';
 
 const log = createLogger('silent');
 const rows = (n: number): StateRows => ({ wallets: [], orders: [], capture: { next: n, recordedMs: n } });
@@ -17,6 +18,14 @@ async function openJournal(): Promise<{ store: FaultyStore; journal: VenueJourna
   const journal = await VenueJournal.open({ store, log, snapshot: () => ({ orderSeq: 0, wallets: [], orders: [] }) });
   return { store, journal };
 }
+
+/** Resolves once the held write is in flight (reached the store and held there), however loaded the machine. */
+const inFlight = (held: HeldRule) =>
+  poll(
+    'the held write in flight',
+    async () => held.fired,
+    (n) => n === 1,
+  );
 
 async function storedSeqs(store: FaultyStore): Promise<number[]> {
   const c = await store.inner.collection<{ _id: string; seq: number }>('venueJournal');
@@ -29,7 +38,7 @@ describe('VenueJournal group commit', () => {
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const acked: number[] = [];
     const first = journal.append(1, 1, rows(1)).then(() => acked.push(1));
-    await new Promise((r) => setTimeout(r, 10)); // the first write is in flight (held)
+    await inFlight(held);
     const later = [2, 3, 4, 5].map((seq) => journal.append(seq, seq, rows(seq)).then(() => acked.push(seq)));
     await new Promise((r) => setTimeout(r, 10));
     expect(acked).toEqual([]);
@@ -47,13 +56,16 @@ describe('VenueJournal group commit', () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const done = [journal.append(1, 1, rows(1))];
-    await new Promise((r) => setTimeout(r, 10));
+    await inFlight(held);
     const fail = store.failWhen((i) => i.collection === 'venueJournal' && i.op === 'insertMany');
     done.push(...[2, 3].map((seq) => journal.append(seq, seq, rows(seq))));
     held.release();
     await done[0];
-    await new Promise((r) => setTimeout(r, 30));
-    expect(journal.health.ok).toBe(false);
+    await poll(
+      'the batch write failed',
+      async () => journal.health.ok,
+      (ok) => !ok,
+    );
     done.push(journal.append(4, 4, rows(4))); // behind the failing batch
     await new Promise((r) => setTimeout(r, 30));
     expect(await storedSeqs(store)).toEqual([1]);
@@ -67,7 +79,7 @@ describe('VenueJournal group commit', () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const done = [journal.append(1, 1, rows(1))];
-    await new Promise((r) => setTimeout(r, 10));
+    await inFlight(held);
     store.failNth('venueJournal', 'insertMany', 1, { when: 'after' });
     done.push(...[2, 3, 4].map((seq) => journal.append(seq, seq, rows(seq))));
     held.release();
