@@ -9,6 +9,7 @@ import { createLogger } from '../../../engine/logger.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { Store } from '../../../engine/store/port.js';
 import { FaultyStore } from '../store/faulty-store.js';
+import { poll } from '../../api/trading-kit.js';
 import type { Catalogue } from '../../../engine/venue/markets.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
@@ -410,7 +411,11 @@ describe('simulated venue: matching engine', () => {
       const b = order('b', 'buy', '0.3', '10');
       const pa = venue.submit(a);
       const pb = venue.submit(b);
-      await new Promise((r) => setTimeout(r, 200));
+      await poll(
+        'the journal write failed',
+        async () => venue.health.ok,
+        (ok) => !ok,
+      );
       // not acknowledged: no report went out, the venue says why
       expect(reports.filter((r) => r.orderId === a.orderId || r.orderId === b.orderId)).toEqual([]);
       expect(venue.health).toMatchObject({
