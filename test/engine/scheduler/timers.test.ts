@@ -63,7 +63,7 @@ describe('TimerService on the SQLite store', () => {
     const { timers, fired } = await start(store);
     await timers.schedule('a3', 'x', Date.now() + 60_000);
     await timers.schedule('a3', 'x', Date.now() + 100);
-    // far enough ahead that the cancel comes first however slow the machine is; then past its time
+    // far enough ahead that the cancel comes first on a loaded machine; then waited past its time
     const yAt = Date.now() + 1500;
     await timers.schedule('a3', 'y', yAt);
     await timers.cancel('a3', 'y');
