@@ -106,6 +106,9 @@ export function subscriptionView(c: CopytradeContext, status: string, createdAtM
   };
 }
 
+/** `amount` less `less` (not below zero), as a decimal string. */
+const free = (amount: Dec, less: Dec | undefined): string => str(less ? Dec.max(ZERO, amount.minus(less)) : amount);
+
 /** Lower-case `0x` address of a fill or a setting. */
 const lower = (a: string) => a.toLowerCase();
 
@@ -649,7 +652,6 @@ export class CopytradeService {
     const market = this.marketEnv(fill.tokenId);
     const available = market.market !== 'unknown' ? this.venue.available(userId, fill.tokenId) : null;
     const unplaced = this.unplaced.get(userId);
-    const free = (amount: Dec, less: Dec | undefined): string => str(less ? Dec.max(ZERO, amount.minus(less)) : amount);
     return {
       ...market,
       availableUsd: available ? free(available.usd, unplaced?.usd) : '0',

@@ -139,6 +139,12 @@ export function categoryOf(facts: Pick<TokenFacts, 'tag' | 'slug' | 'eventSlug'>
   return word ? word.toLowerCase() : 'other';
 }
 
+/** `mine` plus (`sign` 1) or minus (−1) `theirs`; `mine` itself when `theirs` is zero. */
+function moved(mine: Decimal, theirs: Decimal, sign: 1 | -1): Decimal {
+  if (theirs.isZero()) return mine;
+  return sign === 1 ? mine.plus(theirs) : mine.minus(theirs);
+}
+
 /** Running figures of a trader (all time, one category, or one hour / window). */
 export class Figures {
   realized: Decimal = ZERO;
@@ -154,13 +160,12 @@ export class Figures {
 
   /** Adds (`sign` 1) or removes (−1) `o` (zero figures cost nothing: most records move only a few). */
   add(o: Figures, sign: 1 | -1 = 1): void {
-    const move = (mine: Decimal, theirs: Decimal) =>
-      theirs.isZero() ? mine : sign === 1 ? mine.plus(theirs) : mine.minus(theirs);
-    this.realized = move(this.realized, o.realized);
-    this.volume = move(this.volume, o.volume);
-    this.shares = move(this.shares, o.shares);
-    this.fees = move(this.fees, o.fees);
-    this.cash = move(this.cash, o.cash);
+    // no closure per call: every fill is added to six figures (trader, category, hour, three windows)
+    this.realized = moved(this.realized, o.realized, sign);
+    this.volume = moved(this.volume, o.volume, sign);
+    this.shares = moved(this.shares, o.shares, sign);
+    this.fees = moved(this.fees, o.fees, sign);
+    this.cash = moved(this.cash, o.cash, sign);
     this.trades += o.trades * sign;
     this.wins += o.wins * sign;
     this.losses += o.losses * sign;
@@ -903,12 +908,15 @@ export class Portfolio {
     ds: Disposition[],
     tokenId: string | undefined,
   ): void {
-    const gains = new Map<string, Decimal>();
-    for (const d of ds) gains.set(d.tokenId, d.gain.plus(gains.get(d.tokenId) ?? ZERO));
-    for (const g of gains.values()) {
-      fig.realized = fig.realized.plus(g);
-      if (g.gt(0)) fig.wins++;
-      else if (g.lt(0)) fig.losses++;
+    // a buy disposes of nothing: no gains to sum
+    if (ds.length > 0) {
+      const gains = new Map<string, Decimal>();
+      for (const d of ds) gains.set(d.tokenId, d.gain.plus(gains.get(d.tokenId) ?? ZERO));
+      for (const g of gains.values()) {
+        fig.realized = fig.realized.plus(g);
+        if (g.gt(0)) fig.wins++;
+        else if (g.lt(0)) fig.losses++;
+      }
     }
     const a = this.agg(address, atMs);
     a.total.add(fig);
