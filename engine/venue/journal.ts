@@ -356,12 +356,11 @@ export class VenueJournal {
 
   /**
    * The batch collecting entries appended while an earlier write is in flight (group commit):
-   * they go to the store together, in one write, once that write landed. Null when the next
-   * append starts a batch of its own.
+   * they go to the store together, in one write, once that write landed; `prompt`: an entry asked
+   * for that write to commit at once (`append`'s `prompt`). Null when the next append starts a
+   * batch of its own.
    */
-  private openBatch: JournalDoc[] | null = null;
-  /** Whether an entry of {@link openBatch} asked for its write to commit at once (`append`'s `prompt`). */
-  private openBatchPrompt = false;
+  private openBatch: { docs: JournalDoc[]; prompt: boolean } | null = null;
 
   /**
    * Appends entry `seq` (= {@link nextSeq}) after every earlier one; queues a checkpoint behind it
@@ -382,19 +381,15 @@ export class VenueJournal {
     this.pendingWrites++;
     let durable: Promise<unknown>;
     if (this.openBatch) {
-      this.openBatch.push(doc);
-      this.openBatchPrompt ||= prompt;
+      this.openBatch.docs.push(doc);
+      // the batch's write commits at once when any of its entries asked for it
+      this.openBatch.prompt ||= prompt;
       durable = this.tail;
     } else {
-      const batch = (this.openBatch = [doc]);
-      this.openBatchPrompt = prompt;
+      const batch = (this.openBatch = { docs: [doc], prompt });
       durable = this.tail = this.tail.then(() => {
-        const now = this.openBatchPrompt;
-        if (this.openBatch === batch) {
-          this.openBatch = null; // later entries start the next batch
-          this.openBatchPrompt = false;
-        }
-        return this.writeDurably(batch, now);
+        if (this.openBatch === batch) this.openBatch = null; // later entries start the next batch
+        return this.writeDurably(batch.docs, batch.prompt);
       });
     }
     if (++this.sinceCheckpoint >= (this.o.checkpointEvery ?? 5000)) {
