@@ -442,6 +442,8 @@ class Writer {
   private commitWanted = false;
   /** COMMITs made so far (the group-commit test reads it). */
   commits = 0;
+  /** WAL fsyncs made so far, and the milliseconds they took in all (the benchmarks print them). */
+  readonly syncs = { count: 0, ms: 0 };
   /** Checkpoints made so far. */
   checkpoints = 0;
   /** Of {@link checkpoints}, those that held the writes while they ran. */
@@ -686,8 +688,11 @@ class Writer {
     while (this.syncWaiters.length > 0) {
       const waiting = this.syncWaiters;
       this.syncWaiters = [];
+      const startedMs = performance.now();
       try {
         await this.sync!.wal();
+        this.syncs.count++;
+        this.syncs.ms += performance.now() - startedMs;
         this.failure = null;
         for (const b of waiting) b.resolve();
       } catch (err) {
