@@ -55,7 +55,10 @@ import { SimVenue } from '../engine/venue/sim-venue.js';
 export interface InvariantOptions {
   /** Ids (order_id, record_id, bracket_id) the test got a 2xx for. */
   acknowledged?: Iterable<string>;
-  /** How long the check may wait for the system to go quiet (ms; default 5000). */
+  /**
+   * How long the check may wait for the system to go quiet (ms; default 15000: generous, as other
+   * test files load the machine; a passing check returns as soon as it holds).
+   */
   timeoutMs?: number;
   /** Skip part (a), (b) or (c) (for a test that knowingly breaks one). */
   skip?: Array<'money' | 'strategies' | 'acknowledged'>;
@@ -138,7 +141,7 @@ const d = (x: string | number | Dec) => new Dec(x);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits until nothing is in flight: strategy commands, actor queues, the venue journal. */
-export async function waitIdle(services: Services, timeoutMs = 5000): Promise<void> {
+export async function waitIdle(services: Services, timeoutMs = 15_000): Promise<void> {
   const venue = simVenueOf(services);
   const end = performance.now() + timeoutMs;
   // three rounds: what one part does when idle may give another work (a venue report, a strategy command)
@@ -610,7 +613,7 @@ function moneyViolations(
  */
 export async function checkInvariants(services: Services | Services[], opts: InvariantOptions = {}): Promise<void> {
   const all = Array.isArray(services) ? services : [services];
-  const timeoutMs = opts.timeoutMs ?? 5000;
+  const timeoutMs = opts.timeoutMs ?? 15_000;
   const end = performance.now() + timeoutMs;
   for (;;) {
     const found: string[] = [];

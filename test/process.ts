@@ -44,14 +44,15 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `npm start`'s entry point with `env` and waits until /healthz answers 200. The child runs
+ * Starts `npm start`'s entry point with `env` and waits until /healthz answers 200 (up to
+ * `timeoutMs`: generous, as a child starting on a loaded machine is slow). The child runs
  * on the SQLite store under the `DATA_DIR` given unless `env` itself sets `MONGODB_URI`: a
  * `MONGODB_URI` of the test run's own environment is not inherited (these suites are about the
  * process and its `DATA_DIR`; on one shared database their services would hold each other's engine lease).
  */
 export async function spawnService(
   env: Record<string, string>,
-  timeoutMs = 15_000,
+  timeoutMs = 30_000,
   nodeArgs: string[] = [],
 ): Promise<ServiceProcess> {
   // `env.PORT` starts it on that port (a restart where its clients were connected)
@@ -88,10 +89,10 @@ export async function spawnService(
 /**
  * The master key a service generated on its first start: the line after the
  * `MASTER_API_KEY for partner … (shown once` header it printed (the key is written nowhere else).
- * Waits up to 5 s for it: the child's stdout may reach this process after its /healthz answered.
+ * Waits up to 15 s for it: the child's stdout may reach this process after its /healthz answered.
  */
 export async function printedMasterKey(svc: ServiceProcess): Promise<string> {
-  const deadline = Date.now() + 5_000;
+  const deadline = Date.now() + 15_000;
   for (;;) {
     const lines = svc.output().split('\n');
     const at = lines.findIndex((l) => l.startsWith('MASTER_API_KEY for partner '));

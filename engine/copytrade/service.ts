@@ -106,6 +106,9 @@ export function subscriptionView(c: CopytradeContext, status: string, createdAtM
   };
 }
 
+/** `amount` less `less` (not below zero), as a decimal string. */
+const free = (amount: Dec, less: Dec | undefined): string => str(less ? Dec.max(ZERO, amount.minus(less)) : amount);
+
 /** Lower-case `0x` address of a fill or a setting. */
 const lower = (a: string) => a.toLowerCase();
 
@@ -503,9 +506,10 @@ export class CopytradeService {
    * all), each copy is checked against risk in its follower's placement queue (a refusal is that
    * subscription's `order.refused` step, the others go on), then every step, history row and new
    * order commits in ONE transaction and the orders go to the venue in ONE operation
-   * (`OrderService.placeChildren`). When the batch fails (nothing of it happened), the fill is
-   * delivered to each subscription on its own ({@link sendFill}: retried, else replayed at the
-   * next start-up). Never throws.
+   * (`OrderService.placeChildren`; with the simulator on SQLite, inside that transaction's
+   * commit). When the batch fails (nothing of it happened), the fill is delivered to each
+   * subscription on its own ({@link sendFill}: retried, else replayed at the next start-up).
+   * Never throws.
    */
   private async copyAll(ids: string[], fill: LeaderFill): Promise<void> {
     const targets: string[] = [];
@@ -649,7 +653,6 @@ export class CopytradeService {
     const market = this.marketEnv(fill.tokenId);
     const available = market.market !== 'unknown' ? this.venue.available(userId, fill.tokenId) : null;
     const unplaced = this.unplaced.get(userId);
-    const free = (amount: Dec, less: Dec | undefined): string => str(less ? Dec.max(ZERO, amount.minus(less)) : amount);
     return {
       ...market,
       availableUsd: available ? free(available.usd, unplaced?.usd) : '0',

@@ -139,6 +139,11 @@ export function categoryOf(facts: Pick<TokenFacts, 'tag' | 'slug' | 'eventSlug'>
   return word ? word.toLowerCase() : 'other';
 }
 
+/** `mine` plus (`sign` 1) or minus (−1) `theirs`; `mine` itself when `theirs` is zero (no new Decimal). */
+function moved(mine: Decimal, theirs: Decimal, sign: 1 | -1): Decimal {
+  return theirs.isZero() ? mine : sign === 1 ? mine.plus(theirs) : mine.minus(theirs);
+}
+
 /** Running figures of a trader (all time, one category, or one hour / window). */
 export class Figures {
   realized: Decimal = ZERO;
@@ -154,13 +159,11 @@ export class Figures {
 
   /** Adds (`sign` 1) or removes (−1) `o` (zero figures cost nothing: most records move only a few). */
   add(o: Figures, sign: 1 | -1 = 1): void {
-    const move = (mine: Decimal, theirs: Decimal) =>
-      theirs.isZero() ? mine : sign === 1 ? mine.plus(theirs) : mine.minus(theirs);
-    this.realized = move(this.realized, o.realized);
-    this.volume = move(this.volume, o.volume);
-    this.shares = move(this.shares, o.shares);
-    this.fees = move(this.fees, o.fees);
-    this.cash = move(this.cash, o.cash);
+    this.realized = moved(this.realized, o.realized, sign);
+    this.volume = moved(this.volume, o.volume, sign);
+    this.shares = moved(this.shares, o.shares, sign);
+    this.fees = moved(this.fees, o.fees, sign);
+    this.cash = moved(this.cash, o.cash, sign);
     this.trades += o.trades * sign;
     this.wins += o.wins * sign;
     this.losses += o.losses * sign;
@@ -356,6 +359,10 @@ export class Portfolio {
   /** Hours of {@link hourly}, ascending. */
   private hourList: number[] = [];
   private readonly windows: Record<FiniteWindow, SlidingWindow>;
+  /** {@link windows}' values (each record updates them all). */
+  private readonly windowList: readonly SlidingWindow[];
+  /** The clock's hour {@link slide} last moved the windows to (NaN before the first slide). */
+  private slidHour = NaN;
   private readonly tape = new Map<string, PriceSeries>();
   /** Category by token id, once its market is known. */
   private readonly categories = new Map<string, string>();
@@ -393,6 +400,7 @@ export class Portfolio {
     const hour = Math.floor(clock.now() / 1000 / HOUR_S);
     const w = (hours: number): SlidingWindow => ({ hours, fromHour: hour - hours + 1, byAddress: new Map() });
     this.windows = { '1d': w(WINDOW_HOURS['1d']), '7d': w(WINDOW_HOURS['7d']), '30d': w(WINDOW_HOURS['30d']) };
+    this.windowList = Object.values(this.windows);
   }
 
   /**
@@ -903,12 +911,15 @@ export class Portfolio {
     ds: Disposition[],
     tokenId: string | undefined,
   ): void {
-    const gains = new Map<string, Decimal>();
-    for (const d of ds) gains.set(d.tokenId, d.gain.plus(gains.get(d.tokenId) ?? ZERO));
-    for (const g of gains.values()) {
-      fig.realized = fig.realized.plus(g);
-      if (g.gt(0)) fig.wins++;
-      else if (g.lt(0)) fig.losses++;
+    if (ds.length > 0) {
+      // a token's dispositions of one record count as one win or loss: summed by token first
+      const gains = new Map<string, Decimal>();
+      for (const d of ds) gains.set(d.tokenId, d.gain.plus(gains.get(d.tokenId) ?? ZERO));
+      for (const g of gains.values()) {
+        fig.realized = fig.realized.plus(g);
+        if (g.gt(0)) fig.wins++;
+        else if (g.lt(0)) fig.losses++;
+      }
     }
     const a = this.agg(address, atMs);
     a.total.add(fig);
@@ -934,7 +945,7 @@ export class Portfolio {
     let s = bucket.get(address);
     if (!s) bucket.set(address, (s = new Slice()));
     s.addSlice(fig, 1);
-    for (const w of Object.values(this.windows)) {
+    for (const w of this.windowList) {
       if (hour < w.fromHour) continue;
       let ws = w.byAddress.get(address);
       if (!ws) w.byAddress.set(address, (ws = new Slice()));
@@ -945,7 +956,9 @@ export class Portfolio {
   /** Moves each window's start to the clock's hour, removing the hours that left it. */
   private slide(): void {
     const hour = Math.floor(this.clock.now() / 1000 / HOUR_S);
-    for (const w of Object.values(this.windows)) {
+    // every record and read slides: within the hour slid to last, nothing moves
+    if (hour === this.slidHour) return;
+    for (const w of this.windowList) {
       const from = hour - w.hours + 1;
       if (from <= w.fromHour) continue;
       for (const h of this.hourList) {
@@ -964,6 +977,7 @@ export class Portfolio {
     while (this.hourList.length && (this.hourList[0] ?? oldest) < oldest) {
       this.hourly.delete(this.hourList.shift()!);
     }
+    this.slidHour = hour;
   }
 
   /**

@@ -73,11 +73,12 @@ export class HistoryRecorder {
       const atMs = f.atMs ?? t.blockTimestamp * 1000;
       const maker = await this.legAddress(tx, t.maker);
       const taker = await this.legAddress(tx, t.taker);
-      out.trades.push(this.tapeRow(t, atMs, maker, taker));
+      const tape = this.tapeRow(t, atMs, maker, taker);
+      out.trades.push(tape);
       const own = f.liquidity;
-      out.fills.push(this.fillRow(t, own, own === 'maker' ? maker : taker, atMs));
+      out.fills.push(this.fillRow(t, own, own === 'maker' ? maker : taker, atMs, tape));
       const other = own === 'maker' ? 'taker' : 'maker';
-      if (t[other].userId === null) out.fills.push(this.fillRow(t, other, LIQUIDITY_PROVIDER_ADDRESS, atMs));
+      if (t[other].userId === null) out.fills.push(this.fillRow(t, other, LIQUIDITY_PROVIDER_ADDRESS, atMs, tape));
     }
     return out;
   }
@@ -173,10 +174,14 @@ export class HistoryRecorder {
     };
   }
 
-  /** One party's fill of a trade, in its own terms. */
-  private fillRow(t: TradeFacts, role: 'maker' | 'taker', address: string, atMs: number): TraderFill {
+  /**
+   * One party's fill of a trade, in its own terms; what it shares with the trade's `tape` row (same
+   * token, same price: the market's facts, the notional) taken from it rather than looked up again.
+   */
+  private fillRow(t: TradeFacts, role: 'maker' | 'taker', address: string, atMs: number, tape: TapeTrade): TraderFill {
     const leg = t[role];
-    const token = this.venue.token(leg.tokenId);
+    const sameToken = leg.tokenId === tape.tokenId;
+    const token = sameToken ? undefined : this.venue.token(leg.tokenId);
     return {
       _id: `${t.id}:${role}`,
       tradeId: t.id,
@@ -188,13 +193,13 @@ export class HistoryRecorder {
       orderId: leg.orderId,
       role,
       atMs,
-      conditionId: token?.conditionId ?? '',
+      conditionId: sameToken ? tape.conditionId : (token?.conditionId ?? ''),
       tokenId: leg.tokenId,
-      outcome: token?.outcome ?? '',
+      outcome: sameToken ? tape.outcome : (token?.outcome ?? ''),
       side: leg.side === 'buy' ? 'BUY' : 'SELL',
       price: leg.price,
       size: t.size,
-      notionalUsd: notionalOf(leg.price, t.size),
+      notionalUsd: leg.price === tape.price ? tape.notionalUsd : notionalOf(leg.price, t.size),
       feeUsd: role === 'taker' ? t.feeUsd : '0',
       source: 'venue',
     };

@@ -2,6 +2,7 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
+import { poll } from './trading-kit.js';
 
 /** Provisioning requests for ids starting `held` that wait, inside their handler, until released. */
 const releases = new Map<string, () => void>();
@@ -12,6 +13,38 @@ function holdProvisioning(svc: TestService): void {
     if (partnerUserId.startsWith('held')) await new Promise<void>((r) => releases.set(partnerUserId, r));
     return provision(partnerId, partnerUserId, email);
   };
+}
+
+/** Resolves once the provisioning of `partnerUserId` is held inside its handler (its admission slot taken). */
+const held = (partnerUserId: string) => poll(`${partnerUserId} held`, async () => releases.has(partnerUserId), Boolean);
+
+/**
+ * Resolves once the service has read the whole body of the request sent with `idempotencyKey` and the
+ * event loop has turned: a mutating request has then entered the admission gate (it waits in its
+ * queue, runs, or was shed), whatever the load on the machine.
+ */
+function atGate(svc: TestService, idempotencyKey: string): Promise<void> {
+  return new Promise((resolve) => {
+    const onRequest = (req: http.IncomingMessage) => {
+      if (req.headers['idempotency-key'] !== idempotencyKey) return;
+      svc.server.off('request', onRequest);
+      // before the body parser's own `end` listener: admission follows it in the same turn
+      req.once('end', () => setImmediate(resolve));
+    };
+    svc.server.prependListener('request', onRequest);
+  });
+}
+
+/** A provisioning POST through {@link TestService.call}, returned once it has entered the admission gate. */
+async function gatedPost(
+  svc: TestService,
+  partnerUserId: string,
+): Promise<{ answer: ReturnType<TestService['call']> }> {
+  const idempotencyKey = randomUUID();
+  const entered = atGate(svc, idempotencyKey);
+  const answer = svc.call('POST', '/v2/trade/users', { body: { partner_user_id: partnerUserId }, idempotencyKey });
+  await entered;
+  return { answer };
 }
 
 /**
@@ -56,10 +89,12 @@ function heldPost(
 }
 
 describe('load shedding of mutating requests, through real HTTP', () => {
+  const QUEUE_WAIT_MS = 3000;
   let svc: TestService;
   beforeAll(async () => {
+    // a queue wait long enough that a loaded machine cannot spend it between two steps of a test
     svc = await startTestService({
-      env: { WRITE_CONCURRENCY: '1', WRITE_QUEUE_LENGTH: '1', WRITE_QUEUE_WAIT_MS: '300' },
+      env: { WRITE_CONCURRENCY: '1', WRITE_QUEUE_LENGTH: '1', WRITE_QUEUE_WAIT_MS: String(QUEUE_WAIT_MS) },
     });
     holdProvisioning(svc);
   });
@@ -67,10 +102,9 @@ describe('load shedding of mutating requests, through real HTTP', () => {
 
   it('over concurrency + queue: 503 with Retry-After at once; queued one after the wait; none created', async () => {
     const first = heldPost(svc.baseUrl, '/v2/trade/users', { partner_user_id: 'held-first' }); // takes the one slot
-    await new Promise((r) => setTimeout(r, 100));
+    await held('held-first');
     // waits in the queue of 1
-    const queued = svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'queued' } });
-    await new Promise((r) => setTimeout(r, 50));
+    const queued = await gatedPost(svc, 'queued');
     const t0 = Date.now();
     const shed = await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'shed' } });
     expect(shed.status).toBe(503);
@@ -79,12 +113,15 @@ describe('load shedding of mutating requests, through real HTTP', () => {
       message: expect.stringMatching(/at capacity .*1 requests running and 1 waiting.*nothing was changed/),
     });
     expect(shed.headers.get('retry-after')).toBe('1');
-    expect(Date.now() - t0).toBeLessThan(250); // at once, not after the queue wait
+    expect(Date.now() - t0).toBeLessThan(QUEUE_WAIT_MS); // at once, not after the queue wait
     // reads are not limited
     expect((await svc.call('GET', '/v2/trade/account')).status).toBe(200);
-    const late = await queued;
+    const late = await queued.answer;
     expect(late.status).toBe(503);
-    expect(late.body).toEqual({ error: 'overloaded', message: expect.stringMatching(/no slot within 300 ms/) });
+    expect(late.body).toEqual({
+      error: 'overloaded',
+      message: expect.stringMatching(new RegExp(`no slot within ${QUEUE_WAIT_MS} ms`)),
+    });
     expect(late.headers.get('retry-after')).toBe('1');
     // the held request still completes normally, and frees its slot
     first.finish();
@@ -99,20 +136,19 @@ describe('load shedding of mutating requests, through real HTTP', () => {
 
   it('a queued request runs when the slot frees in time; a client that leaves frees its slot', async () => {
     const first = heldPost(svc.baseUrl, '/v2/trade/users', { partner_user_id: 'held-2' });
-    await new Promise((r) => setTimeout(r, 100));
-    const queued = svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'queued-2' } });
-    await new Promise((r) => setTimeout(r, 50));
+    await held('held-2');
+    const queued = await gatedPost(svc, 'queued-2');
     first.finish();
     expect((await first.answer).status).toBe(201);
-    const q = await queued;
+    const q = await queued.answer;
     expect(q.status).toBe(201);
     expect(q.body.partner_user_id).toBe('queued-2');
     // a client that disconnects while holding the slot frees it
     const left = heldPost(svc.baseUrl, '/v2/trade/users', { partner_user_id: 'held-gone' });
     left.answer.catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 100));
+    await held('held-gone');
     left.abort();
-    await new Promise((r) => setTimeout(r, 100));
+    // admitted once the slot is freed (at the close), well within the queue wait
     expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'after-2' } })).status).toBe(201);
   });
 

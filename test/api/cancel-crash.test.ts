@@ -41,7 +41,8 @@ describe('a cancel caught by a crash is sent again after the restart', () => {
         headers: { ...alice, 'idempotency-key': randomUUID() },
       });
       pending.catch(() => undefined);
-      for (let i = 0; i < 100; i++) {
+      // generous deadlines (about 15 s each): other test files load the machine
+      for (let i = 0; i < 750; i++) {
         const rec = await (await (await inner).collection('actors')).findOne({ _id: id });
         if ((rec as { status?: string } | null)?.status === 'PENDING_CANCEL') break;
         await new Promise((r) => setTimeout(r, 20));
@@ -51,7 +52,7 @@ describe('a cancel caught by a crash is sent again after the restart', () => {
 
       second = await startTestService({ store: new FaultyStore(await inner) });
       let order = await second.call('GET', `/v2/trade/orders/${id}`, { headers: alice });
-      for (let i = 0; i < 100 && order.body.status !== 'CANCELED'; i++) {
+      for (let i = 0; i < 750 && order.body.status !== 'CANCELED'; i++) {
         await new Promise((r) => setTimeout(r, 20));
         order = await second.call('GET', `/v2/trade/orders/${id}`, { headers: alice });
       }

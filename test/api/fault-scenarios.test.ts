@@ -20,9 +20,10 @@ const ENV = { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000000' };
 /**
  * How long a scenario waits for the system to recover from a fault (ms). Every recovery path
  * retries with backoff well within it (the comments above the scenarios say what goes wrong
- * without that recovery).
+ * without that recovery); generous, as other test files load the machine: only a failing
+ * scenario waits it out.
  */
-const RECOVER_MS = 2000;
+const RECOVER_MS = 15_000;
 
 /** Store writes a rule can aim at. */
 const actorInsert = (id: string | RegExp) => (i: OpInfo) =>
@@ -517,11 +518,11 @@ describe('shutdown while a scheduled job runs', () => {
     const closing = svc.close().then(() => (closed = true));
     await sleep(300);
     expect(closed).toBe(false); // the job is still running: the drain waits for it
-    const released = performance.now();
     removal.release();
-    await closing;
+    // well before the 60 s grace, however loaded the machine
+    await Promise.race([closing, sleep(30_000)]);
+    expect(closed).toBe(true);
     running.splice(running.indexOf(svc), 1);
-    expect(performance.now() - released).toBeLessThan(5_000);
   });
 });
 

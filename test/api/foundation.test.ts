@@ -170,11 +170,13 @@ describe('API foundation', () => {
 
   it('expired per-user keys answer 401', async () => {
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'dave' } });
+    // far enough ahead that a loaded machine still uses the key before it expires; then waited for
+    const expiresAt = Date.now() + 3000;
     const minted = await svc.call('POST', '/v2/trade/users/dave/api-keys', {
-      body: { scopes: ['trade.read'], expires_at: Date.now() + 150 },
+      body: { scopes: ['trade.read'], expires_at: expiresAt },
     });
     expect((await svc.call('GET', '/v2/trade/account', { token: minted.body.api_key })).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - Date.now() + 50)));
     expectError(
       await svc.call('GET', '/v2/trade/account', { token: minted.body.api_key }),
       401,

@@ -8,7 +8,10 @@ import { startServices, type Services } from '../../engine/service.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { MASTER_KEY, startTestService, testConfig, type TestService } from '../helpers.js';
 
-/** Sends a request whose body is announced but never sent; resolves with the status (or null on timeout). */
+/**
+ * Sends a request whose body is announced but never sent; resolves with the status (or null when none
+ * came within 15 s: generous, as other test files load the machine).
+ */
 function statusWithoutBody(baseUrl: string, path: string, headers: Record<string, string>): Promise<number | null> {
   return new Promise((resolve, reject) => {
     const req = http.request(`${baseUrl}${path}`, {
@@ -18,7 +21,7 @@ function statusWithoutBody(baseUrl: string, path: string, headers: Record<string
     const timer = setTimeout(() => {
       req.destroy();
       resolve(null);
-    }, 5_000);
+    }, 15_000);
     req.on('response', (res) => {
       clearTimeout(timer);
       res.resume();

@@ -2,10 +2,12 @@ import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASTER_KEY, startTestService, type TestService } from '../helpers.js';
+import { poll } from './trading-kit.js';
 
 /**
  * One raw HTTP exchange: writes `chunks` (a number = pause in ms), optionally
- * half-closes, and returns all bytes read until the server closes (or `waitMs`).
+ * half-closes, and returns all bytes read until the server closes (or `waitMs`, default 15 s: generous, as
+ * other test files load the machine; every exchange here ends with the server closing).
  */
 function raw(
   port: number,
@@ -28,7 +30,7 @@ function raw(
     const timer = setTimeout(() => {
       timedOut = true;
       s.destroy();
-    }, opts.waitMs ?? 3_000);
+    }, opts.waitMs ?? 15_000);
     s.on('data', (d) => (text += d.toString('utf8')));
     s.on('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNRESET' ? undefined : reject(e)));
     s.on('close', () => {
@@ -158,7 +160,7 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
   it('a Content-Length over BODY_LIMIT_BYTES: 413 at once, before the body, with Connection: close', async () => {
     const head = post('', { 'Content-Length': String(10 * 1024 * 1024) });
     // only the headers and a few bytes are sent: the answer must not wait for the other 10 MiB
-    const r = await raw(port, [head, '{"a":'], { waitMs: 2_000 });
+    const r = await raw(port, [head, '{"a":']);
     const [answer] = responses(r.text);
     expect(answer?.status).toBe(413);
     expect(answer?.headers.connection).toBe('close');
@@ -253,7 +255,9 @@ describe('load shedding under clients that retry at once', () => {
     const orders = svc.services.orders;
     const openOrderIds = orders.openOrderIds.bind(orders);
     let release = (): void => undefined;
+    let holding = false;
     orders.openOrderIds = (async (...args: Parameters<typeof openOrderIds>) => {
+      holding = true;
       await new Promise<void>((r) => (release = r));
       return openOrderIds(...args);
     }) as typeof orders.openOrderIds;
@@ -261,7 +265,7 @@ describe('load shedding under clients that retry at once', () => {
       method: 'DELETE',
       headers: { authorization: `Bearer ${MASTER_KEY}`, 'x-partner-user-id': 'shed', 'idempotency-key': randomUUID() },
     });
-    await new Promise((r) => setTimeout(r, 200));
+    await poll('the cancel-all holds the slot', async () => holding, Boolean);
     try {
       const r = await raw(svc.http.port, [
         request('POST', '/v2/trade/order', { ...auth, 'Idempotency-Key': randomUUID() }, '{}'),

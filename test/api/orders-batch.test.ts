@@ -360,7 +360,8 @@ describe('batch cancel, cancel-all and one order', () => {
       type: 'LIMIT',
       price: '0.02',
       size: '5',
-      expiration: Date.now() + 400,
+      // far enough ahead to be in the future when a loaded machine validates it
+      expiration: Date.now() + 2_000,
     });
     expect((await getOrder('alice', gtd.body.order_id)).body).toMatchObject({ status: 'LIVE', time_in_force: 'GTD' });
     const expired = await poll(

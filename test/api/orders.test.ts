@@ -228,10 +228,11 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
       type: 'LIMIT',
       price: '0.02',
       size: '5',
-      expiration: Date.now() + 400,
+      // far enough ahead to be in the future when a loaded machine validates it
+      expiration: Date.now() + 2_000,
     });
     expect(res.body).toMatchObject({ status: 'LIVE', time_in_force: 'GTD' });
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 400; i++) {
       const rec = await svc.services.actors.get(res.body.order_id);
       if (rec?.status === 'EXPIRED') break;
       await new Promise((r) => setTimeout(r, 50));

@@ -72,10 +72,11 @@ describe('the service process', () => {
 
   it('an unhandled rejection or uncaught exception is logged at fatal and exits 1', async () => {
     for (const fault of ['Promise.reject(new Error("boom"))', 'setTimeout(() => { throw new Error("boom") }, 0)']) {
+      // 'still running' 10 s later: the exit comes first, however loaded the machine
       const script =
         `import('./dist/api/fatal.js').then(async (f) => { const { createLogger } = await ` +
         `import('./dist/engine/logger.js'); f.installFatalHandlers(createLogger('info')); ${fault}; ` +
-        `setTimeout(() => console.log('still running'), 2000); })`;
+        `setTimeout(() => console.log('still running'), 10000); })`;
       const { code, out } = await runToExit(['-e', script], {});
       expect(code).toBe(1);
       const fatal = JSON.parse(out.trim().split('\n')[0]!) as {
@@ -90,7 +91,8 @@ describe('the service process', () => {
   });
 
   it('a process whose engine lease is taken by another stops: FATAL naming it, exit 1', async () => {
-    // Through the store port on SQLite, with the default onLost of the service.
+    // Through the store port on SQLite, with the default onLost of the service; 'still running' 10 s
+    // later: the stop comes first, however loaded the machine.
     const script = `Promise.all([
       import('./dist/api/fatal.js'),
       import('./dist/engine/logger.js'),
@@ -106,7 +108,7 @@ describe('the service process', () => {
         owner: { pid: 4242, host: 'other-host', startedAtMs: 1, instanceId: 'thief' },
         expiresAtMs: Date.now() + 60000,
       });
-      setTimeout(() => console.log('still running'), 2000);
+      setTimeout(() => console.log('still running'), 10000);
     })`;
     const { code, out } = await runToExit(['-e', script], {});
     expect(code).toBe(1);

@@ -36,7 +36,8 @@ describe('venue journal failure over REST', () => {
       headers: alice,
     });
     let health = await svc.call('GET', '/healthz');
-    for (let i = 0; i < 100 && health.status === 200; i++) {
+    // a generous deadline (other test files load the machine): the write fails in the background
+    for (let i = 0; i < 750 && health.status === 200; i++) {
       await new Promise((r) => setTimeout(r, 20));
       health = await svc.call('GET', '/healthz');
     }
@@ -73,7 +74,8 @@ describe('venue journal failure over REST', () => {
 
   it('a timer that cannot be armed: the order stands, health shows it, the repair arms it, GTD expires', async () => {
     store.failWhen((i) => i.collection === 'agendaJobs');
-    const expiration = Date.now() + 1500;
+    // far enough ahead to be in the future when a loaded machine validates the order
+    const expiration = Date.now() + 3000;
     const placed = await svc.call('POST', '/v2/trade/order', {
       body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10', expiration },
       headers: alice,
@@ -85,7 +87,7 @@ describe('venue journal failure over REST', () => {
     expect(health.body).toMatchObject({ status: 'degraded', scheduler: { running: true, failing_timers: 1 } });
     store.clear();
     let order = placed.body;
-    for (let i = 0; i < 150 && order.status !== 'EXPIRED'; i++) {
+    for (let i = 0; i < 400 && order.status !== 'EXPIRED'; i++) {
       await new Promise((r) => setTimeout(r, 50));
       order = (await svc.call('GET', '/v2/trade/activity', { headers: alice })).body.activity.find(
         (a: { id: string }) => a.id === placed.body.order_id,

@@ -62,8 +62,9 @@ describe('TWAP survives kill -9 (child process, SQLite store on disk)', () => {
     const record = async (base: string) =>
       (await call(base, 'GET', '/v2/trade/strategies')).body.strategies.find((s: any) => s.record_id === id);
 
-    // wait for the second slice, then kill -9
-    for (let i = 0; i < 150 && (await record(svc.baseUrl)).slices_done < 2; i++)
+    // wait for the second slice (10 s after the first), then kill -9; generous deadlines, as other test
+    // files load the machine
+    for (let i = 0; i < 300 && (await record(svc.baseUrl)).slices_done < 2; i++)
       await new Promise((r) => setTimeout(r, 100));
     expect((await record(svc.baseUrl)).slices_done).toBe(2);
     svc.child.kill('SIGKILL');
@@ -71,7 +72,7 @@ describe('TWAP survives kill -9 (child process, SQLite store on disk)', () => {
 
     svc = await spawnService(env);
     let s = await record(svc.baseUrl);
-    for (let i = 0; i < 300 && s.status !== 'COMPLETED'; i++) {
+    for (let i = 0; i < 450 && s.status !== 'COMPLETED'; i++) {
       await new Promise((r) => setTimeout(r, 100));
       s = await record(svc.baseUrl);
     }

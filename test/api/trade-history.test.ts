@@ -202,6 +202,64 @@ describe('trade history: fills made through REST are recorded with their chain p
       logIndex: rows[0]!.logIndex,
     });
   });
+
+  it("a trade through the complement: each party's fill in its own token, outcome, price and notional", async () => {
+    const f = await tr.freshToken(0.3, 0.6);
+    const up = svc.services.venue.token(f.token)!;
+    const down = svc.services.venue.token(up.complementTokenId)!;
+    // alice's Down bid is an Up ask at 1 − its price: inside Up's spread, it is what bob's Up buy meets
+    const downPrice = px(1 - (f.ask - 0.01));
+    const upPrice = px(f.ask - 0.01);
+    const rest = await tr.post('alice', {
+      symbol: down.tokenId,
+      side: 'buy',
+      type: 'LIMIT',
+      price: downPrice,
+      size: '5',
+    });
+    expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    const take = await tr.post('bob', {
+      symbol: f.token,
+      side: 'buy',
+      type: 'LIMIT',
+      price: upPrice,
+      size: '5',
+      time_in_force: 'IOC',
+    });
+    expect(take).toMatchObject({ status: 200, body: { status: 'FILLED', fills: [{ price: upPrice, size: '5' }] } });
+    const tradeId = take.body.fills[0].trade_id.replace(/-t$/, '');
+    const notional = (p: string) => String(Number((Number(p) * 5).toFixed(6)));
+    expect(await fillsOf(tradeId)).toMatchObject([
+      {
+        role: 'maker',
+        address: address.alice,
+        orderId: rest.body.order_id,
+        conditionId: down.conditionId,
+        tokenId: down.tokenId,
+        outcome: down.outcome,
+        side: 'BUY',
+        price: downPrice,
+        notionalUsd: notional(downPrice),
+      },
+      {
+        role: 'taker',
+        address: address.bob,
+        orderId: take.body.order_id,
+        conditionId: up.conditionId,
+        tokenId: up.tokenId,
+        outcome: up.outcome,
+        side: 'BUY',
+        price: upPrice,
+        notionalUsd: notional(upPrice),
+      },
+    ]);
+    expect((await tape()).find((t) => t._id === tradeId)).toMatchObject({
+      tokenId: up.tokenId,
+      outcome: up.outcome,
+      price: upPrice,
+      notionalUsd: notional(upPrice),
+    });
+  });
 });
 
 /** `u` buys 5 shares of a fresh token at its ask (IOC): a trade with the liquidity provider. */

@@ -67,7 +67,7 @@ describe('withdrawal survives kill -9', () => {
     svc = await spawnService(env);
     const base = svc.baseUrl;
     let list: any[] = [];
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 300; i++) {
       list = (await call(base, 'GET', '/v2/trade/withdrawals?limit=500')).body.withdrawals;
       if (list.every((w) => w.status !== 'PENDING')) break;
       await new Promise((r) => setTimeout(r, 100));

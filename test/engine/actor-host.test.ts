@@ -8,6 +8,7 @@ import { ActorRepository, type ActorRecord } from '../../engine/store/actors.js'
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { baseOrderInput } from '../machines/order-input.js';
 import { baseStrategyInput } from '../machines/strategy-input.js';
+import { poll } from '../api/trading-kit.js';
 
 /** A small machine with a deadline, an action and an emitted event: enough to exercise the host. */
 function makeMachine(effects: string[]) {
@@ -493,8 +494,11 @@ describe('ActorHost', () => {
     expect(effects.at(-1)).toBe('bump 2');
     // the scheduler comes back: the repair arms the current deadlines, by itself
     timers.failing = false;
-    for (let i = 0; i < 100 && host.timersFailing > 0; i++) await new Promise((r) => setTimeout(r, 20));
-    expect(host.timersFailing).toBe(0);
+    await poll(
+      'timers repaired',
+      async () => host.timersFailing,
+      (n) => n === 0,
+    );
     expect(timers.armed.get('t19/expiry')).toBe(2_000_000);
   });
 });

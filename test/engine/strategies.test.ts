@@ -53,9 +53,14 @@ const holdWrite = (store: FaultyStore, match: (w: Write) => boolean): HeldRule =
 /** A price as the API writes it. */
 const px = (x: number) => String(Number(x.toFixed(2)));
 
-/** Lets queued work run until `done()` holds (bounded; no clock involved). */
+/**
+ * Lets queued work run, a turn of the event loop at a time, until `done()` holds; for up to 15 s (a
+ * number of turns is no bound: what the work waits for, a request over loopback, takes real time on a
+ * loaded machine).
+ */
 async function until(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 20_000 && !done(); i++) await new Promise((r) => setImmediate(r));
+  const end = performance.now() + 15_000;
+  while (!done() && performance.now() < end) await new Promise((r) => setImmediate(r));
   if (!done()) throw new Error(`never happened: ${what}`);
 }
 

@@ -388,32 +388,37 @@ for (const c of CASES) {
       }
     });
 
-    it(`replays ${paths.length} paths (to every reachable state, then each event), save → restore between`, () => {
-      for (const path of paths) {
-        log.length = 0;
-        let [s, actions] = initialTransition(machine, c.input) as unknown as [
-          Snap,
-          Array<{ exec?: (i: unknown, p: unknown) => void; info?: unknown; params?: unknown }>,
-        ];
-        for (const a of actions) a.exec?.(a.info, a.params);
-        for (const step of path.steps.slice(1)) {
-          s = roundTrip(machine, s);
-          [s, actions] = transition(machine, s, step.event) as unknown as [Snap, typeof actions];
+    // CPU-bound, ~10 s on a quiet machine for the largest machine: a timeout that a loaded machine cannot reach
+    it(
+      `replays ${paths.length} paths (to every reachable state, then each event), save → restore between`,
+      { timeout: 240_000 },
+      () => {
+        for (const path of paths) {
+          log.length = 0;
+          let [s, actions] = initialTransition(machine, c.input) as unknown as [
+            Snap,
+            Array<{ exec?: (i: unknown, p: unknown) => void; info?: unknown; params?: unknown }>,
+          ];
           for (const a of actions) a.exec?.(a.info, a.params);
-          expect(serializeState(s)).toBe(serializeState(step.state as Snap));
+          for (const step of path.steps.slice(1)) {
+            s = roundTrip(machine, s);
+            [s, actions] = transition(machine, s, step.event) as unknown as [Snap, typeof actions];
+            for (const a of actions) a.exec?.(a.info, a.params);
+            expect(serializeState(s)).toBe(serializeState(step.state as Snap));
+          }
+          expect(c.status[String(s.value)]).toBeDefined();
+          // invariants: child ids are never reused; a final strategy has no timers and no watch
+          const placed = log.filter((l) => l.startsWith('place ')).map((l) => l.slice(6));
+          expect(new Set(placed).size).toBe(placed.length);
+          // every cancel of a child carries the strategy's own code and names the strategy: never the user's
+          for (const l of log) if (l.startsWith('cancel ')) expect(l).toMatch(strategyCancel);
+          if (s.status === 'done') {
+            expect(s.context.deadlines).toEqual({});
+            expect(s.context.watch).toEqual({});
+          }
         }
-        expect(c.status[String(s.value)]).toBeDefined();
-        // invariants: child ids are never reused; a final strategy has no timers and no watch
-        const placed = log.filter((l) => l.startsWith('place ')).map((l) => l.slice(6));
-        expect(new Set(placed).size).toBe(placed.length);
-        // every cancel of a child carries the strategy's own code and names the strategy: never the user's
-        for (const l of log) if (l.startsWith('cancel ')) expect(l).toMatch(strategyCancel);
-        if (s.status === 'done') {
-          expect(s.context.deadlines).toEqual({});
-          expect(s.context.watch).toEqual({});
-        }
-      }
-    });
+      },
+    );
   });
 }
 

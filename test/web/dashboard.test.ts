@@ -119,9 +119,9 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     });
     expect(placed.status).toBe(200);
     const row = `#orders tr[data-id="${placed.body.order_id}"]`;
-    await page.waitForSelector(`${row}[data-status="LIVE"]`, { timeout: 5_000 });
+    await page.waitForSelector(`${row}[data-status="LIVE"]`, { timeout: 15_000 });
     await svc.call('DELETE', `/v2/trade/orders/${placed.body.order_id}`, { headers: as });
-    await page.waitForSelector(`${row}[data-status="CANCELED"]`, { timeout: 5_000 });
+    await page.waitForSelector(`${row}[data-status="CANCELED"]`, { timeout: 15_000 });
 
     // a TWAP of 3 slices: the progress bar advances slice by slice
     const twap = await svc.call('POST', '/v2/trade/order', {
@@ -132,16 +132,16 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     const id = twap.body.record_id as string;
     const bar = `#strategies tr[data-id="${id}"] progress`;
     const progressOf = () => page.$eval(bar, (p) => [(p as HTMLProgressElement).value, (p as HTMLProgressElement).max]);
-    await page.waitForSelector(bar, { timeout: 5_000 });
-    await expect.poll(progressOf, { timeout: 5_000 }).toEqual([1, 3]);
+    await page.waitForSelector(bar, { timeout: 15_000 });
+    await expect.poll(progressOf, { timeout: 15_000 }).toEqual([1, 3]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-twap-1-of-3.png'), fullPage: true });
     for (const k of [2, 3]) {
       const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;
       await svc.services.host.deliverTimer({ actorId: id, timerName: 'slice', atMs: c.deadlines.slice! });
-      await expect.poll(progressOf, { timeout: 5_000 }).toEqual([k, 3]);
+      await expect.poll(progressOf, { timeout: 15_000 }).toEqual([k, 3]);
     }
-    await page.waitForSelector(`#strategies tr[data-id="${id}"][data-status="COMPLETED"]`, { timeout: 5_000 });
-    await page.waitForFunction(() => document.querySelector('#chart canvas') !== null, undefined, { timeout: 5_000 });
+    await page.waitForSelector(`#strategies tr[data-id="${id}"][data-status="COMPLETED"]`, { timeout: 15_000 });
+    await page.waitForFunction(() => document.querySelector('#chart canvas') !== null, undefined, { timeout: 15_000 });
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard.png'), fullPage: true });
     expect(existsSync(path.join(ARTIFACTS, 'dashboard.png'))).toBe(true);
   }, 60_000);
@@ -176,9 +176,9 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
       headers: as,
       body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.03', size: '10' },
     });
-    await p.waitForSelector(`#orders tr[data-id="${placed.body.order_id}"]`, { timeout: 5_000 });
+    await p.waitForSelector(`#orders tr[data-id="${placed.body.order_id}"]`, { timeout: 15_000 });
     await p.click(`#orders tr[data-id="${placed.body.order_id}"]`);
-    await p.waitForFunction(() => document.querySelector('#chart canvas') !== null, undefined, { timeout: 5_000 });
+    await p.waitForFunction(() => document.querySelector('#chart canvas') !== null, undefined, { timeout: 15_000 });
     expect(violations).toEqual([]);
     await p.close();
   }, 30_000);
@@ -186,7 +186,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
   it('shows balance and positions with question and outcome, updated live; marks a resolved market', async () => {
     const p = await loggedIn(key);
     await p.waitForFunction(() => document.querySelector('#balance-balance')?.textContent !== '–', undefined, {
-      timeout: 5_000,
+      timeout: 15_000,
     }); // loaded over REST
     const shownBefore = await p.textContent('#balance-available');
     const bought = await svc.call('POST', '/v2/trade/order', {
@@ -201,13 +201,13 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     );
     const row = `#positions tr[data-id="${token}"]`;
     // live, without reload: the balance and the position with its market's question and outcome
-    await expect.poll(() => p.textContent('#balance-available'), { timeout: 5_000 }).toBe(`$${balance.available}`);
-    await p.waitForSelector(`${row}[data-market="open"]`, { timeout: 5_000 });
+    await expect.poll(() => p.textContent('#balance-available'), { timeout: 15_000 }).toBe(`$${balance.available}`);
+    await p.waitForSelector(`${row}[data-market="open"]`, { timeout: 15_000 });
     // marked at the mid of the book: unrealized PnL = size × mid − cost, to the cent
     const mid = await midOf(token);
     const pnlText = signedUsd(new Dec(held.size).times(mid).minus(held.cost_usd));
     await expect
-      .poll(() => cells(p, row), { timeout: 5_000 })
+      .poll(() => cells(p, row), { timeout: 15_000 })
       .toEqual([
         held.question,
         held.outcome,
@@ -222,12 +222,12 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
       ]);
     // the market resolves for this outcome: the row is marked resolved, won
     await (svc.services.venue as SimVenue).resolveMarket(held.condition_id, token);
-    await p.waitForSelector(`${row}[data-market="resolved"]`, { timeout: 5_000 });
+    await p.waitForSelector(`${row}[data-market="resolved"]`, { timeout: 15_000 });
     expect(await p.textContent(`${row} td:last-child`)).toBe('resolved: won ($1 a share)');
     // resolved for this outcome: marked at $1 a share
     const won = new Dec(held.size).minus(held.cost_usd).toDecimalPlaces(2, Dec.ROUND_HALF_UP);
     await expect
-      .poll(() => cells(p, row).then((c) => c.slice(6, 8)), { timeout: 5_000 })
+      .poll(() => cells(p, row).then((c) => c.slice(6, 8)), { timeout: 15_000 })
       .toEqual(['1', `${won.isNeg() ? '-' : '+'}$${won.abs().toFixed(2)}`]);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-positions-resolved.png'), fullPage: true });
     // a reload shows the same from REST and the markets.subscribe acknowledgement
@@ -269,12 +269,12 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
       ).status,
     ).toBe(200);
     const row = `#combos tr[data-id="${q.combo_order_id}"]`;
-    await p.waitForSelector(`${row}[data-status="OPEN"]`, { timeout: 5_000 });
+    await p.waitForSelector(`${row}[data-status="OPEN"]`, { timeout: 15_000 });
     const venue = svc.services.venue as SimVenue;
     await venue.resolveMarket(legs[0]!.condition_id, legs[0]!.yes);
-    await p.waitForSelector(`${row}[data-status="PARTIAL"]`, { timeout: 5_000 });
+    await p.waitForSelector(`${row}[data-status="PARTIAL"]`, { timeout: 15_000 });
     await venue.resolveMarket(legs[1]!.condition_id, legs[1]!.yes);
-    await p.waitForSelector(`${row}[data-status="RESOLVED_WIN"]`, { timeout: 5_000 });
+    await p.waitForSelector(`${row}[data-status="RESOLVED_WIN"]`, { timeout: 15_000 });
     const c = (await svc.call('GET', `/v2/trade/combo/${q.combo_order_id}`, { headers: bob })).body;
     const shown = await cells(p, row);
     expect(shown.slice(1, 8)).toEqual([
@@ -291,7 +291,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
       body: { combo_order_id: q.combo_order_id },
     });
     expect(redeemed.status).toBe(200);
-    await p.waitForSelector(`${row}[data-status="REDEEMED"]`, { timeout: 5_000 });
+    await p.waitForSelector(`${row}[data-status="REDEEMED"]`, { timeout: 15_000 });
     expect((await cells(p, row))[7]).toBe(`$${c.taker_shares}`);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-combos.png'), fullPage: true });
     // a reload lists it from GET /combo/positions
@@ -327,22 +327,22 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     const strategyRow = `#strategies tr[data-id="${twap.body.record_id}"]`;
     // columns 5 and 6: the market's question and the outcome (the token id on hover)
     await expect
-      .poll(() => cells(p, orderRow).then((c) => c.slice(4, 6)), { timeout: 5_000 })
+      .poll(() => cells(p, orderRow).then((c) => c.slice(4, 6)), { timeout: 15_000 })
       .toEqual([other.question, no.outcome]);
     await expect
-      .poll(() => cells(p, strategyRow).then((c) => c.slice(4, 6)), { timeout: 5_000 })
+      .poll(() => cells(p, strategyRow).then((c) => c.slice(4, 6)), { timeout: 15_000 })
       .toEqual([other.question, yes.outcome]);
     expect(await p.getAttribute(`${orderRow} [data-token-question]`, 'title')).toBe(`token ${no.token_id}`);
     // the chart's title names the charted outcome too
     await p.click(orderRow);
     await expect
-      .poll(() => p.textContent('#chart-token'), { timeout: 5_000 })
+      .poll(() => p.textContent('#chart-token'), { timeout: 15_000 })
       .toBe(`${other.question} — ${no.outcome}`);
     // after a reload (rows from REST) the same
     await p.reload();
     await p.waitForSelector('#connection.on', { timeout: 10_000 });
     await expect
-      .poll(() => cells(p, orderRow).then((c) => c.slice(4, 6)), { timeout: 5_000 })
+      .poll(() => cells(p, orderRow).then((c) => c.slice(4, 6)), { timeout: 15_000 })
       .toEqual([other.question, no.outcome]);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-names.png'), fullPage: true });
     expect((await svc.call('DELETE', `/v2/trade/orders/${limit.body.order_id}`, { headers: as })).status).toBe(200);
@@ -361,16 +361,16 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     });
     expect(placed.status).toBe(200);
     const row = `#orders tr[data-id="${placed.body.order_id}"]`;
-    await p.waitForSelector(row, { timeout: 5_000 });
+    await p.waitForSelector(row, { timeout: 15_000 });
     await p.click(row);
     await expect
-      .poll(() => p.evaluate(() => (window as any).dashboardChart.token()), { timeout: 5_000 })
+      .poll(() => p.evaluate(() => (window as any).dashboardChart.token()), { timeout: 15_000 })
       .toBe(chartToken);
     await p.click('#logout');
     await p.fill('#api-key', bobKey);
     await p.click('#connect');
     await p.waitForSelector('#connection.on', { timeout: 10_000 });
-    await expect.poll(() => p.textContent('#who'), { timeout: 5_000 }).toMatch(/^user bob /);
+    await expect.poll(() => p.textContent('#who'), { timeout: 15_000 }).toMatch(/^user bob /);
     expect(await p.$(row)).toBeNull();
     expect(await p.$$eval('#orders tbody tr, #strategies tbody tr, #positions tbody tr', (rows) => rows.length)).toBe(
       0,
@@ -388,7 +388,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     expect(await p.textContent('body')).not.toMatch(/bad_request|X-Partner-User-Id header/);
     await p.fill('#pick-user-id', 'nobody');
     await p.click('#pick-user button[type=submit]');
-    await p.waitForSelector('#pick-user-error:not([hidden])', { timeout: 5_000 });
+    await p.waitForSelector('#pick-user-error:not([hidden])', { timeout: 15_000 });
     expect(await p.textContent('#pick-user-error')).toBe('no partner user "nobody" at this partner');
     await p.fill('#pick-user-id', 'alice');
     await p.click('#pick-user button[type=submit]');
@@ -396,7 +396,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     expect(await p.isHidden('#pick-user')).toBe(true);
     expect(await p.textContent('#who')).toMatch(/^user alice · partner \S+ · master key$/);
     const balance = (await svc.call('GET', '/v2/trade/balances', { headers: as })).body;
-    await expect.poll(() => p.textContent('#balance-balance'), { timeout: 5_000 }).toBe(`$${balance.balance}`);
+    await expect.poll(() => p.textContent('#balance-balance'), { timeout: 15_000 }).toBe(`$${balance.balance}`);
     expect(await p.textContent('#wallet-note')).toBe('');
     await p.close();
   }, 30_000);
@@ -422,10 +422,10 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     });
     expect([stop.status, take.status, limit.status]).toEqual([200, 200, 200]);
     const p = await loggedIn(key);
-    await p.waitForSelector(`#orders tr[data-id="${limit.body.order_id}"]`, { timeout: 5_000 });
+    await p.waitForSelector(`#orders tr[data-id="${limit.body.order_id}"]`, { timeout: 15_000 });
     await p.click(`#orders tr[data-id="${limit.body.order_id}"]`);
     await expect
-      .poll(() => p.evaluate(() => (window as any).dashboardChart.levels().sort()), { timeout: 5_000 })
+      .poll(() => p.evaluate(() => (window as any).dashboardChart.levels().sort()), { timeout: 15_000 })
       .toEqual([0.02, 0.03, 0.97]);
     // every level and the mid fall inside the plot's height (a price off the scale has no coordinate)
     const inView = (prices: number[]) =>
@@ -437,7 +437,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
           return h > 0 && y !== null && y >= 0 && y <= h;
         });
       }, prices);
-    await expect.poll(() => inView([0.02, 0.03, 0.97, mid]), { timeout: 5_000 }).toEqual([true, true, true, true]);
+    await expect.poll(() => inView([0.02, 0.03, 0.97, mid]), { timeout: 15_000 }).toEqual([true, true, true, true]);
     // a level armed while the chart is shown, lower still (the book does not change): the scale widens to it
     const lower = await svc.call('POST', '/v2/trade/order', {
       headers: as,
@@ -445,10 +445,10 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     });
     expect(lower.status).toBe(200);
     await expect
-      .poll(() => p.evaluate(() => (window as any).dashboardChart.levels().sort()), { timeout: 5_000 })
+      .poll(() => p.evaluate(() => (window as any).dashboardChart.levels().sort()), { timeout: 15_000 })
       .toEqual([0.01, 0.02, 0.03, 0.97]);
     await expect
-      .poll(() => inView([0.01, 0.02, 0.03, 0.97, mid]), { timeout: 5_000 })
+      .poll(() => inView([0.01, 0.02, 0.03, 0.97, mid]), { timeout: 15_000 })
       .toEqual([true, true, true, true, true]);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-levels.png'), fullPage: true });
     for (const id of [stop.body.record_id, lower.body.record_id])
@@ -480,16 +480,16 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     const before = await expected();
     expect(before.length).toBeGreaterThan(0);
     const p = await loggedIn(key);
-    await p.waitForSelector(`#orders tr[data-id="${order.body.order_id}"]`, { timeout: 5_000 });
+    await p.waitForSelector(`#orders tr[data-id="${order.body.order_id}"]`, { timeout: 15_000 });
     await p.click(`#orders tr[data-id="${order.body.order_id}"]`);
     const shown = () => p.evaluate(() => (window as any).dashboardChart.trades());
-    await expect.poll(shown, { timeout: 5_000 }).toEqual(before);
+    await expect.poll(shown, { timeout: 15_000 }).toEqual(before);
     // a trade made while the chart is shown (through several ask levels: a new last trade price) appears
     await new Promise((r) => setTimeout(r, 2_100)); // the next block
     expect((await buy('400')).body.fills.length).toBeGreaterThan(0);
     const after = await expected();
     expect(after.length).toBeGreaterThan(before.length);
-    await expect.poll(shown, { timeout: 5_000 }).toEqual(after);
+    await expect.poll(shown, { timeout: 15_000 }).toEqual(after);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-trades.png'), fullPage: true });
     expect((await svc.call('DELETE', `/v2/trade/orders/${order.body.order_id}`, { headers: as })).status).toBe(200);
     await p.close();
@@ -520,7 +520,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     const row = `#positions tr[data-id="${other}"]`;
     const buy = { symbol: other, side: 'buy', type: 'MARKET', quote_amount: '5' };
     expect((await svc.call('POST', '/v2/trade/order', { headers: as, body: buy })).status).toBe(200);
-    await p.waitForSelector(row, { timeout: 5_000 });
+    await p.waitForSelector(row, { timeout: 15_000 });
     const before = (await svc.call('GET', '/v2/trade/positions', { headers: as })).body.positions.find(
       (x: any) => x.token_id === other,
     );
@@ -533,7 +533,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     );
     expect(new Dec(after.realized_pnl).isZero()).toBe(false);
     await expect
-      .poll(() => cells(p, row).then((c) => [c[2], c[7], c[8]]), { timeout: 5_000 })
+      .poll(() => cells(p, row).then((c) => [c[2], c[7], c[8]]), { timeout: 15_000 })
       .toEqual([after.size, signedUsd(after.cash_pnl), signedUsd(after.realized_pnl)]);
     await p.close();
   }, 30_000);
@@ -564,20 +564,22 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     });
     expect(sub.status).toBe(201);
     const row = `#copytrades tr[data-id="${sub.body.id}"]`;
-    await p.waitForSelector(`${row}[data-status="ACTIVE"]`, { timeout: 5_000 });
+    await p.waitForSelector(`${row}[data-status="ACTIVE"]`, { timeout: 15_000 });
     const bought = await svc.call('POST', '/v2/trade/order', {
       headers: { 'x-partner-user-id': 'ct-leader' },
       body: { symbol: chartToken, side: 'buy', type: 'MARKET', quote_amount: '5' },
     });
     expect(bought.status).toBe(200);
-    await expect.poll(async () => (await cells(p, row))[4], { timeout: 5_000 }).toBe('1');
+    await expect.poll(async () => (await cells(p, row))[4], { timeout: 15_000 }).toBe('1');
     expect((await cells(p, row)).slice(0, 4)).toEqual([expect.any(String), 'sharp', 'ACTIVE', 'FIXED_USD_PER_TRADE 2']);
-    await p.waitForSelector('#copies tr[data-result="COPIED"]', { timeout: 5_000 });
+    await p.waitForSelector('#copies tr[data-result="COPIED"]', { timeout: 15_000 });
     const copy = await cells(p, '#copies tr[data-result="COPIED"]');
     expect(copy[2]).toBe('copied');
     expect(copy[3]).toBe('BUY');
     // the market named by its question, not by a token id
-    await expect.poll(async () => (await cells(p, '#copies tr[data-result="COPIED"]'))[4]).not.toMatch(/^\d|^–$/);
+    await expect
+      .poll(async () => (await cells(p, '#copies tr[data-result="COPIED"]'))[4], { timeout: 15_000 })
+      .not.toMatch(/^\d|^–$/);
     await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-copytrade.png'), fullPage: true });
     await p.close();
   }, 30_000);

@@ -83,15 +83,15 @@ describe('timers on MongoDB: the backend', () => {
       agenda.define('due', async () => void ran.push(Date.now()));
       await agenda.start();
       await new Promise((r) => setTimeout(r, 100)); // the scan at start is over: the next one is a minute away
-      const t0 = Date.now();
       await agenda.create('due', {}).schedule(new Date()).save();
-      const delivered = await waitFor(() => ran.length > 0, 1_000);
+      // with the channel, any wait below the one-minute poll shows the notification ran it (half of it:
+      // generous on a loaded machine); without, a second shows nothing runs before the poll
+      const delivered = await waitFor(() => ran.length > 0, notify ? 30_000 : 1_000);
       await agenda.stop();
       if (notify) {
         expect(published).toHaveLength(1);
         expect(published[0]).toMatchObject({ jobName: 'due' });
         expect(delivered).toBe(true);
-        expect(ran[0]! - t0).toBeLessThan(500);
       } else {
         expect(delivered).toBe(false); // the next poll is a minute away
       }

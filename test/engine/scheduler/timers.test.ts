@@ -10,7 +10,8 @@ import type { Store } from '../../../engine/store/port.js';
 
 const log = createLogger('silent');
 
-function waitFor(pred: () => boolean, timeoutMs = 5000): Promise<void> {
+/** Polls `pred` until it holds; the deadline only bounds a failing test (generous: other files load the machine). */
+function waitFor(pred: () => boolean, timeoutMs = 15_000): Promise<void> {
   return new Promise((resolve, reject) => {
     const start = Date.now();
     const tick = () => {
@@ -38,10 +39,11 @@ describe('TimerService on the SQLite store', () => {
 
   it('delivers a due-now timer through the notification channel, not the next poll', async () => {
     const store = await SqliteStore.open(null);
-    // A one-minute poll: only the notification channel can deliver within the wait below.
+    // A one-minute poll: only the notification channel can deliver within the wait below (half of it:
+    // generous on a loaded machine, and still before the poll).
     const { timers, fired } = await start(store, 60_000);
     await timers.schedule('a1', 'expiry', Date.now());
-    await waitFor(() => fired.length === 1, 3000);
+    await waitFor(() => fired.length === 1, 30_000);
     expect(fired[0]).toMatchObject({ actorId: 'a1', timerName: 'expiry' });
   });
 
@@ -61,10 +63,12 @@ describe('TimerService on the SQLite store', () => {
     const { timers, fired } = await start(store);
     await timers.schedule('a3', 'x', Date.now() + 60_000);
     await timers.schedule('a3', 'x', Date.now() + 100);
-    await timers.schedule('a3', 'y', Date.now() + 150);
+    // far enough ahead that the cancel comes first on a loaded machine; then waited past its time
+    const yAt = Date.now() + 1500;
+    await timers.schedule('a3', 'y', yAt);
     await timers.cancel('a3', 'y');
     await waitFor(() => fired.length >= 1);
-    await new Promise((r) => setTimeout(r, 400));
+    await waitFor(() => Date.now() > yAt + 400);
     expect(fired.map((f) => f.timerName)).toEqual(['x']);
     const repo = new StoreJobRepository(store);
     await repo.connect();
@@ -91,7 +95,7 @@ describe('TimerService on the SQLite store', () => {
     await timers.start();
     cleanups.push(() => timers.drain(1000));
     await timers.schedule('rearm', 'slice', Date.now() + 50);
-    await waitFor(() => fired.length === 3, 5000);
+    await waitFor(() => fired.length === 3);
     await new Promise((r) => setTimeout(r, 400));
     expect(fired.map((f) => f.timerName)).toEqual(['slice', 'slice', 'slice']);
     expect(new Set(fired.map((f) => f.atMs)).size).toBe(3);
@@ -118,7 +122,7 @@ describe('TimerService on the SQLite store', () => {
     await timers.schedule('retry', 'expiry', Date.now());
     await waitFor(() => attempts >= 1);
     await waitFor(() => timers.failing === 1);
-    await waitFor(() => delivered.length === 1, 5000);
+    await waitFor(() => delivered.length === 1);
     expect(attempts).toBe(3);
     expect(timers.failing).toBe(0);
   });
@@ -182,6 +186,8 @@ describe('TimerService on the SQLite store', () => {
     await timers.schedule('d1', 'expiry', Date.now() + 150);
     await waitFor(() => disarmCommits >= 0);
     expect(disarmCommits).toBe(0);
+    // the removal commits after the run (background work: waited for, then nothing more)
+    await waitFor(() => store.writer.commits > afterStep);
     await new Promise((r) => setTimeout(r, 300));
     // the removal's commit only: Agenda's end-of-run state and its removal of the completed job
     // find the job gone and write nothing

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../engine/logger.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { VenueJournal, type StateRows } from '../../../engine/venue/journal.js';
-import { FaultyStore } from '../store/faulty-store.js';
+import { FaultyStore, type HeldRule } from '../store/faulty-store.js';
+import { poll } from '../../api/trading-kit.js';
 
 const log = createLogger('silent');
 const rows = (n: number): StateRows => ({ wallets: [], orders: [], capture: { next: n, recordedMs: n } });
@@ -19,6 +20,14 @@ async function openJournal(): Promise<{ store: FaultyStore; journal: VenueJourna
   const journal = await VenueJournal.open({ store, log, snapshot: () => ({ orderSeq: 0, wallets: [], orders: [] }) });
   return { store, journal };
 }
+
+/** Resolves once the held write is in flight (reached the store and held there), however loaded the machine. */
+const inFlight = (held: HeldRule) =>
+  poll(
+    'the held write in flight',
+    async () => held.fired,
+    (n) => n === 1,
+  );
 
 async function storedSeqs(store: FaultyStore): Promise<number[]> {
   const c = await store.inner.collection<{ _id: string; seq: number }>('venueJournal');
@@ -31,9 +40,13 @@ describe('VenueJournal group commit', () => {
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const acked: number[] = [];
     const first = journal.append(1, 1, rows(1)).then(() => acked.push(1));
-    await new Promise((r) => setTimeout(r, 10)); // the first write is in flight (held)
+    await inFlight(held);
     const later = [2, 3, 4, 5].map((seq) => journal.append(seq, seq, rows(seq)).then(() => acked.push(seq)));
-    await new Promise((r) => setTimeout(r, 10));
+    await poll(
+      'entries 2–5 written',
+      async () => journal.health.pendingWrites,
+      (pending) => pending === 1,
+    );
     expect(acked).toEqual([]); // 2–5 are stored, but 1 is not yet
     expect(await storedSeqs(store)).toEqual([2, 3, 4, 5]);
     expect(journal.health).toMatchObject({ ok: true, pendingWrites: 1 });
@@ -50,16 +63,23 @@ describe('VenueJournal group commit', () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const done = [journal.append(1, 1, rows(1))];
-    await new Promise((r) => setTimeout(r, 10));
+    await inFlight(held);
     const fail = store.failWhen((i) => i.collection === 'venueJournal' && i.op === 'insertMany');
     done.push(...[2, 3].map((seq) => journal.append(seq, seq, rows(seq))));
     held.release();
     await done[0];
-    await new Promise((r) => setTimeout(r, 30));
-    expect(journal.health.ok).toBe(false);
+    await poll(
+      'the batch write failed',
+      async () => journal.health.ok,
+      (ok) => !ok,
+    );
     let fourthAcked = false;
     done.push(journal.append(4, 4, rows(4)).then(() => (fourthAcked = true))); // behind the failing batch
-    await new Promise((r) => setTimeout(r, 30));
+    await poll(
+      'entry 4 written',
+      async () => journal.health.pendingWrites,
+      (pending) => pending === 2,
+    );
     expect(await storedSeqs(store)).toEqual([1, 4]); // landed, not acknowledged
     expect(fourthAcked).toBe(false);
     expect(journal.health).toMatchObject({ ok: false, pendingWrites: 2 });
@@ -73,7 +93,7 @@ describe('VenueJournal group commit', () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const done = [journal.append(1, 1, rows(1))];
-    await new Promise((r) => setTimeout(r, 10));
+    await inFlight(held);
     store.failNth('venueJournal', 'insertMany', 1, { when: 'after' });
     done.push(...[2, 3, 4].map((seq) => journal.append(seq, seq, rows(seq))));
     held.release();
@@ -91,9 +111,18 @@ describe('VenueJournal recovery', () => {
     const acked: number[] = [];
     for (const seq of [1, 2, 3, 4]) {
       void journal.append(seq, seq, rows(seq)).then(() => acked.push(seq));
-      await new Promise((r) => setTimeout(r, 5)); // each its own write
+      await new Promise((r) => setImmediate(r)); // each its own write
     }
-    await new Promise((r) => setTimeout(r, 30));
+    await poll(
+      'entries 1, 3 and 4 written',
+      async () => journal.health.pendingWrites,
+      (pending) => pending === 1,
+    );
+    await poll(
+      'entry 1 acknowledged',
+      async () => acked,
+      (a) => a.length === 1,
+    );
     expect(await storedSeqs(store)).toEqual([1, 3, 4]);
     expect(acked).toEqual([1]);
     // the process ends here (kill -9), entry 2 still being retried: a restart on the same store

@@ -9,6 +9,7 @@ import { createLogger } from '../../../engine/logger.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import type { Store } from '../../../engine/store/port.js';
 import { FaultyStore } from '../store/faulty-store.js';
+import { poll } from '../../api/trading-kit.js';
 import type { Catalogue } from '../../../engine/venue/markets.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
@@ -410,9 +411,17 @@ describe('simulated venue: matching engine', () => {
         i.collection === 'venueJournal' && String((i.doc as { rows?: string } | undefined)?.rows).includes(a.orderId),
     );
     void venue.submit(a);
-    await new Promise((r) => setTimeout(r, 20));
+    await poll(
+      'the journal write of a failed',
+      async () => venue.health.ok,
+      (ok) => !ok,
+    );
     void venue.submit(b);
-    for (let i = 0; i < 100 && venue.health.pendingWrites > 1; i++) await new Promise((r) => setTimeout(r, 10));
+    await poll(
+      'the journal write of b landed',
+      async () => venue.health.pendingWrites,
+      (n) => n === 1,
+    );
     expect(venue.health).toMatchObject({ ok: false, pendingWrites: 1 }); // b's entry is written, a's is not
     const journal = await store.inner.collection<{ _id: string; rows: string }>('venueJournal');
     expect((await journal.find({})).some((d) => d.rows.includes(b.orderId))).toBe(true);
@@ -442,7 +451,11 @@ describe('simulated venue: matching engine', () => {
       const b = order('b', 'buy', '0.3', '10');
       const pa = venue.submit(a);
       const pb = venue.submit(b);
-      await new Promise((r) => setTimeout(r, 200));
+      await poll(
+        'the journal write failed',
+        async () => venue.health.ok,
+        (ok) => !ok,
+      );
       // not acknowledged: no report went out, the venue says why
       expect(reports.filter((r) => r.orderId === a.orderId || r.orderId === b.orderId)).toEqual([]);
       expect(venue.health).toMatchObject({
