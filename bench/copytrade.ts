@@ -6,8 +6,8 @@
  *    buys BENCH_LATENCY_FILLS (default 20) times, one at a time. For each leader fill, from the
  *    moment its history row is committed, two clocks stop:
  *    - "accepted by the venue" (the issue's measure): the venue's operation holding the copies
- *      (`submitMany`) is durable in its journal and its first report of every copy is out (its
- *      journal entry and the copies' order records share one commit: `VenuePort.commitsWithStore`);
+ *      (`submitMany`) is durable in its journal and its first report of every copy is out (the
+ *      copy's order record committed before the venue saw it);
  *    - "answered, recorded" (stricter): every copy's order actor has recorded the venue's answer
  *      (its step left SUBMITTED: live, filled or refused, with the fill in the trade history).
  *    Prints p50 / p99 / max per fill (all copies) and per copy, and the process's CPU time per copy

@@ -1264,16 +1264,13 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * and the error is rethrown.
    * @param ids - every actor the plan steps or creates (their queues are held; order is free).
    * @param options.loadStored - load the passivated actors among `ids` first (a read each).
-   * @param options.beforeCommit - runs last inside the transaction, once every write of the batch
-   *   was made (only the commit itself can still fail it), with the batch's snapshots: what must
-   *   share the batch's commit (see `OrderService.placeChildren`). It must not throw.
    * @returns the records written, by actor id (none for an actor the plan left unchanged).
    */
   async batch(
     ids: Iterable<string>,
     plan: (b: ActorBatch) => void | Promise<void>,
     effects: (run: () => void) => void = (run) => run(),
-    options: { loadStored?: boolean; beforeCommit?: (b: ActorBatch) => void } = {},
+    options: { loadStored?: boolean } = {},
   ): Promise<Map<string, ActorRecord>> {
     const held = new Set(ids);
     const release = await holdQueues(held, (id, work) => void this.enqueue(id, work));
@@ -1364,7 +1361,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
           if (bound && !(e.create && this.boundAfterCreation.has(bound))) await bound(tx, full);
           out.push({ id, e, record, full, json: record.snapshot });
         }
-        options.beforeCommit?.(api);
         return out;
       });
       const result = new Map<string, ActorRecord>();

@@ -10,7 +10,6 @@ import {
   ORDER_STATUS,
   orderMachine,
   USER_CANCEL,
-  venueOrderOf,
   type OrderContext,
   type OrderEvent,
   type OrderFill,
@@ -577,8 +576,6 @@ export class OrderService {
     return this.exclusive(input.userId, async () => {
       const existing = this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId));
       if (!existing) this.risk.checkChild(input);
-      // the venue already holds it (see catchUp): its submission is then a no-op, its answers given already
-      const held = !existing && this.venue.orderState(input.orderId) !== null;
       try {
         await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, {
           id: input.orderId,
@@ -586,7 +583,6 @@ export class OrderService {
           partnerId,
           ownerUserId: input.userId,
         });
-        if (held) this.catchUp(input.orderId);
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err;
       }
@@ -602,12 +598,8 @@ export class OrderService {
    * ({@link RiskEngine.checkChild}, in the order called) and creates its actor in the batch; the
    * parents' steps and the new orders then commit in ONE store transaction (all or none:
    * {@link ActorHost.batch}), and every new order goes to the venue in ONE operation
-   * ({@link VenuePort.submitMany}). When the venue's record shares the store's commits
-   * ({@link VenuePort.commitsWithStore}: the simulator on SQLite), that operation runs last inside
-   * the transaction, once every write of it was made: the orders and the venue's journal entry
-   * commit together (one commit and one sync instead of two in a row), and the venue's reports
-   * still wait for that commit; otherwise the orders go to the venue once their records are
-   * durable. The venue's answers reach the orders as usual (one batch per operation: {@link deliverBurst}).
+   * ({@link VenuePort.submitMany}). The venue's answers reach the orders as usual (one batch per
+   * operation: {@link deliverBurst}).
    * @param userIds - the owners of every order `plan` may place (their queues are held meanwhile).
    * @param actorIds - every actor `plan` steps or creates (the parents and the orders' ids).
    * @param plan - `place(partnerId, input)` throws the risk refusal ({@link DomainError}: nothing
@@ -622,11 +614,6 @@ export class OrderService {
     plan: (batch: ActorBatch, place: (partnerId: string, input: OrderInput) => void) => void,
   ): Promise<Map<string, ActorRecord>> {
     const open = await holdQueues(new Set(userIds), (u, work) => void this.exclusive(u, work));
-    const created: string[] = [];
-    /** New orders the venue held already (see {@link catchUp}). */
-    const held: string[] = [];
-    /** The venue operation run inside the transaction (see above), if any. */
-    let early: Promise<void> | null = null;
     try {
       return await this.host.batch(
         actorIds,
@@ -635,8 +622,6 @@ export class OrderService {
             if (batch.snapshotOf(input.orderId) !== null) throw new DuplicateKeyError(`order ${input.orderId} exists`);
             this.risk.checkChild(input);
             batch.create(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
-            created.push(input.orderId);
-            if (this.venue.orderState(input.orderId) !== null) held.push(input.orderId);
           }),
         (run) => {
           const orders: VenueOrder[] = (this.gathering = []);
@@ -646,23 +631,9 @@ export class OrderService {
             this.gathering = null;
           }
           if (orders.length === 0) return;
-          // the venue has them already when they shared the transaction (submitting them again is a no-op)
-          const submitted = early ?? this.venue.submitMany(orders);
+          const submitted = this.venue.submitMany(orders);
           for (const o of orders) this.track(o.orderId, submitted);
-          for (const id of held) this.catchUp(id);
         },
-        this.venue.commitsWithStore
-          ? {
-              // a new order's first action is its venue command (machines/order.ts, `submitted`)
-              beforeCommit: (batch) => {
-                if (created.length === 0) return;
-                const orders = created.map((id) => venueOrderOf(batch.snapshotOf(id)!.context as OrderContext));
-                early = this.venue.submitMany(orders);
-                // not awaited here: its failure is the tracked promise's (logged), as after the commit
-                early.catch(() => {});
-              },
-            }
-          : {},
       );
     } finally {
       open();
@@ -705,29 +676,18 @@ export class OrderService {
   async reconcile(): Promise<number> {
     const live = await this.actors.find({ kind: 'order', final: false, quarantine: null });
     for (const rec of live) {
-      this.catchUp(rec._id);
+      const state = this.venue.orderState(rec._id);
+      if (!state) {
+        this.track(rec._id, this.host.send(rec._id, { type: 'venue.unknown' }));
+      } else {
+        if (state.status !== 'rejected')
+          this.track(rec._id, this.host.send(rec._id, { type: 'venue.accepted', resting: state.status === 'open' }));
+        for (const f of state.fills) this.track(rec._id, this.host.send(rec._id, eventOf(f)));
+        if (state.final) this.track(rec._id, this.host.send(rec._id, eventOf(state.final)));
+      }
       await this.whenQuiet(rec._id);
     }
     return live.length;
-  }
-
-  /**
-   * Hands order `orderId` what the venue holds of it (its acceptance, fills and end, as its reports
-   * said them; `venue.unknown` when the venue never saw it): for an order whose reports may have
-   * been given while its actor did not exist (start-up; a child order the venue already held at its
-   * creation: a batch whose commit failed after its venue operation ran, {@link placeChildren}).
-   * Harmless when they reached it: the order machine ignores what it has.
-   */
-  private catchUp(orderId: string): void {
-    const state = this.venue.orderState(orderId);
-    if (!state) {
-      this.track(orderId, this.host.send(orderId, { type: 'venue.unknown' }));
-      return;
-    }
-    if (state.status !== 'rejected')
-      this.track(orderId, this.host.send(orderId, { type: 'venue.accepted', resting: state.status === 'open' }));
-    for (const f of state.fills) this.track(orderId, this.host.send(orderId, eventOf(f)));
-    if (state.final) this.track(orderId, this.host.send(orderId, eventOf(state.final)));
   }
 
   /**

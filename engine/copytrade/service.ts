@@ -506,10 +506,9 @@ export class CopytradeService {
    * all), each copy is checked against risk in its follower's placement queue (a refusal is that
    * subscription's `order.refused` step, the others go on), then every step, history row and new
    * order commits in ONE transaction and the orders go to the venue in ONE operation
-   * (`OrderService.placeChildren`; with the simulator on SQLite, inside that transaction's
-   * commit). When the batch fails (nothing of it happened), the fill is delivered to each
-   * subscription on its own ({@link sendFill}: retried, else replayed at the next start-up).
-   * Never throws.
+   * (`OrderService.placeChildren`). When the batch fails (nothing of it happened), the fill is
+   * delivered to each subscription on its own ({@link sendFill}: retried, else replayed at the
+   * next start-up). Never throws.
    */
   private async copyAll(ids: string[], fill: LeaderFill): Promise<void> {
     const targets: string[] = [];

@@ -354,16 +354,6 @@ export interface VenuePort {
    * already known is skipped (idempotent, as {@link submit}).
    */
   submitMany(orders: readonly VenueOrder[]): Promise<void>;
-  /**
-   * Optional; true when the venue's durable record of an operation is written to the engine's own
-   * store behind the writes made before it, in commit order (the in-process simulator's journal on
-   * SQLite, one writer): an operation made inside an open store transaction becomes durable with
-   * that transaction's commit or a later one, never before it, and its reports wait for that. The
-   * engine may then run the venue operation of a batch's new orders inside the batch's transaction
-   * (one commit and one sync for both). Absent (a real venue, another store): the orders go to the
-   * venue once their records are durable.
-   */
-  readonly commitsWithStore?: boolean;
   /** Cancels a resting order; a `venue.canceled` report carrying `reason` follows (none if already done). */
   cancel(orderId: string, reason: CancelReason): Promise<void>;
   /** Expires a resting GTD order; a `venue.expired` report follows (none if already done). */

@@ -626,14 +626,6 @@ export class SimVenue implements VenuePort {
     return this.execute((tx) => this.matching.place(tx, order));
   }
 
-  /**
-   * See {@link VenuePort.commitsWithStore}: the journal is written to the engine's store; on SQLite a
-   * write made while a transaction is open joins that transaction's commit (or a later one).
-   */
-  get commitsWithStore(): boolean {
-    return this.o.store.adapter === 'sqlite';
-  }
-
   /** See {@link VenuePort.submitMany}: one operation, so one journal entry (one store commit) for all. */
   submitMany(orders: readonly VenueOrder[]): Promise<void> {
     const ids = new Set<string>();
