@@ -34,6 +34,8 @@
  * fdatasync); BENCH_PERF_CTL=<fifo> has `perf record --control fifo:<fifo> -D -1` sample CPU time
  * of the measured replay only (run node with --perf-basic-prof for the JavaScript names).
  * BENCH_MEMORY=1 keeps the store in memory (DATA_DIR=:memory:): the difference is what the disk costs.
+ * It also prints the store commits, the WAL fsyncs and the time they took in all (they run one after
+ * the other beside the main thread: near the wall time, the disk sets the pace).
  * BENCH_KEEP=1 leaves the data folder in place (its path printed) to inspect the store afterwards.
  */
 import { readFileSync } from 'node:fs';
@@ -152,9 +154,11 @@ async function main(): Promise<void> {
     const perfCtl = process.env.BENCH_PERF_CTL;
     if (perfCtl) await fs.writeFile(perfCtl, 'enable\n');
     const commitsOf = () => (s.store instanceof SqliteStore ? s.store.writer.commits : 0);
+    const syncsOf = () => (s.store instanceof SqliteStore ? { ...s.store.writer.syncs } : { count: 0, ms: 0 });
     const checkpointsOf = (): [number, number] =>
       s.store instanceof SqliteStore ? [s.store.writer.checkpoints, s.store.writer.heldCheckpoints] : [0, 0];
     const commits0 = commitsOf();
+    const syncs0 = syncsOf();
     const [checkpoints0, held0] = checkpointsOf();
     const cpu0 = process.cpuUsage();
     const main0 = mainThreadCpuMs();
@@ -201,6 +205,7 @@ async function main(): Promise<void> {
     const mainMs = mainThreadCpuMs() - main0;
     const written = writtenBytes() - written0;
     const commits = commitsOf() - commits0;
+    const syncs1 = syncsOf();
     const [checkpoints1, held1] = checkpointsOf();
     if (perfCtl) await fs.writeFile(perfCtl, 'disable\n');
     if (profiler) {
@@ -248,8 +253,10 @@ async function main(): Promise<void> {
         `${((mainMs * 1000) / applied).toFixed(1)} µs/event)`,
     );
     console.log(
-      `store commits during the replay (one WAL fsync each): ${commits} ` +
-        `(${(commits / Math.ceil(applied / BATCH)).toFixed(1)} a batch); checkpoints ${checkpoints1 - checkpoints0} ` +
+      `store commits during the replay: ${commits} ` +
+        `(${(commits / Math.ceil(applied / BATCH)).toFixed(1)} a batch); WAL fsyncs ${syncs1.count - syncs0.count} ` +
+        `taking ${(syncs1.ms - syncs0.ms).toFixed(0)} ms in all (one after the other, beside the main thread); ` +
+        `checkpoints ${checkpoints1 - checkpoints0} ` +
         `(${held1 - held0} holding the writes); waiting for room in the replay's window (the disk and the ` +
         `deliveries behind) ` +
         `${waitMs.toFixed(0)} ms; written ${(written / 1e6).toFixed(1)} MB (WAL and checkpoints: ` +

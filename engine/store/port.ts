@@ -162,6 +162,8 @@ export interface Store {
    * Optional: commits the writes made so far now, instead of at the end of the group commit's
    * window (SQLite: the next event-loop turns while writes keep joining). For a writer that others
    * wait behind (the capture replay's journal entries); the writes still resolve once durable.
+   * SQLite on disk: while a commit's fsync runs, the writes are committed as it ends, together with
+   * every other write asked for meanwhile, so that the next fsync covers them all.
    */
   commitNow?(): void;
   /** Flushes pending writes and releases the database. */

@@ -299,6 +299,8 @@ export class VenueJournal {
   private pendingWrites = 0;
   /** Set while a journal write is failing and being retried: the last error. */
   private writeError: string | null = null;
+  /** Journal writes failing and being retried. */
+  private failingWrites = 0;
   private checkpointError: string | null = null;
 
   /** Generation of the last checkpoint written or recovered (0: none, or a single-document one). */
@@ -355,18 +357,21 @@ export class VenueJournal {
   }
 
   /**
-   * The batch collecting entries appended while an earlier write is in flight (group commit):
-   * they go to the store together, in one write, once that write landed; `prompt`: an entry asked
-   * for that write to commit at once (`append`'s `prompt`). Null when the next append starts a
-   * batch of its own.
+   * The batch collecting the entries appended before its write is issued (on the next microtask):
+   * they go to the store together, in one write; `prompt`: an entry asked for that write to commit
+   * at once (`append`'s `prompt`). Null when the next append starts a batch of its own.
    */
   private openBatch: { docs: JournalDoc[]; prompt: boolean } | null = null;
 
   /**
    * Appends entry `seq` (= {@link nextSeq}) after every earlier one; queues a checkpoint behind it
-   * every `checkpointEvery` entries. Entries appended while an earlier write is in flight are
-   * written together, in seq order, in one store write ({@link Collection.insertMany}:
-   * one write per entry would keep every venue operation behind the previous one's append).
+   * every `checkpointEvery` entries. Entries appended in one run of the event loop's microtasks are
+   * written together, in seq order, in one store write ({@link Collection.insertMany}).
+   * Writes are pipelined: a write is issued without waiting for the earlier ones to be durable (on
+   * SQLite it joins the open commit, or the next one while the previous commit's fsync runs), and
+   * an entry is acknowledged once it and every earlier entry are durable, in seq order. A write
+   * that fails is retried while later ones may land; until it lands they are not acknowledged, and
+   * a restart meanwhile ({@link recover}) drops the entries after the missing one.
    * @param atMs when the operation ran, epoch ms.
    * @param rows the entry's rows, or their JSON (see {@link stateRowsJson}).
    * @param prompt the write holding this entry commits as soon as it is made ({@link Store.commitNow})
@@ -387,10 +392,12 @@ export class VenueJournal {
       durable = this.tail;
     } else {
       const batch = (this.openBatch = { docs: [doc], prompt });
-      durable = this.tail = this.tail.then(() => {
+      const issued = Promise.resolve().then(() => {
         if (this.openBatch === batch) this.openBatch = null; // later entries start the next batch
         return this.writeDurably(batch.docs, batch.prompt);
       });
+      // acknowledged in order: once this write and every earlier one are durable
+      durable = this.tail = Promise.all([this.tail, issued]);
     }
     if (++this.sinceCheckpoint >= (this.o.checkpointEvery ?? 5000)) {
       this.sinceCheckpoint = 0;
@@ -409,6 +416,7 @@ export class VenueJournal {
    * retry of a write that did land is recognised by its duplicate key.
    */
   private async writeDurably(docs: JournalDoc[], prompt = false): Promise<void> {
+    let failed = false;
     for (let attempt = 1; ; attempt++) {
       try {
         // the rows go into the store's open commit at once (or when a transaction holding the writes ends)
@@ -418,6 +426,8 @@ export class VenueJournal {
         break;
       } catch (err) {
         const first = this.writeError === null;
+        if (!failed) this.failingWrites++;
+        failed = true;
         this.writeError = `journal write failed: ${(err as Error).message}`;
         if (first || attempt % 20 === 0)
           this.o.log.error(
@@ -428,7 +438,8 @@ export class VenueJournal {
       }
     }
     this.pendingWrites -= docs.length;
-    if (this.writeError !== null) {
+    if (failed) this.failingWrites--;
+    if (this.writeError !== null && this.failingWrites === 0) {
       this.writeError = null;
       this.o.log.warn({ seq: docs[docs.length - 1]!.seq }, 'venue journal writes recovered');
     }
@@ -477,6 +488,7 @@ export class VenueJournal {
    * checkpoint cut short left behind: chunks of generations the pointer does not name, and
    * journal entries the checkpoint covers. A single-document checkpoint (the older format, all
    * rows in one document) is restored as it is; the next checkpoint replaces it.
+   * Replay stops at the first missing seq: the entries after it are removed (see {@link append}).
    * @returns the checkpoint's `orderSeq` (0 without one) and how many journal entries were replayed.
    * @throws when a chunk the pointer names is missing or the row counts disagree (a damaged store).
    */
@@ -518,11 +530,23 @@ export class VenueJournal {
     await this.journal.deleteMany({ seq: { $lte: this.seq } }); // left by a checkpoint cut short
     this.journalFrom = this.seq + 1;
     const entries = await this.journal.find({ seq: { $gt: this.seq } }, { sort: { seq: 1 } });
+    let replayed = 0;
     for (const j of entries) {
+      // entries after a missing one were never acknowledged (a write retried when the process
+      // ended while later ones had landed): each holds state made on top of the missing one's
+      if (j.seq !== this.seq + 1) break;
       apply(rowsOf(j));
       this.seq = j.seq;
+      replayed++;
     }
-    return { orderSeq, replayed: entries.length };
+    if (replayed < entries.length) {
+      this.o.log.warn(
+        { missing: this.seq + 1, dropped: entries.length - replayed },
+        'venue journal: entries after a missing one were never acknowledged; dropped',
+      );
+      await this.journal.deleteMany({ seq: { $gt: this.seq } });
+    }
+    return { orderSeq, replayed };
   }
 
   /** The seq of the last entry appended or recovered. */

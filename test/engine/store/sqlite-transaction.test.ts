@@ -56,6 +56,31 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     await store.close();
   });
 
+  it('commitNow during an fsync: the writes asked meanwhile share one COMMIT as it ends', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-prompt-'));
+    dirs.push(dir);
+    const store = await SqliteStore.open(dir);
+    const c = await store.collection<{ _id: string; n: number }>('prompt');
+    const before = store.writer.commits;
+    const first = c.insertOne({ _id: 'p0', n: 0 });
+    store.commitNow(); // committed at once: its fsync starts
+    expect(store.writer.commits - before).toBe(1);
+    const later = [1, 2, 3].map((i) => {
+      const w = c.insertOne({ _id: `p${i}`, n: i });
+      store.commitNow(); // the fsync runs: this commit waits for it to end
+      return w;
+    });
+    expect(store.writer.commits - before).toBe(1);
+    await first;
+    await Promise.all(later);
+    expect(store.writer.commits - before).toBe(2);
+    await store.close();
+    const reopened = await SqliteStore.open(dir);
+    const stored = await (await reopened.collection<{ _id: string; n: number }>('prompt')).find({});
+    expect(stored.map((d) => d.n).sort()).toEqual([0, 1, 2, 3]);
+    await reopened.close();
+  });
+
   it('a batch waits a few loop turns while writes keep joining it; a lone write commits on the next turn', async () => {
     const store = await SqliteStore.open(null);
     const c = await store.collection<{ _id: string; n: number }>('turns');

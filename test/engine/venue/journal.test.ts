@@ -1,7 +1,9 @@
 /**
- * The venue journal's group commit: entries appended while an earlier write is in
- * flight go to the store together, in seq order, in one write; a failed or ambiguous batch write
- * is retried until every entry of it is stored, and the entries behind it wait.
+ * The venue journal's group commit and pipelined writes: entries appended together go to the
+ * store in one write, in seq order, issued without waiting for earlier writes to be durable; an
+ * entry is acknowledged once it and every earlier one are stored; a failed or ambiguous batch write
+ * is retried until every entry of it is stored, and the entries behind it wait to be acknowledged
+ * (a restart meanwhile drops them).
  */
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../engine/logger.js';
@@ -33,16 +35,21 @@ async function storedSeqs(store: FaultyStore): Promise<number[]> {
 }
 
 describe('VenueJournal group commit', () => {
-  it('entries appended during a write go together in one insertMany, each acknowledged once stored', async () => {
+  it('entries appended together: one insertMany while an earlier write is in flight; acked in order', async () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const acked: number[] = [];
     const first = journal.append(1, 1, rows(1)).then(() => acked.push(1));
     await inFlight(held);
     const later = [2, 3, 4, 5].map((seq) => journal.append(seq, seq, rows(seq)).then(() => acked.push(seq)));
-    await new Promise((r) => setTimeout(r, 10));
-    expect(acked).toEqual([]);
-    expect(journal.health).toMatchObject({ ok: true, pendingWrites: 5 });
+    await poll(
+      'entries 2–5 written',
+      async () => journal.health.pendingWrites,
+      (pending) => pending === 1,
+    );
+    expect(acked).toEqual([]); // 2–5 are stored, but 1 is not yet
+    expect(await storedSeqs(store)).toEqual([2, 3, 4, 5]);
+    expect(journal.health).toMatchObject({ ok: true, pendingWrites: 1 });
     held.release();
     await Promise.all([first, ...later]);
     expect(acked).toEqual([1, 2, 3, 4, 5]);
@@ -52,7 +59,7 @@ describe('VenueJournal group commit', () => {
     expect(journal.health).toMatchObject({ ok: true, pendingWrites: 0 });
   });
 
-  it('a failing batch write is retried (health not ok), entries behind it wait; none lost or reordered', async () => {
+  it('a failing batch write is retried (health not ok), entries behind it wait for their ack; none lost', async () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const done = [journal.append(1, 1, rows(1))];
@@ -66,9 +73,16 @@ describe('VenueJournal group commit', () => {
       async () => journal.health.ok,
       (ok) => !ok,
     );
-    done.push(journal.append(4, 4, rows(4))); // behind the failing batch
-    await new Promise((r) => setTimeout(r, 30));
-    expect(await storedSeqs(store)).toEqual([1]);
+    let fourthAcked = false;
+    done.push(journal.append(4, 4, rows(4)).then(() => (fourthAcked = true))); // behind the failing batch
+    await poll(
+      'entry 4 written',
+      async () => journal.health.pendingWrites,
+      (pending) => pending === 2,
+    );
+    expect(await storedSeqs(store)).toEqual([1, 4]); // landed, not acknowledged
+    expect(fourthAcked).toBe(false);
+    expect(journal.health).toMatchObject({ ok: false, pendingWrites: 2 });
     fail.remove();
     await Promise.all(done);
     expect(await storedSeqs(store)).toEqual([1, 2, 3, 4]);
@@ -86,6 +100,43 @@ describe('VenueJournal group commit', () => {
     await Promise.all(done);
     expect(await storedSeqs(store)).toEqual([1, 2, 3, 4]);
     expect(journal.health).toMatchObject({ ok: true, pendingWrites: 0 });
+  });
+});
+
+describe('VenueJournal recovery', () => {
+  it('stops at a missing entry: those after it (never acknowledged) are dropped, the next append follows', async () => {
+    const { store, journal } = await openJournal();
+    // until the process ends
+    store.failWhen((i) => i.collection === 'venueJournal' && (i.doc as { seq?: number } | undefined)?.seq === 2);
+    const acked: number[] = [];
+    for (const seq of [1, 2, 3, 4]) {
+      void journal.append(seq, seq, rows(seq)).then(() => acked.push(seq));
+      await new Promise((r) => setImmediate(r)); // each its own write
+    }
+    await poll(
+      'entries 1, 3 and 4 written',
+      async () => journal.health.pendingWrites,
+      (pending) => pending === 1,
+    );
+    await poll(
+      'entry 1 acknowledged',
+      async () => acked,
+      (a) => a.length === 1,
+    );
+    expect(await storedSeqs(store)).toEqual([1, 3, 4]);
+    expect(acked).toEqual([1]);
+    // the process ends here (kill -9), entry 2 still being retried: a restart on the same store
+    const restarted = await VenueJournal.open({
+      store: store.inner,
+      log,
+      snapshot: () => ({ orderSeq: 0, wallets: [], orders: [] }),
+    });
+    const applied: number[] = [];
+    const { replayed } = await restarted.recover((r) => applied.push(r.capture!.next));
+    expect({ replayed, applied, lastSeq: restarted.lastSeq }).toEqual({ replayed: 1, applied: [1], lastSeq: 1 });
+    expect(await storedSeqs(store)).toEqual([1]);
+    await restarted.append(2, 2, rows(20));
+    expect(await storedSeqs(store)).toEqual([1, 2]);
   });
 });
 

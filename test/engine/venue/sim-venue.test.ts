@@ -396,6 +396,46 @@ describe('simulated venue: matching engine', () => {
     ]);
   });
 
+  it('kill -9 while a journal write is retried and later ones landed: none of them is applied at restart', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
+    dirs.push(dir);
+    const store = new FaultyStore(await SqliteStore.open(dir));
+    const { venue, reports } = await openVenue({ store });
+    const kept = order('b', 'buy', '0.2', '10');
+    await venue.submit(kept);
+    const a = order('b', 'buy', '0.4', '10');
+    const b = order('b', 'buy', '0.3', '10');
+    // a's entry never lands (the disk refuses it until the process ends); b's is written after it
+    store.failWhen(
+      (i) =>
+        i.collection === 'venueJournal' && String((i.doc as { rows?: string } | undefined)?.rows).includes(a.orderId),
+    );
+    void venue.submit(a);
+    await poll(
+      'the journal write of a failed',
+      async () => venue.health.ok,
+      (ok) => !ok,
+    );
+    void venue.submit(b);
+    await poll(
+      'the journal write of b landed',
+      async () => venue.health.pendingWrites,
+      (n) => n === 1,
+    );
+    expect(venue.health).toMatchObject({ ok: false, pendingWrites: 1 }); // b's entry is written, a's is not
+    const journal = await store.inner.collection<{ _id: string; rows: string }>('venueJournal');
+    expect((await journal.find({})).some((d) => d.rows.includes(b.orderId))).toBe(true);
+    // neither acknowledged: b waits for a
+    expect(reports.filter((r) => r.orderId === a.orderId || r.orderId === b.orderId)).toEqual([]);
+    // kill -9 now: b's entry holds b's reservation on top of a's, which was never written
+    const again = await openVenue({ store: await SqliteStore.open(dir) });
+    expect(again.venue.orderState(kept.orderId)?.status).toBe('open');
+    expect(again.venue.orderState(a.orderId)).toBeNull();
+    expect(again.venue.orderState(b.orderId)).toBeNull();
+    expect(again.venue.wallet('b').pusd).toEqual({ balance: '1000', reserved: '2', available: '998' });
+    expect(again.venue.book(A)?.bids).toEqual([{ price: '0.2', size: '10' }]);
+  });
+
   it('a failing journal write: degraded, later operations wait in order, nothing lost; self-recovers', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-venue-'));
     dirs.push(dir);
