@@ -24,3 +24,17 @@ export function mainThreadCpuMs(): number {
     return 0;
   }
 }
+
+/**
+ * Bytes a process has caused to be written to storage so far (`write_bytes` of /proc/<pid>/io: the
+ * page cache's writes on its behalf, its own and its threads', checkpoints included), Linux; null
+ * elsewhere or when not readable.
+ */
+export function writtenBytes(pid: number): number | null {
+  try {
+    const m = /^write_bytes: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
