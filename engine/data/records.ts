@@ -18,6 +18,7 @@
  * (pUSD, at most 6 decimals). Addresses are lower-case `0x` + 40 hex.
  */
 
+import { dec, str } from '../decimal.js';
 import type { IndexSpec } from '../store/port.js';
 
 /** Seconds between two simulated blocks. */
@@ -135,6 +136,75 @@ export interface CashMove extends ChainPosition {
    */
   shares: { tokenId: string; delta: string; outcome: string }[];
   source: RecordSource;
+}
+
+/** price × size in dollars, at most 6 decimals (decimal strings in and out). */
+export function notionalOf(price: string, size: string): string {
+  return str(dec(price).times(dec(size)).toDecimalPlaces(6));
+}
+
+/** The market facts of an outcome token (the venue's catalogue): what a stored capture print leaves out. */
+export type TokenFacts = (tokenId: string) => { conditionId: string; outcome: string } | undefined;
+
+/**
+ * A capture print as the `trades` collection stores it: the fields of a {@link TapeTrade} that do not
+ * follow from the others. A print is anonymous (`maker`, `taker` null, no fee), its trade id is its
+ * `_id`, its notional is price × size ({@link notionalOf}) and its market and outcome are its token's
+ * ({@link TokenFacts}), so about half of its bytes (and of the pages a commit writes) need not be
+ * stored. Told apart from a full row by the absent `tradeId`.
+ */
+export type StoredPrint = Omit<
+  TapeTrade,
+  'tradeId' | 'conditionId' | 'outcome' | 'notionalUsd' | 'feeUsd' | 'maker' | 'taker'
+>;
+
+/**
+ * The stored form of tape row `t`: a capture print whose left-out fields are what
+ * {@link tapeRowOf} gives back (checked here) as a {@link StoredPrint}, any other row as it is.
+ */
+export function storedTapeRow(t: TapeTrade, tokens: TokenFacts): TapeTrade | StoredPrint {
+  if (t.source !== 'capture' || t.tradeId !== t._id || t.maker !== null || t.taker !== null || t.feeUsd !== '0')
+    return t;
+  const token = tokens(t.tokenId);
+  if (!token || token.conditionId !== t.conditionId || token.outcome !== t.outcome) return t;
+  if (t.notionalUsd !== notionalOf(t.price, t.size)) return t;
+  return {
+    _id: t._id,
+    blockTimestamp: t.blockTimestamp,
+    logIndex: t.logIndex,
+    transactionHash: t.transactionHash,
+    atMs: t.atMs,
+    tokenId: t.tokenId,
+    side: t.side,
+    price: t.price,
+    size: t.size,
+    source: t.source,
+  };
+}
+
+/** The tape row a stored row of `trades` stands for: a {@link StoredPrint} completed, a full row as it is. */
+export function tapeRowOf(row: TapeTrade | StoredPrint, tokens: TokenFacts): TapeTrade {
+  if ('tradeId' in row && row.tradeId !== undefined) return row;
+  const token = tokens(row.tokenId);
+  return {
+    _id: row._id,
+    tradeId: row._id,
+    blockTimestamp: row.blockTimestamp,
+    logIndex: row.logIndex,
+    transactionHash: row.transactionHash,
+    atMs: row.atMs,
+    conditionId: token?.conditionId ?? '',
+    tokenId: row.tokenId,
+    outcome: token?.outcome ?? '',
+    side: row.side,
+    price: row.price,
+    size: row.size,
+    notionalUsd: notionalOf(row.price, row.size),
+    feeUsd: '0',
+    maker: null,
+    taker: null,
+    source: row.source,
+  };
 }
 
 /** Collection names. */

@@ -166,4 +166,46 @@ describe('TradeHistory', () => {
     });
     expect(ids).toEqual(['T2', 'c2', 'T3', 'T3:taker']);
   });
+
+  it("stores a capture print without its token's market facts and replays it whole", async () => {
+    store = await SqliteStore.open(null);
+    const history = await TradeHistory.open(store, (tokenId) =>
+      tokenId === 't1' ? { conditionId: '0xc', outcome: 'Yes' } : undefined,
+    );
+    const print = (id: string, logIndex: number): TapeTrade => ({
+      ...tape(id, 100, logIndex),
+      size: '3.5',
+      price: '0.41',
+      notionalUsd: '1.435',
+      maker: null,
+      taker: null,
+      source: 'capture',
+    });
+    const compact = print('capture:1', 0);
+    // what the lookup does not vouch for is stored whole: another token's market, another outcome
+    const otherMarket = { ...print('capture:2', 1), conditionId: '0xd' };
+    const unknownToken = { ...print('capture:3', 2), tokenId: 't9' };
+    const heard: RecordedBatch[] = [];
+    history.onRecorded((b) => heard.push(b));
+    await history.recordAlone({ trades: [compact, otherMarket, unknownToken], fills: [], cash: [] });
+    expect(heard[0]!.trades).toEqual([compact, otherMarket, unknownToken]);
+
+    const stored = await (await store.collection(TRADES)).find({}, { sort: { logIndex: 1 } });
+    expect(stored[0]).toEqual({
+      _id: 'capture:1',
+      blockTimestamp: 100,
+      logIndex: 0,
+      transactionHash: HASH,
+      atMs: 100_000,
+      tokenId: 't1',
+      side: 'BUY',
+      price: '0.41',
+      size: '3.5',
+      source: 'capture',
+    });
+    expect(stored.slice(1)).toEqual([otherMarket, unknownToken]);
+    const replayed: TapeTrade[] = [];
+    await history.replay((b) => void replayed.push(...b.trades));
+    expect(replayed).toEqual([compact, otherMarket, unknownToken]);
+  });
 });
