@@ -123,8 +123,8 @@ export async function startServices(
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
     recordPrints: config.tradeHistory
-      ? async (trades) => {
-          await history.recordAlone({ trades, fills: [], cash: [] });
+      ? async (trades, opSeq) => {
+          await history.recordAlone({ trades, fills: [], cash: [] }, opSeq);
         }
       : undefined,
   });

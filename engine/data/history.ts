@@ -15,6 +15,7 @@ import {
   HISTORY_INDEXES,
   TRADER_FILLS,
   TRADES,
+  operationHash,
   storedTapeRow,
   tapeRowOf,
   type CashMove,
@@ -117,15 +118,18 @@ export class TradeHistory implements TradeHistoryFeed {
    * Writes `batch` through `tx` (the caller's unit of work: the step that records the fill or the
    * operation). Tape rows are replaced by `_id`; fills and cash rows are inserted unless their
    * `_id` is there already.
+   * @param opSeq - the venue operation whose capture prints `batch` holds, if it is one
+   *   ({@link StoredPrint}: they are stored with it instead of its hash).
    * @returns the rows new to the store (a tape row counts as new when its `_id` was absent); hand
    *   them to {@link published} once `tx` has committed.
    * @throws what the store throws (the caller's transaction then fails as a whole).
    */
-  async record(tx: UnitOfWork, batch: RecordedBatch): Promise<RecordedBatch> {
+  async record(tx: UnitOfWork, batch: RecordedBatch, opSeq?: number): Promise<RecordedBatch> {
     const fresh = emptyBatch();
     if (batch.trades.length) {
       const col = tx.collection<TapeTrade | StoredPrint>(TRADES);
-      const stored = batch.trades.map((t) => storedTapeRow(t, this.tokens));
+      const op = opSeq === undefined ? undefined : { seq: opSeq, hash: operationHash(opSeq) };
+      const stored = batch.trades.map((t) => storedTapeRow(t, this.tokens, op));
       // a tape row already there (the other party's step wrote it, or a capture print written again) is replaced
       for (const i of await insertNew(col, batch.trades, fresh.trades, stored)) await col.replaceOne(stored[i]!);
     }
@@ -136,10 +140,11 @@ export class TradeHistory implements TradeHistoryFeed {
 
   /**
    * Records `batch` in a transaction of its own and notifies the listeners once it committed.
+   * @param opSeq - as {@link record}'s.
    * @returns the rows that were new.
    */
-  async recordAlone(batch: RecordedBatch): Promise<RecordedBatch> {
-    const fresh = await this.store.transaction((tx) => this.record(tx, batch));
+  async recordAlone(batch: RecordedBatch, opSeq?: number): Promise<RecordedBatch> {
+    const fresh = await this.store.transaction((tx) => this.record(tx, batch, opSeq));
     this.published(fresh);
     return fresh;
   }

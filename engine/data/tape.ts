@@ -90,7 +90,7 @@ const samePosition = (a: ChainPosition, b: ChainPosition) =>
  * Up to `n` rows matching `eq` strictly before `cursor` in chain order, newest first: the rest of
  * the cursor's block, then the blocks before it.
  */
-async function chainScan<T extends ChainPosition & Doc>(
+async function chainScan<T extends Doc>(
   coll: Collection<T>,
   eq: Filter,
   cursor: ChainCursor | null,

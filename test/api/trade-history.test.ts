@@ -401,23 +401,12 @@ describe("trade history: the capture's trade prints are anonymous tape rows", ()
     expect(venue.book(tokenId)?.lastTradePrice).toBe('0.44');
 
     // stored without what follows from the rest (its token's market facts, the notional, no wallets
-    // nor fee, the trade id its _id); the tape's reads give it back whole
+    // nor fee, the trade id its _id, the hash its operation's); the tape's reads give it back whole
     const stored = await (
       await svc.services.store.collection(TRADES)
     ).find({ tokenId, source: 'capture' }, { sort: { blockTimestamp: 1, logIndex: 1 } });
     expect(stored.map((r) => Object.keys(r).sort())).toEqual(
-      Array(2).fill([
-        '_id',
-        'atMs',
-        'blockTimestamp',
-        'logIndex',
-        'price',
-        'side',
-        'size',
-        'source',
-        'tokenId',
-        'transactionHash',
-      ]),
+      Array(2).fill(['_id', 'atMs', 'blockTimestamp', 'logIndex', 'op', 'price', 'side', 'size', 'source', 'tokenId']),
     );
     expect(stored.map((r) => r._id)).toEqual([sell.trade_id, buy.trade_id]);
   });
