@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffMs } from '../backoff.js';
-import { DuplicateKeyError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Collection, Store } from '../store/port.js';
 import type { ChainRow } from './chain.js';
@@ -412,15 +411,18 @@ export class VenueJournal {
 
   /**
    * Writes journal entries (consecutive seqs), retrying with backoff (50 ms doubling, at most
-   * 5 s) until they land. An entry is self-contained (absolute states) and keyed by its seq, so a
-   * retry of a write that did land is recognised by its duplicate key.
+   * 5 s) until a write of them succeeds. A retry writes every entry again ({@link rewriteAll}): a
+   * write reported failed may have stored some of them all the same (on MongoDB a prefix of the
+   * batch; on SQLite a commit whose fsync failed, readable but not known to be on disk), and only a
+   * write that succeeds says they are durable. An entry is self-contained (absolute states) and
+   * keyed by its seq, so writing it again changes nothing else.
    */
   private async writeDurably(docs: JournalDoc[], prompt = false): Promise<void> {
     let failed = false;
     for (let attempt = 1; ; attempt++) {
       try {
         // the rows go into the store's open commit at once (or when a transaction holding the writes ends)
-        const written = this.insertAll(docs);
+        const written = attempt === 1 ? this.insertAll(docs) : this.rewriteAll(docs);
         if (prompt) this.o.store.commitNow?.();
         await written;
         break;
@@ -445,27 +447,21 @@ export class VenueJournal {
     }
   }
 
-  /**
-   * Inserts `docs` in order: several in one write when the store can; a duplicate key (an entry
-   * of an earlier attempt that landed unacknowledged: on MongoDB a prefix of a batch may have)
-   * counts as written, entry by entry.
-   */
+  /** Inserts `docs` in order: several in one write when the store can. */
   private async insertAll(docs: JournalDoc[]): Promise<void> {
-    if (docs.length > 1 && this.journal.insertMany) {
-      try {
-        await this.journal.insertMany(docs);
-        return;
-      } catch (err) {
-        if (!(err instanceof DuplicateKeyError)) throw err;
-      }
-    }
-    for (const doc of docs) {
-      try {
-        await this.journal.insertOne(doc);
-      } catch (err) {
-        if (!(err instanceof DuplicateKeyError)) throw err;
-      }
-    }
+    if (docs.length > 1 && this.journal.insertMany) return this.journal.insertMany(docs);
+    for (const doc of docs) await this.journal.insertOne(doc);
+  }
+
+  /**
+   * Writes `docs` again, each replacing whatever an earlier attempt stored under its seq (all issued
+   * at once: on SQLite one commit); settles once every one did.
+   * @throws the first failure.
+   */
+  private async rewriteAll(docs: JournalDoc[]): Promise<void> {
+    const results = await Promise.allSettled(docs.map((doc) => this.journal.replaceOne(doc)));
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) throw failure.reason;
   }
 
   /** A checkpoint whose failure is logged, not fatal: the journal still holds what it would cover. */

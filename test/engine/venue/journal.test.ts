@@ -64,7 +64,10 @@ describe('VenueJournal group commit', () => {
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
     const done = [journal.append(1, 1, rows(1))];
     await inFlight(held);
-    const fail = store.failWhen((i) => i.collection === 'venueJournal' && i.op === 'insertMany');
+    // the batch of 2 and 3, and its retries (each writes the entries again)
+    const fail = store.failWhen(
+      (i) => i.collection === 'venueJournal' && [2, 3].includes((i.doc as { seq?: number } | undefined)?.seq ?? 0),
+    );
     done.push(...[2, 3].map((seq) => journal.append(seq, seq, rows(seq))));
     held.release();
     await done[0];
@@ -89,15 +92,29 @@ describe('VenueJournal group commit', () => {
     expect(journal.health).toMatchObject({ ok: true, pendingWrites: 0, error: null });
   });
 
-  it('an ambiguous batch write (stored, reported failed) is retried, found landed by its duplicate keys', async () => {
+  it('an ambiguous batch write (stored, reported failed) is written again, acked once that write is', async () => {
     const { store, journal } = await openJournal();
     const held = store.hold({ collections: ['venueJournal'], ops: ['insertOne'] });
-    const done = [journal.append(1, 1, rows(1))];
+    const acked: number[] = [];
+    const done = [journal.append(1, 1, rows(1)).then(() => acked.push(1))];
     await inFlight(held);
+    // stored, then reported failed: what a commit whose fsync failed looks like (readable, not known durable)
     store.failNth('venueJournal', 'insertMany', 1, { when: 'after' });
-    done.push(...[2, 3, 4].map((seq) => journal.append(seq, seq, rows(seq))));
+    const rewrite = store.hold({ collections: ['venueJournal'], ops: ['replaceOne'], times: 3 });
+    done.push(...[2, 3, 4].map((seq) => journal.append(seq, seq, rows(seq)).then(() => acked.push(seq))));
     held.release();
+    await done[0];
+    await poll(
+      'the batch written again',
+      async () => rewrite.fired,
+      (n) => n === 3,
+    );
+    expect(await storedSeqs(store)).toEqual([1, 2, 3, 4]); // there, but not acknowledged before the rewrite is
+    expect(acked).toEqual([1]);
+    expect(journal.health).toMatchObject({ ok: false, pendingWrites: 3 });
+    rewrite.release();
     await Promise.all(done);
+    expect(acked).toEqual([1, 2, 3, 4]);
     expect(await storedSeqs(store)).toEqual([1, 2, 3, 4]);
     expect(journal.health).toMatchObject({ ok: true, pendingWrites: 0 });
   });
