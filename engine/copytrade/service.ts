@@ -31,6 +31,7 @@ import {
   riskLevels,
   copytradeMachine,
   COPYTRADE_MACHINE_VERSION,
+  COPYTRADE_SNAPSHOT_FORM,
   COPYTRADE_STATUS,
   PAPER_INITIAL_USD,
   REORDER_SECONDS,
@@ -203,6 +204,7 @@ export class CopytradeService {
       machineId: COPYTRADE_MACHINE_ID,
       version: COPYTRADE_MACHINE_VERSION,
       kind: 'copytrade',
+      form: COPYTRADE_SNAPSHOT_FORM,
       logic: copytradeMachine.provide({
         actions: {
           placeCopy: ({ context }: { context: CopytradeContext }, { copy }: { copy: WorkingCopy | null }) => {
