@@ -1062,6 +1062,36 @@ const WORKING_CODEC: FieldCodec = Object.freeze({
   },
 });
 
+/**
+ * The `recent` slot: `[block, key, key, …, block, key, …]`, each block (a number) the block of the
+ * keys after it, each key without its `0x` (about 60 % of the entries' characters), when every key
+ * starts with `0x` and every block is an integer; else `{recent}` as it is.
+ */
+const RECENT_CODEC: FieldCodec = Object.freeze({
+  key: 'recent',
+  encode(v: unknown): unknown {
+    const recent = v as [string, number][];
+    const out: (string | number)[] = [];
+    let block: number | null = null;
+    for (const [key, b] of recent) {
+      if (!key.startsWith('0x') || !Number.isInteger(b)) return { recent };
+      if (b !== block) out.push((block = b));
+      out.push(key.slice(2));
+    }
+    return out;
+  },
+  decode(stored: unknown): unknown {
+    if (!Array.isArray(stored)) return (stored as { recent: unknown }).recent;
+    const recent: [string, number][] = [];
+    let block = 0;
+    for (const x of stored as (string | number)[]) {
+      if (typeof x === 'number') block = x;
+      else recent.push(['0x' + x, block]);
+    }
+    return recent;
+  },
+});
+
 /** Whether JSON values `a` and `b` are equal (the same object, most often: a copy and its row share them). */
 function sameJson(a: unknown, b: unknown): boolean {
   return a === b || JSON.stringify(a) === JSON.stringify(b);
@@ -1086,8 +1116,9 @@ function copytradeContextDefaults(): Record<string, unknown> {
 
 /**
  * The compact stored form of subscription snapshots (engine/actor-host.ts {@link SnapshotForm},
- * positional): the settings without their defaults ({@link SETTINGS_CODEC}), the history rows
- * without what the context says ({@link PENDING_CODEC}), a copy just decided as a reference to its
+ * positional): the settings without their defaults ({@link SETTINGS_CODEC}), the dedup window's
+ * fills grouped by block ({@link RECENT_CODEC}), the history rows without what the context says
+ * ({@link PENDING_CODEC}), a copy just decided as a reference to its
  * row ({@link WORKING_CODEC}), the ids the record holds (`id`, `userId`, `createdAtMs`) and an
  * untouched paper account left out. A subscription that has just decided a copy is stored in about
  * half the characters of XState's form. Snapshots stored in XState's form (every subscription
@@ -1107,7 +1138,7 @@ export const COPYTRADE_SNAPSHOT_FORM: SnapshotForm = Object.freeze({
     SETTINGS_CODEC,
     'userWallet',
     'watermark',
-    'recent',
+    RECENT_CODEC,
     PENDING_CODEC,
     WORKING_CODEC,
     'updatedAtMs',

@@ -41,7 +41,8 @@ describe('copytrade: compact stored form of subscriptions, XState form still res
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
     const m = svc.services.venue.markets()[0]!;
     const market = { tokenId: m.tokens[0]!.tokenId, conditionId: m.conditionId };
-    const now = Math.floor(Date.now() / 1000);
+    // a block after the subscription's creation (a fill before it is not the subscription's)
+    const nextBlock = () => Math.ceil(Date.now() / 1000) + 1;
     expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'follower' } })).status).toBe(201);
     const sub = await svc.call('POST', '/v2/trade/copytrade', {
       ...as,
@@ -64,7 +65,7 @@ describe('copytrade: compact stored form of subscriptions, XState form still res
       });
     });
     const history = () => svc!.call('GET', `/v2/trade/copytrade/history?copytrade_id=${id}`, as);
-    await recordLeaderBuy(svc, LEADER, 1, market, now + 1);
+    await recordLeaderBuy(svc, LEADER, 1, market, nextBlock());
     await poll('the first leader fill copied', history, (r) => r.body.history.length === 1);
     await svc.services.copytrade.idle();
     expect(steps.length).toBeGreaterThanOrEqual(2);
@@ -91,7 +92,7 @@ describe('copytrade: compact stored form of subscriptions, XState form still res
     const after = await svc.call('GET', `/v2/trade/copytrade/${id}`, as);
     expect(after.status).toBe(200);
     expect(after.body).toEqual(before.body);
-    await recordLeaderBuy(svc, LEADER, 2, market, now + 2);
+    await recordLeaderBuy(svc, LEADER, 2, market, nextBlock() + 1);
     await poll('the second leader fill copied', history, (r) => r.body.history.length === 2);
     await svc.services.copytrade.idle();
     const rows = (await history()).body.history as { result: string; leader_fill: { log_index: number } }[];
