@@ -954,11 +954,73 @@ function keysAre(o: unknown, keys: readonly string[]): o is Record<string, unkno
   return i === keys.length;
 }
 
+/** The keys of a leader fill, in the order `leaderFillOf` (engine/copytrade/service.ts) makes them. */
+const FILL_KEYS = [
+  'key',
+  'transactionHash',
+  'logIndex',
+  'blockTimestamp',
+  'atMs',
+  'conditionId',
+  'tokenId',
+  'outcome',
+  'side',
+  'role',
+  'price',
+  'size',
+  'notionalUsd',
+] as const;
+
+/**
+ * A history row's fill in the `pending` slot: its values after `key` (an array) when it holds
+ * exactly {@link FILL_KEYS} in that order and `key` is `<transactionHash>:<logIndex>`; else as it is.
+ */
+function packFill(f: unknown): unknown {
+  if (!keysAre(f, FILL_KEYS)) return f;
+  const x = f as unknown as LeaderFill;
+  if (x.key !== `${x.transactionHash}:${x.logIndex}`) return f;
+  return [
+    x.transactionHash,
+    x.logIndex,
+    x.blockTimestamp,
+    x.atMs,
+    x.conditionId,
+    x.tokenId,
+    x.outcome,
+    x.side,
+    x.role,
+    x.price,
+    x.size,
+    x.notionalUsd,
+  ];
+}
+
+/** A fill of the `pending` slot read back ({@link packFill}). */
+function unpackFill(v: unknown): LeaderFill | null {
+  if (!Array.isArray(v)) return v as LeaderFill | null;
+  const x = v as unknown[];
+  return {
+    key: `${x[0] as string}:${x[1] as number}`,
+    transactionHash: x[0] as string,
+    logIndex: x[1] as number,
+    blockTimestamp: x[2] as number,
+    atMs: x[3] as number,
+    conditionId: x[4] as string,
+    tokenId: x[5] as string,
+    outcome: x[6] as string,
+    side: x[7] as LeaderFill['side'],
+    role: x[8] as LeaderFill['role'],
+    price: x[9] as string,
+    size: x[10] as string,
+    notionalUsd: x[11] as string,
+  };
+}
+
 /**
  * The `pending` slot: each row as `[_id, kind, atMs, fill, reason, detail, orderId, order, pnlUsd]`
  * when it is of this subscription as {@link row} makes it (its subscription, user and simulation flag
- * the context's), `_id` and `orderId` as 0 when they are the ones the fill gives ({@link historyId},
- * {@link copyOrderId}); any other row as it is (an object).
+ * the context's), its fill as {@link packFill} gives it, `_id` and `orderId` as 0 when they are the
+ * ones the fill gives ({@link historyId}, {@link copyOrderId}); any other row as it is (an object).
  */
 const PENDING_CODEC: FieldCodec = Object.freeze({
   key: 'pending',
@@ -970,24 +1032,25 @@ const PENDING_CODEC: FieldCodec = Object.freeze({
       const key = (r.fill as LeaderFill | null)?.key;
       const id = key !== undefined && r._id === historyId(ids._id, key) ? 0 : r._id;
       const orderId = key !== undefined && r.orderId === copyOrderId(ids._id, key) ? 0 : r.orderId;
-      return [id, r.kind, r.atMs, r.fill, r.reason, r.detail, orderId, r.order, r.pnlUsd];
+      return [id, r.kind, r.atMs, packFill(r.fill), r.reason, r.detail, orderId, r.order, r.pnlUsd];
     });
   },
   decode(stored: unknown, ids: RecordIds, c?: Readonly<Record<string, unknown>>): unknown {
     const simulation = (c?.settings as CopySettings | undefined)?.is_simulation;
     return (stored as unknown[]).map((x) => {
       if (!Array.isArray(x)) return x;
-      const [id, kind, atMs, fill, reason, detail, orderId, order, pnlUsd] = x as [
+      const [id, kind, atMs, packed, reason, detail, orderId, order, pnlUsd] = x as [
         string | 0,
         string,
         number,
-        LeaderFill | null,
+        unknown,
         unknown,
         unknown,
         string | null | 0,
         unknown,
         unknown,
       ];
+      const fill = unpackFill(packed);
       return {
         copytradeId: ids._id,
         userId: ids.ownerUserId,
