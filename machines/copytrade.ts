@@ -1099,7 +1099,7 @@ const WORKING_CODEC: FieldCodec = Object.freeze({
       if (r === undefined || r.kind !== 'copy' || r.orderId !== w.orderId || r.fill === null) return w;
       if (w.entryId !== historyId(ids._id, w.fill.key)) return w;
       if (w.side !== w.order.side || w.tokenId !== w.order.tokenId) return w;
-      if (!sameJson(r.fill, w.fill) || !sameJson(r.order, w.order)) return w;
+      if (!jsonEqual(r.fill, w.fill) || !jsonEqual(r.order, w.order)) return w;
       return [i, w.reported, w.filledSize, w.matchedAmount];
     });
   },
@@ -1156,7 +1156,7 @@ const RECENT_CODEC: FieldCodec = Object.freeze({
 });
 
 /** Whether JSON values `a` and `b` are equal (the same object, most often: a copy and its row share them). */
-function sameJson(a: unknown, b: unknown): boolean {
+function jsonEqual(a: unknown, b: unknown): boolean {
   return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
 
