@@ -24,3 +24,17 @@ export function mainThreadCpuMs(): number {
     return 0;
   }
 }
+
+/**
+ * Bytes written so far (`wchar` of /proc/<scope>/io, Linux; 0 elsewhere): by the whole process
+ * (`self`) or by the calling thread alone (`thread-self`). On a SQLite store on disk the main thread
+ * writes the WAL frames of the commits, and the checkpointer's worker thread the copies into the
+ * database file.
+ */
+export function writtenBytes(scope: 'self' | 'thread-self' = 'self'): number {
+  try {
+    return Number(/^wchar: (\d+)$/m.exec(readFileSync(`/proc/${scope}/io`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}

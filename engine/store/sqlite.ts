@@ -384,15 +384,11 @@ const CHECKPOINT_BYTES = 8 << 20;
 
 /**
  * WAL size, in multiples of the checkpoint size, past which a checkpoint holds the writes while it
- * runs (see {@link Writer.checkpoint}).
+ * runs (see {@link Writer.checkpoint}). Under a steady stream of commits nearly every hold is one
+ * cycle of the WAL, and each holds every write for a checkpoint's two fsyncs: at 2 (a hold every
+ * 16 MiB) the holds were the tail of bench:timers on disk.
  */
-const HELD_CHECKPOINT_FACTOR = 2;
-
-/**
- * Checkpoints that run beside the writes before one holds them, while the WAL is not started over
- * (see {@link Writer.checkpoint}).
- */
-const UNHELD_CHECKPOINTS = 2;
+const HELD_CHECKPOINT_FACTOR = 8;
 
 /**
  * Event-loop turns a batch waits at most for more writes while they keep arriving (see
@@ -446,8 +442,10 @@ class Writer {
   heldCheckpoints = 0;
   /** The checkpoint running on the worker, if any. */
   private checkpointing: Promise<void> | null = null;
-  /** Checkpoints made since the WAL was last started over. */
-  private checkpointsInCycle = 0;
+  /** WAL size past which the next checkpoint runs beside the writes (see {@link checkpoint}). */
+  private nextCheckpointBytes: number;
+  /** How long the writes were held for checkpoints in all (ms), and the longest once. */
+  heldMs = { total: 0, max: 0 };
   /** Whether the writes are held for a checkpoint (see {@link checkpoint}). */
   private holding = false;
   /** The transaction statements, prepared once (an `exec` parses its SQL on every call). */
@@ -466,6 +464,7 @@ class Writer {
     private readonly sync: DiskSync | null = null,
     private readonly checkpointBytes = CHECKPOINT_BYTES,
   ) {
+    this.nextCheckpointBytes = checkpointBytes;
     this.control = {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
@@ -687,32 +686,42 @@ class Writer {
   }
 
   /**
-   * Once the WAL is past the checkpoint size, copies it into the database file on the
+   * Each time the WAL has grown by the checkpoint size, copies it into the database file on the
    * checkpointer's connection in a worker thread ({@link DiskSync.checkpoint}: the WAL synced first,
    * the database file synced after, and only then may a write start the WAL over), while writes go
    * on. SQLite starts the WAL over only when a checkpoint copied all of it and no write began while
    * it ran; when one did, the WAL grows on (and an fsync of a growing file also commits its size),
-   * and the next checkpoint copies what came since. After {@link UNHELD_CHECKPOINTS} such, or past
-   * {@link HELD_CHECKPOINT_FACTOR} times the checkpoint size, every write is held (as a transaction
-   * scope holds them) until a checkpoint that starts after the running one, if any, has copied the
-   * little that is left; the next write then starts the WAL over, so the WAL stays bounded under
-   * any load.
+   * and the next checkpoint copies what came since. Past {@link HELD_CHECKPOINT_FACTOR} times the
+   * checkpoint size, every write is held (as a transaction scope holds them) until a checkpoint
+   * that starts after the running one, if any, has copied the little that is left; the next write
+   * then starts the WAL over, so the WAL stays bounded under any load.
    */
   private checkpoint(): void {
     const bytes = this.sync!.walBytes();
     if (bytes <= this.checkpointBytes) {
-      if (this.checkpointing === null) this.checkpointsInCycle = 0;
+      // started over (a reset WAL file is cut back to the checkpoint size)
+      if (this.checkpointing === null) this.nextCheckpointBytes = this.checkpointBytes;
       return;
     }
-    const hold = bytes > HELD_CHECKPOINT_FACTOR * this.checkpointBytes || this.checkpointsInCycle >= UNHELD_CHECKPOINTS;
+    const hold = bytes > HELD_CHECKPOINT_FACTOR * this.checkpointBytes;
     if (hold && this.current === null && !this.holding) {
       const scope: TxScope = { id: ++this.nextScope };
       this.current = scope;
       this.holding = true;
-      this.checkpointRun((this.checkpointing ?? Promise.resolve()).then(() => this.checkpointNow(scope)));
+      const heldAt = performance.now();
+      this.checkpointRun(
+        (this.checkpointing ?? Promise.resolve())
+          .then(() => this.checkpointNow(scope))
+          .finally(() => {
+            const ms = performance.now() - heldAt;
+            this.heldMs.total += ms;
+            this.heldMs.max = Math.max(this.heldMs.max, ms);
+          }),
+      );
       return;
     }
-    if (this.checkpointing !== null || hold) return;
+    if (this.checkpointing !== null || hold || bytes <= this.nextCheckpointBytes) return;
+    this.nextCheckpointBytes = bytes + this.checkpointBytes;
     this.checkpointRun(this.checkpointNow(null));
   }
 
@@ -733,7 +742,6 @@ class Writer {
     } catch (err) {
       this.failed(err);
     } finally {
-      this.checkpointsInCycle++;
       if (scope) {
         this.holding = false;
         if (this.current === scope) this.endScope();
