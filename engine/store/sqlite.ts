@@ -339,6 +339,18 @@ function mapped<R>(fn: () => R): R {
 type TxScope = { readonly id: number };
 
 /**
+ * The scope of the writes made through {@link SqliteStore.lazyCollection}: none of a transaction, a
+ * mark that the write asks for no commit of its own (see `Writer.write`).
+ */
+const LAZY: TxScope = Object.freeze({ id: 0 });
+
+/**
+ * How long a lazy write ({@link SqliteStore.lazyCollection}) waits at most for a commit of other writes
+ * to ride (ms); then it is committed by itself.
+ */
+const LAZY_COMMIT_MS = 250;
+
+/**
  * The syncs of a store on disk, made off the event loop: SQLite runs with `synchronous=OFF` on the
  * writing connection (a COMMIT only hands the WAL frames to the OS) and the writer fsyncs the WAL
  * itself (libuv's thread pool) before it answers the writes of a commit; checkpoints run on a
@@ -498,17 +510,19 @@ class Writer {
   }
 
   /**
-   * Runs the synchronous write `op` in the current batch, as part of transaction `scope` when given.
-   * @returns its result once committed (inside a transaction: at once, the transaction commits).
+   * Runs the synchronous write `op` in the current batch, as part of transaction `scope` when given
+   * ({@link LAZY}: a lazy write, see {@link lazyCommit}).
+   * @returns its result once committed (inside a transaction, or lazy: at once).
    * @throws {Error} when `scope` is not the open transaction (it ended).
    */
   write<R>(op: () => R, scope: TxScope | null = null): Promise<R> {
-    if (scope !== null && scope !== this.current)
+    const lazy = scope === LAZY;
+    const tx = lazy ? null : scope;
+    if (tx !== null && tx !== this.current)
       return Promise.reject(new Error('store: a write through a transaction that has ended'));
-    if (this.current !== null && scope === null) {
-      return new Promise<R>((resolve, reject) => this.held.push(() => this.write(op).then(resolve, reject)));
+    if (this.current !== null && tx === null) {
+      return new Promise<R>((resolve, reject) => this.held.push(() => this.write(op, scope).then(resolve, reject)));
     }
-    const inScope = scope !== null;
     this.begin();
     let result: R;
     try {
@@ -517,7 +531,28 @@ class Writer {
       this.abortedBy(err);
       return Promise.reject(err);
     }
-    return inScope ? Promise.resolve(result) : this.committed().then(() => result);
+    if (lazy) this.lazyCommit();
+    return tx !== null || lazy ? Promise.resolve(result) : this.committed().then(() => result);
+  }
+
+  /** The pending commit of lazy writes that no other commit took along yet (see {@link lazyCommit}). */
+  private lazyTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * After a lazy write (one made with the scope {@link LAZY}, through
+   * {@link SqliteStore.lazyCollection}; answered once applied, before any commit): it asks for no
+   * commit of its own. It commits with the next batch of other writes, or by itself
+   * {@link LAZY_COMMIT_MS} later, with no fsync of its own (the next one of the WAL, or the
+   * checkpoint's, covers it). Until then every read sees it; a crash may lose it, and a failed
+   * commit undoes it (reported as every commit failure is, {@link failure}).
+   */
+  private lazyCommit(): void {
+    if (this.scheduled || this.lazyTimer !== null) return;
+    this.lazyTimer = setTimeout(() => {
+      this.lazyTimer = null;
+      if (!this.scheduled) this.flush();
+    }, LAZY_COMMIT_MS);
+    this.lazyTimer.unref();
   }
 
   /** BEGIN when no SQLite transaction is open. */
@@ -584,6 +619,10 @@ class Writer {
     if (this.current !== null) {
       this.flushWanted = true;
       return;
+    }
+    if (this.lazyTimer !== null) {
+      clearTimeout(this.lazyTimer);
+      this.lazyTimer = null;
     }
     const b = this.batch;
     this.batch = null;
@@ -1585,6 +1624,13 @@ export class SqliteStore implements Store {
       this.units.set(tx, scope);
       return fn(tx);
     });
+  }
+
+  /** {@inheritDoc Store.lazyCollection} */
+  lazyCollection<T extends Doc>(name: string): Collection<T> {
+    const c = this.collections.get(name);
+    if (!c) throw new Error(`store: collection ${name} was not opened`);
+    return c.within(LAZY) as unknown as Collection<T>;
   }
 
   /** When the import `id` (e.g. {@link NEDB_IMPORT}) was recorded in this database (epoch ms), or null. */

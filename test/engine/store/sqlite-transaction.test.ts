@@ -1,35 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
+import { runUntil } from '../../process.js';
 import { FaultyStore, InjectedFault } from './faulty-store.js';
-
-/**
- * Runs `script` (ES module code, run from the worktree: it imports
- * dist/) with `DIR` set; resolves once its output contains `until`.
- */
-function runUntil(
-  script: string,
-  dir: string,
-  until: string,
-): Promise<{ child: ChildProcess; out: () => string; exited: Promise<unknown> }> {
-  const child = spawn(process.execPath, ['-e', script], {
-    env: { ...process.env, DIR: dir },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d;
-      if (out.includes(until)) resolve({ child, out: () => out, exited });
-    });
-    child.on('exit', () => reject(new Error(`child exited early: ${out}`)));
-  });
-}
 
 /**
  * The SQLite store on disk: writes issued together share one commit; checkpoints keep every
@@ -91,6 +66,31 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     expect(outcome).toBe('committed');
     expect(turns).toBeLessThanOrEqual(4);
     await store.close();
+  });
+
+  it('a lazy write applies and answers at once; it commits with the next write, or alone within 250 ms', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-lazy-'));
+    dirs.push(dir);
+    const store = await SqliteStore.open(dir);
+    const c = await store.collection<{ _id: string; n: number }>('jobs', [{ fields: ['n'] }]);
+    const lazy = store.lazyCollection<{ _id: string; n: number }>('jobs');
+    await c.insertOne({ _id: 'j1', n: 1 });
+    const before = store.writer.commits;
+    expect(await lazy.updateOne({ _id: 'j1', n: 1 }, { n: 2 })).toBe(1); // answered before any commit
+    expect(await lazy.updateOne({ _id: 'j1', n: 1 }, { n: 3 })).toBe(0); // the first one is seen at once
+    expect(await c.findOne({ n: 2 })).toEqual({ _id: 'j1', n: 2 });
+    expect(store.writer.commits).toBe(before);
+    await c.insertOne({ _id: 'j2', n: 1 }); // takes the lazy writes along: one commit
+    expect(store.writer.commits).toBe(before + 1);
+    expect(await lazy.deleteMany({ _id: 'j2' })).toBe(1);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(store.writer.commits).toBe(before + 1);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(store.writer.commits).toBe(before + 2); // alone, once nothing else committed
+    await store.close();
+    const again = await SqliteStore.open(dir);
+    expect(await (await again.collection('jobs')).find({})).toEqual([{ _id: 'j1', n: 2 }]);
+    await again.close();
   });
 
   it(
