@@ -63,10 +63,11 @@ export class StoreJobRepository implements JobRepository {
    * one, {@link Store.lazyCollection}): a job's lock, the state Agenda saves as a run starts, and
    * a removal. Each is applied at once and commits with the next commit of other writes (the
    * actor's step that the firing makes, on a busy scheduler), so a firing costs one commit and
-   * one fsync, not three. Losing them in a crash makes a job fire again (or, locked on disk but
-   * not removed, once its lock expires), and the actor ignores a firing that no longer matches its
-   * deadline; a service job's run is repeated, as when the process dies between a run and its
-   * removal.
+   * one fsync, not three. What a crash may lose is harmless: a lost lock lets the job fire at the
+   * restart; a lost removal leaves either a job whose run started (no next run), removed at
+   * {@link connect}, or a disarmed job that fires after the restart, which the actor ignores (its
+   * deadline no longer matches); a service job's run is repeated, as when the process dies between
+   * a run and its removal.
    */
   private bookkeeping!: Collection<StoredJob>;
 
@@ -150,9 +151,9 @@ export class StoreJobRepository implements JobRepository {
    *
    * Why its commit is not waited for: a job is removed when its timer is disarmed, which the actor
    * host does only after the actor's step that dropped or moved the deadline is on disk, or once it
-   * ran. If the process dies before the removal reaches the disk, the job fires again after the
-   * restart and the actor ignores it (its deadline no longer matches); a service job's run is
-   * repeated, as when the process dies between a run and its removal. Waiting put a second WAL fsync
+   * ran. If the process dies before the removal reaches the disk, a job whose run started is
+   * removed when the repository connects ({@link connect}), and a disarmed one fires after the
+   * restart, which the actor ignores (its deadline no longer matches). Waiting put a second WAL fsync
    * between every due time and the actor's actions (the lateness of bench:timers on disk). A job
    * armed after the removal (re-arming: remove, then insert) commits with it or after it, so its
    * acknowledgement covers the removal.
