@@ -408,6 +408,15 @@ const HELD_CHECKPOINT_FACTOR = 8;
  */
 const BATCH_TURNS = 3;
 
+/**
+ * WAL fsyncs that may run at once (see `Writer.syncLoop`). A commit made while one runs starts its
+ * own instead of waiting for it to end: under another process's disk load an fsync takes tens of
+ * ms, and a batch then waited for most of one and then its own (the tail of bench:timers on disk).
+ * An fdatasync makes durable everything written before it started, so each batch still waits for
+ * one that started after its COMMIT.
+ */
+const SYNC_LANES = 2;
+
 /** Writes waiting for one commit: they resolve together once it is done. */
 interface Batch {
   promise: Promise<void>;
@@ -444,8 +453,10 @@ class Writer {
   failedAtMs = 0;
   /** Batches committed, waiting for the next fsync of the WAL to start. */
   private syncWaiters: Batch[] = [];
-  /** The loop of WAL fsyncs while one runs (resolves when no batch waits). */
-  private syncing: Promise<void> | null = null;
+  /** Loops of WAL fsyncs running ({@link syncLoop}), at most {@link SYNC_LANES}. */
+  private syncLanes = 0;
+  /** Their promises (each resolves when its loop found no batch waiting). */
+  private readonly syncLoops = new Set<Promise<void>>();
   /** COMMITs made so far (the group-commit test reads it). */
   commits = 0;
   /** Checkpoints made so far. */
@@ -652,8 +663,13 @@ class Writer {
       return;
     }
     if (b) this.syncWaiters.push(b);
-    // (the loop awaits before it ends, so it is never over before it is recorded here)
-    if (this.syncWaiters.length > 0 && this.syncing === null) this.syncing = this.syncLoop();
+    // (a loop counts itself out in the same turn as it finds no batch waiting: never one too many here)
+    if (this.syncWaiters.length > 0 && this.syncLanes < SYNC_LANES) {
+      this.syncLanes++;
+      const loop = this.syncLoop();
+      this.syncLoops.add(loop);
+      void loop.then(() => this.syncLoops.delete(loop));
+    }
     this.checkpoint();
   }
 
@@ -706,7 +722,8 @@ class Writer {
 
   /**
    * fsyncs the WAL until no committed batch waits, answering the batches committed before each
-   * fsync started once it is done (a batch committed meanwhile waits for the next one).
+   * fsync started once it is done (a batch committed meanwhile waits for the next one, in this loop
+   * or in another lane's: up to {@link SYNC_LANES} fsyncs run at once).
    */
   private async syncLoop(): Promise<void> {
     while (this.syncWaiters.length > 0) {
@@ -721,7 +738,7 @@ class Writer {
         for (const b of waiting) b.reject(err);
       }
     }
-    this.syncing = null;
+    this.syncLanes--;
   }
 
   /**
@@ -843,7 +860,7 @@ class Writer {
   async drain(): Promise<void> {
     while (this.current !== null || this.scopes.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     this.flush();
-    while (this.syncing || this.checkpointing) await (this.syncing ?? this.checkpointing);
+    while (this.syncLanes > 0 || this.checkpointing) await (this.syncLoops.values().next().value ?? this.checkpointing);
   }
 }
 

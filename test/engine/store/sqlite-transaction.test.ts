@@ -93,6 +93,34 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     await again.close();
   });
 
+  it('a commit made while a WAL fsync runs starts its own: answered without waiting for the slow one', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-lanes-'));
+    dirs.push(dir);
+    const store = await SqliteStore.open(dir);
+    const c = await store.collection<{ _id: string }>('docs');
+    // the next fsync of a file handle (the WAL's) takes 400 ms, as under another process's disk load
+    const handle = await fs.open(path.join(dir, 'store.sqlite'), 'r');
+    const proto = Object.getPrototypeOf(handle) as { datasync(this: unknown): Promise<void> };
+    await handle.close();
+    const datasync = proto.datasync;
+    let slowed = 0;
+    const spy = vi.spyOn(proto, 'datasync').mockImplementation(async function (this: unknown) {
+      if (slowed++ === 0) await new Promise((r) => setTimeout(r, 400));
+      return datasync.call(this);
+    });
+    try {
+      const answered: string[] = [];
+      const first = c.insertOne({ _id: 'a' }).then(() => answered.push('a'));
+      await new Promise((r) => setTimeout(r, 20)); // committed, its fsync running
+      const second = c.insertOne({ _id: 'b' }).then(() => answered.push('b'));
+      await Promise.all([first, second]);
+      expect(answered).toEqual(['b', 'a']);
+    } finally {
+      spy.mockRestore();
+    }
+    await store.close();
+  });
+
   it(
     'kill -9 while writing across checkpoints: every acknowledged write is there, the file is intact',
     { timeout: 60_000 },
