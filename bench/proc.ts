@@ -26,12 +26,26 @@ export function mainThreadCpuMs(): number {
 }
 
 /**
- * Bytes written so far (`wchar` of /proc/<scope>/io, Linux; 0 elsewhere): by the whole process
- * (`self`) or by the calling thread alone (`thread-self`). On a SQLite store on disk the main thread
- * writes the WAL frames of the commits, and the checkpointer's worker thread the copies into the
- * database file.
+ * Bytes a process has caused to be written to storage so far (`write_bytes` of /proc/<pid>/io: the
+ * page cache's writes on its behalf, its own and its threads', checkpoints included), Linux; null
+ * elsewhere or when not readable.
  */
-export function writtenBytes(scope: 'self' | 'thread-self' = 'self'): number {
+export function writtenBytes(pid: number): number | null {
+  try {
+    const m = /^write_bytes: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Bytes handed to `write` so far (`wchar` of /proc/<scope>/io, Linux; 0 elsewhere): by the whole
+ * process (`self`) or by the calling thread alone (`thread-self`). On a SQLite store on disk the
+ * main thread writes the WAL frames of the commits, and the checkpointer's worker thread the copies
+ * into the database file.
+ */
+export function charsWritten(scope: 'self' | 'thread-self' = 'self'): number {
   try {
     return Number(/^wchar: (\d+)$/m.exec(readFileSync(`/proc/${scope}/io`, 'utf8'))?.[1] ?? 0);
   } catch {

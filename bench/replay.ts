@@ -35,8 +35,12 @@
  * of the measured replay only (run node with --perf-basic-prof for the JavaScript names).
  * BENCH_MEMORY=1 keeps the store in memory (DATA_DIR=:memory:): the difference is what the disk costs.
  * BENCH_KEEP=1 leaves the data folder in place (its path printed) to inspect the store afterwards.
+ * BENCH_PAGES=1 (on disk) turns the store's checkpoints off and prints, after the replay, the pages its
+ * commits wrote to the WAL by table and index (each WAL frame's page, named by SQLite's `dbstat`): what
+ * the bytes written are made of, less the checkpoints' copies.
  */
 import { readFileSync } from 'node:fs';
+import BetterSqlite3 from 'better-sqlite3';
 import { Session } from 'node:inspector/promises';
 import { mainThreadCpuMs } from './proc.js';
 import fs from 'node:fs/promises';
@@ -46,7 +50,8 @@ import { loadConfig } from '../engine/config.js';
 import { dec, str } from '../engine/decimal.js';
 import { createLogger } from '../engine/logger.js';
 import { startServices, type Services } from '../engine/service.js';
-import { SqliteStore } from '../engine/store/sqlite.js';
+import { cjsDefault } from '../engine/interop.js';
+import { SQLITE_FILE, SqliteStore } from '../engine/store/sqlite.js';
 import type { Ledger } from '../engine/venue/ledger.js';
 import { loadCatalogue } from '../engine/venue/markets.js';
 import type { SimVenue } from '../engine/venue/sim-venue.js';
@@ -55,6 +60,38 @@ const STRATEGIES = Number(process.env.BENCH_STRATEGIES ?? 1_000);
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 1_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 64);
 const PACE_ENGINE = process.env.BENCH_PACE === 'engine';
+const PAGES = Boolean(process.env.BENCH_PAGES) && !process.env.BENCH_MEMORY;
+
+/**
+ * The pages the commits wrote to the WAL of `file` from byte `from` on, by the table or index
+ * (SQLite's `dbstat` names) that holds each page now, most first: frames and MB (a frame is a page
+ * and its 24-byte header). The WAL must not have been started over since `from` (no checkpoint).
+ */
+function walPagesByTree(file: string, from: number): { name: string; frames: number; mb: number }[] {
+  const wal = readFileSync(`${file}-wal`);
+  const pageSize = wal.readUInt32BE(8);
+  const salt = wal.readUInt32BE(16);
+  const db = new (cjsDefault(BetterSqlite3))(file, { readonly: true });
+  const tree = new Map<number, string>();
+  try {
+    for (const r of db.prepare('SELECT name, pageno FROM dbstat').iterate() as Iterable<{
+      name: string;
+      pageno: number;
+    }>)
+      tree.set(r.pageno, r.name);
+  } finally {
+    db.close();
+  }
+  const frames = new Map<string, number>();
+  for (let at = Math.max(32, from); at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
+    if (wal.readUInt32BE(at + 8) !== salt) break; // a frame of an earlier generation of the WAL
+    const name = tree.get(wal.readUInt32BE(at)) ?? '(free now)';
+    frames.set(name, (frames.get(name) ?? 0) + 1);
+  }
+  return [...frames]
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => ({ name, frames: n, mb: (n * (24 + pageSize)) / 1e6 }));
+}
 
 /**
  * Bytes the process has written so far (`wchar` of /proc/self/io, Linux; 0 elsewhere): on disk, the
@@ -99,7 +136,10 @@ async function main(): Promise<void> {
       SIM_INITIAL_PUSD: '1000000',
       TRADE_HISTORY: process.env.TRADE_HISTORY, // off: what recording fills and prints costs
     });
-    const s: Services = (await startServices(config, createLogger('silent'), { catalogue })).services;
+    // BENCH_PAGES: the WAL keeps every frame of the replay (no checkpoint starts it over)
+    const store = PAGES ? await SqliteStore.open(dir, { checkpointBytes: Number.MAX_SAFE_INTEGER }) : undefined;
+    const s: Services = (await startServices(config, createLogger('silent'), { catalogue, store })).services;
+    const sqliteFile = path.join(dir, SQLITE_FILE);
     const venue = s.venue as SimVenue;
     const replay = venue.capture!;
     replay.stop();
@@ -159,6 +199,7 @@ async function main(): Promise<void> {
     const cpu0 = process.cpuUsage();
     const main0 = mainThreadCpuMs();
     const written0 = writtenBytes();
+    const wal0 = PAGES ? (await fs.stat(`${sqliteFile}-wal`)).size : 0;
     const start = performance.now();
     const events = capture.events;
     let applied = replay.applied;
@@ -265,6 +306,11 @@ async function main(): Promise<void> {
       `user fills: ${fills}; resting orders canceled by ` +
         `resolution: ${resolvedCancels}; markets resolved: ${resolvedMarkets}`,
     );
+    if (PAGES) {
+      console.log(`pages the replay's commits wrote to the WAL (checkpoints off), by table and index:`);
+      for (const t of walPagesByTree(sqliteFile, wal0).slice(0, 16))
+        console.log(`  ${t.name.padEnd(64)} ${String(t.frames).padStart(6)} pages ${t.mb.toFixed(2).padStart(6)} MB`);
+    }
     await s.stop();
   } finally {
     if (process.env.BENCH_KEEP) console.log(`data folder kept: ${dir}`);

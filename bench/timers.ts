@@ -41,7 +41,7 @@ import { TimerService, type TimerData } from '../engine/scheduler/timers.js';
 import { ActorRepository } from '../engine/store/actors.js';
 import { openStore } from '../engine/store/index.js';
 import { SqliteStore } from '../engine/store/sqlite.js';
-import { writtenBytes } from './proc.js';
+import { charsWritten } from './proc.js';
 
 const TIMERS = Number(process.env.BENCH_TIMERS ?? 10_000);
 const SPAN_S = Number(process.env.BENCH_SPAN_S ?? 60);
@@ -232,8 +232,8 @@ async function main(): Promise<void> {
     const checkpoints0 = writer?.checkpoints ?? 0;
     const held0 = writer?.heldCheckpoints ?? 0;
     const heldMs0 = writer?.heldMs.total ?? 0;
-    const written0 = writtenBytes();
-    const walWritten0 = writtenBytes('thread-self');
+    const written0 = charsWritten();
+    const walWritten0 = charsWritten('thread-self');
     const watchdog = new Worker(WATCHDOG, {
       eval: true,
       workerData: {
@@ -254,8 +254,8 @@ async function main(): Promise<void> {
     await watchdog.terminate();
     if (writer) {
       // the main thread writes the WAL; the checkpointer's worker the copies into the database file
-      const walKiB = (writtenBytes('thread-self') - walWritten0) / 1024 / TIMERS;
-      const allKiB = (writtenBytes() - written0) / 1024 / TIMERS;
+      const walKiB = (charsWritten('thread-self') - walWritten0) / 1024 / TIMERS;
+      const allKiB = (charsWritten() - written0) / 1024 / TIMERS;
       console.log(
         `store while firing: ${((writer.commits - commits0) / TIMERS).toFixed(2)} commits per timer, ` +
           `${walKiB.toFixed(1)} KiB a timer into the WAL, ${(allKiB - walKiB).toFixed(1)} KiB by checkpoints, ` +

@@ -452,7 +452,9 @@ export class OrderService {
    * Runs `fn` alone among the order placements of `userId` (REST orders, strategies' child
    * orders, and the wallet operations of engine/wallet/service.ts): the wallet check, the actor's creation and the
    * venue's reservation happen as one step, so concurrent requests cannot all pass the check and then be refused by
-   * the venue. `fn` must not wait for another placement of the same user.
+   * the venue. `fn` must not wait for another placement of the same user. The venue reserves an
+   * order's funds when it is submitted (the creation's entry action, in memory), so a placement
+   * need not hold the queue while it waits for the venue's answer ({@link place}).
    */
   exclusive<T>(userId: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.userQueues.get(userId) ?? Promise.resolve();
@@ -474,6 +476,9 @@ export class OrderService {
    * refused request changes nothing (activity included).
    * @param beforeCreate runs in the queue after that check, before the order exists (the BRACKET
    *   record of an entry with brackets is created there).
+   * The user's queue is held until the order is created and submitted (its funds then reserved at
+   * the venue), not while the venue's answer is journaled and recorded: the user's next placement
+   * is checked meanwhile, against the funds this one reserved.
    * @throws {DomainError} `INSUFFICIENT_BALANCE` / `NOT_ENOUGH_SHARES` (nothing created); when
    *   the venue rejected it (the REJECTED order stays on record) the code of its verdict
    *   ({@link venueRefusal}).
@@ -484,7 +489,7 @@ export class OrderService {
     extra: Partial<OrderInput> = {},
     beforeCreate?: () => Promise<void>,
   ): Promise<ActorRecord> {
-    const rec = await this.exclusive(input.userId, async () => {
+    await this.exclusive(input.userId, async () => {
       this.risk.orderFunds(input);
       if (beforeCreate) await beforeCreate();
       await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, {
@@ -494,9 +499,9 @@ export class OrderService {
         partnerId,
         ownerUserId: input.userId,
       });
-      await this.whenQuiet(input.orderId);
-      return this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
     });
+    await this.whenQuiet(input.orderId);
+    const rec = this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId))!;
     if (rec.status === 'REJECTED') throw venueRefusal(this.host.storedSnapshot(rec).context as OrderContext);
     return rec;
   }

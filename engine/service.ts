@@ -100,7 +100,6 @@ export async function startServices(
   const users = await UserService.open(store, clock);
   const idempotency = await IdempotencyService.open(store, clock, log);
   const cursors = await CursorCodec.open(store);
-  const history = await TradeHistory.open(store);
   const hostRef: { current?: ActorHost } = {};
   const timers = new TimerService(store, (t) => hostRef.current!.deliverTimer(t), log, config.schedulerPollMs);
   const host = new ActorHost(actors, timers, clock, log);
@@ -109,6 +108,8 @@ export async function startServices(
   const leader = config.copytradeLeaderReplay ? leaderRows() : null;
   const baseCatalogue = options.catalogue ?? loadCatalogue();
   const catalogue = leader ? withLeaderMarkets(baseCatalogue, leader) : baseCatalogue;
+  // capture prints are stored without their tokens' market facts, read back from the catalogue
+  const history = await TradeHistory.open(store, (tokenId) => catalogue.tokens.get(tokenId));
   const venue = await SimVenue.open({
     catalogue,
     store,
@@ -122,8 +123,8 @@ export async function startServices(
     captureReplay: config.simCapture,
     captureSpeed: config.simCaptureSpeed,
     recordPrints: config.tradeHistory
-      ? async (trades) => {
-          await history.recordAlone({ trades, fills: [], cash: [] });
+      ? async (trades, opSeq) => {
+          await history.recordAlone({ trades, fills: [], cash: [] }, opSeq);
         }
       : undefined,
   });

@@ -15,10 +15,15 @@ import {
   HISTORY_INDEXES,
   TRADER_FILLS,
   TRADES,
+  operationHash,
+  storedTapeRow,
+  tapeRowOf,
   type CashMove,
   type RecordedBatch,
   type ReplayStart,
+  type StoredPrint,
   type TapeTrade,
+  type TokenFacts,
   type TradeHistoryFeed,
   type TraderFill,
 } from './records.js';
@@ -48,15 +53,26 @@ function before(a: Position, b: Position): boolean {
 
 /**
  * Inserts each of `rows` whose `_id` is not in `col` yet (nor earlier in `rows`), adding it to
- * `fresh`, in one write with no read first ({@link Collection.insertMissing}); returns the rows
- * left out (their `_id` was taken).
+ * `fresh`, in one write with no read first ({@link Collection.insertMissing}); `stored` are the
+ * rows as written (`rows` themselves unless given). Returns the indexes of the rows left out
+ * (their `_id` was taken).
  */
-async function insertNew<T extends Doc>(col: Collection<T>, rows: readonly T[], fresh: T[]): Promise<T[]> {
-  const taken: T[] = [];
-  const inserted = await col.insertMissing(rows as T[]);
-  for (let i = 0; i < rows.length; i++) (inserted[i] ? fresh : taken).push(rows[i]!);
+async function insertNew<T extends Doc, S extends Doc = T>(
+  col: Collection<S>,
+  rows: readonly T[],
+  fresh: T[],
+  stored: readonly S[] = rows as readonly Doc[] as readonly S[],
+): Promise<number[]> {
+  const taken: number[] = [];
+  const inserted = await col.insertMissing(stored as S[]);
+  for (let i = 0; i < rows.length; i++)
+    if (inserted[i]) fresh.push(rows[i]!);
+    else taken.push(i);
   return taken;
 }
+
+/** No token known: every tape row is stored whole. */
+const NO_TOKENS: TokenFacts = () => undefined;
 
 /** The chain-order sort of the store's queries. */
 const CHAIN_SORT = { blockTimestamp: 1, logIndex: 1, _id: 1 } as const;
@@ -71,38 +87,51 @@ export class TradeHistory implements TradeHistoryFeed {
 
   private constructor(
     private readonly store: Store,
-    /** The market tape (read access for the data reads). */
-    readonly trades: Collection<TapeTrade>,
+    /**
+     * The market tape as stored: capture prints in their {@link StoredPrint} form (counts and
+     * existence checks; a read of rows goes through {@link tapeRowOf}).
+     */
+    readonly trades: Collection<TapeTrade | StoredPrint>,
     /** Every party's fills. */
     readonly fills: Collection<TraderFill>,
     /** Cash movements. */
     readonly cash: Collection<CashMove>,
+    /** The market facts of the capture's tokens (what the tape's reads complete a stored print with). */
+    readonly tokens: TokenFacts,
   ) {}
 
-  /** Opens the three collections with {@link HISTORY_INDEXES}. */
-  static async open(store: Store): Promise<TradeHistory> {
+  /**
+   * Opens the three collections with {@link HISTORY_INDEXES}.
+   * @param tokens - the market facts of the capture's tokens (the venue's catalogue): capture prints
+   *   are stored without them ({@link StoredPrint}); without it every row is stored whole.
+   */
+  static async open(store: Store, tokens: TokenFacts = NO_TOKENS): Promise<TradeHistory> {
     const [trades, fills, cash] = await Promise.all([
-      store.collection<TapeTrade>(TRADES, HISTORY_INDEXES[TRADES]),
+      store.collection<TapeTrade | StoredPrint>(TRADES, HISTORY_INDEXES[TRADES]),
       store.collection<TraderFill>(TRADER_FILLS, HISTORY_INDEXES[TRADER_FILLS]),
       store.collection<CashMove>(CASH_MOVES, HISTORY_INDEXES[CASH_MOVES]),
     ]);
-    return new TradeHistory(store, trades, fills, cash);
+    return new TradeHistory(store, trades, fills, cash, tokens);
   }
 
   /**
    * Writes `batch` through `tx` (the caller's unit of work: the step that records the fill or the
    * operation). Tape rows are replaced by `_id`; fills and cash rows are inserted unless their
    * `_id` is there already.
+   * @param opSeq - the venue operation whose capture prints `batch` holds, if it is one
+   *   ({@link StoredPrint}: they are stored with it instead of its hash).
    * @returns the rows new to the store (a tape row counts as new when its `_id` was absent); hand
    *   them to {@link published} once `tx` has committed.
    * @throws what the store throws (the caller's transaction then fails as a whole).
    */
-  async record(tx: UnitOfWork, batch: RecordedBatch): Promise<RecordedBatch> {
+  async record(tx: UnitOfWork, batch: RecordedBatch, opSeq?: number): Promise<RecordedBatch> {
     const fresh = emptyBatch();
     if (batch.trades.length) {
-      const col = tx.collection<TapeTrade>(TRADES);
+      const col = tx.collection<TapeTrade | StoredPrint>(TRADES);
+      const op = opSeq === undefined ? undefined : { seq: opSeq, hash: operationHash(opSeq) };
+      const stored = batch.trades.map((t) => storedTapeRow(t, this.tokens, op));
       // a tape row already there (the other party's step wrote it, or a capture print written again) is replaced
-      for (const t of await insertNew(col, batch.trades, fresh.trades)) await col.replaceOne(t);
+      for (const i of await insertNew(col, batch.trades, fresh.trades, stored)) await col.replaceOne(stored[i]!);
     }
     if (batch.fills.length) await insertNew(tx.collection<TraderFill>(TRADER_FILLS), batch.fills, fresh.fills);
     if (batch.cash.length) await insertNew(tx.collection<CashMove>(CASH_MOVES), batch.cash, fresh.cash);
@@ -111,10 +140,11 @@ export class TradeHistory implements TradeHistoryFeed {
 
   /**
    * Records `batch` in a transaction of its own and notifies the listeners once it committed.
+   * @param opSeq - as {@link record}'s.
    * @returns the rows that were new.
    */
-  async recordAlone(batch: RecordedBatch): Promise<RecordedBatch> {
-    const fresh = await this.store.transaction((tx) => this.record(tx, batch));
+  async recordAlone(batch: RecordedBatch, opSeq?: number): Promise<RecordedBatch> {
+    const fresh = await this.store.transaction((tx) => this.record(tx, batch, opSeq));
     this.published(fresh);
     return fresh;
   }
@@ -125,8 +155,8 @@ export class TradeHistory implements TradeHistoryFeed {
    */
   async load(batch: RecordedBatch): Promise<void> {
     await this.store.transaction(async (tx) => {
-      const trades = tx.collection<TapeTrade>(TRADES);
-      for (const t of batch.trades) await trades.replaceOne(t);
+      const trades = tx.collection<TapeTrade | StoredPrint>(TRADES);
+      for (const t of batch.trades) await trades.replaceOne(storedTapeRow(t, this.tokens));
       const fills = tx.collection<TraderFill>(TRADER_FILLS);
       for (const f of batch.fills) await fills.replaceOne(f);
       const cash = tx.collection<CashMove>(CASH_MOVES);
@@ -168,7 +198,7 @@ export class TradeHistory implements TradeHistoryFeed {
   ): Promise<void> {
     const start = from?.fromBlockTimestamp ?? 0;
     const cursors = {
-      trades: new ChainCursor(this.trades, batchSize, start),
+      trades: new ChainCursor(this.trades, batchSize, start, (row) => tapeRowOf(row, this.tokens)),
       fills: new ChainCursor(this.fills, batchSize, start),
       cash: new ChainCursor(this.cash, batchSize, start),
     };
@@ -205,18 +235,25 @@ export class TradeHistory implements TradeHistoryFeed {
   }
 }
 
-/** Pages through one history collection in chain order, keyed on the last position read. */
-class ChainCursor<T extends { _id: string; blockTimestamp: number; logIndex: number }> {
+/**
+ * Pages through one history collection in chain order, keyed on the last position read; `S` is the
+ * stored form of its rows, `T` what `toRow` makes of one (the row itself by default).
+ */
+class ChainCursor<
+  T extends { _id: string; blockTimestamp: number; logIndex: number },
+  S extends Doc & { _id: string; blockTimestamp: number; logIndex: number } = T & Doc,
+> {
   private page: T[] = [];
   private at = 0;
   private last: T | undefined;
   private done = false;
 
   constructor(
-    private readonly col: Collection<T>,
+    private readonly col: Collection<S>,
     private readonly size: number,
     /** The first block timestamp read. */
     private readonly from: number,
+    private readonly toRow: (row: S) => T = (row) => row as unknown as T,
   ) {}
 
   /**
@@ -238,7 +275,8 @@ class ChainCursor<T extends { _id: string; blockTimestamp: number; logIndex: num
       : [{ blockTimestamp: { $gte: this.from } }];
     const page: T[] = [];
     for (const filter of ranges) {
-      page.push(...(await this.col.find(filter, { sort: CHAIN_SORT, limit: this.size - page.length })));
+      for (const row of await this.col.find(filter, { sort: CHAIN_SORT, limit: this.size - page.length }))
+        page.push(this.toRow(row));
       if (page.length >= this.size) break;
     }
     this.page = page;

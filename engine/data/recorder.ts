@@ -10,7 +10,6 @@
  */
 import { keccak256, toUtf8Bytes } from 'ethers';
 import type { KindStepWrites } from '../actor-host.js';
-import { dec, str } from '../decimal.js';
 import type { UnitOfWork } from '../store/port.js';
 import type { UserDoc, UserService } from '../users.js';
 import { blockOf } from '../venue/chain.js';
@@ -19,6 +18,7 @@ import type { OrderFill } from '../../machines/order.js';
 import type { TradeHistory } from './history.js';
 import {
   LIQUIDITY_PROVIDER_ADDRESS,
+  notionalOf,
   type CashMove,
   type CashMoveKind,
   type RecordedBatch,
@@ -26,10 +26,7 @@ import {
   type TraderFill,
 } from './records.js';
 
-/** price × size in dollars, at most 6 decimals (decimal strings in and out). */
-export function notionalOf(price: string, size: string): string {
-  return str(dec(price).times(dec(size)).toDecimalPlaces(6));
-}
+export { notionalOf } from './records.js';
 
 /** Turns the venue's facts into history records and writes them with the step that produced them. */
 export class HistoryRecorder {

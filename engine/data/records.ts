@@ -18,6 +18,8 @@
  * (pUSD, at most 6 decimals). Addresses are lower-case `0x` + 40 hex.
  */
 
+import sha3 from 'js-sha3';
+import { dec, str } from '../decimal.js';
 import type { IndexSpec } from '../store/port.js';
 
 /** Seconds between two simulated blocks. */
@@ -135,6 +137,106 @@ export interface CashMove extends ChainPosition {
    */
   shares: { tokenId: string; delta: string; outcome: string }[];
   source: RecordSource;
+}
+
+/**
+ * The simulated transaction hash of venue operation `seq` (its journal sequence number, never
+ * reused): keccak256 of `venue-op:<seq>` (UTF-8), `0x` + 64 lowercase hex. The trades of one operation
+ * share it. js-sha3 hashes a short string in a few µs, about a quarter of ethers' `keccak256` (one hash
+ * per venue operation that trades).
+ */
+export function operationHash(seq: number): string {
+  return `0x${sha3.keccak256(`venue-op:${seq}`)}`;
+}
+
+/** price × size in dollars, at most 6 decimals (decimal strings in and out). */
+export function notionalOf(price: string, size: string): string {
+  return str(dec(price).times(dec(size)).toDecimalPlaces(6));
+}
+
+/** The market facts of an outcome token (the venue's catalogue): what a stored capture print leaves out. */
+export type TokenFacts = (tokenId: string) => { conditionId: string; outcome: string } | undefined;
+
+/**
+ * A capture print as the `trades` collection stores it: the fields of a {@link TapeTrade} that do not
+ * follow from the others. A print is anonymous (`maker`, `taker` null, no fee), its trade id is its
+ * `_id`, its notional is price × size ({@link notionalOf}), its market and outcome are its token's
+ * ({@link TokenFacts}) and its transaction hash is its venue operation's ({@link operationHash} of
+ * `op`, when the writer knew the operation), so most of its bytes (and of the pages a commit writes)
+ * need not be stored. Told apart from a full row by the absent `tradeId`.
+ */
+export type StoredPrint = Omit<
+  TapeTrade,
+  'tradeId' | 'conditionId' | 'outcome' | 'notionalUsd' | 'feeUsd' | 'maker' | 'taker' | 'transactionHash'
+> &
+  ({ transactionHash: string; op?: undefined } | { op: number; transactionHash?: undefined });
+
+/** A venue operation's sequence number and its {@link operationHash}. */
+export interface Operation {
+  seq: number;
+  hash: string;
+}
+
+/**
+ * The stored form of tape row `t`: a capture print whose left-out fields are what
+ * {@link tapeRowOf} gives back (checked here) as a {@link StoredPrint}, any other row as it is.
+ * @param op - the venue operation that made the print, if known: a print of it stores `op.seq`
+ *   instead of the hash.
+ */
+export function storedTapeRow(t: TapeTrade, tokens: TokenFacts, op?: Operation): TapeTrade | StoredPrint {
+  if (t.source !== 'capture' || t.tradeId !== t._id || t.maker !== null || t.taker !== null || t.feeUsd !== '0')
+    return t;
+  const token = tokens(t.tokenId);
+  if (!token || token.conditionId !== t.conditionId || token.outcome !== t.outcome) return t;
+  if (t.notionalUsd !== notionalOf(t.price, t.size)) return t;
+  return {
+    _id: t._id,
+    blockTimestamp: t.blockTimestamp,
+    logIndex: t.logIndex,
+    ...(op && op.hash === t.transactionHash ? { op: op.seq } : { transactionHash: t.transactionHash }),
+    atMs: t.atMs,
+    tokenId: t.tokenId,
+    side: t.side,
+    price: t.price,
+    size: t.size,
+    source: t.source,
+  };
+}
+
+/** The last operation whose hash {@link tapeRowOf} computed (the prints of one operation are read together). */
+let lastOperation: Operation = { seq: -1, hash: '' };
+
+/** The transaction hash of a stored print. */
+function printHash(row: StoredPrint): string {
+  if (row.transactionHash !== undefined) return row.transactionHash;
+  if (lastOperation.seq !== row.op) lastOperation = { seq: row.op, hash: operationHash(row.op) };
+  return lastOperation.hash;
+}
+
+/** The tape row a stored row of `trades` stands for: a {@link StoredPrint} completed, a full row as it is. */
+export function tapeRowOf(row: TapeTrade | StoredPrint, tokens: TokenFacts): TapeTrade {
+  if ('tradeId' in row && row.tradeId !== undefined) return row;
+  const print = row as StoredPrint;
+  const token = tokens(print.tokenId);
+  return {
+    _id: print._id,
+    tradeId: print._id,
+    blockTimestamp: print.blockTimestamp,
+    logIndex: print.logIndex,
+    transactionHash: printHash(print),
+    atMs: print.atMs,
+    conditionId: token?.conditionId ?? '',
+    tokenId: print.tokenId,
+    outcome: token?.outcome ?? '',
+    side: print.side,
+    price: print.price,
+    size: print.size,
+    notionalUsd: notionalOf(print.price, print.size),
+    feeUsd: '0',
+    maker: null,
+    taker: null,
+    source: print.source,
+  };
 }
 
 /** Collection names. */

@@ -23,8 +23,8 @@
 
 import type { Collection, Doc, Filter, Store } from '../store/port.js';
 import { errors } from '../errors.js';
-import { HISTORY_INDEXES, TRADER_FILLS, TRADES } from './records.js';
-import type { ChainPosition, TapeTrade, TraderFill } from './records.js';
+import { HISTORY_INDEXES, TRADER_FILLS, TRADES, tapeRowOf } from './records.js';
+import type { ChainPosition, StoredPrint, TapeTrade, TokenFacts, TraderFill } from './records.js';
 
 /** Rows a filtered page scans per row it may return. */
 export const SCAN_FACTOR = 4;
@@ -90,7 +90,7 @@ const samePosition = (a: ChainPosition, b: ChainPosition) =>
  * Up to `n` rows matching `eq` strictly before `cursor` in chain order, newest first: the rest of
  * the cursor's block, then the blocks before it.
  */
-async function chainScan<T extends ChainPosition & Doc>(
+async function chainScan<T extends Doc>(
   coll: Collection<T>,
   eq: Filter,
   cursor: ChainCursor | null,
@@ -152,26 +152,40 @@ const scanSize = (limit: number, filtered: boolean) => (filtered ? SCAN_FACTOR *
 
 const opened = new WeakMap<Store, Promise<TapeReader>>();
 
-/** The tape's reads over one store (its collections opened once, with {@link HISTORY_INDEXES}). */
+/**
+ * The tape's reads over one store (its collections opened once, with {@link HISTORY_INDEXES}); tape
+ * rows stored as {@link StoredPrint}s are read back whole ({@link tapeRowOf}).
+ */
 export class TapeReader {
   private constructor(
-    private readonly trades: Collection<TapeTrade>,
+    private readonly stored: Collection<TapeTrade | StoredPrint>,
     private readonly fills: Collection<TraderFill>,
+    private readonly tokens: TokenFacts,
   ) {}
 
-  /** The reader of `store` (opened on first use, then shared). */
-  static of(store: Store): Promise<TapeReader> {
+  /**
+   * The reader of `store` (opened on first use, then shared).
+   * @param tokens - the market facts of the capture's tokens (the venue's catalogue, as the history's
+   *   writer was given them: engine/data/history.ts).
+   */
+  static of(store: Store, tokens: TokenFacts): Promise<TapeReader> {
     let r = opened.get(store);
     if (!r) {
       r = (async () =>
         new TapeReader(
-          await store.collection<TapeTrade>(TRADES, HISTORY_INDEXES[TRADES]),
+          await store.collection<TapeTrade | StoredPrint>(TRADES, HISTORY_INDEXES[TRADES]),
           await store.collection<TraderFill>(TRADER_FILLS, HISTORY_INDEXES[TRADER_FILLS]),
+          tokens,
         ))();
       r.catch(() => opened.delete(store));
       opened.set(store, r);
     }
     return r;
+  }
+
+  /** Up to `n` tape rows matching `eq` before `cursor` ({@link chainScan}), read back whole. */
+  private async tapeScan(eq: Filter, cursor: ChainCursor | null, n: number): Promise<TapeTrade[]> {
+    return (await chainScan(this.stored, eq, cursor, n)).map((row) => tapeRowOf(row, this.tokens));
   }
 
   /**
@@ -184,11 +198,11 @@ export class TapeReader {
     const n = scanSize(q.limit, keep !== null);
     let scanned: TapeTrade[];
     if (q.tokenId || !q.conditionId)
-      scanned = await chainScan(this.trades, q.tokenId ? { tokenId: q.tokenId } : {}, q.cursor, n);
+      scanned = await this.tapeScan(q.tokenId ? { tokenId: q.tokenId } : {}, q.cursor, n);
     else {
       // each token's first n rows hold the market's first n: merged, the first n of them
       const walks = await Promise.all(
-        [...new Set(q.marketTokens ?? [])].map((tokenId) => chainScan(this.trades, { tokenId }, q.cursor, n)),
+        [...new Set(q.marketTokens ?? [])].map((tokenId) => this.tapeScan({ tokenId }, q.cursor, n)),
       );
       scanned = walks
         .flat()
@@ -229,7 +243,9 @@ export class TapeReader {
     const n = scanSize(q.limit, filtered);
     const fills = await chainScan(this.fills, { address }, q.cursor, n);
     const ids = [...new Set(fills.map((f) => f.tradeId))];
-    const byId = new Map((ids.length ? await this.trades.find({ _id: { $in: ids } }) : []).map((t) => [t._id, t]));
+    const byId = new Map(
+      (ids.length ? await this.stored.find({ _id: { $in: ids } }) : []).map((t) => [t._id, tapeRowOf(t, this.tokens)]),
+    );
     const rows = ids.map((id) => byId.get(id)).filter((t): t is TapeTrade => t !== undefined);
     const taken = new Set(fills.filter((f) => f.role === 'taker').map((f) => f.tradeId));
     const keep = filtered

@@ -8,8 +8,9 @@
  * it (never earlier than the last block given: a clock set back does not reorder the chain); its log
  * index counts the events of that block from 0.
  */
-import sha3 from 'js-sha3';
 import { BLOCK_SECONDS, type ChainPosition } from '../data/records.js';
+
+export { operationHash } from '../data/records.js';
 
 /** Where the chain's sequence is, as journaled: the last block given and the next log index in it. */
 export interface ChainRow {
@@ -23,16 +24,6 @@ export interface ChainRow {
 export function blockOf(atMs: number): number {
   const s = Math.floor(atMs / 1000);
   return s - (((s % BLOCK_SECONDS) + BLOCK_SECONDS) % BLOCK_SECONDS);
-}
-
-/**
- * The simulated transaction hash of venue operation `seq` (its journal sequence number, never
- * reused): keccak256 of `venue-op:<seq>` (UTF-8), `0x` + 64 lowercase hex. The trades of one operation
- * share it. js-sha3 hashes a short string in a few µs, about a quarter of ethers' `keccak256` (one hash
- * per venue operation that trades).
- */
-export function operationHash(seq: number): string {
-  return `0x${sha3.keccak256(`venue-op:${seq}`)}`;
 }
 
 /** The venue's chain sequence: hands out positions in chain order. */

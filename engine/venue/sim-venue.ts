@@ -73,9 +73,10 @@ export interface SimVenueOptions {
   /**
    * Records the capture's trade prints of one venue operation as anonymous tape rows (the trade
    * history), called as the operation's journal entry is appended (both share a store commit): one
-   * call per capture batch, the batch's promise resolved once it is done. Absent: not recorded.
+   * call per capture batch with the operation's sequence number, the batch's promise resolved once it
+   * is done. Absent: not recorded.
    */
-  recordPrints?: (prints: TapeTrade[]) => Promise<void>;
+  recordPrints?: (prints: TapeTrade[], opSeq: number) => Promise<void>;
 }
 
 /** Reason of the `venue.canceled` report of a resting order whose price is off a new tick. */
@@ -542,7 +543,7 @@ export class SimVenue implements VenuePort {
     // fsync a batch, not two in a row). A print is named by its capture index and replaced by it:
     // when the entry is lost with a crash, the replay resumes before it and writes the same rows again.
     const recorded = tx.prints.length
-      ? this.o.recordPrints!(tx.prints).catch((err: unknown) =>
+      ? this.o.recordPrints!(tx.prints, tx.seq).catch((err: unknown) =>
           this.o.log.error({ err, prints: tx.prints.length }, 'trade prints of the capture not recorded'),
         )
       : undefined;

@@ -4,7 +4,11 @@ import { validatorFor } from '../../api/validation.js';
 import { ErrorEnvelope } from '../../schemas/common.js';
 import { BalancesResponse, BookResponse, MarketsPage, PositionsPage } from '../../schemas/market.js';
 import { OpenOrdersPage, OrderResponse, OrderView } from '../../schemas/orders.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
+import type { SimVenue } from '../../engine/venue/sim-venue.js';
+import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
+import { poll } from './trading-kit.js';
 
 function expectSchema(schema: object, body: unknown): void {
   const v = validatorFor(schema);
@@ -340,5 +344,58 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
       'invalid_request',
       /not an outcome token/,
     );
+  });
+});
+
+describe("a user's orders while the venue's answer to an earlier one is still being written", () => {
+  it('the next order is checked and placed at once, against the funds the first reserved; both LIVE', async () => {
+    const store = new FaultyStore(await SqliteStore.open(null));
+    const svc = await startTestService({ store, env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000' } });
+    let journal: ReturnType<FaultyStore['hold']> | undefined;
+    try {
+      const headers = { 'x-partner-user-id': 'erin' };
+      await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'erin' } });
+      const markets = (await svc.call('GET', '/v2/trade/markets?limit=500')).body.markets;
+      const token = markets.find((m: any) => m.tick_size === '0.01').tokens[0].token_id;
+      await (svc.services.venue as SimVenue).whenWritten();
+      // the venue's next journal write (the first order's acceptance) waits: its answer cannot be recorded
+      journal = store.hold({ collections: ['venueJournal'] });
+      // $400 each, resting below the bid: the funds stay reserved
+      const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.05', size: '8000' };
+      const first = svc.call('POST', '/v2/trade/order', { body, headers });
+      await poll(
+        "the first order's journal write held",
+        async () => journal!.fired,
+        (n) => n === 1,
+      );
+      const second = svc.call('POST', '/v2/trade/order', { body, headers });
+      const balances = await poll(
+        'both orders reserved at the venue',
+        async () => (await svc.call('GET', '/v2/trade/balances', { headers })).body,
+        (b) => b.reserved === '800',
+      );
+      expect(balances).toMatchObject({ balance: '1000', reserved: '800', available: '200' });
+      // a third beyond what is left is refused up front, while the first two still wait
+      const third = await svc.call('POST', '/v2/trade/order', { body, headers });
+      expect(third).toMatchObject({
+        status: 422,
+        body: { error: 'INSUFFICIENT_BALANCE', message: 'this buy needs $400 pUSD; available $200' },
+      });
+      journal.release();
+      const answers = await Promise.all([first, second]);
+      for (const a of answers) {
+        expect(a.status, JSON.stringify(a.body)).toBe(200);
+        expectSchema(OrderResponse, a.body);
+        expect(a.body).toMatchObject({ status: 'LIVE', price: '0.05', size: '8000', filled_size: '0' });
+      }
+      const act = (await svc.call('GET', '/v2/trade/activity?limit=10', { headers })).body.activity;
+      expect(act.map((a: any) => [a.kind, a.status])).toEqual([
+        ['order', 'LIVE'],
+        ['order', 'LIVE'],
+      ]);
+    } finally {
+      journal?.release();
+      await svc.close();
+    }
   });
 });

@@ -374,19 +374,40 @@ describe("trade history: the capture's trade prints are anonymous tape rows", ()
       { kind: 'trade', atMs, tokenId, price: dec('0.43') },
       { kind: 'trade', atMs, tokenId, price: dec('0.44'), size: dec('2'), side: 'buy' },
     ]);
-    const rows = await (
-      await svc.services.store.collection<TapeTrade>(TRADES)
-    ).find({ tokenId, source: 'capture' }, { sort: { blockTimestamp: 1, logIndex: 1 } });
-    expect(rows).toMatchObject([
-      { side: 'SELL', price: '0.42', size: '12.5', notionalUsd: '5.25', maker: null, taker: null, feeUsd: '0' },
-      { side: 'BUY', price: '0.44', size: '2', notionalUsd: '0.88', maker: null, taker: null },
-    ]);
-    expect(rows[0]!.transactionHash).toBe(rows[1]!.transactionHash); // one venue operation
-    expect(rows[1]!.logIndex).toBe(rows[0]!.logIndex + 1);
-    expect(rows[0]).toMatchObject({
-      conditionId: capture.markets.at(-1)!.conditionId,
-      blockTimestamp: expect.any(Number),
+    const market = capture.markets.at(-1)!;
+    const outcome = market.tokens[0]!.outcome;
+    const tape = await svc.call('GET', `/v2/trade/trades?token_id=${tokenId}`);
+    expect(tape.status).toBe(200);
+    const [buy, sell] = tape.body.trades;
+    const common = { market_id: market.conditionId, token_id: tokenId, outcome, maker: null, taker: null };
+    expect(tape.body).toMatchObject({
+      trades: [
+        { ...common, side: 'BUY', price: '0.44', shares: '2', usdc_amount: '0.88', fee_usd: '0', source: 'capture' },
+        {
+          ...common,
+          side: 'SELL',
+          price: '0.42',
+          shares: '12.5',
+          usdc_amount: '5.25',
+          fee_usd: '0',
+          source: 'capture',
+        },
+      ],
+      next_cursor: null,
     });
+    expect(buy.transaction_hash).toBe(sell.transaction_hash); // one venue operation
+    expect(buy.log_index).toBe(sell.log_index + 1);
+    expect(buy.block_timestamp).toEqual(expect.any(Number));
     expect(venue.book(tokenId)?.lastTradePrice).toBe('0.44');
+
+    // stored without what follows from the rest (its token's market facts, the notional, no wallets
+    // nor fee, the trade id its _id, the hash its operation's); the tape's reads give it back whole
+    const stored = await (
+      await svc.services.store.collection(TRADES)
+    ).find({ tokenId, source: 'capture' }, { sort: { blockTimestamp: 1, logIndex: 1 } });
+    expect(stored.map((r) => Object.keys(r).sort())).toEqual(
+      Array(2).fill(['_id', 'atMs', 'blockTimestamp', 'logIndex', 'op', 'price', 'side', 'size', 'source', 'tokenId']),
+    );
+    expect(stored.map((r) => r._id)).toEqual([sell.trade_id, buy.trade_id]);
   });
 });

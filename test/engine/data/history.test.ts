@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { TradeHistory } from '../../../engine/data/history.js';
 import {
+  operationHash,
   TRADER_FILLS,
   TRADES,
   type CashMove,
@@ -165,5 +166,44 @@ describe('TradeHistory', () => {
       fromBlockTimestamp: 102,
     });
     expect(ids).toEqual(['T2', 'c2', 'T3', 'T3:taker']);
+  });
+
+  it('stores a capture print without what follows from its token and operation, and replays it whole', async () => {
+    store = await SqliteStore.open(null);
+    const history = await TradeHistory.open(store, (tokenId) =>
+      tokenId === 't1' ? { conditionId: '0xc', outcome: 'Yes' } : undefined,
+    );
+    const print = (id: string, logIndex: number): TapeTrade => ({
+      ...tape(id, 100, logIndex),
+      transactionHash: operationHash(7),
+      size: '3.5',
+      price: '0.41',
+      notionalUsd: '1.435',
+      maker: null,
+      taker: null,
+      source: 'capture',
+    });
+    const compact = print('capture:1', 0);
+    // a hash not the operation's is stored as it is
+    const otherHash = { ...print('capture:2', 1), transactionHash: HASH };
+    // what the lookup does not vouch for is stored whole: another token's market, an unknown token
+    const otherMarket = { ...print('capture:3', 2), conditionId: '0xd' };
+    const unknownToken = { ...print('capture:4', 3), tokenId: 't9' };
+    const all = [compact, otherHash, otherMarket, unknownToken];
+    const heard: RecordedBatch[] = [];
+    history.onRecorded((b) => heard.push(b));
+    await history.recordAlone({ trades: all, fills: [], cash: [] }, 7);
+    expect(heard[0]!.trades).toEqual(all);
+
+    const stored = await (await store.collection(TRADES)).find({}, { sort: { logIndex: 1 } });
+    const kept = { atMs: 100_000, tokenId: 't1', side: 'BUY', price: '0.41', size: '3.5', source: 'capture' };
+    expect(stored.slice(0, 2)).toEqual([
+      { _id: 'capture:1', blockTimestamp: 100, logIndex: 0, op: 7, ...kept },
+      { _id: 'capture:2', blockTimestamp: 100, logIndex: 1, transactionHash: HASH, ...kept },
+    ]);
+    expect(stored.slice(2)).toEqual([otherMarket, unknownToken]);
+    const replayed: TapeTrade[] = [];
+    await history.replay((b) => void replayed.push(...b.trades));
+    expect(replayed).toEqual(all);
   });
 });
