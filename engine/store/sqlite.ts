@@ -339,6 +339,18 @@ function mapped<R>(fn: () => R): R {
 type TxScope = { readonly id: number };
 
 /**
+ * The scope of the writes made through {@link SqliteStore.lazyCollection}: none of a transaction, a
+ * mark that the write asks for no commit of its own (see `Writer.write`).
+ */
+const LAZY: TxScope = Object.freeze({ id: 0 });
+
+/**
+ * How long a lazy write ({@link SqliteStore.lazyCollection}) waits at most for a commit of other writes
+ * to ride (ms); then it is committed by itself.
+ */
+const LAZY_COMMIT_MS = 250;
+
+/**
  * The syncs of a store on disk, made off the event loop: SQLite runs with `synchronous=OFF` on the
  * writing connection (a COMMIT only hands the WAL frames to the OS) and the writer fsyncs the WAL
  * itself (libuv's thread pool) before it answers the writes of a commit; checkpoints run on a
@@ -384,21 +396,26 @@ const CHECKPOINT_BYTES = 8 << 20;
 
 /**
  * WAL size, in multiples of the checkpoint size, past which a checkpoint holds the writes while it
- * runs (see {@link Writer.checkpoint}).
+ * runs (see {@link Writer.checkpoint}). Under a steady stream of commits nearly every hold is one
+ * cycle of the WAL, and each holds every write for a checkpoint's two fsyncs: at 2 (a hold every
+ * 16 MiB) the holds were the tail of bench:timers on disk.
  */
-const HELD_CHECKPOINT_FACTOR = 2;
-
-/**
- * Checkpoints that run beside the writes before one holds them, while the WAL is not started over
- * (see {@link Writer.checkpoint}).
- */
-const UNHELD_CHECKPOINTS = 2;
+const HELD_CHECKPOINT_FACTOR = 8;
 
 /**
  * Event-loop turns a batch waits at most for more writes while they keep arriving (see
  * `Writer.commitTurn`): in bench:orders a COMMIT then serves several orders instead of about two.
  */
 const BATCH_TURNS = 3;
+
+/**
+ * WAL fsyncs that may run at once (see `Writer.syncLoop`). A commit made while one runs starts its
+ * own instead of waiting for it to end: under another process's disk load an fsync takes tens of
+ * ms, and a batch then waited for most of one and then its own (the tail of bench:timers on disk).
+ * An fdatasync makes durable everything written before it started, so each batch still waits for
+ * one that started after its COMMIT.
+ */
+const SYNC_LANES = 2;
 
 /** Writes waiting for one commit: they resolve together once it is done. */
 interface Batch {
@@ -436,8 +453,10 @@ class Writer {
   failedAtMs = 0;
   /** Batches committed, waiting for the next fsync of the WAL to start. */
   private syncWaiters: Batch[] = [];
-  /** The loop of WAL fsyncs while one runs (resolves when no batch waits). */
-  private syncing: Promise<void> | null = null;
+  /** Loops of WAL fsyncs running ({@link syncLoop}), at most {@link SYNC_LANES}. */
+  private syncLanes = 0;
+  /** Their promises (each resolves when its loop found no batch waiting). */
+  private readonly syncLoops = new Set<Promise<void>>();
   /** COMMITs made so far (the group-commit test reads it). */
   commits = 0;
   /** Checkpoints made so far. */
@@ -446,8 +465,10 @@ class Writer {
   heldCheckpoints = 0;
   /** The checkpoint running on the worker, if any. */
   private checkpointing: Promise<void> | null = null;
-  /** Checkpoints made since the WAL was last started over. */
-  private checkpointsInCycle = 0;
+  /** WAL size past which the next checkpoint runs beside the writes (see {@link checkpoint}). */
+  private nextCheckpointBytes: number;
+  /** How long the writes were held for checkpoints in all (ms), and the longest once. */
+  heldMs = { total: 0, max: 0 };
   /** Whether the writes are held for a checkpoint (see {@link checkpoint}). */
   private holding = false;
   /** The transaction statements, prepared once (an `exec` parses its SQL on every call). */
@@ -466,6 +487,7 @@ class Writer {
     private readonly sync: DiskSync | null = null,
     private readonly checkpointBytes = CHECKPOINT_BYTES,
   ) {
+    this.nextCheckpointBytes = checkpointBytes;
     this.control = {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
@@ -499,17 +521,19 @@ class Writer {
   }
 
   /**
-   * Runs the synchronous write `op` in the current batch, as part of transaction `scope` when given.
-   * @returns its result once committed (inside a transaction: at once, the transaction commits).
+   * Runs the synchronous write `op` in the current batch, as part of transaction `scope` when given
+   * ({@link LAZY}: a lazy write, see {@link lazyCommit}).
+   * @returns its result once committed (inside a transaction, or lazy: at once).
    * @throws {Error} when `scope` is not the open transaction (it ended).
    */
   write<R>(op: () => R, scope: TxScope | null = null): Promise<R> {
-    if (scope !== null && scope !== this.current)
+    const lazy = scope === LAZY;
+    const tx = lazy ? null : scope;
+    if (tx !== null && tx !== this.current)
       return Promise.reject(new Error('store: a write through a transaction that has ended'));
-    if (this.current !== null && scope === null) {
-      return new Promise<R>((resolve, reject) => this.held.push(() => this.write(op).then(resolve, reject)));
+    if (this.current !== null && tx === null) {
+      return new Promise<R>((resolve, reject) => this.held.push(() => this.write(op, scope).then(resolve, reject)));
     }
-    const inScope = scope !== null;
     this.begin();
     let result: R;
     try {
@@ -518,7 +542,28 @@ class Writer {
       this.abortedBy(err);
       return Promise.reject(err);
     }
-    return inScope ? Promise.resolve(result) : this.committed().then(() => result);
+    if (lazy) this.lazyCommit();
+    return tx !== null || lazy ? Promise.resolve(result) : this.committed().then(() => result);
+  }
+
+  /** The pending commit of lazy writes that no other commit took along yet (see {@link lazyCommit}). */
+  private lazyTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * After a lazy write (one made with the scope {@link LAZY}, through
+   * {@link SqliteStore.lazyCollection}; answered once applied, before any commit): it asks for no
+   * commit of its own. It commits with the next batch of other writes, or by itself
+   * {@link LAZY_COMMIT_MS} later, with no fsync of its own (the next one of the WAL, or the
+   * checkpoint's, covers it). Until then every read sees it; a crash may lose it, and a failed
+   * commit undoes it (reported as every commit failure is, {@link failure}).
+   */
+  private lazyCommit(): void {
+    if (this.scheduled || this.lazyTimer !== null) return;
+    this.lazyTimer = setTimeout(() => {
+      this.lazyTimer = null;
+      if (!this.scheduled) this.flush();
+    }, LAZY_COMMIT_MS);
+    this.lazyTimer.unref();
   }
 
   /** BEGIN when no SQLite transaction is open. */
@@ -586,6 +631,10 @@ class Writer {
       this.flushWanted = true;
       return;
     }
+    if (this.lazyTimer !== null) {
+      clearTimeout(this.lazyTimer);
+      this.lazyTimer = null;
+    }
     const b = this.batch;
     this.batch = null;
     if (!this.db.inTransaction) {
@@ -614,8 +663,13 @@ class Writer {
       return;
     }
     if (b) this.syncWaiters.push(b);
-    // (the loop awaits before it ends, so it is never over before it is recorded here)
-    if (this.syncWaiters.length > 0 && this.syncing === null) this.syncing = this.syncLoop();
+    // (a loop counts itself out in the same turn as it finds no batch waiting: never one too many here)
+    if (this.syncWaiters.length > 0 && this.syncLanes < SYNC_LANES) {
+      this.syncLanes++;
+      const loop = this.syncLoop();
+      this.syncLoops.add(loop);
+      void loop.then(() => this.syncLoops.delete(loop));
+    }
     this.checkpoint();
   }
 
@@ -668,7 +722,8 @@ class Writer {
 
   /**
    * fsyncs the WAL until no committed batch waits, answering the batches committed before each
-   * fsync started once it is done (a batch committed meanwhile waits for the next one).
+   * fsync started once it is done (a batch committed meanwhile waits for the next one, in this loop
+   * or in another lane's: up to {@link SYNC_LANES} fsyncs run at once).
    */
   private async syncLoop(): Promise<void> {
     while (this.syncWaiters.length > 0) {
@@ -683,36 +738,46 @@ class Writer {
         for (const b of waiting) b.reject(err);
       }
     }
-    this.syncing = null;
+    this.syncLanes--;
   }
 
   /**
-   * Once the WAL is past the checkpoint size, copies it into the database file on the
+   * Each time the WAL has grown by the checkpoint size, copies it into the database file on the
    * checkpointer's connection in a worker thread ({@link DiskSync.checkpoint}: the WAL synced first,
    * the database file synced after, and only then may a write start the WAL over), while writes go
    * on. SQLite starts the WAL over only when a checkpoint copied all of it and no write began while
    * it ran; when one did, the WAL grows on (and an fsync of a growing file also commits its size),
-   * and the next checkpoint copies what came since. After {@link UNHELD_CHECKPOINTS} such, or past
-   * {@link HELD_CHECKPOINT_FACTOR} times the checkpoint size, every write is held (as a transaction
-   * scope holds them) until a checkpoint that starts after the running one, if any, has copied the
-   * little that is left; the next write then starts the WAL over, so the WAL stays bounded under
-   * any load.
+   * and the next checkpoint copies what came since. Past {@link HELD_CHECKPOINT_FACTOR} times the
+   * checkpoint size, every write is held (as a transaction scope holds them) until a checkpoint
+   * that starts after the running one, if any, has copied the little that is left; the next write
+   * then starts the WAL over, so the WAL stays bounded under any load.
    */
   private checkpoint(): void {
     const bytes = this.sync!.walBytes();
     if (bytes <= this.checkpointBytes) {
-      if (this.checkpointing === null) this.checkpointsInCycle = 0;
+      // started over (a reset WAL file is cut back to the checkpoint size)
+      if (this.checkpointing === null) this.nextCheckpointBytes = this.checkpointBytes;
       return;
     }
-    const hold = bytes > HELD_CHECKPOINT_FACTOR * this.checkpointBytes || this.checkpointsInCycle >= UNHELD_CHECKPOINTS;
+    const hold = bytes > HELD_CHECKPOINT_FACTOR * this.checkpointBytes;
     if (hold && this.current === null && !this.holding) {
       const scope: TxScope = { id: ++this.nextScope };
       this.current = scope;
       this.holding = true;
-      this.checkpointRun((this.checkpointing ?? Promise.resolve()).then(() => this.checkpointNow(scope)));
+      const heldAt = performance.now();
+      this.checkpointRun(
+        (this.checkpointing ?? Promise.resolve())
+          .then(() => this.checkpointNow(scope))
+          .finally(() => {
+            const ms = performance.now() - heldAt;
+            this.heldMs.total += ms;
+            this.heldMs.max = Math.max(this.heldMs.max, ms);
+          }),
+      );
       return;
     }
-    if (this.checkpointing !== null || hold) return;
+    if (this.checkpointing !== null || hold || bytes <= this.nextCheckpointBytes) return;
+    this.nextCheckpointBytes = bytes + this.checkpointBytes;
     this.checkpointRun(this.checkpointNow(null));
   }
 
@@ -733,7 +798,6 @@ class Writer {
     } catch (err) {
       this.failed(err);
     } finally {
-      this.checkpointsInCycle++;
       if (scope) {
         this.holding = false;
         if (this.current === scope) this.endScope();
@@ -796,7 +860,7 @@ class Writer {
   async drain(): Promise<void> {
     while (this.current !== null || this.scopes.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     this.flush();
-    while (this.syncing || this.checkpointing) await (this.syncing ?? this.checkpointing);
+    while (this.syncLanes > 0 || this.checkpointing) await (this.syncLoops.values().next().value ?? this.checkpointing);
   }
 }
 
@@ -1577,6 +1641,13 @@ export class SqliteStore implements Store {
       this.units.set(tx, scope);
       return fn(tx);
     });
+  }
+
+  /** {@inheritDoc Store.lazyCollection} */
+  lazyCollection<T extends Doc>(name: string): Collection<T> {
+    const c = this.collections.get(name);
+    if (!c) throw new Error(`store: collection ${name} was not opened`);
+    return c.within(LAZY) as unknown as Collection<T>;
   }
 
   /** When the import `id` (e.g. {@link NEDB_IMPORT}) was recorded in this database (epoch ms), or null. */
