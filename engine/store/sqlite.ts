@@ -2,7 +2,7 @@ import { fstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { DuplicateKeyError } from '../errors.js';
+import { DuplicateKeyError, errors, type DomainError } from '../errors.js';
 import { cjsDefault } from '../interop.js';
 import type { Logger } from '../logger.js';
 import { DATA_FILE_MODE, prepareDataDir } from './data-dir.js';
@@ -451,6 +451,18 @@ class Writer {
   failure: Error | null = null;
   /** When {@link failure} happened (epoch ms). */
   failedAtMs = 0;
+  /**
+   * The failed WAL fsync that stopped the store, if any: from then on every write and transaction is
+   * refused (and every batch not yet answered), until the service restarts. After a failed fsync the
+   * kernel may have dropped the WAL pages it could not write and report later fsyncs as successful;
+   * SQLite's WAL frames chain their checksums, so recovery stops at the first lost frame and every
+   * commit after it is gone too: answering those would promise what the disk does not hold. At the
+   * restart SQLite recovers the database from what reached the disk (PostgreSQL stops for the same
+   * reason).
+   */
+  broken: DomainError | null = null;
+  /** WAL fsyncs started and not yet answered, in the order they started (see {@link syncLoop}). */
+  private rounds: Array<{ batches: Batch[]; outcome: true | Error | null }> = [];
   /** Batches committed, waiting for the next fsync of the WAL to start. */
   private syncWaiters: Batch[] = [];
   /** Loops of WAL fsyncs running ({@link syncLoop}), at most {@link SYNC_LANES}. */
@@ -481,11 +493,13 @@ class Writer {
    * @param sync - the fsyncs of a store on disk; null in memory (a commit is done when COMMIT returns).
    * @param checkpointBytes - WAL size past which a commit is followed by a checkpoint (the size
    *   a reset WAL file is cut back to).
+   * @param onBroken - told once when a failed WAL fsync stops the store ({@link broken}).
    */
   constructor(
     private readonly db: Database,
     private readonly sync: DiskSync | null = null,
     private readonly checkpointBytes = CHECKPOINT_BYTES,
+    private readonly onBroken: (err: Error) => void = () => undefined,
   ) {
     this.nextCheckpointBytes = checkpointBytes;
     this.control = {
@@ -527,6 +541,7 @@ class Writer {
    * @throws {Error} when `scope` is not the open transaction (it ended).
    */
   write<R>(op: () => R, scope: TxScope | null = null): Promise<R> {
+    if (this.broken) return Promise.reject(this.broken);
     const lazy = scope === LAZY;
     const tx = lazy ? null : scope;
     if (tx !== null && tx !== this.current)
@@ -641,6 +656,11 @@ class Writer {
       b?.resolve();
       return;
     }
+    if (this.broken) {
+      this.control.rollback.run();
+      b?.reject(this.broken);
+      return;
+    }
     try {
       this.control.commit.run();
       this.commits++;
@@ -727,18 +747,45 @@ class Writer {
    */
   private async syncLoop(): Promise<void> {
     while (this.syncWaiters.length > 0) {
-      const waiting = this.syncWaiters;
+      const round: (typeof this.rounds)[number] = { batches: this.syncWaiters, outcome: null };
       this.syncWaiters = [];
+      this.rounds.push(round);
       try {
         await this.sync!.wal();
-        this.failure = null;
-        for (const b of waiting) b.resolve();
+        round.outcome = true;
       } catch (err) {
-        this.failed(err);
-        for (const b of waiting) b.reject(err);
+        round.outcome = err instanceof Error ? err : new Error(String(err));
       }
+      this.answerRounds();
     }
     this.syncLanes--;
+  }
+
+  /**
+   * Answers the fsyncs that ended, in the order they started: a batch is answered only once every
+   * batch committed before it is durable too (with two lanes, a later fsync can end first). A failed
+   * fsync stops the store ({@link broken}): its batches, and those of every fsync after it, are refused.
+   */
+  private answerRounds(): void {
+    while (this.rounds.length > 0 && this.rounds[0]!.outcome !== null) {
+      const round = this.rounds.shift()!;
+      const outcome = round.outcome!;
+      if (outcome !== true && this.broken === null) {
+        this.broken = errors.unavailable(
+          `store stopped: a WAL fsync failed (${outcome.message}); writes are refused until the service ` +
+            'restarts and SQLite recovers the database from what reached the disk (a write made just before ' +
+            'may or may not be there: retry it with the same Idempotency-Key after the restart)',
+          1,
+        );
+        this.failed(this.broken);
+        this.onBroken(this.broken);
+      }
+      if (this.broken !== null) for (const b of round.batches) b.reject(this.broken);
+      else {
+        this.failure = null;
+        for (const b of round.batches) b.resolve();
+      }
+    }
   }
 
   /**
@@ -809,6 +856,7 @@ class Writer {
    * Runs `fn` so that every write made with its scope commits together, or none does.
    */
   async transaction<R>(fn: (scope: TxScope) => Promise<R>): Promise<R> {
+    if (this.broken) throw this.broken;
     const scope: TxScope = { id: ++this.nextScope };
     if (this.current !== null) await new Promise<void>((start) => this.scopes.push({ scope, start }));
     else this.current = scope;
@@ -1417,7 +1465,7 @@ export class SqliteStore implements Store {
     private readonly files: SyncFiles | null = null,
     checkpointBytes?: number,
   ) {
-    this.writer = new Writer(db, files, checkpointBytes);
+    this.writer = new Writer(db, files, checkpointBytes, (err) => this.log?.error({ err }, err.message));
   }
 
   get location(): string {
@@ -1688,9 +1736,11 @@ export class SqliteStore implements Store {
   /**
    * The last commit or fsync failure, for 2 s after it happened or until a later commit succeeds,
    * or null. It lapses by itself so that the API's refusal of writes meanwhile (503) cannot keep
-   * the next commit, which would clear it, from ever being tried.
+   * the next commit, which would clear it, from ever being tried. After a failed WAL fsync (the
+   * store stopped until a restart) it stays.
    */
   writeFailure(): string | null {
+    if (this.writer.broken) return `sqlite: ${this.writer.broken.message}`;
     const f = this.writer.failure;
     return f && Date.now() - this.writer.failedAtMs < FAILURE_SHOWN_MS ? `sqlite: ${f.message}` : null;
   }

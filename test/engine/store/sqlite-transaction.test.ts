@@ -93,7 +93,7 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     await again.close();
   });
 
-  it('a commit made while a WAL fsync runs starts its own: answered without waiting for the slow one', async () => {
+  it("a commit made while a WAL fsync runs starts its own; the answers keep the commits' order", async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-lanes-'));
     dirs.push(dir);
     const store = await SqliteStore.open(dir);
@@ -103,9 +103,14 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     const proto = Object.getPrototypeOf(handle) as { datasync(this: unknown): Promise<void> };
     await handle.close();
     const datasync = proto.datasync;
-    let slowed = 0;
+    let started = 0;
+    let slowDone = false;
+    let startedDuringSlow = 0;
     const spy = vi.spyOn(proto, 'datasync').mockImplementation(async function (this: unknown) {
-      if (slowed++ === 0) await new Promise((r) => setTimeout(r, 400));
+      if (started++ === 0) {
+        await new Promise((r) => setTimeout(r, 400));
+        slowDone = true;
+      } else if (!slowDone) startedDuringSlow++;
       return datasync.call(this);
     });
     try {
@@ -114,10 +119,49 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
       await new Promise((r) => setTimeout(r, 20)); // committed, its fsync running
       const second = c.insertOne({ _id: 'b' }).then(() => answered.push('b'));
       await Promise.all([first, second]);
-      expect(answered).toEqual(['b', 'a']);
+      // the second fsync ran beside the slow one, and b was answered only once a (before it) was durable
+      expect(startedDuringSlow).toBe(1);
+      expect(answered).toEqual(['a', 'b']);
     } finally {
       spy.mockRestore();
     }
+    await store.close();
+  });
+
+  it('a failed WAL fsync stops the store: that batch and every later write refused until a restart', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-eio-'));
+    dirs.push(dir);
+    let store = await SqliteStore.open(dir);
+    let c = await store.collection<{ _id: string }>('docs');
+    await c.insertOne({ _id: 'kept' });
+    const handle = await fs.open(path.join(dir, 'store.sqlite'), 'r');
+    const proto = Object.getPrototypeOf(handle) as { datasync(this: unknown): Promise<void> };
+    await handle.close();
+    const spy = vi
+      .spyOn(proto, 'datasync')
+      .mockRejectedValueOnce(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+    try {
+      await expect(c.insertOne({ _id: 'lost' })).rejects.toThrow(/WAL fsync failed \(EIO/);
+      // the disk answers again, but what it dropped cannot be known: nothing more is acknowledged
+      await expect(c.insertOne({ _id: 'after' })).rejects.toThrow(/store stopped/);
+      await expect(store.transaction(async (tx) => tx.collection('docs').insertOne({ _id: 't' }))).rejects.toThrow(
+        /store stopped/,
+      );
+      const later = Date.now() + 60_000;
+      vi.spyOn(Date, 'now').mockReturnValue(later); // it does not lapse, unlike a failed commit
+      expect(store.writeFailure()).toMatch(/^sqlite: store stopped: a WAL fsync failed/);
+    } finally {
+      vi.restoreAllMocks();
+      spy.mockRestore();
+    }
+    await store.close();
+    store = await SqliteStore.open(dir);
+    c = await store.collection<{ _id: string }>('docs');
+    expect(store.writeFailure()).toBeNull();
+    expect(await c.findOne({ _id: 'kept' })).toEqual({ _id: 'kept' });
+    expect(await c.findOne({ _id: 'after' })).toBeNull();
+    await c.insertOne({ _id: 'again' });
+    expect(await c.findOne({ _id: 'again' })).toEqual({ _id: 'again' });
     await store.close();
   });
 
