@@ -387,6 +387,24 @@ export class ActorRepository {
     return doc ? { ...doc, view: {} } : null;
   }
 
+  /**
+   * The records of `ids` that exist, as stored (views not derived: the host restoring them), in one
+   * query: a read by key each up to a few ids on SQLite, one `$in` beyond.
+   */
+  async getStoredMany(ids: string[]): Promise<ActorRecord[]> {
+    if (ids.length === 0) return [];
+    const docs =
+      ids.length === 1
+        ? [await this.c.findOne({ _id: ids[0] })].filter((d) => d !== null)
+        : await this.c.find({ _id: { $in: ids } });
+    return docs.map((d) => {
+      // the record read, its view added last (no copy: it is this read's own object)
+      const r = d as ActorRecord;
+      r.view = {};
+      return r;
+    });
+  }
+
   /** Every actor to bring back at start-up: not final, not quarantined (views not derived: the host restores them). */
   async findRestorable(): Promise<ActorRecord[]> {
     return (await this.c.find({ final: false, quarantine: null }, { sort: { createdAtMs: 1 } })).map((d) => ({
