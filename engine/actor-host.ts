@@ -1414,15 +1414,22 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /**
    * Brings the stored actors among `ids` that are not in memory (passivated ones) back to life,
    * as a step would: those not final, not quarantined, whose machine is registered (the others
-   * stay out: a batch's plan sees no snapshot for them). Reads them one by one.
+   * stay out: a batch's plan sees no snapshot for them). Reads them in one query, and loads them
+   * in the order of `ids`.
    * @returns the actors loaded.
    */
   private async loadStored(ids: Iterable<string>): Promise<Live[]> {
+    const missing: string[] = [];
+    for (const id of ids) if (!this.live.has(id)) missing.push(id);
+    if (missing.length === 0) return [];
+    const records = new Map<string, ActorRecord>();
+    for (const r of await this.repo.getStoredMany(missing)) records.set(r._id, r);
     const out: Live[] = [];
-    for (const id of ids) {
-      if (this.live.has(id)) continue;
-      const record = await this.repo.getStored(id);
-      if (!record || record.final || record.quarantine || !this.defs.has(record.machineId)) continue;
+    for (const id of missing) {
+      const record = records.get(id);
+      // one loaded meanwhile (a step of its own while the read was awaited) is live already
+      if (!record || this.live.has(id)) continue;
+      if (record.final || record.quarantine || !this.defs.has(record.machineId)) continue;
       const live = await this.load(record);
       if (live) out.push(live);
     }

@@ -152,9 +152,15 @@ interface Where {
   params: SqlValue[];
 }
 
-/** `e = v` for a filter value without operators (null: missing or null, as MongoDB matches it). */
+/**
+ * `e = v` for a filter value without operators (null: missing or null, as MongoDB matches it). A
+ * boolean is written as its literal (1 / 0, as {@link param} binds it), not a parameter: a partial
+ * index on a boolean (`WHERE e = 0`, {@link indexSql}) then serves the statement whatever it is
+ * bound to, without SQLite preparing it again at each new binding to compare the value.
+ */
 function equals(field: string, v: unknown, params: SqlValue[], columns: Columns): string {
   if (v === null || v === undefined) return `${fieldSql(field, columns)} IS NULL`;
+  if (typeof v === 'boolean') return `${fieldSql(field, columns)} = ${v ? 1 : 0}`;
   params.push(param(v));
   return `${fieldSql(field, columns)} = ?`;
 }
@@ -257,26 +263,27 @@ export function whereOf(filter: Filter, columns: Columns = NO_COLUMNS): Where {
 
 /**
  * The shape of a filter of plain equalities (every value a string, number, boolean or bigint; no
- * operator, no null): its field names in order, which alone decide its SQL (`field = ?` each, see
- * {@link whereOf}); null for any other filter. The hot paths (an actor's update by id and
- * revision, a user by partner and id) come in a few such shapes, whose SQL is then built once
- * ({@link Table.statementFor}).
+ * operator, no null): its field names in order and its booleans' values, which alone decide its
+ * SQL (`field = ?` each, a boolean's literal, see {@link whereOf}); null for any other filter. The
+ * hot paths (an actor's update by id and revision, a user by partner and id) come in a few such
+ * shapes, whose SQL is then built once ({@link Table.statementFor}).
  */
 function plainShape(filter: Filter): string | null {
   let shape = '';
   for (const k in filter) {
     if (k.charCodeAt(0) === 36 /* $ */) return null;
     const t = typeof filter[k];
-    if (t !== 'string' && t !== 'number' && t !== 'boolean' && t !== 'bigint') return null;
-    shape += `${k}\u0000`;
+    if (t === 'boolean') shape += `${k}=${filter[k] ? 1 : 0}\u0000`;
+    else if (t !== 'string' && t !== 'number' && t !== 'bigint') return null;
+    else shape += `${k}\u0000`;
   }
   return shape;
 }
 
-/** The parameters of a filter of {@link plainShape} (its values, in its order). */
+/** The parameters of a filter of {@link plainShape} (its values but the booleans, in its order). */
 function plainParams(filter: Filter): SqlValue[] {
   const params: SqlValue[] = [];
-  for (const k in filter) params.push(param(filter[k]));
+  for (const k in filter) if (typeof filter[k] !== 'boolean') params.push(param(filter[k]));
   return params;
 }
 
