@@ -185,6 +185,9 @@ async function latency(): Promise<void> {
     );
     const done = (xs: number[]) => xs.filter((x) => !Number.isNaN(x));
     console.log(`  leader fill → all copies accepted by the venue (issue's measure): ${fmt(done(fillsAccepted))}`);
+    console.log(
+      `    the first leader fill ${fillsAccepted[0]?.toFixed(1)} ms; the others ${fmt(done(fillsAccepted.slice(1)))}`,
+    );
     console.log(`  leader fill → one copy accepted by the venue: ${fmt(perCopyAccepted)}`);
     console.log(`  leader fill → all copies' answers recorded on their orders (stricter): ${fmt(done(fills))}`);
     console.log(`  leader fill → one copy's answer recorded: ${fmt(perCopy)}`);

@@ -38,3 +38,17 @@ export function writtenBytes(pid: number): number | null {
     return null;
   }
 }
+
+/**
+ * Bytes handed to `write` so far (`wchar` of /proc/<scope>/io, Linux; 0 elsewhere): by the whole
+ * process (`self`) or by the calling thread alone (`thread-self`). On a SQLite store on disk the
+ * main thread writes the WAL frames of the commits, and the checkpointer's worker thread the copies
+ * into the database file.
+ */
+export function charsWritten(scope: 'self' | 'thread-self' = 'self'): number {
+  try {
+    return Number(/^wchar: (\d+)$/m.exec(readFileSync(`/proc/${scope}/io`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}

@@ -3,14 +3,16 @@
  * use (actor host → `TimerService` → Agenda 6 over the store-port backend, `SCHEDULER_POLL_MS` at its
  * default), due spread evenly over 60 s, and records each delivery. Prints:
  * - lateness at the scheduler's sink (delivery time − due time): p50 / p99 / max;
- * - lateness at the actor (its `timer.fired` transition persisted and its action run);
+ * - lateness at the actor (its `timer.fired` transition persisted and its action run), and the time
+ *   from the sink to the actor (the step, its commit and the WAL fsync: what the store adds);
  * - the same for a plain `setTimeout` per timer at the same due times: the floor this process's
  *   event loop gets (on a shared machine, mostly other processes' CPU use);
  * - delivered, lost (not delivered within a grace period after the last due time) and fired twice;
  * - whether the goal is met: p99 < 50 ms at the sink, 0 lost, 0 fired twice; and the target on
  *   disk: p99 < 15 ms at the actor;
- * - on SQLite, the store's commits per timer while firing and its checkpoints (those that held the
- *   writes among them).
+ * - on SQLite, the store's commits per timer while firing, the bytes a timer written into the WAL
+ *   and by the checkpoints into the database file, and the checkpoints (those that held the writes
+ *   among them, and how long they held them).
  *
  * Each timer belongs to its own tiny actor (one deadline, final on `timer.fired`), created through
  * `ActorHost.create`, which persists it and arms the deadline from `context.deadlines`. Arming runs
@@ -39,6 +41,7 @@ import { TimerService, type TimerData } from '../engine/scheduler/timers.js';
 import { ActorRepository } from '../engine/store/actors.js';
 import { openStore } from '../engine/store/index.js';
 import { SqliteStore } from '../engine/store/sqlite.js';
+import { charsWritten } from './proc.js';
 
 const TIMERS = Number(process.env.BENCH_TIMERS ?? 10_000);
 const SPAN_S = Number(process.env.BENCH_SPAN_S ?? 60);
@@ -122,17 +125,19 @@ const handled = () => {
   return n;
 };
 function report() {
-  const sink = [], actor = [];
+  const sink = [], actor = [], step = [];
   let lost = 0, twice = 0, early = 0;
   for (let i = 0; i < w.n; i++) {
     const s = Atomics.load(counts, i * 2), a = Atomics.load(counts, i * 2 + 1), due = times[i * 3];
     if (s > 0) { sink.push(times[i * 3 + 1] - due); if (times[i * 3 + 1] < due) early++; }
     if (a > 0) actor.push(times[i * 3 + 2] - due); else lost++;
+    if (s > 0 && a > 0) step.push(times[i * 3 + 2] - times[i * 3 + 1]);
     if (s > 1 || a > 1) twice++;
   }
   const wallS = (now() - w.startMs) / 1000;
   out(figures('lateness at the scheduler sink (delivery − due)', sink));
   out(figures('lateness at the actor (timer.fired persisted, action run)', actor));
+  out(figures('  of which the step (actor − sink: the step, its commit and fsync)', step));
   const floor = [];
   for (let i = 0; i < w.n; i++) if (control[i] > 0) floor.push(control[i] - times[i * 3]);
   out(figures('floor: a plain setTimeout at the same due times', floor));
@@ -226,6 +231,9 @@ async function main(): Promise<void> {
     const commits0 = writer?.commits ?? 0;
     const checkpoints0 = writer?.checkpoints ?? 0;
     const held0 = writer?.heldCheckpoints ?? 0;
+    const heldMs0 = writer?.heldMs.total ?? 0;
+    const written0 = charsWritten();
+    const walWritten0 = charsWritten('thread-self');
     const watchdog = new Worker(WATCHDOG, {
       eval: true,
       workerData: {
@@ -244,11 +252,17 @@ async function main(): Promise<void> {
       watchdog.once('error', reject);
     });
     await watchdog.terminate();
-    if (writer)
+    if (writer) {
+      // the main thread writes the WAL; the checkpointer's worker the copies into the database file
+      const walKiB = (charsWritten('thread-self') - walWritten0) / 1024 / TIMERS;
+      const allKiB = (charsWritten() - written0) / 1024 / TIMERS;
       console.log(
         `store while firing: ${((writer.commits - commits0) / TIMERS).toFixed(2)} commits per timer, ` +
-          `${writer.checkpoints - checkpoints0} checkpoints (${writer.heldCheckpoints - held0} holding the writes)`,
+          `${walKiB.toFixed(1)} KiB a timer into the WAL, ${(allKiB - walKiB).toFixed(1)} KiB by checkpoints, ` +
+          `${writer.checkpoints - checkpoints0} checkpoints (${writer.heldCheckpoints - held0} holding the writes, ` +
+          `${(writer.heldMs.total - heldMs0).toFixed(0)} ms in all, the longest ${writer.heldMs.max.toFixed(0)} ms)`,
       );
+    }
   } finally {
     await timers.drain(5_000);
     await store.close();

@@ -872,8 +872,9 @@ export function storedSnapshotJson(
   if (!form) return persistedSnapshotJson(def.logic, snapshot, def.plainContext);
   for (const _ in children) return persistedSnapshotJson(def.logic, snapshot);
   const plan = planOf(form);
-  if (form.fields) return positionalSnapshotJson(def.logic, plan, form.fields, snapshot, ids);
-  const packed = packContext(plan, snapshot.context as Record<string, unknown>, ids);
+  const plain = def.plainContext === true;
+  if (form.fields) return positionalSnapshotJson(def.logic, plan, form.fields, snapshot, ids, plain);
+  const packed = packContext(plan, snapshot.context as Record<string, unknown>, ids, plain);
   if (packed === null) return persistedSnapshotJson(def.logic, snapshot);
   const out: Record<string, unknown> = { form: form.version };
   if (snapshot.status !== 'active') out.status = snapshot.status;
@@ -951,21 +952,26 @@ function derives(
   }
 }
 
-/** The snapshot in positional form `form` (see {@link SnapshotForm}), or XState's when its context does not fit. */
+/**
+ * The snapshot in positional form `form` (see {@link SnapshotForm}), or XState's when its context does not fit.
+ * @param plain - the context holds no actor reference ({@link ActorDefinition.plainContext}): not walked.
+ */
 function positionalSnapshotJson(
   logic: AnyStateMachine,
   plan: FormPlan,
   fields: NonNullable<SnapshotForm['fields']>,
   snapshot: AnyMachineSnapshot,
   ids: RecordIds,
+  plain = false,
 ): string {
   const context = snapshot.context as Record<string, unknown>;
-  const packed = packContext(plan, context, ids);
+  const packed = packContext(plan, context, ids, plain);
   if (packed === null) return persistedSnapshotJson(logic, snapshot);
   const out: unknown[] = [plan.version, snapshot.value];
   for (let i = 0; i < fields.length; i++) {
     const f = fields[i]!;
-    const v = persistValue(context[typeof f === 'string' ? f : f.key]);
+    const raw = context[typeof f === 'string' ? f : f.key];
+    const v = plain ? raw : persistValue(raw);
     const slot = v === undefined || typeof f === 'string' ? v : f.encode(v, ids, context);
     if (slot === undefined) return persistedSnapshotJson(logic, snapshot);
     out.push(slot);
@@ -1037,7 +1043,12 @@ function unpackPositional(
  * XState persists it ({@link persistValue}), or null when it lacks (or holds `undefined` in) a
  * field the form names: then it is stored in XState's form, so the round trip stays exact.
  */
-function packContext(plan: FormPlan, context: Record<string, unknown>, ids: RecordIds): Record<string, unknown> | null {
+function packContext(
+  plan: FormPlan,
+  context: Record<string, unknown>,
+  ids: RecordIds,
+  plain = false,
+): Record<string, unknown> | null {
   const defaultKeys = plan.defaultKeys;
   for (let i = 0; i < defaultKeys.length; i++) if (context[defaultKeys[i]!] === undefined) return null;
   const derivedKeys = plan.derivedKeys;
@@ -1054,7 +1065,7 @@ function packContext(plan: FormPlan, context: Record<string, unknown>, ids: Reco
         if (derives(role.derive, v, context, ids)) continue;
       } else if (v === role.value || sameJson(v, role.value)) continue;
     }
-    packed[k] = persistValue(v);
+    packed[k] = plain ? v : persistValue(v);
   }
   return packed;
 }
@@ -1403,15 +1414,22 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   /**
    * Brings the stored actors among `ids` that are not in memory (passivated ones) back to life,
    * as a step would: those not final, not quarantined, whose machine is registered (the others
-   * stay out: a batch's plan sees no snapshot for them). Reads them one by one.
+   * stay out: a batch's plan sees no snapshot for them). Reads them in one query, and loads them
+   * in the order of `ids`.
    * @returns the actors loaded.
    */
   private async loadStored(ids: Iterable<string>): Promise<Live[]> {
+    const missing: string[] = [];
+    for (const id of ids) if (!this.live.has(id)) missing.push(id);
+    if (missing.length === 0) return [];
+    const records = new Map<string, ActorRecord>();
+    for (const r of await this.repo.getStoredMany(missing)) records.set(r._id, r);
     const out: Live[] = [];
-    for (const id of ids) {
-      if (this.live.has(id)) continue;
-      const record = await this.repo.getStored(id);
-      if (!record || record.final || record.quarantine || !this.defs.has(record.machineId)) continue;
+    for (const id of missing) {
+      const record = records.get(id);
+      // one loaded meanwhile (a step of its own while the read was awaited) is live already
+      if (!record || this.live.has(id)) continue;
+      if (record.final || record.quarantine || !this.defs.has(record.machineId)) continue;
       const live = await this.load(record);
       if (live) out.push(live);
     }

@@ -60,6 +60,7 @@
  * position's portion, each level once per position, none while a copy works on that token.
  */
 import { assign, setup } from 'xstate';
+import type { FieldCodec, RecordIds, SnapshotForm } from '../engine/actor-host.js';
 import { dec, Dec, str, ZERO } from '../engine/decimal.js';
 import {
   decideCopy,
@@ -268,7 +269,13 @@ const afterMark = (w: CopytradeContext['watermark'], f: LeaderFill) =>
 
 /** Whether `f`, at or before the watermark, is within the reorder window and not in `recent`. */
 const unseenInWindow = (c: Dedup, f: LeaderFill) =>
-  f.blockTimestamp >= c.watermark!.blockTimestamp - REORDER_SECONDS && !c.recent.some(([k]) => k === f.key);
+  f.blockTimestamp >= c.watermark!.blockTimestamp - REORDER_SECONDS && !inRecent(c.recent, f.key);
+
+/** Whether `recent` holds fill `key` (a plain loop: it runs for every subscription a fill reaches). */
+function inRecent(recent: CopytradeContext['recent'], key: string): boolean {
+  for (let i = 0; i < recent.length; i++) if (recent[i]![0] === key) return true;
+  return false;
+}
 
 /**
  * Whether only the store can tell if `f` was handled (see the header): a fill of the subscription's
@@ -299,15 +306,16 @@ function handled(c: Pick<CopytradeContext, 'watermark' | 'recent' | 'recentCappe
     ? { blockTimestamp: f.blockTimestamp, logIndex: f.logIndex }
     : c.watermark!;
   const from = watermark.blockTimestamp - REORDER_SECONDS;
-  let recent: [string, number][] = [...c.recent.filter(([, b]) => b >= from), [f.key, f.blockTimestamp]];
   let capped = c.recentCapped ?? null;
   if (capped !== null && capped < from) capped = null;
-  if (recent.length > RECENT_FILLS) {
-    const out = recent.length - RECENT_FILLS;
-    for (let i = 0; i < out; i++) capped = Math.max(capped ?? -Infinity, recent[i]![1]);
-    recent = recent.slice(out);
-  }
-  return { watermark, recent, recentCapped: capped };
+  // the entries kept, oldest first, then `f`: those within the window, at most RECENT_FILLS (one loop, no copies)
+  const kept: [string, number][] = [];
+  for (let i = 0; i < c.recent.length; i++) if (c.recent[i]![1] >= from) kept.push(c.recent[i]!);
+  kept.push([f.key, f.blockTimestamp]);
+  const out = kept.length - RECENT_FILLS;
+  if (out <= 0) return { watermark, recent: kept, recentCapped: capped };
+  for (let i = 0; i < out; i++) capped = Math.max(capped ?? -Infinity, kept[i]![1]);
+  return { watermark, recent: kept.slice(out), recentCapped: capped };
 }
 
 /** The end deadline of settings: `copy_end_date` in epoch ms, when set. */
@@ -851,3 +859,351 @@ export const COPYTRADE_STATUS = {
   ended: 'ENDED',
   deleted: 'DELETED',
 } as const satisfies Record<string, string>;
+
+/** Version of the stored form of subscription snapshots ({@link COPYTRADE_SNAPSHOT_FORM}). */
+export const COPYTRADE_FORM_VERSION = 1;
+
+/**
+ * The settings' keys in the order a subscription's settings hold them (engine/copytrade/requests.ts
+ * builds them so), each with the value the stored form leaves it out at (`undefined`: always
+ * stored). Frozen with the form's version: a change needs a new version.
+ */
+const SETTINGS_DEFAULTS: ReadonlyArray<readonly [key: string, value: unknown]> = Object.freeze([
+  ['leader_username', null],
+  ['buy_enabled', true],
+  ['sell_enabled', true],
+  ['buy_min_for_percent', false],
+  ['buy_min_trade_size', null],
+  ['buy_max_trade_size', null],
+  ['buy_time_in_force', 'GTC'],
+  ['sell_size_value', null],
+  ['market_ids_include', []],
+  ['market_ids_exclude', []],
+  ['tags_include', []],
+  ['tags_exclude', []],
+  ['is_simulation', false],
+  ['copy_start_date', null],
+  ['copy_end_date', null],
+  ['take_profit_levels', []],
+  ['stop_loss_levels', []],
+  ['close_at_price_cents', null],
+  ['max_hold_seconds', null],
+  ['leader_address', undefined],
+  ['buy_order_type', 'ALL'],
+  ['buy_size_mode', undefined],
+  ['buy_size_value', undefined],
+  ['buy_insufficient_usdc_action', 'BUY_MAX'],
+  ['sell_order_type', 'ALL'],
+  ['sell_size_mode', undefined],
+  ['sell_insufficient_shares_action', 'SELL_MAX'],
+] as const);
+
+/** Whether `v` is an empty array (the only array default of the settings). */
+const isEmptyArray = (v: unknown) => Array.isArray(v) && v.length === 0;
+
+/**
+ * `settings` in the settings slot: an object of the keys whose value is not their default, when the
+ * settings hold exactly the keys of {@link SETTINGS_DEFAULTS} in that order; else `[settings]` as they are.
+ */
+const SETTINGS_CODEC: FieldCodec = Object.freeze({
+  key: 'settings',
+  encode(v: unknown): unknown {
+    const s = v as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    let i = 0;
+    for (const k in s) {
+      const d = SETTINGS_DEFAULTS[i++];
+      if (d === undefined || d[0] !== k) return [s];
+      const x = s[k];
+      if (x === undefined) return [s];
+      if (x === d[1] || (isEmptyArray(d[1]) && isEmptyArray(x))) continue;
+      out[k] = x;
+    }
+    return i === SETTINGS_DEFAULTS.length ? out : [s];
+  },
+  decode(stored: unknown): unknown {
+    if (Array.isArray(stored)) return stored[0];
+    const o = stored as Record<string, unknown>;
+    const s: Record<string, unknown> = {};
+    for (const [k, d] of SETTINGS_DEFAULTS) s[k] = k in o ? o[k] : isEmptyArray(d) ? [] : d;
+    return s;
+  },
+});
+
+/** The keys of a history row, in the order {@link row} makes them. */
+const ROW_KEYS = [
+  'copytradeId',
+  'userId',
+  'atMs',
+  'isSimulation',
+  'fill',
+  'reason',
+  'detail',
+  'orderId',
+  'order',
+  'pnlUsd',
+  '_id',
+  'kind',
+] as const;
+
+/** Whether `o` holds exactly `keys`, in that order, none `undefined`. */
+function keysAre(o: unknown, keys: readonly string[]): o is Record<string, unknown> {
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) return false;
+  let i = 0;
+  for (const k in o) if (keys[i++] !== k || (o as Record<string, unknown>)[k] === undefined) return false;
+  return i === keys.length;
+}
+
+/** The keys of a leader fill, in the order `leaderFillOf` (engine/copytrade/service.ts) makes them. */
+const FILL_KEYS = [
+  'key',
+  'transactionHash',
+  'logIndex',
+  'blockTimestamp',
+  'atMs',
+  'conditionId',
+  'tokenId',
+  'outcome',
+  'side',
+  'role',
+  'price',
+  'size',
+  'notionalUsd',
+] as const;
+
+/**
+ * A history row's fill in the `pending` slot: its values after `key` (an array) when it holds
+ * exactly {@link FILL_KEYS} in that order and `key` is `<transactionHash>:<logIndex>`; else as it is.
+ */
+function packFill(f: unknown): unknown {
+  if (!keysAre(f, FILL_KEYS)) return f;
+  const x = f as unknown as LeaderFill;
+  if (x.key !== `${x.transactionHash}:${x.logIndex}`) return f;
+  return [
+    x.transactionHash,
+    x.logIndex,
+    x.blockTimestamp,
+    x.atMs,
+    x.conditionId,
+    x.tokenId,
+    x.outcome,
+    x.side,
+    x.role,
+    x.price,
+    x.size,
+    x.notionalUsd,
+  ];
+}
+
+/** A fill of the `pending` slot read back ({@link packFill}). */
+function unpackFill(v: unknown): LeaderFill | null {
+  if (!Array.isArray(v)) return v as LeaderFill | null;
+  const x = v as unknown[];
+  return {
+    key: `${x[0] as string}:${x[1] as number}`,
+    transactionHash: x[0] as string,
+    logIndex: x[1] as number,
+    blockTimestamp: x[2] as number,
+    atMs: x[3] as number,
+    conditionId: x[4] as string,
+    tokenId: x[5] as string,
+    outcome: x[6] as string,
+    side: x[7] as LeaderFill['side'],
+    role: x[8] as LeaderFill['role'],
+    price: x[9] as string,
+    size: x[10] as string,
+    notionalUsd: x[11] as string,
+  };
+}
+
+/**
+ * The `pending` slot: each row as `[_id, kind, atMs, fill, reason, detail, orderId, order, pnlUsd]`
+ * when it is of this subscription as {@link row} makes it (its subscription, user and simulation flag
+ * the context's), its fill as {@link packFill} gives it, `_id` and `orderId` as 0 when they are the
+ * ones the fill gives ({@link historyId}, {@link copyOrderId}); any other row as it is (an object).
+ */
+const PENDING_CODEC: FieldCodec = Object.freeze({
+  key: 'pending',
+  encode(v: unknown, ids: RecordIds, c?: Readonly<Record<string, unknown>>): unknown {
+    const simulation = (c?.settings as CopySettings | undefined)?.is_simulation;
+    return (v as unknown[]).map((r) => {
+      if (!keysAre(r, ROW_KEYS) || r.copytradeId !== ids._id || r.userId !== ids.ownerUserId) return r;
+      if (r.isSimulation !== simulation) return r;
+      const key = (r.fill as LeaderFill | null)?.key;
+      const id = key !== undefined && r._id === historyId(ids._id, key) ? 0 : r._id;
+      const orderId = key !== undefined && r.orderId === copyOrderId(ids._id, key) ? 0 : r.orderId;
+      return [id, r.kind, r.atMs, packFill(r.fill), r.reason, r.detail, orderId, r.order, r.pnlUsd];
+    });
+  },
+  decode(stored: unknown, ids: RecordIds, c?: Readonly<Record<string, unknown>>): unknown {
+    const simulation = (c?.settings as CopySettings | undefined)?.is_simulation;
+    return (stored as unknown[]).map((x) => {
+      if (!Array.isArray(x)) return x;
+      const [id, kind, atMs, packed, reason, detail, orderId, order, pnlUsd] = x as [
+        string | 0,
+        string,
+        number,
+        unknown,
+        unknown,
+        unknown,
+        string | null | 0,
+        unknown,
+        unknown,
+      ];
+      const fill = unpackFill(packed);
+      return {
+        copytradeId: ids._id,
+        userId: ids.ownerUserId,
+        atMs,
+        isSimulation: simulation,
+        fill,
+        reason,
+        detail,
+        orderId: orderId === 0 ? copyOrderId(ids._id, fill!.key) : orderId,
+        order,
+        pnlUsd,
+        _id: id === 0 ? historyId(ids._id, fill!.key) : id,
+        kind,
+      };
+    });
+  },
+});
+
+/** The keys of a working copy of a leader fill, in the order `handleFill` makes them. */
+const COPY_KEYS = [
+  'orderId',
+  'entryId',
+  'side',
+  'tokenId',
+  'order',
+  'fill',
+  'reported',
+  'filledSize',
+  'matchedAmount',
+] as const;
+
+/**
+ * The `working` slot (after `pending`): a copy of a leader fill whose history row is still in
+ * `pending` (its decision's step and the next ones until its order reports) as `[i, reported,
+ * filledSize, matchedAmount]`, `i` the row's index there, its ids, side, token, order and fill the
+ * row's; any other copy as it is (an object).
+ */
+const WORKING_CODEC: FieldCodec = Object.freeze({
+  key: 'working',
+  encode(v: unknown, ids: RecordIds, c?: Readonly<Record<string, unknown>>): unknown {
+    const pending = (c?.pending ?? []) as CopyHistoryEntry[];
+    return (v as WorkingCopy[]).map((w) => {
+      if (!keysAre(w, COPY_KEYS) || w.fill === undefined) return w;
+      const i = pending.findIndex((r) => r._id === w.entryId);
+      const r = pending[i];
+      if (r === undefined || r.kind !== 'copy' || r.orderId !== w.orderId || r.fill === null) return w;
+      if (w.entryId !== historyId(ids._id, w.fill.key)) return w;
+      if (w.side !== w.order.side || w.tokenId !== w.order.tokenId) return w;
+      if (!jsonEqual(r.fill, w.fill) || !jsonEqual(r.order, w.order)) return w;
+      return [i, w.reported, w.filledSize, w.matchedAmount];
+    });
+  },
+  decode(stored: unknown, _ids: RecordIds, c?: Readonly<Record<string, unknown>>): unknown {
+    const pending = (c?.pending ?? []) as CopyHistoryEntry[];
+    return (stored as unknown[]).map((x) => {
+      if (!Array.isArray(x)) return x;
+      const [i, reported, filledSize, matchedAmount] = x as [number, boolean, string, string];
+      const r = pending[i]!;
+      const order = r.order!;
+      return {
+        orderId: r.orderId!,
+        entryId: r._id,
+        side: order.side,
+        tokenId: order.tokenId,
+        order,
+        fill: r.fill!,
+        reported,
+        filledSize,
+        matchedAmount,
+      } satisfies WorkingCopy;
+    });
+  },
+});
+
+/**
+ * The `recent` slot: `[block, key, key, …, block, key, …]`, each block (a number) the block of the
+ * keys after it, each key without its `0x` (about 60 % of the entries' characters), when every key
+ * starts with `0x` and every block is an integer; else `{recent}` as it is.
+ */
+const RECENT_CODEC: FieldCodec = Object.freeze({
+  key: 'recent',
+  encode(v: unknown): unknown {
+    const recent = v as [string, number][];
+    const out: (string | number)[] = [];
+    let block: number | null = null;
+    for (const [key, b] of recent) {
+      if (!key.startsWith('0x') || !Number.isInteger(b)) return { recent };
+      if (b !== block) out.push((block = b));
+      out.push(key.slice(2));
+    }
+    return out;
+  },
+  decode(stored: unknown): unknown {
+    if (!Array.isArray(stored)) return (stored as { recent: unknown }).recent;
+    const recent: [string, number][] = [];
+    let block = 0;
+    for (const x of stored as (string | number)[]) {
+      if (typeof x === 'number') block = x;
+      else recent.push(['0x' + x, block]);
+    }
+    return recent;
+  },
+});
+
+/** Whether JSON values `a` and `b` are equal (the same object, most often: a copy and its row share them). */
+function jsonEqual(a: unknown, b: unknown): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Context fields at the value the stored form leaves them out at (frozen with the form's version). */
+function copytradeContextDefaults(): Record<string, unknown> {
+  return {
+    initialStatus: 'ACTIVE',
+    recentCapped: null,
+    placing: null,
+    copies: 0,
+    skipped: {},
+    spentUsd: '0',
+    realizedPnl: '0',
+    positions: {},
+    paperRows: 0,
+    deadlines: {},
+    exitSeq: 0,
+  };
+}
+
+/**
+ * The compact stored form of subscription snapshots (engine/actor-host.ts {@link SnapshotForm},
+ * positional): the settings without their defaults ({@link SETTINGS_CODEC}), the dedup window's
+ * fills grouped by block ({@link RECENT_CODEC}), the history rows without what the context says
+ * ({@link PENDING_CODEC}), a copy just decided as a reference to its
+ * row ({@link WORKING_CODEC}), the ids the record holds (`id`, `userId`, `createdAtMs`) and an
+ * untouched paper account left out. A subscription that has just decided a copy is stored in about
+ * half the characters of XState's form. Snapshots stored in XState's form (every subscription
+ * before this form) are read as they are.
+ */
+export const COPYTRADE_SNAPSHOT_FORM: SnapshotForm = Object.freeze({
+  version: COPYTRADE_FORM_VERSION,
+  defaults: Object.freeze(copytradeContextDefaults()),
+  derived: Object.freeze([
+    ['id', (_c: Record<string, unknown>, ids: RecordIds) => ids._id],
+    ['userId', (_c: Record<string, unknown>, ids: RecordIds) => ids.ownerUserId],
+    ['createdAtMs', (_c: Record<string, unknown>, ids: RecordIds) => ids.createdAtMs],
+    ['paper', () => freshPaper()],
+  ] as const),
+  fresh: copytradeContextDefaults,
+  fields: Object.freeze([
+    SETTINGS_CODEC,
+    'userWallet',
+    'watermark',
+    RECENT_CODEC,
+    PENDING_CODEC,
+    WORKING_CODEC,
+    'updatedAtMs',
+  ]),
+});

@@ -91,9 +91,16 @@ export function testCatalogue(): Catalogue {
 
 /**
  * @param opts.log - the services' logger (default: silent); a test reading log lines passes one writing to an array.
+ * @param opts.catalogue - the venue's catalogue (default: {@link testCatalogue}).
  */
 export async function startTestService(
-  opts: { clock?: Clock | ManualClock; store?: Store; env?: Record<string, string>; log?: Logger } = {},
+  opts: {
+    clock?: Clock | ManualClock;
+    store?: Store;
+    env?: Record<string, string>;
+    log?: Logger;
+    catalogue?: Catalogue;
+  } = {},
 ): Promise<TestService> {
   const config = testConfig(opts.env);
   const clock = opts.clock ?? systemClock;
@@ -101,7 +108,7 @@ export async function startTestService(
   const { services } = await startServices(config, opts.log ?? createLogger('silent'), {
     store,
     clock,
-    catalogue: testCatalogue(),
+    catalogue: opts.catalogue ?? testCatalogue(),
   });
   const http = await startHttp(services, 0, '127.0.0.1');
   const server = http.server;

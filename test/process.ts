@@ -167,3 +167,28 @@ export async function cleanUpCrashTest(
   await svc?.close();
   if (dir) await fs.rm(dir, { recursive: true, force: true });
 }
+
+/**
+ * Runs `script` (ES module code, run from the worktree: it imports
+ * dist/) with `DIR` set; resolves once its output contains `until`.
+ */
+export function runUntil(
+  script: string,
+  dir: string,
+  until: string,
+): Promise<{ child: ChildProcess; out: () => string; exited: Promise<unknown> }> {
+  const child = spawn(process.execPath, ['-e', script], {
+    env: { ...process.env, DIR: dir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes(until)) resolve({ child, out: () => out, exited });
+    });
+    child.on('exit', () => reject(new Error(`child exited early: ${out}`)));
+  });
+}

@@ -31,6 +31,7 @@ import {
   riskLevels,
   copytradeMachine,
   COPYTRADE_MACHINE_VERSION,
+  COPYTRADE_SNAPSHOT_FORM,
   COPYTRADE_STATUS,
   PAPER_INITIAL_USD,
   REORDER_SECONDS,
@@ -203,6 +204,7 @@ export class CopytradeService {
       machineId: COPYTRADE_MACHINE_ID,
       version: COPYTRADE_MACHINE_VERSION,
       kind: 'copytrade',
+      form: COPYTRADE_SNAPSHOT_FORM,
       logic: copytradeMachine.provide({
         actions: {
           placeCopy: ({ context }: { context: CopytradeContext }, { copy }: { copy: WorkingCopy | null }) => {
@@ -594,9 +596,20 @@ export class CopytradeService {
   /** Partner of each subscription read so far (it never changes). */
   private readonly partners = new Map<string, string>();
 
-  /** The partners of subscriptions `ids` (their followers'; records read, together, for those not known yet). */
+  /**
+   * The partners of subscriptions `ids` (their followers'): from the followers cached in memory, else
+   * from their records, read together (once: the first leader fill after a start would otherwise
+   * read every subscription's record, view included, on its critical path).
+   */
   private async partnersOf(ids: string[]): Promise<Map<string, string>> {
-    const missing = ids.filter((id) => !this.partners.has(id));
+    const missing: string[] = [];
+    for (const id of ids) {
+      if (this.partners.has(id)) continue;
+      const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
+      const partner = c ? this.users.cached(c.userId)?.partnerId : undefined;
+      if (partner !== undefined) this.partners.set(id, partner);
+      else missing.push(id);
+    }
     if (missing.length > 0) {
       const recs = await this.actors.getMany(missing);
       for (const id of missing) this.partners.set(id, recs.get(id)?.partnerId ?? 'unknown');

@@ -13,15 +13,18 @@ import type { Collection, Doc, Filter, Store, UnitOfWork } from '../store/port.j
 import {
   CASH_MOVES,
   HISTORY_INDEXES,
+  TAPE_TOKENS,
   TRADER_FILLS,
   TRADES,
   operationHash,
   storedTapeRow,
   tapeRowOf,
   type CashMove,
+  type Operation,
   type RecordedBatch,
   type ReplayStart,
   type StoredPrint,
+  type TapeTokenRow,
   type TapeTrade,
   type TokenFacts,
   type TradeHistoryFeed,
@@ -78,12 +81,21 @@ const NO_TOKENS: TokenFacts = () => undefined;
 const CHAIN_SORT = { blockTimestamp: 1, logIndex: 1, _id: 1 } as const;
 
 /**
- * The trade history of this service: the collections `trades`, `traderFills` and `cashMoves`.
+ * The trade history of this service: the collections `trades`, `traderFills` and `cashMoves` (and
+ * `tapeTokens`, the token facts the compact capture prints of `trades` leave out).
  * Open it once per process ({@link TradeHistory.open}); the data reads open the same collections
  * with the same indexes.
  */
 export class TradeHistory implements TradeHistoryFeed {
   private readonly listeners: ((batch: RecordedBatch) => void)[] = [];
+  /** The token facts a {@link record} wrote, by the batch it returned: known once that batch is {@link published}. */
+  private readonly factsWritten = new WeakMap<RecordedBatch, TapeTokenRow[]>();
+
+  /**
+   * The market facts of a token, as stored capture prints are completed with them: those stored with
+   * the token's first compact print ({@link TAPE_TOKENS}), else the catalogue's.
+   */
+  readonly tokens: TokenFacts = (tokenId) => this.facts.get(tokenId) ?? this.catalogue(tokenId);
 
   private constructor(
     private readonly store: Store,
@@ -96,22 +108,56 @@ export class TradeHistory implements TradeHistoryFeed {
     readonly fills: Collection<TraderFill>,
     /** Cash movements. */
     readonly cash: Collection<CashMove>,
-    /** The market facts of the capture's tokens (what the tape's reads complete a stored print with). */
-    readonly tokens: TokenFacts,
+    /** The market facts of the capture's tokens (the venue's catalogue). */
+    private readonly catalogue: TokenFacts,
+    /** The facts of the tokens of the compact prints stored so far ({@link TAPE_TOKENS}), by token id. */
+    private readonly facts: Map<string, { conditionId: string; outcome: string }>,
   ) {}
 
   /**
-   * Opens the three collections with {@link HISTORY_INDEXES}.
+   * Opens the three collections with {@link HISTORY_INDEXES}, and reads the token facts stored
+   * with compact prints ({@link TAPE_TOKENS}: one row per token).
    * @param tokens - the market facts of the capture's tokens (the venue's catalogue): capture prints
-   *   are stored without them ({@link StoredPrint}); without it every row is stored whole.
+   *   are stored without them ({@link StoredPrint}), which are stored once per token beside them;
+   *   without it every row is stored whole.
    */
   static async open(store: Store, tokens: TokenFacts = NO_TOKENS): Promise<TradeHistory> {
-    const [trades, fills, cash] = await Promise.all([
+    const [trades, fills, cash, tapeTokens] = await Promise.all([
       store.collection<TapeTrade | StoredPrint>(TRADES, HISTORY_INDEXES[TRADES]),
       store.collection<TraderFill>(TRADER_FILLS, HISTORY_INDEXES[TRADER_FILLS]),
       store.collection<CashMove>(CASH_MOVES, HISTORY_INDEXES[CASH_MOVES]),
+      store.collection<TapeTokenRow>(TAPE_TOKENS),
     ]);
-    return new TradeHistory(store, trades, fills, cash, tokens);
+    const facts = new Map<string, { conditionId: string; outcome: string }>();
+    for (const r of await tapeTokens.find({})) facts.set(r._id, { conditionId: r.conditionId, outcome: r.outcome });
+    return new TradeHistory(store, trades, fills, cash, tokens, facts);
+  }
+
+  /**
+   * The tape rows of `trades` as stored (their {@link storedTapeRow}), and the facts of the tokens
+   * of the compact ones not stored yet, written through `tx` beside them.
+   */
+  private async storeTape(
+    tx: UnitOfWork,
+    trades: readonly TapeTrade[],
+    op?: Operation,
+  ): Promise<{ stored: (TapeTrade | StoredPrint)[]; facts: TapeTokenRow[] }> {
+    const stored = trades.map((t) => storedTapeRow(t, this.tokens, op));
+    const facts = new Map<string, TapeTokenRow>();
+    for (let i = 0; i < trades.length; i++) {
+      const t = trades[i]!;
+      if (stored[i] !== t && !this.facts.has(t.tokenId))
+        facts.set(t.tokenId, { _id: t.tokenId, conditionId: t.conditionId, outcome: t.outcome });
+    }
+    if (facts.size === 0) return { stored, facts: [] };
+    const col = tx.collection<TapeTokenRow>(TAPE_TOKENS);
+    for (const f of facts.values()) await col.replaceOne(f);
+    return { stored, facts: [...facts.values()] };
+  }
+
+  /** Makes the token facts of a committed write known. */
+  private learnFacts(facts: readonly TapeTokenRow[] | undefined): void {
+    for (const f of facts ?? []) this.facts.set(f._id, { conditionId: f.conditionId, outcome: f.outcome });
   }
 
   /**
@@ -129,7 +175,8 @@ export class TradeHistory implements TradeHistoryFeed {
     if (batch.trades.length) {
       const col = tx.collection<TapeTrade | StoredPrint>(TRADES);
       const op = opSeq === undefined ? undefined : { seq: opSeq, hash: operationHash(opSeq) };
-      const stored = batch.trades.map((t) => storedTapeRow(t, this.tokens, op));
+      const { stored, facts } = await this.storeTape(tx, batch.trades, op);
+      if (facts.length) this.factsWritten.set(fresh, facts);
       // a tape row already there (the other party's step wrote it, or a capture print written again) is replaced
       for (const i of await insertNew(col, batch.trades, fresh.trades, stored)) await col.replaceOne(stored[i]!);
     }
@@ -154,14 +201,17 @@ export class TradeHistory implements TradeHistoryFeed {
    * `replaceOne` without reading first, in one transaction; the listeners are told the whole batch.
    */
   async load(batch: RecordedBatch): Promise<void> {
-    await this.store.transaction(async (tx) => {
+    const facts = await this.store.transaction(async (tx) => {
       const trades = tx.collection<TapeTrade | StoredPrint>(TRADES);
-      for (const t of batch.trades) await trades.replaceOne(storedTapeRow(t, this.tokens));
+      const written = await this.storeTape(tx, batch.trades);
+      for (const t of written.stored) await trades.replaceOne(t);
       const fills = tx.collection<TraderFill>(TRADER_FILLS);
       for (const f of batch.fills) await fills.replaceOne(f);
       const cash = tx.collection<CashMove>(CASH_MOVES);
       for (const c of batch.cash) await cash.replaceOne(c);
+      return written.facts;
     });
+    this.learnFacts(facts);
     this.published(batch);
   }
 
@@ -170,6 +220,7 @@ export class TradeHistory implements TradeHistoryFeed {
    * A listener that throws does not keep the batch from the others. An empty batch is not handed on.
    */
   published(batch: RecordedBatch): void {
+    this.learnFacts(this.factsWritten.get(batch));
     if (batchSize(batch) === 0) return;
     for (const listener of this.listeners) {
       try {

@@ -158,6 +158,18 @@ export function notionalOf(price: string, size: string): string {
 export type TokenFacts = (tokenId: string) => { conditionId: string; outcome: string } | undefined;
 
 /**
+ * The market facts of a token some stored capture print leaves out, as the `tapeTokens` collection
+ * keeps them (written with the first such print): the prints read back whole even when a later
+ * catalogue no longer lists the token.
+ */
+export interface TapeTokenRow {
+  /** The outcome token id. */
+  _id: string;
+  conditionId: string;
+  outcome: string;
+}
+
+/**
  * A capture print as the `trades` collection stores it: the fields of a {@link TapeTrade} that do not
  * follow from the others. A print is anonymous (`maker`, `taker` null, no fee), its trade id is its
  * `_id`, its notional is price × size ({@link notionalOf}), its market and outcome are its token's
@@ -243,6 +255,8 @@ export function tapeRowOf(row: TapeTrade | StoredPrint, tokens: TokenFacts): Tap
 export const TRADES = 'trades';
 export const TRADER_FILLS = 'traderFills';
 export const CASH_MOVES = 'cashMoves';
+/** The market facts of the tokens of stored capture prints ({@link TapeTokenRow}). */
+export const TAPE_TOKENS = 'tapeTokens';
 
 /** Everything one venue operation recorded, handed to {@link TradeHistoryFeed} listeners after commit. */
 export interface RecordedBatch {

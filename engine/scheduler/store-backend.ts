@@ -58,8 +58,18 @@ function selectorOf(options: RemoveJobsOptions): Filter | null {
  */
 export class StoreJobRepository implements JobRepository {
   private jobs!: Collection<StoredJob>;
-  /** The last lock time given (epoch ms); each lock gets a later one ({@link lockTime}). */
-  private lastLockMs = 0;
+  /**
+   * The same collection for the writes a crash may lose (the store's lazy collection when it has
+   * one, {@link Store.lazyCollection}): a job's lock, the state Agenda saves as a run starts, and
+   * a removal. Each is applied at once and commits with the next commit of other writes (the
+   * actor's step that the firing makes, on a busy scheduler), so a firing costs one commit and
+   * one fsync, not three. What a crash may lose is harmless: a lost lock lets the job fire at the
+   * restart; a lost removal leaves either a job whose run started (no next run), removed at
+   * {@link connect}, or a disarmed job that fires after the restart, which the actor ignores (its
+   * deadline no longer matches); a service job's run is repeated, as when the process dies between
+   * a run and its removal.
+   */
+  private bookkeeping!: Collection<StoredJob>;
 
   constructor(private readonly store: Store) {}
 
@@ -69,6 +79,11 @@ export class StoreJobRepository implements JobRepository {
       { fields: ['data.actorId'] },
       { fields: ['nextRunAt'], adapters: ['sqlite'] },
     ]);
+    this.bookkeeping = this.store.lazyCollection?.<StoredJob>('agendaJobs') ?? this.jobs;
+    // A job with no next run is one whose run started (Agenda saves a one-time job's state without
+    // one as it starts it) and whose removal a crash lost: every job here is removed once run, and
+    // one process owns the database, so none runs now. It would never run again; it is removed.
+    await this.jobs.deleteMany({ nextRunAt: null });
   }
 
   async queryJobs(options: JobsQueryOptions = {}): Promise<JobsResult> {
@@ -129,27 +144,25 @@ export class StoreJobRepository implements JobRepository {
   }
 
   /**
-   * Removes the jobs `options` selects: at once for every later read and write, but without waiting
-   * for the commit, and with no write at all when none matches (a timer disarmed twice, Agenda's
-   * removal of a completed job its handler already removed).
+   * Removes the jobs `options` selects: at once for every later read and write, as a lazy write
+   * ({@link bookkeeping}: it commits with the next commit of other writes), and with no write at
+   * all when none matches (a timer disarmed twice, Agenda's removal of a completed job its handler
+   * already removed).
    *
-   * Why the commit is not waited for: a job is removed when its timer is disarmed, which the actor
+   * Why its commit is not waited for: a job is removed when its timer is disarmed, which the actor
    * host does only after the actor's step that dropped or moved the deadline is on disk, or once it
-   * ran. If the process dies before the removal reaches the disk, the job fires again after the
-   * restart and the actor ignores it (its deadline no longer matches); a service job's run is
-   * repeated, as when the process dies between a run and its removal. Waiting put a second WAL fsync
+   * ran. If the process dies before the removal reaches the disk, a job whose run started is
+   * removed when the repository connects ({@link connect}), and a disarmed one fires after the
+   * restart, which the actor ignores (its deadline no longer matches). Waiting put a second WAL fsync
    * between every due time and the actor's actions (the lateness of bench:timers on disk). A job
    * armed after the removal (re-arming: remove, then insert) commits with it or after it, so its
-   * acknowledgement covers the removal. A failed commit is the store's to report (health: store not
-   * writable), as for every write.
-   * @returns how many jobs matched.
+   * acknowledgement covers the removal.
+   * @returns how many jobs were removed.
    */
   async removeJobs(options: RemoveJobsOptions): Promise<number> {
     const q = selectorOf(options);
     if (!q) return 0;
-    const matched = await this.jobs.count(q);
-    if (matched > 0) this.jobs.deleteMany(q).catch(() => undefined);
-    return matched;
+    return (await this.jobs.count(q)) > 0 ? this.bookkeeping.deleteMany(q) : 0;
   }
 
   private async setMany(options: RemoveJobsOptions, set: Record<string, unknown>): Promise<number> {
@@ -208,7 +221,12 @@ export class StoreJobRepository implements JobRepository {
     // The end of a run of a job removed while it ran (its timer was re-armed, and a new job document
     // replaced it, or it was canceled) has no state left to save: nothing is written, no commit waited for.
     if (!job.lockedAt && (await this.jobs.count({ _id: String(job._id) })) === 0) return;
-    const write = this.jobs.updateOne(
+    // The write Agenda makes as a run starts (still locked; `lastRunAt`) is a lazy one ({@link
+    // bookkeeping}): waiting for its commit (an fsync) lay between the due time and the delivery.
+    // Crashing before it is on disk leaves the job as it was locked: it fires again after the
+    // restart, which a timer may (the actor ignores a firing that no longer matches its deadline).
+    // The end of a run (its next run time, a failure to retry) is waited for.
+    await (job.lockedAt ? this.bookkeeping : this.jobs).updateOne(
       { _id: String(job._id), name: job.name },
       {
         lockedAt: job.lockedAt ?? null,
@@ -222,48 +240,21 @@ export class StoreJobRepository implements JobRepository {
         lastModifiedBy: options?.lastModifiedBy ?? null,
       },
     );
-    // The write Agenda makes as a run starts (still locked; `lastRunAt`) is not waited for: on disk
-    // that wait (an append under group commit) lay between the due time and the delivery, the
-    // largest part of the lateness tail there (bench:timers). The store applies it before any later
-    // operation on the collection (the existence check, the removal, the end-of-run state) and
-    // appends it before them; only its acknowledgement is skipped. Crashing before it is in the file
-    // leaves the job unlocked there: it fires again at the restart, which a timer may (the actor
-    // ignores a firing that no longer matches its deadline). Its failure, if any, is the store's to
-    // report (health: store not writable), as with every write the store retries.
-    if (job.lockedAt) {
-      write.catch(() => undefined);
-      return;
-    }
-    await write;
-  }
-
-  /** A lock time later than every one given before (so a lock read back is known as this repository's latest). */
-  private lockTime(now?: Date): Date {
-    this.lastLockMs = Math.max((now ?? new Date()).getTime(), this.lastLockMs + 1);
-    return new Date(this.lastLockMs);
   }
 
   /**
-   * Locks job `id` at `lockedAt` by the conditional update `filter`, and reads it back.
+   * Locks job `id` by the conditional update `filter` (setting `lockedAt`), and reads it back.
    *
-   * The lock's commit is not waited for when the job read back holds this lock (the store applied
-   * the update at once): one process owns the database (the `DATA_DIR` lock), so a lock only keeps
-   * this process's own processor from taking the job twice, which needs it applied, not on disk.
-   * A lock lost in a crash leaves the job unlocked: it fires at the restart (a durable lock would
-   * delay it until the lock expired), and the actor ignores a firing it already handled. Waiting put
-   * an fsync per locked job, one job after another, in every queue fill. When the job read back
-   * holds another lock, or none yet (the store holds writes while a transaction runs), the update's
-   * own result decides.
-   * @returns the locked job, or null when the update matched nothing or the job is gone.
+   * The lock is a lazy write ({@link bookkeeping}): one process owns the database (the `DATA_DIR`
+   * lock), so a lock only keeps this process's own processor from taking the job twice, which needs
+   * it applied, not on disk. A lock lost in a crash leaves the job unlocked: it fires at the restart
+   * (a durable lock would delay it until the lock expired), and the actor ignores a firing it already
+   * handled. Waiting for its commit put an fsync per locked job, one job after another, in every
+   * queue fill.
+   * @returns the locked job, or null when the update matched nothing (taken, or gone).
    */
   private async lock(filter: Filter, id: string, lockedAt: Date, by: string | null): Promise<StoredJob | null> {
-    const write = this.jobs.updateOne(filter, { lockedAt, lastModifiedBy: by });
-    const doc = await this.jobs.findOne({ _id: id });
-    if (doc?.lockedAt != null && new Date(doc.lockedAt).getTime() === lockedAt.getTime()) {
-      write.catch(() => undefined);
-      return doc;
-    }
-    if (!(await write)) return null;
+    if (!(await this.bookkeeping.updateOne(filter, { lockedAt, lastModifiedBy: by }))) return null;
     return this.jobs.findOne({ _id: id });
   }
 
@@ -272,7 +263,7 @@ export class StoreJobRepository implements JobRepository {
     const doc = await this.lock(
       { _id: String(job._id), name: job.name, lockedAt: null, nextRunAt: job.nextRunAt, disabled: { $ne: true } },
       String(job._id),
-      this.lockTime(),
+      new Date(),
       options?.lastModifiedBy ?? null,
     );
     return doc ? toParams(doc) : undefined;
@@ -326,7 +317,7 @@ export class StoreJobRepository implements JobRepository {
       const locked = await this.lock(
         { _id: candidate._id, name: jobName, disabled: { $ne: true }, ...stillLockable },
         candidate._id,
-        this.lockTime(now),
+        now ?? new Date(),
         options?.lastModifiedBy ?? null,
       );
       if (locked) return toParams(locked);

@@ -93,11 +93,16 @@ const MIGRATION_PAGE = 1000;
  * The low-cardinality ones are MongoDB's only (see `IndexSpec.adapters`): SQLite has the two of
  * the restore and the reconciliation, and serves findOwned from one user's range of
  * `ownerUserId, createdAtMs, _id`.
- * - `final, quarantine, createdAtMs, _id`: {@link ActorRepository.findRestorable} (start-up).
+ * - `final, quarantine, createdAtMs, _id`: {@link ActorRepository.findRestorable} (start-up). On
+ *   SQLite of live actors only (partial, `final: false`): an actor that ends leaves it (one entry
+ *   deleted) instead of moving to the final ones' part of it, a page of their own elsewhere (an
+ *   entry deleted, one inserted: two pages written per commit where one would do), and the index
+ *   stays the size of the live actors however many ended.
  * - `kind, final, quarantine, createdAtMs, _id`: the live orders of the reconciliation, newest first
- *   (its one query, `kind: 'order'`): on SQLite of orders only (partial), so that a strategy, a
- *   combo or a subscription costs no insert into it (an armed stop: about 0.8 µs of CPU and 90 bytes
- *   of disk less). MongoDB keeps the whole index (an existing one cannot change its options).
+ *   (its one query, `kind: 'order'`): on SQLite of live orders only (partial, `kind: 'order'` and
+ *   `final: false`), so that a strategy, a combo or a subscription costs no insert into it (an armed
+ *   stop: about 0.8 µs of CPU and 90 bytes of disk less), and an order that ends leaves it.
+ *   MongoDB keeps both whole (an existing index cannot change its options).
  * - `ownerUserId, kind, createdAtMs, _id` / `…, kind, status, …` / `…, kind, type, …` /
  *   `…, kind, status, type, …`: {@link ActorRepository.findOwned} (pages and counts) of the
  *   activity feed, open orders and the strategy list with its status / type filters (MongoDB).
@@ -105,9 +110,14 @@ const MIGRATION_PAGE = 1000;
  * - `partnerId, kind`: kept from before (no current query needs it).
  */
 const ACTOR_INDEXES: IndexSpec[] = [
-  { fields: ['final', 'quarantine', 'createdAtMs', '_id'] },
+  { fields: ['final', 'quarantine', 'createdAtMs', '_id'], adapters: ['mongodb'] },
+  { fields: ['final', 'quarantine', 'createdAtMs', '_id'], where: { final: false }, adapters: ['sqlite'] },
   { fields: ['kind', 'final', 'quarantine', 'createdAtMs', '_id'], adapters: ['mongodb'] },
-  { fields: ['kind', 'final', 'quarantine', 'createdAtMs', '_id'], where: { kind: 'order' }, adapters: ['sqlite'] },
+  {
+    fields: ['kind', 'final', 'quarantine', 'createdAtMs', '_id'],
+    where: { kind: 'order', final: false },
+    adapters: ['sqlite'],
+  },
   { fields: ['ownerUserId', 'kind', 'createdAtMs', '_id'], adapters: ['mongodb'] },
   { fields: ['ownerUserId', 'kind', 'status', 'createdAtMs', '_id'], adapters: ['mongodb'] },
   { fields: ['ownerUserId', 'kind', 'type', 'createdAtMs', '_id'], adapters: ['mongodb'] },
@@ -129,19 +139,15 @@ const ACTORS = 'actors';
 const RESTORE_PAGE = 5000;
 
 /**
- * The records of `c` with `final` and no quarantine, `pageSize` at a time, in the order of the
+ * The live records of `c` (not final, no quarantine), `pageSize` at a time, in the order of the
  * restore's index (`createdAtMs`, then `_id`). A record created while this runs may be read too,
  * when created after the page it falls in.
  */
-async function* inCreationOrder(
-  c: Collection<StoredRecord>,
-  final: boolean,
-  pageSize: number,
-): AsyncGenerator<StoredRecord[]> {
+async function* liveInCreationOrder(c: Collection<StoredRecord>, pageSize: number): AsyncGenerator<StoredRecord[]> {
   let after: { createdAtMs: number; _id: string } | null = null;
   let limit = pageSize;
   for (;;) {
-    const filter: Filter = { final, quarantine: null };
+    const filter: Filter = { final: false, quarantine: null };
     if (after) filter.createdAtMs = { $gte: after.createdAtMs };
     const docs = await c.find(filter, { sort: { createdAtMs: 1, _id: 1 }, limit });
     const page: StoredRecord[] = [];
@@ -156,6 +162,25 @@ async function* inCreationOrder(
     if (docs.length < limit) return;
     // a page of one time only, all read already: the next one is larger, so it gets past that time
     limit = page.length === 0 ? limit * 2 : pageSize;
+  }
+}
+
+/**
+ * The records of `c` matching `filter`, `pageSize` at a time, by `_id` (a range of the primary key
+ * each, on either adapter, the first one too: every id is a non-empty string; what it reads needs no
+ * index of its own).
+ */
+async function* inIdOrder(
+  c: Collection<StoredRecord>,
+  filter: Filter,
+  pageSize: number,
+): AsyncGenerator<StoredRecord[]> {
+  let after = '';
+  for (;;) {
+    const page = await c.find({ ...filter, _id: { $gt: after } }, { sort: { _id: 1 }, limit: pageSize });
+    if (page.length > 0) yield page;
+    if (page.length < pageSize) return;
+    after = page[page.length - 1]!._id;
   }
 }
 
@@ -221,9 +246,10 @@ export class ActorRepository {
   /**
    * Rewrites each record that stores an `ownerKey` (the key of a user's range written before
    * findOwned used `ownerUserId, createdAtMs, _id`) without it, a page of {@link MIGRATION_PAGE} per
-   * transaction: the record is then stored as this version stores it. Live, then final records in
-   * creation order (on SQLite, about the order of the table's rows: each page rewrites a few table
-   * pages, where `_id` order would rewrite one per record), then the quarantined ones.
+   * transaction: the record is then stored as this version stores it. Live records in creation
+   * order (on SQLite, about the order of the table's rows: each page rewrites a few table pages,
+   * where `_id` order would rewrite one per record), then the final ones by `_id` (SQLite indexes
+   * live records only: creation order has no index there), then the quarantined ones.
    */
   private static async dropOwnerKeys(store: Store, c: Collection<StoredRecord>): Promise<void> {
     const rewrite = (page: StoredRecord[]) =>
@@ -235,8 +261,8 @@ export class ActorRepository {
           await within.replaceOne(rest);
         }
       });
-    for (const final of [false, true])
-      for await (const page of inCreationOrder(c, final, MIGRATION_PAGE)) await rewrite(page);
+    for await (const page of liveInCreationOrder(c, MIGRATION_PAGE)) await rewrite(page);
+    for await (const page of inIdOrder(c, { final: true, quarantine: null }, MIGRATION_PAGE)) await rewrite(page);
     await rewrite(await c.find({ quarantine: { $ne: null }, ownerKey: { $exists: true } }));
   }
 
@@ -361,6 +387,24 @@ export class ActorRepository {
     return doc ? { ...doc, view: {} } : null;
   }
 
+  /**
+   * The records of `ids` that exist, as stored (views not derived: the host restoring them), in one
+   * query: a read by key each up to a few ids on SQLite, one `$in` beyond.
+   */
+  async getStoredMany(ids: string[]): Promise<ActorRecord[]> {
+    if (ids.length === 0) return [];
+    const docs =
+      ids.length === 1
+        ? [await this.c.findOne({ _id: ids[0] })].filter((d) => d !== null)
+        : await this.c.find({ _id: { $in: ids } });
+    return docs.map((d) => {
+      // the record read, its view added last (no copy: it is this read's own object)
+      const r = d as ActorRecord;
+      r.view = {};
+      return r;
+    });
+  }
+
   /** Every actor to bring back at start-up: not final, not quarantined (views not derived: the host restores them). */
   async findRestorable(): Promise<ActorRecord[]> {
     return (await this.c.find({ final: false, quarantine: null }, { sort: { createdAtMs: 1 } })).map((d) => ({
@@ -375,7 +419,7 @@ export class ActorRepository {
    * A record created while this runs may be read too, when created after the page it falls in.
    */
   async *restorable(pageSize = RESTORE_PAGE): AsyncGenerator<ActorRecord> {
-    for await (const page of inCreationOrder(this.c, false, pageSize)) {
+    for await (const page of liveInCreationOrder(this.c, pageSize)) {
       for (const d of page) {
         const r = d as ActorRecord;
         r.view = {};

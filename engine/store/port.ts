@@ -162,10 +162,20 @@ export interface Store {
    * Optional: commits the writes made so far now, instead of at the end of the group commit's
    * window (SQLite: the next event-loop turns while writes keep joining). For a writer that others
    * wait behind (the capture replay's journal entries); the writes still resolve once durable.
-   * SQLite on disk: while a commit's fsync runs, the writes are committed as it ends, together with
+   * SQLite on disk: while every fsync lane runs, the writes are committed as one ends, together with
    * every other write asked for meanwhile, so that the next fsync covers them all.
    */
   commitNow?(): void;
+  /**
+   * Optional: collection `name` (opened earlier) for bookkeeping whose loss in a crash is harmless
+   * (a timer job's lock or removal: the job then runs again, and its run is idempotent). A write
+   * made through it applies at once (every later read sees it) and resolves with its result then,
+   * before any commit; it commits with the next commit of other writes (SQLite: at most 250 ms
+   * later by itself, with no fsync of its own). A failed commit undoes it, reported as every commit
+   * failure is ({@link writeFailure}). Stores without it write such records as any other.
+   * @throws {Error} when the collection was never opened.
+   */
+  lazyCollection?<T extends Doc>(name: string): Collection<T>;
   /** Flushes pending writes and releases the database. */
   close(): Promise<void>;
 }

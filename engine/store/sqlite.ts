@@ -2,7 +2,7 @@ import { fstatSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { DuplicateKeyError } from '../errors.js';
+import { DuplicateKeyError, errors, type DomainError } from '../errors.js';
 import { cjsDefault } from '../interop.js';
 import type { Logger } from '../logger.js';
 import { DATA_FILE_MODE, prepareDataDir } from './data-dir.js';
@@ -152,9 +152,15 @@ interface Where {
   params: SqlValue[];
 }
 
-/** `e = v` for a filter value without operators (null: missing or null, as MongoDB matches it). */
+/**
+ * `e = v` for a filter value without operators (null: missing or null, as MongoDB matches it). A
+ * boolean is written as its literal (1 / 0, as {@link param} binds it), not a parameter: a partial
+ * index on a boolean (`WHERE e = 0`, {@link indexSql}) then serves the statement whatever it is
+ * bound to, without SQLite preparing it again at each new binding to compare the value.
+ */
 function equals(field: string, v: unknown, params: SqlValue[], columns: Columns): string {
   if (v === null || v === undefined) return `${fieldSql(field, columns)} IS NULL`;
+  if (typeof v === 'boolean') return `${fieldSql(field, columns)} = ${v ? 1 : 0}`;
   params.push(param(v));
   return `${fieldSql(field, columns)} = ?`;
 }
@@ -257,26 +263,27 @@ export function whereOf(filter: Filter, columns: Columns = NO_COLUMNS): Where {
 
 /**
  * The shape of a filter of plain equalities (every value a string, number, boolean or bigint; no
- * operator, no null): its field names in order, which alone decide its SQL (`field = ?` each, see
- * {@link whereOf}); null for any other filter. The hot paths (an actor's update by id and
- * revision, a user by partner and id) come in a few such shapes, whose SQL is then built once
- * ({@link Table.statementFor}).
+ * operator, no null): its field names in order and its booleans' values, which alone decide its
+ * SQL (`field = ?` each, a boolean's literal, see {@link whereOf}); null for any other filter. The
+ * hot paths (an actor's update by id and revision, a user by partner and id) come in a few such
+ * shapes, whose SQL is then built once ({@link Table.statementFor}).
  */
 function plainShape(filter: Filter): string | null {
   let shape = '';
   for (const k in filter) {
     if (k.charCodeAt(0) === 36 /* $ */) return null;
     const t = typeof filter[k];
-    if (t !== 'string' && t !== 'number' && t !== 'boolean' && t !== 'bigint') return null;
-    shape += `${k}\u0000`;
+    if (t === 'boolean') shape += `${k}=${filter[k] ? 1 : 0}\u0000`;
+    else if (t !== 'string' && t !== 'number' && t !== 'bigint') return null;
+    else shape += `${k}\u0000`;
   }
   return shape;
 }
 
-/** The parameters of a filter of {@link plainShape} (its values, in its order). */
+/** The parameters of a filter of {@link plainShape} (its values but the booleans, in its order). */
 function plainParams(filter: Filter): SqlValue[] {
   const params: SqlValue[] = [];
-  for (const k in filter) params.push(param(filter[k]));
+  for (const k in filter) if (typeof filter[k] !== 'boolean') params.push(param(filter[k]));
   return params;
 }
 
@@ -339,6 +346,18 @@ function mapped<R>(fn: () => R): R {
 type TxScope = { readonly id: number };
 
 /**
+ * The scope of the writes made through {@link SqliteStore.lazyCollection}: none of a transaction, a
+ * mark that the write asks for no commit of its own (see `Writer.write`).
+ */
+const LAZY: TxScope = Object.freeze({ id: 0 });
+
+/**
+ * How long a lazy write ({@link SqliteStore.lazyCollection}) waits at most for a commit of other writes
+ * to ride (ms); then it is committed by itself.
+ */
+const LAZY_COMMIT_MS = 250;
+
+/**
  * The syncs of a store on disk, made off the event loop: SQLite runs with `synchronous=OFF` on the
  * writing connection (a COMMIT only hands the WAL frames to the OS) and the writer fsyncs the WAL
  * itself (libuv's thread pool) before it answers the writes of a commit; checkpoints run on a
@@ -384,21 +403,26 @@ const CHECKPOINT_BYTES = 8 << 20;
 
 /**
  * WAL size, in multiples of the checkpoint size, past which a checkpoint holds the writes while it
- * runs (see {@link Writer.checkpoint}).
+ * runs (see {@link Writer.checkpoint}). Under a steady stream of commits nearly every hold is one
+ * cycle of the WAL, and each holds every write for a checkpoint's two fsyncs: at 2 (a hold every
+ * 16 MiB) the holds were the tail of bench:timers on disk.
  */
-const HELD_CHECKPOINT_FACTOR = 2;
-
-/**
- * Checkpoints that run beside the writes before one holds them, while the WAL is not started over
- * (see {@link Writer.checkpoint}).
- */
-const UNHELD_CHECKPOINTS = 2;
+const HELD_CHECKPOINT_FACTOR = 8;
 
 /**
  * Event-loop turns a batch waits at most for more writes while they keep arriving (see
  * `Writer.commitTurn`): in bench:orders a COMMIT then serves several orders instead of about two.
  */
 const BATCH_TURNS = 3;
+
+/**
+ * WAL fsyncs that may run at once (see `Writer.syncLoop`). A commit made while one runs starts its
+ * own instead of waiting for it to end: under another process's disk load an fsync takes tens of
+ * ms, and a batch then waited for most of one and then its own (the tail of bench:timers on disk).
+ * An fdatasync makes durable everything written before it started, so each batch still waits for
+ * one that started after its COMMIT.
+ */
+const SYNC_LANES = 2;
 
 /** Writes waiting for one commit: they resolve together once it is done. */
 interface Batch {
@@ -434,11 +458,25 @@ class Writer {
   failure: Error | null = null;
   /** When {@link failure} happened (epoch ms). */
   failedAtMs = 0;
+  /**
+   * The failed WAL fsync that stopped the store, if any: from then on every write and transaction is
+   * refused (and every batch not yet answered), until the service restarts. After a failed fsync the
+   * kernel may have dropped the WAL pages it could not write and report later fsyncs as successful;
+   * SQLite's WAL frames chain their checksums, so recovery stops at the first lost frame and every
+   * commit after it is gone too: answering those would promise what the disk does not hold. At the
+   * restart SQLite recovers the database from what reached the disk (PostgreSQL stops for the same
+   * reason).
+   */
+  broken: DomainError | null = null;
+  /** WAL fsyncs started and not yet answered, in the order they started (see {@link syncLoop}). */
+  private rounds: Array<{ batches: Batch[]; outcome: true | Error | null }> = [];
   /** Batches committed, waiting for the next fsync of the WAL to start. */
   private syncWaiters: Batch[] = [];
-  /** The loop of WAL fsyncs while one runs (resolves when no batch waits). */
-  private syncing: Promise<void> | null = null;
-  /** Whether {@link commitSoon} asked for a commit while an fsync ran: made as the fsync ends. */
+  /** Loops of WAL fsyncs running ({@link syncLoop}), at most {@link SYNC_LANES}. */
+  private syncLanes = 0;
+  /** Their promises (each resolves when its loop found no batch waiting). */
+  private readonly syncLoops = new Set<Promise<void>>();
+  /** Whether {@link commitSoon} asked for a commit while every fsync lane ran: made as one ends. */
   private commitWanted = false;
   /** COMMITs made so far (the group-commit test reads it). */
   commits = 0;
@@ -450,8 +488,10 @@ class Writer {
   heldCheckpoints = 0;
   /** The checkpoint running on the worker, if any. */
   private checkpointing: Promise<void> | null = null;
-  /** Checkpoints made since the WAL was last started over. */
-  private checkpointsInCycle = 0;
+  /** WAL size past which the next checkpoint runs beside the writes (see {@link checkpoint}). */
+  private nextCheckpointBytes: number;
+  /** How long the writes were held for checkpoints in all (ms), and the longest once. */
+  heldMs = { total: 0, max: 0 };
   /** Whether the writes are held for a checkpoint (see {@link checkpoint}). */
   private holding = false;
   /** The transaction statements, prepared once (an `exec` parses its SQL on every call). */
@@ -464,12 +504,15 @@ class Writer {
    * @param sync - the fsyncs of a store on disk; null in memory (a commit is done when COMMIT returns).
    * @param checkpointBytes - WAL size past which a commit is followed by a checkpoint (the size
    *   a reset WAL file is cut back to).
+   * @param onBroken - told once when a failed WAL fsync stops the store ({@link broken}).
    */
   constructor(
     private readonly db: Database,
     private readonly sync: DiskSync | null = null,
     private readonly checkpointBytes = CHECKPOINT_BYTES,
+    private readonly onBroken: (err: Error) => void = () => undefined,
   ) {
+    this.nextCheckpointBytes = checkpointBytes;
     this.control = {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
@@ -503,17 +546,20 @@ class Writer {
   }
 
   /**
-   * Runs the synchronous write `op` in the current batch, as part of transaction `scope` when given.
-   * @returns its result once committed (inside a transaction: at once, the transaction commits).
+   * Runs the synchronous write `op` in the current batch, as part of transaction `scope` when given
+   * ({@link LAZY}: a lazy write, see {@link lazyCommit}).
+   * @returns its result once committed (inside a transaction, or lazy: at once).
    * @throws {Error} when `scope` is not the open transaction (it ended).
    */
   write<R>(op: () => R, scope: TxScope | null = null): Promise<R> {
-    if (scope !== null && scope !== this.current)
+    if (this.broken) return Promise.reject(this.broken);
+    const lazy = scope === LAZY;
+    const tx = lazy ? null : scope;
+    if (tx !== null && tx !== this.current)
       return Promise.reject(new Error('store: a write through a transaction that has ended'));
-    if (this.current !== null && scope === null) {
-      return new Promise<R>((resolve, reject) => this.held.push(() => this.write(op).then(resolve, reject)));
+    if (this.current !== null && tx === null) {
+      return new Promise<R>((resolve, reject) => this.held.push(() => this.write(op, scope).then(resolve, reject)));
     }
-    const inScope = scope !== null;
     this.begin();
     let result: R;
     try {
@@ -522,7 +568,28 @@ class Writer {
       this.abortedBy(err);
       return Promise.reject(err);
     }
-    return inScope ? Promise.resolve(result) : this.committed().then(() => result);
+    if (lazy) this.lazyCommit();
+    return tx !== null || lazy ? Promise.resolve(result) : this.committed().then(() => result);
+  }
+
+  /** The pending commit of lazy writes that no other commit took along yet (see {@link lazyCommit}). */
+  private lazyTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * After a lazy write (one made with the scope {@link LAZY}, through
+   * {@link SqliteStore.lazyCollection}; answered once applied, before any commit): it asks for no
+   * commit of its own. It commits with the next batch of other writes, or by itself
+   * {@link LAZY_COMMIT_MS} later, with no fsync of its own (the next one of the WAL, or the
+   * checkpoint's, covers it). Until then every read sees it; a crash may lose it, and a failed
+   * commit undoes it (reported as every commit failure is, {@link failure}).
+   */
+  private lazyCommit(): void {
+    if (this.scheduled || this.lazyTimer !== null) return;
+    this.lazyTimer = setTimeout(() => {
+      this.lazyTimer = null;
+      if (!this.scheduled) this.flush();
+    }, LAZY_COMMIT_MS);
+    this.lazyTimer.unref();
   }
 
   /** BEGIN when no SQLite transaction is open. */
@@ -585,12 +652,12 @@ class Writer {
   };
 
   /**
-   * COMMITs the batch now, or, while an fsync runs, as soon as it ends: a commit made during the
-   * fsync would wait for the next one anyway, and the writes asked for meanwhile then share one
-   * COMMIT (each page they change written to the WAL once) and that next fsync, which starts at once.
+   * COMMITs the batch now when an fsync lane is free, or else as soon as one ends: a commit made
+   * then would wait for a lane anyway, and the writes asked for meanwhile then share one COMMIT
+   * (each page they change written to the WAL once) and that lane's next fsync, which starts at once.
    */
   commitSoon(): void {
-    if (this.syncing !== null) this.commitWanted = true;
+    if (this.syncLanes >= SYNC_LANES) this.commitWanted = true;
     else this.flush();
   }
 
@@ -600,10 +667,19 @@ class Writer {
       this.flushWanted = true;
       return;
     }
+    if (this.lazyTimer !== null) {
+      clearTimeout(this.lazyTimer);
+      this.lazyTimer = null;
+    }
     const b = this.batch;
     this.batch = null;
     if (!this.db.inTransaction) {
       b?.resolve();
+      return;
+    }
+    if (this.broken) {
+      this.control.rollback.run();
+      b?.reject(this.broken);
       return;
     }
     try {
@@ -628,8 +704,13 @@ class Writer {
       return;
     }
     if (b) this.syncWaiters.push(b);
-    // (the loop awaits before it ends, so it is never over before it is recorded here)
-    if (this.syncWaiters.length > 0 && this.syncing === null) this.syncing = this.syncLoop();
+    // (a loop counts itself out in the same turn as it finds no batch waiting: never one too many here)
+    if (this.syncWaiters.length > 0 && this.syncLanes < SYNC_LANES) {
+      this.syncLanes++;
+      const loop = this.syncLoop();
+      this.syncLoops.add(loop);
+      void loop.then(() => this.syncLoops.delete(loop));
+    }
     this.checkpoint();
   }
 
@@ -682,58 +763,96 @@ class Writer {
 
   /**
    * fsyncs the WAL until no committed batch waits, answering the batches committed before each
-   * fsync started once it is done (a batch committed meanwhile waits for the next one).
+   * fsync started once it is done (a batch committed meanwhile waits for the next one, in this loop
+   * or in another lane's: up to {@link SYNC_LANES} fsyncs run at once).
    */
   private async syncLoop(): Promise<void> {
     while (this.syncWaiters.length > 0) {
-      const waiting = this.syncWaiters;
+      const round: (typeof this.rounds)[number] = { batches: this.syncWaiters, outcome: null };
       this.syncWaiters = [];
+      this.rounds.push(round);
       const startedMs = performance.now();
       try {
         await this.sync!.wal();
         this.syncs.count++;
         this.syncs.ms += performance.now() - startedMs;
-        this.failure = null;
-        for (const b of waiting) b.resolve();
+        round.outcome = true;
       } catch (err) {
-        this.failed(err);
-        for (const b of waiting) b.reject(err);
+        round.outcome = err instanceof Error ? err : new Error(String(err));
       }
+      this.answerRounds();
       if (this.commitWanted) {
         this.commitWanted = false;
-        this.flush(); // its batch joins syncWaiters: the next fsync covers it
+        this.flush(); // its batch joins syncWaiters: this lane's next fsync covers it
       }
     }
-    this.syncing = null;
+    this.syncLanes--;
   }
 
   /**
-   * Once the WAL is past the checkpoint size, copies it into the database file on the
+   * Answers the fsyncs that ended, in the order they started: a batch is answered only once every
+   * batch committed before it is durable too (with two lanes, a later fsync can end first). A failed
+   * fsync stops the store ({@link broken}): its batches, and those of every fsync after it, are refused.
+   */
+  private answerRounds(): void {
+    while (this.rounds.length > 0 && this.rounds[0]!.outcome !== null) {
+      const round = this.rounds.shift()!;
+      const outcome = round.outcome!;
+      if (outcome !== true && this.broken === null) {
+        this.broken = errors.unavailable(
+          `store stopped: a WAL fsync failed (${outcome.message}); writes are refused until the service ` +
+            'restarts and SQLite recovers the database from what reached the disk (a write made just before ' +
+            'may or may not be there: retry it with the same Idempotency-Key after the restart)',
+          1,
+        );
+        this.failed(this.broken);
+        this.onBroken(this.broken);
+      }
+      if (this.broken !== null) for (const b of round.batches) b.reject(this.broken);
+      else {
+        this.failure = null;
+        for (const b of round.batches) b.resolve();
+      }
+    }
+  }
+
+  /**
+   * Each time the WAL has grown by the checkpoint size, copies it into the database file on the
    * checkpointer's connection in a worker thread ({@link DiskSync.checkpoint}: the WAL synced first,
    * the database file synced after, and only then may a write start the WAL over), while writes go
    * on. SQLite starts the WAL over only when a checkpoint copied all of it and no write began while
    * it ran; when one did, the WAL grows on (and an fsync of a growing file also commits its size),
-   * and the next checkpoint copies what came since. After {@link UNHELD_CHECKPOINTS} such, or past
-   * {@link HELD_CHECKPOINT_FACTOR} times the checkpoint size, every write is held (as a transaction
-   * scope holds them) until a checkpoint that starts after the running one, if any, has copied the
-   * little that is left; the next write then starts the WAL over, so the WAL stays bounded under
-   * any load.
+   * and the next checkpoint copies what came since. Past {@link HELD_CHECKPOINT_FACTOR} times the
+   * checkpoint size, every write is held (as a transaction scope holds them) until a checkpoint
+   * that starts after the running one, if any, has copied the little that is left; the next write
+   * then starts the WAL over, so the WAL stays bounded under any load.
    */
   private checkpoint(): void {
     const bytes = this.sync!.walBytes();
     if (bytes <= this.checkpointBytes) {
-      if (this.checkpointing === null) this.checkpointsInCycle = 0;
+      // started over (a reset WAL file is cut back to the checkpoint size)
+      if (this.checkpointing === null) this.nextCheckpointBytes = this.checkpointBytes;
       return;
     }
-    const hold = bytes > HELD_CHECKPOINT_FACTOR * this.checkpointBytes || this.checkpointsInCycle >= UNHELD_CHECKPOINTS;
+    const hold = bytes > HELD_CHECKPOINT_FACTOR * this.checkpointBytes;
     if (hold && this.current === null && !this.holding) {
       const scope: TxScope = { id: ++this.nextScope };
       this.current = scope;
       this.holding = true;
-      this.checkpointRun((this.checkpointing ?? Promise.resolve()).then(() => this.checkpointNow(scope)));
+      const heldAt = performance.now();
+      this.checkpointRun(
+        (this.checkpointing ?? Promise.resolve())
+          .then(() => this.checkpointNow(scope))
+          .finally(() => {
+            const ms = performance.now() - heldAt;
+            this.heldMs.total += ms;
+            this.heldMs.max = Math.max(this.heldMs.max, ms);
+          }),
+      );
       return;
     }
-    if (this.checkpointing !== null || hold) return;
+    if (this.checkpointing !== null || hold || bytes <= this.nextCheckpointBytes) return;
+    this.nextCheckpointBytes = bytes + this.checkpointBytes;
     this.checkpointRun(this.checkpointNow(null));
   }
 
@@ -754,7 +873,6 @@ class Writer {
     } catch (err) {
       this.failed(err);
     } finally {
-      this.checkpointsInCycle++;
       if (scope) {
         this.holding = false;
         if (this.current === scope) this.endScope();
@@ -766,6 +884,7 @@ class Writer {
    * Runs `fn` so that every write made with its scope commits together, or none does.
    */
   async transaction<R>(fn: (scope: TxScope) => Promise<R>): Promise<R> {
+    if (this.broken) throw this.broken;
     const scope: TxScope = { id: ++this.nextScope };
     if (this.current !== null) await new Promise<void>((start) => this.scopes.push({ scope, start }));
     else this.current = scope;
@@ -817,7 +936,7 @@ class Writer {
   async drain(): Promise<void> {
     while (this.current !== null || this.scopes.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     this.flush();
-    while (this.syncing || this.checkpointing) await (this.syncing ?? this.checkpointing);
+    while (this.syncLanes > 0 || this.checkpointing) await (this.syncLoops.values().next().value ?? this.checkpointing);
   }
 }
 
@@ -1374,7 +1493,7 @@ export class SqliteStore implements Store {
     private readonly files: SyncFiles | null = null,
     checkpointBytes?: number,
   ) {
-    this.writer = new Writer(db, files, checkpointBytes);
+    this.writer = new Writer(db, files, checkpointBytes, (err) => this.log?.error({ err }, err.message));
   }
 
   get location(): string {
@@ -1600,6 +1719,13 @@ export class SqliteStore implements Store {
     });
   }
 
+  /** {@inheritDoc Store.lazyCollection} */
+  lazyCollection<T extends Doc>(name: string): Collection<T> {
+    const c = this.collections.get(name);
+    if (!c) throw new Error(`store: collection ${name} was not opened`);
+    return c.within(LAZY) as unknown as Collection<T>;
+  }
+
   /** When the import `id` (e.g. {@link NEDB_IMPORT}) was recorded in this database (epoch ms), or null. */
   importedAt(id: string): number | null {
     const row = this.db.prepare('SELECT atMs FROM "_imports" WHERE id = ?').get(id) as { atMs: number } | undefined;
@@ -1638,9 +1764,11 @@ export class SqliteStore implements Store {
   /**
    * The last commit or fsync failure, for 2 s after it happened or until a later commit succeeds,
    * or null. It lapses by itself so that the API's refusal of writes meanwhile (503) cannot keep
-   * the next commit, which would clear it, from ever being tried.
+   * the next commit, which would clear it, from ever being tried. After a failed WAL fsync (the
+   * store stopped until a restart) it stays.
    */
   writeFailure(): string | null {
+    if (this.writer.broken) return `sqlite: ${this.writer.broken.message}`;
     const f = this.writer.failure;
     return f && Date.now() - this.writer.failedAtMs < FAILURE_SHOWN_MS ? `sqlite: ${f.message}` : null;
   }

@@ -181,6 +181,80 @@ function mergedLevels(
   return out.slice(0, maxLevels);
 }
 
+/** One hundredth of a dollar: what a market buy may leave unspent and still be complete. */
+const CENT = dec('0.01');
+
+/**
+ * Whether a market buy of `quote` dollars completes against `levels` (the resting orders it would
+ * meet, best first, its own left out), in decimals: at each, whole hundredths of a share its
+ * remaining amount buys at the level's price, up to the level's size; it stops when the amount left
+ * cannot buy a hundredth at the next price, or the levels run out with less than a cent left.
+ */
+export function quoteFillableDecimal(levels: Iterable<{ px: Dec; remaining: Dec }>, quote: Dec): boolean {
+  let left = quote;
+  for (const { px, remaining } of levels) {
+    const qty = Dec.min(remaining, left.div(px).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
+    if (qty.lte(0)) return true;
+    left = left.minus(qty.times(px));
+  }
+  return left.lt(CENT);
+}
+
+/** Prices in thousandths ({@link units}), by price (prices are shared by identity, see {@link mirror}). */
+const millis = new WeakMap<Dec, number | null>();
+
+/** A price in thousandths ({@link units}), read once per price. */
+function milliOf(px: Dec): number | null {
+  let m = millis.get(px);
+  if (m === undefined) millis.set(px, (m = units(px, 3)));
+  return m;
+}
+
+/** A decimal as an integer count of `10^-dp` units, or null when it has more decimals or is too large to be exact. */
+function units(d: Dec, dp: number): number | null {
+  if (d.decimalPlaces() > dp) return null;
+  const n = Math.round(d.toNumber() * 10 ** dp);
+  return Number.isSafeInteger(n) && Math.abs(n) < 2 ** 40 ? n : null;
+}
+
+/** `floor(a / b)` of non-negative safe integers, exact (the float quotient corrected by one either way). */
+function floorDiv(a: number, b: number): number {
+  let q = Math.floor(a / b);
+  if (q * b > a) q--;
+  else if ((q + 1) * b <= a) q++;
+  return q;
+}
+
+/**
+ * {@link quoteFillableDecimal} in integers, the same verdict: dollars in micro-dollars, prices in
+ * thousandths, sizes in hundredths of a share (every product stays below 2^53). Falls back to the
+ * decimal walk when a value has more decimals than those units hold.
+ */
+export function quoteFillableExact(levels: Iterable<{ px: Dec; remaining: Dec }>, quote: Dec): boolean {
+  let left = units(quote, 6);
+  if (left === null || left < 0) return quoteFillableDecimal(levels, quote);
+  const it = levels[Symbol.iterator]();
+  for (let n = it.next(); !n.done; n = it.next()) {
+    const { px, remaining } = n.value;
+    const milli = milliOf(px);
+    const centi = units(remaining, SIZE_DP);
+    // the walk goes on in decimals from this level, with the dollars left (exact: micro-dollars)
+    if (milli === null || centi === null || milli <= 0)
+      return quoteFillableDecimal(prepend(n.value, it), dec(left).div(1_000_000));
+    // hundredths of a share `left` buys at `px`: left µ$ / (px‰ × 10 µ$ per hundredth at 1‰)
+    const qty = Math.min(centi, floorDiv(left, milli * 10));
+    if (qty <= 0) return true;
+    left -= qty * milli * 10;
+  }
+  return left < 10_000;
+}
+
+/** `first`, then what `rest` has left. */
+function* prepend<T>(first: T, rest: Iterator<T>): Generator<T> {
+  yield first;
+  for (let n = rest.next(); !n.done; n = rest.next()) yield n.value;
+}
+
 /**
  * The matching engine: one central limit order book per outcome token (see {@link OrderBook}) and
  * the record of every user order it knows. Price-time priority, fills at the resting order's
@@ -575,14 +649,12 @@ export class MatchingEngine {
    * reports as filled.
    */
   private quoteFillable(book: OrderBook, order: VenueOrder, quote: Dec): boolean {
-    let left = quote;
-    for (const { resting: r, px } of this.meets(book, 'buy')) {
-      if (r.userId === order.userId) continue;
-      const qty = Dec.min(r.remaining, left.div(px).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
-      if (qty.lte(0)) return true;
-      left = left.minus(qty.times(px));
-    }
-    return left.lt(dec('0.01'));
+    return quoteFillableExact(this.others(this.meets(book, 'buy'), order.userId), quote);
+  }
+
+  /** The levels of `meets` (price and remaining size) of resting orders not of `userId`, lazily. */
+  private *others(meets: Iterable<Meet>, userId: string): Generator<{ px: Dec; remaining: Dec }> {
+    for (const { resting: r, px } of meets) if (r.userId !== userId) yield { px, remaining: r.remaining };
   }
 
   /**

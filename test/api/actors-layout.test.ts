@@ -166,25 +166,54 @@ describe('actors stored by the previous layout: migrated at start, read and run 
       .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'actors'")
       .pluck()
       .all() as string[];
-    // the reconciliation's index (live orders) holds the orders only, instead of every actor
-    const ordersIndex = 'ic_actors_kind_final_quarantine_createdAtMs__id_w_kind_order';
-    const count = (sql: string) => db.prepare(sql).pluck().get() as number;
-    const indexed = count(`SELECT count(*) FROM actors INDEXED BY "${ordersIndex}" WHERE "ix:kind" = 'order'`);
-    const orders = count(`SELECT count(*) FROM actors WHERE "ix:kind" = 'order'`);
-    const plan = db
-      .prepare(
-        'EXPLAIN QUERY PLAN SELECT id, doc FROM "actors" WHERE "ix:kind" = ? AND "ix:final" = ? AND ' +
-          '"ix:quarantine" IS NULL ORDER BY "ix:createdAtMs" DESC, id DESC',
-      )
-      .all('order', 0) as Array<{ detail: string }>;
+    // the restore's index holds the live actors only, the reconciliation's the live orders only,
+    // instead of every actor: the stop that completed (and the orders filled) left them
+    const restoreIndex = 'ic_actors_final_quarantine_createdAtMs__id_w_final_false';
+    const ordersIndex = 'ic_actors_kind_final_quarantine_createdAtMs__id_w_kind_order_w_final_false';
+    const count = (sql: string, ...params: unknown[]) =>
+      db
+        .prepare(sql)
+        .pluck()
+        .get(...params) as number;
+    const entries = (index: string) =>
+      count("SELECT sum(ncell) FROM dbstat WHERE name = ? AND pagetype = 'leaf'", index) ?? 0;
+    const live = count('SELECT count(*) FROM actors WHERE "ix:final" = 0');
+    const ended = count('SELECT count(*) FROM actors WHERE "ix:final" = 1');
+    const liveOrders = count(`SELECT count(*) FROM actors WHERE "ix:kind" = 'order' AND "ix:final" = 0`);
+    const endedOrders = count(`SELECT count(*) FROM actors WHERE "ix:kind" = 'order' AND "ix:final" = 1`);
+    const stopEnded = count('SELECT "ix:final" FROM actors WHERE id = ?', stop.body.record_id);
+    const planOf = (sql: string) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
+    // the queries as the store writes them (a boolean as its literal)
+    const reconcile = planOf(
+      `SELECT id, doc FROM "actors" WHERE "ix:kind" = 'order' AND "ix:final" = 0 AND ` +
+        '"ix:quarantine" IS NULL ORDER BY "ix:createdAtMs" DESC, id DESC',
+    );
+    const restore = planOf(
+      'SELECT id, doc FROM "actors" WHERE "ix:final" = 0 AND "ix:quarantine" IS NULL ' +
+        'ORDER BY "ix:createdAtMs" ASC, id ASC',
+    );
+    const inRestore = entries(restoreIndex);
+    const inOrders = entries(ordersIndex);
     db.close();
     expect(indexes).not.toContain('ic_actors_ownerKey_u_s');
     expect(indexes).toContain('ic_actors_ownerUserId_createdAtMs__id');
     expect(indexes).not.toContain('ic_actors_kind_final_quarantine_createdAtMs__id');
-    expect(indexes).toContain(ordersIndex);
-    expect({ indexed, orders }).toEqual({ indexed: orders, orders: expect.any(Number) });
-    expect(orders).toBeGreaterThan(0);
-    expect(plan.map((r) => r.detail).join(' | ')).toContain(`USING INDEX ${ordersIndex}`);
+    expect(indexes).not.toContain('ic_actors_final_quarantine_createdAtMs__id');
+    expect(indexes).toEqual(expect.arrayContaining([restoreIndex, ordersIndex]));
+    expect({ stopEnded, ended: ended > 0, endedOrders: endedOrders > 0, liveOrders: liveOrders > 0 }).toEqual({
+      stopEnded: 1,
+      ended: true,
+      endedOrders: true,
+      liveOrders: true,
+    });
+    expect({ restore: inRestore, orders: inOrders }).toEqual({
+      restore: live,
+      orders: liveOrders,
+    });
+    expect(reconcile).toContain(`USING INDEX ${ordersIndex}`);
+    expect(restore).toContain(`USING INDEX ${restoreIndex}`);
+    expect(restore).not.toContain('TEMP B-TREE');
 
     // once: the next start finds the migration recorded
     await start();

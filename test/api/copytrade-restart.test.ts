@@ -44,12 +44,14 @@ describe('copytrade: the start-up replay begins at the subscriptions’ watermar
       body: copyEveryFill(LEADER, 1),
     });
     expect(sub.status).toBe(201);
-    await leaderBuy(svc, 6, tokenId, m.conditionId, now + 2);
+    // after the subscription's creation, however long the set-up took (earlier fills are ignored)
+    const fillAt = Math.floor(Date.now() / 1000) + 2;
+    await leaderBuy(svc, 6, tokenId, m.conditionId, fillAt);
     const history = () => svc!.call('GET', `/v2/trade/copytrade/history?copytrade_id=${sub.body.id}`, as);
     await poll('the new leader fill handled', history, (r) => r.body.history.length === 1);
     await svc.services.copytrade.idle();
     const watermark = (svc.services.host.snapshotOf(sub.body.id)?.context as CopytradeContext).watermark!;
-    expect(watermark.blockTimestamp).toBe(now + 2);
+    expect(watermark.blockTimestamp).toBe(fillAt);
     await svc.close();
 
     // every replay of the restart, the fills it handed, and whether the copytrade start-up asked for it
@@ -71,10 +73,10 @@ describe('copytrade: the start-up replay begins at the subscriptions’ watermar
     svc = await startTestService({ store: await SqliteStore.open(dir), env });
     await svc.services.copytrade.idle();
     const mine = calls.filter((c) => c.copytrade);
-    expect(mine.map((c) => c.from)).toEqual([{ fromBlockTimestamp: now + 2 - REORDER_SECONDS }]);
+    expect(mine.map((c) => c.from)).toEqual([{ fromBlockTimestamp: fillAt - REORDER_SECONDS }]);
     // the window's fills only (the leader's new one, the copy's own): none of the leader's older ones
-    expect(mine[0]!.blocks).toContain(now + 2);
-    expect(mine[0]!.blocks.filter((b) => b < now + 2 - REORDER_SECONDS)).toEqual([]);
+    expect(mine[0]!.blocks).toContain(fillAt);
+    expect(mine[0]!.blocks.filter((b) => b < fillAt - REORDER_SECONDS)).toEqual([]);
     // the older fills are in the store; the new one is still delivered once
     const fills = await svc.services.history.fills.find({ address: LEADER });
     expect(fills.length).toBe(6);
@@ -105,11 +107,12 @@ describe('copytrade: fills beyond the remembered ones are told apart by their hi
       svc = await startTestService({ store: await SqliteStore.open(dir), env });
       const m = svc.services.venue.markets()[0]!;
       const { tokenId } = m.tokens[0]!;
-      const now = Math.floor(Date.now() / 1000);
       expect((await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'follower' } })).status).toBe(201);
       const sub = await svc.call('POST', '/v2/trade/copytrade', { ...as, body: copyEveryFill(LEADER, 1) });
       expect(sub.status).toBe(201);
       const id = sub.body.id as string;
+      // after the subscription's creation, however long the set-up took (earlier fills are ignored)
+      const now = Math.floor(Date.now() / 1000);
       const history = async () => {
         const r = await svc!.call('GET', `/v2/trade/copytrade/history?copytrade_id=${id}&limit=100`, as);
         expect(r.status).toBe(200);

@@ -1,4 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
@@ -99,5 +102,68 @@ describe('venue journal failure over REST', () => {
     await expect
       .poll(async () => (await svc.call('GET', '/healthz')).body, { timeout: 15_000, interval: 50 })
       .toMatchObject({ status: 'ok', scheduler: { failing_timers: 0 } });
+  });
+});
+
+describe('a failed WAL fsync over REST', () => {
+  let dir: string;
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('stops the store: writes 503, health degraded until a restart, reads served; the restart recovers', async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-store-eio-'));
+    let svc = await startTestService({ store: await SqliteStore.open(dir) });
+    const alice = { 'x-partner-user-id': 'alice' };
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
+    const token = (await svc.call('GET', '/v2/trade/markets?limit=1')).body.markets[0].tokens[0].token_id;
+    const order = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10' };
+    const placed = await svc.call('POST', '/v2/trade/order', { body: order, headers: alice });
+    expect(placed.status).toBe(200);
+
+    // the disk fails one fsync of the WAL (an I/O error), then answers again
+    const handle = await fs.open(path.join(dir, 'store.sqlite'), 'r');
+    const proto = Object.getPrototypeOf(handle) as { datasync(this: unknown): Promise<void> };
+    await handle.close();
+    vi.spyOn(proto, 'datasync').mockRejectedValueOnce(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' }));
+    const caught = await svc.call('POST', '/v2/trade/order', { body: order, headers: alice });
+    expect(caught.status).toBe(503);
+    expect(caught.body).toEqual({
+      error: 'unavailable',
+      message: expect.stringMatching(/WAL fsync failed .*retry it with the same Idempotency-Key after the restart/),
+    });
+    expect(caught.headers.get('retry-after')).toBe('1');
+
+    const refused = await svc.call('POST', '/v2/trade/order', { body: order, headers: alice });
+    expect(refused.status).toBe(503);
+    expect(refused.body).toEqual({
+      error: 'unavailable',
+      message: expect.stringMatching(/store cannot record changes right now .*store stopped: a WAL fsync failed/),
+    });
+    const health = await svc.call('GET', '/healthz');
+    expect(health.status).toBe(503);
+    expect(health.body).toMatchObject({
+      status: 'degraded',
+      store: { ok: false, error: expect.stringMatching(/store stopped: a WAL fsync failed \(EIO/) },
+    });
+    const read = await svc.call('GET', `/v2/trade/orders/${placed.body.order_id}`, { headers: alice });
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ order_id: placed.body.order_id, status: 'LIVE' });
+    await svc.close().catch(() => undefined);
+    vi.restoreAllMocks();
+
+    // the restart: SQLite recovers what reached the disk; the acknowledged order is there, writes work
+    svc = await startTestService({ store: await SqliteStore.open(dir) });
+    try {
+      expect((await svc.call('GET', '/healthz')).body).toMatchObject({ status: 'ok', store: { ok: true } });
+      const again = await svc.call('GET', `/v2/trade/orders/${placed.body.order_id}`, { headers: alice });
+      expect(again.body).toMatchObject({ order_id: placed.body.order_id, status: 'LIVE' });
+      const next = await svc.call('POST', '/v2/trade/order', { body: order, headers: alice });
+      expect(next.status).toBe(200);
+      expect(next.body).toMatchObject({ status: 'LIVE' });
+    } finally {
+      await svc.close();
+    }
   });
 });

@@ -1,7 +1,11 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CASH_MOVES,
   LIQUIDITY_PROVIDER_ADDRESS,
+  TAPE_TOKENS,
   type CashMove,
   TRADER_FILLS,
   TRADES,
@@ -14,7 +18,7 @@ import { SqliteStore } from '../../engine/store/sqlite.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import type { VenueReport } from '../../engine/venue/port.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
-import { startTestService, type TestService } from '../helpers.js';
+import { startTestService, testCatalogue, type TestService } from '../helpers.js';
 import { poll, px, Trading, type Fresh } from './trading-kit.js';
 
 /**
@@ -409,5 +413,57 @@ describe("trade history: the capture's trade prints are anonymous tape rows", ()
       Array(2).fill(['_id', 'atMs', 'blockTimestamp', 'logIndex', 'op', 'price', 'side', 'size', 'source', 'tokenId']),
     );
     expect(stored.map((r) => r._id)).toEqual([sell.trade_id, buy.trade_id]);
+  });
+});
+
+describe("trade history: a capture print's market facts outlive the catalogue they were written with", () => {
+  it('after a restart whose catalogue no longer lists the market, the tape still names it', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-tape-facts-'));
+    try {
+      const svc = await startTestService({
+        store: await SqliteStore.open(dir),
+        env: { SIM_CAPTURE: 'on', SIM_CAPTURE_SPEED: '1' },
+      });
+      const capture = svc.services.catalogue.capture!;
+      const market = capture.markets.at(-1)!;
+      const tokenId = market.tokens[0]!.tokenId;
+      await (svc.services.venue as SimVenue).applyCaptureEvents([
+        { kind: 'trade', atMs: capture.startMs, tokenId, price: dec('0.42'), size: dec('12.5'), side: 'sell' },
+      ]);
+      const before = await svc.call('GET', '/v2/trade/trades?limit=5');
+      expect(before.status).toBe(200);
+      expect(before.body.trades[0]).toMatchObject({
+        token_id: tokenId,
+        market_id: market.conditionId,
+        outcome: market.tokens[0]!.outcome,
+      });
+      await svc.close();
+
+      // a later catalogue without the capture's markets (a data update dropped them)
+      const catalogue = testCatalogue();
+      const dropped = new Set(capture.markets.map((m) => m.conditionId));
+      catalogue.markets = catalogue.markets.filter((m) => !dropped.has(m.conditionId));
+      for (const m of capture.markets) for (const t of m.tokens) catalogue.tokens.delete(t.tokenId);
+      catalogue.capture = null;
+      catalogue.captureTokens = undefined;
+      const again = await startTestService({ store: await SqliteStore.open(dir), catalogue });
+      try {
+        const after = await again.call('GET', '/v2/trade/trades?limit=5');
+        expect(after.status).toBe(200);
+        // the market's question and slug are the listing's: gone with it; the print's own facts stay
+        expect(after.body).toEqual({
+          ...before.body,
+          trades: [{ ...before.body.trades[0], question: null, slug: null }, ...before.body.trades.slice(1)],
+        });
+        // the facts are stored once for the token, beside its compact prints
+        expect(await (await again.services.store.collection(TAPE_TOKENS)).find({})).toEqual([
+          { _id: tokenId, conditionId: market.conditionId, outcome: market.tokens[0]!.outcome },
+        ]);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -272,7 +272,7 @@ describe('the SQLite store: statistics for the query planner', () => {
     expect(statsOf('actors')).toBeGreaterThan(0);
     // the live orders' partial index (3,000 of 30,000 actors) keeps its statistics: the next refresh
     // finds nothing to analyze in the table again
-    const orders = 'ic_actors_kind_final_quarantine_createdAtMs__id_w_kind_order';
+    const orders = 'ic_actors_kind_final_quarantine_createdAtMs__id_w_kind_order_w_final_false';
     expect(sqlite.db.prepare('SELECT stat FROM sqlite_stat1 WHERE idx = ?').pluck().get(orders)).toMatch(/^3000 /);
     const planned = (sqlite.db.pragma('optimize = 0x10003') as Array<{ optimize: string }>).map((r) => r.optimize);
     expect(planned.filter((sql) => sql.includes('"actors"'))).toEqual([]);
