@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SqliteStore } from '../../engine/store/sqlite.js';
-import { FaultyStore } from '../engine/store/faulty-store.js';
+import { FaultyStore, fileHandles } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
 
 /**
@@ -85,9 +85,11 @@ describe('venue journal failure over REST', () => {
     });
     expect(placed.status).toBe(200);
     expect(placed.body).toMatchObject({ status: 'LIVE', time_in_force: 'GTD', expiration });
-    const health = await svc.call('GET', '/healthz');
-    expect(health.status).toBe(503);
-    expect(health.body).toMatchObject({ status: 'degraded', scheduler: { running: true, failing_timers: 1 } });
+    // the timer is armed once the step is on disk, which may follow the answer: health shows its failure then
+    await expect
+      .poll(async () => (await svc.call('GET', '/healthz')).body, { timeout: 15_000, interval: 20 })
+      .toMatchObject({ status: 'degraded', scheduler: { running: true, failing_timers: 1 } });
+    expect((await svc.call('GET', '/healthz')).status).toBe(503);
     store.clear();
     let order = placed.body;
     for (let i = 0; i < 400 && order.status !== 'EXPIRED'; i++) {
@@ -123,9 +125,7 @@ describe('a failed WAL fsync over REST', () => {
     expect(placed.status).toBe(200);
 
     // the disk fails one fsync of the WAL (an I/O error), then answers again
-    const handle = await fs.open(path.join(dir, 'store.sqlite'), 'r');
-    const proto = Object.getPrototypeOf(handle) as { datasync(this: unknown): Promise<void> };
-    await handle.close();
+    const proto = await fileHandles();
     vi.spyOn(proto, 'datasync').mockRejectedValueOnce(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' }));
     const caught = await svc.call('POST', '/v2/trade/order', { body: order, headers: alice });
     expect(caught.status).toBe(503);

@@ -17,6 +17,7 @@
  * waiting until the test releases it (then it runs, or fails); `{ keepOpen: true }` leaves the
  * wrapped store open on close() (a restart of the service on the same store).
  */
+import fs from 'node:fs/promises';
 import type {
   Collection,
   CollectionLayout,
@@ -334,5 +335,19 @@ export class FaultyStore implements Store {
 
   close(): Promise<void> {
     return this.options.keepOpen ? Promise.resolve() : this.inner.close();
+  }
+}
+
+/**
+ * The prototype of Node's `FileHandle` (fs/promises), whose `datasync` the SQLite store calls for
+ * each fsync of its WAL: a test spies on it (`vi.spyOn(await fileHandles(), 'datasync')`) to make
+ * fsyncs slow or fail, as a loaded or failing disk does. Every file handle of the process shares it.
+ */
+export async function fileHandles(): Promise<{ datasync(this: unknown): Promise<void> }> {
+  const handle = await fs.open(process.execPath, 'r');
+  try {
+    return Object.getPrototypeOf(handle) as { datasync(this: unknown): Promise<void> };
+  } finally {
+    await handle.close();
   }
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { runUntil } from '../../process.js';
-import { FaultyStore, InjectedFault } from './faulty-store.js';
+import { FaultyStore, InjectedFault, fileHandles } from './faulty-store.js';
 
 /**
  * The SQLite store on disk: writes issued together share one commit; checkpoints keep every
@@ -126,9 +126,7 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     const store = await SqliteStore.open(dir);
     const c = await store.collection<{ _id: string }>('docs');
     // the next fsync of a file handle (the WAL's) takes 400 ms, as under another process's disk load
-    const handle = await fs.open(path.join(dir, 'store.sqlite'), 'r');
-    const proto = Object.getPrototypeOf(handle) as { datasync(this: unknown): Promise<void> };
-    await handle.close();
+    const proto = await fileHandles();
     const datasync = proto.datasync;
     let started = 0;
     let slowDone = false;
@@ -161,9 +159,7 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     let store = await SqliteStore.open(dir);
     let c = await store.collection<{ _id: string }>('docs');
     await c.insertOne({ _id: 'kept' });
-    const handle = await fs.open(path.join(dir, 'store.sqlite'), 'r');
-    const proto = Object.getPrototypeOf(handle) as { datasync(this: unknown): Promise<void> };
-    await handle.close();
+    const proto = await fileHandles();
     const spy = vi
       .spyOn(proto, 'datasync')
       .mockRejectedValueOnce(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
