@@ -135,6 +135,9 @@ const EXEMPT: Record<string, string> = {
   'idempotencyKeys find {status}':
     'one-time removal of minted keys from stored responses at the first open of a database (records live ' +
     '24 h); `migrations` records it as done',
+  'tapeTokens find {}':
+    "read whole once at start-up: a row per catalogue token with capture prints (the trade history's " +
+    'market facts of its compact prints), bounded by the catalogue, not by the history',
 };
 
 /**
@@ -625,6 +628,11 @@ describe('every query the store port runs on MongoDB has an index that serves it
  * (the first pattern that matches the statement).
  */
 const SQLITE_EXEMPT: Array<[RegExp, string]> = [
+  [
+    /^SELECT id, doc FROM "tapeTokens" WHERE 1$/,
+    "read whole once at start-up: a row per catalogue token with capture prints (the trade history's market " +
+      'facts of its compact prints), bounded by the catalogue, not by the history',
+  ],
   [
     new RegExp(
       '^SELECT doc FROM "trades" WHERE 1 ORDER BY json_extract\\(doc, \'\\$\\."blockTimestamp"\'\\) DESC, ' +
