@@ -14,8 +14,7 @@ import { dataFile } from '../venue/markets.js';
 import type { Clock } from '../clock.js';
 import type { TradeHistory } from './history.js';
 import type { MarketRegistry } from './markets.js';
-import { notionalOf } from './recorder.js';
-import type { RecordedBatch } from './records.js';
+import { notionalOf, type RecordedBatch } from './records.js';
 
 /** The Data API trades file (in `data/`). */
 export const DATA_API_TRADES_FILE = 'data-api-trades-2026-02-07.json';

@@ -26,8 +26,6 @@ import {
   type TraderFill,
 } from './records.js';
 
-export { notionalOf } from './records.js';
-
 /** Turns the venue's facts into history records and writes them with the step that produced them. */
 export class HistoryRecorder {
   /** Wallet address by user id (a user's address never changes). */

@@ -10,8 +10,6 @@
  */
 import { BLOCK_SECONDS, type ChainPosition } from '../data/records.js';
 
-export { operationHash } from '../data/records.js';
-
 /** Where the chain's sequence is, as journaled: the last block given and the next log index in it. */
 export interface ChainRow {
   /** Block time, integer seconds (a multiple of {@link BLOCK_SECONDS}). */

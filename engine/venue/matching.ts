@@ -1,8 +1,8 @@
 import { Dec, dec, ONE, onTick, SIZE_DP, str, ZERO } from '../decimal.js';
 import { OrderBook, priceKey, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
-import { blockOf, operationHash, type ChainClock } from './chain.js';
-import type { ChainPosition, TapeTrade } from '../data/records.js';
+import { blockOf, type ChainClock } from './chain.js';
+import { operationHash, type ChainPosition, type TapeTrade } from '../data/records.js';
 import type {
   CancelReason,
   FillReport,

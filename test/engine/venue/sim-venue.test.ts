@@ -13,7 +13,7 @@ import { poll } from '../../api/trading-kit.js';
 import type { Catalogue } from '../../../engine/venue/markets.js';
 import type { VenueOrder, VenueReport } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
-import { operationHash } from '../../../engine/venue/chain.js';
+import { operationHash } from '../../../engine/data/records.js';
 
 const A = '111';
 const B = '222';
