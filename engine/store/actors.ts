@@ -372,13 +372,18 @@ export class ActorRepository {
     return doc ? this.withView(doc) : null;
   }
 
+  /** The stored documents of `ids` that exist, in one query (a read by key for one id, an `$in` for more). */
+  private async byIds(ids: string[]): Promise<StoredRecord[]> {
+    if (ids.length === 1) {
+      const doc = await this.c.findOne({ _id: ids[0] });
+      return doc ? [doc] : [];
+    }
+    return this.c.find({ _id: { $in: ids } });
+  }
+
   /** The records of `ids` that exist (one query), by id. */
   async getMany(ids: string[]): Promise<Map<string, ActorRecord>> {
-    const docs =
-      ids.length === 1
-        ? [await this.c.findOne({ _id: ids[0] })].filter((d) => d !== null)
-        : await this.c.find({ _id: { $in: ids } });
-    return new Map(docs.map((d) => [d._id, this.withView(d)]));
+    return new Map((await this.byIds(ids)).map((d) => [d._id, this.withView(d)]));
   }
 
   /** A record as stored, without deriving its view (the host restoring an actor). */
@@ -389,15 +394,11 @@ export class ActorRepository {
 
   /**
    * The records of `ids` that exist, as stored (views not derived: the host restoring them), in one
-   * query: a read by key each up to a few ids on SQLite, one `$in` beyond.
+   * query (see {@link byIds}).
    */
   async getStoredMany(ids: string[]): Promise<ActorRecord[]> {
     if (ids.length === 0) return [];
-    const docs =
-      ids.length === 1
-        ? [await this.c.findOne({ _id: ids[0] })].filter((d) => d !== null)
-        : await this.c.find({ _id: { $in: ids } });
-    return docs.map((d) => {
+    return (await this.byIds(ids)).map((d) => {
       // the record read, its view added last (no copy: it is this read's own object)
       const r = d as ActorRecord;
       r.view = {};

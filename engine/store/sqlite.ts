@@ -1707,13 +1707,7 @@ export class SqliteStore implements Store {
    */
   transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
     return this.writer.transaction((scope) => {
-      const tx: UnitOfWork = {
-        collection: <T extends Doc>(name: string): Collection<T> => {
-          const c = this.collections.get(name);
-          if (!c) throw new Error(`store: collection ${name} was not opened`);
-          return c.within(scope) as unknown as Collection<T>;
-        },
-      };
+      const tx: UnitOfWork = { collection: <T extends Doc>(name: string) => this.within<T>(name, scope) };
       this.units.set(tx, scope);
       return fn(tx);
     });
@@ -1721,9 +1715,17 @@ export class SqliteStore implements Store {
 
   /** {@inheritDoc Store.lazyCollection} */
   lazyCollection<T extends Doc>(name: string): Collection<T> {
+    return this.within<T>(name, LAZY);
+  }
+
+  /**
+   * Collection `name` with its writes made in `scope` (a transaction's, or {@link LAZY}).
+   * @throws {Error} when the collection was never opened.
+   */
+  private within<T extends Doc>(name: string, scope: TxScope): Collection<T> {
     const c = this.collections.get(name);
     if (!c) throw new Error(`store: collection ${name} was not opened`);
-    return c.within(LAZY) as unknown as Collection<T>;
+    return c.within(scope) as unknown as Collection<T>;
   }
 
   /** When the import `id` (e.g. {@link NEDB_IMPORT}) was recorded in this database (epoch ms), or null. */
