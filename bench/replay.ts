@@ -44,7 +44,7 @@
 import { readFileSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { Session } from 'node:inspector/promises';
-import { mainThreadCpuMs } from './proc.js';
+import { charsWritten, mainThreadCpuMs } from './proc.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -93,18 +93,6 @@ function walPagesByTree(file: string, from: number): { name: string; frames: num
   return [...frames]
     .sort((a, b) => b[1] - a[1])
     .map(([name, n]) => ({ name, frames: n, mb: (n * (24 + pageSize)) / 1e6 }));
-}
-
-/**
- * Bytes the process has written so far (`wchar` of /proc/self/io, Linux; 0 elsewhere): on disk, the
- * WAL frames of the commits and the checkpoints' copies into the database file.
- */
-function writtenBytes(): number {
-  try {
-    return Number(/^wchar: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
 }
 
 /** Until the engine has done what the operations so far caused (strategies, their orders, the venue's journal). */
@@ -202,7 +190,7 @@ async function main(): Promise<void> {
     const [checkpoints0, held0] = checkpointsOf();
     const cpu0 = process.cpuUsage();
     const main0 = mainThreadCpuMs();
-    const written0 = writtenBytes();
+    const written0 = charsWritten();
     const wal0 = PAGES ? (await fs.stat(`${sqliteFile}-wal`)).size : 0;
     const start = performance.now();
     const events = capture.events;
@@ -244,7 +232,7 @@ async function main(): Promise<void> {
     const e2eMs = performance.now() - start;
     const cpuAll = process.cpuUsage(cpu0);
     const mainMs = mainThreadCpuMs() - main0;
-    const written = writtenBytes() - written0;
+    const written = charsWritten() - written0;
     const commits = commitsOf() - commits0;
     const syncs1 = syncsOf();
     const [checkpoints1, held1] = checkpointsOf();
