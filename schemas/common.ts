@@ -61,8 +61,9 @@ export const Health = {
         error: {
           type: 'string',
           description:
-            'Why writes cannot be made durable, while that lasts (e.g. a data file that cannot be appended to: ' +
-            'its writes wait and are retried, never dropped).',
+            'Why writes cannot be made durable, while that lasts: a failed commit (a full disk, a read-only ' +
+            'file; shown for 2 s or until a later commit succeeds), or on SQLite `store stopped: a WAL fsync ' +
+            'failed (…)`, shown until the service restarts (every write is refused meanwhile).',
         },
       },
     },
