@@ -5,16 +5,22 @@
  * copies as child orders (every copy passes engine/risk.ts `checkChild`) and keeps the history of
  * copies and skips (collection `copytradeHistory`).
  *
- * A leader fill's copies are one batch ({@link CopytradeService.copyAll}): the subscriptions'
- * decisions, their history rows and the copies' orders commit in one store transaction and the
- * orders go to the venue in one operation (`OrderService.placeChildren`); the orders' changes
- * come back to the subscriptions a burst at a time. A copy decided outside a batch (the fallback
+ * A leader fill's copies are one batch ({@link CopytradeService.copyAll}), the venue first: the
+ * subscriptions decide in memory, the copies go to the venue in one operation, and once the venue
+ * has made it durable the subscriptions' steps, their history rows and the copies' orders commit in
+ * one store transaction (`OrderService.placeChildren`); the orders' changes come back to the
+ * subscriptions a burst at a time. A copy decided outside a batch (the fallback
  * of a failed batch, start-up re-placement, a risk-control sell) goes through the child-order
  * router (engine/strategies/child-orders.ts), like strategies' child orders.
  *
  * Exactly once through restarts: each subscription's watermark (its last leader fill's chain
  * position) is persisted with the step that handled the fill, and the step's history rows in the
- * same transaction; at start-up, once every actor is
+ * same transaction. The venue is ahead of those records between its operation and their commit (a
+ * failed commit, a crash): a fill not recorded is delivered again (the batch's fallback, the
+ * start-up replay from the watermark), and a subscription whose copy of it the venue holds (the
+ * copy's order id derives from the fill; the venue keeps an order until its actor recorded the end,
+ * or a day) records that copy, adopted, instead of deciding again on the wallet it spent. At
+ * start-up, once every actor is
  * restored, copies decided but never reported by their order are placed again (their order ids
  * derive from the fill, so an order already placed is found, not doubled), history rows a snapshot
  * still holds are written again, and the history is replayed in chain order so that fills recorded while
@@ -57,7 +63,7 @@ import type { ChildOrderRouter, ChildParent } from '../strategies/child-orders.j
 import { TriggerIndex } from '../triggers.js';
 import type { UserDoc, UserService } from '../users.js';
 import { blockOf } from '../venue/chain.js';
-import type { VenuePort } from '../venue/port.js';
+import type { VenueOrder, VenuePort } from '../venue/port.js';
 import type { CopyEnv, CopyOrder, CopySettings, LeaderFill } from './rules.js';
 
 /** Machine id of a subscription actor. */
@@ -109,6 +115,30 @@ export function subscriptionView(c: CopytradeContext, status: string, createdAtM
 
 /** `amount` less `less` (not below zero), as a decimal string. */
 const free = (amount: Dec, less: Dec | undefined): string => str(less ? Dec.max(ZERO, amount.minus(less)) : amount);
+
+/**
+ * The copy a venue order of a copy stands for (its adoption after a crash: {@link CopytradeService}):
+ * a limit order is a GTC buy, a FOK market order a market buy, another market order a market sell.
+ * The touch price the decision saw is not the venue's to know: `price` is the limit's, else null.
+ */
+export function copyOrderOfVenue(o: VenueOrder): CopyOrder {
+  const base = { side: o.side, tokenId: o.tokenId };
+  if (o.kind === 'limit')
+    return {
+      ...base,
+      kind: 'LIMIT_GTC',
+      usd: o.size !== null && o.price !== null ? str(dec(o.size).times(dec(o.price))) : null,
+      shares: o.size,
+      price: o.price,
+    };
+  return {
+    ...base,
+    kind: o.timeInForce === 'FOK' ? 'MARKET_FOK' : 'MARKET',
+    usd: o.quoteAmount,
+    shares: o.size,
+    price: null,
+  };
+}
 
 /** Lower-case `0x` address of a fill or a setting. */
 const lower = (a: string) => a.toLowerCase();
@@ -505,12 +535,13 @@ export class CopytradeService {
   /**
    * Copies leader fill `fill` to subscriptions `ids` as one batch (the critical path of a copy):
    * each subscription new to the fill decides (its `leader.fill` step, the market read once for
-   * all), each copy is checked against risk in its follower's placement queue (a refusal is that
-   * subscription's `order.refused` step, the others go on), then every step, history row and new
-   * order commits in ONE transaction and the orders go to the venue in ONE operation
-   * (`OrderService.placeChildren`). When the batch fails (nothing of it happened), the fill is
-   * delivered to each subscription on its own ({@link sendFill}: retried, else replayed at the
-   * next start-up). Never throws.
+   * all; a copy the venue holds already is adopted: {@link adoptable}), each copy is checked against
+   * risk in its follower's placement queue (a refusal is that subscription's `order.refused` step,
+   * the others go on), the orders go to the venue in ONE operation, then every step, history row
+   * and new order commits in ONE transaction (`OrderService.placeChildren`). When the batch fails
+   * (none of its records written; its copies may be at the venue), the fill is delivered to each
+   * subscription on its own ({@link sendFill}: the copies the venue took recorded as decided;
+   * retried, else replayed at the next start-up). Never throws.
    */
   private async copyAll(ids: string[], fill: LeaderFill): Promise<void> {
     const targets: string[] = [];
@@ -527,6 +558,8 @@ export class CopytradeService {
     if (targets.length === 0) return;
     const held: (() => void)[] = [];
     const placed: string[] = [];
+    /** The copies decided, by subscription: a failed batch's fallback records them as decided (adopted). */
+    const decided = new Map<string, CopyOrder>();
     try {
       const partners = await this.partnersOf(targets);
       await this.orders.placeChildren(users, actorIds, (batch, place) => {
@@ -536,12 +569,14 @@ export class CopytradeService {
           const known = handled.get(id);
           if (!before || !isNewFill(before, fill, known)) continue;
           const env = this.envOf(before.userId, fill);
+          const adopt = this.adoptable(id, fill);
           const event = {
             type: 'leader.fill',
             fill,
             env,
             atMs,
             ...(known === undefined ? {} : { handled: known }),
+            ...(adopt ? { adopt } : {}),
           } as const;
           const after = batch.step(id, event satisfies CopytradeEvent);
           const orderId = copyOrderId(id, fill.key);
@@ -549,6 +584,7 @@ export class CopytradeService {
           if (!copy || before.working.some((w) => w.orderId === orderId)) continue;
           this.batched.add(orderId);
           placed.push(orderId);
+          decided.set(id, copy.order);
           try {
             const { parent, order } = this.childOf(before, copy, partners.get(id)!);
             place(parent.partnerId!, this.router.childInput(parent, order));
@@ -564,7 +600,7 @@ export class CopytradeService {
       for (const release of held) release();
       for (const orderId of placed) this.batched.delete(orderId);
       this.log.warn({ err, fill: fill.key, subscriptions: targets.length }, 'copies not placed as a batch: one by one');
-      await Promise.all(targets.map((id) => this.sendFill(id, fill)));
+      await Promise.all(targets.map((id) => this.sendFill(id, fill, decided.get(id))));
       return;
     }
     // the batch's venue operation has taken the copies' dollars and shares (in memory, as it was
@@ -628,19 +664,25 @@ export class CopytradeService {
     return [...out];
   }
 
-  private async sendFill(id: string, fill: LeaderFill): Promise<void> {
+  /**
+   * Delivers `fill` to subscription `id` alone (a failed batch's fallback), retried.
+   * @param decided - the copy the failed batch decided: recorded as it when the venue holds its order.
+   */
+  private async sendFill(id: string, fill: LeaderFill, decided?: CopyOrder): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         const known = (await this.handledInStore([id], fill)).get(id);
         const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
         // the machine decides; this only spares a step for a fill it certainly ignores (the start-up replay)
         if (!c || !isNewFill(c, fill, known)) return;
+        const adopt = this.adoptable(id, fill, decided);
         await this.host.send(id, {
           type: 'leader.fill',
           fill,
           env: this.envOf(c.userId, fill),
           atMs: this.clock.now(),
           ...(known === undefined ? {} : { handled: known }),
+          ...(adopt ? { adopt } : {}),
         } satisfies CopytradeEvent);
         return;
       } catch (err) {
@@ -654,6 +696,19 @@ export class CopytradeService {
         await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
       }
     }
+  }
+
+  /**
+   * The copy of `fill` for subscription `id` when the venue holds its order already (a batch went to
+   * the venue and its records did not follow: a failed commit, a crash), else undefined: the
+   * subscription then records that copy instead of deciding again on the wallet the order spent.
+   * @param decided - the copy as the subscription decided it, when known (in memory); else the
+   *   venue's order says it ({@link copyOrderOfVenue}).
+   */
+  private adoptable(id: string, fill: LeaderFill, decided?: CopyOrder): CopyOrder | undefined {
+    const order = this.venue.orderOf(copyOrderId(id, fill.key));
+    if (!order) return undefined;
+    return decided ?? copyOrderOfVenue(order);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { BATCH_COMMIT_ATTEMPTS } from '../../engine/actor-host.js';
 import { COPYTRADE_HISTORY } from '../../engine/copytrade/service.js';
 import type { TraderFill } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
@@ -38,12 +39,13 @@ async function historyOf(svc: TestService, u: string, id: string) {
 }
 
 /**
- * The copies of one leader fill are one batch: the subscriptions' steps, their history rows and the
- * copies' orders commit in one transaction. A write that fails inside it (here the history row of
- * the batch's last subscription, written and then reported failed) leaves none of it: the batch is
- * then delivered one subscription at a time, where that failure stays that subscription's (nothing
- * recorded, replayed at the next start-up) and the others copy the fill exactly once, their orders
- * answered by the venue (an order left behind by a half-kept batch would never have reached it).
+ * The copies of one leader fill are one batch: the copies go to the venue in one operation, then
+ * the subscriptions' steps, their history rows and the copies' orders commit in one transaction. A
+ * write that fails inside it on every try (here the history row of the batch's last subscription,
+ * written and then reported failed) leaves none of the records: the batch is then delivered one
+ * subscription at a time, where that failure stays that subscription's (nothing recorded, replayed
+ * at the next start-up, which finds its copy at the venue and records it, adopted) and the others
+ * record the copies the venue took exactly once, their orders answered by the venue.
  */
 describe('copytrade: a leader fill copied as one batch is all or none', () => {
   let svc: TestService | undefined;
@@ -68,8 +70,8 @@ describe('copytrade: a leader fill copied as one batch is all or none', () => {
       );
       const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
       await svc.services.copytrade.idle();
-      // the batch's transaction (its earlier writes rolled back with it), then the five attempts of the last one alone
-      expect(rule.hits.length).toBe(6);
+      // the batch transaction, every try (its earlier writes rolled back), then the five tries of the last one alone
+      expect(rule.hits.length).toBe(BATCH_COMMIT_ATTEMPTS + 5);
 
       for (const [i, u] of ['b0', 'b1'].entries()) {
         const h = await historyOf(svc, u, ids[i]!);
@@ -103,7 +105,17 @@ describe('copytrade: a leader fill copied as one batch is all or none', () => {
       for (const [i, u] of users.entries()) {
         const h = await historyOf(svc, u, ids[i]!);
         expect(h, u).toHaveLength(1);
-        expect(h[0]).toMatchObject({ leader_fill: { transaction_hash: fill.transactionHash, log_index: 1 } });
+        expect(h[0]).toMatchObject({
+          result: 'COPIED',
+          order_status: 'FILLED',
+          amount: '1',
+          leader_fill: { transaction_hash: fill.transactionHash, log_index: 1 },
+        });
+        // one copy paid per follower ($1 and its fee out of 10,000): the adopted copy was not placed again
+        const userId = (svc.services.host.snapshotOf(ids[i]!)!.context as CopytradeContext).userId;
+        const pusd = Number(svc.services.venue.wallet(userId).pusd.balance);
+        expect(pusd, u).toBeGreaterThan(9998);
+        expect(pusd, u).toBeLessThan(9999.01);
       }
       const rows = await (await (await inner).collection<CopyHistoryEntry>(COPYTRADE_HISTORY)).find({});
       expect(rows.filter((r) => r.kind !== 'realized')).toHaveLength(3);
@@ -164,6 +176,56 @@ describe('copytrade: one batch, each subscription its own outcome', () => {
       const [paused] = await historyOf(svc, 'paused', ids[2]!);
       expect(paused).toMatchObject({ result: 'SKIPPED', reason: 'paused' });
       expect(await journal.count({})).toBe(before + 1);
+    },
+  );
+});
+
+/**
+ * The venue first, the records after: a leader fill's copies are at the venue (durable in its
+ * journal) before their records commit. When that commit fails on every try, the one-by-one fallback
+ * finds each copy at the venue and records it as the batch decided it (adopted), never deciding
+ * again on the wallet that copy spent: a follower whose pUSD paid for exactly one copy keeps that
+ * copy, COPIED in history, its order there, and no second order.
+ */
+describe('copytrade: copies at the venue whose records failed are adopted', () => {
+  let svc: TestService | undefined;
+  const inner = SqliteStore.open(null);
+  afterAll(async () => {
+    await svc?.close();
+    await (await inner).close();
+  });
+
+  it(
+    'a failed records transaction: each copy recorded as decided, its order there, none placed twice',
+    { timeout: 90_000 },
+    async () => {
+      const faulty = new FaultyStore(await inner, { keepOpen: true });
+      svc = await startTestService({ store: faulty, env: { ...env, SIM_INITIAL_PUSD: '1.5' } });
+      const users = ['v0', 'v1'];
+      const ids = await follow(svc, users, () => copyEveryFill(LEADER, 1));
+      const rule = faulty.failWhen(
+        (i) => i.collection === COPYTRADE_HISTORY && i.op === 'replaceOne' && String(i.doc?._id).startsWith(ids[1]!),
+        { when: 'after', times: BATCH_COMMIT_ATTEMPTS },
+      );
+      const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
+      await svc.services.copytrade.idle();
+      expect(rule.hits.length).toBe(BATCH_COMMIT_ATTEMPTS);
+      for (const [i, u] of users.entries()) {
+        const orderId = copyOrderId(ids[i]!, `${fill.transactionHash}:1`);
+        const h = await historyOf(svc, u, ids[i]!);
+        expect(h, u).toHaveLength(1);
+        expect(h[0]).toMatchObject({ result: 'COPIED', reason: null, amount: '1', order_id: orderId });
+        await svc.services.orders.whenQuiet(orderId);
+        const order = await svc.call('GET', `/v2/trade/orders/${orderId}`, as(u));
+        expect(order).toMatchObject({ status: 200, body: { order_id: orderId, status: 'FILLED' } });
+        const userId = (svc.services.host.snapshotOf(ids[i]!)!.context as CopytradeContext).userId;
+        // its $1 paid once (and its fee), out of the 1.5 it had
+        const pusd = Number(svc.services.venue.wallet(userId).pusd.balance);
+        expect(pusd, u).toBeGreaterThan(0.4);
+        expect(pusd, u).toBeLessThan(0.6);
+        const sub = await svc.call('GET', `/v2/trade/copytrade/${ids[i]}`, as(u));
+        expect(sub).toMatchObject({ status: 200, body: { counters: { copies: 1, skipped: 0, working_copies: 0 } } });
+      }
     },
   );
 });
