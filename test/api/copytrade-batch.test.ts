@@ -1,3 +1,6 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BATCH_COMMIT_ATTEMPTS } from '../../engine/actor-host.js';
 import { COPYTRADE_HISTORY } from '../../engine/copytrade/service.js';
@@ -225,6 +228,71 @@ describe('copytrade: copies at the venue whose records failed are adopted', () =
         expect(pusd, u).toBeLessThan(0.6);
         const sub = await svc.call('GET', `/v2/trade/copytrade/${ids[i]}`, as(u));
         expect(sub).toMatchObject({ status: 200, body: { counters: { copies: 1, skipped: 0, working_copies: 0 } } });
+      }
+    },
+  );
+});
+
+/**
+ * `kill -9` between the venue's operation and the records: the files on disk while the records
+ * transaction waits on its first history row (the venue's journal entry of the copies committed,
+ * none of their records) are what such a crash leaves. A service started on a copy of them replays
+ * the fill from the watermarks, finds each copy at the venue and records it, adopted: COPIED once,
+ * its order answered by the venue's state, GET /orders/{id} 200, the follower's pUSD paid once.
+ */
+describe('copytrade: a crash between the venue operation and its records', () => {
+  let svc: TestService | undefined;
+  let after: TestService | undefined;
+  const dirs: string[] = [];
+  afterAll(async () => {
+    await after?.close();
+    await svc?.close();
+    for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
+  });
+
+  it(
+    'the restart adopts each copy the venue took: COPIED once, its order there, paid once',
+    { timeout: 90_000 },
+    async () => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-ct-venue-first-'));
+      dirs.push(dir);
+      const crashed = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-ct-venue-first-crashed-'));
+      dirs.push(crashed);
+      const cash = { ...env, SIM_INITIAL_PUSD: '1.5' };
+      const faulty = new FaultyStore(await SqliteStore.open(dir), { keepOpen: false });
+      svc = await startTestService({ store: faulty, env: cash });
+      const users = ['k0', 'k1'];
+      const ids = await follow(svc, users, () => copyEveryFill(LEADER, 1));
+      const hold = faulty.hold({ collections: [COPYTRADE_HISTORY], ops: ['replaceOne'] });
+      const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
+      while (hold.matched === 0) await new Promise((r) => setTimeout(r, 2));
+      // the venue's operation is durable, the records transaction open: the files are what kill -9 leaves
+      for (const f of await fs.readdir(dir))
+        if (f.startsWith('store.sqlite') && !f.endsWith('-shm'))
+          await fs.copyFile(path.join(dir, f), path.join(crashed, f));
+      hold.release(true);
+      await svc.services.copytrade.idle();
+
+      after = await startTestService({ store: await SqliteStore.open(crashed, { lock: true }), env: cash });
+      await after.services.copytrade.idle();
+      for (const [i, u] of users.entries()) {
+        const orderId = copyOrderId(ids[i]!, `${fill.transactionHash}:1`);
+        await after.services.orders.whenQuiet(orderId);
+        const h = await historyOf(after, u, ids[i]!);
+        expect(h, u).toHaveLength(1);
+        expect(h[0]).toMatchObject({
+          result: 'COPIED',
+          reason: null,
+          amount: '1',
+          order_id: orderId,
+          order_status: 'FILLED',
+        });
+        const order = await after.call('GET', `/v2/trade/orders/${orderId}`, as(u));
+        expect(order).toMatchObject({ status: 200, body: { order_id: orderId, status: 'FILLED' } });
+        const userId = (after.services.host.snapshotOf(ids[i]!)!.context as CopytradeContext).userId;
+        const pusd = Number(after.services.venue.wallet(userId).pusd.balance);
+        expect(pusd, u).toBeGreaterThan(0.4);
+        expect(pusd, u).toBeLessThan(0.6);
       }
     },
   );
