@@ -1292,8 +1292,9 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * @param ids - every actor the plan steps or creates (their queues are held; order is free).
    * @param options.loadStored - load the passivated actors among `ids` first (a read each).
    * @param options.beforeCommit - runs once the plan is over, before the transaction (the queues still
-   *   held): what must happen before the batch's records (a venue operation they follow). Its rejection
-   *   fails the batch, nothing written. Once it resolved, the transaction is tried up to
+   *   held), with the batch: what must happen before the batch's records (a venue operation they
+   *   follow), and the steps and creations that follow it. Its rejection fails the batch, nothing
+   *   written. Once it resolved, the transaction is tried up to
    *   {@link BATCH_COMMIT_ATTEMPTS} times (with backoff, the queues held, so nothing else steps these
    *   actors meanwhile) before the batch fails.
    * @returns the records written, by actor id (none for an actor the plan left unchanged).
@@ -1302,7 +1303,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     ids: Iterable<string>,
     plan: (b: ActorBatch) => void | Promise<void>,
     effects: (run: () => void) => void = (run) => run(),
-    options: { loadStored?: boolean; beforeCommit?: () => Promise<void> } = {},
+    options: { loadStored?: boolean; beforeCommit?: (b: ActorBatch) => Promise<void> } = {},
   ): Promise<Map<string, ActorRecord>> {
     const held = new Set(ids);
     const release = await holdQueues(held, (id, work) => void this.enqueue(id, work));
@@ -1350,6 +1351,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         },
       };
       await plan(api);
+      if (options.beforeCommit) await options.beforeCommit(api);
       // loaded for the batch and left as they were: passivated again
       for (const l of loaded) if (!entries.get(l.record._id)?.events.length) this.keep(l);
       // as a step: an actor whose stored snapshot would not change is not written
@@ -1365,7 +1367,6 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       }
       const work = [...entries].filter(([, e]) => e.create !== null || e.events.length > 0);
       if (work.length === 0) return new Map();
-      if (options.beforeCommit) await options.beforeCommit();
       const now = this.clock.now();
       const committed: (() => void)[] = [];
       const transaction = () => {

@@ -33,7 +33,7 @@ import {
   RiskEngine,
 } from './risk.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
-import type { CancelReason, VenueOrder, VenuePort, VenueReport } from './venue/port.js';
+import type { CancelReason, VenuePort, VenueReport } from './venue/port.js';
 import { isOrderFinal, OPEN_STATUSES as OPEN_ORDER_STATUSES, venueOrderOf } from '../machines/order.js';
 
 /** Machine id of the CLOB order actors. */
@@ -601,10 +601,10 @@ export class OrderService {
    * Places child orders of many parents as one batch (the copies of one leader fill), the venue
    * first: in the placement queues of every user concerned ({@link exclusive}), `plan` steps the
    * parents through `batch` and places each child with `place`, which checks it against risk
-   * ({@link RiskEngine.checkChild}, in the order called) and creates its actor in the batch; every
-   * new order then goes to the venue in ONE operation ({@link VenuePort.submitMany}) and, once the
-   * venue has made it durable, the parents' steps and the new orders commit in ONE store
-   * transaction (all or none, retried while the actors are held: {@link ActorHost.batch}
+   * ({@link RiskEngine.checkChild}, in the order called); every new order then goes to the venue in
+   * ONE operation ({@link VenuePort.submitMany}) and, once the venue has made it durable, the
+   * orders' actors are created in the batch and the parents' steps and the new orders commit in ONE
+   * store transaction (all or none, retried while the actors are held: {@link ActorHost.batch}
    * `beforeCommit`). An order the venue holds already (an earlier attempt went to the venue, its
    * records did not follow) is adopted: no risk check (the wallet it was checked on is spent by it),
    * not sent again, and once committed its actor learns the venue's state of it. The venue's
@@ -626,24 +626,32 @@ export class OrderService {
   ): Promise<Map<string, ActorRecord>> {
     const open = await holdQueues(new Set(userIds), (u, work) => void this.exclusive(u, work));
     try {
-      const orders: VenueOrder[] = [];
-      const adopted: string[] = [];
+      const placed: { partnerId: string; input: OrderInput; atVenue: boolean }[] = [];
+      const ids = new Set<string>();
       const written = await this.host.batch(
         actorIds,
         (batch) =>
           plan(batch, (partnerId, input) => {
-            if (batch.snapshotOf(input.orderId) !== null) throw new DuplicateKeyError(`order ${input.orderId} exists`);
+            if (batch.snapshotOf(input.orderId) !== null || ids.has(input.orderId))
+              throw new DuplicateKeyError(`order ${input.orderId} exists`);
             const atVenue = this.venue.orderState(input.orderId) !== null;
             if (!atVenue) this.risk.checkChild(input);
-            batch.create(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
-            if (atVenue) adopted.push(input.orderId);
-            else orders.push(venueOrderOf(batch.snapshotOf(input.orderId)!.context as OrderContext));
+            placed.push({ partnerId, input, atVenue });
+            ids.add(input.orderId);
           }),
-        // the orders' own submitToVenue finds them at the venue already: nothing sent twice
         undefined,
-        { beforeCommit: () => (orders.length ? this.venue.submitMany(orders) : Promise.resolve()) },
+        {
+          // the venue first (its operation durable), then the orders' actors, created with the batch;
+          // their own submitToVenue finds them at the venue already: nothing is sent twice
+          beforeCommit: async (batch) => {
+            const fresh = placed.filter((p) => !p.atVenue).map((p) => venueOrderOf(p.input));
+            if (fresh.length) await this.venue.submitMany(fresh);
+            for (const { partnerId, input } of placed)
+              batch.create(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
+          },
+        },
       );
-      for (const id of adopted) this.learnVenueState(id);
+      for (const p of placed) if (p.atVenue) this.learnVenueState(p.input.orderId);
       return written;
     } finally {
       open();

@@ -341,6 +341,8 @@ export class CopytradeService {
           if (!(await this.write(c.id, c.pending))) unwritten.add(c.id);
         }),
     );
+    // the partners of the subscriptions, read together now rather than on the first leader fill's path
+    await this.partnersOf(contexts.map((c) => c.id));
     for (const c of contexts) {
       this.index(c.id, c);
       if (!unwritten.has(c.id)) for (const w of c.working) if (!w.reported) this.track(this.place(c, w));
@@ -374,7 +376,10 @@ export class CopytradeService {
     if (c.record.kind !== 'copytrade') return;
     const ctx = c.snapshot.context as CopytradeContext;
     if (c.record.final) this.byLeader.get(lower(ctx.settings.leader_address))?.delete(c.record._id);
-    else if (c.previousStatus === null) this.index(c.record._id, ctx);
+    else if (c.previousStatus === null) {
+      this.index(c.record._id, ctx);
+      this.partners.set(c.record._id, c.record.partnerId);
+    }
     this.syncWatches(c.record._id, c.record.final ? null : ctx);
   }
 
