@@ -615,6 +615,8 @@ export class OrderService {
    * @param plan - `place(partnerId, input)` throws the risk refusal ({@link DomainError}: nothing
    *   created for it; the plan records it on its parent) or `DuplicateKeyError` for an order id
    *   that exists.
+   * @param record - steps of the batch taken once the venue's operation is durable (before the
+   *   orders' creations), off the path to the venue: the parents' steps decided in `plan`.
    * @returns the records written, by id.
    * @throws what the batch throws: nothing of it was recorded, though its venue operation may have
    *   been made (its orders are then adopted by the next placement of the same ids).
@@ -623,6 +625,7 @@ export class OrderService {
     userIds: Iterable<string>,
     actorIds: Iterable<string>,
     plan: (batch: ActorBatch, place: (partnerId: string, input: OrderInput) => void) => void,
+    record: (batch: ActorBatch) => void = () => {},
   ): Promise<Map<string, ActorRecord>> {
     const open = await holdQueues(new Set(userIds), (u, work) => void this.exclusive(u, work));
     try {
@@ -646,6 +649,7 @@ export class OrderService {
           beforeCommit: async (batch) => {
             const fresh = placed.filter((p) => !p.atVenue).map((p) => venueOrderOf(p.input));
             if (fresh.length) await this.venue.submitMany(fresh);
+            record(batch);
             for (const { partnerId, input } of placed)
               batch.create(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
           },

@@ -547,6 +547,19 @@ const FLUSH = {
   params: ({ context }: { context: CopytradeContext }) => ({ rows: rowsNoReportClears(context) }),
 } as const;
 
+/**
+ * The copy at the venue that a new leader fill's `leader.fill` step (without `adopt`) records on a
+ * subscription in state `state` with context `c`, worked out without the step: the rules' copy on
+ * an `active` subscription trading real money; null when the step records none (a skip, a paper
+ * copy, a subscription not `active`). The engine decides a fill's copies with it before the venue's
+ * operation and takes the steps after it, each given its copy as `adopt`.
+ */
+export function venueCopyOf(state: unknown, c: CopytradeContext, f: LeaderFill, env: CopyEnv): CopyOrder | null {
+  if (state !== 'active' || c.settings.is_simulation) return null;
+  const d = decideCopy(c.settings, f, env);
+  return 'copy' in d ? d.copy : null;
+}
+
 /** The `placeCopy` action of a step that decided a copy. */
 const PLACE = {
   type: 'placeCopy',

@@ -35,6 +35,7 @@ import {
   isNewFill,
   newHistoryRows,
   riskLevels,
+  venueCopyOf,
   copytradeMachine,
   COPYTRADE_MACHINE_VERSION,
   COPYTRADE_SNAPSHOT_FORM,
@@ -47,9 +48,9 @@ import {
   type CopytradeInput,
   type WorkingCopy,
 } from '../../machines/copytrade.js';
-import type { OrderContext } from '../../machines/order.js';
+import type { OrderContext, OrderInput } from '../../machines/order.js';
 import type { ChildOrder } from '../../machines/strategy-kit.js';
-import type { ActorChange, ActorHost } from '../actor-host.js';
+import type { ActorBatch, ActorChange, ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
 import type { RecordedBatch, TradeHistoryFeed, TraderFill } from '../data/records.js';
 import { dec, Dec, str, ZERO } from '../decimal.js';
@@ -539,11 +540,13 @@ export class CopytradeService {
 
   /**
    * Copies leader fill `fill` to subscriptions `ids` as one batch (the critical path of a copy):
-   * each subscription new to the fill decides (its `leader.fill` step, the market read once for
-   * all; a copy the venue holds already is adopted: {@link adoptable}), each copy is checked against
-   * risk in its follower's placement queue (a refusal is that subscription's `order.refused` step,
-   * the others go on), the orders go to the venue in ONE operation, then every step, history row
-   * and new order commits in ONE transaction (`OrderService.placeChildren`). When the batch fails
+   * the copy each subscription new to the fill makes is worked out without its step
+   * (`venueCopyOf`: the rules, the market read once for all; a copy the venue holds already is
+   * adopted: {@link adoptable}), each copy is checked against risk in its follower's placement queue,
+   * the orders go to the venue in ONE operation, and once it is durable the subscriptions take their
+   * `leader.fill` steps (each given its copy as `adopt`, so it records what the venue took; a risk
+   * refusal is that subscription's `order.refused` step after it, the others go on), and every step,
+   * history row and new order commits in ONE transaction (`OrderService.placeChildren`). When the batch fails
    * (none of its records written; its copies may be at the venue), the fill is delivered to each
    * subscription on its own ({@link sendFill}: the copies the venue took recorded as decided;
    * retried, else replayed at the next start-up). Never throws.
@@ -567,40 +570,54 @@ export class CopytradeService {
     const decided = new Map<string, CopyOrder>();
     try {
       const partners = await this.partnersOf(targets);
-      await this.orders.placeChildren(users, actorIds, (batch, place) => {
-        const atMs = this.clock.now();
+      /** Each subscription's step, decided before the venue's operation and taken after it. */
+      const steps: { id: string; event: CopytradeEvent; refusal: CopytradeEvent | null }[] = [];
+      const atMs = this.clock.now();
+      const decide = (batch: ActorBatch, place: (partnerId: string, input: OrderInput) => void) => {
         for (const id of targets) {
-          const before = batch.snapshotOf(id)?.context as CopytradeContext | undefined;
+          const snapshot = batch.snapshotOf(id);
+          const before = snapshot?.context as CopytradeContext | undefined;
           const known = handled.get(id);
-          if (!before || !isNewFill(before, fill, known)) continue;
+          if (!snapshot || !before || !isNewFill(before, fill, known)) continue;
           const env = this.envOf(before.userId, fill);
-          const adopt = this.adoptable(id, fill);
-          const event = {
+          const orderId = copyOrderId(id, fill.key);
+          // the copy the subscription's step will record (the venue's, when it holds it already)
+          const copy =
+            this.adoptable(id, fill) ??
+            (before.working.some((w) => w.orderId === orderId) ? null : venueCopyOf(snapshot.value, before, fill, env));
+          const event: CopytradeEvent = {
             type: 'leader.fill',
             fill,
             env,
             atMs,
             ...(known === undefined ? {} : { handled: known }),
-            ...(adopt ? { adopt } : {}),
-          } as const;
-          const after = batch.step(id, event satisfies CopytradeEvent);
-          const orderId = copyOrderId(id, fill.key);
-          const copy = (after?.context as CopytradeContext | undefined)?.working.find((w) => w.orderId === orderId);
-          if (!copy || before.working.some((w) => w.orderId === orderId)) continue;
+            ...(copy ? { adopt: copy } : {}),
+          };
+          const step = { id, event, refusal: null as CopytradeEvent | null };
+          steps.push(step);
+          if (!copy) continue;
           this.batched.add(orderId);
           placed.push(orderId);
-          decided.set(id, copy.order);
+          decided.set(id, copy);
           try {
-            const { parent, order } = this.childOf(before, copy, partners.get(id)!);
+            const { parent, order } = this.childOf(before, { orderId, order: copy }, partners.get(id)!);
             place(parent.partnerId!, this.router.childInput(parent, order));
-            held.push(this.holdUnplaced(before.userId, copy.order));
+            held.push(this.holdUnplaced(before.userId, copy));
           } catch (err) {
             if (!(err instanceof DomainError)) throw err;
-            const refusal = { type: 'order.refused', orderId, error: refusalCode(err), reason: err.message } as const;
-            batch.step(id, refusal satisfies CopytradeEvent);
+            step.refusal = { type: 'order.refused', orderId, error: refusalCode(err), reason: err.message };
           }
         }
-      });
+      };
+      // the steps after the venue's operation, off the path to its acceptance: each records the copy
+      // decided above (`adopt`), or decides the same skip again (pure, the same snapshot and event)
+      const record = (batch: ActorBatch) => {
+        for (const { id, event, refusal } of steps) {
+          batch.step(id, event);
+          if (refusal) batch.step(id, refusal);
+        }
+      };
+      await this.orders.placeChildren(users, actorIds, decide, record);
     } catch (err) {
       for (const release of held) release();
       for (const orderId of placed) this.batched.delete(orderId);
@@ -814,7 +831,7 @@ export class CopytradeService {
   /** The child order of copy `w` of subscription `c`, and its parent as the child-order router takes it. */
   private childOf(
     c: CopytradeContext,
-    w: WorkingCopy,
+    w: Pick<WorkingCopy, 'orderId' | 'order'>,
     partnerId: string | undefined,
   ): { parent: ChildParent; order: ChildOrder } {
     const o = w.order;
