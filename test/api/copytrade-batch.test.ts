@@ -42,6 +42,33 @@ async function historyOf(svc: TestService, u: string, id: string) {
 }
 
 /**
+ * Follower `u`'s copy of `fill` for subscription `id`, taken by the venue before its records (a
+ * wallet of 1.5 pUSD, $1 copies): COPIED once as decided, its order FILLED over HTTP, paid once.
+ */
+async function expectOneCopyPaidOnce(svc: TestService, u: string, id: string, fill: TraderFill) {
+  const orderId = copyOrderId(id, `${fill.transactionHash}:1`);
+  await svc.services.orders.whenQuiet(orderId);
+  const h = await historyOf(svc, u, id);
+  expect(h, u).toHaveLength(1);
+  expect(h[0]).toMatchObject({
+    result: 'COPIED',
+    reason: null,
+    amount: '1',
+    order_id: orderId,
+    order_status: 'FILLED',
+  });
+  const order = await svc.call('GET', `/v2/trade/orders/${orderId}`, as(u));
+  expect(order).toMatchObject({ status: 200, body: { order_id: orderId, status: 'FILLED' } });
+  const sub = await svc.call('GET', `/v2/trade/copytrade/${id}`, as(u));
+  expect(sub).toMatchObject({ status: 200, body: { counters: { copies: 1, skipped: 0, working_copies: 0 } } });
+  // its $1 paid once (and its fee), out of the 1.5 it had
+  const userId = (svc.services.host.snapshotOf(id)!.context as CopytradeContext).userId;
+  const pusd = Number(svc.services.venue.wallet(userId).pusd.balance);
+  expect(pusd, u).toBeGreaterThan(0.4);
+  expect(pusd, u).toBeLessThan(0.6);
+}
+
+/**
  * The copies of one leader fill are one batch: the copies go to the venue in one operation, then
  * the subscriptions' steps, their history rows and the copies' orders commit in one transaction. A
  * write that fails inside it on every try (here the history row of the batch's last subscription,
@@ -192,17 +219,13 @@ describe('copytrade: one batch, each subscription its own outcome', () => {
  */
 describe('copytrade: copies at the venue whose records failed are adopted', () => {
   let svc: TestService | undefined;
-  const inner = SqliteStore.open(null);
-  afterAll(async () => {
-    await svc?.close();
-    await (await inner).close();
-  });
+  afterAll(() => svc?.close());
 
   it(
     'a failed records transaction: each copy recorded as decided, its order there, none placed twice',
     { timeout: 90_000 },
     async () => {
-      const faulty = new FaultyStore(await inner, { keepOpen: true });
+      const faulty = new FaultyStore(await SqliteStore.open(null));
       svc = await startTestService({ store: faulty, env: { ...env, SIM_INITIAL_PUSD: '1.5' } });
       const users = ['v0', 'v1'];
       const ids = await follow(svc, users, () => copyEveryFill(LEADER, 1));
@@ -213,22 +236,7 @@ describe('copytrade: copies at the venue whose records failed are adopted', () =
       const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
       await svc.services.copytrade.idle();
       expect(rule.hits.length).toBe(BATCH_COMMIT_ATTEMPTS);
-      for (const [i, u] of users.entries()) {
-        const orderId = copyOrderId(ids[i]!, `${fill.transactionHash}:1`);
-        const h = await historyOf(svc, u, ids[i]!);
-        expect(h, u).toHaveLength(1);
-        expect(h[0]).toMatchObject({ result: 'COPIED', reason: null, amount: '1', order_id: orderId });
-        await svc.services.orders.whenQuiet(orderId);
-        const order = await svc.call('GET', `/v2/trade/orders/${orderId}`, as(u));
-        expect(order).toMatchObject({ status: 200, body: { order_id: orderId, status: 'FILLED' } });
-        const userId = (svc.services.host.snapshotOf(ids[i]!)!.context as CopytradeContext).userId;
-        // its $1 paid once (and its fee), out of the 1.5 it had
-        const pusd = Number(svc.services.venue.wallet(userId).pusd.balance);
-        expect(pusd, u).toBeGreaterThan(0.4);
-        expect(pusd, u).toBeLessThan(0.6);
-        const sub = await svc.call('GET', `/v2/trade/copytrade/${ids[i]}`, as(u));
-        expect(sub).toMatchObject({ status: 200, body: { counters: { copies: 1, skipped: 0, working_copies: 0 } } });
-      }
+      for (const [i, u] of users.entries()) await expectOneCopyPaidOnce(svc, u, ids[i]!, fill);
     },
   );
 });
@@ -275,25 +283,7 @@ describe('copytrade: a crash between the venue operation and its records', () =>
 
       after = await startTestService({ store: await SqliteStore.open(crashed, { lock: true }), env: cash });
       await after.services.copytrade.idle();
-      for (const [i, u] of users.entries()) {
-        const orderId = copyOrderId(ids[i]!, `${fill.transactionHash}:1`);
-        await after.services.orders.whenQuiet(orderId);
-        const h = await historyOf(after, u, ids[i]!);
-        expect(h, u).toHaveLength(1);
-        expect(h[0]).toMatchObject({
-          result: 'COPIED',
-          reason: null,
-          amount: '1',
-          order_id: orderId,
-          order_status: 'FILLED',
-        });
-        const order = await after.call('GET', `/v2/trade/orders/${orderId}`, as(u));
-        expect(order).toMatchObject({ status: 200, body: { order_id: orderId, status: 'FILLED' } });
-        const userId = (after.services.host.snapshotOf(ids[i]!)!.context as CopytradeContext).userId;
-        const pusd = Number(after.services.venue.wallet(userId).pusd.balance);
-        expect(pusd, u).toBeGreaterThan(0.4);
-        expect(pusd, u).toBeLessThan(0.6);
-      }
+      for (const [i, u] of users.entries()) await expectOneCopyPaidOnce(after, u, ids[i]!, fill);
     },
   );
 });
