@@ -84,8 +84,14 @@ export function replayStart(c: Pick<CopytradeContext, 'watermark' | 'createdAtMs
   return (c.watermark?.blockTimestamp ?? blockOf(c.createdAtMs)) - REORDER_SECONDS;
 }
 
-/** Tries of a leader fill's delivery to one subscription; beyond them the next start-up's replay delivers it. */
-const DELIVERY_ATTEMPTS = 5;
+/**
+ * Tries of a leader fill's delivery to one subscription; beyond them the next start-up's replay
+ * delivers it, or, when the venue holds the fill's copy already, another round of tries follows
+ * {@link ADOPTION_RETRY_MS} later (off the fan-out, until recorded).
+ */
+export const DELIVERY_ATTEMPTS = 5;
+/** The wait before another round of tries to record a copy the venue holds ({@link DELIVERY_ATTEMPTS}), ms. */
+const ADOPTION_RETRY_MS = 5000;
 
 /** Statuses a subscription can be moved to with PATCH …/status. */
 export type CopytradeStatusChange = 'ACTIVE' | 'PAUSED' | 'DISABLED';
@@ -299,6 +305,33 @@ export class CopytradeService {
       deps.clock,
       deps.log,
     );
+  }
+
+  /** Set by {@link stop}: no new round of tries to record a copy the venue holds. */
+  private stopping = false;
+  /** Ends of the waits before such rounds: {@link stop} ends them at once. */
+  private readonly retryWaits = new Set<() => void>();
+
+  /** Waits {@link ADOPTION_RETRY_MS}, or until {@link stop}. */
+  private waitBeforeRetry(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const end = () => {
+        clearTimeout(timer);
+        this.retryWaits.delete(end);
+        resolve();
+      };
+      const timer = setTimeout(end, ADOPTION_RETRY_MS);
+      this.retryWaits.add(end);
+    });
+  }
+
+  /**
+   * Before a shutdown: the tries to record copies the venue holds stop (the next start-up's replay
+   * finds them at the venue); what is in flight goes on ({@link idle} waits for it).
+   */
+  stop(): void {
+    this.stopping = true;
+    for (const end of [...this.retryWaits]) end();
   }
 
   private track(p: Promise<unknown>): void {
@@ -692,12 +725,14 @@ export class CopytradeService {
    */
   private async sendFill(id: string, fill: LeaderFill, decided?: CopyOrder): Promise<void> {
     for (let attempt = 1; ; attempt++) {
+      let atVenue = false;
       try {
         const known = (await this.handledInStore([id], fill)).get(id);
         const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
         // the machine decides; this only spares a step for a fill it certainly ignores (the start-up replay)
         if (!c || !isNewFill(c, fill, known)) return;
         const adopt = this.adoptable(id, fill, decided);
+        atVenue = adopt !== undefined;
         await this.host.send(id, {
           type: 'leader.fill',
           fill,
@@ -708,6 +743,17 @@ export class CopytradeService {
         } satisfies CopytradeEvent);
         return;
       } catch (err) {
+        if (attempt >= DELIVERY_ATTEMPTS && atVenue) {
+          // the venue has spent the follower's wallet on this copy: its record must follow, whatever
+          // later fills do to the watermark (beyond the start-up replay's window it would stay unrecorded)
+          this.log.error(
+            { err, copytradeId: id, fill: fill.key },
+            'copy at the venue not recorded on its subscription: tried again',
+          );
+          if (this.stopping) return; // the next start-up's replay finds it at the venue
+          this.track(this.waitBeforeRetry().then(() => (this.stopping ? undefined : this.sendFill(id, fill, decided))));
+          return;
+        }
         if (attempt >= DELIVERY_ATTEMPTS) {
           this.log.error(
             { err, copytradeId: id, fill: fill.key },
