@@ -7,7 +7,8 @@
  *    moment its history row is committed, two clocks stop:
  *    - "accepted by the venue" (the issue's measure): the venue's operation holding the copies
  *      (`submitMany`) is durable in its journal and its first report of every copy is out (the
- *      copy's order record committed before the venue saw it);
+ *      venue first: the copies' records commit after it, their exactly-once resting on the venue's
+ *      idempotence by order id: docs/architecture.md, "Copytrade");
  *    - "answered, recorded" (stricter): every copy's order actor has recorded the venue's answer
  *      (its step left SUBMITTED: live, filled or refused, with the fill in the trade history).
  *    Prints p50 / p99 / max per fill (all copies) and per copy, and the process's CPU time per copy

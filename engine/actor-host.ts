@@ -269,6 +269,22 @@ export async function holdQueues(
   return release;
 }
 
+/** Tries of a batch's transaction once its `beforeCommit` ran ({@link ActorHost.batch}). */
+export const BATCH_COMMIT_ATTEMPTS = 4;
+
+/** `run` tried up to {@link BATCH_COMMIT_ATTEMPTS} times, 20, 40, 80 ms apart; the last failure is thrown. */
+async function retried<T>(run: () => Promise<T>, log: Logger): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (err) {
+      if (attempt >= BATCH_COMMIT_ATTEMPTS) throw err;
+      log.warn({ err, attempt }, 'batch transaction failed after its beforeCommit: tried again');
+      await new Promise((r) => setTimeout(r, 10 * 2 ** attempt));
+    }
+  }
+}
+
 /** One actor of a batch: stepped (`live` set) or created (`create` set). */
 interface BatchEntry {
   def: ActorDefinition;
@@ -1275,13 +1291,19 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
    * and the error is rethrown.
    * @param ids - every actor the plan steps or creates (their queues are held; order is free).
    * @param options.loadStored - load the passivated actors among `ids` first (a read each).
+   * @param options.beforeCommit - runs once the plan is over, before the transaction (the queues still
+   *   held), with the batch: what must happen before the batch's records (a venue operation they
+   *   follow), and the steps and creations that follow it. Its rejection fails the batch, nothing
+   *   written. Once it resolved, the transaction is tried up to
+   *   {@link BATCH_COMMIT_ATTEMPTS} times (with backoff, the queues held, so nothing else steps these
+   *   actors meanwhile) before the batch fails.
    * @returns the records written, by actor id (none for an actor the plan left unchanged).
    */
   async batch(
     ids: Iterable<string>,
     plan: (b: ActorBatch) => void | Promise<void>,
     effects: (run: () => void) => void = (run) => run(),
-    options: { loadStored?: boolean } = {},
+    options: { loadStored?: boolean; beforeCommit?: (b: ActorBatch) => Promise<void> } = {},
   ): Promise<Map<string, ActorRecord>> {
     const held = new Set(ids);
     const release = await holdQueues(held, (id, work) => void this.enqueue(id, work));
@@ -1329,6 +1351,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         },
       };
       await plan(api);
+      if (options.beforeCommit) await options.beforeCommit(api);
       // loaded for the batch and left as they were: passivated again
       for (const l of loaded) if (!entries.get(l.record._id)?.events.length) this.keep(l);
       // as a step: an actor whose stored snapshot would not change is not written
@@ -1346,7 +1369,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (work.length === 0) return new Map();
       const now = this.clock.now();
       const committed: (() => void)[] = [];
-      const written = await this.repo.transaction(async (tx) => {
+      const transaction = () => {
+        committed.length = 0;
+        return this.repo.transaction(commit);
+      };
+      const commit = async (tx: UnitOfWork) => {
         const out: { id: string; e: BatchEntry; record: ActorRecord; full: ActorRecord; json: string }[] = [];
         for (const [id, e] of work) {
           const { def, snapshot } = e;
@@ -1373,7 +1400,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
           out.push({ id, e, record, full, json: record.snapshot });
         }
         return out;
-      });
+      };
+      const written = options.beforeCommit ? await retried(transaction, this.log) : await transaction();
       const result = new Map<string, ActorRecord>();
       const after: { live: Live; prev: Record<string, number>; w: (typeof written)[number] }[] = [];
       for (const w of written) {

@@ -33,8 +33,8 @@ import {
   RiskEngine,
 } from './risk.js';
 import type { ActorRecord, ActorRepository } from './store/actors.js';
-import type { CancelReason, VenueOrder, VenuePort, VenueReport } from './venue/port.js';
-import { isOrderFinal, OPEN_STATUSES as OPEN_ORDER_STATUSES } from '../machines/order.js';
+import type { CancelReason, VenuePort, VenueReport } from './venue/port.js';
+import { isOrderFinal, OPEN_STATUSES as OPEN_ORDER_STATUSES, venueOrderOf } from '../machines/order.js';
 
 /** Machine id of the CLOB order actors. */
 export const ORDER_MACHINE_ID = 'order';
@@ -210,8 +210,7 @@ export class OrderService {
       kind: 'order',
       logic: orderMachine.provide({
         actions: {
-          submitToVenue: (_, { order }) =>
-            this.gathering ? this.gathering.push(order) : track(order.orderId, venue.submit(order)),
+          submitToVenue: (_, { order }) => track(order.orderId, venue.submit(order)),
           cancelAtVenue: (_, { orderId, reason }) => track(orderId, venue.cancel(orderId, reason)),
           expireAtVenue: (_, { orderId }) => track(orderId, venue.expire(orderId)),
         },
@@ -232,8 +231,6 @@ export class OrderService {
     });
   }
 
-  /** The venue orders of a batch's new orders, gathered into one venue operation ({@link placeChildren}); else null. */
-  private gathering: VenueOrder[] | null = null;
   /** Reports of one venue operation not yet handed over, by order ({@link deliverReport}); null between operations. */
   private burst: Map<string, VenueReport[]> | null = null;
 
@@ -580,7 +577,10 @@ export class OrderService {
     // in the user's placement queue, so that it cannot take the funds a REST order was just checked against
     return this.exclusive(input.userId, async () => {
       const existing = this.host.recordOf(input.orderId) ?? (await this.actors.get(input.orderId));
-      if (!existing) this.risk.checkChild(input);
+      // an order the venue holds already (placed ahead of its record: see placeChildren) is adopted:
+      // it passed risk before the venue took it, and the wallet it was checked on is spent by it now
+      const atVenue = existing ? null : this.venue.orderState(input.orderId);
+      if (!existing && !atVenue) this.risk.checkChild(input);
       try {
         await this.host.create<typeof orderMachine>(ORDER_MACHINE_ID, {
           id: input.orderId,
@@ -588,6 +588,7 @@ export class OrderService {
           partnerId,
           ownerUserId: input.userId,
         });
+        if (atVenue) this.learnVenueState(input.orderId);
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err;
       }
@@ -597,49 +598,65 @@ export class OrderService {
   }
 
   /**
-   * Places child orders of many parents as one batch (the copies of one leader fill): in the
-   * placement queues of every user concerned ({@link exclusive}), `plan` steps the parents through
-   * `batch` and places each child with `place`, which checks it against risk
-   * ({@link RiskEngine.checkChild}, in the order called) and creates its actor in the batch; the
-   * parents' steps and the new orders then commit in ONE store transaction (all or none:
-   * {@link ActorHost.batch}), and every new order goes to the venue in ONE operation
-   * ({@link VenuePort.submitMany}). The venue's answers reach the orders as usual (one batch per
-   * operation: {@link deliverBurst}).
+   * Places child orders of many parents as one batch (the copies of one leader fill), the venue
+   * first: in the placement queues of every user concerned ({@link exclusive}), `plan` steps the
+   * parents through `batch` and places each child with `place`, which checks it against risk
+   * ({@link RiskEngine.checkChild}, in the order called); every new order then goes to the venue in
+   * ONE operation ({@link VenuePort.submitMany}) and, once the venue has made it durable, the
+   * orders' actors are created in the batch and the parents' steps and the new orders commit in ONE
+   * store transaction (all or none, retried while the actors are held: {@link ActorHost.batch}
+   * `beforeCommit`). An order the venue holds already (an earlier attempt went to the venue, its
+   * records did not follow) is adopted: no risk check (the wallet it was checked on is spent by it),
+   * not sent again, and once committed its actor learns the venue's state of it. The venue's
+   * answers reach the orders as usual (one batch per operation: {@link deliverBurst}), after the
+   * batch (their queues are held until it is over).
    * @param userIds - the owners of every order `plan` may place (their queues are held meanwhile).
    * @param actorIds - every actor `plan` steps or creates (the parents and the orders' ids).
    * @param plan - `place(partnerId, input)` throws the risk refusal ({@link DomainError}: nothing
    *   created for it; the plan records it on its parent) or `DuplicateKeyError` for an order id
    *   that exists.
+   * @param record - steps of the batch taken once the venue's operation is durable (before the
+   *   orders' creations), off the path to the venue: the parents' steps decided in `plan`.
    * @returns the records written, by id.
-   * @throws what the batch throws (a failed transaction: nothing of it happened).
+   * @throws what the batch throws: nothing of it was recorded, though its venue operation may have
+   *   been made (its orders are then adopted by the next placement of the same ids).
    */
   async placeChildren(
     userIds: Iterable<string>,
     actorIds: Iterable<string>,
     plan: (batch: ActorBatch, place: (partnerId: string, input: OrderInput) => void) => void,
+    record: (batch: ActorBatch) => void = () => {},
   ): Promise<Map<string, ActorRecord>> {
     const open = await holdQueues(new Set(userIds), (u, work) => void this.exclusive(u, work));
     try {
-      return await this.host.batch(
+      const placed: { partnerId: string; input: OrderInput; atVenue: boolean }[] = [];
+      const ids = new Set<string>();
+      const written = await this.host.batch(
         actorIds,
         (batch) =>
           plan(batch, (partnerId, input) => {
-            if (batch.snapshotOf(input.orderId) !== null) throw new DuplicateKeyError(`order ${input.orderId} exists`);
-            this.risk.checkChild(input);
-            batch.create(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
+            if (batch.snapshotOf(input.orderId) !== null || ids.has(input.orderId))
+              throw new DuplicateKeyError(`order ${input.orderId} exists`);
+            const atVenue = this.venue.orderState(input.orderId) !== null;
+            if (!atVenue) this.risk.checkChild(input);
+            placed.push({ partnerId, input, atVenue });
+            ids.add(input.orderId);
           }),
-        (run) => {
-          const orders: VenueOrder[] = (this.gathering = []);
-          try {
-            run();
-          } finally {
-            this.gathering = null;
-          }
-          if (orders.length === 0) return;
-          const submitted = this.venue.submitMany(orders);
-          for (const o of orders) this.track(o.orderId, submitted);
+        undefined,
+        {
+          // the venue first (its operation durable), then the orders' actors, created with the batch;
+          // their own submitToVenue finds them at the venue already: nothing is sent twice
+          beforeCommit: async (batch) => {
+            const fresh = placed.filter((p) => !p.atVenue).map((p) => venueOrderOf(p.input));
+            if (fresh.length) await this.venue.submitMany(fresh);
+            record(batch);
+            for (const { partnerId, input } of placed)
+              batch.create(ORDER_MACHINE_ID, { id: input.orderId, input, partnerId, ownerUserId: input.userId });
+          },
         },
       );
+      for (const p of placed) if (p.atVenue) this.learnVenueState(p.input.orderId);
+      return written;
     } finally {
       open();
     }
@@ -681,18 +698,26 @@ export class OrderService {
   async reconcile(): Promise<number> {
     const live = await this.actors.find({ kind: 'order', final: false, quarantine: null });
     for (const rec of live) {
-      const state = this.venue.orderState(rec._id);
-      if (!state) {
-        this.track(rec._id, this.host.send(rec._id, { type: 'venue.unknown' }));
-      } else {
-        if (state.status !== 'rejected')
-          this.track(rec._id, this.host.send(rec._id, { type: 'venue.accepted', resting: state.status === 'open' }));
-        for (const f of state.fills) this.track(rec._id, this.host.send(rec._id, eventOf(f)));
-        if (state.final) this.track(rec._id, this.host.send(rec._id, eventOf(state.final)));
-      }
+      this.learnVenueState(rec._id);
       await this.whenQuiet(rec._id);
     }
     return live.length;
+  }
+
+  /**
+   * Tells order `orderId`'s actor what the venue holds of it (accepted, its fills, its end; fills are
+   * deduplicated by trade id), or `venue.unknown` when the venue has no such order.
+   */
+  private learnVenueState(orderId: string): void {
+    const state = this.venue.orderState(orderId);
+    if (!state) {
+      this.track(orderId, this.host.send(orderId, { type: 'venue.unknown' }));
+      return;
+    }
+    if (state.status !== 'rejected')
+      this.track(orderId, this.host.send(orderId, { type: 'venue.accepted', resting: state.status === 'open' }));
+    for (const f of state.fills) this.track(orderId, this.host.send(orderId, eventOf(f)));
+    if (state.final) this.track(orderId, this.host.send(orderId, eventOf(state.final)));
   }
 
   /**

@@ -239,6 +239,7 @@ export async function startServices(
       idempotency.close();
       strategies.stop();
       leaderReplay?.stop();
+      copytrade.stop();
       await copytrade.idle();
       await strategies.idle();
       statements.stop();

@@ -7,7 +7,8 @@
  * two side effects through `.provide()`: `placeCopy` (a child order through the child-order router,
  * its id derived from the fill's identity, so placing it again is harmless; a copy decided in a
  * leader fill's batch has its order created by that batch, in the step's own transaction, and
- * `placeCopy` then does nothing) and `clearHistory`.
+ * `placeCopy` then does nothing) and `clearHistory`. A fill whose copy the venue holds already comes
+ * with it (`adopt`): the step records that copy instead of deciding.
  *
  * History rows: a step's new rows (`pending`) are written with the step itself, in its store
  * transaction (the engine's `stepWritesOf`: {@link newHistoryRows}), so a step and its rows commit
@@ -49,6 +50,11 @@
  * |          |             |       | PAUSED → paused; timer.fired(end) → ended                                |
  * | ended    | `ENDED`     | no    | leader.fill (new) → skip `ended` (after `copy_end_date`); no status change|
  * | deleted  | `DELETED`   | yes   | (soft-deleted: history and PnL kept)                                     |
+ *
+ * A new `leader.fill` carrying `adopt` (the venue holds the copy's order already: its batch went to
+ * the venue and its records did not follow) is recorded as that copy in `active`, `paused`,
+ * `disabled` and `ended` alike: the venue has spent the follower's wallet on it, so it is never
+ * skipped nor decided again.
  *
  * In every state but `deleted` (so a PAUSED, DISABLED or ENDED subscription's positions keep their
  * risk controls): `copytrade.update` (settings; the end deadline follows `copy_end_date`),
@@ -192,6 +198,11 @@ export type CopytradeEvent =
       atMs: number;
       /** Whether the store holds this subscription's history row of the fill (given when {@link historyDecides}). */
       handled?: boolean;
+      /**
+       * The copy's order the venue already holds (its id is this fill's {@link copyOrderId}): the fill is
+       * recorded as this copy, in any state but `deleted`, not decided again on a wallet that order spent.
+       */
+      adopt?: CopyOrder;
     }
   | { type: 'copytrade.status'; status: 'ACTIVE' | 'PAUSED' | 'DISABLED'; atMs: number }
   | { type: 'copytrade.update'; settings: CopySettings; atMs: number }
@@ -536,10 +547,30 @@ const FLUSH = {
   params: ({ context }: { context: CopytradeContext }) => ({ rows: rowsNoReportClears(context) }),
 } as const;
 
+/**
+ * The copy at the venue that a new leader fill's `leader.fill` step (without `adopt`) records on a
+ * subscription in state `state` with context `c`, worked out without the step: the rules' copy on
+ * an `active` subscription trading real money; null when the step records none (a skip, a paper
+ * copy, a subscription not `active`). The engine decides a fill's copies with it before the venue's
+ * operation and takes the steps after it, each given its copy as `adopt`.
+ */
+export function venueCopyOf(state: unknown, c: CopytradeContext, f: LeaderFill, env: CopyEnv): CopyOrder | null {
+  if (state !== 'active' || c.settings.is_simulation) return null;
+  const d = decideCopy(c.settings, f, env);
+  return 'copy' in d ? d.copy : null;
+}
+
 /** The `placeCopy` action of a step that decided a copy. */
 const PLACE = {
   type: 'placeCopy',
   params: ({ context }: { context: CopytradeContext }) => ({ copy: context.placing }),
+} as const;
+
+/** A leader fill whose copy the venue holds already: recorded as that copy, in any state but `deleted`. */
+const ADOPT = {
+  guard: 'adoptsFill',
+  actions: ['handleFill', PLACE, 'placeDecided', FLUSH],
+  description: 'the venue holds the copy already: recorded as it',
 } as const;
 
 export const copytradeMachine = setup({
@@ -554,7 +585,7 @@ export const copytradeMachine = setup({
       if (event.type !== 'leader.fill') return {};
       const { fill: f, atMs } = event;
       const env = c.settings.is_simulation ? paperEnv(c, event.env, f.tokenId) : event.env;
-      const d = decideCopy(c.settings, f, env);
+      const d = event.adopt ? { copy: event.adopt } : decideCopy(c.settings, f, env);
       if ('skip' in d) return skipped(c, f, atMs, d.skip, d.detail);
       if (c.settings.is_simulation)
         return midOf(event.env) === null
@@ -707,6 +738,9 @@ export const copytradeMachine = setup({
   },
   guards: {
     newFill: ({ context, event }) => event.type === 'leader.fill' && isNewFill(context, event.fill, event.handled),
+    /** A new leader fill whose copy the venue holds already (`adopt`): recorded as that copy whatever the state. */
+    adoptsFill: ({ context, event }) =>
+      event.type === 'leader.fill' && event.adopt !== undefined && isNewFill(context, event.fill, event.handled),
     /** The event's order is one of the working copies. */
     working: ({ context, event }) =>
       'orderId' in event && context.working.some((w) => w.orderId === (event as { orderId: string }).orderId),
@@ -813,11 +847,14 @@ export const copytradeMachine = setup({
     },
     paused: {
       on: {
-        'leader.fill': {
-          guard: 'newFill',
-          actions: [{ type: 'skipFill', params: { reason: 'paused' } }, FLUSH],
-          description: 'no new copies while paused',
-        },
+        'leader.fill': [
+          ADOPT,
+          {
+            guard: 'newFill',
+            actions: [{ type: 'skipFill', params: { reason: 'paused' } }, FLUSH],
+            description: 'no new copies while paused',
+          },
+        ],
         'copytrade.status': [
           { guard: 'toActive', target: 'active', actions: 'touched' },
           { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
@@ -827,10 +864,13 @@ export const copytradeMachine = setup({
     },
     disabled: {
       on: {
-        'leader.fill': {
-          guard: 'newFill',
-          actions: [{ type: 'skipFill', params: { reason: 'disabled' } }, FLUSH],
-        },
+        'leader.fill': [
+          ADOPT,
+          {
+            guard: 'newFill',
+            actions: [{ type: 'skipFill', params: { reason: 'disabled' } }, FLUSH],
+          },
+        ],
         'copytrade.status': [
           { guard: 'toActive', target: 'active', actions: 'touched' },
           { guard: 'toPaused', target: 'paused', actions: 'touched' },
@@ -840,10 +880,13 @@ export const copytradeMachine = setup({
     },
     ended: {
       on: {
-        'leader.fill': {
-          guard: 'newFill',
-          actions: [{ type: 'skipFill', params: { reason: 'ended' } }, FLUSH],
-        },
+        'leader.fill': [
+          ADOPT,
+          {
+            guard: 'newFill',
+            actions: [{ type: 'skipFill', params: { reason: 'ended' } }, FLUSH],
+          },
+        ],
       },
     },
     deleted: { type: 'final' },

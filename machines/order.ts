@@ -160,8 +160,8 @@ export function requestedCancelReason(c: Pick<OrderContext, 'cancelReason' | 'pa
   return c.parentId ? { code: 'STRATEGY_CANCELED', message: `canceled by its strategy ${c.parentId}` } : USER_CANCEL;
 }
 
-/** The venue command of an order. */
-export function venueOrderOf(c: OrderContext): VenueOrder {
+/** The venue command of an order (its context, or the input it is created from: the same fields). */
+export function venueOrderOf(c: OrderInput | OrderContext): VenueOrder {
   return {
     orderId: c.orderId,
     userId: c.userId,

@@ -5,16 +5,22 @@
  * copies as child orders (every copy passes engine/risk.ts `checkChild`) and keeps the history of
  * copies and skips (collection `copytradeHistory`).
  *
- * A leader fill's copies are one batch ({@link CopytradeService.copyAll}): the subscriptions'
- * decisions, their history rows and the copies' orders commit in one store transaction and the
- * orders go to the venue in one operation (`OrderService.placeChildren`); the orders' changes
- * come back to the subscriptions a burst at a time. A copy decided outside a batch (the fallback
+ * A leader fill's copies are one batch ({@link CopytradeService.copyAll}), the venue first: the
+ * subscriptions decide in memory, the copies go to the venue in one operation, and once the venue
+ * has made it durable the subscriptions' steps, their history rows and the copies' orders commit in
+ * one store transaction (`OrderService.placeChildren`); the orders' changes come back to the
+ * subscriptions a burst at a time. A copy decided outside a batch (the fallback
  * of a failed batch, start-up re-placement, a risk-control sell) goes through the child-order
  * router (engine/strategies/child-orders.ts), like strategies' child orders.
  *
  * Exactly once through restarts: each subscription's watermark (its last leader fill's chain
  * position) is persisted with the step that handled the fill, and the step's history rows in the
- * same transaction; at start-up, once every actor is
+ * same transaction. The venue is ahead of those records between its operation and their commit (a
+ * failed commit, a crash): a fill not recorded is delivered again (the batch's fallback, the
+ * start-up replay from the watermark), and a subscription whose copy of it the venue holds (the
+ * copy's order id derives from the fill; the venue keeps an order until its actor recorded the end,
+ * or a day) records that copy, adopted, instead of deciding again on the wallet it spent. At
+ * start-up, once every actor is
  * restored, copies decided but never reported by their order are placed again (their order ids
  * derive from the fill, so an order already placed is found, not doubled), history rows a snapshot
  * still holds are written again, and the history is replayed in chain order so that fills recorded while
@@ -29,6 +35,7 @@ import {
   isNewFill,
   newHistoryRows,
   riskLevels,
+  venueCopyOf,
   copytradeMachine,
   COPYTRADE_MACHINE_VERSION,
   COPYTRADE_SNAPSHOT_FORM,
@@ -41,9 +48,9 @@ import {
   type CopytradeInput,
   type WorkingCopy,
 } from '../../machines/copytrade.js';
-import type { OrderContext } from '../../machines/order.js';
+import type { OrderContext, OrderInput } from '../../machines/order.js';
 import type { ChildOrder } from '../../machines/strategy-kit.js';
-import type { ActorChange, ActorHost } from '../actor-host.js';
+import type { ActorBatch, ActorChange, ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
 import type { RecordedBatch, TradeHistoryFeed, TraderFill } from '../data/records.js';
 import { dec, Dec, str, ZERO } from '../decimal.js';
@@ -57,7 +64,7 @@ import type { ChildOrderRouter, ChildParent } from '../strategies/child-orders.j
 import { TriggerIndex } from '../triggers.js';
 import type { UserDoc, UserService } from '../users.js';
 import { blockOf } from '../venue/chain.js';
-import type { VenuePort } from '../venue/port.js';
+import type { VenueOrder, VenuePort } from '../venue/port.js';
 import type { CopyEnv, CopyOrder, CopySettings, LeaderFill } from './rules.js';
 
 /** Machine id of a subscription actor. */
@@ -77,8 +84,14 @@ export function replayStart(c: Pick<CopytradeContext, 'watermark' | 'createdAtMs
   return (c.watermark?.blockTimestamp ?? blockOf(c.createdAtMs)) - REORDER_SECONDS;
 }
 
-/** Tries of a leader fill's delivery to one subscription; beyond them the next start-up's replay delivers it. */
-const DELIVERY_ATTEMPTS = 5;
+/**
+ * Tries of a leader fill's delivery to one subscription; beyond them the next start-up's replay
+ * delivers it, or, when the venue holds the fill's copy already, another round of tries follows
+ * {@link ADOPTION_RETRY_MS} later (off the fan-out, until recorded).
+ */
+export const DELIVERY_ATTEMPTS = 5;
+/** The wait before another round of tries to record a copy the venue holds ({@link DELIVERY_ATTEMPTS}), ms. */
+const ADOPTION_RETRY_MS = 5000;
 
 /** Statuses a subscription can be moved to with PATCH …/status. */
 export type CopytradeStatusChange = 'ACTIVE' | 'PAUSED' | 'DISABLED';
@@ -109,6 +122,30 @@ export function subscriptionView(c: CopytradeContext, status: string, createdAtM
 
 /** `amount` less `less` (not below zero), as a decimal string. */
 const free = (amount: Dec, less: Dec | undefined): string => str(less ? Dec.max(ZERO, amount.minus(less)) : amount);
+
+/**
+ * The copy a venue order of a copy stands for (its adoption after a crash: {@link CopytradeService}):
+ * a limit order is a GTC buy, a FOK market order a market buy, another market order a market sell.
+ * The touch price the decision saw is not the venue's to know: `price` is the limit's, else null.
+ */
+export function copyOrderOfVenue(o: VenueOrder): CopyOrder {
+  const base = { side: o.side, tokenId: o.tokenId };
+  if (o.kind === 'limit')
+    return {
+      ...base,
+      kind: 'LIMIT_GTC',
+      usd: o.size !== null && o.price !== null ? str(dec(o.size).times(dec(o.price))) : null,
+      shares: o.size,
+      price: o.price,
+    };
+  return {
+    ...base,
+    kind: o.timeInForce === 'FOK' ? 'MARKET_FOK' : 'MARKET',
+    usd: o.quoteAmount,
+    shares: o.size,
+    price: null,
+  };
+}
 
 /** Lower-case `0x` address of a fill or a setting. */
 const lower = (a: string) => a.toLowerCase();
@@ -270,6 +307,33 @@ export class CopytradeService {
     );
   }
 
+  /** Set by {@link stop}: no new round of tries to record a copy the venue holds. */
+  private stopping = false;
+  /** Ends of the waits before such rounds: {@link stop} ends them at once. */
+  private readonly retryWaits = new Set<() => void>();
+
+  /** Waits {@link ADOPTION_RETRY_MS}, or until {@link stop}. */
+  private waitBeforeRetry(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const end = () => {
+        clearTimeout(timer);
+        this.retryWaits.delete(end);
+        resolve();
+      };
+      const timer = setTimeout(end, ADOPTION_RETRY_MS);
+      this.retryWaits.add(end);
+    });
+  }
+
+  /**
+   * Before a shutdown: the tries to record copies the venue holds stop (the next start-up's replay
+   * finds them at the venue); what is in flight goes on ({@link idle} waits for it).
+   */
+  stop(): void {
+    this.stopping = true;
+    for (const end of [...this.retryWaits]) end();
+  }
+
   private track(p: Promise<unknown>): void {
     this.inFlight.add(p);
     void p.finally(() => this.inFlight.delete(p));
@@ -311,6 +375,8 @@ export class CopytradeService {
           if (!(await this.write(c.id, c.pending))) unwritten.add(c.id);
         }),
     );
+    // the partners of the subscriptions, read together now rather than on the first leader fill's path
+    await this.partnersOf(contexts.map((c) => c.id));
     for (const c of contexts) {
       this.index(c.id, c);
       if (!unwritten.has(c.id)) for (const w of c.working) if (!w.reported) this.track(this.place(c, w));
@@ -344,7 +410,10 @@ export class CopytradeService {
     if (c.record.kind !== 'copytrade') return;
     const ctx = c.snapshot.context as CopytradeContext;
     if (c.record.final) this.byLeader.get(lower(ctx.settings.leader_address))?.delete(c.record._id);
-    else if (c.previousStatus === null) this.index(c.record._id, ctx);
+    else if (c.previousStatus === null) {
+      this.index(c.record._id, ctx);
+      this.partners.set(c.record._id, c.record.partnerId);
+    }
     this.syncWatches(c.record._id, c.record.final ? null : ctx);
   }
 
@@ -504,13 +573,16 @@ export class CopytradeService {
 
   /**
    * Copies leader fill `fill` to subscriptions `ids` as one batch (the critical path of a copy):
-   * each subscription new to the fill decides (its `leader.fill` step, the market read once for
-   * all), each copy is checked against risk in its follower's placement queue (a refusal is that
-   * subscription's `order.refused` step, the others go on), then every step, history row and new
-   * order commits in ONE transaction and the orders go to the venue in ONE operation
-   * (`OrderService.placeChildren`). When the batch fails (nothing of it happened), the fill is
-   * delivered to each subscription on its own ({@link sendFill}: retried, else replayed at the
-   * next start-up). Never throws.
+   * the copy each subscription new to the fill makes is worked out without its step
+   * (`venueCopyOf`: the rules, the market read once for all; a copy the venue holds already is
+   * adopted: {@link adoptable}), each copy is checked against risk in its follower's placement queue,
+   * the orders go to the venue in ONE operation, and once it is durable the subscriptions take their
+   * `leader.fill` steps (each given its copy as `adopt`, so it records what the venue took; a risk
+   * refusal is that subscription's `order.refused` step after it, the others go on), and every step,
+   * history row and new order commits in ONE transaction (`OrderService.placeChildren`). When the batch fails
+   * (none of its records written; its copies may be at the venue), the fill is delivered to each
+   * subscription on its own ({@link sendFill}: the copies the venue took recorded as decided;
+   * retried, else replayed at the next start-up). Never throws.
    */
   private async copyAll(ids: string[], fill: LeaderFill): Promise<void> {
     const targets: string[] = [];
@@ -527,44 +599,63 @@ export class CopytradeService {
     if (targets.length === 0) return;
     const held: (() => void)[] = [];
     const placed: string[] = [];
+    /** The copies decided, by subscription: a failed batch's fallback records them as decided (adopted). */
+    const decided = new Map<string, CopyOrder>();
     try {
       const partners = await this.partnersOf(targets);
-      await this.orders.placeChildren(users, actorIds, (batch, place) => {
-        const atMs = this.clock.now();
+      /** Each subscription's step, decided before the venue's operation and taken after it. */
+      const steps: { id: string; event: CopytradeEvent; refusal: CopytradeEvent | null }[] = [];
+      const atMs = this.clock.now();
+      const decide = (batch: ActorBatch, place: (partnerId: string, input: OrderInput) => void) => {
         for (const id of targets) {
-          const before = batch.snapshotOf(id)?.context as CopytradeContext | undefined;
+          const snapshot = batch.snapshotOf(id);
+          const before = snapshot?.context as CopytradeContext | undefined;
           const known = handled.get(id);
-          if (!before || !isNewFill(before, fill, known)) continue;
+          if (!snapshot || !before || !isNewFill(before, fill, known)) continue;
           const env = this.envOf(before.userId, fill);
-          const event = {
+          const orderId = copyOrderId(id, fill.key);
+          // the copy the subscription's step will record (the venue's, when it holds it already)
+          const copy =
+            this.adoptable(id, fill) ??
+            (before.working.some((w) => w.orderId === orderId) ? null : venueCopyOf(snapshot.value, before, fill, env));
+          const event: CopytradeEvent = {
             type: 'leader.fill',
             fill,
             env,
             atMs,
             ...(known === undefined ? {} : { handled: known }),
-          } as const;
-          const after = batch.step(id, event satisfies CopytradeEvent);
-          const orderId = copyOrderId(id, fill.key);
-          const copy = (after?.context as CopytradeContext | undefined)?.working.find((w) => w.orderId === orderId);
-          if (!copy || before.working.some((w) => w.orderId === orderId)) continue;
+            ...(copy ? { adopt: copy } : {}),
+          };
+          const step = { id, event, refusal: null as CopytradeEvent | null };
+          steps.push(step);
+          if (!copy) continue;
           this.batched.add(orderId);
           placed.push(orderId);
+          decided.set(id, copy);
           try {
-            const { parent, order } = this.childOf(before, copy, partners.get(id)!);
+            const { parent, order } = this.childOf(before, { orderId, order: copy }, partners.get(id)!);
             place(parent.partnerId!, this.router.childInput(parent, order));
-            held.push(this.holdUnplaced(before.userId, copy.order));
+            held.push(this.holdUnplaced(before.userId, copy));
           } catch (err) {
             if (!(err instanceof DomainError)) throw err;
-            const refusal = { type: 'order.refused', orderId, error: refusalCode(err), reason: err.message } as const;
-            batch.step(id, refusal satisfies CopytradeEvent);
+            step.refusal = { type: 'order.refused', orderId, error: refusalCode(err), reason: err.message };
           }
         }
-      });
+      };
+      // the steps after the venue's operation, off the path to its acceptance: each records the copy
+      // decided above (`adopt`), or decides the same skip again (pure, the same snapshot and event)
+      const record = (batch: ActorBatch) => {
+        for (const { id, event, refusal } of steps) {
+          batch.step(id, event);
+          if (refusal) batch.step(id, refusal);
+        }
+      };
+      await this.orders.placeChildren(users, actorIds, decide, record);
     } catch (err) {
       for (const release of held) release();
       for (const orderId of placed) this.batched.delete(orderId);
       this.log.warn({ err, fill: fill.key, subscriptions: targets.length }, 'copies not placed as a batch: one by one');
-      await Promise.all(targets.map((id) => this.sendFill(id, fill)));
+      await Promise.all(targets.map((id) => this.sendFill(id, fill, decided.get(id))));
       return;
     }
     // the batch's venue operation has taken the copies' dollars and shares (in memory, as it was
@@ -628,22 +719,41 @@ export class CopytradeService {
     return [...out];
   }
 
-  private async sendFill(id: string, fill: LeaderFill): Promise<void> {
+  /**
+   * Delivers `fill` to subscription `id` alone (a failed batch's fallback), retried.
+   * @param decided - the copy the failed batch decided: recorded as it when the venue holds its order.
+   */
+  private async sendFill(id: string, fill: LeaderFill, decided?: CopyOrder): Promise<void> {
     for (let attempt = 1; ; attempt++) {
+      let atVenue = false;
       try {
         const known = (await this.handledInStore([id], fill)).get(id);
         const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
         // the machine decides; this only spares a step for a fill it certainly ignores (the start-up replay)
         if (!c || !isNewFill(c, fill, known)) return;
+        const adopt = this.adoptable(id, fill, decided);
+        atVenue = adopt !== undefined;
         await this.host.send(id, {
           type: 'leader.fill',
           fill,
           env: this.envOf(c.userId, fill),
           atMs: this.clock.now(),
           ...(known === undefined ? {} : { handled: known }),
+          ...(adopt ? { adopt } : {}),
         } satisfies CopytradeEvent);
         return;
       } catch (err) {
+        if (attempt >= DELIVERY_ATTEMPTS && atVenue) {
+          // the venue has spent the follower's wallet on this copy: its record must follow, whatever
+          // later fills do to the watermark (beyond the start-up replay's window it would stay unrecorded)
+          this.log.error(
+            { err, copytradeId: id, fill: fill.key },
+            'copy at the venue not recorded on its subscription: tried again',
+          );
+          if (this.stopping) return; // the next start-up's replay finds it at the venue
+          this.track(this.waitBeforeRetry().then(() => (this.stopping ? undefined : this.sendFill(id, fill, decided))));
+          return;
+        }
         if (attempt >= DELIVERY_ATTEMPTS) {
           this.log.error(
             { err, copytradeId: id, fill: fill.key },
@@ -654,6 +764,19 @@ export class CopytradeService {
         await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
       }
     }
+  }
+
+  /**
+   * The copy of `fill` for subscription `id` when the venue holds its order already (a batch went to
+   * the venue and its records did not follow: a failed commit, a crash), else undefined: the
+   * subscription then records that copy instead of deciding again on the wallet the order spent.
+   * @param decided - the copy as the subscription decided it, when known (in memory); else the
+   *   venue's order says it ({@link copyOrderOfVenue}).
+   */
+  private adoptable(id: string, fill: LeaderFill, decided?: CopyOrder): CopyOrder | undefined {
+    const order = this.venue.orderOf(copyOrderId(id, fill.key));
+    if (!order) return undefined;
+    return decided ?? copyOrderOfVenue(order);
   }
 
   /**
@@ -754,7 +877,7 @@ export class CopytradeService {
   /** The child order of copy `w` of subscription `c`, and its parent as the child-order router takes it. */
   private childOf(
     c: CopytradeContext,
-    w: WorkingCopy,
+    w: Pick<WorkingCopy, 'orderId' | 'order'>,
     partnerId: string | undefined,
   ): { parent: ChildParent; order: ChildOrder } {
     const o = w.order;

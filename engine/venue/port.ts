@@ -360,6 +360,8 @@ export interface VenuePort {
   expire(orderId: string): Promise<void>;
   /** What the venue knows of `orderId`, or null if it never saw it. */
   orderState(orderId: string): VenueOrderState | null;
+  /** The order `orderId` as it was submitted, while the venue holds it (see {@link release}); else null. */
+  orderOf(orderId: string): VenueOrder | null;
   /**
    * The client has durably recorded the final state of `orderId`: the venue may forget the order
    * (no reconciliation will ask for it again). Ignored while the order still works.

@@ -574,6 +574,10 @@ export class SimVenue implements VenuePort {
     return this.matching.state(orderId);
   }
 
+  orderOf(orderId: string): VenueOrder | null {
+    return this.matching.has(orderId) ? this.matching.row(orderId).order : null;
+  }
+
   release(orderId: string): void {
     this.matching.release(orderId);
   }

@@ -1,11 +1,15 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { COPYTRADE_HISTORY } from '../../engine/copytrade/service.js';
+import { BATCH_COMMIT_ATTEMPTS } from '../../engine/actor-host.js';
+import { COPYTRADE_HISTORY, DELIVERY_ATTEMPTS } from '../../engine/copytrade/service.js';
 import type { TraderFill } from '../../engine/data/records.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { copyOrderId, type CopyHistoryEntry, type CopytradeContext } from '../../machines/copytrade.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { copyEveryFill, recordLeaderBuy } from './trading-kit.js';
+import { copyEveryFill, poll, recordLeaderBuy } from './trading-kit.js';
 
 const LEADER = '0x' + '7a'.repeat(20);
 const env = { SIM_MAKER_REFILL_MS: '3600000' };
@@ -38,12 +42,41 @@ async function historyOf(svc: TestService, u: string, id: string) {
 }
 
 /**
- * The copies of one leader fill are one batch: the subscriptions' steps, their history rows and the
- * copies' orders commit in one transaction. A write that fails inside it (here the history row of
- * the batch's last subscription, written and then reported failed) leaves none of it: the batch is
- * then delivered one subscription at a time, where that failure stays that subscription's (nothing
- * recorded, replayed at the next start-up) and the others copy the fill exactly once, their orders
- * answered by the venue (an order left behind by a half-kept batch would never have reached it).
+ * Follower `u`'s copy of `fill` for subscription `id`, taken by the venue before its records (a
+ * wallet of 1.5 pUSD, $1 copies): COPIED once as decided, its order FILLED over HTTP, paid once.
+ */
+async function expectOneCopyPaidOnce(svc: TestService, u: string, id: string, fill: TraderFill) {
+  const orderId = copyOrderId(id, `${fill.transactionHash}:1`);
+  await svc.services.orders.whenQuiet(orderId);
+  const h = await historyOf(svc, u, id);
+  expect(h, u).toHaveLength(1);
+  expect(h[0]).toMatchObject({
+    result: 'COPIED',
+    reason: null,
+    amount: '1',
+    order_id: orderId,
+    order_status: 'FILLED',
+  });
+  const order = await svc.call('GET', `/v2/trade/orders/${orderId}`, as(u));
+  expect(order).toMatchObject({ status: 200, body: { order_id: orderId, status: 'FILLED' } });
+  const sub = await svc.call('GET', `/v2/trade/copytrade/${id}`, as(u));
+  expect(sub).toMatchObject({ status: 200, body: { counters: { copies: 1, skipped: 0, working_copies: 0 } } });
+  // its $1 paid once (and its fee), out of the 1.5 it had
+  const userId = (svc.services.host.snapshotOf(id)!.context as CopytradeContext).userId;
+  const pusd = Number(svc.services.venue.wallet(userId).pusd.balance);
+  expect(pusd, u).toBeGreaterThan(0.4);
+  expect(pusd, u).toBeLessThan(0.6);
+}
+
+/**
+ * The copies of one leader fill are one batch: the copies go to the venue in one operation, then
+ * the subscriptions' steps, their history rows and the copies' orders commit in one transaction. A
+ * write that fails inside it on every try (here the history row of the batch's last subscription,
+ * written and then reported failed) leaves none of the records: the batch is then delivered one
+ * subscription at a time, where that failure stays that subscription's (nothing recorded; tried
+ * again every few seconds while the service runs, its copy being at the venue; the next start-up
+ * finds its copy at the venue and records it, adopted) and the others record the copies the venue
+ * took exactly once, their orders answered by the venue.
  */
 describe('copytrade: a leader fill copied as one batch is all or none', () => {
   let svc: TestService | undefined;
@@ -67,9 +100,16 @@ describe('copytrade: a leader fill copied as one batch is all or none', () => {
         { when: 'after' },
       );
       const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
-      await svc.services.copytrade.idle();
-      // the batch's transaction (its earlier writes rolled back with it), then the five attempts of the last one alone
-      expect(rule.hits.length).toBe(6);
+      // the batch transaction, every try (its earlier writes rolled back), then the tries of the last one alone
+      const tries = BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS;
+      await poll(
+        'the tries',
+        async () => rule.hits.length,
+        (n) => n >= tries,
+      );
+      expect(rule.hits.length).toBe(tries);
+      for (const id of ids.slice(0, 2))
+        await svc.services.orders.whenQuiet(copyOrderId(id, `${fill.transactionHash}:1`));
 
       for (const [i, u] of ['b0', 'b1'].entries()) {
         const h = await historyOf(svc, u, ids[i]!);
@@ -103,7 +143,17 @@ describe('copytrade: a leader fill copied as one batch is all or none', () => {
       for (const [i, u] of users.entries()) {
         const h = await historyOf(svc, u, ids[i]!);
         expect(h, u).toHaveLength(1);
-        expect(h[0]).toMatchObject({ leader_fill: { transaction_hash: fill.transactionHash, log_index: 1 } });
+        expect(h[0]).toMatchObject({
+          result: 'COPIED',
+          order_status: 'FILLED',
+          amount: '1',
+          leader_fill: { transaction_hash: fill.transactionHash, log_index: 1 },
+        });
+        // one copy paid per follower ($1 and its fee out of 10,000): the adopted copy was not placed again
+        const userId = (svc.services.host.snapshotOf(ids[i]!)!.context as CopytradeContext).userId;
+        const pusd = Number(svc.services.venue.wallet(userId).pusd.balance);
+        expect(pusd, u).toBeGreaterThan(9998);
+        expect(pusd, u).toBeLessThan(9999.01);
       }
       const rows = await (await (await inner).collection<CopyHistoryEntry>(COPYTRADE_HISTORY)).find({});
       expect(rows.filter((r) => r.kind !== 'realized')).toHaveLength(3);
@@ -164,6 +214,87 @@ describe('copytrade: one batch, each subscription its own outcome', () => {
       const [paused] = await historyOf(svc, 'paused', ids[2]!);
       expect(paused).toMatchObject({ result: 'SKIPPED', reason: 'paused' });
       expect(await journal.count({})).toBe(before + 1);
+    },
+  );
+});
+
+/**
+ * The venue first, the records after: a leader fill's copies are at the venue (durable in its
+ * journal) before their records commit. When that commit fails on every try, the one-by-one fallback
+ * finds each copy at the venue and records it as the batch decided it (adopted), never deciding
+ * again on the wallet that copy spent: a follower whose pUSD paid for exactly one copy keeps that
+ * copy, COPIED in history, its order there, and no second order. A copy whose records fail there
+ * too is tried again a few seconds later, until recorded (its fill may be out of the start-up
+ * replay's window by the next restart).
+ */
+describe('copytrade: copies at the venue whose records failed are adopted', () => {
+  let svc: TestService | undefined;
+  afterAll(() => svc?.close());
+
+  it(
+    'a failed records transaction: each copy recorded as decided, its order there, none placed twice',
+    { timeout: 90_000 },
+    async () => {
+      const faulty = new FaultyStore(await SqliteStore.open(null));
+      svc = await startTestService({ store: faulty, env: { ...env, SIM_INITIAL_PUSD: '1.5' } });
+      const users = ['v0', 'v1'];
+      const ids = await follow(svc, users, () => copyEveryFill(LEADER, 1));
+      const rule = faulty.failWhen(
+        (i) => i.collection === COPYTRADE_HISTORY && i.op === 'replaceOne' && String(i.doc?._id).startsWith(ids[1]!),
+        { when: 'after', times: BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS },
+      );
+      const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
+      // v0 recorded by the fallback; v1 failing there too, by the round of tries a few seconds later
+      await svc.services.copytrade.idle();
+      expect(rule.hits.length).toBe(BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS);
+      for (const [i, u] of users.entries()) await expectOneCopyPaidOnce(svc, u, ids[i]!, fill);
+    },
+  );
+});
+
+/**
+ * `kill -9` between the venue's operation and the records: the files on disk while the records
+ * transaction waits on its first history row (the venue's journal entry of the copies committed,
+ * none of their records) are what such a crash leaves. A service started on a copy of them replays
+ * the fill from the watermarks, finds each copy at the venue and records it, adopted: COPIED once,
+ * its order answered by the venue's state, GET /orders/{id} 200, the follower's pUSD paid once.
+ */
+describe('copytrade: a crash between the venue operation and its records', () => {
+  let svc: TestService | undefined;
+  let after: TestService | undefined;
+  const dirs: string[] = [];
+  afterAll(async () => {
+    await after?.close();
+    await svc?.close();
+    for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
+  });
+
+  it(
+    'the restart adopts each copy the venue took: COPIED once, its order there, paid once',
+    { timeout: 90_000 },
+    async () => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-ct-venue-first-'));
+      dirs.push(dir);
+      const crashed = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-ct-venue-first-crashed-'));
+      dirs.push(crashed);
+      const cash = { ...env, SIM_INITIAL_PUSD: '1.5' };
+      const faulty = new FaultyStore(await SqliteStore.open(dir), { keepOpen: false });
+      svc = await startTestService({ store: faulty, env: cash });
+      const users = ['k0', 'k1'];
+      const ids = await follow(svc, users, () => copyEveryFill(LEADER, 1));
+      const hold = faulty.hold({ collections: [COPYTRADE_HISTORY], ops: ['replaceOne'] });
+      const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
+      while (hold.matched === 0) await new Promise((r) => setTimeout(r, 2));
+      // the venue's operation is durable, the records transaction open: the files are what kill -9 leaves
+      for (const f of await fs.readdir(dir))
+        if (f.startsWith('store.sqlite') && !f.endsWith('-shm'))
+          await fs.copyFile(path.join(dir, f), path.join(crashed, f));
+      hold.release(true);
+      await svc.services.copytrade.idle();
+
+      after = await startTestService({ store: await SqliteStore.open(crashed, { lock: true }), env: cash });
+      await after.services.copytrade.idle();
+      for (const [i, u] of users.entries()) await expectOneCopyPaidOnce(after, u, ids[i]!, fill);
     },
   );
 });

@@ -148,6 +148,29 @@ describe('copytrade machine', () => {
     expect(r.placed).toEqual([copyOrderId('ct_1', fill(2).key)]);
   });
 
+  it('a fill whose copy the venue holds (adopt) is recorded as that copy, even paused, and only once', () => {
+    const held = {
+      side: 'buy',
+      tokenId: fill(1).tokenId,
+      kind: 'MARKET_FOK',
+      usd: '3',
+      shares: null,
+      price: null,
+    } as const;
+    const broke: CopyEnv = { ...env, availableUsd: '0' };
+    const r = run(input(), [
+      { type: 'copytrade.status', status: 'PAUSED', atMs: 1 },
+      { ...leaderFill(fill(1), broke), adopt: held } as CopytradeEvent,
+      { ...leaderFill(fill(1), broke), adopt: held } as CopytradeEvent,
+      leaderFill(fill(2)),
+    ]);
+    expect(r.status).toBe('PAUSED');
+    expect(r.placed).toEqual([copyOrderId('ct_1', fill(1).key)]);
+    expect(r.s.context.copies).toBe(1);
+    expect(r.s.context.working[0]).toMatchObject({ orderId: copyOrderId('ct_1', fill(1).key), order: held });
+    expect(r.s.context.skipped).toEqual({ paused: 1 });
+  });
+
   it('a DISABLED subscription can be re-enabled; ENDED after copy_end_date (guarded timer)', () => {
     const end = '2026-01-01T00:00:00.000Z';
     const r = run(input({ copy_end_date: end }), [
