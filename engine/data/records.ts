@@ -149,9 +149,63 @@ export function operationHash(seq: number): string {
   return `0x${sha3.keccak256(`venue-op:${seq}`)}`;
 }
 
-/** price × size in dollars, at most 6 decimals (decimal strings in and out). */
+/** Decimal places of a notional ({@link notionalOf}). */
+const NOTIONAL_DP = 6;
+
+/** A plain non-negative decimal string (no sign, no exponent): integer digits, then fraction digits. */
+const PLAIN_DECIMAL = /^(\d+)(?:\.(\d+))?$/;
+
+/** Powers of ten exact as doubles (up to 10^22). */
+const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
+
+/**
+ * `v` as an integer count of 10^-scale and `scale`, when that integer is exact as a double; else null.
+ */
+function scaled(v: string): { n: number; scale: number } | null {
+  const m = PLAIN_DECIMAL.exec(v);
+  if (!m) return null;
+  const frac = m[2] ?? '';
+  const digits = m[1]! + frac;
+  if (digits.length > 15) return null;
+  return { n: Number(digits), scale: frac.length };
+}
+
+/**
+ * price × size in dollars, at most 6 decimals, rounded half to even (decimal strings in and out,
+ * canonical as {@link str} writes them). Every print and fill computes it: plain decimals whose
+ * product is an exact integer count of its last decimal place as a double are multiplied and
+ * rounded in integers (the same digits as Decimal's, without its allocations), any other input
+ * through Decimal.
+ */
 export function notionalOf(price: string, size: string): string {
-  return str(dec(price).times(dec(size)).toDecimalPlaces(6));
+  const p = scaled(price);
+  const s = p && scaled(size);
+  if (p && s) {
+    const product = p.n * s.n;
+    const scale = p.scale + s.scale;
+    if (Number.isSafeInteger(product) && scale - NOTIONAL_DP < POW10.length) {
+      let units = product; // of 10^-dp
+      let dp = scale;
+      if (scale > NOTIONAL_DP) {
+        const div = POW10[scale - NOTIONAL_DP]!;
+        const rest = product % div;
+        units = (product - rest) / div;
+        const twice = 2 * rest;
+        if (twice > div || (twice === div && units % 2 === 1)) units += 1;
+        dp = NOTIONAL_DP;
+      }
+      const unit = POW10[dp]!;
+      let fraction = units % unit;
+      const whole = (units - fraction) / unit;
+      if (fraction === 0) return String(whole);
+      while (fraction % 10 === 0) {
+        fraction /= 10;
+        dp--;
+      }
+      return `${whole}.${String(fraction).padStart(dp, '0')}`;
+    }
+  }
+  return str(dec(price).times(dec(size)).toDecimalPlaces(NOTIONAL_DP));
 }
 
 /** The market facts of an outcome token (the venue's catalogue): what a stored capture print leaves out. */
