@@ -146,28 +146,54 @@ export interface CashMove extends ChainPosition {
  * per venue operation that trades).
  */
 export function operationHash(seq: number): string {
-  return `0x${sha3.keccak256(`venue-op:${seq}`)}`;
+  let hash = recentHashes.get(seq);
+  if (hash === undefined) {
+    hash = `0x${sha3.keccak256(`venue-op:${seq}`)}`;
+    if (recentHashes.size >= RECENT_HASHES) recentHashes.clear();
+    recentHashes.set(seq, hash);
+  }
+  return hash;
 }
+
+/**
+ * The {@link operationHash}es of the latest operations, by seq: the venue hashes an operation that
+ * trades when it runs, and the trade history again when it records the operation's prints.
+ */
+const recentHashes = new Map<number, string>();
+/** Bound on {@link recentHashes}' entries (cleared when full). */
+const RECENT_HASHES = 1024;
 
 /** Decimal places of a notional ({@link notionalOf}). */
 const NOTIONAL_DP = 6;
 
-/** A plain non-negative decimal string (no sign, no exponent): integer digits, then fraction digits. */
-const PLAIN_DECIMAL = /^(\d+)(?:\.(\d+))?$/;
-
 /** Powers of ten exact as doubles (up to 10^22). */
 const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
 
+/** The last {@link scaled} result (reused: read before the next call). */
+const scaledOut = { n: 0, scale: 0 };
+
 /**
- * `v` as an integer count of 10^-scale and `scale`, when that integer is exact as a double; else null.
+ * `v`, a plain non-negative decimal (digits, then optionally `.` and digits: no sign, no exponent),
+ * as an integer count `n` of 10^-`scale`, when at most 15 digits (exact as a double); else null.
+ * The result object is shared: read it before the next call.
  */
 function scaled(v: string): { n: number; scale: number } | null {
-  const m = PLAIN_DECIMAL.exec(v);
-  if (!m) return null;
-  const frac = m[2] ?? '';
-  const digits = m[1]! + frac;
-  if (digits.length > 15) return null;
-  return { n: Number(digits), scale: frac.length };
+  const len = v.length;
+  let n = 0;
+  let digits = 0;
+  let dot = -1;
+  for (let i = 0; i < len; i++) {
+    const c = v.charCodeAt(i) - 48;
+    if (c >= 0 && c <= 9) {
+      n = n * 10 + c;
+      digits++;
+    } else if (c === -2 && dot < 0 && i > 0 && i < len - 1) dot = i;
+    else return null;
+  }
+  if (len === 0 || digits > 15) return null;
+  scaledOut.n = n;
+  scaledOut.scale = dot < 0 ? 0 : len - dot - 1;
+  return scaledOut;
 }
 
 /**
@@ -179,10 +205,12 @@ function scaled(v: string): { n: number; scale: number } | null {
  */
 export function notionalOf(price: string, size: string): string {
   const p = scaled(price);
+  const pn = p?.n ?? 0;
+  const ps = p?.scale ?? 0;
   const s = p && scaled(size);
   if (p && s) {
-    const product = p.n * s.n;
-    const scale = p.scale + s.scale;
+    const product = pn * s.n;
+    const scale = ps + s.scale;
     if (Number.isSafeInteger(product) && scale - NOTIONAL_DP < POW10.length) {
       let units = product; // of 10^-dp
       let dp = scale;

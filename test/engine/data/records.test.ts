@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dec, str } from '../../../engine/decimal.js';
-import { notionalOf } from '../../../engine/data/records.js';
+import sha3 from 'js-sha3';
+import { notionalOf, operationHash } from '../../../engine/data/records.js';
 
 /** The notional as Decimal computes it: price × size to 6 places, half to even. */
 const reference = (price: string, size: string): string => str(dec(price).times(dec(size)).toDecimalPlaces(6));
@@ -20,6 +21,9 @@ describe('notionalOf', () => {
       ['007.50', '2.0'],
       ['0.123456789012345', '987654.321'], // past a double's exact integers: Decimal
       ['1e-3', '5'], // not a plain decimal: Decimal
+      ['5.', '0.5'],
+      ['.5', '3'],
+      ['0.5', '1234567890123456'], // 16 digits: Decimal
     ];
     let seed = 7;
     const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
@@ -30,5 +34,12 @@ describe('notionalOf', () => {
     }
     for (const [price, size] of cases)
       expect([price, size, notionalOf(price, size)]).toEqual([price, size, reference(price, size)]);
+  });
+});
+
+describe('operationHash', () => {
+  it("is keccak256 of `venue-op:<seq>` whether or not it was asked before (past its memo's bound too)", () => {
+    for (const seq of [0, 7, 7, ...Array.from({ length: 1500 }, (_, i) => i), 7, 1499])
+      expect(operationHash(seq)).toBe(`0x${sha3.keccak256(`venue-op:${seq}`)}`);
   });
 });
