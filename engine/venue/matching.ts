@@ -228,11 +228,28 @@ function floorDiv(a: number, b: number): number {
 /** Sizes in hundredths of a share ({@link units}), by size (by identity, like {@link millis}). */
 const centis = new WeakMap<Dec, number | null>();
 
+/**
+ * What a market buy's trade last left of the resting order it took from, in hundredths: the next
+ * buy of a batch meets that order first (kept apart from {@link centis}: one size per trade).
+ */
+const leftBy: { size: Dec | null; centi: number } = { size: null, centi: 0 };
+
 /** A size in hundredths of a share, read once per size. */
 function centiOf(size: Dec): number | null {
+  if (size === leftBy.size) return leftBy.centi;
   let c = centis.get(size);
   if (c === undefined) centis.set(size, (c = units(size, SIZE_DP)));
   return c;
+}
+
+/** Amounts in micro-dollars ({@link units}), by amount (by identity: a batch's buys share the parse of theirs). */
+const micros = new WeakMap<Dec, number | null>();
+
+/** An amount in micro-dollars, read once per amount. */
+function microOf(usd: Dec): number | null {
+  let u = micros.get(usd);
+  if (u === undefined) micros.set(usd, (u = units(usd, 6)));
+  return u;
 }
 
 /** `n` units of `10^-dp` as a decimal string, no trailing zeros (what {@link str} writes). */
@@ -603,7 +620,7 @@ export class MatchingEngine {
    *   (self-trade prevention cancels it).
    */
   private placeMarketBuy(tx: Tx, book: OrderBook, order: VenueOrder, quote: Dec): boolean {
-    const amount = units(quote, 6);
+    const amount = microOf(quote);
     if (amount === null || amount < 0) return false;
     const plan: PlannedTrade[] = [];
     let left = amount;
@@ -659,7 +676,8 @@ export class MatchingEngine {
     for (const { meet, qty, centi } of plan) {
       const size = decOf(qty, SIZE_DP);
       this.trade(tx, book, e, meet, size, false);
-      centis.set(meet.resting.remaining, centi - qty);
+      leftBy.size = meet.resting.remaining;
+      leftBy.centi = centi - qty;
       shares += qty;
     }
     if (plan.length) this.ledger.settleMarketBuy(order, decOf(amount - left, 6), decOf(shares, SIZE_DP));
