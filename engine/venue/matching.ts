@@ -951,9 +951,12 @@ export class MatchingEngine {
     const tradeId = `T${tx.seq}-${++tx.trades}${meet.kind === 'normal' ? '' : `-${meet.kind}`}`;
     tx.tokens.add(book.tokenId);
     tx.tokens.add(meet.book.tokenId);
+    const at = nextPosition(tx);
     const facts: TradeFacts = {
       id: tradeId,
-      ...nextPosition(tx),
+      blockTimestamp: at.blockTimestamp,
+      logIndex: at.logIndex,
+      transactionHash: at.transactionHash,
       size: str(qty),
       feeUsd: '0',
       taker: legOf(taker.order.userId, taker.order.orderId, book.tokenId, taker.order.side, meet.px),
