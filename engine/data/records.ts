@@ -146,12 +146,94 @@ export interface CashMove extends ChainPosition {
  * per venue operation that trades).
  */
 export function operationHash(seq: number): string {
-  return `0x${sha3.keccak256(`venue-op:${seq}`)}`;
+  let hash = recentHashes.get(seq);
+  if (hash === undefined) {
+    hash = `0x${sha3.keccak256(`venue-op:${seq}`)}`;
+    if (recentHashes.size >= RECENT_HASHES) recentHashes.clear();
+    recentHashes.set(seq, hash);
+  }
+  return hash;
 }
 
-/** price × size in dollars, at most 6 decimals (decimal strings in and out). */
+/**
+ * The {@link operationHash}es of the latest operations, by seq: the venue hashes an operation that
+ * trades when it runs, and the trade history again when it records the operation's prints.
+ */
+const recentHashes = new Map<number, string>();
+/** Bound on {@link recentHashes}' entries (cleared when full). */
+const RECENT_HASHES = 1024;
+
+/** Decimal places of a notional ({@link notionalOf}). */
+const NOTIONAL_DP = 6;
+
+/** Powers of ten exact as doubles (up to 10^22). */
+const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
+
+/** The last {@link scaled} result (reused: read before the next call). */
+const scaledOut = { n: 0, scale: 0 };
+
+/**
+ * `v`, a plain non-negative decimal (digits, then optionally `.` and digits: no sign, no exponent),
+ * as an integer count `n` of 10^-`scale`, when at most 15 digits (exact as a double); else null.
+ * The result object is shared: read it before the next call.
+ */
+function scaled(v: string): { n: number; scale: number } | null {
+  const len = v.length;
+  let n = 0;
+  let digits = 0;
+  let dot = -1;
+  for (let i = 0; i < len; i++) {
+    const c = v.charCodeAt(i) - 48;
+    if (c >= 0 && c <= 9) {
+      n = n * 10 + c;
+      digits++;
+    } else if (c === -2 && dot < 0 && i > 0 && i < len - 1) dot = i;
+    else return null;
+  }
+  if (len === 0 || digits > 15) return null;
+  scaledOut.n = n;
+  scaledOut.scale = dot < 0 ? 0 : len - dot - 1;
+  return scaledOut;
+}
+
+/**
+ * price × size in dollars, at most 6 decimals, rounded half to even (decimal strings in and out,
+ * canonical as {@link str} writes them). Every print and fill computes it: plain decimals whose
+ * product is an exact integer count of its last decimal place as a double are multiplied and
+ * rounded in integers (the same digits as Decimal's, without its allocations), any other input
+ * through Decimal.
+ */
 export function notionalOf(price: string, size: string): string {
-  return str(dec(price).times(dec(size)).toDecimalPlaces(6));
+  const p = scaled(price);
+  const pn = p?.n ?? 0;
+  const ps = p?.scale ?? 0;
+  const s = p && scaled(size);
+  if (p && s) {
+    const product = pn * s.n;
+    const scale = ps + s.scale;
+    if (Number.isSafeInteger(product) && scale - NOTIONAL_DP < POW10.length) {
+      let units = product; // of 10^-dp
+      let dp = scale;
+      if (scale > NOTIONAL_DP) {
+        const div = POW10[scale - NOTIONAL_DP]!;
+        const rest = product % div;
+        units = (product - rest) / div;
+        const twice = 2 * rest;
+        if (twice > div || (twice === div && units % 2 === 1)) units += 1;
+        dp = NOTIONAL_DP;
+      }
+      const unit = POW10[dp]!;
+      let fraction = units % unit;
+      const whole = (units - fraction) / unit;
+      if (fraction === 0) return String(whole);
+      while (fraction % 10 === 0) {
+        fraction /= 10;
+        dp--;
+      }
+      return `${whole}.${String(fraction).padStart(dp, '0')}`;
+    }
+  }
+  return str(dec(price).times(dec(size)).toDecimalPlaces(NOTIONAL_DP));
 }
 
 /** The market facts of an outcome token (the venue's catalogue): what a stored capture print leaves out. */

@@ -112,6 +112,26 @@ export interface OrderEntry extends Reservation {
   released?: boolean;
   /** JSON of `order` (which never changes), made by the first {@link MatchingEngine.rowJson}. */
   orderJson?: string;
+  /** The last {@link MatchingEngine.rowJson} of this entry and the values it was made from. */
+  rowMemo?: RowMemo;
+}
+
+/**
+ * A row's JSON with the entry's values it was made from: the row is the same while each is (the
+ * decimals are immutable and replaced on change, the fills only appended to; a market buy's last fill
+ * marked `completes` in place is so as its order closes, which changes its status), so a checkpoint
+ * reuses the JSON of every order that did not change since it was last journaled.
+ */
+interface RowMemo {
+  json: string;
+  status: OrderEntry['status'];
+  remaining: Dec | null;
+  reservedUsd: Dec;
+  reservedShares: Dec;
+  fills: number;
+  final: VenueReport | null;
+  updatedAtMs: number;
+  seq: number;
 }
 
 /** A serialized order, as written to the journal and checkpoints (decimal strings: shares, dollars). */
@@ -1055,14 +1075,38 @@ export class MatchingEngine {
    */
   rowJson(orderId: string): string {
     const e = this.orders.get(orderId)!;
+    const m = e.rowMemo;
+    if (
+      m !== undefined &&
+      m.remaining === e.remaining &&
+      m.reservedUsd === e.reservedUsd &&
+      m.reservedShares === e.reservedShares &&
+      m.fills === e.fills.length &&
+      m.status === e.status &&
+      m.final === e.final &&
+      m.updatedAtMs === e.updatedAtMs &&
+      m.seq === e.seq
+    )
+      return m.json;
     const orderJson = (e.orderJson ??= JSON.stringify(e.order));
     const remaining = e.remaining ? `"${str(e.remaining)}"` : 'null';
-    return (
+    const json =
       `{"order":${orderJson},"status":"${e.status}","remaining":${remaining},` +
       `"reservedUsd":"${str(e.reservedUsd)}","reservedShares":"${str(e.reservedShares)}",` +
       `"fills":${e.fills.length ? JSON.stringify(e.fills) : '[]'},` +
-      `"final":${e.final ? JSON.stringify(e.final) : 'null'},"updatedAtMs":${e.updatedAtMs},"seq":${e.seq}}`
-    );
+      `"final":${e.final ? JSON.stringify(e.final) : 'null'},"updatedAtMs":${e.updatedAtMs},"seq":${e.seq}}`;
+    e.rowMemo = {
+      json,
+      status: e.status,
+      remaining: e.remaining,
+      reservedUsd: e.reservedUsd,
+      reservedShares: e.reservedShares,
+      fills: e.fills.length,
+      final: e.final,
+      updatedAtMs: e.updatedAtMs,
+      seq: e.seq,
+    };
+    return json;
   }
 
   /** Rows of every order held (a checkpoint takes their JSON: {@link rowsJson}). */

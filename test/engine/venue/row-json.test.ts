@@ -120,6 +120,9 @@ describe('journal rows as JSON', () => {
               }),
             ),
           );
+          // every order's row as a checkpoint would take it now: the JSON kept from an earlier
+          // operation is reused only while the order is unchanged
+          expect(m.rowsJson().map((j) => JSON.parse(j))).toEqual(JSON.parse(JSON.stringify(m.rows())));
         }
         // the checkpoint's rows (rowsJson) are the rows too
         expect(l.rowsJson().map((j) => JSON.parse(j))).toEqual(JSON.parse(JSON.stringify(l.rows())));
