@@ -121,18 +121,17 @@ describe('market buys in integer units: the decimal path, to the digit', () => {
               const id = ids[s.at % Math.max(1, ids.length)] ?? 'none';
               op = (m, tx) => m.cancel(tx, id, { code: 'USER_CANCELED', message: 'canceled by user' });
             } else {
-              const order: VenueOrder = {
-                orderId,
-                userId: s.kind === 'quote' ? LIQUIDITY_PROVIDER_ID : USERS[s.u]!,
-                tokenId: s.token,
-                side: s.kind === 'buy' ? 'buy' : s.side,
-                kind: s.kind === 'buy' ? 'market' : 'limit',
-                price: s.kind === 'buy' ? null : of(s.milli, 3),
-                size: s.kind === 'buy' ? null : s.size,
-                quoteAmount: s.kind === 'buy' ? s.amount : null,
-                timeInForce: s.kind === 'buy' ? (s.fok ? 'FOK' : 'IOC') : 'GTC',
-                postOnly: false,
-              };
+              const order: VenueOrder =
+                s.kind === 'buy'
+                  ? { ...buyOf(USERS[s.u]!, s.amount), orderId, tokenId: s.token, timeInForce: s.fok ? 'FOK' : 'IOC' }
+                  : orderOf({
+                      orderId,
+                      userId: s.kind === 'quote' ? LIQUIDITY_PROVIDER_ID : USERS[s.u]!,
+                      tokenId: s.token,
+                      side: s.side,
+                      price: of(s.milli, 3),
+                      size: s.size,
+                    });
               ids.push(orderId);
               const px: Dec | null = order.price === null ? null : dec(order.price);
               op =
@@ -206,34 +205,16 @@ describe('market buys in integer units: the decimal path, to the digit', () => {
   });
 });
 
-/** A GTC limit order of the liquidity provider (a quote). */
-function limitOf(orderId: string, side: 'buy' | 'sell', price: string, size: string): VenueOrder {
-  return {
-    orderId,
-    userId: LIQUIDITY_PROVIDER_ID,
-    tokenId: 'A',
-    side,
-    kind: 'limit',
-    price,
-    size,
-    quoteAmount: null,
-    timeInForce: 'GTC',
-    postOnly: false,
-  };
+/** A venue order of A by `o.userId`: a GTC limit buy unless `o` says otherwise. */
+function orderOf(o: Partial<VenueOrder> & Pick<VenueOrder, 'orderId' | 'userId'>): VenueOrder {
+  const base = { tokenId: 'A', side: 'buy', kind: 'limit', price: null, size: null, quoteAmount: null } as const;
+  return { ...base, timeInForce: 'GTC', postOnly: false, ...o };
 }
 
+/** A GTC limit order of the liquidity provider (a quote). */
+const limitOf = (orderId: string, side: 'buy' | 'sell', price: string, size: string): VenueOrder =>
+  orderOf({ orderId, userId: LIQUIDITY_PROVIDER_ID, side, price, size });
+
 /** A $`amount` FOK market buy of A by `userId`. */
-function buyOf(userId: string, amount: string): VenueOrder {
-  return {
-    orderId: `buy-${userId}`,
-    userId,
-    tokenId: 'A',
-    side: 'buy',
-    kind: 'market',
-    price: null,
-    size: null,
-    quoteAmount: amount,
-    timeInForce: 'FOK',
-    postOnly: false,
-  };
-}
+const buyOf = (userId: string, amount: string): VenueOrder =>
+  orderOf({ orderId: `buy-${userId}`, userId, kind: 'market', quoteAmount: amount, timeInForce: 'FOK' });
