@@ -82,6 +82,68 @@ function tradableToken(s: Services): string {
   throw new Error('no tradable token');
 }
 
+/** CPU µs of a synchronous span (the process's, so a sampler's or a helper thread's time counts too). */
+function cpuOf(t0: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(t0);
+  return d.user + d.system;
+}
+
+/**
+ * Times the venue's operation of each batch of copies (`submitMany` with more than one order): its
+ * synchronous part (in memory, up to the journal entry handed to the store), and within it the
+ * matching (`place` of each order) and the journal entry's JSON; CPU µs per copy and wall ms per
+ * fill, the first fill apart (JIT warm-up). Reads the simulated venue's internals: measure only.
+ */
+function timeVenueOperation(s: Services): { print(): void } {
+  type Internals = {
+    submitMany(orders: readonly unknown[]): Promise<void>;
+    entryJson(...a: unknown[]): string;
+  };
+  const v = s.venue as unknown as Internals;
+  const ops: { copies: number; ms: number; cpu: number; placeCpu: number; jsonCpu: number }[] = [];
+  let c0 = process.cpuUsage();
+  let placeCpu = 0;
+  let jsonCpu = 0;
+  const submitMany = v.submitMany.bind(v);
+  v.submitMany = (orders) => {
+    if (orders.length < 2) return submitMany(orders);
+    placeCpu = jsonCpu = 0;
+    c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const done = submitMany(orders);
+    ops.push({ copies: orders.length, ms: performance.now() - t0, cpu: cpuOf(c0), placeCpu, jsonCpu });
+    return done;
+  };
+  // the orders are placed between the operation's start and its journal entry's JSON
+  const entryJson = v.entryJson.bind(v);
+  v.entryJson = (...a) => {
+    const j0 = process.cpuUsage();
+    placeCpu = cpuOf(c0);
+    const json = entryJson(...a);
+    jsonCpu = cpuOf(j0);
+    return json;
+  };
+  return {
+    print() {
+      const line = (label: string, xs: typeof ops) => {
+        const n = xs.reduce((a, o) => a + o.copies, 0) || 1;
+        const sum = (f: (o: (typeof ops)[number]) => number) => xs.reduce((a, o) => a + f(o), 0);
+        console.log(
+          `    ${label}: ${(sum((o) => o.ms) / Math.max(1, xs.length)).toFixed(1)} ms a fill; CPU ` +
+            `${(sum((o) => o.cpu) / n).toFixed(1)} µs a copy (matching ${(sum((o) => o.placeCpu) / n).toFixed(1)}, ` +
+            `journal entry JSON ${(sum((o) => o.jsonCpu) / n).toFixed(1)})`,
+        );
+      };
+      console.log(
+        `  the venue's operation of a fill's copies (submitMany, in memory; the matching: the time before its ` +
+          `journal entry; ${ops.length} operations):`,
+      );
+      line('the first', ops.slice(0, 1));
+      line('the others', ops.slice(1));
+    },
+  };
+}
+
 async function latency(): Promise<void> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-copytrade-'));
   const config = loadConfig({ ...process.env, ...ENV, DATA_DIR: dir, MASTER_API_KEY: KEY });
@@ -97,6 +159,7 @@ async function latency(): Promise<void> {
       subs.push(rec._id);
     }
     const token = tradableToken(s);
+    const spans = timeVenueOperation(s);
     const leaderAddress = leader.safeAddress.toLowerCase();
     /** Per leader fill, both clocks: the venue's acceptance of all its copies, then their answers recorded. */
     type Countdown = { left: number; done: (ms: number) => void };
@@ -193,6 +256,7 @@ async function latency(): Promise<void> {
     console.log(`  leader fill → all copies' answers recorded on their orders (stricter): ${fmt(done(fills))}`);
     console.log(`  leader fill → one copy's answer recorded: ${fmt(perCopy)}`);
     console.log(`  fills not fully copied within 30 s: ${fills.filter((x) => Number.isNaN(x)).length}`);
+    spans.print();
   } finally {
     await s.stop();
     await fs.rm(dir, { recursive: true, force: true });

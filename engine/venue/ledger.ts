@@ -324,10 +324,24 @@ export class Ledger {
     }
   }
 
+  /**
+   * Settlement of all the fills of market buy `order` in one operation that also reserved and
+   * released its amount (so the wallet's reserved pUSD is what it was, and is left alone): pays
+   * `usd` dollars (the sum of the fills' price × size) and adds `shares` shares at that cost. The
+   * same balances as {@link reserve}, {@link settle} of each fill and {@link release} (exact sums).
+   */
+  settleMarketBuy(order: VenueOrder, usd: Dec, shares: Dec): void {
+    const w = this.walletOf(order.userId);
+    const p = this.positionOf(w, order.tokenId);
+    w.pusd = w.pusd.minus(usd);
+    p.shares = p.shares.plus(shares);
+    p.cost = p.cost.plus(usd);
+  }
+
   /** Releases everything `order` still holds reserved (it ended) and zeroes `r`. */
   release(order: VenueOrder, r: Reservation): void {
     const w = this.walletOf(order.userId);
-    w.reserved = w.reserved.minus(r.reservedUsd);
+    if (!r.reservedUsd.isZero()) w.reserved = w.reserved.minus(r.reservedUsd);
     r.reservedUsd = ZERO;
     if (r.reservedShares.gt(0)) {
       const p = this.positionOf(w, order.tokenId);

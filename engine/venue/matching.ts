@@ -245,6 +245,89 @@ function floorDiv(a: number, b: number): number {
   return q;
 }
 
+/** Sizes in hundredths of a share ({@link units}), by size (by identity, like {@link millis}). */
+const centis = new WeakMap<Dec, number | null>();
+
+/**
+ * What a market buy's trade last left of the resting order it took from, in hundredths: the next
+ * buy of a batch meets that order first (kept apart from {@link centis}: one size per trade).
+ */
+const leftBy: { size: Dec | null; centi: number } = { size: null, centi: 0 };
+
+/** A size in hundredths of a share, read once per size. */
+function centiOf(size: Dec): number | null {
+  if (size === leftBy.size) return leftBy.centi;
+  let c = centis.get(size);
+  if (c === undefined) centis.set(size, (c = units(size, SIZE_DP)));
+  return c;
+}
+
+/** Amounts in micro-dollars ({@link units}), by amount (by identity: a batch's buys share the parse of theirs). */
+const micros = new WeakMap<Dec, number | null>();
+
+/** An amount in micro-dollars, read once per amount. */
+function microOf(usd: Dec): number | null {
+  let u = micros.get(usd);
+  if (u === undefined) micros.set(usd, (u = units(usd, 6)));
+  return u;
+}
+
+/** `n` units of `10^-dp` as a decimal string, no trailing zeros (what {@link str} writes). */
+function fixedString(n: number, dp: number): string {
+  const scale = 10 ** dp;
+  const whole = Math.floor(n / scale);
+  const frac = n - whole * scale;
+  if (frac === 0) return String(whole);
+  return `${whole}.${String(frac).padStart(dp, '0').replace(/0+$/, '')}`;
+}
+
+/**
+ * The decimal of `n` units of `10^-dp` (non-negative safe integers), parsed once per string
+ * ({@link dec}'s memo: its canonical string is then known to {@link str}).
+ */
+function decOf(n: number, dp: number): Dec {
+  if (n === 0) return ZERO;
+  const memo = dp === SIZE_DP ? sizeDecs : usdDecs;
+  let d = memo.get(n);
+  if (d === undefined) {
+    if (memo.size >= 1024) memo.clear();
+    memo.set(n, (d = dec(fixedString(n, dp))));
+  }
+  return d;
+}
+
+/** {@link decOf}'s decimals of hundredths of a share and of micro-dollars, by count (bounded: cleared when full). */
+const sizeDecs = new Map<number, Dec>();
+const usdDecs = new Map<number, Dec>();
+
+/** Canonical strings of prices (mirrored prices are computed, so {@link str} would write them each time). */
+const priceStrings = new WeakMap<Dec, string>();
+
+/** {@link str} of a price, made once per price. */
+function priceString(px: Dec): string {
+  let s = priceStrings.get(px);
+  if (s === undefined) priceStrings.set(px, (s = str(px)));
+  return s;
+}
+
+/** One party of a trade (the liquidity provider's without user and order). */
+function legOf(userId: string, orderId: string, tokenId: string, side: Side, px: Dec): TradeLeg {
+  return userId === LIQUIDITY_PROVIDER_ID
+    ? { userId: null, orderId: null, tokenId, side, price: priceString(px) }
+    : { userId, orderId, tokenId, side, price: priceString(px) };
+}
+
+/** One trade of a market buy's integer walk: the resting order met and the hundredths of a share taken from it. */
+interface PlannedTrade {
+  meet: Meet;
+  /** Hundredths of a share. */
+  qty: number;
+  /** Price on the buyer's token, thousandths. */
+  milli: number;
+  /** Hundredths of a share the resting order had before. */
+  centi: number;
+}
+
 /**
  * {@link quoteFillableDecimal} in integers, the same verdict: dollars in micro-dollars, prices in
  * thousandths, sizes in hundredths of a share (every product stays below 2^53). Falls back to the
@@ -313,11 +396,15 @@ export class MatchingEngine {
   /**
    * @param tokens the tradable tokens: one book each.
    * @param now epoch ms, stamped on new order records.
+   * @param integerMarketBuys market buys are walked and settled in integer units
+   *   ({@link placeMarketBuy}); false: in decimals only (the reference the integer path is tested
+   *   against). Default true.
    */
   constructor(
     private readonly tokens: ReadonlyMap<string, TokenInfo>,
     private readonly ledger: Ledger,
     private readonly now: () => number,
+    private readonly integerMarketBuys = true,
   ) {
     for (const tokenId of tokens.keys()) this.books.set(tokenId, new OrderBook(tokenId));
   }
@@ -439,47 +526,37 @@ export class MatchingEngine {
   /** Places a user order: checks, reserves through the ledger, matches, rests or ends it. */
   place(tx: Tx, order: VenueOrder): void {
     const info = this.tokens.get(order.tokenId);
-    const reject = (error: string, reason: string) => {
-      const e = this.newEntry(order, 'rejected', null);
-      e.final = { type: 'venue.rejected', orderId: order.orderId, error, reason, atMs: tx.atMs };
-      tx.orders.add(order.orderId);
-      tx.reports.push(e.final);
-    };
-    if (!info) return reject('invalid_request', `unknown token ${order.tokenId}`);
+    if (!info) return this.reject(tx, order, 'invalid_request', `unknown token ${order.tokenId}`);
     if (this.closed.has(order.tokenId))
-      return reject('market_closed', `the market of token ${order.tokenId} is closed or resolved`);
+      return this.reject(tx, order, 'market_closed', `the market of token ${order.tokenId} is closed or resolved`);
     const book = this.books.get(order.tokenId)!;
     this.ledger.walletOf(order.userId); // a user's first order opens the wallet, even a refused one
     const price = order.price === null ? null : dec(order.price);
     const size = order.size === null ? null : dec(order.size);
     if (price && !onTick(price, info.tickSize)) {
-      return reject('invalid_request', `price ${order.price} is not on the tick ${str(info.tickSize)} within (0, 1)`);
+      return this.reject(
+        tx,
+        order,
+        'invalid_request',
+        `price ${order.price} is not on the tick ${str(info.tickSize)} within (0, 1)`,
+      );
     }
     if (order.postOnly && price) {
       const t = this.touch(order.tokenId);
       const opp = order.side === 'buy' ? t.ask : t.bid;
       if (opp && (order.side === 'buy' ? opp.lte(price) : opp.gte(price)))
-        return reject('order crosses book', 'post-only order would take liquidity');
+        return this.reject(tx, order, 'order crosses book', 'post-only order would take liquidity');
     }
     const need = this.ledger.requirement(order, price, size);
-    if ('error' in need) return reject(need.error, need.reason);
+    if ('error' in need) return this.reject(tx, order, need.error, need.reason);
+    if (order.kind === 'market' && order.side === 'buy' && !price && this.integerMarketBuys)
+      if (this.placeMarketBuy(tx, book, order, need.usd)) return;
     // FOK: all or nothing against what could trade (own orders excluded).
     if (
       order.timeInForce === 'FOK' &&
       !(size ? this.fillable(book, order, price, size) : this.quoteFillable(book, order, dec(order.quoteAmount!)))
-    ) {
-      const e = this.newEntry(order, 'canceled', size);
-      e.final = {
-        type: 'venue.canceled',
-        orderId: order.orderId,
-        reason: 'FOK order could not be filled in full',
-        code: 'FOK_NOT_FILLED',
-        atMs: tx.atMs,
-      };
-      tx.orders.add(order.orderId);
-      tx.reports.push({ type: 'venue.accepted', orderId: order.orderId, atMs: tx.atMs, resting: false }, e.final);
-      return;
-    }
+    )
+      return this.fokNotFilled(tx, order, size);
     const e = this.newEntry(order, 'open', size);
     this.ledger.reserve(order, e, need);
     tx.users.add(order.userId);
@@ -493,31 +570,139 @@ export class MatchingEngine {
       tx.tokens.add(order.tokenId);
       return;
     }
+    if (quoteLeft) return this.endMarketBuy(tx, book, e, quoteLeft.gte(CENT));
     const ioc = order.kind === 'market' ? 'market orders are IOC' : 'IOC';
-    if (e.fills.length === 0) {
+    const why = e.fills.length === 0 ? 'no liquidity at an acceptable price' : 'unfilled remainder canceled';
+    this.close(tx, e, 'canceled', {
+      type: 'venue.canceled',
+      orderId: order.orderId,
+      reason: `${why} (${ioc})`,
+      code: 'IOC_REMAINDER',
+      atMs: tx.atMs,
+    });
+  }
+
+  /** Records `order` rejected (`venue.rejected` with `error` and `reason`). */
+  private reject(tx: Tx, order: VenueOrder, error: string, reason: string): void {
+    const e = this.newEntry(order, 'rejected', null);
+    e.final = { type: 'venue.rejected', orderId: order.orderId, error, reason, atMs: tx.atMs };
+    tx.orders.add(order.orderId);
+    tx.reports.push(e.final);
+  }
+
+  /** A FOK order that could not fill in full: recorded canceled, reported accepted then canceled. */
+  private fokNotFilled(tx: Tx, order: VenueOrder, size: Dec | null): void {
+    const e = this.newEntry(order, 'canceled', size);
+    e.final = {
+      type: 'venue.canceled',
+      orderId: order.orderId,
+      reason: 'FOK order could not be filled in full',
+      code: 'FOK_NOT_FILLED',
+      atMs: tx.atMs,
+    };
+    tx.orders.add(order.orderId);
+    tx.reports.push({ type: 'venue.accepted', orderId: order.orderId, atMs: tx.atMs, resting: false }, e.final);
+  }
+
+  /**
+   * Ends a market buy `e` once it met what it could: canceled when nothing filled; filled (its
+   * last fill completing it) when what is left of its amount cannot buy a hundredth of a share at
+   * the next price, or less than a cent is left; else canceled for the unfilled remainder.
+   * @param centLeft at least a cent of its amount is left.
+   */
+  private endMarketBuy(tx: Tx, book: OrderBook, e: OrderEntry, centLeft: boolean): void {
+    const cancel = (reason: string) =>
       this.close(tx, e, 'canceled', {
         type: 'venue.canceled',
-        orderId: order.orderId,
-        reason: `no liquidity at an acceptable price (${ioc})`,
+        orderId: e.order.orderId,
+        reason,
         code: 'IOC_REMAINDER',
         atMs: tx.atMs,
       });
-    } else if (
-      quoteLeft &&
-      !(this.next(book, this.complementBook(book.tokenId), 'buy') === undefined && quoteLeft.gte(dec('0.01')))
-    ) {
-      // A market buy that spent its amount, up to less than one hundredth of a share: complete.
-      e.fills[e.fills.length - 1]!.completes = true;
-      this.close(tx, e, 'filled', null);
-    } else {
-      this.close(tx, e, 'canceled', {
-        type: 'venue.canceled',
-        orderId: order.orderId,
-        reason: `unfilled remainder canceled (${ioc})`,
-        code: 'IOC_REMAINDER',
-        atMs: tx.atMs,
-      });
+    if (e.fills.length === 0) return cancel('no liquidity at an acceptable price (market orders are IOC)');
+    if (centLeft && this.next(book, this.complementBook(book.tokenId), 'buy') === undefined)
+      return cancel('unfilled remainder canceled (market orders are IOC)');
+    e.fills[e.fills.length - 1]!.completes = true;
+    this.close(tx, e, 'filled', null);
+  }
+
+  /**
+   * A market buy of `quote` dollars (its requirement, checked), walked and settled in integer units
+   * (micro-dollars, thousandths, hundredths of a share: exact, see {@link quoteFillableExact}):
+   * the same trades, reports, records and balances as the decimal path of {@link place}, with a
+   * handful of decimal operations a trade instead of some twenty an order. One walk of what it
+   * meets gives the FOK verdict and the trades; they are then made one after the other (each
+   * resting order taken as {@link match} takes it), and the buyer's wallet is settled once for
+   * all of them: its reservation (the amount) is made and released within this operation, so the
+   * wallet's reserved pUSD comes out as it went in and is left alone.
+   * @returns false, having changed nothing, when the decimal path must place it: an amount, price
+   *   or size finer than those units, or a resting order of the buyer's own on the way
+   *   (self-trade prevention cancels it).
+   */
+  private placeMarketBuy(tx: Tx, book: OrderBook, order: VenueOrder, quote: Dec): boolean {
+    const amount = microOf(quote);
+    if (amount === null || amount < 0) return false;
+    const plan: PlannedTrade[] = [];
+    let left = amount;
+    let stopped = false;
+    // what it meets, as {@link meets} walks it: the asks and the complement's bids, merged by price
+    const comp = this.complementBook(book.tokenId);
+    const own = book.asks;
+    const other = comp?.bids ?? [];
+    let li = 0;
+    let oi = 0;
+    let lj = 0;
+    let oj = 0;
+    for (;;) {
+      const a = li < own.length ? own[li]!.orders[oi] : undefined;
+      const b = lj < other.length ? other[lj]!.orders[oj] : undefined;
+      if (a === undefined && b === undefined) break;
+      let meet: Meet;
+      if (b === undefined || (a !== undefined && this.before('buy', a, b))) {
+        meet = { resting: a!, book, px: a!.price, kind: 'normal' };
+        if (++oi === own[li]!.orders.length) {
+          li++;
+          oi = 0;
+        }
+      } else {
+        meet = { resting: b, book: comp!, px: mirror(b.price), kind: 'mint' };
+        if (++oj === other[lj]!.orders.length) {
+          lj++;
+          oj = 0;
+        }
+      }
+      const r = meet.resting;
+      if (r.userId === order.userId) return false;
+      const milli = milliOf(meet.px);
+      const centi = centiOf(r.remaining);
+      if (milli === null || centi === null || milli <= 0) return false;
+      const qty = Math.min(centi, floorDiv(left, milli * 10));
+      if (qty <= 0) {
+        stopped = true;
+        break;
+      }
+      plan.push({ meet, qty, milli, centi });
+      left -= qty * milli * 10;
     }
+    if (order.timeInForce === 'FOK' && !(stopped || left < 10_000)) {
+      this.fokNotFilled(tx, order, null);
+      return true;
+    }
+    const e = this.newEntry(order, 'open', null);
+    tx.users.add(order.userId);
+    tx.orders.add(order.orderId);
+    tx.reports.push({ type: 'venue.accepted', orderId: order.orderId, atMs: tx.atMs, resting: false });
+    let shares = 0;
+    for (const { meet, qty, centi } of plan) {
+      const size = decOf(qty, SIZE_DP);
+      this.trade(tx, book, e, meet, size, false);
+      leftBy.size = meet.resting.remaining;
+      leftBy.centi = centi - qty;
+      shares += qty;
+    }
+    if (plan.length) this.ledger.settleMarketBuy(order, decOf(amount - left, 6), decOf(shares, SIZE_DP));
+    this.endMarketBuy(tx, book, e, left >= 10_000);
+    return true;
   }
 
   /** Cancels an open order (`venue.canceled` with `reason`); nothing when it is not open. */
@@ -781,24 +966,23 @@ export class MatchingEngine {
    * Trade ids: `T<seq>-<n>` for a same-token trade, `T<seq>-<n>-mint` / `-merge` for a
    * complementary one, each side suffixed `-t` (taker) or `-m` (maker).
    */
-  private trade(tx: Tx, book: OrderBook, taker: OrderEntry, meet: Meet, qty: Dec): void {
+  private trade(tx: Tx, book: OrderBook, taker: OrderEntry, meet: Meet, qty: Dec, settleTaker = true): void {
     const resting = meet.resting;
     const tradeId = `T${tx.seq}-${++tx.trades}${meet.kind === 'normal' ? '' : `-${meet.kind}`}`;
     tx.tokens.add(book.tokenId);
     tx.tokens.add(meet.book.tokenId);
-    const leg = (userId: string, orderId: string, tokenId: string, side: Side, px: Dec): TradeLeg =>
-      userId === LIQUIDITY_PROVIDER_ID
-        ? { userId: null, orderId: null, tokenId, side, price: str(px) }
-        : { userId, orderId, tokenId, side, price: str(px) };
+    const at = nextPosition(tx);
     const facts: TradeFacts = {
       id: tradeId,
-      ...nextPosition(tx),
+      blockTimestamp: at.blockTimestamp,
+      logIndex: at.logIndex,
+      transactionHash: at.transactionHash,
       size: str(qty),
       feeUsd: '0',
-      taker: leg(taker.order.userId, taker.order.orderId, book.tokenId, taker.order.side, meet.px),
-      maker: leg(resting.userId, resting.orderId, meet.book.tokenId, resting.side, resting.price),
+      taker: legOf(taker.order.userId, taker.order.orderId, book.tokenId, taker.order.side, meet.px),
+      maker: legOf(resting.userId, resting.orderId, meet.book.tokenId, resting.side, resting.price),
     };
-    this.fill(tx, taker, meet.px, qty, `${tradeId}-t`, 'taker', facts);
+    this.fill(tx, taker, meet.px, qty, `${tradeId}-t`, 'taker', facts, settleTaker);
     resting.remaining = resting.remaining.minus(qty);
     const restingEntry = this.orders.get(resting.orderId);
     if (restingEntry) this.fill(tx, restingEntry, resting.price, qty, `${tradeId}-m`, 'maker', facts);
@@ -806,7 +990,10 @@ export class MatchingEngine {
     if (resting.userId === LIQUIDITY_PROVIDER_ID) tx.liquidityTaken.add(meet.book.tokenId);
   }
 
-  /** One side of a trade: settles it in the ledger, records and reports the fill, ends a completed order. */
+  /**
+   * One side of a trade: settles it in the ledger (unless `settle` is false: the caller settles
+   * the order's fills itself), records and reports the fill, ends a completed order.
+   */
   private fill(
     tx: Tx,
     e: OrderEntry,
@@ -815,6 +1002,7 @@ export class MatchingEngine {
     tradeId: string,
     liquidity: 'maker' | 'taker',
     trade: TradeFacts,
+    settle = true,
   ): void {
     const o = e.order;
     if (o.userId === LIQUIDITY_PROVIDER_ID) {
@@ -822,13 +1010,13 @@ export class MatchingEngine {
       if (e.remaining) e.remaining = e.remaining.minus(qty);
       return;
     }
-    this.ledger.settle(o, e, px, qty);
+    if (settle) this.ledger.settle(o, e, px, qty);
     if (e.remaining) e.remaining = e.remaining.minus(qty);
     const fill: FillReport = {
       type: 'venue.filled',
       orderId: o.orderId,
       tradeId,
-      price: str(px),
+      price: priceString(px),
       size: str(qty),
       liquidity,
       completes: e.remaining?.lte(0) ?? false,
