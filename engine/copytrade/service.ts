@@ -33,6 +33,7 @@ import {
   historyDecides,
   historyId,
   isNewFill,
+  adoptsFill,
   newHistoryRows,
   riskLevels,
   venueCopyOf,
@@ -727,12 +728,19 @@ export class CopytradeService {
     for (let attempt = 1; ; attempt++) {
       let atVenue = false;
       try {
-        const known = (await this.handledInStore([id], fill)).get(id);
+        let known = (await this.handledInStore([id], fill)).get(id);
         const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
-        // the machine decides; this only spares a step for a fill it certainly ignores (the start-up replay)
-        if (!c || !isNewFill(c, fill, known)) return;
+        if (!c) return;
         const adopt = this.adoptable(id, fill, decided);
         atVenue = adopt !== undefined;
+        // the machine decides; this only spares a step for a fill it certainly ignores (the start-up
+        // replay). A copy at the venue that a later fill's watermark has passed is recorded unless the
+        // store holds its history row (adoptsFill): its own record, not the watermark, says
+        if (!isNewFill(c, fill, known)) {
+          if (!adopt) return;
+          known = (await this.rows.count({ _id: historyId(id, fill.key) })) > 0;
+          if (!adoptsFill(c, fill, known)) return;
+        }
         await this.host.send(id, {
           type: 'leader.fill',
           fill,

@@ -9,7 +9,7 @@ import { SqliteStore } from '../../engine/store/sqlite.js';
 import { copyOrderId, type CopyHistoryEntry, type CopytradeContext } from '../../machines/copytrade.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import { startTestService, type TestService } from '../helpers.js';
-import { copyEveryFill, poll, recordLeaderBuy } from './trading-kit.js';
+import { copyEveryFill, leaderBuy, poll, recordLeaderBuy } from './trading-kit.js';
 
 const LEADER = '0x' + '7a'.repeat(20);
 const env = { SIM_MAKER_REFILL_MS: '3600000' };
@@ -295,6 +295,71 @@ describe('copytrade: a crash between the venue operation and its records', () =>
       after = await startTestService({ store: await SqliteStore.open(crashed, { lock: true }), env: cash });
       await after.services.copytrade.idle();
       for (const [i, u] of users.entries()) await expectOneCopyPaidOnce(after, u, ids[i]!, fill);
+    },
+  );
+});
+
+/**
+ * A copy at the venue whose records keep failing while the subscription's later fills are recorded:
+ * the later fill moves the watermark past the earlier one by more than the reorder window, so the
+ * earlier fill is no longer "new" by the watermark. The copy the venue holds must still be recorded
+ * (adopted) by the next round of tries: its order there, COPIED once, paid once.
+ */
+describe('copytrade: a copy at the venue recorded after a later fill moved the watermark', () => {
+  let svc: TestService | undefined;
+  afterAll(() => svc?.close());
+
+  it(
+    'the unrecorded copy of fill 1 is adopted once its records succeed, after fill 2 (200 s later) was recorded',
+    { timeout: 90_000 },
+    async () => {
+      const faulty = new FaultyStore(await SqliteStore.open(null));
+      svc = await startTestService({ store: faulty, env });
+      const [id] = await follow(svc, ['w0'], () => copyEveryFill(LEADER, 1));
+      const m = svc.services.venue.markets()[0]!;
+      const market = { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId };
+      const block = Math.floor(Date.now() / 1000) + 2;
+      const first = leaderBuy(LEADER, 1, market, block, { size: '4', notionalUsd: '2' });
+      const rule = faulty.failWhen(
+        (i) =>
+          i.collection === COPYTRADE_HISTORY &&
+          i.op === 'replaceOne' &&
+          i.doc?._id === `${id}:${first.transactionHash}:1`,
+        { when: 'after', times: BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS },
+      );
+      await recordLeaderBuy(svc, LEADER, 1, market, block, { size: '4', notionalUsd: '2' });
+      await poll(
+        'the tries of fill 1',
+        async () => rule.hits.length,
+        (n) => n >= BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS,
+      );
+      const second = await recordLeaderBuy(svc, LEADER, 2, market, block + 200, { size: '4', notionalUsd: '2' });
+      await poll(
+        'fill 2 copied',
+        async () => (await historyOf(svc!, 'w0', id!)).length,
+        (n) => n >= 1,
+      );
+      // the round of tries a few seconds later records fill 1's copy, adopted
+      await poll(
+        'fill 1 recorded',
+        async () => (await historyOf(svc!, 'w0', id!)).length,
+        (n) => n >= 2,
+        15_000,
+      );
+      await svc.services.copytrade.idle();
+      const orderIds = [first, second].map((f) => copyOrderId(id!, `${f.transactionHash}:${f.logIndex}`));
+      for (const o of orderIds) await svc.services.orders.whenQuiet(o);
+      const h = await historyOf(svc, 'w0', id!);
+      expect(h.map((r) => [r.result, r.order_id, r.order_status]).sort()).toEqual(
+        orderIds.map((o) => ['COPIED', o, 'FILLED']).sort(),
+      );
+      for (const o of orderIds)
+        expect(await svc.call('GET', `/v2/trade/orders/${o}`, as('w0'))).toMatchObject({
+          status: 200,
+          body: { order_id: o, status: 'FILLED' },
+        });
+      const sub = await svc.call('GET', `/v2/trade/copytrade/${id}`, as('w0'));
+      expect(sub).toMatchObject({ status: 200, body: { counters: { copies: 2, skipped: 0, working_copies: 0 } } });
     },
   );
 });
