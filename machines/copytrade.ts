@@ -603,10 +603,12 @@ export const copytradeMachine = setup({
     handleFill: assign(({ context: c, event }) => {
       if (event.type !== 'leader.fill') return {};
       const { fill: f, atMs } = event;
-      const env = c.settings.is_simulation ? paperEnv(c, event.env, f.tokenId) : event.env;
+      // an adopted copy is the venue's, real whatever the settings say now (made a simulation since)
+      const paper = c.settings.is_simulation && !event.adopt;
+      const env = paper ? paperEnv(c, event.env, f.tokenId) : event.env;
       const d = event.adopt ? { copy: event.adopt } : decideCopy(c.settings, f, env);
       if ('skip' in d) return skipped(c, f, atMs, d.skip, d.detail);
-      if (c.settings.is_simulation)
+      if (paper)
         return midOf(event.env) === null
           ? skipped(c, f, atMs, 'no_liquidity', 'no midpoint to paper-fill at')
           : paperCopy(c, f, event.env, d.copy, atMs);
@@ -628,7 +630,10 @@ export const copytradeMachine = setup({
         copies: c.copies + 1,
         working: [...c.working, copy],
         placing: copy,
-        pending: [...c.pending, row(c, atMs, { _id: entryId, kind: 'copy', fill: f, orderId, order: d.copy })],
+        pending: [
+          ...c.pending,
+          row(c, atMs, { _id: entryId, kind: 'copy', fill: f, orderId, order: d.copy, isSimulation: false }),
+        ],
         updatedAtMs: atMs,
       };
     }),

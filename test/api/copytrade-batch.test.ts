@@ -363,3 +363,51 @@ describe('copytrade: a copy at the venue recorded after a later fill moved the w
     },
   );
 });
+
+/**
+ * A copy at the venue whose records failed, then PATCH makes its subscription a simulation before
+ * the next round of tries: the copy the venue took spent real pUSD, so it is recorded as the real
+ * copy it is (its order there, FILLED), never as a paper copy that leaves the venue's order unrecorded.
+ */
+describe('copytrade: a subscription made a simulation while its copy at the venue is unrecorded', () => {
+  let svc: TestService | undefined;
+  afterAll(() => svc?.close());
+
+  it(
+    'the adopted copy stays a real copy: COPIED with its order, FILLED, no paper row',
+    { timeout: 90_000 },
+    async () => {
+      const faulty = new FaultyStore(await SqliteStore.open(null));
+      svc = await startTestService({ store: faulty, env });
+      const [id] = await follow(svc, ['s0'], () => copyEveryFill(LEADER, 1));
+      const rule = faulty.failWhen(
+        (i) => i.collection === COPYTRADE_HISTORY && i.op === 'replaceOne' && String(i.doc?._id).startsWith(id!),
+        { when: 'after', times: BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS },
+      );
+      const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
+      await poll(
+        'the tries',
+        async () => rule.hits.length,
+        (n) => n >= BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS,
+      );
+      const patched = await svc.call('PATCH', `/v2/trade/copytrade/${id}`, {
+        ...as('s0'),
+        body: { is_simulation: true },
+      });
+      expect(patched.status).toBe(200);
+      await poll(
+        'the copy recorded',
+        async () => (await historyOf(svc!, 's0', id!)).length,
+        (n) => n >= 1,
+      );
+      await svc.services.copytrade.idle();
+      const orderId = copyOrderId(id!, `${fill.transactionHash}:1`);
+      await svc.services.orders.whenQuiet(orderId);
+      const h = await historyOf(svc, 's0', id!);
+      expect(h).toHaveLength(1);
+      expect(h[0]).toMatchObject({ result: 'COPIED', is_simulation: false, order_id: orderId, order_status: 'FILLED' });
+      const order = await svc.call('GET', `/v2/trade/orders/${orderId}`, as('s0'));
+      expect(order).toMatchObject({ status: 200, body: { order_id: orderId, status: 'FILLED' } });
+    },
+  );
+});
