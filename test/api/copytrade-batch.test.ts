@@ -63,6 +63,15 @@ async function expectOneCopyPaidOnce(svc: TestService, u: string, id: string, fi
   expect(sub).toMatchObject({ status: 200, body: { counters: { copies: 1, skipped: 0, working_copies: 0 } } });
   // its $1 paid once (and its fee), out of the 1.5 it had
   const userId = (svc.services.host.snapshotOf(id)!.context as CopytradeContext).userId;
+  // its fills in the follower's trade history once each: about the $1 bought (whole shares), no fill twice
+  const safe = (await svc.services.users.byId(userId))!.safeAddress;
+  const trades = await svc.call('GET', `/v2/trade/traders/${safe}/trades?limit=100`);
+  expect(trades.status).toBe(200);
+  const rows = trades.body.trades as { trade_id: string; usdc_amount: string }[];
+  expect(new Set(rows.map((t) => t.trade_id)).size, u).toBe(rows.length);
+  const paid = rows.reduce((s, t) => s + Number(t.usdc_amount), 0);
+  expect(paid, u).toBeGreaterThan(0.99);
+  expect(paid, u).toBeLessThanOrEqual(1);
   const pusd = Number(svc.services.venue.wallet(userId).pusd.balance);
   expect(pusd, u).toBeGreaterThan(0.4);
   expect(pusd, u).toBeLessThan(0.6);
