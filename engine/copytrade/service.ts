@@ -328,7 +328,8 @@ export class CopytradeService {
 
   /**
    * Before a shutdown: the tries to record copies the venue holds stop (the next start-up's replay
-   * finds them at the venue); what is in flight goes on ({@link idle} waits for it).
+   * finds them at the venue, when their fills are within its window: not once a later fill moved the
+   * watermark more than `REORDER_SECONDS` past them); what is in flight goes on ({@link idle} waits for it).
    */
   stop(): void {
     this.stopping = true;
@@ -758,7 +759,7 @@ export class CopytradeService {
             { err, copytradeId: id, fill: fill.key },
             'copy at the venue not recorded on its subscription: tried again',
           );
-          if (this.stopping) return; // the next start-up's replay finds it at the venue
+          if (this.stopping) return; // the next start-up's replay finds it at the venue (within its window)
           this.track(this.waitBeforeRetry().then(() => (this.stopping ? undefined : this.sendFill(id, fill, decided))));
           return;
         }
