@@ -42,6 +42,26 @@ async function historyOf(svc: TestService, u: string, id: string) {
 }
 
 /**
+ * Follower `u` subscribed to LEADER, and LEADER's fill 1 whose copy the venue took while its records
+ * failed on every try of the batch and of the one-by-one fallback (the next round of tries is
+ * seconds away). `svc` runs on `faulty`.
+ */
+async function copyLeftUnrecorded(svc: TestService, faulty: FaultyStore, u: string) {
+  const [id] = await follow(svc, [u], () => copyEveryFill(LEADER, 1));
+  const rule = faulty.failWhen(
+    (i) => i.collection === COPYTRADE_HISTORY && i.op === 'replaceOne' && String(i.doc?._id).startsWith(id!),
+    { when: 'after', times: BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS },
+  );
+  const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
+  await poll(
+    'the tries',
+    async () => rule.hits.length,
+    (n) => n >= BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS,
+  );
+  return { id: id!, fill };
+}
+
+/**
  * Follower `u`'s copy of `fill` for subscription `id`, taken by the venue before its records (a
  * wallet of 1.5 pUSD, $1 copies): COPIED once as decided, its order FILLED over HTTP, paid once.
  */
@@ -388,17 +408,7 @@ describe('copytrade: a subscription made a simulation while its copy at the venu
     async () => {
       const faulty = new FaultyStore(await SqliteStore.open(null));
       svc = await startTestService({ store: faulty, env });
-      const [id] = await follow(svc, ['s0'], () => copyEveryFill(LEADER, 1));
-      const rule = faulty.failWhen(
-        (i) => i.collection === COPYTRADE_HISTORY && i.op === 'replaceOne' && String(i.doc?._id).startsWith(id!),
-        { when: 'after', times: BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS },
-      );
-      const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
-      await poll(
-        'the tries',
-        async () => rule.hits.length,
-        (n) => n >= BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS,
-      );
+      const { id, fill } = await copyLeftUnrecorded(svc, faulty, 's0');
       const patched = await svc.call('PATCH', `/v2/trade/copytrade/${id}`, {
         ...as('s0'),
         body: { is_simulation: true },
@@ -494,17 +504,7 @@ describe('copytrade: DELETE while a copy at the venue waits for its records', ()
     async () => {
       const faulty = new FaultyStore(await SqliteStore.open(null));
       svc = await startTestService({ store: faulty, env });
-      const [id] = await follow(svc, ['d0'], () => copyEveryFill(LEADER, 1));
-      const rule = faulty.failWhen(
-        (i) => i.collection === COPYTRADE_HISTORY && i.op === 'replaceOne' && String(i.doc?._id).startsWith(id!),
-        { when: 'after', times: BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS },
-      );
-      const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
-      await poll(
-        'the tries',
-        async () => rule.hits.length,
-        (n) => n >= BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS,
-      );
+      const { id, fill } = await copyLeftUnrecorded(svc, faulty, 'd0');
       expect((await svc.call('DELETE', `/v2/trade/copytrade/${id}`, as('d0'))).status).toBeLessThan(300);
       await new Promise((r) => setTimeout(r, 6000));
       await svc.services.copytrade.idle();
