@@ -486,33 +486,28 @@ describe('copytrade: a copy at the venue unrecorded at shutdown, the watermark p
 });
 
 /**
- * Known hole: DELETE of a subscription while its copy at the venue waits for its records (the
- * batch's commit failed; the next round of tries is seconds away). The deleted subscription takes
- * no step, so the copy the venue took is never recorded: no order actor (GET /orders/{id} 404), no
- * history row, though the follower's pUSD paid for it. The fix wants the copy recorded before the
- * subscription ends: `copytrade.delete` in the machine taking an `adopt` list (the engine finding
- * the venue's copies of the fills it has not recorded), or the fallback creating the order actor
- * through the child-order router (adopted) and the history row when the subscription is gone.
+ * DELETE of a subscription while its copy at the venue waits for its records (the batch's commit
+ * failed; the next round of tries is seconds away): the deleted subscription would take no step, so
+ * the DELETE records that copy first: its order 200 FILLED, its history row COPIED, then deleted.
  */
 describe('copytrade: DELETE while a copy at the venue waits for its records', () => {
   let svc: TestService | undefined;
   afterAll(() => svc?.close());
 
-  it.fails(
-    'the copy the venue took is still recorded: its order 200, its history row',
-    { timeout: 90_000 },
-    async () => {
-      const faulty = new FaultyStore(await SqliteStore.open(null));
-      svc = await startTestService({ store: faulty, env });
-      const { id, fill } = await copyLeftUnrecorded(svc, faulty, 'd0');
-      expect((await svc.call('DELETE', `/v2/trade/copytrade/${id}`, as('d0'))).status).toBeLessThan(300);
-      await new Promise((r) => setTimeout(r, 6000));
-      await svc.services.copytrade.idle();
-      const orderId = copyOrderId(id!, `${fill.transactionHash}:1`);
-      const order = await svc.call('GET', `/v2/trade/orders/${orderId}`, as('d0'));
-      expect(order).toMatchObject({ status: 200, body: { order_id: orderId, status: 'FILLED' } });
-      const h = await historyOf(svc, 'd0', id!);
-      expect(h).toMatchObject([{ result: 'COPIED', order_id: orderId }]);
-    },
-  );
+  it('the copy the venue took is still recorded: its order 200, its history row', { timeout: 90_000 }, async () => {
+    const faulty = new FaultyStore(await SqliteStore.open(null));
+    svc = await startTestService({ store: faulty, env });
+    const { id, fill } = await copyLeftUnrecorded(svc, faulty, 'd0');
+    const del = await svc.call('DELETE', `/v2/trade/copytrade/${id}`, as('d0'));
+    expect(del).toMatchObject({ status: 200, body: { ok: true } });
+    // past the next round of tries, which finds the subscription gone
+    await new Promise((r) => setTimeout(r, 6000));
+    await svc.services.copytrade.idle();
+    const orderId = copyOrderId(id!, `${fill.transactionHash}:1`);
+    const order = await svc.call('GET', `/v2/trade/orders/${orderId}`, as('d0'));
+    expect(order).toMatchObject({ status: 200, body: { order_id: orderId, status: 'FILLED' } });
+    const h = await historyOf(svc, 'd0', id);
+    expect(h).toMatchObject([{ result: 'COPIED', order_id: orderId, order_status: 'FILLED' }]);
+    expect((await svc.call('GET', `/v2/trade/copytrade/${id}`, as('d0'))).status).toBe(404);
+  });
 });
