@@ -51,10 +51,12 @@
  * | ended    | `ENDED`     | no    | leader.fill (new) → skip `ended` (after `copy_end_date`); no status change|
  * | deleted  | `DELETED`   | yes   | (soft-deleted: history and PnL kept)                                     |
  *
- * A new `leader.fill` carrying `adopt` (the venue holds the copy's order already: its batch went to
+ * A `leader.fill` carrying `adopt` (the venue holds the copy's order already: its batch went to
  * the venue and its records did not follow) is recorded as that copy in `active`, `paused`,
- * `disabled` and `ended` alike: the venue has spent the follower's wallet on it, so it is never
- * skipped nor decided again.
+ * `disabled` and `ended` alike when the fill is new, or when the watermark has passed it but the
+ * store holds no history row of it (`handled` false: a later fill was recorded meanwhile;
+ * {@link adoptsFill}): the venue has spent the follower's wallet on it, so it is never skipped nor
+ * decided again, nor left unrecorded.
  *
  * In every state but `deleted` (so a PAUSED, DISABLED or ENDED subscription's positions keep their
  * risk controls): `copytrade.update` (settings; the end deadline follows `copy_end_date`),
@@ -309,6 +311,23 @@ export function isNewFill(c: Dedup, f: LeaderFill, handledInStore?: boolean): bo
   if (!unseenInWindow(c, f)) return false;
   const capped = c.recentCapped ?? null;
   return capped === null || f.blockTimestamp > capped || handledInStore === false;
+}
+
+/**
+ * Whether leader fill `f`, whose copy the venue holds already (a `leader.fill` with `adopt`), is
+ * recorded as that copy: a new fill ({@link isNewFill}), or one the watermark has passed (a later
+ * fill recorded while its records failed) that this subscription never recorded: the store holds no
+ * history row of it (`handledInStore` false, read by the engine) and it is no working copy.
+ */
+export function adoptsFill(
+  c: Dedup & Pick<CopytradeContext, 'id' | 'working'>,
+  f: LeaderFill,
+  handledInStore?: boolean,
+) {
+  if (isNewFill(c, f, handledInStore)) return true;
+  if (handledInStore !== false || f.atMs < c.createdAtMs) return false;
+  const orderId = copyOrderId(c.id, f.key);
+  return !c.working.some((w) => w.orderId === orderId);
 }
 
 /** The watermark, `recent` and `recentCapped` once `f` is handled. */
@@ -566,7 +585,7 @@ const PLACE = {
   params: ({ context }: { context: CopytradeContext }) => ({ copy: context.placing }),
 } as const;
 
-/** A leader fill whose copy the venue holds already: recorded as that copy, in any state but `deleted`. */
+/** A leader fill whose copy the venue holds already ({@link adoptsFill}): recorded as it, in any state but deleted. */
 const ADOPT = {
   guard: 'adoptsFill',
   actions: ['handleFill', PLACE, 'placeDecided', FLUSH],
@@ -584,10 +603,12 @@ export const copytradeMachine = setup({
     handleFill: assign(({ context: c, event }) => {
       if (event.type !== 'leader.fill') return {};
       const { fill: f, atMs } = event;
-      const env = c.settings.is_simulation ? paperEnv(c, event.env, f.tokenId) : event.env;
+      // an adopted copy is the venue's, real whatever the settings say now (made a simulation since)
+      const paper = c.settings.is_simulation && !event.adopt;
+      const env = paper ? paperEnv(c, event.env, f.tokenId) : event.env;
       const d = event.adopt ? { copy: event.adopt } : decideCopy(c.settings, f, env);
       if ('skip' in d) return skipped(c, f, atMs, d.skip, d.detail);
-      if (c.settings.is_simulation)
+      if (paper)
         return midOf(event.env) === null
           ? skipped(c, f, atMs, 'no_liquidity', 'no midpoint to paper-fill at')
           : paperCopy(c, f, event.env, d.copy, atMs);
@@ -609,7 +630,10 @@ export const copytradeMachine = setup({
         copies: c.copies + 1,
         working: [...c.working, copy],
         placing: copy,
-        pending: [...c.pending, row(c, atMs, { _id: entryId, kind: 'copy', fill: f, orderId, order: d.copy })],
+        pending: [
+          ...c.pending,
+          row(c, atMs, { _id: entryId, kind: 'copy', fill: f, orderId, order: d.copy, isSimulation: false }),
+        ],
         updatedAtMs: atMs,
       };
     }),
@@ -740,7 +764,7 @@ export const copytradeMachine = setup({
     newFill: ({ context, event }) => event.type === 'leader.fill' && isNewFill(context, event.fill, event.handled),
     /** A new leader fill whose copy the venue holds already (`adopt`): recorded as that copy whatever the state. */
     adoptsFill: ({ context, event }) =>
-      event.type === 'leader.fill' && event.adopt !== undefined && isNewFill(context, event.fill, event.handled),
+      event.type === 'leader.fill' && event.adopt !== undefined && adoptsFill(context, event.fill, event.handled),
     /** The event's order is one of the working copies. */
     working: ({ context, event }) =>
       'orderId' in event && context.working.some((w) => w.orderId === (event as { orderId: string }).orderId),
@@ -833,11 +857,14 @@ export const copytradeMachine = setup({
     },
     active: {
       on: {
-        'leader.fill': {
-          guard: 'newFill',
-          actions: ['handleFill', PLACE, 'placeDecided', FLUSH],
-          description: 'copy or skip by the rules',
-        },
+        'leader.fill': [
+          ADOPT,
+          {
+            guard: 'newFill',
+            actions: ['handleFill', PLACE, 'placeDecided', FLUSH],
+            description: 'copy or skip by the rules',
+          },
+        ],
         'copytrade.status': [
           { guard: 'toPaused', target: 'paused', actions: 'touched' },
           { guard: 'toDisabled', target: 'disabled', actions: 'touched' },

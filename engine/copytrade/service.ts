@@ -33,6 +33,7 @@ import {
   historyDecides,
   historyId,
   isNewFill,
+  adoptsFill,
   newHistoryRows,
   riskLevels,
   venueCopyOf,
@@ -327,7 +328,8 @@ export class CopytradeService {
 
   /**
    * Before a shutdown: the tries to record copies the venue holds stop (the next start-up's replay
-   * finds them at the venue); what is in flight goes on ({@link idle} waits for it).
+   * finds them at the venue, when their fills are within its window: not once a later fill moved the
+   * watermark more than `REORDER_SECONDS` past them); what is in flight goes on ({@link idle} waits for it).
    */
   stop(): void {
     this.stopping = true;
@@ -655,6 +657,7 @@ export class CopytradeService {
       for (const release of held) release();
       for (const orderId of placed) this.batched.delete(orderId);
       this.log.warn({ err, fill: fill.key, subscriptions: targets.length }, 'copies not placed as a batch: one by one');
+      for (const [id, copy] of decided) this.awaitingRecord(id, fill, copy);
       await Promise.all(targets.map((id) => this.sendFill(id, fill, decided.get(id))));
       return;
     }
@@ -724,46 +727,93 @@ export class CopytradeService {
    * @param decided - the copy the failed batch decided: recorded as it when the venue holds its order.
    */
   private async sendFill(id: string, fill: LeaderFill, decided?: CopyOrder): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      let atVenue = false;
-      try {
-        const known = (await this.handledInStore([id], fill)).get(id);
-        const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
-        // the machine decides; this only spares a step for a fill it certainly ignores (the start-up replay)
-        if (!c || !isNewFill(c, fill, known)) return;
-        const adopt = this.adoptable(id, fill, decided);
-        atVenue = adopt !== undefined;
-        await this.host.send(id, {
-          type: 'leader.fill',
-          fill,
-          env: this.envOf(c.userId, fill),
-          atMs: this.clock.now(),
-          ...(known === undefined ? {} : { handled: known }),
-          ...(adopt ? { adopt } : {}),
-        } satisfies CopytradeEvent);
-        return;
-      } catch (err) {
-        if (attempt >= DELIVERY_ATTEMPTS && atVenue) {
-          // the venue has spent the follower's wallet on this copy: its record must follow, whatever
-          // later fills do to the watermark (beyond the start-up replay's window it would stay unrecorded)
-          this.log.error(
-            { err, copytradeId: id, fill: fill.key },
-            'copy at the venue not recorded on its subscription: tried again',
-          );
-          if (this.stopping) return; // the next start-up's replay finds it at the venue
-          this.track(this.waitBeforeRetry().then(() => (this.stopping ? undefined : this.sendFill(id, fill, decided))));
+    let retrying = false;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const seen = { atVenue: false };
+        try {
+          await this.deliverFill(id, fill, decided, seen);
           return;
+        } catch (err) {
+          if (attempt >= DELIVERY_ATTEMPTS && seen.atVenue) {
+            // the venue has spent the follower's wallet on this copy: its record must follow, whatever
+            // later fills do to the watermark (beyond the start-up replay's window it would stay unrecorded)
+            this.log.error(
+              { err, copytradeId: id, fill: fill.key },
+              'copy at the venue not recorded on its subscription: tried again',
+            );
+            if (this.stopping) return; // the next start-up's replay finds it at the venue (within its window)
+            retrying = true;
+            this.awaitingRecord(id, fill, decided);
+            this.track(
+              this.waitBeforeRetry().then(() => (this.stopping ? undefined : this.sendFill(id, fill, decided))),
+            );
+            return;
+          }
+          if (attempt >= DELIVERY_ATTEMPTS) {
+            this.log.error(
+              { err, copytradeId: id, fill: fill.key },
+              'leader fill not delivered: the next start-up replays it',
+            );
+            return;
+          }
+          await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
         }
-        if (attempt >= DELIVERY_ATTEMPTS) {
-          this.log.error(
-            { err, copytradeId: id, fill: fill.key },
-            'leader fill not delivered: the next start-up replays it',
-          );
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
       }
+    } finally {
+      if (!retrying) this.recordedOrGone(id, fill.key);
     }
+  }
+
+  /**
+   * One try of {@link sendFill}: `fill` delivered to subscription `id` (with `adopt` when the venue
+   * holds its copy: `seen.atVenue` set then), or nothing when the subscription is gone or certainly
+   * ignores it. @throws what the step throws (nothing of it recorded).
+   */
+  private async deliverFill(
+    id: string,
+    fill: LeaderFill,
+    decided: CopyOrder | undefined,
+    seen: { atVenue: boolean },
+  ): Promise<void> {
+    let known = (await this.handledInStore([id], fill)).get(id);
+    const c = this.host.snapshotOf(id)?.context as CopytradeContext | undefined;
+    if (!c) return;
+    const adopt = this.adoptable(id, fill, decided);
+    seen.atVenue = adopt !== undefined;
+    // the machine decides; this only spares a step for a fill it certainly ignores (the start-up
+    // replay). A copy at the venue that a later fill's watermark has passed is recorded unless the
+    // store holds its history row (adoptsFill): its own record, not the watermark, says
+    if (!isNewFill(c, fill, known)) {
+      if (!adopt) return;
+      known = (await this.rows.count({ _id: historyId(id, fill.key) })) > 0;
+      if (!adoptsFill(c, fill, known)) return;
+    }
+    await this.host.send(id, {
+      type: 'leader.fill',
+      fill,
+      env: this.envOf(c.userId, fill),
+      atMs: this.clock.now(),
+      ...(known === undefined ? {} : { handled: known }),
+      ...(adopt ? { adopt } : {}),
+    } satisfies CopytradeEvent);
+  }
+
+  /**
+   * Copies the venue may hold whose records have not followed yet (a failed batch's fallback under
+   * way, or its next round of tries), by subscription id then fill key: a DELETE records them first.
+   */
+  private readonly unrecorded = new Map<string, Map<string, { fill: LeaderFill; decided?: CopyOrder }>>();
+
+  private awaitingRecord(id: string, fill: LeaderFill, decided?: CopyOrder): void {
+    let m = this.unrecorded.get(id);
+    if (!m) this.unrecorded.set(id, (m = new Map()));
+    m.set(fill.key, { fill, decided });
+  }
+
+  private recordedOrGone(id: string, fillKey: string): void {
+    const m = this.unrecorded.get(id);
+    if (m?.delete(fillKey) && m.size === 0) this.unrecorded.delete(id);
   }
 
   /**
@@ -1069,9 +1119,19 @@ export class CopytradeService {
     return this.host.send(id, event);
   }
 
-  /** Soft-deletes a subscription (history and PnL kept). @throws {DomainError} `NOT_FOUND`. */
+  /**
+   * Soft-deletes a subscription (history and PnL kept), once the copies the venue holds for it whose
+   * records had not followed are recorded. @throws {DomainError} `NOT_FOUND`; a store failure
+   * recording such a copy (nothing deleted).
+   */
   async remove(userId: string, id: string): Promise<void> {
     await this.owned(userId, id);
+    // a copy the venue took for it whose records have not followed is recorded first: once deleted,
+    // the subscription takes no step, and the copy would stay without its order and history row
+    for (const { fill, decided } of [...(this.unrecorded.get(id)?.values() ?? [])]) {
+      await this.deliverFill(id, fill, decided, { atVenue: false });
+      this.recordedOrGone(id, fill.key);
+    }
     await this.host.send(id, { type: 'copytrade.delete', atMs: this.clock.now() } satisfies CopytradeEvent);
   }
 

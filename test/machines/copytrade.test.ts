@@ -171,6 +171,19 @@ describe('copytrade machine', () => {
     expect(r.s.context.skipped).toEqual({ paused: 1 });
   });
 
+  it('a copy the venue holds of a fill the watermark passed is recorded when the store has no row of it', () => {
+    const held = { side: 'buy', tokenId: '111', kind: 'MARKET_FOK', usd: '3', shares: null, price: null } as const;
+    // fill 2, 200 chain seconds after fill 1 (beyond the reorder window), recorded first
+    const late = fill(2, { blockTimestamp: 1_200, atMs: 1_200_500 });
+    const adopt = (handled?: boolean) =>
+      ({ ...leaderFill(fill(1)), adopt: held, ...(handled === undefined ? {} : { handled }) }) as CopytradeEvent;
+    // without the store's word (or with its row there) the old fill is ignored; with no row it is adopted, once
+    const r = run(input(), [leaderFill(late), adopt(), adopt(true), adopt(false), adopt(false)]);
+    expect(r.placed).toEqual([copyOrderId('ct_1', late.key), copyOrderId('ct_1', fill(1).key)]);
+    expect(r.s.context.copies).toBe(2);
+    expect(r.s.context.watermark).toEqual({ blockTimestamp: 1_200, logIndex: 2 });
+  });
+
   it('a DISABLED subscription can be re-enabled; ENDED after copy_end_date (guarded timer)', () => {
     const end = '2026-01-01T00:00:00.000Z';
     const r = run(input({ copy_end_date: end }), [
