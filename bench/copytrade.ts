@@ -24,7 +24,8 @@
  *
  * Develop with small sizes: `BENCH_FOLLOWERS=20 BENCH_BURST=10 npm run bench:copytrade`;
  * `BENCH_ONLY=latency` or `BENCH_ONLY=kill` runs one part; `BENCH_CPU_PROF=<dir>` writes a V8 CPU
- * profile of the latency part's fan-out (`copytrade-fanout.cpuprofile`).
+ * profile of the latency part's fan-out (`copytrade-fanout.cpuprofile`); with `BENCH_CPU_PROF_EACH=1`, one
+ * per leader fill besides (`fill-<i>.cpuprofile`, to the fill recorded: the first fill after the start apart).
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -55,6 +56,8 @@ const BURST = Number(process.env.BENCH_BURST ?? 50);
 const ONLY = process.env.BENCH_ONLY;
 /** A folder: a V8 CPU profile of the latency part's fan-out (the leader fills, not the set-up) goes there. */
 const PROF = process.env.BENCH_CPU_PROF;
+/** With BENCH_CPU_PROF: one profile per leader fill besides (`fill-<i>.cpuprofile`, the fan-out one then holds the rest). */
+const PROF_EACH = process.env.BENCH_CPU_PROF_EACH === '1';
 const KEY = 'pts_bench_copytrade_master_key_0123456789';
 const ENV = {
   SIM_REPLAY: 'off',
@@ -232,6 +235,12 @@ async function latency(): Promise<void> {
       await s.orders.place(partner, input);
       fillsAccepted.push(await within30s(accepted));
       fills.push(await within30s(recorded));
+      if (profiler && PROF_EACH) {
+        const { profile } = await profiler.post('Profiler.stop');
+        await fs.mkdir(PROF!, { recursive: true });
+        await fs.writeFile(path.join(PROF!, `fill-${i}.cpuprofile`), JSON.stringify(profile));
+        await profiler.post('Profiler.start');
+      }
     }
     await s.copytrade.idle();
     const cpu = process.cpuUsage(cpu0);

@@ -247,16 +247,26 @@ export interface ActorBatch {
  * holds) with a task that waits for the release, all in one synchronous pass (two holders sharing
  * keys then queue in one order on each: no deadlock between them), and resolves once every one of
  * them has reached its turn.
+ * @param queues - when given, the map of each key's queue tail that `join` keeps (a tail is removed
+ *   once settled while still the last): a key with no queue is held at once by one tail shared by
+ *   all such keys instead of a task of its own (a batch holds thousands of fresh keys: new orders'
+ *   ids, followers with nothing queued), which is then removed the same way.
  * @returns the release: the queues go on.
  */
 export async function holdQueues(
   keys: Iterable<string>,
   join: (key: string, work: () => Promise<void>) => void,
+  queues?: Map<string, Promise<unknown>>,
 ): Promise<() => void> {
   let release!: () => void;
   const hold = new Promise<void>((resolve) => (release = resolve));
   const ready: Promise<void>[] = [];
-  for (const key of keys)
+  const idle: string[] = [];
+  for (const key of keys) {
+    if (queues && !queues.has(key)) {
+      idle.push(key);
+      continue;
+    }
     ready.push(
       new Promise<void>((started) =>
         join(key, () => {
@@ -265,6 +275,13 @@ export async function holdQueues(
         }),
       ),
     );
+  }
+  if (queues && idle.length) {
+    const tail: Promise<void> = hold.then(() => {
+      for (const key of idle) if (queues.get(key) === tail) queues.delete(key);
+    });
+    for (const key of idle) queues.set(key, tail);
+  }
   await Promise.all(ready);
   return release;
 }
@@ -1306,7 +1323,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     options: { loadStored?: boolean; beforeCommit?: (b: ActorBatch) => Promise<void> } = {},
   ): Promise<Map<string, ActorRecord>> {
     const held = new Set(ids);
-    const release = await holdQueues(held, (id, work) => void this.enqueue(id, work));
+    const release = await holdQueues(held, (id, work) => void this.enqueue(id, work), this.queues);
     try {
       const loaded = options.loadStored ? await this.loadStored(held) : [];
       const entries = new Map<string, BatchEntry>();

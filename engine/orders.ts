@@ -627,7 +627,7 @@ export class OrderService {
     plan: (batch: ActorBatch, place: (partnerId: string, input: OrderInput) => void) => void,
     record: (batch: ActorBatch) => void = () => {},
   ): Promise<Map<string, ActorRecord>> {
-    const open = await holdQueues(new Set(userIds), (u, work) => void this.exclusive(u, work));
+    const open = await holdQueues(new Set(userIds), (u, work) => void this.exclusive(u, work), this.userQueues);
     try {
       const placed: { partnerId: string; input: OrderInput; atVenue: boolean }[] = [];
       const ids = new Set<string>();

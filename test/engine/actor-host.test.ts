@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { assign, emit, setup, type AnyStateMachine } from 'xstate';
-import { ActorHost, type ActorChange, type TimerPort } from '../../engine/actor-host.js';
+import { ActorHost, holdQueues, type ActorChange, type TimerPort } from '../../engine/actor-host.js';
 import { ManualClock } from '../../engine/clock.js';
 import { createLogger } from '../../engine/logger.js';
 import { ActorRepository, type ActorRecord } from '../../engine/store/actors.js';
@@ -1199,5 +1199,48 @@ describe('PureStepper.initial (arming rate): the initial snapshot made once per 
       }
       expect(stepper.usesTemplate, what).toBe(inert);
     }
+  });
+});
+
+describe('holdQueues', () => {
+  /** A queue per key as the host and the order service keep them: the tail removed once settled and still the last. */
+  function queues() {
+    const map = new Map<string, Promise<unknown>>();
+    const join = (key: string, work: () => Promise<void>) => {
+      const run = (map.get(key) ?? Promise.resolve()).then(work);
+      const tail: Promise<void> = run.then(
+        () => {
+          if (map.get(key) === tail) map.delete(key);
+        },
+        () => undefined,
+      );
+      map.set(key, tail);
+    };
+    return { map, join };
+  }
+
+  it('holds fresh keys (one shared tail) and busy ones alike until the release, then empties the queues', async () => {
+    const { map, join } = queues();
+    const log: string[] = [];
+    let unblock!: () => void;
+    join('busy', () => new Promise<void>((r) => (unblock = r)).then(() => void log.push('busy ran')));
+    let held = false;
+    const holding = holdQueues(['fresh1', 'fresh2', 'busy'], join, map).then((release) => {
+      held = true;
+      return release;
+    });
+    expect(map.get('fresh1')).toBe(map.get('fresh2'));
+    join('fresh1', async () => void log.push('fresh1 after'));
+    join('busy', async () => void log.push('busy after'));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(held).toBe(false); // 'busy' is still taken by its first task
+    unblock();
+    const release = await holding;
+    await new Promise((r) => setTimeout(r, 5));
+    expect(log).toEqual(['busy ran']); // the queued work waits for the release
+    release();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(log.sort()).toEqual(['busy after', 'busy ran', 'fresh1 after']);
+    expect(map.size).toBe(0);
   });
 });
