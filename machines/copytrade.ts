@@ -234,6 +234,18 @@ export function copyOrderId(subscriptionId: string, fillKey: string): string {
   return `ord_${subscriptionId}_${fillKey.replace(/^0x/, '').replace(':', '_')}`;
 }
 
+/**
+ * The subscription and leader fill a copy order id was made from ({@link copyOrderId} read back: its
+ * last two `_`-separated parts are the fill's transaction hash, without `0x`, and log index), or null
+ * when `orderId` is not a copy's.
+ */
+export function copyOrderKeyOf(orderId: string): { subscriptionId: string; fillKey: string } | null {
+  const m = /^ord_(.+)_([0-9a-fA-F]+)_(\d+)$/.exec(orderId);
+  if (!m) return null;
+  const key = { subscriptionId: m[1]!, fillKey: `0x${m[2]!}:${m[3]!}` };
+  return copyOrderId(key.subscriptionId, key.fillKey) === orderId ? key : null;
+}
+
 /** The history row id of a leader fill for a subscription. */
 export const historyId = (subscriptionId: string, fillKey: string) => `${subscriptionId}:${fillKey}`;
 

@@ -30,6 +30,7 @@
 import { getAddress } from 'ethers';
 import {
   copyOrderId,
+  copyOrderKeyOf,
   historyDecides,
   historyId,
   isNewFill,
@@ -53,7 +54,13 @@ import type { OrderContext, OrderInput } from '../../machines/order.js';
 import type { ChildOrder } from '../../machines/strategy-kit.js';
 import type { ActorBatch, ActorChange, ActorHost } from '../actor-host.js';
 import type { Clock } from '../clock.js';
-import type { RecordedBatch, TradeHistoryFeed, TraderFill } from '../data/records.js';
+import {
+  HISTORY_INDEXES,
+  TRADER_FILLS,
+  type RecordedBatch,
+  type TradeHistoryFeed,
+  type TraderFill,
+} from '../data/records.js';
 import { dec, Dec, str, ZERO } from '../decimal.js';
 import { DomainError, errors } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -93,6 +100,9 @@ export function replayStart(c: Pick<CopytradeContext, 'watermark' | 'createdAtMs
 export const DELIVERY_ATTEMPTS = 5;
 /** The wait before another round of tries to record a copy the venue holds ({@link DELIVERY_ATTEMPTS}), ms. */
 const ADOPTION_RETRY_MS = 5000;
+
+/** Order ids read at once when looking for copies at the venue without an order actor (start-up). */
+const UNRECORDED_READ_CHUNK = 500;
 
 /** Statuses a subscription can be moved to with PATCH …/status. */
 export type CopytradeStatusChange = 'ACTIVE' | 'PAUSED' | 'DISABLED';
@@ -230,6 +240,8 @@ export class CopytradeService {
     private readonly host: ActorHost,
     private readonly actors: ActorRepository,
     private readonly rows: Collection<CopyHistoryEntry>,
+    /** The trade history's fills (a leader fill read back by its chain position: {@link unrecordedAtVenue}). */
+    private readonly fills: Collection<TraderFill>,
     private readonly router: ChildOrderRouter,
     private readonly orders: OrderService,
     private readonly venue: VenuePort,
@@ -294,10 +306,12 @@ export class CopytradeService {
       { fields: ['userId', 'atMs'] },
       { fields: ['copytradeId', 'atMs'] },
     ]);
+    const fills = await deps.store.collection<TraderFill>(TRADER_FILLS, HISTORY_INDEXES[TRADER_FILLS]);
     return new CopytradeService(
       deps.host,
       deps.actors,
       rows,
+      fills,
       deps.router,
       deps.orders,
       deps.venue,
@@ -327,9 +341,9 @@ export class CopytradeService {
   }
 
   /**
-   * Before a shutdown: the tries to record copies the venue holds stop (the next start-up's replay
-   * finds them at the venue, when their fills are within its window: not once a later fill moved the
-   * watermark more than `REORDER_SECONDS` past them); what is in flight goes on ({@link idle} waits for it).
+   * Before a shutdown: the tries to record copies the venue holds stop (the next start-up finds them
+   * at the venue without their order actors and records them: {@link unrecordedAtVenue}); what is in
+   * flight goes on ({@link idle} waits for it).
    */
   stop(): void {
     this.stopping = true;
@@ -384,6 +398,9 @@ export class CopytradeService {
       if (!unwritten.has(c.id)) for (const w of c.working) if (!w.reported) this.track(this.place(c, w));
       from = Math.min(from ?? Infinity, replayStart(c));
     }
+    // copies the venue took whose records never followed and whose fill the replay below may not
+    // deliver again (a later fill moved the watermark past it before a crash): recorded, adopted
+    for (const { id, fill } of await this.unrecordedAtVenue(contexts)) this.track(this.sendFill(id, fill));
     if (ids.length > 0) {
       await this.feed.replay((batch) => this.deliverBatch(batch), undefined, { fromBlockTimestamp: from ?? 0 });
     }
@@ -391,6 +408,40 @@ export class CopytradeService {
     this.buffered = null;
     for (const b of waiting) this.deliverBatch(b);
     return ids.length;
+  }
+
+  /**
+   * The copies the venue holds whose order has no actor (the venue took them and their records did not
+   * follow: a crash, or commits failing until the shutdown), each with the leader fill it copies, read
+   * back from the trade history: delivered again, each is adopted (its own history row, not the
+   * watermark, says whether it is recorded).
+   * @param contexts - the live subscriptions (the copies of any other are left: the subscription is gone).
+   */
+  private async unrecordedAtVenue(contexts: CopytradeContext[]): Promise<{ id: string; fill: LeaderFill }[]> {
+    const subs = new Map(contexts.map((c) => [c.id, c]));
+    const candidates = new Map<string, { id: string; fillKey: string }>();
+    for (const orderId of this.venue.orderIds()) {
+      const key = copyOrderKeyOf(orderId);
+      if (key && subs.has(key.subscriptionId) && !this.host.recordOf(orderId))
+        candidates.set(orderId, { id: key.subscriptionId, fillKey: key.fillKey });
+    }
+    const ids = [...candidates.keys()];
+    for (let i = 0; i < ids.length; i += UNRECORDED_READ_CHUNK)
+      for (const r of await this.actors.getStoredMany(ids.slice(i, i + UNRECORDED_READ_CHUNK)))
+        candidates.delete(r._id);
+    const out: { id: string; fill: LeaderFill }[] = [];
+    for (const [orderId, { id, fillKey }] of candidates) {
+      const [transactionHash, logIndex] = fillKey.split(':') as [string, string];
+      const leader = lower(subs.get(id)!.settings.leader_address);
+      const row = await this.fills.findOne({ address: leader, transactionHash, logIndex: Number(logIndex) });
+      if (row) out.push({ id, fill: leaderFillOf(row) });
+      else
+        this.log.error(
+          { copytradeId: id, orderId },
+          'copy at the venue without its leader fill in the trade history: left unrecorded',
+        );
+    }
+    return out;
   }
 
   /** Calls `listener` with a leader's address (lower case) whenever a subscription to it starts or is restored. */
@@ -737,12 +788,12 @@ export class CopytradeService {
         } catch (err) {
           if (attempt >= DELIVERY_ATTEMPTS && seen.atVenue) {
             // the venue has spent the follower's wallet on this copy: its record must follow, whatever
-            // later fills do to the watermark (beyond the start-up replay's window it would stay unrecorded)
+            // later fills do to the watermark (the start-up replay's window would not deliver it again)
             this.log.error(
               { err, copytradeId: id, fill: fill.key },
               'copy at the venue not recorded on its subscription: tried again',
             );
-            if (this.stopping) return; // the next start-up's replay finds it at the venue (within its window)
+            if (this.stopping) return; // the next start-up finds it at the venue without its order actor
             retrying = true;
             this.awaitingRecord(id, fill, decided);
             this.track(

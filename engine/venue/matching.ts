@@ -499,6 +499,11 @@ export class MatchingEngine {
     return this.orders.has(orderId);
   }
 
+  /** Ids of every order held (open, and finished ones not yet forgotten), in no particular order. */
+  orderIds(): string[] {
+    return [...this.orders.keys()];
+  }
+
   /** What the engine knows of `orderId`, or null. */
   state(orderId: string): VenueOrderState | null {
     const e = this.orders.get(orderId);

@@ -363,6 +363,11 @@ export interface VenuePort {
   /** The order `orderId` as it was submitted, while the venue holds it (see {@link release}); else null. */
   orderOf(orderId: string): VenueOrder | null;
   /**
+   * Ids of every order the venue holds: the open ones and the finished ones it has not forgotten yet
+   * (see {@link release}). What a client reconciles its records against at start-up.
+   */
+  orderIds(): string[];
+  /**
    * The client has durably recorded the final state of `orderId`: the venue may forget the order
    * (no reconciliation will ask for it again). Ignored while the order still works.
    */

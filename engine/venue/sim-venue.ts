@@ -578,6 +578,10 @@ export class SimVenue implements VenuePort {
     return this.matching.has(orderId) ? this.matching.row(orderId).order : null;
   }
 
+  orderIds(): string[] {
+    return this.matching.orderIds();
+  }
+
   release(orderId: string): void {
     this.matching.release(orderId);
   }

@@ -432,12 +432,11 @@ describe('copytrade: a subscription made a simulation while its copy at the venu
 });
 
 /**
- * Known hole: a copy at the venue whose records failed until the service stopped, after a later
- * fill (200 chain seconds on) was recorded. The start-up replay reads the leader's fills from the
- * watermark less the reorder window, so fill 1 is never delivered again and the venue's order stays
- * without its actor, history row and counters (the follower's pUSD spent on a copy nobody records).
- * The fix wants the start-up to find the venue's copy orders that have no actor (a venue listing of
- * the orders it holds: engine/venue/*) and deliver their fills (`adopt`) whatever the watermark.
+ * A copy at the venue whose records failed until the service stopped, after a later fill (200 chain
+ * seconds on) was recorded. The start-up replay reads the leader's fills from the watermark less the
+ * reorder window, so it never delivers fill 1 again; the start-up finds the venue's copy order
+ * without an order actor, reads its leader fill back from the trade history and records it, adopted
+ * (the follower's pUSD spent on it is accounted for: COPIED, its order FILLED).
  */
 describe('copytrade: a copy at the venue unrecorded at shutdown, the watermark past it', () => {
   let svc: TestService | undefined;
@@ -447,7 +446,7 @@ describe('copytrade: a copy at the venue unrecorded at shutdown, the watermark p
     await (await inner).close();
   });
 
-  it.fails('the restart records the copy of fill 1, adopted', { timeout: 90_000 }, async () => {
+  it('the restart records the copy of fill 1, adopted', { timeout: 90_000 }, async () => {
     const faulty = new FaultyStore(await inner, { keepOpen: true });
     svc = await startTestService({ store: faulty, env });
     const [id] = await follow(svc, ['r0'], () => copyEveryFill(LEADER, 1));

@@ -4,6 +4,7 @@ import { decideCopy, type CopyEnv, type CopySettings, type LeaderFill } from '..
 import {
   COPYTRADE_STATUS,
   copyOrderId,
+  copyOrderKeyOf,
   copytradeMachine,
   historyDecides,
   newHistoryRows,
@@ -436,5 +437,15 @@ describe('copytrade watermark', () => {
     const late = fill(200, { blockTimestamp: 1_005 });
     expect(historyDecides(c, late)).toBe(false);
     expect(run(input(), [...fills.map((f) => leaderFill(f)), leaderFill(late)]).placed).toHaveLength(fills.length + 1);
+  });
+});
+
+describe('copy order ids', () => {
+  it('read back to the subscription and the leader fill they were made from; other ids are not copies', () => {
+    const sub = 'ct_885e6244-7dc1-5b5f-bef0-78a6bd43388f';
+    const key = `0x${'ab12'.repeat(16)}:7`;
+    expect(copyOrderKeyOf(copyOrderId(sub, key))).toEqual({ subscriptionId: sub, fillKey: key });
+    expect(copyOrderKeyOf('ord_9cb1e46f-074a-5b99-9246-8c61e719c9ce')).toBeNull();
+    expect(copyOrderKeyOf(`ord_${sub}_nothex_7`)).toBeNull();
   });
 });
