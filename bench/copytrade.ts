@@ -56,7 +56,10 @@ const BURST = Number(process.env.BENCH_BURST ?? 50);
 const ONLY = process.env.BENCH_ONLY;
 /** A folder: a V8 CPU profile of the latency part's fan-out (the leader fills, not the set-up) goes there. */
 const PROF = process.env.BENCH_CPU_PROF;
-/** With BENCH_CPU_PROF: one profile per leader fill besides (`fill-<i>.cpuprofile`, the fan-out one then holds the rest). */
+/**
+ * With BENCH_CPU_PROF: one profile per leader fill besides (`fill-<i>.cpuprofile`; the fan-out one
+ * then holds the rest).
+ */
 const PROF_EACH = process.env.BENCH_CPU_PROF_EACH === '1';
 const KEY = 'pts_bench_copytrade_master_key_0123456789';
 const ENV = {
