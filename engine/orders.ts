@@ -331,10 +331,18 @@ export class OrderService {
         }
         const err = (results[delivered] as PromiseRejectedResult).reason as unknown;
         if (err instanceof UnknownActorError) {
-          this.log.error(
-            { err, orderId, report: q.shift() },
-            'venue report for an order the service does not know: dropped',
-          );
+          // an order the venue holds without its actor went to the venue ahead of its record (a batch
+          // whose records failed): its actor, once recorded, learns the venue's state of it whole
+          if (this.venue.orderState(orderId) !== null)
+            this.log.warn(
+              { orderId, report: q.shift() },
+              'venue report for an order whose record has not followed yet: its actor learns it once recorded',
+            );
+          else
+            this.log.error(
+              { err, orderId, report: q.shift() },
+              'venue report for an order the service does not know: dropped',
+            );
           continue;
         }
         if (attempt === 1 || attempt % 20 === 0)
