@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   createActor,
   initialTransition,
@@ -297,7 +298,7 @@ async function retried<T>(run: () => Promise<T>, log: Logger): Promise<T> {
     } catch (err) {
       if (attempt >= BATCH_COMMIT_ATTEMPTS) throw err;
       log.warn({ err, attempt }, 'batch transaction failed after its beforeCommit: tried again');
-      await new Promise((r) => setTimeout(r, 10 * 2 ** attempt));
+      await sleep(backoffMs(attempt, 20));
     }
   }
 }
