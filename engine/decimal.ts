@@ -51,6 +51,23 @@ export function str(d: Decimal): string {
   return canonical.get(d) ?? d.toFixed();
 }
 
+/**
+ * `n` units of 10^-`dp` (`n` a non-negative safe integer, `dp` at most 22) as the canonical string
+ * {@link str} writes: no exponent, no trailing zeros (`unitsString(1_500_000, 6)` is "1.5"). Exact:
+ * integer arithmetic only.
+ */
+export function unitsString(n: number, dp: number): string {
+  const unit = 10 ** dp;
+  let fraction = n % unit;
+  const whole = (n - fraction) / unit;
+  if (fraction === 0) return String(whole);
+  while (fraction % 10 === 0) {
+    fraction /= 10;
+    dp--;
+  }
+  return `${whole}.${String(fraction).padStart(dp, '0')}`;
+}
+
 /** Verdicts of {@link onTick} by tick, then price (both by identity: memoized parses share one). */
 const tickVerdicts = new WeakMap<Decimal, WeakMap<Decimal, boolean>>();
 

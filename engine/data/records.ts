@@ -19,7 +19,7 @@
  */
 
 import sha3 from 'js-sha3';
-import { dec, str } from '../decimal.js';
+import { dec, str, unitsString } from '../decimal.js';
 import type { IndexSpec } from '../store/port.js';
 
 /** Seconds between two simulated blocks. */
@@ -222,15 +222,7 @@ export function notionalOf(price: string, size: string): string {
         if (twice > div || (twice === div && units % 2 === 1)) units += 1;
         dp = NOTIONAL_DP;
       }
-      const unit = POW10[dp]!;
-      let fraction = units % unit;
-      const whole = (units - fraction) / unit;
-      if (fraction === 0) return String(whole);
-      while (fraction % 10 === 0) {
-        fraction /= 10;
-        dp--;
-      }
-      return `${whole}.${String(fraction).padStart(dp, '0')}`;
+      return unitsString(units, dp);
     }
   }
   return str(dec(price).times(dec(size)).toDecimalPlaces(NOTIONAL_DP));

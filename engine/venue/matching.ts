@@ -1,4 +1,4 @@
-import { Dec, dec, ONE, onTick, SIZE_DP, str, ZERO } from '../decimal.js';
+import { Dec, dec, ONE, onTick, SIZE_DP, str, unitsString, ZERO } from '../decimal.js';
 import { OrderBook, priceKey, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
 import { blockOf, type ChainClock } from './chain.js';
@@ -272,15 +272,6 @@ function microOf(usd: Dec): number | null {
   return u;
 }
 
-/** `n` units of `10^-dp` as a decimal string, no trailing zeros (what {@link str} writes). */
-function fixedString(n: number, dp: number): string {
-  const scale = 10 ** dp;
-  const whole = Math.floor(n / scale);
-  const frac = n - whole * scale;
-  if (frac === 0) return String(whole);
-  return `${whole}.${String(frac).padStart(dp, '0').replace(/0+$/, '')}`;
-}
-
 /**
  * The decimal of `n` units of `10^-dp` (non-negative safe integers), parsed once per string
  * ({@link dec}'s memo: its canonical string is then known to {@link str}).
@@ -291,7 +282,7 @@ function decOf(n: number, dp: number): Dec {
   let d = memo.get(n);
   if (d === undefined) {
     if (memo.size >= 1024) memo.clear();
-    memo.set(n, (d = dec(fixedString(n, dp))));
+    memo.set(n, (d = dec(unitsString(n, dp))));
   }
   return d;
 }

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { dec, Dec, onTick, str, ZERO } from '../../engine/decimal.js';
+import { dec, Dec, onTick, str, unitsString, ZERO } from '../../engine/decimal.js';
 
 describe('decimal memoization', () => {
   it('dec of a string: one shared immutable parse; arithmetic leaves it unchanged; a non-decimal throws', () => {
@@ -39,5 +39,20 @@ describe('decimal memoization', () => {
       { numRuns: 500 },
     );
     expect(str(ZERO)).toBe('0');
+  });
+});
+
+describe('unitsString', () => {
+  it('writes n units of 10^-dp as str writes their decimal, up to 2^53 (property)', () => {
+    expect(unitsString(0, 6)).toBe('0');
+    expect(unitsString(1_500_000, 6)).toBe('1.5');
+    expect(unitsString(5, 2)).toBe('0.05');
+    expect(unitsString(Number.MAX_SAFE_INTEGER, 6)).toBe(str(new Dec(Number.MAX_SAFE_INTEGER).div(1e6)));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), fc.integer({ min: 0, max: 12 }), (n, dp) => {
+        expect(unitsString(n, dp)).toBe(str(new Dec(n).div(new Dec(10).pow(dp))));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
