@@ -27,6 +27,7 @@
  * the process was down reach their subscriptions (those at or before a watermark are ignored by
  * the machine); live fills wait until that replay is over.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { getAddress } from 'ethers';
 import {
   copyOrderId,
@@ -53,9 +54,11 @@ import {
 import type { OrderContext, OrderInput } from '../../machines/order.js';
 import type { ChildOrder } from '../../machines/strategy-kit.js';
 import type { ActorBatch, ActorChange, ActorHost } from '../actor-host.js';
+import { backoffMs } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import {
   HISTORY_INDEXES,
+  notionalOf,
   TRADER_FILLS,
   type RecordedBatch,
   type TradeHistoryFeed,
@@ -145,7 +148,7 @@ export function copyOrderOfVenue(o: VenueOrder): CopyOrder {
     return {
       ...base,
       kind: 'LIMIT_GTC',
-      usd: o.size !== null && o.price !== null ? str(dec(o.size).times(dec(o.price))) : null,
+      usd: o.size !== null && o.price !== null ? notionalOf(o.price, o.size) : null,
       shares: o.size,
       price: o.price,
     };
@@ -322,22 +325,12 @@ export class CopytradeService {
     );
   }
 
-  /** Set by {@link stop}: no new round of tries to record a copy the venue holds. */
-  private stopping = false;
-  /** Ends of the waits before such rounds: {@link stop} ends them at once. */
-  private readonly retryWaits = new Set<() => void>();
+  /** Aborted by {@link stop}: no new round of tries to record a copy the venue holds, and the waits end. */
+  private readonly stopped = new AbortController();
 
   /** Waits {@link ADOPTION_RETRY_MS}, or until {@link stop}. */
   private waitBeforeRetry(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const end = () => {
-        clearTimeout(timer);
-        this.retryWaits.delete(end);
-        resolve();
-      };
-      const timer = setTimeout(end, ADOPTION_RETRY_MS);
-      this.retryWaits.add(end);
-    });
+    return sleep(ADOPTION_RETRY_MS, undefined, { signal: this.stopped.signal }).catch(() => undefined);
   }
 
   /**
@@ -346,8 +339,7 @@ export class CopytradeService {
    * flight goes on ({@link idle} waits for it).
    */
   stop(): void {
-    this.stopping = true;
-    for (const end of [...this.retryWaits]) end();
+    this.stopped.abort();
   }
 
   private track(p: Promise<unknown>): void {
@@ -793,11 +785,13 @@ export class CopytradeService {
               { err, copytradeId: id, fill: fill.key },
               'copy at the venue not recorded on its subscription: tried again',
             );
-            if (this.stopping) return; // the next start-up finds it at the venue without its order actor
+            if (this.stopped.signal.aborted) return; // the next start-up finds it at the venue without its order actor
             retrying = true;
             this.awaitingRecord(id, fill, decided);
             this.track(
-              this.waitBeforeRetry().then(() => (this.stopping ? undefined : this.sendFill(id, fill, decided))),
+              this.waitBeforeRetry().then(() =>
+                this.stopped.signal.aborted ? undefined : this.sendFill(id, fill, decided),
+              ),
             );
             return;
           }
@@ -808,7 +802,7 @@ export class CopytradeService {
             );
             return;
           }
-          await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+          await sleep(backoffMs(attempt, 100));
         }
       }
     } finally {
@@ -837,7 +831,8 @@ export class CopytradeService {
     // store holds its history row (adoptsFill): its own record, not the watermark, says
     if (!isNewFill(c, fill, known)) {
       if (!adopt) return;
-      known = (await this.rows.count({ _id: historyId(id, fill.key) })) > 0;
+      // (a row already read above says it: `known` true; false would have made the fill new)
+      known ??= (await this.rows.count({ _id: historyId(id, fill.key) })) > 0;
       if (!adoptsFill(c, fill, known)) return;
     }
     await this.host.send(id, {
