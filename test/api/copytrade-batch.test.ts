@@ -62,6 +62,33 @@ async function copyLeftUnrecorded(svc: TestService, faulty: FaultyStore, u: stri
 }
 
 /**
+ * Follower `u` of the leader, whose subscription's history row of the leader's first buy fails to be
+ * written (`times` times, else always), that first buy recorded (its copy goes to the venue, its
+ * records fail); `recordSecond` records a second buy 200 chain seconds later (past the reorder
+ * window: the watermark moves past the first).
+ */
+async function firstFillRecordsFailing(svc: TestService, faulty: FaultyStore, u: string, times?: number) {
+  const [id] = await follow(svc, [u], () => copyEveryFill(LEADER, 1));
+  const m = svc.services.venue.markets()[0]!;
+  const market = { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId };
+  const block = Math.floor(Date.now() / 1000) + 2;
+  const buy = { size: '4', notionalUsd: '2' };
+  const first = leaderBuy(LEADER, 1, market, block, buy);
+  const rule = faulty.failWhen(
+    (i) =>
+      i.collection === COPYTRADE_HISTORY && i.op === 'replaceOne' && i.doc?._id === `${id}:${first.transactionHash}:1`,
+    times === undefined ? { when: 'after' } : { when: 'after', times },
+  );
+  await recordLeaderBuy(svc, LEADER, 1, market, block, buy);
+  return {
+    id: id!,
+    first,
+    rule,
+    recordSecond: () => recordLeaderBuy(svc, LEADER, 2, market, block + 200, buy),
+  };
+}
+
+/**
  * Follower `u`'s copy of `fill` for subscription `id`, taken by the venue before its records (a
  * wallet of 1.5 pUSD, $1 copies): COPIED once as decided, its order FILLED over HTTP, paid once.
  */
@@ -344,25 +371,18 @@ describe('copytrade: a copy at the venue recorded after a later fill moved the w
     async () => {
       const faulty = new FaultyStore(await SqliteStore.open(null));
       svc = await startTestService({ store: faulty, env });
-      const [id] = await follow(svc, ['w0'], () => copyEveryFill(LEADER, 1));
-      const m = svc.services.venue.markets()[0]!;
-      const market = { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId };
-      const block = Math.floor(Date.now() / 1000) + 2;
-      const first = leaderBuy(LEADER, 1, market, block, { size: '4', notionalUsd: '2' });
-      const rule = faulty.failWhen(
-        (i) =>
-          i.collection === COPYTRADE_HISTORY &&
-          i.op === 'replaceOne' &&
-          i.doc?._id === `${id}:${first.transactionHash}:1`,
-        { when: 'after', times: BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS },
+      const { id, first, rule, recordSecond } = await firstFillRecordsFailing(
+        svc,
+        faulty,
+        'w0',
+        BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS,
       );
-      await recordLeaderBuy(svc, LEADER, 1, market, block, { size: '4', notionalUsd: '2' });
       await poll(
         'the tries of fill 1',
         async () => rule.hits.length,
         (n) => n >= BATCH_COMMIT_ATTEMPTS + DELIVERY_ATTEMPTS,
       );
-      const second = await recordLeaderBuy(svc, LEADER, 2, market, block + 200, { size: '4', notionalUsd: '2' });
+      const second = await recordSecond();
       await poll(
         'fill 2 copied',
         async () => (await historyOf(svc!, 'w0', id!)).length,
@@ -449,20 +469,8 @@ describe('copytrade: a copy at the venue unrecorded at shutdown, the watermark p
   it('the restart records the copy of fill 1, adopted', { timeout: 90_000 }, async () => {
     const faulty = new FaultyStore(await inner, { keepOpen: true });
     svc = await startTestService({ store: faulty, env });
-    const [id] = await follow(svc, ['r0'], () => copyEveryFill(LEADER, 1));
-    const m = svc.services.venue.markets()[0]!;
-    const market = { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId };
-    const block = Math.floor(Date.now() / 1000) + 2;
-    const first = leaderBuy(LEADER, 1, market, block, { size: '4', notionalUsd: '2' });
-    faulty.failWhen(
-      (i) =>
-        i.collection === COPYTRADE_HISTORY &&
-        i.op === 'replaceOne' &&
-        i.doc?._id === `${id}:${first.transactionHash}:1`,
-      { when: 'after' },
-    );
-    await recordLeaderBuy(svc, LEADER, 1, market, block, { size: '4', notionalUsd: '2' });
-    await recordLeaderBuy(svc, LEADER, 2, market, block + 200, { size: '4', notionalUsd: '2' });
+    const { id, first, recordSecond } = await firstFillRecordsFailing(svc, faulty, 'r0');
+    await recordSecond();
     await poll(
       'fill 2 copied',
       async () => (await historyOf(svc!, 'r0', id!)).length,
