@@ -1,4 +1,4 @@
-import { Dec, dec, ONE, onTick, SIZE_DP, str, unitsString, ZERO } from '../decimal.js';
+import { Dec, dec, ONE, onTick, SIZE_DP, str, unitsString, USD_DP, ZERO } from '../decimal.js';
 import { OrderBook, priceKey, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
 import { blockOf, type ChainClock } from './chain.js';
@@ -220,15 +220,21 @@ export function quoteFillableDecimal(levels: Iterable<{ px: Dec; remaining: Dec 
   return left.lt(CENT);
 }
 
-/** Prices in thousandths ({@link units}), by price (prices are shared by identity, see {@link mirror}). */
-const millis = new WeakMap<Dec, number | null>();
-
-/** A price in thousandths ({@link units}), read once per price. */
-function milliOf(px: Dec): number | null {
-  let m = millis.get(px);
-  if (m === undefined) millis.set(px, (m = units(px, 3)));
-  return m;
+/**
+ * {@link units} of `10^-dp` read once per decimal (by identity: prices, sizes and amounts are shared
+ * immutable decimals, see {@link dec} and {@link mirror}; a batch's buys share the parse of theirs).
+ */
+function unitsMemo(dp: number): (d: Dec) => number | null {
+  const memo = new WeakMap<Dec, number | null>();
+  return (d) => {
+    let n = memo.get(d);
+    if (n === undefined) memo.set(d, (n = units(d, dp)));
+    return n;
+  };
 }
+
+/** A price in thousandths. */
+const milliOf = unitsMemo(3);
 
 /** A decimal as an integer count of `10^-dp` units, or null when it has more decimals or is too large to be exact. */
 function units(d: Dec, dp: number): number | null {
@@ -245,32 +251,22 @@ function floorDiv(a: number, b: number): number {
   return q;
 }
 
-/** Sizes in hundredths of a share ({@link units}), by size (by identity, like {@link millis}). */
-const centis = new WeakMap<Dec, number | null>();
+/** A size in hundredths of a share. */
+const centisOf = unitsMemo(SIZE_DP);
 
 /**
  * What a market buy's trade last left of the resting order it took from, in hundredths: the next
- * buy of a batch meets that order first (kept apart from {@link centis}: one size per trade).
+ * buy of a batch meets that order first (kept apart from {@link centisOf}'s memo: one size per trade).
  */
 const leftBy: { size: Dec | null; centi: number } = { size: null, centi: 0 };
 
-/** A size in hundredths of a share, read once per size. */
+/** A size in hundredths of a share, the one a trade just left included. */
 function centiOf(size: Dec): number | null {
-  if (size === leftBy.size) return leftBy.centi;
-  let c = centis.get(size);
-  if (c === undefined) centis.set(size, (c = units(size, SIZE_DP)));
-  return c;
+  return size === leftBy.size ? leftBy.centi : centisOf(size);
 }
 
-/** Amounts in micro-dollars ({@link units}), by amount (by identity: a batch's buys share the parse of theirs). */
-const micros = new WeakMap<Dec, number | null>();
-
-/** An amount in micro-dollars, read once per amount. */
-function microOf(usd: Dec): number | null {
-  let u = micros.get(usd);
-  if (u === undefined) micros.set(usd, (u = units(usd, 6)));
-  return u;
-}
+/** An amount in micro-dollars. */
+const microOf = unitsMemo(USD_DP);
 
 /**
  * The decimal of `n` units of `10^-dp` (non-negative safe integers), parsed once per string
