@@ -242,6 +242,13 @@ export const PORTFOLIO_SNAPSHOT_VERSION = 2;
  */
 export const SNAPSHOT_WINDOW_SECONDS = 300;
 
+/** Kinds of records, as a snapshot's `applied` keys name them: tape trades, trader fills, cash moves. */
+type RecordKind = 't' | 'f' | 'c';
+/** Every {@link RecordKind}. */
+const RECORD_KINDS: readonly RecordKind[] = ['t', 'f', 'c'];
+/** The {@link RecordCounts} field of each {@link RecordKind}. */
+const COUNT_OF = { t: 'trades', f: 'fills', c: 'cash' } as const;
+
 /** Records of each history collection. */
 export interface RecordCounts {
   trades: number;
@@ -372,9 +379,15 @@ export class Portfolio {
   private version = 0;
   /** The latest block timestamp applied. */
   private maxBlock = -Infinity;
-  /** `<kind>:<_id>` → block timestamp of the records applied within {@link SNAPSHOT_WINDOW_SECONDS} of the latest. */
-  private readonly recent = new Map<string, number>();
-  /** {@link recent}'s size beyond which it is pruned. */
+  /**
+   * By kind (t, f, c: {@link RecordKind}), `_id` → block timestamp of the records applied within
+   * {@link SNAPSHOT_WINDOW_SECONDS} of the latest: one map per kind, so that a record's own `_id` is
+   * the key (no `<kind>:<_id>` string made per record applied).
+   */
+  private readonly recent: Record<RecordKind, Map<string, number>> = { t: new Map(), f: new Map(), c: new Map() };
+  /** The entries of {@link recent}'s maps. */
+  private recentSize = 0;
+  /** {@link recentSize} beyond which {@link recent} is pruned. */
   private pruneAt = 100_000;
   /** Records applied, by kind. */
   private readonly counts: RecordCounts = { trades: 0, fills: 0, cash: 0 };
@@ -538,14 +551,17 @@ export class Portfolio {
     const from = Number.isFinite(this.maxBlock) ? this.maxBlock - SNAPSHOT_WINDOW_SECONDS : 0;
     const below = { ...this.counts };
     const applied: [string, number][] = [];
-    for (const [key, block] of this.recent) {
-      if (block < from) {
-        this.recent.delete(key);
-        continue;
+    for (const kind of RECORD_KINDS) {
+      const recent = this.recent[kind];
+      for (const [id, block] of recent) {
+        if (block < from) {
+          recent.delete(id);
+          this.recentSize--;
+          continue;
+        }
+        applied.push([`${kind}:${id}`, block]);
+        below[COUNT_OF[kind]]--;
       }
-      applied.push([key, block]);
-      const kind = key[0] === 't' ? 'trades' : key[0] === 'f' ? 'fills' : 'cash';
-      below[kind]--;
     }
     const positions: PortfolioSnapshot['positions'] = [];
     const traders: PortfolioSnapshot['traders'] = [];
@@ -638,7 +654,13 @@ export class Portfolio {
     }
     p.hourList.sort((x, y) => x - y);
     for (const [tokenId, hours, prices] of snap.tape) p.tape.set(tokenId, { hours, prices: prices.map((x) => dec(x)) });
-    for (const [key, block] of snap.applied) p.recent.set(key, block);
+    for (const [key, block] of snap.applied) {
+      const recent = p.recent[key[0] as RecordKind];
+      if (!recent || key[1] !== ':') continue;
+      const id = key.slice(2);
+      if (!recent.has(id)) p.recentSize++;
+      recent.set(id, block);
+    }
     Object.assign(p.counts, snap.below);
     p.maxBlock = snap.fromBlockTimestamp + SNAPSHOT_WINDOW_SECONDS;
     return p;
@@ -742,22 +764,28 @@ export class Portfolio {
   }
 
   /** Whether `r` was not applied yet; notes it as applied. */
-  private fresh(kind: 't' | 'f' | 'c', r: { _id: string; blockTimestamp: number }): boolean {
-    const key = `${kind}:${r._id}`;
-    if (this.recent.has(key)) return false;
-    this.counts[kind === 't' ? 'trades' : kind === 'f' ? 'fills' : 'cash']++;
+  private fresh(kind: RecordKind, r: { _id: string; blockTimestamp: number }): boolean {
+    const recent = this.recent[kind];
+    if (recent.has(r._id)) return false;
+    this.counts[COUNT_OF[kind]]++;
     this.sinceSnapshot++;
     if (r.blockTimestamp > this.maxBlock) this.maxBlock = r.blockTimestamp;
-    if (r.blockTimestamp >= this.maxBlock - SNAPSHOT_WINDOW_SECONDS) this.recent.set(key, r.blockTimestamp);
-    if (this.recent.size > this.pruneAt) this.prune();
+    if (r.blockTimestamp >= this.maxBlock - SNAPSHOT_WINDOW_SECONDS) {
+      recent.set(r._id, r.blockTimestamp);
+      if (++this.recentSize > this.pruneAt) this.prune();
+    }
     return true;
   }
 
   /** Forgets the applied `_id`s more than {@link SNAPSHOT_WINDOW_SECONDS} before the latest record. */
   private prune(): void {
     const from = this.maxBlock - SNAPSHOT_WINDOW_SECONDS;
-    for (const [key, block] of this.recent) if (block < from) this.recent.delete(key);
-    this.pruneAt = Math.max(100_000, 2 * this.recent.size);
+    for (const kind of RECORD_KINDS) {
+      const recent = this.recent[kind];
+      for (const [id, block] of recent) if (block < from) recent.delete(id);
+    }
+    this.recentSize = this.recent.t.size + this.recent.f.size + this.recent.c.size;
+    this.pruneAt = Math.max(100_000, 2 * this.recentSize);
   }
 
   /**
