@@ -988,6 +988,8 @@ class Table {
   insertSql = '';
   /** INSERT of a row, replacing the row of the same id. */
   replaceSql = '';
+  /** INSERT of a row unless its id is taken (then nothing). */
+  insertMissingSql = '';
   /** UPDATEs of a row's document and some of its columns, by {@link rewriteSqlOf}'s mask. */
   private readonly rewrites = new Map<number, string>();
   /** The mask of every column of {@link fields} (see {@link rewriteSqlOf}). */
@@ -1024,6 +1026,7 @@ class Table {
     this.insertSql = `INSERT INTO ${this.quoted} (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`;
     const sets = ['doc', ...cols].map((c) => `${c} = excluded.${c}`).join(', ');
     this.replaceSql = `${this.insertSql} ON CONFLICT (id) DO UPDATE SET ${sets}`;
+    this.insertMissingSql = `${this.insertSql} ON CONFLICT (id) DO NOTHING`;
     this.rewrites.clear();
     this.allColumns = 2 ** cols.length - 1;
     this.selectList = ['id', 'doc', ...this.topFields.map((f) => this.columns.get(f)!)].join(', ');
@@ -1122,12 +1125,18 @@ class Table {
     else {
       const rest: Record<string, unknown> = {};
       const position = this.position;
+      /** Whether a value of `rest` is an object (that may hold a Date: then {@link encode} looks). */
+      let objects = false;
       for (const k in doc) {
         if (k === '_id') continue;
         const i = position.get(k);
-        if (i === undefined || (alone & (1 << i)) === 0) rest[k] = (doc as unknown as Record<string, unknown>)[k];
+        if (i === undefined || (alone & (1 << i)) === 0) {
+          const v = (doc as unknown as Record<string, unknown>)[k];
+          if (v !== null && typeof v === 'object') objects = true;
+          rest[k] = v;
+        }
       }
-      out[1] = encode(rest);
+      out[1] = objects ? encode(rest) : JSON.stringify(rest);
     }
     return out;
   }
@@ -1229,7 +1238,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   /** All or none, as {@link insertMany}; an `_id` taken (stored or earlier in `docs`) is skipped. */
   async insertMissing(docs: T[]): Promise<boolean[]> {
     const rows = docs.map((d) => this.t.row(d));
-    const insert = this.st(`${this.t.insertSql} ON CONFLICT (id) DO NOTHING`);
+    const insert = this.st(this.t.insertMissingSql);
     const all = () => rows.map((row) => insert.run(row).changes === 1);
     return this.store.writer.write(() => {
       // one row is all or none by itself: no savepoint

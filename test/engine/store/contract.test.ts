@@ -239,6 +239,22 @@ for (const adapter of adapters()) {
       expect(await c.count({ expiresAt: { $gt: new Date() } })).toBe(1);
     });
 
+    it('keeps a Date beside indexed fields, at the top or nested, a Date when read back', async () => {
+      type Dated = Item & { meta?: { at: Date } };
+      const c = await store.collection<Dated>('dated', [{ fields: ['owner', 'n'] }]);
+      const at = new Date(Date.UTC(2026, 1, 3, 4, 5, 6, 7));
+      await c.insertOne({ _id: 'top', owner: 'o', n: 1, expiresAt: at });
+      await c.insertOne({ _id: 'nested', owner: 'o', n: 2, meta: { at } });
+      await c.insertOne({ _id: 'none', owner: 'o', n: 3, tag: 'x' });
+      expect(await c.insertMissing([{ _id: 'more', owner: 'p', n: 4, meta: { at } }])).toEqual([true]);
+      const got = new Map((await c.find({}, { sort: { n: 1 } })).map((d) => [d._id, d]));
+      expect(got.get('top')?.expiresAt).toEqual(at);
+      expect(got.get('nested')?.meta?.at).toEqual(at);
+      expect(got.get('more')?.meta?.at).toEqual(at);
+      expect(got.get('none')).toEqual({ _id: 'none', owner: 'o', n: 3, tag: 'x' });
+      expect(await c.count({ owner: 'o', n: { $gte: 2 } })).toBe(2);
+    });
+
     it('actor repository: revisions guard writes (optimistic concurrency)', async () => {
       const repo = await ActorRepository.open(store);
       const rec = await repo.insert({
