@@ -206,7 +206,7 @@ export class LiquidityProvider {
       this.matching.removeQuote(tx, tokenId, prev.orderId);
       levels.delete(key);
     }
-    this.takenLevels.delete(levelKey(tokenId, side, price));
+    if (this.takenLevels.size) this.takenLevels.delete(levelKey(tokenId, side, price));
     this.capturedDirty.add(tokenId);
     if (size.lte(0)) {
       tx.tokens.add(tokenId);

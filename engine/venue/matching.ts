@@ -1,5 +1,5 @@
 import { Dec, dec, ONE, onTick, SIZE_DP, str, unitsString, USD_DP, ZERO } from '../decimal.js';
-import { OrderBook, priceKey, type Resting } from './book.js';
+import { OrderBook, priceKey, type BookLevel, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
 import { blockOf, type ChainClock } from './chain.js';
 import { operationHash, type ChainPosition, type TapeTrade } from '../data/records.js';
@@ -175,6 +175,26 @@ export function mirror(price: Dec): Dec {
   let m = mirrors.get(key);
   if (m === undefined) mirrors.set(key, (m = ONE.minus(price)));
   return m;
+}
+
+/**
+ * The better price for a bid (`buy`) or an ask of the best level `own` of a token's book and the
+ * best level `comp` of its complement's opposite side (at 1 − its price), or undefined when both
+ * are empty. Compared by price key (thousandths) when both are whole numbers of them, else in decimals.
+ */
+function bestOf(own: BookLevel | undefined, comp: BookLevel | undefined, buy: boolean): Dec | undefined {
+  if (comp === undefined) return own?.price;
+  if (own === undefined) return mirror(comp.price);
+  const mk = 1000 - comp.key;
+  const better =
+    Number.isInteger(own.key) && Number.isInteger(comp.key)
+      ? buy
+        ? mk > own.key
+        : mk < own.key
+      : buy
+        ? mirror(comp.price).gt(own.price)
+        : mirror(comp.price).lt(own.price);
+  return better ? mirror(comp.price) : own.price;
 }
 
 /**
@@ -424,14 +444,7 @@ export class MatchingEngine {
   touch(tokenId: string): Touch {
     const b = this.books.get(tokenId);
     const c = this.complementBook(tokenId);
-    const cAsk = c?.best('sell');
-    const cBid = c?.best('buy');
-    const bid = b?.best('buy');
-    const ask = b?.best('sell');
-    return {
-      bid: cAsk === undefined ? bid : bid === undefined || mirror(cAsk).gt(bid) ? mirror(cAsk) : bid,
-      ask: cBid === undefined ? ask : ask === undefined || mirror(cBid).lt(ask) ? mirror(cBid) : ask,
-    };
+    return { bid: bestOf(b?.bids[0], c?.asks[0], true), ask: bestOf(b?.asks[0], c?.bids[0], false) };
   }
 
   /** The complement token's book, or undefined when it has none or its market closed. */
@@ -738,8 +751,24 @@ export class MatchingEngine {
   quote(tx: Tx, order: VenueOrder, price: Dec, size: Dec): void {
     const book = this.books.get(order.tokenId)!;
     const e = this.newEntry(order, 'open', size);
-    this.match(tx, book, e, price);
+    if (this.mayCross(book, order.side, priceKey(price))) this.match(tx, book, e, price);
     if (e.remaining && e.remaining.gt(0)) this.rest(book, e, price);
+  }
+
+  /**
+   * Whether an incoming order of `side` at price key `key` on `book` may meet a resting order
+   * ({@link match} would walk at least one): the head of the book's opposite side or of the
+   * complement's same side (at 1000 − its key) is at `key` or better for it. Compared in
+   * thousandths; true whenever a key is not a whole number of them (then {@link match} decides).
+   */
+  private mayCross(book: OrderBook, side: Side, key: number): boolean {
+    const buy = side === 'buy';
+    const own = book.head(buy ? 'sell' : 'buy');
+    const other = this.complementBook(book.tokenId)?.head(side);
+    if (!Number.isInteger(key) || (own && !Number.isInteger(own.key)) || (other && !Number.isInteger(other.key)))
+      return true;
+    if (own && (buy ? own.key <= key : own.key >= key)) return true;
+    return other !== undefined && (buy ? 1000 - other.key <= key : 1000 - other.key >= key);
   }
 
   // ---- market events -------------------------------------------------------------
