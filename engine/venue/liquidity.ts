@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { Dec, dec, ONE, str } from '../decimal.js';
+import { Dec, dec, ONE, str, ZERO } from '../decimal.js';
 import { priceKey } from './book.js';
 import { LIQUIDITY_PROVIDER_ID } from './ledger.js';
 import type { CapturedLevelRow } from './journal.js';
@@ -214,23 +214,7 @@ export class LiquidityProvider {
     }
     const orderId = `mm-${++this.quoteSeq}`;
     levels.set(key, { orderId, side, price, size });
-    this.matching.quote(
-      tx,
-      {
-        orderId,
-        userId: LIQUIDITY_PROVIDER_ID,
-        tokenId,
-        side,
-        kind: 'limit',
-        price: str(price),
-        size: str(size),
-        quoteAmount: null,
-        timeInForce: 'GTC',
-        postOnly: false,
-      },
-      price,
-      size,
-    );
+    this.matching.quoteLevel(tx, tokenId, orderId, side, price, size);
   }
 
   /**
@@ -246,8 +230,8 @@ export class LiquidityProvider {
       const levels = this.captured.get(tokenId);
       if (!levels) return;
       for (const [key, q] of levels) {
-        const left = this.matching.restingSize(tokenId, q.orderId) ?? dec(0);
-        if (left.eq(q.size)) continue;
+        const left = this.matching.restingSize(tokenId, q.orderId) ?? ZERO;
+        if (left === q.size || left.eq(q.size)) continue;
         q.size = left;
         const row: CapturedLevelRow = { tokenId, side: q.side, price: str(q.price), size: str(left), at };
         this.takenLevels.set(levelKey(tokenId, q.side, q.price), row);

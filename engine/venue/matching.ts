@@ -756,6 +756,34 @@ export class MatchingEngine {
   }
 
   /**
+   * Places a quote of the liquidity provider as {@link quote} does (GTC limit `orderId` of `size`
+   * shares at `price` on `tokenId`), its order and record made only when it may trade: a quote that
+   * crosses nothing (most of a capture's level changes) rests at once, with the next time priority.
+   */
+  quoteLevel(tx: Tx, tokenId: string, orderId: string, side: Side, price: Dec, size: Dec): void {
+    const book = this.books.get(tokenId)!;
+    const key = priceKey(price);
+    if (this.mayCross(book, side, key)) {
+      const order: VenueOrder = {
+        orderId,
+        userId: LIQUIDITY_PROVIDER_ID,
+        tokenId,
+        side,
+        kind: 'limit',
+        price: str(price),
+        size: str(size),
+        quoteAmount: null,
+        timeInForce: 'GTC',
+        postOnly: false,
+      };
+      this.quote(tx, order, price, size);
+      return;
+    }
+    const seq = ++this.seq;
+    if (size.gt(0)) book.add({ orderId, userId: LIQUIDITY_PROVIDER_ID, side, price, key, remaining: size, seq });
+  }
+
+  /**
    * Whether an incoming order of `side` at price key `key` on `book` may meet a resting order
    * ({@link match} would walk at least one): the head of the book's opposite side or of the
    * complement's same side (at 1000 − its key) is at `key` or better for it. Compared in
