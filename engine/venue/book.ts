@@ -76,7 +76,8 @@ export class OrderBook {
     if (!order) return undefined;
     this.index.delete(orderId);
     const levels = this.levels(order.side);
-    const li = levels.findIndex((l) => l.key === order.key);
+    let li = 0;
+    while (levels[li]!.key !== order.key) li++;
     const level = levels[li]!;
     level.orders.splice(level.orders.indexOf(order), 1);
     if (level.orders.length === 0) levels.splice(li, 1);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { Dec, dec, ONE, str, ZERO } from '../decimal.js';
+import { Dec, dec, nonPositive, ONE, str, ZERO } from '../decimal.js';
 import { priceKey } from './book.js';
 import { LIQUIDITY_PROVIDER_ID } from './ledger.js';
 import type { CapturedLevelRow } from './journal.js';
@@ -208,7 +208,7 @@ export class LiquidityProvider {
     }
     if (this.takenLevels.size) this.takenLevels.delete(levelKey(tokenId, side, price));
     this.capturedDirty.add(tokenId);
-    if (size.lte(0)) {
+    if (nonPositive(size)) {
       tx.tokens.add(tokenId);
       return;
     }
@@ -226,23 +226,26 @@ export class LiquidityProvider {
   syncCaptured(tx: Tx, at: number): CapturedLevelRow[] {
     if (!this.o.captureDriven) return [];
     const out: CapturedLevelRow[] = [];
-    const sync = (tokenId: string) => {
-      const levels = this.captured.get(tokenId);
-      if (!levels) return;
-      for (const [key, q] of levels) {
-        const left = this.matching.restingSize(tokenId, q.orderId) ?? ZERO;
-        if (left === q.size || left.eq(q.size)) continue;
-        q.size = left;
-        const row: CapturedLevelRow = { tokenId, side: q.side, price: str(q.price), size: str(left), at };
-        this.takenLevels.set(levelKey(tokenId, q.side, q.price), row);
-        out.push(row);
-        if (left.isZero()) levels.delete(key);
-      }
-    };
-    for (const t of this.capturedDirty) sync(t);
-    for (const t of tx.liquidityTaken) if (!this.capturedDirty.has(t) && this.o.captureDriven.has(t)) sync(t);
+    for (const t of this.capturedDirty) this.syncToken(t, at, out);
+    for (const t of tx.liquidityTaken)
+      if (!this.capturedDirty.has(t) && this.o.captureDriven.has(t)) this.syncToken(t, at, out);
     this.capturedDirty.clear();
     return out;
+  }
+
+  /** {@link syncCaptured} of one token: its rows pushed to `out`. */
+  private syncToken(tokenId: string, at: number, out: CapturedLevelRow[]): void {
+    const levels = this.captured.get(tokenId);
+    if (!levels) return;
+    for (const [key, q] of levels) {
+      const left = this.matching.restingSize(tokenId, q.orderId) ?? ZERO;
+      if (left === q.size || left.eq(q.size)) continue;
+      q.size = left;
+      const row: CapturedLevelRow = { tokenId, side: q.side, price: str(q.price), size: str(left), at };
+      this.takenLevels.set(levelKey(tokenId, q.side, q.price), row);
+      out.push(row);
+      if (left.isZero()) levels.delete(key);
+    }
   }
 
   /** The captured levels users traded with that the capture did not set since (checkpoint). */

@@ -1,4 +1,4 @@
-import { Dec, dec, ONE, onTick, SIZE_DP, str, unitsString, USD_DP, ZERO } from '../decimal.js';
+import { Dec, dec, nonPositive, ONE, onTick, positive, SIZE_DP, str, unitsString, USD_DP, ZERO } from '../decimal.js';
 import { OrderBook, priceKey, type BookLevel, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
 import { blockOf, type ChainClock } from './chain.js';
@@ -234,7 +234,7 @@ export function quoteFillableDecimal(levels: Iterable<{ px: Dec; remaining: Dec 
   let left = quote;
   for (const { px, remaining } of levels) {
     const qty = Dec.min(remaining, left.div(px).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
-    if (qty.lte(0)) return true;
+    if (nonPositive(qty)) return true;
     left = left.minus(qty.times(px));
   }
   return left.lt(CENT);
@@ -570,7 +570,7 @@ export class MatchingEngine {
     tx.reports.push({ type: 'venue.accepted', orderId: order.orderId, atMs: tx.atMs, resting: willRest });
     const quoteLeft = this.match(tx, book, e, price);
     if (e.status !== 'open') return; // filled in full
-    if (willRest && e.remaining!.gt(0)) {
+    if (willRest && positive(e.remaining!)) {
       this.rest(book, e, price!);
       tx.tokens.add(order.tokenId);
       return;
@@ -751,8 +751,8 @@ export class MatchingEngine {
   quote(tx: Tx, order: VenueOrder, price: Dec, size: Dec): void {
     const book = this.books.get(order.tokenId)!;
     const e = this.newEntry(order, 'open', size);
-    if (this.mayCross(book, order.side, priceKey(price))) this.match(tx, book, e, price);
-    if (e.remaining && e.remaining.gt(0)) this.rest(book, e, price);
+    this.match(tx, book, e, price);
+    if (e.remaining && positive(e.remaining)) this.rest(book, e, price);
   }
 
   /**
@@ -780,7 +780,7 @@ export class MatchingEngine {
       return;
     }
     const seq = ++this.seq;
-    if (size.gt(0)) book.add({ orderId, userId: LIQUIDITY_PROVIDER_ID, side, price, key, remaining: size, seq });
+    if (positive(size)) book.add({ orderId, userId: LIQUIDITY_PROVIDER_ID, side, price, key, remaining: size, seq });
   }
 
   /**
@@ -890,7 +890,7 @@ export class MatchingEngine {
       if (price && (buy ? px.gt(price) : px.lt(price))) break;
       if (r.userId === order.userId) continue;
       left = left.minus(r.remaining);
-      if (left.lte(0)) return true;
+      if (nonPositive(left)) return true;
     }
     return false;
   }
@@ -1001,10 +1001,10 @@ export class MatchingEngine {
       let qty = head.remaining;
       if (taker.remaining) qty = Dec.min(qty, taker.remaining);
       if (quoteLeft) qty = Dec.min(qty, quoteLeft.div(meet.px).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
-      if (qty.lte(0)) break;
+      if (nonPositive(qty)) break;
       this.trade(tx, book, taker, meet, qty);
       if (quoteLeft) quoteLeft = quoteLeft.minus(qty.times(meet.px));
-      if (taker.remaining?.lte(0)) break;
+      if (taker.remaining && nonPositive(taker.remaining)) break;
     }
     return quoteLeft;
   }
@@ -1035,7 +1035,7 @@ export class MatchingEngine {
     resting.remaining = resting.remaining.minus(qty);
     const restingEntry = this.orders.get(resting.orderId);
     if (restingEntry) this.fill(tx, restingEntry, resting.price, qty, `${tradeId}-m`, 'maker', facts);
-    if (resting.remaining.lte(0)) meet.book.remove(resting.orderId);
+    if (nonPositive(resting.remaining)) meet.book.remove(resting.orderId);
     if (resting.userId === LIQUIDITY_PROVIDER_ID) tx.liquidityTaken.add(meet.book.tokenId);
   }
 
@@ -1068,7 +1068,7 @@ export class MatchingEngine {
       price: priceString(px),
       size: str(qty),
       liquidity,
-      completes: e.remaining?.lte(0) ?? false,
+      completes: e.remaining ? nonPositive(e.remaining) : false,
       atMs: tx.atMs,
       trade,
     };
@@ -1077,7 +1077,7 @@ export class MatchingEngine {
     tx.users.add(o.userId);
     tx.orders.add(o.orderId);
     tx.reports.push(fill);
-    if (e.remaining?.lte(0)) this.close(tx, e, 'filled', null);
+    if (e.remaining && nonPositive(e.remaining)) this.close(tx, e, 'filled', null);
   }
 
   /** Ends an order: releases what it still reserves, leaves the book, records the final report. */

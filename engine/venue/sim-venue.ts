@@ -1,6 +1,6 @@
 import { keccak256, toUtf8Bytes } from 'ethers';
 import type { Clock } from '../clock.js';
-import { dec, str, ZERO, type Dec } from '../decimal.js';
+import { dec, positive, str, ZERO, type Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import { notionalOf, type ChainPosition, type TapeTrade } from '../data/records.js';
@@ -336,7 +336,7 @@ export class SimVenue implements VenuePort {
             break;
           case 'trade':
             this.lastTrades.set(ev.tokenId, ev.price);
-            if (this.o.recordPrints && ev.size?.gt(0))
+            if (this.o.recordPrints && ev.size && positive(ev.size))
               this.addPrint(tx, ev, position ? `capture:${position.next - events.length + i}` : null);
             break;
           case 'tick': {
