@@ -370,7 +370,9 @@ export class SimVenue implements VenuePort {
     tx.prints.push({
       _id: tradeId,
       tradeId,
-      ...pos,
+      blockTimestamp: pos.blockTimestamp,
+      logIndex: pos.logIndex,
+      transactionHash: pos.transactionHash,
       atMs: tx.atMs,
       conditionId: info.conditionId,
       tokenId: ev.tokenId,
