@@ -45,6 +45,19 @@ export function dec(v: string | number | Decimal): Decimal {
   return d;
 }
 
+/**
+ * Whether `d` (finite) is above zero: `d.gt(0)` without the decimal `0` that decimal.js makes at
+ * every comparison with a number (the venue asks it of every size, remainder and quantity).
+ */
+export function positive(d: Decimal): boolean {
+  return !d.isZero() && !d.isNeg();
+}
+
+/** Whether `d` (finite) is zero or below: `d.lte(0)` without the decimal it makes (see {@link positive}). */
+export function nonPositive(d: Decimal): boolean {
+  return d.isZero() || d.isNeg();
+}
+
 /** Canonical API string: no exponent, no trailing zeros ("0.5", "12", "0.001"). */
 export function str(d: Decimal): string {
   if (d === ZERO) return '0';

@@ -13,7 +13,8 @@ export interface Resting {
   seq: number;
 }
 
-interface PriceLevel {
+/** A price level: its key (price in 1/1000ths), price and the resting orders at it. */
+export interface BookLevel {
   key: number;
   price: Dec;
   orders: Resting[];
@@ -35,25 +36,27 @@ export function priceKey(price: Dec): number {
  * the matching engine (`matching.ts`) does the matching, the ledger (`ledger.ts`) the accounting.
  */
 export class OrderBook {
-  readonly bids: PriceLevel[] = [];
-  readonly asks: PriceLevel[] = [];
+  readonly bids: BookLevel[] = [];
+  readonly asks: BookLevel[] = [];
   private readonly index = new Map<string, Resting>();
 
   constructor(readonly tokenId: string) {}
 
-  private levels(side: Side): PriceLevel[] {
+  private levels(side: Side): BookLevel[] {
     return side === 'buy' ? this.bids : this.asks;
   }
 
   /** Adds a resting order at the back of its level. */
   add(order: Resting): void {
     const levels = this.levels(order.side);
-    const better = (a: number, b: number) => (order.side === 'buy' ? a > b : a < b);
+    const buy = order.side === 'buy';
+    const key = order.key;
     let lo = 0;
     let hi = levels.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (better(levels[mid]!.key, order.key)) lo = mid + 1;
+      const k = levels[mid]!.key;
+      if (buy ? k > key : k < key) lo = mid + 1;
       else hi = mid;
     }
     const at = levels[lo];
@@ -73,7 +76,8 @@ export class OrderBook {
     if (!order) return undefined;
     this.index.delete(orderId);
     const levels = this.levels(order.side);
-    const li = levels.findIndex((l) => l.key === order.key);
+    let li = 0;
+    while (levels[li]!.key !== order.key) li++;
     const level = levels[li]!;
     level.orders.splice(level.orders.indexOf(order), 1);
     if (level.orders.length === 0) levels.splice(li, 1);

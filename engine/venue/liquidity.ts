@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { Dec, dec, ONE, str } from '../decimal.js';
+import { Dec, dec, nonPositive, ONE, str, ZERO } from '../decimal.js';
 import { priceKey } from './book.js';
 import { LIQUIDITY_PROVIDER_ID } from './ledger.js';
 import type { CapturedLevelRow } from './journal.js';
@@ -206,31 +206,15 @@ export class LiquidityProvider {
       this.matching.removeQuote(tx, tokenId, prev.orderId);
       levels.delete(key);
     }
-    this.takenLevels.delete(levelKey(tokenId, side, price));
+    if (this.takenLevels.size) this.takenLevels.delete(levelKey(tokenId, side, price));
     this.capturedDirty.add(tokenId);
-    if (size.lte(0)) {
+    if (nonPositive(size)) {
       tx.tokens.add(tokenId);
       return;
     }
     const orderId = `mm-${++this.quoteSeq}`;
     levels.set(key, { orderId, side, price, size });
-    this.matching.quote(
-      tx,
-      {
-        orderId,
-        userId: LIQUIDITY_PROVIDER_ID,
-        tokenId,
-        side,
-        kind: 'limit',
-        price: str(price),
-        size: str(size),
-        quoteAmount: null,
-        timeInForce: 'GTC',
-        postOnly: false,
-      },
-      price,
-      size,
-    );
+    this.matching.quoteLevel(tx, tokenId, orderId, side, price, size);
   }
 
   /**
@@ -242,23 +226,26 @@ export class LiquidityProvider {
   syncCaptured(tx: Tx, at: number): CapturedLevelRow[] {
     if (!this.o.captureDriven) return [];
     const out: CapturedLevelRow[] = [];
-    const sync = (tokenId: string) => {
-      const levels = this.captured.get(tokenId);
-      if (!levels) return;
-      for (const [key, q] of levels) {
-        const left = this.matching.restingSize(tokenId, q.orderId) ?? dec(0);
-        if (left.eq(q.size)) continue;
-        q.size = left;
-        const row: CapturedLevelRow = { tokenId, side: q.side, price: str(q.price), size: str(left), at };
-        this.takenLevels.set(levelKey(tokenId, q.side, q.price), row);
-        out.push(row);
-        if (left.isZero()) levels.delete(key);
-      }
-    };
-    for (const t of this.capturedDirty) sync(t);
-    for (const t of tx.liquidityTaken) if (!this.capturedDirty.has(t) && this.o.captureDriven.has(t)) sync(t);
+    for (const t of this.capturedDirty) this.syncToken(t, at, out);
+    for (const t of tx.liquidityTaken)
+      if (!this.capturedDirty.has(t) && this.o.captureDriven.has(t)) this.syncToken(t, at, out);
     this.capturedDirty.clear();
     return out;
+  }
+
+  /** {@link syncCaptured} of one token: its rows pushed to `out`. */
+  private syncToken(tokenId: string, at: number, out: CapturedLevelRow[]): void {
+    const levels = this.captured.get(tokenId);
+    if (!levels) return;
+    for (const [key, q] of levels) {
+      const left = this.matching.restingSize(tokenId, q.orderId) ?? ZERO;
+      if (left === q.size || left.eq(q.size)) continue;
+      q.size = left;
+      const row: CapturedLevelRow = { tokenId, side: q.side, price: str(q.price), size: str(left), at };
+      this.takenLevels.set(levelKey(tokenId, q.side, q.price), row);
+      out.push(row);
+      if (left.isZero()) levels.delete(key);
+    }
   }
 
   /** The captured levels users traded with that the capture did not set since (checkpoint). */

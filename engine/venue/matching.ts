@@ -1,5 +1,5 @@
-import { Dec, dec, ONE, onTick, SIZE_DP, str, unitsString, USD_DP, ZERO } from '../decimal.js';
-import { OrderBook, priceKey, type Resting } from './book.js';
+import { Dec, dec, nonPositive, ONE, onTick, positive, SIZE_DP, str, unitsString, USD_DP, ZERO } from '../decimal.js';
+import { OrderBook, priceKey, type BookLevel, type Resting } from './book.js';
 import { LIQUIDITY_PROVIDER_ID, type Ledger, type Reservation } from './ledger.js';
 import { blockOf, type ChainClock } from './chain.js';
 import { operationHash, type ChainPosition, type TapeTrade } from '../data/records.js';
@@ -178,6 +178,26 @@ export function mirror(price: Dec): Dec {
 }
 
 /**
+ * The better price for a bid (`buy`) or an ask of the best level `own` of a token's book and the
+ * best level `comp` of its complement's opposite side (at 1 − its price), or undefined when both
+ * are empty. Compared by price key (thousandths) when both are whole numbers of them, else in decimals.
+ */
+function bestOf(own: BookLevel | undefined, comp: BookLevel | undefined, buy: boolean): Dec | undefined {
+  if (comp === undefined) return own?.price;
+  if (own === undefined) return mirror(comp.price);
+  const mk = 1000 - comp.key;
+  const better =
+    Number.isInteger(own.key) && Number.isInteger(comp.key)
+      ? buy
+        ? mk > own.key
+        : mk < own.key
+      : buy
+        ? mirror(comp.price).gt(own.price)
+        : mirror(comp.price).lt(own.price);
+  return better ? mirror(comp.price) : own.price;
+}
+
+/**
  * One side of a book as levels `{price, size}`, best first, with
  * the complement's opposite side mirrored in and merged by price.
  */
@@ -214,7 +234,7 @@ export function quoteFillableDecimal(levels: Iterable<{ px: Dec; remaining: Dec 
   let left = quote;
   for (const { px, remaining } of levels) {
     const qty = Dec.min(remaining, left.div(px).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
-    if (qty.lte(0)) return true;
+    if (nonPositive(qty)) return true;
     left = left.minus(qty.times(px));
   }
   return left.lt(CENT);
@@ -424,14 +444,7 @@ export class MatchingEngine {
   touch(tokenId: string): Touch {
     const b = this.books.get(tokenId);
     const c = this.complementBook(tokenId);
-    const cAsk = c?.best('sell');
-    const cBid = c?.best('buy');
-    const bid = b?.best('buy');
-    const ask = b?.best('sell');
-    return {
-      bid: cAsk === undefined ? bid : bid === undefined || mirror(cAsk).gt(bid) ? mirror(cAsk) : bid,
-      ask: cBid === undefined ? ask : ask === undefined || mirror(cBid).lt(ask) ? mirror(cBid) : ask,
-    };
+    return { bid: bestOf(b?.bids[0], c?.asks[0], true), ask: bestOf(b?.asks[0], c?.bids[0], false) };
   }
 
   /** The complement token's book, or undefined when it has none or its market closed. */
@@ -557,7 +570,7 @@ export class MatchingEngine {
     tx.reports.push({ type: 'venue.accepted', orderId: order.orderId, atMs: tx.atMs, resting: willRest });
     const quoteLeft = this.match(tx, book, e, price);
     if (e.status !== 'open') return; // filled in full
-    if (willRest && e.remaining!.gt(0)) {
+    if (willRest && positive(e.remaining!)) {
       this.rest(book, e, price!);
       tx.tokens.add(order.tokenId);
       return;
@@ -739,7 +752,51 @@ export class MatchingEngine {
     const book = this.books.get(order.tokenId)!;
     const e = this.newEntry(order, 'open', size);
     this.match(tx, book, e, price);
-    if (e.remaining && e.remaining.gt(0)) this.rest(book, e, price);
+    if (e.remaining && positive(e.remaining)) this.rest(book, e, price);
+  }
+
+  /**
+   * Places a quote of the liquidity provider as {@link quote} does (GTC limit `orderId` of `size`
+   * shares at `price` on `tokenId`), its order and record made only when it may trade: a quote that
+   * crosses nothing (most of a capture's level changes) rests at once, with the next time priority.
+   */
+  quoteLevel(tx: Tx, tokenId: string, orderId: string, side: Side, price: Dec, size: Dec): void {
+    const book = this.books.get(tokenId)!;
+    const key = priceKey(price);
+    if (this.mayCross(book, side, key)) {
+      const order: VenueOrder = {
+        orderId,
+        userId: LIQUIDITY_PROVIDER_ID,
+        tokenId,
+        side,
+        kind: 'limit',
+        price: str(price),
+        size: str(size),
+        quoteAmount: null,
+        timeInForce: 'GTC',
+        postOnly: false,
+      };
+      this.quote(tx, order, price, size);
+      return;
+    }
+    const seq = ++this.seq;
+    if (positive(size)) book.add({ orderId, userId: LIQUIDITY_PROVIDER_ID, side, price, key, remaining: size, seq });
+  }
+
+  /**
+   * Whether an incoming order of `side` at price key `key` on `book` may meet a resting order
+   * ({@link match} would walk at least one): the head of the book's opposite side or of the
+   * complement's same side (at 1000 − its key) is at `key` or better for it. Compared in
+   * thousandths; true whenever a key is not a whole number of them (then {@link match} decides).
+   */
+  private mayCross(book: OrderBook, side: Side, key: number): boolean {
+    const buy = side === 'buy';
+    const own = book.head(buy ? 'sell' : 'buy');
+    const other = this.complementBook(book.tokenId)?.head(side);
+    if (!Number.isInteger(key) || (own && !Number.isInteger(own.key)) || (other && !Number.isInteger(other.key)))
+      return true;
+    if (own && (buy ? own.key <= key : own.key >= key)) return true;
+    return other !== undefined && (buy ? 1000 - other.key <= key : 1000 - other.key >= key);
   }
 
   // ---- market events -------------------------------------------------------------
@@ -833,7 +890,7 @@ export class MatchingEngine {
       if (price && (buy ? px.gt(price) : px.lt(price))) break;
       if (r.userId === order.userId) continue;
       left = left.minus(r.remaining);
-      if (left.lte(0)) return true;
+      if (nonPositive(left)) return true;
     }
     return false;
   }
@@ -944,10 +1001,10 @@ export class MatchingEngine {
       let qty = head.remaining;
       if (taker.remaining) qty = Dec.min(qty, taker.remaining);
       if (quoteLeft) qty = Dec.min(qty, quoteLeft.div(meet.px).toDecimalPlaces(SIZE_DP, Dec.ROUND_DOWN));
-      if (qty.lte(0)) break;
+      if (nonPositive(qty)) break;
       this.trade(tx, book, taker, meet, qty);
       if (quoteLeft) quoteLeft = quoteLeft.minus(qty.times(meet.px));
-      if (taker.remaining?.lte(0)) break;
+      if (taker.remaining && nonPositive(taker.remaining)) break;
     }
     return quoteLeft;
   }
@@ -978,7 +1035,7 @@ export class MatchingEngine {
     resting.remaining = resting.remaining.minus(qty);
     const restingEntry = this.orders.get(resting.orderId);
     if (restingEntry) this.fill(tx, restingEntry, resting.price, qty, `${tradeId}-m`, 'maker', facts);
-    if (resting.remaining.lte(0)) meet.book.remove(resting.orderId);
+    if (nonPositive(resting.remaining)) meet.book.remove(resting.orderId);
     if (resting.userId === LIQUIDITY_PROVIDER_ID) tx.liquidityTaken.add(meet.book.tokenId);
   }
 
@@ -1011,7 +1068,7 @@ export class MatchingEngine {
       price: priceString(px),
       size: str(qty),
       liquidity,
-      completes: e.remaining?.lte(0) ?? false,
+      completes: e.remaining ? nonPositive(e.remaining) : false,
       atMs: tx.atMs,
       trade,
     };
@@ -1020,7 +1077,7 @@ export class MatchingEngine {
     tx.users.add(o.userId);
     tx.orders.add(o.orderId);
     tx.reports.push(fill);
-    if (e.remaining?.lte(0)) this.close(tx, e, 'filled', null);
+    if (e.remaining && nonPositive(e.remaining)) this.close(tx, e, 'filled', null);
   }
 
   /** Ends an order: releases what it still reserves, leaves the book, records the final report. */

@@ -1,9 +1,9 @@
 import { keccak256, toUtf8Bytes } from 'ethers';
 import type { Clock } from '../clock.js';
-import { dec, str, ZERO, type Dec } from '../decimal.js';
+import { dec, positive, str, ZERO, type Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
-import type { ChainPosition, TapeTrade } from '../data/records.js';
+import { notionalOf, type ChainPosition, type TapeTrade } from '../data/records.js';
 import type { CaptureEvent } from './capture.js';
 import { CaptureReplay, type CapturePosition } from './capture-replay.js';
 import { ChainClock } from './chain.js';
@@ -327,7 +327,8 @@ export class SimVenue implements VenuePort {
   applyCaptureEvents(events: readonly CaptureEvent[], position?: CapturePosition): Promise<void> {
     return this.runMarketOp(true, (tx) => {
       if (position) this.capturePos = { next: position.next, recordedMs: position.recordedMs };
-      for (const [i, ev] of events.entries()) {
+      for (let i = 0; i < events.length; i++) {
+        const ev = events[i]!;
         switch (ev.kind) {
           case 'level':
             if (!this.matching.isClosed(ev.tokenId))
@@ -335,7 +336,7 @@ export class SimVenue implements VenuePort {
             break;
           case 'trade':
             this.lastTrades.set(ev.tokenId, ev.price);
-            if (this.o.recordPrints && ev.size?.gt(0))
+            if (this.o.recordPrints && ev.size && positive(ev.size))
               this.addPrint(tx, ev, position ? `capture:${position.next - events.length + i}` : null);
             break;
           case 'tick': {
@@ -363,20 +364,23 @@ export class SimVenue implements VenuePort {
     const info = this.token(ev.tokenId);
     if (!info) return;
     const pos = nextPosition(tx);
-    const size = ev.size!;
+    const price = str(ev.price);
+    const size = str(ev.size!);
     const tradeId = id ?? `capture:${pos.transactionHash}:${pos.logIndex}`;
     tx.prints.push({
       _id: tradeId,
       tradeId,
-      ...pos,
+      blockTimestamp: pos.blockTimestamp,
+      logIndex: pos.logIndex,
+      transactionHash: pos.transactionHash,
       atMs: tx.atMs,
       conditionId: info.conditionId,
       tokenId: ev.tokenId,
       outcome: info.outcome,
       side: ev.side === 'sell' ? 'SELL' : 'BUY',
-      price: str(ev.price),
-      size: str(size),
-      notionalUsd: str(ev.price.times(size).toDecimalPlaces(6)),
+      price,
+      size,
+      notionalUsd: notionalOf(price, size),
       feeUsd: '0',
       maker: null,
       taker: null,

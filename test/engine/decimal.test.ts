@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { dec, Dec, onTick, str, unitsString, ZERO } from '../../engine/decimal.js';
+import { dec, Dec, nonPositive, onTick, positive, str, unitsString, ZERO } from '../../engine/decimal.js';
 
 describe('decimal memoization', () => {
   it('dec of a string: one shared immutable parse; arithmetic leaves it unchanged; a non-decimal throws', () => {
@@ -53,6 +53,20 @@ describe('unitsString', () => {
         expect(unitsString(n, dp)).toBe(str(new Dec(n).div(new Dec(10).pow(dp))));
       }),
       { numRuns: 2000 },
+    );
+  });
+});
+
+describe('positive and nonPositive', () => {
+  it('answer as gt(0) and lte(0) for every finite decimal, -0 included (property)', () => {
+    const check = (d: Dec) => {
+      expect(positive(d)).toBe(d.gt(0));
+      expect(nonPositive(d)).toBe(d.lte(0));
+    };
+    for (const d of [ZERO, new Dec(-0), dec('0.00'), dec('-0.01'), dec('0.01')]) check(d);
+    fc.assert(
+      fc.property(fc.integer({ min: -1e9, max: 1e9 }), fc.nat(8), (n, dp) => check(new Dec(n).div(10 ** dp))),
+      { numRuns: 500 },
     );
   });
 });

@@ -218,3 +218,73 @@ const limitOf = (orderId: string, side: 'buy' | 'sell', price: string, size: str
 /** A $`amount` FOK market buy of A by `userId`. */
 const buyOf = (userId: string, amount: string): VenueOrder =>
   orderOf({ orderId: `buy-${userId}`, userId, kind: 'market', quoteAmount: amount, timeInForce: 'FOK' });
+
+/** The best bid and ask of `tokenId` from the resting orders in decimals (its own, its complement's at 1 − price). */
+function touchOf(m: MatchingEngine, tokenId: string): string {
+  let bid: Dec | undefined;
+  let ask: Dec | undefined;
+  for (const r of m.resting()) {
+    const own = r.tokenId === tokenId;
+    const px = own ? r.price : dec(1).minus(r.price);
+    if ((r.side === 'buy') === own) bid = bid === undefined || px.gt(bid) ? px : bid;
+    else ask = ask === undefined || px.lt(ask) ? px : ask;
+  }
+  return `${bid ? str(bid) : '-'} ${ask ? str(ask) : '-'}`;
+}
+
+/**
+ * A quote of the liquidity provider through `quoteLevel` (captured levels: rests at once when the
+ * heads of the book and its complement, compared in thousandths, show it crosses nothing) against
+ * the same quote through `quote` (always the matching walk): for random books of user orders and
+ * quotes (prices finer than thousandths now and then), every operation gives the same reports,
+ * touched rows, wallets, order rows and books (time priority included), and the touch compared in
+ * thousandths is the one worked out in decimals from the resting orders.
+ */
+describe('quotes of captured levels: the matching walk, to the digit', () => {
+  it('quoteLevel gives what quote gives; touch is the decimal touch (property)', () => {
+    const px = fc.oneof(
+      // near 0.5 on both outcomes: orders meet at equal prices and across the complement often
+      { arbitrary: fc.integer({ min: 495, max: 505 }).map((k) => of(k, 3)), weight: 9 },
+      { arbitrary: fc.integer({ min: 4950, max: 5050 }).map((k) => of(k, 4)), weight: 1 },
+    );
+    const levelStep = fc.record({
+      quote: fc.boolean(),
+      u: fc.nat(3),
+      token: fc.constantFrom('A', 'B'),
+      side: fc.constantFrom('buy' as const, 'sell' as const),
+      price: px,
+      size: fc.integer({ min: 1, max: 3000 }).map((c) => of(c, 2)),
+    });
+    fc.assert(
+      fc.property(fc.array(levelStep, { minLength: 1, maxLength: 40 }), (steps) => {
+        const pusd = USERS.map(() => '1000');
+        const a = venue(true, pusd);
+        const b = venue(true, pusd);
+        steps.forEach((s, i) => {
+          const orderId = `o${i}`;
+          const order = orderOf({
+            orderId,
+            userId: s.quote ? LIQUIDITY_PROVIDER_ID : USERS[s.u]!,
+            tokenId: s.token,
+            side: s.side,
+            price: s.price,
+            size: s.size,
+          });
+          const run = (v: { m: MatchingEngine; l: Ledger }, level: boolean) => {
+            const tx = newTx(i + 1, 1_000 + i);
+            if (!s.quote) v.m.place(tx, order);
+            else if (level) v.m.quoteLevel(tx, s.token, orderId, s.side, dec(s.price), dec(s.size));
+            else v.m.quote(tx, order, dec(s.price), dec(s.size));
+            return outcome(v.m, v.l, tx);
+          };
+          expect(run(a, true)).toBe(run(b, false));
+          for (const t of ['A', 'B']) {
+            const { bid, ask } = a.m.touch(t);
+            expect(`${bid ? str(bid) : '-'} ${ask ? str(ask) : '-'}`).toBe(touchOf(a.m, t));
+          }
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
