@@ -208,10 +208,9 @@ export class LiquidityProvider {
     }
     if (this.takenLevels.size) this.takenLevels.delete(levelKey(tokenId, side, price));
     this.capturedDirty.add(tokenId);
-    if (nonPositive(size)) {
-      tx.tokens.add(tokenId);
-      return;
-    }
+    // the book as shown changed, whether or not the level replaces one or trades: its listeners are told
+    tx.tokens.add(tokenId);
+    if (nonPositive(size)) return;
     const orderId = `mm-${++this.quoteSeq}`;
     levels.set(key, { orderId, side, price, size });
     this.matching.quoteLevel(tx, tokenId, orderId, side, price, size);

@@ -256,6 +256,13 @@ describe('Socket.IO namespace /v2/trade', () => {
     await until(() => books.length >= 2);
     expect(books[1]!.revision).toBe(rev0 + 1);
     expect(books[1]!.bids[0]!.size).toBe(String(Number(rest.bids[0].size) + 7));
+    // a level the capture replay sets (its own path), crossing nothing and replacing no captured level
+    await (svc.services.venue as SimVenue).applyCaptureEvents([
+      { kind: 'level', atMs: 1, tokenId: token, side: 'buy', price: dec(rest.bids[0].price), size: dec('5') },
+    ]);
+    await until(() => books.length >= 3);
+    expect(books[2]!.revision).toBe(rev0 + 2);
+    expect(books[2]!.bids[0]!.size).toBe(String(Number(rest.bids[0].size) + 12));
     expect(await s.emitWithAck('book.unsubscribe', { token_id: token })).toEqual({ ok: true, token_id: token });
   });
 

@@ -100,6 +100,18 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     expect(venue.wallet('u').positions).toMatchObject([{ tokenId: A, size: '20' }]);
   });
 
+  it('every captured level tells the book listeners, a new price that replaces and crosses nothing too', async () => {
+    const { venue } = await openVenue();
+    const changed: string[] = [];
+    venue.onBook((t) => changed.push(t));
+    await venue.applyCaptureEvents([level('buy', '0.95', '100')]);
+    expect(changed).toEqual([A, B]); // the token and its complement, whose book shows it mirrored
+    changed.length = 0;
+    await venue.applyCaptureEvents([level('sell', '0.97', '50', B)]); // a new price on the complement
+    expect(changed.sort()).toEqual([A, B].sort());
+    expect(venue.book(A)!.bids.map((l) => l.price)).toEqual(['0.95', '0.03']); // B's ask mirrored
+  });
+
   it('a captured level that crosses a resting user order trades with it', async () => {
     const { venue, reports } = await openVenue();
     const o = order('u', 'buy', '0.9', '10');
