@@ -1421,7 +1421,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         const live = e.live;
         if (e.create || !live || e.events.length === 0) continue;
         const json = storedSnapshotJson(e.def, e.snapshot, live.record);
-        if (this.changesNothing(live, json, e.actions)) {
+        if (this.changesNothing(live, e.snapshot, json, e.actions)) {
           this.keep({ def: e.def, record: live.record, snapshot: e.snapshot, json });
           e.events.length = 0;
         } else storedJson.set(id, json);
@@ -1553,17 +1553,17 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   /**
-   * Whether a step of `live` to the snapshot stored as `json`, with `actions` to run, would change
+   * Whether a step of `live` to `next`, stored as `json`, with `actions` to run, would change
    * nothing persisted (no actions, the same stored text, the machine at its version): then nothing
    * is written, no revision and no update pushed. The comparison is with the current snapshot
-   * written the same way (a restored actor's stored text may order its fields otherwise).
+   * written the same way (a restored actor's stored text may order its fields otherwise), made
+   * only when the state value is the same: every stored form holds the value, so another value is
+   * another text (an actor loaded from the store and ended by the step is not written twice).
    */
-  private changesNothing(live: Live, json: string, actions: readonly unknown[]): boolean {
-    return (
-      actions.length === 0 &&
-      live.record.machineVersion === live.def.version &&
-      json === (live.json ??= storedSnapshotJson(live.def, live.snapshot, live.record))
-    );
+  private changesNothing(live: Live, next: AnyMachineSnapshot, json: string, actions: readonly unknown[]): boolean {
+    if (actions.length !== 0 || live.record.machineVersion !== live.def.version) return false;
+    if (live.json === undefined && !sameJson(next.value, live.snapshot.value)) return false;
+    return json === (live.json ??= storedSnapshotJson(live.def, live.snapshot, live.record));
   }
 
   /**
@@ -1840,7 +1840,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const snapshotJson = storedSnapshotJson(def, next, live.record);
       // nothing persisted would change: a start-up reconciliation that tells strategies what they
       // already knew writes nothing
-      if (this.changesNothing(live, snapshotJson, actions)) {
+      if (this.changesNothing(live, next, snapshotJson, actions)) {
         const same: Live = { def, record: live.record, snapshot: next, json: snapshotJson };
         this.keep(same);
         return this.answer(same);
