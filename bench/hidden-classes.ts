@@ -100,6 +100,20 @@ async function findings({ services: s, userId, body }: Arming): Promise<void> {
     'children',
     'working',
   ]);
+
+  console.log("contexts after a step's assign (PureStepper.transition, layChain):");
+  // a context read back from JSON (as an actor loaded from the store), its keys in an order no object
+  // of this process had (a field of its own first), then canceled: two `assign`s, each XState's
+  // Object.assign copy of the context onto an empty object
+  const stepper = new PureStepper(stopLossMachine);
+  const stopped = [0, 1, 2, 3].map((i) => {
+    const [armed] = stepper.initial(s.strategies.check(userId, body(300 + 2 * i)));
+    const context = JSON.parse(`{"hiddenClassesProbe":${i},${JSON.stringify(armed.context).slice(1)}`) as object;
+    const restored = stopLossMachine.resolveState({ ...armed, context } as never);
+    return stepper.transition(restored, { type: 'strategy.cancel' })[0].context as Record<string, unknown>;
+  });
+  check('stepped contexts with fast properties', stopped.map(fast), [true, true, true, true]);
+  check('two stepped STOP_LOSS contexts share their hidden class', sameMap(stopped[0]!, stopped[2]!), true);
 }
 
 await main();

@@ -360,6 +360,12 @@ export class PureStepper {
   /** The `self` the context function is given on the template path (an actor never started). */
   private self: AnyActorRef | undefined;
 
+  /**
+   * Key lists of the contexts {@link layChain} laid a chain of hidden classes for, each with the
+   * object that keeps that chain alive (V8 holds transitions weakly).
+   */
+  private readonly laid: Array<{ keys: string[]; keep: object }> = [];
+
   /** The inert actor scope the steps share (undefined: not built yet; null: the machine has children). */
   private scope: ActorScope<AnyMachineSnapshot, AnyEventObject> | null | undefined;
   /** Where the shared scope collects the actions of the step being made. */
@@ -469,11 +475,35 @@ export class PureStepper {
 
   /** The snapshot after `event` and the actions the step collected. */
   transition(snapshot: AnyMachineSnapshot, event: AnyEventObject): [AnyMachineSnapshot, ExecutableAction[]] {
+    this.layChain(snapshot.context);
     if (!PureStepper.hasChildren(snapshot)) {
       const [next, actions] = this.withSharedScope((scope) => this.logic.transition(snapshot, event, scope));
       if (next) return [next, actions];
     } else this.scope = null;
     return transition(this.logic, snapshot as never, event) as [AnyMachineSnapshot, ExecutableAction[]];
+  }
+
+  /**
+   * Makes XState's `assign` copies of contexts with `context`'s keys (in its order) fast-mode objects,
+   * once per key list: `assign` copies the context with `Object.assign({}, context, patch)`, which
+   * adds the keys one by one to an empty object, and V8 turns an object that gains more than a dozen
+   * or so properties that way into a dictionary-mode one unless an earlier object already made the
+   * same chain of hidden classes (maps) from the empty object's, key by key. A context of an order or a strategy
+   * (some thirty fields) then cost ~5 µs a copy instead of ~0.6 (each `assign` of each step makes
+   * one), and every later read, copy and JSON text of it is slower too. `Object.fromEntries` makes
+   * that chain (it adds the keys as fast properties); the object it made is kept, so that the chain
+   * stays (V8 drops unused maps). At most {@link MAX_LAID_CHAINS} key lists a machine; contexts of
+   * at most {@link FAST_KEYS} keys stay fast without it.
+   */
+  private layChain(context: unknown): void {
+    if (context === null || typeof context !== 'object') return;
+    const keys = Object.keys(context);
+    if (keys.length <= FAST_KEYS) return;
+    const laid = this.laid;
+    for (let i = 0; i < laid.length; i++) if (sameKeys(laid[i]!.keys, keys)) return;
+    if (laid.length >= MAX_LAID_CHAINS) return;
+    const c = context as Record<string, unknown>;
+    laid.push({ keys, keep: Object.fromEntries(keys.map((k) => [k, c[k]])) });
   }
 
   /**
@@ -528,6 +558,19 @@ export class PureStepper {
     // a new one at each step, never changing the state nodes, value or tags of one in place)
     return { ...template, context, children: {}, historyValue: {} };
   }
+}
+
+/** Contexts of at most this many keys are fast-mode objects after `assign` anyway (see `PureStepper.layChain`). */
+const FAST_KEYS = 16;
+
+/** Key lists a machine's stepper lays a chain of hidden classes for, at most (see `PureStepper.layChain`). */
+const MAX_LAID_CHAINS = 16;
+
+/** Whether key lists `a` and `b` are the same keys in the same order. */
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The `spawn` given to a context function on the template path: spawning falls back to XState's path. */
@@ -1378,7 +1421,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         const live = e.live;
         if (e.create || !live || e.events.length === 0) continue;
         const json = storedSnapshotJson(e.def, e.snapshot, live.record);
-        if (this.changesNothing(live, json, e.actions)) {
+        if (this.changesNothing(live, e.snapshot, json, e.actions)) {
           this.keep({ def: e.def, record: live.record, snapshot: e.snapshot, json });
           e.events.length = 0;
         } else storedJson.set(id, json);
@@ -1510,17 +1553,17 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   /**
-   * Whether a step of `live` to the snapshot stored as `json`, with `actions` to run, would change
+   * Whether a step of `live` to `next`, stored as `json`, with `actions` to run, would change
    * nothing persisted (no actions, the same stored text, the machine at its version): then nothing
    * is written, no revision and no update pushed. The comparison is with the current snapshot
-   * written the same way (a restored actor's stored text may order its fields otherwise).
+   * written the same way (a restored actor's stored text may order its fields otherwise), made
+   * only when the state value is the same: every stored form holds the value, so another value is
+   * another text (an actor loaded from the store and ended by the step is not written twice).
    */
-  private changesNothing(live: Live, json: string, actions: readonly unknown[]): boolean {
-    return (
-      actions.length === 0 &&
-      live.record.machineVersion === live.def.version &&
-      json === (live.json ??= storedSnapshotJson(live.def, live.snapshot, live.record))
-    );
+  private changesNothing(live: Live, next: AnyMachineSnapshot, json: string, actions: readonly unknown[]): boolean {
+    if (actions.length !== 0 || live.record.machineVersion !== live.def.version) return false;
+    if (live.json === undefined && !sameJson(next.value, live.snapshot.value)) return false;
+    return json === (live.json ??= storedSnapshotJson(live.def, live.snapshot, live.record));
   }
 
   /**
@@ -1797,7 +1840,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       const snapshotJson = storedSnapshotJson(def, next, live.record);
       // nothing persisted would change: a start-up reconciliation that tells strategies what they
       // already knew writes nothing
-      if (this.changesNothing(live, snapshotJson, actions)) {
+      if (this.changesNothing(live, next, snapshotJson, actions)) {
         const same: Live = { def, record: live.record, snapshot: next, json: snapshotJson };
         this.keep(same);
         return this.answer(same);
