@@ -16,7 +16,15 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { HISTORY_INDEXES, TRADER_FILLS, TRADES, type TapeTrade, type TraderFill } from '../engine/data/records.js';
+import {
+  HISTORY_INDEXES,
+  TAPE_TOKENS,
+  TRADER_FILLS,
+  TRADES,
+  type StoredTapeRow,
+  type TapeTokenRow,
+  type TraderFill,
+} from '../engine/data/records.js';
 import { PORTFOLIO_SNAPSHOTS } from '../engine/data/portfolio-snapshots.js';
 import { SqliteStore } from '../engine/store/sqlite.js';
 import { prng } from '../test/engine/store/faulty-store.js';
@@ -36,6 +44,8 @@ const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
 const addressOf = (i: number) => `0x${hex(i + 1, 40)}`;
 const conditionOf = (m: number) => `0x${hex(m + 1, 64)}`;
 const tokenOf = (m: number, outcome: 0 | 1) => String(1_000_000_000 + m * 2 + outcome);
+/** The short key of token (m, outcome) on the tape (records.ts `TapeKey`): one per token, from 1. */
+const tokenSeqOf = (m: number, outcome: 0 | 1) => 1 + m * 2 + outcome;
 /** The busiest wallet (index 0 of the skewed pick): its trades are the trader reads' subject. */
 const BUSY = addressOf(0);
 
@@ -46,11 +56,22 @@ const BUSY = addressOf(0);
  */
 async function populate(dir: string, from: number, to: number): Promise<void> {
   const store = await SqliteStore.open(dir);
-  const trades = await store.collection<TapeTrade>(TRADES, HISTORY_INDEXES[TRADES]);
+  const trades = await store.collection<StoredTapeRow>(TRADES, HISTORY_INDEXES[TRADES]);
   const fills = await store.collection<TraderFill>(TRADER_FILLS, HISTORY_INDEXES[TRADER_FILLS]);
+  // the tape's token keys, as the trade history stores them with a token's first row
+  const tapeTokens = await store.collection<TapeTokenRow>(TAPE_TOKENS);
+  if (from === 0)
+    for (let m = 0; m < MARKETS; m++)
+      for (const outcome of [0, 1] as const)
+        await tapeTokens.replaceOne({
+          _id: tokenOf(m, outcome),
+          tokenSeq: tokenSeqOf(m, outcome),
+          conditionId: conditionOf(m),
+          outcome: outcome === 0 ? 'Yes' : 'No',
+        });
   const pick = (r: number) => Math.min(TRADERS - 1, Math.floor(Math.exp(r * Math.log(TRADERS + 1))) - 1);
   for (let start = from; start < to; start += BATCH) {
-    const tapeRows: TapeTrade[] = [];
+    const tapeRows: StoredTapeRow[] = [];
     const fillRows: TraderFill[] = [];
     for (let i = start; i < Math.min(to, start + BATCH); i++) {
       const rnd = prng(i + 1); // the same history on every run
@@ -87,6 +108,7 @@ async function populate(dir: string, from: number, to: number): Promise<void> {
         ...base,
         _id: base.tradeId,
         tokenId,
+        tokenSeq: tokenSeqOf(m, outcome),
         side,
         feeUsd: fee,
         maker: addressOf(maker),

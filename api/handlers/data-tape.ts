@@ -77,7 +77,7 @@ function envelope<T extends ChainPosition>(page: ChainPage<T>, show: (row: T) =>
  */
 export const listTrades: Handler = async ({ req, services }) => {
   const query = req.query as Record<string, unknown>;
-  const tape = await TapeReader.of(services.store, services.history.tokens);
+  const tape = await TapeReader.of(services.store, services.history);
   const address = typeof query.address === 'string' ? query.address.toLowerCase() : null;
   if (query.taker_only !== undefined && address === null)
     throw errors.badRequest('taker_only needs address: it keeps the trades that wallet took');
@@ -99,7 +99,7 @@ export const listTrades: Handler = async ({ req, services }) => {
 export const listTraderTrades: Handler = async ({ req, services }) => {
   const address = String(req.params.address).toLowerCase();
   const query = req.query as Record<string, unknown>;
-  const tape = await TapeReader.of(services.store, services.history.tokens);
+  const tape = await TapeReader.of(services.store, services.history);
   const page = await tape.traderPage(address, { ...tapeQuery(query), takerOnly: query.taker_only === true });
   return {
     status: 200,

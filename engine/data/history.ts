@@ -24,6 +24,7 @@ import {
   type RecordedBatch,
   type ReplayStart,
   type StoredPrint,
+  type StoredTapeRow,
   type TapeTokenRow,
   type TapeTrade,
   type TokenFacts,
@@ -74,6 +75,52 @@ async function insertNew<T extends Doc, S extends Doc = T>(
   return taken;
 }
 
+/** Rows of `trades` read at a time while {@link keyTape} keys them. */
+const KEYING_PAGE = 2000;
+
+/**
+ * Gives every row of `trades` written before the token keys its `tokenSeq` ({@link TapeKey}) through
+ * `tx` (one transaction): the tokens of the {@link TAPE_TOKENS} rows first, in their order, then the
+ * other tokens in the order of the rows (by `_id`), each token's row written with its key (its facts
+ * kept). Walks the table once by `_id`.
+ */
+async function keyTape(tx: UnitOfWork): Promise<void> {
+  const trades = tx.collection<TapeTrade | StoredPrint | StoredTapeRow>(TRADES);
+  const tapeTokens = tx.collection<TapeTokenRow>(TAPE_TOKENS);
+  const rows = new Map<string, TapeTokenRow>();
+  let next = 1;
+  const old: TapeTokenRow[] = [];
+  for (const r of await tapeTokens.find({}, { sort: { _id: 1 } }))
+    if (typeof r.tokenSeq === 'number') {
+      rows.set(r._id, r);
+      next = Math.max(next, r.tokenSeq + 1);
+    } else old.push(r);
+  const changed = new Map<string, TapeTokenRow>();
+  const keyOf = (tokenId: string, facts?: { conditionId?: string; outcome?: string }): number => {
+    let r = rows.get(tokenId);
+    if (!r) {
+      r = { ...facts, _id: tokenId, tokenSeq: next++ };
+      rows.set(tokenId, r);
+      changed.set(tokenId, r);
+    }
+    return r.tokenSeq;
+  };
+  for (const r of old) keyOf(r._id, r);
+  let after: string | null = null;
+  for (;;) {
+    const page: Array<TapeTrade | StoredPrint | StoredTapeRow> = await trades.find(
+      after === null ? {} : { _id: { $gt: after } },
+      { sort: { _id: 1 }, limit: KEYING_PAGE },
+    );
+    for (const row of page)
+      if (!('tokenSeq' in row) || typeof row.tokenSeq !== 'number')
+        await trades.updateOne({ _id: row._id }, { tokenSeq: keyOf(row.tokenId) });
+    if (page.length < KEYING_PAGE) break;
+    after = page.at(-1)!._id;
+  }
+  for (const r of changed.values()) await tapeTokens.replaceOne(r);
+}
+
 /** No token known: every tape row is stored whole. */
 const NO_TOKENS: TokenFacts = () => undefined;
 
@@ -88,8 +135,10 @@ const CHAIN_SORT = { blockTimestamp: 1, logIndex: 1, _id: 1 } as const;
  */
 export class TradeHistory implements TradeHistoryFeed {
   private readonly listeners: ((batch: RecordedBatch) => void)[] = [];
-  /** The token facts a {@link record} wrote, by the batch it returned: known once that batch is {@link published}. */
+  /** The token rows a {@link record} wrote, by the batch it returned: known once that batch is {@link published}. */
   private readonly factsWritten = new WeakMap<RecordedBatch, TapeTokenRow[]>();
+  /** The tokens whose {@link TAPE_TOKENS} row (with its `tokenSeq`) is known committed. */
+  private readonly durable = new Set<string>();
 
   /**
    * The market facts of a token, as stored capture prints are completed with them: those stored with
@@ -103,7 +152,7 @@ export class TradeHistory implements TradeHistoryFeed {
      * The market tape as stored: capture prints in their {@link StoredPrint} form (counts and
      * existence checks; a read of rows goes through {@link tapeRowOf}).
      */
-    readonly trades: Collection<TapeTrade | StoredPrint>,
+    readonly trades: Collection<StoredTapeRow>,
     /** Every party's fills. */
     readonly fills: Collection<TraderFill>,
     /** Cash movements. */
@@ -112,7 +161,24 @@ export class TradeHistory implements TradeHistoryFeed {
     private readonly catalogue: TokenFacts,
     /** The facts of the tokens of the compact prints stored so far ({@link TAPE_TOKENS}), by token id. */
     private readonly facts: Map<string, { conditionId: string; outcome: string }>,
-  ) {}
+    /**
+     * Every token's `tokenSeq` ({@link TapeKey}): those stored, and those assigned to a write not
+     * known committed yet (each such write stores the token's row again, so whichever commits keeps it).
+     */
+    private readonly seqs: Map<string, number>,
+    /** The next `tokenSeq` to assign (one past the largest ever stored or assigned). */
+    private nextSeq: number,
+  ) {
+    for (const tokenId of seqs.keys()) this.durable.add(tokenId);
+  }
+
+  /**
+   * The short key of `tokenId` on the tape ({@link TapeKey}), or undefined when no row of the tape
+   * holds the token (a per-token read then has nothing to walk).
+   */
+  tokenSeq(tokenId: string): number | undefined {
+    return this.seqs.get(tokenId);
+  }
 
   /**
    * Opens the three collections with {@link HISTORY_INDEXES}, and reads the token facts stored
@@ -123,14 +189,34 @@ export class TradeHistory implements TradeHistoryFeed {
    */
   static async open(store: Store, tokens: TokenFacts = NO_TOKENS): Promise<TradeHistory> {
     const [trades, fills, cash, tapeTokens] = await Promise.all([
-      store.collection<TapeTrade | StoredPrint>(TRADES, HISTORY_INDEXES[TRADES]),
+      store.collection<StoredTapeRow>(TRADES, HISTORY_INDEXES[TRADES]),
       store.collection<TraderFill>(TRADER_FILLS, HISTORY_INDEXES[TRADER_FILLS]),
       store.collection<CashMove>(CASH_MOVES, HISTORY_INDEXES[CASH_MOVES]),
       store.collection<TapeTokenRow>(TAPE_TOKENS),
     ]);
+    let tokenRows = await tapeTokens.find({});
+    // rows of a version before the token keys: keyed once, before any read walks the index
+    if (tokenRows.some((r) => typeof r.tokenSeq !== 'number') || (await trades.findOne({ tokenSeq: null }))) {
+      await store.transaction((tx) => keyTape(tx));
+      tokenRows = await tapeTokens.find({});
+    }
     const facts = new Map<string, { conditionId: string; outcome: string }>();
-    for (const r of await tapeTokens.find({})) facts.set(r._id, { conditionId: r.conditionId, outcome: r.outcome });
-    return new TradeHistory(store, trades, fills, cash, tokens, facts);
+    const seqs = new Map<string, number>();
+    let nextSeq = 1;
+    for (const r of tokenRows) {
+      if (r.conditionId !== undefined && r.outcome !== undefined)
+        facts.set(r._id, { conditionId: r.conditionId, outcome: r.outcome });
+      seqs.set(r._id, r.tokenSeq);
+      nextSeq = Math.max(nextSeq, r.tokenSeq + 1);
+    }
+    return new TradeHistory(store, trades, fills, cash, tokens, facts, seqs, nextSeq);
+  }
+
+  /** The `tokenSeq` of `tokenId`, assigned now when the token has none. */
+  private seqOf(tokenId: string): number {
+    let seq = this.seqs.get(tokenId);
+    if (seq === undefined) this.seqs.set(tokenId, (seq = this.nextSeq++));
+    return seq;
   }
 
   /**
@@ -141,23 +227,37 @@ export class TradeHistory implements TradeHistoryFeed {
     tx: UnitOfWork,
     trades: readonly TapeTrade[],
     op?: Operation,
-  ): Promise<{ stored: (TapeTrade | StoredPrint)[]; facts: TapeTokenRow[] }> {
-    const stored = trades.map((t) => storedTapeRow(t, this.tokens, op));
-    const facts = new Map<string, TapeTokenRow>();
-    for (let i = 0; i < trades.length; i++) {
-      const t = trades[i]!;
-      if (stored[i] !== t && !this.facts.has(t.tokenId))
-        facts.set(t.tokenId, { _id: t.tokenId, conditionId: t.conditionId, outcome: t.outcome });
+  ): Promise<{ stored: StoredTapeRow[]; facts: TapeTokenRow[] }> {
+    const stored: StoredTapeRow[] = [];
+    let facts: Map<string, TapeTokenRow> | undefined;
+    for (const t of trades) {
+      const tokenSeq = this.seqOf(t.tokenId);
+      const row = storedTapeRow(t, this.tokens, tokenSeq, op);
+      stored.push(row);
+      // the token's row goes with its first stored row, and with its first compact print (its facts)
+      if (this.durable.has(t.tokenId) && ('tradeId' in row || this.facts.has(t.tokenId))) continue;
+      if (facts?.has(t.tokenId)) continue;
+      const known = this.tokens(t.tokenId);
+      (facts ??= new Map()).set(
+        t.tokenId,
+        known
+          ? { _id: t.tokenId, tokenSeq, conditionId: known.conditionId, outcome: known.outcome }
+          : { _id: t.tokenId, tokenSeq },
+      );
     }
-    if (facts.size === 0) return { stored, facts: [] };
+    if (!facts) return { stored, facts: [] };
     const col = tx.collection<TapeTokenRow>(TAPE_TOKENS);
     for (const f of facts.values()) await col.replaceOne(f);
     return { stored, facts: [...facts.values()] };
   }
 
-  /** Makes the token facts of a committed write known. */
+  /** Makes the token rows of a committed write known. */
   private learnFacts(facts: readonly TapeTokenRow[] | undefined): void {
-    for (const f of facts ?? []) this.facts.set(f._id, { conditionId: f.conditionId, outcome: f.outcome });
+    for (const f of facts ?? []) {
+      this.durable.add(f._id);
+      if (f.conditionId !== undefined && f.outcome !== undefined)
+        this.facts.set(f._id, { conditionId: f.conditionId, outcome: f.outcome });
+    }
   }
 
   /**
@@ -173,7 +273,7 @@ export class TradeHistory implements TradeHistoryFeed {
   async record(tx: UnitOfWork, batch: RecordedBatch, opSeq?: number): Promise<RecordedBatch> {
     const fresh = emptyBatch();
     if (batch.trades.length) {
-      const col = tx.collection<TapeTrade | StoredPrint>(TRADES);
+      const col = tx.collection<StoredTapeRow>(TRADES);
       const op = opSeq === undefined ? undefined : { seq: opSeq, hash: operationHash(opSeq) };
       const { stored, facts } = await this.storeTape(tx, batch.trades, op);
       if (facts.length) this.factsWritten.set(fresh, facts);
@@ -202,7 +302,7 @@ export class TradeHistory implements TradeHistoryFeed {
    */
   async load(batch: RecordedBatch): Promise<void> {
     const facts = await this.store.transaction(async (tx) => {
-      const trades = tx.collection<TapeTrade | StoredPrint>(TRADES);
+      const trades = tx.collection<StoredTapeRow>(TRADES);
       const written = await this.storeTape(tx, batch.trades);
       for (const t of written.stored) await trades.replaceOne(t);
       const fills = tx.collection<TraderFill>(TRADER_FILLS);

@@ -239,9 +239,28 @@ export type TokenFacts = (tokenId: string) => { conditionId: string; outcome: st
 export interface TapeTokenRow {
   /** The outcome token id. */
   _id: string;
-  conditionId: string;
-  outcome: string;
+  /**
+   * The token's short key on the tape ({@link TapeKey.tokenSeq}): 1, 2, … in the order tokens first
+   * reached the tape, assigned with the token's first stored row and never reused.
+   */
+  tokenSeq: number;
+  /** The token's market; absent while no catalogue knew the token when its rows were written. */
+  conditionId?: string;
+  /** The token's outcome name; present with `conditionId`. */
+  outcome?: string;
 }
+
+/**
+ * The short integer every stored row of `trades` carries for its token (`tokenSeq`, from
+ * {@link TapeTokenRow}): the tape's per-token index is on it instead of the 77-digit token id, a key
+ * a fraction of the size (a capture print's insert and the pages a commit writes). Never in an answer.
+ */
+export interface TapeKey {
+  tokenSeq: number;
+}
+
+/** The stored rows of `trades`: full rows and compact prints, each with its token's {@link TapeKey}. */
+export type StoredTapeRow = (TapeTrade | StoredPrint) & TapeKey;
 
 /**
  * A capture print as the `trades` collection stores it: the fields of a {@link TapeTrade} that do not
@@ -265,18 +284,20 @@ export interface Operation {
 
 /**
  * The stored form of tape row `t`: a capture print whose left-out fields are what
- * {@link tapeRowOf} gives back (checked here) as a {@link StoredPrint}, any other row as it is.
+ * {@link tapeRowOf} gives back (checked here) as a {@link StoredPrint}, any other row as it is; either
+ * with its token's `tokenSeq` ({@link TapeKey}).
  * @param op - the venue operation that made the print, if known: a print of it stores `op.seq`
  *   instead of the hash.
  */
-export function storedTapeRow(t: TapeTrade, tokens: TokenFacts, op?: Operation): TapeTrade | StoredPrint {
+export function storedTapeRow(t: TapeTrade, tokens: TokenFacts, tokenSeq: number, op?: Operation): StoredTapeRow {
   if (t.source !== 'capture' || t.tradeId !== t._id || t.maker !== null || t.taker !== null || t.feeUsd !== '0')
-    return t;
+    return { ...t, tokenSeq };
   const token = tokens(t.tokenId);
-  if (!token || token.conditionId !== t.conditionId || token.outcome !== t.outcome) return t;
-  if (t.notionalUsd !== notionalOf(t.price, t.size)) return t;
+  if (!token || token.conditionId !== t.conditionId || token.outcome !== t.outcome) return { ...t, tokenSeq };
+  if (t.notionalUsd !== notionalOf(t.price, t.size)) return { ...t, tokenSeq };
   return {
     _id: t._id,
+    tokenSeq,
     blockTimestamp: t.blockTimestamp,
     logIndex: t.logIndex,
     ...(op && op.hash === t.transactionHash ? { op: op.seq } : { transactionHash: t.transactionHash }),
@@ -299,9 +320,16 @@ function printHash(row: StoredPrint): string {
   return lastOperation.hash;
 }
 
-/** The tape row a stored row of `trades` stands for: a {@link StoredPrint} completed, a full row as it is. */
-export function tapeRowOf(row: TapeTrade | StoredPrint, tokens: TokenFacts): TapeTrade {
-  if ('tradeId' in row && row.tradeId !== undefined) return row;
+/**
+ * The tape row a stored row of `trades` stands for: a {@link StoredPrint} completed, a full row as it
+ * is; either without its {@link TapeKey}.
+ */
+export function tapeRowOf(row: TapeTrade | StoredPrint | StoredTapeRow, tokens: TokenFacts): TapeTrade {
+  if ('tradeId' in row && row.tradeId !== undefined) {
+    if (!('tokenSeq' in row)) return row;
+    const { tokenSeq: _key, ...t } = row;
+    return t;
+  }
   const print = row as StoredPrint;
   const token = tokens(print.tokenId);
   return {
@@ -367,8 +395,9 @@ export interface ReplayStart {
 export const HISTORY_INDEXES: Record<string, IndexSpec[]> = {
   [TRADES]: [
     { fields: ['blockTimestamp', 'logIndex', '_id'] },
-    // a market's tape is read token by token (engine/data/tape.ts): no index on the market
-    { fields: ['tokenId', 'blockTimestamp', 'logIndex'] },
+    // a market's tape is read token by token (engine/data/tape.ts): no index on the market; the
+    // token by its short key (TapeKey), not its 77-digit id
+    { fields: ['tokenSeq', 'blockTimestamp', 'logIndex'] },
   ],
   [TRADER_FILLS]: [
     { fields: ['address', 'blockTimestamp', 'logIndex'] },

@@ -8,7 +8,8 @@
  *   (`blockTimestamp < ts`, walking (`blockTimestamp`, `logIndex`) down);
  * - without one, the newest rows.
  * Both walks are served by the indexes of {@link HISTORY_INDEXES} (an equality prefix — the trader
- * or the token — then the chain position). A market's tape is the walks of its outcome tokens
+ * or the token's short key, `tokenSeq` — then the chain position). A token no tape row holds has no
+ * key: its walk reads nothing. A market's tape is the walks of its outcome tokens
  * (O(limit) rows each), merged: the tape keeps no index of its own on the market, which would cost
  * every print one more index entry (and its page written) to serve one read.
  *
@@ -24,7 +25,7 @@
 import type { Collection, Doc, Filter, Store } from '../store/port.js';
 import { errors } from '../errors.js';
 import { HISTORY_INDEXES, TRADER_FILLS, TRADES, tapeRowOf } from './records.js';
-import type { ChainPosition, StoredPrint, TapeTrade, TokenFacts, TraderFill } from './records.js';
+import type { ChainPosition, StoredTapeRow, TapeTrade, TokenFacts, TraderFill } from './records.js';
 
 /** Rows a filtered page scans per row it may return. */
 export const SCAN_FACTOR = 4;
@@ -152,28 +153,35 @@ const scanSize = (limit: number, filtered: boolean) => (filtered ? SCAN_FACTOR *
 
 const opened = new WeakMap<Store, Promise<TapeReader>>();
 
+/** What the tape's reads know of its tokens: the history's writer (engine/data/history.ts `TradeHistory`). */
+export interface TapeTokens {
+  /** The market facts of the capture's tokens, as stored capture prints are completed with them. */
+  tokens: TokenFacts;
+  /** The token's short key on the tape (records.ts `TapeKey`); undefined: no tape row holds the token. */
+  tokenSeq(tokenId: string): number | undefined;
+}
+
 /**
  * The tape's reads over one store (its collections opened once, with {@link HISTORY_INDEXES}); tape
  * rows stored as {@link StoredPrint}s are read back whole ({@link tapeRowOf}).
  */
 export class TapeReader {
   private constructor(
-    private readonly stored: Collection<TapeTrade | StoredPrint>,
+    private readonly stored: Collection<StoredTapeRow>,
     private readonly fills: Collection<TraderFill>,
-    private readonly tokens: TokenFacts,
+    private readonly keys: TapeTokens,
   ) {}
 
   /**
    * The reader of `store` (opened on first use, then shared).
-   * @param tokens - the market facts of the capture's tokens (the venue's catalogue, as the history's
-   *   writer was given them: engine/data/history.ts).
+   * @param tokens - the tokens' facts and keys, the history's writer's (engine/data/history.ts).
    */
-  static of(store: Store, tokens: TokenFacts): Promise<TapeReader> {
+  static of(store: Store, tokens: TapeTokens): Promise<TapeReader> {
     let r = opened.get(store);
     if (!r) {
       r = (async () =>
         new TapeReader(
-          await store.collection<TapeTrade | StoredPrint>(TRADES, HISTORY_INDEXES[TRADES]),
+          await store.collection<StoredTapeRow>(TRADES, HISTORY_INDEXES[TRADES]),
           await store.collection<TraderFill>(TRADER_FILLS, HISTORY_INDEXES[TRADER_FILLS]),
           tokens,
         ))();
@@ -185,7 +193,13 @@ export class TapeReader {
 
   /** Up to `n` tape rows matching `eq` before `cursor` ({@link chainScan}), read back whole. */
   private async tapeScan(eq: Filter, cursor: ChainCursor | null, n: number): Promise<TapeTrade[]> {
-    return (await chainScan(this.stored, eq, cursor, n)).map((row) => tapeRowOf(row, this.tokens));
+    return (await chainScan(this.stored, eq, cursor, n)).map((row) => tapeRowOf(row, this.keys.tokens));
+  }
+
+  /** Up to `n` rows of token `tokenId` before `cursor`: none, without a scan, when no row holds it. */
+  private tokenScan(tokenId: string, cursor: ChainCursor | null, n: number): Promise<TapeTrade[]> {
+    const tokenSeq = this.keys.tokenSeq(tokenId);
+    return tokenSeq === undefined ? Promise.resolve([]) : this.tapeScan({ tokenSeq }, cursor, n);
   }
 
   /**
@@ -197,12 +211,12 @@ export class TapeReader {
     const keep = q.side ? (t: TapeTrade) => t.side === q.side : null;
     const n = scanSize(q.limit, keep !== null);
     let scanned: TapeTrade[];
-    if (q.tokenId || !q.conditionId)
-      scanned = await this.tapeScan(q.tokenId ? { tokenId: q.tokenId } : {}, q.cursor, n);
+    if (q.tokenId) scanned = await this.tokenScan(q.tokenId, q.cursor, n);
+    else if (!q.conditionId) scanned = await this.tapeScan({}, q.cursor, n);
     else {
       // each token's first n rows hold the market's first n: merged, the first n of them
       const walks = await Promise.all(
-        [...new Set(q.marketTokens ?? [])].map((tokenId) => this.tapeScan({ tokenId }, q.cursor, n)),
+        [...new Set(q.marketTokens ?? [])].map((tokenId) => this.tokenScan(tokenId, q.cursor, n)),
       );
       scanned = walks
         .flat()
@@ -244,7 +258,10 @@ export class TapeReader {
     const fills = await chainScan(this.fills, { address }, q.cursor, n);
     const ids = [...new Set(fills.map((f) => f.tradeId))];
     const byId = new Map(
-      (ids.length ? await this.stored.find({ _id: { $in: ids } }) : []).map((t) => [t._id, tapeRowOf(t, this.tokens)]),
+      (ids.length ? await this.stored.find({ _id: { $in: ids } }) : []).map((t) => [
+        t._id,
+        tapeRowOf(t, this.keys.tokens),
+      ]),
     );
     const rows = ids.map((id) => byId.get(id)).filter((t): t is TapeTrade => t !== undefined);
     const taken = new Set(fills.filter((f) => f.role === 'taker').map((f) => f.tradeId));

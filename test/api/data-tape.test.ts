@@ -6,10 +6,20 @@
  * history's writer stores them.
  */
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HISTORY_INDEXES, TRADER_FILLS, TRADES, type TapeTrade, type TraderFill } from '../../engine/data/records.js';
+import {
+  HISTORY_INDEXES,
+  TAPE_TOKENS,
+  TRADER_FILLS,
+  notionalOf,
+  type TapeTrade,
+  type TraderFill,
+} from '../../engine/data/records.js';
 import { LEADER_TRADES_FILE } from '../../engine/data/real-history.js';
-import type { Collection } from '../../engine/store/port.js';
+import type { Collection, Doc } from '../../engine/store/port.js';
+import { SqliteStore } from '../../engine/store/sqlite.js';
 import { dataFile } from '../../engine/venue/markets.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { px, Trading } from './trading-kit.js';
@@ -208,7 +218,6 @@ describe('trade reads of fills made through REST orders', () => {
 
 describe('trade reads of records written through the store port (edge cases REST does not make)', () => {
   let svc: TestService;
-  let trades: Collection<TapeTrade>;
   let fills: Collection<TraderFill>;
   let market: { condition_id: string; question: string; slug: string; tokens: { token_id: string; outcome: string }[] };
   let seq = 0;
@@ -241,7 +250,11 @@ describe('trade reads of records written through the store port (edge cases REST
     };
     const maker = o.maker ?? BOB;
     const taker = o.taker ?? ALICE;
-    await trades.insertOne({ ...base, _id: base.tradeId, side, feeUsd: '0.01', maker, taker });
+    // the tape row as the history stores it (with its token's key), not handed to the aggregates
+    const tape: TapeTrade = { ...base, _id: base.tradeId, side, feeUsd: '0.01', maker, taker };
+    await svc.services.store.transaction((tx) =>
+      svc.services.history.record(tx, { trades: [tape], fills: [], cash: [] }),
+    );
     const fill = (address: string, role: 'maker' | 'taker'): TraderFill => ({
       ...base,
       _id: `${base.tradeId}:${role}`,
@@ -261,7 +274,6 @@ describe('trade reads of records written through the store port (edge cases REST
 
   beforeAll(async () => {
     svc = await startTestService();
-    trades = await svc.services.store.collection<TapeTrade>(TRADES, HISTORY_INDEXES[TRADES]);
     fills = await svc.services.store.collection<TraderFill>(TRADER_FILLS, HISTORY_INDEXES[TRADER_FILLS]);
     market = (await get('/v2/trade/markets?limit=1')).body.markets[0];
   });
@@ -418,6 +430,123 @@ describe('trade reads of records written through the store port (edge cases REST
       const res = await get(path);
       expect([path, res.status, res.body.error]).toEqual([path, 400, 'invalid_request']);
       expect(res.body.message).toMatch(message);
+    }
+  });
+});
+
+/** A stored row of any shape. */
+type AnyRow = Doc & Record<string, unknown>;
+
+describe('a data folder whose tape rows predate the token keys', () => {
+  it('is keyed once at open and answers the tape reads a fresh folder with the same trades answers', async () => {
+    const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'pts-tape-keys-'));
+    const fresh = await startTestService();
+    try {
+      const market = (await fresh.call('GET', '/v2/trade/markets?limit=1')).body.markets[0];
+      const [tok0, tok1] = market.tokens as { token_id: string; outcome: string }[];
+      // full rows on the first outcome, capture prints (stored compact) on the second
+      const rows: TapeTrade[] = [];
+      for (let i = 0; i < 12; i++) {
+        const tok = i % 3 === 2 ? tok1! : tok0!;
+        const capture = tok === tok1;
+        const price = (0.2 + i / 100).toFixed(2);
+        rows.push({
+          _id: `k${i}`,
+          tradeId: `k${i}`,
+          blockTimestamp: T0 + 2 * Math.floor(i / 2),
+          logIndex: i % 2,
+          transactionHash: '0x' + (i + 1).toString(16).padStart(64, '0'),
+          atMs: (T0 + 2 * Math.floor(i / 2)) * 1000,
+          conditionId: market.condition_id,
+          tokenId: tok.token_id,
+          outcome: tok.outcome,
+          side: i % 2 ? 'SELL' : 'BUY',
+          price,
+          size: '5',
+          notionalUsd: notionalOf(price, '5'),
+          feeUsd: capture ? '0' : '0.01',
+          maker: capture ? null : BOB,
+          taker: capture ? null : ALICE,
+          source: capture ? 'capture' : 'venue',
+        });
+      }
+      await fresh.services.store.transaction((tx) =>
+        fresh.services.history.record(tx, { trades: rows, fills: [], cash: [] }),
+      );
+
+      // the folder as the version before the keys wrote it: its token index, no key on any row,
+      // the prints compact with their token's facts in a row of their own
+      const old = await SqliteStore.open(dir);
+      const trades = await old.collection<AnyRow>('trades', [
+        { fields: ['blockTimestamp', 'logIndex', '_id'] },
+        { fields: ['tokenId', 'blockTimestamp', 'logIndex'] },
+      ]);
+      for (const t of rows)
+        if (t.source === 'capture') {
+          const { blockTimestamp, logIndex, transactionHash, atMs, tokenId, side, price, size, source } = t;
+          await trades.insertOne({
+            _id: t._id,
+            blockTimestamp,
+            logIndex,
+            transactionHash,
+            atMs,
+            tokenId,
+            side,
+            price,
+            size,
+            source,
+          });
+        } else await trades.insertOne({ ...t });
+      await (
+        await old.collection<AnyRow>(TAPE_TOKENS)
+      ).insertOne({ _id: tok1!.token_id, conditionId: market.condition_id, outcome: tok1!.outcome });
+      await old.close();
+
+      const reads = [
+        `/v2/trade/trades?token_id=${tok0!.token_id}&limit=5`,
+        `/v2/trade/trades?token_id=${tok1!.token_id}`,
+        `/v2/trade/trades?market_id=${market.condition_id}&limit=7`,
+        `/v2/trade/trades?market_id=${market.condition_id}&cursor_ts=${T0 + 6}&next_cursor_log_idx=1`,
+        `/v2/trade/trades?token_id=${tok0!.token_id}&side=SELL`,
+        '/v2/trade/trades?token_id=123456789',
+        `/v2/trade/trades?address=${ALICE}`,
+      ];
+      const answers = async (svc: TestService) => {
+        const out: unknown[] = [];
+        for (const p of reads) {
+          const res = await svc.call('GET', p);
+          out.push([p, res.status, JSON.stringify(res.body)]);
+        }
+        return out;
+      };
+      const want = await answers(fresh);
+      expect(want.filter((a: any) => JSON.parse(a[2]).trades.length > 0)).toHaveLength(5);
+      for (let open = 0; open < 2; open++) {
+        // opened twice: the second open finds every row keyed and changes nothing
+        const svc = await startTestService({ store: await SqliteStore.open(dir) });
+        try {
+          expect(await answers(svc)).toEqual(want);
+          const stored = await (
+            await svc.services.store.collection<AnyRow>('trades')
+          ).find({ _id: { $in: rows.map((r) => r._id) } });
+          const keyOf = new Map(stored.map((r) => [r._id, r.tokenSeq]));
+          expect(rows.map((r) => keyOf.get(r._id))).toEqual(rows.map((r) => svc.services.history.tokenSeq(r.tokenId)));
+          expect(new Set(stored.map((r) => r.tokenSeq)).size).toBe(2);
+          expect(
+            await (await svc.services.store.collection<AnyRow>(TAPE_TOKENS)).findOne({ _id: tok1!.token_id }),
+          ).toEqual({
+            _id: tok1!.token_id,
+            tokenSeq: svc.services.history.tokenSeq(tok1!.token_id),
+            conditionId: market.condition_id,
+            outcome: tok1!.outcome,
+          });
+        } finally {
+          await svc.close();
+        }
+      }
+    } finally {
+      await fresh.close();
+      await fs.promises.rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -101,6 +101,8 @@ describe('trade history: fills made through REST are recorded with their chain p
         atMs: takerFill.traded_at,
         conditionId: expect.stringMatching(/^0x/),
         tokenId: f.token,
+        // its token's short key (the tape's per-token index), never in an answer
+        tokenSeq: svc.services.history.tokenSeq(f.token),
         outcome: expect.any(String),
         side: 'SELL',
         price,
@@ -408,9 +410,24 @@ describe("trade history: the capture's trade prints are anonymous tape rows", ()
     // nor fee, the trade id its _id, the hash its operation's); the tape's reads give it back whole
     const stored = await (
       await svc.services.store.collection(TRADES)
-    ).find({ tokenId, source: 'capture' }, { sort: { blockTimestamp: 1, logIndex: 1 } });
+    ).find(
+      { tokenSeq: svc.services.history.tokenSeq(tokenId), source: 'capture' },
+      { sort: { blockTimestamp: 1, logIndex: 1 } },
+    );
     expect(stored.map((r) => Object.keys(r).sort())).toEqual(
-      Array(2).fill(['_id', 'atMs', 'blockTimestamp', 'logIndex', 'op', 'price', 'side', 'size', 'source', 'tokenId']),
+      Array(2).fill([
+        '_id',
+        'atMs',
+        'blockTimestamp',
+        'logIndex',
+        'op',
+        'price',
+        'side',
+        'size',
+        'source',
+        'tokenId',
+        'tokenSeq',
+      ]),
     );
     expect(stored.map((r) => r._id)).toEqual([sell.trade_id, buy.trade_id]);
   });
@@ -455,10 +472,16 @@ describe("trade history: a capture print's market facts outlive the catalogue th
           ...before.body,
           trades: [{ ...before.body.trades[0], question: null, slug: null }, ...before.body.trades.slice(1)],
         });
-        // the facts are stored once for the token, beside its compact prints
-        expect(await (await again.services.store.collection(TAPE_TOKENS)).find({})).toEqual([
-          { _id: tokenId, conditionId: market.conditionId, outcome: market.tokens[0]!.outcome },
+        // the facts are stored once for the token, beside its compact prints, with its key on the tape
+        expect(await (await again.services.store.collection(TAPE_TOKENS)).find({ _id: tokenId })).toEqual([
+          {
+            _id: tokenId,
+            tokenSeq: again.services.history.tokenSeq(tokenId),
+            conditionId: market.conditionId,
+            outcome: market.tokens[0]!.outcome,
+          },
         ]);
+        expect(again.services.history.tokenSeq(tokenId)).toEqual(expect.any(Number));
       } finally {
         await again.close();
       }

@@ -1,7 +1,11 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TradeHistory } from '../../../engine/data/history.js';
 import {
   operationHash,
+  TAPE_TOKENS,
   TRADER_FILLS,
   TRADES,
   type CashMove,
@@ -106,6 +110,42 @@ describe('TradeHistory', () => {
     expect(await history.cash.count({})).toBe(1);
   });
 
+  it("keys a token with its first committed row: a rolled-back write's key stored by the next, kept", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-tape-key-'));
+    try {
+      const faulty = new FaultyStore(await SqliteStore.open(dir));
+      store = faulty;
+      const history = await TradeHistory.open(store);
+      const t = tape('T1', 100, 0);
+      const other = { ...tape('T2', 100, 1), tokenId: 't2' };
+      const rule = faulty.failNth(TRADER_FILLS, 'insertMissing', 1);
+      await expect(history.recordAlone({ trades: [t], fills: [fill(t, 'maker')], cash: [] })).rejects.toBeInstanceOf(
+        InjectedFault,
+      );
+      rule.remove();
+      // the key assigned to the rolled-back write stays the token's; the next write stores it
+      expect(history.tokenSeq('t1')).toBe(1);
+      await history.recordAlone({ trades: [other, t], fills: [], cash: [] });
+      await history.recordAlone({ trades: [tape('T3', 102, 0)], fills: [], cash: [] });
+      expect([history.tokenSeq('t1'), history.tokenSeq('t2')]).toEqual([1, 2]);
+      await store.close();
+
+      store = await SqliteStore.open(dir);
+      const again = await TradeHistory.open(store);
+      expect([again.tokenSeq('t1'), again.tokenSeq('t2'), again.tokenSeq('t3')]).toEqual([1, 2, undefined]);
+      expect(await (await store.collection(TAPE_TOKENS)).find({}, { sort: { tokenSeq: 1 } })).toEqual([
+        { _id: 't1', tokenSeq: 1 },
+        { _id: 't2', tokenSeq: 2 },
+      ]);
+      // a new token takes the next key, never one taken
+      await again.recordAlone({ trades: [{ ...tape('T4', 104, 0), tokenId: 't3' }], fills: [], cash: [] });
+      expect(again.tokenSeq('t3')).toBe(3);
+      expect((await again.trades.find({ tokenSeq: 1 })).map((r) => r._id)).toEqual(['T1', 'T3']);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('writes all of a batch or none of it (a fault between the writes)', async () => {
     const faulty = new FaultyStore(await SqliteStore.open(null));
     store = faulty;
@@ -197,11 +237,16 @@ describe('TradeHistory', () => {
 
     const stored = await (await store.collection(TRADES)).find({}, { sort: { logIndex: 1 } });
     const kept = { atMs: 100_000, tokenId: 't1', side: 'BUY', price: '0.41', size: '3.5', source: 'capture' };
+    // each row with its token's short key, assigned in the order tokens reached the tape
     expect(stored.slice(0, 2)).toEqual([
-      { _id: 'capture:1', blockTimestamp: 100, logIndex: 0, op: 7, ...kept },
-      { _id: 'capture:2', blockTimestamp: 100, logIndex: 1, transactionHash: HASH, ...kept },
+      { _id: 'capture:1', blockTimestamp: 100, logIndex: 0, op: 7, ...kept, tokenSeq: 1 },
+      { _id: 'capture:2', blockTimestamp: 100, logIndex: 1, transactionHash: HASH, ...kept, tokenSeq: 1 },
     ]);
-    expect(stored.slice(2)).toEqual([otherMarket, unknownToken]);
+    expect(stored.slice(2)).toEqual([
+      { ...otherMarket, tokenSeq: 1 },
+      { ...unknownToken, tokenSeq: 2 },
+    ]);
+    expect([history.tokenSeq('t1'), history.tokenSeq('t9'), history.tokenSeq('t2')]).toEqual([1, 2, undefined]);
     const replayed: TapeTrade[] = [];
     await history.replay((b) => void replayed.push(...b.trades));
     expect(replayed).toEqual(all);
