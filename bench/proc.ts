@@ -52,3 +52,14 @@ export function charsWritten(scope: 'self' | 'thread-self' = 'self'): number {
     return 0;
   }
 }
+
+/**
+ * A module of the service as `npm run build` compiled it into dist/ (what `npm start` runs), typed
+ * as its source by the caller: the engine a benchmark measures in its own process is the production
+ * build, not tsx's on-the-fly transform of the source (which wraps functions to keep their names,
+ * some 1–3 % of the CPU). The benchmark's npm script builds it first; run by hand, `npm run build` before.
+ * @param module - its path under dist/, e.g. `engine/config.js`.
+ */
+export async function built<T>(module: string): Promise<T> {
+  return (await import(new URL(`../dist/${module}`, import.meta.url).href)) as T;
+}

@@ -34,6 +34,10 @@
  * fdatasync); BENCH_PERF_CTL=<fifo> has `perf record --control fifo:<fifo> -D -1` sample CPU time
  * of the measured replay only (run node with --perf-basic-prof for the JavaScript names).
  * BENCH_MEMORY=1 keeps the store in memory (DATA_DIR=:memory:): the difference is what the disk costs.
+ * The measured replay is the process's second: a first one (a service and data folder of its own)
+ * runs before it so that the engine runs compiled, as in a service that has run for a while (the first
+ * replay of a fresh process is mostly V8 compiling it meanwhile); BENCH_WARMUP=0 measures the first.
+ * The engine is imported from dist/ (`built`), as `npm run build` compiled it.
  * It also prints the store commits, the WAL fsyncs and the time they took in all (they run one after
  * the other beside the main thread: near the wall time, the disk sets the pace).
  * BENCH_KEEP=1 leaves the data folder in place (its path printed) to inspect the store afterwards.
@@ -48,21 +52,27 @@ import { charsWritten, mainThreadCpuMs } from './proc.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../engine/config.js';
-import { dec, str } from '../engine/decimal.js';
-import { createLogger } from '../engine/logger.js';
-import { startServices, type Services } from '../engine/service.js';
-import { cjsDefault } from '../engine/interop.js';
-import { SQLITE_FILE, SqliteStore } from '../engine/store/sqlite.js';
+import { built } from './proc.js';
+import type { Services } from '../engine/service.js';
 import type { Ledger } from '../engine/venue/ledger.js';
-import { loadCatalogue } from '../engine/venue/markets.js';
 import type { SimVenue } from '../engine/venue/sim-venue.js';
+
+// the service's code as built (dist/, what `npm start` runs): see `built`
+const { loadConfig } = await built<typeof import('../engine/config.js')>('engine/config.js');
+const { dec, str } = await built<typeof import('../engine/decimal.js')>('engine/decimal.js');
+const { createLogger } = await built<typeof import('../engine/logger.js')>('engine/logger.js');
+const { startServices } = await built<typeof import('../engine/service.js')>('engine/service.js');
+const { cjsDefault } = await built<typeof import('../engine/interop.js')>('engine/interop.js');
+const { SQLITE_FILE, SqliteStore } = await built<typeof import('../engine/store/sqlite.js')>('engine/store/sqlite.js');
+const { loadCatalogue } = await built<typeof import('../engine/venue/markets.js')>('engine/venue/markets.js');
 
 const STRATEGIES = Number(process.env.BENCH_STRATEGIES ?? 1_000);
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 1_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 64);
 const PACE_ENGINE = process.env.BENCH_PACE === 'engine';
 const PAGES = Boolean(process.env.BENCH_PAGES) && !process.env.BENCH_MEMORY;
+/** BENCH_WARMUP=0: measure the process's first replay (its code compiled while it runs). */
+const WARM_UP = process.env.BENCH_WARMUP !== '0';
 
 /**
  * The pages the commits wrote to the WAL of `file` from byte `from` on, by the table or index
@@ -105,11 +115,13 @@ async function engineDone(s: Services): Promise<void> {
   }
 }
 
-async function main(): Promise<void> {
-  console.log(
-    `bench:replay — ${STRATEGIES} armed STOP_LOSS, ${ORDERS} resting LIMIT buys, batches ` +
-      `of ${BATCH} events, node ${process.version}, ${os.cpus().length} cores`,
-  );
+/**
+ * Replays the capture into a service of its own (its own data folder): the set-up, then the replay
+ * measured. `warmUp`: a replay run first, in the same process, only so that the measured one runs the
+ * engine's code as compiled by then (V8 compiles a function once it ran hot; a service runs for hours):
+ * it prints one line and takes no profile.
+ */
+async function replayOnce(warmUp: boolean): Promise<void> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-replay-'));
   try {
     const catalogue = loadCatalogue();
@@ -127,7 +139,8 @@ async function main(): Promise<void> {
       TRADE_HISTORY: process.env.TRADE_HISTORY, // off: what recording fills and prints costs
     });
     // BENCH_PAGES: the WAL keeps every frame of the replay (no checkpoint starts it over)
-    const store = PAGES ? await SqliteStore.open(dir, { checkpointBytes: Number.MAX_SAFE_INTEGER }) : undefined;
+    const store =
+      PAGES && !warmUp ? await SqliteStore.open(dir, { checkpointBytes: Number.MAX_SAFE_INTEGER }) : undefined;
     const s: Services = (await startServices(config, createLogger('silent'), { catalogue, store })).services;
     const sqliteFile = path.join(dir, SQLITE_FILE);
     const venue = s.venue as SimVenue;
@@ -161,10 +174,11 @@ async function main(): Promise<void> {
       );
     }
     const armedBefore = (await s.actors.find({ kind: 'strategy', status: 'ACTIVE' })).length;
-    console.log(
-      `set-up: ${armedBefore} of ${STRATEGIES} strategies armed (ACTIVE) and ${ORDERS} ` +
-        `orders resting in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
-    );
+    if (!warmUp)
+      console.log(
+        `set-up: ${armedBefore} of ${STRATEGIES} strategies armed (ACTIVE) and ${ORDERS} ` +
+          `orders resting in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      );
 
     let fills = 0;
     let resolvedCancels = 0;
@@ -172,14 +186,14 @@ async function main(): Promise<void> {
       if (r.type === 'venue.filled') fills++;
       else if (r.type === 'venue.canceled' && r.reason === 'market resolved') resolvedCancels++;
     });
-    const profiler = process.env.BENCH_CPU_PROF ? new Session() : null;
+    const profiler = process.env.BENCH_CPU_PROF && !warmUp ? new Session() : null;
     if (profiler) {
       profiler.connect();
       await profiler.post('Profiler.enable');
       await profiler.post('Profiler.start');
     }
     // BENCH_PERF_CTL=<fifo>: `perf record --control fifo:<fifo> -D -1` samples the measured replay only
-    const perfCtl = process.env.BENCH_PERF_CTL;
+    const perfCtl = warmUp ? undefined : process.env.BENCH_PERF_CTL;
     if (perfCtl) await fs.writeFile(perfCtl, 'enable\n');
     const commitsOf = () => (s.store instanceof SqliteStore ? s.store.writer.commits : 0);
     const syncsOf = () => (s.store instanceof SqliteStore ? { ...s.store.writer.syncs } : { count: 0, ms: 0 });
@@ -244,6 +258,15 @@ async function main(): Promise<void> {
       profiler.disconnect();
     }
 
+    if (warmUp) {
+      console.log(
+        `warm-up replay (a service of its own, run first so that the measured one runs compiled code): ` +
+          `${Math.round(applied / (e2eMs / 1000)).toLocaleString('en-US')} events/s end to end ` +
+          `(${e2eMs.toFixed(0)} ms; the main thread's ${((mainMs * 1000) / applied).toFixed(1)} µs/event)`,
+      );
+      await s.stop();
+      return;
+    }
     const all = await s.actors.find({ kind: 'strategy' });
     const byStatus: Record<string, number> = {};
     for (const r of all) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
@@ -311,6 +334,15 @@ async function main(): Promise<void> {
     if (process.env.BENCH_KEEP) console.log(`data folder kept: ${dir}`);
     else await fs.rm(dir, { recursive: true, force: true });
   }
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `bench:replay — ${STRATEGIES} armed STOP_LOSS, ${ORDERS} resting LIMIT buys, batches ` +
+      `of ${BATCH} events, node ${process.version}, ${os.cpus().length} cores`,
+  );
+  if (WARM_UP) await replayOnce(true);
+  await replayOnce(false);
 }
 
 main().catch((err) => {

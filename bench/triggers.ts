@@ -38,16 +38,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Services } from '../engine/service.js';
 import type { OrderRequest } from '../schemas/orders.js';
-
-/**
- * A module of the service as `npm run build` compiled it into dist/ (what `npm start` runs), typed
- * as its source: the engine measured is the production build, not tsx's on-the-fly transform of the
- * source (which wraps functions to keep their names, about 2 % of the arming CPU). The npm script
- * builds it first; run by hand, `npm run build` before.
- */
-async function built<T>(module: string): Promise<T> {
-  return (await import(new URL(`../dist/${module}`, import.meta.url).href)) as T;
-}
+import { built } from './proc.js';
 
 const { loadConfig } = await built<typeof import('../engine/config.js')>('engine/config.js');
 const { createLogger } = await built<typeof import('../engine/logger.js')>('engine/logger.js');
