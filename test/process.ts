@@ -92,12 +92,28 @@ export async function spawnService(
  * Waits up to 15 s for it: the child's stdout may reach this process after its /healthz answered.
  */
 export async function printedMasterKey(svc: ServiceProcess): Promise<string> {
+  return printed(svc, 'master key', (lines) => {
+    const at = lines.findIndex((l) => l.startsWith('MASTER_API_KEY for partner '));
+    return at >= 0 && lines[at + 1]?.trim() ? lines[at + 1]!.trim() : undefined;
+  });
+}
+
+/**
+ * What `find` reads in the lines a spawned service printed so far, once it reads something: waits up
+ * to 15 s, since the child's stdout (pino writes asynchronously) may reach this process after its
+ * /healthz answered.
+ * @param what - named in the error when nothing is found in time.
+ */
+export async function printed<T>(
+  svc: ServiceProcess,
+  what: string,
+  find: (lines: string[]) => T | undefined,
+): Promise<T> {
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const lines = svc.output().split('\n');
-    const at = lines.findIndex((l) => l.startsWith('MASTER_API_KEY for partner '));
-    if (at >= 0 && lines[at + 1]?.trim()) return lines[at + 1]!.trim();
-    if (Date.now() > deadline) throw new Error(`no master key printed:\n${svc.output()}`);
+    const found = find(svc.output().split('\n'));
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`no ${what} printed:\n${svc.output()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mongoTestUri, MONGO_SKIP_REASON, withDatabase } from '../mongo.js';
-import { printedMasterKey, runToExit, spawnService, type ServiceProcess } from '../process.js';
+import { printed, printedMasterKey, runToExit, spawnService, type ServiceProcess } from '../process.js';
 
 describe('the service process', () => {
   const dirs: string[] = [];
@@ -41,6 +41,8 @@ describe('the service process', () => {
 
     // The master key is a plain block of its own, never inside a JSON line, before the API answers.
     const key = await printedMasterKey(first);
+    // the listening line follows the key: read the output once it is there
+    await printed(first, 'listening line', (all) => (all.some((l) => l.includes('"listening on')) ? true : undefined));
     const lines = first
       .output()
       .split('\n')
