@@ -576,11 +576,16 @@ export class MatchingEngine {
       return;
     }
     if (quoteLeft) return this.endMarketBuy(tx, book, e, quoteLeft.gte(CENT));
-    const ioc = order.kind === 'market' ? 'market orders are IOC' : 'IOC';
+    this.cancelRemainder(tx, e);
+  }
+
+  /** Ends IOC / market order `e`, open after its walk, canceled for what it could not fill (`IOC_REMAINDER`). */
+  private cancelRemainder(tx: Tx, e: OrderEntry): void {
+    const ioc = e.order.kind === 'market' ? 'market orders are IOC' : 'IOC';
     const why = e.fills.length === 0 ? 'no liquidity at an acceptable price' : 'unfilled remainder canceled';
     this.close(tx, e, 'canceled', {
       type: 'venue.canceled',
-      orderId: order.orderId,
+      orderId: e.order.orderId,
       reason: `${why} (${ioc})`,
       code: 'IOC_REMAINDER',
       atMs: tx.atMs,
@@ -616,17 +621,8 @@ export class MatchingEngine {
    * @param centLeft at least a cent of its amount is left.
    */
   private endMarketBuy(tx: Tx, book: OrderBook, e: OrderEntry, centLeft: boolean): void {
-    const cancel = (reason: string) =>
-      this.close(tx, e, 'canceled', {
-        type: 'venue.canceled',
-        orderId: e.order.orderId,
-        reason,
-        code: 'IOC_REMAINDER',
-        atMs: tx.atMs,
-      });
-    if (e.fills.length === 0) return cancel('no liquidity at an acceptable price (market orders are IOC)');
-    if (centLeft && this.next(book, this.complementBook(book.tokenId), 'buy') === undefined)
-      return cancel('unfilled remainder canceled (market orders are IOC)');
+    if (e.fills.length === 0 || (centLeft && this.next(book, this.complementBook(book.tokenId), 'buy') === undefined))
+      return this.cancelRemainder(tx, e);
     e.fills[e.fills.length - 1]!.completes = true;
     this.close(tx, e, 'filled', null);
   }
