@@ -24,6 +24,12 @@ const CONNECTION_LEVELS = (process.env.BENCH_CONNECTIONS ?? '50').split(',').map
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 10);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 /**
+ * `BENCH_WARMUP_S`: seconds of the same load sent to the echo and to each service before its measured
+ * runs, not counted (default 3; 0: none): V8 compiles the service's code in its first seconds under load,
+ * on threads whose CPU the per-request figure would otherwise count.
+ */
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
+/**
  * `BENCH_RATE`: requests a second over all connections (autocannon's `overallRate`; default: as
  * fast as answered). Below saturation the CPU per request depends on the code, not on what else
  * the cores run, so two builds compare on a busy machine.
@@ -138,13 +144,18 @@ function serviceText(traced: Traced, r: Result): string {
  * One autocannon run. The server's CPU per request is printed next to the throughput: it does not
  * move with what else the two cores are doing, unlike req/s.
  */
-async function run(opts: autocannon.Options, serverPid: number, connections: number): Promise<Result> {
+async function run(
+  opts: autocannon.Options,
+  serverPid: number,
+  connections: number,
+  durationS = DURATION_S,
+): Promise<Result> {
   const cpu0 = cpuMs(serverPid);
   const written0 = writtenBytes(serverPid);
   const fromMs = Date.now();
   const errorKinds: Record<string, number> = {};
   const r = await new Promise<autocannon.Result>((resolve, reject) => {
-    const limits = { connections, duration: DURATION_S, timeout: TIMEOUT_S, ...(RATE ? { overallRate: RATE } : {}) };
+    const limits = { connections, duration: durationS, timeout: TIMEOUT_S, ...(RATE ? { overallRate: RATE } : {}) };
     const instance = autocannon({ ...limits, ...opts }, (err, result) => (err ? reject(err) : resolve(result)));
     instance.on('reqError', (err: NodeJS.ErrnoException) => {
       const kind = err.code ?? err.message;
@@ -194,6 +205,11 @@ const answersText = (r: Result) => {
     `non-2xx ${r.non2xx}${non2xx ? ` (${non2xx})` : ''}`
   );
 };
+
+/** The warm-up's line: what it did, not counted in any figure. */
+const warmUpText = (label: string, r: Result) =>
+  `${`${label}, warm-up ${WARMUP_S} s`.padEnd(32)} ${r.rps.toFixed(0).padStart(6)} req/s` +
+  `${cpuText(r)} (not counted)`;
 
 const cpuText = (r: Result) => (r.cpuUsPerReq === null ? '' : `  server CPU ${r.cpuUsPerReq.toFixed(0)} µs/req`);
 
@@ -259,38 +275,36 @@ async function benchService(
   };
   const tokens = markets.markets.filter((m) => m.tick_size === '0.01').map((m) => m.tokens[0]!.token_id);
   let i = 0;
-  for (const connections of CONNECTION_LEVELS) {
-    const result = await run(
+  const orders: autocannon.Options = {
+    url: `${svc.baseUrl}/v2/trade/order`,
+    method: 'POST',
+    headers: H,
+    requests: [
       {
-        url: `${svc.baseUrl}/v2/trade/order`,
-        method: 'POST',
-        headers: H,
-        requests: [
-          {
-            setupRequest: (req) => {
-              i++;
-              // Resting bids well below the touch, every 5th order crossing the ask: matching + rests.
-              const crossing = i % 5 === 0;
-              const body = {
-                symbol: tokens[i % tokens.length],
-                side: 'buy',
-                type: 'LIMIT',
-                price: crossing ? '0.99' : `0.0${1 + (i % 5)}`,
-                size: '5',
-                ...(crossing ? { time_in_force: 'IOC' } : {}),
-              };
-              return {
-                ...req,
-                headers: { ...H, 'x-partner-user-id': `bench${i % USERS}`, 'idempotency-key': randomUUID() },
-                body: JSON.stringify(body),
-              };
-            },
-          },
-        ],
+        setupRequest: (req) => {
+          i++;
+          // Resting bids well below the touch, every 5th order crossing the ask: matching + rests.
+          const crossing = i % 5 === 0;
+          const body = {
+            symbol: tokens[i % tokens.length],
+            side: 'buy',
+            type: 'LIMIT',
+            price: crossing ? '0.99' : `0.0${1 + (i % 5)}`,
+            size: '5',
+            ...(crossing ? { time_in_force: 'IOC' } : {}),
+          };
+          return {
+            ...req,
+            headers: { ...H, 'x-partner-user-id': `bench${i % USERS}`, 'idempotency-key': randomUUID() },
+            body: JSON.stringify(body),
+          };
+        },
       },
-      svc.child.pid!,
-      connections,
-    );
+    ],
+  };
+  if (WARMUP_S > 0) console.log(warmUpText(label, await run(orders, svc.child.pid!, CONNECTION_LEVELS[0]!, WARMUP_S)));
+  for (const connections of CONNECTION_LEVELS) {
+    const result = await run(orders, svc.child.pid!, connections);
     results.push([`${label}, ${connections} conn`, result]);
     const cpuRatio =
       result.cpuUsPerReq !== null && echo.cpuUsPerReq
@@ -330,16 +344,15 @@ async function main(): Promise<void> {
       `timeout ${TIMEOUT_S} s, node ${process.version}, ${os.cpus().length} cores`,
   );
   const echo = await startEcho();
-  const echoResult = await run(
-    {
-      url: echo.url,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }),
-    },
-    echo.child.pid!,
-    CONNECTION_LEVELS[0]!,
-  );
+  const echoed: autocannon.Options = {
+    url: echo.url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }),
+  };
+  if (WARMUP_S > 0)
+    console.log(warmUpText('express JSON echo', await run(echoed, echo.child.pid!, CONNECTION_LEVELS[0]!, WARMUP_S)));
+  const echoResult = await run(echoed, echo.child.pid!, CONNECTION_LEVELS[0]!);
   echo.child.kill();
   console.log(
     `${`express JSON echo, ${CONNECTION_LEVELS[0]} conn`.padEnd(32)} ` +
