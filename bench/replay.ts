@@ -34,18 +34,21 @@
  * fdatasync); BENCH_PERF_CTL=<fifo> has `perf record --control fifo:<fifo> -D -1` sample CPU time
  * of the first measured replay only (run node with --perf-basic-prof for the JavaScript names).
  * BENCH_MEMORY=1 keeps the store in memory (DATA_DIR=:memory:): the difference is what the disk costs.
- * Warm-up, then measured replays, each into a service and data folder of its own: BENCH_WARMUP (default 3)
- * replays run first so that the measured ones run the engine compiled, as in a service that has run for a
- * while (the first replay of a fresh process is mostly V8 compiling it meanwhile, and the compiling goes on
- * into the second and third: the other threads' CPU per event printed on each line shows it settle), then
- * BENCH_RUNS (default 5) measured replays; the target is judged on their median. The first replay's figure
- * is printed at the end too. BENCH_WARMUP=0 BENCH_RUNS=1 measures only a first replay.
+ * Warm-up, then measured replays, all in one service (one data folder): its catalogue holds
+ * BENCH_WARMUP + BENCH_RUNS copies of the capture's markets (`withCopies`: the same events on markets of
+ * their own, under other token and condition ids, an hour apart; the last copy is the capture itself), and
+ * each copy is replayed in turn, with 1,000 stops and 1,000 bids of its own set up before it. The first
+ * BENCH_WARMUP (default 3) run the service's code until V8 has compiled it, as in a service that has run for
+ * a while (the first replay of a fresh process is mostly V8 compiling the engine meanwhile: the other
+ * threads' CPU per event printed on each line shows it settle); the target is judged on the median of the
+ * next BENCH_RUNS (default 5). The first replay's figure is printed at the end too. BENCH_WARMUP=0
+ * BENCH_RUNS=1 replays the capture alone into a fresh service, as the bench did before the copies.
  * The engine is imported from dist/ (`built`), as `npm run build` compiled it.
  * It also prints the store commits, the WAL fsyncs and the time they took in all (they run one after
  * the other beside the main thread: near the wall time, the disk sets the pace).
  * BENCH_KEEP=1 leaves the data folder in place (its path printed) to inspect the store afterwards.
- * BENCH_PAGES=1 (on disk) turns the store's checkpoints off and prints, after the replay, the pages its
- * commits wrote to the WAL by table and index (each WAL frame's page, named by SQLite's `dbstat`): what
+ * BENCH_PAGES=1 (on disk) turns the store's checkpoints off and prints, after the first measured replay, the
+ * pages its commits wrote to the WAL by table and index (each WAL frame's page, named by SQLite's `dbstat`): what
  * the bytes written are made of, less the checkpoints' copies.
  */
 import { readFileSync } from 'node:fs';
@@ -57,6 +60,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { built } from './proc.js';
 import type { Services } from '../engine/service.js';
+import type { Capture, CaptureEvent } from '../engine/venue/capture.js';
+import type { Catalogue } from '../engine/venue/markets.js';
 import type { Ledger } from '../engine/venue/ledger.js';
 import type { SimVenue } from '../engine/venue/sim-venue.js';
 
@@ -127,18 +132,321 @@ async function engineDone(s: Services): Promise<void> {
   }
 }
 
+/** One copy of the capture's markets in the service's catalogue ({@link withCopies}). */
+interface CaptureCopy {
+  /** The copy's outcome tokens, market by market: [first outcome, second outcome, …]. */
+  tokens: string[];
+  /** The copy's markets. */
+  conditionIds: Set<string>;
+  /** Its events: indexes [from, to) of the catalogue's capture events. */
+  from: number;
+  to: number;
+}
+
+/** `id` (decimal digits or 0x-hex) with its last four characters counted up by `k` in the same base and width. */
+function otherId(id: string, k: number): string {
+  const hex = id.startsWith('0x');
+  const base = hex ? 16 : 10;
+  const last = parseInt(id.slice(-4), base);
+  return id.slice(0, -4) + ((last + k) % base ** 4).toString(base).padStart(4, '0');
+}
+
 /**
- * Replays the capture into a service of its own (its own data folder): the set-up, then the replay
- * measured. `warmUp`: a replay run before the measured ones, in the same process, only so that they
- * run the engine's code as compiled by then (V8 compiles a function once it ran hot; a service runs
- * for hours): it prints one line. `instrumented`: the replay the profile, perf and WAL pages are taken of
- * (the first measured one). Returns its end-to-end figures.
+ * The catalogue with `n` copies of the capture's markets, replayed one after the other in one service:
+ * copies 1 … n − 1 under other token and condition ids ({@link otherId}), their events moved earlier by
+ * whole capture spans (an hour apart), and the capture itself, under its own ids, as the last copy. Same
+ * books, prints, ticks and resolutions in each copy, on markets of their own.
+ * @throws {Error} when another id of a copy is already an id of the catalogue.
  */
-async function replayOnce(label: string, warmUp: boolean, instrumented: boolean): Promise<ReplayFigures> {
+function withCopies(catalogue: Catalogue, n: number): { catalogue: Catalogue; copies: CaptureCopy[] } {
+  const capture = catalogue.capture!;
+  const spanMs = capture.endMs - capture.startMs + 3_600_000;
+  const byCondition = new Map(catalogue.markets.map((m) => [m.conditionId, m]));
+  const markets = [...catalogue.markets];
+  const tokens = new Map(catalogue.tokens);
+  const captureTokens = new Set(catalogue.captureTokens);
+  const captureMarkets: Capture['markets'] = [];
+  const events: CaptureEvent[] = [];
+  const copies: CaptureCopy[] = [];
+  for (let k = n - 1; k >= 0; k--) {
+    // k: how many spans earlier; the last copy (k = 0) is the capture itself
+    const id = (x: string) => (k === 0 ? x : otherId(x, k));
+    const shiftMs = k * spanMs;
+    const copy: CaptureCopy = { tokens: [], conditionIds: new Set(), from: events.length, to: 0 };
+    for (const cm of capture.markets) {
+      copy.conditionIds.add(id(cm.conditionId));
+      copy.tokens.push(...cm.tokens.map((t) => id(t.tokenId)));
+      if (k === 0) {
+        captureMarkets.push(cm);
+        continue;
+      }
+      if (byCondition.has(id(cm.conditionId))) throw new Error(`copy id ${id(cm.conditionId)} taken`);
+      const m = byCondition.get(cm.conditionId)!;
+      markets.push({
+        ...m,
+        conditionId: id(m.conditionId),
+        slug: `${m.slug}-copy-${k}`,
+        tokens: m.tokens.map((t) => ({ ...t, tokenId: id(t.tokenId) })),
+      });
+      captureMarkets.push({
+        ...cm,
+        conditionId: id(cm.conditionId),
+        tokens: cm.tokens.map((t) => ({ ...t, tokenId: id(t.tokenId) })),
+        firstSeenMs: cm.firstSeenMs - shiftMs,
+      });
+      for (const t of cm.tokens) {
+        if (tokens.has(id(t.tokenId))) throw new Error(`copy id ${id(t.tokenId)} taken`);
+        const info = catalogue.tokens.get(t.tokenId)!;
+        tokens.set(id(t.tokenId), {
+          ...info,
+          tokenId: id(t.tokenId),
+          conditionId: id(info.conditionId),
+          complementTokenId: id(info.complementTokenId),
+        });
+        captureTokens.add(id(t.tokenId));
+      }
+    }
+    for (const e of capture.events) {
+      const atMs = e.atMs - shiftMs;
+      if (k === 0) events.push(e);
+      else if (e.kind === 'resolved')
+        events.push({ ...e, atMs, conditionId: id(e.conditionId), winningTokenId: id(e.winningTokenId) });
+      else events.push({ ...e, atMs, tokenId: id(e.tokenId) });
+    }
+    copy.to = events.length;
+    copies.push(copy);
+  }
+  return {
+    catalogue: {
+      ...catalogue,
+      markets,
+      tokens,
+      captureTokens,
+      capture: { ...capture, markets: captureMarkets, events, startMs: capture.startMs - (n - 1) * spanMs },
+    },
+    copies,
+  };
+}
+
+/**
+ * Sets up 1,000 armed STOP_LOSS and 1,000 resting LIMIT buys on the markets of `copy`, then replays its
+ * events as the replay clock applies them, until the engine is done with what they caused. Prints one line
+ * (`warmUp`) or the full report, and returns the end-to-end figures. `instrumented`: the replay the profile,
+ * perf and WAL pages are taken of (the first measured one).
+ */
+async function replayCopy(
+  s: Services,
+  copy: CaptureCopy,
+  label: string,
+  warmUp: boolean,
+  instrumented: boolean,
+  sqliteFile: string,
+): Promise<ReplayFigures> {
+  const venue = s.venue as SimVenue;
+  const replay = venue.capture!;
+  const { user } = await s.users.provision('demo', `bench-${copy.from}`, null);
+  const { user: bidder } = await s.users.provision('demo', `bidder-${copy.from}`, null);
+  const tokens = copy.tokens;
+  const ledger = (venue as unknown as { ledger: Ledger }).ledger;
+  for (const t of tokens)
+    ledger.walletOf(user._id).positions.set(t, { shares: dec(1_000), reserved: dec(0), cost: dec(0) });
+
+  const t0 = performance.now();
+  for (let i = 0; i < STRATEGIES; i++) {
+    const token = tokens[2 * (i % (tokens.length / 2))]!; // first outcome (Up) of each market
+    // every captured bid is at 0.99 or above: half the stops (at 0.99)
+    // fire when a bid appears, the others wait for the resolution
+    const level = i % 2 ? str(dec('0.30').plus(dec('0.01').times(i % 40))) : '0.99';
+    await s.strategies.start(
+      'demo',
+      s.strategies.check(user._id, { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }),
+    );
+  }
+  for (let i = 0; i < ORDERS; i++) {
+    // second outcome (Down): a low bid there is no stop's trigger
+    const token = tokens[2 * (i % (tokens.length / 2)) + 1]!;
+    const price = str(dec('0.01').times(1 + (i % 10))); // 0.01 … 0.10
+    await s.orders.place(
+      'demo',
+      s.orders.check(bidder._id, { symbol: token, side: 'buy', type: 'LIMIT', price, size: '5' }),
+    );
+  }
+  const mine = async () => (await s.actors.find({ kind: 'strategy' })).filter((r) => r.ownerUserId === user._id);
+  const armedBefore = (await mine()).filter((r) => r.status === 'ACTIVE').length;
+  if (!warmUp)
+    console.log(
+      `${label}: set-up: ${armedBefore} of ${STRATEGIES} strategies armed (ACTIVE) and ${ORDERS} ` +
+        `orders resting in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
+
+  let fills = 0;
+  let resolvedCancels = 0;
+  const counting = { on: true };
+  venue.onReport((r) => {
+    if (!counting.on) return;
+    if (r.type === 'venue.filled') fills++;
+    else if (r.type === 'venue.canceled' && r.reason === 'market resolved') resolvedCancels++;
+  });
+  const profiler = process.env.BENCH_CPU_PROF && instrumented ? new Session() : null;
+  if (profiler) {
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
+  // BENCH_PERF_CTL=<fifo>: `perf record --control fifo:<fifo> -D -1` samples the first measured replay only
+  const perfCtl = instrumented ? process.env.BENCH_PERF_CTL : undefined;
+  if (perfCtl) await fs.writeFile(perfCtl, 'enable\n');
+  const commitsOf = () => (s.store instanceof SqliteStore ? s.store.writer.commits : 0);
+  const syncsOf = () => (s.store instanceof SqliteStore ? { ...s.store.writer.syncs } : { count: 0, ms: 0 });
+  const checkpointsOf = (): [number, number] =>
+    s.store instanceof SqliteStore ? [s.store.writer.checkpoints, s.store.writer.heldCheckpoints] : [0, 0];
+  const commits0 = commitsOf();
+  const syncs0 = syncsOf();
+  const [checkpoints0, held0] = checkpointsOf();
+  const cpu0 = process.cpuUsage();
+  const main0 = mainThreadCpuMs();
+  const written0 = charsWritten();
+  const pages = PAGES && instrumented;
+  const wal0 = pages ? (await fs.stat(`${sqliteFile}-wal`)).size : 0;
+  const start = performance.now();
+  // the service's start applied the first copy's first events (those due at once)
+  const from = replay.applied;
+  if (from < copy.from || from >= copy.to) throw new Error(`the replay is at event ${from}, not in this copy`);
+  // batches applied as the replay clock applies them (CaptureReplay.applyThrough): each one venue
+  // operation, awaited only when the replay's window of batches in flight is full (then until the
+  // oldest is durable and its reports delivered), as the replay clock awaits
+  let memMs = 0;
+  let waitMs = 0; // awaiting room in the window: the disk and the deliveries behind the replay
+  const cpuMem = { user: 0, system: 0 };
+  for (let i = from; i < copy.to; i += BATCH) {
+    const w = performance.now();
+    await replay.whenRoom();
+    waitMs += performance.now() - w;
+    const c = process.cpuUsage();
+    const t = performance.now();
+    replay.applyThrough(Math.min(copy.to, i + BATCH));
+    memMs += performance.now() - t;
+    const d = process.cpuUsage(c);
+    cpuMem.user += d.user;
+    cpuMem.system += d.system;
+    if (PACE_ENGINE) {
+      await replay.whenSettled();
+      await engineDone(s);
+    }
+  }
+  const w = performance.now();
+  await replay.whenSettled(); // every batch durable, its reports and book changes delivered
+  waitMs += performance.now() - w;
+  await venue.whenWritten();
+  const applied = copy.to - from;
+  const venueMs = performance.now() - start;
+  const cpuVenue = process.cpuUsage(cpu0);
+  // end to end: the engine handles what the replay caused
+  for (let round = 0; round < 5; round++) {
+    await s.strategies.idle();
+    await new Promise((r) => setImmediate(r));
+  }
+  const e2eMs = performance.now() - start;
+  const cpuAll = process.cpuUsage(cpu0);
+  const mainMs = mainThreadCpuMs() - main0;
+  const written = charsWritten() - written0;
+  const commits = commitsOf() - commits0;
+  const syncs1 = syncsOf();
+  const [checkpoints1, held1] = checkpointsOf();
+  if (perfCtl) await fs.writeFile(perfCtl, 'disable\n');
+  if (profiler) {
+    const { profile } = await profiler.post('Profiler.stop');
+    await fs.mkdir(process.env.BENCH_CPU_PROF!, { recursive: true });
+    await fs.writeFile(path.join(process.env.BENCH_CPU_PROF!, 'replay.cpuprofile'), JSON.stringify(profile));
+    profiler.disconnect();
+  }
+  // the next copy's set-up and replay are not this one's
+  await engineDone(s);
+  counting.on = false;
+
+  const figures: ReplayFigures = {
+    perSec: applied / (e2eMs / 1000),
+    mainUs: (mainMs * 1000) / applied,
+    // V8's compiler and GC helper threads, the fsyncs' kernel time, the checkpointer
+    otherUs: (cpuAll.user + cpuAll.system - mainMs * 1000) / applied,
+  };
+  if (warmUp) {
+    console.log(
+      `${label}: ${Math.round(figures.perSec).toLocaleString('en-US')} events/s end to end ` +
+        `(${e2eMs.toFixed(0)} ms; CPU µs an event: main thread ${figures.mainUs.toFixed(1)}, other threads ` +
+        `${figures.otherUs.toFixed(1)}; heap used after ${(process.memoryUsage().heapUsed / 1e6).toFixed(0)} MB)`,
+    );
+    return figures;
+  }
+  const all = await mine();
+  const byStatus: Record<string, number> = {};
+  for (const r of all) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+  const byResolution = (r: (typeof all)[number]) =>
+    r.status === 'CANCELED' && (r.view as { message?: string }).message === 'market resolved';
+  // fired: the stop triggered (it planned its sell: a child sequence number was used), whatever came after
+  // (a stop that fired as its market resolved ends CANCELED, market resolved, its sell refused there)
+  const firedOf = (r: (typeof all)[number]) =>
+    // the stored form read back (engine/actor-host.ts SnapshotForm)
+    ((s.host.storedSnapshot(r) as { context?: { seq?: number } }).context?.seq ?? 0) > 0;
+  const fired = all.filter(firedOf).length;
+  const firedThenResolved = all.filter((r) => firedOf(r) && byResolution(r)).length;
+  const endedByResolution = all.filter(byResolution).length;
+  const resolvedMarkets = [...copy.conditionIds].filter((c) => venue.marketStatus(c)?.resolved).length;
+  const perSec = (ms: number) => Math.round(applied / (ms / 1000)).toLocaleString('en-US');
+  const cpuUs = (c: NodeJS.CpuUsage) =>
+    `${((c.user + c.system) / applied).toFixed(1)} µs/event ` +
+    `= ${Math.round((applied * 1e6) / (c.user + c.system)).toLocaleString('en-US')} events per ` +
+    `CPU second`;
+  console.log(
+    `venue, in memory (every event applied to books, ledger, order states): ${perSec(memMs)} ` +
+      `events/s (${memMs.toFixed(0)} ms; CPU ${cpuUs(cpuMem)}) — goal ≥ 50,000/s`,
+  );
+  console.log(
+    `venue, durable (journal entries written, reports and book changes delivered to the ` +
+      `engine): ${perSec(venueMs)} events/s (${venueMs.toFixed(0)} ms; CPU ${cpuUs(cpuVenue)})`,
+  );
+  console.log(
+    `end to end (engine done with every report and trigger): ${perSec(e2eMs)} ` +
+      `events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)}; the main thread's ` +
+      `${figures.mainUs.toFixed(1)} µs/event, the other threads' ${figures.otherUs.toFixed(1)})`,
+  );
+  console.log(
+    `store commits during the replay: ${commits} ` +
+      `(${(commits / Math.ceil(applied / BATCH)).toFixed(1)} a batch); WAL fsyncs ${syncs1.count - syncs0.count} ` +
+      `taking ${(syncs1.ms - syncs0.ms).toFixed(0)} ms in all (one after the other, beside the main thread); ` +
+      `checkpoints ${checkpoints1 - checkpoints0} ` +
+      `(${held1 - held0} holding the writes); waiting for room in the replay's window (the disk and the ` +
+      `deliveries behind) ` +
+      `${waitMs.toFixed(0)} ms; written ${(written / 1e6).toFixed(1)} MB (WAL and checkpoints: ` +
+      `${(written / 1024 / Math.max(commits, 1)).toFixed(0)} KB a commit)`,
+  );
+  console.log(
+    `strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market ` +
+      `resolved); ended CANCELED by resolution: ${endedByResolution}; by status: ${JSON.stringify(byStatus)}`,
+  );
+  const failed = all.find((r) => r.status === 'FAILED');
+  if (failed) console.log(`a fired stop that FAILED says: ${(failed.view as { message?: string }).message}`);
+  console.log(
+    `user fills: ${fills}; resting orders canceled by ` +
+      `resolution: ${resolvedCancels}; markets resolved: ${resolvedMarkets}`,
+  );
+  if (pages) {
+    console.log(`pages the replay's commits wrote to the WAL (checkpoints off), by table and index:`);
+    for (const t of walPagesByTree(sqliteFile, wal0).slice(0, 16))
+      console.log(`  ${t.name.padEnd(64)} ${String(t.frames).padStart(6)} pages ${t.mb.toFixed(2).padStart(6)} MB`);
+  }
+  return figures;
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `bench:replay — ${STRATEGIES} armed STOP_LOSS, ${ORDERS} resting LIMIT buys, batches ` +
+      `of ${BATCH} events, ${WARM_UPS} warm-up and ${RUNS} measured replays in one service, node ${process.version}, ` +
+      `${os.cpus().length} cores`,
+  );
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-replay-'));
   try {
-    const catalogue = loadCatalogue();
-    const capture = catalogue.capture!;
+    const { catalogue, copies } = withCopies(loadCatalogue(), WARM_UPS + RUNS);
     // SIM_CAPTURE_SPEED 1 (real time): the capture clock barely moves; the bench drives the capture itself
     const config = loadConfig({
       DATA_DIR: process.env.BENCH_MEMORY ? ':memory:' : dir,
@@ -151,235 +459,45 @@ async function replayOnce(label: string, warmUp: boolean, instrumented: boolean)
       SIM_INITIAL_PUSD: '1000000',
       TRADE_HISTORY: process.env.TRADE_HISTORY, // off: what recording fills and prints costs
     });
-    // BENCH_PAGES: the WAL keeps every frame of the replay (no checkpoint starts it over)
-    const store =
-      PAGES && instrumented ? await SqliteStore.open(dir, { checkpointBytes: Number.MAX_SAFE_INTEGER }) : undefined;
+    // BENCH_PAGES: the WAL keeps every frame of the replays (no checkpoint starts it over)
+    const store = PAGES ? await SqliteStore.open(dir, { checkpointBytes: Number.MAX_SAFE_INTEGER }) : undefined;
     const s: Services = (await startServices(config, createLogger('silent'), { catalogue, store })).services;
+    (s.venue as SimVenue).capture!.stop();
     const sqliteFile = path.join(dir, SQLITE_FILE);
-    const venue = s.venue as SimVenue;
-    const replay = venue.capture!;
-    replay.stop();
-    const { user } = await s.users.provision('demo', 'bench', null);
-    const { user: bidder } = await s.users.provision('demo', 'bidder', null);
-    const tokens = [...catalogue.captureTokens!];
-    const ledger = (venue as unknown as { ledger: Ledger }).ledger;
-    for (const t of tokens)
-      ledger.walletOf(user._id).positions.set(t, { shares: dec(1_000), reserved: dec(0), cost: dec(0) });
-
-    const t0 = performance.now();
-    for (let i = 0; i < STRATEGIES; i++) {
-      const token = tokens[2 * (i % (tokens.length / 2))]!; // first outcome (Up) of each market
-      // every captured bid is at 0.99 or above: half the stops (at 0.99)
-      // fire when a bid appears, the others wait for the resolution
-      const level = i % 2 ? str(dec('0.30').plus(dec('0.01').times(i % 40))) : '0.99';
-      await s.strategies.start(
-        'demo',
-        s.strategies.check(user._id, { symbol: token, side: 'sell', type: 'STOP_LOSS', price: level, size: '5' }),
-      );
-    }
-    for (let i = 0; i < ORDERS; i++) {
-      // second outcome (Down): a low bid there is no stop's trigger
-      const token = tokens[2 * (i % (tokens.length / 2)) + 1]!;
-      const price = str(dec('0.01').times(1 + (i % 10))); // 0.01 … 0.10
-      await s.orders.place(
-        'demo',
-        s.orders.check(bidder._id, { symbol: token, side: 'buy', type: 'LIMIT', price, size: '5' }),
-      );
-    }
-    const armedBefore = (await s.actors.find({ kind: 'strategy', status: 'ACTIVE' })).length;
-    if (!warmUp)
-      console.log(
-        `${label}: set-up: ${armedBefore} of ${STRATEGIES} strategies armed (ACTIVE) and ${ORDERS} ` +
-          `orders resting in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
-      );
-
-    let fills = 0;
-    let resolvedCancels = 0;
-    venue.onReport((r) => {
-      if (r.type === 'venue.filled') fills++;
-      else if (r.type === 'venue.canceled' && r.reason === 'market resolved') resolvedCancels++;
-    });
-    const profiler = process.env.BENCH_CPU_PROF && instrumented ? new Session() : null;
-    if (profiler) {
-      profiler.connect();
-      await profiler.post('Profiler.enable');
-      await profiler.post('Profiler.start');
-    }
-    // BENCH_PERF_CTL=<fifo>: `perf record --control fifo:<fifo> -D -1` samples the first measured replay only
-    const perfCtl = instrumented ? process.env.BENCH_PERF_CTL : undefined;
-    if (perfCtl) await fs.writeFile(perfCtl, 'enable\n');
-    const commitsOf = () => (s.store instanceof SqliteStore ? s.store.writer.commits : 0);
-    const syncsOf = () => (s.store instanceof SqliteStore ? { ...s.store.writer.syncs } : { count: 0, ms: 0 });
-    const checkpointsOf = (): [number, number] =>
-      s.store instanceof SqliteStore ? [s.store.writer.checkpoints, s.store.writer.heldCheckpoints] : [0, 0];
-    const commits0 = commitsOf();
-    const syncs0 = syncsOf();
-    const [checkpoints0, held0] = checkpointsOf();
-    const cpu0 = process.cpuUsage();
-    const main0 = mainThreadCpuMs();
-    const written0 = charsWritten();
-    const wal0 = PAGES ? (await fs.stat(`${sqliteFile}-wal`)).size : 0;
-    const start = performance.now();
-    const events = capture.events;
-    let applied = replay.applied;
-    // batches applied as the replay clock applies them (CaptureReplay.applyThrough): each one venue
-    // operation, awaited only when the replay's window of batches in flight is full (then until the
-    // oldest is durable and its reports delivered), as the replay clock awaits
-    let memMs = 0;
-    let waitMs = 0; // awaiting room in the window: the disk and the deliveries behind the replay
-    const cpuMem = { user: 0, system: 0 };
-    for (let i = applied; i < events.length; i += BATCH) {
-      const w = performance.now();
-      await replay.whenRoom();
-      waitMs += performance.now() - w;
-      const c = process.cpuUsage();
-      const t = performance.now();
-      replay.applyThrough(Math.min(events.length, i + BATCH));
-      memMs += performance.now() - t;
-      const d = process.cpuUsage(c);
-      cpuMem.user += d.user;
-      cpuMem.system += d.system;
-      if (PACE_ENGINE) {
-        await replay.whenSettled();
-        await engineDone(s);
-      }
-    }
-    const w = performance.now();
-    await replay.whenSettled(); // every batch durable, its reports and book changes delivered
-    waitMs += performance.now() - w;
-    await venue.whenWritten();
-    applied = events.length - applied;
-    const venueMs = performance.now() - start;
-    const cpuVenue = process.cpuUsage(cpu0);
-    // end to end: the engine handles what the replay caused
-    for (let round = 0; round < 5; round++) {
-      await s.strategies.idle();
-      await new Promise((r) => setImmediate(r));
-    }
-    const e2eMs = performance.now() - start;
-    const cpuAll = process.cpuUsage(cpu0);
-    const mainMs = mainThreadCpuMs() - main0;
-    const written = charsWritten() - written0;
-    const commits = commitsOf() - commits0;
-    const syncs1 = syncsOf();
-    const [checkpoints1, held1] = checkpointsOf();
-    if (perfCtl) await fs.writeFile(perfCtl, 'disable\n');
-    if (profiler) {
-      const { profile } = await profiler.post('Profiler.stop');
-      await fs.mkdir(process.env.BENCH_CPU_PROF!, { recursive: true });
-      await fs.writeFile(path.join(process.env.BENCH_CPU_PROF!, 'replay.cpuprofile'), JSON.stringify(profile));
-      profiler.disconnect();
-    }
-
-    const figures: ReplayFigures = {
-      perSec: applied / (e2eMs / 1000),
-      mainUs: (mainMs * 1000) / applied,
-      // V8's compiler and GC helper threads, the fsyncs' kernel time, the checkpointer
-      otherUs: (cpuAll.user + cpuAll.system - mainMs * 1000) / applied,
-    };
-    if (warmUp) {
-      console.log(
-        `${label}: ${Math.round(figures.perSec).toLocaleString('en-US')} events/s end to end ` +
-          `(${e2eMs.toFixed(0)} ms; CPU µs an event: main thread ${figures.mainUs.toFixed(1)}, other threads ` +
-          `${figures.otherUs.toFixed(1)}; heap used after ${(process.memoryUsage().heapUsed / 1e6).toFixed(0)} MB)`,
-      );
-      await s.stop();
-      return figures;
-    }
-    const all = await s.actors.find({ kind: 'strategy' });
-    const byStatus: Record<string, number> = {};
-    for (const r of all) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
-    const byResolution = (r: (typeof all)[number]) =>
-      r.status === 'CANCELED' && (r.view as { message?: string }).message === 'market resolved';
-    // fired: the stop triggered (it planned its sell: a child sequence number was used), whatever came after
-    // (a stop that fired as its market resolved ends CANCELED, market resolved, its sell refused there)
-    const firedOf = (r: (typeof all)[number]) =>
-      // the stored form read back (engine/actor-host.ts SnapshotForm)
-      ((s.host.storedSnapshot(r) as { context?: { seq?: number } }).context?.seq ?? 0) > 0;
-    const fired = all.filter(firedOf).length;
-    const firedThenResolved = all.filter((r) => firedOf(r) && byResolution(r)).length;
-    const endedByResolution = all.filter(byResolution).length;
-    const resolvedMarkets = catalogue.markets.filter((m) => venue.marketStatus(m.conditionId)?.resolved).length;
-
-    const perSec = (ms: number) => Math.round(applied / (ms / 1000)).toLocaleString('en-US');
-    const cpuUs = (c: NodeJS.CpuUsage) =>
-      `${((c.user + c.system) / applied).toFixed(1)} µs/event ` +
-      `= ${Math.round((applied * 1e6) / (c.user + c.system)).toLocaleString('en-US')} events per ` +
-      `CPU second`;
+    const capture = catalogue.capture!;
     console.log(
-      `capture events applied: ${applied} (levels, trade prints, tick changes, resolutions); ` +
+      `capture events a replay: ${copies[0]!.to - copies[0]!.from} ` +
+        `(levels, trade prints, tick changes, resolutions); ` +
         `skipped ${capture.skips.errorRows} error rows, ${capture.skips.unusable} unusable`,
     );
-    console.log(
-      `venue, in memory (every event applied to books, ledger, order states): ${perSec(memMs)} ` +
-        `events/s (${memMs.toFixed(0)} ms; CPU ${cpuUs(cpuMem)}) — goal ≥ 50,000/s`,
-    );
-    console.log(
-      `venue, durable (journal entries written, reports and book changes delivered to the ` +
-        `engine): ${perSec(venueMs)} events/s (${venueMs.toFixed(0)} ms; CPU ${cpuUs(cpuVenue)})`,
-    );
-    console.log(
-      `end to end (engine done with every report and trigger): ${perSec(e2eMs)} ` +
-        `events/s (${e2eMs.toFixed(0)} ms; CPU ${cpuUs(cpuAll)}; the main thread's ` +
-        `${figures.mainUs.toFixed(1)} µs/event, the other threads' ${figures.otherUs.toFixed(1)})`,
-    );
-    console.log(
-      `store commits during the replay: ${commits} ` +
-        `(${(commits / Math.ceil(applied / BATCH)).toFixed(1)} a batch); WAL fsyncs ${syncs1.count - syncs0.count} ` +
-        `taking ${(syncs1.ms - syncs0.ms).toFixed(0)} ms in all (one after the other, beside the main thread); ` +
-        `checkpoints ${checkpoints1 - checkpoints0} ` +
-        `(${held1 - held0} holding the writes); waiting for room in the replay's window (the disk and the ` +
-        `deliveries behind) ` +
-        `${waitMs.toFixed(0)} ms; written ${(written / 1e6).toFixed(1)} MB (WAL and checkpoints: ` +
-        `${(written / 1024 / Math.max(commits, 1)).toFixed(0)} KB a commit)`,
-    );
-    console.log(
-      `strategies fired: ${fired} (${firedThenResolved} of them as their market resolved: CANCELED, market ` +
-        `resolved); ended CANCELED by resolution: ${endedByResolution}; by status: ${JSON.stringify(byStatus)}`,
-    );
-    const failed = all.find((r) => r.status === 'FAILED');
-    if (failed) console.log(`a fired stop that FAILED says: ${(failed.view as { message?: string }).message}`);
-    console.log(
-      `user fills: ${fills}; resting orders canceled by ` +
-        `resolution: ${resolvedCancels}; markets resolved: ${resolvedMarkets}`,
-    );
-    if (PAGES && instrumented) {
-      console.log(`pages the replay's commits wrote to the WAL (checkpoints off), by table and index:`);
-      for (const t of walPagesByTree(sqliteFile, wal0).slice(0, 16))
-        console.log(`  ${t.name.padEnd(64)} ${String(t.frames).padStart(6)} pages ${t.mb.toFixed(2).padStart(6)} MB`);
+    const firsts: ReplayFigures[] = [];
+    const runs: ReplayFigures[] = [];
+    for (const [i, copy] of copies.entries()) {
+      const warmUp = i < WARM_UPS;
+      const label = warmUp
+        ? `warm-up replay ${i + 1} of ${WARM_UPS}`
+        : `measured replay ${i + 1 - WARM_UPS} of ${RUNS}${i === copies.length - 1 ? " (the capture's own ids)" : ''}`;
+      (warmUp ? firsts : runs).push(await replayCopy(s, copy, label, warmUp, i === WARM_UPS, sqliteFile));
     }
     await s.stop();
-    return figures;
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1]!;
+    const events = (x: number) => Math.round(x).toLocaleString('en-US');
+    const cold = (firsts[0] ?? runs[0])!;
+    console.log(
+      `the service's first replay (V8 compiling the engine as it runs): ${events(cold.perSec)} events/s end to end ` +
+        `(CPU µs an event: main thread ${cold.mainUs.toFixed(1)}, other threads ${cold.otherUs.toFixed(1)})`,
+    );
+    console.log(
+      `end to end, median of the ${RUNS} measured replays after ${WARM_UPS} warm-up${WARM_UPS === 1 ? '' : 's'}: ` +
+        `${events(median(runs.map((r) => r.perSec)))} events/s ` +
+        `(each: ${runs.map((r) => events(r.perSec)).join(', ')}; ` +
+        `CPU µs an event, median: main thread ${median(runs.map((r) => r.mainUs)).toFixed(1)}, other threads ` +
+        `${median(runs.map((r) => r.otherUs)).toFixed(1)}) — goal ≥ 40,000/s`,
+    );
   } finally {
     if (process.env.BENCH_KEEP) console.log(`data folder kept: ${dir}`);
     else await fs.rm(dir, { recursive: true, force: true });
   }
-}
-
-async function main(): Promise<void> {
-  console.log(
-    `bench:replay — ${STRATEGIES} armed STOP_LOSS, ${ORDERS} resting LIMIT buys, batches ` +
-      `of ${BATCH} events, node ${process.version}, ${os.cpus().length} cores`,
-  );
-  const firsts: ReplayFigures[] = [];
-  for (let i = 1; i <= WARM_UPS; i++)
-    firsts.push(await replayOnce(`warm-up replay ${i} of ${WARM_UPS} (a service of its own)`, true, false));
-  const runs: ReplayFigures[] = [];
-  for (let i = 1; i <= RUNS; i++)
-    runs.push(await replayOnce(`measured replay ${i} of ${RUNS} (a service of its own)`, false, i === 1));
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1]!;
-  const events = (x: number) => Math.round(x).toLocaleString('en-US');
-  const cold = (firsts[0] ?? runs[0])!;
-  console.log(
-    `the process's first replay (V8 compiling the engine as it runs): ${events(cold.perSec)} events/s end to end ` +
-      `(CPU µs an event: main thread ${cold.mainUs.toFixed(1)}, other threads ${cold.otherUs.toFixed(1)})`,
-  );
-  console.log(
-    `end to end, median of the ${RUNS} measured replays after ${WARM_UPS} warm-up${WARM_UPS === 1 ? '' : 's'}: ` +
-      `${events(median(runs.map((r) => r.perSec)))} events/s (each: ${runs.map((r) => events(r.perSec)).join(', ')}; ` +
-      `CPU µs an event, median: main thread ${median(runs.map((r) => r.mainUs)).toFixed(1)}, other threads ` +
-      `${median(runs.map((r) => r.otherUs)).toFixed(1)}) — goal ≥ 40,000/s`,
-  );
 }
 
 main().catch((err) => {
