@@ -162,6 +162,7 @@ function withCopies(catalogue: Catalogue, n: number): { catalogue: Catalogue; co
   const capture = catalogue.capture!;
   const spanMs = capture.endMs - capture.startMs + 3_600_000;
   const byCondition = new Map(catalogue.markets.map((m) => [m.conditionId, m]));
+  const conditions = new Set(byCondition.keys()); // the catalogue's and the copies' so far
   const markets = [...catalogue.markets];
   const tokens = new Map(catalogue.tokens);
   const captureTokens = new Set(catalogue.captureTokens);
@@ -180,7 +181,8 @@ function withCopies(catalogue: Catalogue, n: number): { catalogue: Catalogue; co
         captureMarkets.push(cm);
         continue;
       }
-      if (byCondition.has(id(cm.conditionId))) throw new Error(`copy id ${id(cm.conditionId)} taken`);
+      if (conditions.has(id(cm.conditionId))) throw new Error(`copy id ${id(cm.conditionId)} taken`);
+      conditions.add(id(cm.conditionId));
       const m = byCondition.get(cm.conditionId)!;
       markets.push({
         ...m,
