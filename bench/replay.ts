@@ -54,11 +54,10 @@
 import { readFileSync } from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { Session } from 'node:inspector/promises';
-import { charsWritten, mainThreadCpuMs } from './proc.js';
+import { built, charsWritten, mainThreadCpuMs } from './proc.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { built } from './proc.js';
 import type { Services } from '../engine/service.js';
 import type { Capture, CaptureEvent } from '../engine/venue/capture.js';
 import type { Catalogue } from '../engine/venue/markets.js';
@@ -130,6 +129,12 @@ async function engineDone(s: Services): Promise<void> {
     await (s.venue as SimVenue).whenWritten();
     await new Promise((r) => setImmediate(r));
   }
+}
+
+/** The venue's reports a replay counts: user fills and orders canceled by a resolution (reset per replay). */
+interface ReportTally {
+  fills: number;
+  resolvedCancels: number;
 }
 
 /** One copy of the capture's markets in the service's catalogue ({@link withCopies}). */
@@ -234,10 +239,11 @@ function withCopies(catalogue: Catalogue, n: number): { catalogue: Catalogue; co
  * Sets up 1,000 armed STOP_LOSS and 1,000 resting LIMIT buys on the markets of `copy`, then replays its
  * events as the replay clock applies them, until the engine is done with what they caused. Prints one line
  * (`warmUp`) or the full report, and returns the end-to-end figures. `instrumented`: the replay the profile,
- * perf and WAL pages are taken of (the first measured one).
+ * perf and WAL pages are taken of (the first measured one). `tally`: counted by the one report listener.
  */
 async function replayCopy(
   s: Services,
+  tally: ReportTally,
   copy: CaptureCopy,
   label: string,
   warmUp: boolean,
@@ -273,7 +279,7 @@ async function replayCopy(
       s.orders.check(bidder._id, { symbol: token, side: 'buy', type: 'LIMIT', price, size: '5' }),
     );
   }
-  const mine = async () => (await s.actors.find({ kind: 'strategy' })).filter((r) => r.ownerUserId === user._id);
+  const mine = () => s.actors.find({ kind: 'strategy', ownerUserId: user._id });
   const armedBefore = (await mine()).filter((r) => r.status === 'ACTIVE').length;
   if (!warmUp)
     console.log(
@@ -281,14 +287,8 @@ async function replayCopy(
         `orders resting in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
 
-  let fills = 0;
-  let resolvedCancels = 0;
-  const counting = { on: true };
-  venue.onReport((r) => {
-    if (!counting.on) return;
-    if (r.type === 'venue.filled') fills++;
-    else if (r.type === 'venue.canceled' && r.reason === 'market resolved') resolvedCancels++;
-  });
+  tally.fills = 0;
+  tally.resolvedCancels = 0;
   const profiler = process.env.BENCH_CPU_PROF && instrumented ? new Session() : null;
   if (profiler) {
     profiler.connect();
@@ -364,7 +364,7 @@ async function replayCopy(
   }
   // the next copy's set-up and replay are not this one's
   await engineDone(s);
-  counting.on = false;
+  const { fills, resolvedCancels } = tally;
 
   const figures: ReplayFigures = {
     perSec: applied / (e2eMs / 1000),
@@ -465,6 +465,11 @@ async function main(): Promise<void> {
     const store = PAGES ? await SqliteStore.open(dir, { checkpointBytes: Number.MAX_SAFE_INTEGER }) : undefined;
     const s: Services = (await startServices(config, createLogger('silent'), { catalogue, store })).services;
     (s.venue as SimVenue).capture!.stop();
+    const tally: ReportTally = { fills: 0, resolvedCancels: 0 };
+    s.venue.onReport((r) => {
+      if (r.type === 'venue.filled') tally.fills++;
+      else if (r.type === 'venue.canceled' && r.reason === 'market resolved') tally.resolvedCancels++;
+    });
     const sqliteFile = path.join(dir, SQLITE_FILE);
     const capture = catalogue.capture!;
     console.log(
@@ -479,7 +484,7 @@ async function main(): Promise<void> {
       const label = warmUp
         ? `warm-up replay ${i + 1} of ${WARM_UPS}`
         : `measured replay ${i + 1 - WARM_UPS} of ${RUNS}${i === copies.length - 1 ? " (the capture's own ids)" : ''}`;
-      (warmUp ? firsts : runs).push(await replayCopy(s, copy, label, warmUp, i === WARM_UPS, sqliteFile));
+      (warmUp ? firsts : runs).push(await replayCopy(s, tally, copy, label, warmUp, i === WARM_UPS, sqliteFile));
     }
     await s.stop();
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1]!;
