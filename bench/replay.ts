@@ -29,10 +29,12 @@
  * a market resolves depends on that), so they check that a change kept the behaviour.
  * TRADE_HISTORY=off runs it without the trade history (prints and fills not recorded), for its cost.
  * BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the first measured replay (set-up excluded) to
- * <dir>/replay.cpuprofile (open it in Chrome DevTools). It samples wall time: on a busy machine the
- * time the thread waited for a core lands on whatever native call was on the stack (process.cpuUsage,
- * fdatasync); BENCH_PERF_CTL=<fifo> has `perf record --control fifo:<fifo> -D -1` sample CPU time
- * of the first measured replay only (run node with --perf-basic-prof for the JavaScript names).
+ * <dir>/replay.cpuprofile (open it in Chrome DevTools), a sample every 100 µs; with BENCH_HEAP=1 also
+ * a sampled profile of what it allocates, <dir>/replay.heapprofile (collected objects included). It
+ * samples wall time: on a busy machine the time the thread waited for a core lands on whatever native
+ * call was on the stack (process.cpuUsage, fdatasync); BENCH_PERF_CTL=<fifo> has
+ * `perf record --control fifo:<fifo> -D -1` sample CPU time of the first measured replay only (run
+ * node with --perf-basic-prof for the JavaScript names).
  * BENCH_MEMORY=1 keeps the store in memory (DATA_DIR=:memory:): the difference is what the disk costs.
  * Warm-up, then measured replays, all in one service (one data folder): its catalogue holds
  * BENCH_WARMUP + BENCH_RUNS copies of the capture's markets (`withCopies`: the same events on markets of
@@ -293,6 +295,15 @@ async function replayCopy(
   if (profiler) {
     profiler.connect();
     await profiler.post('Profiler.enable');
+    // BENCH_HEAP=1: what the replay allocates (collected objects included), by stack
+    if (process.env.BENCH_HEAP)
+      await profiler.post('HeapProfiler.startSampling', {
+        samplingInterval: 2048,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    // a sample every 100 µs (V8's default, 1 ms, gives a replay a few hundred)
+    await profiler.post('Profiler.setSamplingInterval', { interval: 100 });
     await profiler.post('Profiler.start');
   }
   // BENCH_PERF_CTL=<fifo>: `perf record --control fifo:<fifo> -D -1` samples the first measured replay only
@@ -357,6 +368,11 @@ async function replayCopy(
   const [checkpoints1, held1] = checkpointsOf();
   if (perfCtl) await fs.writeFile(perfCtl, 'disable\n');
   if (profiler) {
+    if (process.env.BENCH_HEAP) {
+      const { profile: heap } = await profiler.post('HeapProfiler.stopSampling');
+      await fs.mkdir(process.env.BENCH_CPU_PROF!, { recursive: true });
+      await fs.writeFile(path.join(process.env.BENCH_CPU_PROF!, 'replay.heapprofile'), JSON.stringify(heap));
+    }
     const { profile } = await profiler.post('Profiler.stop');
     await fs.mkdir(process.env.BENCH_CPU_PROF!, { recursive: true });
     await fs.writeFile(path.join(process.env.BENCH_CPU_PROF!, 'replay.cpuprofile'), JSON.stringify(profile));

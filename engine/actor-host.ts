@@ -1216,6 +1216,11 @@ export interface ActorRestored {
 export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: [ActorRestored] }> {
   private readonly defs = new Map<string, ActorDefinition>();
   private readonly live = new Map<string, Live>();
+  /**
+   * Ids of {@link live}'s actors by kind (what {@link liveIds} lists, without walking every live
+   * actor: the strategy service asks at each market's resolution, with thousands of orders live).
+   */
+  private readonly liveByKind = new Map<string, Set<string>>();
   private readonly queues = new Map<string, Promise<unknown>>();
   /** Events waiting for the next batch of each actor. */
   private readonly mailboxes = new Map<string, Pending[]>();
@@ -1631,9 +1636,24 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
 
   /** Ids of the live (non-final) actors of `kind`. */
   liveIds(kind: string): string[] {
-    const out: string[] = [];
-    for (const [id, l] of this.live) if (l.def.kind === kind) out.push(id);
-    return out;
+    const ids = this.liveByKind.get(kind);
+    return ids ? [...ids] : [];
+  }
+
+  /** Holds `l` in memory as actor `id`'s live state ({@link live} and {@link liveByKind}). */
+  private setLive(id: string, l: Live): void {
+    this.live.set(id, l);
+    let ids = this.liveByKind.get(l.def.kind);
+    if (!ids) this.liveByKind.set(l.def.kind, (ids = new Set()));
+    ids.add(id);
+  }
+
+  /** Drops actor `id`'s live state, if held. */
+  private dropLive(id: string): void {
+    const l = this.live.get(id);
+    if (!l) return;
+    this.live.delete(id);
+    this.liveByKind.get(l.def.kind)?.delete(id);
   }
 
   /** Number of actors held in memory (passivated ones are not). */
@@ -1646,8 +1666,8 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     const id = l.record._id;
     const dormant =
       l.def.passivate?.(l.snapshot as never) === true && Object.keys(deadlinesOf(l.snapshot)).length === 0;
-    if (l.record.final || dormant) this.live.delete(id);
-    else this.live.set(id, l);
+    if (l.record.final || dormant) this.dropLive(id);
+    else this.setLive(id, l);
     if (l.record.final) {
       this.recentlyFinal.delete(id);
       this.recentlyFinal.set(id, l);
@@ -1775,7 +1795,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       return null;
     }
     const live: Live = { def, record: slim(record), snapshot };
-    if (!record.final) this.live.set(record._id, live);
+    if (!record.final) this.setLive(record._id, live);
     return live;
   }
 
@@ -1862,7 +1882,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       } catch (err) {
         if (err instanceof RevisionConflictError && attempt < 3) {
           this.log.warn({ actorId: id }, 'revision conflict, reloading actor');
-          this.live.delete(id);
+          this.dropLive(id);
           continue;
         }
         throw err;

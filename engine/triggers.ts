@@ -155,6 +155,12 @@ class Ladder {
   get size(): number {
     return this.levels.length + this.pendingLevels.length;
   }
+
+  /** Adds the id of every entry (placed or pending) to `out`. */
+  idsInto(out: Set<string>): void {
+    for (const id of this.ids) out.add(id);
+    for (const id of this.pendingIds) out.add(id);
+  }
 }
 
 /** The watches of one token. */
@@ -318,10 +324,16 @@ export class TriggerIndex {
 
   /** Ids of the strategies registered on `tokenId` (armed, or fired and held), for market events. */
   idsOn(tokenId: string): string[] {
-    const out: string[] = [];
-    for (const [id, reg] of this.byId) if (reg.tokenId === tokenId) out.push(id);
-    for (const [id, reg] of this.inDelivery) if (reg.tokenId === tokenId) out.push(id);
-    return out;
+    // from the token's own ladders (a market's resolution asks for its tokens: walking every armed
+    // strategy for each was most of what a resolution cost with thousands armed)
+    const out = new Set<string>();
+    const t = this.tokens.get(tokenId);
+    if (t) {
+      for (const ladder of LADDERS) t[ladder].idsInto(out);
+      for (const id of t.any) out.add(id);
+    }
+    if (this.inDelivery.size > 0) for (const [id, reg] of this.inDelivery) if (reg.tokenId === tokenId) out.add(id);
+    return [...out];
   }
 
   /** Whether strategy `id` is armed (registered in the ladders). */

@@ -242,6 +242,13 @@ export const PORTFOLIO_SNAPSHOT_VERSION = 2;
  */
 export const SNAPSHOT_WINDOW_SECONDS = 300;
 
+/**
+ * Least size of the applied `_id`s kept ({@link SNAPSHOT_WINDOW_SECONDS}) at which they are pruned
+ * (then at twice what stays): the maps stay near what the window holds, a few thousand entries at a
+ * busy tape's rate, instead of growing to a hundred thousand keys, every lookup then a cache miss.
+ */
+const MIN_PRUNE_AT = 4_096;
+
 /** Kinds of records, as a snapshot's `applied` keys name them: tape trades, trader fills, cash moves. */
 type RecordKind = 't' | 'f' | 'c';
 /** Every {@link RecordKind}. */
@@ -388,7 +395,7 @@ export class Portfolio {
   /** The entries of {@link recent}'s maps. */
   private recentSize = 0;
   /** {@link recentSize} beyond which {@link recent} is pruned. */
-  private pruneAt = 100_000;
+  private pruneAt = MIN_PRUNE_AT;
   /** Records applied, by kind. */
   private readonly counts: RecordCounts = { trades: 0, fills: 0, cash: 0 };
   private snapshots: SnapshotOptions | undefined;
@@ -785,7 +792,7 @@ export class Portfolio {
       for (const [id, block] of recent) if (block < from) recent.delete(id);
     }
     this.recentSize = this.recent.t.size + this.recent.f.size + this.recent.c.size;
-    this.pruneAt = Math.max(100_000, 2 * this.recentSize);
+    this.pruneAt = Math.max(MIN_PRUNE_AT, 2 * this.recentSize);
   }
 
   /**

@@ -46,11 +46,8 @@ export class OrderBook {
     return side === 'buy' ? this.bids : this.asks;
   }
 
-  /** Adds a resting order at the back of its level. */
-  add(order: Resting): void {
-    const levels = this.levels(order.side);
-    const buy = order.side === 'buy';
-    const key = order.key;
+  /** Where the level of price key `key` is, or would go, among `levels` of `side` (binary search). */
+  private static levelIndex(levels: BookLevel[], buy: boolean, key: number): number {
     let lo = 0;
     let hi = levels.length;
     while (lo < hi) {
@@ -59,6 +56,13 @@ export class OrderBook {
       if (buy ? k > key : k < key) lo = mid + 1;
       else hi = mid;
     }
+    return lo;
+  }
+
+  /** Adds a resting order at the back of its level. */
+  add(order: Resting): void {
+    const levels = this.levels(order.side);
+    const lo = OrderBook.levelIndex(levels, order.side === 'buy', order.key);
     const at = levels[lo];
     if (at && at.key === order.key) at.orders.push(order);
     else levels.splice(lo, 0, { key: order.key, price: order.price, orders: [order] });
@@ -76,8 +80,7 @@ export class OrderBook {
     if (!order) return undefined;
     this.index.delete(orderId);
     const levels = this.levels(order.side);
-    let li = 0;
-    while (levels[li]!.key !== order.key) li++;
+    const li = OrderBook.levelIndex(levels, order.side === 'buy', order.key);
     const level = levels[li]!;
     level.orders.splice(level.orders.indexOf(order), 1);
     if (level.orders.length === 0) levels.splice(li, 1);

@@ -392,6 +392,9 @@ describe('ActorHost', () => {
     host.register({ ...def, machineId: 'idle', logic: noDeadline } as never);
     await host.create('idle', { id: 'p3', input: {} as never, partnerId: 'p', ownerUserId: 'u' });
     expect(host.snapshotOf('p3')).toBeNull();
+    // the live ones of a kind: not the final p1 nor the passivated p3
+    expect(host.liveIds('strategy')).toEqual(['p2']);
+    expect(host.liveIds('order')).toEqual([]);
     const after = await host.send('p3', { type: 'bump' });
     expect(after).toMatchObject({ revision: 2, view: { n: 3 } });
     expect(host.snapshotOf('p3')).toBeNull();
@@ -408,6 +411,9 @@ describe('ActorHost', () => {
     expect(restored.sort()).toEqual(['p2 live n=5', 'p3 dormant n=3']);
     expect(host2.snapshotOf('p3')).toBeNull();
     expect(host2.snapshotOf('p2')).not.toBeNull();
+    expect(host2.liveIds('strategy')).toEqual(['p2']);
+    await host2.send('p2', { type: 'finish' } as never);
+    expect(host2.liveIds('strategy')).toEqual([]);
   });
 
   it('restores dormant actors lazily, in creation order; the next event quarantines one that fails', async () => {

@@ -233,6 +233,17 @@ describe('TriggerIndex against a naive model (property)', () => {
           for (const id of ['a', 'b', 'c', 'd', 'e']) expect(index.has(id)).toBe(model.armed.has(id));
           expect(index.size).toBe(model.armed.size);
           expect(index.pendingDeliveries).toBe(model.held.size);
+          // a market's strategies: every one armed or held on the token, each once
+          for (const tokenId of ['t1', 't2']) {
+            const on = index.idsOn(tokenId);
+            expect(new Set(on).size).toBe(on.length);
+            expect([...on].sort()).toEqual(
+              [...model.armed, ...model.held]
+                .filter(([, r]) => r.tokenId === tokenId)
+                .map(([id]) => id)
+                .sort(),
+            );
+          }
         }
         // whatever is still armed fires at a forced touch that crosses everything it waits for (no strategy lost)
         for (const tokenId of ['t1', 't2']) {
