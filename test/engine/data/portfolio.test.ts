@@ -5,6 +5,7 @@ import { Dec } from '../../../engine/decimal.js';
 import {
   Portfolio,
   SNAPSHOT_GAP_PER_DURATION,
+  SNAPSHOT_WINDOW_SECONDS,
   WINDOWS,
   type PortfolioFacts,
   type PortfolioSnapshot,
@@ -169,6 +170,24 @@ describe('Portfolio', () => {
     listener!(batch({ fills: [fill(A, 'SELL', '1', '0.5', t0)] }));
     expect(p.positions(A)[0]!.shares.toFixed()).toBe('5');
     expect(p.trader(A)!.total.realized.toFixed()).toBe('0.5');
+  });
+
+  it('keeps the applied ids of the snapshot window only, pruned as records pass: none applied twice', () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    const p = new Portfolio(facts, clock);
+    const t0 = clock.now();
+    // a fill a second for 6,000 s: past the pruning threshold, twenty times the window
+    const fills = Array.from({ length: 6_000 }, (_, i) => fill(A, 'BUY', '1', '0.5', t0 + i * 1000));
+    for (let i = 0; i < fills.length; i += 100) p.apply(batch({ fills: fills.slice(i, i + 100) }));
+    const bought = p.trader(A)!.total.volume.toFixed();
+    expect(bought).toBe('3000');
+    // the last ones again (a replay after a snapshot gives them): not applied twice
+    p.apply(batch({ fills: fills.slice(-100) }));
+    expect(p.trader(A)!.total.volume.toFixed()).toBe(bought);
+    // the snapshot lists exactly the records of the window
+    const last = fills[fills.length - 1]!.blockTimestamp;
+    const inWindow = fills.filter((f) => f.blockTimestamp >= last - SNAPSHOT_WINDOW_SECONDS);
+    expect(p.snapshot().applied.map(([key]) => key).sort()).toEqual(inWindow.map((f) => `f:${f._id}`).sort());
   });
 
   it('with every record inside the window, its PnL is realized + unrealized − fees (property)', () => {
