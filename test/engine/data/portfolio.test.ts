@@ -187,7 +187,12 @@ describe('Portfolio', () => {
     // the snapshot lists exactly the records of the window
     const last = fills[fills.length - 1]!.blockTimestamp;
     const inWindow = fills.filter((f) => f.blockTimestamp >= last - SNAPSHOT_WINDOW_SECONDS);
-    expect(p.snapshot().applied.map(([key]) => key).sort()).toEqual(inWindow.map((f) => `f:${f._id}`).sort());
+    expect(
+      p
+        .snapshot()
+        .applied.map(([key]) => key)
+        .sort(),
+    ).toEqual(inWindow.map((f) => `f:${f._id}`).sort());
   });
 
   it('with every record inside the window, its PnL is realized + unrealized − fees (property)', () => {
