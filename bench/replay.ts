@@ -368,14 +368,14 @@ async function replayCopy(
   const [checkpoints1, held1] = checkpointsOf();
   if (perfCtl) await fs.writeFile(perfCtl, 'disable\n');
   if (profiler) {
+    const dir = process.env.BENCH_CPU_PROF!;
+    await fs.mkdir(dir, { recursive: true });
     if (process.env.BENCH_HEAP) {
       const { profile: heap } = await profiler.post('HeapProfiler.stopSampling');
-      await fs.mkdir(process.env.BENCH_CPU_PROF!, { recursive: true });
-      await fs.writeFile(path.join(process.env.BENCH_CPU_PROF!, 'replay.heapprofile'), JSON.stringify(heap));
+      await fs.writeFile(path.join(dir, 'replay.heapprofile'), JSON.stringify(heap));
     }
     const { profile } = await profiler.post('Profiler.stop');
-    await fs.mkdir(process.env.BENCH_CPU_PROF!, { recursive: true });
-    await fs.writeFile(path.join(process.env.BENCH_CPU_PROF!, 'replay.cpuprofile'), JSON.stringify(profile));
+    await fs.writeFile(path.join(dir, 'replay.cpuprofile'), JSON.stringify(profile));
     profiler.disconnect();
   }
   // the next copy's set-up and replay are not this one's

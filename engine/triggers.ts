@@ -332,7 +332,7 @@ export class TriggerIndex {
       for (const ladder of LADDERS) t[ladder].idsInto(out);
       for (const id of t.any) out.add(id);
     }
-    if (this.inDelivery.size > 0) for (const [id, reg] of this.inDelivery) if (reg.tokenId === tokenId) out.add(id);
+    for (const [id, reg] of this.inDelivery) if (reg.tokenId === tokenId) out.add(id);
     return [...out];
   }
 
