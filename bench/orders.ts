@@ -16,7 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { freePort, spawnService } from '../test/process.js';
-import { cpuMs, writtenBytes } from './proc.js';
+import { cpuMs, mainCpuMs, writtenBytes } from './proc.js';
 
 /** Connection counts, one run each (`BENCH_CONNECTIONS=50,200,500`); the first also runs the echo. */
 const CONNECTION_LEVELS = (process.env.BENCH_CONNECTIONS ?? '50').split(',').map(Number);
@@ -53,6 +53,8 @@ interface Result {
   statuses: Record<string, number>;
   /** CPU time of the server process per request (µs, all its threads); null off Linux. */
   cpuUsPerReq: number | null;
+  /** Of which the main thread's (µs); the rest is V8's GC and compiler threads, libuv's pool. */
+  mainUsPerReq: number | null;
   /** Bytes the server process wrote to storage per request (WAL, checkpoints); null off Linux. */
   bytesPerReq: number | null;
   /** Wall-clock span of the run (epoch ms), to pick its event-loop blocks. */
@@ -151,6 +153,7 @@ async function run(
   durationS = DURATION_S,
 ): Promise<Result> {
   const cpu0 = cpuMs(serverPid);
+  const main0 = mainCpuMs(serverPid);
   const written0 = writtenBytes(serverPid);
   const fromMs = Date.now();
   const errorKinds: Record<string, number> = {};
@@ -163,10 +166,13 @@ async function run(
     });
   });
   const cpu1 = cpuMs(serverPid);
+  const main1 = mainCpuMs(serverPid);
   const written1 = writtenBytes(serverPid);
   const toMs = Date.now();
   const cpuUsPerReq =
     cpu0 !== null && cpu1 !== null && r.requests.total > 0 ? ((cpu1 - cpu0) * 1000) / r.requests.total : null;
+  const mainUsPerReq =
+    main0 !== null && main1 !== null && r.requests.total > 0 ? ((main1 - main0) * 1000) / r.requests.total : null;
   const bytesPerReq =
     written0 !== null && written1 !== null && r.requests.total > 0 ? (written1 - written0) / r.requests.total : null;
   const statuses: Record<string, number> = {};
@@ -185,6 +191,7 @@ async function run(
     non2xx: r.non2xx,
     statuses,
     cpuUsPerReq,
+    mainUsPerReq,
     bytesPerReq,
     fromMs,
     toMs,
@@ -211,7 +218,11 @@ const warmUpText = (label: string, r: Result) =>
   `${`${label}, warm-up ${WARMUP_S} s`.padEnd(32)} ${r.rps.toFixed(0).padStart(6)} req/s` +
   `${cpuText(r)} (not counted)`;
 
-const cpuText = (r: Result) => (r.cpuUsPerReq === null ? '' : `  server CPU ${r.cpuUsPerReq.toFixed(0)} µs/req`);
+const cpuText = (r: Result) =>
+  r.cpuUsPerReq === null
+    ? ''
+    : `  server CPU ${r.cpuUsPerReq.toFixed(0)} µs/req` +
+      (r.mainUsPerReq === null ? '' : ` (main thread ${r.mainUsPerReq.toFixed(0)})`);
 
 async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();

@@ -11,6 +11,21 @@ export function cpuMs(pid: number): number | null {
 }
 
 /**
+ * CPU time (ms) a process's main thread (the event loop's) has used so far, from /proc (Linux); null
+ * elsewhere. The rest of {@link cpuMs} is its other threads': V8's GC and compiler helpers, libuv's
+ * pool, workers.
+ */
+export function mainCpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * CPU time of the main thread (the one the event loop runs on) so far, ms, from /proc (Linux; 0
  * elsewhere): what bounds the wall time, the other threads (GC, compiler, fsyncs, the
  * checkpointer) run beside it.

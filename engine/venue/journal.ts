@@ -258,7 +258,11 @@ interface TakenState {
 export interface JournalOptions {
   store: Store;
   log: Logger;
-  /** Journal entries between checkpoints (default 5,000). */
+  /**
+   * Journal entries between checkpoints: at least this many (default 5,000), and at least as many as
+   * the last checkpoint held rows (wallets and orders), so that a checkpoint's cost, which grows with the
+   * state, stays about one row per entry however large the state grows.
+   */
   checkpointEvery?: number;
   /** Bound on one checkpoint chunk document, bytes (default {@link CHECKPOINT_CHUNK_BYTES}; tests set less). */
   checkpointChunkBytes?: number;
@@ -272,7 +276,8 @@ export interface JournalOptions {
 
 /**
  * Durability of the simulated venue: one journal entry per operation that touched a user (its
- * absolute wallet and order states), written in order; every `checkpointEvery` entries a
+ * absolute wallet and order states), written in order; every `checkpointEvery` entries (or, when the
+ * last checkpoint held more rows than that, as many entries as it held rows) a
  * checkpoint of all user state, after which the journal it covers is removed in slices. Start-up
  * ({@link recover}) replays checkpoint + journal, so a restart loses nothing and applies nothing
  * twice.
@@ -291,6 +296,11 @@ export class VenueJournal {
   /** Seq of the last entry appended (or recovered). */
   private seq = 0;
   private sinceCheckpoint = 0;
+  /**
+   * Rows (wallets and orders) of the last checkpoint taken or recovered: the next is due no sooner
+   * (see `checkpointEvery`).
+   */
+  private checkpointRows = 0;
   /** Lowest journal seq that may still be stored. */
   private journalFrom = 1;
   private tail: Promise<unknown> = Promise.resolve();
@@ -398,12 +408,13 @@ export class VenueJournal {
       // acknowledged in order: once this write and every earlier one are durable
       durable = this.tail = Promise.all([this.tail, issued]);
     }
-    if (++this.sinceCheckpoint >= (this.o.checkpointEvery ?? 5000)) {
+    if (++this.sinceCheckpoint >= Math.max(this.o.checkpointEvery ?? 5000, this.checkpointRows)) {
       this.sinceCheckpoint = 0;
       // The state after this entry, taken now; written beside the entries that follow, its pointer
       // only once this entry and every earlier one are written (a checkpoint queued behind the
       // journal would hold every later operation for its whole length).
       const taken = { state: this.o.snapshot(), seq };
+      this.checkpointRows = taken.state.wallets.length + taken.state.orders.length;
       this.checkpoints = this.checkpoints.then(() => this.checkpointOrLog(taken, durable));
     }
     return durable;
@@ -510,6 +521,7 @@ export class VenueJournal {
         );
       }
       this.generation = cp.generation;
+      this.checkpointRows = wallets + orders;
       if (cp.markets !== undefined) apply({ wallets: [], orders: [], markets: JSON.parse(cp.markets) as MarketRow[] });
       if (cp.capture !== undefined) apply({ wallets: [], orders: [], capture: JSON.parse(cp.capture) as CaptureRow });
       if (cp.chain !== undefined) apply({ wallets: [], orders: [], chain: cp.chain });
@@ -535,6 +547,7 @@ export class VenueJournal {
       this.seq = j.seq;
       replayed++;
     }
+    this.sinceCheckpoint = replayed;
     if (replayed < entries.length) {
       this.o.log.warn(
         { missing: this.seq + 1, dropped: entries.length - replayed },
@@ -567,9 +580,12 @@ export class VenueJournal {
    * @throws the first failed write (the journal still holds everything; the next checkpoint takes a new generation).
    */
   checkpoint(): Promise<void> {
-    const run = this.checkpoints.then(() =>
-      this.writeCheckpoint({ state: this.o.snapshot(), seq: this.seq }, this.tail),
-    );
+    const run = this.checkpoints.then(() => {
+      const state = this.o.snapshot();
+      this.sinceCheckpoint = 0;
+      this.checkpointRows = state.wallets.length + state.orders.length;
+      return this.writeCheckpoint({ state, seq: this.seq }, this.tail);
+    });
     this.checkpoints = run.catch(() => undefined);
     return run;
   }

@@ -51,6 +51,14 @@ export interface LiquidityOptions {
   captureDriven?: ReadonlySet<string>;
 }
 
+/** A captured level's quote: its order id, and its size as far as the capture's events and the journaled rows tell. */
+interface CapturedQuote {
+  orderId: string;
+  side: Side;
+  price: Dec;
+  size: Dec;
+}
+
 /**
  * The simulated liquidity provider (account {@link LIQUIDITY_PROVIDER_ID}, unlimited inventory,
  * never persisted): quotes a ladder of `levels` price levels each side, one tick apart, around
@@ -74,7 +82,7 @@ export class LiquidityProvider {
    * Captured levels resting now, per capture token: signed price key (bids +, asks −) → the quote
    * and its size as far as the capture's events and the journaled {@link CapturedLevelRow}s tell.
    */
-  private readonly captured = new Map<string, Map<number, { orderId: string; side: Side; price: Dec; size: Dec }>>();
+  private readonly captured = new Map<string, Map<number, CapturedQuote>>();
   /** Capture tokens whose captured levels an operation set (synced by {@link syncCaptured}). */
   private readonly capturedDirty = new Set<string>();
   /**
@@ -226,8 +234,14 @@ export class LiquidityProvider {
     if (!this.o.captureDriven) return [];
     const out: CapturedLevelRow[] = [];
     for (const t of this.capturedDirty) this.syncToken(t, at, out);
-    for (const t of tx.liquidityTaken)
-      if (!this.capturedDirty.has(t) && this.o.captureDriven.has(t)) this.syncToken(t, at, out);
+    // elsewhere only the levels users traded with changed: those, not every level of their tokens
+    for (const q of tx.quotesTaken) {
+      if (this.capturedDirty.has(q.tokenId)) continue;
+      const levels = this.captured.get(q.tokenId);
+      const key = q.side === 'buy' ? priceKey(q.price) : -priceKey(q.price);
+      const level = levels?.get(key);
+      if (level?.orderId === q.orderId) this.syncLevel(levels!, q.tokenId, key, level, at, out);
+    }
     this.capturedDirty.clear();
     return out;
   }
@@ -236,15 +250,28 @@ export class LiquidityProvider {
   private syncToken(tokenId: string, at: number, out: CapturedLevelRow[]): void {
     const levels = this.captured.get(tokenId);
     if (!levels) return;
-    for (const [key, q] of levels) {
-      const left = this.matching.restingSize(tokenId, q.orderId) ?? ZERO;
-      if (left === q.size || left.eq(q.size)) continue;
-      q.size = left;
-      const row: CapturedLevelRow = { tokenId, side: q.side, price: str(q.price), size: str(left), at };
-      this.takenLevels.set(levelKey(tokenId, q.side, q.price), row);
-      out.push(row);
-      if (left.isZero()) levels.delete(key);
-    }
+    for (const [key, q] of levels) this.syncLevel(levels, tokenId, key, q, at, out);
+  }
+
+  /**
+   * One captured level of {@link syncToken}: a row pushed to `out` when its resting size changed
+   * (the level dropped at 0).
+   */
+  private syncLevel(
+    levels: Map<number, CapturedQuote>,
+    tokenId: string,
+    key: number,
+    q: CapturedQuote,
+    at: number,
+    out: CapturedLevelRow[],
+  ): void {
+    const left = this.matching.restingSize(tokenId, q.orderId) ?? ZERO;
+    if (left === q.size || left.eq(q.size)) return;
+    q.size = left;
+    const row: CapturedLevelRow = { tokenId, side: q.side, price: str(q.price), size: str(left), at };
+    this.takenLevels.set(levelKey(tokenId, q.side, q.price), row);
+    out.push(row);
+    if (left.isZero()) levels.delete(key);
   }
 
   /** The captured levels users traded with that the capture did not set since (checkpoint). */

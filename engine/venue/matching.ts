@@ -37,6 +37,8 @@ export interface Tx {
   trades: number;
   /** Tokens where quotes of the liquidity provider were taken (it refills them later). */
   liquidityTaken: Set<string>;
+  /** The liquidity provider's quotes traded with, each once per trade: the captured levels to sync. */
+  quotesTaken: { tokenId: string; orderId: string; side: Side; price: Dec }[];
   /** Markets (condition ids) whose tick or status changed: journaled with the operation. */
   markets: Set<string>;
   /**
@@ -70,6 +72,7 @@ export function newTx(seq: number, atMs: number, chain: ChainClock | null = null
     reports: [],
     trades: 0,
     liquidityTaken: new Set(),
+    quotesTaken: [],
     markets: new Set(),
   };
 }
@@ -1032,7 +1035,15 @@ export class MatchingEngine {
     const restingEntry = this.orders.get(resting.orderId);
     if (restingEntry) this.fill(tx, restingEntry, resting.price, qty, `${tradeId}-m`, 'maker', facts);
     if (nonPositive(resting.remaining)) meet.book.remove(resting.orderId);
-    if (resting.userId === LIQUIDITY_PROVIDER_ID) tx.liquidityTaken.add(meet.book.tokenId);
+    if (resting.userId === LIQUIDITY_PROVIDER_ID) {
+      tx.liquidityTaken.add(meet.book.tokenId);
+      tx.quotesTaken.push({
+        tokenId: meet.book.tokenId,
+        orderId: resting.orderId,
+        side: resting.side,
+        price: resting.price,
+      });
+    }
   }
 
   /**

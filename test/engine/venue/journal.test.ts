@@ -193,3 +193,37 @@ describe('VenueJournal checkpoint beside the journal', () => {
     expect(await storedSeqs(store)).toEqual([4]); // entries up to 3 removed, 4 kept
   });
 });
+
+describe('VenueJournal checkpoint cadence', () => {
+  it('waits as many entries as the last checkpoint held rows (over checkpointEvery), after a restart too', async () => {
+    const store = new FaultyStore(await SqliteStore.open(null));
+    const orders = Array.from({ length: 7 }, (_, i) => ({ order: { orderId: `o${i}` } }));
+    const open = () =>
+      VenueJournal.open({
+        store,
+        log,
+        checkpointEvery: 3,
+        snapshot: () => ({ orderSeq: 0, wallets: [], orders: orders as never }),
+      });
+    const stateDocs = await store.inner.collection<{ _id: string; seq?: number }>('venueState');
+    const pointerSeq = async () => (await stateDocs.findOne({ _id: 'checkpoint' }))?.seq ?? null;
+    const journal = await open();
+    const seen: (number | null)[] = [];
+    for (let seq = 1; seq <= 12; seq++) {
+      await journal.append(seq, seq, rows(seq));
+      await journal.settled();
+      seen.push(await pointerSeq());
+    }
+    // the first after 3 entries (no state known yet), the next 7 entries later: the state holds 7 rows
+    expect(seen).toEqual([null, null, 3, 3, 3, 3, 3, 3, 3, 10, 10, 10]);
+    const restarted = await open();
+    await restarted.recover(() => {});
+    // 2 entries replayed since the checkpoint at 10: the next is due at 17, not 13
+    for (let seq = 13; seq <= 17; seq++) {
+      await restarted.append(seq, seq, rows(seq));
+      await restarted.settled();
+      seen.push(await pointerSeq());
+    }
+    expect(seen.slice(12)).toEqual([10, 10, 10, 10, 17]);
+  });
+});
