@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lastDueDay } from '../../engine/data/statements.js';
 import { Dec } from '../../engine/decimal.js';
 import { SqliteStore } from '../../engine/store/sqlite.js';
 import { loadCatalogue } from '../../engine/venue/markets.js';
@@ -127,6 +128,13 @@ describe("a capture batch's trade prints (real service, SQLite on disk)", () => 
       const venue = svc.services.venue as SimVenue;
       venue.capture!.stop();
       await venue.whenWritten();
+      // the start's statements run (the loaded real history's days, many transactions) done: while it
+      // runs, its transactions hold other writes and would split the batch's commit on a loaded machine
+      await poll(
+        'statements generated through the last due day',
+        async () => svc.services.statements.generatedThrough(),
+        (day) => day !== null && day >= lastDueDay(svc.clock.now()),
+      );
       const capture = svc.services.catalogue.capture!;
       const tokenId = capture.markets.at(-1)!.tokens[0]!.tokenId;
       await test({ svc, store, venue, tokenId, atMs: capture.startMs, from: venue.capture!.applied });
