@@ -394,11 +394,15 @@ const ANALYSIS_LIMIT = 1000;
 const STATS_MIN_ROWS = 10_000;
 
 /**
- * Page size of a store in memory (bytes; SQLite's default is 4096). Every COMMIT of an in-memory
+ * Page size of a store in memory (bytes; SQLite's default is 4096). A COMMIT of an in-memory
  * database walks SQLite's page cache, which holds the whole database, so a commit costs in
  * proportion to the pages the database has: at 40,000 orders a commit cost about 25 µs an order
- * with 4 KiB pages and 10 µs with 8 KiB, the statements about the same (16 KiB pages make the
- * statements dearer). A store on disk keeps the size its file was created with.
+ * with 4 KiB pages and 10 µs with 8 KiB, the statements about the same (16 KiB pages halve the
+ * commits but make the statements dearer: bench:orders gave no gain). Why it walks: when a B-tree
+ * split puts its new pages in order, SQLite moves one of them through the page number of the
+ * pending byte (1 GiB / page size + 1) for a moment; the commit then cuts the cache back to the
+ * database's size, and with a key that far past it, `pcache1TruncateUnsafe` walks every hash slot.
+ * A store on disk keeps the size its file was created with, and a page cache of 2 MB: short walks.
  */
 const MEMORY_PAGE_SIZE = 8192;
 
