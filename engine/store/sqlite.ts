@@ -462,7 +462,8 @@ interface Batch {
  * not per request). Reads run at once on the same connection and see writes whose commit is still
  * pending.
  * A {@link transaction} scope is a SAVEPOINT in the batch: while it is open, writes made without its
- * scope wait (they run when it ends) and the batch is not committed; it ends with RELEASE (its
+ * scope and other transactions wait (served in the order they were asked for once it ends) and the
+ * batch is not committed; it ends with RELEASE (its
  * writes then commit with the batch) or ROLLBACK TO (none of them happened). Which writes belong to
  * the scope is said explicitly: each write names the scope it is made in (the collections handed
  * out by the transaction's unit of work), never inferred from async context.
@@ -472,10 +473,15 @@ class Writer {
   private scheduled = false;
   private current: TxScope | null = null;
   private flushWanted = false;
-  /** Writes from outside the open scope, run when it ends. */
-  private readonly held: Array<() => void> = [];
-  /** Scopes waiting for the open one to end (each becomes the open one before it is woken). */
-  private readonly scopes: Array<{ scope: TxScope; start(): void }> = [];
+  /**
+   * Writes from outside the open scope, run when it ends, each with its place in the order of arrival
+   * (`asked`, shared with {@link scopes}).
+   */
+  private readonly held: Array<{ asked: number; run(): void }> = [];
+  /** Scopes waiting for the open one to end (each becomes the open one before it is woken), in arrival order. */
+  private readonly scopes: Array<{ asked: number; scope: TxScope; start(): void }> = [];
+  /** Arrivals of held writes and waiting scopes so far: they are served in this order. */
+  private asked = 0;
   private nextScope = 0;
   /** The last commit or fsync failure, until one succeeds. */
   failure: Error | null = null;
@@ -581,7 +587,9 @@ class Writer {
     if (tx !== null && tx !== this.current)
       return Promise.reject(new Error('store: a write through a transaction that has ended'));
     if (this.current !== null && tx === null) {
-      return new Promise<R>((resolve, reject) => this.held.push(() => this.write(op, scope).then(resolve, reject)));
+      return new Promise<R>((resolve, reject) =>
+        this.held.push({ asked: ++this.asked, run: () => void this.write(op, scope).then(resolve, reject) }),
+      );
     }
     this.begin();
     let result: R;
@@ -909,7 +917,8 @@ class Writer {
   async transaction<R>(fn: (scope: TxScope) => Promise<R>): Promise<R> {
     if (this.broken) throw this.broken;
     const scope: TxScope = { id: ++this.nextScope };
-    if (this.current !== null) await new Promise<void>((start) => this.scopes.push({ scope, start }));
+    if (this.current !== null)
+      await new Promise<void>((start) => this.scopes.push({ asked: ++this.asked, scope, start }));
     else this.current = scope;
     let committed: Promise<void>;
     try {
@@ -940,10 +949,18 @@ class Writer {
     }
   }
 
-  /** Ends the open scope: the writes held meanwhile run, a wanted commit happens, the next scope starts. */
+  /**
+   * Ends the open scope: the writes held meanwhile that were asked for before the next waiting scope
+   * run, a wanted commit happens, the next scope starts (the writes asked for after it wait for its
+   * end). Writes and transactions are thus served in the order they were asked for: a write asked
+   * for after a transaction never commits before it (a capture batch's journal entry and its prints).
+   */
   private endScope(): void {
     this.current = null;
-    for (const run of this.held.splice(0)) run();
+    const nextAsked = this.scopes[0]?.asked ?? Infinity;
+    let due = 0;
+    while (due < this.held.length && this.held[due]!.asked < nextAsked) due++;
+    for (const h of this.held.splice(0, due)) h.run();
     if (this.flushWanted) {
       this.flushWanted = false;
       this.flush();

@@ -326,6 +326,34 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
 });
 
 describe('the SQLite store in memory', () => {
+  it('serves writes and transactions in the order asked: a write asked after a waiting one joins it', async () => {
+    const store = await SqliteStore.open(null);
+    const c = await store.collection<{ _id: string; n: number }>('asked');
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const committedAt: Record<string, number> = {};
+    const at = (name: string) => () => (committedAt[name] = store.writer.commits);
+    // A holds the writer; B is asked for meanwhile, then W, an ordinary write asking for a commit at
+    // once (as a capture batch's journal entry does after its prints' transaction was asked for)
+    const a = store
+      .transaction(async (tx) => {
+        await tx.collection<{ _id: string; n: number }>('asked').insertOne({ _id: 'a', n: 1 });
+        await gate;
+      })
+      .then(at('a'));
+    const b = store
+      .transaction((tx) => tx.collection<{ _id: string; n: number }>('asked').insertOne({ _id: 'b', n: 2 }))
+      .then(at('b'));
+    const w = c.insertOne({ _id: 'w', n: 3 }).then(at('w'));
+    store.commitNow();
+    release();
+    await Promise.all([a, b, w]);
+    expect(committedAt.a).toBeLessThan(committedAt.b!);
+    expect(committedAt.w).toBe(committedAt.b); // W joined B's commit: not A's, before B's writes
+    expect((await c.find({}, { sort: { _id: 1 } })).map((d) => d._id)).toEqual(['a', 'b', 'w']);
+    await store.close();
+  });
+
   it("keeps a transaction's savepoint journal in memory on disk too (no temp file written per savepoint)", async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-temp-store-'));
     const disk = await SqliteStore.open(dir);
