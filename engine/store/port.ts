@@ -142,7 +142,8 @@ export interface Store {
    * deadlock). Keep `fn` short: issue the writes of one step from one place, and never let `fn`
    * wait for anything that writes outside it (another actor's queue, the venue journal).
    * - SQLite: one SQLite transaction (a savepoint of the group commit); writes made outside `tx`
-   *   meanwhile wait until it ends.
+   *   while it runs, or while it waits for an earlier transaction, wait until it ends (writes and
+   *   transactions are served in the order they were asked for).
    * - MongoDB: a session's `withTransaction` with the store's write concern (`fn` may run again on
    *   a transient error; a write that fails inside aborts the whole transaction, so `fn` must let
    *   such an error propagate, never catch it and go on). On a standalone server (`MONGODB_ALLOW_STANDALONE=on`), which

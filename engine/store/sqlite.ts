@@ -964,7 +964,12 @@ class Writer {
     if (this.flushWanted) {
       this.flushWanted = false;
       this.flush();
+      // writes still held behind the next transaction may be the ones that asked for it: commit as it ends
+      if (this.held.length > 0) this.flushWanted = true;
     }
+    // the flush may have started a checkpoint that holds the writes (it took `current`): the next
+    // transaction starts when that ends
+    if (this.current !== null) return;
     const next = this.scopes.shift();
     if (next) {
       this.current = next.scope;
@@ -1773,8 +1778,9 @@ export class SqliteStore implements Store {
 
   /**
    * Runs `fn`; every write made through `tx` commits in one SQLite transaction, or none does when
-   * it throws. Writes made otherwise meanwhile wait until it ends, so `fn` must not wait for such a
-   * write (nor for long: it holds every other write).
+   * it throws. Writes made otherwise while it runs, or while it waits for an earlier transaction,
+   * wait until it ends, so `fn` must not wait for such a write (nor for long: it holds every other
+   * write).
    */
   transaction<R>(fn: (tx: UnitOfWork) => Promise<R>): Promise<R> {
     return this.writer.transaction((scope) => {
