@@ -1,13 +1,22 @@
 import { readFileSync } from 'node:fs';
 
-/** CPU time (ms) a process has used so far (all its threads), from /proc (Linux); null elsewhere. */
-export function cpuMs(pid: number): number | null {
+/**
+ * utime + stime (ms) of a /proc `stat` file (a process's or a thread's); null when it cannot be read
+ * (off Linux). The fields are counted after the command name, which may hold spaces and parentheses.
+ */
+function statCpuMs(file: string): number | null {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 10 ms ticks
+    const stat = readFileSync(file, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // in clock ticks of 10 ms
   } catch {
     return null;
   }
+}
+
+/** CPU time (ms) a process has used so far (all its threads), from /proc (Linux); null elsewhere. */
+export function cpuMs(pid: number): number | null {
+  return statCpuMs(`/proc/${pid}/stat`);
 }
 
 /**
@@ -16,13 +25,7 @@ export function cpuMs(pid: number): number | null {
  * pool, workers.
  */
 export function mainCpuMs(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return null;
-  }
+  return statCpuMs(`/proc/${pid}/task/${pid}/stat`);
 }
 
 /**
@@ -31,13 +34,7 @@ export function mainCpuMs(pid: number): number | null {
  * checkpointer) run beside it.
  */
 export function mainThreadCpuMs(): number {
-  try {
-    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
-  } catch {
-    return 0;
-  }
+  return statCpuMs('/proc/thread-self/stat') ?? 0;
 }
 
 /**
