@@ -22,6 +22,11 @@ interface LadderLevel {
   sizeStr: string;
 }
 
+/** Key of a token's captured level in {@link LiquidityProvider}'s `captured`: the price key, negated for asks. */
+function capturedKey(side: Side, price: Dec): number {
+  return side === 'buy' ? priceKey(price) : -priceKey(price);
+}
+
 /** Key of one captured level: token, side, price. */
 function levelKey(tokenId: string, side: Side, price: Dec): string {
   return `${tokenId}|${side}|${str(price)}`;
@@ -208,7 +213,7 @@ export class LiquidityProvider {
   setCapturedLevel(tx: Tx, tokenId: string, side: Side, price: Dec, size: Dec): void {
     let levels = this.captured.get(tokenId);
     if (!levels) this.captured.set(tokenId, (levels = new Map()));
-    const key = side === 'buy' ? priceKey(price) : -priceKey(price);
+    const key = capturedKey(side, price);
     const prev = levels.get(key);
     if (prev !== undefined) {
       this.matching.removeQuote(tx, tokenId, prev.orderId);
@@ -238,7 +243,7 @@ export class LiquidityProvider {
     for (const q of tx.quotesTaken) {
       if (this.capturedDirty.has(q.tokenId)) continue;
       const levels = this.captured.get(q.tokenId);
-      const key = q.side === 'buy' ? priceKey(q.price) : -priceKey(q.price);
+      const key = capturedKey(q.side, q.price);
       const level = levels?.get(key);
       if (level?.orderId === q.orderId) this.syncLevel(levels!, q.tokenId, key, level, at, out);
     }
