@@ -169,12 +169,12 @@ async function run(
   const main1 = mainCpuMs(serverPid);
   const written1 = writtenBytes(serverPid);
   const toMs = Date.now();
-  const cpuUsPerReq =
-    cpu0 !== null && cpu1 !== null && r.requests.total > 0 ? ((cpu1 - cpu0) * 1000) / r.requests.total : null;
-  const mainUsPerReq =
-    main0 !== null && main1 !== null && r.requests.total > 0 ? ((main1 - main0) * 1000) / r.requests.total : null;
-  const bytesPerReq =
-    written0 !== null && written1 !== null && r.requests.total > 0 ? (written1 - written0) / r.requests.total : null;
+  // a counter's growth over the run per request, times `scale`; null when it could not be read
+  const perRequest = (before: number | null, after: number | null, scale = 1) =>
+    before !== null && after !== null && r.requests.total > 0 ? ((after - before) * scale) / r.requests.total : null;
+  const cpuUsPerReq = perRequest(cpu0, cpu1, 1000);
+  const mainUsPerReq = perRequest(main0, main1, 1000);
+  const bytesPerReq = perRequest(written0, written1);
   const statuses: Record<string, number> = {};
   for (const [code, s] of Object.entries(
     (r as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {},
