@@ -2,7 +2,10 @@
  * `npm run bench:orders`: drives POST /v2/trade/order with LIMIT orders (auth,
  * validation, actor, matching, persistence) over loopback with autocannon, and in the same run a
  * bare Express JSON echo; prints both throughputs, p50/p99 latency and the ratio, once with the
- * SQLite store in memory and once on disk. Targets at 50 connections: the service's CPU per order
+ * SQLite store in memory and once on disk. The echo is measured right before and right after each
+ * service's runs, and each ratio is taken to the mean of those two: the machine's speed drifts by
+ * tens of percent over minutes (see `npm run bench:calib`), and an echo measured a minute earlier
+ * would put that drift into the ratio. Targets at 50 connections: the service's CPU per order
  * ≤ 2× the echo's per request in memory, ≤ 3× on disk, p99 < 50 ms. Each order is persisted before
  * its response (by construction: the actor host writes before it resolves).
  *
@@ -224,6 +227,15 @@ const cpuText = (r: Result) =>
     : `  server CPU ${r.cpuUsPerReq.toFixed(0)} µs/req` +
       (r.mainUsPerReq === null ? '' : ` (main thread ${r.mainUsPerReq.toFixed(0)})`);
 
+/**
+ * The echo, started once and warmed up; {@link measure} runs it for {@link DURATION_S} and prints
+ * the run's line, `last` is the latest run.
+ */
+interface Echo {
+  last: Result | null;
+  measure(when: string): Promise<Result>;
+}
+
 async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const src =
@@ -247,7 +259,7 @@ async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
 async function benchService(
   label: string,
   dataDir: string,
-  echo: Result,
+  echo: Echo,
   env: Record<string, string> = {},
 ): Promise<number> {
   // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service (open it in Chrome DevTools;
@@ -314,15 +326,20 @@ async function benchService(
     ],
   };
   if (WARMUP_S > 0) console.log(warmUpText(label, await run(orders, svc.child.pid!, CONNECTION_LEVELS[0]!, WARMUP_S)));
-  for (const connections of CONNECTION_LEVELS) {
-    const result = await run(orders, svc.child.pid!, connections);
-    results.push([`${label}, ${connections} conn`, result]);
+  const before = echo.last ?? (await echo.measure(`before ${label}`));
+  for (const connections of CONNECTION_LEVELS)
+    results.push([`${label}, ${connections} conn`, await run(orders, svc.child.pid!, connections)]);
+  const after = await echo.measure(`after ${label}`);
+  // the echo's CPU per request around this service's runs
+  const echoCpuUs =
+    before.cpuUsPerReq !== null && after.cpuUsPerReq !== null ? (before.cpuUsPerReq + after.cpuUsPerReq) / 2 : null;
+  for (const [name, result] of results) {
     const cpuRatio =
-      result.cpuUsPerReq !== null && echo.cpuUsPerReq
-        ? `  CPU ${(result.cpuUsPerReq / echo.cpuUsPerReq).toFixed(1)}× echo`
+      result.cpuUsPerReq !== null && echoCpuUs
+        ? `  CPU ${(result.cpuUsPerReq / echoCpuUs).toFixed(1)}× echo (${echoCpuUs.toFixed(0)} µs)`
         : '';
     console.log(
-      `${`${label}, ${connections} conn`.padEnd(32)} ${result.rps.toFixed(0).padStart(6)} ` +
+      `${name.padEnd(32)} ${result.rps.toFixed(0).padStart(6)} ` +
         `req/s  p50 ${String(result.p50).padStart(4)} ms  ` +
         `p99 ${String(result.p99).padStart(4)} ms  max ${String(result.max).padStart(5)} ms` +
         `${cpuText(result)}${cpuRatio}\n${' '.repeat(34)}${answersText(result)}`,
@@ -363,13 +380,32 @@ async function main(): Promise<void> {
   };
   if (WARMUP_S > 0)
     console.log(warmUpText('express JSON echo', await run(echoed, echo.child.pid!, CONNECTION_LEVELS[0]!, WARMUP_S)));
-  const echoResult = await run(echoed, echo.child.pid!, CONNECTION_LEVELS[0]!);
-  echo.child.kill();
+  const echoRuns: Echo = {
+    last: null,
+    async measure(when) {
+      const r = await run(echoed, echo.child.pid!, CONNECTION_LEVELS[0]!);
+      console.log(
+        `${`express JSON echo, ${CONNECTION_LEVELS[0]} conn`.padEnd(32)} ` +
+          `${r.rps.toFixed(0).padStart(6)} req/s  p50 ${String(r.p50).padStart(4)} ms  ` +
+          `p99 ${String(r.p99).padStart(4)} ms${cpuText(r)} (${when})`,
+      );
+      this.last = r;
+      return r;
+    },
+  };
+  try {
+    await benchAll(echoRuns);
+  } finally {
+    echo.child.kill();
+  }
   console.log(
-    `${`express JSON echo, ${CONNECTION_LEVELS[0]} conn`.padEnd(32)} ` +
-      `${echoResult.rps.toFixed(0).padStart(6)} req/s  p50 ${String(echoResult.p50).padStart(4)} ms  ` +
-      `p99 ${String(echoResult.p99).padStart(4)} ms${cpuText(echoResult)}`,
+    'targets: server CPU per order ≤ 2× the echo in memory, ≤ 3× on disk; p99 < 50 ms at 50 ' +
+      'connections; every request answered (no errors or timeouts; shed load is 429/503)',
   );
+}
+
+/** The services' runs: in memory with and without the trade history, on disk. */
+async function benchAll(echoResult: Echo): Promise<void> {
   const onlyDisk = process.env.BENCH_ONLY === 'disk';
   const recorded = onlyDisk ? 0 : await benchService('orders, store in memory', ':memory:', echoResult);
   // what recording the trade history costs (target: at most 15 % of the order throughput)
@@ -388,10 +424,6 @@ async function main(): Promise<void> {
       await fs.rm(dir, { recursive: true, force: true });
     }
   }
-  console.log(
-    'targets: server CPU per order ≤ 2× the echo in memory, ≤ 3× on disk; p99 < 50 ms at 50 ' +
-      'connections; every request answered (no errors or timeouts; shed load is 429/503)',
-  );
 }
 
 main().catch((err) => {
