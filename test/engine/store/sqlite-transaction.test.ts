@@ -256,6 +256,37 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     await again.close();
   });
 
+  it('a checkpoint holding the writes as a transaction ends: the next transaction waits for its end', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-sqlite-held-'));
+    dirs.push(dir);
+    // writes are held past 16 × 8 KiB of WAL: A's commit alone takes the WAL past it
+    const store = await SqliteStore.open(dir, { checkpointBytes: 8 * 1024 });
+    const c = await store.collection<{ _id: string; pad: string }>('held');
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const a = store.transaction(async (tx) => {
+      const docs = tx.collection<{ _id: string; pad: string }>('held');
+      for (let i = 0; i < 200; i++) await docs.insertOne({ _id: `a${i}`, pad: 'x'.repeat(1000) });
+      await gate;
+    });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    // B waits for A; a commit is asked for while A holds the writer: it happens as A ends, and the
+    // checkpoint it then starts holds the writes
+    let heldWhenBStarted = -1;
+    const b = store.transaction(async (tx) => {
+      heldWhenBStarted = store.writer.heldCheckpoints;
+      await tx.collection<{ _id: string; pad: string }>('held').insertOne({ _id: 'b', pad: '' });
+    });
+    store.commitNow();
+    const heldBefore = store.writer.heldCheckpoints;
+    release();
+    await Promise.all([a, b]);
+    // B started once that checkpoint had ended (before, it took the writer over at once)
+    expect(heldWhenBStarted).toBe(heldBefore + 1);
+    expect(await c.count({})).toBe(201);
+    await store.close();
+  });
+
   it('a write that fails inside the transaction (injected) undoes the writes before it', async () => {
     const store = new FaultyStore(await SqliteStore.open(null));
     const steps = await store.collection<{ _id: string; n: number }>('steps');
