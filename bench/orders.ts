@@ -2,10 +2,10 @@
  * `npm run bench:orders`: drives POST /v2/trade/order with LIMIT orders (auth,
  * validation, actor, matching, persistence) over loopback with autocannon, and in the same run a
  * bare Express JSON echo; prints both throughputs, p50/p99 latency and the ratio, once with the
- * SQLite store in memory and once on disk. The echo is measured right before and right after each
- * service's runs, and each ratio is taken to the mean of those two: the machine's speed drifts by
- * tens of percent over minutes (see `npm run bench:calib`), and an echo measured a minute earlier
- * would put that drift into the ratio. Targets at 50 connections: the service's CPU per order
+ * SQLite store in memory and once on disk. An echo is measured right before and right after each
+ * service's runs (a new process each time, warmed up as each service is), and each ratio is taken to
+ * the mean of those two: the machine's speed drifts by tens of percent over minutes (see
+ * `npm run bench:calib`), and an echo measured a minute earlier would put that drift into the ratio. Targets at 50 connections: the service's CPU per order
  * ≤ 2× the echo's per request in memory, ≤ 3× on disk, p99 < 50 ms. Each order is persisted before
  * its response (by construction: the actor host writes before it resolves).
  *
@@ -228,8 +228,8 @@ const cpuText = (r: Result) =>
       (r.mainUsPerReq === null ? '' : ` (main thread ${r.mainUsPerReq.toFixed(0)})`);
 
 /**
- * The echo, started once and warmed up; {@link measure} runs it for {@link DURATION_S} and prints
- * the run's line, `last` is the latest run.
+ * The echo's measurements: {@link measure} starts a new echo, warms it up for {@link WARMUP_S},
+ * runs it for {@link DURATION_S}, prints the run's line and stops it; `last` is the latest run.
  */
 interface Echo {
   last: Result | null;
@@ -371,33 +371,33 @@ async function main(): Promise<void> {
       `${DURATION_S} s per run, request ` +
       `timeout ${TIMEOUT_S} s, node ${process.version}, ${os.cpus().length} cores`,
   );
-  const echo = await startEcho();
-  const echoed: autocannon.Options = {
-    url: echo.url,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }),
-  };
-  if (WARMUP_S > 0)
-    console.log(warmUpText('express JSON echo', await run(echoed, echo.child.pid!, CONNECTION_LEVELS[0]!, WARMUP_S)));
   const echoRuns: Echo = {
     last: null,
     async measure(when) {
-      const r = await run(echoed, echo.child.pid!, CONNECTION_LEVELS[0]!);
-      console.log(
-        `${`express JSON echo, ${CONNECTION_LEVELS[0]} conn`.padEnd(32)} ` +
-          `${r.rps.toFixed(0).padStart(6)} req/s  p50 ${String(r.p50).padStart(4)} ms  ` +
-          `p99 ${String(r.p99).padStart(4)} ms${cpuText(r)} (${when})`,
-      );
-      this.last = r;
-      return r;
+      // a new echo each time, warmed up as the services are: a fresh process, like each service
+      const echo = await startEcho();
+      try {
+        const echoed: autocannon.Options = {
+          url: echo.url,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ symbol: '1', side: 'buy', type: 'LIMIT', price: '0.5', size: '5' }),
+        };
+        if (WARMUP_S > 0) await run(echoed, echo.child.pid!, CONNECTION_LEVELS[0]!, WARMUP_S);
+        const r = await run(echoed, echo.child.pid!, CONNECTION_LEVELS[0]!);
+        console.log(
+          `${`express JSON echo, ${CONNECTION_LEVELS[0]} conn`.padEnd(32)} ` +
+            `${r.rps.toFixed(0).padStart(6)} req/s  p50 ${String(r.p50).padStart(4)} ms  ` +
+            `p99 ${String(r.p99).padStart(4)} ms${cpuText(r)} (${when})`,
+        );
+        this.last = r;
+        return r;
+      } finally {
+        echo.child.kill();
+      }
     },
   };
-  try {
-    await benchAll(echoRuns);
-  } finally {
-    echo.child.kill();
-  }
+  await benchAll(echoRuns);
   console.log(
     'targets: server CPU per order ≤ 2× the echo in memory, ≤ 3× on disk; p99 < 50 ms at 50 ' +
       'connections; every request answered (no errors or timeouts; shed load is 429/503)',
