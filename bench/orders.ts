@@ -5,9 +5,10 @@
  * SQLite store in memory and once on disk. An echo is measured right before and right after each
  * service's runs (a new process each time, warmed up as each service is), and each ratio is taken to
  * the mean of those two: the machine's speed drifts by tens of percent over minutes (see
- * `npm run bench:calib`), and an echo measured a minute earlier would put that drift into the ratio. Targets at 50 connections: the service's CPU per order
- * ≤ 2× the echo's per request in memory, ≤ 3× on disk, p99 < 50 ms. Each order is persisted before
- * its response (by construction: the actor host writes before it resolves).
+ * `npm run bench:calib`), and an echo measured a minute earlier would put that drift into the ratio.
+ * Targets at 50 connections: the service's CPU per order ≤ 2× the echo's per request in memory, ≤ 3×
+ * on disk, p99 < 50 ms. Each order is persisted before its response (by construction: the actor host
+ * writes before it resolves).
  *
  * Server and echo run as child processes so that the load generator does not share their core.
  */
