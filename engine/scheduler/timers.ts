@@ -31,6 +31,11 @@ interface ServiceJobData {
 /** Receives due timers. Must be idempotent: a timer may fire twice (crash between run and save). */
 export type TimerSink = (timer: TimerData) => Promise<void>;
 
+/** The key of timer `timerName` of `actorId` in the failure records. */
+function timerKey(actorId: string, timerName: string): string {
+  return `${actorId}/${timerName}`;
+}
+
 /** Delay before delivery attempt `attempt` + 1 of a timer whose delivery failed (ms): 100 ms doubling, at most 30 s. */
 export function timerRetryDelayMs(attempt: number): number {
   return backoffMs(attempt, 100, 30_000);
@@ -135,18 +140,12 @@ export class TimerService {
       ...(this.lookahead ? { lockLimit: LOCK_LIMIT } : {}),
       removeOnComplete: true,
     });
-    this.agenda.define<TimerData>(
-      TIMER_JOB,
-      async (job: Job<TimerData>) => {
-        const key = `${job.attrs.data.actorId}/${job.attrs.data.timerName}`;
-        // Agenda runs a job it locked ahead of time from its own queue, even if the job was
-        // canceled (or re-armed: replaced by a new document) since: such a firing is dropped here
-        if (job.attrs._id !== undefined && !(await this.agenda.db.getJobById(String(job.attrs._id)))) return;
-        await this.sink(job.attrs.data);
-        this.failingJobs.delete(key);
-      },
-      { backoff: (ctx) => timerRetryDelayMs(ctx.attempt) },
-    );
+    this.agenda.define<TimerData>(TIMER_JOB, async (job: Job<TimerData>) => {
+      // Agenda runs a job it locked ahead of time from its own queue, even if the job was
+      // canceled (or re-armed: replaced by a new document) since: such a firing is dropped here
+      if (await this.replaced(job)) return;
+      await this.deliver(job.attrs.data);
+    });
     this.agenda.on('error', (err) => this.log.error({ err }, 'scheduler error'));
     this.agenda.on('fail', (err: unknown, job: unknown) => {
       const attrs = (job as Job<TimerData> | undefined)?.attrs;
@@ -159,6 +158,63 @@ export class TimerService {
       if (data) this.failingJobs.add(`${data.actorId}/${data.timerName}`);
       this.log.warn({ err, job: data }, 'timer delivery failed; retrying with backoff');
     });
+  }
+
+  /**
+   * Whether the document of `job` is gone (canceled or replaced since Agenda locked it). When the
+   * store cannot tell, the run goes on: a stale timer firing is ignored by the sink, and a service
+   * job's run is idempotent.
+   */
+  private async replaced(job: Job<TimerData> | Job<ServiceJobData>): Promise<boolean> {
+    if (job.attrs._id === undefined) return false;
+    try {
+      return !(await this.agenda.db.getJobById(String(job.attrs._id)));
+    } catch {
+      return false;
+    }
+  }
+
+  /** Failed deliveries in a row of each timer (`actorId/timerName`: its retry's backoff). */
+  private readonly deliveryAttempts = new Map<string, number>();
+  /** The pending redelivery of each timer whose last delivery failed. */
+  private readonly deliveryRetries = new Map<string, NodeJS.Timeout>();
+
+  /**
+   * Hands `t` to the sink. A delivery that fails is counted in {@link failing} and delivered again
+   * from here after a backoff ({@link timerRetryDelayMs}), until it succeeds or the timer is
+   * canceled or re-armed. Not by Agenda's backoff: Agenda writes a failed run's next time into the
+   * job's document, and when that write fails too (the store is what failed the delivery) the
+   * document stays locked and the timer never fires again (a GTD order that never expired). Agenda
+   * sees the run end and removes its document; a restart in between re-arms the timer from the
+   * actor's deadlines (`ActorHost.restoreAll`), and the sink ignores a stale firing.
+   */
+  private async deliver(t: TimerData): Promise<void> {
+    const key = timerKey(t.actorId, t.timerName);
+    try {
+      await this.sink(t);
+    } catch (err) {
+      const attempt = (this.deliveryAttempts.get(key) ?? 0) + 1;
+      this.deliveryAttempts.set(key, attempt);
+      this.failingJobs.add(key);
+      this.log.warn({ err, job: t, attempt }, 'timer delivery failed; retrying with backoff');
+      clearTimeout(this.deliveryRetries.get(key));
+      const retry = setTimeout(() => {
+        this.deliveryRetries.delete(key);
+        if (this.started) void this.deliver(t);
+      }, timerRetryDelayMs(attempt));
+      retry.unref();
+      this.deliveryRetries.set(key, retry);
+      return;
+    }
+    this.forgetDelivery(key);
+  }
+
+  /** Ends the failure record and any pending redelivery of timer `key`. */
+  private forgetDelivery(key: string): void {
+    clearTimeout(this.deliveryRetries.get(key));
+    this.deliveryRetries.delete(key);
+    this.deliveryAttempts.delete(key);
+    this.failingJobs.delete(key);
   }
 
   /** Starts processing due jobs. */
@@ -201,33 +257,72 @@ export class TimerService {
   async cancel(actorId: string, timerName: string): Promise<void> {
     await this.ready();
     await this.agenda.cancel({ name: TIMER_JOB, data: { actorId, timerName } });
-    this.failingJobs.delete(`${actorId}/${timerName}`);
+    this.forgetDelivery(timerKey(actorId, timerName));
   }
 
   /**
    * Defines job `name`, a job of the service's own (not an actor's timer): `run` receives the
-   * epoch ms the run was due at. A run that rejects is retried with backoff
-   * ({@link timerRetryDelayMs}) and counted in {@link failing} meanwhile. Call before {@link start}.
+   * epoch ms the run was due at. A run that rejects is run again, due at the same time, after a
+   * backoff ({@link timerRetryDelayMs}), and counted in {@link failing} meanwhile. Call before
+   * {@link start}.
+   *
+   * The retry is armed from here, not by Agenda's own backoff: Agenda writes a failed run's next
+   * time into the job's document, and when that write fails too (the store is what failed the run)
+   * the document stays locked and the job never runs again, so health stayed degraded after the
+   * store was back. Here Agenda sees the run end; the retry arms the job again (a new document,
+   * {@link scheduleJob}, itself retried while the store refuses it). A restart in between loses the
+   * pending retry: the job's owner arms it at each start (the statements job does).
    */
   defineJob(name: string, run: (dueAtMs: number) => Promise<void>): void {
-    this.agenda.define<ServiceJobData>(
-      name,
-      async (job: Job<ServiceJobData>) => {
-        // a run locked ahead of time whose document was replaced since (re-armed) is dropped
-        if (job.attrs._id !== undefined && !(await this.agenda.db.getJobById(String(job.attrs._id)))) return;
-        await run(job.attrs.data.atMs);
-        this.failingJobs.delete(`job:${name}`);
-      },
-      { backoff: (ctx) => timerRetryDelayMs(ctx.attempt) },
-    );
+    this.agenda.define<ServiceJobData>(name, async (job: Job<ServiceJobData>) => {
+      // a run locked ahead of time whose document was replaced since (re-armed) is dropped
+      if (await this.replaced(job)) return;
+      const dueAtMs = job.attrs.data.atMs;
+      try {
+        await run(dueAtMs);
+      } catch (err) {
+        this.jobFailed(name, dueAtMs, err);
+        return;
+      }
+      this.jobAttempts.delete(name);
+      this.failingJobs.delete(`job:${name}`);
+    });
+  }
+
+  /** Failed runs in a row of each service job (its retry's backoff). */
+  private readonly jobAttempts = new Map<string, number>();
+  /** The pending retry of each service job whose last run or re-arming failed. */
+  private readonly jobRetries = new Map<string, NodeJS.Timeout>();
+
+  /** After a failed run (or re-arming) of service job `name`: counted failing, armed again after a backoff. */
+  private jobFailed(name: string, dueAtMs: number, err: unknown): void {
+    const attempt = (this.jobAttempts.get(name) ?? 0) + 1;
+    this.jobAttempts.set(name, attempt);
+    this.failingJobs.add(`job:${name}`);
+    this.log.warn({ err, job: name, attempt }, 'scheduled job failed; retrying with backoff');
+    clearTimeout(this.jobRetries.get(name));
+    const retry = setTimeout(() => {
+      this.jobRetries.delete(name);
+      if (!this.started) return;
+      this.armJob(name, dueAtMs).catch((e: unknown) => this.jobFailed(name, dueAtMs, e));
+    }, timerRetryDelayMs(attempt));
+    retry.unref();
+    this.jobRetries.set(name, retry);
   }
 
   /**
    * Arms the run of job `name` (see {@link defineJob}) at `atMs` (epoch ms), replacing the armed
    * one if any: one document per arming, as for timers (a job re-armed by its own run is not undone
-   * by Agenda's write-back of the run).
+   * by Agenda's write-back of the run). A pending retry of a failed run is replaced too.
    */
   async scheduleJob(name: string, atMs: number): Promise<void> {
+    clearTimeout(this.jobRetries.get(name));
+    this.jobRetries.delete(name);
+    await this.armJob(name, atMs);
+  }
+
+  /** {@link scheduleJob} without touching a pending retry (the retry itself). */
+  private async armJob(name: string, atMs: number): Promise<void> {
     await this.ready();
     await this.agenda.cancel({ name });
     await this.agenda.create<ServiceJobData>(name, { atMs }).schedule(new Date(atMs)).save();
@@ -237,13 +332,17 @@ export class TimerService {
   async cancelAll(actorId: string): Promise<void> {
     await this.ready();
     await this.agenda.cancel({ name: TIMER_JOB, data: { actorId } });
-    for (const k of this.failingJobs) if (k.startsWith(`${actorId}/`)) this.failingJobs.delete(k);
+    for (const k of [...this.failingJobs, ...this.deliveryRetries.keys()])
+      if (k.startsWith(`${actorId}/`)) this.forgetDelivery(k);
   }
 
   /** Stops taking new jobs and waits (up to `timeoutMs`) for running ones, no longer than they run. */
   async drain(timeoutMs: number): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    for (const retry of [...this.jobRetries.values(), ...this.deliveryRetries.values()]) clearTimeout(retry);
+    this.jobRetries.clear();
+    this.deliveryRetries.clear();
     // Agenda's drain looks at its running jobs again only on a job's `complete` event, which comes
     // before that job's removal (removeOnComplete) ends: alone, the last job would hold it to the timeout
     const ended = new AbortController();

@@ -117,6 +117,83 @@ describe('venue journal failure over REST', () => {
   });
 });
 
+describe("a service job failing while the store refuses the scheduler's writes too", () => {
+  it('health is degraded meanwhile and ok again soon after the store is back; the job runs to its end', async () => {
+    const store = new FaultyStore(await SqliteStore.open(null));
+    // the statements job's start-up run, held at its progress write (after its reads)
+    const progress = store.hold({ collections: ['statementRuns'] });
+    const svc = await startTestService({ store });
+    try {
+      await expect.poll(() => progress.fired, { timeout: 15_000 }).toBe(1);
+      expect((await svc.call('GET', '/healthz')).body).toMatchObject({ status: 'ok' });
+      // the store now refuses the scheduler's writes: the run's re-arming for the next day fails, and so
+      // does any record of that failure Agenda would write into the job's document
+      const refusing = store.failWhen((i) => i.collection === 'agendaJobs');
+      progress.release();
+      await expect
+        .poll(async () => (await svc.call('GET', '/healthz')).body, { timeout: 15_000, interval: 20 })
+        .toMatchObject({ status: 'degraded', scheduler: { running: true, failing_timers: 1 } });
+      refusing.remove();
+      // the run is retried with backoff (it used to stay locked: health degraded for good)
+      await expect
+        .poll(async () => (await svc.call('GET', '/healthz')).body, { timeout: 15_000, interval: 50 })
+        .toMatchObject({ status: 'ok', scheduler: { failing_timers: 0 } });
+      expect(svc.services.statements.generatedThrough()).not.toBeNull();
+      // re-armed for its next day's run
+      const jobs = await (
+        await store.inner.collection<{ _id: string; name: string; nextRunAt: Date }>('agendaJobs')
+      ).find({ name: 'data.statements' });
+      expect(jobs).toHaveLength(1);
+      expect(new Date(jobs[0]!.nextRunAt).getTime()).toBeGreaterThan(Date.now());
+    } finally {
+      store.clear();
+      await svc.close();
+    }
+  });
+});
+
+describe("a timer delivery failing while the store refuses the scheduler's writes too", () => {
+  it('the GTD order expires once the store is back, and health is ok again', async () => {
+    const store = new FaultyStore(await SqliteStore.open(null));
+    const svc = await startTestService({ store });
+    try {
+      const alice = { 'x-partner-user-id': 'alice' };
+      await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'alice' } });
+      const token = (await svc.call('GET', '/v2/trade/markets?limit=1')).body.markets[0].tokens[0].token_id;
+      const expiration = Date.now() + 1500;
+      const placed = await svc.call('POST', '/v2/trade/order', {
+        body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: '10', expiration },
+        headers: alice,
+      });
+      expect(placed.status).toBe(200);
+      // the expiry's step (the next write of an actor) fails, and so does any record of that failure
+      // Agenda would write into the timer's document
+      const step = store.hold({ collections: ['actors'] });
+      await expect.poll(() => step.fired, { timeout: 15_000 }).toBe(1);
+      const refusing = store.failWhen((i) => i.collection === 'agendaJobs');
+      step.release(true);
+      await expect
+        .poll(async () => (await svc.call('GET', '/healthz')).body, { timeout: 15_000, interval: 20 })
+        .toMatchObject({ status: 'degraded', scheduler: { failing_timers: 1 } });
+      refusing.remove();
+      // delivered again with backoff (the timer used to stay locked: the order never expired)
+      await expect
+        .poll(
+          async () =>
+            (await svc.call('GET', `/v2/trade/orders/${placed.body.order_id}`, { headers: alice })).body.status,
+          { timeout: 15_000, interval: 50 },
+        )
+        .toBe('EXPIRED');
+      await expect
+        .poll(async () => (await svc.call('GET', '/healthz')).body, { timeout: 15_000, interval: 50 })
+        .toMatchObject({ status: 'ok', scheduler: { failing_timers: 0 } });
+    } finally {
+      store.clear();
+      await svc.close();
+    }
+  });
+});
+
 describe('a failed WAL fsync over REST', () => {
   let dir: string;
   afterAll(async () => {
