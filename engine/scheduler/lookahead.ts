@@ -173,7 +173,8 @@ export class LookaheadRepository implements JobRepository {
   async saveJobState(job: JobParameters, options: JobRepositoryOptions | undefined): Promise<void> {
     await this.inner.saveJobState(job, options);
     if (job.lockedAt) return; // a run starts
-    // a run ended. A failed delivery moved to its retry time (Agenda publishes no notification for it)
+    // a run ended with a next run time (a recurring job, or one Agenda moved to a retry time: the
+    // service's own handlers retry from the process instead), which Agenda publishes no notification for
     if (job.nextRunAt && !job.disabled) this.wakeAt(job.name, job.nextRunAt.getTime() - this.lockAheadMs);
     // and, when the lock limit stopped the last fill with due jobs left, a lock is free now: fill again
     if (this.cutShort.has(job.name)) this.wakeAt(job.name, Date.now());

@@ -31,8 +31,8 @@ export interface JobIndex {
  * insert, so a second document for a key exists only when two `schedule` calls for it interleave;
  * the index turns that race into a duplicate-key error, which `TimerService.schedule` answers by
  * cancelling and inserting again (the later call wins). No legitimate insert collides: a failed
- * delivery's retry moves the same document (`saveJobState`), Agenda's saves of a job it runs update
- * it by `_id`, and a job re-armed while it runs is removed before its successor is inserted. It is
+ * delivery is retried by the process without a document (`TimerService`), Agenda's saves of a job it
+ * runs update it by `_id`, and a job re-armed while it runs is removed before its successor is inserted. It is
  * partial on `name` so that a job of another name (none today) is not constrained by it; queries
  * name `name`, so they can use it.
  */

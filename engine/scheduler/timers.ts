@@ -149,14 +149,15 @@ export class TimerService {
     this.agenda.on('error', (err) => this.log.error({ err }, 'scheduler error'));
     this.agenda.on('fail', (err: unknown, job: unknown) => {
       const attrs = (job as Job<TimerData> | undefined)?.attrs;
+      // the handlers retry their own failures: a run that throws is a defect, shown in health until a restart
       if (attrs && attrs.name !== TIMER_JOB) {
         this.failingJobs.add(`job:${attrs.name}`);
-        this.log.warn({ err, job: attrs.name }, 'scheduled job failed; retrying with backoff');
+        this.log.error({ err, job: attrs.name }, 'scheduled job threw');
         return;
       }
       const data = attrs?.data;
       if (data) this.failingJobs.add(`${data.actorId}/${data.timerName}`);
-      this.log.warn({ err, job: data }, 'timer delivery failed; retrying with backoff');
+      this.log.error({ err, job: data }, 'timer job threw');
     });
   }
 
@@ -176,8 +177,16 @@ export class TimerService {
 
   /** Failed deliveries in a row of each timer (`actorId/timerName`: its retry's backoff). */
   private readonly deliveryAttempts = new Map<string, number>();
-  /** The pending redelivery of each timer whose last delivery failed. */
-  private readonly deliveryRetries = new Map<string, NodeJS.Timeout>();
+  /** The pending redelivery of each timer whose last delivery failed, with the deadline it delivers. */
+  private readonly deliveryRetries = new Map<string, { atMs: number; timer: NodeJS.Timeout }>();
+  /** Redeliveries and re-armings running now ({@link drain} waits for them as Agenda's drain does for its runs). */
+  private readonly retrying = new Set<Promise<void>>();
+
+  /** Runs `retry` (a redelivery or a re-arming) tracked in {@link retrying}. */
+  private track(retry: () => Promise<void>): void {
+    const p = retry().finally(() => this.retrying.delete(p));
+    this.retrying.add(p);
+  }
 
   /**
    * Hands `t` to the sink. A delivery that fails is counted in {@link failing} and delivered again
@@ -193,25 +202,31 @@ export class TimerService {
     try {
       await this.sink(t);
     } catch (err) {
+      const pending = this.deliveryRetries.get(key);
+      // a later deadline's redelivery already waits: it stays (this firing is stale)
+      if (pending && pending.atMs !== t.atMs) return;
       const attempt = (this.deliveryAttempts.get(key) ?? 0) + 1;
       this.deliveryAttempts.set(key, attempt);
       this.failingJobs.add(key);
-      this.log.warn({ err, job: t, attempt }, 'timer delivery failed; retrying with backoff');
-      clearTimeout(this.deliveryRetries.get(key));
-      const retry = setTimeout(() => {
+      if (attempt === 1 || attempt % 20 === 0)
+        this.log.warn({ err, job: t, attempt }, 'timer delivery failed; retrying with backoff');
+      clearTimeout(pending?.timer);
+      const timer = setTimeout(() => {
         this.deliveryRetries.delete(key);
-        if (this.started) void this.deliver(t);
+        if (this.started) this.track(() => this.deliver(t));
       }, timerRetryDelayMs(attempt));
-      retry.unref();
-      this.deliveryRetries.set(key, retry);
+      timer.unref();
+      this.deliveryRetries.set(key, { atMs: t.atMs, timer });
       return;
     }
-    this.forgetDelivery(key);
+    // a firing of another deadline (stale, ignored by the sink) leaves a pending redelivery alone
+    const pending = this.deliveryRetries.get(key);
+    if (!pending || pending.atMs === t.atMs) this.forgetDelivery(key);
   }
 
   /** Ends the failure record and any pending redelivery of timer `key`. */
   private forgetDelivery(key: string): void {
-    clearTimeout(this.deliveryRetries.get(key));
+    clearTimeout(this.deliveryRetries.get(key)?.timer);
     this.deliveryRetries.delete(key);
     this.deliveryAttempts.delete(key);
     this.failingJobs.delete(key);
@@ -299,12 +314,13 @@ export class TimerService {
     const attempt = (this.jobAttempts.get(name) ?? 0) + 1;
     this.jobAttempts.set(name, attempt);
     this.failingJobs.add(`job:${name}`);
-    this.log.warn({ err, job: name, attempt }, 'scheduled job failed; retrying with backoff');
+    if (attempt === 1 || attempt % 20 === 0)
+      this.log.warn({ err, job: name, attempt }, 'scheduled job failed; retrying with backoff');
     clearTimeout(this.jobRetries.get(name));
     const retry = setTimeout(() => {
       this.jobRetries.delete(name);
-      if (!this.started) return;
-      this.armJob(name, dueAtMs).catch((e: unknown) => this.jobFailed(name, dueAtMs, e));
+      if (this.started)
+        this.track(() => this.armJob(name, dueAtMs).catch((e: unknown) => this.jobFailed(name, dueAtMs, e)));
     }, timerRetryDelayMs(attempt));
     retry.unref();
     this.jobRetries.set(name, retry);
@@ -318,6 +334,7 @@ export class TimerService {
   async scheduleJob(name: string, atMs: number): Promise<void> {
     clearTimeout(this.jobRetries.get(name));
     this.jobRetries.delete(name);
+    this.jobAttempts.delete(name);
     await this.armJob(name, atMs);
   }
 
@@ -340,7 +357,8 @@ export class TimerService {
   async drain(timeoutMs: number): Promise<void> {
     if (!this.started) return;
     this.started = false;
-    for (const retry of [...this.jobRetries.values(), ...this.deliveryRetries.values()]) clearTimeout(retry);
+    for (const retry of this.jobRetries.values()) clearTimeout(retry);
+    for (const retry of this.deliveryRetries.values()) clearTimeout(retry.timer);
     this.jobRetries.clear();
     this.deliveryRetries.clear();
     // Agenda's drain looks at its running jobs again only on a job's `complete` event, which comes
@@ -352,10 +370,20 @@ export class TimerService {
         () => ended.abort(),
       );
     }, 20);
+    const startedAt = Date.now();
     try {
       await this.agenda.drain({ timeout: timeoutMs, signal: ended.signal });
     } finally {
       clearInterval(watch);
+    }
+    // and for the redeliveries and re-armings under way (within what is left of the timeout)
+    const left = Math.max(0, timeoutMs - (Date.now() - startedAt));
+    if (this.retrying.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.retrying]),
+        new Promise((r) => (timer = setTimeout(r, left))),
+      ]).finally(() => clearTimeout(timer));
     }
     this.lookahead?.repository.stop();
   }

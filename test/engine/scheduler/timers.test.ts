@@ -128,6 +128,36 @@ describe('TimerService on the SQLite store', () => {
     expect(timers.failing).toBe(0);
   });
 
+  it('re-arming a timer whose delivery keeps failing replaces its redelivery: the new deadline fires', async () => {
+    const store = await SqliteStore.open(null);
+    const first = Date.now();
+    const attemptsAt = new Map<number, number>();
+    const delivered: number[] = [];
+    const timers = new TimerService(
+      store,
+      async (t) => {
+        attemptsAt.set(t.atMs, (attemptsAt.get(t.atMs) ?? 0) + 1);
+        if (t.atMs === first) throw new Error('injected: this deadline never goes through');
+        delivered.push(t.atMs);
+      },
+      log,
+      100,
+    );
+    await timers.start();
+    cleanups.push(() => timers.drain(1000));
+    await timers.schedule('rearm', 'expiry', first);
+    await waitFor(() => timers.failing === 1);
+    const second = Date.now() + 50;
+    await timers.schedule('rearm', 'expiry', second); // the actor moved its deadline
+    expect(timers.failing).toBe(0);
+    await waitFor(() => delivered.length === 1);
+    expect(delivered).toEqual([second]);
+    const triedFirst = attemptsAt.get(first);
+    await new Promise((r) => setTimeout(r, 500)); // past the next backoffs: the old deadline is not tried again
+    expect(attemptsAt.get(first)).toBe(triedFirst);
+    expect(timers.failing).toBe(0);
+  });
+
   it('a service job runs at its time, re-arms itself, and a failed run is retried (`failing` meanwhile)', async () => {
     const store = await SqliteStore.open(null);
     const timers = new TimerService(store, async () => undefined, log, 200);
