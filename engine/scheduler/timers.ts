@@ -193,7 +193,7 @@ export class TimerService {
    * from here after a backoff ({@link timerRetryDelayMs}), until it succeeds or the timer is
    * canceled or re-armed. Not by Agenda's backoff: Agenda writes a failed run's next time into the
    * job's document, and when that write fails too (the store is what failed the delivery) the
-   * document stays locked and the timer never fires again (a GTD order that never expired). Agenda
+   * document stays locked and the timer never fires again (a GTD order would never expire). Agenda
    * sees the run end and removes its document; a restart in between re-arms the timer from the
    * actor's deadlines (`ActorHost.restoreAll`), and the sink ignores a stale firing.
    */
@@ -283,8 +283,8 @@ export class TimerService {
    *
    * The retry is armed from here, not by Agenda's own backoff: Agenda writes a failed run's next
    * time into the job's document, and when that write fails too (the store is what failed the run)
-   * the document stays locked and the job never runs again, so health stayed degraded after the
-   * store was back. Here Agenda sees the run end; the retry arms the job again (a new document,
+   * the document stays locked and the job never runs again (health would stay degraded once the
+   * store is back). Here Agenda sees the run end; the retry arms the job again (a new document,
    * {@link scheduleJob}, itself retried while the store refuses it). A restart in between loses the
    * pending retry: the job's owner arms it at each start (the statements job does).
    */

@@ -134,7 +134,7 @@ describe("a service job failing while the store refuses the scheduler's writes t
         .poll(async () => (await svc.call('GET', '/healthz')).body, { timeout: 15_000, interval: 20 })
         .toMatchObject({ status: 'degraded', scheduler: { running: true, failing_timers: 1 } });
       refusing.remove();
-      // the run is retried with backoff (it used to stay locked: health degraded for good)
+      // the run is retried with backoff (Agenda's own retry would leave it locked: health degraded for good)
       await expect
         .poll(async () => (await svc.call('GET', '/healthz')).body, { timeout: 15_000, interval: 50 })
         .toMatchObject({ status: 'ok', scheduler: { failing_timers: 0 } });
@@ -176,7 +176,7 @@ describe("a timer delivery failing while the store refuses the scheduler's write
         .poll(async () => (await svc.call('GET', '/healthz')).body, { timeout: 15_000, interval: 20 })
         .toMatchObject({ status: 'degraded', scheduler: { failing_timers: 1 } });
       refusing.remove();
-      // delivered again with backoff (the timer used to stay locked: the order never expired)
+      // delivered again with backoff (Agenda's own retry would leave the timer locked: the order would never expire)
       await expect
         .poll(
           async () =>

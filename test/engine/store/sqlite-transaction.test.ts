@@ -281,7 +281,7 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
     const heldBefore = store.writer.heldCheckpoints;
     release();
     await Promise.all([a, b]);
-    // B started once that checkpoint had ended (before, it took the writer over at once)
+    // B started once that checkpoint had ended (not at once, taking the writer over from it)
     expect(heldWhenBStarted).toBe(heldBefore + 1);
     expect(await c.count({})).toBe(201);
     await store.close();
