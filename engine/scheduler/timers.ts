@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { setTimeout as sleep } from 'node:timers/promises';
 import tty from 'node:tty';
 import { backoffMs } from '../backoff.js';
 import { Agenda, type AgendaBackend, type Job } from 'agenda';
@@ -175,17 +176,49 @@ export class TimerService {
     }
   }
 
-  /** Failed deliveries in a row of each timer (`actorId/timerName`: its retry's backoff). */
-  private readonly deliveryAttempts = new Map<string, number>();
-  /** The pending redelivery of each timer whose last delivery failed, with the deadline it delivers. */
-  private readonly deliveryRetries = new Map<string, { atMs: number; timer: NodeJS.Timeout }>();
+  /**
+   * The retry of each timer (`actorId/timerName`) whose delivery failed and of each service job
+   * (`job:name`) whose run failed: the failures in a row (its backoff), the due time it retries and
+   * its pending timer (null once it fired: the retry runs, or ran and failed again).
+   */
+  private readonly retries = new Map<string, { attempt: number; atMs: number; timer: NodeJS.Timeout | null }>();
   /** Redeliveries and re-armings running now ({@link drain} waits for them as Agenda's drain does for its runs). */
   private readonly retrying = new Set<Promise<void>>();
 
-  /** Runs `retry` (a redelivery or a re-arming) tracked in {@link retrying}. */
-  private track(retry: () => Promise<void>): void {
-    const p = retry().finally(() => this.retrying.delete(p));
-    this.retrying.add(p);
+  /**
+   * After a failure of `key` (a timer's delivery or a service job's run, due at `atMs`): counted in
+   * {@link failing}, logged at the first attempt and every 20th, and `again` runs after the backoff
+   * ({@link timerRetryDelayMs}), tracked in {@link retrying}, unless the scheduler stopped meanwhile.
+   */
+  private retryLater(
+    key: string,
+    atMs: number,
+    err: unknown,
+    log: { job: unknown; message: string },
+    again: () => Promise<void>,
+  ): void {
+    const prior = this.retries.get(key);
+    const attempt = (prior?.attempt ?? 0) + 1;
+    this.failingJobs.add(key);
+    if (attempt === 1 || attempt % 20 === 0) this.log.warn({ err, job: log.job, attempt }, log.message);
+    if (prior?.timer) clearTimeout(prior.timer);
+    const entry = { attempt, atMs, timer: null as NodeJS.Timeout | null };
+    entry.timer = setTimeout(() => {
+      entry.timer = null;
+      if (!this.started) return;
+      const p = again().finally(() => this.retrying.delete(p));
+      this.retrying.add(p);
+    }, timerRetryDelayMs(attempt));
+    entry.timer.unref();
+    this.retries.set(key, entry);
+  }
+
+  /** Drops the retry of `key` (its count and pending timer) and, unless `keepFailing`, its failing mark. */
+  private forgetRetry(key: string, keepFailing = false): void {
+    const r = this.retries.get(key);
+    if (r?.timer) clearTimeout(r.timer);
+    this.retries.delete(key);
+    if (!keepFailing) this.failingJobs.delete(key);
   }
 
   /**
@@ -202,34 +235,21 @@ export class TimerService {
     try {
       await this.sink(t);
     } catch (err) {
-      const pending = this.deliveryRetries.get(key);
       // a later deadline's redelivery already waits: it stays (this firing is stale)
-      if (pending && pending.atMs !== t.atMs) return;
-      const attempt = (this.deliveryAttempts.get(key) ?? 0) + 1;
-      this.deliveryAttempts.set(key, attempt);
-      this.failingJobs.add(key);
-      if (attempt === 1 || attempt % 20 === 0)
-        this.log.warn({ err, job: t, attempt }, 'timer delivery failed; retrying with backoff');
-      clearTimeout(pending?.timer);
-      const timer = setTimeout(() => {
-        this.deliveryRetries.delete(key);
-        if (this.started) this.track(() => this.deliver(t));
-      }, timerRetryDelayMs(attempt));
-      timer.unref();
-      this.deliveryRetries.set(key, { atMs: t.atMs, timer });
+      if (!this.awaitsOther(key, t.atMs))
+        this.retryLater(key, t.atMs, err, { job: t, message: 'timer delivery failed; retrying with backoff' }, () =>
+          this.deliver(t),
+        );
       return;
     }
     // a firing of another deadline (stale, ignored by the sink) leaves a pending redelivery alone
-    const pending = this.deliveryRetries.get(key);
-    if (!pending || pending.atMs === t.atMs) this.forgetDelivery(key);
+    if (!this.awaitsOther(key, t.atMs)) this.forgetRetry(key);
   }
 
-  /** Ends the failure record and any pending redelivery of timer `key`. */
-  private forgetDelivery(key: string): void {
-    clearTimeout(this.deliveryRetries.get(key)?.timer);
-    this.deliveryRetries.delete(key);
-    this.deliveryAttempts.delete(key);
-    this.failingJobs.delete(key);
+  /** Whether `key` has a retry pending for another due time than `atMs`. */
+  private awaitsOther(key: string, atMs: number): boolean {
+    const r = this.retries.get(key);
+    return r !== undefined && r.timer !== null && r.atMs !== atMs;
   }
 
   /** Starts processing due jobs. */
@@ -272,7 +292,7 @@ export class TimerService {
   async cancel(actorId: string, timerName: string): Promise<void> {
     await this.ready();
     await this.agenda.cancel({ name: TIMER_JOB, data: { actorId, timerName } });
-    this.forgetDelivery(timerKey(actorId, timerName));
+    this.forgetRetry(timerKey(actorId, timerName));
   }
 
   /**
@@ -299,31 +319,19 @@ export class TimerService {
         this.jobFailed(name, dueAtMs, err);
         return;
       }
-      this.jobAttempts.delete(name);
-      this.failingJobs.delete(`job:${name}`);
+      this.forgetRetry(`job:${name}`);
     });
   }
 
-  /** Failed runs in a row of each service job (its retry's backoff). */
-  private readonly jobAttempts = new Map<string, number>();
-  /** The pending retry of each service job whose last run or re-arming failed. */
-  private readonly jobRetries = new Map<string, NodeJS.Timeout>();
-
   /** After a failed run (or re-arming) of service job `name`: counted failing, armed again after a backoff. */
   private jobFailed(name: string, dueAtMs: number, err: unknown): void {
-    const attempt = (this.jobAttempts.get(name) ?? 0) + 1;
-    this.jobAttempts.set(name, attempt);
-    this.failingJobs.add(`job:${name}`);
-    if (attempt === 1 || attempt % 20 === 0)
-      this.log.warn({ err, job: name, attempt }, 'scheduled job failed; retrying with backoff');
-    clearTimeout(this.jobRetries.get(name));
-    const retry = setTimeout(() => {
-      this.jobRetries.delete(name);
-      if (this.started)
-        this.track(() => this.armJob(name, dueAtMs).catch((e: unknown) => this.jobFailed(name, dueAtMs, e)));
-    }, timerRetryDelayMs(attempt));
-    retry.unref();
-    this.jobRetries.set(name, retry);
+    this.retryLater(
+      `job:${name}`,
+      dueAtMs,
+      err,
+      { job: name, message: 'scheduled job failed; retrying with backoff' },
+      () => this.armJob(name, dueAtMs).catch((e: unknown) => this.jobFailed(name, dueAtMs, e)),
+    );
   }
 
   /**
@@ -332,9 +340,7 @@ export class TimerService {
    * by Agenda's write-back of the run). A pending retry of a failed run is replaced too.
    */
   async scheduleJob(name: string, atMs: number): Promise<void> {
-    clearTimeout(this.jobRetries.get(name));
-    this.jobRetries.delete(name);
-    this.jobAttempts.delete(name);
+    this.forgetRetry(`job:${name}`, true); // failing until a run succeeds
     await this.armJob(name, atMs);
   }
 
@@ -349,18 +355,16 @@ export class TimerService {
   async cancelAll(actorId: string): Promise<void> {
     await this.ready();
     await this.agenda.cancel({ name: TIMER_JOB, data: { actorId } });
-    for (const k of [...this.failingJobs, ...this.deliveryRetries.keys()])
-      if (k.startsWith(`${actorId}/`)) this.forgetDelivery(k);
+    // (a timer's retry is always marked failing: the failing marks name every one)
+    for (const k of this.failingJobs) if (k.startsWith(`${actorId}/`)) this.forgetRetry(k);
   }
 
   /** Stops taking new jobs and waits (up to `timeoutMs`) for running ones, no longer than they run. */
   async drain(timeoutMs: number): Promise<void> {
     if (!this.started) return;
     this.started = false;
-    for (const retry of this.jobRetries.values()) clearTimeout(retry);
-    for (const retry of this.deliveryRetries.values()) clearTimeout(retry.timer);
-    this.jobRetries.clear();
-    this.deliveryRetries.clear();
+    for (const r of this.retries.values()) if (r.timer) clearTimeout(r.timer);
+    this.retries.clear();
     // Agenda's drain looks at its running jobs again only on a job's `complete` event, which comes
     // before that job's removal (removeOnComplete) ends: alone, the last job would hold it to the timeout
     const ended = new AbortController();
@@ -378,13 +382,8 @@ export class TimerService {
     }
     // and for the redeliveries and re-armings under way (within what is left of the timeout)
     const left = Math.max(0, timeoutMs - (Date.now() - startedAt));
-    if (this.retrying.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled([...this.retrying]),
-        new Promise((r) => (timer = setTimeout(r, left))),
-      ]).finally(() => clearTimeout(timer));
-    }
+    if (this.retrying.size > 0)
+      await Promise.race([Promise.allSettled([...this.retrying]), sleep(left, undefined, { ref: false })]);
     this.lookahead?.repository.stop();
   }
 }
