@@ -406,12 +406,12 @@ async function main(): Promise<void> {
 }
 
 /** The services' runs: in memory with and without the trade history, on disk. */
-async function benchAll(echoResult: Echo): Promise<void> {
+async function benchAll(echo: Echo): Promise<void> {
   const onlyDisk = process.env.BENCH_ONLY === 'disk';
-  const recorded = onlyDisk ? 0 : await benchService('orders, store in memory', ':memory:', echoResult);
+  const recorded = onlyDisk ? 0 : await benchService('orders, store in memory', ':memory:', echo);
   // what recording the trade history costs (target: at most 15 % of the order throughput)
   if (!onlyDisk && process.env.BENCH_HISTORY !== 'skip') {
-    const bare = await benchService('orders, memory, no history', ':memory:', echoResult, { TRADE_HISTORY: 'off' });
+    const bare = await benchService('orders, memory, no history', ':memory:', echo, { TRADE_HISTORY: 'off' });
     console.log(
       `trade history recording: ${recorded.toFixed(0)} req/s with, ${bare.toFixed(0)} without: ` +
         `${(100 * (1 - recorded / bare)).toFixed(1)} % of the throughput (target ≤ 15 %)`,
@@ -420,7 +420,7 @@ async function benchAll(echoResult: Echo): Promise<void> {
   if (process.env.BENCH_ONLY !== 'memory') {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-bench-'));
     try {
-      await benchService('orders, store on disk', dir, echoResult);
+      await benchService('orders, store on disk', dir, echo);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
