@@ -1676,12 +1676,25 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   /**
-   * Delivers a due timer. Ignored unless the actor is live and still has that deadline at that
-   * time, so duplicate and stale firings are harmless; the machine guards the same way.
+   * Delivers a due timer. Ignored unless the actor still has that deadline at that time (in memory,
+   * or as stored when it is not in memory: an actor being reloaded after a revision conflict), so
+   * duplicate and stale firings are harmless; the machine guards the same way.
    */
   async deliverTimer(t: TimerData): Promise<void> {
     const live = this.live.get(t.actorId);
-    if (!live || deadlinesOf(live.snapshot)[t.timerName] !== t.atMs) return;
+    if (live) {
+      if (deadlinesOf(live.snapshot)[t.timerName] !== t.atMs) return;
+    } else {
+      const rec = await this.repo.getStored(t.actorId);
+      if (!rec || rec.final || rec.quarantine || !this.defs.has(rec.machineId)) return;
+      let stored: Record<string, number>;
+      try {
+        stored = deadlinesOf(this.storedSnapshot(rec));
+      } catch {
+        return; // a snapshot that no longer restores: its next step quarantines it
+      }
+      if (stored[t.timerName] !== t.atMs) return;
+    }
     const event: TimerFiredEvent = { type: 'timer.fired', name: t.timerName, atMs: t.atMs };
     await this.send(t.actorId, event);
   }
@@ -1818,6 +1831,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
   }
 
   private async step(id: string, batch: Pending[]): Promise<ActorRecord> {
+    // After a revision conflict the actor is read again from the store: its stored deadlines may
+    // be ones this process never armed (a write reported as failed that had committed), so every
+    // deadline of what it steps to is armed (arming is idempotent; a stale firing is ignored).
+    let reloaded = false;
     for (let attempt = 0; ; attempt++) {
       let live = this.live.get(id);
       if (!live) {
@@ -1852,9 +1869,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       }
       if (events.length === 0) {
         this.keep(live);
+        if (reloaded) await this.armTimers(live, {});
         return this.answer(live);
       }
-      const prevDeadlines = deadlinesOf(live.snapshot);
+      const prevDeadlines = reloaded ? {} : deadlinesOf(live.snapshot);
       const previousStatus = live.record.status;
       const def = live.def;
       const snapshotJson = storedSnapshotJson(def, next, live.record);
@@ -1863,6 +1881,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (this.changesNothing(live, next, snapshotJson, actions)) {
         const same: Live = { def, record: live.record, snapshot: next, json: snapshotJson };
         this.keep(same);
+        if (reloaded) await this.armTimers(same, {});
         return this.answer(same);
       }
       try {
@@ -1883,6 +1902,7 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
         if (err instanceof RevisionConflictError && attempt < 3) {
           this.log.warn({ actorId: id }, 'revision conflict, reloading actor');
           this.dropLive(id);
+          reloaded = true;
           continue;
         }
         throw err;

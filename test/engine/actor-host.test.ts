@@ -17,7 +17,11 @@ function makeMachine(effects: string[]) {
       context: {} as { n: number; deadlines: Record<string, number> },
       input: {} as { n: number; expiresAtMs: number },
       events: {} as
-        { type: 'bump' } | { type: 'finish' } | { type: 'again' } | { type: 'timer.fired'; name: string; atMs: number },
+        | { type: 'bump' }
+        | { type: 'finish' }
+        | { type: 'again' }
+        | { type: 'extend'; atMs: number }
+        | { type: 'timer.fired'; name: string; atMs: number },
     },
     actions: {
       record: (_, p: { what: string }) => void effects.push(p.what),
@@ -43,6 +47,7 @@ function makeMachine(effects: string[]) {
             ],
           },
           finish: { target: 'done', actions: assign({ deadlines: {} }) },
+          extend: { actions: assign({ deadlines: ({ event }) => ({ expiry: event.atMs }) }) },
           again: { target: 'open', reenter: true },
           'timer.fired': { guard: 'isCurrentExpiry', target: 'expired', actions: assign({ deadlines: {} }) },
         },
@@ -473,6 +478,63 @@ describe('ActorHost', () => {
     const r = await host2.send('d2', { type: 'bump' });
     expect(r.revision).toBe(2);
     expect((await repo.get('d2'))?.quarantine?.reason).toMatch(/does not exist/);
+  });
+
+  it('a write reported failed that had committed: the next step reloads the actor and arms its deadlines', async () => {
+    const { host, repo, timers } = await setupHost();
+    await host.create('test', { id: 'c1', input: { n: 0, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    const update = repo.update.bind(repo);
+    let lose = true;
+    repo.update = async (...args: Parameters<typeof update>) => {
+      const written = await update(...args);
+      if (!lose) return written;
+      lose = false;
+      throw new Error('injected: the answer of a committed write is lost');
+    };
+    await expect(host.send('c1', { type: 'extend', atMs: 3_000_000 })).rejects.toThrow('injected');
+    expect(await repo.get('c1')).toMatchObject({ revision: 2 });
+    expect(timers.armed.get('c1/expiry')).toBe(2_000_000); // the stored deadline was never armed
+    // the old deadline fires: its step conflicts, reloads the stored actor, ignores the stale
+    // firing and arms the stored deadline
+    await host.deliverTimer({ actorId: 'c1', timerName: 'expiry', atMs: 2_000_000 });
+    expect(await repo.get('c1')).toMatchObject({ revision: 2, status: 'LIVE' });
+    expect(timers.armed.get('c1/expiry')).toBe(3_000_000);
+    await host.deliverTimer({ actorId: 'c1', timerName: 'expiry', atMs: 3_000_000 });
+    expect(await repo.get('c1')).toMatchObject({ status: 'EXPIRED', final: true });
+  });
+
+  it('a timer due while its actor is reloaded after a revision conflict is delivered, not dropped', async () => {
+    const { host, repo } = await setupHost();
+    await host.create('test', { id: 'c2', input: { n: 0, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
+    const update = repo.update.bind(repo);
+    let lose = true;
+    repo.update = async (...args: Parameters<typeof update>) => {
+      const written = await update(...args);
+      if (!lose) return written;
+      lose = false;
+      throw new Error('injected: the answer of a committed write is lost');
+    };
+    await expect(host.send('c2', { type: 'extend', atMs: 3_000_000 })).rejects.toThrow('injected');
+    // the reload's read waits until released: the actor is out of memory meanwhile
+    const getStored = repo.getStored.bind(repo);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let reads = 0;
+    repo.getStored = async (id: string) => {
+      if (reads++ === 0) await held;
+      return getStored(id);
+    };
+    const bumped = host.send('c2', { type: 'bump' });
+    await poll(
+      'the reload reads the store',
+      async () => reads,
+      (n) => n === 1,
+    );
+    const fired = host.deliverTimer({ actorId: 'c2', timerName: 'expiry', atMs: 3_000_000 });
+    release();
+    expect(await bumped).toMatchObject({ revision: 3, status: 'LIVE' });
+    await fired;
+    expect(await repo.get('c2')).toMatchObject({ status: 'EXPIRED', final: true, revision: 4 });
   });
 
   it('persisted means done: a timer not armed or a throwing listener neither fails nor skips the step', async () => {
