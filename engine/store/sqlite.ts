@@ -406,6 +406,16 @@ const STATS_MIN_ROWS = 10_000;
  */
 const MEMORY_PAGE_SIZE = 8192;
 
+/**
+ * In memory, the shortest time between two COMMITs (ms). A batch's writes are answered at the
+ * batch's end as on disk, but the SQLite transaction is left open across batches until this long
+ * after the last COMMIT: in memory a COMMIT makes nothing durable (it only ends the rollback
+ * journal), and each one walks the page cache (see {@link MEMORY_PAGE_SIZE}) and makes the next
+ * transaction journal again every page it changes. A failure that rolls the open transaction back
+ * would then undo writes already answered: it stops the store instead ({@link Writer.broken}).
+ */
+const MEMORY_COMMIT_MS = 250;
+
 /** WAL bytes after which the writer checkpoints into the database file (default). */
 const CHECKPOINT_BYTES = 8 << 20;
 
@@ -507,8 +517,14 @@ class Writer {
   private readonly syncLoops = new Set<Promise<void>>();
   /** Whether {@link commitSoon} asked for a commit while every fsync lane ran: made as one ends. */
   private commitWanted = false;
-  /** COMMITs made so far (the group-commit test reads it). */
+  /**
+   * Batches ended so far (the group-commit tests read it): each with a COMMIT, except in memory
+   * within {@link MEMORY_COMMIT_MS} of the last one, where the batch is answered and its COMMIT
+   * made with a later batch's (its writes are then all or none with those).
+   */
   commits = 0;
+  /** The COMMITs themselves (in memory fewer than {@link commits}). */
+  sqliteCommits = 0;
   /** WAL fsyncs made so far, and the milliseconds they took in all (the benchmarks print them). */
   readonly syncs = { count: 0, ms: 0 };
   /** Checkpoints made so far. */
@@ -631,7 +647,27 @@ class Writer {
   /**
    * After a failed statement: when SQLite rolled the whole transaction back (I/O error, disk full), the batch failed.
    */
+  /**
+   * In memory: the open transaction that held answered writes was rolled back (a failed COMMIT, or
+   * SQLite's own rollback after an error such as running out of memory). Those writes are gone
+   * though they were answered: the store stops ({@link broken}), as a store on disk does after a
+   * failed fsync.
+   */
+  private stopAfterLostWrites(err: unknown): void {
+    this.answeredUncommitted = false;
+    if (this.broken !== null) return;
+    const why = err instanceof Error ? err.message : String(err);
+    this.broken = errors.unavailable(
+      `store stopped: the in-memory database rolled back writes already answered (${why}); ` +
+        'writes are refused until the service restarts',
+      1,
+    );
+    this.failed(this.broken);
+    this.onBroken(this.broken);
+  }
+
   private abortedBy(err: unknown): void {
+    if (this.answeredUncommitted && !this.db.inTransaction) this.stopAfterLostWrites(err);
     if (this.batch && !this.db.inTransaction) {
       const b = this.batch;
       this.batch = null;
@@ -692,8 +728,37 @@ class Writer {
     else this.flush();
   }
 
-  /** COMMITs the batch now (unless a scope is open: then when it ends). */
-  flush(): void {
+  /** When the last COMMIT was made (`performance.now()` ms; in memory, see {@link MEMORY_COMMIT_MS}). */
+  private committedAt = 0;
+  /** In memory: whether writes already answered wait in the open transaction for a COMMIT. */
+  private answeredUncommitted = false;
+  /** In memory: the COMMIT of the answered writes when no batch comes to make it ({@link MEMORY_COMMIT_MS}). */
+  private memoryCommitTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * In memory: whether the COMMIT of a batch waits ({@link MEMORY_COMMIT_MS}); a timer then makes it
+   * unless a later batch does.
+   */
+  private commitLater(): boolean {
+    const sinceMs = performance.now() - this.committedAt;
+    if (sinceMs >= MEMORY_COMMIT_MS) return false;
+    this.answeredUncommitted = true;
+    if (this.memoryCommitTimer === null) {
+      this.memoryCommitTimer = setTimeout(() => {
+        this.memoryCommitTimer = null;
+        if (!this.scheduled) this.flush();
+      }, MEMORY_COMMIT_MS - sinceMs);
+      this.memoryCommitTimer.unref();
+    }
+    return true;
+  }
+
+  /**
+   * COMMITs the batch now (unless a scope is open: then when it ends). In memory, within
+   * {@link MEMORY_COMMIT_MS} of the last COMMIT the batch is answered and the transaction stays
+   * open, unless `now`.
+   */
+  flush(now = false): void {
     if (this.current !== null) {
       this.flushWanted = true;
       return;
@@ -713,10 +778,22 @@ class Writer {
       b?.reject(this.broken);
       return;
     }
+    if (!this.sync && !now && this.commitLater()) {
+      this.commits++;
+      b?.resolve();
+      return;
+    }
     try {
       this.control.commit.run();
       this.commits++;
-      if (this.commits % 64 === 0) this.optimizeWhenGrown();
+      this.sqliteCommits++;
+      this.committedAt = performance.now();
+      this.answeredUncommitted = false;
+      if (this.memoryCommitTimer !== null) {
+        clearTimeout(this.memoryCommitTimer);
+        this.memoryCommitTimer = null;
+      }
+      if (this.sqliteCommits % 64 === 0) this.optimizeWhenGrown();
     } catch (err) {
       this.failed(err);
       if (this.db.inTransaction) {
@@ -726,7 +803,8 @@ class Writer {
           /* already rolled back by SQLite */
         }
       }
-      b?.reject(err);
+      if (this.answeredUncommitted) this.stopAfterLostWrites(err);
+      b?.reject(this.broken ?? err);
       return;
     }
     if (!this.sync) {
@@ -938,7 +1016,11 @@ class Writer {
         }
         throw err;
       }
-      if (!this.db.inTransaction) throw new Error('store: the transaction was rolled back by SQLite (I/O error)');
+      if (!this.db.inTransaction) {
+        const err = new Error('store: the transaction was rolled back by SQLite (I/O error)');
+        this.abortedBy(err);
+        throw err;
+      }
       if (!first) this.control.release.run();
       committed = this.committed();
       this.endScope();
@@ -980,7 +1062,7 @@ class Writer {
   /** Waits until no scope is open, commits what is pending and waits for its fsync (and a running checkpoint). */
   async drain(): Promise<void> {
     while (this.current !== null || this.scopes.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    this.flush();
+    this.flush(true);
     while (this.syncLanes > 0 || this.checkpointing) await (this.syncLoops.values().next().value ?? this.checkpointing);
   }
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { poll } from '../../api/trading-kit.js';
 import { SqliteStore } from '../../../engine/store/sqlite.js';
 import { runUntil } from '../../process.js';
 import { FaultyStore, InjectedFault, fileHandles } from './faulty-store.js';
@@ -357,6 +358,49 @@ describe('the SQLite store on disk: group commit, checkpoints, transactions', ()
 });
 
 describe('the SQLite store in memory', () => {
+  it('answers batches between COMMITs made at most every 250 ms; reads see them; close commits', async () => {
+    const store = await SqliteStore.open(null);
+    const c = await store.collection<{ _id: string; n: number }>('spaced');
+    await c.insertOne({ _id: 'first', n: 0 });
+    const commitsBefore = store.writer.sqliteCommits;
+    const batchesBefore = store.writer.commits;
+    for (let i = 0; i < 5; i++) await c.insertOne({ _id: `w${i}`, n: i });
+    // five batches answered, their COMMIT not made yet
+    expect(store.writer.commits - batchesBefore).toBe(5);
+    expect(store.writer.sqliteCommits).toBe(commitsBefore);
+    expect(await c.count({})).toBe(6);
+    // with no later batch, the timer makes it
+    await poll(
+      'the spaced COMMIT',
+      async () => store.writer.sqliteCommits,
+      (n) => n === commitsBefore + 1,
+    );
+    await c.insertOne({ _id: 'last', n: 9 });
+    await store.close(); // commits what waits
+    expect(store.writer.sqliteCommits).toBe(commitsBefore + 2);
+  });
+
+  it('a rollback by SQLite of answered writes waiting for their COMMIT stops the store', async () => {
+    const store = await SqliteStore.open(null);
+    const c = await store.collection<{ _id: string; n: number }>('doomed');
+    await c.insertOne({ _id: 'first', n: 0 });
+    await c.insertOne({ _id: 'answered', n: 1 }); // answered, its COMMIT waits
+    // a trigger that makes SQLite roll the whole transaction back (as running out of memory may)
+    store
+      .statement(
+        `CREATE TEMP TRIGGER doom BEFORE INSERT ON "doomed" WHEN NEW.id = 'boom' ` +
+          `BEGIN SELECT RAISE(ROLLBACK, 'injected'); END`,
+      )
+      .run();
+    await expect(c.insertOne({ _id: 'boom', n: 2 })).rejects.toThrow('injected');
+    expect(store.writer.broken).toMatchObject({ code: 'UNAVAILABLE' });
+    expect(store.writer.broken?.message).toMatch(
+      /store stopped: the in-memory database rolled back writes already answered/,
+    );
+    await expect(c.insertOne({ _id: 'after', n: 3 })).rejects.toThrow(/store stopped/);
+    await store.close();
+  });
+
   it('serves writes and transactions in the order asked: a write asked after a waiting one joins it', async () => {
     const store = await SqliteStore.open(null);
     const c = await store.collection<{ _id: string; n: number }>('asked');
