@@ -76,6 +76,18 @@ class FakeTimers implements TimerPort {
   }
 }
 
+/** The next actor update commits, but its caller is told it failed (as an unknown MongoDB commit result). */
+function loseAnswerOfNextUpdate(repo: ActorRepository): void {
+  const update = repo.update.bind(repo);
+  let lose = true;
+  repo.update = async (...args: Parameters<typeof update>) => {
+    const written = await update(...args);
+    if (!lose) return written;
+    lose = false;
+    throw new Error('injected: the answer of a committed write is lost');
+  };
+}
+
 async function setupHost(store?: SqliteStore, version = 1) {
   store ??= await SqliteStore.open(null);
   const repo = await ActorRepository.open(store);
@@ -483,14 +495,7 @@ describe('ActorHost', () => {
   it('a write reported failed that had committed: the next step reloads the actor and arms its deadlines', async () => {
     const { host, repo, timers } = await setupHost();
     await host.create('test', { id: 'c1', input: { n: 0, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
-    const update = repo.update.bind(repo);
-    let lose = true;
-    repo.update = async (...args: Parameters<typeof update>) => {
-      const written = await update(...args);
-      if (!lose) return written;
-      lose = false;
-      throw new Error('injected: the answer of a committed write is lost');
-    };
+    loseAnswerOfNextUpdate(repo);
     await expect(host.send('c1', { type: 'extend', atMs: 3_000_000 })).rejects.toThrow('injected');
     expect(await repo.get('c1')).toMatchObject({ revision: 2 });
     expect(timers.armed.get('c1/expiry')).toBe(2_000_000); // the stored deadline was never armed
@@ -506,14 +511,7 @@ describe('ActorHost', () => {
   it('a timer due while its actor is reloaded after a revision conflict is delivered, not dropped', async () => {
     const { host, repo } = await setupHost();
     await host.create('test', { id: 'c2', input: { n: 0, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
-    const update = repo.update.bind(repo);
-    let lose = true;
-    repo.update = async (...args: Parameters<typeof update>) => {
-      const written = await update(...args);
-      if (!lose) return written;
-      lose = false;
-      throw new Error('injected: the answer of a committed write is lost');
-    };
+    loseAnswerOfNextUpdate(repo);
     await expect(host.send('c2', { type: 'extend', atMs: 3_000_000 })).rejects.toThrow('injected');
     // the reload's read waits until released: the actor is out of memory meanwhile
     const getStored = repo.getStored.bind(repo);
