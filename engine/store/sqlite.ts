@@ -546,10 +546,12 @@ class Writer {
   >;
 
   /**
-   * @param sync - the fsyncs of a store on disk; null in memory (a commit is done when COMMIT returns).
+   * @param sync - the fsyncs of a store on disk; null in memory (a batch is done when COMMIT returns, or
+   *   answered before it, see {@link MEMORY_COMMIT_MS}).
    * @param checkpointBytes - WAL size past which a commit is followed by a checkpoint (the size
    *   a reset WAL file is cut back to).
-   * @param onBroken - told once when a failed WAL fsync stops the store ({@link broken}).
+   * @param onBroken - told once when the store stops ({@link broken}): a failed WAL fsync, or in memory
+   *   a rollback of answered writes.
    */
   constructor(
     private readonly db: Database,
@@ -645,9 +647,6 @@ class Writer {
   }
 
   /**
-   * After a failed statement: when SQLite rolled the whole transaction back (I/O error, disk full), the batch failed.
-   */
-  /**
    * In memory: the open transaction that held answered writes was rolled back (a failed COMMIT, or
    * SQLite's own rollback after an error such as running out of memory). Those writes are gone
    * though they were answered: the store stops ({@link broken}), as a store on disk does after a
@@ -666,6 +665,10 @@ class Writer {
     this.onBroken(this.broken);
   }
 
+  /**
+   * After a failed statement: when SQLite rolled the whole transaction back (I/O error, disk full), the batch failed
+   * (and, in memory, answered writes were lost: {@link stopAfterLostWrites}).
+   */
   private abortedBy(err: unknown): void {
     if (this.answeredUncommitted && !this.db.inTransaction) this.stopAfterLostWrites(err);
     if (this.batch && !this.db.inTransaction) {
@@ -1925,8 +1928,8 @@ export class SqliteStore implements Store {
   /**
    * The last commit or fsync failure, for 2 s after it happened or until a later commit succeeds,
    * or null. It lapses by itself so that the API's refusal of writes meanwhile (503) cannot keep
-   * the next commit, which would clear it, from ever being tried. After a failed WAL fsync (the
-   * store stopped until a restart) it stays.
+   * the next commit, which would clear it, from ever being tried. Once the store stopped until a
+   * restart (a failed WAL fsync; in memory, a rollback of answered writes) it stays.
    */
   writeFailure(): string | null {
     if (this.writer.broken) return `sqlite: ${this.writer.broken.message}`;

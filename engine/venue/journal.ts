@@ -3,7 +3,7 @@ import { backoffMs } from '../backoff.js';
 import type { Logger } from '../logger.js';
 import type { Collection, Store } from '../store/port.js';
 import type { ChainRow } from './chain.js';
-import type { WalletRow } from './ledger.js';
+import type { WalletChangeRow, WalletRow } from './ledger.js';
 import type { OrderRow } from './matching.js';
 import type { VenueHealth } from './port.js';
 
@@ -51,7 +51,8 @@ export interface CaptureRow {
 
 /** What a journal entry or checkpoint holds: absolute wallet, order and market states. */
 export interface StateRows {
-  wallets: WalletRow[];
+  /** Whole wallet rows (a checkpoint's; a journal entry's for a wallet's first row) or changes of them (entries). */
+  wallets: Array<WalletRow | WalletChangeRow>;
   orders: OrderRow[];
   /** Markets whose tick or status changed (absent in entries without market events). */
   markets?: MarketRow[];

@@ -149,6 +149,16 @@ export interface WalletRow {
 }
 
 /**
+ * A journal entry's row of a wallet it changed: the balances, wallet operations and combos as in a
+ * {@link WalletRow}, but of the positions only those that changed since the wallet's previous row
+ * (`changedPositions`, merged into the wallet on recovery; positions are never removed). A wallet's
+ * row in a checkpoint, and its first one in the journal, list every position (a {@link WalletRow}).
+ * Without it every order journaled every position of its user again: ~120 bytes each, a row of
+ * 60 KB an order for a trader holding 500.
+ */
+export type WalletChangeRow = Omit<WalletRow, 'positions'> & { changedPositions: WalletRow['positions'] };
+
+/**
  * The cost basis (dollars) that `qty` shares take out of position `p` at its average cost, in
  * micro-dollars (pUSD's 6 decimals, half-even): never more than the position's cost, all of it
  * when every share goes. Exact decimals of the average (`cost × qty / shares`) repeat forever
@@ -594,12 +604,32 @@ export class Ledger {
    */
   rowJson(userId: string): string {
     const w = this.walletOf(userId);
-    const positions = this.positionsJson(w);
+    const list = this.positionsJson(w);
+    const json = list.json ?? (this.positionLists.get(w)!.json = list.entries.map((e) => e.json).join(','));
+    return this.walletJson(userId, w, `"positions":[${json}]`);
+  }
+
+  /**
+   * The row of `userId`'s wallet for a journal entry: a {@link WalletChangeRow} with the positions
+   * changed since the wallet's previous row (this or {@link rowJson}'s), or the whole
+   * {@link WalletRow} when the wallet has none yet in this process (new, or loaded at start) and for
+   * the liquidity provider (its wallet is not in checkpoints). Every change of a wallet is
+   * journaled, in order, so the previous row holds the state the changes apply to.
+   */
+  journalRowJson(userId: string): string {
+    const w = this.walletOf(userId);
+    const { changed } = this.positionsJson(w);
+    if (changed === null || userId === LIQUIDITY_PROVIDER_ID) return this.rowJson(userId);
+    return this.walletJson(userId, w, `"changedPositions":[${changed.join(',')}]`);
+  }
+
+  /** The JSON of a wallet's row with its positions' member (`"positions":[…]` or `"changedPositions":[…]`). */
+  private walletJson(userId: string, w: Wallet, positions: string): string {
     const ops = w.ops?.size ? `,"ops":${JSON.stringify([...w.ops.values()])}` : '';
     const combos = w.combos?.size ? `,"combos":${JSON.stringify(comboRows(w.combos))}` : '';
     return (
       `{"userId":${JSON.stringify(userId)},"pusd":"${str(w.pusd)}","reserved":"${str(w.reserved)}",` +
-      `"positions":[${positions}]${ops}${combos}}`
+      `${positions}${ops}${combos}}`
     );
   }
 
@@ -609,36 +639,48 @@ export class Ledger {
    * none, so only a changed position's JSON is remade, and the list joined again only then.
    * Amounts are immutable `Dec`s replaced on change; a wallet replaced on recovery is a new object.
    */
-  private readonly positionLists = new WeakMap<Wallet, { entries: PositionJson[]; json: string }>();
+  private readonly positionLists = new WeakMap<Wallet, { entries: PositionJson[]; json: string | null }>();
 
-  /** JSON of the `positions` array of `w`'s row, without brackets (see {@link positionLists}). */
-  private positionsJson(w: Wallet): string {
+  /**
+   * The JSON of each position of `w`'s row, brought up to date (see {@link positionLists}); the
+   * `positions` array's JSON without brackets when made since the last change (else null: join
+   * the entries); and the JSON of each position changed or added since the last call (null when
+   * the list was not made for this wallet object, or no longer lines up with it: all changed).
+   */
+  private positionsJson(w: Wallet): { entries: PositionJson[]; json: string | null; changed: string[] | null } {
     const memo = this.positionLists.get(w);
-    if (memo && memo.entries.length === w.positions.size) {
+    if (memo && memo.entries.length <= w.positions.size) {
       let i = 0;
-      let changed = false;
+      const changed: string[] = [];
       let same = true;
       for (const [t, p] of w.positions) {
-        const e = memo.entries[i++]!;
+        const e = memo.entries[i++];
+        if (e === undefined) {
+          // a position opened since (positions are only ever added, at the end)
+          const added = positionJson(t, p);
+          memo.entries.push(added);
+          changed.push(added.json);
+          continue;
+        }
         if (e.tokenId !== t || e.position !== p) {
           same = false;
           break;
         }
         if (e.shares !== p.shares || e.reserved !== p.reserved || e.cost !== p.cost || e.realized !== p.realized) {
-          memo.entries[i - 1] = positionJson(t, p);
-          changed = true;
+          const now = positionJson(t, p);
+          memo.entries[i - 1] = now;
+          changed.push(now.json);
         }
       }
       if (same) {
-        if (changed) memo.json = memo.entries.map((e) => e.json).join(',');
-        return memo.json;
+        if (changed.length > 0) memo.json = null;
+        return { entries: memo.entries, json: memo.json, changed };
       }
     }
     const entries: PositionJson[] = [];
     for (const [t, p] of w.positions) entries.push(positionJson(t, p));
-    const json = entries.map((e) => e.json).join(',');
-    this.positionLists.set(w, { entries, json });
-    return json;
+    this.positionLists.set(w, { entries, json: null });
+    return { entries, json: null, changed: null };
   }
 
   /**
@@ -682,7 +724,26 @@ export class Ledger {
   }
 
   /** Replaces the wallet of a row (recovery: a later row of the same user overwrites). */
-  load(r: WalletRow): void {
+  load(r: WalletRow | WalletChangeRow): void {
+    if ('changedPositions' in r) {
+      const w = this.wallets.get(r.userId);
+      if (!w) throw new Error(`venue journal: a change of wallet ${r.userId} comes before any whole row of it`);
+      w.pusd = dec(r.pusd);
+      w.reserved = dec(r.reserved);
+      for (const [t, s, res, c, pnl] of r.changedPositions)
+        w.positions.set(t, {
+          shares: dec(s),
+          reserved: dec(res),
+          cost: dec(c),
+          ...(pnl !== undefined ? { realized: dec(pnl) } : {}),
+        });
+      if (r.ops?.length) w.ops = new Map(r.ops.map((o) => [o.opId, o]));
+      else delete w.ops;
+      if (r.combos?.length)
+        w.combos = new Map(r.combos.map(([id, sh, c, legs]) => [id, { shares: dec(sh), cost: dec(c), legs }]));
+      else delete w.combos;
+      return;
+    }
     this.wallets.set(r.userId, {
       pusd: dec(r.pusd),
       reserved: dec(r.reserved),

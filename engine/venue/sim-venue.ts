@@ -866,7 +866,7 @@ export class SimVenue implements VenuePort {
    */
   private entryJson(tx: Tx, markets: MarketRow[] | undefined, capture: CaptureRow | undefined): string {
     const wallets: string[] = [];
-    for (const u of tx.users) wallets.push(this.ledger.rowJson(u));
+    for (const u of tx.users) wallets.push(this.ledger.journalRowJson(u));
     const orders: string[] = [];
     for (const id of tx.orders) orders.push(this.matching.rowJson(id));
     return stateRowsJson(wallets, orders, markets, capture, tx.positioned ? this.chain.row : undefined);

@@ -23,6 +23,9 @@ import type { VenueOrder } from '../../../engine/venue/port.js';
 import { SimVenue } from '../../../engine/venue/sim-venue.js';
 import { FaultyStore, InjectedFault, type OpInfo } from '../store/faulty-store.js';
 
+/** Rows as a checkpoint holds them: whole wallet rows. */
+type CheckpointRows = StateRows & { wallets: WalletRow[] };
+
 const MiB = 1024 * 1024;
 const log = createLogger('silent');
 
@@ -453,7 +456,7 @@ describe('VenueJournal checkpoint chunks', () => {
   });
 
   it('chunkRows: chunks of at most the bound, in order; a row larger than the bound alone in its chunk', async () => {
-    const rows: StateRows = {
+    const rows: CheckpointRows = {
       wallets: Array.from({ length: 50 }, (_, i) => wallet(i)),
       orders: [...Array.from({ length: 50 }, (_, i) => order(i)), order(99, 60), order(100)],
     };
@@ -473,7 +476,7 @@ describe('VenueJournal checkpoint chunks', () => {
 
   it('recover: follows the pointer chunk by chunk, removes other generations, refuses a missing chunk', async () => {
     const store = await SqliteStore.open(null);
-    const rows: StateRows = {
+    const rows: CheckpointRows = {
       wallets: Array.from({ length: 40 }, (_, i) => wallet(i)),
       orders: Array.from({ length: 40 }, (_, i) => order(i)),
     };
@@ -504,5 +507,52 @@ describe('VenueJournal checkpoint chunks', () => {
     const j3 = await VenueJournal.open({ store, log, snapshot });
     await expect(j3.recover(() => undefined)).rejects.toThrow(/generation 2: chunk 1 of \d+ is missing/);
     await store.close();
+  });
+});
+
+describe('journal entries: a wallet row lists the positions its operation changed', () => {
+  it('a wallet first journaled whole, then its changes only; checkpoint and journal restore it exactly', async () => {
+    const store = await SqliteStore.open(null);
+    const first = await openVenue(store);
+    inside(first).liquidity.stop();
+    // the seller holds all four tokens (checkpointed whole); it sells each, the buyer takes two
+    const seller = userId(1);
+    for (const t of TOKENS)
+      inside(first)
+        .ledger.walletOf(seller)
+        .positions.set(t, { shares: dec(100), reserved: ZERO, cost: dec(40) });
+    await inside(first).journal.checkpoint();
+    for (const [k, t] of TOKENS.entries()) await first.submit(limit(1, k, t, 'sell', '0.60', 10));
+    await first.submit(limit(2, 0, TOKENS[0]!, 'buy', '0.60', 10, { timeInForce: 'IOC' }));
+    await first.submit(limit(2, 1, TOKENS[2]!, 'buy', '0.60', 4, { timeInForce: 'IOC' }));
+    const journal = await store.collection<Doc & { seq: number; rows: string }>('venueJournal');
+    const entries = (await journal.find({}, { sort: { seq: 1 } })).map((e) => JSON.parse(e.rows) as StateRows);
+    const rowsOf = (u: string) => entries.flatMap((e) => e.wallets.filter((w) => w.userId === u));
+    const shape = (w: StateRows['wallets'][number]) =>
+      'changedPositions' in w ? w.changedPositions.map((p) => p[0]) : { whole: w.positions.map((p) => p[0]) };
+    // the seller: each sell reserves one token's shares; each trade changes that token's position
+    expect(rowsOf(seller).map(shape)).toEqual([
+      [TOKENS[0]],
+      [TOKENS[1]],
+      [TOKENS[2]],
+      [TOKENS[3]],
+      [TOKENS[0]],
+      [TOKENS[2]],
+    ]);
+    // the buyer: its first row is whole (it has no earlier one), the next lists the position it opened
+    expect(rowsOf(userId(2)).map(shape)).toEqual([{ whole: [TOKENS[0]] }, [TOKENS[2]]]);
+    const expected = stateOf(first);
+    expect(expected.wallets.find((w) => w.userId === seller)?.positions).toHaveLength(4);
+    const second = await openVenue(store);
+    inside(second).liquidity.stop();
+    expectSameState(stateOf(second), expected);
+    // after the restart (its checkpoint holds every wallet whole) the changes go on from there
+    await second.submit(limit(2, 2, TOKENS[0]!, 'sell', '0.70', 5));
+    const after = (await journal.find({}, { sort: { seq: -1 }, limit: 1 })).map((e) => JSON.parse(e.rows) as StateRows);
+    expect(after[0]!.wallets.map(shape)).toEqual([[TOKENS[0]]]);
+    const next = stateOf(second);
+    const third = await openVenue(store);
+    inside(third).liquidity.stop();
+    expectSameState(stateOf(third), next);
   });
 });
