@@ -592,8 +592,12 @@ function onMarket(m) {
   for (const p of positions.values()) if (p.condition_id === m.condition_id) drawPosition(p, true);
 }
 
+/** Wallet pushes received so far: a REST load of the wallet that one came during is made again ({@link loadWallet}). */
+let walletPushes = 0;
+
 /** @param {BalancePush} b */
 function onBalance(b) {
+  walletPushes++;
   if (b.revision <= walletRevision.balance) return;
   walletRevision.balance = b.revision;
   showBalance(b);
@@ -601,14 +605,28 @@ function onBalance(b) {
 
 /** @param {PositionPush} p */
 function onPositions(p) {
+  walletPushes++;
   if (p.revision <= walletRevision.position) return;
   walletRevision.position = p.revision;
   for (const item of p.positions) drawPosition(item, true);
   void watchMarkets(p.positions.map((x) => x.condition_id));
 }
 
-/** Balance and positions over REST (a connection that sees one user); hides the wallet otherwise. */
+/**
+ * Balance and positions over REST (a connection that sees one user); hides the wallet otherwise.
+ * A push that arrives while the REST answers are on their way may carry a change they do not hold
+ * (the two travel apart): the table is then loaded again, or it would redraw the older state.
+ */
 async function loadWallet() {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const pushesBefore = walletPushes;
+    await loadWalletOnce();
+    if (walletPushes === pushesBefore) return;
+  }
+}
+
+/** One REST load of {@link loadWallet}. */
+async function loadWalletOnce() {
   try {
     const [b, p] = await Promise.all([get('/balances'), get('/positions?limit=500')]);
     // a fresh session (not recovered): start again from REST; revisions restart with a new server process

@@ -512,6 +512,33 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 30_000);
 
+  it("a position pushed while the wallet's REST load is on its way is not drawn over by the older load", async () => {
+    const token = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter(
+      (m: any) => m.tick_size === '0.01',
+    )[2].tokens[0].token_id;
+    let held: (() => void) | null = null;
+    let olderAnswered = false;
+    const p = await loggingIn(key, (page) =>
+      page.route(/\/v2\/trade\/positions\?/, async (route) => {
+        const response = await route.fetch(); // the positions as they are now
+        if (held !== null || olderAnswered) return route.fulfill({ response });
+        await new Promise<void>((release) => (held = release)); // the first load's answer waits
+        await route.fulfill({ response });
+        olderAnswered = true;
+      }),
+    );
+    await expect.poll(() => held !== null, { timeout: 10_000 }).toBe(true);
+    const buy = { symbol: token, side: 'buy', type: 'MARKET', quote_amount: '5' };
+    expect((await svc.call('POST', '/v2/trade/order', { headers: as, body: buy })).status).toBe(200);
+    const row = `#positions tr[data-id="${token}"]`;
+    await p.waitForSelector(row, { timeout: 10_000 }); // drawn from the push
+    held!(); // the load's answer, from before the buy, arrives now
+    await expect.poll(() => olderAnswered, { timeout: 10_000 }).toBe(true);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await p.$(row)).not.toBeNull();
+    await p.close();
+  }, 30_000);
+
   it('positions show the realized PnL of a partial sell beside the unrealized, live', async () => {
     const p = await loggedIn(key);
     const other = (await svc.call('GET', '/v2/trade/markets?limit=100')).body.markets.filter(
