@@ -605,23 +605,43 @@ export class Ledger {
   rowJson(userId: string): string {
     const w = this.walletOf(userId);
     const list = this.positionsJson(w);
-    const json = list.json ?? (this.positionLists.get(w)!.json = list.entries.map((e) => e.json).join(','));
-    return this.walletJson(userId, w, `"positions":[${json}]`);
+    list.json ??= list.entries.map((e) => e.json).join(',');
+    return this.walletJson(userId, w, `"positions":[${list.json}]`);
   }
 
   /**
    * The row of `userId`'s wallet for a journal entry: a {@link WalletChangeRow} with the positions
-   * changed since the wallet's previous row (this or {@link rowJson}'s), or the whole
-   * {@link WalletRow} when the wallet has none yet in this process (new, or loaded at start) and for
-   * the liquidity provider (its wallet is not in checkpoints). Every change of a wallet is
-   * journaled, in order, so the previous row holds the state the changes apply to.
+   * changed since the wallet's previous journal row ({@link journalBase}), or the whole
+   * {@link WalletRow} when this process journaled none for this wallet object yet (new, loaded at
+   * start, or opened by a read) and for the liquidity provider (its wallet is not in checkpoints).
+   * The previous journal row is in the journal, or in a durable checkpoint that covers it (which
+   * holds the wallet whole as of then), so recovery always has the state the changes apply to. A
+   * checkpoint's rows ({@link rowJson}) are not that base: one may never become durable.
    */
   journalRowJson(userId: string): string {
     const w = this.walletOf(userId);
-    const { changed } = this.positionsJson(w);
-    if (changed === null || userId === LIQUIDITY_PROVIDER_ID) return this.rowJson(userId);
+    const { entries } = this.positionsJson(w);
+    const base = this.journalBase.get(w);
+    this.journalBase.set(w, entries.slice());
+    if (base === undefined || base.length > entries.length || userId === LIQUIDITY_PROVIDER_ID)
+      return this.rowJson(userId);
+    const changed: string[] = [];
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!;
+      const b = base[i];
+      if (b === e) continue;
+      // a position's JSON is made again (a new entry) on every change of it
+      if (b !== undefined && (b.tokenId !== e.tokenId || b.position !== e.position)) return this.rowJson(userId);
+      changed.push(e.json);
+    }
     return this.walletJson(userId, w, `"changedPositions":[${changed.join(',')}]`);
   }
+
+  /**
+   * The position entries of each wallet's last journal row ({@link journalRowJson}), in the order of
+   * its positions: a journal entry's change row lists those that are not the same entries now.
+   */
+  private readonly journalBase = new WeakMap<Wallet, PositionJson[]>();
 
   /** The JSON of a wallet's row with its positions' member (`"positions":[…]` or `"changedPositions":[…]`). */
   private walletJson(userId: string, w: Wallet, positions: string): string {
@@ -642,24 +662,21 @@ export class Ledger {
   private readonly positionLists = new WeakMap<Wallet, { entries: PositionJson[]; json: string | null }>();
 
   /**
-   * The JSON of each position of `w`'s row, brought up to date (see {@link positionLists}); the
-   * `positions` array's JSON without brackets when made since the last change (else null: join
-   * the entries); and the JSON of each position changed or added since the last call (null when
-   * the list was not made for this wallet object, or no longer lines up with it: all changed).
+   * The JSON of each position of `w`'s row, brought up to date (see {@link positionLists}: an entry
+   * is made again, a new object, when its position changed), and the `positions` array's JSON
+   * without brackets when made since the last change (else null: join the entries).
    */
-  private positionsJson(w: Wallet): { entries: PositionJson[]; json: string | null; changed: string[] | null } {
+  private positionsJson(w: Wallet): { entries: PositionJson[]; json: string | null } {
     const memo = this.positionLists.get(w);
     if (memo && memo.entries.length <= w.positions.size) {
       let i = 0;
-      const changed: string[] = [];
       let same = true;
       for (const [t, p] of w.positions) {
         const e = memo.entries[i++];
         if (e === undefined) {
           // a position opened since (positions are only ever added, at the end)
-          const added = positionJson(t, p);
-          memo.entries.push(added);
-          changed.push(added.json);
+          memo.entries.push(positionJson(t, p));
+          memo.json = null;
           continue;
         }
         if (e.tokenId !== t || e.position !== p) {
@@ -667,20 +684,17 @@ export class Ledger {
           break;
         }
         if (e.shares !== p.shares || e.reserved !== p.reserved || e.cost !== p.cost || e.realized !== p.realized) {
-          const now = positionJson(t, p);
-          memo.entries[i - 1] = now;
-          changed.push(now.json);
+          memo.entries[i - 1] = positionJson(t, p);
+          memo.json = null;
         }
       }
-      if (same) {
-        if (changed.length > 0) memo.json = null;
-        return { entries: memo.entries, json: memo.json, changed };
-      }
+      if (same) return memo;
     }
     const entries: PositionJson[] = [];
     for (const [t, p] of w.positions) entries.push(positionJson(t, p));
-    this.positionLists.set(w, { entries, json: null });
-    return { entries, json: null, changed: null };
+    const made = { entries, json: null };
+    this.positionLists.set(w, made);
+    return made;
   }
 
   /**
