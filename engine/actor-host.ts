@@ -1592,6 +1592,14 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     return unpackSnapshot(record.snapshot, this.defs.get(record.machineId)?.form, record);
   }
 
+  /**
+   * The deadlines of a stored actor record (none when it is absent, final or quarantined).
+   * @throws when its snapshot does not unpack.
+   */
+  private storedDeadlines(rec: ActorRecord | null): Record<string, number> {
+    return rec && !rec.final && !rec.quarantine ? deadlinesOf(this.storedSnapshot(rec)) : {};
+  }
+
   /** Current snapshot of a live (non-final) actor, or null. */
   snapshotOf(id: string): Live['snapshot'] | null {
     return this.live.get(id)?.snapshot ?? null;
@@ -1686,10 +1694,10 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
       if (deadlinesOf(live.snapshot)[t.timerName] !== t.atMs) return;
     } else {
       const rec = await this.repo.getStored(t.actorId);
-      if (!rec || rec.final || rec.quarantine || !this.defs.has(rec.machineId)) return;
+      if (!rec || !this.defs.has(rec.machineId)) return;
       let stored: Record<string, number>;
       try {
-        stored = deadlinesOf(this.storedSnapshot(rec));
+        stored = this.storedDeadlines(rec);
       } catch {
         return; // a snapshot that no longer restores: its next step quarantines it
       }
@@ -2058,12 +2066,11 @@ export class ActorHost extends EventEmitter<{ changed: [ActorChange]; restored: 
     if (!this.timerRepairs.has(id)) return;
     try {
       const live = this.live.get(id);
-      let deadlines: Record<string, number> = {};
-      if (live) deadlines = live.record.final ? {} : deadlinesOf(live.snapshot);
-      else {
-        const rec = await this.repo.getStored(id);
-        if (rec && !rec.final && !rec.quarantine) deadlines = deadlinesOf(this.storedSnapshot(rec));
-      }
+      const deadlines = live
+        ? live.record.final
+          ? {}
+          : deadlinesOf(live.snapshot)
+        : this.storedDeadlines(await this.repo.getStored(id));
       await this.rearmAll(id, deadlines);
       this.log.warn({ actorId: id }, 'timers repaired');
     } catch (err) {

@@ -37,6 +37,11 @@ function timerKey(actorId: string, timerName: string): string {
   return `${actorId}/${timerName}`;
 }
 
+/** The key of service job `name` in the failure records. */
+function jobKey(name: string): string {
+  return `job:${name}`;
+}
+
 /** Delay before delivery attempt `attempt` + 1 of a timer whose delivery failed (ms): 100 ms doubling, at most 30 s. */
 export function timerRetryDelayMs(attempt: number): number {
   return backoffMs(attempt, 100, 30_000);
@@ -152,12 +157,12 @@ export class TimerService {
       const attrs = (job as Job<TimerData> | undefined)?.attrs;
       // the handlers retry their own failures: a run that throws is a defect, shown in health until a restart
       if (attrs && attrs.name !== TIMER_JOB) {
-        this.failingJobs.add(`job:${attrs.name}`);
+        this.failingJobs.add(jobKey(attrs.name));
         this.log.error({ err, job: attrs.name }, 'scheduled job threw');
         return;
       }
       const data = attrs?.data;
-      if (data) this.failingJobs.add(`${data.actorId}/${data.timerName}`);
+      if (data) this.failingJobs.add(timerKey(data.actorId, data.timerName));
       this.log.error({ err, job: data }, 'timer job threw');
     });
   }
@@ -319,14 +324,14 @@ export class TimerService {
         this.jobFailed(name, dueAtMs, err);
         return;
       }
-      this.forgetRetry(`job:${name}`);
+      this.forgetRetry(jobKey(name));
     });
   }
 
   /** After a failed run (or re-arming) of service job `name`: counted failing, armed again after a backoff. */
   private jobFailed(name: string, dueAtMs: number, err: unknown): void {
     this.retryLater(
-      `job:${name}`,
+      jobKey(name),
       dueAtMs,
       err,
       { job: name, message: 'scheduled job failed; retrying with backoff' },
@@ -340,7 +345,7 @@ export class TimerService {
    * by Agenda's write-back of the run). A pending retry of a failed run is replaced too.
    */
   async scheduleJob(name: string, atMs: number): Promise<void> {
-    this.forgetRetry(`job:${name}`, true); // failing until a run succeeds
+    this.forgetRetry(jobKey(name), true); // failing until a run succeeds
     await this.armJob(name, atMs);
   }
 

@@ -654,13 +654,17 @@ class Writer {
    */
   private stopAfterLostWrites(err: unknown): void {
     this.answeredUncommitted = false;
-    if (this.broken !== null) return;
     const why = err instanceof Error ? err.message : String(err);
-    this.broken = errors.unavailable(
+    this.stop(
       `store stopped: the in-memory database rolled back writes already answered (${why}); ` +
         'writes are refused until the service restarts',
-      1,
     );
+  }
+
+  /** Stops the store ({@link broken}) with `message`, once: later stops keep the first reason. */
+  private stop(message: string): void {
+    if (this.broken !== null) return;
+    this.broken = errors.unavailable(message, 1);
     this.failed(this.broken);
     this.onBroken(this.broken);
   }
@@ -910,16 +914,12 @@ class Writer {
     while (this.rounds.length > 0 && this.rounds[0]!.outcome !== null) {
       const round = this.rounds.shift()!;
       const outcome = round.outcome!;
-      if (outcome !== true && this.broken === null) {
-        this.broken = errors.unavailable(
+      if (outcome !== true)
+        this.stop(
           `store stopped: a WAL fsync failed (${outcome.message}); writes are refused until the service ` +
             'restarts and SQLite recovers the database from what reached the disk (a write made just before ' +
             'may or may not be there: retry it with the same Idempotency-Key after the restart)',
-          1,
         );
-        this.failed(this.broken);
-        this.onBroken(this.broken);
-      }
       if (this.broken !== null) for (const b of round.batches) b.reject(this.broken);
       else {
         this.failure = null;

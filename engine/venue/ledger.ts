@@ -123,6 +123,11 @@ function tupleOf(tokenId: string, p: Position): WalletRow['positions'][number] {
     : [tokenId, str(p.shares), str(p.reserved), str(p.cost)];
 }
 
+/** The position a journal tuple holds (see {@link tupleOf}). */
+function positionOfTuple([, s, res, c, pnl]: WalletRow['positions'][number]): Position {
+  return { shares: dec(s), reserved: dec(res), cost: dec(c), ...(pnl !== undefined ? { realized: dec(pnl) } : {}) };
+}
+
 /** The journal rows of a wallet's combo positions. */
 function comboRows(combos: Map<string, ComboHolding>): NonNullable<WalletRow['combos']> {
   return [...combos].map(([id, h]) => [id, str(h.shares), str(h.cost), h.legs]);
@@ -150,9 +155,10 @@ export interface WalletRow {
 
 /**
  * A journal entry's row of a wallet it changed: the balances, wallet operations and combos as in a
- * {@link WalletRow}, but of the positions only those that changed since the wallet's previous row
- * (`changedPositions`, merged into the wallet on recovery; positions are never removed). A wallet's
- * row in a checkpoint, and its first one in the journal, list every position (a {@link WalletRow}).
+ * {@link WalletRow}, but of the positions only those that changed since the wallet's previous journal
+ * row (`changedPositions`, merged into the wallet on recovery; positions are never removed). A
+ * wallet's row in a checkpoint, and its first journal row in a process, list every position (a
+ * {@link WalletRow}).
  * Without it every order journaled every position of its user again: ~120 bytes each, a row of
  * 60 KB an order for a trader holding 500.
  */
@@ -604,7 +610,11 @@ export class Ledger {
    */
   rowJson(userId: string): string {
     const w = this.walletOf(userId);
-    const list = this.positionsJson(w);
+    return this.wholeJson(userId, w, this.positionsJson(w));
+  }
+
+  /** {@link rowJson} of `w` from its positions' JSON, brought up to date ({@link positionsJson}). */
+  private wholeJson(userId: string, w: Wallet, list: { entries: PositionJson[]; json: string | null }): string {
     list.json ??= list.entries.map((e) => e.json).join(',');
     return this.walletJson(userId, w, `"positions":[${list.json}]`);
   }
@@ -620,18 +630,20 @@ export class Ledger {
    */
   journalRowJson(userId: string): string {
     const w = this.walletOf(userId);
-    const { entries } = this.positionsJson(w);
+    const list = this.positionsJson(w);
+    const entries = list.entries;
     const base = this.journalBase.get(w);
     this.journalBase.set(w, entries.slice());
     if (base === undefined || base.length > entries.length || userId === LIQUIDITY_PROVIDER_ID)
-      return this.rowJson(userId);
+      return this.wholeJson(userId, w, list);
     const changed: string[] = [];
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
       const b = base[i];
       if (b === e) continue;
       // a position's JSON is made again (a new entry) on every change of it
-      if (b !== undefined && (b.tokenId !== e.tokenId || b.position !== e.position)) return this.rowJson(userId);
+      if (b !== undefined && (b.tokenId !== e.tokenId || b.position !== e.position))
+        return this.wholeJson(userId, w, list);
       changed.push(e.json);
     }
     return this.walletJson(userId, w, `"changedPositions":[${changed.join(',')}]`);
@@ -739,38 +751,28 @@ export class Ledger {
 
   /** Replaces the wallet of a row (recovery: a later row of the same user overwrites). */
   load(r: WalletRow | WalletChangeRow): void {
+    const ops = r.ops?.length ? new Map(r.ops.map((o) => [o.opId, o])) : undefined;
+    const combos = r.combos?.length
+      ? new Map(r.combos.map(([id, sh, c, legs]) => [id, { shares: dec(sh), cost: dec(c), legs }]))
+      : undefined;
     if ('changedPositions' in r) {
       const w = this.wallets.get(r.userId);
       if (!w) throw new Error(`venue journal: a change of wallet ${r.userId} comes before any whole row of it`);
       w.pusd = dec(r.pusd);
       w.reserved = dec(r.reserved);
-      for (const [t, s, res, c, pnl] of r.changedPositions)
-        w.positions.set(t, {
-          shares: dec(s),
-          reserved: dec(res),
-          cost: dec(c),
-          ...(pnl !== undefined ? { realized: dec(pnl) } : {}),
-        });
-      if (r.ops?.length) w.ops = new Map(r.ops.map((o) => [o.opId, o]));
+      for (const tuple of r.changedPositions) w.positions.set(tuple[0], positionOfTuple(tuple));
+      if (ops) w.ops = ops;
       else delete w.ops;
-      if (r.combos?.length)
-        w.combos = new Map(r.combos.map(([id, sh, c, legs]) => [id, { shares: dec(sh), cost: dec(c), legs }]));
+      if (combos) w.combos = combos;
       else delete w.combos;
       return;
     }
     this.wallets.set(r.userId, {
       pusd: dec(r.pusd),
       reserved: dec(r.reserved),
-      positions: new Map(
-        r.positions.map(([t, s, res, c, pnl]) => [
-          t,
-          { shares: dec(s), reserved: dec(res), cost: dec(c), ...(pnl !== undefined ? { realized: dec(pnl) } : {}) },
-        ]),
-      ),
-      ...(r.ops?.length ? { ops: new Map(r.ops.map((o) => [o.opId, o])) } : {}),
-      ...(r.combos?.length
-        ? { combos: new Map(r.combos.map(([id, sh, c, legs]) => [id, { shares: dec(sh), cost: dec(c), legs }])) }
-        : {}),
+      positions: new Map(r.positions.map((tuple) => [tuple[0], positionOfTuple(tuple)])),
+      ...(ops ? { ops } : {}),
+      ...(combos ? { combos } : {}),
     });
   }
 }
