@@ -16,6 +16,7 @@ import {
   OldStoreDataError,
 } from '../engine/store/index.js';
 import { installFatalHandlers } from './fatal.js';
+import { missingNodeFlags } from './node-flags.js';
 import { bindHttp, PortInUseError, startHttp } from './server.js';
 
 async function main(): Promise<void> {
@@ -31,6 +32,13 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config.logLevel);
   installFatalHandlers(log);
+  const missing = missingNodeFlags(process.execArgv, process.env.NODE_OPTIONS);
+  if (missing.length)
+    log.warn(
+      { missing },
+      `started without ${missing.join(' ')}: npm start passes it; with node's defaults the garbage collector ` +
+        'takes more CPU under load (docs/operations.md, "Node flags")',
+    );
   const bound = await bindHttp(config.port, config.host, log);
   const { services, generatedMasterKey } = await startServices(config, log);
   if (generatedMasterKey) {

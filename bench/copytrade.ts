@@ -34,6 +34,7 @@ import { Session } from 'node:inspector/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { SERVICE_NODE_FLAGS } from '../api/node-flags.js';
 import { COPYTRADE_HISTORY } from '../engine/copytrade/service.js';
 import { settingsOfRequest } from '../engine/copytrade/requests.js';
 import { loadConfig } from '../engine/config.js';
@@ -296,7 +297,7 @@ async function killNine(): Promise<void> {
     HOST: '127.0.0.1',
   };
   delete env.MONGODB_URI;
-  const child = spawn(process.execPath, ['dist/api/main.js'], { env, stdio: 'ignore' });
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, 'dist/api/main.js'], { env, stdio: 'ignore' });
   const exited = new Promise((r) => child.on('exit', r));
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {

@@ -2,6 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import net from 'node:net';
+import { SERVICE_NODE_FLAGS } from '../api/node-flags.js';
+
+/** The service's entry point, as `npm start` runs it (with {@link SERVICE_NODE_FLAGS}). */
+const SERVICE_ENTRY = 'dist/api/main.js';
 
 /** A free loopback port. */
 export function freePort(): Promise<number> {
@@ -23,7 +27,9 @@ export function runToExit(args: string[], env: Record<string, string>): Promise<
   return new Promise((resolve) => {
     const inherited: NodeJS.ProcessEnv = { ...process.env };
     delete inherited.MONGODB_URI;
-    const child = spawn(process.execPath, args, {
+    // the service's entry runs with the flags npm start gives it
+    const flags = args[0] === SERVICE_ENTRY ? SERVICE_NODE_FLAGS : [];
+    const child = spawn(process.execPath, [...flags, ...args], {
       env: { ...inherited, LOG_LEVEL: 'info', HOST: '127.0.0.1', SIM_REPLAY: 'off', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -59,7 +65,7 @@ export async function spawnService(
   const port = env.PORT !== undefined ? Number(env.PORT) : await freePort();
   const inherited: NodeJS.ProcessEnv = { ...process.env };
   delete inherited.MONGODB_URI;
-  const child = spawn(process.execPath, [...nodeArgs, 'dist/api/main.js'], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...nodeArgs, SERVICE_ENTRY], {
     env: { ...inherited, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
