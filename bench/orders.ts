@@ -3,7 +3,8 @@
  * validation, actor, matching, persistence) over loopback with autocannon, and in the same run a
  * bare Express JSON echo; prints both throughputs, p50/p99 latency and the ratio, once with the
  * SQLite store in memory and once on disk. An echo is measured right before and right after each
- * service's runs (a new process each time, warmed up as each service is), and each ratio is taken to
+ * service's runs (a new process each time, warmed up as each service is, with the service's Node flags:
+ * api/node-flags.ts), and each ratio is taken to
  * the mean of those two: the machine's speed drifts by tens of percent over minutes (see
  * `npm run bench:calib`), and an echo measured a minute earlier would put that drift into the ratio.
  * Targets at 50 connections: the service's CPU per order ≤ 2× the echo's per request in memory, ≤ 3×
@@ -19,6 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { SERVICE_NODE_FLAGS } from '../api/node-flags.js';
 import { freePort, spawnService } from '../test/process.js';
 import { cpuMs, mainCpuMs, writtenBytes } from './proc.js';
 
@@ -242,12 +244,16 @@ async function startEcho(): Promise<{ url: string; child: ChildProcess }> {
   const src =
     `import express from 'express'; const app = express(); app.use(express.json()); app.post('/echo', (req, ` +
     `res) => res.json(req.body)); app.listen(${port}, '127.0.0.1', () => console.log('up'));`;
-  // the echo carries the service's event-loop tracer too: the CPU ratio compares like with like
-  const child = spawn(process.execPath, ['--import', LOOP_BLOCKS_MODULE, '--input-type=module', '-e', src], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    cwd: process.cwd(),
-    env: { ...process.env, BENCH_LOOP_BLOCKS: path.join(os.tmpdir(), `loop-blocks-echo-${process.pid}.json`) },
-  });
+  // the echo carries the service's event-loop tracer and Node flags too: the CPU ratio compares like with like
+  const child = spawn(
+    process.execPath,
+    [...SERVICE_NODE_FLAGS, '--import', LOOP_BLOCKS_MODULE, '--input-type=module', '-e', src],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      cwd: process.cwd(),
+      env: { ...process.env, BENCH_LOOP_BLOCKS: path.join(os.tmpdir(), `loop-blocks-echo-${process.pid}.json`) },
+    },
+  );
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
   return { url: `http://127.0.0.1:${port}/echo`, child };
 }
@@ -337,7 +343,7 @@ async function benchService(
   for (const [name, result] of results) {
     const cpuRatio =
       result.cpuUsPerReq !== null && echoCpuUs
-        ? `  CPU ${(result.cpuUsPerReq / echoCpuUs).toFixed(1)}× echo (${echoCpuUs.toFixed(0)} µs)`
+        ? `  CPU ${(result.cpuUsPerReq / echoCpuUs).toFixed(2)}× echo (${echoCpuUs.toFixed(0)} µs)`
         : '';
     console.log(
       `${name.padEnd(32)} ${result.rps.toFixed(0).padStart(6)} ` +
