@@ -8,9 +8,9 @@
  * 30 ms under load and found a quarter of the young generation alive (the state of the requests
  * in flight), copying it each time. Four times as large, scavenges run a quarter as often and copy
  * that state a quarter as often: measured in `bench:orders`, the main thread's scavenge pauses fell
- * from about 22 to 14 µs an order and the CPU per order by 7–20 %. The cost: up to 96 MiB more
- * memory under load (the young generation grows only when allocation keeps it full) and scavenge
- * pauses of about 8 ms instead of 3.
+ * from about 22 to 14 µs an order and the CPU per order by 4–23 % (8 alternating pairs of runs).
+ * The cost: up to 96 MiB more memory under load (the young generation grows only when allocation
+ * keeps it full) and scavenge pauses of about 8 ms instead of 3.
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64'];
 
