@@ -73,16 +73,19 @@ describe('live updates across a kill -9 restart (child process, same port)', () 
       10_000,
     );
     // a brief drop of the transport: recovered, no resync
+    const recovered = new Promise<void>((r) => client!.once('connect', () => r()));
     client.io.engine.close();
-    await new Promise<void>((r) => client!.once('connect', () => r()));
+    await recovered;
     expect(client.recovered).toBe(true);
     expect(resyncs).toEqual([]);
-    // kill -9, and a new process on the same port and data: the client comes back unrecovered
+    // kill -9, and a new process on the same port and data: the client comes back unrecovered. The
+    // client may reconnect before spawnService has seen /healthz answer, so the wait starts first.
+    const reconnected = new Promise<void>((r) => client!.once('connect', () => r()));
     first.child.kill('SIGKILL');
     await first.exited;
     const second = await spawnService({ ...env, PORT: port });
     procs.push(second);
-    await new Promise<void>((r) => client!.once('connect', () => r()));
+    await reconnected;
     expect(client.recovered).toBe(false);
     await poll(
       'resync.required received',

@@ -215,11 +215,13 @@ describe('Socket.IO namespace /v2/trade', () => {
     await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5' });
     await until(() => got.length > 0);
     const dropped = new Promise<void>((r) => alice.once('disconnect', () => r()));
+    // the client may reconnect (200 ms) before the order below is answered: the wait starts now
+    const back = new Promise<void>((r) => alice.once('connect', () => r()));
     alice.io.engine.close(); // the transport drops, as on a network blip
     await dropped;
     await until(() => svc.http.push.nsp.sockets.size === clients.filter((c) => c.connected).length);
     const missed = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '6' });
-    await new Promise<void>((r) => alice.once('connect', () => r()));
+    await back;
     expect(alice.recovered).toBe(true);
     await until(() => got.some((u) => u.order_id === missed.body.order_id && u.revision === missed.body.revision));
     expect(got.filter((u) => u.order_id === missed.body.order_id).map((u) => u.revision)).toEqual(
@@ -326,11 +328,12 @@ describe('Socket.IO namespace /v2/trade', () => {
     await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5' });
     await until(() => got.length > 0);
     const dropped = new Promise<void>((r) => s.once('disconnect', () => r()));
+    const back = new Promise<void>((r) => s.once('connect', () => r()));
     s.io.engine.close();
     await dropped;
     await until(() => svc.http.push.nsp.sockets.size === clients.filter((c) => c.connected).length);
     const missed = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '6' });
-    await new Promise<void>((r) => s.once('connect', () => r()));
+    await back;
     expect(s.recovered).toBe(true);
     await until(() => got.some((u) => u.order_id === missed.body.order_id && u.revision === missed.body.revision));
     expect(got.filter((u) => u.order_id === missed.body.order_id).map((u) => u.revision)).toEqual(
