@@ -462,7 +462,10 @@ describe('Socket.IO namespace /v2/trade', () => {
       refunded: true,
       failure_code: 'TRANSFER_REVERTED',
     });
-    await until(() => batched.filter((r) => r.event === 'withdrawal.updated').length === a.length);
+    // the batched and the master connections receive apart from alice's: each is waited for
+    await until(
+      () => batched.filter((r) => r.event === 'withdrawal.updated').length === a.length && m.length === a.length,
+    );
     expect(batched.filter((r) => r.event === 'withdrawal.updated').map((r) => r.data)).toEqual(a);
     expect(m).toEqual(a); // the partner's master key sees its users' withdrawals
     expect(b).toEqual([]);
