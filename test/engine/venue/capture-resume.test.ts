@@ -56,10 +56,15 @@ const ioc = (side: 'buy' | 'sell', price: string, size: string): VenueOrder => (
  * Opens the venue on `dir` with the capture replay on, real time
  * (1 capture second per clock second), driven by the test's clock.
  */
+/** Every store {@link open} opened: closed after each test (a "killed" one only then, as the OS would). */
+const stores: SqliteStore[] = [];
+
 async function open(dir: string, clock: ManualClock, events = EVENTS) {
+  const store = await SqliteStore.open(dir);
+  stores.push(store);
   const venue = await SimVenue.open({
     catalogue: binaryCaptureCatalogue('0.01', events, T0, events.at(-1)!.atMs),
-    store: await SqliteStore.open(dir),
+    store,
     clock,
     log: createLogger('silent'),
     initialPusd: '1000',
@@ -82,6 +87,7 @@ const settle = () => new Promise((r) => setTimeout(r, 20));
 describe('capture replay: a restart resumes where the previous run was', () => {
   const dirs: string[] = [];
   afterEach(async () => {
+    for (const s of stores.splice(0)) await s.close();
     for (const d of dirs.splice(0)) await fs.rm(d, { recursive: true, force: true });
   });
 
