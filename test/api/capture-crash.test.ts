@@ -43,11 +43,7 @@ describe('kill -9 during the capture replay (SQLite on disk)', () => {
         (m) => m.resolved,
       ).length;
     const resolvedTotal = capture.events.filter((e) => e.kind === 'resolved').length;
-    let seen = await resolvedNow();
-    while (seen < 5) {
-      await new Promise((r) => setTimeout(r, 5));
-      seen = await resolvedNow();
-    }
+    const seen = await poll('5 markets resolved by the replay before the kill', resolvedNow, (n) => n >= 5, 15_000, 5);
     child.child.kill('SIGKILL');
     await child.exited;
     expect(seen).toBeLessThan(resolvedTotal); // killed mid-replay

@@ -9,6 +9,7 @@ import { checkInvariants, waitIdle } from '../invariants.js';
 import { FaultyStore } from '../engine/store/faulty-store.js';
 import type { SimVenue } from '../../engine/venue/sim-venue.js';
 import { processCaller, spawnService, type ServiceProcess, cleanUpCrashTest } from '../process.js';
+import { poll } from './trading-kit.js';
 
 const KEY = 'pts_combo_crash_master_key_0123456789';
 const ENV = {
@@ -66,7 +67,13 @@ describe('kill -9 between combo accepts and their answers', () => {
         })
         .catch(() => undefined),
     );
-    while (answered.size < 3) await new Promise((r) => setTimeout(r, 1));
+    await poll(
+      '3 accepts answered before the kill',
+      async () => answered.size,
+      (n) => n >= 3,
+      15_000,
+      1,
+    );
     const killed = restart();
     await Promise.all(accepts);
     await killed;

@@ -340,7 +340,13 @@ describe('copytrade: a crash between the venue operation and its records', () =>
       const ids = await follow(svc, users, () => copyEveryFill(LEADER, 1));
       const hold = faulty.hold({ collections: [COPYTRADE_HISTORY], ops: ['replaceOne'] });
       const fill = await leaderBuyOnFirstMarket(svc, { size: '4', notionalUsd: '2' });
-      while (hold.matched === 0) await new Promise((r) => setTimeout(r, 2));
+      await poll(
+        'the records transaction held at its first history row',
+        async () => hold.matched,
+        (n) => n > 0,
+        15_000,
+        2,
+      );
       // the venue's operation is durable, the records transaction open: the files are what kill -9 leaves
       for (const f of await fs.readdir(dir))
         if (f.startsWith('store.sqlite') && !f.endsWith('-shm'))

@@ -61,7 +61,13 @@ describe('copytrade: kill -9 while copies are in flight', () => {
         if (results.some((r) => r === null)) return;
       }
     })();
-    while (acknowledged < 12) await new Promise((r) => setTimeout(r, 5));
+    await poll(
+      '12 leader orders acknowledged before the kill',
+      async () => acknowledged,
+      (n) => n >= 12,
+      15_000,
+      5,
+    );
     child.child.kill('SIGKILL');
     await child.exited;
     await burst;
@@ -134,7 +140,7 @@ describe('copytrade: kill -9 during the real leader wallet replay', () => {
       return (r.body.counters.copies as number) + (r.body.counters.skipped as number);
     };
     // the replay runs (470 fills over ~5 s at this speed): kill it part-way
-    for (let n = 0; n < 40; n = await handled()) await new Promise((r) => setTimeout(r, 20));
+    await poll('40 leader fills handled before the kill', handled, (n) => n >= 40, 15_000, 20);
     child.child.kill('SIGKILL');
     await child.exited;
 

@@ -9,6 +9,7 @@ import type { OrderContext } from '../../machines/order.js';
 import { startTestService, type TestService } from '../helpers.js';
 import { checkInvariants } from '../invariants.js';
 import { orderBurst, processCaller, spawnService, type ServiceProcess, cleanUpCrashTest } from '../process.js';
+import { poll } from './trading-kit.js';
 
 const KEY = 'pts_sqlite_crash_master_key_0123456789';
 
@@ -50,7 +51,13 @@ describe('kill -9 during a burst of orders on the SQLite store on disk', () => {
       ]),
     );
     const { acknowledged } = burst;
-    while (acknowledged.size < 40) await new Promise((r) => setTimeout(r, 5));
+    await poll(
+      '40 orders acknowledged before the kill',
+      async () => acknowledged.size,
+      (n) => n >= 40,
+      15_000,
+      5,
+    );
     child.child.kill('SIGKILL');
     await child.exited;
     await burst.done;

@@ -29,12 +29,16 @@ export function useTestClock(): { jump(ms: number): void; restore(): void } {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `fn` until `ok` holds (real time; generous default), else throws with the last value. */
+/**
+ * Polls `fn` until `ok` holds (real time; generous default), else throws with `what` and the last value.
+ * @param stepMs - the pause between two calls of `fn` (short where a test acts on the first moment `ok` holds).
+ */
 export async function poll<T>(
   what: string,
   fn: () => Promise<T>,
   ok: (v: T) => boolean,
   timeoutMs = 15_000,
+  stepMs = 50,
 ): Promise<T> {
   const end = performance.now() + timeoutMs;
   for (;;) {
@@ -42,7 +46,7 @@ export async function poll<T>(
     if (ok(v)) return v;
     if (performance.now() > end)
       throw new Error(`${what}: not reached within ${timeoutMs} ms; last: ${JSON.stringify(v)}`);
-    await sleep(50);
+    await sleep(stepMs);
   }
 }
 
