@@ -142,14 +142,27 @@ class ApiError extends Error {
   }
 }
 
-/** REST GET with the session's key; throws an {@link ApiError}. @param {string} path */
+/**
+ * The board's session: a new one at each key given and at each Forget key. An answer to an earlier
+ * session is not handed to its caller, so what the previous key asked for is never drawn on the next
+ * key's board.
+ */
+let session = 0;
+
+/**
+ * REST GET with the session's key; throws an {@link ApiError}. When the session ended while the
+ * answer was on its way, the returned promise never settles: its caller stops there, drawing nothing.
+ * @param {string} path
+ */
 async function get(path) {
+  const asked = session;
   const { token, partnerUserId } = credentials();
   /** @type {Record<string, string>} */
   const headers = { authorization: `Bearer ${token}` };
   if (partnerUserId) headers['x-partner-user-id'] = partnerUserId;
   const res = await fetch(API + path, { headers });
   const body = await res.json();
+  if (asked !== session) return new Promise(() => {});
   if (!res.ok) throw new ApiError(res.status, body);
   return body;
 }
@@ -856,6 +869,7 @@ function askPartnerUser(why) {
 }
 
 async function start() {
+  session++;
   const { token, partnerUserId } = credentials();
   if (!token) return;
   /** @type {any} */
@@ -943,6 +957,7 @@ function forgetBoard() {
 
 /** @param {string} [why] */
 function logout(why) {
+  session++;
   sessionStorage.removeItem(KEY);
   sessionStorage.removeItem(USER);
   socket?.disconnect();

@@ -380,6 +380,43 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 30_000);
 
+  it("an answer to the previous key that arrives after Forget key is not drawn on the next key's board", async () => {
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'dora' } });
+    const doraKey = (await svc.call('POST', '/v2/trade/users/dora/api-keys', { body: { scopes: ['trade.read'] } })).body
+      .api_key;
+    const placed = await svc.call('POST', '/v2/trade/order', {
+      headers: as,
+      body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' },
+    });
+    expect(placed.status).toBe(200);
+    let held: (() => void) | null = null;
+    let aliceAnswered = false;
+    const p = await loggingIn(key, (page) =>
+      page.route(/\/v2\/trade\/orders\/open\?/, async (route) => {
+        const response = await route.fetch();
+        if (route.request().headers().authorization !== `Bearer ${key}`) return route.fulfill({ response });
+        await new Promise<void>((release) => (held = release)); // alice's open orders wait
+        await route.fulfill({ response });
+        aliceAnswered = true;
+      }),
+    );
+    await expect.poll(() => held !== null, { timeout: 10_000 }).toBe(true);
+    await p.click('#logout');
+    await p.fill('#api-key', doraKey);
+    await p.click('#connect');
+    await expect.poll(() => p.textContent('#who'), { timeout: 15_000 }).toMatch(/^user dora /);
+    await p.waitForSelector('#connection.on', { timeout: 10_000 });
+    held!(); // alice's answer arrives on dora's board
+    await expect.poll(() => aliceAnswered, { timeout: 10_000 }).toBe(true);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await p.$(`#orders tr[data-id="${placed.body.order_id}"]`)).toBeNull();
+    expect(await p.$$eval('#orders tbody tr, #strategies tbody tr, #positions tbody tr', (rows) => rows.length)).toBe(
+      0,
+    );
+    expect((await svc.call('DELETE', `/v2/trade/orders/${placed.body.order_id}`, { headers: as })).status).toBe(200);
+    await p.close();
+  }, 30_000);
+
   it('a master key without a user id gets a field asking for one, again for an unknown id, then watches', async () => {
     const p = await loggingIn(MASTER_KEY);
     await p.waitForSelector('#pick-user:not([hidden])', { timeout: 10_000 });
