@@ -809,10 +809,11 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.execute',
     summary: 'Subscribe to a leader (409 when one is active)',
     description:
-      "201 with the subscription's id and status. The follower is the bound user (per-user key, or master key " +
-      '+ X-Partner-User-Id). 409 `conflict` when this user already has an ACTIVE subscription to the leader ' +
-      '(a PAUSED or DISABLED one does not count). Copies are child orders of the subscription (`record_id` on ' +
-      'the order), each checked by the pre-trade risk rules like every order.',
+      "200 with the subscription's id and status (the reference's code: the spec shows none). The follower " +
+      'is the bound user (per-user key, or master key + X-Partner-User-Id). 409 `conflict` when this user ' +
+      'already has an ACTIVE subscription to the leader (a PAUSED or DISABLED one does not count). Copies ' +
+      'are child orders of the subscription (`record_id` on the order), each checked by the pre-trade risk ' +
+      'rules like every order.',
     body: CopytradeRequest,
     example: {
       leader_address: '0x00000000000000000000000000000000000000bb',
@@ -825,7 +826,7 @@ export const ROUTES: RouteSpec[] = [
       sell_size_value: 50,
       sell_insufficient_shares_action: 'SELL_MAX',
     },
-    responses: { 201: CopytradeResponse },
+    responses: { 200: CopytradeResponse },
     errors: [404, 409],
     handler: createCopytrade,
   },

@@ -326,7 +326,7 @@ async function killNine(): Promise<void> {
   const follow = async (i: number) => {
     await call(`f${i}`, 'POST', '/v2/trade/users', { partner_user_id: `f${i}` });
     const r = await call(`f${i}`, 'POST', '/v2/trade/copytrade', copyEveryFill(String(leader.safe_address), 1));
-    if (r.status !== 201) throw new Error(`subscription ${i}: ${r.status} ${JSON.stringify(r.body)}`);
+    if (r.status !== 200) throw new Error(`subscription ${i}: ${r.status} ${JSON.stringify(r.body)}`);
   };
   for (let i = 0; i < FOLLOWERS; i += 16)
     await Promise.all(Array.from({ length: Math.min(16, FOLLOWERS - i) }, (_, k) => follow(i + k)));

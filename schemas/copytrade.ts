@@ -260,7 +260,13 @@ export const CopytradeHistoryItem = {
     },
     order_type: { type: ['string', 'null'], description: "The leader's order type (taker: MARKET, maker: LIMIT)." },
     amount: { ...NUM_OR_NULL, description: 'Dollars of the copy.' },
-    price: { ...NUM_OR_NULL, description: 'Decimal probability (never cents).' },
+    price: {
+      ...NUM_OR_NULL,
+      description:
+        "The copy's fill price: its order's average fill price once it has filled, until then the price it " +
+        'was sent at (its limit, or the touch it was decided at); a paper copy, the midpoint it filled at. ' +
+        'Decimal probability (never cents).',
+    },
     order_id: { type: ['string', 'null'] },
     order_status: { type: ['string', 'null'] },
     is_simulation: { type: 'boolean' },

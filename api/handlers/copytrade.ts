@@ -7,10 +7,10 @@ import type { CopytradePatch, CopytradeRequest } from '../../schemas/copytrade.j
 import { bearerToken } from '../auth.js';
 import type { Handler, HandlerResult } from '../context.js';
 
-/** The answer of POST /v2/trade/copytrade: 201 with the id and status (spec 2.6). */
-const createdAnswer = (rec: ActorRecord): HandlerResult => ({ status: 201, body: { id: rec._id, status: rec.status } });
+/** The answer of POST /v2/trade/copytrade: 200 with the id and status (spec 2.6; the code is the reference's). */
+const createdAnswer = (rec: ActorRecord): HandlerResult => ({ status: 200, body: { id: rec._id, status: rec.status } });
 
-/** POST /v2/trade/copytrade (spec 4.4): 201; 409 when an ACTIVE subscription to the leader exists. */
+/** POST /v2/trade/copytrade (spec 4.4): 200; 409 when an ACTIVE subscription to the leader exists. */
 export const createCopytrade: Handler = async ({ req, services, user, resourceSeed, answerFrom }) => {
   const body = req.body as CopytradeRequest;
   const settings = settingsOfRequest(body);

@@ -1305,7 +1305,9 @@ export class CopytradeService {
         detail: r.detail,
         amount: r.order?.usd ?? (order ? String(ov.matched_amount ?? '0') : null),
         shares: r.order?.shares ?? null,
-        price: r.order?.price ?? null,
+        // the fill price once the copy's order filled (a market copy walks the book; the touch it was
+        // decided at is only what it expected), else the price it was sent at
+        price: typeof ov.avg_price === 'string' ? ov.avg_price : (r.order?.price ?? null),
         order_id: r.orderId,
         order_status: order ? order.status : null,
         filled_size: order ? String(ov.filled_size ?? '0') : null,

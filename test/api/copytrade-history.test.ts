@@ -22,7 +22,7 @@ describe('copytrade: the history pages with a cursor', () => {
       ...as('paged'),
       body: copyEveryFill(LEADER, 1, { status: 'PAUSED' }),
     });
-    expect(sub.status).toBe(201);
+    expect(sub.status).toBe(200);
     id = sub.body.id;
     const m = svc.services.venue.markets()[0]!;
     const block = Math.floor(Date.now() / 1000) + 2;
@@ -94,7 +94,7 @@ describe('copytrade: leader fills in quick succession', () => {
       ...as('short'),
       body: copyEveryFill(LEADER, 1_000_000, { buy_time_in_force: 'GTC' }),
     });
-    expect(sub.status).toBe(201);
+    expect(sub.status).toBe(200);
     const m = svc.services.venue.markets()[0]!;
     const market = { conditionId: m.conditionId, tokenId: m.tokens[0]!.tokenId };
     const block = Math.floor(Date.now() / 1000) + 2;

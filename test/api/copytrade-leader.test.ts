@@ -32,7 +32,7 @@ describe('copytrade: the real leader wallet replayed', () => {
       headers,
       body: copyEveryFill(wallet, 2, { buy_insufficient_usdc_action: 'SKIP' }),
     });
-    expect(sub).toMatchObject({ status: 201, body: { status: 'ACTIVE' } });
+    expect(sub).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     const one = await poll(
       'all 470 handled',
       async () => (await svc.call('GET', `/v2/trade/copytrade/${sub.body.id}`, { headers })).body,

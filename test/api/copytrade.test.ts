@@ -66,13 +66,14 @@ describe('copytrade: a follower mirrors a leader user', () => {
 
   it('leader buys → 50 % follower buys half; leader sells → follower sells by its mode; 409 twice', async () => {
     const sub = await subscribe('follow', { ...BODY, leader_address: leader });
-    expect(sub).toMatchObject({ status: 201, body: { id: expect.stringMatching(/^ct_/), status: 'ACTIVE' } });
+    expect(sub).toMatchObject({ status: 200, body: { id: expect.stringMatching(/^ct_/), status: 'ACTIVE' } });
     const id = sub.body.id;
     const again = await subscribe('follow', { ...BODY, leader_address: leader.toLowerCase() });
     expect(again).toMatchObject({ status: 409, body: { error: expect.any(String) } });
 
     const f = await tr.freshToken();
-    const buy = await tr.post('lead', { symbol: f.token, side: 'buy', type: 'MARKET', quote_amount: '20' });
+    // large enough that the copy's market buy takes more than the touch's level
+    const buy = await tr.post('lead', { symbol: f.token, side: 'buy', type: 'MARKET', quote_amount: '120' });
     expect(buy).toMatchObject({ status: 200, body: { status: 'FILLED' } });
     const rows = await poll(
       'copy of the buy',
@@ -94,6 +95,8 @@ describe('copytrade: a follower mirrors a leader user', () => {
     expect(Number(rows[0].amount)).toBeCloseTo(leaderUsd / 2, 5);
     const copy = await tr.orderById('follow', rows[0].order_id);
     expect(copy).toMatchObject({ status: 200, body: { status: 'FILLED', side: 'buy', record_id: id } });
+    // the row's price is the copy's fill price (its order's average), not the touch it was decided at
+    expect(rows[0].price).toBe(copy.body.avg_price);
     // in the follower's activity, linked to the subscription
     expect(await tr.order('follow', rows[0].order_id)).toMatchObject({
       kind: 'order',
@@ -111,6 +114,7 @@ describe('copytrade: a follower mirrors a leader user', () => {
     expect(after[0]).toMatchObject({ result: 'COPIED', side: 'SELL', shares: '5' });
     const sold = await tr.orderById('follow', after[0].order_id);
     expect(sold).toMatchObject({ status: 200, body: { status: 'FILLED', side: 'sell', filled_size: '5' } });
+    expect(after[0].price).toBe(sold.body.avg_price);
 
     const one = await svc.call('GET', `/v2/trade/copytrade/${id}`, { headers: as('follow') });
     expect(one).toMatchObject({
@@ -179,7 +183,7 @@ describe('copytrade: a follower mirrors a leader user', () => {
 
   it('a simulation trades nothing and shows paper PnL; reset clears it', async () => {
     const sub = await subscribe('paper', { ...BODY, leader_address: leader, is_simulation: true });
-    expect(sub).toMatchObject({ status: 201, body: { status: 'ACTIVE' } });
+    expect(sub).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     const f = await tr.freshToken();
     await tr.post('lead', { symbol: f.token, side: 'buy', type: 'MARKET', quote_amount: '20' });
     const rows = await poll(
@@ -217,7 +221,7 @@ describe('copytrade: a follower mirrors a leader user', () => {
     // 'chain' follows 'follow': the copies 'follow' makes are not copied again (no echo along chains or cycles)
     const followWallet = (await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'follow' } })).body;
     const chain = await subscribe('chain', { ...BODY, leader_address: followWallet.safe_address });
-    expect([close.status, hold.status, chain.status]).toEqual([201, 201, 201]);
+    expect([close.status, hold.status, chain.status]).toEqual([200, 200, 200]);
     const f = await tr.freshToken();
     await tr.post('lead', { symbol: f.token, side: 'buy', type: 'MARKET', quote_amount: '20' });
     for (const [u, name] of [
@@ -259,6 +263,6 @@ describe('copytrade: a follower mirrors a leader user', () => {
     // the copies and the skip above, and the copies of the leader's buys of the simulation and risk tests
     expect((await history('follow')).length).toBe(6);
     const resubscribe = await subscribe('follow', { ...BODY, leader_address: leader });
-    expect(resubscribe).toMatchObject({ status: 201, body: { status: 'ACTIVE' } });
+    expect(resubscribe).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
   });
 });

@@ -626,7 +626,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
       headers: as,
       body: copyEveryFill(leader.safe_address, 2, { leader_username: 'sharp' }),
     });
-    expect(sub.status).toBe(201);
+    expect(sub.status).toBe(200);
     const row = `#copytrades tr[data-id="${sub.body.id}"]`;
     await p.waitForSelector(`${row}[data-status="ACTIVE"]`, { timeout: 15_000 });
     const bought = await svc.call('POST', '/v2/trade/order', {
