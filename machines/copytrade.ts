@@ -43,11 +43,12 @@
  * |          |             |       | else → active                                                            |
  * | active   | `ACTIVE`    | no    | leader.fill (new) → copy or skip by the rules (engine/copytrade/rules.ts)|
  * |          |             |       | copytrade.status PAUSED → paused, DISABLED → disabled;                  |
- * |          |             |       | timer.fired(end, current) → ended                                        |
+ * |          |             |       | timer.fired(end, current) → ended; copytrade.update with a past end →    |
+ * |          |             |       | ended                                                                    |
  * | paused   | `PAUSED`    | no    | leader.fill (new) → skip `paused`; status ACTIVE → active, DISABLED →    |
- * |          |             |       | disabled; timer.fired(end) → ended                                       |
+ * |          |             |       | disabled; timer.fired(end) or copytrade.update with a past end → ended   |
  * | disabled | `DISABLED`  | no    | leader.fill (new) → skip `disabled`; status ACTIVE → active (re-enabled),|
- * |          |             |       | PAUSED → paused; timer.fired(end) → ended                                |
+ * |          |             |       | PAUSED → paused; timer.fired(end) or update with a past end → ended      |
  * | ended    | `ENDED`     | no    | leader.fill (new) → skip `ended` (after `copy_end_date`); no status change|
  * | deleted  | `DELETED`   | yes   | (soft-deleted: history and PnL kept)                                     |
  *
@@ -792,6 +793,10 @@ export const copytradeMachine = setup({
         w !== undefined && (event.final || event.filledSize !== w.filledSize || event.matchedAmount !== w.matchedAmount)
       );
     },
+    /** A PATCH whose `copy_end_date` is already past at its time: the subscription ends with it. */
+    endedByUpdate: ({ event }) =>
+      event.type === 'copytrade.update' &&
+      !inCopyWindow({ copy_start_date: null, copy_end_date: event.settings.copy_end_date }, event.atMs),
     endDue: ({ context, event }) =>
       event.type === 'timer.fired' && event.name === 'end' && context.deadlines.end === event.atMs,
     holdDue: ({ context, event }) =>
@@ -882,6 +887,12 @@ export const copytradeMachine = setup({
           { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
         ],
         'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
+        'copytrade.update': {
+          guard: 'endedByUpdate',
+          target: 'ended',
+          actions: ['updateSettings', 'clearEnd', FLUSH],
+          description: 'settings changed with a copy_end_date already past: ended now',
+        },
       },
     },
     paused: {
@@ -899,6 +910,12 @@ export const copytradeMachine = setup({
           { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
         ],
         'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
+        'copytrade.update': {
+          guard: 'endedByUpdate',
+          target: 'ended',
+          actions: ['updateSettings', 'clearEnd', FLUSH],
+          description: 'settings changed with a copy_end_date already past: ended now',
+        },
       },
     },
     disabled: {
@@ -915,6 +932,12 @@ export const copytradeMachine = setup({
           { guard: 'toPaused', target: 'paused', actions: 'touched' },
         ],
         'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
+        'copytrade.update': {
+          guard: 'endedByUpdate',
+          target: 'ended',
+          actions: ['updateSettings', 'clearEnd', FLUSH],
+          description: 'settings changed with a copy_end_date already past: ended now',
+        },
       },
     },
     ended: {

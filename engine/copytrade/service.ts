@@ -112,16 +112,18 @@ export type CopytradeStatusChange = 'ACTIVE' | 'PAUSED' | 'DISABLED';
 
 /**
  * A subscription's view (GET, PATCH answers): the settings, system fields and counters. Numbers
- * are decimal strings (the reference returns numeric fields as strings).
+ * are decimal strings (the reference returns numeric fields as strings). `created_at` and
+ * `updated_at` both come from the subscription's own times (its request's, then each event's), so the
+ * one is never before the other.
  */
-export function subscriptionView(c: CopytradeContext, status: string, createdAtMs: number): Record<string, unknown> {
+export function subscriptionView(c: CopytradeContext, status: string): Record<string, unknown> {
   const s = c.settings;
   const skippedTotal = Object.values(c.skipped).reduce((a, n) => a + (n ?? 0), 0);
   return {
     id: c.id,
     status,
     ...s,
-    created_at: new Date(createdAtMs).toISOString(),
+    created_at: new Date(c.createdAtMs).toISOString(),
     updated_at: new Date(c.updatedAtMs).toISOString(),
     counters: {
       copies: c.copies,
@@ -280,12 +282,8 @@ export class CopytradeService {
       // settings, fills, copies, rows: plain data, never an actor reference
       plainContext: true,
       statusOf: (s) => COPYTRADE_STATUS[s.value as keyof typeof COPYTRADE_STATUS] ?? 'ACTIVE',
-      viewOf: (s, meta) =>
-        subscriptionView(
-          s.context as CopytradeContext,
-          COPYTRADE_STATUS[s.value as keyof typeof COPYTRADE_STATUS],
-          meta.createdAtMs,
-        ),
+      viewOf: (s) =>
+        subscriptionView(s.context as CopytradeContext, COPYTRADE_STATUS[s.value as keyof typeof COPYTRADE_STATUS]),
     });
     host.on('changed', (c) => this.onChanged(c));
     feed.onRecorded((batch) => this.onRecorded(batch));

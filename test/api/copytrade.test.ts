@@ -265,4 +265,23 @@ describe('copytrade: a follower mirrors a leader user', () => {
     const resubscribe = await subscribe('follow', { ...BODY, leader_address: leader });
     expect(resubscribe).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
   });
+
+  it('PATCH with a copy_end_date already past answers ENDED, as GET then shows; created_at ≤ updated_at', async () => {
+    const sub = await subscribe('hold', { ...BODY, leader_address: leader.toLowerCase(), status: 'PAUSED' });
+    expect(sub).toMatchObject({ status: 200, body: { status: 'PAUSED' } });
+    const id = sub.body.id;
+    const fresh = await svc.call('GET', `/v2/trade/copytrade/${id}`, { headers: as('hold') });
+    expect(Date.parse(fresh.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(fresh.body.created_at));
+    const patched = await svc.call('PATCH', `/v2/trade/copytrade/${id}`, {
+      body: { copy_end_date: '2020-01-01T00:00:00.000Z' },
+      headers: as('hold'),
+    });
+    expect(patched).toMatchObject({
+      status: 200,
+      body: { id, status: 'ENDED', copy_end_date: '2020-01-01T00:00:00.000Z' },
+    });
+    const read = await svc.call('GET', `/v2/trade/copytrade/${id}`, { headers: as('hold') });
+    expect(read).toMatchObject({ status: 200, body: { id, status: 'ENDED' } });
+    expect(Date.parse(read.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(read.body.created_at));
+  });
 });
