@@ -15,8 +15,8 @@ const WinRate = {
   type: 'string',
   pattern: '^(0|1)(\\.[0-9]+)?$',
   description:
-    'wins / (wins + losses), 4 decimals: a disposal (a sell, a merge or a redeem of one token) is won ' +
-    'when its gain is positive, lost when negative; "0" while none.',
+    'wins / (wins + losses), 4 decimals: the fraction of closed positions (last shares sold, merged or ' +
+    'redeemed) with a positive realized PnL since they opened; "0" while none.',
 } as const;
 
 /** One (address, token) position from the FIFO lots. */
@@ -226,8 +226,8 @@ export const TraderMetrics = {
     trader: Address,
     window: WindowName,
     trades: { type: 'integer', minimum: 0, description: 'Fills.' },
-    wins: { type: 'integer', minimum: 0, description: 'Disposals with a positive gain.' },
-    losses: { type: 'integer', minimum: 0, description: 'Disposals with a negative gain.' },
+    wins: { type: 'integer', minimum: 0, description: 'Positions closed with a positive realized PnL.' },
+    losses: { type: 'integer', minimum: 0, description: 'Positions closed with a negative realized PnL.' },
     win_rate: WinRate,
     volume: { ...Amount, description: 'Σ notional of the fills, dollars.' },
     shares_traded: Amount,

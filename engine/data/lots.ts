@@ -68,6 +68,11 @@ export interface Disposition {
   costBasis: Decimal;
   /** proceeds − costBasis, dollars. */
   gain: Decimal;
+  /**
+   * Set on the last disposition of a record that closed the position (no shares left after it): the
+   * position's realized PnL since it last opened (dollars), which makes it a won or a lost position.
+   */
+  closes?: Decimal;
 }
 
 /** The lots and running totals of one (address, token). */
@@ -82,6 +87,8 @@ export interface PositionLots {
   cost: Decimal;
   /** Σ gains of this token's dispositions, dollars. */
   realized: Decimal;
+  /** Realized PnL since the position last opened (acquired from no shares), dollars. */
+  lifeRealized: Decimal;
   /** Shares ever acquired (fills bought and split). */
   acquiredShares: Decimal;
   /** Dollars ever paid for them. */
@@ -109,6 +116,7 @@ class Position implements PositionLots {
   shares: Decimal = ZERO;
   cost: Decimal = ZERO;
   realized: Decimal = ZERO;
+  lifeRealized: Decimal = ZERO;
   acquiredShares: Decimal = ZERO;
   acquiredCost: Decimal = ZERO;
   disposedShares: Decimal = ZERO;
@@ -139,6 +147,7 @@ class Position implements PositionLots {
   }
 
   acquire(at: LotEvent, shares: Decimal, cost: Decimal): void {
+    if (this.shares.isZero()) this.lifeRealized = ZERO; // a position opens (again)
     this.queue.push({ acquired: at, shares, cost });
     this.shares = this.shares.plus(shares);
     this.cost = this.cost.plus(cost);
@@ -149,6 +158,7 @@ class Position implements PositionLots {
 
   /** Disposes of `shares` oldest first for `proceeds` dollars (shared by shares); returns the dispositions. */
   dispose(at: LotEvent, kind: DisposalKind, shares: Decimal, proceeds: Decimal): Disposition[] {
+    const held = this.shares.gt(0);
     const out: Disposition[] = [];
     let left = shares;
     let proceedsLeft = proceeds;
@@ -182,6 +192,7 @@ class Position implements PositionLots {
     this.disposedShares = this.disposedShares.plus(shares);
     this.proceeds = this.proceeds.plus(proceeds);
     this.last = at;
+    if (held && this.shares.isZero() && out.length > 0) out[out.length - 1]!.closes = this.lifeRealized;
     return out;
   }
 
@@ -195,6 +206,7 @@ class Position implements PositionLots {
   ): Disposition {
     const gain = proceeds.minus(costBasis);
     this.realized = this.realized.plus(gain);
+    this.lifeRealized = this.lifeRealized.plus(gain);
     return {
       address: this.address,
       conditionId: this.conditionId,
@@ -276,6 +288,7 @@ export class LotBook {
       shares: p.shares,
       cost: p.cost,
       realized: p.realized,
+      lifeRealized: p.lifeRealized,
       acquiredShares: p.acquiredShares,
       acquiredCost: p.acquiredCost,
       disposedShares: p.disposedShares,

@@ -13,7 +13,9 @@
  * - unrealized PnL: open lots at the current mark ({@link venueMark}) − their cost;
  * - a trade: one fill of the trader; volume: Σ notional of its fills (splits, merges and redeems are
  *   not volume);
- * - a win (loss): a disposal (a sell fill, a merge, a redeem) of one token with a positive (negative) gain;
+ * - a win (loss): a closed position (its last shares disposed of: a sell fill, a merge, a redeem) whose
+ *   realized PnL since it opened is positive (negative); the win rate is wins / (wins + losses), the
+ *   reference's "fraction of closed positions with positive realized PnL";
  * - over a finite window, PnL is the change of marked equity net of flows: trading cash in the
  *   window (fills, splits, merges, redeems, combo cash) + positions now at today's marks − positions at
  *   the window's start at the marks then (the tape's last price before the start); over `all` it is
@@ -169,7 +171,7 @@ export class Figures {
     this.losses += o.losses * sign;
   }
 
-  /** wins / (wins + losses), 0 when no disposal was won or lost. */
+  /** wins / (wins + losses), 0 when no position was closed with a gain or a loss. */
   winRate(): Decimal {
     const n = this.wins + this.losses;
     return n === 0 ? ZERO : new Dec(this.wins).div(n);
@@ -233,7 +235,7 @@ interface PriceSeries {
 }
 
 /** Version of {@link PortfolioSnapshot}'s layout: a snapshot of another version is ignored. */
-export const PORTFOLIO_SNAPSHOT_VERSION = 2;
+export const PORTFOLIO_SNAPSHOT_VERSION = 3;
 
 /**
  * Chain seconds before the latest record applied that a snapshot replays again at start: a record
@@ -280,8 +282,8 @@ export interface PortfolioSnapshot {
   applied: [string, number][];
   /**
    * Every position: address, token, condition, outcome, last event, figures (shares, cost, realized,
-   * acquired shares and cost, disposed and uncovered shares, proceeds, fees, uncovered cost), open lots (acquisition,
-   * shares, cost).
+   * acquired shares and cost, disposed and uncovered shares, proceeds, fees, uncovered cost, realized
+   * since it last opened), open lots (acquisition, shares, cost).
    */
   positions: [string, string, string, string, LotEvent, string[], [LotEvent, string, string][]][];
   /** Every trader: address, all-time figures, flows, per category, realized by day, first and last ms. */
@@ -350,7 +352,7 @@ const SNAPSHOT_SLICE_MS = 8;
 /** The snapshot row of a position: its figures and open lots as decimal strings. */
 function positionRow(q: PositionLots): PortfolioSnapshot['positions'][number] {
   const figures = [q.shares, q.cost, q.realized, q.acquiredShares, q.acquiredCost, q.disposedShares]
-    .concat([q.uncoveredShares, q.proceeds, q.fees, q.uncoveredCost])
+    .concat([q.uncoveredShares, q.proceeds, q.fees, q.uncoveredCost, q.lifeRealized])
     .map(String);
   const lots = q.lots().map((l): [LotEvent, string, string] => [l.acquired, String(l.shares), String(l.cost)]);
   return [q.address, q.tokenId, q.conditionId, q.outcome, q.last, figures, lots];
@@ -607,8 +609,19 @@ export class Portfolio {
   private static restore(snap: PortfolioSnapshot, facts: PortfolioFacts, clock: Clock): Portfolio {
     const p = new Portfolio(facts, clock);
     for (const [address, tokenId, conditionId, outcome, last, f, lots] of snap.positions) {
-      const [shares, cost, realized, acquiredShares, acquiredCost, disposedShares, uncovered, proceeds, fees, uncCost] =
-        f.map((x) => dec(x));
+      const [
+        shares,
+        cost,
+        realized,
+        acquiredShares,
+        acquiredCost,
+        disposedShares,
+        uncovered,
+        proceeds,
+        fees,
+        uncCost,
+        life,
+      ] = f.map((x) => dec(x));
       p.lots.restore(
         {
           address,
@@ -619,6 +632,7 @@ export class Portfolio {
           shares: shares!,
           cost: cost!,
           realized: realized!,
+          lifeRealized: life!,
           acquiredShares: acquiredShares!,
           acquiredCost: acquiredCost!,
           disposedShares: disposedShares!,
@@ -946,15 +960,12 @@ export class Portfolio {
     ds: Disposition[],
     tokenId: string | undefined,
   ): void {
-    if (ds.length > 0) {
-      // a token's dispositions of one record count as one win or loss: summed by token first
-      const gains = new Map<string, Decimal>();
-      for (const d of ds) gains.set(d.tokenId, d.gain.plus(gains.get(d.tokenId) ?? ZERO));
-      for (const g of gains.values()) {
-        fig.realized = fig.realized.plus(g);
-        if (g.gt(0)) fig.wins++;
-        else if (g.lt(0)) fig.losses++;
-      }
+    for (const d of ds) {
+      fig.realized = fig.realized.plus(d.gain);
+      // a position closed by this record: won or lost over its life
+      if (d.closes === undefined) continue;
+      if (d.closes.gt(0)) fig.wins++;
+      else if (d.closes.lt(0)) fig.losses++;
     }
     const a = this.agg(address, atMs);
     a.total.add(fig);

@@ -132,6 +132,25 @@ describe('Portfolio', () => {
     expect(p.trader(A)!.flows.toFixed()).toBe('100');
   });
 
+  it('a win or a loss is a closed position, by its realized PnL since it opened (partial sells are one)', () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    const p = new Portfolio(facts, clock);
+    const t0 = clock.now();
+    marks.set(T, new Dec('0.5'));
+    // opened, sold in two parts at a gain (+1, +0.5): one position won
+    p.apply(batch({ fills: [fill(A, 'BUY', '10', '0.4', t0), fill(A, 'SELL', '5', '0.6', t0)] }));
+    p.apply(batch({ fills: [fill(A, 'SELL', '5', '0.5', t0)] }));
+    // opened again and closed at a loss (−2): its life starts over, one position lost
+    p.apply(batch({ fills: [fill(A, 'BUY', '10', '0.5', t0), fill(A, 'SELL', '10', '0.3', t0)] }));
+    // a sell at a gain that leaves shares: not closed, neither
+    p.apply(batch({ fills: [fill(A, 'BUY', '10', '0.5', t0), fill(A, 'SELL', '5', '0.9', t0)] }));
+    for (const w of WINDOWS) {
+      const f = w === 'all' ? p.trader(A)!.total : p.windowFigures(A, w)!.figures;
+      expect([w, f.wins, f.losses, f.winRate().toFixed()]).toEqual([w, 1, 1, '0.5']);
+    }
+    expect(p.trader(A)!.total.realized.toFixed()).toBe('1.5');
+  });
+
   it("a finite window's PnL is the change of marked equity net of flows: held shares move with the marks", () => {
     const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
     const p = new Portfolio(facts, clock);
