@@ -105,9 +105,11 @@ export function comboView(s: ComboSnapshot, meta: Meta, venue?: Pick<VenuePort, 
 }
 
 /**
- * The writes of a combo step that recorded its buy or its redeem: its cash movement in the trade
- * history (`combo_debit`, `combo_payout`), in the step's transaction (the combo and its cash record
- * commit together); null for any other step.
+ * The writes of a combo step that recorded its buy, its redeem or its loss: its cash movements in the
+ * trade history (`combo_debit`, `combo_payout`, `combo_loss`), in the step's transaction (the combo
+ * and its cash records commit together; an accept whose leg had lost already records both its buy
+ * and its loss); null for any other step. The loss is what the aggregates realize a lost combo's
+ * cost by (engine/data/portfolio.ts): it moves no pUSD.
  */
 function cashWrites(
   recorder: HistoryRecorder | undefined,
@@ -117,9 +119,19 @@ function cashWrites(
   const n = next.context as ComboContext;
   const p = previous.context as ComboContext;
   if (!recorder) return null;
-  if (n.buy && !p.buy) return recorder.cashWrites(n.userId, 'combo_debit', n.buy);
-  if (n.redeem && !p.redeem) return recorder.cashWrites(n.userId, 'combo_payout', n.redeem);
-  return null;
+  const debit = n.buy && !p.buy ? n.buy : undefined;
+  const payout = n.redeem && !p.redeem ? n.redeem : undefined;
+  const lost =
+    next.value === 'resolved_loss' && previous.value !== 'resolved_loss'
+      ? { comboId: n.comboId, atMs: lostAtMs(n) }
+      : undefined;
+  return debit || payout || lost ? recorder.comboWrites(n.userId, { debit, payout, lost }) : null;
+}
+
+/** When a lost combo lost: its latest losing leg's resolution, else its buy (a leg had lost before it). */
+function lostAtMs(c: ComboContext): number {
+  const at = c.legs.filter((l) => l.outcome === 'LOSS').map((l) => l.resolvedAtMs ?? 0);
+  return Math.max(c.buy?.atMs ?? c.createdAtMs, ...at);
 }
 
 /**

@@ -248,7 +248,12 @@ function shareOut(total: Decimal, weights: Decimal[]): Decimal[] {
   return parts;
 }
 
-const DISPOSAL_OF: Partial<Record<CashMoveKind, DisposalKind>> = { merge: 'MERGE', redeem: 'REDEEM' };
+const DISPOSAL_OF: Partial<Record<CashMoveKind, DisposalKind>> = {
+  merge: 'MERGE',
+  redeem: 'REDEEM',
+  combo_payout: 'REDEEM',
+  combo_loss: 'REDEEM',
+};
 
 /**
  * Every trader's FIFO lots by (address, token), fed with the history's records in chain order.

@@ -19,8 +19,10 @@
  * - over a finite window, PnL is the change of marked equity net of flows: trading cash in the
  *   window (fills, splits, merges, redeems, combo cash) + positions now at today's marks − positions at
  *   the window's start at the marks then (the tape's last price before the start); over `all` it is
- *   the realized PnL net of fees (realized − fees). Windows are whole hours: a window of N hours holds
- *   the current hour and the N hours before it (`blockTimestamp` of the records);
+ *   the realized PnL net of fees (realized − fees). A combo is a position of one unit held at its
+ *   cost ({@link withComboShare}): realized when it pays out or loses, in no positions list or win
+ *   rate. Windows are whole hours: a window of N hours holds the current hour and the N hours before
+ *   it (`blockTimestamp` of the records);
  * - flows: the initial credit, withdrawals and their refunds, copytrade transfers (they move cash in or
  *   out without being PnL).
  * - category: the market's tag from {@link PortfolioFacts}, else the leading word of its event's slug (else
@@ -62,6 +64,29 @@ const DAY_S = 24 * HOUR_S;
 
 /** Cash movements that move money in or out of a wallet without being PnL. */
 const FLOW_KINDS: ReadonlySet<CashMoveKind> = new Set(['credit', 'withdraw', 'withdraw_refund', 'copytrade']);
+
+/** Prefix of the token a combo is held as in the aggregates' lots: `combo:<combo id>`. */
+const COMBO_TOKEN = 'combo:';
+
+/** Whether `tokenId` is a combo's ({@link withComboShare}), not a market's. */
+function isComboToken(tokenId: string): boolean {
+  return tokenId.startsWith(COMBO_TOKEN);
+}
+
+/** The share a combo's cash movement moves: its buy acquires it, its payout or its loss disposes of it. */
+const COMBO_SHARE: Partial<Record<CashMoveKind, string>> = { combo_debit: '1', combo_payout: '-1', combo_loss: '-1' };
+
+/**
+ * `c` with the share of its combo when it is a combo's buy, payout or loss (stored without shares: a
+ * combo has no market token): one unit of `combo:<combo id>`, bought for the debit and disposed of for
+ * the payout (nothing for a loss), so a combo is a position held at its cost until it pays out or
+ * loses, and its gain or loss is realized then, as a market position's is.
+ */
+function withComboShare(c: CashMove): CashMove {
+  const delta = COMBO_SHARE[c.kind];
+  if (delta === undefined || c.shares.length > 0 || c.conditionId === null) return c;
+  return { ...c, shares: [{ tokenId: COMBO_TOKEN + c.conditionId, outcome: 'combo', delta }] };
+}
 
 /** What the aggregates need to know of a token's market (display, category, resolution). */
 export interface TokenFacts {
@@ -743,7 +768,7 @@ export class Portfolio {
 
   /** Every position `address` ever had (first acquisition order). */
   positions(address: string): PositionLots[] {
-    return this.lots.positions(address);
+    return this.lots.positions(address).filter((p) => !isComboToken(p.tokenId));
   }
 
   /** Facts of a token: the registry's, else what its records said. */
@@ -764,7 +789,7 @@ export class Portfolio {
     let u = ZERO;
     for (const p of this.lots.positions(address)) {
       if (p.shares.isZero()) continue;
-      const m = this.mark(p.tokenId);
+      const m = this.valueMark(address, p.tokenId);
       if (m !== null) u = u.plus(p.shares.times(m).minus(p.cost));
     }
     return u;
@@ -935,6 +960,7 @@ export class Portfolio {
       a.flows = a.flows.plus(dec(c.pusdDelta));
       return;
     }
+    c = withComboShare(c);
     // as the statements share a movement's dollars: a redeem of a resolved market by its outcomes'
     // payouts (1 and 0), anything else by shares
     const priceOf: PriceOf | undefined =
@@ -962,8 +988,8 @@ export class Portfolio {
   ): void {
     for (const d of ds) {
       fig.realized = fig.realized.plus(d.gain);
-      // a position closed by this record: won or lost over its life
-      if (d.closes === undefined) continue;
+      // a market position closed by this record: won or lost over its life (a combo's is in the PnL only)
+      if (d.closes === undefined || isComboToken(d.tokenId)) continue;
       if (d.closes.gt(0)) fig.wins++;
       else if (d.closes.lt(0)) fig.losses++;
     }
@@ -1031,6 +1057,16 @@ export class Portfolio {
    * window + Σ positions now × marks now − Σ positions then × marks then (the tape's price before the
    * window; a token with no such price is taken at today's mark, so it changes nothing).
    */
+  /**
+   * The mark a window values `address`'s shares of `tokenId` at: a combo at what it cost (it has no
+   * market: its gain or loss is realized when it pays out or loses), any other token at its mark.
+   */
+  private valueMark(address: string, tokenId: string): Decimal | null {
+    if (!isComboToken(tokenId)) return this.mark(tokenId);
+    const p = this.lots.position(address, tokenId);
+    return p && p.acquiredShares.gt(0) ? p.acquiredCost.div(p.acquiredShares) : null;
+  }
+
   private equityChange(address: string, slice: Slice, fromHour: number): Decimal {
     let pnl = slice.cash;
     const tokens = new Set(slice.deltas.keys());
@@ -1038,7 +1074,7 @@ export class Portfolio {
     for (const t of tokens) {
       const now = this.lots.position(address, t)?.shares ?? ZERO;
       const then = now.minus(slice.deltas.get(t) ?? ZERO);
-      const markNow = this.mark(t) ?? ZERO;
+      const markNow = this.valueMark(address, t) ?? ZERO;
       const markThen = then.isZero() ? ZERO : (this.priceBefore(t, fromHour) ?? markNow);
       pnl = pnl.plus(now.times(markNow)).minus(then.times(markThen));
     }

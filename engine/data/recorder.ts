@@ -34,7 +34,7 @@ export class HistoryRecorder {
   constructor(
     private readonly history: TradeHistory,
     private readonly users: UserService,
-    private readonly venue: Pick<VenuePort, 'token'>,
+    private readonly venue: Pick<VenuePort, 'token' | 'chainPosition'>,
   ) {}
 
   /**
@@ -125,6 +125,41 @@ export class HistoryRecorder {
         fills: [],
         cash: [await this.cashRecord(tx, userId, kind, result)],
       });
+      return () => this.history.published(fresh);
+    };
+  }
+
+  /**
+   * The step writes of a combo step that recorded its buy, its redeem or its loss: their cash
+   * movements in one record of the trade history, through the step's unit of work. A loss moves no
+   * pUSD: its record (`combo_loss`, `_id` `<comboId>:loss`) is what tells the aggregates the combo's
+   * cost is lost; its chain position is the next the venue gives at `lost.atMs`.
+   */
+  comboWrites(
+    userId: string,
+    moves: { debit?: WalletOpResult; payout?: WalletOpResult; lost?: { comboId: string; atMs: number } },
+  ): KindStepWrites {
+    return async (tx) => {
+      const cash: CashMove[] = [];
+      if (moves.debit) cash.push(await this.cashRecord(tx, userId, 'combo_debit', moves.debit));
+      if (moves.payout) cash.push(await this.cashRecord(tx, userId, 'combo_payout', moves.payout));
+      if (moves.lost) {
+        const { comboId, atMs } = moves.lost;
+        const position = this.venue.chainPosition(atMs, keccak256(toUtf8Bytes(`combo-loss:${comboId}`)));
+        cash.push({
+          _id: `${comboId}:loss`,
+          address: await this.addressOf(tx, userId),
+          userId,
+          kind: 'combo_loss',
+          atMs,
+          conditionId: comboId,
+          pusdDelta: '0',
+          shares: [],
+          ...position,
+          source: 'venue',
+        });
+      }
+      const fresh = await this.history.record(tx, { trades: [], fills: [], cash });
       return () => this.history.published(fresh);
     };
   }

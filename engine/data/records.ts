@@ -117,6 +117,8 @@ export type CashMoveKind =
   | 'withdraw_refund'
   | 'combo_debit'
   | 'combo_payout'
+  /** A combo that lost (a leg's market resolved against it): no pUSD moves, its cost is lost. */
+  | 'combo_loss'
   | 'copytrade';
 
 /** A pUSD or share movement that is not a trade (collection `cashMoves`, `_id` = the operation's id). */

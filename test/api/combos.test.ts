@@ -226,6 +226,63 @@ describe('combos through the real API', () => {
     expect((await accept('alice', q)).status).toBe(410);
   });
 
+  it("a combo in the trader's PnL: nothing when bought, its loss or its gain when it loses or pays out", async () => {
+    const dan = (await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'dan' } })).body;
+    const address = String(dan.safe_address).toLowerCase();
+    const pnl = async (window: string) => (await svc.call('GET', `/v2/trade/traders/${address}?window=${window}`)).body;
+    const spend = async (legs: { yes: string }[], notional: number) => {
+      const before = await balance('dan');
+      const q = (
+        await quote(
+          'dan',
+          legs.map((m) => m.yes),
+          notional,
+        )
+      ).body;
+      expect((await accept('dan', q)).status).toBe(200);
+      return { q, debit: dec(before).minus(await balance('dan')) };
+    };
+    // bought: cash out, a combo held at its cost; no PnL in any window, no market position
+    const [a, b, c, d] = fresh(4);
+    const lost = await spend([a!, b!], 10);
+    for (const w of ['1d', '7d', '30d', 'all']) expect([w, (await pnl(w)).pnl]).toEqual([w, '0']);
+    expect((await svc.call('GET', `/v2/trade/traders/${address}/positions`)).body.positions).toEqual([]);
+    // a leg lost: the combo's cost is lost, in every window and over all
+    await resolve(a!, a!.no);
+    await poll(
+      'the combo lost',
+      () => combo('dan', lost.q.combo_order_id),
+      (x) => x.status === 'RESOLVED_LOSS',
+    );
+    const lossPnl = lost.debit.neg().toString();
+    await poll(
+      'the loss in the PnL',
+      () => pnl('all'),
+      (x) => x.pnl === lossPnl,
+    );
+    expect((await pnl('1d')).pnl).toBe(lossPnl);
+    // another, won and redeemed: its payout less its cost
+    const won = await spend([c!, d!], 10);
+    await resolve(c!, c!.yes);
+    await resolve(d!, d!.yes);
+    await poll(
+      'the combo won',
+      () => combo('dan', won.q.combo_order_id),
+      (x) => x.status === 'RESOLVED_WIN',
+    );
+    expect((await pnl('1d')).pnl).toBe(lossPnl);
+    const r = await call('dan', 'POST', '/v2/trade/combo/redeem', { combo_order_id: won.q.combo_order_id });
+    expect(r.status).toBe(200);
+    const total = dec(lossPnl).plus(String(won.q.taker_shares)).minus(won.debit).toString();
+    await poll(
+      'the gain in the PnL',
+      () => pnl('all'),
+      (x) => x.pnl === total,
+    );
+    expect((await pnl('1d')).pnl).toBe(total);
+    expect((await pnl('all')).realized_pnl).toBe(total);
+  });
+
   it('three legs resolve YES: PARTIAL, then RESOLVED_WIN; redeem pays shares × $1 once', async () => {
     const legs = fresh(3);
     const q = (

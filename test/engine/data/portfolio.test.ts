@@ -151,6 +151,30 @@ describe('Portfolio', () => {
     expect(p.trader(A)!.total.realized.toFixed()).toBe('1.5');
   });
 
+  it('a combo is held at its cost: no PnL until it pays out or loses, then in the window it happened in', () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    const p = new Portfolio(facts, clock);
+    const combo = (kind: CashMove['kind'], id: string, usd: string, ms: number): CashMove => ({
+      ...credit(A, usd, ms),
+      kind,
+      conditionId: id,
+    });
+    const t0 = clock.now();
+    p.apply(batch({ cash: [credit(A, '100', t0), combo('combo_debit', 'co_1', '-10', t0)] }));
+    p.apply(batch({ cash: [combo('combo_debit', 'co_2', '-4', t0)] }));
+    expect(WINDOWS.map((w) => p.windowFigures(A, w)?.pnl.toFixed() ?? null)).toEqual(['0', '0', '0', '0']);
+    expect(p.positions(A)).toEqual([]);
+    clock.advance(2 * DAY);
+    // co_1 lost and co_2 paid 9, two days after they were bought (outside 1d when bought)
+    p.apply(
+      batch({ cash: [combo('combo_loss', 'co_1', '0', clock.now()), combo('combo_payout', 'co_2', '9', clock.now())] }),
+    );
+    expect(WINDOWS.map((w) => p.windowFigures(A, w)!.pnl.toFixed())).toEqual(['-5', '-5', '-5', '-5']);
+    expect(p.trader(A)!.total.realized.toFixed()).toBe('-5');
+    // market positions only in the win rate
+    expect([p.trader(A)!.total.wins, p.trader(A)!.total.losses]).toEqual([0, 0]);
+  });
+
   it("a finite window's PnL is the change of marked equity net of flows: held shares move with the marks", () => {
     const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
     const p = new Portfolio(facts, clock);
