@@ -605,6 +605,14 @@ const ADOPT = {
   description: 'the venue holds the copy already: recorded as it',
 } as const;
 
+/** Settings changed with a `copy_end_date` already past: the subscription ends in that step. */
+const ENDED_BY_UPDATE = {
+  guard: 'endedByUpdate',
+  target: 'ended',
+  actions: ['updateSettings', 'clearEnd', FLUSH],
+  description: 'settings changed with a copy_end_date already past: ended now',
+} as const;
+
 export const copytradeMachine = setup({
   types: { context: {} as CopytradeContext, input: {} as CopytradeInput, events: {} as CopytradeEvent },
   actions: {
@@ -887,12 +895,7 @@ export const copytradeMachine = setup({
           { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
         ],
         'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
-        'copytrade.update': {
-          guard: 'endedByUpdate',
-          target: 'ended',
-          actions: ['updateSettings', 'clearEnd', FLUSH],
-          description: 'settings changed with a copy_end_date already past: ended now',
-        },
+        'copytrade.update': ENDED_BY_UPDATE,
       },
     },
     paused: {
@@ -910,12 +913,7 @@ export const copytradeMachine = setup({
           { guard: 'toDisabled', target: 'disabled', actions: 'touched' },
         ],
         'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
-        'copytrade.update': {
-          guard: 'endedByUpdate',
-          target: 'ended',
-          actions: ['updateSettings', 'clearEnd', FLUSH],
-          description: 'settings changed with a copy_end_date already past: ended now',
-        },
+        'copytrade.update': ENDED_BY_UPDATE,
       },
     },
     disabled: {
@@ -932,12 +930,7 @@ export const copytradeMachine = setup({
           { guard: 'toPaused', target: 'paused', actions: 'touched' },
         ],
         'timer.fired': { guard: 'endDue', target: 'ended', actions: 'clearEnd' },
-        'copytrade.update': {
-          guard: 'endedByUpdate',
-          target: 'ended',
-          actions: ['updateSettings', 'clearEnd', FLUSH],
-          description: 'settings changed with a copy_end_date already past: ended now',
-        },
+        'copytrade.update': ENDED_BY_UPDATE,
       },
     },
     ended: {
