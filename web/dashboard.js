@@ -151,7 +151,8 @@ let session = 0;
 
 /**
  * REST GET with the session's key; throws an {@link ApiError}. When the session ended while the
- * answer was on its way, the returned promise never settles: its caller stops there, drawing nothing.
+ * answer was on its way, the returned promise never settles: its caller stops there, drawing nothing
+ * (and what marks a load in flight is reset by {@link forgetBoard}, so the next session loads again).
  * @param {string} path
  */
 async function get(path) {
@@ -941,6 +942,11 @@ async function start() {
  */
 function forgetBoard() {
   for (const rows of [strategies, orders, combos, copytrades, positions, marketStates, bookWants, mids]) rows.clear();
+  // loads of the ended session never resume ({@link get}): what marks one in flight goes with them
+  copiesLoading = null;
+  copiesAgain = false;
+  tokenAsked.clear();
+  tokenQueue.clear();
   walletRevision.balance = 0;
   walletRevision.position = 0;
   for (const table of ['strategies', 'orders', 'combos', 'copytrades', 'copies', 'positions'])

@@ -417,6 +417,31 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await p.close();
   }, 30_000);
 
+  it("the next key's board loads its copies even when the previous key's load never answered", async () => {
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'erin' } });
+    const erinKey = (await svc.call('POST', '/v2/trade/users/erin/api-keys', { body: { scopes: ['trade.read'] } })).body
+      .api_key;
+    let held = false;
+    let erinAsked = false;
+    const p = await loggingIn(key, (page) =>
+      page.route(/\/v2\/trade\/copytrade\/history\?/, async (route) => {
+        if (route.request().headers().authorization === `Bearer ${erinKey}`) erinAsked = true;
+        else if (!held) {
+          held = true; // alice's first load of her copies never answers
+          return;
+        }
+        await route.continue();
+      }),
+    );
+    await expect.poll(() => held, { timeout: 10_000 }).toBe(true);
+    await p.click('#logout');
+    await p.fill('#api-key', erinKey);
+    await p.click('#connect');
+    await expect.poll(() => p.textContent('#who'), { timeout: 15_000 }).toMatch(/^user erin /);
+    await expect.poll(() => erinAsked, { timeout: 10_000 }).toBe(true);
+    await p.close();
+  }, 30_000);
+
   it('a master key without a user id gets a field asking for one, again for an unknown id, then watches', async () => {
     const p = await loggingIn(MASTER_KEY);
     await p.waitForSelector('#pick-user:not([hidden])', { timeout: 10_000 });
