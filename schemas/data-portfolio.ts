@@ -15,8 +15,9 @@ const WinRate = {
   type: 'string',
   pattern: '^(0|1)(\\.[0-9]+)?$',
   description:
-    'wins / (wins + losses), 4 decimals: the fraction of closed positions (last shares sold, merged or ' +
-    'redeemed) with a positive realized PnL since they opened; "0" while none.',
+    'Closed positions won / closed positions, 4 decimals: the fraction of closed positions (last shares ' +
+    'sold, merged or redeemed; those closed at zero too) with a positive realized PnL since they opened; ' +
+    '"0" while none.',
 } as const;
 
 /** One (address, token) position from the FIFO lots. */

@@ -14,8 +14,8 @@
  * - a trade: one fill of the trader; volume: Σ notional of its fills (splits, merges and redeems are
  *   not volume);
  * - a win (loss): a closed position (its last shares disposed of: a sell fill, a merge, a redeem) whose
- *   realized PnL since it opened is positive (negative); the win rate is wins / (wins + losses), the
- *   reference's "fraction of closed positions with positive realized PnL";
+ *   realized PnL since it opened is positive (negative); the win rate is wins / closed positions (those
+ *   closed at zero included), the reference's "fraction of closed positions with positive realized PnL";
  * - over a finite window, PnL is the change of marked equity net of flows: trading cash in the
  *   window (fills, splits, merges, redeems, combo cash) + positions now at today's marks − positions at
  *   the window's start at the marks then (the tape's last price before the start); over `all` it is
@@ -179,8 +179,12 @@ export class Figures {
   shares: Decimal = ZERO;
   fees: Decimal = ZERO;
   trades = 0;
+  /** Positions closed with a positive realized PnL since they opened. */
   wins = 0;
+  /** … with a negative one. */
   losses = 0;
+  /** … at exactly zero (closed positions too: in the win rate's denominator). */
+  evens = 0;
   /** Trading cash (fills, splits, merges, redeems, combo cash), dollars. */
   cash: Decimal = ZERO;
 
@@ -194,11 +198,22 @@ export class Figures {
     this.trades += o.trades * sign;
     this.wins += o.wins * sign;
     this.losses += o.losses * sign;
+    this.evens += o.evens * sign;
   }
 
-  /** wins / (wins + losses), 0 when no position was closed with a gain or a loss. */
+  /**
+   * Whether these figures hold anything: a trade, cash, a realized gain or loss (a combo's loss moves
+   * no cash), a closed position. A window's trader with none is not on its board.
+   */
+  moved(): boolean {
+    return (
+      this.trades > 0 || this.wins + this.losses + this.evens > 0 || !this.cash.isZero() || !this.realized.isZero()
+    );
+  }
+
+  /** Closed positions won / closed positions (the reference's win rate), 0 when none was closed. */
   winRate(): Decimal {
-    const n = this.wins + this.losses;
+    const n = this.wins + this.losses + this.evens;
     return n === 0 ? ZERO : new Dec(this.wins).div(n);
   }
 }
@@ -206,6 +221,13 @@ export class Figures {
 /** Figures of one trader in one hour or window, with its share changes per token. */
 class Slice extends Figures {
   readonly deltas = new Map<string, Decimal>();
+
+  /** {@link Figures.moved}, or shares changed (a combo bought and still held moves no PnL). */
+  override moved(): boolean {
+    if (super.moved()) return true;
+    for (const d of this.deltas.values()) if (!d.isZero()) return true;
+    return false;
+  }
 
   addSlice(o: Slice, sign: 1 | -1): void {
     this.add(o, sign);
@@ -260,7 +282,7 @@ interface PriceSeries {
 }
 
 /** Version of {@link PortfolioSnapshot}'s layout: a snapshot of another version is ignored. */
-export const PORTFOLIO_SNAPSHOT_VERSION = 3;
+export const PORTFOLIO_SNAPSHOT_VERSION = 4;
 
 /**
  * Chain seconds before the latest record applied that a snapshot replays again at start: a record
@@ -290,8 +312,8 @@ export interface RecordCounts {
   cash: number;
 }
 
-/** Figures as decimal strings and counts: realized, volume, shares, fees, cash, trades, wins, losses. */
-type FiguresRow = [string, string, string, string, string, number, number, number];
+/** Figures as decimal strings and counts: realized, volume, shares, fees, cash, trades, wins, losses, evens. */
+type FiguresRow = [string, string, string, string, string, number, number, number, number];
 
 /**
  * The aggregates as of a batch boundary, compact (decimal strings), JSON-safe: what {@link Portfolio.snapshot}
@@ -328,11 +350,12 @@ const figuresRow = (f: Figures): FiguresRow => [
   f.trades,
   f.wins,
   f.losses,
+  f.evens,
 ];
 
 function fromRow<F extends Figures>(f: F, r: FiguresRow): F {
   [f.realized, f.volume, f.shares, f.fees, f.cash] = [dec(r[0]), dec(r[1]), dec(r[2]), dec(r[3]), dec(r[4])];
-  [f.trades, f.wins, f.losses] = [r[5], r[6], r[7]];
+  [f.trades, f.wins, f.losses, f.evens] = [r[5], r[6], r[7], r[8]];
   return f;
 }
 
@@ -867,7 +890,7 @@ export class Portfolio {
     for (const a of addresses) {
       if (a === LIQUIDITY_PROVIDER_ADDRESS) continue;
       const f = this.windowFigures(a, window);
-      if (f && (f.figures.trades > 0 || !f.figures.cash.isZero())) rows.push(f);
+      if (f && f.figures.moved()) rows.push(f);
     }
     const key = (r: WindowFigures) => (by === 'pnl' ? r.pnl : r.figures.volume);
     rows.sort((a, b) => key(b).comparedTo(key(a)) || (a.address < b.address ? -1 : 1));
@@ -992,6 +1015,7 @@ export class Portfolio {
       if (d.closes === undefined || isComboToken(d.tokenId)) continue;
       if (d.closes.gt(0)) fig.wins++;
       else if (d.closes.lt(0)) fig.losses++;
+      else fig.evens++;
     }
     const a = this.agg(address, atMs);
     a.total.add(fig);
@@ -1040,7 +1064,7 @@ export class Portfolio {
           const ws = w.byAddress.get(address);
           if (!ws) continue;
           ws.addSlice(s, -1);
-          if (ws.trades === 0 && ws.wins === 0 && ws.losses === 0 && ws.cash.isZero()) w.byAddress.delete(address);
+          if (!ws.moved()) w.byAddress.delete(address);
         }
       }
       w.fromHour = from;

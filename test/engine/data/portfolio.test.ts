@@ -142,11 +142,13 @@ describe('Portfolio', () => {
     p.apply(batch({ fills: [fill(A, 'SELL', '5', '0.5', t0)] }));
     // opened again and closed at a loss (−2): its life starts over, one position lost
     p.apply(batch({ fills: [fill(A, 'BUY', '10', '0.5', t0), fill(A, 'SELL', '10', '0.3', t0)] }));
-    // a sell at a gain that leaves shares: not closed, neither
+    // closed at exactly zero: a closed position, neither won nor lost (in the rate's denominator)
+    p.apply(batch({ fills: [fill(A, 'BUY', '10', '0.5', t0), fill(A, 'SELL', '10', '0.5', t0)] }));
+    // a sell at a gain that leaves shares: not closed, none of them
     p.apply(batch({ fills: [fill(A, 'BUY', '10', '0.5', t0), fill(A, 'SELL', '5', '0.9', t0)] }));
     for (const w of WINDOWS) {
       const f = w === 'all' ? p.trader(A)!.total : p.windowFigures(A, w)!.figures;
-      expect([w, f.wins, f.losses, f.winRate().toFixed()]).toEqual([w, 1, 1, '0.5']);
+      expect([w, f.wins, f.losses, f.evens, f.winRate().toDecimalPlaces(4).toFixed()]).toEqual([w, 1, 1, 1, '0.3333']);
     }
     expect(p.trader(A)!.total.realized.toFixed()).toBe('1.5');
   });
@@ -173,6 +175,30 @@ describe('Portfolio', () => {
     expect(p.trader(A)!.total.realized.toFixed()).toBe('-5');
     // market positions only in the win rate
     expect([p.trader(A)!.total.wins, p.trader(A)!.total.losses]).toEqual([0, 0]);
+  });
+
+  it('a combo lost in a window is on its board even when nothing else of the trader is in it', () => {
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    const p = new Portfolio(facts, clock);
+    const combo = (kind: CashMove['kind'], id: string, usd: string, ms: number): CashMove => ({
+      ...credit(B, usd, ms),
+      kind,
+      conditionId: id,
+    });
+    // bought, then lost 23 hours later; two hours on, the buy has left the 1d window, the loss has not
+    p.apply(batch({ cash: [combo('combo_debit', 'co_b', '-10', clock.now())] }));
+    clock.advance(23 * HOUR);
+    p.apply(batch({ cash: [combo('combo_loss', 'co_b', '0', clock.now())] }));
+    clock.advance(2 * HOUR);
+    expect(p.windowFigures(B, '1d')!.pnl.toFixed()).toBe('-10');
+    for (const w of WINDOWS)
+      expect([
+        w,
+        p
+          .leaderboard(w, 'pnl')
+          .find((r) => r.address === B)
+          ?.pnl.toFixed(),
+      ]).toEqual([w, '-10']);
   });
 
   it("a finite window's PnL is the change of marked equity net of flows: held shares move with the marks", () => {
