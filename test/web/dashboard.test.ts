@@ -34,6 +34,11 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
   let market: any;
   const as = { 'x-partner-user-id': 'alice' };
 
+  /** A new partner user `u` and a `trade.read` key of its own. */
+  const readKeyOf = async (u: string): Promise<string> => {
+    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } });
+    return (await svc.call('POST', `/v2/trade/users/${u}/api-keys`, { body: { scopes: ['trade.read'] } })).body.api_key;
+  };
   /** A new page on the dashboard that submitted `apiKey` (after `prepare`, e.g. routes to set up). */
   const loggingIn = async (apiKey: string, prepare?: (p: Page) => Promise<unknown>) => {
     const p = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
@@ -351,9 +356,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
   }, 60_000);
 
   it("Forget key forgets the board: the next key's user sees none of the previous user's data", async () => {
-    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'bob' } });
-    const bobKey = (await svc.call('POST', '/v2/trade/users/bob/api-keys', { body: { scopes: ['trade.read'] } })).body
-      .api_key;
+    const bobKey = await readKeyOf('bob');
     const p = await loggedIn(key);
     const placed = await svc.call('POST', '/v2/trade/order', {
       headers: as,
@@ -381,9 +384,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
   }, 30_000);
 
   it("an answer to the previous key that arrives after Forget key is not drawn on the next key's board", async () => {
-    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'dora' } });
-    const doraKey = (await svc.call('POST', '/v2/trade/users/dora/api-keys', { body: { scopes: ['trade.read'] } })).body
-      .api_key;
+    const doraKey = await readKeyOf('dora');
     const placed = await svc.call('POST', '/v2/trade/order', {
       headers: as,
       body: { symbol: chartToken, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' },
@@ -418,9 +419,7 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
   }, 30_000);
 
   it("the next key's board loads its copies even when the previous key's load never answered", async () => {
-    await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'erin' } });
-    const erinKey = (await svc.call('POST', '/v2/trade/users/erin/api-keys', { body: { scopes: ['trade.read'] } })).body
-      .api_key;
+    const erinKey = await readKeyOf('erin');
     let held = false;
     let erinAsked = false;
     const p = await loggingIn(key, (page) =>

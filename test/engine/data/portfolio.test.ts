@@ -98,6 +98,11 @@ function credit(address: string, usd: string, ms: number): CashMove {
   };
 }
 
+/** A combo's cash movement (`kind` its buy, payout or loss) of `address`, the combo's id as its condition. */
+function comboMove(address: string, kind: CashMove['kind'], comboId: string, usd: string, ms: number): CashMove {
+  return { ...credit(address, usd, ms), kind, conditionId: comboId };
+}
+
 const batch = (b: Partial<RecordedBatch>): RecordedBatch => ({ trades: [], fills: [], cash: [], ...b });
 
 describe('Portfolio', () => {
@@ -156,20 +161,20 @@ describe('Portfolio', () => {
   it('a combo is held at its cost: no PnL until it pays out or loses, then in the window it happened in', () => {
     const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
     const p = new Portfolio(facts, clock);
-    const combo = (kind: CashMove['kind'], id: string, usd: string, ms: number): CashMove => ({
-      ...credit(A, usd, ms),
-      kind,
-      conditionId: id,
-    });
     const t0 = clock.now();
-    p.apply(batch({ cash: [credit(A, '100', t0), combo('combo_debit', 'co_1', '-10', t0)] }));
-    p.apply(batch({ cash: [combo('combo_debit', 'co_2', '-4', t0)] }));
+    p.apply(batch({ cash: [credit(A, '100', t0), comboMove(A, 'combo_debit', 'co_1', '-10', t0)] }));
+    p.apply(batch({ cash: [comboMove(A, 'combo_debit', 'co_2', '-4', t0)] }));
     expect(WINDOWS.map((w) => p.windowFigures(A, w)?.pnl.toFixed() ?? null)).toEqual(['0', '0', '0', '0']);
     expect(p.positions(A)).toEqual([]);
     clock.advance(2 * DAY);
     // co_1 lost and co_2 paid 9, two days after they were bought (outside 1d when bought)
     p.apply(
-      batch({ cash: [combo('combo_loss', 'co_1', '0', clock.now()), combo('combo_payout', 'co_2', '9', clock.now())] }),
+      batch({
+        cash: [
+          comboMove(A, 'combo_loss', 'co_1', '0', clock.now()),
+          comboMove(A, 'combo_payout', 'co_2', '9', clock.now()),
+        ],
+      }),
     );
     expect(WINDOWS.map((w) => p.windowFigures(A, w)!.pnl.toFixed())).toEqual(['-5', '-5', '-5', '-5']);
     expect(p.trader(A)!.total.realized.toFixed()).toBe('-5');
@@ -180,15 +185,10 @@ describe('Portfolio', () => {
   it('a combo lost in a window is on its board even when nothing else of the trader is in it', () => {
     const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
     const p = new Portfolio(facts, clock);
-    const combo = (kind: CashMove['kind'], id: string, usd: string, ms: number): CashMove => ({
-      ...credit(B, usd, ms),
-      kind,
-      conditionId: id,
-    });
     // bought, then lost 23 hours later; two hours on, the buy has left the 1d window, the loss has not
-    p.apply(batch({ cash: [combo('combo_debit', 'co_b', '-10', clock.now())] }));
+    p.apply(batch({ cash: [comboMove(B, 'combo_debit', 'co_b', '-10', clock.now())] }));
     clock.advance(23 * HOUR);
-    p.apply(batch({ cash: [combo('combo_loss', 'co_b', '0', clock.now())] }));
+    p.apply(batch({ cash: [comboMove(B, 'combo_loss', 'co_b', '0', clock.now())] }));
     clock.advance(2 * HOUR);
     expect(p.windowFigures(B, '1d')!.pnl.toFixed()).toBe('-10');
     for (const w of WINDOWS)
