@@ -205,7 +205,7 @@ export class Figures {
    * Whether these figures hold anything: a trade, cash, a realized gain or loss (a combo's loss moves
    * no cash), a closed position. A window's trader with none is not on its board.
    */
-  moved(): boolean {
+  hasActivity(): boolean {
     return (
       this.trades > 0 || this.wins + this.losses + this.evens > 0 || !this.cash.isZero() || !this.realized.isZero()
     );
@@ -222,9 +222,9 @@ export class Figures {
 class Slice extends Figures {
   readonly deltas = new Map<string, Decimal>();
 
-  /** {@link Figures.moved}, or shares changed (a combo bought and still held moves no PnL). */
-  override moved(): boolean {
-    if (super.moved()) return true;
+  /** {@link Figures.hasActivity}, or shares changed (a combo bought and still held moves no PnL). */
+  override hasActivity(): boolean {
+    if (super.hasActivity()) return true;
     for (const d of this.deltas.values()) if (!d.isZero()) return true;
     return false;
   }
@@ -890,7 +890,7 @@ export class Portfolio {
     for (const a of addresses) {
       if (a === LIQUIDITY_PROVIDER_ADDRESS) continue;
       const f = this.windowFigures(a, window);
-      if (f && f.figures.moved()) rows.push(f);
+      if (f && f.figures.hasActivity()) rows.push(f);
     }
     const key = (r: WindowFigures) => (by === 'pnl' ? r.pnl : r.figures.volume);
     rows.sort((a, b) => key(b).comparedTo(key(a)) || (a.address < b.address ? -1 : 1));
@@ -1064,7 +1064,7 @@ export class Portfolio {
           const ws = w.byAddress.get(address);
           if (!ws) continue;
           ws.addSlice(s, -1);
-          if (!ws.moved()) w.byAddress.delete(address);
+          if (!ws.hasActivity()) w.byAddress.delete(address);
         }
       }
       w.fromHour = from;

@@ -119,48 +119,51 @@ export class HistoryRecorder {
    * written through the step's unit of work; the feed hears of it once committed.
    */
   cashWrites(userId: string, kind: CashMoveKind, result: WalletOpResult): KindStepWrites {
-    return async (tx) => {
-      const fresh = await this.history.record(tx, {
-        trades: [],
-        fills: [],
-        cash: [await this.cashRecord(tx, userId, kind, result)],
-      });
-      return () => this.history.published(fresh);
-    };
+    return this.cashMovesWrites(async (tx) => [await this.cashRecord(tx, userId, kind, result)]);
   }
 
   /**
    * The step writes of a combo step that recorded its buy, its redeem or its loss: their cash
-   * movements in one record of the trade history, through the step's unit of work. A loss moves no
-   * pUSD: its record (`combo_loss`, `_id` `<comboId>:loss`) is what tells the aggregates the combo's
-   * cost is lost; its chain position is the next the venue gives at `lost.atMs`.
+   * movements in one record of the trade history, through the step's unit of work.
    */
   comboWrites(
     userId: string,
     moves: { debit?: WalletOpResult; payout?: WalletOpResult; lost?: { comboId: string; atMs: number } },
   ): KindStepWrites {
-    return async (tx) => {
+    return this.cashMovesWrites(async (tx) => {
       const cash: CashMove[] = [];
       if (moves.debit) cash.push(await this.cashRecord(tx, userId, 'combo_debit', moves.debit));
       if (moves.payout) cash.push(await this.cashRecord(tx, userId, 'combo_payout', moves.payout));
-      if (moves.lost) {
-        const { comboId, atMs } = moves.lost;
-        const position = this.venue.chainPosition(atMs, keccak256(toUtf8Bytes(`combo-loss:${comboId}`)));
-        cash.push({
-          _id: `${comboId}:loss`,
-          address: await this.addressOf(tx, userId),
-          userId,
-          kind: 'combo_loss',
-          atMs,
-          conditionId: comboId,
-          pusdDelta: '0',
-          shares: [],
-          ...position,
-          source: 'venue',
-        });
-      }
-      const fresh = await this.history.record(tx, { trades: [], fills: [], cash });
+      if (moves.lost) cash.push(await this.comboLossRecord(tx, userId, moves.lost.comboId, moves.lost.atMs));
+      return cash;
+    });
+  }
+
+  /** Step writes recording the cash movements `movesOf` makes; the feed hears of them once committed. */
+  private cashMovesWrites(movesOf: (tx: UnitOfWork) => Promise<CashMove[]>): KindStepWrites {
+    return async (tx) => {
+      const fresh = await this.history.record(tx, { trades: [], fills: [], cash: await movesOf(tx) });
       return () => this.history.published(fresh);
+    };
+  }
+
+  /**
+   * The record of a combo's loss (`combo_loss`, `_id` `<comboId>:loss`): it moves no pUSD; it is what
+   * tells the aggregates the combo's cost is lost. Its chain position is the next the venue gives at
+   * `atMs` (epoch ms), as for every record made outside a venue operation.
+   */
+  private async comboLossRecord(tx: UnitOfWork, userId: string, comboId: string, atMs: number): Promise<CashMove> {
+    return {
+      _id: `${comboId}:loss`,
+      address: await this.addressOf(tx, userId),
+      userId,
+      kind: 'combo_loss',
+      atMs,
+      conditionId: comboId,
+      pusdDelta: '0',
+      shares: [],
+      ...this.venue.chainPosition(atMs, keccak256(toUtf8Bytes(`combo-loss:${comboId}`))),
+      source: 'venue',
     };
   }
 
@@ -174,10 +177,8 @@ export class HistoryRecorder {
     kind: CashMoveKind,
     result: WalletOpResult,
   ): Promise<void> {
-    const fresh = await store.transaction(async (tx) =>
-      this.history.record(tx, { trades: [], fills: [], cash: [await this.cashRecord(tx, userId, kind, result)] }),
-    );
-    this.history.published(fresh);
+    const committed = await store.transaction(this.cashWrites(userId, kind, result));
+    committed?.();
   }
 
   /** The tape row of a trade: in the taker's terms. */
