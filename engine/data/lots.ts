@@ -112,6 +112,21 @@ export interface PositionLots {
 /** Price of an outcome token at a record's time (decimal probability), when known. */
 export type PriceOf = (tokenId: string) => Decimal | undefined;
 
+/**
+ * The outcomes' prices a cash movement was recorded with (a split's or a merge's marks, see
+ * {@link CashMove.shares}), or undefined when one of its shares has none (its dollars are then shared
+ * equally by shares).
+ */
+export function recordedPrices(move: Pick<CashMove, 'shares'>): PriceOf | undefined {
+  if (move.shares.length === 0) return undefined;
+  const prices = new Map<string, Decimal>();
+  for (const s of move.shares) {
+    if (s.price === undefined) return undefined;
+    prices.set(s.tokenId, dec(s.price));
+  }
+  return (tokenId) => prices.get(tokenId);
+}
+
 class Position implements PositionLots {
   shares: Decimal = ZERO;
   cost: Decimal = ZERO;

@@ -42,6 +42,7 @@ import {
   type LotEvent,
   type PositionLots,
   type PriceOf,
+  recordedPrices,
 } from './lots.js';
 import {
   LIQUIDITY_PROVIDER_ADDRESS,
@@ -985,14 +986,14 @@ export class Portfolio {
     }
     c = withComboShare(c);
     // as the statements share a movement's dollars: a redeem of a resolved market by its outcomes'
-    // payouts (1 and 0), anything else by shares
+    // payouts (1 and 0), a split or a merge by the marks it was recorded with, anything else by shares
     const priceOf: PriceOf | undefined =
       c.kind === 'redeem'
         ? (tokenId) => {
             const f = this.facts.token(tokenId);
             return f?.resolved ? (f.winner ? ONE : ZERO) : undefined;
           }
-        : undefined;
+        : recordedPrices(c);
     const ds = this.lots.applyCashMove(c, priceOf);
     const fig = new Slice();
     fig.cash = dec(c.pusdDelta);

@@ -102,11 +102,11 @@ export class HistoryRecorder {
       atMs: r.atMs,
       conditionId: r.conditionId,
       pusdDelta: r.pusdDelta,
-      shares: r.shares.map((x) => ({
-        tokenId: x.tokenId,
-        delta: x.delta,
-        outcome: this.venue.token(x.tokenId)?.outcome ?? '',
-      })),
+      // a split's or a merge's marks: what shared its dollars among the outcomes at the venue
+      shares: r.shares.map((x) => {
+        const share = { tokenId: x.tokenId, delta: x.delta, outcome: this.venue.token(x.tokenId)?.outcome ?? '' };
+        return x.price === undefined ? share : { ...share, price: x.price };
+      }),
       blockTimestamp: r.blockTimestamp ?? blockOf(r.atMs),
       logIndex: r.logIndex ?? 0,
       transactionHash: r.transactionHash,

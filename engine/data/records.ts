@@ -135,9 +135,11 @@ export interface CashMove extends ChainPosition {
   /**
    * Signed share changes. A split acquires both outcomes (their cost basis: the dollars paid, shared
    * by the outcomes' prices at the time, else equally), a merge and a redeem dispose of shares
-   * (proceeds: the dollars received, likewise shared).
+   * (proceeds: the dollars received, likewise shared). `price`: the outcome's mark when a split or a
+   * merge was recorded (decimal probability), what shares its dollars; absent on other movements and on
+   * movements recorded before it was kept (their dollars are shared equally).
    */
-  shares: { tokenId: string; delta: string; outcome: string }[];
+  shares: { tokenId: string; delta: string; outcome: string; price?: string }[];
   source: RecordSource;
 }
 

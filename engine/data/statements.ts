@@ -31,7 +31,15 @@ import type { Logger } from '../logger.js';
 import type { TimerService } from '../scheduler/timers.js';
 import type { Collection, Sort, Store, UnitOfWork } from '../store/port.js';
 import type { VenuePort } from '../venue/port.js';
-import { chainOrder, LotBook, type DisposalKind, type Disposition, type LotEvent, type PriceOf } from './lots.js';
+import {
+  chainOrder,
+  LotBook,
+  recordedPrices,
+  type DisposalKind,
+  type Disposition,
+  type LotEvent,
+  type PriceOf,
+} from './lots.js';
 import { CASH_MOVES, HISTORY_INDEXES, TRADER_FILLS, type CashMove, type TraderFill } from './records.js';
 
 /** Collections: the statements, their R1 rows, and the job's progress. */
@@ -496,12 +504,14 @@ export type MovePrices = (move: CashMove) => PriceOf | undefined;
 
 /**
  * A redeem's outcome prices once its market resolved on `venue`: 1 for the winner, 0 for the others
- * (the winner's shares receive the dollars, the others' realize their cost as a loss). Other
- * movements: none (their dollars are shared by shares).
+ * (the winner's shares receive the dollars, the others' realize their cost as a loss); a split's or a
+ * merge's: the marks it was recorded with ({@link recordedPrices}). Other movements, and those recorded
+ * without marks: none (their dollars are shared by shares).
  */
 export function resolvedPrices(venue: Pick<VenuePort, 'marketStatus'>): MovePrices {
   return (move) => {
-    if (move.kind !== 'redeem' || move.conditionId === null) return undefined;
+    if (move.kind !== 'redeem') return recordedPrices(move);
+    if (move.conditionId === null) return undefined;
     const status = venue.marketStatus(move.conditionId);
     if (!status?.resolved) return undefined;
     return (tokenId) => (tokenId === status.winningTokenId ? ONE : ZERO);

@@ -445,16 +445,25 @@ export class Ledger {
     return null;
   }
 
-  /** Split: `amount` dollars of pUSD become `amount` shares of each token of the condition (cost: half each). */
-  split(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], amount: Dec): WalletOpResult {
+  /**
+   * Split: `amount` dollars of pUSD become `amount` shares of each token of the condition, their cost
+   * the amount shared by `marks` (the tokens' marks, in `tokenIds`' order), equally without them.
+   */
+  split(
+    userId: string,
+    meta: OpMeta,
+    conditionId: string,
+    tokenIds: readonly string[],
+    amount: Dec,
+    marks?: readonly Dec[],
+  ): WalletOpResult {
     const w = this.walletOf(userId);
     w.pusd = w.pusd.minus(amount);
-    // the amount's cost split evenly in micro-dollars; the last token takes what rounding left
-    const part = amount.div(tokenIds.length).toDecimalPlaces(USD_DP, Dec.ROUND_DOWN);
+    const parts = sharedOut(amount, tokenIds.length, marks);
     tokenIds.forEach((t, i) => {
       const p = this.positionOf(w, t);
       p.shares = p.shares.plus(amount);
-      p.cost = p.cost.plus(i < tokenIds.length - 1 ? part : amount.minus(part.times(tokenIds.length - 1)));
+      p.cost = p.cost.plus(parts[i]!);
     });
     return this.recordOp(
       w,
@@ -463,19 +472,29 @@ export class Ledger {
       conditionId,
       amount.neg(),
       tokenIds.map((t) => [t, amount]),
+      undefined,
+      marks,
     );
   }
 
-  /** Merge: `amount` free shares of each token of the condition become `amount` dollars of pUSD. */
-  merge(userId: string, meta: OpMeta, conditionId: string, tokenIds: readonly string[], amount: Dec): WalletOpResult {
+  /**
+   * Merge: `amount` free shares of each token of the condition become `amount` dollars of pUSD, the
+   * dollars shared among the tokens' proceeds as {@link split} shares its cost.
+   */
+  merge(
+    userId: string,
+    meta: OpMeta,
+    conditionId: string,
+    tokenIds: readonly string[],
+    amount: Dec,
+    marks?: readonly Dec[],
+  ): WalletOpResult {
     const w = this.walletOf(userId);
-    // the amount paid out is shared evenly in micro-dollars (as split
-    // shares its cost); the last token takes what rounding left
-    const part = amount.div(tokenIds.length).toDecimalPlaces(USD_DP, Dec.ROUND_DOWN);
+    const parts = sharedOut(amount, tokenIds.length, marks);
     tokenIds.forEach((t, i) => {
       const p = this.positionOf(w, t);
       const costOut = costOf(p, amount); // all of it when every share goes
-      realize(p, (i < tokenIds.length - 1 ? part : amount.minus(part.times(tokenIds.length - 1))).minus(costOut));
+      realize(p, parts[i]!.minus(costOut));
       p.cost = p.cost.minus(costOut);
       p.shares = p.shares.minus(amount);
     });
@@ -487,6 +506,8 @@ export class Ledger {
       conditionId,
       amount,
       tokenIds.map((t) => [t, amount.neg()]),
+      undefined,
+      marks,
     );
   }
 
@@ -566,6 +587,7 @@ export class Ledger {
     pusdDelta: Dec,
     shares: [string, Dec][],
     combo?: WalletOpResult['combo'],
+    marks?: readonly Dec[],
   ): WalletOpResult {
     const result: WalletOpResult = {
       opId: meta.opId,
@@ -575,7 +597,9 @@ export class Ledger {
       atMs: meta.atMs,
       conditionId,
       pusdDelta: str(pusdDelta),
-      shares: shares.map(([tokenId, d]) => ({ tokenId, delta: str(d) })),
+      shares: shares.map(([tokenId, d], i) =>
+        marks ? { tokenId, delta: str(d), price: str(marks[i]!) } : { tokenId, delta: str(d) },
+      ),
       pusdBalance: str(w.pusd),
       positions: shares.map(([tokenId]) => ({ tokenId, size: str(w.positions.get(tokenId)?.shares ?? ZERO) })),
       ...(combo ? { combo } : {}),
@@ -775,4 +799,22 @@ export class Ledger {
       ...(combos ? { combos } : {}),
     });
   }
+}
+
+/**
+ * `amount` dollars shared among `n` outcomes in micro-dollars (rounded down; the last takes what rounding
+ * left): by `marks` (one per outcome, their sum positive), equally without them.
+ */
+function sharedOut(amount: Dec, n: number, marks?: readonly Dec[]): Dec[] {
+  const sum = marks?.reduce((a, m) => a.plus(m), ZERO);
+  const parts: Dec[] = [];
+  let given = ZERO;
+  for (let i = 0; i < n - 1; i++) {
+    const share = marks && sum?.gt(0) ? amount.times(marks[i]!).div(sum) : amount.div(n);
+    const part = share.toDecimalPlaces(USD_DP, Dec.ROUND_DOWN);
+    parts.push(part);
+    given = given.plus(part);
+  }
+  parts.push(amount.minus(given));
+  return parts;
 }

@@ -320,8 +320,12 @@ export interface WalletOpResult {
    * Signed pUSD change, dollars (split −amount, merge +amount, redeem +payout, withdraw −amount, credit +amount).
    */
   pusdDelta: string;
-  /** Signed share change per outcome token of the condition (both tokens, in the market's order). */
-  shares: { tokenId: string; delta: string }[];
+  /**
+   * Signed share change per outcome token of the condition (both tokens, in the market's order). `price`:
+   * on a split or a merge, the token's mark (decimal probability) that shared the operation's dollars
+   * among the outcomes' cost basis; absent when they were shared equally (no mark for every token).
+   */
+  shares: { tokenId: string; delta: string; price?: string }[];
   /** pUSD balance after the operation, dollars. */
   pusdBalance: string;
   /** Shares held after the operation of each token in `shares`. */

@@ -260,6 +260,22 @@ export class SimVenue implements VenuePort {
   }
 
   /** Last trade print of `tokenId` (decimal probability), or undefined when none was seen. */
+  /**
+   * The marks of a condition's outcome tokens (decimal probability, in `tokenIds`' order) that share a
+   * split's or a merge's dollars among them: each token's mid (its best bid and ask), else its last trade;
+   * undefined when a token has neither, or when they sum to zero (the dollars are then shared equally).
+   */
+  private outcomeMarks(tokenIds: readonly string[]): Dec[] | undefined {
+    const marks: Dec[] = [];
+    for (const t of tokenIds) {
+      const { bid, ask } = this.matching.touch(t);
+      const mark = bid && ask ? bid.plus(ask).div(2) : this.lastTradePrice(t);
+      if (mark === undefined) return undefined;
+      marks.push(mark);
+    }
+    return marks.some((m) => m.gt(0)) ? marks : undefined;
+  }
+
   lastTradePrice(tokenId: string): Dec | undefined {
     return this.lastTrades.get(tokenId);
   }
@@ -689,23 +705,12 @@ export class SimVenue implements VenuePort {
       const meta = { opId: op.opId, atMs: tx.atMs, transactionHash: walletOpHash(op), blockTimestamp, logIndex };
       switch (op.kind) {
         case 'split':
-          result = this.ledger.split(
-            op.userId,
-            meta,
-            op.conditionId,
-            this.conditionTokens(op.conditionId)!,
-            dec(op.amount),
-          );
+        case 'merge': {
+          const tokens = this.conditionTokens(op.conditionId)!;
+          const marks = this.outcomeMarks(tokens);
+          result = this.ledger[op.kind](op.userId, meta, op.conditionId, tokens, dec(op.amount), marks);
           break;
-        case 'merge':
-          result = this.ledger.merge(
-            op.userId,
-            meta,
-            op.conditionId,
-            this.conditionTokens(op.conditionId)!,
-            dec(op.amount),
-          );
-          break;
+        }
         case 'redeem':
           result = this.ledger.redeem(
             op.userId,

@@ -369,9 +369,16 @@ describe('through REST orders on the simulated venue', () => {
     ]);
   });
 
-  it('a split acquires both outcomes at half the dollars each (no price yet), a merge disposes of both', async () => {
+  /** The mark the venue gives `token`: the mid of its best bid and ask (both quoted on these tokens). */
+  const mid = async (token: string) => {
+    const b = await t.book(token);
+    return new Dec(b.bids[0]!.price).plus(b.asks[0]!.price).div(2);
+  };
+
+  it("a split's dollars are shared by the outcomes' marks, a merge's likewise", async () => {
     const fresh = (await t.freshToken()).token;
     const m = (await rest.call('GET', `/v2/trade/markets?token_id=${fresh}`)).body.markets[0];
+    const marks = await Promise.all(m.tokens.map((tk: any) => mid(tk.token_id)));
     const as = { headers: t.as('loser') };
     const split = await rest.call('POST', '/v2/trade/positions/split', {
       ...as,
@@ -391,9 +398,52 @@ describe('through REST orders on the simulated venue', () => {
         ),
       (r: any[]) => r.length === 2 && r.every((x) => x.size === '6'),
     );
-    expect(rows.map((x: any) => [x.outcome, x.size, x.cost, x.avg_price, x.realized_pnl, x.total_bought])).toEqual(
-      m.tokens.map((tk: any) => [tk.outcome, '6', '3', '0.5', '0', '10']),
+    // each outcome's lot cost its mark's share of the $10; the merge (the same marks) realized nothing
+    const sum = marks[0]!.plus(marks[1]!);
+    expect(rows.map((x: any) => [x.outcome, x.size, x.realized_pnl, x.total_bought])).toEqual(
+      m.tokens.map((tk: any) => [tk.outcome, '6', '0', '10']),
     );
+    rows.forEach((x: any, i: number) =>
+      expect(new Dec(x.cost).minus(new Dec(6).times(marks[i]!).div(sum)).abs().lte('0.000001')).toBe(true),
+    );
+    expect(new Dec(rows[0].cost).plus(rows[1].cost).toFixed()).toBe('6');
+  });
+
+  it('a split then a merge of shares bought below one half realize no gain from the split', async () => {
+    const arb = (
+      await rest.call('POST', '/v2/trade/users', { body: { partner_user_id: 'arb' } })
+    ).body.safe_address.toLowerCase();
+    const cheap = (await t.freshToken(0.1, 0.3)).token;
+    const m = (await rest.call('GET', `/v2/trade/markets?token_id=${cheap}`)).body.markets[0];
+    const other = m.tokens.find((x: any) => x.token_id !== cheap).token_id;
+    const buy = await ioc('arb', cheap, 'buy', '0.99', '5');
+    expect(buy.body.status).toBe('FILLED');
+    const cost = await paid('arb', buy.body.order_id);
+    const [yesMark, noMark] = [await mid(cheap), await mid(other)];
+    const as = { headers: t.as('arb') };
+    const body = { condition_id: m.condition_id, amount: '5' };
+    expect((await rest.call('POST', '/v2/trade/positions/split', { ...as, body })).status).toBe(200);
+    expect((await rest.call('POST', '/v2/trade/positions/merge', { ...as, body })).status).toBe(200);
+    // the merge disposes of the oldest lot (the 5 bought) for the mark's share of its $5; an equal share
+    // ($2.50) would have realized a gain of about $1.50 on shares bought at about $0.20
+    const expected = new Dec(5).times(yesMark).div(yesMark.plus(noMark)).minus(cost);
+    const summary = await poll(
+      'the merge recorded',
+      () => rest.call('GET', `/v2/trade/traders/${arb}`),
+      (r) => r.status === 200 && r.body.closed_positions + r.body.active_positions === 2 && r.body.realized_pnl !== '0',
+    );
+    const realized = new Dec(summary.body.realized_pnl);
+    expect(realized.lt(0)).toBe(true);
+    expect(realized.minus(expected).abs().lte('0.00001')).toBe(true);
+    const all = await rest.call('GET', '/v2/trade/leaderboard?window=all&limit=500');
+    expect(new Dec(only(all.body.leaderboard, [arb])[0].pnl).lt(0)).toBe(true);
+    // the wallet's own cost basis (average cost) shares the split's dollars by the same marks: no gain
+    // either (the merge takes half the average cost of the 10 shares held)
+    const held = (await rest.call('GET', '/v2/trade/positions', as)).body.positions;
+    const pos = held.find((x: any) => x.token_id === cheap);
+    const splitCost = new Dec(5).times(yesMark).div(yesMark.plus(noMark));
+    expect(new Dec(pos.realized_pnl).lt(0)).toBe(true);
+    expect(new Dec(pos.realized_pnl).minus(splitCost.minus(cost).div(2)).abs().lte('0.00001')).toBe(true);
   });
 
   it('a restart rebuilds the same aggregates from the stored history', async () => {
