@@ -154,7 +154,7 @@ export async function startServices(
     orders,
     clock,
     log,
-    { blockDelayMs: config.simBlockDelayMs },
+    { blockDelayMs: config.simBlockDelayMs, walletOwner: (address) => users.byWallet(address) },
     recorder,
   );
   const statements = await StatementService.open(store, timers, clock, log, resolvedPrices(venue));

@@ -74,7 +74,11 @@ export class UserService {
   ) {}
 
   static async open(store: Store, clock: Clock): Promise<UserService> {
-    const users = await store.collection<UserDoc>('users', [{ fields: ['partnerId', 'partnerUserId'], unique: true }]);
+    const users = await store.collection<UserDoc>('users', [
+      { fields: ['partnerId', 'partnerUserId'], unique: true },
+      // a withdrawal's destination is checked against the service's own wallets
+      { fields: ['safeAddress'] },
+    ]);
     return new UserService(users, clock);
   }
 
@@ -127,6 +131,13 @@ export class UserService {
     const updated = { ...user, email };
     if (this.cache.has(user._id)) this.remember(updated);
     return updated;
+  }
+
+  /**
+   * The user whose deposit wallet (Safe) is `safeAddress` (EIP-55 checksummed, as stored), or null.
+   */
+  async byWallet(safeAddress: string): Promise<UserDoc | null> {
+    return this.users.findOne({ safeAddress });
   }
 
   /**

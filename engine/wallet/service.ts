@@ -178,6 +178,11 @@ export function withdrawalView(s: WithdrawalSnapshot, meta: Meta): Record<string
 export interface WalletOptions {
   /** Simulated block delay before a withdrawal confirms, ms (SIM_BLOCK_DELAY_MS). */
   blockDelayMs: number;
+  /**
+   * The user whose deposit wallet is `address` (EIP-55), if any: a withdrawal goes to an external
+   * address, never to a wallet of this service (none given: not checked).
+   */
+  walletOwner?: (address: string) => Promise<{ _id: string } | null>;
 }
 
 /**
@@ -356,7 +361,8 @@ export class WalletService {
    * decimals. The amount leaves the available balance at once; the actor confirms after the
    * simulated block delay (a transfer to the zero address reverts: FAILED, amount returned).
    * @param seed id seed from the Idempotency-Key (`wd_<seed>`).
-   * @throws {DomainError} `INVALID_REQUEST` (also `to` and `to_address` naming different addresses),
+   * @throws {DomainError} `INVALID_REQUEST` (also `to` and `to_address` naming different addresses, or a deposit
+   *   wallet of this service),
    *   `INSUFFICIENT_BALANCE` (nothing changes).
    */
   async withdraw(
@@ -377,6 +383,16 @@ export class WalletService {
       throw errors.badRequest(
         `${field} ${toAddress} is the ${PUSD_TOKEN.symbol} token contract itself: tokens ` +
           `sent there cannot be recovered; send them to a wallet address`,
+      );
+    // the user's own wallet would see nothing move; another user's is credited by no one here (spec 1:
+    // "withdrawal of pUSD to an external address")
+    const owner = await this.o.walletOwner?.(toAddress);
+    if (owner)
+      throw errors.badRequest(
+        owner._id === userId
+          ? `${field} ${toAddress} is this user's own deposit wallet: a withdrawal goes to an external address`
+          : `${field} ${toAddress} is the deposit wallet of another user of this service: a withdrawal goes ` +
+              'to an external address (transfers between users are not supported)',
       );
     if (body.token !== undefined && checksummed('token', body.token) !== PUSD_TOKEN.address) {
       throw errors.badRequest(

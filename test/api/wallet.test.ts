@@ -306,6 +306,17 @@ describe('wallet operations (REST)', () => {
       expect([lost.status, lost.body.error]).toEqual([400, 'invalid_request']);
       expect(lost.body.message).toMatch(/token contract itself/);
     }
+    // a deposit wallet of this service, the user's own or another user's: not an external address
+    const wallet = async (u: string) =>
+      (await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: u } })).body.safe_address as string;
+    for (const [to, why] of [
+      [await wallet('erin'), /is this user's own deposit wallet/],
+      [(await wallet('wd-peer')).toLowerCase(), /deposit wallet of another user of this service/],
+    ] as const) {
+      const internal = await post('erin', '/withdraw', { to, amount: '1' });
+      expect([internal.status, internal.body.error]).toEqual([400, 'invalid_request']);
+      expect(internal.body.message).toMatch(why);
+    }
     expect((await post('erin', '/withdraw', { to_address: GOOD, amount: '0.0000001' })).status).toBe(400);
     const poor = await post('erin', '/withdraw', { to_address: GOOD, amount: '1000.5' });
     expect(poor.status).toBe(422);
