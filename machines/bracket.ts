@@ -97,6 +97,9 @@ export function protectedShares(leg: BracketLeg | null | undefined, filled: stri
     : Dec.min(d(leg.requestedSize), d(filled));
 }
 
+/** The warning of an entry whose bracket leg asked for more shares than the entry filled (its size is capped). */
+export const BRACKET_SIZE_CAPPED = 'bracket size capped to fill size';
+
 /** Shares the take-profit sold so far. */
 export function takeProfitSold(c: Ctx): Dec {
   const id = c.legs.take_profit?.order_id;
@@ -153,6 +156,9 @@ export const bracketMachine = strategySetup<BracketContext>()
         }
         const sl = legs.stop_loss;
         if (sl) legs.stop_loss = { ...sl, size: protectedShares(sl, c.entryFilled).toFixed(), status: 'ARMED' };
+        // a leg asked for more shares than the entry filled protects what was filled (the reference's words)
+        const capped = [tp, sl].some((l) => l?.requestedSize && d(l.requestedSize).gt(c.entryFilled));
+        if (capped) warnings.push(BRACKET_SIZE_CAPPED);
         // the message follows the state: what now protects the shares the entry filled
         const parts = [
           legs.take_profit &&

@@ -584,6 +584,19 @@ describe('managed strategies over REST', () => {
       expect(res.body).toMatchObject({ status: 'CANCELED', filled_size: String(depth) });
       expect(res.body.brackets.take_profit).toMatchObject({ size: '5', status: 'LIVE' });
       expect(res.body.brackets.stop_loss).toMatchObject({ size: String(depth), status: 'ARMED' });
+      expect(res.body.warnings).toBeUndefined();
+      // a leg asking for more shares than the entry filled protects the fill, with the reference's warning
+      const { token: t1, ask: a1 } = await freshToken(0.3, 0.7);
+      const capped = await post('alice', {
+        symbol: t1,
+        side: 'buy',
+        type: 'MARKET',
+        quote_amount: '5',
+        take_profit: { price: px(a1 + 0.1), size: '1000' },
+      });
+      expect(capped.status).toBe(200);
+      expect(capped.body.brackets.take_profit).toMatchObject({ size: capped.body.filled_size });
+      expect(capped.body.warnings).toEqual(['bracket size capped to fill size']);
       // an IOC entry that fills 3 shares: a 3-share take-profit is below the market minimum of 5
       const { token: t2, ask: a2 } = await freshToken(0.3, 0.7);
       const small = await post('alice', {
