@@ -21,7 +21,7 @@ export const ERROR_MAP: Readonly<Record<DomainCode, { status: number; error: str
   MARKET_CLOSED: { status: 422, error: 'MARKET_CLOSED' },
   WOULD_TRIGGER_IMMEDIATELY: { status: 422, error: 'WOULD_TRIGGER_IMMEDIATELY' },
   VENUE_REJECTED: { status: 422, error: 'venue' },
-  IDEMPOTENCY_KEY_REUSED: { status: 422, error: 'idempotency_key_reused' },
+  IDEMPOTENCY_KEY_CONFLICT: { status: 409, error: 'idempotency_key_conflict' },
   NOT_IMPLEMENTED: { status: 501, error: 'not_implemented' },
   UNAVAILABLE: { status: 503, error: 'unavailable' },
   MARKET_NOT_RESOLVED: { status: 409, error: 'MARKET_NOT_RESOLVED' },

@@ -16,8 +16,9 @@ const ERROR_STATUSES: Record<number, string> = {
   404: 'Not found: no such route, resource, or user (`X-Partner-User-Id`); also a resource of another user.',
   409:
     'Conflict: the resource is in a state that forbids this (already final; an active copytrade ' +
-    'for that leader; a strategy already executing); or `idempotency_key_in_use` while the first ' +
-    'request with that key still runs (with `Retry-After`).',
+    'for that leader; a strategy already executing); `idempotency_key_conflict` when the key was used for a ' +
+    'different request; or `idempotency_key_in_use` while the first request with that key still runs (with ' +
+    '`Retry-After`).',
   410: 'Gone: `QUOTE_EXPIRED` (combo accept after `expires_at`): re-quote.',
   413:
     'Request body larger than BODY_LIMIT_BYTES (answered at once, with ' +
@@ -26,8 +27,7 @@ const ERROR_STATUSES: Record<number, string> = {
   422:
     'Business rule: `INSUFFICIENT_BALANCE`, `NO_LIQUIDITY`, `order crosses book`, `WOULD_TRIGGER_IMMEDIATELY` (a ' +
     'STOP_LOSS or TRAILING_STOP whose level the touch has already reached), ' +
-    '`Not enough shares to place this sell — holding <X>`, or `idempotency_key_reused` (the key was used for a ' +
-    'different request).',
+    'or `Not enough shares to place this sell — holding <X>`.',
   429: 'Rate limit exceeded (RATE_LIMIT_PER_MIN per API key): wait at least `Retry-After` seconds, with jitter.',
   500: 'Server fault: retry with exponential backoff.',
   501: 'Part of the v2 specification, not available on this service yet.',
@@ -61,7 +61,7 @@ combo \`expires_at\` is ISO 8601.
 - Every POST, PATCH and DELETE needs an \`Idempotency-Key\` (a UUID v4 per operation, the same when retrying). Keys \
 are scoped to the API key; a retry of a completed request returns the original status and body with \
 \`Idempotent-Replayed: true\` (a key mint's replay without its \`api_key\`, which is shown once: a \`message\` says \
-so); the same key on a different request answers 422 \`idempotency_key_reused\`; a duplicate while the first still \
+so); the same key on a different request answers 409 \`idempotency_key_conflict\`; a duplicate while the first still \
 runs answers 409 \`idempotency_key_in_use\`. Successful responses are kept 24 hours; refused requests are not kept.
 - HTTP: a path of this document with a method it does not list answers 405 \`method_not_allowed\` with \`Allow\`; \
 \`OPTIONS\` on it answers 204 with \`Allow\` (no authentication). A request the HTTP parser cannot read (malformed \

@@ -33,7 +33,7 @@ export type DomainCode =
   /** The venue refused an order for a reason of its own; `details.venueError` is the venue's code. */
   | 'VENUE_REJECTED'
   /** The Idempotency-Key was used for a different request. */
-  | 'IDEMPOTENCY_KEY_REUSED'
+  | 'IDEMPOTENCY_KEY_CONFLICT'
   /** A request with the same Idempotency-Key still runs (`retryAfterSec`). */
   | 'IDEMPOTENCY_KEY_IN_USE'
   /** Part of the specification, not built on this service. */
@@ -73,7 +73,7 @@ export const DOMAIN_CODES: readonly DomainCode[] = [
   'MARKET_CLOSED',
   'WOULD_TRIGGER_IMMEDIATELY',
   'VENUE_REJECTED',
-  'IDEMPOTENCY_KEY_REUSED',
+  'IDEMPOTENCY_KEY_CONFLICT',
   'IDEMPOTENCY_KEY_IN_USE',
   'NOT_IMPLEMENTED',
   'UNAVAILABLE',

@@ -200,10 +200,10 @@ function quotedKey(k: string): string {
   return q;
 }
 
-/** `IDEMPOTENCY_KEY_REUSED` (API: 422): the key was used for another request. */
+/** `IDEMPOTENCY_KEY_CONFLICT` (API: 409, the reference's code): the key was used for another request. */
 function reused(): DomainError {
   return new DomainError(
-    'IDEMPOTENCY_KEY_REUSED',
+    'IDEMPOTENCY_KEY_CONFLICT',
     'this Idempotency-Key was already used for a different request (method, path, ' +
       'user or body); send a fresh UUID for a new operation',
   );
@@ -361,7 +361,7 @@ export class IdempotencyService {
    * @param keyId - id of the API key that sent the request (the scope of idempotency keys).
    * @param request - what makes two requests "the same": method, path, acting user, parsed body.
    * @throws {DomainError} `IDEMPOTENCY_KEY_IN_USE` while the first request with this key still runs;
-   *   `IDEMPOTENCY_KEY_REUSED` when the key was used for a different request.
+   *   `IDEMPOTENCY_KEY_CONFLICT` when the key was used for a different request.
    */
   async begin(
     keyId: string,

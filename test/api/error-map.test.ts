@@ -40,7 +40,7 @@ describe('domain error → HTTP (api/error-map.ts)', () => {
     ['ORDER_CROSSES_BOOK', 'x', 422, 'order crosses book'],
     ['NO_LIQUIDITY', 'x', 422, 'NO_LIQUIDITY'],
     ['WOULD_TRIGGER_IMMEDIATELY', 'x', 422, 'WOULD_TRIGGER_IMMEDIATELY'],
-    ['IDEMPOTENCY_KEY_REUSED', 'x', 422, 'idempotency_key_reused'],
+    ['IDEMPOTENCY_KEY_CONFLICT', 'x', 409, 'idempotency_key_conflict'],
     ['NOT_IMPLEMENTED', 'x', 501, 'not_implemented'],
     ['UNAVAILABLE', 'x', 503, 'unavailable'],
     ['MARKET_NOT_RESOLVED', 'x', 409, 'MARKET_NOT_RESOLVED'],

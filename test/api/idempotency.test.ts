@@ -155,10 +155,10 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
       (await svc.call('POST', '/v2/trade/order', { body: order('0.04'), headers: as, idempotencyKey: key })).status,
     ).toBe(200);
     const other = await svc.call('POST', '/v2/trade/order', { body: order('0.03'), headers: as, idempotencyKey: key });
-    expect(other).toMatchObject({ status: 422, body: { error: 'idempotency_key_reused' } });
+    expect(other).toMatchObject({ status: 409, body: { error: 'idempotency_key_conflict' } });
     // another path with the same key is a different request too
     const elsewhere = await svc.call('DELETE', '/v2/trade/orders/ord_nope', { headers: as, idempotencyKey: key });
-    expect(elsewhere).toMatchObject({ status: 422, body: { error: 'idempotency_key_reused' } });
+    expect(elsewhere).toMatchObject({ status: 409, body: { error: 'idempotency_key_conflict' } });
     expect(await openCount()).toBe(before + 1);
   });
 
@@ -248,15 +248,16 @@ describe.each([
     clock.advance(IDEMPOTENCY_LEASE_MS + 1);
     const taken = await again.begin('key_1', k2, req);
     expect(taken.kind).toBe('execute');
-    // the same key on another request → 422 while running and once done; abandon frees the key
+    // the same key on another request → 409 while running and once done; abandon frees the key
     await expect(again.begin('key_1', k2, { ...req, body: { a: 2 } }).catch(toApiError)).resolves.toMatchObject({
-      status: 422,
+      status: 409,
+      error: 'idempotency_key_conflict',
     });
     if (taken.kind === 'execute') await taken.abandon();
     const k2Again = await again.begin('key_1', k2, { ...req, body: { a: 2 } });
     if (k2Again.kind === 'execute')
       await k2Again.complete({ status: 201, body: { n: 2 }, headers: { Location: '/x' } });
-    await expect(again.begin('key_1', k2, req).catch(toApiError)).resolves.toMatchObject({ status: 422 });
+    await expect(again.begin('key_1', k2, req).catch(toApiError)).resolves.toMatchObject({ status: 409 });
     expect(await again.begin('key_1', k2, { ...req, body: { a: 2 } })).toEqual({
       kind: 'replay',
       response: { status: 201, body: { n: 2 }, headers: { Location: '/x' } },

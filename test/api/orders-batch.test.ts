@@ -240,7 +240,7 @@ describe('batch cancel, cancel-all and one order', () => {
     // run again under a new key, the same batch finds it done
     expect((await batch('alice', { order_ids: [o1] })).body.results[0].outcome).toBe('already_done');
     const reused = await batch('alice', { order_ids: [o1, 'x'] }, k1);
-    expect([reused.status, reused.body.error]).toEqual([422, 'idempotency_key_reused']);
+    expect([reused.status, reused.body.error]).toEqual([409, 'idempotency_key_conflict']);
 
     const o2 = await rest('alice', a.token);
     const k2 = randomUUID();
@@ -255,7 +255,7 @@ describe('batch cancel, cancel-all and one order', () => {
     ]);
     expect(await openIds('alice')).toEqual([o3]); // the replay canceled nothing
     const otherQuery = await cancelAll('alice', '', k2);
-    expect([otherQuery.status, otherQuery.body.error]).toEqual([422, 'idempotency_key_reused']);
+    expect([otherQuery.status, otherQuery.body.error]).toEqual([409, 'idempotency_key_conflict']);
     expect(await openIds('alice')).toEqual([o3]);
     // Idempotency-Key is required on both
     for (const r of [
