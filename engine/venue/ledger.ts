@@ -449,14 +449,7 @@ export class Ledger {
    * Split: `amount` dollars of pUSD become `amount` shares of each token of the condition, their cost
    * the amount shared by `marks` (the tokens' marks, in `tokenIds`' order), equally without them.
    */
-  split(
-    userId: string,
-    meta: OpMeta,
-    conditionId: string,
-    tokenIds: readonly string[],
-    amount: Dec,
-    marks?: readonly Dec[],
-  ): WalletOpResult {
+  split({ userId, meta, conditionId, tokenIds, amount, marks }: CompleteSetOp): WalletOpResult {
     const w = this.walletOf(userId);
     w.pusd = w.pusd.minus(amount);
     const parts = sharedOut(amount, tokenIds.length, marks);
@@ -481,14 +474,7 @@ export class Ledger {
    * Merge: `amount` free shares of each token of the condition become `amount` dollars of pUSD, the
    * dollars shared among the tokens' proceeds as {@link split} shares its cost.
    */
-  merge(
-    userId: string,
-    meta: OpMeta,
-    conditionId: string,
-    tokenIds: readonly string[],
-    amount: Dec,
-    marks?: readonly Dec[],
-  ): WalletOpResult {
+  merge({ userId, meta, conditionId, tokenIds, amount, marks }: CompleteSetOp): WalletOpResult {
     const w = this.walletOf(userId);
     const parts = sharedOut(amount, tokenIds.length, marks);
     tokenIds.forEach((t, i) => {
@@ -799,6 +785,20 @@ export class Ledger {
       ...(combos ? { combos } : {}),
     });
   }
+}
+
+/**
+ * A split or a merge of a complete set: `amount` (dollars, and shares of each token) for `userId` on
+ * `conditionId`'s `tokenIds`; `marks` (decimal probabilities, in `tokenIds`' order) share the dollars among
+ * the tokens' cost basis or proceeds (none: equally).
+ */
+export interface CompleteSetOp {
+  userId: string;
+  meta: OpMeta;
+  conditionId: string;
+  tokenIds: readonly string[];
+  amount: Dec;
+  marks?: readonly Dec[];
 }
 
 /**

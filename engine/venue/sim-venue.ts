@@ -708,7 +708,14 @@ export class SimVenue implements VenuePort {
         case 'merge': {
           const tokens = this.conditionTokens(op.conditionId)!;
           const marks = this.outcomeMarks(tokens);
-          result = this.ledger[op.kind](op.userId, meta, op.conditionId, tokens, dec(op.amount), marks);
+          const set = {
+            userId: op.userId,
+            meta,
+            conditionId: op.conditionId,
+            tokenIds: tokens,
+            amount: dec(op.amount),
+          };
+          result = this.ledger[op.kind](marks ? { ...set, marks } : set);
           break;
         }
         case 'redeem':

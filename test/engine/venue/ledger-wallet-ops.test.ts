@@ -5,12 +5,21 @@ import { Ledger, OP_RETAIN_MS } from '../../../engine/venue/ledger.js';
 const Y = 'yes';
 const N = 'no';
 const meta = (opId: string, atMs = 1_000) => ({ opId, atMs, transactionHash: `0x${'a'.repeat(64)}` });
+/** A split or merge of `amount` on condition `c` ([Y, N]), its dollars shared by `marks` when given. */
+const set = (opId: string, amount: string, marks?: string[]) => ({
+  userId: 'u',
+  meta: meta(opId),
+  conditionId: 'c',
+  tokenIds: [Y, N],
+  amount: dec(amount),
+  ...(marks ? { marks: marks.map(dec) } : {}),
+});
 
 /** The ledger's wallet operations: split, merge, redeem, withdrawal debit and refund. */
 describe('ledger wallet operations', () => {
   it('split then merge returns the same pUSD; cost basis half each, removed on merge; signed deltas', () => {
     const l = new Ledger('100');
-    const s = l.split('u', meta('s1'), 'c', [Y, N], dec('30'));
+    const s = l.split(set('s1', '30'));
     expect(s).toMatchObject({
       kind: 'split',
       pusdDelta: '-30',
@@ -26,13 +35,33 @@ describe('ledger wallet operations', () => {
     });
     expect(l.view('u').positions.map((p) => p.costUsd)).toEqual(['15', '15']);
     expect(l.mergeRefusal('u', [Y, N], dec('30.01'))?.error).toBe('INSUFFICIENT_SHARES');
-    const m = l.merge('u', meta('m1'), 'c', [Y, N], dec('10'));
+    const m = l.merge(set('m1', '10'));
     expect(m).toMatchObject({ pusdDelta: '10', pusdBalance: '80', positions: [{ size: '20' }, { size: '20' }] });
     expect(l.view('u').positions.map((p) => p.costUsd)).toEqual(['10', '10']);
     // a merge realizes each token's half of the dollars paid minus the cost it took out: 5 − 5
     expect(l.view('u').positions.map((p) => p.realizedPnl)).toEqual(['0', '0']);
-    l.merge('u', meta('m2'), 'c', [Y, N], dec('20'));
+    l.merge(set('m2', '20'));
     expect(l.view('u')).toEqual({ pusd: { balance: '100', reserved: '0', available: '100' }, positions: [] });
+  });
+
+  it("with the outcomes' marks, a split's cost and a merge's proceeds are shared by them (the result carries them)", () => {
+    const l = new Ledger('100');
+    const s = l.split(set('s1', '30', ['0.2', '0.8']));
+    expect(s.shares).toEqual([
+      { tokenId: Y, delta: '30', price: '0.2' },
+      { tokenId: N, delta: '30', price: '0.8' },
+    ]);
+    expect(l.view('u').positions.map((p) => p.costUsd)).toEqual(['6', '24']);
+    // merged at other marks: each token realizes its share of the $10 minus a third of its cost
+    l.merge(set('m1', '10', ['0.5', '0.5']));
+    expect(l.view('u').positions.map((p) => [p.costUsd, p.realizedPnl])).toEqual([
+      ['4', '3'],
+      ['16', '-3'],
+    ]);
+    // marks that do not divide evenly: the last token takes what rounding to micro-dollars left
+    const t = new Ledger('100');
+    t.split(set('s2', '1', ['1', '2']));
+    expect(t.view('u').positions.map((p) => p.costUsd)).toEqual(['0.333333', '0.666667']);
   });
 
   it('refusals: free pUSD (not reserved), free shares, reserved shares block a redeem, nothing to redeem', () => {
