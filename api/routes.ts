@@ -484,7 +484,7 @@ export const ROUTES: RouteSpec[] = [
     tag: 'trade.read',
     summary: 'One order in any state',
     description:
-      'One CLOB order of the bound user by `order_id`, whatever its state: working (SUBMITTED, LIVE, ' +
+      'One CLOB order of the bound user by `order_id`, whatever its state: working (SUBMITTED, OPEN, ' +
       'PARTIALLY_FILLED, PENDING_CANCEL) or finished (FILLED, CANCELED, EXPIRED, REJECTED), ' +
       "strategies' child orders included; the same view as the rows of GET /v2/trade/orders/open. 404 " +
       "`not_found` for an unknown id, a strategy `record_id` (GET /v2/trade/strategies) or another user's order.",

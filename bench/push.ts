@@ -6,7 +6,7 @@
  * partner's room — spread over BENCH_CLIENT_WORKERS worker threads (BENCH_SIO_CLIENTS of them, 20,
  * use socket.io-client; the others speak the same protocol on a bare WebSocket, see bareClient), then produces
  * BENCH_UPDATES_PER_S (100) updates a second for BENCH_DURATION_S (20) seconds: resting LIMIT
- * orders over REST, each persisted twice (SUBMITTED on creation, LIVE once the venue acknowledged
+ * orders over REST, each persisted twice (SUBMITTED on creation, OPEN once the venue acknowledged
  * it), so 50 orders a second. Prints:
  * - delivery latency p50 / p99 / max, from the record's `updated_at` (stamped by the server just
  *   before the write, so the figure includes the write) to its arrival at the client — target

@@ -12,7 +12,7 @@
  * | state            | REST status        | final |
  * |------------------|--------------------|-------|
  * | submitted        | `SUBMITTED`        | no    |
- * | live             | `LIVE`             | no    |
+ * | live             | `OPEN`             | no    |
  * | partially_filled | `PARTIALLY_FILLED` | no    |
  * | canceling        | `PENDING_CANCEL`   | no    |
  * | filled           | `FILLED`           | yes   |
@@ -439,10 +439,13 @@ export const orderMachine = setup({
   },
 });
 
-/** REST status of each state (spec 2.3: "allowed values of status for CLOB orders"). */
+/**
+ * REST status of each state (spec 2.3: "allowed values of status for CLOB orders" not shown: the reference's
+ * `OPEN`, `PARTIALLY_FILLED`, `FILLED`, `CANCELED`, and this service's states around them).
+ */
 export const ORDER_STATUS = {
   submitted: 'SUBMITTED',
-  live: 'LIVE',
+  live: 'OPEN',
   partially_filled: 'PARTIALLY_FILLED',
   canceling: 'PENDING_CANCEL',
   filled: 'FILLED',
@@ -463,7 +466,7 @@ export function isOrderFinal(s: { value: unknown }): boolean {
 }
 
 /** Statuses of orders still working at the venue (GET orders/open). */
-export const OPEN_STATUSES: OrderStatus[] = ['SUBMITTED', 'LIVE', 'PARTIALLY_FILLED', 'PENDING_CANCEL'];
+export const OPEN_STATUSES: OrderStatus[] = ['SUBMITTED', 'OPEN', 'PARTIALLY_FILLED', 'PENDING_CANCEL'];
 
 /** Version of the stored form of order snapshots ({@link ORDER_SNAPSHOT_FORM}). */
 export const ORDER_FORM_VERSION = 1;

@@ -217,7 +217,7 @@ export type OrderRequest = FromSchema<typeof OrderRequestBase>;
 
 const Nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] }) as const;
 const OrderStatus = {
-  enum: ['SUBMITTED', 'LIVE', 'PARTIALLY_FILLED', 'PENDING_CANCEL', 'FILLED', 'CANCELED', 'EXPIRED', 'REJECTED'],
+  enum: ['SUBMITTED', 'OPEN', 'PARTIALLY_FILLED', 'PENDING_CANCEL', 'FILLED', 'CANCELED', 'EXPIRED', 'REJECTED'],
 } as const;
 
 /** An order as the API returns it: spec 2.3 fields plus what an open-orders row needs. */
@@ -228,7 +228,7 @@ const orderProperties = {
   status: {
     type: 'string',
     description:
-      'CLOB orders: SUBMITTED, LIVE, PARTIALLY_FILLED, PENDING_CANCEL, FILLED, CANCELED, EXPIRED, REJECTED (one ' +
+      'CLOB orders: SUBMITTED, OPEN, PARTIALLY_FILLED, PENDING_CANCEL, FILLED, CANCELED, EXPIRED, REJECTED (one ' +
       'per order-machine state).',
   },
   side: { enum: ['buy', 'sell'] },
@@ -356,7 +356,7 @@ export const BracketResult = {
     status: {
       type: ['string', 'null'],
       description:
-        "WAITING (for the entry to end), ARMED (stop), TRIGGERED (stop fired), the leg order's status (LIVE, " +
+        "WAITING (for the entry to end), ARMED (stop), TRIGGERED (stop fired), the leg order's status (OPEN, " +
         'FILLED, …), FAILED, CANCELED.',
     },
     error: { type: ['string', 'null'], description: 'Why the leg failed; null otherwise.' },
@@ -447,7 +447,7 @@ export const OrderBatchResponse = {
       type: 'array',
       items: { $ref: 'OrderView' },
       description:
-        'The order of each rung, as GET /v2/trade/orders/{order_id} shows it once the venue answered (LIVE, or ' +
+        'The order of each rung, as GET /v2/trade/orders/{order_id} shows it once the venue answered (OPEN, or ' +
         'PARTIALLY_FILLED / FILLED when the rung crossed the book).',
     },
     count: { type: 'integer', minimum: 1, description: 'Orders placed (the number of rungs).' },

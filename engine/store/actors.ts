@@ -84,6 +84,9 @@ const ACTORS_MIGRATION = 'actors: ownerKey and type backfilled';
 /** The `migrations` record of the rewrite of records that stored an `ownerKey` (see {@link ActorRepository.open}). */
 const OWNER_KEY_DROPPED = 'actors: ownerKey dropped';
 
+/** The `migrations` record of the rename of a resting order's status `LIVE` to the reference's `OPEN`. */
+const ORDER_OPEN_STATUS = 'actors: resting orders LIVE → OPEN';
+
 /** Records rewritten per transaction by the migration {@link OWNER_KEY_DROPPED}. */
 const MIGRATION_PAGE = 1000;
 
@@ -239,6 +242,12 @@ export class ActorRepository {
     if (!(await migrations.findOne({ _id: OWNER_KEY_DROPPED }))) {
       await ActorRepository.dropOwnerKeys(store, c);
       await migrations.replaceOne({ _id: OWNER_KEY_DROPPED, atMs: clock.now() });
+    }
+    if (!(await migrations.findOne({ _id: ORDER_OPEN_STATUS }))) {
+      // a resting order's status was `LIVE` (its view and the open-order queries read the stored status)
+      for (const r of await c.find({ kind: 'order', status: 'LIVE' }))
+        await c.updateOne({ _id: r._id }, { status: 'OPEN' });
+      await migrations.replaceOne({ _id: ORDER_OPEN_STATUS, atMs: clock.now() });
     }
     return new ActorRepository(c, store);
   }

@@ -41,14 +41,14 @@ describe('capture trial: strategies on a capture market whose tick changes', () 
     expect((await svc.call('GET', `/v2/trade/book?token_id=${up}`)).body.tick_size).toBe('0.001');
     // bob bids 0.495, on the new tick: the touch is 0.495 and the peg follows it there
     const bid = await post('bob', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.495', size: '10' });
-    expect(bid).toMatchObject({ status: 200, body: { status: 'LIVE', price: '0.495' } });
+    expect(bid).toMatchObject({ status: 200, body: { status: 'OPEN', price: '0.495' } });
     const open = await poll(
       'the peg re-placed at 0.495',
       async () => (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body,
       (b: any) => b.orders.some((o: any) => o.record_id === id && o.price === '0.495'),
     );
     expect(open.orders.filter((o: any) => o.record_id === id)).toEqual([
-      expect.objectContaining({ price: '0.495', status: 'LIVE', size: '10.1' }),
+      expect.objectContaining({ price: '0.495', status: 'OPEN', size: '10.1' }),
     ]);
     await svc.services.strategies.whenQuiet(id);
     const rec = (await svc.call('GET', '/v2/trade/strategies', { headers: as('alice') })).body.strategies.find(

@@ -40,7 +40,7 @@ describe('a strategy child order refused by risk', () => {
     const free = (await svc.call('GET', '/v2/trade/balances', { headers })).body.available as string;
     const restSize = String(Math.floor(Number(free) / 0.01));
     expect((await post({ symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: restSize })).body.status).toBe(
-      'LIVE',
+      'OPEN',
     );
     const left = (await svc.call('GET', '/v2/trade/balances', { headers })).body.available as string;
     const c = svc.services.host.snapshotOf(id)!.context as StrategyContext;

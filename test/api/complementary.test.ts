@@ -103,7 +103,7 @@ describe('complementary matching: both outcomes trade against one book (real ser
   it("a resting Up buy at 0.01 fills against a Down buy at 0.99 (a full set minted, maker's price)", async () => {
     const [up, down] = quiet[1]!.tokens.map((t) => t.tokenId) as [string, string];
     const rest = await tr.post('carol', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.01', size: '5' });
-    expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(rest).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     expect(await tr.book(down)).toMatchObject({ bids: [], asks: [{ price: '0.99', size: '5' }] });
     const take = await tr.post('dave', {
       symbol: down,
@@ -177,7 +177,7 @@ describe('complementary matching: both outcomes trade against one book (real ser
     ).toMatchObject({ status: 200 });
     const inside = (fresh.bid + 0.01).toFixed(2);
     const own = await tr.post('erin', { symbol: fresh.token, side: 'buy', type: 'LIMIT', price: inside, size: '10' });
-    expect(own).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(own).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     expect((await tr.book(fresh.token)).bids[0]).toEqual({ price: inside, size: '10' });
     const refused = await tr.post('erin', {
       symbol: fresh.token,
@@ -199,7 +199,7 @@ describe('complementary matching: both outcomes trade against one book (real ser
       price: (1 - Number(inside)).toFixed(2),
       size: '10',
     });
-    expect(downAsk).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(downAsk).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     expect((await tr.book(fresh.token)).bids[0]).toEqual({ price: inside, size: '10' });
     expect(
       await tr.post('erin', { symbol: fresh.token, side: 'sell', type: 'STOP_LOSS', price: inside, size: '10' }),

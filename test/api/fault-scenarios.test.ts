@@ -86,7 +86,7 @@ async function stillTrades({ tr }: Ctx): Promise<void> {
   });
   expect(r).toMatchObject({ status: 200, body: { status: 'FILLED', filled_size: '5' } });
   const rest = await tr.post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid - 0.05), size: '5' });
-  expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+  expect(rest).toMatchObject({ status: 200, body: { status: 'OPEN' } });
 }
 
 describe('orders under store faults', () => {
@@ -140,7 +140,7 @@ describe('orders under store faults', () => {
     await recoverAndCheck(ctx);
   });
 
-  it('a failed record write on cancel: DELETE fails, the order stays LIVE and cancels on retry', async () => {
+  it('a failed record write on cancel: DELETE fails, the order stays OPEN and cancels on retry', async () => {
     const ctx = await setup();
     const { token, bid } = await ctx.tr.freshToken();
     const r = await ctx.tr.post('alice', {
@@ -154,7 +154,7 @@ describe('orders under store faults', () => {
     ctx.store.failWhen(actorUpdate(id), { times: 1 });
     const del = await ctx.svc.call('DELETE', `/v2/trade/orders/${id}`, { headers: ctx.tr.as('alice') });
     expect(del.status).toBeGreaterThanOrEqual(500);
-    expect(await ctx.tr.order('alice', id)).toMatchObject({ status: 'LIVE' });
+    expect(await ctx.tr.order('alice', id)).toMatchObject({ status: 'OPEN' });
     await recoverAndCheck(ctx);
     const again = await ctx.svc.call('DELETE', `/v2/trade/orders/${id}`, { headers: ctx.tr.as('alice') });
     expect(again).toMatchObject({ status: 200, body: { status: 'CANCELED' } });
@@ -478,7 +478,7 @@ describe('ICEBERG, PEGGED and brackets under store faults', () => {
       take_profit: { price: px(ask + 0.1) },
       stop_loss: { price: px(bid - 0.1) },
     });
-    expect(res).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(res).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     const entry = res.body.order_id as string;
     ctx.store.failWhen(actorUpdate(entry), { times: 1 });
     const del = await ctx.svc.call('DELETE', `/v2/trade/orders/${entry}`, { headers: ctx.tr.as('alice') });

@@ -137,7 +137,7 @@ describe('the HTTP front: what reaches the service outside the happy path', () =
     const r = await raw(port, [post(orderBody('11')) + 'GARBAGE\r\n\r\n']);
     const answers = responses(r.text);
     expect(answers.map((a) => a.status)).toEqual([200]);
-    expect(JSON.parse(answers[0]!.body)).toMatchObject({ status: 'LIVE', size: '11' });
+    expect(JSON.parse(answers[0]!.body)).toMatchObject({ status: 'OPEN', size: '11' });
     expect(r.closedByServer).toBe(true);
     expect((await openOrders()).map((o) => o.size)).toEqual(['11']);
     await svc.call('DELETE', '/v2/trade/orders', { headers: { 'x-partner-user-id': user } });

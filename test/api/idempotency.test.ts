@@ -97,12 +97,12 @@ describe('Idempotency-Key (spec 5.6) over REST', () => {
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.01', size: String(Math.floor(usd / 0.01)) };
     const key = randomUUID();
     const first = await svc.call('POST', '/v2/trade/order', { body, headers, idempotencyKey: key });
-    expect(first).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(first).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     const other = await svc.call('POST', '/v2/trade/order', { body, headers });
     expect(other).toMatchObject({ status: 422, body: { error: 'INSUFFICIENT_BALANCE' } });
     await (await svc.services.store.collection('idempotencyKeys')).deleteMany({}); // the crash window
     const again = await svc.call('POST', '/v2/trade/order', { body, headers, idempotencyKey: key });
-    expect(again).toMatchObject({ status: 200, body: { order_id: first.body.order_id, status: 'LIVE' } });
+    expect(again).toMatchObject({ status: 200, body: { order_id: first.body.order_id, status: 'OPEN' } });
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     const open = await svc.call('GET', '/v2/trade/orders/open', { headers });
     expect(open.body.orders.map((o: any) => o.order_id)).toEqual([first.body.order_id]);
@@ -398,7 +398,7 @@ describe('stored answers and journal rows as text columns (SQLite)', () => {
     const key = randomUUID();
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.05', size: '5' };
     const first = await svc.call('POST', '/v2/trade/order', { body, headers: as, idempotencyKey: key });
-    expect([first.status, first.body.status]).toEqual([200, 'LIVE']);
+    expect([first.status, first.body.status]).toEqual([200, 'OPEN']);
     // the journal, read while the service runs (its clean stop checkpoints and removes it)
     const reader = new BetterSqlite3(path.join(dir, SQLITE_FILE), { readonly: true });
     const entries = reader.prepare('SELECT doc, "ix:rows" AS rows FROM "venueJournal"').all() as Array<{

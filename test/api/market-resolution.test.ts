@@ -131,7 +131,7 @@ describe('market resolution and tick change through the real API', () => {
     expect((await svc.call('GET', `/v2/trade/book?token_id=${up}`)).body.tick_size).toBe('0.001');
     expect((await marketNow()).tick_size).toBe('0.001');
     const resting = await post('alice', { symbol: up, side: 'buy', type: 'LIMIT', price: '0.405', size: '10' });
-    expect(resting).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(resting).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     const stop = await post('alice', { symbol: up, side: 'sell', type: 'STOP_LOSS', price: '0.3', size: '10' });
     expect(stop).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
 
@@ -270,7 +270,7 @@ describe('market resolution and tick change through the real API', () => {
         body: { symbol: up, side: 'buy', type: 'LIMIT', price: '0.2', size: '5' },
         headers: u,
       });
-      expect(ownBid).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+      expect(ownBid).toMatchObject({ status: 200, body: { status: 'OPEN' } });
       const strategy = async () =>
         (await own.call('GET', '/v2/trade/strategies?limit=500', { headers: u })).body.strategies.find(
           (x: any) => x.record_id === id,

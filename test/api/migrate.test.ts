@@ -98,7 +98,7 @@ describe('a DATA_DIR of the older embedded store: refused at start, imported by 
     const open = await get('/v2/trade/orders/open', alice);
     expect(open.status).toBe(200);
     expect(open.body.orders.map((o: any) => [o.order_id, o.status, o.price, o.size])).toEqual([
-      [facts.resting_order_id, 'LIVE', '0.01', '10'],
+      [facts.resting_order_id, 'OPEN', '0.01', '10'],
     ]);
     const filled = await get(`/v2/trade/orders/${facts.filled_order_id}`, alice);
     expect([filled.status, filled.body.status, filled.body.filled_size]).toEqual([200, 'FILLED', '38.46']);

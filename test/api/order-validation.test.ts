@@ -62,7 +62,7 @@ describe('order validation', () => {
       },
     );
 
-    it('a GTD expiry 364 days ahead rests LIVE; its expiry timer is a scheduler job at exactly that time', async () => {
+    it('a GTD expiry 364 days ahead rests OPEN; its expiry timer is a scheduler job at exactly that time', async () => {
       const { token, bid } = await freshToken();
       const expiration = Date.now() + 364 * DAY_MS;
       const res = await post('alice', {
@@ -73,7 +73,7 @@ describe('order validation', () => {
         size: '10',
         expiration,
       });
-      expect(res).toMatchObject({ status: 200, body: { status: 'LIVE', time_in_force: 'GTD', expiration } });
+      expect(res).toMatchObject({ status: 200, body: { status: 'OPEN', time_in_force: 'GTD', expiration } });
       const jobs = await (await svc.services.store.collection<any>('agendaJobs')).find({});
       const job = jobs.find((j) => j.data?.actorId === res.body.order_id);
       expect(job?.data).toMatchObject({ timerName: 'expiry', atMs: expiration });
@@ -344,7 +344,7 @@ describe('order validation', () => {
         price: '0.01',
         size: String(free / 0.01),
       });
-      expect(all).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+      expect(all).toMatchObject({ status: 200, body: { status: 'OPEN' } });
       expect((await svc.call('GET', '/v2/trade/balances', { headers: as('pauper') })).body.available).toBe('0');
       for (const body of cases) await refused('pauper', body, 400, CENTS_72, CENTS_72);
       await svc.call('DELETE', `/v2/trade/orders/${all.body.order_id}`, { headers: as('pauper') });
@@ -606,7 +606,7 @@ describe('concurrent buys beyond the balance', () => {
     const ok = results.filter((r) => r.status === 200);
     const refusedRes = results.filter((r) => r.status !== 200);
     expect(ok).toHaveLength(20);
-    for (const r of ok) expect(r.body).toMatchObject({ status: 'LIVE', price: '0.05', size: '10000' });
+    for (const r of ok) expect(r.body).toMatchObject({ status: 'OPEN', price: '0.05', size: '10000' });
     expect(refusedRes).toHaveLength(10);
     for (const r of refusedRes)
       expect(r).toMatchObject({
@@ -615,7 +615,7 @@ describe('concurrent buys beyond the balance', () => {
       });
     const act = (await svc.call('GET', '/v2/trade/activity?limit=200', { headers })).body.activity;
     expect(act).toHaveLength(20);
-    expect(act.every((a: any) => a.kind === 'order' && a.status === 'LIVE')).toBe(true);
+    expect(act.every((a: any) => a.kind === 'order' && a.status === 'OPEN')).toBe(true);
     expect((await svc.call('GET', '/v2/trade/balances', { headers })).body).toMatchObject({
       balance: '10000',
       reserved: '10000',

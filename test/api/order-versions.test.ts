@@ -53,7 +53,7 @@ async function stop(): Promise<void> {
  * canceled one reads as it did (its `message`, no `cancel_code`).
  */
 describe('order snapshots of machine version 1 restore on version 2', () => {
-  it('version 1 orders: the LIVE one cancels as USER_CANCELED, the CANCELED one reads unchanged', async () => {
+  it('version 1 orders: the OPEN one cancels as USER_CANCELED, the CANCELED one reads unchanged', async () => {
     const first = await started('pts-order-v1-');
     const { dir, token, bid } = first;
     let s = first.s;
@@ -64,7 +64,7 @@ describe('order snapshots of machine version 1 restore on version 2', () => {
       });
     const live = await place();
     const done = await place();
-    expect([live.body.status, done.body.status]).toEqual(['LIVE', 'LIVE']);
+    expect([live.body.status, done.body.status]).toEqual(['OPEN', 'OPEN']);
     expect(await s.call('DELETE', `/v2/trade/orders/${done.body.order_id}`, { headers: as })).toMatchObject({
       status: 200,
       body: { status: 'CANCELED', cancel_code: 'USER_CANCELED' },
@@ -88,7 +88,7 @@ describe('order snapshots of machine version 1 restore on version 2', () => {
     expect(before.body.cancel_code).toBeUndefined();
     expect(await s.call('GET', `/v2/trade/orders/${live.body.order_id}`, { headers: as })).toMatchObject({
       status: 200,
-      body: { status: 'LIVE' },
+      body: { status: 'OPEN' },
     });
     expect(await s.call('DELETE', `/v2/trade/orders/${live.body.order_id}`, { headers: as })).toMatchObject({
       status: 200,
@@ -108,7 +108,7 @@ describe('order snapshots of machine version 1 restore on version 2', () => {
  * REST, cancels the working one, and writes it back in the compact form.
  */
 describe("order snapshots stored in XState's form restore on the compact stored form", () => {
-  it("a LIVE and a FILLED order rewritten in XState's form: read as before, the LIVE one cancels", async () => {
+  it("an OPEN and a FILLED order rewritten in XState's form: read as before, the OPEN one cancels", async () => {
     const first = await started('pts-order-xstate-form-');
     const { dir, token, bid, ask } = first;
     let s = first.s;
@@ -120,7 +120,7 @@ describe("order snapshots stored in XState's form restore on the compact stored 
       body: { symbol: token, side: 'buy', type: 'LIMIT', price: px(ask), size: '5', time_in_force: 'IOC' },
       headers: as,
     });
-    expect([live.status, live.body.status, filled.status, filled.body.status]).toEqual([200, 'LIVE', 200, 'FILLED']);
+    expect([live.status, live.body.status, filled.status, filled.body.status]).toEqual([200, 'OPEN', 200, 'FILLED']);
     const ids = [live.body.order_id as string, filled.body.order_id as string];
     const views = await Promise.all(ids.map((id) => s.call('GET', `/v2/trade/orders/${id}`, { headers: as })));
     await stop();

@@ -35,10 +35,10 @@ describe('batch cancel, cancel-all and one order', () => {
     svc.call('DELETE', `/v2/trade/orders${query}`, { headers: as(u), ...(idempotencyKey ? { idempotencyKey } : {}) });
   const getOrder = (u: string, id: string) =>
     svc.call('GET', `/v2/trade/orders/${encodeURIComponent(id)}`, { headers: as(u) });
-  /** A resting buy of `u` far below the touch (stays LIVE). */
+  /** A resting buy of `u` far below the touch (stays OPEN). */
   const rest = async (u: string, token: string, price = '0.02', size = '5') => {
     const r = await tr.post(u, { symbol: token, side: 'buy', type: 'LIMIT', price, size });
-    expect([r.status, r.body.status]).toEqual([200, 'LIVE']);
+    expect([r.status, r.body.status]).toEqual([200, 'OPEN']);
     return r.body.order_id as string;
   };
   const openIds = async (u: string) => (await tr.openOrders(u)).map((o) => o.order_id).sort();
@@ -318,7 +318,7 @@ describe('batch cancel, cancel-all and one order', () => {
     await tr.buyShares('bob', a.token, 20);
     const id = await rest('alice', a.token, px(a.bid + 0.01), '10');
     const live = await getOrder('alice', id);
-    expect([live.status, live.body.status]).toEqual([200, 'LIVE']);
+    expect([live.status, live.body.status]).toEqual([200, 'OPEN']);
     expect(live.body).toEqual((await tr.openOrders('alice')).find((r) => r.order_id === id));
 
     await tr.post('bob', {
@@ -363,7 +363,7 @@ describe('batch cancel, cancel-all and one order', () => {
       // far enough ahead to be in the future when a loaded machine validates it
       expiration: Date.now() + 2_000,
     });
-    expect((await getOrder('alice', gtd.body.order_id)).body).toMatchObject({ status: 'LIVE', time_in_force: 'GTD' });
+    expect((await getOrder('alice', gtd.body.order_id)).body).toMatchObject({ status: 'OPEN', time_in_force: 'GTD' });
     const expired = await poll(
       'the GTD order expires',
       () => getOrder('alice', gtd.body.order_id),
@@ -414,7 +414,7 @@ describe('batch cancel, cancel-all and one order', () => {
     expect(unauth.status).toBe(401);
 
     const got = await svc.call('GET', `/v2/trade/orders/${o}`, { token: readOnly });
-    expect([got.status, got.body.order_id, got.body.status]).toEqual([200, o, 'LIVE']);
+    expect([got.status, got.body.order_id, got.body.status]).toEqual([200, o, 'OPEN']);
     const res = await svc.call('POST', '/v2/trade/orders/cancel', { token: cancelOnly, body: { order_ids: [o] } });
     expect([res.status, res.body.results[0].outcome]).toEqual([200, 'canceled']);
     const all = await svc.call('DELETE', '/v2/trade/orders', { token: cancelOnly });

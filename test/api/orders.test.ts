@@ -105,7 +105,7 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
       client_order_id: 'c-1',
     });
     expect(res.body).toMatchObject({
-      status: 'LIVE',
+      status: 'OPEN',
       filled_size: '0',
       remaining_size: '20',
       time_in_force: 'GTC',
@@ -204,7 +204,7 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
     });
     expect(ioc.body).toMatchObject({ status: 'CANCELED', filled_size: ask.size, revision: 2 });
     const resting = await post('bob', { symbol: fineToken, side: 'buy', type: 'LIMIT', price: '0.01', size: '5' });
-    expect(resting.body).toMatchObject({ status: 'LIVE', revision: 2 });
+    expect(resting.body).toMatchObject({ status: 'OPEN', revision: 2 });
     const again = await svc.call('GET', `/v2/trade/orders/${ioc.body.order_id}`, { headers: as('bob') });
     expect(again.body).toMatchObject({ status: 'CANCELED', filled_size: ask.size, revision: 2 });
   });
@@ -235,7 +235,7 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
       // far enough ahead to be in the future when a loaded machine validates it
       expiration: Date.now() + 2_000,
     });
-    expect(res.body).toMatchObject({ status: 'LIVE', time_in_force: 'GTD' });
+    expect(res.body).toMatchObject({ status: 'OPEN', time_in_force: 'GTD' });
     for (let i = 0; i < 400; i++) {
       const rec = await svc.services.actors.get(res.body.order_id);
       if (rec?.status === 'EXPIRED') break;
@@ -322,14 +322,14 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
       const bid = await post('alice', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' });
       expect(bid).toMatchObject({
         status: 200,
-        body: { status: 'LIVE', order_id: `ord_${seeds.mock.results[0]!.value}` },
+        body: { status: 'OPEN', order_id: `ord_${seeds.mock.results[0]!.value}` },
       });
       const buy = { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' };
       expect(await post('alice', buy)).toMatchObject({ status: 200, body: { status: 'FILLED' } });
       const tp = await post('alice', { symbol: token, side: 'sell', type: 'TAKE_PROFIT', price: '0.98', size: '10' });
       expect(tp).toMatchObject({
         status: 200,
-        body: { status: 'LIVE', is_take_profit: true, order_id: `ord_${seeds.mock.results[2]!.value}` },
+        body: { status: 'OPEN', is_take_profit: true, order_id: `ord_${seeds.mock.results[2]!.value}` },
       });
       expect(seeds).toHaveBeenCalledTimes(3);
     } finally {
@@ -348,7 +348,7 @@ describe('orders over REST on the simulated venue (SIM_REPLAY=off)', () => {
 });
 
 describe("a user's orders while the venue's answer to an earlier one is still being written", () => {
-  it('the next order is checked and placed at once, against the funds the first reserved; both LIVE', async () => {
+  it('the next order is checked and placed at once, against the funds the first reserved; both OPEN', async () => {
     const store = new FaultyStore(await SqliteStore.open(null));
     const svc = await startTestService({ store, env: { SIM_MAKER_REFILL_MS: '3600000', SIM_INITIAL_PUSD: '1000' } });
     let journal: ReturnType<FaultyStore['hold']> | undefined;
@@ -386,12 +386,12 @@ describe("a user's orders while the venue's answer to an earlier one is still be
       for (const a of answers) {
         expect(a.status, JSON.stringify(a.body)).toBe(200);
         expectSchema(OrderResponse, a.body);
-        expect(a.body).toMatchObject({ status: 'LIVE', price: '0.05', size: '8000', filled_size: '0' });
+        expect(a.body).toMatchObject({ status: 'OPEN', price: '0.05', size: '8000', filled_size: '0' });
       }
       const act = (await svc.call('GET', '/v2/trade/activity?limit=10', { headers })).body.activity;
       expect(act.map((a: any) => [a.kind, a.status])).toEqual([
-        ['order', 'LIVE'],
-        ['order', 'LIVE'],
+        ['order', 'OPEN'],
+        ['order', 'OPEN'],
       ]);
     } finally {
       journal?.release();

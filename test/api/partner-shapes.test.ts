@@ -159,7 +159,7 @@ describe('shapes partners copy from the reference product', () => {
     const a = await tr.freshToken(0.3, 0.6);
     const rest = async (price: string) => {
       const r = await tr.post('rita', { symbol: a.token, side: 'buy', type: 'LIMIT', price, size: '5' });
-      expect([r.status, r.body.status]).toEqual([200, 'LIVE']);
+      expect([r.status, r.body.status]).toEqual([200, 'OPEN']);
       return r.body.order_id as string;
     };
     const [o1, o2, o3, o4] = [await rest('0.02'), await rest('0.03'), await rest('0.04'), await rest('0.05')];
@@ -243,7 +243,7 @@ describe('shapes partners copy from the reference product', () => {
         o.remaining_size,
         o.time_in_force,
       ]),
-    ).toEqual(rungs.map((r) => ['LIMIT', 'buy', r.price, r.size, 'LIVE', '0', r.size, 'GTC']));
+    ).toEqual(rungs.map((r) => ['LIMIT', 'buy', r.price, r.size, 'OPEN', '0', r.size, 'GTC']));
     const ids = res.body.orders.map((o: any) => o.order_id);
     expect((await tr.openOrders('sam')).map((o) => o.order_id).sort()).toEqual([...ids].sort());
     const reserved = rungs.reduce((s, r) => s.plus(dec(r.price).times(r.size)), dec(0));
@@ -350,7 +350,7 @@ describe('shapes partners copy from the reference product', () => {
     expect(buy.status).toBe(200);
     expect(buy.body).toMatchObject({ status: 'FILLED', avg_price: a.asks[0]!.price, average_price: a.asks[0]!.price });
     const live = await tr.post('pam', { symbol: a.token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5' });
-    expect(live.body).toMatchObject({ status: 'LIVE', avg_price: null, average_price: null });
+    expect(live.body).toMatchObject({ status: 'OPEN', avg_price: null, average_price: null });
     const stop = await tr.post('pam', {
       symbol: a.token,
       side: 'sell',

@@ -128,7 +128,7 @@ describe('Socket.IO namespace /v2/trade', () => {
     expect(last).toMatchObject({
       event: 'order.updated',
       order_id: res.body.order_id,
-      status: 'LIVE',
+      status: 'OPEN',
       price: '0.02',
       size: '10',
       is_stop_loss: false,

@@ -130,6 +130,9 @@ const EXEMPT: Record<string, string> = {
   'actors find {ownerKey:range, quarantine:range}':
     'one-time rewrite of the quarantined records that stored an ownerKey, at the first open of a database ' +
     'written before findOwned used ownerUserId; `migrations` records it as done',
+  'actors find {kind, status}':
+    "one-time rename of resting orders' status LIVE to OPEN at the first open of a database written before it; " +
+    '`migrations` records it as done',
   'actors find {type:range}':
     'one-time backfill at the first open of a database (records from before `type`); `migrations` records it as done',
   'idempotencyKeys find {status}':
@@ -644,6 +647,11 @@ const SQLITE_EXEMPT: Array<[RegExp, string]> = [
     /FROM "actors" WHERE "ix:quarantine" IS NOT NULL AND json_type\(doc, '\$\."ownerKey"'\) IS NOT NULL$/,
     'one-time rewrite of the quarantined records that stored an ownerKey, at the first open of a database ' +
       'written before findOwned used ownerUserId; `migrations` records it as done',
+  ],
+  [
+    /FROM "actors" WHERE "ix:kind" = \? AND json_extract\(doc, '\$\."status"'\) = \?$/,
+    "one-time rename of resting orders' status LIVE to OPEN at the first open of a database written before it; " +
+      '`migrations` records it as done',
   ],
   [
     /FROM "actors" WHERE json_type\(doc, '\$\."type"'\) IS NULL/,

@@ -20,7 +20,7 @@ describe('query parameters', () => {
 
   const rest = async (u: string, token: string) => {
     const r = await tr.post(u, { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '5' });
-    expect([r.status, r.body.status]).toEqual([200, 'LIVE']);
+    expect([r.status, r.body.status]).toEqual([200, 'OPEN']);
     return r.body.order_id as string;
   };
 

@@ -55,10 +55,10 @@ describe("a request's answer and the actor step that produced it commit together
     const accept = store.failWhen(answerWrite('running'), { times: 1 });
     const first = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
     expect(accept.fired).toBe(1);
-    expect(first).toMatchObject({ status: 200, body: { status: 'LIVE', size: '5' } });
+    expect(first).toMatchObject({ status: 200, body: { status: 'OPEN', size: '5' } });
     // the creation (revision 1) carried no answer; the venue's answer (revision 2) landed with it on the second try
     expect(await (await store.collection('actors')).find({ _id: first.body.order_id })).toMatchObject([
-      { revision: 2, status: 'LIVE' },
+      { revision: 2, status: 'OPEN' },
     ]);
     expect(await stored('idempotencyKeys', '')).toBe(keys + 1);
     const replay = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });
@@ -91,7 +91,7 @@ describe("a request's answer and the actor step that produced it commit together
     await tr.buyShares('bob', token, 5);
     const inside = (bid + 0.01).toFixed(2); // inside the two-tick spread: only bob's order is there
     const rest = await tr.post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: inside, size: '5' });
-    expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(rest).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     const body = { symbol: token, side: 'buy', type: 'LIMIT', price: inside, size: '5', time_in_force: 'IOC' };
     const key = randomUUID();
     const taken = await svc.call('POST', '/v2/trade/order', { body, headers: tr.as('alice'), idempotencyKey: key });

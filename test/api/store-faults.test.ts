@@ -64,7 +64,7 @@ describe('venue journal failure over REST', () => {
     store.clear();
     const placed = await caught;
     expect(placed.status).toBe(200);
-    expect(placed.body).toMatchObject({ status: 'LIVE', size: '10', price: '0.01' });
+    expect(placed.body).toMatchObject({ status: 'OPEN', size: '10', price: '0.01' });
     expect((await svc.call('GET', '/healthz')).body).toMatchObject({
       status: 'ok',
       venue: { ok: true, pending_writes: 0 },
@@ -84,7 +84,7 @@ describe('venue journal failure over REST', () => {
       headers: alice,
     });
     expect(placed.status).toBe(200);
-    expect(placed.body).toMatchObject({ status: 'LIVE', time_in_force: 'GTD', expiration });
+    expect(placed.body).toMatchObject({ status: 'OPEN', time_in_force: 'GTD', expiration });
     // the timer is armed once the step is on disk, which may follow the answer: health shows its failure then
     // (a service job of the scheduler that runs meanwhile fails its write too, and counts as a failing timer)
     await expect
@@ -236,7 +236,7 @@ describe('a failed WAL fsync over REST', () => {
     });
     const read = await svc.call('GET', `/v2/trade/orders/${placed.body.order_id}`, { headers: alice });
     expect(read.status).toBe(200);
-    expect(read.body).toMatchObject({ order_id: placed.body.order_id, status: 'LIVE' });
+    expect(read.body).toMatchObject({ order_id: placed.body.order_id, status: 'OPEN' });
     await svc.close().catch(() => undefined);
     vi.restoreAllMocks();
 
@@ -245,10 +245,10 @@ describe('a failed WAL fsync over REST', () => {
     try {
       expect((await svc.call('GET', '/healthz')).body).toMatchObject({ status: 'ok', store: { ok: true } });
       const again = await svc.call('GET', `/v2/trade/orders/${placed.body.order_id}`, { headers: alice });
-      expect(again.body).toMatchObject({ order_id: placed.body.order_id, status: 'LIVE' });
+      expect(again.body).toMatchObject({ order_id: placed.body.order_id, status: 'OPEN' });
       const next = await svc.call('POST', '/v2/trade/order', { body: order, headers: alice });
       expect(next.status).toBe(200);
-      expect(next.body).toMatchObject({ status: 'LIVE' });
+      expect(next.body).toMatchObject({ status: 'OPEN' });
     } finally {
       await svc.close();
     }

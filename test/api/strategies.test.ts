@@ -336,7 +336,7 @@ describe('managed strategies over REST', () => {
       (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders.filter(
         (o: any) => o.record_id === id,
       );
-    expect(await clips()).toMatchObject([{ size: '10', price, status: 'LIVE' }]);
+    expect(await clips()).toMatchObject([{ size: '10', price, status: 'OPEN' }]);
     // bob hits the clip twice: each time the next clip appears, one at a time
     for (let i = 1; i <= 2; i++) {
       await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' });
@@ -409,7 +409,7 @@ describe('managed strategies over REST', () => {
       (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders.filter(
         (o: any) => o.record_id === id,
       );
-    expect(await pegs()).toMatchObject([{ price: px(bid), status: 'LIVE' }]);
+    expect(await pegs()).toMatchObject([{ price: px(bid), status: 'OPEN' }]);
     // bob improves the bid by a tick: the peg follows (cancel + re-place), ceiling allows it
     await post('bob', { symbol: token, side: 'buy', type: 'LIMIT', price: px(bid + 0.01), size: '5' });
     await whenQuiet();
@@ -431,7 +431,7 @@ describe('managed strategies over REST', () => {
     });
     expect(res).toMatchObject({
       status: 200,
-      body: { type: 'TAKE_PROFIT', record_id: null, status: 'LIVE', is_take_profit: true },
+      body: { type: 'TAKE_PROFIT', record_id: null, status: 'OPEN', is_take_profit: true },
     });
     const open = (await svc.call('GET', '/v2/trade/orders/open', { headers: as('alice') })).body.orders;
     expect(open.find((o: any) => o.order_id === res.body.order_id)).toMatchObject({
@@ -482,7 +482,7 @@ describe('managed strategies over REST', () => {
       const rid = res.body.bracket_id;
       expect(rid).toMatch(/^stg_/);
       expect(res.body.brackets).toEqual({
-        take_profit: { order_id: `ord_${rid}_1`, id: rid, status: 'LIVE', error: null, price: tp, size: '10' },
+        take_profit: { order_id: `ord_${rid}_1`, id: rid, status: 'OPEN', error: null, price: tp, size: '10' },
         stop_loss: { order_id: null, id: rid, status: 'ARMED', error: null, price: sl, size: '10' },
       });
       expect(res.body.warnings).toBeUndefined();
@@ -582,7 +582,7 @@ describe('managed strategies over REST', () => {
         stop_loss: { price: '0.1' },
       });
       expect(res.body).toMatchObject({ status: 'CANCELED', filled_size: String(depth) });
-      expect(res.body.brackets.take_profit).toMatchObject({ size: '5', status: 'LIVE' });
+      expect(res.body.brackets.take_profit).toMatchObject({ size: '5', status: 'OPEN' });
       expect(res.body.brackets.stop_loss).toMatchObject({ size: String(depth), status: 'ARMED' });
       expect(res.body.warnings).toBeUndefined();
       // a leg asking for more shares than the entry filled protects the fill, with the reference's warning
@@ -630,7 +630,7 @@ describe('managed strategies over REST', () => {
         take_profit: { price: px(bid + 0.1) },
       });
       expect(res.body).toMatchObject({
-        status: 'LIVE',
+        status: 'OPEN',
         brackets: { take_profit: { status: 'WAITING', order_id: null, size: null } },
       });
       expect(await strategy('alice', res.body.bracket_id)).toMatchObject({ status: 'PENDING' });
@@ -781,7 +781,7 @@ describe('managed strategies over REST', () => {
       const ioc = { symbol: other, side: 'buy', type: 'LIMIT', price: '0.99', size: '10', time_in_force: 'IOC' };
       expect(await post('alice', ioc)).toMatchObject({ status: 200, body: { status: 'FILLED' } });
       const rest = { symbol: other, side: 'buy', type: 'LIMIT', price: '0.05', size: '10', time_in_force: 'GTC' };
-      expect(await post('alice', rest)).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+      expect(await post('alice', rest)).toMatchObject({ status: 200, body: { status: 'OPEN' } });
       await whenQuiet();
       expect(touch.mock.calls.filter(([t]) => t === other)).toHaveLength(0);
       // the watched token's bid falls to the level: its touch is computed and the stop fires

@@ -69,7 +69,7 @@ describe('fired stops and resolution cancels: one host batch each', () => {
       body: { symbol: up, side: 'buy', type: 'LIMIT', price: '0.2', size: '5' },
       headers: u,
     });
-    expect(ownBid).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(ownBid).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     const all = await poll('three stops fired', strategies, (xs) =>
       fired.every((id) => xs.find((x) => x.record_id === id)?.status === 'TRIGGERED'),
     );
@@ -130,7 +130,7 @@ describe('fired stops and resolution cancels: one host batch each', () => {
       headers: u,
     });
     // the bid rested and made the touch; the resolution that followed canceled it
-    expect(own).toMatchObject({ status: 200, body: { status: expect.stringMatching(/^(LIVE|CANCELED)$/) } });
+    expect(own).toMatchObject({ status: 200, body: { status: expect.stringMatching(/^(OPEN|CANCELED)$/) } });
     expect(resolving).not.toBeNull();
     await resolving;
     const ended = await poll(

@@ -131,13 +131,13 @@ describe('timers through the real scheduler (controlled clock)', () => {
     expect(res).toMatchObject({ status: 200, body: { status: 'ACTIVE' } });
     const id = res.body.record_id as string;
     const slices = async () => (await tr.openOrders('alice')).filter((o) => o.record_id === id);
-    expect(await slices()).toMatchObject([{ size: '10', status: 'LIVE' }]);
+    expect(await slices()).toMatchObject([{ size: '10', status: 'OPEN' }]);
     const first = (await slices())[0].order_id;
     // bob fills 4 of slice 1; at the next slice time it is canceled and 26 are left over 2 slices
     await tr.takeChildren('alice', id, 'bob', () => 4);
     clock.jump(SLICE_MS);
     await poll('slice 2 rests', slices, (o) => o.length === 1 && o[0].order_id !== first);
-    expect(await slices()).toMatchObject([{ size: '13', filled_size: '0', status: 'LIVE' }]);
+    expect(await slices()).toMatchObject([{ size: '13', filled_size: '0', status: 'OPEN' }]);
     expect(await tr.order('alice', first)).toMatchObject({ status: 'CANCELED', filled_size: '4', size: '10' });
     // the roll is recorded as the strategy's, not as the user's
     expect(await tr.orderById('alice', first)).toMatchObject({
@@ -176,7 +176,7 @@ describe('timers through the real scheduler (controlled clock)', () => {
     await checkInvariants(svc.services, { acknowledged: tr.acknowledged });
   });
 
-  it('a GTD order rests LIVE until its expiration, then ends EXPIRED and releases its reservation', async () => {
+  it('a GTD order rests OPEN until its expiration, then ends EXPIRED and releases its reservation', async () => {
     const { token, bid } = await tr.freshToken(0.25, 0.6);
     await svc.call('POST', '/v2/trade/users', { body: { partner_user_id: 'carol' } });
     const before = (await svc.call('GET', '/v2/trade/balances', { headers: tr.as('carol') })).body;
@@ -189,13 +189,13 @@ describe('timers through the real scheduler (controlled clock)', () => {
       size: '10',
       expiration,
     });
-    expect(res).toMatchObject({ status: 200, body: { status: 'LIVE', time_in_force: 'GTD', expiration } });
+    expect(res).toMatchObject({ status: 200, body: { status: 'OPEN', time_in_force: 'GTD', expiration } });
     expect((await svc.call('GET', '/v2/trade/balances', { headers: tr.as('carol') })).body.reserved).not.toBe(
       before.reserved,
     );
     clock.jump(30_000);
     await new Promise((r) => setTimeout(r, 600)); // three scheduler polls: nothing is due yet
-    expect(await tr.order('carol', res.body.order_id)).toMatchObject({ status: 'LIVE' });
+    expect(await tr.order('carol', res.body.order_id)).toMatchObject({ status: 'OPEN' });
     clock.jump(31_000);
     await poll(
       'expired',

@@ -52,7 +52,7 @@ describe('trade history: fills made through REST are recorded with their chain p
     await tr.buyShares('bob', f.token, 20);
     const price = px(f.bid + 0.01); // inside the spread: only bob's sell meets it
     const rest = await tr.post('alice', { symbol: f.token, side: 'buy', type: 'LIMIT', price, size: '10' });
-    expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(rest).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     const take = await tr.post('bob', {
       symbol: f.token,
       side: 'sell',
@@ -126,7 +126,7 @@ describe('trade history: fills made through REST are recorded with their chain p
     const f = await tr.freshToken();
     const price = px(f.bid - 0.05);
     const rest = await tr.post('alice', { symbol: f.token, side: 'buy', type: 'LIMIT', price, size: '10' });
-    expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(rest).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     const canceled = await svc.call('DELETE', `/v2/trade/orders/${rest.body.order_id}`, { headers: tr.as('alice') });
     expect(canceled).toMatchObject({ status: 200, body: { status: 'CANCELED', filled_size: '0' } });
     // a real venue can report a trade that matched before the cancel took effect: the port's report
@@ -223,7 +223,7 @@ describe('trade history: fills made through REST are recorded with their chain p
       price: downPrice,
       size: '5',
     });
-    expect(rest).toMatchObject({ status: 200, body: { status: 'LIVE' } });
+    expect(rest).toMatchObject({ status: 200, body: { status: 'OPEN' } });
     const take = await tr.post('bob', {
       symbol: f.token,
       side: 'buy',

@@ -51,7 +51,7 @@ describe('kill -9 in the middle of trading, then restart (child process, SQLite 
         price: '0.01',
         size: '9',
       });
-      expect(rest.body.status).toBe('LIVE');
+      expect(rest.body.status).toBe('OPEN');
       resting.push(rest.body.order_id);
     }
     // a burst in flight while the process dies

@@ -197,7 +197,7 @@ describe('wallet operations (REST)', () => {
       price: '0.99',
       size: '8',
     });
-    expect(sell.body.status).toBe('LIVE');
+    expect(sell.body.status).toBe('OPEN');
     const rows = (await activity('carol')).length;
     const reserved = await post('carol', '/positions/merge', { condition_id: m.condition_id, amount: '3' });
     expect(reserved.status).toBe(422);

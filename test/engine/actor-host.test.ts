@@ -100,7 +100,7 @@ async function setupHost(store?: SqliteStore, version = 1) {
     version,
     kind: 'order',
     logic: makeMachine(effects),
-    statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
+    statusOf: (s) => (s.value === 'open' ? 'OPEN' : String(s.value).toUpperCase()),
   });
   const changes: ActorChange[] = [];
   host.on('changed', (c) => changes.push(c));
@@ -116,7 +116,7 @@ describe('ActorHost', () => {
       partnerId: 'p',
       ownerUserId: 'u',
     });
-    expect(rec).toMatchObject({ revision: 1, status: 'LIVE', final: false, kind: 'order' });
+    expect(rec).toMatchObject({ revision: 1, status: 'OPEN', final: false, kind: 'order' });
     expect(effects).toEqual(['entered', 'open entered']);
     expect(timers.armed.get('a1/expiry')).toBe(2_000_000);
     expect(changes[0]).toMatchObject({ previousStatus: null, events: [] });
@@ -131,7 +131,7 @@ describe('ActorHost', () => {
       version: 1,
       kind: 'order',
       logic: makeMachine([]),
-      statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
+      statusOf: (s) => (s.value === 'open' ? 'OPEN' : String(s.value).toUpperCase()),
       viewOf: (s, meta) => (
         views.push(`${meta.revision}`),
         { type: 'LIMIT', n: (s.context as { n: number }).n, revision: meta.revision, updated_at: meta.updatedAtMs }
@@ -174,7 +174,7 @@ describe('ActorHost', () => {
       version: 1,
       kind: 'order',
       logic: makeMachine([]),
-      statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
+      statusOf: (s) => (s.value === 'open' ? 'OPEN' : String(s.value).toUpperCase()),
       viewOf: (s, meta) => (views.push(meta.revision), { type: 'LIMIT', n: (s.context as { n: number }).n }),
       typeOf: () => 'LIMIT',
     });
@@ -253,7 +253,7 @@ describe('ActorHost', () => {
     const { host, repo, timers } = await setupHost();
     await host.create('test', { id: 'a4', input: { n: 0, expiresAtMs: 2_000_000 }, partnerId: 'p', ownerUserId: 'u' });
     await host.deliverTimer({ actorId: 'a4', timerName: 'expiry', atMs: 1_999_999 });
-    expect((await repo.get('a4'))?.status).toBe('LIVE');
+    expect((await repo.get('a4'))?.status).toBe('OPEN');
     await host.deliverTimer({ actorId: 'a4', timerName: 'expiry', atMs: 2_000_000 });
     expect(await repo.get('a4')).toMatchObject({ status: 'EXPIRED', final: true });
     expect(timers.armed.has('a4/expiry')).toBe(false);
@@ -318,7 +318,7 @@ describe('ActorHost', () => {
     const a9 = (await first.repo.get('a9'))!;
     await first.repo.update(a9, {
       snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }),
-      status: 'LIVE',
+      status: 'OPEN',
       view: {},
       final: false,
       updatedAtMs: 1,
@@ -338,7 +338,7 @@ describe('ActorHost', () => {
     const b1 = (await third.repo.get('b1'))!;
     await third.repo.update(b1, {
       snapshot: JSON.stringify({ status: 'active', value: 'vanished', context: {} }),
-      status: 'LIVE',
+      status: 'OPEN',
       view: {},
       final: false,
       updatedAtMs: 1,
@@ -368,7 +368,7 @@ describe('ActorHost', () => {
       version: 1,
       kind: 'order',
       logic: makeMachine(effects),
-      statusOf: (s) => (s.value === 'open' ? 'LIVE' : String(s.value).toUpperCase()),
+      statusOf: (s) => (s.value === 'open' ? 'OPEN' : String(s.value).toUpperCase()),
     });
     expect(await host.restoreAll()).toEqual({ restored: 1, quarantined: 0 });
     const r = await sent;
@@ -502,7 +502,7 @@ describe('ActorHost', () => {
     // the old deadline fires: its step conflicts, reloads the stored actor, ignores the stale
     // firing and arms the stored deadline
     await host.deliverTimer({ actorId: 'c1', timerName: 'expiry', atMs: 2_000_000 });
-    expect(await repo.get('c1')).toMatchObject({ revision: 2, status: 'LIVE' });
+    expect(await repo.get('c1')).toMatchObject({ revision: 2, status: 'OPEN' });
     expect(timers.armed.get('c1/expiry')).toBe(3_000_000);
     await host.deliverTimer({ actorId: 'c1', timerName: 'expiry', atMs: 3_000_000 });
     expect(await repo.get('c1')).toMatchObject({ status: 'EXPIRED', final: true });
@@ -530,7 +530,7 @@ describe('ActorHost', () => {
     );
     const fired = host.deliverTimer({ actorId: 'c2', timerName: 'expiry', atMs: 3_000_000 });
     release();
-    expect(await bumped).toMatchObject({ revision: 3, status: 'LIVE' });
+    expect(await bumped).toMatchObject({ revision: 3, status: 'OPEN' });
     await fired;
     expect(await repo.get('c2')).toMatchObject({ status: 'EXPIRED', final: true, revision: 4 });
   });
@@ -549,7 +549,7 @@ describe('ActorHost', () => {
       partnerId: 'p',
       ownerUserId: 'u',
     });
-    expect(rec).toMatchObject({ revision: 1, status: 'LIVE' });
+    expect(rec).toMatchObject({ revision: 1, status: 'OPEN' });
     // the entry actions ran, every listener heard of it, the timer waits for repair
     expect(effects).toEqual(['entered', 'open entered']);
     expect(changes).toHaveLength(1);
@@ -755,7 +755,7 @@ describe('stored snapshot forms: packed context, read back exactly; XState’s f
       matchedAmount: fc.constantFrom('0', '1.1'),
       children: fc.constantFrom(
         [],
-        [{ orderId: 'o', status: 'LIVE', filledSize: '0', matchedAmount: '0', final: false }],
+        [{ orderId: 'o', status: 'OPEN', filledSize: '0', matchedAmount: '0', final: false }],
       ),
       working: fc.option(fc.constant('o'), { nil: null }),
       seq: fc.constantFrom(0, 1),

@@ -150,7 +150,7 @@ describe('strategy engine failures become state', () => {
       expect(
         (await post('bob', { symbol: token, side: 'sell', type: 'LIMIT', price: px(bid + 0.01), size: '5' })).body
           .status,
-      ).toBe('LIVE');
+      ).toBe('OPEN');
       await idle();
       expect(await strategy('alice', id)).toMatchObject({
         status: 'COMPLETED',
@@ -389,7 +389,7 @@ describe('strategy engine failures become state', () => {
       const id = res.body.record_id;
       await idle();
       expect((await openOrders('alice')).find((o: any) => o.order_id === `ord_${id}_1`)).toMatchObject({
-        status: 'LIVE',
+        status: 'OPEN',
         price: px(bid + 0.01),
       });
       // the slice's cancel is held in the store: the TWAP stays in its finishing step

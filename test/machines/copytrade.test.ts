@@ -231,7 +231,7 @@ describe('copytrade machine', () => {
     const accepted = {
       type: 'order.updated',
       orderId: id,
-      status: 'LIVE',
+      status: 'OPEN',
       filledSize: '0',
       matchedAmount: '0',
     } as const;

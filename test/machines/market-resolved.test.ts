@@ -168,7 +168,7 @@ describe('BRACKET: the stop-loss sell refused market_closed', () => {
     go({
       type: 'order.updated',
       orderId: (s.context as StrategyContext).working!,
-      status: 'LIVE',
+      status: 'OPEN',
       filledSize: '0',
       matchedAmount: '0',
       final: false,

@@ -280,7 +280,7 @@ const CASES: Array<{
       entry('FILLED', '10', true),
       entry('CANCELED', '0', true),
       refusedAs('e1'),
-      upd(1, 'LIVE', '0', '0', false),
+      upd(1, 'OPEN', '0', '0', false),
       upd(1, 'PARTIALLY_FILLED', '5', '3.5', false),
       upd(1, 'FILLED', '10', '7', true),
       upd(1, 'CANCELED', '0', '0', true),
@@ -506,7 +506,7 @@ describe('the reason a strategy gives each cancel of its child order (save → r
     expect(
       cancels(bracketMachine, input, [
         entry('FILLED', '10', true),
-        upd(1, 'LIVE', '0', '0', false),
+        upd(1, 'OPEN', '0', '0', false),
         touch('0.39', '0.42'),
       ]),
     ).toEqual([

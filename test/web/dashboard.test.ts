@@ -117,14 +117,14 @@ describe.skipIf(!present && !process.env.CI)('dashboard in headless Chromium', (
     await page.waitForSelector('#connection.on', { timeout: 10_000 });
     expect(await page.evaluate(() => Object.keys(sessionStorage))).toContain('pts.dashboard.key');
 
-    // an order placed over REST: its row appears, LIVE, then CANCELED after DELETE, without reload
+    // an order placed over REST: its row appears, OPEN, then CANCELED after DELETE, without reload
     const placed = await svc.call('POST', '/v2/trade/order', {
       headers: as,
       body: { symbol: token, side: 'buy', type: 'LIMIT', price: '0.02', size: '10' },
     });
     expect(placed.status).toBe(200);
     const row = `#orders tr[data-id="${placed.body.order_id}"]`;
-    await page.waitForSelector(`${row}[data-status="LIVE"]`, { timeout: 15_000 });
+    await page.waitForSelector(`${row}[data-status="OPEN"]`, { timeout: 15_000 });
     await svc.call('DELETE', `/v2/trade/orders/${placed.body.order_id}`, { headers: as });
     await page.waitForSelector(`${row}[data-status="CANCELED"]`, { timeout: 15_000 });
 

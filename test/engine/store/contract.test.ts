@@ -22,7 +22,7 @@ function unownedOrder(id: string, atMs: number) {
     machineVersion: 1,
     snapshot: '{}',
     kind: 'order',
-    status: 'LIVE',
+    status: 'OPEN',
     view: {},
     final: false,
     partnerId: 'p',
@@ -263,7 +263,7 @@ for (const adapter of adapters()) {
         machineVersion: 1,
         snapshot: '{"value":"a"}',
         kind: 'order',
-        status: 'LIVE',
+        status: 'OPEN',
         view: {},
         final: false,
         partnerId: 'p',
@@ -331,7 +331,7 @@ for (const adapter of adapters()) {
         partnerId: 'p',
         updatedAtMs: 1,
       };
-      await repo.insert({ ...base, _id: 'own-1', kind: 'order', status: 'LIVE', ownerUserId: 'uA', createdAtMs: 10 });
+      await repo.insert({ ...base, _id: 'own-1', kind: 'order', status: 'OPEN', ownerUserId: 'uA', createdAtMs: 10 });
       await repo.insert({ ...base, _id: 'own-2', kind: 'order', status: 'FILLED', ownerUserId: 'uA', createdAtMs: 20 });
       await repo.insert({
         ...base,
@@ -341,11 +341,11 @@ for (const adapter of adapters()) {
         ownerUserId: 'uA',
         createdAtMs: 30,
       });
-      await repo.insert({ ...base, _id: 'own-4', kind: 'order', status: 'LIVE', ownerUserId: 'uAB', createdAtMs: 40 });
+      await repo.insert({ ...base, _id: 'own-4', kind: 'order', status: 'OPEN', ownerUserId: 'uAB', createdAtMs: 40 });
       const all = await repo.findOwned('uA', {});
       expect(all).toMatchObject({ total: 3 });
       expect(all.records.map((r) => r._id)).toEqual(['own-3', 'own-2', 'own-1']);
-      const orders = await repo.findOwned('uA', { kind: 'order', status: { $in: ['LIVE'] } }, { skip: 0, limit: 10 });
+      const orders = await repo.findOwned('uA', { kind: 'order', status: { $in: ['OPEN'] } }, { skip: 0, limit: 10 });
       expect(orders.records.map((r) => r._id)).toEqual(['own-1']);
       expect((await repo.findOwned('uA', { kind: 'order' }, { skip: 1, limit: 1 })).records.map((r) => r._id)).toEqual([
         'own-1',
@@ -356,7 +356,7 @@ for (const adapter of adapters()) {
       const repo = await ActorRepository.open(store);
       const base = { machineId: 'm', machineVersion: 1, snapshot: '[2]', view: {}, final: false, partnerId: 'p' };
       const at = (id: string, createdAtMs: number, ownerUserId = 'uK') =>
-        repo.insert({ ...base, _id: id, kind: 'order', status: 'LIVE', ownerUserId, createdAtMs, updatedAtMs: 1 });
+        repo.insert({ ...base, _id: id, kind: 'order', status: 'OPEN', ownerUserId, createdAtMs, updatedAtMs: 1 });
       // newest first: k-5 (ms 30), k-4, k-3, k-2 (all ms 20, by id descending), k-1 (ms 10)
       for (const [id, ms] of [
         ['k-1', 10],

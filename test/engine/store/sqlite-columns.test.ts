@@ -57,7 +57,7 @@ describe('the SQLite store: indexed fields in columns', () => {
         machineVersion: 1,
         snapshot: '{}',
         kind: 'order',
-        status: 'LIVE',
+        status: 'OPEN',
         final: i === 2,
         partnerId: 'p',
         ownerUserId: 'u',

@@ -44,7 +44,7 @@ describe('ledger wallet operations', () => {
     expect(l.view('u')).toEqual({ pusd: { balance: '100', reserved: '0', available: '100' }, positions: [] });
   });
 
-  it("with the outcomes' marks, a split's cost and a merge's proceeds are shared by them (the result carries them)", () => {
+  it("with the outcomes' marks, a split's cost and a merge's proceeds are shared by them", () => {
     const l = new Ledger('100');
     const s = l.split(set('s1', '30', ['0.2', '0.8']));
     expect(s.shares).toEqual([
