@@ -94,7 +94,7 @@ const NO_QUERY = { properties: {} };
  * before the body is read (spec 5.3: a caller without a valid token hears 401, whatever its body)
  * → non-JSON body (415) → body parsing (413 over the limit, 400 malformed) → acting user
  * (400/404) → `Idempotency-Key` on POST/PATCH/DELETE (400) → body schema (400) → 501 when not
- * built → idempotent execution (replay, 409, 422) → handler. Mutating requests pass the load
+ * built → idempotent execution (replay, 409) → handler. Mutating requests pass the load
  * shedding of api/admission.ts after authentication and once their body is read (503
  * `overloaded` with `Retry-After` when the service is at capacity), so that a slow upload waits
  * for its own body without holding a write slot. Responses of authenticated routes carry

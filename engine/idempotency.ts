@@ -253,7 +253,8 @@ let lastSeedPrefix = '';
  * - the first request claims the key and runs; its response (2xx or 4xx) is stored for 24 h;
  * - a retry of the same request gets the stored status and body with `Idempotent-Replayed: true`
  *   and runs nothing;
- * - the same key on a different request (method, path, acting user or body) answers 422;
+ * - the same key on a different request (method, path, acting user or body) answers 409
+ *   (`idempotency_key_conflict`);
  * - a duplicate arriving while the first still runs answers 409 with `Retry-After: 1` (it does
  *   not wait: the client's retry then gets the replay);
  * - a 5xx is not stored: the claim is released so that a retry runs again.
