@@ -632,7 +632,8 @@ export const ROUTES: RouteSpec[] = [
     summary: 'Split pUSD into outcome tokens',
     description:
       '`amount` dollars of pUSD (at most 6 decimals) become `amount` shares of each outcome token of the market ' +
-      "(cost basis: half the amount each). Neg-risk markets too: `neg_risk_market` (the reference product's " +
+      "(cost basis: the amount shared by the outcomes' marks: their mids, else their last captured trades, " +
+      "equally without; 1 and 0 once resolved). Neg-risk markets too: `neg_risk_market` (the reference product's " +
       'field; optional here) must match the market when sent. 404 unknown market; 422 `NEG_RISK_MISMATCH`, ' +
       '`INSUFFICIENT_BALANCE` (free pUSD, not reserved by open buys). Activity row `SPLIT`.',
     body: SplitMergeRequest,

@@ -104,3 +104,26 @@ export function onTick(price: Decimal, tick: Decimal): boolean {
 export const SIZE_DP = 2;
 /** pUSD is a 6-decimal token. */
 export const USD_DP = 6;
+
+/**
+ * Shares `total` dollars among `weights` (≥ 0) in proportion, each rounded to {@link USD_DP} decimals,
+ * the last taking the remainder (the parts sum to `total` exactly). Equal parts when Σ weights is 0. The one
+ * rounding of a split's cost and a merge's proceeds among outcomes: the venue's ledger and the trade history's
+ * lots share them alike.
+ */
+export function shareOut(total: Decimal, weights: readonly Decimal[]): Decimal[] {
+  const sum = weights.reduce((a, w) => a.plus(w), ZERO);
+  const parts: Decimal[] = [];
+  let left = total;
+  weights.forEach((w, i) => {
+    if (i === weights.length - 1) {
+      parts.push(left);
+      return;
+    }
+    const ratio = sum.isZero() ? new Dec(1).div(weights.length) : w.div(sum);
+    const part = total.times(ratio).toDecimalPlaces(USD_DP);
+    parts.push(part);
+    left = left.minus(part);
+  });
+  return parts;
+}

@@ -29,7 +29,7 @@
  */
 
 import type { Decimal } from 'decimal.js';
-import { Dec, dec, USD_DP, ZERO } from '../decimal.js';
+import { Dec, dec, shareOut, USD_DP, ZERO } from '../decimal.js';
 import type { CashMove, CashMoveKind, ChainPosition, RecordedBatch, TraderFill } from './records.js';
 
 /** Where and when a lot was acquired or disposed of: a record's chain position and time. */
@@ -240,27 +240,6 @@ class Position implements PositionLots {
 
 function eventOf(r: ChainPosition & { atMs: number }): LotEvent {
   return { blockTimestamp: r.blockTimestamp, logIndex: r.logIndex, transactionHash: r.transactionHash, atMs: r.atMs };
-}
-
-/**
- * Shares `total` dollars among `weights` (≥ 0) in proportion, each rounded to {@link USD_DP} decimals,
- * the last taking the remainder (the parts sum to `total` exactly). Equal parts when Σ weights is 0.
- */
-function shareOut(total: Decimal, weights: Decimal[]): Decimal[] {
-  const sum = weights.reduce((a, w) => a.plus(w), ZERO);
-  const parts: Decimal[] = [];
-  let left = total;
-  weights.forEach((w, i) => {
-    if (i === weights.length - 1) {
-      parts.push(left);
-      return;
-    }
-    const ratio = sum.isZero() ? new Dec(1).div(weights.length) : w.div(sum);
-    const part = total.times(ratio).toDecimalPlaces(USD_DP);
-    parts.push(part);
-    left = left.minus(part);
-  });
-  return parts;
 }
 
 const DISPOSAL_OF: Partial<Record<CashMoveKind, DisposalKind>> = {

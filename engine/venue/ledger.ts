@@ -1,4 +1,4 @@
-import { Dec, dec, str, USD_DP, ZERO } from '../decimal.js';
+import { Dec, dec, ONE, shareOut, str, USD_DP, ZERO } from '../decimal.js';
 import { insufficientBalanceMessage, notEnoughSharesMessage } from '../risk.js';
 import type { Available, VenueOrder, WalletOpRefusal, WalletOpResult, WalletView } from './port.js';
 
@@ -447,12 +447,12 @@ export class Ledger {
 
   /**
    * Split: `amount` dollars of pUSD become `amount` shares of each token of the condition, their cost
-   * the amount shared by `marks` (the tokens' marks, in `tokenIds`' order), equally without them.
+   * the amount shared by `marks` (the tokens' marks, in `tokenIds`' order), equally without them ({@link shareOut}).
    */
   split({ userId, meta, conditionId, tokenIds, amount, marks }: CompleteSetOp): WalletOpResult {
     const w = this.walletOf(userId);
     w.pusd = w.pusd.minus(amount);
-    const parts = sharedOut(amount, tokenIds.length, marks);
+    const parts = shareOut(amount, marks ?? tokenIds.map(() => ONE));
     tokenIds.forEach((t, i) => {
       const p = this.positionOf(w, t);
       p.shares = p.shares.plus(amount);
@@ -476,7 +476,7 @@ export class Ledger {
    */
   merge({ userId, meta, conditionId, tokenIds, amount, marks }: CompleteSetOp): WalletOpResult {
     const w = this.walletOf(userId);
-    const parts = sharedOut(amount, tokenIds.length, marks);
+    const parts = shareOut(amount, marks ?? tokenIds.map(() => ONE));
     tokenIds.forEach((t, i) => {
       const p = this.positionOf(w, t);
       const costOut = costOf(p, amount); // all of it when every share goes
@@ -799,22 +799,4 @@ export interface CompleteSetOp {
   tokenIds: readonly string[];
   amount: Dec;
   marks?: readonly Dec[];
-}
-
-/**
- * `amount` dollars shared among `n` outcomes in micro-dollars (rounded down; the last takes what rounding
- * left): by `marks` (one per outcome, their sum positive), equally without them.
- */
-function sharedOut(amount: Dec, n: number, marks?: readonly Dec[]): Dec[] {
-  const sum = marks?.reduce((a, m) => a.plus(m), ZERO);
-  const parts: Dec[] = [];
-  let given = ZERO;
-  for (let i = 0; i < n - 1; i++) {
-    const share = marks && sum?.gt(0) ? amount.times(marks[i]!).div(sum) : amount.div(n);
-    const part = share.toDecimalPlaces(USD_DP, Dec.ROUND_DOWN);
-    parts.push(part);
-    given = given.plus(part);
-  }
-  parts.push(amount.minus(given));
-  return parts;
 }

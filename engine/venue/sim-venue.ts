@@ -1,6 +1,6 @@
 import { keccak256, toUtf8Bytes } from 'ethers';
 import type { Clock } from '../clock.js';
-import { dec, positive, str, ZERO, type Dec } from '../decimal.js';
+import { dec, ONE, positive, str, ZERO, type Dec } from '../decimal.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/port.js';
 import { notionalOf, type ChainPosition, type TapeTrade } from '../data/records.js';
@@ -259,13 +259,15 @@ export class SimVenue implements VenuePort {
     };
   }
 
-  /** Last trade print of `tokenId` (decimal probability), or undefined when none was seen. */
   /**
-   * The marks of a condition's outcome tokens (decimal probability, in `tokenIds`' order) that share a
-   * split's or a merge's dollars among them: each token's mid (its best bid and ask), else its last trade;
-   * undefined when a token has neither, or when they sum to zero (the dollars are then shared equally).
+   * The marks of condition `conditionId`'s outcome tokens (decimal probability, in `tokenIds`' order) that
+   * share a split's or a merge's dollars among them: once the market resolved, its payouts (1 for the
+   * winner, 0 for the others); else each token's mid (its best bid and ask), else its last captured trade
+   * print; undefined when a token has neither, or when they sum to zero (the dollars are then shared equally).
    */
-  private outcomeMarks(tokenIds: readonly string[]): Dec[] | undefined {
+  private outcomeMarks(conditionId: string, tokenIds: readonly string[]): Dec[] | undefined {
+    const status = this.marketStatus(conditionId);
+    if (status?.resolved) return tokenIds.map((t) => (t === status.winningTokenId ? ONE : ZERO));
     const marks: Dec[] = [];
     for (const t of tokenIds) {
       const { bid, ask } = this.matching.touch(t);
@@ -276,6 +278,7 @@ export class SimVenue implements VenuePort {
     return marks.some((m) => m.gt(0)) ? marks : undefined;
   }
 
+  /** Last trade print of `tokenId` (decimal probability), or undefined when none was seen. */
   lastTradePrice(tokenId: string): Dec | undefined {
     return this.lastTrades.get(tokenId);
   }
@@ -707,7 +710,7 @@ export class SimVenue implements VenuePort {
         case 'split':
         case 'merge': {
           const tokens = this.conditionTokens(op.conditionId)!;
-          const marks = this.outcomeMarks(tokens);
+          const marks = this.outcomeMarks(op.conditionId, tokens);
           const set = {
             userId: op.userId,
             meta,

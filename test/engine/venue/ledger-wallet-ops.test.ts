@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dec } from '../../../engine/decimal.js';
+import { LotBook, recordedPrices } from '../../../engine/data/lots.js';
 import { Ledger, OP_RETAIN_MS } from '../../../engine/venue/ledger.js';
 
 const Y = 'yes';
@@ -58,6 +59,25 @@ describe('ledger wallet operations', () => {
       ['4', '3'],
       ['16', '-3'],
     ]);
+    // the trade history's lots share a split's dollars exactly as the ledger does (one rounding)
+    for (const marks of [
+      ['2', '1'],
+      ['0.35', '0.6'],
+      ['0.123457', '0.876543'],
+    ]) {
+      const ledger = new Ledger('100');
+      const r = ledger.split({ ...set('s3', '7.777777', marks), userId: 'v' });
+      const lots = new LotBook();
+      const move = {
+        ...{ _id: r.opId, address: 'v', userId: 'v', kind: 'split' as const, atMs: 1, conditionId: 'c' },
+        ...{ pusdDelta: r.pusdDelta, blockTimestamp: 1, logIndex: 0, transactionHash: r.transactionHash },
+        ...{ source: 'venue' as const, shares: r.shares.map((x) => ({ ...x, outcome: x.tokenId })) },
+      };
+      lots.applyCashMove(move, recordedPrices(move));
+      expect(lots.positions('v').map((p) => p.cost.toFixed())).toEqual(
+        ledger.view('v').positions.map((p) => p.costUsd),
+      );
+    }
     // marks that do not divide evenly: the last token takes what rounding to micro-dollars left
     const t = new Ledger('100');
     t.split(set('s2', '1', ['1', '2']));

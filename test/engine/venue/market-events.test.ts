@@ -149,6 +149,32 @@ describe('simulated venue: capture levels, tick-size changes, resolution', () =>
     });
   });
 
+  it("a split's dollars are shared by the outcomes' marks: the book's mids, the payouts once resolved", async () => {
+    const { venue } = await openVenue();
+    // A quoted 0.55 / 0.65 (mid 0.6); B has no quote of its own: its touch mirrors A's (mid 0.4)
+    await venue.applyCaptureEvents([level('buy', '0.55', '100'), level('sell', '0.65', '100')]);
+    const before = await venue.walletOp({ kind: 'split', opId: 's1', userId: 'u', conditionId: C, amount: '10' });
+    expect(before.shares.map((x) => [x.tokenId, x.price])).toEqual([
+      [A, '0.6'],
+      [B, '0.4'],
+    ]);
+    expect(venue.wallet('u').positions.map((p) => [p.tokenId, p.costUsd])).toEqual([
+      [A, '6'],
+      [B, '4'],
+    ]);
+    // resolved for B: the books are gone, the stale last prices do not price it; the payouts do
+    expect(await venue.resolveMarket(C, B)).toBe('resolved');
+    const after = await venue.walletOp({ kind: 'split', opId: 's2', userId: 'u', conditionId: C, amount: '10' });
+    expect(after.shares.map((x) => [x.tokenId, x.price])).toEqual([
+      [A, '0'],
+      [B, '1'],
+    ]);
+    expect(venue.wallet('u').positions.map((p) => [p.tokenId, p.costUsd])).toEqual([
+      [A, '6'],
+      [B, '14'],
+    ]);
+  });
+
   it('resolution: resting canceled, new rejected, status resolved; survives kill -9 and a checkpoint', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'pts-market-'));
     dirs.push(dir);
