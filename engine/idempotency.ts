@@ -201,7 +201,7 @@ function quotedKey(k: string): string {
 }
 
 /** `IDEMPOTENCY_KEY_CONFLICT` (API: 409, the reference's code): the key was used for another request. */
-function reused(): DomainError {
+function keyConflict(): DomainError {
   return new DomainError(
     'IDEMPOTENCY_KEY_CONFLICT',
     'this Idempotency-Key was already used for a different request (method, path, ' +
@@ -413,7 +413,7 @@ export class IdempotencyService {
         if (taken === 1) return this.claim(doc);
         continue;
       }
-      if (existing.fingerprint !== fingerprint) throw reused();
+      if (existing.fingerprint !== fingerprint) throw keyConflict();
       if (existing.state === 'running' && !abandoned) throw inUse();
       return { kind: 'replay', response: storedResponse(existing) };
     }
@@ -428,7 +428,7 @@ export class IdempotencyService {
     const now = this.clock.now();
     const held = running.get(_id);
     if (held && held.leaseUntilMs > now) {
-      if (held.fingerprint !== fingerprint) throw reused();
+      if (held.fingerprint !== fingerprint) throw keyConflict();
       throw inUse();
     }
     const existing = await this.docs.findOne({ _id });
@@ -436,7 +436,7 @@ export class IdempotencyService {
     // recorded it (this process holds its own claims in memory): that answer is replayed.
     const answered = existing !== null && (existing.state === 'done' || existing.status !== null);
     if (existing && existing.expiresAtMs > now && (answered || existing.leaseUntilMs > now)) {
-      if (existing.fingerprint !== fingerprint) throw reused();
+      if (existing.fingerprint !== fingerprint) throw keyConflict();
       if (!answered) throw inUse();
       return { kind: 'replay', response: storedResponse(existing) };
     }

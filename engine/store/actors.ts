@@ -232,23 +232,23 @@ export class ActorRepository {
     // (no query of theirs has an index). Each is idempotent: a crash before its record is written
     // runs it again.
     const migrations = await store.collection<MigrationDoc>('migrations');
-    if (!(await migrations.findOne({ _id: ACTORS_MIGRATION }))) {
+    const once = async (id: string, migrate: () => Promise<void>) => {
+      if (await migrations.findOne({ _id: id })) return;
+      await migrate();
+      await migrations.replaceOne({ _id: id, atMs: clock.now() });
+    };
+    await once(ACTORS_MIGRATION, async () => {
       // Records written when the view was stored: keep its type as a field, drop the rest.
       for (const r of await c.find({ type: { $exists: false } })) {
         await c.updateOne({ _id: r._id }, { type: (r.view?.type as string | undefined) ?? null, view: null });
       }
-      await migrations.replaceOne({ _id: ACTORS_MIGRATION, atMs: clock.now() });
-    }
-    if (!(await migrations.findOne({ _id: OWNER_KEY_DROPPED }))) {
-      await ActorRepository.dropOwnerKeys(store, c);
-      await migrations.replaceOne({ _id: OWNER_KEY_DROPPED, atMs: clock.now() });
-    }
-    if (!(await migrations.findOne({ _id: ORDER_OPEN_STATUS }))) {
+    });
+    await once(OWNER_KEY_DROPPED, () => ActorRepository.dropOwnerKeys(store, c));
+    await once(ORDER_OPEN_STATUS, async () => {
       // a resting order's status was `LIVE` (its view and the open-order queries read the stored status)
       for (const r of await c.find({ kind: 'order', status: 'LIVE' }))
         await c.updateOne({ _id: r._id }, { status: 'OPEN' });
-      await migrations.replaceOne({ _id: ORDER_OPEN_STATUS, atMs: clock.now() });
-    }
+    });
     return new ActorRepository(c, store);
   }
 

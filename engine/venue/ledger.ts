@@ -452,7 +452,7 @@ export class Ledger {
   split({ userId, meta, conditionId, tokenIds, amount, marks }: CompleteSetOp): WalletOpResult {
     const w = this.walletOf(userId);
     w.pusd = w.pusd.minus(amount);
-    const parts = shareOut(amount, marks ?? tokenIds.map(() => ONE));
+    const parts = setParts(amount, tokenIds, marks);
     tokenIds.forEach((t, i) => {
       const p = this.positionOf(w, t);
       p.shares = p.shares.plus(amount);
@@ -476,7 +476,7 @@ export class Ledger {
    */
   merge({ userId, meta, conditionId, tokenIds, amount, marks }: CompleteSetOp): WalletOpResult {
     const w = this.walletOf(userId);
-    const parts = shareOut(amount, marks ?? tokenIds.map(() => ONE));
+    const parts = setParts(amount, tokenIds, marks);
     tokenIds.forEach((t, i) => {
       const p = this.positionOf(w, t);
       const costOut = costOf(p, amount); // all of it when every share goes
@@ -799,4 +799,9 @@ export interface CompleteSetOp {
   tokenIds: readonly string[];
   amount: Dec;
   marks?: readonly Dec[];
+}
+
+/** A complete set's dollars shared among its tokens: by `marks` when given, else equally ({@link shareOut}). */
+function setParts(amount: Dec, tokenIds: readonly string[], marks: readonly Dec[] | undefined): Dec[] {
+  return shareOut(amount, marks ?? tokenIds.map(() => ONE));
 }
